@@ -1,0 +1,59 @@
+// Command loadgen runs one interleaved champion/challenger experiment from a plan file and
+// prints the result JSON on stdout, with one progress line per slice on stderr.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	planPath := flag.String("plan", "", "path to the plan JSON (see plan.schema.json)")
+	check := flag.Bool("check", false, "validate the plan, print it with defaults filled, and exit")
+	flag.Parse()
+	if *planPath == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen --plan FILE [--check]")
+		return 2
+	}
+	p, err := plan.Load(*planPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return 2
+	}
+	if *check {
+		if err := p.Encode(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			return 1
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := loadgen.Run(ctx, p, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return 2
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: writing result:", err)
+		return 1
+	}
+	if res.Partial {
+		return 3
+	}
+	return 0
+}

@@ -1,0 +1,256 @@
+// Package loadgen runs one interleaved, open-loop, constant-rate experiment against two
+// targets. Every request has an intended send time on a single absolute schedule
+// t_k = T0 + k/rate; latency is measured from that time (coordinated-omission free).
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/result"
+)
+
+// Generator names this tool in results.
+const Generator = "perf-gate-loadgen"
+
+// scheduleLead is how far in the future T0 is set, so the first request is not already late.
+const scheduleLead = 20 * time.Millisecond
+
+type runner struct {
+	plan       *plan.Plan
+	order      []string
+	clock      monoClock
+	queues     map[string]chan job
+	workers    map[string][]*worker
+	slices     []*sliceAcc
+	warmupEnd  time.Duration // offset of the first measured slice
+	sliceDur   time.Duration
+	sliceWarm  time.Duration
+	end        time.Duration
+	dispatched chan struct{} // closed when the dispatcher returns
+
+	warmSent, warmOK, warmErr, warmOverflow atomic.Int64
+}
+
+// Run executes the plan. Cancelling ctx ends the run early: slices already finished are
+// kept, the one in progress is marked invalid, and the result is marked partial.
+func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	r := &runner{
+		plan:       p,
+		order:      p.SliceOrder(),
+		queues:     map[string]chan job{},
+		workers:    map[string][]*worker{},
+		sliceDur:   time.Duration(p.SliceSeconds * float64(time.Second)),
+		sliceWarm:  time.Duration(*p.SliceWarmupMs) * time.Millisecond,
+		dispatched: make(chan struct{}),
+	}
+	factory := newRequestFactory(p)
+	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
+	for _, arm := range []string{plan.Champion, plan.Challenger} {
+		r.queues[arm] = make(chan job, p.MaxQueue)
+		for range p.Connections {
+			r.workers[arm] = append(r.workers[arm], newWorker(arm, factory, timeout))
+		}
+	}
+	if err := r.prime(); err != nil {
+		return nil, err
+	}
+
+	started := time.Now()
+	r.clock = newMonoClock()
+	r.warmupEnd = scheduleLead + time.Duration(p.WarmupSeconds*float64(time.Second))
+	r.end = r.warmupEnd + time.Duration(len(r.order))*r.sliceDur
+	for i, arm := range r.order {
+		start := r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)
+		r.slices = append(r.slices, newSliceAcc(i, arm, start, start.Add(r.sliceDur)))
+	}
+
+	var workers sync.WaitGroup
+	for arm, ws := range r.workers {
+		for _, w := range ws {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				r.serve(w, r.queues[arm])
+			}()
+		}
+	}
+	slicesOut := make(chan []result.Slice, 1)
+	go func() { slicesOut <- r.report(progress) }()
+
+	r.dispatch(ctx)
+	for _, q := range r.queues {
+		close(q)
+	}
+	workers.Wait()
+	slices := <-slicesOut
+
+	res := &result.Result{
+		SchemaVersion: result.SchemaVersion,
+		Generator:     Generator,
+		Plan:          p,
+		Seed:          *p.Seed,
+		Order:         r.order,
+		Host:          hostinfo.Read(),
+		Started:       started,
+		Ended:         time.Now(),
+		Warmup: result.Warmup{
+			Seconds: p.WarmupSeconds, Sent: r.warmSent.Load(), OK: r.warmOK.Load(),
+			Errors: r.warmErr.Load(), Overflow: r.warmOverflow.Load(),
+		},
+		Slices: slices,
+	}
+	if len(slices) < len(r.order) || (len(slices) > 0 && !slices[len(slices)-1].Valid && r.slices[len(slices)-1].interrupted) {
+		res.Partial = true
+		res.PartialReason = fmt.Sprintf("stopped after %d of %d slices: %v", len(slices), len(r.order), context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// prime opens every connection before the schedule starts (so the first slice pays no
+// handshakes) and proves both targets reachable.
+func (r *runner) prime() error {
+	errs := make(chan error, 2*r.plan.Connections)
+	var wg sync.WaitGroup
+	for arm, ws := range r.workers {
+		for i, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o := w.do(&job{seq: ^uint64(i), intended: time.Now(), slice: -1})
+				if o.errClass != errNone {
+					errs <- fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", arm, r.plan.Target(arm), o.errClass)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func (c errClass) String() string {
+	return [...]string{"ok", "connection refused or failed", "timed out", "request failed"}[c]
+}
+
+// dispatch walks the schedule on a locked OS thread. It never blocks on a worker: a full
+// queue is counted as overflow and invalidates the slice instead of stalling the schedule.
+func (r *runner) dispatch(ctx context.Context) {
+	defer close(r.dispatched)
+	// The thread stays locked until it exits, so its changed timer slack dies with it.
+	pinDispatcherThread()
+	period := float64(time.Second) / r.plan.Rate
+	cur := 0 // the first slice whose dispatched channel is still open
+	for k := uint64(0); ; k++ {
+		off := scheduleLead + time.Duration(float64(k)*period)
+		if off >= r.end {
+			break
+		}
+		r.clock.sleepUntil(off)
+		select {
+		case <-ctx.Done():
+			r.interrupt(cur, off)
+			return
+		default:
+		}
+		j := job{seq: k, intended: r.clock.at(off), slice: -1}
+		var arm string
+		if off < r.warmupEnd {
+			// Warmup alternates request by request, so both arms warm up together.
+			arm = r.order[k%2]
+			if r.send(arm, j) {
+				r.warmSent.Add(1)
+			} else {
+				r.warmOverflow.Add(1)
+			}
+			continue
+		}
+		s := int((off - r.warmupEnd) / r.sliceDur)
+		for ; cur < s; cur++ {
+			close(r.slices[cur].dispatched)
+		}
+		acc := r.slices[s]
+		arm = acc.arm
+		j.slice, j.acc = s, acc
+		j.record = off-r.warmupEnd-time.Duration(s)*r.sliceDur >= r.sliceWarm
+		acc.scheduled++
+		acc.pending.Add(1)
+		if !r.send(arm, j) {
+			acc.overflow++
+			acc.pending.Done()
+		}
+	}
+	for ; cur < len(r.slices); cur++ {
+		close(r.slices[cur].dispatched)
+	}
+}
+
+func (r *runner) send(arm string, j job) bool {
+	select {
+	case r.queues[arm] <- j:
+		return true
+	default:
+		return false
+	}
+}
+
+// interrupt marks the slice in progress at offset off as cut short.
+func (r *runner) interrupt(cur int, off time.Duration) {
+	if off < r.warmupEnd || cur >= len(r.slices) {
+		return
+	}
+	acc := r.slices[cur]
+	acc.interrupted = true
+	acc.stoppedAt = r.clock.at(off)
+	close(acc.dispatched)
+}
+
+func (r *runner) serve(w *worker, q <-chan job) {
+	for j := range q {
+		o := w.do(&j)
+		if j.acc == nil {
+			if o.errClass == errNone && o.status < 400 {
+				r.warmOK.Add(1)
+			} else {
+				r.warmErr.Add(1)
+			}
+			continue
+		}
+		j.acc.add(&o)
+		j.acc.pending.Done()
+	}
+}
+
+// report finalises slices in order as each one's requests have all completed, printing one
+// progress line per slice.
+func (r *runner) report(progress io.Writer) []result.Slice {
+	out := make([]result.Slice, 0, len(r.slices))
+	for i, acc := range r.slices {
+		select {
+		case <-acc.dispatched:
+		case <-r.dispatched:
+			select {
+			case <-acc.dispatched:
+			default:
+				return out // the run stopped before this slice began
+			}
+		}
+		acc.pending.Wait()
+		s := acc.snapshot(i / 2)
+		fmt.Fprintln(progress, progressLine(&s, len(r.slices)))
+		out = append(out, s)
+		if acc.interrupted {
+			return out
+		}
+	}
+	return out
+}

@@ -1,0 +1,334 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/result"
+)
+
+// sliceCounter is a real HTTP server that counts requests by the {{slice}} header.
+type sliceCounter struct {
+	mu      sync.Mutex
+	bySlice map[string]int
+}
+
+func newServer(t *testing.T, delay time.Duration, counter *sliceCounter) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if counter != nil {
+			counter.mu.Lock()
+			counter.bySlice[r.Header.Get("X-Slice")]++
+			counter.mu.Unlock()
+		}
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func mustPlan(t *testing.T, js string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Parse(strings.NewReader(js), t.TempDir())
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return p
+}
+
+func run(t *testing.T, p *plan.Plan) *result.Result {
+	t.Helper()
+	var progress strings.Builder
+	res, err := Run(context.Background(), p, &progress)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	t.Log("\n" + progress.String())
+	return res
+}
+
+func planJSON(champion, challenger string, extra string) string {
+	return `{"targets":{"champion":"` + champion + `","challenger":"` + challenger + `"},` + extra + `}`
+}
+
+func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
+	const delay = 3 * time.Millisecond
+	champion := newServer(t, 0, nil)
+	challenger := newServer(t, delay, nil)
+	p := mustPlan(t, planJSON(champion.URL, challenger.URL,
+		`"rate":1000,"slice_seconds":1.25,"pairs":3,"seed":11,"warmup_seconds":0.5,"connections":8,
+		 "requests":[{"path":"/a"}]`))
+	res := run(t, p)
+
+	if len(res.Slices) != 6 || res.Partial {
+		t.Fatalf("want 6 complete slices, got %d (partial=%v)", len(res.Slices), res.Partial)
+	}
+	var diffs []float64
+	for i := 0; i < len(res.Slices); i += 2 {
+		champ, chall := res.Slices[i], res.Slices[i+1]
+		if champ.Arm != plan.Champion || chall.Arm != plan.Challenger {
+			t.Fatalf("pair %d arms %s,%s", i/2, champ.Arm, chall.Arm)
+		}
+		diffs = append(diffs, float64(chall.LatencyUs.P99-champ.LatencyUs.P99))
+	}
+	sort.Float64s(diffs)
+	median := diffs[len(diffs)/2]
+	t.Logf("per-pair p99 differences (µs): %v", diffs)
+	if median < 0.9*float64(delay.Microseconds()) || median > float64(delay.Microseconds())+1500 {
+		t.Errorf("median p99 difference %.0f µs, want about the %v delay", median, delay)
+	}
+	for _, s := range res.Slices {
+		if !s.Valid {
+			t.Errorf("slice %d invalid: %s", s.Index, s.InvalidReason)
+		}
+		if rel := abs(s.AchievedRPS-p.Rate) / p.Rate; rel > 0.01 {
+			t.Errorf("slice %d achieved %.1f req/s, plan %.0f (%.2f%% off)", s.Index, s.AchievedRPS, p.Rate, rel*100)
+		}
+		if s.Scheduled != 1250 || s.Sent != 1250 || s.Completed != 1250 || s.OK != 1250 || s.Recorded != 1050 {
+			t.Errorf("slice %d counts scheduled=%d sent=%d completed=%d ok=%d recorded=%d",
+				s.Index, s.Scheduled, s.Sent, s.Completed, s.OK, s.Recorded)
+		}
+		// Connections were opened before the first slice and kept alive since.
+		if s.NewConnections != 0 {
+			t.Errorf("slice %d opened %d new connections", s.Index, s.NewConnections)
+		}
+		if !slices.Equal(s.ShortOfBudget, []string{"p999"}) {
+			t.Errorf("slice %d short_of_budget %v, want [p999] for 1,050 recorded", s.Index, s.ShortOfBudget)
+		}
+		h, err := hdrhistogram.Decode([]byte(s.Histogram))
+		if err != nil || h.TotalCount() != s.Recorded {
+			t.Errorf("slice %d histogram decodes to %v samples (err %v), recorded %d", s.Index, h, err, s.Recorded)
+		}
+	}
+}
+
+func TestWarmupRequestsAreNotRecorded(t *testing.T) {
+	counter := &sliceCounter{bySlice: map[string]int{}}
+	srv := newServer(t, 0, counter)
+	p := mustPlan(t, planJSON(srv.URL, srv.URL,
+		`"rate":500,"slice_seconds":0.5,"pairs":2,"seed":3,"warmup_seconds":0.4,"slice_warmup_ms":100,"connections":2,
+		 "requests":[{"path":"/w","headers":{"X-Slice":"{{slice}}"}}]`))
+	res := run(t, p)
+
+	if res.Warmup.Sent != 200 || res.Warmup.OK != 200 {
+		t.Errorf("warmup sent=%d ok=%d, want 200 (0.4 s at 500/s)", res.Warmup.Sent, res.Warmup.OK)
+	}
+	// The server saw the warmup (slice -1) plus one priming request per connection.
+	if got := counter.bySlice["-1"]; got != 200+2*p.Connections {
+		t.Errorf("server saw %d warmup requests, want %d", got, 200+2*p.Connections)
+	}
+	for _, s := range res.Slices {
+		// 250 requests per slice, of which the first 100 ms (50 requests) are slice warmup.
+		if s.Scheduled != 250 || s.Recorded != 200 {
+			t.Errorf("slice %d scheduled=%d recorded=%d, want 250 and 200", s.Index, s.Scheduled, s.Recorded)
+		}
+		h, _ := hdrhistogram.Decode([]byte(s.Histogram))
+		if h.TotalCount() != 200 {
+			t.Errorf("slice %d histogram holds %d samples, want 200", s.Index, h.TotalCount())
+		}
+	}
+}
+
+func TestOrderFollowsThePlanAndTheSeed(t *testing.T) {
+	srv := newServer(t, 0, nil)
+	base := `"rate":200,"slice_seconds":0.1,"slice_warmup_ms":0,"pairs":6,"connections":1,"requests":[{"path":"/"}],`
+	orderOf := func(extra string) []string {
+		res := run(t, mustPlan(t, planJSON(srv.URL, srv.URL, base+extra)))
+		var realised []string
+		for _, s := range res.Slices {
+			realised = append(realised, s.Arm)
+		}
+		if !slices.Equal(realised, res.Order) {
+			t.Errorf("slices ran in %v, result says %v", realised, res.Order)
+		}
+		return realised
+	}
+	alt := orderOf(`"order":"alternate","seed":1`)
+	for i, arm := range alt {
+		if want := []string{plan.Champion, plan.Challenger}[i%2]; arm != want {
+			t.Fatalf("alternate order %v", alt)
+		}
+	}
+	a := orderOf(`"order":"balanced","seed":42`)
+	b := orderOf(`"order":"balanced","seed":42`)
+	if !slices.Equal(a, b) {
+		t.Errorf("same seed, different orders: %v vs %v", a, b)
+	}
+	for i := 0; i < len(a); i += 2 {
+		if a[i] == a[i+1] {
+			t.Errorf("balanced pair %d has one arm twice: %v", i/2, a)
+		}
+	}
+	// Over many seeds the challenger goes first about half the time.
+	first := 0
+	for seed := int64(0); seed < 200; seed++ {
+		s := seed
+		p := &plan.Plan{Pairs: 10, Order: plan.OrderBalanced, Seed: &s}
+		for i, arm := range p.SliceOrder() {
+			if i%2 == 0 && arm == plan.Challenger {
+				first++
+			}
+		}
+	}
+	if first < 850 || first > 1150 {
+		t.Errorf("challenger first in %d of 2000 balanced pairs, want about 1000", first)
+	}
+}
+
+func TestAStallShowsInCorrectedLatencyNotOnlyServiceTime(t *testing.T) {
+	var n atomic.Int64
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// One request, well inside the measured slice, stalls for 300 ms.
+		if n.Add(1) == 150 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer stalled.Close()
+	fast := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(fast.URL, stalled.URL,
+		`"rate":200,"slice_seconds":1.5,"pairs":1,"seed":1,"connections":1,"slice_warmup_ms":0,
+		 "requests":[{"path":"/s"}]`))
+	res := run(t, p)
+	s := res.Slices[1]
+	h, err := hdrhistogram.Decode([]byte(s.Histogram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At 200 req/s a 300 ms stall queues ~60 requests behind the single connection.
+	queued := h.TotalCount() - countBelow(h, 100_000)
+	t.Logf("challenger: latency p99=%dus max=%dus, service p99=%dus, %d requests over 100 ms",
+		s.LatencyUs.P99, s.LatencyUs.Max, s.ServiceTimeUs.P99, queued)
+	if s.LatencyUs.Max < 290_000 {
+		t.Errorf("max corrected latency %d µs, want the 300 ms stall", s.LatencyUs.Max)
+	}
+	if queued < 30 {
+		t.Errorf("only %d requests saw >100 ms; the requests queued behind the stall must show it", queued)
+	}
+	if s.LatencyUs.P90 < 100_000 {
+		t.Errorf("corrected p90 %d µs should reflect the ~20%% of requests queued behind the stall", s.LatencyUs.P90)
+	}
+	if s.ServiceTimeUs.P99 > 50_000 {
+		t.Errorf("service time p99 %d µs: queued requests must not look slow to the server", s.ServiceTimeUs.P99)
+	}
+	if !s.Valid {
+		t.Errorf("a stall without overflow is a valid measurement: %s", s.InvalidReason)
+	}
+}
+
+func countBelow(h *hdrhistogram.Histogram, us int64) int64 {
+	var c int64
+	for _, b := range h.Distribution() {
+		if b.To < us {
+			c += b.Count
+		}
+	}
+	return c
+}
+
+func TestQueueOverflowInvalidatesTheSliceWithoutStallingTheSchedule(t *testing.T) {
+	slow := newServer(t, 50*time.Millisecond, nil)
+	fast := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(fast.URL, slow.URL,
+		`"rate":400,"slice_seconds":0.5,"pairs":1,"seed":1,"connections":1,"max_queue":5,"requests":[{"path":"/"}]`))
+	start := time.Now()
+	res := run(t, p)
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("run took %v: the schedule stalled behind the slow target", el)
+	}
+	champ, chall := res.Slices[0], res.Slices[1]
+	if !champ.Valid || champ.Overflow != 0 {
+		t.Errorf("champion slice: valid=%v overflow=%d", champ.Valid, champ.Overflow)
+	}
+	if chall.Valid || chall.Overflow == 0 || !strings.Contains(chall.InvalidReason, "overflow") {
+		t.Errorf("challenger slice: valid=%v overflow=%d reason=%q", chall.Valid, chall.Overflow, chall.InvalidReason)
+	}
+	if chall.Scheduled != chall.Sent+chall.Overflow {
+		t.Errorf("scheduled %d != sent %d + overflow %d", chall.Scheduled, chall.Sent, chall.Overflow)
+	}
+}
+
+func TestCancelEndsTheRunWithThePartialSlicesMarked(t *testing.T) {
+	srv := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(srv.URL, srv.URL,
+		`"rate":500,"slice_seconds":0.4,"pairs":5,"seed":1,"connections":2,"requests":[{"path":"/"}]`))
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(1100*time.Millisecond, func() { cancel(errors.New("test stop")) })
+	res, err := Run(ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Partial || !strings.Contains(res.PartialReason, "test stop") {
+		t.Errorf("partial=%v reason=%q", res.Partial, res.PartialReason)
+	}
+	if len(res.Slices) != 3 {
+		t.Fatalf("want the 2 finished slices and the interrupted third, got %d", len(res.Slices))
+	}
+	for _, s := range res.Slices[:2] {
+		if !s.Valid {
+			t.Errorf("finished slice %d invalid: %s", s.Index, s.InvalidReason)
+		}
+	}
+	last := res.Slices[2]
+	if last.Valid || !strings.Contains(last.InvalidReason, "interrupted") {
+		t.Errorf("interrupted slice: valid=%v reason=%q", last.Valid, last.InvalidReason)
+	}
+	if !last.End.Before(last.Start.Add(400 * time.Millisecond)) {
+		t.Errorf("interrupted slice ends at its planned end %v", last.End)
+	}
+}
+
+func TestUnreachableTargetIsNamed(t *testing.T) {
+	srv := newServer(t, 0, nil)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	p := mustPlan(t, planJSON(srv.URL, deadURL, `"rate":10,"slice_seconds":1,"pairs":1,"requests":[{"path":"/"}]`))
+	_, err := Run(context.Background(), p, nil)
+	if err == nil || !strings.Contains(err.Error(), "targets.challenger") || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("want an error naming targets.challenger, got %v", err)
+	}
+}
+
+func TestErrorsAreCountedByClass(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) % 4 {
+		case 0:
+			w.WriteHeader(503)
+		case 1:
+			w.WriteHeader(404)
+		}
+	}))
+	defer srv.Close()
+	p := mustPlan(t, planJSON(srv.URL, srv.URL,
+		`"rate":400,"slice_seconds":0.5,"pairs":1,"seed":1,"connections":2,"requests":[{"path":"/"}]`))
+	res := run(t, p)
+	for _, s := range res.Slices {
+		if s.Errors.Status5 < 40 || s.Errors.Status4 < 40 || s.OK < 80 || s.OK+s.Errors.Total() != s.Completed {
+			t.Errorf("slice %d errors %+v ok=%d completed=%d", s.Index, s.Errors, s.OK, s.Completed)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

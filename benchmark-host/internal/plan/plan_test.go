@@ -1,0 +1,113 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const validPlan = `{"targets":{"champion":"http://127.0.0.1:8001","challenger":"http://127.0.0.1:8002"},
+  "rate":100,"slice_seconds":9,"pairs":10,"seed":5,"requests":[{"path":"/x"}]}`
+
+func TestDefaultsAreFilled(t *testing.T) {
+	p, err := Parse(strings.NewReader(validPlan), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Order != OrderAlternate || *p.SliceWarmupMs != 200 || p.Connections != 10 || p.TimeoutMs != 2000 ||
+		p.MaxQueue != 200 || p.Requests[0].Method != "GET" || p.RunID != "run" {
+		t.Errorf("defaults: %+v", p)
+	}
+}
+
+func TestBadPlansNameTheField(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ name, from, to, field string }{
+		{"unknown field", `"rate":100`, `"rate":100,"rps":5`, "rps"},
+		{"unknown nested field", `"path":"/x"`, `"path":"/x","bdy":"1"`, "bdy"},
+		{"zero rate", `"rate":100`, `"rate":0`, "rate"},
+		{"negative rate", `"rate":100`, `"rate":-3`, "rate"},
+		{"rate of the wrong type", `"rate":100`, `"rate":"fast"`, "rate"},
+		{"missing challenger", `"challenger":"http://127.0.0.1:8002"`, `"challenger":""`, "targets.challenger"},
+		{"bad target scheme", `"champion":"http://127.0.0.1:8001"`, `"champion":"ftp://x"`, "targets.champion"},
+		{"zero pairs", `"pairs":10`, `"pairs":0`, "pairs"},
+		{"bad order", `"seed":5`, `"seed":5,"order":"random"`, "order"},
+		{"missing body file", `"path":"/x"`, `"path":"/x","body_file":"nope.json"`, "requests[0].body_file"},
+		{"unclosed template", `"path":"/x"`, `"path":"/x/{{seq"`, "requests[0].path"},
+		{"unknown template", `"path":"/x"`, `"path":"/x/{{user}}"`, "requests[0].path"},
+		{"bad rand bound", `"path":"/x"`, `"path":"/x/{{rand 0}}"`, "requests[0].path"},
+		{"bad header template", `"path":"/x"`, `"path":"/x","headers":{"K":"{{nope}}"}`, "requests[0].headers.K"},
+		{"path without slash", `"path":"/x"`, `"path":"x"`, "requests[0].path"},
+		{"no requests", `"requests":[{"path":"/x"}]`, `"requests":[]`, "requests"},
+		{"slice warmup too long", `"seed":5`, `"seed":5,"slice_warmup_ms":9000`, "slice_warmup_ms"},
+		{"run id with a slash", `"seed":5`, `"seed":5,"run_id":"a/b"`, "run_id"},
+		{"seed beyond 2^53", `"seed":5`, `"seed":9007199254740993`, "seed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			js := strings.Replace(validPlan, c.from, c.to, 1)
+			if js == validPlan {
+				t.Fatalf("case does not change the plan")
+			}
+			_, err := Parse(strings.NewReader(js), dir)
+			if err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Fatalf("want an error naming %q, got %v", c.field, err)
+			}
+		})
+	}
+}
+
+func TestBodyFileIsReadRelativeToThePlan(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"id":"{{seq}}"}`), 0o644)
+	js := strings.Replace(validPlan, `"path":"/x"`, `"method":"post","path":"/x","body_file":"body.json","weight":3`, 1)
+	os.WriteFile(filepath.Join(dir, "plan.json"), []byte(js), 0o644)
+	p, err := Load(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(p.Compiled()[0].Body.Append(nil, &Vars{Seq: 42}))
+	if got != `{"id":"42"}` || p.Compiled()[0].Method != "POST" {
+		t.Errorf("body %q method %s", got, p.Compiled()[0].Method)
+	}
+}
+
+func TestTemplatesExpandDeterministically(t *testing.T) {
+	tpl, err := ParseTemplate("/t/{{run}}/{{arm}}/{{slice}}/{{seq}}/{{rand 10}}/{{ rand }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Vars{Seed: 9, Seq: 7, Run: "r1", Arm: Challenger, Slice: 3}
+	a := string(tpl.Append(nil, &v))
+	b := string(tpl.Append(nil, &v))
+	if a != b || !strings.HasPrefix(a, "/t/r1/challenger/3/7/") {
+		t.Errorf("expansion %q / %q", a, b)
+	}
+	keys := map[string]bool{}
+	pool, _ := ParseTemplate("{{rand 10}}")
+	for seq := range uint64(1000) {
+		keys[string(pool.Append(nil, &Vars{Seed: 1, Seq: seq}))] = true
+	}
+	if len(keys) != 10 {
+		t.Errorf("{{rand 10}} gave %d distinct keys, want 10", len(keys))
+	}
+	if pool.IsStatic() {
+		t.Errorf("a template with a placeholder is not static")
+	}
+}
+
+func TestWeightsPickInProportion(t *testing.T) {
+	js := strings.Replace(validPlan, `[{"path":"/x"}]`, `[{"path":"/a","weight":1},{"path":"/b","weight":3}]`, 1)
+	p, err := Parse(strings.NewReader(js), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := [2]int{}
+	for seq := range uint64(20000) {
+		counts[p.Pick(Uniform(5, seq))]++
+	}
+	if share := float64(counts[1]) / 20000; share < 0.73 || share > 0.77 {
+		t.Errorf("weight 3 of 4 picked %.3f of the time", share)
+	}
+}
