@@ -31,20 +31,34 @@ func newMonoClock() monoClock {
 
 func clockGettime() int64 {
 	var ts syscall.Timespec
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
+	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
 	return ts.Nano()
 }
 
+// since returns the offset of t from the clock's base.
+func (c monoClock) since(t time.Time) time.Duration { return t.Sub(c.base) }
+
 // at returns the Go time of an offset from the clock's base.
 func (c monoClock) at(offset time.Duration) time.Time { return c.base.Add(offset) }
+
+// rawSleepMax is the longest wait done as a raw syscall. A raw syscall leaves the thread's P
+// "running", so the scheduler does not retake it and hand it back around every request
+// (that churn cost ~30% more CPU per request); but a P that sleeps holds up a GC
+// stop-the-world, so longer waits (low rates) take the ordinary syscall path.
+const rawSleepMax = 2 * time.Millisecond
 
 // sleepUntil blocks until the offset is reached. Absolute-time sleeps do not accumulate
 // error, and retrying on EINTR is exact because the deadline does not move (the Go runtime
 // interrupts threads with SIGURG for preemption).
 func (c monoClock) sleepUntil(offset time.Duration) {
-	ts := syscall.NsecToTimespec(c.baseMono + int64(offset))
+	deadline := c.baseMono + int64(offset)
+	ts := syscall.NsecToTimespec(deadline)
+	sleep := syscall.Syscall6
+	if deadline-clockGettime() <= int64(rawSleepMax) {
+		sleep = syscall.RawSyscall6
+	}
 	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_CLOCK_NANOSLEEP, clockMonotonic, timerAbstime,
+		_, _, errno := sleep(syscall.SYS_CLOCK_NANOSLEEP, clockMonotonic, timerAbstime,
 			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		if errno != syscall.EINTR {
 			return
@@ -52,9 +66,18 @@ func (c monoClock) sleepUntil(offset time.Duration) {
 	}
 }
 
-// pinDispatcherThread locks the calling goroutine to its OS thread and sets that thread's
-// timer slack to 1 ns; the default 50 µs slack would otherwise be added to every wake-up.
+// Package init runs on the main thread, and Linux threads inherit timer slack from the thread
+// that clones them, so the runtime threads started later get 1 ns slack too. That matters for
+// the hand-off: a thread stealing a just-readied worker from the dispatcher's P does a 3 µs
+// usleep first, which the default 50 µs slack stretches into ~55 µs of dispatch lag.
+func init() { setTimerSlack() }
+
+// pinDispatcherThread locks the calling goroutine to its OS thread, with 1 ns timer slack.
 func pinDispatcherThread() {
 	runtime.LockOSThread()
-	syscall.Syscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
+	setTimerSlack()
+}
+
+func setTimerSlack() {
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
 }

@@ -26,7 +26,7 @@ type runner struct {
 	plan       *plan.Plan
 	order      []string
 	clock      monoClock
-	queues     map[string]chan job
+	queues     map[string]*jobQueue
 	workers    map[string][]*worker
 	slices     []*sliceAcc
 	warmupEnd  time.Duration // offset of the first measured slice
@@ -34,6 +34,8 @@ type runner struct {
 	sliceWarm  time.Duration
 	end        time.Duration
 	dispatched chan struct{} // closed when the dispatcher returns
+	timeout    time.Duration
+	t0         time.Duration // offset of the schedule's first request on clock
 
 	warmSent, warmOK, warmErr, warmOverflow atomic.Int64
 }
@@ -47,27 +49,35 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 	r := &runner{
 		plan:       p,
 		order:      p.SliceOrder(),
-		queues:     map[string]chan job{},
+		queues:     map[string]*jobQueue{},
 		workers:    map[string][]*worker{},
 		sliceDur:   time.Duration(p.SliceSeconds * float64(time.Second)),
 		sliceWarm:  time.Duration(*p.SliceWarmupMs) * time.Millisecond,
 		dispatched: make(chan struct{}),
+		timeout:    time.Duration(p.TimeoutMs) * time.Millisecond,
+		clock:      newMonoClock(),
 	}
 	factory := newRequestFactory(p)
-	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
 	for _, arm := range []string{plan.Champion, plan.Challenger} {
-		r.queues[arm] = make(chan job, p.MaxQueue)
+		q, err := newJobQueue(p.MaxQueue)
+		if err != nil {
+			return nil, err
+		}
+		defer q.release()
+		r.queues[arm] = q
 		for range p.Connections {
-			r.workers[arm] = append(r.workers[arm], newWorker(arm, factory, timeout))
+			r.workers[arm] = append(r.workers[arm], newWorker(arm, factory, r.timeout))
 		}
 	}
+	stopWatchdog := r.watchdog()
+	defer stopWatchdog()
 	if err := r.prime(); err != nil {
 		return nil, err
 	}
 
 	started := time.Now()
-	r.clock = newMonoClock()
-	r.warmupEnd = scheduleLead + time.Duration(p.WarmupSeconds*float64(time.Second))
+	r.t0 = r.clock.since(started) + scheduleLead
+	r.warmupEnd = r.t0 + time.Duration(p.WarmupSeconds*float64(time.Second))
 	r.end = r.warmupEnd + time.Duration(len(r.order))*r.sliceDur
 	for i, arm := range r.order {
 		start := r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)
@@ -89,7 +99,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 
 	r.dispatch(ctx)
 	for _, q := range r.queues {
-		close(q)
+		q.close(p.Connections)
 	}
 	workers.Wait()
 	slices := <-slicesOut
@@ -126,7 +136,7 @@ func (r *runner) prime() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				o := w.do(&job{seq: ^uint64(i), intended: time.Now(), slice: -1})
+				o := w.do(&job{seq: ^uint64(i), intended: time.Now(), slice: -1}, &r.clock, r.timeout)
 				if o.errClass != errNone {
 					errs <- fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", arm, r.plan.Target(arm), o.errClass)
 				}
@@ -151,7 +161,7 @@ func (r *runner) dispatch(ctx context.Context) {
 	period := float64(time.Second) / r.plan.Rate
 	cur := 0 // the first slice whose dispatched channel is still open
 	for k := uint64(0); ; k++ {
-		off := scheduleLead + time.Duration(float64(k)*period)
+		off := r.t0 + time.Duration(float64(k)*period)
 		if off >= r.end {
 			break
 		}
@@ -194,14 +204,7 @@ func (r *runner) dispatch(ctx context.Context) {
 	}
 }
 
-func (r *runner) send(arm string, j job) bool {
-	select {
-	case r.queues[arm] <- j:
-		return true
-	default:
-		return false
-	}
-}
+func (r *runner) send(arm string, j job) bool { return r.queues[arm].push(j) }
 
 // interrupt marks the slice in progress at offset off as cut short.
 func (r *runner) interrupt(cur int, off time.Duration) {
@@ -214,9 +217,40 @@ func (r *runner) interrupt(cur int, off time.Duration) {
 	close(acc.dispatched)
 }
 
-func (r *runner) serve(w *worker, q <-chan job) {
-	for j := range q {
-		o := w.do(&j)
+// watchdogPeriod bounds how late a timeout fires; one shared ticker instead of a timer per
+// request keeps the network poller asleep between requests.
+const watchdogPeriod = 5 * time.Millisecond
+
+// watchdog expires overdue requests until the returned stop function is called.
+func (r *runner) watchdog() (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(watchdogPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				at := r.clock.since(now)
+				for _, ws := range r.workers {
+					for _, w := range ws {
+						w.expire(at)
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func (r *runner) serve(w *worker, q *jobQueue) {
+	for {
+		j, ok := q.pop()
+		if !ok {
+			return
+		}
+		o := w.do(&j, &r.clock, r.timeout)
 		if j.acc == nil {
 			if o.errClass == errNone && o.status < 400 {
 				r.warmOK.Add(1)

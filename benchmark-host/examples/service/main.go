@@ -1,0 +1,60 @@
+// Command service is the example service the demo and the tests deploy: a small HTTP API
+// that does a fixed amount of hashing per request. Built with -tags slow it does extra work
+// per request (see work_slow.go), the kind of regression the gate exists to catch.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	port := os.Getenv("PORT")
+	if port == "" {
+		fmt.Fprintln(os.Stderr, "service: PORT is not set")
+		os.Exit(2)
+	}
+	rounds := envInt("HASH_ROUNDS", 200)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
+		sum := sha256.Sum256([]byte(r.URL.Query().Get("key")))
+		for range rounds {
+			sum = sha256.Sum256(sum[:])
+		}
+		sum = extraWork(sum)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"digest":%q}`+"\n", hex.EncodeToString(sum[:8]))
+	})
+	srv := &http.Server{Addr: "127.0.0.1:" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	fmt.Printf("service (%s build) listening on %s\n", variant, srv.Addr)
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, "service:", err)
+		os.Exit(1)
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
