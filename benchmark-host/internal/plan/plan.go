@@ -34,19 +34,21 @@ const MaxSafeSeed = 1<<53 - 1
 
 // Plan is the load generator's input document (see plan.schema.json).
 type Plan struct {
-	RunID         string    `json:"run_id,omitempty"`
-	Targets       Targets   `json:"targets"`
-	Rate          float64   `json:"rate"`
-	SliceSeconds  float64   `json:"slice_seconds"`
-	Pairs         int       `json:"pairs"`
-	Order         string    `json:"order,omitempty"`
-	Seed          *int64    `json:"seed,omitempty"`
-	WarmupSeconds float64   `json:"warmup_seconds"`
-	SliceWarmupMs *int      `json:"slice_warmup_ms,omitempty"`
-	Connections   int       `json:"connections,omitempty"`
-	TimeoutMs     int       `json:"timeout_ms,omitempty"`
-	MaxQueue      int       `json:"max_queue,omitempty"`
-	Requests      []Request `json:"requests"`
+	RunID         string            `json:"run_id,omitempty"`
+	Workload      string            `json:"workload,omitempty"`
+	Meta          map[string]string `json:"meta,omitempty"`
+	Targets       Targets           `json:"targets"`
+	Rate          float64           `json:"rate"`
+	SliceSeconds  float64           `json:"slice_seconds"`
+	Pairs         int               `json:"pairs"`
+	Order         string            `json:"order,omitempty"`
+	Seed          *int64            `json:"seed,omitempty"`
+	WarmupSeconds float64           `json:"warmup_seconds"`
+	SliceWarmupMs *int              `json:"slice_warmup_ms,omitempty"`
+	Connections   int               `json:"connections,omitempty"`
+	TimeoutMs     int               `json:"timeout_ms,omitempty"`
+	MaxQueue      int               `json:"max_queue,omitempty"`
+	Requests      []Request         `json:"requests"`
 
 	// Compiled forms, filled by Validate.
 	compiled []CompiledRequest
@@ -141,6 +143,20 @@ func (p *Plan) Validate(baseDir string) error {
 	}
 	if !validRunID(p.RunID) {
 		return fieldErr("run_id", "must be 1-64 characters of [A-Za-z0-9._-], got %q", p.RunID)
+	}
+	if p.Workload == "" {
+		p.Workload = "default"
+	}
+	if !validRunID(p.Workload) {
+		return fieldErr("workload", "must be 1-64 characters of [A-Za-z0-9._-], got %q", p.Workload)
+	}
+	if len(p.Meta) > 32 {
+		return fieldErr("meta", "must have at most 32 keys, got %d", len(p.Meta))
+	}
+	for k, v := range p.Meta {
+		if !validRunID(k) || len(v) > 256 {
+			return fieldErr("meta."+k, "keys are [A-Za-z0-9._-]{1,64} and values at most 256 characters")
+		}
 	}
 	if err := validTarget("targets.champion", p.Targets.Champion); err != nil {
 		return err

@@ -1,0 +1,110 @@
+// The Markdown report: what a check-run summary, a PR comment and a job summary show. Pure,
+// and always within GitHub's 65,535-character limit for check summaries.
+import type { Analysis, Comparison } from "../analysis/verdict";
+import { mermaidChart } from "./chart";
+import { confidenceLabel, ms, percentLabel, pValue, rps, signedMs } from "./format";
+import { quartet } from "./quartet";
+
+export const GITHUB_SUMMARY_LIMIT = 65_535;
+
+const badge: Record<Analysis["verdict"], string> = { green: "🟢 green", red: "🔴 red", grey: "⚪ grey" };
+
+export interface ReportOptions {
+  /** Lines placed first (e.g. the sticky comment's hidden marker). */
+  preamble?: string[];
+  /** Lines placed after the headline (e.g. an override, a candidate-champion note). */
+  notes?: string[];
+  limit?: number;
+}
+
+export function markdownReport(a: Analysis, opts: ReportOptions = {}): string {
+  const limit = opts.limit ?? GITHUB_SUMMARY_LIMIT;
+  // Per-slice tables are the only part that grows with the run; shrink them until it fits.
+  for (const rows of [Infinity, 200, 50, 10, 0]) {
+    const text = render(a, opts, rows);
+    if (text.length <= limit) return text;
+  }
+  const text = render(a, opts, 0);
+  return text.slice(0, limit - 80) + "\n\n…report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
+}
+
+function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
+  const h = a.headline;
+  const out: string[] = [...(opts.preamble ?? [])];
+  out.push(`## perf-gate: ${badge[a.verdict]}${a.blocking ? " — blocking" : a.verdict === "red" ? " — advisory" : ""}`);
+  out.push("", `**${quartet(h, a.percentile)}**`, "");
+  out.push(verdictSentence(a));
+  if (opts.notes?.length) out.push("", ...opts.notes);
+  for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, maxRows));
+  out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
+  for (const r of a.runs) {
+    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${r.dropped} |`);
+  }
+  out.push("", `<sub>Method: ${a.method} Bootstrap seed ${a.seed}.</sub>`, "");
+  return out.join("\n");
+}
+
+function verdictSentence(a: Analysis): string {
+  const h = a.headline;
+  const budget = `${a.settings.blockThresholdPercent}% of the ${ms(a.settings.sloBudgetMs)} ms SLO budget`;
+  if (a.blocking) {
+    if (h.errorRegression && h.errorRegression.p < 1 - h.confidence) {
+      return `**Blocks the merge:** the challenger fails more requests than the champion (${h.errorRegression.challenger} vs ${h.errorRegression.champion}).`;
+    }
+    return `**Blocks the merge:** the regression exceeds the block threshold of ${ms(h.thresholdMs)} ms (${budget}); ${h.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}.`;
+  }
+  if (a.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a.verdict === "green") return "The challenger is faster: a candidate champion.";
+  const kind = h.greyKind;
+  if (kind === "equivalent") return `No detectable change: the interval lies within ±${ms(h.thresholdMs)} ms, the block threshold.`;
+  if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (±${ms(h.floorMs ?? 0)} ms).`;
+  return `No detectable change, but the interval is wider than ±${ms(h.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+
+function comparisonSection(c: Comparison, percentile: number, maxRows: number): string[] {
+  const p = percentLabel(percentile);
+  const state = c.verdict === "grey" ? `grey (${c.greyKind})` : `${c.verdict}${c.blocking ? ", blocking" : ""}`;
+  const pct = (delta: number, base: number) => (base > 0 ? ` (${delta > 0 ? "+" : ""}${((100 * delta) / base).toFixed(1)}%)` : "");
+  const ci = (lo: number, hi: number) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
+  const out = [
+    `### ${c.workload} @ ${c.rate} req/s — ${state}`,
+    "",
+    `${quartet(c, percentile)}`,
+    "",
+    `| metric | champion | challenger | delta | ${confidenceLabel(c.confidence)} CI of delta |`,
+    "|---|---:|---:|---:|---|",
+    `| p50 | ${ms(c.champion.p50Ms)} ms | ${ms(c.challenger.p50Ms)} ms | ${signedMs(c.p50Ms.estimate)} ms${pct(c.p50Ms.estimate, c.champion.p50Ms)} | ${ci(...c.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms(c.champion.sloMs)} ms | ${ms(c.challenger.sloMs)} ms | **${signedMs(c.estimateMs)} ms**${pct(c.estimateMs, c.champion.sloMs)} | **${ci(...c.ciMs)} ms** |`,
+    ...(percentile === 99.9 ? [] : [`| p99.9 | ${ms(c.champion.p999Ms)} ms | ${ms(c.challenger.p999Ms)} ms | ${signedMs(c.p999Ms.estimate)} ms${pct(c.p999Ms.estimate, c.champion.p999Ms)} | ${ci(...c.p999Ms.ci)} ms |`]),
+    `| throughput | ${rps(c.champion.okRps)} req/s | ${rps(c.challenger.okRps)} req/s | ${c.throughput.estimate > 0 ? "+" : ""}${rps(c.throughput.estimate)} req/s (${c.throughput.percent > 0 ? "+" : ""}${c.throughput.percent.toFixed(2)}%) | [${rps(c.throughput.ci[0])}, ${rps(c.throughput.ci[1])}] req/s, paired t p=${pValue(c.throughput.p)} |`,
+    `| errors | ${c.champion.errors} of ${c.champion.requests} | ${c.challenger.errors} of ${c.challenger.requests} | ${c.challenger.errors - c.champion.errors > 0 ? "+" : ""}${c.challenger.errors - c.champion.errors} | |`,
+    "",
+    `Tests on the ${c.pairs} paired differences at ${p}: paired t = ${c.t.t.toFixed(2)} (df ${c.t.df}), p = ${pValue(c.t.p)}` +
+      `${c.t.holmP !== c.t.p ? `, Holm-adjusted p = ${pValue(c.t.holmP)}` : ""}; ` +
+      `bootstrap ${confidenceLabel(c.confidence)} CI ${ci(...c.bootstrapCiMs)} ms; ` +
+      `sign test ${c.signTest.positive}+/${c.signTest.negative}−, p = ${pValue(c.signTest.p)}; ` +
+      `Wilcoxon signed-rank W = ${c.wilcoxon.statistic}, p = ${pValue(c.wilcoxon.p)} (${c.wilcoxon.method}). ` +
+      `Block threshold ${ms(c.thresholdMs)} ms.${c.looks > 1 ? ` Look ${c.looks} at this build: ${c.runs.length} runs pooled, interval at ${confidenceLabel(c.confidence)}.` : ""}`,
+  ];
+  if (c.flags.length > 0) out.push("", ...c.flags.map((f) => `> ⚠️ **${f.code.replace(/_/g, " ")}**: ${f.message}`));
+  out.push("", mermaidChart(c, percentile));
+  if (maxRows > 0) {
+    const rows = c.detail.slice(0, maxRows);
+    out.push(
+      "",
+      `<details><summary>Per-slice ${p} of ${c.detail.length} pairs</summary>`,
+      "",
+      `| run | pair | champion ${p} | challenger ${p} | difference |`,
+      "|---|---:|---:|---:|---:|",
+      ...rows.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...(rows.length < c.detail.length ? [``, `${c.detail.length - rows.length} more pairs in the JSON result.`] : []),
+      "",
+      "</details>",
+    );
+  }
+  return out;
+}
+
+function cell(s: string): string {
+  return s.replace(/[|\n\r]/g, " ");
+}

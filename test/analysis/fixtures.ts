@@ -1,0 +1,73 @@
+// Builds load generator results in the exact shape benchmark-host emits, from per-slice
+// latencies, for rule and simulation tests. (Tests on real loadgen output live in
+// loadgen-output.test.ts.)
+import type { LoadgenResult, Slice } from "../../src/analysis/result-schema";
+
+export interface PairSpec {
+  championUs: number;
+  challengerUs: number;
+}
+
+export interface ResultSpec {
+  pairs: PairSpec[];
+  workload?: string;
+  rate?: number;
+  runId?: string;
+  meta?: Record<string, string>;
+  recorded?: number;
+  okRps?: (arm: Slice["arm"], pair: number) => number;
+  edit?: (slice: Slice) => void;
+}
+
+export function makeSlice(index: number, pair: number, arm: Slice["arm"], p99Us: number, spec: ResultSpec): Slice {
+  const rate = spec.rate ?? 1000;
+  const recorded = spec.recorded ?? 8000;
+  const s: Slice = {
+    index, pair, arm,
+    start: new Date(Date.UTC(2026, 10, 21, 12, 0, index * 9)).toISOString(),
+    end: new Date(Date.UTC(2026, 10, 21, 12, 0, index * 9 + 9)).toISOString(),
+    scheduled: rate * 9, sent: rate * 9, completed: rate * 9, ok: rate * 9, recorded,
+    errors: { connect: 0, timeout: 0, "4xx": 0, "5xx": 0, other: 0 },
+    overflow: 0, new_connections: index === 0 ? 10 : 0,
+    achieved_rps: rate, ok_rps: spec.okRps ? spec.okRps(arm, pair) : rate,
+    latency_us: { p50: Math.round(p99Us / 4), p90: Math.round(p99Us / 2), p99: p99Us, p999: Math.round(p99Us * 1.5), max: Math.round(p99Us * 2) },
+    service_time_us: { p50: 100, p99: 400 },
+    dispatch_lag_us: { p50: 60, p99: 300 },
+    histogram: "",
+    short_of_budget: recorded < 1000 ? ["p99", "p999"] : recorded < 10000 ? ["p999"] : [],
+    valid: true,
+  };
+  spec.edit?.(s);
+  return s;
+}
+
+export function makeResult(spec: ResultSpec): LoadgenResult {
+  const slices = spec.pairs.flatMap((p, i) => [
+    makeSlice(2 * i, i, "champion", p.championUs, spec),
+    makeSlice(2 * i + 1, i, "challenger", p.challengerUs, spec),
+  ]);
+  return {
+    schema_version: 1,
+    generator: "perf-gate-loadgen",
+    plan: {
+      run_id: spec.runId ?? "run-1",
+      workload: spec.workload ?? "default",
+      ...(spec.meta ? { meta: spec.meta } : {}),
+      rate: spec.rate ?? 1000,
+      slice_seconds: 9,
+      pairs: spec.pairs.length,
+    },
+    seed: 1,
+    order: slices.map((s) => s.arm),
+    host: {},
+    started: "2026-11-21T12:00:00Z",
+    ended: "2026-11-21T12:01:30Z",
+    partial: false,
+    slices,
+  };
+}
+
+/** Pairs whose differences (challenger − champion) are d, in ms, on a 10 ms baseline. */
+export function pairsFromDiffs(dMs: readonly number[]): PairSpec[] {
+  return dMs.map((d) => ({ championUs: 10_000, challengerUs: Math.round(10_000 + d * 1000) }));
+}

@@ -1,0 +1,113 @@
+// Calibration by simulation: thousands of synthetic interleaved experiments of 10 pairs with
+// shared noise (which pairing must cancel), normal and heavy-tailed. Seeded, so the figures
+// are the same on every run; printed so the closing note can quote them.
+import { describe, expect, it } from "vitest";
+import { bootstrapMeanInterval } from "../../src/analysis/bootstrap";
+import { normalDraw, seededRandom } from "../../src/analysis/random";
+import { pairedT } from "../../src/analysis/tests";
+import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
+import { makeResult } from "./fixtures";
+
+const PAIRS = 10;
+const EXPERIMENTS = 4000;
+const SIGMA_E = 300; // µs of independent per-slice noise (the part pairing cannot cancel)
+
+type Noise = "normal" | "heavy";
+
+/** Student t with 3 df scaled to unit variance: heavy tails, finite variance. */
+function t3(rand: () => number): number {
+  const z = normalDraw(rand);
+  let chi = 0;
+  for (let i = 0; i < 3; i++) chi += normalDraw(rand) ** 2;
+  return z / Math.sqrt(chi / 3) / Math.sqrt(3);
+}
+
+function experiment(rand: () => number, noise: Noise, shiftUs: number, runId = "run-1") {
+  let drift = 0;
+  const pairs = Array.from({ length: PAIRS }, () => {
+    drift += normalDraw(rand) * 400; // slow drift across the run
+    const shock = rand() < 0.1 ? 5000 * rand() : 0; // a throttle event hitting both slices
+    const shared = 12_000 + drift + shock + normalDraw(rand) * 1500;
+    const e = () => SIGMA_E * (noise === "normal" ? normalDraw(rand) : t3(rand));
+    return { championUs: Math.round(shared + e()), challengerUs: Math.round(shared + e() + shiftUs) };
+  });
+  return { name: runId, result: makeResult({ pairs, runId }) } satisfies NamedResult;
+}
+
+const settings = { ...defaultSettings, bootstrapResamples: 1000, sloBudgetMs: 200 };
+/** sd of d = sqrt(2)·σ_e for both noises (t3 is scaled to unit variance). */
+const sdD = Math.SQRT2 * SIGMA_E;
+
+describe.each<Noise>(["normal", "heavy"])("%s noise, 10 pairs", (noise) => {
+  it(`A/A: at most 6% labelled red or green, primary interval covers ≥ 94%`, () => {
+    const rand = seededRandom(noise === "normal" ? 101 : 202);
+    let labelled = 0;
+    let tCovered = 0;
+    let bootCovered = 0;
+    for (let i = 0; i < EXPERIMENTS; i++) {
+      const r = experiment(rand, noise, 0);
+      const a = analyze([r], { ...settings, seed: i });
+      if (a.verdict !== "grey") labelled++;
+      const d = a.headline.detail.map((x) => x.dMs);
+      const t = pairedT(d, 0.95);
+      if (t.ci.lo <= 0 && t.ci.hi >= 0) tCovered++;
+      const b = bootstrapMeanInterval(d, 0.95, 1000, rand);
+      if (b.lo <= 0 && b.hi >= 0) bootCovered++;
+    }
+    const rate = labelled / EXPERIMENTS;
+    console.log(
+      `[simulation] ${noise}: ${EXPERIMENTS} A/A runs of ${PAIRS} pairs: ${(100 * rate).toFixed(2)}% labelled red/green; ` +
+        `coverage t ${((100 * tCovered) / EXPERIMENTS).toFixed(2)}%, percentile bootstrap ${((100 * bootCovered) / EXPERIMENTS).toFixed(2)}%`,
+    );
+    expect(rate).toBeLessThanOrEqual(0.06);
+    expect(tCovered / EXPERIMENTS).toBeGreaterThanOrEqual(0.94);
+  });
+
+  it("a true shift of 1.5 sd of d is found at least 80% of the time", () => {
+    const rand = seededRandom(noise === "normal" ? 303 : 404);
+    let found = 0;
+    for (let i = 0; i < EXPERIMENTS / 4; i++) {
+      if (analyze([experiment(rand, noise, 1.5 * sdD)], { ...settings, seed: i }).verdict === "red") found++;
+    }
+    const power = found / (EXPERIMENTS / 4);
+    console.log(`[simulation] ${noise}: shift of 1.5 sd(d) = ${(1.5 * sdD / 1000).toFixed(3)} ms found red in ${(100 * power).toFixed(1)}%`);
+    expect(power).toBeGreaterThanOrEqual(0.8);
+  });
+});
+
+describe("reruns extend the evidence, so rerunning until green does not work", () => {
+  const LOOKS = 5;
+  const trials = 1000;
+
+  function rerunUntil(shiftUs: number, seed: number, stop: (v: string) => boolean) {
+    const rand = seededRandom(seed);
+    let hits = 0;
+    for (let i = 0; i < trials; i++) {
+      const runs: NamedResult[] = [];
+      for (let k = 1; k <= LOOKS; k++) {
+        runs.push(experiment(rand, "normal", shiftUs, `run-${k}`));
+        if (stop(analyze(runs, { ...settings, seed: i }).verdict)) {
+          hits++;
+          break;
+        }
+      }
+    }
+    return hits / trials;
+  }
+
+  it(`a real regression never turns green in up to ${LOOKS} pooled looks`, () => {
+    const rate = rerunUntil(1.5 * sdD, 505, (v) => v === "green");
+    console.log(`[simulation] real regression (1.5 sd): green within ${LOOKS} looks in ${(100 * rate).toFixed(2)}%`);
+    expect(rate).toBe(0);
+  });
+
+  it(`identical builds: rerunning until green succeeds rarely (≤ 5% over ${LOOKS} looks)`, () => {
+    const rate = rerunUntil(0, 606, (v) => v === "green");
+    const anyLabel = rerunUntil(0, 606, (v) => v !== "grey");
+    console.log(
+      `[simulation] A/A rerun up to ${LOOKS} looks: ever green ${(100 * rate).toFixed(2)}%, ever red or green ${(100 * anyLabel).toFixed(2)}%`,
+    );
+    expect(rate).toBeLessThanOrEqual(0.05);
+    expect(anyLabel).toBeLessThanOrEqual(0.1);
+  });
+});

@@ -1,0 +1,90 @@
+// perf-gate analyze, run from the committed bundle the way users run it.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
+import ref from "../analysis/reference-values.json";
+
+const exec = promisify(execFile);
+const cli = join(import.meta.dirname, "../../dist/cli.js");
+let dir: string;
+
+async function perfGate(...args: string[]) {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, [cli, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+const write = (name: string, doc: unknown) => {
+  const path = join(dir, name);
+  writeFileSync(path, JSON.stringify(doc));
+  return path;
+};
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "perf-gate-cli-"));
+});
+
+describe("perf-gate analyze", () => {
+  it("prints the JSON fields and exits 1 on a blocking regression", async () => {
+    const file = write("slow.json", makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) }));
+    const md = join(dir, "report.md");
+    const svg = join(dir, "chart.svg");
+    const r = await perfGate("analyze", "--json", "--markdown", md, "--svg", svg, file);
+    expect(r.code).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ verdict: "red", grey_kind: null, blocking: true, pairs: 10, seed: 1 });
+    for (const key of ["estimate_ms", "ci_ms", "method", "sign_test_p", "wilcoxon_p"]) expect(out).toHaveProperty(key);
+    expect(out.method).toMatch(/Student t/);
+    expect(readFileSync(md, "utf8")).toContain("🔴 red — blocking");
+    expect(readFileSync(svg, "utf8")).toMatch(/^<svg/);
+  });
+
+  it("takes the SLO, percentile, threshold and floor from flags", async () => {
+    const file = write("small.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.small_regression.d) }));
+    const r = await perfGate("analyze", "--json", "--slo-ms", "20", "--block-threshold-percent", "1", "--floor-ms", "0.01", file);
+    expect(JSON.parse(r.stdout)).toMatchObject({ verdict: "red", blocking: true, threshold_ms: 0.2, floor_ms: 0.01 });
+    const p50 = await perfGate("analyze", "--json", "--percentile", "50", file);
+    expect(JSON.parse(p50.stdout).percentile).toBe(50);
+  });
+
+  it("--each analyses files one by one; without it they pool as reruns", async () => {
+    const a = write("a.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d) }));
+    const b = write("b.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }));
+    const each = await perfGate("analyze", "--each", a, b);
+    const lines = each.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.file, l.verdict, l.pairs])).toEqual([[a, "grey", 10], [b, "green", 10]]);
+    const pooled = await perfGate("analyze", "--json", a, b);
+    expect(JSON.parse(pooled.stdout).pairs).toBe(20);
+  });
+
+  it("prints the quartet by default", async () => {
+    const r = await perfGate("analyze", write("k.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) })));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^GREEN: challenger is 0\.93 ms faster at p99 \(95% CI/);
+  });
+
+  it("exits 2 with a message that names the problem", async () => {
+    const broken = makeResult({ pairs: pairsFromDiffs([1, 2]) }) as unknown as { slices: Record<string, unknown>[] };
+    delete broken.slices[0]!.ok_rps;
+    const cases: [string[], RegExp][] = [
+      [[write("broken.json", broken)], /broken\.json: not a load generator result: slices\[0\]\.ok_rps/],
+      [[join(dir, "missing.json")], /missing\.json: cannot read/],
+      [[write("text.json", "not json") && join(dir, "text.json")], /text\.json: not a load generator result/],
+      [["--slo-ms", "fast", write("ok.json", makeResult({ pairs: pairsFromDiffs([1, 2]) }))], /--slo-ms: expected a number, got "fast"/],
+      [[], /no result files given/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await perfGate("analyze", ...args);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+});

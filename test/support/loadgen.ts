@@ -1,0 +1,24 @@
+// Runs the real load generator binary (built by `make -C benchmark-host`) for tests.
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const exec = promisify(execFile);
+export const repoRoot = join(import.meta.dirname, "../..");
+export const loadgenBin = join(repoRoot, "benchmark-host/bin/loadgen");
+
+/** Builds the Go binaries; cheap when Go's cache is warm. */
+export async function buildHostBinaries(): Promise<void> {
+  await exec("make", ["-s", "-C", join(repoRoot, "benchmark-host"), "all"], { timeout: 300_000 });
+}
+
+/** Runs loadgen on a plan (async, so servers in this process keep answering). */
+export async function runLoadgen(plan: object): Promise<unknown> {
+  const dir = mkdtempSync(join(tmpdir(), "perf-gate-loadgen-"));
+  const file = join(dir, "plan.json");
+  writeFileSync(file, JSON.stringify(plan));
+  const { stdout } = await exec(loadgenBin, ["--plan", file], { maxBuffer: 64 << 20, timeout: 300_000 });
+  return JSON.parse(stdout);
+}
