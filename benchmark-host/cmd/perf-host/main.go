@@ -1,0 +1,210 @@
+// Command perf-host is the benchmark host agent. The CI key's authorized_keys entry forces
+// `perf-host ssh --root DIR`, which accepts only the verbs of internal/grammar; the same
+// verbs run from a terminal (local mode) go through the same grammar.
+//
+// Exit codes: 0 done, 1 failed (or the run failed), 2 refused (bad command, bad plan),
+// 3 not finished yet, 4 host busy.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/grammar"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+)
+
+const (
+	exitFailed      = 1
+	exitRefused     = 2
+	exitNotFinished = 3
+	exitBusy        = 4
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func usage() int {
+	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute and champion-daemon (internal)\n",
+		strings.Join(grammar.Verbs(), ", "))
+	return exitRefused
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		return usage()
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("perf-host "+verb, flag.ContinueOnError)
+	cfg := agent.BindFlags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitRefused
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf-host:", err)
+		return exitFailed
+	}
+	h := &agent.Host{Config: *cfg, Exe: exe}
+	if err := h.Init(); err != nil {
+		fmt.Fprintln(os.Stderr, "perf-host:", err)
+		return exitFailed
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	switch verb {
+	case "execute":
+		if fs.NArg() != 1 || !grammar.ValidRunID(fs.Arg(0)) {
+			return usage()
+		}
+		signal.Ignore(syscall.SIGHUP)
+		return report(h.Execute(ctx, fs.Arg(0)))
+	case "champion-daemon":
+		signal.Ignore(syscall.SIGHUP)
+		return report(h.ChampionDaemon(ctx))
+	case "ssh":
+		raw := os.Getenv("SSH_ORIGINAL_COMMAND")
+		client := strings.Join(strings.Fields(os.Getenv("SSH_CONNECTION"))[:min(2, len(strings.Fields(os.Getenv("SSH_CONNECTION"))))], ":")
+		cmd, err := grammar.Parse(raw)
+		if err != nil {
+			h.Audit(client, raw, "refused: "+err.Error())
+			fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
+			return exitRefused
+		}
+		code := dispatch(ctx, h, cmd)
+		h.Audit(client, raw, fmt.Sprintf("exit %d", code))
+		return code
+	default:
+		cmd, err := grammar.Parse(strings.Join(append([]string{verb}, fs.Args()...), " "))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
+			return exitRefused
+		}
+		return dispatch(ctx, h, cmd)
+	}
+}
+
+func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
+	switch c.Verb {
+	case "deploy":
+		return say(h.Deploy(c.Role, c.SHA, os.Stdin))
+	case "run":
+		return started(c.RunID, h.StartRun(c.RunID, agent.KindAB, os.Stdin))
+	case "aa":
+		return started(c.RunID, h.StartRun(c.RunID, agent.KindAA, os.Stdin))
+	case "wait":
+		out, err := h.Wait(ctx, c.RunID, os.Stdout)
+		if err != nil {
+			return report(err)
+		}
+		if out.Status != "ok" {
+			return exitFailed
+		}
+		return 0
+	case "result":
+		b, err := h.Result(c.RunID)
+		if err != nil {
+			return report(err)
+		}
+		os.Stdout.Write(append(b, '\n'))
+		return 0
+	case "abort":
+		return say(fmt.Sprintf("run %s aborted", c.RunID), h.Abort(c.RunID))
+	case "promote":
+		spec, err := specFromStdin()
+		if err != nil {
+			return report(err)
+		}
+		return say(h.Promote(ctx, c.SHA, spec))
+	case "rollback":
+		return say(h.Rollback(ctx))
+	case "status":
+		s, err := h.Status()
+		if err != nil {
+			return report(err)
+		}
+		return printJSON(s)
+	case "gc":
+		removed, err := h.GC()
+		if err != nil {
+			return report(err)
+		}
+		return printJSON(map[string]any{"removed": removed})
+	case "floor-record":
+		return say(fmt.Sprintf("floor recorded from %s", c.RunID), h.RecordFloor(c.RunID, os.Stdin))
+	}
+	return usage()
+}
+
+// specFromStdin reads an optional service spec for promote; an empty stdin keeps the stored one.
+func specFromStdin() (*service.Spec, error) {
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<10))
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return nil, err
+	}
+	var spec service.Spec
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return nil, refused{fmt.Errorf("service spec on stdin: %v", err)}
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, refused{err}
+	}
+	return &spec, nil
+}
+
+type refused struct{ error }
+
+func started(runID string, err error) int {
+	return say(fmt.Sprintf("started %s", runID), err)
+}
+
+func say(msg string, err error) int {
+	if err != nil {
+		return report(err)
+	}
+	fmt.Println(msg)
+	return 0
+}
+
+func printJSON(v any) int {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return report(err)
+	}
+	return 0
+}
+
+// report prints err and maps it to an exit code.
+func report(err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "perf-host:", err)
+	var r refused
+	switch {
+	case errors.Is(err, agent.ErrBusy):
+		return exitBusy
+	case errors.Is(err, agent.ErrNotFinished):
+		return exitNotFinished
+	case errors.As(err, &r), strings.HasPrefix(err.Error(), "plan:"), strings.HasPrefix(err.Error(), "deploy "):
+		return exitRefused
+	}
+	return exitFailed
+}

@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+)
+
+// championRecord is written by the champion supervisor while it runs.
+type championRecord struct {
+	Pid     int       `json:"pid"`
+	SHA     string    `json:"sha"`
+	Started time.Time `json:"started"`
+}
+
+// ChampionDaemon supervises the champion until ctx ends: it starts the build the state names
+// on the champion port and restarts it if it exits. On a systemd host the
+// perf-gate-champion unit runs this; elsewhere perf-host starts it detached.
+func (h *Host) ChampionDaemon(ctx context.Context) error {
+	st, err := h.LoadState()
+	if err != nil {
+		return err
+	}
+	if st.Champion == "" {
+		return errors.New("no champion: deploy a release and promote it first")
+	}
+	if err := writeJSONAtomic(h.path("champion.json"), championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC()}); err != nil {
+		return err
+	}
+	defer os.Remove(h.path("champion.json"))
+	backoff := time.Second
+	for {
+		p, err := service.Start("champion", st.Service, h.releaseDir(st.Champion), h.ChampionPort,
+			h.path("logs", "champion-"+st.Champion+".log"), h.ServiceUser)
+		if err != nil {
+			return err
+		}
+		started := time.Now()
+		select {
+		case <-ctx.Done():
+			p.Stop(10 * time.Second)
+			return nil
+		case <-p.Exited():
+			fmt.Fprintf(os.Stderr, "%s champion %s %s; restarting in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, p.ExitError(), backoff)
+		}
+		if time.Since(started) > time.Minute {
+			backoff = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// EnsureChampion starts the champion supervisor if it is not running, and waits until the
+// champion answers its health check.
+func (h *Host) EnsureChampion(ctx context.Context) error {
+	st, err := h.LoadState()
+	if err != nil {
+		return err
+	}
+	if st.Champion == "" {
+		return errors.New("no champion: deploy a release and promote it first")
+	}
+	if _, ok := h.championDaemon(); !ok {
+		if err := h.startChampionDaemon(); err != nil {
+			return err
+		}
+	}
+	timeout := time.Duration(st.Service.HealthTimeoutSeconds * float64(time.Second))
+	if err := service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, timeout, nil); err != nil {
+		return fmt.Errorf("champion %s on :%d: %v\n%s", st.Champion, h.ChampionPort, err,
+			service.LogTail(h.path("logs", "champion-"+st.Champion+".log"), 20))
+	}
+	return nil
+}
+
+// championDaemon returns the supervisor's record if it is alive.
+func (h *Host) championDaemon() (championRecord, bool) {
+	var rec championRecord
+	if readJSON(h.path("champion.json"), &rec) != nil {
+		return rec, false
+	}
+	return rec, alive(rec.Pid, "champion-daemon")
+}
+
+func (h *Host) startChampionDaemon() error {
+	logf, err := os.OpenFile(h.path("logs", "champion-daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(h.Exe, append([]string{"champion-daemon"}, h.Flags()...)...)
+	cmd.Dir = h.Root
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the champion supervisor: %w", err)
+	}
+	pid := cmd.Process.Pid
+	go cmd.Wait() // reap it if it exits while we are still running
+	// Wait until it has written its record, so a second EnsureChampion does not start another.
+	for range 100 {
+		if rec, ok := h.championDaemon(); ok && rec.Pid == pid {
+			return nil
+		}
+		if !alive(pid, "") {
+			return fmt.Errorf("the champion supervisor exited at once:\n%s", service.LogTail(h.path("logs", "champion-daemon.log"), 10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("the champion supervisor did not start")
+}
+
+// stopChampionDaemon stops the supervisor, which stops the champion.
+func (h *Host) stopChampionDaemon() {
+	rec, ok := h.championDaemon()
+	if !ok {
+		return
+	}
+	syscall.Kill(rec.Pid, syscall.SIGTERM)
+	for i := 0; alive(rec.Pid, "") && i < 300; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(rec.Pid, "") {
+		syscall.Kill(rec.Pid, syscall.SIGKILL)
+	}
+}
+
+// alive reports whether pid runs (and is not a zombie) and, if want is set, whether its
+// command line contains it (a recycled pid is not our process).
+func alive(pid int, want string) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	if want == "" {
+		return true
+	}
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return strings.Contains(string(cmdline), want)
+}
+
+// Promote makes a deployed release the champion. It holds the host lock, so it never cuts
+// into a run. The new build must first pass its health check on the challenger port; then the
+// supervisor is restarted on it. If the new champion then fails, the previous one is restored.
+// spec, when non-nil, replaces the stored service spec.
+func (h *Host) Promote(ctx context.Context, sha string, spec *service.Spec) (string, error) {
+	lock, err := h.Acquire("promote "+sha, h.LockWait)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
+	return h.swapChampion(ctx, sha, spec)
+}
+
+// Rollback makes the previous champion the champion again.
+func (h *Host) Rollback(ctx context.Context) (string, error) {
+	lock, err := h.Acquire("rollback", h.LockWait)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
+	st, err := h.LoadState()
+	if err != nil {
+		return "", err
+	}
+	if st.Previous == "" {
+		return "", errors.New("rollback: there is no previous champion")
+	}
+	return h.swapChampion(ctx, st.Previous, nil)
+}
+
+func (h *Host) swapChampion(ctx context.Context, sha string, spec *service.Spec) (string, error) {
+	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
+		return "", fmt.Errorf("release %s is not deployed (deploy champion %s first)", sha, sha)
+	}
+	old, err := h.LoadState()
+	if err != nil {
+		return "", err
+	}
+	next := State{Champion: sha, Previous: old.Champion, Service: old.Service}
+	if spec != nil {
+		next.Service = *spec
+	}
+	if err := next.Service.Validate(); err != nil {
+		return "", fmt.Errorf("no usable service spec for the champion (send one on stdin): %w", err)
+	}
+	if old.Champion == sha {
+		return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
+	}
+	// Health-check the new build beside the old champion first; the lock keeps :challenger free.
+	logPath := h.path("logs", "promote-"+sha+".log")
+	cand, err := service.Start("candidate champion", next.Service, h.releaseDir(sha), h.ChallengerPort, logPath, h.ServiceUser)
+	if err != nil {
+		return "", err
+	}
+	err = cand.WaitHealthy(ctx, next.Service.HealthPath, time.Duration(next.Service.HealthTimeoutSeconds*float64(time.Second)))
+	cand.Stop(10 * time.Second)
+	if err != nil {
+		return "", fmt.Errorf("promotion refused: %s %v; champion %s unchanged\n%s", sha, err, old.Champion, service.LogTail(logPath, 20))
+	}
+	if err := h.saveState(next); err != nil {
+		return "", err
+	}
+	h.stopChampionDaemon()
+	if err := h.EnsureChampion(ctx); err != nil {
+		// Restore the previous champion, serving, before reporting the failure.
+		h.stopChampionDaemon()
+		if old.Champion == "" {
+			return "", fmt.Errorf("new champion %s failed: %w", sha, err)
+		}
+		if serr := h.saveState(old); serr != nil {
+			return "", errors.Join(err, serr)
+		}
+		if rerr := h.EnsureChampion(ctx); rerr != nil {
+			return "", fmt.Errorf("new champion %s failed (%v) and restoring %s failed too: %w", sha, err, old.Champion, rerr)
+		}
+		return "", fmt.Errorf("new champion %s failed; previous champion %s restored and serving: %w", sha, old.Champion, err)
+	}
+	return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
+)
+
+// BindFlags registers the host's configuration flags; Flags() gives them back, so that the
+// detached processes perf-host starts run with the same configuration.
+func BindFlags(fs *flag.FlagSet) *Config {
+	c := &Config{DeployLimits: release.DefaultLimits}
+	root := os.Getenv("PERF_GATE_ROOT")
+	if root == "" {
+		root = "/var/lib/perf-gate"
+	}
+	fs.StringVar(&c.Root, "root", root, "state directory (env PERF_GATE_ROOT)")
+	fs.StringVar(&c.ServiceUser, "service-user", "perf-gate", "user the services run as when perf-host runs as root")
+	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
+	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")
+	fs.DurationVar(&c.LockWait, "lock-wait", 10*time.Second, "how long run, promote, rollback and gc wait for a busy host")
+	fs.Int64Var(&c.DeployLimits.MaxCompressed, "max-deploy-bytes", release.DefaultLimits.MaxCompressed, "largest tarball deploy accepts")
+	fs.Uint64Var(&c.MinFreeDisk, "min-free-disk", 1<<30, "refuse runs with less free disk (bytes)")
+	fs.Uint64Var(&c.MinFreeMemory, "min-free-memory", 256<<20, "refuse runs with less available memory (bytes)")
+	fs.Float64Var(&c.MaxLoadPerCPU, "max-load-per-cpu", 0.5, "flag runs when the 1-minute load average per CPU exceeds this")
+	fs.IntVar(&c.KeepReleases, "keep-releases", 5, "releases gc keeps besides the champion and previous champion")
+	fs.IntVar(&c.KeepRuns, "keep-runs", 50, "runs gc keeps")
+	return c
+}
+
+// Flags renders the configuration as command-line flags.
+func (c Config) Flags() []string {
+	return []string{
+		"--root", c.Root,
+		"--service-user", c.ServiceUser,
+		"--champion-port", strconv.Itoa(c.ChampionPort),
+		"--challenger-port", strconv.Itoa(c.ChallengerPort),
+		"--lock-wait", c.LockWait.String(),
+		"--max-deploy-bytes", strconv.FormatInt(c.DeployLimits.MaxCompressed, 10),
+		"--min-free-disk", strconv.FormatUint(c.MinFreeDisk, 10),
+		"--min-free-memory", strconv.FormatUint(c.MinFreeMemory, 10),
+		"--max-load-per-cpu", fmt.Sprint(c.MaxLoadPerCPU),
+		"--keep-releases", strconv.Itoa(c.KeepReleases),
+		"--keep-runs", strconv.Itoa(c.KeepRuns),
+	}
+}

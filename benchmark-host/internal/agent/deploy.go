@@ -1,0 +1,42 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
+)
+
+// Deploy unpacks a build's tar.gz from r into releases/<sha>, safely (see package release).
+// The champion's and the previous champion's releases are never replaced under them.
+func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
+	st, err := h.LoadState()
+	if err != nil {
+		return "", err
+	}
+	dir := h.releaseDir(sha)
+	if _, err := os.Stat(dir); err == nil && (sha == st.Champion || sha == st.Previous) {
+		io.Copy(io.Discard, io.LimitReader(r, h.DeployLimits.MaxCompressed))
+		return fmt.Sprintf("release %s is in use as champion or previous champion; kept as it is", sha), nil
+	}
+	incoming := h.path("releases", fmt.Sprintf(".incoming-%s-%d", sha, os.Getpid()))
+	if err := release.Unpack(r, incoming, h.DeployLimits); err != nil {
+		return "", fmt.Errorf("deploy %s %s: %w", role, sha, err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		old := h.path("releases", fmt.Sprintf(".replaced-%s-%d", sha, os.Getpid()))
+		if err := os.Rename(dir, old); err != nil {
+			os.RemoveAll(incoming)
+			return "", err
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(incoming, dir); err != nil {
+		os.RemoveAll(incoming)
+		return "", err
+	}
+	writeJSONAtomic(dir+".json", map[string]any{"sha": sha, "role": role, "deployed": time.Now().UTC()})
+	return fmt.Sprintf("deployed %s %s", role, sha), nil
+}

@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
+)
+
+// Finding is one pre-flight check's result. Refusals stop the run; flags are recorded in the
+// result so the verdict can be read with them in mind.
+type Finding struct {
+	Check  string `json:"check"`
+	Status string `json:"status"` // ok, flag, refuse
+	Detail string `json:"detail"`
+}
+
+// Calibration is the host state the A/A floor was measured in.
+type Calibration struct {
+	Governor   string `json:"cpu_governor"`
+	MaxFreqKHz int64  `json:"cpu_max_freq_khz"`
+	CPUModel   string `json:"cpu_model"`
+}
+
+// Preflight checks disk, memory, load and CPU state before a run.
+func (h *Host) Preflight() []Finding {
+	var out []Finding
+	add := func(check, status, format string, args ...any) {
+		out = append(out, Finding{Check: check, Status: status, Detail: fmt.Sprintf(format, args...)})
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(h.Root, &fs); err != nil {
+		add("disk", "refuse", "cannot read free space of %s: %v", h.Root, err)
+	} else {
+		free := fs.Bavail * uint64(fs.Bsize)
+		total := fs.Blocks * uint64(fs.Bsize)
+		status := "ok"
+		if free < h.MinFreeDisk || free*20 < total {
+			status = "refuse"
+		}
+		add("disk", status, "%.1f GiB free of %.1f GiB on %s (need %.1f GiB and 5%%)", gib(free), gib(total), h.Root, gib(h.MinFreeDisk))
+	}
+	if avail, ok := memAvailable(); !ok {
+		add("memory", "flag", "MemAvailable unreadable")
+	} else {
+		status := "ok"
+		if avail < h.MinFreeMemory {
+			status = "refuse"
+		}
+		add("memory", status, "%.2f GiB available (need %.2f GiB)", gib(avail), gib(h.MinFreeMemory))
+	}
+	info := hostinfo.Read()
+	if limit := h.MaxLoadPerCPU * float64(info.NumCPU); info.LoadAvg[0] > limit {
+		add("load", "flag", "1-minute load average %.2f over %.2f (%d CPUs): another job may be running", info.LoadAvg[0], limit, info.NumCPU)
+	} else {
+		add("load", "ok", "1-minute load average %.2f", info.LoadAvg[0])
+	}
+	var cal Calibration
+	switch err := readJSON(h.path("calibration.json"), &cal); {
+	case os.IsNotExist(err):
+		add("cpu", "ok", "no calibration recorded yet (governor %q)", info.Governor)
+	case err != nil:
+		add("cpu", "flag", "calibration unreadable: %v", err)
+	case cal.Governor != info.Governor || cal.MaxFreqKHz != info.MaxFreqKHz || cal.CPUModel != info.CPUModel:
+		add("cpu", "flag", "CPU state differs from calibration: governor %q (calibrated %q), max %d kHz (calibrated %d), model %q (calibrated %q); recalibrate the A/A floor",
+			info.Governor, cal.Governor, info.MaxFreqKHz, cal.MaxFreqKHz, info.CPUModel, cal.CPUModel)
+	default:
+		add("cpu", "ok", "governor %q and max frequency match the calibration", info.Governor)
+	}
+	return out
+}
+
+// recordCalibration stores the current CPU state as the calibrated one (after an A/A run).
+func (h *Host) recordCalibration() error {
+	info := hostinfo.Read()
+	return writeJSONAtomic(h.path("calibration.json"), Calibration{Governor: info.Governor, MaxFreqKHz: info.MaxFreqKHz, CPUModel: info.CPUModel})
+}
+
+func refusals(findings []Finding) []string {
+	var out []string
+	for _, f := range findings {
+		if f.Status == "refuse" {
+			out = append(out, f.Check+": "+f.Detail)
+		}
+	}
+	return out
+}
+
+func memAvailable() (uint64, bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
+}
+
+func gib(b uint64) float64 { return float64(b) / (1 << 30) }

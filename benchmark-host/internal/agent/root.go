@@ -1,0 +1,113 @@
+// Package agent is the benchmark host: it keeps the champion serving, accepts challengers,
+// and runs one experiment at a time. All of its state lives under one root directory.
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+)
+
+// Config is the host's configuration, from perf-host's flags.
+type Config struct {
+	Root           string
+	ServiceUser    string // services run as this user when perf-host runs as root
+	ChampionPort   int
+	ChallengerPort int
+	LockWait       time.Duration // how long run/promote wait for a busy host
+	DeployLimits   release.Limits
+	MinFreeDisk    uint64 // bytes
+	MinFreeMemory  uint64 // bytes
+	MaxLoadPerCPU  float64
+	KeepReleases   int
+	KeepRuns       int
+}
+
+// Host is the agent bound to its root directory.
+type Host struct {
+	Config
+	// Exe is perf-host's own path, for the detached processes it starts.
+	Exe string
+}
+
+// State is the champion pointer and the service spec it runs with.
+type State struct {
+	Champion string       `json:"champion,omitempty"`
+	Previous string       `json:"previous,omitempty"`
+	Service  service.Spec `json:"service"`
+	Updated  time.Time    `json:"updated"`
+}
+
+func (h *Host) path(parts ...string) string {
+	return filepath.Join(append([]string{h.Root}, parts...)...)
+}
+
+func (h *Host) releaseDir(sha string) string { return h.path("releases", sha) }
+func (h *Host) runDir(id string) string      { return h.path("runs", id) }
+
+// Init creates the root layout; it is idempotent.
+func (h *Host) Init() error {
+	for _, d := range []string{"", "releases", "runs", "logs"} {
+		if err := os.MkdirAll(h.path(d), 0o755); err != nil {
+			return fmt.Errorf("root %s: %w", h.Root, err)
+		}
+	}
+	return nil
+}
+
+// LoadState reads the champion pointer; a missing file is the empty state.
+func (h *Host) LoadState() (State, error) {
+	var s State
+	err := readJSON(h.path("state.json"), &s)
+	if os.IsNotExist(err) {
+		return s, nil
+	}
+	return s, err
+}
+
+func (h *Host) saveState(s State) error {
+	s.Updated = time.Now().UTC()
+	return writeJSONAtomic(h.path("state.json"), s)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSONAtomic writes via a temporary file and rename, so readers never see half a file.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Audit appends who asked what, and when, to audit.log.
+func (h *Host) Audit(client, command, outcome string) {
+	f, err := os.OpenFile(h.path("audit.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	line, _ := json.Marshal(map[string]string{
+		"time": time.Now().UTC().Format(time.RFC3339Nano), "client": client, "command": command, "outcome": outcome,
+	})
+	f.Write(append(line, '\n'))
+}

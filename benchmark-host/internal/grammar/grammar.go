@@ -1,0 +1,121 @@
+// Package grammar parses the command a CI key sends over SSH. The key's authorized_keys entry
+// forces `perf-host ssh`, which reads SSH_ORIGINAL_COMMAND and accepts only what this grammar
+// allows; the string never reaches a shell.
+package grammar
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxLength bounds the whole command.
+const MaxLength = 200
+
+var (
+	shaPattern   = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+	runIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{2,63}$`)
+)
+
+// Command is a parsed, validated request.
+type Command struct {
+	Verb  string
+	Role  string // deploy: champion or challenger
+	SHA   string
+	RunID string
+}
+
+// argKind is what a verb's positional argument must be.
+type argKind int
+
+const (
+	argRole argKind = iota
+	argSHA
+	argRunID
+)
+
+// verbs lists every verb the CI key may run and its arguments, in order.
+var verbs = map[string][]argKind{
+	"deploy":       {argRole, argSHA},
+	"run":          {argRunID},
+	"aa":           {argRunID},
+	"wait":         {argRunID},
+	"result":       {argRunID},
+	"abort":        {argRunID},
+	"promote":      {argSHA},
+	"rollback":     {},
+	"status":       {},
+	"gc":           {},
+	"floor-record": {argRunID},
+}
+
+// Verbs returns the accepted verbs, for help texts.
+func Verbs() []string {
+	out := make([]string, 0, len(verbs))
+	for v := range verbs {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Parse validates raw against the grammar: printable lowercase words separated by single
+// spaces, a known verb, and arguments of the verb's kinds.
+func Parse(raw string) (Command, error) {
+	var c Command
+	if raw == "" {
+		return c, fmt.Errorf("no command given (an interactive login is not allowed for this key)")
+	}
+	if len(raw) > MaxLength {
+		return c, fmt.Errorf("command is %d bytes, longer than the %d allowed", len(raw), MaxLength)
+	}
+	if strings.Contains(raw, "..") {
+		return c, fmt.Errorf("'..' is not allowed in a command")
+	}
+	for i, r := range raw {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == ' ') {
+			return c, fmt.Errorf("character %q at offset %d is not allowed (only a-z, 0-9, '-' and single spaces)", r, i)
+		}
+	}
+	words := strings.Split(raw, " ")
+	for _, w := range words {
+		if w == "" {
+			return c, fmt.Errorf("words must be separated by single spaces")
+		}
+	}
+	kinds, ok := verbs[words[0]]
+	if !ok {
+		return c, fmt.Errorf("unknown verb %q", words[0])
+	}
+	c.Verb = words[0]
+	args := words[1:]
+	if len(args) != len(kinds) {
+		return c, fmt.Errorf("%s takes %d argument(s), got %d", c.Verb, len(kinds), len(args))
+	}
+	for i, k := range kinds {
+		a := args[i]
+		switch k {
+		case argRole:
+			if a != "champion" && a != "challenger" {
+				return c, fmt.Errorf("%s: role must be champion or challenger, got %q", c.Verb, a)
+			}
+			c.Role = a
+		case argSHA:
+			if !shaPattern.MatchString(a) {
+				return c, fmt.Errorf("%s: sha must be 7 to 40 lowercase hex characters, got %q", c.Verb, a)
+			}
+			c.SHA = a
+		case argRunID:
+			if !runIDPattern.MatchString(a) {
+				return c, fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, runIDPattern, a)
+			}
+			c.RunID = a
+		}
+	}
+	return c, nil
+}
+
+// ValidRunID reports whether s is a well-formed run-id.
+func ValidRunID(s string) bool { return runIDPattern.MatchString(s) }
+
+// ValidSHA reports whether s is a well-formed sha.
+func ValidSHA(s string) bool { return shaPattern.MatchString(s) }

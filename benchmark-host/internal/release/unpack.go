@@ -1,0 +1,203 @@
+// Package release unpacks a build's tar.gz into a release directory, refusing anything that
+// could write outside it: absolute paths, '..', links that lead out, devices, oversize input.
+package release
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Limits bound what one deploy may write.
+type Limits struct {
+	MaxCompressed   int64 // bytes read from stdin
+	MaxUncompressed int64 // bytes written, against decompression bombs
+	MaxEntries      int
+}
+
+// DefaultLimits allow a 512 MiB tarball that unpacks to at most 2 GiB in 100,000 entries.
+var DefaultLimits = Limits{MaxCompressed: 512 << 20, MaxUncompressed: 2 << 30, MaxEntries: 100_000}
+
+// ErrTooLarge is returned when the tarball or its contents exceed the limits.
+var ErrTooLarge = errors.New("too large")
+
+// Unpack extracts the gzip-compressed tar on r into dir, which must not exist yet. On any
+// error the partial directory is removed.
+func Unpack(r io.Reader, dir string, lim Limits) (err error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	counted := &limitedReader{r: r, left: lim.MaxCompressed, limit: lim.MaxCompressed}
+	gz, err := gzip.NewReader(counted)
+	if err != nil {
+		return fmt.Errorf("not a gzip stream: %w", orTooLarge(counted, err))
+	}
+	tr := tar.NewReader(gz)
+	var written int64
+	for entries := 0; ; entries++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the tarball: %w", orTooLarge(counted, err))
+		}
+		if entries >= lim.MaxEntries {
+			return fmt.Errorf("more than %d entries: %w", lim.MaxEntries, ErrTooLarge)
+		}
+		name, err := safeName(h.Name)
+		if err != nil {
+			return err
+		}
+		if name == "." {
+			continue
+		}
+		target := filepath.Join(dir, filepath.FromSlash(name))
+		if err := checkParents(dir, target); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if written += h.Size; written > lim.MaxUncompressed {
+				return fmt.Errorf("unpacks to more than %d bytes: %w", lim.MaxUncompressed, ErrTooLarge)
+			}
+			if err := writeFile(target, tr, h); err != nil {
+				return fmt.Errorf("%s: %w", name, orTooLarge(counted, err))
+			}
+		case tar.TypeSymlink:
+			if err := checkLink(name, h.Linkname); err != nil {
+				return err
+			}
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				return err
+			}
+		case tar.TypeLink:
+			linked, err := safeName(h.Linkname)
+			if err != nil {
+				return fmt.Errorf("hard link %s: %w", name, err)
+			}
+			if err := os.Link(filepath.Join(dir, filepath.FromSlash(linked)), target); err != nil {
+				return fmt.Errorf("hard link %s: %w", name, err)
+			}
+		default:
+			return fmt.Errorf("%s: entries of type %q (devices, fifos) are not allowed", name, h.Typeflag)
+		}
+	}
+	// Drain so that trailing garbage past the size limit is still detected.
+	if _, err := io.Copy(io.Discard, counted); err != nil || counted.over {
+		return fmt.Errorf("tarball: %w", orTooLarge(counted, err))
+	}
+	return nil
+}
+
+// safeName cleans a tar path and refuses absolute paths and any '..' component.
+func safeName(name string) (string, error) {
+	if name == "" {
+		return "", errors.New("an entry has an empty name")
+	}
+	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
+		return "", fmt.Errorf("%q: absolute paths are not allowed", name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%q: '..' is not allowed in paths", name)
+		}
+	}
+	return path.Clean(name), nil
+}
+
+// checkLink refuses a symlink whose target, resolved from the link's directory, leaves the
+// release directory.
+func checkLink(name, target string) error {
+	if target == "" || path.IsAbs(target) {
+		return fmt.Errorf("symlink %s -> %q: absolute or empty targets are not allowed", name, target)
+	}
+	resolved := path.Clean(path.Join(path.Dir(name), target))
+	if resolved == ".." || strings.HasPrefix(resolved, "../") {
+		return fmt.Errorf("symlink %s -> %q leads out of the release directory", name, target)
+	}
+	return nil
+}
+
+// checkParents refuses to write through a symlinked directory inside the release, which
+// could point anywhere once its own target is followed.
+func checkParents(dir, target string) error {
+	rel, _ := filepath.Rel(dir, filepath.Dir(target))
+	cur := dir
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if part == "." || part == "" {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s: writing through a symlinked directory is not allowed", target[len(dir)+1:])
+		}
+	}
+	return nil
+}
+
+func writeFile(target string, r io.Reader, h *tar.Header) error {
+	// Keep the executable bits only; never setuid, setgid or world-writable.
+	mode := os.FileMode(0o644)
+	if h.Mode&0o111 != 0 {
+		mode = 0o755
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(f, r, h.Size); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// limitedReader fails once more than left bytes have been read.
+type limitedReader struct {
+	r           io.Reader
+	left, limit int64
+	over        bool
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		l.over = true
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		l.over = true
+		return n, ErrTooLarge
+	}
+	return n, err
+}
+
+func orTooLarge(l *limitedReader, err error) error {
+	if l.over {
+		return fmt.Errorf("the tarball is larger than %d bytes: %w", l.limit, ErrTooLarge)
+	}
+	return err
+}

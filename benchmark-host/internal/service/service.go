@@ -1,0 +1,193 @@
+// Package service starts a build from its release directory on a port, health-checks it over
+// HTTP, captures its output, and stops it with its whole process group.
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Spec says how to start and check a service; it comes from the repo config.
+type Spec struct {
+	Command              []string          `json:"command"`
+	Env                  map[string]string `json:"env,omitempty"`
+	HealthPath           string            `json:"health_path,omitempty"`
+	HealthTimeoutSeconds float64           `json:"health_timeout_seconds,omitempty"`
+}
+
+// Validate checks the spec and fills defaults; errors name the field.
+func (s *Spec) Validate() error {
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return errors.New("service.command: required, an argv list such as [\"./bin/server\"]")
+	}
+	if !filepath.IsAbs(s.Command[0]) && !strings.HasPrefix(s.Command[0], "./") && strings.Contains(s.Command[0], "/") {
+		return fmt.Errorf("service.command[0]: a relative program must start with ./, got %q", s.Command[0])
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || k == "PORT" {
+			return fmt.Errorf("service.env: %q is not an allowed variable name (PORT is set by the host)", k)
+		}
+	}
+	if s.HealthPath == "" {
+		s.HealthPath = "/health"
+	}
+	if !strings.HasPrefix(s.HealthPath, "/") {
+		return fmt.Errorf("service.health_path: must start with /, got %q", s.HealthPath)
+	}
+	if s.HealthTimeoutSeconds == 0 {
+		s.HealthTimeoutSeconds = 30
+	}
+	if s.HealthTimeoutSeconds < 0 || s.HealthTimeoutSeconds > 600 {
+		return fmt.Errorf("service.health_timeout_seconds: must be in (0, 600], got %v", s.HealthTimeoutSeconds)
+	}
+	return nil
+}
+
+// Process is a running service.
+type Process struct {
+	Name    string
+	Port    int
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+}
+
+// Start launches the spec's command in dir with PORT set, as user (when non-empty and we are
+// root), in its own process group, with stdout and stderr appended to logPath.
+func Start(name string, spec Spec, dir string, port int, logPath, runAs string) (*Process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "PORT=" + strconv.Itoa(port)}
+	for k, v := range spec.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if runAs != "" && os.Geteuid() == 0 {
+		cred, err := credential(runAs)
+		if err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr.Credential = cred
+	}
+	fmt.Fprintf(logFile, "--- perf-host: starting %s on :%d: %s\n", name, port, strings.Join(spec.Command, " "))
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: cannot start %q in %s: %w", name, spec.Command[0], dir, err)
+	}
+	p := &Process{Name: name, Port: port, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func credential(name string) (*syscall.Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("service user %q: %w (create it with benchmark-host/install.sh)", name, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+// Pid is the service's process id (its process group id too).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// ExitError describes how the process ended, once Exited is closed.
+func (p *Process) ExitError() string {
+	if p.err == nil {
+		return "exited with status 0"
+	}
+	return p.err.Error()
+}
+
+// WaitHealthy polls the health path until it answers 200, the process exits, or the timeout.
+func (p *Process) WaitHealthy(ctx context.Context, path string, timeout time.Duration) error {
+	return WaitHealthy(ctx, p.Port, path, timeout, p.done)
+}
+
+// WaitHealthy polls http://127.0.0.1:port/path; exited (may be nil) aborts the wait early.
+func WaitHealthy(ctx context.Context, port int, path string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
+	last := "no answer"
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = "HTTP " + resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-exited:
+			return errors.New("exited before becoming healthy")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not healthy after %v at %s (last: %s)", timeout, url, last)
+		}
+	}
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	syscall.Kill(-p.Pid(), syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// LogTail returns the last lines of a log file, at most 4 KiB.
+func LogTail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	all := strings.Split(strings.TrimRight(string(bytes.ToValidUTF8(b, []byte("?"))), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
