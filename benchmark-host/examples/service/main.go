@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -23,7 +24,12 @@ func main() {
 		os.Exit(2)
 	}
 	rounds := envInt("HASH_ROUNDS", 200)
+	// A release may carry a VERSION file, so that which build serves a port can be checked.
+	version, _ := os.ReadFile("VERSION")
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s\n", variant, strings.TrimSpace(string(version)))
+	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,25 +23,39 @@ type championRecord struct {
 }
 
 // ChampionDaemon supervises the champion until ctx ends: it starts the build the state names
-// on the champion port and restarts it if it exits. On a systemd host the
-// perf-gate-champion unit runs this; elsewhere perf-host starts it detached.
+// on the champion port, restarts it if it exits, and on SIGHUP restarts it on whatever the
+// state names now (a promotion). On a systemd host the perf-gate-champion unit runs this;
+// elsewhere perf-host starts it detached. An flock makes a second supervisor exit at once.
 func (h *Host) ChampionDaemon(ctx context.Context) error {
-	st, err := h.LoadState()
+	lockf, err := os.OpenFile(h.path("champion.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	if st.Champion == "" {
-		return errors.New("no champion: deploy a release and promote it first")
+	defer lockf.Close()
+	if err := syscall.Flock(int(lockf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintln(os.Stderr, "another champion supervisor is running; exiting")
+		return nil
 	}
-	if err := writeJSONAtomic(h.path("champion.json"), championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC()}); err != nil {
-		return err
-	}
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGHUP)
+	defer signal.Stop(reload)
 	defer os.Remove(h.path("champion.json"))
 	backoff := time.Second
 	for {
+		st, err := h.LoadState()
+		if err != nil {
+			return err
+		}
+		if st.Champion == "" {
+			return errors.New("no champion: deploy a release and promote it first")
+		}
 		p, err := service.Start("champion", st.Service, h.releaseDir(st.Champion), h.ChampionPort,
 			h.path("logs", "champion-"+st.Champion+".log"), h.ServiceUser)
 		if err != nil {
+			return err
+		}
+		if err := writeJSONAtomic(h.path("champion.json"), championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC()}); err != nil {
+			p.Stop(10 * time.Second)
 			return err
 		}
 		started := time.Now()
@@ -48,6 +63,10 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 		case <-ctx.Done():
 			p.Stop(10 * time.Second)
 			return nil
+		case <-reload:
+			p.Stop(10 * time.Second)
+			backoff = time.Second
+			continue
 		case <-p.Exited():
 			fmt.Fprintf(os.Stderr, "%s champion %s %s; restarting in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, p.ExitError(), backoff)
 		}
@@ -57,6 +76,7 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-reload:
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
@@ -73,12 +93,15 @@ func (h *Host) EnsureChampion(ctx context.Context) error {
 	if st.Champion == "" {
 		return errors.New("no champion: deploy a release and promote it first")
 	}
+	timeout := time.Duration(st.Service.HealthTimeoutSeconds * float64(time.Second))
 	if _, ok := h.championDaemon(); !ok {
 		if err := h.startChampionDaemon(); err != nil {
 			return err
 		}
 	}
-	timeout := time.Duration(st.Service.HealthTimeoutSeconds * float64(time.Second))
+	if err := h.waitSupervising(st.Champion, timeout); err != nil {
+		return err
+	}
 	if err := service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, timeout, nil); err != nil {
 		return fmt.Errorf("champion %s on :%d: %v\n%s", st.Champion, h.ChampionPort, err,
 			service.LogTail(h.path("logs", "champion-"+st.Champion+".log"), 20))
@@ -95,6 +118,21 @@ func (h *Host) championDaemon() (championRecord, bool) {
 	return rec, alive(rec.Pid, "champion-daemon")
 }
 
+// waitSupervising waits until the supervisor has (re)started the champion on sha.
+func (h *Host) waitSupervising(sha string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		rec, ok := h.championDaemon()
+		if ok && rec.SHA == sha {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the champion supervisor did not start %s within %v:\n%s", sha, timeout, service.LogTail(h.path("logs", "champion-daemon.log"), 10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (h *Host) startChampionDaemon() error {
 	logf, err := os.OpenFile(h.path("logs", "champion-daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -108,34 +146,17 @@ func (h *Host) startChampionDaemon() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the champion supervisor: %w", err)
 	}
-	pid := cmd.Process.Pid
 	go cmd.Wait() // reap it if it exits while we are still running
-	// Wait until it has written its record, so a second EnsureChampion does not start another.
-	for range 100 {
-		if rec, ok := h.championDaemon(); ok && rec.Pid == pid {
-			return nil
-		}
-		if !alive(pid, "") {
-			return fmt.Errorf("the champion supervisor exited at once:\n%s", service.LogTail(h.path("logs", "champion-daemon.log"), 10))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return errors.New("the champion supervisor did not start")
+	return nil
 }
 
-// stopChampionDaemon stops the supervisor, which stops the champion.
-func (h *Host) stopChampionDaemon() {
-	rec, ok := h.championDaemon()
-	if !ok {
-		return
+// reloadChampion asks a running supervisor to restart on the state's champion; with none
+// running, EnsureChampion starts one.
+func (h *Host) reloadChampion(ctx context.Context) error {
+	if rec, ok := h.championDaemon(); ok {
+		syscall.Kill(rec.Pid, syscall.SIGHUP)
 	}
-	syscall.Kill(rec.Pid, syscall.SIGTERM)
-	for i := 0; alive(rec.Pid, "") && i < 300; i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(rec.Pid, "") {
-		syscall.Kill(rec.Pid, syscall.SIGKILL)
-	}
+	return h.EnsureChampion(ctx)
 }
 
 // alive reports whether pid runs (and is not a zombie) and, if want is set, whether its
@@ -220,17 +241,15 @@ func (h *Host) swapChampion(ctx context.Context, sha string, spec *service.Spec)
 	if err := h.saveState(next); err != nil {
 		return "", err
 	}
-	h.stopChampionDaemon()
-	if err := h.EnsureChampion(ctx); err != nil {
+	if err := h.reloadChampion(ctx); err != nil {
 		// Restore the previous champion, serving, before reporting the failure.
-		h.stopChampionDaemon()
 		if old.Champion == "" {
 			return "", fmt.Errorf("new champion %s failed: %w", sha, err)
 		}
 		if serr := h.saveState(old); serr != nil {
 			return "", errors.Join(err, serr)
 		}
-		if rerr := h.EnsureChampion(ctx); rerr != nil {
+		if rerr := h.reloadChampion(ctx); rerr != nil {
 			return "", fmt.Errorf("new champion %s failed (%v) and restoring %s failed too: %w", sha, err, old.Champion, rerr)
 		}
 		return "", fmt.Errorf("new champion %s failed; previous champion %s restored and serving: %w", sha, old.Champion, err)

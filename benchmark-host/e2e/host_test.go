@@ -1,0 +1,393 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
+)
+
+func decodeResult(t *testing.T, raw string) agent.HostResult {
+	t.Helper()
+	var r agent.HostResult
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	return r
+}
+
+func TestDeployRunWaitResultOverSSH(t *testing.T) {
+	h := newHost(t, hostOptions{})
+	h.setupChampion()
+	h.must(bytes.NewReader(buildTarball(t, "slow", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	if out := h.must(strings.NewReader(runPlan("bbbbbbb", 3, 1)), "run pr-7-bbbbbbb-1"); !strings.Contains(out, "started pr-7-bbbbbbb-1") {
+		t.Fatalf("run said %q", out)
+	}
+	progress := h.must(nil, "wait pr-7-bbbbbbb-1")
+	for _, want := range []string{"preflight disk: ok", "champion aaaaaaa healthy", "challenger bbbbbbb healthy", "slice 6/6 challenger", agent.OutcomeMarker + `{"run_id":"pr-7-bbbbbbb-1","kind":"ab","status":"ok"`} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("wait output lacks %q:\n%s", want, progress)
+		}
+	}
+	r := decodeResult(t, h.must(nil, "result pr-7-bbbbbbb-1"))
+	if r.SchemaVersion != 1 || r.Generator != "perf-gate-loadgen" || len(r.Slices) != 6 || r.Outcome.Status != "ok" || len(r.Preflight) != 4 {
+		t.Fatalf("result: schema %d, generator %q, %d slices, outcome %+v, %d findings", r.SchemaVersion, r.Generator, len(r.Slices), r.Outcome, len(r.Preflight))
+	}
+	if m := r.Plan.Meta; m["champion_sha"] != "aaaaaaa" || m["challenger_sha"] != "bbbbbbb" || m["kind"] != "ab" {
+		t.Errorf("meta %v", m)
+	}
+	for i := 0; i < 6; i += 2 {
+		champ, chall := r.Slices[i], r.Slices[i+1]
+		t.Logf("pair %d: champion p50 %d µs, challenger p50 %d µs", i/2, champ.LatencyUs.P50, chall.LatencyUs.P50)
+		if chall.LatencyUs.P50 <= champ.LatencyUs.P50 {
+			t.Errorf("pair %d: the slow challenger's p50 %d µs is not above the champion's %d µs", i/2, chall.LatencyUs.P50, champ.LatencyUs.P50)
+		}
+	}
+	// Both services ran as the unprivileged user, and the challenger is gone after the run.
+	if v := version(h.challPort); !strings.HasPrefix(v, "down") {
+		t.Errorf("challenger still answers after the run: %s", v)
+	}
+	if v := version(h.championPort); v != "fast v1" {
+		t.Errorf("champion answers %q", v)
+	}
+}
+
+func TestWaitSurvivesADroppedConnection(t *testing.T) {
+	h := newHost(t, hostOptions{})
+	h.setupChampion()
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.must(strings.NewReader(runPlan("bbbbbbb", 4, 0.8)), "run pr-8-bbbbbbb-1")
+
+	first := h.sshCmd("wait pr-8-bbbbbbb-1")
+	stdout, _ := first.StdoutPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && !strings.Contains(lines.Text(), "slice 2/8") {
+	}
+	first.Process.Kill() // the connection drops mid-run
+	first.Wait()
+
+	progress := h.must(nil, "wait pr-8-bbbbbbb-1")
+	for i := 1; i <= 8; i++ {
+		if !strings.Contains(progress, fmt.Sprintf("slice %d/8", i)) {
+			t.Errorf("the second wait lacks slice %d:\n%s", i, progress)
+		}
+	}
+	if !strings.Contains(progress, `"status":"ok"`) {
+		t.Errorf("the run did not finish ok:\n%s", progress)
+	}
+	again := h.must(nil, "wait pr-8-bbbbbbb-1")
+	if again != progress {
+		t.Errorf("a third wait differs from the second")
+	}
+	r := decodeResult(t, h.must(nil, "result pr-8-bbbbbbb-1"))
+	if len(r.Slices) != 8 || r.Partial {
+		t.Errorf("result has %d slices (partial %v), want all 8", len(r.Slices), r.Partial)
+	}
+}
+
+// snapshot lists every file under root but the audit log, with sizes.
+func snapshot(t *testing.T, root string) string {
+	var out []string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || filepath.Base(path) == "audit.log" {
+			return nil
+		}
+		info, _ := d.Info()
+		out = append(out, fmt.Sprintf("%s %d", strings.TrimPrefix(path, root), info.Size()))
+		return nil
+	})
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+func TestHostileCommandsAreRefusedWithoutSideEffects(t *testing.T) {
+	h := newHost(t, hostOptions{maxDeployBytes: 6 << 20})
+	h.setupChampion()
+	marker := filepath.Join(h.dir, "pwned")
+	before := snapshot(t, h.root)
+	for _, cmd := range []string{
+		"status; touch " + marker,
+		"status && touch " + marker,
+		"status | touch " + marker,
+		"status $(touch " + marker + ")",
+		"status `touch " + marker + "`",
+		"status\ntouch " + marker,
+		"deploy challenger ../../etc",
+		"run ../../tmp/x",
+		"result pr-1..2",
+		"frobnicate",
+		"bash -c id",
+		"wait " + strings.Repeat("a", 500),
+		"",
+	} {
+		_, stderr, code := h.ssh(nil, cmd)
+		if code != 2 || !strings.Contains(stderr, "refused") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and a refusal", cmd, code, stderr)
+		}
+	}
+	gz := func(entries ...[3]string) []byte { // name, type (f, l), body or link target
+		var buf bytes.Buffer
+		w := newTarWriter(&buf)
+		for _, e := range entries {
+			w.add(e[0], e[1], e[2])
+		}
+		w.close()
+		return buf.Bytes()
+	}
+	random := make([]byte, 8<<20)
+	rand.Read(random)
+	for name, tb := range map[string][]byte{
+		"dot-dot":     gz([3]string{"../evil", "f", "x"}),
+		"absolute":    gz([3]string{"/etc/evil", "f", "x"}),
+		"symlink out": gz([3]string{"link", "l", "../../../etc/passwd"}),
+		"oversize":    gz([3]string{"blob", "f", string(random)}),
+	} {
+		_, stderr, code := h.ssh(bytes.NewReader(tb), "deploy challenger ccccccc")
+		if code != 2 {
+			t.Errorf("tarball %s: exit %d, stderr %q; want a refusal", name, code, stderr)
+		}
+		t.Logf("tarball %s: %s", name, strings.TrimSpace(stderr))
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hostile command ran")
+	}
+	if after := snapshot(t, h.root); after != before {
+		t.Errorf("the host's state changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	audit, _ := os.ReadFile(filepath.Join(h.root, "audit.log"))
+	if n := strings.Count(string(audit), `"outcome":"refused`); n < 12 {
+		t.Errorf("audit log has %d refusals, want every refused command:\n%s", n, audit)
+	}
+}
+
+func TestChallengerFailuresNameTheCauseAndLeaveTheChampionServing(t *testing.T) {
+	h := newHost(t, hostOptions{})
+	h.setupChampion()
+	cases := []struct {
+		sha, script, kind, logLine string
+	}{
+		{"ddddddd", `echo "boom: missing config /etc/app.yaml" >&2; sleep 600`, "challenger_unhealthy", "boom: missing config"},
+		{"eeeeeee", `./service & pid=$!; sleep 1.5; kill -9 $pid; echo "fatal: out of memory" >&2; exit 1`, "challenger_crashed", "fatal: out of memory"},
+	}
+	for i, c := range cases {
+		h.must(bytes.NewReader(buildTarball(t, "fast", "bad", c.script)), "deploy challenger "+c.sha)
+		id := fmt.Sprintf("pr-9-%s-%d", c.sha, i)
+		h.must(strings.NewReader(runPlan(c.sha, 4, 0.8)), "run "+id)
+		progress, _, code := h.ssh(nil, "wait "+id)
+		if code != 1 {
+			t.Errorf("%s: wait exited %d, want 1", c.kind, code)
+		}
+		raw := h.must(nil, "result "+id)
+		var r struct{ Outcome agent.Outcome }
+		json.Unmarshal([]byte(raw), &r)
+		if r.Outcome.Error != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
+			t.Errorf("%s: outcome %+v; want the kind and the log tail line %q\n%s", c.kind, r.Outcome, c.logLine, progress)
+		}
+		t.Logf("%s: %s", c.kind, strings.ReplaceAll(r.Outcome.Message, "\n", " | "))
+		if v := version(h.championPort); v != "fast v1" {
+			t.Errorf("%s: champion answers %q after the failure", c.kind, v)
+		}
+		var st agent.Status
+		json.Unmarshal([]byte(h.must(nil, "status")), &st)
+		if st.Lock != nil {
+			t.Errorf("%s: the lock is still held by %+v", c.kind, st.Lock)
+		}
+	}
+}
+
+func TestConcurrentRunsNeverOverlap(t *testing.T) {
+	h := newHost(t, hostOptions{})
+	h.setupChampion()
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	var wg sync.WaitGroup
+	for _, id := range []string{"pr-1-bbbbbbb-1", "pr-2-bbbbbbb-1"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, errs, code := h.ssh(strings.NewReader(runPlan("bbbbbbb", 2, 0.6)), "run "+id); code != 0 {
+				t.Errorf("run %s: exit %d %s", id, code, errs)
+			}
+		}()
+	}
+	wg.Wait()
+	var windows [][2]time.Time
+	for _, id := range []string{"pr-1-bbbbbbb-1", "pr-2-bbbbbbb-1"} {
+		h.must(nil, "wait "+id)
+		r := decodeResult(t, h.must(nil, "result "+id))
+		windows = append(windows, [2]time.Time{r.Outcome.Started, r.Outcome.Ended})
+	}
+	sort.Slice(windows, func(i, j int) bool { return windows[i][0].Before(windows[j][0]) })
+	if !windows[0][1].Before(windows[1][0]) {
+		t.Errorf("runs overlap: %v and %v", windows[0], windows[1])
+	}
+	t.Logf("run windows: %s-%s and %s-%s", windows[0][0].Format("15:04:05.000"), windows[0][1].Format("15:04:05.000"),
+		windows[1][0].Format("15:04:05.000"), windows[1][1].Format("15:04:05.000"))
+
+	// With no patience, a second run is refused with who holds the host and since when.
+	impatient := newHost(t, hostOptions{lockWait: time.Millisecond})
+	impatient.setupChampion()
+	impatient.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	impatient.must(strings.NewReader(runPlan("bbbbbbb", 2, 0.6)), "run pr-3-bbbbbbb-1")
+	_, stderr, code := impatient.ssh(strings.NewReader(runPlan("bbbbbbb", 2, 0.6)), "run pr-4-bbbbbbb-1")
+	if code != 4 || !strings.Contains(stderr, "host busy: ab pr-3-bbbbbbb-1 since ") {
+		t.Errorf("second run: exit %d, stderr %q; want 4 and 'host busy: ab pr-3-bbbbbbb-1 since …'", code, stderr)
+	}
+	impatient.must(nil, "wait pr-3-bbbbbbb-1")
+}
+
+// poller asks the champion port for /health every millisecond and records the longest run
+// of failed polls.
+type poller struct {
+	port    int
+	stop    chan struct{}
+	done    chan struct{}
+	longest atomic.Int64 // ns
+	fails   atomic.Int64
+}
+
+func startPoller(port int) *poller {
+	p := &poller{port: port, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		var downSince time.Time
+		for {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			ok := strings.HasPrefix(version(p.port), "fast")
+			now := time.Now()
+			switch {
+			case !ok && downSince.IsZero():
+				downSince = now
+				p.fails.Add(1)
+			case !ok:
+				p.fails.Add(1)
+			case ok && !downSince.IsZero():
+				if d := now.Sub(downSince); d > time.Duration(p.longest.Load()) {
+					p.longest.Store(int64(d))
+				}
+				downSince = time.Time{}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return p
+}
+
+func (p *poller) finish() time.Duration {
+	close(p.stop)
+	<-p.done
+	return time.Duration(p.longest.Load())
+}
+
+func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
+	h := newHost(t, hostOptions{lockWait: 2 * time.Second})
+	h.setupChampion()
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy champion bbbbbbb")
+
+	p := startPoller(h.championPort)
+	h.must(nil, "promote bbbbbbb")
+	window := p.finish()
+	if v := version(h.championPort); v != "fast v2" {
+		t.Errorf("after promote the champion answers %q, want v2", v)
+	}
+	var st agent.Status
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	if st.Champion != "bbbbbbb" || st.Previous != "aaaaaaa" {
+		t.Errorf("status champion %s previous %s", st.Champion, st.Previous)
+	}
+	t.Logf("promote: :%d did not answer for at most %v (%d failed polls)", h.championPort, window, p.fails.Load())
+	fmt.Printf("[e2e] promote: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
+
+	p = startPoller(h.championPort)
+	h.must(nil, "rollback")
+	window = p.finish()
+	if v := version(h.championPort); v != "fast v1" {
+		t.Errorf("after rollback the champion answers %q, want v1", v)
+	}
+	fmt.Printf("[e2e] rollback: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
+
+	// A build that never becomes healthy is refused before the champion is touched.
+	h.must(bytes.NewReader(buildTarball(t, "fast", "broken", `echo "cannot bind" >&2; exit 3`)), "deploy champion fffffff")
+	p = startPoller(h.championPort)
+	_, stderr, code := h.ssh(nil, "promote fffffff")
+	window = p.finish()
+	if code == 0 || !strings.Contains(stderr, "promotion refused") || !strings.Contains(stderr, "cannot bind") {
+		t.Errorf("broken promote: exit %d, stderr %q", code, stderr)
+	}
+	if window > 0 || version(h.championPort) != "fast v1" {
+		t.Errorf("a refused promotion interrupted the champion (%v) or replaced it (%s)", window, version(h.championPort))
+	}
+
+	// A build that passes the pre-check and then fails as champion: the previous one is restored.
+	flaky := fmt.Sprintf(`if [ -e %[1]s ]; then echo "second start fails" >&2; exit 4; fi; touch %[1]s; exec ./service`, filepath.Join(h.dir, "flaky-started"))
+	os.Chmod(h.dir, 0o777) // the service user writes the marker
+	h.must(bytes.NewReader(buildTarball(t, "fast", "flaky", flaky)), "deploy champion 1234567")
+	_, stderr, code = h.ssh(nil, "promote 1234567")
+	if code == 0 || !strings.Contains(stderr, "previous champion aaaaaaa restored and serving") {
+		t.Errorf("flaky promote: exit %d, stderr %q", code, stderr)
+	}
+	if v := version(h.championPort); v != "fast v1" {
+		t.Errorf("after the failed promotion the champion answers %q, want v1", v)
+	}
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	if st.Champion != "aaaaaaa" {
+		t.Errorf("state names %s as champion after a failed promotion", st.Champion)
+	}
+
+	// A promotion never cuts into a run: it waits for the lock and gives up past its wait.
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v3", "exec ./service")), "deploy challenger ccccccc")
+	h.must(strings.NewReader(runPlan("ccccccc", 3, 1)), "run pr-5-ccccccc-1")
+	_, stderr, code = h.ssh(nil, "promote bbbbbbb")
+	if code != 4 || !strings.Contains(stderr, "host busy: ab pr-5-ccccccc-1") {
+		t.Errorf("promote during a run: exit %d, stderr %q", code, stderr)
+	}
+	if out := h.must(nil, "wait pr-5-ccccccc-1"); !strings.Contains(out, `"status":"ok"`) {
+		t.Errorf("the run was disturbed:\n%s", out)
+	}
+}
+
+// tarWriter writes small hostile tarballs: "f" entries are files, "l" symlinks.
+type tarWriter struct {
+	gz *gzip.Writer
+	tw *tar.Writer
+}
+
+func newTarWriter(w io.Writer) *tarWriter {
+	gz := gzip.NewWriter(w)
+	return &tarWriter{gz: gz, tw: tar.NewWriter(gz)}
+}
+
+func (w *tarWriter) add(name, typ, body string) {
+	if typ == "l" {
+		w.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: body, Mode: 0o777})
+		return
+	}
+	w.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644})
+	w.tw.Write([]byte(body))
+}
+
+func (w *tarWriter) close() {
+	w.tw.Close()
+	w.gz.Close()
+}
