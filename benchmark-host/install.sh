@@ -5,9 +5,10 @@
 #
 # It creates two users: CI_USER, the SSH login the CI key may use, which owns the state and
 # can run nothing but perf-host; and SERVICE_USER, which the services (code from pull
-# requests) run as and which cannot write the state. It installs perf-host with the two
-# capabilities it needs to start services as SERVICE_USER, the authorized_keys line with the
-# forced command, the systemd units where systemd runs, and prints the host key to pin.
+# requests) run as and which cannot write the state. It installs perf-host with the three
+# capabilities it needs to start and stop services as SERVICE_USER (setuid, setgid, kill),
+# the authorized_keys line with the forced command, the systemd units where systemd runs,
+# and prints the host key to pin.
 set -euo pipefail
 
 ROOT=/var/lib/perf-gate
@@ -40,9 +41,12 @@ case "$CI_KEY" in
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 
-if [ ! -x "$here/bin/perf-host" ]; then
-  command -v go >/dev/null || { echo "install.sh: build first (make -C benchmark-host) or install Go 1.26" >&2; exit 1; }
-  make -C "$here"
+# Always rebuild when Go is here (a no-op when nothing changed), so a stale bin/ never ships.
+if command -v go >/dev/null; then
+  make -s -C "$here"
+elif [ ! -x "$here/bin/perf-host" ]; then
+  echo "install.sh: build first (make -C benchmark-host) or install Go 1.26" >&2
+  exit 1
 fi
 command -v setcap >/dev/null || { apt-get update -qq && apt-get install -y -qq libcap2-bin >/dev/null; }
 [ -x /usr/sbin/sshd ] || { apt-get update -qq && apt-get install -y -qq openssh-server >/dev/null; }
@@ -58,7 +62,7 @@ usermod -p '*' "$CI_USER"
 
 install -d -m 0755 "$PREFIX"
 install -m 0755 "$here/bin/perf-host" "$here/bin/loadgen" "$PREFIX/"
-setcap cap_setuid,cap_setgid+ep "$PREFIX/perf-host"
+setcap cap_setuid,cap_setgid,cap_kill+ep "$PREFIX/perf-host"
 install -d -o "$CI_USER" -g "$CI_USER" -m 0755 "$ROOT"
 
 forced="$PREFIX/perf-host ssh --root $ROOT --service-user $SERVICE_USER --champion-port $CHAMPION_PORT --challenger-port $CHALLENGER_PORT"

@@ -234,7 +234,9 @@ func (h *Host) swapChampion(ctx context.Context, sha string, spec *service.Spec)
 		return "", err
 	}
 	err = cand.WaitHealthy(ctx, next.Service.HealthPath, time.Duration(next.Service.HealthTimeoutSeconds*float64(time.Second)))
-	cand.Stop(10 * time.Second)
+	if serr := cand.Stop(10 * time.Second); serr != nil {
+		return "", serr
+	}
 	if err != nil {
 		return "", fmt.Errorf("promotion refused: %s %v; champion %s unchanged\n%s", sha, err, old.Champion, service.LogTail(logPath, 20))
 	}

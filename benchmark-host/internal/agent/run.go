@@ -249,7 +249,11 @@ func (h *Host) Execute(ctx context.Context, runID string) error {
 	if err != nil {
 		return fail("challenger_unhealthy", "%v", err)
 	}
-	defer chall.Stop(10 * time.Second)
+	defer func() {
+		if err := chall.Stop(10 * time.Second); err != nil {
+			logf("error: %v", err)
+		}
+	}()
 	if err := chall.WaitHealthy(ctx, spec.HealthPath, time.Duration(spec.HealthTimeoutSeconds*float64(time.Second))); err != nil {
 		chall.Stop(10 * time.Second)
 		return fail("challenger_unhealthy", "challenger %s %v; its log ends:\n%s", sha, err, service.LogTail(logPath, 20))

@@ -98,8 +98,8 @@ func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
 	sort.Float64s(truth.slept)
 	sleptP99 := truth.slept[len(truth.slept)*99/100]
 	t.Logf("per-pair p99 differences (µs): %v; the server's delay really lasted p99 %.0f µs", diffs, sleptP99)
-	if median < float64(delay.Microseconds()) || median > sleptP99+1000 {
-		t.Errorf("median p99 difference %.0f µs, want between the %v delay and the delay's own p99 (%.0f µs) + 1 ms",
+	if median < 0.8*float64(delay.Microseconds()) || median > sleptP99+1000 {
+		t.Errorf("median p99 difference %.0f µs, want between 0.8 × the %v delay and the delay's own p99 (%.0f µs) + 1 ms",
 			median, delay, sleptP99)
 	}
 	for _, s := range res.Slices {

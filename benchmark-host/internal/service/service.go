@@ -167,20 +167,29 @@ func WaitHealthy(ctx context.Context, port int, path string, timeout time.Durati
 	}
 }
 
-// Stop sends SIGTERM to the process group, then SIGKILL after grace.
-func (p *Process) Stop(grace time.Duration) {
+// Stop sends SIGTERM to the process group, then SIGKILL after grace. Signalling a service
+// that runs as another user needs root or CAP_KILL; without it Stop reports the failure
+// instead of waiting for an exit that will not come.
+func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.done:
-		return
+		return nil
 	default:
 	}
-	syscall.Kill(-p.Pid(), syscall.SIGTERM)
+	if err := syscall.Kill(-p.Pid(), syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping %s (pid %d): %w (perf-host needs CAP_KILL to stop services of another user)", p.Name, p.Pid(), err)
+	}
 	select {
 	case <-p.done:
 	case <-time.After(grace):
 		syscall.Kill(-p.Pid(), syscall.SIGKILL)
-		<-p.done
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.Pid())
+		}
 	}
+	return nil
 }
 
 // LogTail returns the last lines of a log file, at most 4 KiB.
