@@ -391,3 +391,45 @@ func (w *tarWriter) close() {
 	w.tw.Close()
 	w.gz.Close()
 }
+
+func TestAbortGcAndFloors(t *testing.T) {
+	h := newHost(t, hostOptions{})
+	h.setupChampion()
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.must(strings.NewReader(runPlan("bbbbbbb", 20, 1)), "run pr-6-bbbbbbb-1")
+	time.Sleep(2500 * time.Millisecond)
+	h.must(nil, "abort pr-6-bbbbbbb-1")
+	_, _, code := h.ssh(nil, "wait pr-6-bbbbbbb-1")
+	r := decodeResult(t, h.must(nil, "result pr-6-bbbbbbb-1"))
+	if code != 1 || r.Outcome.Status != "aborted" || !r.Partial || len(r.Slices) == 0 || len(r.Slices) >= 40 {
+		t.Errorf("abort: wait exit %d, outcome %+v, partial %v, %d slices", code, r.Outcome, r.Partial, len(r.Slices))
+	}
+	if _, errs, code := h.ssh(nil, "abort pr-6-bbbbbbb-1"); code == 0 || !strings.Contains(errs, "already finished") {
+		t.Errorf("a second abort: exit %d %q", code, errs)
+	}
+
+	for _, sha := range []string{"1111111", "2222222", "3333333", "4444444", "5555555", "6666666", "7777777"} {
+		h.must(bytes.NewReader(buildTarball(t, "fast", sha, "exec ./service")), "deploy challenger "+sha)
+		time.Sleep(10 * time.Millisecond) // distinct modification times
+	}
+	var gc struct{ Removed []string }
+	json.Unmarshal([]byte(h.must(nil, "gc")), &gc)
+	var st agent.Status
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	// The 5 newest and the champion stay; bbbbbbb and 1111111, 2222222 go.
+	if len(st.Releases) != 6 || !strings.Contains(strings.Join(st.Releases, " "), "aaaaaaa") || len(gc.Removed) != 3 {
+		t.Errorf("after gc: releases %v, removed %v", st.Releases, gc.Removed)
+	}
+	if v := version(h.championPort); v != "fast v1" {
+		t.Errorf("gc disturbed the champion: %q", v)
+	}
+
+	if _, errs, code := h.ssh(strings.NewReader(`{"workload":"work","rate":200,"half_width_ms":-1,"pairs":10}`), "floor-record cal-1"); code == 0 || !strings.Contains(errs, "half_width_ms") {
+		t.Errorf("a negative floor was accepted: %d %q", code, errs)
+	}
+	h.must(strings.NewReader(`{"workload":"work","rate":200,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":10}`), "floor-record cal-1")
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	if f, ok := st.Floors["work@200"]; !ok || f.HalfWidthMs != 0.07 || f.RunID != "cal-1" {
+		t.Errorf("status floors %+v", st.Floors)
+	}
+}
