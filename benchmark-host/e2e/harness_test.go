@@ -8,17 +8,16 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 var (
@@ -57,11 +56,9 @@ func binaries(t *testing.T) string {
 
 // host is one benchmark host behind its own sshd.
 type host struct {
-	t                       *testing.T
-	dir, root               string
-	sshPort                 int
-	championPort, challPort int
-	key, knownHosts         string
+	*sshtest.Host
+	t   *testing.T
+	dir string
 }
 
 type hostOptions struct {
@@ -74,93 +71,33 @@ func newHost(t *testing.T, opt hostOptions) *host {
 	if os.Geteuid() != 0 {
 		t.Skip("the sshd harness needs root (as in CI)")
 	}
-	for _, bin := range []string{"/usr/sbin/sshd", "ssh", "ssh-keygen"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found: install openssh-server and openssh-client (.ci/run does)", bin)
-		}
-	}
-	bins := binaries(t)
-	dir, err := os.MkdirTemp("", "perf-gate-e2e-")
+	sh, err := sshtest.Start(sshtest.Options{PerfHost: filepath.Join(binaries(t), "perf-host"), LockWait: opt.lockWait, MaxDeployBytes: opt.maxDeployBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(dir, 0o755)
-	h := &host{t: t, dir: dir, root: filepath.Join(dir, "root"), sshPort: freePort(t), championPort: freePort(t), challPort: freePort(t),
-		key: filepath.Join(dir, "id"), knownHosts: filepath.Join(dir, "known_hosts")}
-	if opt.lockWait == 0 {
-		opt.lockWait = 60 * time.Second
-	}
-	if opt.maxDeployBytes == 0 {
-		opt.maxDeployBytes = 64 << 20
-	}
-	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "hostkey"))
-	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", h.key)
-	pub, _ := os.ReadFile(h.key + ".pub")
-	forced := fmt.Sprintf("%s ssh --root %s --service-user nobody --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-load-per-cpu 100",
-		filepath.Join(bins, "perf-host"), h.root, h.championPort, h.challPort, opt.lockWait, opt.maxDeployBytes)
-	writeFile(t, filepath.Join(dir, "authorized_keys"), fmt.Sprintf("restrict,command=%q %s", forced, pub))
-	writeFile(t, filepath.Join(dir, "sshd_config"), strings.Join([]string{
-		fmt.Sprintf("Port %d", h.sshPort),
-		"ListenAddress 127.0.0.1",
-		"HostKey " + filepath.Join(dir, "hostkey"),
-		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PidFile " + filepath.Join(dir, "sshd.pid"),
-		"UsePAM no",
-		"StrictModes no",
-		"PermitRootLogin forced-commands-only",
-		"PasswordAuthentication no",
-		"KbdInteractiveAuthentication no",
-		"AllowTcpForwarding no",
-		"X11Forwarding no",
-		"LogLevel VERBOSE",
-	}, "\n")+"\n")
-	os.MkdirAll("/run/sshd", 0o755)
-	sshd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	sshdLog, _ := os.Create(filepath.Join(dir, "sshd.log"))
-	sshd.Stdout, sshd.Stderr = sshdLog, sshdLog
-	if err := sshd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	hostPub, _ := os.ReadFile(filepath.Join(dir, "hostkey.pub"))
-	fields := strings.Fields(string(hostPub))
-	writeFile(t, h.knownHosts, fmt.Sprintf("[127.0.0.1]:%d %s %s\n", h.sshPort, fields[0], fields[1]))
-	waitPort(t, h.sshPort)
+	h := &host{Host: sh, t: t, dir: sh.Dir}
 	t.Cleanup(func() {
-		sshd.Process.Kill()
-		sshd.Wait()
-		killUnder(h.root)
 		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
-			t.Logf("sshd log:\n%s", lastLines(string(b), 30))
-			t.Logf("state kept in %s", dir)
-			return
+			t.Logf("sshd log:\n%s\nstate kept in %s", sh.SSHDLog(30), sh.Dir)
 		}
-		os.RemoveAll(dir)
+		sh.Close(t.Failed())
 	})
 	return h
 }
 
 // ssh runs one command through the forced command, as the action's client does.
 func (h *host) ssh(stdin io.Reader, command string) (stdout, stderr string, code int) {
-	cmd := h.sshCmd(command)
+	cmd := h.SSHCommand(command)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	code = 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		h.t.Fatalf("ssh %q: %v", command, err)
 	}
 	return out.String(), errb.String(), code
-}
-
-func (h *host) sshCmd(command string) *exec.Cmd {
-	return exec.Command("ssh", "-i", h.key, "-p", strconv.Itoa(h.sshPort),
-		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-		"-o", "UserKnownHostsFile="+h.knownHosts, "-o", "LogLevel=ERROR",
-		"root@127.0.0.1", "--", command)
 }
 
 // must runs a command that has to succeed.
@@ -228,23 +165,17 @@ func version(port int) string {
 }
 
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := sshtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func waitPort(t *testing.T, port int) {
-	for range 100 {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := sshtest.WaitPort(port); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("nothing listens on :%d", port)
 }
 
 func run(t *testing.T, name string, args ...string) {
@@ -257,30 +188,4 @@ func writeFile(t *testing.T, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// killUnder stops every process started with this root (supervisor, executors) and their
-// services, which perf-host starts in their own process groups.
-func killUnder(root string) {
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		cwd, _ := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
-		if strings.Contains(string(cmdline), root) || strings.HasPrefix(cwd, root) {
-			syscall.Kill(pid, syscall.SIGTERM)
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

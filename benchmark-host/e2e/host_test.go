@@ -59,10 +59,10 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 		}
 	}
 	// Both services ran as the unprivileged user, and the challenger is gone after the run.
-	if v := version(h.challPort); !strings.HasPrefix(v, "down") {
+	if v := version(h.ChallengerPort); !strings.HasPrefix(v, "down") {
 		t.Errorf("challenger still answers after the run: %s", v)
 	}
-	if v := version(h.championPort); v != "fast v1" {
+	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("champion answers %q", v)
 	}
 }
@@ -73,7 +73,7 @@ func TestWaitSurvivesADroppedConnection(t *testing.T) {
 	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
 	h.must(strings.NewReader(runPlan("bbbbbbb", 4, 0.8)), "run pr-8-bbbbbbb-1")
 
-	first := h.sshCmd("wait pr-8-bbbbbbb-1")
+	first := h.SSHCommand("wait pr-8-bbbbbbb-1")
 	stdout, _ := first.StdoutPipe()
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestHostileCommandsAreRefusedWithoutSideEffects(t *testing.T) {
 	h := newHost(t, hostOptions{maxDeployBytes: 6 << 20})
 	h.setupChampion()
 	marker := filepath.Join(h.dir, "pwned")
-	before := snapshot(t, h.root)
+	before := snapshot(t, h.Root)
 	for _, cmd := range []string{
 		"status; touch " + marker,
 		"status && touch " + marker,
@@ -169,10 +169,10 @@ func TestHostileCommandsAreRefusedWithoutSideEffects(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a hostile command ran")
 	}
-	if after := snapshot(t, h.root); after != before {
+	if after := snapshot(t, h.Root); after != before {
 		t.Errorf("the host's state changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	audit, _ := os.ReadFile(filepath.Join(h.root, "audit.log"))
+	audit, _ := os.ReadFile(filepath.Join(h.Root, "audit.log"))
 	if n := strings.Count(string(audit), `"outcome":"refused`); n < 12 {
 		t.Errorf("audit log has %d refusals, want every refused command:\n%s", n, audit)
 	}
@@ -202,7 +202,7 @@ func TestChallengerFailuresNameTheCauseAndLeaveTheChampionServing(t *testing.T) 
 			t.Errorf("%s: outcome %+v; want the kind and the log tail line %q\n%s", c.kind, r.Outcome, c.logLine, progress)
 		}
 		t.Logf("%s: %s", c.kind, strings.ReplaceAll(r.Outcome.Message, "\n", " | "))
-		if v := version(h.championPort); v != "fast v1" {
+		if v := version(h.ChampionPort); v != "fast v1" {
 			t.Errorf("%s: champion answers %q after the failure", c.kind, v)
 		}
 		var st agent.Status
@@ -305,10 +305,10 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	h.setupChampion()
 	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy champion bbbbbbb")
 
-	p := startPoller(h.championPort)
+	p := startPoller(h.ChampionPort)
 	h.must(nil, "promote bbbbbbb")
 	window := p.finish()
-	if v := version(h.championPort); v != "fast v2" {
+	if v := version(h.ChampionPort); v != "fast v2" {
 		t.Errorf("after promote the champion answers %q, want v2", v)
 	}
 	var st agent.Status
@@ -316,27 +316,27 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	if st.Champion != "bbbbbbb" || st.Previous != "aaaaaaa" {
 		t.Errorf("status champion %s previous %s", st.Champion, st.Previous)
 	}
-	t.Logf("promote: :%d did not answer for at most %v (%d failed polls)", h.championPort, window, p.fails.Load())
+	t.Logf("promote: :%d did not answer for at most %v (%d failed polls)", h.ChampionPort, window, p.fails.Load())
 	fmt.Printf("[e2e] promote: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
 
-	p = startPoller(h.championPort)
+	p = startPoller(h.ChampionPort)
 	h.must(nil, "rollback")
 	window = p.finish()
-	if v := version(h.championPort); v != "fast v1" {
+	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("after rollback the champion answers %q, want v1", v)
 	}
 	fmt.Printf("[e2e] rollback: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
 
 	// A build that never becomes healthy is refused before the champion is touched.
 	h.must(bytes.NewReader(buildTarball(t, "fast", "broken", `echo "cannot bind" >&2; exit 3`)), "deploy champion fffffff")
-	p = startPoller(h.championPort)
+	p = startPoller(h.ChampionPort)
 	_, stderr, code := h.ssh(nil, "promote fffffff")
 	window = p.finish()
 	if code == 0 || !strings.Contains(stderr, "promotion refused") || !strings.Contains(stderr, "cannot bind") {
 		t.Errorf("broken promote: exit %d, stderr %q", code, stderr)
 	}
-	if window > 0 || version(h.championPort) != "fast v1" {
-		t.Errorf("a refused promotion interrupted the champion (%v) or replaced it (%s)", window, version(h.championPort))
+	if window > 0 || version(h.ChampionPort) != "fast v1" {
+		t.Errorf("a refused promotion interrupted the champion (%v) or replaced it (%s)", window, version(h.ChampionPort))
 	}
 
 	// A build that passes the pre-check and then fails as champion: the previous one is restored.
@@ -347,7 +347,7 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "previous champion aaaaaaa restored and serving") {
 		t.Errorf("flaky promote: exit %d, stderr %q", code, stderr)
 	}
-	if v := version(h.championPort); v != "fast v1" {
+	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("after the failed promotion the champion answers %q, want v1", v)
 	}
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
@@ -420,7 +420,7 @@ func TestAbortGcAndFloors(t *testing.T) {
 	if len(st.Releases) != 6 || !strings.Contains(strings.Join(st.Releases, " "), "aaaaaaa") || len(gc.Removed) != 3 {
 		t.Errorf("after gc: releases %v, removed %v", st.Releases, gc.Removed)
 	}
-	if v := version(h.championPort); v != "fast v1" {
+	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("gc disturbed the champion: %q", v)
 	}
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 // The install script's least-privilege model, for real: a CI login that can run only
@@ -28,7 +30,7 @@ func TestInstallScriptSeparatesTheCIUserFromTheServices(t *testing.T) {
 	root, prefix := filepath.Join(dir, "root"), filepath.Join(dir, "prefix")
 	champion, challenger, sshPort := freePort(t), freePort(t), freePort(t)
 	t.Cleanup(func() {
-		killUnder(root)
+		sshtest.KillUnder(root)
 		exec.Command("pkill", "-9", "-u", svcUser).Run()
 		exec.Command("userdel", "-r", ciUser).Run()
 		exec.Command("userdel", svcUser).Run()

@@ -1,0 +1,188 @@
+// Package sshtest starts a throwaway benchmark host for tests: a real OpenSSH sshd on
+// 127.0.0.1 with its own host key, and a client key whose authorized_keys entry forces
+// perf-host, exactly as install.sh sets up a real host. The Go end-to-end tests use it, and so
+// do the action's tests, through the testhost command.
+package sshtest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options configure a host.
+type Options struct {
+	PerfHost       string // path to the perf-host binary
+	LockWait       time.Duration
+	MaxDeployBytes int64
+	ServiceUser    string
+}
+
+// Host is a running sshd in front of perf-host.
+type Host struct {
+	Dir            string `json:"dir"`
+	Root           string `json:"root"`
+	User           string `json:"user"`
+	SSHPort        int    `json:"ssh_port"`
+	ChampionPort   int    `json:"champion_port"`
+	ChallengerPort int    `json:"challenger_port"`
+	Key            string `json:"key"`              // client private key file
+	KnownHosts     string `json:"known_hosts"`      // file pinning the host key
+	KnownHostsLine string `json:"known_hosts_line"` // the same line, for an action input
+	sshd           *exec.Cmd
+}
+
+// Start sets up and starts the host. It needs root (sshd switches to the login user).
+func Start(opt Options) (*Host, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("sshtest: sshd needs root")
+	}
+	for _, bin := range []string{"/usr/sbin/sshd", "ssh", "ssh-keygen"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return nil, fmt.Errorf("sshtest: %s not found: install openssh-server and openssh-client", bin)
+		}
+	}
+	if opt.LockWait == 0 {
+		opt.LockWait = 60 * time.Second
+	}
+	if opt.MaxDeployBytes == 0 {
+		opt.MaxDeployBytes = 64 << 20
+	}
+	if opt.ServiceUser == "" {
+		opt.ServiceUser = "nobody"
+	}
+	dir, err := os.MkdirTemp("", "perf-gate-host-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
+	h := &Host{Dir: dir, Root: filepath.Join(dir, "root"), User: "root", Key: filepath.Join(dir, "id"), KnownHosts: filepath.Join(dir, "known_hosts")}
+	for _, p := range []*int{&h.SSHPort, &h.ChampionPort, &h.ChallengerPort} {
+		if *p, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	for _, key := range []string{filepath.Join(dir, "hostkey"), h.Key} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
+		}
+	}
+	pub, _ := os.ReadFile(h.Key + ".pub")
+	forced := fmt.Sprintf("%s ssh --root %s --service-user %s --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-load-per-cpu 100",
+		opt.PerfHost, h.Root, opt.ServiceUser, h.ChampionPort, h.ChallengerPort, opt.LockWait, opt.MaxDeployBytes)
+	files := map[string]string{
+		"authorized_keys": fmt.Sprintf("restrict,command=%q %s", forced, pub),
+		"sshd_config": strings.Join([]string{
+			fmt.Sprintf("Port %d", h.SSHPort),
+			"ListenAddress 127.0.0.1",
+			"HostKey " + filepath.Join(dir, "hostkey"),
+			"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
+			"PidFile " + filepath.Join(dir, "sshd.pid"),
+			"UsePAM no",
+			"StrictModes no",
+			"PermitRootLogin forced-commands-only",
+			"PasswordAuthentication no",
+			"KbdInteractiveAuthentication no",
+			"AllowTcpForwarding no",
+			"X11Forwarding no",
+			"LogLevel VERBOSE",
+		}, "\n") + "\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	os.MkdirAll("/run/sshd", 0o755)
+	h.sshd = exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
+	h.sshd.Stdout, h.sshd.Stderr = logf, logf
+	if err := h.sshd.Start(); err != nil {
+		return nil, err
+	}
+	hostPub, _ := os.ReadFile(filepath.Join(dir, "hostkey.pub"))
+	fields := strings.Fields(string(hostPub))
+	h.KnownHostsLine = fmt.Sprintf("[127.0.0.1]:%d %s %s", h.SSHPort, fields[0], fields[1])
+	if err := os.WriteFile(h.KnownHosts, []byte(h.KnownHostsLine+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if err := WaitPort(h.SSHPort); err != nil {
+		h.Close(true)
+		return nil, err
+	}
+	return h, nil
+}
+
+// SSHCommand is the client command for one remote command, as the action runs it.
+func (h *Host) SSHCommand(command string) *exec.Cmd {
+	return exec.Command("ssh", "-i", h.Key, "-p", strconv.Itoa(h.SSHPort),
+		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+		"-o", "UserKnownHostsFile="+h.KnownHosts, "-o", "LogLevel=ERROR",
+		h.User+"@127.0.0.1", "--", command)
+}
+
+// SSHDLog is the tail of sshd's log, for failure reports.
+func (h *Host) SSHDLog(lines int) string {
+	b, _ := os.ReadFile(filepath.Join(h.Dir, "sshd.log"))
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// Close stops sshd and every process perf-host started for this host; keep leaves the files.
+func (h *Host) Close(keep bool) {
+	if h.sshd != nil && h.sshd.Process != nil {
+		h.sshd.Process.Kill()
+		h.sshd.Wait()
+	}
+	KillUnder(h.Root)
+	if !keep {
+		os.RemoveAll(h.Dir)
+	}
+}
+
+// FreePort asks the kernel for a free TCP port on loopback.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// WaitPort waits until something accepts connections on the port.
+func WaitPort(port int) error {
+	for range 100 {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listens on :%d", port)
+}
+
+// KillUnder stops every process started with this root (supervisor, runs) or running in it
+// (services, whose working directory is their release).
+func KillUnder(root string) {
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		cwd, _ := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+		if strings.Contains(string(cmdline), root) || strings.HasPrefix(cwd, root) {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+}
