@@ -1,0 +1,130 @@
+// GitHub through octokit, with retries and rate-limit throttling. Thin: each method is one
+// piece of output (check run, labels, sticky comment) or one question (permission, config).
+import { getOctokit } from "@actions/github";
+import { retry } from "@octokit/plugin-retry";
+import { throttling } from "@octokit/plugin-throttling";
+import type { Permission } from "../access";
+
+export const VERDICT_LABELS = { green: "perf:green", red: "perf:red", grey: "perf:grey" } as const;
+const LABEL_COLORS: Record<string, string> = { "perf:green": "1a7f37", "perf:red": "cf222e", "perf:grey": "8c959f", "perf:approved": "0969da" };
+export const STICKY_MARKER = "<!-- perf-gate:sticky -->";
+export const CHECK_NAME = "perf-gate";
+export const SUMMARY_LIMIT = 65_535;
+
+export type Conclusion = "success" | "failure" | "neutral";
+
+export class GitHub {
+  private readonly octokit;
+
+  constructor(
+    token: string,
+    private readonly owner: string,
+    private readonly repo: string,
+    log: (line: string) => void = () => {},
+  ) {
+    this.octokit = getOctokit(
+      token,
+      {
+        retry: { doNotRetry: [400, 401, 403, 404, 422] },
+        throttle: {
+          onRateLimit: (after: number, opts: { method: string; url: string }, _o: unknown, count: number) => {
+            log(`GitHub rate limit on ${opts.method} ${opts.url}; retrying in ${after}s`);
+            return count < 2;
+          },
+          onSecondaryRateLimit: (after: number, opts: { method: string; url: string }) => {
+            log(`GitHub secondary rate limit on ${opts.method} ${opts.url} (retry after ${after}s); not retrying`);
+          },
+        },
+      },
+      retry,
+      throttling,
+    );
+  }
+
+  private get r() {
+    return { owner: this.owner, repo: this.repo };
+  }
+
+  /** A file's text at a commit, or null when it does not exist there. */
+  async fileAt(path: string, ref: string): Promise<string | null> {
+    try {
+      const res = await this.octokit.rest.repos.getContent({ ...this.r, path, ref });
+      const data = res.data as { type?: string; content?: string; encoding?: string };
+      if (data.type !== "file" || data.content === undefined) return null;
+      return Buffer.from(data.content, (data.encoding as BufferEncoding) ?? "base64").toString("utf8");
+    } catch (e) {
+      if ((e as { status?: number }).status === 404) return null;
+      throw e;
+    }
+  }
+
+  async permission(username: string): Promise<Permission> {
+    try {
+      const res = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username });
+      return (res.data.permission as Permission) ?? "none";
+    } catch (e) {
+      if ((e as { status?: number }).status === 404) return "none";
+      throw e;
+    }
+  }
+
+  async startCheck(headSha: string, title: string): Promise<number> {
+    const res = await this.octokit.rest.checks.create({
+      ...this.r, name: CHECK_NAME, head_sha: headSha, status: "in_progress", output: { title, summary: title },
+    });
+    return res.data.id;
+  }
+
+  async finishCheck(id: number, conclusion: Conclusion, title: string, summary: string): Promise<void> {
+    await this.octokit.rest.checks.update({
+      ...this.r, check_run_id: id, status: "completed", conclusion,
+      output: { title: title.slice(0, 255), summary: summary.slice(0, SUMMARY_LIMIT) },
+    });
+  }
+
+  /** Puts exactly one verdict label on the PR (creating it if missing); null removes them all. */
+  async setVerdictLabel(issue: number, label: string | null): Promise<void> {
+    const current = await this.octokit.paginate(this.octokit.rest.issues.listLabelsOnIssue, { ...this.r, issue_number: issue, per_page: 100 });
+    const names = new Set(current.map((l) => l.name));
+    for (const other of Object.values(VERDICT_LABELS)) {
+      if (other !== label && names.has(other)) await this.removeLabel(issue, other);
+    }
+    if (label && !names.has(label)) {
+      await this.ensureLabel(label);
+      await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue, labels: [label] });
+    }
+  }
+
+  async removeLabel(issue: number, name: string): Promise<void> {
+    try {
+      await this.octokit.rest.issues.removeLabel({ ...this.r, issue_number: issue, name });
+    } catch (e) {
+      if ((e as { status?: number }).status !== 404) throw e;
+    }
+  }
+
+  private async ensureLabel(name: string): Promise<void> {
+    try {
+      await this.octokit.rest.issues.getLabel({ ...this.r, name });
+    } catch (e) {
+      if ((e as { status?: number }).status !== 404) throw e;
+      await this.octokit.rest.issues.createLabel({ ...this.r, name, color: LABEL_COLORS[name] ?? "ededed", description: "set by perf-gate" });
+    }
+  }
+
+  /**
+   * Creates or updates the one comment that carries the marker. Only a bot's comment counts,
+   * so a user who pastes the marker cannot capture the gate's comment.
+   */
+  async upsertStickyComment(issue: number, body: string): Promise<"created" | "updated"> {
+    const text = `${STICKY_MARKER}\n${body}`.slice(0, SUMMARY_LIMIT);
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue, per_page: 100 });
+    const mine = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(STICKY_MARKER));
+    if (mine) {
+      await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: text });
+      return "updated";
+    }
+    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: text });
+    return "created";
+  }
+}

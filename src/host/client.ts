@@ -1,0 +1,213 @@
+// The benchmark host over OpenSSH: every call is one perf-host verb through the CI key's
+// forced command, with the host key pinned. A thin adapter: it moves bytes and classifies
+// failures; it decides nothing about performance.
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { z } from "zod";
+
+export type HostErrorKind = "unreachable" | "host_key" | "auth" | "busy" | "refused" | "run_failed" | "protocol";
+
+/** An infrastructure failure: reported as such, never as a performance verdict. */
+export class HostError extends Error {
+  override name = "HostError";
+  constructor(
+    readonly kind: HostErrorKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface HostOptions {
+  host: string;
+  port: number;
+  user: string;
+  privateKey: string;
+  knownHosts: string;
+  /** Attempts for a call whose connection fails. */
+  attempts?: number;
+  /** Pause before the first retry, doubled each time. */
+  backoffMs?: number;
+  log?: (line: string) => void;
+}
+
+const outcomeSchema = z.looseObject({
+  run_id: z.string(),
+  kind: z.string(),
+  status: z.enum(["ok", "error", "aborted"]),
+  error_kind: z.string().optional(),
+  message: z.string().optional(),
+});
+export type RunOutcome = z.infer<typeof outcomeSchema>;
+
+const OUTCOME_MARKER = "perf-gate-outcome ";
+
+export class HostClient {
+  private readonly dir: string;
+  private readonly keyFile: string;
+  private readonly knownHostsFile: string;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly o: HostOptions) {
+    this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    this.keyFile = join(this.dir, "id");
+    this.knownHostsFile = join(this.dir, "known_hosts");
+    writeFileSync(this.keyFile, o.privateKey.trim() + "\n", { mode: 0o600 });
+    writeFileSync(this.knownHostsFile, o.knownHosts.trim() + "\n", { mode: 0o600 });
+    this.attempts = o.attempts ?? 3;
+    this.backoffMs = o.backoffMs ?? 2000;
+    this.log = o.log ?? (() => {});
+  }
+
+  /** Removes the key from disk. */
+  close(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private args(command: string): string[] {
+    return [
+      "-i", this.keyFile,
+      "-p", String(this.o.port),
+      "-o", "BatchMode=yes",
+      "-o", "IdentitiesOnly=yes",
+      "-o", "StrictHostKeyChecking=yes",
+      "-o", `UserKnownHostsFile=${this.knownHostsFile}`,
+      "-o", "GlobalKnownHostsFile=/dev/null",
+      "-o", "ConnectTimeout=15",
+      "-o", "ServerAliveInterval=15",
+      "-o", "ServerAliveCountMax=4",
+      "-o", "LogLevel=ERROR",
+      `${this.o.user}@${this.o.host}`,
+      "--",
+      command,
+    ];
+  }
+
+  /** One call, retried while the connection itself fails (ssh exits 255). */
+  private async call(command: string, stdin?: { input?: string; inputFile?: string }) {
+    for (let attempt = 1; ; attempt++) {
+      const r = await execa("ssh", this.args(command), { ...stdin, reject: false, stripFinalNewline: false, timeout: 30 * 60_000 });
+      if (r.exitCode !== 255) return r;
+      const err = classifySshFailure(String(r.stderr), this.o);
+      if (err.kind !== "unreachable" || attempt >= this.attempts) throw err;
+      this.log(`ssh ${command.split(" ")[0]}: ${err.message}; retrying (${attempt}/${this.attempts - 1})`);
+      await sleep(this.backoffMs * 2 ** (attempt - 1));
+    }
+  }
+
+  private async must(command: string, stdin?: { input?: string; inputFile?: string }): Promise<string> {
+    const r = await this.call(command, stdin);
+    if (r.exitCode === 0) return String(r.stdout);
+    throw verbError(command, r.exitCode ?? -1, String(r.stderr));
+  }
+
+  /** Deploys a build: a directory (packed here) or a .tar.gz. */
+  async deploy(role: "challenger" | "champion", sha: string, artifact: string): Promise<string> {
+    let file = artifact;
+    if (statSync(artifact).isDirectory()) {
+      file = join(this.dir, "artifact.tar.gz");
+      await execa("tar", ["-czf", file, "-C", artifact, "."]);
+    }
+    return (await this.must(`deploy ${role} ${sha}`, { inputFile: file })).trim();
+  }
+
+  /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
+  async start(kind: "run" | "aa", runId: string, plan: unknown, busyDeadline: number): Promise<void> {
+    for (;;) {
+      const r = await this.call(`${kind} ${runId}`, { input: JSON.stringify(plan) });
+      if (r.exitCode === 0) return;
+      const err = verbError(`${kind} ${runId}`, r.exitCode ?? -1, String(r.stderr));
+      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      this.log(`${err.message}; waiting`);
+      await sleep(15_000);
+    }
+  }
+
+  /**
+   * Streams a run's progress until it ends. perf-host replays the log from the start on every
+   * wait, so after a dropped connection this reconnects and skips the lines already shown.
+   */
+  async wait(runId: string, onLine: (line: string) => void, maxReconnects = 20): Promise<RunOutcome> {
+    let seen = 0;
+    for (let attempt = 0; ; attempt++) {
+      const sub = execa("ssh", this.args(`wait ${runId}`), { reject: false, buffer: { stdout: false, stderr: true } });
+      let index = 0;
+      let outcome: RunOutcome | null = null;
+      for await (const line of sub.iterable({ from: "stdout" })) {
+        const text = String(line);
+        if (index++ < seen) continue;
+        seen++;
+        if (text.startsWith(OUTCOME_MARKER)) outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
+        else onLine(text);
+      }
+      const r = await sub;
+      if (outcome) return outcome;
+      if (r.exitCode === 255 && attempt < maxReconnects) {
+        const err = classifySshFailure(String(r.stderr), this.o);
+        if (err.kind !== "unreachable") throw err;
+        this.log(`the connection dropped while waiting for ${runId}; reconnecting (${attempt + 1}/${maxReconnects})`);
+        await sleep(Math.min(this.backoffMs * 2 ** attempt, 30_000));
+        continue;
+      }
+      throw verbError(`wait ${runId}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
+    }
+  }
+
+  /** The run's result document (parsed JSON, not yet validated as a result). */
+  async result(runId: string): Promise<unknown> {
+    const text = await this.must(`result ${runId}`);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", `result ${runId}: the host did not answer with JSON`);
+    }
+  }
+
+  async status(): Promise<HostStatus> {
+    const text = await this.must("status");
+    const parsed = hostStatusSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new HostError("protocol", `status: unexpected answer: ${parsed.error.issues[0]?.message}`);
+    return parsed.data;
+  }
+}
+
+const hostStatusSchema = z.looseObject({
+  champion: z.string(),
+  previous: z.string(),
+  floors: z.record(z.string(), z.looseObject({ half_width_ms: z.number(), ci_ms: z.array(z.number()).optional(), pairs: z.number(), run_id: z.string(), time: z.string() })),
+});
+export type HostStatus = z.infer<typeof hostStatusSchema>;
+
+/** Classifies ssh's own failures (exit 255) from its stderr. */
+export function classifySshFailure(stderr: string, o: Pick<HostOptions, "host" | "port" | "user">): HostError {
+  const where = `${o.user}@${o.host}:${o.port}`;
+  const first = stderr.trim().split("\n").filter(Boolean).at(-1) ?? "no message";
+  if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No .* host key is known/i.test(stderr)) {
+    return new HostError("host_key", `host key verification failed for ${where}: the known-hosts input does not match the host's key (${first})`);
+  }
+  if (/Permission denied/i.test(stderr)) {
+    return new HostError("auth", `${where} refused the ssh-key input (${first})`);
+  }
+  return new HostError("unreachable", `cannot reach the benchmark host ${where}: ${first}`);
+}
+
+/** Maps a perf-host exit code (see cmd/perf-host) to an error. */
+function verbError(command: string, code: number, stderr: string): HostError {
+  const message = `${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`;
+  switch (code) {
+    case 2:
+      return new HostError("refused", message);
+    case 4:
+      return new HostError("busy", message);
+    case 1:
+      return new HostError("run_failed", message);
+    default:
+      return new HostError("protocol", message);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

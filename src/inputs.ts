@@ -1,0 +1,45 @@
+// The action's inputs, read and validated once: errors name the input and the expected form.
+import * as core from "@actions/core";
+import { z } from "zod";
+
+export const MODES = ["gate"] as const;
+
+const schema = z.object({
+  host: z.string().regex(/^[A-Za-z0-9.:[\]-]+$/, "a host name or IP address"),
+  port: z.coerce.number().int().min(1).max(65535),
+  user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
+  "ssh-key": z.string().includes("PRIVATE KEY", { message: "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----…)" }),
+  "known-hosts": z
+    .string()
+    .refine((s) => s.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())), "the pinned host key line, 'HOST ssh-ed25519 AAAA…' (from install.sh)"),
+  "github-token": z.string().min(1, "a token (the default github.token will do)"),
+  config: z.string().regex(/^[^/][^\0]*$/, "a path relative to the repository root"),
+  artifact: z.string(),
+  mode: z.enum(MODES),
+  "on-infrastructure-failure": z.enum(["fail", "neutral"]),
+  "busy-timeout-minutes": z.coerce.number().positive().max(360),
+  "output-dir": z.string(),
+});
+
+export type Inputs = z.infer<typeof schema>;
+
+export class InputError extends Error {
+  override name = "InputError";
+}
+
+/** Reads the inputs through @actions/core (INPUT_* variables) and masks the secrets. */
+export function getInputs(): Inputs {
+  const raw = Object.fromEntries(Object.keys(schema.shape).map((k) => [k, core.getInput(k)]));
+  // A multi-line secret is masked line by line, so no line of the key can show in a log.
+  for (const secret of [raw["ssh-key"], raw["github-token"]]) {
+    for (const line of (secret ?? "").split("\n").map((l) => l.trim())) if (line) core.setSecret(line);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    const name = String(i.path[0]);
+    const given = raw[name] ? "" : " (it is empty)";
+    throw new InputError(`input ${name}: expected ${i.message}${given}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig, planRuns } from "../../src/config";
+
+const good = `service:
+  command: ["./start.sh"]
+  env: {GOMAXPROCS: "2"}
+slo:
+  percentile: 99
+  budget_ms: 200
+slices: {seconds: 9, pairs: 10}
+workloads:
+  - name: checkout
+    rates: {production_rps: 2000, multiples: [0.5, 1, 1.5]}
+    requests:
+      - path: /items/{{rand 1000}}
+        weight: 9
+      - {method: POST, path: /orders, body: '{"id":"{{run}}-{{seq}}"}'}
+  - name: health
+    rates: [100]
+    requests: [{path: /health}]
+`;
+
+const errorOf = (text: string) => {
+  try {
+    parseConfig(text, ".github/perf-gate.yml");
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error("no error");
+};
+
+describe("repo config", () => {
+  it("fills defaults and resolves multiples of the production rate into one run per rate", () => {
+    const c = parseConfig(good, "x");
+    expect(c.block_threshold_percent).toBe(1);
+    expect(c.service.health_path).toBe("/health");
+    expect(c.slices.order).toBe("alternate");
+    const runs = planRuns(c, "abc1234", 7);
+    expect(runs.map((r) => `${r.workload}@${r.rate}`)).toEqual(["checkout@1000", "checkout@2000", "checkout@3000", "health@100"]);
+    expect(runs[0]!.plan).toMatchObject({ challenger_sha: "abc1234", service: { command: ["./start.sh"] } });
+    expect(runs[0]!.plan.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7 });
+  });
+
+  it("names an unknown key and its line", () => {
+    expect(errorOf(good.replace("    rates: [100]", "    rates: [100]\n    rps: 5"))).toBe(".github/perf-gate.yml:17: workloads.1.rps: unknown key");
+    expect(errorOf(good + "extra: true\n")).toMatch(/^\.github\/perf-gate\.yml:18: extra: unknown key$/);
+  });
+
+  it("names a negative SLO and its line", () => {
+    expect(errorOf(good.replace("budget_ms: 200", "budget_ms: -5"))).toMatch(/^\.github\/perf-gate\.yml:6: slo\.budget_ms: .*>0/);
+  });
+
+  it("names a missing start command", () => {
+    expect(errorOf(good.replace('  command: ["./start.sh"]\n', ""))).toMatch(/^\.github\/perf-gate\.yml:2: service\.command: /);
+    expect(errorOf(good.replace('["./start.sh"]', "[]"))).toMatch(/service\.command: the start command/);
+  });
+
+  it("names bad rates, paths and YAML", () => {
+    expect(errorOf(good.replace("rates: [100]", "rates: fast"))).toMatch(/workloads\.1\.rates: a list of req\/s/);
+    expect(errorOf(good.replace("path: /health", "path: health"))).toMatch(/workloads\.1\.requests\.0\.path: must start with \//);
+    expect(errorOf("service: [\n")).toMatch(/^\.github\/perf-gate\.yml:\d+: not valid YAML/);
+  });
+});

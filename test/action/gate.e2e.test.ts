@@ -1,0 +1,199 @@
+// The action end to end: dist/index.js under Node 24, real pull_request payloads from
+// @octokit/webhooks-examples, a GitHub fake on loopback, and a real sshd + perf-host serving
+// the example service as champion.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAction } from "../support/action-runner";
+import { TestHost } from "../support/bench-host";
+import { GitHubFake } from "../support/github-fake";
+
+// The SLO is at p90: 200 req/s in 1 s slices records ~160 requests per slice, enough for p90
+// (100) but not for a stable p99 (1,000), and the test keeps its runs short.
+const CONFIG = `service:
+  command: ["./start.sh"]
+  health_timeout_seconds: 10
+slo:
+  percentile: 90
+  budget_ms: 20
+slices: {seconds: 1, pairs: 6}
+warmup_seconds: 2
+workloads:
+  - name: work
+    rates: [200]
+    connections: 4
+    requests:
+      - path: /work?key={{rand 100}}
+`;
+
+type Payload = { action: string; pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } }; label?: { name: string }; sender: { login: string } };
+const prExamples = (examples as unknown as { name: string; examples: Payload[] }[]).find((e) => e.name === "pull_request")!.examples;
+const real = (action: string): Payload => structuredClone(prExamples.find((e) => e.action === action)!);
+
+let fake: GitHubFake;
+let api: string;
+let host: TestHost;
+let runCounter = 1000;
+const opened = real("opened");
+const PR = opened.pull_request.number;
+const BASE = opened.pull_request.base.sha;
+
+function inputs(artifact: string) {
+  return {
+    host: "127.0.0.1", port: String(host.info.ssh_port), user: host.info.user,
+    "ssh-key": readFileSync(host.info.key, "utf8"), "known-hosts": host.info.known_hosts_line,
+    "github-token": "ghs_test", config: ".github/perf-gate.yml", artifact, mode: "gate",
+    "on-infrastructure-failure": "fail", "busy-timeout-minutes": "5", "output-dir": "",
+  };
+}
+
+async function gate(payload: Payload, artifact: string, eventName = "pull_request") {
+  const run = await runAction(inputs(artifact), {
+    GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: api, GITHUB_REPOSITORY: "Codertocat/Hello-World",
+    GITHUB_RUN_ID: String(runCounter++), GITHUB_RUN_ATTEMPT: "1",
+  }, payload);
+  console.log(`[gate] ${payload.action} ${payload.pull_request.head.sha.slice(0, 7)}: ${fake.checkRuns.at(-1)?.output?.title}`);
+  return run;
+}
+
+function withHead(p: Payload, sha: string): Payload {
+  p.pull_request.head.sha = sha;
+  return p;
+}
+
+const acceptedLogins = () => (readFileSync(join(host.info.dir, "sshd.log"), "utf8").match(/Accepted publickey/g) ?? []).length;
+const lastCheck = () => fake.checkRuns.at(-1)!;
+
+beforeAll(async () => {
+  fake = new GitHubFake();
+  api = await fake.start();
+  fake.files.set(`.github/perf-gate.yml@${BASE}`, CONFIG);
+  host = await TestHost.start();
+  const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}.tar.gz`);
+  execFileSync("tar", ["-czf", tarball, "-C", host.release("fast", "champion"), "."]);
+  for (const [cmd, input] of [["deploy champion 0000000", readFileSync(tarball)], ["promote 0000000", '{"command":["./start.sh"]}']] as const) {
+    const r = await host.ssh(cmd, input);
+    if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
+  }
+});
+
+afterAll(async () => {
+  host?.stop();
+  await fake?.stop();
+});
+
+describe("the PR gate", () => {
+  it("labels a slower challenger red, fails its check and posts a sticky comment; a second run updates it", async () => {
+    const slow = host.release("slow", "slow");
+    const run = await gate(real("opened"), slow);
+    expect(run.outputs.verdict, run.stdout).toBe("red");
+    expect(run.outputs.blocking).toBe("true");
+    expect(run.code).toBe(1);
+    expect(Number(run.outputs["estimate-ms"])).toBeGreaterThan(0.2);
+    expect(Number(run.outputs["ci-low-ms"])).toBeGreaterThan(0);
+    expect(run.outputs.pairs).toBe("6");
+    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("🔴 red — blocking");
+    expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.meta.challenger_sha).toBe(opened.pull_request.head.sha);
+    expect(run.summary).toContain("perf-gate: 🔴 red");
+
+    const check = lastCheck();
+    expect(check).toMatchObject({ name: "perf-gate", head_sha: opened.pull_request.head.sha, status: "completed", conclusion: "failure" });
+    expect(check.output!.title).toMatch(/^red, blocking: challenger is [\d.]+ ms slower at p90 \(95% CI/);
+    expect(check.output!.summary.length).toBeLessThanOrEqual(65_535);
+    expect(fake.labelsOn(PR)).toEqual(["perf:red"]);
+    expect(fake.comments.get(PR)).toHaveLength(1);
+    expect(fake.comments.get(PR)![0]!.body).toMatch(/^<!-- perf-gate:sticky -->\n## perf-gate: 🔴 red/);
+
+    const again = await gate(real("synchronize"), slow);
+    expect(again.outputs.verdict).toBe("red");
+    expect(fake.comments.get(PR)).toHaveLength(1);
+    expect(fake.requests.filter((r) => r.method === "PATCH" && r.path.includes("/issues/comments/"))).toHaveLength(1);
+  });
+
+  it("does not call an identical challenger red, and moves the label", async () => {
+    const same = host.release("fast", "same");
+    let run = await gate(withHead(real("synchronize"), "1".repeat(40)), same);
+    if (run.outputs.verdict === "red") {
+      // The interval has a 2.5% false-red rate by design (test/analysis/simulation.test.ts);
+      // an independent second run makes this test fail by chance about once in 1,600.
+      run = await gate(withHead(real("synchronize"), "2".repeat(40)), same);
+    }
+    expect(["grey", "green"], run.stdout).toContain(run.outputs.verdict);
+    expect(run.code).toBe(0);
+    expect(lastCheck().conclusion).toBe("success");
+    expect(fake.labelsOn(PR)).toEqual([`perf:${run.outputs.verdict}`]);
+  });
+
+  it("never lets an unapproved fork reach the host, and says why", async () => {
+    const fork = (p: Payload) => {
+      p.pull_request.head.repo.full_name = "forker/Hello-World";
+      p.pull_request.head.repo.fork = true;
+      return p;
+    };
+    const logins = acceptedLogins();
+    const run = await gate(fork(real("opened")), host.release("fast", "fork"), "pull_request_target");
+    expect(run.code).toBe(0);
+    expect(run.outputs.verdict).toBe("skipped");
+    expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate: waiting for approval" } });
+    expect(lastCheck().output!.summary).toMatch(/comes from a fork.*write permission approves head [0-9a-f]{7}: add the perf:approved label/);
+
+    // The label from a user without write permission does not approve.
+    fake.permissions.set("Codertocat", "read");
+    const labeled = fork(real("labeled"));
+    labeled.label = { name: "perf:approved" };
+    const refused = await gate(labeled, host.release("fast", "fork"), "pull_request_target");
+    expect(refused.outputs.verdict).toBe("skipped");
+    expect(lastCheck().output!.summary).toMatch(/added by a user with read permission/);
+    expect(acceptedLogins()).toBe(logins);
+
+    // A new push clears the approval label.
+    fake.issueLabels.get(PR)?.add("perf:approved");
+    await gate(fork(real("synchronize")), host.release("fast", "fork"), "pull_request_target");
+    expect(fake.labelsOn(PR)).not.toContain("perf:approved");
+    expect(acceptedLogins()).toBe(logins);
+
+    // From a writer, it does: the run reaches the host.
+    fake.permissions.set("Codertocat", "write");
+    const approved = await gate(labeled, host.release("fast", "fork"), "pull_request_target");
+    expect(["grey", "green", "red"]).toContain(approved.outputs.verdict);
+    expect(acceptedLogins()).toBeGreaterThan(logins);
+  });
+
+  it("fails a bad config with an error that names it, before connecting to the host", async () => {
+    const cases: [string, RegExp][] = [
+      [CONFIG.replace("warmup_seconds: 2", "warmup_seconds: 2\nwarmup_sconds: 3"), /\.github\/perf-gate\.yml:9: warmup_sconds: unknown key/],
+      [CONFIG.replace("budget_ms: 20", "budget_ms: -20"), /\.github\/perf-gate\.yml:6: slo\.budget_ms: /],
+      [CONFIG.replace('  command: ["./start.sh"]\n', ""), /\.github\/perf-gate\.yml:2: service\.command: /],
+    ];
+    const logins = acceptedLogins();
+    for (const [config, message] of cases) {
+      const base = "a".repeat(40);
+      fake.files.set(`.github/perf-gate.yml@${base}`, config);
+      const p = real("opened");
+      p.pull_request.base.sha = base;
+      const run = await gate(p, host.release("fast", "cfg"));
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(message);
+      expect(lastCheck()).toMatchObject({ conclusion: "failure", output: { title: "perf-gate: configuration error" } });
+      expect(lastCheck().output!.summary).toMatch(message);
+      expect(run.outputs.verdict).toBe("error");
+    }
+    expect(acceptedLogins()).toBe(logins);
+  });
+
+  it("reports an unreachable host as an infrastructure failure, not a verdict", async () => {
+    const p = real("opened");
+    fake.issueLabels.set(PR, new Set(["perf:green"])); // a verdict about an earlier head
+    const run = await runAction({ ...inputs(host.release("fast", "x")), port: "1", "on-infrastructure-failure": "neutral" }, {
+      GITHUB_EVENT_NAME: "pull_request", GITHUB_API_URL: api, GITHUB_REPOSITORY: "Codertocat/Hello-World", GITHUB_RUN_ID: String(runCounter++),
+    }, p);
+    expect(run.code).toBe(0);
+    expect(run.outputs.verdict).toBe("error");
+    expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate could not measure (unreachable)" } });
+    expect(lastCheck().output!.summary).toContain("an infrastructure failure, not a performance verdict");
+    expect(fake.labelsOn(PR)).toEqual([]);
+  });
+});

@@ -1,0 +1,88 @@
+// A real benchmark host for the action's tests: the testhost command (benchmark-host/e2e/
+// testhost) starts sshd with perf-host as its forced command, as install.sh sets up a host.
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync, copyFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { promisify } from "node:util";
+import { buildHostBinaries, repoRoot } from "./loadgen";
+
+const exec = promisify(execFile);
+const hostDir = join(repoRoot, "benchmark-host");
+
+export interface BenchHost {
+  dir: string;
+  root: string;
+  user: string;
+  ssh_port: number;
+  champion_port: number;
+  challenger_port: number;
+  key: string;
+  known_hosts: string;
+  known_hosts_line: string;
+}
+
+/** Builds the example service's fast and slow variants into a new directory. */
+export async function buildServiceBinaries(): Promise<string> {
+  const bin = mkdtempSync(join(tmpdir(), "perf-gate-test-bin-"));
+  chmodSync(bin, 0o755);
+  await Promise.all([
+    exec("go", ["build", "-o", join(bin, "service-fast"), "./examples/service"], { cwd: hostDir }),
+    exec("go", ["build", "-tags", "slow", "-o", join(bin, "service-slow"), "./examples/service"], { cwd: hostDir }),
+  ]);
+  return bin;
+}
+
+export class TestHost {
+  private constructor(
+    readonly info: BenchHost,
+    private readonly proc: ChildProcess,
+    readonly bin: string,
+  ) {}
+
+  /** Builds perf-host, testhost and both example service variants, then starts a host. */
+  static async start(): Promise<TestHost> {
+    await buildHostBinaries();
+    const bin = await buildServiceBinaries();
+    await exec("go", ["build", "-o", join(bin, "testhost"), "./e2e/testhost"], { cwd: hostDir });
+    const proc = spawn(join(bin, "testhost"), ["--perf-host", join(hostDir, "bin/perf-host")], { stdio: ["pipe", "pipe", "inherit"] });
+    const line = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: proc.stdout! }).once("line", resolve);
+      proc.once("exit", (code) => reject(new Error(`testhost exited ${code}`)));
+    });
+    return new TestHost(JSON.parse(line) as BenchHost, proc, bin);
+  }
+
+  stop(): void {
+    this.proc.stdin?.end();
+  }
+
+  /** Runs a perf-host verb over ssh, as an operator would. */
+  async ssh(command: string, input?: string | Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
+    const args = ["-i", this.info.key, "-p", String(this.info.ssh_port), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+      "-o", "StrictHostKeyChecking=yes", "-o", `UserKnownHostsFile=${this.info.known_hosts}`, "-o", "LogLevel=ERROR",
+      `${this.info.user}@127.0.0.1`, "--", command];
+    return new Promise((resolve) => {
+      const p = spawn("ssh", args);
+      let stdout = "";
+      let stderr = "";
+      p.stdout.on("data", (d) => (stdout += d));
+      p.stderr.on("data", (d) => (stderr += d));
+      p.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+      p.stdin.end(input ?? "");
+    });
+  }
+
+  /** A release directory: the example service (fast or slow build), its start script, a VERSION. */
+  release(variant: "fast" | "slow", version: string): string {
+    const dir = mkdtempSync(join(tmpdir(), `perf-gate-release-${variant}-`));
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, "bin"));
+    copyFileSync(join(this.bin, `service-${variant}`), join(dir, "bin/service"));
+    chmodSync(join(dir, "bin/service"), 0o755);
+    writeFileSync(join(dir, "start.sh"), "#!/bin/sh\nexec ./bin/service\n", { mode: 0o755 });
+    writeFileSync(join(dir, "VERSION"), `${version}\n`);
+    return dir;
+  }
+}
