@@ -42,11 +42,11 @@ export class TestHost {
   ) {}
 
   /** Builds perf-host, testhost and both example service variants, then starts a host. */
-  static async start(): Promise<TestHost> {
+  static async start(opts: { lockWait?: string } = {}): Promise<TestHost> {
     await buildHostBinaries();
     const bin = await buildServiceBinaries();
     await exec("go", ["build", "-o", join(bin, "testhost"), "./e2e/testhost"], { cwd: hostDir });
-    const proc = spawn(join(bin, "testhost"), ["--perf-host", join(hostDir, "bin/perf-host")], { stdio: ["pipe", "pipe", "inherit"] });
+    const proc = spawn(join(bin, "testhost"), ["--perf-host", join(hostDir, "bin/perf-host"), "--lock-wait", opts.lockWait ?? "60s"], { stdio: ["pipe", "pipe", "inherit"] });
     const line = await new Promise<string>((resolve, reject) => {
       createInterface({ input: proc.stdout! }).once("line", resolve);
       proc.once("exit", (code) => reject(new Error(`testhost exited ${code}`)));

@@ -36,6 +36,7 @@ type Host struct {
 	Key            string `json:"key"`              // client private key file
 	KnownHosts     string `json:"known_hosts"`      // file pinning the host key
 	KnownHostsLine string `json:"known_hosts_line"` // the same line, for an action input
+	SSHDPid        int    `json:"sshd_pid"`         // the listener; each connection is a child of it
 	sshd           *exec.Cmd
 }
 
@@ -107,6 +108,7 @@ func Start(opt Options) (*Host, error) {
 	if err := h.sshd.Start(); err != nil {
 		return nil, err
 	}
+	h.SSHDPid = h.sshd.Process.Pid
 	hostPub, _ := os.ReadFile(filepath.Join(dir, "hostkey.pub"))
 	fields := strings.Fields(string(hostPub))
 	h.KnownHostsLine = fmt.Sprintf("[127.0.0.1]:%d %s %s", h.SSHPort, fields[0], fields[1])

@@ -1,0 +1,87 @@
+// The action's SSH client against a real host: a dropped connection mid-wait is reconnected
+// and no progress line is lost or repeated.
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HostClient, HostError } from "../../src/host/client";
+import { TestHost } from "../support/bench-host";
+
+let host: TestHost;
+let client: HostClient;
+
+beforeAll(async () => {
+  host = await TestHost.start({ lockWait: "1s" });
+  const tarball = join(tmpdir(), `perf-gate-client-${process.pid}.tar.gz`);
+  execFileSync("tar", ["-czf", tarball, "-C", host.release("fast", "champion"), "."]);
+  await host.ssh("deploy champion 0000000", readFileSync(tarball));
+  await host.ssh("promote 0000000", '{"command":["./start.sh"]}');
+  client = new HostClient({
+    host: "127.0.0.1", port: host.info.ssh_port, user: host.info.user,
+    privateKey: readFileSync(host.info.key, "utf8"), knownHosts: host.info.known_hosts_line, backoffMs: 200,
+  });
+});
+afterAll(() => {
+  client?.close();
+  host?.stop();
+});
+
+/** Kills sshd's per-connection processes: to the client, the network dropped. */
+function dropConnections(): number {
+  let killed = 0;
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    const stat = safeRead(`/proc/${pid}/stat`);
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (ppid === host.info.sshd_pid) {
+      process.kill(Number(pid), "SIGKILL");
+      killed++;
+    }
+  }
+  return killed;
+}
+
+function safeRead(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+describe("HostClient", () => {
+  it("reconnects a wait whose connection drops, losing and repeating nothing", async () => {
+    const plan = { challenger_sha: "1234567", service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 100, slice_seconds: 0.8, pairs: 4, seed: 1, warmup_seconds: 0, requests: [{ path: "/work" }] } };
+    await client.deploy("challenger", "1234567", host.release("fast", "challenger"));
+    await client.start("run", "drop-1", plan, Date.now() + 60_000);
+    const lines: string[] = [];
+    let dropped = 0;
+    const outcome = await client.wait("drop-1", (line) => {
+      lines.push(line);
+      if (line.includes("slice 2/8") && dropped === 0) dropped = dropConnections();
+    });
+    expect(dropped).toBeGreaterThan(0);
+    expect(outcome.status).toBe("ok");
+    const slices = lines.filter((l) => / slice \d+\/8 /.test(l));
+    expect(slices.map((l) => l.match(/slice (\d+)\/8/)![1])).toEqual(["1", "2", "3", "4", "5", "6", "7", "8"]);
+    expect(new Set(lines).size).toBe(lines.length);
+  });
+
+  it("refuses a host whose key does not match the pinned one", async () => {
+    const other = host.info.known_hosts_line.replace(/ \S+$/, " AAAAC3NzaC1lZDI1NTE5AAAAIE1FSBbwvIJUHhCvL6LzaSd3oF2KJ3CV63rAda+S/ktX");
+    const c = new HostClient({ host: "127.0.0.1", port: host.info.ssh_port, user: host.info.user, privateKey: readFileSync(host.info.key, "utf8"), knownHosts: other });
+    await expect(c.status()).rejects.toMatchObject({ kind: "host_key" });
+    await expect(c.status()).rejects.toThrow(/known-hosts input does not match/);
+    c.close();
+  });
+
+  it("names a busy host after the bounded wait", async () => {
+    const plan = { challenger_sha: "1234567", service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 1, pairs: 3, seed: 1, requests: [{ path: "/work" }] } };
+    await client.start("run", "busy-1", plan, Date.now());
+    const err = await client.start("run", "busy-2", plan, Date.now()).catch((e) => e as HostError);
+    expect(err).toBeInstanceOf(HostError);
+    expect((err as HostError).kind).toBe("busy");
+    expect((err as HostError).message).toMatch(/host busy: ab busy-1 since/);
+    await client.wait("busy-1", () => {});
+  });
+});
