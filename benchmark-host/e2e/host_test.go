@@ -433,3 +433,33 @@ func TestAbortGcAndFloors(t *testing.T) {
 		t.Errorf("status floors %+v", st.Floors)
 	}
 }
+
+func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
+	h := newHost(t, hostOptions{})
+	h.setupChampion()
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	good := runPlan("bbbbbbb", 2, 0.5)
+	for i, c := range []struct{ plan, field string }{
+		{strings.Replace(good, `"service":`, `"servce":`, 1), `unknown field "servce"`},
+		{strings.Replace(good, `"challenger_sha":"bbbbbbb",`, ``, 1), "challenger_sha: required"},
+		{strings.Replace(good, `"bbbbbbb"`, `"ccccccc"`, 1), `release "ccccccc" is not deployed`},
+		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command"},
+		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
+		{strings.Replace(good, `"workload":"work",`, `"targets":{"champion":"http://evil:1","challenger":"http://evil:2"},`, 1), "loadgen.targets: set by the host"},
+		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/{{nope}}"`, 1), "loadgen.requests[0].path"},
+		{"not json", "plan:"},
+	} {
+		_, stderr, code := h.ssh(strings.NewReader(c.plan), fmt.Sprintf("run bad-plan-%d", i))
+		if code != 2 || !strings.Contains(stderr, c.field) {
+			t.Errorf("plan %d: exit %d, stderr %q; want 2 and %q", i, code, stderr, c.field)
+		}
+	}
+	var st agent.Status
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	if st.Lock != nil {
+		t.Errorf("a refused plan left the lock held: %+v", st.Lock)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(h.Root, "runs")); len(entries) != 0 {
+		t.Errorf("refused plans left %d run directories", len(entries))
+	}
+}

@@ -75,7 +75,7 @@ func run(args []string) int {
 		return report(h.ChampionDaemon(ctx))
 	case "ssh":
 		raw := os.Getenv("SSH_ORIGINAL_COMMAND")
-		client := strings.Join(strings.Fields(os.Getenv("SSH_CONNECTION"))[:min(2, len(strings.Fields(os.Getenv("SSH_CONNECTION"))))], ":")
+		client := sshClient(os.Getenv("SSH_CONNECTION"))
 		cmd, err := grammar.Parse(raw)
 		if err != nil {
 			h.Audit(client, raw, "refused: "+err.Error())
@@ -93,6 +93,15 @@ func run(args []string) int {
 		}
 		return dispatch(ctx, h, cmd)
 	}
+}
+
+// sshClient is "address:port" of the client, from SSH_CONNECTION ("addr port addr port").
+func sshClient(conn string) string {
+	f := strings.Fields(conn)
+	if len(f) < 2 {
+		return "unknown"
+	}
+	return f[0] + ":" + f[1]
 }
 
 func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
@@ -160,15 +169,13 @@ func specFromStdin() (*service.Spec, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return nil, refused{fmt.Errorf("service spec on stdin: %v", err)}
+		return nil, &agent.RefusedError{Err: fmt.Errorf("service spec on stdin: %v", err)}
 	}
 	if err := spec.Validate(); err != nil {
-		return nil, refused{err}
+		return nil, &agent.RefusedError{Err: err}
 	}
 	return &spec, nil
 }
-
-type refused struct{ error }
 
 func started(runID string, err error) int {
 	return say(fmt.Sprintf("started %s", runID), err)
@@ -197,13 +204,13 @@ func report(err error) int {
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "perf-host:", err)
-	var r refused
+	var refused *agent.RefusedError
 	switch {
 	case errors.Is(err, agent.ErrBusy):
 		return exitBusy
 	case errors.Is(err, agent.ErrNotFinished):
 		return exitNotFinished
-	case errors.As(err, &r), strings.HasPrefix(err.Error(), "plan:"), strings.HasPrefix(err.Error(), "deploy "):
+	case errors.As(err, &refused):
 		return exitRefused
 	}
 	return exitFailed

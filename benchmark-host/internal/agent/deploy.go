@@ -23,7 +23,7 @@ func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 	}
 	incoming := h.path("releases", fmt.Sprintf(".incoming-%s-%d", sha, os.Getpid()))
 	if err := release.Unpack(r, incoming, h.DeployLimits); err != nil {
-		return "", fmt.Errorf("deploy %s %s: %w", role, sha, err)
+		return "", &RefusedError{Err: fmt.Errorf("deploy %s %s: %w", role, sha, err)}
 	}
 	if _, err := os.Stat(dir); err == nil {
 		old := h.path("releases", fmt.Sprintf(".replaced-%s-%d", sha, os.Getpid()))

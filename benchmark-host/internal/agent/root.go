@@ -99,6 +99,17 @@ func writeJSONAtomic(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
+// RefusedError is a request the host will not carry out as sent (a bad plan, a hostile
+// tarball, a bad floor): the caller must change the request, not retry it.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+func refuse(format string, args ...any) error {
+	return &RefusedError{Err: fmt.Errorf(format, args...)}
+}
+
 // Audit appends who asked what, and when, to audit.log.
 func (h *Host) Audit(client, command, outcome string) {
 	f, err := os.OpenFile(h.path("audit.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)

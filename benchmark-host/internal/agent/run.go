@@ -64,14 +64,14 @@ const OutcomeMarker = "perf-gate-outcome "
 // process that holds the lock until it ends, so the run survives the SSH connection.
 func (h *Host) StartRun(runID, kind string, stdin io.Reader) error {
 	if _, err := os.Stat(h.runDir(runID)); err == nil {
-		return fmt.Errorf("run %s already exists; use a new run-id", runID)
+		return refuse("run %s already exists; use a new run-id", runID)
 	}
 	raw, err := io.ReadAll(io.LimitReader(stdin, maxPlanBytes+1))
 	if err != nil {
 		return fmt.Errorf("reading the plan: %w", err)
 	}
 	if len(raw) > maxPlanBytes {
-		return fmt.Errorf("plan: larger than %d bytes", maxPlanBytes)
+		return refuse("plan: larger than %d bytes", maxPlanBytes)
 	}
 	rp, lp, err := h.parseRunPlan(raw, runID, kind)
 	if err != nil {
@@ -122,10 +122,10 @@ func (h *Host) parseRunPlan(raw []byte, runID, kind string) (*RunPlan, *plan.Pla
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rp); err != nil {
-		return nil, nil, fmt.Errorf("plan: %v", err)
+		return nil, nil, refuse("plan: %v", err)
 	}
 	if err := rp.Service.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("plan: %w", err)
+		return nil, nil, refuse("plan: %w", err)
 	}
 	st, err := h.LoadState()
 	if err != nil {
@@ -135,28 +135,28 @@ func (h *Host) parseRunPlan(raw []byte, runID, kind string) (*RunPlan, *plan.Pla
 		return nil, nil, errors.New("no champion on this host: deploy champion SHA and promote SHA first")
 	}
 	if rp.ChampionSHA != "" && rp.ChampionSHA != st.Champion {
-		return nil, nil, fmt.Errorf("plan: champion_sha %s, but the host's champion is %s", rp.ChampionSHA, st.Champion)
+		return nil, nil, refuse("plan: champion_sha %s, but the host's champion is %s", rp.ChampionSHA, st.Champion)
 	}
 	switch kind {
 	case KindAB:
 		if rp.ChallengerSHA == "" {
-			return nil, nil, errors.New("plan: challenger_sha: required for run")
+			return nil, nil, refuse("plan: challenger_sha: required for run")
 		}
 		if _, err := os.Stat(h.releaseDir(rp.ChallengerSHA)); err != nil || strings.ContainsAny(rp.ChallengerSHA, "/.") {
-			return nil, nil, fmt.Errorf("plan: challenger_sha: release %q is not deployed (deploy challenger SHA first)", rp.ChallengerSHA)
+			return nil, nil, refuse("plan: challenger_sha: release %q is not deployed (deploy challenger SHA first)", rp.ChallengerSHA)
 		}
 	case KindAA:
 		if rp.ChallengerSHA != "" {
-			return nil, nil, errors.New("plan: challenger_sha: an A/A run uses the champion on both ports; leave it out")
+			return nil, nil, refuse("plan: challenger_sha: an A/A run uses the champion on both ports; leave it out")
 		}
 	}
 	// The host owns the targets and names the builds; the rest is the load generator's plan.
 	var lgFields map[string]json.RawMessage
 	if err := json.Unmarshal(rp.Loadgen, &lgFields); err != nil {
-		return nil, nil, fmt.Errorf("plan: loadgen: must be the load generator's plan object: %v", err)
+		return nil, nil, refuse("plan: loadgen: must be the load generator's plan object: %v", err)
 	}
 	if _, ok := lgFields["targets"]; ok {
-		return nil, nil, errors.New("plan: loadgen.targets: set by the host, leave it out")
+		return nil, nil, refuse("plan: loadgen.targets: set by the host, leave it out")
 	}
 	challengerSHA := rp.ChallengerSHA
 	if kind == KindAA {
@@ -177,7 +177,7 @@ func (h *Host) parseRunPlan(raw []byte, runID, kind string) (*RunPlan, *plan.Pla
 	lgRaw, _ := json.Marshal(lgFields)
 	lp, err := plan.Parse(bytes.NewReader(lgRaw), h.runDir(runID))
 	if err != nil {
-		return nil, nil, fmt.Errorf("plan: loadgen.%s", strings.TrimPrefix(err.Error(), "plan: "))
+		return nil, nil, refuse("plan: loadgen.%s", strings.TrimPrefix(err.Error(), "plan: "))
 	}
 	return &rp, lp, nil
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,17 +83,17 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	dec := json.NewDecoder(io.LimitReader(r, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return fmt.Errorf("floor: %v", err)
+		return refuse("floor: %v", err)
 	}
 	switch {
 	case !floorKey.MatchString(f.Workload):
-		return errors.New("floor: workload: must be 1-64 characters of [A-Za-z0-9._-]")
+		return refuse("floor: workload: must be 1-64 characters of [A-Za-z0-9._-]")
 	case !(f.Rate > 0):
-		return errors.New("floor: rate: must be a positive number")
+		return refuse("floor: rate: must be a positive number")
 	case !(f.HalfWidthMs >= 0) || f.HalfWidthMs > 1e6:
-		return errors.New("floor: half_width_ms: must be a non-negative number of ms")
+		return refuse("floor: half_width_ms: must be a non-negative number of ms")
 	case f.Pairs < 2:
-		return errors.New("floor: pairs: must be at least 2")
+		return refuse("floor: pairs: must be at least 2")
 	}
 	f.RunID, f.Time = runID, time.Now().UTC()
 	line, _ := json.Marshal(f)

@@ -84,16 +84,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 		r.slices = append(r.slices, newSliceAcc(i, arm, start, start.Add(r.sliceDur)))
 	}
 
-	var workers sync.WaitGroup
-	for arm, ws := range r.workers {
-		for _, w := range ws {
-			workers.Add(1)
-			go func() {
-				defer workers.Done()
-				r.serve(w, r.queues[arm])
-			}()
-		}
-	}
+	workersDone := r.goEachWorker(func(arm string, _ int, w *worker) { r.serve(w, r.queues[arm]) })
 	slicesOut := make(chan []result.Slice, 1)
 	go func() { slicesOut <- r.report(progress) }()
 
@@ -101,7 +92,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 	for _, q := range r.queues {
 		q.close(p.Connections)
 	}
-	workers.Wait()
+	workersDone()
 	slices := <-slicesOut
 
 	res := &result.Result{
@@ -130,22 +121,30 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 // handshakes) and proves both targets reachable.
 func (r *runner) prime() error {
 	errs := make(chan error, 2*r.plan.Connections)
+	r.goEachWorker(func(arm string, i int, w *worker) {
+		o := w.do(&job{seq: ^uint64(i), intended: time.Now(), slice: -1}, &r.clock, r.timeout)
+		if o.errClass != errNone {
+			errs <- fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", arm, r.plan.Target(arm), o.errClass)
+		}
+	})()
+	close(errs)
+	return <-errs
+}
+
+// goEachWorker runs fn for every worker in a goroutine of its own; the returned function
+// waits until all of them have returned.
+func (r *runner) goEachWorker(fn func(arm string, i int, w *worker)) (wait func()) {
 	var wg sync.WaitGroup
 	for arm, ws := range r.workers {
 		for i, w := range ws {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				o := w.do(&job{seq: ^uint64(i), intended: time.Now(), slice: -1}, &r.clock, r.timeout)
-				if o.errClass != errNone {
-					errs <- fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", arm, r.plan.Target(arm), o.errClass)
-				}
+				fn(arm, i, w)
 			}()
 		}
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return wg.Wait
 }
 
 func (c errClass) String() string {
