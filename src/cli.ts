@@ -1,18 +1,34 @@
 #!/usr/bin/env node
 // The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error.
 import { analyzeCommand, analyzeUsage } from "./cli/analyze";
+import { runCommand, runUsage } from "./cli/run";
 
 const usage = `usage: perf-gate <command> [options]
 
 commands:
+  run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+
+${runUsage}
 
 ${analyzeUsage}`;
 
-function main(argv: string[]): number {
+const tty = process.stdout.isTTY === true;
+const runIo = {
+  out: (line: string) => console.log(line),
+  // On a terminal one progress line is redrawn in place; elsewhere every line is kept.
+  progress: (line: string, done: boolean) => {
+    if (!tty) return console.log(line);
+    process.stdout.write(`\r\x1b[K${line.slice(0, (process.stdout.columns ?? 120) - 1)}${done ? "\n" : ""}`);
+  },
+};
+
+async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
+      case "run":
+        return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
       case undefined:
@@ -25,9 +41,13 @@ function main(argv: string[]): number {
         return 2;
     }
   } catch (e) {
-    console.error(`perf-gate ${command}: ${(e as Error).message}`);
+    // One line on the terminal; the rest (a log tail, say) stays available in the report dir.
+    const [first, ...more] = (e as Error).message.split("\n");
+    if (tty) process.stdout.write("\n");
+    console.error(`perf-gate ${command}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
+    if (process.env.PERF_GATE_DEBUG) console.error(more.join("\n"));
     return 2;
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2));

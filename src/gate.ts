@@ -4,17 +4,14 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { APPROVAL_LABEL, decideAccess } from "./access";
-import { parseResult, type LoadgenResult } from "./analysis/result-schema";
-import { analyze, defaultSettings, type NamedResult } from "./analysis/verdict";
-import { ConfigError, parseConfig, planRuns, type GateConfig } from "./config";
+import type { NamedResult } from "./analysis/verdict";
+import { ConfigError, parseConfig, type GateConfig } from "./config";
+import { judge, runExperiments, seedOf } from "./experiment";
 import { parsePullRequestEvent, type PullRequestEvent } from "./event";
 import { GitHub } from "./github/client";
 import { HostClient, HostError } from "./host/client";
 import { InputError, type Inputs } from "./inputs";
-import { svgChart } from "./report/chart";
 import { gateOutcome } from "./report/gate-outcome";
-import { analysisJson } from "./report/json";
-import { markdownReport } from "./report/markdown";
 
 export interface RunnerEnv {
   eventName: string;
@@ -70,22 +67,9 @@ export async function runGate(inputs: Inputs, env: RunnerEnv): Promise<void> {
     });
     const results = await measure(host, config, event, env, inputs, outDir);
     const status = await host.status();
-    const floors = Object.fromEntries(Object.entries(status.floors).map(([k, f]) => [k, f.half_width_ms]));
-    const analysis = analyze(results, {
-      ...defaultSettings,
-      percentile: config.slo.percentile,
-      sloBudgetMs: config.slo.budget_ms,
-      blockThresholdPercent: config.block_threshold_percent,
-      floorMs: floors,
-      seed: seedOf(event.headSha),
-    });
+    const { analysis, report, reportPath } = judge(results, config, status, seedOf(event.headSha), outDir, (a) =>
+      a.verdict === "green" ? [`🏆 **Candidate champion**: ${event.headSha.slice(0, 7)} is faster than the champion ${status.champion.slice(0, 7)}.`] : []);
     const outcome = gateOutcome(analysis);
-    const notes = analysis.verdict === "green" ? [`🏆 **Candidate champion**: ${event.headSha.slice(0, 7)} is faster than the champion ${status.champion.slice(0, 7)}.`] : [];
-    const report = markdownReport(analysis, { notes });
-    const reportPath = join(outDir, "report.md");
-    writeFileSync(reportPath, report);
-    writeFileSync(join(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
-    writeFileSync(join(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
 
     await gh.finishCheck(check, outcome.conclusion, outcome.title, report);
     await gh.setVerdictLabel(event.number, outcome.label);
@@ -120,28 +104,18 @@ async function baseConfig(gh: GitHub, path: string, event: PullRequestEvent): Pr
 async function measure(host: HostClient, config: GateConfig, event: PullRequestEvent, env: RunnerEnv, inputs: Inputs, outDir: string): Promise<NamedResult[]> {
   const sha = event.headSha;
   core.info(await host.deploy("challenger", sha, inputs.artifact));
-  const busyDeadline = Date.now() + inputs["busy-timeout-minutes"] * 60_000;
-  const docs: unknown[] = [];
-  const results: NamedResult[] = [];
-  for (const run of planRuns(config, sha, seedOf(sha))) {
-    const runId = `pr${event.number}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}-${run.index}`.toLowerCase();
-    core.startGroup(`${run.workload} @ ${run.rate} req/s (run ${runId})`);
-    try {
-      await host.start("run", runId, run.plan, busyDeadline);
-      const outcome = await host.wait(runId, (line) => core.info(line));
-      if (outcome.status !== "ok") {
-        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
-      }
-      const doc = await host.result(runId);
-      docs.push(doc);
-      const result: LoadgenResult = parseResult(runId, doc);
-      results.push({ name: runId, result });
-    } finally {
-      core.endGroup();
-    }
-  }
+  const { results, documents } = await runExperiments(host, config, {
+    kind: "run",
+    challengerSha: sha,
+    runIdPrefix: `pr${event.number}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}`,
+    seed: seedOf(sha),
+    busyDeadline: Date.now() + inputs["busy-timeout-minutes"] * 60_000,
+    onLine: (line) => core.info(line),
+    onRunStart: (workload, rate, runId) => core.startGroup(`${workload} @ ${rate} req/s (run ${runId})`),
+    onRunEnd: () => core.endGroup(),
+  });
   const resultPath = join(outDir, "result.json");
-  writeFileSync(resultPath, JSON.stringify(docs, null, 2));
+  writeFileSync(resultPath, JSON.stringify(documents, null, 2));
   core.setOutput("result-path", resultPath);
   return results;
 }
@@ -166,7 +140,4 @@ async function reportFailure(gh: GitHub, check: number, event: PullRequestEvent,
   else core.warning(`${title}: ${e.message}`);
 }
 
-function seedOf(sha: string): number {
-  return Number.parseInt(sha.slice(0, 12), 16);
-}
 

@@ -5,7 +5,7 @@ import { bootstrapMeanInterval } from "./bootstrap";
 import { type DroppedPair, extractPairs, sampleBudget, slicePercentileUs, type SlicePair } from "./pairs";
 import { seededRandom } from "./random";
 import { AnalysisInputError, type LoadgenResult } from "./result-schema";
-import { binomialUpperTail, holmAdjust, type Interval, pairedT, signTest, wilcoxonSignedRank } from "./tests";
+import { binomialUpperTail, holmAdjust, pairedT, signTest, wilcoxonSignedRank } from "./tests";
 
 export type Verdict = "green" | "red" | "grey";
 export type GreyKind = "equivalent" | "inconclusive" | "below floor";

@@ -20,18 +20,28 @@ export class HostError extends Error {
   }
 }
 
-export interface HostOptions {
+export interface SshTarget {
   host: string;
   port: number;
   user: string;
   privateKey: string;
   knownHosts: string;
+}
+
+/** perf-host on this machine, run directly (local mode): the same verbs, no SSH. */
+export interface LocalTarget {
+  perfHost: string;
+  /** perf-host's configuration flags (--root, ports, --service-user). */
+  flags: string[];
+}
+
+export type HostOptions = (SshTarget | LocalTarget) & {
   /** Attempts for a call whose connection fails. */
   attempts?: number;
   /** Pause before the first retry, doubled each time. */
   backoffMs?: number;
   log?: (line: string) => void;
-}
+};
 
 const outcomeSchema = z.looseObject({
   run_id: z.string(),
@@ -56,8 +66,10 @@ export class HostClient {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
     this.keyFile = join(this.dir, "id");
     this.knownHostsFile = join(this.dir, "known_hosts");
-    writeFileSync(this.keyFile, o.privateKey.trim() + "\n", { mode: 0o600 });
-    writeFileSync(this.knownHostsFile, o.knownHosts.trim() + "\n", { mode: 0o600 });
+    if ("privateKey" in o) {
+      writeFileSync(this.keyFile, o.privateKey.trim() + "\n", { mode: 0o600 });
+      writeFileSync(this.knownHostsFile, o.knownHosts.trim() + "\n", { mode: 0o600 });
+    }
     this.attempts = o.attempts ?? 3;
     this.backoffMs = o.backoffMs ?? 2000;
     this.log = o.log ?? (() => {});
@@ -68,10 +80,19 @@ export class HostClient {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private args(command: string): string[] {
+  /** The program and arguments that run one perf-host command ("verb arg…"). */
+  private argv(command: string): [string, string[]] {
+    if ("perfHost" in this.o) {
+      const [verb, ...args] = command.split(" ");
+      return [this.o.perfHost, [verb!, ...this.o.flags, ...args]];
+    }
+    return ["ssh", this.sshArgs(this.o, command)];
+  }
+
+  private sshArgs(o: SshTarget, command: string): string[] {
     return [
       "-i", this.keyFile,
-      "-p", String(this.o.port),
+      "-p", String(o.port),
       "-o", "BatchMode=yes",
       "-o", "IdentitiesOnly=yes",
       "-o", "StrictHostKeyChecking=yes",
@@ -81,7 +102,7 @@ export class HostClient {
       "-o", "ServerAliveInterval=15",
       "-o", "ServerAliveCountMax=4",
       "-o", "LogLevel=ERROR",
-      `${this.o.user}@${this.o.host}`,
+      `${o.user}@${o.host}`,
       "--",
       command,
     ];
@@ -90,8 +111,9 @@ export class HostClient {
   /** One call, retried while the connection itself fails (ssh exits 255). */
   private async call(command: string, stdin?: { input?: string; inputFile?: string }) {
     for (let attempt = 1; ; attempt++) {
-      const r = await execa("ssh", this.args(command), { ...stdin, reject: false, stripFinalNewline: false, timeout: 30 * 60_000 });
-      if (r.exitCode !== 255) return r;
+      const [file, args] = this.argv(command);
+      const r = await execa(file, args, { ...stdin, reject: false, stripFinalNewline: false, timeout: 30 * 60_000 });
+      if (r.exitCode !== 255 || !("host" in this.o)) return r;
       const err = classifySshFailure(String(r.stderr), this.o);
       if (err.kind !== "unreachable" || attempt >= this.attempts) throw err;
       this.log(`ssh ${command.split(" ")[0]}: ${err.message}; retrying (${attempt}/${this.attempts - 1})`);
@@ -115,6 +137,16 @@ export class HostClient {
     return (await this.must(`deploy ${role} ${sha}`, { inputFile: file })).trim();
   }
 
+  /** Makes a deployed release the champion, with the service spec it runs with. */
+  async promote(sha: string, service: unknown): Promise<string> {
+    return (await this.must(`promote ${sha}`, { input: JSON.stringify(service) })).trim();
+  }
+
+  /** Records an A/A calibration as the host's floor for a workload and rate. */
+  async recordFloor(runId: string, floor: { workload: string; rate: number; half_width_ms: number; ci_ms: [number, number]; pairs: number }): Promise<void> {
+    await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
+  }
+
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
   async start(kind: "run" | "aa", runId: string, plan: unknown, busyDeadline: number): Promise<void> {
     for (;;) {
@@ -134,7 +166,8 @@ export class HostClient {
   async wait(runId: string, onLine: (line: string) => void, maxReconnects = 20): Promise<RunOutcome> {
     let seen = 0;
     for (let attempt = 0; ; attempt++) {
-      const sub = execa("ssh", this.args(`wait ${runId}`), { reject: false, buffer: { stdout: false, stderr: true } });
+      const [file, args] = this.argv(`wait ${runId}`);
+      const sub = execa(file, args, { reject: false, buffer: { stdout: false, stderr: true } });
       let index = 0;
       let outcome: RunOutcome | null = null;
       for await (const line of sub.iterable({ from: "stdout" })) {
@@ -146,7 +179,7 @@ export class HostClient {
       }
       const r = await sub;
       if (outcome) return outcome;
-      if (r.exitCode === 255 && attempt < maxReconnects) {
+      if (r.exitCode === 255 && "host" in this.o && attempt < maxReconnects) {
         const err = classifySshFailure(String(r.stderr), this.o);
         if (err.kind !== "unreachable") throw err;
         this.log(`the connection dropped while waiting for ${runId}; reconnecting (${attempt + 1}/${maxReconnects})`);
@@ -183,7 +216,7 @@ const hostStatusSchema = z.looseObject({
 export type HostStatus = z.infer<typeof hostStatusSchema>;
 
 /** Classifies ssh's own failures (exit 255) from its stderr. */
-export function classifySshFailure(stderr: string, o: Pick<HostOptions, "host" | "port" | "user">): HostError {
+export function classifySshFailure(stderr: string, o: Pick<SshTarget, "host" | "port" | "user">): HostError {
   const where = `${o.user}@${o.host}:${o.port}`;
   const first = stderr.trim().split("\n").filter(Boolean).at(-1) ?? "no message";
   if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No .* host key is known/i.test(stderr)) {

@@ -21,6 +21,7 @@ export interface BenchHost {
   key: string;
   known_hosts: string;
   known_hosts_line: string;
+  sshd_pid: number;
 }
 
 /** Builds the example service's fast and slow variants into a new directory. */

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -68,6 +69,12 @@ type Process struct {
 // Start launches the spec's command in dir with PORT set, as user (when non-empty and we are
 // root), in its own process group, with stdout and stderr appended to logPath.
 func Start(name string, spec Spec, dir string, port int, logPath, runAs string) (*Process, error) {
+	// Something else answering on the port would pass the health check in our service's place.
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		return nil, fmt.Errorf("%s: port %d is already in use by another process (%v); stop it or configure another port", name, port, err)
+	} else {
+		l.Close()
+	}
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

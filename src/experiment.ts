@@ -1,0 +1,81 @@
+// One gate's experiments on a host: a run per workload and rate, each waited for and its
+// result validated. Shared by the action and `perf-gate run`.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseResult } from "./analysis/result-schema";
+import { type Analysis, analyze, defaultSettings, type NamedResult } from "./analysis/verdict";
+import { planRuns, type GateConfig } from "./config";
+import { type HostClient, HostError, type HostStatus } from "./host/client";
+import { svgChart } from "./report/chart";
+import { analysisJson } from "./report/json";
+import { markdownReport } from "./report/markdown";
+
+export interface ExperimentOptions {
+  kind: "run" | "aa";
+  /** The deployed challenger release (not used by an A/A run). */
+  challengerSha?: string;
+  /** Unique per gate invocation; run-ids are `${runIdPrefix}-${index}`. */
+  runIdPrefix: string;
+  seed: number;
+  busyDeadline: number;
+  onLine: (line: string) => void;
+  onRunStart?: (workload: string, rate: number, runId: string) => void;
+  onRunEnd?: () => void;
+}
+
+export interface Experiments {
+  results: NamedResult[];
+  /** The host's result documents, as received. */
+  documents: unknown[];
+}
+
+export async function runExperiments(host: HostClient, config: GateConfig, o: ExperimentOptions): Promise<Experiments> {
+  const out: Experiments = { results: [], documents: [] };
+  for (const run of planRuns(config, o.kind === "run" ? o.challengerSha : undefined, o.seed)) {
+    const runId = `${o.runIdPrefix}-${run.index}`.toLowerCase();
+    o.onRunStart?.(run.workload, run.rate, runId);
+    try {
+      await host.start(o.kind, runId, run.plan, o.busyDeadline);
+      const outcome = await host.wait(runId, o.onLine);
+      if (outcome.status !== "ok") {
+        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
+      }
+      const doc = await host.result(runId);
+      out.documents.push(doc);
+      out.results.push({ name: runId, result: parseResult(runId, doc) });
+    } finally {
+      o.onRunEnd?.();
+    }
+  }
+  return out;
+}
+
+/** A reproducible seed from a commit (or any hex digest). */
+export function seedOf(sha: string): number {
+  return Number.parseInt(sha.slice(0, 12), 16);
+}
+
+export interface Judgement {
+  analysis: Analysis;
+  report: string;
+  reportPath: string;
+}
+
+/** Analyses the results with the host's A/A floors and writes report.md, analysis.json, chart.svg. */
+export function judge(results: NamedResult[], config: GateConfig, status: HostStatus, seed: number, outDir: string, notes: (a: Analysis) => string[] = () => []): Judgement {
+  const analysis = analyze(results, {
+    ...defaultSettings,
+    percentile: config.slo.percentile,
+    sloBudgetMs: config.slo.budget_ms,
+    blockThresholdPercent: config.block_threshold_percent,
+    floorMs: Object.fromEntries(Object.entries(status.floors).map(([k, f]) => [k, f.half_width_ms])),
+    seed,
+  });
+  const report = markdownReport(analysis, { notes: notes(analysis) });
+  mkdirSync(outDir, { recursive: true });
+  const reportPath = join(outDir, "report.md");
+  writeFileSync(reportPath, report);
+  writeFileSync(join(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
+  writeFileSync(join(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
+  return { analysis, report, reportPath };
+}

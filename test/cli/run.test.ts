@@ -1,0 +1,81 @@
+// perf-gate run --local from the bundle: a real perf-host on this machine, no SSH. Its failures
+// exit 2 with a one-line reason.
+import { execFile, spawn } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildServiceBinaries } from "../support/bench-host";
+import { buildHostBinaries, repoRoot } from "../support/loadgen";
+
+const cli = join(repoRoot, "dist/cli.js");
+const perfHost = join(repoRoot, "benchmark-host/bin/perf-host");
+let dir: string;
+let champion: string;
+let ports: string[];
+
+const config = (extra = "", command = '["./bin/service"]') => {
+  const path = join(dir, `config-${Math.random().toString(36).slice(2)}.yml`);
+  writeFileSync(path, `service:\n  command: ${command}\n  health_timeout_seconds: 3\nslo: {percentile: 90, budget_ms: 50}\nslices: {seconds: 0.5, pairs: 2}\nwarmup_seconds: 0\nworkloads:\n  - name: w\n    rates: [100]\n    requests: [{path: /work}]\n${extra}`);
+  return path;
+};
+
+function perfGate(root: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cli, "run", "--local", "--root", root, "--perf-host", perfHost, "--champion-port", ports[0]!, "--challenger-port", ports[1]!, ...args],
+      { cwd: dir, timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
+  dir = mkdtempSync(join(tmpdir(), "perf-gate-run-"));
+  chmodSync(dir, 0o755);
+  champion = join(dir, "champion");
+  mkdirSync(join(champion, "bin"), { recursive: true });
+  copyFileSync(join(bin, "service-fast"), join(champion, "bin/service"));
+  chmodSync(join(champion, "bin/service"), 0o755);
+  const base = 21000 + (process.pid % 5000) * 2;
+  ports = [String(base), String(base + 1)];
+});
+
+const stopHost = (root: string) => execFile(perfHost, ["status", "--root", root], () => {
+  spawn("pkill", ["-f", `champion-daemon --root ${root}`]);
+});
+
+describe("perf-gate run --local", () => {
+  it("a bad config exits 2 naming the key and its line", async () => {
+    const r = await perfGate(join(dir, "h1"), "--config", config("extra_key: 1\n"), "--challenger", champion);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/^perf-gate run: \S+config-\w+\.yml:11: extra_key: unknown key$/m);
+  });
+
+  it("a service that never answers its health check exits 2 with a one-line reason", async () => {
+    const root = join(dir, "h2");
+    const r = await perfGate(root, "--config", config("", '["sh", "-c", "sleep 60"]'), "--champion", champion, "--challenger", champion);
+    stopHost(root);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/^perf-gate run: promote [0-9a-f]{40}: promotion refused: [0-9a-f]{40} not healthy after 3s at http:\/\/127\.0\.0\.1:\d+\/health/);
+  });
+
+  it("a busy host exits 2 naming the run that holds it", async () => {
+    const root = join(dir, "h3");
+    const cfg = config();
+    const first = await perfGate(root, "--config", cfg, "--champion", champion, "--aa");
+    expect(first.code, first.stderr).toBe(0);
+    // Hold the host with a long A/A run started directly through perf-host.
+    const plan = JSON.stringify({ service: { command: ["./bin/service"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 2, pairs: 3, requests: [{ path: "/work" }] } });
+    await new Promise<void>((resolve) => {
+      const p = spawn(perfHost, ["aa", "--root", root, "--service-user", userInfo().username, "--champion-port", ports[0]!, "--challenger-port", ports[1]!, "hold-1"]);
+      p.stdin.end(plan);
+      p.on("close", () => resolve());
+    });
+    const r = await perfGate(root, "--config", cfg, "--challenger", champion);
+    stopHost(root);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/^perf-gate run: run run-\w+-0: host busy: aa hold-1 since /);
+  });
+});
