@@ -94,8 +94,14 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) error {
 		return err
 	}
 	var lpBuf bytes.Buffer
-	lp.Encode(&lpBuf)
-	os.WriteFile(h.path("runs", runID, "loadgen-plan.json"), lpBuf.Bytes(), 0o644)
+	if err := lp.Encode(&lpBuf); err != nil {
+		lock.Release()
+		return err
+	}
+	if err := os.WriteFile(h.path("runs", runID, "loadgen-plan.json"), lpBuf.Bytes(), 0o644); err != nil {
+		lock.Release()
+		return err
+	}
 	logf, err := os.OpenFile(h.path("runs", runID, "executor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		lock.Release()
