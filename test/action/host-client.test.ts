@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { asRoot } from "../support/bench-host";
 import { HostClient, HostError } from "../../src/host/client";
 import { TestHost } from "../support/bench-host";
 
@@ -12,6 +13,7 @@ let host: TestHost;
 let client: HostClient;
 
 beforeAll(async () => {
+  if (!asRoot) return;
   host = await TestHost.start({ lockWait: "1s" });
   const tarball = join(tmpdir(), `perf-gate-client-${process.pid}.tar.gz`);
   execFileSync("tar", ["-czf", tarball, "-C", host.release("fast", "champion"), "."]);
@@ -49,7 +51,7 @@ function safeRead(path: string): string {
   }
 }
 
-describe("HostClient", () => {
+describe.skipIf(!asRoot)("HostClient", () => {
   it("reconnects a wait whose connection drops, losing and repeating nothing", async () => {
     const plan = { challenger_sha: "1234567", service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 100, slice_seconds: 0.8, pairs: 4, seed: 1, warmup_seconds: 0, requests: [{ path: "/work" }] } };
     await client.deploy("challenger", "1234567", host.release("fast", "challenger"));

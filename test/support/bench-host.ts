@@ -24,6 +24,10 @@ export interface BenchHost {
   sshd_pid: number;
 }
 
+/** sshd switches users, so the tests through a real sshd need root, as the Go e2e tests do. */
+export const asRoot = process.getuid?.() === 0;
+if (!asRoot) console.warn("not root: the tests through a real sshd are skipped (CI runs them as root)");
+
 /** Builds the example service's fast and slow variants into a new directory. */
 export async function buildServiceBinaries(): Promise<string> {
   const bin = mkdtempSync(join(tmpdir(), "perf-gate-test-bin-"));
