@@ -51,10 +51,10 @@ const rawSleepMax = 2 * time.Millisecond
 // error, and retrying on EINTR is exact because the deadline does not move (the Go runtime
 // interrupts threads with SIGURG for preemption).
 func (c monoClock) sleepUntil(offset time.Duration) {
-	deadline := c.baseMono + int64(offset)
-	ts := syscall.NsecToTimespec(deadline)
+	ts := syscall.NsecToTimespec(c.baseMono + int64(offset))
 	sleep := syscall.Syscall6
-	if deadline-clockGettime() <= int64(rawSleepMax) {
+	// Go's clock reads through the vDSO; asking the kernel here would cost a syscall per request.
+	if offset-c.since(time.Now()) <= rawSleepMax {
 		sleep = syscall.RawSyscall6
 	}
 	for {

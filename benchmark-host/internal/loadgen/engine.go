@@ -81,7 +81,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 	r.end = r.warmupEnd + time.Duration(len(r.order))*r.sliceDur
 	for i, arm := range r.order {
 		start := r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)
-		r.slices = append(r.slices, newSliceAcc(i, arm, start, start.Add(r.sliceDur)))
+		r.slices = append(r.slices, newSliceAcc(i, arm, r.queues[arm], start, start.Add(r.sliceDur)))
 	}
 
 	workersDone := r.goEachWorker(func(arm string, _ int, w *worker) { r.serve(w, r.queues[arm]) })
@@ -172,11 +172,9 @@ func (r *runner) dispatch(ctx context.Context) {
 		default:
 		}
 		j := job{seq: k, intended: r.clock.at(off), slice: -1}
-		var arm string
 		if off < r.warmupEnd {
 			// Warmup alternates request by request, so both arms warm up together.
-			arm = r.order[k%2]
-			if r.send(arm, j) {
+			if r.queues[r.order[k%2]].push(j) {
 				r.warmSent.Add(1)
 			} else {
 				r.warmOverflow.Add(1)
@@ -188,12 +186,11 @@ func (r *runner) dispatch(ctx context.Context) {
 			close(r.slices[cur].dispatched)
 		}
 		acc := r.slices[s]
-		arm = acc.arm
 		j.slice, j.acc = s, acc
 		j.record = off-r.warmupEnd-time.Duration(s)*r.sliceDur >= r.sliceWarm
 		acc.scheduled++
 		acc.pending.Add(1)
-		if !r.send(arm, j) {
+		if !acc.queue.push(j) {
 			acc.overflow++
 			acc.pending.Done()
 		}
@@ -202,8 +199,6 @@ func (r *runner) dispatch(ctx context.Context) {
 		close(r.slices[cur].dispatched)
 	}
 }
-
-func (r *runner) send(arm string, j job) bool { return r.queues[arm].push(j) }
 
 // interrupt marks the slice in progress at offset off as cut short.
 func (r *runner) interrupt(cur int, off time.Duration) {

@@ -23,6 +23,7 @@ const (
 type sliceAcc struct {
 	index       int
 	arm         string
+	queue       *jobQueue // the arm's queue, so the dispatcher needs no lookup per request
 	start, end  time.Time // the slice's window on the schedule
 	dispatched  chan struct{}
 	interrupted bool
@@ -39,8 +40,8 @@ type sliceAcc struct {
 	latency, svc, lag  *hdrhistogram.Histogram
 }
 
-func newSliceAcc(index int, arm string, start, end time.Time) *sliceAcc {
-	return &sliceAcc{index: index, arm: arm, start: start, end: end, dispatched: make(chan struct{})}
+func newSliceAcc(index int, arm string, queue *jobQueue, start, end time.Time) *sliceAcc {
+	return &sliceAcc{index: index, arm: arm, queue: queue, start: start, end: end, dispatched: make(chan struct{})}
 }
 
 // allocate creates the histograms when the slice's first request completes, so a long run
