@@ -36206,7 +36206,7 @@ function readJson(file2) {
 
 // src/cli/run.ts
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync as mkdirSync2, readdirSync, readFileSync as readFileSync4, statSync as statSync3, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync, readdirSync, readFileSync as readFileSync4, statSync as statSync3 } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, join as join3, relative, resolve } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
@@ -43359,7 +43359,7 @@ async function runExperiments(host, config2, o2) {
 function seedOf(sha) {
   return Number.parseInt(sha.slice(0, 12), 16);
 }
-function judge(results, config2, status, seed, outDir, notes = () => []) {
+function judge({ results, documents }, config2, status, seed, outDir, notes = () => []) {
   const analysis = analyze(results, {
     ...defaultSettings,
     percentile: config2.slo.percentile,
@@ -43370,11 +43370,13 @@ function judge(results, config2, status, seed, outDir, notes = () => []) {
   });
   const report = markdownReport(analysis, { notes: notes(analysis) });
   mkdirSync(outDir, { recursive: true });
+  const resultPath = join2(outDir, "result.json");
+  writeFileSync4(resultPath, JSON.stringify(documents, null, 2));
   const reportPath = join2(outDir, "report.md");
   writeFileSync4(reportPath, report);
   writeFileSync4(join2(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
   writeFileSync4(join2(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
-  return { analysis, report, reportPath };
+  return { analysis, report, reportPath, resultPath };
 }
 
 // src/cli/run.ts
@@ -43432,9 +43434,9 @@ ${runUsage}`);
     }
     const challengerSha = v.challenger ? digestOf(v.challenger) : void 0;
     if (challengerSha && !v.aa) io.out(await host.deploy("challenger", challengerSha, v.challenger));
-    const total = config2.workloads.reduce((n2, w) => n2 + (Array.isArray(w.rates) ? w.rates.length : w.rates.multiples.length), 0) * config2.slices.pairs * 2;
+    const total = planRuns(config2, void 0, 0).length * config2.slices.pairs * 2;
     let done = 0;
-    const { results, documents } = await runExperiments(host, config2, {
+    const experiments = await runExperiments(host, config2, {
       kind: v.aa ? "aa" : "run",
       challengerSha,
       runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
@@ -43446,9 +43448,8 @@ ${runUsage}`);
         io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
       }
     });
-    writeFileSync5(join3(mkdirp(v.out), "result.json"), JSON.stringify(documents, null, 2));
     const status = await host.status();
-    const { analysis, reportPath } = judge(results, config2, status, seedOf(challengerSha ?? "0"), v.out);
+    const { analysis, reportPath } = judge(experiments, config2, status, seedOf(challengerSha ?? "0"), v.out);
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c3) => c3.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
@@ -43529,10 +43530,6 @@ function readText(path6, flag) {
     if (flag === "--config") throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
     throw new RunUsageError(`${flag} ${path6}: cannot read (${e.code})`);
   }
-}
-function mkdirp(dir) {
-  mkdirSync2(dir, { recursive: true });
-  return dir;
 }
 function bar(done, total) {
   const width = 20;

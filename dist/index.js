@@ -37133,7 +37133,7 @@ function endGroup() {
 }
 
 // src/gate.ts
-import { mkdirSync as mkdirSync2, readFileSync as readFileSync4, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdirSync as mkdirSync2, readFileSync as readFileSync4, statSync as statSync3 } from "node:fs";
 import { join as join3 } from "node:path";
 
 // src/access.ts
@@ -65016,7 +65016,7 @@ async function runExperiments(host, config2, o2) {
 function seedOf(sha) {
   return Number.parseInt(sha.slice(0, 12), 16);
 }
-function judge(results, config2, status, seed, outDir, notes = () => []) {
+function judge({ results, documents }, config2, status, seed, outDir, notes = () => []) {
   const analysis = analyze(results, {
     ...defaultSettings,
     percentile: config2.slo.percentile,
@@ -65027,11 +65027,13 @@ function judge(results, config2, status, seed, outDir, notes = () => []) {
   });
   const report = markdownReport(analysis, { notes: notes(analysis) });
   mkdirSync(outDir, { recursive: true });
+  const resultPath = join2(outDir, "result.json");
+  writeFileSync3(resultPath, JSON.stringify(documents, null, 2));
   const reportPath = join2(outDir, "report.md");
   writeFileSync3(reportPath, report);
   writeFileSync3(join2(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
   writeFileSync3(join2(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
-  return { analysis, report, reportPath };
+  return { analysis, report, reportPath, resultPath };
 }
 
 // src/event.ts
@@ -69751,9 +69753,9 @@ async function runGate(inputs, env) {
       knownHosts: inputs["known-hosts"],
       log: (l) => info(l)
     });
-    const results = await measure(host, config2, event, env, inputs, outDir);
+    const experiments = await measure(host, config2, event, env, inputs);
     const status = await host.status();
-    const { analysis, report, reportPath } = judge(results, config2, status, seedOf(event.headSha), outDir, (a2) => a2.verdict === "green" ? [`\u{1F3C6} **Candidate champion**: ${event.headSha.slice(0, 7)} is faster than the champion ${status.champion.slice(0, 7)}.`] : []);
+    const { analysis, report, reportPath, resultPath } = judge(experiments, config2, status, seedOf(event.headSha), outDir, (a2) => a2.verdict === "green" ? [`\u{1F3C6} **Candidate champion**: ${event.headSha.slice(0, 7)} is faster than the champion ${status.champion.slice(0, 7)}.`] : []);
     const outcome = gateOutcome(analysis);
     await gh.finishCheck(check2, outcome.conclusion, outcome.title, report);
     await gh.setVerdictLabel(event.number, outcome.label);
@@ -69767,6 +69769,7 @@ async function runGate(inputs, env) {
     setOutput("ci-high-ms", String(h2.ciMs[1]));
     setOutput("pairs", String(h2.pairs));
     setOutput("report-path", reportPath);
+    setOutput("result-path", resultPath);
     info(outcome.title);
     if (analysis.blocking) setFailed(`perf-gate: ${outcome.title}`);
   } catch (e) {
@@ -69782,10 +69785,10 @@ async function baseConfig(gh, path6, event) {
   }
   return parseConfig(text, path6);
 }
-async function measure(host, config2, event, env, inputs, outDir) {
+async function measure(host, config2, event, env, inputs) {
   const sha = event.headSha;
   info(await host.deploy("challenger", sha, inputs.artifact));
-  const { results, documents } = await runExperiments(host, config2, {
+  return runExperiments(host, config2, {
     kind: "run",
     challengerSha: sha,
     runIdPrefix: `pr${event.number}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}`,
@@ -69795,10 +69798,6 @@ async function measure(host, config2, event, env, inputs, outDir) {
     onRunStart: (workload2, rate, runId) => startGroup(`${workload2} @ ${rate} req/s (run ${runId})`),
     onRunEnd: () => endGroup()
   });
-  const resultPath = join3(outDir, "result.json");
-  writeFileSync4(resultPath, JSON.stringify(documents, null, 2));
-  setOutput("result-path", resultPath);
-  return results;
 }
 async function reportFailure(gh, check2, event, inputs, e) {
   const config2 = e instanceof ConfigError || e instanceof InputError;

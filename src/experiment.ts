@@ -59,10 +59,14 @@ export interface Judgement {
   analysis: Analysis;
   report: string;
   reportPath: string;
+  resultPath: string;
 }
 
-/** Analyses the results with the host's A/A floors and writes report.md, analysis.json, chart.svg. */
-export function judge(results: NamedResult[], config: GateConfig, status: HostStatus, seed: number, outDir: string, notes: (a: Analysis) => string[] = () => []): Judgement {
+/**
+ * Analyses the results with the host's A/A floors and writes result.json (the host's documents),
+ * report.md, analysis.json and chart.svg.
+ */
+export function judge({ results, documents }: Experiments, config: GateConfig, status: HostStatus, seed: number, outDir: string, notes: (a: Analysis) => string[] = () => []): Judgement {
   const analysis = analyze(results, {
     ...defaultSettings,
     percentile: config.slo.percentile,
@@ -73,9 +77,11 @@ export function judge(results: NamedResult[], config: GateConfig, status: HostSt
   });
   const report = markdownReport(analysis, { notes: notes(analysis) });
   mkdirSync(outDir, { recursive: true });
+  const resultPath = join(outDir, "result.json");
+  writeFileSync(resultPath, JSON.stringify(documents, null, 2));
   const reportPath = join(outDir, "report.md");
   writeFileSync(reportPath, report);
   writeFileSync(join(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
   writeFileSync(join(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
-  return { analysis, report, reportPath };
+  return { analysis, report, reportPath, resultPath };
 }

@@ -1,12 +1,11 @@
 // mode: gate — the automatic check on a pull request: decide whether the PR's code may run on
 // the host, deploy it as the challenger, run every workload and rate, analyse, and report.
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { APPROVAL_LABEL, decideAccess } from "./access";
-import type { NamedResult } from "./analysis/verdict";
 import { ConfigError, parseConfig, type GateConfig } from "./config";
-import { judge, runExperiments, seedOf } from "./experiment";
+import { type Experiments, judge, runExperiments, seedOf } from "./experiment";
 import { parsePullRequestEvent, type PullRequestEvent } from "./event";
 import { GitHub } from "./github/client";
 import { HostClient, HostError } from "./host/client";
@@ -65,9 +64,9 @@ export async function runGate(inputs: Inputs, env: RunnerEnv): Promise<void> {
       host: inputs.host, port: inputs.port, user: inputs.user,
       privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"], log: (l) => core.info(l),
     });
-    const results = await measure(host, config, event, env, inputs, outDir);
+    const experiments = await measure(host, config, event, env, inputs);
     const status = await host.status();
-    const { analysis, report, reportPath } = judge(results, config, status, seedOf(event.headSha), outDir, (a) =>
+    const { analysis, report, reportPath, resultPath } = judge(experiments, config, status, seedOf(event.headSha), outDir, (a) =>
       a.verdict === "green" ? [`🏆 **Candidate champion**: ${event.headSha.slice(0, 7)} is faster than the champion ${status.champion.slice(0, 7)}.`] : []);
     const outcome = gateOutcome(analysis);
 
@@ -83,6 +82,7 @@ export async function runGate(inputs: Inputs, env: RunnerEnv): Promise<void> {
     core.setOutput("ci-high-ms", String(h.ciMs[1]));
     core.setOutput("pairs", String(h.pairs));
     core.setOutput("report-path", reportPath);
+    core.setOutput("result-path", resultPath);
     core.info(outcome.title);
     if (analysis.blocking) core.setFailed(`perf-gate: ${outcome.title}`);
   } catch (e) {
@@ -101,10 +101,10 @@ async function baseConfig(gh: GitHub, path: string, event: PullRequestEvent): Pr
   return parseConfig(text, path);
 }
 
-async function measure(host: HostClient, config: GateConfig, event: PullRequestEvent, env: RunnerEnv, inputs: Inputs, outDir: string): Promise<NamedResult[]> {
+async function measure(host: HostClient, config: GateConfig, event: PullRequestEvent, env: RunnerEnv, inputs: Inputs): Promise<Experiments> {
   const sha = event.headSha;
   core.info(await host.deploy("challenger", sha, inputs.artifact));
-  const { results, documents } = await runExperiments(host, config, {
+  return runExperiments(host, config, {
     kind: "run",
     challengerSha: sha,
     runIdPrefix: `pr${event.number}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}`,
@@ -114,10 +114,6 @@ async function measure(host: HostClient, config: GateConfig, event: PullRequestE
     onRunStart: (workload, rate, runId) => core.startGroup(`${workload} @ ${rate} req/s (run ${runId})`),
     onRunEnd: () => core.endGroup(),
   });
-  const resultPath = join(outDir, "result.json");
-  writeFileSync(resultPath, JSON.stringify(documents, null, 2));
-  core.setOutput("result-path", resultPath);
-  return results;
 }
 
 /** Infrastructure and configuration failures: said as such, never as a performance verdict. */

@@ -1,13 +1,13 @@
 // `perf-gate run`: the whole gate from a terminal, for teams on other CI systems and for the
 // demo. It runs against a host over SSH, or (the default) against perf-host on this machine.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Comparison } from "../analysis/verdict";
-import { ConfigError, parseConfig } from "../config";
+import { ConfigError, parseConfig, planRuns } from "../config";
 import { judge, runExperiments, seedOf } from "../experiment";
 import { HostClient, type HostOptions } from "../host/client";
 import { quartet } from "../report/quartet";
@@ -73,9 +73,9 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     }
     const challengerSha = v.challenger ? digestOf(v.challenger) : undefined;
     if (challengerSha && !v.aa) io.out(await host.deploy("challenger", challengerSha, v.challenger!));
-    const total = config.workloads.reduce((n, w) => n + (Array.isArray(w.rates) ? w.rates.length : w.rates.multiples.length), 0) * config.slices.pairs * 2;
+    const total = planRuns(config, undefined, 0).length * config.slices.pairs * 2;
     let done = 0;
-    const { results, documents } = await runExperiments(host, config, {
+    const experiments = await runExperiments(host, config, {
       kind: v.aa ? "aa" : "run",
       challengerSha,
       runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
@@ -87,9 +87,8 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
         io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
       },
     });
-    writeFileSync(join(mkdirp(v.out), "result.json"), JSON.stringify(documents, null, 2));
     const status = await host.status();
-    const { analysis, reportPath } = judge(results, config, status, seedOf(challengerSha ?? "0"), v.out);
+    const { analysis, reportPath } = judge(experiments, config, status, seedOf(challengerSha ?? "0"), v.out);
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c) => c.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
@@ -169,11 +168,6 @@ function readText(path: string, flag: string): string {
     if (flag === "--config") throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
     throw new RunUsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`);
   }
-}
-
-function mkdirp(dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  return dir;
 }
 
 function bar(done: number, total: number): string {

@@ -62,7 +62,7 @@ const OutcomeMarker = "perf-gate-outcome "
 
 // StartRun validates the plan, takes the host lock, and starts the experiment in a detached
 // process that holds the lock until it ends, so the run survives the SSH connection.
-func (h *Host) StartRun(runID, kind string, stdin io.Reader) error {
+func (h *Host) StartRun(runID, kind string, stdin io.Reader) (err error) {
 	if _, err := os.Stat(h.runDir(runID)); err == nil {
 		return refuse("run %s already exists; use a new run-id", runID)
 	}
@@ -81,8 +81,13 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
+	// Until the run has started, any failure frees the host again.
+	defer func() {
+		if err != nil {
+			lock.Release()
+		}
+	}()
 	if err := os.MkdirAll(h.runDir(runID), 0o755); err != nil {
-		lock.Release()
 		return err
 	}
 	hp := struct {
@@ -90,21 +95,21 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) error {
 		RunPlan
 	}{kind, *rp}
 	if err := writeJSONAtomic(h.path("runs", runID, "plan.json"), hp); err != nil {
-		lock.Release()
 		return err
 	}
-	var lpBuf bytes.Buffer
-	if err := lp.Encode(&lpBuf); err != nil {
-		lock.Release()
+	lpFile, err := os.Create(h.path("runs", runID, "loadgen-plan.json"))
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(h.path("runs", runID, "loadgen-plan.json"), lpBuf.Bytes(), 0o644); err != nil {
-		lock.Release()
+	err = lp.Encode(lpFile)
+	if cerr := lpFile.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(h.path("runs", runID, "executor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		lock.Release()
 		return err
 	}
 	defer logf.Close()
@@ -113,7 +118,6 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) error {
 	cmd.ExtraFiles = []*os.File{lock.File()} // the executor holds the lock from here on
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		lock.Release()
 		return fmt.Errorf("starting the run: %w", err)
 	}
 	lock.HandOver(kind+" "+runID, cmd.Process.Pid)

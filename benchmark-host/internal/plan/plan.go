@@ -4,7 +4,6 @@
 package plan
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -339,14 +338,9 @@ func (p *Plan) SliceOrder() []string {
 
 // Encode writes the plan, with its defaults filled, as indented JSON.
 func (p *Plan) Encode(w io.Writer) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(p); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return enc.Encode(p)
 }
 
 func validTarget(field, raw string) error {
