@@ -35695,7 +35695,8 @@ function analyze(results, settings = defaultSettings) {
         dropped: dropped.length,
         partial: result.partial
       };
-    })
+    }),
+    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] }))
   };
 }
 function comparisonKey(r) {
@@ -35796,7 +35797,16 @@ function compare(key, group, s, rand) {
       message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`
     });
   }
-  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  let floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  const bias = s.hostBiasMs?.[key];
+  if (bias) {
+    const [lo, hi] = bias;
+    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+    flags.push({
+      code: "host_biased",
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
+    });
+  }
   const [workload2, rate] = [group[0].result.plan.workload, group[0].result.plan.rate];
   const b = signTest(d);
   const w = wilcoxonSignedRank(d);
@@ -36032,7 +36042,8 @@ function analysisJson(a2) {
     seed: a2.seed,
     headline: h2.key,
     comparisons: a2.comparisons.map(comparisonJson),
-    runs: a2.runs
+    runs: a2.runs,
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs }))
   };
 }
 
@@ -36064,6 +36075,7 @@ function render(a2, opts, maxRows) {
   out.push(`## perf-gate: ${badge[a2.verdict]}${a2.blocking ? " \u2014 blocking" : a2.verdict === "red" ? " \u2014 advisory" : ""}`);
   out.push("", `**${quartet(h2, a2.percentile)}**`, "");
   out.push(verdictSentence(a2));
+  if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
   for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, maxRows));
   out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
@@ -36088,6 +36100,10 @@ function verdictSentence(a2) {
   if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms(h2.thresholdMs)} ms, the block threshold.`;
   if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (\xB1${ms(h2.floorMs ?? 0)} ms).`;
   return `No detectable change, but the interval is wider than \xB1${ms(h2.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+function hostBiasWarning(bias) {
+  const list = bias.map((b) => `${b.key} [${signedMs(b.ciMs[0])}, ${signedMs(b.ciMs[1])}] ms`).join(", ");
+  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 function comparisonSection(c3, percentile, maxRows) {
   const p = percentLabel(percentile);
@@ -36212,6 +36228,51 @@ import { dirname, join as join3, relative, resolve } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 import { parseArgs as parseArgs2 } from "node:util";
 
+// src/calibration.ts
+var keyOf = (f) => `${f.workload}@${f.rate}`;
+function calibrations(aa, previous) {
+  const latest = new Map(previous.map((f) => [keyOf(f), f]));
+  return aa.map((c3) => {
+    const [lo, hi] = c3.ciMs;
+    const halfWidthMs = (hi - lo) / 2;
+    const prev = latest.get(c3.key) ?? null;
+    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    return {
+      key: c3.key,
+      workload: c3.workload,
+      rate: c3.rate,
+      runId: c3.runs[0],
+      estimateMs: c3.estimateMs,
+      ciMs: [lo, hi],
+      halfWidthMs,
+      pairs: c3.pairs,
+      unbiased: lo <= 0 && hi >= 0,
+      previous: prev,
+      driftMs,
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null
+    };
+  });
+}
+function floorRecord(c3) {
+  return { workload: c3.workload, rate: c3.rate, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+}
+function floorSettings(floors) {
+  const floorMs = {};
+  const hostBiasMs = {};
+  for (const f of Object.values(floors)) {
+    floorMs[keyOf(f)] = f.half_width_ms;
+    const [lo, hi] = f.ci_ms ?? [];
+    if (lo !== void 0 && hi !== void 0 && (lo > 0 || hi < 0)) hostBiasMs[keyOf(f)] = [lo, hi];
+  }
+  return { floorMs, hostBiasMs };
+}
+function calibrationLine(c3) {
+  const interval = `A/A [${signedMs(c3.ciMs[0])}, ${signedMs(c3.ciMs[1])}] ms`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) return `A/A interval for ${c3.key} excludes 0 (${interval}): the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (${interval}, n=${c3.pairs} pairs; ${drift}); later verdicts quote it`;
+}
+
 // src/config.ts
 var import_yaml = __toESM(require_dist2(), 1);
 var name = external_exports.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "1-64 characters of A-Z a-z 0-9 . _ -");
@@ -36251,7 +36312,11 @@ var configSchema = external_exports.strictObject({
     pairs: external_exports.number().int().min(2).max(1e3).default(10),
     order: external_exports.enum(["alternate", "balanced"]).default("alternate")
   }).default({ seconds: 9, pairs: 10, order: "alternate" }),
-  warmup_seconds: external_exports.number().nonnegative().max(3600).default(10)
+  warmup_seconds: external_exports.number().nonnegative().max(3600).default(10),
+  promotion: external_exports.strictObject({
+    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate). */
+    verify_pairs: external_exports.number().int().min(2).max(100).default(4)
+  }).default({ verify_pairs: 4 })
 });
 var ConfigError = class extends Error {
   name = "ConfigError";
@@ -43164,6 +43229,7 @@ var HostClient = class {
     this.backoffMs = o2.backoffMs ?? 2e3;
     this.log = o2.log ?? (() => {
     });
+    this.busyPollMs = o2.busyPollMs ?? 15e3;
   }
   o;
   dir;
@@ -43172,6 +43238,7 @@ var HostClient = class {
   attempts;
   backoffMs;
   log;
+  busyPollMs;
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -43239,24 +43306,58 @@ var HostClient = class {
     }
     return (await this.must(`deploy ${role} ${sha}`, { inputFile: file2 })).trim();
   }
-  /** Makes a deployed release the champion, with the service spec it runs with. */
-  async promote(sha, service) {
-    return (await this.must(`promote ${sha}`, { input: JSON.stringify(service) })).trim();
+  /**
+   * Makes a deployed release the champion, with the service spec it runs with. A running
+   * experiment is never cut off: the host's lock makes this wait, until `busyDeadline`.
+   */
+  async promote(sha, service, busyDeadline = 0) {
+    return (await this.whenFree(`promote ${sha}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  }
+  /** Makes the previous champion the champion again (waiting for a running experiment). */
+  async rollback(busyDeadline = 0) {
+    return (await this.whenFree("rollback", busyDeadline)).trim();
   }
   /** Records an A/A calibration as the host's floor for a workload and rate. */
   async recordFloor(runId, floor) {
     await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
   }
+  /** Every floor the host has recorded, oldest first. */
+  async floorHistory() {
+    return this.parsed("floors", external_exports.array(floorSchema));
+  }
+  /** The finished runs whose challenger was `sha`, oldest first. */
+  async runsOf(sha) {
+    return this.parsed(`runs ${sha}`, external_exports.array(runSummarySchema));
+  }
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
   async start(kind, runId, plan, busyDeadline) {
+    await this.whenFree(`${kind} ${runId}`, busyDeadline, { input: JSON.stringify(plan) });
+  }
+  /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
+  async whenFree(command, busyDeadline, stdin) {
     for (; ; ) {
-      const r = await this.call(`${kind} ${runId}`, { input: JSON.stringify(plan) });
-      if (r.exitCode === 0) return;
-      const err = verbError(`${kind} ${runId}`, r.exitCode ?? -1, String(r.stderr));
+      const r = await this.call(command, stdin);
+      if (r.exitCode === 0) return String(r.stdout);
+      const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
       if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
-      await sleep(15e3);
+      await sleep(this.busyPollMs);
     }
+  }
+  async parsed(command, schema) {
+    const text = await this.must(command);
+    let json2;
+    try {
+      json2 = JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", `${command}: the host did not answer with JSON`);
+    }
+    const r = schema.safeParse(json2);
+    if (!r.success) {
+      const i2 = r.error.issues[0];
+      throw new HostError("protocol", `${command}: unexpected answer at ${i2.path.join(".") || "(top)"}: ${i2.message}`);
+    }
+    return r.data;
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
@@ -43298,16 +43399,32 @@ var HostClient = class {
     }
   }
   async status() {
-    const text = await this.must("status");
-    const parsed = hostStatusSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new HostError("protocol", `status: unexpected answer: ${parsed.error.issues[0]?.message}`);
-    return parsed.data;
+    return this.parsed("status", hostStatusSchema);
   }
 };
+var floorSchema = external_exports.looseObject({
+  workload: external_exports.string(),
+  rate: external_exports.number(),
+  half_width_ms: external_exports.number(),
+  ci_ms: external_exports.array(external_exports.number()).optional(),
+  pairs: external_exports.number(),
+  run_id: external_exports.string(),
+  time: external_exports.string()
+});
 var hostStatusSchema = external_exports.looseObject({
   champion: external_exports.string(),
   previous: external_exports.string(),
-  floors: external_exports.record(external_exports.string(), external_exports.looseObject({ half_width_ms: external_exports.number(), ci_ms: external_exports.array(external_exports.number()).optional(), pairs: external_exports.number(), run_id: external_exports.string(), time: external_exports.string() }))
+  floors: external_exports.record(external_exports.string(), floorSchema)
+});
+var runSummarySchema = external_exports.looseObject({
+  run_id: external_exports.string(),
+  kind: external_exports.string(),
+  status: external_exports.string(),
+  champion_sha: external_exports.string(),
+  challenger_sha: external_exports.string(),
+  workload: external_exports.string(),
+  rate: external_exports.number(),
+  started: external_exports.string()
 });
 function classifySshFailure(stderr, o2) {
   const where = `${o2.user}@${o2.host}:${o2.port}`;
@@ -43359,15 +43476,17 @@ async function runExperiments(host, config2, o2) {
 function seedOf(sha) {
   return Number.parseInt(sha.slice(0, 12), 16);
 }
-function judge({ results, documents }, config2, status, seed, outDir, notes = () => []) {
-  const analysis = analyze(results, {
+function gateSettings(config2, seed) {
+  return {
     ...defaultSettings,
     percentile: config2.slo.percentile,
     sloBudgetMs: config2.slo.budget_ms,
     blockThresholdPercent: config2.block_threshold_percent,
-    floorMs: Object.fromEntries(Object.entries(status.floors).map(([k, f]) => [k, f.half_width_ms])),
     seed
-  });
+  };
+}
+function judge({ results, documents }, config2, status, seed, outDir, notes = () => []) {
+  const analysis = analyze(results, { ...gateSettings(config2, seed), ...floorSettings(status.floors) });
   const report = markdownReport(analysis, { notes: notes(analysis) });
   mkdirSync(outDir, { recursive: true });
   const resultPath = join2(outDir, "result.json");
@@ -43377,6 +43496,12 @@ function judge({ results, documents }, config2, status, seed, outDir, notes = ()
   writeFileSync4(join2(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
   writeFileSync4(join2(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
   return { analysis, report, reportPath, resultPath };
+}
+async function recordCalibrations(host, aa) {
+  const history = await host.floorHistory();
+  const cs = calibrations(aa, history);
+  for (const c3 of cs) await host.recordFloor(c3.runId, floorRecord(c3));
+  return { calibrations: cs, history };
 }
 
 // src/cli/run.ts
@@ -43453,26 +43578,12 @@ ${runUsage}`);
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c3) => c3.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
-    if (v.aa) io.out(await recordFloors(host, analysis.comparisons));
+    if (v.aa) for (const c3 of (await recordCalibrations(host, analysis.comparisons)).calibrations) io.out(calibrationLine(c3));
     io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
     return analysis.blocking ? 1 : 0;
   } finally {
     host.close();
   }
-}
-async function recordFloors(host, comparisons) {
-  const lines = [];
-  for (const c3 of comparisons) {
-    const [lo, hi] = c3.ciMs;
-    if (lo > 0 || hi < 0) {
-      lines.push(`A/A interval for ${c3.key} excludes 0: the two ports are not equivalent (biased host); floor not recorded`);
-      continue;
-    }
-    const half = (hi - lo) / 2;
-    await host.recordFloor(c3.runs[0], { workload: c3.workload, rate: c3.rate, half_width_ms: half, ci_ms: [lo, hi], pairs: c3.pairs });
-    lines.push(`A/A floor for ${c3.key}: \xB1${half.toFixed(3)} ms recorded; later verdicts quote it`);
-  }
-  return lines.join("\n");
 }
 function target(v) {
   if (typeof v.host === "string") {

@@ -47,6 +47,12 @@ export const configSchema = z.strictObject({
     })
     .default({ seconds: 9, pairs: 10, order: "alternate" }),
   warmup_seconds: z.number().nonnegative().max(3600).default(10),
+  promotion: z
+    .strictObject({
+      /** Pairs of the short A/A run that verifies a new champion (first workload, first rate). */
+      verify_pairs: z.number().int().min(2).max(100).default(4),
+    })
+    .default({ verify_pairs: 4 }),
 });
 
 export type GateConfig = z.infer<typeof configSchema>;

@@ -3,7 +3,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseResult } from "./analysis/result-schema";
-import { type Analysis, analyze, defaultSettings, type NamedResult } from "./analysis/verdict";
+import { type Calibration, calibrations, floorRecord, floorSettings, type StoredFloor } from "./calibration";
+import { type Analysis, analyze, type Comparison, comparisonKey, defaultSettings, type GateSettings, type NamedResult } from "./analysis/verdict";
 import { planRuns, type GateConfig } from "./config";
 import { type HostClient, HostError, type HostStatus } from "./host/client";
 import { svgChart } from "./report/chart";
@@ -50,6 +51,42 @@ export async function runExperiments(host: HostClient, config: GateConfig, o: Ex
   return out;
 }
 
+export interface PooledEvidence {
+  experiments: Experiments;
+  /** Earlier runs of this build pooled with the new ones. */
+  pooled: string[];
+  /** Earlier runs of this build left out because they ran against another champion. */
+  otherChampion: string[];
+}
+
+/**
+ * Adds the host's earlier finished runs of the same challenger, against the same champion and
+ * at the same workloads and rates, to new experiments: a rerun adds evidence, and the verdict
+ * engine tightens its confidence for each look.
+ */
+export async function withEarlierRuns(host: HostClient, challengerSha: string, current: Experiments): Promise<PooledEvidence> {
+  const newIds = new Set(current.results.map((r) => r.result.plan.run_id));
+  const keys = new Set(current.results.map((r) => comparisonKey(r.result)));
+  const champion = current.results[0]?.result.plan.meta?.champion_sha;
+  const earlier = (await host.runsOf(challengerSha)).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && keys.has(`${r.workload}@${r.rate}`),
+  );
+  const out: PooledEvidence = { experiments: { results: [], documents: [] }, pooled: [], otherChampion: [] };
+  for (const r of earlier) {
+    if (r.champion_sha !== champion) {
+      out.otherChampion.push(r.run_id);
+      continue;
+    }
+    const doc = await host.result(r.run_id);
+    out.experiments.documents.push(doc);
+    out.experiments.results.push({ name: r.run_id, result: parseResult(r.run_id, doc) });
+    out.pooled.push(r.run_id);
+  }
+  out.experiments.results.push(...current.results);
+  out.experiments.documents.push(...current.documents);
+  return out;
+}
+
 /** A reproducible seed from a commit (or any hex digest). */
 export function seedOf(sha: string): number {
   return Number.parseInt(sha.slice(0, 12), 16);
@@ -62,19 +99,23 @@ export interface Judgement {
   resultPath: string;
 }
 
+/** The verdict engine's settings from the gate config (without the host's floors). */
+export function gateSettings(config: GateConfig, seed: number): GateSettings {
+  return {
+    ...defaultSettings,
+    percentile: config.slo.percentile,
+    sloBudgetMs: config.slo.budget_ms,
+    blockThresholdPercent: config.block_threshold_percent,
+    seed,
+  };
+}
+
 /**
  * Analyses the results with the host's A/A floors and writes result.json (the host's documents),
  * report.md, analysis.json and chart.svg.
  */
 export function judge({ results, documents }: Experiments, config: GateConfig, status: HostStatus, seed: number, outDir: string, notes: (a: Analysis) => string[] = () => []): Judgement {
-  const analysis = analyze(results, {
-    ...defaultSettings,
-    percentile: config.slo.percentile,
-    sloBudgetMs: config.slo.budget_ms,
-    blockThresholdPercent: config.block_threshold_percent,
-    floorMs: Object.fromEntries(Object.entries(status.floors).map(([k, f]) => [k, f.half_width_ms])),
-    seed,
-  });
+  const analysis = analyze(results, { ...gateSettings(config, seed), ...floorSettings(status.floors) });
   const report = markdownReport(analysis, { notes: notes(analysis) });
   mkdirSync(outDir, { recursive: true });
   const resultPath = join(outDir, "result.json");
@@ -84,4 +125,15 @@ export function judge({ results, documents }: Experiments, config: GateConfig, s
   writeFileSync(join(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
   writeFileSync(join(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
   return { analysis, report, reportPath, resultPath };
+}
+
+/**
+ * Stores each A/A comparison as the host's floor for its workload and rate (a biased one too,
+ * so that verdicts say so) and returns what each says against the floors stored before.
+ */
+export async function recordCalibrations(host: HostClient, aa: readonly Comparison[]): Promise<{ calibrations: Calibration[]; history: StoredFloor[] }> {
+  const history = await host.floorHistory();
+  const cs = calibrations(aa, history);
+  for (const c of cs) await host.recordFloor(c.runId, floorRecord(c));
+  return { calibrations: cs, history };
 }

@@ -2,20 +2,25 @@
 import * as core from "@actions/core";
 import { z } from "zod";
 
-export const MODES = ["gate"] as const;
+export const MODES = ["gate", "command", "rerun", "promote", "rollback", "calibrate"] as const;
+export type Mode = (typeof MODES)[number];
+
+/** Every mode but command talks to the benchmark host. */
+const needsHost = (mode: Mode) => mode !== "command";
 
 const schema = z.object({
-  host: z.string().regex(/^[A-Za-z0-9.:[\]-]+$/, "a host name or IP address"),
+  host: z.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
   port: z.coerce.number().int().min(1).max(65535),
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
-  "ssh-key": z.string().includes("PRIVATE KEY", { message: "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----…)" }),
+  "ssh-key": z.string().refine((s) => s === "" || s.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----…)"),
   "known-hosts": z
     .string()
-    .refine((s) => s.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())), "the pinned host key line, 'HOST ssh-ed25519 AAAA…' (from install.sh)"),
+    .refine((s) => s === "" || s.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())), "the pinned host key line, 'HOST ssh-ed25519 AAAA…' (from install.sh)"),
   "github-token": z.string().min(1, "a token (the default github.token will do)"),
   config: z.string().regex(/^[^/][^\0]*$/, "a path relative to the repository root"),
   artifact: z.string(),
   mode: z.enum(MODES),
+  sha: z.string().regex(/^([0-9a-f]{40})?$/, "a full 40-character lowercase commit SHA"),
   "on-infrastructure-failure": z.enum(["fail", "neutral"]),
   "busy-timeout-minutes": z.coerce.number().positive().max(360),
   "output-dir": z.string(),
@@ -41,5 +46,18 @@ export function getInputs(): Inputs {
     const given = raw[name] ? "" : " (it is empty)";
     throw new InputError(`input ${name}: expected ${i.message}${given}`);
   }
-  return parsed.data;
+  const inputs = parsed.data;
+  if (needsHost(inputs.mode)) {
+    for (const name of ["host", "ssh-key", "known-hosts"] as const) {
+      if (!inputs[name]) throw new InputError(`input ${name}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
+    }
+  }
+  return inputs;
+}
+
+/** The artifact a mode deploys; checked when it is about to be used. */
+export function requireArtifact(inputs: Inputs, exists: (path: string) => boolean): string {
+  if (!inputs.artifact) throw new InputError(`input artifact: mode ${inputs.mode} deploys a build; give the built release (a directory or .tar.gz)`);
+  if (!exists(inputs.artifact)) throw new InputError(`input artifact: ${inputs.artifact} does not exist (build the commit first)`);
+  return inputs.artifact;
 }

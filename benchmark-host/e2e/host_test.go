@@ -306,7 +306,7 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy champion bbbbbbb")
 
 	p := startPoller(h.ChampionPort)
-	h.must(nil, "promote bbbbbbb")
+	h.must(strings.NewReader(strings.Replace(serviceSpec, `"/health"`, `"/version"`, 1)), "promote bbbbbbb")
 	window := p.finish()
 	if v := version(h.ChampionPort); v != "fast v2" {
 		t.Errorf("after promote the champion answers %q, want v2", v)
@@ -324,6 +324,11 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	window = p.finish()
 	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("after rollback the champion answers %q, want v1", v)
+	}
+	// The rolled-back champion runs with its own service spec again, not its successor's.
+	var state agent.State
+	if b, err := os.ReadFile(filepath.Join(h.Root, "state.json")); err != nil || json.Unmarshal(b, &state) != nil || state.Service.HealthPath != "/health" || state.PreviousService == nil || state.PreviousService.HealthPath != "/version" {
+		t.Errorf("after rollback the state is %+v (%v)", state, err)
 	}
 	fmt.Printf("[e2e] rollback: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
 
@@ -424,13 +429,41 @@ func TestAbortGcAndFloors(t *testing.T) {
 		t.Errorf("gc disturbed the champion: %q", v)
 	}
 
-	if _, errs, code := h.ssh(strings.NewReader(`{"workload":"work","rate":200,"half_width_ms":-1,"pairs":10}`), "floor-record cal-1"); code == 0 || !strings.Contains(errs, "half_width_ms") {
-		t.Errorf("a negative floor was accepted: %d %q", code, errs)
+	// `runs` lists the finished runs of a challenger: the aborted one, nothing for another sha.
+	var runs []agent.RunSummary
+	json.Unmarshal([]byte(h.must(nil, "runs bbbbbbb")), &runs)
+	if len(runs) != 1 || runs[0].RunID != "pr-6-bbbbbbb-1" || runs[0].Status != "aborted" || runs[0].ChampionSHA != "aaaaaaa" || runs[0].Workload != "work" || runs[0].Rate != 200 {
+		t.Errorf("runs bbbbbbb: %+v", runs)
 	}
-	h.must(strings.NewReader(`{"workload":"work","rate":200,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":10}`), "floor-record cal-1")
+	if out := h.must(nil, "runs 7777777"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("runs of a sha never run: %q", out)
+	}
+
+	// A floor must come from a finished A/A run of the same workload and rate.
+	aa := strings.Replace(runPlan("", 2, 0.5), `"challenger_sha":"",`, "", 1)
+	h.must(strings.NewReader(aa), "aa cal-1")
+	h.must(nil, "wait cal-1")
+	floor := `{"workload":"work","rate":200,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":10}`
+	for _, c := range []struct{ body, run, want string }{
+		{`{"workload":"work","rate":200,"half_width_ms":-1,"pairs":10}`, "cal-1", "half_width_ms"},
+		{floor, "pr-6-bbbbbbb-1", `kind "ab", status "aborted"`},
+		{floor, "no-such-run", "no finished run"},
+		{strings.Replace(floor, "200", "300", 1), "cal-1", "measured work@200, not work@300"},
+	} {
+		if _, errs, code := h.ssh(strings.NewReader(c.body), "floor-record "+c.run); code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("floor-record %s %s: exit %d %q; want 2 and %q", c.run, c.body, code, errs, c.want)
+		}
+	}
+	h.must(strings.NewReader(floor), "floor-record cal-1")
+	h.must(strings.NewReader(strings.Replace(floor, "0.07,", "0.09,", 1)), "floor-record cal-1")
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
-	if f, ok := st.Floors["work@200"]; !ok || f.HalfWidthMs != 0.07 || f.RunID != "cal-1" {
+	if f, ok := st.Floors["work@200"]; !ok || f.HalfWidthMs != 0.09 || f.RunID != "cal-1" {
 		t.Errorf("status floors %+v", st.Floors)
+	}
+	var history []agent.Floor
+	json.Unmarshal([]byte(h.must(nil, "floors")), &history)
+	if len(history) != 2 || history[0].HalfWidthMs != 0.07 || history[1].HalfWidthMs != 0.09 {
+		t.Errorf("floor history %+v", history)
 	}
 }
 

@@ -21,6 +21,11 @@ export interface GateSettings {
   confidence: number;
   /** The host's A/A floor in ms: one number, or per comparison key ("workload@rate"). */
   floorMs?: number | Readonly<Record<string, number>>;
+  /**
+   * A/A intervals (ms) that excluded 0, per comparison key: the two ports differ with the same
+   * build on both, so the host is biased until a calibration's interval contains 0 again.
+   */
+  hostBiasMs?: Readonly<Record<string, readonly [number, number]>>;
   /** Resamples for the reported (not deciding) bootstrap interval. */
   bootstrapResamples: number;
   seed: number;
@@ -49,7 +54,8 @@ export interface Flag {
     | "sign_test_disagrees"
     | "dropped_pairs"
     | "partial_run"
-    | "not_significant_after_holm";
+    | "not_significant_after_holm"
+    | "host_biased";
   message: string;
 }
 
@@ -120,6 +126,8 @@ export interface Analysis {
   seed: number;
   settings: GateSettings;
   runs: { name: string; runId: string; workload: string; rate: number; started: string; pairs: number; dropped: number; partial: boolean }[];
+  /** Every biased calibration on the host, whichever comparisons it concerns. */
+  hostBias: { key: string; ciMs: [number, number] }[];
 }
 
 export const METHOD =
@@ -165,6 +173,7 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
         started: result.started, pairs: pairs.length, dropped: dropped.length, partial: result.partial,
       };
     }),
+    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
   };
 }
 
@@ -280,7 +289,17 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     });
   }
 
-  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  let floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  const bias = s.hostBiasMs?.[key];
+  if (bias) {
+    // A difference no larger than the ports' own is no evidence about the builds.
+    const [lo, hi] = bias;
+    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+    flags.push({
+      code: "host_biased",
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within ±${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`,
+    });
+  }
   const [workload, rate] = [group[0]!.result.plan.workload, group[0]!.result.plan.rate];
   const b = signTest(d);
   const w = wilcoxonSignedRank(d);

@@ -6,9 +6,9 @@ import { userInfo } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import type { Comparison } from "../analysis/verdict";
+import { calibrationLine } from "../calibration";
 import { ConfigError, parseConfig, planRuns } from "../config";
-import { judge, runExperiments, seedOf } from "../experiment";
+import { judge, recordCalibrations, runExperiments, seedOf } from "../experiment";
 import { HostClient, type HostOptions } from "../host/client";
 import { quartet } from "../report/quartet";
 
@@ -92,7 +92,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c) => c.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
-    if (v.aa) io.out(await recordFloors(host, analysis.comparisons));
+    if (v.aa) for (const c of (await recordCalibrations(host, analysis.comparisons)).calibrations) io.out(calibrationLine(c));
     io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
     return analysis.blocking ? 1 : 0;
   } finally {
@@ -100,21 +100,6 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   }
 }
 
-/** An A/A interval that contains 0 becomes the host's floor; one that does not means bias. */
-async function recordFloors(host: HostClient, comparisons: Comparison[]): Promise<string> {
-  const lines: string[] = [];
-  for (const c of comparisons) {
-    const [lo, hi] = c.ciMs;
-    if (lo > 0 || hi < 0) {
-      lines.push(`A/A interval for ${c.key} excludes 0: the two ports are not equivalent (biased host); floor not recorded`);
-      continue;
-    }
-    const half = (hi - lo) / 2;
-    await host.recordFloor(c.runs[0]!, { workload: c.workload, rate: c.rate, half_width_ms: half, ci_ms: [lo, hi], pairs: c.pairs });
-    lines.push(`A/A floor for ${c.key}: ±${half.toFixed(3)} ms recorded; later verdicts quote it`);
-  }
-  return lines.join("\n");
-}
 
 function target(v: Record<string, string | boolean | undefined>): HostOptions {
   if (typeof v.host === "string") {

@@ -13,6 +13,28 @@ export const SUMMARY_LIMIT = 65_535;
 
 export type Conclusion = "success" | "failure" | "neutral";
 
+/** A pull request's current state, as the API says it now (not as an event said it). */
+export interface PullRequestState {
+  number: number;
+  open: boolean;
+  headSha: string;
+  baseSha: string;
+  baseRef: string;
+  isFork: boolean;
+  /** The head repository's last push (any branch), null when unknown. */
+  headPushedAt: Date | null;
+}
+
+export interface CheckRunState {
+  id: number;
+  headSha: string;
+  conclusion: string | null;
+  title: string;
+  summary: string;
+}
+
+export type Reaction = "eyes" | "confused" | "+1" | "-1" | "rocket";
+
 export class GitHub {
   private readonly octokit;
 
@@ -68,11 +90,42 @@ export class GitHub {
     }
   }
 
-  async startCheck(headSha: string, title: string): Promise<number> {
+  async pullRequest(number: number): Promise<PullRequestState> {
+    const { data: pr } = await this.octokit.rest.pulls.get({ ...this.r, pull_number: number });
+    const pushed = pr.head.repo?.pushed_at;
+    return {
+      number,
+      open: pr.state === "open",
+      headSha: pr.head.sha,
+      baseSha: pr.base.sha,
+      baseRef: pr.base.ref,
+      isFork: pr.head.repo === null || pr.head.repo.full_name !== pr.base.repo.full_name,
+      headPushedAt: pushed ? new Date(pushed) : null,
+    };
+  }
+
+  async startCheck(headSha: string, title: string, name = CHECK_NAME): Promise<number> {
     const res = await this.octokit.rest.checks.create({
-      ...this.r, name: CHECK_NAME, head_sha: headSha, status: "in_progress", output: { title, summary: title },
+      ...this.r, name, head_sha: headSha, status: "in_progress", output: { title, summary: title },
     });
     return res.data.id;
+  }
+
+  /** The newest completed perf-gate check on a commit, or null. */
+  async latestCheck(sha: string): Promise<CheckRunState | null> {
+    const res = await this.octokit.rest.checks.listForRef({ ...this.r, ref: sha, check_name: CHECK_NAME, filter: "latest", per_page: 100 });
+    const done = res.data.check_runs.filter((c) => c.status === "completed").sort((a, b) => b.id - a.id)[0];
+    if (!done) return null;
+    return { id: done.id, headSha: done.head_sha, conclusion: done.conclusion, title: done.output.title ?? "", summary: done.output.summary ?? "" };
+  }
+
+  async react(commentId: number, content: Reaction): Promise<void> {
+    await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+  }
+
+  /** A new comment (a reply to a command), as opposed to the one sticky verdict comment. */
+  async comment(issue: number, body: string): Promise<void> {
+    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: body.slice(0, SUMMARY_LIMIT) });
   }
 
   async finishCheck(id: number, conclusion: Conclusion, title: string, summary: string): Promise<void> {
@@ -118,13 +171,19 @@ export class GitHub {
    */
   async upsertStickyComment(issue: number, body: string): Promise<"created" | "updated"> {
     const text = `${STICKY_MARKER}\n${body}`.slice(0, SUMMARY_LIMIT);
-    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue, per_page: 100 });
-    const mine = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(STICKY_MARKER));
+    const mine = await this.stickyComment(issue);
     if (mine) {
       await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: text });
       return "updated";
     }
     await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: text });
     return "created";
+  }
+
+  /** The sticky comment's id and body (without the marker line), or null. */
+  async stickyComment(issue: number): Promise<{ id: number; body: string } | null> {
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue, per_page: 100 });
+    const mine = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(STICKY_MARKER));
+    return mine ? { id: mine.id, body: (mine.body ?? "").replace(`${STICKY_MARKER}\n`, "") } : null;
   }
 }

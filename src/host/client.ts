@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
+import type { StoredFloor } from "../calibration";
 
 export type HostErrorKind = "unreachable" | "host_key" | "auth" | "busy" | "refused" | "run_failed" | "protocol";
 
@@ -40,6 +41,8 @@ export type HostOptions = (SshTarget | LocalTarget) & {
   attempts?: number;
   /** Pause before the first retry, doubled each time. */
   backoffMs?: number;
+  /** Pause between attempts on a busy host. */
+  busyPollMs?: number;
   log?: (line: string) => void;
 };
 
@@ -61,6 +64,7 @@ export class HostClient {
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly log: (line: string) => void;
+  private readonly busyPollMs: number;
 
   constructor(private readonly o: HostOptions) {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
@@ -73,6 +77,7 @@ export class HostClient {
     this.attempts = o.attempts ?? 3;
     this.backoffMs = o.backoffMs ?? 2000;
     this.log = o.log ?? (() => {});
+    this.busyPollMs = o.busyPollMs ?? 15_000;
   }
 
   /** Removes the key from disk. */
@@ -137,9 +142,17 @@ export class HostClient {
     return (await this.must(`deploy ${role} ${sha}`, { inputFile: file })).trim();
   }
 
-  /** Makes a deployed release the champion, with the service spec it runs with. */
-  async promote(sha: string, service: unknown): Promise<string> {
-    return (await this.must(`promote ${sha}`, { input: JSON.stringify(service) })).trim();
+  /**
+   * Makes a deployed release the champion, with the service spec it runs with. A running
+   * experiment is never cut off: the host's lock makes this wait, until `busyDeadline`.
+   */
+  async promote(sha: string, service: unknown, busyDeadline = 0): Promise<string> {
+    return (await this.whenFree(`promote ${sha}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  }
+
+  /** Makes the previous champion the champion again (waiting for a running experiment). */
+  async rollback(busyDeadline = 0): Promise<string> {
+    return (await this.whenFree("rollback", busyDeadline)).trim();
   }
 
   /** Records an A/A calibration as the host's floor for a workload and rate. */
@@ -147,16 +160,47 @@ export class HostClient {
     await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
   }
 
+  /** Every floor the host has recorded, oldest first. */
+  async floorHistory(): Promise<StoredFloor[]> {
+    return this.parsed("floors", z.array(floorSchema));
+  }
+
+  /** The finished runs whose challenger was `sha`, oldest first. */
+  async runsOf(sha: string): Promise<RunSummary[]> {
+    return this.parsed(`runs ${sha}`, z.array(runSummarySchema));
+  }
+
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
   async start(kind: "run" | "aa", runId: string, plan: unknown, busyDeadline: number): Promise<void> {
+    await this.whenFree(`${kind} ${runId}`, busyDeadline, { input: JSON.stringify(plan) });
+  }
+
+  /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
+  private async whenFree(command: string, busyDeadline: number, stdin?: { input?: string }): Promise<string> {
     for (;;) {
-      const r = await this.call(`${kind} ${runId}`, { input: JSON.stringify(plan) });
-      if (r.exitCode === 0) return;
-      const err = verbError(`${kind} ${runId}`, r.exitCode ?? -1, String(r.stderr));
+      const r = await this.call(command, stdin);
+      if (r.exitCode === 0) return String(r.stdout);
+      const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
       if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
-      await sleep(15_000);
+      await sleep(this.busyPollMs);
     }
+  }
+
+  private async parsed<T>(command: string, schema: z.ZodType<T>): Promise<T> {
+    const text = await this.must(command);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", `${command}: the host did not answer with JSON`);
+    }
+    const r = schema.safeParse(json);
+    if (!r.success) {
+      const i = r.error.issues[0]!;
+      throw new HostError("protocol", `${command}: unexpected answer at ${i.path.join(".") || "(top)"}: ${i.message}`);
+    }
+    return r.data;
   }
 
   /**
@@ -201,19 +245,38 @@ export class HostClient {
   }
 
   async status(): Promise<HostStatus> {
-    const text = await this.must("status");
-    const parsed = hostStatusSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new HostError("protocol", `status: unexpected answer: ${parsed.error.issues[0]?.message}`);
-    return parsed.data;
+    return this.parsed("status", hostStatusSchema);
   }
 }
+
+const floorSchema = z.looseObject({
+  workload: z.string(),
+  rate: z.number(),
+  half_width_ms: z.number(),
+  ci_ms: z.array(z.number()).optional(),
+  pairs: z.number(),
+  run_id: z.string(),
+  time: z.string(),
+}) satisfies z.ZodType<StoredFloor>;
 
 const hostStatusSchema = z.looseObject({
   champion: z.string(),
   previous: z.string(),
-  floors: z.record(z.string(), z.looseObject({ half_width_ms: z.number(), ci_ms: z.array(z.number()).optional(), pairs: z.number(), run_id: z.string(), time: z.string() })),
+  floors: z.record(z.string(), floorSchema),
 });
 export type HostStatus = z.infer<typeof hostStatusSchema>;
+
+const runSummarySchema = z.looseObject({
+  run_id: z.string(),
+  kind: z.string(),
+  status: z.string(),
+  champion_sha: z.string(),
+  challenger_sha: z.string(),
+  workload: z.string(),
+  rate: z.number(),
+  started: z.string(),
+});
+export type RunSummary = z.infer<typeof runSummarySchema>;
 
 /** Classifies ssh's own failures (exit 255) from its stderr. */
 export function classifySshFailure(stderr: string, o: Pick<SshTarget, "host" | "port" | "user">): HostError {

@@ -14,5 +14,6 @@ export interface GateOutcome {
 export function gateOutcome(a: Analysis): GateOutcome {
   const conclusion: Conclusion = a.blocking ? "failure" : a.verdict === "red" ? "neutral" : "success";
   const state = a.blocking ? "red, blocking" : a.verdict === "red" ? "red, advisory" : a.verdict;
-  return { conclusion, label: `perf:${a.verdict}`, title: `${state}: ${quartet(a.headline, a.percentile)}`.slice(0, 255) };
+  const biased = a.hostBias.length > 0 ? " (biased host: see the report)" : "";
+  return { conclusion, label: `perf:${a.verdict}`, title: `${state}: ${quartet(a.headline, a.percentile)}${biased}`.slice(0, 255) };
 }

@@ -55,5 +55,6 @@ export function analysisJson(a: Analysis) {
     headline: h.key,
     comparisons: a.comparisons.map(comparisonJson),
     runs: a.runs,
+    host_bias: a.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
   };
 }

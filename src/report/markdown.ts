@@ -34,6 +34,7 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
   out.push(`## perf-gate: ${badge[a.verdict]}${a.blocking ? " — blocking" : a.verdict === "red" ? " — advisory" : ""}`);
   out.push("", `**${quartet(h, a.percentile)}**`, "");
   out.push(verdictSentence(a));
+  if (a.hostBias.length > 0) out.push("", hostBiasWarning(a.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
   for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, maxRows));
   out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
@@ -59,6 +60,12 @@ function verdictSentence(a: Analysis): string {
   if (kind === "equivalent") return `No detectable change: the interval lies within ±${ms(h.thresholdMs)} ms, the block threshold.`;
   if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (±${ms(h.floorMs ?? 0)} ms).`;
   return `No detectable change, but the interval is wider than ±${ms(h.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+
+/** Said on every verdict while the host is biased: the ports differ with identical builds. */
+export function hostBiasWarning(bias: Analysis["hostBias"]): string {
+  const list = bias.map((b) => `${b.key} [${signedMs(b.ciMs[0])}, ${signedMs(b.ciMs[1])}] ms`).join(", ");
+  return `> ⚠️ **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 
 function comparisonSection(c: Comparison, percentile: number, maxRows: number): string[] {

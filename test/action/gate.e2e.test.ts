@@ -1,61 +1,35 @@
-// The action end to end: dist/index.js under Node 24, real pull_request payloads from
+// The PR gate end to end: dist/index.js under Node 24, real pull_request payloads from
 // @octokit/webhooks-examples, a GitHub fake on loopback, and a real sshd + perf-host serving
 // the example service as champion.
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { asRoot } from "../support/bench-host";
-import { runAction } from "../support/action-runner";
-import { TestHost } from "../support/bench-host";
-import { GitHubFake } from "../support/github-fake";
-
-// The SLO is at p90: 200 req/s in 1 s slices records ~160 requests per slice, enough for p90
-// (100) but not for a stable p99 (1,000), and the test keeps its runs short.
-const CONFIG = `service:
-  command: ["./start.sh"]
-  health_timeout_seconds: 10
-slo:
-  percentile: 90
-  budget_ms: 20
-slices: {seconds: 1, pairs: 6}
-warmup_seconds: 2
-workloads:
-  - name: work
-    rates: [200]
-    connections: 4
-    requests:
-      - path: /work?key={{rand 100}}
-`;
+import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
+import { asRoot, type TestHost } from "../support/bench-host";
+import type { GitHubFake } from "../support/github-fake";
 
 type Payload = { action: string; pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } }; label?: { name: string }; sender: { login: string } };
-const prExamples = (examples as unknown as { name: string; examples: Payload[] }[]).find((e) => e.name === "pull_request")!.examples;
-const real = (action: string): Payload => structuredClone(prExamples.find((e) => e.action === action)!);
+const real = (action: string) => examplePayload<Payload>("pull_request", (e) => e.action === action);
 
+let h: ActionHarness;
 let fake: GitHubFake;
-let api: string;
 let host: TestHost;
-let runCounter = 1000;
 const opened = real("opened");
 const PR = opened.pull_request.number;
 const BASE = opened.pull_request.base.sha;
 
-function inputs(artifact: string) {
-  return {
-    host: "127.0.0.1", port: String(host.info.ssh_port), user: host.info.user,
-    "ssh-key": readFileSync(host.info.key, "utf8"), "known-hosts": host.info.known_hosts_line,
-    "github-token": "ghs_test", config: ".github/perf-gate.yml", artifact, mode: "gate",
-    "on-infrastructure-failure": "fail", "busy-timeout-minutes": "5", "output-dir": "",
-  };
+const inputs = (artifact: string) => h.inputs("gate", { artifact });
+
+/** GitHub's view of the pull request follows the event, as it would after the push. */
+function syncPull(p: Payload) {
+  fake.pulls.set(p.pull_request.number, {
+    headSha: p.pull_request.head.sha, baseSha: p.pull_request.base.sha, baseRef: "master", state: "open",
+    headRepo: p.pull_request.head.repo.full_name, headPushedAt: "2019-05-15T15:20:00Z",
+  });
 }
 
 async function gate(payload: Payload, artifact: string, eventName = "pull_request") {
-  const run = await runAction(inputs(artifact), {
-    GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: api, GITHUB_REPOSITORY: "Codertocat/Hello-World",
-    GITHUB_RUN_ID: String(runCounter++), GITHUB_RUN_ATTEMPT: "1",
-  }, payload);
+  syncPull(payload);
+  const run = await h.run(inputs(artifact), eventName, payload);
   console.log(`[gate] ${payload.action} ${payload.pull_request.head.sha.slice(0, 7)}: ${fake.checkRuns.at(-1)?.output?.title}`);
   return run;
 }
@@ -65,26 +39,18 @@ function withHead(p: Payload, sha: string): Payload {
   return p;
 }
 
-const acceptedLogins = () => (readFileSync(join(host.info.dir, "sshd.log"), "utf8").match(/Accepted publickey/g) ?? []).length;
-const lastCheck = () => fake.checkRuns.at(-1)!;
+const acceptedLogins = () => h.acceptedLogins();
+const lastCheck = () => h.lastCheck();
 
 beforeAll(async () => {
   if (!asRoot) return;
-  fake = new GitHubFake();
-  api = await fake.start();
+  h = await ActionHarness.start("0".repeat(40));
+  ({ fake, host } = h);
   fake.files.set(`.github/perf-gate.yml@${BASE}`, CONFIG);
-  host = await TestHost.start();
-  const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}.tar.gz`);
-  execFileSync("tar", ["-czf", tarball, "-C", host.release("fast", "champion"), "."]);
-  for (const [cmd, input] of [["deploy champion 0000000", readFileSync(tarball)], ["promote 0000000", '{"command":["./start.sh"]}']] as const) {
-    const r = await host.ssh(cmd, input);
-    if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
-  }
 });
 
 afterAll(async () => {
-  host?.stop();
-  await fake?.stop();
+  await h?.stop();
 });
 
 describe.skipIf(!asRoot)("the PR gate", () => {
@@ -131,6 +97,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
 
   it("never lets an unapproved fork reach the host, and says why", async () => {
     const fork = (p: Payload) => {
+      p.pull_request.head.sha = "f".repeat(40); // a commit of its own, not the earlier tests'
       p.pull_request.head.repo.full_name = "forker/Hello-World";
       p.pull_request.head.repo.fork = true;
       return p;
@@ -189,9 +156,8 @@ describe.skipIf(!asRoot)("the PR gate", () => {
   it("reports an unreachable host as an infrastructure failure, not a verdict", async () => {
     const p = real("opened");
     fake.issueLabels.set(PR, new Set(["perf:green"])); // a verdict about an earlier head
-    const run = await runAction({ ...inputs(host.release("fast", "x")), port: "1", "on-infrastructure-failure": "neutral" }, {
-      GITHUB_EVENT_NAME: "pull_request", GITHUB_API_URL: api, GITHUB_REPOSITORY: "Codertocat/Hello-World", GITHUB_RUN_ID: String(runCounter++),
-    }, p);
+    syncPull(p);
+    const run = await h.run({ ...inputs(host.release("fast", "x")), port: "1", "on-infrastructure-failure": "neutral" }, "pull_request", p);
     expect(run.code).toBe(0);
     expect(run.outputs.verdict).toBe("error");
     expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate could not measure (unreachable)" } });

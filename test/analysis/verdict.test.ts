@@ -56,6 +56,19 @@ describe("labels", () => {
     expect(a.headline.floorMs).toBe(0.05);
   });
 
+  it("a biased host (an A/A interval excluding 0) widens that comparison's floor to the bias and says so on every verdict", () => {
+    // small_regression: mean 0.323 ms; a bias of [0.12, 0.40] ms on these ports covers it.
+    const biased = run(ref.datasets.small_regression.d, { floorMs: { "default@1000": 0.05 }, hostBiasMs: { "default@1000": [0.12, 0.4], "other@5": [-0.3, -0.1] } });
+    expect([biased.verdict, biased.headline.greyKind, biased.headline.floorMs]).toEqual(["grey", "below floor", 0.4]);
+    expect(biased.headline.flags.map((f) => f.code)).toContain("host_biased");
+    expect(biased.hostBias).toEqual([{ key: "default@1000", ciMs: [0.12, 0.4] }, { key: "other@5", ciMs: [-0.3, -0.1] }]);
+    // A bias on another workload leaves this comparison's verdict alone but is still reported.
+    const elsewhere = run(ref.datasets.small_regression.d, { hostBiasMs: { "other@5": [-0.3, -0.1] } });
+    expect(elsewhere.verdict).toBe("red");
+    expect(elsewhere.headline.flags.map((f) => f.code)).not.toContain("host_biased");
+    expect(elsewhere.hostBias).toHaveLength(1);
+  });
+
   it("a larger SLO budget raises the block threshold", () => {
     const d = [2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7];
     expect(run(d, { sloBudgetMs: 500 }).blocking).toBe(false); // 5 ms threshold

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { mermaidChart, svgChart } from "../../src/report/chart";
+import { gateOutcome } from "../../src/report/gate-outcome";
 import { GITHUB_SUMMARY_LIMIT, markdownReport } from "../../src/report/markdown";
 import { quartet } from "../../src/report/quartet";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
@@ -35,6 +36,16 @@ describe("markdown report", () => {
     expect(md).toContain("```mermaid\nxychart-beta");
     expect(md).toContain("<details><summary>Per-slice p99 of 10 pairs</summary>");
     expect(md).toContain("candidate champion");
+  });
+
+  it("warns of a biased host on every verdict, and the check title says so", () => {
+    const a = analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }) }], {
+      ...defaultSettings, hostBiasMs: { "checkout@50": [0.11, 0.31] },
+    });
+    expect(a.verdict).toBe("green"); // the bias concerns another workload
+    expect(markdownReport(a)).toContain("> ⚠️ **Biased host.** The last A/A calibration found an interval that excludes 0 (checkout@50 [+0.11, +0.31] ms)");
+    expect(gateOutcome(a).title).toMatch(/ \(biased host: see the report\)$/);
+    expect(markdownReport(karan())).not.toContain("Biased host");
   });
 
   it("stays within GitHub's 65,535 characters however many pairs", () => {

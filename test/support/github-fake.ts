@@ -19,6 +19,16 @@ export interface CheckRun {
   output?: { title: string; summary: string };
 }
 
+export interface PullRequest {
+  headSha: string;
+  baseSha: string;
+  baseRef: string;
+  state: "open" | "closed";
+  /** The head repository's full name; another than the base's makes a fork. */
+  headRepo: string;
+  headPushedAt: string;
+}
+
 export interface Comment {
   id: number;
   body: string;
@@ -34,6 +44,9 @@ export class GitHubFake {
   readonly issueLabels = new Map<number, Set<string>>();
   readonly comments = new Map<number, Comment[]>();
   readonly permissions = new Map<string, string>();
+  readonly pulls = new Map<number, PullRequest>();
+  /** comment id → reactions given to it. */
+  readonly reactions = new Map<number, string[]>();
   private server: Server | null = null;
   private nextId = 1000;
 
@@ -75,6 +88,29 @@ export class GitHubFake {
       const permission = this.permissions.get(m[1]!);
       if (!permission) return reply(404, { message: "Not Found" });
       return reply(200, { permission, user: { login: m[1] } });
+    }
+    if (method === "GET" && (m = route(/^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/))) {
+      const pr = this.pulls.get(Number(m[3]));
+      if (!pr) return reply(404, { message: "Not Found" });
+      const base = `${m[1]}/${m[2]}`;
+      return reply(200, {
+        number: Number(m[3]), state: pr.state,
+        head: { sha: pr.headSha, repo: { full_name: pr.headRepo, fork: pr.headRepo !== base, pushed_at: pr.headPushedAt } },
+        base: { sha: pr.baseSha, ref: pr.baseRef, repo: { full_name: base } },
+      });
+    }
+    if (method === "POST" && (m = route(/^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)\/reactions$/))) {
+      const list = this.reactions.get(Number(m[1])) ?? [];
+      this.reactions.set(Number(m[1]), list);
+      const content = (body as { content: string }).content;
+      if (list.includes(content)) return reply(200, { content });
+      list.push(content);
+      return reply(201, { content });
+    }
+    if (method === "GET" && (m = route(/^\/repos\/[^/]+\/[^/]+\/commits\/([0-9a-f]{40})\/check-runs$/))) {
+      const name = url.searchParams.get("check_name");
+      const runs = this.checkRuns.filter((r) => r.head_sha === m![1] && (!name || r.name === name));
+      return reply(200, { total_count: runs.length, check_runs: runs.map((r) => ({ ...r, output: r.output ?? { title: null, summary: null } })) });
     }
     if (method === "POST" && route(/^\/repos\/[^/]+\/[^/]+\/check-runs$/)) {
       const run: CheckRun = { id: this.nextId++, ...(body as Omit<CheckRun, "id">) };

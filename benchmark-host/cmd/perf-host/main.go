@@ -150,6 +150,18 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 			return report(err)
 		}
 		return printJSON(map[string]any{"removed": removed})
+	case "floors":
+		history, err := h.FloorHistory()
+		if err != nil {
+			return report(err)
+		}
+		return printJSON(history)
+	case "runs":
+		runs, err := h.Runs(c.SHA)
+		if err != nil {
+			return report(err)
+		}
+		return printJSON(runs)
 	case "floor-record":
 		return say(fmt.Sprintf("floor recorded from %s", c.RunID), h.RecordFloor(c.RunID, os.Stdin))
 	}

@@ -206,7 +206,7 @@ func (h *Host) Rollback(ctx context.Context) (string, error) {
 	if st.Previous == "" {
 		return "", errors.New("rollback: there is no previous champion")
 	}
-	return h.swapChampion(ctx, st.Previous, nil)
+	return h.swapChampion(ctx, st.Previous, st.PreviousService)
 }
 
 func (h *Host) swapChampion(ctx context.Context, sha string, spec *service.Spec) (string, error) {
@@ -217,7 +217,8 @@ func (h *Host) swapChampion(ctx context.Context, sha string, spec *service.Spec)
 	if err != nil {
 		return "", err
 	}
-	next := State{Champion: sha, Previous: old.Champion, Service: old.Service}
+	current := old.Service
+	next := State{Champion: sha, Previous: old.Champion, Service: old.Service, PreviousService: &current}
 	if spec != nil {
 		next.Service = *spec
 	}

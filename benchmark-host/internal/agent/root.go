@@ -40,7 +40,9 @@ type State struct {
 	Champion string       `json:"champion,omitempty"`
 	Previous string       `json:"previous,omitempty"`
 	Service  service.Spec `json:"service"`
-	Updated  time.Time    `json:"updated"`
+	// PreviousService is the spec the previous champion ran with, for a rollback.
+	PreviousService *service.Spec `json:"previous_service,omitempty"`
+	Updated         time.Time     `json:"updated"`
 }
 
 func (h *Host) path(parts ...string) string {

@@ -95,6 +95,22 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	case f.Pairs < 2:
 		return refuse("floor: pairs: must be at least 2")
 	}
+	// A floor stands for an A/A run that happened on this host: the run must exist, be an A/A
+	// run, have ended well, and be of the workload and rate the floor names.
+	var lp struct {
+		Workload string  `json:"workload"`
+		Rate     float64 `json:"rate"`
+	}
+	var oc Outcome
+	if readJSON(h.path("runs", runID, "outcome.json"), &oc) != nil || readJSON(h.path("runs", runID, "loadgen-plan.json"), &lp) != nil {
+		return refuse("floor: run %s: no finished run of that id on this host", runID)
+	}
+	switch {
+	case oc.Kind != KindAA || oc.Status != "ok":
+		return refuse("floor: run %s: a floor comes from an A/A run that ended ok; this one is kind %q, status %q", runID, oc.Kind, oc.Status)
+	case lp.Workload != f.Workload || lp.Rate != f.Rate:
+		return refuse("floor: run %s measured %s@%g, not %s@%g", runID, lp.Workload, lp.Rate, f.Workload, f.Rate)
+	}
 	f.RunID, f.Time = runID, time.Now().UTC()
 	line, _ := json.Marshal(f)
 	file, err := os.OpenFile(h.path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -109,6 +125,16 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 // Floors returns the latest floor per "workload@rate".
 func (h *Host) Floors() (map[string]Floor, error) {
 	out := map[string]Floor{}
+	history, err := h.FloorHistory()
+	for _, fl := range history {
+		out[fmt.Sprintf("%s@%g", fl.Workload, fl.Rate)] = fl
+	}
+	return out, err
+}
+
+// FloorHistory returns every recorded floor, oldest first.
+func (h *Host) FloorHistory() ([]Floor, error) {
+	out := []Floor{}
 	f, err := os.Open(h.path("floors.jsonl"))
 	if os.IsNotExist(err) {
 		return out, nil
@@ -121,7 +147,7 @@ func (h *Host) Floors() (map[string]Floor, error) {
 	for s.Scan() {
 		var fl Floor
 		if json.Unmarshal(s.Bytes(), &fl) == nil {
-			out[fmt.Sprintf("%s@%g", fl.Workload, fl.Rate)] = fl
+			out = append(out, fl)
 		}
 	}
 	return out, s.Err()

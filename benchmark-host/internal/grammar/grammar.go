@@ -47,6 +47,8 @@ var verbs = map[string][]argKind{
 	"status":       {},
 	"gc":           {},
 	"floor-record": {argRunID},
+	"floors":       {},
+	"runs":         {argSHA},
 }
 
 // Verbs returns the accepted verbs, for help texts.

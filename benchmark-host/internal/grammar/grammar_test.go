@@ -17,6 +17,8 @@ func TestAccepts(t *testing.T) {
 		"status":                                     {Verb: "status"},
 		"gc":                                         {Verb: "gc"},
 		"floor-record calibrate-1":                   {Verb: "floor-record", RunID: "calibrate-1"},
+		"floors":                                     {Verb: "floors"},
+		"runs 0123456789abcdef0123456789abcdef01234567": {Verb: "runs", SHA: "0123456789abcdef0123456789abcdef01234567"},
 	}
 	for raw, want := range cases {
 		got, err := Parse(raw)

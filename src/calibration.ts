@@ -1,0 +1,124 @@
+// A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
+// how the stored floors feed the verdict engine. Pure.
+import type { Analysis, Comparison, GateSettings } from "./analysis/verdict";
+import { ms, percentLabel, signedMs } from "./report/format";
+
+/** A floor as the host stores it (perf-host floor-record / status / floors). */
+export interface StoredFloor {
+  workload: string;
+  rate: number;
+  half_width_ms: number;
+  ci_ms?: number[];
+  pairs: number;
+  run_id: string;
+  time: string;
+}
+
+export interface Calibration {
+  key: string;
+  workload: string;
+  rate: number;
+  runId: string;
+  estimateMs: number;
+  ciMs: [number, number];
+  /** The floor: the half-width of the A/A interval. */
+  halfWidthMs: number;
+  pairs: number;
+  /** The interval contains 0, as it must for identical builds on an unbiased host. */
+  unbiased: boolean;
+  previous: StoredFloor | null;
+  /** This floor minus the previous one, in ms and percent; null on the first calibration. */
+  driftMs: number | null;
+  driftPercent: number | null;
+}
+
+const keyOf = (f: { workload: string; rate: number }) => `${f.workload}@${f.rate}`;
+
+/** What each A/A comparison says, against the floors stored before it. */
+export function calibrations(aa: readonly Comparison[], previous: readonly StoredFloor[]): Calibration[] {
+  const latest = new Map(previous.map((f) => [keyOf(f), f]));
+  return aa.map((c) => {
+    const [lo, hi] = c.ciMs;
+    const halfWidthMs = (hi - lo) / 2;
+    const prev = latest.get(c.key) ?? null;
+    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    return {
+      key: c.key, workload: c.workload, rate: c.rate, runId: c.runs[0]!,
+      estimateMs: c.estimateMs, ciMs: [lo, hi], halfWidthMs, pairs: c.pairs,
+      unbiased: lo <= 0 && hi >= 0,
+      previous: prev,
+      driftMs,
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? (100 * driftMs) / prev.half_width_ms : null,
+    };
+  });
+}
+
+/** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
+export function floorRecord(c: Calibration) {
+  return { workload: c.workload, rate: c.rate, half_width_ms: c.halfWidthMs, ci_ms: c.ciMs, pairs: c.pairs };
+}
+
+/** The verdict engine's view of the host's latest floors: the floor per key, and any bias. */
+export function floorSettings(floors: Readonly<Record<string, StoredFloor>>): Pick<GateSettings, "floorMs" | "hostBiasMs"> {
+  const floorMs: Record<string, number> = {};
+  const hostBiasMs: Record<string, [number, number]> = {};
+  for (const f of Object.values(floors)) {
+    floorMs[keyOf(f)] = f.half_width_ms;
+    const [lo, hi] = f.ci_ms ?? [];
+    if (lo !== undefined && hi !== undefined && (lo > 0 || hi < 0)) hostBiasMs[keyOf(f)] = [lo, hi];
+  }
+  return { floorMs, hostBiasMs };
+}
+
+/** One line per calibration, for a terminal or a log. */
+export function calibrationLine(c: Calibration): string {
+  const interval = `A/A [${signedMs(c.ciMs[0])}, ${signedMs(c.ciMs[1])}] ms`;
+  const drift = c.driftMs === null ? "first calibration" : `drift ${signedMs(c.driftMs)} ms since ${c.previous!.time.slice(0, 10)}`;
+  if (!c.unbiased) return `A/A interval for ${c.key} excludes 0 (${interval}): the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  return `A/A floor for ${c.key}: ±${ms(c.halfWidthMs)} ms (${interval}, n=${c.pairs} pairs; ${drift}); later verdicts quote it`;
+}
+
+/** The calibration report: floor, A/A interval and drift per workload and rate, and the history. */
+export function calibrationReport(cs: readonly Calibration[], o: { champion: string; percentile: number; history: readonly StoredFloor[] }): string {
+  const biased = cs.filter((c) => !c.unbiased);
+  const out = [
+    `## perf-gate calibration: ${biased.length > 0 ? "⚠️ biased host" : "✅ unbiased"}`,
+    "",
+    `A/A runs of the champion \`${o.champion.slice(0, 7)}\` on both ports, at ${percentLabel(o.percentile)}. The floor is the half-width of the A/A 95% interval; verdicts treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c) => {
+      const prev = c.previous ? `±${ms(c.previous.half_width_ms)} ms (${c.previous.time.slice(0, 10)})` : "none";
+      const drift = c.driftMs === null ? "—" : `${signedMs(c.driftMs)} ms${c.driftPercent === null ? "" : ` (${c.driftPercent > 0 ? "+" : ""}${c.driftPercent.toFixed(0)}%)`}`;
+      return `| ${c.key} | ±${ms(c.halfWidthMs)} ms | ${signedMs(c.estimateMs)} ms | [${signedMs(c.ciMs[0])}, ${signedMs(c.ciMs[1])}] ms | ${c.unbiased ? "yes" : "**no**"} | ${c.pairs} | ${prev} | ${drift} |`;
+    }),
+  ];
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c) => c.key).join(", ")}: with the same build on both ports, the interval excludes 0. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c) => {
+    const past = o.history.filter((f) => keyOf(f) === c.key).slice(-5);
+    return `- ${c.key}: ${[...past.map((f) => `±${ms(f.half_width_ms)} (${f.time.slice(0, 10)})`), `±${ms(c.halfWidthMs)} (now)`].join(" → ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+
+/**
+ * Whether a short A/A run of a new champion verifies it: with the same build on both ports,
+ * the ports must not fail differently nor differ by more than the block threshold.
+ */
+export function championCheck(a: Analysis): { passed: boolean; findings: string[] } {
+  const findings = a.comparisons.flatMap((c) => {
+    const out: string[] = [];
+    if (c.errorRegression && c.errorRegression.p < 1 - c.confidence) {
+      out.push(`${c.key}: the ports fail differently (${c.champion.errors} and ${c.challenger.errors} errors)`);
+    }
+    if (Math.abs(c.estimateMs) > c.thresholdMs) {
+      out.push(`${c.key}: the ports differ by ${signedMs(c.estimateMs)} ms at ${percentLabel(a.percentile)}, beyond the block threshold ±${ms(c.thresholdMs)} ms`);
+    }
+    return out;
+  });
+  return { passed: findings.length === 0, findings };
+}

@@ -1,0 +1,52 @@
+// mode: calibrate — the scheduled A/A protocol: the champion on both ports for every workload
+// and rate of the config, each recorded on the host as its floor (the floor history stays in
+// the host's floors.jsonl). Reports the floor, the A/A interval (it must contain 0) and the
+// drift since the last calibration; fails the job when the host is biased.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as core from "@actions/core";
+import { analyze } from "../analysis/verdict";
+import { calibrationLine, calibrationReport } from "../calibration";
+import { ConfigError, parseConfig } from "../config";
+import { gateSettings, recordCalibrations, runExperiments, seedOf } from "../experiment";
+import { GitHub } from "../github/client";
+import { InputError, type Inputs } from "../inputs";
+import { busyDeadline, connectHost, outputDir, ownerAndRepo, type RunnerEnv } from "../runner";
+
+export async function runCalibrate(inputs: Inputs, env: RunnerEnv): Promise<void> {
+  if (!env.sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");
+  const gh = new GitHub(inputs["github-token"], ...ownerAndRepo(env), (l) => core.info(l));
+  const text = await gh.fileAt(inputs.config, env.sha);
+  if (text === null) throw new ConfigError(`${inputs.config}: not found at ${env.sha.slice(0, 7)}`);
+  const config = parseConfig(text, inputs.config);
+  const host = connectHost(inputs);
+  try {
+    const { champion } = await host.status();
+    const experiments = await runExperiments(host, config, {
+      kind: "aa",
+      runIdPrefix: `calibrate-${env.runId}-${env.runAttempt}`,
+      seed: seedOf(champion || env.sha),
+      busyDeadline: busyDeadline(inputs),
+      onLine: (line) => core.info(line),
+      onRunStart: (w, rate, runId) => core.startGroup(`A/A: ${w} @ ${rate} req/s (run ${runId})`),
+      onRunEnd: () => core.endGroup(),
+    });
+    // The raw A/A intervals: no floor or earlier bias may colour the calibration itself.
+    const analysis = analyze(experiments.results, gateSettings(config, seedOf(champion || env.sha)));
+    const { calibrations, history } = await recordCalibrations(host, analysis.comparisons);
+    const report = calibrationReport(calibrations, { champion, percentile: config.slo.percentile, history });
+    const dir = outputDir(inputs, env);
+    writeFileSync(join(dir, "calibration.md"), report);
+    writeFileSync(join(dir, "result.json"), JSON.stringify(experiments.documents, null, 2));
+    await core.summary.addRaw(report).write();
+    for (const c of calibrations) core.info(calibrationLine(c));
+    const biased = calibrations.filter((c) => !c.unbiased);
+    core.setOutput("champion", champion);
+    core.setOutput("host-biased", String(biased.length > 0));
+    core.setOutput("report-path", join(dir, "calibration.md"));
+    core.setOutput("result-path", join(dir, "result.json"));
+    if (biased.length > 0) core.setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
+  } finally {
+    host.close();
+  }
+}

@@ -1,0 +1,80 @@
+// mode: command — a /perf comment on a pull request. It never touches the benchmark host: it
+// checks who asked (through the permission API), answers on the PR, and for /perf rerun pins
+// the head SHA for the jobs that build and measure it (mode rerun). /perf override is done here.
+import * as core from "@actions/core";
+import { type CommentEvent, parseCommentEvent } from "../event";
+import { GitHub, type PullRequestState } from "../github/client";
+import type { Inputs } from "../inputs";
+import { readEvent, type RunnerEnv } from "../runner";
+import { authorizeCommand, parseSlashCommand } from "../slash-command";
+
+export const OVERRIDE_TITLE_PREFIX = "overridden by @";
+
+export async function runCommand(inputs: Inputs, env: RunnerEnv): Promise<void> {
+  core.setOutput("command", "");
+  const event = parseCommentEvent(env.eventName, readEvent(env));
+  const gh = new GitHub(inputs["github-token"], event.owner, event.repo, (l) => core.info(l));
+  const accepted = await acceptCommand(gh, event);
+  if (!accepted) return;
+  const { command, pr } = accepted;
+  if (command.kind === "rerun") {
+    core.setOutput("command", "rerun");
+    core.setOutput("sha", pr.headSha);
+    core.info(`/perf rerun by @${event.author.login}: pinned head ${pr.headSha}`);
+    return;
+  }
+  await override(gh, event, pr, command.reason);
+}
+
+type Accepted = { command: { kind: "rerun" } | { kind: "override"; reason: string }; pr: PullRequestState };
+
+/**
+ * Parses and authorizes a /perf comment, replying when it refuses. An accepted command gets
+ * the eyes reaction and the pull request as it is now, with its head pinned.
+ */
+export async function acceptCommand(gh: GitHub, event: CommentEvent): Promise<Accepted | null> {
+  const ignore = (why: string) => {
+    core.info(`nothing to do: ${why}`);
+    return null;
+  };
+  if (event.action !== "created") return ignore(`the comment was ${event.action}; only new comments are commands`);
+  if (!event.onPullRequest) return ignore(`#${event.number} is an issue, not a pull request`);
+  const command = parseSlashCommand(event.body);
+  if (command.kind === "none") return ignore("the comment's first line is not a /perf command");
+  const refuse = async (reason: string) => {
+    core.notice(`refused: ${reason}`);
+    await gh.comment(event.number, `@${event.author.login} ${reason}`);
+    return null;
+  };
+  if (command.kind === "invalid") return refuse(command.message);
+  const permission = event.author.isBot ? null : await gh.permission(event.author.login);
+  const access = authorizeCommand(command.kind, event.author, permission);
+  if (!access.allowed) return refuse(`\`/perf ${command.kind}\` refused: ${access.reason}.`);
+  await gh.react(event.commentId, "eyes");
+  const pr = await gh.pullRequest(event.number);
+  if (!pr.open) return refuse(`this pull request is closed; \`/perf ${command.kind}\` does nothing.`);
+  // A fork's head is approved by the writer who asked; if the fork was pushed to after the
+  // comment, the head may be code they never saw.
+  if (command.kind === "rerun" && pr.isFork && pr.headPushedAt && pr.headPushedAt > event.createdAt) {
+    return refuse(`the fork was pushed to after your comment, so the head you meant to approve is not certain. Comment \`/perf rerun\` again to measure ${pr.headSha.slice(0, 7)}.`);
+  }
+  return { command, pr };
+}
+
+/** Turns a failed perf-gate check on the current head to success, saying who and why. */
+async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, reason: string): Promise<void> {
+  const who = event.author.login;
+  const check = await gh.latestCheck(pr.headSha);
+  if (!check || check.conclusion !== "failure") {
+    const state = check ? `its latest perf-gate check is ${check.conclusion}` : "it has no finished perf-gate check";
+    await gh.comment(event.number, `@${who} nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
+    return;
+  }
+  const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
+  await gh.finishCheck(check.id, "success", `${OVERRIDE_TITLE_PREFIX}${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
+  const sticky = await gh.stickyComment(pr.number);
+  if (sticky) await gh.upsertStickyComment(pr.number, `> ${stamp}\n\n${sticky.body}`);
+  await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${check.title}) is overridden: ${reason}`);
+  core.setOutput("command", "override");
+  core.info(`override by @${who} on ${pr.headSha}: ${reason}`);
+}

@@ -1,0 +1,128 @@
+// mode: promote — main's new HEAD (a push, or a SHA given by hand) becomes the champion: deploy
+// it, promote it (the host waits for a running gate and health-checks the build first), then
+// verify it with a short A/A run and roll back if that fails. mode: rollback — the previous
+// champion, kept on the host, becomes the champion again, and is verified the same way.
+import { existsSync } from "node:fs";
+import * as core from "@actions/core";
+import { championCheck } from "../calibration";
+import { ConfigError, type GateConfig, parseConfig, planRuns } from "../config";
+import { parsePushToDefaultBranch } from "../event";
+import { judge, runExperiments, seedOf } from "../experiment";
+import { GitHub } from "../github/client";
+import type { HostClient } from "../host/client";
+import { InputError, type Inputs, requireArtifact } from "../inputs";
+import { quartet } from "../report/quartet";
+import { busyDeadline, connectHost, outputDir, ownerAndRepo, readEvent, type RunnerEnv } from "../runner";
+
+export const PROMOTION_CHECK = "perf-gate / champion";
+
+export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> {
+  const sha = promotedSha(inputs, env);
+  const gh = new GitHub(inputs["github-token"], ...ownerAndRepo(env), (l) => core.info(l));
+  const check = await gh.startCheck(sha, "perf-gate: promoting to champion", PROMOTION_CHECK);
+  const host = connectHost(inputs);
+  try {
+    const config = await configAt(gh, inputs.config, sha);
+    const artifact = requireArtifact(inputs, existsSync);
+    const before = await host.status();
+    if (before.champion === sha) {
+      await gh.finishCheck(check, "success", `${sha.slice(0, 7)} is already the champion`, "Nothing to do.");
+      setChampionOutputs(sha, before.previous);
+      return;
+    }
+    core.info(await host.deploy("champion", sha, artifact));
+    core.info(await host.promote(sha, config.service, busyDeadline(inputs)));
+    const verification = await verify(host, config, inputs, env, "promote", sha);
+    if (!verification.passed) {
+      const restored = await host.rollback(busyDeadline(inputs));
+      const title = `promotion of ${sha.slice(0, 7)} failed its A/A check; rolled back`;
+      await gh.finishCheck(check, "failure", title, `**${title}.** ${restored}\n\n${verification.text}`);
+      await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
+      core.setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
+      return;
+    }
+    const title = `champion is now ${sha.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check passed`;
+    await gh.finishCheck(check, "success", title, `**${title}.**\n\n${verification.text}`);
+    await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
+    setChampionOutputs(sha, before.champion);
+    core.info(title);
+  } catch (e) {
+    await gh.finishCheck(check, "failure", "perf-gate: promotion failed", `**Promotion of ${sha.slice(0, 7)} failed**; the host keeps its champion.\n\n\`\`\`\n${(e as Error).message}\n\`\`\`\n`)
+      .catch((ghError: Error) => core.warning(`could not report the failure on GitHub: ${ghError.message}`));
+    throw e;
+  } finally {
+    host.close();
+  }
+}
+
+export async function runRollback(inputs: Inputs, env: RunnerEnv): Promise<void> {
+  const gh = new GitHub(inputs["github-token"], ...ownerAndRepo(env), (l) => core.info(l));
+  const host = connectHost(inputs);
+  try {
+    // The workloads to verify with come from the workflow's commit; the restored champion
+    // runs with the service spec it ran with before.
+    const config = await configAt(gh, inputs.config, env.sha);
+    const before = await host.status();
+    core.info(await host.rollback(busyDeadline(inputs)));
+    const after = await host.status();
+    const verification = await verify(host, config, inputs, env, "rollback", after.champion);
+    const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.passed ? "passed" : "failed"}`;
+    await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
+    setChampionOutputs(after.champion, after.previous);
+    if (!verification.passed) core.setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
+    else core.info(title);
+  } finally {
+    host.close();
+  }
+}
+
+/** The commit to promote: the sha input (workflow_dispatch), else the push's new HEAD. */
+function promotedSha(inputs: Inputs, env: RunnerEnv): string {
+  if (inputs.sha) return inputs.sha;
+  if (env.eventName === "push") return parsePushToDefaultBranch(readEvent(env));
+  throw new InputError(`input sha: mode promote on a ${env.eventName} event needs the commit to promote (on push it is the pushed HEAD)`);
+}
+
+async function configAt(gh: GitHub, path: string, sha: string): Promise<GateConfig> {
+  if (!sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");
+  const text = await gh.fileAt(path, sha);
+  if (text === null) throw new ConfigError(`${path}: not found at ${sha.slice(0, 7)}`);
+  return parseConfig(text, path);
+}
+
+/**
+ * The short A/A run after a swap: the first workload at its first rate, for the configured
+ * number of pairs. A run that fails (the new champion unhealthy or crashing) fails the check.
+ */
+async function verify(host: HostClient, config: GateConfig, inputs: Inputs, env: RunnerEnv, verb: string, sha: string): Promise<{ passed: boolean; findings: string[]; text: string }> {
+  const first = planRuns(config, undefined, 0)[0]!;
+  const workload = config.workloads.find((w) => w.name === first.workload)!;
+  const short: GateConfig = { ...config, workloads: [{ ...workload, rates: [first.rate] }], slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
+  try {
+    const experiments = await runExperiments(host, short, {
+      kind: "aa",
+      runIdPrefix: `${verb}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}`,
+      seed: seedOf(sha),
+      busyDeadline: busyDeadline(inputs),
+      onLine: (line) => core.info(line),
+      onRunStart: (w, rate, runId) => core.startGroup(`A/A check: ${w} @ ${rate} req/s (run ${runId})`),
+      onRunEnd: () => core.endGroup(),
+    });
+    const { analysis } = judge(experiments, short, await host.status(), seedOf(sha), outputDir(inputs, env));
+    const { passed, findings } = championCheck(analysis);
+    const result = quartet(analysis.headline, analysis.percentile);
+    return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${findings.length ? `\n\n${findings.map((f) => `- ${f}`).join("\n")}` : ""}` };
+  } catch (e) {
+    const message = (e as Error).message;
+    return { passed: false, findings: [message], text: `The A/A check could not run:\n\n\`\`\`\n${message}\n\`\`\`` };
+  }
+}
+
+function setChampionOutputs(champion: string, previous: string): void {
+  core.setOutput("champion", champion);
+  core.setOutput("previous-champion", previous);
+}
+
+function short(sha: string): string {
+  return sha ? sha.slice(0, 7) : "none";
+}
