@@ -70368,7 +70368,8 @@ ${verification.text}`).write();
 function promotedSha(inputs, env) {
   if (inputs.sha) return inputs.sha;
   if (env.eventName === "push") return parsePushToDefaultBranch(readEvent(env));
-  throw new InputError(`input sha: mode promote on a ${env.eventName} event needs the commit to promote (on push it is the pushed HEAD)`);
+  if (!/^[0-9a-f]{40}$/.test(env.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
+  return env.sha;
 }
 async function configAt(gh, path6, sha) {
   if (!sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");

@@ -76,11 +76,12 @@ export async function runRollback(inputs: Inputs, env: RunnerEnv): Promise<void>
   }
 }
 
-/** The commit to promote: the sha input (workflow_dispatch), else the push's new HEAD. */
+/** The commit to promote: the sha input, else a push's new HEAD, else the workflow's commit. */
 function promotedSha(inputs: Inputs, env: RunnerEnv): string {
   if (inputs.sha) return inputs.sha;
   if (env.eventName === "push") return parsePushToDefaultBranch(readEvent(env));
-  throw new InputError(`input sha: mode promote on a ${env.eventName} event needs the commit to promote (on push it is the pushed HEAD)`);
+  if (!/^[0-9a-f]{40}$/.test(env.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
+  return env.sha;
 }
 
 async function configAt(gh: GitHub, path: string, sha: string): Promise<GateConfig> {
