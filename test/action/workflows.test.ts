@@ -32,6 +32,7 @@ describe("workflows", () => {
     expect(shipped).toEqual(expect.arrayContaining(["perf-gate.yml", "perf-gate-build.yml", "perf-rerun.yml", "perf-promote.yml", "perf-calibrate.yml"]));
     const installed = mkdtempSync(join(tmpdir(), "perf-gate-installed-"));
     mkdirSync(join(installed, ".github/workflows"), { recursive: true });
+    mkdirSync(join(installed, ".git")); // actionlint resolves ./.github/workflows/… from the repository root
     for (const f of shipped) copyFileSync(join(repoRoot, "workflows", f), join(installed, ".github/workflows", f));
     for (const [cwd, list] of [[installed, shipped.map((f) => join(".github/workflows", f))], [repoRoot, files.filter((f) => f.startsWith(".github"))]] as const) {
       const r = await exec(actionlint, ["-color=false", ...list], { cwd }).catch((e) => e as { stdout: string; code: number });
