@@ -139,29 +139,14 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 	case "rollback":
 		return say(h.Rollback(ctx))
 	case "status":
-		s, err := h.Status()
-		if err != nil {
-			return report(err)
-		}
-		return printJSON(s)
+		return printJSON(h.Status())
 	case "gc":
 		removed, err := h.GC()
-		if err != nil {
-			return report(err)
-		}
-		return printJSON(map[string]any{"removed": removed})
+		return printJSON(map[string]any{"removed": removed}, err)
 	case "floors":
-		history, err := h.FloorHistory()
-		if err != nil {
-			return report(err)
-		}
-		return printJSON(history)
+		return printJSON(h.FloorHistory())
 	case "runs":
-		runs, err := h.Runs(c.SHA)
-		if err != nil {
-			return report(err)
-		}
-		return printJSON(runs)
+		return printJSON(h.Runs(c.SHA))
 	case "floor-record":
 		return say(fmt.Sprintf("floor recorded from %s", c.RunID), h.RecordFloor(c.RunID, os.Stdin))
 	}
@@ -201,7 +186,11 @@ func say(msg string, err error) int {
 	return 0
 }
 
-func printJSON(v any) int {
+// printJSON prints v as indented JSON, unless err says there is nothing to print.
+func printJSON[T any](v T, err error) int {
+	if err != nil {
+		return report(err)
+	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
