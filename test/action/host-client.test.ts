@@ -1,5 +1,5 @@
 // The action's SSH client against a real host: a dropped connection mid-wait is reconnected
-// and no progress line is lost or repeated.
+// and no progress line is lost or repeated; a promotion waits for a running experiment.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -85,5 +85,25 @@ describe.skipIf(!asRoot)("HostClient", () => {
     expect((err as HostError).kind).toBe("busy");
     expect((err as HostError).message).toMatch(/host busy: ab busy-1 since/);
     await client.wait("busy-1", () => {});
+  });
+
+  it("a promotion waits for a running experiment instead of cutting it off, then swaps", async () => {
+    const waiting = new HostClient({
+      host: "127.0.0.1", port: host.info.ssh_port, user: host.info.user,
+      privateKey: readFileSync(host.info.key, "utf8"), knownHosts: host.info.known_hosts_line, busyPollMs: 300,
+    });
+    const plan = { service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 1, pairs: 2, seed: 1, warmup_seconds: 0, requests: [{ path: "/work" }] } };
+    await waiting.deploy("champion", "7654321", host.release("fast", "next"));
+    await waiting.start("aa", "hold-aa-1", plan, Date.now());
+    const promoted = await waiting.promote("7654321", { command: ["./start.sh"] }, Date.now() + 60_000);
+    const promotedAt = Date.now();
+    // The promotion returned only after the run had ended, and ended well.
+    const result = (await waiting.result("hold-aa-1")) as { outcome: { status: string; ended: string } };
+    expect(result.outcome.status).toBe("ok");
+    expect(promotedAt).toBeGreaterThan(Date.parse(result.outcome.ended));
+    expect(promoted).toBe("champion is now 7654321 (previous 0000000)");
+    const status = await waiting.status();
+    expect([status.champion, status.previous]).toEqual(["7654321", "0000000"]);
+    waiting.close();
   });
 });
