@@ -70334,7 +70334,8 @@ ${verification.text}`).write();
     setChampionOutputs(sha, before.champion);
     info(title);
   } catch (e) {
-    await gh.finishCheck(check2, "failure", "perf-gate: promotion failed", `**Promotion of ${sha.slice(0, 7)} failed**; the host keeps its champion.
+    const now = await host.status().then((s) => `the host's champion is ${short(s.champion)}`, () => "the host's champion could not be read");
+    await gh.finishCheck(check2, "failure", "perf-gate: promotion failed", `**Promotion of ${sha.slice(0, 7)} failed**; ${now}.
 
 \`\`\`
 ${e.message}

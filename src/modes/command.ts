@@ -8,7 +8,7 @@ import type { Inputs } from "../inputs";
 import { readEvent, type RunnerEnv } from "../runner";
 import { authorizeCommand, parseSlashCommand } from "../slash-command";
 
-export const OVERRIDE_TITLE_PREFIX = "overridden by @";
+const OVERRIDE_TITLE_PREFIX = "overridden by @";
 
 export async function runCommand(inputs: Inputs, env: RunnerEnv): Promise<void> {
   core.setOutput("command", "");

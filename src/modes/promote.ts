@@ -47,7 +47,9 @@ export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> 
     setChampionOutputs(sha, before.champion);
     core.info(title);
   } catch (e) {
-    await gh.finishCheck(check, "failure", "perf-gate: promotion failed", `**Promotion of ${sha.slice(0, 7)} failed**; the host keeps its champion.\n\n\`\`\`\n${(e as Error).message}\n\`\`\`\n`)
+    // Say what the host serves now rather than assume it: the failure may have come anywhere.
+    const now = await host.status().then((s) => `the host's champion is ${short(s.champion)}`, () => "the host's champion could not be read");
+    await gh.finishCheck(check, "failure", "perf-gate: promotion failed", `**Promotion of ${sha.slice(0, 7)} failed**; ${now}.\n\n\`\`\`\n${(e as Error).message}\n\`\`\`\n`)
       .catch((ghError: Error) => core.warning(`could not report the failure on GitHub: ${ghError.message}`));
     throw e;
   } finally {

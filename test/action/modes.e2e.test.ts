@@ -14,6 +14,7 @@ const HEAD = "1234567890abcdef1234567890abcdef12345678";
 const PUSHED_LATER = "2234567890abcdef1234567890abcdef12345678";
 const MERGED = "3234567890abcdef1234567890abcdef12345678";
 const BROKEN = "4234567890abcdef1234567890abcdef12345678";
+const DEAD = "6234567890abcdef1234567890abcdef12345678";
 const PR = 1;
 
 type CommentPayload = { action: string; issue: { number: number; pull_request?: object }; comment: { id: number; body: string; created_at: string; user: { login: string; type: string } } };
@@ -45,7 +46,7 @@ beforeAll(async () => {
   if (!asRoot) return;
   h = await ActionHarness.start(CHAMPION);
   for (const sha of [BASE, MERGED]) h.fake.files.set(`.github/perf-gate.yml@${sha}`, E2E_CONFIG);
-  h.fake.files.set(`.github/perf-gate.yml@${BROKEN}`, E2E_CONFIG);
+  for (const sha of [BROKEN, DEAD]) h.fake.files.set(`.github/perf-gate.yml@${sha}`, E2E_CONFIG);
   h.fake.permissions.set("Codertocat", "write");
   h.fake.permissions.set("reader", "read");
   h.fake.permissions.set("maintainer", "maintain");
@@ -181,7 +182,7 @@ describe.skipIf(!asRoot)("promotion", () => {
     expect(await h.championVersion()).toBe("fast v1");
   });
 
-  it("a build that fails its A/A check after the swap is rolled back", async () => {
+  it("a build that fails its A/A check after the swap is rolled back; one never healthy is refused before it", async () => {
     // Healthy at first (it passes the host's pre-check and the swap), then it dies under load.
     const broken = h.host.release("fast", "broken");
     writeFileSync(join(broken, "start.sh"), "#!/bin/sh\nexec timeout 4 ./bin/service\n", { mode: 0o755 });
@@ -190,6 +191,16 @@ describe.skipIf(!asRoot)("promotion", () => {
     expect(r.stdout).toMatch(/::error::perf-gate: promotion of 4234567 failed its A\/A check; rolled back: .*(crashed|unhealthy)/);
     expect(checksOn(BROKEN, "perf-gate / champion").at(-1)).toMatchObject({ conclusion: "failure", output: { title: "promotion of 4234567 failed its A/A check; rolled back" } });
     expect((await h.hostStatus()).champion).toBe(CHAMPION);
+    expect(await h.championVersion()).toBe("fast v1");
+
+    // A build that never becomes healthy is refused by the host before the swap.
+    const dead = h.host.release("fast", "dead");
+    writeFileSync(join(dead, "start.sh"), "#!/bin/sh\necho 'cannot open the database' >&2\nexit 3\n", { mode: 0o755 });
+    const refused = await h.run(h.inputs("promote", { artifact: dead, sha: DEAD }), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
+    expect(refused.code, refused.stdout).toBe(1);
+    const check = checksOn(DEAD, "perf-gate / champion").at(-1)!;
+    expect(check).toMatchObject({ conclusion: "failure", output: { title: "perf-gate: promotion failed" } });
+    expect(check.output!.summary).toMatch(/^\*\*Promotion of 6234567 failed\*\*; the host's champion is ccccccc\.[\s\S]*promotion refused[\s\S]*cannot open the database/);
     expect(await h.championVersion()).toBe("fast v1");
   });
 });
