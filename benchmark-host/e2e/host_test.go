@@ -325,10 +325,25 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("after rollback the champion answers %q, want v1", v)
 	}
-	// The rolled-back champion runs with its own service spec again, not its successor's.
+	// The rolled-back champion runs with its own service spec again, not its successor's, and
+	// the build rolled back from is forgotten: nothing is left to roll back to.
 	var state agent.State
-	if b, err := os.ReadFile(filepath.Join(h.Root, "state.json")); err != nil || json.Unmarshal(b, &state) != nil || state.Service.HealthPath != "/health" || state.PreviousService == nil || state.PreviousService.HealthPath != "/version" {
+	if b, err := os.ReadFile(filepath.Join(h.Root, "state.json")); err != nil || json.Unmarshal(b, &state) != nil || state.Service.HealthPath != "/health" || state.Previous != "" || len(state.History) != 0 {
 		t.Errorf("after rollback the state is %+v (%v)", state, err)
+	}
+	if _, stderr, code := h.ssh(nil, "rollback"); code == 0 || !strings.Contains(stderr, "no previous champion") {
+		t.Errorf("a second rollback: exit %d, stderr %q", code, stderr)
+	}
+	// Promotions stack: two promotions, then two rollbacks, walk back to the first champion.
+	h.must(nil, "promote bbbbbbb")
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v3", "exec ./service")), "deploy champion ddddddd")
+	h.must(nil, "promote ddddddd")
+	if out := h.must(nil, "rollback"); !strings.Contains(out, "champion is bbbbbbb again (was ddddddd; previous aaaaaaa)") {
+		t.Errorf("first rollback said %q", out)
+	}
+	h.must(nil, "rollback")
+	if v := version(h.ChampionPort); v != "fast v1" {
+		t.Errorf("after two rollbacks the champion answers %q, want v1", v)
 	}
 	fmt.Printf("[e2e] rollback: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
 

@@ -178,7 +178,8 @@ describe.skipIf(!asRoot)("promotion", () => {
 
     const rolledBack = await h.run(h.inputs("rollback"), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
     expect(rolledBack.code, rolledBack.stdout).toBe(0);
-    expect(rolledBack.outputs).toMatchObject({ champion: CHAMPION, "previous-champion": MERGED });
+    // The build rolled back from is forgotten: CHAMPION had no predecessor.
+    expect(rolledBack.outputs).toMatchObject({ champion: CHAMPION, "previous-champion": "" });
     expect(await h.championVersion()).toBe("fast v1");
   });
 
@@ -190,7 +191,8 @@ describe.skipIf(!asRoot)("promotion", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/::error::perf-gate: promotion of 4234567 failed its A\/A check; rolled back: .*(crashed|unhealthy)/);
     expect(checksOn(BROKEN, "perf-gate / champion").at(-1)).toMatchObject({ conclusion: "failure", output: { title: "promotion of 4234567 failed its A/A check; rolled back" } });
-    expect((await h.hostStatus()).champion).toBe(CHAMPION);
+    // The failed build is not left behind as the champion a rollback would restore.
+    expect(await h.hostStatus()).toMatchObject({ champion: CHAMPION, previous: "" });
     expect(await h.championVersion()).toBe("fast v1");
 
     // A build that never becomes healthy is refused by the host before the swap.

@@ -189,75 +189,90 @@ func (h *Host) Promote(ctx context.Context, sha string, spec *service.Spec) (str
 		return "", err
 	}
 	defer lock.Release()
-	return h.swapChampion(ctx, sha, spec)
+	old, err := h.LoadState()
+	if err != nil {
+		return "", err
+	}
+	next := State{Champion: sha, Service: old.Service, History: old.History}
+	if spec != nil {
+		next.Service = *spec
+	}
+	if old.Champion == sha {
+		return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
+	}
+	if old.Champion != "" {
+		next.History = append(append([]Reign{}, old.History...), Reign{SHA: old.Champion, Service: old.Service})
+		next.History = next.History[max(0, len(next.History)-MaxHistory):]
+	}
+	if err := h.swapChampion(ctx, old, next); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
 }
 
-// Rollback makes the previous champion the champion again.
+// Rollback makes the previous champion the champion again, with the spec it ran with, and
+// forgets the one it replaces: a second rollback goes one further back.
 func (h *Host) Rollback(ctx context.Context) (string, error) {
 	lock, err := h.Acquire("rollback", h.LockWait)
 	if err != nil {
 		return "", err
 	}
 	defer lock.Release()
-	st, err := h.LoadState()
-	if err != nil {
-		return "", err
-	}
-	if st.Previous == "" {
-		return "", errors.New("rollback: there is no previous champion")
-	}
-	return h.swapChampion(ctx, st.Previous, st.PreviousService)
-}
-
-func (h *Host) swapChampion(ctx context.Context, sha string, spec *service.Spec) (string, error) {
-	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
-		return "", fmt.Errorf("release %s is not deployed (deploy champion %s first)", sha, sha)
-	}
 	old, err := h.LoadState()
 	if err != nil {
 		return "", err
 	}
-	current := old.Service
-	next := State{Champion: sha, Previous: old.Champion, Service: old.Service, PreviousService: &current}
-	if spec != nil {
-		next.Service = *spec
+	n := len(old.History)
+	if n == 0 {
+		return "", errors.New("rollback: there is no previous champion")
+	}
+	last := old.History[n-1]
+	next := State{Champion: last.SHA, Service: last.Service, History: old.History[:n-1]}
+	if err := h.swapChampion(ctx, old, next); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("champion is %s again (was %s; previous %s)", last.SHA, old.Champion, orNone(lastReign(next.History))), nil
+}
+
+// swapChampion moves the host from state old to next, whose champion differs.
+func (h *Host) swapChampion(ctx context.Context, old, next State) error {
+	sha := next.Champion
+	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
+		return fmt.Errorf("release %s is not deployed (deploy champion %s first)", sha, sha)
 	}
 	if err := next.Service.Validate(); err != nil {
-		return "", fmt.Errorf("no usable service spec for the champion (send one on stdin): %w", err)
-	}
-	if old.Champion == sha {
-		return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
+		return fmt.Errorf("no usable service spec for the champion (send one on stdin): %w", err)
 	}
 	// Health-check the new build beside the old champion first; the lock keeps :challenger free.
 	logPath := h.path("logs", "promote-"+sha+".log")
 	cand, err := service.Start("candidate champion", next.Service, h.releaseDir(sha), h.ChallengerPort, logPath, h.ServiceUser)
 	if err != nil {
-		return "", err
+		return err
 	}
 	err = cand.WaitHealthy(ctx, next.Service.HealthPath, time.Duration(next.Service.HealthTimeoutSeconds*float64(time.Second)))
 	if serr := cand.Stop(10 * time.Second); serr != nil {
-		return "", serr
+		return serr
 	}
 	if err != nil {
-		return "", fmt.Errorf("promotion refused: %s %v; champion %s unchanged\n%s", sha, err, old.Champion, service.LogTail(logPath, 20))
+		return fmt.Errorf("promotion refused: %s %v; champion %s unchanged\n%s", sha, err, old.Champion, service.LogTail(logPath, 20))
 	}
 	if err := h.saveState(next); err != nil {
-		return "", err
+		return err
 	}
 	if err := h.reloadChampion(ctx); err != nil {
 		// Restore the previous champion, serving, before reporting the failure.
 		if old.Champion == "" {
-			return "", fmt.Errorf("new champion %s failed: %w", sha, err)
+			return fmt.Errorf("new champion %s failed: %w", sha, err)
 		}
 		if serr := h.saveState(old); serr != nil {
-			return "", errors.Join(err, serr)
+			return errors.Join(err, serr)
 		}
 		if rerr := h.reloadChampion(ctx); rerr != nil {
-			return "", fmt.Errorf("new champion %s failed (%v) and restoring %s failed too: %w", sha, err, old.Champion, rerr)
+			return fmt.Errorf("new champion %s failed (%v) and restoring %s failed too: %w", sha, err, old.Champion, rerr)
 		}
-		return "", fmt.Errorf("new champion %s failed; previous champion %s restored and serving: %w", sha, old.Champion, err)
+		return fmt.Errorf("new champion %s failed; previous champion %s restored and serving: %w", sha, old.Champion, err)
 	}
-	return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
+	return nil
 }
 
 func orNone(s string) string {

@@ -10,14 +10,14 @@ import (
 )
 
 // Deploy unpacks a build's tar.gz from r into releases/<sha>, safely (see package release).
-// The champion's and the previous champion's releases are never replaced under them.
+// The champion's release, and those a rollback may restore, are never replaced under them.
 func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 	st, err := h.LoadState()
 	if err != nil {
 		return "", err
 	}
 	dir := h.releaseDir(sha)
-	if _, err := os.Stat(dir); err == nil && (sha == st.Champion || sha == st.Previous) {
+	if _, err := os.Stat(dir); err == nil && st.protected(sha) {
 		io.Copy(io.Discard, io.LimitReader(r, h.DeployLimits.MaxCompressed))
 		return fmt.Sprintf("release %s is in use as champion or previous champion; kept as it is", sha), nil
 	}

@@ -38,11 +38,43 @@ type Host struct {
 // State is the champion pointer and the service spec it runs with.
 type State struct {
 	Champion string       `json:"champion,omitempty"`
-	Previous string       `json:"previous,omitempty"`
 	Service  service.Spec `json:"service"`
-	// PreviousService is the spec the previous champion ran with, for a rollback.
-	PreviousService *service.Spec `json:"previous_service,omitempty"`
-	Updated         time.Time     `json:"updated"`
+	// History holds the earlier champions, oldest first, each with the spec it ran with; a
+	// rollback restores the last one and drops it, so a failed promotion leaves no trace.
+	History []Reign `json:"history,omitempty"`
+	// Previous is the champion a rollback restores (the last of History), for readers.
+	Previous string    `json:"previous,omitempty"`
+	Updated  time.Time `json:"updated"`
+}
+
+// Reign is one earlier champion.
+type Reign struct {
+	SHA     string       `json:"sha"`
+	Service service.Spec `json:"service"`
+}
+
+// MaxHistory bounds the champions kept for rollback (their releases are never pruned).
+const MaxHistory = 5
+
+// lastReign is the champion a rollback would restore, or "".
+func lastReign(history []Reign) string {
+	if len(history) == 0 {
+		return ""
+	}
+	return history[len(history)-1].SHA
+}
+
+// protected reports whether sha is the champion or one a rollback may restore.
+func (s State) protected(sha string) bool {
+	if sha == s.Champion {
+		return true
+	}
+	for _, r := range s.History {
+		if r.SHA == sha {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *Host) path(parts ...string) string {
@@ -74,6 +106,7 @@ func (h *Host) LoadState() (State, error) {
 
 func (h *Host) saveState(s State) error {
 	s.Updated = time.Now().UTC()
+	s.Previous = lastReign(s.History)
 	return writeJSONAtomic(h.path("state.json"), s)
 }
 

@@ -153,8 +153,8 @@ func (h *Host) FloorHistory() ([]Floor, error) {
 	return out, s.Err()
 }
 
-// GC prunes old releases and runs; the champion, the previous champion and the newest
-// KeepReleases releases and KeepRuns runs stay.
+// GC prunes old releases and runs; the champion, the earlier champions a rollback may restore,
+// and the newest KeepReleases releases and KeepRuns runs stay.
 func (h *Host) GC() ([]string, error) {
 	lock, err := h.Acquire("gc", h.LockWait)
 	if err != nil {
@@ -188,7 +188,7 @@ func (h *Host) GC() ([]string, error) {
 			removed = append(removed, dir+"/"+a.name)
 		}
 	}
-	prune("releases", h.KeepReleases, func(n string) bool { return n == st.Champion || n == st.Previous })
+	prune("releases", h.KeepReleases, st.protected)
 	prune("runs", h.KeepRuns, func(string) bool { return false })
 	return removed, nil
 }
