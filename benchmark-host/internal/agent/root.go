@@ -101,6 +101,11 @@ func (h *Host) LoadState() (State, error) {
 	if os.IsNotExist(err) {
 		return s, nil
 	}
+	if len(s.History) == 0 && s.Previous != "" {
+		// A state written before champions were kept as a history: its previous champion ran
+		// with the only spec it recorded.
+		s.History = []Reign{{SHA: s.Previous, Service: s.Service}}
+	}
 	return s, err
 }
 
