@@ -69997,7 +69997,7 @@ function parsePayload(schema2, eventName, payload, what) {
 }
 var commentSchema = external_exports.looseObject({
   action: external_exports.string(),
-  issue: external_exports.looseObject({ number: external_exports.number().int(), pull_request: external_exports.looseObject({}).optional() }),
+  issue: external_exports.looseObject({ number: external_exports.number().int(), pull_request: external_exports.looseObject({}).nullish() }),
   comment: external_exports.looseObject({
     id: external_exports.number().int(),
     body: external_exports.string().nullable(),
@@ -70016,7 +70016,7 @@ function parseCommentEvent(eventName, payload) {
     repo: repo2,
     action: p.action,
     number: p.issue.number,
-    onPullRequest: p.issue.pull_request !== void 0,
+    onPullRequest: p.issue.pull_request != null,
     commentId: p.comment.id,
     body: p.comment.body ?? "",
     createdAt: new Date(p.comment.created_at),

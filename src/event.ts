@@ -65,7 +65,7 @@ function parsePayload<T>(schema: z.ZodType<T>, eventName: string, payload: unkno
 
 const commentSchema = z.looseObject({
   action: z.string(),
-  issue: z.looseObject({ number: z.number().int(), pull_request: z.looseObject({}).optional() }),
+  issue: z.looseObject({ number: z.number().int(), pull_request: z.looseObject({}).nullish() }),
   comment: z.looseObject({
     id: z.number().int(),
     body: z.string().nullable(),
@@ -97,7 +97,7 @@ export function parseCommentEvent(eventName: string, payload: unknown): CommentE
     owner, repo,
     action: p.action,
     number: p.issue.number,
-    onPullRequest: p.issue.pull_request !== undefined,
+    onPullRequest: p.issue.pull_request != null,
     commentId: p.comment.id,
     body: p.comment.body ?? "",
     createdAt: new Date(p.comment.created_at),

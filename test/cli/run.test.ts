@@ -1,10 +1,10 @@
 // perf-gate run --local from the bundle: a real perf-host on this machine, no SSH. Its failures
 // exit 2 with a one-line reason.
-import { execFile, spawn } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServiceBinaries } from "../support/bench-host";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
@@ -39,8 +39,11 @@ beforeAll(async () => {
   ports = [String(base), String(base + 1)];
 });
 
-const stopHost = (root: string) => execFile(perfHost, ["status", "--root", root], () => {
-  spawn("pkill", ["-f", `champion-daemon --root ${root}`]);
+const stopHost = (root: string) => spawnSync("pkill", ["-f", `champion-daemon --root ${root}`]);
+
+// No supervisor may outlive the tests: later ones count the machine's services.
+afterAll(() => {
+  if (dir) stopHost(dir);
 });
 
 describe("perf-gate run --local", () => {
@@ -73,6 +76,8 @@ describe("perf-gate run --local", () => {
       p.on("close", () => resolve());
     });
     const r = await perfGate(root, "--config", cfg, "--challenger", champion);
+    // The held run's executor would start a new champion supervisor if it outlived the old one.
+    spawnSync(perfHost, ["abort", "--root", root, "--service-user", userInfo().username, "--champion-port", ports[0]!, "--challenger-port", ports[1]!, "hold-1"]);
     stopHost(root);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
