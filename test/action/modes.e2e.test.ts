@@ -77,6 +77,7 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     expect(h.acceptedLogins()).toBe(logins); // mode command never connects
 
     const again = await rerun(asked, slow);
+    console.log(`[rerun] first: ${checksOn(HEAD)[0]!.output!.title}\n[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}`);
     expect(again.outputs.verdict, again.stdout).toBe("red");
     expect(again.outputs.pairs).toBe("12");
     const secondRun = JSON.parse(readFileSync(again.outputs["result-path"]!, "utf8")).at(-1).plan.run_id as string;
@@ -172,6 +173,7 @@ describe.skipIf(!asRoot)("promotion", () => {
     expect([status.champion, status.previous]).toEqual([MERGED, CHAMPION]);
     expect(status.releases).toContain(CHAMPION);
     const check = checksOn(MERGED, "perf-gate / champion").at(-1)!;
+    console.log(`[promote] ${check.output!.summary.split("\n").at(-1)}`);
     expect(check.conclusion).toBe("success");
     expect(check.output!.title).toBe(`champion is now 3234567 (previous ccccccc kept for rollback); A/A check passed`);
     expect(check.output!.summary).toMatch(/A\/A check, the champion on both ports: (no detectable change|challenger is)/);
@@ -213,6 +215,7 @@ describe.skipIf(!asRoot)("calibration", () => {
   it("writes a floor (and its history) that the next gate verdict quotes, and reports drift", async () => {
     const first = await h.run(h.inputs("calibrate"), "schedule", schedule, { GITHUB_SHA: MERGED });
     const biased = first.outputs["host-biased"] === "true";
+    console.log(`[calibrate] ${first.stdout.split("\n").find((l) => l.startsWith("A/A "))}`);
     // An unbiased host's A/A interval still excludes 0 one time in 20, by design: then the job fails.
     expect(first.code, first.stdout).toBe(biased ? 1 : 0);
     const floor = (await h.hostStatus()).floors["work@200"]!;
