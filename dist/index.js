@@ -70093,7 +70093,6 @@ function clip(s) {
 }
 
 // src/modes/command.ts
-var OVERRIDE_TITLE_PREFIX = "overridden by @";
 async function runCommand(inputs, env) {
   setOutput("command", "");
   const event = parseCommentEvent(env.eventName, readEvent(env));
@@ -70144,7 +70143,7 @@ async function override(gh, event, pr, reason) {
     return;
   }
   const stamp = `**Overridden** by @${who} on ${(/* @__PURE__ */ new Date()).toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
-  await gh.finishCheck(check2.id, "success", `${OVERRIDE_TITLE_PREFIX}${who}: ${reason}`, `${stamp}
+  await gh.finishCheck(check2.id, "success", `overridden by @${who}: ${reason}`, `${stamp}
 
 The verdict stands as measured; the merge is allowed.
 
@@ -70312,25 +70311,23 @@ async function runPromote(inputs, env) {
     info(await host.deploy("champion", sha, artifact));
     info(await host.promote(sha, config2.service, busyDeadline(inputs)));
     const verification = await verify(host, config2, inputs, env, "promote", sha);
-    if (!verification.passed) {
-      const restored = await host.rollback(busyDeadline(inputs));
-      const title2 = `promotion of ${sha.slice(0, 7)} failed its A/A check; rolled back`;
-      await gh.finishCheck(check2, "failure", title2, `**${title2}.** ${restored}
+    const finish = async (conclusion, title2, detail) => {
+      await gh.finishCheck(check2, conclusion, title2, `**${title2}.**${detail}
 
 ${verification.text}`);
       await summary.addRaw(`## perf-gate: ${title2}
 
 ${verification.text}`).write();
+    };
+    if (!verification.passed) {
+      const restored = await host.rollback(busyDeadline(inputs));
+      const title2 = `promotion of ${sha.slice(0, 7)} failed its A/A check; rolled back`;
+      await finish("failure", title2, ` ${restored}`);
       setFailed(`perf-gate: ${title2}: ${verification.findings.join("; ")}`);
       return;
     }
     const title = `champion is now ${sha.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check passed`;
-    await gh.finishCheck(check2, "success", title, `**${title}.**
-
-${verification.text}`);
-    await summary.addRaw(`## perf-gate: ${title}
-
-${verification.text}`).write();
+    await finish("success", title, "");
     setChampionOutputs(sha, before.champion);
     info(title);
   } catch (e) {

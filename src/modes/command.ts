@@ -8,8 +8,6 @@ import type { Inputs } from "../inputs";
 import { readEvent, type RunnerEnv } from "../runner";
 import { authorizeCommand, parseSlashCommand } from "../slash-command";
 
-const OVERRIDE_TITLE_PREFIX = "overridden by @";
-
 export async function runCommand(inputs: Inputs, env: RunnerEnv): Promise<void> {
   core.setOutput("command", "");
   const event = parseCommentEvent(env.eventName, readEvent(env));
@@ -71,7 +69,7 @@ async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, r
     return;
   }
   const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
-  await gh.finishCheck(check.id, "success", `${OVERRIDE_TITLE_PREFIX}${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
+  await gh.finishCheck(check.id, "success", `overridden by @${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
   const sticky = await gh.stickyComment(pr.number);
   if (sticky) await gh.upsertStickyComment(pr.number, `> ${stamp}\n\n${sticky.body}`);
   await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${check.title}) is overridden: ${reason}`);

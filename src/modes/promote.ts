@@ -14,7 +14,7 @@ import { InputError, type Inputs, requireArtifact } from "../inputs";
 import { quartet } from "../report/quartet";
 import { busyDeadline, connectHost, outputDir, ownerAndRepo, readEvent, type RunnerEnv } from "../runner";
 
-export const PROMOTION_CHECK = "perf-gate / champion";
+const PROMOTION_CHECK = "perf-gate / champion";
 
 export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> {
   const sha = promotedSha(inputs, env);
@@ -33,17 +33,19 @@ export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> 
     core.info(await host.deploy("champion", sha, artifact));
     core.info(await host.promote(sha, config.service, busyDeadline(inputs)));
     const verification = await verify(host, config, inputs, env, "promote", sha);
+    const finish = async (conclusion: "success" | "failure", title: string, detail: string) => {
+      await gh.finishCheck(check, conclusion, title, `**${title}.**${detail}\n\n${verification.text}`);
+      await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
+    };
     if (!verification.passed) {
       const restored = await host.rollback(busyDeadline(inputs));
       const title = `promotion of ${sha.slice(0, 7)} failed its A/A check; rolled back`;
-      await gh.finishCheck(check, "failure", title, `**${title}.** ${restored}\n\n${verification.text}`);
-      await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
+      await finish("failure", title, ` ${restored}`);
       core.setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
       return;
     }
     const title = `champion is now ${sha.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check passed`;
-    await gh.finishCheck(check, "success", title, `**${title}.**\n\n${verification.text}`);
-    await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
+    await finish("success", title, "");
     setChampionOutputs(sha, before.champion);
     core.info(title);
   } catch (e) {
