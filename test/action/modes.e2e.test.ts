@@ -38,8 +38,17 @@ const replies = () => (h.fake.comments.get(PR) ?? []).filter((c) => !c.body.star
 const sticky = () => (h.fake.comments.get(PR) ?? []).filter((c) => c.body.startsWith("<!-- perf-gate:sticky -->"));
 const checksOn = (sha: string, name = "perf-gate") => h.fake.checkRuns.filter((c) => c.head_sha === sha && c.name === name);
 
-function setHead(sha: string) {
-  h.fake.pulls.set(PR, { headSha: sha, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
+function setHead(sha: string, headRepo = REPOSITORY, headPushedAt = "2026-11-21T09:00:00Z") {
+  h.fake.pulls.set(PR, { headSha: sha, baseSha: BASE, baseRef: "master", state: "open", headRepo, headPushedAt });
+}
+
+/** A pull_request event for PR, with the given head. */
+function prEvent(action: string, head: string): PrPayload {
+  const pr = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === action);
+  pr.pull_request.number = PR;
+  pr.pull_request.head.sha = head;
+  pr.pull_request.base.sha = BASE;
+  return pr;
 }
 
 beforeAll(async () => {
@@ -60,11 +69,7 @@ afterAll(async () => {
 describe.skipIf(!asRoot)("/perf rerun", () => {
   it("a writer's rerun pins the head, measures it again, and the comment shows both runs, pooled", async () => {
     const slow = h.host.release("slow", "slow");
-    const pr = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === "opened");
-    pr.pull_request.number = PR;
-    pr.pull_request.head.sha = HEAD;
-    pr.pull_request.base.sha = BASE;
-    const first = await h.run(h.inputs("gate", { artifact: slow }), "pull_request", pr);
+    const first = await h.run(h.inputs("gate", { artifact: slow }), "pull_request", prEvent("opened", HEAD));
     expect(first.outputs.verdict, first.stdout).toBe("red");
     const firstRun = JSON.parse(readFileSync(first.outputs["result-path"]!, "utf8"))[0].plan.run_id as string;
 
@@ -132,6 +137,7 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     expect(h.acceptedLogins()).toBe(logins);
     expect(checksOn(PUSHED_LATER)).toEqual([]);
   });
+
 });
 
 describe.skipIf(!asRoot)("/perf override", () => {
@@ -156,6 +162,26 @@ describe.skipIf(!asRoot)("/perf override", () => {
   });
 });
 
+describe.skipIf(!asRoot)("/perf rerun on a fork", () => {
+  it("on a fork, a writer's rerun approves the pinned SHA for the host; a push to the fork after the comment is refused", async () => {
+    const forkHead = "7234567890abcdef1234567890abcdef12345678";
+    setHead(forkHead, "forker/Hello-World", "2026-11-21T09:59:00Z");
+    const asked = comment("/perf rerun");
+    expect((await command(asked)).outputs).toMatchObject({ command: "rerun", sha: forkHead });
+    const logins = h.acceptedLogins();
+    const run = await rerun(asked, h.host.release("fast", "fork"), forkHead);
+    expect(["grey", "green", "red"], run.stdout).toContain(run.outputs.verdict);
+    expect(run.stdout).toContain("access: /perf rerun by @Codertocat, who has write permission; it approves 7234567 of this fork");
+    expect(h.acceptedLogins()).toBeGreaterThan(logins);
+
+    setHead(forkHead, "forker/Hello-World", "2026-11-21T10:00:05Z"); // pushed 5 s after the comment
+    const late = await command(comment("/perf rerun"));
+    expect(late.outputs.command).toBe("");
+    expect(replies().at(-1)).toMatch(/^@Codertocat the fork was pushed to after your comment, so the head you meant to approve is not certain\./);
+    setHead(HEAD);
+  });
+});
+
 describe.skipIf(!asRoot)("promotion", () => {
   const push = () => {
     const p = examplePayload<{ ref: string; after: string; deleted: boolean }>("push", (e) => e.ref === "refs/heads/master" && !e.deleted);
@@ -177,6 +203,11 @@ describe.skipIf(!asRoot)("promotion", () => {
     expect(check.conclusion).toBe("success");
     expect(check.output!.title).toBe(`champion is now 3234567 (previous ccccccc kept for rollback); A/A check passed`);
     expect(check.output!.summary).toMatch(/A\/A check, the champion on both ports: (no detectable change|challenger is)/);
+
+    // Earlier runs of a commit measured the old champion: a new gate of it does not pool them.
+    const after = await h.run(h.inputs("gate", { artifact: h.host.release("slow", "slow") }), "pull_request", prEvent("synchronize", HEAD));
+    expect(after.outputs.pairs, after.stdout).toBe("6");
+    expect(checksOn(HEAD).at(-1)!.output!.summary).toMatch(/2 earlier runs of 1234567 \(pr1-1234567-\d+-1-0, pr1-1234567-\d+-1-0\) measured another champion and are not pooled/);
 
     const rolledBack = await h.run(h.inputs("rollback"), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
     expect(rolledBack.code, rolledBack.stdout).toBe(0);
@@ -226,11 +257,7 @@ describe.skipIf(!asRoot)("calibration", () => {
 
     const fresh = "5234567890abcdef1234567890abcdef12345678";
     setHead(fresh);
-    const pr = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === "synchronize");
-    pr.pull_request.number = PR;
-    pr.pull_request.head.sha = fresh;
-    pr.pull_request.base.sha = BASE;
-    const gate = await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", pr);
+    const gate = await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", prEvent("synchronize", fresh));
     setHead(HEAD);
     const title = checksOn(fresh).at(-1)!.output!.title;
     // A biased host widens the floor to the bias (see the verdict engine).
