@@ -179,41 +179,50 @@ func alive(pid int, want string) bool {
 	return strings.Contains(string(cmdline), want)
 }
 
-// Promote makes a deployed release the champion. It holds the host lock, so it never cuts
-// into a run. The new build must first pass its health check on the challenger port; then the
-// supervisor is restarted on it. If the new champion then fails, the previous one is restored.
-// spec, when non-nil, replaces the stored service spec.
+// Promote makes a deployed release the champion. The new build must first pass its health
+// check on the challenger port; then the supervisor is restarted on it. If the new champion
+// then fails, the previous one is restored. spec, when non-nil, replaces the stored spec.
 func (h *Host) Promote(ctx context.Context, sha string, spec *service.Spec) (string, error) {
-	lock, err := h.Acquire("promote "+sha, h.LockWait)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Release()
-	old, err := h.LoadState()
-	if err != nil {
-		return "", err
-	}
-	next := State{Champion: sha, Service: old.Service, History: old.History}
-	if spec != nil {
-		next.Service = *spec
-	}
-	if old.Champion == sha {
-		return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
-	}
-	if old.Champion != "" {
-		next.History = append(append([]Reign{}, old.History...), Reign{SHA: old.Champion, Service: old.Service})
-		next.History = next.History[max(0, len(next.History)-MaxHistory):]
-	}
-	if err := h.swapChampion(ctx, old, next); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
+	return h.changeChampion("promote "+sha, func(old State) (string, error) {
+		next := State{Champion: sha, Service: old.Service, History: old.History}
+		if spec != nil {
+			next.Service = *spec
+		}
+		if old.Champion == sha {
+			return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
+		}
+		if old.Champion != "" {
+			next.History = append(append([]Reign{}, old.History...), Reign{SHA: old.Champion, Service: old.Service})
+			next.History = next.History[max(0, len(next.History)-MaxHistory):]
+		}
+		if err := h.swapChampion(ctx, old, next); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
+	})
 }
 
 // Rollback makes the previous champion the champion again, with the spec it ran with, and
 // forgets the one it replaces: a second rollback goes one further back.
 func (h *Host) Rollback(ctx context.Context) (string, error) {
-	lock, err := h.Acquire("rollback", h.LockWait)
+	return h.changeChampion("rollback", func(old State) (string, error) {
+		n := len(old.History)
+		if n == 0 {
+			return "", errors.New("rollback: there is no previous champion")
+		}
+		last := old.History[n-1]
+		next := State{Champion: last.SHA, Service: last.Service, History: old.History[:n-1]}
+		if err := h.swapChampion(ctx, old, next); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("champion is %s again (was %s; previous %s)", last.SHA, old.Champion, orNone(lastReign(next.History))), nil
+	})
+}
+
+// changeChampion runs change on the current state under the host lock, so a champion change
+// never cuts into a run: it waits for the lock, up to LockWait.
+func (h *Host) changeChampion(what string, change func(old State) (string, error)) (string, error) {
+	lock, err := h.Acquire(what, h.LockWait)
 	if err != nil {
 		return "", err
 	}
@@ -222,16 +231,7 @@ func (h *Host) Rollback(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	n := len(old.History)
-	if n == 0 {
-		return "", errors.New("rollback: there is no previous champion")
-	}
-	last := old.History[n-1]
-	next := State{Champion: last.SHA, Service: last.Service, History: old.History[:n-1]}
-	if err := h.swapChampion(ctx, old, next); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("champion is %s again (was %s; previous %s)", last.SHA, old.Champion, orNone(lastReign(next.History))), nil
+	return change(old)
 }
 
 // swapChampion moves the host from state old to next, whose champion differs.

@@ -42,9 +42,10 @@ type State struct {
 	// History holds the earlier champions, oldest first, each with the spec it ran with; a
 	// rollback restores the last one and drops it, so a failed promotion leaves no trace.
 	History []Reign `json:"history,omitempty"`
-	// Previous is the champion a rollback restores (the last of History), for readers.
-	Previous string    `json:"previous,omitempty"`
-	Updated  time.Time `json:"updated"`
+	// LegacyPrevious is the one earlier champion a state written before History named;
+	// LoadState moves it into History.
+	LegacyPrevious string    `json:"previous,omitempty"`
+	Updated        time.Time `json:"updated"`
 }
 
 // Reign is one earlier champion.
@@ -101,17 +102,17 @@ func (h *Host) LoadState() (State, error) {
 	if os.IsNotExist(err) {
 		return s, nil
 	}
-	if len(s.History) == 0 && s.Previous != "" {
+	if len(s.History) == 0 && s.LegacyPrevious != "" {
 		// A state written before champions were kept as a history: its previous champion ran
 		// with the only spec it recorded.
-		s.History = []Reign{{SHA: s.Previous, Service: s.Service}}
+		s.History = []Reign{{SHA: s.LegacyPrevious, Service: s.Service}}
+		s.LegacyPrevious = ""
 	}
 	return s, err
 }
 
 func (h *Host) saveState(s State) error {
 	s.Updated = time.Now().UTC()
-	s.Previous = lastReign(s.History)
 	return writeJSONAtomic(h.path("state.json"), s)
 }
 

@@ -54,7 +54,7 @@ func (h *Host) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	s := Status{Champion: st.Champion, Previous: st.Previous, LoadAvg: hostinfo.LoadAvg(),
+	s := Status{Champion: st.Champion, Previous: lastReign(st.History), LoadAvg: hostinfo.LoadAvg(),
 		Ports: map[string]int{"champion": h.ChampionPort, "challenger": h.ChallengerPort}}
 	_, s.ChampionServing = h.championDaemon()
 	if holder, held := h.CurrentHolder(); held {
