@@ -69925,16 +69925,17 @@ async function runCalibrate(inputs, env) {
   const host = connectHost(inputs);
   try {
     const { champion } = await host.status();
+    const seed = seedOf(champion || env.sha);
     const experiments = await runExperiments(host, config2, {
       kind: "aa",
       runIdPrefix: `calibrate-${env.runId}-${env.runAttempt}`,
-      seed: seedOf(champion || env.sha),
+      seed,
       busyDeadline: busyDeadline(inputs),
       onLine: (line) => info(line),
       onRunStart: (w, rate, runId) => startGroup(`A/A: ${w} @ ${rate} req/s (run ${runId})`),
       onRunEnd: () => endGroup()
     });
-    const analysis = analyze(experiments.results, gateSettings(config2, seedOf(champion || env.sha)));
+    const analysis = analyze(experiments.results, gateSettings(config2, seed));
     const { calibrations: calibrations2, history } = await recordCalibrations(host, analysis.comparisons);
     const report = calibrationReport(calibrations2, { champion, percentile: config2.slo.percentile, history });
     const dir = outputDir(inputs, env);

@@ -22,17 +22,18 @@ export async function runCalibrate(inputs: Inputs, env: RunnerEnv): Promise<void
   const host = connectHost(inputs);
   try {
     const { champion } = await host.status();
+    const seed = seedOf(champion || env.sha);
     const experiments = await runExperiments(host, config, {
       kind: "aa",
       runIdPrefix: `calibrate-${env.runId}-${env.runAttempt}`,
-      seed: seedOf(champion || env.sha),
+      seed,
       busyDeadline: busyDeadline(inputs),
       onLine: (line) => core.info(line),
       onRunStart: (w, rate, runId) => core.startGroup(`A/A: ${w} @ ${rate} req/s (run ${runId})`),
       onRunEnd: () => core.endGroup(),
     });
     // The raw A/A intervals: no floor or earlier bias may colour the calibration itself.
-    const analysis = analyze(experiments.results, gateSettings(config, seedOf(champion || env.sha)));
+    const analysis = analyze(experiments.results, gateSettings(config, seed));
     const { calibrations, history } = await recordCalibrations(host, analysis.comparisons);
     const report = calibrationReport(calibrations, { champion, percentile: config.slo.percentile, history });
     const dir = outputDir(inputs, env);
