@@ -43391,12 +43391,7 @@ var HostClient = class {
   }
   /** The run's result document (parsed JSON, not yet validated as a result). */
   async result(runId) {
-    const text = await this.must(`result ${runId}`);
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new HostError("protocol", `result ${runId}: the host did not answer with JSON`);
-    }
+    return this.parsed(`result ${runId}`, external_exports.unknown());
   }
   async status() {
     return this.parsed("status", hostStatusSchema);

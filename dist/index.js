@@ -57765,6 +57765,10 @@ function championCheck(a2) {
   return { passed: findings.length === 0, findings };
 }
 
+// src/experiment.ts
+import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join2 } from "node:path";
+
 // src/config.ts
 var import_yaml = __toESM(require_dist2(), 1);
 var name = external_exports.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "1-64 characters of A-Z a-z 0-9 . _ -");
@@ -57879,10 +57883,6 @@ function planRuns(config2, challengerSha, seed) {
   }
   return runs;
 }
-
-// src/experiment.ts
-import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join2 } from "node:path";
 
 // src/host/client.ts
 import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync2 } from "node:fs";
@@ -64883,12 +64883,7 @@ var HostClient = class {
   }
   /** The run's result document (parsed JSON, not yet validated as a result). */
   async result(runId) {
-    const text = await this.must(`result ${runId}`);
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new HostError("protocol", `result ${runId}: the host did not answer with JSON`);
-    }
+    return this.parsed(`result ${runId}`, external_exports.unknown());
   }
   async status() {
     return this.parsed("status", hostStatusSchema);
@@ -69860,6 +69855,14 @@ ${body}`.slice(0, SUMMARY_LIMIT);
     await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body: text });
     return "created";
   }
+  /** Puts lines above the sticky comment's body, if there is one. */
+  async prependToStickyComment(issue3, lines) {
+    const mine = await this.stickyComment(issue3);
+    if (mine) await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: `${STICKY_MARKER}
+${lines}
+
+${mine.body}`.slice(0, SUMMARY_LIMIT) });
+  }
   /** The sticky comment's id and body (without the marker line), or null. */
   async stickyComment(issue3) {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue3, per_page: 100 });
@@ -69868,6 +69871,13 @@ ${body}`.slice(0, SUMMARY_LIMIT);
 `, "") } : null;
   }
 };
+
+// src/repo-config.ts
+async function configAt(gh, path6, sha, why = "") {
+  const text = await gh.fileAt(path6, sha);
+  if (text === null) throw new ConfigError(`${path6}: not found at ${sha.slice(0, 7)}${why}`);
+  return parseConfig(text, path6);
+}
 
 // src/runner.ts
 import { mkdirSync as mkdirSync2, readFileSync as readFileSync4 } from "node:fs";
@@ -69882,7 +69892,7 @@ function runnerEnv(env = process.env) {
     eventName: need("GITHUB_EVENT_NAME"),
     eventPath: need("GITHUB_EVENT_PATH"),
     repository: need("GITHUB_REPOSITORY"),
-    sha: env.GITHUB_SHA ?? "",
+    sha: need("GITHUB_SHA"),
     runId: env.GITHUB_RUN_ID ?? "0",
     runAttempt: env.GITHUB_RUN_ATTEMPT ?? "1",
     runnerTemp: env.RUNNER_TEMP ?? "/tmp"
@@ -69917,11 +69927,8 @@ function busyDeadline(inputs) {
 
 // src/modes/calibrate.ts
 async function runCalibrate(inputs, env) {
-  if (!env.sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");
   const gh = new GitHub2(inputs["github-token"], ...ownerAndRepo(env), (l) => info(l));
-  const text = await gh.fileAt(inputs.config, env.sha);
-  if (text === null) throw new ConfigError(`${inputs.config}: not found at ${env.sha.slice(0, 7)}`);
-  const config2 = parseConfig(text, inputs.config);
+  const config2 = await configAt(gh, inputs.config, env.sha);
   const host = connectHost(inputs);
   try {
     const { champion } = await host.status();
@@ -70119,8 +70126,7 @@ async function acceptCommand(gh, event) {
   const command = parseSlashCommand(event.body);
   if (command.kind === "none") return ignore("the comment's first line is not a /perf command");
   const refuse = async (reason) => {
-    notice(`refused: ${reason}`);
-    await gh.comment(event.number, `@${event.author.login} ${reason}`);
+    await refuseCommand(gh, event, reason);
     return null;
   };
   if (command.kind === "invalid") return refuse(command.message);
@@ -70134,6 +70140,10 @@ async function acceptCommand(gh, event) {
     return refuse(`the fork was pushed to after your comment, so the head you meant to approve is not certain. Comment \`/perf rerun\` again to measure ${pr.headSha.slice(0, 7)}.`);
   }
   return { command, pr };
+}
+async function refuseCommand(gh, event, reason) {
+  notice(`refused: ${reason}`);
+  await gh.comment(event.number, `@${event.author.login} ${reason}`);
 }
 async function override(gh, event, pr, reason) {
   const who = event.author.login;
@@ -70151,10 +70161,7 @@ The verdict stands as measured; the merge is allowed.
 ---
 
 ${check2.summary}`);
-  const sticky = await gh.stickyComment(pr.number);
-  if (sticky) await gh.upsertStickyComment(pr.number, `> ${stamp}
-
-${sticky.body}`);
+  await gh.prependToStickyComment(pr.number, `> ${stamp}`);
   await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${check2.title}) is overridden: ${reason}`);
   setOutput("command", "override");
   info(`override by @${who} on ${pr.headSha}: ${reason}`);
@@ -70196,7 +70203,7 @@ async function gatePullRequest(gh, pr, inputs, env, o2) {
       return;
     }
     info(`access: ${access2.reason}`);
-    const config2 = await baseConfig(gh, inputs.config, pr);
+    const config2 = await configAt(gh, inputs.config, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
     const artifact = requireArtifact(inputs, existsSync3);
     host = connectHost(inputs);
     const sha = pr.headSha;
@@ -70257,13 +70264,6 @@ async function stillHead(gh, pr) {
   if (now.headSha === pr.headSha) return true;
   warning(`the pull request's head moved to ${now.headSha.slice(0, 7)} while ${pr.headSha.slice(0, 7)} was measured; its verdict is on its check run only`);
   return false;
-}
-async function baseConfig(gh, path6, pr) {
-  const text = await gh.fileAt(path6, pr.baseSha);
-  if (text === null) {
-    throw new ConfigError(`${path6}: not found on the base branch ${pr.baseRef} at ${pr.baseSha.slice(0, 7)}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
-  }
-  return parseConfig(text, path6);
 }
 async function reportFailure(gh, check2, pr, inputs, e) {
   const config2 = e instanceof ConfigError || e instanceof InputError;
@@ -70370,12 +70370,6 @@ function promotedSha(inputs, env) {
   if (!/^[0-9a-f]{40}$/.test(env.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
   return env.sha;
 }
-async function configAt(gh, path6, sha) {
-  if (!sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");
-  const text = await gh.fileAt(path6, sha);
-  if (text === null) throw new ConfigError(`${path6}: not found at ${sha.slice(0, 7)}`);
-  return parseConfig(text, path6);
-}
 async function verify(host, config2, inputs, env, verb, sha) {
   const first = planRuns(config2, void 0, 0)[0];
   const workload2 = config2.workloads.find((w) => w.name === first.workload);
@@ -70426,8 +70420,7 @@ async function runRerun(inputs, env) {
   const who = event.author.login;
   if (pr.headSha !== pinned) {
     const reason = `the pull request moved since \`/perf rerun\`: it pinned ${pinned.slice(0, 7)}, and the head is now ${pr.headSha.slice(0, 7)}. ${pinned.slice(0, 7)} was not rerun; the push runs its own gate, or comment \`/perf rerun\` again.`;
-    notice(`refused: ${reason}`);
-    await gh.comment(event.number, `@${who} ${reason}`);
+    await refuseCommand(gh, event, reason);
     return setOutput("verdict", "skipped");
   }
   await gatePullRequest(gh, { number: pr.number, headSha: pinned, baseSha: pr.baseSha, baseRef: pr.baseRef }, inputs, env, {

@@ -28,7 +28,7 @@ export function runnerEnv(env: NodeJS.ProcessEnv = process.env): RunnerEnv {
     eventName: need("GITHUB_EVENT_NAME"),
     eventPath: need("GITHUB_EVENT_PATH"),
     repository: need("GITHUB_REPOSITORY"),
-    sha: env.GITHUB_SHA ?? "",
+    sha: need("GITHUB_SHA"),
     runId: env.GITHUB_RUN_ID ?? "0",
     runAttempt: env.GITHUB_RUN_ATTEMPT ?? "1",
     runnerTemp: env.RUNNER_TEMP ?? "/tmp",

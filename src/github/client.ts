@@ -180,8 +180,14 @@ export class GitHub {
     return "created";
   }
 
+  /** Puts lines above the sticky comment's body, if there is one. */
+  async prependToStickyComment(issue: number, lines: string): Promise<void> {
+    const mine = await this.stickyComment(issue);
+    if (mine) await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: `${STICKY_MARKER}\n${lines}\n\n${mine.body}`.slice(0, SUMMARY_LIMIT) });
+  }
+
   /** The sticky comment's id and body (without the marker line), or null. */
-  async stickyComment(issue: number): Promise<{ id: number; body: string } | null> {
+  private async stickyComment(issue: number): Promise<{ id: number; body: string } | null> {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue, per_page: 100 });
     const mine = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(STICKY_MARKER));
     return mine ? { id: mine.id, body: (mine.body ?? "").replace(`${STICKY_MARKER}\n`, "") } : null;

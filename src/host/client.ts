@@ -236,12 +236,7 @@ export class HostClient {
 
   /** The run's result document (parsed JSON, not yet validated as a result). */
   async result(runId: string): Promise<unknown> {
-    const text = await this.must(`result ${runId}`);
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new HostError("protocol", `result ${runId}: the host did not answer with JSON`);
-    }
+    return this.parsed(`result ${runId}`, z.unknown());
   }
 
   async status(): Promise<HostStatus> {

@@ -7,18 +7,15 @@ import { join } from "node:path";
 import * as core from "@actions/core";
 import { analyze } from "../analysis/verdict";
 import { calibrationLine, calibrationReport } from "../calibration";
-import { ConfigError, parseConfig } from "../config";
 import { gateSettings, recordCalibrations, runExperiments, seedOf } from "../experiment";
 import { GitHub } from "../github/client";
-import { InputError, type Inputs } from "../inputs";
+import type { Inputs } from "../inputs";
+import { configAt } from "../repo-config";
 import { busyDeadline, connectHost, outputDir, ownerAndRepo, type RunnerEnv } from "../runner";
 
 export async function runCalibrate(inputs: Inputs, env: RunnerEnv): Promise<void> {
-  if (!env.sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");
   const gh = new GitHub(inputs["github-token"], ...ownerAndRepo(env), (l) => core.info(l));
-  const text = await gh.fileAt(inputs.config, env.sha);
-  if (text === null) throw new ConfigError(`${inputs.config}: not found at ${env.sha.slice(0, 7)}`);
-  const config = parseConfig(text, inputs.config);
+  const config = await configAt(gh, inputs.config, env.sha);
   const host = connectHost(inputs);
   try {
     const { champion } = await host.status();

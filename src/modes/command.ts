@@ -40,8 +40,7 @@ export async function acceptCommand(gh: GitHub, event: CommentEvent): Promise<Ac
   const command = parseSlashCommand(event.body);
   if (command.kind === "none") return ignore("the comment's first line is not a /perf command");
   const refuse = async (reason: string) => {
-    core.notice(`refused: ${reason}`);
-    await gh.comment(event.number, `@${event.author.login} ${reason}`);
+    await refuseCommand(gh, event, reason);
     return null;
   };
   if (command.kind === "invalid") return refuse(command.message);
@@ -59,6 +58,12 @@ export async function acceptCommand(gh: GitHub, event: CommentEvent): Promise<Ac
   return { command, pr };
 }
 
+/** Answers the comment's author with why nothing was done. */
+export async function refuseCommand(gh: GitHub, event: CommentEvent, reason: string): Promise<void> {
+  core.notice(`refused: ${reason}`);
+  await gh.comment(event.number, `@${event.author.login} ${reason}`);
+}
+
 /** Turns a failed perf-gate check on the current head to success, saying who and why. */
 async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, reason: string): Promise<void> {
   const who = event.author.login;
@@ -70,8 +75,7 @@ async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, r
   }
   const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
   await gh.finishCheck(check.id, "success", `overridden by @${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
-  const sticky = await gh.stickyComment(pr.number);
-  if (sticky) await gh.upsertStickyComment(pr.number, `> ${stamp}\n\n${sticky.body}`);
+  await gh.prependToStickyComment(pr.number, `> ${stamp}`);
   await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${check.title}) is overridden: ${reason}`);
   core.setOutput("command", "override");
   core.info(`override by @${who} on ${pr.headSha}: ${reason}`);

@@ -4,12 +4,13 @@
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { type Access, APPROVAL_LABEL, decideAccess } from "../access";
-import { ConfigError, parseConfig, type GateConfig } from "../config";
+import { ConfigError } from "../config";
 import { parsePullRequestEvent } from "../event";
 import { judge, runExperiments, seedOf, withEarlierRuns } from "../experiment";
 import { GitHub, type PullRequestState } from "../github/client";
 import { type HostClient, HostError } from "../host/client";
 import { InputError, type Inputs, requireArtifact } from "../inputs";
+import { configAt } from "../repo-config";
 import { gateOutcome } from "../report/gate-outcome";
 import { busyDeadline, connectHost, outputDir, readEvent, type RunnerEnv } from "../runner";
 
@@ -49,7 +50,8 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, inputs: In
       return;
     }
     core.info(`access: ${access.reason}`);
-    const config = await baseConfig(gh, inputs.config, pr);
+    // From the base branch's commit: a pull request cannot loosen its own gate.
+    const config = await configAt(gh, inputs.config, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
     const artifact = requireArtifact(inputs, existsSync);
     host = connectHost(inputs);
     const sha = pr.headSha;
@@ -117,15 +119,6 @@ async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
   if (now.headSha === pr.headSha) return true;
   core.warning(`the pull request's head moved to ${now.headSha.slice(0, 7)} while ${pr.headSha.slice(0, 7)} was measured; its verdict is on its check run only`);
   return false;
-}
-
-/** The config from the base branch's commit: a pull request cannot loosen its own gate. */
-async function baseConfig(gh: GitHub, path: string, pr: PullRequestRef): Promise<GateConfig> {
-  const text = await gh.fileAt(path, pr.baseSha);
-  if (text === null) {
-    throw new ConfigError(`${path}: not found on the base branch ${pr.baseRef} at ${pr.baseSha.slice(0, 7)}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
-  }
-  return parseConfig(text, path);
 }
 
 /** Infrastructure and configuration failures: said as such, never as a performance verdict. */

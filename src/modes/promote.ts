@@ -5,12 +5,13 @@
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { championCheck } from "../calibration";
-import { ConfigError, type GateConfig, parseConfig, planRuns } from "../config";
+import { type GateConfig, planRuns } from "../config";
 import { parsePushToDefaultBranch } from "../event";
 import { judge, runExperiments, seedOf } from "../experiment";
 import { GitHub } from "../github/client";
 import type { HostClient } from "../host/client";
 import { InputError, type Inputs, requireArtifact } from "../inputs";
+import { configAt } from "../repo-config";
 import { quartet } from "../report/quartet";
 import { busyDeadline, connectHost, outputDir, ownerAndRepo, readEvent, type RunnerEnv } from "../runner";
 
@@ -86,13 +87,6 @@ function promotedSha(inputs: Inputs, env: RunnerEnv): string {
   if (env.eventName === "push") return parsePushToDefaultBranch(readEvent(env));
   if (!/^[0-9a-f]{40}$/.test(env.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
   return env.sha;
-}
-
-async function configAt(gh: GitHub, path: string, sha: string): Promise<GateConfig> {
-  if (!sha) throw new InputError("environment GITHUB_SHA is not set: the config is read at the workflow's commit");
-  const text = await gh.fileAt(path, sha);
-  if (text === null) throw new ConfigError(`${path}: not found at ${sha.slice(0, 7)}`);
-  return parseConfig(text, path);
 }
 
 /**

@@ -7,7 +7,7 @@ import { parseCommentEvent } from "../event";
 import { GitHub } from "../github/client";
 import { InputError, type Inputs } from "../inputs";
 import { readEvent, type RunnerEnv } from "../runner";
-import { acceptCommand } from "./command";
+import { acceptCommand, refuseCommand } from "./command";
 import { gatePullRequest } from "./gate";
 
 export async function runRerun(inputs: Inputs, env: RunnerEnv): Promise<void> {
@@ -22,8 +22,7 @@ export async function runRerun(inputs: Inputs, env: RunnerEnv): Promise<void> {
   const who = event.author.login;
   if (pr.headSha !== pinned) {
     const reason = `the pull request moved since \`/perf rerun\`: it pinned ${pinned.slice(0, 7)}, and the head is now ${pr.headSha.slice(0, 7)}. ${pinned.slice(0, 7)} was not rerun; the push runs its own gate, or comment \`/perf rerun\` again.`;
-    core.notice(`refused: ${reason}`);
-    await gh.comment(event.number, `@${who} ${reason}`);
+    await refuseCommand(gh, event, reason);
     return core.setOutput("verdict", "skipped");
   }
   await gatePullRequest(gh, { number: pr.number, headSha: pinned, baseSha: pr.baseSha, baseRef: pr.baseRef }, inputs, env, {

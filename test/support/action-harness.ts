@@ -80,7 +80,7 @@ export class ActionHarness {
   run(inputs: Record<string, string>, eventName: string, payload: unknown, env: Record<string, string> = {}): Promise<ActionRun> {
     return runAction(inputs, {
       GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: this.api, GITHUB_REPOSITORY: REPOSITORY,
-      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", ...env,
+      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", GITHUB_SHA: "e".repeat(40), ...env,
     }, payload);
   }
 
