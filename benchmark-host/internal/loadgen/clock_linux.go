@@ -21,12 +21,30 @@ const (
 	prSetTimerslack = 29
 )
 
-func newMonoClock() monoClock {
-	// Bracket the raw reading between two Go readings and take the midpoint: error < 1 µs.
-	before := time.Now()
-	mono := clockGettime()
-	after := time.Now()
-	return monoClock{base: before.Add(after.Sub(before) / 2), baseMono: mono}
+func newMonoClock() monoClock { return calibrateMonoClock(time.Now, clockGettime) }
+
+// A bracket this tight puts the mapping within a microsecond; looser ones are retried.
+const (
+	goodBracket     = 5 * time.Microsecond
+	bracketAttempts = 1000
+)
+
+// calibrateMonoClock brackets a raw CLOCK_MONOTONIC reading between two Go readings and maps
+// it to their midpoint. A thread stalled inside the bracket (preempted, a busy or stolen CPU)
+// would shift the whole schedule by half the stall, sending every request early or late, so
+// it keeps the tightest of many brackets.
+func calibrateMonoClock(now func() time.Time, mono func() int64) monoClock {
+	var best monoClock
+	width := time.Duration(1<<63 - 1)
+	for i := 0; i < bracketAttempts && width > goodBracket; i++ {
+		before := now()
+		m := mono()
+		after := now()
+		if w := after.Sub(before); w < width {
+			width, best = w, monoClock{base: before.Add(w / 2), baseMono: m}
+		}
+	}
+	return best
 }
 
 func clockGettime() int64 {
