@@ -36,6 +36,7 @@ type sliceAcc struct {
 	sent, inWindow     int64
 	completed, ok      int64
 	recorded, newConns int64
+	early              int64 // sent before their intended time
 	errs               result.ErrorCounts
 	latency, svc, lag  *hdrhistogram.Histogram
 }
@@ -87,6 +88,9 @@ func (a *sliceAcc) add(o *outcome) {
 	if o.newConn {
 		a.newConns++
 	}
+	if o.intended.Sub(o.sent) > earlyTolerance {
+		a.early++
+	}
 	switch {
 	case o.errClass == errConnect:
 		a.errs.Connect++
@@ -109,6 +113,10 @@ func (a *sliceAcc) add(o *outcome) {
 		a.lag.RecordValue(lag)
 	}
 }
+
+// earlyTolerance is how far before its intended time a request may leave (the clock
+// mapping's error); earlier means the schedule is wrong and the latencies read low.
+const earlyTolerance = 50 * time.Microsecond
 
 func clampUs(d time.Duration, hi int64) int64 {
 	us := d.Microseconds()
@@ -159,6 +167,9 @@ func (a *sliceAcc) snapshot(pair int) result.Slice {
 	}
 	if a.recorded == 0 {
 		reasons = append(reasons, "no requests recorded")
+	}
+	if a.early > 0 {
+		reasons = append(reasons, fmt.Sprintf("clock: %d requests left before their intended time, so latency from it would read low", a.early))
 	}
 	s.Valid = len(reasons) == 0
 	s.InvalidReason = strings.Join(reasons, "; ")
