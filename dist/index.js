@@ -57757,8 +57757,9 @@ function championCheck(a2) {
     if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
       out.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
     }
-    if (Math.abs(c3.estimateMs) > c3.thresholdMs) {
-      out.push(`${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)}, beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
+    const [lo, hi] = c3.ciMs;
+    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) {
+      out.push(`${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI [${signedMs(lo)}, ${signedMs(hi)}] ms), wholly beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
     }
     return out;
   });

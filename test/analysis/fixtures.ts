@@ -1,7 +1,9 @@
 // Builds load generator results in the exact shape benchmark-host emits, from per-slice
 // latencies, for rule and simulation tests. (Tests on real loadgen output live in
 // loadgen-output.test.ts.)
+import { normalDraw } from "../../src/analysis/random";
 import type { LoadgenResult, Slice } from "../../src/analysis/result-schema";
+import type { NamedResult } from "../../src/analysis/verdict";
 
 export interface PairSpec {
   championUs: number;
@@ -70,4 +72,35 @@ export function makeResult(spec: ResultSpec): LoadgenResult {
 /** Pairs whose differences (challenger − champion) are d, in ms, on a 10 ms baseline. */
 export function pairsFromDiffs(dMs: readonly number[]): PairSpec[] {
   return dMs.map((d) => ({ championUs: 10_000, challengerUs: Math.round(10_000 + d * 1000) }));
+}
+
+export type Noise = "normal" | "heavy";
+
+/** Student t with 3 df scaled to unit variance: heavy tails, finite variance. */
+function t3(rand: () => number): number {
+  const z = normalDraw(rand);
+  let chi = 0;
+  for (let i = 0; i < 3; i++) chi += normalDraw(rand) ** 2;
+  return z / Math.sqrt(chi / 3) / Math.sqrt(3);
+}
+
+/**
+ * A synthetic interleaved experiment: per-pair noise shared by both slices (slow drift, throttle
+ * shocks), which pairing must cancel, plus independent per-slice noise of sd sigmaEUs, which it
+ * cannot; the challenger is shiftUs slower.
+ */
+export function simulatedExperiment(
+  rand: () => number,
+  o: { pairs: number; sigmaEUs: number; noise: Noise; shiftUs: number; runId?: string },
+): NamedResult {
+  let drift = 0;
+  const pairs = Array.from({ length: o.pairs }, () => {
+    drift += normalDraw(rand) * 400;
+    const shock = rand() < 0.1 ? 5000 * rand() : 0;
+    const shared = 12_000 + drift + shock + normalDraw(rand) * 1500;
+    const e = () => o.sigmaEUs * (o.noise === "normal" ? normalDraw(rand) : t3(rand));
+    return { championUs: Math.round(shared + e()), challengerUs: Math.round(shared + e() + o.shiftUs) };
+  });
+  const runId = o.runId ?? "run-1";
+  return { name: runId, result: makeResult({ pairs, runId }) };
 }

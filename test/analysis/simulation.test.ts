@@ -3,35 +3,17 @@
 // are the same on every run; printed so the closing note can quote them.
 import { describe, expect, it } from "vitest";
 import { bootstrapMeanInterval } from "../../src/analysis/bootstrap";
-import { normalDraw, seededRandom } from "../../src/analysis/random";
+import { seededRandom } from "../../src/analysis/random";
 import { pairedT } from "../../src/analysis/tests";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
-import { makeResult } from "./fixtures";
+import { type Noise, simulatedExperiment } from "./fixtures";
 
 const PAIRS = 10;
 const EXPERIMENTS = 4000;
 const SIGMA_E = 300; // µs of independent per-slice noise (the part pairing cannot cancel)
 
-type Noise = "normal" | "heavy";
-
-/** Student t with 3 df scaled to unit variance: heavy tails, finite variance. */
-function t3(rand: () => number): number {
-  const z = normalDraw(rand);
-  let chi = 0;
-  for (let i = 0; i < 3; i++) chi += normalDraw(rand) ** 2;
-  return z / Math.sqrt(chi / 3) / Math.sqrt(3);
-}
-
 function experiment(rand: () => number, noise: Noise, shiftUs: number, runId = "run-1") {
-  let drift = 0;
-  const pairs = Array.from({ length: PAIRS }, () => {
-    drift += normalDraw(rand) * 400; // slow drift across the run
-    const shock = rand() < 0.1 ? 5000 * rand() : 0; // a throttle event hitting both slices
-    const shared = 12_000 + drift + shock + normalDraw(rand) * 1500;
-    const e = () => SIGMA_E * (noise === "normal" ? normalDraw(rand) : t3(rand));
-    return { championUs: Math.round(shared + e()), challengerUs: Math.round(shared + e() + shiftUs) };
-  });
-  return { name: runId, result: makeResult({ pairs, runId }) } satisfies NamedResult;
+  return simulatedExperiment(rand, { pairs: PAIRS, sigmaEUs: SIGMA_E, noise, shiftUs, runId });
 }
 
 const settings = { ...defaultSettings, bootstrapResamples: 1000, sloBudgetMs: 200 };
