@@ -36,9 +36,9 @@ afterAll(() => {
   for (const p of services) p.kill();
 });
 
-const plan = (challengerPort: number) => ({
+const plan = (challengerPort: number, seed = 9) => ({
   targets: { champion: `http://127.0.0.1:${fastPort}`, challenger: `http://127.0.0.1:${challengerPort}` },
-  workload: "work", rate: 300, slice_seconds: 1.5, pairs: 6, seed: 9, warmup_seconds: 1, connections: 8,
+  workload: "work", rate: 300, slice_seconds: 1.5, pairs: 6, seed, warmup_seconds: 1, connections: 8,
   requests: [{ path: "/work?key={{rand 100}}" }],
 });
 
@@ -63,8 +63,11 @@ describe("verdict on real load generator output", () => {
   });
 
   it("the same build on both arms is not red", async () => {
-    const result = parseResult("aa.json", await runLoadgen(plan(fastPort)));
-    const a = analyze([{ name: "aa.json", result }], { ...defaultSettings, percentile: 90, sloBudgetMs: 20 });
+    const aa = async (seed?: number) => analyze([{ name: "aa.json", result: parseResult("aa.json", await runLoadgen(plan(fastPort, seed))) }], { ...defaultSettings, percentile: 90, sloBudgetMs: 20 });
+    let a = await aa();
+    // The interval has a 2.5% false-red rate by design (simulation.test.ts); an independent
+    // second run makes this test fail by chance about once in 1,600.
+    if (a.verdict === "red") a = await aa(10);
     console.log(`[loadgen→verdict] A/A: ${a.headline.estimateMs.toFixed(3)} ms, CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
     expect(a.verdict).not.toBe("red");
     expect(a.blocking).toBe(false);
