@@ -36230,7 +36230,10 @@ import { parseArgs as parseArgs2 } from "node:util";
 
 // src/calibration.ts
 var keyOf = (f) => `${f.workload}@${f.rate}`;
-function calibrations(aa, previous) {
+function excludesZero([lo, hi]) {
+  return lo > 0 || hi < 0;
+}
+function calibrations(aa, previous, firstRuns = /* @__PURE__ */ new Map()) {
   const latest = new Map(previous.map((f) => [keyOf(f), f]));
   return aa.map((c3) => {
     const [lo, hi] = c3.ciMs;
@@ -36246,13 +36249,18 @@ function calibrations(aa, previous) {
       ciMs: [lo, hi],
       halfWidthMs,
       pairs: c3.pairs,
-      unbiased: lo <= 0 && hi >= 0,
+      unbiased: !excludesZero(c3.ciMs),
       previous: prev,
+      firstRun: firstOf(firstRuns.get(c3.key)),
       driftMs,
       driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null
     };
   });
 }
+function firstOf(c3) {
+  return c3 ? { runId: c3.runs[0], ciMs: [c3.ciMs[0], c3.ciMs[1]] } : null;
+}
+var interval = (ci) => `[${signedMs(ci[0])}, ${signedMs(ci[1])}] ms`;
 function floorRecord(c3) {
   return { workload: c3.workload, rate: c3.rate, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
 }
@@ -36262,15 +36270,18 @@ function floorSettings(floors) {
   for (const f of Object.values(floors)) {
     floorMs[keyOf(f)] = f.half_width_ms;
     const [lo, hi] = f.ci_ms ?? [];
-    if (lo !== void 0 && hi !== void 0 && (lo > 0 || hi < 0)) hostBiasMs[keyOf(f)] = [lo, hi];
+    if (lo !== void 0 && hi !== void 0 && excludesZero([lo, hi])) hostBiasMs[keyOf(f)] = [lo, hi];
   }
   return { floorMs, hostBiasMs };
 }
 function calibrationLine(c3) {
-  const interval = `A/A [${signedMs(c3.ciMs[0])}, ${signedMs(c3.ciMs[1])}] ms`;
   const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) return `A/A interval for ${c3.key} excludes 0 (${interval}): the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (${interval}, n=${c3.pairs} pairs; ${drift}); later verdicts quote it`;
+  if (!c3.unbiased) {
+    const runs = c3.firstRun ? `in two runs (${interval(c3.firstRun.ciMs)} and ${interval(c3.ciMs)})` : `(A/A ${interval(c3.ciMs)})`;
+    return `A/A interval for ${c3.key} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${interval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${interval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
 }
 
 // src/config.ts
@@ -36356,6 +36367,11 @@ function lineOf(doc, lines, path6, keyNode) {
     if (node2?.range) return lines.linePos(node2.range[0]).line;
   }
   return 1;
+}
+function configFor(config2, workload2, rate) {
+  const w = config2.workloads.find((x) => x.name === workload2);
+  if (!w) throw new Error(`no workload ${workload2} in the config`);
+  return { ...config2, workloads: [{ ...w, rates: [rate] }] };
 }
 function planRuns(config2, challengerSha, seed) {
   const runs = [];
@@ -43492,11 +43508,25 @@ function judge({ results, documents }, config2, status, seed, outDir, notes = ()
   writeFileSync4(join2(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
   return { analysis, report, reportPath, resultPath };
 }
-async function recordCalibrations(host, aa) {
+async function recordCalibrations(host, config2, aa, confirm) {
   const history = await host.floorHistory();
-  const cs = calibrations(aa, history);
+  const confirmations = { results: [], documents: [] };
+  const firstRuns = /* @__PURE__ */ new Map();
+  const latest = [];
+  for (const [i2, c3] of aa.entries()) {
+    if (!excludesZero(c3.ciMs)) {
+      latest.push(c3);
+      continue;
+    }
+    const again = await runExperiments(host, configFor(config2, c3.workload, c3.rate), { ...confirm, kind: "aa", runIdPrefix: `${confirm.runIdPrefix}-confirm${i2}` });
+    confirmations.results.push(...again.results);
+    confirmations.documents.push(...again.documents);
+    firstRuns.set(c3.key, c3);
+    latest.push(analyze(again.results, gateSettings(config2, confirm.seed)).comparisons[0]);
+  }
+  const cs = calibrations(latest, history, firstRuns);
   for (const c3 of cs) await host.recordFloor(c3.runId, floorRecord(c3));
-  return { calibrations: cs, history };
+  return { calibrations: cs, history, confirmations };
 }
 
 // src/cli/run.ts
@@ -43554,26 +43584,31 @@ ${runUsage}`);
     }
     const challengerSha = v.challenger ? digestOf(v.challenger) : void 0;
     if (challengerSha && !v.aa) io.out(await host.deploy("challenger", challengerSha, v.challenger));
-    const total = planRuns(config2, void 0, 0).length * config2.slices.pairs * 2;
-    let done = 0;
-    const experiments = await runExperiments(host, config2, {
-      kind: v.aa ? "aa" : "run",
-      challengerSha,
-      runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
-      seed: seedOf(challengerSha ?? createHash("sha256").update(String(Date.now())).digest("hex")),
-      busyDeadline: Date.now(),
-      onRunStart: (workload2, rate) => io.out(`${v.aa ? "A/A" : "champion vs challenger"}: ${workload2} @ ${rate} req/s, ${config2.slices.pairs} pairs of ${config2.slices.seconds} s slices`),
-      onLine: (line) => {
-        if (/ slice \d+\/\d+ /.test(line)) done++;
-        io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
-      }
-    });
+    const options = (what, runs) => {
+      const total = runs * config2.slices.pairs * 2;
+      let done = 0;
+      return {
+        runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
+        seed: seedOf(challengerSha ?? createHash("sha256").update(String(Date.now())).digest("hex")),
+        busyDeadline: Date.now(),
+        onRunStart: (workload2, rate) => io.out(`${what}: ${workload2} @ ${rate} req/s, ${config2.slices.pairs} pairs of ${config2.slices.seconds} s slices`),
+        onLine: (line) => {
+          if (/ slice \d+\/\d+ /.test(line)) done++;
+          io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
+        }
+      };
+    };
+    const kind = v.aa ? "aa" : "run";
+    const experiments = await runExperiments(host, config2, { ...options(v.aa ? "A/A" : "champion vs challenger", planRuns(config2, void 0, 0).length), kind, challengerSha });
     const status = await host.status();
     const { analysis, reportPath } = judge(experiments, config2, status, seedOf(challengerSha ?? "0"), v.out);
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c3) => c3.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
-    if (v.aa) for (const c3 of (await recordCalibrations(host, analysis.comparisons)).calibrations) io.out(calibrationLine(c3));
+    if (v.aa) {
+      const { calibrations: calibrations2 } = await recordCalibrations(host, config2, analysis.comparisons, options("A/A confirmation (the interval excluded 0)", analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length));
+      for (const c3 of calibrations2) io.out(calibrationLine(c3));
+    }
     io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
     return analysis.blocking ? 1 : 0;
   } finally {

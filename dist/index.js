@@ -57684,7 +57684,10 @@ function rps(x) {
 
 // src/calibration.ts
 var keyOf = (f) => `${f.workload}@${f.rate}`;
-function calibrations(aa, previous) {
+function excludesZero([lo, hi]) {
+  return lo > 0 || hi < 0;
+}
+function calibrations(aa, previous, firstRuns = /* @__PURE__ */ new Map()) {
   const latest = new Map(previous.map((f) => [keyOf(f), f]));
   return aa.map((c3) => {
     const [lo, hi] = c3.ciMs;
@@ -57700,13 +57703,18 @@ function calibrations(aa, previous) {
       ciMs: [lo, hi],
       halfWidthMs,
       pairs: c3.pairs,
-      unbiased: lo <= 0 && hi >= 0,
+      unbiased: !excludesZero(c3.ciMs),
       previous: prev,
+      firstRun: firstOf(firstRuns.get(c3.key)),
       driftMs,
       driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null
     };
   });
 }
+function firstOf(c3) {
+  return c3 ? { runId: c3.runs[0], ciMs: [c3.ciMs[0], c3.ciMs[1]] } : null;
+}
+var interval = (ci) => `[${signedMs(ci[0])}, ${signedMs(ci[1])}] ms`;
 function floorRecord(c3) {
   return { workload: c3.workload, rate: c3.rate, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
 }
@@ -57716,15 +57724,22 @@ function floorSettings(floors) {
   for (const f of Object.values(floors)) {
     floorMs[keyOf(f)] = f.half_width_ms;
     const [lo, hi] = f.ci_ms ?? [];
-    if (lo !== void 0 && hi !== void 0 && (lo > 0 || hi < 0)) hostBiasMs[keyOf(f)] = [lo, hi];
+    if (lo !== void 0 && hi !== void 0 && excludesZero([lo, hi])) hostBiasMs[keyOf(f)] = [lo, hi];
   }
   return { floorMs, hostBiasMs };
 }
 function calibrationLine(c3) {
-  const interval = `A/A [${signedMs(c3.ciMs[0])}, ${signedMs(c3.ciMs[1])}] ms`;
   const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) return `A/A interval for ${c3.key} excludes 0 (${interval}): the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (${interval}, n=${c3.pairs} pairs; ${drift}); later verdicts quote it`;
+  if (!c3.unbiased) {
+    const runs = c3.firstRun ? `in two runs (${interval(c3.firstRun.ciMs)} and ${interval(c3.ciMs)})` : `(A/A ${interval(c3.ciMs)})`;
+    return `A/A interval for ${c3.key} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${interval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${interval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${interval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
 }
 function calibrationReport(cs, o2) {
   const biased = cs.filter((c3) => !c3.unbiased);
@@ -57738,11 +57753,13 @@ function calibrationReport(cs, o2) {
     ...cs.map((c3) => {
       const prev = c3.previous ? `\xB1${ms(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
       const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      return `| ${c3.key} | \xB1${ms(c3.halfWidthMs)} ms | ${signedMs(c3.estimateMs)} ms | [${signedMs(c3.ciMs[0])}, ${signedMs(c3.ciMs[1])}] ms | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+      return `| ${c3.key} | \xB1${ms(c3.halfWidthMs)} ms | ${signedMs(c3.estimateMs)} ms | ${interval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
     })
   ];
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
   if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
   }
   const trend = cs.map((c3) => {
     const past = o2.history.filter((f) => keyOf(f) === c3.key).slice(-5);
@@ -57759,7 +57776,7 @@ function championCheck(a2) {
     }
     const [lo, hi] = c3.ciMs;
     if (lo > c3.thresholdMs || hi < -c3.thresholdMs) {
-      out.push(`${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI [${signedMs(lo)}, ${signedMs(hi)}] ms), wholly beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
+      out.push(`${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI ${interval(c3.ciMs)}), wholly beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
     }
     return out;
   });
@@ -57853,6 +57870,11 @@ function lineOf(doc, lines, path6, keyNode) {
     if (node2?.range) return lines.linePos(node2.range[0]).line;
   }
   return 1;
+}
+function configFor(config2, workload2, rate) {
+  const w = config2.workloads.find((x) => x.name === workload2);
+  if (!w) throw new Error(`no workload ${workload2} in the config`);
+  return { ...config2, workloads: [{ ...w, rates: [rate] }] };
 }
 function planRuns(config2, challengerSha, seed) {
   const runs = [];
@@ -65236,11 +65258,25 @@ function judge({ results, documents }, config2, status, seed, outDir, notes = ()
   writeFileSync3(join2(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
   return { analysis, report, reportPath, resultPath };
 }
-async function recordCalibrations(host, aa) {
+async function recordCalibrations(host, config2, aa, confirm) {
   const history = await host.floorHistory();
-  const cs = calibrations(aa, history);
+  const confirmations = { results: [], documents: [] };
+  const firstRuns = /* @__PURE__ */ new Map();
+  const latest = [];
+  for (const [i2, c3] of aa.entries()) {
+    if (!excludesZero(c3.ciMs)) {
+      latest.push(c3);
+      continue;
+    }
+    const again = await runExperiments(host, configFor(config2, c3.workload, c3.rate), { ...confirm, kind: "aa", runIdPrefix: `${confirm.runIdPrefix}-confirm${i2}` });
+    confirmations.results.push(...again.results);
+    confirmations.documents.push(...again.documents);
+    firstRuns.set(c3.key, c3);
+    latest.push(analyze(again.results, gateSettings(config2, confirm.seed)).comparisons[0]);
+  }
+  const cs = calibrations(latest, history, firstRuns);
   for (const c3 of cs) await host.recordFloor(c3.runId, floorRecord(c3));
-  return { calibrations: cs, history };
+  return { calibrations: cs, history, confirmations };
 }
 
 // node_modules/@actions/github/lib/context.js
@@ -69934,21 +69970,21 @@ async function runCalibrate(inputs, env) {
   try {
     const { champion } = await host.status();
     const seed = seedOf(champion || env.sha);
-    const experiments = await runExperiments(host, config2, {
-      kind: "aa",
+    const options = {
       runIdPrefix: `calibrate-${env.runId}-${env.runAttempt}`,
       seed,
       busyDeadline: busyDeadline(inputs),
       onLine: (line) => info(line),
       onRunStart: (w, rate, runId) => startGroup(`A/A: ${w} @ ${rate} req/s (run ${runId})`),
       onRunEnd: () => endGroup()
-    });
+    };
+    const experiments = await runExperiments(host, config2, { ...options, kind: "aa" });
     const analysis = analyze(experiments.results, gateSettings(config2, seed));
-    const { calibrations: calibrations2, history } = await recordCalibrations(host, analysis.comparisons);
+    const { calibrations: calibrations2, history, confirmations } = await recordCalibrations(host, config2, analysis.comparisons, options);
     const report = calibrationReport(calibrations2, { champion, percentile: config2.slo.percentile, history });
     const dir = outputDir(inputs, env);
     writeFileSync4(join4(dir, "calibration.md"), report);
-    writeFileSync4(join4(dir, "result.json"), JSON.stringify(experiments.documents, null, 2));
+    writeFileSync4(join4(dir, "result.json"), JSON.stringify([...experiments.documents, ...confirmations.documents], null, 2));
     await summary.addRaw(report).write();
     for (const c3 of calibrations2) info(calibrationLine(c3));
     const biased = calibrations2.filter((c3) => !c3.unbiased);
@@ -70373,8 +70409,8 @@ function promotedSha(inputs, env) {
 }
 async function verify(host, config2, inputs, env, verb, sha) {
   const first = planRuns(config2, void 0, 0)[0];
-  const workload2 = config2.workloads.find((w) => w.name === first.workload);
-  const short2 = { ...config2, workloads: [{ ...workload2, rates: [first.rate] }], slices: { ...config2.slices, pairs: config2.promotion.verify_pairs } };
+  const narrowed = configFor(config2, first.workload, first.rate);
+  const short2 = { ...narrowed, slices: { ...config2.slices, pairs: config2.promotion.verify_pairs } };
   try {
     const experiments = await runExperiments(host, short2, {
       kind: "aa",

@@ -27,6 +27,8 @@ export interface Calibration {
   /** The interval contains 0, as it must for identical builds on an unbiased host. */
   unbiased: boolean;
   previous: StoredFloor | null;
+  /** When this is a confirmation run: the first run of this calibration, whose interval excluded 0. */
+  firstRun: { runId: string; ciMs: [number, number] } | null;
   /** This floor minus the previous one, in ms and percent; null on the first calibration. */
   driftMs: number | null;
   driftPercent: number | null;
@@ -34,8 +36,16 @@ export interface Calibration {
 
 const keyOf = (f: { workload: string; rate: number }) => `${f.workload}@${f.rate}`;
 
-/** What each A/A comparison says, against the floors stored before it. */
-export function calibrations(aa: readonly Comparison[], previous: readonly StoredFloor[]): Calibration[] {
+/** Whether an A/A interval says the ports differ with the same build. */
+export function excludesZero([lo, hi]: readonly number[]): boolean {
+  return lo! > 0 || hi! < 0;
+}
+
+/**
+ * What each A/A comparison says, against the floors stored before it. firstRuns holds, by key,
+ * the earlier run of this calibration that a comparison was run again to confirm.
+ */
+export function calibrations(aa: readonly Comparison[], previous: readonly StoredFloor[], firstRuns: ReadonlyMap<string, Comparison> = new Map()): Calibration[] {
   const latest = new Map(previous.map((f) => [keyOf(f), f]));
   return aa.map((c) => {
     const [lo, hi] = c.ciMs;
@@ -45,13 +55,20 @@ export function calibrations(aa: readonly Comparison[], previous: readonly Store
     return {
       key: c.key, workload: c.workload, rate: c.rate, runId: c.runs[0]!,
       estimateMs: c.estimateMs, ciMs: [lo, hi], halfWidthMs, pairs: c.pairs,
-      unbiased: lo <= 0 && hi >= 0,
+      unbiased: !excludesZero(c.ciMs),
       previous: prev,
+      firstRun: firstOf(firstRuns.get(c.key)),
       driftMs,
       driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? (100 * driftMs) / prev.half_width_ms : null,
     };
   });
 }
+
+function firstOf(c: Comparison | undefined): Calibration["firstRun"] {
+  return c ? { runId: c.runs[0]!, ciMs: [c.ciMs[0], c.ciMs[1]] } : null;
+}
+
+const interval = (ci: readonly number[]) => `[${signedMs(ci[0]!)}, ${signedMs(ci[1]!)}] ms`;
 
 /** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
 export function floorRecord(c: Calibration) {
@@ -65,17 +82,28 @@ export function floorSettings(floors: Readonly<Record<string, StoredFloor>>): Pi
   for (const f of Object.values(floors)) {
     floorMs[keyOf(f)] = f.half_width_ms;
     const [lo, hi] = f.ci_ms ?? [];
-    if (lo !== undefined && hi !== undefined && (lo > 0 || hi < 0)) hostBiasMs[keyOf(f)] = [lo, hi];
+    if (lo !== undefined && hi !== undefined && excludesZero([lo, hi])) hostBiasMs[keyOf(f)] = [lo, hi];
   }
   return { floorMs, hostBiasMs };
 }
 
 /** One line per calibration, for a terminal or a log. */
 export function calibrationLine(c: Calibration): string {
-  const interval = `A/A [${signedMs(c.ciMs[0])}, ${signedMs(c.ciMs[1])}] ms`;
   const drift = c.driftMs === null ? "first calibration" : `drift ${signedMs(c.driftMs)} ms since ${c.previous!.time.slice(0, 10)}`;
-  if (!c.unbiased) return `A/A interval for ${c.key} excludes 0 (${interval}): the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  return `A/A floor for ${c.key}: ±${ms(c.halfWidthMs)} ms (${interval}, n=${c.pairs} pairs; ${drift}); later verdicts quote it`;
+  if (!c.unbiased) {
+    const runs = c.firstRun ? `in two runs (${interval(c.firstRun.ciMs)} and ${interval(c.ciMs)})` : `(A/A ${interval(c.ciMs)})`;
+    return `A/A interval for ${c.key} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c.firstRun ? `; a first run's interval ${interval(c.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  return `A/A floor for ${c.key}: ±${ms(c.halfWidthMs)} ms (A/A ${interval(c.ciMs)}, n=${c.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
+}
+
+/** Why a key was measured twice, and what the second run said. */
+function confirmationNote(c: Calibration): string {
+  const first = `- ${c.key}: the first run's interval ${interval(c.firstRun!.ciMs)} (\`${c.firstRun!.runId}\`) excluded 0, so it was measured again`;
+  return c.unbiased
+    ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.`
+    : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
 }
 
 /** The calibration report: floor, A/A interval and drift per workload and rate, and the history. */
@@ -91,11 +119,13 @@ export function calibrationReport(cs: readonly Calibration[], o: { champion: str
     ...cs.map((c) => {
       const prev = c.previous ? `±${ms(c.previous.half_width_ms)} ms (${c.previous.time.slice(0, 10)})` : "none";
       const drift = c.driftMs === null ? "—" : `${signedMs(c.driftMs)} ms${c.driftPercent === null ? "" : ` (${c.driftPercent > 0 ? "+" : ""}${c.driftPercent.toFixed(0)}%)`}`;
-      return `| ${c.key} | ±${ms(c.halfWidthMs)} ms | ${signedMs(c.estimateMs)} ms | [${signedMs(c.ciMs[0])}, ${signedMs(c.ciMs[1])}] ms | ${c.unbiased ? "yes" : "**no**"} | ${c.pairs} | ${prev} | ${drift} |`;
+      return `| ${c.key} | ±${ms(c.halfWidthMs)} ms | ${signedMs(c.estimateMs)} ms | ${interval(c.ciMs)} | ${c.unbiased ? "yes" : "**no**"} | ${c.pairs} | ${prev} | ${drift} |`;
     }),
   ];
+  const confirmed = cs.filter((c) => c.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
   if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c) => c.key).join(", ")}: with the same build on both ports, the interval excludes 0. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+    out.push("", `**The host is biased** for ${biased.map((c) => c.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
   }
   const trend = cs.map((c) => {
     const past = o.history.filter((f) => keyOf(f) === c.key).slice(-5);
@@ -119,7 +149,7 @@ export function championCheck(a: Analysis): { passed: boolean; findings: string[
     }
     const [lo, hi] = c.ciMs;
     if (lo > c.thresholdMs || hi < -c.thresholdMs) {
-      out.push(`${c.key}: the ports differ by ${signedMs(c.estimateMs)} ms at ${percentLabel(a.percentile)} (${Math.round(100 * c.confidence)}% CI [${signedMs(lo)}, ${signedMs(hi)}] ms), wholly beyond the block threshold ±${ms(c.thresholdMs)} ms`);
+      out.push(`${c.key}: the ports differ by ${signedMs(c.estimateMs)} ms at ${percentLabel(a.percentile)} (${Math.round(100 * c.confidence)}% CI ${interval(c.ciMs)}), wholly beyond the block threshold ±${ms(c.thresholdMs)} ms`);
     }
     return out;
   });

@@ -113,6 +113,13 @@ export interface PlannedRun {
   };
 }
 
+/** The config narrowed to one workload at one of its (resolved) rates. */
+export function configFor(config: GateConfig, workload: string, rate: number): GateConfig {
+  const w = config.workloads.find((x) => x.name === workload);
+  if (!w) throw new Error(`no workload ${workload} in the config`);
+  return { ...config, workloads: [{ ...w, rates: [rate] }] };
+}
+
 /** One run per workload and rate; rates given as multiples are resolved against production. */
 export function planRuns(config: GateConfig, challengerSha: string | undefined, seed: number): PlannedRun[] {
   const runs: PlannedRun[] = [];

@@ -3,9 +3,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseResult } from "./analysis/result-schema";
-import { type Calibration, calibrations, floorRecord, floorSettings, type StoredFloor } from "./calibration";
+import { type Calibration, calibrations, excludesZero, floorRecord, floorSettings, type StoredFloor } from "./calibration";
 import { type Analysis, analyze, type Comparison, comparisonKey, defaultSettings, type GateSettings, type NamedResult } from "./analysis/verdict";
-import { planRuns, type GateConfig } from "./config";
+import { configFor, planRuns, type GateConfig } from "./config";
 import { type HostClient, HostError, type HostStatus } from "./host/client";
 import { svgChart } from "./report/chart";
 import { analysisJson } from "./report/json";
@@ -128,12 +128,35 @@ export function judge({ results, documents }: Experiments, config: GateConfig, s
 }
 
 /**
- * Stores each A/A comparison as the host's floor for its workload and rate (a biased one too,
- * so that verdicts say so) and returns what each says against the floors stored before.
+ * Stores each A/A comparison as the host's floor for its workload and rate (a biased one too, so
+ * that verdicts say so) and returns what each says against the floors stored before. A key whose
+ * interval excludes 0 is measured once more first, and that confirmation run is what is stored:
+ * an unbiased host excludes 0 by chance in 1 run of 20, both of two independent runs in 1 of
+ * 400, while a real bias persists.
  */
-export async function recordCalibrations(host: HostClient, aa: readonly Comparison[]): Promise<{ calibrations: Calibration[]; history: StoredFloor[] }> {
+export async function recordCalibrations(
+  host: HostClient,
+  config: GateConfig,
+  aa: readonly Comparison[],
+  confirm: Omit<ExperimentOptions, "kind" | "challengerSha">,
+): Promise<{ calibrations: Calibration[]; history: StoredFloor[]; confirmations: Experiments }> {
   const history = await host.floorHistory();
-  const cs = calibrations(aa, history);
+  const confirmations: Experiments = { results: [], documents: [] };
+  const firstRuns = new Map<string, Comparison>();
+  const latest: Comparison[] = [];
+  for (const [i, c] of aa.entries()) {
+    if (!excludesZero(c.ciMs)) {
+      latest.push(c);
+      continue;
+    }
+    const again = await runExperiments(host, configFor(config, c.workload, c.rate), { ...confirm, kind: "aa", runIdPrefix: `${confirm.runIdPrefix}-confirm${i}` });
+    confirmations.results.push(...again.results);
+    confirmations.documents.push(...again.documents);
+    firstRuns.set(c.key, c);
+    // The raw interval: no floor or earlier bias may colour the calibration itself.
+    latest.push(analyze(again.results, gateSettings(config, confirm.seed)).comparisons[0]!);
+  }
+  const cs = calibrations(latest, history, firstRuns);
   for (const c of cs) await host.recordFloor(c.runId, floorRecord(c));
-  return { calibrations: cs, history };
+  return { calibrations: cs, history, confirmations };
 }

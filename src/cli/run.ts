@@ -6,7 +6,7 @@ import { userInfo } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { calibrationLine } from "../calibration";
+import { calibrationLine, excludesZero } from "../calibration";
 import { ConfigError, parseConfig, planRuns } from "../config";
 import { judge, recordCalibrations, runExperiments, seedOf } from "../experiment";
 import { HostClient, type HostOptions } from "../host/client";
@@ -73,26 +73,31 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     }
     const challengerSha = v.challenger ? digestOf(v.challenger) : undefined;
     if (challengerSha && !v.aa) io.out(await host.deploy("challenger", challengerSha, v.challenger!));
-    const total = planRuns(config, undefined, 0).length * config.slices.pairs * 2;
-    let done = 0;
-    const experiments = await runExperiments(host, config, {
-      kind: v.aa ? "aa" : "run",
-      challengerSha,
-      runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
-      seed: seedOf(challengerSha ?? createHash("sha256").update(String(Date.now())).digest("hex")),
-      busyDeadline: Date.now(),
-      onRunStart: (workload, rate) => io.out(`${v.aa ? "A/A" : "champion vs challenger"}: ${workload} @ ${rate} req/s, ${config.slices.pairs} pairs of ${config.slices.seconds} s slices`),
-      onLine: (line) => {
-        if (/ slice \d+\/\d+ /.test(line)) done++;
-        io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
-      },
-    });
+    const options = (what: string, runs: number) => {
+      const total = runs * config.slices.pairs * 2;
+      let done = 0;
+      return {
+        runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
+        seed: seedOf(challengerSha ?? createHash("sha256").update(String(Date.now())).digest("hex")),
+        busyDeadline: Date.now(),
+        onRunStart: (workload: string, rate: number) => io.out(`${what}: ${workload} @ ${rate} req/s, ${config.slices.pairs} pairs of ${config.slices.seconds} s slices`),
+        onLine: (line: string) => {
+          if (/ slice \d+\/\d+ /.test(line)) done++;
+          io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
+        },
+      };
+    };
+    const kind = v.aa ? "aa" : "run";
+    const experiments = await runExperiments(host, config, { ...options(v.aa ? "A/A" : "champion vs challenger", planRuns(config, undefined, 0).length), kind, challengerSha });
     const status = await host.status();
     const { analysis, reportPath } = judge(experiments, config, status, seedOf(challengerSha ?? "0"), v.out);
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c) => c.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
-    if (v.aa) for (const c of (await recordCalibrations(host, analysis.comparisons)).calibrations) io.out(calibrationLine(c));
+    if (v.aa) {
+      const { calibrations } = await recordCalibrations(host, config, analysis.comparisons, options("A/A confirmation (the interval excluded 0)", analysis.comparisons.filter((c) => excludesZero(c.ciMs)).length));
+      for (const c of calibrations) io.out(calibrationLine(c));
+    }
     io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
     return analysis.blocking ? 1 : 0;
   } finally {

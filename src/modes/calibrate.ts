@@ -1,7 +1,8 @@
 // mode: calibrate — the scheduled A/A protocol: the champion on both ports for every workload
 // and rate of the config, each recorded on the host as its floor (the floor history stays in
-// the host's floors.jsonl). Reports the floor, the A/A interval (it must contain 0) and the
-// drift since the last calibration; fails the job when the host is biased.
+// the host's floors.jsonl). Reports the floor, the A/A interval (it must contain 0, or a
+// confirmation run's must) and the drift since the last calibration; fails the job when the
+// host is biased.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "@actions/core";
@@ -20,22 +21,22 @@ export async function runCalibrate(inputs: Inputs, env: RunnerEnv): Promise<void
   try {
     const { champion } = await host.status();
     const seed = seedOf(champion || env.sha);
-    const experiments = await runExperiments(host, config, {
-      kind: "aa",
+    const options = {
       runIdPrefix: `calibrate-${env.runId}-${env.runAttempt}`,
       seed,
       busyDeadline: busyDeadline(inputs),
-      onLine: (line) => core.info(line),
-      onRunStart: (w, rate, runId) => core.startGroup(`A/A: ${w} @ ${rate} req/s (run ${runId})`),
+      onLine: (line: string) => core.info(line),
+      onRunStart: (w: string, rate: number, runId: string) => core.startGroup(`A/A: ${w} @ ${rate} req/s (run ${runId})`),
       onRunEnd: () => core.endGroup(),
-    });
+    };
+    const experiments = await runExperiments(host, config, { ...options, kind: "aa" });
     // The raw A/A intervals: no floor or earlier bias may colour the calibration itself.
     const analysis = analyze(experiments.results, gateSettings(config, seed));
-    const { calibrations, history } = await recordCalibrations(host, analysis.comparisons);
+    const { calibrations, history, confirmations } = await recordCalibrations(host, config, analysis.comparisons, options);
     const report = calibrationReport(calibrations, { champion, percentile: config.slo.percentile, history });
     const dir = outputDir(inputs, env);
     writeFileSync(join(dir, "calibration.md"), report);
-    writeFileSync(join(dir, "result.json"), JSON.stringify(experiments.documents, null, 2));
+    writeFileSync(join(dir, "result.json"), JSON.stringify([...experiments.documents, ...confirmations.documents], null, 2));
     await core.summary.addRaw(report).write();
     for (const c of calibrations) core.info(calibrationLine(c));
     const biased = calibrations.filter((c) => !c.unbiased);

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { championCheck } from "../calibration";
-import { type GateConfig, planRuns } from "../config";
+import { configFor, type GateConfig, planRuns } from "../config";
 import { parsePushToDefaultBranch } from "../event";
 import { judge, runExperiments, seedOf } from "../experiment";
 import { GitHub } from "../github/client";
@@ -95,8 +95,8 @@ function promotedSha(inputs: Inputs, env: RunnerEnv): string {
  */
 async function verify(host: HostClient, config: GateConfig, inputs: Inputs, env: RunnerEnv, verb: string, sha: string): Promise<{ passed: boolean; findings: string[]; text: string }> {
   const first = planRuns(config, undefined, 0)[0]!;
-  const workload = config.workloads.find((w) => w.name === first.workload)!;
-  const short: GateConfig = { ...config, workloads: [{ ...workload, rates: [first.rate] }], slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
+  const narrowed = configFor(config, first.workload, first.rate);
+  const short: GateConfig = { ...narrowed, slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
   try {
     const experiments = await runExperiments(host, short, {
       kind: "aa",

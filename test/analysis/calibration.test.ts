@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../src/analysis/random";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
-import { calibrationReport, calibrations, championCheck, floorRecord, floorSettings, type StoredFloor } from "../../src/calibration";
+import { calibrationLine, calibrationReport, calibrations, championCheck, floorRecord, floorSettings, type StoredFloor } from "../../src/calibration";
 import { makeResult, pairsFromDiffs, simulatedExperiment } from "./fixtures";
 import ref from "./reference-values.json";
 
@@ -36,6 +36,24 @@ describe("calibrations", () => {
     expect(report).toContain("## perf-gate calibration: ⚠️ biased host");
     expect(report).toMatch(/\| default@1000 \| ±0\.17 ms \| \+0\.32 ms \| \[\+0\.15, \+0\.49\] ms \| \*\*no\*\* \| 10 \| ±0\.10 ms \(2026-11-14\) \| \+0\.068 ms \(\+68%\) \|/);
     expect(report).toContain("- default@1000: ±0.50 (2026-11-07) → ±0.10 (2026-11-14) → ±0.17 (now)");
+  });
+
+  it("a first run that excluded 0 is confirmed or cleared by a second: the second is the floor, both are reported", () => {
+    const [excluded] = aa(ref.datasets.small_regression.d);
+    const firstRuns = new Map([[excluded!.key, excluded!]]);
+    const [cleared] = calibrations(aa(ref.datasets.null_noise.d), [], firstRuns);
+    expect(cleared!.unbiased).toBe(true);
+    expect(cleared!.halfWidthMs).toBeCloseTo((ref.datasets.null_noise.ci95[1]! - ref.datasets.null_noise.ci95[0]!) / 2, 9);
+    expect(cleared!.firstRun).toEqual({ runId: "aa-default", ciMs: excluded!.ciMs });
+    expect(calibrationLine(cleared!)).toBe("A/A floor for default@1000: ±0.18 ms (A/A [-0.19, +0.18] ms, n=10 pairs; first calibration; a first run's interval [+0.15, +0.49] ms excluded 0 by chance: this confirmation run's contains it); later verdicts quote it");
+    const report = calibrationReport([cleared!], { champion: "c".repeat(40), percentile: 99, history: [] });
+    expect(report).toContain("## perf-gate calibration: ✅ unbiased");
+    expect(report).toContain("- default@1000: the first run's interval [+0.15, +0.49] ms (`aa-default`) excluded 0, so it was measured again; the confirmation run's interval contains 0: chance, not bias");
+
+    const [confirmed] = calibrations(aa(ref.datasets.small_regression.d), [], firstRuns);
+    expect(confirmed!.unbiased).toBe(false);
+    expect(calibrationLine(confirmed!)).toMatch(/^A\/A interval for default@1000 excludes 0 in two runs \(\[\+0\.15, \+0\.49\] ms and \[\+0\.15, \+0\.49\] ms\): .*biased host/);
+    expect(calibrationReport([confirmed!], { champion: "c".repeat(40), percentile: 99, history: [] })).toContain("the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.");
   });
 
   it("hands the verdict engine each key's floor, and the bias of those whose interval excludes 0", () => {

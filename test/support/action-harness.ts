@@ -50,13 +50,18 @@ export class ActionHarness {
     const fake = new GitHubFake();
     const api = await fake.start();
     const h = new ActionHarness(fake, api, await TestHost.start());
-    const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}.tar.gz`);
-    execFileSync("tar", ["-czf", tarball, "-C", h.host.release("fast", "v1"), "."]);
-    for (const [cmd, input] of [[`deploy champion ${championSha}`, readFileSync(tarball)], [`promote ${championSha}`, '{"command":["./start.sh"]}']] as const) {
-      const r = await h.host.ssh(cmd, input);
+    await h.installChampion(championSha, h.host.release("fast", "v1"));
+    return h;
+  }
+
+  /** Makes a release the champion as an operator would, over ssh, without the action. */
+  async installChampion(sha: string, release: string): Promise<void> {
+    const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}-${sha.slice(0, 7)}.tar.gz`);
+    execFileSync("tar", ["-czf", tarball, "-C", release, "."]);
+    for (const [cmd, input] of [[`deploy champion ${sha}`, readFileSync(tarball)], [`promote ${sha}`, '{"command":["./start.sh"]}']] as const) {
+      const r = await this.host.ssh(cmd, input);
       if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
     }
-    return h;
   }
 
   async stop(): Promise<void> {
