@@ -251,7 +251,7 @@ describe.skipIf(!asRoot)("calibration", () => {
     // An unbiased host still fails a calibration by chance (two runs excluding 0, 1 in 400): then the job fails.
     expect(first.code, first.stdout).toBe(biased ? 1 : 0);
     const floor = (await h.hostStatus()).floors["work@200"]!;
-    expect(floor.run_id).toMatch(/^calibrate-\d+-1-0$/);
+    expect(floor.run_id).toMatch(/^calibrate-\d+-1-(confirm0-)?0$/); // a confirmation run when the first excluded 0
     const report = readFileSync(first.outputs["report-path"]!, "utf8");
     expect(report).toContain(`| work@200 | ±${ms(floor.half_width_ms)} ms |`);
     expect(report).toContain("| none | — |"); // no previous floor, no drift
