@@ -57663,11 +57663,13 @@ function decide(c3, holmP, alpha, m) {
 function ms(x) {
   const a2 = Math.abs(x);
   if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1 || a2 === 0) return x.toFixed(2);
-  return x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
 }
 function signedMs(x) {
-  return (x > 0 ? "+" : "") + ms(x);
+  const text = ms(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
 }
 function percentLabel(p) {
   return `p${p}`;

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { mermaidChart, svgChart } from "../../src/report/chart";
 import { gateOutcome } from "../../src/report/gate-outcome";
+import { ms, signedMs } from "../../src/report/format";
 import { GITHUB_SUMMARY_LIMIT, markdownReport } from "../../src/report/markdown";
 import { quartet } from "../../src/report/quartet";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
@@ -9,6 +10,14 @@ import ref from "../analysis/reference-values.json";
 
 const karan = () =>
   analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }) }], { ...defaultSettings, floorMs: 0.07 });
+
+describe("ms", () => {
+  it("keeps sub-millisecond digits, and never signs what rounds to nothing", () => {
+    expect([12.345, 0.934, 0.045, 0.07, 0.0123].map(ms)).toEqual(["12.3", "0.93", "0.045", "0.07", "0.012"]);
+    expect([-0.0004, 0.0004, -0, 0].map(signedMs)).toEqual(["0.00", "0.00", "0.00", "0.00"]);
+    expect([-0.93, 0.93, -0.002].map(signedMs)).toEqual(["-0.93", "+0.93", "-0.002"]);
+  });
+});
 
 describe("quartet", () => {
   it("states estimate, interval, floor and pairs in the canonical form", () => {
