@@ -43544,7 +43544,7 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
-exit codes: 0 pass, 1 blocking regression, 2 error`;
+exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run), 2 error`;
 var RunUsageError = class extends Error {
   name = "RunUsageError";
 };
@@ -43607,12 +43607,14 @@ ${runUsage}`);
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c3) => c3.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
+    let biased = false;
     if (v.aa) {
       const { calibrations: calibrations2 } = await recordCalibrations(host, config2, analysis.comparisons, options("A/A confirmation (the interval excluded 0)", analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length));
       for (const c3 of calibrations2) io.out(calibrationLine(c3));
+      biased = calibrations2.some((c3) => !c3.unbiased);
     }
     io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
-    return analysis.blocking ? 1 : 0;
+    return (v.aa ? biased : analysis.blocking) ? 1 : 0;
   } finally {
     host.close();
   }

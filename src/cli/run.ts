@@ -24,7 +24,7 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
-exit codes: 0 pass, 1 blocking regression, 2 error`;
+exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run), 2 error`;
 
 export class RunUsageError extends Error {
   override name = "RunUsageError";
@@ -94,12 +94,15 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
     io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
     for (const f of analysis.comparisons.flatMap((c) => c.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
+    let biased = false;
     if (v.aa) {
       const { calibrations } = await recordCalibrations(host, config, analysis.comparisons, options("A/A confirmation (the interval excluded 0)", analysis.comparisons.filter((c) => excludesZero(c.ciMs)).length));
       for (const c of calibrations) io.out(calibrationLine(c));
+      biased = calibrations.some((c) => !c.unbiased);
     }
     io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
-    return analysis.blocking ? 1 : 0;
+    // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
+    return (v.aa ? biased : analysis.blocking) ? 1 : 0;
   } finally {
     host.close();
   }

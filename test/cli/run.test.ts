@@ -14,9 +14,9 @@ let dir: string;
 let champion: string;
 let ports: string[];
 
-const config = (extra = "", command = '["./bin/service"]') => {
+const config = (extra = "", command = '["./bin/service"]', slices = "{seconds: 0.5, pairs: 2}") => {
   const path = join(dir, `config-${Math.random().toString(36).slice(2)}.yml`);
-  writeFileSync(path, `service:\n  command: ${command}\n  health_timeout_seconds: 3\nslo: {percentile: 90, budget_ms: 50}\nslices: {seconds: 0.5, pairs: 2}\nwarmup_seconds: 0\nworkloads:\n  - name: w\n    rates: [100]\n    requests: [{path: /work}]\n${extra}`);
+  writeFileSync(path, `service:\n  command: ${command}\n  health_timeout_seconds: 3\nslo: {percentile: 90, budget_ms: 50}\nslices: ${slices}\nwarmup_seconds: 0\nworkloads:\n  - name: w\n    rates: [100]\n    requests: [{path: /work}]\n${extra}`);
   return path;
 };
 
@@ -82,5 +82,20 @@ describe("perf-gate run --local", () => {
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/^perf-gate run: run run-\w+-0: host busy: aa hold-1 since /);
+  });
+
+  it("--aa measures an interval that excludes 0 again before it records a biased host", async () => {
+    const root = join(dir, "h4");
+    // The same build, but ~2 ms of extra hashing on the challenger port: a host whose ports differ.
+    const lopsided = join(dir, "lopsided");
+    mkdirSync(join(lopsided, "bin"), { recursive: true });
+    copyFileSync(join(champion, "bin/service"), join(lopsided, "bin/service"));
+    writeFileSync(join(lopsided, "start.sh"), `#!/bin/sh\n[ "$PORT" = "${ports[1]}" ] && export HASH_ROUNDS=20000\nexec ./bin/service\n`, { mode: 0o755 });
+    chmodSync(join(lopsided, "bin/service"), 0o755);
+    const r = await perfGate(root, "--config", config("", '["./start.sh"]', "{seconds: 0.5, pairs: 4}"), "--champion", lopsided, "--aa");
+    stopHost(root);
+    expect(r.code, r.stderr).toBe(1); // a confirmed bias
+    expect(r.stdout).toContain("A/A confirmation (the interval excluded 0): w @ 100 req/s, 4 pairs of 0.5 s slices");
+    expect(r.stdout).toMatch(/^A\/A interval for w@100 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\): .*\(biased host\)/m);
   });
 });
