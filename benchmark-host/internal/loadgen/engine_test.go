@@ -85,22 +85,27 @@ func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
 	if len(res.Slices) != 6 || res.Partial {
 		t.Fatalf("want 6 complete slices, got %d (partial=%v)", len(res.Slices), res.Partial)
 	}
-	var diffs []float64
+	var p50s, p99s []float64
 	for i := 0; i < len(res.Slices); i += 2 {
 		champ, chall := res.Slices[i], res.Slices[i+1]
 		if champ.Arm != plan.Champion || chall.Arm != plan.Challenger {
 			t.Fatalf("pair %d arms %s,%s", i/2, champ.Arm, chall.Arm)
 		}
-		diffs = append(diffs, float64(chall.LatencyUs.P99-champ.LatencyUs.P99))
+		p50s = append(p50s, float64(chall.LatencyUs.P50-champ.LatencyUs.P50))
+		p99s = append(p99s, float64(chall.LatencyUs.P99-champ.LatencyUs.P99))
 	}
-	sort.Float64s(diffs)
-	median := diffs[len(diffs)/2]
-	sort.Float64s(truth.slept)
-	sleptP99 := truth.slept[len(truth.slept)*99/100]
-	t.Logf("per-pair p99 differences (µs): %v; the server's delay really lasted p99 %.0f µs", diffs, sleptP99)
-	if median < 0.8*float64(delay.Microseconds()) || median > sleptP99+1000 {
-		t.Errorf("median p99 difference %.0f µs, want between 0.8 × the %v delay and the delay's own p99 (%.0f µs) + 1 ms",
-			median, delay, sleptP99)
+	// Ground truth: how long the server's sleeps really lasted (they overshoot on a loaded machine).
+	slept50, slept99 := quantile(truth.slept, 0.50), quantile(truth.slept, 0.99)
+	d50, d99 := quantile(p50s, 0.5), quantile(p99s, 0.5)
+	t.Logf("median per-pair differences: p50 %.0f µs, p99 %.0f µs (per pair %v); the server's sleeps lasted p50 %.0f µs, p99 %.0f µs", d50, d99, p99s, slept50, slept99)
+	// The median is the accuracy check: it must be the sleep's, within 0.5 ms.
+	if abs(d50-slept50) > 500 {
+		t.Errorf("median p50 difference %.0f µs, want the server's sleep p50 %.0f µs ± 500 µs", d50, slept50)
+	}
+	// The tail never reads less than the delay (coordinated omission would hide it), and adds to
+	// the sleep's own tail only the queueing a shared 2-core machine gives it (seen: 1.6 ms).
+	if d99 < 0.8*float64(delay.Microseconds()) || d99 > slept99+3000 {
+		t.Errorf("median p99 difference %.0f µs, want between 0.8 × the %v delay and the sleep's own p99 (%.0f µs) + 3 ms", d99, delay, slept99)
 	}
 	for _, s := range res.Slices {
 		if !s.Valid {
@@ -341,4 +346,10 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// quantile is the q-quantile of xs by the nearest-rank method; xs is sorted in place.
+func quantile(xs []float64, q float64) float64 {
+	sort.Float64s(xs)
+	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
 }
