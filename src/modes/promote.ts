@@ -108,9 +108,10 @@ async function verify(host: HostClient, config: GateConfig, inputs: Inputs, env:
       onRunEnd: () => core.endGroup(),
     });
     const { analysis } = judge(experiments, short, await host.status(), seedOf(sha), outputDir(inputs, env));
-    const { passed, findings } = championCheck(analysis);
+    const { passed, findings, notes } = championCheck(analysis);
     const result = quartet(analysis.headline, analysis.percentile);
-    return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${findings.length ? `\n\n${findings.map((f) => `- ${f}`).join("\n")}` : ""}` };
+    const listed = [...findings, ...notes.map((n) => `Note: ${n}`)];
+    return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `\n\n${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
   } catch (e) {
     const message = (e as Error).message;
     return { passed: false, findings: [message], text: `The A/A check could not run:\n\n\`\`\`\n${message}\n\`\`\`` };
