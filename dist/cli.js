@@ -35907,6 +35907,9 @@ function signedMs(x) {
   const text = ms(x);
   return (x > 0 && text !== "0.00" ? "+" : "") + text;
 }
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
 function percentLabel(p) {
   return `p${p}`;
 }
@@ -35986,7 +35989,7 @@ function svgChart(c3, percentile) {
   <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c3.estimateMs).toFixed(1)}" y2="${y(c3.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
   ${bars}
   ${ticks}
-  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc2(`mean ${signedMs(c3.estimateMs)} ms, CI [${signedMs(c3.ciMs[0])}, ${signedMs(c3.ciMs[1])}] ms (band), n=${c3.detail.length} pairs`)}</text>
+  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc2(`mean ${signedMs(c3.estimateMs)} ms, CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs`)}</text>
 </svg>
 `;
 }
@@ -36053,7 +36056,7 @@ function analysisJson(a2) {
 function quartet(c3, percentile) {
   const at = percentLabel(percentile);
   const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms(c3.floorMs)} ms`;
-  const detail = `${confidenceLabel(c3.confidence)} CI [${signedMs(c3.ciMs[0])}, ${signedMs(c3.ciMs[1])}] ms; ${floor}; n=${c3.pairs} pairs`;
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
   if (c3.verdict === "grey") return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
   const direction = c3.estimateMs > 0 ? "slower" : "faster";
   return `challenger is ${ms(Math.abs(c3.estimateMs))} ms ${direction} at ${at} (${detail})`;
@@ -36104,7 +36107,7 @@ function verdictSentence(a2) {
   return `No detectable change, but the interval is wider than \xB1${ms(h2.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
 }
 function hostBiasWarning(bias) {
-  const list = bias.map((b) => `${b.key} [${signedMs(b.ciMs[0])}, ${signedMs(b.ciMs[1])}] ms`).join(", ");
+  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 function comparisonSection(c3, percentile, maxRows) {
@@ -36260,9 +36263,8 @@ function calibrations(aa, previous, firstRuns = /* @__PURE__ */ new Map()) {
   });
 }
 function firstOf(c3) {
-  return c3 ? { runId: c3.runs[0], ciMs: [c3.ciMs[0], c3.ciMs[1]] } : null;
+  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
 }
-var interval = (ci) => `[${signedMs(ci[0])}, ${signedMs(ci[1])}] ms`;
 function floorRecord(c3) {
   return { workload: c3.workload, rate: c3.rate, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
 }
@@ -36279,11 +36281,11 @@ function floorSettings(floors) {
 function calibrationLine(c3) {
   const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
   if (!c3.unbiased) {
-    const runs = c3.firstRun ? `in two runs (${interval(c3.firstRun.ciMs)} and ${interval(c3.ciMs)})` : `(A/A ${interval(c3.ciMs)})`;
+    const runs = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
     return `A/A interval for ${c3.key} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
   }
-  const cleared = c3.firstRun ? `; a first run's interval ${interval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${interval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
 }
 
 // src/config.ts

@@ -1,7 +1,7 @@
 // A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
 // how the stored floors feed the verdict engine. Pure.
 import type { Analysis, Comparison, GateSettings } from "./analysis/verdict";
-import { ms, percentLabel, signedMs } from "./report/format";
+import { ms, msInterval as interval, percentLabel, signedMs } from "./report/format";
 
 /** A floor as the host stores it (perf-host floor-record / status / floors). */
 export interface StoredFloor {
@@ -65,10 +65,8 @@ export function calibrations(aa: readonly Comparison[], previous: readonly Store
 }
 
 function firstOf(c: Comparison | undefined): Calibration["firstRun"] {
-  return c ? { runId: c.runs[0]!, ciMs: [c.ciMs[0], c.ciMs[1]] } : null;
+  return c ? { runId: c.runs[0]!, ciMs: c.ciMs } : null;
 }
-
-const interval = (ci: readonly number[]) => `[${signedMs(ci[0]!)}, ${signedMs(ci[1]!)}] ms`;
 
 /** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
 export function floorRecord(c: Calibration) {

@@ -1,7 +1,7 @@
 // Charts of the paired differences with the interval band: a Mermaid xychart that GitHub
 // renders in comments and check summaries, and a standalone SVG for artifacts.
 import type { Comparison } from "../analysis/verdict";
-import { ms, percentLabel, signedMs } from "./format";
+import { ms, msInterval, percentLabel, signedMs } from "./format";
 
 const round = (x: number) => Number(x.toFixed(4));
 
@@ -78,7 +78,7 @@ export function svgChart(c: Comparison, percentile: number): string {
   <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c.estimateMs).toFixed(1)}" y2="${y(c.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
   ${bars}
   ${ticks}
-  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc(`mean ${signedMs(c.estimateMs)} ms, CI [${signedMs(c.ciMs[0])}, ${signedMs(c.ciMs[1])}] ms (band), n=${c.detail.length} pairs`)}</text>
+  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc(`mean ${signedMs(c.estimateMs)} ms, CI ${msInterval(c.ciMs)} (band), n=${c.detail.length} pairs`)}</text>
 </svg>
 `;
 }

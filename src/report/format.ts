@@ -16,6 +16,11 @@ export function signedMs(x: number): string {
   return (x > 0 && text !== "0.00" ? "+" : "") + text;
 }
 
+/** An interval in ms: [-0.19, +0.18] ms. */
+export function msInterval([lo, hi]: readonly [number, number]): string {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+
 export function percentLabel(p: number): string {
   return `p${p}`;
 }

@@ -2,7 +2,7 @@
 // and always within GitHub's 65,535-character limit for check summaries.
 import type { Analysis, Comparison } from "../analysis/verdict";
 import { mermaidChart } from "./chart";
-import { confidenceLabel, ms, percentLabel, pValue, rps, signedMs } from "./format";
+import { confidenceLabel, ms, msInterval, percentLabel, pValue, rps, signedMs } from "./format";
 import { quartet } from "./quartet";
 
 export const GITHUB_SUMMARY_LIMIT = 65_535;
@@ -64,7 +64,7 @@ function verdictSentence(a: Analysis): string {
 
 /** Said on every verdict while the host is biased: the ports differ with identical builds. */
 export function hostBiasWarning(bias: Analysis["hostBias"]): string {
-  const list = bias.map((b) => `${b.key} [${signedMs(b.ciMs[0])}, ${signedMs(b.ciMs[1])}] ms`).join(", ");
+  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> ⚠️ **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 

@@ -1,11 +1,11 @@
 // The one-line result every verdict carries: estimate, interval, A/A floor and pairs.
 import type { Comparison } from "../analysis/verdict";
-import { confidenceLabel, ms, percentLabel, signedMs } from "./format";
+import { confidenceLabel, ms, msInterval, percentLabel, signedMs } from "./format";
 
 export function quartet(c: Comparison, percentile: number): string {
   const at = percentLabel(percentile);
   const floor = c.floorMs === null ? "A/A floor unknown" : `A/A floor ±${ms(c.floorMs)} ms`;
-  const detail = `${confidenceLabel(c.confidence)} CI [${signedMs(c.ciMs[0])}, ${signedMs(c.ciMs[1])}] ms; ${floor}; n=${c.pairs} pairs`;
+  const detail = `${confidenceLabel(c.confidence)} CI ${msInterval(c.ciMs)}; ${floor}; n=${c.pairs} pairs`;
   if (c.verdict === "grey") return `no detectable change at ${at}: estimate ${signedMs(c.estimateMs)} ms (${detail})`;
   const direction = c.estimateMs > 0 ? "slower" : "faster";
   return `challenger is ${ms(Math.abs(c.estimateMs))} ms ${direction} at ${at} (${detail})`;
