@@ -70191,8 +70191,7 @@ async function override(gh, event, pr, reason) {
   const check2 = await gh.latestCheck(pr.headSha);
   if (!check2 || check2.conclusion !== "failure") {
     const state = check2 ? `its latest perf-gate check is ${check2.conclusion}` : "it has no finished perf-gate check";
-    await gh.comment(event.number, `@${who} nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
-    return;
+    return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
   const stamp = `**Overridden** by @${who} on ${(/* @__PURE__ */ new Date()).toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
   await gh.finishCheck(check2.id, "success", `overridden by @${who}: ${reason}`, `${stamp}

@@ -70,8 +70,7 @@ async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, r
   const check = await gh.latestCheck(pr.headSha);
   if (!check || check.conclusion !== "failure") {
     const state = check ? `its latest perf-gate check is ${check.conclusion}` : "it has no finished perf-gate check";
-    await gh.comment(event.number, `@${who} nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
-    return;
+    return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
   const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
   await gh.finishCheck(check.id, "success", `overridden by @${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
