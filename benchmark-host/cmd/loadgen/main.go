@@ -13,6 +13,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/version"
 )
 
 func main() {
@@ -22,9 +23,14 @@ func main() {
 func run() int {
 	planPath := flag.String("plan", "", "path to the plan JSON (see plan.schema.json)")
 	check := flag.Bool("check", false, "validate the plan, print it with defaults filled, and exit")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Line("loadgen"))
+		return 0
+	}
 	if *planPath == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen --plan FILE [--check]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen --plan FILE [--check] | --version")
 		return 2
 	}
 	p, err := plan.Load(*planPath)

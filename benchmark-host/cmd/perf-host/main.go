@@ -21,6 +21,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/grammar"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/version"
 )
 
 const (
@@ -35,7 +36,7 @@ func main() {
 }
 
 func usage() int {
-	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute and champion-daemon (internal)\n",
+	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute and champion-daemon (internal), --version\n",
 		strings.Join(grammar.Verbs(), ", "))
 	return exitRefused
 }
@@ -45,6 +46,10 @@ func run(args []string) int {
 		return usage()
 	}
 	verb := args[0]
+	if verb == "--version" || verb == "-version" {
+		fmt.Println(version.Line("perf-host"))
+		return 0
+	}
 	fs := flag.NewFlagSet("perf-host "+verb, flag.ContinueOnError)
 	cfg := agent.BindFlags(fs)
 	if err := fs.Parse(args[1:]); err != nil {

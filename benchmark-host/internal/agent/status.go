@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/version"
 )
 
 // Status is what `status` prints.
 type Status struct {
+	Version         string           `json:"perf_host_version"` // the release this perf-host was built from
 	Champion        string           `json:"champion"`
 	Previous        string           `json:"previous"`
 	ChampionServing bool             `json:"champion_supervised"`
@@ -54,7 +56,7 @@ func (h *Host) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	s := Status{Champion: st.Champion, Previous: lastReign(st.History), LoadAvg: hostinfo.LoadAvg(),
+	s := Status{Version: version.String(), Champion: st.Champion, Previous: lastReign(st.History), LoadAvg: hostinfo.LoadAvg(),
 		Ports: map[string]int{"champion": h.ChampionPort, "challenger": h.ChallengerPort}}
 	_, s.ChampionServing = h.championDaemon()
 	if holder, held := h.CurrentHolder(); held {
