@@ -2,8 +2,11 @@
 // The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error.
 import { analyzeCommand, analyzeUsage } from "./cli/analyze";
 import { runCommand, runUsage } from "./cli/run";
+// esbuild inlines only this field of package.json into the bundle.
+import { version } from "../package.json";
 
 const usage = `usage: perf-gate <command> [options]
+       perf-gate --version
 
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
@@ -31,6 +34,10 @@ async function main(argv: string[]): Promise<number> {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "--version":
+      case "-V":
+        console.log(`perf-gate ${version}`);
+        return 0;
       case undefined:
       case "-h":
       case "--help":
