@@ -78,7 +78,9 @@ validate_args() {
   esac
   local port user
   for port in "$CHAMPION_PORT" "$CHALLENGER_PORT"; do
-    [[ $port =~ ^[0-9]{1,5}$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "ports must be 1-65535, not '$port'" 2
+    if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
+      die "ports must be 1-65535, not '$port'" 2
+    fi
   done
   [ "$CHAMPION_PORT" != "$CHALLENGER_PORT" ] || die "--champion-port and --challenger-port must differ" 2
   for user in "$CI_USER" "$SERVICE_USER"; do
@@ -155,8 +157,9 @@ install_from_release() {
   verify_archive "$ARCHIVE" "${SUMS:-$(dirname "$ARCHIVE")/SHA256SUMS}"
   tar -xzf "$ARCHIVE" -C "$UNPACKED" --no-same-owner
   local src=$UNPACKED/${name%.tar.gz}
-  [ -x "$src/install.sh" ] && [ -x "$src/bin/perf-host" ] && [ -x "$src/bin/loadgen" ] ||
+  if [ ! -x "$src/install.sh" ] || [ ! -x "$src/bin/perf-host" ] || [ ! -x "$src/bin/loadgen" ]; then
     die "$name does not hold install.sh, bin/perf-host and bin/loadgen"
+  fi
   # The archive's own install.sh installs it, so the install steps always match the binaries.
   "$src/install.sh" "${HOST_ARGS[@]}"
 }
@@ -241,10 +244,8 @@ install_systemd_units() {
 print_next_steps() {
   echo
   echo "Pin this host key in the action's known-hosts input (replace HOST with the address CI uses):"
-  local k
-  for k in /etc/ssh/ssh_host_ed25519_key.pub; do
-    [ -f "$k" ] && echo "  HOST $(cut -d' ' -f1,2 "$k")"
-  done
+  local key=/etc/ssh/ssh_host_ed25519_key.pub
+  if [ -f "$key" ]; then echo "  HOST $(cut -d' ' -f1,2 "$key")"; fi
   echo
   echo "Next: deploy and promote the first champion, e.g. with the perf-promote workflow, or"
   echo "  ssh $CI_USER@HOST 'deploy champion SHA' < build.tar.gz"

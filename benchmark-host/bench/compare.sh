@@ -31,7 +31,7 @@ if [ ! -x "$tools/vegeta" ]; then
 fi
 
 PORT=$PORT HASH_ROUNDS=${HASH_ROUNDS:-50} "$work/service" >/dev/null & svc_pid=$!
-url=http://127.0.0.1:$PORT/work?key=bench
+url="http://127.0.0.1:$PORT/work?key=bench"
 for _ in $(seq 50); do curl -sf "$url" >/dev/null && break; sleep 0.1; done
 
 timed() { local name=$1; shift; /usr/bin/time -f '%U %S' -o "$work/$name.cpu" "$@"; }
