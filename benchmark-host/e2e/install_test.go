@@ -95,6 +95,24 @@ func (h *installedHost) ssh(stdin []byte, command string) (string, error) {
 	return string(b), err
 }
 
+// serviceOwners names the owner of each example service process working under this host's
+// root, so other tests' services on the same machine do not count.
+func (h *installedHost) serviceOwners() []string {
+	var owners []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		comm, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
+		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+		if err != nil || strings.TrimSpace(string(comm)) != "service" || !strings.HasPrefix(cwd, h.root+"/") {
+			continue
+		}
+		if out, err := exec.Command("ps", "-o", "user:32=", "-p", p.Name()).Output(); err == nil {
+			owners = append(owners, strings.TrimSpace(string(out)))
+		}
+	}
+	return owners
+}
+
 // The install script's least-privilege model, for real: a CI login that can run only
 // perf-host, services (pull-request code) as a second user that cannot write the state.
 func TestInstallScriptSeparatesTheCIUserFromTheServices(t *testing.T) {
@@ -121,8 +139,7 @@ func TestInstallScriptSeparatesTheCIUserFromTheServices(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Second)
-	owners, _ := exec.Command("ps", "-o", "user:32=", "-C", "service").Output()
-	if got := strings.Fields(string(owners)); len(got) != 2 || got[0] != h.svcUser || got[1] != h.svcUser {
+	if got := h.serviceOwners(); len(got) != 2 || got[0] != h.svcUser || got[1] != h.svcUser {
 		t.Errorf("services run as %v, want both as %s", got, h.svcUser)
 	}
 	if out, err := h.ssh(nil, "wait pr-3-bbbbbbb-1"); err != nil || !strings.Contains(out, `"status":"ok"`) {
