@@ -9399,7 +9399,7 @@ var require_Pair = __commonJS({
           value = value.clone(schema);
         return new _Pair(key, value);
       }
-      toJSON(_, ctx) {
+      toJSON(_2, ctx) {
         const pair = ctx?.mapAsMap ? /* @__PURE__ */ new Map() : {};
         return addPairToJSMap.addPairToJSMap(ctx, pair, this);
       }
@@ -9676,7 +9676,7 @@ var require_YAMLMap = __commonJS({
        * @param {Class} Type - If set, forces the returned collection type
        * @returns Instance of Type, Map, or Object
        */
-      toJSON(_, ctx, Type) {
+      toJSON(_2, ctx, Type) {
         const map2 = Type ? new Type() : ctx?.mapAsMap ? /* @__PURE__ */ new Map() : {};
         if (ctx?.onCreate)
           ctx.onCreate(map2);
@@ -9799,7 +9799,7 @@ var require_YAMLSeq = __commonJS({
         else
           this.items[idx] = value;
       }
-      toJSON(_, ctx) {
+      toJSON(_2, ctx) {
         const seq = [];
         if (ctx?.onCreate)
           ctx.onCreate(seq);
@@ -10308,9 +10308,9 @@ var require_omap = __commonJS({
        * If `ctx` is given, the return type is actually `Map<unknown, unknown>`,
        * but TypeScript won't allow widening the signature of a child method.
        */
-      toJSON(_, ctx) {
+      toJSON(_2, ctx) {
         if (!ctx)
-          return super.toJSON(_);
+          return super.toJSON(_2);
         const map2 = /* @__PURE__ */ new Map();
         if (ctx?.onCreate)
           ctx.onCreate(map2);
@@ -10565,8 +10565,8 @@ var require_set = __commonJS({
           this.items.push(new Pair.Pair(key));
         }
       }
-      toJSON(_, ctx) {
-        return super.toJSON(_, ctx, Set);
+      toJSON(_2, ctx) {
+        return super.toJSON(_2, ctx, Set);
       }
       toString(ctx, onComment, onChompKeep) {
         if (!ctx)
@@ -15417,9 +15417,740 @@ var require_cross_spawn = __commonJS({
   }
 });
 
+// package.json
+var version = "1.0.0";
+
 // src/cli/analyze.ts
 import { readFileSync, writeFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+
+// src/analysis/input-error.ts
+var AnalysisInputError = class extends Error {
+  name = "AnalysisInputError";
+};
+
+// node_modules/simple-statistics/dist/simple-statistics.mjs
+function sum(x) {
+  if (x.length === 0) {
+    return 0;
+  }
+  var sum2 = x[0];
+  var correction = 0;
+  var transition;
+  if (typeof sum2 !== "number") {
+    return Number.NaN;
+  }
+  for (var i2 = 1; i2 < x.length; i2++) {
+    if (typeof x[i2] !== "number") {
+      return Number.NaN;
+    }
+    transition = sum2 + x[i2];
+    if (Math.abs(sum2) >= Math.abs(x[i2])) {
+      correction += sum2 - transition + x[i2];
+    } else {
+      correction += x[i2] - transition + sum2;
+    }
+    sum2 = transition;
+  }
+  return sum2 + correction;
+}
+function mean(x) {
+  if (x.length === 0) {
+    throw new Error("mean requires at least one data point");
+  }
+  return sum(x) / x.length;
+}
+function sumNthPowerDeviations(x, n2) {
+  var meanValue = mean(x);
+  var sum2 = 0;
+  var tempValue;
+  var i2;
+  if (n2 === 2) {
+    for (i2 = 0; i2 < x.length; i2++) {
+      tempValue = x[i2] - meanValue;
+      sum2 += tempValue * tempValue;
+    }
+  } else {
+    for (i2 = 0; i2 < x.length; i2++) {
+      sum2 += Math.pow(x[i2] - meanValue, n2);
+    }
+  }
+  return sum2;
+}
+function sampleVariance(x) {
+  if (x.length < 2) {
+    throw new Error("sampleVariance requires at least two data points");
+  }
+  var sumSquaredDeviationsValue = sumNthPowerDeviations(x, 2);
+  var besselsCorrection = x.length - 1;
+  return sumSquaredDeviationsValue / besselsCorrection;
+}
+function sampleStandardDeviation(x) {
+  var sampleVarianceX = sampleVariance(x);
+  return Math.sqrt(sampleVarianceX);
+}
+var BayesianClassifier = function BayesianClassifier2() {
+  this.totalCount = 0;
+  this.data = {};
+};
+BayesianClassifier.prototype.train = function train(item, category) {
+  if (!this.data[category]) {
+    this.data[category] = {};
+  }
+  for (var k in item) {
+    var v = item[k];
+    if (this.data[category][k] === void 0) {
+      this.data[category][k] = {};
+    }
+    if (this.data[category][k][v] === void 0) {
+      this.data[category][k][v] = 0;
+    }
+    this.data[category][k][v]++;
+  }
+  this.totalCount++;
+};
+BayesianClassifier.prototype.score = function score(item) {
+  var odds = {};
+  var category;
+  for (var k in item) {
+    var v = item[k];
+    for (category in this.data) {
+      if (odds[category] === void 0) {
+        odds[category] = {};
+      }
+      if (this.data[category][k]) {
+        odds[category][k + "_" + v] = (this.data[category][k][v] || 0) / this.totalCount;
+      } else {
+        odds[category][k + "_" + v] = 0;
+      }
+    }
+  }
+  var oddsSums = {};
+  for (category in odds) {
+    oddsSums[category] = 0;
+    for (var combination in odds[category]) {
+      oddsSums[category] += odds[category][combination];
+    }
+  }
+  return oddsSums;
+};
+var g = 607 / 128;
+var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
+var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
+function cumulativeDistribution(z3) {
+  var sum2 = z3;
+  var tmp = z3;
+  for (var i2 = 1; i2 < 30; i2++) {
+    tmp *= z3 * z3 / (2 * i2 + 1);
+    sum2 += tmp;
+  }
+  return Math.round((0.5 + sum2 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+}
+var standardNormalTable = [];
+for (z = 0; z <= 3.09; z += 0.01) {
+  standardNormalTable.push(cumulativeDistribution(z));
+}
+var z;
+var SQRT_2PI = Math.sqrt(2 * Math.PI);
+var PerceptronModel = function PerceptronModel2() {
+  this.weights = [];
+  this.bias = 0;
+};
+PerceptronModel.prototype.predict = function predict(features) {
+  if (features.length !== this.weights.length) {
+    return null;
+  }
+  var score2 = 0;
+  for (var i2 = 0; i2 < this.weights.length; i2++) {
+    score2 += this.weights[i2] * features[i2];
+  }
+  score2 += this.bias;
+  if (score2 > 0) {
+    return 1;
+  } else {
+    return 0;
+  }
+};
+PerceptronModel.prototype.train = function train2(features, label2) {
+  if (label2 !== 0 && label2 !== 1) {
+    return null;
+  }
+  if (features.length !== this.weights.length) {
+    this.weights = features.slice();
+    this.bias = 1;
+  }
+  var prediction = this.predict(features);
+  if (typeof prediction === "number" && prediction !== label2) {
+    var gradient = label2 - prediction;
+    for (var i2 = 0; i2 < this.weights.length; i2++) {
+      this.weights[i2] += gradient * features[i2];
+    }
+    this.bias += gradient;
+  }
+  return this;
+};
+
+// src/analysis/bootstrap.ts
+function bootstrapMeanInterval(d, confidence, resamples, rand) {
+  const n2 = d.length;
+  const means = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    let sum2 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum2 += d[Math.floor(rand() * n2)];
+    means[b] = sum2 / n2;
+  }
+  means.sort();
+  const alpha = 1 - confidence;
+  return { lo: quantileSorted(means, alpha / 2), hi: quantileSorted(means, 1 - alpha / 2) };
+}
+function quantileSorted(sorted, q) {
+  const pos = q * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+// src/contract/rules.ts
+function comparisonKey(workload2, rate2) {
+  return `${workload2}@${plainDecimal(rate2)}`;
+}
+function plainDecimal(x) {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
+}
+function sampleBudget(percentile) {
+  return Math.ceil(Math.round(10 / (1 - percentile / 100) * 1e6) / 1e6);
+}
+
+// src/analysis/pairs.ts
+var import_hdr_histogram_js = __toESM(require_dist(), 1);
+function extractPairs(run, result) {
+  const byPair = /* @__PURE__ */ new Map();
+  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  const pairs = [];
+  const dropped = [];
+  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
+    if (slices.length > 2) {
+      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+    }
+    const champion = slices.find((s) => s.arm === "champion");
+    const challenger = slices.find((s) => s.arm === "challenger");
+    if (slices.length === 2 && (!champion || !challenger)) {
+      throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
+    }
+    if (!champion || !challenger) {
+      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)" });
+      continue;
+    }
+    const invalid = [champion, challenger].filter((s) => !s.valid);
+    if (invalid.length > 0) {
+      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; ") });
+      continue;
+    }
+    pairs.push({ run, pair, champion, challenger });
+  }
+  return { pairs, dropped };
+}
+var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+function slicePercentileUs(s, percentile) {
+  const named = namedPercentiles[String(percentile)];
+  if (named) return s.latency_us[named];
+  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile);
+}
+
+// src/analysis/random.ts
+function seededRandom(seed) {
+  let s = seed >>> 0 || 2654435769;
+  const next32 = () => {
+    s = s + 2654435769 >>> 0;
+    let z3 = s;
+    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
+    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
+    return (z3 ^ z3 >>> 16) >>> 0;
+  };
+  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
+  return () => {
+    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
+    const t = b << 9 >>> 0;
+    c3 ^= a2;
+    d ^= b;
+    b ^= c3;
+    a2 ^= d;
+    c3 ^= t;
+    d = rotl(d, 11);
+    return result / 4294967296;
+  };
+}
+function rotl(x, k) {
+  return (x << k | x >>> 32 - k) >>> 0;
+}
+
+// src/analysis/distributions.ts
+function logGamma(x) {
+  const c3 = [
+    0.9999999999998099,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.3234287776531,
+    -176.6150291621406,
+    12.507343278686905,
+    -0.13857109526572012,
+    9984369578019572e-21,
+    15056327351493116e-23
+  ];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  x -= 1;
+  let a2 = c3[0];
+  const t = x + 7.5;
+  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
+}
+function incompleteBeta(x, a2, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
+  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
+  const tiny = 1e-300;
+  let c3 = 1;
+  let d = 1 - (a2 + b) * x / (a2 + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let f = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    f *= d * c3;
+    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    f *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return front * f / a2;
+}
+function studentTCdf(t, df) {
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t > 0 ? 1 - tail : tail;
+}
+function studentTQuantile(p, df) {
+  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
+  if (p === 0.5) return 0;
+  let lo = -1;
+  let hi = 1;
+  while (studentTCdf(lo, df) > p) lo *= 2;
+  while (studentTCdf(hi, df) < p) hi *= 2;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+function studentTTwoSidedP(t, df) {
+  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
+}
+function erfc(x) {
+  if (x < 0) return 2 - erfc(-x);
+  return upperIncompleteGammaHalf(x * x);
+}
+function upperIncompleteGammaHalf(z3) {
+  const a2 = 0.5;
+  if (z3 === 0) return 1;
+  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
+  if (z3 < a2 + 1) {
+    let sum2 = 1 / a2;
+    let term = sum2;
+    for (let n2 = 1; n2 < 500; n2++) {
+      term *= z3 / (a2 + n2);
+      sum2 += term;
+      if (term < sum2 * 1e-16) break;
+    }
+    return 1 - sum2 * Math.exp(lnPre);
+  }
+  const tiny = 1e-300;
+  let b = z3 + 1 - a2;
+  let c3 = 1 / tiny;
+  let d = 1 / b;
+  let h2 = d;
+  for (let i2 = 1; i2 < 500; i2++) {
+    const an = -i2 * (i2 - a2);
+    b += 2;
+    d = an * d + b;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = b + an / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < 1e-16) break;
+  }
+  return Math.exp(lnPre) * h2;
+}
+function normalCdf(z3) {
+  return 0.5 * erfc(-z3 / Math.SQRT2);
+}
+
+// src/analysis/tests.ts
+function pairedT(d, confidence) {
+  const n2 = d.length;
+  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
+  const m = mean(d);
+  const sd = sampleStandardDeviation(d);
+  const se = sd / Math.sqrt(n2);
+  const df = n2 - 1;
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
+  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
+}
+function signTest(d) {
+  const positive = d.filter((x) => x > 0).length;
+  const negative = d.filter((x) => x < 0).length;
+  const n2 = positive + negative;
+  if (n2 === 0) return { positive, negative, p: 1 };
+  const k = Math.min(positive, negative);
+  let tail = 0;
+  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
+  return { positive, negative, p: Math.min(1, 2 * tail) };
+}
+function binomialPmfHalf(n2, k) {
+  let logC = 0;
+  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
+  return Math.exp(logC - n2 * Math.LN2);
+}
+function wilcoxonSignedRank(d) {
+  const nz = d.filter((x) => x !== 0);
+  const n2 = nz.length;
+  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
+  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
+  const ranks = new Array(n2);
+  const tieSizes = [];
+  for (let i2 = 0; i2 < n2; ) {
+    let j = i2;
+    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
+    const avg = (i2 + j + 2) / 2;
+    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
+    if (j > i2) tieSizes.push(j - i2 + 1);
+    i2 = j + 1;
+  }
+  let wPlus = 0;
+  nz.forEach((x, i2) => {
+    if (x > 0) wPlus += ranks[i2];
+  });
+  const total = n2 * (n2 + 1) / 2;
+  const statistic = Math.min(wPlus, total - wPlus);
+  if (n2 <= 50 && tieSizes.length === 0) {
+    const counts = new Float64Array(total + 1);
+    counts[0] = 1;
+    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
+    let lower = 0;
+    for (let s = 0; s <= statistic; s++) lower += counts[s];
+    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
+  }
+  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
+  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
+  const z3 = (statistic - total / 2) / sd;
+  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
+}
+function holmAdjust(p) {
+  const m = p.length;
+  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
+  const adjusted = new Array(m);
+  let running = 0;
+  order.forEach(({ v, i: i2 }, rank) => {
+    running = Math.max(running, Math.min(1, (m - rank) * v));
+    adjusted[i2] = running;
+  });
+  return adjusted;
+}
+function binomialUpperTail(k, n2, p) {
+  if (k <= 0) return 1;
+  if (k > n2) return 0;
+  let sum2 = 0;
+  for (let i2 = k; i2 <= n2; i2++) {
+    let logC = 0;
+    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
+    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+  }
+  return Math.min(1, sum2);
+}
+
+// src/analysis/verdict.ts
+var defaultSettings = {
+  percentile: 99,
+  sloBudgetMs: 200,
+  blockThresholdPercent: 1,
+  confidence: 0.95,
+  bootstrapResamples: 1e4,
+  seed: 1
+};
+var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
+function analyze(results, settings = defaultSettings) {
+  validateSettings(settings);
+  if (results.length === 0) throw new AnalysisInputError("no results to analyse");
+  checkSameBuilds(results);
+  const groups = /* @__PURE__ */ new Map();
+  for (const r of results) {
+    const key = resultKey(r.result);
+    groups.set(key, [...groups.get(key) ?? [], r]);
+  }
+  const alpha = 1 - settings.confidence;
+  const rand = seededRandom(settings.seed);
+  const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
+  const holm = holmAdjust(partial2.map((c3) => c3.t.p));
+  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
+  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
+  const headline = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
+  const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
+  return {
+    verdict,
+    blocking: comparisons.some((c3) => c3.blocking),
+    headline,
+    comparisons,
+    percentile: settings.percentile,
+    method: METHOD,
+    seed: settings.seed,
+    settings,
+    runs: results.map(({ name: name2, result }) => {
+      const { pairs, dropped } = extractPairs(name2, result);
+      return {
+        name: name2,
+        runId: result.plan.run_id,
+        workload: result.plan.workload,
+        rate: result.plan.rate,
+        started: result.started,
+        pairs: pairs.length,
+        dropped: dropped.length,
+        partial: result.partial
+      };
+    }),
+    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] }))
+  };
+}
+function resultKey(r) {
+  return comparisonKey(r.plan.workload, r.plan.rate);
+}
+function validateSettings(s) {
+  const bad = (field, want, got) => {
+    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
+  };
+  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
+  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
+  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
+  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
+  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
+  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
+}
+function checkSameBuilds(results) {
+  for (const field of ["challenger_sha", "champion_sha"]) {
+    const seen = /* @__PURE__ */ new Map();
+    for (const { name: name2, result } of results) {
+      const sha2 = result.plan.builds?.[field];
+      if (sha2) seen.set(sha2, name2);
+    }
+    if (seen.size > 1) {
+      const list = [...seen.entries()].map(([sha2, name2]) => `${sha2} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+    }
+  }
+}
+function compare(key, group, s, rand) {
+  const { pairs, droppedPairs, flags } = pooledPairs(key, group);
+  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const d = at(s.percentile);
+  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
+  const primary = pairedT(d, s.confidence);
+  const boot = bootstrapMeanInterval(d, s.confidence, s.bootstrapResamples, rand);
+  const secondary = (values) => {
+    const r = pairedT(values, s.confidence);
+    return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
+  };
+  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
+  const champion = armSummary(pairs, "champion", s.percentile);
+  const challenger = armSummary(pairs, "challenger", s.percentile);
+  flags.push(...measurementFlags(pairs, droppedPairs, s.percentile));
+  const errorRegression = errorTest(champion, challenger);
+  if (errorRegression) flags.push(errorRegression.flag);
+  const floor = floorOf(key, s);
+  if (floor.flag) flags.push(floor.flag);
+  const w = wilcoxonSignedRank(d);
+  return {
+    key,
+    workload: group[0].result.plan.workload,
+    rate: group[0].result.plan.rate,
+    d,
+    estimateMs: primary.mean,
+    pairs: pairs.length,
+    droppedPairs,
+    runs: group.map((g2) => g2.name),
+    looks: group.length,
+    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
+    bootstrapCiMs: [boot.lo, boot.hi],
+    signTest: signTest(d),
+    wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
+    p50Ms: secondary(at(50)),
+    p999Ms: secondary(at(99.9)),
+    throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
+    errorRegression: errorRegression?.test ?? null,
+    champion,
+    challenger,
+    floorMs: floor.ms,
+    thresholdMs: s.blockThresholdPercent / 100 * s.sloBudgetMs,
+    flags,
+    detail: pairs.map((x, i2) => ({
+      run: x.run,
+      pair: x.pair,
+      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
+      dMs: d[i2]
+    }))
+  };
+}
+var ms = (us) => us / 1e3;
+function pooledPairs(key, group) {
+  const pairs = [];
+  const droppedPairs = [];
+  const flags = [];
+  for (const { name: name2, result } of group) {
+    const extracted = extractPairs(name2, result);
+    pairs.push(...extracted.pairs);
+    droppedPairs.push(...extracted.dropped);
+    if (result.partial) flags.push({ code: "partial_run", message: `${name2} stopped early: ${result.partial_reason ?? "partial"}` });
+  }
+  if (pairs.length < 2) {
+    const why = droppedPairs.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`
+    );
+  }
+  return { pairs, droppedPairs, flags };
+}
+function armSummary(pairs, arm, percentile) {
+  const slices = pairs.map((x) => x[arm]);
+  return {
+    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile)))),
+    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
+    okRps: mean(slices.map((x) => x.ok_rps)),
+    requests: slices.reduce((acc, x) => acc + x.completed, 0),
+    errors: slices.reduce((acc, x) => acc + errorsOf(x), 0)
+  };
+}
+function measurementFlags(pairs, dropped, percentile) {
+  const flags = [];
+  const budget = sampleBudget(percentile);
+  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short.length > 0) {
+    flags.push({
+      code: "short_of_budget",
+      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
+    });
+  }
+  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  if (midRun.length > 0) {
+    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
+    flags.push({
+      code: "new_connections",
+      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
+    });
+  }
+  if (dropped.length > 0) {
+    flags.push({ code: "dropped_pairs", message: `${dropped.length} pair${dropped.length === 1 ? "" : "s"} dropped: ${dropped[0].reason}${dropped.length > 1 ? ", \u2026" : ""}` });
+  }
+  return flags;
+}
+function errorTest(champion, challenger) {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  const p = binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share);
+  return {
+    test: { champion: champion.errors, challenger: challenger.errors, p },
+    flag: {
+      code: "more_errors",
+      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`
+    }
+  };
+}
+function floorOf(key, s) {
+  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  const bias = s.hostBiasMs?.[key];
+  if (!bias) return { ms: floor ?? null, flag: null };
+  const [lo, hi] = bias;
+  const widened = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+  return {
+    ms: widened,
+    flag: {
+      code: "host_biased",
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${widened.toFixed(3)} ms are treated as noise until a calibration contains 0`
+    }
+  };
+}
+function errorsOf(s) {
+  const e = s.errors;
+  return e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other;
+}
+function label(c3, holmP, alpha, m) {
+  const confidence = 1 - alpha;
+  const primary = pairedT(c3.d, confidence);
+  const ci = [primary.ci.lo, primary.ci.hi];
+  const flags = [...c3.flags];
+  const significant = holmP < alpha;
+  const belowFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) < c3.floorMs;
+  const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
+  let verdict = "grey";
+  let greyKind = null;
+  if (errorsRegressed) verdict = "red";
+  else if (significant && !belowFloor) verdict = c3.estimateMs > 0 ? "red" : "green";
+  else if (belowFloor) greyKind = "below floor";
+  else if (ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs) greyKind = "equivalent";
+  else greyKind = "inconclusive";
+  if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
+    flags.push({
+      code: "not_significant_after_holm",
+      message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
+    });
+  }
+  const blocking = verdict === "red" && (errorsRegressed || c3.estimateMs > c3.thresholdMs);
+  if (verdict !== "grey" && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
+    flags.push({
+      code: "heterogeneous",
+      message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
+    });
+  }
+  const signSignificant = c3.signTest.p < alpha;
+  if (signSignificant !== (significant && !errorsRegressed)) {
+    flags.push({
+      code: "sign_test_disagrees",
+      message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
+    });
+  }
+  const { d: _d, t, ...rest } = c3;
+  return {
+    ...rest,
+    verdict,
+    greyKind,
+    blocking,
+    blockingDecisive: blocking && ci[0] > c3.thresholdMs,
+    confidence,
+    ciMs: ci,
+    t: { ...t, holmP },
+    flags
+  };
+}
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -15997,7 +16728,7 @@ __export(core_exports2, {
   validate: () => validate,
   validateAsync: () => validateAsync,
   validateURL: () => validateURL,
-  version: () => version,
+  version: () => version2,
   withParser: () => withParser
 });
 
@@ -16095,17 +16826,17 @@ function assertIs(_arg) {
 function assertNever(_x) {
   throw new Error("Unexpected value in exhaustive check");
 }
-function assert(_) {
+function assert(_2) {
 }
 function getEnumValues(entries) {
   const numericValues = Object.values(entries).filter((v) => typeof v === "number");
-  const values = Object.entries(entries).filter(([k, _]) => numericValues.indexOf(+k) === -1).map(([_, v]) => v);
+  const values = Object.entries(entries).filter(([k, _2]) => numericValues.indexOf(+k) === -1).map(([_2, v]) => v);
   return values;
 }
 function joinValues(array2, separator = "|") {
   return array2.map((val) => stringifyPrimitive(val)).join(separator);
 }
-function jsonStringifyReplacer(_, value) {
+function jsonStringifyReplacer(_2, value) {
   if (typeof value === "bigint")
     return value.toString();
   return value;
@@ -16284,7 +17015,7 @@ var allowsEval = /* @__PURE__ */ cached(() => {
     const F = Function;
     new F("");
     return true;
-  } catch (_) {
+  } catch (_2) {
     return false;
   }
 });
@@ -16405,31 +17136,31 @@ function normalizeParams(_params) {
 function createTransparentProxy(getter) {
   let target2;
   return new Proxy({}, {
-    get(_, prop, receiver) {
+    get(_2, prop, receiver) {
       target2 ?? (target2 = getter());
       return Reflect.get(target2, prop, receiver);
     },
-    set(_, prop, value, receiver) {
+    set(_2, prop, value, receiver) {
       target2 ?? (target2 = getter());
       return Reflect.set(target2, prop, value, receiver);
     },
-    has(_, prop) {
+    has(_2, prop) {
       target2 ?? (target2 = getter());
       return Reflect.has(target2, prop);
     },
-    deleteProperty(_, prop) {
+    deleteProperty(_2, prop) {
       target2 ?? (target2 = getter());
       return Reflect.deleteProperty(target2, prop);
     },
-    ownKeys(_) {
+    ownKeys(_2) {
       target2 ?? (target2 = getter());
       return Reflect.ownKeys(target2);
     },
-    getOwnPropertyDescriptor(_, prop) {
+    getOwnPropertyDescriptor(_2, prop) {
       target2 ?? (target2 = getter());
       return Reflect.getOwnPropertyDescriptor(target2, prop);
     },
-    defineProperty(_, prop, descriptor) {
+    defineProperty(_2, prop, descriptor) {
       target2 ?? (target2 = getter());
       return Reflect.defineProperty(target2, prop, descriptor);
     }
@@ -16698,7 +17429,7 @@ function issue(...args) {
   return { ...iss };
 }
 function cleanEnum(obj) {
-  return Object.entries(obj).filter(([k, _]) => {
+  return Object.entries(obj).filter(([k, _2]) => {
     return Number.isNaN(Number.parseInt(k, 10));
   }).map((el) => el[1]);
 }
@@ -16889,7 +17620,7 @@ function $constructor(name2, initializer3, proto, params) {
   const zodProto = {};
   function Internals(def) {
     this.def = def;
-    this.constr = _;
+    this.constr = _2;
     this.traits = /* @__PURE__ */ new Set();
   }
   Internals.prototype = zodProto;
@@ -16920,7 +17651,7 @@ function $constructor(name2, initializer3, proto, params) {
         members(target2, protoMembers);
       }
     }
-    const proto2 = _.prototype;
+    const proto2 = _2.prototype;
     for (const k in proto2) {
       if (!Object.prototype.hasOwnProperty.call(proto2, k))
         continue;
@@ -16933,7 +17664,7 @@ function $constructor(name2, initializer3, proto, params) {
   class Definition extends Parent {
   }
   Object.defineProperty(Definition, "name", { value: name2 });
-  function _(def) {
+  function _2(def) {
     const inst = params?.Parent ? newError(Definition) : this;
     init(inst, def);
     const deferred = inst._zod.deferred;
@@ -16948,16 +17679,16 @@ function $constructor(name2, initializer3, proto, params) {
       pp(inst);
     return inst;
   }
-  Object.defineProperty(_, "init", { value: init });
-  Object.defineProperty(_, Symbol.hasInstance, {
+  Object.defineProperty(_2, "init", { value: init });
+  Object.defineProperty(_2, Symbol.hasInstance, {
     value: (inst) => {
       if (params?.Parent && inst instanceof params.Parent)
         return true;
       return inst?._zod?.traits?.has(name2);
     }
   });
-  Object.defineProperty(_, "name", { value: name2 });
-  return _;
+  Object.defineProperty(_2, "name", { value: name2 });
+  return _2;
 }
 var $brand = /* @__PURE__ */ Symbol("zod_brand");
 var $ZodAsyncError = class extends Error {
@@ -18021,7 +18752,7 @@ ${content.join("\n")}
 };
 
 // node_modules/zod/v4/core/versions.js
-var version = {
+var version2 = {
   major: 4,
   minor: 6,
   patch: 7
@@ -18033,7 +18764,7 @@ var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   inst ?? (inst = {});
   inst._zod.def = def;
   inst._zod.bag = inst._zod.bag || {};
-  inst._zod.version = version;
+  inst._zod.version = version2;
   const defChecks = inst._zod.def.checks;
   const checks = inst._zod.traits.has("$ZodCheck") ? [inst, ...defChecks ?? []] : defChecks?.length ? [...defChecks] : [];
   for (const ch of checks) {
@@ -18063,13 +18794,13 @@ var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
           continue;
         }
         const currLen = payload.issues.length;
-        const _ = ch._zod.check(payload);
-        if (_ instanceof Promise && ctx?.async === false) {
+        const _2 = ch._zod.check(payload);
+        if (_2 instanceof Promise && ctx?.async === false) {
           throw new $ZodAsyncError();
         }
-        if (asyncResult || _ instanceof Promise) {
+        if (asyncResult || _2 instanceof Promise) {
           asyncResult = (asyncResult ?? Promise.resolve()).then(async () => {
-            await _;
+            await _2;
             const nextLen = payload.issues.length;
             if (nextLen === currLen)
               return;
@@ -18150,7 +18881,7 @@ function standardProps(inst) {
         const r = inst._zod.run({ value, issues: [] }, ctx);
         if (!(r instanceof Promise))
           return toStandardResult(r, ctx);
-      } catch (_) {
+      } catch (_2) {
       }
       return validateAsync2(inst, value);
     },
@@ -18161,11 +18892,11 @@ function standardProps(inst) {
 var $ZodString = /* @__PURE__ */ $constructor("$ZodString", (inst, def) => {
   $ZodType.init(inst, def);
   inst._zod.pattern = def.pattern ?? anyString;
-  inst._zod.parse = (payload, _) => {
+  inst._zod.parse = (payload, _2) => {
     if (def.coerce)
       try {
         payload.value = String(payload.value);
-      } catch (_2) {
+      } catch (_3) {
       }
     if (typeof payload.value === "string")
       return payload;
@@ -18310,7 +19041,7 @@ var $ZodURL = /* @__PURE__ */ $constructor("$ZodURL", (inst, def) => {
       }
       payload.value = def.normalize ? url2.href : stripTabAndNewline(trimmed);
       return;
-    } catch (_) {
+    } catch (_2) {
       payload.issues.push({
         code: "invalid_format",
         format: "url",
@@ -18606,7 +19337,7 @@ var $ZodNumber = /* @__PURE__ */ $constructor("$ZodNumber", (inst, def) => {
     if (def.coerce)
       try {
         payload.value = Number(payload.value);
-      } catch (_) {
+      } catch (_2) {
       }
     const input2 = payload.value;
     if (typeof input2 === "number" && !Number.isNaN(input2) && Number.isFinite(input2)) {
@@ -18634,7 +19365,7 @@ var $ZodBoolean = /* @__PURE__ */ $constructor("$ZodBoolean", (inst, def) => {
     if (def.coerce)
       try {
         payload.value = Boolean(payload.value);
-      } catch (_) {
+      } catch (_2) {
       }
     const input2 = payload.value;
     if (typeof input2 === "boolean")
@@ -18655,7 +19386,7 @@ var $ZodBigInt = /* @__PURE__ */ $constructor("$ZodBigInt", (inst, def) => {
     if (def.coerce)
       try {
         payload.value = BigInt(payload.value);
-      } catch (_) {
+      } catch (_2) {
       }
     if (typeof payload.value === "bigint")
       return payload;
@@ -20438,7 +21169,7 @@ var $ZodLazy = /* @__PURE__ */ $constructor("$ZodLazy", (inst, def) => {
 var $ZodCustom = /* @__PURE__ */ $constructor("$ZodCustom", (inst, def) => {
   $ZodCheck.init(inst, def);
   $ZodType.init(inst, def);
-  inst._zod.parse = (payload, _) => {
+  inst._zod.parse = (payload, _2) => {
     return payload;
   };
   inst._zod.check = (payload) => {
@@ -28642,9 +29373,9 @@ function codePointLengthVar(doc, ctx, accessor, inDoubt) {
   doc.write(`const ${v} = typeof ${accessor} === "string" && ${inDoubt} ? ${cpLen}(${accessor}) : ${accessor}.length;`);
   return v;
 }
-function numericOperand(value, label) {
+function numericOperand(value, label2) {
   if (typeof value !== "number" || !Number.isFinite(value)) {
-    throw new ZodCompileUnsupportedError(`${label} bound of type ${typeof value}`);
+    throw new ZodCompileUnsupportedError(`${label2} bound of type ${typeof value}`);
   }
   return `${value}`;
 }
@@ -32156,7 +32887,7 @@ var nonoptionalProcessor = (schema, ctx, _json, params) => {
 var UNREPRESENTABLE_DEFAULT = /* @__PURE__ */ Symbol();
 function serializeDefaultValue(value, schema, ctx, json2, params) {
   let unrepresentable = false;
-  const serialized = JSON.stringify(value, (_, val) => {
+  const serialized = JSON.stringify(value, (_2, val) => {
     if (typeof val !== "bigint")
       return val;
     unrepresentable = true;
@@ -32281,7 +33012,7 @@ function toJSONSchema(input2, params) {
     const ctx2 = initializeContext({ ...params, processors: allProcessors });
     const defs = {};
     for (const entry of registry2._idmap.entries()) {
-      const [_, schema] = entry;
+      const [_2, schema] = entry;
       processSchema(schema, ctx2);
     }
     const schemas = {};
@@ -32383,7 +33114,7 @@ var JSONSchemaGenerator = class {
     this.ctx.sharedEmitDoneFor = void 0;
     extractDefs(this.ctx, schema);
     const result = finalize(this.ctx, schema);
-    const { "~standard": _, ...plainResult } = result;
+    const { "~standard": _2, ...plainResult } = result;
     return plainResult;
   }
 };
@@ -34184,7 +34915,7 @@ function duration2(params) {
 }
 
 // node_modules/zod/v4/classic/from-json-schema.js
-var z = {
+var z2 = {
   ...schemas_exports2,
   ...checks_exports2,
   iso: iso_exports
@@ -34298,7 +35029,7 @@ function resolveRef(ref, ctx) {
   throw new Error(`Reference not found: ${ref}`);
 }
 function checkObjectGuards(objectSchema, guards) {
-  const guard = z.transform((value) => value).check((payload) => {
+  const guard = z2.transform((value) => value).check((payload) => {
     const value = payload.value;
     if (typeof value !== "object" || value === null || Array.isArray(value))
       return;
@@ -34427,7 +35158,7 @@ function plural(n2) {
   return n2 === 1 ? "element" : "elements";
 }
 function checkArrayGuards(arraySchema, guards) {
-  const guard = z.transform((value) => value).check((payload) => {
+  const guard = z2.transform((value) => value).check((payload) => {
     const items = payload.value;
     if (!Array.isArray(items))
       return;
@@ -34484,7 +35215,7 @@ function getTupleRest(restSchema, ctx) {
     return void 0;
   }
   if (restSchema === void 0 || restSchema === true) {
-    return z.any();
+    return z2.any();
   }
   return convertSchema(restSchema, ctx);
 }
@@ -34492,7 +35223,7 @@ var fullTime = /^(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2
 function convertBaseSchema(schema, ctx) {
   if (schema.not !== void 0) {
     if (typeof schema.not === "object" && Object.keys(schema.not).length === 0) {
-      return z.never();
+      return z2.never();
     }
     throw new Error("not is not supported in Zod (except { not: {} } for never)");
   }
@@ -34514,7 +35245,7 @@ function convertBaseSchema(schema, ctx) {
       return ctx.refs.get(refPath);
     }
     if (ctx.processing.has(refPath)) {
-      return z.lazy(() => {
+      return z2.lazy(() => {
         if (!ctx.refs.has(refPath)) {
           throw new Error(`Circular reference not resolved: ${refPath}`);
         }
@@ -34531,25 +35262,25 @@ function convertBaseSchema(schema, ctx) {
   if (schema.enum !== void 0) {
     const enumValues = schema.enum;
     if (ctx.version === "openapi-3.0" && schema.nullable === true && enumValues.length === 1 && enumValues[0] === null) {
-      return z.null();
+      return z2.null();
     }
     if (enumValues.length === 0) {
-      return z.never();
+      return z2.never();
     }
     if (enumValues.length === 1) {
-      return z.literal(enumValues[0]);
+      return z2.literal(enumValues[0]);
     }
     if (enumValues.every((v) => typeof v === "string")) {
-      return z.enum(enumValues);
+      return z2.enum(enumValues);
     }
-    const literalSchemas = enumValues.map((v) => z.literal(v));
+    const literalSchemas = enumValues.map((v) => z2.literal(v));
     if (literalSchemas.length < 2) {
       return literalSchemas[0];
     }
-    return z.union([literalSchemas[0], literalSchemas[1], ...literalSchemas.slice(2)]);
+    return z2.union([literalSchemas[0], literalSchemas[1], ...literalSchemas.slice(2)]);
   }
   if (schema.const !== void 0) {
-    return z.literal(schema.const);
+    return z2.literal(schema.const);
   }
   const type = schema.type;
   if (Array.isArray(type)) {
@@ -34558,74 +35289,74 @@ function convertBaseSchema(schema, ctx) {
       return convertBaseSchema(typeSchema, ctx);
     });
     if (typeSchemas.length === 0) {
-      return z.never();
+      return z2.never();
     }
     if (typeSchemas.length === 1) {
       return typeSchemas[0];
     }
-    return z.union(typeSchemas);
+    return z2.union(typeSchemas);
   }
   if (!type) {
-    return z.any();
+    return z2.any();
   }
   let zodSchema;
   switch (type) {
     case "string": {
-      let stringSchema = z.string();
+      let stringSchema = z2.string();
       if (schema.format) {
         const format2 = schema.format;
         if (format2 === "email") {
-          stringSchema = stringSchema.check(z.email());
+          stringSchema = stringSchema.check(z2.email());
         } else if (format2 === "uri" || format2 === "uri-reference") {
-          stringSchema = stringSchema.check(z.url());
+          stringSchema = stringSchema.check(z2.url());
         } else if (format2 === "uuid" || format2 === "guid") {
-          stringSchema = stringSchema.check(z.uuid());
+          stringSchema = stringSchema.check(z2.uuid());
         } else if (format2 === "date-time") {
-          stringSchema = stringSchema.check(z.iso.datetime({ offset: true }));
+          stringSchema = stringSchema.check(z2.iso.datetime({ offset: true }));
         } else if (format2 === "date") {
-          stringSchema = stringSchema.check(z.iso.date());
+          stringSchema = stringSchema.check(z2.iso.date());
         } else if (format2 === "time") {
-          stringSchema = stringSchema.check(z.regex(fullTime));
+          stringSchema = stringSchema.check(z2.regex(fullTime));
         } else if (format2 === "duration") {
-          stringSchema = stringSchema.check(z.iso.duration());
+          stringSchema = stringSchema.check(z2.iso.duration());
         } else if (format2 === "hostname") {
-          stringSchema = stringSchema.check(z.hostname());
+          stringSchema = stringSchema.check(z2.hostname());
         } else if (format2 === "ipv4") {
-          stringSchema = stringSchema.check(z.ipv4());
+          stringSchema = stringSchema.check(z2.ipv4());
         } else if (format2 === "ipv6") {
-          stringSchema = stringSchema.check(z.ipv6());
+          stringSchema = stringSchema.check(z2.ipv6());
         } else if (format2 === "mac") {
-          stringSchema = stringSchema.check(z.mac());
+          stringSchema = stringSchema.check(z2.mac());
         } else if (format2 === "cidr") {
-          stringSchema = stringSchema.check(z.cidrv4());
+          stringSchema = stringSchema.check(z2.cidrv4());
         } else if (format2 === "cidr-v6") {
-          stringSchema = stringSchema.check(z.cidrv6());
+          stringSchema = stringSchema.check(z2.cidrv6());
         } else if (format2 === "base64") {
-          stringSchema = stringSchema.check(z.base64());
+          stringSchema = stringSchema.check(z2.base64());
         } else if (format2 === "base64url") {
-          stringSchema = stringSchema.check(z.base64url());
+          stringSchema = stringSchema.check(z2.base64url());
         } else if (format2 === "e164") {
-          stringSchema = stringSchema.check(z.e164());
+          stringSchema = stringSchema.check(z2.e164());
         } else if (format2 === "credit_card") {
-          stringSchema = stringSchema.check(z.creditCard());
+          stringSchema = stringSchema.check(z2.creditCard());
         } else if (format2 === "iban") {
-          stringSchema = stringSchema.check(z.iban());
+          stringSchema = stringSchema.check(z2.iban());
         } else if (format2 === "jwt") {
-          stringSchema = stringSchema.check(z.jwt());
+          stringSchema = stringSchema.check(z2.jwt());
         } else if (format2 === "emoji") {
-          stringSchema = stringSchema.check(z.emoji());
+          stringSchema = stringSchema.check(z2.emoji());
         } else if (format2 === "nanoid") {
-          stringSchema = stringSchema.check(z.nanoid());
+          stringSchema = stringSchema.check(z2.nanoid());
         } else if (format2 === "cuid") {
-          stringSchema = stringSchema.check(z.cuid());
+          stringSchema = stringSchema.check(z2.cuid());
         } else if (format2 === "cuid2") {
-          stringSchema = stringSchema.check(z.cuid2());
+          stringSchema = stringSchema.check(z2.cuid2());
         } else if (format2 === "ulid") {
-          stringSchema = stringSchema.check(z.ulid());
+          stringSchema = stringSchema.check(z2.ulid());
         } else if (format2 === "xid") {
-          stringSchema = stringSchema.check(z.xid());
+          stringSchema = stringSchema.check(z2.xid());
         } else if (format2 === "ksuid") {
-          stringSchema = stringSchema.check(z.ksuid());
+          stringSchema = stringSchema.check(z2.ksuid());
         }
       }
       if (typeof schema.minLength === "number") {
@@ -34642,7 +35373,7 @@ function convertBaseSchema(schema, ctx) {
     }
     case "number":
     case "integer": {
-      let numberSchema = type === "integer" ? z.number().int() : z.number();
+      let numberSchema = type === "integer" ? z2.number().int() : z2.number();
       if (typeof schema.minimum === "number" && schema.exclusiveMinimum !== true) {
         numberSchema = numberSchema.min(schema.minimum);
       }
@@ -34666,11 +35397,11 @@ function convertBaseSchema(schema, ctx) {
       break;
     }
     case "boolean": {
-      zodSchema = z.boolean();
+      zodSchema = z2.boolean();
       break;
     }
     case "null": {
-      zodSchema = z.null();
+      zodSchema = z2.null();
       break;
     }
     case "object": {
@@ -34688,22 +35419,22 @@ function convertBaseSchema(schema, ctx) {
         const looseRecords = [];
         for (const pattern of patternKeys) {
           const patternValue = convertSchema(patternProps[pattern], ctx);
-          const keySchema = z.string().regex(new RegExp(pattern));
-          looseRecords.push(z.looseRecord(keySchema, patternValue));
+          const keySchema = z2.string().regex(new RegExp(pattern));
+          looseRecords.push(z2.looseRecord(keySchema, patternValue));
         }
         const schemasToIntersect = [];
         if (Object.keys(shape).length > 0) {
-          schemasToIntersect.push(z.object(shape).passthrough());
+          schemasToIntersect.push(z2.object(shape).passthrough());
         }
         schemasToIntersect.push(...looseRecords);
         if (schemasToIntersect.length === 0) {
-          zodSchema = z.object({}).passthrough();
+          zodSchema = z2.object({}).passthrough();
         } else if (schemasToIntersect.length === 1) {
           zodSchema = schemasToIntersect[0];
         } else {
-          let result = z.intersection(schemasToIntersect[0], schemasToIntersect[1]);
+          let result = z2.intersection(schemasToIntersect[0], schemasToIntersect[1]);
           for (let i2 = 2; i2 < schemasToIntersect.length; i2++) {
-            result = z.intersection(result, schemasToIntersect[i2]);
+            result = z2.intersection(result, schemasToIntersect[i2]);
           }
           zodSchema = result;
         }
@@ -34733,7 +35464,7 @@ function convertBaseSchema(schema, ctx) {
           });
         }
       } else {
-        const objectSchema = z.object(shape);
+        const objectSchema = z2.object(shape);
         if (schema.additionalProperties === false) {
           zodSchema = objectSchema.strict();
         } else if (additionalSchema) {
@@ -34763,30 +35494,30 @@ function convertBaseSchema(schema, ctx) {
         const tupleItems = prefixItems.map((item) => convertSchema(item, ctx));
         const positionalItems = applyMinItems(tupleItems, minItems);
         const rest = !Array.isArray(items) ? getTupleRest(items, ctx) : void 0;
-        const tupleSchema = z.tuple(positionalItems);
+        const tupleSchema = z2.tuple(positionalItems);
         zodSchema = rest ? tupleSchema.rest(rest) : tupleSchema;
         if (typeof schema.minItems === "number") {
-          zodSchema = zodSchema.check(z.minLength(schema.minItems));
+          zodSchema = zodSchema.check(z2.minLength(schema.minItems));
         }
         if (typeof schema.maxItems === "number") {
-          zodSchema = zodSchema.check(z.maxLength(schema.maxItems));
+          zodSchema = zodSchema.check(z2.maxLength(schema.maxItems));
         }
       } else if (Array.isArray(items)) {
         const minItems = typeof schema.minItems === "number" ? schema.minItems : 0;
         const tupleItems = items.map((item) => convertSchema(item, ctx));
         const positionalItems = applyMinItems(tupleItems, minItems);
         const rest = getTupleRest(schema.additionalItems, ctx);
-        const tupleSchema = z.tuple(positionalItems);
+        const tupleSchema = z2.tuple(positionalItems);
         zodSchema = rest ? tupleSchema.rest(rest) : tupleSchema;
         if (typeof schema.minItems === "number") {
-          zodSchema = zodSchema.check(z.minLength(schema.minItems));
+          zodSchema = zodSchema.check(z2.minLength(schema.minItems));
         }
         if (typeof schema.maxItems === "number") {
-          zodSchema = zodSchema.check(z.maxLength(schema.maxItems));
+          zodSchema = zodSchema.check(z2.maxLength(schema.maxItems));
         }
       } else if (items !== void 0) {
         const element = convertSchema(items, ctx);
-        let arraySchema = z.array(element);
+        let arraySchema = z2.array(element);
         if (typeof schema.minItems === "number") {
           arraySchema = arraySchema.min(schema.minItems);
         }
@@ -34795,7 +35526,7 @@ function convertBaseSchema(schema, ctx) {
         }
         zodSchema = arraySchema;
       } else {
-        zodSchema = z.array(z.any());
+        zodSchema = z2.array(z2.any());
       }
       if (schema.uniqueItems === true || schema.contains !== void 0) {
         zodSchema = checkArrayGuards(zodSchema, {
@@ -34814,37 +35545,37 @@ function convertBaseSchema(schema, ctx) {
 }
 function convertSchema(schema, ctx) {
   if (typeof schema === "boolean") {
-    return schema ? z.any() : z.never();
+    return schema ? z2.any() : z2.never();
   }
   let baseSchema = convertBaseSchema(schema, ctx);
   const hasExplicitType = schema.type || schema.enum !== void 0 || schema.const !== void 0;
   if (schema.anyOf && Array.isArray(schema.anyOf)) {
     const options = schema.anyOf.map((s) => convertSchema(s, ctx));
-    const anyOfUnion = z.union(options);
-    baseSchema = hasExplicitType ? z.intersection(baseSchema, anyOfUnion) : anyOfUnion;
+    const anyOfUnion = z2.union(options);
+    baseSchema = hasExplicitType ? z2.intersection(baseSchema, anyOfUnion) : anyOfUnion;
   }
   if (schema.oneOf && Array.isArray(schema.oneOf)) {
     const options = schema.oneOf.map((s) => convertSchema(s, ctx));
-    const oneOfUnion = z.xor(options);
-    baseSchema = hasExplicitType ? z.intersection(baseSchema, oneOfUnion) : oneOfUnion;
+    const oneOfUnion = z2.xor(options);
+    baseSchema = hasExplicitType ? z2.intersection(baseSchema, oneOfUnion) : oneOfUnion;
   }
   if (schema.allOf && Array.isArray(schema.allOf)) {
     if (schema.allOf.length === 0) {
-      baseSchema = hasExplicitType ? baseSchema : z.any();
+      baseSchema = hasExplicitType ? baseSchema : z2.any();
     } else {
       let result = hasExplicitType ? baseSchema : convertSchema(schema.allOf[0], ctx);
       const startIdx = hasExplicitType ? 0 : 1;
       for (let i2 = startIdx; i2 < schema.allOf.length; i2++) {
-        result = z.intersection(result, convertSchema(schema.allOf[i2], ctx));
+        result = z2.intersection(result, convertSchema(schema.allOf[i2], ctx));
       }
       baseSchema = result;
     }
   }
   if (schema.nullable === true && ctx.version === "openapi-3.0") {
-    baseSchema = z.nullable(baseSchema);
+    baseSchema = z2.nullable(baseSchema);
   }
   if (schema.readOnly === true) {
-    baseSchema = z.readonly(baseSchema);
+    baseSchema = z2.readonly(baseSchema);
   }
   if (schema.default !== void 0) {
     baseSchema = baseSchema.default(schema.default);
@@ -34895,7 +35626,7 @@ function convertSchema(schema, ctx) {
 }
 function fromJSONSchema(schema, params) {
   if (typeof schema === "boolean") {
-    return schema ? z.any() : z.never();
+    return schema ? z2.any() : z2.never();
   }
   let normalized;
   try {
@@ -35138,13 +35869,102 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// src/analysis/result-schema.ts
+// benchmark-host/contract/schema/constants.json
+var constants_default = {
+  exit_codes: {
+    busy: 4,
+    failed: 1,
+    not_finished: 3,
+    ok: 0,
+    refused: 2
+  },
+  outcome_marker: "perf-gate-outcome ",
+  run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
+  schema_version: 1
+};
+
+// src/contract/parse.ts
+var MessageError = class extends Error {
+  name = "MessageError";
+};
+function parseMessage(schema, source, doc, what) {
+  const parsed = schema.safeParse(doc);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.slice(0, 5).map((i2) => `${formatPath(i2.path)}: ${i2.message}`);
+    throw new MessageError(`${source}: not ${what}: ${problems.join("; ")}`);
+  }
+  return parsed.data;
+}
+function formatPath(path6) {
+  if (path6.length === 0) return "(document)";
+  return path6.map((p, i2) => typeof p === "number" ? `[${p}]` : i2 === 0 ? String(p) : `.${String(p)}`).join("");
+}
+
+// src/contract/plan.ts
+var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
+var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
+var urlPath = external_exports.string().regex(/^\//, "must start with /");
+var rate = external_exports.number().positive().max(1e6);
+var ARMS = ["champion", "challenger"];
+var KINDS = ["ab", "aa"];
+var targetsSchema = external_exports.looseObject({ champion: external_exports.string(), challenger: external_exports.string() });
+var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha });
+var requestSchema = external_exports.looseObject({
+  method: external_exports.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
+  path: urlPath,
+  headers: external_exports.record(external_exports.string(), external_exports.string()).optional(),
+  body: external_exports.string().optional(),
+  body_file: external_exports.string().optional(),
+  weight: external_exports.number().positive().default(1)
+});
+var planSchema = external_exports.looseObject({
+  run_id: name.default("run"),
+  workload: name.default("default"),
+  builds: buildsSchema.optional(),
+  targets: targetsSchema.optional(),
+  rate,
+  slice_seconds: external_exports.number().positive().max(3600),
+  pairs: external_exports.number().int().min(1).max(1e4),
+  order: external_exports.enum(["alternate", "balanced"]).default("alternate"),
+  seed: external_exports.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  warmup_seconds: external_exports.number().min(0).max(3600).default(0),
+  slice_warmup_ms: external_exports.number().int().min(0).max(36e5).default(200),
+  connections: external_exports.number().int().min(1).max(1e3).default(10),
+  timeout_ms: external_exports.number().int().min(1).max(6e4).default(2e3),
+  max_queue: external_exports.number().int().min(1).max(1e7).optional(),
+  requests: external_exports.array(requestSchema).min(1)
+});
+var serviceSchema = external_exports.looseObject({
+  command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]"),
+  env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
+  health_path: urlPath.default("/health"),
+  health_timeout_seconds: external_exports.number().positive().max(600).default(30)
+});
+var runRequestSchema = external_exports.looseObject({
+  challenger_sha: sha.optional(),
+  champion_sha: sha.optional(),
+  service: serviceSchema,
+  loadgen: planSchema
+});
+
+// src/contract/result.ts
 var count = external_exports.number().int().nonnegative();
-var micros = external_exports.number().nonnegative();
+var amount = external_exports.number().nonnegative();
+var hostInfoSchema = external_exports.looseObject({
+  hostname: external_exports.string(),
+  go_version: external_exports.string(),
+  gomaxprocs: external_exports.number().int(),
+  num_cpu: external_exports.number().int(),
+  cpu_model: external_exports.string(),
+  kernel: external_exports.string(),
+  load_avg: external_exports.array(external_exports.number()).length(3),
+  cpu_governor: external_exports.string().optional(),
+  cpu_max_freq_khz: external_exports.number().int().optional()
+});
 var sliceSchema = external_exports.looseObject({
   index: count,
   pair: count,
-  arm: external_exports.enum(["champion", "challenger"]),
+  arm: external_exports.enum(ARMS),
   start: external_exports.string(),
   end: external_exports.string(),
   scheduled: count,
@@ -35155,748 +35975,55 @@ var sliceSchema = external_exports.looseObject({
   errors: external_exports.looseObject({ connect: count, timeout: count, "4xx": count, "5xx": count, other: count }),
   overflow: count,
   new_connections: count,
-  achieved_rps: external_exports.number().nonnegative(),
-  ok_rps: external_exports.number().nonnegative(),
-  latency_us: external_exports.looseObject({ p50: micros, p90: micros, p99: micros, p999: micros, max: micros }),
-  service_time_us: external_exports.looseObject({ p50: micros, p99: micros }),
-  dispatch_lag_us: external_exports.looseObject({ p50: micros, p99: micros }),
+  achieved_rps: amount,
+  ok_rps: amount,
+  latency_us: external_exports.looseObject({ p50: count, p90: count, p99: count, p999: count, max: count }),
+  service_time_us: external_exports.looseObject({ p50: count, p99: count }),
+  dispatch_lag_us: external_exports.looseObject({ p50: count, p99: count }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
   valid: external_exports.boolean(),
   invalid_reason: external_exports.string().optional()
 });
 var resultSchema = external_exports.looseObject({
-  schema_version: external_exports.literal(1),
+  schema_version: external_exports.literal(constants_default.schema_version),
   generator: external_exports.string(),
-  plan: external_exports.looseObject({
-    run_id: external_exports.string(),
-    workload: external_exports.string().default("default"),
-    meta: external_exports.record(external_exports.string(), external_exports.string()).optional(),
-    rate: external_exports.number().positive(),
-    slice_seconds: external_exports.number().positive(),
-    pairs: external_exports.number().int().positive()
-  }),
-  seed: external_exports.number().int().nonnegative(),
-  order: external_exports.array(external_exports.enum(["champion", "challenger"])),
-  host: external_exports.looseObject({}),
+  plan: planSchema,
+  seed: external_exports.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  order: external_exports.array(external_exports.enum(ARMS)),
+  host: hostInfoSchema,
   started: external_exports.string(),
   ended: external_exports.string(),
   partial: external_exports.boolean(),
   partial_reason: external_exports.string().optional(),
+  warmup: external_exports.looseObject({ seconds: amount, sent: count, ok: count, errors: count, overflow: count }),
   slices: external_exports.array(sliceSchema)
 });
-var AnalysisInputError = class extends Error {
-  name = "AnalysisInputError";
-};
+var RUN_STATUSES = ["ok", "error", "aborted"];
+var outcomeSchema = external_exports.looseObject({
+  run_id: external_exports.string(),
+  kind: external_exports.enum(KINDS).optional(),
+  status: external_exports.enum(RUN_STATUSES),
+  error_kind: external_exports.string().optional(),
+  message: external_exports.string().optional(),
+  started: external_exports.string(),
+  ended: external_exports.string()
+});
+var findingSchema = external_exports.looseObject({
+  check: external_exports.string(),
+  status: external_exports.enum(["ok", "flag", "refuse"]),
+  detail: external_exports.string()
+});
+var hostResultSchema = resultSchema.extend({
+  outcome: outcomeSchema,
+  preflight: external_exports.array(findingSchema)
+});
 function parseResult(source, doc) {
-  const parsed = resultSchema.safeParse(doc);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.slice(0, 5).map((i2) => `${formatPath(i2.path)}: ${i2.message}`);
-    throw new AnalysisInputError(`${source}: not a load generator result: ${problems.join("; ")}`);
-  }
-  return parsed.data;
-}
-function formatPath(path6) {
-  if (path6.length === 0) return "(document)";
-  return path6.map((p, i2) => typeof p === "number" ? `[${p}]` : i2 === 0 ? String(p) : `.${String(p)}`).join("");
-}
-
-// node_modules/simple-statistics/dist/simple-statistics.mjs
-function sum(x) {
-  if (x.length === 0) {
-    return 0;
-  }
-  var sum2 = x[0];
-  var correction = 0;
-  var transition;
-  if (typeof sum2 !== "number") {
-    return Number.NaN;
-  }
-  for (var i2 = 1; i2 < x.length; i2++) {
-    if (typeof x[i2] !== "number") {
-      return Number.NaN;
-    }
-    transition = sum2 + x[i2];
-    if (Math.abs(sum2) >= Math.abs(x[i2])) {
-      correction += sum2 - transition + x[i2];
-    } else {
-      correction += x[i2] - transition + sum2;
-    }
-    sum2 = transition;
-  }
-  return sum2 + correction;
-}
-function mean(x) {
-  if (x.length === 0) {
-    throw new Error("mean requires at least one data point");
-  }
-  return sum(x) / x.length;
-}
-function sumNthPowerDeviations(x, n2) {
-  var meanValue = mean(x);
-  var sum2 = 0;
-  var tempValue;
-  var i2;
-  if (n2 === 2) {
-    for (i2 = 0; i2 < x.length; i2++) {
-      tempValue = x[i2] - meanValue;
-      sum2 += tempValue * tempValue;
-    }
-  } else {
-    for (i2 = 0; i2 < x.length; i2++) {
-      sum2 += Math.pow(x[i2] - meanValue, n2);
-    }
-  }
-  return sum2;
-}
-function sampleVariance(x) {
-  if (x.length < 2) {
-    throw new Error("sampleVariance requires at least two data points");
-  }
-  var sumSquaredDeviationsValue = sumNthPowerDeviations(x, 2);
-  var besselsCorrection = x.length - 1;
-  return sumSquaredDeviationsValue / besselsCorrection;
-}
-function sampleStandardDeviation(x) {
-  var sampleVarianceX = sampleVariance(x);
-  return Math.sqrt(sampleVarianceX);
-}
-var BayesianClassifier = function BayesianClassifier2() {
-  this.totalCount = 0;
-  this.data = {};
-};
-BayesianClassifier.prototype.train = function train(item, category) {
-  if (!this.data[category]) {
-    this.data[category] = {};
-  }
-  for (var k in item) {
-    var v = item[k];
-    if (this.data[category][k] === void 0) {
-      this.data[category][k] = {};
-    }
-    if (this.data[category][k][v] === void 0) {
-      this.data[category][k][v] = 0;
-    }
-    this.data[category][k][v]++;
-  }
-  this.totalCount++;
-};
-BayesianClassifier.prototype.score = function score(item) {
-  var odds = {};
-  var category;
-  for (var k in item) {
-    var v = item[k];
-    for (category in this.data) {
-      if (odds[category] === void 0) {
-        odds[category] = {};
-      }
-      if (this.data[category][k]) {
-        odds[category][k + "_" + v] = (this.data[category][k][v] || 0) / this.totalCount;
-      } else {
-        odds[category][k + "_" + v] = 0;
-      }
-    }
-  }
-  var oddsSums = {};
-  for (category in odds) {
-    oddsSums[category] = 0;
-    for (var combination in odds[category]) {
-      oddsSums[category] += odds[category][combination];
-    }
-  }
-  return oddsSums;
-};
-var g = 607 / 128;
-var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
-var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
-function cumulativeDistribution(z3) {
-  var sum2 = z3;
-  var tmp = z3;
-  for (var i2 = 1; i2 < 30; i2++) {
-    tmp *= z3 * z3 / (2 * i2 + 1);
-    sum2 += tmp;
-  }
-  return Math.round((0.5 + sum2 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
-}
-var standardNormalTable = [];
-for (z2 = 0; z2 <= 3.09; z2 += 0.01) {
-  standardNormalTable.push(cumulativeDistribution(z2));
-}
-var z2;
-var SQRT_2PI = Math.sqrt(2 * Math.PI);
-var PerceptronModel = function PerceptronModel2() {
-  this.weights = [];
-  this.bias = 0;
-};
-PerceptronModel.prototype.predict = function predict(features) {
-  if (features.length !== this.weights.length) {
-    return null;
-  }
-  var score2 = 0;
-  for (var i2 = 0; i2 < this.weights.length; i2++) {
-    score2 += this.weights[i2] * features[i2];
-  }
-  score2 += this.bias;
-  if (score2 > 0) {
-    return 1;
-  } else {
-    return 0;
-  }
-};
-PerceptronModel.prototype.train = function train2(features, label) {
-  if (label !== 0 && label !== 1) {
-    return null;
-  }
-  if (features.length !== this.weights.length) {
-    this.weights = features.slice();
-    this.bias = 1;
-  }
-  var prediction = this.predict(features);
-  if (typeof prediction === "number" && prediction !== label) {
-    var gradient = label - prediction;
-    for (var i2 = 0; i2 < this.weights.length; i2++) {
-      this.weights[i2] += gradient * features[i2];
-    }
-    this.bias += gradient;
-  }
-  return this;
-};
-
-// src/analysis/bootstrap.ts
-function bootstrapMeanInterval(d, confidence, resamples, rand) {
-  const n2 = d.length;
-  const means = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b++) {
-    let sum2 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum2 += d[Math.floor(rand() * n2)];
-    means[b] = sum2 / n2;
-  }
-  means.sort();
-  const alpha = 1 - confidence;
-  return { lo: quantileSorted(means, alpha / 2), hi: quantileSorted(means, 1 - alpha / 2) };
-}
-function quantileSorted(sorted, q) {
-  const pos = q * (sorted.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
-}
-
-// src/analysis/pairs.ts
-var import_hdr_histogram_js = __toESM(require_dist(), 1);
-function extractPairs(run, result) {
-  const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
-  const pairs = [];
-  const dropped = [];
-  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
-    if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
-    }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
-    if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
-    }
-    if (!champion || !challenger) {
-      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)" });
-      continue;
-    }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
-    if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; ") });
-      continue;
-    }
-    pairs.push({ run, pair, champion, challenger });
-  }
-  return { pairs, dropped };
-}
-var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-function slicePercentileUs(s, percentile) {
-  const named = namedPercentiles[String(percentile)];
-  if (named) return s.latency_us[named];
-  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile);
-}
-function sampleBudget(percentile) {
-  return Math.ceil(10 / (1 - percentile / 100) - 1e-9);
-}
-
-// src/analysis/random.ts
-function seededRandom(seed) {
-  let s = seed >>> 0 || 2654435769;
-  const next32 = () => {
-    s = s + 2654435769 >>> 0;
-    let z3 = s;
-    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
-    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
-    return (z3 ^ z3 >>> 16) >>> 0;
-  };
-  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
-  return () => {
-    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
-    const t = b << 9 >>> 0;
-    c3 ^= a2;
-    d ^= b;
-    b ^= c3;
-    a2 ^= d;
-    c3 ^= t;
-    d = rotl(d, 11);
-    return result / 4294967296;
-  };
-}
-function rotl(x, k) {
-  return (x << k | x >>> 32 - k) >>> 0;
-}
-
-// src/analysis/distributions.ts
-function logGamma(x) {
-  const c3 = [
-    0.9999999999998099,
-    676.5203681218851,
-    -1259.1392167224028,
-    771.3234287776531,
-    -176.6150291621406,
-    12.507343278686905,
-    -0.13857109526572012,
-    9984369578019572e-21,
-    15056327351493116e-23
-  ];
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  x -= 1;
-  let a2 = c3[0];
-  const t = x + 7.5;
-  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
-  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
-}
-function incompleteBeta(x, a2, b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
-  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
-  const tiny = 1e-300;
-  let c3 = 1;
-  let d = 1 - (a2 + b) * x / (a2 + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let f = d;
-  for (let m = 1; m <= 300; m++) {
-    const m2 = 2 * m;
-    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    f *= d * c3;
-    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    f *= delta;
-    if (Math.abs(delta - 1) < 1e-15) break;
-  }
-  return front * f / a2;
-}
-function studentTCdf(t, df) {
-  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
-  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
-  return t > 0 ? 1 - tail : tail;
-}
-function studentTQuantile(p, df) {
-  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
-  if (p === 0.5) return 0;
-  let lo = -1;
-  let hi = 1;
-  while (studentTCdf(lo, df) > p) lo *= 2;
-  while (studentTCdf(hi, df) < p) hi *= 2;
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, df) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
-function studentTTwoSidedP(t, df) {
-  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
-}
-function erfc(x) {
-  if (x < 0) return 2 - erfc(-x);
-  return upperIncompleteGammaHalf(x * x);
-}
-function upperIncompleteGammaHalf(z3) {
-  const a2 = 0.5;
-  if (z3 === 0) return 1;
-  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
-  if (z3 < a2 + 1) {
-    let sum2 = 1 / a2;
-    let term = sum2;
-    for (let n2 = 1; n2 < 500; n2++) {
-      term *= z3 / (a2 + n2);
-      sum2 += term;
-      if (term < sum2 * 1e-16) break;
-    }
-    return 1 - sum2 * Math.exp(lnPre);
-  }
-  const tiny = 1e-300;
-  let b = z3 + 1 - a2;
-  let c3 = 1 / tiny;
-  let d = 1 / b;
-  let h2 = d;
-  for (let i2 = 1; i2 < 500; i2++) {
-    const an = -i2 * (i2 - a2);
-    b += 2;
-    d = an * d + b;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = b + an / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    h2 *= delta;
-    if (Math.abs(delta - 1) < 1e-16) break;
-  }
-  return Math.exp(lnPre) * h2;
-}
-function normalCdf(z3) {
-  return 0.5 * erfc(-z3 / Math.SQRT2);
-}
-
-// src/analysis/tests.ts
-function pairedT(d, confidence) {
-  const n2 = d.length;
-  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
-  const m = mean(d);
-  const sd = sampleStandardDeviation(d);
-  const se = sd / Math.sqrt(n2);
-  const df = n2 - 1;
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
-  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
-}
-function signTest(d) {
-  const positive = d.filter((x) => x > 0).length;
-  const negative = d.filter((x) => x < 0).length;
-  const n2 = positive + negative;
-  if (n2 === 0) return { positive, negative, p: 1 };
-  const k = Math.min(positive, negative);
-  let tail = 0;
-  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
-  return { positive, negative, p: Math.min(1, 2 * tail) };
-}
-function binomialPmfHalf(n2, k) {
-  let logC = 0;
-  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
-  return Math.exp(logC - n2 * Math.LN2);
-}
-function wilcoxonSignedRank(d) {
-  const nz = d.filter((x) => x !== 0);
-  const n2 = nz.length;
-  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
-  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
-  const ranks = new Array(n2);
-  const tieSizes = [];
-  for (let i2 = 0; i2 < n2; ) {
-    let j = i2;
-    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
-    const avg = (i2 + j + 2) / 2;
-    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
-    if (j > i2) tieSizes.push(j - i2 + 1);
-    i2 = j + 1;
-  }
-  let wPlus = 0;
-  nz.forEach((x, i2) => {
-    if (x > 0) wPlus += ranks[i2];
-  });
-  const total = n2 * (n2 + 1) / 2;
-  const statistic = Math.min(wPlus, total - wPlus);
-  if (n2 <= 50 && tieSizes.length === 0) {
-    const counts = new Float64Array(total + 1);
-    counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
-    let lower = 0;
-    for (let s = 0; s <= statistic; s++) lower += counts[s];
-    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
-  }
-  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
-  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
-  const z3 = (statistic - total / 2) / sd;
-  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
-}
-function holmAdjust(p) {
-  const m = p.length;
-  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
-  const adjusted = new Array(m);
-  let running = 0;
-  order.forEach(({ v, i: i2 }, rank) => {
-    running = Math.max(running, Math.min(1, (m - rank) * v));
-    adjusted[i2] = running;
-  });
-  return adjusted;
-}
-function binomialUpperTail(k, n2, p) {
-  if (k <= 0) return 1;
-  if (k > n2) return 0;
-  let sum2 = 0;
-  for (let i2 = k; i2 <= n2; i2++) {
-    let logC = 0;
-    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
-  }
-  return Math.min(1, sum2);
-}
-
-// src/analysis/verdict.ts
-var defaultSettings = {
-  percentile: 99,
-  sloBudgetMs: 200,
-  blockThresholdPercent: 1,
-  confidence: 0.95,
-  bootstrapResamples: 1e4,
-  seed: 1
-};
-var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
-function analyze(results, settings = defaultSettings) {
-  validateSettings(settings);
-  if (results.length === 0) throw new AnalysisInputError("no results to analyse");
-  checkSameBuilds(results);
-  const groups = /* @__PURE__ */ new Map();
-  for (const r of results) {
-    const key = comparisonKey(r.result);
-    groups.set(key, [...groups.get(key) ?? [], r]);
-  }
-  const alpha = 1 - settings.confidence;
-  const rand = seededRandom(settings.seed);
-  const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
-  const holm = holmAdjust(partial2.map((c3) => c3.t.p));
-  const comparisons = partial2.map((c3, i2) => decide(c3, holm[i2], alpha / c3.looks, partial2.length));
-  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
-  const headline = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
-  const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
-  return {
-    verdict,
-    blocking: comparisons.some((c3) => c3.blocking),
-    headline,
-    comparisons,
-    percentile: settings.percentile,
-    method: METHOD,
-    seed: settings.seed,
-    settings,
-    runs: results.map(({ name: name2, result }) => {
-      const { pairs, dropped } = extractPairs(name2, result);
-      return {
-        name: name2,
-        runId: result.plan.run_id,
-        workload: result.plan.workload,
-        rate: result.plan.rate,
-        started: result.started,
-        pairs: pairs.length,
-        dropped: dropped.length,
-        partial: result.partial
-      };
-    }),
-    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] }))
-  };
-}
-function comparisonKey(r) {
-  return `${r.plan.workload}@${r.plan.rate}`;
-}
-function validateSettings(s) {
-  const bad = (field, want, got) => {
-    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
-  };
-  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
-  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
-  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
-  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
-  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-}
-function checkSameBuilds(results) {
-  for (const field of ["challenger_sha", "champion_sha"]) {
-    const seen = /* @__PURE__ */ new Map();
-    for (const { name: name2, result } of results) {
-      const sha = result.plan.meta?.[field];
-      if (sha) seen.set(sha, name2);
-    }
-    if (seen.size > 1) {
-      const list = [...seen.entries()].map(([sha, name2]) => `${sha} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
-    }
-  }
-}
-function compare(key, group, s, rand) {
-  const all = [];
-  const droppedPairs = [];
-  const flags = [];
-  for (const { name: name2, result } of group) {
-    const { pairs, dropped } = extractPairs(name2, result);
-    all.push(...pairs);
-    droppedPairs.push(...dropped);
-    if (result.partial) flags.push({ code: "partial_run", message: `${name2} stopped early: ${result.partial_reason ?? "partial"}` });
-  }
-  if (all.length < 2) {
-    const why = droppedPairs.slice(0, 3).map((d2) => `${d2.run} pair ${d2.pair}: ${d2.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${all.length} valid pair${all.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`
-    );
-  }
-  const ms2 = (us) => us / 1e3;
-  const at = (p) => all.map((x) => ms2(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s.percentile);
-  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = pairedT(d, s.confidence);
-  const boot = bootstrapMeanInterval(d, s.confidence, s.bootstrapResamples, rand);
-  const secondary = (values) => {
-    const r = pairedT(values, s.confidence);
-    return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
-  };
-  const rps2 = all.map((x) => x.challenger.ok_rps - x.champion.ok_rps);
-  const tp = secondary(rps2);
-  const summary = (arm) => {
-    const slices = all.map((x) => x[arm]);
-    return {
-      p50Ms: mean(slices.map((x) => ms2(x.latency_us.p50))),
-      sloMs: mean(slices.map((x) => ms2(slicePercentileUs(x, s.percentile)))),
-      p999Ms: mean(slices.map((x) => ms2(x.latency_us.p999))),
-      okRps: mean(slices.map((x) => x.ok_rps)),
-      requests: slices.reduce((acc, x) => acc + x.completed, 0),
-      errors: slices.reduce((acc, x) => acc + errorsOf(x), 0)
-    };
-  };
-  const champion = summary("champion");
-  const challenger = summary("challenger");
-  const budget = sampleBudget(s.percentile);
-  const short = all.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short.length > 0) {
-    flags.push({
-      code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${s.percentile} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
-    });
-  }
-  const midRun = all.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
-  if (midRun.length > 0) {
-    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
-    flags.push({
-      code: "new_connections",
-      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
-    });
-  }
-  if (droppedPairs.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${droppedPairs.length} pair${droppedPairs.length === 1 ? "" : "s"} dropped: ${droppedPairs[0].reason}${droppedPairs.length > 1 ? ", \u2026" : ""}` });
-  }
-  let errorRegression = null;
-  const errTotal = champion.errors + challenger.errors;
-  if (challenger.errors > champion.errors) {
-    const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-    const p = binomialUpperTail(challenger.errors, errTotal, share);
-    errorRegression = { champion: champion.errors, challenger: challenger.errors, p };
-    flags.push({
-      code: "more_errors",
-      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`
-    });
-  }
-  let floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
-  const bias = s.hostBiasMs?.[key];
-  if (bias) {
-    const [lo, hi] = bias;
-    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
-    flags.push({
-      code: "host_biased",
-      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
-    });
-  }
-  const [workload2, rate] = [group[0].result.plan.workload, group[0].result.plan.rate];
-  const b = signTest(d);
-  const w = wilcoxonSignedRank(d);
-  return {
-    key,
-    workload: workload2,
-    rate,
-    d,
-    estimateMs: primary.mean,
-    pairs: all.length,
-    droppedPairs,
-    runs: group.map((g2) => g2.name),
-    looks: group.length,
-    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
-    bootstrapCiMs: [boot.lo, boot.hi],
-    signTest: b,
-    wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
-    p50Ms: secondary(at(50)),
-    p999Ms: secondary(at(99.9)),
-    throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
-    errorRegression,
-    champion,
-    challenger,
-    floorMs: floor ?? null,
-    thresholdMs: s.blockThresholdPercent / 100 * s.sloBudgetMs,
-    flags,
-    detail: all.map((x, i2) => ({
-      run: x.run,
-      pair: x.pair,
-      championMs: ms2(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms2(slicePercentileUs(x.challenger, s.percentile)),
-      dMs: d[i2]
-    }))
-  };
-}
-function errorsOf(s) {
-  const e = s.errors;
-  return e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other;
-}
-function decide(c3, holmP, alpha, m) {
-  const confidence = 1 - alpha;
-  const primary = pairedT(c3.d, confidence);
-  const ci = [primary.ci.lo, primary.ci.hi];
-  const flags = [...c3.flags];
-  const significant = holmP < alpha;
-  const belowFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) < c3.floorMs;
-  const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
-  let verdict = "grey";
-  let greyKind = null;
-  if (errorsRegressed) verdict = "red";
-  else if (significant && !belowFloor) verdict = c3.estimateMs > 0 ? "red" : "green";
-  else if (belowFloor) greyKind = "below floor";
-  else if (ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs) greyKind = "equivalent";
-  else greyKind = "inconclusive";
-  if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
-    flags.push({
-      code: "not_significant_after_holm",
-      message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
-    });
-  }
-  const blocking = verdict === "red" && (errorsRegressed || c3.estimateMs > c3.thresholdMs);
-  if (verdict !== "grey" && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
-    flags.push({
-      code: "heterogeneous",
-      message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
-    });
-  }
-  const signSignificant = c3.signTest.p < alpha;
-  if (signSignificant !== (significant && !errorsRegressed)) {
-    flags.push({
-      code: "sign_test_disagrees",
-      message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
-    });
-  }
-  const { d: _d, t, ...rest } = c3;
-  return {
-    ...rest,
-    verdict,
-    greyKind,
-    blocking,
-    blockingDecisive: blocking && ci[0] > c3.thresholdMs,
-    confidence,
-    ciMs: ci,
-    t: { ...t, holmP },
-    flags
-  };
+  return parseMessage(resultSchema, source, doc, "a load generator result");
 }
 
 // src/report/format.ts
-function ms(x) {
+function ms2(x) {
   const a2 = Math.abs(x);
   if (a2 >= 10) return x.toFixed(1);
   if (a2 >= 0.1) return x.toFixed(2);
@@ -35904,7 +36031,7 @@ function ms(x) {
   return Number(text) === 0 ? "0.00" : text;
 }
 function signedMs(x) {
-  const text = ms(x);
+  const text = ms2(x);
   return (x > 0 && text !== "0.00" ? "+" : "") + text;
 }
 function msInterval([lo, hi]) {
@@ -35949,7 +36076,7 @@ function mermaidChart(c3, percentile) {
     "```mermaid",
     "xychart-beta",
     `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
-    `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_, i2) => i2 * per + 1).join(", ")}]`,
+    `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_2, i2) => i2 * per + 1).join(", ")}]`,
     `  y-axis "ms" ${round(min - pad)} --> ${round(max2 + pad)}`,
     `  bar [${d.join(", ")}]`,
     `  line ${flat(lo)}`,
@@ -35979,7 +36106,7 @@ function svgChart(c3, percentile) {
     const h2 = Math.max(1, Math.abs(y(v) - y(0)));
     return `<rect x="${(m.left + i2 * slot + slot * 0.2).toFixed(1)}" y="${top.toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h2.toFixed(1)}" fill="${color}"><title>${per === 1 ? `pair ${i2 + 1}` : `pairs ${i2 * per + 1}-${(i2 + 1) * per}`}: ${signedMs(v)} ms</title></rect>`;
   }).join("\n  ");
-  const ticks = Array.from({ length: 5 }, (_, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms(v))}</text>`).join("\n  ");
+  const ticks = Array.from({ length: 5 }, (_2, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms2(v))}</text>`).join("\n  ");
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
   <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile)}`)}</title>
   <rect width="100%" height="100%" fill="#ffffff"/>
@@ -36055,11 +36182,11 @@ function analysisJson(a2) {
 // src/report/quartet.ts
 function quartet(c3, percentile) {
   const at = percentLabel(percentile);
-  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms(c3.floorMs)} ms`;
+  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
   if (c3.verdict === "grey") return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
   const direction = c3.estimateMs > 0 ? "slower" : "faster";
-  return `challenger is ${ms(Math.abs(c3.estimateMs))} ms ${direction} at ${at} (${detail})`;
+  return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${direction} at ${at} (${detail})`;
 }
 
 // src/report/markdown.ts
@@ -36092,19 +36219,19 @@ function render(a2, opts, maxRows) {
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
-  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms(a2.settings.sloBudgetMs)} ms SLO budget`;
+  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
   if (a2.blocking) {
     if (h2.errorRegression && h2.errorRegression.p < 1 - h2.confidence) {
       return `**Blocks the merge:** the challenger fails more requests than the champion (${h2.errorRegression.challenger} vs ${h2.errorRegression.champion}).`;
     }
-    return `**Blocks the merge:** the regression exceeds the block threshold of ${ms(h2.thresholdMs)} ms (${budget}); ${h2.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}.`;
+    return `**Blocks the merge:** the regression exceeds the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); ${h2.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}.`;
   }
-  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
   if (a2.verdict === "green") return "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
-  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms(h2.thresholdMs)} ms, the block threshold.`;
-  if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (\xB1${ms(h2.floorMs ?? 0)} ms).`;
-  return `No detectable change, but the interval is wider than \xB1${ms(h2.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
+  if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (\xB1${ms2(h2.floorMs ?? 0)} ms).`;
+  return `No detectable change, but the interval is wider than \xB1${ms2(h2.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
 }
 function hostBiasWarning(bias) {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
@@ -36122,13 +36249,13 @@ function comparisonSection(c3, percentile, maxRows) {
     "",
     `| metric | champion | challenger | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
-    `| p50 | ${ms(c3.champion.p50Ms)} ms | ${ms(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms(c3.champion.sloMs)} ms | ${ms(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile === 99.9 ? [] : [`| p99.9 | ${ms(c3.champion.p999Ms)} ms | ${ms(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s, paired t p=${pValue(c3.throughput.p)} |`,
     `| errors | ${c3.champion.errors} of ${c3.champion.requests} | ${c3.challenger.errors} of ${c3.challenger.requests} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     "",
-    `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
+    `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
   ];
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
   out.push("", mermaidChart(c3, percentile));
@@ -36140,7 +36267,7 @@ function comparisonSection(c3, percentile, maxRows) {
       "",
       `| run | pair | champion ${p} | challenger ${p} | difference |`,
       "|---|---:|---:|---:|---:|",
-      ...rows.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
       ...rows.length < c3.detail.length ? [``, `${c3.detail.length - rows.length} more pairs in the JSON result.`] : [],
       "",
       "</details>"
@@ -36152,10 +36279,50 @@ function cell(s) {
   return s.replace(/[|\n\r]/g, " ");
 }
 
+// src/cli/usage.ts
+import { parseArgs } from "node:util";
+var UsageError = class extends Error {
+  constructor(message, usage2) {
+    super(message);
+    this.usage = usage2;
+  }
+  usage;
+  name = "UsageError";
+};
+function parseCommandLine(config2, usage2) {
+  try {
+    return parseArgs(config2);
+  } catch (e) {
+    throw new UsageError(e.message.replace(/\. To specify a positional argument.*$/s, ""), usage2);
+  }
+}
+function numberOption(flag, raw, usage2) {
+  if (raw === void 0) return void 0;
+  const n2 = Number(raw);
+  if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(n2)) {
+    throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`, usage2);
+  }
+  return n2;
+}
+
 // src/cli/analyze.ts
-var analyzeUsage = "usage: perf-gate analyze [--slo-ms N] [--percentile P] [--block-threshold-percent X] [--floor-ms F]\n                         [--confidence C] [--seed S] [--json] [--markdown FILE] [--svg FILE] [--each] RESULT.json\u2026";
+var analyzeUsage = `usage: perf-gate analyze [options] RESULT.json\u2026
+  RESULT.json            a load generator's result, a host's, or the result.json perf-gate run
+                         writes (a list of them); several are reruns of one build and are pooled
+  --slo-ms N             the SLO budget in ms (default ${defaultSettings.sloBudgetMs})
+  --percentile P         the SLO's percentile (default ${defaultSettings.percentile})
+  --block-threshold-percent X   a red blocks past X% of the budget (default ${defaultSettings.blockThresholdPercent})
+  --floor-ms F           the host's A/A floor in ms
+  --confidence C         of a single look (default ${defaultSettings.confidence})
+  --seed S               of the bootstrap (default ${defaultSettings.seed})
+  --json                 print the analysis as JSON
+  --markdown FILE        write the report
+  --svg FILE             write the chart
+  --each                 analyse each result on its own, one JSON line each
+  -h, --help             this text
+exit codes: 0 pass, 1 blocking regression, 2 error (the message names the file and field)`;
 function analyzeCommand(argv, out) {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     allowPositionals: true,
     options: {
@@ -36168,20 +36335,16 @@ function analyzeCommand(argv, out) {
       json: { type: "boolean", default: false },
       markdown: { type: "string" },
       svg: { type: "string" },
-      each: { type: "boolean", default: false }
+      each: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false }
     }
-  });
-  if (positionals.length === 0) throw new AnalysisInputError(`no result files given
-${analyzeUsage}`);
-  const num = (flag, fallback) => {
-    const raw = values[flag];
-    if (raw === void 0) return fallback;
-    const n2 = Number(raw);
-    if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(n2)) {
-      throw new AnalysisInputError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`);
-    }
-    return n2;
-  };
+  }, analyzeUsage);
+  if (values.help) {
+    out(analyzeUsage);
+    return 0;
+  }
+  if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
+  const num = (flag, fallback) => numberOption(flag, values[flag], analyzeUsage) ?? fallback;
   const settings = {
     ...defaultSettings,
     sloBudgetMs: num("slo-ms", defaultSettings.sloBudgetMs),
@@ -36191,7 +36354,7 @@ ${analyzeUsage}`);
     seed: num("seed", defaultSettings.seed),
     floorMs: num("floor-ms", void 0)
   };
-  const results = positionals.map((file2) => ({ name: file2, result: parseResult(file2, readJson(file2)) }));
+  const results = positionals.flatMap(readResults);
   if (values.each) {
     let code = 0;
     for (const r of results) {
@@ -36210,6 +36373,12 @@ ${analyzeUsage}`);
     for (const f of a2.comparisons.flatMap((c3) => c3.flags)) out(`  warning: ${f.code}: ${f.message}`);
   }
   return a2.blocking ? 1 : 0;
+}
+function readResults(file2) {
+  const doc = readJson(file2);
+  if (!Array.isArray(doc)) return [{ name: file2, result: parseResult(file2, doc) }];
+  if (doc.length === 0) throw new AnalysisInputError(`${file2}: an empty list of results`);
+  return doc.map((d, i2) => ({ name: `${file2}[${i2}]`, result: parseResult(`${file2}[${i2}]`, d) }));
 }
 function readJson(file2) {
   let text;
@@ -36231,10 +36400,9 @@ import { existsSync, readdirSync, readFileSync as readFileSync4, statSync as sta
 import { userInfo } from "node:os";
 import { dirname, join as join3, relative, resolve } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
-import { parseArgs as parseArgs2 } from "node:util";
 
 // src/calibration.ts
-var keyOf = (f) => `${f.workload}@${f.rate}`;
+var keyOf = (f) => comparisonKey(f.workload, f.rate);
 function excludesZero([lo, hi]) {
   return lo > 0 || hi < 0;
 }
@@ -36273,49 +36441,43 @@ function floorSettings(floors) {
   const hostBiasMs = {};
   for (const f of Object.values(floors)) {
     floorMs[keyOf(f)] = f.half_width_ms;
-    const [lo, hi] = f.ci_ms ?? [];
-    if (lo !== void 0 && hi !== void 0 && excludesZero([lo, hi])) hostBiasMs[keyOf(f)] = [lo, hi];
+    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
   }
   return { floorMs, hostBiasMs };
 }
 function calibrationLine(c3) {
   const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
   if (!c3.unbiased) {
-    const runs = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${c3.key} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${c3.key} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
   }
   const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
+  return `A/A floor for ${c3.key}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
 }
 
 // src/config.ts
 var import_yaml = __toESM(require_dist2(), 1);
-var name = external_exports.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "1-64 characters of A-Z a-z 0-9 . _ -");
-var request = external_exports.strictObject({
-  method: external_exports.string().regex(/^[A-Za-z]+$/, "an HTTP method such as GET").default("GET"),
-  path: external_exports.string().startsWith("/", "must start with /"),
-  headers: external_exports.record(external_exports.string(), external_exports.string()).optional(),
-  body: external_exports.string().optional(),
-  weight: external_exports.number().positive().default(1)
-});
+var plan = planSchema.shape;
+var { body_file: _, ...requestFields } = requestSchema.shape;
+var request = external_exports.strictObject(requestFields);
 var rates = external_exports.union([
-  external_exports.array(external_exports.number().positive()).min(1),
-  external_exports.strictObject({ production_rps: external_exports.number().positive(), multiples: external_exports.array(external_exports.number().positive()).min(1) })
+  external_exports.array(rate).min(1),
+  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
 ], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
 var workload = external_exports.strictObject({
   name,
   rates,
-  connections: external_exports.number().int().min(1).max(1e3).optional(),
-  timeout_ms: external_exports.number().int().min(1).max(6e4).optional(),
+  connections: plan.connections.unwrap().optional(),
+  timeout_ms: plan.timeout_ms.unwrap().optional(),
   requests: external_exports.array(request).min(1)
+}).superRefine((w, ctx) => {
+  for (const r of resolvedRates(w)) {
+    const checked = rate.safeParse(r);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+  }
 });
 var configSchema = external_exports.strictObject({
-  service: external_exports.strictObject({
-    command: external_exports.array(external_exports.string().min(1)).min(1, "the start command, an argv list such as [./bin/server]"),
-    env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
-    health_path: external_exports.string().startsWith("/").default("/health"),
-    health_timeout_seconds: external_exports.number().positive().max(600).default(30)
-  }),
+  service: external_exports.strictObject(serviceSchema.shape),
   workloads: external_exports.array(workload).min(1),
   slo: external_exports.strictObject({
     percentile: external_exports.number().gt(0).lt(100).default(99),
@@ -36323,14 +36485,16 @@ var configSchema = external_exports.strictObject({
   }),
   block_threshold_percent: external_exports.number().nonnegative().default(1),
   slices: external_exports.strictObject({
-    seconds: external_exports.number().positive().max(600).default(9),
-    pairs: external_exports.number().int().min(2).max(1e3).default(10),
-    order: external_exports.enum(["alternate", "balanced"]).default("alternate")
+    seconds: plan.slice_seconds.default(9),
+    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
+    pairs: plan.pairs.min(2).default(10),
+    order: plan.order
   }).default({ seconds: 9, pairs: 10, order: "alternate" }),
-  warmup_seconds: external_exports.number().nonnegative().max(3600).default(10),
+  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
+  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
   promotion: external_exports.strictObject({
-    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate). */
-    verify_pairs: external_exports.number().int().min(2).max(100).default(4)
+    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
+    verify_pairs: plan.pairs.min(2).max(100).default(4)
   }).default({ verify_pairs: 4 })
 });
 var ConfigError = class extends Error {
@@ -36372,26 +36536,29 @@ function lineOf(doc, lines, path6, keyNode) {
   }
   return 1;
 }
-function configFor(config2, workload2, rate) {
+function configFor(config2, workload2, rate2) {
   const w = config2.workloads.find((x) => x.name === workload2);
   if (!w) throw new Error(`no workload ${workload2} in the config`);
-  return { ...config2, workloads: [{ ...w, rates: [rate] }] };
+  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
+}
+function resolvedRates(w) {
+  const r = w.rates;
+  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
 }
 function planRuns(config2, challengerSha, seed) {
-  const runs = [];
+  const runs2 = [];
   for (const w of config2.workloads) {
-    const list = Array.isArray(w.rates) ? w.rates : w.rates.multiples.map((m) => Number((m * w.rates.production_rps).toFixed(3)));
-    for (const rate of list) {
-      runs.push({
-        index: runs.length,
+    for (const rate2 of resolvedRates(w)) {
+      runs2.push({
+        index: runs2.length,
         workload: w.name,
-        rate,
-        plan: {
+        rate: rate2,
+        request: {
           ...challengerSha ? { challenger_sha: challengerSha } : {},
           service: config2.service,
           loadgen: {
             workload: w.name,
-            rate,
+            rate: rate2,
             slice_seconds: config2.slices.seconds,
             pairs: config2.slices.pairs,
             order: config2.slices.order,
@@ -36405,17 +36572,51 @@ function planRuns(config2, challengerSha, seed) {
       });
     }
   }
-  return runs;
+  return runs2;
 }
 
-// src/experiment.ts
-import { mkdirSync, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join2 } from "node:path";
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync2 } from "node:fs";
+import { join } from "node:path";
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join(dir, "report.md"),
+    resultPath: join(dir, "result.json"),
+    analysisPath: join(dir, "analysis.json"),
+    chartPath: join(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.resultPath, JSON.stringify(a2.documents, null, 2)],
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile)]
+  ]);
+  return paths;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync2(path6, text);
+}
+
+// src/experiment/decide.ts
+function decide(results, config2, d) {
+  return analyze(results, settingsFor(config2, d));
+}
+function settingsFor(config2, d) {
+  return {
+    ...defaultSettings,
+    percentile: config2.slo.percentile,
+    sloBudgetMs: config2.slo.budget_ms,
+    blockThresholdPercent: config2.block_threshold_percent,
+    seed: d.seed,
+    ...d.floors ? floorSettings(d.floors) : {}
+  };
+}
 
 // src/host/client.ts
-import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join as join2 } from "node:path";
 
 // node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
@@ -39968,7 +40169,7 @@ var getStdioArray = (stdio, options) => {
     throw new TypeError(`Expected \`stdio\` to be of type \`string\` or \`Array\`, got \`${typeof stdio}\``);
   }
   const length = Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length);
-  return Array.from({ length }, (_, fdNumber) => stdio[fdNumber]);
+  return Array.from({ length }, (_2, fdNumber) => stdio[fdNumber]);
 };
 var hasAlias = (options) => STANDARD_STREAMS_ALIASES.some((alias) => options[alias] !== void 0);
 var addDefaultValue2 = (stdioOption, fdNumber) => {
@@ -40698,7 +40899,7 @@ var validateSerializable = (newContents) => {
 };
 
 // node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync2, appendFileSync } from "node:fs";
+import { writeFileSync as writeFileSync3, appendFileSync } from "node:fs";
 
 // node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
@@ -40825,7 +41026,7 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
       appendFileSync(path6, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync2(path6, serializedResult);
+      writeFileSync3(path6, serializedResult);
     }
   }
 };
@@ -41798,7 +41999,7 @@ var SignalExit = class extends SignalExitBase {
         const fn = this.#sigListeners[sig];
         if (fn)
           this.#process.on(sig, fn);
-      } catch (_) {
+      } catch (_2) {
       }
     }
     this.#process.emit = (ev, ...a2) => {
@@ -41820,7 +42021,7 @@ var SignalExit = class extends SignalExitBase {
       }
       try {
         this.#process.removeListener(sig, listener);
-      } catch (_) {
+      } catch (_2) {
       }
     });
     this.#process.emit = this.#originalProcessEmit;
@@ -43218,6 +43419,43 @@ var {
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
 
+// src/contract/host.ts
+var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
+var floorRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  half_width_ms: external_exports.number().min(0).max(1e6),
+  ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
+  pairs: external_exports.number().int().min(2).max(1e4)
+});
+var floorSchema = floorRecordSchema.extend({ run_id: runId, time: external_exports.string() });
+var runSummarySchema = external_exports.looseObject({
+  run_id: runId,
+  kind: external_exports.enum(KINDS),
+  status: external_exports.enum(RUN_STATUSES),
+  champion_sha: sha,
+  challenger_sha: sha,
+  workload: name,
+  rate,
+  started: external_exports.string(),
+  ended: external_exports.string()
+});
+var hostStatusSchema = external_exports.looseObject({
+  perf_host_version: external_exports.string(),
+  champion: external_exports.string(),
+  previous: external_exports.string(),
+  champion_supervised: external_exports.boolean(),
+  lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
+  floors: external_exports.record(external_exports.string(), floorSchema),
+  disk_free_bytes: external_exports.number().int().nonnegative(),
+  memory_available_bytes: external_exports.number().int().nonnegative(),
+  load_avg: external_exports.array(external_exports.number()).length(3),
+  releases: external_exports.array(external_exports.string()),
+  ports: external_exports.record(external_exports.string(), external_exports.number().int())
+});
+var EXIT = constants_default.exit_codes;
+var OUTCOME_MARKER = constants_default.outcome_marker;
+
 // src/host/client.ts
 var HostError = class extends Error {
   constructor(kind, message) {
@@ -43227,23 +43465,15 @@ var HostError = class extends Error {
   kind;
   name = "HostError";
 };
-var outcomeSchema = external_exports.looseObject({
-  run_id: external_exports.string(),
-  kind: external_exports.string(),
-  status: external_exports.enum(["ok", "error", "aborted"]),
-  error_kind: external_exports.string().optional(),
-  message: external_exports.string().optional()
-});
-var OUTCOME_MARKER = "perf-gate-outcome ";
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
-    this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
-    this.keyFile = join(this.dir, "id");
-    this.knownHostsFile = join(this.dir, "known_hosts");
+    this.dir = mkdtempSync(join2(tmpdir(), "perf-gate-ssh-"));
+    this.keyFile = join2(this.dir, "id");
+    this.knownHostsFile = join2(this.dir, "known_hosts");
     if ("privateKey" in o2) {
-      writeFileSync3(this.keyFile, o2.privateKey.trim() + "\n", { mode: 384 });
-      writeFileSync3(this.knownHostsFile, o2.knownHosts.trim() + "\n", { mode: 384 });
+      writeFileSync4(this.keyFile, o2.privateKey.trim() + "\n", { mode: 384 });
+      writeFileSync4(this.knownHostsFile, o2.knownHosts.trim() + "\n", { mode: 384 });
     }
     this.attempts = o2.attempts ?? 3;
     this.backoffMs = o2.backoffMs ?? 2e3;
@@ -43318,40 +43548,41 @@ var HostClient = class {
     throw verbError(command, r.exitCode ?? -1, String(r.stderr));
   }
   /** Deploys a build: a directory (packed here) or a .tar.gz. */
-  async deploy(role, sha, artifact) {
+  async deploy(role, sha2, artifact) {
     let file2 = artifact;
     if (statSync2(artifact).isDirectory()) {
-      file2 = join(this.dir, "artifact.tar.gz");
+      file2 = join2(this.dir, "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
-    return (await this.must(`deploy ${role} ${sha}`, { inputFile: file2 })).trim();
+    return (await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim();
   }
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
-   * experiment is never cut off: the host's lock makes this wait, until `busyDeadline`.
+   * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
+   * absolute time in ms).
    */
-  async promote(sha, service, busyDeadline = 0) {
-    return (await this.whenFree(`promote ${sha}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  async promote(sha2, service, busyDeadline = 0) {
+    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service) })).trim();
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
     return (await this.whenFree("rollback", busyDeadline)).trim();
   }
   /** Records an A/A calibration as the host's floor for a workload and rate. */
-  async recordFloor(runId, floor) {
-    await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
+  async recordFloor(runId2, floor) {
+    await this.must(`floor-record ${runId2}`, { input: JSON.stringify(floor) });
   }
   /** Every floor the host has recorded, oldest first. */
   async floorHistory() {
     return this.parsed("floors", external_exports.array(floorSchema));
   }
   /** The finished runs whose challenger was `sha`, oldest first. */
-  async runsOf(sha) {
-    return this.parsed(`runs ${sha}`, external_exports.array(runSummarySchema));
+  async runsOf(sha2) {
+    return this.parsed(`runs ${sha2}`, external_exports.array(runSummarySchema));
   }
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
-  async start(kind, runId, plan, busyDeadline) {
-    await this.whenFree(`${kind} ${runId}`, busyDeadline, { input: JSON.stringify(plan) });
+  async start(kind, runId2, request2, busyDeadline) {
+    await this.whenFree(`${kind} ${runId2}`, busyDeadline, { input: JSON.stringify(request2) });
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
@@ -43365,28 +43596,32 @@ var HostClient = class {
     }
   }
   async parsed(command, schema) {
+    return (await this.document(command, schema)).message;
+  }
+  /** A verb's answer as sent (for the record) and as the contract's message. */
+  async document(command, schema) {
     const text = await this.must(command);
-    let json2;
+    let document;
     try {
-      json2 = JSON.parse(text);
+      document = JSON.parse(text);
     } catch {
       throw new HostError("protocol", `${command}: the host did not answer with JSON`);
     }
-    const r = schema.safeParse(json2);
+    const r = schema.safeParse(document);
     if (!r.success) {
       const i2 = r.error.issues[0];
       throw new HostError("protocol", `${command}: unexpected answer at ${i2.path.join(".") || "(top)"}: ${i2.message}`);
     }
-    return r.data;
+    return { document, message: r.data };
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
    * wait, so after a dropped connection this reconnects and skips the lines already shown.
    */
-  async wait(runId, onLine, maxReconnects = 20) {
+  async wait(runId2, onLine, maxReconnects = 20) {
     let seen = 0;
     for (let attempt = 0; ; attempt++) {
-      const [file2, args] = this.argv(`wait ${runId}`);
+      const [file2, args] = this.argv(`wait ${runId2}`);
       const sub = execa(file2, args, { reject: false, buffer: { stdout: false, stderr: true } });
       let index = 0;
       let outcome = null;
@@ -43402,45 +43637,21 @@ var HostClient = class {
       if (r.exitCode === 255 && "host" in this.o && attempt < maxReconnects) {
         const err = classifySshFailure(String(r.stderr), this.o);
         if (err.kind !== "unreachable") throw err;
-        this.log(`the connection dropped while waiting for ${runId}; reconnecting (${attempt + 1}/${maxReconnects})`);
+        this.log(`the connection dropped while waiting for ${runId2}; reconnecting (${attempt + 1}/${maxReconnects})`);
         await sleep(Math.min(this.backoffMs * 2 ** attempt, 3e4));
         continue;
       }
-      throw verbError(`wait ${runId}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
+      throw verbError(`wait ${runId2}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
     }
   }
-  /** The run's result document (parsed JSON, not yet validated as a result). */
-  async result(runId) {
-    return this.parsed(`result ${runId}`, external_exports.unknown());
+  /** A finished run's result: the document as the host sent it, and as the contract reads it. */
+  async result(runId2) {
+    return this.document(`result ${runId2}`, hostResultSchema);
   }
   async status() {
     return this.parsed("status", hostStatusSchema);
   }
 };
-var floorSchema = external_exports.looseObject({
-  workload: external_exports.string(),
-  rate: external_exports.number(),
-  half_width_ms: external_exports.number(),
-  ci_ms: external_exports.array(external_exports.number()).optional(),
-  pairs: external_exports.number(),
-  run_id: external_exports.string(),
-  time: external_exports.string()
-});
-var hostStatusSchema = external_exports.looseObject({
-  champion: external_exports.string(),
-  previous: external_exports.string(),
-  floors: external_exports.record(external_exports.string(), floorSchema)
-});
-var runSummarySchema = external_exports.looseObject({
-  run_id: external_exports.string(),
-  kind: external_exports.string(),
-  status: external_exports.string(),
-  champion_sha: external_exports.string(),
-  challenger_sha: external_exports.string(),
-  workload: external_exports.string(),
-  rate: external_exports.number(),
-  started: external_exports.string()
-});
 function classifySshFailure(stderr, o2) {
   const where = `${o2.user}@${o2.host}:${o2.port}`;
   const first = stderr.trim().split("\n").filter(Boolean).at(-1) ?? "no message";
@@ -43455,103 +43666,166 @@ function classifySshFailure(stderr, o2) {
 function verbError(command, code, stderr) {
   const message = `${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`;
   switch (code) {
-    case 2:
+    case EXIT.refused:
       return new HostError("refused", message);
-    case 4:
+    case EXIT.busy:
       return new HostError("busy", message);
-    case 1:
+    case EXIT.failed:
       return new HostError("run_failed", message);
     default:
       return new HostError("protocol", message);
   }
 }
-var sleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+var sleep = (ms3) => new Promise((r) => setTimeout(r, ms3));
 
-// src/experiment.ts
-async function runExperiments(host, config2, o2) {
-  const out = { results: [], documents: [] };
-  for (const run of planRuns(config2, o2.kind === "run" ? o2.challengerSha : void 0, o2.seed)) {
-    const runId = `${o2.runIdPrefix}-${run.index}`.toLowerCase();
-    o2.onRunStart?.(run.workload, run.rate, runId);
+// src/experiment/measure.ts
+async function measure(host, config2, m) {
+  const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
+  if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
+  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  for (const run of planRuns(config2, challengerSha, m.seed)) {
+    const runId2 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
+    m.progress.runStart?.(run.workload, run.rate, runId2);
     try {
-      await host.start(o2.kind, runId, run.plan, o2.busyDeadline);
-      const outcome = await host.wait(runId, o2.onLine);
+      await host.start(m.kind === "ab" ? "run" : "aa", runId2, run.request, m.busyDeadline);
+      const outcome = await host.wait(runId2, m.progress.line);
       if (outcome.status !== "ok") {
         throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
       }
-      const doc = await host.result(runId);
-      out.documents.push(doc);
-      out.results.push({ name: runId, result: parseResult(runId, doc) });
+      const { document, message } = await host.result(runId2);
+      fresh.documents.push(document);
+      fresh.results.push({ name: runId2, result: message });
     } finally {
-      o2.onRunEnd?.();
+      m.progress.runEnd?.();
     }
   }
+  return m.pool && challengerSha ? withEarlierRuns(host, challengerSha, fresh) : fresh;
+}
+async function withEarlierRuns(host, challengerSha, fresh) {
+  const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
+  const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
+  const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
+  const earlier = (await host.runsOf(challengerSha)).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
+  );
+  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  for (const r of earlier) {
+    if (r.champion_sha !== champion) {
+      out.otherChampion.push(r.run_id);
+      continue;
+    }
+    const { document, message } = await host.result(r.run_id);
+    if (!sameProtocol(message, byKey.get(resultKey(message)))) {
+      out.otherProtocol.push(r.run_id);
+      continue;
+    }
+    out.documents.push(document);
+    out.results.push({ name: r.run_id, result: message });
+    out.pooled.push(r.run_id);
+  }
+  out.results.push(...fresh.results);
+  out.documents.push(...fresh.documents);
   return out;
 }
-function seedOf(sha) {
-  return Number.parseInt(sha.slice(0, 12), 16);
+function sameProtocol(a2, b) {
+  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
+  return protocol(a2) === protocol(b);
 }
-function gateSettings(config2, seed) {
-  return {
-    ...defaultSettings,
-    percentile: config2.slo.percentile,
-    sloBudgetMs: config2.slo.budget_ms,
-    blockThresholdPercent: config2.block_threshold_percent,
-    seed
-  };
+function seedOf(sha2) {
+  return Number.parseInt(sha2.slice(0, 12), 16);
 }
-function judge({ results, documents }, config2, status, seed, outDir, notes = () => []) {
-  const analysis = analyze(results, { ...gateSettings(config2, seed), ...floorSettings(status.floors) });
-  const report = markdownReport(analysis, { notes: notes(analysis) });
-  mkdirSync(outDir, { recursive: true });
-  const resultPath = join2(outDir, "result.json");
-  writeFileSync4(resultPath, JSON.stringify(documents, null, 2));
-  const reportPath = join2(outDir, "report.md");
-  writeFileSync4(reportPath, report);
-  writeFileSync4(join2(outDir, "analysis.json"), JSON.stringify(analysisJson(analysis), null, 2));
-  writeFileSync4(join2(outDir, "chart.svg"), svgChart(analysis.headline, analysis.percentile));
-  return { analysis, report, reportPath, resultPath };
-}
-async function recordCalibrations(host, config2, aa, confirm) {
+
+// src/experiment/calibrate.ts
+async function calibrate(host, config2, o2) {
+  const aa = (c3, runIdPrefix2, progress) => measure(host, c3, { ...o2, runIdPrefix: runIdPrefix2, progress, kind: "aa", pool: false });
+  const first = await aa(config2, o2.runIdPrefix, o2.progress);
+  const analysis = decide(first.results, config2, { seed: o2.seed });
   const history = await host.floorHistory();
-  const confirmations = { results: [], documents: [] };
+  const documents = [...first.documents];
   const firstRuns = /* @__PURE__ */ new Map();
   const latest = [];
-  for (const [i2, c3] of aa.entries()) {
+  const doubtful = analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length;
+  const confirmProgress = o2.confirmProgress?.(doubtful) ?? o2.progress;
+  for (const [i2, c3] of analysis.comparisons.entries()) {
     if (!excludesZero(c3.ciMs)) {
       latest.push(c3);
       continue;
     }
-    const again = await runExperiments(host, configFor(config2, c3.workload, c3.rate), { ...confirm, kind: "aa", runIdPrefix: `${confirm.runIdPrefix}-confirm${i2}` });
-    confirmations.results.push(...again.results);
-    confirmations.documents.push(...again.documents);
+    const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
+    documents.push(...again.documents);
     firstRuns.set(c3.key, c3);
-    latest.push(analyze(again.results, gateSettings(config2, confirm.seed)).comparisons[0]);
+    latest.push(decide(again.results, config2, { seed: o2.seed }).comparisons[0]);
   }
   const cs = calibrations(latest, history, firstRuns);
   for (const c3 of cs) await host.recordFloor(c3.runId, floorRecord(c3));
-  return { calibrations: cs, history, confirmations };
+  return { analysis, calibrations: cs, history, documents };
+}
+
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  if (e.otherProtocol.length > 0) {
+    out.push(`${runs(e.otherProtocol.length)} of ${short} (${e.otherProtocol.join(", ")}) measured the workload another way (its requests, slices, warm-up or connections differ) and ${e.otherProtocol.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  return out;
+}
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green") return [];
+  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
 // src/cli/run.ts
 var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
+       perf-gate run --aa [options]
   --config FILE          the gate config (default .github/perf-gate.yml)
   --challenger PATH      the build under test, a release directory or .tar.gz
   --champion PATH        deploy and promote this build as champion first
   --aa                   an A/A run (the champion on both ports); records the floor
   --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)
+  --json                 print one JSON summary on stdout (progress goes to stderr)
   --local                perf-host on this machine, no SSH (the default):
     --root DIR           its state directory (default .perf-gate/host)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
+  -h, --help             this text
+Earlier runs of the same challenger against the same champion on the host are pooled with
+this one (a rerun), as in the action.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run), 2 error`;
-var RunUsageError = class extends Error {
-  name = "RunUsageError";
-};
 async function runCommand(argv, io) {
-  const { values: v } = parseArgs2({
+  const o2 = runOptions(argv);
+  if (o2 === "help") {
+    io.out(runUsage);
+    return 0;
+  }
+  const say = o2.json ? io.err : io.out;
+  const config2 = parseConfig(readText(o2.config, "--config"), o2.config);
+  const host = new HostClient({ ...o2.target, log: say });
+  try {
+    if (o2.champion) await installChampion(host, config2, o2.champion, say);
+    const progress = (label2, runs3) => progressBar(config2, label2, runs3, say, o2.json ? (line) => io.err(line) : io.progress);
+    const runs2 = planRuns(config2, void 0, 0).length;
+    const busyDeadline = Date.now();
+    const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A", runs2), confirmProgress: (n2) => progress("A/A confirmation (the interval excluded 0)", n2) }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger", runs2) });
+    printVerdict(done, say);
+    if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
+    return done.exitCode;
+  } finally {
+    host.close();
+  }
+}
+function runOptions(argv) {
+  const { values: v } = parseCommandLine({
     args: argv,
     options: {
       config: { type: "string", default: ".github/perf-gate.yml" },
@@ -43559,6 +43833,7 @@ async function runCommand(argv, io) {
       champion: { type: "string" },
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
+      json: { type: "boolean", default: false },
       local: { type: "boolean", default: false },
       root: { type: "string", default: ".perf-gate/host" },
       "perf-host": { type: "string" },
@@ -43568,62 +43843,18 @@ async function runCommand(argv, io) {
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
       key: { type: "string" },
-      "known-hosts": { type: "string" }
+      "known-hosts": { type: "string" },
+      help: { type: "boolean", short: "h", default: false }
     }
-  });
-  if (!v.aa && !v.challenger) throw new RunUsageError(`--challenger is required (or --aa)
-${runUsage}`);
-  if (v.local && v.host) throw new RunUsageError("--local and --host exclude each other");
-  const configText = readText(v.config, "--config");
-  const config2 = parseConfig(configText, v.config);
-  const host = new HostClient({ ...target(v), log: (l) => io.out(l) });
-  try {
-    if (v.champion) {
-      const sha = digestOf(v.champion);
-      const status2 = await host.status();
-      if (status2.champion !== sha) {
-        io.out(await host.deploy("champion", sha, v.champion));
-        io.out(await host.promote(sha, config2.service));
-      }
-    }
-    const challengerSha = v.challenger ? digestOf(v.challenger) : void 0;
-    if (challengerSha && !v.aa) io.out(await host.deploy("challenger", challengerSha, v.challenger));
-    const options = (what, runs) => {
-      const total = runs * config2.slices.pairs * 2;
-      let done = 0;
-      return {
-        runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
-        seed: seedOf(challengerSha ?? createHash("sha256").update(String(Date.now())).digest("hex")),
-        busyDeadline: Date.now(),
-        onRunStart: (workload2, rate) => io.out(`${what}: ${workload2} @ ${rate} req/s, ${config2.slices.pairs} pairs of ${config2.slices.seconds} s slices`),
-        onLine: (line) => {
-          if (/ slice \d+\/\d+ /.test(line)) done++;
-          io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
-        }
-      };
-    };
-    const kind = v.aa ? "aa" : "run";
-    const experiments = await runExperiments(host, config2, { ...options(v.aa ? "A/A" : "champion vs challenger", planRuns(config2, void 0, 0).length), kind, challengerSha });
-    const status = await host.status();
-    const { analysis, reportPath } = judge(experiments, config2, status, seedOf(challengerSha ?? "0"), v.out);
-    const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
-    io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
-    for (const f of analysis.comparisons.flatMap((c3) => c3.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
-    let biased = false;
-    if (v.aa) {
-      const { calibrations: calibrations2 } = await recordCalibrations(host, config2, analysis.comparisons, options("A/A confirmation (the interval excluded 0)", analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length));
-      for (const c3 of calibrations2) io.out(calibrationLine(c3));
-      biased = calibrations2.some((c3) => !c3.unbiased);
-    }
-    io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
-    return (v.aa ? biased : analysis.blocking) ? 1 : 0;
-  } finally {
-    host.close();
-  }
+  }, runUsage);
+  if (v.help) return "help";
+  if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
+  if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, target: target(v) };
 }
 function target(v) {
   if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new RunUsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)");
+    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
     return {
       host: v.host,
       port: Number(v.port),
@@ -43651,6 +43882,96 @@ function target(v) {
     ]
   };
 }
+async function installChampion(host, config2, build, say) {
+  const sha2 = digestOf(build);
+  if ((await host.status()).champion === sha2) return;
+  say(await host.deploy("champion", sha2, build));
+  say(await host.promote(sha2, config2.service));
+}
+async function gateHere(host, config2, o2, s) {
+  const sha2 = digestOf(o2.challenger);
+  const seed = seedOf(sha2);
+  const evidence = await measure(host, config2, {
+    kind: "ab",
+    challenger: { sha: sha2, artifact: o2.challenger },
+    runIdPrefix: runIdPrefix("run"),
+    seed,
+    pool: true,
+    ...s
+  });
+  const status = await host.status();
+  const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
+  const notes = [...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
+  const artifacts = writeArtifacts(o2.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
+  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+}
+async function calibrateHere(host, config2, o2, s) {
+  const { champion } = await host.status();
+  const run = await calibrate(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
+  const notes = run.calibrations.map(calibrationLine);
+  const artifacts = writeArtifacts(o2.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
+  const biased = run.calibrations.some((c3) => !c3.unbiased);
+  return { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: biased ? 1 : 0 };
+}
+var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
+function printVerdict(d, say) {
+  const a2 = d.analysis;
+  say(`${a2.verdict.toUpperCase()}${a2.blocking ? " (blocking)" : a2.verdict === "red" ? " (advisory)" : ""}: ${quartet(a2.headline, a2.percentile)}`);
+  for (const f of a2.comparisons.flatMap((c3) => c3.flags)) say(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
+  for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
+  say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
+}
+function summaryJson(d) {
+  const { verdict, grey_kind, blocking, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline } = analysisJson(d.analysis);
+  return {
+    verdict,
+    grey_kind,
+    blocking,
+    exit_code: d.exitCode,
+    percentile,
+    estimate_ms,
+    ci_ms,
+    confidence: d.analysis.headline.confidence,
+    floor_ms,
+    threshold_ms,
+    pairs,
+    headline,
+    comparisons: d.analysis.comparisons.map((c3) => ({
+      key: c3.key,
+      verdict: c3.verdict,
+      blocking: c3.blocking,
+      estimate_ms: c3.estimateMs,
+      ci_ms: c3.ciMs,
+      floor_ms: c3.floorMs,
+      pairs: c3.pairs,
+      runs: c3.runs
+    })),
+    flags: d.analysis.comparisons.flatMap((c3) => c3.flags.map((f) => ({ key: c3.key, ...f }))),
+    pooled: d.pooled,
+    calibrations: d.calibrations?.map((c3) => ({
+      key: c3.key,
+      floor_ms: c3.halfWidthMs,
+      ci_ms: c3.ciMs,
+      unbiased: c3.unbiased,
+      run_id: c3.runId,
+      previous_floor_ms: c3.previous?.half_width_ms ?? null,
+      drift_ms: c3.driftMs
+    })) ?? null,
+    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath }
+  };
+}
+function progressBar(config2, label2, runs2, say, draw) {
+  const total = runs2 * config2.slices.pairs * 2;
+  let done = 0;
+  return {
+    note: say,
+    runStart: (workload2, rate2) => say(`${label2}: ${workload2} @ ${rate2} req/s, ${config2.slices.pairs} pairs of ${config2.slices.seconds} s slices`),
+    line: (line) => {
+      if (/ slice \d+\/\d+ /.test(line)) done++;
+      draw(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
+    }
+  };
+}
 function defaultPerfHost() {
   const here = dirname(fileURLToPath3(import.meta.url));
   const candidate = resolve(here, "../benchmark-host/bin/perf-host");
@@ -43666,7 +43987,7 @@ function digestOf(path6) {
       h2.update(relative(path6, p)).update("\0").update(readFileSync4(p));
     }
   };
-  if (!existsSync(path6)) throw new RunUsageError(`${path6}: no such build`);
+  if (!existsSync(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
   walk(path6);
   return h2.digest("hex");
 }
@@ -43675,7 +43996,7 @@ function readText(path6, flag) {
     return readFileSync4(path6, "utf8");
   } catch (e) {
     if (flag === "--config") throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
-    throw new RunUsageError(`${flag} ${path6}: cannot read (${e.code})`);
+    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, runUsage);
   }
 }
 function bar(done, total) {
@@ -43688,23 +44009,20 @@ function relativeOrAbsolute(p) {
   return r.startsWith("..") ? p : r;
 }
 
-// package.json
-var version2 = "1.0.0";
-
 // src/cli.ts
 var usage = `usage: perf-gate <command> [options]
+       perf-gate <command> --help
        perf-gate --version
 
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
 
-${runUsage}
-
-${analyzeUsage}`;
+exit codes: 0 pass, 1 blocking regression, 2 error`;
 var tty3 = process.stdout.isTTY === true;
 var runIo = {
   out: (line) => console.log(line),
+  err: (line) => console.error(line),
   // On a terminal one progress line is redrawn in place; elsewhere every line is kept.
   progress: (line, done) => {
     if (!tty3) return console.log(line);
@@ -43721,22 +44039,31 @@ async function main(argv) {
         return analyzeCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
-        console.log(`perf-gate ${version2}`);
+        console.log(`perf-gate ${version}`);
         return 0;
-      case void 0:
+      case "help":
+        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        return 0;
       case "-h":
       case "--help":
         console.log(usage);
-        return command === void 0 ? 2 : 0;
+        return 0;
+      case void 0:
+        throw new UsageError("no command given", usage);
       default:
-        console.error(`perf-gate: unknown command ${JSON.stringify(command)}
-${usage}`);
-        return 2;
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`, usage);
     }
   } catch (e) {
-    const [first, ...more] = e.message.split("\n");
     if (tty3) process.stdout.write("\n");
-    console.error(`perf-gate ${command}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
+    const name2 = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    if (e instanceof UsageError) {
+      console.error(`perf-gate${name2}: ${e.message}
+
+${e.usage}`);
+      return 2;
+    }
+    const [first, ...more] = e.message.split("\n");
+    console.error(`perf-gate${name2}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
     if (process.env.PERF_GATE_DEBUG) console.error(more.join("\n"));
     return 2;
   }

@@ -17,7 +17,7 @@ const { metafile } = await build({
   outdir,
   bundle: true,
   platform: "node",
-  target: "node20",
+  target: "node22",
   format: "esm",
   legalComments: "none",
   metafile: true,

@@ -1,7 +1,7 @@
 // npm run demo: a complete local gate on this machine. It builds perf-host and the example
 // service (its normal build as champion, its -tags slow build as a challenger that does real
 // extra work per request), starts a local benchmark host, runs the gate (red), then an A/A run
-// (grey) that records the host's noise floor. Needs Node 20+ and Go 1.26; no network but the
+// (grey) that records the host's noise floor. Needs Node 22+ and Go 1.26; no network but the
 // Go module proxy, no root.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -1,18 +1,9 @@
 // A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
 // how the stored floors feed the verdict engine. Pure.
 import type { Analysis, Comparison, GateSettings } from "./analysis/verdict";
+import type { FloorRecord, StoredFloor } from "./contract/host";
+import { comparisonKey } from "./contract/rules";
 import { ms, msInterval as interval, percentLabel, signedMs } from "./report/format";
-
-/** A floor as the host stores it (perf-host floor-record / status / floors). */
-export interface StoredFloor {
-  workload: string;
-  rate: number;
-  half_width_ms: number;
-  ci_ms?: number[];
-  pairs: number;
-  run_id: string;
-  time: string;
-}
 
 export interface Calibration {
   key: string;
@@ -34,7 +25,7 @@ export interface Calibration {
   driftPercent: number | null;
 }
 
-const keyOf = (f: { workload: string; rate: number }) => `${f.workload}@${f.rate}`;
+const keyOf = (f: { workload: string; rate: number }) => comparisonKey(f.workload, f.rate);
 
 /** Whether an A/A interval says the ports differ with the same build. */
 export function excludesZero([lo, hi]: readonly number[]): boolean {
@@ -69,7 +60,7 @@ function firstOf(c: Comparison | undefined): Calibration["firstRun"] {
 }
 
 /** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
-export function floorRecord(c: Calibration) {
+export function floorRecord(c: Calibration): FloorRecord {
   return { workload: c.workload, rate: c.rate, half_width_ms: c.halfWidthMs, ci_ms: c.ciMs, pairs: c.pairs };
 }
 
@@ -79,8 +70,7 @@ export function floorSettings(floors: Readonly<Record<string, StoredFloor>>): Pi
   const hostBiasMs: Record<string, [number, number]> = {};
   for (const f of Object.values(floors)) {
     floorMs[keyOf(f)] = f.half_width_ms;
-    const [lo, hi] = f.ci_ms ?? [];
-    if (lo !== undefined && hi !== undefined && excludesZero([lo, hi])) hostBiasMs[keyOf(f)] = [lo, hi];
+    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
   }
   return { floorMs, hostBiasMs };
 }

@@ -1,24 +1,25 @@
 #!/usr/bin/env node
 // The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error.
-import { analyzeCommand, analyzeUsage } from "./cli/analyze";
-import { runCommand, runUsage } from "./cli/run";
 // esbuild inlines only this field of package.json into the bundle.
 import { version } from "../package.json";
+import { analyzeCommand, analyzeUsage } from "./cli/analyze";
+import { runCommand, runUsage } from "./cli/run";
+import { UsageError } from "./cli/usage";
 
 const usage = `usage: perf-gate <command> [options]
+       perf-gate <command> --help
        perf-gate --version
 
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
 
-${runUsage}
-
-${analyzeUsage}`;
+exit codes: 0 pass, 1 blocking regression, 2 error`;
 
 const tty = process.stdout.isTTY === true;
 const runIo = {
   out: (line: string) => console.log(line),
+  err: (line: string) => console.error(line),
   // On a terminal one progress line is redrawn in place; elsewhere every line is kept.
   progress: (line: string, done: boolean) => {
     if (!tty) return console.log(line);
@@ -38,20 +39,28 @@ async function main(argv: string[]): Promise<number> {
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
-      case undefined:
+      case "help":
+        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        return 0;
       case "-h":
       case "--help":
         console.log(usage);
-        return command === undefined ? 2 : 0;
+        return 0;
+      case undefined:
+        throw new UsageError("no command given", usage);
       default:
-        console.error(`perf-gate: unknown command ${JSON.stringify(command)}\n${usage}`);
-        return 2;
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`, usage);
     }
   } catch (e) {
+    if (tty) process.stdout.write("\n");
+    const name = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    if (e instanceof UsageError) {
+      console.error(`perf-gate${name}: ${e.message}\n\n${e.usage}`);
+      return 2;
+    }
     // One line on the terminal; the rest (a log tail, say) stays available in the report dir.
     const [first, ...more] = (e as Error).message.split("\n");
-    if (tty) process.stdout.write("\n");
-    console.error(`perf-gate ${command}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
+    console.error(`perf-gate${name}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
     if (process.env.PERF_GATE_DEBUG) console.error(more.join("\n"));
     return 2;
   }

@@ -2,37 +2,38 @@
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
+import { name, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
 
-const name = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "1-64 characters of A-Z a-z 0-9 . _ -");
+// The config's fields that become the plan's are the contract's own zod fields (src/contract,
+// tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
+// the config is stricter than the wire, it says so.
+const plan = planSchema.shape;
 
-const request = z.strictObject({
-  method: z.string().regex(/^[A-Za-z]+$/, "an HTTP method such as GET").default("GET"),
-  path: z.string().startsWith("/", "must start with /"),
-  headers: z.record(z.string(), z.string()).optional(),
-  body: z.string().optional(),
-  weight: z.number().positive().default(1),
-});
+// body_file is the load generator's, read on its own machine: a host refuses it.
+const { body_file: _, ...requestFields } = requestSchema.shape;
+const request = z.strictObject(requestFields);
 
 const rates = z.union([
-  z.array(z.number().positive()).min(1),
-  z.strictObject({ production_rps: z.number().positive(), multiples: z.array(z.number().positive()).min(1) }),
+  z.array(rate).min(1),
+  z.strictObject({ production_rps: rate, multiples: z.array(z.number().positive()).min(1) }),
 ], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
 
 const workload = z.strictObject({
   name,
   rates,
-  connections: z.number().int().min(1).max(1000).optional(),
-  timeout_ms: z.number().int().min(1).max(60_000).optional(),
+  connections: plan.connections.unwrap().optional(),
+  timeout_ms: plan.timeout_ms.unwrap().optional(),
   requests: z.array(request).min(1),
+}).superRefine((w, ctx) => {
+  // Multiples of the production rate must still be rates the host accepts.
+  for (const r of resolvedRates(w)) {
+    const checked = rate.safeParse(r);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0]!.message}` });
+  }
 });
 
 export const configSchema = z.strictObject({
-  service: z.strictObject({
-    command: z.array(z.string().min(1)).min(1, "the start command, an argv list such as [./bin/server]"),
-    env: z.record(z.string(), z.string()).optional(),
-    health_path: z.string().startsWith("/").default("/health"),
-    health_timeout_seconds: z.number().positive().max(600).default(30),
-  }),
+  service: z.strictObject(serviceSchema.shape),
   workloads: z.array(workload).min(1),
   slo: z.strictObject({
     percentile: z.number().gt(0).lt(100).default(99),
@@ -41,16 +42,18 @@ export const configSchema = z.strictObject({
   block_threshold_percent: z.number().nonnegative().default(1),
   slices: z
     .strictObject({
-      seconds: z.number().positive().max(600).default(9),
-      pairs: z.number().int().min(2).max(1000).default(10),
-      order: z.enum(["alternate", "balanced"]).default("alternate"),
+      seconds: plan.slice_seconds.default(9),
+      // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
+      pairs: plan.pairs.min(2).default(10),
+      order: plan.order,
     })
     .default({ seconds: 9, pairs: 10, order: "alternate" }),
-  warmup_seconds: z.number().nonnegative().max(3600).default(10),
+  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
+  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
   promotion: z
     .strictObject({
-      /** Pairs of the short A/A run that verifies a new champion (first workload, first rate). */
-      verify_pairs: z.number().int().min(2).max(100).default(4),
+      /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
+      verify_pairs: plan.pairs.min(2).max(100).default(4),
     })
     .default({ verify_pairs: 4 }),
 });
@@ -105,12 +108,8 @@ export interface PlannedRun {
   index: number;
   workload: string;
   rate: number;
-  /** What perf-host `run` reads on stdin. */
-  plan: {
-    challenger_sha?: string;
-    service: GateConfig["service"];
-    loadgen: Record<string, unknown>;
-  };
+  /** What perf-host `run` (or `aa`) reads on stdin. */
+  request: RunRequest;
 }
 
 /** The config narrowed to one workload at one of its (resolved) rates. */
@@ -120,17 +119,22 @@ export function configFor(config: GateConfig, workload: string, rate: number): G
   return { ...config, workloads: [{ ...w, rates: [rate] }] };
 }
 
-/** One run per workload and rate; rates given as multiples are resolved against production. */
+/** A workload's rates in req/s: given, or multiples of the production rate. */
+function resolvedRates(w: { rates: z.infer<typeof rates> }): number[] {
+  const r = w.rates;
+  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
+}
+
+/** One run per workload and rate. */
 export function planRuns(config: GateConfig, challengerSha: string | undefined, seed: number): PlannedRun[] {
   const runs: PlannedRun[] = [];
   for (const w of config.workloads) {
-    const list = Array.isArray(w.rates) ? w.rates : w.rates.multiples.map((m) => Number((m * (w.rates as { production_rps: number }).production_rps).toFixed(3)));
-    for (const rate of list) {
+    for (const rate of resolvedRates(w)) {
       runs.push({
         index: runs.length,
         workload: w.name,
         rate,
-        plan: {
+        request: {
           ...(challengerSha ? { challenger_sha: challengerSha } : {}),
           service: config.service,
           loadgen: {

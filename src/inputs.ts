@@ -54,10 +54,3 @@ export function getInputs(): Inputs {
   }
   return inputs;
 }
-
-/** The artifact a mode deploys; checked when it is about to be used. */
-export function requireArtifact(inputs: Inputs, exists: (path: string) => boolean): string {
-  if (!inputs.artifact) throw new InputError(`input artifact: mode ${inputs.mode} deploys a build; give the built release (a directory or .tar.gz)`);
-  if (!exists(inputs.artifact)) throw new InputError(`input artifact: ${inputs.artifact} does not exist (build the commit first)`);
-  return inputs.artifact;
-}

@@ -1,10 +1,6 @@
-// The Actions runner's side of a mode: its environment, the event payload, the output
-// directory and the benchmark host named by the inputs. A thin adapter.
-import { mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import * as core from "@actions/core";
-import { HostClient } from "./host/client";
-import { InputError, type Inputs } from "./inputs";
+// The Actions runner's side of a job: its environment and the event payload. A thin adapter.
+import { readFileSync } from "node:fs";
+import { InputError } from "./inputs";
 
 export interface RunnerEnv {
   eventName: string;
@@ -43,23 +39,4 @@ export function ownerAndRepo(env: RunnerEnv): [string, string] {
   const [owner, repo] = env.repository.split("/");
   if (!owner || !repo) throw new InputError(`environment GITHUB_REPOSITORY: expected owner/name, got ${env.repository}`);
   return [owner, repo];
-}
-
-/** Where this job's reports go: the output-dir input, or one directory per run attempt. */
-export function outputDir(inputs: Inputs, env: RunnerEnv): string {
-  const dir = inputs["output-dir"] || join(env.runnerTemp, "perf-gate", `${env.runId}-${env.runAttempt}`);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-}
-
-export function connectHost(inputs: Inputs): HostClient {
-  return new HostClient({
-    host: inputs.host, port: inputs.port, user: inputs.user,
-    privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"], log: (l) => core.info(l),
-  });
-}
-
-/** The deadline for waiting out a host busy with another run. */
-export function busyDeadline(inputs: Inputs): number {
-  return Date.now() + inputs["busy-timeout-minutes"] * 60_000;
 }

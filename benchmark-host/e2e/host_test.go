@@ -19,12 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
 )
 
-func decodeResult(t *testing.T, raw string) agent.HostResult {
+func decodeResult(t *testing.T, raw string) contract.HostResult {
 	t.Helper()
-	var r agent.HostResult
+	var r contract.HostResult
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		t.Fatalf("result is not JSON: %v\n%s", err, raw)
 	}
@@ -39,7 +40,7 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 		t.Fatalf("run said %q", out)
 	}
 	progress := h.must(nil, "wait pr-7-bbbbbbb-1")
-	for _, want := range []string{"preflight disk: ok", "champion aaaaaaa healthy", "challenger bbbbbbb healthy", "slice 6/6 challenger", agent.OutcomeMarker + `{"run_id":"pr-7-bbbbbbb-1","kind":"ab","status":"ok"`} {
+	for _, want := range []string{"preflight disk: ok", "champion aaaaaaa healthy", "challenger bbbbbbb healthy", "slice 6/6 challenger", contract.OutcomeMarker + `{"run_id":"pr-7-bbbbbbb-1","kind":"ab","status":"ok"`} {
 		if !strings.Contains(progress, want) {
 			t.Errorf("wait output lacks %q:\n%s", want, progress)
 		}
@@ -48,8 +49,8 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 	if r.SchemaVersion != 1 || r.Generator != "perf-gate-loadgen" || len(r.Slices) != 6 || r.Outcome.Status != "ok" || len(r.Preflight) != 4 {
 		t.Fatalf("result: schema %d, generator %q, %d slices, outcome %+v, %d findings", r.SchemaVersion, r.Generator, len(r.Slices), r.Outcome, len(r.Preflight))
 	}
-	if m := r.Plan.Meta; m["champion_sha"] != "aaaaaaa" || m["challenger_sha"] != "bbbbbbb" || m["kind"] != "ab" {
-		t.Errorf("meta %v", m)
+	if b := r.Plan.Builds; b == nil || *b != (contract.Builds{Kind: "ab", ChampionSHA: "aaaaaaa", ChallengerSHA: "bbbbbbb"}) {
+		t.Errorf("builds %+v", b)
 	}
 	for i := 0; i < 6; i += 2 {
 		champ, chall := r.Slices[i], r.Slices[i+1]
@@ -196,16 +197,16 @@ func TestChallengerFailuresNameTheCauseAndLeaveTheChampionServing(t *testing.T) 
 			t.Errorf("%s: wait exited %d, want 1", c.kind, code)
 		}
 		raw := h.must(nil, "result "+id)
-		var r struct{ Outcome agent.Outcome }
+		var r struct{ Outcome contract.Outcome }
 		json.Unmarshal([]byte(raw), &r)
-		if r.Outcome.Error != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
+		if r.Outcome.ErrorKind != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
 			t.Errorf("%s: outcome %+v; want the kind and the log tail line %q\n%s", c.kind, r.Outcome, c.logLine, progress)
 		}
 		t.Logf("%s: %s", c.kind, strings.ReplaceAll(r.Outcome.Message, "\n", " | "))
 		if v := version(h.ChampionPort); v != "fast v1" {
 			t.Errorf("%s: champion answers %q after the failure", c.kind, v)
 		}
-		var st agent.Status
+		var st contract.Status
 		json.Unmarshal([]byte(h.must(nil, "status")), &st)
 		if st.Lock != nil {
 			t.Errorf("%s: the lock is still held by %+v", c.kind, st.Lock)
@@ -311,7 +312,7 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	if v := version(h.ChampionPort); v != "fast v2" {
 		t.Errorf("after promote the champion answers %q, want v2", v)
 	}
-	var st agent.Status
+	var st contract.Status
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
 	if st.Champion != "bbbbbbb" || st.Previous != "aaaaaaa" {
 		t.Errorf("status champion %s previous %s", st.Champion, st.Previous)
@@ -434,7 +435,7 @@ func TestAbortGcAndFloors(t *testing.T) {
 	}
 	var gc struct{ Removed []string }
 	json.Unmarshal([]byte(h.must(nil, "gc")), &gc)
-	var st agent.Status
+	var st contract.Status
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
 	// The 5 newest and the champion stay; bbbbbbb and 1111111, 2222222 go.
 	if len(st.Releases) != 6 || !strings.Contains(strings.Join(st.Releases, " "), "aaaaaaa") || len(gc.Removed) != 3 {
@@ -445,7 +446,7 @@ func TestAbortGcAndFloors(t *testing.T) {
 	}
 
 	// `runs` lists the finished runs of a challenger: the aborted one, nothing for another sha.
-	var runs []agent.RunSummary
+	var runs []contract.RunSummary
 	json.Unmarshal([]byte(h.must(nil, "runs bbbbbbb")), &runs)
 	if len(runs) != 1 || runs[0].RunID != "pr-6-bbbbbbb-1" || runs[0].Status != "aborted" || runs[0].ChampionSHA != "aaaaaaa" || runs[0].Workload != "work" || runs[0].Rate != 200 {
 		t.Errorf("runs bbbbbbb: %+v", runs)
@@ -475,7 +476,7 @@ func TestAbortGcAndFloors(t *testing.T) {
 	if f, ok := st.Floors["work@200"]; !ok || f.HalfWidthMs != 0.09 || f.RunID != "cal-1" {
 		t.Errorf("status floors %+v", st.Floors)
 	}
-	var history []agent.Floor
+	var history []contract.Floor
 	json.Unmarshal([]byte(h.must(nil, "floors")), &history)
 	if len(history) != 2 || history[0].HalfWidthMs != 0.07 || history[1].HalfWidthMs != 0.09 {
 		t.Errorf("floor history %+v", history)
@@ -495,6 +496,10 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
 		{strings.Replace(good, `"workload":"work",`, `"targets":{"champion":"http://evil:1","challenger":"http://evil:2"},`, 1), "loadgen.targets: set by the host"},
 		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/{{nope}}"`, 1), "loadgen.requests[0].path"},
+		// A body_file would make the host read its own files and send them to the challenger.
+		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/x","body_file":"../../state.json"`, 1), "loadgen.requests[0].body_file: not accepted"},
+		{strings.Replace(good, `"workload":"work",`, `"builds":{"kind":"ab","champion_sha":"bbbbbbb","challenger_sha":"aaaaaaa"},`, 1), "loadgen.builds: set by the host"},
+		{strings.Replace(good, `"rate":200`, `"rate":"fast"`, 1), "loadgen.rate: expected float64, got a JSON string"},
 		{"not json", "plan:"},
 	} {
 		_, stderr, code := h.ssh(strings.NewReader(c.plan), fmt.Sprintf("run bad-plan-%d", i))
@@ -502,7 +507,7 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 			t.Errorf("plan %d: exit %d, stderr %q; want 2 and %q", i, code, stderr, c.field)
 		}
 	}
-	var st agent.Status
+	var st contract.Status
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
 	if st.Lock != nil {
 		t.Errorf("a refused plan left the lock held: %+v", st.Lock)

@@ -1,7 +1,8 @@
 // Turns results into slice pairs: one champion and one challenger slice per pair index. A
 // pair with an invalid or missing slice is dropped whole, and the drop is recorded.
 import { decodeFromCompressedBase64 } from "hdr-histogram-js";
-import { AnalysisInputError, type LoadgenResult, type Slice } from "./result-schema";
+import type { LoadgenResult, Slice } from "../contract/result";
+import { AnalysisInputError } from "./input-error";
 
 export interface SlicePair {
   run: string;
@@ -51,9 +52,4 @@ export function slicePercentileUs(s: Slice, percentile: number): number {
   const named = namedPercentiles[String(percentile)];
   if (named) return s.latency_us[named];
   return decodeFromCompressedBase64(s.histogram).getValueAtPercentile(percentile);
-}
-
-/** Fewest recorded requests for a stable percentile: 10 beyond it (p99 → 1,000). */
-export function sampleBudget(percentile: number): number {
-  return Math.ceil(10 / (1 - percentile / 100) - 1e-9);
 }

@@ -2,9 +2,11 @@
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
-import { type DroppedPair, extractPairs, sampleBudget, slicePercentileUs, type SlicePair } from "./pairs";
+import type { LoadgenResult, Slice } from "../contract/result";
+import { comparisonKey, sampleBudget } from "../contract/rules";
+import { AnalysisInputError } from "./input-error";
+import { type DroppedPair, extractPairs, slicePercentileUs, type SlicePair } from "./pairs";
 import { seededRandom } from "./random";
-import { AnalysisInputError, type LoadgenResult } from "./result-schema";
 import { binomialUpperTail, holmAdjust, pairedT, signTest, wilcoxonSignedRank } from "./tests";
 
 export type Verdict = "green" | "red" | "grey";
@@ -142,14 +144,14 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
   checkSameBuilds(results);
   const groups = new Map<string, NamedResult[]>();
   for (const r of results) {
-    const key = comparisonKey(r.result);
+    const key = resultKey(r.result);
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
   const alpha = 1 - settings.confidence;
   const rand = seededRandom(settings.seed);
   const partial = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
   const holm = holmAdjust(partial.map((c) => c.t.p));
-  const comparisons = partial.map((c, i) => decide(c, holm[i]!, alpha / c.looks, partial.length));
+  const comparisons = partial.map((c, i) => label(c, holm[i]!, alpha / c.looks, partial.length));
   const rank = (c: Comparison) => (c.blocking ? 3 : c.verdict === "red" ? 2 : c.verdict === "green" ? 1 : 0);
   const headline = [...comparisons].sort((a, b) => rank(b) - rank(a) || Math.abs(b.estimateMs) - Math.abs(a.estimateMs))[0]!;
   const verdict: Verdict = comparisons.some((c) => c.verdict === "red")
@@ -177,8 +179,9 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
   };
 }
 
-export function comparisonKey(r: LoadgenResult): string {
-  return `${r.plan.workload}@${r.plan.rate}`;
+/** The comparison a result belongs to: its workload@rate. */
+export function resultKey(r: LoadgenResult): string {
+  return comparisonKey(r.plan.workload, r.plan.rate);
 }
 
 function validateSettings(s: GateSettings): void {
@@ -195,10 +198,10 @@ function validateSettings(s: GateSettings): void {
 
 /** Pooling is for reruns of one build pair; results of different builds must not mix. */
 function checkSameBuilds(results: readonly NamedResult[]): void {
-  for (const field of ["challenger_sha", "champion_sha"]) {
+  for (const field of ["challenger_sha", "champion_sha"] as const) {
     const seen = new Map<string, string>();
     for (const { name, result } of results) {
-      const sha = result.plan.meta?.[field];
+      const sha = result.plan.builds?.[field];
       if (sha) seen.set(sha, name);
     }
     if (seen.size > 1) {
@@ -213,24 +216,10 @@ type Undecided = Omit<Comparison, "verdict" | "greyKind" | "blocking" | "blockin
   d: number[];
 };
 
+/** Measures one comparison: its paired differences, their tests and its flags, unlabelled. */
 function compare(key: string, group: NamedResult[], s: GateSettings, rand: () => number): Undecided {
-  const all: SlicePair[] = [];
-  const droppedPairs: DroppedPair[] = [];
-  const flags: Flag[] = [];
-  for (const { name, result } of group) {
-    const { pairs, dropped } = extractPairs(name, result);
-    all.push(...pairs);
-    droppedPairs.push(...dropped);
-    if (result.partial) flags.push({ code: "partial_run", message: `${name} stopped early: ${result.partial_reason ?? "partial"}` });
-  }
-  if (all.length < 2) {
-    const why = droppedPairs.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${all.length} valid pair${all.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`,
-    );
-  }
-  const ms = (us: number) => us / 1000;
-  const at = (p: number) => all.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const { pairs, droppedPairs, flags } = pooledPairs(key, group);
+  const at = (p: number) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = pairedT(d, s.confidence);
@@ -239,90 +228,35 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     const r = pairedT(values, s.confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
-  const rps = all.map((x) => x.challenger.ok_rps - x.champion.ok_rps);
-  const tp = secondary(rps);
-  const summary = (arm: "champion" | "challenger"): ArmSummary => {
-    const slices = all.map((x) => x[arm]);
-    return {
-      p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
-      sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, s.percentile)))),
-      p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
-      okRps: mean(slices.map((x) => x.ok_rps)),
-      requests: slices.reduce((acc, x) => acc + x.completed, 0),
-      errors: slices.reduce((acc, x) => acc + errorsOf(x), 0),
-    };
-  };
-  const champion = summary("champion");
-  const challenger = summary("challenger");
-
-  const budget = sampleBudget(s.percentile);
-  const short = all.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short.length > 0) {
-    flags.push({
-      code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${s.percentile} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`,
-    });
-  }
-  const midRun = all.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
-  if (midRun.length > 0) {
-    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
-    flags.push({
-      code: "new_connections",
-      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`,
-    });
-  }
-  if (droppedPairs.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${droppedPairs.length} pair${droppedPairs.length === 1 ? "" : "s"} dropped: ${droppedPairs[0]!.reason}${droppedPairs.length > 1 ? ", …" : ""}` });
-  }
-
-  // Errors are a regression in their own right: given the total number of errors, each is
-  // equally likely to come from either arm (per request) if the builds do not differ.
-  let errorRegression: Undecided["errorRegression"] = null;
-  const errTotal = champion.errors + challenger.errors;
-  if (challenger.errors > champion.errors) {
-    const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-    const p = binomialUpperTail(challenger.errors, errTotal, share);
-    errorRegression = { champion: champion.errors, challenger: challenger.errors, p };
-    flags.push({
-      code: "more_errors",
-      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`,
-    });
-  }
-
-  let floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
-  const bias = s.hostBiasMs?.[key];
-  if (bias) {
-    // A difference no larger than the ports' own is no evidence about the builds.
-    const [lo, hi] = bias;
-    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
-    flags.push({
-      code: "host_biased",
-      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within ±${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`,
-    });
-  }
-  const [workload, rate] = [group[0]!.result.plan.workload, group[0]!.result.plan.rate];
-  const b = signTest(d);
+  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
+  const champion = armSummary(pairs, "champion", s.percentile);
+  const challenger = armSummary(pairs, "challenger", s.percentile);
+  flags.push(...measurementFlags(pairs, droppedPairs, s.percentile));
+  const errorRegression = errorTest(champion, challenger);
+  if (errorRegression) flags.push(errorRegression.flag);
+  const floor = floorOf(key, s);
+  if (floor.flag) flags.push(floor.flag);
   const w = wilcoxonSignedRank(d);
   return {
-    key, workload, rate, d,
+    key, workload: group[0]!.result.plan.workload, rate: group[0]!.result.plan.rate, d,
     estimateMs: primary.mean,
-    pairs: all.length,
+    pairs: pairs.length,
     droppedPairs,
     runs: group.map((g) => g.name),
     looks: group.length,
     t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
     bootstrapCiMs: [boot.lo, boot.hi],
-    signTest: b,
+    signTest: signTest(d),
     wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
     p50Ms: secondary(at(50)),
     p999Ms: secondary(at(99.9)),
     throughput: { ...tp, percent: champion.okRps > 0 ? (100 * tp.estimate) / champion.okRps : 0 },
-    errorRegression,
+    errorRegression: errorRegression?.test ?? null,
     champion, challenger,
-    floorMs: floor ?? null,
+    floorMs: floor.ms,
     thresholdMs: (s.blockThresholdPercent / 100) * s.sloBudgetMs,
     flags,
-    detail: all.map((x, i) => ({
+    detail: pairs.map((x, i) => ({
       run: x.run, pair: x.pair,
       championMs: ms(slicePercentileUs(x.champion, s.percentile)),
       challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
@@ -331,13 +265,107 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   };
 }
 
-function errorsOf(s: LoadgenResult["slices"][number]): number {
+const ms = (us: number) => us / 1000;
+
+/** The valid pairs of every rerun of one comparison; at least two are needed. */
+function pooledPairs(key: string, group: NamedResult[]): { pairs: SlicePair[]; droppedPairs: DroppedPair[]; flags: Flag[] } {
+  const pairs: SlicePair[] = [];
+  const droppedPairs: DroppedPair[] = [];
+  const flags: Flag[] = [];
+  for (const { name, result } of group) {
+    const extracted = extractPairs(name, result);
+    pairs.push(...extracted.pairs);
+    droppedPairs.push(...extracted.dropped);
+    if (result.partial) flags.push({ code: "partial_run", message: `${name} stopped early: ${result.partial_reason ?? "partial"}` });
+  }
+  if (pairs.length < 2) {
+    const why = droppedPairs.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`,
+    );
+  }
+  return { pairs, droppedPairs, flags };
+}
+
+/** One arm's means over the used slices, and its request and error totals. */
+function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): ArmSummary {
+  const slices = pairs.map((x) => x[arm]);
+  return {
+    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile)))),
+    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
+    okRps: mean(slices.map((x) => x.ok_rps)),
+    requests: slices.reduce((acc, x) => acc + x.completed, 0),
+    errors: slices.reduce((acc, x) => acc + errorsOf(x), 0),
+  };
+}
+
+/** What may weaken the measurement itself: too few samples, reconnects, dropped pairs. */
+function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile: number): Flag[] {
+  const flags: Flag[] = [];
+  const budget = sampleBudget(percentile);
+  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short.length > 0) {
+    flags.push({
+      code: "short_of_budget",
+      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`,
+    });
+  }
+  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  if (midRun.length > 0) {
+    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
+    flags.push({
+      code: "new_connections",
+      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`,
+    });
+  }
+  if (dropped.length > 0) {
+    flags.push({ code: "dropped_pairs", message: `${dropped.length} pair${dropped.length === 1 ? "" : "s"} dropped: ${dropped[0]!.reason}${dropped.length > 1 ? ", …" : ""}` });
+  }
+  return flags;
+}
+
+/**
+ * Errors are a regression in their own right: given the total number of errors, each is
+ * equally likely to come from either arm (per request) if the builds do not differ.
+ */
+function errorTest(champion: ArmSummary, challenger: ArmSummary): { test: NonNullable<Comparison["errorRegression"]>; flag: Flag } | null {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  const p = binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share);
+  return {
+    test: { champion: champion.errors, challenger: challenger.errors, p },
+    flag: {
+      code: "more_errors",
+      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`,
+    },
+  };
+}
+
+/** The floor a comparison is judged against: the host's A/A floor, widened to any bias. */
+function floorOf(key: string, s: GateSettings): { ms: number | null; flag: Flag | null } {
+  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  const bias = s.hostBiasMs?.[key];
+  if (!bias) return { ms: floor ?? null, flag: null };
+  // A difference no larger than the ports' own is no evidence about the builds.
+  const [lo, hi] = bias;
+  const widened = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+  return {
+    ms: widened,
+    flag: {
+      code: "host_biased",
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within ±${widened.toFixed(3)} ms are treated as noise until a calibration contains 0`,
+    },
+  };
+}
+
+function errorsOf(s: Slice): number {
   const e = s.errors;
   return e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other;
 }
 
 /** Labels one comparison. alpha is this look's level; m comparisons share it through Holm. */
-function decide(c: Undecided, holmP: number, alpha: number, m: number): Comparison {
+function label(c: Undecided, holmP: number, alpha: number, m: number): Comparison {
   const confidence = 1 - alpha;
   const primary = pairedT(c.d, confidence);
   const ci: [number, number] = [primary.ci.lo, primary.ci.hi];

@@ -1,20 +1,33 @@
 // `perf-gate analyze`: the verdict engine on result files, from a terminal.
 import { readFileSync, writeFileSync } from "node:fs";
-import { parseArgs } from "node:util";
-import { AnalysisInputError, parseResult } from "../analysis/result-schema";
+import { AnalysisInputError } from "../analysis/input-error";
 import { analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
+import { parseResult } from "../contract/result";
 import { svgChart } from "../report/chart";
 import { analysisJson } from "../report/json";
 import { markdownReport } from "../report/markdown";
 import { quartet } from "../report/quartet";
+import { numberOption, parseCommandLine, UsageError } from "./usage";
 
-export const analyzeUsage =
-  "usage: perf-gate analyze [--slo-ms N] [--percentile P] [--block-threshold-percent X] [--floor-ms F]\n" +
-  "                         [--confidence C] [--seed S] [--json] [--markdown FILE] [--svg FILE] [--each] RESULT.json…";
+export const analyzeUsage = `usage: perf-gate analyze [options] RESULT.json…
+  RESULT.json            a load generator's result, a host's, or the result.json perf-gate run
+                         writes (a list of them); several are reruns of one build and are pooled
+  --slo-ms N             the SLO budget in ms (default ${defaultSettings.sloBudgetMs})
+  --percentile P         the SLO's percentile (default ${defaultSettings.percentile})
+  --block-threshold-percent X   a red blocks past X% of the budget (default ${defaultSettings.blockThresholdPercent})
+  --floor-ms F           the host's A/A floor in ms
+  --confidence C         of a single look (default ${defaultSettings.confidence})
+  --seed S               of the bootstrap (default ${defaultSettings.seed})
+  --json                 print the analysis as JSON
+  --markdown FILE        write the report
+  --svg FILE             write the chart
+  --each                 analyse each result on its own, one JSON line each
+  -h, --help             this text
+exit codes: 0 pass, 1 blocking regression, 2 error (the message names the file and field)`;
 
 /** Runs the command; returns the exit code (0 pass, 1 blocking, 2 error). */
 export function analyzeCommand(argv: string[], out: (line: string) => void): number {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     allowPositionals: true,
     options: {
@@ -28,18 +41,15 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
       markdown: { type: "string" },
       svg: { type: "string" },
       each: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
     },
-  });
-  if (positionals.length === 0) throw new AnalysisInputError(`no result files given\n${analyzeUsage}`);
-  const num = (flag: string, fallback: number | undefined) => {
-    const raw = values[flag as keyof typeof values];
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(n)) {
-      throw new AnalysisInputError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`);
-    }
-    return n;
-  };
+  }, analyzeUsage);
+  if (values.help) {
+    out(analyzeUsage);
+    return 0;
+  }
+  if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
+  const num = (flag: keyof typeof values, fallback: number | undefined) => numberOption(flag, values[flag], analyzeUsage) ?? fallback;
   const settings: GateSettings = {
     ...defaultSettings,
     sloBudgetMs: num("slo-ms", defaultSettings.sloBudgetMs)!,
@@ -49,7 +59,7 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     seed: num("seed", defaultSettings.seed)!,
     floorMs: num("floor-ms", undefined),
   };
-  const results: NamedResult[] = positionals.map((file) => ({ name: file, result: parseResult(file, readJson(file)) }));
+  const results = positionals.flatMap(readResults);
   if (values.each) {
     let code = 0;
     for (const r of results) {
@@ -68,6 +78,14 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     for (const f of a.comparisons.flatMap((c) => c.flags)) out(`  warning: ${f.code}: ${f.message}`);
   }
   return a.blocking ? 1 : 0;
+}
+
+/** A file's results: one document, or a list of them (what perf-gate run writes), each named. */
+function readResults(file: string): NamedResult[] {
+  const doc = readJson(file);
+  if (!Array.isArray(doc)) return [{ name: file, result: parseResult(file, doc) }];
+  if (doc.length === 0) throw new AnalysisInputError(`${file}: an empty list of results`);
+  return doc.map((d, i) => ({ name: `${file}[${i}]`, result: parseResult(`${file}[${i}]`, d) }));
 }
 
 function readJson(file: string): unknown {

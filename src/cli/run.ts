@@ -1,43 +1,92 @@
 // `perf-gate run`: the whole gate from a terminal, for teams on other CI systems and for the
-// demo. It runs against a host over SSH, or (the default) against perf-host on this machine.
+// demo. It runs against a host over SSH, or (the default) against perf-host on this machine,
+// through the same measure and decide as the action: reruns of a build are pooled, and one seed
+// drives the load generator and the analysis.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { calibrationLine, excludesZero } from "../calibration";
-import { ConfigError, parseConfig, planRuns } from "../config";
-import { judge, recordCalibrations, runExperiments, seedOf } from "../experiment";
+import type { Analysis } from "../analysis/verdict";
+import { type Calibration, calibrationLine } from "../calibration";
+import { ConfigError, type GateConfig, parseConfig, planRuns } from "../config";
+import { type Artifacts, writeArtifacts } from "../experiment/artifacts";
+import { calibrate } from "../experiment/calibrate";
+import { decide } from "../experiment/decide";
+import { type Evidence, measure, type Progress, seedOf } from "../experiment/measure";
 import { HostClient, type HostOptions } from "../host/client";
+import { analysisJson } from "../report/json";
+import { markdownReport } from "../report/markdown";
+import { candidateNote, evidenceNotes } from "../report/notes";
 import { quartet } from "../report/quartet";
+import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
+       perf-gate run --aa [options]
   --config FILE          the gate config (default .github/perf-gate.yml)
   --challenger PATH      the build under test, a release directory or .tar.gz
   --champion PATH        deploy and promote this build as champion first
   --aa                   an A/A run (the champion on both ports); records the floor
   --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)
+  --json                 print one JSON summary on stdout (progress goes to stderr)
   --local                perf-host on this machine, no SSH (the default):
     --root DIR           its state directory (default .perf-gate/host)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
+  -h, --help             this text
+Earlier runs of the same challenger against the same champion on the host are pooled with
+this one (a rerun), as in the action.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run), 2 error`;
 
-export class RunUsageError extends Error {
-  override name = "RunUsageError";
-}
-
 export interface RunIo {
+  /** Results: the verdict lines, or the --json summary. */
   out: (line: string) => void;
+  err: (line: string) => void;
   /** Progress that may be redrawn in place (a TTY), or printed line by line. */
   progress: (line: string, done: boolean) => void;
 }
 
+interface RunOptions {
+  config: string;
+  challenger?: string;
+  champion?: string;
+  aa: boolean;
+  out: string;
+  json: boolean;
+  target: HostOptions;
+}
+
 export async function runCommand(argv: string[], io: RunIo): Promise<number> {
-  const { values: v } = parseArgs({
+  const o = runOptions(argv);
+  if (o === "help") {
+    io.out(runUsage);
+    return 0;
+  }
+  // With --json, stdout carries the summary alone.
+  const say = o.json ? io.err : io.out;
+  const config = parseConfig(readText(o.config, "--config"), o.config);
+  const host = new HostClient({ ...o.target, log: say });
+  try {
+    if (o.champion) await installChampion(host, config, o.champion, say);
+    const progress = (label: string, runs: number) => progressBar(config, label, runs, say, o.json ? (line) => io.err(line) : io.progress);
+    const runs = planRuns(config, undefined, 0).length;
+    const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
+    const done = o.aa
+      ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A", runs), confirmProgress: (n) => progress("A/A confirmation (the interval excluded 0)", n) })
+      : await gateHere(host, config, o, { busyDeadline, progress: progress("champion vs challenger", runs) });
+    printVerdict(done, say);
+    if (o.json) io.out(JSON.stringify(summaryJson(done), null, 2));
+    // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
+    return done.exitCode;
+  } finally {
+    host.close();
+  }
+}
+
+function runOptions(argv: string[]): RunOptions | "help" {
+  const { values: v } = parseCommandLine({
     args: argv,
     options: {
       config: { type: "string", default: ".github/perf-gate.yml" },
@@ -45,6 +94,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
       champion: { type: "string" },
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
+      json: { type: "boolean", default: false },
       local: { type: "boolean", default: false },
       root: { type: "string", default: ".perf-gate/host" },
       "perf-host": { type: "string" },
@@ -55,63 +105,18 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
       user: { type: "string", default: "perf-gate-ci" },
       key: { type: "string" },
       "known-hosts": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
     },
-  });
-  if (!v.aa && !v.challenger) throw new RunUsageError(`--challenger is required (or --aa)\n${runUsage}`);
-  if (v.local && v.host) throw new RunUsageError("--local and --host exclude each other");
-  const configText = readText(v.config, "--config");
-  const config = parseConfig(configText, v.config);
-  const host = new HostClient({ ...target(v), log: (l) => io.out(l) });
-  try {
-    if (v.champion) {
-      const sha = digestOf(v.champion);
-      const status = await host.status();
-      if (status.champion !== sha) {
-        io.out(await host.deploy("champion", sha, v.champion));
-        io.out(await host.promote(sha, config.service));
-      }
-    }
-    const challengerSha = v.challenger ? digestOf(v.challenger) : undefined;
-    if (challengerSha && !v.aa) io.out(await host.deploy("challenger", challengerSha, v.challenger!));
-    const options = (what: string, runs: number) => {
-      const total = runs * config.slices.pairs * 2;
-      let done = 0;
-      return {
-        runIdPrefix: `${v.aa ? "aa" : "run"}-${Date.now().toString(36)}`,
-        seed: seedOf(challengerSha ?? createHash("sha256").update(String(Date.now())).digest("hex")),
-        busyDeadline: Date.now(),
-        onRunStart: (workload: string, rate: number) => io.out(`${what}: ${workload} @ ${rate} req/s, ${config.slices.pairs} pairs of ${config.slices.seconds} s slices`),
-        onLine: (line: string) => {
-          if (/ slice \d+\/\d+ /.test(line)) done++;
-          io.progress(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
-        },
-      };
-    };
-    const kind = v.aa ? "aa" : "run";
-    const experiments = await runExperiments(host, config, { ...options(v.aa ? "A/A" : "champion vs challenger", planRuns(config, undefined, 0).length), kind, challengerSha });
-    const status = await host.status();
-    const { analysis, reportPath } = judge(experiments, config, status, seedOf(challengerSha ?? "0"), v.out);
-    const verdict = `${analysis.verdict.toUpperCase()}${analysis.blocking ? " (blocking)" : analysis.verdict === "red" ? " (advisory)" : ""}`;
-    io.out(`${verdict}: ${quartet(analysis.headline, analysis.percentile)}`);
-    for (const f of analysis.comparisons.flatMap((c) => c.flags)) io.out(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
-    let biased = false;
-    if (v.aa) {
-      const { calibrations } = await recordCalibrations(host, config, analysis.comparisons, options("A/A confirmation (the interval excluded 0)", analysis.comparisons.filter((c) => excludesZero(c.ciMs)).length));
-      for (const c of calibrations) io.out(calibrationLine(c));
-      biased = calibrations.some((c) => !c.unbiased);
-    }
-    io.out(`report: ${relativeOrAbsolute(reportPath)} (chart.svg, analysis.json and result.json beside it)`);
-    // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
-    return (v.aa ? biased : analysis.blocking) ? 1 : 0;
-  } finally {
-    host.close();
-  }
+  }, runUsage);
+  if (v.help) return "help";
+  if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
+  if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, target: target(v) };
 }
-
 
 function target(v: Record<string, string | boolean | undefined>): HostOptions {
   if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new RunUsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)");
+    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
     return {
       host: v.host, port: Number(v.port), user: String(v.user),
       privateKey: readText(String(v.key), "--key"), knownHosts: readText(String(v["known-hosts"]), "--known-hosts"),
@@ -128,6 +133,91 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       "--lock-wait", "1s",
       "--min-free-disk", String(256 << 20),
     ],
+  };
+}
+
+/** Deploys and promotes a build as the champion, unless it already is. */
+async function installChampion(host: HostClient, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {
+  const sha = digestOf(build);
+  if ((await host.status()).champion === sha) return;
+  say(await host.deploy("champion", sha, build));
+  say(await host.promote(sha, config.service));
+}
+
+/** What a run did: its verdict, and what a terminal and the JSON summary say about it. */
+interface Done {
+  analysis: Analysis;
+  artifacts: Artifacts;
+  notes: string[];
+  calibrations: Calibration[] | null;
+  pooled: string[];
+  exitCode: number;
+}
+
+type Shared = { busyDeadline: number; progress: Progress };
+
+/** The challenger against the champion, pooled with its earlier runs, judged against the host's floors. */
+async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared): Promise<Done> {
+  const sha = digestOf(o.challenger!);
+  const seed = seedOf(sha);
+  const evidence: Evidence = await measure(host, config, {
+    kind: "ab", challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed, pool: true, ...s,
+  });
+  const status = await host.status();
+  const analysis = decide(evidence.results, config, { seed, floors: status.floors });
+  const notes = [...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
+  const artifacts = writeArtifacts(o.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
+  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+}
+
+/** The A/A protocol: the champion on both ports, each interval recorded as the host's floor. */
+async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: (runs: number) => Progress }): Promise<Done> {
+  const { champion } = await host.status();
+  const run = await calibrate(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
+  const notes = run.calibrations.map(calibrationLine);
+  const artifacts = writeArtifacts(o.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
+  const biased = run.calibrations.some((c) => !c.unbiased);
+  return { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: biased ? 1 : 0 };
+}
+
+const runIdPrefix = (kind: string) => `${kind}-${Date.now().toString(36)}`;
+
+function printVerdict(d: Done, say: (line: string) => void): void {
+  const a = d.analysis;
+  say(`${a.verdict.toUpperCase()}${a.blocking ? " (blocking)" : a.verdict === "red" ? " (advisory)" : ""}: ${quartet(a.headline, a.percentile)}`);
+  for (const f of a.comparisons.flatMap((c) => c.flags)) say(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
+  for (const n of d.notes) say(n.replace(/\*\*/g, ""));
+  say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
+}
+
+/** run --json: one object a script can act on; the headline's fields are analysis.json's. */
+function summaryJson(d: Done) {
+  const { verdict, grey_kind, blocking, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline } = analysisJson(d.analysis);
+  return {
+    verdict, grey_kind, blocking, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
+    comparisons: d.analysis.comparisons.map((c) => ({
+      key: c.key, verdict: c.verdict, blocking: c.blocking, estimate_ms: c.estimateMs, ci_ms: c.ciMs, floor_ms: c.floorMs, pairs: c.pairs, runs: c.runs,
+    })),
+    flags: d.analysis.comparisons.flatMap((c) => c.flags.map((f) => ({ key: c.key, ...f }))),
+    pooled: d.pooled,
+    calibrations: d.calibrations?.map((c) => ({
+      key: c.key, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId, previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs,
+    })) ?? null,
+    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath },
+  };
+}
+
+/** Progress of `runs` runs: a line as each starts, and a bar over their slices. */
+function progressBar(config: GateConfig, label: string, runs: number, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
+  const total = runs * config.slices.pairs * 2;
+  let done = 0;
+  return {
+    note: say,
+    runStart: (workload, rate) => say(`${label}: ${workload} @ ${rate} req/s, ${config.slices.pairs} pairs of ${config.slices.seconds} s slices`),
+    line: (line) => {
+      if (/ slice \d+\/\d+ /.test(line)) done++;
+      draw(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
+    },
   };
 }
 
@@ -149,7 +239,7 @@ export function digestOf(path: string): string {
       h.update(relative(path, p)).update("\0").update(readFileSync(p));
     }
   };
-  if (!existsSync(path)) throw new RunUsageError(`${path}: no such build`);
+  if (!existsSync(path)) throw new UsageError(`${path}: no such build`, runUsage);
   walk(path);
   return h.digest("hex");
 }
@@ -159,7 +249,7 @@ function readText(path: string, flag: string): string {
     return readFileSync(path, "utf8");
   } catch (e) {
     if (flag === "--config") throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
-    throw new RunUsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`);
+    throw new UsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, runUsage);
   }
 }
 

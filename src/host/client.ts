@@ -6,7 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
-import type { StoredFloor } from "../calibration";
+import { EXIT, type FloorRecord, floorSchema, hostStatusSchema, type HostStatus, OUTCOME_MARKER, type RunSummary, runSummarySchema, type StoredFloor } from "../contract/host";
+import type { RunRequest, ServiceSpec } from "../contract/plan";
+import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
 
 export type HostErrorKind = "unreachable" | "host_key" | "auth" | "busy" | "refused" | "run_failed" | "protocol";
 
@@ -45,17 +47,6 @@ export type HostOptions = (SshTarget | LocalTarget) & {
   busyPollMs?: number;
   log?: (line: string) => void;
 };
-
-const outcomeSchema = z.looseObject({
-  run_id: z.string(),
-  kind: z.string(),
-  status: z.enum(["ok", "error", "aborted"]),
-  error_kind: z.string().optional(),
-  message: z.string().optional(),
-});
-export type RunOutcome = z.infer<typeof outcomeSchema>;
-
-const OUTCOME_MARKER = "perf-gate-outcome ";
 
 export class HostClient {
   private readonly dir: string;
@@ -144,9 +135,10 @@ export class HostClient {
 
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
-   * experiment is never cut off: the host's lock makes this wait, until `busyDeadline`.
+   * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
+   * absolute time in ms).
    */
-  async promote(sha: string, service: unknown, busyDeadline = 0): Promise<string> {
+  async promote(sha: string, service: ServiceSpec, busyDeadline = 0): Promise<string> {
     return (await this.whenFree(`promote ${sha}`, busyDeadline, { input: JSON.stringify(service) })).trim();
   }
 
@@ -156,7 +148,7 @@ export class HostClient {
   }
 
   /** Records an A/A calibration as the host's floor for a workload and rate. */
-  async recordFloor(runId: string, floor: { workload: string; rate: number; half_width_ms: number; ci_ms: [number, number]; pairs: number }): Promise<void> {
+  async recordFloor(runId: string, floor: FloorRecord): Promise<void> {
     await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
   }
 
@@ -171,8 +163,8 @@ export class HostClient {
   }
 
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
-  async start(kind: "run" | "aa", runId: string, plan: unknown, busyDeadline: number): Promise<void> {
-    await this.whenFree(`${kind} ${runId}`, busyDeadline, { input: JSON.stringify(plan) });
+  async start(kind: "run" | "aa", runId: string, request: RunRequest, busyDeadline: number): Promise<void> {
+    await this.whenFree(`${kind} ${runId}`, busyDeadline, { input: JSON.stringify(request) });
   }
 
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
@@ -188,19 +180,24 @@ export class HostClient {
   }
 
   private async parsed<T>(command: string, schema: z.ZodType<T>): Promise<T> {
+    return (await this.document(command, schema)).message;
+  }
+
+  /** A verb's answer as sent (for the record) and as the contract's message. */
+  private async document<T>(command: string, schema: z.ZodType<T>): Promise<{ document: unknown; message: T }> {
     const text = await this.must(command);
-    let json: unknown;
+    let document: unknown;
     try {
-      json = JSON.parse(text);
+      document = JSON.parse(text);
     } catch {
       throw new HostError("protocol", `${command}: the host did not answer with JSON`);
     }
-    const r = schema.safeParse(json);
+    const r = schema.safeParse(document);
     if (!r.success) {
       const i = r.error.issues[0]!;
       throw new HostError("protocol", `${command}: unexpected answer at ${i.path.join(".") || "(top)"}: ${i.message}`);
     }
-    return r.data;
+    return { document, message: r.data };
   }
 
   /**
@@ -234,44 +231,15 @@ export class HostClient {
     }
   }
 
-  /** The run's result document (parsed JSON, not yet validated as a result). */
-  async result(runId: string): Promise<unknown> {
-    return this.parsed(`result ${runId}`, z.unknown());
+  /** A finished run's result: the document as the host sent it, and as the contract reads it. */
+  async result(runId: string): Promise<{ document: unknown; message: HostResult }> {
+    return this.document(`result ${runId}`, hostResultSchema);
   }
 
   async status(): Promise<HostStatus> {
     return this.parsed("status", hostStatusSchema);
   }
 }
-
-const floorSchema = z.looseObject({
-  workload: z.string(),
-  rate: z.number(),
-  half_width_ms: z.number(),
-  ci_ms: z.array(z.number()).optional(),
-  pairs: z.number(),
-  run_id: z.string(),
-  time: z.string(),
-}) satisfies z.ZodType<StoredFloor>;
-
-const hostStatusSchema = z.looseObject({
-  champion: z.string(),
-  previous: z.string(),
-  floors: z.record(z.string(), floorSchema),
-});
-export type HostStatus = z.infer<typeof hostStatusSchema>;
-
-const runSummarySchema = z.looseObject({
-  run_id: z.string(),
-  kind: z.string(),
-  status: z.string(),
-  champion_sha: z.string(),
-  challenger_sha: z.string(),
-  workload: z.string(),
-  rate: z.number(),
-  started: z.string(),
-});
-export type RunSummary = z.infer<typeof runSummarySchema>;
 
 /** Classifies ssh's own failures (exit 255) from its stderr. */
 export function classifySshFailure(stderr: string, o: Pick<SshTarget, "host" | "port" | "user">): HostError {
@@ -286,15 +254,15 @@ export function classifySshFailure(stderr: string, o: Pick<SshTarget, "host" | "
   return new HostError("unreachable", `cannot reach the benchmark host ${where}: ${first}`);
 }
 
-/** Maps a perf-host exit code (see cmd/perf-host) to an error. */
+/** Maps a perf-host exit code (the contract's) to an error. */
 function verbError(command: string, code: number, stderr: string): HostError {
   const message = `${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`;
   switch (code) {
-    case 2:
+    case EXIT.refused:
       return new HostError("refused", message);
-    case 4:
+    case EXIT.busy:
       return new HostError("busy", message);
-    case 1:
+    case EXIT.failed:
       return new HostError("run_failed", message);
     default:
       return new HostError("protocol", message);

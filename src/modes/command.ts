@@ -4,14 +4,14 @@
 import * as core from "@actions/core";
 import { type CommentEvent, parseCommentEvent } from "../event";
 import { GitHub, type PullRequestState } from "../github/client";
-import type { Inputs } from "../inputs";
-import { readEvent, type RunnerEnv } from "../runner";
+import type { Job } from "../job";
+import { readEvent } from "../runner";
 import { authorizeCommand, parseSlashCommand } from "../slash-command";
 
-export async function runCommand(inputs: Inputs, env: RunnerEnv): Promise<void> {
+export async function runCommand(job: Job): Promise<void> {
   core.setOutput("command", "");
-  const event = parseCommentEvent(env.eventName, readEvent(env));
-  const gh = new GitHub(inputs["github-token"], event.owner, event.repo, (l) => core.info(l));
+  const event = parseCommentEvent(job.runner.eventName, readEvent(job.runner));
+  const gh = new GitHub(job.githubToken, event.owner, event.repo, (l) => core.info(l));
   const accepted = await acceptCommand(gh, event);
   if (!accepted) return;
   const { command, pr } = accepted;

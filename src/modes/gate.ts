@@ -4,25 +4,31 @@
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { type Access, APPROVAL_LABEL, decideAccess } from "../access";
-import { ConfigError } from "../config";
+import type { Analysis } from "../analysis/verdict";
+import { ConfigError, type GateConfig } from "../config";
 import { parsePullRequestEvent } from "../event";
-import { judge, runExperiments, seedOf, withEarlierRuns } from "../experiment";
+import { type Artifacts, writeArtifacts } from "../experiment/artifacts";
+import { decide } from "../experiment/decide";
+import { measure, seedOf } from "../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
 import { type HostClient, HostError } from "../host/client";
-import { InputError, type Inputs, requireArtifact } from "../inputs";
+import { InputError } from "../inputs";
+import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
 import { gateOutcome } from "../report/gate-outcome";
-import { busyDeadline, connectHost, outputDir, readEvent, type RunnerEnv } from "../runner";
+import { markdownReport } from "../report/markdown";
+import { candidateNote, evidenceNotes } from "../report/notes";
+import { readEvent } from "../runner";
 
-export async function runGate(inputs: Inputs, env: RunnerEnv): Promise<void> {
-  const event = parsePullRequestEvent(env.eventName, readEvent(env));
-  const gh = new GitHub(inputs["github-token"], event.owner, event.repo, (l) => core.info(l));
+export async function runGate(job: Job): Promise<void> {
+  const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
+  const gh = new GitHub(job.githubToken, event.owner, event.repo, (l) => core.info(l));
   if (event.isFork && event.action === "synchronize") {
     // A new push voids the approval of the previous head.
     await gh.removeLabel(event.number, APPROVAL_LABEL);
   }
   const pr = { number: event.number, headSha: event.headSha, baseSha: event.baseSha, baseRef: event.baseRef };
-  await gatePullRequest(gh, pr, inputs, env, {
+  await gatePullRequest(gh, pr, job, {
     authorize: async () => decideAccess(event, event.isFork && event.label === APPROVAL_LABEL ? await gh.permission(event.sender) : null),
   });
 }
@@ -37,9 +43,8 @@ export interface GateOptions {
 }
 
 /** Measures a pull request's head against the champion and reports on the check run, labels and comment. */
-export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, inputs: Inputs, env: RunnerEnv, o: GateOptions): Promise<void> {
+export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, o: GateOptions): Promise<void> {
   const check = await gh.startCheck(pr.headSha, "perf-gate: measuring");
-  const outDir = outputDir(inputs, env);
   let host: HostClient | null = null;
   try {
     const access = await o.authorize();
@@ -51,63 +56,67 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, inputs: In
     }
     core.info(`access: ${access.reason}`);
     // From the base branch's commit: a pull request cannot loosen its own gate.
-    const config = await configAt(gh, inputs.config, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
-    const artifact = requireArtifact(inputs, existsSync);
-    host = connectHost(inputs);
-    const sha = pr.headSha;
-    core.info(await host.deploy("challenger", sha, artifact));
-    const fresh = await runExperiments(host, config, {
-      kind: "run",
-      challengerSha: sha,
-      runIdPrefix: `pr${pr.number}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}`,
-      seed: seedOf(sha),
-      busyDeadline: busyDeadline(inputs),
-      onLine: (line) => core.info(line),
-      onRunStart: (workload, rate, runId) => core.startGroup(`${workload} @ ${rate} req/s (run ${runId})`),
-      onRunEnd: () => core.endGroup(),
-    });
-    const evidence = await withEarlierRuns(host, sha, fresh);
-    const status = await host.status();
-    const notes = [...(o.notes ?? []), ...evidenceNotes(sha, evidence.pooled, evidence.otherChampion)];
-    const { analysis, report, reportPath, resultPath } = judge(evidence.experiments, config, status, seedOf(sha), outDir, (a) => [
-      ...notes,
-      ...(a.verdict === "green" ? [`🏆 **Candidate champion**: ${sha.slice(0, 7)} is faster than the champion ${status.champion.slice(0, 7)}; merging it makes it the champion.`] : []),
-    ]);
-    const outcome = gateOutcome(analysis);
-
-    await gh.finishCheck(check, outcome.conclusion, outcome.title, report);
-    if (await stillHead(gh, pr)) {
-      await gh.setVerdictLabel(pr.number, outcome.label);
-      core.info(`sticky comment ${await gh.upsertStickyComment(pr.number, report)}`);
-    }
-    await core.summary.addRaw(report).write();
-    const h = analysis.headline;
-    core.setOutput("verdict", analysis.verdict);
-    core.setOutput("blocking", String(analysis.blocking));
-    core.setOutput("estimate-ms", String(h.estimateMs));
-    core.setOutput("ci-low-ms", String(h.ciMs[0]));
-    core.setOutput("ci-high-ms", String(h.ciMs[1]));
-    core.setOutput("pairs", String(h.pairs));
-    core.setOutput("report-path", reportPath);
-    core.setOutput("result-path", resultPath);
-    core.info(outcome.title);
-    if (analysis.blocking) core.setFailed(`perf-gate: ${outcome.title}`);
+    const config = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
+    const artifact = requireArtifact(job, existsSync);
+    host = connectHost(job);
+    const judged = await judgePullRequest(host, config, pr, artifact, job, o.notes ?? []);
+    await publishVerdict(gh, check, pr, judged);
+    setVerdictOutputs(judged.analysis, judged.artifacts);
   } catch (e) {
-    await reportFailure(gh, check, pr, inputs, e as Error);
+    await reportFailure(gh, check, pr, job, e as Error);
   } finally {
     host?.close();
   }
 }
 
-function evidenceNotes(sha: string, pooled: string[], otherChampion: string[]): string[] {
-  const out: string[] = [];
-  if (pooled.length > 0) {
-    out.push(`🔁 **Rerun**: pooled with ${pooled.length} earlier run${pooled.length === 1 ? "" : "s"} of ${sha.slice(0, 7)} (${pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+interface Judged {
+  analysis: Analysis;
+  report: string;
+  artifacts: Artifacts;
+}
+
+/** Deploys and measures the head, pooled with its earlier runs, and judges it against the host's floors. */
+async function judgePullRequest(host: HostClient, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
+  const sha = pr.headSha;
+  const seed = seedOf(sha);
+  const evidence = await measure(host, config, {
+    kind: "ab",
+    challenger: { sha, artifact },
+    runIdPrefix: `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`,
+    seed,
+    busyDeadline: job.busyDeadline,
+    pool: true,
+    progress: logProgress(""),
+  });
+  const status = await host.status();
+  const analysis = decide(evidence.results, config, { seed, floors: status.floors });
+  const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)] });
+  return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
+}
+
+/** The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment. */
+async function publishVerdict(gh: GitHub, check: number, pr: PullRequestRef, { analysis, report }: Judged): Promise<void> {
+  const outcome = gateOutcome(analysis);
+  await gh.finishCheck(check, outcome.conclusion, outcome.title, report);
+  if (await stillHead(gh, pr)) {
+    await gh.setVerdictLabel(pr.number, outcome.label);
+    core.info(`sticky comment ${await gh.upsertStickyComment(pr.number, report)}`);
   }
-  if (otherChampion.length > 0) {
-    out.push(`${otherChampion.length} earlier run${otherChampion.length === 1 ? "" : "s"} of ${sha.slice(0, 7)} (${otherChampion.join(", ")}) measured another champion and ${otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  return out;
+  await core.summary.addRaw(report).write();
+  core.info(outcome.title);
+  if (analysis.blocking) core.setFailed(`perf-gate: ${outcome.title}`);
+}
+
+function setVerdictOutputs(analysis: Analysis, artifacts: Artifacts): void {
+  const h = analysis.headline;
+  core.setOutput("verdict", analysis.verdict);
+  core.setOutput("blocking", String(analysis.blocking));
+  core.setOutput("estimate-ms", String(h.estimateMs));
+  core.setOutput("ci-low-ms", String(h.ciMs[0]));
+  core.setOutput("ci-high-ms", String(h.ciMs[1]));
+  core.setOutput("pairs", String(h.pairs));
+  core.setOutput("report-path", artifacts.reportPath);
+  core.setOutput("result-path", artifacts.resultPath);
 }
 
 /**
@@ -122,12 +131,12 @@ async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
 }
 
 /** Infrastructure and configuration failures: said as such, never as a performance verdict. */
-async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, inputs: Inputs, e: Error): Promise<void> {
+async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job: Job, e: Error): Promise<void> {
   const config = e instanceof ConfigError || e instanceof InputError;
   const kind = e instanceof HostError ? e.kind : config ? "configuration" : "internal";
   const title = config ? "perf-gate: configuration error" : `perf-gate could not measure (${kind.replace(/_/g, " ")})`;
   const body = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.\n\n\`\`\`\n${e.message}\n\`\`\`\n`;
-  const fail = config || inputs["on-infrastructure-failure"] === "fail";
+  const fail = config || job.onInfrastructureFailure === "fail";
   try {
     await gh.finishCheck(check, fail ? "failure" : "neutral", title, body);
     if (await stillHead(gh, pr)) {

@@ -7,24 +7,28 @@ import * as core from "@actions/core";
 import { championCheck } from "../calibration";
 import { configFor, type GateConfig, planRuns } from "../config";
 import { parsePushToDefaultBranch } from "../event";
-import { judge, runExperiments, seedOf } from "../experiment";
+import { writeArtifacts } from "../experiment/artifacts";
+import { decide } from "../experiment/decide";
+import { measure, seedOf } from "../experiment/measure";
 import { GitHub } from "../github/client";
 import type { HostClient } from "../host/client";
-import { InputError, type Inputs, requireArtifact } from "../inputs";
+import { InputError } from "../inputs";
+import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
+import { markdownReport } from "../report/markdown";
 import { quartet } from "../report/quartet";
-import { busyDeadline, connectHost, outputDir, ownerAndRepo, readEvent, type RunnerEnv } from "../runner";
+import { ownerAndRepo, readEvent } from "../runner";
 
 const PROMOTION_CHECK = "perf-gate / champion";
 
-export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> {
-  const sha = promotedSha(inputs, env);
-  const gh = new GitHub(inputs["github-token"], ...ownerAndRepo(env), (l) => core.info(l));
+export async function runPromote(job: Job): Promise<void> {
+  const sha = promotedSha(job);
+  const gh = new GitHub(job.githubToken, ...ownerAndRepo(job.runner), (l) => core.info(l));
   const check = await gh.startCheck(sha, "perf-gate: promoting to champion", PROMOTION_CHECK);
-  const host = connectHost(inputs);
+  const host = connectHost(job);
   try {
-    const config = await configAt(gh, inputs.config, sha);
-    const artifact = requireArtifact(inputs, existsSync);
+    const config = await configAt(gh, job.configPath, sha);
+    const artifact = requireArtifact(job, existsSync);
     const before = await host.status();
     if (before.champion === sha) {
       await gh.finishCheck(check, "success", `${sha.slice(0, 7)} is already the champion`, "Nothing to do.");
@@ -32,14 +36,14 @@ export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> 
       return;
     }
     core.info(await host.deploy("champion", sha, artifact));
-    core.info(await host.promote(sha, config.service, busyDeadline(inputs)));
-    const verification = await verify(host, config, inputs, env, "promote", sha);
+    core.info(await host.promote(sha, config.service, job.busyDeadline));
+    const verification = await verify(host, config, job, "promote", sha);
     const finish = async (conclusion: "success" | "failure", title: string, detail: string) => {
       await gh.finishCheck(check, conclusion, title, `**${title}.**${detail}\n\n${verification.text}`);
       await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
     };
     if (!verification.passed) {
-      const restored = await host.rollback(busyDeadline(inputs));
+      const restored = await host.rollback(job.busyDeadline);
       const title = `promotion of ${sha.slice(0, 7)} failed its A/A check; rolled back`;
       await finish("failure", title, ` ${restored}`);
       core.setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
@@ -60,17 +64,17 @@ export async function runPromote(inputs: Inputs, env: RunnerEnv): Promise<void> 
   }
 }
 
-export async function runRollback(inputs: Inputs, env: RunnerEnv): Promise<void> {
-  const gh = new GitHub(inputs["github-token"], ...ownerAndRepo(env), (l) => core.info(l));
-  const host = connectHost(inputs);
+export async function runRollback(job: Job): Promise<void> {
+  const gh = new GitHub(job.githubToken, ...ownerAndRepo(job.runner), (l) => core.info(l));
+  const host = connectHost(job);
   try {
     // The workloads to verify with come from the workflow's commit; the restored champion
     // runs with the service spec it ran with before.
-    const config = await configAt(gh, inputs.config, env.sha);
+    const config = await configAt(gh, job.configPath, job.runner.sha);
     const before = await host.status();
-    core.info(await host.rollback(busyDeadline(inputs)));
+    core.info(await host.rollback(job.busyDeadline));
     const after = await host.status();
-    const verification = await verify(host, config, inputs, env, "rollback", after.champion);
+    const verification = await verify(host, config, job, "rollback", after.champion);
     const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.passed ? "passed" : "failed"}`;
     await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
     setChampionOutputs(after.champion, after.previous);
@@ -82,32 +86,33 @@ export async function runRollback(inputs: Inputs, env: RunnerEnv): Promise<void>
 }
 
 /** The commit to promote: the sha input, else a push's new HEAD, else the workflow's commit. */
-function promotedSha(inputs: Inputs, env: RunnerEnv): string {
-  if (inputs.sha) return inputs.sha;
-  if (env.eventName === "push") return parsePushToDefaultBranch(readEvent(env));
-  if (!/^[0-9a-f]{40}$/.test(env.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
-  return env.sha;
+function promotedSha(job: Job): string {
+  if (job.sha) return job.sha;
+  if (job.runner.eventName === "push") return parsePushToDefaultBranch(readEvent(job.runner));
+  if (!/^[0-9a-f]{40}$/.test(job.runner.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
+  return job.runner.sha;
 }
 
 /**
  * The short A/A run after a swap: the first workload at its first rate, for the configured
  * number of pairs. A run that fails (the new champion unhealthy or crashing) fails the check.
  */
-async function verify(host: HostClient, config: GateConfig, inputs: Inputs, env: RunnerEnv, verb: string, sha: string): Promise<{ passed: boolean; findings: string[]; text: string }> {
+async function verify(host: HostClient, config: GateConfig, job: Job, verb: string, sha: string): Promise<{ passed: boolean; findings: string[]; text: string }> {
   const first = planRuns(config, undefined, 0)[0]!;
   const narrowed = configFor(config, first.workload, first.rate);
   const short: GateConfig = { ...narrowed, slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
+  const seed = seedOf(sha);
   try {
-    const experiments = await runExperiments(host, short, {
+    const evidence = await measure(host, short, {
       kind: "aa",
-      runIdPrefix: `${verb}-${sha.slice(0, 7)}-${env.runId}-${env.runAttempt}`,
-      seed: seedOf(sha),
-      busyDeadline: busyDeadline(inputs),
-      onLine: (line) => core.info(line),
-      onRunStart: (w, rate, runId) => core.startGroup(`A/A check: ${w} @ ${rate} req/s (run ${runId})`),
-      onRunEnd: () => core.endGroup(),
+      runIdPrefix: `${verb}-${sha.slice(0, 7)}-${job.attempt}`,
+      seed,
+      busyDeadline: job.busyDeadline,
+      pool: false,
+      progress: logProgress("A/A check: "),
     });
-    const { analysis } = judge(experiments, short, await host.status(), seedOf(sha), outputDir(inputs, env));
+    const analysis = decide(evidence.results, short, { seed, floors: (await host.status()).floors });
+    writeArtifacts(job.outputDir, { analysis, report: markdownReport(analysis), documents: evidence.documents });
     const { passed, findings, notes } = championCheck(analysis);
     const result = quartet(analysis.headline, analysis.percentile);
     const listed = [...findings, ...notes.map((n) => `Note: ${n}`)];

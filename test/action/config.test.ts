@@ -38,8 +38,8 @@ describe("repo config", () => {
     expect(c.slices.order).toBe("alternate");
     const runs = planRuns(c, "abc1234", 7);
     expect(runs.map((r) => `${r.workload}@${r.rate}`)).toEqual(["checkout@1000", "checkout@2000", "checkout@3000", "health@100"]);
-    expect(runs[0]!.plan).toMatchObject({ challenger_sha: "abc1234", service: { command: ["./start.sh"] } });
-    expect(runs[0]!.plan.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7 });
+    expect(runs[0]!.request).toMatchObject({ challenger_sha: "abc1234", service: { command: ["./start.sh"] } });
+    expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7 });
   });
 
   it("names an unknown key and its line", () => {

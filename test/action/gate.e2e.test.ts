@@ -64,7 +64,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(Number(run.outputs["ci-low-ms"])).toBeGreaterThan(0);
     expect(run.outputs.pairs).toBe("6");
     expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("🔴 red — blocking");
-    expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.meta.challenger_sha).toBe(opened.pull_request.head.sha);
+    expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds.challenger_sha).toBe(opened.pull_request.head.sha);
     expect(run.summary).toContain("perf-gate: 🔴 red");
 
     const check = lastCheck();

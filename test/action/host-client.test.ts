@@ -98,7 +98,7 @@ describe.skipIf(!asRoot)("HostClient", () => {
     const promoted = await waiting.promote("7654321", { command: ["./start.sh"] }, Date.now() + 60_000);
     const promotedAt = Date.now();
     // The promotion returned only after the run had ended, and ended well.
-    const result = (await waiting.result("hold-aa-1")) as { outcome: { status: string; ended: string } };
+    const result = (await waiting.result("hold-aa-1")).message;
     expect(result.outcome.status).toBe("ok");
     expect(promotedAt).toBeGreaterThan(Date.parse(result.outcome.ended));
     expect(promoted).toBe("champion is now 7654321 (previous 0000000)");

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../src/analysis/random";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
-import { calibrationLine, calibrationReport, calibrations, championCheck, floorRecord, floorSettings, type StoredFloor } from "../../src/calibration";
+import { calibrationLine, calibrationReport, calibrations, championCheck, floorRecord, floorSettings } from "../../src/calibration";
+import type { StoredFloor } from "../../src/contract/host";
 import { makeResult, pairsFromDiffs, simulatedExperiment } from "./fixtures";
 import ref from "./reference-values.json";
 
@@ -59,9 +60,8 @@ describe("calibrations", () => {
   it("hands the verdict engine each key's floor, and the bias of those whose interval excludes 0", () => {
     const floors = { "default@1000": stored(0.07, [-0.05, 0.09]), "checkout@50": { ...stored(0.1, [0.02, 0.22]), workload: "checkout", rate: 50 } };
     expect(floorSettings(floors)).toEqual({ floorMs: { "default@1000": 0.07, "checkout@50": 0.1 }, hostBiasMs: { "checkout@50": [0.02, 0.22] } });
-    // A floor recorded before intervals were stored is a floor without a bias verdict.
-    const { ci_ms: _, ...old } = stored(0.2, [0, 0]);
-    expect(floorSettings({ "default@1000": old })).toEqual({ floorMs: { "default@1000": 0.2 }, hostBiasMs: {} });
+    // A floor recorded without its interval (perf-host stores [0, 0]) is a floor without a bias verdict.
+    expect(floorSettings({ "default@1000": stored(0.2, [0, 0]) })).toEqual({ floorMs: { "default@1000": 0.2 }, hostBiasMs: {} });
   });
 });
 

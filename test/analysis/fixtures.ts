@@ -2,7 +2,8 @@
 // latencies, for rule and simulation tests. (Tests on real loadgen output live in
 // loadgen-output.test.ts.)
 import { normalDraw } from "../../src/analysis/random";
-import type { LoadgenResult, Slice } from "../../src/analysis/result-schema";
+import type { Builds } from "../../src/contract/plan";
+import type { LoadgenResult, Slice } from "../../src/contract/result";
 import type { NamedResult } from "../../src/analysis/verdict";
 
 export interface PairSpec {
@@ -15,7 +16,7 @@ export interface ResultSpec {
   workload?: string;
   rate?: number;
   runId?: string;
-  meta?: Record<string, string>;
+  builds?: Builds;
   recorded?: number;
   okRps?: (arm: Slice["arm"], pair: number) => number;
   edit?: (slice: Slice) => void;
@@ -48,23 +49,34 @@ export function makeResult(spec: ResultSpec): LoadgenResult {
     makeSlice(2 * i, i, "champion", p.championUs, spec),
     makeSlice(2 * i + 1, i, "challenger", p.challengerUs, spec),
   ]);
+  const rate = spec.rate ?? 1000;
   return {
     schema_version: 1,
     generator: "perf-gate-loadgen",
     plan: {
       run_id: spec.runId ?? "run-1",
       workload: spec.workload ?? "default",
-      ...(spec.meta ? { meta: spec.meta } : {}),
-      rate: spec.rate ?? 1000,
+      ...(spec.builds ? { builds: spec.builds } : {}),
+      targets: { champion: "http://127.0.0.1:8001", challenger: "http://127.0.0.1:8002" },
+      rate,
       slice_seconds: 9,
       pairs: spec.pairs.length,
+      order: "alternate",
+      seed: 1,
+      warmup_seconds: 0,
+      slice_warmup_ms: 200,
+      connections: 10,
+      timeout_ms: 2000,
+      max_queue: Math.max(64, Math.ceil(rate * 2)),
+      requests: [{ method: "GET", path: "/", weight: 1 }],
     },
     seed: 1,
     order: slices.map((s) => s.arm),
-    host: {},
+    host: { hostname: "fixture", go_version: "go1.26.8", gomaxprocs: 2, num_cpu: 2, cpu_model: "", kernel: "", load_avg: [0, 0, 0] },
     started: "2026-11-21T12:00:00Z",
     ended: "2026-11-21T12:01:30Z",
     partial: false,
+    warmup: { seconds: 0, sent: 0, ok: 0, errors: 0, overflow: 0 },
     slices,
   };
 }

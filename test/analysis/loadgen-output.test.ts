@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseResult } from "../../src/analysis/result-schema";
+import { parseResult } from "../../src/contract/result";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { markdownReport } from "../../src/report/markdown";
 import { buildServiceBinaries } from "../support/bench-host";

@@ -1,6 +1,7 @@
 // The verdict rules of shared/design.md, each on a dataset chosen to sit on one side of it.
 import { describe, expect, it } from "vitest";
-import { AnalysisInputError, parseResult } from "../../src/analysis/result-schema";
+import { AnalysisInputError } from "../../src/analysis/input-error";
+import { parseResult } from "../../src/contract/result";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
 import { makeResult, pairsFromDiffs, type ResultSpec } from "./fixtures";
 import ref from "./reference-values.json";
@@ -115,9 +116,9 @@ describe("several comparisons", () => {
 
 describe("reruns", () => {
   it("pool all pairs of the same build, list each run, and tighten the level per look", () => {
-    const meta = { challenger_sha: "abc1234", champion_sha: "def5678" };
-    const first = named({ pairs: pairsFromDiffs(ref.datasets.small_regression.d), runId: "a", meta }, "first.json");
-    const second = named({ pairs: pairsFromDiffs(ref.datasets.null_noise.d), runId: "b", meta }, "second.json");
+    const builds = { kind: "ab" as const, challenger_sha: "abc1234", champion_sha: "def5678" };
+    const first = named({ pairs: pairsFromDiffs(ref.datasets.small_regression.d), runId: "a", builds }, "first.json");
+    const second = named({ pairs: pairsFromDiffs(ref.datasets.null_noise.d), runId: "b", builds }, "second.json");
     const a = analyze([first, second], defaultSettings);
     expect(a.headline.pairs).toBe(20);
     expect(a.headline.looks).toBe(2);
@@ -126,8 +127,8 @@ describe("reruns", () => {
   });
 
   it("refuse to pool results of different builds", () => {
-    const one = named({ pairs: pairsFromDiffs([1, 2]), meta: { challenger_sha: "aaaaaaa" } });
-    const two = named({ pairs: pairsFromDiffs([1, 2]), meta: { challenger_sha: "bbbbbbb" } });
+    const one = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } });
+    const two = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "bbbbbbb" } });
     expect(() => analyze([one, two])).toThrow(/different builds.*aaaaaaa.*bbbbbbb/);
   });
 });

@@ -65,6 +65,17 @@ describe("perf-gate analyze", () => {
     expect(JSON.parse(pooled.stdout).pairs).toBe(20);
   });
 
+  it("reads a list of results, as perf-gate run writes result.json, pooling them", async () => {
+    const list = write("list.json", [makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d), runId: "a" }), makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), runId: "b" })]);
+    const pooled = JSON.parse((await perfGate("analyze", "--json", list)).stdout);
+    expect(pooled.pairs).toBe(20);
+    expect(pooled.runs.map((r: { name: string; runId: string }) => [r.name, r.runId])).toEqual([[`${list}[0]`, "a"], [`${list}[1]`, "b"]]);
+    const each = await perfGate("analyze", "--each", list);
+    expect(each.stdout.trim().split("\n").map((l) => JSON.parse(l).file)).toEqual([`${list}[0]`, `${list}[1]`]);
+    const empty = await perfGate("analyze", write("empty.json", []));
+    expect(empty).toMatchObject({ code: 2, stderr: expect.stringMatching(/empty\.json: an empty list of results/) });
+  });
+
   it("prints the quartet by default", async () => {
     const r = await perfGate("analyze", write("k.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) })));
     expect(r.code).toBe(0);

@@ -1,7 +1,7 @@
 // perf-gate run --local from the bundle: a real perf-host on this machine, no SSH. Its failures
 // exit 2 with a one-line reason.
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ const cli = join(repoRoot, "dist/cli.js");
 const perfHost = join(repoRoot, "benchmark-host/bin/perf-host");
 let dir: string;
 let champion: string;
+let slow: string;
 let ports: string[];
 
 const config = ({ extra = "", command = '["./bin/service"]', slices = "{seconds: 0.5, pairs: 2}", percentile = 90 } = {}) => {
@@ -35,6 +36,10 @@ beforeAll(async () => {
   mkdirSync(join(champion, "bin"), { recursive: true });
   copyFileSync(join(bin, "service-fast"), join(champion, "bin/service"));
   chmodSync(join(champion, "bin/service"), 0o755);
+  slow = join(dir, "slow");
+  mkdirSync(join(slow, "bin"), { recursive: true });
+  copyFileSync(join(bin, "service-slow"), join(slow, "bin/service"));
+  chmodSync(join(slow, "bin/service"), 0o755);
   const base = 21000 + (process.pid % 5000) * 2;
   ports = [String(base), String(base + 1)];
 });
@@ -99,5 +104,32 @@ describe("perf-gate run --local", () => {
     expect(r.code, r.stderr).toBe(1); // a confirmed bias
     expect(r.stdout).toContain("A/A confirmation (the interval excluded 0): w @ 100 req/s, 5 pairs of 0.5 s slices");
     expect(r.stdout).toMatch(/^A\/A interval for w@100 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\): .*\(biased host\)/m);
+  });
+
+  it("--json prints one summary; a rerun of the same build pools the first run, as the action does; analyze reads run's result.json", async () => {
+    const root = join(dir, "h5");
+    const cfg = config();
+    const first = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", slow, "--json", "--out", join(dir, "out1"));
+    expect(first.code, first.stderr).toBeLessThan(2);
+    const one = JSON.parse(first.stdout);
+    expect(one).toMatchObject({ pairs: 2, pooled: [], headline: "w@100", percentile: 90, exit_code: first.code, calibrations: null });
+    expect(["green", "red", "grey"]).toContain(one.verdict);
+    for (const key of ["blocking", "estimate_ms", "ci_ms", "floor_ms", "flags", "comparisons"]) expect(one).toHaveProperty(key);
+    expect(one.report.markdown).toBe(join(dir, "out1", "report.md"));
+    const firstRun = one.comparisons[0].runs[0] as string;
+    expect(first.stderr).toContain("champion vs challenger: w @ 100 req/s, 2 pairs of 0.5 s slices"); // progress is not on stdout
+
+    const second = await perfGate(root, "--config", cfg, "--challenger", slow, "--json", "--out", join(dir, "out2"));
+    stopHost(root);
+    const two = JSON.parse(second.stdout);
+    console.log(`[run --json] first: ${one.verdict} ${one.estimate_ms.toFixed(3)} ms over ${one.pairs} pairs; pooled: ${two.verdict} ${two.estimate_ms.toFixed(3)} ms over ${two.pairs} pairs`);
+    expect(two).toMatchObject({ pairs: 4, pooled: [firstRun] });
+    expect(two.comparisons[0].runs).toEqual([firstRun, expect.stringMatching(/^run-\w+-0$/)]);
+    expect(two.confidence).toBeCloseTo(0.975, 12); // the second look at one build
+    expect(readFileSync(two.report.markdown, "utf8")).toContain(`pooled with 1 earlier run of`);
+
+    // analyze reads the result.json run wrote (a list: the pooled run, then the new one) to the same numbers.
+    const analyzed = await new Promise<string>((resolve) => execFile(process.execPath, [cli, "analyze", "--json", "--percentile", "90", "--slo-ms", "50", two.report.result], (_e, out) => resolve(out)));
+    expect(JSON.parse(analyzed)).toMatchObject({ verdict: two.verdict, pairs: 4, estimate_ms: two.estimate_ms, ci_ms: two.ci_ms });
   });
 });

@@ -21,7 +21,7 @@ func main() {
 }
 
 func run() int {
-	planPath := flag.String("plan", "", "path to the plan JSON (see plan.schema.json)")
+	planPath := flag.String("plan", "", "path to the plan JSON (see contract/schema/plan.schema.json)")
 	check := flag.Bool("check", false, "validate the plan, print it with defaults filled, and exit")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()

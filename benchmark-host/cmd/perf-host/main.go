@@ -2,8 +2,8 @@
 // `perf-host ssh --root DIR`, which accepts only the verbs of internal/grammar; the same
 // verbs run from a terminal (local mode) go through the same grammar.
 //
-// Exit codes: 0 done, 1 failed (or the run failed), 2 refused (bad command, bad plan),
-// 3 not finished yet, 4 host busy.
+// Exit codes are the contract's (contract.ExitOK …): 0 done, 1 failed (or the run failed),
+// 2 refused (bad command, bad plan), 3 not finished yet, 4 host busy.
 package main
 
 import (
@@ -18,17 +18,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/grammar"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/version"
-)
-
-const (
-	exitFailed      = 1
-	exitRefused     = 2
-	exitNotFinished = 3
-	exitBusy        = 4
 )
 
 func main() {
@@ -38,7 +32,7 @@ func main() {
 func usage() int {
 	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute and champion-daemon (internal), --version\n",
 		strings.Join(grammar.Verbs(), ", "))
-	return exitRefused
+	return contract.ExitRefused
 }
 
 func run(args []string) int {
@@ -53,17 +47,17 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("perf-host "+verb, flag.ContinueOnError)
 	cfg := agent.BindFlags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
-		return exitRefused
+		return contract.ExitRefused
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf-host:", err)
-		return exitFailed
+		return contract.ExitFailed
 	}
 	h := &agent.Host{Config: *cfg, Exe: exe}
 	if err := h.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "perf-host:", err)
-		return exitFailed
+		return contract.ExitFailed
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -85,7 +79,7 @@ func run(args []string) int {
 		if err != nil {
 			h.Audit(client, raw, "refused: "+err.Error())
 			fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
-			return exitRefused
+			return contract.ExitRefused
 		}
 		code := dispatch(ctx, h, cmd)
 		h.Audit(client, raw, fmt.Sprintf("exit %d", code))
@@ -94,7 +88,7 @@ func run(args []string) int {
 		cmd, err := grammar.Parse(strings.Join(append([]string{verb}, fs.Args()...), " "))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
-			return exitRefused
+			return contract.ExitRefused
 		}
 		return dispatch(ctx, h, cmd)
 	}
@@ -114,16 +108,16 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 	case "deploy":
 		return say(h.Deploy(c.Role, c.SHA, os.Stdin))
 	case "run":
-		return started(c.RunID, h.StartRun(c.RunID, agent.KindAB, os.Stdin))
+		return started(c.RunID, h.StartRun(c.RunID, contract.KindAB, os.Stdin))
 	case "aa":
-		return started(c.RunID, h.StartRun(c.RunID, agent.KindAA, os.Stdin))
+		return started(c.RunID, h.StartRun(c.RunID, contract.KindAA, os.Stdin))
 	case "wait":
 		out, err := h.Wait(ctx, c.RunID, os.Stdout)
 		if err != nil {
 			return report(err)
 		}
-		if out.Status != "ok" {
-			return exitFailed
+		if out.Status != contract.StatusOK {
+			return contract.ExitFailed
 		}
 		return 0
 	case "result":
@@ -159,7 +153,7 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 }
 
 // specFromStdin reads an optional service spec for promote; an empty stdin keeps the stored one.
-func specFromStdin() (*service.Spec, error) {
+func specFromStdin() (*contract.ServiceSpec, error) {
 	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		return nil, nil
 	}
@@ -167,13 +161,11 @@ func specFromStdin() (*service.Spec, error) {
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return nil, err
 	}
-	var spec service.Spec
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	var spec contract.ServiceSpec
+	if err := contract.Decode(strings.NewReader(string(b)), &spec); err != nil {
 		return nil, &agent.RefusedError{Err: fmt.Errorf("service spec on stdin: %v", err)}
 	}
-	if err := spec.Validate(); err != nil {
+	if err := service.Validate(&spec); err != nil {
 		return nil, &agent.RefusedError{Err: err}
 	}
 	return &spec, nil
@@ -213,11 +205,11 @@ func report(err error) int {
 	var refused *agent.RefusedError
 	switch {
 	case errors.Is(err, agent.ErrBusy):
-		return exitBusy
+		return contract.ExitBusy
 	case errors.Is(err, agent.ErrNotFinished):
-		return exitNotFinished
+		return contract.ExitNotFinished
 	case errors.As(err, &refused):
-		return exitRefused
+		return contract.ExitRefused
 	}
-	return exitFailed
+	return contract.ExitFailed
 }

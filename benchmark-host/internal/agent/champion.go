@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
@@ -182,7 +183,7 @@ func alive(pid int, want string) bool {
 // Promote makes a deployed release the champion. The new build must first pass its health
 // check on the challenger port; then the supervisor is restarted on it. If the new champion
 // then fails, the previous one is restored. spec, when non-nil, replaces the stored spec.
-func (h *Host) Promote(ctx context.Context, sha string, spec *service.Spec) (string, error) {
+func (h *Host) Promote(ctx context.Context, sha string, spec *contract.ServiceSpec) (string, error) {
 	return h.changeChampion("promote "+sha, func(old State) (string, error) {
 		next := State{Champion: sha, Service: old.Service, History: old.History}
 		if spec != nil {
@@ -240,7 +241,7 @@ func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
 		return fmt.Errorf("release %s is not deployed (deploy champion %s first)", sha, sha)
 	}
-	if err := next.Service.Validate(); err != nil {
+	if err := service.Validate(&next.Service); err != nil {
 		return fmt.Errorf("no usable service spec for the champion (send one on stdin): %w", err)
 	}
 	// Health-check the new build beside the old champion first; the lock keeps :challenger free.

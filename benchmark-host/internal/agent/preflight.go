@@ -8,16 +8,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
 )
-
-// Finding is one pre-flight check's result. Refusals stop the run; flags are recorded in the
-// result so the verdict can be read with them in mind.
-type Finding struct {
-	Check  string `json:"check"`
-	Status string `json:"status"` // ok, flag, refuse
-	Detail string `json:"detail"`
-}
 
 // Calibration is the host state the A/A floor was measured in.
 type Calibration struct {
@@ -26,50 +19,51 @@ type Calibration struct {
 	CPUModel   string `json:"cpu_model"`
 }
 
-// Preflight checks disk, memory, load and CPU state before a run.
-func (h *Host) Preflight() []Finding {
-	var out []Finding
+// Preflight checks disk, memory, load and CPU state before a run. Refusals stop the run;
+// flags are recorded in the result so the verdict can be read with them in mind.
+func (h *Host) Preflight() []contract.Finding {
+	out := []contract.Finding{}
 	add := func(check, status, format string, args ...any) {
-		out = append(out, Finding{Check: check, Status: status, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, contract.Finding{Check: check, Status: status, Detail: fmt.Sprintf(format, args...)})
 	}
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(h.Root, &fs); err != nil {
-		add("disk", "refuse", "cannot read free space of %s: %v", h.Root, err)
+		add("disk", contract.FindingRefuse, "cannot read free space of %s: %v", h.Root, err)
 	} else {
 		free := fs.Bavail * uint64(fs.Bsize)
 		total := fs.Blocks * uint64(fs.Bsize)
-		status := "ok"
+		status := contract.FindingOK
 		if free < h.MinFreeDisk || free*20 < total {
-			status = "refuse"
+			status = contract.FindingRefuse
 		}
 		add("disk", status, "%.1f GiB free of %.1f GiB on %s (need %.1f GiB and 5%%)", gib(free), gib(total), h.Root, gib(h.MinFreeDisk))
 	}
 	if avail, ok := memAvailable(); !ok {
-		add("memory", "flag", "MemAvailable unreadable")
+		add("memory", contract.FindingFlag, "MemAvailable unreadable")
 	} else {
-		status := "ok"
+		status := contract.FindingOK
 		if avail < h.MinFreeMemory {
-			status = "refuse"
+			status = contract.FindingRefuse
 		}
 		add("memory", status, "%.2f GiB available (need %.2f GiB)", gib(avail), gib(h.MinFreeMemory))
 	}
 	info := hostinfo.Read()
 	if limit := h.MaxLoadPerCPU * float64(info.NumCPU); info.LoadAvg[0] > limit {
-		add("load", "flag", "1-minute load average %.2f over %.2f (%d CPUs): another job may be running", info.LoadAvg[0], limit, info.NumCPU)
+		add("load", contract.FindingFlag, "1-minute load average %.2f over %.2f (%d CPUs): another job may be running", info.LoadAvg[0], limit, info.NumCPU)
 	} else {
-		add("load", "ok", "1-minute load average %.2f", info.LoadAvg[0])
+		add("load", contract.FindingOK, "1-minute load average %.2f", info.LoadAvg[0])
 	}
 	var cal Calibration
 	switch err := readJSON(h.path("calibration.json"), &cal); {
 	case os.IsNotExist(err):
-		add("cpu", "ok", "no calibration recorded yet (governor %q)", info.Governor)
+		add("cpu", contract.FindingOK, "no calibration recorded yet (governor %q)", info.Governor)
 	case err != nil:
-		add("cpu", "flag", "calibration unreadable: %v", err)
+		add("cpu", contract.FindingFlag, "calibration unreadable: %v", err)
 	case cal.Governor != info.Governor || cal.MaxFreqKHz != info.MaxFreqKHz || cal.CPUModel != info.CPUModel:
-		add("cpu", "flag", "CPU state differs from calibration: governor %q (calibrated %q), max %d kHz (calibrated %d), model %q (calibrated %q); recalibrate the A/A floor",
+		add("cpu", contract.FindingFlag, "CPU state differs from calibration: governor %q (calibrated %q), max %d kHz (calibrated %d), model %q (calibrated %q); recalibrate the A/A floor",
 			info.Governor, cal.Governor, info.MaxFreqKHz, cal.MaxFreqKHz, info.CPUModel, cal.CPUModel)
 	default:
-		add("cpu", "ok", "governor %q and max frequency match the calibration", info.Governor)
+		add("cpu", contract.FindingOK, "governor %q and max frequency match the calibration", info.Governor)
 	}
 	return out
 }
@@ -80,10 +74,10 @@ func (h *Host) recordCalibration() error {
 	return writeJSONAtomic(h.path("calibration.json"), Calibration{Governor: info.Governor, MaxFreqKHz: info.MaxFreqKHz, CPUModel: info.CPUModel})
 }
 
-func refusals(findings []Finding) []string {
+func refusals(findings []contract.Finding) []string {
 	var out []string
 	for _, f := range findings {
-		if f.Status == "refuse" {
+		if f.Status == contract.FindingRefuse {
 			out = append(out, f.Check+": "+f.Detail)
 		}
 	}

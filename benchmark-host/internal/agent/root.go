@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
 // Config is the host's configuration, from perf-host's flags.
@@ -37,8 +37,8 @@ type Host struct {
 
 // State is the champion pointer and the service spec it runs with.
 type State struct {
-	Champion string       `json:"champion,omitempty"`
-	Service  service.Spec `json:"service"`
+	Champion string               `json:"champion,omitempty"`
+	Service  contract.ServiceSpec `json:"service"`
 	// History holds the earlier champions, oldest first, each with the spec it ran with; a
 	// rollback restores the last one and drops it, so a failed promotion leaves no trace.
 	History []Reign `json:"history,omitempty"`
@@ -50,8 +50,8 @@ type State struct {
 
 // Reign is one earlier champion.
 type Reign struct {
-	SHA     string       `json:"sha"`
-	Service service.Spec `json:"service"`
+	SHA     string               `json:"sha"`
+	Service contract.ServiceSpec `json:"service"`
 }
 
 // MaxHistory bounds the champions kept for rollback (their releases are never pruned).

@@ -14,66 +14,22 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/result"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
-// Kinds of run.
-const (
-	KindAB = "ab" // champion vs challenger
-	KindAA = "aa" // the champion build on both ports: the noise floor
-)
+// maxRequestBytes bounds a run request read from stdin.
+const maxRequestBytes = 1 << 20
 
-// maxPlanBytes bounds a plan read from stdin.
-const maxPlanBytes = 1 << 20
-
-// RunPlan is what `run` and `aa` read on stdin: the load generator's plan without targets
-// (the host sets them to its ports) plus how to start the service.
-type RunPlan struct {
-	ChallengerSHA string          `json:"challenger_sha,omitempty"`
-	ChampionSHA   string          `json:"champion_sha,omitempty"` // optional: refuse if the host's champion differs
-	Service       service.Spec    `json:"service"`
-	Loadgen       json.RawMessage `json:"loadgen"`
-}
-
-// Outcome is how a run ended.
-type Outcome struct {
-	RunID   string    `json:"run_id"`
-	Kind    string    `json:"kind"`
-	Status  string    `json:"status"` // ok, error, aborted
-	Error   string    `json:"error_kind,omitempty"`
-	Message string    `json:"message,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended"`
-}
-
-// HostResult is the load generator's result plus the run's outcome and pre-flight findings.
-type HostResult struct {
-	*result.Result
-	Outcome   Outcome   `json:"outcome"`
-	Preflight []Finding `json:"preflight"`
-	Champion  string    `json:"champion_sha"`
-}
-
-// OutcomeMarker starts the last line `wait` prints: the outcome as JSON.
-const OutcomeMarker = "perf-gate-outcome "
-
-// StartRun validates the plan, takes the host lock, and starts the experiment in a detached
-// process that holds the lock until it ends, so the run survives the SSH connection.
+// StartRun validates the run request, takes the host lock, and starts the experiment in a
+// detached process that holds the lock until it ends, so the run survives the SSH connection.
 func (h *Host) StartRun(runID, kind string, stdin io.Reader) (err error) {
 	if _, err := os.Stat(h.runDir(runID)); err == nil {
 		return refuse("run %s already exists; use a new run-id", runID)
 	}
-	raw, err := io.ReadAll(io.LimitReader(stdin, maxPlanBytes+1))
-	if err != nil {
-		return fmt.Errorf("reading the plan: %w", err)
-	}
-	if len(raw) > maxPlanBytes {
-		return refuse("plan: larger than %d bytes", maxPlanBytes)
-	}
-	rp, lp, err := h.parseRunPlan(raw, runID, kind)
+	req, err := h.readRunRequest(runID, kind, stdin)
 	if err != nil {
 		return err
 	}
@@ -90,24 +46,111 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) (err error) {
 	if err := os.MkdirAll(h.runDir(runID), 0o755); err != nil {
 		return err
 	}
-	hp := struct {
-		Kind string `json:"kind"`
-		RunPlan
-	}{kind, *rp}
-	if err := writeJSONAtomic(h.path("runs", runID, "plan.json"), hp); err != nil {
+	if err := writeJSONAtomic(h.path("runs", runID, "run.json"), req); err != nil {
 		return err
 	}
-	lpFile, err := os.Create(h.path("runs", runID, "loadgen-plan.json"))
+	return h.startExecutor(runID, kind, lock)
+}
+
+// readRunRequest decodes the request strictly, sets what only the host may set (the targets,
+// the run's id, the builds and, for an A/A run, the champion's service spec) on the typed
+// value, and validates the whole once.
+func (h *Host) readRunRequest(runID, kind string, stdin io.Reader) (*contract.RunRequest, error) {
+	raw, err := io.ReadAll(io.LimitReader(stdin, maxRequestBytes+1))
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading the plan: %w", err)
 	}
-	err = lp.Encode(lpFile)
-	if cerr := lpFile.Close(); err == nil {
-		err = cerr
+	if len(raw) > maxRequestBytes {
+		return nil, refuse("plan: larger than %d bytes", maxRequestBytes)
 	}
+	var req contract.RunRequest
+	if err := contract.Decode(bytes.NewReader(raw), &req); err != nil {
+		return nil, refuse("plan: %v", err)
+	}
+	if err := service.Validate(&req.Service); err != nil {
+		return nil, refuse("plan: %w", err)
+	}
+	st, err := h.LoadState()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	builds, err := h.buildsOf(kind, &req, st)
+	if err != nil {
+		return nil, err
+	}
+	lg := &req.Loadgen
+	if err := hostOwnedFields(lg); err != nil {
+		return nil, err
+	}
+	lg.Targets = &contract.Targets{
+		Champion:   fmt.Sprintf("http://127.0.0.1:%d", h.ChampionPort),
+		Challenger: fmt.Sprintf("http://127.0.0.1:%d", h.ChallengerPort),
+	}
+	lg.RunID, lg.Builds = runID, builds
+	if kind == contract.KindAA {
+		req.Service = st.Service // both ports run the champion as it serves
+	}
+	compiled, err := plan.Compile(*lg, h.runDir(runID))
+	if err != nil {
+		var fe *plan.FieldError
+		if errors.As(err, &fe) {
+			return nil, refuse("plan: loadgen.%s: %s", fe.Field, fe.Msg)
+		}
+		return nil, refuse("plan: loadgen: %v", err)
+	}
+	req.Loadgen = compiled.Plan // with its defaults filled
+	return &req, nil
+}
+
+// buildsOf names the builds a run measures, refusing a request that names the wrong ones.
+func (h *Host) buildsOf(kind string, req *contract.RunRequest, st State) (*contract.Builds, error) {
+	if st.Champion == "" {
+		return nil, errors.New("no champion on this host: deploy champion SHA and promote SHA first")
+	}
+	if req.ChampionSHA != "" && req.ChampionSHA != st.Champion {
+		return nil, refuse("plan: champion_sha %s, but the host's champion is %s", req.ChampionSHA, st.Champion)
+	}
+	b := &contract.Builds{Kind: kind, ChampionSHA: st.Champion, ChallengerSHA: req.ChallengerSHA}
+	switch kind {
+	case contract.KindAB:
+		if req.ChallengerSHA == "" {
+			return nil, refuse("plan: challenger_sha: required for run")
+		}
+		if err := contract.SHA.Check(req.ChallengerSHA); err != nil {
+			return nil, refuse("plan: challenger_sha: %v", err)
+		}
+		if _, err := os.Stat(h.releaseDir(req.ChallengerSHA)); err != nil {
+			return nil, refuse("plan: challenger_sha: release %q is not deployed (deploy challenger SHA first)", req.ChallengerSHA)
+		}
+	case contract.KindAA:
+		if req.ChallengerSHA != "" {
+			return nil, refuse("plan: challenger_sha: an A/A run uses the champion on both ports; leave it out")
+		}
+		b.ChallengerSHA = st.Champion
+	}
+	return b, nil
+}
+
+// hostOwnedFields refuses what a client may not decide: where the load goes, what it is
+// called, and files read on the host (a body_file could send the host's own files to the
+// challenger, which is code from a pull request).
+func hostOwnedFields(lg *contract.Plan) error {
+	switch {
+	case lg.Targets != nil:
+		return refuse("plan: loadgen.targets: set by the host, leave it out")
+	case lg.Builds != nil:
+		return refuse("plan: loadgen.builds: set by the host, leave it out")
+	}
+	for i, r := range lg.Requests {
+		if r.BodyFile != "" {
+			return refuse("plan: loadgen.requests[%d].body_file: not accepted by a host, which would read its own files; send the body", i)
+		}
+	}
+	return nil
+}
+
+// startExecutor starts the detached process that runs the experiment and hands it the lock.
+func (h *Host) startExecutor(runID, kind string, lock *Lock) error {
 	logf, err := os.OpenFile(h.path("runs", runID, "executor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -127,69 +170,36 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) (err error) {
 	return nil
 }
 
-func (h *Host) parseRunPlan(raw []byte, runID, kind string) (*RunPlan, *plan.Plan, error) {
-	var rp RunPlan
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rp); err != nil {
-		return nil, nil, refuse("plan: %v", err)
+// runRequest reads a started run's validated request.
+func (h *Host) runRequest(runID string) (contract.RunRequest, error) {
+	var req contract.RunRequest
+	err := readJSON(h.path("runs", runID, "run.json"), &req)
+	if err == nil && req.Loadgen.Builds == nil {
+		err = fmt.Errorf("run %s: its request names no builds", runID)
 	}
-	if err := rp.Service.Validate(); err != nil {
-		return nil, nil, refuse("plan: %w", err)
-	}
-	st, err := h.LoadState()
-	if err != nil {
-		return nil, nil, err
-	}
-	if st.Champion == "" {
-		return nil, nil, errors.New("no champion on this host: deploy champion SHA and promote SHA first")
-	}
-	if rp.ChampionSHA != "" && rp.ChampionSHA != st.Champion {
-		return nil, nil, refuse("plan: champion_sha %s, but the host's champion is %s", rp.ChampionSHA, st.Champion)
-	}
-	switch kind {
-	case KindAB:
-		if rp.ChallengerSHA == "" {
-			return nil, nil, refuse("plan: challenger_sha: required for run")
-		}
-		if _, err := os.Stat(h.releaseDir(rp.ChallengerSHA)); err != nil || strings.ContainsAny(rp.ChallengerSHA, "/.") {
-			return nil, nil, refuse("plan: challenger_sha: release %q is not deployed (deploy challenger SHA first)", rp.ChallengerSHA)
-		}
-	case KindAA:
-		if rp.ChallengerSHA != "" {
-			return nil, nil, refuse("plan: challenger_sha: an A/A run uses the champion on both ports; leave it out")
-		}
-	}
-	// The host owns the targets and names the builds; the rest is the load generator's plan.
-	var lgFields map[string]json.RawMessage
-	if err := json.Unmarshal(rp.Loadgen, &lgFields); err != nil {
-		return nil, nil, refuse("plan: loadgen: must be the load generator's plan object: %v", err)
-	}
-	if _, ok := lgFields["targets"]; ok {
-		return nil, nil, refuse("plan: loadgen.targets: set by the host, leave it out")
-	}
-	challengerSHA := rp.ChallengerSHA
-	if kind == KindAA {
-		challengerSHA = st.Champion
-	}
-	set := func(k string, v any) { b, _ := json.Marshal(v); lgFields[k] = b }
-	set("targets", plan.Targets{
-		Champion:   fmt.Sprintf("http://127.0.0.1:%d", h.ChampionPort),
-		Challenger: fmt.Sprintf("http://127.0.0.1:%d", h.ChallengerPort),
-	})
-	set("run_id", runID)
-	meta := map[string]string{}
-	if m, ok := lgFields["meta"]; ok {
-		json.Unmarshal(m, &meta)
-	}
-	meta["kind"], meta["champion_sha"], meta["challenger_sha"] = kind, st.Champion, challengerSHA
-	set("meta", meta)
-	lgRaw, _ := json.Marshal(lgFields)
-	lp, err := plan.Parse(bytes.NewReader(lgRaw), h.runDir(runID))
-	if err != nil {
-		return nil, nil, refuse("plan: loadgen.%s", strings.TrimPrefix(err.Error(), "plan: "))
-	}
-	return &rp, lp, nil
+	return req, err
+}
+
+// failure ends a run: its error kind (challenger_unhealthy, …) and what happened.
+type failure struct{ kind, message string }
+
+func (f *failure) Error() string { return f.kind + ": " + f.message }
+
+func fail(kind, format string, args ...any) error {
+	return &failure{kind: kind, message: fmt.Sprintf(format, args...)}
+}
+
+// errAborted ends a run that was asked to stop; its finished slices are kept.
+var errAborted = errors.New("the run was aborted")
+
+// execution is one detached run: its progress log and the result it builds up.
+type execution struct {
+	h        *Host
+	runID    string
+	progress *os.File
+	outcome  contract.Outcome
+	result   contract.HostResult
+	measured bool // the load generator ran: there is a result to keep
 }
 
 // Execute is the detached run: it ends by writing outcome.json, and its exit frees the lock.
@@ -199,77 +209,84 @@ func (h *Host) Execute(ctx context.Context, runID string) error {
 		return err
 	}
 	defer progress.Close()
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(progress, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
-	}
-	var hp struct {
-		Kind string `json:"kind"`
-		RunPlan
-	}
-	out := Outcome{RunID: runID, Started: time.Now().UTC(), Status: "error"}
-	hr := HostResult{}
-	finish := func() error {
-		out.Ended = time.Now().UTC()
-		hr.Outcome = out
-		if hr.Result != nil {
-			writeJSONAtomic(h.path("runs", runID, "result.json"), hr)
-		}
-		writeJSONAtomic(h.path("runs", runID, "outcome.json"), out)
-		line, _ := json.Marshal(out)
-		fmt.Fprintf(progress, "%s%s\n", OutcomeMarker, line)
-		return nil
-	}
-	fail := func(kind, format string, args ...any) error {
-		out.Status, out.Error, out.Message = "error", kind, fmt.Sprintf(format, args...)
-		logf("error: %s: %s", kind, strings.SplitN(out.Message, "\n", 2)[0])
-		return finish()
-	}
-	if err := readJSON(h.path("runs", runID, "plan.json"), &hp); err != nil {
-		return fail("internal", "%v", err)
-	}
-	out.Kind = hp.Kind
-	lp, err := plan.Load(h.path("runs", runID, "loadgen-plan.json"))
+	e := &execution{h: h, runID: runID, progress: progress,
+		outcome: contract.Outcome{RunID: runID, Started: time.Now().UTC(), Status: contract.StatusError}}
+	e.finish(e.run(ctx))
+	return nil
+}
+
+func (e *execution) logf(format string, args ...any) {
+	fmt.Fprintf(e.progress, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// run goes through the run's steps; the first to fail ends it.
+func (e *execution) run(ctx context.Context) error {
+	req, err := e.h.runRequest(e.runID)
 	if err != nil {
 		return fail("internal", "%v", err)
 	}
-	logf("%s run %s started", hp.Kind, runID)
-	hr.Preflight = h.Preflight()
-	for _, f := range hr.Preflight {
-		logf("preflight %s: %s: %s", f.Check, f.Status, f.Detail)
-	}
-	if r := refusals(hr.Preflight); len(r) > 0 {
-		return fail("preflight", "host refused the run: %s", strings.Join(r, "; "))
-	}
-	st, err := h.LoadState()
+	e.outcome.Kind = req.Loadgen.Builds.Kind
+	lp, err := plan.Compile(req.Loadgen, e.h.runDir(e.runID))
 	if err != nil {
 		return fail("internal", "%v", err)
 	}
-	hr.Champion = st.Champion
-	if err := h.EnsureChampion(ctx); err != nil {
+	e.logf("%s run %s started", e.outcome.Kind, e.runID)
+	if err := e.preflight(); err != nil {
+		return err
+	}
+	if err := e.h.EnsureChampion(ctx); err != nil {
 		return fail("champion_unhealthy", "%v", err)
 	}
-	logf("champion %s healthy on :%d", st.Champion, h.ChampionPort)
-
-	sha, spec := hp.ChallengerSHA, hp.Service
-	if hp.Kind == KindAA {
-		sha, spec = st.Champion, st.Service
-	}
-	logPath := h.path("runs", runID, "challenger.log")
-	chall, err := service.Start("challenger", spec, h.releaseDir(sha), h.ChallengerPort, logPath, h.ServiceUser)
+	e.logf("champion %s healthy on :%d", req.Loadgen.Builds.ChampionSHA, e.h.ChampionPort)
+	chall, err := e.startChallenger(ctx, req.Loadgen.Builds.ChallengerSHA, req.Service)
 	if err != nil {
-		return fail("challenger_unhealthy", "%v", err)
+		return err
 	}
 	defer func() {
 		if err := chall.Stop(10 * time.Second); err != nil {
-			logf("error: %v", err)
+			e.logf("error: %v", err)
 		}
 	}()
+	if err := e.measure(ctx, lp, chall); err != nil {
+		return err
+	}
+	if e.outcome.Kind == contract.KindAA {
+		e.h.recordCalibration()
+	}
+	e.logf("done: %d slices", len(e.result.Slices))
+	return nil
+}
+
+// preflight records the host's checks in the result; a refusal ends the run.
+func (e *execution) preflight() error {
+	e.result.Preflight = e.h.Preflight()
+	for _, f := range e.result.Preflight {
+		e.logf("preflight %s: %s: %s", f.Check, f.Status, f.Detail)
+	}
+	if r := refusals(e.result.Preflight); len(r) > 0 {
+		return fail("preflight", "host refused the run: %s", strings.Join(r, "; "))
+	}
+	return nil
+}
+
+// startChallenger starts the challenger's build on the challenger port and waits until it is
+// healthy; a failure carries the tail of its log.
+func (e *execution) startChallenger(ctx context.Context, sha string, spec contract.ServiceSpec) (*service.Process, error) {
+	logPath := e.h.path("runs", e.runID, "challenger.log")
+	chall, err := service.Start("challenger", spec, e.h.releaseDir(sha), e.h.ChallengerPort, logPath, e.h.ServiceUser)
+	if err != nil {
+		return nil, fail("challenger_unhealthy", "%v", err)
+	}
 	if err := chall.WaitHealthy(ctx, spec.HealthPath, time.Duration(spec.HealthTimeoutSeconds*float64(time.Second))); err != nil {
 		chall.Stop(10 * time.Second)
-		return fail("challenger_unhealthy", "challenger %s %v; its log ends:\n%s", sha, err, service.LogTail(logPath, 20))
+		return nil, fail("challenger_unhealthy", "challenger %s %v; its log ends:\n%s", sha, err, service.LogTail(logPath, 20))
 	}
-	logf("challenger %s healthy on :%d", sha, h.ChallengerPort)
+	e.logf("challenger %s healthy on :%d", sha, e.h.ChallengerPort)
+	return chall, nil
+}
 
+// measure runs the load generator, cut short if the challenger exits or the run is aborted.
+func (e *execution) measure(ctx context.Context, lp *plan.Plan, chall *service.Process) error {
 	errCrashed := errors.New("challenger crashed")
 	loadCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -280,25 +297,43 @@ func (h *Host) Execute(ctx context.Context, runID string) error {
 		case <-loadCtx.Done():
 		}
 	}()
-	res, err := loadgen.Run(loadCtx, lp, lineWriter{logf})
+	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf})
 	if err != nil {
 		return fail("loadgen", "%v", err)
 	}
-	hr.Result = res
+	e.result.Result, e.measured = *res, true
 	switch {
 	case errors.Is(context.Cause(loadCtx), errCrashed):
-		return fail("challenger_crashed", "challenger %s %s during the run; its log ends:\n%s", sha, chall.ExitError(), service.LogTail(logPath, 20))
+		return fail("challenger_crashed", "challenger %s %s during the run; its log ends:\n%s",
+			lp.Builds.ChallengerSHA, chall.ExitError(), service.LogTail(chall.LogPath, 20))
 	case ctx.Err() != nil:
-		out.Status, out.Error, out.Message = "aborted", "aborted", "the run was aborted"
-		logf("aborted")
-		return finish()
+		return errAborted
 	}
-	if hp.Kind == KindAA {
-		h.recordCalibration()
+	return nil
+}
+
+// finish writes the result (if any load was sent) and the outcome, and ends the progress log
+// with the outcome marker line that `wait` returns on.
+func (e *execution) finish(err error) {
+	var f *failure
+	switch {
+	case err == nil:
+		e.outcome.Status = contract.StatusOK
+	case errors.Is(err, errAborted):
+		e.outcome.Status, e.outcome.ErrorKind, e.outcome.Message = contract.StatusAborted, "aborted", err.Error()
+		e.logf("aborted")
+	case errors.As(err, &f):
+		e.outcome.ErrorKind, e.outcome.Message = f.kind, f.message
+		e.logf("error: %s: %s", f.kind, strings.SplitN(f.message, "\n", 2)[0])
 	}
-	out.Status = "ok"
-	logf("done: %d slices", len(res.Slices))
-	return finish()
+	e.outcome.Ended = time.Now().UTC()
+	e.result.Outcome = e.outcome
+	if e.measured {
+		writeJSONAtomic(e.h.path("runs", e.runID, "result.json"), e.result)
+	}
+	writeJSONAtomic(e.h.path("runs", e.runID, "outcome.json"), e.outcome)
+	line, _ := json.Marshal(e.outcome)
+	fmt.Fprintf(e.progress, "%s%s\n", contract.OutcomeMarker, line)
 }
 
 // lineWriter turns the load generator's progress lines into timestamped log lines.
@@ -313,8 +348,8 @@ func (w lineWriter) Write(p []byte) (int, error) {
 
 // Wait streams a run's progress from its start and returns its outcome. It only reads files,
 // so calling it again after a dropped connection is safe and loses nothing.
-func (h *Host) Wait(ctx context.Context, runID string, w io.Writer) (Outcome, error) {
-	var out Outcome
+func (h *Host) Wait(ctx context.Context, runID string, w io.Writer) (contract.Outcome, error) {
+	var out contract.Outcome
 	f, err := os.Open(h.path("runs", runID, "progress.log"))
 	for i := 0; os.IsNotExist(err) && i < 50; i++ {
 		if _, serr := os.Stat(h.runDir(runID)); serr != nil {
@@ -333,7 +368,7 @@ func (h *Host) Wait(ctx context.Context, runID string, w io.Writer) (Outcome, er
 		line, err := r.ReadString('\n')
 		partial += line
 		if err == nil {
-			if rest, ok := strings.CutPrefix(partial, OutcomeMarker); ok {
+			if rest, ok := strings.CutPrefix(partial, contract.OutcomeMarker); ok {
 				fmt.Fprint(w, partial)
 				return out, json.Unmarshal([]byte(rest), &out)
 			}
@@ -347,10 +382,13 @@ func (h *Host) Wait(ctx context.Context, runID string, w io.Writer) (Outcome, er
 			// Give a just-finished executor's last write a moment, then report the death.
 			time.Sleep(200 * time.Millisecond)
 			if _, serr := os.Stat(h.path("runs", runID, "outcome.json")); serr != nil {
-				out = Outcome{RunID: runID, Status: "error", Error: "executor_died", Message: "the run's process died without an outcome", Ended: time.Now().UTC()}
+				out = contract.Outcome{RunID: runID, Status: contract.StatusError, ErrorKind: "executor_died", Message: "the run's process died without an outcome", Ended: time.Now().UTC()}
+				if req, err := h.runRequest(runID); err == nil {
+					out.Kind = req.Loadgen.Builds.Kind
+				}
 				writeJSONAtomic(h.path("runs", runID, "outcome.json"), out)
 				line, _ := json.Marshal(out)
-				fmt.Fprintf(w, "%s%s\n", OutcomeMarker, line)
+				fmt.Fprintf(w, "%s%s\n", contract.OutcomeMarker, line)
 				return out, nil
 			}
 		}
@@ -380,7 +418,7 @@ func (h *Host) Result(runID string) ([]byte, error) {
 	if _, err := os.Stat(h.runDir(runID)); err != nil {
 		return nil, fmt.Errorf("no run %s", runID)
 	}
-	var out Outcome
+	var out contract.Outcome
 	if err := readJSON(h.path("runs", runID, "outcome.json"), &out); err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFinished)
 	}

@@ -2,71 +2,38 @@ package agent
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/version"
 )
 
-// Status is what `status` prints.
-type Status struct {
-	Version         string           `json:"perf_host_version"` // the release this perf-host was built from
-	Champion        string           `json:"champion"`
-	Previous        string           `json:"previous"`
-	ChampionServing bool             `json:"champion_supervised"`
-	Lock            *LockStatus      `json:"lock"`
-	Floors          map[string]Floor `json:"floors"`
-	DiskFreeBytes   uint64           `json:"disk_free_bytes"`
-	MemAvailBytes   uint64           `json:"memory_available_bytes"`
-	LoadAvg         [3]float64       `json:"load_avg"`
-	Releases        []string         `json:"releases"`
-	Ports           map[string]int   `json:"ports"`
-}
-
-// LockStatus names the holder of a held lock.
-type LockStatus struct {
-	Holder     string  `json:"holder"`
-	Pid        int     `json:"pid"`
-	Since      string  `json:"since"`
-	AgeSeconds float64 `json:"age_seconds"`
-}
-
-// Floor is one A/A calibration of a workload at a rate.
-type Floor struct {
-	Workload    string     `json:"workload"`
-	Rate        float64    `json:"rate"`
-	HalfWidthMs float64    `json:"half_width_ms"`
-	CIMs        [2]float64 `json:"ci_ms"`
-	Pairs       int        `json:"pairs"`
-	RunID       string     `json:"run_id"`
-	Time        time.Time  `json:"time"`
-}
-
 // Status reports the host's state.
-func (h *Host) Status() (Status, error) {
+func (h *Host) Status() (contract.Status, error) {
 	st, err := h.LoadState()
 	if err != nil {
-		return Status{}, err
+		return contract.Status{}, err
 	}
-	s := Status{Version: version.String(), Champion: st.Champion, Previous: lastReign(st.History), LoadAvg: hostinfo.LoadAvg(),
-		Ports: map[string]int{"champion": h.ChampionPort, "challenger": h.ChallengerPort}}
-	_, s.ChampionServing = h.championDaemon()
+	s := contract.Status{PerfHostVersion: version.String(), Champion: st.Champion, Previous: lastReign(st.History), LoadAvg: hostinfo.LoadAvg(),
+		Releases: []string{}, Ports: map[string]int{contract.Champion: h.ChampionPort, contract.Challenger: h.ChallengerPort}}
+	_, s.ChampionSupervised = h.championDaemon()
 	if holder, held := h.CurrentHolder(); held {
-		s.Lock = &LockStatus{Holder: holder.What, Pid: holder.Pid, Since: holder.Since.Format(time.RFC3339), AgeSeconds: time.Since(holder.Since).Seconds()}
+		s.Lock = &contract.LockStatus{Holder: holder.What, Pid: holder.Pid, Since: holder.Since.Format(time.RFC3339), AgeSeconds: time.Since(holder.Since).Seconds()}
 	}
 	var fs syscall.Statfs_t
 	if syscall.Statfs(h.Root, &fs) == nil {
 		s.DiskFreeBytes = fs.Bavail * uint64(fs.Bsize)
 	}
-	s.MemAvailBytes, _ = memAvailable()
+	s.MemoryAvailableBytes, _ = memAvailable()
 	s.Floors, _ = h.Floors()
 	entries, _ := os.ReadDir(h.path("releases"))
 	for _, e := range entries {
@@ -77,43 +44,35 @@ func (h *Host) Status() (Status, error) {
 	return s, nil
 }
 
-var floorKey = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// RecordFloor appends an A/A calibration (JSON on r) to the floor history.
+// RecordFloor appends an A/A calibration (a contract.FloorRecord on r) to the floor history.
 func (h *Host) RecordFloor(runID string, r io.Reader) error {
-	var f Floor
-	dec := json.NewDecoder(io.LimitReader(r, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	var rec contract.FloorRecord
+	if err := contract.Decode(io.LimitReader(r, 64<<10), &rec); err != nil {
 		return refuse("floor: %v", err)
 	}
-	switch {
-	case !floorKey.MatchString(f.Workload):
-		return refuse("floor: workload: must be 1-64 characters of [A-Za-z0-9._-]")
-	case !(f.Rate > 0):
-		return refuse("floor: rate: must be a positive number")
-	case !(f.HalfWidthMs >= 0) || f.HalfWidthMs > 1e6:
-		return refuse("floor: half_width_ms: must be a non-negative number of ms")
-	case f.Pairs < 2:
-		return refuse("floor: pairs: must be at least 2")
+	if err := cmp.Or(
+		checkField("workload", contract.Name.Check(rec.Workload)),
+		checkField("rate", contract.Rate.Check(rec.Rate)),
+		checkField("half_width_ms", contract.HalfWidthMs.Check(rec.HalfWidthMs)),
+		checkField("pairs", contract.FloorPairs.Check(float64(rec.Pairs))),
+	); err != nil {
+		return refuse("floor: %w", err)
 	}
 	// A floor stands for an A/A run that happened on this host: the run must exist, be an A/A
 	// run, have ended well, and be of the workload and rate the floor names.
-	var lp struct {
-		Workload string  `json:"workload"`
-		Rate     float64 `json:"rate"`
-	}
-	var oc Outcome
-	if readJSON(h.path("runs", runID, "outcome.json"), &oc) != nil || readJSON(h.path("runs", runID, "loadgen-plan.json"), &lp) != nil {
+	var oc contract.Outcome
+	req, err := h.runRequest(runID)
+	if err != nil || readJSON(h.path("runs", runID, "outcome.json"), &oc) != nil {
 		return refuse("floor: run %s: no finished run of that id on this host", runID)
 	}
+	ran, floor := contract.Key(req.Loadgen.Workload, req.Loadgen.Rate), contract.Key(rec.Workload, rec.Rate)
 	switch {
-	case oc.Kind != KindAA || oc.Status != "ok":
+	case oc.Kind != contract.KindAA || oc.Status != contract.StatusOK:
 		return refuse("floor: run %s: a floor comes from an A/A run that ended ok; this one is kind %q, status %q", runID, oc.Kind, oc.Status)
-	case lp.Workload != f.Workload || lp.Rate != f.Rate:
-		return refuse("floor: run %s measured %s@%g, not %s@%g", runID, lp.Workload, lp.Rate, f.Workload, f.Rate)
+	case ran != floor:
+		return refuse("floor: run %s measured %s, not %s", runID, ran, floor)
 	}
-	f.RunID, f.Time = runID, time.Now().UTC()
+	f := contract.Floor{FloorRecord: rec, RunID: runID, Time: time.Now().UTC()}
 	line, _ := json.Marshal(f)
 	file, err := os.OpenFile(h.path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -124,19 +83,19 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	return err
 }
 
-// Floors returns the latest floor per "workload@rate".
-func (h *Host) Floors() (map[string]Floor, error) {
-	out := map[string]Floor{}
+// Floors returns the latest floor per workload@rate (contract.Key).
+func (h *Host) Floors() (map[string]contract.Floor, error) {
+	out := map[string]contract.Floor{}
 	history, err := h.FloorHistory()
 	for _, fl := range history {
-		out[fmt.Sprintf("%s@%g", fl.Workload, fl.Rate)] = fl
+		out[contract.Key(fl.Workload, fl.Rate)] = fl
 	}
 	return out, err
 }
 
 // FloorHistory returns every recorded floor, oldest first.
-func (h *Host) FloorHistory() ([]Floor, error) {
-	out := []Floor{}
+func (h *Host) FloorHistory() ([]contract.Floor, error) {
+	out := []contract.Floor{}
 	f, err := os.Open(h.path("floors.jsonl"))
 	if os.IsNotExist(err) {
 		return out, nil
@@ -147,7 +106,7 @@ func (h *Host) FloorHistory() ([]Floor, error) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		var fl Floor
+		var fl contract.Floor
 		if json.Unmarshal(s.Bytes(), &fl) == nil {
 			out = append(out, fl)
 		}
@@ -193,4 +152,12 @@ func (h *Host) GC() ([]string, error) {
 	prune("releases", h.KeepReleases, st.protected)
 	prune("runs", h.KeepRuns, func(string) bool { return false })
 	return removed, nil
+}
+
+// checkField names the field whose value lies outside its limit.
+func checkField(field string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	return nil
 }

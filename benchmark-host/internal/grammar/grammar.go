@@ -5,17 +5,13 @@ package grammar
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
 // MaxLength bounds the whole command.
 const MaxLength = 200
-
-var (
-	shaPattern   = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
-	runIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{2,63}$`)
-)
 
 // Command is a parsed, validated request.
 type Command struct {
@@ -102,13 +98,13 @@ func Parse(raw string) (Command, error) {
 			}
 			c.Role = a
 		case argSHA:
-			if !shaPattern.MatchString(a) {
+			if !contract.SHA.MatchString(a) {
 				return c, fmt.Errorf("%s: sha must be 7 to 40 lowercase hex characters, got %q", c.Verb, a)
 			}
 			c.SHA = a
 		case argRunID:
-			if !runIDPattern.MatchString(a) {
-				return c, fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, runIDPattern, a)
+			if !contract.RunID.MatchString(a) {
+				return c, fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, contract.RunID.Expr, a)
 			}
 			c.RunID = a
 		}
@@ -117,7 +113,7 @@ func Parse(raw string) (Command, error) {
 }
 
 // ValidRunID reports whether s is a well-formed run-id.
-func ValidRunID(s string) bool { return runIDPattern.MatchString(s) }
+func ValidRunID(s string) bool { return contract.RunID.MatchString(s) }
 
 // ValidSHA reports whether s is a well-formed sha.
-func ValidSHA(s string) bool { return shaPattern.MatchString(s) }
+func ValidSHA(s string) bool { return contract.SHA.MatchString(s) }

@@ -7,25 +7,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
-// Info is the fingerprint recorded with every result.
-type Info struct {
-	Hostname   string     `json:"hostname"`
-	GoVersion  string     `json:"go_version"`
-	GOMAXPROCS int        `json:"gomaxprocs"`
-	NumCPU     int        `json:"num_cpu"`
-	CPUModel   string     `json:"cpu_model"`
-	Kernel     string     `json:"kernel"`
-	LoadAvg    [3]float64 `json:"load_avg"`
-	Governor   string     `json:"cpu_governor,omitempty"`
-	MaxFreqKHz int64      `json:"cpu_max_freq_khz,omitempty"`
-}
-
-// Read collects the fingerprint; unreadable parts are left empty rather than failing.
-func Read() Info {
+// Read collects the fingerprint recorded with every result; unreadable parts are left empty
+// rather than failing.
+func Read() contract.HostInfo {
 	host, _ := os.Hostname()
-	return Info{
+	return contract.HostInfo{
 		Hostname:   host,
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),

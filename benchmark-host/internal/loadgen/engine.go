@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/result"
 )
 
 // Generator names this tool in results.
@@ -42,7 +42,7 @@ type runner struct {
 
 // Run executes the plan. Cancelling ctx ends the run early: slices already finished are
 // kept, the one in progress is marked invalid, and the result is marked partial.
-func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result, error) {
+func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*contract.Result, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -58,7 +58,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 		clock:      newMonoClock(),
 	}
 	factory := newRequestFactory(p)
-	for _, arm := range []string{plan.Champion, plan.Challenger} {
+	for _, arm := range []string{contract.Champion, contract.Challenger} {
 		q, err := newJobQueue(p.MaxQueue)
 		if err != nil {
 			return nil, err
@@ -85,7 +85,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 	}
 
 	workersDone := r.goEachWorker(func(arm string, _ int, w *worker) { r.serve(w, r.queues[arm]) })
-	slicesOut := make(chan []result.Slice, 1)
+	slicesOut := make(chan []contract.Slice, 1)
 	go func() { slicesOut <- r.report(progress) }()
 
 	r.dispatch(ctx)
@@ -95,16 +95,16 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*result.Result,
 	workersDone()
 	slices := <-slicesOut
 
-	res := &result.Result{
-		SchemaVersion: result.SchemaVersion,
+	res := &contract.Result{
+		SchemaVersion: contract.SchemaVersion,
 		Generator:     Generator,
-		Plan:          p,
+		Plan:          p.Plan,
 		Seed:          *p.Seed,
 		Order:         r.order,
 		Host:          hostinfo.Read(),
 		Started:       started,
 		Ended:         time.Now(),
-		Warmup: result.Warmup{
+		Warmup: contract.Warmup{
 			Seconds: p.WarmupSeconds, Sent: r.warmSent.Load(), OK: r.warmOK.Load(),
 			Errors: r.warmErr.Load(), Overflow: r.warmOverflow.Load(),
 		},
@@ -260,8 +260,8 @@ func (r *runner) serve(w *worker, q *jobQueue) {
 
 // report finalises slices in order as each one's requests have all completed, printing one
 // progress line per slice.
-func (r *runner) report(progress io.Writer) []result.Slice {
-	out := make([]result.Slice, 0, len(r.slices))
+func (r *runner) report(progress io.Writer) []contract.Slice {
+	out := make([]contract.Slice, 0, len(r.slices))
 	for i, acc := range r.slices {
 		select {
 		case <-acc.dispatched:

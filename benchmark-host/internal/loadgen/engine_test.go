@@ -15,8 +15,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/result"
 )
 
 // sliceCounter is a real HTTP server's record: requests by the {{slice}} header, and how long
@@ -57,7 +57,7 @@ func mustPlan(t *testing.T, js string) *plan.Plan {
 	return p
 }
 
-func run(t *testing.T, p *plan.Plan) *result.Result {
+func run(t *testing.T, p *plan.Plan) *contract.Result {
 	t.Helper()
 	var progress strings.Builder
 	res, err := Run(context.Background(), p, &progress)
@@ -88,7 +88,7 @@ func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
 	var p50s, p99s []float64
 	for i := 0; i < len(res.Slices); i += 2 {
 		champ, chall := res.Slices[i], res.Slices[i+1]
-		if champ.Arm != plan.Champion || chall.Arm != plan.Challenger {
+		if champ.Arm != contract.Champion || chall.Arm != contract.Challenger {
 			t.Fatalf("pair %d arms %s,%s", i/2, champ.Arm, chall.Arm)
 		}
 		p50s = append(p50s, float64(chall.LatencyUs.P50-champ.LatencyUs.P50))
@@ -175,7 +175,7 @@ func TestOrderFollowsThePlanAndTheSeed(t *testing.T) {
 	}
 	alt := orderOf(`"order":"alternate","seed":1`)
 	for i, arm := range alt {
-		if want := []string{plan.Champion, plan.Challenger}[i%2]; arm != want {
+		if want := []string{contract.Champion, contract.Challenger}[i%2]; arm != want {
 			t.Fatalf("alternate order %v", alt)
 		}
 	}
@@ -193,9 +193,9 @@ func TestOrderFollowsThePlanAndTheSeed(t *testing.T) {
 	first := 0
 	for seed := int64(0); seed < 200; seed++ {
 		s := seed
-		p := &plan.Plan{Pairs: 10, Order: plan.OrderBalanced, Seed: &s}
+		p := &plan.Plan{Plan: contract.Plan{Pairs: 10, Order: contract.OrderBalanced, Seed: &s}}
 		for i, arm := range p.SliceOrder() {
-			if i%2 == 0 && arm == plan.Challenger {
+			if i%2 == 0 && arm == contract.Challenger {
 				first++
 			}
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/result"
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
 // Histogram ranges in µs. Corrected latency can exceed the request timeout by the time a
@@ -37,7 +37,7 @@ type sliceAcc struct {
 	completed, ok      int64
 	recorded, newConns int64
 	early              int64 // sent before their intended time
-	errs               result.ErrorCounts
+	errs               contract.ErrorCounts
 	latency, svc, lag  *hdrhistogram.Histogram
 }
 
@@ -124,7 +124,7 @@ func clampUs(d time.Duration, hi int64) int64 {
 }
 
 // snapshot turns the finished accumulator into the slice's result record.
-func (a *sliceAcc) snapshot(pair int) result.Slice {
+func (a *sliceAcc) snapshot(pair int) contract.Slice {
 	end := a.end
 	if a.interrupted {
 		end = a.stoppedAt
@@ -133,17 +133,17 @@ func (a *sliceAcc) snapshot(pair int) result.Slice {
 	if a.latency == nil {
 		a.allocate()
 	}
-	s := result.Slice{
+	s := contract.Slice{
 		Index: a.index, Pair: pair, Arm: a.arm, Start: a.start, End: end,
 		Scheduled: a.scheduled, Sent: a.sent, Completed: a.completed, OK: a.ok,
 		Recorded: a.recorded, Errors: a.errs, Overflow: a.overflow, NewConnections: a.newConns,
-		LatencyUs: result.Latency{
+		LatencyUs: contract.Latency{
 			P50: a.latency.ValueAtQuantile(50), P90: a.latency.ValueAtQuantile(90),
 			P99: a.latency.ValueAtQuantile(99), P999: a.latency.ValueAtQuantile(99.9),
 			Max: a.latency.Max(),
 		},
-		ServiceTimeUs: result.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
-		DispatchLagUs: result.Quantiles2{P50: a.lag.ValueAtQuantile(50), P99: a.lag.ValueAtQuantile(99)},
+		ServiceTimeUs: contract.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
+		DispatchLagUs: contract.Quantiles2{P50: a.lag.ValueAtQuantile(50), P99: a.lag.ValueAtQuantile(99)},
 		ShortOfBudget: []string{},
 	}
 	if seconds > 0 {
@@ -153,8 +153,8 @@ func (a *sliceAcc) snapshot(pair int) result.Slice {
 	if enc, err := a.latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
 		s.Histogram = string(enc)
 	}
-	for _, b := range result.SampleBudget {
-		if a.recorded < b.Min {
+	for _, b := range contract.BudgetedPercentiles {
+		if a.recorded < contract.SampleBudget(b.Percentile) {
 			s.ShortOfBudget = append(s.ShortOfBudget, b.Name)
 		}
 	}
@@ -179,7 +179,7 @@ func (a *sliceAcc) snapshot(pair int) result.Slice {
 }
 
 // progressLine is the one-line summary printed on stderr when a slice is done.
-func progressLine(s *result.Slice, total int) string {
+func progressLine(s *contract.Slice, total int) string {
 	state := "valid"
 	if !s.Valid {
 		state = "INVALID (" + s.InvalidReason + ")"

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
 )
 
@@ -150,8 +151,8 @@ func newRequestFactory(p *plan.Plan) *requestFactory {
 		e := factoryEntry{req: c}
 		if c.Path.IsStatic() {
 			e.staticPath = map[string]string{
-				plan.Champion:   joinURL(p.Targets.Champion, c.Path.String()),
-				plan.Challenger: joinURL(p.Targets.Challenger, c.Path.String()),
+				contract.Champion:   joinURL(p.Targets.Champion, c.Path.String()),
+				contract.Challenger: joinURL(p.Targets.Challenger, c.Path.String()),
 			}
 		}
 		if c.Body.IsStatic() {

@@ -1,9 +1,11 @@
-// Package plan holds the load generator's experiment plan: what to send, to which two
-// targets, at what rate, in which slice order. Parse validates everything up front so that a
-// bad plan fails before any load is sent, with an error that names the field.
+// Package plan compiles the load generator's plan (contract.Plan): what to send, to which two
+// targets, at what rate, in which slice order. Compile validates everything against the
+// contract's limits up front, so that a bad plan fails before any load is sent, with an error
+// that names the field.
 package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,60 +16,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
-// Arm names, as they appear in plans and results.
-const (
-	Champion   = "champion"
-	Challenger = "challenger"
-)
-
-// Orders a plan may ask for.
-const (
-	OrderAlternate = "alternate"
-	OrderBalanced  = "balanced"
-)
-
-// MaxSafeSeed keeps seeds exact in JavaScript numbers, since the TypeScript side reads them.
-const MaxSafeSeed = 1<<53 - 1
-
-// Plan is the load generator's input document (see plan.schema.json).
+// Plan is a validated plan (contract.Plan, the load generator's input) with its workload
+// compiled: templates parsed, body files read, weights normalised.
 type Plan struct {
-	RunID         string            `json:"run_id,omitempty"`
-	Workload      string            `json:"workload,omitempty"`
-	Meta          map[string]string `json:"meta,omitempty"`
-	Targets       Targets           `json:"targets"`
-	Rate          float64           `json:"rate"`
-	SliceSeconds  float64           `json:"slice_seconds"`
-	Pairs         int               `json:"pairs"`
-	Order         string            `json:"order,omitempty"`
-	Seed          *int64            `json:"seed,omitempty"`
-	WarmupSeconds float64           `json:"warmup_seconds"`
-	SliceWarmupMs *int              `json:"slice_warmup_ms,omitempty"`
-	Connections   int               `json:"connections,omitempty"`
-	TimeoutMs     int               `json:"timeout_ms,omitempty"`
-	MaxQueue      int               `json:"max_queue,omitempty"`
-	Requests      []Request         `json:"requests"`
+	contract.Plan
 
-	// Compiled forms, filled by Validate.
 	compiled []CompiledRequest
 	weights  []float64 // cumulative, normalised to 1
-}
-
-// Targets are the two base URLs the run alternates between.
-type Targets struct {
-	Champion   string `json:"champion"`
-	Challenger string `json:"challenger"`
-}
-
-// Request is one entry of the workload mix.
-type Request struct {
-	Method   string            `json:"method,omitempty"`
-	Path     string            `json:"path"`
-	Headers  map[string]string `json:"headers,omitempty"`
-	Body     *string           `json:"body,omitempty"`
-	BodyFile string            `json:"body_file,omitempty"`
-	Weight   float64           `json:"weight,omitempty"`
 }
 
 // CompiledRequest is a Request with its templates parsed and its body file read.
@@ -106,119 +65,116 @@ func Load(path string) (*Plan, error) {
 	return Parse(f, filepath.Dir(path))
 }
 
-// Parse decodes a plan, rejecting unknown fields, and validates it.
+// Parse decodes a plan strictly and compiles it.
 func Parse(r io.Reader, baseDir string) (*Plan, error) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	var p Plan
-	if err := dec.Decode(&p); err != nil {
-		return nil, describeDecodeError(err)
+	var p contract.Plan
+	if err := contract.Decode(r, &p); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
 	}
-	if dec.More() {
-		return nil, errors.New("plan: trailing data after the JSON document")
+	return Compile(p, baseDir)
+}
+
+// Compile validates a plan against the contract's limits, fills its defaults (the schema's
+// `default`s) and compiles its workload. body_file paths are relative to baseDir.
+func Compile(cp contract.Plan, baseDir string) (*Plan, error) {
+	p := &Plan{Plan: cp}
+	for _, step := range []func() error{p.fillDefaults, p.checkIdentity, p.checkTargets, p.checkSchedule, p.checkTraffic} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
-	if err := p.Validate(baseDir); err != nil {
+	if err := p.compileRequests(baseDir); err != nil {
 		return nil, err
 	}
-	return &p, nil
+	return p, nil
 }
 
-func describeDecodeError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fieldErr(typeErr.Field, "expected %s, got a JSON %s", typeErr.Type, typeErr.Value)
-	}
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fieldErr(strings.Trim(rest, `"`), "unknown field")
-	}
-	return fmt.Errorf("plan: not valid JSON: %w", err)
-}
-
-// Validate checks every field, fills defaults and compiles the workload.
-func (p *Plan) Validate(baseDir string) error {
+func (p *Plan) fillDefaults() error {
 	if p.RunID == "" {
 		p.RunID = "run"
-	}
-	if !validRunID(p.RunID) {
-		return fieldErr("run_id", "must be 1-64 characters of [A-Za-z0-9._-], got %q", p.RunID)
 	}
 	if p.Workload == "" {
 		p.Workload = "default"
 	}
-	if !validRunID(p.Workload) {
-		return fieldErr("workload", "must be 1-64 characters of [A-Za-z0-9._-], got %q", p.Workload)
-	}
-	if len(p.Meta) > 32 {
-		return fieldErr("meta", "must have at most 32 keys, got %d", len(p.Meta))
-	}
-	for k, v := range p.Meta {
-		if !validRunID(k) || len(v) > 256 {
-			return fieldErr("meta."+k, "keys are [A-Za-z0-9._-]{1,64} and values at most 256 characters")
-		}
-	}
-	if err := validTarget("targets.champion", p.Targets.Champion); err != nil {
-		return err
-	}
-	if err := validTarget("targets.challenger", p.Targets.Challenger); err != nil {
-		return err
-	}
-	if !(p.Rate > 0) || math.IsInf(p.Rate, 0) || p.Rate > 1e6 {
-		return fieldErr("rate", "must be a number of requests per second in (0, 1000000], got %v", p.Rate)
-	}
-	if !(p.SliceSeconds > 0) || p.SliceSeconds > 3600 {
-		return fieldErr("slice_seconds", "must be in (0, 3600], got %v", p.SliceSeconds)
-	}
-	if p.Pairs < 1 || p.Pairs > 10000 {
-		return fieldErr("pairs", "must be an integer in [1, 10000], got %d", p.Pairs)
-	}
-	switch p.Order {
-	case "":
-		p.Order = OrderAlternate
-	case OrderAlternate, OrderBalanced:
-	default:
-		return fieldErr("order", "must be %q or %q, got %q", OrderAlternate, OrderBalanced, p.Order)
+	if p.Order == "" {
+		p.Order = contract.OrderAlternate
 	}
 	if p.Seed == nil {
-		s := rand.Int64N(MaxSafeSeed)
+		s := rand.Int64N(int64(contract.Seed.Max))
 		p.Seed = &s
-	} else if *p.Seed < 0 || *p.Seed > MaxSafeSeed {
-		return fieldErr("seed", "must be an integer in [0, 2^53-1], got %d", *p.Seed)
-	}
-	if p.WarmupSeconds < 0 || p.WarmupSeconds > 3600 {
-		return fieldErr("warmup_seconds", "must be in [0, 3600], got %v", p.WarmupSeconds)
 	}
 	if p.SliceWarmupMs == nil {
 		d := 200
 		p.SliceWarmupMs = &d
 	}
-	if *p.SliceWarmupMs < 0 || float64(*p.SliceWarmupMs) >= p.SliceSeconds*1000 {
-		return fieldErr("slice_warmup_ms", "must be in [0, slice_seconds*1000), got %d", *p.SliceWarmupMs)
-	}
 	if p.Connections == 0 {
 		p.Connections = 10
 	}
-	if p.Connections < 1 || p.Connections > 1000 {
-		return fieldErr("connections", "must be an integer in [1, 1000], got %d", p.Connections)
-	}
 	if p.TimeoutMs == 0 {
 		p.TimeoutMs = 2000
-	}
-	if p.TimeoutMs < 1 || p.TimeoutMs > 60000 {
-		return fieldErr("timeout_ms", "must be an integer in [1, 60000], got %d", p.TimeoutMs)
 	}
 	if p.MaxQueue == 0 {
 		// Anything queued longer than a timeout's worth of schedule is already lost.
 		p.MaxQueue = max(64, int(math.Ceil(p.Rate*float64(p.TimeoutMs)/1000)))
 	}
-	if p.MaxQueue < 1 || p.MaxQueue > 10_000_000 {
-		return fieldErr("max_queue", "must be an integer in [1, 10000000], got %d", p.MaxQueue)
+	return nil
+}
+
+// check names the field whose value lies outside its limit.
+func check(field string, err error) error {
+	if err != nil {
+		return &FieldError{Field: field, Msg: err.Error()}
 	}
-	return p.compileRequests(baseDir)
+	return nil
+}
+
+func (p *Plan) checkIdentity() error {
+	if p.Builds != nil {
+		b := p.Builds
+		if err := cmp.Or(check("builds.kind", contract.Kinds.Check(b.Kind)),
+			check("builds.champion_sha", contract.SHA.Check(b.ChampionSHA)),
+			check("builds.challenger_sha", contract.SHA.Check(b.ChallengerSHA))); err != nil {
+			return err
+		}
+	}
+	return cmp.Or(check("run_id", contract.Name.Check(p.RunID)), check("workload", contract.Name.Check(p.Workload)))
+}
+
+func (p *Plan) checkTargets() error {
+	if p.Targets == nil {
+		return fieldErr("targets", "is required (the two base URLs, such as http://127.0.0.1:8001)")
+	}
+	return cmp.Or(validTarget("targets.champion", p.Targets.Champion), validTarget("targets.challenger", p.Targets.Challenger))
+}
+
+func (p *Plan) checkSchedule() error {
+	if err := cmp.Or(
+		check("rate", contract.Rate.Check(p.Rate)),
+		check("slice_seconds", contract.SliceSeconds.Check(p.SliceSeconds)),
+		check("pairs", contract.Pairs.Check(float64(p.Pairs))),
+		check("order", contract.Orders.Check(p.Order)),
+		check("seed", contract.Seed.Check(float64(*p.Seed))),
+		check("warmup_seconds", contract.WarmupSeconds.Check(p.WarmupSeconds)),
+		check("slice_warmup_ms", contract.SliceWarmupMs.Check(float64(*p.SliceWarmupMs))),
+	); err != nil {
+		return err
+	}
+	if float64(*p.SliceWarmupMs) >= p.SliceSeconds*1000 {
+		return fieldErr("slice_warmup_ms", "must be less than the slice (slice_seconds*1000 = %v), got %d", p.SliceSeconds*1000, *p.SliceWarmupMs)
+	}
+	return nil
+}
+
+func (p *Plan) checkTraffic() error {
+	return cmp.Or(
+		check("connections", contract.Connections.Check(float64(p.Connections))),
+		check("timeout_ms", contract.TimeoutMs.Check(float64(p.TimeoutMs))),
+		check("max_queue", contract.MaxQueue.Check(float64(p.MaxQueue))),
+	)
 }
 
 func (p *Plan) compileRequests(baseDir string) error {
-	if len(p.Requests) == 0 {
+	if len(p.Requests) < contract.AtLeastOne.Min {
 		return fieldErr("requests", "must list at least one request")
 	}
 	total := 0.0
@@ -233,8 +189,8 @@ func (p *Plan) compileRequests(baseDir string) error {
 		if r.Weight == 0 {
 			r.Weight = 1
 		}
-		if r.Weight < 0 || math.IsInf(r.Weight, 0) {
-			return fieldErr(field+".weight", "must be a positive number, got %v", r.Weight)
+		if err := check(field+".weight", contract.Weight.Check(r.Weight)); err != nil {
+			return err
 		}
 		total += r.Weight
 		p.compiled[i] = c
@@ -249,26 +205,23 @@ func (p *Plan) compileRequests(baseDir string) error {
 	return nil
 }
 
-func compileRequest(r *Request, field, baseDir string) (CompiledRequest, error) {
+func compileRequest(r *contract.Request, field, baseDir string) (CompiledRequest, error) {
 	var c CompiledRequest
 	if r.Method == "" {
 		r.Method = "GET"
 	}
 	r.Method = strings.ToUpper(r.Method)
-	if !isToken(r.Method) {
-		return c, fieldErr(field+".method", "must be an HTTP method token, got %q", r.Method)
+	if err := cmp.Or(check(field+".method", contract.Token.Check(r.Method)), check(field+".path", contract.URLPath.Check(r.Path))); err != nil {
+		return c, err
 	}
 	c.Method = r.Method
-	if !strings.HasPrefix(r.Path, "/") {
-		return c, fieldErr(field+".path", "must start with /, got %q", r.Path)
-	}
 	var err error
 	if c.Path, err = ParseTemplate(r.Path); err != nil {
 		return c, fieldErr(field+".path", "%v", err)
 	}
 	for name, value := range r.Headers {
-		if !isToken(name) {
-			return c, fieldErr(field+".headers", "header name %q is not an HTTP token", name)
+		if err := check(field+".headers", contract.Token.Check(name)); err != nil {
+			return c, err
 		}
 		t, err := ParseTemplate(value)
 		if err != nil {
@@ -315,7 +268,7 @@ func (p *Plan) Pick(u float64) int {
 
 // Target returns the base URL of an arm.
 func (p *Plan) Target(arm string) string {
-	if arm == Champion {
+	if arm == contract.Champion {
 		return p.Targets.Champion
 	}
 	return p.Targets.Challenger
@@ -327,10 +280,10 @@ func (p *Plan) SliceOrder() []string {
 	rng := rand.New(rand.NewPCG(uint64(*p.Seed), 0x9e3779b97f4a7c15))
 	order := make([]string, 0, 2*p.Pairs)
 	for range p.Pairs {
-		if p.Order == OrderBalanced && rng.IntN(2) == 1 {
-			order = append(order, Challenger, Champion)
+		if p.Order == contract.OrderBalanced && rng.IntN(2) == 1 {
+			order = append(order, contract.Challenger, contract.Champion)
 		} else {
-			order = append(order, Champion, Challenger)
+			order = append(order, contract.Champion, contract.Challenger)
 		}
 	}
 	return order
@@ -355,28 +308,4 @@ func validTarget(field, raw string) error {
 		return fieldErr(field, "must be a base URL without query or fragment, got %q", raw)
 	}
 	return nil
-}
-
-func validRunID(s string) bool {
-	if len(s) < 1 || len(s) > 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return s != "." && s != ".."
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c <= ' ' || c >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", c) {
-			return false
-		}
-	}
-	return true
 }

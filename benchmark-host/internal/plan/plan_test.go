@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,7 @@ func TestDefaultsAreFilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Order != OrderAlternate || *p.SliceWarmupMs != 200 || p.Connections != 10 || p.TimeoutMs != 2000 ||
+	if p.Order != contract.OrderAlternate || *p.SliceWarmupMs != 200 || p.Connections != 10 || p.TimeoutMs != 2000 ||
 		p.MaxQueue != 200 || p.Requests[0].Method != "GET" || p.RunID != "run" {
 		t.Errorf("defaults: %+v", p)
 	}
@@ -78,7 +80,7 @@ func TestTemplatesExpandDeterministically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := Vars{Seed: 9, Seq: 7, Run: "r1", Arm: Challenger, Slice: 3}
+	v := Vars{Seed: 9, Seq: 7, Run: "r1", Arm: contract.Challenger, Slice: 3}
 	a := string(tpl.Append(nil, &v))
 	b := string(tpl.Append(nil, &v))
 	if a != b || !strings.HasPrefix(a, "/t/r1/challenger/3/7/") {

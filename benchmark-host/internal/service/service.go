@@ -18,19 +18,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
-// Spec says how to start and check a service; it comes from the repo config.
-type Spec struct {
-	Command              []string          `json:"command"`
-	Env                  map[string]string `json:"env,omitempty"`
-	HealthPath           string            `json:"health_path,omitempty"`
-	HealthTimeoutSeconds float64           `json:"health_timeout_seconds,omitempty"`
-}
-
-// Validate checks the spec and fills defaults; errors name the field.
-func (s *Spec) Validate() error {
-	if len(s.Command) == 0 || s.Command[0] == "" {
+// Validate checks a service spec against the contract's limits and fills its defaults;
+// errors name the field.
+func Validate(s *contract.ServiceSpec) error {
+	if len(s.Command) < contract.AtLeastOne.Min || s.Command[0] == "" {
 		return errors.New("service.command: required, an argv list such as [\"./bin/server\"]")
 	}
 	if !filepath.IsAbs(s.Command[0]) && !strings.HasPrefix(s.Command[0], "./") && strings.Contains(s.Command[0], "/") {
@@ -44,14 +39,14 @@ func (s *Spec) Validate() error {
 	if s.HealthPath == "" {
 		s.HealthPath = "/health"
 	}
-	if !strings.HasPrefix(s.HealthPath, "/") {
-		return fmt.Errorf("service.health_path: must start with /, got %q", s.HealthPath)
+	if err := contract.URLPath.Check(s.HealthPath); err != nil {
+		return fmt.Errorf("service.health_path: %w", err)
 	}
 	if s.HealthTimeoutSeconds == 0 {
 		s.HealthTimeoutSeconds = 30
 	}
-	if s.HealthTimeoutSeconds < 0 || s.HealthTimeoutSeconds > 600 {
-		return fmt.Errorf("service.health_timeout_seconds: must be in (0, 600], got %v", s.HealthTimeoutSeconds)
+	if err := contract.HealthTimeoutSeconds.Check(s.HealthTimeoutSeconds); err != nil {
+		return fmt.Errorf("service.health_timeout_seconds: %w", err)
 	}
 	return nil
 }
@@ -68,7 +63,7 @@ type Process struct {
 
 // Start launches the spec's command in dir with PORT set, as user (when non-empty and we are
 // root), in its own process group, with stdout and stderr appended to logPath.
-func Start(name string, spec Spec, dir string, port int, logPath, runAs string) (*Process, error) {
+func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath, runAs string) (*Process, error) {
 	// Something else answering on the port would pass the health check in our service's place.
 	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 		return nil, fmt.Errorf("%s: port %d is already in use by another process (%v); stop it or configure another port", name, port, err)

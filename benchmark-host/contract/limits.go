@@ -1,0 +1,161 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Range is the interval a number must lie in. Max may be +Inf: no upper bound.
+type Range struct {
+	Min, Max     float64
+	MinExclusive bool
+}
+
+// Contains reports whether v lies in the range (NaN never does).
+func (r Range) Contains(v float64) bool {
+	if math.IsNaN(v) || v > r.Max || v < r.Min || (r.MinExclusive && v == r.Min) {
+		return false
+	}
+	return !math.IsInf(v, 0)
+}
+
+// Check says what is wrong with v, for an error that the caller prefixes with the field.
+func (r Range) Check(v float64) error {
+	if r.Contains(v) {
+		return nil
+	}
+	return fmt.Errorf("must be %s, got %s", r, number(v))
+}
+
+// String is the range as a sentence fragment: "in (0, 3600]", "at least 2", "positive".
+func (r Range) String() string {
+	open := "["
+	if r.MinExclusive {
+		open = "("
+	}
+	switch {
+	case !math.IsInf(r.Max, 1):
+		return fmt.Sprintf("in %s%s, %s]", open, number(r.Min), number(r.Max))
+	case r.MinExclusive && r.Min == 0:
+		return "positive"
+	case r.MinExclusive:
+		return "more than " + number(r.Min)
+	}
+	return "at least " + number(r.Min)
+}
+
+// number prints a limit or a value the way a user wrote it: 1000000, not 1e+06.
+func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Pattern is a regular expression that means the same in Go (RE2) and in JavaScript (the
+// schema's `pattern`, which zod checks), so it may use neither lookaround nor backreferences.
+type Pattern struct {
+	Expr string
+	// Want is the expected form in words, for error messages.
+	Want string
+	re   *regexp.Regexp
+}
+
+func pattern(expr, want string) Pattern {
+	return Pattern{Expr: expr, Want: want, re: regexp.MustCompile(expr)}
+}
+
+// MatchString reports whether s has the form.
+func (p Pattern) MatchString(s string) bool { return p.re.MatchString(s) }
+
+// Check says what is wrong with s.
+func (p Pattern) Check(s string) error {
+	if p.re.MatchString(s) {
+		return nil
+	}
+	return fmt.Errorf("must be %s, got %q", p.Want, s)
+}
+
+// Enum is the closed set of values a string may take.
+type Enum []string
+
+// Check says what is wrong with s.
+func (e Enum) Check(s string) error {
+	for _, v := range e {
+		if s == v {
+			return nil
+		}
+	}
+	quoted := make([]string, len(e))
+	for i, v := range e {
+		quoted[i] = strconv.Quote(v)
+	}
+	return fmt.Errorf("must be %s, got %q", strings.Join(quoted, " or "), s)
+}
+
+// Items bounds the length of a list.
+type Items struct{ Min int }
+
+// Const is the one value a field may take.
+type Const struct{ Value any }
+
+// The limits. A message field names its limit in a `limit:"…"` tag; validation calls the
+// same value's Check, and the schema generator writes it into the JSON Schema.
+var (
+	// Name is a workload's name and a plan's run id: safe in paths, keys and reports.
+	Name = pattern(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit")
+	// RunID is a run's id in an SSH command: lowercase, so it reads the same everywhere.
+	RunID = pattern(`^[a-z0-9][a-z0-9-]{2,63}$`, "3-64 characters of a-z 0-9 -, starting with a letter or digit")
+	// SHA names a build: a commit SHA, or a content digest for local builds.
+	SHA = pattern(`^[0-9a-f]{7,40}$`, "7-40 lowercase hex characters")
+	// Token is an HTTP token (RFC 9110): a method, a header name.
+	Token = pattern("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "an HTTP token such as GET or Content-Type")
+	// URLPath is a request path or a health path.
+	URLPath = pattern(`^/`, "a path starting with /")
+
+	// Rate is requests per second over the whole run, whichever arm is in its slice.
+	Rate          = Range{Min: 0, Max: 1_000_000, MinExclusive: true}
+	SliceSeconds  = Range{Min: 0, Max: 3600, MinExclusive: true}
+	Pairs         = Range{Min: 1, Max: 10_000}
+	WarmupSeconds = Range{Min: 0, Max: 3600}
+	// SliceWarmupMs is further bounded by the slice itself (less than slice_seconds × 1000).
+	SliceWarmupMs = Range{Min: 0, Max: 3_600_000}
+	Connections   = Range{Min: 1, Max: 1000}
+	TimeoutMs     = Range{Min: 1, Max: 60_000}
+	MaxQueue      = Range{Min: 1, Max: 10_000_000}
+	Weight        = Range{Min: 0, Max: math.Inf(1), MinExclusive: true}
+	// Seed stays exact in JavaScript numbers, since the TypeScript side reads it.
+	Seed = Range{Min: 0, Max: 1<<53 - 1}
+
+	HealthTimeoutSeconds = Range{Min: 0, Max: 600, MinExclusive: true}
+
+	// FloorPairs: an interval needs at least two paired differences.
+	FloorPairs  = Range{Min: 2, Max: 10_000}
+	HalfWidthMs = Range{Min: 0, Max: 1e6}
+
+	// Count is anything counted; Amount anything measured that cannot be negative.
+	Count  = Range{Min: 0, Max: math.Inf(1)}
+	Amount = Range{Min: 0, Max: math.Inf(1)}
+
+	Orders          = Enum{OrderAlternate, OrderBalanced}
+	Arms            = Enum{Champion, Challenger}
+	Kinds           = Enum{KindAB, KindAA}
+	RunStatuses     = Enum{StatusOK, StatusError, StatusAborted}
+	FindingStatuses = Enum{FindingOK, FindingFlag, FindingRefuse}
+
+	AtLeastOne = Items{Min: 1}
+
+	ResultSchemaVersion = Const{Value: SchemaVersion}
+)
+
+// Limits maps the name in a field's `limit` tag to its limit, for the schema generator.
+var Limits = map[string]any{
+	"name": Name, "run_id": RunID, "sha": SHA, "token": Token, "url_path": URLPath,
+	"rate": Rate, "slice_seconds": SliceSeconds, "pairs": Pairs, "warmup_seconds": WarmupSeconds,
+	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "timeout_ms": TimeoutMs,
+	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
+	"health_timeout_seconds": HealthTimeoutSeconds,
+	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs,
+	"count": Count, "amount": Amount,
+	"order": Orders, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
+	"at_least_one":   AtLeastOne,
+	"schema_version": ResultSchemaVersion,
+}

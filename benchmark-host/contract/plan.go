@@ -1,0 +1,107 @@
+package contract
+
+// Arms, as plans and results name them.
+const (
+	Champion   = "champion"
+	Challenger = "challenger"
+)
+
+// Orders a plan may ask for.
+const (
+	// OrderAlternate measures the champion first in every pair.
+	OrderAlternate = "alternate"
+	// OrderBalanced flips a seeded coin per pair, so drift cannot favour one arm.
+	OrderBalanced = "balanced"
+)
+
+// Kinds of run.
+const (
+	KindAB = "ab" // champion against challenger
+	KindAA = "aa" // the champion's build on both ports: the noise floor
+)
+
+// Plan is the load generator's input: one interleaved champion/challenger experiment
+// (`loadgen --plan FILE`, and the `loadgen` of a run request).
+type Plan struct {
+	// Names the run; templates read it as {{run}}. On a host, the run's id.
+	RunID string `json:"run_id,omitempty" limit:"name" default:"run"`
+	// Names the workload; the verdict engine compares results per workload and rate.
+	Workload string `json:"workload,omitempty" limit:"name" default:"default"`
+	// The builds measured, recorded in the result. Set by the host, never sent to it.
+	Builds *Builds `json:"builds,omitempty"`
+	// The two base URLs. Set by the host to its ports, never sent to it.
+	Targets *Targets `json:"targets,omitempty"`
+	// Requests per second for the whole run, whichever arm is in its slice.
+	Rate float64 `json:"rate" limit:"rate"`
+	// The length of one slice: one contiguous window of load against one arm.
+	SliceSeconds float64 `json:"slice_seconds" limit:"slice_seconds"`
+	// Pairs of slices, one per arm each.
+	Pairs int `json:"pairs" limit:"pairs"`
+	// alternate: champion first in every pair; balanced: a seeded random order per pair.
+	Order string `json:"order,omitempty" limit:"order" default:"alternate"`
+	// Seeds the order and the {{rand}} templates; random when left out, and recorded.
+	Seed *int64 `json:"seed,omitempty" limit:"seed"`
+	// Unrecorded load on both arms before the first slice.
+	WarmupSeconds float64 `json:"warmup_seconds,omitempty" limit:"warmup_seconds" default:"0"`
+	// The unrecorded start of every slice, less than the slice itself.
+	SliceWarmupMs *int `json:"slice_warmup_ms,omitempty" limit:"slice_warmup_ms" default:"200"`
+	// Keep-alive connections per target.
+	Connections int `json:"connections,omitempty" limit:"connections" default:"10"`
+	// A request's deadline; a late request is recorded at its latency.
+	TimeoutMs int `json:"timeout_ms,omitempty" limit:"timeout_ms" default:"2000"`
+	// Requests waiting per target before one is an overflow; by default a timeout's worth.
+	MaxQueue int `json:"max_queue,omitempty" limit:"max_queue"`
+	// The workload mix.
+	Requests []Request `json:"requests" limit:"at_least_one"`
+}
+
+// Targets are the two base URLs a run alternates between.
+type Targets struct {
+	// e.g. http://127.0.0.1:8001
+	Champion string `json:"champion"`
+	// e.g. http://127.0.0.1:8002
+	Challenger string `json:"challenger"`
+}
+
+// Builds says what a run measured: its kind and the two builds. In an A/A run the
+// challenger is the champion's build.
+type Builds struct {
+	Kind          string `json:"kind" limit:"kind"`
+	ChampionSHA   string `json:"champion_sha" limit:"sha"`
+	ChallengerSHA string `json:"challenger_sha" limit:"sha"`
+}
+
+// Request is one entry of the workload mix. Paths, header values and bodies may hold
+// templates: {{seq}} {{rand}} {{rand N}} {{run}} {{arm}} {{slice}}.
+type Request struct {
+	Method  string            `json:"method,omitempty" limit:"token" default:"GET"`
+	Path    string            `json:"path" limit:"url_path"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    *string           `json:"body,omitempty"`
+	// A file read as the body, relative to the plan's directory (loadgen only: a host refuses it).
+	BodyFile string `json:"body_file,omitempty"`
+	// Relative share of the mix.
+	Weight float64 `json:"weight,omitempty" limit:"weight" default:"1"`
+}
+
+// ServiceSpec says how the host starts and checks a build: from the repository's config.
+type ServiceSpec struct {
+	// An argv list run in the release directory with PORT set, never through a shell.
+	Command []string `json:"command" limit:"at_least_one"`
+	// Added to the service's environment (PORT is the host's).
+	Env map[string]string `json:"env,omitempty"`
+	// Must answer 200 before any load.
+	HealthPath           string  `json:"health_path,omitempty" limit:"url_path" default:"/health"`
+	HealthTimeoutSeconds float64 `json:"health_timeout_seconds,omitempty" limit:"health_timeout_seconds" default:"30"`
+}
+
+// RunRequest is what `perf-host run` and `perf-host aa` read on stdin.
+type RunRequest struct {
+	// The deployed build to measure; an A/A run leaves it out.
+	ChallengerSHA string `json:"challenger_sha,omitempty" limit:"sha"`
+	// When given, the run refuses a host whose champion is another build.
+	ChampionSHA string      `json:"champion_sha,omitempty" limit:"sha"`
+	Service     ServiceSpec `json:"service"`
+	// The load generator's plan, without targets and builds: the host sets them.
+	Loadgen Plan `json:"loadgen"`
+}

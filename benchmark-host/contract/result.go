@@ -1,0 +1,160 @@
+package contract
+
+import "time"
+
+// SchemaVersion of the result. Change it with any change a reader of an older version would
+// misread.
+const SchemaVersion = 1
+
+// Result is one interleaved experiment, as the load generator writes it.
+type Result struct {
+	SchemaVersion int    `json:"schema_version" limit:"schema_version"`
+	Generator     string `json:"generator"`
+	// The plan with its defaults filled.
+	Plan Plan `json:"plan"`
+	// The seed the run used (the plan's, or the one drawn for it).
+	Seed int64 `json:"seed" limit:"seed"`
+	// The arm of every slice, in order.
+	Order   []string  `json:"order" limit:"arm"`
+	Host    HostInfo  `json:"host"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// The run stopped before its last slice.
+	Partial       bool    `json:"partial"`
+	PartialReason string  `json:"partial_reason,omitempty"`
+	Warmup        Warmup  `json:"warmup"`
+	Slices        []Slice `json:"slices"`
+}
+
+// HostInfo fingerprints the machine a result was measured on, so that results of differently
+// configured hosts are never silently compared.
+type HostInfo struct {
+	Hostname   string     `json:"hostname"`
+	GoVersion  string     `json:"go_version"`
+	GOMAXPROCS int        `json:"gomaxprocs"`
+	NumCPU     int        `json:"num_cpu"`
+	CPUModel   string     `json:"cpu_model"`
+	Kernel     string     `json:"kernel"`
+	LoadAvg    [3]float64 `json:"load_avg"`
+	// Where readable.
+	Governor   string `json:"cpu_governor,omitempty"`
+	MaxFreqKHz int64  `json:"cpu_max_freq_khz,omitempty"`
+}
+
+// Warmup summarises the unrecorded load sent before the first slice.
+type Warmup struct {
+	Seconds  float64 `json:"seconds" limit:"amount"`
+	Sent     int64   `json:"sent" limit:"count"`
+	OK       int64   `json:"ok" limit:"count"`
+	Errors   int64   `json:"errors" limit:"count"`
+	Overflow int64   `json:"overflow" limit:"count"`
+}
+
+// Slice is one contiguous window of load against one arm.
+type Slice struct {
+	Index int       `json:"index" limit:"count"`
+	Pair  int       `json:"pair" limit:"count"`
+	Arm   string    `json:"arm" limit:"arm"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Requests due on the schedule in the slice, sent, answered or failed, answered 2xx/3xx.
+	Scheduled int64 `json:"scheduled" limit:"count"`
+	Sent      int64 `json:"sent" limit:"count"`
+	Completed int64 `json:"completed" limit:"count"`
+	OK        int64 `json:"ok" limit:"count"`
+	// Requests in the latency histogram (past the slice's warm-up).
+	Recorded int64       `json:"recorded" limit:"count"`
+	Errors   ErrorCounts `json:"errors"`
+	// Requests that found the queue full and were not sent; the slice is then invalid.
+	Overflow       int64 `json:"overflow" limit:"count"`
+	NewConnections int64 `json:"new_connections" limit:"count"`
+	// Requests put on the wire inside the slice's window, per second.
+	AchievedRPS float64 `json:"achieved_rps" limit:"amount"`
+	OKRPS       float64 `json:"ok_rps" limit:"amount"`
+	// Completion − intended send: free of coordinated omission.
+	LatencyUs Latency `json:"latency_us"`
+	// Completion − actual send.
+	ServiceTimeUs Quantiles2 `json:"service_time_us"`
+	// Actual − intended send: how far the generator fell behind its own schedule.
+	DispatchLagUs Quantiles2 `json:"dispatch_lag_us"`
+	// Corrected latency in µs, HdrHistogram compressed base64 V2.
+	Histogram string `json:"histogram"`
+	// The named percentiles the slice recorded too few requests for (see SampleBudget).
+	ShortOfBudget []string `json:"short_of_budget"`
+	Valid         bool     `json:"valid"`
+	InvalidReason string   `json:"invalid_reason,omitempty"`
+}
+
+// ErrorCounts counts failed requests by class.
+type ErrorCounts struct {
+	Connect int64 `json:"connect" limit:"count"`
+	Timeout int64 `json:"timeout" limit:"count"`
+	Status4 int64 `json:"4xx" limit:"count"`
+	Status5 int64 `json:"5xx" limit:"count"`
+	Other   int64 `json:"other" limit:"count"`
+}
+
+// Total is the number of failed requests of any class.
+func (e ErrorCounts) Total() int64 { return e.Connect + e.Timeout + e.Status4 + e.Status5 + e.Other }
+
+// Latency is a slice's corrected latency at its named percentiles, in µs.
+type Latency struct {
+	P50  int64 `json:"p50" limit:"count"`
+	P90  int64 `json:"p90" limit:"count"`
+	P99  int64 `json:"p99" limit:"count"`
+	P999 int64 `json:"p999" limit:"count"`
+	Max  int64 `json:"max" limit:"count"`
+}
+
+// Quantiles2 is a median and a p99, in µs.
+type Quantiles2 struct {
+	P50 int64 `json:"p50" limit:"count"`
+	P99 int64 `json:"p99" limit:"count"`
+}
+
+// Run statuses.
+const (
+	StatusOK      = "ok"
+	StatusError   = "error"
+	StatusAborted = "aborted"
+)
+
+// Outcome is how a run ended: the last line of `wait` (after OutcomeMarker) and outcome.json.
+type Outcome struct {
+	RunID string `json:"run_id"`
+	// Left out when the run died before its kind was read.
+	Kind   string `json:"kind,omitempty" limit:"kind"`
+	Status string `json:"status" limit:"run_status"`
+	// Why it failed: preflight, champion_unhealthy, challenger_unhealthy, challenger_crashed,
+	// loadgen, aborted, executor_died or internal.
+	ErrorKind string    `json:"error_kind,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended"`
+}
+
+// OutcomeMarker starts the last line `wait` prints; the outcome as JSON follows it.
+const OutcomeMarker = "perf-gate-outcome "
+
+// Finding statuses: a refusal stops the run; a flag is recorded for the verdict to weigh.
+const (
+	FindingOK     = "ok"
+	FindingFlag   = "flag"
+	FindingRefuse = "refuse"
+)
+
+// Finding is one pre-flight check's result.
+type Finding struct {
+	Check  string `json:"check"`
+	Status string `json:"status" limit:"finding_status"`
+	Detail string `json:"detail"`
+}
+
+// HostResult is what `perf-host result` prints for a run that sent load: the load generator's
+// result, how the run ended and the pre-flight findings. (A run that ended before any load
+// has no result; `result` then prints only {"outcome": …}.)
+type HostResult struct {
+	Result
+	Outcome   Outcome   `json:"outcome"`
+	Preflight []Finding `json:"preflight"`
+}

@@ -1,0 +1,29 @@
+package contract
+
+import (
+	"math"
+	"strconv"
+)
+
+// Key names a comparison, a floor and a run's place in the evidence: "workload@rate", with
+// the rate as its shortest decimal and never an exponent (1000000, not 1e+06). The
+// TypeScript side's comparisonKey must agree: both are checked against testdata/keys.json.
+func Key(workload string, rate float64) string {
+	return workload + "@" + strconv.FormatFloat(rate, 'f', -1, 64)
+}
+
+// SampleBudget is the fewest recorded requests for which a percentile is stable: ten requests
+// beyond it (p99 → 1,000; p99.9 → 10,000). The TypeScript side computes the same formula;
+// both are checked against testdata/sample-budget.json.
+func SampleBudget(percentile float64) int64 {
+	// Rounded to a millionth first: in floating point 10/(1−0.999) is 10000.0000000011, and
+	// the ceiling of that would ask for 10,001.
+	exact := 10 / (1 - percentile/100)
+	return int64(math.Ceil(math.Round(exact*1e6) / 1e6))
+}
+
+// BudgetedPercentiles are the named percentiles a slice reports as short of budget.
+var BudgetedPercentiles = []struct {
+	Name       string
+	Percentile float64
+}{{"p99", 99}, {"p999", 99.9}}

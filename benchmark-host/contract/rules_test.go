@@ -1,0 +1,82 @@
+package contract
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+func readVectors(t *testing.T, file string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+// The same vectors are checked on the TypeScript side (test/contract/rules.test.ts).
+func TestKeyMatchesTheSharedVectors(t *testing.T) {
+	var f struct {
+		Vectors []struct {
+			Workload string  `json:"workload"`
+			Rate     float64 `json:"rate"`
+			Key      string  `json:"key"`
+		} `json:"vectors"`
+	}
+	readVectors(t, "testdata/keys.json", &f)
+	for _, v := range f.Vectors {
+		if got := Key(v.Workload, v.Rate); got != v.Key {
+			t.Errorf("Key(%q, %v) = %q, want %q", v.Workload, v.Rate, got, v.Key)
+		}
+	}
+}
+
+func TestSampleBudgetMatchesTheSharedVectors(t *testing.T) {
+	var f struct {
+		Vectors []struct {
+			Percentile float64 `json:"percentile"`
+			Budget     int64   `json:"budget"`
+		} `json:"vectors"`
+	}
+	readVectors(t, "testdata/sample-budget.json", &f)
+	for _, v := range f.Vectors {
+		if got := SampleBudget(v.Percentile); got != v.Budget {
+			t.Errorf("SampleBudget(%v) = %d, want %d", v.Percentile, got, v.Budget)
+		}
+	}
+}
+
+func TestLimitsCheckTheirBounds(t *testing.T) {
+	for _, c := range []struct {
+		r    Range
+		v    float64
+		want string
+	}{
+		{SliceSeconds, 0, "must be in (0, 3600], got 0"},
+		{SliceSeconds, 3600, ""},
+		{SliceSeconds, 3600.5, "must be in (0, 3600], got 3600.5"},
+		{Rate, 1e6, ""},
+		{Rate, 2e6, "must be in (0, 1000000], got 2000000"},
+		{Weight, -1, "must be positive, got -1"},
+		{Count, -1, "must be at least 0, got -1"},
+	} {
+		err := c.r.Check(c.v)
+		if got := ""; err != nil {
+			got = err.Error()
+			if got != c.want {
+				t.Errorf("%v.Check(%v) = %q, want %q", c.r, c.v, got, c.want)
+			}
+		} else if c.want != "" {
+			t.Errorf("%v.Check(%v) passed, want %q", c.r, c.v, c.want)
+		}
+	}
+	if err := Name.Check(".."); err == nil {
+		t.Error(`Name accepts ".."`)
+	}
+	if err := Orders.Check("random"); err == nil || err.Error() != `must be "alternate" or "balanced", got "random"` {
+		t.Errorf("Orders.Check: %v", err)
+	}
+}

@@ -1,0 +1,32 @@
+// Usage errors: the command line itself is wrong. The CLI prints the message and the
+// command's usage, and exits 2.
+import { parseArgs, type ParseArgsConfig } from "node:util";
+
+export class UsageError extends Error {
+  override name = "UsageError";
+  constructor(
+    message: string,
+    readonly usage: string,
+  ) {
+    super(message);
+  }
+}
+
+/** node:util's parseArgs, with its errors (an unknown option, a missing value) as usage errors. */
+export function parseCommandLine<T extends ParseArgsConfig>(config: T, usage: string) {
+  try {
+    return parseArgs(config);
+  } catch (e) {
+    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""), usage);
+  }
+}
+
+/** A number option: its value, or the fallback when absent. */
+export function numberOption(flag: string, raw: unknown, usage: string): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(n)) {
+    throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`, usage);
+  }
+  return n;
+}

@@ -1,0 +1,69 @@
+// What the action sends the benchmark host: the load generator's plan, the service spec and
+// the run request. Mirrors benchmark-host/contract (plan.go); test/contract checks every field,
+// bound, pattern and default against the JSON Schemas generated from it.
+import { z } from "zod";
+
+export const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
+export const sha = z.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
+const urlPath = z.string().regex(/^\//, "must start with /");
+
+/** Requests per second over the whole run, whichever arm is in its slice. */
+export const rate = z.number().positive().max(1_000_000);
+
+export const ARMS = ["champion", "challenger"] as const;
+export const KINDS = ["ab", "aa"] as const;
+/** A run's kind: champion against challenger, or the champion on both ports (A/A). */
+export type Kind = (typeof KINDS)[number];
+
+export const targetsSchema = z.looseObject({ champion: z.string(), challenger: z.string() });
+
+export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha });
+export type Builds = z.infer<typeof buildsSchema>;
+
+export const requestSchema = z.looseObject({
+  method: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
+  path: urlPath,
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.string().optional(),
+  body_file: z.string().optional(),
+  weight: z.number().positive().default(1),
+});
+
+/** The load generator's plan; a run request's has no targets or builds (the host sets them). */
+export const planSchema = z.looseObject({
+  run_id: name.default("run"),
+  workload: name.default("default"),
+  builds: buildsSchema.optional(),
+  targets: targetsSchema.optional(),
+  rate,
+  slice_seconds: z.number().positive().max(3600),
+  pairs: z.number().int().min(1).max(10_000),
+  order: z.enum(["alternate", "balanced"]).default("alternate"),
+  seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  warmup_seconds: z.number().min(0).max(3600).default(0),
+  slice_warmup_ms: z.number().int().min(0).max(3_600_000).default(200),
+  connections: z.number().int().min(1).max(1000).default(10),
+  timeout_ms: z.number().int().min(1).max(60_000).default(2000),
+  max_queue: z.number().int().min(1).max(10_000_000).optional(),
+  requests: z.array(requestSchema).min(1),
+});
+export type Plan = z.infer<typeof planSchema>;
+
+export const serviceSchema = z.looseObject({
+  command: z.array(z.string()).min(1, "the start command, an argv list such as [./bin/server]"),
+  env: z.record(z.string(), z.string()).optional(),
+  health_path: urlPath.default("/health"),
+  health_timeout_seconds: z.number().positive().max(600).default(30),
+});
+/** A service spec as sent: defaults may be left to the host. */
+export type ServiceSpec = z.input<typeof serviceSchema>;
+
+/** What perf-host run and aa read on stdin. */
+export const runRequestSchema = z.looseObject({
+  challenger_sha: sha.optional(),
+  champion_sha: sha.optional(),
+  service: serviceSchema,
+  loadgen: planSchema,
+});
+/** A run request as the action writes it: defaults may be left to the host. */
+export type RunRequest = z.input<typeof runRequestSchema>;

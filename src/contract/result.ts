@@ -1,0 +1,96 @@
+// What the benchmark host sends back: the load generator's result, the outcome of a run, the
+// pre-flight findings. Mirrors benchmark-host/contract (result.go). Objects are loose, so a
+// newer host's extra fields stay readable; test/contract checks that both sides declare the
+// same fields.
+import { z } from "zod";
+import constants from "../../benchmark-host/contract/schema/constants.json";
+import { parseMessage } from "./parse";
+import { ARMS, KINDS, planSchema } from "./plan";
+
+const count = z.number().int().nonnegative();
+const amount = z.number().nonnegative();
+
+export const hostInfoSchema = z.looseObject({
+  hostname: z.string(),
+  go_version: z.string(),
+  gomaxprocs: z.number().int(),
+  num_cpu: z.number().int(),
+  cpu_model: z.string(),
+  kernel: z.string(),
+  load_avg: z.array(z.number()).length(3),
+  cpu_governor: z.string().optional(),
+  cpu_max_freq_khz: z.number().int().optional(),
+});
+
+export const sliceSchema = z.looseObject({
+  index: count,
+  pair: count,
+  arm: z.enum(ARMS),
+  start: z.string(),
+  end: z.string(),
+  scheduled: count,
+  sent: count,
+  completed: count,
+  ok: count,
+  recorded: count,
+  errors: z.looseObject({ connect: count, timeout: count, "4xx": count, "5xx": count, other: count }),
+  overflow: count,
+  new_connections: count,
+  achieved_rps: amount,
+  ok_rps: amount,
+  latency_us: z.looseObject({ p50: count, p90: count, p99: count, p999: count, max: count }),
+  service_time_us: z.looseObject({ p50: count, p99: count }),
+  dispatch_lag_us: z.looseObject({ p50: count, p99: count }),
+  histogram: z.string(),
+  short_of_budget: z.array(z.string()),
+  valid: z.boolean(),
+  invalid_reason: z.string().optional(),
+});
+export type Slice = z.infer<typeof sliceSchema>;
+
+export const resultSchema = z.looseObject({
+  schema_version: z.literal(constants.schema_version),
+  generator: z.string(),
+  plan: planSchema,
+  seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  order: z.array(z.enum(ARMS)),
+  host: hostInfoSchema,
+  started: z.string(),
+  ended: z.string(),
+  partial: z.boolean(),
+  partial_reason: z.string().optional(),
+  warmup: z.looseObject({ seconds: amount, sent: count, ok: count, errors: count, overflow: count }),
+  slices: z.array(sliceSchema),
+});
+export type LoadgenResult = z.infer<typeof resultSchema>;
+
+export const RUN_STATUSES = ["ok", "error", "aborted"] as const;
+
+export const outcomeSchema = z.looseObject({
+  run_id: z.string(),
+  kind: z.enum(KINDS).optional(),
+  status: z.enum(RUN_STATUSES),
+  error_kind: z.string().optional(),
+  message: z.string().optional(),
+  started: z.string(),
+  ended: z.string(),
+});
+export type RunOutcome = z.infer<typeof outcomeSchema>;
+
+export const findingSchema = z.looseObject({
+  check: z.string(),
+  status: z.enum(["ok", "flag", "refuse"]),
+  detail: z.string(),
+});
+
+/** What perf-host result prints for a run that sent load. */
+export const hostResultSchema = resultSchema.extend({
+  outcome: outcomeSchema,
+  preflight: z.array(findingSchema),
+});
+export type HostResult = z.infer<typeof hostResultSchema>;
+
+/** Validates a load generator's (or a host's) result; `source` names it in errors. */
+export function parseResult(source: string, doc: unknown): LoadgenResult {
+  return parseMessage(resultSchema, source, doc, "a load generator result");
+}

@@ -1,0 +1,31 @@
+// The rules both halves compute, written once per language and checked against the same
+// vectors (benchmark-host/contract/testdata): the workload@rate key and the sample budget.
+
+/**
+ * Names a comparison, a floor and a run's place in the evidence: "workload@rate", the rate as
+ * its shortest decimal, never an exponent (1000000, not 1e+06). contract.Key in Go.
+ */
+export function comparisonKey(workload: string, rate: number): string {
+  return `${workload}@${plainDecimal(rate)}`;
+}
+
+/** The shortest decimal that reads back as x, without an exponent (1e-7 → 0.0000001). */
+function plainDecimal(x: number): string {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead! + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
+}
+
+/**
+ * Fewest recorded requests for a stable percentile: ten beyond it (p99 → 1,000). Rounded to a
+ * millionth before the ceiling, as contract.SampleBudget is, since in floating point
+ * 10/(1−0.999) is 10000.0000000011.
+ */
+export function sampleBudget(percentile: number): number {
+  return Math.ceil(Math.round((10 / (1 - percentile / 100)) * 1e6) / 1e6);
+}

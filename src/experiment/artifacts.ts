@@ -1,0 +1,46 @@
+// The files a job leaves behind, apart from judging: what the action's output-dir and the
+// CLI's --out hold.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Analysis } from "../analysis/verdict";
+import { svgChart } from "../report/chart";
+import { analysisJson } from "../report/json";
+
+export interface Artifacts {
+  reportPath: string;
+  resultPath: string;
+  analysisPath: string;
+  chartPath: string;
+}
+
+/** report.md, analysis.json, chart.svg, and result.json: the host's documents, as received. */
+export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[] }): Artifacts {
+  const paths = {
+    reportPath: join(dir, "report.md"),
+    resultPath: join(dir, "result.json"),
+    analysisPath: join(dir, "analysis.json"),
+    chartPath: join(dir, "chart.svg"),
+  };
+  writeFiles(dir, [
+    [paths.resultPath, JSON.stringify(a.documents, null, 2)],
+    [paths.reportPath, a.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a.analysis), null, 2)],
+    [paths.chartPath, svgChart(a.analysis.headline, a.analysis.percentile)],
+  ]);
+  return paths;
+}
+
+/** calibration.md and result.json. */
+export function writeCalibrationArtifacts(dir: string, c: { report: string; documents: readonly unknown[] }): Pick<Artifacts, "reportPath" | "resultPath"> {
+  const paths = { reportPath: join(dir, "calibration.md"), resultPath: join(dir, "result.json") };
+  writeFiles(dir, [
+    [paths.reportPath, c.report],
+    [paths.resultPath, JSON.stringify(c.documents, null, 2)],
+  ]);
+  return paths;
+}
+
+function writeFiles(dir: string, files: [string, string][]): void {
+  mkdirSync(dir, { recursive: true });
+  for (const [path, text] of files) writeFileSync(path, text);
+}

@@ -1,0 +1,30 @@
+// decide: the verdict engine on a gate's evidence, with the gate config's SLO and thresholds,
+// the job's seed and the host's A/A floors and bias. Pure; shared by every mode and the CLI.
+import { type Analysis, analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
+import { floorSettings } from "../calibration";
+import type { GateConfig } from "../config";
+import type { StoredFloor } from "../contract/host";
+
+export interface Decision {
+  seed: number;
+  /**
+   * The host's latest floors (perf-host status). Left out to judge an A/A run itself: no floor
+   * or earlier bias may colour a calibration.
+   */
+  floors?: Readonly<Record<string, StoredFloor>>;
+}
+
+export function decide(results: readonly NamedResult[], config: GateConfig, d: Decision): Analysis {
+  return analyze(results, settingsFor(config, d));
+}
+
+function settingsFor(config: GateConfig, d: Decision): GateSettings {
+  return {
+    ...defaultSettings,
+    percentile: config.slo.percentile,
+    sloBudgetMs: config.slo.budget_ms,
+    blockThresholdPercent: config.block_threshold_percent,
+    seed: d.seed,
+    ...(d.floors ? floorSettings(d.floors) : {}),
+  };
+}

@@ -1,0 +1,118 @@
+// measure: one gate's evidence from a host. It deploys the challenger when given a build, runs
+// every workload and rate of the config (one run each), waits for each, reads its validated
+// result, and pools the host's earlier finished runs of the same build against the same
+// champion and protocol. Shared by every action mode and the CLI.
+import type { NamedResult } from "../analysis/verdict";
+import { resultKey } from "../analysis/verdict";
+import { type GateConfig, planRuns } from "../config";
+import type { Kind } from "../contract/plan";
+import type { LoadgenResult } from "../contract/result";
+import { comparisonKey } from "../contract/rules";
+import { type HostClient, HostError } from "../host/client";
+
+export interface Progress {
+  /** A line to keep (a deploy, a run starting). */
+  note: (line: string) => void;
+  /** A progress line from the host (a slice done); a terminal may redraw it in place. */
+  line: (line: string) => void;
+  runStart?: (workload: string, rate: number, runId: string) => void;
+  runEnd?: () => void;
+}
+
+export interface Measurement {
+  kind: Kind;
+  /** The challenger of an A/B run: its SHA, and the build to deploy first when given. */
+  challenger?: { sha: string; artifact?: string };
+  /** Unique per job; run ids are `${runIdPrefix}-${index}`. */
+  runIdPrefix: string;
+  /** One seed per job: the load generator's and the analysis's. */
+  seed: number;
+  /** When to stop waiting out a host busy with another run (ms since the epoch). */
+  busyDeadline: number;
+  /** Pool the host's earlier finished runs of this challenger (A/B only). */
+  pool: boolean;
+  progress: Progress;
+}
+
+export interface Evidence {
+  /** The pooled earlier runs first, then the new ones. */
+  results: NamedResult[];
+  /** The host's result documents, as received, in the same order. */
+  documents: unknown[];
+  /** Earlier runs pooled with the new ones. */
+  pooled: string[];
+  /** Earlier runs left out: they measured another champion, or another protocol. */
+  otherChampion: string[];
+  otherProtocol: string[];
+}
+
+export async function measure(host: HostClient, config: GateConfig, m: Measurement): Promise<Evidence> {
+  const challengerSha = m.kind === "ab" ? m.challenger?.sha : undefined;
+  if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
+  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  for (const run of planRuns(config, challengerSha, m.seed)) {
+    const runId = `${m.runIdPrefix}-${run.index}`.toLowerCase();
+    m.progress.runStart?.(run.workload, run.rate, runId);
+    try {
+      await host.start(m.kind === "ab" ? "run" : "aa", runId, run.request, m.busyDeadline);
+      const outcome = await host.wait(runId, m.progress.line);
+      if (outcome.status !== "ok") {
+        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
+      }
+      const { document, message } = await host.result(runId);
+      fresh.documents.push(document);
+      fresh.results.push({ name: runId, result: message });
+    } finally {
+      m.progress.runEnd?.();
+    }
+  }
+  return m.pool && challengerSha ? withEarlierRuns(host, challengerSha, fresh) : fresh;
+}
+
+/**
+ * Adds the host's earlier finished runs of the same challenger, against the same champion, at
+ * the same workloads and rates and with the same protocol: a rerun adds evidence, and the
+ * verdict engine tightens its confidence for each look.
+ */
+async function withEarlierRuns(host: HostClient, challengerSha: string, fresh: Evidence): Promise<Evidence> {
+  const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
+  const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
+  const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
+  const earlier = (await host.runsOf(challengerSha)).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate)),
+  );
+  const out: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  for (const r of earlier) {
+    if (r.champion_sha !== champion) {
+      out.otherChampion.push(r.run_id);
+      continue;
+    }
+    const { document, message } = await host.result(r.run_id);
+    if (!sameProtocol(message, byKey.get(resultKey(message))!)) {
+      out.otherProtocol.push(r.run_id);
+      continue;
+    }
+    out.documents.push(document);
+    out.results.push({ name: r.run_id, result: message });
+    out.pooled.push(r.run_id);
+  }
+  out.results.push(...fresh.results);
+  out.documents.push(...fresh.documents);
+  return out;
+}
+
+/**
+ * Whether two runs of one workload and rate measured the same way: the same requests, slices,
+ * order, warm-up and connections. The number of pairs may differ; pooling adds them up.
+ */
+function sameProtocol(a: LoadgenResult, b: LoadgenResult): boolean {
+  const protocol = ({ plan: p }: LoadgenResult) =>
+    JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
+  return protocol(a) === protocol(b);
+}
+
+/** A reproducible seed from a commit (or any hex digest). */
+export function seedOf(sha: string): number {
+  return Number.parseInt(sha.slice(0, 12), 16);
+}

@@ -1,0 +1,57 @@
+// The command line's conventions, from the committed bundle: --help on every subcommand,
+// --version, and usage on a usage error (exit 2) without any debug variable.
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { repoRoot } from "../support/loadgen";
+
+const exec = promisify(execFile);
+const cli = join(repoRoot, "dist/cli.js");
+
+async function perfGate(...args: string[]) {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH } });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe("perf-gate's command line", () => {
+  it("--version prints the package's version", async () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
+    expect(await perfGate("--version")).toMatchObject({ code: 0, stdout: `${version}\n` });
+  });
+
+  it("--help and -h on every subcommand print its usage and exit 0", async () => {
+    for (const [args, first] of [
+      [["--help"], "usage: perf-gate <command>"],
+      [["run", "--help"], "usage: perf-gate run --challenger DIR|TGZ"],
+      [["run", "-h"], "usage: perf-gate run --challenger DIR|TGZ"],
+      [["analyze", "--help"], "usage: perf-gate analyze [options] RESULT.json…"],
+      [["help", "analyze"], "usage: perf-gate analyze [options] RESULT.json…"],
+    ] as const) {
+      const r = await perfGate(...args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout.startsWith(first), r.stdout).toBe(true);
+    }
+  });
+
+  it("a usage error names the problem and prints the usage, exit 2", async () => {
+    for (const [args, message, usage] of [
+      [["run", "--bogus"], /^perf-gate run: Unknown option '--bogus'/, "usage: perf-gate run"],
+      [["run", "--config", "x.yml"], /^perf-gate run: --challenger is required \(or --aa\)$/m, "usage: perf-gate run"],
+      [["analyze", "--seed"], /^perf-gate analyze: Option '--seed <value>' argument missing/, "usage: perf-gate analyze"],
+      [["frobnicate"], /^perf-gate: unknown command "frobnicate"$/m, "usage: perf-gate <command>"],
+      [[], /^perf-gate: no command given$/m, "usage: perf-gate <command>"],
+    ] as const) {
+      const r = await perfGate(...args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toContain(usage);
+    }
+  });
+});
