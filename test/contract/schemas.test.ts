@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { configSchema } from "../../src/config";
 import { floorRecordSchema, floorSchema, hostStatusSchema, runSummarySchema } from "../../src/contract/host";
 import { planSchema, runRequestSchema, serviceSchema } from "../../src/contract/plan";
 import { hostResultSchema, outcomeSchema, resultSchema, sliceSchema } from "../../src/contract/result";
@@ -43,6 +44,32 @@ describe("the contract", () => {
       expect(differences, differences.join("\n")).toEqual([]);
     });
   }
+});
+
+describe("the gate config", () => {
+  type Props = Record<string, Record<string, unknown> & { properties?: Props; items?: Record<string, unknown> & { properties?: Props } }>;
+  const config = tsSchema(configSchema) as { properties: Props };
+  const plan = goSchema("plan").properties as Props;
+  const bounds = (s: Record<string, unknown>) => ({ type: s.type, min: s.minimum, exclusiveMin: s.exclusiveMinimum, max: s.maximum, pattern: (s.pattern as string | undefined)?.replace(/\\\//g, "/") });
+
+  it("has the plan's limits where its fields become the plan's, stricter only where it says why", () => {
+    const slices = config.properties.slices!.properties!;
+    const workload = config.properties.workloads!.items!.properties!;
+    const request = workload.requests!.items!.properties!;
+    expect(bounds(slices.seconds!)).toEqual(bounds(plan.slice_seconds!));
+    expect(bounds(config.properties.warmup_seconds!)).toEqual(bounds(plan.warmup_seconds!));
+    expect(bounds(workload.connections!)).toEqual(bounds(plan.connections!));
+    expect(bounds(workload.timeout_ms!)).toEqual(bounds(plan.timeout_ms!));
+    expect(bounds(workload.name!)).toEqual(bounds(plan.workload!));
+    const planRequest = plan.requests!.items!.properties!;
+    for (const field of ["method", "path", "weight"]) expect(bounds(request[field]!), field).toEqual(bounds(planRequest[field]!));
+    // A verdict's interval needs two pairs; the wire accepts one.
+    expect(bounds(slices.pairs!)).toEqual({ ...bounds(plan.pairs!), min: 2 });
+    expect(slices.order!.enum).toEqual(plan.order!.enum);
+    const service = goSchema("service").properties as Props;
+    const configService = config.properties.service!.properties!;
+    for (const field of Object.keys(service)) expect(bounds(configService[field]!), field).toEqual(bounds(service[field]!));
+  });
 });
 
 describe("the comparator", () => {

@@ -6,12 +6,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
@@ -124,9 +124,11 @@ func display(path string) string {
 // encode is indented JSON with a final newline; HTML characters stay as written.
 func encode(v any) []byte {
 	var buf bytes.Buffer
-	enc := newEncoder(&buf)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		panic(err)
 	}
-	return []byte(strings.ReplaceAll(buf.String(), "\t", "  "))
+	return buf.Bytes()
 }
