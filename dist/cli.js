@@ -43907,6 +43907,7 @@ async function gateHere(host, config2, o2, s) {
 }
 async function calibrateHere(host, config2, o2, s) {
   const { champion } = await host.status();
+  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrate(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
   const notes = run.calibrations.map(calibrationLine);
   const artifacts = writeArtifacts(o2.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });

@@ -173,6 +173,7 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
 /** The A/A protocol: the champion on both ports, each interval recorded as the host's floor. */
 async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: (runs: number) => Progress }): Promise<Done> {
   const { champion } = await host.status();
+  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrate(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
   const notes = run.calibrations.map(calibrationLine);
   const artifacts = writeArtifacts(o.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
