@@ -39,7 +39,7 @@ for arch in "$@"; do
   GOOS=linux GOARCH=$arch make -s -C "$here" all BIN="$dir/bin" VERSION="$version"
   install -m 0755 "$here/install.sh" "$dir/"
   install -m 0644 "$here"/systemd/* "$dir/systemd/"
-  install -m 0644 "$here/README.md" "$here/plan.schema.json" "$repo/LICENSE" "$dir/"
+  install -m 0644 "$here/README.md" "$here/contract/schema/plan.schema.json" "$repo/LICENSE" "$dir/"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$stage" -cf - "$name" |
     gzip -9n >"$outdir/$name.tar.gz"
   assets+=("$name.tar.gz")

@@ -1,7 +1,6 @@
-// The command line's conventions, from the committed bundle: --help on every subcommand,
-// --version, and usage on a usage error (exit 2) without any debug variable.
+// The command line's conventions, from the committed bundle: --help on every subcommand, and
+// usage on a usage error (exit 2) without any debug variable. (--version: package.test.ts.)
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -21,11 +20,6 @@ async function perfGate(...args: string[]) {
 }
 
 describe("perf-gate's command line", () => {
-  it("--version prints the package's version", async () => {
-    const { version } = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
-    expect(await perfGate("--version")).toMatchObject({ code: 0, stdout: `${version}\n` });
-  });
-
   it("--help and -h on every subcommand print its usage and exit 0", async () => {
     for (const [args, first] of [
       [["--help"], "usage: perf-gate <command>"],
