@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,6 +30,11 @@ var ErrTooLarge = errors.New("too large")
 
 // Unpack extracts the gzip-compressed tar on r into dir, which must not exist yet. On any
 // error the partial directory is removed.
+//
+// Every write goes through an os.Root on dir, so the kernel-level resolution refuses any path
+// that leads out of it, whatever chain of links it follows: judging link targets lexically
+// accepted `sub/a -> ..`, `b -> sub/a/..`, `c -> b/..` and a hard link to `c/state.json`,
+// which reached the host's state (issue 19). The lexical checks stay for their clear messages.
 func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
@@ -38,6 +44,11 @@ func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	counted := &limitedReader{r: r, left: lim.MaxCompressed, limit: lim.MaxCompressed}
 	gz, err := gzip.NewReader(counted)
 	if err != nil {
@@ -63,39 +74,38 @@ func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 		if name == "." {
 			continue
 		}
-		target := filepath.Join(dir, filepath.FromSlash(name))
-		if err := checkParents(dir, target); err != nil {
+		if err := checkParents(root, name); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return contained(name, err)
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return contained(name, err)
 			}
 		case tar.TypeReg:
 			if written += h.Size; written > lim.MaxUncompressed {
 				return fmt.Errorf("unpacks to more than %d bytes: %w", lim.MaxUncompressed, ErrTooLarge)
 			}
-			if err := writeFile(target, tr, h); err != nil {
+			if err := writeFile(root, name, tr, h); err != nil {
 				return fmt.Errorf("%s: %w", name, orTooLarge(counted, err))
 			}
 		case tar.TypeSymlink:
 			if err := checkLink(name, h.Linkname); err != nil {
 				return err
 			}
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return err
+			if err := root.Symlink(h.Linkname, name); err != nil {
+				return contained(name, err)
 			}
 		case tar.TypeLink:
 			linked, err := safeName(h.Linkname)
 			if err != nil {
 				return fmt.Errorf("hard link %s: %w", name, err)
 			}
-			if err := os.Link(filepath.Join(dir, filepath.FromSlash(linked)), target); err != nil {
-				return fmt.Errorf("hard link %s: %w", name, err)
+			if err := root.Link(linked, name); err != nil {
+				return fmt.Errorf("hard link %s -> %s: %w", name, linked, contained(linked, err))
 			}
 		default:
 			return fmt.Errorf("%s: entries of type %q (devices, fifos) are not allowed", name, h.Typeflag)
@@ -105,7 +115,31 @@ func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 	if _, err := io.Copy(io.Discard, counted); err != nil || counted.over {
 		return fmt.Errorf("tarball: %w", orTooLarge(counted, err))
 	}
-	return nil
+	return checkLinksResolveInside(root)
+}
+
+// checkLinksResolveInside follows every symlink of the finished release (including a hard
+// link to a symlink) through the root: one whose resolution leaves the release is refused, as
+// the service would follow it to the host's files. A link to a missing file inside is allowed.
+func checkLinksResolveInside(root *os.Root) error {
+	return fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		target, _ := root.Readlink(name)
+		if _, err := root.Stat(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("symlink %s -> %q: %w", name, target, contained(name, err))
+		}
+		return nil
+	})
+}
+
+// contained turns os.Root's refusal of a path that resolves outside it into the release's words.
+func contained(name string, err error) error {
+	if strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("%s leads out of the release directory (through a chain of links)", name)
+	}
+	return err
 }
 
 // safeName cleans a tar path and refuses absolute paths and any '..' component.
@@ -124,8 +158,8 @@ func safeName(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
-// checkLink refuses a symlink whose target, resolved from the link's directory, leaves the
-// release directory.
+// checkLink refuses a symlink whose target, judged lexically from the link's directory, leaves
+// the release directory (a clear message; checkLinksResolveInside judges what it resolves to).
 func checkLink(name, target string) error {
 	if target == "" || path.IsAbs(target) {
 		return fmt.Errorf("symlink %s -> %q: absolute or empty targets are not allowed", name, target)
@@ -139,28 +173,27 @@ func checkLink(name, target string) error {
 
 // checkParents refuses to write through a symlinked directory inside the release, which
 // could point anywhere once its own target is followed.
-func checkParents(dir, target string) error {
-	rel, _ := filepath.Rel(dir, filepath.Dir(target))
-	cur := dir
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		if part == "." || part == "" {
+func checkParents(root *os.Root, name string) error {
+	parts := strings.Split(path.Dir(name), "/")
+	for i := range parts {
+		cur := strings.Join(parts[:i+1], "/")
+		if cur == "." {
 			continue
 		}
-		cur = filepath.Join(cur, part)
-		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%s: writing through a symlinked directory is not allowed", target[len(dir)+1:])
+		if fi, err := root.Lstat(cur); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s: writing through a symlinked directory is not allowed", name)
 		}
 	}
 	return nil
 }
 
-func writeFile(target string, r io.Reader, h *tar.Header) error {
+func writeFile(root *os.Root, name string, r io.Reader, h *tar.Header) error {
 	// Keep the executable bits only; never setuid, setgid or world-writable.
 	mode := os.FileMode(0o644)
 	if h.Mode&0o111 != 0 {
 		mode = 0o755
 	}
-	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}

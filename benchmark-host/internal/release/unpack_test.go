@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -109,5 +110,51 @@ func TestRefusesOversizeInput(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s limit: release dir left behind", name)
 		}
+	}
+}
+
+// A symlink chain whose every link looks inside the release when judged lexically, but leads
+// out physically (sub/a -> .. is the release itself, so sub/a/.. is its parent), and a hard
+// link through it to the state beside the releases (issue 19). The layout is the host's:
+// ROOT/state.json beside ROOT/releases/REL.
+func TestRefusesSymlinkChainsAndHardLinksThroughThem(t *testing.T) {
+	chain := []entry{
+		{name: "sub/", typ: tar.TypeDir},
+		{name: "sub/a", typ: tar.TypeSymlink, link: ".."},
+		{name: "b", typ: tar.TypeSymlink, link: "sub/a/.."},
+		{name: "c", typ: tar.TypeSymlink, link: "b/.."},
+	}
+	with := func(extra ...entry) []entry { return append(append([]entry{}, chain...), extra...) }
+	cases := map[string]struct {
+		entries []entry
+		want    string
+	}{
+		"symlink chain":           {chain, "leads out of the release"},
+		"hard link through it":    {with(entry{name: "statecopy", typ: tar.TypeLink, link: "c/state.json"}), "leads out of the release"},
+		"file written through it": {with(entry{name: "c/planted", body: "x"}), "symlinked directory"},
+		"dir made through it":     {with(entry{name: "b/planted/", typ: tar.TypeDir}), "symlinked directory"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			state := filepath.Join(root, "state.json")
+			os.WriteFile(state, []byte(`{"champion":"aaaaaaa"}`), 0o600)
+			os.Mkdir(filepath.Join(root, "releases"), 0o700)
+			dir := filepath.Join(root, "releases", "rel")
+			err := Unpack(bytes.NewReader(tarball(t, c.entries...)), dir, DefaultLimits)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			t.Logf("refused: %v", err)
+			if left, _ := os.ReadDir(filepath.Join(root, "releases")); len(left) != 0 {
+				t.Errorf("left %d entries behind in releases/", len(left))
+			}
+			if b, _ := os.ReadFile(state); string(b) != `{"champion":"aaaaaaa"}` {
+				t.Errorf("state.json changed: %q", b)
+			}
+			if fi, _ := os.Stat(state); fi.Sys().(*syscall.Stat_t).Nlink != 1 {
+				t.Errorf("state.json gained a hard link")
+			}
+		})
 	}
 }
