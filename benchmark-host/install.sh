@@ -12,22 +12,31 @@
 #       from the directory this script is in: a checkout (built first when Go 1.26 is here),
 #       or an unpacked release archive.
 #
-# It creates two users: CI_USER, the SSH login the CI key may use, which owns the state and
-# can run nothing but perf-host; and SERVICE_USER, which the services (code from pull
-# requests) run as and which cannot write the state. It installs perf-host with the three
-# capabilities it needs to start and stop services as SERVICE_USER (setuid, setgid, kill),
-# the authorized_keys line with the forced command, the systemd units where systemd runs,
-# and prints the host key to pin.
+# It creates three users: CI_USER, the SSH login the CI key may use, which owns the state and
+# can run nothing but perf-host; and one user per arm, CHAMPION_USER and CHALLENGER_USER, which
+# the services (code from pull requests) run as: neither can read the state, the releases or
+# the other arm's files, or signal the other arm. It gives perf-host a cgroup v2 subtree (one
+# group per arm and one for the load generator), installs perf-host executable by CI_USER alone
+# with the capabilities it raises one operation at a time (setuid, setgid, kill, dac_override:
+# see the README's security model), the authorized_keys line with the forced command, the
+# systemd units where systemd runs, and prints how the arms are isolated and the host key to pin.
 #
-# options: --ci-key KEY (required)  --root DIR  --prefix DIR  --ci-user USER  --service-user USER
-#          --champion-port N  --challenger-port N  --no-systemd
-#          --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
+# options: --ci-key KEY (required)  --root DIR  --prefix DIR  --ci-user USER
+#          --champion-user USER  --challenger-user USER  --champion-port N  --challenger-port N
+#          --cgroup-name NAME  --no-cgroup  --loadgen-cpus LIST  --arm-cpus LIST  --arm-max-procs N
+#          --no-systemd  --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
 set -euo pipefail
 
 ROOT=/var/lib/perf-gate
 PREFIX=/usr/local/lib/perf-gate
 CI_USER=perf-gate-ci
-SERVICE_USER=perf-gate
+CHAMPION_USER=perf-gate-champion
+CHALLENGER_USER=perf-gate-challenger
+CGROUP_NAME=perf-gate
+CGROUP=auto
+LOADGEN_CPUS=""
+ARM_CPUS=""
+ARM_MAX_PROCS=1024
 CHAMPION_PORT=8001
 CHALLENGER_PORT=8002
 CI_KEY=""
@@ -48,9 +57,12 @@ parse_args() {
   while [ $# -gt 0 ]; do
     case "$1" in
       --no-systemd) SYSTEMD=no; HOST_ARGS+=("$1"); shift; continue ;;
+      --no-cgroup) CGROUP=none; HOST_ARGS+=("$1"); shift; continue ;;
+      --service-user) die "--service-user is replaced by --champion-user and --challenger-user (one user per arm)" 2 ;;
       -h | --help) usage ;;
       --release | --download-url | --archive | --sums | --ci-key | --root | --prefix | --ci-user | \
-        --service-user | --champion-port | --challenger-port) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
+        --champion-user | --challenger-user | --champion-port | --challenger-port | --cgroup-name | \
+        --loadgen-cpus | --arm-cpus | --arm-max-procs) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
       *) echo "install.sh: unknown argument '$1'" >&2; usage ;;
     esac
     case "$1" in
@@ -62,7 +74,12 @@ parse_args() {
       --root) ROOT=$2; HOST_ARGS+=("$1" "$2") ;;
       --prefix) PREFIX=$2; HOST_ARGS+=("$1" "$2") ;;
       --ci-user) CI_USER=$2; HOST_ARGS+=("$1" "$2") ;;
-      --service-user) SERVICE_USER=$2; HOST_ARGS+=("$1" "$2") ;;
+      --champion-user) CHAMPION_USER=$2; HOST_ARGS+=("$1" "$2") ;;
+      --challenger-user) CHALLENGER_USER=$2; HOST_ARGS+=("$1" "$2") ;;
+      --cgroup-name) CGROUP_NAME=$2; HOST_ARGS+=("$1" "$2") ;;
+      --loadgen-cpus) LOADGEN_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
+      --arm-cpus) ARM_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
+      --arm-max-procs) ARM_MAX_PROCS=$2; HOST_ARGS+=("$1" "$2") ;;
       --champion-port) CHAMPION_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
       --challenger-port) CHALLENGER_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
     esac
@@ -83,10 +100,18 @@ validate_args() {
     fi
   done
   [ "$CHAMPION_PORT" != "$CHALLENGER_PORT" ] || die "--champion-port and --challenger-port must differ" 2
-  for user in "$CI_USER" "$SERVICE_USER"; do
+  for user in "$CI_USER" "$CHAMPION_USER" "$CHALLENGER_USER"; do
     [[ $user =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "user names must match [a-z_][a-z0-9_-]{0,31}, not '$user'" 2
   done
-  [ "$CI_USER" != "$SERVICE_USER" ] || die "--ci-user and --service-user must differ: services must not write the state" 2
+  for user in "$CHAMPION_USER" "$CHALLENGER_USER"; do
+    if [ "$user" = "$CI_USER" ] || [ "$user" = root ]; then
+      die "an arm's user must be neither root nor --ci-user: the arms must not write the state" 2
+    fi
+  done
+  [ "$CHAMPION_USER" != "$CHALLENGER_USER" ] || die "--champion-user and --challenger-user must differ: one user per arm" 2
+  [[ $CGROUP_NAME =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--cgroup-name must be 1-64 characters of [A-Za-z0-9._-]" 2
+  [[ $LOADGEN_CPUS$ARM_CPUS =~ ^[0-9,-]*$ ]] || die "--loadgen-cpus and --arm-cpus are CPU lists such as 0-1,8-9" 2
+  [[ $ARM_MAX_PROCS =~ ^[1-9][0-9]{1,6}$ ]] || die "--arm-max-procs must be a number of tasks (10 or more)" 2
   case "$ROOT$PREFIX" in *[!A-Za-z0-9/._-]*) die "--root and --prefix must be plain absolute paths" 2 ;; esac
   case "$ROOT" in /*) ;; *) die "--root must be an absolute path" 2 ;; esac
   case "$PREFIX" in /*) ;; *) die "--prefix must be an absolute path" 2 ;; esac
@@ -191,8 +216,12 @@ ensure_packages() {
 }
 
 create_users() {
-  id "$SERVICE_USER" >/dev/null 2>&1 ||
-    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$SERVICE_USER"
+  local user
+  for user in "$CHAMPION_USER" "$CHALLENGER_USER"; do
+    # A group of its own, no home, no shell, no supplementary groups.
+    id "$user" >/dev/null 2>&1 ||
+      useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
+  done
   # sshd runs a forced command through the login shell, so CI_USER needs a real one.
   id "$CI_USER" >/dev/null 2>&1 ||
     useradd --system --create-home --home-dir "/home/$CI_USER" --shell /bin/sh "$CI_USER"
@@ -203,19 +232,89 @@ create_users() {
 
 install_binaries() {
   install -d -m 0755 "$PREFIX"
-  install -m 0755 "$here/bin/perf-host" "$here/bin/loadgen" "$PREFIX/"
-  setcap cap_setuid,cap_setgid,cap_kill+ep "$PREFIX/perf-host"
-  install -d -o "$CI_USER" -g "$CI_USER" -m 0755 "$ROOT"
+  install -m 0755 "$here/bin/loadgen" "$PREFIX/"
+  # perf-host carries capabilities: only CI_USER (its group) and root may run it, never an arm.
+  # They are permitted, not effective (+p): perf-host raises one on one thread for one
+  # operation (internal/privilege). dac_override lets it start a process into its cgroup
+  # subtree from outside it (the kernel asks for write access to the root cgroup's cgroup.procs).
+  install -m 0750 -o root -g "$(id -gn "$CI_USER")" "$here/bin/perf-host" "$PREFIX/"
+  setcap cap_setuid,cap_setgid,cap_kill,cap_dac_override+p "$PREFIX/perf-host"
   echo "installed $("$PREFIX/perf-host" --version) in $PREFIX"
 }
 
+# --- isolated arms: private state, one directory per arm, the cgroup subtree -----------------
+
+# The state is CI_USER's alone: the root can be traversed (0711) so that each arm reaches its own
+# directory under arms/; perf-host keeps everything else 0700/0600 (and tightens a root laid out
+# by an older install the first time it runs).
+make_state_dirs() {
+  install -d -o "$CI_USER" -g "$CI_USER" -m 0711 "$ROOT" "$ROOT/arms"
+  chmod 0711 "$ROOT"
+  install -d -o "$CHAMPION_USER" -g "$(id -gn "$CHAMPION_USER")" -m 0700 "$ROOT/arms/champion"
+  install -d -o "$CHALLENGER_USER" -g "$(id -gn "$CHALLENGER_USER")" -m 0700 "$ROOT/arms/challenger"
+}
+
+# make_cgroup sets CGROUP to the subtree perf-host gets ("" for none) and, without systemd,
+# makes it and gives it to CI_USER as systemd would delegate it.
+make_cgroup() {
+  local mount c
+  mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  if [ "$CGROUP" = none ] || [ -z "$mount" ]; then
+    CGROUP=""
+  elif [ "$SYSTEMD" = auto ] && [ -d /run/systemd/system ]; then
+    # systemd owns the tree: perf-gate-cgroups.service (Delegate=yes) holds the subtree.
+    CGROUP="$mount/system.slice/perf-gate-cgroups.service"
+  else
+    # cgroups do not survive a reboot: re-run install.sh after one (perf-host status says so).
+    CGROUP="$mount/$CGROUP_NAME"
+    if [ "$mount" = /sys/fs/cgroup ]; then # pure v2: let the subtree have the controllers
+      for c in cpu cpuset memory pids; do
+        if grep -qw "$c" "$mount/cgroup.controllers"; then
+          echo "+$c" >"$mount/cgroup.subtree_control" 2>/dev/null || true
+        fi
+      done
+    fi
+    mkdir -p "$CGROUP"
+    chown "$CI_USER" "$CGROUP" "$CGROUP/cgroup.procs" "$CGROUP/cgroup.subtree_control" "$CGROUP/cgroup.threads"
+  fi
+}
+
+# host_flags are perf-host's flags for this host, in the forced command and the units.
+host_flags() {
+  local flags="--root $ROOT --champion-user $CHAMPION_USER --challenger-user $CHALLENGER_USER"
+  flags+=" --champion-port $CHAMPION_PORT --challenger-port $CHALLENGER_PORT --arm-max-procs $ARM_MAX_PROCS"
+  if [ -n "$CGROUP" ]; then flags+=" --cgroup $CGROUP"; fi
+  if [ -n "$LOADGEN_CPUS" ]; then flags+=" --loadgen-cpus $LOADGEN_CPUS"; fi
+  if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
+  echo "$flags"
+}
+
+# print_isolation runs perf-host as CI_USER once (which tightens an older state directory and
+# makes the groups) and shows how the arms are isolated on this host.
+print_isolation() {
+  echo
+  echo "isolation on this host:"
+  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by)":' | sed 's/^ */  /'
+  if id perf-gate >/dev/null 2>&1 && [ "$CHAMPION_USER" != perf-gate ] && [ "$CHALLENGER_USER" != perf-gate ]; then
+    echo "  the single service user of an older install, perf-gate, is no longer used: userdel perf-gate once nothing runs as it"
+  fi
+}
+
+# --- the CI key ---------------------------------------------------------------------------------
+
 install_ci_key() {
-  local forced="$PREFIX/perf-host ssh --root $ROOT --service-user $SERVICE_USER --champion-port $CHAMPION_PORT --challenger-port $CHALLENGER_PORT"
-  local line="restrict,command=\"$forced\" $CI_KEY" home
+  local forced
+  forced="$PREFIX/perf-host ssh $(host_flags)"
+  local line="restrict,command=\"$forced\" $CI_KEY" home key
   home=$(getent passwd "$CI_USER" | cut -d: -f6)
   install -d -o "$CI_USER" -g "$CI_USER" -m 0700 "$home/.ssh"
   touch "$home/.ssh/authorized_keys"
-  grep -qxF "$line" "$home/.ssh/authorized_keys" || echo "$line" >>"$home/.ssh/authorized_keys"
+  # One line per key: an earlier install's line for this key (say, with --service-user) is
+  # replaced, since sshd uses the first line that matches.
+  key=$(echo "$CI_KEY" | awk '{ print $2 }')
+  grep -vF " $key" "$home/.ssh/authorized_keys" >"$home/.ssh/authorized_keys.new" || true
+  echo "$line" >>"$home/.ssh/authorized_keys.new"
+  mv "$home/.ssh/authorized_keys.new" "$home/.ssh/authorized_keys"
   chown "$CI_USER:$CI_USER" "$home/.ssh/authorized_keys"
   chmod 0600 "$home/.ssh/authorized_keys"
   echo
@@ -226,13 +325,14 @@ install_ci_key() {
 install_systemd_units() {
   if [ "$SYSTEMD" = auto ] && [ -d /run/systemd/system ]; then
     local unit
-    for unit in perf-gate-champion.service perf-gate-gc.service perf-gate-gc.timer; do
+    for unit in perf-gate-cgroups.service perf-gate-champion.service perf-gate-gc.service perf-gate-gc.timer; do
       sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@ROOT@|$ROOT|g" -e "s|@CI_USER@|$CI_USER|g" \
-        -e "s|@SERVICE_USER@|$SERVICE_USER|g" -e "s|@CHAMPION_PORT@|$CHAMPION_PORT|g" \
-        -e "s|@CHALLENGER_PORT@|$CHALLENGER_PORT|g" "$here/systemd/$unit" >"/etc/systemd/system/$unit"
+        -e "s|@FLAGS@|$(host_flags)|g" "$here/systemd/$unit" >"/etc/systemd/system/$unit"
     done
     systemctl daemon-reload
+    if [ -n "$CGROUP" ]; then systemctl enable --now perf-gate-cgroups.service; fi
     systemctl enable --now perf-gate-gc.timer
+    # A supervisor still running an older install's configuration is replaced by the next run.
     # The champion unit starts once a champion exists (after the first promote).
     systemctl enable perf-gate-champion.service
     echo "systemd: perf-gate-champion.service enabled; it serves the champion from the next boot (until then perf-host supervises it itself)."
@@ -263,8 +363,11 @@ main() {
   ensure_packages
   create_users
   install_binaries
+  make_state_dirs
+  make_cgroup
   install_ci_key
   install_systemd_units
+  print_isolation
   print_next_steps
 }
 

@@ -575,13 +575,13 @@ var require_JsHistogram = __commonJS({
         this.updateMinAndMax(value);
         this.incrementTotalCount();
       }
-      handleRecordException(count3, value) {
+      handleRecordException(count4, value) {
         if (!this.autoResize) {
           throw new Error("Value " + value + " is outside of histogram covered range");
         }
         this.resize(value);
         var countsIndex = this.countsArrayIndex(value);
-        this.addToCountAtIndex(countsIndex, count3);
+        this.addToCountAtIndex(countsIndex, count4);
         this.highestTrackableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
       }
       countsArrayIndex(value) {
@@ -864,15 +864,15 @@ var require_JsHistogram = __commonJS({
           this.recordSingleValue(missingValue);
         }
       }
-      recordCountAtValue(count3, value) {
+      recordCountAtValue(count4, value) {
         const countsIndex = this.countsArrayIndex(value);
         if (countsIndex >= this.countsArrayLength) {
-          this.handleRecordException(count3, value);
+          this.handleRecordException(count4, value);
         } else {
-          this.addToCountAtIndex(countsIndex, count3);
+          this.addToCountAtIndex(countsIndex, count4);
         }
         this.updateMinAndMax(value);
-        this.addToTotalCount(count3);
+        this.addToTotalCount(count4);
       }
       /**
        * Record a value in the histogram (adding to the value's current count)
@@ -881,8 +881,8 @@ var require_JsHistogram = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count3) {
-        this.recordCountAtValue(count3, value);
+      recordValueWithCount(value, count4) {
+        this.recordCountAtValue(count4, value);
       }
       /**
        * Record a value in the histogram.
@@ -908,13 +908,13 @@ var require_JsHistogram = __commonJS({
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this.recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
       }
-      recordValueWithCountAndExpectedInterval(value, count3, expectedIntervalBetweenValueSamples) {
-        this.recordCountAtValue(count3, value);
+      recordValueWithCountAndExpectedInterval(value, count4, expectedIntervalBetweenValueSamples) {
+        this.recordCountAtValue(count4, value);
         if (expectedIntervalBetweenValueSamples <= 0) {
           return;
         }
         for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
-          this.recordCountAtValue(count3, missingValue);
+          this.recordCountAtValue(count4, missingValue);
         }
       }
       /**
@@ -1729,7 +1729,7 @@ var require_trees = __commonJS({
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count3 = 0;
+      var count4 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -1740,21 +1740,21 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count3 < max_count && curlen === nextlen) {
+        if (++count4 < max_count && curlen === nextlen) {
           continue;
-        } else if (count3 < min_count) {
-          s.bl_tree[curlen * 2] += count3;
+        } else if (count4 < min_count) {
+          s.bl_tree[curlen * 2] += count4;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
             s.bl_tree[curlen * 2]++;
           }
           s.bl_tree[REP_3_6 * 2]++;
-        } else if (count3 <= 10) {
+        } else if (count4 <= 10) {
           s.bl_tree[REPZ_3_10 * 2]++;
         } else {
           s.bl_tree[REPZ_11_138 * 2]++;
         }
-        count3 = 0;
+        count4 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -1773,7 +1773,7 @@ var require_trees = __commonJS({
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count3 = 0;
+      var count4 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -1783,27 +1783,27 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count3 < max_count && curlen === nextlen) {
+        if (++count4 < max_count && curlen === nextlen) {
           continue;
-        } else if (count3 < min_count) {
+        } else if (count4 < min_count) {
           do {
             send_code(s, curlen, s.bl_tree);
-          } while (--count3 !== 0);
+          } while (--count4 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
             send_code(s, curlen, s.bl_tree);
-            count3--;
+            count4--;
           }
           send_code(s, REP_3_6, s.bl_tree);
-          send_bits(s, count3 - 3, 2);
-        } else if (count3 <= 10) {
+          send_bits(s, count4 - 3, 2);
+        } else if (count4 <= 10) {
           send_code(s, REPZ_3_10, s.bl_tree);
-          send_bits(s, count3 - 3, 3);
+          send_bits(s, count4 - 3, 3);
         } else {
           send_code(s, REPZ_11_138, s.bl_tree);
-          send_bits(s, count3 - 11, 7);
+          send_bits(s, count4 - 11, 7);
         }
-        count3 = 0;
+        count4 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -3785,20 +3785,20 @@ var require_inftrees = __commonJS({
       var base = null;
       var base_index = 0;
       var end;
-      var count3 = new utils.Buf16(MAXBITS + 1);
+      var count4 = new utils.Buf16(MAXBITS + 1);
       var offs = new utils.Buf16(MAXBITS + 1);
       var extra = null;
       var extra_index = 0;
       var here_bits, here_op, here_val;
       for (len = 0; len <= MAXBITS; len++) {
-        count3[len] = 0;
+        count4[len] = 0;
       }
       for (sym = 0; sym < codes; sym++) {
-        count3[lens[lens_index + sym]]++;
+        count4[lens[lens_index + sym]]++;
       }
       root = bits;
       for (max2 = MAXBITS; max2 >= 1; max2--) {
-        if (count3[max2] !== 0) {
+        if (count4[max2] !== 0) {
           break;
         }
       }
@@ -3812,7 +3812,7 @@ var require_inftrees = __commonJS({
         return 0;
       }
       for (min = 1; min < max2; min++) {
-        if (count3[min] !== 0) {
+        if (count4[min] !== 0) {
           break;
         }
       }
@@ -3822,7 +3822,7 @@ var require_inftrees = __commonJS({
       left = 1;
       for (len = 1; len <= MAXBITS; len++) {
         left <<= 1;
-        left -= count3[len];
+        left -= count4[len];
         if (left < 0) {
           return -1;
         }
@@ -3832,7 +3832,7 @@ var require_inftrees = __commonJS({
       }
       offs[1] = 0;
       for (len = 1; len < MAXBITS; len++) {
-        offs[len + 1] = offs[len] + count3[len];
+        offs[len + 1] = offs[len] + count4[len];
       }
       for (sym = 0; sym < codes; sym++) {
         if (lens[lens_index + sym] !== 0) {
@@ -3895,7 +3895,7 @@ var require_inftrees = __commonJS({
           huff = 0;
         }
         sym++;
-        if (--count3[len] === 0) {
+        if (--count4[len] === 0) {
           if (len === max2) {
             break;
           }
@@ -3909,7 +3909,7 @@ var require_inftrees = __commonJS({
           curr = len - drop;
           left = 1 << curr;
           while (curr + drop < max2) {
-            left -= count3[curr + drop];
+            left -= count4[curr + drop];
             if (left <= 0) {
               break;
             }
@@ -5990,8 +5990,8 @@ var require_wasm = __commonJS({
       recordValue(value) {
         this._wasmHistogram.recordValue(value);
       }
-      recordValueWithCount(value, count3) {
-        this._wasmHistogram.recordValueWithCount(value, count3);
+      recordValueWithCount(value, count4) {
+        this._wasmHistogram.recordValueWithCount(value, count4);
       }
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
@@ -6990,12 +6990,12 @@ var require_JsHistogram_encoding = __commonJS({
       const countsLimit = self.countsArrayIndex(self.maxValue) + 1;
       let srcIndex = 0;
       while (srcIndex < countsLimit) {
-        const count3 = self.getCountAtIndex(srcIndex++);
-        if (count3 < 0) {
-          throw new Error("Cannot encode histogram containing negative counts (" + count3 + ") at index " + srcIndex + ", corresponding the value range [" + self.lowestEquivalentValue(self.valueFromIndex(srcIndex)) + "," + self.nextNonEquivalentValue(self.valueFromIndex(srcIndex)) + ")");
+        const count4 = self.getCountAtIndex(srcIndex++);
+        if (count4 < 0) {
+          throw new Error("Cannot encode histogram containing negative counts (" + count4 + ") at index " + srcIndex + ", corresponding the value range [" + self.lowestEquivalentValue(self.valueFromIndex(srcIndex)) + "," + self.nextNonEquivalentValue(self.valueFromIndex(srcIndex)) + ")");
         }
         let zerosCount = 0;
-        if (count3 == 0) {
+        if (count4 == 0) {
           zerosCount = 1;
           while (srcIndex < countsLimit && self.getCountAtIndex(srcIndex) == 0) {
             zerosCount++;
@@ -7005,7 +7005,7 @@ var require_JsHistogram_encoding = __commonJS({
         if (zerosCount > 1) {
           ZigZagEncoding_1.default.encode(buffer, -zerosCount);
         } else {
-          ZigZagEncoding_1.default.encode(buffer, count3);
+          ZigZagEncoding_1.default.encode(buffer, count4);
         }
       }
     }
@@ -7034,12 +7034,12 @@ var require_JsHistogram_encoding = __commonJS({
       const endPosition = sourceBuffer.position + lengthInBytes;
       while (sourceBuffer.position < endPosition) {
         let zerosCount = 0;
-        let count3 = ZigZagEncoding_1.default.decode(sourceBuffer);
-        if (count3 < 0) {
-          zerosCount = -count3;
+        let count4 = ZigZagEncoding_1.default.decode(sourceBuffer);
+        if (count4 < 0) {
+          zerosCount = -count4;
           dstIndex += zerosCount;
         } else {
-          self.setCountAtIndex(dstIndex++, count3);
+          self.setCountAtIndex(dstIndex++, count4);
         }
       }
       return dstIndex;
@@ -7422,8 +7422,8 @@ var require_Recorder = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count3) {
-        this.activeHistogram.recordValueWithCount(value, count3);
+      recordValueWithCount(value, count4) {
+        this.activeHistogram.recordValueWithCount(value, count4);
       }
       /**
        * Record a value
@@ -8158,8 +8158,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count3, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count3);
+          for (const { count: count4, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count4);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -8267,13 +8267,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity3.isCollection(node2)) {
-        let count3 = 0;
+        let count4 = 0;
         for (const item of node2.items) {
           const c3 = getAliasCount(doc, item, anchors2);
-          if (c3 > count3)
-            count3 = c3;
+          if (c3 > count4)
+            count4 = c3;
         }
-        return count3;
+        return count4;
       } else if (identity3.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -11226,8 +11226,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count3, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count3);
+          for (const { count: count4, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count4);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -11304,12 +11304,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count3 = 1;
+        let count4 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count4 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count3);
+        const pointer = " ".repeat(ci) + "^".repeat(count4);
         error62.message += `:
 
 ${lineStr}
@@ -17379,14 +17379,14 @@ function codePointLength(str) {
   const units = str.length;
   if (!highSurrogate.test(str))
     return units;
-  let count3 = units;
+  let count4 = units;
   for (let i2 = 0; i2 < units - 1; i2++) {
     if ((str.charCodeAt(i2) & 64512) === 55296 && (str.charCodeAt(i2 + 1) & 64512) === 56320) {
-      count3--;
+      count4--;
       i2++;
     }
   }
-  return count3;
+  return count4;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -21769,8 +21769,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count3, one, few, many) {
-  const absCount = Math.abs(count3);
+function getBelarusianPlural(count4, one, few, many) {
+  const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -24417,8 +24417,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count3, one, many) {
-  return Math.abs(count3) === 1 ? one : many;
+function getArmenianPlural(count4, one, many) {
+  return Math.abs(count4) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -27156,8 +27156,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count3, one, few, many) {
-  const absCount = Math.abs(count3);
+function getRussianPlural(count4, one, few, many) {
+  const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -35883,6 +35883,43 @@ var constants_default = {
   schema_version: 1
 };
 
+// src/contract/isolation.ts
+var count = external_exports.number().int().nonnegative();
+var isolationSchema = external_exports.looseObject({
+  cgroup: external_exports.looseObject({
+    mode: external_exports.enum(["v2", "v2-core", "none"]),
+    path: external_exports.string().optional(),
+    controllers: external_exports.array(external_exports.string()),
+    note: external_exports.string()
+  }),
+  arms: external_exports.record(
+    external_exports.string(),
+    external_exports.looseObject({
+      user: external_exports.string(),
+      uid: count,
+      dedicated_user: external_exports.boolean(),
+      cgroup: external_exports.string().optional(),
+      port: external_exports.number().int(),
+      home: external_exports.string()
+    })
+  ),
+  placement: external_exports.looseObject({
+    method: external_exports.enum(["cpuset", "sched_setaffinity", "none"]),
+    loadgen_cpus: external_exports.string(),
+    arm_cpus: external_exports.string()
+  }),
+  max_procs: external_exports.looseObject({ limit: count, by: external_exports.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
+  capabilities: external_exports.array(external_exports.string()),
+  notes: external_exports.array(external_exports.string())
+});
+var resourceAccountingSchema = external_exports.looseObject({ cpu: external_exports.string(), memory: external_exports.string() });
+var championEventSchema = external_exports.looseObject({
+  time: external_exports.string(),
+  event: external_exports.enum(["started", "serving", "exited", "stopped"]),
+  sha: external_exports.string(),
+  detail: external_exports.string().optional()
+});
+
 // src/contract/parse.ts
 var MessageError = class extends Error {
   name = "MessageError";
@@ -35948,7 +35985,7 @@ var runRequestSchema = external_exports.looseObject({
 });
 
 // src/contract/result.ts
-var count = external_exports.number().int().nonnegative();
+var count2 = external_exports.number().int().nonnegative();
 var amount = external_exports.number().nonnegative();
 var hostInfoSchema = external_exports.looseObject({
   hostname: external_exports.string(),
@@ -35962,26 +35999,32 @@ var hostInfoSchema = external_exports.looseObject({
   cpu_max_freq_khz: external_exports.number().int().optional()
 });
 var sliceSchema = external_exports.looseObject({
-  index: count,
-  pair: count,
+  index: count2,
+  pair: count2,
   arm: external_exports.enum(ARMS),
   start: external_exports.string(),
   end: external_exports.string(),
-  scheduled: count,
-  sent: count,
-  completed: count,
-  ok: count,
-  recorded: count,
-  errors: external_exports.looseObject({ connect: count, timeout: count, "4xx": count, "5xx": count, other: count }),
-  overflow: count,
-  new_connections: count,
+  scheduled: count2,
+  sent: count2,
+  completed: count2,
+  ok: count2,
+  recorded: count2,
+  errors: external_exports.looseObject({ connect: count2, timeout: count2, "4xx": count2, "5xx": count2, other: count2 }),
+  overflow: count2,
+  new_connections: count2,
   achieved_rps: amount,
   ok_rps: amount,
-  latency_us: external_exports.looseObject({ p50: count, p90: count, p99: count, p999: count, max: count }),
-  service_time_us: external_exports.looseObject({ p50: count, p99: count }),
-  dispatch_lag_us: external_exports.looseObject({ p50: count, p99: count }),
+  latency_us: external_exports.looseObject({ p50: count2, p90: count2, p99: count2, p999: count2, max: count2 }),
+  service_time_us: external_exports.looseObject({ p50: count2, p99: count2 }),
+  dispatch_lag_us: external_exports.looseObject({ p50: count2, p99: count2 }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
+  // What the measured arm used during the slice, from its cgroup (the host result's
+  // resource_accounting says from where); absent from the load generator alone.
+  service_cpu_us_per_request: amount.optional(),
+  service_cpu_cores: amount.optional(),
+  service_rss_bytes: count2.optional(),
+  idle_arm_cpu_cores: amount.optional(),
   valid: external_exports.boolean(),
   invalid_reason: external_exports.string().optional()
 });
@@ -35996,7 +36039,7 @@ var resultSchema = external_exports.looseObject({
   ended: external_exports.string(),
   partial: external_exports.boolean(),
   partial_reason: external_exports.string().optional(),
-  warmup: external_exports.looseObject({ seconds: amount, sent: count, ok: count, errors: count, overflow: count }),
+  warmup: external_exports.looseObject({ seconds: amount, sent: count2, ok: count2, errors: count2, overflow: count2 }),
   slices: external_exports.array(sliceSchema)
 });
 var RUN_STATUSES = ["ok", "error", "aborted"];
@@ -36016,7 +36059,10 @@ var findingSchema = external_exports.looseObject({
 });
 var hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
-  preflight: external_exports.array(findingSchema)
+  preflight: external_exports.array(findingSchema),
+  isolation: isolationSchema.optional(),
+  resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
+  champion_restarts: external_exports.array(championEventSchema).optional()
 });
 function parseResult(source, doc) {
   return parseMessage(resultSchema, source, doc, "a load generator result");
@@ -38413,13 +38459,13 @@ var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) 
   const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
   const hasListeners = hasMessageListeners(anyProcess, ipcEmitter);
   return {
-    id: count2++,
+    id: count3++,
     type: REQUEST_TYPE,
     message,
     hasListeners
   };
 };
-var count2 = 0n;
+var count3 = 0n;
 var validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
   if (wrappedMessage?.type !== REQUEST_TYPE || wrappedMessage.hasListeners) {
     return;
@@ -39717,7 +39763,7 @@ function parseMilliseconds(milliseconds) {
 
 // node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
-var pluralize = (word, count3) => count3 === 1 || count3 === 1n ? word : `${word}s`;
+var pluralize = (word, count4) => count4 === 1 || count4 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
 function prettyMilliseconds(milliseconds, options) {
@@ -41954,12 +42000,12 @@ var SignalExit = class extends SignalExitBase {
     for (const sig of signals) {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
-        let { count: count3 } = this.#emitter;
+        let { count: count4 } = this.#emitter;
         const p = process10;
         if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count3 += p.__signal_exit_emitter__.count;
+          count4 += p.__signal_exit_emitter__.count;
         }
-        if (listeners.length === count3) {
+        if (listeners.length === count4) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
           const s = sig === "SIGHUP" ? this.#hupSig : sig;
@@ -43451,7 +43497,8 @@ var hostStatusSchema = external_exports.looseObject({
   memory_available_bytes: external_exports.number().int().nonnegative(),
   load_avg: external_exports.array(external_exports.number()).length(3),
   releases: external_exports.array(external_exports.string()),
-  ports: external_exports.record(external_exports.string(), external_exports.number().int())
+  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+  isolation: isolationSchema.optional()
 });
 var EXIT = constants_default.exit_codes;
 var OUTCOME_MARKER = constants_default.outcome_marker;

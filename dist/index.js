@@ -11241,11 +11241,11 @@ var require_pluralizer = __commonJS({
         this.singular = singular;
         this.plural = plural2;
       }
-      pluralize(count3) {
-        const one = count3 === 1;
+      pluralize(count4) {
+        const one = count4 === 1;
         const keys = one ? singulars : plurals;
         const noun = one ? this.singular : this.plural;
-        return { ...keys, count: count3, noun };
+        return { ...keys, count: count4, noun };
       }
     };
   }
@@ -18664,15 +18664,15 @@ ${value}`;
           pos = 0;
         }
       }
-      discardLeadingBytes(count3) {
-        while (count3 > 0 && this.lineChunkIndex < this.chunks.length) {
+      discardLeadingBytes(count4) {
+        while (count4 > 0 && this.lineChunkIndex < this.chunks.length) {
           const chunk = this.chunks[this.lineChunkIndex];
           const remaining = chunk.length - this.linePos;
-          if (count3 < remaining) {
-            this.linePos += count3;
-            count3 = 0;
+          if (count4 < remaining) {
+            this.linePos += count4;
+            count4 = 0;
           } else {
-            count3 -= remaining;
+            count4 -= remaining;
             this.lineChunkIndex++;
             this.linePos = 0;
           }
@@ -20219,8 +20219,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count3, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count3);
+          for (const { count: count4, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count4);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -20328,13 +20328,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity3.isCollection(node2)) {
-        let count3 = 0;
+        let count4 = 0;
         for (const item of node2.items) {
           const c3 = getAliasCount(doc, item, anchors2);
-          if (c3 > count3)
-            count3 = c3;
+          if (c3 > count4)
+            count4 = c3;
         }
-        return count3;
+        return count4;
       } else if (identity3.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -23287,8 +23287,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count3, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count3);
+          for (const { count: count4, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count4);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -23365,12 +23365,12 @@ var require_errors2 = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count3 = 1;
+        let count4 = 1;
         const end = error63.linePos[1];
         if (end?.line === line && end.col > col) {
-          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count4 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count3);
+        const pointer = " ".repeat(ci) + "^".repeat(count4);
         error63.message += `:
 
 ${lineStr}
@@ -27515,13 +27515,13 @@ var require_JsHistogram = __commonJS({
         this.updateMinAndMax(value);
         this.incrementTotalCount();
       }
-      handleRecordException(count3, value) {
+      handleRecordException(count4, value) {
         if (!this.autoResize) {
           throw new Error("Value " + value + " is outside of histogram covered range");
         }
         this.resize(value);
         var countsIndex = this.countsArrayIndex(value);
-        this.addToCountAtIndex(countsIndex, count3);
+        this.addToCountAtIndex(countsIndex, count4);
         this.highestTrackableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
       }
       countsArrayIndex(value) {
@@ -27804,15 +27804,15 @@ var require_JsHistogram = __commonJS({
           this.recordSingleValue(missingValue);
         }
       }
-      recordCountAtValue(count3, value) {
+      recordCountAtValue(count4, value) {
         const countsIndex = this.countsArrayIndex(value);
         if (countsIndex >= this.countsArrayLength) {
-          this.handleRecordException(count3, value);
+          this.handleRecordException(count4, value);
         } else {
-          this.addToCountAtIndex(countsIndex, count3);
+          this.addToCountAtIndex(countsIndex, count4);
         }
         this.updateMinAndMax(value);
-        this.addToTotalCount(count3);
+        this.addToTotalCount(count4);
       }
       /**
        * Record a value in the histogram (adding to the value's current count)
@@ -27821,8 +27821,8 @@ var require_JsHistogram = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count3) {
-        this.recordCountAtValue(count3, value);
+      recordValueWithCount(value, count4) {
+        this.recordCountAtValue(count4, value);
       }
       /**
        * Record a value in the histogram.
@@ -27848,13 +27848,13 @@ var require_JsHistogram = __commonJS({
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this.recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
       }
-      recordValueWithCountAndExpectedInterval(value, count3, expectedIntervalBetweenValueSamples) {
-        this.recordCountAtValue(count3, value);
+      recordValueWithCountAndExpectedInterval(value, count4, expectedIntervalBetweenValueSamples) {
+        this.recordCountAtValue(count4, value);
         if (expectedIntervalBetweenValueSamples <= 0) {
           return;
         }
         for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
-          this.recordCountAtValue(count3, missingValue);
+          this.recordCountAtValue(count4, missingValue);
         }
       }
       /**
@@ -28669,7 +28669,7 @@ var require_trees = __commonJS({
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count3 = 0;
+      var count4 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -28680,21 +28680,21 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count3 < max_count && curlen === nextlen) {
+        if (++count4 < max_count && curlen === nextlen) {
           continue;
-        } else if (count3 < min_count) {
-          s.bl_tree[curlen * 2] += count3;
+        } else if (count4 < min_count) {
+          s.bl_tree[curlen * 2] += count4;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
             s.bl_tree[curlen * 2]++;
           }
           s.bl_tree[REP_3_6 * 2]++;
-        } else if (count3 <= 10) {
+        } else if (count4 <= 10) {
           s.bl_tree[REPZ_3_10 * 2]++;
         } else {
           s.bl_tree[REPZ_11_138 * 2]++;
         }
-        count3 = 0;
+        count4 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -28713,7 +28713,7 @@ var require_trees = __commonJS({
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count3 = 0;
+      var count4 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -28723,27 +28723,27 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count3 < max_count && curlen === nextlen) {
+        if (++count4 < max_count && curlen === nextlen) {
           continue;
-        } else if (count3 < min_count) {
+        } else if (count4 < min_count) {
           do {
             send_code(s, curlen, s.bl_tree);
-          } while (--count3 !== 0);
+          } while (--count4 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
             send_code(s, curlen, s.bl_tree);
-            count3--;
+            count4--;
           }
           send_code(s, REP_3_6, s.bl_tree);
-          send_bits(s, count3 - 3, 2);
-        } else if (count3 <= 10) {
+          send_bits(s, count4 - 3, 2);
+        } else if (count4 <= 10) {
           send_code(s, REPZ_3_10, s.bl_tree);
-          send_bits(s, count3 - 3, 3);
+          send_bits(s, count4 - 3, 3);
         } else {
           send_code(s, REPZ_11_138, s.bl_tree);
-          send_bits(s, count3 - 11, 7);
+          send_bits(s, count4 - 11, 7);
         }
-        count3 = 0;
+        count4 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -30725,20 +30725,20 @@ var require_inftrees = __commonJS({
       var base = null;
       var base_index = 0;
       var end;
-      var count3 = new utils.Buf16(MAXBITS + 1);
+      var count4 = new utils.Buf16(MAXBITS + 1);
       var offs = new utils.Buf16(MAXBITS + 1);
       var extra = null;
       var extra_index = 0;
       var here_bits, here_op, here_val;
       for (len = 0; len <= MAXBITS; len++) {
-        count3[len] = 0;
+        count4[len] = 0;
       }
       for (sym = 0; sym < codes; sym++) {
-        count3[lens[lens_index + sym]]++;
+        count4[lens[lens_index + sym]]++;
       }
       root = bits;
       for (max2 = MAXBITS; max2 >= 1; max2--) {
-        if (count3[max2] !== 0) {
+        if (count4[max2] !== 0) {
           break;
         }
       }
@@ -30752,7 +30752,7 @@ var require_inftrees = __commonJS({
         return 0;
       }
       for (min = 1; min < max2; min++) {
-        if (count3[min] !== 0) {
+        if (count4[min] !== 0) {
           break;
         }
       }
@@ -30762,7 +30762,7 @@ var require_inftrees = __commonJS({
       left = 1;
       for (len = 1; len <= MAXBITS; len++) {
         left <<= 1;
-        left -= count3[len];
+        left -= count4[len];
         if (left < 0) {
           return -1;
         }
@@ -30772,7 +30772,7 @@ var require_inftrees = __commonJS({
       }
       offs[1] = 0;
       for (len = 1; len < MAXBITS; len++) {
-        offs[len + 1] = offs[len] + count3[len];
+        offs[len + 1] = offs[len] + count4[len];
       }
       for (sym = 0; sym < codes; sym++) {
         if (lens[lens_index + sym] !== 0) {
@@ -30835,7 +30835,7 @@ var require_inftrees = __commonJS({
           huff = 0;
         }
         sym++;
-        if (--count3[len] === 0) {
+        if (--count4[len] === 0) {
           if (len === max2) {
             break;
           }
@@ -30849,7 +30849,7 @@ var require_inftrees = __commonJS({
           curr = len - drop;
           left = 1 << curr;
           while (curr + drop < max2) {
-            left -= count3[curr + drop];
+            left -= count4[curr + drop];
             if (left <= 0) {
               break;
             }
@@ -32930,8 +32930,8 @@ var require_wasm = __commonJS({
       recordValue(value) {
         this._wasmHistogram.recordValue(value);
       }
-      recordValueWithCount(value, count3) {
-        this._wasmHistogram.recordValueWithCount(value, count3);
+      recordValueWithCount(value, count4) {
+        this._wasmHistogram.recordValueWithCount(value, count4);
       }
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
@@ -33930,12 +33930,12 @@ var require_JsHistogram_encoding = __commonJS({
       const countsLimit = self2.countsArrayIndex(self2.maxValue) + 1;
       let srcIndex = 0;
       while (srcIndex < countsLimit) {
-        const count3 = self2.getCountAtIndex(srcIndex++);
-        if (count3 < 0) {
-          throw new Error("Cannot encode histogram containing negative counts (" + count3 + ") at index " + srcIndex + ", corresponding the value range [" + self2.lowestEquivalentValue(self2.valueFromIndex(srcIndex)) + "," + self2.nextNonEquivalentValue(self2.valueFromIndex(srcIndex)) + ")");
+        const count4 = self2.getCountAtIndex(srcIndex++);
+        if (count4 < 0) {
+          throw new Error("Cannot encode histogram containing negative counts (" + count4 + ") at index " + srcIndex + ", corresponding the value range [" + self2.lowestEquivalentValue(self2.valueFromIndex(srcIndex)) + "," + self2.nextNonEquivalentValue(self2.valueFromIndex(srcIndex)) + ")");
         }
         let zerosCount = 0;
-        if (count3 == 0) {
+        if (count4 == 0) {
           zerosCount = 1;
           while (srcIndex < countsLimit && self2.getCountAtIndex(srcIndex) == 0) {
             zerosCount++;
@@ -33945,7 +33945,7 @@ var require_JsHistogram_encoding = __commonJS({
         if (zerosCount > 1) {
           ZigZagEncoding_1.default.encode(buffer, -zerosCount);
         } else {
-          ZigZagEncoding_1.default.encode(buffer, count3);
+          ZigZagEncoding_1.default.encode(buffer, count4);
         }
       }
     }
@@ -33974,12 +33974,12 @@ var require_JsHistogram_encoding = __commonJS({
       const endPosition = sourceBuffer.position + lengthInBytes;
       while (sourceBuffer.position < endPosition) {
         let zerosCount = 0;
-        let count3 = ZigZagEncoding_1.default.decode(sourceBuffer);
-        if (count3 < 0) {
-          zerosCount = -count3;
+        let count4 = ZigZagEncoding_1.default.decode(sourceBuffer);
+        if (count4 < 0) {
+          zerosCount = -count4;
           dstIndex += zerosCount;
         } else {
-          self2.setCountAtIndex(dstIndex++, count3);
+          self2.setCountAtIndex(dstIndex++, count4);
         }
       }
       return dstIndex;
@@ -34362,8 +34362,8 @@ var require_Recorder = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count3) {
-        this.activeHistogram.recordValueWithCount(value, count3);
+      recordValueWithCount(value, count4) {
+        this.activeHistogram.recordValueWithCount(value, count4);
       }
       /**
        * Record a value
@@ -38359,14 +38359,14 @@ function codePointLength(str) {
   const units = str.length;
   if (!highSurrogate.test(str))
     return units;
-  let count3 = units;
+  let count4 = units;
   for (let i2 = 0; i2 < units - 1; i2++) {
     if ((str.charCodeAt(i2) & 64512) === 55296 && (str.charCodeAt(i2 + 1) & 64512) === 56320) {
-      count3--;
+      count4--;
       i2++;
     }
   }
-  return count3;
+  return count4;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -42749,8 +42749,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count3, one, few, many) {
-  const absCount = Math.abs(count3);
+function getBelarusianPlural(count4, one, few, many) {
+  const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -45397,8 +45397,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count3, one, many) {
-  return Math.abs(count3) === 1 ? one : many;
+function getArmenianPlural(count4, one, many) {
+  return Math.abs(count4) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -48136,8 +48136,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count3, one, few, many) {
-  const absCount = Math.abs(count3);
+function getRussianPlural(count4, one, few, many) {
+  const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -59998,7 +59998,7 @@ function parseMilliseconds(milliseconds) {
 
 // node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
-var pluralize = (word, count3) => count3 === 1 || count3 === 1n ? word : `${word}s`;
+var pluralize = (word, count4) => count4 === 1 || count4 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
 function prettyMilliseconds(milliseconds, options) {
@@ -62235,12 +62235,12 @@ var SignalExit = class extends SignalExitBase {
     for (const sig of signals) {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
-        let { count: count3 } = this.#emitter;
+        let { count: count4 } = this.#emitter;
         const p = process10;
         if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count3 += p.__signal_exit_emitter__.count;
+          count4 += p.__signal_exit_emitter__.count;
         }
-        if (listeners.length === count3) {
+        if (listeners.length === count4) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
           const s = sig === "SIGHUP" ? this.#hupSig : sig;
@@ -63714,6 +63714,43 @@ var constants_default = {
   schema_version: 1
 };
 
+// src/contract/isolation.ts
+var count2 = external_exports.number().int().nonnegative();
+var isolationSchema = external_exports.looseObject({
+  cgroup: external_exports.looseObject({
+    mode: external_exports.enum(["v2", "v2-core", "none"]),
+    path: external_exports.string().optional(),
+    controllers: external_exports.array(external_exports.string()),
+    note: external_exports.string()
+  }),
+  arms: external_exports.record(
+    external_exports.string(),
+    external_exports.looseObject({
+      user: external_exports.string(),
+      uid: count2,
+      dedicated_user: external_exports.boolean(),
+      cgroup: external_exports.string().optional(),
+      port: external_exports.number().int(),
+      home: external_exports.string()
+    })
+  ),
+  placement: external_exports.looseObject({
+    method: external_exports.enum(["cpuset", "sched_setaffinity", "none"]),
+    loadgen_cpus: external_exports.string(),
+    arm_cpus: external_exports.string()
+  }),
+  max_procs: external_exports.looseObject({ limit: count2, by: external_exports.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
+  capabilities: external_exports.array(external_exports.string()),
+  notes: external_exports.array(external_exports.string())
+});
+var resourceAccountingSchema = external_exports.looseObject({ cpu: external_exports.string(), memory: external_exports.string() });
+var championEventSchema = external_exports.looseObject({
+  time: external_exports.string(),
+  event: external_exports.enum(["started", "serving", "exited", "stopped"]),
+  sha: external_exports.string(),
+  detail: external_exports.string().optional()
+});
+
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
@@ -63762,7 +63799,7 @@ var runRequestSchema = external_exports.looseObject({
 });
 
 // src/contract/result.ts
-var count2 = external_exports.number().int().nonnegative();
+var count3 = external_exports.number().int().nonnegative();
 var amount = external_exports.number().nonnegative();
 var hostInfoSchema = external_exports.looseObject({
   hostname: external_exports.string(),
@@ -63776,26 +63813,32 @@ var hostInfoSchema = external_exports.looseObject({
   cpu_max_freq_khz: external_exports.number().int().optional()
 });
 var sliceSchema = external_exports.looseObject({
-  index: count2,
-  pair: count2,
+  index: count3,
+  pair: count3,
   arm: external_exports.enum(ARMS),
   start: external_exports.string(),
   end: external_exports.string(),
-  scheduled: count2,
-  sent: count2,
-  completed: count2,
-  ok: count2,
-  recorded: count2,
-  errors: external_exports.looseObject({ connect: count2, timeout: count2, "4xx": count2, "5xx": count2, other: count2 }),
-  overflow: count2,
-  new_connections: count2,
+  scheduled: count3,
+  sent: count3,
+  completed: count3,
+  ok: count3,
+  recorded: count3,
+  errors: external_exports.looseObject({ connect: count3, timeout: count3, "4xx": count3, "5xx": count3, other: count3 }),
+  overflow: count3,
+  new_connections: count3,
   achieved_rps: amount,
   ok_rps: amount,
-  latency_us: external_exports.looseObject({ p50: count2, p90: count2, p99: count2, p999: count2, max: count2 }),
-  service_time_us: external_exports.looseObject({ p50: count2, p99: count2 }),
-  dispatch_lag_us: external_exports.looseObject({ p50: count2, p99: count2 }),
+  latency_us: external_exports.looseObject({ p50: count3, p90: count3, p99: count3, p999: count3, max: count3 }),
+  service_time_us: external_exports.looseObject({ p50: count3, p99: count3 }),
+  dispatch_lag_us: external_exports.looseObject({ p50: count3, p99: count3 }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
+  // What the measured arm used during the slice, from its cgroup (the host result's
+  // resource_accounting says from where); absent from the load generator alone.
+  service_cpu_us_per_request: amount.optional(),
+  service_cpu_cores: amount.optional(),
+  service_rss_bytes: count3.optional(),
+  idle_arm_cpu_cores: amount.optional(),
   valid: external_exports.boolean(),
   invalid_reason: external_exports.string().optional()
 });
@@ -63810,7 +63853,7 @@ var resultSchema = external_exports.looseObject({
   ended: external_exports.string(),
   partial: external_exports.boolean(),
   partial_reason: external_exports.string().optional(),
-  warmup: external_exports.looseObject({ seconds: amount, sent: count2, ok: count2, errors: count2, overflow: count2 }),
+  warmup: external_exports.looseObject({ seconds: amount, sent: count3, ok: count3, errors: count3, overflow: count3 }),
   slices: external_exports.array(sliceSchema)
 });
 var RUN_STATUSES = ["ok", "error", "aborted"];
@@ -63830,7 +63873,10 @@ var findingSchema = external_exports.looseObject({
 });
 var hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
-  preflight: external_exports.array(findingSchema)
+  preflight: external_exports.array(findingSchema),
+  isolation: isolationSchema.optional(),
+  resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
+  champion_restarts: external_exports.array(championEventSchema).optional()
 });
 
 // src/contract/host.ts
@@ -63865,7 +63911,8 @@ var hostStatusSchema = external_exports.looseObject({
   memory_available_bytes: external_exports.number().int().nonnegative(),
   load_avg: external_exports.array(external_exports.number()).length(3),
   releases: external_exports.array(external_exports.string()),
-  ports: external_exports.record(external_exports.string(), external_exports.number().int())
+  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+  isolation: isolationSchema.optional()
 });
 var EXIT = constants_default.exit_codes;
 var OUTCOME_MARKER = constants_default.outcome_marker;
@@ -69855,9 +69902,9 @@ var GitHub2 = class {
       {
         retry: { doNotRetry: [400, 401, 403, 404, 422] },
         throttle: {
-          onRateLimit: (after, opts, _o, count3) => {
+          onRateLimit: (after, opts, _o, count4) => {
             log(`GitHub rate limit on ${opts.method} ${opts.url}; retrying in ${after}s`);
-            return count3 < 2;
+            return count4 < 2;
           },
           onSecondaryRateLimit: (after, opts) => {
             log(`GitHub secondary rate limit on ${opts.method} ${opts.url} (retry after ${after}s); not retrying`);

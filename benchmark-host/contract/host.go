@@ -63,6 +63,8 @@ type Status struct {
 	Releases []string `json:"releases"`
 	// champion and challenger.
 	Ports map[string]int `json:"ports"`
+	// How the arms are isolated and placed on this host.
+	Isolation *Isolation `json:"isolation,omitempty"`
 }
 
 // LockStatus names the holder of the host lock.

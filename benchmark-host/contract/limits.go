@@ -140,6 +140,10 @@ var (
 	Kinds           = Enum{KindAB, KindAA}
 	RunStatuses     = Enum{StatusOK, StatusError, StatusAborted}
 	FindingStatuses = Enum{FindingOK, FindingFlag, FindingRefuse}
+	CgroupModes     = Enum{CgroupControllers, CgroupCore, CgroupNone}
+	PlacementMethod = Enum{"cpuset", "sched_setaffinity", "none"}
+	MaxProcsBy      = Enum{"pids.max", "RLIMIT_NPROC", "none"}
+	ChampionEvents  = Enum{"started", "serving", "exited", "stopped"}
 
 	AtLeastOne = Items{Min: 1}
 
@@ -156,6 +160,7 @@ var Limits = map[string]any{
 	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs,
 	"count": Count, "amount": Amount,
 	"order": Orders, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
+	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy, "champion_event": ChampionEvents,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,
 }

@@ -81,7 +81,18 @@ type Slice struct {
 	Histogram string `json:"histogram"`
 	// The named percentiles the slice recorded too few requests for (see SampleBudget).
 	ShortOfBudget []string `json:"short_of_budget"`
-	Valid         bool     `json:"valid"`
+	// What the measured arm's processes used during the slice, filled by perf-host from the
+	// arm's cgroup (the host result's resource_accounting says from where); absent from the load
+	// generator alone, or when it could not be read. CPU µs per completed request:
+	ServiceCPUUsPerRequest *float64 `json:"service_cpu_us_per_request,omitempty" limit:"amount"`
+	// Average CPU cores busy over the slice.
+	ServiceCPUCores *float64 `json:"service_cpu_cores,omitempty" limit:"amount"`
+	// Memory at the slice's end: memory.current, else the sum of the processes' RSS.
+	ServiceRSSBytes *int64 `json:"service_rss_bytes,omitempty" limit:"count"`
+	// CPU cores the other arm, not measured, used meanwhile; past the host's
+	// --max-idle-arm-cores the slice is invalid.
+	IdleArmCPUCores *float64 `json:"idle_arm_cpu_cores,omitempty" limit:"amount"`
+	Valid           bool     `json:"valid"`
 	InvalidReason string   `json:"invalid_reason,omitempty"`
 }
 
@@ -126,7 +137,7 @@ type Outcome struct {
 	Kind   string `json:"kind,omitempty" limit:"kind"`
 	Status string `json:"status" limit:"run_status"`
 	// Why it failed: preflight, champion_unhealthy, challenger_unhealthy, challenger_crashed,
-	// loadgen, aborted, executor_died or internal.
+	// challenger_not_stopped, write_failed, loadgen, overran, aborted, executor_died or internal.
 	ErrorKind string    `json:"error_kind,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	Started   time.Time `json:"started"`
@@ -157,4 +168,10 @@ type HostResult struct {
 	Result
 	Outcome   Outcome   `json:"outcome"`
 	Preflight []Finding `json:"preflight"`
+	// How the arms were isolated and placed during the run.
+	Isolation *Isolation `json:"isolation,omitempty"`
+	// Per arm, where the slices' service_* fields come from.
+	ResourceAccounting map[string]ResourceAccounting `json:"resource_accounting,omitempty"`
+	// The champion's exits and restarts during the run: the slices they touched are invalid.
+	ChampionRestarts []ChampionEvent `json:"champion_restarts,omitempty"`
 }

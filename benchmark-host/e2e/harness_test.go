@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"fmt"
@@ -38,6 +39,7 @@ func binaries(t *testing.T) string {
 			{"-o", filepath.Join(binDir, "perf-host"), "../cmd/perf-host"},
 			{"-o", filepath.Join(binDir, "service-fast"), "../examples/service"},
 			{"-tags", "slow", "-o", filepath.Join(binDir, "service-slow"), "../examples/service"},
+			{"-o", filepath.Join(binDir, "hostile"), "./hostile"},
 		} {
 			out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput()
 			if err != nil {
@@ -87,7 +89,11 @@ func newHost(t *testing.T, opt hostOptions) *host {
 
 // ssh runs one command through the forced command, as the action's client does.
 func (h *host) ssh(stdin io.Reader, command string) (stdout, stderr string, code int) {
-	cmd := h.SSHCommand(command)
+	return runSSH(h.t, h.SSHCommand(command), stdin)
+}
+
+// runSSH runs an ssh client command; a non-zero exit is its code, any other failure fatal.
+func runSSH(t *testing.T, cmd *exec.Cmd, stdin io.Reader) (stdout, stderr string, code int) {
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -95,9 +101,41 @@ func (h *host) ssh(stdin io.Reader, command string) (stdout, stderr string, code
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		h.t.Fatalf("ssh %q: %v", command, err)
+		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// follower reads a `wait` command's progress as it comes.
+type follower struct {
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+	out   strings.Builder
+}
+
+// follow starts a `wait` command and reads its progress until a line contains marker.
+func follow(t *testing.T, cmd *exec.Cmd, marker string) *follower {
+	t.Helper()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := &follower{cmd: cmd, lines: bufio.NewScanner(stdout)}
+	for f.lines.Scan() {
+		f.out.WriteString(f.lines.Text() + "\n")
+		if strings.Contains(f.lines.Text(), marker) {
+			break
+		}
+	}
+	return f
+}
+
+// finish reads the rest of the progress and returns all of it with how wait exited.
+func (f *follower) finish() (string, error) {
+	for f.lines.Scan() {
+		f.out.WriteString(f.lines.Text() + "\n")
+	}
+	return f.out.String(), f.cmd.Wait()
 }
 
 // must runs a command that has to succeed.
@@ -125,25 +163,35 @@ func runPlan(challenger string, pairs int, sliceSeconds float64) string {
 		challenger, serviceSpec, sliceSeconds, pairs)
 }
 
-// buildTarball packs a release: the example service, a start script and a VERSION file.
+// buildTarball packs a release: the example service, a start script and a VERSION file, and
+// the hostile program (e2e/hostile) when the start script calls it.
 func buildTarball(t *testing.T, variant, version, startScript string) []byte {
 	t.Helper()
 	bin, err := os.ReadFile(filepath.Join(binaries(t), "service-"+variant))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range []struct {
+	type file struct {
 		name string
 		mode int64
 		body []byte
-	}{
+	}
+	files := []file{
 		{"service", 0o755, bin},
 		{"start.sh", 0o755, []byte("#!/bin/sh\n" + startScript + "\n")},
 		{"VERSION", 0o644, []byte(version + "\n")},
-	} {
+	}
+	if strings.Contains(startScript, "./hostile") {
+		hostile, err := os.ReadFile(filepath.Join(binaries(t), "hostile"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file{"hostile", 0o755, hostile})
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
 		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg})
 		tw.Write(f.body)
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,15 +106,22 @@ func TestWaitSurvivesADroppedConnection(t *testing.T) {
 	}
 }
 
-// snapshot lists every file under root but the audit log, with sizes.
+// snapshot lists every file under root but the audit log and the champion's events (which
+// the supervisor appends when the champion answers, a moment after promote returns), with
+// their sizes, link counts and content digests.
 func snapshot(t *testing.T, root string) string {
 	var out []string
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || filepath.Base(path) == "audit.log" {
+		if err != nil || filepath.Base(path) == "audit.log" || filepath.Base(path) == "champion-events.jsonl" {
 			return nil
 		}
 		info, _ := d.Info()
-		out = append(out, fmt.Sprintf("%s %d", strings.TrimPrefix(path, root), info.Size()))
+		digest := ""
+		if info.Mode().IsRegular() {
+			b, _ := os.ReadFile(path)
+			digest = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		out = append(out, fmt.Sprintf("%s %d links %d %s", strings.TrimPrefix(path, root), info.Size(), info.Sys().(*syscall.Stat_t).Nlink, digest))
 		return nil
 	})
 	sort.Strings(out)
@@ -144,7 +153,7 @@ func TestHostileCommandsAreRefusedWithoutSideEffects(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and a refusal", cmd, code, stderr)
 		}
 	}
-	gz := func(entries ...[3]string) []byte { // name, type (f, l), body or link target
+	gz := func(entries ...[3]string) []byte { // name, type (f, l, d, h), body or link target
 		var buf bytes.Buffer
 		w := newTarWriter(&buf)
 		for _, e := range entries {
@@ -160,6 +169,11 @@ func TestHostileCommandsAreRefusedWithoutSideEffects(t *testing.T) {
 		"absolute":    gz([3]string{"/etc/evil", "f", "x"}),
 		"symlink out": gz([3]string{"link", "l", "../../../etc/passwd"}),
 		"oversize":    gz([3]string{"blob", "f", string(random)}),
+		// Each link looks inside when judged lexically; sub/a is the release itself, so b is
+		// releases/ and c the host's root (issue 19).
+		"symlink chain": gz([3]string{"sub/", "d", ""}, [3]string{"sub/a", "l", ".."}, [3]string{"b", "l", "sub/a/.."}, [3]string{"c", "l", "b/.."}),
+		"hard link through the chain": gz([3]string{"sub/", "d", ""}, [3]string{"sub/a", "l", ".."}, [3]string{"b", "l", "sub/a/.."},
+			[3]string{"c", "l", "b/.."}, [3]string{"statecopy", "h", "c/state.json"}),
 	} {
 		_, stderr, code := h.ssh(bytes.NewReader(tb), "deploy challenger ccccccc")
 		if code != 2 {
@@ -388,7 +402,8 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	}
 }
 
-// tarWriter writes small hostile tarballs: "f" entries are files, "l" symlinks.
+// tarWriter writes small hostile tarballs: "f" entries are files, "l" symlinks, "h" hard
+// links, "d" directories.
 type tarWriter struct {
 	gz *gzip.Writer
 	tw *tar.Writer
@@ -400,8 +415,15 @@ func newTarWriter(w io.Writer) *tarWriter {
 }
 
 func (w *tarWriter) add(name, typ, body string) {
-	if typ == "l" {
+	switch typ {
+	case "l":
 		w.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: body, Mode: 0o777})
+		return
+	case "h":
+		w.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeLink, Linkname: body, Mode: 0o644})
+		return
+	case "d":
+		w.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755})
 		return
 	}
 	w.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644})
@@ -494,6 +516,7 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"bbbbbbb"`, `"ccccccc"`, 1), `release "ccccccc" is not deployed`},
 		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command"},
 		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
+		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s health check would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
 		{strings.Replace(good, `"workload":"work",`, `"targets":{"champion":"http://evil:1","challenger":"http://evil:2"},`, 1), "loadgen.targets: set by the host"},
 		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/{{nope}}"`, 1), "loadgen.requests[0].path"},
 		// A body_file would make the host read its own files and send them to the challenger.

@@ -3,6 +3,7 @@
 // constants.json, so they are defined once, in Go.
 import { z } from "zod";
 import constants from "../../benchmark-host/contract/schema/constants.json";
+import { isolationSchema } from "./isolation";
 import { KINDS, name, rate, sha } from "./plan";
 import { RUN_STATUSES } from "./result";
 
@@ -48,6 +49,7 @@ export const hostStatusSchema = z.looseObject({
   load_avg: z.array(z.number()).length(3),
   releases: z.array(z.string()),
   ports: z.record(z.string(), z.number().int()),
+  isolation: isolationSchema.optional(),
 });
 export type HostStatus = z.infer<typeof hostStatusSchema>;
 

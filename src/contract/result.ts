@@ -4,6 +4,7 @@
 // same fields.
 import { z } from "zod";
 import constants from "../../benchmark-host/contract/schema/constants.json";
+import { championEventSchema, isolationSchema, resourceAccountingSchema } from "./isolation";
 import { parseMessage } from "./parse";
 import { ARMS, KINDS, planSchema } from "./plan";
 
@@ -43,6 +44,12 @@ export const sliceSchema = z.looseObject({
   dispatch_lag_us: z.looseObject({ p50: count, p99: count }),
   histogram: z.string(),
   short_of_budget: z.array(z.string()),
+  // What the measured arm used during the slice, from its cgroup (the host result's
+  // resource_accounting says from where); absent from the load generator alone.
+  service_cpu_us_per_request: amount.optional(),
+  service_cpu_cores: amount.optional(),
+  service_rss_bytes: count.optional(),
+  idle_arm_cpu_cores: amount.optional(),
   valid: z.boolean(),
   invalid_reason: z.string().optional(),
 });
@@ -87,6 +94,9 @@ export const findingSchema = z.looseObject({
 export const hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
   preflight: z.array(findingSchema),
+  isolation: isolationSchema.optional(),
+  resource_accounting: z.record(z.string(), resourceAccountingSchema).optional(),
+  champion_restarts: z.array(championEventSchema).optional(),
 });
 export type HostResult = z.infer<typeof hostResultSchema>;
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/grammar"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/version"
@@ -30,7 +31,7 @@ func main() {
 }
 
 func usage() int {
-	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute and champion-daemon (internal), --version\n",
+	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute, champion-daemon and cgroup-hold (internal), --version\n",
 		strings.Join(grammar.Verbs(), ", "))
 	return contract.ExitRefused
 }
@@ -48,6 +49,11 @@ func run(args []string) int {
 	cfg := agent.BindFlags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return contract.ExitRefused
+	}
+	if verb == "cgroup-hold" { // the systemd holder of the subtree: it needs no state
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return report(cgroup.Hold(ctx))
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -18,15 +18,22 @@ import (
 
 // championRecord is written by the champion supervisor while it runs.
 type championRecord struct {
-	Pid     int       `json:"pid"`
-	SHA     string    `json:"sha"`
-	Started time.Time `json:"started"`
+	Pid         int       `json:"pid"` // the supervisor
+	SHA         string    `json:"sha"`
+	Started     time.Time `json:"started"`
+	ChampionPid int       `json:"champion_pid"` // the champion service's main process
+	// Config is the supervisor's isolation configuration: a supervisor started with another
+	// one (by an older install) is replaced, so that the champion runs as its arm's user.
+	Config string `json:"config"`
 }
 
-// ChampionDaemon supervises the champion until ctx ends: it starts the build the state names
-// on the champion port, restarts it if it exits, and on SIGHUP restarts it on whatever the
-// state names now (a promotion). On a systemd host the perf-gate-champion unit runs this;
-// elsewhere perf-host starts it detached. An flock makes a second supervisor exit at once.
+// ChampionDaemon supervises the champion until ctx ends: it installs the build the state
+// names into the champion arm's working directory and starts it on the champion port, restarts
+// it if it exits, and on SIGHUP restarts it on whatever the state names now (a promotion).
+// Every start, exit and return to service is appended to champion-events.jsonl, which a run
+// reads to invalidate the slices a restart touched. On a systemd host the perf-gate-champion
+// unit runs this; elsewhere perf-host starts it detached. An flock makes a second supervisor
+// exit at once.
 func (h *Host) ChampionDaemon(ctx context.Context) error {
 	lockf, err := os.OpenFile(h.path("champion.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -37,6 +44,11 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 		fmt.Fprintln(os.Stderr, "another champion supervisor is running; exiting")
 		return nil
 	}
+	iso, err := h.arms()
+	if err != nil {
+		return err
+	}
+	champ := iso.champion
 	reload := make(chan os.Signal, 1)
 	signal.Notify(reload, syscall.SIGHUP)
 	defer signal.Stop(reload)
@@ -50,25 +62,40 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 		if st.Champion == "" {
 			return errors.New("no champion: deploy a release and promote it first")
 		}
-		p, err := service.Start("champion", st.Service, h.releaseDir(st.Champion), h.ChampionPort,
-			h.path("logs", "champion-"+st.Champion+".log"), h.ServiceUser)
+		// A fresh copy each start; Install first stops whatever the arm still runs (what a
+		// crashed champion or a killed supervisor left behind).
+		if err := champ.Install(h.releaseDir(st.Champion)); err != nil {
+			return err
+		}
+		p, err := champ.StartService("champion", st.Service, h.path("logs", "champion-"+st.Champion+".log"))
 		if err != nil {
 			return err
 		}
-		if err := writeJSONAtomic(h.path("champion.json"), championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC()}); err != nil {
-			p.Stop(10 * time.Second)
+		rec := championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC(), ChampionPid: p.Pid(), Config: h.supervisorConfig()}
+		if err := writeJSONAtomic(h.path("champion.json"), rec); err != nil {
+			champ.Stop(p, 10*time.Second)
 			return err
 		}
+		h.championEvent("started", st.Champion, fmt.Sprintf("pid %d", p.Pid()))
+		go func() {
+			if service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, time.Duration(st.Service.HealthTimeoutSeconds*float64(time.Second)), p.Exited()) == nil {
+				h.championEvent("serving", st.Champion, fmt.Sprintf("pid %d healthy", p.Pid()))
+			}
+		}()
 		started := time.Now()
 		select {
 		case <-ctx.Done():
-			p.Stop(10 * time.Second)
-			return nil
+			h.championEvent("stopped", st.Champion, "the supervisor is stopping")
+			return champ.Stop(p, 10*time.Second)
 		case <-reload:
-			p.Stop(10 * time.Second)
+			h.championEvent("stopped", st.Champion, "reload (a promotion or rollback)")
+			if err := champ.Stop(p, 10*time.Second); err != nil {
+				return err
+			}
 			backoff = time.Second
 			continue
 		case <-p.Exited():
+			h.championEvent("exited", st.Champion, p.ExitError())
 			fmt.Fprintf(os.Stderr, "%s champion %s %s; restarting in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, p.ExitError(), backoff)
 		}
 		if time.Since(started) > time.Minute {
@@ -84,6 +111,12 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 	}
 }
 
+// supervisorConfig is what a running supervisor must share with us to be kept.
+func (h *Host) supervisorConfig() string {
+	return fmt.Sprintf("root=%s champion-user=%s port=%d cgroup=%s arm-cpus=%s arm-max-procs=%d",
+		h.Root, h.ChampionUser, h.ChampionPort, h.Cgroup, h.ArmCPUs, h.ArmMaxProcs)
+}
+
 // EnsureChampion starts the champion supervisor if it is not running, and waits until the
 // champion answers its health check.
 func (h *Host) EnsureChampion(ctx context.Context) error {
@@ -95,7 +128,16 @@ func (h *Host) EnsureChampion(ctx context.Context) error {
 		return errors.New("no champion: deploy a release and promote it first")
 	}
 	timeout := time.Duration(st.Service.HealthTimeoutSeconds * float64(time.Second))
-	if _, ok := h.championDaemon(); !ok {
+	rec, ok := h.championDaemon()
+	if ok && rec.Config != h.supervisorConfig() {
+		// Started by an older install or with other flags: its champion may run as another
+		// user, in another cgroup. Replace it.
+		if err := h.stopChampionDaemon(rec.Pid); err != nil {
+			return err
+		}
+		ok = false
+	}
+	if !ok {
 		if err := h.startChampionDaemon(); err != nil {
 			return err
 		}
@@ -135,7 +177,7 @@ func (h *Host) waitSupervising(sha string, timeout time.Duration) error {
 }
 
 func (h *Host) startChampionDaemon() error {
-	logf, err := os.OpenFile(h.path("logs", "champion-daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(h.path("logs", "champion-daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -144,11 +186,27 @@ func (h *Host) startChampionDaemon() error {
 	cmd.Dir = h.Root
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	iso, err := h.arms()
+	if err != nil {
+		return err
+	}
+	if err := iso.supervisor.Launch(cmd); err != nil {
 		return fmt.Errorf("starting the champion supervisor: %w", err)
 	}
 	go cmd.Wait() // reap it if it exits while we are still running
 	return nil
+}
+
+// stopChampionDaemon asks a supervisor to stop (it stops its champion) and waits for it.
+func (h *Host) stopChampionDaemon(pid int) error {
+	syscall.Kill(pid, syscall.SIGTERM)
+	for range 300 {
+		if !alive(pid, "champion-daemon") {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the champion supervisor (pid %d) did not stop within 15 s", pid)
 }
 
 // reloadChampion asks a running supervisor to restart on the state's champion; with none
@@ -244,14 +302,22 @@ func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 	if err := service.Validate(&next.Service); err != nil {
 		return fmt.Errorf("no usable service spec for the champion (send one on stdin): %w", err)
 	}
-	// Health-check the new build beside the old champion first; the lock keeps :challenger free.
+	// Health-check the new build beside the old champion first, in the challenger arm; the
+	// lock keeps :challenger free.
+	iso, err := h.arms()
+	if err != nil {
+		return err
+	}
 	logPath := h.path("logs", "promote-"+sha+".log")
-	cand, err := service.Start("candidate champion", next.Service, h.releaseDir(sha), h.ChallengerPort, logPath, h.ServiceUser)
+	if err := iso.challenger.Install(h.releaseDir(sha)); err != nil {
+		return err
+	}
+	cand, err := iso.challenger.StartService("candidate champion", next.Service, logPath)
 	if err != nil {
 		return err
 	}
 	err = cand.WaitHealthy(ctx, next.Service.HealthPath, time.Duration(next.Service.HealthTimeoutSeconds*float64(time.Second)))
-	if serr := cand.Stop(10 * time.Second); serr != nil {
+	if serr := iso.challenger.Stop(cand, 10*time.Second); serr != nil {
 		return serr
 	}
 	if err != nil {

@@ -19,7 +19,18 @@ func BindFlags(fs *flag.FlagSet) *Config {
 		root = "/var/lib/perf-gate"
 	}
 	fs.StringVar(&c.Root, "root", root, "state directory (env PERF_GATE_ROOT)")
-	fs.StringVar(&c.ServiceUser, "service-user", "perf-gate", "user the services run as when perf-host runs as root")
+	fs.StringVar(&c.ChampionUser, "champion-user", "perf-gate-champion", "user the champion arm runs as")
+	fs.StringVar(&c.ChallengerUser, "challenger-user", "perf-gate-challenger", "user the challenger arm runs as")
+	fs.Func("service-user", "run both arms as this one user: local mode, or a host installed before per-arm users (the arms are then not isolated from each other)", func(u string) error {
+		c.ChampionUser, c.ChallengerUser = u, u
+		return nil
+	})
+	fs.StringVar(&c.Cgroup, "cgroup", "", "the cgroup v2 directory delegated to perf-host (install.sh sets it up); empty: arms are contained by user id only")
+	fs.StringVar(&c.LoadgenCPUs, "loadgen-cpus", "", "CPUs for the load generator, e.g. 0-1 (empty: anywhere)")
+	fs.StringVar(&c.ArmCPUs, "arm-cpus", "", "CPUs both arms share, e.g. 2-14 (empty: anywhere)")
+	fs.IntVar(&c.ArmMaxProcs, "arm-max-procs", 1024, "most tasks an arm may run (pids.max, else RLIMIT_NPROC of its user)")
+	fs.Float64Var(&c.MaxIdleArmCores, "max-idle-arm-cores", 0.5, "a slice is invalid when the arm not being measured used more CPU cores than this")
+	fs.Float64Var(&c.MaxRunSeconds, "max-run-seconds", 3600, "refuse a plan that would hold the host longer")
 	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
 	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")
 	fs.DurationVar(&c.LockWait, "lock-wait", 10*time.Second, "how long run, promote, rollback and gc wait for a busy host")
@@ -36,7 +47,14 @@ func BindFlags(fs *flag.FlagSet) *Config {
 func (c Config) Flags() []string {
 	return []string{
 		"--root", c.Root,
-		"--service-user", c.ServiceUser,
+		"--champion-user", c.ChampionUser,
+		"--challenger-user", c.ChallengerUser,
+		"--cgroup", c.Cgroup,
+		"--loadgen-cpus", c.LoadgenCPUs,
+		"--arm-cpus", c.ArmCPUs,
+		"--arm-max-procs", strconv.Itoa(c.ArmMaxProcs),
+		"--max-idle-arm-cores", fmt.Sprint(c.MaxIdleArmCores),
+		"--max-run-seconds", fmt.Sprint(c.MaxRunSeconds),
 		"--champion-port", strconv.Itoa(c.ChampionPort),
 		"--challenger-port", strconv.Itoa(c.ChallengerPort),
 		"--lock-wait", c.LockWait.String(),

@@ -101,3 +101,12 @@ func (h *Host) CurrentHolder() (Holder, bool) {
 	}
 	return holder, true
 }
+
+// inheritedLockFD is where StartRun hands the lock to the executor (its first ExtraFiles).
+const inheritedLockFD = 3
+
+// keepInheritedLock keeps the lock handed over as descriptor 3 for this process alone.
+// Inherited without close-on-exec, it passed to every process the executor started (the
+// champion supervisor, the champion, the challenger and whatever they left behind), which kept
+// the host locked after the run (issue 19).
+func keepInheritedLock() { syscall.CloseOnExec(inheritedLockFD) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
@@ -15,17 +16,24 @@ import (
 
 // Config is the host's configuration, from perf-host's flags.
 type Config struct {
-	Root           string
-	ServiceUser    string // services run as this user when perf-host runs as root
-	ChampionPort   int
-	ChallengerPort int
-	LockWait       time.Duration // how long run/promote wait for a busy host
-	DeployLimits   release.Limits
-	MinFreeDisk    uint64 // bytes
-	MinFreeMemory  uint64 // bytes
-	MaxLoadPerCPU  float64
-	KeepReleases   int
-	KeepRuns       int
+	Root            string
+	ChampionUser    string // the champion arm runs as this user
+	ChallengerUser  string // the challenger arm runs as this user
+	Cgroup          string // the cgroup v2 directory delegated to perf-host ("" = none)
+	LoadgenCPUs     string // cpulist for the load generator ("" = anywhere)
+	ArmCPUs         string // cpulist both arms share ("" = anywhere)
+	ArmMaxProcs     int
+	MaxIdleArmCores float64
+	MaxRunSeconds   float64
+	ChampionPort    int
+	ChallengerPort  int
+	LockWait        time.Duration // how long run/promote wait for a busy host
+	DeployLimits    release.Limits
+	MinFreeDisk     uint64 // bytes
+	MinFreeMemory   uint64 // bytes
+	MaxLoadPerCPU   float64
+	KeepReleases    int
+	KeepRuns        int
 }
 
 // Host is the agent bound to its root directory.
@@ -33,6 +41,9 @@ type Host struct {
 	Config
 	// Exe is perf-host's own path, for the detached processes it starts.
 	Exe string
+
+	isoOnce sync.Once
+	iso     *isolation
 }
 
 // State is the champion pointer and the service spec it runs with.
@@ -85,14 +96,43 @@ func (h *Host) path(parts ...string) string {
 func (h *Host) releaseDir(sha string) string { return h.path("releases", sha) }
 func (h *Host) runDir(id string) string      { return h.path("runs", id) }
 
-// Init creates the root layout; it is idempotent.
+// Init creates the root layout; it is idempotent. The host's state is the CI user's alone:
+// the root can be traversed (0711) so that each arm reaches its own home under arms/, and
+// everything else in it is private (0700 directories, 0600 files). A root laid out before the
+// arms had users of their own is tightened here.
 func (h *Host) Init() error {
-	for _, d := range []string{"", "releases", "runs", "logs"} {
-		if err := os.MkdirAll(h.path(d), 0o755); err != nil {
+	if err := os.MkdirAll(h.Root, 0o711); err != nil {
+		return fmt.Errorf("root %s: %w", h.Root, err)
+	}
+	for _, d := range []string{"releases", "runs", "logs"} {
+		if err := os.MkdirAll(h.path(d), 0o700); err != nil {
 			return fmt.Errorf("root %s: %w", h.Root, err)
 		}
 	}
+	if err := os.MkdirAll(h.path("arms"), 0o711); err != nil {
+		return fmt.Errorf("root %s: %w", h.Root, err)
+	}
+	tighten(h.Root, 0o711)
+	entries, _ := os.ReadDir(h.Root)
+	for _, e := range entries {
+		switch {
+		case e.Name() == "arms":
+			tighten(h.path("arms"), 0o711)
+		case e.IsDir():
+			tighten(h.path(e.Name()), 0o700)
+		case e.Type().IsRegular():
+			tighten(h.path(e.Name()), 0o600)
+		}
+	}
 	return nil
+}
+
+// tighten sets a path's mode when it differs and the path is ours (errors are ignored: a path
+// of another owner is left as it is).
+func tighten(path string, mode os.FileMode) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Perm() != mode {
+		os.Chmod(path, mode)
+	}
 }
 
 // LoadState reads the champion pointer; a missing file is the empty state.
@@ -127,17 +167,23 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// writeJSONAtomic writes via a temporary file and rename, so readers never see half a file.
+// writeJSONAtomic writes via a temporary file and rename, so readers never see half a file;
+// a failed write (a full disk) leaves the old file and no temporary behind, and is returned.
 func writeJSONAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // RefusedError is a request the host will not carry out as sent (a bad plan, a hostile

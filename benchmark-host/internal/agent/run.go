@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +32,9 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) (err error) {
 	}
 	req, err := h.readRunRequest(runID, kind, stdin)
 	if err != nil {
+		return err
+	}
+	if err := h.checkRunLength(req); err != nil {
 		return err
 	}
 	lock, err := h.Acquire(kind+" "+runID, h.LockWait)
@@ -151,7 +155,7 @@ func hostOwnedFields(lg *contract.Plan) error {
 
 // startExecutor starts the detached process that runs the experiment and hands it the lock.
 func (h *Host) startExecutor(runID, kind string, lock *Lock) error {
-	logf, err := os.OpenFile(h.path("runs", runID, "executor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(h.path("runs", runID, "executor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -160,12 +164,17 @@ func (h *Host) startExecutor(runID, kind string, lock *Lock) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{lock.File()} // the executor holds the lock from here on
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	iso, err := h.arms()
+	if err != nil {
+		return err
+	}
+	// In the load generator's group, on its CPUs.
+	if err := iso.loadgen.Launch(cmd); err != nil {
 		return fmt.Errorf("starting the run: %w", err)
 	}
 	lock.HandOver(kind+" "+runID, cmd.Process.Pid)
 	lock.Detach()
-	os.WriteFile(h.path("runs", runID, "pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+	os.WriteFile(h.path("runs", runID, "pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o600)
 	cmd.Process.Release()
 	return nil
 }
@@ -192,11 +201,15 @@ func fail(kind, format string, args ...any) error {
 // errAborted ends a run that was asked to stop; its finished slices are kept.
 var errAborted = errors.New("the run was aborted")
 
-// execution is one detached run: its progress log and the result it builds up.
+// errOverran is the cause of a run stopped at its deadline.
+var errOverran = errors.New("the run overran --max-run-seconds")
+
+// execution is one detached run: its record (progress log, result, outcome) and the result it
+// builds up.
 type execution struct {
 	h        *Host
 	runID    string
-	progress *os.File
+	rec      *runRecord
 	outcome  contract.Outcome
 	result   contract.HostResult
 	measured bool // the load generator ran: there is a result to keep
@@ -204,20 +217,20 @@ type execution struct {
 
 // Execute is the detached run: it ends by writing outcome.json, and its exit frees the lock.
 func (h *Host) Execute(ctx context.Context, runID string) error {
-	progress, err := os.OpenFile(h.path("runs", runID, "progress.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	keepInheritedLock()
+	rec, err := h.openRunRecord(runID)
 	if err != nil {
 		return err
 	}
-	defer progress.Close()
-	e := &execution{h: h, runID: runID, progress: progress,
+	e := &execution{h: h, runID: runID, rec: rec,
 		outcome: contract.Outcome{RunID: runID, Started: time.Now().UTC(), Status: contract.StatusError}}
-	e.finish(e.run(ctx))
-	return nil
+	// A run never holds the host past --max-run-seconds (plus a minute to stop), whatever hangs.
+	ctx, cancel := context.WithTimeoutCause(ctx, time.Duration(h.MaxRunSeconds*float64(time.Second))+time.Minute, errOverran)
+	defer cancel()
+	return e.finish(ctx, e.run(ctx))
 }
 
-func (e *execution) logf(format string, args ...any) {
-	fmt.Fprintf(e.progress, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+func (e *execution) logf(format string, args ...any) { e.rec.logf(format, args...) }
 
 // run goes through the run's steps; the first to fail ends it.
 func (e *execution) run(ctx context.Context) error {
@@ -234,24 +247,35 @@ func (e *execution) run(ctx context.Context) error {
 	if err := e.preflight(); err != nil {
 		return err
 	}
+	iso, err := e.h.arms()
+	if err != nil {
+		return fail("internal", "%v", err)
+	}
+	e.result.Isolation = &iso.info
+	e.logf("isolation: %s", iso.summary())
 	if err := e.h.EnsureChampion(ctx); err != nil {
 		return fail("champion_unhealthy", "%v", err)
 	}
 	e.logf("champion %s healthy on :%d", req.Loadgen.Builds.ChampionSHA, e.h.ChampionPort)
-	chall, err := e.startChallenger(ctx, req.Loadgen.Builds.ChallengerSHA, req.Service)
+	chall, err := e.startChallenger(ctx, iso, req.Loadgen.Builds.ChallengerSHA, req.Service)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := chall.Stop(10 * time.Second); err != nil {
-			e.logf("error: %v", err)
-		}
-	}()
-	if err := e.measure(ctx, lp, chall); err != nil {
-		return err
+	// The challenger, and everything it started, is stopped before anything is reported.
+	stop := sync.OnceValue(func() error { return iso.challenger.Stop(chall, 10*time.Second) })
+	defer stop()
+	measureErr := e.measure(ctx, iso, lp, chall)
+	if err := stop(); err != nil {
+		return fail("challenger_not_stopped", "the challenger's processes could not all be stopped: %v", err)
+	}
+	e.logf("challenger stopped: nothing of it runs")
+	if measureErr != nil {
+		return measureErr
 	}
 	if e.outcome.Kind == contract.KindAA {
-		e.h.recordCalibration()
+		if err := e.h.recordCalibration(); err != nil {
+			e.rec.failedWrite("calibration.json", err)
+		}
 	}
 	e.logf("done: %d slices", len(e.result.Slices))
 	return nil
@@ -269,24 +293,28 @@ func (e *execution) preflight() error {
 	return nil
 }
 
-// startChallenger starts the challenger's build on the challenger port and waits until it is
-// healthy; a failure carries the tail of its log.
-func (e *execution) startChallenger(ctx context.Context, sha string, spec contract.ServiceSpec) (*service.Process, error) {
+// startChallenger installs the challenger's build in the challenger arm, starts it on the
+// challenger port and waits until it is healthy; a failure carries the tail of its log.
+func (e *execution) startChallenger(ctx context.Context, iso *isolation, sha string, spec contract.ServiceSpec) (*service.Process, error) {
 	logPath := e.h.path("runs", e.runID, "challenger.log")
-	chall, err := service.Start("challenger", spec, e.h.releaseDir(sha), e.h.ChallengerPort, logPath, e.h.ServiceUser)
+	if err := iso.challenger.Install(e.h.releaseDir(sha)); err != nil {
+		return nil, fail("challenger_unhealthy", "%v", err)
+	}
+	chall, err := iso.challenger.StartService("challenger", spec, logPath)
 	if err != nil {
 		return nil, fail("challenger_unhealthy", "%v", err)
 	}
 	if err := chall.WaitHealthy(ctx, spec.HealthPath, time.Duration(spec.HealthTimeoutSeconds*float64(time.Second))); err != nil {
-		chall.Stop(10 * time.Second)
+		iso.challenger.Stop(chall, 10*time.Second)
 		return nil, fail("challenger_unhealthy", "challenger %s %v; its log ends:\n%s", sha, err, service.LogTail(logPath, 20))
 	}
 	e.logf("challenger %s healthy on :%d", sha, e.h.ChallengerPort)
 	return chall, nil
 }
 
-// measure runs the load generator, cut short if the challenger exits or the run is aborted.
-func (e *execution) measure(ctx context.Context, lp *plan.Plan, chall *service.Process) error {
+// measure runs the load generator, cut short if the challenger exits or the run is aborted,
+// and samples both arms at every slice boundary for the slices' resource fields.
+func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, chall *service.Process) error {
 	errCrashed := errors.New("challenger crashed")
 	loadCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -297,24 +325,45 @@ func (e *execution) measure(ctx context.Context, lp *plan.Plan, chall *service.P
 		case <-loadCtx.Done():
 		}
 	}()
-	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf})
+	loadStart := time.Now()
+	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, loadgen.WithSliceObserver(e.h.newSliceAccounting(iso)))
+	cancel(nil) // the load is over: the challenger's exit from here on is its stop, not a crash
 	if err != nil {
 		return fail("loadgen", "%v", err)
 	}
 	e.result.Result, e.measured = *res, true
+	e.result.ResourceAccounting = map[string]contract.ResourceAccounting{
+		contract.Champion: iso.champion.Accounting(), contract.Challenger: iso.challenger.Accounting()}
+	e.result.ChampionRestarts = championRestarts(e.h.ChampionEvents(loadStart))
+	for _, ev := range e.result.ChampionRestarts {
+		e.logf("champion restart: %s at %s (%s): the slices it touched are invalid", ev.Event, ev.Time.Format("15:04:05.000"), ev.Detail)
+	}
 	switch {
 	case errors.Is(context.Cause(loadCtx), errCrashed):
 		return fail("challenger_crashed", "challenger %s %s during the run; its log ends:\n%s",
 			lp.Builds.ChallengerSHA, chall.ExitError(), service.LogTail(chall.LogPath, 20))
+	case errors.Is(context.Cause(ctx), errOverran):
+		return fail("overran", "the run went past --max-run-seconds %g and was stopped", e.h.MaxRunSeconds)
 	case ctx.Err() != nil:
 		return errAborted
 	}
 	return nil
 }
 
+// championRestarts keeps the events that mean the champion stopped serving.
+func championRestarts(events []contract.ChampionEvent) []contract.ChampionEvent {
+	var out []contract.ChampionEvent
+	for _, ev := range events {
+		if ev.Event == "exited" || ev.Event == "started" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // finish writes the result (if any load was sent) and the outcome, and ends the progress log
-// with the outcome marker line that `wait` returns on.
-func (e *execution) finish(err error) {
+// with the outcome marker line that `wait` returns on; a write that fails fails the run.
+func (e *execution) finish(ctx context.Context, err error) error {
 	var f *failure
 	switch {
 	case err == nil:
@@ -324,16 +373,12 @@ func (e *execution) finish(err error) {
 		e.logf("aborted")
 	case errors.As(err, &f):
 		e.outcome.ErrorKind, e.outcome.Message = f.kind, f.message
-		e.logf("error: %s: %s", f.kind, strings.SplitN(f.message, "\n", 2)[0])
 	}
-	e.outcome.Ended = time.Now().UTC()
-	e.result.Outcome = e.outcome
+	var result *contract.HostResult
 	if e.measured {
-		writeJSONAtomic(e.h.path("runs", e.runID, "result.json"), e.result)
+		result = &e.result
 	}
-	writeJSONAtomic(e.h.path("runs", e.runID, "outcome.json"), e.outcome)
-	line, _ := json.Marshal(e.outcome)
-	fmt.Fprintf(e.progress, "%s%s\n", contract.OutcomeMarker, line)
+	return e.rec.finish(e.outcome, result)
 }
 
 // lineWriter turns the load generator's progress lines into timestamped log lines.
@@ -382,10 +427,7 @@ func (h *Host) Wait(ctx context.Context, runID string, w io.Writer) (contract.Ou
 			// Give a just-finished executor's last write a moment, then report the death.
 			time.Sleep(200 * time.Millisecond)
 			if _, serr := os.Stat(h.path("runs", runID, "outcome.json")); serr != nil {
-				out = contract.Outcome{RunID: runID, Status: contract.StatusError, ErrorKind: "executor_died", Message: "the run's process died without an outcome", Ended: time.Now().UTC()}
-				if req, err := h.runRequest(runID); err == nil {
-					out.Kind = req.Loadgen.Builds.Kind
-				}
+				out = h.executorDied(runID)
 				writeJSONAtomic(h.path("runs", runID, "outcome.json"), out)
 				line, _ := json.Marshal(out)
 				fmt.Fprintf(w, "%s%s\n", contract.OutcomeMarker, line)
@@ -398,6 +440,15 @@ func (h *Host) Wait(ctx context.Context, runID string, w io.Writer) (contract.Ou
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// executorDied is the outcome of a run whose process died without writing one.
+func (h *Host) executorDied(runID string) contract.Outcome {
+	out := contract.Outcome{RunID: runID, Status: contract.StatusError, ErrorKind: "executor_died", Message: "the run's process died without an outcome", Ended: time.Now().UTC()}
+	if req, err := h.runRequest(runID); err == nil {
+		out.Kind = req.Loadgen.Builds.Kind
+	}
+	return out
 }
 
 func (h *Host) executorAlive(runID string) bool {
@@ -420,7 +471,10 @@ func (h *Host) Result(runID string) ([]byte, error) {
 	}
 	var out contract.Outcome
 	if err := readJSON(h.path("runs", runID, "outcome.json"), &out); err != nil {
-		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFinished)
+		if h.executorAlive(runID) {
+			return nil, fmt.Errorf("run %s: %w", runID, ErrNotFinished)
+		}
+		out = h.executorDied(runID)
 	}
 	b, err := os.ReadFile(h.path("runs", runID, "result.json"))
 	if os.IsNotExist(err) {

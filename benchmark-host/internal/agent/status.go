@@ -26,6 +26,7 @@ func (h *Host) Status() (contract.Status, error) {
 	s := contract.Status{PerfHostVersion: version.String(), Champion: st.Champion, Previous: lastReign(st.History), LoadAvg: hostinfo.LoadAvg(),
 		Releases: []string{}, Ports: map[string]int{contract.Champion: h.ChampionPort, contract.Challenger: h.ChallengerPort}}
 	_, s.ChampionSupervised = h.championDaemon()
+	s.Isolation = &h.isolation().info
 	if holder, held := h.CurrentHolder(); held {
 		s.Lock = &contract.LockStatus{Holder: holder.What, Pid: holder.Pid, Since: holder.Since.Format(time.RFC3339), AgeSeconds: time.Since(holder.Since).Seconds()}
 	}
@@ -74,7 +75,7 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	}
 	f := contract.Floor{FloorRecord: rec, RunID: runID, Time: time.Now().UTC()}
 	line, _ := json.Marshal(f)
-	file, err := os.OpenFile(h.path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	file, err := os.OpenFile(h.path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -38,11 +38,32 @@ type runner struct {
 	t0         time.Duration // offset of the schedule's first request on clock
 
 	warmSent, warmOK, warmErr, warmOverflow atomic.Int64
+
+	observer   SliceObserver
+	boundaries []chan struct{} // closed once the observer has seen boundary i
 }
+
+// SliceObserver is told when each slice starts and ends on the schedule, from a goroutine of
+// its own (never the dispatcher's thread), and completes each slice's record before it is
+// reported. perf-host uses it to read what the arms consumed per slice (issue 19).
+type SliceObserver interface {
+	// Boundary is called as close as the Go timer allows to the start of slice i (i == the
+	// number of slices: the end of the last), or at once when the run stops early.
+	Boundary(i int)
+	// Complete adds the observer's fields to slice s once its end boundary has been seen; it
+	// may mark the slice invalid.
+	Complete(s *contract.Slice)
+}
+
+// Option changes how Run runs.
+type Option func(*runner)
+
+// WithSliceObserver has o observe every slice boundary and complete every slice.
+func WithSliceObserver(o SliceObserver) Option { return func(r *runner) { r.observer = o } }
 
 // Run executes the plan. Cancelling ctx ends the run early: slices already finished are
 // kept, the one in progress is marked invalid, and the result is marked partial.
-func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*contract.Result, error) {
+func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) (*contract.Result, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -56,6 +77,9 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*contract.Resul
 		dispatched: make(chan struct{}),
 		timeout:    time.Duration(p.TimeoutMs) * time.Millisecond,
 		clock:      newMonoClock(),
+	}
+	for _, o := range opts {
+		o(r)
 	}
 	factory := newRequestFactory(p)
 	for _, arm := range []string{contract.Champion, contract.Challenger} {
@@ -83,7 +107,13 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*contract.Resul
 		start := r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)
 		r.slices = append(r.slices, newSliceAcc(i, arm, r.queues[arm], start, start.Add(r.sliceDur)))
 	}
+	for range len(r.order) + 1 {
+		r.boundaries = append(r.boundaries, make(chan struct{}))
+	}
 
+	if r.observer != nil {
+		go r.observe(ctx)
+	}
 	workersDone := r.goEachWorker(func(arm string, _ int, w *worker) { r.serve(w, r.queues[arm]) })
 	slicesOut := make(chan []contract.Slice, 1)
 	go func() { slicesOut <- r.report(progress) }()
@@ -115,6 +145,25 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer) (*contract.Resul
 		res.PartialReason = fmt.Sprintf("stopped after %d of %d slices: %v", len(slices), len(r.order), context.Cause(ctx))
 	}
 	return res, nil
+}
+
+// observe calls the observer at every slice boundary on the schedule; when the run stops
+// early it calls it at once for the boundary it was waiting for and releases the rest.
+func (r *runner) observe(ctx context.Context) {
+	stopped := false
+	for i := range r.boundaries {
+		if !stopped {
+			t := time.NewTimer(time.Until(r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				stopped = true
+			}
+			r.observer.Boundary(i)
+		}
+		close(r.boundaries[i])
+	}
 }
 
 // prime opens every connection before the schedule starts (so the first slice pays no
@@ -274,6 +323,10 @@ func (r *runner) report(progress io.Writer) []contract.Slice {
 		}
 		acc.pending.Wait()
 		s := acc.snapshot(i / 2)
+		if r.observer != nil {
+			<-r.boundaries[i+1]
+			r.observer.Complete(&s)
+		}
 		fmt.Fprintln(progress, progressLine(&s, len(r.slices)))
 		out = append(out, s)
 		if acc.interrupted {

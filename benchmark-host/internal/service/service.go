@@ -1,5 +1,5 @@
-// Package service starts a build from its release directory on a port, health-checks it over
-// HTTP, captures its output, and stops it with its whole process group.
+// Package service starts a build's service on a port, health-checks it over HTTP and captures
+// its output; package arm decides as whom, where, and stops it.
 package service
 
 import (
@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,16 +60,17 @@ type Process struct {
 	err     error
 }
 
-// Start launches the spec's command in dir with PORT set, as user (when non-empty and we are
-// root), in its own process group, with stdout and stderr appended to logPath.
-func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath, runAs string) (*Process, error) {
+// Start launches the spec's command in dir with PORT set, in its own process group, with
+// stdout and stderr appended to logPath. launch starts the prepared command (package arm: as
+// the arm's user, in its cgroup, on its CPUs).
+func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath string, launch func(*exec.Cmd) error) (*Process, error) {
 	// Something else answering on the port would pass the health check in our service's place.
 	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 		return nil, fmt.Errorf("%s: port %d is already in use by another process (%v); stop it or configure another port", name, port, err)
 	} else {
 		l.Close()
 	}
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -83,15 +83,8 @@ func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if runAs != "" && !isCurrentUser(runAs) {
-		cred, err := credential(runAs)
-		if err != nil {
-			return nil, err
-		}
-		cmd.SysProcAttr.Credential = cred
-	}
 	fmt.Fprintf(logFile, "--- perf-host: starting %s on :%d: %s\n", name, port, strings.Join(spec.Command, " "))
-	if err := cmd.Start(); err != nil {
+	if err := launch(cmd); err != nil {
 		return nil, fmt.Errorf("%s: cannot start %q in %s: %w", name, spec.Command[0], dir, err)
 	}
 	p := &Process{Name: name, Port: port, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
@@ -100,23 +93,6 @@ func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath
 		close(p.done)
 	}()
 	return p, nil
-}
-
-// isCurrentUser reports whether name is the user perf-host runs as: then there is nothing to
-// switch. Switching needs root, or CAP_SETUID and CAP_SETGID (install.sh grants those).
-func isCurrentUser(name string) bool {
-	u, err := user.Current()
-	return err == nil && u.Username == name
-}
-
-func credential(name string) (*syscall.Credential, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, fmt.Errorf("service user %q: %w (create it with benchmark-host/install.sh)", name, err)
-	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
 // Pid is the service's process id (its process group id too).
@@ -167,31 +143,6 @@ func WaitHealthy(ctx context.Context, port int, path string, timeout time.Durati
 			return fmt.Errorf("not healthy after %v at %s (last: %s)", timeout, url, last)
 		}
 	}
-}
-
-// Stop sends SIGTERM to the process group, then SIGKILL after grace. Signalling a service
-// that runs as another user needs root or CAP_KILL; without it Stop reports the failure
-// instead of waiting for an exit that will not come.
-func (p *Process) Stop(grace time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	if err := syscall.Kill(-p.Pid(), syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stopping %s (pid %d): %w (perf-host needs CAP_KILL to stop services of another user)", p.Name, p.Pid(), err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		syscall.Kill(-p.Pid(), syscall.SIGKILL)
-		select {
-		case <-p.done:
-		case <-time.After(grace):
-			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.Pid())
-		}
-	}
-	return nil
 }
 
 // LogTail returns the last lines of a log file, at most 4 KiB.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 )
 
 // Options configure a host.
@@ -23,6 +25,7 @@ type Options struct {
 	LockWait       time.Duration
 	MaxDeployBytes int64
 	ServiceUser    string
+	ExtraFlags     []string // more perf-host flags, e.g. --max-run-seconds
 }
 
 // Host is a running sshd in front of perf-host.
@@ -37,6 +40,7 @@ type Host struct {
 	KnownHosts     string `json:"known_hosts"`      // file pinning the host key
 	KnownHostsLine string `json:"known_hosts_line"` // the same line, for an action input
 	SSHDPid        int    `json:"sshd_pid"`         // the listener; each connection is a child of it
+	Cgroup         string `json:"cgroup"`           // the host's own cgroup subtree ("" without cgroup v2)
 	sshd           *exec.Cmd
 }
 
@@ -76,8 +80,15 @@ func Start(opt Options) (*Host, error) {
 		}
 	}
 	pub, _ := os.ReadFile(h.Key + ".pub")
-	forced := fmt.Sprintf("%s ssh --root %s --service-user %s --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-load-per-cpu 100",
-		opt.PerfHost, h.Root, opt.ServiceUser, h.ChampionPort, h.ChallengerPort, opt.LockWait, opt.MaxDeployBytes)
+	// A cgroup subtree of its own, as install.sh makes one, so that hosts never share groups.
+	if mount := cgroup.Mount(); mount != "" {
+		h.Cgroup = filepath.Join(mount, filepath.Base(dir))
+		if err := os.Mkdir(h.Cgroup, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	forced := fmt.Sprintf("%s ssh --root %s --service-user %s --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-load-per-cpu 100 --cgroup %q %s",
+		opt.PerfHost, h.Root, opt.ServiceUser, h.ChampionPort, h.ChallengerPort, opt.LockWait, opt.MaxDeployBytes, h.Cgroup, strings.Join(opt.ExtraFlags, " "))
 	files := map[string]string{
 		"authorized_keys": fmt.Sprintf("restrict,command=%q %s", forced, pub),
 		"sshd_config": strings.Join([]string{
@@ -144,8 +155,29 @@ func (h *Host) Close(keep bool) {
 		h.sshd.Wait()
 	}
 	KillUnder(h.Root)
+	RemoveCgroup(h.Cgroup)
 	if !keep {
 		os.RemoveAll(h.Dir)
+	}
+}
+
+// RemoveCgroup kills whatever runs in a cgroup subtree and removes it, children first.
+func RemoveCgroup(dir string) {
+	if dir == "" {
+		return
+	}
+	os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	children, _ := os.ReadDir(dir)
+	for _, c := range children {
+		if c.IsDir() {
+			RemoveCgroup(filepath.Join(dir, c.Name()))
+		}
+	}
+	for range 100 {
+		if os.Remove(dir) == nil || errors.Is(os.Remove(dir), os.ErrNotExist) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,182 @@
+// Command hostile is what a hostile pull request would run beside its service on the benchmark
+// host, for the isolation tests (e2e/isolation_test.go). Each mode is one attack; every
+// outcome is printed on stdout (the challenger's log), and what it manages to read is printed
+// whole, so that a test can look for it.
+//
+//	hostile linger                 start a process in a new session that ignores SIGTERM and stays
+//	hostile signal                 SIGSTOP/SIGCONT bursts at every other "./service" process
+//	hostile snoop PATH…            read, list, write and execute what it should not reach
+//	hostile bomb                   fork copies of itself until the kernel refuses, and keep trying
+//	hostile burn                   spin every CPU it may use
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: hostile linger|signal|snoop PATH…|bomb|burn")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "linger":
+		linger()
+	case "lingering":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "signal":
+		signalOthers()
+	case "snoop":
+		snoop(os.Args[2:])
+	case "bomb":
+		bomb()
+	case "sleeper":
+		time.Sleep(time.Hour)
+	case "burn":
+		for range runtime.NumCPU() {
+			go func() {
+				for {
+				}
+			}()
+		}
+		select {}
+	}
+}
+
+// linger leaves a process behind in a session of its own, which today's process-group stop
+// does not reach; it also tries to leave its cgroup for the parent's.
+func linger() {
+	cmd := exec.Command(os.Args[0], "lingering")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Println("linger: start:", err)
+		return
+	}
+	fmt.Printf("linger: pid %d in a new session\n", cmd.Process.Pid)
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rel, ok := strings.CutPrefix(line, "0::"); ok && rel != "/" {
+				for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+					parent := mount + rel[:strings.LastIndex(rel, "/")]
+					err := os.WriteFile(parent+"/cgroup.procs", []byte(strconv.Itoa(cmd.Process.Pid)), 0)
+					fmt.Printf("linger: escape to %s: %v\n", parent, err)
+					err = os.WriteFile(mount+"/cgroup.procs", []byte(strconv.Itoa(cmd.Process.Pid)), 0)
+					fmt.Printf("linger: escape to %s: %v\n", mount, err)
+				}
+			}
+		}
+	}
+}
+
+// signalOthers stops every "./service" process other than its own arm's, in bursts, which
+// today made the same binary read 31 ms faster at p90 as the challenger.
+func signalOthers() {
+	own := syscall.Getpgrp()
+	var ok, denied int
+	for round := 0; ; round++ {
+		entries, _ := os.ReadDir("/proc")
+		var targets []int
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if pgid, _ := syscall.Getpgid(pid); strings.HasPrefix(string(cmd), "./service") && pgid != own {
+				targets = append(targets, pid)
+			}
+		}
+		for _, pid := range targets {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				denied++
+			} else {
+				ok++
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		for _, pid := range targets {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+		if round%50 == 0 {
+			fmt.Printf("signal: %d targets, %d stops delivered, %d refused\n", len(targets), ok, denied)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+// snoop tries to read, list, write and run the paths it is given; whatever it can read, it
+// prints.
+func snoop(paths []string) {
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			entries, err := os.ReadDir(p)
+			fmt.Printf("snoop: list %s: %d entries, %v\n", p, len(entries), err)
+			for _, e := range entries {
+				fmt.Printf("snoop: LISTED %s/%s\n", p, e.Name())
+			}
+			continue
+		}
+		b, err := os.ReadFile(p)
+		fmt.Printf("snoop: read %s: %v\n", p, err)
+		if err == nil {
+			fmt.Printf("snoop: READ %s: %q\n", p, b[:min(len(b), 200)])
+		}
+		if strings.HasSuffix(p, "perf-host") {
+			out, err := exec.Command(p, "status").CombinedOutput()
+			fmt.Printf("snoop: exec %s: %v %q\n", p, err, out[:min(len(out), 200)])
+		}
+		f, err := os.OpenFile(p+".planted", os.O_WRONLY|os.O_CREATE, 0o644)
+		fmt.Printf("snoop: write %s.planted: %v\n", p, err)
+		if err == nil {
+			f.Close()
+		}
+	}
+	// ptrace the other arm's service, as a debugger would.
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.HasPrefix(string(cmd), "./service") {
+			continue
+		}
+		if pgid, _ := syscall.Getpgid(pid); pgid == syscall.Getpgrp() {
+			continue
+		}
+		runtime.LockOSThread()
+		err = syscall.PtraceAttach(pid)
+		fmt.Printf("snoop: ptrace %d: %v\n", pid, err)
+		if err == nil {
+			syscall.PtraceDetach(pid)
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		fmt.Printf("snoop: environ of %d: %v %q\n", pid, err, env[:min(len(env), 100)])
+	}
+}
+
+// bomb forks copies of itself, each asleep, until fork fails, and keeps pressing.
+func bomb() {
+	started, refused := 0, 0
+	for i := 0; ; i++ {
+		cmd := exec.Command(os.Args[0], "sleeper")
+		if err := cmd.Start(); err != nil {
+			refused++
+			if refused == 1 {
+				fmt.Printf("bomb: fork refused after %d processes: %v\n", started, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		started++
+	}
+}

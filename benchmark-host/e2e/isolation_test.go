@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
+)
+
+// watch samples the host every few milliseconds while a run goes: the champion's process
+// state, the challenger user's processes, their cgroups and CPUs.
+type watch struct {
+	h    *installedHost
+	stop chan struct{}
+	done chan struct{}
+
+	mu              sync.Mutex
+	championStopped int      // samples that found the champion stopped (state T)
+	maxTasks        int      // most tasks (threads) the challenger's user ran at once
+	outsideCgroup   []string // challenger processes seen outside the challenger's group
+	cmdlines        map[string]bool
+	championCPUs    string
+	challengerCPUs  string
+	executorCPUs    string
+}
+
+func (h *installedHost) startWatch(runID string) *watch {
+	w := &watch{h: h, stop: make(chan struct{}), done: make(chan struct{}), cmdlines: map[string]bool{}}
+	challenger, _ := arm.Lookup(h.challengerUser)
+	champion, _ := arm.Lookup(h.championUser)
+	group := filepath.Join(h.cgroup, "challenger")
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			var rec struct {
+				ChampionPid int `json:"champion_pid"`
+			}
+			b, _ := os.ReadFile(filepath.Join(h.root, "champion.json"))
+			json.Unmarshal(b, &rec)
+			p, err := arm.ReadProc(rec.ChampionPid)
+			procs := arm.OfUser(challenger.UID)
+			w.mu.Lock()
+			if err == nil && p.State == 'T' && p.UID == champion.UID {
+				w.championStopped++
+			}
+			if err == nil && w.championCPUs == "" {
+				cpus, _ := placement.ProcessAffinity(rec.ChampionPid)
+				w.championCPUs = cpus.String()
+			}
+			tasks := 0
+			for _, p := range procs {
+				w.cmdlines[p.Cmdline] = true
+				entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.Pid))
+				tasks += len(entries)
+				// A process that has just exited reads as nothing, one being killed as in the
+				// group removed after the kill ("(deleted)": a populated group cannot be removed).
+				cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Pid))
+				inside := strings.Contains(string(cg), "0::"+strings.TrimPrefix(group, mountOf(h.cgroup))+"\n")
+				if h.cgroup != "" && len(cg) > 0 && !inside && !strings.Contains(string(cg), "(deleted)") {
+					w.outsideCgroup = append(w.outsideCgroup, fmt.Sprintf("%d %s in %q", p.Pid, p.Cmdline, cg))
+				}
+				if p.Cmdline == "./service" && w.challengerCPUs == "" {
+					cpus, _ := placement.ProcessAffinity(p.Pid)
+					w.challengerCPUs = cpus.String()
+				}
+			}
+			w.maxTasks = max(w.maxTasks, tasks)
+			if w.executorCPUs == "" {
+				if b, err := os.ReadFile(filepath.Join(h.root, "runs", runID, "pid")); err == nil {
+					pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+					cpus, _ := placement.ProcessAffinity(pid)
+					w.executorCPUs = cpus.String()
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *watch) finish() {
+	close(w.stop)
+	<-w.done
+}
+
+// mountOf is the cgroup v2 mount a subtree path lies under.
+func mountOf(path string) string {
+	for _, m := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if strings.HasPrefix(path, m+"/") {
+			return m
+		}
+	}
+	return ""
+}
+
+// A challenger can neither make itself look faster nor lock or read the host: hostile
+// challengers, each a small real program beside a working service (e2e/hostile), run through
+// the real sshd on a host installed by install.sh. After each, nothing of the challenger runs,
+// the lock is free for the next run, the champion served throughout and its slices are sound.
+func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) {
+	extra := []string{"--arm-max-procs", "200"}
+	online, _ := placement.Online()
+	if len(online) >= 2 {
+		extra = append(extra, "--loadgen-cpus", strconv.Itoa(online[0]), "--arm-cpus", online[1:].String())
+	}
+	h, _ := installHost(t, extra...)
+	h.must(buildTarball(t, "fast", "v1", "exec ./service"), "deploy champion aaaaaaa")
+	h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
+	var st contract.Status
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	iso := st.Isolation
+	if iso == nil || iso.Arms["champion"].User != h.championUser || !iso.Arms["challenger"].DedicatedUser || iso.MaxProcs.Limit != 200 {
+		t.Fatalf("status isolation: %+v", iso)
+	}
+	t.Logf("status: cgroup %s (%s); placement %+v; max procs %+v; notes %q", iso.Cgroup.Mode, iso.Cgroup.Note, iso.Placement, iso.MaxProcs, iso.Notes)
+
+	root, prefix := h.root, h.prefix
+	secrets := []string{root + "/state.json", root + "/releases", root + "/releases/aaaaaaa/VERSION",
+		root + "/arms/champion/work/VERSION", root + "/arms/champion", root + "/runs", root + "/audit.log", root + "/lock",
+		root + "/champion.json", prefix + "/perf-host"}
+	cases := []struct {
+		name, script string
+		kinds        []string // outcomes the run may end with
+		before       func(t *testing.T)
+		check        func(t *testing.T, r contract.HostResult, log string, w *watch)
+	}{
+		{name: "setsid leftovers", script: "./hostile linger; exec ./service", check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+			if !w.cmdlines["./hostile lingering"] {
+				t.Errorf("the lingering process never ran (saw %v)", w.cmdlines)
+			}
+			if !strings.Contains(log, "linger: escape to") || strings.Contains(log, "escape to "+root) {
+				t.Logf("log: %s", log)
+			}
+		}},
+		{name: "signals the champion", script: "./hostile signal & exec ./service", check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+			var d []float64
+			for i := 0; i+1 < len(r.Slices); i += 2 {
+				d = append(d, float64(r.Slices[i+1].LatencyUs.P90-r.Slices[i].LatencyUs.P90)/1000)
+			}
+			sort.Float64s(d)
+			median := d[len(d)/2]
+			t.Logf("same build on both ports: median challenger − champion p90 %.3f ms over %d pairs (the attack made it −31.1 ms)", median, len(d))
+			if median < -5 || median > 5 {
+				t.Errorf("the challenger's signals moved the p90 difference to %.3f ms", median)
+			}
+			if !strings.Contains(log, "refused") {
+				t.Errorf("the hostile program reported no refused signals:\n%s", log)
+			}
+		}},
+		{name: "reads the champion and the host", script: "./hostile snoop " + strings.Join(secrets, " ") + "; exec ./service", check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+			for _, leak := range []string{"snoop: READ", "snoop: LISTED", `"champion"`} {
+				if strings.Contains(log, leak) {
+					t.Errorf("the challenger reached what it should not (%q):\n%s", leak, log)
+				}
+			}
+			if !strings.Contains(log, "snoop: ptrace") || strings.Contains(log, "ptrace") && !strings.Contains(log, "operation not permitted") {
+				t.Errorf("ptrace of the champion was not refused:\n%s", log)
+			}
+			for _, p := range secrets {
+				if out, err := as(h.challengerUser, fmt.Sprintf("if [ -d %[1]s ]; then ls %[1]s; else cat %[1]s; fi", p)); err == nil {
+					t.Errorf("%s can read %s: %s", h.challengerUser, p, out)
+				}
+				if _, err := os.Stat(p + ".planted"); err == nil {
+					t.Errorf("the challenger planted %s.planted", p)
+				}
+			}
+			if out, err := as(h.championUser, "cat "+root+"/arms/challenger/work/VERSION"); err == nil {
+				t.Errorf("the champion's user can read the challenger's files: %s", out)
+			}
+		}},
+		{name: "fork bomb", script: "(sleep 0.3; exec ./hostile bomb) & exec ./service", kinds: []string{"challenger_crashed"}, check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+			t.Logf("the challenger's user ran at most %d tasks (bound 200)", w.maxTasks)
+			if w.maxTasks > 200 || w.maxTasks < 100 {
+				t.Errorf("the fork bomb reached %d tasks; want it to press against the bound of 200", w.maxTasks)
+			}
+		}},
+		{name: "burns the champion's CPUs", script: "./hostile burn & exec ./service", check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+			for _, s := range r.Slices {
+				if s.Arm == "champion" && (s.Valid || !strings.Contains(s.InvalidReason, "disturbed: the challenger arm, not measured, used")) {
+					t.Errorf("champion slice %d is valid (%q) while the idle challenger burned %v cores", s.Index, s.InvalidReason, deref(s.IdleArmCPUCores))
+				}
+			}
+		}},
+		{name: "supervisor killed before the run", script: "./hostile linger; exec ./service", before: func(t *testing.T) {
+			var rec struct{ Pid int }
+			b, _ := os.ReadFile(filepath.Join(root, "champion.json"))
+			if json.Unmarshal(b, &rec) != nil || syscall.Kill(rec.Pid, syscall.SIGKILL) != nil {
+				t.Fatalf("no supervisor to kill: %s", b)
+			}
+		}},
+		{name: "a plain challenger after all that", script: "exec ./service"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sha := fmt.Sprintf("%07x", 0xc0ffee0+i)
+			id := fmt.Sprintf("hostile-%d", i)
+			h.must(buildTarball(t, "fast", "v1", c.script), "deploy challenger "+sha)
+			if c.before != nil {
+				c.before(t)
+			}
+			p := startPoller(h.championPort)
+			plan := strings.Replace(runPlan(sha, 3, 0.5), `"health_timeout_seconds":5`, `"health_timeout_seconds":10`, 1)
+			h.must([]byte(plan), "run "+id)
+			w := h.startWatch(id)
+			progress, _, _ := h.call(nil, "wait "+id)
+			w.finish()
+			p.finish()
+			var r contract.HostResult
+			if err := json.Unmarshal([]byte(h.must(nil, "result "+id)), &r); err != nil {
+				t.Fatal(err)
+			}
+			log, _ := os.ReadFile(filepath.Join(root, "runs", id, "challenger.log"))
+			if r.Outcome.Status != "ok" && !(r.Outcome.Status == "error" && contains(c.kinds, r.Outcome.ErrorKind)) {
+				t.Errorf("outcome %+v\n%s", r.Outcome, progress)
+			}
+			t.Logf("outcome %s %s; champion stopped in %d samples; challenger tasks at most %d; CPUs: executor %s, champion %s, challenger %s",
+				r.Outcome.Status, r.Outcome.ErrorKind, w.championStopped, w.maxTasks, w.executorCPUs, w.championCPUs, w.challengerCPUs)
+			// Nothing of the challenger runs, in its cgroup or anywhere as its user.
+			if left := running(t, h.challengerUser); len(left) > 0 {
+				t.Errorf("after the run the challenger still runs %s", arm.Describe(left))
+			}
+			if h.cgroup != "" {
+				if b, _ := os.ReadFile(filepath.Join(h.cgroup, "challenger", "cgroup.procs")); len(strings.TrimSpace(string(b))) > 0 {
+					t.Errorf("the challenger's cgroup still holds %s", b)
+				}
+			}
+			if len(w.outsideCgroup) > 0 {
+				t.Errorf("challenger processes ran outside its cgroup: %v", w.outsideCgroup[:min(3, len(w.outsideCgroup))])
+			}
+			// The lock is free, and held by no one.
+			if holders := lockHolders(t, root); len(holders) > 0 {
+				t.Errorf("the lock file is open in %v", holders)
+			}
+			var st contract.Status
+			json.Unmarshal([]byte(h.must(nil, "status")), &st)
+			if st.Lock != nil {
+				t.Errorf("the host is still locked by %+v", st.Lock)
+			}
+			// The champion served throughout, never stopped, its slices sound.
+			if w.championStopped > 0 {
+				t.Errorf("the champion was seen stopped (SIGSTOP) in %d samples", w.championStopped)
+			}
+			if c.before == nil && p.fails.Load() > 0 {
+				t.Errorf("the champion port failed %d polls during the run", p.fails.Load())
+			}
+			for _, s := range r.Slices {
+				if s.Arm == "champion" && c.name != "burns the champion's CPUs" && (!s.Valid || s.Errors.Total() > 0) {
+					t.Errorf("champion slice %d: valid %v (%s), %d errors", s.Index, s.Valid, s.InvalidReason, s.Errors.Total())
+				}
+			}
+			if len(online) >= 2 && w.championCPUs != "" && (w.executorCPUs != strconv.Itoa(online[0]) || w.championCPUs != online[1:].String() || w.challengerCPUs != online[1:].String()) {
+				t.Errorf("placement: executor on %s, champion on %s, challenger on %s", w.executorCPUs, w.championCPUs, w.challengerCPUs)
+			}
+			if c.check != nil {
+				c.check(t, r, string(log), w)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func deref(f *float64) float64 {
+	if f == nil {
+		return -1
+	}
+	return *f
+}

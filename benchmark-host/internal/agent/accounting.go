@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
+)
+
+// sliceAccounting samples both arms at every slice boundary (a loadgen.SliceObserver) and
+// fills each slice's resource fields from the arm it measured. It also guards the slice: one
+// during which the arm not being measured was busy (it competes for the same CPUs), or the
+// champion's process changed, is invalid, so the verdict drops its pair whole.
+type sliceAccounting struct {
+	h       *Host
+	arms    map[string]*arm.Arm
+	maxIdle float64
+
+	mu      sync.Mutex
+	samples map[int]boundarySample
+}
+
+type boundarySample struct {
+	at          time.Time
+	usage       map[string]arm.Usage
+	championPid int
+	championUp  bool
+}
+
+func (h *Host) newSliceAccounting(iso *isolation) *sliceAccounting {
+	if rec, ok := h.championDaemon(); ok {
+		iso.champion.Started(rec.ChampionPid) // its process tree, when nothing else says more
+	}
+	return &sliceAccounting{h: h, arms: map[string]*arm.Arm{contract.Champion: iso.champion, contract.Challenger: iso.challenger},
+		maxIdle: h.MaxIdleArmCores, samples: map[int]boundarySample{}}
+}
+
+// Boundary samples both arms and the champion's process.
+func (a *sliceAccounting) Boundary(i int) {
+	b := boundarySample{at: time.Now(), usage: map[string]arm.Usage{}}
+	for name, x := range a.arms {
+		b.usage[name] = x.Sample()
+	}
+	if rec, _ := a.h.championDaemon(); rec.ChampionPid != 0 {
+		b.championPid = rec.ChampionPid
+		p, err := arm.ReadProc(rec.ChampionPid)
+		b.championUp = err == nil && p.State != 'Z'
+	}
+	a.mu.Lock()
+	a.samples[i] = b
+	a.mu.Unlock()
+}
+
+// Complete fills the slice's resource fields and invalidates a disturbed slice.
+func (a *sliceAccounting) Complete(s *contract.Slice) {
+	a.mu.Lock()
+	start, ok1 := a.samples[s.Index]
+	end, ok2 := a.samples[s.Index+1]
+	a.mu.Unlock()
+	if !ok1 || !ok2 {
+		return
+	}
+	dt := end.at.Sub(start.at)
+	other := contract.Champion
+	if s.Arm == contract.Champion {
+		other = contract.Challenger
+	}
+	if cpu, ok := cpuUs(start.usage[s.Arm], end.usage[s.Arm]); ok && dt > 0 {
+		cores := cpu / float64(dt.Microseconds())
+		s.ServiceCPUCores = &cores
+		if s.Completed > 0 {
+			perRequest := cpu / float64(s.Completed)
+			s.ServiceCPUUsPerRequest = &perRequest
+		}
+	}
+	rss := int64(end.usage[s.Arm].RSSBytes)
+	s.ServiceRSSBytes = &rss
+	if cpu, ok := cpuUs(start.usage[other], end.usage[other]); ok && dt > 0 {
+		idle := cpu / float64(dt.Microseconds())
+		s.IdleArmCPUCores = &idle
+		if idle > a.maxIdle {
+			invalidate(s, fmt.Sprintf("disturbed: the %s arm, not measured, used %.2f CPU cores during this slice (more than --max-idle-arm-cores %.2f)", other, idle, a.maxIdle))
+		}
+	}
+	switch {
+	case !start.championUp:
+		invalidate(s, "champion restart: the champion was not running when the slice began")
+	case !end.championUp:
+		invalidate(s, "champion restart: the champion was not running when the slice ended")
+	case start.championPid != end.championPid:
+		invalidate(s, fmt.Sprintf("champion restart: the champion's process changed during this slice (pid %d, then %d)", start.championPid, end.championPid))
+	}
+	a.mu.Lock()
+	first := a.samples[0].at
+	a.mu.Unlock()
+	restarting := false // a champion restarted during the run, not yet serving again
+	for _, e := range a.h.ChampionEvents(first) {
+		switch {
+		case e.Time.After(end.at):
+		case e.Time.Before(start.at):
+			restarting = e.Event == "started" || (restarting && e.Event != "serving")
+		case e.Event == "exited" || e.Event == "started":
+			invalidate(s, fmt.Sprintf("champion restart: %s at %s (%s)", e.Event, e.Time.Format("15:04:05.000"), e.Detail))
+		}
+	}
+	if restarting {
+		invalidate(s, "champion restart: restarted during the run, the champion was not serving yet when the slice began")
+	}
+}
+
+// cpuUs is the CPU time used between two samples; a counter that went back (the group was
+// made anew) gives none.
+func cpuUs(from, to arm.Usage) (float64, bool) {
+	if !from.OK || !to.OK || to.CPUUs < from.CPUUs {
+		return 0, false
+	}
+	return float64(to.CPUUs - from.CPUUs), true
+}
+
+func invalidate(s *contract.Slice, reason string) {
+	s.Valid = false
+	if s.InvalidReason != "" {
+		s.InvalidReason += "; "
+	}
+	s.InvalidReason += reason
+}

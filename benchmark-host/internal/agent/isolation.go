@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+)
+
+// Names of perf-host's own groups, beside the arms'.
+const (
+	groupLoadgen = "loadgen"    // the run's executor, with the load generator inside it
+	groupSuper   = "supervisor" // the champion supervisor
+)
+
+// isolation is the host's arms and groups, set up once per process.
+type isolation struct {
+	info                 contract.Isolation
+	champion, challenger *arm.Arm
+	loadgen, supervisor  *arm.Arm // perf-host's own processes, placed but not switched
+	err                  error    // arms that cannot run: the users are missing, the CPUs wrong
+}
+
+// isolation sets up the cgroup subtree and the arms the first time it is asked.
+func (h *Host) isolation() *isolation {
+	h.isoOnce.Do(func() { h.iso = h.setUpIsolation() })
+	return h.iso
+}
+
+func (h *Host) setUpIsolation() *isolation {
+	iso := &isolation{}
+	info := &iso.info
+	info.Notes = []string{}
+	info.Capabilities = privilege.Permitted()
+	canEnter := os.Geteuid() == 0 || slices.Contains(info.Capabilities, privilege.DACOverride.String())
+	setup := cgroup.Open(h.Cgroup, canEnter)
+	info.Cgroup = setup.CgroupSetup
+	var errs []error
+	loadgenCPUs, err := h.cpus("--loadgen-cpus", h.LoadgenCPUs)
+	errs = append(errs, err)
+	armCPUs, err := h.cpus("--arm-cpus", h.ArmCPUs)
+	errs = append(errs, err)
+	if loadgenCPUs.Overlaps(armCPUs) {
+		errs = append(errs, fmt.Errorf("--loadgen-cpus %s and --arm-cpus %s overlap: the load generator needs CPUs of its own", loadgenCPUs, armCPUs))
+	}
+	info.Placement = contract.Placement{Method: "none", LoadgenCPUs: loadgenCPUs.String(), ArmCPUs: armCPUs.String()}
+	if len(loadgenCPUs)+len(armCPUs) > 0 {
+		info.Placement.Method = "sched_setaffinity"
+		if setup.Has("cpuset") {
+			info.Placement.Method = "cpuset"
+		}
+	}
+	self, err := arm.Current()
+	errs = append(errs, err)
+	group := func(name string, cpus placement.CPUs, maxProcs int) *cgroup.Group {
+		g, err := setup.Group(name)
+		if err != nil || g == nil {
+			errs = append(errs, err)
+			return nil
+		}
+		if len(cpus) > 0 && g.Has("cpuset") {
+			errs = append(errs, g.SetCPUs(cpus.String()))
+		}
+		if maxProcs > 0 && g.Has("pids") {
+			errs = append(errs, g.SetMaxProcs(maxProcs))
+		}
+		return g
+	}
+	iso.loadgen = &arm.Arm{Name: groupLoadgen, User: self, Group: group(groupLoadgen, loadgenCPUs, 0), CPUs: loadgenCPUs}
+	iso.supervisor = &arm.Arm{Name: groupSuper, User: self, Group: group(groupSuper, nil, 0)}
+	info.Arms = map[string]contract.ArmIsolation{}
+	dedicated := h.ChampionUser != h.ChallengerUser
+	for _, a := range []struct {
+		name, user string
+		port       int
+		dst        **arm.Arm
+	}{{contract.Champion, h.ChampionUser, h.ChampionPort, &iso.champion}, {contract.Challenger, h.ChallengerUser, h.ChallengerPort, &iso.challenger}} {
+		id, err := arm.Lookup(a.user)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("the %s arm: %w", a.name, err))
+		}
+		x := &arm.Arm{Name: a.name, User: id, Dedicated: dedicated && err == nil && !id.Self, Port: a.port,
+			Home: h.path("arms", a.name), Group: group(a.name, armCPUs, h.ArmMaxProcs), CPUs: armCPUs}
+		if err == nil {
+			errs = append(errs, h.ensureHome(x))
+		}
+		*a.dst = x
+		ai := contract.ArmIsolation{User: id.Name, UID: id.UID, DedicatedUser: x.Dedicated, Port: a.port, Home: x.Home}
+		if x.Group != nil {
+			ai.Cgroup = x.Group.Path
+		}
+		info.Arms[a.name] = ai
+	}
+	info.MaxProcs = contract.MaxProcs{Limit: h.ArmMaxProcs, By: "none"}
+	switch {
+	case setup.Has("pids"):
+		info.MaxProcs.By = "pids.max"
+	case iso.challenger.Dedicated && iso.champion.Dedicated:
+		info.MaxProcs.By = "RLIMIT_NPROC"
+		// Rlimits are per process and inherited: lowering ours bounds every arm this process
+		// starts (counted per user, so per arm); perf-host's own user runs a handful.
+		lim := syscall.Rlimit{Cur: uint64(h.ArmMaxProcs), Max: uint64(h.ArmMaxProcs)}
+		errs = append(errs, syscall.Setrlimit(rlimitNproc, &lim))
+	}
+	switch {
+	case self.Name == h.ChampionUser || self.Name == h.ChallengerUser:
+		info.Notes = append(info.Notes, fmt.Sprintf("the arms run as perf-host's own user %s (local mode): they are not isolated from perf-host or each other", self.Name))
+	case !dedicated:
+		info.Notes = append(info.Notes, fmt.Sprintf("both arms run as %s: the challenger can signal and read the champion (a host installed before per-arm users? re-run install.sh)", h.ChampionUser))
+	}
+	if info.Cgroup.Mode == cgroup.ModeNone {
+		info.Notes = append(info.Notes, info.Cgroup.Note)
+	}
+	iso.err = errors.Join(errs...)
+	if iso.err != nil {
+		info.Notes = append(info.Notes, "arms cannot run: "+iso.err.Error())
+	}
+	if err := arm.BecomeSubreaper(); err != nil {
+		info.Notes = append(info.Notes, err.Error())
+	}
+	return iso
+}
+
+// rlimitNproc is RLIMIT_NPROC, which package syscall does not name.
+const rlimitNproc = 6
+
+func (h *Host) cpus(flag, list string) (placement.CPUs, error) {
+	c, err := placement.Parse(list)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if len(c) > 0 {
+		online, err := placement.Online()
+		if err == nil {
+			err = c.Within(online)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	return c, nil
+}
+
+// ensureHome makes the arm's home directory when this process may (as root, or when the arm
+// runs as perf-host's own user); otherwise install.sh must have made it.
+func (h *Host) ensureHome(a *arm.Arm) error {
+	if _, err := os.Lstat(a.Home); err == nil || (!a.User.Self && os.Geteuid() != 0) {
+		return nil // Install checks owner and mode, and says to re-run install.sh
+	}
+	if err := os.Mkdir(a.Home, 0o700); err != nil {
+		return err
+	}
+	return os.Chown(a.Home, int(a.User.UID), int(a.User.GID))
+}
+
+// arms is the host's isolation, or why its arms cannot run.
+func (h *Host) arms() (*isolation, error) {
+	iso := h.isolation()
+	return iso, iso.err
+}
+
+// summary is the isolation in one line, for the run's progress log.
+func (iso *isolation) summary() string {
+	i := iso.info
+	arm := func(name string) string {
+		a := i.Arms[name]
+		return fmt.Sprintf("%s as %s (uid %d)", name, a.User, a.UID)
+	}
+	return fmt.Sprintf("%s, %s; cgroup %s; placement %s (load generator on %s, arms on %s); at most %d tasks per arm by %s",
+		arm(contract.Champion), arm(contract.Challenger), i.Cgroup.Mode, i.Placement.Method, orAny(i.Placement.LoadgenCPUs), orAny(i.Placement.ArmCPUs), i.MaxProcs.Limit, i.MaxProcs.By)
+}
+
+func orAny(cpus string) string {
+	if cpus == "" {
+		return "any CPU"
+	}
+	return "CPUs " + cpus
+}
+
+// startChallenger installs sha's build in the challenger arm and starts it there.
+func (h *Host) startChallenger(sha string, spec contract.ServiceSpec, logPath string) (*service.Process, error) {
+	iso, err := h.arms()
+	if err != nil {
+		return nil, err
+	}
+	if err := iso.challenger.Install(h.releaseDir(sha)); err != nil {
+		return nil, err
+	}
+	return iso.challenger.StartService("challenger", spec, logPath)
+}

@@ -1,0 +1,350 @@
+// Package arm is one side of an experiment on the benchmark host: the user its processes run
+// as, the cgroup they run in, the CPUs they run on, its port and its working directory. It
+// installs a build into the working directory, starts the service there, stops it and
+// everything it started, and reads what the arm's processes consume.
+//
+// Containment has two lines. With a cgroup (see package cgroup), every process the service
+// starts stays in the arm's group (a process cannot leave it without write access to the
+// common ancestor, which the arms' users never have), and cgroup.kill stops them all. With a
+// dedicated user (no other arm, and not perf-host, runs as it), "every process of that uid" is
+// exactly the arm's processes: a sweep stops them (SIGSTOP so that none can fork, then
+// SIGKILL), setsid escapes included.
+package arm
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+)
+
+// Identity is the user an arm's processes run as.
+type Identity struct {
+	Name string `json:"user"`
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
+	Self bool   `json:"-"` // the user perf-host runs as: nothing to switch
+}
+
+// Lookup resolves a user name. Root is refused: an arm runs code from pull requests.
+func Lookup(name string) (Identity, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return Identity{}, fmt.Errorf("user %q: %w (install.sh creates the arms' users)", name, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	id := Identity{Name: name, UID: uint32(uid), GID: uint32(gid), Self: int(uid) == os.Getuid()}
+	if uid == 0 && !id.Self {
+		return Identity{}, fmt.Errorf("user %q is root: an arm never runs as root", name)
+	}
+	return id, nil
+}
+
+// Current is the user perf-host runs as.
+func Current() (Identity, error) {
+	u, err := user.Current()
+	if err != nil {
+		return Identity{}, err
+	}
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return Identity{Name: u.Username, UID: uint32(os.Getuid()), GID: uint32(gid), Self: true}, nil
+}
+
+// Arm is one side of an experiment.
+type Arm struct {
+	Name string
+	User Identity
+	// Dedicated: no other arm, and not perf-host, runs as User, so every process of the uid
+	// belongs to this arm and may be stopped as such.
+	Dedicated bool
+	Port      int
+	Home      string         // owned by User, mode 0700; the build runs in Home/work
+	Group     *cgroup.Group  // nil without cgroups
+	CPUs      placement.CPUs // empty: anywhere
+	main      int            // the running service's pid
+}
+
+// WorkDir is where the arm's build runs.
+func (a *Arm) WorkDir() string { return filepath.Join(a.Home, "work") }
+
+// Install stops whatever the arm still runs and replaces its working directory with a fresh
+// copy of release, written by the arm's own user (so it owns its copy, and nothing but the copy
+// is readable to it: the releases and the host's state are not).
+func (a *Arm) Install(release string) error {
+	if err := a.Clear(); err != nil {
+		return err
+	}
+	if err := a.checkHome(); err != nil {
+		return err
+	}
+	cmd := exec.Command("/bin/sh", "-c", `rm -rf -- work && mkdir -m 0755 work && exec tar -x -C work -f -`)
+	cmd.Dir = a.Home
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + a.Home}
+	pipe, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	var out limitedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := a.Launch(cmd); err != nil {
+		return fmt.Errorf("%s: copying the build: %w", a.Name, err)
+	}
+	werr := writeTar(pipe, release)
+	pipe.Close()
+	if err := cmd.Wait(); err != nil || werr != nil {
+		return fmt.Errorf("%s: copying %s into %s: %v %v %s", a.Name, release, a.WorkDir(), err, werr, out.String())
+	}
+	return nil
+}
+
+// checkHome refuses a home directory that is not the arm's own and private.
+func (a *Arm) checkHome() error {
+	fi, err := os.Lstat(a.Home)
+	if err != nil {
+		return fmt.Errorf("%s: %v (install.sh creates one directory per arm, owned by its user)", a.Name, err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || st.Uid != a.User.UID || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: %s must be a directory owned by %s with mode 0700 (is %v, uid %d); re-run install.sh", a.Name, a.Home, a.User.Name, fi.Mode(), st.Uid)
+	}
+	return nil
+}
+
+// writeTar streams the release as a tar: directories, regular files and symlinks (unpacking
+// made sure nothing else is there and that every link resolves inside).
+func writeTar(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name, h.Uid, h.Gid, h.Uname, h.Gname = filepath.ToSlash(rel), 0, 0, "", ""
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// Launch starts cmd as the arm's user, in the arm's cgroup, on the arm's CPUs (by affinity
+// when the cgroup has no cpuset), raising only the capabilities that takes.
+func (a *Arm) Launch(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	thread := privilege.Thread{}
+	if !a.User.Self {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: a.User.UID, Gid: a.User.GID, Groups: []uint32{}}
+		thread.Caps = append(thread.Caps, privilege.SetUID, privilege.SetGID)
+	}
+	if a.Group != nil {
+		dir, err := a.Group.OpenDir()
+		if err != nil {
+			return err
+		}
+		defer dir.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(dir.Fd())
+		if !cgroup.Inside(filepath.Dir(a.Group.Path)) {
+			thread.Caps = append(thread.Caps, privilege.DACOverride)
+		}
+	}
+	if a.Group == nil || !a.Group.Has("cpuset") {
+		thread.CPUs = a.CPUs
+	}
+	return privilege.Do(thread, cmd.Start)
+}
+
+// Started records the arm's running service, whose descendants are the arm's processes when
+// neither a cgroup nor a dedicated user says more.
+func (a *Arm) Started(pid int) { a.main = pid }
+
+// Signal sends sig to the process group of the arm's service.
+func (a *Arm) Signal(sig syscall.Signal) error {
+	if a.main == 0 {
+		return nil
+	}
+	return privilege.Do(privilege.Thread{Caps: a.killCaps()}, func() error {
+		err := syscall.Kill(-a.main, sig)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (a *Arm) killCaps() []privilege.Cap {
+	if a.User.Self {
+		return nil
+	}
+	return []privilege.Cap{privilege.Kill}
+}
+
+// Procs lists the arm's live processes: its cgroup's, else its user's (when dedicated), else
+// its service's descendants.
+func (a *Arm) Procs() []Proc {
+	switch {
+	case a.Group != nil:
+		pids, _ := a.Group.Procs()
+		var out []Proc
+		for _, pid := range pids {
+			if p, err := ReadProc(pid); err == nil && p.State != 'Z' {
+				out = append(out, p)
+			}
+		}
+		return out
+	case a.Dedicated:
+		return OfUser(a.User.UID)
+	case a.main != 0:
+		return Descendants(a.main)
+	}
+	return nil
+}
+
+// clearWait bounds how long Clear waits for the kernel to finish killing.
+const clearWait = 5 * time.Second
+
+// Clear kills every process of the arm, by cgroup.kill and, with a dedicated user, by a sweep
+// of the user's processes; with neither, by the service's process group and descendants. It
+// returns an error naming whatever still runs.
+func (a *Arm) Clear() error {
+	var errs []error
+	if a.Group != nil {
+		if _, err := a.Group.Kill(clearWait); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch {
+	case a.Dedicated:
+		if err := a.sweep(func() []Proc { return OfUser(a.User.UID) }); err != nil {
+			errs = append(errs, err)
+		}
+	case a.Group == nil && a.main != 0:
+		root := a.main
+		a.Signal(syscall.SIGKILL)
+		if err := a.sweep(func() []Proc { return Descendants(root) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ReapZombies(a.User.UID, -1)
+	if left := a.Procs(); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("%s: still running after SIGKILL: %s", a.Name, Describe(left)))
+	}
+	return errors.Join(errs...)
+}
+
+// sweep stops every process list returns (so that none can fork), until a pass finds none
+// left running, then kills them all, until none is left.
+func (a *Arm) sweep(list func() []Proc) error {
+	deadline := time.Now().Add(clearWait)
+	return privilege.Do(privilege.Thread{Caps: a.killCaps()}, func() error {
+		for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
+			for {
+				pending := 0
+				for _, p := range list() {
+					if sig == syscall.SIGSTOP && (p.State == 'T' || p.State == 't') {
+						continue
+					}
+					pending++
+					syscall.Kill(p.Pid, sig)
+				}
+				if pending == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%s: %d processes still running after %v of %v", a.Name, pending, clearWait, sig)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		return nil
+	})
+}
+
+// limitedBuffer keeps the first 4 KiB written to it, for error messages.
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 4096 - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string { return string(l.b) }
+
+// StartService starts spec in the arm's working directory on the arm's port.
+func (a *Arm) StartService(name string, spec contract.ServiceSpec, logPath string) (*service.Process, error) {
+	p, err := service.Start(name, spec, a.WorkDir(), a.Port, logPath, a.Launch)
+	if err != nil {
+		return nil, err
+	}
+	a.Started(p.Pid())
+	return p, nil
+}
+
+// Stop ends the arm's service: SIGTERM to its process group and up to grace for it to exit,
+// then Clear, which kills whatever the arm still runs (what the service started, in another
+// session or process group too). The error names what could not be stopped.
+func (a *Arm) Stop(p *service.Process, grace time.Duration) error {
+	select {
+	case <-p.Exited():
+	default:
+		if err := a.Signal(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("stopping %s (pid %d): %w", a.Name, p.Pid(), err)
+		}
+		select {
+		case <-p.Exited():
+		case <-time.After(grace):
+		}
+	}
+	err := a.Clear()
+	select {
+	case <-p.Exited():
+	case <-time.After(grace):
+		err = errors.Join(err, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", a.Name, p.Pid()))
+	}
+	return err
+}

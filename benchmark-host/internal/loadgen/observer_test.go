@@ -1,0 +1,83 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+)
+
+// boundaryRecorder is an observer that records when each boundary came and completes slices
+// with a field of its own.
+type boundaryRecorder struct {
+	mu        sync.Mutex
+	at        map[int]time.Time
+	completed []int
+}
+
+func (b *boundaryRecorder) Boundary(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.at[i] = time.Now()
+}
+
+func (b *boundaryRecorder) Complete(s *contract.Slice) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.at[s.Index+1]; !ok {
+		panic("Complete before the slice's end boundary")
+	}
+	b.completed = append(b.completed, s.Index)
+	cores := float64(s.Index)
+	s.ServiceCPUCores = &cores
+}
+
+// The observer sees every slice boundary at its time on the schedule, off the dispatcher, and
+// completes each slice after its end.
+func TestASliceObserverSeesEveryBoundaryAndCompletesEverySlice(t *testing.T) {
+	srv := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(srv.URL, srv.URL, `"rate":200,"slice_seconds":0.3,"pairs":3,"warmup_seconds":0.2,"connections":2,"requests":[{"path":"/"}]`))
+	obs := &boundaryRecorder{at: map[int]time.Time{}}
+	res, err := Run(context.Background(), p, nil, WithSliceObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.at) != 7 || len(obs.completed) != 6 {
+		t.Fatalf("%d boundaries and %d completed slices; want 7 and 6", len(obs.at), len(obs.completed))
+	}
+	for i, s := range res.Slices {
+		if obs.completed[i] != i || s.ServiceCPUCores == nil || *s.ServiceCPUCores != float64(i) {
+			t.Errorf("slice %d was not completed in order by the observer", i)
+		}
+		for _, b := range []struct {
+			at   time.Time
+			want time.Time
+		}{{obs.at[i], s.Start}, {obs.at[i+1], s.End}} {
+			if d := b.at.Sub(b.want); d < 0 || d > 50*time.Millisecond {
+				t.Errorf("slice %d: a boundary observed %v from its time on the schedule", i, d)
+			}
+		}
+	}
+}
+
+// A run stopped early calls the observer at once for the boundary it waited for, so the slice
+// cut short is completed too.
+func TestAStoppedRunStillCompletesTheSliceItCut(t *testing.T) {
+	srv := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(srv.URL, srv.URL, `"rate":200,"slice_seconds":0.5,"pairs":5,"warmup_seconds":0.1,"connections":2,"requests":[{"path":"/"}]`))
+	obs := &boundaryRecorder{at: map[int]time.Time{}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(800*time.Millisecond, func() { cancel(errors.New("test stop")) })
+	res, err := Run(ctx, p, nil, WithSliceObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if !res.Partial || len(res.Slices) == 0 || len(obs.completed) != len(res.Slices) {
+		t.Fatalf("partial %v, %d slices, %d completed by the observer", res.Partial, len(res.Slices), len(obs.completed))
+	}
+}
