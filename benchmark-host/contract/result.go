@@ -93,7 +93,7 @@ type Slice struct {
 	// --max-idle-arm-cores the slice is invalid.
 	IdleArmCPUCores *float64 `json:"idle_arm_cpu_cores,omitempty" limit:"amount"`
 	Valid           bool     `json:"valid"`
-	InvalidReason string   `json:"invalid_reason,omitempty"`
+	InvalidReason   string   `json:"invalid_reason,omitempty"`
 }
 
 // ErrorCounts counts failed requests by class.

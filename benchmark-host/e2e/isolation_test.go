@@ -137,8 +137,11 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 	cases := []struct {
 		name, script string
 		kinds        []string // outcomes the run may end with
-		before       func(t *testing.T)
-		check        func(t *testing.T, r contract.HostResult, log string, w *watch)
+		// cpuHungry: the attack spends CPU (forking, spinning) on the CPUs the arms share, so a
+		// champion slice may be disturbed; it must then be invalid, saying so.
+		cpuHungry bool
+		before    func(t *testing.T)
+		check     func(t *testing.T, r contract.HostResult, log string, w *watch)
 	}{
 		{name: "setsid leftovers", script: "./hostile linger; exec ./service", check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
 			if !w.cmdlines["./hostile lingering"] {
@@ -184,17 +187,35 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 				t.Errorf("the champion's user can read the challenger's files: %s", out)
 			}
 		}},
-		{name: "fork bomb", script: "(sleep 0.3; exec ./hostile bomb) & exec ./service", kinds: []string{"challenger_crashed"}, check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+		{name: "fork bomb", script: "(sleep 0.3; exec ./hostile bomb) & exec ./service", kinds: []string{"challenger_crashed"}, cpuHungry: true, check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
 			t.Logf("the challenger's user ran at most %d tasks (bound 200)", w.maxTasks)
 			if w.maxTasks > 200 || w.maxTasks < 100 {
 				t.Errorf("the fork bomb reached %d tasks; want it to press against the bound of 200", w.maxTasks)
 			}
 		}},
-		{name: "burns the champion's CPUs", script: "./hostile burn & exec ./service", check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+		{name: "burns the champion's CPUs", script: "GOMAXPROCS=16 ./hostile burn & exec ./service", cpuHungry: true, check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+			// What the burn gets depends on what else runs on the arms' CPUs (on a shared
+			// machine, other sessions): it must be seen, and every champion slice it pushed
+			// past the limit must be invalid.
+			var idle []float64
+			invalid := 0
 			for _, s := range r.Slices {
-				if s.Arm == "champion" && (s.Valid || !strings.Contains(s.InvalidReason, "disturbed: the challenger arm, not measured, used")) {
-					t.Errorf("champion slice %d is valid (%q) while the idle challenger burned %v cores", s.Index, s.InvalidReason, deref(s.IdleArmCPUCores))
+				if s.Arm != "champion" {
+					continue
 				}
+				idle = append(idle, deref(s.IdleArmCPUCores))
+				over := deref(s.IdleArmCPUCores) > 0.25
+				named := strings.Contains(s.InvalidReason, "disturbed: the challenger arm, not measured, used")
+				if over != named {
+					t.Errorf("champion slice %d: the idle challenger used %.2f cores, invalid reason %q", s.Index, deref(s.IdleArmCPUCores), s.InvalidReason)
+				}
+				if named {
+					invalid++
+				}
+			}
+			t.Logf("the idle challenger burned %v cores during the champion's slices; %d of them invalid", idle, invalid)
+			if median(idle) < 0.1 {
+				t.Errorf("the burning challenger was not seen: %v cores", idle)
 			}
 		}},
 		{name: "supervisor killed before the run", script: "./hostile linger; exec ./service", before: func(t *testing.T) {
@@ -260,8 +281,12 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 				t.Errorf("the champion port failed %d polls during the run", p.fails.Load())
 			}
 			for _, s := range r.Slices {
-				if s.Arm == "champion" && c.name != "burns the champion's CPUs" && (!s.Valid || s.Errors.Total() > 0) {
-					t.Errorf("champion slice %d: valid %v (%s), %d errors", s.Index, s.Valid, s.InvalidReason, s.Errors.Total())
+				// A challenger that crashed itself (the bomb takes its own service's threads) ends
+				// the run in the middle of a slice, which is then cut short.
+				caught := c.cpuHungry && strings.HasPrefix(s.InvalidReason, "disturbed: the challenger arm, not measured") ||
+					r.Outcome.ErrorKind == "challenger_crashed" && strings.HasPrefix(s.InvalidReason, "interrupted")
+				if s.Arm == "champion" && (!(s.Valid || caught) || s.Errors.Total() > 0) {
+					t.Errorf("champion slice %d: valid %v (%s), %d errors, the idle challenger used %.2f cores", s.Index, s.Valid, s.InvalidReason, s.Errors.Total(), deref(s.IdleArmCPUCores))
 				}
 			}
 			if len(online) >= 2 && w.championCPUs != "" && (w.executorCPUs != strconv.Itoa(online[0]) || w.championCPUs != online[1:].String() || w.challengerCPUs != online[1:].String()) {

@@ -148,7 +148,7 @@ func checkReleaseAssets(t *testing.T, assets string) {
 		}
 		slices.Sort(got)
 		want := []string{"LICENSE", "README.md", "bin/loadgen", "bin/perf-host", "install.sh", "plan.schema.json",
-			"systemd/perf-gate-champion.service", "systemd/perf-gate-gc.service", "systemd/perf-gate-gc.timer"}
+			"systemd/perf-gate-cgroups.service", "systemd/perf-gate-champion.service", "systemd/perf-gate-gc.service", "systemd/perf-gate-gc.timer"}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s holds %v, want %v", name, got, want)
 		}

@@ -7,7 +7,7 @@
 //	hostile signal                 SIGSTOP/SIGCONT bursts at every other "./service" process
 //	hostile snoop PATH…            read, list, write and execute what it should not reach
 //	hostile bomb                   fork copies of itself until the kernel refuses, and keep trying
-//	hostile burn                   spin every CPU it may use
+//	hostile burn                   spin as many threads as GOMAXPROCS
 package main
 
 import (
@@ -44,7 +44,7 @@ func main() {
 	case "sleeper":
 		time.Sleep(time.Hour)
 	case "burn":
-		for range runtime.NumCPU() {
+		for range runtime.GOMAXPROCS(0) {
 			go func() {
 				for {
 				}
@@ -164,7 +164,8 @@ func snoop(paths []string) {
 	}
 }
 
-// bomb forks copies of itself, each asleep, until fork fails, and keeps pressing.
+// bomb forks copies of itself, each asleep, until fork fails, and keeps pressing (every 50 ms,
+// as a shell's fork retries do).
 func bomb() {
 	started, refused := 0, 0
 	for i := 0; ; i++ {
@@ -174,7 +175,7 @@ func bomb() {
 			if refused == 1 {
 				fmt.Printf("bomb: fork refused after %d processes: %v\n", started, err)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		started++

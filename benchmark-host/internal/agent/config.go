@@ -29,7 +29,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.LoadgenCPUs, "loadgen-cpus", "", "CPUs for the load generator, e.g. 0-1 (empty: anywhere)")
 	fs.StringVar(&c.ArmCPUs, "arm-cpus", "", "CPUs both arms share, e.g. 2-14 (empty: anywhere)")
 	fs.IntVar(&c.ArmMaxProcs, "arm-max-procs", 1024, "most tasks an arm may run (pids.max, else RLIMIT_NPROC of its user)")
-	fs.Float64Var(&c.MaxIdleArmCores, "max-idle-arm-cores", 0.5, "a slice is invalid when the arm not being measured used more CPU cores than this")
+	fs.Float64Var(&c.MaxIdleArmCores, "max-idle-arm-cores", 0.25, "a slice is invalid when the arm not being measured used more CPU cores than this")
 	fs.Float64Var(&c.MaxRunSeconds, "max-run-seconds", 3600, "refuse a plan that would hold the host longer")
 	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
 	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")

@@ -209,11 +209,18 @@ func (g *Group) Kill(wait time.Duration) ([]int, error) {
 		if err != nil || len(procs) > 0 && time.Now().After(deadline) {
 			return procs, err
 		}
-		if len(procs) == 0 {
+		// cgroup.procs no longer lists a task that is exiting, but the group stays populated
+		// (and cannot be removed) until the task is gone.
+		if len(procs) == 0 && (!g.populated() || time.Now().After(deadline)) {
 			return nil, g.renew()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// populated reads cgroup.events: whether any task, exiting ones included, is in the group.
+func (g *Group) populated() bool {
+	return strings.Contains(readString(filepath.Join(g.Path, "cgroup.events")), "populated 1")
 }
 
 // renew replaces the empty group by a fresh one with the same settings.

@@ -60,7 +60,7 @@ type Process struct {
 	err     error
 }
 
-// Start launches the spec's command in dir with PORT set, in its own process group, with
+// Start launches the spec's command in dir with PORT set, in a session of its own, with
 // stdout and stderr appended to logPath. launch starts the prepared command (package arm: as
 // the arm's user, in its cgroup, on its CPUs).
 func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath string, launch func(*exec.Cmd) error) (*Process, error) {
@@ -82,7 +82,9 @@ func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// A session of its own (and so a process group, stopped as one): with the kernel's
+	// autogroup scheduling, each arm then weighs the same against the other, whoever started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
 	fmt.Fprintf(logFile, "--- perf-host: starting %s on :%d: %s\n", name, port, strings.Join(spec.Command, " "))
 	if err := launch(cmd); err != nil {
 		return nil, fmt.Errorf("%s: cannot start %q in %s: %w", name, spec.Command[0], dir, err)
