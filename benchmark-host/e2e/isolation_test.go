@@ -159,8 +159,10 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 			sort.Float64s(d)
 			median := d[len(d)/2]
 			t.Logf("same build on both ports: median challenger − champion p90 %.3f ms over %d pairs (the attack made it −31.1 ms)", median, len(d))
-			if median < -5 || median > 5 {
-				t.Errorf("the challenger's signals moved the p90 difference to %.3f ms", median)
+			// The attack's aim is to read faster. (Its /proc scans slow its own service on the
+			// CPU the arms share: once +62 ms at p90, which is its own loss.)
+			if median < -5 {
+				t.Errorf("the challenger's signals made it read %.3f ms faster at p90 with the same build", -median)
 			}
 			if !strings.Contains(log, "refused") {
 				t.Errorf("the hostile program reported no refused signals:\n%s", log)
