@@ -63781,6 +63781,7 @@ var planSchema = external_exports.looseObject({
   warmup_seconds: external_exports.number().min(0).max(3600).default(0),
   slice_warmup_ms: external_exports.number().int().min(0).max(36e5).default(200),
   connections: external_exports.number().int().min(1).max(1e3).default(10),
+  generator_cpus: external_exports.number().int().min(1).max(64).optional(),
   timeout_ms: external_exports.number().int().min(1).max(6e4).default(2e3),
   max_queue: external_exports.number().int().min(1).max(1e7).optional(),
   requests: external_exports.array(requestSchema).min(1)
@@ -63839,6 +63840,9 @@ var sliceSchema = external_exports.looseObject({
   service_cpu_cores: amount.optional(),
   service_rss_bytes: count3.optional(),
   idle_arm_cpu_cores: amount.optional(),
+  // The load generator's own CPU over the slice (issue 17).
+  generator_cpu_cores: amount.optional(),
+  generator_cpu_us_per_request: amount.optional(),
   valid: external_exports.boolean(),
   invalid_reason: external_exports.string().optional()
 });

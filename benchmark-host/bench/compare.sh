@@ -1,90 +1,199 @@
 #!/usr/bin/env bash
-# Runs perf-gate's loadgen and two peers a user would pick (vegeta v12.13.0, wrk from Debian)
-# against the same local example service at the same target rate, and prints side by side:
-# achieved rate, p50/p99 as each tool reports them, and the generator's CPU per 1,000 requests.
+# Runs perf-gate's loadgen and the peers a user would pick (wrk2, vegeta v12.13.0, k6 v1.3.0)
+# against the same local example service, 10 connections on loopback, each generator on the
+# same one core (taskset; the service is not pinned unless SVC_CPU says), and prints:
+#   - the generator's own CPU seconds per 1,000 requests at 2k / 5k / 10k req/s (its process
+#     only, from /usr/bin/time), with the ratio to wrk2's;
+#   - the highest rate of a fixed ladder each holds within 0.5% for 10 s (loadgen: every 5 s
+#     slice of a 10 s pair within 0.5% and valid; the others: the whole run's rate);
+#   - loadgen's p50 shift against the service with a 2 ms delay (the truth is +2,000 µs plus
+#     the sleep's own overshoot, which the service's time.Sleep adds on a loaded machine);
+#   - where loadgen's CPU went (pprof of its 10k run).
 #
-#   RATE=2000 DURATION=20 CONNS=10 bash benchmark-host/bench/compare.sh
+#   WRK2=/path/to/wrk bash benchmark-host/bench/compare.sh
+#
+# Environment: WRK2 (a wrk2 binary; required), DURATION (seconds per CPU run, default 10),
+# LADDER (rates to climb, default "2000 5000 10000 15000 20000 25000 30000 40000 50000"),
+# CPU_RATES (default "2000 5000 10000"), HASH_ROUNDS (service work per request, default 0),
+# GEN_CPU (the generators' core, default 0), SVC_CPU (the service's cores, default any).
+#
+# wrk2 is not on any package registry this project may build from, and no script here builds
+# fetched third-party source: build it yourself from https://github.com/giltene/wrk2
+# (`make` in a clone; it needs OpenSSL and zlib headers) and point WRK2 at the `wrk` it makes.
 set -euo pipefail
-RATE=${RATE:-2000}
-DURATION=${DURATION:-20}
-CONNS=${CONNS:-10}
-PORT=${PORT:-18555}
+DURATION=${DURATION:-10}
+LADDER=${LADDER:-"2000 5000 10000 15000 20000 25000 30000 40000 50000"}
+CPU_RATES=${CPU_RATES:-"2000 5000 10000"}
+CONNS=10
+GEN_CPU=${GEN_CPU:-0}
+SVC_CPU=${SVC_CPU:-}
 here=$(cd "$(dirname "$0")" && pwd)
 hostdir=$(dirname "$here")
 tools=$here/tools
 work=$(mktemp -d)
-trap 'kill $svc_pid 2>/dev/null; rm -rf "$work"' EXIT
+svc_pids=()
+cleanup() {
+  local pid
+  for pid in "${svc_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
-need() { command -v "$1" >/dev/null || { apt-get update -qq && apt-get install -y -qq "$2" >/dev/null; }; }
-need wrk wrk
+if [ -z "${WRK2:-}" ] || [ ! -x "$WRK2" ]; then
+  sed -n '/^# wrk2 is not/,/^# (.make. in a clone/p' "$0" | sed 's/^# //' >&2
+  echo "compare.sh: set WRK2 to a wrk2 binary" >&2
+  exit 2
+fi
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
+command -v taskset >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux >/dev/null; }
 make -s -C "$hostdir" loadgen
 go build -C "$hostdir" -o "$work/service" ./examples/service
+mkdir -p "$tools"
 if [ ! -x "$tools/vegeta" ]; then
   # The module proxy refuses vegeta's version list, so `go install …@v12.13.0` fails; a
   # throwaway module that requires the exact version builds it.
-  mkdir -p "$tools" "$work/vegeta"
+  mkdir -p "$work/vegeta"
   (cd "$work/vegeta" && go mod init vegetabuild >/dev/null 2>&1 &&
    printf '//go:build tools\npackage tools\nimport _ "github.com/tsenart/vegeta/v12"\n' >tools.go &&
    go get github.com/tsenart/vegeta/v12@v12.13.0 >/dev/null 2>&1 &&
    go build -o "$tools/vegeta" github.com/tsenart/vegeta/v12)
 fi
+[ -x "$tools/k6" ] || GOBIN="$tools" go install go.k6.io/k6@v1.3.0
 
-PORT=$PORT HASH_ROUNDS=${HASH_ROUNDS:-50} "$work/service" >/dev/null & svc_pid=$!
-url="http://127.0.0.1:$PORT/work?key=bench"
-for _ in $(seq 50); do curl -sf "$url" >/dev/null && break; sleep 0.1; done
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+start_service() { # PORT [DELAY_US]
+  local pin=(); [ -z "$SVC_CPU" ] || pin=(taskset -c "$SVC_CPU")
+  PORT=$1 HASH_ROUNDS=${HASH_ROUNDS:-0} DELAY_US=${2:-0} "${pin[@]}" "$work/service" >/dev/null &
+  svc_pids+=($!)
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$1/health" >/dev/null && return; sleep 0.05; done
+  echo "compare.sh: the service did not start on :$1" >&2; exit 1
+}
+port=$(free_port); start_service "$port"
+url="http://127.0.0.1:$port/work?key=bench"
+gen=(taskset -c "$GEN_CPU")
+timed() { local out=$1; shift; /usr/bin/time -f '%U %S' -o "$out" "$@"; }
 
-timed() { local name=$1; shift; /usr/bin/time -f '%U %S' -o "$work/$name.cpu" "$@"; }
+cat >"$work/k6.js" <<'JS'
+import http from "k6/http";
+export const options = {
+  discardResponseBodies: true,
+  summaryTrendStats: ["med"],
+  scenarios: { load: { executor: "constant-arrival-rate", rate: Number(__ENV.RATE), timeUnit: "1s",
+    duration: `${__ENV.DURATION}s`, preAllocatedVUs: Number(__ENV.CONNS), maxVUs: Number(__ENV.CONNS) } },
+};
+export default function () { http.get(__ENV.URL); }
+JS
 
-# loadgen: one pair of slices, both arms on the same server, no warmups, the whole duration.
-half=$(awk "BEGIN{print $DURATION/2}")
-cat >"$work/plan.json" <<JSON
-{"targets":{"champion":"http://127.0.0.1:$PORT","challenger":"http://127.0.0.1:$PORT"},
- "rate":$RATE,"slice_seconds":$half,"pairs":1,"seed":1,"warmup_seconds":0,"slice_warmup_ms":0,
- "connections":$CONNS,"requests":[{"path":"/work?key=bench"}]}
-JSON
-timed loadgen "$hostdir/bin/loadgen" --plan "$work/plan.json" >"$work/loadgen.json" 2>/dev/null
+# run TOOL RATE SECONDS TAG: one run; writes $work/TAG.cpu and the tool's output.
+run() {
+  local tool=$1 rate=$2 secs=$3 tag=$4
+  case $tool in
+    loadgen)
+      local half; half=$(awk "BEGIN{print $secs/2}")
+      printf '{"targets":{"champion":"http://127.0.0.1:%s","challenger":"http://127.0.0.1:%s"},"rate":%s,"slice_seconds":%s,"pairs":1,"seed":1,"warmup_seconds":0,"slice_warmup_ms":0,"connections":%s,"generator_cpus":1,"requests":[{"path":"/work?key=bench"}]}' \
+        "${5:-$port}" "${6:-$port}" "$rate" "$half" "$CONNS" >"$work/$tag.plan"
+      timed "$work/$tag.cpu" "${gen[@]}" "$hostdir/bin/loadgen" --plan "$work/$tag.plan" --cpuprofile "$work/$tag.pprof" \
+        >"$work/$tag.json" 2>/dev/null || true ;;
+    wrk2)
+      timed "$work/$tag.cpu" "${gen[@]}" "$WRK2" -t1 -c"$CONNS" -d"${secs}s" -R"$rate" "$url" >"$work/$tag.txt" 2>&1 || true ;;
+    vegeta)
+      echo "GET $url" | timed "$work/$tag.cpu" "${gen[@]}" "$tools/vegeta" attack -rate="$rate/s" -duration="${secs}s" \
+        -connections="$CONNS" -max-connections="$CONNS" -keepalive=true >"$work/$tag.bin" || true
+      "$tools/vegeta" report -type=json <"$work/$tag.bin" >"$work/$tag.json" ;;
+    k6)
+      RATE=$rate DURATION=$secs CONNS=$CONNS URL=$url timed "$work/$tag.cpu" "${gen[@]}" "$tools/k6" run --quiet --no-color \
+        --summary-export "$work/$tag.json" "$work/k6.js" >/dev/null 2>&1 || true ;;
+  esac
+}
 
-echo "GET $url" | timed vegeta "$tools/vegeta" attack -rate="$RATE/s" -duration="${DURATION}s" \
-  -connections="$CONNS" -keepalive=true >"$work/vegeta.bin"
-"$tools/vegeta" report -type=json <"$work/vegeta.bin" >"$work/vegeta.json"
-
-# wrk is closed-loop; its Lua delay() hook (whole milliseconds) is how users cap its rate.
-delay_ms=$(awk "BEGIN{printf \"%d\", $CONNS*1000/$RATE}")
-printf 'function delay() return %d end\n' "$delay_ms" >"$work/pace.lua"
-timed wrk wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$work/pace.lua" "$url" >"$work/wrk.txt"
-
-python3 - "$work" "$RATE" <<'PY'
+# measure TOOL TAG RATE: prints "requests achieved_rate worst_error_fraction ok(0/1)".
+measure() {
+  python3 - "$1" "$work" "$2" "$3" <<'PY'
 import json, re, sys
-work, rate = sys.argv[1], float(sys.argv[2])
-def cpu(name):
-    u, s = open(f"{work}/{name}.cpu").read().split()[-2:]
-    return float(u) + float(s)
-rows = []
-lg = json.load(open(f"{work}/loadgen.json"))
-sl = lg["slices"]
-sent = sum(s["sent"] for s in sl) + lg["warmup"]["sent"] + 2 * lg["plan"]["connections"]
-worst = max(abs(s["achieved_rps"] - rate) / rate for s in sl)
-rows.append(("perf-gate loadgen", sum(s["achieved_rps"] for s in sl) / len(sl),
-             max(s["latency_us"]["p50"] for s in sl) / 1000, max(s["latency_us"]["p99"] for s in sl) / 1000,
-             cpu("loadgen") / sent * 1000, sent,
-             f"worst slice rate error {worst*100:.3f}%; dispatch lag p50 {max(s['dispatch_lag_us']['p50'] for s in sl)} us, "
-             f"p99 {max(s['dispatch_lag_us']['p99'] for s in sl)} us; latency from intended send"))
-vg = json.load(open(f"{work}/vegeta.json"))
-rows.append(("vegeta v12.13.0", vg["rate"], vg["latencies"]["50th"] / 1e6, vg["latencies"]["99th"] / 1e6,
-             cpu("vegeta") / vg["requests"] * 1000, vg["requests"], "latency from actual send"))
-w = open(f"{work}/wrk.txt").read()
-def wrk_ms(label):
-    m = re.search(rf"{label}\s+([\d.]+)(us|ms|s)\b", w)
-    v, unit = float(m.group(1)), m.group(2)
-    return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
-n = int(re.search(r"(\d+) requests in", w).group(1))
-rows.append(("wrk 4 (delay()-paced)", float(re.search(r"Requests/sec:\s+([\d.]+)", w).group(1)),
-             wrk_ms("50%"), wrk_ms("99%"), cpu("wrk") / n * 1000, n, "closed loop: coordinated omission"))
-print(f"target rate {rate:.0f} req/s")
-print(f"{'tool':<24}{'achieved/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'CPU s/1k req':>14}{'requests':>10}  notes")
-for name, r, p50, p99, c, n, note in rows:
-    print(f"{name:<24}{r:>11.1f}{p50:>9.3f}{p99:>9.3f}{c:>14.4f}{n:>10}  {note}")
-base = rows[1][4]
-print(f"loadgen CPU per request = {rows[0][4]/base:.2f}x vegeta's")
+tool, work, tag, rate = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+try:
+    if tool == "loadgen":
+        r = json.load(open(f"{work}/{tag}.json")); sl = r["slices"]
+        n = sum(s["sent"] for s in sl) + r["warmup"]["sent"] + 2 * r["plan"]["connections"]
+        worst = max(abs(s["achieved_rps"] - rate) / rate for s in sl)
+        ok = len(sl) == 2 and all(s["valid"] for s in sl) and worst <= 0.005 and all(s["errors"]["connect"] + s["errors"]["timeout"] + s["errors"]["other"] == 0 for s in sl)
+        print(n, sum(s["achieved_rps"] for s in sl) / len(sl), worst, int(ok))
+    elif tool == "wrk2":
+        w = open(f"{work}/{tag}.txt").read()
+        n = int(re.search(r"(\d+) requests in", w).group(1)); got = float(re.search(r"Requests/sec:\s+([\d.]+)", w).group(1))
+        bad = re.search(r"Socket errors|Non-2xx", w) is not None
+        print(n, got, abs(got - rate) / rate, int(abs(got - rate) / rate <= 0.005 and not bad))
+    elif tool == "vegeta":
+        v = json.load(open(f"{work}/{tag}.json"))
+        print(v["requests"], v["rate"], abs(v["rate"] - rate) / rate, int(abs(v["rate"] - rate) / rate <= 0.005 and v["success"] == 1))
+    elif tool == "k6":
+        m = json.load(open(f"{work}/{tag}.json"))["metrics"]
+        n = m["http_reqs"]["count"]; got = m["http_reqs"]["rate"]; dropped = m.get("dropped_iterations", {}).get("count", 0)
+        failed = m.get("http_req_failed", {}).get("value", 0)
+        print(n, got, abs(got - rate) / rate, int(abs(got - rate) / rate <= 0.005 and dropped == 0 and not failed))
+except Exception as e:
+    print(0, 0, 1, 0)
 PY
+}
+
+TOOLS="loadgen wrk2 vegeta k6"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+: >"$work/rows"
+for tool in $TOOLS; do
+  for rate in $CPU_RATES; do
+    run "$tool" "$rate" "$DURATION" "$tool-cpu-$rate"
+    read -r n got err ok < <(measure "$tool" "$tool-cpu-$rate" "$rate")
+    read -r u s <"$work/$tool-cpu-$rate.cpu"
+    echo "cpu $tool $rate $n $got $err $ok $u $s" >>"$work/rows"
+    echo "  $tool at $rate/s: $n requests, $(awk "BEGIN{print $u+$s}") CPU s, achieved $got/s" >&2
+  done
+  ceiling=0
+  for rate in $LADDER; do
+    run "$tool" "$rate" 10 "$tool-ceil-$rate"
+    read -r n got err ok < <(measure "$tool" "$tool-ceil-$rate" "$rate")
+    echo "  $tool ladder $rate/s: achieved $got/s, worst error $err, held=$ok" >&2
+    [ "$ok" = 1 ] || { echo "ceil $tool $ceiling $rate $err" >>"$work/rows"; break; }
+    ceiling=$rate
+  done
+  grep -q "^ceil $tool " "$work/rows" || echo "ceil $tool $ceiling - 0" >>"$work/rows"
+done
+
+# loadgen's accuracy: champion without delay, challenger with a 2 ms delay, 2,000 req/s.
+dport=$(free_port); start_service "$dport" 2000
+run loadgen 2000 10 shift "$port" "$dport"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+python3 - "$work" "$CPU_RATES" <<'PY'
+import json, sys
+work, rates = sys.argv[1], sys.argv[2].split()
+cpu, ceil = {}, {}
+for line in open(f"{work}/rows"):
+    f = line.split()
+    if f[0] == "cpu":
+        tool, rate, n, u, s = f[1], f[2], int(f[3]), float(f[7]), float(f[8])
+        cpu[(tool, rate)] = (u + s) / n * 1000 if n else float("nan")
+    else:
+        ceil[f[1]] = (int(f[2]), f[3], float(f[4]))
+names = {"loadgen": "perf-gate loadgen", "wrk2": "wrk2", "vegeta": "vegeta v12.13.0", "k6": "k6 v1.3.0"}
+print(f"CPU s per 1,000 requests (generator process only) at {' / '.join(rates)} req/s; ratio to wrk2 in brackets")
+print(f"{'tool':<20}" + "".join(f"{r + '/s':>18}" for r in rates) + f"{'held within 0.5%':>20}{'  (next rung)':<24}")
+for tool in ["loadgen", "wrk2", "vegeta", "k6"]:
+    cells = "".join(f"{cpu[(tool, r)]:>9.4f} [{cpu[(tool, r)] / cpu[('wrk2', r)]:>4.2f}x] " for r in rates)
+    c, nxt, err = ceil[tool]
+    ratio = f"[{c / ceil['wrk2'][0]:.2f}x]" if ceil["wrk2"][0] else ""
+    print(f"{names[tool]:<20}{cells}{c:>12,} {ratio:<8}  " + (f"{int(nxt):,}: {err * 100:.1f}% off" if nxt != "-" else "top of the ladder"))
+r = json.load(open(f"{work}/shift.json"))
+sl = {s["arm"]: s for s in r["slices"]}
+shift = sl["challenger"]["latency_us"]["p50"] - sl["champion"]["latency_us"]["p50"]
+print(f"loadgen p50 shift against a 2 ms delay at 2,000 req/s: {shift:+d} µs "
+      f"(champion p50 {sl['champion']['latency_us']['p50']} µs, dispatch lag p50 {sl['champion']['dispatch_lag_us']['p50']} µs "
+      f"p99 {sl['champion']['dispatch_lag_us']['p99']} µs)")
+for rate in rates:
+    s = json.load(open(f"{work}/loadgen-cpu-{rate}.json"))["slices"]
+    print(f"loadgen's own accounting at {rate}/s: generator_cpu_us_per_request " +
+          ", ".join(f"{x['generator_cpu_us_per_request']:.1f}" for x in s) +
+          "; generator_cpu_cores " + ", ".join(f"{x['generator_cpu_cores']:.3f}" for x in s))
+PY
+echo
+echo "where loadgen's CPU went at ${CPU_RATES##* }/s (pprof; kernel time shows under the syscall that entered it):"
+go tool pprof -top -nodecount=12 "$hostdir/bin/loadgen" "$work/loadgen-cpu-${CPU_RATES##* }.pprof" 2>/dev/null | sed -n '/flat%/,$p'

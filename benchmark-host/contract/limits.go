@@ -119,6 +119,7 @@ var (
 	// SliceWarmupMs is further bounded by the slice itself (less than slice_seconds × 1000).
 	SliceWarmupMs = Range{Min: 0, Max: 3_600_000}
 	Connections   = Range{Min: 1, Max: 1000}
+	GeneratorCPUs = Range{Min: 1, Max: 64}
 	TimeoutMs     = Range{Min: 1, Max: 60_000}
 	MaxQueue      = Range{Min: 1, Max: 10_000_000}
 	Weight        = Range{Min: 0, Max: math.Inf(1), MinExclusive: true}
@@ -154,7 +155,7 @@ var (
 var Limits = map[string]any{
 	"name": Name, "run_id": RunID, "sha": SHA, "token": Token, "url_path": URLPath,
 	"rate": Rate, "slice_seconds": SliceSeconds, "pairs": Pairs, "warmup_seconds": WarmupSeconds,
-	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "timeout_ms": TimeoutMs,
+	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "timeout_ms": TimeoutMs,
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
 	"health_timeout_seconds": HealthTimeoutSeconds,
 	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs,

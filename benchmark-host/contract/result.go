@@ -92,8 +92,12 @@ type Slice struct {
 	// CPU cores the other arm, not measured, used meanwhile; past the host's
 	// --max-idle-arm-cores the slice is invalid.
 	IdleArmCPUCores *float64 `json:"idle_arm_cpu_cores,omitempty" limit:"amount"`
-	Valid           bool     `json:"valid"`
-	InvalidReason   string   `json:"invalid_reason,omitempty"`
+	// The generator's own CPU over the slice's window, from the process CPU clock: average
+	// cores busy, and CPU µs per request sent (issue 17).
+	GeneratorCPUCores        float64 `json:"generator_cpu_cores,omitempty" limit:"amount"`
+	GeneratorCPUUsPerRequest float64 `json:"generator_cpu_us_per_request,omitempty" limit:"amount"`
+	Valid                    bool    `json:"valid"`
+	InvalidReason            string  `json:"invalid_reason,omitempty"`
 }
 
 // ErrorCounts counts failed requests by class.

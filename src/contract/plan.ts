@@ -43,6 +43,7 @@ export const planSchema = z.looseObject({
   warmup_seconds: z.number().min(0).max(3600).default(0),
   slice_warmup_ms: z.number().int().min(0).max(3_600_000).default(200),
   connections: z.number().int().min(1).max(1000).default(10),
+  generator_cpus: z.number().int().min(1).max(64).optional(),
   timeout_ms: z.number().int().min(1).max(60_000).default(2000),
   max_queue: z.number().int().min(1).max(10_000_000).optional(),
   requests: z.array(requestSchema).min(1),

@@ -50,6 +50,9 @@ export const sliceSchema = z.looseObject({
   service_cpu_cores: amount.optional(),
   service_rss_bytes: count.optional(),
   idle_arm_cpu_cores: amount.optional(),
+  // The load generator's own CPU over the slice (issue 17).
+  generator_cpu_cores: amount.optional(),
+  generator_cpu_us_per_request: amount.optional(),
   valid: z.boolean(),
   invalid_reason: z.string().optional(),
 });

@@ -55,8 +55,14 @@ describe("verdict on real load generator output", () => {
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true); // threshold 0.2 ms on a 20 ms budget
     expect(extraMs).toBeGreaterThan(0.2);
-    // At p90, queueing adds little: the estimate is the extra work, within half of it.
-    expect(Math.abs(h.estimateMs - extraMs)).toBeLessThan(0.5 * extraMs + 0.1);
+    // The extra work is a median, so it is the p50 estimate that must match it, within half.
+    // (At p90 the slow build's tail is wider still: vegeta, measuring each build alone, put
+    // them 0.7 ms apart at p50 and 1.2-1.4 ms at p90 on this 2-core machine. The net/http
+    // generator before issue 17 hid that under its own noise: its champion p90 read 1-4 ms.)
+    const p50 = analyze([{ name: "ab.json", result }], { ...defaultSettings, percentile: 50, sloBudgetMs: 20 }).headline;
+    console.log(`[loadgen→verdict] A/B at p50: ${p50.estimateMs.toFixed(3)} ms, CI [${p50.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
+    expect(Math.abs(p50.estimateMs - extraMs)).toBeLessThan(0.5 * extraMs + 0.1);
+    expect(h.estimateMs).toBeGreaterThan(p50.estimateMs - 0.1);
     expect(h.pairs).toBe(6);
     expect(h.flags.map((f) => f.code)).not.toContain("short_of_budget");
     expect(markdownReport(a)).toContain("🔴 red — blocking");

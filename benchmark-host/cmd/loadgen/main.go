@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
@@ -24,13 +25,14 @@ func run() int {
 	planPath := flag.String("plan", "", "path to the plan JSON (see contract/schema/plan.schema.json)")
 	check := flag.Bool("check", false, "validate the plan, print it with defaults filled, and exit")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	cpuProfile := flag.String("cpuprofile", "", "write a pprof CPU profile of the run to this file (for bench/compare.sh)")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version.Line("loadgen"))
 		return 0
 	}
 	if *planPath == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen --plan FILE [--check] | --version")
+		fmt.Fprintln(os.Stderr, "usage: loadgen --plan FILE [--check] [--cpuprofile FILE] | --version")
 		return 2
 	}
 	p, err := plan.Load(*planPath)
@@ -44,6 +46,16 @@ func run() int {
 			return 1
 		}
 		return 0
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			return 2
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

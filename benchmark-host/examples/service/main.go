@@ -24,6 +24,8 @@ func main() {
 		os.Exit(2)
 	}
 	rounds := envInt("HASH_ROUNDS", 200)
+	// DELAY_US adds a fixed wait per /work request: a known shift for bench/compare.sh.
+	delay := time.Duration(envInt("DELAY_US", 0)) * time.Microsecond
 	// A release may carry a VERSION file, so that which build serves a port can be checked.
 	version, _ := os.ReadFile("VERSION")
 	mux := http.NewServeMux()
@@ -39,6 +41,9 @@ func main() {
 			sum = sha256.Sum256(sum[:])
 		}
 		sum = extraWork(sum)
+		if delay > 0 {
+			time.Sleep(delay)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"digest":%q}`+"\n", hex.EncodeToString(sum[:8]))
 	})

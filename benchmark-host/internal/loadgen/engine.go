@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
+	"math"
+	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -22,30 +24,9 @@ const Generator = "perf-gate-loadgen"
 // scheduleLead is how far in the future T0 is set, so the first request is not already late.
 const scheduleLead = 20 * time.Millisecond
 
-type runner struct {
-	plan       *plan.Plan
-	order      []string
-	clock      monoClock
-	queues     map[string]*jobQueue
-	workers    map[string][]*worker
-	slices     []*sliceAcc
-	warmupEnd  time.Duration // offset of the first measured slice
-	sliceDur   time.Duration
-	sliceWarm  time.Duration
-	end        time.Duration
-	dispatched chan struct{} // closed when the dispatcher returns
-	timeout    time.Duration
-	t0         time.Duration // offset of the schedule's first request on clock
-
-	warmSent, warmOK, warmErr, warmOverflow atomic.Int64
-
-	observer   SliceObserver
-	boundaries []chan struct{} // closed once the observer has seen boundary i
-}
-
 // SliceObserver is told when each slice starts and ends on the schedule, from a goroutine of
-// its own (never the dispatcher's thread), and completes each slice's record before it is
-// reported. perf-host uses it to read what the arms consumed per slice (issue 19).
+// its own (never a lane's), and completes each slice's record before it is reported. perf-host
+// uses it to read what the arms consumed per slice (issue 19).
 type SliceObserver interface {
 	// Boundary is called as close as the Go timer allows to the start of slice i (i == the
 	// number of slices: the end of the last), or at once when the run stops early.
@@ -56,10 +37,12 @@ type SliceObserver interface {
 }
 
 // Option changes how Run runs.
-type Option func(*runner)
+type Option func(*options)
+
+type options struct{ observer SliceObserver }
 
 // WithSliceObserver has o observe every slice boundary and complete every slice.
-func WithSliceObserver(o SliceObserver) Option { return func(r *runner) { r.observer = o } }
+func WithSliceObserver(o SliceObserver) Option { return func(c *options) { c.observer = o } }
 
 // Run executes the plan. Cancelling ctx ends the run early: slices already finished are
 // kept, the one in progress is marked invalid, and the result is marked partial.
@@ -67,270 +50,225 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	if progress == nil {
 		progress = io.Discard
 	}
-	r := &runner{
-		plan:       p,
-		order:      p.SliceOrder(),
-		queues:     map[string]*jobQueue{},
-		workers:    map[string][]*worker{},
-		sliceDur:   time.Duration(p.SliceSeconds * float64(time.Second)),
-		sliceWarm:  time.Duration(*p.SliceWarmupMs) * time.Millisecond,
-		dispatched: make(chan struct{}),
-		timeout:    time.Duration(p.TimeoutMs) * time.Millisecond,
-		clock:      newMonoClock(),
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	for _, o := range opts {
-		o(r)
-	}
-	factory := newRequestFactory(p)
-	for _, arm := range []string{contract.Champion, contract.Challenger} {
-		q, err := newJobQueue(p.MaxQueue)
+	var targets [2]endpoint
+	for arm, name := range armNames {
+		e, err := resolveEndpoint(ctx, name, p.Target(name))
 		if err != nil {
 			return nil, err
 		}
-		defer q.release()
-		r.queues[arm] = q
-		for range p.Connections {
-			r.workers[arm] = append(r.workers[arm], newWorker(arm, factory, r.timeout))
+		targets[arm] = e
+	}
+	n := p.GeneratorCPUs
+	defer raiseGOMAXPROCS(n)()
+
+	order := p.SliceOrder()
+	clock := newMonoClock()
+	writer := newRequestWriter(p, targets)
+	var stop atomic.Int64
+	published := make(chan *sliceShard, n*(len(order)+1))
+	lanes := make([]*lane, n)
+	for i := range lanes {
+		l, err := newLane(i, n, writer, targets, time.Duration(p.TimeoutMs)*time.Millisecond, clock,
+			p.Connections, int(math.Ceil(float64(p.MaxQueue)/float64(n))), &stop, published)
+		if err != nil {
+			for _, l := range lanes[:i] {
+				l.release()
+			}
+			return nil, err
+		}
+		lanes[i] = l
+	}
+
+	// Each lane primes its connections on its own thread, then waits for the schedule.
+	primed := make(chan *lane, n)
+	start := make(chan *schedule, n)
+	exited := make(chan struct{}, n)
+	for _, l := range lanes {
+		go func() {
+			defer func() { l.release(); exited <- struct{}{} }()
+			setTimerSlack()
+			l.prime()
+			primed <- l
+			if s := <-start; s != nil {
+				l.run(s)
+			}
+		}()
+	}
+	var unreachable error
+	for range lanes {
+		l := <-primed
+		for arm, class := range l.primeErr {
+			if class != errNone && unreachable == nil {
+				unreachable = fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", armNames[arm], targets[arm].url, class)
+			}
 		}
 	}
-	stopWatchdog := r.watchdog()
-	defer stopWatchdog()
-	if err := r.prime(); err != nil {
-		return nil, err
+	if unreachable != nil {
+		close(start)
+		for range lanes {
+			<-exited
+		}
+		return nil, unreachable
 	}
 
 	started := time.Now()
-	r.t0 = r.clock.since(started) + scheduleLead
-	r.warmupEnd = r.t0 + time.Duration(p.WarmupSeconds*float64(time.Second))
-	r.end = r.warmupEnd + time.Duration(len(r.order))*r.sliceDur
-	for i, arm := range r.order {
-		start := r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)
-		r.slices = append(r.slices, newSliceAcc(i, arm, r.queues[arm], start, start.Add(r.sliceDur)))
+	sched := newSchedule(p, clock, order, clock.since(started)+scheduleLead)
+	var obs *boundaryWatch
+	if o.observer != nil {
+		obs = watchBoundaries(ctx, sched, o.observer)
 	}
-	for range len(r.order) + 1 {
-		r.boundaries = append(r.boundaries, make(chan struct{}))
+	for range lanes {
+		start <- sched
 	}
-
-	if r.observer != nil {
-		go r.observe(ctx)
+	// A cancelled run stops the schedule where it is; the lanes wake to see it.
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop.Store(int64(max(1, clock.since(time.Now()))))
+			for _, l := range lanes {
+				signalEventfd(l.wake)
+			}
+		case <-finished:
+		}
+	}()
+	rep := reporter{sched: sched, lanes: n, published: published, observer: obs}
+	slices := rep.collect(order, progress)
+	close(finished)
+	for range lanes {
+		<-exited
 	}
-	workersDone := r.goEachWorker(func(arm string, _ int, w *worker) { r.serve(w, r.queues[arm]) })
-	slicesOut := make(chan []contract.Slice, 1)
-	go func() { slicesOut <- r.report(progress) }()
-
-	r.dispatch(ctx)
-	for _, q := range r.queues {
-		q.close(p.Connections)
+	if obs != nil {
+		// The observer is done with every boundary before Run returns, even in a run
+		// stopped before its first slice.
+		<-obs.boundaries[len(obs.boundaries)-1]
 	}
-	workersDone()
-	slices := <-slicesOut
 
 	res := &contract.Result{
 		SchemaVersion: contract.SchemaVersion,
 		Generator:     Generator,
 		Plan:          p.Plan,
 		Seed:          *p.Seed,
-		Order:         r.order,
+		Order:         order,
 		Host:          hostinfo.Read(),
 		Started:       started,
 		Ended:         time.Now(),
-		Warmup: contract.Warmup{
-			Seconds: p.WarmupSeconds, Sent: r.warmSent.Load(), OK: r.warmOK.Load(),
-			Errors: r.warmErr.Load(), Overflow: r.warmOverflow.Load(),
-		},
-		Slices: slices,
+		Warmup:        contract.Warmup{Seconds: p.WarmupSeconds},
+		Slices:        slices,
 	}
-	if len(slices) < len(r.order) || (len(slices) > 0 && !slices[len(slices)-1].Valid && r.slices[len(slices)-1].interrupted) {
+	for _, l := range lanes {
+		res.Warmup.Sent += l.warm.sent
+		res.Warmup.OK += l.warm.ok
+		res.Warmup.Errors += l.warm.errs
+		res.Warmup.Overflow += l.warm.overflow
+	}
+	if len(slices) < len(order) || rep.interrupted {
 		res.Partial = true
-		res.PartialReason = fmt.Sprintf("stopped after %d of %d slices: %v", len(slices), len(r.order), context.Cause(ctx))
+		res.PartialReason = fmt.Sprintf("stopped after %d of %d slices: %v", len(slices), len(order), context.Cause(ctx))
 	}
 	return res, nil
 }
 
-// observe calls the observer at every slice boundary on the schedule; when the run stops
-// early it calls it at once for the boundary it was waiting for and releases the rest.
-func (r *runner) observe(ctx context.Context) {
-	stopped := false
-	for i := range r.boundaries {
-		if !stopped {
-			t := time.NewTimer(time.Until(r.clock.at(r.warmupEnd + time.Duration(i)*r.sliceDur)))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				stopped = true
-			}
-			r.observer.Boundary(i)
-		}
-		close(r.boundaries[i])
-	}
-}
-
-// prime opens every connection before the schedule starts (so the first slice pays no
-// handshakes) and proves both targets reachable.
-func (r *runner) prime() error {
-	errs := make(chan error, 2*r.plan.Connections)
-	r.goEachWorker(func(arm string, i int, w *worker) {
-		o := w.do(&job{seq: ^uint64(i), intended: time.Now(), slice: -1}, &r.clock, r.timeout)
-		if o.errClass != errNone {
-			errs <- fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", arm, r.plan.Target(arm), o.errClass)
-		}
-	})()
-	close(errs)
-	return <-errs
-}
-
-// goEachWorker runs fn for every worker in a goroutine of its own; the returned function
-// waits until all of them have returned.
-func (r *runner) goEachWorker(fn func(arm string, i int, w *worker)) (wait func()) {
-	var wg sync.WaitGroup
-	for arm, ws := range r.workers {
-		for i, w := range ws {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fn(arm, i, w)
-			}()
+// raiseGOMAXPROCS gives each lane a P of its own for the run: a lane blocked in a raw
+// epoll_pwait2 keeps its P, so without spare ones the rest of the process (the reporter,
+// perf-host's executor, the GC) would wait for the lanes. The returned function restores it.
+func raiseGOMAXPROCS(lanes int) (restore func()) {
+	before := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(before + lanes)
+	return func() {
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.SetDefaultGOMAXPROCS()
+		} else {
+			runtime.GOMAXPROCS(before)
 		}
 	}
-	return wg.Wait
 }
 
-func (c errClass) String() string {
-	return [...]string{"ok", "connection refused or failed", "timed out", "request failed"}[c]
+// boundaryWatch calls a SliceObserver at every slice boundary of the schedule, on a timer
+// goroutine of its own: the lanes never wait for it, and it adds nothing per request.
+type boundaryWatch struct {
+	SliceObserver
+	boundaries []chan struct{} // closed once the observer has seen boundary i
 }
 
-// dispatch walks the schedule on a locked OS thread. It never blocks on a worker: a full
-// queue is counted as overflow and invalidates the slice instead of stalling the schedule.
-func (r *runner) dispatch(ctx context.Context) {
-	defer close(r.dispatched)
-	// The thread stays locked until it exits, so its changed timer slack dies with it.
-	pinDispatcherThread()
-	period := float64(time.Second) / r.plan.Rate
-	cur := 0 // the first slice whose dispatched channel is still open
-	for k := uint64(0); ; k++ {
-		off := r.t0 + time.Duration(float64(k)*period)
-		if off >= r.end {
-			break
-		}
-		r.clock.sleepUntil(off)
-		select {
-		case <-ctx.Done():
-			r.interrupt(cur, off)
-			return
-		default:
-		}
-		j := job{seq: k, intended: r.clock.at(off), slice: -1}
-		if off < r.warmupEnd {
-			// Warmup alternates request by request, so both arms warm up together.
-			if r.queues[r.order[k%2]].push(j) {
-				r.warmSent.Add(1)
-			} else {
-				r.warmOverflow.Add(1)
-			}
-			continue
-		}
-		s := int((off - r.warmupEnd) / r.sliceDur)
-		for ; cur < s; cur++ {
-			close(r.slices[cur].dispatched)
-		}
-		acc := r.slices[s]
-		j.slice, j.acc = s, acc
-		j.record = off-r.warmupEnd-time.Duration(s)*r.sliceDur >= r.sliceWarm
-		acc.scheduled++
-		acc.pending.Add(1)
-		if !acc.queue.push(j) {
-			acc.overflow++
-			acc.pending.Done()
-		}
+// watchBoundaries starts calling o at sched's slice boundaries (the offsets at which the
+// lanes cross from one slice's shards to the next); when ctx ends the run early it calls o at
+// once for the boundary it was waiting for and releases the rest.
+func watchBoundaries(ctx context.Context, sched *schedule, o SliceObserver) *boundaryWatch {
+	w := &boundaryWatch{SliceObserver: o, boundaries: make([]chan struct{}, len(sched.order)+1)}
+	for i := range w.boundaries {
+		w.boundaries[i] = make(chan struct{})
 	}
-	for ; cur < len(r.slices); cur++ {
-		close(r.slices[cur].dispatched)
-	}
-}
-
-// interrupt marks the slice in progress at offset off as cut short.
-func (r *runner) interrupt(cur int, off time.Duration) {
-	if off < r.warmupEnd || cur >= len(r.slices) {
-		return
-	}
-	acc := r.slices[cur]
-	acc.interrupted = true
-	acc.stoppedAt = r.clock.at(off)
-	close(acc.dispatched)
-}
-
-// watchdogPeriod bounds how late a timeout fires; one shared ticker instead of a timer per
-// request keeps the network poller asleep between requests.
-const watchdogPeriod = 5 * time.Millisecond
-
-// watchdog expires overdue requests until the returned stop function is called.
-func (r *runner) watchdog() (stop func()) {
-	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(watchdogPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				at := r.clock.since(now)
-				for _, ws := range r.workers {
-					for _, w := range ws {
-						w.expire(at)
-					}
+		stopped := false
+		for i, seen := range w.boundaries {
+			if !stopped {
+				t := time.NewTimer(time.Until(sched.clock.at(sched.sliceStart(i))))
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					stopped = true
 				}
+				o.Boundary(i)
 			}
+			close(seen)
 		}
 	}()
-	return func() { close(done) }
+	return w
 }
 
-func (r *runner) serve(w *worker, q *jobQueue) {
-	for {
-		j, ok := q.pop()
-		if !ok {
-			return
-		}
-		o := w.do(&j, &r.clock, r.timeout)
-		if j.acc == nil {
-			if o.errClass == errNone && o.status < 400 {
-				r.warmOK.Add(1)
-			} else {
-				r.warmErr.Add(1)
-			}
-			continue
-		}
-		j.acc.add(&o)
-		j.acc.pending.Done()
-	}
+// reporter merges the lanes' shards of each slice, in slice order, as they are published.
+type reporter struct {
+	sched       *schedule
+	lanes       int
+	published   <-chan *sliceShard
+	observer    *boundaryWatch // nil without a SliceObserver
+	interrupted bool
 }
 
-// report finalises slices in order as each one's requests have all completed, printing one
-// progress line per slice.
-func (r *runner) report(progress io.Writer) []contract.Slice {
-	out := make([]contract.Slice, 0, len(r.slices))
-	for i, acc := range r.slices {
-		select {
-		case <-acc.dispatched:
-		case <-r.dispatched:
-			select {
-			case <-acc.dispatched:
-			default:
-				return out // the run stopped before this slice began
+// collect returns the slices the run reached, printing one progress line per slice; it
+// returns once every lane has exited.
+func (r *reporter) collect(order []string, progress io.Writer) []contract.Slice {
+	got := make([][]*sliceShard, len(order))
+	exited := 0
+	out := make([]contract.Slice, 0, len(order))
+	for i := range order {
+		for len(got[i]) < r.lanes && exited < r.lanes {
+			sh := <-r.published
+			if sh.slice < 0 {
+				exited++
+				continue
 			}
+			got[sh.slice] = append(got[sh.slice], sh)
 		}
-		acc.pending.Wait()
-		s := acc.snapshot(i / 2)
+		if len(got[i]) == 0 {
+			break // the run stopped before this slice began
+		}
+		interrupted := len(got[i]) < r.lanes
+		for _, sh := range got[i] {
+			interrupted = interrupted || (sh.interruptedAt != 0 && sh.interruptedAt < sh.end)
+		}
+		s := mergeShards(got[i]).snapshot(r.sched.clock, order[i], i/2, interrupted)
+		got[i] = nil
 		if r.observer != nil {
-			<-r.boundaries[i+1]
+			<-r.observer.boundaries[i+1]
 			r.observer.Complete(&s)
 		}
-		fmt.Fprintln(progress, progressLine(&s, len(r.slices)))
+		fmt.Fprintln(progress, progressLine(&s, len(order)))
 		out = append(out, s)
-		if acc.interrupted {
-			return out
+		if interrupted {
+			r.interrupted = true
+			break
+		}
+	}
+	for exited < r.lanes {
+		if sh := <-r.published; sh.slice < 0 {
+			exited++
 		}
 	}
 	return out

@@ -3,8 +3,11 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -352,4 +355,102 @@ func abs(x float64) float64 {
 func quantile(xs []float64, q float64) float64 {
 	sort.Float64s(xs)
 	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
+}
+
+// Two event loops walk one schedule: every request index of the measured slices reaches the
+// server exactly once, and each slice holds exactly its share of the schedule.
+func TestTwoLanesShareOneSchedule(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("X-Seq")+"/"+r.Header.Get("X-Slice")]++
+		mu.Unlock()
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	p := mustPlan(t, planJSON(srv.URL, srv.URL,
+		`"rate":3000,"slice_seconds":0.5,"pairs":2,"seed":4,"warmup_seconds":0.2,"slice_warmup_ms":0,"connections":6,"generator_cpus":2,
+		 "requests":[{"path":"/s","headers":{"X-Seq":"{{seq}}","X-Slice":"{{slice}}"}}]`))
+	res := run(t, p)
+	warm := int(res.Warmup.Sent)
+	for _, s := range res.Slices {
+		if !s.Valid || s.Scheduled != 1500 || s.Sent != 1500 || s.OK != 1500 {
+			t.Errorf("slice %d: valid=%v scheduled=%d sent=%d ok=%d (%s)", s.Index, s.Valid, s.Scheduled, s.Sent, s.OK, s.InvalidReason)
+		}
+		if s.GeneratorCPUCores <= 0 || s.GeneratorCPUCores > float64(runtime.NumCPU()) || s.GeneratorCPUUsPerRequest <= 0 {
+			t.Errorf("slice %d: generator CPU %.3f cores, %.1f µs per request", s.Index, s.GeneratorCPUCores, s.GeneratorCPUUsPerRequest)
+		}
+		t.Logf("slice %d: generator %.3f cores, %.1f µs per request", s.Index, s.GeneratorCPUCores, s.GeneratorCPUUsPerRequest)
+	}
+	// Request k of the schedule is sent once, in the slice its intended time falls in.
+	for k := warm; k < warm+4*1500; k++ {
+		key := fmt.Sprintf("%d/%d", k, (k-warm)/1500)
+		if seen[key] != 1 {
+			t.Fatalf("request %s reached the server %d times", key, seen[key])
+		}
+	}
+}
+
+// Python's http.server speaks HTTP/1.0: every response ends by closing the connection. Each
+// request then opens a connection, and each is counted.
+func TestAServerThatClosesEveryConnection(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	script := `import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"bye")
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()`
+	url := "http://" + startServerProcess(t, python, "-c", script)
+	p := mustPlan(t, planJSON(url, url, `"rate":100,"slice_seconds":0.6,"pairs":1,"seed":1,"slice_warmup_ms":0,"connections":3,"requests":[{"path":"/"}]`))
+	for _, s := range run(t, p).Slices {
+		if !s.Valid || s.OK != 60 || s.NewConnections != 60 {
+			t.Errorf("slice %d: valid=%v ok=%d new_connections=%d errors=%+v, want 60 of each", s.Index, s.Valid, s.OK, s.NewConnections, s.Errors)
+		}
+	}
+}
+
+// A server that drops idle keep-alive connections (as Node does after 5 s) costs new
+// connections, counted, and no errors: a request never goes out on a connection known to
+// be closed, and one that races the close is sent again on a new one.
+func TestIdleConnectionsClosedByTheServerAreReopened(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Config.IdleTimeout = 30 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	p := mustPlan(t, planJSON(srv.URL, srv.URL, `"rate":40,"slice_seconds":1,"pairs":1,"seed":1,"slice_warmup_ms":0,"connections":4,"requests":[{"path":"/"}]`))
+	for _, s := range run(t, p).Slices {
+		if !s.Valid || s.OK != 40 || s.Errors.Total() != 0 || s.NewConnections < 20 {
+			t.Errorf("slice %d: valid=%v ok=%d errors=%+v new_connections=%d", s.Index, s.Valid, s.OK, s.Errors, s.NewConnections)
+		}
+	}
+}
+
+// A request past timeout_ms is a timeout, recorded at its latency; its connection is closed,
+// and the requests after it are answered.
+func TestTimeoutsAreCountedAndRecorded(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%10 == 0 {
+			time.Sleep(400 * time.Millisecond)
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	p := mustPlan(t, planJSON(srv.URL, srv.URL, `"rate":50,"slice_seconds":1,"pairs":1,"seed":1,"slice_warmup_ms":0,"connections":4,"timeout_ms":100,"requests":[{"path":"/"}]`))
+	for _, s := range run(t, p).Slices {
+		// A closed connection is opened again only when no open one is free.
+		if s.Errors.Timeout < 3 || s.Errors.Timeout > 7 || s.OK+s.Errors.Timeout != s.Completed || s.NewConnections > s.Errors.Timeout {
+			t.Errorf("slice %d: errors=%+v ok=%d completed=%d new_connections=%d", s.Index, s.Errors, s.OK, s.Completed, s.NewConnections)
+		}
+		if s.LatencyUs.Max < 100_000 || s.LatencyUs.Max > 150_000 {
+			t.Errorf("slice %d: max latency %d µs, want the 100 ms timeout (fired within the wait's precision)", s.Index, s.LatencyUs.Max)
+		}
+	}
 }

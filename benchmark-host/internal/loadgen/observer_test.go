@@ -35,7 +35,7 @@ func (b *boundaryRecorder) Complete(s *contract.Slice) {
 	s.ServiceCPUCores = &cores
 }
 
-// The observer sees every slice boundary at its time on the schedule, off the dispatcher, and
+// The observer sees every slice boundary at its time on the schedule, off the event loops, and
 // completes each slice after its end.
 func TestASliceObserverSeesEveryBoundaryAndCompletesEverySlice(t *testing.T) {
 	srv := newServer(t, 0, nil)

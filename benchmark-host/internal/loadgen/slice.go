@@ -3,7 +3,6 @@ package loadgen
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -18,44 +17,46 @@ const (
 	maxServiceUs = 600_000_000
 )
 
-// sliceAcc accumulates one slice. The dispatcher owns scheduled/overflow until it closes
-// dispatched; workers add outcomes under mu; the reporter reads after pending drains.
-type sliceAcc struct {
-	index       int
-	arm         string
-	queue       *jobQueue // the arm's queue, so the dispatcher needs no lookup per request
-	start, end  time.Time // the slice's window on the schedule
-	dispatched  chan struct{}
-	interrupted bool
-	stoppedAt   time.Time
-	pending     sync.WaitGroup
+// sliceShard is one lane's share of one slice. Only its lane writes it, with no lock; the
+// reporter merges the lanes' shards once each lane has published its own (when the lane's
+// schedule has passed the slice and every request of it has finished).
+type sliceShard struct {
+	slice int
+	lane  int
+	start time.Duration // the slice's window on the schedule
+	end   time.Duration
+	// interruptedAt is where the lane stopped inside this slice (0: it did not).
+	interruptedAt time.Duration
+
+	// Process CPU clock and schedule offset when the lane entered and left the slice's window;
+	// known is false for a lane that skipped the slice (too few requests to reach it).
+	cpuIn, cpuOut   time.Duration
+	wallIn, wallOut time.Duration
+	known           bool
+
+	open      int  // requests of this slice queued or in flight in the lane
+	passed    bool // the lane's schedule is past the slice's end
+	published bool
 
 	scheduled, overflow int64
-
-	mu                 sync.Mutex
-	sent, inWindow     int64
-	completed, ok      int64
-	recorded, newConns int64
-	early              int64 // sent before their intended time
-	errs               contract.ErrorCounts
-	latency, svc, lag  *hdrhistogram.Histogram
+	sent, inWindow      int64
+	completed, ok       int64
+	recorded, newConns  int64
+	early               int64 // sent before their intended time
+	errs                contract.ErrorCounts
+	latency, svc, lag   *hdrhistogram.Histogram
 }
 
-func newSliceAcc(index int, arm string, queue *jobQueue, start, end time.Time) *sliceAcc {
-	return &sliceAcc{index: index, arm: arm, queue: queue, start: start, end: end, dispatched: make(chan struct{})}
-}
-
-// allocate creates the histograms when the slice's first request completes, so a long run
-// holds only the slices in flight (a slice's first requests fall in its unrecorded warmup).
-func (a *sliceAcc) allocate() {
+// newHistograms allocates one shard's histograms.
+func (a *sliceShard) allocate() {
 	a.latency = hdrhistogram.New(1, maxLatencyUs, 3)
 	a.svc = hdrhistogram.New(1, maxServiceUs, 2)
 	a.lag = hdrhistogram.New(1, maxServiceUs, 2)
 }
 
-// outcome is one finished request.
+// outcome is one finished request; times are offsets on the run's clock.
 type outcome struct {
-	intended, sent, done time.Time
+	intended, sent, done time.Duration
 	status               int // 0 when the request failed without a response
 	errClass             errClass
 	record               bool
@@ -71,24 +72,23 @@ const (
 	errOther
 )
 
-func (a *sliceAcc) add(o *outcome) {
-	latency := clampUs(o.done.Sub(o.intended), maxLatencyUs)
-	service := clampUs(o.done.Sub(o.sent), maxServiceUs)
-	lag := clampUs(o.sent.Sub(o.intended), maxServiceUs)
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (c errClass) String() string {
+	return [...]string{"ok", "connection refused or failed", "timed out", "request failed"}[c]
+}
+
+func (a *sliceShard) add(o *outcome) {
 	if a.latency == nil {
 		a.allocate()
 	}
 	a.sent++
 	a.completed++
-	if o.sent.Before(a.end) {
+	if o.sent < a.end {
 		a.inWindow++
 	}
 	if o.newConn {
 		a.newConns++
 	}
-	if o.intended.Sub(o.sent) > earlyTolerance {
+	if o.intended-o.sent > earlyTolerance {
 		a.early++
 	}
 	switch {
@@ -108,14 +108,14 @@ func (a *sliceAcc) add(o *outcome) {
 	// Any answer and any timeout is latency a user felt; a refused connection is not.
 	if o.record && o.errClass != errConnect && o.errClass != errOther {
 		a.recorded++
-		a.latency.RecordValue(latency)
-		a.svc.RecordValue(service)
-		a.lag.RecordValue(lag)
+		a.latency.RecordValue(clampUs(o.done-o.intended, maxLatencyUs))
+		a.svc.RecordValue(clampUs(o.done-o.sent, maxServiceUs))
+		a.lag.RecordValue(clampUs(o.sent-o.intended, maxServiceUs))
 	}
 }
 
-// earlyTolerance is how far before its intended time a request may leave (the clock
-// mapping's error); earlier means the schedule is wrong and the latencies read low.
+// earlyTolerance is how far before its intended time a request may leave; earlier means the
+// schedule is wrong and the latencies read low.
 const earlyTolerance = 50 * time.Microsecond
 
 func clampUs(d time.Duration, hi int64) int64 {
@@ -123,18 +123,61 @@ func clampUs(d time.Duration, hi int64) int64 {
 	return max(0, min(us, hi))
 }
 
-// snapshot turns the finished accumulator into the slice's result record.
-func (a *sliceAcc) snapshot(pair int) contract.Slice {
-	end := a.end
-	if a.interrupted {
-		end = a.stoppedAt
+// mergeShards sums the lanes' shards of one slice into the first.
+func mergeShards(shards []*sliceShard) *sliceShard {
+	a := shards[0]
+	if a.latency == nil {
+		a.allocate()
 	}
-	seconds := end.Sub(a.start).Seconds()
+	for _, b := range shards[1:] {
+		a.interruptedAt = max(a.interruptedAt, b.interruptedAt)
+		if b.known {
+			if !a.known {
+				a.cpuIn, a.wallIn, a.cpuOut, a.wallOut, a.known = b.cpuIn, b.wallIn, b.cpuOut, b.wallOut, true
+			}
+			if b.wallIn < a.wallIn {
+				a.cpuIn, a.wallIn = b.cpuIn, b.wallIn
+			}
+			if b.wallOut > a.wallOut {
+				a.cpuOut, a.wallOut = b.cpuOut, b.wallOut
+			}
+		}
+		a.scheduled += b.scheduled
+		a.overflow += b.overflow
+		a.sent += b.sent
+		a.inWindow += b.inWindow
+		a.completed += b.completed
+		a.ok += b.ok
+		a.recorded += b.recorded
+		a.newConns += b.newConns
+		a.early += b.early
+		a.errs.Connect += b.errs.Connect
+		a.errs.Timeout += b.errs.Timeout
+		a.errs.Status4 += b.errs.Status4
+		a.errs.Status5 += b.errs.Status5
+		a.errs.Other += b.errs.Other
+		if b.latency != nil {
+			a.latency.Merge(b.latency)
+			a.svc.Merge(b.svc)
+			a.lag.Merge(b.lag)
+		}
+	}
+	return a
+}
+
+// snapshot turns a merged slice into its result record; interrupted says the run stopped in
+// it (a lane stopped inside it, or some lane never reached it).
+func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted bool) contract.Slice {
+	end := a.end
+	if interrupted && a.interruptedAt > a.start {
+		end = min(a.end, a.interruptedAt)
+	}
+	seconds := (end - a.start).Seconds()
 	if a.latency == nil {
 		a.allocate()
 	}
 	s := contract.Slice{
-		Index: a.index, Pair: pair, Arm: a.arm, Start: a.start, End: end,
+		Index: a.slice, Pair: pair, Arm: arm, Start: clock.at(a.start), End: clock.at(end),
 		Scheduled: a.scheduled, Sent: a.sent, Completed: a.completed, OK: a.ok,
 		Recorded: a.recorded, Errors: a.errs, Overflow: a.overflow, NewConnections: a.newConns,
 		LatencyUs: contract.Latency{
@@ -150,6 +193,13 @@ func (a *sliceAcc) snapshot(pair int) contract.Slice {
 		s.AchievedRPS = float64(a.inWindow) / seconds
 		s.OKRPS = float64(a.ok) / seconds
 	}
+	if wall := a.wallOut - a.wallIn; a.known && wall > 0 {
+		cpu := a.cpuOut - a.cpuIn
+		s.GeneratorCPUCores = cpu.Seconds() / wall.Seconds()
+		if a.sent > 0 {
+			s.GeneratorCPUUsPerRequest = float64(cpu.Nanoseconds()) / 1e3 / float64(a.sent)
+		}
+	}
 	if enc, err := a.latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
 		s.Histogram = string(enc)
 	}
@@ -159,7 +209,7 @@ func (a *sliceAcc) snapshot(pair int) contract.Slice {
 		}
 	}
 	var reasons []string
-	if a.interrupted {
+	if interrupted {
 		reasons = append(reasons, "interrupted: the run was stopped during this slice")
 	}
 	if a.overflow > 0 {
@@ -184,7 +234,7 @@ func progressLine(s *contract.Slice, total int) string {
 	if !s.Valid {
 		state = "INVALID (" + s.InvalidReason + ")"
 	}
-	return fmt.Sprintf("slice %d/%d %-10s p50=%.3fms p99=%.3fms rate=%.1f/s sent=%d errors=%d new_conns=%d lag_p99=%dus %s",
+	return fmt.Sprintf("slice %d/%d %-10s p50=%.3fms p99=%.3fms rate=%.1f/s sent=%d errors=%d new_conns=%d lag_p99=%dus gen_cpu=%.2f %s",
 		s.Index+1, total, s.Arm, float64(s.LatencyUs.P50)/1000, float64(s.LatencyUs.P99)/1000,
-		s.AchievedRPS, s.Sent, s.Errors.Total(), s.NewConnections, s.DispatchLagUs.P99, state)
+		s.AchievedRPS, s.Sent, s.Errors.Total(), s.NewConnections, s.DispatchLagUs.P99, s.GeneratorCPUCores, state)
 }

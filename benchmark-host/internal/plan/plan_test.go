@@ -1,12 +1,14 @@
 package plan
 
 import (
-	"github.com/perf-gate/perf-gate/benchmark-host/contract"
-
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
 const validPlan = `{"targets":{"champion":"http://127.0.0.1:8001","challenger":"http://127.0.0.1:8002"},
@@ -45,6 +47,11 @@ func TestBadPlansNameTheField(t *testing.T) {
 		{"slice warmup too long", `"seed":5`, `"seed":5,"slice_warmup_ms":9000`, "slice_warmup_ms"},
 		{"run id with a slash", `"seed":5`, `"seed":5,"run_id":"a/b"`, "run_id"},
 		{"seed beyond 2^53", `"seed":5`, `"seed":9007199254740993`, "seed"},
+		{"https target", `"champion":"http://127.0.0.1:8001"`, `"champion":"https://127.0.0.1:8001"`, "targets.champion: https:// is not supported"},
+		{"more loops than connections", `"seed":5`, `"seed":5,"connections":2,"generator_cpus":3`, "generator_cpus: must be at most connections (2)"},
+		{"zero-ish loops", `"seed":5`, `"seed":5,"generator_cpus":-1`, "generator_cpus"},
+		{"Content-Length header", `"path":"/x"`, `"path":"/x","headers":{"Content-Length":"3"}`, "requests[0].headers.Content-Length: is computed"},
+		{"header value with CRLF", `"path":"/x"`, `"path":"/x","headers":{"X":"a\r\nEvil: 1"}`, "requests[0].headers.X: must not contain CR"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,6 +64,29 @@ func TestBadPlansNameTheField(t *testing.T) {
 				t.Fatalf("want an error naming %q, got %v", c.field, err)
 			}
 		})
+	}
+}
+
+// One event loop holds ~RatePerGeneratorCPU; above it the default adds loops, never more
+// than the machine's CPUs or the connections.
+func TestGeneratorCPUsDefaultFollowsTheRate(t *testing.T) {
+	for _, c := range []struct {
+		rate, conns, want int
+	}{
+		{100, 10, 1},
+		{RatePerGeneratorCPU, 10, 1},
+		{RatePerGeneratorCPU + 1, 10, min(2, runtime.NumCPU())},
+		{1_000_000, 10, min(10, runtime.NumCPU())},
+		{1_000_000, 1, 1},
+	} {
+		js := strings.Replace(validPlan, `"rate":100`, fmt.Sprintf(`"rate":%d,"connections":%d`, c.rate, c.conns), 1)
+		p, err := Parse(strings.NewReader(js), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.GeneratorCPUs != c.want {
+			t.Errorf("rate %d, %d connections: generator_cpus %d, want %d", c.rate, c.conns, p.GeneratorCPUs, c.want)
+		}
 	}
 }
 

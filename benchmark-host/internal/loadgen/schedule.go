@@ -1,0 +1,63 @@
+package loadgen
+
+import (
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+)
+
+// schedule is the run's one absolute timeline: request k is due at t0 + k/rate, whatever
+// lane sends it. Offsets are durations on the run's monotonic clock.
+type schedule struct {
+	clock     monoClock
+	order     []int // the arm (0 champion, 1 challenger) of every slice
+	t0        time.Duration
+	warmupEnd time.Duration // offset of the first measured slice
+	end       time.Duration
+	period    float64 // ns between requests
+	sliceDur  time.Duration
+	sliceWarm time.Duration
+}
+
+func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration) *schedule {
+	s := &schedule{
+		clock:     clock,
+		t0:        t0,
+		period:    float64(time.Second) / p.Rate,
+		sliceDur:  time.Duration(p.SliceSeconds * float64(time.Second)),
+		sliceWarm: time.Duration(*p.SliceWarmupMs) * time.Millisecond,
+	}
+	for _, arm := range order {
+		s.order = append(s.order, armIndex(arm))
+	}
+	s.warmupEnd = t0 + time.Duration(p.WarmupSeconds*float64(time.Second))
+	s.end = s.warmupEnd + time.Duration(len(order))*s.sliceDur
+	return s
+}
+
+func armIndex(arm string) int {
+	if arm == contract.Challenger {
+		return 1
+	}
+	return 0
+}
+
+var armNames = [2]string{contract.Champion, contract.Challenger}
+
+// at is the intended send offset of request k.
+func (s *schedule) at(k uint64) time.Duration { return s.t0 + time.Duration(float64(k)*s.period) }
+
+// sliceOf is the slice an offset falls in; -1 in the warmup.
+func (s *schedule) sliceOf(off time.Duration) int {
+	if off < s.warmupEnd {
+		return -1
+	}
+	return int((off - s.warmupEnd) / s.sliceDur)
+}
+
+// sliceStart is the offset where slice i begins (i = len(order) gives the end).
+func (s *schedule) sliceStart(i int) time.Duration { return s.warmupEnd + time.Duration(i)*s.sliceDur }
+
+// now is the current offset on the run's clock.
+func (s *schedule) now() time.Duration { return time.Since(s.clock.base) }
