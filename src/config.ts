@@ -2,7 +2,7 @@
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { name, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
+import { name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
 
 // The config's fields that become the plan's are the contract's own zod fields (src/contract,
 // tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
@@ -36,7 +36,7 @@ export const configSchema = z.strictObject({
   service: z.strictObject(serviceSchema.shape),
   workloads: z.array(workload).min(1),
   slo: z.strictObject({
-    percentile: z.number().gt(0).lt(100).default(99),
+    percentile: percentile.default(99),
     budget_ms: z.number().positive(),
   }),
   block_threshold_percent: z.number().nonnegative().default(1),

@@ -15,6 +15,9 @@ const (
 type FloorRecord struct {
 	Workload string  `json:"workload" limit:"name"`
 	Rate     float64 `json:"rate" limit:"rate"`
+	// The latency percentile the A/A interval was computed at: a verdict at pNN quotes the
+	// floor at pNN, never another percentile's (issue 12).
+	Percentile float64 `json:"percentile" limit:"percentile"`
 	// The half-width of the A/A interval: the floor.
 	HalfWidthMs float64 `json:"half_width_ms" limit:"half_width_ms"`
 	// The A/A interval; one that excludes 0 marks the host biased.
@@ -22,11 +25,14 @@ type FloorRecord struct {
 	Pairs int        `json:"pairs" limit:"floor_pairs"`
 }
 
-// Floor is a recorded calibration: `floors` lists them, `status` gives the latest per key.
+// Floor is a recorded calibration: `floors` lists them, `status` gives the latest per
+// workload, rate and percentile (see FloorKey).
 type Floor struct {
 	FloorRecord
 	RunID string    `json:"run_id" limit:"run_id"`
 	Time  time.Time `json:"time"`
+	// Recorded before floors named their percentile: taken to be at LegacyFloorPercentile.
+	PercentileAssumed bool `json:"percentile_assumed,omitempty"`
 }
 
 // RunSummary is one finished run, as `runs SHA` lists it: the evidence a rerun pools with.
@@ -54,7 +60,7 @@ type Status struct {
 	ChampionSupervised bool `json:"champion_supervised"`
 	// The lock's holder; null when the host is free.
 	Lock *LockStatus `json:"lock"`
-	// The latest floor per workload@rate (see Key).
+	// The latest floor per workload@rate/pNN (see FloorKey).
 	Floors               map[string]Floor `json:"floors"`
 	DiskFreeBytes        uint64           `json:"disk_free_bytes"`
 	MemoryAvailableBytes uint64           `json:"memory_available_bytes"`

@@ -10,13 +10,13 @@ import (
 
 // Range is the interval a number must lie in. Max may be +Inf: no upper bound.
 type Range struct {
-	Min, Max     float64
-	MinExclusive bool
+	Min, Max                   float64
+	MinExclusive, MaxExclusive bool
 }
 
 // Contains reports whether v lies in the range (NaN never does).
 func (r Range) Contains(v float64) bool {
-	if math.IsNaN(v) || v > r.Max || v < r.Min || (r.MinExclusive && v == r.Min) {
+	if math.IsNaN(v) || v > r.Max || v < r.Min || (r.MinExclusive && v == r.Min) || (r.MaxExclusive && v == r.Max) {
 		return false
 	}
 	return !math.IsInf(v, 0)
@@ -32,13 +32,16 @@ func (r Range) Check(v float64) error {
 
 // String is the range as a sentence fragment: "in (0, 3600]", "at least 2", "positive".
 func (r Range) String() string {
-	open := "["
+	open, closing := "[", "]"
 	if r.MinExclusive {
 		open = "("
 	}
+	if r.MaxExclusive {
+		closing = ")"
+	}
 	switch {
 	case !math.IsInf(r.Max, 1):
-		return fmt.Sprintf("in %s%s, %s]", open, number(r.Min), number(r.Max))
+		return fmt.Sprintf("in %s%s, %s%s", open, number(r.Min), number(r.Max), closing)
 	case r.MinExclusive && r.Min == 0:
 		return "positive"
 	case r.MinExclusive:
@@ -128,6 +131,9 @@ var (
 
 	HealthTimeoutSeconds = Range{Min: 0, Max: 600, MinExclusive: true}
 
+	// Percentile is a latency percentile: the SLO's, and the one a floor was measured at.
+	Percentile = Range{Min: 0, Max: 100, MinExclusive: true, MaxExclusive: true}
+
 	// FloorPairs: an interval needs at least two paired differences.
 	FloorPairs  = Range{Min: 2, Max: 10_000}
 	HalfWidthMs = Range{Min: 0, Max: 1e6}
@@ -158,7 +164,7 @@ var Limits = map[string]any{
 	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "timeout_ms": TimeoutMs,
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
 	"health_timeout_seconds": HealthTimeoutSeconds,
-	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs,
+	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
 	"order": Orders, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
 	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy, "champion_event": ChampionEvents,

@@ -12,6 +12,19 @@ func Key(workload string, rate float64) string {
 	return workload + "@" + strconv.FormatFloat(rate, 'f', -1, 64)
 }
 
+// FloorKey names a floor: its comparison's Key and the percentile it was measured at,
+// "workload@rate/pNN" (checkout@1000/p99). The TypeScript side's floorKey must agree: both are
+// checked against testdata/floor-keys.json.
+func FloorKey(workload string, rate, percentile float64) string {
+	return Key(workload, rate) + "/p" + strconv.FormatFloat(percentile, 'f', -1, 64)
+}
+
+// LegacyFloorPercentile is the percentile a floor recorded before floors named one is taken to
+// be at: such a floor was measured at the SLO percentile of its day, which the host never knew;
+// p99 is the SLO percentile a config has unless it sets another. A verdict at another
+// percentile finds no floor rather than a wrong one, and reports say the percentile was assumed.
+const LegacyFloorPercentile = 99
+
 // SampleBudget is the fewest recorded requests for which a percentile is stable: ten requests
 // beyond it (p99 → 1,000; p99.9 → 10,000). The TypeScript side computes the same formula;
 // both are checked against testdata/sample-budget.json.

@@ -34,6 +34,23 @@ func TestKeyMatchesTheSharedVectors(t *testing.T) {
 	}
 }
 
+func TestFloorKeyMatchesTheSharedVectors(t *testing.T) {
+	var f struct {
+		Vectors []struct {
+			Workload   string  `json:"workload"`
+			Rate       float64 `json:"rate"`
+			Percentile float64 `json:"percentile"`
+			Key        string  `json:"key"`
+		} `json:"vectors"`
+	}
+	readVectors(t, "testdata/floor-keys.json", &f)
+	for _, v := range f.Vectors {
+		if got := FloorKey(v.Workload, v.Rate, v.Percentile); got != v.Key {
+			t.Errorf("FloorKey(%q, %v, %v) = %q, want %q", v.Workload, v.Rate, v.Percentile, got, v.Key)
+		}
+	}
+}
+
 func TestSampleBudgetMatchesTheSharedVectors(t *testing.T) {
 	var f struct {
 		Vectors []struct {
@@ -62,6 +79,9 @@ func TestLimitsCheckTheirBounds(t *testing.T) {
 		{Rate, 2e6, "must be in (0, 1000000], got 2000000"},
 		{Weight, -1, "must be positive, got -1"},
 		{Count, -1, "must be at least 0, got -1"},
+		{Percentile, 99.9, ""},
+		{Percentile, 100, "must be in (0, 100), got 100"},
+		{Percentile, 0, "must be in (0, 100), got 0"},
 	} {
 		err := c.r.Check(c.v)
 		if got := ""; err != nil {

@@ -66,6 +66,7 @@ type host struct {
 type hostOptions struct {
 	lockWait       time.Duration
 	maxDeployBytes int64
+	extraFlags     []string // more perf-host flags, after the harness's own
 }
 
 func newHost(t *testing.T, opt hostOptions) *host {
@@ -73,7 +74,7 @@ func newHost(t *testing.T, opt hostOptions) *host {
 	if os.Geteuid() != 0 {
 		t.Skip("the sshd harness needs root (as in CI)")
 	}
-	sh, err := sshtest.Start(sshtest.Options{PerfHost: filepath.Join(binaries(t), "perf-host"), LockWait: opt.lockWait, MaxDeployBytes: opt.maxDeployBytes})
+	sh, err := sshtest.Start(sshtest.Options{PerfHost: filepath.Join(binaries(t), "perf-host"), LockWait: opt.lockWait, MaxDeployBytes: opt.maxDeployBytes, ExtraFlags: opt.extraFlags})
 	if err != nil {
 		t.Fatal(err)
 	}

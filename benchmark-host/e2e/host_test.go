@@ -481,9 +481,11 @@ func TestAbortGcAndFloors(t *testing.T) {
 	aa := strings.Replace(runPlan("", 2, 0.5), `"challenger_sha":"",`, "", 1)
 	h.must(strings.NewReader(aa), "aa cal-1")
 	h.must(nil, "wait cal-1")
-	floor := `{"workload":"work","rate":200,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":10}`
+	floor := `{"workload":"work","rate":200,"percentile":99,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":10}`
 	for _, c := range []struct{ body, run, want string }{
-		{`{"workload":"work","rate":200,"half_width_ms":-1,"pairs":10}`, "cal-1", "half_width_ms"},
+		{`{"workload":"work","rate":200,"percentile":99,"half_width_ms":-1,"pairs":10}`, "cal-1", "half_width_ms"},
+		{strings.Replace(floor, `"percentile":99,`, "", 1), "cal-1", "percentile: must be in (0, 100), got 0"},
+		{strings.Replace(floor, `"percentile":99,`, `"percentile":100,`, 1), "cal-1", "percentile: must be in (0, 100), got 100"},
 		{floor, "pr-6-bbbbbbb-1", `kind "ab", status "aborted"`},
 		{floor, "no-such-run", "no finished run"},
 		{strings.Replace(floor, "200", "300", 1), "cal-1", "measured work@200, not work@300"},
@@ -492,16 +494,57 @@ func TestAbortGcAndFloors(t *testing.T) {
 			t.Errorf("floor-record %s %s: exit %d %q; want 2 and %q", c.run, c.body, code, errs, c.want)
 		}
 	}
+	// A floor recorded before floors named their percentile is read as p99, marked as assumed.
+	legacy := `{"workload":"work","rate":200,"half_width_ms":0.3,"ci_ms":[-0.2,0.4],"pairs":10,"run_id":"cal-0","time":"2026-11-01T10:00:00Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(h.Root, "floors.jsonl"), []byte(legacy), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	h.must(strings.NewReader(floor), "floor-record cal-1")
 	h.must(strings.NewReader(strings.Replace(floor, "0.07,", "0.09,", 1)), "floor-record cal-1")
+	h.must(strings.NewReader(strings.Replace(strings.Replace(floor, "0.07,", "0.02,", 1), `"percentile":99`, `"percentile":90`, 1)), "floor-record cal-1")
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
-	if f, ok := st.Floors["work@200"]; !ok || f.HalfWidthMs != 0.09 || f.RunID != "cal-1" {
-		t.Errorf("status floors %+v", st.Floors)
+	if f, ok := st.Floors["work@200/p99"]; !ok || f.HalfWidthMs != 0.09 || f.RunID != "cal-1" || f.PercentileAssumed {
+		t.Errorf("status floors at p99 %+v", st.Floors)
+	}
+	if f, ok := st.Floors["work@200/p90"]; !ok || f.HalfWidthMs != 0.02 || len(st.Floors) != 2 {
+		t.Errorf("status floors at p90 %+v", st.Floors)
 	}
 	var history []contract.Floor
 	json.Unmarshal([]byte(h.must(nil, "floors")), &history)
-	if len(history) != 2 || history[0].HalfWidthMs != 0.07 || history[1].HalfWidthMs != 0.09 {
+	if len(history) != 4 || history[0].Percentile != 99 || !history[0].PercentileAssumed || history[1].HalfWidthMs != 0.07 || history[2].HalfWidthMs != 0.09 || history[3].Percentile != 90 {
 		t.Errorf("floor history %+v", history)
+	}
+	// The floor's CPU state is what later runs are checked against.
+	if b, err := os.ReadFile(filepath.Join(h.Root, "calibration.json")); err != nil || !strings.Contains(string(b), "cpu_model") {
+		t.Errorf("calibration.json after a floor: %q %v", b, err)
+	}
+}
+
+// A floor measured on a loaded host would excuse real regressions as noise (issue 12): the
+// host refuses to record one from a run its preflight flagged.
+func TestAFloorIsNeverRecordedFromAFlaggedRun(t *testing.T) {
+	h := newHost(t, hostOptions{extraFlags: []string{"--max-load-per-cpu", "0"}})
+	h.setupChampion()
+	aa := strings.Replace(runPlan("", 2, 0.3), `"challenger_sha":"",`, "", 1)
+	h.must(strings.NewReader(aa), "aa cal-1")
+	h.must(nil, "wait cal-1")
+	r := decodeResult(t, h.must(nil, "result cal-1"))
+	var load contract.Finding
+	for _, f := range r.Preflight {
+		if f.Check == "load" {
+			load = f
+		}
+	}
+	if load.Status != contract.FindingFlag {
+		t.Fatalf("preflight with --max-load-per-cpu 0: %+v", r.Preflight)
+	}
+	floor := `{"workload":"work","rate":200,"percentile":99,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":2}`
+	_, errs, code := h.ssh(strings.NewReader(floor), "floor-record cal-1")
+	if code != 2 || !strings.Contains(errs, "ran with preflight flags (load: 1-minute load average") || !strings.Contains(errs, "a floor is never recorded from a flagged run") {
+		t.Errorf("floor-record of a flagged run: exit %d %q", code, errs)
+	}
+	if out := h.must(nil, "floors"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("floors after the refusal: %s", out)
 	}
 }
 

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import constants from "../../benchmark-host/contract/schema/constants.json";
 import { isolationSchema } from "./isolation";
-import { KINDS, name, rate, sha } from "./plan";
+import { KINDS, name, percentile, rate, sha } from "./plan";
 import { RUN_STATUSES } from "./result";
 
 const runId = z.string().regex(new RegExp(constants.run_id_pattern));
@@ -13,14 +13,21 @@ const runId = z.string().regex(new RegExp(constants.run_id_pattern));
 export const floorRecordSchema = z.looseObject({
   workload: name,
   rate,
+  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
+  percentile,
   half_width_ms: z.number().min(0).max(1e6),
   ci_ms: z.tuple([z.number(), z.number()]),
   pairs: z.number().int().min(2).max(10_000),
 });
 export type FloorRecord = z.infer<typeof floorRecordSchema>;
 
-/** A recorded floor: perf-host floors and status. */
-export const floorSchema = floorRecordSchema.extend({ run_id: runId, time: z.string() });
+/** A recorded floor: perf-host floors and status (keyed by floorKey). */
+export const floorSchema = floorRecordSchema.extend({
+  run_id: runId,
+  time: z.string(),
+  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
+  percentile_assumed: z.boolean().optional(),
+});
 export type StoredFloor = z.infer<typeof floorSchema>;
 
 /** A finished run: perf-host runs SHA. */

@@ -7,6 +7,9 @@ export const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 
 export const sha = z.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 const urlPath = z.string().regex(/^\//, "must start with /");
 
+/** A latency percentile: the SLO's, and the one a floor was measured at. */
+export const percentile = z.number().gt(0).lt(100);
+
 /** Requests per second over the whole run, whichever arm is in its slice. */
 export const rate = z.number().positive().max(1_000_000);
 

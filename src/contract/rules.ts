@@ -1,5 +1,6 @@
 // The rules both halves compute, written once per language and checked against the same
-// vectors (benchmark-host/contract/testdata): the workload@rate key and the sample budget.
+// vectors (benchmark-host/contract/testdata): the workload@rate key, the floor key and the
+// sample budget.
 
 /**
  * Names a comparison, a floor and a run's place in the evidence: "workload@rate", the rate as
@@ -8,6 +9,20 @@
 export function comparisonKey(workload: string, rate: number): string {
   return `${workload}@${plainDecimal(rate)}`;
 }
+
+/**
+ * Names a floor: its comparison's key and the percentile it was measured at, "workload@rate/pNN"
+ * (checkout@1000/p99). contract.FloorKey in Go.
+ */
+export function floorKey(workload: string, rate: number, percentile: number): string {
+  return `${comparisonKey(workload, rate)}/p${plainDecimal(percentile)}`;
+}
+
+/**
+ * The percentile a floor recorded before floors named one is taken to be at (perf-host marks
+ * it percentile_assumed): the default SLO percentile. contract.LegacyFloorPercentile in Go.
+ */
+export const LEGACY_FLOOR_PERCENTILE = 99;
 
 /** The shortest decimal that reads back as x, without an exponent (1e-7 → 0.0000001). */
 function plainDecimal(x: number): string {

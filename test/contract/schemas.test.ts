@@ -107,10 +107,10 @@ describe("the comparator", () => {
   it("names a field Go added that zod lacks, deep in a map", () => {
     const go = goSchema("status");
     const floors = (go.properties as Record<string, { additionalProperties: { properties: Record<string, unknown>; required: string[] } }>).floors!;
-    floors.additionalProperties.properties.percentile = { type: "number" };
-    floors.additionalProperties.required.push("percentile");
+    floors.additionalProperties.properties.drift_ms = { type: "number" };
+    floors.additionalProperties.required.push("drift_ms");
     expect(schemaDifferences("status", go, tsSchema(hostStatusSchema), "src/contract/host.ts")).toEqual([
-      "status.floors.*.percentile: in Go's schema, missing from src/contract/host.ts",
+      "status.floors.*.drift_ms: in Go's schema, missing from src/contract/host.ts",
     ]);
   });
 });

@@ -19,9 +19,10 @@ type Calibration struct {
 	CPUModel   string `json:"cpu_model"`
 }
 
-// Preflight checks disk, memory, load and CPU state before a run. Refusals stop the run;
-// flags are recorded in the result so the verdict can be read with them in mind.
-func (h *Host) Preflight() []contract.Finding {
+// Preflight checks disk, memory, load and CPU state before a run of a kind. Refusals stop the
+// run; flags are recorded in the result so the verdict can be read with them in mind, and a
+// floor is never recorded from a flagged A/A run.
+func (h *Host) Preflight(kind string) []contract.Finding {
 	out := []contract.Finding{}
 	add := func(check, status, format string, args ...any) {
 		out = append(out, contract.Finding{Check: check, Status: status, Detail: fmt.Sprintf(format, args...)})
@@ -59,6 +60,10 @@ func (h *Host) Preflight() []contract.Finding {
 		add("cpu", contract.FindingOK, "no calibration recorded yet (governor %q)", info.Governor)
 	case err != nil:
 		add("cpu", contract.FindingFlag, "calibration unreadable: %v", err)
+	case (cal.Governor != info.Governor || cal.MaxFreqKHz != info.MaxFreqKHz || cal.CPUModel != info.CPUModel) && kind == contract.KindAA:
+		// Not a flag: this run measures the new state, and a flag would keep its floor out.
+		add("cpu", contract.FindingOK, "CPU state changed since the last floor (governor %q, was %q; max %d kHz, was %d; model %q, was %q): this A/A run recalibrates",
+			info.Governor, cal.Governor, info.MaxFreqKHz, cal.MaxFreqKHz, info.CPUModel, cal.CPUModel)
 	case cal.Governor != info.Governor || cal.MaxFreqKHz != info.MaxFreqKHz || cal.CPUModel != info.CPUModel:
 		add("cpu", contract.FindingFlag, "CPU state differs from calibration: governor %q (calibrated %q), max %d kHz (calibrated %d), model %q (calibrated %q); recalibrate the A/A floor",
 			info.Governor, cal.Governor, info.MaxFreqKHz, cal.MaxFreqKHz, info.CPUModel, cal.CPUModel)
@@ -68,16 +73,19 @@ func (h *Host) Preflight() []contract.Finding {
 	return out
 }
 
-// recordCalibration stores the current CPU state as the calibrated one (after an A/A run).
-func (h *Host) recordCalibration() error {
-	info := hostinfo.Read()
+// recordCalibration stores the CPU state a recorded floor was measured in.
+func (h *Host) recordCalibration(info contract.HostInfo) error {
 	return writeJSONAtomic(h.path("calibration.json"), Calibration{Governor: info.Governor, MaxFreqKHz: info.MaxFreqKHz, CPUModel: info.CPUModel})
 }
 
-func refusals(findings []contract.Finding) []string {
+func refusals(findings []contract.Finding) []string { return withStatus(findings, contract.FindingRefuse) }
+
+func flagged(findings []contract.Finding) []string { return withStatus(findings, contract.FindingFlag) }
+
+func withStatus(findings []contract.Finding, status string) []string {
 	var out []string
 	for _, f := range findings {
-		if f.Status == contract.FindingRefuse {
+		if f.Status == status {
 			out = append(out, f.Check+": "+f.Detail)
 		}
 	}

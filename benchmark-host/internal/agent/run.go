@@ -244,7 +244,7 @@ func (e *execution) run(ctx context.Context) error {
 		return fail("internal", "%v", err)
 	}
 	e.logf("%s run %s started", e.outcome.Kind, e.runID)
-	if err := e.preflight(); err != nil {
+	if err := e.preflight(e.outcome.Kind); err != nil {
 		return err
 	}
 	iso, err := e.h.arms()
@@ -272,18 +272,13 @@ func (e *execution) run(ctx context.Context) error {
 	if measureErr != nil {
 		return measureErr
 	}
-	if e.outcome.Kind == contract.KindAA {
-		if err := e.h.recordCalibration(); err != nil {
-			e.rec.failedWrite("calibration.json", err)
-		}
-	}
 	e.logf("done: %d slices", len(e.result.Slices))
 	return nil
 }
 
 // preflight records the host's checks in the result; a refusal ends the run.
-func (e *execution) preflight() error {
-	e.result.Preflight = e.h.Preflight()
+func (e *execution) preflight(kind string) error {
+	e.result.Preflight = e.h.Preflight(kind)
 	for _, f := range e.result.Preflight {
 		e.logf("preflight %s: %s: %s", f.Check, f.Status, f.Detail)
 	}

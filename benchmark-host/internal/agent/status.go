@@ -45,7 +45,8 @@ func (h *Host) Status() (contract.Status, error) {
 	return s, nil
 }
 
-// RecordFloor appends an A/A calibration (a contract.FloorRecord on r) to the floor history.
+// RecordFloor appends an A/A calibration (a contract.FloorRecord on r) to the floor history,
+// and keeps the CPU state it was measured in as the one later runs are checked against.
 func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	var rec contract.FloorRecord
 	if err := contract.Decode(io.LimitReader(r, 64<<10), &rec); err != nil {
@@ -54,6 +55,7 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	if err := cmp.Or(
 		checkField("workload", contract.Name.Check(rec.Workload)),
 		checkField("rate", contract.Rate.Check(rec.Rate)),
+		checkField("percentile", contract.Percentile.Check(rec.Percentile)),
 		checkField("half_width_ms", contract.HalfWidthMs.Check(rec.HalfWidthMs)),
 		checkField("pairs", contract.FloorPairs.Check(float64(rec.Pairs))),
 	); err != nil {
@@ -62,6 +64,7 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 	// A floor stands for an A/A run that happened on this host: the run must exist, be an A/A
 	// run, have ended well, and be of the workload and rate the floor names.
 	var oc contract.Outcome
+	var result contract.HostResult
 	req, err := h.runRequest(runID)
 	if err != nil || readJSON(h.path("runs", runID, "outcome.json"), &oc) != nil {
 		return refuse("floor: run %s: no finished run of that id on this host", runID)
@@ -72,29 +75,39 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 		return refuse("floor: run %s: a floor comes from an A/A run that ended ok; this one is kind %q, status %q", runID, oc.Kind, oc.Status)
 	case ran != floor:
 		return refuse("floor: run %s measured %s, not %s", runID, ran, floor)
+	case readJSON(h.path("runs", runID, "result.json"), &result) != nil:
+		return refuse("floor: run %s: its result is unreadable", runID)
+	}
+	// A floor measured on a disturbed host would excuse real regressions as noise for as long
+	// as it stands (issue 12: a loaded host's ±23.8 ms hid a +10.4 ms regression).
+	if flags := flagged(result.Preflight); len(flags) > 0 {
+		return refuse("floor: run %s ran with preflight flags (%s): a floor is never recorded from a flagged run; run the A/A again on a quiet host", runID, strings.Join(flags, "; "))
 	}
 	f := contract.Floor{FloorRecord: rec, RunID: runID, Time: time.Now().UTC()}
 	line, _ := json.Marshal(f)
-	file, err := os.OpenFile(h.path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	file, err := os.OpenFile(h.path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	_, err = file.Write(append(line, '\n'))
-	return err
+	if _, err := file.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return h.recordCalibration(result.Host)
 }
 
-// Floors returns the latest floor per workload@rate (contract.Key).
+// Floors returns the latest floor per workload@rate/pNN (contract.FloorKey).
 func (h *Host) Floors() (map[string]contract.Floor, error) {
 	out := map[string]contract.Floor{}
 	history, err := h.FloorHistory()
 	for _, fl := range history {
-		out[contract.Key(fl.Workload, fl.Rate)] = fl
+		out[contract.FloorKey(fl.Workload, fl.Rate, fl.Percentile)] = fl
 	}
 	return out, err
 }
 
-// FloorHistory returns every recorded floor, oldest first.
+// FloorHistory returns every recorded floor, oldest first. A floor recorded before floors
+// named their percentile is given contract.LegacyFloorPercentile, marked as assumed.
 func (h *Host) FloorHistory() ([]contract.Floor, error) {
 	out := []contract.Floor{}
 	f, err := os.Open(h.path("floors.jsonl"))
@@ -109,6 +122,9 @@ func (h *Host) FloorHistory() ([]contract.Floor, error) {
 	for s.Scan() {
 		var fl contract.Floor
 		if json.Unmarshal(s.Bytes(), &fl) == nil {
+			if fl.Percentile == 0 {
+				fl.Percentile, fl.PercentileAssumed = contract.LegacyFloorPercentile, true
+			}
 			out = append(out, fl)
 		}
 	}

@@ -288,7 +288,11 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 			key = "exclusiveMinimum"
 		}
 		s.set(key, l.Min)
-		if !math.IsInf(l.Max, 1) {
+		switch {
+		case math.IsInf(l.Max, 1):
+		case l.MaxExclusive:
+			s.set("exclusiveMaximum", l.Max)
+		default:
 			s.set("maximum", l.Max)
 		}
 	case contract.Pattern:
