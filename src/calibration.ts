@@ -1,14 +1,16 @@
 // A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
 // how the stored floors feed the verdict engine. Pure.
-import type { Analysis, Comparison, GateSettings } from "./analysis/verdict";
+import { type Analysis, type Comparison, floorAboveThreshold, type GateSettings, type PreflightFlag } from "./analysis/verdict";
 import type { FloorRecord, StoredFloor } from "./contract/host";
-import { comparisonKey } from "./contract/rules";
+import { comparisonKey, floorKey } from "./contract/rules";
 import { ms, msInterval as interval, percentLabel, signedMs } from "./report/format";
 
 export interface Calibration {
   key: string;
   workload: string;
   rate: number;
+  /** The percentile the A/A interval was computed at: the SLO's. */
+  percentile: number;
   runId: string;
   estimateMs: number;
   ciMs: [number, number];
@@ -23,9 +25,14 @@ export interface Calibration {
   /** This floor minus the previous one, in ms and percent; null on the first calibration. */
   driftMs: number | null;
   driftPercent: number | null;
+  /** The block threshold, to say when the floor is wider than it: then this host cannot block. */
+  thresholdMs: number;
+  /** Why the floor is not recorded (the host flagged the run, the generator fell behind), or null. */
+  notRecorded: string | null;
 }
 
 const keyOf = (f: { workload: string; rate: number }) => comparisonKey(f.workload, f.rate);
+const floorKeyOf = (f: { workload: string; rate: number; percentile: number }) => floorKey(f.workload, f.rate, f.percentile);
 
 /** Whether an A/A interval says the ports differ with the same build. */
 export function excludesZero([lo, hi]: readonly number[]): boolean {
@@ -33,57 +40,97 @@ export function excludesZero([lo, hi]: readonly number[]): boolean {
 }
 
 /**
- * What each A/A comparison says, against the floors stored before it. firstRuns holds, by key,
- * the earlier run of this calibration that a comparison was run again to confirm.
+ * What each A/A comparison says, against the floors stored before it at the same percentile.
+ * firstRuns holds, by key, the earlier run of this calibration that a comparison was run again
+ * to confirm; preflight, what the host flagged before any of the runs.
  */
-export function calibrations(aa: readonly Comparison[], previous: readonly StoredFloor[], firstRuns: ReadonlyMap<string, Comparison> = new Map()): Calibration[] {
-  const latest = new Map(previous.map((f) => [keyOf(f), f]));
+export function calibrations(
+  aa: readonly Comparison[],
+  previous: readonly StoredFloor[],
+  o: { percentile: number; preflight: readonly PreflightFlag[]; firstRuns?: ReadonlyMap<string, Comparison> },
+): Calibration[] {
+  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
   return aa.map((c) => {
     const [lo, hi] = c.ciMs;
     const halfWidthMs = (hi - lo) / 2;
-    const prev = latest.get(c.key) ?? null;
+    const prev = latest.get(floorKey(c.workload, c.rate, o.percentile)) ?? null;
     const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
     return {
-      key: c.key, workload: c.workload, rate: c.rate, runId: c.runs[0]!,
+      key: c.key, workload: c.workload, rate: c.rate, percentile: o.percentile, runId: c.runs[0]!,
       estimateMs: c.estimateMs, ciMs: [lo, hi], halfWidthMs, pairs: c.pairs,
       unbiased: !excludesZero(c.ciMs),
       previous: prev,
-      firstRun: firstOf(firstRuns.get(c.key)),
+      firstRun: firstOf(o.firstRuns?.get(c.key)),
       driftMs,
       driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? (100 * driftMs) / prev.half_width_ms : null,
+      thresholdMs: c.thresholdMs,
+      notRecorded: whyNotRecorded(c, o.preflight),
     };
   });
+}
+
+/**
+ * A floor measured on a disturbed host excuses real regressions as noise for as long as it
+ * stands (issue 12: a loaded host's ±23.8 ms hid a +10.4 ms regression), so none is recorded
+ * from a run the host flagged or in which the load generator fell behind.
+ */
+function whyNotRecorded(c: Comparison, preflight: readonly PreflightFlag[]): string | null {
+  const flagged = preflight.filter((f) => f.runs.some((r) => c.runs.includes(r)));
+  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  const disturbed = c.droppedPairs.filter((d) => d.disturbances.length > 0);
+  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c.pairs + c.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  return null;
 }
 
 function firstOf(c: Comparison | undefined): Calibration["firstRun"] {
   return c ? { runId: c.runs[0]!, ciMs: c.ciMs } : null;
 }
 
-/** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
-export function floorRecord(c: Calibration): FloorRecord {
-  return { workload: c.workload, rate: c.rate, half_width_ms: c.halfWidthMs, ci_ms: c.ciMs, pairs: c.pairs };
+/** The calibrations that found the host biased: recorded, and their interval excludes 0. */
+export function biasedCalibrations(cs: readonly Calibration[]): Calibration[] {
+  return cs.filter((c) => !c.unbiased && c.notRecorded === null);
 }
 
-/** The verdict engine's view of the host's latest floors: the floor per key, and any bias. */
-export function floorSettings(floors: Readonly<Record<string, StoredFloor>>): Pick<GateSettings, "floorMs" | "hostBiasMs"> {
+/** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
+export function floorRecord(c: Calibration): FloorRecord {
+  return { workload: c.workload, rate: c.rate, percentile: c.percentile, half_width_ms: c.halfWidthMs, ci_ms: c.ciMs, pairs: c.pairs };
+}
+
+/**
+ * The verdict engine's view of the host's latest floors at the verdict's percentile: the floor
+ * per comparison key, any bias, and which were recorded before floors named a percentile. A
+ * floor at another percentile is never quoted (issue 12: p90 verdicts quoted the p99 floor, five
+ * times the p90 one).
+ */
+export function floorSettings(floors: Readonly<Record<string, StoredFloor>>, percentile: number): Pick<GateSettings, "floorMs" | "hostBiasMs" | "floorPercentileAssumed"> {
   const floorMs: Record<string, number> = {};
   const hostBiasMs: Record<string, [number, number]> = {};
-  for (const f of Object.values(floors)) {
+  const floorPercentileAssumed: string[] = [];
+  for (const f of Object.values(floors).filter((x) => x.percentile === percentile)) {
     floorMs[keyOf(f)] = f.half_width_ms;
     if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
+    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
   }
-  return { floorMs, hostBiasMs };
+  return { floorMs, hostBiasMs, floorPercentileAssumed };
 }
 
 /** One line per calibration, for a terminal or a log. */
 export function calibrationLine(c: Calibration): string {
+  const at = `${c.key} at ${percentLabel(c.percentile)}`;
+  if (c.notRecorded) return `A/A floor for ${at} not recorded: ${c.notRecorded}; the host keeps its previous floor${c.previous ? ` (±${ms(c.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
   const drift = c.driftMs === null ? "first calibration" : `drift ${signedMs(c.driftMs)} ms since ${c.previous!.time.slice(0, 10)}`;
   if (!c.unbiased) {
     const runs = c.firstRun ? `in two runs (${interval(c.firstRun.ciMs)} and ${interval(c.ciMs)})` : `(A/A ${interval(c.ciMs)})`;
-    return `A/A interval for ${c.key} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+    return `A/A interval for ${at} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
   }
   const cleared = c.firstRun ? `; a first run's interval ${interval(c.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  return `A/A floor for ${c.key}: ±${ms(c.halfWidthMs)} ms (A/A ${interval(c.ciMs)}, n=${c.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
+  const warning = cannotBlock(c) ? `; warning: ${cannotBlock(c)}` : "";
+  return `A/A floor for ${at}: ±${ms(c.halfWidthMs)} ms (A/A ${interval(c.ciMs)}, n=${c.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+}
+
+/** The warning a recorded floor wider than the block threshold carries, or null. */
+function cannotBlock(c: Calibration): string | null {
+  return c.halfWidthMs > c.thresholdMs ? floorAboveThreshold(c.halfWidthMs, c.percentile, c.thresholdMs) : null;
 }
 
 /** Why a key was measured twice, and what the second run said. */
@@ -95,33 +142,44 @@ function confirmationNote(c: Calibration): string {
 }
 
 /** The calibration report: floor, A/A interval and drift per workload and rate, and the history. */
-export function calibrationReport(cs: readonly Calibration[], o: { champion: string; percentile: number; history: readonly StoredFloor[] }): string {
-  const biased = cs.filter((c) => !c.unbiased);
+export function calibrationReport(cs: readonly Calibration[], o: { champion: string; history: readonly StoredFloor[] }): string {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c) => c.notRecorded);
+  const state = biased.length > 0 ? "⚠️ biased host" : unrecorded.length > 0 ? "⚠️ floors not recorded" : "✅ unbiased";
+  const percentiles = [...new Set(cs.map((c) => percentLabel(c.percentile)))].join(", ");
   const out = [
-    `## perf-gate calibration: ${biased.length > 0 ? "⚠️ biased host" : "✅ unbiased"}`,
+    `## perf-gate calibration: ${state}`,
     "",
-    `A/A runs of the champion \`${o.champion.slice(0, 7)}\` on both ports, at ${percentLabel(o.percentile)}. The floor is the half-width of the A/A 95% interval; verdicts treat differences within it as noise.`,
+    `A/A runs of the champion \`${o.champion.slice(0, 7)}\` on both ports, at ${percentiles}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
     "",
     "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
     "|---|---:|---:|---|---|---:|---|---:|",
     ...cs.map((c) => {
       const prev = c.previous ? `±${ms(c.previous.half_width_ms)} ms (${c.previous.time.slice(0, 10)})` : "none";
       const drift = c.driftMs === null ? "—" : `${signedMs(c.driftMs)} ms${c.driftPercent === null ? "" : ` (${c.driftPercent > 0 ? "+" : ""}${c.driftPercent.toFixed(0)}%)`}`;
-      return `| ${c.key} | ±${ms(c.halfWidthMs)} ms | ${signedMs(c.estimateMs)} ms | ${interval(c.ciMs)} | ${c.unbiased ? "yes" : "**no**"} | ${c.pairs} | ${prev} | ${drift} |`;
+      const floor = c.notRecorded ? `~~±${ms(c.halfWidthMs)} ms~~ not recorded` : `±${ms(c.halfWidthMs)} ms`;
+      return `| ${c.key} | ${floor} | ${signedMs(c.estimateMs)} ms | ${interval(c.ciMs)} | ${c.unbiased ? "yes" : "**no**"} | ${c.pairs} | ${prev} | ${drift} |`;
     }),
   ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c) => `- **${c.key}: no floor recorded.** ${capitalized(c.notRecorded!)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c.previous ? ` (±${ms(c.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c) => !c.notRecorded && cannotBlock(c));
+  if (warned.length > 0) out.push("", ...warned.map((c) => `> ⚠️ **${c.key}**: ${cannotBlock(c)}.`));
   const confirmed = cs.filter((c) => c.firstRun);
   if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
   if (biased.length > 0) {
     out.push("", `**The host is biased** for ${biased.map((c) => c.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
   }
   const trend = cs.map((c) => {
-    const past = o.history.filter((f) => keyOf(f) === c.key).slice(-5);
-    return `- ${c.key}: ${[...past.map((f) => `±${ms(f.half_width_ms)} (${f.time.slice(0, 10)})`), `±${ms(c.halfWidthMs)} (now)`].join(" → ")}`;
+    const past = o.history.filter((f) => floorKeyOf(f) === floorKey(c.workload, c.rate, c.percentile)).slice(-5);
+    return `- ${c.key} at ${percentLabel(c.percentile)}: ${[...past.map((f) => `±${ms(f.half_width_ms)} (${f.time.slice(0, 10)})`), `±${ms(c.halfWidthMs)} (now${c.notRecorded ? ", not recorded" : ""})`].join(" → ")}`;
   });
   out.push("", "### Floor history", "", ...trend, "");
   return out.join("\n");
 }
+
+const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /**
  * Whether a short A/A run of a new champion verifies it: with the same build on both ports, the

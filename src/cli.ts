@@ -17,13 +17,26 @@ commands:
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 
 const tty = process.stdout.isTTY === true;
+// On a terminal one progress line is redrawn in place; whatever is printed next ends it first,
+// so the verdict's lines (and what the host flagged) are never drawn over.
+let drawn = false;
+const endDrawn = () => {
+  if (drawn) process.stdout.write("\n");
+  drawn = false;
+};
 const runIo = {
-  out: (line: string) => console.log(line),
-  err: (line: string) => console.error(line),
-  // On a terminal one progress line is redrawn in place; elsewhere every line is kept.
+  out: (line: string) => {
+    endDrawn();
+    console.log(line);
+  },
+  err: (line: string) => {
+    endDrawn();
+    console.error(line);
+  },
   progress: (line: string, done: boolean) => {
     if (!tty) return console.log(line);
     process.stdout.write(`\r\x1b[K${line.slice(0, (process.stdout.columns ?? 120) - 1)}${done ? "\n" : ""}`);
+    drawn = !done;
   },
 };
 
@@ -52,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command ${JSON.stringify(command)}`, usage);
     }
   } catch (e) {
-    if (tty) process.stdout.write("\n");
+    endDrawn();
     const name = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name}: ${e.message}\n\n${e.usage}`);

@@ -50,6 +50,13 @@ export const configSchema = z.strictObject({
     .default({ seconds: 9, pairs: 10, order: "alternate" }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
+  /** Gates on what the builds cost, from the host's per-slice accounting. */
+  resources: z
+    .strictObject({
+      /** Block when CPU per request regresses past this percent over the whole interval. */
+      block_cpu_percent: z.number().positive().max(1000).optional(),
+    })
+    .optional(),
   promotion: z
     .strictObject({
       /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */

@@ -1,8 +1,10 @@
 // Turns results into slice pairs: one champion and one challenger slice per pair index. A
-// pair with an invalid or missing slice is dropped whole, and the drop is recorded.
-import { decodeFromCompressedBase64 } from "hdr-histogram-js";
+// pair with an invalid or missing slice, or a slice where the load generator fell behind
+// itself, is dropped whole, and the drop is recorded.
 import type { LoadgenResult, Slice } from "../contract/result";
+import { type Disturbance, describeDisturbance, disturbance } from "./health";
 import { AnalysisInputError } from "./input-error";
+import { GeneratorDisturbedError } from "./unmeasured";
 
 export interface SlicePair {
   run: string;
@@ -15,9 +17,12 @@ export interface DroppedPair {
   run: string;
   pair: number;
   reason: string;
+  /** The pair's slices where the load generator fell behind; empty for other drops. */
+  disturbances: Disturbance[];
 }
 
-export function extractPairs(run: string, result: LoadgenResult): { pairs: SlicePair[]; dropped: DroppedPair[] } {
+/** The pairs of one result at an SLO percentile (the disturbance rule reads the slice's latency at it). */
+export function extractPairs(run: string, result: LoadgenResult, percentile: number): { pairs: SlicePair[]; dropped: DroppedPair[] } {
   const byPair = new Map<number, Slice[]>();
   for (const s of result.slices) byPair.set(s.pair, [...(byPair.get(s.pair) ?? []), s]);
   const pairs: SlicePair[] = [];
@@ -32,12 +37,17 @@ export function extractPairs(run: string, result: LoadgenResult): { pairs: Slice
       throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0]!.arm} arm (mismatched arms)`);
     }
     if (!champion || !challenger) {
-      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)" });
+      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
       continue;
     }
     const invalid = [champion, challenger].filter((s) => !s.valid);
     if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; ") });
+      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      continue;
+    }
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile) ?? []);
+    if (disturbances.length > 0) {
+      dropped.push({ run, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
       continue;
     }
     pairs.push({ run, pair, champion, challenger });
@@ -45,11 +55,34 @@ export function extractPairs(run: string, result: LoadgenResult): { pairs: Slice
   return { pairs, dropped };
 }
 
-const namedPercentiles: Record<string, "p50" | "p90" | "p99" | "p999"> = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-
-/** The slice's corrected latency at a percentile, in µs; other than p50/90/99/99.9 it reads the histogram. */
-export function slicePercentileUs(s: Slice, percentile: number): number {
-  const named = namedPercentiles[String(percentile)];
-  if (named) return s.latency_us[named];
-  return decodeFromCompressedBase64(s.histogram).getValueAtPercentile(percentile);
+/**
+ * The usable pairs of every rerun of one comparison. When the load generator fell behind in
+ * more than half of them, or left fewer than two, what was measured is the generator: that is
+ * an infrastructure failure, never a verdict. Fewer than two usable pairs for other reasons is
+ * an input the analysis refuses.
+ */
+export function pooledPairs(key: string, runs: readonly { name: string; result: LoadgenResult }[], percentile: number): { pairs: SlicePair[]; dropped: DroppedPair[] } {
+  const pairs: SlicePair[] = [];
+  const dropped: DroppedPair[] = [];
+  for (const { name, result } of runs) {
+    const extracted = extractPairs(name, result, percentile);
+    pairs.push(...extracted.pairs);
+    dropped.push(...extracted.dropped);
+  }
+  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
+  const total = pairs.length + dropped.length;
+  if (disturbed.length > total / 2 || (disturbed.length > 0 && pairs.length < 2)) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    throw new GeneratorDisturbedError(
+      [`could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
+        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+    );
+  }
+  if (pairs.length < 2) {
+    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`,
+    );
+  }
+  return { pairs, dropped };
 }

@@ -2,15 +2,28 @@
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
-import type { LoadgenResult, Slice } from "../contract/result";
+import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
 import { comparisonKey, sampleBudget } from "../contract/rules";
+import { type ArmErrors, armErrors, checkWorkloadAnswers, type ErrorRegression, errorRegression } from "./failures";
 import { AnalysisInputError } from "./input-error";
-import { type DroppedPair, extractPairs, slicePercentileUs, type SlicePair } from "./pairs";
+import { type DroppedPair, extractPairs, pooledPairs, type SlicePair } from "./pairs";
 import { seededRandom } from "./random";
-import { binomialUpperTail, holmAdjust, pairedT, signTest, wilcoxonSignedRank } from "./tests";
+import { pairedResources, type Resources } from "./resources";
+import { slicePercentileUs } from "./statistic";
+import { holmAdjust, pairedT, signTest, wilcoxonSignedRank } from "./tests";
 
 export type Verdict = "green" | "red" | "grey";
-export type GreyKind = "equivalent" | "inconclusive" | "below floor";
+/**
+ * Why a comparison is grey: its interval lies within ± the block threshold (equivalent); it
+ * excludes 0 but the estimate is inside the host's A/A floor (within floor: a difference this
+ * host cannot tell from its own noise, said with both numbers); or it contains 0 and reaches
+ * past the threshold (inconclusive: a regression of that size is not ruled out).
+ */
+export type GreyKind = "equivalent" | "inconclusive" | "within floor";
+/** What the latency alone says, whatever else labels the comparison (errors, CPU). */
+export type LatencyFinding = "slower" | "faster" | GreyKind;
+/** What made a red comparison block: its latency past the threshold, more errors, more CPU. */
+export type BlockReason = "latency" | "errors" | "cpu";
 
 export interface GateSettings {
   /** The SLO's latency percentile, e.g. 99. */
@@ -28,6 +41,10 @@ export interface GateSettings {
    * build on both, so the host is biased until a calibration's interval contains 0 again.
    */
   hostBiasMs?: Readonly<Record<string, readonly [number, number]>>;
+  /** Comparison keys whose floor was recorded before floors named a percentile (taken as p99). */
+  floorPercentileAssumed?: readonly string[];
+  /** resources.block_cpu_percent: block when CPU per request regresses past it over the whole interval. */
+  blockCpuPercent?: number;
   /** Resamples for the reported (not deciding) bootstrap interval. */
   bootstrapResamples: number;
   seed: number;
@@ -44,7 +61,8 @@ export const defaultSettings: GateSettings = {
 
 export interface NamedResult {
   name: string;
-  result: LoadgenResult;
+  /** A load generator's result, or a host's (which carries its pre-flight findings). */
+  result: LoadgenResult | HostResult;
 }
 
 export interface Flag {
@@ -57,7 +75,10 @@ export interface Flag {
     | "dropped_pairs"
     | "partial_run"
     | "not_significant_after_holm"
-    | "host_biased";
+    | "host_biased"
+    | "generator_disturbed"
+    | "floor_above_threshold"
+    | "floor_percentile_assumed";
   message: string;
 }
 
@@ -73,8 +94,10 @@ export interface ArmSummary {
   sloMs: number;
   p999Ms: number;
   okRps: number;
+  /** Requests answered or failed, and the failures by class, over the used slices. */
   requests: number;
   errors: number;
+  errorsByClass: ArmErrors["byClass"];
 }
 
 export interface PairDetail {
@@ -91,7 +114,10 @@ export interface Comparison {
   rate: number;
   verdict: Verdict;
   greyKind: GreyKind | null;
+  latency: LatencyFinding;
   blocking: boolean;
+  /** What makes it block; empty when it does not. */
+  blockedBy: BlockReason[];
   /** Red and even the interval's lower end is past the block threshold. */
   blockingDecisive: boolean;
   estimateMs: number;
@@ -109,7 +135,11 @@ export interface Comparison {
   p50Ms: Estimate;
   p999Ms: Estimate;
   throughput: Estimate & { percent: number };
-  errorRegression: { champion: number; challenger: number; p: number } | null;
+  errorRegression: ErrorRegression | null;
+  /** The builds' CPU and memory, paired; null when the host measured none. */
+  resources: Resources | null;
+  /** resources.block_cpu_percent, when set. */
+  cpuLimitPercent: number | null;
   champion: ArmSummary;
   challenger: ArmSummary;
   floorMs: number | null;
@@ -127,9 +157,17 @@ export interface Analysis {
   method: string;
   seed: number;
   settings: GateSettings;
-  runs: { name: string; runId: string; workload: string; rate: number; started: string; pairs: number; dropped: number; partial: boolean }[];
+  runs: { name: string; runId: string; workload: string; rate: number; started: string; pairs: number; dropped: number; disturbed: number; partial: boolean }[];
   /** Every biased calibration on the host, whichever comparisons it concerns. */
   hostBias: { key: string; ciMs: [number, number] }[];
+  /** What the host's pre-flight checks flagged before the runs (load, CPU state), with the runs. */
+  preflight: PreflightFlag[];
+}
+
+export interface PreflightFlag {
+  check: string;
+  detail: string;
+  runs: string[];
 }
 
 export const METHOD =
@@ -169,14 +207,33 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
     seed: settings.seed,
     settings,
     runs: results.map(({ name, result }) => {
-      const { pairs, dropped } = extractPairs(name, result);
+      const { pairs, dropped } = extractPairs(name, result, settings.percentile);
       return {
-        name, runId: result.plan.run_id, workload: result.plan.workload, rate: result.plan.rate,
-        started: result.started, pairs: pairs.length, dropped: dropped.length, partial: result.partial,
+        name, runId: result.plan.run_id, workload: result.plan.workload, rate: result.plan.rate, started: result.started,
+        pairs: pairs.length, dropped: dropped.length, disturbed: dropped.filter((d) => d.disturbances.length > 0).length, partial: result.partial,
       };
     }),
     hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
+    preflight: preflightFlags(results),
   };
+}
+
+const findingsSchema = findingSchema.array();
+
+/** The findings a host flagged before its runs, once each, with the runs they concern. */
+function preflightFlags(results: readonly NamedResult[]): PreflightFlag[] {
+  const byFinding = new Map<string, PreflightFlag>();
+  for (const { name, result } of results) {
+    // A load generator's own result has none; a host's lists them (validated again: a result file may be anything).
+    const findings = findingsSchema.safeParse((result as { preflight?: unknown }).preflight);
+    for (const f of findings.success ? findings.data.filter((x) => x.status === "flag") : []) {
+      const id = `${f.check}\0${f.detail}`;
+      const seen = byFinding.get(id) ?? { check: f.check, detail: f.detail, runs: [] };
+      seen.runs.push(name);
+      byFinding.set(id, seen);
+    }
+  }
+  return [...byFinding.values()];
 }
 
 /** The comparison a result belongs to: its workload@rate. */
@@ -194,6 +251,7 @@ function validateSettings(s: GateSettings): void {
   if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
   if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer ≥ 100", s.bootstrapResamples);
   if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
+  if (s.blockCpuPercent !== undefined && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
 }
 
 /** Pooling is for reruns of one build pair; results of different builds must not mix. */
@@ -211,37 +269,52 @@ function checkSameBuilds(results: readonly NamedResult[]): void {
   }
 }
 
-type Undecided = Omit<Comparison, "verdict" | "greyKind" | "blocking" | "blockingDecisive" | "confidence" | "ciMs" | "t"> & {
+type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "confidence" | "ciMs" | "t"> & {
   t: { t: number; df: number; p: number; sdMs: number };
   d: number[];
 };
 
 /** Measures one comparison: its paired differences, their tests and its flags, unlabelled. */
 function compare(key: string, group: NamedResult[], s: GateSettings, rand: () => number): Undecided {
-  const { pairs, droppedPairs, flags } = pooledPairs(key, group);
+  const { workload, rate } = group[0]!.result.plan;
+  // Failures are judged on every slice sent, before any is dropped: a wrong path fails them all.
+  const all = (arm: Slice["arm"]) => armErrors(group.flatMap((g) => g.result.slices.filter((x) => x.arm === arm)));
+  checkWorkloadAnswers(workload, rate, all("champion"), all("challenger"));
+  const { pairs, dropped } = pooledPairs(key, group, s.percentile);
+  // The k-th look at one build is judged at 1 − α/k; its secondary intervals are given at the same level.
+  const confidence = 1 - (1 - s.confidence) / group.length;
   const at = (p: number) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = pairedT(d, s.confidence);
-  const boot = bootstrapMeanInterval(d, s.confidence, s.bootstrapResamples, rand);
+  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
   const secondary = (values: number[]): Estimate => {
-    const r = pairedT(values, s.confidence);
+    const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
   const champion = armSummary(pairs, "champion", s.percentile);
   const challenger = armSummary(pairs, "challenger", s.percentile);
-  flags.push(...measurementFlags(pairs, droppedPairs, s.percentile));
-  const errorRegression = errorTest(champion, challenger);
-  if (errorRegression) flags.push(errorRegression.flag);
-  const floor = floorOf(key, s);
-  if (floor.flag) flags.push(floor.flag);
+  const flags = [
+    ...group.filter((g) => g.result.partial).map((g): Flag => ({ code: "partial_run", message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}` })),
+    ...measurementFlags(pairs, dropped, s.percentile),
+  ];
+  const errors = errorRegression(champion, challenger);
+  if (errors) {
+    flags.push({
+      code: "more_errors",
+      message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`,
+    });
+  }
+  const thresholdMs = (s.blockThresholdPercent / 100) * s.sloBudgetMs;
+  const floor = floorOf(key, s, thresholdMs);
+  flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
-    key, workload: group[0]!.result.plan.workload, rate: group[0]!.result.plan.rate, d,
+    key, workload, rate, d,
     estimateMs: primary.mean,
     pairs: pairs.length,
-    droppedPairs,
+    droppedPairs: dropped,
     runs: group.map((g) => g.name),
     looks: group.length,
     t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
@@ -251,10 +324,12 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     p50Ms: secondary(at(50)),
     p999Ms: secondary(at(99.9)),
     throughput: { ...tp, percent: champion.okRps > 0 ? (100 * tp.estimate) / champion.okRps : 0 },
-    errorRegression: errorRegression?.test ?? null,
+    errorRegression: errors,
+    resources: pairedResources(pairs, confidence),
+    cpuLimitPercent: s.blockCpuPercent ?? null,
     champion, challenger,
     floorMs: floor.ms,
-    thresholdMs: (s.blockThresholdPercent / 100) * s.sloBudgetMs,
+    thresholdMs,
     flags,
     detail: pairs.map((x, i) => ({
       run: x.run, pair: x.pair,
@@ -267,36 +342,18 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
 
 const ms = (us: number) => us / 1000;
 
-/** The valid pairs of every rerun of one comparison; at least two are needed. */
-function pooledPairs(key: string, group: NamedResult[]): { pairs: SlicePair[]; droppedPairs: DroppedPair[]; flags: Flag[] } {
-  const pairs: SlicePair[] = [];
-  const droppedPairs: DroppedPair[] = [];
-  const flags: Flag[] = [];
-  for (const { name, result } of group) {
-    const extracted = extractPairs(name, result);
-    pairs.push(...extracted.pairs);
-    droppedPairs.push(...extracted.dropped);
-    if (result.partial) flags.push({ code: "partial_run", message: `${name} stopped early: ${result.partial_reason ?? "partial"}` });
-  }
-  if (pairs.length < 2) {
-    const why = droppedPairs.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`,
-    );
-  }
-  return { pairs, droppedPairs, flags };
-}
-
 /** One arm's means over the used slices, and its request and error totals. */
 function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): ArmSummary {
   const slices = pairs.map((x) => x[arm]);
+  const e = armErrors(slices);
   return {
     p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
     sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile)))),
     p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
     okRps: mean(slices.map((x) => x.ok_rps)),
-    requests: slices.reduce((acc, x) => acc + x.completed, 0),
-    errors: slices.reduce((acc, x) => acc + errorsOf(x), 0),
+    requests: e.requests,
+    errors: e.errors,
+    errorsByClass: e.byClass,
   };
 }
 
@@ -319,49 +376,58 @@ function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile
       message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`,
     });
   }
-  if (dropped.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${dropped.length} pair${dropped.length === 1 ? "" : "s"} dropped: ${dropped[0]!.reason}${dropped.length > 1 ? ", …" : ""}` });
+  const disturbed = dropped.filter((x) => x.disturbances.length > 0);
+  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  if (disturbed.length > 0) {
+    flags.push({
+      code: "generator_disturbed",
+      message: `${plural(disturbed.length, "pair")} dropped because the load generator fell behind its schedule: ${disturbed.map((x) => `${x.run} pair ${x.pair}: ${x.disturbances.map(briefDisturbance).join(", ")}`).join("; ")}`,
+    });
+  }
+  if (invalid.length > 0) {
+    flags.push({ code: "dropped_pairs", message: `${plural(invalid.length, "pair")} dropped: ${invalid[0]!.reason}${invalid.length > 1 ? ", …" : ""}` });
   }
   return flags;
 }
 
-/**
- * Errors are a regression in their own right: given the total number of errors, each is
- * equally likely to come from either arm (per request) if the builds do not differ.
- */
-function errorTest(champion: ArmSummary, challenger: ArmSummary): { test: NonNullable<Comparison["errorRegression"]>; flag: Flag } | null {
-  if (challenger.errors <= champion.errors) return null;
-  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-  const p = binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share);
-  return {
-    test: { champion: champion.errors, challenger: challenger.errors, p },
-    flag: {
-      code: "more_errors",
-      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`,
-    },
-  };
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** "champion slice 6 (dispatch lag p99 893 ms, rate -0.2%)". */
+function briefDisturbance(d: DroppedPair["disturbances"][number]): string {
+  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
 
-/** The floor a comparison is judged against: the host's A/A floor, widened to any bias. */
-function floorOf(key: string, s: GateSettings): { ms: number | null; flag: Flag | null } {
-  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+/** The floor a comparison is judged against: the host's A/A floor at its percentile, widened to any bias. */
+function floorOf(key: string, s: GateSettings, thresholdMs: number): { ms: number | null; flags: Flag[] } {
+  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
   const bias = s.hostBiasMs?.[key];
-  if (!bias) return { ms: floor ?? null, flag: null };
-  // A difference no larger than the ports' own is no evidence about the builds.
-  const [lo, hi] = bias;
-  const widened = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
-  return {
-    ms: widened,
-    flag: {
+  const flags: Flag[] = [];
+  let floor = recorded ?? null;
+  if (bias) {
+    // A difference no larger than the ports' own is no evidence about the builds.
+    const [lo, hi] = bias;
+    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+    flags.push({
       code: "host_biased",
-      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within ±${widened.toFixed(3)} ms are treated as noise until a calibration contains 0`,
-    },
-  };
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within ±${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`,
+    });
+  }
+  if (recorded !== undefined && s.floorPercentileAssumed?.includes(key)) {
+    flags.push({
+      code: "floor_percentile_assumed",
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`,
+    });
+  }
+  if (floor !== null && floor > thresholdMs) {
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
+  }
+  return { ms: floor, flags };
 }
 
-function errorsOf(s: Slice): number {
-  const e = s.errors;
-  return e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other;
+/** Said wherever a floor is wider than the block threshold: such a host cannot block (issue 12). */
+export function floorAboveThreshold(floorMs: number, percentile: number, thresholdMs: number): string {
+  const f = (x: number) => x.toFixed(x >= 10 ? 1 : x >= 0.1 ? 2 : 3);
+  return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile} (its A/A floor ±${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;
 }
 
 /** Labels one comparison. alpha is this look's level; m comparisons share it through Holm. */
@@ -371,30 +437,35 @@ function label(c: Undecided, holmP: number, alpha: number, m: number): Compariso
   const ci: [number, number] = [primary.ci.lo, primary.ci.hi];
   const flags = [...c.flags];
   const significant = holmP < alpha;
-  const belowFloor = c.floorMs !== null && Math.abs(c.estimateMs) < c.floorMs;
+  const withinFloor = c.floorMs !== null && Math.abs(c.estimateMs) <= c.floorMs;
   const errorsRegressed = c.errorRegression !== null && c.errorRegression.p < alpha;
-  let verdict: Verdict = "grey";
-  let greyKind: GreyKind | null = null;
-  if (errorsRegressed) verdict = "red";
-  else if (significant && !belowFloor) verdict = c.estimateMs > 0 ? "red" : "green";
-  else if (belowFloor) greyKind = "below floor";
-  else if (ci[0] >= -c.thresholdMs && ci[1] <= c.thresholdMs) greyKind = "equivalent";
-  else greyKind = "inconclusive";
+  const cpu = c.resources?.cpuUsPerRequest;
+  const cpuRegressed = c.cpuLimitPercent !== null && !!cpu && cpu.percentCi[0] > c.cpuLimitPercent;
+  const latency: LatencyFinding =
+    significant && !withinFloor ? (c.estimateMs > 0 ? "slower" : "faster")
+    : significant ? "within floor"
+    : ci[0] >= -c.thresholdMs && ci[1] <= c.thresholdMs ? "equivalent"
+    : "inconclusive";
+  const blockedBy: BlockReason[] = [];
+  if (latency === "slower" && c.estimateMs > c.thresholdMs) blockedBy.push("latency");
+  if (errorsRegressed) blockedBy.push("errors");
+  if (cpuRegressed) blockedBy.push("cpu");
+  // More failures, or CPU past the config's limit, block whatever the latency says.
+  const verdict: Verdict = blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
   if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
     flags.push({
       code: "not_significant_after_holm",
       message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`,
     });
   }
-  const blocking = verdict === "red" && (errorsRegressed || c.estimateMs > c.thresholdMs);
-  if (verdict !== "grey" && c.t.sdMs > 0.5 * Math.abs(c.estimateMs)) {
+  if ((latency === "slower" || latency === "faster") && c.t.sdMs > 0.5 * Math.abs(c.estimateMs)) {
     flags.push({
       code: "heterogeneous",
       message: `per-pair differences spread widely (sd ${c.t.sdMs.toFixed(3)} ms against a mean of ${c.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`,
     });
   }
   const signSignificant = c.signTest.p < alpha;
-  if (signSignificant !== (significant && !errorsRegressed)) {
+  if (signSignificant !== significant) {
     flags.push({
       code: "sign_test_disagrees",
       message: signSignificant
@@ -406,9 +477,11 @@ function label(c: Undecided, holmP: number, alpha: number, m: number): Compariso
   return {
     ...rest,
     verdict,
-    greyKind,
-    blocking,
-    blockingDecisive: blocking && ci[0] > c.thresholdMs,
+    greyKind: verdict === "grey" ? (latency as GreyKind) : null,
+    latency,
+    blocking: blockedBy.length > 0,
+    blockedBy,
+    blockingDecisive: blockedBy.includes("latency") && ci[0] > c.thresholdMs,
     confidence,
     ciMs: ci,
     t: { ...t, holmP },

@@ -5,8 +5,8 @@ import { analyze, defaultSettings, type GateSettings, type NamedResult } from ".
 import { parseResult } from "../contract/result";
 import { svgChart } from "../report/chart";
 import { analysisJson } from "../report/json";
+import { verdictLines } from "../report/lines";
 import { markdownReport } from "../report/markdown";
-import { quartet } from "../report/quartet";
 import { numberOption, parseCommandLine, UsageError } from "./usage";
 
 export const analyzeUsage = `usage: perf-gate analyze [options] RESULT.json…
@@ -15,7 +15,8 @@ export const analyzeUsage = `usage: perf-gate analyze [options] RESULT.json…
   --slo-ms N             the SLO budget in ms (default ${defaultSettings.sloBudgetMs})
   --percentile P         the SLO's percentile (default ${defaultSettings.percentile})
   --block-threshold-percent X   a red blocks past X% of the budget (default ${defaultSettings.blockThresholdPercent})
-  --floor-ms F           the host's A/A floor in ms
+  --floor-ms F           the host's A/A floor in ms, at the percentile
+  --block-cpu-percent N  block when CPU per request regresses past N% over the whole interval
   --confidence C         of a single look (default ${defaultSettings.confidence})
   --seed S               of the bootstrap (default ${defaultSettings.seed})
   --json                 print the analysis as JSON
@@ -35,6 +36,7 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
       percentile: { type: "string" },
       "block-threshold-percent": { type: "string" },
       "floor-ms": { type: "string" },
+      "block-cpu-percent": { type: "string" },
       confidence: { type: "string" },
       seed: { type: "string" },
       json: { type: "boolean", default: false },
@@ -58,6 +60,7 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     confidence: num("confidence", defaultSettings.confidence)!,
     seed: num("seed", defaultSettings.seed)!,
     floorMs: num("floor-ms", undefined),
+    blockCpuPercent: num("block-cpu-percent", undefined),
   };
   const results = positionals.flatMap(readResults);
   if (values.each) {
@@ -73,10 +76,7 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
   if (values.markdown) writeFileSync(values.markdown, markdownReport(a));
   if (values.svg) writeFileSync(values.svg, svgChart(a.headline, a.percentile));
   if (values.json) out(JSON.stringify(analysisJson(a), null, 2));
-  else {
-    out(`${a.verdict.toUpperCase()}${a.blocking ? " (blocking)" : ""}: ${quartet(a.headline, a.percentile)}`);
-    for (const f of a.comparisons.flatMap((c) => c.flags)) out(`  warning: ${f.code}: ${f.message}`);
-  }
+  else for (const line of verdictLines(a)) out(line);
   return a.blocking ? 1 : 0;
 }
 

@@ -8,17 +8,17 @@ import { userInfo } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Analysis } from "../analysis/verdict";
-import { type Calibration, calibrationLine } from "../calibration";
+import { biasedCalibrations, type Calibration, calibrationLine } from "../calibration";
 import { ConfigError, type GateConfig, parseConfig, planRuns } from "../config";
-import { type Artifacts, writeArtifacts } from "../experiment/artifacts";
+import { type Artifacts, writeArtifacts, writeResults } from "../experiment/artifacts";
 import { calibrate } from "../experiment/calibrate";
 import { decide } from "../experiment/decide";
 import { type Evidence, measure, type Progress, seedOf } from "../experiment/measure";
 import { HostClient, type HostOptions } from "../host/client";
 import { analysisJson } from "../report/json";
+import { verdictLines } from "../report/lines";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes } from "../report/notes";
-import { quartet } from "../report/quartet";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
@@ -38,10 +38,12 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
 this one (a rerun), as in the action.
-exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run), 2 error`;
+exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
+2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
+a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded`;
 
 export interface RunIo {
-  /** Results: the verdict lines, or the --json summary. */
+  /** Results: the verdict lines, or the --json summary. On a terminal, after a line drawn in place ends. */
   out: (line: string) => void;
   err: (line: string) => void;
   /** Progress that may be redrawn in place (a TTY), or printed line by line. */
@@ -78,6 +80,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
       : await gateHere(host, config, o, { busyDeadline, progress: progress("champion vs challenger", runs) });
     printVerdict(done, say);
     if (o.json) io.out(JSON.stringify(summaryJson(done), null, 2));
+    if (done.error) io.err(`perf-gate run: ${done.error}`);
     // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
     return done.exitCode;
   } finally {
@@ -152,6 +155,8 @@ interface Done {
   calibrations: Calibration[] | null;
   pooled: string[];
   exitCode: number;
+  /** Why it exits 2 after all (a calibration that recorded no floor), in one line. */
+  error?: string;
 }
 
 type Shared = { busyDeadline: number; progress: Progress };
@@ -163,6 +168,8 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
   const evidence: Evidence = await measure(host, config, {
     kind: "ab", challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed, pool: true, ...s,
   });
+  // Kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
+  writeResults(o.out, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
   const notes = [...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
@@ -177,38 +184,46 @@ async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions
   const run = await calibrate(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
   const notes = run.calibrations.map(calibrationLine);
   const artifacts = writeArtifacts(o.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
-  const biased = run.calibrations.some((c) => !c.unbiased);
-  return { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: biased ? 1 : 0 };
+  // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
+  const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
+  const biased = biasedCalibrations(run.calibrations).length > 0;
+  const done: Done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c) => c.key).join(", ")}: ${unrecorded[0]!.notRecorded}`;
+  return done;
 }
 
 const runIdPrefix = (kind: string) => `${kind}-${Date.now().toString(36)}`;
 
 function printVerdict(d: Done, say: (line: string) => void): void {
-  const a = d.analysis;
-  say(`${a.verdict.toUpperCase()}${a.blocking ? " (blocking)" : a.verdict === "red" ? " (advisory)" : ""}: ${quartet(a.headline, a.percentile)}`);
-  for (const f of a.comparisons.flatMap((c) => c.flags)) say(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
+  for (const line of verdictLines(d.analysis)) say(line);
   for (const n of d.notes) say(n.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
 }
 
 /** run --json: one object a script can act on; the headline's fields are analysis.json's. */
 function summaryJson(d: Done) {
-  const { verdict, grey_kind, blocking, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline } = analysisJson(d.analysis);
+  const { verdict, grey_kind, blocking, blocked_by, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
-    verdict, grey_kind, blocking, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
-    comparisons: d.analysis.comparisons.map((c) => ({
-      key: c.key, verdict: c.verdict, blocking: c.blocking, estimate_ms: c.estimateMs, ci_ms: c.ciMs, floor_ms: c.floorMs, pairs: c.pairs, runs: c.runs,
+    verdict, grey_kind, blocking, blocked_by, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
+    comparisons: comparisons.map((c) => ({
+      key: c.key, verdict: c.verdict, latency: c.latency, blocking: c.blocking, estimate_ms: c.estimate_ms, ci_ms: c.ci_ms, floor_ms: c.floor_ms, pairs: c.pairs,
+      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources,
     })),
+    preflight_flags,
     flags: d.analysis.comparisons.flatMap((c) => c.flags.map((f) => ({ key: c.key, ...f }))),
     pooled: d.pooled,
     calibrations: d.calibrations?.map((c) => ({
-      key: c.key, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId, previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs,
+      key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
+      previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
     })) ?? null,
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath },
   };
 }
 
-/** Progress of `runs` runs: a line as each starts, and a bar over their slices. */
+/**
+ * Progress of `runs` runs: a line as each starts, and a bar over their slices. What the host
+ * flagged before measuring is kept on its own line, never drawn over.
+ */
 function progressBar(config: GateConfig, label: string, runs: number, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
   const total = runs * config.slices.pairs * 2;
   let done = 0;
@@ -216,8 +231,11 @@ function progressBar(config: GateConfig, label: string, runs: number, say: (line
     note: say,
     runStart: (workload, rate) => say(`${label}: ${workload} @ ${rate} req/s, ${config.slices.pairs} pairs of ${config.slices.seconds} s slices`),
     line: (line) => {
+      const text = line.replace(/^\d\d:\d\d:\d\d /, "");
+      const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);
+      if (flagged) return say(`host flagged before measuring: ${flagged[1]}: ${flagged[2]}`);
       if (/ slice \d+\/\d+ /.test(line)) done++;
-      draw(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
+      draw(`${bar(done, total)} ${text}`, done === total);
     },
   };
 }

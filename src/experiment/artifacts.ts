@@ -17,12 +17,11 @@ export interface Artifacts {
 export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[] }): Artifacts {
   const paths = {
     reportPath: join(dir, "report.md"),
-    resultPath: join(dir, "result.json"),
+    resultPath: writeResults(dir, a.documents),
     analysisPath: join(dir, "analysis.json"),
     chartPath: join(dir, "chart.svg"),
   };
   writeFiles(dir, [
-    [paths.resultPath, JSON.stringify(a.documents, null, 2)],
     [paths.reportPath, a.report],
     [paths.analysisPath, JSON.stringify(analysisJson(a.analysis), null, 2)],
     [paths.chartPath, svgChart(a.analysis.headline, a.analysis.percentile)],
@@ -30,14 +29,21 @@ export function writeArtifacts(dir: string, a: { analysis: Analysis; report: str
   return paths;
 }
 
+/**
+ * result.json alone: the host's documents, written before anything is judged from them, so a
+ * run that cannot be judged (a disturbed load generator, a failing workload) is still evidence.
+ */
+export function writeResults(dir: string, documents: readonly unknown[]): string {
+  const path = join(dir, "result.json");
+  writeFiles(dir, [[path, JSON.stringify(documents, null, 2)]]);
+  return path;
+}
+
 /** calibration.md and result.json. */
 export function writeCalibrationArtifacts(dir: string, c: { report: string; documents: readonly unknown[] }): Pick<Artifacts, "reportPath" | "resultPath"> {
-  const paths = { reportPath: join(dir, "calibration.md"), resultPath: join(dir, "result.json") };
-  writeFiles(dir, [
-    [paths.reportPath, c.report],
-    [paths.resultPath, JSON.stringify(c.documents, null, 2)],
-  ]);
-  return paths;
+  const reportPath = join(dir, "calibration.md");
+  writeFiles(dir, [[reportPath, c.report]]);
+  return { reportPath, resultPath: writeResults(dir, c.documents) };
 }
 
 function writeFiles(dir: string, files: [string, string][]): void {

@@ -2,7 +2,9 @@
 // comparison's interval is stored as the host's floor for its key; one that excludes 0 is
 // measured once more first, and the confirmation run is what is stored: an unbiased host
 // excludes 0 by chance in 1 run of 20, both of two independent runs in 1 of 400, while a real
-// bias persists. Shared by mode calibrate and `perf-gate run --aa`.
+// bias persists. A floor is never recorded from a run the host flagged or in which the load
+// generator fell behind (the calibration says why). Shared by mode calibrate and
+// `perf-gate run --aa`.
 import type { Analysis, Comparison } from "../analysis/verdict";
 import { type Calibration, calibrations, excludesZero, floorRecord } from "../calibration";
 import { configFor, type GateConfig } from "../config";
@@ -35,6 +37,7 @@ export async function calibrate(host: HostClient, config: GateConfig, o: Calibra
   const documents = [...first.documents];
   const firstRuns = new Map<string, Comparison>();
   const latest: Comparison[] = [];
+  const preflight = [...analysis.preflight];
   const doubtful = analysis.comparisons.filter((c) => excludesZero(c.ciMs)).length;
   const confirmProgress = o.confirmProgress?.(doubtful) ?? o.progress;
   for (const [i, c] of analysis.comparisons.entries()) {
@@ -45,9 +48,11 @@ export async function calibrate(host: HostClient, config: GateConfig, o: Calibra
     const again = await aa(configFor(config, c.workload, c.rate), `${o.runIdPrefix}-confirm${i}`, confirmProgress);
     documents.push(...again.documents);
     firstRuns.set(c.key, c);
-    latest.push(decide(again.results, config, { seed: o.seed }).comparisons[0]!);
+    const confirmation = decide(again.results, config, { seed: o.seed });
+    latest.push(confirmation.comparisons[0]!);
+    preflight.push(...confirmation.preflight);
   }
-  const cs = calibrations(latest, history, firstRuns);
-  for (const c of cs) await host.recordFloor(c.runId, floorRecord(c));
+  const cs = calibrations(latest, history, { percentile: config.slo.percentile, preflight, firstRuns });
+  for (const c of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c.runId, floorRecord(c));
   return { analysis, calibrations: cs, history, documents };
 }

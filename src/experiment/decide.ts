@@ -25,6 +25,7 @@ function settingsFor(config: GateConfig, d: Decision): GateSettings {
     sloBudgetMs: config.slo.budget_ms,
     blockThresholdPercent: config.block_threshold_percent,
     seed: d.seed,
-    ...(d.floors ? floorSettings(d.floors) : {}),
+    ...(config.resources?.block_cpu_percent ? { blockCpuPercent: config.resources.block_cpu_percent } : {}),
+    ...(d.floors ? floorSettings(d.floors, config.slo.percentile) : {}),
   };
 }

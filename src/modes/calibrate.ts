@@ -2,9 +2,10 @@
 // and rate of the config, each recorded on the host as its floor (the floor history stays in
 // the host's floors.jsonl). Reports the floor, the A/A interval (it must contain 0, or a
 // confirmation run's must) and the drift since the last calibration; fails the job when the
-// host is biased.
+// host is biased, or when a floor could not be recorded (the host flagged the run, or the load
+// generator fell behind).
 import * as core from "@actions/core";
-import { calibrationLine, calibrationReport } from "../calibration";
+import { biasedCalibrations, calibrationLine, calibrationReport } from "../calibration";
 import { writeCalibrationArtifacts } from "../experiment/artifacts";
 import { calibrate } from "../experiment/calibrate";
 import { seedOf } from "../experiment/measure";
@@ -25,16 +26,19 @@ export async function runCalibrate(job: Job): Promise<void> {
       busyDeadline: job.busyDeadline,
       progress: logProgress("A/A: "),
     });
-    const report = calibrationReport(run.calibrations, { champion, percentile: config.slo.percentile, history: run.history });
+    const report = calibrationReport(run.calibrations, { champion, history: run.history });
     const paths = writeCalibrationArtifacts(job.outputDir, { report, documents: run.documents });
     await core.summary.addRaw(report).write();
     for (const c of run.calibrations) core.info(calibrationLine(c));
-    const biased = run.calibrations.filter((c) => !c.unbiased);
+    const biased = biasedCalibrations(run.calibrations);
+    const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
     core.setOutput("champion", champion);
     core.setOutput("host-biased", String(biased.length > 0));
     core.setOutput("report-path", paths.reportPath);
     core.setOutput("result-path", paths.resultPath);
     if (biased.length > 0) core.setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
+    // A calibration that records no floor leaves the host's verdicts on an older one (or none).
+    if (unrecorded.length > 0) core.setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);
   } finally {
     host.close();
   }

@@ -4,10 +4,11 @@
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { type Access, APPROVAL_LABEL, decideAccess } from "../access";
+import { FailingWorkloadError, GeneratorDisturbedError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { ConfigError, type GateConfig } from "../config";
 import { parsePullRequestEvent } from "../event";
-import { type Artifacts, writeArtifacts } from "../experiment/artifacts";
+import { type Artifacts, writeArtifacts, writeResults } from "../experiment/artifacts";
 import { decide } from "../experiment/decide";
 import { measure, seedOf } from "../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
@@ -88,6 +89,8 @@ async function judgePullRequest(host: HostClient, config: GateConfig, pr: PullRe
     pool: true,
     progress: logProgress(""),
   });
+  // Kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
+  writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
   const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)] });
@@ -132,9 +135,11 @@ async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
 
 /** Infrastructure and configuration failures: said as such, never as a performance verdict. */
 async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job: Job, e: Error): Promise<void> {
-  const config = e instanceof ConfigError || e instanceof InputError;
-  const kind = e instanceof HostError ? e.kind : config ? "configuration" : "internal";
-  const title = config ? "perf-gate: configuration error" : `perf-gate could not measure (${kind.replace(/_/g, " ")})`;
+  const config = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
+  const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
+  const title = config ? "perf-gate: configuration error"
+    : e instanceof GeneratorDisturbedError ? "perf-gate could not measure: the load generator was disturbed"
+    : `perf-gate could not measure (${kind})`;
   const body = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.\n\n\`\`\`\n${e.message}\n\`\`\`\n`;
   const fail = config || job.onInfrastructureFailure === "fail";
   try {

@@ -4,6 +4,7 @@
 // champion, kept on the host, becomes the champion again, and is verified the same way.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
+import { GeneratorDisturbedError } from "../analysis/unmeasured";
 import { championCheck } from "../calibration";
 import { configFor, type GateConfig, planRuns } from "../config";
 import { parsePushToDefaultBranch } from "../event";
@@ -38,7 +39,7 @@ export async function runPromote(job: Job): Promise<void> {
     core.info(await host.deploy("champion", sha, artifact));
     core.info(await host.promote(sha, config.service, job.busyDeadline));
     const verification = await verify(host, config, job, "promote", sha);
-    const finish = async (conclusion: "success" | "failure", title: string, detail: string) => {
+    const finish = async (conclusion: "success" | "failure" | "neutral", title: string, detail: string) => {
       await gh.finishCheck(check, conclusion, title, `**${title}.**${detail}\n\n${verification.text}`);
       await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
     };
@@ -49,8 +50,9 @@ export async function runPromote(job: Job): Promise<void> {
       core.setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
       return;
     }
-    const title = `champion is now ${sha.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check passed`;
-    await finish("success", title, "");
+    const title = `champion is now ${sha.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check ${verification.unmeasured ? "could not measure" : "passed"}`;
+    // A check the host was too busy to run says nothing against the champion: it stays, and the check says so.
+    await finish(verification.unmeasured ? "neutral" : "success", title, "");
     setChampionOutputs(sha, before.champion);
     core.info(title);
   } catch (e) {
@@ -75,7 +77,7 @@ export async function runRollback(job: Job): Promise<void> {
     core.info(await host.rollback(job.busyDeadline));
     const after = await host.status();
     const verification = await verify(host, config, job, "rollback", after.champion);
-    const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.passed ? "passed" : "failed"}`;
+    const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.unmeasured ? "could not measure" : verification.passed ? "passed" : "failed"}`;
     await core.summary.addRaw(`## perf-gate: ${title}\n\n${verification.text}`).write();
     setChampionOutputs(after.champion, after.previous);
     if (!verification.passed) core.setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
@@ -97,7 +99,7 @@ function promotedSha(job: Job): string {
  * The short A/A run after a swap: the first workload at its first rate, for the configured
  * number of pairs. A run that fails (the new champion unhealthy or crashing) fails the check.
  */
-async function verify(host: HostClient, config: GateConfig, job: Job, verb: string, sha: string): Promise<{ passed: boolean; findings: string[]; text: string }> {
+async function verify(host: HostClient, config: GateConfig, job: Job, verb: string, sha: string): Promise<{ passed: boolean; unmeasured?: boolean; findings: string[]; text: string }> {
   const first = planRuns(config, undefined, 0)[0]!;
   const narrowed = configFor(config, first.workload, first.rate);
   const short: GateConfig = { ...narrowed, slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
@@ -119,6 +121,10 @@ async function verify(host: HostClient, config: GateConfig, job: Job, verb: stri
     return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `\n\n${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
   } catch (e) {
     const message = (e as Error).message;
+    if (e instanceof GeneratorDisturbedError) {
+      core.warning(`perf-gate: the A/A check of ${sha.slice(0, 7)} could not measure: ${message.split("\n")[0]}`);
+      return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:\n\n\`\`\`\n${message}\n\`\`\`` };
+    }
     return { passed: false, findings: [message], text: `The A/A check could not run:\n\n\`\`\`\n${message}\n\`\`\`` };
   }
 }

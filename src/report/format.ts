@@ -36,3 +36,20 @@ export function pValue(p: number): string {
 export function rps(x: number): string {
   return x.toFixed(1);
 }
+
+/** A signed percent with one decimal: +29.3%, -4.0%, 0.0%. */
+export function signedPercent(x: number): string {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+
+/** A memory size in MiB: 12.3 MiB (0.05 MiB below 1). */
+export function mib(bytes: number): string {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+
+/** CPU time in µs: 812 µs, 3.4 µs. */
+export function micros(us: number): string {
+  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} µs`;
+}

@@ -1,6 +1,7 @@
 // How a verdict shows on GitHub: the check's conclusion, the label and the title. Pure.
 import type { Analysis } from "../analysis/verdict";
 import { quartet } from "./quartet";
+import { resourceTitle } from "./resources";
 
 export type Conclusion = "success" | "failure" | "neutral";
 
@@ -10,10 +11,19 @@ export interface GateOutcome {
   title: string;
 }
 
+const reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" } as const;
+
 /** Green and grey pass; an advisory red is neutral (visible, not blocking); a blocking red fails. */
 export function gateOutcome(a: Analysis): GateOutcome {
+  const h = a.headline;
   const conclusion: Conclusion = a.blocking ? "failure" : a.verdict === "red" ? "neutral" : "success";
-  const state = a.blocking ? "red, blocking" : a.verdict === "red" ? "red, advisory" : a.verdict;
-  const biased = a.hostBias.length > 0 ? " (biased host: see the report)" : "";
-  return { conclusion, label: `perf:${a.verdict}`, title: `${state}: ${quartet(a.headline, a.percentile)}${biased}`.slice(0, 255) };
+  const why = h.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  const state = a.blocking ? `red, blocking${why.length ? ` (${why.join(", ")})` : ""}` : a.verdict === "red" ? "red, advisory" : a.verdict;
+  // A cost change shows even when the latency did not move; what the host flagged, when it did.
+  const notes = [
+    resourceTitle(h),
+    a.preflight.length > 0 ? `host flagged ${[...new Set(a.preflight.map((f) => f.check))].join(", ")}: see the report` : null,
+    a.hostBias.length > 0 ? "biased host: see the report" : null,
+  ].filter(Boolean);
+  return { conclusion, label: `perf:${a.verdict}`, title: `${state}: ${quartet(h, a.percentile)}${notes.length ? ` (${notes.join("; ")})` : ""}`.slice(0, 255) };
 }

@@ -1,5 +1,10 @@
 // The analysis as the stable, snake_case JSON the CLI prints and the action writes.
+import type { PairedAmount } from "../analysis/resources";
 import type { Analysis, Comparison } from "../analysis/verdict";
+
+function amountJson(r: PairedAmount | null) {
+  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
 
 export function comparisonJson(c: Comparison) {
   return {
@@ -8,13 +13,20 @@ export function comparisonJson(c: Comparison) {
     rate: c.rate,
     verdict: c.verdict,
     grey_kind: c.greyKind,
+    latency: c.latency,
     blocking: c.blocking,
+    blocked_by: c.blockedBy,
     blocking_decisive: c.blockingDecisive,
     estimate_ms: c.estimateMs,
     ci_ms: c.ciMs,
     confidence: c.confidence,
     pairs: c.pairs,
-    dropped_pairs: c.droppedPairs,
+    dropped_pairs: c.droppedPairs.map((d) => ({
+      run: d.run, pair: d.pair, reason: d.reason,
+      disturbances: d.disturbances.map((x) => ({
+        arm: x.arm, index: x.index, lag_p99_ms: x.lagP99Ms, lag_limit_ms: x.lagLimitMs, rate_error_percent: x.rateErrorPercent, lagging: x.lagging, off_rate: x.offRate,
+      })),
+    })),
     looks: c.looks,
     runs: c.runs,
     t: { t: c.t.t, df: c.t.df, p: c.t.p, holm_p: c.t.holmP, sd_ms: c.t.sdMs },
@@ -27,6 +39,12 @@ export function comparisonJson(c: Comparison) {
     p999_ms: c.p999Ms,
     throughput_rps: c.throughput,
     error_regression: c.errorRegression,
+    resources: c.resources && {
+      cpu_us_per_request: amountJson(c.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c.resources.cpuCores),
+      rss_bytes: amountJson(c.resources.rssBytes),
+    },
+    cpu_limit_percent: c.cpuLimitPercent,
     champion: c.champion,
     challenger: c.challenger,
     floor_ms: c.floorMs,
@@ -42,6 +60,7 @@ export function analysisJson(a: Analysis) {
     verdict: a.verdict,
     grey_kind: a.verdict === "grey" ? h.greyKind : null,
     blocking: a.blocking,
+    blocked_by: h.blockedBy,
     estimate_ms: h.estimateMs,
     ci_ms: h.ciMs,
     pairs: h.pairs,
@@ -56,5 +75,6 @@ export function analysisJson(a: Analysis) {
     comparisons: a.comparisons.map(comparisonJson),
     runs: a.runs,
     host_bias: a.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a.preflight,
   };
 }

@@ -1,9 +1,11 @@
 // The Markdown report: what a check-run summary, a PR comment and a job summary show. Pure,
 // and always within GitHub's 65,535-character limit for check summaries.
-import type { Analysis, Comparison } from "../analysis/verdict";
+import { errorClasses } from "../analysis/failures";
+import type { Analysis, ArmSummary, Comparison } from "../analysis/verdict";
 import { mermaidChart } from "./chart";
-import { confidenceLabel, ms, msInterval, percentLabel, pValue, rps, signedMs } from "./format";
+import { confidenceLabel, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
 import { quartet } from "./quartet";
+import { resourceChanges, resourceRows } from "./resources";
 
 export const GITHUB_SUMMARY_LIMIT = 65_535;
 
@@ -34,12 +36,16 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
   out.push(`## perf-gate: ${badge[a.verdict]}${a.blocking ? " — blocking" : a.verdict === "red" ? " — advisory" : ""}`);
   out.push("", `**${quartet(h, a.percentile)}**`, "");
   out.push(verdictSentence(a));
+  const costs = a.comparisons.flatMap((c) => resourceChanges(c).map((r) => (a.comparisons.length > 1 ? `${c.key}: ${r}` : r)));
+  if (costs.length > 0) out.push("", `**Resources:** the challenger's ${costs.join("; ")}.`);
+  if (a.preflight.length > 0) out.push("", preflightWarning(a.preflight));
   if (a.hostBias.length > 0) out.push("", hostBiasWarning(a.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
   for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, maxRows));
   out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
   for (const r of a.runs) {
-    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${r.dropped} |`);
+    const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`);
   }
   out.push("", `<sub>Method: ${a.method} Bootstrap seed ${a.seed}.</sub>`, "");
   return out.join("\n");
@@ -49,17 +55,33 @@ function verdictSentence(a: Analysis): string {
   const h = a.headline;
   const budget = `${a.settings.blockThresholdPercent}% of the ${ms(a.settings.sloBudgetMs)} ms SLO budget`;
   if (a.blocking) {
-    if (h.errorRegression && h.errorRegression.p < 1 - h.confidence) {
-      return `**Blocks the merge:** the challenger fails more requests than the champion (${h.errorRegression.challenger} vs ${h.errorRegression.champion}).`;
-    }
-    return `**Blocks the merge:** the regression exceeds the block threshold of ${ms(h.thresholdMs)} ms (${budget}); ${h.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}.`;
+    const why = h.blockedBy.map((reason) => blockReason(h, reason, budget));
+    return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
   if (a.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h.thresholdMs)} ms (${budget}); it does not block the merge.`;
   if (a.verdict === "green") return "The challenger is faster: a candidate champion.";
   const kind = h.greyKind;
   if (kind === "equivalent") return `No detectable change: the interval lies within ±${ms(h.thresholdMs)} ms, the block threshold.`;
-  if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (±${ms(h.floorMs ?? 0)} ms).`;
-  return `No detectable change, but the interval is wider than ±${ms(h.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+  if (kind === "within floor") {
+    return `Within the host's noise floor: the interval ${msInterval(h.ciMs)} excludes 0, but the estimate ${signedMs(h.estimateMs)} ms is inside the host's A/A floor of ±${ms(h.floorMs ?? 0)} ms at ${percentLabel(a.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
+  }
+  return `Inconclusive: the interval ${msInterval(h.ciMs)} contains 0 but reaches past ±${ms(h.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+
+/** Why a comparison blocks, one reason. */
+function blockReason(c: Comparison, reason: Comparison["blockedBy"][number], budget: string): string {
+  if (reason === "errors") return `the challenger fails more requests than the champion (${c.errorRegression!.challenger} vs ${c.errorRegression!.champion})`;
+  if (reason === "cpu") {
+    const cpu = c.resources!.cpuUsPerRequest!;
+    return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c.cpuLimitPercent!)} (resources.block_cpu_percent)`;
+  }
+  return `the regression exceeds the block threshold of ${ms(c.thresholdMs)} ms (${budget}); ${c.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
+}
+
+/** What the host's own checks flagged before the runs: the verdict is read with it in mind. */
+export function preflightWarning(flags: Analysis["preflight"]): string {
+  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> ⚠️ **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 
 /** Said on every verdict while the host is biased: the ports differ with identical builds. */
@@ -84,7 +106,8 @@ function comparisonSection(c: Comparison, percentile: number, maxRows: number): 
     `| **${p} (SLO)** | ${ms(c.champion.sloMs)} ms | ${ms(c.challenger.sloMs)} ms | **${signedMs(c.estimateMs)} ms**${pct(c.estimateMs, c.champion.sloMs)} | **${ci(...c.ciMs)} ms** |`,
     ...(percentile === 99.9 ? [] : [`| p99.9 | ${ms(c.champion.p999Ms)} ms | ${ms(c.challenger.p999Ms)} ms | ${signedMs(c.p999Ms.estimate)} ms${pct(c.p999Ms.estimate, c.champion.p999Ms)} | ${ci(...c.p999Ms.ci)} ms |`]),
     `| throughput | ${rps(c.champion.okRps)} req/s | ${rps(c.challenger.okRps)} req/s | ${c.throughput.estimate > 0 ? "+" : ""}${rps(c.throughput.estimate)} req/s (${c.throughput.percent > 0 ? "+" : ""}${c.throughput.percent.toFixed(2)}%) | [${rps(c.throughput.ci[0])}, ${rps(c.throughput.ci[1])}] req/s, paired t p=${pValue(c.throughput.p)} |`,
-    `| errors | ${c.champion.errors} of ${c.champion.requests} | ${c.challenger.errors} of ${c.challenger.requests} | ${c.challenger.errors - c.champion.errors > 0 ? "+" : ""}${c.challenger.errors - c.champion.errors} | |`,
+    `| errors | ${armErrorsCell(c.champion)} | ${armErrorsCell(c.challenger)} | ${c.challenger.errors - c.champion.errors > 0 ? "+" : ""}${c.challenger.errors - c.champion.errors} | |`,
+    ...resourceRows(c),
     "",
     `Tests on the ${c.pairs} paired differences at ${p}: paired t = ${c.t.t.toFixed(2)} (df ${c.t.df}), p = ${pValue(c.t.p)}` +
       `${c.t.holmP !== c.t.p ? `, Holm-adjusted p = ${pValue(c.t.holmP)}` : ""}; ` +
@@ -110,6 +133,12 @@ function comparisonSection(c: Comparison, percentile: number, maxRows: number): 
     );
   }
   return out;
+}
+
+/** "3 of 2700 (5xx 2, timeout 1)": an arm's failures beside its requests, by class. */
+function armErrorsCell(arm: ArmSummary): string {
+  const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
+  return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
 
 function cell(s: string): string {

@@ -46,9 +46,9 @@ describe("labels", () => {
     expect([a.verdict, a.headline.greyKind]).toEqual(["grey", "inconclusive"]);
   });
 
-  it("grey below floor when |estimate| is under the A/A floor, even if the interval excludes 0", () => {
+  it("grey within floor when the interval excludes 0 but |estimate| is inside the A/A floor", () => {
     const a = run(ref.datasets.small_regression.d, { floorMs: 0.5 });
-    expect([a.verdict, a.headline.greyKind, a.headline.floorMs]).toEqual(["grey", "below floor", 0.5]);
+    expect([a.verdict, a.headline.greyKind, a.headline.latency, a.headline.floorMs]).toEqual(["grey", "within floor", "within floor", 0.5]);
   });
 
   it("uses the per-comparison floor when given a map", () => {
@@ -60,7 +60,7 @@ describe("labels", () => {
   it("a biased host (an A/A interval excluding 0) widens that comparison's floor to the bias and says so on every verdict", () => {
     // small_regression: mean 0.323 ms; a bias of [0.12, 0.40] ms on these ports covers it.
     const biased = run(ref.datasets.small_regression.d, { floorMs: { "default@1000": 0.05 }, hostBiasMs: { "default@1000": [0.12, 0.4], "other@5": [-0.3, -0.1] } });
-    expect([biased.verdict, biased.headline.greyKind, biased.headline.floorMs]).toEqual(["grey", "below floor", 0.4]);
+    expect([biased.verdict, biased.headline.greyKind, biased.headline.floorMs]).toEqual(["grey", "within floor", 0.4]);
     expect(biased.headline.flags.map((f) => f.code)).toContain("host_biased");
     expect(biased.hostBias).toEqual([{ key: "default@1000", ciMs: [0.12, 0.4] }, { key: "other@5", ciMs: [-0.3, -0.1] }]);
     // A bias on another workload leaves this comparison's verdict alone but is still reported.
@@ -179,7 +179,7 @@ describe("flags", () => {
   it("dropped pairs are counted, not analysed", () => {
     const a = run(ref.datasets.karan_faster.d, {}, { edit: (s) => { if (s.pair === 2 && s.arm === "champion") { s.valid = false; s.invalid_reason = "overflow: 3 requests"; } } });
     expect(a.headline.pairs).toBe(9);
-    expect(a.headline.droppedPairs).toEqual([{ run: "r.json", pair: 2, reason: "champion slice 4: overflow: 3 requests" }]);
+    expect(a.headline.droppedPairs).toEqual([{ run: "r.json", pair: 2, reason: "champion slice 4: overflow: 3 requests", disturbances: [] }]);
     expect(codes(a)).toContain("dropped_pairs");
   });
 });

@@ -1,0 +1,70 @@
+// Failed requests: counted per arm and class, judged two ways. Most requests failing on both
+// arms is a wrong workload, never a verdict (issue 12: a workload of 404s got grey, exit 0);
+// more failures on the challenger is a regression in its own right.
+import type { Slice } from "../contract/result";
+import { binomialUpperTail } from "./tests";
+import { FailingWorkloadError } from "./unmeasured";
+
+export const ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"] as const;
+export type ErrorClass = (typeof ERROR_CLASSES)[number];
+
+export interface ArmErrors {
+  /** Requests answered or failed. */
+  requests: number;
+  errors: number;
+  byClass: Record<ErrorClass, number>;
+}
+
+/** More than this share of an arm's requests failing, on both arms, is a configuration error. */
+export const FAILING_SHARE = 0.5;
+
+export function armErrors(slices: readonly Slice[]): ArmErrors {
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c) => [c, slices.reduce((acc, s) => acc + s.errors[c], 0)])) as Record<ErrorClass, number>;
+  return {
+    requests: slices.reduce((acc, s) => acc + s.completed, 0),
+    errors: ERROR_CLASSES.reduce((acc, c) => acc + byClass[c], 0),
+    byClass,
+  };
+}
+
+/** "4xx 600, timeout 2", the classes that occurred, most first. */
+export function errorClasses(e: ArmErrors): string {
+  return ERROR_CLASSES.filter((c) => e.byClass[c] > 0)
+    .sort((a, b) => e.byClass[b] - e.byClass[a])
+    .map((c) => `${c} ${e.byClass[c]}`)
+    .join(", ");
+}
+
+/** Refuses a comparison whose requests mostly failed on both arms, naming the share and the classes. */
+export function checkWorkloadAnswers(workload: string, rate: number, champion: ArmErrors, challenger: ArmErrors): void {
+  const failing = (e: ArmErrors) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
+  if (!failing(champion) || !failing(challenger)) return;
+  const arm = (name: string, e: ArmErrors) => `${name} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  throw new FailingWorkloadError(
+    `workload ${workload} @ ${rate} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): ` +
+      "the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change",
+  );
+}
+
+function percent(share: number): string {
+  const p = 100 * share;
+  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
+}
+
+type Totals = Pick<ArmErrors, "requests" | "errors">;
+
+export interface ErrorRegression {
+  champion: number;
+  challenger: number;
+  p: number;
+}
+
+/**
+ * The challenger's extra failures as a test: given the total number of failures, each is
+ * equally likely to come from either arm (per request) if the builds do not differ.
+ */
+export function errorRegression(champion: Totals, challenger: Totals): ErrorRegression | null {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
+}

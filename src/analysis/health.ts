@@ -1,0 +1,63 @@
+// The instrument's health: whether the load generator kept to its own schedule in a slice. A
+// slice where it fell behind itself measured the generator, not the service (issue 12: one
+// stalled slice, dispatch lag p99 893 ms, carried a whole estimate of -23.5 ms while the
+// median pair differed by +0.11 ms), so its pair is dropped whole. Pure; the one place the rule
+// is written.
+import type { Slice } from "../contract/result";
+import { slicePercentileUs } from "./statistic";
+
+/** Dispatch lag p99 is tolerated up to this share of the slice's latency at the SLO percentile… */
+export const LAG_SHARE = 0.1;
+/** …or this many µs, whichever is larger: below it the OS timer's own granularity dominates. */
+export const LAG_FLOOR_US = 1000;
+/** The generator's pace may differ from the schedule by this share of the slice's requests… */
+export const RATE_TOLERANCE = 0.01;
+/** …or by one request: a slice of 50 requests cannot be 1% off by less than one. */
+const RATE_TOLERANCE_REQUESTS = 1;
+
+export interface Disturbance {
+  arm: Slice["arm"];
+  index: number;
+  /** The slice's dispatch lag p99 and the most it could have been, in ms. */
+  lagP99Ms: number;
+  lagLimitMs: number;
+  /** How far the generator's pace was from the schedule, in percent (negative: behind). */
+  rateErrorPercent: number;
+  /** Which of the two rules the slice broke. */
+  lagging: boolean;
+  offRate: boolean;
+}
+
+/**
+ * Whether the generator fell behind itself in a slice: its dispatch lag p99 above
+ * max(1 ms, 10% of the slice's latency at the SLO percentile), or its achieved rate more than
+ * 1% (and more than one request) off the requests its schedule put in the slice.
+ */
+export function disturbance(s: Slice, sliceSeconds: number, percentile: number): Disturbance | null {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile));
+  const lagging = s.dispatch_lag_us.p99 > limitUs;
+  const achieved = s.achieved_rps * sliceSeconds;
+  const offBy = achieved - s.scheduled;
+  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  if (!lagging && !offRate) return null;
+  return {
+    arm: s.arm,
+    index: s.index,
+    lagP99Ms: s.dispatch_lag_us.p99 / 1000,
+    lagLimitMs: limitUs / 1000,
+    rateErrorPercent: s.scheduled > 0 ? (100 * offBy) / s.scheduled : 0,
+    lagging,
+    offRate,
+  };
+}
+
+/** "challenger slice 7: dispatch lag p99 893 ms (limit 1.0 ms), rate -11.8%". */
+export function describeDisturbance(d: Disturbance): string {
+  const lag = `dispatch lag p99 ${lagMs(d.lagP99Ms)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const rate = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
+  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate})`;
+}
+
+function lagMs(x: number): string {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
