@@ -97,22 +97,45 @@ function t3(rand: () => number): number {
 }
 
 /**
+ * Load generator stalls: each slice, with this probability, has the generator stop for 5 to
+ * 900 ms (log-uniform; the issue saw 29, 260 and 893 ms). Its requests leave late, so the
+ * slice's percentile reads up to the stall higher (uniformly 10-70% of it), and its dispatch lag
+ * p99 is the stall when `reported` (the instrument seen), or an ordinary 300 µs when not (what
+ * the analysis saw before it read the lag).
+ */
+export interface Stalls {
+  probability: number;
+  reported: boolean;
+}
+
+/**
  * A synthetic interleaved experiment: per-pair noise shared by both slices (slow drift, throttle
  * shocks), which pairing must cancel, plus independent per-slice noise of sd sigmaEUs, which it
- * cannot; the challenger is shiftUs slower.
+ * cannot; the challenger is shiftUs slower. With stalls, some slices measured the generator.
  */
 export function simulatedExperiment(
   rand: () => number,
-  o: { pairs: number; sigmaEUs: number; noise: Noise; shiftUs: number; runId?: string },
+  o: { pairs: number; sigmaEUs: number; noise: Noise; shiftUs: number; runId?: string; stalls?: Stalls },
 ): NamedResult {
   let drift = 0;
-  const pairs = Array.from({ length: o.pairs }, () => {
+  const lagUs = new Map<number, number>();
+  const stall = (index: number) => {
+    if (!o.stalls || rand() >= o.stalls.probability) return 0;
+    const us = 5000 * Math.exp(rand() * Math.log(900 / 5));
+    if (o.stalls.reported) lagUs.set(index, Math.round(us));
+    return us * (0.1 + 0.6 * rand());
+  };
+  const pairs = Array.from({ length: o.pairs }, (_, i) => {
     drift += normalDraw(rand) * 400;
     const shock = rand() < 0.1 ? 5000 * rand() : 0;
     const shared = 12_000 + drift + shock + normalDraw(rand) * 1500;
     const e = () => o.sigmaEUs * (o.noise === "normal" ? normalDraw(rand) : t3(rand));
-    return { championUs: Math.round(shared + e()), challengerUs: Math.round(shared + e() + o.shiftUs) };
+    return { championUs: Math.round(shared + e() + stall(2 * i)), challengerUs: Math.round(shared + e() + o.shiftUs + stall(2 * i + 1)) };
   });
   const runId = o.runId ?? "run-1";
-  return { name: runId, result: makeResult({ pairs, runId }) };
+  const edit = (s: Slice) => {
+    const lag = lagUs.get(s.index);
+    if (lag !== undefined) s.dispatch_lag_us = { p50: 60, p99: lag };
+  };
+  return { name: runId, result: makeResult({ pairs, runId, edit }) };
 }

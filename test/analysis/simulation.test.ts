@@ -1,19 +1,24 @@
 // Calibration by simulation: thousands of synthetic interleaved experiments of 10 pairs with
 // shared noise (which pairing must cancel), normal and heavy-tailed. Seeded, so the figures
 // are the same on every run; printed so the closing note can quote them.
+//
+// Issue 12's rules (disturbed slices dropped, grey kinds, floors per percentile) leave the
+// experiments without stalls as they were, to the last experiment: 4.83% / 4.47% labelled
+// red/green in A/A, power 98.6% / 95.9% at 1.5 sd(d), before and after. With load generator
+// stalls, dropping the disturbed pairs is what keeps both (the last describe).
 import { describe, expect, it } from "vitest";
 import { bootstrapMeanInterval } from "../../src/analysis/bootstrap";
 import { seededRandom } from "../../src/analysis/random";
 import { pairedT } from "../../src/analysis/tests";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
-import { type Noise, simulatedExperiment } from "./fixtures";
+import { type Noise, simulatedExperiment, type Stalls } from "./fixtures";
 
 const PAIRS = 10;
 const EXPERIMENTS = 4000;
 const SIGMA_E = 300; // µs of independent per-slice noise (the part pairing cannot cancel)
 
-function experiment(rand: () => number, noise: Noise, shiftUs: number, runId = "run-1") {
-  return simulatedExperiment(rand, { pairs: PAIRS, sigmaEUs: SIGMA_E, noise, shiftUs, runId });
+function experiment(rand: () => number, noise: Noise, shiftUs: number, runId = "run-1", stalls?: Stalls) {
+  return simulatedExperiment(rand, { pairs: PAIRS, sigmaEUs: SIGMA_E, noise, shiftUs, runId, ...(stalls ? { stalls } : {}) });
 }
 
 const settings = { ...defaultSettings, bootstrapResamples: 1000, sloBudgetMs: 200 };
@@ -21,7 +26,7 @@ const settings = { ...defaultSettings, bootstrapResamples: 1000, sloBudgetMs: 20
 const sdD = Math.SQRT2 * SIGMA_E;
 
 describe.each<Noise>(["normal", "heavy"])("%s noise, 10 pairs", (noise) => {
-  it(`A/A: at most 6% labelled red or green, primary interval covers ≥ 94%`, () => {
+  it(`A/A: at most 5% labelled red or green, primary interval covers ≥ 94%`, () => {
     const rand = seededRandom(noise === "normal" ? 101 : 202);
     let labelled = 0;
     let tCovered = 0;
@@ -41,7 +46,7 @@ describe.each<Noise>(["normal", "heavy"])("%s noise, 10 pairs", (noise) => {
       `[simulation] ${noise}: ${EXPERIMENTS} A/A runs of ${PAIRS} pairs: ${(100 * rate).toFixed(2)}% labelled red/green; ` +
         `coverage t ${((100 * tCovered) / EXPERIMENTS).toFixed(2)}%, percentile bootstrap ${((100 * bootCovered) / EXPERIMENTS).toFixed(2)}%`,
     );
-    expect(rate).toBeLessThanOrEqual(0.06);
+    expect(rate).toBeLessThanOrEqual(0.05);
     expect(tCovered / EXPERIMENTS).toBeGreaterThanOrEqual(0.94);
   });
 
@@ -91,5 +96,44 @@ describe("reruns extend the evidence, so rerunning until green does not work", (
     );
     expect(rate).toBeLessThanOrEqual(0.05);
     expect(anyLabel).toBeLessThanOrEqual(0.1);
+  });
+});
+
+describe("load generator stalls in 5% of slices (heavy-tailed noise)", () => {
+  const stalled = (reported: boolean): Stalls => ({ probability: 0.05, reported });
+  /** Share labelled red or green, and share red, over seeded experiments with stalls reported or not. */
+  function rates(shiftUs: number, seed: number, reported: boolean, n: number) {
+    const rand = seededRandom(seed);
+    let labelled = 0;
+    let red = 0;
+    let dropped = 0;
+    let unmeasured = 0;
+    for (let i = 0; i < n; i++) {
+      try {
+        const a = analyze([experiment(rand, "heavy", shiftUs, "run-1", stalled(reported))], { ...settings, seed: i });
+        if (a.verdict !== "grey") labelled++;
+        if (a.verdict === "red") red++;
+        dropped += a.headline.droppedPairs.length;
+      } catch (e) {
+        if ((e as Error).name !== "GeneratorDisturbedError") throw e;
+        unmeasured++;
+      }
+    }
+    return { labelled: labelled / n, red: red / n, droppedPerRun: dropped / n, unmeasured: unmeasured / n };
+  }
+
+  it("dropping the disturbed pairs keeps A/A labels at or under 5% and the power the stalls took away", () => {
+    // The same seeds give the same experiments; only whether the analysis could see the lag differs.
+    const before = { aa: rates(0, 707, false, EXPERIMENTS), power: rates(1.5 * sdD, 808, false, EXPERIMENTS / 4) };
+    const after = { aa: rates(0, 707, true, EXPERIMENTS), power: rates(1.5 * sdD, 808, true, EXPERIMENTS / 4) };
+    const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+    console.log(
+      `[simulation] stalls in 5% of slices: A/A labelled red/green ${pct(before.aa.labelled)} with the stalled pairs kept, ${pct(after.aa.labelled)} with them dropped ` +
+        `(${after.aa.droppedPerRun.toFixed(2)} pairs a run, 'could not measure' ${pct(after.aa.unmeasured)}); ` +
+        `power at 1.5 sd(d) ${pct(before.power.red)} kept, ${pct(after.power.red)} dropped`,
+    );
+    expect(after.aa.labelled).toBeLessThanOrEqual(0.05);
+    expect(after.power.red).toBeGreaterThanOrEqual(before.power.red);
+    expect(after.power.red).toBeGreaterThanOrEqual(0.8);
   });
 });
