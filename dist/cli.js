@@ -629,8 +629,8 @@ var require_JsHistogram = __commonJS({
        * histogram are either smaller than or equivalent to. When the percentile is 0.0, returns the
        * value that all value entries in the histogram are either larger than or equivalent to.
        */
-      getValueAtPercentile(percentile) {
-        const requestedPercentile = min(percentile, 100);
+      getValueAtPercentile(percentile2) {
+        const requestedPercentile = min(percentile2, 100);
         const fpCountAtPercentile = requestedPercentile / 100 * this.totalCount;
         const countAtPercentile = max2(
           ceil(fpCountAtPercentile - (0, ulp_1.default)(fpCountAtPercentile)),
@@ -643,7 +643,7 @@ var require_JsHistogram = __commonJS({
           totalToCurrentIndex += this.getCountAtIndex(i2);
           if (totalToCurrentIndex >= countAtPercentile) {
             var valueAtIndex = this.valueFromIndex(i2);
-            return percentile === 0 ? this.lowestEquivalentValue(valueAtIndex) : this.highestEquivalentValue(valueAtIndex);
+            return percentile2 === 0 ? this.lowestEquivalentValue(valueAtIndex) : this.highestEquivalentValue(valueAtIndex);
           }
         }
         return 0;
@@ -5564,7 +5564,7 @@ var require_umd = __commonJS({
           return getStringImpl(buffer, ptr);
         }
         extendedExports.__getString = __getString;
-        function getView(alignLog2, signed, float) {
+        function getView(alignLog2, signed2, float) {
           const buffer = memory.buffer;
           if (float) {
             switch (alignLog2) {
@@ -5576,13 +5576,13 @@ var require_umd = __commonJS({
           } else {
             switch (alignLog2) {
               case 0:
-                return new (signed ? Int8Array : Uint8Array)(buffer);
+                return new (signed2 ? Int8Array : Uint8Array)(buffer);
               case 1:
-                return new (signed ? Int16Array : Uint16Array)(buffer);
+                return new (signed2 ? Int16Array : Uint16Array)(buffer);
               case 2:
-                return new (signed ? Int32Array : Uint32Array)(buffer);
+                return new (signed2 ? Int32Array : Uint32Array)(buffer);
               case 3:
-                return new (signed ? BigInt64Array : BigUint64Array)(buffer);
+                return new (signed2 ? BigInt64Array : BigUint64Array)(buffer);
             }
           }
           throw Error(`unsupported align: ${alignLog2}`);
@@ -5996,8 +5996,8 @@ var require_wasm = __commonJS({
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
       }
-      getValueAtPercentile(percentile) {
-        return this._wasmHistogram.getValueAtPercentile(percentile);
+      getValueAtPercentile(percentile2) {
+        return this._wasmHistogram.getValueAtPercentile(percentile2);
       }
       outputPercentileDistribution(percentileTicksPerHalfDistance = 5, outputValueUnitScalingRatio = 1, useCsvFormat = false) {
         if (useCsvFormat) {
@@ -15607,549 +15607,6 @@ function quantileSorted(sorted, q) {
   const lo = Math.floor(pos);
   const hi = Math.min(lo + 1, sorted.length - 1);
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
-}
-
-// src/contract/rules.ts
-function comparisonKey(workload2, rate2) {
-  return `${workload2}@${plainDecimal(rate2)}`;
-}
-function plainDecimal(x) {
-  const text = String(x);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (!m) return text;
-  const [, sign, lead, frac = "", exp] = m;
-  const digits = lead + frac;
-  const point = 1 + Number(exp);
-  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-  return `${sign}${digits.padEnd(point, "0")}`;
-}
-function sampleBudget(percentile) {
-  return Math.ceil(Math.round(10 / (1 - percentile / 100) * 1e6) / 1e6);
-}
-
-// src/analysis/pairs.ts
-var import_hdr_histogram_js = __toESM(require_dist(), 1);
-function extractPairs(run, result) {
-  const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
-  const pairs = [];
-  const dropped = [];
-  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
-    if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
-    }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
-    if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
-    }
-    if (!champion || !challenger) {
-      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)" });
-      continue;
-    }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
-    if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; ") });
-      continue;
-    }
-    pairs.push({ run, pair, champion, challenger });
-  }
-  return { pairs, dropped };
-}
-var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-function slicePercentileUs(s, percentile) {
-  const named = namedPercentiles[String(percentile)];
-  if (named) return s.latency_us[named];
-  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile);
-}
-
-// src/analysis/random.ts
-function seededRandom(seed) {
-  let s = seed >>> 0 || 2654435769;
-  const next32 = () => {
-    s = s + 2654435769 >>> 0;
-    let z3 = s;
-    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
-    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
-    return (z3 ^ z3 >>> 16) >>> 0;
-  };
-  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
-  return () => {
-    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
-    const t = b << 9 >>> 0;
-    c3 ^= a2;
-    d ^= b;
-    b ^= c3;
-    a2 ^= d;
-    c3 ^= t;
-    d = rotl(d, 11);
-    return result / 4294967296;
-  };
-}
-function rotl(x, k) {
-  return (x << k | x >>> 32 - k) >>> 0;
-}
-
-// src/analysis/distributions.ts
-function logGamma(x) {
-  const c3 = [
-    0.9999999999998099,
-    676.5203681218851,
-    -1259.1392167224028,
-    771.3234287776531,
-    -176.6150291621406,
-    12.507343278686905,
-    -0.13857109526572012,
-    9984369578019572e-21,
-    15056327351493116e-23
-  ];
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  x -= 1;
-  let a2 = c3[0];
-  const t = x + 7.5;
-  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
-  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
-}
-function incompleteBeta(x, a2, b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
-  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
-  const tiny = 1e-300;
-  let c3 = 1;
-  let d = 1 - (a2 + b) * x / (a2 + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let f = d;
-  for (let m = 1; m <= 300; m++) {
-    const m2 = 2 * m;
-    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    f *= d * c3;
-    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    f *= delta;
-    if (Math.abs(delta - 1) < 1e-15) break;
-  }
-  return front * f / a2;
-}
-function studentTCdf(t, df) {
-  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
-  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
-  return t > 0 ? 1 - tail : tail;
-}
-function studentTQuantile(p, df) {
-  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
-  if (p === 0.5) return 0;
-  let lo = -1;
-  let hi = 1;
-  while (studentTCdf(lo, df) > p) lo *= 2;
-  while (studentTCdf(hi, df) < p) hi *= 2;
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, df) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
-function studentTTwoSidedP(t, df) {
-  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
-}
-function erfc(x) {
-  if (x < 0) return 2 - erfc(-x);
-  return upperIncompleteGammaHalf(x * x);
-}
-function upperIncompleteGammaHalf(z3) {
-  const a2 = 0.5;
-  if (z3 === 0) return 1;
-  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
-  if (z3 < a2 + 1) {
-    let sum2 = 1 / a2;
-    let term = sum2;
-    for (let n2 = 1; n2 < 500; n2++) {
-      term *= z3 / (a2 + n2);
-      sum2 += term;
-      if (term < sum2 * 1e-16) break;
-    }
-    return 1 - sum2 * Math.exp(lnPre);
-  }
-  const tiny = 1e-300;
-  let b = z3 + 1 - a2;
-  let c3 = 1 / tiny;
-  let d = 1 / b;
-  let h2 = d;
-  for (let i2 = 1; i2 < 500; i2++) {
-    const an = -i2 * (i2 - a2);
-    b += 2;
-    d = an * d + b;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = b + an / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    h2 *= delta;
-    if (Math.abs(delta - 1) < 1e-16) break;
-  }
-  return Math.exp(lnPre) * h2;
-}
-function normalCdf(z3) {
-  return 0.5 * erfc(-z3 / Math.SQRT2);
-}
-
-// src/analysis/tests.ts
-function pairedT(d, confidence) {
-  const n2 = d.length;
-  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
-  const m = mean(d);
-  const sd = sampleStandardDeviation(d);
-  const se = sd / Math.sqrt(n2);
-  const df = n2 - 1;
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
-  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
-}
-function signTest(d) {
-  const positive = d.filter((x) => x > 0).length;
-  const negative = d.filter((x) => x < 0).length;
-  const n2 = positive + negative;
-  if (n2 === 0) return { positive, negative, p: 1 };
-  const k = Math.min(positive, negative);
-  let tail = 0;
-  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
-  return { positive, negative, p: Math.min(1, 2 * tail) };
-}
-function binomialPmfHalf(n2, k) {
-  let logC = 0;
-  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
-  return Math.exp(logC - n2 * Math.LN2);
-}
-function wilcoxonSignedRank(d) {
-  const nz = d.filter((x) => x !== 0);
-  const n2 = nz.length;
-  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
-  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
-  const ranks = new Array(n2);
-  const tieSizes = [];
-  for (let i2 = 0; i2 < n2; ) {
-    let j = i2;
-    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
-    const avg = (i2 + j + 2) / 2;
-    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
-    if (j > i2) tieSizes.push(j - i2 + 1);
-    i2 = j + 1;
-  }
-  let wPlus = 0;
-  nz.forEach((x, i2) => {
-    if (x > 0) wPlus += ranks[i2];
-  });
-  const total = n2 * (n2 + 1) / 2;
-  const statistic = Math.min(wPlus, total - wPlus);
-  if (n2 <= 50 && tieSizes.length === 0) {
-    const counts = new Float64Array(total + 1);
-    counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
-    let lower = 0;
-    for (let s = 0; s <= statistic; s++) lower += counts[s];
-    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
-  }
-  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
-  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
-  const z3 = (statistic - total / 2) / sd;
-  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
-}
-function holmAdjust(p) {
-  const m = p.length;
-  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
-  const adjusted = new Array(m);
-  let running = 0;
-  order.forEach(({ v, i: i2 }, rank) => {
-    running = Math.max(running, Math.min(1, (m - rank) * v));
-    adjusted[i2] = running;
-  });
-  return adjusted;
-}
-function binomialUpperTail(k, n2, p) {
-  if (k <= 0) return 1;
-  if (k > n2) return 0;
-  let sum2 = 0;
-  for (let i2 = k; i2 <= n2; i2++) {
-    let logC = 0;
-    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
-  }
-  return Math.min(1, sum2);
-}
-
-// src/analysis/verdict.ts
-var defaultSettings = {
-  percentile: 99,
-  sloBudgetMs: 200,
-  blockThresholdPercent: 1,
-  confidence: 0.95,
-  bootstrapResamples: 1e4,
-  seed: 1
-};
-var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
-function analyze(results, settings = defaultSettings) {
-  validateSettings(settings);
-  if (results.length === 0) throw new AnalysisInputError("no results to analyse");
-  checkSameBuilds(results);
-  const groups = /* @__PURE__ */ new Map();
-  for (const r of results) {
-    const key = resultKey(r.result);
-    groups.set(key, [...groups.get(key) ?? [], r]);
-  }
-  const alpha = 1 - settings.confidence;
-  const rand = seededRandom(settings.seed);
-  const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
-  const holm = holmAdjust(partial2.map((c3) => c3.t.p));
-  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
-  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
-  const headline = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
-  const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
-  return {
-    verdict,
-    blocking: comparisons.some((c3) => c3.blocking),
-    headline,
-    comparisons,
-    percentile: settings.percentile,
-    method: METHOD,
-    seed: settings.seed,
-    settings,
-    runs: results.map(({ name: name2, result }) => {
-      const { pairs, dropped } = extractPairs(name2, result);
-      return {
-        name: name2,
-        runId: result.plan.run_id,
-        workload: result.plan.workload,
-        rate: result.plan.rate,
-        started: result.started,
-        pairs: pairs.length,
-        dropped: dropped.length,
-        partial: result.partial
-      };
-    }),
-    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] }))
-  };
-}
-function resultKey(r) {
-  return comparisonKey(r.plan.workload, r.plan.rate);
-}
-function validateSettings(s) {
-  const bad = (field, want, got) => {
-    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
-  };
-  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
-  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
-  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
-  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
-  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-}
-function checkSameBuilds(results) {
-  for (const field of ["challenger_sha", "champion_sha"]) {
-    const seen = /* @__PURE__ */ new Map();
-    for (const { name: name2, result } of results) {
-      const sha2 = result.plan.builds?.[field];
-      if (sha2) seen.set(sha2, name2);
-    }
-    if (seen.size > 1) {
-      const list = [...seen.entries()].map(([sha2, name2]) => `${sha2} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
-    }
-  }
-}
-function compare(key, group, s, rand) {
-  const { pairs, droppedPairs, flags } = pooledPairs(key, group);
-  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s.percentile);
-  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = pairedT(d, s.confidence);
-  const boot = bootstrapMeanInterval(d, s.confidence, s.bootstrapResamples, rand);
-  const secondary = (values) => {
-    const r = pairedT(values, s.confidence);
-    return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
-  };
-  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = armSummary(pairs, "champion", s.percentile);
-  const challenger = armSummary(pairs, "challenger", s.percentile);
-  flags.push(...measurementFlags(pairs, droppedPairs, s.percentile));
-  const errorRegression = errorTest(champion, challenger);
-  if (errorRegression) flags.push(errorRegression.flag);
-  const floor = floorOf(key, s);
-  if (floor.flag) flags.push(floor.flag);
-  const w = wilcoxonSignedRank(d);
-  return {
-    key,
-    workload: group[0].result.plan.workload,
-    rate: group[0].result.plan.rate,
-    d,
-    estimateMs: primary.mean,
-    pairs: pairs.length,
-    droppedPairs,
-    runs: group.map((g2) => g2.name),
-    looks: group.length,
-    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
-    bootstrapCiMs: [boot.lo, boot.hi],
-    signTest: signTest(d),
-    wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
-    p50Ms: secondary(at(50)),
-    p999Ms: secondary(at(99.9)),
-    throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
-    errorRegression: errorRegression?.test ?? null,
-    champion,
-    challenger,
-    floorMs: floor.ms,
-    thresholdMs: s.blockThresholdPercent / 100 * s.sloBudgetMs,
-    flags,
-    detail: pairs.map((x, i2) => ({
-      run: x.run,
-      pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
-      dMs: d[i2]
-    }))
-  };
-}
-var ms = (us) => us / 1e3;
-function pooledPairs(key, group) {
-  const pairs = [];
-  const droppedPairs = [];
-  const flags = [];
-  for (const { name: name2, result } of group) {
-    const extracted = extractPairs(name2, result);
-    pairs.push(...extracted.pairs);
-    droppedPairs.push(...extracted.dropped);
-    if (result.partial) flags.push({ code: "partial_run", message: `${name2} stopped early: ${result.partial_reason ?? "partial"}` });
-  }
-  if (pairs.length < 2) {
-    const why = droppedPairs.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`
-    );
-  }
-  return { pairs, droppedPairs, flags };
-}
-function armSummary(pairs, arm, percentile) {
-  const slices = pairs.map((x) => x[arm]);
-  return {
-    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
-    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile)))),
-    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
-    okRps: mean(slices.map((x) => x.ok_rps)),
-    requests: slices.reduce((acc, x) => acc + x.completed, 0),
-    errors: slices.reduce((acc, x) => acc + errorsOf(x), 0)
-  };
-}
-function measurementFlags(pairs, dropped, percentile) {
-  const flags = [];
-  const budget = sampleBudget(percentile);
-  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short.length > 0) {
-    flags.push({
-      code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
-    });
-  }
-  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
-  if (midRun.length > 0) {
-    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
-    flags.push({
-      code: "new_connections",
-      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
-    });
-  }
-  if (dropped.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${dropped.length} pair${dropped.length === 1 ? "" : "s"} dropped: ${dropped[0].reason}${dropped.length > 1 ? ", \u2026" : ""}` });
-  }
-  return flags;
-}
-function errorTest(champion, challenger) {
-  if (challenger.errors <= champion.errors) return null;
-  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-  const p = binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share);
-  return {
-    test: { champion: champion.errors, challenger: challenger.errors, p },
-    flag: {
-      code: "more_errors",
-      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`
-    }
-  };
-}
-function floorOf(key, s) {
-  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
-  const bias = s.hostBiasMs?.[key];
-  if (!bias) return { ms: floor ?? null, flag: null };
-  const [lo, hi] = bias;
-  const widened = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
-  return {
-    ms: widened,
-    flag: {
-      code: "host_biased",
-      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${widened.toFixed(3)} ms are treated as noise until a calibration contains 0`
-    }
-  };
-}
-function errorsOf(s) {
-  const e = s.errors;
-  return e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other;
-}
-function label(c3, holmP, alpha, m) {
-  const confidence = 1 - alpha;
-  const primary = pairedT(c3.d, confidence);
-  const ci = [primary.ci.lo, primary.ci.hi];
-  const flags = [...c3.flags];
-  const significant = holmP < alpha;
-  const belowFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) < c3.floorMs;
-  const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
-  let verdict = "grey";
-  let greyKind = null;
-  if (errorsRegressed) verdict = "red";
-  else if (significant && !belowFloor) verdict = c3.estimateMs > 0 ? "red" : "green";
-  else if (belowFloor) greyKind = "below floor";
-  else if (ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs) greyKind = "equivalent";
-  else greyKind = "inconclusive";
-  if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
-    flags.push({
-      code: "not_significant_after_holm",
-      message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
-    });
-  }
-  const blocking = verdict === "red" && (errorsRegressed || c3.estimateMs > c3.thresholdMs);
-  if (verdict !== "grey" && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
-    flags.push({
-      code: "heterogeneous",
-      message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
-    });
-  }
-  const signSignificant = c3.signTest.p < alpha;
-  if (signSignificant !== (significant && !errorsRegressed)) {
-    flags.push({
-      code: "sign_test_disagrees",
-      message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
-    });
-  }
-  const { d: _d, t, ...rest } = c3;
-  return {
-    ...rest,
-    verdict,
-    greyKind,
-    blocking,
-    blockingDecisive: blocking && ci[0] > c3.thresholdMs,
-    confidence,
-    ciMs: ci,
-    t: { ...t, holmP },
-    flags
-  };
 }
 
 // node_modules/zod/v4/classic/external.js
@@ -26863,8 +26320,8 @@ var error43 = () => {
       case "not_multiple_of":
         return `N\xFAmero inv\xE1lido: deve ser m\xFAltiplo de ${issue2.divisor}`;
       case "unrecognized_keys": {
-        const plural2 = issue2.keys.length > 1 ? "s" : "";
-        return `Chave${plural2} inv\xE1lida${plural2}: ${joinValues(issue2.keys, ", ")}`;
+        const plural3 = issue2.keys.length > 1 ? "s" : "";
+        return `Chave${plural3} inv\xE1lida${plural3}: ${joinValues(issue2.keys, ", ")}`;
       }
       case "invalid_key":
         return `Entrada inv\xE1lida n${translateOriginWithArticle(issue2.origin, "definite")}`;
@@ -27008,8 +26465,8 @@ var error44 = () => {
       case "not_multiple_of":
         return `N\xFAmero inv\xE1lido: deve ser m\xFAltiplo de ${issue2.divisor}`;
       case "unrecognized_keys": {
-        const plural2 = issue2.keys.length > 1 ? "s" : "";
-        return `Chave${plural2} inv\xE1lida${plural2}: ${joinValues(issue2.keys, ", ")}`;
+        const plural3 = issue2.keys.length > 1 ? "s" : "";
+        return `Chave${plural3} inv\xE1lida${plural3}: ${joinValues(issue2.keys, ", ")}`;
       }
       case "invalid_key":
         return `Entrada inv\xE1lida n${translateOriginWithArticle(issue2.origin, "definite")}`;
@@ -35941,6 +35398,7 @@ function formatPath(path6) {
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 var urlPath = external_exports.string().regex(/^\//, "must start with /");
+var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
 var KINDS = ["ab", "aa"];
@@ -36018,6 +35476,7 @@ var sliceSchema = external_exports.looseObject({
   latency_us: external_exports.looseObject({ p50: count2, p90: count2, p99: count2, p999: count2, max: count2 }),
   service_time_us: external_exports.looseObject({ p50: count2, p99: count2 }),
   dispatch_lag_us: external_exports.looseObject({ p50: count2, p99: count2 }),
+  connection_wait_us: external_exports.looseObject({ p50: count2, p99: count2 }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
   // What the measured arm used during the slice, from its cgroup (the host result's
@@ -36072,6 +35531,718 @@ function parseResult(source, doc) {
   return parseMessage(resultSchema, source, doc, "a load generator result");
 }
 
+// src/contract/rules.ts
+function comparisonKey(workload2, rate2) {
+  return `${workload2}@${plainDecimal(rate2)}`;
+}
+function floorKey(workload2, rate2, percentile2) {
+  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
+}
+function plainDecimal(x) {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
+}
+function sampleBudget(percentile2) {
+  return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
+}
+
+// src/analysis/distributions.ts
+function logGamma(x) {
+  const c3 = [
+    0.9999999999998099,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.3234287776531,
+    -176.6150291621406,
+    12.507343278686905,
+    -0.13857109526572012,
+    9984369578019572e-21,
+    15056327351493116e-23
+  ];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  x -= 1;
+  let a2 = c3[0];
+  const t = x + 7.5;
+  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
+}
+function incompleteBeta(x, a2, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
+  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
+  const tiny = 1e-300;
+  let c3 = 1;
+  let d = 1 - (a2 + b) * x / (a2 + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let f = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    f *= d * c3;
+    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    f *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return front * f / a2;
+}
+function studentTCdf(t, df) {
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t > 0 ? 1 - tail : tail;
+}
+function studentTQuantile(p, df) {
+  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
+  if (p === 0.5) return 0;
+  let lo = -1;
+  let hi = 1;
+  while (studentTCdf(lo, df) > p) lo *= 2;
+  while (studentTCdf(hi, df) < p) hi *= 2;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+function studentTTwoSidedP(t, df) {
+  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
+}
+function erfc(x) {
+  if (x < 0) return 2 - erfc(-x);
+  return upperIncompleteGammaHalf(x * x);
+}
+function upperIncompleteGammaHalf(z3) {
+  const a2 = 0.5;
+  if (z3 === 0) return 1;
+  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
+  if (z3 < a2 + 1) {
+    let sum2 = 1 / a2;
+    let term = sum2;
+    for (let n2 = 1; n2 < 500; n2++) {
+      term *= z3 / (a2 + n2);
+      sum2 += term;
+      if (term < sum2 * 1e-16) break;
+    }
+    return 1 - sum2 * Math.exp(lnPre);
+  }
+  const tiny = 1e-300;
+  let b = z3 + 1 - a2;
+  let c3 = 1 / tiny;
+  let d = 1 / b;
+  let h2 = d;
+  for (let i2 = 1; i2 < 500; i2++) {
+    const an = -i2 * (i2 - a2);
+    b += 2;
+    d = an * d + b;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = b + an / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < 1e-16) break;
+  }
+  return Math.exp(lnPre) * h2;
+}
+function normalCdf(z3) {
+  return 0.5 * erfc(-z3 / Math.SQRT2);
+}
+
+// src/analysis/tests.ts
+function pairedT(d, confidence) {
+  const n2 = d.length;
+  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
+  const m = mean(d);
+  const sd = sampleStandardDeviation(d);
+  const se = sd / Math.sqrt(n2);
+  const df = n2 - 1;
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
+  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
+}
+function signTest(d) {
+  const positive = d.filter((x) => x > 0).length;
+  const negative = d.filter((x) => x < 0).length;
+  const n2 = positive + negative;
+  if (n2 === 0) return { positive, negative, p: 1 };
+  const k = Math.min(positive, negative);
+  let tail = 0;
+  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
+  return { positive, negative, p: Math.min(1, 2 * tail) };
+}
+function binomialPmfHalf(n2, k) {
+  let logC = 0;
+  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
+  return Math.exp(logC - n2 * Math.LN2);
+}
+function wilcoxonSignedRank(d) {
+  const nz = d.filter((x) => x !== 0);
+  const n2 = nz.length;
+  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
+  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
+  const ranks = new Array(n2);
+  const tieSizes = [];
+  for (let i2 = 0; i2 < n2; ) {
+    let j = i2;
+    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
+    const avg = (i2 + j + 2) / 2;
+    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
+    if (j > i2) tieSizes.push(j - i2 + 1);
+    i2 = j + 1;
+  }
+  let wPlus = 0;
+  nz.forEach((x, i2) => {
+    if (x > 0) wPlus += ranks[i2];
+  });
+  const total = n2 * (n2 + 1) / 2;
+  const statistic = Math.min(wPlus, total - wPlus);
+  if (n2 <= 50 && tieSizes.length === 0) {
+    const counts = new Float64Array(total + 1);
+    counts[0] = 1;
+    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
+    let lower = 0;
+    for (let s = 0; s <= statistic; s++) lower += counts[s];
+    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
+  }
+  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
+  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
+  const z3 = (statistic - total / 2) / sd;
+  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
+}
+function holmAdjust(p) {
+  const m = p.length;
+  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
+  const adjusted = new Array(m);
+  let running = 0;
+  order.forEach(({ v, i: i2 }, rank) => {
+    running = Math.max(running, Math.min(1, (m - rank) * v));
+    adjusted[i2] = running;
+  });
+  return adjusted;
+}
+function binomialUpperTail(k, n2, p) {
+  if (k <= 0) return 1;
+  if (k > n2) return 0;
+  let sum2 = 0;
+  for (let i2 = k; i2 <= n2; i2++) {
+    let logC = 0;
+    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
+    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+  }
+  return Math.min(1, sum2);
+}
+
+// src/analysis/unmeasured.ts
+var GeneratorDisturbedError = class extends Error {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+
+// src/analysis/failures.ts
+var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
+var FAILING_SHARE = 0.5;
+function armErrors(slices) {
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
+  return {
+    requests: slices.reduce((acc, s) => acc + s.completed, 0),
+    errors: ERROR_CLASSES.reduce((acc, c3) => acc + byClass[c3], 0),
+    byClass
+  };
+}
+function errorClasses(e) {
+  return ERROR_CLASSES.filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
+}
+function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
+  const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
+  if (!failing(champion) || !failing(challenger)) return;
+  const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  throw new FailingWorkloadError(
+    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change`
+  );
+}
+function percent(share) {
+  const p = 100 * share;
+  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
+}
+function errorRegression(champion, challenger) {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
+}
+
+// src/analysis/statistic.ts
+var import_hdr_histogram_js = __toESM(require_dist(), 1);
+var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+function slicePercentileUs(s, percentile2) {
+  const named = namedPercentiles[String(percentile2)];
+  if (named) return s.latency_us[named];
+  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile2);
+}
+
+// src/analysis/health.ts
+var LAG_SHARE = 0.1;
+var LAG_FLOOR_US = 1e3;
+var RATE_TOLERANCE = 0.01;
+var RATE_TOLERANCE_REQUESTS = 1;
+function disturbance(s, sliceSeconds, percentile2) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
+  const lagging = s.dispatch_lag_us.p99 > limitUs;
+  const achieved = s.achieved_rps * sliceSeconds;
+  const offBy = achieved - s.scheduled;
+  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  if (!lagging && !offRate) return null;
+  return {
+    arm: s.arm,
+    index: s.index,
+    lagP99Ms: s.dispatch_lag_us.p99 / 1e3,
+    lagLimitMs: limitUs / 1e3,
+    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
+    lagging,
+    offRate
+  };
+}
+function describeDisturbance(d) {
+  const lag = `dispatch lag p99 ${lagMs(d.lagP99Ms)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
+  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
+}
+function lagMs(x) {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
+
+// src/analysis/pairs.ts
+function extractPairs(run, result, percentile2) {
+  const byPair = /* @__PURE__ */ new Map();
+  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  const pairs = [];
+  const dropped = [];
+  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
+    if (slices.length > 2) {
+      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+    }
+    const champion = slices.find((s) => s.arm === "champion");
+    const challenger = slices.find((s) => s.arm === "challenger");
+    if (slices.length === 2 && (!champion || !challenger)) {
+      throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
+    }
+    if (!champion || !challenger) {
+      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
+      continue;
+    }
+    const invalid = [champion, challenger].filter((s) => !s.valid);
+    if (invalid.length > 0) {
+      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      continue;
+    }
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2) ?? []);
+    if (disturbances.length > 0) {
+      dropped.push({ run, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
+      continue;
+    }
+    pairs.push({ run, pair, champion, challenger });
+  }
+  return { pairs, dropped };
+}
+function pooledPairs(key, runs2, percentile2) {
+  const pairs = [];
+  const dropped = [];
+  for (const { name: name2, result } of runs2) {
+    const extracted = extractPairs(name2, result, percentile2);
+    pairs.push(...extracted.pairs);
+    dropped.push(...extracted.dropped);
+  }
+  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
+  const total = pairs.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    throw new GeneratorDisturbedError(
+      [
+        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
+        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
+      ].join("\n")
+    );
+  }
+  if (pairs.length < 2) {
+    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+    );
+  }
+  return { pairs, dropped };
+}
+
+// src/analysis/random.ts
+function seededRandom(seed) {
+  let s = seed >>> 0 || 2654435769;
+  const next32 = () => {
+    s = s + 2654435769 >>> 0;
+    let z3 = s;
+    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
+    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
+    return (z3 ^ z3 >>> 16) >>> 0;
+  };
+  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
+  return () => {
+    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
+    const t = b << 9 >>> 0;
+    c3 ^= a2;
+    d ^= b;
+    b ^= c3;
+    a2 ^= d;
+    c3 ^= t;
+    d = rotl(d, 11);
+    return result / 4294967296;
+  };
+}
+function rotl(x, k) {
+  return (x << k | x >>> 32 - k) >>> 0;
+}
+
+// src/analysis/resources.ts
+var fields = {
+  cpuUsPerRequest: "service_cpu_us_per_request",
+  cpuCores: "service_cpu_cores",
+  rssBytes: "service_rss_bytes"
+};
+function pairedResources(pairs, confidence) {
+  const out = Object.fromEntries(
+    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs, field, confidence)])
+  );
+  return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
+}
+function pairedAmount(pairs, field, confidence) {
+  const both = pairs.flatMap((x) => {
+    const [a2, b] = [x.champion[field], x.challenger[field]];
+    return a2 === void 0 || b === void 0 ? [] : [[a2, b]];
+  });
+  if (both.length < 2) return null;
+  const champion = mean(both.map(([a2]) => a2));
+  const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
+  const pct = (x) => champion > 0 ? 100 * x / champion : 0;
+  return {
+    champion,
+    challenger: mean(both.map(([, b]) => b)),
+    estimate: t.mean,
+    ci: [t.ci.lo, t.ci.hi],
+    percent: pct(t.mean),
+    percentCi: [pct(t.ci.lo), pct(t.ci.hi)],
+    p: t.p,
+    pairs: both.length
+  };
+}
+
+// src/analysis/verdict.ts
+var defaultSettings = {
+  percentile: 99,
+  sloBudgetMs: 200,
+  blockThresholdPercent: 1,
+  confidence: 0.95,
+  bootstrapResamples: 1e4,
+  seed: 1
+};
+var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
+function analyze(results, settings = defaultSettings) {
+  validateSettings(settings);
+  if (results.length === 0) throw new AnalysisInputError("no results to analyse");
+  checkSameBuilds(results);
+  const groups = /* @__PURE__ */ new Map();
+  for (const r of results) {
+    const key = resultKey(r.result);
+    groups.set(key, [...groups.get(key) ?? [], r]);
+  }
+  const alpha = 1 - settings.confidence;
+  const rand = seededRandom(settings.seed);
+  const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
+  const holm = holmAdjust(partial2.map((c3) => c3.t.p));
+  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
+  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
+  const headline = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
+  const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
+  return {
+    verdict,
+    blocking: comparisons.some((c3) => c3.blocking),
+    headline,
+    comparisons,
+    percentile: settings.percentile,
+    method: METHOD,
+    seed: settings.seed,
+    settings,
+    runs: results.map(({ name: name2, result }) => {
+      const { pairs, dropped } = extractPairs(name2, result, settings.percentile);
+      return {
+        name: name2,
+        runId: result.plan.run_id,
+        workload: result.plan.workload,
+        rate: result.plan.rate,
+        started: result.started,
+        pairs: pairs.length,
+        dropped: dropped.length,
+        disturbed: dropped.filter((d) => d.disturbances.length > 0).length,
+        partial: result.partial
+      };
+    }),
+    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
+    preflight: preflightFlags(results)
+  };
+}
+var findingsSchema = findingSchema.array();
+function preflightFlags(results) {
+  const byFinding = /* @__PURE__ */ new Map();
+  for (const { name: name2, result } of results) {
+    const findings = findingsSchema.safeParse(result.preflight);
+    for (const f of findings.success ? findings.data.filter((x) => x.status === "flag") : []) {
+      const id = `${f.check}\0${f.detail}`;
+      const seen = byFinding.get(id) ?? { check: f.check, detail: f.detail, runs: [] };
+      seen.runs.push(name2);
+      byFinding.set(id, seen);
+    }
+  }
+  return [...byFinding.values()];
+}
+function resultKey(r) {
+  return comparisonKey(r.plan.workload, r.plan.rate);
+}
+function validateSettings(s) {
+  const bad = (field, want, got) => {
+    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
+  };
+  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
+  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
+  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
+  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
+  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
+  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
+  if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
+}
+function checkSameBuilds(results) {
+  for (const field of ["challenger_sha", "champion_sha"]) {
+    const seen = /* @__PURE__ */ new Map();
+    for (const { name: name2, result } of results) {
+      const sha2 = result.plan.builds?.[field];
+      if (sha2) seen.set(sha2, name2);
+    }
+    if (seen.size > 1) {
+      const list = [...seen.entries()].map(([sha2, name2]) => `${sha2} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+    }
+  }
+}
+function compare(key, group, s, rand) {
+  const { workload: workload2, rate: rate2 } = group[0].result.plan;
+  const all = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
+  checkWorkloadAnswers(workload2, rate2, all("champion"), all("challenger"));
+  const { pairs, dropped } = pooledPairs(key, group, s.percentile);
+  const confidence = 1 - (1 - s.confidence) / group.length;
+  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const d = at(s.percentile);
+  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
+  const primary = pairedT(d, s.confidence);
+  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
+  const secondary = (values) => {
+    const r = pairedT(values, confidence);
+    return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
+  };
+  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
+  const champion = armSummary(pairs, "champion", s.percentile);
+  const challenger = armSummary(pairs, "challenger", s.percentile);
+  const flags = [
+    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
+    ...measurementFlags(pairs, dropped, s.percentile)
+  ];
+  const errors = errorRegression(champion, challenger);
+  if (errors) {
+    flags.push({
+      code: "more_errors",
+      message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
+    });
+  }
+  const thresholdMs = s.blockThresholdPercent / 100 * s.sloBudgetMs;
+  const floor = floorOf(key, s, thresholdMs);
+  flags.push(...floor.flags);
+  const w = wilcoxonSignedRank(d);
+  return {
+    key,
+    workload: workload2,
+    rate: rate2,
+    d,
+    estimateMs: primary.mean,
+    pairs: pairs.length,
+    droppedPairs: dropped,
+    runs: group.map((g2) => g2.name),
+    looks: group.length,
+    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
+    bootstrapCiMs: [boot.lo, boot.hi],
+    signTest: signTest(d),
+    wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
+    p50Ms: secondary(at(50)),
+    p999Ms: secondary(at(99.9)),
+    throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
+    errorRegression: errors,
+    resources: pairedResources(pairs, confidence),
+    cpuLimitPercent: s.blockCpuPercent ?? null,
+    champion,
+    challenger,
+    floorMs: floor.ms,
+    thresholdMs,
+    flags,
+    detail: pairs.map((x, i2) => ({
+      run: x.run,
+      pair: x.pair,
+      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
+      dMs: d[i2]
+    }))
+  };
+}
+var ms = (us) => us / 1e3;
+function armSummary(pairs, arm, percentile2) {
+  const slices = pairs.map((x) => x[arm]);
+  const e = armErrors(slices);
+  return {
+    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile2)))),
+    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
+    okRps: mean(slices.map((x) => x.ok_rps)),
+    requests: e.requests,
+    errors: e.errors,
+    errorsByClass: e.byClass
+  };
+}
+function measurementFlags(pairs, dropped, percentile2) {
+  const flags = [];
+  const budget = sampleBudget(percentile2);
+  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short.length > 0) {
+    flags.push({
+      code: "short_of_budget",
+      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile2} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
+    });
+  }
+  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  if (midRun.length > 0) {
+    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
+    flags.push({
+      code: "new_connections",
+      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
+    });
+  }
+  const disturbed = dropped.filter((x) => x.disturbances.length > 0);
+  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  if (disturbed.length > 0) {
+    flags.push({
+      code: "generator_disturbed",
+      message: `${plural2(disturbed.length, "pair")} dropped because the load generator fell behind its schedule: ${disturbed.map((x) => `${x.run} pair ${x.pair}: ${x.disturbances.map(briefDisturbance).join(", ")}`).join("; ")}`
+    });
+  }
+  if (invalid.length > 0) {
+    flags.push({ code: "dropped_pairs", message: `${plural2(invalid.length, "pair")} dropped: ${invalid[0].reason}${invalid.length > 1 ? ", \u2026" : ""}` });
+  }
+  return flags;
+}
+var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
+function briefDisturbance(d) {
+  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
+}
+function floorOf(key, s, thresholdMs) {
+  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  const bias = s.hostBiasMs?.[key];
+  const flags = [];
+  let floor = recorded ?? null;
+  if (bias) {
+    const [lo, hi] = bias;
+    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+    flags.push({
+      code: "host_biased",
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
+    });
+  }
+  if (recorded !== void 0 && s.floorPercentileAssumed?.includes(key)) {
+    flags.push({
+      code: "floor_percentile_assumed",
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`
+    });
+  }
+  if (floor !== null && floor > thresholdMs) {
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
+  }
+  return { ms: floor, flags };
+}
+function floorAboveThreshold(floorMs, percentile2, thresholdMs) {
+  const f = (x) => x.toFixed(x >= 10 ? 1 : x >= 0.1 ? 2 : 3);
+  return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile2} (its A/A floor \xB1${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;
+}
+function label(c3, holmP, alpha, m) {
+  const confidence = 1 - alpha;
+  const primary = pairedT(c3.d, confidence);
+  const ci = [primary.ci.lo, primary.ci.hi];
+  const flags = [...c3.flags];
+  const significant = holmP < alpha;
+  const withinFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) <= c3.floorMs;
+  const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
+  const cpu = c3.resources?.cpuUsPerRequest;
+  const cpuRegressed = c3.cpuLimitPercent !== null && !!cpu && cpu.percentCi[0] > c3.cpuLimitPercent;
+  const latency = significant && !withinFloor ? c3.estimateMs > 0 ? "slower" : "faster" : significant ? "within floor" : ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs ? "equivalent" : "inconclusive";
+  const blockedBy = [];
+  if (latency === "slower" && c3.estimateMs > c3.thresholdMs) blockedBy.push("latency");
+  if (errorsRegressed) blockedBy.push("errors");
+  if (cpuRegressed) blockedBy.push("cpu");
+  const verdict = blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
+  if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
+    flags.push({
+      code: "not_significant_after_holm",
+      message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
+    });
+  }
+  if ((latency === "slower" || latency === "faster") && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
+    flags.push({
+      code: "heterogeneous",
+      message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
+    });
+  }
+  const signSignificant = c3.signTest.p < alpha;
+  if (signSignificant !== significant) {
+    flags.push({
+      code: "sign_test_disagrees",
+      message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
+    });
+  }
+  const { d: _d, t, ...rest } = c3;
+  return {
+    ...rest,
+    verdict,
+    greyKind: verdict === "grey" ? latency : null,
+    latency,
+    blocking: blockedBy.length > 0,
+    blockedBy,
+    blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
+    confidence,
+    ciMs: ci,
+    t: { ...t, holmP },
+    flags
+  };
+}
+
 // src/report/format.ts
 function ms2(x) {
   const a2 = Math.abs(x);
@@ -36099,6 +36270,17 @@ function pValue(p) {
 function rps(x) {
   return x.toFixed(1);
 }
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us) {
+  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
+}
 
 // src/report/chart.ts
 var round = (x) => Number(x.toFixed(4));
@@ -36112,7 +36294,7 @@ function binned(d) {
   }
   return { values, per };
 }
-function mermaidChart(c3, percentile) {
+function mermaidChart(c3, percentile2) {
   const { values, per } = binned(c3.detail.map((x) => x.dMs));
   const n2 = values.length;
   const d = values.map(round);
@@ -36125,7 +36307,7 @@ function mermaidChart(c3, percentile) {
   return [
     "```mermaid",
     "xychart-beta",
-    `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
+    `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
     `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_2, i2) => i2 * per + 1).join(", ")}]`,
     `  y-axis "ms" ${round(min - pad)} --> ${round(max2 + pad)}`,
     `  bar [${d.join(", ")}]`,
@@ -36136,7 +36318,7 @@ function mermaidChart(c3, percentile) {
   ].join("\n");
 }
 var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile) {
+function svgChart(c3, percentile2) {
   const width = 720;
   const height = 320;
   const m = { top: 40, right: 20, bottom: 40, left: 70 };
@@ -36158,9 +36340,9 @@ function svgChart(c3, percentile) {
   }).join("\n  ");
   const ticks = Array.from({ length: 5 }, (_2, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms2(v))}</text>`).join("\n  ");
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
-  <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile)}`)}</title>
+  <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile2)}`)}</title>
   <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${esc2(`${c3.key}: challenger \u2212 champion at ${percentLabel(percentile)} per pair (ms)`)}</text>
+  <text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${esc2(`${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)} per pair (ms)`)}</text>
   <rect x="${m.left}" y="${y(c3.ciMs[1]).toFixed(1)}" width="${plotW}" height="${Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])).toFixed(1)}" fill="${color}" fill-opacity="0.15"/>
   <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(0).toFixed(1)}" y2="${y(0).toFixed(1)}" stroke="#24292f"/>
   <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c3.estimateMs).toFixed(1)}" y2="${y(c3.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
@@ -36172,6 +36354,9 @@ function svgChart(c3, percentile) {
 }
 
 // src/report/json.ts
+function amountJson(r) {
+  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
 function comparisonJson(c3) {
   return {
     key: c3.key,
@@ -36179,13 +36364,28 @@ function comparisonJson(c3) {
     rate: c3.rate,
     verdict: c3.verdict,
     grey_kind: c3.greyKind,
+    latency: c3.latency,
     blocking: c3.blocking,
+    blocked_by: c3.blockedBy,
     blocking_decisive: c3.blockingDecisive,
     estimate_ms: c3.estimateMs,
     ci_ms: c3.ciMs,
     confidence: c3.confidence,
     pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs,
+    dropped_pairs: c3.droppedPairs.map((d) => ({
+      run: d.run,
+      pair: d.pair,
+      reason: d.reason,
+      disturbances: d.disturbances.map((x) => ({
+        arm: x.arm,
+        index: x.index,
+        lag_p99_ms: x.lagP99Ms,
+        lag_limit_ms: x.lagLimitMs,
+        rate_error_percent: x.rateErrorPercent,
+        lagging: x.lagging,
+        off_rate: x.offRate
+      }))
+    })),
     looks: c3.looks,
     runs: c3.runs,
     t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
@@ -36198,6 +36398,12 @@ function comparisonJson(c3) {
     p999_ms: c3.p999Ms,
     throughput_rps: c3.throughput,
     error_regression: c3.errorRegression,
+    resources: c3.resources && {
+      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c3.resources.cpuCores),
+      rss_bytes: amountJson(c3.resources.rssBytes)
+    },
+    cpu_limit_percent: c3.cpuLimitPercent,
     champion: c3.champion,
     challenger: c3.challenger,
     floor_ms: c3.floorMs,
@@ -36212,6 +36418,7 @@ function analysisJson(a2) {
     verdict: a2.verdict,
     grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
     blocking: a2.blocking,
+    blocked_by: h2.blockedBy,
     estimate_ms: h2.estimateMs,
     ci_ms: h2.ciMs,
     pairs: h2.pairs,
@@ -36225,18 +36432,56 @@ function analysisJson(a2) {
     headline: h2.key,
     comparisons: a2.comparisons.map(comparisonJson),
     runs: a2.runs,
-    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs }))
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a2.preflight
   };
 }
 
 // src/report/quartet.ts
-function quartet(c3, percentile) {
-  const at = percentLabel(percentile);
+function quartet(c3, percentile2) {
+  const at = percentLabel(percentile2);
   const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
-  if (c3.verdict === "grey") return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  const direction = c3.estimateMs > 0 ? "slower" : "faster";
-  return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${direction} at ${at} (${detail})`;
+  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+}
+
+// src/report/resources.ts
+var rows = [
+  { key: "cpuUsPerRequest", label: "CPU per request", show: micros },
+  { key: "cpuCores", label: "CPU cores busy", show: (x) => x.toFixed(3) },
+  { key: "rssBytes", label: "memory", show: mib }
+];
+var signed = (show, x) => `${x > 0 ? "+" : ""}${show(x)}`;
+var percentInterval = ([lo, hi]) => `[${signedPercent(lo)}, ${signedPercent(hi)}]`;
+function resourceRows(c3) {
+  if (!c3.resources) return [];
+  return rows.flatMap(({ key, label: label2, show }) => {
+    const r = c3.resources[key];
+    if (!r) return [];
+    const limit = key === "cpuUsPerRequest" && c3.cpuLimitPercent !== null ? ` (blocks past ${signedPercent(c3.cpuLimitPercent)})` : "";
+    return [`| ${label2} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`];
+  });
+}
+function resourceChanges(c3) {
+  const detected = (r) => !!r && (r.ci[0] > 0 || r.ci[1] < 0);
+  return rows.filter(({ key }) => key !== "cpuCores").flatMap(({ key, label: label2 }) => {
+    const r = c3.resources?.[key] ?? null;
+    return detected(r) ? [`${label2} ${signedPercent(r.percent)} (${confidenceLabel(c3.confidence)} CI ${percentInterval(r.percentCi)})`] : [];
+  });
+}
+
+// src/report/lines.ts
+function verdictLines(a2) {
+  const h2 = a2.headline;
+  const state = a2.blocking ? ` (blocking${h2.blockedBy.some((r) => r !== "latency") ? `: ${h2.blockedBy.join(", ")}` : ""})` : a2.verdict === "red" ? " (advisory)" : "";
+  return [
+    `${a2.verdict.toUpperCase()}${state}: ${quartet(h2, a2.percentile)}`,
+    ...a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => `  resources${a2.comparisons.length > 1 ? ` ${c3.key}` : ""}: ${r}`)),
+    ...a2.preflight.map((f) => `  host flagged before measuring: ${f.check}: ${f.detail}`),
+    ...a2.comparisons.flatMap((c3) => c3.flags).map((f) => `  note: ${f.code.replace(/_/g, " ")}: ${f.message}`)
+  ];
 }
 
 // src/report/markdown.ts
@@ -36244,8 +36489,8 @@ var GITHUB_SUMMARY_LIMIT = 65535;
 var badge = { green: "\u{1F7E2} green", red: "\u{1F534} red", grey: "\u26AA grey" };
 function markdownReport(a2, opts = {}) {
   const limit = opts.limit ?? GITHUB_SUMMARY_LIMIT;
-  for (const rows of [Infinity, 200, 50, 10, 0]) {
-    const text2 = render(a2, opts, rows);
+  for (const rows2 of [Infinity, 200, 50, 10, 0]) {
+    const text2 = render(a2, opts, rows2);
     if (text2.length <= limit) return text2;
   }
   const text = render(a2, opts, 0);
@@ -36257,12 +36502,16 @@ function render(a2, opts, maxRows) {
   out.push(`## perf-gate: ${badge[a2.verdict]}${a2.blocking ? " \u2014 blocking" : a2.verdict === "red" ? " \u2014 advisory" : ""}`);
   out.push("", `**${quartet(h2, a2.percentile)}**`, "");
   out.push(verdictSentence(a2));
+  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => a2.comparisons.length > 1 ? `${c3.key}: ${r}` : r));
+  if (costs.length > 0) out.push("", `**Resources:** the challenger's ${costs.join("; ")}.`);
+  if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
   if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
   for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, maxRows));
   out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
   for (const r of a2.runs) {
-    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${r.dropped} |`);
+    const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`);
   }
   out.push("", `<sub>Method: ${a2.method} Bootstrap seed ${a2.seed}.</sub>`, "");
   return out.join("\n");
@@ -36271,59 +36520,76 @@ function verdictSentence(a2) {
   const h2 = a2.headline;
   const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
   if (a2.blocking) {
-    if (h2.errorRegression && h2.errorRegression.p < 1 - h2.confidence) {
-      return `**Blocks the merge:** the challenger fails more requests than the champion (${h2.errorRegression.challenger} vs ${h2.errorRegression.champion}).`;
-    }
-    return `**Blocks the merge:** the regression exceeds the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); ${h2.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}.`;
+    const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
+    return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
   if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
   if (a2.verdict === "green") return "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
   if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
-  if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (\xB1${ms2(h2.floorMs ?? 0)} ms).`;
-  return `No detectable change, but the interval is wider than \xB1${ms2(h2.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+  if (kind === "within floor") {
+    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
+  }
+  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+function blockReason(c3, reason, budget) {
+  if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
+  if (reason === "cpu") {
+    const cpu = c3.resources.cpuUsPerRequest;
+    return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
+  }
+  return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
+}
+function preflightWarning(flags) {
+  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function hostBiasWarning(bias) {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
-function comparisonSection(c3, percentile, maxRows) {
-  const p = percentLabel(percentile);
+function comparisonSection(c3, percentile2, maxRows) {
+  const p = percentLabel(percentile2);
   const state = c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`;
   const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
   const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
   const out = [
     `### ${c3.workload} @ ${c3.rate} req/s \u2014 ${state}`,
     "",
-    `${quartet(c3, percentile)}`,
+    `${quartet(c3, percentile2)}`,
     "",
     `| metric | champion | challenger | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
     `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
     `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s, paired t p=${pValue(c3.throughput.p)} |`,
-    `| errors | ${c3.champion.errors} of ${c3.champion.requests} | ${c3.challenger.errors} of ${c3.challenger.requests} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
+    `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
+    ...resourceRows(c3),
     "",
     `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
   ];
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
-  out.push("", mermaidChart(c3, percentile));
+  out.push("", mermaidChart(c3, percentile2));
   if (maxRows > 0) {
-    const rows = c3.detail.slice(0, maxRows);
+    const rows2 = c3.detail.slice(0, maxRows);
     out.push(
       "",
       `<details><summary>Per-slice ${p} of ${c3.detail.length} pairs</summary>`,
       "",
       `| run | pair | champion ${p} | challenger ${p} | difference |`,
       "|---|---:|---:|---:|---:|",
-      ...rows.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
-      ...rows.length < c3.detail.length ? [``, `${c3.detail.length - rows.length} more pairs in the JSON result.`] : [],
+      ...rows2.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.length < c3.detail.length ? [``, `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : [],
       "",
       "</details>"
     );
   }
   return out;
+}
+function armErrorsCell(arm) {
+  const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
+  return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
 function cell(s) {
   return s.replace(/[|\n\r]/g, " ");
@@ -36362,7 +36628,8 @@ var analyzeUsage = `usage: perf-gate analyze [options] RESULT.json\u2026
   --slo-ms N             the SLO budget in ms (default ${defaultSettings.sloBudgetMs})
   --percentile P         the SLO's percentile (default ${defaultSettings.percentile})
   --block-threshold-percent X   a red blocks past X% of the budget (default ${defaultSettings.blockThresholdPercent})
-  --floor-ms F           the host's A/A floor in ms
+  --floor-ms F           the host's A/A floor in ms, at the percentile
+  --block-cpu-percent N  block when CPU per request regresses past N% over the whole interval
   --confidence C         of a single look (default ${defaultSettings.confidence})
   --seed S               of the bootstrap (default ${defaultSettings.seed})
   --json                 print the analysis as JSON
@@ -36380,6 +36647,7 @@ function analyzeCommand(argv, out) {
       percentile: { type: "string" },
       "block-threshold-percent": { type: "string" },
       "floor-ms": { type: "string" },
+      "block-cpu-percent": { type: "string" },
       confidence: { type: "string" },
       seed: { type: "string" },
       json: { type: "boolean", default: false },
@@ -36402,7 +36670,8 @@ function analyzeCommand(argv, out) {
     blockThresholdPercent: num("block-threshold-percent", defaultSettings.blockThresholdPercent),
     confidence: num("confidence", defaultSettings.confidence),
     seed: num("seed", defaultSettings.seed),
-    floorMs: num("floor-ms", void 0)
+    floorMs: num("floor-ms", void 0),
+    blockCpuPercent: num("block-cpu-percent", void 0)
   };
   const results = positionals.flatMap(readResults);
   if (values.each) {
@@ -36418,10 +36687,7 @@ function analyzeCommand(argv, out) {
   if (values.markdown) writeFileSync(values.markdown, markdownReport(a2));
   if (values.svg) writeFileSync(values.svg, svgChart(a2.headline, a2.percentile));
   if (values.json) out(JSON.stringify(analysisJson(a2), null, 2));
-  else {
-    out(`${a2.verdict.toUpperCase()}${a2.blocking ? " (blocking)" : ""}: ${quartet(a2.headline, a2.percentile)}`);
-    for (const f of a2.comparisons.flatMap((c3) => c3.flags)) out(`  warning: ${f.code}: ${f.message}`);
-  }
+  else for (const line of verdictLines(a2)) out(line);
   return a2.blocking ? 1 : 0;
 }
 function readResults(file2) {
@@ -36453,20 +36719,22 @@ import { fileURLToPath as fileURLToPath3 } from "node:url";
 
 // src/calibration.ts
 var keyOf = (f) => comparisonKey(f.workload, f.rate);
+var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
 function excludesZero([lo, hi]) {
   return lo > 0 || hi < 0;
 }
-function calibrations(aa, previous, firstRuns = /* @__PURE__ */ new Map()) {
-  const latest = new Map(previous.map((f) => [keyOf(f), f]));
+function calibrations(aa, previous, o2) {
+  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
   return aa.map((c3) => {
     const [lo, hi] = c3.ciMs;
     const halfWidthMs = (hi - lo) / 2;
-    const prev = latest.get(c3.key) ?? null;
+    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
     const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
     return {
       key: c3.key,
       workload: c3.workload,
       rate: c3.rate,
+      percentile: o2.percentile,
       runId: c3.runs[0],
       estimateMs: c3.estimateMs,
       ciMs: [lo, hi],
@@ -36474,35 +36742,55 @@ function calibrations(aa, previous, firstRuns = /* @__PURE__ */ new Map()) {
       pairs: c3.pairs,
       unbiased: !excludesZero(c3.ciMs),
       previous: prev,
-      firstRun: firstOf(firstRuns.get(c3.key)),
+      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
       driftMs,
-      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
+      thresholdMs: c3.thresholdMs,
+      notRecorded: whyNotRecorded(c3, o2.preflight)
     };
   });
+}
+function whyNotRecorded(c3, preflight) {
+  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
+  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  const disturbed = c3.droppedPairs.filter((d) => d.disturbances.length > 0);
+  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  return null;
 }
 function firstOf(c3) {
   return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
 }
-function floorRecord(c3) {
-  return { workload: c3.workload, rate: c3.rate, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+function biasedCalibrations(cs) {
+  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
 }
-function floorSettings(floors) {
+function floorRecord(c3) {
+  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+}
+function floorSettings(floors, percentile2) {
   const floorMs = {};
   const hostBiasMs = {};
-  for (const f of Object.values(floors)) {
+  const floorPercentileAssumed = [];
+  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
     floorMs[keyOf(f)] = f.half_width_ms;
     if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
+    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
   }
-  return { floorMs, hostBiasMs };
+  return { floorMs, hostBiasMs, floorPercentileAssumed };
 }
 function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
   const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
   if (!c3.unbiased) {
     const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${c3.key} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
   }
   const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  return `A/A floor for ${c3.key}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
+  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
 }
 
 // src/config.ts
@@ -36530,7 +36818,7 @@ var configSchema = external_exports.strictObject({
   service: external_exports.strictObject(serviceSchema.shape),
   workloads: external_exports.array(workload).min(1),
   slo: external_exports.strictObject({
-    percentile: external_exports.number().gt(0).lt(100).default(99),
+    percentile: percentile.default(99),
     budget_ms: external_exports.number().positive()
   }),
   block_threshold_percent: external_exports.number().nonnegative().default(1),
@@ -36542,6 +36830,11 @@ var configSchema = external_exports.strictObject({
   }).default({ seconds: 9, pairs: 10, order: "alternate" }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
+  /** Gates on what the builds cost, from the host's per-slice accounting. */
+  resources: external_exports.strictObject({
+    /** Block when CPU per request regresses past this percent over the whole interval. */
+    block_cpu_percent: external_exports.number().positive().max(1e3).optional()
+  }).optional(),
   promotion: external_exports.strictObject({
     /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
     verify_pairs: plan.pairs.min(2).max(100).default(4)
@@ -36631,17 +36924,21 @@ import { join } from "node:path";
 function writeArtifacts(dir, a2) {
   const paths = {
     reportPath: join(dir, "report.md"),
-    resultPath: join(dir, "result.json"),
+    resultPath: writeResults(dir, a2.documents),
     analysisPath: join(dir, "analysis.json"),
     chartPath: join(dir, "chart.svg")
   };
   writeFiles(dir, [
-    [paths.resultPath, JSON.stringify(a2.documents, null, 2)],
     [paths.reportPath, a2.report],
     [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
     [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile)]
   ]);
   return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
 }
 function writeFiles(dir, files) {
   mkdirSync(dir, { recursive: true });
@@ -36659,7 +36956,8 @@ function settingsFor(config2, d) {
     sloBudgetMs: config2.slo.budget_ms,
     blockThresholdPercent: config2.block_threshold_percent,
     seed: d.seed,
-    ...d.floors ? floorSettings(d.floors) : {}
+    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
+    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
   };
 }
 
@@ -43474,11 +43772,18 @@ var runId = external_exports.string().regex(new RegExp(constants_default.run_id_
 var floorRecordSchema = external_exports.looseObject({
   workload: name,
   rate,
+  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
+  percentile,
   half_width_ms: external_exports.number().min(0).max(1e6),
   ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
   pairs: external_exports.number().int().min(2).max(1e4)
 });
-var floorSchema = floorRecordSchema.extend({ run_id: runId, time: external_exports.string() });
+var floorSchema = floorRecordSchema.extend({
+  run_id: runId,
+  time: external_exports.string(),
+  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
+  percentile_assumed: external_exports.boolean().optional()
+});
 var runSummarySchema = external_exports.looseObject({
   run_id: runId,
   kind: external_exports.enum(KINDS),
@@ -43796,6 +44101,7 @@ async function calibrate(host, config2, o2) {
   const documents = [...first.documents];
   const firstRuns = /* @__PURE__ */ new Map();
   const latest = [];
+  const preflight = [...analysis.preflight];
   const doubtful = analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length;
   const confirmProgress = o2.confirmProgress?.(doubtful) ?? o2.progress;
   for (const [i2, c3] of analysis.comparisons.entries()) {
@@ -43806,10 +44112,12 @@ async function calibrate(host, config2, o2) {
     const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
     documents.push(...again.documents);
     firstRuns.set(c3.key, c3);
-    latest.push(decide(again.results, config2, { seed: o2.seed }).comparisons[0]);
+    const confirmation = decide(again.results, config2, { seed: o2.seed });
+    latest.push(confirmation.comparisons[0]);
+    preflight.push(...confirmation.preflight);
   }
-  const cs = calibrations(latest, history, firstRuns);
-  for (const c3 of cs) await host.recordFloor(c3.runId, floorRecord(c3));
+  const cs = calibrations(latest, history, { percentile: config2.slo.percentile, preflight, firstRuns });
+  for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
   return { analysis, calibrations: cs, history, documents };
 }
 
@@ -43852,7 +44160,9 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
 this one (a rerun), as in the action.
-exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run), 2 error`;
+exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
+2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
+a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded`;
 async function runCommand(argv, io) {
   const o2 = runOptions(argv);
   if (o2 === "help") {
@@ -43870,6 +44180,7 @@ async function runCommand(argv, io) {
     const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A", runs2), confirmProgress: (n2) => progress("A/A confirmation (the interval excluded 0)", n2) }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger", runs2) });
     printVerdict(done, say);
     if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
+    if (done.error) io.err(`perf-gate run: ${done.error}`);
     return done.exitCode;
   } finally {
     host.close();
@@ -43950,6 +44261,7 @@ async function gateHere(host, config2, o2, s) {
     pool: true,
     ...s
   });
+  writeResults(o2.out, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
   const notes = [...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
@@ -43962,25 +44274,27 @@ async function calibrateHere(host, config2, o2, s) {
   const run = await calibrate(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
   const notes = run.calibrations.map(calibrationLine);
   const artifacts = writeArtifacts(o2.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
-  const biased = run.calibrations.some((c3) => !c3.unbiased);
-  return { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: biased ? 1 : 0 };
+  const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
+  const biased = biasedCalibrations(run.calibrations).length > 0;
+  const done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
+  return done;
 }
 var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
 function printVerdict(d, say) {
-  const a2 = d.analysis;
-  say(`${a2.verdict.toUpperCase()}${a2.blocking ? " (blocking)" : a2.verdict === "red" ? " (advisory)" : ""}: ${quartet(a2.headline, a2.percentile)}`);
-  for (const f of a2.comparisons.flatMap((c3) => c3.flags)) say(`  note: ${f.code.replace(/_/g, " ")}: ${f.message}`);
+  for (const line of verdictLines(d.analysis)) say(line);
   for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
 }
 function summaryJson(d) {
-  const { verdict, grey_kind, blocking, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline } = analysisJson(d.analysis);
+  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
     grey_kind,
     blocking,
+    blocked_by,
     exit_code: d.exitCode,
-    percentile,
+    percentile: percentile2,
     estimate_ms,
     ci_ms,
     confidence: d.analysis.headline.confidence,
@@ -43988,26 +44302,33 @@ function summaryJson(d) {
     threshold_ms,
     pairs,
     headline,
-    comparisons: d.analysis.comparisons.map((c3) => ({
+    comparisons: comparisons.map((c3) => ({
       key: c3.key,
       verdict: c3.verdict,
+      latency: c3.latency,
       blocking: c3.blocking,
-      estimate_ms: c3.estimateMs,
-      ci_ms: c3.ciMs,
-      floor_ms: c3.floorMs,
+      estimate_ms: c3.estimate_ms,
+      ci_ms: c3.ci_ms,
+      floor_ms: c3.floor_ms,
       pairs: c3.pairs,
-      runs: c3.runs
+      dropped_pairs: c3.dropped_pairs,
+      runs: c3.runs,
+      resources: c3.resources
     })),
+    preflight_flags,
     flags: d.analysis.comparisons.flatMap((c3) => c3.flags.map((f) => ({ key: c3.key, ...f }))),
     pooled: d.pooled,
     calibrations: d.calibrations?.map((c3) => ({
       key: c3.key,
+      percentile: c3.percentile,
       floor_ms: c3.halfWidthMs,
       ci_ms: c3.ciMs,
       unbiased: c3.unbiased,
       run_id: c3.runId,
       previous_floor_ms: c3.previous?.half_width_ms ?? null,
-      drift_ms: c3.driftMs
+      drift_ms: c3.driftMs,
+      recorded: c3.notRecorded === null,
+      not_recorded: c3.notRecorded
     })) ?? null,
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath }
   };
@@ -44019,8 +44340,11 @@ function progressBar(config2, label2, runs2, say, draw) {
     note: say,
     runStart: (workload2, rate2) => say(`${label2}: ${workload2} @ ${rate2} req/s, ${config2.slices.pairs} pairs of ${config2.slices.seconds} s slices`),
     line: (line) => {
+      const text = line.replace(/^\d\d:\d\d:\d\d /, "");
+      const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);
+      if (flagged) return say(`host flagged before measuring: ${flagged[1]}: ${flagged[2]}`);
       if (/ slice \d+\/\d+ /.test(line)) done++;
-      draw(`${bar(done, total)} ${line.replace(/^\d\d:\d\d:\d\d /, "")}`, done === total);
+      draw(`${bar(done, total)} ${text}`, done === total);
     }
   };
 }
@@ -44072,13 +44396,24 @@ commands:
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 var tty3 = process.stdout.isTTY === true;
+var drawn = false;
+var endDrawn = () => {
+  if (drawn) process.stdout.write("\n");
+  drawn = false;
+};
 var runIo = {
-  out: (line) => console.log(line),
-  err: (line) => console.error(line),
-  // On a terminal one progress line is redrawn in place; elsewhere every line is kept.
+  out: (line) => {
+    endDrawn();
+    console.log(line);
+  },
+  err: (line) => {
+    endDrawn();
+    console.error(line);
+  },
   progress: (line, done) => {
     if (!tty3) return console.log(line);
     process.stdout.write(`\r\x1B[K${line.slice(0, (process.stdout.columns ?? 120) - 1)}${done ? "\n" : ""}`);
+    drawn = !done;
   }
 };
 async function main(argv) {
@@ -44106,7 +44441,7 @@ async function main(argv) {
         throw new UsageError(`unknown command ${JSON.stringify(command)}`, usage);
     }
   } catch (e) {
-    if (tty3) process.stdout.write("\n");
+    endDrawn();
     const name2 = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name2}: ${e.message}

@@ -3673,8 +3673,8 @@ var require_webidl = __commonJS({
       return new TypeError(`${message.header}: ${message.message}`);
     };
     webidl.errors.conversionFailed = function(context3) {
-      const plural2 = context3.types.length === 1 ? "" : " one of";
-      const message = `${context3.argument} could not be converted to${plural2}: ${context3.types.join(", ")}.`;
+      const plural3 = context3.types.length === 1 ? "" : " one of";
+      const message = `${context3.argument} could not be converted to${plural3}: ${context3.types.join(", ")}.`;
       return webidl.errors.exception({
         header: context3.prefix,
         message
@@ -11237,9 +11237,9 @@ var require_pluralizer = __commonJS({
       this: "these"
     };
     module2.exports = class Pluralizer {
-      constructor(singular, plural2) {
+      constructor(singular, plural3) {
         this.singular = singular;
-        this.plural = plural2;
+        this.plural = plural3;
       }
       pluralize(count4) {
         const one = count4 === 1;
@@ -19651,6 +19651,7555 @@ var require_cross_spawn = __commonJS({
   }
 });
 
+// node_modules/hdr-histogram-js/dist/ByteBuffer.js
+var require_ByteBuffer = __commonJS({
+  "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var { pow, floor } = Math;
+    var TWO_POW_32 = pow(2, 32);
+    var ByteBuffer = class _ByteBuffer {
+      static allocate(size = 16) {
+        return new _ByteBuffer(new Uint8Array(size));
+      }
+      constructor(data) {
+        this.position = 0;
+        this.data = data;
+        this.int32ArrayForConvert = new Uint32Array(1);
+        this.int8ArrayForConvert = new Uint8Array(this.int32ArrayForConvert.buffer);
+      }
+      put(value) {
+        if (this.position === this.data.length) {
+          const oldArray = this.data;
+          this.data = new Uint8Array(this.data.length * 2);
+          this.data.set(oldArray);
+        }
+        this.data[this.position] = value;
+        this.position++;
+      }
+      putInt32(value) {
+        if (this.data.length - this.position < 4) {
+          const oldArray = this.data;
+          this.data = new Uint8Array(this.data.length * 2 + 4);
+          this.data.set(oldArray);
+        }
+        this.int32ArrayForConvert[0] = value;
+        this.data.set(this.int8ArrayForConvert.reverse(), this.position);
+        this.position += 4;
+      }
+      putInt64(value) {
+        this.putInt32(floor(value / TWO_POW_32));
+        this.putInt32(value);
+      }
+      putArray(array2) {
+        if (this.data.length - this.position < array2.byteLength) {
+          const oldArray = this.data;
+          this.data = new Uint8Array(this.position + array2.byteLength);
+          this.data.set(oldArray);
+        }
+        this.data.set(array2, this.position);
+        this.position += array2.byteLength;
+      }
+      get() {
+        const value = this.data[this.position];
+        this.position++;
+        return value;
+      }
+      getInt32() {
+        this.int8ArrayForConvert.set(this.data.slice(this.position, this.position + 4).reverse());
+        const value = this.int32ArrayForConvert[0];
+        this.position += 4;
+        return value;
+      }
+      getInt64() {
+        const high = this.getInt32();
+        const low = this.getInt32();
+        return high * TWO_POW_32 + low;
+      }
+      resetPosition() {
+        this.position = 0;
+      }
+    };
+    exports2.default = ByteBuffer;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
+var require_HistogramIterationValue = __commonJS({
+  "node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var HistogramIterationValue = class {
+      constructor() {
+        this.reset();
+      }
+      reset() {
+        this.valueIteratedTo = 0;
+        this.valueIteratedFrom = 0;
+        this.countAtValueIteratedTo = 0;
+        this.countAddedInThisIterationStep = 0;
+        this.totalCountToThisValue = 0;
+        this.totalValueToThisValue = 0;
+        this.percentile = 0;
+        this.percentileLevelIteratedTo = 0;
+      }
+    };
+    exports2.default = HistogramIterationValue;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
+var require_JsHistogramIterator = __commonJS({
+  "node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var HistogramIterationValue_1 = require_HistogramIterationValue();
+    var JsHistogramIterator = class {
+      constructor() {
+        this.currentIterationValue = new HistogramIterationValue_1.default();
+      }
+      resetIterator(histogram) {
+        this.histogram = histogram;
+        this.savedHistogramTotalRawCount = histogram.totalCount;
+        this.arrayTotalCount = histogram.totalCount;
+        this.currentIndex = 0;
+        this.currentValueAtIndex = 0;
+        this.nextValueAtIndex = Math.pow(2, histogram.unitMagnitude);
+        this.prevValueIteratedTo = 0;
+        this.totalCountToPrevIndex = 0;
+        this.totalCountToCurrentIndex = 0;
+        this.totalValueToCurrentIndex = 0;
+        this.countAtThisValue = 0;
+        this.freshSubBucket = true;
+        this.currentIterationValue.reset();
+      }
+      /**
+       * Returns true if the iteration has more elements. (In other words, returns true if next would return an
+       * element rather than throwing an exception.)
+       *
+       * @return true if the iterator has more elements.
+       */
+      hasNext() {
+        if (this.histogram.totalCount !== this.savedHistogramTotalRawCount) {
+          throw "Concurrent Modification Exception";
+        }
+        return this.totalCountToCurrentIndex < this.arrayTotalCount;
+      }
+      /**
+       * Returns the next element in the iteration.
+       *
+       * @return the {@link HistogramIterationValue} associated with the next element in the iteration.
+       */
+      next() {
+        while (!this.exhaustedSubBuckets()) {
+          this.countAtThisValue = this.histogram.getCountAtIndex(this.currentIndex);
+          if (this.freshSubBucket) {
+            this.totalCountToCurrentIndex += this.countAtThisValue;
+            this.totalValueToCurrentIndex += this.countAtThisValue * this.histogram.highestEquivalentValue(this.currentValueAtIndex);
+            this.freshSubBucket = false;
+          }
+          if (this.reachedIterationLevel()) {
+            const valueIteratedTo = this.getValueIteratedTo();
+            Object.assign(this.currentIterationValue, {
+              valueIteratedTo,
+              valueIteratedFrom: this.prevValueIteratedTo,
+              countAtValueIteratedTo: this.countAtThisValue,
+              countAddedInThisIterationStep: this.totalCountToCurrentIndex - this.totalCountToPrevIndex,
+              totalCountToThisValue: this.totalCountToCurrentIndex,
+              totalValueToThisValue: this.totalValueToCurrentIndex,
+              percentile: 100 * this.totalCountToCurrentIndex / this.arrayTotalCount,
+              percentileLevelIteratedTo: this.getPercentileIteratedTo()
+            });
+            this.prevValueIteratedTo = valueIteratedTo;
+            this.totalCountToPrevIndex = this.totalCountToCurrentIndex;
+            this.incrementIterationLevel();
+            if (this.histogram.totalCount !== this.savedHistogramTotalRawCount) {
+              throw new Error("Concurrent Modification Exception");
+            }
+            return this.currentIterationValue;
+          }
+          this.incrementSubBucket();
+        }
+        throw new Error("Index Out Of Bounds Exception");
+      }
+      getPercentileIteratedTo() {
+        return 100 * this.totalCountToCurrentIndex / this.arrayTotalCount;
+      }
+      getPercentileIteratedFrom() {
+        return 100 * this.totalCountToPrevIndex / this.arrayTotalCount;
+      }
+      getValueIteratedTo() {
+        return this.histogram.highestEquivalentValue(this.currentValueAtIndex);
+      }
+      exhaustedSubBuckets() {
+        return this.currentIndex >= this.histogram.countsArrayLength;
+      }
+      incrementSubBucket() {
+        this.freshSubBucket = true;
+        this.currentIndex++;
+        this.currentValueAtIndex = this.histogram.valueFromIndex(this.currentIndex);
+        this.nextValueAtIndex = this.histogram.valueFromIndex(this.currentIndex + 1);
+      }
+    };
+    exports2.default = JsHistogramIterator;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
+var require_RecordedValuesIterator = __commonJS({
+  "node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var JsHistogramIterator_1 = require_JsHistogramIterator();
+    var RecordedValuesIterator = class extends JsHistogramIterator_1.default {
+      /**
+       * @param histogram The histogram this iterator will operate on
+       */
+      constructor(histogram) {
+        super();
+        this.doReset(histogram);
+      }
+      /**
+       * Reset iterator for re-use in a fresh iteration over the same histogram data set.
+       */
+      reset() {
+        this.doReset(this.histogram);
+      }
+      doReset(histogram) {
+        super.resetIterator(histogram);
+        this.visitedIndex = -1;
+      }
+      incrementIterationLevel() {
+        this.visitedIndex = this.currentIndex;
+      }
+      reachedIterationLevel() {
+        const currentCount = this.histogram.getCountAtIndex(this.currentIndex);
+        return currentCount != 0 && this.visitedIndex !== this.currentIndex;
+      }
+    };
+    exports2.default = RecordedValuesIterator;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/PercentileIterator.js
+var require_PercentileIterator = __commonJS({
+  "node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var JsHistogramIterator_1 = require_JsHistogramIterator();
+    var { pow, floor, log2 } = Math;
+    var PercentileIterator = class extends JsHistogramIterator_1.default {
+      /**
+       * @param histogram The histogram this iterator will operate on
+       * @param percentileTicksPerHalfDistance The number of equal-sized iteration steps per half-distance to 100%.
+       */
+      constructor(histogram, percentileTicksPerHalfDistance) {
+        super();
+        this.percentileTicksPerHalfDistance = 0;
+        this.percentileLevelToIterateTo = 0;
+        this.percentileLevelToIterateFrom = 0;
+        this.reachedLastRecordedValue = false;
+        this.doReset(histogram, percentileTicksPerHalfDistance);
+      }
+      /**
+       * Reset iterator for re-use in a fresh iteration over the same histogram data set.
+       *
+       * @param percentileTicksPerHalfDistance The number of iteration steps per half-distance to 100%.
+       */
+      reset(percentileTicksPerHalfDistance) {
+        this.doReset(this.histogram, percentileTicksPerHalfDistance);
+      }
+      doReset(histogram, percentileTicksPerHalfDistance) {
+        super.resetIterator(histogram);
+        this.percentileTicksPerHalfDistance = percentileTicksPerHalfDistance;
+        this.percentileLevelToIterateTo = 0;
+        this.percentileLevelToIterateFrom = 0;
+        this.reachedLastRecordedValue = false;
+      }
+      hasNext() {
+        if (super.hasNext())
+          return true;
+        if (!this.reachedLastRecordedValue && this.arrayTotalCount > 0) {
+          this.percentileLevelToIterateTo = 100;
+          this.reachedLastRecordedValue = true;
+          return true;
+        }
+        return false;
+      }
+      incrementIterationLevel() {
+        this.percentileLevelToIterateFrom = this.percentileLevelToIterateTo;
+        const percentileReportingTicks = this.percentileTicksPerHalfDistance * pow(2, floor(log2(100 / (100 - this.percentileLevelToIterateTo))) + 1);
+        this.percentileLevelToIterateTo += 100 / percentileReportingTicks;
+      }
+      reachedIterationLevel() {
+        if (this.countAtThisValue === 0) {
+          return false;
+        }
+        const currentPercentile = 100 * this.totalCountToCurrentIndex / this.arrayTotalCount;
+        return currentPercentile >= this.percentileLevelToIterateTo;
+      }
+      getPercentileIteratedTo() {
+        return this.percentileLevelToIterateTo;
+      }
+      getPercentileIteratedFrom() {
+        return this.percentileLevelToIterateFrom;
+      }
+    };
+    exports2.default = PercentileIterator;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/formatters.js
+var require_formatters = __commonJS({
+  "node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.floatFormatter = exports2.keepSignificantDigits = exports2.integerFormatter = void 0;
+    var leftPadding = (size) => {
+      return (input2) => {
+        if (input2.length < size) {
+          return " ".repeat(size - input2.length) + input2;
+        }
+        return input2;
+      };
+    };
+    var integerFormatter = (size) => {
+      const padding = leftPadding(size);
+      return (integer2) => padding("" + integer2);
+    };
+    exports2.integerFormatter = integerFormatter;
+    var { floor, log10, pow } = Math;
+    var numberOfDigits = (n2) => floor(log10(n2) + 1);
+    var keepSignificantDigits = (digits) => (value) => {
+      const valueDigits = numberOfDigits(value);
+      if (valueDigits > digits) {
+        const extraDigits = valueDigits - digits;
+        const magnitude = pow(10, extraDigits);
+        return value - value % magnitude;
+      }
+      return value;
+    };
+    exports2.keepSignificantDigits = keepSignificantDigits;
+    var floatFormatter = (size, fractionDigits) => {
+      const numberFormatter = new Intl.NumberFormat("en-US", {
+        maximumFractionDigits: fractionDigits,
+        minimumFractionDigits: fractionDigits,
+        useGrouping: false
+      });
+      const padding = leftPadding(size);
+      return (float) => padding(numberFormatter.format(float));
+    };
+    exports2.floatFormatter = floatFormatter;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/ulp.js
+var require_ulp = __commonJS({
+  "node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var ulp = (x) => Math.pow(2, Math.floor(Math.log2(x)) - 52);
+    exports2.default = ulp;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/Histogram.js
+var require_Histogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.toSummary = exports2.NO_TAG = void 0;
+    var formatters_1 = require_formatters();
+    exports2.NO_TAG = "NO TAG";
+    var toSummary = (histogram) => {
+      const { totalCount, maxValue, numberOfSignificantValueDigits } = histogram;
+      const round2 = (0, formatters_1.keepSignificantDigits)(numberOfSignificantValueDigits);
+      return {
+        p50: round2(histogram.getValueAtPercentile(50)),
+        p75: round2(histogram.getValueAtPercentile(75)),
+        p90: round2(histogram.getValueAtPercentile(90)),
+        p97_5: round2(histogram.getValueAtPercentile(97.5)),
+        p99: round2(histogram.getValueAtPercentile(99)),
+        p99_9: round2(histogram.getValueAtPercentile(99.9)),
+        p99_99: round2(histogram.getValueAtPercentile(99.99)),
+        p99_999: round2(histogram.getValueAtPercentile(99.999)),
+        max: maxValue,
+        totalCount
+      };
+    };
+    exports2.toSummary = toSummary;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/JsHistogram.js
+var require_JsHistogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.default = exports2.JsHistogram = void 0;
+    var RecordedValuesIterator_1 = require_RecordedValuesIterator();
+    var PercentileIterator_1 = require_PercentileIterator();
+    var formatters_1 = require_formatters();
+    var ulp_1 = require_ulp();
+    var Histogram_1 = require_Histogram();
+    var { pow, floor, ceil, log2, max: max2, min } = Math;
+    var JsHistogram = class _JsHistogram {
+      incrementTotalCount() {
+        this._totalCount++;
+      }
+      addToTotalCount(value) {
+        this._totalCount += value;
+      }
+      setTotalCount(value) {
+        this._totalCount = value;
+      }
+      /**
+       * Get the total count of all recorded values in the histogram
+       * @return the total count of all recorded values in the histogram
+       */
+      get totalCount() {
+        return this._totalCount;
+      }
+      updatedMaxValue(value) {
+        const internalValue = value + this.unitMagnitudeMask;
+        this.maxValue = internalValue;
+      }
+      updateMinNonZeroValue(value) {
+        if (value <= this.unitMagnitudeMask) {
+          return;
+        }
+        const internalValue = floor(value / this.lowestDiscernibleValueRounded) * this.lowestDiscernibleValueRounded;
+        this.minNonZeroValue = internalValue;
+      }
+      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        this.autoResize = false;
+        this.startTimeStampMsec = Number.MAX_SAFE_INTEGER;
+        this.endTimeStampMsec = 0;
+        this.tag = Histogram_1.NO_TAG;
+        this.maxValue = 0;
+        this.minNonZeroValue = Number.MAX_SAFE_INTEGER;
+        this.identity = 0;
+        this.highestTrackableValue = 0;
+        this.lowestDiscernibleValue = 0;
+        this.numberOfSignificantValueDigits = 0;
+        this.bucketCount = 0;
+        this.subBucketCount = 0;
+        this.countsArrayLength = 0;
+        this.wordSizeInBytes = 0;
+        if (lowestDiscernibleValue < 1) {
+          throw new Error("lowestDiscernibleValue must be >= 1");
+        }
+        if (highestTrackableValue < 2 * lowestDiscernibleValue) {
+          throw new Error(`highestTrackableValue must be >= 2 * lowestDiscernibleValue ( 2 * ${lowestDiscernibleValue} )`);
+        }
+        if (numberOfSignificantValueDigits < 0 || numberOfSignificantValueDigits > 5) {
+          throw new Error("numberOfSignificantValueDigits must be between 0 and 5");
+        }
+        this.identity = _JsHistogram.identityBuilder++;
+        this.init(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+      }
+      init(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        this.lowestDiscernibleValue = lowestDiscernibleValue;
+        this.highestTrackableValue = highestTrackableValue;
+        this.numberOfSignificantValueDigits = numberOfSignificantValueDigits;
+        const largestValueWithSingleUnitResolution = 2 * floor(pow(10, numberOfSignificantValueDigits));
+        this.unitMagnitude = floor(log2(lowestDiscernibleValue));
+        this.lowestDiscernibleValueRounded = pow(2, this.unitMagnitude);
+        this.unitMagnitudeMask = this.lowestDiscernibleValueRounded - 1;
+        const subBucketCountMagnitude = ceil(log2(largestValueWithSingleUnitResolution));
+        this.subBucketHalfCountMagnitude = (subBucketCountMagnitude > 1 ? subBucketCountMagnitude : 1) - 1;
+        this.subBucketCount = pow(2, this.subBucketHalfCountMagnitude + 1);
+        this.subBucketHalfCount = this.subBucketCount / 2;
+        this.subBucketMask = (floor(this.subBucketCount) - 1) * pow(2, this.unitMagnitude);
+        this.establishSize(highestTrackableValue);
+        this.leadingZeroCountBase = 53 - this.unitMagnitude - this.subBucketHalfCountMagnitude - 1;
+        this.percentileIterator = new PercentileIterator_1.default(this, 1);
+        this.recordedValuesIterator = new RecordedValuesIterator_1.default(this);
+      }
+      /**
+       * The buckets (each of which has subBucketCount sub-buckets, here assumed to be 2048 as an example) overlap:
+       *
+       * <pre>
+       * The 0'th bucket covers from 0...2047 in multiples of 1, using all 2048 sub-buckets
+       * The 1'th bucket covers from 2048..4097 in multiples of 2, using only the top 1024 sub-buckets
+       * The 2'th bucket covers from 4096..8191 in multiple of 4, using only the top 1024 sub-buckets
+       * ...
+       * </pre>
+       *
+       * Bucket 0 is "special" here. It is the only one that has 2048 entries. All the rest have 1024 entries (because
+       * their bottom half overlaps with and is already covered by the all of the previous buckets put together). In other
+       * words, the k'th bucket could represent 0 * 2^k to 2048 * 2^k in 2048 buckets with 2^k precision, but the midpoint
+       * of 1024 * 2^k = 2048 * 2^(k-1) = the k-1'th bucket's end, so we would use the previous bucket for those lower
+       * values as it has better precision.
+       */
+      establishSize(newHighestTrackableValue) {
+        this.countsArrayLength = this.determineArrayLengthNeeded(newHighestTrackableValue);
+        this.bucketCount = this.getBucketsNeededToCoverValue(newHighestTrackableValue);
+        this.highestTrackableValue = newHighestTrackableValue;
+      }
+      determineArrayLengthNeeded(highestTrackableValue) {
+        if (highestTrackableValue < 2 * this.lowestDiscernibleValue) {
+          throw new Error("highestTrackableValue (" + highestTrackableValue + ") cannot be < (2 * lowestDiscernibleValue)");
+        }
+        const countsArrayLength = this.getLengthForNumberOfBuckets(this.getBucketsNeededToCoverValue(highestTrackableValue));
+        return countsArrayLength;
+      }
+      /**
+       * If we have N such that subBucketCount * 2^N > max value, we need storage for N+1 buckets, each with enough
+       * slots to hold the top half of the subBucketCount (the lower half is covered by previous buckets), and the +1
+       * being used for the lower half of the 0'th bucket. Or, equivalently, we need 1 more bucket to capture the max
+       * value if we consider the sub-bucket length to be halved.
+       */
+      getLengthForNumberOfBuckets(numberOfBuckets) {
+        const lengthNeeded = (numberOfBuckets + 1) * (this.subBucketCount / 2);
+        return lengthNeeded;
+      }
+      getBucketsNeededToCoverValue(value) {
+        let smallestUntrackableValue = this.subBucketCount * pow(2, this.unitMagnitude);
+        let bucketsNeeded = 1;
+        while (smallestUntrackableValue <= value) {
+          if (smallestUntrackableValue > Number.MAX_SAFE_INTEGER / 2) {
+            return bucketsNeeded + 1;
+          }
+          smallestUntrackableValue = smallestUntrackableValue * 2;
+          bucketsNeeded++;
+        }
+        return bucketsNeeded;
+      }
+      /**
+       * Record a value in the histogram
+       *
+       * @param value The value to be recorded
+       * @throws may throw Error if value is exceeds highestTrackableValue
+       */
+      recordValue(value) {
+        this.recordSingleValue(value);
+      }
+      recordSingleValue(value) {
+        const countsIndex = this.countsArrayIndex(value);
+        if (countsIndex >= this.countsArrayLength) {
+          this.handleRecordException(1, value);
+        } else {
+          this.incrementCountAtIndex(countsIndex);
+        }
+        this.updateMinAndMax(value);
+        this.incrementTotalCount();
+      }
+      handleRecordException(count4, value) {
+        if (!this.autoResize) {
+          throw new Error("Value " + value + " is outside of histogram covered range");
+        }
+        this.resize(value);
+        var countsIndex = this.countsArrayIndex(value);
+        this.addToCountAtIndex(countsIndex, count4);
+        this.highestTrackableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
+      }
+      countsArrayIndex(value) {
+        if (value < 0) {
+          throw new Error("Histogram recorded value cannot be negative.");
+        }
+        const bucketIndex = this.getBucketIndex(value);
+        const subBucketIndex = this.getSubBucketIndex(value, bucketIndex);
+        return this.computeCountsArrayIndex(bucketIndex, subBucketIndex);
+      }
+      computeCountsArrayIndex(bucketIndex, subBucketIndex) {
+        const bucketBaseIndex = (bucketIndex + 1) * pow(2, this.subBucketHalfCountMagnitude);
+        const offsetInBucket = subBucketIndex - this.subBucketHalfCount;
+        return bucketBaseIndex + offsetInBucket;
+      }
+      /**
+       * @return the lowest (and therefore highest precision) bucket index that can represent the value
+       */
+      getBucketIndex(value) {
+        return max2(floor(log2(value)) - this.subBucketHalfCountMagnitude - this.unitMagnitude, 0);
+      }
+      getSubBucketIndex(value, bucketIndex) {
+        return floor(value / pow(2, bucketIndex + this.unitMagnitude));
+      }
+      updateMinAndMax(value) {
+        if (value > this.maxValue) {
+          this.updatedMaxValue(value);
+        }
+        if (value < this.minNonZeroValue && value !== 0) {
+          this.updateMinNonZeroValue(value);
+        }
+      }
+      /**
+       * Get the value at a given percentile.
+       * When the given percentile is &gt; 0.0, the value returned is the value that the given
+       * percentage of the overall recorded value entries in the histogram are either smaller than
+       * or equivalent to. When the given percentile is 0.0, the value returned is the value that all value
+       * entries in the histogram are either larger than or equivalent to.
+       * <p>
+       * Note that two values are "equivalent" in this statement if
+       * {@link org.HdrHistogram.JsHistogram#valuesAreEquivalent} would return true.
+       *
+       * @param percentile  The percentile for which to return the associated value
+       * @return The value that the given percentage of the overall recorded value entries in the
+       * histogram are either smaller than or equivalent to. When the percentile is 0.0, returns the
+       * value that all value entries in the histogram are either larger than or equivalent to.
+       */
+      getValueAtPercentile(percentile2) {
+        const requestedPercentile = min(percentile2, 100);
+        const fpCountAtPercentile = requestedPercentile / 100 * this.totalCount;
+        const countAtPercentile = max2(
+          ceil(fpCountAtPercentile - (0, ulp_1.default)(fpCountAtPercentile)),
+          // round up
+          1
+          // Make sure we at least reach the first recorded entry
+        );
+        let totalToCurrentIndex = 0;
+        for (let i2 = 0; i2 < this.countsArrayLength; i2++) {
+          totalToCurrentIndex += this.getCountAtIndex(i2);
+          if (totalToCurrentIndex >= countAtPercentile) {
+            var valueAtIndex = this.valueFromIndex(i2);
+            return percentile2 === 0 ? this.lowestEquivalentValue(valueAtIndex) : this.highestEquivalentValue(valueAtIndex);
+          }
+        }
+        return 0;
+      }
+      valueFromIndexes(bucketIndex, subBucketIndex) {
+        return subBucketIndex * pow(2, bucketIndex + this.unitMagnitude);
+      }
+      valueFromIndex(index) {
+        let bucketIndex = floor(index / this.subBucketHalfCount) - 1;
+        let subBucketIndex = index % this.subBucketHalfCount + this.subBucketHalfCount;
+        if (bucketIndex < 0) {
+          subBucketIndex -= this.subBucketHalfCount;
+          bucketIndex = 0;
+        }
+        return this.valueFromIndexes(bucketIndex, subBucketIndex);
+      }
+      /**
+       * Get the lowest value that is equivalent to the given value within the histogram's resolution.
+       * Where "equivalent" means that value samples recorded for any two
+       * equivalent values are counted in a common total count.
+       *
+       * @param value The given value
+       * @return The lowest value that is equivalent to the given value within the histogram's resolution.
+       */
+      lowestEquivalentValue(value) {
+        const bucketIndex = this.getBucketIndex(value);
+        const subBucketIndex = this.getSubBucketIndex(value, bucketIndex);
+        const thisValueBaseLevel = this.valueFromIndexes(bucketIndex, subBucketIndex);
+        return thisValueBaseLevel;
+      }
+      /**
+       * Get the highest value that is equivalent to the given value within the histogram's resolution.
+       * Where "equivalent" means that value samples recorded for any two
+       * equivalent values are counted in a common total count.
+       *
+       * @param value The given value
+       * @return The highest value that is equivalent to the given value within the histogram's resolution.
+       */
+      highestEquivalentValue(value) {
+        return this.nextNonEquivalentValue(value) - 1;
+      }
+      /**
+       * Get the next value that is not equivalent to the given value within the histogram's resolution.
+       * Where "equivalent" means that value samples recorded for any two
+       * equivalent values are counted in a common total count.
+       *
+       * @param value The given value
+       * @return The next value that is not equivalent to the given value within the histogram's resolution.
+       */
+      nextNonEquivalentValue(value) {
+        return this.lowestEquivalentValue(value) + this.sizeOfEquivalentValueRange(value);
+      }
+      /**
+       * Get the size (in value units) of the range of values that are equivalent to the given value within the
+       * histogram's resolution. Where "equivalent" means that value samples recorded for any two
+       * equivalent values are counted in a common total count.
+       *
+       * @param value The given value
+       * @return The size of the range of values equivalent to the given value.
+       */
+      sizeOfEquivalentValueRange(value) {
+        const bucketIndex = this.getBucketIndex(value);
+        const subBucketIndex = this.getSubBucketIndex(value, bucketIndex);
+        const distanceToNextValue = pow(2, this.unitMagnitude + (subBucketIndex >= this.subBucketCount ? bucketIndex + 1 : bucketIndex));
+        return distanceToNextValue;
+      }
+      /**
+       * Get a value that lies in the middle (rounded up) of the range of values equivalent the given value.
+       * Where "equivalent" means that value samples recorded for any two
+       * equivalent values are counted in a common total count.
+       *
+       * @param value The given value
+       * @return The value lies in the middle (rounded up) of the range of values equivalent the given value.
+       */
+      medianEquivalentValue(value) {
+        return this.lowestEquivalentValue(value) + floor(this.sizeOfEquivalentValueRange(value) / 2);
+      }
+      /**
+       * Get the computed mean value of all recorded values in the histogram
+       *
+       * @return the mean value (in value units) of the histogram data
+       */
+      get mean() {
+        if (this.totalCount === 0) {
+          return 0;
+        }
+        this.recordedValuesIterator.reset();
+        let totalValue = 0;
+        while (this.recordedValuesIterator.hasNext()) {
+          const iterationValue = this.recordedValuesIterator.next();
+          totalValue += this.medianEquivalentValue(iterationValue.valueIteratedTo) * iterationValue.countAtValueIteratedTo;
+        }
+        return totalValue / this.totalCount;
+      }
+      getStdDeviation(mean2 = this.mean) {
+        if (this.totalCount === 0) {
+          return 0;
+        }
+        let geometric_deviation_total = 0;
+        this.recordedValuesIterator.reset();
+        while (this.recordedValuesIterator.hasNext()) {
+          const iterationValue = this.recordedValuesIterator.next();
+          const deviation = this.medianEquivalentValue(iterationValue.valueIteratedTo) - mean2;
+          geometric_deviation_total += deviation * deviation * iterationValue.countAddedInThisIterationStep;
+        }
+        const std_deviation = Math.sqrt(geometric_deviation_total / this.totalCount);
+        return std_deviation;
+      }
+      /**
+       * Get the computed standard deviation of all recorded values in the histogram
+       *
+       * @return the standard deviation (in value units) of the histogram data
+       */
+      get stdDeviation() {
+        if (this.totalCount === 0) {
+          return 0;
+        }
+        const mean2 = this.mean;
+        let geometric_deviation_total = 0;
+        this.recordedValuesIterator.reset();
+        while (this.recordedValuesIterator.hasNext()) {
+          const iterationValue = this.recordedValuesIterator.next();
+          const deviation = this.medianEquivalentValue(iterationValue.valueIteratedTo) - mean2;
+          geometric_deviation_total += deviation * deviation * iterationValue.countAddedInThisIterationStep;
+        }
+        const std_deviation = Math.sqrt(geometric_deviation_total / this.totalCount);
+        return std_deviation;
+      }
+      /**
+       * Produce textual representation of the value distribution of histogram data by percentile. The distribution is
+       * output with exponentially increasing resolution, with each exponentially decreasing half-distance containing
+       * <i>dumpTicksPerHalf</i> percentile reporting tick points.
+       *
+       * @param printStream    Stream into which the distribution will be output
+       * <p>
+       * @param percentileTicksPerHalfDistance  The number of reporting points per exponentially decreasing half-distance
+       * <p>
+       * @param outputValueUnitScalingRatio    The scaling factor by which to divide histogram recorded values units in
+       *                                     output
+       * @param useCsvFormat  Output in CSV format if true. Otherwise use plain text form.
+       */
+      outputPercentileDistribution(percentileTicksPerHalfDistance = 5, outputValueUnitScalingRatio = 1, useCsvFormat = false) {
+        let result = "";
+        if (useCsvFormat) {
+          result += '"Value","Percentile","TotalCount","1/(1-Percentile)"\n';
+        } else {
+          result += "       Value     Percentile TotalCount 1/(1-Percentile)\n\n";
+        }
+        const iterator2 = this.percentileIterator;
+        iterator2.reset(percentileTicksPerHalfDistance);
+        let lineFormatter;
+        let lastLineFormatter;
+        if (useCsvFormat) {
+          const valueFormatter = (0, formatters_1.floatFormatter)(0, this.numberOfSignificantValueDigits);
+          const percentileFormatter = (0, formatters_1.floatFormatter)(0, 12);
+          const lastFormatter = (0, formatters_1.floatFormatter)(0, 2);
+          lineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + "," + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + "," + iterationValue.totalCountToThisValue + "," + lastFormatter(1 / (1 - iterationValue.percentileLevelIteratedTo / 100)) + "\n";
+          lastLineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + "," + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + "," + iterationValue.totalCountToThisValue + ",Infinity\n";
+        } else {
+          const valueFormatter = (0, formatters_1.floatFormatter)(12, this.numberOfSignificantValueDigits);
+          const percentileFormatter = (0, formatters_1.floatFormatter)(2, 12);
+          const totalCountFormatter = (0, formatters_1.integerFormatter)(10);
+          const lastFormatter = (0, formatters_1.floatFormatter)(14, 2);
+          lineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + " " + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + " " + totalCountFormatter(iterationValue.totalCountToThisValue) + " " + lastFormatter(1 / (1 - iterationValue.percentileLevelIteratedTo / 100)) + "\n";
+          lastLineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + " " + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + " " + totalCountFormatter(iterationValue.totalCountToThisValue) + "\n";
+        }
+        while (iterator2.hasNext()) {
+          const iterationValue = iterator2.next();
+          if (iterationValue.percentileLevelIteratedTo < 100) {
+            result += lineFormatter(iterationValue);
+          } else {
+            result += lastLineFormatter(iterationValue);
+          }
+        }
+        if (!useCsvFormat) {
+          const formatter = (0, formatters_1.floatFormatter)(12, this.numberOfSignificantValueDigits);
+          const _mean = this.mean;
+          const mean2 = formatter(_mean / outputValueUnitScalingRatio);
+          const std_deviation = formatter(this.getStdDeviation(_mean) / outputValueUnitScalingRatio);
+          const max3 = formatter(this.maxValue / outputValueUnitScalingRatio);
+          const intFormatter = (0, formatters_1.integerFormatter)(12);
+          const totalCount = intFormatter(this.totalCount);
+          const bucketCount = intFormatter(this.bucketCount);
+          const subBucketCount = intFormatter(this.subBucketCount);
+          result += `#[Mean    = ${mean2}, StdDeviation   = ${std_deviation}]
+#[Max     = ${max3}, Total count    = ${totalCount}]
+#[Buckets = ${bucketCount}, SubBuckets     = ${subBucketCount}]
+`;
+        }
+        return result;
+      }
+      get summary() {
+        return (0, Histogram_1.toSummary)(this);
+      }
+      toJSON() {
+        return this.summary;
+      }
+      inspect() {
+        return this.toString();
+      }
+      [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")]() {
+        return this.toString();
+      }
+      /**
+       * Provide a (conservatively high) estimate of the Histogram's total footprint in bytes
+       *
+       * @return a (conservatively high) estimate of the Histogram's total footprint in bytes
+       */
+      get estimatedFootprintInBytes() {
+        return this._getEstimatedFootprintInBytes();
+      }
+      recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
+        this.recordSingleValue(value);
+        if (expectedIntervalBetweenValueSamples <= 0) {
+          return;
+        }
+        for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
+          this.recordSingleValue(missingValue);
+        }
+      }
+      recordCountAtValue(count4, value) {
+        const countsIndex = this.countsArrayIndex(value);
+        if (countsIndex >= this.countsArrayLength) {
+          this.handleRecordException(count4, value);
+        } else {
+          this.addToCountAtIndex(countsIndex, count4);
+        }
+        this.updateMinAndMax(value);
+        this.addToTotalCount(count4);
+      }
+      /**
+       * Record a value in the histogram (adding to the value's current count)
+       *
+       * @param value The value to be recorded
+       * @param count The number of occurrences of this value to record
+       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
+       */
+      recordValueWithCount(value, count4) {
+        this.recordCountAtValue(count4, value);
+      }
+      /**
+       * Record a value in the histogram.
+       * <p>
+       * To compensate for the loss of sampled values when a recorded value is larger than the expected
+       * interval between value samples, Histogram will auto-generate an additional series of decreasingly-smaller
+       * (down to the expectedIntervalBetweenValueSamples) value records.
+       * <p>
+       * Note: This is a at-recording correction method, as opposed to the post-recording correction method provided
+       * by {@link #copyCorrectedForCoordinatedOmission(long)}.
+       * The two methods are mutually exclusive, and only one of the two should be be used on a given data set to correct
+       * for the same coordinated omission issue.
+       * <p>
+       * See notes in the description of the Histogram calls for an illustration of why this corrective behavior is
+       * important.
+       *
+       * @param value The value to record
+       * @param expectedIntervalBetweenValueSamples If expectedIntervalBetweenValueSamples is larger than 0, add
+       *                                           auto-generated value records as appropriate if value is larger
+       *                                           than expectedIntervalBetweenValueSamples
+       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
+       */
+      recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
+        this.recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
+      }
+      recordValueWithCountAndExpectedInterval(value, count4, expectedIntervalBetweenValueSamples) {
+        this.recordCountAtValue(count4, value);
+        if (expectedIntervalBetweenValueSamples <= 0) {
+          return;
+        }
+        for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
+          this.recordCountAtValue(count4, missingValue);
+        }
+      }
+      /**
+       * Add the contents of another histogram to this one, while correcting the incoming data for coordinated omission.
+       * <p>
+       * To compensate for the loss of sampled values when a recorded value is larger than the expected
+       * interval between value samples, the values added will include an auto-generated additional series of
+       * decreasingly-smaller (down to the expectedIntervalBetweenValueSamples) value records for each count found
+       * in the current histogram that is larger than the expectedIntervalBetweenValueSamples.
+       *
+       * Note: This is a post-recording correction method, as opposed to the at-recording correction method provided
+       * by {@link #recordValueWithExpectedInterval(long, long) recordValueWithExpectedInterval}. The two
+       * methods are mutually exclusive, and only one of the two should be be used on a given data set to correct
+       * for the same coordinated omission issue.
+       * by
+       * <p>
+       * See notes in the description of the Histogram calls for an illustration of why this corrective behavior is
+       * important.
+       *
+       * @param otherHistogram The other histogram. highestTrackableValue and largestValueWithSingleUnitResolution must match.
+       * @param expectedIntervalBetweenValueSamples If expectedIntervalBetweenValueSamples is larger than 0, add
+       *                                           auto-generated value records as appropriate if value is larger
+       *                                           than expectedIntervalBetweenValueSamples
+       * @throws ArrayIndexOutOfBoundsException (may throw) if values exceed highestTrackableValue
+       */
+      addWhileCorrectingForCoordinatedOmission(otherHistogram, expectedIntervalBetweenValueSamples) {
+        const toHistogram = this;
+        const otherValues = new RecordedValuesIterator_1.default(otherHistogram);
+        while (otherValues.hasNext()) {
+          const v = otherValues.next();
+          toHistogram.recordValueWithCountAndExpectedInterval(v.valueIteratedTo, v.countAtValueIteratedTo, expectedIntervalBetweenValueSamples);
+        }
+      }
+      /**
+       * Add the contents of another histogram to this one.
+       * <p>
+       * As part of adding the contents, the start/end timestamp range of this histogram will be
+       * extended to include the start/end timestamp range of the other histogram.
+       *
+       * @param otherHistogram The other histogram.
+       * @throws (may throw) if values in fromHistogram's are
+       * higher than highestTrackableValue.
+       */
+      add(otherHistogram) {
+        if (!(otherHistogram instanceof _JsHistogram)) {
+          throw new Error("Cannot add a WASM histogram to a regular JS histogram");
+        }
+        const highestRecordableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
+        if (highestRecordableValue < otherHistogram.maxValue) {
+          if (!this.autoResize) {
+            throw new Error("The other histogram includes values that do not fit in this histogram's range.");
+          }
+          this.resize(otherHistogram.maxValue);
+        }
+        if (this.bucketCount === otherHistogram.bucketCount && this.subBucketCount === otherHistogram.subBucketCount && this.unitMagnitude === otherHistogram.unitMagnitude) {
+          let observedOtherTotalCount = 0;
+          for (let i2 = 0; i2 < otherHistogram.countsArrayLength; i2++) {
+            const otherCount = otherHistogram.getCountAtIndex(i2);
+            if (otherCount > 0) {
+              this.addToCountAtIndex(i2, otherCount);
+              observedOtherTotalCount += otherCount;
+            }
+          }
+          this.setTotalCount(this.totalCount + observedOtherTotalCount);
+          this.updatedMaxValue(max2(this.maxValue, otherHistogram.maxValue));
+          this.updateMinNonZeroValue(min(this.minNonZeroValue, otherHistogram.minNonZeroValue));
+        } else {
+          const otherMaxIndex = otherHistogram.countsArrayIndex(otherHistogram.maxValue);
+          let otherCount = otherHistogram.getCountAtIndex(otherMaxIndex);
+          this.recordCountAtValue(otherCount, otherHistogram.valueFromIndex(otherMaxIndex));
+          for (let i2 = 0; i2 < otherMaxIndex; i2++) {
+            otherCount = otherHistogram.getCountAtIndex(i2);
+            if (otherCount > 0) {
+              this.recordCountAtValue(otherCount, otherHistogram.valueFromIndex(i2));
+            }
+          }
+        }
+        this.startTimeStampMsec = min(this.startTimeStampMsec, otherHistogram.startTimeStampMsec);
+        this.endTimeStampMsec = max2(this.endTimeStampMsec, otherHistogram.endTimeStampMsec);
+      }
+      /**
+       * Get the count of recorded values at a specific value (to within the histogram resolution at the value level).
+       *
+       * @param value The value for which to provide the recorded count
+       * @return The total count of values recorded in the histogram within the value range that is
+       * {@literal >=} lowestEquivalentValue(<i>value</i>) and {@literal <=} highestEquivalentValue(<i>value</i>)
+       */
+      getCountAtValue(value) {
+        const index = min(max2(0, this.countsArrayIndex(value)), this.countsArrayLength - 1);
+        return this.getCountAtIndex(index);
+      }
+      /**
+       * Subtract the contents of another histogram from this one.
+       * <p>
+       * The start/end timestamps of this histogram will remain unchanged.
+       *
+       * @param otherHistogram The other histogram.
+       * @throws ArrayIndexOutOfBoundsException (may throw) if values in otherHistogram's are higher than highestTrackableValue.
+       *
+       */
+      subtract(otherHistogram) {
+        const highestRecordableValue = this.valueFromIndex(this.countsArrayLength - 1);
+        if (!(otherHistogram instanceof _JsHistogram)) {
+          throw new Error("Cannot subtract a WASM histogram to a regular JS histogram");
+        }
+        if (highestRecordableValue < otherHistogram.maxValue) {
+          if (!this.autoResize) {
+            throw new Error("The other histogram includes values that do not fit in this histogram's range.");
+          }
+          this.resize(otherHistogram.maxValue);
+        }
+        if (this.bucketCount === otherHistogram.bucketCount && this.subBucketCount === otherHistogram.subBucketCount && this.unitMagnitude === otherHistogram.unitMagnitude) {
+          let observedOtherTotalCount = 0;
+          for (let i2 = 0; i2 < otherHistogram.countsArrayLength; i2++) {
+            const otherCount = otherHistogram.getCountAtIndex(i2);
+            if (otherCount > 0) {
+              this.addToCountAtIndex(i2, -otherCount);
+              observedOtherTotalCount += otherCount;
+            }
+          }
+          this.setTotalCount(this.totalCount - observedOtherTotalCount);
+        } else {
+          for (let i2 = 0; i2 < otherHistogram.countsArrayLength; i2++) {
+            const otherCount = otherHistogram.getCountAtIndex(i2);
+            if (otherCount > 0) {
+              const otherValue = otherHistogram.valueFromIndex(i2);
+              if (this.getCountAtValue(otherValue) < otherCount) {
+                throw new Error("otherHistogram count (" + otherCount + ") at value " + otherValue + " is larger than this one's (" + this.getCountAtValue(otherValue) + ")");
+              }
+              this.recordCountAtValue(-otherCount, otherValue);
+            }
+          }
+        }
+        if (this.getCountAtValue(this.maxValue) <= 0 || this.getCountAtValue(this.minNonZeroValue) <= 0) {
+          this.establishInternalTackingValues();
+        }
+      }
+      establishInternalTackingValues(lengthToCover = this.countsArrayLength) {
+        this.maxValue = 0;
+        this.minNonZeroValue = Number.MAX_VALUE;
+        let maxIndex = -1;
+        let minNonZeroIndex = -1;
+        let observedTotalCount = 0;
+        for (let index = 0; index < lengthToCover; index++) {
+          const countAtIndex = this.getCountAtIndex(index);
+          if (countAtIndex > 0) {
+            observedTotalCount += countAtIndex;
+            maxIndex = index;
+            if (minNonZeroIndex == -1 && index != 0) {
+              minNonZeroIndex = index;
+            }
+          }
+        }
+        if (maxIndex >= 0) {
+          this.updatedMaxValue(this.highestEquivalentValue(this.valueFromIndex(maxIndex)));
+        }
+        if (minNonZeroIndex >= 0) {
+          this.updateMinNonZeroValue(this.valueFromIndex(minNonZeroIndex));
+        }
+        this.setTotalCount(observedTotalCount);
+      }
+      reset() {
+        this.clearCounts();
+        this.setTotalCount(0);
+        this.startTimeStampMsec = 0;
+        this.endTimeStampMsec = 0;
+        this.tag = Histogram_1.NO_TAG;
+        this.maxValue = 0;
+        this.minNonZeroValue = Number.MAX_SAFE_INTEGER;
+      }
+      destroy() {
+      }
+    };
+    exports2.JsHistogram = JsHistogram;
+    exports2.default = JsHistogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
+var require_generated_wasm = __commonJS({
+  "node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.BINARY = void 0;
+    exports2.BINARY = "eNrsfQtgVMXV/8zce3c3uQlclLBIUGdvogQRCUkIQbGbmwKiVaGWWoqvBAjCBoGEBW2/kARRxFelL6vV6iZU8bNY8bOtQsWAWkVbLb79V9uC9VU/W6m11bZ+5u85M/fu3VeygbxdabO798ydmXvmnDNnzpz5XVKz+hJKCKH302OqWXMzqabNtBn+NFbTZgKXaHM1a27Ev00EvzZWe5obGxuRpDQ3NpJqpbkZCzeSagp0pVmUbaLN1WpzU1MzqVaamkT5piYsL2ukTVgFba4mpJrgtWbaBB1oqlabsVoKtbBGqBev0OZqrRlJLJcqtSvWajULVzaEyVHKn9nbLCdPISQ7b5RK1Ozso9TsMfnZNMeTTYYrHkXxU5UQouZSv0I9wz2K+B8lZLia61FUv0qVPEVR8tRhhjKaMq8ndwQZTbVhR2gE7stW1bHkSIL/0VGEeIghClFRwKZ156oKl+nRiYTRw+A/lY6iPkpVSvGPT/7P56OE6fgP/9Ozsrwjxe2id4qvl65q8J+Srap0FVE1hRLq2URHNdIZdhG9mVqH8sddRUx1xPLCHx/8GQl/xsKfQvhzIvzZvZFCDdddw3TvJyc9QHO/evrZ8yqsc86xvn7R6TOUYdmzl60Or7y4oeaSCmW47vyYXK4Y0V+lJcqI6K/yMuWI4XNrFtXVLnauKUdqF120ovZSomsXXbRq2QoS9F500ZoV8K0y66KLFq1cvrx2UZhY+kUXNYTDyy5aWLO6VhnpuaT2kpUN32Bk5EUXra4NWw0Xr7mkdkV49Zm1Ky4OLyUzRkU7V7Bo5YrV4YY1i8IrG8g79CgX5eLa8Mk1a8Irz6ldveybteTPMcTVscR3aWHcnUuXXby0dnV4XkPNorqahctrz61ZvqaW/G9MudUpy71HA3H1rQ7XNITnLbuk9ivhmktWnbW6dhH5S0yh1ckL/ZUeG1dT7YrFsUXejymyOlmRg/SYuFouWbbi7JUrFtQ2rBQ9/hv1x5eouUyQPkhga3hluGb5F1euWREmf6f5CU+6eEbt2mU14WUrV5AP6ZHx1dbWrCD/oEXxT7U6vOySmnDt4lkrV4ZXNSxbET59RdU3wrWryT+pe7wbahetbFgsOvZRzIO7KF9bFl4quvcxPSF1kZmXrapdFK5dfPqKcG3D2prl5F/xzMaiVnhubcOi2hXhZctryb/pOFeRlWvCq9a4yDOWrQ43LFu4Bp/9P/SkGEFd9Y0vrmxowBZnrWz44sqVDYuXrYBHnnPJstWr4Y5P6GjXHTWLo4pUQf4vZhTctMnl5NOUxNIS0pGSWF5GWtjRscQ4DSbrYwqsXrMw3FCzKOzq2OXsmM4KTC4nGzovUVpCrui8RHkZuZKZSUrEd3YjG+EqVbti0crFteQqZsTIwOraMNnE/K4exliRq9kYNynBjMRQE+zIcfH3pjIkx8VXk8qSmPE1JjUlZnx1SW0Jj68riTHh8TUlsSbHxteTaE5GJxSJ2pMEBscYlLGJD+yyKNewkQk1g0m5lo1PeLiUNuW62OF3G5XrGU9BilqVb7EJnZRJMCs3sHi+J9qVzazIXaZTw/JtNilWeLu2LN9hR7lviTUt342V+Djb8r3U1NIS8v3U1PIycqNLrwU1XmN/EFsiiX25iR3baYnJ5eTmLoqUlpAfdlGkvIzcwgqSFYnv8a3sCHcxaWR+5LI8KBJgZW5ziVlpSYyVud3Ft9KSzqxMaUlnVkbe27WVkdV0bWVkjV1YGVldF1ZG1tWplZE1dWplZD2dWRm7SDIrI2kprIzzwC4rE3FZGbtmsDKtLitjP1xKK9MWO/xuK7OF8RSkqJX5scvKJJZJsDJ3sHi+J1qZO11WprSkcyuz1WVlUHi7tjJ3uaxMaUmclfnvWImPszJ3p6aWlpCfpKaWl5FtLhsiqPE6e09siSRW5qfs2E5LTC4n93ZRpLSEbO+iSHkZuc9lZVxF4nv8Py4rU1piW5n7XVYGRQKszM9cYlZeFmNlfu7iW3lZZ1amvKwzKyPv7drKyGq6tjKyxi6sjKyuCysj6+rUysiaOrUysp7OrIxdJJmVkbQUVsZ5YJeV+YXLytg1g5V5wGVl7IdLaWUejB1+t5XZwXgKUtTK7HRZmcQyCVbmlyye74lW5iGXlSkv69zK7HJZGRTerq3Mwy4rU14WZ2XaYyU+zsrsTk0tLSF7UlPLy8gjLhsiqPE6+2hsiSRW5jF2bKclJpeTX3VRpLSEPN5FkfIy8oTLyriKxPd4r8vKlJfZVuZJl5VBkQAr8xTLj7s7xtL8mh0TT06wNgklEizO+GR1pLI645NVl8ryHJ+s5qTW5/hk1Sa1QIXJ6kxihQqT1ZjEEhUkqy/RGo1NWixqkZIORIxV4smZ4bJMv2Gjk7YC1ulpNjHpg6e0UM8kio7bSv2WFXZCjlqqfWxSF+USrNWzLNkYJVqs59iJ8eU6tVrPs9JEZejacr3Ajo6/LdZ6vZioRXEW7KXOS5SWkJc7L1FeRl5hZpIS8bbh/yWWSmLRfscKuiw1uZy8mkax0hLyWhrFysvI79m4VMXin+IPbFR8UWnl/sjyEsUJLN1+ZiyuhSKuxzzARsRdm1xOXk+4WFpC/pRwsbyMvMHyxMX47r3JfHRmVhYlFtUVOuu07B884nub5RJOONlVRa9sb71Zv4SyZiuSbbzFrM058He/D/7uu5LipY34ETkC/u4eg9+RvnkfMd5iBZpJi5hqNdYHiFLJCaenqZWcFDF1DCfWyJDxRfyB9Byq6/ouSpXmAg8ns0Q5X6FHZ5V2IZPOlJfH5FCdU/xqsnLm44wzKKPUc9pQzlS9wBtgQM4xqUXPUpstqsG2QxEjnJ6uVlqRbGt/tjXKGmsQonNqKWHrsY00VMSIxev1gALV+QKUE84KfDMtxpV8qBceAZqjnMrmCF5mnJQzn/40pWozkAj0VrFa2OlqM1csda1mHcsV65OOjg7F/jw931QurjNVy1sXYFzhqqXWrbWM1dA6hdZVbMTU1EqucRXq56payVWuwRNyhTNLDYcsFuYkVMSqOQWmxVyFu6q5Clxj4ooYjyauXFoPzXAFeq8gW4FdxGri7NL6ckZ0Xdd/yagmHsdkUNpSQ5xZjfUhU8VrFq3HG1VDhaqiZKUc+Ay/JS/EHQGmc8VicBO11DqoA+gBD7AV6/DAPYpTh85V6HgDVAfsAeYTpJtMMpdJ5jLJXOYwl11cZyrAXI0z6Jxgrsm4FsM2fDACbEBu+LiCXKTI45jCcK3a5hPlWhj7pUnGEiGllLMwSuBVlFLo3qp61gykSM5nfSaccWodGbJW1VtqnUkto25WPowOsAE6YtQFQLL1OpNZI09XK4fryFlWz5nlg4u0oUEwV3QZPnxYqRoKmcxiQCSclbNIDnJV02+klDUHiUktciYoAqd1lcQiszWL6Gol0a3N1zCohljbbxRfQFUt/+kwthYLAz2EzVkkQBUYOwNolBPJG6dENacWDQUo6DIn8BXVGlv42Y0sSCwjbHjgZ2G2/qhClWZWKf4VKMMUQpmiW7RQsUiharACb6GnQB2uF/hmBliBJ2pHCrycoB0p9AieK/Wc4QXObFPRgN0tVKWZgXpiTY3dhl3xLLWyIE9YKdiYPF0YGmJSeFLjLQbPo8rnSdqZTjoiOxHXg4KsACnwFmZxUujlrNBnUws9FitUdHx0j0kKvE71QHN1T4gAfvi0AirksrHeUkN1hTg4IRMLz1ErC7JnqpWGFx+iDsyaNbzeopzko2UUWkrr9THCsBELjCgpyEb50a3s4XqBFwRcWEBozyKFim4R/Q4Qrs/EUCgjFcpoUSuf04vrwpyGLFoHlVqfdnR00NPzTWprJRMmQ5o8ahsoeM5mTsP1JprSpXFGThNPCYpFQ7IQCDxdaoKswu1LHbnEGywwZS8xSptZJaczYXazyMkEbwKNoXXiJ7XYWTaRig8GnZJkZilOQY9TEK2tc90nr3NSZyn1JgP+E6GQlLM6nMGgSbhDKLF9R3QgObNyJBk03i442imYIz4M8TFSfIzmzBrr3Dba+TbS+WbU2V0hllpvjQ6ZLBQQ/ZJKzeeAUFWRqQoRHz7xYYiP0VBEyA6XeqDrf1NghiDWe2Bz56iV1n6fFcmyrmDWsTCxFtACkD5WabUYAaZUcmb46gKsACacAnpP1V7aVPUGadlqtfhChSyH6ZxZ5IxcuNFkBZ+xvsV3upUd5ixUyHTdFuKC7IDCiWUAK9HYf0k0vF23nlKso3FGV6wczhxDC0w9K9/UjCyTzVQrgzB3qVwBowysCVtq3WlhlFrt4rowiKwW4hrXbKkNWR0dSshqaWmst4y1Jsz36hn5aEVhQpZfiC4mZSMsDR1XuGZkwawH9n0MEA0Vv5seq7GeazD7G8B2xj1g4zUxo4BQhUKmhnOe0EWsStOwYFO9GFKYbu3pVYGnIdY6nLphPgBBQa/EKMgy0Z1QwJUR7hFMiDjVwV3CbDWIGRCcqQJq1wvdKATVHBkyKSdGNqf6L7Op0owCo9TDfAbTFzEVNPacmipOAODOTCRScWhdgMkZQamfqVaCHIjHJmhtpIYUMVV6WEXMB73DbznwINQyQih5BjQCwixrZJavPkU91PKJe3yhALDEUmNLwowZoNKqA51J+iRKTqFoDwSdSbp0dqh4Ln04XOMo3eIfPp5F6+REhg0FtOgd4hsV1oWFHJbB9yRcU+qExlgjHE5RU7F8Ya5Zo9c2OA+rmSpcVMRFyb8sUVIVFyUrc03NVTI1V0EPEztvKhazh5g5ncXHASspO3uE01lmKpYBnTVcnfWAwEMXDFdns0VJVVyUnR1maq6SnXSWRjvbpRRiF490uqiYijUauuhzddFrqnBRERdlF3VRUhUXZReHm5qrZOouopwaMdITLwtSDAYjVZFUReoLV1yFhOb4evvZ0+iDmk4f0qiHxdWTWi2S2Az9GUYZ+CEsgII1KxdmYFLHwSPgqkXDdWeJG7hq5IBoi+Uqp5a3nhPLC24quqheqFidmavCXXVQG7gyoiOKEH7G5eOADCqVILxS8scrOMmrlg/vRAsp7SXKKxRGq56yStkqlNYSOsfVUFz/TBWXT1wNJesR9CNaQnTO3Y9UNei6fgKusbiyPKAosGpTvyQWpFCUGbkwT4dEN/XrMLSQZ6l1hXkFedZ119DZEAe4hln7rmEWtSg6LHnoJaExH1lXxAyLrrVo2ISlmfu3GkJHAqoLFeZZB3NQ0wvyYMgN3cRVGAP5wT4o2HMjVxbXOdN3w+oQZ9HNz5A5qvyyCteAm58hK9AhVnHBh0tPxXqDrICl1ifDQlNwDfwGWRX9XcU3XiG5xqn1BtYIVtm5n7rKOxPgG9AO3JBtl3dKu0tqaD0dUnHoFEp0/XqVqt3h51wXu4ahoHFS1dHR0TF8PlA42WoyK3K9Ryzq3yDiM3uORUPQAWCTpUCA4R3vnJAOl1rueV0VpXZfceocy4PlWr73v68pcywflGx55OVJc0I6GG8axoHB+AHKsWFo0GhVS8sP73z33j/RebCQqGqJfO+O64+W3/e9+uiHbIGVHYIfe++NHLcgpOEdf95w3x9GLbBykbD7qb9fsYUtgC4B7a73rrz32fvs6lqu+PTOPxwYscAy5K2R3+7dv/dP1zQvsI7Au1s2/3LnS/cczF0A3WTuboImVcETLMCxsWWBhsCFR0KLKT6b1m39bAYF8THVODFRk4pJbHV46wqzOxLGyVbODEN3BJrqN+YqWpPSnNXI6c12KnBlLQi286tGRJnaIKYhL+4P4sXb7VsONnNif+1YmO8qebC9Rq20vwc52eKmiVpcVwhxlx6u66yR012mVlW2yVSrOoZvqHrYu66qhS7gZJfJ4KpSRddVfTp8QQNE26roRvjZIf5bucDdMhDn5rIx8srHzZxVtYj/Pg5+OZeNAQsbEXXI66vO5SzmZ0Pc/VHawQ7y5SiREK5VBTfNjS8ybxa0QzltwzVTZ90FhpvkhxCSqApu2qo2s2YLai3bBGwwWVWHd14uGWMxzqru950LX0kVrbrfx9m6jSarouu4tqGKnAMEUBznB9MtOgtW1/km2cJFR7fmi/5AQ5WxDXmiDXniGvKs22h64hrSuCfakOmVAcpWCEJsyVF0rkClAcVqaTEswr0WnZUf8HFm86Cjg2yAdVfMWLvZEjdmUYJ9xzzX1ebocKhVLcY8993nzsJntqW2+Ittu9ydsAtGlHVgdebm42pQVrDv7jv+HlxnOrVdtmGdqeAPXyN+rNrQbmZzVjVxU1UH2bDV0sLW9vyQ6Z2gEFNvczrdGsjhrKrsqh3msBmk4t+fVp30VrCNeycoRsQkPIcr7Ty7lettZnbEHB4JGHw4H24rYHubqbcFRnCD5/Ac18Uj2syciJnLc/mwGcUXP/Hdr/39pFOxztERTrjRyodHIjyb6/yISFuEGzy3ledEInw4H9HGh8/wSO1um1H9VfjvzfYIH8GHz/jmj8fjr7YZZ3/16zfffPOfg+L6o8Hjr51ADgbbZvx55uxbzjv9g/ZIG/4zScTMbuUkUpjDGrkGXKnc0G4Snr3L/q63mTlCibdaHcPrTa/1pLfOCs6JDnd7dHh9+VzQkd9zcukYKa6N9hhvtr8Y3JfvfG/T7K8H7S+rXPRVbTr3Wlf7oEKLBLw6z5nx6eUTak/Lu7jSHqeKL0bMXOgoiAXduBX2HLafEjKzxis+7ruHs8aqiRsbAwrP4bnOLa0mDAoM6dr2tgjPmXHyKbc99MOPcna1RcAMw6hyCuPQWpDz2UDAeJO2AOVZEyCKg2VmTJ8HQ/CrYNuMXf8HUvnHYATvpm2czPDv+/HFI0asD7bN+PYE/2+/+tU7gBggHFSONUpB9W2YC0FxW043Bde1mxTqbovYHGhugxndKXIw2Ggyp5CZ7Rj44CKH1QeDPPtOU+fZETOH6zynlWdDt7JbxU2RCNdbTeKy6I1RxWtpad7QrnGiazxbl0UM0obLQcVpV9f1o9G1R9dFeGUiPGtR422m6xsV6mmG+Lz07tjagPqZM5PTuU9jaiJKpomIHfqnGoaA4F7hEEJHNHQRTRGZNaXTBXROrIM5nOTnUF24rXgrLDtEmJOYHlh6etRK7nH8Tg4uOES2aCigYAA5j1OuWe/lYMR2rUmXh2wHQsUQrXSKtdS1ow+ghrjH1Y7psWgY/VZPCKwVjZaDXlNBpZyFxH6OqztatAkR0nQ1QWJdaiNXl8ziqq7/S1VYE2v2NLJGmJEpDvPB7//3R8F1+DXy/SvoPBi5qM0zPbscG+mdQQivPS3vo2BbwAcP02Zm8ay2AOE+nsU9Mz5STn4t64k/BNukUr7dHmkztYiZzT3c2xq9mXtmkLb3T/pEe/vUtgj3gShqEbB3nhlvnHdw7vJLnwu2zQg2QhUvt0ew6vK3Hztmbc1TwbYZb96w9vdZTzwDlgvvOCP/4Lxnr3gs2Dbjlq2LHwrmPSHvWPLXBUWT7t8dbJsxveLErW9c/Yht6yIYy6gq3gTunFFn7e+gbiOGU/kWTtH/oOhmONMQeA0U5k3FOthB6+HPLA6zI6vPj5k646eq6PSEKwH7t5iWTtpUFdyw1VLDpmJtf4GEAqqYZrg6QfGBqaHcPXe1c8Xa/hoJmcoEhbRyZYLia4WipM3UomPlibLb9EYCEEvxtXJvBKZ891BorqEAotZmEq7NeFi1h3LaBjmU4HzMmH2mIsfnP5NWLcbxwXEgUNNJ//IfOG4hDNJD33m36H4xSDDCEV1/iTLWTJtgtTteGV1FN3J6rlpp7XuDWJFniRWhlhcjyoQ1Q1i0eBv8XbVtY0C1KCoY5Sq46KAI4D04c/+54KOpVXRjQHVpCYctLgzcFlt0zfJyVsaZ2CAs3gZ/D6vmbVOVIgj+TlUMvRW2PNJcn4lt7bGo6ri3CMZRRAruolMVHv1aLfYbisSeQDEnVbhjtGrbxqlKhbgoNxFmi4+54mO++IC9GXoyWWVbxbDYKlaEPVXEroMidh0UseuAH1x8FHHFmQ6mKcUxvyowogu2VRh64qL5Yn4ZYu9mtP4p7S6L1FQs8kW/znY2aMQDuFnExUUX+0g83+YKFs23WXS+jCYIFjHBIiZYxEQLTLCIiapZDItYUhZZzbBPsEllcFQXuo4d5Qx3e7hyMuEuUztNmS+/F1Zy5UHjiPuE6BFOdxp5t95dzlbhQwrpraLrpiqbIHim7jTybrkbFt915Ww5PBZXwuWsWGyhg/iXw3QhZB/8fyK51IJ5F8YoQSsznqUgJhGKW/OwMpXMt5C+qg7+Lq+zgqFytrTr4TQVMaCK9TGxhhm6qYltfLyoxUiNFiM1GkqNKDmWa4LpmlAHTYynJsZTE+OpCT3QxLBqQg/wo1p8LBV1ruKa8Rw+YxgfUXMesRu9Av4afrkiB5MI2/EaMkxzpJUYz2M7i2NZqT/CRHCsK8fHlkLh+AhBFaNkWDQEQi82vmWgZSbu/UXeItb+t4jVSi0O9dgbVCreZ2K2y/I1GKDn+COMMlPPlRBsWolNNkGo+2zJh2kkhCvbUKs4C4HIjLbVRTXFztZMNdpwG5W7gjLfRXbXZLD9JVrGmBC0zLBl8G1AyWfj3pyCLTNIf4CW2Ta4sopTbJlLN0bvYLhjDbUv5WQ8SDG94htb60xkyarQtk1bYd+yiBWPEV5oEQuPgR1D+FKHG9oW3r08vDwkbio7G7dkKafGXK0gzxrdlWQntaOYfULBJySYC4R8gbltn2oVit1SSBRSoQKOmT2qSCrBYCvML6pTiQZjrLkreUW1DFmJVs5GYiUaVKKJSrQQV0VMfTSGish4ZTPlwpuDH5sop41Tlc3ofpBz4NJNlNNz60WKCRQ4N1q2qvlKTjdMVW7C/US4dhetgvvvovpFlDbCtQmKD418ESMPOMEn+eXr0S9YsHWLkXerY+kixhFtGPcHUrQg3RKZpvgOR0lWCSUpQiUpEkoyNkFJ9r1HrJeTKUlRzyhJsa0kY+OUBBp+JVFJinpMSSpsJTkJ+eCzlLWcniXy8A5+QKz1WdZuItysIty7VcKwEaD/rptB+5kxQWaCMXnMx8Dlx7FrTZZvUjvKTGWUmdpRZupEmakdZaZOlJlGo8zUFWWmTpSZiz1dsQBz0j4UwxDabk2EsLkTMSUOK2gsK55W41hBw6FJlOjFYmMc7zkjWvwfw6xJrtLyj8/I1a+D/CqLFuqSf5hmJXiYS0BM7dwSXJWhEOVY3ujuhZBOHFvb3ZFpA0Iwo1MNw2QDubDGkq5mXU3GNIjpg7kUBMOaZOjSEYy2qjitKpiVIHPyoq0qYIriPIIAS6dlxfLaLReLxTLharRl1WlZFc+rxrTMwFiOFDtkXBUlh+vxQmltzsHxeX6YlQW//4yJUjhBofaPtpSQxdZwGpotWWzA/8/IFxqKZM8aE7Kk2Bn5oQBLw/BQYXhkUiDsIClh41Wc8AlsdmA6LJJsxW/5gFj7FGuYqEDYG4VTIwBMxfQ3LO72eUVFPpPKzXHDFBKg2iquV8knHQ0puBB9WWPRkFEgsqBC5Ww0Lm2UM2SinBKymo0L3AsZBsKezExcl8RMgNNKINtSNir4ivvwVDQKEysLl7PRBXmWL03bDVWNlEEMN7O+Qy2PZJat4lXEOA5qBtmg+t8ZU5tpk6Nz8UKIKQiwRPedrlaK1GYykQjDJSRDRoqYu6+5ahp9u1u1cuP6ZhwT8Mi+if1JrF+qGvYDh7XaVC0irILmKqLFdEFxBb5AOHJMJ3nY6cLfidMF0QhYLNU1gndSayIOIKZfoYMRUGzuebhyDwotdOyejY0BD3pFAcgM023TyT2JymZidh8aOH0YowynT/CfxFxEjUWw4cqcMpilQ+1y0gBSPY21A7Pz6XKsCsdU2tdwSJitfbLeL3Eqs9Qa1EqwCts/JtZRMqjA5EihCSCOlRUVYaq5Y3X0O8A8YXyiKnjVlSat8m6aKxRzq7ECU3UwstxCr9hqrOC0aphNrvJuckp4N0UL5DkFhkULDHMVGOsUyIsWyHMVKHAKjI0WGOsqcIJToCBaoMBVYLJT4IRogRNcBSqcApOjBSY7BQgW2Wqs0O3/Bsui9ve9t6gd83lb1P4h6aL2SqU3F2Rr+n5BJiLpk+jhrsmgHliWQZpj7y/LujTOzYNGZ/f3ns6anzedPZBUZzf2qs5eS/tBaRkoLW7RHZ7SMqG0QmJ6W2kLulLa79NBo7V/6j2tPeHzprVvJNXa9QqjTUpSvVWieqtKvVWieqtKvVVi9VaJ09tW1Fuji4FRhd6qQm/VqKKRWEVzFFacpIQ7XYqmWAoo2niFVNHGAHPXo6ZQ2M7qweUp5Lb3t8L+hOrjCScPgFJZSp0dGd0XbLvlbouFTWJBrNJ3Rr5F6/QJhMtVqbX/E7G0+4Vi+cTSm1OjrJxxuWmofwFycGVpeQ0O21k+sdJnlm+2Exq6wF7QiSegxhT9dwPeigATlWQLetPWL0u1JsZbAji6YNxH5WLbrZYxShah8VrWtVnCtt1mqMyJn8mLMQqvxCi8IhReEWbI3l0VZkgRZkgRZkgRZkgRZkgRZkgRZkgRZkgRZkgRZkgBM6QBPzUM4NmP1I1exZshBcxQnN3mxHgrmRlKjAs8D+k9EBUsyLPGJoxe8nleHqczfkE5PQPDyS2f4nYuNY4NEBFbGQnXODGG2xdgmd7SIU/ntXQAhYp4GsGqorfCIStiDLcOdhBrsogCQNo4mA1vORvNKrl3IiHgAxll3FvE+CxxTpd7QVsgQwTKFjEVE5XcQkFdQoH55vdJbwUrrITKxoJjMhaix/taKGr176RWO0d7UVmhrYvw4DkNoDPDAx4Fa+Dcg0fe8Lw6MwpNxbiAYxaCE8KDQ9x1AQ+quMq9IPd4p/EA5prb54P1mHgqwXgqs+OpQByLEpA4qFsV5ukswsZZIAsPF6SKsimuKJuSEGWzpSJVlO2nakIEkDMnAggDlDVXJLTLqQBsgRoNtUGgLRqKc9NND7DHqA54eVZVB92wNaDxrCrfpkAWV/B+z1nYf5+41QO3+hL67xP993EPhOhEppe7/+8Tp/9YgwdCdF5XiO4+O0TnBZoa4trJhNghOjHEOscDVqo7Lpc4UK8yRptY73kFO9EryEnTK5C5elE3Xk3uxhfkSXnkijEOXQAxVklvsl0A102cGdPsUHh/zvePUf00CH4fuxZD6Zj6MbtBDDOEIF8mMgYpts1F0p7V8umGy+ot36WcWB3rP/HWW77LGvTVlDbF1OSLqel2GlvTeIWYrMq3qeqzGq46ePvuDrIBMrOdH1W+jVeYrMrYVNXRsaHlYEcQyfJrlbHxiip+jT6OyMbOija0l1gl7oYmEqJ/F3YIMYAK8VZTwnJYyiwwcldSOI38LBP9g/PfEkgEDu/gPhkCiTD8aiY7EqsXaCYTp2dxP6XBDRThFLUP1VIE6SB6ROxGzET8BuwXsft1GgSBN2K//sgsDYVHsRC6gxiKdmhgJ/KEL+PEOeFLeFxRIruOQCX6NFKgWOQMOLBVoKiVBjai64ZvTMyFxEPa+mR094rYXDc0QhGrjv252MQhgZ/6a26gh67/gesI2CDDphE64ogjjmAjR45QRhw5bLhqaB7vyBE++G6MHJElP7Plpz5ypPiWMyJXH65LwAexnZYDaAAyp045XYw9MSGAwLDH4jAwnicdIe8V0XtOQjgxynN4JPa2KCTEcNc/uT/mZkdO7E8j9ufIKLOcXrvpPjcd1NyoEuXGxpYLd1HP+fF0knhDzAWjSlq+1PfpHsJJoa6vJXjoHfAm6iy6tpBZL2RZ+7IAVuQV+8u+rELN+jDLOoi/Pra/HMwq9FpX6FaLDr822V9a9MKs+PSNEyqNI6IpwIW5+mOMeuycjLjt7ZgsjOjxPU5my+1M+wogEoDrdFAXHkGcUyWwUd7TRZY1ngacGXccEPepwib7UgN6GPIUoCq32binztROlx4xq+PKCpMtD3i5ah3EzW1jGPhJIfilcW+dkasJkmbk4toSTg96RL40TLQFedhTHxSJeQxjH416mTAFoHsqE86HO+nWNHGmnteNPEhqjMApEba+LFaIuR7W5twiRkaoBBsUrrverkJibaNcuMe53nGLdcXaTq2cmFXMUvGxXHysEh9h4aZfJj5aqPjcJD83w2czzJeidERevwtcYzV5ToAiUkbegY1LXYIOuZcmRCxNErJS4WI0KxXqKhYfZdHlU7N7+WRFfOVsLn6ij+u0gmtbcW+1+Fgc34NuNm2PgSo2YeHopbV7n/BYTrXTme1MZxAYY4Qpd/AjzyO6S+R5WCgz40jnEkgdYDHAT2MkVrXb9iDEhrYGMBy7nxfN7JW0AmJq0fSqQsSxmCbca/SbjwLxQMcyUSoXCqn0pZn14CQeqtH8Bsj+O8k6IpreIHbFR0t3Vo9QDFx1MzFAjdv5hlZ+APIrizp73+j0jjYpV8D3Rc9XRdAVpK4ySWibSTc9xuH8Hh5b3raxsYquw8O/Mp+g1cMU0cORSXJ44kJemHcMs5XxEhVrHVX0NzYIBv19gwiIFhm8wlkJlpSmB2JYIt7l49rMXIV7oEQOHO+QKxYIz4BdmkjIPZiwPJHMt73WCvgzt3Gq+FIJwfrxylxcDWNPYn1o6Mm7xNKjPrQBy03JN8ZVh2+aQAmDJSJwTuUeN++gN4J3TVxpxFxq0JL5uuSbzTOWgmc8JZ9OscYcOptsJlWRc1R0mkSq7GmwpMf1+0hUU5xLzwiIdG8IgxHx7TOHvwhTy+WPuVNFWuP5DqOL12HMzL6ECebyRyWmmduUnU42Yxv8nr1zCySHd0quECG5IjmumK6O3XeyiZKNZofMAIGhuwuXNL5zwC68LcgtVAw2No2zxUg5PXFioMtpRd4RRTdS4R4nZFbZi68PVCsfLjzOFKWJNqaVmxl7cgtXVHOdY1uO0R0u1+eLk0R9/2l77XlcSItxulKZuvjHzLYLdvEXKWqmJu7wQD887jv+xaxj3At0jXuML4lysGgWNy7lHlhmKWJVjRriDW0LULgMm1WOZmjcG4J46KbGJs4abdicneLRd24JqNFTWPuYQhtZUx/x8SqlW3zcpHSXj1cr6fNRjeMjeG0qVzY9xpVYJu7ktNVknLXBfaN3tkVsjtoMvT1AHUdLvwoAFOXkEmO4JcoWp8YoJ7oQO6eg7KjWkXYUQ07lsMAH9zAnLhocH+XQ4NCEivlmkIslLZLKNbmsYWdI5qnOeUDNKebDs3+Yux2Fz5FRe8ehBGMdobFpkHJaTZzKH4UFcRpbOHEh2ZR7rq93kbkugULuacRsabmGQQa6a3knuuNK0HS7QoN4oCfE2XRMXcfdm/1MIF507yHIROITPub+PwuAN2OE7abnwDV3HBkMYsu7Eg6u5V0IFENHDziH0DgzzhZOiB1QY2kE1EiKkBqnxhyAsCliZXCGFeEURaq3KG8CBhqt4576UECqCyQKqs0WCUiBCddpXNNlsjc4MDHejuiWqYa2iVxQzjY9xhmolOJ4O1MVQzqB+uL0PD63LzYWPVfO3Kns0x2Pz4bD5GJT4TB8vrFx+gntPJ3S5ys+LJ/vas3t83VjyzPq//3O7f+NjfNroO+30wT/ryiZY+NSF3u+7cohXAoyv8p2COfCn6WNU8WX+cIhXGo7hGPjXAjo2h00uUNYfBgO4XzhEK7CkOzSuSDBGp7ywC7GuT/VO7fU6uiUnSOcsrDjlIWla+VzfiyVTlnYedjZtlMWlk4bd37Ml05ZOEWz0ikLy0Ms0gWzOYlnC42xqTm3k8Y7X9x2voD8S5fzFY53vo52nC8oukc6X28xRWmmTbiMH5mmusgjisKxprfeF9CiO7fgNT5gHAFZyRDVaOPaTu5pazXpLaYHTl/boR0gOhgxrUvy7xNLVAGyi8CWIughpjHFOjgMAF8PDounY1BEFZKEwXmuGsOxJr0gLwCgiiMcMqx1/4J7eCp8MYbbFJiJVM7EjeJgUbIu6NgFPZ7ujsvgnObUpNsjwPTzunMSFaGUMRBjTxsYiIEM4mSBmD9ksSwRiLmVHlLqU9KDuIe6VQwfq7oM48CTYhgHgg4wA+/+X5wV4QJ8N4bLUw04Rhh/9gJ7vW6D9YDHGiVtnCByanwZHBgwUNx4mZo+tGMW+OgvUzML0DLzrGzjFTR/IwvyrGEWA4pH5DJ4jf+HTif3Gl8xs2H/PHuCUuFo8SJwDwIqAAeMV8hOzrYY8+x94DNl2G4up9ZBPbo/PINnxVYC94Dp08vZbE65q+h0WUVlXBVlXIMGufFV+8aK2BtPlDcWx91Y6NI4FyZHTG9atxjztJRPlbpLqZ8q7c7ZT6UHsgvyeDYkKFCeHS0BCrsbFJbD4ay/uDbdVS6OsQghsd1WZ9RpOZvHiXFmIAetUA4+EpjT+fib8BzjLHFNK2fni2uwkSeeHW6vhvpATDzlbDEsMIT7b3wVpHCpfaHI+CpI2HLxGxJMjK+Cb7mqIA+PZeyHzn+PCiNzE4XfYJ5ss3MdrCQ2//UzM7qZchW+RWlXULEQ2oRTXfQ6aPk+uKUFbtnnviUseHMZHGeKsgrksuV9IgSz5X0XE2eAnAsh9MYK4W4oD0O+212+rCCP+8Tw+uKG930ix9ddvlDYriKREOFErgvyrO0HcVAJfHFR4HwIFDWlo3wrFfZtK7hLatJ1VvTAiguC5T7wXRPyaTzCuOLAjYY/hpCX2bjRHust4g1eUbVXHKq2cdPlspQT40sgCyr3jlfgcJ0HnBgvbo3C0lE4MQEvrLTAc/ai646b9sVjuBeAX4TrjpfCdQBxBY67R+6F49487oV7cAthrgZQJlwx5uhQ/WbK2TwkenDTmclNZwabzh7cdGa46cxEgXOjZWHTmdmbzlC5ByQbN525Ohcm0PkNM0WuxjqBqCpQKph4RI9rUYKdXDUonkw8De6BSnPhE1stOIdqEEFQrSiIROIXi3CP8QJO9MKNT5K58p8spjThdtXoNMMrYh7WJAx34jItO9kyzfTCQGTbC7VsCF9EF2pe8JY9PBuWaiidtj8NDjRscyOPY4IfHulKAy+9Yjlr7Tso5tjLNXG+ESZXuNM4G/bZveOVIvhd9GW1GVoshg3XYpHKhBdW4blkmduk4H5sGfcJV8oDv6KZm3ZoVXUtOHxc4z5cboDLcg6mLPlARuA8YSOcffZBxMKHsRlQMm90qL3wYxOFv5upKR8YYjpcmZeP0gSkmyTpJkk6N99kSRM0pEQhiP5SpzLqqLhHpBesAi5ugpQeiorgEZvQoAiaOLXNPUIRqFCEQFYsK3KAFVSwwohjRRayIiDPhUtpyIou2rOc0+OmzxYLn92uEAvsog+EgkVjYdh54u48cTpP7M4Td+ftXB0UOdRir63FmAkGWuyNarE9FjFa7I3RYq/Nc1k2Rouh8ujQWgTT1Dw8a7ZMlKLu1N1chftkan0M9zwxgkTjFAowohzuCZQvni3P2WdbJKDpgsfZkodaPA99Ng99MTz0JfLQNwB4qONIivQ9mXRUKTSh0lYEZ0E6WxBm28ozVZkNtk1GAOOiBldkZ4xfTxk/nzjBNYlm7B/z8awoNzIm8FBMoCdRnDJWMGMFB74VxCNxRSxjBdEKOtzIWMFDs4IJ4pSxgr1jBddnrGAPWkH7vGLGCPIshxkZG3hoNjBemDImsHdM4MXdT3UwkpxG+yFNxHziriCkfi1NryH3sbdkDX0rHvgqCXTdK0mg6zg7hdrd0Zf3zEPfScWhxZiHhlf01bufvIc4fGNXHH5Qpb7mbh9Phx18zs4UxwWMYxELUm7sG8eaciNk34eYjb3vQ8jGppiN7boEmyHRS06C9r4PIUEbuv4hk0e2FfEqN+N8UxFok2AetZniTc8WhWOceDhbABZeoMPMpSAZjn7CacosSwHNy7KUWXjoWjEuBJx4znjWWmt4fdjMBkjIZYi+ng0v+RMmJhsmYa6YHuMiHJ8GM3uZqXDfmZCV8A/B4NvsXkIqmdc4PqCCYnuxW5BXdgHopBczl6CjPNu4QExxFg2FuIq/sNuAum5cKN7bZVxowmEndbXolpery9A82e+wzeYUkta/JA67wlfx3lYV9T1kXGTq8mgxDQl6iOvQFXHwMeYgq13MFzKpcX5A4VlwADZL7iNgdjuDV2QBIkBouH3NatYfg/0ALR3ZiXWDbP9Hi/o/XuH/YGiojmvR2c5rT3Fe266KKU6mQEJeozuLNCC9F8jTB6Kpmo7/ozq+D0nl+xC370Pcvg+J931ICt/HY2cmiulK7KGBLGmwGwn7bR5jnD07wX6d29WJGmvxDt6oq2MfvyRRrwRdHjThwtUh0sWh0uVBI36Iro5muzoaznIe6epoUVfHI10dLdbV8cHmaExmOXVSXrnPGBdgMVOyrz4EY29q0A1fdGb22MMOe2fSs/Hano1HDLrm8mwQasb2bLzwQ3o2mugtXop6NpozJztHcvGlWnPBzmicwZwszr4q7rOvipyTlejZVwXnZCUpk5Xo2Vf3WDqejW92vKjkJBEVltyRybK55vJnXMqSZXMty+aaN55rXptrYvM2S3LNG+ValuSadwBwLaknw4Qno9gOi+PJMOHJKLaLM1tarSSezHv0UGCRuwvxZJHUIE+AfpwvwZ5gGLHXs/MBtMNUXRAuiRnATkojk7kHLghOyABWxMYa5GbKlO7HFaY1s6buw0DLzCYiDqhZzQFmNQdUBwrVzmSPUHGw35O0m2IjGvJJojgzMu8SDv7L1V8jiia8erEZ3gJCTqvPB+Sp2Ne1QMfOluw1KWgFq+eI38CcacWkNq40cXClqXTwAVpazCIA8Wz6XBn0DMZPCi+MtBLaZvo2PcZ9MItQBKOGmUSKtYr9YO6eqNgTKgZO9ESxVVMRzYJqUjmPQQOyB5vofOHV2Nrgi2qDV5wEFEfzf+NlTCSNTO9ejq0IQagiJ04VOXGqyIlTRU4cpuFWONLoTciqhrft0DrurQ/BxCDCDNG0ao/9eB778SBHONm0+34PTrvaGTJfmLplMBfEyC1yqjxeELNlio4JV9a5JmKY1QJajgu4gLN1wH8tdYM5rgZzkjfotuXi1aLo63jQfjpmPIaZNMpM6uSoK8ZCXC2C9/xPPDkJWfkyMakCrrlzpCCHafNHModp80fuHCauRBNIixB1xaGNhUypj+z0NPddI9FDXRjN3xwdmwMFvvzmj+VL3jd/bJ8CuM4js3sVt+1URIp51HZ6pO1UHdtZRThbF2C2ZKEP6zKgarLpSO316SgqIlJGNlNj4Vy1qQoys0XFxkIdzq4SOGVsFIHnPD35HPRcRpsPR5slxnzfKbTmQJlmdDqj0xmd7g2dZuGYvaw+0Gkb6TSj0xmdTq7T+zI6fVg6LV6L04cqrYBKC0CvjEZnNDpRo+92NLqipzXaVmU1Icwtw3hqPSBqC1V2he5UW5VVW5W9faDKnli9im6zqnb0NjZuHa+5MaHrpJorWpD1C5MwE97KYkMPxgc7pZp6RIjYVsmYnVsZGw54xc6tyr3ubdt4XS1262pZvK4W2bp6YryucreuFsbq6mhbV8fG66oRr6sjY3WV2Lqak0pX8eCw6tJVhDuIPSWvJeiqfVReGxC6mhC0TUdXK5Lr6o9o9xCVrBxrqqHL19TZr9ASGLY2qpq4yJ23PVP7LTY2wClQ4J1cOHbjZVw1tqB97P309M/AWi0+41XnVC1AKCxzn3jdTLu590vhNVnUBWzDBFgiwzdhJb74Vaghvh5LPB1owvikb8sSO9+/lQAY6b5fyOkFAQBHgfhaZ8n3hEdpggovnVNDRp3zbi4bK4SYDFA78S1MLA7/81vUeQcRvokJjv/Z4J80Cv4pWoG6LDUklA5fYPevHnkgX+oH8nX9QLEwpD9NeKA4DFIaj0FKYzBIaTwGqYBowUf3uR/93u49Oh7XVhI5ABClyZ/d9eDMeXAFqXOiz9tCJRoqUuB5AalFdpi6O9xtJL7R/YvEd1QGiS/P2v8fTPTY/58oEp+45CR67P9PTyLxTegEiW/rQAWhix5cyODQdcIpDTmFfMpA0WWg6A4Lim5VBoquR6DoVvUtFN0N/QhF9/vOoOggibQLNDoJr+wJYQr+JErgxXWHC0n3ZF9D0kW3vA4HlQ6rISHOTqUDDZhudY8C04UHEjDddYMSkc3tHWVA2YYOKFsG0KsXAL3WZgC9BjugV30ngF4NGUCvDKAXysvKNAC9/pAM0GtVXwJ6rbFhr8JDDdCrb56sZwC9/pgB9DJW9yegVzgD6DUwzzCvsU/fhjOAXod6grlPeJiBshkExi8loFc4A+iVMYFDG9ArYwUzVrALQK9wBtArYwWHNqDX4LaC6zNWsNcBvcIZQK+MDRzKgF6D2wQOXTCf1X0K5hPOgPkMEDCfNTYsTTgD5pM+mE+fcK3XwHzeH7JgPopInMKgkgvP58mBhuejYU9F7CYD6fO5h/RZ3c+QPuHBA+nT1O8Hi5sG6sHiNfZhxXCfHyxuijus2OQ6rDjx8wb/sbr/IX3CgwrSJ6PTGZ3O6HRXkD7hQQXpk9HpoaTT+zI63RuQPuHBBOmT0eihpNFDC9JndV9D+oQHNqRPU79D+jQNVEifPtLVZJA+XepqCkifbkN78P6F9ghkoD3yrJZPENqj5ZMotIe45EB7tHzSk9AeJw1KaA8neScD7dEFtIdcFmagPXoT2uOJoQ/tsZH2BbbHs0Mf2yMlI4cguMf+TsE9WFrgHswB9yhiAi5u0IF7OIGywwP3YALc4wvMAfd4fWCAe1xNexTd4xqagfc4bHgPl4eUgfcYOvAeBzLwHj0P73EdzeB7DHZ8j6toJwAfkCGcQfgYJAgf9/QqwseVNA2IjwPJID420r7E+LiW2lAY19ChhvLRV8/WMzgfr3eO8/G5ON50Ne1PoI9raAbpY2AebgJNFudyQJMzWB+Hdripj7jYa8ebrsmYwD6A+/h8WsFBgvcxkA3hoEL8yNjCjC3sGvTj82oLBwXqx8C2hYMI92Ow28KrMraw96E/Pq+mcDBgfwxsSzh40D8GuyF8asjifwjr12cAIC5jl0EA6V8EENBJAWYBOpnBAEkXA6SP+JZBATkEFBDMsMLl1UBHAbFPe2ZQQLqDAvLCUDyPeDhTcI/AgLgm5QGPA/I92u/HEb9HB+p5RDE1qb0/NSU7kfg9GnfM6XvUdc6puJMzib/LaHXvwIH0mmL3Dh5IRrczup3R7TRhQXpRt3sDFySj20NPt1/J6HavwIP0omr3Aj5IRrOHnmb/z5BCCemBGHc3YUJShbkHCk5InM72B1CIW2cHFlJIn+lsMqyQNHS2p9BCivoXLWR8Bi0kz4oItJCICy0kEosWEulRtJDJnaCF3DFg0ULsje4MWEgXYCHCocxghWSwQg4LK+TWDFZIz2CF3Po5wgr5U6dYIUpaWCGKgxWC1v7wsUL2SqyQnDTP2ovHORysEHuFHQcVonYGFaImQIUoAipE9ClnAEGF3N6zUCGRAQUVcu3ghAqJukcZpJAMUkgGKaQTpJC2DFLIoEcK+VFnSCG3ZZBCMkghQmJuSQcp5I1kSCG39ilSSKuDphEZckghffVsPYMU8mYGKcS4vV+RQiIZpJABehSq1TnCE8kghRzyQag+4mLmdPxgMIEpkUIiGaSQjCEc8kghGVuYsYVdI4VEMkghGVs45JFCBrstvCpjC3sfKSSSQQrJWMIhjhQy2A3h0EUKub1vkUIiGaSQgYIU0uogXkQySCHdQArpI771GlLIX4cwUggmWIFP4QIK2TsQgULkGbEMTsjnHifk9v7GCYkMIpyQu/v/VOLdA/ZUYqtzwinS96cS744/4XS3+4RT6ecNS+D2AYATEhlcOCEZ3c7odka308QJiQwunJCMbg893X4lo9u9ghMSGVQ4IRnNHnqaPbRwQm7vc5yQyADHCbm7/3FC7h6wOCF9prPJcELS0NkUOCG/YJQmP3LhRDULrZMMHSAqMMR5MpGRTtUOeOJHjvgwxMdI8TFafIwFjIqOjg4vjD3j9AGZZ19cecfdWE9BLmdFTH1gCVY+kRBxKAEa0ZFiKWE82JwURIRan3R0dCgAgLE5x2r5B7HKrAny3CK1iKHDSR9iZ/8zECYfp9gCtQ8MQys+Ew8dMU4NE1o3yu3sf5aY/d9tfJWS/sVXKc3gq+RZuwW+ym4XvsruWHyV3T2KrzK1E3yVvzmni42u8FUOD1glepAYsyoUsdXoQ5dNNcZ1F0UlFhwhDkVF7FO4UFScfTRTdY4Ja2JjOm0UFaNzFJVuwqekYgcyIyVWipHBSjEyWCldY6Xcn8FK6RmslPv7GCvldOEGqV1wk0qXw3UOFSAAAuCFqOIY608Z9aYzMB4xMB6JmWIpswJglO2540LTs8yELVyj0MwyLuCEZ3GPcQHMuVyDKelLaqXIqBI/TS8cmQiFODGONz3GBXDcF7fQQ8ZFePSaFLGRdq6NZH7LB8S6SbWyZY90kVChg9M/0tShqO4uerPqjKwujuJ7uM6zjWOM4zTsNZVd8dgNQ2oadgr8E+OBmBWnvTu7nkY90E74lQyzhqG/lhyzhqPDSsQOd5lRAYVhgSUc9higGP2W9LrgICukhMyxAWEA9Ab9L06NcajNTp9To7/IZYwc/2l25wYI1MuDPQv1smNAQb38TXU7Y2lHLg4P4yXWE0mSBJLgqXUP0CXWNMcBusR4asUxnpoHBkEAughfTY311DwZQJeuAV2MDKBLPwC6/DID6DLoAV1+1hmgy88zgC4ZQBchMf+TDqDLW8kAXe7vU0CXnQ7oyY4hB+jSV8/WM4Aub2cAXYwH+xXQZUcG0GWAnljb6Zy02pEBdDnk82p9xMUMiMFgMIEpAV12ZABdMoZwyAO6ZGxhxhZ2DeiyIwPokrGFQx7QZbDbwqsytrD3AV12ZABdMpZwiAO6DHZDOHQBXR7sW0CXHRlAl4EC6LLTASbZkQF06QagSx/xrdcAXX4j34aVVuJVX+C4dJYk5cqJkUlSzBiHCXw+kcB3j8JUAdeSXiJZlygtsiuJCY6x6TkEZ7NxsOl4Dm5meRtRNQ8RkgW8YDRPLCkeSuKEwAQiiteVFqmAnwZysAlzAMGcmd5Nj3EvTAmifLcxWZjdB5YEk4U5PUjAZPFGhdojMVl8QxaT5cH+xmTZMYgwWR7t/xOgjw7YE6A7ndNkO/r+BOij8afJHnWfJjvl84bb8OAAwGTZMbgwWTK6ndHtjG6nicmyY3BhsmR0e+jp9isZ3e4VTJYdgwqTJaPZQ0+zhxYmy4N9jsmyY4Bjsjza/5gsjw5YTJY+09lkmCxp6GwKTJafaow1pXUcWZEwH/DcPgkvgicqjC8IXOYiRiwaEoe1Omg9+IEdZAPAXFe10A0oiiLS2cXd1L6fwv1V3o1XQCDQrqMprTpiahi2kbPDrSOvB+oY2wN1FPRAHSf0QB2TD6eOqgq4W+NMT/X/ANXliYsqwmkV3bAO/m66Ur9SY75o6D05ipDohwAREv2YjidzsR9qSIAL3dBUb2248ztv0FlqpZXFmXWQ1lvqWmtYvSCazLoCyZzJcg35VtZpMGOsp1bkP8S6WR5Zth88tkEtpsGkZcZ0XQSPx3Ze5lTIbxFlfKnL6F2XGRNTRLMOXi6e88fUwWTIhgP7cHhvXj5XjdlwsE3lPtacFJrIHg6ZnoN1hwJeOEWJ38/Aw7lP0a1iMxIMoacuoGhcMRnuXcQCG+QqLsdBAhlwH05/WfAYWe59k9/Lc+5c5VkChF/jWY5Hy7ga4p5t0wngGSAwgDzpIwB0cij8NhbZGz6+xPM7mzJiOGDEcOWgFUMRD+WebafSTiWxuRNJvCYjiQNGEq+kg1cUmRTFL7BORfH7NCOLg0IWbxnEsqhIWRRgUill8SedyeJBlXkyshgrZ740ZDGrR2TRB9lRnPIslEVxfF7lnm7JIoQ6tDhZ9Nqy6I2XRV8KWYRApoiQuGBW3EIYDZkw7t0WxUJKJnGPORLnSZS4bTLHqYuFtA0kSmZzYo2sK2KGRdeabBun25qqWlpaWui5DQJedHeO9TRzkCEJp/kCZQmWRdbBnOE6pxZIpX02XSCrUc6WWzRsUQcEFEGoaJhTY5hdVNHvolEUstjRsHHHLNXKkoCmXFxLhYpKYlBR979JrFeJNd0WeSvb0G24BmycyrQqCE0Boo+ExxK0RL7uo+nhpRG7M7uJNVw2KXKv5Id8X5YhPkaLDy4+ijhxIYUWx/yq6JlanGHSd6UnKdGR2E8sw4WL63yots7YgLiiS0x0iYkuMRFCZQKohwmgHiaAepgA6kGs3fmcGc8hNMr5sZC1CFA72gG11b9NSbpiTqTEWrocEJ3LYdLE3oXrq2gM0d3u4+w+rvzEmG0mFhCQmerJxKdHOXo57T6mnipF241U+RKRUWAag1QpiC/bMK020ubseQES7cOybg0qYoQyuyexr5GDxm6hVsCGeSrj7Ex3S19O72EdSfFZRzjSI3SP2eg5ckjP6B77LIC+s00Dj9Ft/aFDGIqxcUMB4FVX0/ih4GIogHiNnFJFhB4Bu6rnQTbgRDJawoKNV6qryDmIAOZgEE0D7bXoyWR0jhNgstBsiq+0+4NYZA/i2LhBhG4+28kg/lG+47ATA5xjeR1EaVOJx56RybJCw3IsJovq3LkfLQSVaJwJyNVHWtMcE02EfKgwe6B8oG2W0IXioipG2mfPgAp3Q10nsdvfdT1gp5tB2F2LSE8DWj0jPwB7JfiawGZ8tR8wBX6fka8hXBzlbHa+zpW6KMGkxqtUSnkRIIWhagEAYG5U0H+SzrSXl+6092lHRwdNNe3RsDXq8Ga+Q5kn8gf3POE/pHliZbrzRFrDf3S6ww9A8yTV8LOwdUzfD3/BwBn+7xzC8B97SMN/JU13/O9OZ/yP68b4B1MNvxK2ju/74Z8wuId/3CEN/y1pD/+hsHTK4Gbp5ENi6f+kzdLbaaqXeni4BNOD9Ad46QCrLNAttW4Yo4zoRMcsg5TKZfffZ/cftAqnfsyiMF6gbt3qBGqtMk13lNseHWSGuEG2v5Cmtx2tgFN4zwXDCvQvMiqwV7vRg/GKsRP8Snvgg4fQhftgjXpYfajsiT5UHl4fZvdEH2bbfZhxSH24icZ04tAq2dwTldwVW8lVlNHGFPOZvdBLwLgUZow18uhryaNhCgnan0swxmecaZyli5fhuCAQk0xVlxxyP9y9gAbTae391JM4tyfxuMaSYOnTBCxP6jp+mPRg4G1e64TYYUmrJTvMp4YcsxKLKulYU+tnNPRg4gOHaE8wl9P7jPzYFhObuocx1sSSt6aJ1hJhUzU5s4jWcOJgCLCKZ5/vizkSS+wjsUTmSoojsSR6JNYjj8SS2COxBL5hwpUGwBvGXI1jxpUxR4fq7XQrDX7Ep1tpMelWmp1uJcvGpFtB5ZqTbtUVu1qpO33qkNhFHHYR5JWRD/CqClfnIbyqAnCkCr6KAeFVIQsuX17FJLCuuvieoijNrMkxNnHvjxKdVBI6qch1uch/k91UYrZ8iAsvXAQZqBNp+XEU91m+A6Mt4LVoIZwU91q7fUWMjMghrbc4oNN33BfwMEigFKESkUBpv/1ABOiTHYwFTogkaRV6qYj0DgUPEHKtEQBbFthHXxU4EwuHX0P4Jo9k500VO19UcZ83hTOujomsUZvE0K1yJwFrINyhbaa26TGubdS4lkCUZ5hN4pSqAtQBJk/I6gFNvqUiR9HxHLMAoZUXq2xnyY1FuzNxtFelMhWpB9qV1xc1FXdzZpwbIPEGKrHBk9NwSZ13TRhfc0fAGlO+Ds4dpIT4Zbx1c+3f2QoEmapEvFUNGpoftbC+pGrRm41/vT8bX9CfjZ/Xn43X9Gfji/uz8dr+bHxJfzZ+cX82vrSrxm/R4MUbTYfju3nkFk5cIXtH0giZAsikiEFSv9f6LqQgGMvhEAT+xe/cAyj2+GW8Mtq4RHwx4EsVhb9wN8w/+0iKdtLY+ZQnNUS0g4hoBxHRDhsRfjM1s12494RnC9x74QsyiQ1PotjwTGLDkxhseNzzh3iCgNCAOQfBIkwoBisI0ye3/WXuSS6DjAThJ2CiiU+860bihmdDrjxFEHusrgkeXNbgg7cf+Gbmgq/pw1clQFoLCgTUQLEGrQrz7eW0DdvyoQAVKfrMopC+4LUIZ3XbjBMAkyrbOMFOL9hHYManiYn5YkwAoUaVqSheiMTU4SiKyAcUUeUyBYsbr0VR57ueuXcw9wZUusKZzF9gcerF4tQn6euztnjtbBEAZUn0TZgMBeH735h07qAQLqY4FedfogTKlZB4ZWyU/fHRIfEO0zjhjINnySEJLnUC63o76DUyRdDrj+kGvXo9MlBvNPRtZKA+ndY+GKSRAbp2IAQHThw6wYE1dnAgPMSCAyd2GRw4sTvBgQ5FgXd7pggOdKOTmGnZvfeDHl6wQLFDBaoNh0rccKjJQgVJ8FHVKMo5Z40AcOVEC+SxUq4BUJYLnSrm5YBxCFl4uhkcgJhoAUuIFjAZLRBvCtSSve1QjUYLnPcJEud9gjoAmIn3iTKIF8CB4oAaEy/Qd6ZjMXsyXnBpz8cLLuureME3+nMd8c3+bPy/+rPxxv5sfF1Xja/rxcZbaH+2vr5fW7+8X1vf0K+tX9Fl662ZoMEADhpgAqlETjvkuAEFt4NgJYMydNA+mEMHFl2bJHoAIwIBhFPoUAggjE0RQHg93QDC1b0dQLiKGptoWiGEFT0VQriKDuUYAhsQMYRJXa047x00MYRrqR1EuIYOsSjCpC6jCJMyUYTuRBGc9wN9PqMI9T0YRbiephNGOKVbYYRvUXccoTfd+xv6dXGxuV9b/3a/tv6dfm39u/3a+o392voP+rX1m/q19Zv7tfUfZoIJgz6YYEM1H0YwgUEwASrJBBP6PJjAkgYTmAgmyMjCIA8mFKYIJrw5YIIJP6LGbX0cTPjRkA4mKAMimFAydIIJrU4wITLUggklXQYTSroTTPjr5++8AgBeKQCw/nk8sdCTsYMtvRA7+HGfxQ7u6Ne1xJ392vrWfm39rn5t/b/7tfVt/dr6Pf3a+k/7tfV7+7X17V22fnsmdjDAYwfyVTCHETpQIHQwXiGZyEGfRw6UpJEDdAXl6m7QRw5OTBE5eHvARA5+Ro2f93Hk4GdpRQ4eHTiRA6iuiKmw3MeQQNJYgNq7oYCTh04oYKcTCtgx1EIBJ3cZCji5O6GA53o0FJAcPrFnIwBSqxTQKiXFi7wlKC8zxg3C5b4v2XLf10/L/Yd6Ybm/q8+W+w/3q/vf3q+t7+7X1vf0a+uP9Gvrv+rX1h/v19af6NfW9/Zr60922fqHKvMd5nLf2+Vy3wclfLhg5z5nue/D5b4Pl/s+7hXLfR/3iuU+foHlvg+X+3i3pyDP2tvDy30vTIheXOdnwafj+GUBKbrO9zqOn9de53vdjp83us5XnXW+Cu8tcK3x8Z6oq5DLYHGEOMhiljfGmVnuZb2Ky3p5EylnMziZmau5Z65xXa/hfdE1vI9nRdfwe1Ou4X1iDQ9vgRVreAA98NTh8Mg1vM+1hvd1ew1/tULVVGv41CudZOsEmmQNH7faQW2gKdbwqF3xMs7cMm5rVLyMx0QLaBHLiQsWtHxArBeI5ZG+hgNRHVAs/BJFvYaXUEAqKnjJIfheZ2TjW12K2FijPIGpPRsNuJl2uVxLbXiMZXJJL9ZrvxZLSyu68E78ApDfxgsJwpJMSnqya79Jt2t/7POuPZ1u117v8649k27X3uzzrv023a69nVbXOCnwYSKEiVEPpX4Wvn5GKYD06EJV10+HrkPwdGSdSV1FXLeYSoFvJl6EqFe+oWgFikVnccVSZsFKnhqKDv+9dulLjFjX+XQ6llg3+fQjKSEkhxByNplDOJlHLHIasbYJ+oM+PUshhPgIIZRYv/HpdDqxXvHpk+CuInzK5WQ5WUkWkRoSJsvISrKCcBImK8lKwslyUkMayMWklljXZeG9N2Xp4ygGxQhpIsvJMrKQTCINJEwmkWUkTBaRS8hqchIJk9XEui5b3JOtT4B7Cgkhp5MVZDGpJZcRTlaSNSSMn0sIJw2khqwQbf0mW6cnEuuVbD0f7huZ0Jas/1Yd679L14+Dcsck6VOYLCeryRL7jtd05Ms7up4FdzB8EusTHdvblKMXwNWxsp9rSQ3Wthg5UYu9C5OlxNqWg+UfdJWPtruahEkDWYal7VZzRKs5OqXE+kT82pSrZ6lybBixbs3VaSOx7srV66DOxYTgKHzFVVsRGS/5tJgsQw6K0VlDLsHeAS8vIWuwB5wsJLXyb5hcSmqxBCcleNcKfKZSUk6sW4cJHg7TJ0K7x8c8yxqUieVkElmBrUBtDc5TDRNPNSzKy2JifTJMv0EpJvBvMikmJaSYlJJiUkaKyRRSTMpJMZlKikkFKSbTsMRk/FdCJpNSMpmUkclkCplMyslkMpVMJhVkMpmGtZRgKfhXSkpIGSkhU0gJKSclZCopIRWkhEzDlkqxJigF/8pIKZmCT1pKppJSUkFKyTTsTRm2VoIlyvDfFFJGykkZmUrKSAUpI9Owx1OwRyVYyxQsBf/KyRQylUwhFWQKmYZPVY69LsGWyrEmKAX/ppJyUkHKyTR88qn4ZCXYm6nY2hQsMRX/VZCpZBpypwKfvgR7XIE9moK1VGAp+DeNTJNcnCaffprs9TTZ2jRZyrruCJ2NVYl10xH6VT4YLaISku4oFZMaUkwWkmKyiBSTxaSY1JJisiTt0ZtMashkspBMJovIZLKYTCa1ZDJZkvaolpAaUkIWkhKyiJSQxaSE1JISsiTt0S4lNaSULCSlZBEpJYtJKaklpWRJ2lJQRmpIGVlIysgiUkYWkzJSS8rIkrSlYwqpIVPIQjKFLCJTyGIyhdSSKWRJ2lJTTmpIOVlIyskiUk4Wk3JSS8rJkrSlaSqpIVPJQjKVLCJTyWIyldSSqWRJ2lJWQWpIBVlIKsgiUkEWkwpSSyrIkrSlbxqpIdPIQjKNLCLTyGIyjdSSaWQJSlUNSkcJjlANcnoKPm0N9roC76zBfwtJDc5Si0kNqSU1ZAlK5EKUrBIc3YU4SlOQUwvxiSuw1YV4N/xbRBaSxWjFFpIlKM2LUCpLUDIW4QhPQS4vQm5VYI8XYctwN/xbTBaRWrKILEFNWIwSXYJStRilYwqO0GLkdAU+7WLs9UK8czH+qyWLyRLUolrUhhKUyFqUrCk4urU4ShXIqVp84oXYai3eDf+WkCVSC5dIbVgipXKJlI4lcpSWSG4tkb1eIu+2to3R6fnEenCMPgdswmy04JNRm8pQDqfiCNbgsy/Guy4mS8kyEiJ1ZDm5hKwgK8kqUk8acM5ZQ9aSS8ll5Bvkm8S6Ll94KPl6liZnOYVYP8/Xlcg/g8Tak6/79+744PITX2pvOXdqUeHP/j0dva4WIB7I1/2++e27nn2xnX+0/xXfHWN3IbEaiOvH6v75M/2Xrn2x/ZK5v3jxxwsLBLESiK1jdf/HE6+6Z8yL7S9evP22N6546yGxh4dtfka87NLvX/TwC+37vzD+u8vyVXEnwTbH6v7qsY9cW/NC+2+uOHP2pFeOPBVp+/8BbR6t++/auLFYfaH9ZP3yv/y96jXR291AbD1a989e9tUz73y+vfp7X974+H1c3BkB4p6jdX/LTT/8/WnPt3+n5VcvnPX14wSxBYgHjtb9/MDO1995rv2VCQ/cfMx/HS+I1djmMbp/0x+OXHD1c+3B7b/9xcin8lzE1hTESmzzGN1/2W//Y41/rn3t775SVLhglHhOjm0eo/tvWrbnpr3Ptqvz3l760L3HSiZgm8fq/rt+8pPzL362/eBdl5c+fuyxkgkfQpvH6v7ZP/3Xtdqz7UsWaP/32F3Hizt3A3HPsbp/8+rXC7fsax+mfNj017ocQYwA8cCxun/fz753XOW+9uaJH972YPnBh6LE9Tw5sQXb5Lq/8sJLRu/4bftV02/+yQlfy5VMwDa57q9+7df3HHymvfDejbc+cPwEyQRsk+v+gyes8I57pt3oCM6bM8kvmYBtBnT/7jl1gfOfbs9f+tQvv70zIO4k2GZA90d++MRHN/ymveyK25fO+cY4F3FPCuL+v0ObAd2/eWJ44yO/br/hgWsnbz/7KEHcDcT1pu7f3XL2k39/qn3J5qeDi87eKWQoAsRWU/dvf/3Yhwqean93z6zXFl933K4ocU8KYgu2aer+uR/euuCcJ9v/9MIe9f89e4LUFWyzQPfv47WR5r3tWf9+tbl9l80hbLNA9+832NU/eaJ9/hlfadj8qpu4JwWRY5tQ7VFvD3/p8fYlr//PltAbhpQhbLNQ92/euqq441ft0+Yat3/xtmNcxNYUxP0fQJuFun9765/ePP5X7Tec59187R+4FDAgHijU/S2/Xj7hrMfap182pWZPjv/UKHH9ccmJESC2Hqf7Nx/DP6l/tP3keePO2njZ36SpwTaP0/0Hj/34nO8/0u57rN5ffH2hZB+2eZzur5704gkP7Gm/ccuI0T9uOclFXH98cmIltnm87t+8r7Hp5d3tH573zqYbl2WfGiXuSUHk2OZn1e5/dfK332tv/6B0y/nz1sjBJkC8fJw+asIK77iH26eTgyecWHbCqVFaW3La/r9Bi+N0/+7zbph34UPtnocvmv+1nKMlZ4F4YJzu33/GyZd8Z2f73rvPe2fKNGmikLi+KDkxAsTWIt0fmfzSzEcfbF967qSzxjce6SLuSUFswTY/q7b6zWueO/iL9t+tLn1y6g+kLanGNsfrfu4JevN/3v61Cx+vOY9JK4TE1hTESmxzvO7fn3/jy9b97X888l+/+d2FJ7qIB1IQObZ5gu5v2fLX8tr72rO23LD2wsaRkrXYJhBH7C7Ovrf9298q33Db1ye6iHtSEPcfhDaBeFT976t+0n7mqpfe/OblY13E9ROSE3cDsXWC7t9d8s/54a3tf239oGzWJyfuihL3pCBGsE0gfrrjqtu2tN/96fH/eID9Y3qUuP7E5MQWILadqI+6bNgtl9/e/kZWU+PxLeN3RWmPJKdVY4sn6v6WF735O37QPu3Of3933vVFUhWAePlEfdQn2+/afUP7rXc+/8/GY/74UJTWlpzGscGJ+iij7oT9ze1vVP4uN/j6UbuitNeT0wjQbjxJZ/D585N0Zff7UNFJ+qir1+QZLcF3Jvzo5ronpLFqAdqBk3R/y3fnn8s3B5/76HXPea/ZzgQQL5+kj3qy6LjTbwqW5Swo2RmRlpUArXWS7q98++oLrEjwKy//7fzdI6gcu79Ci5P0USe98NMlPw4W/d+uNatHydFpAdqBz27cffvIu793V3Dd8Qv2ff8bsu+VQFxfrPt3//7p1b/eFvQWvXLaB0vHyIcGYisQPbsnv/vT4H+d8uScL4wYJm3nX0AiinV/9axnT/nBfcFbbss994ISewIB4oHPiPuf3fqPXfcHXz771Tsu3CslvxqI6yfr/sgPzlrw558Hjzn6gumeZbK3lUBsnaz7d7+b/Tx5IFjylx/99/XHvCfEhWCbnxErv37BhaU7gr87bdfJ548okDx4D9qcrPur77l+b+iXwTeXfjShZfORskNAXF+i+ysfovM3PRR8ftuCx5+dZTs+QGwt0f08e8O0Jx4O7p/51r1Ld0+UHQLinhIwj9O+/U578P+yW+e8VGabR2wTiOMu/5Z/T/AD78RnLntfTuv7/xfaLNX9BwuaJty9J1h2c8WMb22VTIgAsbVU97dszKl59pFg68/W/3r5jxRprIC4p1T3b87b/knto8GrG75UcNekxwUTKoF4oFT3by/dcOq3Hwte9ov/m/eNDdJAcmyzDGa0N94c96vgE+uWvflOqXzO/e9Cm2W637ju4bO/9njwspOmn3jtb21vAYh7ynT/qjXXHnHw8eCBwK1vXj/CHk8gHijT/XNnXHn91U8EtS9+e5WxxPaPgXj5FH3UtP+99+G9wWdP/PPd8071Su4BrW2KPuqj1xYseDK4siMyv+gDr7Rj2OIU3b//mul/+e5TwWWBc+d+sUEq8f4/Q4tTdP++8772yuRfB+8+sO3s66dI9243ENeX6/79p1Rcte/XwV8cMe/rj31JDlgEiK3lut84+Ph/Vv4m+NyEG3/V8N7fhI5XA3HPZ8TNL2w/9b6ng1O25310QodUsUpsE+58u2PYV54JFn9oVY874hHBdg7Ey6fqo37/xj3/eCY44lu/rM0LPCVqJdjk1M+G5P7lY2/+bbD4jzlPvffrfMnYd6DJqbp//lnVFfX7gt8++y+jXr31Y2kdgXhgqu6vrrl44mP7gn9+d/qoa0dL764FiOsrdP87IF3PBscevGPRsIBUlGogtlbo/o+3/fr8umeD60fd8dHTP7SdKWzzszuXLlh0c/uzwQd2nfblv9xpzzzYZoXuf3DYJTNHPhd8d+esnX+4SnoD+9+GNqfp/s2vNR58+Lngh+rcM/59q5zVdwOxdZrur37+wN9GPh98cHrg+W++LkcsAsQ9n91pPLz24rrng3sv/dv2p1eMkI8CxAPTdH9x6aXnPPJ88Pxdnl/MO2W01D9s82Td/86LBT876oXgj/Zvfq/8DZ98FGzzZN2/t/6R6+tfCK556eKsZ8ZNkhYK2zxZ9xf7b9v/5AvBH7+SnX81ly4RwTZP1v2RCu9PzReDX39i8fpVD58kn/MtaPMU3b9v71c++q8Xg+9XXvDXv9wjZ/XdQGw9RR9e/fU/7nrxxeBrtT/2naBn7yLWw6foHww/GFzRvmnMnFNumT6l9D//feo/3w9e8Nortx5ZXf9QTculX/jhe+8Hn11ylfHNCzc/dGXzinfy/vR+8Mh/XjzlnOeumx6+Mu/57f/v/eC/v/WvgpZnrn3oD//8/fi6fe8Ha/a+VXP2R9XT996yZvTMJ94P3vx86XlvbNk8fcPfH3/qCw+/H7zkvzZccOf/7+VJ4HLMvj5vCvVGREYMJUOSpAXhye2xMzVlEtFQtEmrViSSdmkhQ2Syy0ybvcxjXsZElLRYikrZ2p+ntKe8X899n/Rmme/7f9/v9+mn53fPvffcc+8995xzzzm3o4cJubAOJ/OrDOpiug+MuRpJtC11Vz+QxKD8eE03/b/mE6fyC7XrTjOI7xIdpjtgCzW28GOq3TEGDb2pOfXn1YeolRbyebyDDDKr+SmC8TehcrScbt0MZ9Co5icZE+/HUOUaF1KOBjAo1eyX6teF/sTKyLNZR3YwaNnBszUKY/0p35V+RLo7g/S1y8walKKomv0Reh1bGCQwHYEiwvYRXtmutRbWDJpcO9w7vvhX6vEvkoHlFgyy0pw7v63uKPF7xmatkFUMOq4XnB1QGUWNK+5SMTFi0P475xaRruHE04hNofOWMMhP8k2a1A5/4tcSv5jliEGxiYmvuyN/JfQ2ebns0GOQ3zLP96M3hBDo3CXjXC0Gva9UOqK+1J8o3fnKdrE6gzYM3op803+l9li3VLz8gUFaf0g7V7QFEBVlSi3HxzOoU+A65tgEfSq6+Hne7tEMuiIj6x4wex/BH/DmXJA8g6Kyc8MOjHQhVmvOv5Aqy6Brf6QZeRntJRSua8l8HMggQ8+kV7wFwYRWkWGXG49BK9oL188pjSKEo2wuDe6ikaRF5Dz/08FUY8IBy8xWGm02+TGnfsUBKvvC3NnnG2kUqbFybPugOMquSMo5pY5GBbNi51flb6XaEt7qvqikkcLY3MuKinHU28QRdzRe08jZcOr5ZQlBhIquvOG5MhqFO0zZYSV/kPreP0ly8XMaWYR9tyzqvDk1dXrbBJmnNBp7dLn9sWk7qcOJJsUt+TQanvS3Vb31QkIjbKPV4FwaMTYD50nb/UqsgXH15AMabR9w8nlFjguRR9y+euoujWbIy6FI4UGirPBZw9Q7NEpL3fFnbrQ3oTp11pPnAhr5lK+qvTnuIDGktDvuEkWjyNNbQTc2ijo/7bj3pQwaLT99sCSnLIRaYPfo1PNrNLLUk7t5t2wbFWB8fLX6FRq1/uJbt0Q+mJI7sP7BmYs0inzWPVpq5kHiuerVWUtTaSR1LFzz+hFfovve4cfyyTSSXvX9qwrraEJt1bLSQX/QqOauoknQPV3i+pK14ZMv0GjmLRv1d9qxxLIJyQqu52mU4B23ccWbCEq6xDuj4iyNEo2YeZk6EVSQ2dy0XWdolFKtHrbNNJBSvpOju+Q0jczNV28rzT1ITVIxC9A7RSMbxV3+vw9bQ3hcMHxsdpJGU1Q2CJjLB6mH83bb/XaCRgEZuiHJ8lsowXO+l/wJGtEXnNMZe2tKc4wtcSmBRitDy1fpl/hTgbErO/wSaPRo/rpdNkrbKE/LuiqvBBql+e27tYIOpjz3nF12NIFG4e/MxmsrBlP37Resrk2gUeFj6Q3Z8dEEWl9m7HCCRuPOGmWUaPtSIbxaj5EnaeR4y35Vd10soX17Bq/+JI3MnJ7+UVFrS2z66dGsplM0WvDosmbmyVBKfsz8VapnaKQ7e17jNYeD1Ihcw7iwszQaL1ScG7jBn0q+N3HJmPM0clnjXmTyOJaqP7DoWHEijSB8qIV9cjQRZxdefO93Gl2pabiteX0/8eLE1AVvk2gkrMyMt7pmS0UsujpKO5VGiyyb1u5t9SVm+SjEpVyk0V798eeVpA9Sd4UxfIsrNFIb77Qv/cJ66m3mw7TZ12m0NiN6Z8dEJ0ru56zsRTdo9HtHs8rChQcok5/KEgJu0ujHSLtnTg+CqBuDHrg13qKRam6MelfqViK64XRAzD80+tNDpmJmgTMxceJrRessGlmrbFKRzAyhbN+u97XLodETrVevg7/fR+horKg7lkcjhT+pwvw/Y6j1k+ZfGvCERgVadLxWTjRhfnnGiN+KaXR5nYdLoEMgIejebuZYRqMrxyMPP3wZQO1oKhQ4vqZRiE72AZ8xEURy4bq4hCoadRbnr4jyjabsru1XG0TT6EZKyeriO2bUBwXj9FNNNDJoPac/9Ew0NXft2/3uHTTSPZis1/x0M7V0w4f33kIazQw3d3xFx1ArBp6ckSbFoIelljLPhJ5Ewe0fo8fLMijpyIHODzdjKOnxzyz+lmfQZdnUGSkuHkT8z0GlxxQZFNud8Iv260hiR57Q8g9lBiWtlc6PKg8kfsxfM71RlUH2Y37SS31oTVytHBjrrMmgzYoHnKY52hMO0UyJ8mwGFVzN2Ts63J/qvLPejI8Y5NopROuTo6idYYNWaCxl0PILXnopQ6Kp92FDBocYM+j8IP1zQac9iZAzH0pGmzNITsVA+beYAOrI3vujXlsxKOnA7Scm6yKJIO0XA945MOhHR17S2rmBhNUVXtMEDwYpzb8yaMKTAMrymK/O4Z0Muj9k6byMqWGU2smWkUuCGVQYOtdK8pon0Yr2VU6PZtBW9+Mr6zL3EnsN731YeZRBDTGFUfJtUdTz6DOnUs8wyM9z4qsjKfupRvtIjWWpDBqs/DtJ3YkkVNdtpMfeYJB27YU7seqBxOEbjrPVMxlEB+VrXbAJJwwWu1h45zGo/vW8NzdmR1Ij/4pP7n7BoOMPY4zmhfkQRdG/7bldyaCwHCvytpQp0bg1Sv3vJvbmRWUD9ixnZUNf4FELyBIOXiUO1wayi4OH5ojBdYCMzxHBE8XhukBSHDxLHD4TyBIOXiUOnwVkFwcPfSgGnw1k/EMOvzhcD0iKg2eJw+cAWcLBq8ThG4Hs4uChuWLwTUDG53L4xeHWQFIcPEscbgNkCQevEofbAtnFwUMficHtgIx/BDg6kPQI+AsMei7XboMA8iYBNEwCGDYZYMZkAJPJAG6TAaJ7ymk95byeckNPeZgqwAxVABNVADdVgGhVILtYhGyYPQ/4CgMBYBgApKmK/hvgMpmUJxo0PQ/4RiwxS3qudmx+AhvBZmMMi8ABPHAcxB1ccJSajcyvxpF6Lxzx/jwCPh/0QZllkIh8EKUj5ANfi8U9FS+wB3iALY5tO8F20IRleAQ29m6PY+3OvfHuHLZ/PJBF+cDfx2MRBALgcAgbFBGRtwp3sQZHHDT5n5HGhuSn4hSD/2SaU8R6knUFoj1sLwA+nyeK7rLvloCMKBTVHCkEvvxwLlWkfIrILPdXAzKJbbATyPRC4Hvw8GpDv2i/MdiBKZ4kS4gdOOB4GJtt0EfOIlzvgNfpv89BmCGWgzATyLTHwPcf3J500XHKD20I0h7SltIVgpM5BXZtFa0I8rxvxgaWC8Ifzxiqf7IVQXtVykJeuSDIKU+7bmMrAgP+rMyPZYL2I8MPdU5sRVB+fUxxd6nASeLRGYvKFgTR92RThCWCdOMJ66SSWhCc6B6uJ1kiGO8ySq5+awuC8rna9vwXgpnt/LXSc1oQpGms01R4LihN3lhvzOupt2pft3tCsSDPd1lk+oNmBNFb04xmFAloY50rcw41Iyi/0BFGPhM4PEl9mc2GJaIVr6qbPRWYZrz5yU6jpzzs2KmJjk8E54rGDed9aEJwwlLOdu9jwSxz2euH7rPl1tnVxwsFK7qvrfg+rgmB1X7TkzcKBFfjymUjHZoQGDww2FucL7hUOSLgzdye+nKDuUGdeYKLN4MUFYc0IZhRqR0/Lk/wbOulB5NYN7pV5ym/oFxBwMMRjySvvEfgr2+dVZgjMMneOS0t9D2CEyMNB0zOFrw1irVW2dDTvtxY8/ud9wUXFYL1V+v2tAd/JPH0nkAvdf7rJXy2XmrMeZ27gtLTD7vpV40IYE11S+w/ghlz+OYr/mxEcKL8hzcdfwtAZXegaWwjglvd69Zuui0gnj25NdClp73/Ta+j8QLB32+uL7VcxtZ3WKzxpQT5QZBsPpGtb5a7a5UhUFUxlWv42IAAri19ZXhNEDU3z0f5RQMCA96lbeiyoNh/7dN313vKtxaM8dNLE+w38P04/xDb/urgA66/C/bOy3wwyYMt+xgf2nFG8MvYIW8Or2TLspmJE48LTkUq346ZwZa3qU3eEiOYsOvypGHD2HJVUbuyj8Dx/IOOXay/EEwumn4MRoGNrYW2i3rK/nIVOd+fRLuHBSYMyqER+O+L6DJKQlXrDsfNXUMjMFgzXvv3y+id/s2Gp2/r2fq8E6Mz0GU94Z5rPvUIDCSfV7v/hRZWG7lfla1HYLXbpKDkNrL2Glpy6UwdghNlA/7w/getzH5aFYl6ysqvfBYOuocMZSWM1UtrERhc2FcWeR89ULACJ79aBOUFW9KH5KAonekus1gnU3luqkxgLppjojbZLbMGgb/9FZnteahUS5XiOdcguMXbLJWUj/Y1IqpwVA2C8o+Ph78oQMkf7Zfn/12NwD/zpyUDHyOJuJ3Nb9yqETTMlf5L4wl6TwXM+cC6WvJMlKNXPkWNa9tCeIVVCBpqHhZsfYacWzNq3wZXIYj2C4qPLEKxGebXDhNVCKwqzHiJxUhl2F2hVHMlgrxCl9F/PUcPFEaOVkmuRFB+IuV93gsUIfyto8S+EoGBQP9MeQkCMq2ElQORMhnyoPwOSV1bNPAPyTDinO4aSbB6hy60bao5JtxIZL6fdEeY8A7diCayH+0KICTXZeixPoTJBz1WhwpDidexceVCpUp0McBS1aA7nBg2dK0C69cg90684tXtTj2xsJVnPSTe6j/sfDd4G3Gueq0262u5rtI6+c3gTVTBpSv1QqUqpHn/7PglEoHUna5ODdbFo3T0/anmNmfCxDGiTZhQhboPLZc2lYyk7BTs50B5FVrse++vJslwavF3gldCpWpEKA810O30ofITfskRWlaj9Q4npPyF3pT90hvzWM/YgF11//zT7kac1cioFL6sRhJLIpYW744kUrunPxMq1aBdKQ+NzGS3UIeEkmVCyxrkeKk64oJfMKG+f8MDYUINKhthePV+YABVMyC5VPiyBhHTrWqy5M0JI/0hjUKlWhS/TTW5tDOSWjdqQq7QshbNlr+r+F22KeH5zqRYmFCLIDeWLG7zIFIT40ewDtJbx9ZP+EfGi4h7ucQClOvQ/dvVpudoRyKlLcOA9cs+dVuhmjBoJxXebbaJdeIqGVZ5G/B3UOulDYuFL+vQs6tHO3Q6QolHT706hEr16K8KS7vB08ypg9+vPiW0rEdNhwqOTZH0pWT3qRwXJtSjWafkdFdKhBCjdlG2rAtbtujMqPE8LypmaasE6+8u38RIa/qHEUXnnq0BKxp1tsmae/F3UbK36lXhBI2GH1ksvTcwgtqZ3eIE5TRq9lY4pOofReX4qW8DZQZFmXq6F++JomQWy04GKwaVCFVVYasBpfMkokqYwKC0xO6KkrHmVFiw3BPhSwa5RMZkj+kIIewnqkmyQYY9S7Rtm3YfIzY/ff1aaNmAfA+llA7uDCbWnA+SYUMpMR8K/cteraFykOUYNpwzsiFTSicghmq5kdouVGpEf9/wt/uzcx+VHGP0VmjZiJjK2d/J7z5OVcxKGs4GyIQto6RkIJ5YtiBLkQ3SnVj//M2HgGjKZcNHOTYSuPBDvGFedygVU5QwmQ04BuTHbp/6MYJ4/u6cGhvXzNy3YauHhBs1Z75aufDle9Rx7tLzOTuPEQENJW1CpSa06ucSF51GP8Jq37oGoWUTqtV6aLh6wG9UTsrQ6WxY2edM4Y+VDV7ErEvzJNnotU7o8ZHZfvGEMCRfgg2ST9HXeJQ6eBdxcafeEDbcfi7ONmj24AAiLGG1JBu4L6CMo3/pDKOaFs6UZPMD1Ey/q580fBslt1siR6jUgkpW+QQW7T1CuF4O6RZatqBBU/K0KqVDqBtt494LE1qQhK/75oS2EGKPblet8GULml89Y3q0fwwFJPUG+LwIILPeAH8vtrN2/od2lshAYZNT+owQAttM/xtbSw3InLci07HoLXwtTZLFIkqftcYpmSxt2z8lwb7jzM530Jem6gUuOAnWDSf1eOK0HmVsdrHpuGTOO5EZXPQO+D/yuKzkL03Vn3FvV3DnUor6aPaA5RirO6bLtS9pM6mSM7Argb+cxbwAABbitF9r8MK096aSGoErTjTtNfn60oMXwza8Xm6fYGREFfB5hkAeqQI+yeKd+1myrzGX7GuMk30X4ORfttbj6/hKWHxOQFZVAd+SxWeOE5Q+N82VMb3ia6DMpe1+mxPYlbfn5uMNtjAdyJxqkZVcVA19CdXiHEXWVYvWrb0a+KZsC0NsYTtg+kWJzB44Vdj2U0Lz5q9Qy1LqjfdFRKt40nMNt+c1YlcfZfDB2J1w696+dhz/KoMHbMZz98S0uOA9t8dtRGN5YRiZVCs6Uum1wN/O4nbHuMV/xGfb+2OCMVlzHOGAzwWbYu6K+d0J840Xxy1aoAlTQAs0vtpLDWRABkiqTsQlWXXAX8jSQXyVr7+G4Rv8HFHP3W/qxW6v04FM4uDp4nAZIHPqRZfQonrgK7Hw0QAwESzACKfZuXyauz5ODK8Xnd1QWuzcTwNlnJZtA4vAFrzBod/Z+NSXokUjZdHQlya+HmS40TbiU9FvtDpaNFr756P1rbj4rvbrm8SIRktnvjLaAvDCstKWu6DhHiWMaLQq5ou5ecGmL/r0Gy2+gfM9NIjdN9fjHWZrkoDMagD+aSy84wFgFRbcyngamzn2/NrxcMBiiGVDGyzExA+zB36XsBkvtjLY4PcJvQfbDt89Rf1FrUQH88sxVDG879hNB7KuUSRq2huBb8HD1H6NKd04hWOL8zl7hTzLrH1w8hNcJFI9sfD79F6h5D235O+h70VEnxrxhO1YIdh8qUTim0QHJ7EJ+Po87Hhi32544hGcOcHJzkgZU2ON18sDl3rXpVcQk3UcrvYm4M/k4eMi2nhWPG7HdIvEqAMWLF54BwzF3j+wzN3MMXcz8McM595opM3hns7MFX3cBgJZ18zxdPNXNWffRDeBF05KFXtgkNTCSa0W4Puwfd0A8FQ8cKteremBpeHn0xSXzF8+MVHG7gpvziHhBu5Ytjp80iHOmAEcWSqoVtEMslqBr8PDSwVijLzsG1K+94xOAbKrlXN8tQF/HIthFAB+yiHaHHF9RSa1iTYnvQ34iIc9hn16pu85jvunw9Cf4V2xdhMxOTtyG+fbaxeTgmpAxreL5pTYDl97zmODKduIV8QWfD6xb7vIVVTVDnxXHrbJWNtBXMPa4gPsyunBb2lAF4zdAVtbIqb9XCeLryE3l5IO0SpWdXx1FfuxeESnSJce6RSzcqZxWEU2jge4cazeS4MnJ6TE90OcYyyArOvk/GydYus5DciID5yN9wH6nlZ9KUL6Vqff86CcD5z18eEbPro6rkH7txpEdHFasOtbXj6uQfq3GuR0cc7NLnHnpik2L3rNDxes7kTMJzKl2Lz2LZy378tlFJcfytg82iFmHm3k5LcLaPSTrX0sIpKdZF23iO3au4Fvy1K24Qu288Bq6ssxxV9tTcNjenAm41ZOp/QKEaf+8q3uI6cTPoqZn73H0AOLByfc58uDKGLe/qb0v9HFqmKhiF2rhGKm3/9VA3HMRfnz8Opl+fO+tXpuOIvfC4sXT25fe7H07tbnc/63GZHUHh5mpqw9PH4QZqZdYkaAuKQXKXKRcu8lp7+EEDHK16TsFNxDud8zPWv8cNERyy3WLOi9ZagBWRLAw5ZJVQCPfxwT9ev/E1Gr8bXz88P/r8RGBIp27Uggr0/U+nDXHPGz9LmvXRvzuS7+rYd/u+IZsTQ4Y6NzDYfFlMPBXtIWwHa885yojQjiYVF7JIjHV2BHH8qJ2k2f2pEU24ZVi0G8vmiKMWyCLdyVVhmvgDs2q20wJ7nhmbuI+LSL6x8azOsTmf37O/TbgX69bwXz+EPmcIpL9EfayOZgHl9Bgux9vSsSzuw/PpCxITw+zwbIRPY7BEiK/SoDmRPC4w+XJHtxfMJVxdZ/B2Qz+z0DZGgoj89TBDKR/SoBeSWUx5f4gQdkFguYAGQV+1UFshlXSAAZGsbj89SATGS/WkBSYTz+kD0cVTwJ/OaziK3TAbI5jMeXElE8eZiHq5e7ta3RRjc3Bxd7s58NR07XdHXzdHB22GFrM91no4fzdOeNbv8Fu4lUDg==";
+  }
+});
+
+// node_modules/base64-js/index.js
+var require_base64_js = __commonJS({
+  "node_modules/base64-js/index.js"(exports2) {
+    "use strict";
+    exports2.byteLength = byteLength;
+    exports2.toByteArray = toByteArray;
+    exports2.fromByteArray = fromByteArray;
+    var lookup = [];
+    var revLookup = [];
+    var Arr = typeof Uint8Array !== "undefined" ? Uint8Array : Array;
+    var code = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (i2 = 0, len = code.length; i2 < len; ++i2) {
+      lookup[i2] = code[i2];
+      revLookup[code.charCodeAt(i2)] = i2;
+    }
+    var i2;
+    var len;
+    revLookup["-".charCodeAt(0)] = 62;
+    revLookup["_".charCodeAt(0)] = 63;
+    function getLens(b64) {
+      var len2 = b64.length;
+      if (len2 % 4 > 0) {
+        throw new Error("Invalid string. Length must be a multiple of 4");
+      }
+      var validLen = b64.indexOf("=");
+      if (validLen === -1) validLen = len2;
+      var placeHoldersLen = validLen === len2 ? 0 : 4 - validLen % 4;
+      return [validLen, placeHoldersLen];
+    }
+    function byteLength(b64) {
+      var lens = getLens(b64);
+      var validLen = lens[0];
+      var placeHoldersLen = lens[1];
+      return (validLen + placeHoldersLen) * 3 / 4 - placeHoldersLen;
+    }
+    function _byteLength(b64, validLen, placeHoldersLen) {
+      return (validLen + placeHoldersLen) * 3 / 4 - placeHoldersLen;
+    }
+    function toByteArray(b64) {
+      var tmp;
+      var lens = getLens(b64);
+      var validLen = lens[0];
+      var placeHoldersLen = lens[1];
+      var arr = new Arr(_byteLength(b64, validLen, placeHoldersLen));
+      var curByte = 0;
+      var len2 = placeHoldersLen > 0 ? validLen - 4 : validLen;
+      var i3;
+      for (i3 = 0; i3 < len2; i3 += 4) {
+        tmp = revLookup[b64.charCodeAt(i3)] << 18 | revLookup[b64.charCodeAt(i3 + 1)] << 12 | revLookup[b64.charCodeAt(i3 + 2)] << 6 | revLookup[b64.charCodeAt(i3 + 3)];
+        arr[curByte++] = tmp >> 16 & 255;
+        arr[curByte++] = tmp >> 8 & 255;
+        arr[curByte++] = tmp & 255;
+      }
+      if (placeHoldersLen === 2) {
+        tmp = revLookup[b64.charCodeAt(i3)] << 2 | revLookup[b64.charCodeAt(i3 + 1)] >> 4;
+        arr[curByte++] = tmp & 255;
+      }
+      if (placeHoldersLen === 1) {
+        tmp = revLookup[b64.charCodeAt(i3)] << 10 | revLookup[b64.charCodeAt(i3 + 1)] << 4 | revLookup[b64.charCodeAt(i3 + 2)] >> 2;
+        arr[curByte++] = tmp >> 8 & 255;
+        arr[curByte++] = tmp & 255;
+      }
+      return arr;
+    }
+    function tripletToBase64(num) {
+      return lookup[num >> 18 & 63] + lookup[num >> 12 & 63] + lookup[num >> 6 & 63] + lookup[num & 63];
+    }
+    function encodeChunk(uint8, start, end) {
+      var tmp;
+      var output2 = [];
+      for (var i3 = start; i3 < end; i3 += 3) {
+        tmp = (uint8[i3] << 16 & 16711680) + (uint8[i3 + 1] << 8 & 65280) + (uint8[i3 + 2] & 255);
+        output2.push(tripletToBase64(tmp));
+      }
+      return output2.join("");
+    }
+    function fromByteArray(uint8) {
+      var tmp;
+      var len2 = uint8.length;
+      var extraBytes = len2 % 3;
+      var parts = [];
+      var maxChunkLength = 16383;
+      for (var i3 = 0, len22 = len2 - extraBytes; i3 < len22; i3 += maxChunkLength) {
+        parts.push(encodeChunk(uint8, i3, i3 + maxChunkLength > len22 ? len22 : i3 + maxChunkLength));
+      }
+      if (extraBytes === 1) {
+        tmp = uint8[len2 - 1];
+        parts.push(
+          lookup[tmp >> 2] + lookup[tmp << 4 & 63] + "=="
+        );
+      } else if (extraBytes === 2) {
+        tmp = (uint8[len2 - 2] << 8) + uint8[len2 - 1];
+        parts.push(
+          lookup[tmp >> 10] + lookup[tmp >> 4 & 63] + lookup[tmp << 2 & 63] + "="
+        );
+      }
+      return parts.join("");
+    }
+  }
+});
+
+// node_modules/pako/lib/utils/common.js
+var require_common = __commonJS({
+  "node_modules/pako/lib/utils/common.js"(exports2) {
+    "use strict";
+    var TYPED_OK = typeof Uint8Array !== "undefined" && typeof Uint16Array !== "undefined" && typeof Int32Array !== "undefined";
+    function _has(obj, key) {
+      return Object.prototype.hasOwnProperty.call(obj, key);
+    }
+    exports2.assign = function(obj) {
+      var sources = Array.prototype.slice.call(arguments, 1);
+      while (sources.length) {
+        var source = sources.shift();
+        if (!source) {
+          continue;
+        }
+        if (typeof source !== "object") {
+          throw new TypeError(source + "must be non-object");
+        }
+        for (var p in source) {
+          if (_has(source, p)) {
+            obj[p] = source[p];
+          }
+        }
+      }
+      return obj;
+    };
+    exports2.shrinkBuf = function(buf, size) {
+      if (buf.length === size) {
+        return buf;
+      }
+      if (buf.subarray) {
+        return buf.subarray(0, size);
+      }
+      buf.length = size;
+      return buf;
+    };
+    var fnTyped = {
+      arraySet: function(dest, src, src_offs, len, dest_offs) {
+        if (src.subarray && dest.subarray) {
+          dest.set(src.subarray(src_offs, src_offs + len), dest_offs);
+          return;
+        }
+        for (var i2 = 0; i2 < len; i2++) {
+          dest[dest_offs + i2] = src[src_offs + i2];
+        }
+      },
+      // Join array of chunks to single array.
+      flattenChunks: function(chunks) {
+        var i2, l, len, pos, chunk, result;
+        len = 0;
+        for (i2 = 0, l = chunks.length; i2 < l; i2++) {
+          len += chunks[i2].length;
+        }
+        result = new Uint8Array(len);
+        pos = 0;
+        for (i2 = 0, l = chunks.length; i2 < l; i2++) {
+          chunk = chunks[i2];
+          result.set(chunk, pos);
+          pos += chunk.length;
+        }
+        return result;
+      }
+    };
+    var fnUntyped = {
+      arraySet: function(dest, src, src_offs, len, dest_offs) {
+        for (var i2 = 0; i2 < len; i2++) {
+          dest[dest_offs + i2] = src[src_offs + i2];
+        }
+      },
+      // Join array of chunks to single array.
+      flattenChunks: function(chunks) {
+        return [].concat.apply([], chunks);
+      }
+    };
+    exports2.setTyped = function(on6) {
+      if (on6) {
+        exports2.Buf8 = Uint8Array;
+        exports2.Buf16 = Uint16Array;
+        exports2.Buf32 = Int32Array;
+        exports2.assign(exports2, fnTyped);
+      } else {
+        exports2.Buf8 = Array;
+        exports2.Buf16 = Array;
+        exports2.Buf32 = Array;
+        exports2.assign(exports2, fnUntyped);
+      }
+    };
+    exports2.setTyped(TYPED_OK);
+  }
+});
+
+// node_modules/pako/lib/zlib/trees.js
+var require_trees = __commonJS({
+  "node_modules/pako/lib/zlib/trees.js"(exports2) {
+    "use strict";
+    var utils = require_common();
+    var Z_FIXED = 4;
+    var Z_BINARY = 0;
+    var Z_TEXT = 1;
+    var Z_UNKNOWN = 2;
+    function zero(buf) {
+      var len = buf.length;
+      while (--len >= 0) {
+        buf[len] = 0;
+      }
+    }
+    var STORED_BLOCK = 0;
+    var STATIC_TREES = 1;
+    var DYN_TREES = 2;
+    var MIN_MATCH = 3;
+    var MAX_MATCH = 258;
+    var LENGTH_CODES = 29;
+    var LITERALS = 256;
+    var L_CODES = LITERALS + 1 + LENGTH_CODES;
+    var D_CODES = 30;
+    var BL_CODES = 19;
+    var HEAP_SIZE = 2 * L_CODES + 1;
+    var MAX_BITS = 15;
+    var Buf_size = 16;
+    var MAX_BL_BITS = 7;
+    var END_BLOCK = 256;
+    var REP_3_6 = 16;
+    var REPZ_3_10 = 17;
+    var REPZ_11_138 = 18;
+    var extra_lbits = (
+      /* extra bits for each length code */
+      [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0]
+    );
+    var extra_dbits = (
+      /* extra bits for each distance code */
+      [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
+    );
+    var extra_blbits = (
+      /* extra bits for each bit length code */
+      [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 7]
+    );
+    var bl_order = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+    var DIST_CODE_LEN = 512;
+    var static_ltree = new Array((L_CODES + 2) * 2);
+    zero(static_ltree);
+    var static_dtree = new Array(D_CODES * 2);
+    zero(static_dtree);
+    var _dist_code = new Array(DIST_CODE_LEN);
+    zero(_dist_code);
+    var _length_code = new Array(MAX_MATCH - MIN_MATCH + 1);
+    zero(_length_code);
+    var base_length = new Array(LENGTH_CODES);
+    zero(base_length);
+    var base_dist = new Array(D_CODES);
+    zero(base_dist);
+    function StaticTreeDesc(static_tree, extra_bits, extra_base, elems, max_length) {
+      this.static_tree = static_tree;
+      this.extra_bits = extra_bits;
+      this.extra_base = extra_base;
+      this.elems = elems;
+      this.max_length = max_length;
+      this.has_stree = static_tree && static_tree.length;
+    }
+    var static_l_desc;
+    var static_d_desc;
+    var static_bl_desc;
+    function TreeDesc(dyn_tree, stat_desc) {
+      this.dyn_tree = dyn_tree;
+      this.max_code = 0;
+      this.stat_desc = stat_desc;
+    }
+    function d_code(dist) {
+      return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
+    }
+    function put_short(s, w) {
+      s.pending_buf[s.pending++] = w & 255;
+      s.pending_buf[s.pending++] = w >>> 8 & 255;
+    }
+    function send_bits(s, value, length) {
+      if (s.bi_valid > Buf_size - length) {
+        s.bi_buf |= value << s.bi_valid & 65535;
+        put_short(s, s.bi_buf);
+        s.bi_buf = value >> Buf_size - s.bi_valid;
+        s.bi_valid += length - Buf_size;
+      } else {
+        s.bi_buf |= value << s.bi_valid & 65535;
+        s.bi_valid += length;
+      }
+    }
+    function send_code(s, c3, tree) {
+      send_bits(
+        s,
+        tree[c3 * 2],
+        tree[c3 * 2 + 1]
+        /*.Len*/
+      );
+    }
+    function bi_reverse(code, len) {
+      var res = 0;
+      do {
+        res |= code & 1;
+        code >>>= 1;
+        res <<= 1;
+      } while (--len > 0);
+      return res >>> 1;
+    }
+    function bi_flush(s) {
+      if (s.bi_valid === 16) {
+        put_short(s, s.bi_buf);
+        s.bi_buf = 0;
+        s.bi_valid = 0;
+      } else if (s.bi_valid >= 8) {
+        s.pending_buf[s.pending++] = s.bi_buf & 255;
+        s.bi_buf >>= 8;
+        s.bi_valid -= 8;
+      }
+    }
+    function gen_bitlen(s, desc) {
+      var tree = desc.dyn_tree;
+      var max_code = desc.max_code;
+      var stree = desc.stat_desc.static_tree;
+      var has_stree = desc.stat_desc.has_stree;
+      var extra = desc.stat_desc.extra_bits;
+      var base = desc.stat_desc.extra_base;
+      var max_length = desc.stat_desc.max_length;
+      var h2;
+      var n2, m;
+      var bits;
+      var xbits;
+      var f;
+      var overflow = 0;
+      for (bits = 0; bits <= MAX_BITS; bits++) {
+        s.bl_count[bits] = 0;
+      }
+      tree[s.heap[s.heap_max] * 2 + 1] = 0;
+      for (h2 = s.heap_max + 1; h2 < HEAP_SIZE; h2++) {
+        n2 = s.heap[h2];
+        bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
+        if (bits > max_length) {
+          bits = max_length;
+          overflow++;
+        }
+        tree[n2 * 2 + 1] = bits;
+        if (n2 > max_code) {
+          continue;
+        }
+        s.bl_count[bits]++;
+        xbits = 0;
+        if (n2 >= base) {
+          xbits = extra[n2 - base];
+        }
+        f = tree[n2 * 2];
+        s.opt_len += f * (bits + xbits);
+        if (has_stree) {
+          s.static_len += f * (stree[n2 * 2 + 1] + xbits);
+        }
+      }
+      if (overflow === 0) {
+        return;
+      }
+      do {
+        bits = max_length - 1;
+        while (s.bl_count[bits] === 0) {
+          bits--;
+        }
+        s.bl_count[bits]--;
+        s.bl_count[bits + 1] += 2;
+        s.bl_count[max_length]--;
+        overflow -= 2;
+      } while (overflow > 0);
+      for (bits = max_length; bits !== 0; bits--) {
+        n2 = s.bl_count[bits];
+        while (n2 !== 0) {
+          m = s.heap[--h2];
+          if (m > max_code) {
+            continue;
+          }
+          if (tree[m * 2 + 1] !== bits) {
+            s.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
+            tree[m * 2 + 1] = bits;
+          }
+          n2--;
+        }
+      }
+    }
+    function gen_codes(tree, max_code, bl_count) {
+      var next_code = new Array(MAX_BITS + 1);
+      var code = 0;
+      var bits;
+      var n2;
+      for (bits = 1; bits <= MAX_BITS; bits++) {
+        next_code[bits] = code = code + bl_count[bits - 1] << 1;
+      }
+      for (n2 = 0; n2 <= max_code; n2++) {
+        var len = tree[n2 * 2 + 1];
+        if (len === 0) {
+          continue;
+        }
+        tree[n2 * 2] = bi_reverse(next_code[len]++, len);
+      }
+    }
+    function tr_static_init() {
+      var n2;
+      var bits;
+      var length;
+      var code;
+      var dist;
+      var bl_count = new Array(MAX_BITS + 1);
+      length = 0;
+      for (code = 0; code < LENGTH_CODES - 1; code++) {
+        base_length[code] = length;
+        for (n2 = 0; n2 < 1 << extra_lbits[code]; n2++) {
+          _length_code[length++] = code;
+        }
+      }
+      _length_code[length - 1] = code;
+      dist = 0;
+      for (code = 0; code < 16; code++) {
+        base_dist[code] = dist;
+        for (n2 = 0; n2 < 1 << extra_dbits[code]; n2++) {
+          _dist_code[dist++] = code;
+        }
+      }
+      dist >>= 7;
+      for (; code < D_CODES; code++) {
+        base_dist[code] = dist << 7;
+        for (n2 = 0; n2 < 1 << extra_dbits[code] - 7; n2++) {
+          _dist_code[256 + dist++] = code;
+        }
+      }
+      for (bits = 0; bits <= MAX_BITS; bits++) {
+        bl_count[bits] = 0;
+      }
+      n2 = 0;
+      while (n2 <= 143) {
+        static_ltree[n2 * 2 + 1] = 8;
+        n2++;
+        bl_count[8]++;
+      }
+      while (n2 <= 255) {
+        static_ltree[n2 * 2 + 1] = 9;
+        n2++;
+        bl_count[9]++;
+      }
+      while (n2 <= 279) {
+        static_ltree[n2 * 2 + 1] = 7;
+        n2++;
+        bl_count[7]++;
+      }
+      while (n2 <= 287) {
+        static_ltree[n2 * 2 + 1] = 8;
+        n2++;
+        bl_count[8]++;
+      }
+      gen_codes(static_ltree, L_CODES + 1, bl_count);
+      for (n2 = 0; n2 < D_CODES; n2++) {
+        static_dtree[n2 * 2 + 1] = 5;
+        static_dtree[n2 * 2] = bi_reverse(n2, 5);
+      }
+      static_l_desc = new StaticTreeDesc(static_ltree, extra_lbits, LITERALS + 1, L_CODES, MAX_BITS);
+      static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
+      static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
+    }
+    function init_block(s) {
+      var n2;
+      for (n2 = 0; n2 < L_CODES; n2++) {
+        s.dyn_ltree[n2 * 2] = 0;
+      }
+      for (n2 = 0; n2 < D_CODES; n2++) {
+        s.dyn_dtree[n2 * 2] = 0;
+      }
+      for (n2 = 0; n2 < BL_CODES; n2++) {
+        s.bl_tree[n2 * 2] = 0;
+      }
+      s.dyn_ltree[END_BLOCK * 2] = 1;
+      s.opt_len = s.static_len = 0;
+      s.last_lit = s.matches = 0;
+    }
+    function bi_windup(s) {
+      if (s.bi_valid > 8) {
+        put_short(s, s.bi_buf);
+      } else if (s.bi_valid > 0) {
+        s.pending_buf[s.pending++] = s.bi_buf;
+      }
+      s.bi_buf = 0;
+      s.bi_valid = 0;
+    }
+    function copy_block(s, buf, len, header) {
+      bi_windup(s);
+      if (header) {
+        put_short(s, len);
+        put_short(s, ~len);
+      }
+      utils.arraySet(s.pending_buf, s.window, buf, len, s.pending);
+      s.pending += len;
+    }
+    function smaller(tree, n2, m, depth) {
+      var _n2 = n2 * 2;
+      var _m2 = m * 2;
+      return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
+    }
+    function pqdownheap(s, tree, k) {
+      var v = s.heap[k];
+      var j = k << 1;
+      while (j <= s.heap_len) {
+        if (j < s.heap_len && smaller(tree, s.heap[j + 1], s.heap[j], s.depth)) {
+          j++;
+        }
+        if (smaller(tree, v, s.heap[j], s.depth)) {
+          break;
+        }
+        s.heap[k] = s.heap[j];
+        k = j;
+        j <<= 1;
+      }
+      s.heap[k] = v;
+    }
+    function compress_block(s, ltree, dtree) {
+      var dist;
+      var lc;
+      var lx = 0;
+      var code;
+      var extra;
+      if (s.last_lit !== 0) {
+        do {
+          dist = s.pending_buf[s.d_buf + lx * 2] << 8 | s.pending_buf[s.d_buf + lx * 2 + 1];
+          lc = s.pending_buf[s.l_buf + lx];
+          lx++;
+          if (dist === 0) {
+            send_code(s, lc, ltree);
+          } else {
+            code = _length_code[lc];
+            send_code(s, code + LITERALS + 1, ltree);
+            extra = extra_lbits[code];
+            if (extra !== 0) {
+              lc -= base_length[code];
+              send_bits(s, lc, extra);
+            }
+            dist--;
+            code = d_code(dist);
+            send_code(s, code, dtree);
+            extra = extra_dbits[code];
+            if (extra !== 0) {
+              dist -= base_dist[code];
+              send_bits(s, dist, extra);
+            }
+          }
+        } while (lx < s.last_lit);
+      }
+      send_code(s, END_BLOCK, ltree);
+    }
+    function build_tree(s, desc) {
+      var tree = desc.dyn_tree;
+      var stree = desc.stat_desc.static_tree;
+      var has_stree = desc.stat_desc.has_stree;
+      var elems = desc.stat_desc.elems;
+      var n2, m;
+      var max_code = -1;
+      var node2;
+      s.heap_len = 0;
+      s.heap_max = HEAP_SIZE;
+      for (n2 = 0; n2 < elems; n2++) {
+        if (tree[n2 * 2] !== 0) {
+          s.heap[++s.heap_len] = max_code = n2;
+          s.depth[n2] = 0;
+        } else {
+          tree[n2 * 2 + 1] = 0;
+        }
+      }
+      while (s.heap_len < 2) {
+        node2 = s.heap[++s.heap_len] = max_code < 2 ? ++max_code : 0;
+        tree[node2 * 2] = 1;
+        s.depth[node2] = 0;
+        s.opt_len--;
+        if (has_stree) {
+          s.static_len -= stree[node2 * 2 + 1];
+        }
+      }
+      desc.max_code = max_code;
+      for (n2 = s.heap_len >> 1; n2 >= 1; n2--) {
+        pqdownheap(s, tree, n2);
+      }
+      node2 = elems;
+      do {
+        n2 = s.heap[
+          1
+          /*SMALLEST*/
+        ];
+        s.heap[
+          1
+          /*SMALLEST*/
+        ] = s.heap[s.heap_len--];
+        pqdownheap(
+          s,
+          tree,
+          1
+          /*SMALLEST*/
+        );
+        m = s.heap[
+          1
+          /*SMALLEST*/
+        ];
+        s.heap[--s.heap_max] = n2;
+        s.heap[--s.heap_max] = m;
+        tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
+        s.depth[node2] = (s.depth[n2] >= s.depth[m] ? s.depth[n2] : s.depth[m]) + 1;
+        tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
+        s.heap[
+          1
+          /*SMALLEST*/
+        ] = node2++;
+        pqdownheap(
+          s,
+          tree,
+          1
+          /*SMALLEST*/
+        );
+      } while (s.heap_len >= 2);
+      s.heap[--s.heap_max] = s.heap[
+        1
+        /*SMALLEST*/
+      ];
+      gen_bitlen(s, desc);
+      gen_codes(tree, max_code, s.bl_count);
+    }
+    function scan_tree(s, tree, max_code) {
+      var n2;
+      var prevlen = -1;
+      var curlen;
+      var nextlen = tree[0 * 2 + 1];
+      var count4 = 0;
+      var max_count = 7;
+      var min_count = 4;
+      if (nextlen === 0) {
+        max_count = 138;
+        min_count = 3;
+      }
+      tree[(max_code + 1) * 2 + 1] = 65535;
+      for (n2 = 0; n2 <= max_code; n2++) {
+        curlen = nextlen;
+        nextlen = tree[(n2 + 1) * 2 + 1];
+        if (++count4 < max_count && curlen === nextlen) {
+          continue;
+        } else if (count4 < min_count) {
+          s.bl_tree[curlen * 2] += count4;
+        } else if (curlen !== 0) {
+          if (curlen !== prevlen) {
+            s.bl_tree[curlen * 2]++;
+          }
+          s.bl_tree[REP_3_6 * 2]++;
+        } else if (count4 <= 10) {
+          s.bl_tree[REPZ_3_10 * 2]++;
+        } else {
+          s.bl_tree[REPZ_11_138 * 2]++;
+        }
+        count4 = 0;
+        prevlen = curlen;
+        if (nextlen === 0) {
+          max_count = 138;
+          min_count = 3;
+        } else if (curlen === nextlen) {
+          max_count = 6;
+          min_count = 3;
+        } else {
+          max_count = 7;
+          min_count = 4;
+        }
+      }
+    }
+    function send_tree(s, tree, max_code) {
+      var n2;
+      var prevlen = -1;
+      var curlen;
+      var nextlen = tree[0 * 2 + 1];
+      var count4 = 0;
+      var max_count = 7;
+      var min_count = 4;
+      if (nextlen === 0) {
+        max_count = 138;
+        min_count = 3;
+      }
+      for (n2 = 0; n2 <= max_code; n2++) {
+        curlen = nextlen;
+        nextlen = tree[(n2 + 1) * 2 + 1];
+        if (++count4 < max_count && curlen === nextlen) {
+          continue;
+        } else if (count4 < min_count) {
+          do {
+            send_code(s, curlen, s.bl_tree);
+          } while (--count4 !== 0);
+        } else if (curlen !== 0) {
+          if (curlen !== prevlen) {
+            send_code(s, curlen, s.bl_tree);
+            count4--;
+          }
+          send_code(s, REP_3_6, s.bl_tree);
+          send_bits(s, count4 - 3, 2);
+        } else if (count4 <= 10) {
+          send_code(s, REPZ_3_10, s.bl_tree);
+          send_bits(s, count4 - 3, 3);
+        } else {
+          send_code(s, REPZ_11_138, s.bl_tree);
+          send_bits(s, count4 - 11, 7);
+        }
+        count4 = 0;
+        prevlen = curlen;
+        if (nextlen === 0) {
+          max_count = 138;
+          min_count = 3;
+        } else if (curlen === nextlen) {
+          max_count = 6;
+          min_count = 3;
+        } else {
+          max_count = 7;
+          min_count = 4;
+        }
+      }
+    }
+    function build_bl_tree(s) {
+      var max_blindex;
+      scan_tree(s, s.dyn_ltree, s.l_desc.max_code);
+      scan_tree(s, s.dyn_dtree, s.d_desc.max_code);
+      build_tree(s, s.bl_desc);
+      for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
+        if (s.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
+          break;
+        }
+      }
+      s.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
+      return max_blindex;
+    }
+    function send_all_trees(s, lcodes, dcodes, blcodes) {
+      var rank2;
+      send_bits(s, lcodes - 257, 5);
+      send_bits(s, dcodes - 1, 5);
+      send_bits(s, blcodes - 4, 4);
+      for (rank2 = 0; rank2 < blcodes; rank2++) {
+        send_bits(s, s.bl_tree[bl_order[rank2] * 2 + 1], 3);
+      }
+      send_tree(s, s.dyn_ltree, lcodes - 1);
+      send_tree(s, s.dyn_dtree, dcodes - 1);
+    }
+    function detect_data_type(s) {
+      var black_mask = 4093624447;
+      var n2;
+      for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
+        if (black_mask & 1 && s.dyn_ltree[n2 * 2] !== 0) {
+          return Z_BINARY;
+        }
+      }
+      if (s.dyn_ltree[9 * 2] !== 0 || s.dyn_ltree[10 * 2] !== 0 || s.dyn_ltree[13 * 2] !== 0) {
+        return Z_TEXT;
+      }
+      for (n2 = 32; n2 < LITERALS; n2++) {
+        if (s.dyn_ltree[n2 * 2] !== 0) {
+          return Z_TEXT;
+        }
+      }
+      return Z_BINARY;
+    }
+    var static_init_done = false;
+    function _tr_init(s) {
+      if (!static_init_done) {
+        tr_static_init();
+        static_init_done = true;
+      }
+      s.l_desc = new TreeDesc(s.dyn_ltree, static_l_desc);
+      s.d_desc = new TreeDesc(s.dyn_dtree, static_d_desc);
+      s.bl_desc = new TreeDesc(s.bl_tree, static_bl_desc);
+      s.bi_buf = 0;
+      s.bi_valid = 0;
+      init_block(s);
+    }
+    function _tr_stored_block(s, buf, stored_len, last) {
+      send_bits(s, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
+      copy_block(s, buf, stored_len, true);
+    }
+    function _tr_align(s) {
+      send_bits(s, STATIC_TREES << 1, 3);
+      send_code(s, END_BLOCK, static_ltree);
+      bi_flush(s);
+    }
+    function _tr_flush_block(s, buf, stored_len, last) {
+      var opt_lenb, static_lenb;
+      var max_blindex = 0;
+      if (s.level > 0) {
+        if (s.strm.data_type === Z_UNKNOWN) {
+          s.strm.data_type = detect_data_type(s);
+        }
+        build_tree(s, s.l_desc);
+        build_tree(s, s.d_desc);
+        max_blindex = build_bl_tree(s);
+        opt_lenb = s.opt_len + 3 + 7 >>> 3;
+        static_lenb = s.static_len + 3 + 7 >>> 3;
+        if (static_lenb <= opt_lenb) {
+          opt_lenb = static_lenb;
+        }
+      } else {
+        opt_lenb = static_lenb = stored_len + 5;
+      }
+      if (stored_len + 4 <= opt_lenb && buf !== -1) {
+        _tr_stored_block(s, buf, stored_len, last);
+      } else if (s.strategy === Z_FIXED || static_lenb === opt_lenb) {
+        send_bits(s, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
+        compress_block(s, static_ltree, static_dtree);
+      } else {
+        send_bits(s, (DYN_TREES << 1) + (last ? 1 : 0), 3);
+        send_all_trees(s, s.l_desc.max_code + 1, s.d_desc.max_code + 1, max_blindex + 1);
+        compress_block(s, s.dyn_ltree, s.dyn_dtree);
+      }
+      init_block(s);
+      if (last) {
+        bi_windup(s);
+      }
+    }
+    function _tr_tally(s, dist, lc) {
+      s.pending_buf[s.d_buf + s.last_lit * 2] = dist >>> 8 & 255;
+      s.pending_buf[s.d_buf + s.last_lit * 2 + 1] = dist & 255;
+      s.pending_buf[s.l_buf + s.last_lit] = lc & 255;
+      s.last_lit++;
+      if (dist === 0) {
+        s.dyn_ltree[lc * 2]++;
+      } else {
+        s.matches++;
+        dist--;
+        s.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
+        s.dyn_dtree[d_code(dist) * 2]++;
+      }
+      return s.last_lit === s.lit_bufsize - 1;
+    }
+    exports2._tr_init = _tr_init;
+    exports2._tr_stored_block = _tr_stored_block;
+    exports2._tr_flush_block = _tr_flush_block;
+    exports2._tr_tally = _tr_tally;
+    exports2._tr_align = _tr_align;
+  }
+});
+
+// node_modules/pako/lib/zlib/adler32.js
+var require_adler32 = __commonJS({
+  "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
+    "use strict";
+    function adler32(adler, buf, len, pos) {
+      var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
+      while (len !== 0) {
+        n2 = len > 2e3 ? 2e3 : len;
+        len -= n2;
+        do {
+          s1 = s1 + buf[pos++] | 0;
+          s2 = s2 + s1 | 0;
+        } while (--n2);
+        s1 %= 65521;
+        s2 %= 65521;
+      }
+      return s1 | s2 << 16 | 0;
+    }
+    module2.exports = adler32;
+  }
+});
+
+// node_modules/pako/lib/zlib/crc32.js
+var require_crc32 = __commonJS({
+  "node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
+    "use strict";
+    function makeTable() {
+      var c3, table = [];
+      for (var n2 = 0; n2 < 256; n2++) {
+        c3 = n2;
+        for (var k = 0; k < 8; k++) {
+          c3 = c3 & 1 ? 3988292384 ^ c3 >>> 1 : c3 >>> 1;
+        }
+        table[n2] = c3;
+      }
+      return table;
+    }
+    var crcTable = makeTable();
+    function crc32(crc, buf, len, pos) {
+      var t = crcTable, end = pos + len;
+      crc ^= -1;
+      for (var i2 = pos; i2 < end; i2++) {
+        crc = crc >>> 8 ^ t[(crc ^ buf[i2]) & 255];
+      }
+      return crc ^ -1;
+    }
+    module2.exports = crc32;
+  }
+});
+
+// node_modules/pako/lib/zlib/messages.js
+var require_messages = __commonJS({
+  "node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
+    "use strict";
+    module2.exports = {
+      2: "need dictionary",
+      /* Z_NEED_DICT       2  */
+      1: "stream end",
+      /* Z_STREAM_END      1  */
+      0: "",
+      /* Z_OK              0  */
+      "-1": "file error",
+      /* Z_ERRNO         (-1) */
+      "-2": "stream error",
+      /* Z_STREAM_ERROR  (-2) */
+      "-3": "data error",
+      /* Z_DATA_ERROR    (-3) */
+      "-4": "insufficient memory",
+      /* Z_MEM_ERROR     (-4) */
+      "-5": "buffer error",
+      /* Z_BUF_ERROR     (-5) */
+      "-6": "incompatible version"
+      /* Z_VERSION_ERROR (-6) */
+    };
+  }
+});
+
+// node_modules/pako/lib/zlib/deflate.js
+var require_deflate = __commonJS({
+  "node_modules/pako/lib/zlib/deflate.js"(exports2) {
+    "use strict";
+    var utils = require_common();
+    var trees = require_trees();
+    var adler32 = require_adler32();
+    var crc32 = require_crc32();
+    var msg = require_messages();
+    var Z_NO_FLUSH = 0;
+    var Z_PARTIAL_FLUSH = 1;
+    var Z_FULL_FLUSH = 3;
+    var Z_FINISH = 4;
+    var Z_BLOCK = 5;
+    var Z_OK = 0;
+    var Z_STREAM_END = 1;
+    var Z_STREAM_ERROR = -2;
+    var Z_DATA_ERROR = -3;
+    var Z_BUF_ERROR = -5;
+    var Z_DEFAULT_COMPRESSION = -1;
+    var Z_FILTERED = 1;
+    var Z_HUFFMAN_ONLY = 2;
+    var Z_RLE = 3;
+    var Z_FIXED = 4;
+    var Z_DEFAULT_STRATEGY = 0;
+    var Z_UNKNOWN = 2;
+    var Z_DEFLATED = 8;
+    var MAX_MEM_LEVEL = 9;
+    var MAX_WBITS = 15;
+    var DEF_MEM_LEVEL = 8;
+    var LENGTH_CODES = 29;
+    var LITERALS = 256;
+    var L_CODES = LITERALS + 1 + LENGTH_CODES;
+    var D_CODES = 30;
+    var BL_CODES = 19;
+    var HEAP_SIZE = 2 * L_CODES + 1;
+    var MAX_BITS = 15;
+    var MIN_MATCH = 3;
+    var MAX_MATCH = 258;
+    var MIN_LOOKAHEAD = MAX_MATCH + MIN_MATCH + 1;
+    var PRESET_DICT = 32;
+    var INIT_STATE = 42;
+    var EXTRA_STATE = 69;
+    var NAME_STATE = 73;
+    var COMMENT_STATE = 91;
+    var HCRC_STATE = 103;
+    var BUSY_STATE = 113;
+    var FINISH_STATE = 666;
+    var BS_NEED_MORE = 1;
+    var BS_BLOCK_DONE = 2;
+    var BS_FINISH_STARTED = 3;
+    var BS_FINISH_DONE = 4;
+    var OS_CODE = 3;
+    function err(strm, errorCode) {
+      strm.msg = msg[errorCode];
+      return errorCode;
+    }
+    function rank2(f) {
+      return (f << 1) - (f > 4 ? 9 : 0);
+    }
+    function zero(buf) {
+      var len = buf.length;
+      while (--len >= 0) {
+        buf[len] = 0;
+      }
+    }
+    function flush_pending(strm) {
+      var s = strm.state;
+      var len = s.pending;
+      if (len > strm.avail_out) {
+        len = strm.avail_out;
+      }
+      if (len === 0) {
+        return;
+      }
+      utils.arraySet(strm.output, s.pending_buf, s.pending_out, len, strm.next_out);
+      strm.next_out += len;
+      s.pending_out += len;
+      strm.total_out += len;
+      strm.avail_out -= len;
+      s.pending -= len;
+      if (s.pending === 0) {
+        s.pending_out = 0;
+      }
+    }
+    function flush_block_only(s, last) {
+      trees._tr_flush_block(s, s.block_start >= 0 ? s.block_start : -1, s.strstart - s.block_start, last);
+      s.block_start = s.strstart;
+      flush_pending(s.strm);
+    }
+    function put_byte(s, b) {
+      s.pending_buf[s.pending++] = b;
+    }
+    function putShortMSB(s, b) {
+      s.pending_buf[s.pending++] = b >>> 8 & 255;
+      s.pending_buf[s.pending++] = b & 255;
+    }
+    function read_buf(strm, buf, start, size) {
+      var len = strm.avail_in;
+      if (len > size) {
+        len = size;
+      }
+      if (len === 0) {
+        return 0;
+      }
+      strm.avail_in -= len;
+      utils.arraySet(buf, strm.input, strm.next_in, len, start);
+      if (strm.state.wrap === 1) {
+        strm.adler = adler32(strm.adler, buf, len, start);
+      } else if (strm.state.wrap === 2) {
+        strm.adler = crc32(strm.adler, buf, len, start);
+      }
+      strm.next_in += len;
+      strm.total_in += len;
+      return len;
+    }
+    function longest_match(s, cur_match) {
+      var chain_length = s.max_chain_length;
+      var scan = s.strstart;
+      var match;
+      var len;
+      var best_len = s.prev_length;
+      var nice_match = s.nice_match;
+      var limit = s.strstart > s.w_size - MIN_LOOKAHEAD ? s.strstart - (s.w_size - MIN_LOOKAHEAD) : 0;
+      var _win = s.window;
+      var wmask = s.w_mask;
+      var prev = s.prev;
+      var strend = s.strstart + MAX_MATCH;
+      var scan_end1 = _win[scan + best_len - 1];
+      var scan_end = _win[scan + best_len];
+      if (s.prev_length >= s.good_match) {
+        chain_length >>= 2;
+      }
+      if (nice_match > s.lookahead) {
+        nice_match = s.lookahead;
+      }
+      do {
+        match = cur_match;
+        if (_win[match + best_len] !== scan_end || _win[match + best_len - 1] !== scan_end1 || _win[match] !== _win[scan] || _win[++match] !== _win[scan + 1]) {
+          continue;
+        }
+        scan += 2;
+        match++;
+        do {
+        } while (_win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && scan < strend);
+        len = MAX_MATCH - (strend - scan);
+        scan = strend - MAX_MATCH;
+        if (len > best_len) {
+          s.match_start = cur_match;
+          best_len = len;
+          if (len >= nice_match) {
+            break;
+          }
+          scan_end1 = _win[scan + best_len - 1];
+          scan_end = _win[scan + best_len];
+        }
+      } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
+      if (best_len <= s.lookahead) {
+        return best_len;
+      }
+      return s.lookahead;
+    }
+    function fill_window(s) {
+      var _w_size = s.w_size;
+      var p, n2, m, more, str;
+      do {
+        more = s.window_size - s.lookahead - s.strstart;
+        if (s.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
+          utils.arraySet(s.window, s.window, _w_size, _w_size, 0);
+          s.match_start -= _w_size;
+          s.strstart -= _w_size;
+          s.block_start -= _w_size;
+          n2 = s.hash_size;
+          p = n2;
+          do {
+            m = s.head[--p];
+            s.head[p] = m >= _w_size ? m - _w_size : 0;
+          } while (--n2);
+          n2 = _w_size;
+          p = n2;
+          do {
+            m = s.prev[--p];
+            s.prev[p] = m >= _w_size ? m - _w_size : 0;
+          } while (--n2);
+          more += _w_size;
+        }
+        if (s.strm.avail_in === 0) {
+          break;
+        }
+        n2 = read_buf(s.strm, s.window, s.strstart + s.lookahead, more);
+        s.lookahead += n2;
+        if (s.lookahead + s.insert >= MIN_MATCH) {
+          str = s.strstart - s.insert;
+          s.ins_h = s.window[str];
+          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + 1]) & s.hash_mask;
+          while (s.insert) {
+            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
+            s.prev[str & s.w_mask] = s.head[s.ins_h];
+            s.head[s.ins_h] = str;
+            str++;
+            s.insert--;
+            if (s.lookahead + s.insert < MIN_MATCH) {
+              break;
+            }
+          }
+        }
+      } while (s.lookahead < MIN_LOOKAHEAD && s.strm.avail_in !== 0);
+    }
+    function deflate_stored(s, flush) {
+      var max_block_size = 65535;
+      if (max_block_size > s.pending_buf_size - 5) {
+        max_block_size = s.pending_buf_size - 5;
+      }
+      for (; ; ) {
+        if (s.lookahead <= 1) {
+          fill_window(s);
+          if (s.lookahead === 0 && flush === Z_NO_FLUSH) {
+            return BS_NEED_MORE;
+          }
+          if (s.lookahead === 0) {
+            break;
+          }
+        }
+        s.strstart += s.lookahead;
+        s.lookahead = 0;
+        var max_start = s.block_start + max_block_size;
+        if (s.strstart === 0 || s.strstart >= max_start) {
+          s.lookahead = s.strstart - max_start;
+          s.strstart = max_start;
+          flush_block_only(s, false);
+          if (s.strm.avail_out === 0) {
+            return BS_NEED_MORE;
+          }
+        }
+        if (s.strstart - s.block_start >= s.w_size - MIN_LOOKAHEAD) {
+          flush_block_only(s, false);
+          if (s.strm.avail_out === 0) {
+            return BS_NEED_MORE;
+          }
+        }
+      }
+      s.insert = 0;
+      if (flush === Z_FINISH) {
+        flush_block_only(s, true);
+        if (s.strm.avail_out === 0) {
+          return BS_FINISH_STARTED;
+        }
+        return BS_FINISH_DONE;
+      }
+      if (s.strstart > s.block_start) {
+        flush_block_only(s, false);
+        if (s.strm.avail_out === 0) {
+          return BS_NEED_MORE;
+        }
+      }
+      return BS_NEED_MORE;
+    }
+    function deflate_fast(s, flush) {
+      var hash_head;
+      var bflush;
+      for (; ; ) {
+        if (s.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s);
+          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+            return BS_NEED_MORE;
+          }
+          if (s.lookahead === 0) {
+            break;
+          }
+        }
+        hash_head = 0;
+        if (s.lookahead >= MIN_MATCH) {
+          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
+          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
+          s.head[s.ins_h] = s.strstart;
+        }
+        if (hash_head !== 0 && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
+          s.match_length = longest_match(s, hash_head);
+        }
+        if (s.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s, s.strstart - s.match_start, s.match_length - MIN_MATCH);
+          s.lookahead -= s.match_length;
+          if (s.match_length <= s.max_lazy_match && s.lookahead >= MIN_MATCH) {
+            s.match_length--;
+            do {
+              s.strstart++;
+              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
+              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
+              s.head[s.ins_h] = s.strstart;
+            } while (--s.match_length !== 0);
+            s.strstart++;
+          } else {
+            s.strstart += s.match_length;
+            s.match_length = 0;
+            s.ins_h = s.window[s.strstart];
+            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + 1]) & s.hash_mask;
+          }
+        } else {
+          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
+          s.lookahead--;
+          s.strstart++;
+        }
+        if (bflush) {
+          flush_block_only(s, false);
+          if (s.strm.avail_out === 0) {
+            return BS_NEED_MORE;
+          }
+        }
+      }
+      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
+      if (flush === Z_FINISH) {
+        flush_block_only(s, true);
+        if (s.strm.avail_out === 0) {
+          return BS_FINISH_STARTED;
+        }
+        return BS_FINISH_DONE;
+      }
+      if (s.last_lit) {
+        flush_block_only(s, false);
+        if (s.strm.avail_out === 0) {
+          return BS_NEED_MORE;
+        }
+      }
+      return BS_BLOCK_DONE;
+    }
+    function deflate_slow(s, flush) {
+      var hash_head;
+      var bflush;
+      var max_insert;
+      for (; ; ) {
+        if (s.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s);
+          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+            return BS_NEED_MORE;
+          }
+          if (s.lookahead === 0) {
+            break;
+          }
+        }
+        hash_head = 0;
+        if (s.lookahead >= MIN_MATCH) {
+          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
+          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
+          s.head[s.ins_h] = s.strstart;
+        }
+        s.prev_length = s.match_length;
+        s.prev_match = s.match_start;
+        s.match_length = MIN_MATCH - 1;
+        if (hash_head !== 0 && s.prev_length < s.max_lazy_match && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
+          s.match_length = longest_match(s, hash_head);
+          if (s.match_length <= 5 && (s.strategy === Z_FILTERED || s.match_length === MIN_MATCH && s.strstart - s.match_start > 4096)) {
+            s.match_length = MIN_MATCH - 1;
+          }
+        }
+        if (s.prev_length >= MIN_MATCH && s.match_length <= s.prev_length) {
+          max_insert = s.strstart + s.lookahead - MIN_MATCH;
+          bflush = trees._tr_tally(s, s.strstart - 1 - s.prev_match, s.prev_length - MIN_MATCH);
+          s.lookahead -= s.prev_length - 1;
+          s.prev_length -= 2;
+          do {
+            if (++s.strstart <= max_insert) {
+              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
+              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
+              s.head[s.ins_h] = s.strstart;
+            }
+          } while (--s.prev_length !== 0);
+          s.match_available = 0;
+          s.match_length = MIN_MATCH - 1;
+          s.strstart++;
+          if (bflush) {
+            flush_block_only(s, false);
+            if (s.strm.avail_out === 0) {
+              return BS_NEED_MORE;
+            }
+          }
+        } else if (s.match_available) {
+          bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
+          if (bflush) {
+            flush_block_only(s, false);
+          }
+          s.strstart++;
+          s.lookahead--;
+          if (s.strm.avail_out === 0) {
+            return BS_NEED_MORE;
+          }
+        } else {
+          s.match_available = 1;
+          s.strstart++;
+          s.lookahead--;
+        }
+      }
+      if (s.match_available) {
+        bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
+        s.match_available = 0;
+      }
+      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
+      if (flush === Z_FINISH) {
+        flush_block_only(s, true);
+        if (s.strm.avail_out === 0) {
+          return BS_FINISH_STARTED;
+        }
+        return BS_FINISH_DONE;
+      }
+      if (s.last_lit) {
+        flush_block_only(s, false);
+        if (s.strm.avail_out === 0) {
+          return BS_NEED_MORE;
+        }
+      }
+      return BS_BLOCK_DONE;
+    }
+    function deflate_rle(s, flush) {
+      var bflush;
+      var prev;
+      var scan, strend;
+      var _win = s.window;
+      for (; ; ) {
+        if (s.lookahead <= MAX_MATCH) {
+          fill_window(s);
+          if (s.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
+            return BS_NEED_MORE;
+          }
+          if (s.lookahead === 0) {
+            break;
+          }
+        }
+        s.match_length = 0;
+        if (s.lookahead >= MIN_MATCH && s.strstart > 0) {
+          scan = s.strstart - 1;
+          prev = _win[scan];
+          if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
+            strend = s.strstart + MAX_MATCH;
+            do {
+            } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
+            s.match_length = MAX_MATCH - (strend - scan);
+            if (s.match_length > s.lookahead) {
+              s.match_length = s.lookahead;
+            }
+          }
+        }
+        if (s.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s, 1, s.match_length - MIN_MATCH);
+          s.lookahead -= s.match_length;
+          s.strstart += s.match_length;
+          s.match_length = 0;
+        } else {
+          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
+          s.lookahead--;
+          s.strstart++;
+        }
+        if (bflush) {
+          flush_block_only(s, false);
+          if (s.strm.avail_out === 0) {
+            return BS_NEED_MORE;
+          }
+        }
+      }
+      s.insert = 0;
+      if (flush === Z_FINISH) {
+        flush_block_only(s, true);
+        if (s.strm.avail_out === 0) {
+          return BS_FINISH_STARTED;
+        }
+        return BS_FINISH_DONE;
+      }
+      if (s.last_lit) {
+        flush_block_only(s, false);
+        if (s.strm.avail_out === 0) {
+          return BS_NEED_MORE;
+        }
+      }
+      return BS_BLOCK_DONE;
+    }
+    function deflate_huff(s, flush) {
+      var bflush;
+      for (; ; ) {
+        if (s.lookahead === 0) {
+          fill_window(s);
+          if (s.lookahead === 0) {
+            if (flush === Z_NO_FLUSH) {
+              return BS_NEED_MORE;
+            }
+            break;
+          }
+        }
+        s.match_length = 0;
+        bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
+        s.lookahead--;
+        s.strstart++;
+        if (bflush) {
+          flush_block_only(s, false);
+          if (s.strm.avail_out === 0) {
+            return BS_NEED_MORE;
+          }
+        }
+      }
+      s.insert = 0;
+      if (flush === Z_FINISH) {
+        flush_block_only(s, true);
+        if (s.strm.avail_out === 0) {
+          return BS_FINISH_STARTED;
+        }
+        return BS_FINISH_DONE;
+      }
+      if (s.last_lit) {
+        flush_block_only(s, false);
+        if (s.strm.avail_out === 0) {
+          return BS_NEED_MORE;
+        }
+      }
+      return BS_BLOCK_DONE;
+    }
+    function Config(good_length, max_lazy, nice_length, max_chain, func) {
+      this.good_length = good_length;
+      this.max_lazy = max_lazy;
+      this.nice_length = nice_length;
+      this.max_chain = max_chain;
+      this.func = func;
+    }
+    var configuration_table;
+    configuration_table = [
+      /*      good lazy nice chain */
+      new Config(0, 0, 0, 0, deflate_stored),
+      /* 0 store only */
+      new Config(4, 4, 8, 4, deflate_fast),
+      /* 1 max speed, no lazy matches */
+      new Config(4, 5, 16, 8, deflate_fast),
+      /* 2 */
+      new Config(4, 6, 32, 32, deflate_fast),
+      /* 3 */
+      new Config(4, 4, 16, 16, deflate_slow),
+      /* 4 lazy matches */
+      new Config(8, 16, 32, 32, deflate_slow),
+      /* 5 */
+      new Config(8, 16, 128, 128, deflate_slow),
+      /* 6 */
+      new Config(8, 32, 128, 256, deflate_slow),
+      /* 7 */
+      new Config(32, 128, 258, 1024, deflate_slow),
+      /* 8 */
+      new Config(32, 258, 258, 4096, deflate_slow)
+      /* 9 max compression */
+    ];
+    function lm_init(s) {
+      s.window_size = 2 * s.w_size;
+      zero(s.head);
+      s.max_lazy_match = configuration_table[s.level].max_lazy;
+      s.good_match = configuration_table[s.level].good_length;
+      s.nice_match = configuration_table[s.level].nice_length;
+      s.max_chain_length = configuration_table[s.level].max_chain;
+      s.strstart = 0;
+      s.block_start = 0;
+      s.lookahead = 0;
+      s.insert = 0;
+      s.match_length = s.prev_length = MIN_MATCH - 1;
+      s.match_available = 0;
+      s.ins_h = 0;
+    }
+    function DeflateState() {
+      this.strm = null;
+      this.status = 0;
+      this.pending_buf = null;
+      this.pending_buf_size = 0;
+      this.pending_out = 0;
+      this.pending = 0;
+      this.wrap = 0;
+      this.gzhead = null;
+      this.gzindex = 0;
+      this.method = Z_DEFLATED;
+      this.last_flush = -1;
+      this.w_size = 0;
+      this.w_bits = 0;
+      this.w_mask = 0;
+      this.window = null;
+      this.window_size = 0;
+      this.prev = null;
+      this.head = null;
+      this.ins_h = 0;
+      this.hash_size = 0;
+      this.hash_bits = 0;
+      this.hash_mask = 0;
+      this.hash_shift = 0;
+      this.block_start = 0;
+      this.match_length = 0;
+      this.prev_match = 0;
+      this.match_available = 0;
+      this.strstart = 0;
+      this.match_start = 0;
+      this.lookahead = 0;
+      this.prev_length = 0;
+      this.max_chain_length = 0;
+      this.max_lazy_match = 0;
+      this.level = 0;
+      this.strategy = 0;
+      this.good_match = 0;
+      this.nice_match = 0;
+      this.dyn_ltree = new utils.Buf16(HEAP_SIZE * 2);
+      this.dyn_dtree = new utils.Buf16((2 * D_CODES + 1) * 2);
+      this.bl_tree = new utils.Buf16((2 * BL_CODES + 1) * 2);
+      zero(this.dyn_ltree);
+      zero(this.dyn_dtree);
+      zero(this.bl_tree);
+      this.l_desc = null;
+      this.d_desc = null;
+      this.bl_desc = null;
+      this.bl_count = new utils.Buf16(MAX_BITS + 1);
+      this.heap = new utils.Buf16(2 * L_CODES + 1);
+      zero(this.heap);
+      this.heap_len = 0;
+      this.heap_max = 0;
+      this.depth = new utils.Buf16(2 * L_CODES + 1);
+      zero(this.depth);
+      this.l_buf = 0;
+      this.lit_bufsize = 0;
+      this.last_lit = 0;
+      this.d_buf = 0;
+      this.opt_len = 0;
+      this.static_len = 0;
+      this.matches = 0;
+      this.insert = 0;
+      this.bi_buf = 0;
+      this.bi_valid = 0;
+    }
+    function deflateResetKeep(strm) {
+      var s;
+      if (!strm || !strm.state) {
+        return err(strm, Z_STREAM_ERROR);
+      }
+      strm.total_in = strm.total_out = 0;
+      strm.data_type = Z_UNKNOWN;
+      s = strm.state;
+      s.pending = 0;
+      s.pending_out = 0;
+      if (s.wrap < 0) {
+        s.wrap = -s.wrap;
+      }
+      s.status = s.wrap ? INIT_STATE : BUSY_STATE;
+      strm.adler = s.wrap === 2 ? 0 : 1;
+      s.last_flush = Z_NO_FLUSH;
+      trees._tr_init(s);
+      return Z_OK;
+    }
+    function deflateReset(strm) {
+      var ret = deflateResetKeep(strm);
+      if (ret === Z_OK) {
+        lm_init(strm.state);
+      }
+      return ret;
+    }
+    function deflateSetHeader(strm, head) {
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      if (strm.state.wrap !== 2) {
+        return Z_STREAM_ERROR;
+      }
+      strm.state.gzhead = head;
+      return Z_OK;
+    }
+    function deflateInit2(strm, level, method, windowBits, memLevel, strategy) {
+      if (!strm) {
+        return Z_STREAM_ERROR;
+      }
+      var wrap = 1;
+      if (level === Z_DEFAULT_COMPRESSION) {
+        level = 6;
+      }
+      if (windowBits < 0) {
+        wrap = 0;
+        windowBits = -windowBits;
+      } else if (windowBits > 15) {
+        wrap = 2;
+        windowBits -= 16;
+      }
+      if (memLevel < 1 || memLevel > MAX_MEM_LEVEL || method !== Z_DEFLATED || windowBits < 8 || windowBits > 15 || level < 0 || level > 9 || strategy < 0 || strategy > Z_FIXED) {
+        return err(strm, Z_STREAM_ERROR);
+      }
+      if (windowBits === 8) {
+        windowBits = 9;
+      }
+      var s = new DeflateState();
+      strm.state = s;
+      s.strm = strm;
+      s.wrap = wrap;
+      s.gzhead = null;
+      s.w_bits = windowBits;
+      s.w_size = 1 << s.w_bits;
+      s.w_mask = s.w_size - 1;
+      s.hash_bits = memLevel + 7;
+      s.hash_size = 1 << s.hash_bits;
+      s.hash_mask = s.hash_size - 1;
+      s.hash_shift = ~~((s.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
+      s.window = new utils.Buf8(s.w_size * 2);
+      s.head = new utils.Buf16(s.hash_size);
+      s.prev = new utils.Buf16(s.w_size);
+      s.lit_bufsize = 1 << memLevel + 6;
+      s.pending_buf_size = s.lit_bufsize * 4;
+      s.pending_buf = new utils.Buf8(s.pending_buf_size);
+      s.d_buf = 1 * s.lit_bufsize;
+      s.l_buf = (1 + 2) * s.lit_bufsize;
+      s.level = level;
+      s.strategy = strategy;
+      s.method = method;
+      return deflateReset(strm);
+    }
+    function deflateInit(strm, level) {
+      return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
+    }
+    function deflate(strm, flush) {
+      var old_flush, s;
+      var beg, val;
+      if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
+        return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
+      }
+      s = strm.state;
+      if (!strm.output || !strm.input && strm.avail_in !== 0 || s.status === FINISH_STATE && flush !== Z_FINISH) {
+        return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
+      }
+      s.strm = strm;
+      old_flush = s.last_flush;
+      s.last_flush = flush;
+      if (s.status === INIT_STATE) {
+        if (s.wrap === 2) {
+          strm.adler = 0;
+          put_byte(s, 31);
+          put_byte(s, 139);
+          put_byte(s, 8);
+          if (!s.gzhead) {
+            put_byte(s, 0);
+            put_byte(s, 0);
+            put_byte(s, 0);
+            put_byte(s, 0);
+            put_byte(s, 0);
+            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
+            put_byte(s, OS_CODE);
+            s.status = BUSY_STATE;
+          } else {
+            put_byte(
+              s,
+              (s.gzhead.text ? 1 : 0) + (s.gzhead.hcrc ? 2 : 0) + (!s.gzhead.extra ? 0 : 4) + (!s.gzhead.name ? 0 : 8) + (!s.gzhead.comment ? 0 : 16)
+            );
+            put_byte(s, s.gzhead.time & 255);
+            put_byte(s, s.gzhead.time >> 8 & 255);
+            put_byte(s, s.gzhead.time >> 16 & 255);
+            put_byte(s, s.gzhead.time >> 24 & 255);
+            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
+            put_byte(s, s.gzhead.os & 255);
+            if (s.gzhead.extra && s.gzhead.extra.length) {
+              put_byte(s, s.gzhead.extra.length & 255);
+              put_byte(s, s.gzhead.extra.length >> 8 & 255);
+            }
+            if (s.gzhead.hcrc) {
+              strm.adler = crc32(strm.adler, s.pending_buf, s.pending, 0);
+            }
+            s.gzindex = 0;
+            s.status = EXTRA_STATE;
+          }
+        } else {
+          var header = Z_DEFLATED + (s.w_bits - 8 << 4) << 8;
+          var level_flags = -1;
+          if (s.strategy >= Z_HUFFMAN_ONLY || s.level < 2) {
+            level_flags = 0;
+          } else if (s.level < 6) {
+            level_flags = 1;
+          } else if (s.level === 6) {
+            level_flags = 2;
+          } else {
+            level_flags = 3;
+          }
+          header |= level_flags << 6;
+          if (s.strstart !== 0) {
+            header |= PRESET_DICT;
+          }
+          header += 31 - header % 31;
+          s.status = BUSY_STATE;
+          putShortMSB(s, header);
+          if (s.strstart !== 0) {
+            putShortMSB(s, strm.adler >>> 16);
+            putShortMSB(s, strm.adler & 65535);
+          }
+          strm.adler = 1;
+        }
+      }
+      if (s.status === EXTRA_STATE) {
+        if (s.gzhead.extra) {
+          beg = s.pending;
+          while (s.gzindex < (s.gzhead.extra.length & 65535)) {
+            if (s.pending === s.pending_buf_size) {
+              if (s.gzhead.hcrc && s.pending > beg) {
+                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+              }
+              flush_pending(strm);
+              beg = s.pending;
+              if (s.pending === s.pending_buf_size) {
+                break;
+              }
+            }
+            put_byte(s, s.gzhead.extra[s.gzindex] & 255);
+            s.gzindex++;
+          }
+          if (s.gzhead.hcrc && s.pending > beg) {
+            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          }
+          if (s.gzindex === s.gzhead.extra.length) {
+            s.gzindex = 0;
+            s.status = NAME_STATE;
+          }
+        } else {
+          s.status = NAME_STATE;
+        }
+      }
+      if (s.status === NAME_STATE) {
+        if (s.gzhead.name) {
+          beg = s.pending;
+          do {
+            if (s.pending === s.pending_buf_size) {
+              if (s.gzhead.hcrc && s.pending > beg) {
+                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+              }
+              flush_pending(strm);
+              beg = s.pending;
+              if (s.pending === s.pending_buf_size) {
+                val = 1;
+                break;
+              }
+            }
+            if (s.gzindex < s.gzhead.name.length) {
+              val = s.gzhead.name.charCodeAt(s.gzindex++) & 255;
+            } else {
+              val = 0;
+            }
+            put_byte(s, val);
+          } while (val !== 0);
+          if (s.gzhead.hcrc && s.pending > beg) {
+            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          }
+          if (val === 0) {
+            s.gzindex = 0;
+            s.status = COMMENT_STATE;
+          }
+        } else {
+          s.status = COMMENT_STATE;
+        }
+      }
+      if (s.status === COMMENT_STATE) {
+        if (s.gzhead.comment) {
+          beg = s.pending;
+          do {
+            if (s.pending === s.pending_buf_size) {
+              if (s.gzhead.hcrc && s.pending > beg) {
+                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+              }
+              flush_pending(strm);
+              beg = s.pending;
+              if (s.pending === s.pending_buf_size) {
+                val = 1;
+                break;
+              }
+            }
+            if (s.gzindex < s.gzhead.comment.length) {
+              val = s.gzhead.comment.charCodeAt(s.gzindex++) & 255;
+            } else {
+              val = 0;
+            }
+            put_byte(s, val);
+          } while (val !== 0);
+          if (s.gzhead.hcrc && s.pending > beg) {
+            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          }
+          if (val === 0) {
+            s.status = HCRC_STATE;
+          }
+        } else {
+          s.status = HCRC_STATE;
+        }
+      }
+      if (s.status === HCRC_STATE) {
+        if (s.gzhead.hcrc) {
+          if (s.pending + 2 > s.pending_buf_size) {
+            flush_pending(strm);
+          }
+          if (s.pending + 2 <= s.pending_buf_size) {
+            put_byte(s, strm.adler & 255);
+            put_byte(s, strm.adler >> 8 & 255);
+            strm.adler = 0;
+            s.status = BUSY_STATE;
+          }
+        } else {
+          s.status = BUSY_STATE;
+        }
+      }
+      if (s.pending !== 0) {
+        flush_pending(strm);
+        if (strm.avail_out === 0) {
+          s.last_flush = -1;
+          return Z_OK;
+        }
+      } else if (strm.avail_in === 0 && rank2(flush) <= rank2(old_flush) && flush !== Z_FINISH) {
+        return err(strm, Z_BUF_ERROR);
+      }
+      if (s.status === FINISH_STATE && strm.avail_in !== 0) {
+        return err(strm, Z_BUF_ERROR);
+      }
+      if (strm.avail_in !== 0 || s.lookahead !== 0 || flush !== Z_NO_FLUSH && s.status !== FINISH_STATE) {
+        var bstate = s.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s, flush) : s.strategy === Z_RLE ? deflate_rle(s, flush) : configuration_table[s.level].func(s, flush);
+        if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
+          s.status = FINISH_STATE;
+        }
+        if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
+          if (strm.avail_out === 0) {
+            s.last_flush = -1;
+          }
+          return Z_OK;
+        }
+        if (bstate === BS_BLOCK_DONE) {
+          if (flush === Z_PARTIAL_FLUSH) {
+            trees._tr_align(s);
+          } else if (flush !== Z_BLOCK) {
+            trees._tr_stored_block(s, 0, 0, false);
+            if (flush === Z_FULL_FLUSH) {
+              zero(s.head);
+              if (s.lookahead === 0) {
+                s.strstart = 0;
+                s.block_start = 0;
+                s.insert = 0;
+              }
+            }
+          }
+          flush_pending(strm);
+          if (strm.avail_out === 0) {
+            s.last_flush = -1;
+            return Z_OK;
+          }
+        }
+      }
+      if (flush !== Z_FINISH) {
+        return Z_OK;
+      }
+      if (s.wrap <= 0) {
+        return Z_STREAM_END;
+      }
+      if (s.wrap === 2) {
+        put_byte(s, strm.adler & 255);
+        put_byte(s, strm.adler >> 8 & 255);
+        put_byte(s, strm.adler >> 16 & 255);
+        put_byte(s, strm.adler >> 24 & 255);
+        put_byte(s, strm.total_in & 255);
+        put_byte(s, strm.total_in >> 8 & 255);
+        put_byte(s, strm.total_in >> 16 & 255);
+        put_byte(s, strm.total_in >> 24 & 255);
+      } else {
+        putShortMSB(s, strm.adler >>> 16);
+        putShortMSB(s, strm.adler & 65535);
+      }
+      flush_pending(strm);
+      if (s.wrap > 0) {
+        s.wrap = -s.wrap;
+      }
+      return s.pending !== 0 ? Z_OK : Z_STREAM_END;
+    }
+    function deflateEnd(strm) {
+      var status;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      status = strm.state.status;
+      if (status !== INIT_STATE && status !== EXTRA_STATE && status !== NAME_STATE && status !== COMMENT_STATE && status !== HCRC_STATE && status !== BUSY_STATE && status !== FINISH_STATE) {
+        return err(strm, Z_STREAM_ERROR);
+      }
+      strm.state = null;
+      return status === BUSY_STATE ? err(strm, Z_DATA_ERROR) : Z_OK;
+    }
+    function deflateSetDictionary(strm, dictionary) {
+      var dictLength = dictionary.length;
+      var s;
+      var str, n2;
+      var wrap;
+      var avail;
+      var next;
+      var input2;
+      var tmpDict;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      s = strm.state;
+      wrap = s.wrap;
+      if (wrap === 2 || wrap === 1 && s.status !== INIT_STATE || s.lookahead) {
+        return Z_STREAM_ERROR;
+      }
+      if (wrap === 1) {
+        strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
+      }
+      s.wrap = 0;
+      if (dictLength >= s.w_size) {
+        if (wrap === 0) {
+          zero(s.head);
+          s.strstart = 0;
+          s.block_start = 0;
+          s.insert = 0;
+        }
+        tmpDict = new utils.Buf8(s.w_size);
+        utils.arraySet(tmpDict, dictionary, dictLength - s.w_size, s.w_size, 0);
+        dictionary = tmpDict;
+        dictLength = s.w_size;
+      }
+      avail = strm.avail_in;
+      next = strm.next_in;
+      input2 = strm.input;
+      strm.avail_in = dictLength;
+      strm.next_in = 0;
+      strm.input = dictionary;
+      fill_window(s);
+      while (s.lookahead >= MIN_MATCH) {
+        str = s.strstart;
+        n2 = s.lookahead - (MIN_MATCH - 1);
+        do {
+          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
+          s.prev[str & s.w_mask] = s.head[s.ins_h];
+          s.head[s.ins_h] = str;
+          str++;
+        } while (--n2);
+        s.strstart = str;
+        s.lookahead = MIN_MATCH - 1;
+        fill_window(s);
+      }
+      s.strstart += s.lookahead;
+      s.block_start = s.strstart;
+      s.insert = s.lookahead;
+      s.lookahead = 0;
+      s.match_length = s.prev_length = MIN_MATCH - 1;
+      s.match_available = 0;
+      strm.next_in = next;
+      strm.input = input2;
+      strm.avail_in = avail;
+      s.wrap = wrap;
+      return Z_OK;
+    }
+    exports2.deflateInit = deflateInit;
+    exports2.deflateInit2 = deflateInit2;
+    exports2.deflateReset = deflateReset;
+    exports2.deflateResetKeep = deflateResetKeep;
+    exports2.deflateSetHeader = deflateSetHeader;
+    exports2.deflate = deflate;
+    exports2.deflateEnd = deflateEnd;
+    exports2.deflateSetDictionary = deflateSetDictionary;
+    exports2.deflateInfo = "pako deflate (from Nodeca project)";
+  }
+});
+
+// node_modules/pako/lib/utils/strings.js
+var require_strings = __commonJS({
+  "node_modules/pako/lib/utils/strings.js"(exports2) {
+    "use strict";
+    var utils = require_common();
+    var STR_APPLY_OK = true;
+    var STR_APPLY_UIA_OK = true;
+    try {
+      String.fromCharCode.apply(null, [0]);
+    } catch (__) {
+      STR_APPLY_OK = false;
+    }
+    try {
+      String.fromCharCode.apply(null, new Uint8Array(1));
+    } catch (__) {
+      STR_APPLY_UIA_OK = false;
+    }
+    var _utf8len = new utils.Buf8(256);
+    for (q = 0; q < 256; q++) {
+      _utf8len[q] = q >= 252 ? 6 : q >= 248 ? 5 : q >= 240 ? 4 : q >= 224 ? 3 : q >= 192 ? 2 : 1;
+    }
+    var q;
+    _utf8len[254] = _utf8len[254] = 1;
+    exports2.string2buf = function(str) {
+      var buf, c3, c22, m_pos, i2, str_len = str.length, buf_len = 0;
+      for (m_pos = 0; m_pos < str_len; m_pos++) {
+        c3 = str.charCodeAt(m_pos);
+        if ((c3 & 64512) === 55296 && m_pos + 1 < str_len) {
+          c22 = str.charCodeAt(m_pos + 1);
+          if ((c22 & 64512) === 56320) {
+            c3 = 65536 + (c3 - 55296 << 10) + (c22 - 56320);
+            m_pos++;
+          }
+        }
+        buf_len += c3 < 128 ? 1 : c3 < 2048 ? 2 : c3 < 65536 ? 3 : 4;
+      }
+      buf = new utils.Buf8(buf_len);
+      for (i2 = 0, m_pos = 0; i2 < buf_len; m_pos++) {
+        c3 = str.charCodeAt(m_pos);
+        if ((c3 & 64512) === 55296 && m_pos + 1 < str_len) {
+          c22 = str.charCodeAt(m_pos + 1);
+          if ((c22 & 64512) === 56320) {
+            c3 = 65536 + (c3 - 55296 << 10) + (c22 - 56320);
+            m_pos++;
+          }
+        }
+        if (c3 < 128) {
+          buf[i2++] = c3;
+        } else if (c3 < 2048) {
+          buf[i2++] = 192 | c3 >>> 6;
+          buf[i2++] = 128 | c3 & 63;
+        } else if (c3 < 65536) {
+          buf[i2++] = 224 | c3 >>> 12;
+          buf[i2++] = 128 | c3 >>> 6 & 63;
+          buf[i2++] = 128 | c3 & 63;
+        } else {
+          buf[i2++] = 240 | c3 >>> 18;
+          buf[i2++] = 128 | c3 >>> 12 & 63;
+          buf[i2++] = 128 | c3 >>> 6 & 63;
+          buf[i2++] = 128 | c3 & 63;
+        }
+      }
+      return buf;
+    };
+    function buf2binstring(buf, len) {
+      if (len < 65534) {
+        if (buf.subarray && STR_APPLY_UIA_OK || !buf.subarray && STR_APPLY_OK) {
+          return String.fromCharCode.apply(null, utils.shrinkBuf(buf, len));
+        }
+      }
+      var result = "";
+      for (var i2 = 0; i2 < len; i2++) {
+        result += String.fromCharCode(buf[i2]);
+      }
+      return result;
+    }
+    exports2.buf2binstring = function(buf) {
+      return buf2binstring(buf, buf.length);
+    };
+    exports2.binstring2buf = function(str) {
+      var buf = new utils.Buf8(str.length);
+      for (var i2 = 0, len = buf.length; i2 < len; i2++) {
+        buf[i2] = str.charCodeAt(i2);
+      }
+      return buf;
+    };
+    exports2.buf2string = function(buf, max2) {
+      var i2, out, c3, c_len;
+      var len = max2 || buf.length;
+      var utf16buf = new Array(len * 2);
+      for (out = 0, i2 = 0; i2 < len; ) {
+        c3 = buf[i2++];
+        if (c3 < 128) {
+          utf16buf[out++] = c3;
+          continue;
+        }
+        c_len = _utf8len[c3];
+        if (c_len > 4) {
+          utf16buf[out++] = 65533;
+          i2 += c_len - 1;
+          continue;
+        }
+        c3 &= c_len === 2 ? 31 : c_len === 3 ? 15 : 7;
+        while (c_len > 1 && i2 < len) {
+          c3 = c3 << 6 | buf[i2++] & 63;
+          c_len--;
+        }
+        if (c_len > 1) {
+          utf16buf[out++] = 65533;
+          continue;
+        }
+        if (c3 < 65536) {
+          utf16buf[out++] = c3;
+        } else {
+          c3 -= 65536;
+          utf16buf[out++] = 55296 | c3 >> 10 & 1023;
+          utf16buf[out++] = 56320 | c3 & 1023;
+        }
+      }
+      return buf2binstring(utf16buf, out);
+    };
+    exports2.utf8border = function(buf, max2) {
+      var pos;
+      max2 = max2 || buf.length;
+      if (max2 > buf.length) {
+        max2 = buf.length;
+      }
+      pos = max2 - 1;
+      while (pos >= 0 && (buf[pos] & 192) === 128) {
+        pos--;
+      }
+      if (pos < 0) {
+        return max2;
+      }
+      if (pos === 0) {
+        return max2;
+      }
+      return pos + _utf8len[buf[pos]] > max2 ? pos : max2;
+    };
+  }
+});
+
+// node_modules/pako/lib/zlib/zstream.js
+var require_zstream = __commonJS({
+  "node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
+    "use strict";
+    function ZStream() {
+      this.input = null;
+      this.next_in = 0;
+      this.avail_in = 0;
+      this.total_in = 0;
+      this.output = null;
+      this.next_out = 0;
+      this.avail_out = 0;
+      this.total_out = 0;
+      this.msg = "";
+      this.state = null;
+      this.data_type = 2;
+      this.adler = 0;
+    }
+    module2.exports = ZStream;
+  }
+});
+
+// node_modules/pako/lib/deflate.js
+var require_deflate2 = __commonJS({
+  "node_modules/pako/lib/deflate.js"(exports2) {
+    "use strict";
+    var zlib_deflate = require_deflate();
+    var utils = require_common();
+    var strings = require_strings();
+    var msg = require_messages();
+    var ZStream = require_zstream();
+    var toString2 = Object.prototype.toString;
+    var Z_NO_FLUSH = 0;
+    var Z_FINISH = 4;
+    var Z_OK = 0;
+    var Z_STREAM_END = 1;
+    var Z_SYNC_FLUSH = 2;
+    var Z_DEFAULT_COMPRESSION = -1;
+    var Z_DEFAULT_STRATEGY = 0;
+    var Z_DEFLATED = 8;
+    function Deflate(options) {
+      if (!(this instanceof Deflate)) return new Deflate(options);
+      this.options = utils.assign({
+        level: Z_DEFAULT_COMPRESSION,
+        method: Z_DEFLATED,
+        chunkSize: 16384,
+        windowBits: 15,
+        memLevel: 8,
+        strategy: Z_DEFAULT_STRATEGY,
+        to: ""
+      }, options || {});
+      var opt = this.options;
+      if (opt.raw && opt.windowBits > 0) {
+        opt.windowBits = -opt.windowBits;
+      } else if (opt.gzip && opt.windowBits > 0 && opt.windowBits < 16) {
+        opt.windowBits += 16;
+      }
+      this.err = 0;
+      this.msg = "";
+      this.ended = false;
+      this.chunks = [];
+      this.strm = new ZStream();
+      this.strm.avail_out = 0;
+      var status = zlib_deflate.deflateInit2(
+        this.strm,
+        opt.level,
+        opt.method,
+        opt.windowBits,
+        opt.memLevel,
+        opt.strategy
+      );
+      if (status !== Z_OK) {
+        throw new Error(msg[status]);
+      }
+      if (opt.header) {
+        zlib_deflate.deflateSetHeader(this.strm, opt.header);
+      }
+      if (opt.dictionary) {
+        var dict;
+        if (typeof opt.dictionary === "string") {
+          dict = strings.string2buf(opt.dictionary);
+        } else if (toString2.call(opt.dictionary) === "[object ArrayBuffer]") {
+          dict = new Uint8Array(opt.dictionary);
+        } else {
+          dict = opt.dictionary;
+        }
+        status = zlib_deflate.deflateSetDictionary(this.strm, dict);
+        if (status !== Z_OK) {
+          throw new Error(msg[status]);
+        }
+        this._dict_set = true;
+      }
+    }
+    Deflate.prototype.push = function(data, mode) {
+      var strm = this.strm;
+      var chunkSize = this.options.chunkSize;
+      var status, _mode;
+      if (this.ended) {
+        return false;
+      }
+      _mode = mode === ~~mode ? mode : mode === true ? Z_FINISH : Z_NO_FLUSH;
+      if (typeof data === "string") {
+        strm.input = strings.string2buf(data);
+      } else if (toString2.call(data) === "[object ArrayBuffer]") {
+        strm.input = new Uint8Array(data);
+      } else {
+        strm.input = data;
+      }
+      strm.next_in = 0;
+      strm.avail_in = strm.input.length;
+      do {
+        if (strm.avail_out === 0) {
+          strm.output = new utils.Buf8(chunkSize);
+          strm.next_out = 0;
+          strm.avail_out = chunkSize;
+        }
+        status = zlib_deflate.deflate(strm, _mode);
+        if (status !== Z_STREAM_END && status !== Z_OK) {
+          this.onEnd(status);
+          this.ended = true;
+          return false;
+        }
+        if (strm.avail_out === 0 || strm.avail_in === 0 && (_mode === Z_FINISH || _mode === Z_SYNC_FLUSH)) {
+          if (this.options.to === "string") {
+            this.onData(strings.buf2binstring(utils.shrinkBuf(strm.output, strm.next_out)));
+          } else {
+            this.onData(utils.shrinkBuf(strm.output, strm.next_out));
+          }
+        }
+      } while ((strm.avail_in > 0 || strm.avail_out === 0) && status !== Z_STREAM_END);
+      if (_mode === Z_FINISH) {
+        status = zlib_deflate.deflateEnd(this.strm);
+        this.onEnd(status);
+        this.ended = true;
+        return status === Z_OK;
+      }
+      if (_mode === Z_SYNC_FLUSH) {
+        this.onEnd(Z_OK);
+        strm.avail_out = 0;
+        return true;
+      }
+      return true;
+    };
+    Deflate.prototype.onData = function(chunk) {
+      this.chunks.push(chunk);
+    };
+    Deflate.prototype.onEnd = function(status) {
+      if (status === Z_OK) {
+        if (this.options.to === "string") {
+          this.result = this.chunks.join("");
+        } else {
+          this.result = utils.flattenChunks(this.chunks);
+        }
+      }
+      this.chunks = [];
+      this.err = status;
+      this.msg = this.strm.msg;
+    };
+    function deflate(input2, options) {
+      var deflator = new Deflate(options);
+      deflator.push(input2, true);
+      if (deflator.err) {
+        throw deflator.msg || msg[deflator.err];
+      }
+      return deflator.result;
+    }
+    function deflateRaw(input2, options) {
+      options = options || {};
+      options.raw = true;
+      return deflate(input2, options);
+    }
+    function gzip(input2, options) {
+      options = options || {};
+      options.gzip = true;
+      return deflate(input2, options);
+    }
+    exports2.Deflate = Deflate;
+    exports2.deflate = deflate;
+    exports2.deflateRaw = deflateRaw;
+    exports2.gzip = gzip;
+  }
+});
+
+// node_modules/pako/lib/zlib/inffast.js
+var require_inffast = __commonJS({
+  "node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
+    "use strict";
+    var BAD = 30;
+    var TYPE = 12;
+    module2.exports = function inflate_fast(strm, start) {
+      var state;
+      var _in;
+      var last;
+      var _out;
+      var beg;
+      var end;
+      var dmax;
+      var wsize;
+      var whave;
+      var wnext;
+      var s_window;
+      var hold;
+      var bits;
+      var lcode;
+      var dcode;
+      var lmask;
+      var dmask;
+      var here;
+      var op;
+      var len;
+      var dist;
+      var from;
+      var from_source;
+      var input2, output2;
+      state = strm.state;
+      _in = strm.next_in;
+      input2 = strm.input;
+      last = _in + (strm.avail_in - 5);
+      _out = strm.next_out;
+      output2 = strm.output;
+      beg = _out - (start - strm.avail_out);
+      end = _out + (strm.avail_out - 257);
+      dmax = state.dmax;
+      wsize = state.wsize;
+      whave = state.whave;
+      wnext = state.wnext;
+      s_window = state.window;
+      hold = state.hold;
+      bits = state.bits;
+      lcode = state.lencode;
+      dcode = state.distcode;
+      lmask = (1 << state.lenbits) - 1;
+      dmask = (1 << state.distbits) - 1;
+      top:
+        do {
+          if (bits < 15) {
+            hold += input2[_in++] << bits;
+            bits += 8;
+            hold += input2[_in++] << bits;
+            bits += 8;
+          }
+          here = lcode[hold & lmask];
+          dolen:
+            for (; ; ) {
+              op = here >>> 24;
+              hold >>>= op;
+              bits -= op;
+              op = here >>> 16 & 255;
+              if (op === 0) {
+                output2[_out++] = here & 65535;
+              } else if (op & 16) {
+                len = here & 65535;
+                op &= 15;
+                if (op) {
+                  if (bits < op) {
+                    hold += input2[_in++] << bits;
+                    bits += 8;
+                  }
+                  len += hold & (1 << op) - 1;
+                  hold >>>= op;
+                  bits -= op;
+                }
+                if (bits < 15) {
+                  hold += input2[_in++] << bits;
+                  bits += 8;
+                  hold += input2[_in++] << bits;
+                  bits += 8;
+                }
+                here = dcode[hold & dmask];
+                dodist:
+                  for (; ; ) {
+                    op = here >>> 24;
+                    hold >>>= op;
+                    bits -= op;
+                    op = here >>> 16 & 255;
+                    if (op & 16) {
+                      dist = here & 65535;
+                      op &= 15;
+                      if (bits < op) {
+                        hold += input2[_in++] << bits;
+                        bits += 8;
+                        if (bits < op) {
+                          hold += input2[_in++] << bits;
+                          bits += 8;
+                        }
+                      }
+                      dist += hold & (1 << op) - 1;
+                      if (dist > dmax) {
+                        strm.msg = "invalid distance too far back";
+                        state.mode = BAD;
+                        break top;
+                      }
+                      hold >>>= op;
+                      bits -= op;
+                      op = _out - beg;
+                      if (dist > op) {
+                        op = dist - op;
+                        if (op > whave) {
+                          if (state.sane) {
+                            strm.msg = "invalid distance too far back";
+                            state.mode = BAD;
+                            break top;
+                          }
+                        }
+                        from = 0;
+                        from_source = s_window;
+                        if (wnext === 0) {
+                          from += wsize - op;
+                          if (op < len) {
+                            len -= op;
+                            do {
+                              output2[_out++] = s_window[from++];
+                            } while (--op);
+                            from = _out - dist;
+                            from_source = output2;
+                          }
+                        } else if (wnext < op) {
+                          from += wsize + wnext - op;
+                          op -= wnext;
+                          if (op < len) {
+                            len -= op;
+                            do {
+                              output2[_out++] = s_window[from++];
+                            } while (--op);
+                            from = 0;
+                            if (wnext < len) {
+                              op = wnext;
+                              len -= op;
+                              do {
+                                output2[_out++] = s_window[from++];
+                              } while (--op);
+                              from = _out - dist;
+                              from_source = output2;
+                            }
+                          }
+                        } else {
+                          from += wnext - op;
+                          if (op < len) {
+                            len -= op;
+                            do {
+                              output2[_out++] = s_window[from++];
+                            } while (--op);
+                            from = _out - dist;
+                            from_source = output2;
+                          }
+                        }
+                        while (len > 2) {
+                          output2[_out++] = from_source[from++];
+                          output2[_out++] = from_source[from++];
+                          output2[_out++] = from_source[from++];
+                          len -= 3;
+                        }
+                        if (len) {
+                          output2[_out++] = from_source[from++];
+                          if (len > 1) {
+                            output2[_out++] = from_source[from++];
+                          }
+                        }
+                      } else {
+                        from = _out - dist;
+                        do {
+                          output2[_out++] = output2[from++];
+                          output2[_out++] = output2[from++];
+                          output2[_out++] = output2[from++];
+                          len -= 3;
+                        } while (len > 2);
+                        if (len) {
+                          output2[_out++] = output2[from++];
+                          if (len > 1) {
+                            output2[_out++] = output2[from++];
+                          }
+                        }
+                      }
+                    } else if ((op & 64) === 0) {
+                      here = dcode[(here & 65535) + (hold & (1 << op) - 1)];
+                      continue dodist;
+                    } else {
+                      strm.msg = "invalid distance code";
+                      state.mode = BAD;
+                      break top;
+                    }
+                    break;
+                  }
+              } else if ((op & 64) === 0) {
+                here = lcode[(here & 65535) + (hold & (1 << op) - 1)];
+                continue dolen;
+              } else if (op & 32) {
+                state.mode = TYPE;
+                break top;
+              } else {
+                strm.msg = "invalid literal/length code";
+                state.mode = BAD;
+                break top;
+              }
+              break;
+            }
+        } while (_in < last && _out < end);
+      len = bits >> 3;
+      _in -= len;
+      bits -= len << 3;
+      hold &= (1 << bits) - 1;
+      strm.next_in = _in;
+      strm.next_out = _out;
+      strm.avail_in = _in < last ? 5 + (last - _in) : 5 - (_in - last);
+      strm.avail_out = _out < end ? 257 + (end - _out) : 257 - (_out - end);
+      state.hold = hold;
+      state.bits = bits;
+      return;
+    };
+  }
+});
+
+// node_modules/pako/lib/zlib/inftrees.js
+var require_inftrees = __commonJS({
+  "node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
+    "use strict";
+    var utils = require_common();
+    var MAXBITS = 15;
+    var ENOUGH_LENS = 852;
+    var ENOUGH_DISTS = 592;
+    var CODES = 0;
+    var LENS = 1;
+    var DISTS = 2;
+    var lbase = [
+      /* Length codes 257..285 base */
+      3,
+      4,
+      5,
+      6,
+      7,
+      8,
+      9,
+      10,
+      11,
+      13,
+      15,
+      17,
+      19,
+      23,
+      27,
+      31,
+      35,
+      43,
+      51,
+      59,
+      67,
+      83,
+      99,
+      115,
+      131,
+      163,
+      195,
+      227,
+      258,
+      0,
+      0
+    ];
+    var lext = [
+      /* Length codes 257..285 extra */
+      16,
+      16,
+      16,
+      16,
+      16,
+      16,
+      16,
+      16,
+      17,
+      17,
+      17,
+      17,
+      18,
+      18,
+      18,
+      18,
+      19,
+      19,
+      19,
+      19,
+      20,
+      20,
+      20,
+      20,
+      21,
+      21,
+      21,
+      21,
+      16,
+      72,
+      78
+    ];
+    var dbase = [
+      /* Distance codes 0..29 base */
+      1,
+      2,
+      3,
+      4,
+      5,
+      7,
+      9,
+      13,
+      17,
+      25,
+      33,
+      49,
+      65,
+      97,
+      129,
+      193,
+      257,
+      385,
+      513,
+      769,
+      1025,
+      1537,
+      2049,
+      3073,
+      4097,
+      6145,
+      8193,
+      12289,
+      16385,
+      24577,
+      0,
+      0
+    ];
+    var dext = [
+      /* Distance codes 0..29 extra */
+      16,
+      16,
+      16,
+      16,
+      17,
+      17,
+      18,
+      18,
+      19,
+      19,
+      20,
+      20,
+      21,
+      21,
+      22,
+      22,
+      23,
+      23,
+      24,
+      24,
+      25,
+      25,
+      26,
+      26,
+      27,
+      27,
+      28,
+      28,
+      29,
+      29,
+      64,
+      64
+    ];
+    module2.exports = function inflate_table(type, lens, lens_index, codes, table, table_index, work, opts) {
+      var bits = opts.bits;
+      var len = 0;
+      var sym = 0;
+      var min = 0, max2 = 0;
+      var root = 0;
+      var curr = 0;
+      var drop = 0;
+      var left = 0;
+      var used = 0;
+      var huff = 0;
+      var incr;
+      var fill;
+      var low;
+      var mask;
+      var next;
+      var base = null;
+      var base_index = 0;
+      var end;
+      var count4 = new utils.Buf16(MAXBITS + 1);
+      var offs = new utils.Buf16(MAXBITS + 1);
+      var extra = null;
+      var extra_index = 0;
+      var here_bits, here_op, here_val;
+      for (len = 0; len <= MAXBITS; len++) {
+        count4[len] = 0;
+      }
+      for (sym = 0; sym < codes; sym++) {
+        count4[lens[lens_index + sym]]++;
+      }
+      root = bits;
+      for (max2 = MAXBITS; max2 >= 1; max2--) {
+        if (count4[max2] !== 0) {
+          break;
+        }
+      }
+      if (root > max2) {
+        root = max2;
+      }
+      if (max2 === 0) {
+        table[table_index++] = 1 << 24 | 64 << 16 | 0;
+        table[table_index++] = 1 << 24 | 64 << 16 | 0;
+        opts.bits = 1;
+        return 0;
+      }
+      for (min = 1; min < max2; min++) {
+        if (count4[min] !== 0) {
+          break;
+        }
+      }
+      if (root < min) {
+        root = min;
+      }
+      left = 1;
+      for (len = 1; len <= MAXBITS; len++) {
+        left <<= 1;
+        left -= count4[len];
+        if (left < 0) {
+          return -1;
+        }
+      }
+      if (left > 0 && (type === CODES || max2 !== 1)) {
+        return -1;
+      }
+      offs[1] = 0;
+      for (len = 1; len < MAXBITS; len++) {
+        offs[len + 1] = offs[len] + count4[len];
+      }
+      for (sym = 0; sym < codes; sym++) {
+        if (lens[lens_index + sym] !== 0) {
+          work[offs[lens[lens_index + sym]]++] = sym;
+        }
+      }
+      if (type === CODES) {
+        base = extra = work;
+        end = 19;
+      } else if (type === LENS) {
+        base = lbase;
+        base_index -= 257;
+        extra = lext;
+        extra_index -= 257;
+        end = 256;
+      } else {
+        base = dbase;
+        extra = dext;
+        end = -1;
+      }
+      huff = 0;
+      sym = 0;
+      len = min;
+      next = table_index;
+      curr = root;
+      drop = 0;
+      low = -1;
+      used = 1 << root;
+      mask = used - 1;
+      if (type === LENS && used > ENOUGH_LENS || type === DISTS && used > ENOUGH_DISTS) {
+        return 1;
+      }
+      for (; ; ) {
+        here_bits = len - drop;
+        if (work[sym] < end) {
+          here_op = 0;
+          here_val = work[sym];
+        } else if (work[sym] > end) {
+          here_op = extra[extra_index + work[sym]];
+          here_val = base[base_index + work[sym]];
+        } else {
+          here_op = 32 + 64;
+          here_val = 0;
+        }
+        incr = 1 << len - drop;
+        fill = 1 << curr;
+        min = fill;
+        do {
+          fill -= incr;
+          table[next + (huff >> drop) + fill] = here_bits << 24 | here_op << 16 | here_val | 0;
+        } while (fill !== 0);
+        incr = 1 << len - 1;
+        while (huff & incr) {
+          incr >>= 1;
+        }
+        if (incr !== 0) {
+          huff &= incr - 1;
+          huff += incr;
+        } else {
+          huff = 0;
+        }
+        sym++;
+        if (--count4[len] === 0) {
+          if (len === max2) {
+            break;
+          }
+          len = lens[lens_index + work[sym]];
+        }
+        if (len > root && (huff & mask) !== low) {
+          if (drop === 0) {
+            drop = root;
+          }
+          next += min;
+          curr = len - drop;
+          left = 1 << curr;
+          while (curr + drop < max2) {
+            left -= count4[curr + drop];
+            if (left <= 0) {
+              break;
+            }
+            curr++;
+            left <<= 1;
+          }
+          used += 1 << curr;
+          if (type === LENS && used > ENOUGH_LENS || type === DISTS && used > ENOUGH_DISTS) {
+            return 1;
+          }
+          low = huff & mask;
+          table[low] = root << 24 | curr << 16 | next - table_index | 0;
+        }
+      }
+      if (huff !== 0) {
+        table[next + huff] = len - drop << 24 | 64 << 16 | 0;
+      }
+      opts.bits = root;
+      return 0;
+    };
+  }
+});
+
+// node_modules/pako/lib/zlib/inflate.js
+var require_inflate = __commonJS({
+  "node_modules/pako/lib/zlib/inflate.js"(exports2) {
+    "use strict";
+    var utils = require_common();
+    var adler32 = require_adler32();
+    var crc32 = require_crc32();
+    var inflate_fast = require_inffast();
+    var inflate_table = require_inftrees();
+    var CODES = 0;
+    var LENS = 1;
+    var DISTS = 2;
+    var Z_FINISH = 4;
+    var Z_BLOCK = 5;
+    var Z_TREES = 6;
+    var Z_OK = 0;
+    var Z_STREAM_END = 1;
+    var Z_NEED_DICT = 2;
+    var Z_STREAM_ERROR = -2;
+    var Z_DATA_ERROR = -3;
+    var Z_MEM_ERROR = -4;
+    var Z_BUF_ERROR = -5;
+    var Z_DEFLATED = 8;
+    var HEAD = 1;
+    var FLAGS = 2;
+    var TIME = 3;
+    var OS = 4;
+    var EXLEN = 5;
+    var EXTRA = 6;
+    var NAME = 7;
+    var COMMENT = 8;
+    var HCRC = 9;
+    var DICTID = 10;
+    var DICT = 11;
+    var TYPE = 12;
+    var TYPEDO = 13;
+    var STORED = 14;
+    var COPY_ = 15;
+    var COPY = 16;
+    var TABLE = 17;
+    var LENLENS = 18;
+    var CODELENS = 19;
+    var LEN_ = 20;
+    var LEN = 21;
+    var LENEXT = 22;
+    var DIST = 23;
+    var DISTEXT = 24;
+    var MATCH = 25;
+    var LIT = 26;
+    var CHECK = 27;
+    var LENGTH = 28;
+    var DONE = 29;
+    var BAD = 30;
+    var MEM = 31;
+    var SYNC = 32;
+    var ENOUGH_LENS = 852;
+    var ENOUGH_DISTS = 592;
+    var MAX_WBITS = 15;
+    var DEF_WBITS = MAX_WBITS;
+    function zswap32(q) {
+      return (q >>> 24 & 255) + (q >>> 8 & 65280) + ((q & 65280) << 8) + ((q & 255) << 24);
+    }
+    function InflateState() {
+      this.mode = 0;
+      this.last = false;
+      this.wrap = 0;
+      this.havedict = false;
+      this.flags = 0;
+      this.dmax = 0;
+      this.check = 0;
+      this.total = 0;
+      this.head = null;
+      this.wbits = 0;
+      this.wsize = 0;
+      this.whave = 0;
+      this.wnext = 0;
+      this.window = null;
+      this.hold = 0;
+      this.bits = 0;
+      this.length = 0;
+      this.offset = 0;
+      this.extra = 0;
+      this.lencode = null;
+      this.distcode = null;
+      this.lenbits = 0;
+      this.distbits = 0;
+      this.ncode = 0;
+      this.nlen = 0;
+      this.ndist = 0;
+      this.have = 0;
+      this.next = null;
+      this.lens = new utils.Buf16(320);
+      this.work = new utils.Buf16(288);
+      this.lendyn = null;
+      this.distdyn = null;
+      this.sane = 0;
+      this.back = 0;
+      this.was = 0;
+    }
+    function inflateResetKeep(strm) {
+      var state;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      state = strm.state;
+      strm.total_in = strm.total_out = state.total = 0;
+      strm.msg = "";
+      if (state.wrap) {
+        strm.adler = state.wrap & 1;
+      }
+      state.mode = HEAD;
+      state.last = 0;
+      state.havedict = 0;
+      state.dmax = 32768;
+      state.head = null;
+      state.hold = 0;
+      state.bits = 0;
+      state.lencode = state.lendyn = new utils.Buf32(ENOUGH_LENS);
+      state.distcode = state.distdyn = new utils.Buf32(ENOUGH_DISTS);
+      state.sane = 1;
+      state.back = -1;
+      return Z_OK;
+    }
+    function inflateReset(strm) {
+      var state;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      state = strm.state;
+      state.wsize = 0;
+      state.whave = 0;
+      state.wnext = 0;
+      return inflateResetKeep(strm);
+    }
+    function inflateReset2(strm, windowBits) {
+      var wrap;
+      var state;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      state = strm.state;
+      if (windowBits < 0) {
+        wrap = 0;
+        windowBits = -windowBits;
+      } else {
+        wrap = (windowBits >> 4) + 1;
+        if (windowBits < 48) {
+          windowBits &= 15;
+        }
+      }
+      if (windowBits && (windowBits < 8 || windowBits > 15)) {
+        return Z_STREAM_ERROR;
+      }
+      if (state.window !== null && state.wbits !== windowBits) {
+        state.window = null;
+      }
+      state.wrap = wrap;
+      state.wbits = windowBits;
+      return inflateReset(strm);
+    }
+    function inflateInit2(strm, windowBits) {
+      var ret;
+      var state;
+      if (!strm) {
+        return Z_STREAM_ERROR;
+      }
+      state = new InflateState();
+      strm.state = state;
+      state.window = null;
+      ret = inflateReset2(strm, windowBits);
+      if (ret !== Z_OK) {
+        strm.state = null;
+      }
+      return ret;
+    }
+    function inflateInit(strm) {
+      return inflateInit2(strm, DEF_WBITS);
+    }
+    var virgin = true;
+    var lenfix;
+    var distfix;
+    function fixedtables(state) {
+      if (virgin) {
+        var sym;
+        lenfix = new utils.Buf32(512);
+        distfix = new utils.Buf32(32);
+        sym = 0;
+        while (sym < 144) {
+          state.lens[sym++] = 8;
+        }
+        while (sym < 256) {
+          state.lens[sym++] = 9;
+        }
+        while (sym < 280) {
+          state.lens[sym++] = 7;
+        }
+        while (sym < 288) {
+          state.lens[sym++] = 8;
+        }
+        inflate_table(LENS, state.lens, 0, 288, lenfix, 0, state.work, { bits: 9 });
+        sym = 0;
+        while (sym < 32) {
+          state.lens[sym++] = 5;
+        }
+        inflate_table(DISTS, state.lens, 0, 32, distfix, 0, state.work, { bits: 5 });
+        virgin = false;
+      }
+      state.lencode = lenfix;
+      state.lenbits = 9;
+      state.distcode = distfix;
+      state.distbits = 5;
+    }
+    function updatewindow(strm, src, end, copy) {
+      var dist;
+      var state = strm.state;
+      if (state.window === null) {
+        state.wsize = 1 << state.wbits;
+        state.wnext = 0;
+        state.whave = 0;
+        state.window = new utils.Buf8(state.wsize);
+      }
+      if (copy >= state.wsize) {
+        utils.arraySet(state.window, src, end - state.wsize, state.wsize, 0);
+        state.wnext = 0;
+        state.whave = state.wsize;
+      } else {
+        dist = state.wsize - state.wnext;
+        if (dist > copy) {
+          dist = copy;
+        }
+        utils.arraySet(state.window, src, end - copy, dist, state.wnext);
+        copy -= dist;
+        if (copy) {
+          utils.arraySet(state.window, src, end - copy, copy, 0);
+          state.wnext = copy;
+          state.whave = state.wsize;
+        } else {
+          state.wnext += dist;
+          if (state.wnext === state.wsize) {
+            state.wnext = 0;
+          }
+          if (state.whave < state.wsize) {
+            state.whave += dist;
+          }
+        }
+      }
+      return 0;
+    }
+    function inflate(strm, flush) {
+      var state;
+      var input2, output2;
+      var next;
+      var put;
+      var have, left;
+      var hold;
+      var bits;
+      var _in, _out;
+      var copy;
+      var from;
+      var from_source;
+      var here = 0;
+      var here_bits, here_op, here_val;
+      var last_bits, last_op, last_val;
+      var len;
+      var ret;
+      var hbuf = new utils.Buf8(4);
+      var opts;
+      var n2;
+      var order = (
+        /* permutation of code lengths */
+        [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
+      );
+      if (!strm || !strm.state || !strm.output || !strm.input && strm.avail_in !== 0) {
+        return Z_STREAM_ERROR;
+      }
+      state = strm.state;
+      if (state.mode === TYPE) {
+        state.mode = TYPEDO;
+      }
+      put = strm.next_out;
+      output2 = strm.output;
+      left = strm.avail_out;
+      next = strm.next_in;
+      input2 = strm.input;
+      have = strm.avail_in;
+      hold = state.hold;
+      bits = state.bits;
+      _in = have;
+      _out = left;
+      ret = Z_OK;
+      inf_leave:
+        for (; ; ) {
+          switch (state.mode) {
+            case HEAD:
+              if (state.wrap === 0) {
+                state.mode = TYPEDO;
+                break;
+              }
+              while (bits < 16) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              if (state.wrap & 2 && hold === 35615) {
+                state.check = 0;
+                hbuf[0] = hold & 255;
+                hbuf[1] = hold >>> 8 & 255;
+                state.check = crc32(state.check, hbuf, 2, 0);
+                hold = 0;
+                bits = 0;
+                state.mode = FLAGS;
+                break;
+              }
+              state.flags = 0;
+              if (state.head) {
+                state.head.done = false;
+              }
+              if (!(state.wrap & 1) || /* check if zlib header allowed */
+              (((hold & 255) << 8) + (hold >> 8)) % 31) {
+                strm.msg = "incorrect header check";
+                state.mode = BAD;
+                break;
+              }
+              if ((hold & 15) !== Z_DEFLATED) {
+                strm.msg = "unknown compression method";
+                state.mode = BAD;
+                break;
+              }
+              hold >>>= 4;
+              bits -= 4;
+              len = (hold & 15) + 8;
+              if (state.wbits === 0) {
+                state.wbits = len;
+              } else if (len > state.wbits) {
+                strm.msg = "invalid window size";
+                state.mode = BAD;
+                break;
+              }
+              state.dmax = 1 << len;
+              strm.adler = state.check = 1;
+              state.mode = hold & 512 ? DICTID : TYPE;
+              hold = 0;
+              bits = 0;
+              break;
+            case FLAGS:
+              while (bits < 16) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              state.flags = hold;
+              if ((state.flags & 255) !== Z_DEFLATED) {
+                strm.msg = "unknown compression method";
+                state.mode = BAD;
+                break;
+              }
+              if (state.flags & 57344) {
+                strm.msg = "unknown header flags set";
+                state.mode = BAD;
+                break;
+              }
+              if (state.head) {
+                state.head.text = hold >> 8 & 1;
+              }
+              if (state.flags & 512) {
+                hbuf[0] = hold & 255;
+                hbuf[1] = hold >>> 8 & 255;
+                state.check = crc32(state.check, hbuf, 2, 0);
+              }
+              hold = 0;
+              bits = 0;
+              state.mode = TIME;
+            /* falls through */
+            case TIME:
+              while (bits < 32) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              if (state.head) {
+                state.head.time = hold;
+              }
+              if (state.flags & 512) {
+                hbuf[0] = hold & 255;
+                hbuf[1] = hold >>> 8 & 255;
+                hbuf[2] = hold >>> 16 & 255;
+                hbuf[3] = hold >>> 24 & 255;
+                state.check = crc32(state.check, hbuf, 4, 0);
+              }
+              hold = 0;
+              bits = 0;
+              state.mode = OS;
+            /* falls through */
+            case OS:
+              while (bits < 16) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              if (state.head) {
+                state.head.xflags = hold & 255;
+                state.head.os = hold >> 8;
+              }
+              if (state.flags & 512) {
+                hbuf[0] = hold & 255;
+                hbuf[1] = hold >>> 8 & 255;
+                state.check = crc32(state.check, hbuf, 2, 0);
+              }
+              hold = 0;
+              bits = 0;
+              state.mode = EXLEN;
+            /* falls through */
+            case EXLEN:
+              if (state.flags & 1024) {
+                while (bits < 16) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                state.length = hold;
+                if (state.head) {
+                  state.head.extra_len = hold;
+                }
+                if (state.flags & 512) {
+                  hbuf[0] = hold & 255;
+                  hbuf[1] = hold >>> 8 & 255;
+                  state.check = crc32(state.check, hbuf, 2, 0);
+                }
+                hold = 0;
+                bits = 0;
+              } else if (state.head) {
+                state.head.extra = null;
+              }
+              state.mode = EXTRA;
+            /* falls through */
+            case EXTRA:
+              if (state.flags & 1024) {
+                copy = state.length;
+                if (copy > have) {
+                  copy = have;
+                }
+                if (copy) {
+                  if (state.head) {
+                    len = state.head.extra_len - state.length;
+                    if (!state.head.extra) {
+                      state.head.extra = new Array(state.head.extra_len);
+                    }
+                    utils.arraySet(
+                      state.head.extra,
+                      input2,
+                      next,
+                      // extra field is limited to 65536 bytes
+                      // - no need for additional size check
+                      copy,
+                      /*len + copy > state.head.extra_max - len ? state.head.extra_max : copy,*/
+                      len
+                    );
+                  }
+                  if (state.flags & 512) {
+                    state.check = crc32(state.check, input2, copy, next);
+                  }
+                  have -= copy;
+                  next += copy;
+                  state.length -= copy;
+                }
+                if (state.length) {
+                  break inf_leave;
+                }
+              }
+              state.length = 0;
+              state.mode = NAME;
+            /* falls through */
+            case NAME:
+              if (state.flags & 2048) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                copy = 0;
+                do {
+                  len = input2[next + copy++];
+                  if (state.head && len && state.length < 65536) {
+                    state.head.name += String.fromCharCode(len);
+                  }
+                } while (len && copy < have);
+                if (state.flags & 512) {
+                  state.check = crc32(state.check, input2, copy, next);
+                }
+                have -= copy;
+                next += copy;
+                if (len) {
+                  break inf_leave;
+                }
+              } else if (state.head) {
+                state.head.name = null;
+              }
+              state.length = 0;
+              state.mode = COMMENT;
+            /* falls through */
+            case COMMENT:
+              if (state.flags & 4096) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                copy = 0;
+                do {
+                  len = input2[next + copy++];
+                  if (state.head && len && state.length < 65536) {
+                    state.head.comment += String.fromCharCode(len);
+                  }
+                } while (len && copy < have);
+                if (state.flags & 512) {
+                  state.check = crc32(state.check, input2, copy, next);
+                }
+                have -= copy;
+                next += copy;
+                if (len) {
+                  break inf_leave;
+                }
+              } else if (state.head) {
+                state.head.comment = null;
+              }
+              state.mode = HCRC;
+            /* falls through */
+            case HCRC:
+              if (state.flags & 512) {
+                while (bits < 16) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                if (hold !== (state.check & 65535)) {
+                  strm.msg = "header crc mismatch";
+                  state.mode = BAD;
+                  break;
+                }
+                hold = 0;
+                bits = 0;
+              }
+              if (state.head) {
+                state.head.hcrc = state.flags >> 9 & 1;
+                state.head.done = true;
+              }
+              strm.adler = state.check = 0;
+              state.mode = TYPE;
+              break;
+            case DICTID:
+              while (bits < 32) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              strm.adler = state.check = zswap32(hold);
+              hold = 0;
+              bits = 0;
+              state.mode = DICT;
+            /* falls through */
+            case DICT:
+              if (state.havedict === 0) {
+                strm.next_out = put;
+                strm.avail_out = left;
+                strm.next_in = next;
+                strm.avail_in = have;
+                state.hold = hold;
+                state.bits = bits;
+                return Z_NEED_DICT;
+              }
+              strm.adler = state.check = 1;
+              state.mode = TYPE;
+            /* falls through */
+            case TYPE:
+              if (flush === Z_BLOCK || flush === Z_TREES) {
+                break inf_leave;
+              }
+            /* falls through */
+            case TYPEDO:
+              if (state.last) {
+                hold >>>= bits & 7;
+                bits -= bits & 7;
+                state.mode = CHECK;
+                break;
+              }
+              while (bits < 3) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              state.last = hold & 1;
+              hold >>>= 1;
+              bits -= 1;
+              switch (hold & 3) {
+                case 0:
+                  state.mode = STORED;
+                  break;
+                case 1:
+                  fixedtables(state);
+                  state.mode = LEN_;
+                  if (flush === Z_TREES) {
+                    hold >>>= 2;
+                    bits -= 2;
+                    break inf_leave;
+                  }
+                  break;
+                case 2:
+                  state.mode = TABLE;
+                  break;
+                case 3:
+                  strm.msg = "invalid block type";
+                  state.mode = BAD;
+              }
+              hold >>>= 2;
+              bits -= 2;
+              break;
+            case STORED:
+              hold >>>= bits & 7;
+              bits -= bits & 7;
+              while (bits < 32) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              if ((hold & 65535) !== (hold >>> 16 ^ 65535)) {
+                strm.msg = "invalid stored block lengths";
+                state.mode = BAD;
+                break;
+              }
+              state.length = hold & 65535;
+              hold = 0;
+              bits = 0;
+              state.mode = COPY_;
+              if (flush === Z_TREES) {
+                break inf_leave;
+              }
+            /* falls through */
+            case COPY_:
+              state.mode = COPY;
+            /* falls through */
+            case COPY:
+              copy = state.length;
+              if (copy) {
+                if (copy > have) {
+                  copy = have;
+                }
+                if (copy > left) {
+                  copy = left;
+                }
+                if (copy === 0) {
+                  break inf_leave;
+                }
+                utils.arraySet(output2, input2, next, copy, put);
+                have -= copy;
+                next += copy;
+                left -= copy;
+                put += copy;
+                state.length -= copy;
+                break;
+              }
+              state.mode = TYPE;
+              break;
+            case TABLE:
+              while (bits < 14) {
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              state.nlen = (hold & 31) + 257;
+              hold >>>= 5;
+              bits -= 5;
+              state.ndist = (hold & 31) + 1;
+              hold >>>= 5;
+              bits -= 5;
+              state.ncode = (hold & 15) + 4;
+              hold >>>= 4;
+              bits -= 4;
+              if (state.nlen > 286 || state.ndist > 30) {
+                strm.msg = "too many length or distance symbols";
+                state.mode = BAD;
+                break;
+              }
+              state.have = 0;
+              state.mode = LENLENS;
+            /* falls through */
+            case LENLENS:
+              while (state.have < state.ncode) {
+                while (bits < 3) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                state.lens[order[state.have++]] = hold & 7;
+                hold >>>= 3;
+                bits -= 3;
+              }
+              while (state.have < 19) {
+                state.lens[order[state.have++]] = 0;
+              }
+              state.lencode = state.lendyn;
+              state.lenbits = 7;
+              opts = { bits: state.lenbits };
+              ret = inflate_table(CODES, state.lens, 0, 19, state.lencode, 0, state.work, opts);
+              state.lenbits = opts.bits;
+              if (ret) {
+                strm.msg = "invalid code lengths set";
+                state.mode = BAD;
+                break;
+              }
+              state.have = 0;
+              state.mode = CODELENS;
+            /* falls through */
+            case CODELENS:
+              while (state.have < state.nlen + state.ndist) {
+                for (; ; ) {
+                  here = state.lencode[hold & (1 << state.lenbits) - 1];
+                  here_bits = here >>> 24;
+                  here_op = here >>> 16 & 255;
+                  here_val = here & 65535;
+                  if (here_bits <= bits) {
+                    break;
+                  }
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                if (here_val < 16) {
+                  hold >>>= here_bits;
+                  bits -= here_bits;
+                  state.lens[state.have++] = here_val;
+                } else {
+                  if (here_val === 16) {
+                    n2 = here_bits + 2;
+                    while (bits < n2) {
+                      if (have === 0) {
+                        break inf_leave;
+                      }
+                      have--;
+                      hold += input2[next++] << bits;
+                      bits += 8;
+                    }
+                    hold >>>= here_bits;
+                    bits -= here_bits;
+                    if (state.have === 0) {
+                      strm.msg = "invalid bit length repeat";
+                      state.mode = BAD;
+                      break;
+                    }
+                    len = state.lens[state.have - 1];
+                    copy = 3 + (hold & 3);
+                    hold >>>= 2;
+                    bits -= 2;
+                  } else if (here_val === 17) {
+                    n2 = here_bits + 3;
+                    while (bits < n2) {
+                      if (have === 0) {
+                        break inf_leave;
+                      }
+                      have--;
+                      hold += input2[next++] << bits;
+                      bits += 8;
+                    }
+                    hold >>>= here_bits;
+                    bits -= here_bits;
+                    len = 0;
+                    copy = 3 + (hold & 7);
+                    hold >>>= 3;
+                    bits -= 3;
+                  } else {
+                    n2 = here_bits + 7;
+                    while (bits < n2) {
+                      if (have === 0) {
+                        break inf_leave;
+                      }
+                      have--;
+                      hold += input2[next++] << bits;
+                      bits += 8;
+                    }
+                    hold >>>= here_bits;
+                    bits -= here_bits;
+                    len = 0;
+                    copy = 11 + (hold & 127);
+                    hold >>>= 7;
+                    bits -= 7;
+                  }
+                  if (state.have + copy > state.nlen + state.ndist) {
+                    strm.msg = "invalid bit length repeat";
+                    state.mode = BAD;
+                    break;
+                  }
+                  while (copy--) {
+                    state.lens[state.have++] = len;
+                  }
+                }
+              }
+              if (state.mode === BAD) {
+                break;
+              }
+              if (state.lens[256] === 0) {
+                strm.msg = "invalid code -- missing end-of-block";
+                state.mode = BAD;
+                break;
+              }
+              state.lenbits = 9;
+              opts = { bits: state.lenbits };
+              ret = inflate_table(LENS, state.lens, 0, state.nlen, state.lencode, 0, state.work, opts);
+              state.lenbits = opts.bits;
+              if (ret) {
+                strm.msg = "invalid literal/lengths set";
+                state.mode = BAD;
+                break;
+              }
+              state.distbits = 6;
+              state.distcode = state.distdyn;
+              opts = { bits: state.distbits };
+              ret = inflate_table(DISTS, state.lens, state.nlen, state.ndist, state.distcode, 0, state.work, opts);
+              state.distbits = opts.bits;
+              if (ret) {
+                strm.msg = "invalid distances set";
+                state.mode = BAD;
+                break;
+              }
+              state.mode = LEN_;
+              if (flush === Z_TREES) {
+                break inf_leave;
+              }
+            /* falls through */
+            case LEN_:
+              state.mode = LEN;
+            /* falls through */
+            case LEN:
+              if (have >= 6 && left >= 258) {
+                strm.next_out = put;
+                strm.avail_out = left;
+                strm.next_in = next;
+                strm.avail_in = have;
+                state.hold = hold;
+                state.bits = bits;
+                inflate_fast(strm, _out);
+                put = strm.next_out;
+                output2 = strm.output;
+                left = strm.avail_out;
+                next = strm.next_in;
+                input2 = strm.input;
+                have = strm.avail_in;
+                hold = state.hold;
+                bits = state.bits;
+                if (state.mode === TYPE) {
+                  state.back = -1;
+                }
+                break;
+              }
+              state.back = 0;
+              for (; ; ) {
+                here = state.lencode[hold & (1 << state.lenbits) - 1];
+                here_bits = here >>> 24;
+                here_op = here >>> 16 & 255;
+                here_val = here & 65535;
+                if (here_bits <= bits) {
+                  break;
+                }
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              if (here_op && (here_op & 240) === 0) {
+                last_bits = here_bits;
+                last_op = here_op;
+                last_val = here_val;
+                for (; ; ) {
+                  here = state.lencode[last_val + ((hold & (1 << last_bits + last_op) - 1) >> last_bits)];
+                  here_bits = here >>> 24;
+                  here_op = here >>> 16 & 255;
+                  here_val = here & 65535;
+                  if (last_bits + here_bits <= bits) {
+                    break;
+                  }
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                hold >>>= last_bits;
+                bits -= last_bits;
+                state.back += last_bits;
+              }
+              hold >>>= here_bits;
+              bits -= here_bits;
+              state.back += here_bits;
+              state.length = here_val;
+              if (here_op === 0) {
+                state.mode = LIT;
+                break;
+              }
+              if (here_op & 32) {
+                state.back = -1;
+                state.mode = TYPE;
+                break;
+              }
+              if (here_op & 64) {
+                strm.msg = "invalid literal/length code";
+                state.mode = BAD;
+                break;
+              }
+              state.extra = here_op & 15;
+              state.mode = LENEXT;
+            /* falls through */
+            case LENEXT:
+              if (state.extra) {
+                n2 = state.extra;
+                while (bits < n2) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                state.length += hold & (1 << state.extra) - 1;
+                hold >>>= state.extra;
+                bits -= state.extra;
+                state.back += state.extra;
+              }
+              state.was = state.length;
+              state.mode = DIST;
+            /* falls through */
+            case DIST:
+              for (; ; ) {
+                here = state.distcode[hold & (1 << state.distbits) - 1];
+                here_bits = here >>> 24;
+                here_op = here >>> 16 & 255;
+                here_val = here & 65535;
+                if (here_bits <= bits) {
+                  break;
+                }
+                if (have === 0) {
+                  break inf_leave;
+                }
+                have--;
+                hold += input2[next++] << bits;
+                bits += 8;
+              }
+              if ((here_op & 240) === 0) {
+                last_bits = here_bits;
+                last_op = here_op;
+                last_val = here_val;
+                for (; ; ) {
+                  here = state.distcode[last_val + ((hold & (1 << last_bits + last_op) - 1) >> last_bits)];
+                  here_bits = here >>> 24;
+                  here_op = here >>> 16 & 255;
+                  here_val = here & 65535;
+                  if (last_bits + here_bits <= bits) {
+                    break;
+                  }
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                hold >>>= last_bits;
+                bits -= last_bits;
+                state.back += last_bits;
+              }
+              hold >>>= here_bits;
+              bits -= here_bits;
+              state.back += here_bits;
+              if (here_op & 64) {
+                strm.msg = "invalid distance code";
+                state.mode = BAD;
+                break;
+              }
+              state.offset = here_val;
+              state.extra = here_op & 15;
+              state.mode = DISTEXT;
+            /* falls through */
+            case DISTEXT:
+              if (state.extra) {
+                n2 = state.extra;
+                while (bits < n2) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                state.offset += hold & (1 << state.extra) - 1;
+                hold >>>= state.extra;
+                bits -= state.extra;
+                state.back += state.extra;
+              }
+              if (state.offset > state.dmax) {
+                strm.msg = "invalid distance too far back";
+                state.mode = BAD;
+                break;
+              }
+              state.mode = MATCH;
+            /* falls through */
+            case MATCH:
+              if (left === 0) {
+                break inf_leave;
+              }
+              copy = _out - left;
+              if (state.offset > copy) {
+                copy = state.offset - copy;
+                if (copy > state.whave) {
+                  if (state.sane) {
+                    strm.msg = "invalid distance too far back";
+                    state.mode = BAD;
+                    break;
+                  }
+                }
+                if (copy > state.wnext) {
+                  copy -= state.wnext;
+                  from = state.wsize - copy;
+                } else {
+                  from = state.wnext - copy;
+                }
+                if (copy > state.length) {
+                  copy = state.length;
+                }
+                from_source = state.window;
+              } else {
+                from_source = output2;
+                from = put - state.offset;
+                copy = state.length;
+              }
+              if (copy > left) {
+                copy = left;
+              }
+              left -= copy;
+              state.length -= copy;
+              do {
+                output2[put++] = from_source[from++];
+              } while (--copy);
+              if (state.length === 0) {
+                state.mode = LEN;
+              }
+              break;
+            case LIT:
+              if (left === 0) {
+                break inf_leave;
+              }
+              output2[put++] = state.length;
+              left--;
+              state.mode = LEN;
+              break;
+            case CHECK:
+              if (state.wrap) {
+                while (bits < 32) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold |= input2[next++] << bits;
+                  bits += 8;
+                }
+                _out -= left;
+                strm.total_out += _out;
+                state.total += _out;
+                if (_out) {
+                  strm.adler = state.check = /*UPDATE(state.check, put - _out, _out);*/
+                  state.flags ? crc32(state.check, output2, _out, put - _out) : adler32(state.check, output2, _out, put - _out);
+                }
+                _out = left;
+                if ((state.flags ? hold : zswap32(hold)) !== state.check) {
+                  strm.msg = "incorrect data check";
+                  state.mode = BAD;
+                  break;
+                }
+                hold = 0;
+                bits = 0;
+              }
+              state.mode = LENGTH;
+            /* falls through */
+            case LENGTH:
+              if (state.wrap && state.flags) {
+                while (bits < 32) {
+                  if (have === 0) {
+                    break inf_leave;
+                  }
+                  have--;
+                  hold += input2[next++] << bits;
+                  bits += 8;
+                }
+                if (hold !== (state.total & 4294967295)) {
+                  strm.msg = "incorrect length check";
+                  state.mode = BAD;
+                  break;
+                }
+                hold = 0;
+                bits = 0;
+              }
+              state.mode = DONE;
+            /* falls through */
+            case DONE:
+              ret = Z_STREAM_END;
+              break inf_leave;
+            case BAD:
+              ret = Z_DATA_ERROR;
+              break inf_leave;
+            case MEM:
+              return Z_MEM_ERROR;
+            case SYNC:
+            /* falls through */
+            default:
+              return Z_STREAM_ERROR;
+          }
+        }
+      strm.next_out = put;
+      strm.avail_out = left;
+      strm.next_in = next;
+      strm.avail_in = have;
+      state.hold = hold;
+      state.bits = bits;
+      if (state.wsize || _out !== strm.avail_out && state.mode < BAD && (state.mode < CHECK || flush !== Z_FINISH)) {
+        if (updatewindow(strm, strm.output, strm.next_out, _out - strm.avail_out)) {
+          state.mode = MEM;
+          return Z_MEM_ERROR;
+        }
+      }
+      _in -= strm.avail_in;
+      _out -= strm.avail_out;
+      strm.total_in += _in;
+      strm.total_out += _out;
+      state.total += _out;
+      if (state.wrap && _out) {
+        strm.adler = state.check = /*UPDATE(state.check, strm.next_out - _out, _out);*/
+        state.flags ? crc32(state.check, output2, _out, strm.next_out - _out) : adler32(state.check, output2, _out, strm.next_out - _out);
+      }
+      strm.data_type = state.bits + (state.last ? 64 : 0) + (state.mode === TYPE ? 128 : 0) + (state.mode === LEN_ || state.mode === COPY_ ? 256 : 0);
+      if ((_in === 0 && _out === 0 || flush === Z_FINISH) && ret === Z_OK) {
+        ret = Z_BUF_ERROR;
+      }
+      return ret;
+    }
+    function inflateEnd(strm) {
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      var state = strm.state;
+      if (state.window) {
+        state.window = null;
+      }
+      strm.state = null;
+      return Z_OK;
+    }
+    function inflateGetHeader(strm, head) {
+      var state;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      state = strm.state;
+      if ((state.wrap & 2) === 0) {
+        return Z_STREAM_ERROR;
+      }
+      state.head = head;
+      head.done = false;
+      return Z_OK;
+    }
+    function inflateSetDictionary(strm, dictionary) {
+      var dictLength = dictionary.length;
+      var state;
+      var dictid;
+      var ret;
+      if (!strm || !strm.state) {
+        return Z_STREAM_ERROR;
+      }
+      state = strm.state;
+      if (state.wrap !== 0 && state.mode !== DICT) {
+        return Z_STREAM_ERROR;
+      }
+      if (state.mode === DICT) {
+        dictid = 1;
+        dictid = adler32(dictid, dictionary, dictLength, 0);
+        if (dictid !== state.check) {
+          return Z_DATA_ERROR;
+        }
+      }
+      ret = updatewindow(strm, dictionary, dictLength, dictLength);
+      if (ret) {
+        state.mode = MEM;
+        return Z_MEM_ERROR;
+      }
+      state.havedict = 1;
+      return Z_OK;
+    }
+    exports2.inflateReset = inflateReset;
+    exports2.inflateReset2 = inflateReset2;
+    exports2.inflateResetKeep = inflateResetKeep;
+    exports2.inflateInit = inflateInit;
+    exports2.inflateInit2 = inflateInit2;
+    exports2.inflate = inflate;
+    exports2.inflateEnd = inflateEnd;
+    exports2.inflateGetHeader = inflateGetHeader;
+    exports2.inflateSetDictionary = inflateSetDictionary;
+    exports2.inflateInfo = "pako inflate (from Nodeca project)";
+  }
+});
+
+// node_modules/pako/lib/zlib/constants.js
+var require_constants6 = __commonJS({
+  "node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
+    "use strict";
+    module2.exports = {
+      /* Allowed flush values; see deflate() and inflate() below for details */
+      Z_NO_FLUSH: 0,
+      Z_PARTIAL_FLUSH: 1,
+      Z_SYNC_FLUSH: 2,
+      Z_FULL_FLUSH: 3,
+      Z_FINISH: 4,
+      Z_BLOCK: 5,
+      Z_TREES: 6,
+      /* Return codes for the compression/decompression functions. Negative values
+      * are errors, positive values are used for special but normal events.
+      */
+      Z_OK: 0,
+      Z_STREAM_END: 1,
+      Z_NEED_DICT: 2,
+      Z_ERRNO: -1,
+      Z_STREAM_ERROR: -2,
+      Z_DATA_ERROR: -3,
+      //Z_MEM_ERROR:     -4,
+      Z_BUF_ERROR: -5,
+      //Z_VERSION_ERROR: -6,
+      /* compression levels */
+      Z_NO_COMPRESSION: 0,
+      Z_BEST_SPEED: 1,
+      Z_BEST_COMPRESSION: 9,
+      Z_DEFAULT_COMPRESSION: -1,
+      Z_FILTERED: 1,
+      Z_HUFFMAN_ONLY: 2,
+      Z_RLE: 3,
+      Z_FIXED: 4,
+      Z_DEFAULT_STRATEGY: 0,
+      /* Possible values of the data_type field (though see inflate()) */
+      Z_BINARY: 0,
+      Z_TEXT: 1,
+      //Z_ASCII:                1, // = Z_TEXT (deprecated)
+      Z_UNKNOWN: 2,
+      /* The deflate compression method */
+      Z_DEFLATED: 8
+      //Z_NULL:                 null // Use -1 or null inline, depending on var type
+    };
+  }
+});
+
+// node_modules/pako/lib/zlib/gzheader.js
+var require_gzheader = __commonJS({
+  "node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
+    "use strict";
+    function GZheader() {
+      this.text = 0;
+      this.time = 0;
+      this.xflags = 0;
+      this.os = 0;
+      this.extra = null;
+      this.extra_len = 0;
+      this.name = "";
+      this.comment = "";
+      this.hcrc = 0;
+      this.done = false;
+    }
+    module2.exports = GZheader;
+  }
+});
+
+// node_modules/pako/lib/inflate.js
+var require_inflate2 = __commonJS({
+  "node_modules/pako/lib/inflate.js"(exports2) {
+    "use strict";
+    var zlib_inflate = require_inflate();
+    var utils = require_common();
+    var strings = require_strings();
+    var c3 = require_constants6();
+    var msg = require_messages();
+    var ZStream = require_zstream();
+    var GZheader = require_gzheader();
+    var toString2 = Object.prototype.toString;
+    function Inflate(options) {
+      if (!(this instanceof Inflate)) return new Inflate(options);
+      this.options = utils.assign({
+        chunkSize: 16384,
+        windowBits: 0,
+        to: ""
+      }, options || {});
+      var opt = this.options;
+      if (opt.raw && opt.windowBits >= 0 && opt.windowBits < 16) {
+        opt.windowBits = -opt.windowBits;
+        if (opt.windowBits === 0) {
+          opt.windowBits = -15;
+        }
+      }
+      if (opt.windowBits >= 0 && opt.windowBits < 16 && !(options && options.windowBits)) {
+        opt.windowBits += 32;
+      }
+      if (opt.windowBits > 15 && opt.windowBits < 48) {
+        if ((opt.windowBits & 15) === 0) {
+          opt.windowBits |= 15;
+        }
+      }
+      this.err = 0;
+      this.msg = "";
+      this.ended = false;
+      this.chunks = [];
+      this.strm = new ZStream();
+      this.strm.avail_out = 0;
+      var status = zlib_inflate.inflateInit2(
+        this.strm,
+        opt.windowBits
+      );
+      if (status !== c3.Z_OK) {
+        throw new Error(msg[status]);
+      }
+      this.header = new GZheader();
+      zlib_inflate.inflateGetHeader(this.strm, this.header);
+      if (opt.dictionary) {
+        if (typeof opt.dictionary === "string") {
+          opt.dictionary = strings.string2buf(opt.dictionary);
+        } else if (toString2.call(opt.dictionary) === "[object ArrayBuffer]") {
+          opt.dictionary = new Uint8Array(opt.dictionary);
+        }
+        if (opt.raw) {
+          status = zlib_inflate.inflateSetDictionary(this.strm, opt.dictionary);
+          if (status !== c3.Z_OK) {
+            throw new Error(msg[status]);
+          }
+        }
+      }
+    }
+    Inflate.prototype.push = function(data, mode) {
+      var strm = this.strm;
+      var chunkSize = this.options.chunkSize;
+      var dictionary = this.options.dictionary;
+      var status, _mode;
+      var next_out_utf8, tail, utf8str;
+      var allowBufError = false;
+      if (this.ended) {
+        return false;
+      }
+      _mode = mode === ~~mode ? mode : mode === true ? c3.Z_FINISH : c3.Z_NO_FLUSH;
+      if (typeof data === "string") {
+        strm.input = strings.binstring2buf(data);
+      } else if (toString2.call(data) === "[object ArrayBuffer]") {
+        strm.input = new Uint8Array(data);
+      } else {
+        strm.input = data;
+      }
+      strm.next_in = 0;
+      strm.avail_in = strm.input.length;
+      do {
+        if (strm.avail_out === 0) {
+          strm.output = new utils.Buf8(chunkSize);
+          strm.next_out = 0;
+          strm.avail_out = chunkSize;
+        }
+        status = zlib_inflate.inflate(strm, c3.Z_NO_FLUSH);
+        if (status === c3.Z_NEED_DICT && dictionary) {
+          status = zlib_inflate.inflateSetDictionary(this.strm, dictionary);
+        }
+        if (status === c3.Z_BUF_ERROR && allowBufError === true) {
+          status = c3.Z_OK;
+          allowBufError = false;
+        }
+        if (status !== c3.Z_STREAM_END && status !== c3.Z_OK) {
+          this.onEnd(status);
+          this.ended = true;
+          return false;
+        }
+        if (strm.next_out) {
+          if (strm.avail_out === 0 || status === c3.Z_STREAM_END || strm.avail_in === 0 && (_mode === c3.Z_FINISH || _mode === c3.Z_SYNC_FLUSH)) {
+            if (this.options.to === "string") {
+              next_out_utf8 = strings.utf8border(strm.output, strm.next_out);
+              tail = strm.next_out - next_out_utf8;
+              utf8str = strings.buf2string(strm.output, next_out_utf8);
+              strm.next_out = tail;
+              strm.avail_out = chunkSize - tail;
+              if (tail) {
+                utils.arraySet(strm.output, strm.output, next_out_utf8, tail, 0);
+              }
+              this.onData(utf8str);
+            } else {
+              this.onData(utils.shrinkBuf(strm.output, strm.next_out));
+            }
+          }
+        }
+        if (strm.avail_in === 0 && strm.avail_out === 0) {
+          allowBufError = true;
+        }
+      } while ((strm.avail_in > 0 || strm.avail_out === 0) && status !== c3.Z_STREAM_END);
+      if (status === c3.Z_STREAM_END) {
+        _mode = c3.Z_FINISH;
+      }
+      if (_mode === c3.Z_FINISH) {
+        status = zlib_inflate.inflateEnd(this.strm);
+        this.onEnd(status);
+        this.ended = true;
+        return status === c3.Z_OK;
+      }
+      if (_mode === c3.Z_SYNC_FLUSH) {
+        this.onEnd(c3.Z_OK);
+        strm.avail_out = 0;
+        return true;
+      }
+      return true;
+    };
+    Inflate.prototype.onData = function(chunk) {
+      this.chunks.push(chunk);
+    };
+    Inflate.prototype.onEnd = function(status) {
+      if (status === c3.Z_OK) {
+        if (this.options.to === "string") {
+          this.result = this.chunks.join("");
+        } else {
+          this.result = utils.flattenChunks(this.chunks);
+        }
+      }
+      this.chunks = [];
+      this.err = status;
+      this.msg = this.strm.msg;
+    };
+    function inflate(input2, options) {
+      var inflator = new Inflate(options);
+      inflator.push(input2, true);
+      if (inflator.err) {
+        throw inflator.msg || msg[inflator.err];
+      }
+      return inflator.result;
+    }
+    function inflateRaw(input2, options) {
+      options = options || {};
+      options.raw = true;
+      return inflate(input2, options);
+    }
+    exports2.Inflate = Inflate;
+    exports2.inflate = inflate;
+    exports2.inflateRaw = inflateRaw;
+    exports2.ungzip = inflate;
+  }
+});
+
+// node_modules/pako/index.js
+var require_pako = __commonJS({
+  "node_modules/pako/index.js"(exports2, module2) {
+    "use strict";
+    var assign = require_common().assign;
+    var deflate = require_deflate2();
+    var inflate = require_inflate2();
+    var constants6 = require_constants6();
+    var pako2 = {};
+    assign(pako2, deflate, inflate, constants6);
+    module2.exports = pako2;
+  }
+});
+
+// node_modules/@assemblyscript/loader/umd/index.js
+var require_umd = __commonJS({
+  "node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
+    var loader = (function(exports3) {
+      "use strict";
+      Object.defineProperty(exports3, "__esModule", {
+        value: true
+      });
+      exports3.default = void 0;
+      exports3.demangle = demangle;
+      exports3.instantiate = instantiate;
+      exports3.instantiateStreaming = instantiateStreaming;
+      exports3.instantiateSync = instantiateSync;
+      const ID_OFFSET = -8;
+      const SIZE_OFFSET = -4;
+      const ARRAYBUFFER_ID = 0;
+      const STRING_ID = 1;
+      const ARRAYBUFFERVIEW = 1 << 0;
+      const ARRAY = 1 << 1;
+      const STATICARRAY = 1 << 2;
+      const VAL_ALIGN_OFFSET = 6;
+      const VAL_SIGNED = 1 << 11;
+      const VAL_FLOAT = 1 << 12;
+      const VAL_MANAGED = 1 << 14;
+      const ARRAYBUFFERVIEW_BUFFER_OFFSET = 0;
+      const ARRAYBUFFERVIEW_DATASTART_OFFSET = 4;
+      const ARRAYBUFFERVIEW_BYTELENGTH_OFFSET = 8;
+      const ARRAYBUFFERVIEW_SIZE = 12;
+      const ARRAY_LENGTH_OFFSET = 12;
+      const ARRAY_SIZE = 16;
+      const E_NO_EXPORT_TABLE = "Operation requires compiling with --exportTable";
+      const E_NO_EXPORT_RUNTIME = "Operation requires compiling with --exportRuntime";
+      const F_NO_EXPORT_RUNTIME = () => {
+        throw Error(E_NO_EXPORT_RUNTIME);
+      };
+      const BIGINT = typeof BigUint64Array !== "undefined";
+      const THIS = /* @__PURE__ */ Symbol();
+      const STRING_SMALLSIZE = 192;
+      const STRING_CHUNKSIZE = 1024;
+      const utf16 = new TextDecoder("utf-16le", {
+        fatal: true
+      });
+      Object.hasOwn = Object.hasOwn || function(obj, prop) {
+        return Object.prototype.hasOwnProperty.call(obj, prop);
+      };
+      function getStringImpl(buffer, ptr) {
+        let len = new Uint32Array(buffer)[ptr + SIZE_OFFSET >>> 2] >>> 1;
+        const wtf16 = new Uint16Array(buffer, ptr, len);
+        if (len <= STRING_SMALLSIZE) return String.fromCharCode(...wtf16);
+        try {
+          return utf16.decode(wtf16);
+        } catch {
+          let str = "", off = 0;
+          while (len - off > STRING_CHUNKSIZE) {
+            str += String.fromCharCode(...wtf16.subarray(off, off += STRING_CHUNKSIZE));
+          }
+          return str + String.fromCharCode(...wtf16.subarray(off));
+        }
+      }
+      function preInstantiate(imports) {
+        const extendedExports = {};
+        function getString(memory, ptr) {
+          if (!memory) return "<yet unknown>";
+          return getStringImpl(memory.buffer, ptr);
+        }
+        const env = imports.env = imports.env || {};
+        env.abort = env.abort || function abort(msg, file2, line, colm) {
+          const memory = extendedExports.memory || env.memory;
+          throw Error(`abort: ${getString(memory, msg)} at ${getString(memory, file2)}:${line}:${colm}`);
+        };
+        env.trace = env.trace || function trace(msg, n2, ...args) {
+          const memory = extendedExports.memory || env.memory;
+          console.log(`trace: ${getString(memory, msg)}${n2 ? " " : ""}${args.slice(0, n2).join(", ")}`);
+        };
+        env.seed = env.seed || Date.now;
+        imports.Math = imports.Math || Math;
+        imports.Date = imports.Date || Date;
+        return extendedExports;
+      }
+      function postInstantiate(extendedExports, instance) {
+        const exports4 = instance.exports;
+        const memory = exports4.memory;
+        const table = exports4.table;
+        const __new = exports4.__new || F_NO_EXPORT_RUNTIME;
+        const __pin = exports4.__pin || F_NO_EXPORT_RUNTIME;
+        const __unpin = exports4.__unpin || F_NO_EXPORT_RUNTIME;
+        const __collect = exports4.__collect || F_NO_EXPORT_RUNTIME;
+        const __rtti_base = exports4.__rtti_base;
+        const getRttiCount = __rtti_base ? (arr) => arr[__rtti_base >>> 2] : F_NO_EXPORT_RUNTIME;
+        extendedExports.__new = __new;
+        extendedExports.__pin = __pin;
+        extendedExports.__unpin = __unpin;
+        extendedExports.__collect = __collect;
+        function getRttInfo(id) {
+          const U32 = new Uint32Array(memory.buffer);
+          if ((id >>>= 0) >= getRttiCount(U32)) throw Error(`invalid id: ${id}`);
+          return U32[(__rtti_base + 4 >>> 2) + (id << 1)];
+        }
+        function getRttBase(id) {
+          const U32 = new Uint32Array(memory.buffer);
+          if ((id >>>= 0) >= getRttiCount(U32)) throw Error(`invalid id: ${id}`);
+          return U32[(__rtti_base + 4 >>> 2) + (id << 1) + 1];
+        }
+        function getArrayInfo(id) {
+          const info2 = getRttInfo(id);
+          if (!(info2 & (ARRAYBUFFERVIEW | ARRAY | STATICARRAY))) throw Error(`not an array: ${id}, flags=${info2}`);
+          return info2;
+        }
+        function getValueAlign(info2) {
+          return 31 - Math.clz32(info2 >>> VAL_ALIGN_OFFSET & 31);
+        }
+        function __newString(str) {
+          if (str == null) return 0;
+          const length = str.length;
+          const ptr = __new(length << 1, STRING_ID);
+          const U16 = new Uint16Array(memory.buffer);
+          for (var i2 = 0, p = ptr >>> 1; i2 < length; ++i2) U16[p + i2] = str.charCodeAt(i2);
+          return ptr;
+        }
+        extendedExports.__newString = __newString;
+        function __newArrayBuffer(buf) {
+          if (buf == null) return 0;
+          const bufview = new Uint8Array(buf);
+          const ptr = __new(bufview.length, ARRAYBUFFER_ID);
+          const U8 = new Uint8Array(memory.buffer);
+          U8.set(bufview, ptr);
+          return ptr;
+        }
+        extendedExports.__newArrayBuffer = __newArrayBuffer;
+        function __getString(ptr) {
+          if (!ptr) return null;
+          const buffer = memory.buffer;
+          const id = new Uint32Array(buffer)[ptr + ID_OFFSET >>> 2];
+          if (id !== STRING_ID) throw Error(`not a string: ${ptr}`);
+          return getStringImpl(buffer, ptr);
+        }
+        extendedExports.__getString = __getString;
+        function getView(alignLog2, signed2, float) {
+          const buffer = memory.buffer;
+          if (float) {
+            switch (alignLog2) {
+              case 2:
+                return new Float32Array(buffer);
+              case 3:
+                return new Float64Array(buffer);
+            }
+          } else {
+            switch (alignLog2) {
+              case 0:
+                return new (signed2 ? Int8Array : Uint8Array)(buffer);
+              case 1:
+                return new (signed2 ? Int16Array : Uint16Array)(buffer);
+              case 2:
+                return new (signed2 ? Int32Array : Uint32Array)(buffer);
+              case 3:
+                return new (signed2 ? BigInt64Array : BigUint64Array)(buffer);
+            }
+          }
+          throw Error(`unsupported align: ${alignLog2}`);
+        }
+        function __newArray(id, valuesOrCapacity = 0) {
+          const input2 = valuesOrCapacity;
+          const info2 = getArrayInfo(id);
+          const align = getValueAlign(info2);
+          const isArrayLike = typeof input2 !== "number";
+          const length = isArrayLike ? input2.length : input2;
+          const buf = __new(length << align, info2 & STATICARRAY ? id : ARRAYBUFFER_ID);
+          let result;
+          if (info2 & STATICARRAY) {
+            result = buf;
+          } else {
+            __pin(buf);
+            const arr = __new(info2 & ARRAY ? ARRAY_SIZE : ARRAYBUFFERVIEW_SIZE, id);
+            __unpin(buf);
+            const U32 = new Uint32Array(memory.buffer);
+            U32[arr + ARRAYBUFFERVIEW_BUFFER_OFFSET >>> 2] = buf;
+            U32[arr + ARRAYBUFFERVIEW_DATASTART_OFFSET >>> 2] = buf;
+            U32[arr + ARRAYBUFFERVIEW_BYTELENGTH_OFFSET >>> 2] = length << align;
+            if (info2 & ARRAY) U32[arr + ARRAY_LENGTH_OFFSET >>> 2] = length;
+            result = arr;
+          }
+          if (isArrayLike) {
+            const view = getView(align, info2 & VAL_SIGNED, info2 & VAL_FLOAT);
+            const start = buf >>> align;
+            if (info2 & VAL_MANAGED) {
+              for (let i2 = 0; i2 < length; ++i2) {
+                view[start + i2] = input2[i2];
+              }
+            } else {
+              view.set(input2, start);
+            }
+          }
+          return result;
+        }
+        extendedExports.__newArray = __newArray;
+        function __getArrayView(arr) {
+          const U32 = new Uint32Array(memory.buffer);
+          const id = U32[arr + ID_OFFSET >>> 2];
+          const info2 = getArrayInfo(id);
+          const align = getValueAlign(info2);
+          let buf = info2 & STATICARRAY ? arr : U32[arr + ARRAYBUFFERVIEW_DATASTART_OFFSET >>> 2];
+          const length = info2 & ARRAY ? U32[arr + ARRAY_LENGTH_OFFSET >>> 2] : U32[buf + SIZE_OFFSET >>> 2] >>> align;
+          return getView(align, info2 & VAL_SIGNED, info2 & VAL_FLOAT).subarray(buf >>>= align, buf + length);
+        }
+        extendedExports.__getArrayView = __getArrayView;
+        function __getArray(arr) {
+          const input2 = __getArrayView(arr);
+          const len = input2.length;
+          const out = new Array(len);
+          for (let i2 = 0; i2 < len; i2++) out[i2] = input2[i2];
+          return out;
+        }
+        extendedExports.__getArray = __getArray;
+        function __getArrayBuffer(ptr) {
+          const buffer = memory.buffer;
+          const length = new Uint32Array(buffer)[ptr + SIZE_OFFSET >>> 2];
+          return buffer.slice(ptr, ptr + length);
+        }
+        extendedExports.__getArrayBuffer = __getArrayBuffer;
+        function __getFunction(ptr) {
+          if (!table) throw Error(E_NO_EXPORT_TABLE);
+          const index = new Uint32Array(memory.buffer)[ptr >>> 2];
+          return table.get(index);
+        }
+        extendedExports.__getFunction = __getFunction;
+        function getTypedArray(Type, alignLog2, ptr) {
+          return new Type(getTypedArrayView(Type, alignLog2, ptr));
+        }
+        function getTypedArrayView(Type, alignLog2, ptr) {
+          const buffer = memory.buffer;
+          const U32 = new Uint32Array(buffer);
+          return new Type(buffer, U32[ptr + ARRAYBUFFERVIEW_DATASTART_OFFSET >>> 2], U32[ptr + ARRAYBUFFERVIEW_BYTELENGTH_OFFSET >>> 2] >>> alignLog2);
+        }
+        function attachTypedArrayFunctions(ctor, name2, align) {
+          extendedExports[`__get${name2}`] = getTypedArray.bind(null, ctor, align);
+          extendedExports[`__get${name2}View`] = getTypedArrayView.bind(null, ctor, align);
+        }
+        [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array].forEach((ctor) => {
+          attachTypedArrayFunctions(ctor, ctor.name, 31 - Math.clz32(ctor.BYTES_PER_ELEMENT));
+        });
+        if (BIGINT) {
+          [BigUint64Array, BigInt64Array].forEach((ctor) => {
+            attachTypedArrayFunctions(ctor, ctor.name.slice(3), 3);
+          });
+        }
+        function __instanceof(ptr, baseId) {
+          const U32 = new Uint32Array(memory.buffer);
+          let id = U32[ptr + ID_OFFSET >>> 2];
+          if (id <= getRttiCount(U32)) {
+            do {
+              if (id == baseId) return true;
+              id = getRttBase(id);
+            } while (id);
+          }
+          return false;
+        }
+        extendedExports.__instanceof = __instanceof;
+        extendedExports.memory = extendedExports.memory || memory;
+        extendedExports.table = extendedExports.table || table;
+        return demangle(exports4, extendedExports);
+      }
+      function isResponse(src) {
+        return typeof Response !== "undefined" && src instanceof Response;
+      }
+      function isModule(src) {
+        return src instanceof WebAssembly.Module;
+      }
+      async function instantiate(source, imports = {}) {
+        if (isResponse(source = await source)) return instantiateStreaming(source, imports);
+        const module3 = isModule(source) ? source : await WebAssembly.compile(source);
+        const extended2 = preInstantiate(imports);
+        const instance = await WebAssembly.instantiate(module3, imports);
+        const exports4 = postInstantiate(extended2, instance);
+        return {
+          module: module3,
+          instance,
+          exports: exports4
+        };
+      }
+      function instantiateSync(source, imports = {}) {
+        const module3 = isModule(source) ? source : new WebAssembly.Module(source);
+        const extended2 = preInstantiate(imports);
+        const instance = new WebAssembly.Instance(module3, imports);
+        const exports4 = postInstantiate(extended2, instance);
+        return {
+          module: module3,
+          instance,
+          exports: exports4
+        };
+      }
+      async function instantiateStreaming(source, imports = {}) {
+        if (!WebAssembly.instantiateStreaming) {
+          return instantiate(isResponse(source = await source) ? source.arrayBuffer() : source, imports);
+        }
+        const extended2 = preInstantiate(imports);
+        const result = await WebAssembly.instantiateStreaming(source, imports);
+        const exports4 = postInstantiate(extended2, result.instance);
+        return {
+          ...result,
+          exports: exports4
+        };
+      }
+      function demangle(exports4, extendedExports = {}) {
+        const setArgumentsLength = exports4["__argumentsLength"] ? (length) => {
+          exports4["__argumentsLength"].value = length;
+        } : exports4["__setArgumentsLength"] || exports4["__setargc"] || (() => {
+        });
+        for (let internalName of Object.keys(exports4)) {
+          const elem = exports4[internalName];
+          let parts = internalName.split(".");
+          let curr = extendedExports;
+          while (parts.length > 1) {
+            let part = parts.shift();
+            if (!Object.hasOwn(curr, part)) curr[part] = {};
+            curr = curr[part];
+          }
+          let name2 = parts[0];
+          let hash2 = name2.indexOf("#");
+          if (hash2 >= 0) {
+            const className = name2.substring(0, hash2);
+            const classElem = curr[className];
+            if (typeof classElem === "undefined" || !classElem.prototype) {
+              const ctor = function(...args) {
+                return ctor.wrap(ctor.prototype.constructor(0, ...args));
+              };
+              ctor.prototype = {
+                valueOf() {
+                  return this[THIS];
+                }
+              };
+              ctor.wrap = function(thisValue) {
+                return Object.create(ctor.prototype, {
+                  [THIS]: {
+                    value: thisValue,
+                    writable: false
+                  }
+                });
+              };
+              if (classElem) Object.getOwnPropertyNames(classElem).forEach((name3) => Object.defineProperty(ctor, name3, Object.getOwnPropertyDescriptor(classElem, name3)));
+              curr[className] = ctor;
+            }
+            name2 = name2.substring(hash2 + 1);
+            curr = curr[className].prototype;
+            if (/^(get|set):/.test(name2)) {
+              if (!Object.hasOwn(curr, name2 = name2.substring(4))) {
+                let getter = exports4[internalName.replace("set:", "get:")];
+                let setter = exports4[internalName.replace("get:", "set:")];
+                Object.defineProperty(curr, name2, {
+                  get() {
+                    return getter(this[THIS]);
+                  },
+                  set(value) {
+                    setter(this[THIS], value);
+                  },
+                  enumerable: true
+                });
+              }
+            } else {
+              if (name2 === "constructor") {
+                (curr[name2] = function(...args) {
+                  setArgumentsLength(args.length);
+                  return elem(...args);
+                }).original = elem;
+              } else {
+                (curr[name2] = function(...args) {
+                  setArgumentsLength(args.length);
+                  return elem(this[THIS], ...args);
+                }).original = elem;
+              }
+            }
+          } else {
+            if (/^(get|set):/.test(name2)) {
+              if (!Object.hasOwn(curr, name2 = name2.substring(4))) {
+                Object.defineProperty(curr, name2, {
+                  get: exports4[internalName.replace("set:", "get:")],
+                  set: exports4[internalName.replace("get:", "set:")],
+                  enumerable: true
+                });
+              }
+            } else if (typeof elem === "function" && elem !== setArgumentsLength) {
+              (curr[name2] = (...args) => {
+                setArgumentsLength(args.length);
+                return elem(...args);
+              }).original = elem;
+            } else {
+              curr[name2] = elem;
+            }
+          }
+        }
+        return extendedExports;
+      }
+      var _default3 = {
+        instantiate,
+        instantiateSync,
+        instantiateStreaming,
+        demangle
+      };
+      exports3.default = _default3;
+      return "default" in exports3 ? exports3.default : exports3;
+    })({});
+    if (typeof define === "function" && define.amd) define([], function() {
+      return loader;
+    });
+    else if (typeof module2 === "object" && typeof exports2 === "object") module2.exports = loader;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/wasm/index.js
+var require_wasm = __commonJS({
+  "node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
+    "use strict";
+    var __awaiter3 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
+      function adopt(value) {
+        return value instanceof P ? value : new P(function(resolve) {
+          resolve(value);
+        });
+      }
+      return new (P || (P = Promise))(function(resolve, reject) {
+        function fulfilled(value) {
+          try {
+            step(generator.next(value));
+          } catch (e) {
+            reject(e);
+          }
+        }
+        function rejected(value) {
+          try {
+            step(generator["throw"](value));
+          } catch (e) {
+            reject(e);
+          }
+        }
+        function step(result) {
+          result.done ? resolve(result.value) : adopt(result.value).then(fulfilled, rejected);
+        }
+        step((generator = generator.apply(thisArg, _arguments || [])).next());
+      });
+    };
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.WasmHistogram = exports2.webAssemblyReady = exports2.initWebAssemblySync = exports2.initWebAssembly = exports2.webAssemblyAvailable = void 0;
+    var generated_wasm_1 = require_generated_wasm();
+    var Histogram_1 = require_Histogram();
+    var base644 = require_base64_js();
+    var pako2 = require_pako();
+    var loader_1 = require_umd();
+    var isNode = typeof process !== "undefined" && process.version;
+    var isWorker = typeof importScripts === "function";
+    exports2.webAssemblyAvailable = (() => {
+      let available = false;
+      if (isNode) {
+        available = "WebAssembly" in global;
+      } else {
+        available = isWorker || "WebAssembly" in window;
+      }
+      return available;
+    })();
+    var wasm = void 0;
+    var initWebAssembly = () => __awaiter3(void 0, void 0, void 0, function* () {
+      if (!exports2.webAssemblyAvailable) {
+        throw new Error("WebAssembly not available here!");
+      }
+      if (!!wasm) {
+        return;
+      }
+      return (0, loader_1.instantiate)(pako2.inflate(base644.toByteArray(generated_wasm_1.BINARY))).then((w) => wasm = w.exports || w);
+    });
+    exports2.initWebAssembly = initWebAssembly;
+    var initWebAssemblySync = () => {
+      if (!!wasm) {
+        return;
+      }
+      const w = (0, loader_1.instantiateSync)(pako2.inflate(base644.toByteArray(generated_wasm_1.BINARY)));
+      wasm = w.exports || w;
+    };
+    exports2.initWebAssemblySync = initWebAssemblySync;
+    var webAssemblyReady = () => !!wasm;
+    exports2.webAssemblyReady = webAssemblyReady;
+    var defaultRequest = {
+      bitBucketSize: 32,
+      autoResize: true,
+      lowestDiscernibleValue: 1,
+      highestTrackableValue: 2,
+      numberOfSignificantValueDigits: 3
+    };
+    var remoteHistogramClassFor = (size) => size === "packed" ? "PackedHistogram" : `Histogram${size}`;
+    var destroyedWasmHistogram = new Proxy({}, {
+      get: function(obj, prop) {
+        throw new Error("Cannot use a destroyed histogram");
+      }
+    });
+    var WasmHistogram = class _WasmHistogram {
+      constructor(_wasmHistogram, _remoteHistogramClass) {
+        this._wasmHistogram = _wasmHistogram;
+        this._remoteHistogramClass = _remoteHistogramClass;
+        this.tag = Histogram_1.NO_TAG;
+        wasm.__pin(this._wasmHistogram);
+      }
+      static build(request3 = defaultRequest) {
+        if (!(0, exports2.webAssemblyReady)()) {
+          throw new Error("WebAssembly is not ready yet!");
+        }
+        const parameters = Object.assign({}, defaultRequest, request3);
+        const remoteHistogramClass = remoteHistogramClassFor(parameters.bitBucketSize);
+        return new _WasmHistogram(new wasm[remoteHistogramClass](parameters.lowestDiscernibleValue, parameters.highestTrackableValue, parameters.numberOfSignificantValueDigits, parameters.autoResize), remoteHistogramClass);
+      }
+      static decode(data, bitBucketSize = 32, minBarForHighestTrackableValue = 0) {
+        if (!(0, exports2.webAssemblyReady)()) {
+          throw new Error("WebAssembly is not ready yet!");
+        }
+        const remoteHistogramClass = remoteHistogramClassFor(bitBucketSize);
+        const decodeFunc = `decode${remoteHistogramClass}`;
+        const ptrArr = wasm.__newArray(wasm.UINT8ARRAY_ID, data);
+        const wasmHistogram = new _WasmHistogram(wasm[remoteHistogramClass].wrap(wasm[decodeFunc](ptrArr, minBarForHighestTrackableValue)), remoteHistogramClass);
+        return wasmHistogram;
+      }
+      get numberOfSignificantValueDigits() {
+        return this._wasmHistogram.numberOfSignificantValueDigits;
+      }
+      get autoResize() {
+        return !!this._wasmHistogram.autoResize;
+      }
+      set autoResize(resize) {
+        this._wasmHistogram.autoResize = resize;
+      }
+      get highestTrackableValue() {
+        return this._wasmHistogram.highestTrackableValue;
+      }
+      set highestTrackableValue(value) {
+        this._wasmHistogram.highestTrackableValue = value;
+      }
+      get startTimeStampMsec() {
+        return this._wasmHistogram.startTimeStampMsec;
+      }
+      set startTimeStampMsec(value) {
+        this._wasmHistogram.startTimeStampMsec = value;
+      }
+      get endTimeStampMsec() {
+        return this._wasmHistogram.endTimeStampMsec;
+      }
+      set endTimeStampMsec(value) {
+        this._wasmHistogram.endTimeStampMsec = value;
+      }
+      get totalCount() {
+        return this._wasmHistogram.totalCount;
+      }
+      get stdDeviation() {
+        return this._wasmHistogram.stdDeviation;
+      }
+      get mean() {
+        return this._wasmHistogram.mean;
+      }
+      get estimatedFootprintInBytes() {
+        return 192 + this._wasmHistogram.estimatedFootprintInBytes;
+      }
+      get minNonZeroValue() {
+        return this._wasmHistogram.minNonZeroValue;
+      }
+      get maxValue() {
+        return this._wasmHistogram.maxValue;
+      }
+      recordValue(value) {
+        this._wasmHistogram.recordValue(value);
+      }
+      recordValueWithCount(value, count4) {
+        this._wasmHistogram.recordValueWithCount(value, count4);
+      }
+      recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
+        this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
+      }
+      getValueAtPercentile(percentile2) {
+        return this._wasmHistogram.getValueAtPercentile(percentile2);
+      }
+      outputPercentileDistribution(percentileTicksPerHalfDistance = 5, outputValueUnitScalingRatio = 1, useCsvFormat = false) {
+        if (useCsvFormat) {
+          throw new Error("CSV output not supported by wasm histograms");
+        }
+        return wasm.__getString(this._wasmHistogram.outputPercentileDistribution(percentileTicksPerHalfDistance, outputValueUnitScalingRatio));
+      }
+      isDestroyed() {
+        return this._wasmHistogram === destroyedWasmHistogram;
+      }
+      get summary() {
+        return (0, Histogram_1.toSummary)(this);
+      }
+      toJSON() {
+        return this.summary;
+      }
+      toString() {
+        if (this.isDestroyed()) {
+          return "Destroyed WASM histogram";
+        }
+        return `WASM ${this._remoteHistogramClass} ${JSON.stringify(this, null, 2)}`;
+      }
+      inspect() {
+        return this.toString();
+      }
+      [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")]() {
+        return this.toString();
+      }
+      addWhileCorrectingForCoordinatedOmission(otherHistogram, expectedIntervalBetweenValueSamples) {
+        this._wasmHistogram.addWhileCorrectingForCoordinatedOmission(otherHistogram, expectedIntervalBetweenValueSamples);
+      }
+      copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples) {
+        return new _WasmHistogram(wasm[this._remoteHistogramClass].wrap(this._wasmHistogram.copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples)), this._remoteHistogramClass);
+      }
+      add(otherHistogram) {
+        if (!(otherHistogram instanceof _WasmHistogram)) {
+          throw new Error("Cannot add a regular JS histogram to a WASM histogram");
+        }
+        this._wasmHistogram[`add${otherHistogram._remoteHistogramClass}`](otherHistogram._wasmHistogram);
+      }
+      subtract(otherHistogram) {
+        if (!(otherHistogram instanceof _WasmHistogram)) {
+          throw new Error("Cannot subtract a regular JS histogram to a WASM histogram");
+        }
+        this._wasmHistogram[`subtract${otherHistogram._remoteHistogramClass}`](otherHistogram._wasmHistogram);
+      }
+      encode() {
+        const ptrArray = wasm.__pin(this._wasmHistogram.encode());
+        const array2 = wasm.__getUint8Array(ptrArray);
+        wasm.__unpin(ptrArray);
+        return array2;
+      }
+      reset() {
+        this.tag = Histogram_1.NO_TAG;
+        this._wasmHistogram.reset();
+      }
+      destroy() {
+        wasm.__unpin(this._wasmHistogram);
+        this._wasmHistogram = destroyedWasmHistogram;
+      }
+    };
+    exports2.WasmHistogram = WasmHistogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
+var require_PackedArrayContext = __commonJS({
+  "node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.PackedArrayContext = exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = void 0;
+    exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = 16;
+    var MAX_SUPPORTED_PACKED_COUNTS_ARRAY_LENGTH = Math.pow(2, 13) - 1;
+    var SET_0_START_INDEX = 0;
+    var NUMBER_OF_SETS = 8;
+    var LEAF_LEVEL_SHIFT = 3;
+    var NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET = 0;
+    var NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS = 1;
+    var PACKED_ARRAY_GROWTH_INCREMENT = 16;
+    var PACKED_ARRAY_GROWTH_FRACTION_POW2 = 4;
+    var { pow, ceil, log2, max: max2 } = Math;
+    var bitCount = (n2) => {
+      var bits = 0;
+      while (n2 !== 0) {
+        bits += bitCount32(n2 | 0);
+        n2 /= 4294967296;
+      }
+      return bits;
+    };
+    var bitCount32 = (n2) => {
+      n2 = n2 - (n2 >> 1 & 1431655765);
+      n2 = (n2 & 858993459) + (n2 >> 2 & 858993459);
+      return (n2 + (n2 >> 4) & 252645135) * 16843009 >> 24;
+    };
+    var PackedArrayContext = class _PackedArrayContext {
+      constructor(virtualLength, initialPhysicalLength) {
+        this.populatedShortLength = 0;
+        this.topLevelShift = Number.MAX_VALUE;
+        this.physicalLength = Math.max(initialPhysicalLength, exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY);
+        this.isPacked = this.physicalLength <= MAX_SUPPORTED_PACKED_COUNTS_ARRAY_LENGTH;
+        if (!this.isPacked) {
+          this.physicalLength = virtualLength;
+        }
+        this.array = new ArrayBuffer(this.physicalLength * 8);
+        this.initArrayViews(this.array);
+        this.init(virtualLength);
+      }
+      initArrayViews(array2) {
+        this.byteArray = new Uint8Array(array2);
+        this.shortArray = new Uint16Array(array2);
+        this.longArray = new Float64Array(array2);
+      }
+      init(virtualLength) {
+        if (!this.isPacked) {
+          this.virtualLength = virtualLength;
+          return;
+        }
+        this.populatedShortLength = SET_0_START_INDEX + 8;
+        for (let i2 = 0; i2 < NUMBER_OF_SETS; i2++) {
+          this.setAtShortIndex(SET_0_START_INDEX + i2, 0);
+        }
+        this.setVirtualLength(virtualLength);
+      }
+      clear() {
+        this.byteArray.fill(0);
+        this.init(this.virtualLength);
+      }
+      copyAndIncreaseSize(newPhysicalArrayLength, newVirtualArrayLength) {
+        const ctx = new _PackedArrayContext(newVirtualArrayLength, newPhysicalArrayLength);
+        if (this.isPacked) {
+          ctx.populateEquivalentEntriesWithEntriesFromOther(this);
+        }
+        return ctx;
+      }
+      getPopulatedShortLength() {
+        return this.populatedShortLength;
+      }
+      getPopulatedLongLength() {
+        return this.getPopulatedShortLength() + 3 >> 2;
+      }
+      setAtByteIndex(byteIndex, value) {
+        this.byteArray[byteIndex] = value;
+      }
+      getAtByteIndex(byteIndex) {
+        return this.byteArray[byteIndex];
+      }
+      /**
+       * add a byte value to a current byte value in the array
+       * @param byteIndex index of byte value to add to
+       * @param valueToAdd byte value to add
+       * @return the afterAddValue. ((afterAddValue & 0x100) != 0) indicates a carry.
+       */
+      addAtByteIndex(byteIndex, valueToAdd) {
+        const newValue = this.byteArray[byteIndex] + valueToAdd;
+        this.byteArray[byteIndex] = newValue;
+        return newValue;
+      }
+      setPopulatedLongLength(newPopulatedLongLength) {
+        this.populatedShortLength = newPopulatedLongLength << 2;
+      }
+      getVirtualLength() {
+        return this.virtualLength;
+      }
+      length() {
+        return this.physicalLength;
+      }
+      setAtShortIndex(shortIndex, value) {
+        this.shortArray[shortIndex] = value;
+      }
+      setAtLongIndex(longIndex, value) {
+        this.longArray[longIndex] = value;
+      }
+      getAtShortIndex(shortIndex) {
+        return this.shortArray[shortIndex];
+      }
+      getIndexAtShortIndex(shortIndex) {
+        return this.shortArray[shortIndex];
+      }
+      setPackedSlotIndicators(entryIndex, newPackedSlotIndicators) {
+        this.setAtShortIndex(entryIndex + NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET, newPackedSlotIndicators);
+      }
+      getPackedSlotIndicators(entryIndex) {
+        return this.shortArray[entryIndex + NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET] & 65535;
+      }
+      getIndexAtEntrySlot(entryIndex, slot) {
+        return this.getAtShortIndex(entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + slot);
+      }
+      setIndexAtEntrySlot(entryIndex, slot, newIndexValue) {
+        this.setAtShortIndex(entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + slot, newIndexValue);
+      }
+      expandArrayIfNeeded(entryLengthInLongs) {
+        const currentLength = this.length();
+        if (currentLength < this.getPopulatedLongLength() + entryLengthInLongs) {
+          const growthIncrement = max2(entryLengthInLongs, PACKED_ARRAY_GROWTH_INCREMENT, this.getPopulatedLongLength() >> PACKED_ARRAY_GROWTH_FRACTION_POW2);
+          this.resizeArray(currentLength + growthIncrement);
+        }
+      }
+      newEntry(entryLengthInShorts) {
+        const newEntryIndex = this.populatedShortLength;
+        this.expandArrayIfNeeded((entryLengthInShorts >> 2) + 1);
+        this.populatedShortLength = newEntryIndex + entryLengthInShorts;
+        for (let i2 = 0; i2 < entryLengthInShorts; i2++) {
+          this.setAtShortIndex(newEntryIndex + i2, -1);
+        }
+        return newEntryIndex;
+      }
+      newLeafEntry() {
+        let newEntryIndex;
+        newEntryIndex = this.getPopulatedLongLength();
+        this.expandArrayIfNeeded(1);
+        this.setPopulatedLongLength(newEntryIndex + 1);
+        this.setAtLongIndex(newEntryIndex, 0);
+        return newEntryIndex;
+      }
+      /**
+       * Consolidate entry with previous entry verison if one exists
+       *
+       * @param entryIndex The shortIndex of the entry to be consolidated
+       * @param previousVersionIndex the index of the previous version of the entry
+       */
+      consolidateEntry(entryIndex, previousVersionIndex) {
+        const previousVersionPackedSlotsIndicators = this.getPackedSlotIndicators(previousVersionIndex);
+        const packedSlotsIndicators = this.getPackedSlotIndicators(entryIndex);
+        const insertedSlotMask = packedSlotsIndicators ^ previousVersionPackedSlotsIndicators;
+        const slotsBelowBitNumber = packedSlotsIndicators & insertedSlotMask - 1;
+        const insertedSlotIndex = bitCount(slotsBelowBitNumber);
+        const numberOfSlotsInEntry = bitCount(packedSlotsIndicators);
+        let sourceSlot = 0;
+        for (let targetSlot = 0; targetSlot < numberOfSlotsInEntry; targetSlot++) {
+          if (targetSlot !== insertedSlotIndex) {
+            const indexAtSlot = this.getIndexAtEntrySlot(previousVersionIndex, sourceSlot);
+            if (indexAtSlot !== 0) {
+              this.setIndexAtEntrySlot(entryIndex, targetSlot, indexAtSlot);
+            }
+            sourceSlot++;
+          }
+        }
+      }
+      /**
+       * Expand entry as indicated.
+       *
+       * @param existingEntryIndex the index of the entry
+       * @param entryPointerIndex  index to the slot pointing to the entry (needs to be fixed up)
+       * @param insertedSlotIndex  realtive [packed] index of slot being inserted into entry
+       * @param insertedSlotMask   mask value fo slot being inserted
+       * @param nextLevelIsLeaf    the level below this one is a leaf level
+       * @return the updated index of the entry (-1 if epansion failed due to conflict)
+       * @throws RetryException if expansion fails due to concurrent conflict, and caller should try again.
+       */
+      expandEntry(existingEntryIndex, entryPointerIndex, insertedSlotIndex, insertedSlotMask, nextLevelIsLeaf) {
+        let packedSlotIndicators = this.getAtShortIndex(existingEntryIndex) & 65535;
+        packedSlotIndicators |= insertedSlotMask;
+        const numberOfslotsInExpandedEntry = bitCount(packedSlotIndicators);
+        if (insertedSlotIndex >= numberOfslotsInExpandedEntry) {
+          throw new Error("inserted slot index is out of range given provided masks");
+        }
+        const expandedEntryLength = numberOfslotsInExpandedEntry + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS;
+        let indexOfNewNextLevelEntry = 0;
+        if (nextLevelIsLeaf) {
+          indexOfNewNextLevelEntry = this.newLeafEntry();
+        } else {
+          indexOfNewNextLevelEntry = this.newEntry(NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS);
+          this.setPackedSlotIndicators(indexOfNewNextLevelEntry, 0);
+        }
+        const insertedSlotValue = indexOfNewNextLevelEntry;
+        const expandedEntryIndex = this.newEntry(expandedEntryLength);
+        this.setPackedSlotIndicators(expandedEntryIndex, packedSlotIndicators);
+        this.setIndexAtEntrySlot(expandedEntryIndex, insertedSlotIndex, insertedSlotValue);
+        this.setAtShortIndex(entryPointerIndex, expandedEntryIndex);
+        this.consolidateEntry(expandedEntryIndex, existingEntryIndex);
+        return expandedEntryIndex;
+      }
+      //
+      //   ######   ######## ########    ##     ##    ###    ##             ## #### ##    ## ########  ######## ##     ##
+      //  ##    ##  ##          ##       ##     ##   ## ##   ##            ##   ##  ###   ## ##     ## ##        ##   ##
+      //  ##        ##          ##       ##     ##  ##   ##  ##           ##    ##  ####  ## ##     ## ##         ## ##
+      //  ##   #### ######      ##       ##     ## ##     ## ##          ##     ##  ## ## ## ##     ## ######      ###
+      //  ##    ##  ##          ##        ##   ##  ######### ##         ##      ##  ##  #### ##     ## ##         ## ##
+      //  ##    ##  ##          ##         ## ##   ##     ## ##        ##       ##  ##   ### ##     ## ##        ##   ##
+      //   ######   ########    ##          ###    ##     ## ######## ##       #### ##    ## ########  ######## ##     ##
+      //
+      getRootEntry(setNumber, insertAsNeeded = false) {
+        const entryPointerIndex = SET_0_START_INDEX + setNumber;
+        let entryIndex = this.getIndexAtShortIndex(entryPointerIndex);
+        if (entryIndex == 0) {
+          if (!insertAsNeeded) {
+            return 0;
+          }
+          entryIndex = this.newEntry(NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS);
+          this.setPackedSlotIndicators(entryIndex, 0);
+          this.setAtShortIndex(entryPointerIndex, entryIndex);
+        }
+        return entryIndex;
+      }
+      /**
+       * Get the byte-index (into the packed array) corresponding to a given (set tree) value byte of given virtual index.
+       * Inserts new set tree nodes as needed if indicated.
+       *
+       * @param setNumber      The set tree number (0-7, 0 corresponding with the LSByte set tree)
+       * @param virtualIndex   The virtual index into the PackedArray
+       * @param insertAsNeeded If true, will insert new set tree nodes as needed if they do not already exist
+       * @return the byte-index corresponding to the given (set tree) value byte of the given virtual index
+       */
+      getPackedIndex(setNumber, virtualIndex, insertAsNeeded) {
+        if (virtualIndex >= this.virtualLength) {
+          throw new Error(`Attempting access at index ${virtualIndex}, beyond virtualLength ${this.virtualLength}`);
+        }
+        let entryPointerIndex = SET_0_START_INDEX + setNumber;
+        let entryIndex = this.getRootEntry(setNumber, insertAsNeeded);
+        if (entryIndex == 0) {
+          return -1;
+        }
+        for (let indexShift = this.topLevelShift; indexShift >= LEAF_LEVEL_SHIFT; indexShift -= 4) {
+          const nextLevelIsLeaf = indexShift === LEAF_LEVEL_SHIFT;
+          const packedSlotIndicators = this.getPackedSlotIndicators(entryIndex);
+          const slotBitNumber = virtualIndex / pow(2, indexShift) & 15;
+          const slotMask = 1 << slotBitNumber;
+          const slotsBelowBitNumber = packedSlotIndicators & slotMask - 1;
+          const slotNumber = bitCount(slotsBelowBitNumber);
+          if ((packedSlotIndicators & slotMask) === 0) {
+            if (!insertAsNeeded) {
+              return -1;
+            }
+            entryIndex = this.expandEntry(entryIndex, entryPointerIndex, slotNumber, slotMask, nextLevelIsLeaf);
+          }
+          entryPointerIndex = entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + slotNumber;
+          entryIndex = this.getIndexAtShortIndex(entryPointerIndex);
+        }
+        const byteIndex = (entryIndex << 3) + (virtualIndex & 7);
+        return byteIndex;
+      }
+      determineTopLevelShiftForVirtualLength(virtualLength) {
+        const sizeMagnitude = ceil(log2(virtualLength));
+        const eightsSizeMagnitude = sizeMagnitude - 3;
+        let multipleOfFourSizeMagnitude = ceil(eightsSizeMagnitude / 4) * 4;
+        multipleOfFourSizeMagnitude = max2(multipleOfFourSizeMagnitude, 8);
+        const topLevelShiftNeeded = multipleOfFourSizeMagnitude - 4 + 3;
+        return topLevelShiftNeeded;
+      }
+      setVirtualLength(virtualLength) {
+        if (!this.isPacked) {
+          throw new Error("Should never be adjusting the virtual size of a non-packed context");
+        }
+        this.topLevelShift = this.determineTopLevelShiftForVirtualLength(virtualLength);
+        this.virtualLength = virtualLength;
+      }
+      getTopLevelShift() {
+        return this.topLevelShift;
+      }
+      //
+      //  ##     ##         ########   #######  ########  ##     ## ##          ###    ######## ########
+      //   ##   ##          ##     ## ##     ## ##     ## ##     ## ##         ## ##      ##    ##
+      //    ## ##           ##     ## ##     ## ##     ## ##     ## ##        ##   ##     ##    ##
+      //     ###    ####### ########  ##     ## ########  ##     ## ##       ##     ##    ##    ######
+      //    ## ##           ##        ##     ## ##        ##     ## ##       #########    ##    ##
+      //   ##   ##          ##        ##     ## ##        ##     ## ##       ##     ##    ##    ##
+      //  ##     ##         ##         #######  ##         #######  ######## ##     ##    ##    ########
+      //
+      resizeArray(newLength) {
+        const tmp = new Uint8Array(newLength * 8);
+        tmp.set(this.byteArray);
+        this.array = tmp.buffer;
+        this.initArrayViews(this.array);
+        this.physicalLength = newLength;
+      }
+      populateEquivalentEntriesWithEntriesFromOther(other) {
+        if (this.virtualLength < other.getVirtualLength()) {
+          throw new Error("Cannot populate array of smaller virtual length");
+        }
+        for (let i2 = 0; i2 < NUMBER_OF_SETS; i2++) {
+          const otherEntryIndex = other.getAtShortIndex(SET_0_START_INDEX + i2);
+          if (otherEntryIndex == 0)
+            continue;
+          let entryIndexPointer = SET_0_START_INDEX + i2;
+          for (let i3 = this.topLevelShift; i3 > other.topLevelShift; i3 -= 4) {
+            const sizeOfEntry = NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + 1;
+            const newEntryIndex = this.newEntry(sizeOfEntry);
+            this.setAtShortIndex(entryIndexPointer, newEntryIndex);
+            this.setPackedSlotIndicators(newEntryIndex, 1);
+            entryIndexPointer = newEntryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS;
+          }
+          this.copyEntriesAtLevelFromOther(other, otherEntryIndex, entryIndexPointer, other.topLevelShift);
+        }
+      }
+      copyEntriesAtLevelFromOther(other, otherLevelEntryIndex, levelEntryIndexPointer, otherIndexShift) {
+        const nextLevelIsLeaf = otherIndexShift == LEAF_LEVEL_SHIFT;
+        const packedSlotIndicators = other.getPackedSlotIndicators(otherLevelEntryIndex);
+        const numberOfSlots = bitCount(packedSlotIndicators);
+        const sizeOfEntry = NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + numberOfSlots;
+        const entryIndex = this.newEntry(sizeOfEntry);
+        this.setAtShortIndex(levelEntryIndexPointer, entryIndex);
+        this.setAtShortIndex(entryIndex + NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET, packedSlotIndicators);
+        for (let i2 = 0; i2 < numberOfSlots; i2++) {
+          if (nextLevelIsLeaf) {
+            const leafEntryIndex = this.newLeafEntry();
+            this.setIndexAtEntrySlot(entryIndex, i2, leafEntryIndex);
+            const otherNextLevelEntryIndex = other.getIndexAtEntrySlot(otherLevelEntryIndex, i2);
+            this.longArray[leafEntryIndex] = other.longArray[otherNextLevelEntryIndex];
+          } else {
+            const otherNextLevelEntryIndex = other.getIndexAtEntrySlot(otherLevelEntryIndex, i2);
+            this.copyEntriesAtLevelFromOther(other, otherNextLevelEntryIndex, entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + i2, otherIndexShift - 4);
+          }
+        }
+      }
+      getAtUnpackedIndex(index) {
+        return this.longArray[index];
+      }
+      setAtUnpackedIndex(index, newValue) {
+        this.longArray[index] = newValue;
+      }
+      lazysetAtUnpackedIndex(index, newValue) {
+        this.longArray[index] = newValue;
+      }
+      incrementAndGetAtUnpackedIndex(index) {
+        this.longArray[index]++;
+        return this.longArray[index];
+      }
+      addAndGetAtUnpackedIndex(index, valueToAdd) {
+        this.longArray[index] += valueToAdd;
+        return this.longArray[index];
+      }
+      //
+      //   ########  #######           ######  ######## ########  #### ##    ##  ######
+      //      ##    ##     ##         ##    ##    ##    ##     ##  ##  ###   ## ##    ##
+      //      ##    ##     ##         ##          ##    ##     ##  ##  ####  ## ##
+      //      ##    ##     ## #######  ######     ##    ########   ##  ## ## ## ##   ####
+      //      ##    ##     ##               ##    ##    ##   ##    ##  ##  #### ##    ##
+      //      ##    ##     ##         ##    ##    ##    ##    ##   ##  ##   ### ##    ##
+      //      ##     #######           ######     ##    ##     ## #### ##    ##  ######
+      //
+      nonLeafEntryToString(entryIndex, indexShift, indentLevel) {
+        let output2 = "";
+        for (let i2 = 0; i2 < indentLevel; i2++) {
+          output2 += "  ";
+        }
+        try {
+          const packedSlotIndicators = this.getPackedSlotIndicators(entryIndex);
+          output2 += `slotIndiators: 0x${toHex(packedSlotIndicators)}, prevVersionIndex: 0: [ `;
+          const numberOfslotsInEntry = bitCount(packedSlotIndicators);
+          for (let i2 = 0; i2 < numberOfslotsInEntry; i2++) {
+            output2 += this.getIndexAtEntrySlot(entryIndex, i2);
+            if (i2 < numberOfslotsInEntry - 1) {
+              output2 += ", ";
+            }
+          }
+          output2 += ` ] (indexShift = ${indexShift})
+`;
+          const nextLevelIsLeaf = indexShift == LEAF_LEVEL_SHIFT;
+          for (let i2 = 0; i2 < numberOfslotsInEntry; i2++) {
+            const nextLevelEntryIndex = this.getIndexAtEntrySlot(entryIndex, i2);
+            if (nextLevelIsLeaf) {
+              output2 += this.leafEntryToString(nextLevelEntryIndex, indentLevel + 4);
+            } else {
+              output2 += this.nonLeafEntryToString(nextLevelEntryIndex, indexShift - 4, indentLevel + 4);
+            }
+          }
+        } catch (ex) {
+          output2 += `Exception thrown at nonLeafEnty at index ${entryIndex} with indexShift ${indexShift}
+`;
+        }
+        return output2;
+      }
+      leafEntryToString(entryIndex, indentLevel) {
+        let output2 = "";
+        for (let i2 = 0; i2 < indentLevel; i2++) {
+          output2 += "  ";
+        }
+        try {
+          output2 += "Leaf bytes : ";
+          for (let i2 = 0; i2 < 8; i2++) {
+            output2 += `0x${toHex(this.byteArray[entryIndex * 8 + i2])} `;
+          }
+          output2 += "\n";
+        } catch (ex) {
+          output2 += `Exception thrown at leafEnty at index ${entryIndex}
+`;
+        }
+        return output2;
+      }
+      toString() {
+        let output2 = "PackedArrayContext:\n";
+        if (!this.isPacked) {
+          return output2 + "Context is unpacked:\n";
+        }
+        for (let setNumber = 0; setNumber < NUMBER_OF_SETS; setNumber++) {
+          try {
+            const entryPointerIndex = SET_0_START_INDEX + setNumber;
+            const entryIndex = this.getIndexAtShortIndex(entryPointerIndex);
+            output2 += `Set ${setNumber}: root = ${entryIndex} 
+`;
+            if (entryIndex == 0)
+              continue;
+            output2 += this.nonLeafEntryToString(entryIndex, this.topLevelShift, 4);
+          } catch (ex) {
+            output2 += `Exception thrown in set ${setNumber}%d
+`;
+          }
+        }
+        return output2;
+      }
+    };
+    exports2.PackedArrayContext = PackedArrayContext;
+    var toHex = (n2) => {
+      return Number(n2).toString(16).padStart(2, "0");
+    };
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
+var require_PackedArray = __commonJS({
+  "node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.PackedArray = void 0;
+    var PackedArrayContext_1 = require_PackedArrayContext();
+    var NUMBER_OF_SETS = 8;
+    var { pow, floor } = Math;
+    var PackedArray = class {
+      constructor(virtualLength, initialPhysicalLength = PackedArrayContext_1.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY) {
+        this.arrayContext = new PackedArrayContext_1.PackedArrayContext(virtualLength, initialPhysicalLength);
+      }
+      setVirtualLength(newVirtualArrayLength) {
+        if (newVirtualArrayLength < this.length()) {
+          throw new Error("Cannot set virtual length, as requested length " + newVirtualArrayLength + " is smaller than the current virtual length " + this.length());
+        }
+        const currentArrayContext = this.arrayContext;
+        if (currentArrayContext.isPacked && currentArrayContext.determineTopLevelShiftForVirtualLength(newVirtualArrayLength) == currentArrayContext.getTopLevelShift()) {
+          currentArrayContext.setVirtualLength(newVirtualArrayLength);
+          return;
+        }
+        this.arrayContext = currentArrayContext.copyAndIncreaseSize(this.getPhysicalLength(), newVirtualArrayLength);
+      }
+      /**
+       * Get value at virtual index in the array
+       * @param index the virtual array index
+       * @return the array value at the virtual index given
+       */
+      get(index) {
+        let value = 0;
+        for (let byteNum = 0; byteNum < NUMBER_OF_SETS; byteNum++) {
+          let byteValueAtPackedIndex = 0;
+          if (!this.arrayContext.isPacked) {
+            return this.arrayContext.getAtUnpackedIndex(index);
+          }
+          const packedIndex = this.arrayContext.getPackedIndex(byteNum, index, false);
+          if (packedIndex < 0) {
+            return value;
+          }
+          byteValueAtPackedIndex = this.arrayContext.getAtByteIndex(packedIndex) * pow(2, byteNum << 3);
+          value += byteValueAtPackedIndex;
+        }
+        return value;
+      }
+      /**
+       * Increment value at a virrual index in the array
+       * @param index virtual index of value to increment
+       */
+      increment(index) {
+        this.add(index, 1);
+      }
+      safeGetPackedIndexgetPackedIndex(setNumber, virtualIndex) {
+        return this.arrayContext.getPackedIndex(setNumber, virtualIndex, true);
+      }
+      /**
+       * Add to a value at a virtual index in the array
+       * @param index the virtual index of the value to be added to
+       * @param value the value to add
+       */
+      add(index, value) {
+        let remainingValueToAdd = value;
+        for (let byteNum = 0, byteShift = 0; byteNum < NUMBER_OF_SETS; byteNum++, byteShift += 8) {
+          if (!this.arrayContext.isPacked) {
+            this.arrayContext.addAndGetAtUnpackedIndex(index, value);
+            return;
+          }
+          const packedIndex = this.safeGetPackedIndexgetPackedIndex(byteNum, index);
+          const byteToAdd = remainingValueToAdd & 255;
+          const afterAddByteValue = this.arrayContext.addAtByteIndex(packedIndex, byteToAdd);
+          remainingValueToAdd -= byteToAdd;
+          remainingValueToAdd = remainingValueToAdd / pow(2, 8);
+          remainingValueToAdd += floor(afterAddByteValue / pow(2, 8));
+          if (remainingValueToAdd == 0) {
+            return;
+          }
+        }
+      }
+      /**
+       * Set the value at a virtual index in the array
+       * @param index the virtual index of the value to set
+       * @param value the value to set
+       */
+      set(index, value) {
+        let bytesAlreadySet = 0;
+        let valueForNextLevels = value;
+        for (let byteNum = 0; byteNum < NUMBER_OF_SETS; byteNum++) {
+          if (!this.arrayContext.isPacked) {
+            this.arrayContext.setAtUnpackedIndex(index, value);
+            return;
+          }
+          if (valueForNextLevels == 0) {
+            const packedIndex2 = this.arrayContext.getPackedIndex(byteNum, index, false);
+            if (packedIndex2 < 0) {
+              return;
+            }
+          }
+          const packedIndex = this.arrayContext.getPackedIndex(byteNum, index, true);
+          const byteToWrite = valueForNextLevels & 255;
+          valueForNextLevels = floor(valueForNextLevels / pow(2, 8));
+          if (byteNum < bytesAlreadySet) {
+            continue;
+          }
+          this.arrayContext.setAtByteIndex(packedIndex, byteToWrite);
+          bytesAlreadySet++;
+        }
+      }
+      /**
+       * Get the current physical length (in longs) of the array's backing storage
+       * @return the current physical length (in longs) of the array's current backing storage
+       */
+      getPhysicalLength() {
+        return this.arrayContext.physicalLength;
+      }
+      /**
+       * Get the (virtual) length of the array
+       * @return the (virtual) length of the array
+       */
+      length() {
+        return this.arrayContext.getVirtualLength();
+      }
+      /**
+       * Clear the array contents
+       */
+      clear() {
+        this.arrayContext.clear();
+      }
+      toString() {
+        let output2 = "PackedArray:\n";
+        output2 += this.arrayContext.toString();
+        return output2;
+      }
+    };
+    exports2.PackedArray = PackedArray;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/PackedHistogram.js
+var require_PackedHistogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var JsHistogram_12 = require_JsHistogram();
+    var PackedArray_1 = require_PackedArray();
+    var PackedHistogram = class _PackedHistogram extends JsHistogram_12.default {
+      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        super(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+        this._totalCount = 0;
+        this.packedCounts = new PackedArray_1.PackedArray(this.countsArrayLength);
+      }
+      clearCounts() {
+        this.packedCounts.clear();
+      }
+      incrementCountAtIndex(index) {
+        this.packedCounts.increment(index);
+      }
+      addToCountAtIndex(index, value) {
+        this.packedCounts.add(index, value);
+      }
+      setCountAtIndex(index, value) {
+        this.packedCounts.set(index, value);
+      }
+      resize(newHighestTrackableValue) {
+        this.establishSize(newHighestTrackableValue);
+        this.packedCounts.setVirtualLength(this.countsArrayLength);
+      }
+      getCountAtIndex(index) {
+        return this.packedCounts.get(index);
+      }
+      _getEstimatedFootprintInBytes() {
+        return 192 + 8 * this.packedCounts.getPhysicalLength();
+      }
+      copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples) {
+        const copy = new _PackedHistogram(this.lowestDiscernibleValue, this.highestTrackableValue, this.numberOfSignificantValueDigits);
+        copy.addWhileCorrectingForCoordinatedOmission(this, expectedIntervalBetweenValueSamples);
+        return copy;
+      }
+      toString() {
+        return `PackedHistogram ${JSON.stringify(this, null, 2)}`;
+      }
+    };
+    exports2.default = PackedHistogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
+var require_TypedArrayHistogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var JsHistogram_12 = require_JsHistogram();
+    var TypedArrayHistogram = class _TypedArrayHistogram extends JsHistogram_12.default {
+      constructor(arrayCtr, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        super(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+        this.arrayCtr = arrayCtr;
+        this._totalCount = 0;
+        this._counts = new arrayCtr(this.countsArrayLength);
+      }
+      clearCounts() {
+        this._counts.fill(0);
+      }
+      incrementCountAtIndex(index) {
+        const currentCount = this._counts[index];
+        const newCount = currentCount + 1;
+        if (newCount < 0) {
+          throw newCount + " would overflow short integer count";
+        }
+        this._counts[index] = newCount;
+      }
+      addToCountAtIndex(index, value) {
+        const currentCount = this._counts[index];
+        const newCount = currentCount + value;
+        if (newCount < Number.MIN_SAFE_INTEGER || newCount > Number.MAX_SAFE_INTEGER) {
+          throw newCount + " would overflow integer count";
+        }
+        this._counts[index] = newCount;
+      }
+      setCountAtIndex(index, value) {
+        if (value < Number.MIN_SAFE_INTEGER || value > Number.MAX_SAFE_INTEGER) {
+          throw value + " would overflow integer count";
+        }
+        this._counts[index] = value;
+      }
+      resize(newHighestTrackableValue) {
+        this.establishSize(newHighestTrackableValue);
+        const newCounts = new this.arrayCtr(this.countsArrayLength);
+        newCounts.set(this._counts);
+        this._counts = newCounts;
+      }
+      getCountAtIndex(index) {
+        return this._counts[index];
+      }
+      _getEstimatedFootprintInBytes() {
+        return 1024 + this._counts.BYTES_PER_ELEMENT * this._counts.length;
+      }
+      copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples) {
+        const copy = new _TypedArrayHistogram(this.arrayCtr, this.lowestDiscernibleValue, this.highestTrackableValue, this.numberOfSignificantValueDigits);
+        copy.addWhileCorrectingForCoordinatedOmission(this, expectedIntervalBetweenValueSamples);
+        return copy;
+      }
+      toString() {
+        return `Histogram ${this._counts.BYTES_PER_ELEMENT * 8}b ${JSON.stringify(this, null, 2)}`;
+      }
+    };
+    exports2.default = TypedArrayHistogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/Int8Histogram.js
+var require_Int8Histogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
+    var Int8Histogram = class extends TypedArrayHistogram_1.default {
+      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        super(Uint8Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+      }
+    };
+    exports2.default = Int8Histogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/Int16Histogram.js
+var require_Int16Histogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
+    var Int16Histogram = class extends TypedArrayHistogram_1.default {
+      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        super(Uint16Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+      }
+    };
+    exports2.default = Int16Histogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/Int32Histogram.js
+var require_Int32Histogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
+    var Int32Histogram = class extends TypedArrayHistogram_1.default {
+      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        super(Uint32Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+      }
+    };
+    exports2.default = Int32Histogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/Float64Histogram.js
+var require_Float64Histogram = __commonJS({
+  "node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
+    var Float64Histogram = class extends TypedArrayHistogram_1.default {
+      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
+        super(Float64Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
+      }
+    };
+    exports2.default = Float64Histogram;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
+var require_JsHistogramFactory = __commonJS({
+  "node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.constructorFromBucketSize = constructorFromBucketSize;
+    var PackedHistogram_1 = require_PackedHistogram();
+    var Int8Histogram_1 = require_Int8Histogram();
+    var Int16Histogram_1 = require_Int16Histogram();
+    var Int32Histogram_1 = require_Int32Histogram();
+    var Float64Histogram_1 = require_Float64Histogram();
+    function constructorFromBucketSize(bitBucketSize) {
+      switch (bitBucketSize) {
+        case "packed":
+          return PackedHistogram_1.default;
+        case 8:
+          return Int8Histogram_1.default;
+        case 16:
+          return Int16Histogram_1.default;
+        case 32:
+          return Int32Histogram_1.default;
+        case 64:
+          return Float64Histogram_1.default;
+        default:
+          throw new Error("Incorrect parameter bitBucketSize");
+      }
+    }
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
+var require_ZigZagEncoding = __commonJS({
+  "node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var { pow, floor } = Math;
+    var TWO_POW_7 = pow(2, 7);
+    var TWO_POW_14 = pow(2, 14);
+    var TWO_POW_21 = pow(2, 21);
+    var TWO_POW_28 = pow(2, 28);
+    var TWO_POW_35 = pow(2, 35);
+    var TWO_POW_42 = pow(2, 42);
+    var TWO_POW_49 = pow(2, 49);
+    var TWO_POW_56 = pow(2, 56);
+    var ZigZagEncoding = class {
+      /**
+       * Writes a long value to the given buffer in LEB128 ZigZag encoded format
+       * (negative numbers not supported)
+       * @param buffer the buffer to write to
+       * @param value  the value to write to the buffer
+       */
+      static encode(buffer, value) {
+        if (value >= 0) {
+          value = value * 2;
+        } else {
+          value = -value * 2 - 1;
+        }
+        if (value < TWO_POW_7) {
+          buffer.put(value);
+        } else {
+          buffer.put(value | 128);
+          if (value < TWO_POW_14) {
+            buffer.put(floor(value / TWO_POW_7));
+          } else {
+            buffer.put(floor(value / TWO_POW_7) | 128);
+            if (value < TWO_POW_21) {
+              buffer.put(floor(value / TWO_POW_14));
+            } else {
+              buffer.put(floor(value / TWO_POW_14) | 128);
+              if (value < TWO_POW_28) {
+                buffer.put(floor(value / TWO_POW_21));
+              } else {
+                buffer.put(floor(value / TWO_POW_21) | 128);
+                if (value < TWO_POW_35) {
+                  buffer.put(floor(value / TWO_POW_28));
+                } else {
+                  buffer.put(floor(value / TWO_POW_28) | 128);
+                  if (value < TWO_POW_42) {
+                    buffer.put(floor(value / TWO_POW_35));
+                  } else {
+                    buffer.put(floor(value / TWO_POW_35) | 128);
+                    if (value < TWO_POW_49) {
+                      buffer.put(floor(value / TWO_POW_42));
+                    } else {
+                      buffer.put(floor(value / TWO_POW_42) | 128);
+                      if (value < TWO_POW_56) {
+                        buffer.put(floor(value / TWO_POW_49));
+                      } else {
+                        buffer.put(floor(value / TWO_POW_49) + 128);
+                        buffer.put(floor(value / TWO_POW_56));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      /**
+       * Read an LEB128-64b9B ZigZag encoded long value from the given buffer
+       * (negative numbers not supported)
+       * @param buffer the buffer to read from
+       * @return the value read from the buffer
+       */
+      static decode(buffer) {
+        let v = buffer.get();
+        let value = v & 127;
+        if ((v & 128) != 0) {
+          v = buffer.get();
+          value += (v & 127) * TWO_POW_7;
+          if ((v & 128) != 0) {
+            v = buffer.get();
+            value += (v & 127) * TWO_POW_14;
+            if ((v & 128) != 0) {
+              v = buffer.get();
+              value += (v & 127) * TWO_POW_21;
+              if ((v & 128) != 0) {
+                v = buffer.get();
+                value += (v & 127) * TWO_POW_28;
+                if ((v & 128) != 0) {
+                  v = buffer.get();
+                  value += (v & 127) * TWO_POW_35;
+                  if ((v & 128) != 0) {
+                    v = buffer.get();
+                    value += (v & 127) * TWO_POW_42;
+                    if ((v & 128) != 0) {
+                      v = buffer.get();
+                      value += (v & 127) * TWO_POW_49;
+                      if ((v & 128) != 0) {
+                        v = buffer.get();
+                        value += (v & 127) * TWO_POW_56;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        if (value % 2 === 0) {
+          value = value / 2;
+        } else {
+          value = -(value + 1) / 2;
+        }
+        return value;
+      }
+    };
+    exports2.default = ZigZagEncoding;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
+var require_JsHistogram_encoding = __commonJS({
+  "node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.inflate = exports.deflate = void 0;
+    exports.decompress = decompress;
+    exports.doDecode = doDecode;
+    var base64 = require_base64_js();
+    var pako = require_pako();
+    var JsHistogram_1 = require_JsHistogram();
+    var ByteBuffer_1 = require_ByteBuffer();
+    var JsHistogramFactory_1 = require_JsHistogramFactory();
+    var ZigZagEncoding_1 = require_ZigZagEncoding();
+    var { max } = Math;
+    var V2EncodingCookieBase = 478450435;
+    var V2CompressedEncodingCookieBase = 478450436;
+    var V2maxWordSizeInBytes = 9;
+    var encodingCookie = V2EncodingCookieBase | 16;
+    var compressedEncodingCookie = V2CompressedEncodingCookieBase | 16;
+    function fillBufferFromCountsArray(self2, buffer) {
+      const countsLimit = self2.countsArrayIndex(self2.maxValue) + 1;
+      let srcIndex = 0;
+      while (srcIndex < countsLimit) {
+        const count4 = self2.getCountAtIndex(srcIndex++);
+        if (count4 < 0) {
+          throw new Error("Cannot encode histogram containing negative counts (" + count4 + ") at index " + srcIndex + ", corresponding the value range [" + self2.lowestEquivalentValue(self2.valueFromIndex(srcIndex)) + "," + self2.nextNonEquivalentValue(self2.valueFromIndex(srcIndex)) + ")");
+        }
+        let zerosCount = 0;
+        if (count4 == 0) {
+          zerosCount = 1;
+          while (srcIndex < countsLimit && self2.getCountAtIndex(srcIndex) == 0) {
+            zerosCount++;
+            srcIndex++;
+          }
+        }
+        if (zerosCount > 1) {
+          ZigZagEncoding_1.default.encode(buffer, -zerosCount);
+        } else {
+          ZigZagEncoding_1.default.encode(buffer, count4);
+        }
+      }
+    }
+    function encodeIntoByteBuffer(self2, buffer) {
+      const initialPosition = buffer.position;
+      buffer.putInt32(encodingCookie);
+      buffer.putInt32(0);
+      buffer.putInt32(1);
+      buffer.putInt32(self2.numberOfSignificantValueDigits);
+      buffer.putInt64(self2.lowestDiscernibleValue);
+      buffer.putInt64(self2.highestTrackableValue);
+      buffer.putInt64(1);
+      const payloadStartPosition = buffer.position;
+      fillBufferFromCountsArray(self2, buffer);
+      const backupIndex = buffer.position;
+      buffer.position = initialPosition + 4;
+      buffer.putInt32(backupIndex - payloadStartPosition);
+      buffer.position = backupIndex;
+      return backupIndex - initialPosition;
+    }
+    function fillCountsArrayFromSourceBuffer(self2, sourceBuffer, lengthInBytes, wordSizeInBytes) {
+      if (wordSizeInBytes != 2 && wordSizeInBytes != 4 && wordSizeInBytes != 8 && wordSizeInBytes != V2maxWordSizeInBytes) {
+        throw new Error("word size must be 2, 4, 8, or V2maxWordSizeInBytes (" + V2maxWordSizeInBytes + ") bytes");
+      }
+      let dstIndex = 0;
+      const endPosition = sourceBuffer.position + lengthInBytes;
+      while (sourceBuffer.position < endPosition) {
+        let zerosCount = 0;
+        let count4 = ZigZagEncoding_1.default.decode(sourceBuffer);
+        if (count4 < 0) {
+          zerosCount = -count4;
+          dstIndex += zerosCount;
+        } else {
+          self2.setCountAtIndex(dstIndex++, count4);
+        }
+      }
+      return dstIndex;
+    }
+    function getCookieBase(cookie) {
+      return cookie & ~240;
+    }
+    function getWordSizeInBytesFromCookie(cookie) {
+      if (getCookieBase(cookie) == V2EncodingCookieBase || getCookieBase(cookie) == V2CompressedEncodingCookieBase) {
+        return V2maxWordSizeInBytes;
+      }
+      const sizeByte = (cookie & 240) >> 4;
+      return sizeByte & 14;
+    }
+    function findDeflateFunction() {
+      try {
+        return eval('require("zlib").deflateSync');
+      } catch (error63) {
+        return !!pako ? pako.deflate : () => {
+          throw new Error("pako library is mandatory for encoding/deconding on the browser side");
+        };
+      }
+    }
+    function findInflateFunction() {
+      try {
+        return eval('require("zlib").inflateSync');
+      } catch (error63) {
+        return !!pako ? pako.inflate : () => {
+          throw new Error("pako library is mandatory for encoding/deconding on the browser side");
+        };
+      }
+    }
+    exports.deflate = findDeflateFunction();
+    exports.inflate = findInflateFunction();
+    function decompress(data) {
+      const buffer = new ByteBuffer_1.default(data);
+      const initialTargetPosition = buffer.position;
+      const cookie = buffer.getInt32();
+      if ((cookie & ~240) !== V2CompressedEncodingCookieBase) {
+        throw new Error("Encoding not supported, only V2 is supported");
+      }
+      const lengthOfCompressedContents = buffer.getInt32();
+      const uncompressedBuffer = (0, exports.inflate)(buffer.data.slice(initialTargetPosition + 8, initialTargetPosition + 8 + lengthOfCompressedContents));
+      return uncompressedBuffer;
+    }
+    function doDecode(data, bitBucketSize = 32, minBarForHighestTrackableValue = 0) {
+      const buffer = new ByteBuffer_1.default(data);
+      const cookie = buffer.getInt32();
+      let payloadLengthInBytes;
+      let numberOfSignificantValueDigits;
+      let lowestTrackableUnitValue;
+      let highestTrackableValue;
+      if (getCookieBase(cookie) === V2EncodingCookieBase) {
+        if (getWordSizeInBytesFromCookie(cookie) != V2maxWordSizeInBytes) {
+          throw new Error("The buffer does not contain a Histogram (no valid cookie found)");
+        }
+        payloadLengthInBytes = buffer.getInt32();
+        buffer.getInt32();
+        numberOfSignificantValueDigits = buffer.getInt32();
+        lowestTrackableUnitValue = buffer.getInt64();
+        highestTrackableValue = buffer.getInt64();
+        buffer.getInt64();
+      } else {
+        throw new Error("The buffer does not contain a Histogram (no valid V2 encoding cookie found)");
+      }
+      highestTrackableValue = max(highestTrackableValue, minBarForHighestTrackableValue);
+      const histogramConstr = (0, JsHistogramFactory_1.constructorFromBucketSize)(bitBucketSize);
+      const histogram = new histogramConstr(lowestTrackableUnitValue, highestTrackableValue, numberOfSignificantValueDigits);
+      const filledLength = fillCountsArrayFromSourceBuffer(histogram, buffer, payloadLengthInBytes, V2maxWordSizeInBytes);
+      histogram.establishInternalTackingValues(filledLength);
+      return histogram;
+    }
+    function doEncodeIntoCompressedBase64(compressionLevel) {
+      const compressionOptions = compressionLevel ? { level: compressionLevel } : {};
+      const self2 = this;
+      const targetBuffer = ByteBuffer_1.default.allocate();
+      targetBuffer.putInt32(compressedEncodingCookie);
+      const intermediateUncompressedByteBuffer = ByteBuffer_1.default.allocate();
+      const uncompressedLength = encodeIntoByteBuffer(self2, intermediateUncompressedByteBuffer);
+      const data = intermediateUncompressedByteBuffer.data.slice(0, uncompressedLength);
+      const compressedData = (0, exports.deflate)(data, compressionOptions);
+      targetBuffer.putInt32(compressedData.byteLength);
+      targetBuffer.putArray(compressedData);
+      return base64.fromByteArray(targetBuffer.data);
+    }
+    JsHistogram_1.JsHistogram.decode = doDecode;
+    JsHistogram_1.JsHistogram.prototype.encodeIntoCompressedBase64 = doEncodeIntoCompressedBase64;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/encoding.js
+var require_encoding2 = __commonJS({
+  "node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = void 0;
+    exports2.decompress = decompress2;
+    var JsHistogram_12 = require_JsHistogram();
+    var ByteBuffer_12 = require_ByteBuffer();
+    var wasm_1 = require_wasm();
+    var base644 = require_base64_js();
+    var JsHistogram_encoding_1 = require_JsHistogram_encoding();
+    var V2CompressedEncodingCookieBase2 = 478450436;
+    var compressedEncodingCookie2 = V2CompressedEncodingCookieBase2 | 16;
+    function decompress2(data) {
+      const buffer = new ByteBuffer_12.default(data);
+      const initialTargetPosition = buffer.position;
+      const cookie = buffer.getInt32();
+      if ((cookie & ~240) !== V2CompressedEncodingCookieBase2) {
+        throw new Error("Encoding not supported, only V2 is supported");
+      }
+      const lengthOfCompressedContents = buffer.getInt32();
+      const uncompressedBuffer = (0, JsHistogram_encoding_1.inflate)(buffer.data.slice(initialTargetPosition + 8, initialTargetPosition + 8 + lengthOfCompressedContents));
+      return uncompressedBuffer;
+    }
+    var decodeFromCompressedBase642 = (base64String, bitBucketSize = 32, useWebAssembly = false, minBarForHighestTrackableValue = 0) => {
+      const data = base644.toByteArray(base64String.trim());
+      const uncompressedData = decompress2(data);
+      if (useWebAssembly) {
+        return wasm_1.WasmHistogram.decode(uncompressedData, bitBucketSize, minBarForHighestTrackableValue);
+      }
+      return JsHistogram_12.JsHistogram.decode(uncompressedData, bitBucketSize, minBarForHighestTrackableValue);
+    };
+    exports2.decodeFromCompressedBase64 = decodeFromCompressedBase642;
+    function encodeWasmIntoCompressedBase64(compressionLevel) {
+      const compressionOptions = compressionLevel ? { level: compressionLevel } : {};
+      const self2 = this;
+      const targetBuffer = ByteBuffer_12.default.allocate();
+      targetBuffer.putInt32(compressedEncodingCookie2);
+      const uncompressedData = self2.encode();
+      const compressedData = (0, JsHistogram_encoding_1.deflate)(uncompressedData, compressionOptions);
+      targetBuffer.putInt32(compressedData.byteLength);
+      targetBuffer.putArray(compressedData);
+      return base644.fromByteArray(targetBuffer.data);
+    }
+    wasm_1.WasmHistogram.prototype.encodeIntoCompressedBase64 = encodeWasmIntoCompressedBase64;
+    var encodeIntoCompressedBase64 = (histogram, compressionLevel) => {
+      if (histogram instanceof wasm_1.WasmHistogram) {
+        return histogram.encodeIntoCompressedBase64(compressionLevel);
+      }
+      if (histogram instanceof JsHistogram_12.JsHistogram) {
+        return histogram.encodeIntoCompressedBase64(compressionLevel);
+      }
+      throw new Error("Unsupported Histogram implementation");
+    };
+    exports2.encodeIntoCompressedBase64 = encodeIntoCompressedBase64;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/HistogramLogReader.js
+var require_HistogramLogReader = __commonJS({
+  "node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.listTags = void 0;
+    var Histogram_1 = require_Histogram();
+    var encoding_1 = require_encoding2();
+    var TAG_PREFIX = "Tag=";
+    var TAG_PREFIX_LENGTH = "Tag=".length;
+    var HistogramLogReader = class {
+      constructor(logContent, bitBucketSize = 32, useWebAssembly = false) {
+        this.lines = splitLines(logContent);
+        this.currentLineIndex = 0;
+        this.bitBucketSize = bitBucketSize;
+        this.useWebAssembly = useWebAssembly;
+      }
+      /**
+       * Read the next interval histogram from the log. Returns a Histogram object if
+       * an interval line was found, or null if not.
+       * <p>Upon encountering any unexpected format errors in reading the next interval
+       * from the file, this method will return a null.
+       * @return a DecodedInterval, or a null if no appropriate interval found
+       */
+      nextIntervalHistogram(rangeStartTimeSec = 0, rangeEndTimeSec = Number.MAX_VALUE) {
+        while (this.currentLineIndex < this.lines.length) {
+          const currentLine = this.lines[this.currentLineIndex];
+          this.currentLineIndex++;
+          if (currentLine.startsWith("#[StartTime:")) {
+            this.parseStartTimeFromLine(currentLine);
+          } else if (currentLine.startsWith("#[BaseTime:")) {
+            this.parseBaseTimeFromLine(currentLine);
+          } else if (currentLine.startsWith("#") || currentLine.startsWith('"StartTimestamp"')) {
+          } else if (currentLine.includes(",")) {
+            const tokens = currentLine.split(",");
+            const [firstToken] = tokens;
+            let tag;
+            if (firstToken.startsWith(TAG_PREFIX)) {
+              tag = firstToken.substring(TAG_PREFIX_LENGTH);
+              tokens.shift();
+            } else {
+              tag = Histogram_1.NO_TAG;
+            }
+            const [rawLogTimeStampInSec, rawIntervalLengthSec, , base64Histogram] = tokens;
+            const logTimeStampInSec = Number.parseFloat(rawLogTimeStampInSec);
+            if (!this.baseTimeSec) {
+              if (logTimeStampInSec < this.startTimeSec - 365 * 24 * 3600) {
+                this.baseTimeSec = this.startTimeSec;
+              } else {
+                this.baseTimeSec = 0;
+              }
+            }
+            if (rangeEndTimeSec < logTimeStampInSec) {
+              return null;
+            }
+            if (logTimeStampInSec < rangeStartTimeSec) {
+              continue;
+            }
+            const histogram = (0, encoding_1.decodeFromCompressedBase64)(base64Histogram, this.bitBucketSize, this.useWebAssembly);
+            histogram.startTimeStampMsec = (this.baseTimeSec + logTimeStampInSec) * 1e3;
+            const intervalLengthSec = Number.parseFloat(rawIntervalLengthSec);
+            histogram.endTimeStampMsec = (this.baseTimeSec + logTimeStampInSec + intervalLengthSec) * 1e3;
+            histogram.tag = tag;
+            return histogram;
+          }
+        }
+        return null;
+      }
+      parseStartTimeFromLine(line) {
+        this.startTimeSec = Number.parseFloat(line.split(" ")[1]);
+      }
+      parseBaseTimeFromLine(line) {
+        this.baseTimeSec = Number.parseFloat(line.split(" ")[1]);
+      }
+    };
+    var splitLines = (logContent) => logContent.split(/\r\n|\r|\n/g);
+    var shouldIncludeNoTag = (lines) => lines.find((line) => !line.startsWith("#") && !line.startsWith('"') && !line.startsWith(TAG_PREFIX) && line.includes(","));
+    var listTags = (content) => {
+      const lines = splitLines(content);
+      const tags = lines.filter((line) => line.includes(",") && line.startsWith(TAG_PREFIX)).map((line) => line.substring(TAG_PREFIX_LENGTH, line.indexOf(",")));
+      const tagsWithoutDuplicates = new Set(tags);
+      const result = Array.from(tagsWithoutDuplicates);
+      if (shouldIncludeNoTag(lines)) {
+        result.unshift("NO TAG");
+      }
+      return result;
+    };
+    exports2.listTags = listTags;
+    exports2.default = HistogramLogReader;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
+var require_HistogramLogWriter = __commonJS({
+  "node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var Histogram_1 = require_Histogram();
+    var encoding_1 = require_encoding2();
+    var formatters_1 = require_formatters();
+    var HISTOGRAM_LOG_FORMAT_VERSION = "1.3";
+    var timeFormatter = (0, formatters_1.floatFormatter)(5, 3);
+    var HistogramLogWriter = class {
+      constructor(log) {
+        this.log = log;
+        this.baseTime = 0;
+      }
+      /**
+       * Output an interval histogram, with the given timestamp information and the [optional] tag
+       * associated with the histogram, using a configurable maxValueUnitRatio. (note that the
+       * specified timestamp information will be used, and the timestamp information in the actual
+       * histogram will be ignored).
+       * The max value reported with the interval line will be scaled by the given maxValueUnitRatio.
+       * @param startTimeStampSec The start timestamp to log with the interval histogram, in seconds.
+       * @param endTimeStampSec The end timestamp to log with the interval histogram, in seconds.
+       * @param histogram The interval histogram to log.
+       * @param maxValueUnitRatio The ratio by which to divide the histogram's max value when reporting on it.
+       */
+      outputIntervalHistogram(histogram, startTimeStampSec = (histogram.startTimeStampMsec - this.baseTime) / 1e3, endTimeStampSec = (histogram.endTimeStampMsec - this.baseTime) / 1e3, maxValueUnitRatio = 1e3) {
+        const base644 = (0, encoding_1.encodeIntoCompressedBase64)(histogram);
+        const start = timeFormatter(startTimeStampSec);
+        const duration3 = timeFormatter(endTimeStampSec - startTimeStampSec);
+        const max2 = timeFormatter(histogram.maxValue / maxValueUnitRatio);
+        const lineContent = `${start},${duration3},${max2},${base644}
+`;
+        if (histogram.tag && histogram.tag !== Histogram_1.NO_TAG) {
+          this.log(`Tag=${histogram.tag},${lineContent}`);
+        } else {
+          this.log(lineContent);
+        }
+      }
+      /**
+       * Log a comment to the log.
+       * Comments will be preceded with with the '#' character.
+       * @param comment the comment string.
+       */
+      outputComment(comment) {
+        this.log(`#${comment}
+`);
+      }
+      /**
+       * Log a start time in the log.
+       * @param startTimeMsec time (in milliseconds) since the absolute start time (the epoch)
+       */
+      outputStartTime(startTimeMsec) {
+        this.outputComment(`[StartTime: ${(0, formatters_1.floatFormatter)(5, 3)(startTimeMsec / 1e3)} (seconds since epoch), ${new Date(startTimeMsec)}]
+`);
+      }
+      /**
+       * Output a legend line to the log.
+       */
+      outputLegend() {
+        this.log('"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n');
+      }
+      /**
+       * Output a log format version to the log.
+       */
+      outputLogFormatVersion() {
+        this.outputComment("[Histogram log format version " + HISTOGRAM_LOG_FORMAT_VERSION + "]");
+      }
+    };
+    exports2.default = HistogramLogWriter;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/HistogramBuilder.js
+var require_HistogramBuilder = __commonJS({
+  "node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.build = exports2.defaultRequest = void 0;
+    var JsHistogramFactory_12 = require_JsHistogramFactory();
+    var wasm_1 = require_wasm();
+    exports2.defaultRequest = {
+      bitBucketSize: 32,
+      autoResize: true,
+      lowestDiscernibleValue: 1,
+      highestTrackableValue: 2,
+      numberOfSignificantValueDigits: 3,
+      useWebAssembly: false
+    };
+    var build = (request3 = exports2.defaultRequest) => {
+      const parameters = Object.assign({}, exports2.defaultRequest, request3);
+      if (request3.useWebAssembly && wasm_1.webAssemblyAvailable) {
+        return wasm_1.WasmHistogram.build(parameters);
+      }
+      const histogramConstr = (0, JsHistogramFactory_12.constructorFromBucketSize)(parameters.bitBucketSize);
+      const histogram = new histogramConstr(parameters.lowestDiscernibleValue, parameters.highestTrackableValue, parameters.numberOfSignificantValueDigits);
+      histogram.autoResize = parameters.autoResize;
+      return histogram;
+    };
+    exports2.build = build;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/Recorder.js
+var require_Recorder = __commonJS({
+  "node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    var HistogramBuilder_1 = require_HistogramBuilder();
+    var Recorder = class _Recorder {
+      /**
+       * Construct an auto-resizing {@link Recorder} with a lowest discernible value of
+       * 1 and an auto-adjusting highestTrackableValue. Can auto-resize up to track values up to Number.MAX_SAFE_INTEGER.
+       *
+       * @param histogramBuildRequest parameters used to build histograms while using this recorder.
+       * @param clock (for testing purpose) an action that give current time in ms since 1970
+       */
+      constructor(histogramBuildRequest = HistogramBuilder_1.defaultRequest, clock = () => (/* @__PURE__ */ new Date()).getTime()) {
+        this.histogramBuildRequest = histogramBuildRequest;
+        this.clock = clock;
+        this.activeHistogram = (0, HistogramBuilder_1.build)(this.histogramBuildRequest);
+        _Recorder.idGenerator++;
+        this.activeHistogram.containingInstanceId = _Recorder.idGenerator;
+        this.activeHistogram.startTimeStampMsec = clock();
+      }
+      /**
+       * Record a value in the histogram
+       *
+       * @param value The value to be recorded
+       * @throws may throw Error if value is exceeds highestTrackableValue
+       */
+      recordValue(value) {
+        this.activeHistogram.recordValue(value);
+      }
+      /**
+       * Record a value in the histogram (adding to the value's current count)
+       *
+       * @param value The value to be recorded
+       * @param count The number of occurrences of this value to record
+       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
+       */
+      recordValueWithCount(value, count4) {
+        this.activeHistogram.recordValueWithCount(value, count4);
+      }
+      /**
+       * Record a value
+       * <p>
+       * To compensate for the loss of sampled values when a recorded value is larger than the expected
+       * interval between value samples, Histogram will auto-generate an additional series of decreasingly-smaller
+       * (down to the expectedIntervalBetweenValueSamples) value records.
+       * <p>
+       * See related notes {@link Histogram#recordValueWithExpectedInterval(long, long)}
+       * for more explanations about coordinated omission and expected interval correction.
+       *      *
+       * @param value The value to record
+       * @param expectedIntervalBetweenValueSamples If expectedIntervalBetweenValueSamples is larger than 0, add
+       *                                           auto-generated value records as appropriate if value is larger
+       *                                           than expectedIntervalBetweenValueSamples
+       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
+       */
+      recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
+        this.activeHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
+      }
+      /**
+       * Get an interval histogram, which will include a stable, consistent view of all value counts
+       * accumulated since the last interval histogram was taken.
+       * <p>
+       * {@link Recorder#getIntervalHistogram(Histogram histogramToRecycle)
+       * getIntervalHistogram(histogramToRecycle)}
+       * accepts a previously returned interval histogram that can be recycled internally to avoid allocation
+       * and content copying operations, and is therefore significantly more efficient for repeated use than
+       * {@link Recorder#getIntervalHistogram()} and
+       * {@link Recorder#getIntervalHistogramInto getIntervalHistogramInto()}. The provided
+       * {@code histogramToRecycle} must
+       * be either be null or an interval histogram returned by a previous call to
+       * {@link Recorder#getIntervalHistogram(Histogram histogramToRecycle)
+       * getIntervalHistogram(histogramToRecycle)} or
+       * {@link Recorder#getIntervalHistogram()}.
+       * <p>
+       * NOTE: The caller is responsible for not recycling the same returned interval histogram more than once. If
+       * the same interval histogram instance is recycled more than once, behavior is undefined.
+       * <p>
+       * Calling {@link Recorder#getIntervalHistogram(Histogram histogramToRecycle)
+       * getIntervalHistogram(histogramToRecycle)} will reset the value counts, and start accumulating value
+       * counts for the next interval
+       *
+       * @param histogramToRecycle a previously returned interval histogram that may be recycled to avoid allocation and
+       *                           copy operations.
+       * @return a histogram containing the value counts accumulated since the last interval histogram was taken.
+       */
+      getIntervalHistogram(histogramToRecycle) {
+        if (histogramToRecycle) {
+          const histogramToRecycleWithId = histogramToRecycle;
+          if (histogramToRecycleWithId.containingInstanceId !== this.activeHistogram.containingInstanceId) {
+            throw "replacement histogram must have been obtained via a previous getIntervalHistogram() call from this Recorder";
+          }
+        }
+        this.inactiveHistogram = histogramToRecycle;
+        this.performIntervalSample();
+        const sampledHistogram = this.inactiveHistogram;
+        this.inactiveHistogram = null;
+        return sampledHistogram;
+      }
+      /**
+       * Place a copy of the value counts accumulated since accumulated (since the last interval histogram
+       * was taken) into {@code targetHistogram}.
+       *
+       * Calling {@link Recorder#getIntervalHistogramInto getIntervalHistogramInto()} will reset
+       * the value counts, and start accumulating value counts for the next interval.
+       *
+       * @param targetHistogram the histogram into which the interval histogram's data should be copied
+       */
+      getIntervalHistogramInto(targetHistogram) {
+        this.performIntervalSample();
+        if (this.inactiveHistogram) {
+          targetHistogram.add(this.inactiveHistogram);
+          targetHistogram.startTimeStampMsec = this.inactiveHistogram.startTimeStampMsec;
+          targetHistogram.endTimeStampMsec = this.inactiveHistogram.endTimeStampMsec;
+        }
+      }
+      /**
+       * Reset any value counts accumulated thus far.
+       */
+      reset() {
+        this.activeHistogram.reset();
+        this.activeHistogram.startTimeStampMsec = this.clock();
+      }
+      performIntervalSample() {
+        if (!this.inactiveHistogram) {
+          this.inactiveHistogram = (0, HistogramBuilder_1.build)(this.histogramBuildRequest);
+          this.inactiveHistogram.containingInstanceId = this.activeHistogram.containingInstanceId;
+        }
+        this.inactiveHistogram.reset();
+        const tempHistogram = this.activeHistogram;
+        this.activeHistogram = this.inactiveHistogram;
+        this.inactiveHistogram = tempHistogram;
+        const currentTimeInMs = this.clock();
+        this.inactiveHistogram.endTimeStampMsec = currentTimeInMs;
+        this.activeHistogram.startTimeStampMsec = currentTimeInMs;
+      }
+      /**
+       * Release memory associated to this recorder by destroying
+       * histograms used under the cover.
+       * Useful when webassembly histograms are used.
+       */
+      destroy() {
+        var _a3;
+        this.activeHistogram.destroy();
+        (_a3 = this.inactiveHistogram) === null || _a3 === void 0 ? void 0 : _a3.destroy();
+      }
+    };
+    Recorder.idGenerator = 0;
+    exports2.default = Recorder;
+  }
+});
+
+// node_modules/hdr-histogram-js/dist/index.js
+var require_dist = __commonJS({
+  "node_modules/hdr-histogram-js/dist/index.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.JsHistogram = exports2.WasmHistogram = exports2.Recorder = exports2.HistogramLogWriter = exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = exports2.ByteBuffer = exports2.build = exports2.listTags = exports2.HistogramLogReader = exports2.PackedHistogram = exports2.Float64Histogram = exports2.Int32Histogram = exports2.Int16Histogram = exports2.Int8Histogram = exports2.initWebAssemblySync = exports2.initWebAssembly = void 0;
+    var ByteBuffer_12 = require_ByteBuffer();
+    exports2.ByteBuffer = ByteBuffer_12.default;
+    var encoding_1 = require_encoding2();
+    Object.defineProperty(exports2, "decodeFromCompressedBase64", { enumerable: true, get: function() {
+      return encoding_1.decodeFromCompressedBase64;
+    } });
+    Object.defineProperty(exports2, "encodeIntoCompressedBase64", { enumerable: true, get: function() {
+      return encoding_1.encodeIntoCompressedBase64;
+    } });
+    var Float64Histogram_1 = require_Float64Histogram();
+    exports2.Float64Histogram = Float64Histogram_1.default;
+    var HistogramLogReader_1 = require_HistogramLogReader();
+    exports2.HistogramLogReader = HistogramLogReader_1.default;
+    Object.defineProperty(exports2, "listTags", { enumerable: true, get: function() {
+      return HistogramLogReader_1.listTags;
+    } });
+    var HistogramLogWriter_1 = require_HistogramLogWriter();
+    exports2.HistogramLogWriter = HistogramLogWriter_1.default;
+    var Int16Histogram_1 = require_Int16Histogram();
+    exports2.Int16Histogram = Int16Histogram_1.default;
+    var Int32Histogram_1 = require_Int32Histogram();
+    exports2.Int32Histogram = Int32Histogram_1.default;
+    var Int8Histogram_1 = require_Int8Histogram();
+    exports2.Int8Histogram = Int8Histogram_1.default;
+    var JsHistogram_12 = require_JsHistogram();
+    exports2.JsHistogram = JsHistogram_12.default;
+    var PackedHistogram_1 = require_PackedHistogram();
+    exports2.PackedHistogram = PackedHistogram_1.default;
+    var Recorder_1 = require_Recorder();
+    exports2.Recorder = Recorder_1.default;
+    var wasm_1 = require_wasm();
+    Object.defineProperty(exports2, "initWebAssembly", { enumerable: true, get: function() {
+      return wasm_1.initWebAssembly;
+    } });
+    Object.defineProperty(exports2, "initWebAssemblySync", { enumerable: true, get: function() {
+      return wasm_1.initWebAssemblySync;
+    } });
+    Object.defineProperty(exports2, "WasmHistogram", { enumerable: true, get: function() {
+      return wasm_1.WasmHistogram;
+    } });
+    var HistogramBuilder_1 = require_HistogramBuilder();
+    Object.defineProperty(exports2, "build", { enumerable: true, get: function() {
+      return HistogramBuilder_1.build;
+    } });
+  }
+});
+
 // node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
   "node_modules/yaml/dist/nodes/identity.js"(exports2) {
@@ -26930,7 +34479,7 @@ var require_public_api = __commonJS({
 });
 
 // node_modules/yaml/dist/index.js
-var require_dist = __commonJS({
+var require_dist2 = __commonJS({
   "node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
@@ -26978,7555 +34527,6 @@ var require_dist = __commonJS({
     exports2.stringify = publicApi.stringify;
     exports2.visit = visit2.visit;
     exports2.visitAsync = visit2.visitAsync;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/ByteBuffer.js
-var require_ByteBuffer = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var { pow, floor } = Math;
-    var TWO_POW_32 = pow(2, 32);
-    var ByteBuffer = class _ByteBuffer {
-      static allocate(size = 16) {
-        return new _ByteBuffer(new Uint8Array(size));
-      }
-      constructor(data) {
-        this.position = 0;
-        this.data = data;
-        this.int32ArrayForConvert = new Uint32Array(1);
-        this.int8ArrayForConvert = new Uint8Array(this.int32ArrayForConvert.buffer);
-      }
-      put(value) {
-        if (this.position === this.data.length) {
-          const oldArray = this.data;
-          this.data = new Uint8Array(this.data.length * 2);
-          this.data.set(oldArray);
-        }
-        this.data[this.position] = value;
-        this.position++;
-      }
-      putInt32(value) {
-        if (this.data.length - this.position < 4) {
-          const oldArray = this.data;
-          this.data = new Uint8Array(this.data.length * 2 + 4);
-          this.data.set(oldArray);
-        }
-        this.int32ArrayForConvert[0] = value;
-        this.data.set(this.int8ArrayForConvert.reverse(), this.position);
-        this.position += 4;
-      }
-      putInt64(value) {
-        this.putInt32(floor(value / TWO_POW_32));
-        this.putInt32(value);
-      }
-      putArray(array2) {
-        if (this.data.length - this.position < array2.byteLength) {
-          const oldArray = this.data;
-          this.data = new Uint8Array(this.position + array2.byteLength);
-          this.data.set(oldArray);
-        }
-        this.data.set(array2, this.position);
-        this.position += array2.byteLength;
-      }
-      get() {
-        const value = this.data[this.position];
-        this.position++;
-        return value;
-      }
-      getInt32() {
-        this.int8ArrayForConvert.set(this.data.slice(this.position, this.position + 4).reverse());
-        const value = this.int32ArrayForConvert[0];
-        this.position += 4;
-        return value;
-      }
-      getInt64() {
-        const high = this.getInt32();
-        const low = this.getInt32();
-        return high * TWO_POW_32 + low;
-      }
-      resetPosition() {
-        this.position = 0;
-      }
-    };
-    exports2.default = ByteBuffer;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
-var require_HistogramIterationValue = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var HistogramIterationValue = class {
-      constructor() {
-        this.reset();
-      }
-      reset() {
-        this.valueIteratedTo = 0;
-        this.valueIteratedFrom = 0;
-        this.countAtValueIteratedTo = 0;
-        this.countAddedInThisIterationStep = 0;
-        this.totalCountToThisValue = 0;
-        this.totalValueToThisValue = 0;
-        this.percentile = 0;
-        this.percentileLevelIteratedTo = 0;
-      }
-    };
-    exports2.default = HistogramIterationValue;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
-var require_JsHistogramIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var HistogramIterationValue_1 = require_HistogramIterationValue();
-    var JsHistogramIterator = class {
-      constructor() {
-        this.currentIterationValue = new HistogramIterationValue_1.default();
-      }
-      resetIterator(histogram) {
-        this.histogram = histogram;
-        this.savedHistogramTotalRawCount = histogram.totalCount;
-        this.arrayTotalCount = histogram.totalCount;
-        this.currentIndex = 0;
-        this.currentValueAtIndex = 0;
-        this.nextValueAtIndex = Math.pow(2, histogram.unitMagnitude);
-        this.prevValueIteratedTo = 0;
-        this.totalCountToPrevIndex = 0;
-        this.totalCountToCurrentIndex = 0;
-        this.totalValueToCurrentIndex = 0;
-        this.countAtThisValue = 0;
-        this.freshSubBucket = true;
-        this.currentIterationValue.reset();
-      }
-      /**
-       * Returns true if the iteration has more elements. (In other words, returns true if next would return an
-       * element rather than throwing an exception.)
-       *
-       * @return true if the iterator has more elements.
-       */
-      hasNext() {
-        if (this.histogram.totalCount !== this.savedHistogramTotalRawCount) {
-          throw "Concurrent Modification Exception";
-        }
-        return this.totalCountToCurrentIndex < this.arrayTotalCount;
-      }
-      /**
-       * Returns the next element in the iteration.
-       *
-       * @return the {@link HistogramIterationValue} associated with the next element in the iteration.
-       */
-      next() {
-        while (!this.exhaustedSubBuckets()) {
-          this.countAtThisValue = this.histogram.getCountAtIndex(this.currentIndex);
-          if (this.freshSubBucket) {
-            this.totalCountToCurrentIndex += this.countAtThisValue;
-            this.totalValueToCurrentIndex += this.countAtThisValue * this.histogram.highestEquivalentValue(this.currentValueAtIndex);
-            this.freshSubBucket = false;
-          }
-          if (this.reachedIterationLevel()) {
-            const valueIteratedTo = this.getValueIteratedTo();
-            Object.assign(this.currentIterationValue, {
-              valueIteratedTo,
-              valueIteratedFrom: this.prevValueIteratedTo,
-              countAtValueIteratedTo: this.countAtThisValue,
-              countAddedInThisIterationStep: this.totalCountToCurrentIndex - this.totalCountToPrevIndex,
-              totalCountToThisValue: this.totalCountToCurrentIndex,
-              totalValueToThisValue: this.totalValueToCurrentIndex,
-              percentile: 100 * this.totalCountToCurrentIndex / this.arrayTotalCount,
-              percentileLevelIteratedTo: this.getPercentileIteratedTo()
-            });
-            this.prevValueIteratedTo = valueIteratedTo;
-            this.totalCountToPrevIndex = this.totalCountToCurrentIndex;
-            this.incrementIterationLevel();
-            if (this.histogram.totalCount !== this.savedHistogramTotalRawCount) {
-              throw new Error("Concurrent Modification Exception");
-            }
-            return this.currentIterationValue;
-          }
-          this.incrementSubBucket();
-        }
-        throw new Error("Index Out Of Bounds Exception");
-      }
-      getPercentileIteratedTo() {
-        return 100 * this.totalCountToCurrentIndex / this.arrayTotalCount;
-      }
-      getPercentileIteratedFrom() {
-        return 100 * this.totalCountToPrevIndex / this.arrayTotalCount;
-      }
-      getValueIteratedTo() {
-        return this.histogram.highestEquivalentValue(this.currentValueAtIndex);
-      }
-      exhaustedSubBuckets() {
-        return this.currentIndex >= this.histogram.countsArrayLength;
-      }
-      incrementSubBucket() {
-        this.freshSubBucket = true;
-        this.currentIndex++;
-        this.currentValueAtIndex = this.histogram.valueFromIndex(this.currentIndex);
-        this.nextValueAtIndex = this.histogram.valueFromIndex(this.currentIndex + 1);
-      }
-    };
-    exports2.default = JsHistogramIterator;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
-var require_RecordedValuesIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var JsHistogramIterator_1 = require_JsHistogramIterator();
-    var RecordedValuesIterator = class extends JsHistogramIterator_1.default {
-      /**
-       * @param histogram The histogram this iterator will operate on
-       */
-      constructor(histogram) {
-        super();
-        this.doReset(histogram);
-      }
-      /**
-       * Reset iterator for re-use in a fresh iteration over the same histogram data set.
-       */
-      reset() {
-        this.doReset(this.histogram);
-      }
-      doReset(histogram) {
-        super.resetIterator(histogram);
-        this.visitedIndex = -1;
-      }
-      incrementIterationLevel() {
-        this.visitedIndex = this.currentIndex;
-      }
-      reachedIterationLevel() {
-        const currentCount = this.histogram.getCountAtIndex(this.currentIndex);
-        return currentCount != 0 && this.visitedIndex !== this.currentIndex;
-      }
-    };
-    exports2.default = RecordedValuesIterator;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/PercentileIterator.js
-var require_PercentileIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var JsHistogramIterator_1 = require_JsHistogramIterator();
-    var { pow, floor, log2 } = Math;
-    var PercentileIterator = class extends JsHistogramIterator_1.default {
-      /**
-       * @param histogram The histogram this iterator will operate on
-       * @param percentileTicksPerHalfDistance The number of equal-sized iteration steps per half-distance to 100%.
-       */
-      constructor(histogram, percentileTicksPerHalfDistance) {
-        super();
-        this.percentileTicksPerHalfDistance = 0;
-        this.percentileLevelToIterateTo = 0;
-        this.percentileLevelToIterateFrom = 0;
-        this.reachedLastRecordedValue = false;
-        this.doReset(histogram, percentileTicksPerHalfDistance);
-      }
-      /**
-       * Reset iterator for re-use in a fresh iteration over the same histogram data set.
-       *
-       * @param percentileTicksPerHalfDistance The number of iteration steps per half-distance to 100%.
-       */
-      reset(percentileTicksPerHalfDistance) {
-        this.doReset(this.histogram, percentileTicksPerHalfDistance);
-      }
-      doReset(histogram, percentileTicksPerHalfDistance) {
-        super.resetIterator(histogram);
-        this.percentileTicksPerHalfDistance = percentileTicksPerHalfDistance;
-        this.percentileLevelToIterateTo = 0;
-        this.percentileLevelToIterateFrom = 0;
-        this.reachedLastRecordedValue = false;
-      }
-      hasNext() {
-        if (super.hasNext())
-          return true;
-        if (!this.reachedLastRecordedValue && this.arrayTotalCount > 0) {
-          this.percentileLevelToIterateTo = 100;
-          this.reachedLastRecordedValue = true;
-          return true;
-        }
-        return false;
-      }
-      incrementIterationLevel() {
-        this.percentileLevelToIterateFrom = this.percentileLevelToIterateTo;
-        const percentileReportingTicks = this.percentileTicksPerHalfDistance * pow(2, floor(log2(100 / (100 - this.percentileLevelToIterateTo))) + 1);
-        this.percentileLevelToIterateTo += 100 / percentileReportingTicks;
-      }
-      reachedIterationLevel() {
-        if (this.countAtThisValue === 0) {
-          return false;
-        }
-        const currentPercentile = 100 * this.totalCountToCurrentIndex / this.arrayTotalCount;
-        return currentPercentile >= this.percentileLevelToIterateTo;
-      }
-      getPercentileIteratedTo() {
-        return this.percentileLevelToIterateTo;
-      }
-      getPercentileIteratedFrom() {
-        return this.percentileLevelToIterateFrom;
-      }
-    };
-    exports2.default = PercentileIterator;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/formatters.js
-var require_formatters = __commonJS({
-  "node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.floatFormatter = exports2.keepSignificantDigits = exports2.integerFormatter = void 0;
-    var leftPadding = (size) => {
-      return (input2) => {
-        if (input2.length < size) {
-          return " ".repeat(size - input2.length) + input2;
-        }
-        return input2;
-      };
-    };
-    var integerFormatter = (size) => {
-      const padding = leftPadding(size);
-      return (integer2) => padding("" + integer2);
-    };
-    exports2.integerFormatter = integerFormatter;
-    var { floor, log10, pow } = Math;
-    var numberOfDigits = (n2) => floor(log10(n2) + 1);
-    var keepSignificantDigits = (digits) => (value) => {
-      const valueDigits = numberOfDigits(value);
-      if (valueDigits > digits) {
-        const extraDigits = valueDigits - digits;
-        const magnitude = pow(10, extraDigits);
-        return value - value % magnitude;
-      }
-      return value;
-    };
-    exports2.keepSignificantDigits = keepSignificantDigits;
-    var floatFormatter = (size, fractionDigits) => {
-      const numberFormatter = new Intl.NumberFormat("en-US", {
-        maximumFractionDigits: fractionDigits,
-        minimumFractionDigits: fractionDigits,
-        useGrouping: false
-      });
-      const padding = leftPadding(size);
-      return (float) => padding(numberFormatter.format(float));
-    };
-    exports2.floatFormatter = floatFormatter;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/ulp.js
-var require_ulp = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var ulp = (x) => Math.pow(2, Math.floor(Math.log2(x)) - 52);
-    exports2.default = ulp;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/Histogram.js
-var require_Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.toSummary = exports2.NO_TAG = void 0;
-    var formatters_1 = require_formatters();
-    exports2.NO_TAG = "NO TAG";
-    var toSummary = (histogram) => {
-      const { totalCount, maxValue, numberOfSignificantValueDigits } = histogram;
-      const round2 = (0, formatters_1.keepSignificantDigits)(numberOfSignificantValueDigits);
-      return {
-        p50: round2(histogram.getValueAtPercentile(50)),
-        p75: round2(histogram.getValueAtPercentile(75)),
-        p90: round2(histogram.getValueAtPercentile(90)),
-        p97_5: round2(histogram.getValueAtPercentile(97.5)),
-        p99: round2(histogram.getValueAtPercentile(99)),
-        p99_9: round2(histogram.getValueAtPercentile(99.9)),
-        p99_99: round2(histogram.getValueAtPercentile(99.99)),
-        p99_999: round2(histogram.getValueAtPercentile(99.999)),
-        max: maxValue,
-        totalCount
-      };
-    };
-    exports2.toSummary = toSummary;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/JsHistogram.js
-var require_JsHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.default = exports2.JsHistogram = void 0;
-    var RecordedValuesIterator_1 = require_RecordedValuesIterator();
-    var PercentileIterator_1 = require_PercentileIterator();
-    var formatters_1 = require_formatters();
-    var ulp_1 = require_ulp();
-    var Histogram_1 = require_Histogram();
-    var { pow, floor, ceil, log2, max: max2, min } = Math;
-    var JsHistogram = class _JsHistogram {
-      incrementTotalCount() {
-        this._totalCount++;
-      }
-      addToTotalCount(value) {
-        this._totalCount += value;
-      }
-      setTotalCount(value) {
-        this._totalCount = value;
-      }
-      /**
-       * Get the total count of all recorded values in the histogram
-       * @return the total count of all recorded values in the histogram
-       */
-      get totalCount() {
-        return this._totalCount;
-      }
-      updatedMaxValue(value) {
-        const internalValue = value + this.unitMagnitudeMask;
-        this.maxValue = internalValue;
-      }
-      updateMinNonZeroValue(value) {
-        if (value <= this.unitMagnitudeMask) {
-          return;
-        }
-        const internalValue = floor(value / this.lowestDiscernibleValueRounded) * this.lowestDiscernibleValueRounded;
-        this.minNonZeroValue = internalValue;
-      }
-      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        this.autoResize = false;
-        this.startTimeStampMsec = Number.MAX_SAFE_INTEGER;
-        this.endTimeStampMsec = 0;
-        this.tag = Histogram_1.NO_TAG;
-        this.maxValue = 0;
-        this.minNonZeroValue = Number.MAX_SAFE_INTEGER;
-        this.identity = 0;
-        this.highestTrackableValue = 0;
-        this.lowestDiscernibleValue = 0;
-        this.numberOfSignificantValueDigits = 0;
-        this.bucketCount = 0;
-        this.subBucketCount = 0;
-        this.countsArrayLength = 0;
-        this.wordSizeInBytes = 0;
-        if (lowestDiscernibleValue < 1) {
-          throw new Error("lowestDiscernibleValue must be >= 1");
-        }
-        if (highestTrackableValue < 2 * lowestDiscernibleValue) {
-          throw new Error(`highestTrackableValue must be >= 2 * lowestDiscernibleValue ( 2 * ${lowestDiscernibleValue} )`);
-        }
-        if (numberOfSignificantValueDigits < 0 || numberOfSignificantValueDigits > 5) {
-          throw new Error("numberOfSignificantValueDigits must be between 0 and 5");
-        }
-        this.identity = _JsHistogram.identityBuilder++;
-        this.init(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-      }
-      init(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        this.lowestDiscernibleValue = lowestDiscernibleValue;
-        this.highestTrackableValue = highestTrackableValue;
-        this.numberOfSignificantValueDigits = numberOfSignificantValueDigits;
-        const largestValueWithSingleUnitResolution = 2 * floor(pow(10, numberOfSignificantValueDigits));
-        this.unitMagnitude = floor(log2(lowestDiscernibleValue));
-        this.lowestDiscernibleValueRounded = pow(2, this.unitMagnitude);
-        this.unitMagnitudeMask = this.lowestDiscernibleValueRounded - 1;
-        const subBucketCountMagnitude = ceil(log2(largestValueWithSingleUnitResolution));
-        this.subBucketHalfCountMagnitude = (subBucketCountMagnitude > 1 ? subBucketCountMagnitude : 1) - 1;
-        this.subBucketCount = pow(2, this.subBucketHalfCountMagnitude + 1);
-        this.subBucketHalfCount = this.subBucketCount / 2;
-        this.subBucketMask = (floor(this.subBucketCount) - 1) * pow(2, this.unitMagnitude);
-        this.establishSize(highestTrackableValue);
-        this.leadingZeroCountBase = 53 - this.unitMagnitude - this.subBucketHalfCountMagnitude - 1;
-        this.percentileIterator = new PercentileIterator_1.default(this, 1);
-        this.recordedValuesIterator = new RecordedValuesIterator_1.default(this);
-      }
-      /**
-       * The buckets (each of which has subBucketCount sub-buckets, here assumed to be 2048 as an example) overlap:
-       *
-       * <pre>
-       * The 0'th bucket covers from 0...2047 in multiples of 1, using all 2048 sub-buckets
-       * The 1'th bucket covers from 2048..4097 in multiples of 2, using only the top 1024 sub-buckets
-       * The 2'th bucket covers from 4096..8191 in multiple of 4, using only the top 1024 sub-buckets
-       * ...
-       * </pre>
-       *
-       * Bucket 0 is "special" here. It is the only one that has 2048 entries. All the rest have 1024 entries (because
-       * their bottom half overlaps with and is already covered by the all of the previous buckets put together). In other
-       * words, the k'th bucket could represent 0 * 2^k to 2048 * 2^k in 2048 buckets with 2^k precision, but the midpoint
-       * of 1024 * 2^k = 2048 * 2^(k-1) = the k-1'th bucket's end, so we would use the previous bucket for those lower
-       * values as it has better precision.
-       */
-      establishSize(newHighestTrackableValue) {
-        this.countsArrayLength = this.determineArrayLengthNeeded(newHighestTrackableValue);
-        this.bucketCount = this.getBucketsNeededToCoverValue(newHighestTrackableValue);
-        this.highestTrackableValue = newHighestTrackableValue;
-      }
-      determineArrayLengthNeeded(highestTrackableValue) {
-        if (highestTrackableValue < 2 * this.lowestDiscernibleValue) {
-          throw new Error("highestTrackableValue (" + highestTrackableValue + ") cannot be < (2 * lowestDiscernibleValue)");
-        }
-        const countsArrayLength = this.getLengthForNumberOfBuckets(this.getBucketsNeededToCoverValue(highestTrackableValue));
-        return countsArrayLength;
-      }
-      /**
-       * If we have N such that subBucketCount * 2^N > max value, we need storage for N+1 buckets, each with enough
-       * slots to hold the top half of the subBucketCount (the lower half is covered by previous buckets), and the +1
-       * being used for the lower half of the 0'th bucket. Or, equivalently, we need 1 more bucket to capture the max
-       * value if we consider the sub-bucket length to be halved.
-       */
-      getLengthForNumberOfBuckets(numberOfBuckets) {
-        const lengthNeeded = (numberOfBuckets + 1) * (this.subBucketCount / 2);
-        return lengthNeeded;
-      }
-      getBucketsNeededToCoverValue(value) {
-        let smallestUntrackableValue = this.subBucketCount * pow(2, this.unitMagnitude);
-        let bucketsNeeded = 1;
-        while (smallestUntrackableValue <= value) {
-          if (smallestUntrackableValue > Number.MAX_SAFE_INTEGER / 2) {
-            return bucketsNeeded + 1;
-          }
-          smallestUntrackableValue = smallestUntrackableValue * 2;
-          bucketsNeeded++;
-        }
-        return bucketsNeeded;
-      }
-      /**
-       * Record a value in the histogram
-       *
-       * @param value The value to be recorded
-       * @throws may throw Error if value is exceeds highestTrackableValue
-       */
-      recordValue(value) {
-        this.recordSingleValue(value);
-      }
-      recordSingleValue(value) {
-        const countsIndex = this.countsArrayIndex(value);
-        if (countsIndex >= this.countsArrayLength) {
-          this.handleRecordException(1, value);
-        } else {
-          this.incrementCountAtIndex(countsIndex);
-        }
-        this.updateMinAndMax(value);
-        this.incrementTotalCount();
-      }
-      handleRecordException(count4, value) {
-        if (!this.autoResize) {
-          throw new Error("Value " + value + " is outside of histogram covered range");
-        }
-        this.resize(value);
-        var countsIndex = this.countsArrayIndex(value);
-        this.addToCountAtIndex(countsIndex, count4);
-        this.highestTrackableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
-      }
-      countsArrayIndex(value) {
-        if (value < 0) {
-          throw new Error("Histogram recorded value cannot be negative.");
-        }
-        const bucketIndex = this.getBucketIndex(value);
-        const subBucketIndex = this.getSubBucketIndex(value, bucketIndex);
-        return this.computeCountsArrayIndex(bucketIndex, subBucketIndex);
-      }
-      computeCountsArrayIndex(bucketIndex, subBucketIndex) {
-        const bucketBaseIndex = (bucketIndex + 1) * pow(2, this.subBucketHalfCountMagnitude);
-        const offsetInBucket = subBucketIndex - this.subBucketHalfCount;
-        return bucketBaseIndex + offsetInBucket;
-      }
-      /**
-       * @return the lowest (and therefore highest precision) bucket index that can represent the value
-       */
-      getBucketIndex(value) {
-        return max2(floor(log2(value)) - this.subBucketHalfCountMagnitude - this.unitMagnitude, 0);
-      }
-      getSubBucketIndex(value, bucketIndex) {
-        return floor(value / pow(2, bucketIndex + this.unitMagnitude));
-      }
-      updateMinAndMax(value) {
-        if (value > this.maxValue) {
-          this.updatedMaxValue(value);
-        }
-        if (value < this.minNonZeroValue && value !== 0) {
-          this.updateMinNonZeroValue(value);
-        }
-      }
-      /**
-       * Get the value at a given percentile.
-       * When the given percentile is &gt; 0.0, the value returned is the value that the given
-       * percentage of the overall recorded value entries in the histogram are either smaller than
-       * or equivalent to. When the given percentile is 0.0, the value returned is the value that all value
-       * entries in the histogram are either larger than or equivalent to.
-       * <p>
-       * Note that two values are "equivalent" in this statement if
-       * {@link org.HdrHistogram.JsHistogram#valuesAreEquivalent} would return true.
-       *
-       * @param percentile  The percentile for which to return the associated value
-       * @return The value that the given percentage of the overall recorded value entries in the
-       * histogram are either smaller than or equivalent to. When the percentile is 0.0, returns the
-       * value that all value entries in the histogram are either larger than or equivalent to.
-       */
-      getValueAtPercentile(percentile) {
-        const requestedPercentile = min(percentile, 100);
-        const fpCountAtPercentile = requestedPercentile / 100 * this.totalCount;
-        const countAtPercentile = max2(
-          ceil(fpCountAtPercentile - (0, ulp_1.default)(fpCountAtPercentile)),
-          // round up
-          1
-          // Make sure we at least reach the first recorded entry
-        );
-        let totalToCurrentIndex = 0;
-        for (let i2 = 0; i2 < this.countsArrayLength; i2++) {
-          totalToCurrentIndex += this.getCountAtIndex(i2);
-          if (totalToCurrentIndex >= countAtPercentile) {
-            var valueAtIndex = this.valueFromIndex(i2);
-            return percentile === 0 ? this.lowestEquivalentValue(valueAtIndex) : this.highestEquivalentValue(valueAtIndex);
-          }
-        }
-        return 0;
-      }
-      valueFromIndexes(bucketIndex, subBucketIndex) {
-        return subBucketIndex * pow(2, bucketIndex + this.unitMagnitude);
-      }
-      valueFromIndex(index) {
-        let bucketIndex = floor(index / this.subBucketHalfCount) - 1;
-        let subBucketIndex = index % this.subBucketHalfCount + this.subBucketHalfCount;
-        if (bucketIndex < 0) {
-          subBucketIndex -= this.subBucketHalfCount;
-          bucketIndex = 0;
-        }
-        return this.valueFromIndexes(bucketIndex, subBucketIndex);
-      }
-      /**
-       * Get the lowest value that is equivalent to the given value within the histogram's resolution.
-       * Where "equivalent" means that value samples recorded for any two
-       * equivalent values are counted in a common total count.
-       *
-       * @param value The given value
-       * @return The lowest value that is equivalent to the given value within the histogram's resolution.
-       */
-      lowestEquivalentValue(value) {
-        const bucketIndex = this.getBucketIndex(value);
-        const subBucketIndex = this.getSubBucketIndex(value, bucketIndex);
-        const thisValueBaseLevel = this.valueFromIndexes(bucketIndex, subBucketIndex);
-        return thisValueBaseLevel;
-      }
-      /**
-       * Get the highest value that is equivalent to the given value within the histogram's resolution.
-       * Where "equivalent" means that value samples recorded for any two
-       * equivalent values are counted in a common total count.
-       *
-       * @param value The given value
-       * @return The highest value that is equivalent to the given value within the histogram's resolution.
-       */
-      highestEquivalentValue(value) {
-        return this.nextNonEquivalentValue(value) - 1;
-      }
-      /**
-       * Get the next value that is not equivalent to the given value within the histogram's resolution.
-       * Where "equivalent" means that value samples recorded for any two
-       * equivalent values are counted in a common total count.
-       *
-       * @param value The given value
-       * @return The next value that is not equivalent to the given value within the histogram's resolution.
-       */
-      nextNonEquivalentValue(value) {
-        return this.lowestEquivalentValue(value) + this.sizeOfEquivalentValueRange(value);
-      }
-      /**
-       * Get the size (in value units) of the range of values that are equivalent to the given value within the
-       * histogram's resolution. Where "equivalent" means that value samples recorded for any two
-       * equivalent values are counted in a common total count.
-       *
-       * @param value The given value
-       * @return The size of the range of values equivalent to the given value.
-       */
-      sizeOfEquivalentValueRange(value) {
-        const bucketIndex = this.getBucketIndex(value);
-        const subBucketIndex = this.getSubBucketIndex(value, bucketIndex);
-        const distanceToNextValue = pow(2, this.unitMagnitude + (subBucketIndex >= this.subBucketCount ? bucketIndex + 1 : bucketIndex));
-        return distanceToNextValue;
-      }
-      /**
-       * Get a value that lies in the middle (rounded up) of the range of values equivalent the given value.
-       * Where "equivalent" means that value samples recorded for any two
-       * equivalent values are counted in a common total count.
-       *
-       * @param value The given value
-       * @return The value lies in the middle (rounded up) of the range of values equivalent the given value.
-       */
-      medianEquivalentValue(value) {
-        return this.lowestEquivalentValue(value) + floor(this.sizeOfEquivalentValueRange(value) / 2);
-      }
-      /**
-       * Get the computed mean value of all recorded values in the histogram
-       *
-       * @return the mean value (in value units) of the histogram data
-       */
-      get mean() {
-        if (this.totalCount === 0) {
-          return 0;
-        }
-        this.recordedValuesIterator.reset();
-        let totalValue = 0;
-        while (this.recordedValuesIterator.hasNext()) {
-          const iterationValue = this.recordedValuesIterator.next();
-          totalValue += this.medianEquivalentValue(iterationValue.valueIteratedTo) * iterationValue.countAtValueIteratedTo;
-        }
-        return totalValue / this.totalCount;
-      }
-      getStdDeviation(mean2 = this.mean) {
-        if (this.totalCount === 0) {
-          return 0;
-        }
-        let geometric_deviation_total = 0;
-        this.recordedValuesIterator.reset();
-        while (this.recordedValuesIterator.hasNext()) {
-          const iterationValue = this.recordedValuesIterator.next();
-          const deviation = this.medianEquivalentValue(iterationValue.valueIteratedTo) - mean2;
-          geometric_deviation_total += deviation * deviation * iterationValue.countAddedInThisIterationStep;
-        }
-        const std_deviation = Math.sqrt(geometric_deviation_total / this.totalCount);
-        return std_deviation;
-      }
-      /**
-       * Get the computed standard deviation of all recorded values in the histogram
-       *
-       * @return the standard deviation (in value units) of the histogram data
-       */
-      get stdDeviation() {
-        if (this.totalCount === 0) {
-          return 0;
-        }
-        const mean2 = this.mean;
-        let geometric_deviation_total = 0;
-        this.recordedValuesIterator.reset();
-        while (this.recordedValuesIterator.hasNext()) {
-          const iterationValue = this.recordedValuesIterator.next();
-          const deviation = this.medianEquivalentValue(iterationValue.valueIteratedTo) - mean2;
-          geometric_deviation_total += deviation * deviation * iterationValue.countAddedInThisIterationStep;
-        }
-        const std_deviation = Math.sqrt(geometric_deviation_total / this.totalCount);
-        return std_deviation;
-      }
-      /**
-       * Produce textual representation of the value distribution of histogram data by percentile. The distribution is
-       * output with exponentially increasing resolution, with each exponentially decreasing half-distance containing
-       * <i>dumpTicksPerHalf</i> percentile reporting tick points.
-       *
-       * @param printStream    Stream into which the distribution will be output
-       * <p>
-       * @param percentileTicksPerHalfDistance  The number of reporting points per exponentially decreasing half-distance
-       * <p>
-       * @param outputValueUnitScalingRatio    The scaling factor by which to divide histogram recorded values units in
-       *                                     output
-       * @param useCsvFormat  Output in CSV format if true. Otherwise use plain text form.
-       */
-      outputPercentileDistribution(percentileTicksPerHalfDistance = 5, outputValueUnitScalingRatio = 1, useCsvFormat = false) {
-        let result = "";
-        if (useCsvFormat) {
-          result += '"Value","Percentile","TotalCount","1/(1-Percentile)"\n';
-        } else {
-          result += "       Value     Percentile TotalCount 1/(1-Percentile)\n\n";
-        }
-        const iterator2 = this.percentileIterator;
-        iterator2.reset(percentileTicksPerHalfDistance);
-        let lineFormatter;
-        let lastLineFormatter;
-        if (useCsvFormat) {
-          const valueFormatter = (0, formatters_1.floatFormatter)(0, this.numberOfSignificantValueDigits);
-          const percentileFormatter = (0, formatters_1.floatFormatter)(0, 12);
-          const lastFormatter = (0, formatters_1.floatFormatter)(0, 2);
-          lineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + "," + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + "," + iterationValue.totalCountToThisValue + "," + lastFormatter(1 / (1 - iterationValue.percentileLevelIteratedTo / 100)) + "\n";
-          lastLineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + "," + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + "," + iterationValue.totalCountToThisValue + ",Infinity\n";
-        } else {
-          const valueFormatter = (0, formatters_1.floatFormatter)(12, this.numberOfSignificantValueDigits);
-          const percentileFormatter = (0, formatters_1.floatFormatter)(2, 12);
-          const totalCountFormatter = (0, formatters_1.integerFormatter)(10);
-          const lastFormatter = (0, formatters_1.floatFormatter)(14, 2);
-          lineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + " " + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + " " + totalCountFormatter(iterationValue.totalCountToThisValue) + " " + lastFormatter(1 / (1 - iterationValue.percentileLevelIteratedTo / 100)) + "\n";
-          lastLineFormatter = (iterationValue) => valueFormatter(iterationValue.valueIteratedTo / outputValueUnitScalingRatio) + " " + percentileFormatter(iterationValue.percentileLevelIteratedTo / 100) + " " + totalCountFormatter(iterationValue.totalCountToThisValue) + "\n";
-        }
-        while (iterator2.hasNext()) {
-          const iterationValue = iterator2.next();
-          if (iterationValue.percentileLevelIteratedTo < 100) {
-            result += lineFormatter(iterationValue);
-          } else {
-            result += lastLineFormatter(iterationValue);
-          }
-        }
-        if (!useCsvFormat) {
-          const formatter = (0, formatters_1.floatFormatter)(12, this.numberOfSignificantValueDigits);
-          const _mean = this.mean;
-          const mean2 = formatter(_mean / outputValueUnitScalingRatio);
-          const std_deviation = formatter(this.getStdDeviation(_mean) / outputValueUnitScalingRatio);
-          const max3 = formatter(this.maxValue / outputValueUnitScalingRatio);
-          const intFormatter = (0, formatters_1.integerFormatter)(12);
-          const totalCount = intFormatter(this.totalCount);
-          const bucketCount = intFormatter(this.bucketCount);
-          const subBucketCount = intFormatter(this.subBucketCount);
-          result += `#[Mean    = ${mean2}, StdDeviation   = ${std_deviation}]
-#[Max     = ${max3}, Total count    = ${totalCount}]
-#[Buckets = ${bucketCount}, SubBuckets     = ${subBucketCount}]
-`;
-        }
-        return result;
-      }
-      get summary() {
-        return (0, Histogram_1.toSummary)(this);
-      }
-      toJSON() {
-        return this.summary;
-      }
-      inspect() {
-        return this.toString();
-      }
-      [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")]() {
-        return this.toString();
-      }
-      /**
-       * Provide a (conservatively high) estimate of the Histogram's total footprint in bytes
-       *
-       * @return a (conservatively high) estimate of the Histogram's total footprint in bytes
-       */
-      get estimatedFootprintInBytes() {
-        return this._getEstimatedFootprintInBytes();
-      }
-      recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
-        this.recordSingleValue(value);
-        if (expectedIntervalBetweenValueSamples <= 0) {
-          return;
-        }
-        for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
-          this.recordSingleValue(missingValue);
-        }
-      }
-      recordCountAtValue(count4, value) {
-        const countsIndex = this.countsArrayIndex(value);
-        if (countsIndex >= this.countsArrayLength) {
-          this.handleRecordException(count4, value);
-        } else {
-          this.addToCountAtIndex(countsIndex, count4);
-        }
-        this.updateMinAndMax(value);
-        this.addToTotalCount(count4);
-      }
-      /**
-       * Record a value in the histogram (adding to the value's current count)
-       *
-       * @param value The value to be recorded
-       * @param count The number of occurrences of this value to record
-       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
-       */
-      recordValueWithCount(value, count4) {
-        this.recordCountAtValue(count4, value);
-      }
-      /**
-       * Record a value in the histogram.
-       * <p>
-       * To compensate for the loss of sampled values when a recorded value is larger than the expected
-       * interval between value samples, Histogram will auto-generate an additional series of decreasingly-smaller
-       * (down to the expectedIntervalBetweenValueSamples) value records.
-       * <p>
-       * Note: This is a at-recording correction method, as opposed to the post-recording correction method provided
-       * by {@link #copyCorrectedForCoordinatedOmission(long)}.
-       * The two methods are mutually exclusive, and only one of the two should be be used on a given data set to correct
-       * for the same coordinated omission issue.
-       * <p>
-       * See notes in the description of the Histogram calls for an illustration of why this corrective behavior is
-       * important.
-       *
-       * @param value The value to record
-       * @param expectedIntervalBetweenValueSamples If expectedIntervalBetweenValueSamples is larger than 0, add
-       *                                           auto-generated value records as appropriate if value is larger
-       *                                           than expectedIntervalBetweenValueSamples
-       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
-       */
-      recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
-        this.recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
-      }
-      recordValueWithCountAndExpectedInterval(value, count4, expectedIntervalBetweenValueSamples) {
-        this.recordCountAtValue(count4, value);
-        if (expectedIntervalBetweenValueSamples <= 0) {
-          return;
-        }
-        for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
-          this.recordCountAtValue(count4, missingValue);
-        }
-      }
-      /**
-       * Add the contents of another histogram to this one, while correcting the incoming data for coordinated omission.
-       * <p>
-       * To compensate for the loss of sampled values when a recorded value is larger than the expected
-       * interval between value samples, the values added will include an auto-generated additional series of
-       * decreasingly-smaller (down to the expectedIntervalBetweenValueSamples) value records for each count found
-       * in the current histogram that is larger than the expectedIntervalBetweenValueSamples.
-       *
-       * Note: This is a post-recording correction method, as opposed to the at-recording correction method provided
-       * by {@link #recordValueWithExpectedInterval(long, long) recordValueWithExpectedInterval}. The two
-       * methods are mutually exclusive, and only one of the two should be be used on a given data set to correct
-       * for the same coordinated omission issue.
-       * by
-       * <p>
-       * See notes in the description of the Histogram calls for an illustration of why this corrective behavior is
-       * important.
-       *
-       * @param otherHistogram The other histogram. highestTrackableValue and largestValueWithSingleUnitResolution must match.
-       * @param expectedIntervalBetweenValueSamples If expectedIntervalBetweenValueSamples is larger than 0, add
-       *                                           auto-generated value records as appropriate if value is larger
-       *                                           than expectedIntervalBetweenValueSamples
-       * @throws ArrayIndexOutOfBoundsException (may throw) if values exceed highestTrackableValue
-       */
-      addWhileCorrectingForCoordinatedOmission(otherHistogram, expectedIntervalBetweenValueSamples) {
-        const toHistogram = this;
-        const otherValues = new RecordedValuesIterator_1.default(otherHistogram);
-        while (otherValues.hasNext()) {
-          const v = otherValues.next();
-          toHistogram.recordValueWithCountAndExpectedInterval(v.valueIteratedTo, v.countAtValueIteratedTo, expectedIntervalBetweenValueSamples);
-        }
-      }
-      /**
-       * Add the contents of another histogram to this one.
-       * <p>
-       * As part of adding the contents, the start/end timestamp range of this histogram will be
-       * extended to include the start/end timestamp range of the other histogram.
-       *
-       * @param otherHistogram The other histogram.
-       * @throws (may throw) if values in fromHistogram's are
-       * higher than highestTrackableValue.
-       */
-      add(otherHistogram) {
-        if (!(otherHistogram instanceof _JsHistogram)) {
-          throw new Error("Cannot add a WASM histogram to a regular JS histogram");
-        }
-        const highestRecordableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
-        if (highestRecordableValue < otherHistogram.maxValue) {
-          if (!this.autoResize) {
-            throw new Error("The other histogram includes values that do not fit in this histogram's range.");
-          }
-          this.resize(otherHistogram.maxValue);
-        }
-        if (this.bucketCount === otherHistogram.bucketCount && this.subBucketCount === otherHistogram.subBucketCount && this.unitMagnitude === otherHistogram.unitMagnitude) {
-          let observedOtherTotalCount = 0;
-          for (let i2 = 0; i2 < otherHistogram.countsArrayLength; i2++) {
-            const otherCount = otherHistogram.getCountAtIndex(i2);
-            if (otherCount > 0) {
-              this.addToCountAtIndex(i2, otherCount);
-              observedOtherTotalCount += otherCount;
-            }
-          }
-          this.setTotalCount(this.totalCount + observedOtherTotalCount);
-          this.updatedMaxValue(max2(this.maxValue, otherHistogram.maxValue));
-          this.updateMinNonZeroValue(min(this.minNonZeroValue, otherHistogram.minNonZeroValue));
-        } else {
-          const otherMaxIndex = otherHistogram.countsArrayIndex(otherHistogram.maxValue);
-          let otherCount = otherHistogram.getCountAtIndex(otherMaxIndex);
-          this.recordCountAtValue(otherCount, otherHistogram.valueFromIndex(otherMaxIndex));
-          for (let i2 = 0; i2 < otherMaxIndex; i2++) {
-            otherCount = otherHistogram.getCountAtIndex(i2);
-            if (otherCount > 0) {
-              this.recordCountAtValue(otherCount, otherHistogram.valueFromIndex(i2));
-            }
-          }
-        }
-        this.startTimeStampMsec = min(this.startTimeStampMsec, otherHistogram.startTimeStampMsec);
-        this.endTimeStampMsec = max2(this.endTimeStampMsec, otherHistogram.endTimeStampMsec);
-      }
-      /**
-       * Get the count of recorded values at a specific value (to within the histogram resolution at the value level).
-       *
-       * @param value The value for which to provide the recorded count
-       * @return The total count of values recorded in the histogram within the value range that is
-       * {@literal >=} lowestEquivalentValue(<i>value</i>) and {@literal <=} highestEquivalentValue(<i>value</i>)
-       */
-      getCountAtValue(value) {
-        const index = min(max2(0, this.countsArrayIndex(value)), this.countsArrayLength - 1);
-        return this.getCountAtIndex(index);
-      }
-      /**
-       * Subtract the contents of another histogram from this one.
-       * <p>
-       * The start/end timestamps of this histogram will remain unchanged.
-       *
-       * @param otherHistogram The other histogram.
-       * @throws ArrayIndexOutOfBoundsException (may throw) if values in otherHistogram's are higher than highestTrackableValue.
-       *
-       */
-      subtract(otherHistogram) {
-        const highestRecordableValue = this.valueFromIndex(this.countsArrayLength - 1);
-        if (!(otherHistogram instanceof _JsHistogram)) {
-          throw new Error("Cannot subtract a WASM histogram to a regular JS histogram");
-        }
-        if (highestRecordableValue < otherHistogram.maxValue) {
-          if (!this.autoResize) {
-            throw new Error("The other histogram includes values that do not fit in this histogram's range.");
-          }
-          this.resize(otherHistogram.maxValue);
-        }
-        if (this.bucketCount === otherHistogram.bucketCount && this.subBucketCount === otherHistogram.subBucketCount && this.unitMagnitude === otherHistogram.unitMagnitude) {
-          let observedOtherTotalCount = 0;
-          for (let i2 = 0; i2 < otherHistogram.countsArrayLength; i2++) {
-            const otherCount = otherHistogram.getCountAtIndex(i2);
-            if (otherCount > 0) {
-              this.addToCountAtIndex(i2, -otherCount);
-              observedOtherTotalCount += otherCount;
-            }
-          }
-          this.setTotalCount(this.totalCount - observedOtherTotalCount);
-        } else {
-          for (let i2 = 0; i2 < otherHistogram.countsArrayLength; i2++) {
-            const otherCount = otherHistogram.getCountAtIndex(i2);
-            if (otherCount > 0) {
-              const otherValue = otherHistogram.valueFromIndex(i2);
-              if (this.getCountAtValue(otherValue) < otherCount) {
-                throw new Error("otherHistogram count (" + otherCount + ") at value " + otherValue + " is larger than this one's (" + this.getCountAtValue(otherValue) + ")");
-              }
-              this.recordCountAtValue(-otherCount, otherValue);
-            }
-          }
-        }
-        if (this.getCountAtValue(this.maxValue) <= 0 || this.getCountAtValue(this.minNonZeroValue) <= 0) {
-          this.establishInternalTackingValues();
-        }
-      }
-      establishInternalTackingValues(lengthToCover = this.countsArrayLength) {
-        this.maxValue = 0;
-        this.minNonZeroValue = Number.MAX_VALUE;
-        let maxIndex = -1;
-        let minNonZeroIndex = -1;
-        let observedTotalCount = 0;
-        for (let index = 0; index < lengthToCover; index++) {
-          const countAtIndex = this.getCountAtIndex(index);
-          if (countAtIndex > 0) {
-            observedTotalCount += countAtIndex;
-            maxIndex = index;
-            if (minNonZeroIndex == -1 && index != 0) {
-              minNonZeroIndex = index;
-            }
-          }
-        }
-        if (maxIndex >= 0) {
-          this.updatedMaxValue(this.highestEquivalentValue(this.valueFromIndex(maxIndex)));
-        }
-        if (minNonZeroIndex >= 0) {
-          this.updateMinNonZeroValue(this.valueFromIndex(minNonZeroIndex));
-        }
-        this.setTotalCount(observedTotalCount);
-      }
-      reset() {
-        this.clearCounts();
-        this.setTotalCount(0);
-        this.startTimeStampMsec = 0;
-        this.endTimeStampMsec = 0;
-        this.tag = Histogram_1.NO_TAG;
-        this.maxValue = 0;
-        this.minNonZeroValue = Number.MAX_SAFE_INTEGER;
-      }
-      destroy() {
-      }
-    };
-    exports2.JsHistogram = JsHistogram;
-    exports2.default = JsHistogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
-var require_generated_wasm = __commonJS({
-  "node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.BINARY = void 0;
-    exports2.BINARY = "eNrsfQtgVMXV/8zce3c3uQlclLBIUGdvogQRCUkIQbGbmwKiVaGWWoqvBAjCBoGEBW2/kARRxFelL6vV6iZU8bNY8bOtQsWAWkVbLb79V9uC9VU/W6m11bZ+5u85M/fu3VeygbxdabO798ydmXvmnDNnzpz5XVKz+hJKCKH302OqWXMzqabNtBn+NFbTZgKXaHM1a27Ev00EvzZWe5obGxuRpDQ3NpJqpbkZCzeSagp0pVmUbaLN1WpzU1MzqVaamkT5piYsL2ukTVgFba4mpJrgtWbaBB1oqlabsVoKtbBGqBev0OZqrRlJLJcqtSvWajULVzaEyVHKn9nbLCdPISQ7b5RK1Ozso9TsMfnZNMeTTYYrHkXxU5UQouZSv0I9wz2K+B8lZLia61FUv0qVPEVR8tRhhjKaMq8ndwQZTbVhR2gE7stW1bHkSIL/0VGEeIghClFRwKZ156oKl+nRiYTRw+A/lY6iPkpVSvGPT/7P56OE6fgP/9Ozsrwjxe2id4qvl65q8J+Srap0FVE1hRLq2URHNdIZdhG9mVqH8sddRUx1xPLCHx/8GQl/xsKfQvhzIvzZvZFCDdddw3TvJyc9QHO/evrZ8yqsc86xvn7R6TOUYdmzl60Or7y4oeaSCmW47vyYXK4Y0V+lJcqI6K/yMuWI4XNrFtXVLnauKUdqF120ovZSomsXXbRq2QoS9F500ZoV8K0y66KLFq1cvrx2UZhY+kUXNYTDyy5aWLO6VhnpuaT2kpUN32Bk5EUXra4NWw0Xr7mkdkV49Zm1Ky4OLyUzRkU7V7Bo5YrV4YY1i8IrG8g79CgX5eLa8Mk1a8Irz6ldveybteTPMcTVscR3aWHcnUuXXby0dnV4XkPNorqahctrz61ZvqaW/G9MudUpy71HA3H1rQ7XNITnLbuk9ivhmktWnbW6dhH5S0yh1ckL/ZUeG1dT7YrFsUXejymyOlmRg/SYuFouWbbi7JUrFtQ2rBQ9/hv1x5eouUyQPkhga3hluGb5F1euWREmf6f5CU+6eEbt2mU14WUrV5AP6ZHx1dbWrCD/oEXxT7U6vOySmnDt4lkrV4ZXNSxbET59RdU3wrWryT+pe7wbahetbFgsOvZRzIO7KF9bFl4quvcxPSF1kZmXrapdFK5dfPqKcG3D2prl5F/xzMaiVnhubcOi2hXhZctryb/pOFeRlWvCq9a4yDOWrQ43LFu4Bp/9P/SkGEFd9Y0vrmxowBZnrWz44sqVDYuXrYBHnnPJstWr4Y5P6GjXHTWLo4pUQf4vZhTctMnl5NOUxNIS0pGSWF5GWtjRscQ4DSbrYwqsXrMw3FCzKOzq2OXsmM4KTC4nGzovUVpCrui8RHkZuZKZSUrEd3YjG+EqVbti0crFteQqZsTIwOraMNnE/K4exliRq9kYNynBjMRQE+zIcfH3pjIkx8VXk8qSmPE1JjUlZnx1SW0Jj68riTHh8TUlsSbHxteTaE5GJxSJ2pMEBscYlLGJD+yyKNewkQk1g0m5lo1PeLiUNuW62OF3G5XrGU9BilqVb7EJnZRJMCs3sHi+J9qVzazIXaZTw/JtNilWeLu2LN9hR7lviTUt342V+Djb8r3U1NIS8v3U1PIycqNLrwU1XmN/EFsiiX25iR3baYnJ5eTmLoqUlpAfdlGkvIzcwgqSFYnv8a3sCHcxaWR+5LI8KBJgZW5ziVlpSYyVud3Ft9KSzqxMaUlnVkbe27WVkdV0bWVkjV1YGVldF1ZG1tWplZE1dWplZD2dWRm7SDIrI2kprIzzwC4rE3FZGbtmsDKtLitjP1xKK9MWO/xuK7OF8RSkqJX5scvKJJZJsDJ3sHi+J1qZO11WprSkcyuz1WVlUHi7tjJ3uaxMaUmclfnvWImPszJ3p6aWlpCfpKaWl5FtLhsiqPE6e09siSRW5qfs2E5LTC4n93ZRpLSEbO+iSHkZuc9lZVxF4nv8Py4rU1piW5n7XVYGRQKszM9cYlZeFmNlfu7iW3lZZ1amvKwzKyPv7drKyGq6tjKyxi6sjKyuCysj6+rUysiaOrUysp7OrIxdJJmVkbQUVsZ5YJeV+YXLytg1g5V5wGVl7IdLaWUejB1+t5XZwXgKUtTK7HRZmcQyCVbmlyye74lW5iGXlSkv69zK7HJZGRTerq3Mwy4rU14WZ2XaYyU+zsrsTk0tLSF7UlPLy8gjLhsiqPE6+2hsiSRW5jF2bKclJpeTX3VRpLSEPN5FkfIy8oTLyriKxPd4r8vKlJfZVuZJl5VBkQAr8xTLj7s7xtL8mh0TT06wNgklEizO+GR1pLI645NVl8ryHJ+s5qTW5/hk1Sa1QIXJ6kxihQqT1ZjEEhUkqy/RGo1NWixqkZIORIxV4smZ4bJMv2Gjk7YC1ulpNjHpg6e0UM8kio7bSv2WFXZCjlqqfWxSF+USrNWzLNkYJVqs59iJ8eU6tVrPs9JEZejacr3Ajo6/LdZ6vZioRXEW7KXOS5SWkJc7L1FeRl5hZpIS8bbh/yWWSmLRfscKuiw1uZy8mkax0hLyWhrFysvI79m4VMXin+IPbFR8UWnl/sjyEsUJLN1+ZiyuhSKuxzzARsRdm1xOXk+4WFpC/pRwsbyMvMHyxMX47r3JfHRmVhYlFtUVOuu07B884nub5RJOONlVRa9sb71Zv4SyZiuSbbzFrM058He/D/7uu5LipY34ETkC/u4eg9+RvnkfMd5iBZpJi5hqNdYHiFLJCaenqZWcFDF1DCfWyJDxRfyB9Byq6/ouSpXmAg8ns0Q5X6FHZ5V2IZPOlJfH5FCdU/xqsnLm44wzKKPUc9pQzlS9wBtgQM4xqUXPUpstqsG2QxEjnJ6uVlqRbGt/tjXKGmsQonNqKWHrsY00VMSIxev1gALV+QKUE84KfDMtxpV8qBceAZqjnMrmCF5mnJQzn/40pWozkAj0VrFa2OlqM1csda1mHcsV65OOjg7F/jw931QurjNVy1sXYFzhqqXWrbWM1dA6hdZVbMTU1EqucRXq56payVWuwRNyhTNLDYcsFuYkVMSqOQWmxVyFu6q5Clxj4ooYjyauXFoPzXAFeq8gW4FdxGri7NL6ckZ0Xdd/yagmHsdkUNpSQ5xZjfUhU8VrFq3HG1VDhaqiZKUc+Ay/JS/EHQGmc8VicBO11DqoA+gBD7AV6/DAPYpTh85V6HgDVAfsAeYTpJtMMpdJ5jLJXOYwl11cZyrAXI0z6Jxgrsm4FsM2fDACbEBu+LiCXKTI45jCcK3a5hPlWhj7pUnGEiGllLMwSuBVlFLo3qp61gykSM5nfSaccWodGbJW1VtqnUkto25WPowOsAE6YtQFQLL1OpNZI09XK4fryFlWz5nlg4u0oUEwV3QZPnxYqRoKmcxiQCSclbNIDnJV02+klDUHiUktciYoAqd1lcQiszWL6Gol0a3N1zCohljbbxRfQFUt/+kwthYLAz2EzVkkQBUYOwNolBPJG6dENacWDQUo6DIn8BXVGlv42Y0sSCwjbHjgZ2G2/qhClWZWKf4VKMMUQpmiW7RQsUiharACb6GnQB2uF/hmBliBJ2pHCrycoB0p9AieK/Wc4QXObFPRgN0tVKWZgXpiTY3dhl3xLLWyIE9YKdiYPF0YGmJSeFLjLQbPo8rnSdqZTjoiOxHXg4KsACnwFmZxUujlrNBnUws9FitUdHx0j0kKvE71QHN1T4gAfvi0AirksrHeUkN1hTg4IRMLz1ErC7JnqpWGFx+iDsyaNbzeopzko2UUWkrr9THCsBELjCgpyEb50a3s4XqBFwRcWEBozyKFim4R/Q4Qrs/EUCgjFcpoUSuf04vrwpyGLFoHlVqfdnR00NPzTWprJRMmQ5o8ahsoeM5mTsP1JprSpXFGThNPCYpFQ7IQCDxdaoKswu1LHbnEGywwZS8xSptZJaczYXazyMkEbwKNoXXiJ7XYWTaRig8GnZJkZilOQY9TEK2tc90nr3NSZyn1JgP+E6GQlLM6nMGgSbhDKLF9R3QgObNyJBk03i442imYIz4M8TFSfIzmzBrr3Dba+TbS+WbU2V0hllpvjQ6ZLBQQ/ZJKzeeAUFWRqQoRHz7xYYiP0VBEyA6XeqDrf1NghiDWe2Bz56iV1n6fFcmyrmDWsTCxFtACkD5WabUYAaZUcmb46gKsACacAnpP1V7aVPUGadlqtfhChSyH6ZxZ5IxcuNFkBZ+xvsV3upUd5ixUyHTdFuKC7IDCiWUAK9HYf0k0vF23nlKso3FGV6wczhxDC0w9K9/UjCyTzVQrgzB3qVwBowysCVtq3WlhlFrt4rowiKwW4hrXbKkNWR0dSshqaWmst4y1Jsz36hn5aEVhQpZfiC4mZSMsDR1XuGZkwawH9n0MEA0Vv5seq7GeazD7G8B2xj1g4zUxo4BQhUKmhnOe0EWsStOwYFO9GFKYbu3pVYGnIdY6nLphPgBBQa/EKMgy0Z1QwJUR7hFMiDjVwV3CbDWIGRCcqQJq1wvdKATVHBkyKSdGNqf6L7Op0owCo9TDfAbTFzEVNPacmipOAODOTCRScWhdgMkZQamfqVaCHIjHJmhtpIYUMVV6WEXMB73DbznwINQyQih5BjQCwixrZJavPkU91PKJe3yhALDEUmNLwowZoNKqA51J+iRKTqFoDwSdSbp0dqh4Ln04XOMo3eIfPp5F6+REhg0FtOgd4hsV1oWFHJbB9yRcU+qExlgjHE5RU7F8Ya5Zo9c2OA+rmSpcVMRFyb8sUVIVFyUrc03NVTI1V0EPEztvKhazh5g5ncXHASspO3uE01lmKpYBnTVcnfWAwEMXDFdns0VJVVyUnR1maq6SnXSWRjvbpRRiF490uqiYijUauuhzddFrqnBRERdlF3VRUhUXZReHm5qrZOouopwaMdITLwtSDAYjVZFUReoLV1yFhOb4evvZ0+iDmk4f0qiHxdWTWi2S2Az9GUYZ+CEsgII1KxdmYFLHwSPgqkXDdWeJG7hq5IBoi+Uqp5a3nhPLC24quqheqFidmavCXXVQG7gyoiOKEH7G5eOADCqVILxS8scrOMmrlg/vRAsp7SXKKxRGq56yStkqlNYSOsfVUFz/TBWXT1wNJesR9CNaQnTO3Y9UNei6fgKusbiyPKAosGpTvyQWpFCUGbkwT4dEN/XrMLSQZ6l1hXkFedZ119DZEAe4hln7rmEWtSg6LHnoJaExH1lXxAyLrrVo2ISlmfu3GkJHAqoLFeZZB3NQ0wvyYMgN3cRVGAP5wT4o2HMjVxbXOdN3w+oQZ9HNz5A5qvyyCteAm58hK9AhVnHBh0tPxXqDrICl1ifDQlNwDfwGWRX9XcU3XiG5xqn1BtYIVtm5n7rKOxPgG9AO3JBtl3dKu0tqaD0dUnHoFEp0/XqVqt3h51wXu4ahoHFS1dHR0TF8PlA42WoyK3K9Ryzq3yDiM3uORUPQAWCTpUCA4R3vnJAOl1rueV0VpXZfceocy4PlWr73v68pcywflGx55OVJc0I6GG8axoHB+AHKsWFo0GhVS8sP73z33j/RebCQqGqJfO+O64+W3/e9+uiHbIGVHYIfe++NHLcgpOEdf95w3x9GLbBykbD7qb9fsYUtgC4B7a73rrz32fvs6lqu+PTOPxwYscAy5K2R3+7dv/dP1zQvsI7Au1s2/3LnS/cczF0A3WTuboImVcETLMCxsWWBhsCFR0KLKT6b1m39bAYF8THVODFRk4pJbHV46wqzOxLGyVbODEN3BJrqN+YqWpPSnNXI6c12KnBlLQi286tGRJnaIKYhL+4P4sXb7VsONnNif+1YmO8qebC9Rq20vwc52eKmiVpcVwhxlx6u66yR012mVlW2yVSrOoZvqHrYu66qhS7gZJfJ4KpSRddVfTp8QQNE26roRvjZIf5bucDdMhDn5rIx8srHzZxVtYj/Pg5+OZeNAQsbEXXI66vO5SzmZ0Pc/VHawQ7y5SiREK5VBTfNjS8ybxa0QzltwzVTZ90FhpvkhxCSqApu2qo2s2YLai3bBGwwWVWHd14uGWMxzqru950LX0kVrbrfx9m6jSarouu4tqGKnAMEUBznB9MtOgtW1/km2cJFR7fmi/5AQ5WxDXmiDXniGvKs22h64hrSuCfakOmVAcpWCEJsyVF0rkClAcVqaTEswr0WnZUf8HFm86Cjg2yAdVfMWLvZEjdmUYJ9xzzX1ebocKhVLcY8993nzsJntqW2+Ittu9ydsAtGlHVgdebm42pQVrDv7jv+HlxnOrVdtmGdqeAPXyN+rNrQbmZzVjVxU1UH2bDV0sLW9vyQ6Z2gEFNvczrdGsjhrKrsqh3msBmk4t+fVp30VrCNeycoRsQkPIcr7Ty7lettZnbEHB4JGHw4H24rYHubqbcFRnCD5/Ac18Uj2syciJnLc/mwGcUXP/Hdr/39pFOxztERTrjRyodHIjyb6/yISFuEGzy3ledEInw4H9HGh8/wSO1um1H9VfjvzfYIH8GHz/jmj8fjr7YZZ3/16zfffPOfg+L6o8Hjr51ADgbbZvx55uxbzjv9g/ZIG/4zScTMbuUkUpjDGrkGXKnc0G4Snr3L/q63mTlCibdaHcPrTa/1pLfOCs6JDnd7dHh9+VzQkd9zcukYKa6N9hhvtr8Y3JfvfG/T7K8H7S+rXPRVbTr3Wlf7oEKLBLw6z5nx6eUTak/Lu7jSHqeKL0bMXOgoiAXduBX2HLafEjKzxis+7ruHs8aqiRsbAwrP4bnOLa0mDAoM6dr2tgjPmXHyKbc99MOPcna1RcAMw6hyCuPQWpDz2UDAeJO2AOVZEyCKg2VmTJ8HQ/CrYNuMXf8HUvnHYATvpm2czPDv+/HFI0asD7bN+PYE/2+/+tU7gBggHFSONUpB9W2YC0FxW043Bde1mxTqbovYHGhugxndKXIw2Ggyp5CZ7Rj44CKH1QeDPPtOU+fZETOH6zynlWdDt7JbxU2RCNdbTeKy6I1RxWtpad7QrnGiazxbl0UM0obLQcVpV9f1o9G1R9dFeGUiPGtR422m6xsV6mmG+Lz07tjagPqZM5PTuU9jaiJKpomIHfqnGoaA4F7hEEJHNHQRTRGZNaXTBXROrIM5nOTnUF24rXgrLDtEmJOYHlh6etRK7nH8Tg4uOES2aCigYAA5j1OuWe/lYMR2rUmXh2wHQsUQrXSKtdS1ow+ghrjH1Y7psWgY/VZPCKwVjZaDXlNBpZyFxH6OqztatAkR0nQ1QWJdaiNXl8ziqq7/S1VYE2v2NLJGmJEpDvPB7//3R8F1+DXy/SvoPBi5qM0zPbscG+mdQQivPS3vo2BbwAcP02Zm8ay2AOE+nsU9Mz5STn4t64k/BNukUr7dHmkztYiZzT3c2xq9mXtmkLb3T/pEe/vUtgj3gShqEbB3nhlvnHdw7vJLnwu2zQg2QhUvt0ew6vK3Hztmbc1TwbYZb96w9vdZTzwDlgvvOCP/4Lxnr3gs2Dbjlq2LHwrmPSHvWPLXBUWT7t8dbJsxveLErW9c/Yht6yIYy6gq3gTunFFn7e+gbiOGU/kWTtH/oOhmONMQeA0U5k3FOthB6+HPLA6zI6vPj5k646eq6PSEKwH7t5iWTtpUFdyw1VLDpmJtf4GEAqqYZrg6QfGBqaHcPXe1c8Xa/hoJmcoEhbRyZYLia4WipM3UomPlibLb9EYCEEvxtXJvBKZ891BorqEAotZmEq7NeFi1h3LaBjmU4HzMmH2mIsfnP5NWLcbxwXEgUNNJ//IfOG4hDNJD33m36H4xSDDCEV1/iTLWTJtgtTteGV1FN3J6rlpp7XuDWJFniRWhlhcjyoQ1Q1i0eBv8XbVtY0C1KCoY5Sq46KAI4D04c/+54KOpVXRjQHVpCYctLgzcFlt0zfJyVsaZ2CAs3gZ/D6vmbVOVIgj+TlUMvRW2PNJcn4lt7bGo6ri3CMZRRAruolMVHv1aLfYbisSeQDEnVbhjtGrbxqlKhbgoNxFmi4+54mO++IC9GXoyWWVbxbDYKlaEPVXEroMidh0UseuAH1x8FHHFmQ6mKcUxvyowogu2VRh64qL5Yn4ZYu9mtP4p7S6L1FQs8kW/znY2aMQDuFnExUUX+0g83+YKFs23WXS+jCYIFjHBIiZYxEQLTLCIiapZDItYUhZZzbBPsEllcFQXuo4d5Qx3e7hyMuEuUztNmS+/F1Zy5UHjiPuE6BFOdxp5t95dzlbhQwrpraLrpiqbIHim7jTybrkbFt915Ww5PBZXwuWsWGyhg/iXw3QhZB/8fyK51IJ5F8YoQSsznqUgJhGKW/OwMpXMt5C+qg7+Lq+zgqFytrTr4TQVMaCK9TGxhhm6qYltfLyoxUiNFiM1GkqNKDmWa4LpmlAHTYynJsZTE+OpCT3QxLBqQg/wo1p8LBV1ruKa8Rw+YxgfUXMesRu9Av4afrkiB5MI2/EaMkxzpJUYz2M7i2NZqT/CRHCsK8fHlkLh+AhBFaNkWDQEQi82vmWgZSbu/UXeItb+t4jVSi0O9dgbVCreZ2K2y/I1GKDn+COMMlPPlRBsWolNNkGo+2zJh2kkhCvbUKs4C4HIjLbVRTXFztZMNdpwG5W7gjLfRXbXZLD9JVrGmBC0zLBl8G1AyWfj3pyCLTNIf4CW2Ta4sopTbJlLN0bvYLhjDbUv5WQ8SDG94htb60xkyarQtk1bYd+yiBWPEV5oEQuPgR1D+FKHG9oW3r08vDwkbio7G7dkKafGXK0gzxrdlWQntaOYfULBJySYC4R8gbltn2oVit1SSBRSoQKOmT2qSCrBYCvML6pTiQZjrLkreUW1DFmJVs5GYiUaVKKJSrQQV0VMfTSGish4ZTPlwpuDH5sop41Tlc3ofpBz4NJNlNNz60WKCRQ4N1q2qvlKTjdMVW7C/US4dhetgvvvovpFlDbCtQmKD418ESMPOMEn+eXr0S9YsHWLkXerY+kixhFtGPcHUrQg3RKZpvgOR0lWCSUpQiUpEkoyNkFJ9r1HrJeTKUlRzyhJsa0kY+OUBBp+JVFJinpMSSpsJTkJ+eCzlLWcniXy8A5+QKz1WdZuItysIty7VcKwEaD/rptB+5kxQWaCMXnMx8Dlx7FrTZZvUjvKTGWUmdpRZupEmakdZaZOlJlGo8zUFWWmTpSZiz1dsQBz0j4UwxDabk2EsLkTMSUOK2gsK55W41hBw6FJlOjFYmMc7zkjWvwfw6xJrtLyj8/I1a+D/CqLFuqSf5hmJXiYS0BM7dwSXJWhEOVY3ujuhZBOHFvb3ZFpA0Iwo1MNw2QDubDGkq5mXU3GNIjpg7kUBMOaZOjSEYy2qjitKpiVIHPyoq0qYIriPIIAS6dlxfLaLReLxTLharRl1WlZFc+rxrTMwFiOFDtkXBUlh+vxQmltzsHxeX6YlQW//4yJUjhBofaPtpSQxdZwGpotWWzA/8/IFxqKZM8aE7Kk2Bn5oQBLw/BQYXhkUiDsIClh41Wc8AlsdmA6LJJsxW/5gFj7FGuYqEDYG4VTIwBMxfQ3LO72eUVFPpPKzXHDFBKg2iquV8knHQ0puBB9WWPRkFEgsqBC5Ww0Lm2UM2SinBKymo0L3AsZBsKezExcl8RMgNNKINtSNir4ivvwVDQKEysLl7PRBXmWL03bDVWNlEEMN7O+Qy2PZJat4lXEOA5qBtmg+t8ZU5tpk6Nz8UKIKQiwRPedrlaK1GYykQjDJSRDRoqYu6+5ahp9u1u1cuP6ZhwT8Mi+if1JrF+qGvYDh7XaVC0irILmKqLFdEFxBb5AOHJMJ3nY6cLfidMF0QhYLNU1gndSayIOIKZfoYMRUGzuebhyDwotdOyejY0BD3pFAcgM023TyT2JymZidh8aOH0YowynT/CfxFxEjUWw4cqcMpilQ+1y0gBSPY21A7Pz6XKsCsdU2tdwSJitfbLeL3Eqs9Qa1EqwCts/JtZRMqjA5EihCSCOlRUVYaq5Y3X0O8A8YXyiKnjVlSat8m6aKxRzq7ECU3UwstxCr9hqrOC0aphNrvJuckp4N0UL5DkFhkULDHMVGOsUyIsWyHMVKHAKjI0WGOsqcIJToCBaoMBVYLJT4IRogRNcBSqcApOjBSY7BQgW2Wqs0O3/Bsui9ve9t6gd83lb1P4h6aL2SqU3F2Rr+n5BJiLpk+jhrsmgHliWQZpj7y/LujTOzYNGZ/f3ns6anzedPZBUZzf2qs5eS/tBaRkoLW7RHZ7SMqG0QmJ6W2kLulLa79NBo7V/6j2tPeHzprVvJNXa9QqjTUpSvVWieqtKvVWieqtKvVVi9VaJ09tW1Fuji4FRhd6qQm/VqKKRWEVzFFacpIQ7XYqmWAoo2niFVNHGAHPXo6ZQ2M7qweUp5Lb3t8L+hOrjCScPgFJZSp0dGd0XbLvlbouFTWJBrNJ3Rr5F6/QJhMtVqbX/E7G0+4Vi+cTSm1OjrJxxuWmofwFycGVpeQ0O21k+sdJnlm+2Exq6wF7QiSegxhT9dwPeigATlWQLetPWL0u1JsZbAji6YNxH5WLbrZYxShah8VrWtVnCtt1mqMyJn8mLMQqvxCi8IhReEWbI3l0VZkgRZkgRZkgRZkgRZkgRZkgRZkgRZkgRZkgRZkgBM6QBPzUM4NmP1I1exZshBcxQnN3mxHgrmRlKjAs8D+k9EBUsyLPGJoxe8nleHqczfkE5PQPDyS2f4nYuNY4NEBFbGQnXODGG2xdgmd7SIU/ntXQAhYp4GsGqorfCIStiDLcOdhBrsogCQNo4mA1vORvNKrl3IiHgAxll3FvE+CxxTpd7QVsgQwTKFjEVE5XcQkFdQoH55vdJbwUrrITKxoJjMhaix/taKGr176RWO0d7UVmhrYvw4DkNoDPDAx4Fa+Dcg0fe8Lw6MwpNxbiAYxaCE8KDQ9x1AQ+quMq9IPd4p/EA5prb54P1mHgqwXgqs+OpQByLEpA4qFsV5ukswsZZIAsPF6SKsimuKJuSEGWzpSJVlO2nakIEkDMnAggDlDVXJLTLqQBsgRoNtUGgLRqKc9NND7DHqA54eVZVB92wNaDxrCrfpkAWV/B+z1nYf5+41QO3+hL67xP993EPhOhEppe7/+8Tp/9YgwdCdF5XiO4+O0TnBZoa4trJhNghOjHEOscDVqo7Lpc4UK8yRptY73kFO9EryEnTK5C5elE3Xk3uxhfkSXnkijEOXQAxVklvsl0A102cGdPsUHh/zvePUf00CH4fuxZD6Zj6MbtBDDOEIF8mMgYpts1F0p7V8umGy+ot36WcWB3rP/HWW77LGvTVlDbF1OSLqel2GlvTeIWYrMq3qeqzGq46ePvuDrIBMrOdH1W+jVeYrMrYVNXRsaHlYEcQyfJrlbHxiip+jT6OyMbOija0l1gl7oYmEqJ/F3YIMYAK8VZTwnJYyiwwcldSOI38LBP9g/PfEkgEDu/gPhkCiTD8aiY7EqsXaCYTp2dxP6XBDRThFLUP1VIE6SB6ROxGzET8BuwXsft1GgSBN2K//sgsDYVHsRC6gxiKdmhgJ/KEL+PEOeFLeFxRIruOQCX6NFKgWOQMOLBVoKiVBjai64ZvTMyFxEPa+mR094rYXDc0QhGrjv252MQhgZ/6a26gh67/gesI2CDDphE64ogjjmAjR45QRhw5bLhqaB7vyBE++G6MHJElP7Plpz5ypPiWMyJXH65LwAexnZYDaAAyp045XYw9MSGAwLDH4jAwnicdIe8V0XtOQjgxynN4JPa2KCTEcNc/uT/mZkdO7E8j9ufIKLOcXrvpPjcd1NyoEuXGxpYLd1HP+fF0knhDzAWjSlq+1PfpHsJJoa6vJXjoHfAm6iy6tpBZL2RZ+7IAVuQV+8u+rELN+jDLOoi/Pra/HMwq9FpX6FaLDr822V9a9MKs+PSNEyqNI6IpwIW5+mOMeuycjLjt7ZgsjOjxPU5my+1M+wogEoDrdFAXHkGcUyWwUd7TRZY1ngacGXccEPepwib7UgN6GPIUoCq32binztROlx4xq+PKCpMtD3i5ah3EzW1jGPhJIfilcW+dkasJkmbk4toSTg96RL40TLQFedhTHxSJeQxjH416mTAFoHsqE86HO+nWNHGmnteNPEhqjMApEba+LFaIuR7W5twiRkaoBBsUrrverkJibaNcuMe53nGLdcXaTq2cmFXMUvGxXHysEh9h4aZfJj5aqPjcJD83w2czzJeidERevwtcYzV5ToAiUkbegY1LXYIOuZcmRCxNErJS4WI0KxXqKhYfZdHlU7N7+WRFfOVsLn6ij+u0gmtbcW+1+Fgc34NuNm2PgSo2YeHopbV7n/BYTrXTme1MZxAYY4Qpd/AjzyO6S+R5WCgz40jnEkgdYDHAT2MkVrXb9iDEhrYGMBy7nxfN7JW0AmJq0fSqQsSxmCbca/SbjwLxQMcyUSoXCqn0pZn14CQeqtH8Bsj+O8k6IpreIHbFR0t3Vo9QDFx1MzFAjdv5hlZ+APIrizp73+j0jjYpV8D3Rc9XRdAVpK4ySWibSTc9xuH8Hh5b3raxsYquw8O/Mp+g1cMU0cORSXJ44kJemHcMs5XxEhVrHVX0NzYIBv19gwiIFhm8wlkJlpSmB2JYIt7l49rMXIV7oEQOHO+QKxYIz4BdmkjIPZiwPJHMt73WCvgzt3Gq+FIJwfrxylxcDWNPYn1o6Mm7xNKjPrQBy03JN8ZVh2+aQAmDJSJwTuUeN++gN4J3TVxpxFxq0JL5uuSbzTOWgmc8JZ9OscYcOptsJlWRc1R0mkSq7GmwpMf1+0hUU5xLzwiIdG8IgxHx7TOHvwhTy+WPuVNFWuP5DqOL12HMzL6ECebyRyWmmduUnU42Yxv8nr1zCySHd0quECG5IjmumK6O3XeyiZKNZofMAIGhuwuXNL5zwC68LcgtVAw2No2zxUg5PXFioMtpRd4RRTdS4R4nZFbZi68PVCsfLjzOFKWJNqaVmxl7cgtXVHOdY1uO0R0u1+eLk0R9/2l77XlcSItxulKZuvjHzLYLdvEXKWqmJu7wQD887jv+xaxj3At0jXuML4lysGgWNy7lHlhmKWJVjRriDW0LULgMm1WOZmjcG4J46KbGJs4abdicneLRd24JqNFTWPuYQhtZUx/x8SqlW3zcpHSXj1cr6fNRjeMjeG0qVzY9xpVYJu7ktNVknLXBfaN3tkVsjtoMvT1AHUdLvwoAFOXkEmO4JcoWp8YoJ7oQO6eg7KjWkXYUQ07lsMAH9zAnLhocH+XQ4NCEivlmkIslLZLKNbmsYWdI5qnOeUDNKebDs3+Yux2Fz5FRe8ehBGMdobFpkHJaTZzKH4UFcRpbOHEh2ZR7rq93kbkugULuacRsabmGQQa6a3knuuNK0HS7QoN4oCfE2XRMXcfdm/1MIF507yHIROITPub+PwuAN2OE7abnwDV3HBkMYsu7Eg6u5V0IFENHDziH0DgzzhZOiB1QY2kE1EiKkBqnxhyAsCliZXCGFeEURaq3KG8CBhqt4576UECqCyQKqs0WCUiBCddpXNNlsjc4MDHejuiWqYa2iVxQzjY9xhmolOJ4O1MVQzqB+uL0PD63LzYWPVfO3Kns0x2Pz4bD5GJT4TB8vrFx+gntPJ3S5ys+LJ/vas3t83VjyzPq//3O7f+NjfNroO+30wT/ryiZY+NSF3u+7cohXAoyv8p2COfCn6WNU8WX+cIhXGo7hGPjXAjo2h00uUNYfBgO4XzhEK7CkOzSuSDBGp7ywC7GuT/VO7fU6uiUnSOcsrDjlIWla+VzfiyVTlnYedjZtlMWlk4bd37Ml05ZOEWz0ikLy0Ms0gWzOYlnC42xqTm3k8Y7X9x2voD8S5fzFY53vo52nC8oukc6X28xRWmmTbiMH5mmusgjisKxprfeF9CiO7fgNT5gHAFZyRDVaOPaTu5pazXpLaYHTl/boR0gOhgxrUvy7xNLVAGyi8CWIughpjHFOjgMAF8PDounY1BEFZKEwXmuGsOxJr0gLwCgiiMcMqx1/4J7eCp8MYbbFJiJVM7EjeJgUbIu6NgFPZ7ujsvgnObUpNsjwPTzunMSFaGUMRBjTxsYiIEM4mSBmD9ksSwRiLmVHlLqU9KDuIe6VQwfq7oM48CTYhgHgg4wA+/+X5wV4QJ8N4bLUw04Rhh/9gJ7vW6D9YDHGiVtnCByanwZHBgwUNx4mZo+tGMW+OgvUzML0DLzrGzjFTR/IwvyrGEWA4pH5DJ4jf+HTif3Gl8xs2H/PHuCUuFo8SJwDwIqAAeMV8hOzrYY8+x94DNl2G4up9ZBPbo/PINnxVYC94Dp08vZbE65q+h0WUVlXBVlXIMGufFV+8aK2BtPlDcWx91Y6NI4FyZHTG9atxjztJRPlbpLqZ8q7c7ZT6UHsgvyeDYkKFCeHS0BCrsbFJbD4ay/uDbdVS6OsQghsd1WZ9RpOZvHiXFmIAetUA4+EpjT+fib8BzjLHFNK2fni2uwkSeeHW6vhvpATDzlbDEsMIT7b3wVpHCpfaHI+CpI2HLxGxJMjK+Cb7mqIA+PZeyHzn+PCiNzE4XfYJ5ss3MdrCQ2//UzM7qZchW+RWlXULEQ2oRTXfQ6aPk+uKUFbtnnviUseHMZHGeKsgrksuV9IgSz5X0XE2eAnAsh9MYK4W4oD0O+212+rCCP+8Tw+uKG930ix9ddvlDYriKREOFErgvyrO0HcVAJfHFR4HwIFDWlo3wrFfZtK7hLatJ1VvTAiguC5T7wXRPyaTzCuOLAjYY/hpCX2bjRHust4g1eUbVXHKq2cdPlspQT40sgCyr3jlfgcJ0HnBgvbo3C0lE4MQEvrLTAc/ai646b9sVjuBeAX4TrjpfCdQBxBY67R+6F49487oV7cAthrgZQJlwx5uhQ/WbK2TwkenDTmclNZwabzh7cdGa46cxEgXOjZWHTmdmbzlC5ByQbN525Ohcm0PkNM0WuxjqBqCpQKph4RI9rUYKdXDUonkw8De6BSnPhE1stOIdqEEFQrSiIROIXi3CP8QJO9MKNT5K58p8spjThdtXoNMMrYh7WJAx34jItO9kyzfTCQGTbC7VsCF9EF2pe8JY9PBuWaiidtj8NDjRscyOPY4IfHulKAy+9Yjlr7Tso5tjLNXG+ESZXuNM4G/bZveOVIvhd9GW1GVoshg3XYpHKhBdW4blkmduk4H5sGfcJV8oDv6KZm3ZoVXUtOHxc4z5cboDLcg6mLPlARuA8YSOcffZBxMKHsRlQMm90qL3wYxOFv5upKR8YYjpcmZeP0gSkmyTpJkk6N99kSRM0pEQhiP5SpzLqqLhHpBesAi5ugpQeiorgEZvQoAiaOLXNPUIRqFCEQFYsK3KAFVSwwohjRRayIiDPhUtpyIou2rOc0+OmzxYLn92uEAvsog+EgkVjYdh54u48cTpP7M4Td+ftXB0UOdRir63FmAkGWuyNarE9FjFa7I3RYq/Nc1k2Rouh8ujQWgTT1Dw8a7ZMlKLu1N1chftkan0M9zwxgkTjFAowohzuCZQvni3P2WdbJKDpgsfZkodaPA99Ng99MTz0JfLQNwB4qONIivQ9mXRUKTSh0lYEZ0E6WxBm28ozVZkNtk1GAOOiBldkZ4xfTxk/nzjBNYlm7B/z8awoNzIm8FBMoCdRnDJWMGMFB74VxCNxRSxjBdEKOtzIWMFDs4IJ4pSxgr1jBddnrGAPWkH7vGLGCPIshxkZG3hoNjBemDImsHdM4MXdT3UwkpxG+yFNxHziriCkfi1NryH3sbdkDX0rHvgqCXTdK0mg6zg7hdrd0Zf3zEPfScWhxZiHhlf01bufvIc4fGNXHH5Qpb7mbh9Phx18zs4UxwWMYxELUm7sG8eaciNk34eYjb3vQ8jGppiN7boEmyHRS06C9r4PIUEbuv4hk0e2FfEqN+N8UxFok2AetZniTc8WhWOceDhbABZeoMPMpSAZjn7CacosSwHNy7KUWXjoWjEuBJx4znjWWmt4fdjMBkjIZYi+ng0v+RMmJhsmYa6YHuMiHJ8GM3uZqXDfmZCV8A/B4NvsXkIqmdc4PqCCYnuxW5BXdgHopBczl6CjPNu4QExxFg2FuIq/sNuAum5cKN7bZVxowmEndbXolpery9A82e+wzeYUkta/JA67wlfx3lYV9T1kXGTq8mgxDQl6iOvQFXHwMeYgq13MFzKpcX5A4VlwADZL7iNgdjuDV2QBIkBouH3NatYfg/0ALR3ZiXWDbP9Hi/o/XuH/YGiojmvR2c5rT3Fe266KKU6mQEJeozuLNCC9F8jTB6Kpmo7/ozq+D0nl+xC370Pcvg+J931ICt/HY2cmiulK7KGBLGmwGwn7bR5jnD07wX6d29WJGmvxDt6oq2MfvyRRrwRdHjThwtUh0sWh0uVBI36Iro5muzoaznIe6epoUVfHI10dLdbV8cHmaExmOXVSXrnPGBdgMVOyrz4EY29q0A1fdGb22MMOe2fSs/Hano1HDLrm8mwQasb2bLzwQ3o2mugtXop6NpozJztHcvGlWnPBzmicwZwszr4q7rOvipyTlejZVwXnZCUpk5Xo2Vf3WDqejW92vKjkJBEVltyRybK55vJnXMqSZXMty+aaN55rXptrYvM2S3LNG+ValuSadwBwLaknw4Qno9gOi+PJMOHJKLaLM1tarSSezHv0UGCRuwvxZJHUIE+AfpwvwZ5gGLHXs/MBtMNUXRAuiRnATkojk7kHLghOyABWxMYa5GbKlO7HFaY1s6buw0DLzCYiDqhZzQFmNQdUBwrVzmSPUHGw35O0m2IjGvJJojgzMu8SDv7L1V8jiia8erEZ3gJCTqvPB+Sp2Ne1QMfOluw1KWgFq+eI38CcacWkNq40cXClqXTwAVpazCIA8Wz6XBn0DMZPCi+MtBLaZvo2PcZ9MItQBKOGmUSKtYr9YO6eqNgTKgZO9ESxVVMRzYJqUjmPQQOyB5vofOHV2Nrgi2qDV5wEFEfzf+NlTCSNTO9ejq0IQagiJ04VOXGqyIlTRU4cpuFWONLoTciqhrft0DrurQ/BxCDCDNG0ao/9eB778SBHONm0+34PTrvaGTJfmLplMBfEyC1yqjxeELNlio4JV9a5JmKY1QJajgu4gLN1wH8tdYM5rgZzkjfotuXi1aLo63jQfjpmPIaZNMpM6uSoK8ZCXC2C9/xPPDkJWfkyMakCrrlzpCCHafNHModp80fuHCauRBNIixB1xaGNhUypj+z0NPddI9FDXRjN3xwdmwMFvvzmj+VL3jd/bJ8CuM4js3sVt+1URIp51HZ6pO1UHdtZRThbF2C2ZKEP6zKgarLpSO316SgqIlJGNlNj4Vy1qQoys0XFxkIdzq4SOGVsFIHnPD35HPRcRpsPR5slxnzfKbTmQJlmdDqj0xmd7g2dZuGYvaw+0Gkb6TSj0xmdTq7T+zI6fVg6LV6L04cqrYBKC0CvjEZnNDpRo+92NLqipzXaVmU1Icwtw3hqPSBqC1V2he5UW5VVW5W9faDKnli9im6zqnb0NjZuHa+5MaHrpJorWpD1C5MwE97KYkMPxgc7pZp6RIjYVsmYnVsZGw54xc6tyr3ubdt4XS1262pZvK4W2bp6YryucreuFsbq6mhbV8fG66oRr6sjY3WV2Lqak0pX8eCw6tJVhDuIPSWvJeiqfVReGxC6mhC0TUdXK5Lr6o9o9xCVrBxrqqHL19TZr9ASGLY2qpq4yJ23PVP7LTY2wClQ4J1cOHbjZVw1tqB97P309M/AWi0+41XnVC1AKCxzn3jdTLu590vhNVnUBWzDBFgiwzdhJb74Vaghvh5LPB1owvikb8sSO9+/lQAY6b5fyOkFAQBHgfhaZ8n3hEdpggovnVNDRp3zbi4bK4SYDFA78S1MLA7/81vUeQcRvokJjv/Z4J80Cv4pWoG6LDUklA5fYPevHnkgX+oH8nX9QLEwpD9NeKA4DFIaj0FKYzBIaTwGqYBowUf3uR/93u49Oh7XVhI5ABClyZ/d9eDMeXAFqXOiz9tCJRoqUuB5AalFdpi6O9xtJL7R/YvEd1QGiS/P2v8fTPTY/58oEp+45CR67P9PTyLxTegEiW/rQAWhix5cyODQdcIpDTmFfMpA0WWg6A4Lim5VBoquR6DoVvUtFN0N/QhF9/vOoOggibQLNDoJr+wJYQr+JErgxXWHC0n3ZF9D0kW3vA4HlQ6rISHOTqUDDZhudY8C04UHEjDddYMSkc3tHWVA2YYOKFsG0KsXAL3WZgC9BjugV30ngF4NGUCvDKAXysvKNAC9/pAM0GtVXwJ6rbFhr8JDDdCrb56sZwC9/pgB9DJW9yegVzgD6DUwzzCvsU/fhjOAXod6grlPeJiBshkExi8loFc4A+iVMYFDG9ArYwUzVrALQK9wBtArYwWHNqDX4LaC6zNWsNcBvcIZQK+MDRzKgF6D2wQOXTCf1X0K5hPOgPkMEDCfNTYsTTgD5pM+mE+fcK3XwHzeH7JgPopInMKgkgvP58mBhuejYU9F7CYD6fO5h/RZ3c+QPuHBA+nT1O8Hi5sG6sHiNfZhxXCfHyxuijus2OQ6rDjx8wb/sbr/IX3CgwrSJ6PTGZ3O6HRXkD7hQQXpk9HpoaTT+zI63RuQPuHBBOmT0eihpNFDC9JndV9D+oQHNqRPU79D+jQNVEifPtLVZJA+XepqCkifbkN78P6F9ghkoD3yrJZPENqj5ZMotIe45EB7tHzSk9AeJw1KaA8neScD7dEFtIdcFmagPXoT2uOJoQ/tsZH2BbbHs0Mf2yMlI4cguMf+TsE9WFrgHswB9yhiAi5u0IF7OIGywwP3YALc4wvMAfd4fWCAe1xNexTd4xqagfc4bHgPl4eUgfcYOvAeBzLwHj0P73EdzeB7DHZ8j6toJwAfkCGcQfgYJAgf9/QqwseVNA2IjwPJID420r7E+LiW2lAY19ChhvLRV8/WMzgfr3eO8/G5ON50Ne1PoI9raAbpY2AebgJNFudyQJMzWB+Hdripj7jYa8ebrsmYwD6A+/h8WsFBgvcxkA3hoEL8yNjCjC3sGvTj82oLBwXqx8C2hYMI92Ow28KrMraw96E/Pq+mcDBgfwxsSzh40D8GuyF8asjifwjr12cAIC5jl0EA6V8EENBJAWYBOpnBAEkXA6SP+JZBATkEFBDMsMLl1UBHAbFPe2ZQQLqDAvLCUDyPeDhTcI/AgLgm5QGPA/I92u/HEb9HB+p5RDE1qb0/NSU7kfg9GnfM6XvUdc6puJMzib/LaHXvwIH0mmL3Dh5IRrczup3R7TRhQXpRt3sDFySj20NPt1/J6HavwIP0omr3Aj5IRrOHnmb/z5BCCemBGHc3YUJShbkHCk5InM72B1CIW2cHFlJIn+lsMqyQNHS2p9BCivoXLWR8Bi0kz4oItJCICy0kEosWEulRtJDJnaCF3DFg0ULsje4MWEgXYCHCocxghWSwQg4LK+TWDFZIz2CF3Po5wgr5U6dYIUpaWCGKgxWC1v7wsUL2SqyQnDTP2ovHORysEHuFHQcVonYGFaImQIUoAipE9ClnAEGF3N6zUCGRAQUVcu3ghAqJukcZpJAMUkgGKaQTpJC2DFLIoEcK+VFnSCG3ZZBCMkghQmJuSQcp5I1kSCG39ilSSKuDphEZckghffVsPYMU8mYGKcS4vV+RQiIZpJABehSq1TnCE8kghRzyQag+4mLmdPxgMIEpkUIiGaSQjCEc8kghGVuYsYVdI4VEMkghGVs45JFCBrstvCpjC3sfKSSSQQrJWMIhjhQy2A3h0EUKub1vkUIiGaSQgYIU0uogXkQySCHdQArpI771GlLIX4cwUggmWIFP4QIK2TsQgULkGbEMTsjnHifk9v7GCYkMIpyQu/v/VOLdA/ZUYqtzwinS96cS744/4XS3+4RT6ecNS+D2AYATEhlcOCEZ3c7odka308QJiQwunJCMbg893X4lo9u9ghMSGVQ4IRnNHnqaPbRwQm7vc5yQyADHCbm7/3FC7h6wOCF9prPJcELS0NkUOCG/YJQmP3LhRDULrZMMHSAqMMR5MpGRTtUOeOJHjvgwxMdI8TFafIwFjIqOjg4vjD3j9AGZZ19cecfdWE9BLmdFTH1gCVY+kRBxKAEa0ZFiKWE82JwURIRan3R0dCgAgLE5x2r5B7HKrAny3CK1iKHDSR9iZ/8zECYfp9gCtQ8MQys+Ew8dMU4NE1o3yu3sf5aY/d9tfJWS/sVXKc3gq+RZuwW+ym4XvsruWHyV3T2KrzK1E3yVvzmni42u8FUOD1glepAYsyoUsdXoQ5dNNcZ1F0UlFhwhDkVF7FO4UFScfTRTdY4Ja2JjOm0UFaNzFJVuwqekYgcyIyVWipHBSjEyWCldY6Xcn8FK6RmslPv7GCvldOEGqV1wk0qXw3UOFSAAAuCFqOIY608Z9aYzMB4xMB6JmWIpswJglO2540LTs8yELVyj0MwyLuCEZ3GPcQHMuVyDKelLaqXIqBI/TS8cmQiFODGONz3GBXDcF7fQQ8ZFePSaFLGRdq6NZH7LB8S6SbWyZY90kVChg9M/0tShqO4uerPqjKwujuJ7uM6zjWOM4zTsNZVd8dgNQ2oadgr8E+OBmBWnvTu7nkY90E74lQyzhqG/lhyzhqPDSsQOd5lRAYVhgSUc9higGP2W9LrgICukhMyxAWEA9Ab9L06NcajNTp9To7/IZYwc/2l25wYI1MuDPQv1smNAQb38TXU7Y2lHLg4P4yXWE0mSBJLgqXUP0CXWNMcBusR4asUxnpoHBkEAughfTY311DwZQJeuAV2MDKBLPwC6/DID6DLoAV1+1hmgy88zgC4ZQBchMf+TDqDLW8kAXe7vU0CXnQ7oyY4hB+jSV8/WM4Aub2cAXYwH+xXQZUcG0GWAnljb6Zy02pEBdDnk82p9xMUMiMFgMIEpAV12ZABdMoZwyAO6ZGxhxhZ2DeiyIwPokrGFQx7QZbDbwqsytrD3AV12ZABdMpZwiAO6DHZDOHQBXR7sW0CXHRlAl4EC6LLTASbZkQF06QagSx/xrdcAXX4j34aVVuJVX+C4dJYk5cqJkUlSzBiHCXw+kcB3j8JUAdeSXiJZlygtsiuJCY6x6TkEZ7NxsOl4Dm5meRtRNQ8RkgW8YDRPLCkeSuKEwAQiiteVFqmAnwZysAlzAMGcmd5Nj3EvTAmifLcxWZjdB5YEk4U5PUjAZPFGhdojMVl8QxaT5cH+xmTZMYgwWR7t/xOgjw7YE6A7ndNkO/r+BOij8afJHnWfJjvl84bb8OAAwGTZMbgwWTK6ndHtjG6nicmyY3BhsmR0e+jp9isZ3e4VTJYdgwqTJaPZQ0+zhxYmy4N9jsmyY4Bjsjza/5gsjw5YTJY+09lkmCxp6GwKTJafaow1pXUcWZEwH/DcPgkvgicqjC8IXOYiRiwaEoe1Omg9+IEdZAPAXFe10A0oiiLS2cXd1L6fwv1V3o1XQCDQrqMprTpiahi2kbPDrSOvB+oY2wN1FPRAHSf0QB2TD6eOqgq4W+NMT/X/ANXliYsqwmkV3bAO/m66Ur9SY75o6D05ipDohwAREv2YjidzsR9qSIAL3dBUb2248ztv0FlqpZXFmXWQ1lvqWmtYvSCazLoCyZzJcg35VtZpMGOsp1bkP8S6WR5Zth88tkEtpsGkZcZ0XQSPx3Ze5lTIbxFlfKnL6F2XGRNTRLMOXi6e88fUwWTIhgP7cHhvXj5XjdlwsE3lPtacFJrIHg6ZnoN1hwJeOEWJ38/Aw7lP0a1iMxIMoacuoGhcMRnuXcQCG+QqLsdBAhlwH05/WfAYWe59k9/Lc+5c5VkChF/jWY5Hy7ga4p5t0wngGSAwgDzpIwB0cij8NhbZGz6+xPM7mzJiOGDEcOWgFUMRD+WebafSTiWxuRNJvCYjiQNGEq+kg1cUmRTFL7BORfH7NCOLg0IWbxnEsqhIWRRgUill8SedyeJBlXkyshgrZ740ZDGrR2TRB9lRnPIslEVxfF7lnm7JIoQ6tDhZ9Nqy6I2XRV8KWYRApoiQuGBW3EIYDZkw7t0WxUJKJnGPORLnSZS4bTLHqYuFtA0kSmZzYo2sK2KGRdeabBun25qqWlpaWui5DQJedHeO9TRzkCEJp/kCZQmWRdbBnOE6pxZIpX02XSCrUc6WWzRsUQcEFEGoaJhTY5hdVNHvolEUstjRsHHHLNXKkoCmXFxLhYpKYlBR979JrFeJNd0WeSvb0G24BmycyrQqCE0Boo+ExxK0RL7uo+nhpRG7M7uJNVw2KXKv5Id8X5YhPkaLDy4+ijhxIYUWx/yq6JlanGHSd6UnKdGR2E8sw4WL63yots7YgLiiS0x0iYkuMRFCZQKohwmgHiaAepgA6kGs3fmcGc8hNMr5sZC1CFA72gG11b9NSbpiTqTEWrocEJ3LYdLE3oXrq2gM0d3u4+w+rvzEmG0mFhCQmerJxKdHOXo57T6mnipF241U+RKRUWAag1QpiC/bMK020ubseQES7cOybg0qYoQyuyexr5GDxm6hVsCGeSrj7Ex3S19O72EdSfFZRzjSI3SP2eg5ckjP6B77LIC+s00Dj9Ft/aFDGIqxcUMB4FVX0/ih4GIogHiNnFJFhB4Bu6rnQTbgRDJawoKNV6qryDmIAOZgEE0D7bXoyWR0jhNgstBsiq+0+4NYZA/i2LhBhG4+28kg/lG+47ATA5xjeR1EaVOJx56RybJCw3IsJovq3LkfLQSVaJwJyNVHWtMcE02EfKgwe6B8oG2W0IXioipG2mfPgAp3Q10nsdvfdT1gp5tB2F2LSE8DWj0jPwB7JfiawGZ8tR8wBX6fka8hXBzlbHa+zpW6KMGkxqtUSnkRIIWhagEAYG5U0H+SzrSXl+6092lHRwdNNe3RsDXq8Ga+Q5kn8gf3POE/pHliZbrzRFrDf3S6ww9A8yTV8LOwdUzfD3/BwBn+7xzC8B97SMN/JU13/O9OZ/yP68b4B1MNvxK2ju/74Z8wuId/3CEN/y1pD/+hsHTK4Gbp5ENi6f+kzdLbaaqXeni4BNOD9Ad46QCrLNAttW4Yo4zoRMcsg5TKZfffZ/cftAqnfsyiMF6gbt3qBGqtMk13lNseHWSGuEG2v5Cmtx2tgFN4zwXDCvQvMiqwV7vRg/GKsRP8Snvgg4fQhftgjXpYfajsiT5UHl4fZvdEH2bbfZhxSH24icZ04tAq2dwTldwVW8lVlNHGFPOZvdBLwLgUZow18uhryaNhCgnan0swxmecaZyli5fhuCAQk0xVlxxyP9y9gAbTae391JM4tyfxuMaSYOnTBCxP6jp+mPRg4G1e64TYYUmrJTvMp4YcsxKLKulYU+tnNPRg4gOHaE8wl9P7jPzYFhObuocx1sSSt6aJ1hJhUzU5s4jWcOJgCLCKZ5/vizkSS+wjsUTmSoojsSR6JNYjj8SS2COxBL5hwpUGwBvGXI1jxpUxR4fq7XQrDX7Ep1tpMelWmp1uJcvGpFtB5ZqTbtUVu1qpO33qkNhFHHYR5JWRD/CqClfnIbyqAnCkCr6KAeFVIQsuX17FJLCuuvieoijNrMkxNnHvjxKdVBI6qch1uch/k91UYrZ8iAsvXAQZqBNp+XEU91m+A6Mt4LVoIZwU91q7fUWMjMghrbc4oNN33BfwMEigFKESkUBpv/1ABOiTHYwFTogkaRV6qYj0DgUPEHKtEQBbFthHXxU4EwuHX0P4Jo9k500VO19UcZ83hTOujomsUZvE0K1yJwFrINyhbaa26TGubdS4lkCUZ5hN4pSqAtQBJk/I6gFNvqUiR9HxHLMAoZUXq2xnyY1FuzNxtFelMhWpB9qV1xc1FXdzZpwbIPEGKrHBk9NwSZ13TRhfc0fAGlO+Ds4dpIT4Zbx1c+3f2QoEmapEvFUNGpoftbC+pGrRm41/vT8bX9CfjZ/Xn43X9Gfji/uz8dr+bHxJfzZ+cX82vrSrxm/R4MUbTYfju3nkFk5cIXtH0giZAsikiEFSv9f6LqQgGMvhEAT+xe/cAyj2+GW8Mtq4RHwx4EsVhb9wN8w/+0iKdtLY+ZQnNUS0g4hoBxHRDhsRfjM1s12494RnC9x74QsyiQ1PotjwTGLDkxhseNzzh3iCgNCAOQfBIkwoBisI0ye3/WXuSS6DjAThJ2CiiU+860bihmdDrjxFEHusrgkeXNbgg7cf+Gbmgq/pw1clQFoLCgTUQLEGrQrz7eW0DdvyoQAVKfrMopC+4LUIZ3XbjBMAkyrbOMFOL9hHYManiYn5YkwAoUaVqSheiMTU4SiKyAcUUeUyBYsbr0VR57ueuXcw9wZUusKZzF9gcerF4tQn6euztnjtbBEAZUn0TZgMBeH735h07qAQLqY4FedfogTKlZB4ZWyU/fHRIfEO0zjhjINnySEJLnUC63o76DUyRdDrj+kGvXo9MlBvNPRtZKA+ndY+GKSRAbp2IAQHThw6wYE1dnAgPMSCAyd2GRw4sTvBgQ5FgXd7pggOdKOTmGnZvfeDHl6wQLFDBaoNh0rccKjJQgVJ8FHVKMo5Z40AcOVEC+SxUq4BUJYLnSrm5YBxCFl4uhkcgJhoAUuIFjAZLRBvCtSSve1QjUYLnPcJEud9gjoAmIn3iTKIF8CB4oAaEy/Qd6ZjMXsyXnBpz8cLLuureME3+nMd8c3+bPy/+rPxxv5sfF1Xja/rxcZbaH+2vr5fW7+8X1vf0K+tX9Fl662ZoMEADhpgAqlETjvkuAEFt4NgJYMydNA+mEMHFl2bJHoAIwIBhFPoUAggjE0RQHg93QDC1b0dQLiKGptoWiGEFT0VQriKDuUYAhsQMYRJXa047x00MYRrqR1EuIYOsSjCpC6jCJMyUYTuRBGc9wN9PqMI9T0YRbiephNGOKVbYYRvUXccoTfd+xv6dXGxuV9b/3a/tv6dfm39u/3a+o392voP+rX1m/q19Zv7tfUfZoIJgz6YYEM1H0YwgUEwASrJBBP6PJjAkgYTmAgmyMjCIA8mFKYIJrw5YIIJP6LGbX0cTPjRkA4mKAMimFAydIIJrU4wITLUggklXQYTSroTTPjr5++8AgBeKQCw/nk8sdCTsYMtvRA7+HGfxQ7u6Ne1xJ392vrWfm39rn5t/b/7tfVt/dr6Pf3a+k/7tfV7+7X17V22fnsmdjDAYwfyVTCHETpQIHQwXiGZyEGfRw6UpJEDdAXl6m7QRw5OTBE5eHvARA5+Ro2f93Hk4GdpRQ4eHTiRA6iuiKmw3MeQQNJYgNq7oYCTh04oYKcTCtgx1EIBJ3cZCji5O6GA53o0FJAcPrFnIwBSqxTQKiXFi7wlKC8zxg3C5b4v2XLf10/L/Yd6Ybm/q8+W+w/3q/vf3q+t7+7X1vf0a+uP9Gvrv+rX1h/v19af6NfW9/Zr60922fqHKvMd5nLf2+Vy3wclfLhg5z5nue/D5b4Pl/s+7hXLfR/3iuU+foHlvg+X+3i3pyDP2tvDy30vTIheXOdnwafj+GUBKbrO9zqOn9de53vdjp83us5XnXW+Cu8tcK3x8Z6oq5DLYHGEOMhiljfGmVnuZb2Ky3p5EylnMziZmau5Z65xXa/hfdE1vI9nRdfwe1Ou4X1iDQ9vgRVreAA98NTh8Mg1vM+1hvd1ew1/tULVVGv41CudZOsEmmQNH7faQW2gKdbwqF3xMs7cMm5rVLyMx0QLaBHLiQsWtHxArBeI5ZG+hgNRHVAs/BJFvYaXUEAqKnjJIfheZ2TjW12K2FijPIGpPRsNuJl2uVxLbXiMZXJJL9ZrvxZLSyu68E78ApDfxgsJwpJMSnqya79Jt2t/7POuPZ1u117v8649k27X3uzzrv023a69nVbXOCnwYSKEiVEPpX4Wvn5GKYD06EJV10+HrkPwdGSdSV1FXLeYSoFvJl6EqFe+oWgFikVnccVSZsFKnhqKDv+9dulLjFjX+XQ6llg3+fQjKSEkhxByNplDOJlHLHIasbYJ+oM+PUshhPgIIZRYv/HpdDqxXvHpk+CuInzK5WQ5WUkWkRoSJsvISrKCcBImK8lKwslyUkMayMWklljXZeG9N2Xp4ygGxQhpIsvJMrKQTCINJEwmkWUkTBaRS8hqchIJk9XEui5b3JOtT4B7Cgkhp5MVZDGpJZcRTlaSNSSMn0sIJw2khqwQbf0mW6cnEuuVbD0f7huZ0Jas/1Yd679L14+Dcsck6VOYLCeryRL7jtd05Ms7up4FdzB8EusTHdvblKMXwNWxsp9rSQ3Wthg5UYu9C5OlxNqWg+UfdJWPtruahEkDWYal7VZzRKs5OqXE+kT82pSrZ6lybBixbs3VaSOx7srV66DOxYTgKHzFVVsRGS/5tJgsQw6K0VlDLsHeAS8vIWuwB5wsJLXyb5hcSmqxBCcleNcKfKZSUk6sW4cJHg7TJ0K7x8c8yxqUieVkElmBrUBtDc5TDRNPNSzKy2JifTJMv0EpJvBvMikmJaSYlJJiUkaKyRRSTMpJMZlKikkFKSbTsMRk/FdCJpNSMpmUkclkCplMyslkMpVMJhVkMpmGtZRgKfhXSkpIGSkhU0gJKSclZCopIRWkhEzDlkqxJigF/8pIKZmCT1pKppJSUkFKyTTsTRm2VoIlyvDfFFJGykkZmUrKSAUpI9Owx1OwRyVYyxQsBf/KyRQylUwhFWQKmYZPVY69LsGWyrEmKAX/ppJyUkHKyTR88qn4ZCXYm6nY2hQsMRX/VZCpZBpypwKfvgR7XIE9moK1VGAp+DeNTJNcnCaffprs9TTZ2jRZyrruCJ2NVYl10xH6VT4YLaISku4oFZMaUkwWkmKyiBSTxaSY1JJisiTt0ZtMashkspBMJovIZLKYTCa1ZDJZkvaolpAaUkIWkhKyiJSQxaSE1JISsiTt0S4lNaSULCSlZBEpJYtJKaklpWRJ2lJQRmpIGVlIysgiUkYWkzJSS8rIkrSlYwqpIVPIQjKFLCJTyGIyhdSSKWRJ2lJTTmpIOVlIyskiUk4Wk3JSS8rJkrSlaSqpIVPJQjKVLCJTyWIyldSSqWRJ2lJWQWpIBVlIKsgiUkEWkwpSSyrIkrSlbxqpIdPIQjKNLCLTyGIyjdSSaWQJSlUNSkcJjlANcnoKPm0N9roC76zBfwtJDc5Si0kNqSU1ZAlK5EKUrBIc3YU4SlOQUwvxiSuw1YV4N/xbRBaSxWjFFpIlKM2LUCpLUDIW4QhPQS4vQm5VYI8XYctwN/xbTBaRWrKILEFNWIwSXYJStRilYwqO0GLkdAU+7WLs9UK8czH+qyWLyRLUolrUhhKUyFqUrCk4urU4ShXIqVp84oXYai3eDf+WkCVSC5dIbVgipXKJlI4lcpSWSG4tkb1eIu+2to3R6fnEenCMPgdswmy04JNRm8pQDqfiCNbgsy/Guy4mS8kyEiJ1ZDm5hKwgK8kqUk8acM5ZQ9aSS8ll5Bvkm8S6Ll94KPl6liZnOYVYP8/Xlcg/g8Tak6/79+744PITX2pvOXdqUeHP/j0dva4WIB7I1/2++e27nn2xnX+0/xXfHWN3IbEaiOvH6v75M/2Xrn2x/ZK5v3jxxwsLBLESiK1jdf/HE6+6Z8yL7S9evP22N6546yGxh4dtfka87NLvX/TwC+37vzD+u8vyVXEnwTbH6v7qsY9cW/NC+2+uOHP2pFeOPBVp+/8BbR6t++/auLFYfaH9ZP3yv/y96jXR291AbD1a989e9tUz73y+vfp7X974+H1c3BkB4p6jdX/LTT/8/WnPt3+n5VcvnPX14wSxBYgHjtb9/MDO1995rv2VCQ/cfMx/HS+I1djmMbp/0x+OXHD1c+3B7b/9xcin8lzE1hTESmzzGN1/2W//Y41/rn3t775SVLhglHhOjm0eo/tvWrbnpr3Ptqvz3l760L3HSiZgm8fq/rt+8pPzL362/eBdl5c+fuyxkgkfQpvH6v7ZP/3Xtdqz7UsWaP/32F3Hizt3A3HPsbp/8+rXC7fsax+mfNj017ocQYwA8cCxun/fz753XOW+9uaJH972YPnBh6LE9Tw5sQXb5Lq/8sJLRu/4bftV02/+yQlfy5VMwDa57q9+7df3HHymvfDejbc+cPwEyQRsk+v+gyes8I57pt3oCM6bM8kvmYBtBnT/7jl1gfOfbs9f+tQvv70zIO4k2GZA90d++MRHN/ymveyK25fO+cY4F3FPCuL+v0ObAd2/eWJ44yO/br/hgWsnbz/7KEHcDcT1pu7f3XL2k39/qn3J5qeDi87eKWQoAsRWU/dvf/3Yhwqean93z6zXFl933K4ocU8KYgu2aer+uR/euuCcJ9v/9MIe9f89e4LUFWyzQPfv47WR5r3tWf9+tbl9l80hbLNA9+832NU/eaJ9/hlfadj8qpu4JwWRY5tQ7VFvD3/p8fYlr//PltAbhpQhbLNQ92/euqq441ft0+Yat3/xtmNcxNYUxP0fQJuFun9765/ePP5X7Tec59187R+4FDAgHijU/S2/Xj7hrMfap182pWZPjv/UKHH9ccmJESC2Hqf7Nx/DP6l/tP3keePO2njZ36SpwTaP0/0Hj/34nO8/0u57rN5ffH2hZB+2eZzur5704gkP7Gm/ccuI0T9uOclFXH98cmIltnm87t+8r7Hp5d3tH573zqYbl2WfGiXuSUHk2OZn1e5/dfK332tv/6B0y/nz1sjBJkC8fJw+asIK77iH26eTgyecWHbCqVFaW3La/r9Bi+N0/+7zbph34UPtnocvmv+1nKMlZ4F4YJzu33/GyZd8Z2f73rvPe2fKNGmikLi+KDkxAsTWIt0fmfzSzEcfbF967qSzxjce6SLuSUFswTY/q7b6zWueO/iL9t+tLn1y6g+kLanGNsfrfu4JevN/3v61Cx+vOY9JK4TE1hTESmxzvO7fn3/jy9b97X888l+/+d2FJ7qIB1IQObZ5gu5v2fLX8tr72rO23LD2wsaRkrXYJhBH7C7Ovrf9298q33Db1ye6iHtSEPcfhDaBeFT976t+0n7mqpfe/OblY13E9ROSE3cDsXWC7t9d8s/54a3tf239oGzWJyfuihL3pCBGsE0gfrrjqtu2tN/96fH/eID9Y3qUuP7E5MQWILadqI+6bNgtl9/e/kZWU+PxLeN3RWmPJKdVY4sn6v6WF735O37QPu3Of3933vVFUhWAePlEfdQn2+/afUP7rXc+/8/GY/74UJTWlpzGscGJ+iij7oT9ze1vVP4uN/j6UbuitNeT0wjQbjxJZ/D585N0Zff7UNFJ+qir1+QZLcF3Jvzo5ronpLFqAdqBk3R/y3fnn8s3B5/76HXPea/ZzgQQL5+kj3qy6LjTbwqW5Swo2RmRlpUArXWS7q98++oLrEjwKy//7fzdI6gcu79Ci5P0USe98NMlPw4W/d+uNatHydFpAdqBz27cffvIu793V3Dd8Qv2ff8bsu+VQFxfrPt3//7p1b/eFvQWvXLaB0vHyIcGYisQPbsnv/vT4H+d8uScL4wYJm3nX0AiinV/9axnT/nBfcFbbss994ISewIB4oHPiPuf3fqPXfcHXz771Tsu3CslvxqI6yfr/sgPzlrw558Hjzn6gumeZbK3lUBsnaz7d7+b/Tx5IFjylx/99/XHvCfEhWCbnxErv37BhaU7gr87bdfJ548okDx4D9qcrPur77l+b+iXwTeXfjShZfORskNAXF+i+ysfovM3PRR8ftuCx5+dZTs+QGwt0f08e8O0Jx4O7p/51r1Ld0+UHQLinhIwj9O+/U578P+yW+e8VGabR2wTiOMu/5Z/T/AD78RnLntfTuv7/xfaLNX9BwuaJty9J1h2c8WMb22VTIgAsbVU97dszKl59pFg68/W/3r5jxRprIC4p1T3b87b/knto8GrG75UcNekxwUTKoF4oFT3by/dcOq3Hwte9ov/m/eNDdJAcmyzDGa0N94c96vgE+uWvflOqXzO/e9Cm2W637ju4bO/9njwspOmn3jtb21vAYh7ynT/qjXXHnHw8eCBwK1vXj/CHk8gHijT/XNnXHn91U8EtS9+e5WxxPaPgXj5FH3UtP+99+G9wWdP/PPd8071Su4BrW2KPuqj1xYseDK4siMyv+gDr7Rj2OIU3b//mul/+e5TwWWBc+d+sUEq8f4/Q4tTdP++8772yuRfB+8+sO3s66dI9243ENeX6/79p1Rcte/XwV8cMe/rj31JDlgEiK3lut84+Ph/Vv4m+NyEG3/V8N7fhI5XA3HPZ8TNL2w/9b6ng1O25310QodUsUpsE+58u2PYV54JFn9oVY874hHBdg7Ey6fqo37/xj3/eCY44lu/rM0LPCVqJdjk1M+G5P7lY2/+bbD4jzlPvffrfMnYd6DJqbp//lnVFfX7gt8++y+jXr31Y2kdgXhgqu6vrrl44mP7gn9+d/qoa0dL764FiOsrdP87IF3PBscevGPRsIBUlGogtlbo/o+3/fr8umeD60fd8dHTP7SdKWzzszuXLlh0c/uzwQd2nfblv9xpzzzYZoXuf3DYJTNHPhd8d+esnX+4SnoD+9+GNqfp/s2vNR58+Lngh+rcM/59q5zVdwOxdZrur37+wN9GPh98cHrg+W++LkcsAsQ9n91pPLz24rrng3sv/dv2p1eMkI8CxAPTdH9x6aXnPPJ88Pxdnl/MO2W01D9s82Td/86LBT876oXgj/Zvfq/8DZ98FGzzZN2/t/6R6+tfCK556eKsZ8ZNkhYK2zxZ9xf7b9v/5AvBH7+SnX81ly4RwTZP1v2RCu9PzReDX39i8fpVD58kn/MtaPMU3b9v71c++q8Xg+9XXvDXv9wjZ/XdQGw9RR9e/fU/7nrxxeBrtT/2naBn7yLWw6foHww/GFzRvmnMnFNumT6l9D//feo/3w9e8Nortx5ZXf9QTculX/jhe+8Hn11ylfHNCzc/dGXzinfy/vR+8Mh/XjzlnOeumx6+Mu/57f/v/eC/v/WvgpZnrn3oD//8/fi6fe8Ha/a+VXP2R9XT996yZvTMJ94P3vx86XlvbNk8fcPfH3/qCw+/H7zkvzZccOf/7+VJ4HLMvj5vCvVGREYMJUOSpAXhye2xMzVlEtFQtEmrViSSdmkhQ2Syy0ybvcxjXsZElLRYikrZ2p+ntKe8X899n/Rmme/7f9/v9+mn53fPvffcc+8995xzzzm3o4cJubAOJ/OrDOpiug+MuRpJtC11Vz+QxKD8eE03/b/mE6fyC7XrTjOI7xIdpjtgCzW28GOq3TEGDb2pOfXn1YeolRbyebyDDDKr+SmC8TehcrScbt0MZ9Co5icZE+/HUOUaF1KOBjAo1eyX6teF/sTKyLNZR3YwaNnBszUKY/0p35V+RLo7g/S1y8walKKomv0Reh1bGCQwHYEiwvYRXtmutRbWDJpcO9w7vvhX6vEvkoHlFgyy0pw7v63uKPF7xmatkFUMOq4XnB1QGUWNK+5SMTFi0P475xaRruHE04hNofOWMMhP8k2a1A5/4tcSv5jliEGxiYmvuyN/JfQ2ebns0GOQ3zLP96M3hBDo3CXjXC0Gva9UOqK+1J8o3fnKdrE6gzYM3op803+l9li3VLz8gUFaf0g7V7QFEBVlSi3HxzOoU+A65tgEfSq6+Hne7tEMuiIj6x4wex/BH/DmXJA8g6Kyc8MOjHQhVmvOv5Aqy6Brf6QZeRntJRSua8l8HMggQ8+kV7wFwYRWkWGXG49BK9oL188pjSKEo2wuDe6ikaRF5Dz/08FUY8IBy8xWGm02+TGnfsUBKvvC3NnnG2kUqbFybPugOMquSMo5pY5GBbNi51flb6XaEt7qvqikkcLY3MuKinHU28QRdzRe08jZcOr5ZQlBhIquvOG5MhqFO0zZYSV/kPreP0ly8XMaWYR9tyzqvDk1dXrbBJmnNBp7dLn9sWk7qcOJJsUt+TQanvS3Vb31QkIjbKPV4FwaMTYD50nb/UqsgXH15AMabR9w8nlFjguRR9y+euoujWbIy6FI4UGirPBZw9Q7NEpL3fFnbrQ3oTp11pPnAhr5lK+qvTnuIDGktDvuEkWjyNNbQTc2ijo/7bj3pQwaLT99sCSnLIRaYPfo1PNrNLLUk7t5t2wbFWB8fLX6FRq1/uJbt0Q+mJI7sP7BmYs0inzWPVpq5kHiuerVWUtTaSR1LFzz+hFfovve4cfyyTSSXvX9qwrraEJt1bLSQX/QqOauoknQPV3i+pK14ZMv0GjmLRv1d9qxxLIJyQqu52mU4B23ccWbCEq6xDuj4iyNEo2YeZk6EVSQ2dy0XWdolFKtHrbNNJBSvpOju+Q0jczNV28rzT1ITVIxC9A7RSMbxV3+vw9bQ3hcMHxsdpJGU1Q2CJjLB6mH83bb/XaCRgEZuiHJ8lsowXO+l/wJGtEXnNMZe2tKc4wtcSmBRitDy1fpl/hTgbErO/wSaPRo/rpdNkrbKE/LuiqvBBql+e27tYIOpjz3nF12NIFG4e/MxmsrBlP37Resrk2gUeFj6Q3Z8dEEWl9m7HCCRuPOGmWUaPtSIbxaj5EnaeR4y35Vd10soX17Bq/+JI3MnJ7+UVFrS2z66dGsplM0WvDosmbmyVBKfsz8VapnaKQ7e17jNYeD1Ihcw7iwszQaL1ScG7jBn0q+N3HJmPM0clnjXmTyOJaqP7DoWHEijSB8qIV9cjQRZxdefO93Gl2pabiteX0/8eLE1AVvk2gkrMyMt7pmS0UsujpKO5VGiyyb1u5t9SVm+SjEpVyk0V798eeVpA9Sd4UxfIsrNFIb77Qv/cJ66m3mw7TZ12m0NiN6Z8dEJ0ru56zsRTdo9HtHs8rChQcok5/KEgJu0ujHSLtnTg+CqBuDHrg13qKRam6MelfqViK64XRAzD80+tNDpmJmgTMxceJrRessGlmrbFKRzAyhbN+u97XLodETrVevg7/fR+horKg7lkcjhT+pwvw/Y6j1k+ZfGvCERgVadLxWTjRhfnnGiN+KaXR5nYdLoEMgIejebuZYRqMrxyMPP3wZQO1oKhQ4vqZRiE72AZ8xEURy4bq4hCoadRbnr4jyjabsru1XG0TT6EZKyeriO2bUBwXj9FNNNDJoPac/9Ew0NXft2/3uHTTSPZis1/x0M7V0w4f33kIazQw3d3xFx1ArBp6ckSbFoIelljLPhJ5Ewe0fo8fLMijpyIHODzdjKOnxzyz+lmfQZdnUGSkuHkT8z0GlxxQZFNud8Iv260hiR57Q8g9lBiWtlc6PKg8kfsxfM71RlUH2Y37SS31oTVytHBjrrMmgzYoHnKY52hMO0UyJ8mwGFVzN2Ts63J/qvLPejI8Y5NopROuTo6idYYNWaCxl0PILXnopQ6Kp92FDBocYM+j8IP1zQac9iZAzH0pGmzNITsVA+beYAOrI3vujXlsxKOnA7Scm6yKJIO0XA945MOhHR17S2rmBhNUVXtMEDwYpzb8yaMKTAMrymK/O4Z0Muj9k6byMqWGU2smWkUuCGVQYOtdK8pon0Yr2VU6PZtBW9+Mr6zL3EnsN731YeZRBDTGFUfJtUdTz6DOnUs8wyM9z4qsjKfupRvtIjWWpDBqs/DtJ3YkkVNdtpMfeYJB27YU7seqBxOEbjrPVMxlEB+VrXbAJJwwWu1h45zGo/vW8NzdmR1Ij/4pP7n7BoOMPY4zmhfkQRdG/7bldyaCwHCvytpQp0bg1Sv3vJvbmRWUD9ixnZUNf4FELyBIOXiUO1wayi4OH5ojBdYCMzxHBE8XhukBSHDxLHD4TyBIOXiUOnwVkFwcPfSgGnw1k/EMOvzhcD0iKg2eJw+cAWcLBq8ThG4Hs4uChuWLwTUDG53L4xeHWQFIcPEscbgNkCQevEofbAtnFwUMficHtgIx/BDg6kPQI+AsMei7XboMA8iYBNEwCGDYZYMZkAJPJAG6TAaJ7ymk95byeckNPeZgqwAxVABNVADdVgGhVILtYhGyYPQ/4CgMBYBgApKmK/hvgMpmUJxo0PQ/4RiwxS3qudmx+AhvBZmMMi8ABPHAcxB1ccJSajcyvxpF6Lxzx/jwCPh/0QZllkIh8EKUj5ANfi8U9FS+wB3iALY5tO8F20IRleAQ29m6PY+3OvfHuHLZ/PJBF+cDfx2MRBALgcAgbFBGRtwp3sQZHHDT5n5HGhuSn4hSD/2SaU8R6knUFoj1sLwA+nyeK7rLvloCMKBTVHCkEvvxwLlWkfIrILPdXAzKJbbATyPRC4Hvw8GpDv2i/MdiBKZ4kS4gdOOB4GJtt0EfOIlzvgNfpv89BmCGWgzATyLTHwPcf3J500XHKD20I0h7SltIVgpM5BXZtFa0I8rxvxgaWC8Ifzxiqf7IVQXtVykJeuSDIKU+7bmMrAgP+rMyPZYL2I8MPdU5sRVB+fUxxd6nASeLRGYvKFgTR92RThCWCdOMJ66SSWhCc6B6uJ1kiGO8ySq5+awuC8rna9vwXgpnt/LXSc1oQpGms01R4LihN3lhvzOupt2pft3tCsSDPd1lk+oNmBNFb04xmFAloY50rcw41Iyi/0BFGPhM4PEl9mc2GJaIVr6qbPRWYZrz5yU6jpzzs2KmJjk8E54rGDed9aEJwwlLOdu9jwSxz2euH7rPl1tnVxwsFK7qvrfg+rgmB1X7TkzcKBFfjymUjHZoQGDww2FucL7hUOSLgzdye+nKDuUGdeYKLN4MUFYc0IZhRqR0/Lk/wbOulB5NYN7pV5ym/oFxBwMMRjySvvEfgr2+dVZgjMMneOS0t9D2CEyMNB0zOFrw1irVW2dDTvtxY8/ud9wUXFYL1V+v2tAd/JPH0nkAvdf7rJXy2XmrMeZ27gtLTD7vpV40IYE11S+w/ghlz+OYr/mxEcKL8hzcdfwtAZXegaWwjglvd69Zuui0gnj25NdClp73/Ta+j8QLB32+uL7VcxtZ3WKzxpQT5QZBsPpGtb5a7a5UhUFUxlWv42IAAri19ZXhNEDU3z0f5RQMCA96lbeiyoNh/7dN313vKtxaM8dNLE+w38P04/xDb/urgA66/C/bOy3wwyYMt+xgf2nFG8MvYIW8Or2TLspmJE48LTkUq346ZwZa3qU3eEiOYsOvypGHD2HJVUbuyj8Dx/IOOXay/EEwumn4MRoGNrYW2i3rK/nIVOd+fRLuHBSYMyqER+O+L6DJKQlXrDsfNXUMjMFgzXvv3y+id/s2Gp2/r2fq8E6Mz0GU94Z5rPvUIDCSfV7v/hRZWG7lfla1HYLXbpKDkNrL2Glpy6UwdghNlA/7w/getzH5aFYl6ysqvfBYOuocMZSWM1UtrERhc2FcWeR89ULACJ79aBOUFW9KH5KAonekus1gnU3luqkxgLppjojbZLbMGgb/9FZnteahUS5XiOdcguMXbLJWUj/Y1IqpwVA2C8o+Ph78oQMkf7Zfn/12NwD/zpyUDHyOJuJ3Nb9yqETTMlf5L4wl6TwXM+cC6WvJMlKNXPkWNa9tCeIVVCBpqHhZsfYacWzNq3wZXIYj2C4qPLEKxGebXDhNVCKwqzHiJxUhl2F2hVHMlgrxCl9F/PUcPFEaOVkmuRFB+IuV93gsUIfyto8S+EoGBQP9MeQkCMq2ElQORMhnyoPwOSV1bNPAPyTDinO4aSbB6hy60bao5JtxIZL6fdEeY8A7diCayH+0KICTXZeixPoTJBz1WhwpDidexceVCpUp0McBS1aA7nBg2dK0C69cg90684tXtTj2xsJVnPSTe6j/sfDd4G3Gueq0262u5rtI6+c3gTVTBpSv1QqUqpHn/7PglEoHUna5ODdbFo3T0/anmNmfCxDGiTZhQhboPLZc2lYyk7BTs50B5FVrse++vJslwavF3gldCpWpEKA810O30ofITfskRWlaj9Q4npPyF3pT90hvzWM/YgF11//zT7kac1cioFL6sRhJLIpYW744kUrunPxMq1aBdKQ+NzGS3UIeEkmVCyxrkeKk64oJfMKG+f8MDYUINKhthePV+YABVMyC5VPiyBhHTrWqy5M0JI/0hjUKlWhS/TTW5tDOSWjdqQq7QshbNlr+r+F22KeH5zqRYmFCLIDeWLG7zIFIT40ewDtJbx9ZP+EfGi4h7ucQClOvQ/dvVpudoRyKlLcOA9cs+dVuhmjBoJxXebbaJdeIqGVZ5G/B3UOulDYuFL+vQs6tHO3Q6QolHT706hEr16K8KS7vB08ypg9+vPiW0rEdNhwqOTZH0pWT3qRwXJtSjWafkdFdKhBCjdlG2rAtbtujMqPE8LypmaasE6+8u38RIa/qHEUXnnq0BKxp1tsmae/F3UbK36lXhBI2GH1ksvTcwgtqZ3eIE5TRq9lY4pOofReX4qW8DZQZFmXq6F++JomQWy04GKwaVCFVVYasBpfMkokqYwKC0xO6KkrHmVFiw3BPhSwa5RMZkj+kIIewnqkmyQYY9S7Rtm3YfIzY/ff1aaNmAfA+llA7uDCbWnA+SYUMpMR8K/cteraFykOUYNpwzsiFTSicghmq5kdouVGpEf9/wt/uzcx+VHGP0VmjZiJjK2d/J7z5OVcxKGs4GyIQto6RkIJ5YtiBLkQ3SnVj//M2HgGjKZcNHOTYSuPBDvGFedygVU5QwmQ04BuTHbp/6MYJ4/u6cGhvXzNy3YauHhBs1Z75aufDle9Rx7tLzOTuPEQENJW1CpSa06ucSF51GP8Jq37oGoWUTqtV6aLh6wG9UTsrQ6WxY2edM4Y+VDV7ErEvzJNnotU7o8ZHZfvGEMCRfgg2ST9HXeJQ6eBdxcafeEDbcfi7ONmj24AAiLGG1JBu4L6CMo3/pDKOaFs6UZPMD1Ey/q580fBslt1siR6jUgkpW+QQW7T1CuF4O6RZatqBBU/K0KqVDqBtt494LE1qQhK/75oS2EGKPblet8GULml89Y3q0fwwFJPUG+LwIILPeAH8vtrN2/od2lshAYZNT+owQAttM/xtbSw3InLci07HoLXwtTZLFIkqftcYpmSxt2z8lwb7jzM530Jem6gUuOAnWDSf1eOK0HmVsdrHpuGTOO5EZXPQO+D/yuKzkL03Vn3FvV3DnUor6aPaA5RirO6bLtS9pM6mSM7Argb+cxbwAABbitF9r8MK096aSGoErTjTtNfn60oMXwza8Xm6fYGREFfB5hkAeqQI+yeKd+1myrzGX7GuMk30X4ORfttbj6/hKWHxOQFZVAd+SxWeOE5Q+N82VMb3ia6DMpe1+mxPYlbfn5uMNtjAdyJxqkZVcVA19CdXiHEXWVYvWrb0a+KZsC0NsYTtg+kWJzB44Vdj2U0Lz5q9Qy1LqjfdFRKt40nMNt+c1YlcfZfDB2J1w696+dhz/KoMHbMZz98S0uOA9t8dtRGN5YRiZVCs6Uum1wN/O4nbHuMV/xGfb+2OCMVlzHOGAzwWbYu6K+d0J840Xxy1aoAlTQAs0vtpLDWRABkiqTsQlWXXAX8jSQXyVr7+G4Rv8HFHP3W/qxW6v04FM4uDp4nAZIHPqRZfQonrgK7Hw0QAwESzACKfZuXyauz5ODK8Xnd1QWuzcTwNlnJZtA4vAFrzBod/Z+NSXokUjZdHQlya+HmS40TbiU9FvtDpaNFr756P1rbj4rvbrm8SIRktnvjLaAvDCstKWu6DhHiWMaLQq5ou5ecGmL/r0Gy2+gfM9NIjdN9fjHWZrkoDMagD+aSy84wFgFRbcyngamzn2/NrxcMBiiGVDGyzExA+zB36XsBkvtjLY4PcJvQfbDt89Rf1FrUQH88sxVDG879hNB7KuUSRq2huBb8HD1H6NKd04hWOL8zl7hTzLrH1w8hNcJFI9sfD79F6h5D235O+h70VEnxrxhO1YIdh8qUTim0QHJ7EJ+Po87Hhi32544hGcOcHJzkgZU2ON18sDl3rXpVcQk3UcrvYm4M/k4eMi2nhWPG7HdIvEqAMWLF54BwzF3j+wzN3MMXcz8McM595opM3hns7MFX3cBgJZ18zxdPNXNWffRDeBF05KFXtgkNTCSa0W4Puwfd0A8FQ8cKteremBpeHn0xSXzF8+MVHG7gpvziHhBu5Ytjp80iHOmAEcWSqoVtEMslqBr8PDSwVijLzsG1K+94xOAbKrlXN8tQF/HIthFAB+yiHaHHF9RSa1iTYnvQ34iIc9hn16pu85jvunw9Cf4V2xdhMxOTtyG+fbaxeTgmpAxreL5pTYDl97zmODKduIV8QWfD6xb7vIVVTVDnxXHrbJWNtBXMPa4gPsyunBb2lAF4zdAVtbIqb9XCeLryE3l5IO0SpWdXx1FfuxeESnSJce6RSzcqZxWEU2jge4cazeS4MnJ6TE90OcYyyArOvk/GydYus5DciID5yN9wH6nlZ9KUL6Vqff86CcD5z18eEbPro6rkH7txpEdHFasOtbXj6uQfq3GuR0cc7NLnHnpik2L3rNDxes7kTMJzKl2Lz2LZy378tlFJcfytg82iFmHm3k5LcLaPSTrX0sIpKdZF23iO3au4Fvy1K24Qu288Bq6ssxxV9tTcNjenAm41ZOp/QKEaf+8q3uI6cTPoqZn73H0AOLByfc58uDKGLe/qb0v9HFqmKhiF2rhGKm3/9VA3HMRfnz8Opl+fO+tXpuOIvfC4sXT25fe7H07tbnc/63GZHUHh5mpqw9PH4QZqZdYkaAuKQXKXKRcu8lp7+EEDHK16TsFNxDud8zPWv8cNERyy3WLOi9ZagBWRLAw5ZJVQCPfxwT9ev/E1Gr8bXz88P/r8RGBIp27Uggr0/U+nDXHPGz9LmvXRvzuS7+rYd/u+IZsTQ4Y6NzDYfFlMPBXtIWwHa885yojQjiYVF7JIjHV2BHH8qJ2k2f2pEU24ZVi0G8vmiKMWyCLdyVVhmvgDs2q20wJ7nhmbuI+LSL6x8azOsTmf37O/TbgX69bwXz+EPmcIpL9EfayOZgHl9Bgux9vSsSzuw/PpCxITw+zwbIRPY7BEiK/SoDmRPC4w+XJHtxfMJVxdZ/B2Qz+z0DZGgoj89TBDKR/SoBeSWUx5f4gQdkFguYAGQV+1UFshlXSAAZGsbj89SATGS/WkBSYTz+kD0cVTwJ/OaziK3TAbI5jMeXElE8eZiHq5e7ta3RRjc3Bxd7s58NR07XdHXzdHB22GFrM91no4fzdOeNbv8Fu4lUDg==";
-  }
-});
-
-// node_modules/base64-js/index.js
-var require_base64_js = __commonJS({
-  "node_modules/base64-js/index.js"(exports2) {
-    "use strict";
-    exports2.byteLength = byteLength;
-    exports2.toByteArray = toByteArray;
-    exports2.fromByteArray = fromByteArray;
-    var lookup = [];
-    var revLookup = [];
-    var Arr = typeof Uint8Array !== "undefined" ? Uint8Array : Array;
-    var code = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (i2 = 0, len = code.length; i2 < len; ++i2) {
-      lookup[i2] = code[i2];
-      revLookup[code.charCodeAt(i2)] = i2;
-    }
-    var i2;
-    var len;
-    revLookup["-".charCodeAt(0)] = 62;
-    revLookup["_".charCodeAt(0)] = 63;
-    function getLens(b64) {
-      var len2 = b64.length;
-      if (len2 % 4 > 0) {
-        throw new Error("Invalid string. Length must be a multiple of 4");
-      }
-      var validLen = b64.indexOf("=");
-      if (validLen === -1) validLen = len2;
-      var placeHoldersLen = validLen === len2 ? 0 : 4 - validLen % 4;
-      return [validLen, placeHoldersLen];
-    }
-    function byteLength(b64) {
-      var lens = getLens(b64);
-      var validLen = lens[0];
-      var placeHoldersLen = lens[1];
-      return (validLen + placeHoldersLen) * 3 / 4 - placeHoldersLen;
-    }
-    function _byteLength(b64, validLen, placeHoldersLen) {
-      return (validLen + placeHoldersLen) * 3 / 4 - placeHoldersLen;
-    }
-    function toByteArray(b64) {
-      var tmp;
-      var lens = getLens(b64);
-      var validLen = lens[0];
-      var placeHoldersLen = lens[1];
-      var arr = new Arr(_byteLength(b64, validLen, placeHoldersLen));
-      var curByte = 0;
-      var len2 = placeHoldersLen > 0 ? validLen - 4 : validLen;
-      var i3;
-      for (i3 = 0; i3 < len2; i3 += 4) {
-        tmp = revLookup[b64.charCodeAt(i3)] << 18 | revLookup[b64.charCodeAt(i3 + 1)] << 12 | revLookup[b64.charCodeAt(i3 + 2)] << 6 | revLookup[b64.charCodeAt(i3 + 3)];
-        arr[curByte++] = tmp >> 16 & 255;
-        arr[curByte++] = tmp >> 8 & 255;
-        arr[curByte++] = tmp & 255;
-      }
-      if (placeHoldersLen === 2) {
-        tmp = revLookup[b64.charCodeAt(i3)] << 2 | revLookup[b64.charCodeAt(i3 + 1)] >> 4;
-        arr[curByte++] = tmp & 255;
-      }
-      if (placeHoldersLen === 1) {
-        tmp = revLookup[b64.charCodeAt(i3)] << 10 | revLookup[b64.charCodeAt(i3 + 1)] << 4 | revLookup[b64.charCodeAt(i3 + 2)] >> 2;
-        arr[curByte++] = tmp >> 8 & 255;
-        arr[curByte++] = tmp & 255;
-      }
-      return arr;
-    }
-    function tripletToBase64(num) {
-      return lookup[num >> 18 & 63] + lookup[num >> 12 & 63] + lookup[num >> 6 & 63] + lookup[num & 63];
-    }
-    function encodeChunk(uint8, start, end) {
-      var tmp;
-      var output2 = [];
-      for (var i3 = start; i3 < end; i3 += 3) {
-        tmp = (uint8[i3] << 16 & 16711680) + (uint8[i3 + 1] << 8 & 65280) + (uint8[i3 + 2] & 255);
-        output2.push(tripletToBase64(tmp));
-      }
-      return output2.join("");
-    }
-    function fromByteArray(uint8) {
-      var tmp;
-      var len2 = uint8.length;
-      var extraBytes = len2 % 3;
-      var parts = [];
-      var maxChunkLength = 16383;
-      for (var i3 = 0, len22 = len2 - extraBytes; i3 < len22; i3 += maxChunkLength) {
-        parts.push(encodeChunk(uint8, i3, i3 + maxChunkLength > len22 ? len22 : i3 + maxChunkLength));
-      }
-      if (extraBytes === 1) {
-        tmp = uint8[len2 - 1];
-        parts.push(
-          lookup[tmp >> 2] + lookup[tmp << 4 & 63] + "=="
-        );
-      } else if (extraBytes === 2) {
-        tmp = (uint8[len2 - 2] << 8) + uint8[len2 - 1];
-        parts.push(
-          lookup[tmp >> 10] + lookup[tmp >> 4 & 63] + lookup[tmp << 2 & 63] + "="
-        );
-      }
-      return parts.join("");
-    }
-  }
-});
-
-// node_modules/pako/lib/utils/common.js
-var require_common = __commonJS({
-  "node_modules/pako/lib/utils/common.js"(exports2) {
-    "use strict";
-    var TYPED_OK = typeof Uint8Array !== "undefined" && typeof Uint16Array !== "undefined" && typeof Int32Array !== "undefined";
-    function _has(obj, key) {
-      return Object.prototype.hasOwnProperty.call(obj, key);
-    }
-    exports2.assign = function(obj) {
-      var sources = Array.prototype.slice.call(arguments, 1);
-      while (sources.length) {
-        var source = sources.shift();
-        if (!source) {
-          continue;
-        }
-        if (typeof source !== "object") {
-          throw new TypeError(source + "must be non-object");
-        }
-        for (var p in source) {
-          if (_has(source, p)) {
-            obj[p] = source[p];
-          }
-        }
-      }
-      return obj;
-    };
-    exports2.shrinkBuf = function(buf, size) {
-      if (buf.length === size) {
-        return buf;
-      }
-      if (buf.subarray) {
-        return buf.subarray(0, size);
-      }
-      buf.length = size;
-      return buf;
-    };
-    var fnTyped = {
-      arraySet: function(dest, src, src_offs, len, dest_offs) {
-        if (src.subarray && dest.subarray) {
-          dest.set(src.subarray(src_offs, src_offs + len), dest_offs);
-          return;
-        }
-        for (var i2 = 0; i2 < len; i2++) {
-          dest[dest_offs + i2] = src[src_offs + i2];
-        }
-      },
-      // Join array of chunks to single array.
-      flattenChunks: function(chunks) {
-        var i2, l, len, pos, chunk, result;
-        len = 0;
-        for (i2 = 0, l = chunks.length; i2 < l; i2++) {
-          len += chunks[i2].length;
-        }
-        result = new Uint8Array(len);
-        pos = 0;
-        for (i2 = 0, l = chunks.length; i2 < l; i2++) {
-          chunk = chunks[i2];
-          result.set(chunk, pos);
-          pos += chunk.length;
-        }
-        return result;
-      }
-    };
-    var fnUntyped = {
-      arraySet: function(dest, src, src_offs, len, dest_offs) {
-        for (var i2 = 0; i2 < len; i2++) {
-          dest[dest_offs + i2] = src[src_offs + i2];
-        }
-      },
-      // Join array of chunks to single array.
-      flattenChunks: function(chunks) {
-        return [].concat.apply([], chunks);
-      }
-    };
-    exports2.setTyped = function(on6) {
-      if (on6) {
-        exports2.Buf8 = Uint8Array;
-        exports2.Buf16 = Uint16Array;
-        exports2.Buf32 = Int32Array;
-        exports2.assign(exports2, fnTyped);
-      } else {
-        exports2.Buf8 = Array;
-        exports2.Buf16 = Array;
-        exports2.Buf32 = Array;
-        exports2.assign(exports2, fnUntyped);
-      }
-    };
-    exports2.setTyped(TYPED_OK);
-  }
-});
-
-// node_modules/pako/lib/zlib/trees.js
-var require_trees = __commonJS({
-  "node_modules/pako/lib/zlib/trees.js"(exports2) {
-    "use strict";
-    var utils = require_common();
-    var Z_FIXED = 4;
-    var Z_BINARY = 0;
-    var Z_TEXT = 1;
-    var Z_UNKNOWN = 2;
-    function zero(buf) {
-      var len = buf.length;
-      while (--len >= 0) {
-        buf[len] = 0;
-      }
-    }
-    var STORED_BLOCK = 0;
-    var STATIC_TREES = 1;
-    var DYN_TREES = 2;
-    var MIN_MATCH = 3;
-    var MAX_MATCH = 258;
-    var LENGTH_CODES = 29;
-    var LITERALS = 256;
-    var L_CODES = LITERALS + 1 + LENGTH_CODES;
-    var D_CODES = 30;
-    var BL_CODES = 19;
-    var HEAP_SIZE = 2 * L_CODES + 1;
-    var MAX_BITS = 15;
-    var Buf_size = 16;
-    var MAX_BL_BITS = 7;
-    var END_BLOCK = 256;
-    var REP_3_6 = 16;
-    var REPZ_3_10 = 17;
-    var REPZ_11_138 = 18;
-    var extra_lbits = (
-      /* extra bits for each length code */
-      [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0]
-    );
-    var extra_dbits = (
-      /* extra bits for each distance code */
-      [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
-    );
-    var extra_blbits = (
-      /* extra bits for each bit length code */
-      [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 7]
-    );
-    var bl_order = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
-    var DIST_CODE_LEN = 512;
-    var static_ltree = new Array((L_CODES + 2) * 2);
-    zero(static_ltree);
-    var static_dtree = new Array(D_CODES * 2);
-    zero(static_dtree);
-    var _dist_code = new Array(DIST_CODE_LEN);
-    zero(_dist_code);
-    var _length_code = new Array(MAX_MATCH - MIN_MATCH + 1);
-    zero(_length_code);
-    var base_length = new Array(LENGTH_CODES);
-    zero(base_length);
-    var base_dist = new Array(D_CODES);
-    zero(base_dist);
-    function StaticTreeDesc(static_tree, extra_bits, extra_base, elems, max_length) {
-      this.static_tree = static_tree;
-      this.extra_bits = extra_bits;
-      this.extra_base = extra_base;
-      this.elems = elems;
-      this.max_length = max_length;
-      this.has_stree = static_tree && static_tree.length;
-    }
-    var static_l_desc;
-    var static_d_desc;
-    var static_bl_desc;
-    function TreeDesc(dyn_tree, stat_desc) {
-      this.dyn_tree = dyn_tree;
-      this.max_code = 0;
-      this.stat_desc = stat_desc;
-    }
-    function d_code(dist) {
-      return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
-    }
-    function put_short(s, w) {
-      s.pending_buf[s.pending++] = w & 255;
-      s.pending_buf[s.pending++] = w >>> 8 & 255;
-    }
-    function send_bits(s, value, length) {
-      if (s.bi_valid > Buf_size - length) {
-        s.bi_buf |= value << s.bi_valid & 65535;
-        put_short(s, s.bi_buf);
-        s.bi_buf = value >> Buf_size - s.bi_valid;
-        s.bi_valid += length - Buf_size;
-      } else {
-        s.bi_buf |= value << s.bi_valid & 65535;
-        s.bi_valid += length;
-      }
-    }
-    function send_code(s, c3, tree) {
-      send_bits(
-        s,
-        tree[c3 * 2],
-        tree[c3 * 2 + 1]
-        /*.Len*/
-      );
-    }
-    function bi_reverse(code, len) {
-      var res = 0;
-      do {
-        res |= code & 1;
-        code >>>= 1;
-        res <<= 1;
-      } while (--len > 0);
-      return res >>> 1;
-    }
-    function bi_flush(s) {
-      if (s.bi_valid === 16) {
-        put_short(s, s.bi_buf);
-        s.bi_buf = 0;
-        s.bi_valid = 0;
-      } else if (s.bi_valid >= 8) {
-        s.pending_buf[s.pending++] = s.bi_buf & 255;
-        s.bi_buf >>= 8;
-        s.bi_valid -= 8;
-      }
-    }
-    function gen_bitlen(s, desc) {
-      var tree = desc.dyn_tree;
-      var max_code = desc.max_code;
-      var stree = desc.stat_desc.static_tree;
-      var has_stree = desc.stat_desc.has_stree;
-      var extra = desc.stat_desc.extra_bits;
-      var base = desc.stat_desc.extra_base;
-      var max_length = desc.stat_desc.max_length;
-      var h2;
-      var n2, m;
-      var bits;
-      var xbits;
-      var f;
-      var overflow = 0;
-      for (bits = 0; bits <= MAX_BITS; bits++) {
-        s.bl_count[bits] = 0;
-      }
-      tree[s.heap[s.heap_max] * 2 + 1] = 0;
-      for (h2 = s.heap_max + 1; h2 < HEAP_SIZE; h2++) {
-        n2 = s.heap[h2];
-        bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
-        if (bits > max_length) {
-          bits = max_length;
-          overflow++;
-        }
-        tree[n2 * 2 + 1] = bits;
-        if (n2 > max_code) {
-          continue;
-        }
-        s.bl_count[bits]++;
-        xbits = 0;
-        if (n2 >= base) {
-          xbits = extra[n2 - base];
-        }
-        f = tree[n2 * 2];
-        s.opt_len += f * (bits + xbits);
-        if (has_stree) {
-          s.static_len += f * (stree[n2 * 2 + 1] + xbits);
-        }
-      }
-      if (overflow === 0) {
-        return;
-      }
-      do {
-        bits = max_length - 1;
-        while (s.bl_count[bits] === 0) {
-          bits--;
-        }
-        s.bl_count[bits]--;
-        s.bl_count[bits + 1] += 2;
-        s.bl_count[max_length]--;
-        overflow -= 2;
-      } while (overflow > 0);
-      for (bits = max_length; bits !== 0; bits--) {
-        n2 = s.bl_count[bits];
-        while (n2 !== 0) {
-          m = s.heap[--h2];
-          if (m > max_code) {
-            continue;
-          }
-          if (tree[m * 2 + 1] !== bits) {
-            s.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
-            tree[m * 2 + 1] = bits;
-          }
-          n2--;
-        }
-      }
-    }
-    function gen_codes(tree, max_code, bl_count) {
-      var next_code = new Array(MAX_BITS + 1);
-      var code = 0;
-      var bits;
-      var n2;
-      for (bits = 1; bits <= MAX_BITS; bits++) {
-        next_code[bits] = code = code + bl_count[bits - 1] << 1;
-      }
-      for (n2 = 0; n2 <= max_code; n2++) {
-        var len = tree[n2 * 2 + 1];
-        if (len === 0) {
-          continue;
-        }
-        tree[n2 * 2] = bi_reverse(next_code[len]++, len);
-      }
-    }
-    function tr_static_init() {
-      var n2;
-      var bits;
-      var length;
-      var code;
-      var dist;
-      var bl_count = new Array(MAX_BITS + 1);
-      length = 0;
-      for (code = 0; code < LENGTH_CODES - 1; code++) {
-        base_length[code] = length;
-        for (n2 = 0; n2 < 1 << extra_lbits[code]; n2++) {
-          _length_code[length++] = code;
-        }
-      }
-      _length_code[length - 1] = code;
-      dist = 0;
-      for (code = 0; code < 16; code++) {
-        base_dist[code] = dist;
-        for (n2 = 0; n2 < 1 << extra_dbits[code]; n2++) {
-          _dist_code[dist++] = code;
-        }
-      }
-      dist >>= 7;
-      for (; code < D_CODES; code++) {
-        base_dist[code] = dist << 7;
-        for (n2 = 0; n2 < 1 << extra_dbits[code] - 7; n2++) {
-          _dist_code[256 + dist++] = code;
-        }
-      }
-      for (bits = 0; bits <= MAX_BITS; bits++) {
-        bl_count[bits] = 0;
-      }
-      n2 = 0;
-      while (n2 <= 143) {
-        static_ltree[n2 * 2 + 1] = 8;
-        n2++;
-        bl_count[8]++;
-      }
-      while (n2 <= 255) {
-        static_ltree[n2 * 2 + 1] = 9;
-        n2++;
-        bl_count[9]++;
-      }
-      while (n2 <= 279) {
-        static_ltree[n2 * 2 + 1] = 7;
-        n2++;
-        bl_count[7]++;
-      }
-      while (n2 <= 287) {
-        static_ltree[n2 * 2 + 1] = 8;
-        n2++;
-        bl_count[8]++;
-      }
-      gen_codes(static_ltree, L_CODES + 1, bl_count);
-      for (n2 = 0; n2 < D_CODES; n2++) {
-        static_dtree[n2 * 2 + 1] = 5;
-        static_dtree[n2 * 2] = bi_reverse(n2, 5);
-      }
-      static_l_desc = new StaticTreeDesc(static_ltree, extra_lbits, LITERALS + 1, L_CODES, MAX_BITS);
-      static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
-      static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
-    }
-    function init_block(s) {
-      var n2;
-      for (n2 = 0; n2 < L_CODES; n2++) {
-        s.dyn_ltree[n2 * 2] = 0;
-      }
-      for (n2 = 0; n2 < D_CODES; n2++) {
-        s.dyn_dtree[n2 * 2] = 0;
-      }
-      for (n2 = 0; n2 < BL_CODES; n2++) {
-        s.bl_tree[n2 * 2] = 0;
-      }
-      s.dyn_ltree[END_BLOCK * 2] = 1;
-      s.opt_len = s.static_len = 0;
-      s.last_lit = s.matches = 0;
-    }
-    function bi_windup(s) {
-      if (s.bi_valid > 8) {
-        put_short(s, s.bi_buf);
-      } else if (s.bi_valid > 0) {
-        s.pending_buf[s.pending++] = s.bi_buf;
-      }
-      s.bi_buf = 0;
-      s.bi_valid = 0;
-    }
-    function copy_block(s, buf, len, header) {
-      bi_windup(s);
-      if (header) {
-        put_short(s, len);
-        put_short(s, ~len);
-      }
-      utils.arraySet(s.pending_buf, s.window, buf, len, s.pending);
-      s.pending += len;
-    }
-    function smaller(tree, n2, m, depth) {
-      var _n2 = n2 * 2;
-      var _m2 = m * 2;
-      return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
-    }
-    function pqdownheap(s, tree, k) {
-      var v = s.heap[k];
-      var j = k << 1;
-      while (j <= s.heap_len) {
-        if (j < s.heap_len && smaller(tree, s.heap[j + 1], s.heap[j], s.depth)) {
-          j++;
-        }
-        if (smaller(tree, v, s.heap[j], s.depth)) {
-          break;
-        }
-        s.heap[k] = s.heap[j];
-        k = j;
-        j <<= 1;
-      }
-      s.heap[k] = v;
-    }
-    function compress_block(s, ltree, dtree) {
-      var dist;
-      var lc;
-      var lx = 0;
-      var code;
-      var extra;
-      if (s.last_lit !== 0) {
-        do {
-          dist = s.pending_buf[s.d_buf + lx * 2] << 8 | s.pending_buf[s.d_buf + lx * 2 + 1];
-          lc = s.pending_buf[s.l_buf + lx];
-          lx++;
-          if (dist === 0) {
-            send_code(s, lc, ltree);
-          } else {
-            code = _length_code[lc];
-            send_code(s, code + LITERALS + 1, ltree);
-            extra = extra_lbits[code];
-            if (extra !== 0) {
-              lc -= base_length[code];
-              send_bits(s, lc, extra);
-            }
-            dist--;
-            code = d_code(dist);
-            send_code(s, code, dtree);
-            extra = extra_dbits[code];
-            if (extra !== 0) {
-              dist -= base_dist[code];
-              send_bits(s, dist, extra);
-            }
-          }
-        } while (lx < s.last_lit);
-      }
-      send_code(s, END_BLOCK, ltree);
-    }
-    function build_tree(s, desc) {
-      var tree = desc.dyn_tree;
-      var stree = desc.stat_desc.static_tree;
-      var has_stree = desc.stat_desc.has_stree;
-      var elems = desc.stat_desc.elems;
-      var n2, m;
-      var max_code = -1;
-      var node2;
-      s.heap_len = 0;
-      s.heap_max = HEAP_SIZE;
-      for (n2 = 0; n2 < elems; n2++) {
-        if (tree[n2 * 2] !== 0) {
-          s.heap[++s.heap_len] = max_code = n2;
-          s.depth[n2] = 0;
-        } else {
-          tree[n2 * 2 + 1] = 0;
-        }
-      }
-      while (s.heap_len < 2) {
-        node2 = s.heap[++s.heap_len] = max_code < 2 ? ++max_code : 0;
-        tree[node2 * 2] = 1;
-        s.depth[node2] = 0;
-        s.opt_len--;
-        if (has_stree) {
-          s.static_len -= stree[node2 * 2 + 1];
-        }
-      }
-      desc.max_code = max_code;
-      for (n2 = s.heap_len >> 1; n2 >= 1; n2--) {
-        pqdownheap(s, tree, n2);
-      }
-      node2 = elems;
-      do {
-        n2 = s.heap[
-          1
-          /*SMALLEST*/
-        ];
-        s.heap[
-          1
-          /*SMALLEST*/
-        ] = s.heap[s.heap_len--];
-        pqdownheap(
-          s,
-          tree,
-          1
-          /*SMALLEST*/
-        );
-        m = s.heap[
-          1
-          /*SMALLEST*/
-        ];
-        s.heap[--s.heap_max] = n2;
-        s.heap[--s.heap_max] = m;
-        tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
-        s.depth[node2] = (s.depth[n2] >= s.depth[m] ? s.depth[n2] : s.depth[m]) + 1;
-        tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
-        s.heap[
-          1
-          /*SMALLEST*/
-        ] = node2++;
-        pqdownheap(
-          s,
-          tree,
-          1
-          /*SMALLEST*/
-        );
-      } while (s.heap_len >= 2);
-      s.heap[--s.heap_max] = s.heap[
-        1
-        /*SMALLEST*/
-      ];
-      gen_bitlen(s, desc);
-      gen_codes(tree, max_code, s.bl_count);
-    }
-    function scan_tree(s, tree, max_code) {
-      var n2;
-      var prevlen = -1;
-      var curlen;
-      var nextlen = tree[0 * 2 + 1];
-      var count4 = 0;
-      var max_count = 7;
-      var min_count = 4;
-      if (nextlen === 0) {
-        max_count = 138;
-        min_count = 3;
-      }
-      tree[(max_code + 1) * 2 + 1] = 65535;
-      for (n2 = 0; n2 <= max_code; n2++) {
-        curlen = nextlen;
-        nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count4 < max_count && curlen === nextlen) {
-          continue;
-        } else if (count4 < min_count) {
-          s.bl_tree[curlen * 2] += count4;
-        } else if (curlen !== 0) {
-          if (curlen !== prevlen) {
-            s.bl_tree[curlen * 2]++;
-          }
-          s.bl_tree[REP_3_6 * 2]++;
-        } else if (count4 <= 10) {
-          s.bl_tree[REPZ_3_10 * 2]++;
-        } else {
-          s.bl_tree[REPZ_11_138 * 2]++;
-        }
-        count4 = 0;
-        prevlen = curlen;
-        if (nextlen === 0) {
-          max_count = 138;
-          min_count = 3;
-        } else if (curlen === nextlen) {
-          max_count = 6;
-          min_count = 3;
-        } else {
-          max_count = 7;
-          min_count = 4;
-        }
-      }
-    }
-    function send_tree(s, tree, max_code) {
-      var n2;
-      var prevlen = -1;
-      var curlen;
-      var nextlen = tree[0 * 2 + 1];
-      var count4 = 0;
-      var max_count = 7;
-      var min_count = 4;
-      if (nextlen === 0) {
-        max_count = 138;
-        min_count = 3;
-      }
-      for (n2 = 0; n2 <= max_code; n2++) {
-        curlen = nextlen;
-        nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count4 < max_count && curlen === nextlen) {
-          continue;
-        } else if (count4 < min_count) {
-          do {
-            send_code(s, curlen, s.bl_tree);
-          } while (--count4 !== 0);
-        } else if (curlen !== 0) {
-          if (curlen !== prevlen) {
-            send_code(s, curlen, s.bl_tree);
-            count4--;
-          }
-          send_code(s, REP_3_6, s.bl_tree);
-          send_bits(s, count4 - 3, 2);
-        } else if (count4 <= 10) {
-          send_code(s, REPZ_3_10, s.bl_tree);
-          send_bits(s, count4 - 3, 3);
-        } else {
-          send_code(s, REPZ_11_138, s.bl_tree);
-          send_bits(s, count4 - 11, 7);
-        }
-        count4 = 0;
-        prevlen = curlen;
-        if (nextlen === 0) {
-          max_count = 138;
-          min_count = 3;
-        } else if (curlen === nextlen) {
-          max_count = 6;
-          min_count = 3;
-        } else {
-          max_count = 7;
-          min_count = 4;
-        }
-      }
-    }
-    function build_bl_tree(s) {
-      var max_blindex;
-      scan_tree(s, s.dyn_ltree, s.l_desc.max_code);
-      scan_tree(s, s.dyn_dtree, s.d_desc.max_code);
-      build_tree(s, s.bl_desc);
-      for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
-        if (s.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
-          break;
-        }
-      }
-      s.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
-      return max_blindex;
-    }
-    function send_all_trees(s, lcodes, dcodes, blcodes) {
-      var rank2;
-      send_bits(s, lcodes - 257, 5);
-      send_bits(s, dcodes - 1, 5);
-      send_bits(s, blcodes - 4, 4);
-      for (rank2 = 0; rank2 < blcodes; rank2++) {
-        send_bits(s, s.bl_tree[bl_order[rank2] * 2 + 1], 3);
-      }
-      send_tree(s, s.dyn_ltree, lcodes - 1);
-      send_tree(s, s.dyn_dtree, dcodes - 1);
-    }
-    function detect_data_type(s) {
-      var black_mask = 4093624447;
-      var n2;
-      for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
-        if (black_mask & 1 && s.dyn_ltree[n2 * 2] !== 0) {
-          return Z_BINARY;
-        }
-      }
-      if (s.dyn_ltree[9 * 2] !== 0 || s.dyn_ltree[10 * 2] !== 0 || s.dyn_ltree[13 * 2] !== 0) {
-        return Z_TEXT;
-      }
-      for (n2 = 32; n2 < LITERALS; n2++) {
-        if (s.dyn_ltree[n2 * 2] !== 0) {
-          return Z_TEXT;
-        }
-      }
-      return Z_BINARY;
-    }
-    var static_init_done = false;
-    function _tr_init(s) {
-      if (!static_init_done) {
-        tr_static_init();
-        static_init_done = true;
-      }
-      s.l_desc = new TreeDesc(s.dyn_ltree, static_l_desc);
-      s.d_desc = new TreeDesc(s.dyn_dtree, static_d_desc);
-      s.bl_desc = new TreeDesc(s.bl_tree, static_bl_desc);
-      s.bi_buf = 0;
-      s.bi_valid = 0;
-      init_block(s);
-    }
-    function _tr_stored_block(s, buf, stored_len, last) {
-      send_bits(s, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
-      copy_block(s, buf, stored_len, true);
-    }
-    function _tr_align(s) {
-      send_bits(s, STATIC_TREES << 1, 3);
-      send_code(s, END_BLOCK, static_ltree);
-      bi_flush(s);
-    }
-    function _tr_flush_block(s, buf, stored_len, last) {
-      var opt_lenb, static_lenb;
-      var max_blindex = 0;
-      if (s.level > 0) {
-        if (s.strm.data_type === Z_UNKNOWN) {
-          s.strm.data_type = detect_data_type(s);
-        }
-        build_tree(s, s.l_desc);
-        build_tree(s, s.d_desc);
-        max_blindex = build_bl_tree(s);
-        opt_lenb = s.opt_len + 3 + 7 >>> 3;
-        static_lenb = s.static_len + 3 + 7 >>> 3;
-        if (static_lenb <= opt_lenb) {
-          opt_lenb = static_lenb;
-        }
-      } else {
-        opt_lenb = static_lenb = stored_len + 5;
-      }
-      if (stored_len + 4 <= opt_lenb && buf !== -1) {
-        _tr_stored_block(s, buf, stored_len, last);
-      } else if (s.strategy === Z_FIXED || static_lenb === opt_lenb) {
-        send_bits(s, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
-        compress_block(s, static_ltree, static_dtree);
-      } else {
-        send_bits(s, (DYN_TREES << 1) + (last ? 1 : 0), 3);
-        send_all_trees(s, s.l_desc.max_code + 1, s.d_desc.max_code + 1, max_blindex + 1);
-        compress_block(s, s.dyn_ltree, s.dyn_dtree);
-      }
-      init_block(s);
-      if (last) {
-        bi_windup(s);
-      }
-    }
-    function _tr_tally(s, dist, lc) {
-      s.pending_buf[s.d_buf + s.last_lit * 2] = dist >>> 8 & 255;
-      s.pending_buf[s.d_buf + s.last_lit * 2 + 1] = dist & 255;
-      s.pending_buf[s.l_buf + s.last_lit] = lc & 255;
-      s.last_lit++;
-      if (dist === 0) {
-        s.dyn_ltree[lc * 2]++;
-      } else {
-        s.matches++;
-        dist--;
-        s.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
-        s.dyn_dtree[d_code(dist) * 2]++;
-      }
-      return s.last_lit === s.lit_bufsize - 1;
-    }
-    exports2._tr_init = _tr_init;
-    exports2._tr_stored_block = _tr_stored_block;
-    exports2._tr_flush_block = _tr_flush_block;
-    exports2._tr_tally = _tr_tally;
-    exports2._tr_align = _tr_align;
-  }
-});
-
-// node_modules/pako/lib/zlib/adler32.js
-var require_adler32 = __commonJS({
-  "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
-    "use strict";
-    function adler32(adler, buf, len, pos) {
-      var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
-      while (len !== 0) {
-        n2 = len > 2e3 ? 2e3 : len;
-        len -= n2;
-        do {
-          s1 = s1 + buf[pos++] | 0;
-          s2 = s2 + s1 | 0;
-        } while (--n2);
-        s1 %= 65521;
-        s2 %= 65521;
-      }
-      return s1 | s2 << 16 | 0;
-    }
-    module2.exports = adler32;
-  }
-});
-
-// node_modules/pako/lib/zlib/crc32.js
-var require_crc32 = __commonJS({
-  "node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
-    "use strict";
-    function makeTable() {
-      var c3, table = [];
-      for (var n2 = 0; n2 < 256; n2++) {
-        c3 = n2;
-        for (var k = 0; k < 8; k++) {
-          c3 = c3 & 1 ? 3988292384 ^ c3 >>> 1 : c3 >>> 1;
-        }
-        table[n2] = c3;
-      }
-      return table;
-    }
-    var crcTable = makeTable();
-    function crc32(crc, buf, len, pos) {
-      var t = crcTable, end = pos + len;
-      crc ^= -1;
-      for (var i2 = pos; i2 < end; i2++) {
-        crc = crc >>> 8 ^ t[(crc ^ buf[i2]) & 255];
-      }
-      return crc ^ -1;
-    }
-    module2.exports = crc32;
-  }
-});
-
-// node_modules/pako/lib/zlib/messages.js
-var require_messages = __commonJS({
-  "node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
-    "use strict";
-    module2.exports = {
-      2: "need dictionary",
-      /* Z_NEED_DICT       2  */
-      1: "stream end",
-      /* Z_STREAM_END      1  */
-      0: "",
-      /* Z_OK              0  */
-      "-1": "file error",
-      /* Z_ERRNO         (-1) */
-      "-2": "stream error",
-      /* Z_STREAM_ERROR  (-2) */
-      "-3": "data error",
-      /* Z_DATA_ERROR    (-3) */
-      "-4": "insufficient memory",
-      /* Z_MEM_ERROR     (-4) */
-      "-5": "buffer error",
-      /* Z_BUF_ERROR     (-5) */
-      "-6": "incompatible version"
-      /* Z_VERSION_ERROR (-6) */
-    };
-  }
-});
-
-// node_modules/pako/lib/zlib/deflate.js
-var require_deflate = __commonJS({
-  "node_modules/pako/lib/zlib/deflate.js"(exports2) {
-    "use strict";
-    var utils = require_common();
-    var trees = require_trees();
-    var adler32 = require_adler32();
-    var crc32 = require_crc32();
-    var msg = require_messages();
-    var Z_NO_FLUSH = 0;
-    var Z_PARTIAL_FLUSH = 1;
-    var Z_FULL_FLUSH = 3;
-    var Z_FINISH = 4;
-    var Z_BLOCK = 5;
-    var Z_OK = 0;
-    var Z_STREAM_END = 1;
-    var Z_STREAM_ERROR = -2;
-    var Z_DATA_ERROR = -3;
-    var Z_BUF_ERROR = -5;
-    var Z_DEFAULT_COMPRESSION = -1;
-    var Z_FILTERED = 1;
-    var Z_HUFFMAN_ONLY = 2;
-    var Z_RLE = 3;
-    var Z_FIXED = 4;
-    var Z_DEFAULT_STRATEGY = 0;
-    var Z_UNKNOWN = 2;
-    var Z_DEFLATED = 8;
-    var MAX_MEM_LEVEL = 9;
-    var MAX_WBITS = 15;
-    var DEF_MEM_LEVEL = 8;
-    var LENGTH_CODES = 29;
-    var LITERALS = 256;
-    var L_CODES = LITERALS + 1 + LENGTH_CODES;
-    var D_CODES = 30;
-    var BL_CODES = 19;
-    var HEAP_SIZE = 2 * L_CODES + 1;
-    var MAX_BITS = 15;
-    var MIN_MATCH = 3;
-    var MAX_MATCH = 258;
-    var MIN_LOOKAHEAD = MAX_MATCH + MIN_MATCH + 1;
-    var PRESET_DICT = 32;
-    var INIT_STATE = 42;
-    var EXTRA_STATE = 69;
-    var NAME_STATE = 73;
-    var COMMENT_STATE = 91;
-    var HCRC_STATE = 103;
-    var BUSY_STATE = 113;
-    var FINISH_STATE = 666;
-    var BS_NEED_MORE = 1;
-    var BS_BLOCK_DONE = 2;
-    var BS_FINISH_STARTED = 3;
-    var BS_FINISH_DONE = 4;
-    var OS_CODE = 3;
-    function err(strm, errorCode) {
-      strm.msg = msg[errorCode];
-      return errorCode;
-    }
-    function rank2(f) {
-      return (f << 1) - (f > 4 ? 9 : 0);
-    }
-    function zero(buf) {
-      var len = buf.length;
-      while (--len >= 0) {
-        buf[len] = 0;
-      }
-    }
-    function flush_pending(strm) {
-      var s = strm.state;
-      var len = s.pending;
-      if (len > strm.avail_out) {
-        len = strm.avail_out;
-      }
-      if (len === 0) {
-        return;
-      }
-      utils.arraySet(strm.output, s.pending_buf, s.pending_out, len, strm.next_out);
-      strm.next_out += len;
-      s.pending_out += len;
-      strm.total_out += len;
-      strm.avail_out -= len;
-      s.pending -= len;
-      if (s.pending === 0) {
-        s.pending_out = 0;
-      }
-    }
-    function flush_block_only(s, last) {
-      trees._tr_flush_block(s, s.block_start >= 0 ? s.block_start : -1, s.strstart - s.block_start, last);
-      s.block_start = s.strstart;
-      flush_pending(s.strm);
-    }
-    function put_byte(s, b) {
-      s.pending_buf[s.pending++] = b;
-    }
-    function putShortMSB(s, b) {
-      s.pending_buf[s.pending++] = b >>> 8 & 255;
-      s.pending_buf[s.pending++] = b & 255;
-    }
-    function read_buf(strm, buf, start, size) {
-      var len = strm.avail_in;
-      if (len > size) {
-        len = size;
-      }
-      if (len === 0) {
-        return 0;
-      }
-      strm.avail_in -= len;
-      utils.arraySet(buf, strm.input, strm.next_in, len, start);
-      if (strm.state.wrap === 1) {
-        strm.adler = adler32(strm.adler, buf, len, start);
-      } else if (strm.state.wrap === 2) {
-        strm.adler = crc32(strm.adler, buf, len, start);
-      }
-      strm.next_in += len;
-      strm.total_in += len;
-      return len;
-    }
-    function longest_match(s, cur_match) {
-      var chain_length = s.max_chain_length;
-      var scan = s.strstart;
-      var match;
-      var len;
-      var best_len = s.prev_length;
-      var nice_match = s.nice_match;
-      var limit = s.strstart > s.w_size - MIN_LOOKAHEAD ? s.strstart - (s.w_size - MIN_LOOKAHEAD) : 0;
-      var _win = s.window;
-      var wmask = s.w_mask;
-      var prev = s.prev;
-      var strend = s.strstart + MAX_MATCH;
-      var scan_end1 = _win[scan + best_len - 1];
-      var scan_end = _win[scan + best_len];
-      if (s.prev_length >= s.good_match) {
-        chain_length >>= 2;
-      }
-      if (nice_match > s.lookahead) {
-        nice_match = s.lookahead;
-      }
-      do {
-        match = cur_match;
-        if (_win[match + best_len] !== scan_end || _win[match + best_len - 1] !== scan_end1 || _win[match] !== _win[scan] || _win[++match] !== _win[scan + 1]) {
-          continue;
-        }
-        scan += 2;
-        match++;
-        do {
-        } while (_win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && _win[++scan] === _win[++match] && scan < strend);
-        len = MAX_MATCH - (strend - scan);
-        scan = strend - MAX_MATCH;
-        if (len > best_len) {
-          s.match_start = cur_match;
-          best_len = len;
-          if (len >= nice_match) {
-            break;
-          }
-          scan_end1 = _win[scan + best_len - 1];
-          scan_end = _win[scan + best_len];
-        }
-      } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
-      if (best_len <= s.lookahead) {
-        return best_len;
-      }
-      return s.lookahead;
-    }
-    function fill_window(s) {
-      var _w_size = s.w_size;
-      var p, n2, m, more, str;
-      do {
-        more = s.window_size - s.lookahead - s.strstart;
-        if (s.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
-          utils.arraySet(s.window, s.window, _w_size, _w_size, 0);
-          s.match_start -= _w_size;
-          s.strstart -= _w_size;
-          s.block_start -= _w_size;
-          n2 = s.hash_size;
-          p = n2;
-          do {
-            m = s.head[--p];
-            s.head[p] = m >= _w_size ? m - _w_size : 0;
-          } while (--n2);
-          n2 = _w_size;
-          p = n2;
-          do {
-            m = s.prev[--p];
-            s.prev[p] = m >= _w_size ? m - _w_size : 0;
-          } while (--n2);
-          more += _w_size;
-        }
-        if (s.strm.avail_in === 0) {
-          break;
-        }
-        n2 = read_buf(s.strm, s.window, s.strstart + s.lookahead, more);
-        s.lookahead += n2;
-        if (s.lookahead + s.insert >= MIN_MATCH) {
-          str = s.strstart - s.insert;
-          s.ins_h = s.window[str];
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + 1]) & s.hash_mask;
-          while (s.insert) {
-            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
-            s.prev[str & s.w_mask] = s.head[s.ins_h];
-            s.head[s.ins_h] = str;
-            str++;
-            s.insert--;
-            if (s.lookahead + s.insert < MIN_MATCH) {
-              break;
-            }
-          }
-        }
-      } while (s.lookahead < MIN_LOOKAHEAD && s.strm.avail_in !== 0);
-    }
-    function deflate_stored(s, flush) {
-      var max_block_size = 65535;
-      if (max_block_size > s.pending_buf_size - 5) {
-        max_block_size = s.pending_buf_size - 5;
-      }
-      for (; ; ) {
-        if (s.lookahead <= 1) {
-          fill_window(s);
-          if (s.lookahead === 0 && flush === Z_NO_FLUSH) {
-            return BS_NEED_MORE;
-          }
-          if (s.lookahead === 0) {
-            break;
-          }
-        }
-        s.strstart += s.lookahead;
-        s.lookahead = 0;
-        var max_start = s.block_start + max_block_size;
-        if (s.strstart === 0 || s.strstart >= max_start) {
-          s.lookahead = s.strstart - max_start;
-          s.strstart = max_start;
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
-            return BS_NEED_MORE;
-          }
-        }
-        if (s.strstart - s.block_start >= s.w_size - MIN_LOOKAHEAD) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
-            return BS_NEED_MORE;
-          }
-        }
-      }
-      s.insert = 0;
-      if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
-          return BS_FINISH_STARTED;
-        }
-        return BS_FINISH_DONE;
-      }
-      if (s.strstart > s.block_start) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
-          return BS_NEED_MORE;
-        }
-      }
-      return BS_NEED_MORE;
-    }
-    function deflate_fast(s, flush) {
-      var hash_head;
-      var bflush;
-      for (; ; ) {
-        if (s.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s);
-          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
-            return BS_NEED_MORE;
-          }
-          if (s.lookahead === 0) {
-            break;
-          }
-        }
-        hash_head = 0;
-        if (s.lookahead >= MIN_MATCH) {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = s.strstart;
-        }
-        if (hash_head !== 0 && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
-          s.match_length = longest_match(s, hash_head);
-        }
-        if (s.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s, s.strstart - s.match_start, s.match_length - MIN_MATCH);
-          s.lookahead -= s.match_length;
-          if (s.match_length <= s.max_lazy_match && s.lookahead >= MIN_MATCH) {
-            s.match_length--;
-            do {
-              s.strstart++;
-              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-              s.head[s.ins_h] = s.strstart;
-            } while (--s.match_length !== 0);
-            s.strstart++;
-          } else {
-            s.strstart += s.match_length;
-            s.match_length = 0;
-            s.ins_h = s.window[s.strstart];
-            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + 1]) & s.hash_mask;
-          }
-        } else {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-          s.lookahead--;
-          s.strstart++;
-        }
-        if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
-            return BS_NEED_MORE;
-          }
-        }
-      }
-      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
-      if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
-          return BS_FINISH_STARTED;
-        }
-        return BS_FINISH_DONE;
-      }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
-          return BS_NEED_MORE;
-        }
-      }
-      return BS_BLOCK_DONE;
-    }
-    function deflate_slow(s, flush) {
-      var hash_head;
-      var bflush;
-      var max_insert;
-      for (; ; ) {
-        if (s.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s);
-          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
-            return BS_NEED_MORE;
-          }
-          if (s.lookahead === 0) {
-            break;
-          }
-        }
-        hash_head = 0;
-        if (s.lookahead >= MIN_MATCH) {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = s.strstart;
-        }
-        s.prev_length = s.match_length;
-        s.prev_match = s.match_start;
-        s.match_length = MIN_MATCH - 1;
-        if (hash_head !== 0 && s.prev_length < s.max_lazy_match && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
-          s.match_length = longest_match(s, hash_head);
-          if (s.match_length <= 5 && (s.strategy === Z_FILTERED || s.match_length === MIN_MATCH && s.strstart - s.match_start > 4096)) {
-            s.match_length = MIN_MATCH - 1;
-          }
-        }
-        if (s.prev_length >= MIN_MATCH && s.match_length <= s.prev_length) {
-          max_insert = s.strstart + s.lookahead - MIN_MATCH;
-          bflush = trees._tr_tally(s, s.strstart - 1 - s.prev_match, s.prev_length - MIN_MATCH);
-          s.lookahead -= s.prev_length - 1;
-          s.prev_length -= 2;
-          do {
-            if (++s.strstart <= max_insert) {
-              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-              s.head[s.ins_h] = s.strstart;
-            }
-          } while (--s.prev_length !== 0);
-          s.match_available = 0;
-          s.match_length = MIN_MATCH - 1;
-          s.strstart++;
-          if (bflush) {
-            flush_block_only(s, false);
-            if (s.strm.avail_out === 0) {
-              return BS_NEED_MORE;
-            }
-          }
-        } else if (s.match_available) {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
-          if (bflush) {
-            flush_block_only(s, false);
-          }
-          s.strstart++;
-          s.lookahead--;
-          if (s.strm.avail_out === 0) {
-            return BS_NEED_MORE;
-          }
-        } else {
-          s.match_available = 1;
-          s.strstart++;
-          s.lookahead--;
-        }
-      }
-      if (s.match_available) {
-        bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
-        s.match_available = 0;
-      }
-      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
-      if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
-          return BS_FINISH_STARTED;
-        }
-        return BS_FINISH_DONE;
-      }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
-          return BS_NEED_MORE;
-        }
-      }
-      return BS_BLOCK_DONE;
-    }
-    function deflate_rle(s, flush) {
-      var bflush;
-      var prev;
-      var scan, strend;
-      var _win = s.window;
-      for (; ; ) {
-        if (s.lookahead <= MAX_MATCH) {
-          fill_window(s);
-          if (s.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
-            return BS_NEED_MORE;
-          }
-          if (s.lookahead === 0) {
-            break;
-          }
-        }
-        s.match_length = 0;
-        if (s.lookahead >= MIN_MATCH && s.strstart > 0) {
-          scan = s.strstart - 1;
-          prev = _win[scan];
-          if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
-            strend = s.strstart + MAX_MATCH;
-            do {
-            } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
-            s.match_length = MAX_MATCH - (strend - scan);
-            if (s.match_length > s.lookahead) {
-              s.match_length = s.lookahead;
-            }
-          }
-        }
-        if (s.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s, 1, s.match_length - MIN_MATCH);
-          s.lookahead -= s.match_length;
-          s.strstart += s.match_length;
-          s.match_length = 0;
-        } else {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-          s.lookahead--;
-          s.strstart++;
-        }
-        if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
-            return BS_NEED_MORE;
-          }
-        }
-      }
-      s.insert = 0;
-      if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
-          return BS_FINISH_STARTED;
-        }
-        return BS_FINISH_DONE;
-      }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
-          return BS_NEED_MORE;
-        }
-      }
-      return BS_BLOCK_DONE;
-    }
-    function deflate_huff(s, flush) {
-      var bflush;
-      for (; ; ) {
-        if (s.lookahead === 0) {
-          fill_window(s);
-          if (s.lookahead === 0) {
-            if (flush === Z_NO_FLUSH) {
-              return BS_NEED_MORE;
-            }
-            break;
-          }
-        }
-        s.match_length = 0;
-        bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-        s.lookahead--;
-        s.strstart++;
-        if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
-            return BS_NEED_MORE;
-          }
-        }
-      }
-      s.insert = 0;
-      if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
-          return BS_FINISH_STARTED;
-        }
-        return BS_FINISH_DONE;
-      }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
-          return BS_NEED_MORE;
-        }
-      }
-      return BS_BLOCK_DONE;
-    }
-    function Config(good_length, max_lazy, nice_length, max_chain, func) {
-      this.good_length = good_length;
-      this.max_lazy = max_lazy;
-      this.nice_length = nice_length;
-      this.max_chain = max_chain;
-      this.func = func;
-    }
-    var configuration_table;
-    configuration_table = [
-      /*      good lazy nice chain */
-      new Config(0, 0, 0, 0, deflate_stored),
-      /* 0 store only */
-      new Config(4, 4, 8, 4, deflate_fast),
-      /* 1 max speed, no lazy matches */
-      new Config(4, 5, 16, 8, deflate_fast),
-      /* 2 */
-      new Config(4, 6, 32, 32, deflate_fast),
-      /* 3 */
-      new Config(4, 4, 16, 16, deflate_slow),
-      /* 4 lazy matches */
-      new Config(8, 16, 32, 32, deflate_slow),
-      /* 5 */
-      new Config(8, 16, 128, 128, deflate_slow),
-      /* 6 */
-      new Config(8, 32, 128, 256, deflate_slow),
-      /* 7 */
-      new Config(32, 128, 258, 1024, deflate_slow),
-      /* 8 */
-      new Config(32, 258, 258, 4096, deflate_slow)
-      /* 9 max compression */
-    ];
-    function lm_init(s) {
-      s.window_size = 2 * s.w_size;
-      zero(s.head);
-      s.max_lazy_match = configuration_table[s.level].max_lazy;
-      s.good_match = configuration_table[s.level].good_length;
-      s.nice_match = configuration_table[s.level].nice_length;
-      s.max_chain_length = configuration_table[s.level].max_chain;
-      s.strstart = 0;
-      s.block_start = 0;
-      s.lookahead = 0;
-      s.insert = 0;
-      s.match_length = s.prev_length = MIN_MATCH - 1;
-      s.match_available = 0;
-      s.ins_h = 0;
-    }
-    function DeflateState() {
-      this.strm = null;
-      this.status = 0;
-      this.pending_buf = null;
-      this.pending_buf_size = 0;
-      this.pending_out = 0;
-      this.pending = 0;
-      this.wrap = 0;
-      this.gzhead = null;
-      this.gzindex = 0;
-      this.method = Z_DEFLATED;
-      this.last_flush = -1;
-      this.w_size = 0;
-      this.w_bits = 0;
-      this.w_mask = 0;
-      this.window = null;
-      this.window_size = 0;
-      this.prev = null;
-      this.head = null;
-      this.ins_h = 0;
-      this.hash_size = 0;
-      this.hash_bits = 0;
-      this.hash_mask = 0;
-      this.hash_shift = 0;
-      this.block_start = 0;
-      this.match_length = 0;
-      this.prev_match = 0;
-      this.match_available = 0;
-      this.strstart = 0;
-      this.match_start = 0;
-      this.lookahead = 0;
-      this.prev_length = 0;
-      this.max_chain_length = 0;
-      this.max_lazy_match = 0;
-      this.level = 0;
-      this.strategy = 0;
-      this.good_match = 0;
-      this.nice_match = 0;
-      this.dyn_ltree = new utils.Buf16(HEAP_SIZE * 2);
-      this.dyn_dtree = new utils.Buf16((2 * D_CODES + 1) * 2);
-      this.bl_tree = new utils.Buf16((2 * BL_CODES + 1) * 2);
-      zero(this.dyn_ltree);
-      zero(this.dyn_dtree);
-      zero(this.bl_tree);
-      this.l_desc = null;
-      this.d_desc = null;
-      this.bl_desc = null;
-      this.bl_count = new utils.Buf16(MAX_BITS + 1);
-      this.heap = new utils.Buf16(2 * L_CODES + 1);
-      zero(this.heap);
-      this.heap_len = 0;
-      this.heap_max = 0;
-      this.depth = new utils.Buf16(2 * L_CODES + 1);
-      zero(this.depth);
-      this.l_buf = 0;
-      this.lit_bufsize = 0;
-      this.last_lit = 0;
-      this.d_buf = 0;
-      this.opt_len = 0;
-      this.static_len = 0;
-      this.matches = 0;
-      this.insert = 0;
-      this.bi_buf = 0;
-      this.bi_valid = 0;
-    }
-    function deflateResetKeep(strm) {
-      var s;
-      if (!strm || !strm.state) {
-        return err(strm, Z_STREAM_ERROR);
-      }
-      strm.total_in = strm.total_out = 0;
-      strm.data_type = Z_UNKNOWN;
-      s = strm.state;
-      s.pending = 0;
-      s.pending_out = 0;
-      if (s.wrap < 0) {
-        s.wrap = -s.wrap;
-      }
-      s.status = s.wrap ? INIT_STATE : BUSY_STATE;
-      strm.adler = s.wrap === 2 ? 0 : 1;
-      s.last_flush = Z_NO_FLUSH;
-      trees._tr_init(s);
-      return Z_OK;
-    }
-    function deflateReset(strm) {
-      var ret = deflateResetKeep(strm);
-      if (ret === Z_OK) {
-        lm_init(strm.state);
-      }
-      return ret;
-    }
-    function deflateSetHeader(strm, head) {
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      if (strm.state.wrap !== 2) {
-        return Z_STREAM_ERROR;
-      }
-      strm.state.gzhead = head;
-      return Z_OK;
-    }
-    function deflateInit2(strm, level, method, windowBits, memLevel, strategy) {
-      if (!strm) {
-        return Z_STREAM_ERROR;
-      }
-      var wrap = 1;
-      if (level === Z_DEFAULT_COMPRESSION) {
-        level = 6;
-      }
-      if (windowBits < 0) {
-        wrap = 0;
-        windowBits = -windowBits;
-      } else if (windowBits > 15) {
-        wrap = 2;
-        windowBits -= 16;
-      }
-      if (memLevel < 1 || memLevel > MAX_MEM_LEVEL || method !== Z_DEFLATED || windowBits < 8 || windowBits > 15 || level < 0 || level > 9 || strategy < 0 || strategy > Z_FIXED) {
-        return err(strm, Z_STREAM_ERROR);
-      }
-      if (windowBits === 8) {
-        windowBits = 9;
-      }
-      var s = new DeflateState();
-      strm.state = s;
-      s.strm = strm;
-      s.wrap = wrap;
-      s.gzhead = null;
-      s.w_bits = windowBits;
-      s.w_size = 1 << s.w_bits;
-      s.w_mask = s.w_size - 1;
-      s.hash_bits = memLevel + 7;
-      s.hash_size = 1 << s.hash_bits;
-      s.hash_mask = s.hash_size - 1;
-      s.hash_shift = ~~((s.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
-      s.window = new utils.Buf8(s.w_size * 2);
-      s.head = new utils.Buf16(s.hash_size);
-      s.prev = new utils.Buf16(s.w_size);
-      s.lit_bufsize = 1 << memLevel + 6;
-      s.pending_buf_size = s.lit_bufsize * 4;
-      s.pending_buf = new utils.Buf8(s.pending_buf_size);
-      s.d_buf = 1 * s.lit_bufsize;
-      s.l_buf = (1 + 2) * s.lit_bufsize;
-      s.level = level;
-      s.strategy = strategy;
-      s.method = method;
-      return deflateReset(strm);
-    }
-    function deflateInit(strm, level) {
-      return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
-    }
-    function deflate(strm, flush) {
-      var old_flush, s;
-      var beg, val;
-      if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
-        return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
-      }
-      s = strm.state;
-      if (!strm.output || !strm.input && strm.avail_in !== 0 || s.status === FINISH_STATE && flush !== Z_FINISH) {
-        return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
-      }
-      s.strm = strm;
-      old_flush = s.last_flush;
-      s.last_flush = flush;
-      if (s.status === INIT_STATE) {
-        if (s.wrap === 2) {
-          strm.adler = 0;
-          put_byte(s, 31);
-          put_byte(s, 139);
-          put_byte(s, 8);
-          if (!s.gzhead) {
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
-            put_byte(s, OS_CODE);
-            s.status = BUSY_STATE;
-          } else {
-            put_byte(
-              s,
-              (s.gzhead.text ? 1 : 0) + (s.gzhead.hcrc ? 2 : 0) + (!s.gzhead.extra ? 0 : 4) + (!s.gzhead.name ? 0 : 8) + (!s.gzhead.comment ? 0 : 16)
-            );
-            put_byte(s, s.gzhead.time & 255);
-            put_byte(s, s.gzhead.time >> 8 & 255);
-            put_byte(s, s.gzhead.time >> 16 & 255);
-            put_byte(s, s.gzhead.time >> 24 & 255);
-            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
-            put_byte(s, s.gzhead.os & 255);
-            if (s.gzhead.extra && s.gzhead.extra.length) {
-              put_byte(s, s.gzhead.extra.length & 255);
-              put_byte(s, s.gzhead.extra.length >> 8 & 255);
-            }
-            if (s.gzhead.hcrc) {
-              strm.adler = crc32(strm.adler, s.pending_buf, s.pending, 0);
-            }
-            s.gzindex = 0;
-            s.status = EXTRA_STATE;
-          }
-        } else {
-          var header = Z_DEFLATED + (s.w_bits - 8 << 4) << 8;
-          var level_flags = -1;
-          if (s.strategy >= Z_HUFFMAN_ONLY || s.level < 2) {
-            level_flags = 0;
-          } else if (s.level < 6) {
-            level_flags = 1;
-          } else if (s.level === 6) {
-            level_flags = 2;
-          } else {
-            level_flags = 3;
-          }
-          header |= level_flags << 6;
-          if (s.strstart !== 0) {
-            header |= PRESET_DICT;
-          }
-          header += 31 - header % 31;
-          s.status = BUSY_STATE;
-          putShortMSB(s, header);
-          if (s.strstart !== 0) {
-            putShortMSB(s, strm.adler >>> 16);
-            putShortMSB(s, strm.adler & 65535);
-          }
-          strm.adler = 1;
-        }
-      }
-      if (s.status === EXTRA_STATE) {
-        if (s.gzhead.extra) {
-          beg = s.pending;
-          while (s.gzindex < (s.gzhead.extra.length & 65535)) {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
-              }
-              flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
-                break;
-              }
-            }
-            put_byte(s, s.gzhead.extra[s.gzindex] & 255);
-            s.gzindex++;
-          }
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
-          }
-          if (s.gzindex === s.gzhead.extra.length) {
-            s.gzindex = 0;
-            s.status = NAME_STATE;
-          }
-        } else {
-          s.status = NAME_STATE;
-        }
-      }
-      if (s.status === NAME_STATE) {
-        if (s.gzhead.name) {
-          beg = s.pending;
-          do {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
-              }
-              flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
-                val = 1;
-                break;
-              }
-            }
-            if (s.gzindex < s.gzhead.name.length) {
-              val = s.gzhead.name.charCodeAt(s.gzindex++) & 255;
-            } else {
-              val = 0;
-            }
-            put_byte(s, val);
-          } while (val !== 0);
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
-          }
-          if (val === 0) {
-            s.gzindex = 0;
-            s.status = COMMENT_STATE;
-          }
-        } else {
-          s.status = COMMENT_STATE;
-        }
-      }
-      if (s.status === COMMENT_STATE) {
-        if (s.gzhead.comment) {
-          beg = s.pending;
-          do {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
-              }
-              flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
-                val = 1;
-                break;
-              }
-            }
-            if (s.gzindex < s.gzhead.comment.length) {
-              val = s.gzhead.comment.charCodeAt(s.gzindex++) & 255;
-            } else {
-              val = 0;
-            }
-            put_byte(s, val);
-          } while (val !== 0);
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
-          }
-          if (val === 0) {
-            s.status = HCRC_STATE;
-          }
-        } else {
-          s.status = HCRC_STATE;
-        }
-      }
-      if (s.status === HCRC_STATE) {
-        if (s.gzhead.hcrc) {
-          if (s.pending + 2 > s.pending_buf_size) {
-            flush_pending(strm);
-          }
-          if (s.pending + 2 <= s.pending_buf_size) {
-            put_byte(s, strm.adler & 255);
-            put_byte(s, strm.adler >> 8 & 255);
-            strm.adler = 0;
-            s.status = BUSY_STATE;
-          }
-        } else {
-          s.status = BUSY_STATE;
-        }
-      }
-      if (s.pending !== 0) {
-        flush_pending(strm);
-        if (strm.avail_out === 0) {
-          s.last_flush = -1;
-          return Z_OK;
-        }
-      } else if (strm.avail_in === 0 && rank2(flush) <= rank2(old_flush) && flush !== Z_FINISH) {
-        return err(strm, Z_BUF_ERROR);
-      }
-      if (s.status === FINISH_STATE && strm.avail_in !== 0) {
-        return err(strm, Z_BUF_ERROR);
-      }
-      if (strm.avail_in !== 0 || s.lookahead !== 0 || flush !== Z_NO_FLUSH && s.status !== FINISH_STATE) {
-        var bstate = s.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s, flush) : s.strategy === Z_RLE ? deflate_rle(s, flush) : configuration_table[s.level].func(s, flush);
-        if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
-          s.status = FINISH_STATE;
-        }
-        if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
-          if (strm.avail_out === 0) {
-            s.last_flush = -1;
-          }
-          return Z_OK;
-        }
-        if (bstate === BS_BLOCK_DONE) {
-          if (flush === Z_PARTIAL_FLUSH) {
-            trees._tr_align(s);
-          } else if (flush !== Z_BLOCK) {
-            trees._tr_stored_block(s, 0, 0, false);
-            if (flush === Z_FULL_FLUSH) {
-              zero(s.head);
-              if (s.lookahead === 0) {
-                s.strstart = 0;
-                s.block_start = 0;
-                s.insert = 0;
-              }
-            }
-          }
-          flush_pending(strm);
-          if (strm.avail_out === 0) {
-            s.last_flush = -1;
-            return Z_OK;
-          }
-        }
-      }
-      if (flush !== Z_FINISH) {
-        return Z_OK;
-      }
-      if (s.wrap <= 0) {
-        return Z_STREAM_END;
-      }
-      if (s.wrap === 2) {
-        put_byte(s, strm.adler & 255);
-        put_byte(s, strm.adler >> 8 & 255);
-        put_byte(s, strm.adler >> 16 & 255);
-        put_byte(s, strm.adler >> 24 & 255);
-        put_byte(s, strm.total_in & 255);
-        put_byte(s, strm.total_in >> 8 & 255);
-        put_byte(s, strm.total_in >> 16 & 255);
-        put_byte(s, strm.total_in >> 24 & 255);
-      } else {
-        putShortMSB(s, strm.adler >>> 16);
-        putShortMSB(s, strm.adler & 65535);
-      }
-      flush_pending(strm);
-      if (s.wrap > 0) {
-        s.wrap = -s.wrap;
-      }
-      return s.pending !== 0 ? Z_OK : Z_STREAM_END;
-    }
-    function deflateEnd(strm) {
-      var status;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      status = strm.state.status;
-      if (status !== INIT_STATE && status !== EXTRA_STATE && status !== NAME_STATE && status !== COMMENT_STATE && status !== HCRC_STATE && status !== BUSY_STATE && status !== FINISH_STATE) {
-        return err(strm, Z_STREAM_ERROR);
-      }
-      strm.state = null;
-      return status === BUSY_STATE ? err(strm, Z_DATA_ERROR) : Z_OK;
-    }
-    function deflateSetDictionary(strm, dictionary) {
-      var dictLength = dictionary.length;
-      var s;
-      var str, n2;
-      var wrap;
-      var avail;
-      var next;
-      var input2;
-      var tmpDict;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      s = strm.state;
-      wrap = s.wrap;
-      if (wrap === 2 || wrap === 1 && s.status !== INIT_STATE || s.lookahead) {
-        return Z_STREAM_ERROR;
-      }
-      if (wrap === 1) {
-        strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
-      }
-      s.wrap = 0;
-      if (dictLength >= s.w_size) {
-        if (wrap === 0) {
-          zero(s.head);
-          s.strstart = 0;
-          s.block_start = 0;
-          s.insert = 0;
-        }
-        tmpDict = new utils.Buf8(s.w_size);
-        utils.arraySet(tmpDict, dictionary, dictLength - s.w_size, s.w_size, 0);
-        dictionary = tmpDict;
-        dictLength = s.w_size;
-      }
-      avail = strm.avail_in;
-      next = strm.next_in;
-      input2 = strm.input;
-      strm.avail_in = dictLength;
-      strm.next_in = 0;
-      strm.input = dictionary;
-      fill_window(s);
-      while (s.lookahead >= MIN_MATCH) {
-        str = s.strstart;
-        n2 = s.lookahead - (MIN_MATCH - 1);
-        do {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
-          s.prev[str & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = str;
-          str++;
-        } while (--n2);
-        s.strstart = str;
-        s.lookahead = MIN_MATCH - 1;
-        fill_window(s);
-      }
-      s.strstart += s.lookahead;
-      s.block_start = s.strstart;
-      s.insert = s.lookahead;
-      s.lookahead = 0;
-      s.match_length = s.prev_length = MIN_MATCH - 1;
-      s.match_available = 0;
-      strm.next_in = next;
-      strm.input = input2;
-      strm.avail_in = avail;
-      s.wrap = wrap;
-      return Z_OK;
-    }
-    exports2.deflateInit = deflateInit;
-    exports2.deflateInit2 = deflateInit2;
-    exports2.deflateReset = deflateReset;
-    exports2.deflateResetKeep = deflateResetKeep;
-    exports2.deflateSetHeader = deflateSetHeader;
-    exports2.deflate = deflate;
-    exports2.deflateEnd = deflateEnd;
-    exports2.deflateSetDictionary = deflateSetDictionary;
-    exports2.deflateInfo = "pako deflate (from Nodeca project)";
-  }
-});
-
-// node_modules/pako/lib/utils/strings.js
-var require_strings = __commonJS({
-  "node_modules/pako/lib/utils/strings.js"(exports2) {
-    "use strict";
-    var utils = require_common();
-    var STR_APPLY_OK = true;
-    var STR_APPLY_UIA_OK = true;
-    try {
-      String.fromCharCode.apply(null, [0]);
-    } catch (__) {
-      STR_APPLY_OK = false;
-    }
-    try {
-      String.fromCharCode.apply(null, new Uint8Array(1));
-    } catch (__) {
-      STR_APPLY_UIA_OK = false;
-    }
-    var _utf8len = new utils.Buf8(256);
-    for (q = 0; q < 256; q++) {
-      _utf8len[q] = q >= 252 ? 6 : q >= 248 ? 5 : q >= 240 ? 4 : q >= 224 ? 3 : q >= 192 ? 2 : 1;
-    }
-    var q;
-    _utf8len[254] = _utf8len[254] = 1;
-    exports2.string2buf = function(str) {
-      var buf, c3, c22, m_pos, i2, str_len = str.length, buf_len = 0;
-      for (m_pos = 0; m_pos < str_len; m_pos++) {
-        c3 = str.charCodeAt(m_pos);
-        if ((c3 & 64512) === 55296 && m_pos + 1 < str_len) {
-          c22 = str.charCodeAt(m_pos + 1);
-          if ((c22 & 64512) === 56320) {
-            c3 = 65536 + (c3 - 55296 << 10) + (c22 - 56320);
-            m_pos++;
-          }
-        }
-        buf_len += c3 < 128 ? 1 : c3 < 2048 ? 2 : c3 < 65536 ? 3 : 4;
-      }
-      buf = new utils.Buf8(buf_len);
-      for (i2 = 0, m_pos = 0; i2 < buf_len; m_pos++) {
-        c3 = str.charCodeAt(m_pos);
-        if ((c3 & 64512) === 55296 && m_pos + 1 < str_len) {
-          c22 = str.charCodeAt(m_pos + 1);
-          if ((c22 & 64512) === 56320) {
-            c3 = 65536 + (c3 - 55296 << 10) + (c22 - 56320);
-            m_pos++;
-          }
-        }
-        if (c3 < 128) {
-          buf[i2++] = c3;
-        } else if (c3 < 2048) {
-          buf[i2++] = 192 | c3 >>> 6;
-          buf[i2++] = 128 | c3 & 63;
-        } else if (c3 < 65536) {
-          buf[i2++] = 224 | c3 >>> 12;
-          buf[i2++] = 128 | c3 >>> 6 & 63;
-          buf[i2++] = 128 | c3 & 63;
-        } else {
-          buf[i2++] = 240 | c3 >>> 18;
-          buf[i2++] = 128 | c3 >>> 12 & 63;
-          buf[i2++] = 128 | c3 >>> 6 & 63;
-          buf[i2++] = 128 | c3 & 63;
-        }
-      }
-      return buf;
-    };
-    function buf2binstring(buf, len) {
-      if (len < 65534) {
-        if (buf.subarray && STR_APPLY_UIA_OK || !buf.subarray && STR_APPLY_OK) {
-          return String.fromCharCode.apply(null, utils.shrinkBuf(buf, len));
-        }
-      }
-      var result = "";
-      for (var i2 = 0; i2 < len; i2++) {
-        result += String.fromCharCode(buf[i2]);
-      }
-      return result;
-    }
-    exports2.buf2binstring = function(buf) {
-      return buf2binstring(buf, buf.length);
-    };
-    exports2.binstring2buf = function(str) {
-      var buf = new utils.Buf8(str.length);
-      for (var i2 = 0, len = buf.length; i2 < len; i2++) {
-        buf[i2] = str.charCodeAt(i2);
-      }
-      return buf;
-    };
-    exports2.buf2string = function(buf, max2) {
-      var i2, out, c3, c_len;
-      var len = max2 || buf.length;
-      var utf16buf = new Array(len * 2);
-      for (out = 0, i2 = 0; i2 < len; ) {
-        c3 = buf[i2++];
-        if (c3 < 128) {
-          utf16buf[out++] = c3;
-          continue;
-        }
-        c_len = _utf8len[c3];
-        if (c_len > 4) {
-          utf16buf[out++] = 65533;
-          i2 += c_len - 1;
-          continue;
-        }
-        c3 &= c_len === 2 ? 31 : c_len === 3 ? 15 : 7;
-        while (c_len > 1 && i2 < len) {
-          c3 = c3 << 6 | buf[i2++] & 63;
-          c_len--;
-        }
-        if (c_len > 1) {
-          utf16buf[out++] = 65533;
-          continue;
-        }
-        if (c3 < 65536) {
-          utf16buf[out++] = c3;
-        } else {
-          c3 -= 65536;
-          utf16buf[out++] = 55296 | c3 >> 10 & 1023;
-          utf16buf[out++] = 56320 | c3 & 1023;
-        }
-      }
-      return buf2binstring(utf16buf, out);
-    };
-    exports2.utf8border = function(buf, max2) {
-      var pos;
-      max2 = max2 || buf.length;
-      if (max2 > buf.length) {
-        max2 = buf.length;
-      }
-      pos = max2 - 1;
-      while (pos >= 0 && (buf[pos] & 192) === 128) {
-        pos--;
-      }
-      if (pos < 0) {
-        return max2;
-      }
-      if (pos === 0) {
-        return max2;
-      }
-      return pos + _utf8len[buf[pos]] > max2 ? pos : max2;
-    };
-  }
-});
-
-// node_modules/pako/lib/zlib/zstream.js
-var require_zstream = __commonJS({
-  "node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
-    "use strict";
-    function ZStream() {
-      this.input = null;
-      this.next_in = 0;
-      this.avail_in = 0;
-      this.total_in = 0;
-      this.output = null;
-      this.next_out = 0;
-      this.avail_out = 0;
-      this.total_out = 0;
-      this.msg = "";
-      this.state = null;
-      this.data_type = 2;
-      this.adler = 0;
-    }
-    module2.exports = ZStream;
-  }
-});
-
-// node_modules/pako/lib/deflate.js
-var require_deflate2 = __commonJS({
-  "node_modules/pako/lib/deflate.js"(exports2) {
-    "use strict";
-    var zlib_deflate = require_deflate();
-    var utils = require_common();
-    var strings = require_strings();
-    var msg = require_messages();
-    var ZStream = require_zstream();
-    var toString2 = Object.prototype.toString;
-    var Z_NO_FLUSH = 0;
-    var Z_FINISH = 4;
-    var Z_OK = 0;
-    var Z_STREAM_END = 1;
-    var Z_SYNC_FLUSH = 2;
-    var Z_DEFAULT_COMPRESSION = -1;
-    var Z_DEFAULT_STRATEGY = 0;
-    var Z_DEFLATED = 8;
-    function Deflate(options) {
-      if (!(this instanceof Deflate)) return new Deflate(options);
-      this.options = utils.assign({
-        level: Z_DEFAULT_COMPRESSION,
-        method: Z_DEFLATED,
-        chunkSize: 16384,
-        windowBits: 15,
-        memLevel: 8,
-        strategy: Z_DEFAULT_STRATEGY,
-        to: ""
-      }, options || {});
-      var opt = this.options;
-      if (opt.raw && opt.windowBits > 0) {
-        opt.windowBits = -opt.windowBits;
-      } else if (opt.gzip && opt.windowBits > 0 && opt.windowBits < 16) {
-        opt.windowBits += 16;
-      }
-      this.err = 0;
-      this.msg = "";
-      this.ended = false;
-      this.chunks = [];
-      this.strm = new ZStream();
-      this.strm.avail_out = 0;
-      var status = zlib_deflate.deflateInit2(
-        this.strm,
-        opt.level,
-        opt.method,
-        opt.windowBits,
-        opt.memLevel,
-        opt.strategy
-      );
-      if (status !== Z_OK) {
-        throw new Error(msg[status]);
-      }
-      if (opt.header) {
-        zlib_deflate.deflateSetHeader(this.strm, opt.header);
-      }
-      if (opt.dictionary) {
-        var dict;
-        if (typeof opt.dictionary === "string") {
-          dict = strings.string2buf(opt.dictionary);
-        } else if (toString2.call(opt.dictionary) === "[object ArrayBuffer]") {
-          dict = new Uint8Array(opt.dictionary);
-        } else {
-          dict = opt.dictionary;
-        }
-        status = zlib_deflate.deflateSetDictionary(this.strm, dict);
-        if (status !== Z_OK) {
-          throw new Error(msg[status]);
-        }
-        this._dict_set = true;
-      }
-    }
-    Deflate.prototype.push = function(data, mode) {
-      var strm = this.strm;
-      var chunkSize = this.options.chunkSize;
-      var status, _mode;
-      if (this.ended) {
-        return false;
-      }
-      _mode = mode === ~~mode ? mode : mode === true ? Z_FINISH : Z_NO_FLUSH;
-      if (typeof data === "string") {
-        strm.input = strings.string2buf(data);
-      } else if (toString2.call(data) === "[object ArrayBuffer]") {
-        strm.input = new Uint8Array(data);
-      } else {
-        strm.input = data;
-      }
-      strm.next_in = 0;
-      strm.avail_in = strm.input.length;
-      do {
-        if (strm.avail_out === 0) {
-          strm.output = new utils.Buf8(chunkSize);
-          strm.next_out = 0;
-          strm.avail_out = chunkSize;
-        }
-        status = zlib_deflate.deflate(strm, _mode);
-        if (status !== Z_STREAM_END && status !== Z_OK) {
-          this.onEnd(status);
-          this.ended = true;
-          return false;
-        }
-        if (strm.avail_out === 0 || strm.avail_in === 0 && (_mode === Z_FINISH || _mode === Z_SYNC_FLUSH)) {
-          if (this.options.to === "string") {
-            this.onData(strings.buf2binstring(utils.shrinkBuf(strm.output, strm.next_out)));
-          } else {
-            this.onData(utils.shrinkBuf(strm.output, strm.next_out));
-          }
-        }
-      } while ((strm.avail_in > 0 || strm.avail_out === 0) && status !== Z_STREAM_END);
-      if (_mode === Z_FINISH) {
-        status = zlib_deflate.deflateEnd(this.strm);
-        this.onEnd(status);
-        this.ended = true;
-        return status === Z_OK;
-      }
-      if (_mode === Z_SYNC_FLUSH) {
-        this.onEnd(Z_OK);
-        strm.avail_out = 0;
-        return true;
-      }
-      return true;
-    };
-    Deflate.prototype.onData = function(chunk) {
-      this.chunks.push(chunk);
-    };
-    Deflate.prototype.onEnd = function(status) {
-      if (status === Z_OK) {
-        if (this.options.to === "string") {
-          this.result = this.chunks.join("");
-        } else {
-          this.result = utils.flattenChunks(this.chunks);
-        }
-      }
-      this.chunks = [];
-      this.err = status;
-      this.msg = this.strm.msg;
-    };
-    function deflate(input2, options) {
-      var deflator = new Deflate(options);
-      deflator.push(input2, true);
-      if (deflator.err) {
-        throw deflator.msg || msg[deflator.err];
-      }
-      return deflator.result;
-    }
-    function deflateRaw(input2, options) {
-      options = options || {};
-      options.raw = true;
-      return deflate(input2, options);
-    }
-    function gzip(input2, options) {
-      options = options || {};
-      options.gzip = true;
-      return deflate(input2, options);
-    }
-    exports2.Deflate = Deflate;
-    exports2.deflate = deflate;
-    exports2.deflateRaw = deflateRaw;
-    exports2.gzip = gzip;
-  }
-});
-
-// node_modules/pako/lib/zlib/inffast.js
-var require_inffast = __commonJS({
-  "node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
-    "use strict";
-    var BAD = 30;
-    var TYPE = 12;
-    module2.exports = function inflate_fast(strm, start) {
-      var state;
-      var _in;
-      var last;
-      var _out;
-      var beg;
-      var end;
-      var dmax;
-      var wsize;
-      var whave;
-      var wnext;
-      var s_window;
-      var hold;
-      var bits;
-      var lcode;
-      var dcode;
-      var lmask;
-      var dmask;
-      var here;
-      var op;
-      var len;
-      var dist;
-      var from;
-      var from_source;
-      var input2, output2;
-      state = strm.state;
-      _in = strm.next_in;
-      input2 = strm.input;
-      last = _in + (strm.avail_in - 5);
-      _out = strm.next_out;
-      output2 = strm.output;
-      beg = _out - (start - strm.avail_out);
-      end = _out + (strm.avail_out - 257);
-      dmax = state.dmax;
-      wsize = state.wsize;
-      whave = state.whave;
-      wnext = state.wnext;
-      s_window = state.window;
-      hold = state.hold;
-      bits = state.bits;
-      lcode = state.lencode;
-      dcode = state.distcode;
-      lmask = (1 << state.lenbits) - 1;
-      dmask = (1 << state.distbits) - 1;
-      top:
-        do {
-          if (bits < 15) {
-            hold += input2[_in++] << bits;
-            bits += 8;
-            hold += input2[_in++] << bits;
-            bits += 8;
-          }
-          here = lcode[hold & lmask];
-          dolen:
-            for (; ; ) {
-              op = here >>> 24;
-              hold >>>= op;
-              bits -= op;
-              op = here >>> 16 & 255;
-              if (op === 0) {
-                output2[_out++] = here & 65535;
-              } else if (op & 16) {
-                len = here & 65535;
-                op &= 15;
-                if (op) {
-                  if (bits < op) {
-                    hold += input2[_in++] << bits;
-                    bits += 8;
-                  }
-                  len += hold & (1 << op) - 1;
-                  hold >>>= op;
-                  bits -= op;
-                }
-                if (bits < 15) {
-                  hold += input2[_in++] << bits;
-                  bits += 8;
-                  hold += input2[_in++] << bits;
-                  bits += 8;
-                }
-                here = dcode[hold & dmask];
-                dodist:
-                  for (; ; ) {
-                    op = here >>> 24;
-                    hold >>>= op;
-                    bits -= op;
-                    op = here >>> 16 & 255;
-                    if (op & 16) {
-                      dist = here & 65535;
-                      op &= 15;
-                      if (bits < op) {
-                        hold += input2[_in++] << bits;
-                        bits += 8;
-                        if (bits < op) {
-                          hold += input2[_in++] << bits;
-                          bits += 8;
-                        }
-                      }
-                      dist += hold & (1 << op) - 1;
-                      if (dist > dmax) {
-                        strm.msg = "invalid distance too far back";
-                        state.mode = BAD;
-                        break top;
-                      }
-                      hold >>>= op;
-                      bits -= op;
-                      op = _out - beg;
-                      if (dist > op) {
-                        op = dist - op;
-                        if (op > whave) {
-                          if (state.sane) {
-                            strm.msg = "invalid distance too far back";
-                            state.mode = BAD;
-                            break top;
-                          }
-                        }
-                        from = 0;
-                        from_source = s_window;
-                        if (wnext === 0) {
-                          from += wsize - op;
-                          if (op < len) {
-                            len -= op;
-                            do {
-                              output2[_out++] = s_window[from++];
-                            } while (--op);
-                            from = _out - dist;
-                            from_source = output2;
-                          }
-                        } else if (wnext < op) {
-                          from += wsize + wnext - op;
-                          op -= wnext;
-                          if (op < len) {
-                            len -= op;
-                            do {
-                              output2[_out++] = s_window[from++];
-                            } while (--op);
-                            from = 0;
-                            if (wnext < len) {
-                              op = wnext;
-                              len -= op;
-                              do {
-                                output2[_out++] = s_window[from++];
-                              } while (--op);
-                              from = _out - dist;
-                              from_source = output2;
-                            }
-                          }
-                        } else {
-                          from += wnext - op;
-                          if (op < len) {
-                            len -= op;
-                            do {
-                              output2[_out++] = s_window[from++];
-                            } while (--op);
-                            from = _out - dist;
-                            from_source = output2;
-                          }
-                        }
-                        while (len > 2) {
-                          output2[_out++] = from_source[from++];
-                          output2[_out++] = from_source[from++];
-                          output2[_out++] = from_source[from++];
-                          len -= 3;
-                        }
-                        if (len) {
-                          output2[_out++] = from_source[from++];
-                          if (len > 1) {
-                            output2[_out++] = from_source[from++];
-                          }
-                        }
-                      } else {
-                        from = _out - dist;
-                        do {
-                          output2[_out++] = output2[from++];
-                          output2[_out++] = output2[from++];
-                          output2[_out++] = output2[from++];
-                          len -= 3;
-                        } while (len > 2);
-                        if (len) {
-                          output2[_out++] = output2[from++];
-                          if (len > 1) {
-                            output2[_out++] = output2[from++];
-                          }
-                        }
-                      }
-                    } else if ((op & 64) === 0) {
-                      here = dcode[(here & 65535) + (hold & (1 << op) - 1)];
-                      continue dodist;
-                    } else {
-                      strm.msg = "invalid distance code";
-                      state.mode = BAD;
-                      break top;
-                    }
-                    break;
-                  }
-              } else if ((op & 64) === 0) {
-                here = lcode[(here & 65535) + (hold & (1 << op) - 1)];
-                continue dolen;
-              } else if (op & 32) {
-                state.mode = TYPE;
-                break top;
-              } else {
-                strm.msg = "invalid literal/length code";
-                state.mode = BAD;
-                break top;
-              }
-              break;
-            }
-        } while (_in < last && _out < end);
-      len = bits >> 3;
-      _in -= len;
-      bits -= len << 3;
-      hold &= (1 << bits) - 1;
-      strm.next_in = _in;
-      strm.next_out = _out;
-      strm.avail_in = _in < last ? 5 + (last - _in) : 5 - (_in - last);
-      strm.avail_out = _out < end ? 257 + (end - _out) : 257 - (_out - end);
-      state.hold = hold;
-      state.bits = bits;
-      return;
-    };
-  }
-});
-
-// node_modules/pako/lib/zlib/inftrees.js
-var require_inftrees = __commonJS({
-  "node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
-    "use strict";
-    var utils = require_common();
-    var MAXBITS = 15;
-    var ENOUGH_LENS = 852;
-    var ENOUGH_DISTS = 592;
-    var CODES = 0;
-    var LENS = 1;
-    var DISTS = 2;
-    var lbase = [
-      /* Length codes 257..285 base */
-      3,
-      4,
-      5,
-      6,
-      7,
-      8,
-      9,
-      10,
-      11,
-      13,
-      15,
-      17,
-      19,
-      23,
-      27,
-      31,
-      35,
-      43,
-      51,
-      59,
-      67,
-      83,
-      99,
-      115,
-      131,
-      163,
-      195,
-      227,
-      258,
-      0,
-      0
-    ];
-    var lext = [
-      /* Length codes 257..285 extra */
-      16,
-      16,
-      16,
-      16,
-      16,
-      16,
-      16,
-      16,
-      17,
-      17,
-      17,
-      17,
-      18,
-      18,
-      18,
-      18,
-      19,
-      19,
-      19,
-      19,
-      20,
-      20,
-      20,
-      20,
-      21,
-      21,
-      21,
-      21,
-      16,
-      72,
-      78
-    ];
-    var dbase = [
-      /* Distance codes 0..29 base */
-      1,
-      2,
-      3,
-      4,
-      5,
-      7,
-      9,
-      13,
-      17,
-      25,
-      33,
-      49,
-      65,
-      97,
-      129,
-      193,
-      257,
-      385,
-      513,
-      769,
-      1025,
-      1537,
-      2049,
-      3073,
-      4097,
-      6145,
-      8193,
-      12289,
-      16385,
-      24577,
-      0,
-      0
-    ];
-    var dext = [
-      /* Distance codes 0..29 extra */
-      16,
-      16,
-      16,
-      16,
-      17,
-      17,
-      18,
-      18,
-      19,
-      19,
-      20,
-      20,
-      21,
-      21,
-      22,
-      22,
-      23,
-      23,
-      24,
-      24,
-      25,
-      25,
-      26,
-      26,
-      27,
-      27,
-      28,
-      28,
-      29,
-      29,
-      64,
-      64
-    ];
-    module2.exports = function inflate_table(type, lens, lens_index, codes, table, table_index, work, opts) {
-      var bits = opts.bits;
-      var len = 0;
-      var sym = 0;
-      var min = 0, max2 = 0;
-      var root = 0;
-      var curr = 0;
-      var drop = 0;
-      var left = 0;
-      var used = 0;
-      var huff = 0;
-      var incr;
-      var fill;
-      var low;
-      var mask;
-      var next;
-      var base = null;
-      var base_index = 0;
-      var end;
-      var count4 = new utils.Buf16(MAXBITS + 1);
-      var offs = new utils.Buf16(MAXBITS + 1);
-      var extra = null;
-      var extra_index = 0;
-      var here_bits, here_op, here_val;
-      for (len = 0; len <= MAXBITS; len++) {
-        count4[len] = 0;
-      }
-      for (sym = 0; sym < codes; sym++) {
-        count4[lens[lens_index + sym]]++;
-      }
-      root = bits;
-      for (max2 = MAXBITS; max2 >= 1; max2--) {
-        if (count4[max2] !== 0) {
-          break;
-        }
-      }
-      if (root > max2) {
-        root = max2;
-      }
-      if (max2 === 0) {
-        table[table_index++] = 1 << 24 | 64 << 16 | 0;
-        table[table_index++] = 1 << 24 | 64 << 16 | 0;
-        opts.bits = 1;
-        return 0;
-      }
-      for (min = 1; min < max2; min++) {
-        if (count4[min] !== 0) {
-          break;
-        }
-      }
-      if (root < min) {
-        root = min;
-      }
-      left = 1;
-      for (len = 1; len <= MAXBITS; len++) {
-        left <<= 1;
-        left -= count4[len];
-        if (left < 0) {
-          return -1;
-        }
-      }
-      if (left > 0 && (type === CODES || max2 !== 1)) {
-        return -1;
-      }
-      offs[1] = 0;
-      for (len = 1; len < MAXBITS; len++) {
-        offs[len + 1] = offs[len] + count4[len];
-      }
-      for (sym = 0; sym < codes; sym++) {
-        if (lens[lens_index + sym] !== 0) {
-          work[offs[lens[lens_index + sym]]++] = sym;
-        }
-      }
-      if (type === CODES) {
-        base = extra = work;
-        end = 19;
-      } else if (type === LENS) {
-        base = lbase;
-        base_index -= 257;
-        extra = lext;
-        extra_index -= 257;
-        end = 256;
-      } else {
-        base = dbase;
-        extra = dext;
-        end = -1;
-      }
-      huff = 0;
-      sym = 0;
-      len = min;
-      next = table_index;
-      curr = root;
-      drop = 0;
-      low = -1;
-      used = 1 << root;
-      mask = used - 1;
-      if (type === LENS && used > ENOUGH_LENS || type === DISTS && used > ENOUGH_DISTS) {
-        return 1;
-      }
-      for (; ; ) {
-        here_bits = len - drop;
-        if (work[sym] < end) {
-          here_op = 0;
-          here_val = work[sym];
-        } else if (work[sym] > end) {
-          here_op = extra[extra_index + work[sym]];
-          here_val = base[base_index + work[sym]];
-        } else {
-          here_op = 32 + 64;
-          here_val = 0;
-        }
-        incr = 1 << len - drop;
-        fill = 1 << curr;
-        min = fill;
-        do {
-          fill -= incr;
-          table[next + (huff >> drop) + fill] = here_bits << 24 | here_op << 16 | here_val | 0;
-        } while (fill !== 0);
-        incr = 1 << len - 1;
-        while (huff & incr) {
-          incr >>= 1;
-        }
-        if (incr !== 0) {
-          huff &= incr - 1;
-          huff += incr;
-        } else {
-          huff = 0;
-        }
-        sym++;
-        if (--count4[len] === 0) {
-          if (len === max2) {
-            break;
-          }
-          len = lens[lens_index + work[sym]];
-        }
-        if (len > root && (huff & mask) !== low) {
-          if (drop === 0) {
-            drop = root;
-          }
-          next += min;
-          curr = len - drop;
-          left = 1 << curr;
-          while (curr + drop < max2) {
-            left -= count4[curr + drop];
-            if (left <= 0) {
-              break;
-            }
-            curr++;
-            left <<= 1;
-          }
-          used += 1 << curr;
-          if (type === LENS && used > ENOUGH_LENS || type === DISTS && used > ENOUGH_DISTS) {
-            return 1;
-          }
-          low = huff & mask;
-          table[low] = root << 24 | curr << 16 | next - table_index | 0;
-        }
-      }
-      if (huff !== 0) {
-        table[next + huff] = len - drop << 24 | 64 << 16 | 0;
-      }
-      opts.bits = root;
-      return 0;
-    };
-  }
-});
-
-// node_modules/pako/lib/zlib/inflate.js
-var require_inflate = __commonJS({
-  "node_modules/pako/lib/zlib/inflate.js"(exports2) {
-    "use strict";
-    var utils = require_common();
-    var adler32 = require_adler32();
-    var crc32 = require_crc32();
-    var inflate_fast = require_inffast();
-    var inflate_table = require_inftrees();
-    var CODES = 0;
-    var LENS = 1;
-    var DISTS = 2;
-    var Z_FINISH = 4;
-    var Z_BLOCK = 5;
-    var Z_TREES = 6;
-    var Z_OK = 0;
-    var Z_STREAM_END = 1;
-    var Z_NEED_DICT = 2;
-    var Z_STREAM_ERROR = -2;
-    var Z_DATA_ERROR = -3;
-    var Z_MEM_ERROR = -4;
-    var Z_BUF_ERROR = -5;
-    var Z_DEFLATED = 8;
-    var HEAD = 1;
-    var FLAGS = 2;
-    var TIME = 3;
-    var OS = 4;
-    var EXLEN = 5;
-    var EXTRA = 6;
-    var NAME = 7;
-    var COMMENT = 8;
-    var HCRC = 9;
-    var DICTID = 10;
-    var DICT = 11;
-    var TYPE = 12;
-    var TYPEDO = 13;
-    var STORED = 14;
-    var COPY_ = 15;
-    var COPY = 16;
-    var TABLE = 17;
-    var LENLENS = 18;
-    var CODELENS = 19;
-    var LEN_ = 20;
-    var LEN = 21;
-    var LENEXT = 22;
-    var DIST = 23;
-    var DISTEXT = 24;
-    var MATCH = 25;
-    var LIT = 26;
-    var CHECK = 27;
-    var LENGTH = 28;
-    var DONE = 29;
-    var BAD = 30;
-    var MEM = 31;
-    var SYNC = 32;
-    var ENOUGH_LENS = 852;
-    var ENOUGH_DISTS = 592;
-    var MAX_WBITS = 15;
-    var DEF_WBITS = MAX_WBITS;
-    function zswap32(q) {
-      return (q >>> 24 & 255) + (q >>> 8 & 65280) + ((q & 65280) << 8) + ((q & 255) << 24);
-    }
-    function InflateState() {
-      this.mode = 0;
-      this.last = false;
-      this.wrap = 0;
-      this.havedict = false;
-      this.flags = 0;
-      this.dmax = 0;
-      this.check = 0;
-      this.total = 0;
-      this.head = null;
-      this.wbits = 0;
-      this.wsize = 0;
-      this.whave = 0;
-      this.wnext = 0;
-      this.window = null;
-      this.hold = 0;
-      this.bits = 0;
-      this.length = 0;
-      this.offset = 0;
-      this.extra = 0;
-      this.lencode = null;
-      this.distcode = null;
-      this.lenbits = 0;
-      this.distbits = 0;
-      this.ncode = 0;
-      this.nlen = 0;
-      this.ndist = 0;
-      this.have = 0;
-      this.next = null;
-      this.lens = new utils.Buf16(320);
-      this.work = new utils.Buf16(288);
-      this.lendyn = null;
-      this.distdyn = null;
-      this.sane = 0;
-      this.back = 0;
-      this.was = 0;
-    }
-    function inflateResetKeep(strm) {
-      var state;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      state = strm.state;
-      strm.total_in = strm.total_out = state.total = 0;
-      strm.msg = "";
-      if (state.wrap) {
-        strm.adler = state.wrap & 1;
-      }
-      state.mode = HEAD;
-      state.last = 0;
-      state.havedict = 0;
-      state.dmax = 32768;
-      state.head = null;
-      state.hold = 0;
-      state.bits = 0;
-      state.lencode = state.lendyn = new utils.Buf32(ENOUGH_LENS);
-      state.distcode = state.distdyn = new utils.Buf32(ENOUGH_DISTS);
-      state.sane = 1;
-      state.back = -1;
-      return Z_OK;
-    }
-    function inflateReset(strm) {
-      var state;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      state = strm.state;
-      state.wsize = 0;
-      state.whave = 0;
-      state.wnext = 0;
-      return inflateResetKeep(strm);
-    }
-    function inflateReset2(strm, windowBits) {
-      var wrap;
-      var state;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      state = strm.state;
-      if (windowBits < 0) {
-        wrap = 0;
-        windowBits = -windowBits;
-      } else {
-        wrap = (windowBits >> 4) + 1;
-        if (windowBits < 48) {
-          windowBits &= 15;
-        }
-      }
-      if (windowBits && (windowBits < 8 || windowBits > 15)) {
-        return Z_STREAM_ERROR;
-      }
-      if (state.window !== null && state.wbits !== windowBits) {
-        state.window = null;
-      }
-      state.wrap = wrap;
-      state.wbits = windowBits;
-      return inflateReset(strm);
-    }
-    function inflateInit2(strm, windowBits) {
-      var ret;
-      var state;
-      if (!strm) {
-        return Z_STREAM_ERROR;
-      }
-      state = new InflateState();
-      strm.state = state;
-      state.window = null;
-      ret = inflateReset2(strm, windowBits);
-      if (ret !== Z_OK) {
-        strm.state = null;
-      }
-      return ret;
-    }
-    function inflateInit(strm) {
-      return inflateInit2(strm, DEF_WBITS);
-    }
-    var virgin = true;
-    var lenfix;
-    var distfix;
-    function fixedtables(state) {
-      if (virgin) {
-        var sym;
-        lenfix = new utils.Buf32(512);
-        distfix = new utils.Buf32(32);
-        sym = 0;
-        while (sym < 144) {
-          state.lens[sym++] = 8;
-        }
-        while (sym < 256) {
-          state.lens[sym++] = 9;
-        }
-        while (sym < 280) {
-          state.lens[sym++] = 7;
-        }
-        while (sym < 288) {
-          state.lens[sym++] = 8;
-        }
-        inflate_table(LENS, state.lens, 0, 288, lenfix, 0, state.work, { bits: 9 });
-        sym = 0;
-        while (sym < 32) {
-          state.lens[sym++] = 5;
-        }
-        inflate_table(DISTS, state.lens, 0, 32, distfix, 0, state.work, { bits: 5 });
-        virgin = false;
-      }
-      state.lencode = lenfix;
-      state.lenbits = 9;
-      state.distcode = distfix;
-      state.distbits = 5;
-    }
-    function updatewindow(strm, src, end, copy) {
-      var dist;
-      var state = strm.state;
-      if (state.window === null) {
-        state.wsize = 1 << state.wbits;
-        state.wnext = 0;
-        state.whave = 0;
-        state.window = new utils.Buf8(state.wsize);
-      }
-      if (copy >= state.wsize) {
-        utils.arraySet(state.window, src, end - state.wsize, state.wsize, 0);
-        state.wnext = 0;
-        state.whave = state.wsize;
-      } else {
-        dist = state.wsize - state.wnext;
-        if (dist > copy) {
-          dist = copy;
-        }
-        utils.arraySet(state.window, src, end - copy, dist, state.wnext);
-        copy -= dist;
-        if (copy) {
-          utils.arraySet(state.window, src, end - copy, copy, 0);
-          state.wnext = copy;
-          state.whave = state.wsize;
-        } else {
-          state.wnext += dist;
-          if (state.wnext === state.wsize) {
-            state.wnext = 0;
-          }
-          if (state.whave < state.wsize) {
-            state.whave += dist;
-          }
-        }
-      }
-      return 0;
-    }
-    function inflate(strm, flush) {
-      var state;
-      var input2, output2;
-      var next;
-      var put;
-      var have, left;
-      var hold;
-      var bits;
-      var _in, _out;
-      var copy;
-      var from;
-      var from_source;
-      var here = 0;
-      var here_bits, here_op, here_val;
-      var last_bits, last_op, last_val;
-      var len;
-      var ret;
-      var hbuf = new utils.Buf8(4);
-      var opts;
-      var n2;
-      var order = (
-        /* permutation of code lengths */
-        [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
-      );
-      if (!strm || !strm.state || !strm.output || !strm.input && strm.avail_in !== 0) {
-        return Z_STREAM_ERROR;
-      }
-      state = strm.state;
-      if (state.mode === TYPE) {
-        state.mode = TYPEDO;
-      }
-      put = strm.next_out;
-      output2 = strm.output;
-      left = strm.avail_out;
-      next = strm.next_in;
-      input2 = strm.input;
-      have = strm.avail_in;
-      hold = state.hold;
-      bits = state.bits;
-      _in = have;
-      _out = left;
-      ret = Z_OK;
-      inf_leave:
-        for (; ; ) {
-          switch (state.mode) {
-            case HEAD:
-              if (state.wrap === 0) {
-                state.mode = TYPEDO;
-                break;
-              }
-              while (bits < 16) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              if (state.wrap & 2 && hold === 35615) {
-                state.check = 0;
-                hbuf[0] = hold & 255;
-                hbuf[1] = hold >>> 8 & 255;
-                state.check = crc32(state.check, hbuf, 2, 0);
-                hold = 0;
-                bits = 0;
-                state.mode = FLAGS;
-                break;
-              }
-              state.flags = 0;
-              if (state.head) {
-                state.head.done = false;
-              }
-              if (!(state.wrap & 1) || /* check if zlib header allowed */
-              (((hold & 255) << 8) + (hold >> 8)) % 31) {
-                strm.msg = "incorrect header check";
-                state.mode = BAD;
-                break;
-              }
-              if ((hold & 15) !== Z_DEFLATED) {
-                strm.msg = "unknown compression method";
-                state.mode = BAD;
-                break;
-              }
-              hold >>>= 4;
-              bits -= 4;
-              len = (hold & 15) + 8;
-              if (state.wbits === 0) {
-                state.wbits = len;
-              } else if (len > state.wbits) {
-                strm.msg = "invalid window size";
-                state.mode = BAD;
-                break;
-              }
-              state.dmax = 1 << len;
-              strm.adler = state.check = 1;
-              state.mode = hold & 512 ? DICTID : TYPE;
-              hold = 0;
-              bits = 0;
-              break;
-            case FLAGS:
-              while (bits < 16) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              state.flags = hold;
-              if ((state.flags & 255) !== Z_DEFLATED) {
-                strm.msg = "unknown compression method";
-                state.mode = BAD;
-                break;
-              }
-              if (state.flags & 57344) {
-                strm.msg = "unknown header flags set";
-                state.mode = BAD;
-                break;
-              }
-              if (state.head) {
-                state.head.text = hold >> 8 & 1;
-              }
-              if (state.flags & 512) {
-                hbuf[0] = hold & 255;
-                hbuf[1] = hold >>> 8 & 255;
-                state.check = crc32(state.check, hbuf, 2, 0);
-              }
-              hold = 0;
-              bits = 0;
-              state.mode = TIME;
-            /* falls through */
-            case TIME:
-              while (bits < 32) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              if (state.head) {
-                state.head.time = hold;
-              }
-              if (state.flags & 512) {
-                hbuf[0] = hold & 255;
-                hbuf[1] = hold >>> 8 & 255;
-                hbuf[2] = hold >>> 16 & 255;
-                hbuf[3] = hold >>> 24 & 255;
-                state.check = crc32(state.check, hbuf, 4, 0);
-              }
-              hold = 0;
-              bits = 0;
-              state.mode = OS;
-            /* falls through */
-            case OS:
-              while (bits < 16) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              if (state.head) {
-                state.head.xflags = hold & 255;
-                state.head.os = hold >> 8;
-              }
-              if (state.flags & 512) {
-                hbuf[0] = hold & 255;
-                hbuf[1] = hold >>> 8 & 255;
-                state.check = crc32(state.check, hbuf, 2, 0);
-              }
-              hold = 0;
-              bits = 0;
-              state.mode = EXLEN;
-            /* falls through */
-            case EXLEN:
-              if (state.flags & 1024) {
-                while (bits < 16) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                state.length = hold;
-                if (state.head) {
-                  state.head.extra_len = hold;
-                }
-                if (state.flags & 512) {
-                  hbuf[0] = hold & 255;
-                  hbuf[1] = hold >>> 8 & 255;
-                  state.check = crc32(state.check, hbuf, 2, 0);
-                }
-                hold = 0;
-                bits = 0;
-              } else if (state.head) {
-                state.head.extra = null;
-              }
-              state.mode = EXTRA;
-            /* falls through */
-            case EXTRA:
-              if (state.flags & 1024) {
-                copy = state.length;
-                if (copy > have) {
-                  copy = have;
-                }
-                if (copy) {
-                  if (state.head) {
-                    len = state.head.extra_len - state.length;
-                    if (!state.head.extra) {
-                      state.head.extra = new Array(state.head.extra_len);
-                    }
-                    utils.arraySet(
-                      state.head.extra,
-                      input2,
-                      next,
-                      // extra field is limited to 65536 bytes
-                      // - no need for additional size check
-                      copy,
-                      /*len + copy > state.head.extra_max - len ? state.head.extra_max : copy,*/
-                      len
-                    );
-                  }
-                  if (state.flags & 512) {
-                    state.check = crc32(state.check, input2, copy, next);
-                  }
-                  have -= copy;
-                  next += copy;
-                  state.length -= copy;
-                }
-                if (state.length) {
-                  break inf_leave;
-                }
-              }
-              state.length = 0;
-              state.mode = NAME;
-            /* falls through */
-            case NAME:
-              if (state.flags & 2048) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                copy = 0;
-                do {
-                  len = input2[next + copy++];
-                  if (state.head && len && state.length < 65536) {
-                    state.head.name += String.fromCharCode(len);
-                  }
-                } while (len && copy < have);
-                if (state.flags & 512) {
-                  state.check = crc32(state.check, input2, copy, next);
-                }
-                have -= copy;
-                next += copy;
-                if (len) {
-                  break inf_leave;
-                }
-              } else if (state.head) {
-                state.head.name = null;
-              }
-              state.length = 0;
-              state.mode = COMMENT;
-            /* falls through */
-            case COMMENT:
-              if (state.flags & 4096) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                copy = 0;
-                do {
-                  len = input2[next + copy++];
-                  if (state.head && len && state.length < 65536) {
-                    state.head.comment += String.fromCharCode(len);
-                  }
-                } while (len && copy < have);
-                if (state.flags & 512) {
-                  state.check = crc32(state.check, input2, copy, next);
-                }
-                have -= copy;
-                next += copy;
-                if (len) {
-                  break inf_leave;
-                }
-              } else if (state.head) {
-                state.head.comment = null;
-              }
-              state.mode = HCRC;
-            /* falls through */
-            case HCRC:
-              if (state.flags & 512) {
-                while (bits < 16) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                if (hold !== (state.check & 65535)) {
-                  strm.msg = "header crc mismatch";
-                  state.mode = BAD;
-                  break;
-                }
-                hold = 0;
-                bits = 0;
-              }
-              if (state.head) {
-                state.head.hcrc = state.flags >> 9 & 1;
-                state.head.done = true;
-              }
-              strm.adler = state.check = 0;
-              state.mode = TYPE;
-              break;
-            case DICTID:
-              while (bits < 32) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              strm.adler = state.check = zswap32(hold);
-              hold = 0;
-              bits = 0;
-              state.mode = DICT;
-            /* falls through */
-            case DICT:
-              if (state.havedict === 0) {
-                strm.next_out = put;
-                strm.avail_out = left;
-                strm.next_in = next;
-                strm.avail_in = have;
-                state.hold = hold;
-                state.bits = bits;
-                return Z_NEED_DICT;
-              }
-              strm.adler = state.check = 1;
-              state.mode = TYPE;
-            /* falls through */
-            case TYPE:
-              if (flush === Z_BLOCK || flush === Z_TREES) {
-                break inf_leave;
-              }
-            /* falls through */
-            case TYPEDO:
-              if (state.last) {
-                hold >>>= bits & 7;
-                bits -= bits & 7;
-                state.mode = CHECK;
-                break;
-              }
-              while (bits < 3) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              state.last = hold & 1;
-              hold >>>= 1;
-              bits -= 1;
-              switch (hold & 3) {
-                case 0:
-                  state.mode = STORED;
-                  break;
-                case 1:
-                  fixedtables(state);
-                  state.mode = LEN_;
-                  if (flush === Z_TREES) {
-                    hold >>>= 2;
-                    bits -= 2;
-                    break inf_leave;
-                  }
-                  break;
-                case 2:
-                  state.mode = TABLE;
-                  break;
-                case 3:
-                  strm.msg = "invalid block type";
-                  state.mode = BAD;
-              }
-              hold >>>= 2;
-              bits -= 2;
-              break;
-            case STORED:
-              hold >>>= bits & 7;
-              bits -= bits & 7;
-              while (bits < 32) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              if ((hold & 65535) !== (hold >>> 16 ^ 65535)) {
-                strm.msg = "invalid stored block lengths";
-                state.mode = BAD;
-                break;
-              }
-              state.length = hold & 65535;
-              hold = 0;
-              bits = 0;
-              state.mode = COPY_;
-              if (flush === Z_TREES) {
-                break inf_leave;
-              }
-            /* falls through */
-            case COPY_:
-              state.mode = COPY;
-            /* falls through */
-            case COPY:
-              copy = state.length;
-              if (copy) {
-                if (copy > have) {
-                  copy = have;
-                }
-                if (copy > left) {
-                  copy = left;
-                }
-                if (copy === 0) {
-                  break inf_leave;
-                }
-                utils.arraySet(output2, input2, next, copy, put);
-                have -= copy;
-                next += copy;
-                left -= copy;
-                put += copy;
-                state.length -= copy;
-                break;
-              }
-              state.mode = TYPE;
-              break;
-            case TABLE:
-              while (bits < 14) {
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              state.nlen = (hold & 31) + 257;
-              hold >>>= 5;
-              bits -= 5;
-              state.ndist = (hold & 31) + 1;
-              hold >>>= 5;
-              bits -= 5;
-              state.ncode = (hold & 15) + 4;
-              hold >>>= 4;
-              bits -= 4;
-              if (state.nlen > 286 || state.ndist > 30) {
-                strm.msg = "too many length or distance symbols";
-                state.mode = BAD;
-                break;
-              }
-              state.have = 0;
-              state.mode = LENLENS;
-            /* falls through */
-            case LENLENS:
-              while (state.have < state.ncode) {
-                while (bits < 3) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                state.lens[order[state.have++]] = hold & 7;
-                hold >>>= 3;
-                bits -= 3;
-              }
-              while (state.have < 19) {
-                state.lens[order[state.have++]] = 0;
-              }
-              state.lencode = state.lendyn;
-              state.lenbits = 7;
-              opts = { bits: state.lenbits };
-              ret = inflate_table(CODES, state.lens, 0, 19, state.lencode, 0, state.work, opts);
-              state.lenbits = opts.bits;
-              if (ret) {
-                strm.msg = "invalid code lengths set";
-                state.mode = BAD;
-                break;
-              }
-              state.have = 0;
-              state.mode = CODELENS;
-            /* falls through */
-            case CODELENS:
-              while (state.have < state.nlen + state.ndist) {
-                for (; ; ) {
-                  here = state.lencode[hold & (1 << state.lenbits) - 1];
-                  here_bits = here >>> 24;
-                  here_op = here >>> 16 & 255;
-                  here_val = here & 65535;
-                  if (here_bits <= bits) {
-                    break;
-                  }
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                if (here_val < 16) {
-                  hold >>>= here_bits;
-                  bits -= here_bits;
-                  state.lens[state.have++] = here_val;
-                } else {
-                  if (here_val === 16) {
-                    n2 = here_bits + 2;
-                    while (bits < n2) {
-                      if (have === 0) {
-                        break inf_leave;
-                      }
-                      have--;
-                      hold += input2[next++] << bits;
-                      bits += 8;
-                    }
-                    hold >>>= here_bits;
-                    bits -= here_bits;
-                    if (state.have === 0) {
-                      strm.msg = "invalid bit length repeat";
-                      state.mode = BAD;
-                      break;
-                    }
-                    len = state.lens[state.have - 1];
-                    copy = 3 + (hold & 3);
-                    hold >>>= 2;
-                    bits -= 2;
-                  } else if (here_val === 17) {
-                    n2 = here_bits + 3;
-                    while (bits < n2) {
-                      if (have === 0) {
-                        break inf_leave;
-                      }
-                      have--;
-                      hold += input2[next++] << bits;
-                      bits += 8;
-                    }
-                    hold >>>= here_bits;
-                    bits -= here_bits;
-                    len = 0;
-                    copy = 3 + (hold & 7);
-                    hold >>>= 3;
-                    bits -= 3;
-                  } else {
-                    n2 = here_bits + 7;
-                    while (bits < n2) {
-                      if (have === 0) {
-                        break inf_leave;
-                      }
-                      have--;
-                      hold += input2[next++] << bits;
-                      bits += 8;
-                    }
-                    hold >>>= here_bits;
-                    bits -= here_bits;
-                    len = 0;
-                    copy = 11 + (hold & 127);
-                    hold >>>= 7;
-                    bits -= 7;
-                  }
-                  if (state.have + copy > state.nlen + state.ndist) {
-                    strm.msg = "invalid bit length repeat";
-                    state.mode = BAD;
-                    break;
-                  }
-                  while (copy--) {
-                    state.lens[state.have++] = len;
-                  }
-                }
-              }
-              if (state.mode === BAD) {
-                break;
-              }
-              if (state.lens[256] === 0) {
-                strm.msg = "invalid code -- missing end-of-block";
-                state.mode = BAD;
-                break;
-              }
-              state.lenbits = 9;
-              opts = { bits: state.lenbits };
-              ret = inflate_table(LENS, state.lens, 0, state.nlen, state.lencode, 0, state.work, opts);
-              state.lenbits = opts.bits;
-              if (ret) {
-                strm.msg = "invalid literal/lengths set";
-                state.mode = BAD;
-                break;
-              }
-              state.distbits = 6;
-              state.distcode = state.distdyn;
-              opts = { bits: state.distbits };
-              ret = inflate_table(DISTS, state.lens, state.nlen, state.ndist, state.distcode, 0, state.work, opts);
-              state.distbits = opts.bits;
-              if (ret) {
-                strm.msg = "invalid distances set";
-                state.mode = BAD;
-                break;
-              }
-              state.mode = LEN_;
-              if (flush === Z_TREES) {
-                break inf_leave;
-              }
-            /* falls through */
-            case LEN_:
-              state.mode = LEN;
-            /* falls through */
-            case LEN:
-              if (have >= 6 && left >= 258) {
-                strm.next_out = put;
-                strm.avail_out = left;
-                strm.next_in = next;
-                strm.avail_in = have;
-                state.hold = hold;
-                state.bits = bits;
-                inflate_fast(strm, _out);
-                put = strm.next_out;
-                output2 = strm.output;
-                left = strm.avail_out;
-                next = strm.next_in;
-                input2 = strm.input;
-                have = strm.avail_in;
-                hold = state.hold;
-                bits = state.bits;
-                if (state.mode === TYPE) {
-                  state.back = -1;
-                }
-                break;
-              }
-              state.back = 0;
-              for (; ; ) {
-                here = state.lencode[hold & (1 << state.lenbits) - 1];
-                here_bits = here >>> 24;
-                here_op = here >>> 16 & 255;
-                here_val = here & 65535;
-                if (here_bits <= bits) {
-                  break;
-                }
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              if (here_op && (here_op & 240) === 0) {
-                last_bits = here_bits;
-                last_op = here_op;
-                last_val = here_val;
-                for (; ; ) {
-                  here = state.lencode[last_val + ((hold & (1 << last_bits + last_op) - 1) >> last_bits)];
-                  here_bits = here >>> 24;
-                  here_op = here >>> 16 & 255;
-                  here_val = here & 65535;
-                  if (last_bits + here_bits <= bits) {
-                    break;
-                  }
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                hold >>>= last_bits;
-                bits -= last_bits;
-                state.back += last_bits;
-              }
-              hold >>>= here_bits;
-              bits -= here_bits;
-              state.back += here_bits;
-              state.length = here_val;
-              if (here_op === 0) {
-                state.mode = LIT;
-                break;
-              }
-              if (here_op & 32) {
-                state.back = -1;
-                state.mode = TYPE;
-                break;
-              }
-              if (here_op & 64) {
-                strm.msg = "invalid literal/length code";
-                state.mode = BAD;
-                break;
-              }
-              state.extra = here_op & 15;
-              state.mode = LENEXT;
-            /* falls through */
-            case LENEXT:
-              if (state.extra) {
-                n2 = state.extra;
-                while (bits < n2) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                state.length += hold & (1 << state.extra) - 1;
-                hold >>>= state.extra;
-                bits -= state.extra;
-                state.back += state.extra;
-              }
-              state.was = state.length;
-              state.mode = DIST;
-            /* falls through */
-            case DIST:
-              for (; ; ) {
-                here = state.distcode[hold & (1 << state.distbits) - 1];
-                here_bits = here >>> 24;
-                here_op = here >>> 16 & 255;
-                here_val = here & 65535;
-                if (here_bits <= bits) {
-                  break;
-                }
-                if (have === 0) {
-                  break inf_leave;
-                }
-                have--;
-                hold += input2[next++] << bits;
-                bits += 8;
-              }
-              if ((here_op & 240) === 0) {
-                last_bits = here_bits;
-                last_op = here_op;
-                last_val = here_val;
-                for (; ; ) {
-                  here = state.distcode[last_val + ((hold & (1 << last_bits + last_op) - 1) >> last_bits)];
-                  here_bits = here >>> 24;
-                  here_op = here >>> 16 & 255;
-                  here_val = here & 65535;
-                  if (last_bits + here_bits <= bits) {
-                    break;
-                  }
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                hold >>>= last_bits;
-                bits -= last_bits;
-                state.back += last_bits;
-              }
-              hold >>>= here_bits;
-              bits -= here_bits;
-              state.back += here_bits;
-              if (here_op & 64) {
-                strm.msg = "invalid distance code";
-                state.mode = BAD;
-                break;
-              }
-              state.offset = here_val;
-              state.extra = here_op & 15;
-              state.mode = DISTEXT;
-            /* falls through */
-            case DISTEXT:
-              if (state.extra) {
-                n2 = state.extra;
-                while (bits < n2) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                state.offset += hold & (1 << state.extra) - 1;
-                hold >>>= state.extra;
-                bits -= state.extra;
-                state.back += state.extra;
-              }
-              if (state.offset > state.dmax) {
-                strm.msg = "invalid distance too far back";
-                state.mode = BAD;
-                break;
-              }
-              state.mode = MATCH;
-            /* falls through */
-            case MATCH:
-              if (left === 0) {
-                break inf_leave;
-              }
-              copy = _out - left;
-              if (state.offset > copy) {
-                copy = state.offset - copy;
-                if (copy > state.whave) {
-                  if (state.sane) {
-                    strm.msg = "invalid distance too far back";
-                    state.mode = BAD;
-                    break;
-                  }
-                }
-                if (copy > state.wnext) {
-                  copy -= state.wnext;
-                  from = state.wsize - copy;
-                } else {
-                  from = state.wnext - copy;
-                }
-                if (copy > state.length) {
-                  copy = state.length;
-                }
-                from_source = state.window;
-              } else {
-                from_source = output2;
-                from = put - state.offset;
-                copy = state.length;
-              }
-              if (copy > left) {
-                copy = left;
-              }
-              left -= copy;
-              state.length -= copy;
-              do {
-                output2[put++] = from_source[from++];
-              } while (--copy);
-              if (state.length === 0) {
-                state.mode = LEN;
-              }
-              break;
-            case LIT:
-              if (left === 0) {
-                break inf_leave;
-              }
-              output2[put++] = state.length;
-              left--;
-              state.mode = LEN;
-              break;
-            case CHECK:
-              if (state.wrap) {
-                while (bits < 32) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold |= input2[next++] << bits;
-                  bits += 8;
-                }
-                _out -= left;
-                strm.total_out += _out;
-                state.total += _out;
-                if (_out) {
-                  strm.adler = state.check = /*UPDATE(state.check, put - _out, _out);*/
-                  state.flags ? crc32(state.check, output2, _out, put - _out) : adler32(state.check, output2, _out, put - _out);
-                }
-                _out = left;
-                if ((state.flags ? hold : zswap32(hold)) !== state.check) {
-                  strm.msg = "incorrect data check";
-                  state.mode = BAD;
-                  break;
-                }
-                hold = 0;
-                bits = 0;
-              }
-              state.mode = LENGTH;
-            /* falls through */
-            case LENGTH:
-              if (state.wrap && state.flags) {
-                while (bits < 32) {
-                  if (have === 0) {
-                    break inf_leave;
-                  }
-                  have--;
-                  hold += input2[next++] << bits;
-                  bits += 8;
-                }
-                if (hold !== (state.total & 4294967295)) {
-                  strm.msg = "incorrect length check";
-                  state.mode = BAD;
-                  break;
-                }
-                hold = 0;
-                bits = 0;
-              }
-              state.mode = DONE;
-            /* falls through */
-            case DONE:
-              ret = Z_STREAM_END;
-              break inf_leave;
-            case BAD:
-              ret = Z_DATA_ERROR;
-              break inf_leave;
-            case MEM:
-              return Z_MEM_ERROR;
-            case SYNC:
-            /* falls through */
-            default:
-              return Z_STREAM_ERROR;
-          }
-        }
-      strm.next_out = put;
-      strm.avail_out = left;
-      strm.next_in = next;
-      strm.avail_in = have;
-      state.hold = hold;
-      state.bits = bits;
-      if (state.wsize || _out !== strm.avail_out && state.mode < BAD && (state.mode < CHECK || flush !== Z_FINISH)) {
-        if (updatewindow(strm, strm.output, strm.next_out, _out - strm.avail_out)) {
-          state.mode = MEM;
-          return Z_MEM_ERROR;
-        }
-      }
-      _in -= strm.avail_in;
-      _out -= strm.avail_out;
-      strm.total_in += _in;
-      strm.total_out += _out;
-      state.total += _out;
-      if (state.wrap && _out) {
-        strm.adler = state.check = /*UPDATE(state.check, strm.next_out - _out, _out);*/
-        state.flags ? crc32(state.check, output2, _out, strm.next_out - _out) : adler32(state.check, output2, _out, strm.next_out - _out);
-      }
-      strm.data_type = state.bits + (state.last ? 64 : 0) + (state.mode === TYPE ? 128 : 0) + (state.mode === LEN_ || state.mode === COPY_ ? 256 : 0);
-      if ((_in === 0 && _out === 0 || flush === Z_FINISH) && ret === Z_OK) {
-        ret = Z_BUF_ERROR;
-      }
-      return ret;
-    }
-    function inflateEnd(strm) {
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      var state = strm.state;
-      if (state.window) {
-        state.window = null;
-      }
-      strm.state = null;
-      return Z_OK;
-    }
-    function inflateGetHeader(strm, head) {
-      var state;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      state = strm.state;
-      if ((state.wrap & 2) === 0) {
-        return Z_STREAM_ERROR;
-      }
-      state.head = head;
-      head.done = false;
-      return Z_OK;
-    }
-    function inflateSetDictionary(strm, dictionary) {
-      var dictLength = dictionary.length;
-      var state;
-      var dictid;
-      var ret;
-      if (!strm || !strm.state) {
-        return Z_STREAM_ERROR;
-      }
-      state = strm.state;
-      if (state.wrap !== 0 && state.mode !== DICT) {
-        return Z_STREAM_ERROR;
-      }
-      if (state.mode === DICT) {
-        dictid = 1;
-        dictid = adler32(dictid, dictionary, dictLength, 0);
-        if (dictid !== state.check) {
-          return Z_DATA_ERROR;
-        }
-      }
-      ret = updatewindow(strm, dictionary, dictLength, dictLength);
-      if (ret) {
-        state.mode = MEM;
-        return Z_MEM_ERROR;
-      }
-      state.havedict = 1;
-      return Z_OK;
-    }
-    exports2.inflateReset = inflateReset;
-    exports2.inflateReset2 = inflateReset2;
-    exports2.inflateResetKeep = inflateResetKeep;
-    exports2.inflateInit = inflateInit;
-    exports2.inflateInit2 = inflateInit2;
-    exports2.inflate = inflate;
-    exports2.inflateEnd = inflateEnd;
-    exports2.inflateGetHeader = inflateGetHeader;
-    exports2.inflateSetDictionary = inflateSetDictionary;
-    exports2.inflateInfo = "pako inflate (from Nodeca project)";
-  }
-});
-
-// node_modules/pako/lib/zlib/constants.js
-var require_constants6 = __commonJS({
-  "node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
-    "use strict";
-    module2.exports = {
-      /* Allowed flush values; see deflate() and inflate() below for details */
-      Z_NO_FLUSH: 0,
-      Z_PARTIAL_FLUSH: 1,
-      Z_SYNC_FLUSH: 2,
-      Z_FULL_FLUSH: 3,
-      Z_FINISH: 4,
-      Z_BLOCK: 5,
-      Z_TREES: 6,
-      /* Return codes for the compression/decompression functions. Negative values
-      * are errors, positive values are used for special but normal events.
-      */
-      Z_OK: 0,
-      Z_STREAM_END: 1,
-      Z_NEED_DICT: 2,
-      Z_ERRNO: -1,
-      Z_STREAM_ERROR: -2,
-      Z_DATA_ERROR: -3,
-      //Z_MEM_ERROR:     -4,
-      Z_BUF_ERROR: -5,
-      //Z_VERSION_ERROR: -6,
-      /* compression levels */
-      Z_NO_COMPRESSION: 0,
-      Z_BEST_SPEED: 1,
-      Z_BEST_COMPRESSION: 9,
-      Z_DEFAULT_COMPRESSION: -1,
-      Z_FILTERED: 1,
-      Z_HUFFMAN_ONLY: 2,
-      Z_RLE: 3,
-      Z_FIXED: 4,
-      Z_DEFAULT_STRATEGY: 0,
-      /* Possible values of the data_type field (though see inflate()) */
-      Z_BINARY: 0,
-      Z_TEXT: 1,
-      //Z_ASCII:                1, // = Z_TEXT (deprecated)
-      Z_UNKNOWN: 2,
-      /* The deflate compression method */
-      Z_DEFLATED: 8
-      //Z_NULL:                 null // Use -1 or null inline, depending on var type
-    };
-  }
-});
-
-// node_modules/pako/lib/zlib/gzheader.js
-var require_gzheader = __commonJS({
-  "node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
-    "use strict";
-    function GZheader() {
-      this.text = 0;
-      this.time = 0;
-      this.xflags = 0;
-      this.os = 0;
-      this.extra = null;
-      this.extra_len = 0;
-      this.name = "";
-      this.comment = "";
-      this.hcrc = 0;
-      this.done = false;
-    }
-    module2.exports = GZheader;
-  }
-});
-
-// node_modules/pako/lib/inflate.js
-var require_inflate2 = __commonJS({
-  "node_modules/pako/lib/inflate.js"(exports2) {
-    "use strict";
-    var zlib_inflate = require_inflate();
-    var utils = require_common();
-    var strings = require_strings();
-    var c3 = require_constants6();
-    var msg = require_messages();
-    var ZStream = require_zstream();
-    var GZheader = require_gzheader();
-    var toString2 = Object.prototype.toString;
-    function Inflate(options) {
-      if (!(this instanceof Inflate)) return new Inflate(options);
-      this.options = utils.assign({
-        chunkSize: 16384,
-        windowBits: 0,
-        to: ""
-      }, options || {});
-      var opt = this.options;
-      if (opt.raw && opt.windowBits >= 0 && opt.windowBits < 16) {
-        opt.windowBits = -opt.windowBits;
-        if (opt.windowBits === 0) {
-          opt.windowBits = -15;
-        }
-      }
-      if (opt.windowBits >= 0 && opt.windowBits < 16 && !(options && options.windowBits)) {
-        opt.windowBits += 32;
-      }
-      if (opt.windowBits > 15 && opt.windowBits < 48) {
-        if ((opt.windowBits & 15) === 0) {
-          opt.windowBits |= 15;
-        }
-      }
-      this.err = 0;
-      this.msg = "";
-      this.ended = false;
-      this.chunks = [];
-      this.strm = new ZStream();
-      this.strm.avail_out = 0;
-      var status = zlib_inflate.inflateInit2(
-        this.strm,
-        opt.windowBits
-      );
-      if (status !== c3.Z_OK) {
-        throw new Error(msg[status]);
-      }
-      this.header = new GZheader();
-      zlib_inflate.inflateGetHeader(this.strm, this.header);
-      if (opt.dictionary) {
-        if (typeof opt.dictionary === "string") {
-          opt.dictionary = strings.string2buf(opt.dictionary);
-        } else if (toString2.call(opt.dictionary) === "[object ArrayBuffer]") {
-          opt.dictionary = new Uint8Array(opt.dictionary);
-        }
-        if (opt.raw) {
-          status = zlib_inflate.inflateSetDictionary(this.strm, opt.dictionary);
-          if (status !== c3.Z_OK) {
-            throw new Error(msg[status]);
-          }
-        }
-      }
-    }
-    Inflate.prototype.push = function(data, mode) {
-      var strm = this.strm;
-      var chunkSize = this.options.chunkSize;
-      var dictionary = this.options.dictionary;
-      var status, _mode;
-      var next_out_utf8, tail, utf8str;
-      var allowBufError = false;
-      if (this.ended) {
-        return false;
-      }
-      _mode = mode === ~~mode ? mode : mode === true ? c3.Z_FINISH : c3.Z_NO_FLUSH;
-      if (typeof data === "string") {
-        strm.input = strings.binstring2buf(data);
-      } else if (toString2.call(data) === "[object ArrayBuffer]") {
-        strm.input = new Uint8Array(data);
-      } else {
-        strm.input = data;
-      }
-      strm.next_in = 0;
-      strm.avail_in = strm.input.length;
-      do {
-        if (strm.avail_out === 0) {
-          strm.output = new utils.Buf8(chunkSize);
-          strm.next_out = 0;
-          strm.avail_out = chunkSize;
-        }
-        status = zlib_inflate.inflate(strm, c3.Z_NO_FLUSH);
-        if (status === c3.Z_NEED_DICT && dictionary) {
-          status = zlib_inflate.inflateSetDictionary(this.strm, dictionary);
-        }
-        if (status === c3.Z_BUF_ERROR && allowBufError === true) {
-          status = c3.Z_OK;
-          allowBufError = false;
-        }
-        if (status !== c3.Z_STREAM_END && status !== c3.Z_OK) {
-          this.onEnd(status);
-          this.ended = true;
-          return false;
-        }
-        if (strm.next_out) {
-          if (strm.avail_out === 0 || status === c3.Z_STREAM_END || strm.avail_in === 0 && (_mode === c3.Z_FINISH || _mode === c3.Z_SYNC_FLUSH)) {
-            if (this.options.to === "string") {
-              next_out_utf8 = strings.utf8border(strm.output, strm.next_out);
-              tail = strm.next_out - next_out_utf8;
-              utf8str = strings.buf2string(strm.output, next_out_utf8);
-              strm.next_out = tail;
-              strm.avail_out = chunkSize - tail;
-              if (tail) {
-                utils.arraySet(strm.output, strm.output, next_out_utf8, tail, 0);
-              }
-              this.onData(utf8str);
-            } else {
-              this.onData(utils.shrinkBuf(strm.output, strm.next_out));
-            }
-          }
-        }
-        if (strm.avail_in === 0 && strm.avail_out === 0) {
-          allowBufError = true;
-        }
-      } while ((strm.avail_in > 0 || strm.avail_out === 0) && status !== c3.Z_STREAM_END);
-      if (status === c3.Z_STREAM_END) {
-        _mode = c3.Z_FINISH;
-      }
-      if (_mode === c3.Z_FINISH) {
-        status = zlib_inflate.inflateEnd(this.strm);
-        this.onEnd(status);
-        this.ended = true;
-        return status === c3.Z_OK;
-      }
-      if (_mode === c3.Z_SYNC_FLUSH) {
-        this.onEnd(c3.Z_OK);
-        strm.avail_out = 0;
-        return true;
-      }
-      return true;
-    };
-    Inflate.prototype.onData = function(chunk) {
-      this.chunks.push(chunk);
-    };
-    Inflate.prototype.onEnd = function(status) {
-      if (status === c3.Z_OK) {
-        if (this.options.to === "string") {
-          this.result = this.chunks.join("");
-        } else {
-          this.result = utils.flattenChunks(this.chunks);
-        }
-      }
-      this.chunks = [];
-      this.err = status;
-      this.msg = this.strm.msg;
-    };
-    function inflate(input2, options) {
-      var inflator = new Inflate(options);
-      inflator.push(input2, true);
-      if (inflator.err) {
-        throw inflator.msg || msg[inflator.err];
-      }
-      return inflator.result;
-    }
-    function inflateRaw(input2, options) {
-      options = options || {};
-      options.raw = true;
-      return inflate(input2, options);
-    }
-    exports2.Inflate = Inflate;
-    exports2.inflate = inflate;
-    exports2.inflateRaw = inflateRaw;
-    exports2.ungzip = inflate;
-  }
-});
-
-// node_modules/pako/index.js
-var require_pako = __commonJS({
-  "node_modules/pako/index.js"(exports2, module2) {
-    "use strict";
-    var assign = require_common().assign;
-    var deflate = require_deflate2();
-    var inflate = require_inflate2();
-    var constants6 = require_constants6();
-    var pako2 = {};
-    assign(pako2, deflate, inflate, constants6);
-    module2.exports = pako2;
-  }
-});
-
-// node_modules/@assemblyscript/loader/umd/index.js
-var require_umd = __commonJS({
-  "node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
-    var loader = (function(exports3) {
-      "use strict";
-      Object.defineProperty(exports3, "__esModule", {
-        value: true
-      });
-      exports3.default = void 0;
-      exports3.demangle = demangle;
-      exports3.instantiate = instantiate;
-      exports3.instantiateStreaming = instantiateStreaming;
-      exports3.instantiateSync = instantiateSync;
-      const ID_OFFSET = -8;
-      const SIZE_OFFSET = -4;
-      const ARRAYBUFFER_ID = 0;
-      const STRING_ID = 1;
-      const ARRAYBUFFERVIEW = 1 << 0;
-      const ARRAY = 1 << 1;
-      const STATICARRAY = 1 << 2;
-      const VAL_ALIGN_OFFSET = 6;
-      const VAL_SIGNED = 1 << 11;
-      const VAL_FLOAT = 1 << 12;
-      const VAL_MANAGED = 1 << 14;
-      const ARRAYBUFFERVIEW_BUFFER_OFFSET = 0;
-      const ARRAYBUFFERVIEW_DATASTART_OFFSET = 4;
-      const ARRAYBUFFERVIEW_BYTELENGTH_OFFSET = 8;
-      const ARRAYBUFFERVIEW_SIZE = 12;
-      const ARRAY_LENGTH_OFFSET = 12;
-      const ARRAY_SIZE = 16;
-      const E_NO_EXPORT_TABLE = "Operation requires compiling with --exportTable";
-      const E_NO_EXPORT_RUNTIME = "Operation requires compiling with --exportRuntime";
-      const F_NO_EXPORT_RUNTIME = () => {
-        throw Error(E_NO_EXPORT_RUNTIME);
-      };
-      const BIGINT = typeof BigUint64Array !== "undefined";
-      const THIS = /* @__PURE__ */ Symbol();
-      const STRING_SMALLSIZE = 192;
-      const STRING_CHUNKSIZE = 1024;
-      const utf16 = new TextDecoder("utf-16le", {
-        fatal: true
-      });
-      Object.hasOwn = Object.hasOwn || function(obj, prop) {
-        return Object.prototype.hasOwnProperty.call(obj, prop);
-      };
-      function getStringImpl(buffer, ptr) {
-        let len = new Uint32Array(buffer)[ptr + SIZE_OFFSET >>> 2] >>> 1;
-        const wtf16 = new Uint16Array(buffer, ptr, len);
-        if (len <= STRING_SMALLSIZE) return String.fromCharCode(...wtf16);
-        try {
-          return utf16.decode(wtf16);
-        } catch {
-          let str = "", off = 0;
-          while (len - off > STRING_CHUNKSIZE) {
-            str += String.fromCharCode(...wtf16.subarray(off, off += STRING_CHUNKSIZE));
-          }
-          return str + String.fromCharCode(...wtf16.subarray(off));
-        }
-      }
-      function preInstantiate(imports) {
-        const extendedExports = {};
-        function getString(memory, ptr) {
-          if (!memory) return "<yet unknown>";
-          return getStringImpl(memory.buffer, ptr);
-        }
-        const env = imports.env = imports.env || {};
-        env.abort = env.abort || function abort(msg, file2, line, colm) {
-          const memory = extendedExports.memory || env.memory;
-          throw Error(`abort: ${getString(memory, msg)} at ${getString(memory, file2)}:${line}:${colm}`);
-        };
-        env.trace = env.trace || function trace(msg, n2, ...args) {
-          const memory = extendedExports.memory || env.memory;
-          console.log(`trace: ${getString(memory, msg)}${n2 ? " " : ""}${args.slice(0, n2).join(", ")}`);
-        };
-        env.seed = env.seed || Date.now;
-        imports.Math = imports.Math || Math;
-        imports.Date = imports.Date || Date;
-        return extendedExports;
-      }
-      function postInstantiate(extendedExports, instance) {
-        const exports4 = instance.exports;
-        const memory = exports4.memory;
-        const table = exports4.table;
-        const __new = exports4.__new || F_NO_EXPORT_RUNTIME;
-        const __pin = exports4.__pin || F_NO_EXPORT_RUNTIME;
-        const __unpin = exports4.__unpin || F_NO_EXPORT_RUNTIME;
-        const __collect = exports4.__collect || F_NO_EXPORT_RUNTIME;
-        const __rtti_base = exports4.__rtti_base;
-        const getRttiCount = __rtti_base ? (arr) => arr[__rtti_base >>> 2] : F_NO_EXPORT_RUNTIME;
-        extendedExports.__new = __new;
-        extendedExports.__pin = __pin;
-        extendedExports.__unpin = __unpin;
-        extendedExports.__collect = __collect;
-        function getRttInfo(id) {
-          const U32 = new Uint32Array(memory.buffer);
-          if ((id >>>= 0) >= getRttiCount(U32)) throw Error(`invalid id: ${id}`);
-          return U32[(__rtti_base + 4 >>> 2) + (id << 1)];
-        }
-        function getRttBase(id) {
-          const U32 = new Uint32Array(memory.buffer);
-          if ((id >>>= 0) >= getRttiCount(U32)) throw Error(`invalid id: ${id}`);
-          return U32[(__rtti_base + 4 >>> 2) + (id << 1) + 1];
-        }
-        function getArrayInfo(id) {
-          const info2 = getRttInfo(id);
-          if (!(info2 & (ARRAYBUFFERVIEW | ARRAY | STATICARRAY))) throw Error(`not an array: ${id}, flags=${info2}`);
-          return info2;
-        }
-        function getValueAlign(info2) {
-          return 31 - Math.clz32(info2 >>> VAL_ALIGN_OFFSET & 31);
-        }
-        function __newString(str) {
-          if (str == null) return 0;
-          const length = str.length;
-          const ptr = __new(length << 1, STRING_ID);
-          const U16 = new Uint16Array(memory.buffer);
-          for (var i2 = 0, p = ptr >>> 1; i2 < length; ++i2) U16[p + i2] = str.charCodeAt(i2);
-          return ptr;
-        }
-        extendedExports.__newString = __newString;
-        function __newArrayBuffer(buf) {
-          if (buf == null) return 0;
-          const bufview = new Uint8Array(buf);
-          const ptr = __new(bufview.length, ARRAYBUFFER_ID);
-          const U8 = new Uint8Array(memory.buffer);
-          U8.set(bufview, ptr);
-          return ptr;
-        }
-        extendedExports.__newArrayBuffer = __newArrayBuffer;
-        function __getString(ptr) {
-          if (!ptr) return null;
-          const buffer = memory.buffer;
-          const id = new Uint32Array(buffer)[ptr + ID_OFFSET >>> 2];
-          if (id !== STRING_ID) throw Error(`not a string: ${ptr}`);
-          return getStringImpl(buffer, ptr);
-        }
-        extendedExports.__getString = __getString;
-        function getView(alignLog2, signed, float) {
-          const buffer = memory.buffer;
-          if (float) {
-            switch (alignLog2) {
-              case 2:
-                return new Float32Array(buffer);
-              case 3:
-                return new Float64Array(buffer);
-            }
-          } else {
-            switch (alignLog2) {
-              case 0:
-                return new (signed ? Int8Array : Uint8Array)(buffer);
-              case 1:
-                return new (signed ? Int16Array : Uint16Array)(buffer);
-              case 2:
-                return new (signed ? Int32Array : Uint32Array)(buffer);
-              case 3:
-                return new (signed ? BigInt64Array : BigUint64Array)(buffer);
-            }
-          }
-          throw Error(`unsupported align: ${alignLog2}`);
-        }
-        function __newArray(id, valuesOrCapacity = 0) {
-          const input2 = valuesOrCapacity;
-          const info2 = getArrayInfo(id);
-          const align = getValueAlign(info2);
-          const isArrayLike = typeof input2 !== "number";
-          const length = isArrayLike ? input2.length : input2;
-          const buf = __new(length << align, info2 & STATICARRAY ? id : ARRAYBUFFER_ID);
-          let result;
-          if (info2 & STATICARRAY) {
-            result = buf;
-          } else {
-            __pin(buf);
-            const arr = __new(info2 & ARRAY ? ARRAY_SIZE : ARRAYBUFFERVIEW_SIZE, id);
-            __unpin(buf);
-            const U32 = new Uint32Array(memory.buffer);
-            U32[arr + ARRAYBUFFERVIEW_BUFFER_OFFSET >>> 2] = buf;
-            U32[arr + ARRAYBUFFERVIEW_DATASTART_OFFSET >>> 2] = buf;
-            U32[arr + ARRAYBUFFERVIEW_BYTELENGTH_OFFSET >>> 2] = length << align;
-            if (info2 & ARRAY) U32[arr + ARRAY_LENGTH_OFFSET >>> 2] = length;
-            result = arr;
-          }
-          if (isArrayLike) {
-            const view = getView(align, info2 & VAL_SIGNED, info2 & VAL_FLOAT);
-            const start = buf >>> align;
-            if (info2 & VAL_MANAGED) {
-              for (let i2 = 0; i2 < length; ++i2) {
-                view[start + i2] = input2[i2];
-              }
-            } else {
-              view.set(input2, start);
-            }
-          }
-          return result;
-        }
-        extendedExports.__newArray = __newArray;
-        function __getArrayView(arr) {
-          const U32 = new Uint32Array(memory.buffer);
-          const id = U32[arr + ID_OFFSET >>> 2];
-          const info2 = getArrayInfo(id);
-          const align = getValueAlign(info2);
-          let buf = info2 & STATICARRAY ? arr : U32[arr + ARRAYBUFFERVIEW_DATASTART_OFFSET >>> 2];
-          const length = info2 & ARRAY ? U32[arr + ARRAY_LENGTH_OFFSET >>> 2] : U32[buf + SIZE_OFFSET >>> 2] >>> align;
-          return getView(align, info2 & VAL_SIGNED, info2 & VAL_FLOAT).subarray(buf >>>= align, buf + length);
-        }
-        extendedExports.__getArrayView = __getArrayView;
-        function __getArray(arr) {
-          const input2 = __getArrayView(arr);
-          const len = input2.length;
-          const out = new Array(len);
-          for (let i2 = 0; i2 < len; i2++) out[i2] = input2[i2];
-          return out;
-        }
-        extendedExports.__getArray = __getArray;
-        function __getArrayBuffer(ptr) {
-          const buffer = memory.buffer;
-          const length = new Uint32Array(buffer)[ptr + SIZE_OFFSET >>> 2];
-          return buffer.slice(ptr, ptr + length);
-        }
-        extendedExports.__getArrayBuffer = __getArrayBuffer;
-        function __getFunction(ptr) {
-          if (!table) throw Error(E_NO_EXPORT_TABLE);
-          const index = new Uint32Array(memory.buffer)[ptr >>> 2];
-          return table.get(index);
-        }
-        extendedExports.__getFunction = __getFunction;
-        function getTypedArray(Type, alignLog2, ptr) {
-          return new Type(getTypedArrayView(Type, alignLog2, ptr));
-        }
-        function getTypedArrayView(Type, alignLog2, ptr) {
-          const buffer = memory.buffer;
-          const U32 = new Uint32Array(buffer);
-          return new Type(buffer, U32[ptr + ARRAYBUFFERVIEW_DATASTART_OFFSET >>> 2], U32[ptr + ARRAYBUFFERVIEW_BYTELENGTH_OFFSET >>> 2] >>> alignLog2);
-        }
-        function attachTypedArrayFunctions(ctor, name2, align) {
-          extendedExports[`__get${name2}`] = getTypedArray.bind(null, ctor, align);
-          extendedExports[`__get${name2}View`] = getTypedArrayView.bind(null, ctor, align);
-        }
-        [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array].forEach((ctor) => {
-          attachTypedArrayFunctions(ctor, ctor.name, 31 - Math.clz32(ctor.BYTES_PER_ELEMENT));
-        });
-        if (BIGINT) {
-          [BigUint64Array, BigInt64Array].forEach((ctor) => {
-            attachTypedArrayFunctions(ctor, ctor.name.slice(3), 3);
-          });
-        }
-        function __instanceof(ptr, baseId) {
-          const U32 = new Uint32Array(memory.buffer);
-          let id = U32[ptr + ID_OFFSET >>> 2];
-          if (id <= getRttiCount(U32)) {
-            do {
-              if (id == baseId) return true;
-              id = getRttBase(id);
-            } while (id);
-          }
-          return false;
-        }
-        extendedExports.__instanceof = __instanceof;
-        extendedExports.memory = extendedExports.memory || memory;
-        extendedExports.table = extendedExports.table || table;
-        return demangle(exports4, extendedExports);
-      }
-      function isResponse(src) {
-        return typeof Response !== "undefined" && src instanceof Response;
-      }
-      function isModule(src) {
-        return src instanceof WebAssembly.Module;
-      }
-      async function instantiate(source, imports = {}) {
-        if (isResponse(source = await source)) return instantiateStreaming(source, imports);
-        const module3 = isModule(source) ? source : await WebAssembly.compile(source);
-        const extended2 = preInstantiate(imports);
-        const instance = await WebAssembly.instantiate(module3, imports);
-        const exports4 = postInstantiate(extended2, instance);
-        return {
-          module: module3,
-          instance,
-          exports: exports4
-        };
-      }
-      function instantiateSync(source, imports = {}) {
-        const module3 = isModule(source) ? source : new WebAssembly.Module(source);
-        const extended2 = preInstantiate(imports);
-        const instance = new WebAssembly.Instance(module3, imports);
-        const exports4 = postInstantiate(extended2, instance);
-        return {
-          module: module3,
-          instance,
-          exports: exports4
-        };
-      }
-      async function instantiateStreaming(source, imports = {}) {
-        if (!WebAssembly.instantiateStreaming) {
-          return instantiate(isResponse(source = await source) ? source.arrayBuffer() : source, imports);
-        }
-        const extended2 = preInstantiate(imports);
-        const result = await WebAssembly.instantiateStreaming(source, imports);
-        const exports4 = postInstantiate(extended2, result.instance);
-        return {
-          ...result,
-          exports: exports4
-        };
-      }
-      function demangle(exports4, extendedExports = {}) {
-        const setArgumentsLength = exports4["__argumentsLength"] ? (length) => {
-          exports4["__argumentsLength"].value = length;
-        } : exports4["__setArgumentsLength"] || exports4["__setargc"] || (() => {
-        });
-        for (let internalName of Object.keys(exports4)) {
-          const elem = exports4[internalName];
-          let parts = internalName.split(".");
-          let curr = extendedExports;
-          while (parts.length > 1) {
-            let part = parts.shift();
-            if (!Object.hasOwn(curr, part)) curr[part] = {};
-            curr = curr[part];
-          }
-          let name2 = parts[0];
-          let hash2 = name2.indexOf("#");
-          if (hash2 >= 0) {
-            const className = name2.substring(0, hash2);
-            const classElem = curr[className];
-            if (typeof classElem === "undefined" || !classElem.prototype) {
-              const ctor = function(...args) {
-                return ctor.wrap(ctor.prototype.constructor(0, ...args));
-              };
-              ctor.prototype = {
-                valueOf() {
-                  return this[THIS];
-                }
-              };
-              ctor.wrap = function(thisValue) {
-                return Object.create(ctor.prototype, {
-                  [THIS]: {
-                    value: thisValue,
-                    writable: false
-                  }
-                });
-              };
-              if (classElem) Object.getOwnPropertyNames(classElem).forEach((name3) => Object.defineProperty(ctor, name3, Object.getOwnPropertyDescriptor(classElem, name3)));
-              curr[className] = ctor;
-            }
-            name2 = name2.substring(hash2 + 1);
-            curr = curr[className].prototype;
-            if (/^(get|set):/.test(name2)) {
-              if (!Object.hasOwn(curr, name2 = name2.substring(4))) {
-                let getter = exports4[internalName.replace("set:", "get:")];
-                let setter = exports4[internalName.replace("get:", "set:")];
-                Object.defineProperty(curr, name2, {
-                  get() {
-                    return getter(this[THIS]);
-                  },
-                  set(value) {
-                    setter(this[THIS], value);
-                  },
-                  enumerable: true
-                });
-              }
-            } else {
-              if (name2 === "constructor") {
-                (curr[name2] = function(...args) {
-                  setArgumentsLength(args.length);
-                  return elem(...args);
-                }).original = elem;
-              } else {
-                (curr[name2] = function(...args) {
-                  setArgumentsLength(args.length);
-                  return elem(this[THIS], ...args);
-                }).original = elem;
-              }
-            }
-          } else {
-            if (/^(get|set):/.test(name2)) {
-              if (!Object.hasOwn(curr, name2 = name2.substring(4))) {
-                Object.defineProperty(curr, name2, {
-                  get: exports4[internalName.replace("set:", "get:")],
-                  set: exports4[internalName.replace("get:", "set:")],
-                  enumerable: true
-                });
-              }
-            } else if (typeof elem === "function" && elem !== setArgumentsLength) {
-              (curr[name2] = (...args) => {
-                setArgumentsLength(args.length);
-                return elem(...args);
-              }).original = elem;
-            } else {
-              curr[name2] = elem;
-            }
-          }
-        }
-        return extendedExports;
-      }
-      var _default3 = {
-        instantiate,
-        instantiateSync,
-        instantiateStreaming,
-        demangle
-      };
-      exports3.default = _default3;
-      return "default" in exports3 ? exports3.default : exports3;
-    })({});
-    if (typeof define === "function" && define.amd) define([], function() {
-      return loader;
-    });
-    else if (typeof module2 === "object" && typeof exports2 === "object") module2.exports = loader;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/wasm/index.js
-var require_wasm = __commonJS({
-  "node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
-    "use strict";
-    var __awaiter3 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
-      function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve) {
-          resolve(value);
-        });
-      }
-      return new (P || (P = Promise))(function(resolve, reject) {
-        function fulfilled(value) {
-          try {
-            step(generator.next(value));
-          } catch (e) {
-            reject(e);
-          }
-        }
-        function rejected(value) {
-          try {
-            step(generator["throw"](value));
-          } catch (e) {
-            reject(e);
-          }
-        }
-        function step(result) {
-          result.done ? resolve(result.value) : adopt(result.value).then(fulfilled, rejected);
-        }
-        step((generator = generator.apply(thisArg, _arguments || [])).next());
-      });
-    };
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.WasmHistogram = exports2.webAssemblyReady = exports2.initWebAssemblySync = exports2.initWebAssembly = exports2.webAssemblyAvailable = void 0;
-    var generated_wasm_1 = require_generated_wasm();
-    var Histogram_1 = require_Histogram();
-    var base644 = require_base64_js();
-    var pako2 = require_pako();
-    var loader_1 = require_umd();
-    var isNode = typeof process !== "undefined" && process.version;
-    var isWorker = typeof importScripts === "function";
-    exports2.webAssemblyAvailable = (() => {
-      let available = false;
-      if (isNode) {
-        available = "WebAssembly" in global;
-      } else {
-        available = isWorker || "WebAssembly" in window;
-      }
-      return available;
-    })();
-    var wasm = void 0;
-    var initWebAssembly = () => __awaiter3(void 0, void 0, void 0, function* () {
-      if (!exports2.webAssemblyAvailable) {
-        throw new Error("WebAssembly not available here!");
-      }
-      if (!!wasm) {
-        return;
-      }
-      return (0, loader_1.instantiate)(pako2.inflate(base644.toByteArray(generated_wasm_1.BINARY))).then((w) => wasm = w.exports || w);
-    });
-    exports2.initWebAssembly = initWebAssembly;
-    var initWebAssemblySync = () => {
-      if (!!wasm) {
-        return;
-      }
-      const w = (0, loader_1.instantiateSync)(pako2.inflate(base644.toByteArray(generated_wasm_1.BINARY)));
-      wasm = w.exports || w;
-    };
-    exports2.initWebAssemblySync = initWebAssemblySync;
-    var webAssemblyReady = () => !!wasm;
-    exports2.webAssemblyReady = webAssemblyReady;
-    var defaultRequest = {
-      bitBucketSize: 32,
-      autoResize: true,
-      lowestDiscernibleValue: 1,
-      highestTrackableValue: 2,
-      numberOfSignificantValueDigits: 3
-    };
-    var remoteHistogramClassFor = (size) => size === "packed" ? "PackedHistogram" : `Histogram${size}`;
-    var destroyedWasmHistogram = new Proxy({}, {
-      get: function(obj, prop) {
-        throw new Error("Cannot use a destroyed histogram");
-      }
-    });
-    var WasmHistogram = class _WasmHistogram {
-      constructor(_wasmHistogram, _remoteHistogramClass) {
-        this._wasmHistogram = _wasmHistogram;
-        this._remoteHistogramClass = _remoteHistogramClass;
-        this.tag = Histogram_1.NO_TAG;
-        wasm.__pin(this._wasmHistogram);
-      }
-      static build(request3 = defaultRequest) {
-        if (!(0, exports2.webAssemblyReady)()) {
-          throw new Error("WebAssembly is not ready yet!");
-        }
-        const parameters = Object.assign({}, defaultRequest, request3);
-        const remoteHistogramClass = remoteHistogramClassFor(parameters.bitBucketSize);
-        return new _WasmHistogram(new wasm[remoteHistogramClass](parameters.lowestDiscernibleValue, parameters.highestTrackableValue, parameters.numberOfSignificantValueDigits, parameters.autoResize), remoteHistogramClass);
-      }
-      static decode(data, bitBucketSize = 32, minBarForHighestTrackableValue = 0) {
-        if (!(0, exports2.webAssemblyReady)()) {
-          throw new Error("WebAssembly is not ready yet!");
-        }
-        const remoteHistogramClass = remoteHistogramClassFor(bitBucketSize);
-        const decodeFunc = `decode${remoteHistogramClass}`;
-        const ptrArr = wasm.__newArray(wasm.UINT8ARRAY_ID, data);
-        const wasmHistogram = new _WasmHistogram(wasm[remoteHistogramClass].wrap(wasm[decodeFunc](ptrArr, minBarForHighestTrackableValue)), remoteHistogramClass);
-        return wasmHistogram;
-      }
-      get numberOfSignificantValueDigits() {
-        return this._wasmHistogram.numberOfSignificantValueDigits;
-      }
-      get autoResize() {
-        return !!this._wasmHistogram.autoResize;
-      }
-      set autoResize(resize) {
-        this._wasmHistogram.autoResize = resize;
-      }
-      get highestTrackableValue() {
-        return this._wasmHistogram.highestTrackableValue;
-      }
-      set highestTrackableValue(value) {
-        this._wasmHistogram.highestTrackableValue = value;
-      }
-      get startTimeStampMsec() {
-        return this._wasmHistogram.startTimeStampMsec;
-      }
-      set startTimeStampMsec(value) {
-        this._wasmHistogram.startTimeStampMsec = value;
-      }
-      get endTimeStampMsec() {
-        return this._wasmHistogram.endTimeStampMsec;
-      }
-      set endTimeStampMsec(value) {
-        this._wasmHistogram.endTimeStampMsec = value;
-      }
-      get totalCount() {
-        return this._wasmHistogram.totalCount;
-      }
-      get stdDeviation() {
-        return this._wasmHistogram.stdDeviation;
-      }
-      get mean() {
-        return this._wasmHistogram.mean;
-      }
-      get estimatedFootprintInBytes() {
-        return 192 + this._wasmHistogram.estimatedFootprintInBytes;
-      }
-      get minNonZeroValue() {
-        return this._wasmHistogram.minNonZeroValue;
-      }
-      get maxValue() {
-        return this._wasmHistogram.maxValue;
-      }
-      recordValue(value) {
-        this._wasmHistogram.recordValue(value);
-      }
-      recordValueWithCount(value, count4) {
-        this._wasmHistogram.recordValueWithCount(value, count4);
-      }
-      recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
-        this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
-      }
-      getValueAtPercentile(percentile) {
-        return this._wasmHistogram.getValueAtPercentile(percentile);
-      }
-      outputPercentileDistribution(percentileTicksPerHalfDistance = 5, outputValueUnitScalingRatio = 1, useCsvFormat = false) {
-        if (useCsvFormat) {
-          throw new Error("CSV output not supported by wasm histograms");
-        }
-        return wasm.__getString(this._wasmHistogram.outputPercentileDistribution(percentileTicksPerHalfDistance, outputValueUnitScalingRatio));
-      }
-      isDestroyed() {
-        return this._wasmHistogram === destroyedWasmHistogram;
-      }
-      get summary() {
-        return (0, Histogram_1.toSummary)(this);
-      }
-      toJSON() {
-        return this.summary;
-      }
-      toString() {
-        if (this.isDestroyed()) {
-          return "Destroyed WASM histogram";
-        }
-        return `WASM ${this._remoteHistogramClass} ${JSON.stringify(this, null, 2)}`;
-      }
-      inspect() {
-        return this.toString();
-      }
-      [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")]() {
-        return this.toString();
-      }
-      addWhileCorrectingForCoordinatedOmission(otherHistogram, expectedIntervalBetweenValueSamples) {
-        this._wasmHistogram.addWhileCorrectingForCoordinatedOmission(otherHistogram, expectedIntervalBetweenValueSamples);
-      }
-      copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples) {
-        return new _WasmHistogram(wasm[this._remoteHistogramClass].wrap(this._wasmHistogram.copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples)), this._remoteHistogramClass);
-      }
-      add(otherHistogram) {
-        if (!(otherHistogram instanceof _WasmHistogram)) {
-          throw new Error("Cannot add a regular JS histogram to a WASM histogram");
-        }
-        this._wasmHistogram[`add${otherHistogram._remoteHistogramClass}`](otherHistogram._wasmHistogram);
-      }
-      subtract(otherHistogram) {
-        if (!(otherHistogram instanceof _WasmHistogram)) {
-          throw new Error("Cannot subtract a regular JS histogram to a WASM histogram");
-        }
-        this._wasmHistogram[`subtract${otherHistogram._remoteHistogramClass}`](otherHistogram._wasmHistogram);
-      }
-      encode() {
-        const ptrArray = wasm.__pin(this._wasmHistogram.encode());
-        const array2 = wasm.__getUint8Array(ptrArray);
-        wasm.__unpin(ptrArray);
-        return array2;
-      }
-      reset() {
-        this.tag = Histogram_1.NO_TAG;
-        this._wasmHistogram.reset();
-      }
-      destroy() {
-        wasm.__unpin(this._wasmHistogram);
-        this._wasmHistogram = destroyedWasmHistogram;
-      }
-    };
-    exports2.WasmHistogram = WasmHistogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
-var require_PackedArrayContext = __commonJS({
-  "node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.PackedArrayContext = exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = void 0;
-    exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = 16;
-    var MAX_SUPPORTED_PACKED_COUNTS_ARRAY_LENGTH = Math.pow(2, 13) - 1;
-    var SET_0_START_INDEX = 0;
-    var NUMBER_OF_SETS = 8;
-    var LEAF_LEVEL_SHIFT = 3;
-    var NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET = 0;
-    var NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS = 1;
-    var PACKED_ARRAY_GROWTH_INCREMENT = 16;
-    var PACKED_ARRAY_GROWTH_FRACTION_POW2 = 4;
-    var { pow, ceil, log2, max: max2 } = Math;
-    var bitCount = (n2) => {
-      var bits = 0;
-      while (n2 !== 0) {
-        bits += bitCount32(n2 | 0);
-        n2 /= 4294967296;
-      }
-      return bits;
-    };
-    var bitCount32 = (n2) => {
-      n2 = n2 - (n2 >> 1 & 1431655765);
-      n2 = (n2 & 858993459) + (n2 >> 2 & 858993459);
-      return (n2 + (n2 >> 4) & 252645135) * 16843009 >> 24;
-    };
-    var PackedArrayContext = class _PackedArrayContext {
-      constructor(virtualLength, initialPhysicalLength) {
-        this.populatedShortLength = 0;
-        this.topLevelShift = Number.MAX_VALUE;
-        this.physicalLength = Math.max(initialPhysicalLength, exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY);
-        this.isPacked = this.physicalLength <= MAX_SUPPORTED_PACKED_COUNTS_ARRAY_LENGTH;
-        if (!this.isPacked) {
-          this.physicalLength = virtualLength;
-        }
-        this.array = new ArrayBuffer(this.physicalLength * 8);
-        this.initArrayViews(this.array);
-        this.init(virtualLength);
-      }
-      initArrayViews(array2) {
-        this.byteArray = new Uint8Array(array2);
-        this.shortArray = new Uint16Array(array2);
-        this.longArray = new Float64Array(array2);
-      }
-      init(virtualLength) {
-        if (!this.isPacked) {
-          this.virtualLength = virtualLength;
-          return;
-        }
-        this.populatedShortLength = SET_0_START_INDEX + 8;
-        for (let i2 = 0; i2 < NUMBER_OF_SETS; i2++) {
-          this.setAtShortIndex(SET_0_START_INDEX + i2, 0);
-        }
-        this.setVirtualLength(virtualLength);
-      }
-      clear() {
-        this.byteArray.fill(0);
-        this.init(this.virtualLength);
-      }
-      copyAndIncreaseSize(newPhysicalArrayLength, newVirtualArrayLength) {
-        const ctx = new _PackedArrayContext(newVirtualArrayLength, newPhysicalArrayLength);
-        if (this.isPacked) {
-          ctx.populateEquivalentEntriesWithEntriesFromOther(this);
-        }
-        return ctx;
-      }
-      getPopulatedShortLength() {
-        return this.populatedShortLength;
-      }
-      getPopulatedLongLength() {
-        return this.getPopulatedShortLength() + 3 >> 2;
-      }
-      setAtByteIndex(byteIndex, value) {
-        this.byteArray[byteIndex] = value;
-      }
-      getAtByteIndex(byteIndex) {
-        return this.byteArray[byteIndex];
-      }
-      /**
-       * add a byte value to a current byte value in the array
-       * @param byteIndex index of byte value to add to
-       * @param valueToAdd byte value to add
-       * @return the afterAddValue. ((afterAddValue & 0x100) != 0) indicates a carry.
-       */
-      addAtByteIndex(byteIndex, valueToAdd) {
-        const newValue = this.byteArray[byteIndex] + valueToAdd;
-        this.byteArray[byteIndex] = newValue;
-        return newValue;
-      }
-      setPopulatedLongLength(newPopulatedLongLength) {
-        this.populatedShortLength = newPopulatedLongLength << 2;
-      }
-      getVirtualLength() {
-        return this.virtualLength;
-      }
-      length() {
-        return this.physicalLength;
-      }
-      setAtShortIndex(shortIndex, value) {
-        this.shortArray[shortIndex] = value;
-      }
-      setAtLongIndex(longIndex, value) {
-        this.longArray[longIndex] = value;
-      }
-      getAtShortIndex(shortIndex) {
-        return this.shortArray[shortIndex];
-      }
-      getIndexAtShortIndex(shortIndex) {
-        return this.shortArray[shortIndex];
-      }
-      setPackedSlotIndicators(entryIndex, newPackedSlotIndicators) {
-        this.setAtShortIndex(entryIndex + NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET, newPackedSlotIndicators);
-      }
-      getPackedSlotIndicators(entryIndex) {
-        return this.shortArray[entryIndex + NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET] & 65535;
-      }
-      getIndexAtEntrySlot(entryIndex, slot) {
-        return this.getAtShortIndex(entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + slot);
-      }
-      setIndexAtEntrySlot(entryIndex, slot, newIndexValue) {
-        this.setAtShortIndex(entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + slot, newIndexValue);
-      }
-      expandArrayIfNeeded(entryLengthInLongs) {
-        const currentLength = this.length();
-        if (currentLength < this.getPopulatedLongLength() + entryLengthInLongs) {
-          const growthIncrement = max2(entryLengthInLongs, PACKED_ARRAY_GROWTH_INCREMENT, this.getPopulatedLongLength() >> PACKED_ARRAY_GROWTH_FRACTION_POW2);
-          this.resizeArray(currentLength + growthIncrement);
-        }
-      }
-      newEntry(entryLengthInShorts) {
-        const newEntryIndex = this.populatedShortLength;
-        this.expandArrayIfNeeded((entryLengthInShorts >> 2) + 1);
-        this.populatedShortLength = newEntryIndex + entryLengthInShorts;
-        for (let i2 = 0; i2 < entryLengthInShorts; i2++) {
-          this.setAtShortIndex(newEntryIndex + i2, -1);
-        }
-        return newEntryIndex;
-      }
-      newLeafEntry() {
-        let newEntryIndex;
-        newEntryIndex = this.getPopulatedLongLength();
-        this.expandArrayIfNeeded(1);
-        this.setPopulatedLongLength(newEntryIndex + 1);
-        this.setAtLongIndex(newEntryIndex, 0);
-        return newEntryIndex;
-      }
-      /**
-       * Consolidate entry with previous entry verison if one exists
-       *
-       * @param entryIndex The shortIndex of the entry to be consolidated
-       * @param previousVersionIndex the index of the previous version of the entry
-       */
-      consolidateEntry(entryIndex, previousVersionIndex) {
-        const previousVersionPackedSlotsIndicators = this.getPackedSlotIndicators(previousVersionIndex);
-        const packedSlotsIndicators = this.getPackedSlotIndicators(entryIndex);
-        const insertedSlotMask = packedSlotsIndicators ^ previousVersionPackedSlotsIndicators;
-        const slotsBelowBitNumber = packedSlotsIndicators & insertedSlotMask - 1;
-        const insertedSlotIndex = bitCount(slotsBelowBitNumber);
-        const numberOfSlotsInEntry = bitCount(packedSlotsIndicators);
-        let sourceSlot = 0;
-        for (let targetSlot = 0; targetSlot < numberOfSlotsInEntry; targetSlot++) {
-          if (targetSlot !== insertedSlotIndex) {
-            const indexAtSlot = this.getIndexAtEntrySlot(previousVersionIndex, sourceSlot);
-            if (indexAtSlot !== 0) {
-              this.setIndexAtEntrySlot(entryIndex, targetSlot, indexAtSlot);
-            }
-            sourceSlot++;
-          }
-        }
-      }
-      /**
-       * Expand entry as indicated.
-       *
-       * @param existingEntryIndex the index of the entry
-       * @param entryPointerIndex  index to the slot pointing to the entry (needs to be fixed up)
-       * @param insertedSlotIndex  realtive [packed] index of slot being inserted into entry
-       * @param insertedSlotMask   mask value fo slot being inserted
-       * @param nextLevelIsLeaf    the level below this one is a leaf level
-       * @return the updated index of the entry (-1 if epansion failed due to conflict)
-       * @throws RetryException if expansion fails due to concurrent conflict, and caller should try again.
-       */
-      expandEntry(existingEntryIndex, entryPointerIndex, insertedSlotIndex, insertedSlotMask, nextLevelIsLeaf) {
-        let packedSlotIndicators = this.getAtShortIndex(existingEntryIndex) & 65535;
-        packedSlotIndicators |= insertedSlotMask;
-        const numberOfslotsInExpandedEntry = bitCount(packedSlotIndicators);
-        if (insertedSlotIndex >= numberOfslotsInExpandedEntry) {
-          throw new Error("inserted slot index is out of range given provided masks");
-        }
-        const expandedEntryLength = numberOfslotsInExpandedEntry + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS;
-        let indexOfNewNextLevelEntry = 0;
-        if (nextLevelIsLeaf) {
-          indexOfNewNextLevelEntry = this.newLeafEntry();
-        } else {
-          indexOfNewNextLevelEntry = this.newEntry(NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS);
-          this.setPackedSlotIndicators(indexOfNewNextLevelEntry, 0);
-        }
-        const insertedSlotValue = indexOfNewNextLevelEntry;
-        const expandedEntryIndex = this.newEntry(expandedEntryLength);
-        this.setPackedSlotIndicators(expandedEntryIndex, packedSlotIndicators);
-        this.setIndexAtEntrySlot(expandedEntryIndex, insertedSlotIndex, insertedSlotValue);
-        this.setAtShortIndex(entryPointerIndex, expandedEntryIndex);
-        this.consolidateEntry(expandedEntryIndex, existingEntryIndex);
-        return expandedEntryIndex;
-      }
-      //
-      //   ######   ######## ########    ##     ##    ###    ##             ## #### ##    ## ########  ######## ##     ##
-      //  ##    ##  ##          ##       ##     ##   ## ##   ##            ##   ##  ###   ## ##     ## ##        ##   ##
-      //  ##        ##          ##       ##     ##  ##   ##  ##           ##    ##  ####  ## ##     ## ##         ## ##
-      //  ##   #### ######      ##       ##     ## ##     ## ##          ##     ##  ## ## ## ##     ## ######      ###
-      //  ##    ##  ##          ##        ##   ##  ######### ##         ##      ##  ##  #### ##     ## ##         ## ##
-      //  ##    ##  ##          ##         ## ##   ##     ## ##        ##       ##  ##   ### ##     ## ##        ##   ##
-      //   ######   ########    ##          ###    ##     ## ######## ##       #### ##    ## ########  ######## ##     ##
-      //
-      getRootEntry(setNumber, insertAsNeeded = false) {
-        const entryPointerIndex = SET_0_START_INDEX + setNumber;
-        let entryIndex = this.getIndexAtShortIndex(entryPointerIndex);
-        if (entryIndex == 0) {
-          if (!insertAsNeeded) {
-            return 0;
-          }
-          entryIndex = this.newEntry(NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS);
-          this.setPackedSlotIndicators(entryIndex, 0);
-          this.setAtShortIndex(entryPointerIndex, entryIndex);
-        }
-        return entryIndex;
-      }
-      /**
-       * Get the byte-index (into the packed array) corresponding to a given (set tree) value byte of given virtual index.
-       * Inserts new set tree nodes as needed if indicated.
-       *
-       * @param setNumber      The set tree number (0-7, 0 corresponding with the LSByte set tree)
-       * @param virtualIndex   The virtual index into the PackedArray
-       * @param insertAsNeeded If true, will insert new set tree nodes as needed if they do not already exist
-       * @return the byte-index corresponding to the given (set tree) value byte of the given virtual index
-       */
-      getPackedIndex(setNumber, virtualIndex, insertAsNeeded) {
-        if (virtualIndex >= this.virtualLength) {
-          throw new Error(`Attempting access at index ${virtualIndex}, beyond virtualLength ${this.virtualLength}`);
-        }
-        let entryPointerIndex = SET_0_START_INDEX + setNumber;
-        let entryIndex = this.getRootEntry(setNumber, insertAsNeeded);
-        if (entryIndex == 0) {
-          return -1;
-        }
-        for (let indexShift = this.topLevelShift; indexShift >= LEAF_LEVEL_SHIFT; indexShift -= 4) {
-          const nextLevelIsLeaf = indexShift === LEAF_LEVEL_SHIFT;
-          const packedSlotIndicators = this.getPackedSlotIndicators(entryIndex);
-          const slotBitNumber = virtualIndex / pow(2, indexShift) & 15;
-          const slotMask = 1 << slotBitNumber;
-          const slotsBelowBitNumber = packedSlotIndicators & slotMask - 1;
-          const slotNumber = bitCount(slotsBelowBitNumber);
-          if ((packedSlotIndicators & slotMask) === 0) {
-            if (!insertAsNeeded) {
-              return -1;
-            }
-            entryIndex = this.expandEntry(entryIndex, entryPointerIndex, slotNumber, slotMask, nextLevelIsLeaf);
-          }
-          entryPointerIndex = entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + slotNumber;
-          entryIndex = this.getIndexAtShortIndex(entryPointerIndex);
-        }
-        const byteIndex = (entryIndex << 3) + (virtualIndex & 7);
-        return byteIndex;
-      }
-      determineTopLevelShiftForVirtualLength(virtualLength) {
-        const sizeMagnitude = ceil(log2(virtualLength));
-        const eightsSizeMagnitude = sizeMagnitude - 3;
-        let multipleOfFourSizeMagnitude = ceil(eightsSizeMagnitude / 4) * 4;
-        multipleOfFourSizeMagnitude = max2(multipleOfFourSizeMagnitude, 8);
-        const topLevelShiftNeeded = multipleOfFourSizeMagnitude - 4 + 3;
-        return topLevelShiftNeeded;
-      }
-      setVirtualLength(virtualLength) {
-        if (!this.isPacked) {
-          throw new Error("Should never be adjusting the virtual size of a non-packed context");
-        }
-        this.topLevelShift = this.determineTopLevelShiftForVirtualLength(virtualLength);
-        this.virtualLength = virtualLength;
-      }
-      getTopLevelShift() {
-        return this.topLevelShift;
-      }
-      //
-      //  ##     ##         ########   #######  ########  ##     ## ##          ###    ######## ########
-      //   ##   ##          ##     ## ##     ## ##     ## ##     ## ##         ## ##      ##    ##
-      //    ## ##           ##     ## ##     ## ##     ## ##     ## ##        ##   ##     ##    ##
-      //     ###    ####### ########  ##     ## ########  ##     ## ##       ##     ##    ##    ######
-      //    ## ##           ##        ##     ## ##        ##     ## ##       #########    ##    ##
-      //   ##   ##          ##        ##     ## ##        ##     ## ##       ##     ##    ##    ##
-      //  ##     ##         ##         #######  ##         #######  ######## ##     ##    ##    ########
-      //
-      resizeArray(newLength) {
-        const tmp = new Uint8Array(newLength * 8);
-        tmp.set(this.byteArray);
-        this.array = tmp.buffer;
-        this.initArrayViews(this.array);
-        this.physicalLength = newLength;
-      }
-      populateEquivalentEntriesWithEntriesFromOther(other) {
-        if (this.virtualLength < other.getVirtualLength()) {
-          throw new Error("Cannot populate array of smaller virtual length");
-        }
-        for (let i2 = 0; i2 < NUMBER_OF_SETS; i2++) {
-          const otherEntryIndex = other.getAtShortIndex(SET_0_START_INDEX + i2);
-          if (otherEntryIndex == 0)
-            continue;
-          let entryIndexPointer = SET_0_START_INDEX + i2;
-          for (let i3 = this.topLevelShift; i3 > other.topLevelShift; i3 -= 4) {
-            const sizeOfEntry = NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + 1;
-            const newEntryIndex = this.newEntry(sizeOfEntry);
-            this.setAtShortIndex(entryIndexPointer, newEntryIndex);
-            this.setPackedSlotIndicators(newEntryIndex, 1);
-            entryIndexPointer = newEntryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS;
-          }
-          this.copyEntriesAtLevelFromOther(other, otherEntryIndex, entryIndexPointer, other.topLevelShift);
-        }
-      }
-      copyEntriesAtLevelFromOther(other, otherLevelEntryIndex, levelEntryIndexPointer, otherIndexShift) {
-        const nextLevelIsLeaf = otherIndexShift == LEAF_LEVEL_SHIFT;
-        const packedSlotIndicators = other.getPackedSlotIndicators(otherLevelEntryIndex);
-        const numberOfSlots = bitCount(packedSlotIndicators);
-        const sizeOfEntry = NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + numberOfSlots;
-        const entryIndex = this.newEntry(sizeOfEntry);
-        this.setAtShortIndex(levelEntryIndexPointer, entryIndex);
-        this.setAtShortIndex(entryIndex + NON_LEAF_ENTRY_SLOT_INDICATORS_OFFSET, packedSlotIndicators);
-        for (let i2 = 0; i2 < numberOfSlots; i2++) {
-          if (nextLevelIsLeaf) {
-            const leafEntryIndex = this.newLeafEntry();
-            this.setIndexAtEntrySlot(entryIndex, i2, leafEntryIndex);
-            const otherNextLevelEntryIndex = other.getIndexAtEntrySlot(otherLevelEntryIndex, i2);
-            this.longArray[leafEntryIndex] = other.longArray[otherNextLevelEntryIndex];
-          } else {
-            const otherNextLevelEntryIndex = other.getIndexAtEntrySlot(otherLevelEntryIndex, i2);
-            this.copyEntriesAtLevelFromOther(other, otherNextLevelEntryIndex, entryIndex + NON_LEAF_ENTRY_HEADER_SIZE_IN_SHORTS + i2, otherIndexShift - 4);
-          }
-        }
-      }
-      getAtUnpackedIndex(index) {
-        return this.longArray[index];
-      }
-      setAtUnpackedIndex(index, newValue) {
-        this.longArray[index] = newValue;
-      }
-      lazysetAtUnpackedIndex(index, newValue) {
-        this.longArray[index] = newValue;
-      }
-      incrementAndGetAtUnpackedIndex(index) {
-        this.longArray[index]++;
-        return this.longArray[index];
-      }
-      addAndGetAtUnpackedIndex(index, valueToAdd) {
-        this.longArray[index] += valueToAdd;
-        return this.longArray[index];
-      }
-      //
-      //   ########  #######           ######  ######## ########  #### ##    ##  ######
-      //      ##    ##     ##         ##    ##    ##    ##     ##  ##  ###   ## ##    ##
-      //      ##    ##     ##         ##          ##    ##     ##  ##  ####  ## ##
-      //      ##    ##     ## #######  ######     ##    ########   ##  ## ## ## ##   ####
-      //      ##    ##     ##               ##    ##    ##   ##    ##  ##  #### ##    ##
-      //      ##    ##     ##         ##    ##    ##    ##    ##   ##  ##   ### ##    ##
-      //      ##     #######           ######     ##    ##     ## #### ##    ##  ######
-      //
-      nonLeafEntryToString(entryIndex, indexShift, indentLevel) {
-        let output2 = "";
-        for (let i2 = 0; i2 < indentLevel; i2++) {
-          output2 += "  ";
-        }
-        try {
-          const packedSlotIndicators = this.getPackedSlotIndicators(entryIndex);
-          output2 += `slotIndiators: 0x${toHex(packedSlotIndicators)}, prevVersionIndex: 0: [ `;
-          const numberOfslotsInEntry = bitCount(packedSlotIndicators);
-          for (let i2 = 0; i2 < numberOfslotsInEntry; i2++) {
-            output2 += this.getIndexAtEntrySlot(entryIndex, i2);
-            if (i2 < numberOfslotsInEntry - 1) {
-              output2 += ", ";
-            }
-          }
-          output2 += ` ] (indexShift = ${indexShift})
-`;
-          const nextLevelIsLeaf = indexShift == LEAF_LEVEL_SHIFT;
-          for (let i2 = 0; i2 < numberOfslotsInEntry; i2++) {
-            const nextLevelEntryIndex = this.getIndexAtEntrySlot(entryIndex, i2);
-            if (nextLevelIsLeaf) {
-              output2 += this.leafEntryToString(nextLevelEntryIndex, indentLevel + 4);
-            } else {
-              output2 += this.nonLeafEntryToString(nextLevelEntryIndex, indexShift - 4, indentLevel + 4);
-            }
-          }
-        } catch (ex) {
-          output2 += `Exception thrown at nonLeafEnty at index ${entryIndex} with indexShift ${indexShift}
-`;
-        }
-        return output2;
-      }
-      leafEntryToString(entryIndex, indentLevel) {
-        let output2 = "";
-        for (let i2 = 0; i2 < indentLevel; i2++) {
-          output2 += "  ";
-        }
-        try {
-          output2 += "Leaf bytes : ";
-          for (let i2 = 0; i2 < 8; i2++) {
-            output2 += `0x${toHex(this.byteArray[entryIndex * 8 + i2])} `;
-          }
-          output2 += "\n";
-        } catch (ex) {
-          output2 += `Exception thrown at leafEnty at index ${entryIndex}
-`;
-        }
-        return output2;
-      }
-      toString() {
-        let output2 = "PackedArrayContext:\n";
-        if (!this.isPacked) {
-          return output2 + "Context is unpacked:\n";
-        }
-        for (let setNumber = 0; setNumber < NUMBER_OF_SETS; setNumber++) {
-          try {
-            const entryPointerIndex = SET_0_START_INDEX + setNumber;
-            const entryIndex = this.getIndexAtShortIndex(entryPointerIndex);
-            output2 += `Set ${setNumber}: root = ${entryIndex} 
-`;
-            if (entryIndex == 0)
-              continue;
-            output2 += this.nonLeafEntryToString(entryIndex, this.topLevelShift, 4);
-          } catch (ex) {
-            output2 += `Exception thrown in set ${setNumber}%d
-`;
-          }
-        }
-        return output2;
-      }
-    };
-    exports2.PackedArrayContext = PackedArrayContext;
-    var toHex = (n2) => {
-      return Number(n2).toString(16).padStart(2, "0");
-    };
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
-var require_PackedArray = __commonJS({
-  "node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.PackedArray = void 0;
-    var PackedArrayContext_1 = require_PackedArrayContext();
-    var NUMBER_OF_SETS = 8;
-    var { pow, floor } = Math;
-    var PackedArray = class {
-      constructor(virtualLength, initialPhysicalLength = PackedArrayContext_1.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY) {
-        this.arrayContext = new PackedArrayContext_1.PackedArrayContext(virtualLength, initialPhysicalLength);
-      }
-      setVirtualLength(newVirtualArrayLength) {
-        if (newVirtualArrayLength < this.length()) {
-          throw new Error("Cannot set virtual length, as requested length " + newVirtualArrayLength + " is smaller than the current virtual length " + this.length());
-        }
-        const currentArrayContext = this.arrayContext;
-        if (currentArrayContext.isPacked && currentArrayContext.determineTopLevelShiftForVirtualLength(newVirtualArrayLength) == currentArrayContext.getTopLevelShift()) {
-          currentArrayContext.setVirtualLength(newVirtualArrayLength);
-          return;
-        }
-        this.arrayContext = currentArrayContext.copyAndIncreaseSize(this.getPhysicalLength(), newVirtualArrayLength);
-      }
-      /**
-       * Get value at virtual index in the array
-       * @param index the virtual array index
-       * @return the array value at the virtual index given
-       */
-      get(index) {
-        let value = 0;
-        for (let byteNum = 0; byteNum < NUMBER_OF_SETS; byteNum++) {
-          let byteValueAtPackedIndex = 0;
-          if (!this.arrayContext.isPacked) {
-            return this.arrayContext.getAtUnpackedIndex(index);
-          }
-          const packedIndex = this.arrayContext.getPackedIndex(byteNum, index, false);
-          if (packedIndex < 0) {
-            return value;
-          }
-          byteValueAtPackedIndex = this.arrayContext.getAtByteIndex(packedIndex) * pow(2, byteNum << 3);
-          value += byteValueAtPackedIndex;
-        }
-        return value;
-      }
-      /**
-       * Increment value at a virrual index in the array
-       * @param index virtual index of value to increment
-       */
-      increment(index) {
-        this.add(index, 1);
-      }
-      safeGetPackedIndexgetPackedIndex(setNumber, virtualIndex) {
-        return this.arrayContext.getPackedIndex(setNumber, virtualIndex, true);
-      }
-      /**
-       * Add to a value at a virtual index in the array
-       * @param index the virtual index of the value to be added to
-       * @param value the value to add
-       */
-      add(index, value) {
-        let remainingValueToAdd = value;
-        for (let byteNum = 0, byteShift = 0; byteNum < NUMBER_OF_SETS; byteNum++, byteShift += 8) {
-          if (!this.arrayContext.isPacked) {
-            this.arrayContext.addAndGetAtUnpackedIndex(index, value);
-            return;
-          }
-          const packedIndex = this.safeGetPackedIndexgetPackedIndex(byteNum, index);
-          const byteToAdd = remainingValueToAdd & 255;
-          const afterAddByteValue = this.arrayContext.addAtByteIndex(packedIndex, byteToAdd);
-          remainingValueToAdd -= byteToAdd;
-          remainingValueToAdd = remainingValueToAdd / pow(2, 8);
-          remainingValueToAdd += floor(afterAddByteValue / pow(2, 8));
-          if (remainingValueToAdd == 0) {
-            return;
-          }
-        }
-      }
-      /**
-       * Set the value at a virtual index in the array
-       * @param index the virtual index of the value to set
-       * @param value the value to set
-       */
-      set(index, value) {
-        let bytesAlreadySet = 0;
-        let valueForNextLevels = value;
-        for (let byteNum = 0; byteNum < NUMBER_OF_SETS; byteNum++) {
-          if (!this.arrayContext.isPacked) {
-            this.arrayContext.setAtUnpackedIndex(index, value);
-            return;
-          }
-          if (valueForNextLevels == 0) {
-            const packedIndex2 = this.arrayContext.getPackedIndex(byteNum, index, false);
-            if (packedIndex2 < 0) {
-              return;
-            }
-          }
-          const packedIndex = this.arrayContext.getPackedIndex(byteNum, index, true);
-          const byteToWrite = valueForNextLevels & 255;
-          valueForNextLevels = floor(valueForNextLevels / pow(2, 8));
-          if (byteNum < bytesAlreadySet) {
-            continue;
-          }
-          this.arrayContext.setAtByteIndex(packedIndex, byteToWrite);
-          bytesAlreadySet++;
-        }
-      }
-      /**
-       * Get the current physical length (in longs) of the array's backing storage
-       * @return the current physical length (in longs) of the array's current backing storage
-       */
-      getPhysicalLength() {
-        return this.arrayContext.physicalLength;
-      }
-      /**
-       * Get the (virtual) length of the array
-       * @return the (virtual) length of the array
-       */
-      length() {
-        return this.arrayContext.getVirtualLength();
-      }
-      /**
-       * Clear the array contents
-       */
-      clear() {
-        this.arrayContext.clear();
-      }
-      toString() {
-        let output2 = "PackedArray:\n";
-        output2 += this.arrayContext.toString();
-        return output2;
-      }
-    };
-    exports2.PackedArray = PackedArray;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/PackedHistogram.js
-var require_PackedHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var JsHistogram_12 = require_JsHistogram();
-    var PackedArray_1 = require_PackedArray();
-    var PackedHistogram = class _PackedHistogram extends JsHistogram_12.default {
-      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        super(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-        this._totalCount = 0;
-        this.packedCounts = new PackedArray_1.PackedArray(this.countsArrayLength);
-      }
-      clearCounts() {
-        this.packedCounts.clear();
-      }
-      incrementCountAtIndex(index) {
-        this.packedCounts.increment(index);
-      }
-      addToCountAtIndex(index, value) {
-        this.packedCounts.add(index, value);
-      }
-      setCountAtIndex(index, value) {
-        this.packedCounts.set(index, value);
-      }
-      resize(newHighestTrackableValue) {
-        this.establishSize(newHighestTrackableValue);
-        this.packedCounts.setVirtualLength(this.countsArrayLength);
-      }
-      getCountAtIndex(index) {
-        return this.packedCounts.get(index);
-      }
-      _getEstimatedFootprintInBytes() {
-        return 192 + 8 * this.packedCounts.getPhysicalLength();
-      }
-      copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples) {
-        const copy = new _PackedHistogram(this.lowestDiscernibleValue, this.highestTrackableValue, this.numberOfSignificantValueDigits);
-        copy.addWhileCorrectingForCoordinatedOmission(this, expectedIntervalBetweenValueSamples);
-        return copy;
-      }
-      toString() {
-        return `PackedHistogram ${JSON.stringify(this, null, 2)}`;
-      }
-    };
-    exports2.default = PackedHistogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
-var require_TypedArrayHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var JsHistogram_12 = require_JsHistogram();
-    var TypedArrayHistogram = class _TypedArrayHistogram extends JsHistogram_12.default {
-      constructor(arrayCtr, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        super(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-        this.arrayCtr = arrayCtr;
-        this._totalCount = 0;
-        this._counts = new arrayCtr(this.countsArrayLength);
-      }
-      clearCounts() {
-        this._counts.fill(0);
-      }
-      incrementCountAtIndex(index) {
-        const currentCount = this._counts[index];
-        const newCount = currentCount + 1;
-        if (newCount < 0) {
-          throw newCount + " would overflow short integer count";
-        }
-        this._counts[index] = newCount;
-      }
-      addToCountAtIndex(index, value) {
-        const currentCount = this._counts[index];
-        const newCount = currentCount + value;
-        if (newCount < Number.MIN_SAFE_INTEGER || newCount > Number.MAX_SAFE_INTEGER) {
-          throw newCount + " would overflow integer count";
-        }
-        this._counts[index] = newCount;
-      }
-      setCountAtIndex(index, value) {
-        if (value < Number.MIN_SAFE_INTEGER || value > Number.MAX_SAFE_INTEGER) {
-          throw value + " would overflow integer count";
-        }
-        this._counts[index] = value;
-      }
-      resize(newHighestTrackableValue) {
-        this.establishSize(newHighestTrackableValue);
-        const newCounts = new this.arrayCtr(this.countsArrayLength);
-        newCounts.set(this._counts);
-        this._counts = newCounts;
-      }
-      getCountAtIndex(index) {
-        return this._counts[index];
-      }
-      _getEstimatedFootprintInBytes() {
-        return 1024 + this._counts.BYTES_PER_ELEMENT * this._counts.length;
-      }
-      copyCorrectedForCoordinatedOmission(expectedIntervalBetweenValueSamples) {
-        const copy = new _TypedArrayHistogram(this.arrayCtr, this.lowestDiscernibleValue, this.highestTrackableValue, this.numberOfSignificantValueDigits);
-        copy.addWhileCorrectingForCoordinatedOmission(this, expectedIntervalBetweenValueSamples);
-        return copy;
-      }
-      toString() {
-        return `Histogram ${this._counts.BYTES_PER_ELEMENT * 8}b ${JSON.stringify(this, null, 2)}`;
-      }
-    };
-    exports2.default = TypedArrayHistogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/Int8Histogram.js
-var require_Int8Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
-    var Int8Histogram = class extends TypedArrayHistogram_1.default {
-      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        super(Uint8Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-      }
-    };
-    exports2.default = Int8Histogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/Int16Histogram.js
-var require_Int16Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
-    var Int16Histogram = class extends TypedArrayHistogram_1.default {
-      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        super(Uint16Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-      }
-    };
-    exports2.default = Int16Histogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/Int32Histogram.js
-var require_Int32Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
-    var Int32Histogram = class extends TypedArrayHistogram_1.default {
-      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        super(Uint32Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-      }
-    };
-    exports2.default = Int32Histogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/Float64Histogram.js
-var require_Float64Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var TypedArrayHistogram_1 = require_TypedArrayHistogram();
-    var Float64Histogram = class extends TypedArrayHistogram_1.default {
-      constructor(lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits) {
-        super(Float64Array, lowestDiscernibleValue, highestTrackableValue, numberOfSignificantValueDigits);
-      }
-    };
-    exports2.default = Float64Histogram;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
-var require_JsHistogramFactory = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.constructorFromBucketSize = constructorFromBucketSize;
-    var PackedHistogram_1 = require_PackedHistogram();
-    var Int8Histogram_1 = require_Int8Histogram();
-    var Int16Histogram_1 = require_Int16Histogram();
-    var Int32Histogram_1 = require_Int32Histogram();
-    var Float64Histogram_1 = require_Float64Histogram();
-    function constructorFromBucketSize(bitBucketSize) {
-      switch (bitBucketSize) {
-        case "packed":
-          return PackedHistogram_1.default;
-        case 8:
-          return Int8Histogram_1.default;
-        case 16:
-          return Int16Histogram_1.default;
-        case 32:
-          return Int32Histogram_1.default;
-        case 64:
-          return Float64Histogram_1.default;
-        default:
-          throw new Error("Incorrect parameter bitBucketSize");
-      }
-    }
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
-var require_ZigZagEncoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var { pow, floor } = Math;
-    var TWO_POW_7 = pow(2, 7);
-    var TWO_POW_14 = pow(2, 14);
-    var TWO_POW_21 = pow(2, 21);
-    var TWO_POW_28 = pow(2, 28);
-    var TWO_POW_35 = pow(2, 35);
-    var TWO_POW_42 = pow(2, 42);
-    var TWO_POW_49 = pow(2, 49);
-    var TWO_POW_56 = pow(2, 56);
-    var ZigZagEncoding = class {
-      /**
-       * Writes a long value to the given buffer in LEB128 ZigZag encoded format
-       * (negative numbers not supported)
-       * @param buffer the buffer to write to
-       * @param value  the value to write to the buffer
-       */
-      static encode(buffer, value) {
-        if (value >= 0) {
-          value = value * 2;
-        } else {
-          value = -value * 2 - 1;
-        }
-        if (value < TWO_POW_7) {
-          buffer.put(value);
-        } else {
-          buffer.put(value | 128);
-          if (value < TWO_POW_14) {
-            buffer.put(floor(value / TWO_POW_7));
-          } else {
-            buffer.put(floor(value / TWO_POW_7) | 128);
-            if (value < TWO_POW_21) {
-              buffer.put(floor(value / TWO_POW_14));
-            } else {
-              buffer.put(floor(value / TWO_POW_14) | 128);
-              if (value < TWO_POW_28) {
-                buffer.put(floor(value / TWO_POW_21));
-              } else {
-                buffer.put(floor(value / TWO_POW_21) | 128);
-                if (value < TWO_POW_35) {
-                  buffer.put(floor(value / TWO_POW_28));
-                } else {
-                  buffer.put(floor(value / TWO_POW_28) | 128);
-                  if (value < TWO_POW_42) {
-                    buffer.put(floor(value / TWO_POW_35));
-                  } else {
-                    buffer.put(floor(value / TWO_POW_35) | 128);
-                    if (value < TWO_POW_49) {
-                      buffer.put(floor(value / TWO_POW_42));
-                    } else {
-                      buffer.put(floor(value / TWO_POW_42) | 128);
-                      if (value < TWO_POW_56) {
-                        buffer.put(floor(value / TWO_POW_49));
-                      } else {
-                        buffer.put(floor(value / TWO_POW_49) + 128);
-                        buffer.put(floor(value / TWO_POW_56));
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      /**
-       * Read an LEB128-64b9B ZigZag encoded long value from the given buffer
-       * (negative numbers not supported)
-       * @param buffer the buffer to read from
-       * @return the value read from the buffer
-       */
-      static decode(buffer) {
-        let v = buffer.get();
-        let value = v & 127;
-        if ((v & 128) != 0) {
-          v = buffer.get();
-          value += (v & 127) * TWO_POW_7;
-          if ((v & 128) != 0) {
-            v = buffer.get();
-            value += (v & 127) * TWO_POW_14;
-            if ((v & 128) != 0) {
-              v = buffer.get();
-              value += (v & 127) * TWO_POW_21;
-              if ((v & 128) != 0) {
-                v = buffer.get();
-                value += (v & 127) * TWO_POW_28;
-                if ((v & 128) != 0) {
-                  v = buffer.get();
-                  value += (v & 127) * TWO_POW_35;
-                  if ((v & 128) != 0) {
-                    v = buffer.get();
-                    value += (v & 127) * TWO_POW_42;
-                    if ((v & 128) != 0) {
-                      v = buffer.get();
-                      value += (v & 127) * TWO_POW_49;
-                      if ((v & 128) != 0) {
-                        v = buffer.get();
-                        value += (v & 127) * TWO_POW_56;
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        if (value % 2 === 0) {
-          value = value / 2;
-        } else {
-          value = -(value + 1) / 2;
-        }
-        return value;
-      }
-    };
-    exports2.default = ZigZagEncoding;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
-var require_JsHistogram_encoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
-    "use strict";
-    Object.defineProperty(exports, "__esModule", { value: true });
-    exports.inflate = exports.deflate = void 0;
-    exports.decompress = decompress;
-    exports.doDecode = doDecode;
-    var base64 = require_base64_js();
-    var pako = require_pako();
-    var JsHistogram_1 = require_JsHistogram();
-    var ByteBuffer_1 = require_ByteBuffer();
-    var JsHistogramFactory_1 = require_JsHistogramFactory();
-    var ZigZagEncoding_1 = require_ZigZagEncoding();
-    var { max } = Math;
-    var V2EncodingCookieBase = 478450435;
-    var V2CompressedEncodingCookieBase = 478450436;
-    var V2maxWordSizeInBytes = 9;
-    var encodingCookie = V2EncodingCookieBase | 16;
-    var compressedEncodingCookie = V2CompressedEncodingCookieBase | 16;
-    function fillBufferFromCountsArray(self2, buffer) {
-      const countsLimit = self2.countsArrayIndex(self2.maxValue) + 1;
-      let srcIndex = 0;
-      while (srcIndex < countsLimit) {
-        const count4 = self2.getCountAtIndex(srcIndex++);
-        if (count4 < 0) {
-          throw new Error("Cannot encode histogram containing negative counts (" + count4 + ") at index " + srcIndex + ", corresponding the value range [" + self2.lowestEquivalentValue(self2.valueFromIndex(srcIndex)) + "," + self2.nextNonEquivalentValue(self2.valueFromIndex(srcIndex)) + ")");
-        }
-        let zerosCount = 0;
-        if (count4 == 0) {
-          zerosCount = 1;
-          while (srcIndex < countsLimit && self2.getCountAtIndex(srcIndex) == 0) {
-            zerosCount++;
-            srcIndex++;
-          }
-        }
-        if (zerosCount > 1) {
-          ZigZagEncoding_1.default.encode(buffer, -zerosCount);
-        } else {
-          ZigZagEncoding_1.default.encode(buffer, count4);
-        }
-      }
-    }
-    function encodeIntoByteBuffer(self2, buffer) {
-      const initialPosition = buffer.position;
-      buffer.putInt32(encodingCookie);
-      buffer.putInt32(0);
-      buffer.putInt32(1);
-      buffer.putInt32(self2.numberOfSignificantValueDigits);
-      buffer.putInt64(self2.lowestDiscernibleValue);
-      buffer.putInt64(self2.highestTrackableValue);
-      buffer.putInt64(1);
-      const payloadStartPosition = buffer.position;
-      fillBufferFromCountsArray(self2, buffer);
-      const backupIndex = buffer.position;
-      buffer.position = initialPosition + 4;
-      buffer.putInt32(backupIndex - payloadStartPosition);
-      buffer.position = backupIndex;
-      return backupIndex - initialPosition;
-    }
-    function fillCountsArrayFromSourceBuffer(self2, sourceBuffer, lengthInBytes, wordSizeInBytes) {
-      if (wordSizeInBytes != 2 && wordSizeInBytes != 4 && wordSizeInBytes != 8 && wordSizeInBytes != V2maxWordSizeInBytes) {
-        throw new Error("word size must be 2, 4, 8, or V2maxWordSizeInBytes (" + V2maxWordSizeInBytes + ") bytes");
-      }
-      let dstIndex = 0;
-      const endPosition = sourceBuffer.position + lengthInBytes;
-      while (sourceBuffer.position < endPosition) {
-        let zerosCount = 0;
-        let count4 = ZigZagEncoding_1.default.decode(sourceBuffer);
-        if (count4 < 0) {
-          zerosCount = -count4;
-          dstIndex += zerosCount;
-        } else {
-          self2.setCountAtIndex(dstIndex++, count4);
-        }
-      }
-      return dstIndex;
-    }
-    function getCookieBase(cookie) {
-      return cookie & ~240;
-    }
-    function getWordSizeInBytesFromCookie(cookie) {
-      if (getCookieBase(cookie) == V2EncodingCookieBase || getCookieBase(cookie) == V2CompressedEncodingCookieBase) {
-        return V2maxWordSizeInBytes;
-      }
-      const sizeByte = (cookie & 240) >> 4;
-      return sizeByte & 14;
-    }
-    function findDeflateFunction() {
-      try {
-        return eval('require("zlib").deflateSync');
-      } catch (error63) {
-        return !!pako ? pako.deflate : () => {
-          throw new Error("pako library is mandatory for encoding/deconding on the browser side");
-        };
-      }
-    }
-    function findInflateFunction() {
-      try {
-        return eval('require("zlib").inflateSync');
-      } catch (error63) {
-        return !!pako ? pako.inflate : () => {
-          throw new Error("pako library is mandatory for encoding/deconding on the browser side");
-        };
-      }
-    }
-    exports.deflate = findDeflateFunction();
-    exports.inflate = findInflateFunction();
-    function decompress(data) {
-      const buffer = new ByteBuffer_1.default(data);
-      const initialTargetPosition = buffer.position;
-      const cookie = buffer.getInt32();
-      if ((cookie & ~240) !== V2CompressedEncodingCookieBase) {
-        throw new Error("Encoding not supported, only V2 is supported");
-      }
-      const lengthOfCompressedContents = buffer.getInt32();
-      const uncompressedBuffer = (0, exports.inflate)(buffer.data.slice(initialTargetPosition + 8, initialTargetPosition + 8 + lengthOfCompressedContents));
-      return uncompressedBuffer;
-    }
-    function doDecode(data, bitBucketSize = 32, minBarForHighestTrackableValue = 0) {
-      const buffer = new ByteBuffer_1.default(data);
-      const cookie = buffer.getInt32();
-      let payloadLengthInBytes;
-      let numberOfSignificantValueDigits;
-      let lowestTrackableUnitValue;
-      let highestTrackableValue;
-      if (getCookieBase(cookie) === V2EncodingCookieBase) {
-        if (getWordSizeInBytesFromCookie(cookie) != V2maxWordSizeInBytes) {
-          throw new Error("The buffer does not contain a Histogram (no valid cookie found)");
-        }
-        payloadLengthInBytes = buffer.getInt32();
-        buffer.getInt32();
-        numberOfSignificantValueDigits = buffer.getInt32();
-        lowestTrackableUnitValue = buffer.getInt64();
-        highestTrackableValue = buffer.getInt64();
-        buffer.getInt64();
-      } else {
-        throw new Error("The buffer does not contain a Histogram (no valid V2 encoding cookie found)");
-      }
-      highestTrackableValue = max(highestTrackableValue, minBarForHighestTrackableValue);
-      const histogramConstr = (0, JsHistogramFactory_1.constructorFromBucketSize)(bitBucketSize);
-      const histogram = new histogramConstr(lowestTrackableUnitValue, highestTrackableValue, numberOfSignificantValueDigits);
-      const filledLength = fillCountsArrayFromSourceBuffer(histogram, buffer, payloadLengthInBytes, V2maxWordSizeInBytes);
-      histogram.establishInternalTackingValues(filledLength);
-      return histogram;
-    }
-    function doEncodeIntoCompressedBase64(compressionLevel) {
-      const compressionOptions = compressionLevel ? { level: compressionLevel } : {};
-      const self2 = this;
-      const targetBuffer = ByteBuffer_1.default.allocate();
-      targetBuffer.putInt32(compressedEncodingCookie);
-      const intermediateUncompressedByteBuffer = ByteBuffer_1.default.allocate();
-      const uncompressedLength = encodeIntoByteBuffer(self2, intermediateUncompressedByteBuffer);
-      const data = intermediateUncompressedByteBuffer.data.slice(0, uncompressedLength);
-      const compressedData = (0, exports.deflate)(data, compressionOptions);
-      targetBuffer.putInt32(compressedData.byteLength);
-      targetBuffer.putArray(compressedData);
-      return base64.fromByteArray(targetBuffer.data);
-    }
-    JsHistogram_1.JsHistogram.decode = doDecode;
-    JsHistogram_1.JsHistogram.prototype.encodeIntoCompressedBase64 = doEncodeIntoCompressedBase64;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/encoding.js
-var require_encoding2 = __commonJS({
-  "node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = void 0;
-    exports2.decompress = decompress2;
-    var JsHistogram_12 = require_JsHistogram();
-    var ByteBuffer_12 = require_ByteBuffer();
-    var wasm_1 = require_wasm();
-    var base644 = require_base64_js();
-    var JsHistogram_encoding_1 = require_JsHistogram_encoding();
-    var V2CompressedEncodingCookieBase2 = 478450436;
-    var compressedEncodingCookie2 = V2CompressedEncodingCookieBase2 | 16;
-    function decompress2(data) {
-      const buffer = new ByteBuffer_12.default(data);
-      const initialTargetPosition = buffer.position;
-      const cookie = buffer.getInt32();
-      if ((cookie & ~240) !== V2CompressedEncodingCookieBase2) {
-        throw new Error("Encoding not supported, only V2 is supported");
-      }
-      const lengthOfCompressedContents = buffer.getInt32();
-      const uncompressedBuffer = (0, JsHistogram_encoding_1.inflate)(buffer.data.slice(initialTargetPosition + 8, initialTargetPosition + 8 + lengthOfCompressedContents));
-      return uncompressedBuffer;
-    }
-    var decodeFromCompressedBase642 = (base64String, bitBucketSize = 32, useWebAssembly = false, minBarForHighestTrackableValue = 0) => {
-      const data = base644.toByteArray(base64String.trim());
-      const uncompressedData = decompress2(data);
-      if (useWebAssembly) {
-        return wasm_1.WasmHistogram.decode(uncompressedData, bitBucketSize, minBarForHighestTrackableValue);
-      }
-      return JsHistogram_12.JsHistogram.decode(uncompressedData, bitBucketSize, minBarForHighestTrackableValue);
-    };
-    exports2.decodeFromCompressedBase64 = decodeFromCompressedBase642;
-    function encodeWasmIntoCompressedBase64(compressionLevel) {
-      const compressionOptions = compressionLevel ? { level: compressionLevel } : {};
-      const self2 = this;
-      const targetBuffer = ByteBuffer_12.default.allocate();
-      targetBuffer.putInt32(compressedEncodingCookie2);
-      const uncompressedData = self2.encode();
-      const compressedData = (0, JsHistogram_encoding_1.deflate)(uncompressedData, compressionOptions);
-      targetBuffer.putInt32(compressedData.byteLength);
-      targetBuffer.putArray(compressedData);
-      return base644.fromByteArray(targetBuffer.data);
-    }
-    wasm_1.WasmHistogram.prototype.encodeIntoCompressedBase64 = encodeWasmIntoCompressedBase64;
-    var encodeIntoCompressedBase64 = (histogram, compressionLevel) => {
-      if (histogram instanceof wasm_1.WasmHistogram) {
-        return histogram.encodeIntoCompressedBase64(compressionLevel);
-      }
-      if (histogram instanceof JsHistogram_12.JsHistogram) {
-        return histogram.encodeIntoCompressedBase64(compressionLevel);
-      }
-      throw new Error("Unsupported Histogram implementation");
-    };
-    exports2.encodeIntoCompressedBase64 = encodeIntoCompressedBase64;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/HistogramLogReader.js
-var require_HistogramLogReader = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.listTags = void 0;
-    var Histogram_1 = require_Histogram();
-    var encoding_1 = require_encoding2();
-    var TAG_PREFIX = "Tag=";
-    var TAG_PREFIX_LENGTH = "Tag=".length;
-    var HistogramLogReader = class {
-      constructor(logContent, bitBucketSize = 32, useWebAssembly = false) {
-        this.lines = splitLines(logContent);
-        this.currentLineIndex = 0;
-        this.bitBucketSize = bitBucketSize;
-        this.useWebAssembly = useWebAssembly;
-      }
-      /**
-       * Read the next interval histogram from the log. Returns a Histogram object if
-       * an interval line was found, or null if not.
-       * <p>Upon encountering any unexpected format errors in reading the next interval
-       * from the file, this method will return a null.
-       * @return a DecodedInterval, or a null if no appropriate interval found
-       */
-      nextIntervalHistogram(rangeStartTimeSec = 0, rangeEndTimeSec = Number.MAX_VALUE) {
-        while (this.currentLineIndex < this.lines.length) {
-          const currentLine = this.lines[this.currentLineIndex];
-          this.currentLineIndex++;
-          if (currentLine.startsWith("#[StartTime:")) {
-            this.parseStartTimeFromLine(currentLine);
-          } else if (currentLine.startsWith("#[BaseTime:")) {
-            this.parseBaseTimeFromLine(currentLine);
-          } else if (currentLine.startsWith("#") || currentLine.startsWith('"StartTimestamp"')) {
-          } else if (currentLine.includes(",")) {
-            const tokens = currentLine.split(",");
-            const [firstToken] = tokens;
-            let tag;
-            if (firstToken.startsWith(TAG_PREFIX)) {
-              tag = firstToken.substring(TAG_PREFIX_LENGTH);
-              tokens.shift();
-            } else {
-              tag = Histogram_1.NO_TAG;
-            }
-            const [rawLogTimeStampInSec, rawIntervalLengthSec, , base64Histogram] = tokens;
-            const logTimeStampInSec = Number.parseFloat(rawLogTimeStampInSec);
-            if (!this.baseTimeSec) {
-              if (logTimeStampInSec < this.startTimeSec - 365 * 24 * 3600) {
-                this.baseTimeSec = this.startTimeSec;
-              } else {
-                this.baseTimeSec = 0;
-              }
-            }
-            if (rangeEndTimeSec < logTimeStampInSec) {
-              return null;
-            }
-            if (logTimeStampInSec < rangeStartTimeSec) {
-              continue;
-            }
-            const histogram = (0, encoding_1.decodeFromCompressedBase64)(base64Histogram, this.bitBucketSize, this.useWebAssembly);
-            histogram.startTimeStampMsec = (this.baseTimeSec + logTimeStampInSec) * 1e3;
-            const intervalLengthSec = Number.parseFloat(rawIntervalLengthSec);
-            histogram.endTimeStampMsec = (this.baseTimeSec + logTimeStampInSec + intervalLengthSec) * 1e3;
-            histogram.tag = tag;
-            return histogram;
-          }
-        }
-        return null;
-      }
-      parseStartTimeFromLine(line) {
-        this.startTimeSec = Number.parseFloat(line.split(" ")[1]);
-      }
-      parseBaseTimeFromLine(line) {
-        this.baseTimeSec = Number.parseFloat(line.split(" ")[1]);
-      }
-    };
-    var splitLines = (logContent) => logContent.split(/\r\n|\r|\n/g);
-    var shouldIncludeNoTag = (lines) => lines.find((line) => !line.startsWith("#") && !line.startsWith('"') && !line.startsWith(TAG_PREFIX) && line.includes(","));
-    var listTags = (content) => {
-      const lines = splitLines(content);
-      const tags = lines.filter((line) => line.includes(",") && line.startsWith(TAG_PREFIX)).map((line) => line.substring(TAG_PREFIX_LENGTH, line.indexOf(",")));
-      const tagsWithoutDuplicates = new Set(tags);
-      const result = Array.from(tagsWithoutDuplicates);
-      if (shouldIncludeNoTag(lines)) {
-        result.unshift("NO TAG");
-      }
-      return result;
-    };
-    exports2.listTags = listTags;
-    exports2.default = HistogramLogReader;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
-var require_HistogramLogWriter = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var Histogram_1 = require_Histogram();
-    var encoding_1 = require_encoding2();
-    var formatters_1 = require_formatters();
-    var HISTOGRAM_LOG_FORMAT_VERSION = "1.3";
-    var timeFormatter = (0, formatters_1.floatFormatter)(5, 3);
-    var HistogramLogWriter = class {
-      constructor(log) {
-        this.log = log;
-        this.baseTime = 0;
-      }
-      /**
-       * Output an interval histogram, with the given timestamp information and the [optional] tag
-       * associated with the histogram, using a configurable maxValueUnitRatio. (note that the
-       * specified timestamp information will be used, and the timestamp information in the actual
-       * histogram will be ignored).
-       * The max value reported with the interval line will be scaled by the given maxValueUnitRatio.
-       * @param startTimeStampSec The start timestamp to log with the interval histogram, in seconds.
-       * @param endTimeStampSec The end timestamp to log with the interval histogram, in seconds.
-       * @param histogram The interval histogram to log.
-       * @param maxValueUnitRatio The ratio by which to divide the histogram's max value when reporting on it.
-       */
-      outputIntervalHistogram(histogram, startTimeStampSec = (histogram.startTimeStampMsec - this.baseTime) / 1e3, endTimeStampSec = (histogram.endTimeStampMsec - this.baseTime) / 1e3, maxValueUnitRatio = 1e3) {
-        const base644 = (0, encoding_1.encodeIntoCompressedBase64)(histogram);
-        const start = timeFormatter(startTimeStampSec);
-        const duration3 = timeFormatter(endTimeStampSec - startTimeStampSec);
-        const max2 = timeFormatter(histogram.maxValue / maxValueUnitRatio);
-        const lineContent = `${start},${duration3},${max2},${base644}
-`;
-        if (histogram.tag && histogram.tag !== Histogram_1.NO_TAG) {
-          this.log(`Tag=${histogram.tag},${lineContent}`);
-        } else {
-          this.log(lineContent);
-        }
-      }
-      /**
-       * Log a comment to the log.
-       * Comments will be preceded with with the '#' character.
-       * @param comment the comment string.
-       */
-      outputComment(comment) {
-        this.log(`#${comment}
-`);
-      }
-      /**
-       * Log a start time in the log.
-       * @param startTimeMsec time (in milliseconds) since the absolute start time (the epoch)
-       */
-      outputStartTime(startTimeMsec) {
-        this.outputComment(`[StartTime: ${(0, formatters_1.floatFormatter)(5, 3)(startTimeMsec / 1e3)} (seconds since epoch), ${new Date(startTimeMsec)}]
-`);
-      }
-      /**
-       * Output a legend line to the log.
-       */
-      outputLegend() {
-        this.log('"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n');
-      }
-      /**
-       * Output a log format version to the log.
-       */
-      outputLogFormatVersion() {
-        this.outputComment("[Histogram log format version " + HISTOGRAM_LOG_FORMAT_VERSION + "]");
-      }
-    };
-    exports2.default = HistogramLogWriter;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/HistogramBuilder.js
-var require_HistogramBuilder = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.build = exports2.defaultRequest = void 0;
-    var JsHistogramFactory_12 = require_JsHistogramFactory();
-    var wasm_1 = require_wasm();
-    exports2.defaultRequest = {
-      bitBucketSize: 32,
-      autoResize: true,
-      lowestDiscernibleValue: 1,
-      highestTrackableValue: 2,
-      numberOfSignificantValueDigits: 3,
-      useWebAssembly: false
-    };
-    var build = (request3 = exports2.defaultRequest) => {
-      const parameters = Object.assign({}, exports2.defaultRequest, request3);
-      if (request3.useWebAssembly && wasm_1.webAssemblyAvailable) {
-        return wasm_1.WasmHistogram.build(parameters);
-      }
-      const histogramConstr = (0, JsHistogramFactory_12.constructorFromBucketSize)(parameters.bitBucketSize);
-      const histogram = new histogramConstr(parameters.lowestDiscernibleValue, parameters.highestTrackableValue, parameters.numberOfSignificantValueDigits);
-      histogram.autoResize = parameters.autoResize;
-      return histogram;
-    };
-    exports2.build = build;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/Recorder.js
-var require_Recorder = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    var HistogramBuilder_1 = require_HistogramBuilder();
-    var Recorder = class _Recorder {
-      /**
-       * Construct an auto-resizing {@link Recorder} with a lowest discernible value of
-       * 1 and an auto-adjusting highestTrackableValue. Can auto-resize up to track values up to Number.MAX_SAFE_INTEGER.
-       *
-       * @param histogramBuildRequest parameters used to build histograms while using this recorder.
-       * @param clock (for testing purpose) an action that give current time in ms since 1970
-       */
-      constructor(histogramBuildRequest = HistogramBuilder_1.defaultRequest, clock = () => (/* @__PURE__ */ new Date()).getTime()) {
-        this.histogramBuildRequest = histogramBuildRequest;
-        this.clock = clock;
-        this.activeHistogram = (0, HistogramBuilder_1.build)(this.histogramBuildRequest);
-        _Recorder.idGenerator++;
-        this.activeHistogram.containingInstanceId = _Recorder.idGenerator;
-        this.activeHistogram.startTimeStampMsec = clock();
-      }
-      /**
-       * Record a value in the histogram
-       *
-       * @param value The value to be recorded
-       * @throws may throw Error if value is exceeds highestTrackableValue
-       */
-      recordValue(value) {
-        this.activeHistogram.recordValue(value);
-      }
-      /**
-       * Record a value in the histogram (adding to the value's current count)
-       *
-       * @param value The value to be recorded
-       * @param count The number of occurrences of this value to record
-       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
-       */
-      recordValueWithCount(value, count4) {
-        this.activeHistogram.recordValueWithCount(value, count4);
-      }
-      /**
-       * Record a value
-       * <p>
-       * To compensate for the loss of sampled values when a recorded value is larger than the expected
-       * interval between value samples, Histogram will auto-generate an additional series of decreasingly-smaller
-       * (down to the expectedIntervalBetweenValueSamples) value records.
-       * <p>
-       * See related notes {@link Histogram#recordValueWithExpectedInterval(long, long)}
-       * for more explanations about coordinated omission and expected interval correction.
-       *      *
-       * @param value The value to record
-       * @param expectedIntervalBetweenValueSamples If expectedIntervalBetweenValueSamples is larger than 0, add
-       *                                           auto-generated value records as appropriate if value is larger
-       *                                           than expectedIntervalBetweenValueSamples
-       * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
-       */
-      recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
-        this.activeHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
-      }
-      /**
-       * Get an interval histogram, which will include a stable, consistent view of all value counts
-       * accumulated since the last interval histogram was taken.
-       * <p>
-       * {@link Recorder#getIntervalHistogram(Histogram histogramToRecycle)
-       * getIntervalHistogram(histogramToRecycle)}
-       * accepts a previously returned interval histogram that can be recycled internally to avoid allocation
-       * and content copying operations, and is therefore significantly more efficient for repeated use than
-       * {@link Recorder#getIntervalHistogram()} and
-       * {@link Recorder#getIntervalHistogramInto getIntervalHistogramInto()}. The provided
-       * {@code histogramToRecycle} must
-       * be either be null or an interval histogram returned by a previous call to
-       * {@link Recorder#getIntervalHistogram(Histogram histogramToRecycle)
-       * getIntervalHistogram(histogramToRecycle)} or
-       * {@link Recorder#getIntervalHistogram()}.
-       * <p>
-       * NOTE: The caller is responsible for not recycling the same returned interval histogram more than once. If
-       * the same interval histogram instance is recycled more than once, behavior is undefined.
-       * <p>
-       * Calling {@link Recorder#getIntervalHistogram(Histogram histogramToRecycle)
-       * getIntervalHistogram(histogramToRecycle)} will reset the value counts, and start accumulating value
-       * counts for the next interval
-       *
-       * @param histogramToRecycle a previously returned interval histogram that may be recycled to avoid allocation and
-       *                           copy operations.
-       * @return a histogram containing the value counts accumulated since the last interval histogram was taken.
-       */
-      getIntervalHistogram(histogramToRecycle) {
-        if (histogramToRecycle) {
-          const histogramToRecycleWithId = histogramToRecycle;
-          if (histogramToRecycleWithId.containingInstanceId !== this.activeHistogram.containingInstanceId) {
-            throw "replacement histogram must have been obtained via a previous getIntervalHistogram() call from this Recorder";
-          }
-        }
-        this.inactiveHistogram = histogramToRecycle;
-        this.performIntervalSample();
-        const sampledHistogram = this.inactiveHistogram;
-        this.inactiveHistogram = null;
-        return sampledHistogram;
-      }
-      /**
-       * Place a copy of the value counts accumulated since accumulated (since the last interval histogram
-       * was taken) into {@code targetHistogram}.
-       *
-       * Calling {@link Recorder#getIntervalHistogramInto getIntervalHistogramInto()} will reset
-       * the value counts, and start accumulating value counts for the next interval.
-       *
-       * @param targetHistogram the histogram into which the interval histogram's data should be copied
-       */
-      getIntervalHistogramInto(targetHistogram) {
-        this.performIntervalSample();
-        if (this.inactiveHistogram) {
-          targetHistogram.add(this.inactiveHistogram);
-          targetHistogram.startTimeStampMsec = this.inactiveHistogram.startTimeStampMsec;
-          targetHistogram.endTimeStampMsec = this.inactiveHistogram.endTimeStampMsec;
-        }
-      }
-      /**
-       * Reset any value counts accumulated thus far.
-       */
-      reset() {
-        this.activeHistogram.reset();
-        this.activeHistogram.startTimeStampMsec = this.clock();
-      }
-      performIntervalSample() {
-        if (!this.inactiveHistogram) {
-          this.inactiveHistogram = (0, HistogramBuilder_1.build)(this.histogramBuildRequest);
-          this.inactiveHistogram.containingInstanceId = this.activeHistogram.containingInstanceId;
-        }
-        this.inactiveHistogram.reset();
-        const tempHistogram = this.activeHistogram;
-        this.activeHistogram = this.inactiveHistogram;
-        this.inactiveHistogram = tempHistogram;
-        const currentTimeInMs = this.clock();
-        this.inactiveHistogram.endTimeStampMsec = currentTimeInMs;
-        this.activeHistogram.startTimeStampMsec = currentTimeInMs;
-      }
-      /**
-       * Release memory associated to this recorder by destroying
-       * histograms used under the cover.
-       * Useful when webassembly histograms are used.
-       */
-      destroy() {
-        var _a3;
-        this.activeHistogram.destroy();
-        (_a3 = this.inactiveHistogram) === null || _a3 === void 0 ? void 0 : _a3.destroy();
-      }
-    };
-    Recorder.idGenerator = 0;
-    exports2.default = Recorder;
-  }
-});
-
-// node_modules/hdr-histogram-js/dist/index.js
-var require_dist2 = __commonJS({
-  "node_modules/hdr-histogram-js/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.JsHistogram = exports2.WasmHistogram = exports2.Recorder = exports2.HistogramLogWriter = exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = exports2.ByteBuffer = exports2.build = exports2.listTags = exports2.HistogramLogReader = exports2.PackedHistogram = exports2.Float64Histogram = exports2.Int32Histogram = exports2.Int16Histogram = exports2.Int8Histogram = exports2.initWebAssemblySync = exports2.initWebAssembly = void 0;
-    var ByteBuffer_12 = require_ByteBuffer();
-    exports2.ByteBuffer = ByteBuffer_12.default;
-    var encoding_1 = require_encoding2();
-    Object.defineProperty(exports2, "decodeFromCompressedBase64", { enumerable: true, get: function() {
-      return encoding_1.decodeFromCompressedBase64;
-    } });
-    Object.defineProperty(exports2, "encodeIntoCompressedBase64", { enumerable: true, get: function() {
-      return encoding_1.encodeIntoCompressedBase64;
-    } });
-    var Float64Histogram_1 = require_Float64Histogram();
-    exports2.Float64Histogram = Float64Histogram_1.default;
-    var HistogramLogReader_1 = require_HistogramLogReader();
-    exports2.HistogramLogReader = HistogramLogReader_1.default;
-    Object.defineProperty(exports2, "listTags", { enumerable: true, get: function() {
-      return HistogramLogReader_1.listTags;
-    } });
-    var HistogramLogWriter_1 = require_HistogramLogWriter();
-    exports2.HistogramLogWriter = HistogramLogWriter_1.default;
-    var Int16Histogram_1 = require_Int16Histogram();
-    exports2.Int16Histogram = Int16Histogram_1.default;
-    var Int32Histogram_1 = require_Int32Histogram();
-    exports2.Int32Histogram = Int32Histogram_1.default;
-    var Int8Histogram_1 = require_Int8Histogram();
-    exports2.Int8Histogram = Int8Histogram_1.default;
-    var JsHistogram_12 = require_JsHistogram();
-    exports2.JsHistogram = JsHistogram_12.default;
-    var PackedHistogram_1 = require_PackedHistogram();
-    exports2.PackedHistogram = PackedHistogram_1.default;
-    var Recorder_1 = require_Recorder();
-    exports2.Recorder = Recorder_1.default;
-    var wasm_1 = require_wasm();
-    Object.defineProperty(exports2, "initWebAssembly", { enumerable: true, get: function() {
-      return wasm_1.initWebAssembly;
-    } });
-    Object.defineProperty(exports2, "initWebAssemblySync", { enumerable: true, get: function() {
-      return wasm_1.initWebAssemblySync;
-    } });
-    Object.defineProperty(exports2, "WasmHistogram", { enumerable: true, get: function() {
-      return wasm_1.WasmHistogram;
-    } });
-    var HistogramBuilder_1 = require_HistogramBuilder();
-    Object.defineProperty(exports2, "build", { enumerable: true, get: function() {
-      return HistogramBuilder_1.build;
-    } });
   }
 });
 
@@ -36962,8 +36962,8 @@ var Summary = class {
    *
    * @returns {Summary} summary instance
    */
-  addTable(rows) {
-    const tableBody = rows.map((row) => {
+  addTable(rows2) {
+    const tableBody = rows2.map((row) => {
       const cells = row.map((cell2) => {
         if (typeof cell2 === "string") {
           return this.wrap("td", cell2);
@@ -47843,8 +47843,8 @@ var error44 = () => {
       case "not_multiple_of":
         return `N\xFAmero inv\xE1lido: deve ser m\xFAltiplo de ${issue3.divisor}`;
       case "unrecognized_keys": {
-        const plural2 = issue3.keys.length > 1 ? "s" : "";
-        return `Chave${plural2} inv\xE1lida${plural2}: ${joinValues(issue3.keys, ", ")}`;
+        const plural3 = issue3.keys.length > 1 ? "s" : "";
+        return `Chave${plural3} inv\xE1lida${plural3}: ${joinValues(issue3.keys, ", ")}`;
       }
       case "invalid_key":
         return `Entrada inv\xE1lida n${translateOriginWithArticle(issue3.origin, "definite")}`;
@@ -47988,8 +47988,8 @@ var error45 = () => {
       case "not_multiple_of":
         return `N\xFAmero inv\xE1lido: deve ser m\xFAltiplo de ${issue3.divisor}`;
       case "unrecognized_keys": {
-        const plural2 = issue3.keys.length > 1 ? "s" : "";
-        return `Chave${plural2} inv\xE1lida${plural2}: ${joinValues(issue3.keys, ", ")}`;
+        const plural3 = issue3.keys.length > 1 ? "s" : "";
+        return `Chave${plural3} inv\xE1lida${plural3}: ${joinValues(issue3.keys, ", ")}`;
       }
       case "invalid_key":
         return `Entrada inv\xE1lida n${translateOriginWithArticle(issue3.origin, "definite")}`;
@@ -63755,6 +63755,7 @@ var championEventSchema = external_exports.looseObject({
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 var urlPath = external_exports.string().regex(/^\//, "must start with /");
+var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
 var KINDS = ["ab", "aa"];
@@ -63832,6 +63833,7 @@ var sliceSchema = external_exports.looseObject({
   latency_us: external_exports.looseObject({ p50: count3, p90: count3, p99: count3, p999: count3, max: count3 }),
   service_time_us: external_exports.looseObject({ p50: count3, p99: count3 }),
   dispatch_lag_us: external_exports.looseObject({ p50: count3, p99: count3 }),
+  connection_wait_us: external_exports.looseObject({ p50: count3, p99: count3 }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
   // What the measured arm used during the slice, from its cgroup (the host result's
@@ -63888,11 +63890,18 @@ var runId = external_exports.string().regex(new RegExp(constants_default.run_id_
 var floorRecordSchema = external_exports.looseObject({
   workload: name,
   rate,
+  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
+  percentile,
   half_width_ms: external_exports.number().min(0).max(1e6),
   ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
   pairs: external_exports.number().int().min(2).max(1e4)
 });
-var floorSchema = floorRecordSchema.extend({ run_id: runId, time: external_exports.string() });
+var floorSchema = floorRecordSchema.extend({
+  run_id: runId,
+  time: external_exports.string(),
+  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
+  percentile_assumed: external_exports.boolean().optional()
+});
 var runSummarySchema = external_exports.looseObject({
   run_id: runId,
   kind: external_exports.enum(KINDS),
@@ -64184,433 +64193,6 @@ function logProgress(label2) {
   };
 }
 
-// src/contract/rules.ts
-function comparisonKey(workload2, rate2) {
-  return `${workload2}@${plainDecimal(rate2)}`;
-}
-function plainDecimal(x) {
-  const text = String(x);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (!m) return text;
-  const [, sign, lead, frac = "", exp] = m;
-  const digits = lead + frac;
-  const point = 1 + Number(exp);
-  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-  return `${sign}${digits.padEnd(point, "0")}`;
-}
-function sampleBudget(percentile) {
-  return Math.ceil(Math.round(10 / (1 - percentile / 100) * 1e6) / 1e6);
-}
-
-// src/report/format.ts
-function ms(x) {
-  const a2 = Math.abs(x);
-  if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1) return x.toFixed(2);
-  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
-  return Number(text) === 0 ? "0.00" : text;
-}
-function signedMs(x) {
-  const text = ms(x);
-  return (x > 0 && text !== "0.00" ? "+" : "") + text;
-}
-function msInterval([lo, hi]) {
-  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
-}
-function percentLabel(p) {
-  return `p${p}`;
-}
-function confidenceLabel(c3) {
-  return `${Number((c3 * 100).toFixed(2))}%`;
-}
-function pValue(p) {
-  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
-}
-function rps(x) {
-  return x.toFixed(1);
-}
-
-// src/calibration.ts
-var keyOf = (f) => comparisonKey(f.workload, f.rate);
-function excludesZero([lo, hi]) {
-  return lo > 0 || hi < 0;
-}
-function calibrations(aa, previous, firstRuns = /* @__PURE__ */ new Map()) {
-  const latest = new Map(previous.map((f) => [keyOf(f), f]));
-  return aa.map((c3) => {
-    const [lo, hi] = c3.ciMs;
-    const halfWidthMs = (hi - lo) / 2;
-    const prev = latest.get(c3.key) ?? null;
-    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
-    return {
-      key: c3.key,
-      workload: c3.workload,
-      rate: c3.rate,
-      runId: c3.runs[0],
-      estimateMs: c3.estimateMs,
-      ciMs: [lo, hi],
-      halfWidthMs,
-      pairs: c3.pairs,
-      unbiased: !excludesZero(c3.ciMs),
-      previous: prev,
-      firstRun: firstOf(firstRuns.get(c3.key)),
-      driftMs,
-      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null
-    };
-  });
-}
-function firstOf(c3) {
-  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
-}
-function floorRecord(c3) {
-  return { workload: c3.workload, rate: c3.rate, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
-}
-function floorSettings(floors) {
-  const floorMs = {};
-  const hostBiasMs = {};
-  for (const f of Object.values(floors)) {
-    floorMs[keyOf(f)] = f.half_width_ms;
-    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
-  }
-  return { floorMs, hostBiasMs };
-}
-function calibrationLine(c3) {
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${c3.key} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  return `A/A floor for ${c3.key}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it`;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = cs.filter((c3) => !c3.unbiased);
-  const out = [
-    `## perf-gate calibration: ${biased.length > 0 ? "\u26A0\uFE0F biased host" : "\u2705 unbiased"}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentLabel(o2.percentile)}. The floor is the half-width of the A/A 95% interval; verdicts treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      return `| ${c3.key} | \xB1${ms(c3.halfWidthMs)} ms | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => keyOf(f) === c3.key).slice(-5);
-    return `- ${c3.key}: ${[...past.map((f) => `\xB1${ms(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms(c3.halfWidthMs)} (now)`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
-}
-function championCheck(a2) {
-  const findings = [];
-  const notes = [];
-  for (const c3 of a2.comparisons) {
-    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
-      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
-    }
-    const [lo, hi] = c3.ciMs;
-    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI ${msInterval(c3.ciMs)})`;
-    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
-    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
-  }
-  return { passed: findings.length === 0, findings, notes };
-}
-
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join3 } from "node:path";
-
-// src/report/chart.ts
-var round = (x) => Number(x.toFixed(4));
-var MAX_BARS = 60;
-function binned(d) {
-  const per = Math.ceil(d.length / MAX_BARS);
-  const values = [];
-  for (let i2 = 0; i2 < d.length; i2 += per) {
-    const bin = d.slice(i2, i2 + per);
-    values.push(bin.reduce((a2, b) => a2 + b, 0) / bin.length);
-  }
-  return { values, per };
-}
-function mermaidChart(c3, percentile) {
-  const { values, per } = binned(c3.detail.map((x) => x.dMs));
-  const n2 = values.length;
-  const d = values.map(round);
-  const lo = round(c3.ciMs[0]);
-  const hi = round(c3.ciMs[1]);
-  const min = Math.min(0, lo, ...d);
-  const max2 = Math.max(0, hi, ...d);
-  const pad = (max2 - min) * 0.1 || 0.01;
-  const flat = (v) => `[${Array(n2).fill(v).join(", ")}]`;
-  return [
-    "```mermaid",
-    "xychart-beta",
-    `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
-    `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_2, i2) => i2 * per + 1).join(", ")}]`,
-    `  y-axis "ms" ${round(min - pad)} --> ${round(max2 + pad)}`,
-    `  bar [${d.join(", ")}]`,
-    `  line ${flat(lo)}`,
-    `  line ${flat(hi)}`,
-    `  line ${flat(0)}`,
-    "```"
-  ].join("\n");
-}
-var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile) {
-  const width = 720;
-  const height = 320;
-  const m = { top: 40, right: 20, bottom: 40, left: 70 };
-  const plotW = width - m.left - m.right;
-  const plotH = height - m.top - m.bottom;
-  const { values: d, per } = binned(c3.detail.map((x) => x.dMs));
-  const min = Math.min(0, c3.ciMs[0], ...d);
-  const max2 = Math.max(0, c3.ciMs[1], ...d);
-  const pad = (max2 - min) * 0.1 || 0.01;
-  const y0 = min - pad;
-  const y1 = max2 + pad;
-  const y = (v) => m.top + plotH - (v - y0) / (y1 - y0) * plotH;
-  const slot = plotW / Math.max(1, d.length);
-  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
-  const bars = d.map((v, i2) => {
-    const top = Math.min(y(v), y(0));
-    const h2 = Math.max(1, Math.abs(y(v) - y(0)));
-    return `<rect x="${(m.left + i2 * slot + slot * 0.2).toFixed(1)}" y="${top.toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h2.toFixed(1)}" fill="${color}"><title>${per === 1 ? `pair ${i2 + 1}` : `pairs ${i2 * per + 1}-${(i2 + 1) * per}`}: ${signedMs(v)} ms</title></rect>`;
-  }).join("\n  ");
-  const ticks = Array.from({ length: 5 }, (_2, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms(v))}</text>`).join("\n  ");
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
-  <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile)}`)}</title>
-  <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${esc2(`${c3.key}: challenger \u2212 champion at ${percentLabel(percentile)} per pair (ms)`)}</text>
-  <rect x="${m.left}" y="${y(c3.ciMs[1]).toFixed(1)}" width="${plotW}" height="${Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])).toFixed(1)}" fill="${color}" fill-opacity="0.15"/>
-  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(0).toFixed(1)}" y2="${y(0).toFixed(1)}" stroke="#24292f"/>
-  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c3.estimateMs).toFixed(1)}" y2="${y(c3.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
-  ${bars}
-  ${ticks}
-  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc2(`mean ${signedMs(c3.estimateMs)} ms, CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs`)}</text>
-</svg>
-`;
-}
-
-// src/report/json.ts
-function comparisonJson(c3) {
-  return {
-    key: c3.key,
-    workload: c3.workload,
-    rate: c3.rate,
-    verdict: c3.verdict,
-    grey_kind: c3.greyKind,
-    blocking: c3.blocking,
-    blocking_decisive: c3.blockingDecisive,
-    estimate_ms: c3.estimateMs,
-    ci_ms: c3.ciMs,
-    confidence: c3.confidence,
-    pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs,
-    looks: c3.looks,
-    runs: c3.runs,
-    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
-    bootstrap_ci_ms: c3.bootstrapCiMs,
-    sign_test: c3.signTest,
-    sign_test_p: c3.signTest.p,
-    wilcoxon: c3.wilcoxon,
-    wilcoxon_p: c3.wilcoxon.p,
-    p50_ms: c3.p50Ms,
-    p999_ms: c3.p999Ms,
-    throughput_rps: c3.throughput,
-    error_regression: c3.errorRegression,
-    champion: c3.champion,
-    challenger: c3.challenger,
-    floor_ms: c3.floorMs,
-    threshold_ms: c3.thresholdMs,
-    flags: c3.flags,
-    pairs_detail: c3.detail
-  };
-}
-function analysisJson(a2) {
-  const h2 = a2.headline;
-  return {
-    verdict: a2.verdict,
-    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
-    blocking: a2.blocking,
-    estimate_ms: h2.estimateMs,
-    ci_ms: h2.ciMs,
-    pairs: h2.pairs,
-    percentile: a2.percentile,
-    floor_ms: h2.floorMs,
-    threshold_ms: h2.thresholdMs,
-    method: a2.method,
-    sign_test_p: h2.signTest.p,
-    wilcoxon_p: h2.wilcoxon.p,
-    seed: a2.seed,
-    headline: h2.key,
-    comparisons: a2.comparisons.map(comparisonJson),
-    runs: a2.runs,
-    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs }))
-  };
-}
-
-// src/experiment/artifacts.ts
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join3(dir, "report.md"),
-    resultPath: join3(dir, "result.json"),
-    analysisPath: join3(dir, "analysis.json"),
-    chartPath: join3(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.resultPath, JSON.stringify(a2.documents, null, 2)],
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile)]
-  ]);
-  return paths;
-}
-function writeCalibrationArtifacts(dir, c3) {
-  const paths = { reportPath: join3(dir, "calibration.md"), resultPath: join3(dir, "result.json") };
-  writeFiles(dir, [
-    [paths.reportPath, c3.report],
-    [paths.resultPath, JSON.stringify(c3.documents, null, 2)]
-  ]);
-  return paths;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync3(path6, text);
-}
-
-// src/config.ts
-var import_yaml = __toESM(require_dist(), 1);
-var plan = planSchema.shape;
-var { body_file: _, ...requestFields } = requestSchema.shape;
-var request = external_exports.strictObject(requestFields);
-var rates = external_exports.union([
-  external_exports.array(rate).min(1),
-  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
-], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
-var workload = external_exports.strictObject({
-  name,
-  rates,
-  connections: plan.connections.unwrap().optional(),
-  timeout_ms: plan.timeout_ms.unwrap().optional(),
-  requests: external_exports.array(request).min(1)
-}).superRefine((w, ctx) => {
-  for (const r of resolvedRates(w)) {
-    const checked = rate.safeParse(r);
-    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
-  }
-});
-var configSchema = external_exports.strictObject({
-  service: external_exports.strictObject(serviceSchema.shape),
-  workloads: external_exports.array(workload).min(1),
-  slo: external_exports.strictObject({
-    percentile: external_exports.number().gt(0).lt(100).default(99),
-    budget_ms: external_exports.number().positive()
-  }),
-  block_threshold_percent: external_exports.number().nonnegative().default(1),
-  slices: external_exports.strictObject({
-    seconds: plan.slice_seconds.default(9),
-    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
-    pairs: plan.pairs.min(2).default(10),
-    order: plan.order
-  }).default({ seconds: 9, pairs: 10, order: "alternate" }),
-  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
-  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
-  promotion: external_exports.strictObject({
-    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
-    verify_pairs: plan.pairs.min(2).max(100).default(4)
-  }).default({ verify_pairs: 4 })
-});
-var ConfigError = class extends Error {
-  name = "ConfigError";
-};
-function parseConfig(text, source) {
-  const lines = new import_yaml.LineCounter();
-  const doc = (0, import_yaml.parseDocument)(text, { lineCounter: lines, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const at = lines.linePos(e.pos[0]);
-    throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
-  }
-  const parsed = configSchema.safeParse(doc.toJS());
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.slice(0, 5).map((issue3) => {
-    const path6 = issue3.path.map(String);
-    if (issue3.code === "unrecognized_keys") {
-      return issue3.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");
-    }
-    return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue3.message}`;
-  });
-  throw new ConfigError(problems.join("\n"));
-}
-function lineOf(doc, lines, path6, keyNode) {
-  for (let n2 = path6.length; n2 > 0; n2--) {
-    const prefix = path6.slice(0, n2).map((p) => /^\d+$/.test(p) ? Number(p) : p);
-    if (keyNode && n2 === path6.length) {
-      const parent = doc.getIn(prefix.slice(0, -1), true);
-      if ((0, import_yaml.isMap)(parent)) {
-        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
-        const range = pair?.key?.range;
-        if (range) return lines.linePos(range[0]).line;
-      }
-      continue;
-    }
-    const node2 = doc.getIn(prefix, true);
-    if (node2?.range) return lines.linePos(node2.range[0]).line;
-  }
-  return 1;
-}
-function configFor(config2, workload2, rate2) {
-  const w = config2.workloads.find((x) => x.name === workload2);
-  if (!w) throw new Error(`no workload ${workload2} in the config`);
-  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
-}
-function resolvedRates(w) {
-  const r = w.rates;
-  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
-}
-function planRuns(config2, challengerSha, seed) {
-  const runs2 = [];
-  for (const w of config2.workloads) {
-    for (const rate2 of resolvedRates(w)) {
-      runs2.push({
-        index: runs2.length,
-        workload: w.name,
-        rate: rate2,
-        request: {
-          ...challengerSha ? { challenger_sha: challengerSha } : {},
-          service: config2.service,
-          loadgen: {
-            workload: w.name,
-            rate: rate2,
-            slice_seconds: config2.slices.seconds,
-            pairs: config2.slices.pairs,
-            order: config2.slices.order,
-            seed,
-            warmup_seconds: config2.warmup_seconds,
-            ...w.connections ? { connections: w.connections } : {},
-            ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
-            requests: w.requests
-          }
-        }
-      });
-    }
-  }
-  return runs2;
-}
-
 // node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
@@ -64792,72 +64374,25 @@ function quantileSorted(sorted, q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-// src/analysis/input-error.ts
-var AnalysisInputError = class extends Error {
-  name = "AnalysisInputError";
-};
-
-// src/analysis/pairs.ts
-var import_hdr_histogram_js = __toESM(require_dist2(), 1);
-function extractPairs(run2, result) {
-  const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
-  const pairs = [];
-  const dropped = [];
-  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
-    if (slices.length > 2) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
-    }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
-    if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
-    }
-    if (!champion || !challenger) {
-      dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)" });
-      continue;
-    }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
-    if (invalid.length > 0) {
-      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; ") });
-      continue;
-    }
-    pairs.push({ run: run2, pair, champion, challenger });
-  }
-  return { pairs, dropped };
+// src/contract/rules.ts
+function comparisonKey(workload2, rate2) {
+  return `${workload2}@${plainDecimal(rate2)}`;
 }
-var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-function slicePercentileUs(s, percentile) {
-  const named = namedPercentiles[String(percentile)];
-  if (named) return s.latency_us[named];
-  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile);
+function floorKey(workload2, rate2, percentile2) {
+  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
 }
-
-// src/analysis/random.ts
-function seededRandom(seed) {
-  let s = seed >>> 0 || 2654435769;
-  const next32 = () => {
-    s = s + 2654435769 >>> 0;
-    let z3 = s;
-    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
-    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
-    return (z3 ^ z3 >>> 16) >>> 0;
-  };
-  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
-  return () => {
-    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
-    const t = b << 9 >>> 0;
-    c3 ^= a2;
-    d ^= b;
-    b ^= c3;
-    a2 ^= d;
-    c3 ^= t;
-    d = rotl(d, 11);
-    return result / 4294967296;
-  };
+function plainDecimal(x) {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
 }
-function rotl(x, k) {
-  return (x << k | x >>> 32 - k) >>> 0;
+function sampleBudget(percentile2) {
+  return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
 }
 
 // src/analysis/distributions.ts
@@ -65059,6 +64594,212 @@ function binomialUpperTail(k, n2, p) {
   return Math.min(1, sum2);
 }
 
+// src/analysis/unmeasured.ts
+var GeneratorDisturbedError = class extends Error {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+
+// src/analysis/failures.ts
+var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
+var FAILING_SHARE = 0.5;
+function armErrors(slices) {
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
+  return {
+    requests: slices.reduce((acc, s) => acc + s.completed, 0),
+    errors: ERROR_CLASSES.reduce((acc, c3) => acc + byClass[c3], 0),
+    byClass
+  };
+}
+function errorClasses(e) {
+  return ERROR_CLASSES.filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
+}
+function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
+  const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
+  if (!failing(champion) || !failing(challenger)) return;
+  const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  throw new FailingWorkloadError(
+    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change`
+  );
+}
+function percent(share) {
+  const p = 100 * share;
+  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
+}
+function errorRegression(champion, challenger) {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
+}
+
+// src/analysis/input-error.ts
+var AnalysisInputError = class extends Error {
+  name = "AnalysisInputError";
+};
+
+// src/analysis/statistic.ts
+var import_hdr_histogram_js = __toESM(require_dist(), 1);
+var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+function slicePercentileUs(s, percentile2) {
+  const named = namedPercentiles[String(percentile2)];
+  if (named) return s.latency_us[named];
+  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile2);
+}
+
+// src/analysis/health.ts
+var LAG_SHARE = 0.1;
+var LAG_FLOOR_US = 1e3;
+var RATE_TOLERANCE = 0.01;
+var RATE_TOLERANCE_REQUESTS = 1;
+function disturbance(s, sliceSeconds, percentile2) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
+  const lagging = s.dispatch_lag_us.p99 > limitUs;
+  const achieved = s.achieved_rps * sliceSeconds;
+  const offBy = achieved - s.scheduled;
+  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  if (!lagging && !offRate) return null;
+  return {
+    arm: s.arm,
+    index: s.index,
+    lagP99Ms: s.dispatch_lag_us.p99 / 1e3,
+    lagLimitMs: limitUs / 1e3,
+    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
+    lagging,
+    offRate
+  };
+}
+function describeDisturbance(d) {
+  const lag = `dispatch lag p99 ${lagMs(d.lagP99Ms)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
+  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
+}
+function lagMs(x) {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
+
+// src/analysis/pairs.ts
+function extractPairs(run2, result, percentile2) {
+  const byPair = /* @__PURE__ */ new Map();
+  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  const pairs = [];
+  const dropped = [];
+  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
+    if (slices.length > 2) {
+      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+    }
+    const champion = slices.find((s) => s.arm === "champion");
+    const challenger = slices.find((s) => s.arm === "challenger");
+    if (slices.length === 2 && (!champion || !challenger)) {
+      throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
+    }
+    if (!champion || !challenger) {
+      dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
+      continue;
+    }
+    const invalid = [champion, challenger].filter((s) => !s.valid);
+    if (invalid.length > 0) {
+      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      continue;
+    }
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2) ?? []);
+    if (disturbances.length > 0) {
+      dropped.push({ run: run2, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
+      continue;
+    }
+    pairs.push({ run: run2, pair, champion, challenger });
+  }
+  return { pairs, dropped };
+}
+function pooledPairs(key, runs2, percentile2) {
+  const pairs = [];
+  const dropped = [];
+  for (const { name: name2, result } of runs2) {
+    const extracted = extractPairs(name2, result, percentile2);
+    pairs.push(...extracted.pairs);
+    dropped.push(...extracted.dropped);
+  }
+  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
+  const total = pairs.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    throw new GeneratorDisturbedError(
+      [
+        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
+        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
+      ].join("\n")
+    );
+  }
+  if (pairs.length < 2) {
+    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+    );
+  }
+  return { pairs, dropped };
+}
+
+// src/analysis/random.ts
+function seededRandom(seed) {
+  let s = seed >>> 0 || 2654435769;
+  const next32 = () => {
+    s = s + 2654435769 >>> 0;
+    let z3 = s;
+    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
+    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
+    return (z3 ^ z3 >>> 16) >>> 0;
+  };
+  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
+  return () => {
+    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
+    const t = b << 9 >>> 0;
+    c3 ^= a2;
+    d ^= b;
+    b ^= c3;
+    a2 ^= d;
+    c3 ^= t;
+    d = rotl(d, 11);
+    return result / 4294967296;
+  };
+}
+function rotl(x, k) {
+  return (x << k | x >>> 32 - k) >>> 0;
+}
+
+// src/analysis/resources.ts
+var fields = {
+  cpuUsPerRequest: "service_cpu_us_per_request",
+  cpuCores: "service_cpu_cores",
+  rssBytes: "service_rss_bytes"
+};
+function pairedResources(pairs, confidence) {
+  const out = Object.fromEntries(
+    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs, field, confidence)])
+  );
+  return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
+}
+function pairedAmount(pairs, field, confidence) {
+  const both = pairs.flatMap((x) => {
+    const [a2, b] = [x.champion[field], x.challenger[field]];
+    return a2 === void 0 || b === void 0 ? [] : [[a2, b]];
+  });
+  if (both.length < 2) return null;
+  const champion = mean(both.map(([a2]) => a2));
+  const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
+  const pct = (x) => champion > 0 ? 100 * x / champion : 0;
+  return {
+    champion,
+    challenger: mean(both.map(([, b]) => b)),
+    estimate: t.mean,
+    ci: [t.ci.lo, t.ci.hi],
+    percent: pct(t.mean),
+    percentCi: [pct(t.ci.lo), pct(t.ci.hi)],
+    p: t.p,
+    pairs: both.length
+  };
+}
+
 // src/analysis/verdict.ts
 var defaultSettings = {
   percentile: 99,
@@ -65096,7 +64837,7 @@ function analyze(results, settings = defaultSettings) {
     seed: settings.seed,
     settings,
     runs: results.map(({ name: name2, result }) => {
-      const { pairs, dropped } = extractPairs(name2, result);
+      const { pairs, dropped } = extractPairs(name2, result, settings.percentile);
       return {
         name: name2,
         runId: result.plan.run_id,
@@ -65105,11 +64846,27 @@ function analyze(results, settings = defaultSettings) {
         started: result.started,
         pairs: pairs.length,
         dropped: dropped.length,
+        disturbed: dropped.filter((d) => d.disturbances.length > 0).length,
         partial: result.partial
       };
     }),
-    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] }))
+    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
+    preflight: preflightFlags(results)
   };
+}
+var findingsSchema = findingSchema.array();
+function preflightFlags(results) {
+  const byFinding = /* @__PURE__ */ new Map();
+  for (const { name: name2, result } of results) {
+    const findings = findingsSchema.safeParse(result.preflight);
+    for (const f of findings.success ? findings.data.filter((x) => x.status === "flag") : []) {
+      const id = `${f.check}\0${f.detail}`;
+      const seen = byFinding.get(id) ?? { check: f.check, detail: f.detail, runs: [] };
+      seen.runs.push(name2);
+      byFinding.set(id, seen);
+    }
+  }
+  return [...byFinding.values()];
 }
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
@@ -65124,6 +64881,7 @@ function validateSettings(s) {
   if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
   if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
   if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
+  if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha"]) {
@@ -65139,33 +64897,46 @@ function checkSameBuilds(results) {
   }
 }
 function compare(key, group, s, rand) {
-  const { pairs, droppedPairs, flags } = pooledPairs(key, group);
-  const at = (p) => pairs.map((x) => ms2(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const { workload: workload2, rate: rate2 } = group[0].result.plan;
+  const all = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
+  checkWorkloadAnswers(workload2, rate2, all("champion"), all("challenger"));
+  const { pairs, dropped } = pooledPairs(key, group, s.percentile);
+  const confidence = 1 - (1 - s.confidence) / group.length;
+  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = pairedT(d, s.confidence);
-  const boot = bootstrapMeanInterval(d, s.confidence, s.bootstrapResamples, rand);
+  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
   const secondary = (values) => {
-    const r = pairedT(values, s.confidence);
+    const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
   const champion = armSummary(pairs, "champion", s.percentile);
   const challenger = armSummary(pairs, "challenger", s.percentile);
-  flags.push(...measurementFlags(pairs, droppedPairs, s.percentile));
-  const errorRegression = errorTest(champion, challenger);
-  if (errorRegression) flags.push(errorRegression.flag);
-  const floor = floorOf(key, s);
-  if (floor.flag) flags.push(floor.flag);
+  const flags = [
+    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
+    ...measurementFlags(pairs, dropped, s.percentile)
+  ];
+  const errors = errorRegression(champion, challenger);
+  if (errors) {
+    flags.push({
+      code: "more_errors",
+      message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
+    });
+  }
+  const thresholdMs = s.blockThresholdPercent / 100 * s.sloBudgetMs;
+  const floor = floorOf(key, s, thresholdMs);
+  flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
     key,
-    workload: group[0].result.plan.workload,
-    rate: group[0].result.plan.rate,
+    workload: workload2,
+    rate: rate2,
     d,
     estimateMs: primary.mean,
     pairs: pairs.length,
-    droppedPairs,
+    droppedPairs: dropped,
     runs: group.map((g2) => g2.name),
     looks: group.length,
     t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
@@ -65175,59 +64946,45 @@ function compare(key, group, s, rand) {
     p50Ms: secondary(at(50)),
     p999Ms: secondary(at(99.9)),
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
-    errorRegression: errorRegression?.test ?? null,
+    errorRegression: errors,
+    resources: pairedResources(pairs, confidence),
+    cpuLimitPercent: s.blockCpuPercent ?? null,
     champion,
     challenger,
     floorMs: floor.ms,
-    thresholdMs: s.blockThresholdPercent / 100 * s.sloBudgetMs,
+    thresholdMs,
     flags,
     detail: pairs.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms2(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms2(slicePercentileUs(x.challenger, s.percentile)),
+      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
       dMs: d[i2]
     }))
   };
 }
-var ms2 = (us) => us / 1e3;
-function pooledPairs(key, group) {
-  const pairs = [];
-  const droppedPairs = [];
-  const flags = [];
-  for (const { name: name2, result } of group) {
-    const extracted = extractPairs(name2, result);
-    pairs.push(...extracted.pairs);
-    droppedPairs.push(...extracted.dropped);
-    if (result.partial) flags.push({ code: "partial_run", message: `${name2} stopped early: ${result.partial_reason ?? "partial"}` });
-  }
-  if (pairs.length < 2) {
-    const why = droppedPairs.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${droppedPairs.length} dropped${why ? `: ${why}` : ""})`
-    );
-  }
-  return { pairs, droppedPairs, flags };
-}
-function armSummary(pairs, arm, percentile) {
+var ms = (us) => us / 1e3;
+function armSummary(pairs, arm, percentile2) {
   const slices = pairs.map((x) => x[arm]);
+  const e = armErrors(slices);
   return {
-    p50Ms: mean(slices.map((x) => ms2(x.latency_us.p50))),
-    sloMs: mean(slices.map((x) => ms2(slicePercentileUs(x, percentile)))),
-    p999Ms: mean(slices.map((x) => ms2(x.latency_us.p999))),
+    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile2)))),
+    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
     okRps: mean(slices.map((x) => x.ok_rps)),
-    requests: slices.reduce((acc, x) => acc + x.completed, 0),
-    errors: slices.reduce((acc, x) => acc + errorsOf(x), 0)
+    requests: e.requests,
+    errors: e.errors,
+    errorsByClass: e.byClass
   };
 }
-function measurementFlags(pairs, dropped, percentile) {
+function measurementFlags(pairs, dropped, percentile2) {
   const flags = [];
-  const budget = sampleBudget(percentile);
+  const budget = sampleBudget(percentile2);
   const short2 = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
   if (short2.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile} needs (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
+      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile2} needs (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
     });
   }
   const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
@@ -65238,40 +64995,50 @@ function measurementFlags(pairs, dropped, percentile) {
       message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
     });
   }
-  if (dropped.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${dropped.length} pair${dropped.length === 1 ? "" : "s"} dropped: ${dropped[0].reason}${dropped.length > 1 ? ", \u2026" : ""}` });
+  const disturbed = dropped.filter((x) => x.disturbances.length > 0);
+  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  if (disturbed.length > 0) {
+    flags.push({
+      code: "generator_disturbed",
+      message: `${plural2(disturbed.length, "pair")} dropped because the load generator fell behind its schedule: ${disturbed.map((x) => `${x.run} pair ${x.pair}: ${x.disturbances.map(briefDisturbance).join(", ")}`).join("; ")}`
+    });
+  }
+  if (invalid.length > 0) {
+    flags.push({ code: "dropped_pairs", message: `${plural2(invalid.length, "pair")} dropped: ${invalid[0].reason}${invalid.length > 1 ? ", \u2026" : ""}` });
   }
   return flags;
 }
-function errorTest(champion, challenger) {
-  if (challenger.errors <= champion.errors) return null;
-  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-  const p = binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share);
-  return {
-    test: { champion: champion.errors, challenger: challenger.errors, p },
-    flag: {
-      code: "more_errors",
-      message: `challenger failed ${challenger.errors} of ${challenger.requests} requests, champion ${champion.errors} of ${champion.requests} (one-sided binomial p=${p.toPrecision(2)})`
-    }
-  };
+var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
+function briefDisturbance(d) {
+  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
-function floorOf(key, s) {
-  const floor = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+function floorOf(key, s, thresholdMs) {
+  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
   const bias = s.hostBiasMs?.[key];
-  if (!bias) return { ms: floor ?? null, flag: null };
-  const [lo, hi] = bias;
-  const widened = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
-  return {
-    ms: widened,
-    flag: {
+  const flags = [];
+  let floor = recorded ?? null;
+  if (bias) {
+    const [lo, hi] = bias;
+    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+    flags.push({
       code: "host_biased",
-      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${widened.toFixed(3)} ms are treated as noise until a calibration contains 0`
-    }
-  };
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
+    });
+  }
+  if (recorded !== void 0 && s.floorPercentileAssumed?.includes(key)) {
+    flags.push({
+      code: "floor_percentile_assumed",
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`
+    });
+  }
+  if (floor !== null && floor > thresholdMs) {
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
+  }
+  return { ms: floor, flags };
 }
-function errorsOf(s) {
-  const e = s.errors;
-  return e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other;
+function floorAboveThreshold(floorMs, percentile2, thresholdMs) {
+  const f = (x) => x.toFixed(x >= 10 ? 1 : x >= 0.1 ? 2 : 3);
+  return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile2} (its A/A floor \xB1${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;
 }
 function label(c3, holmP, alpha, m) {
   const confidence = 1 - alpha;
@@ -65279,30 +65046,30 @@ function label(c3, holmP, alpha, m) {
   const ci = [primary.ci.lo, primary.ci.hi];
   const flags = [...c3.flags];
   const significant = holmP < alpha;
-  const belowFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) < c3.floorMs;
+  const withinFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) <= c3.floorMs;
   const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
-  let verdict = "grey";
-  let greyKind = null;
-  if (errorsRegressed) verdict = "red";
-  else if (significant && !belowFloor) verdict = c3.estimateMs > 0 ? "red" : "green";
-  else if (belowFloor) greyKind = "below floor";
-  else if (ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs) greyKind = "equivalent";
-  else greyKind = "inconclusive";
+  const cpu = c3.resources?.cpuUsPerRequest;
+  const cpuRegressed = c3.cpuLimitPercent !== null && !!cpu && cpu.percentCi[0] > c3.cpuLimitPercent;
+  const latency = significant && !withinFloor ? c3.estimateMs > 0 ? "slower" : "faster" : significant ? "within floor" : ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs ? "equivalent" : "inconclusive";
+  const blockedBy = [];
+  if (latency === "slower" && c3.estimateMs > c3.thresholdMs) blockedBy.push("latency");
+  if (errorsRegressed) blockedBy.push("errors");
+  if (cpuRegressed) blockedBy.push("cpu");
+  const verdict = blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
   if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
     flags.push({
       code: "not_significant_after_holm",
       message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
     });
   }
-  const blocking = verdict === "red" && (errorsRegressed || c3.estimateMs > c3.thresholdMs);
-  if (verdict !== "grey" && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
+  if ((latency === "slower" || latency === "faster") && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
     flags.push({
       code: "heterogeneous",
       message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
     });
   }
   const signSignificant = c3.signTest.p < alpha;
-  if (signSignificant !== (significant && !errorsRegressed)) {
+  if (signSignificant !== significant) {
     flags.push({
       code: "sign_test_disagrees",
       message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
@@ -65312,14 +65079,500 @@ function label(c3, holmP, alpha, m) {
   return {
     ...rest,
     verdict,
-    greyKind,
-    blocking,
-    blockingDecisive: blocking && ci[0] > c3.thresholdMs,
+    greyKind: verdict === "grey" ? latency : null,
+    latency,
+    blocking: blockedBy.length > 0,
+    blockedBy,
+    blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
     confidence,
     ciMs: ci,
     t: { ...t, holmP },
     flags
   };
+}
+
+// src/report/format.ts
+function ms2(x) {
+  const a2 = Math.abs(x);
+  if (a2 >= 10) return x.toFixed(1);
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
+}
+function signedMs(x) {
+  const text = ms2(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
+}
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+function percentLabel(p) {
+  return `p${p}`;
+}
+function confidenceLabel(c3) {
+  return `${Number((c3 * 100).toFixed(2))}%`;
+}
+function pValue(p) {
+  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
+}
+function rps(x) {
+  return x.toFixed(1);
+}
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us) {
+  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
+}
+
+// src/calibration.ts
+var keyOf = (f) => comparisonKey(f.workload, f.rate);
+var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
+function excludesZero([lo, hi]) {
+  return lo > 0 || hi < 0;
+}
+function calibrations(aa, previous, o2) {
+  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
+  return aa.map((c3) => {
+    const [lo, hi] = c3.ciMs;
+    const halfWidthMs = (hi - lo) / 2;
+    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
+    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    return {
+      key: c3.key,
+      workload: c3.workload,
+      rate: c3.rate,
+      percentile: o2.percentile,
+      runId: c3.runs[0],
+      estimateMs: c3.estimateMs,
+      ciMs: [lo, hi],
+      halfWidthMs,
+      pairs: c3.pairs,
+      unbiased: !excludesZero(c3.ciMs),
+      previous: prev,
+      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
+      driftMs,
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
+      thresholdMs: c3.thresholdMs,
+      notRecorded: whyNotRecorded(c3, o2.preflight)
+    };
+  });
+}
+function whyNotRecorded(c3, preflight) {
+  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
+  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  const disturbed = c3.droppedPairs.filter((d) => d.disturbances.length > 0);
+  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  return null;
+}
+function firstOf(c3) {
+  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
+}
+function biasedCalibrations(cs) {
+  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
+}
+function floorRecord(c3) {
+  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+}
+function floorSettings(floors, percentile2) {
+  const floorMs = {};
+  const hostBiasMs = {};
+  const floorPercentileAssumed = [];
+  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
+    floorMs[keyOf(f)] = f.half_width_ms;
+    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
+    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
+  }
+  return { floorMs, hostBiasMs, floorPercentileAssumed };
+}
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+function championCheck(a2) {
+  const findings = [];
+  const notes = [];
+  for (const c3 of a2.comparisons) {
+    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
+      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
+    }
+    const [lo, hi] = c3.ciMs;
+    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI ${msInterval(c3.ciMs)})`;
+    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms`);
+    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
+  }
+  return { passed: findings.length === 0, findings, notes };
+}
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join3 } from "node:path";
+
+// src/report/chart.ts
+var round = (x) => Number(x.toFixed(4));
+var MAX_BARS = 60;
+function binned(d) {
+  const per = Math.ceil(d.length / MAX_BARS);
+  const values = [];
+  for (let i2 = 0; i2 < d.length; i2 += per) {
+    const bin = d.slice(i2, i2 + per);
+    values.push(bin.reduce((a2, b) => a2 + b, 0) / bin.length);
+  }
+  return { values, per };
+}
+function mermaidChart(c3, percentile2) {
+  const { values, per } = binned(c3.detail.map((x) => x.dMs));
+  const n2 = values.length;
+  const d = values.map(round);
+  const lo = round(c3.ciMs[0]);
+  const hi = round(c3.ciMs[1]);
+  const min = Math.min(0, lo, ...d);
+  const max2 = Math.max(0, hi, ...d);
+  const pad = (max2 - min) * 0.1 || 0.01;
+  const flat = (v) => `[${Array(n2).fill(v).join(", ")}]`;
+  return [
+    "```mermaid",
+    "xychart-beta",
+    `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
+    `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_2, i2) => i2 * per + 1).join(", ")}]`,
+    `  y-axis "ms" ${round(min - pad)} --> ${round(max2 + pad)}`,
+    `  bar [${d.join(", ")}]`,
+    `  line ${flat(lo)}`,
+    `  line ${flat(hi)}`,
+    `  line ${flat(0)}`,
+    "```"
+  ].join("\n");
+}
+var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function svgChart(c3, percentile2) {
+  const width = 720;
+  const height = 320;
+  const m = { top: 40, right: 20, bottom: 40, left: 70 };
+  const plotW = width - m.left - m.right;
+  const plotH = height - m.top - m.bottom;
+  const { values: d, per } = binned(c3.detail.map((x) => x.dMs));
+  const min = Math.min(0, c3.ciMs[0], ...d);
+  const max2 = Math.max(0, c3.ciMs[1], ...d);
+  const pad = (max2 - min) * 0.1 || 0.01;
+  const y0 = min - pad;
+  const y1 = max2 + pad;
+  const y = (v) => m.top + plotH - (v - y0) / (y1 - y0) * plotH;
+  const slot = plotW / Math.max(1, d.length);
+  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
+  const bars = d.map((v, i2) => {
+    const top = Math.min(y(v), y(0));
+    const h2 = Math.max(1, Math.abs(y(v) - y(0)));
+    return `<rect x="${(m.left + i2 * slot + slot * 0.2).toFixed(1)}" y="${top.toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h2.toFixed(1)}" fill="${color}"><title>${per === 1 ? `pair ${i2 + 1}` : `pairs ${i2 * per + 1}-${(i2 + 1) * per}`}: ${signedMs(v)} ms</title></rect>`;
+  }).join("\n  ");
+  const ticks = Array.from({ length: 5 }, (_2, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms2(v))}</text>`).join("\n  ");
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
+  <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile2)}`)}</title>
+  <rect width="100%" height="100%" fill="#ffffff"/>
+  <text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${esc2(`${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)} per pair (ms)`)}</text>
+  <rect x="${m.left}" y="${y(c3.ciMs[1]).toFixed(1)}" width="${plotW}" height="${Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])).toFixed(1)}" fill="${color}" fill-opacity="0.15"/>
+  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(0).toFixed(1)}" y2="${y(0).toFixed(1)}" stroke="#24292f"/>
+  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c3.estimateMs).toFixed(1)}" y2="${y(c3.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
+  ${bars}
+  ${ticks}
+  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc2(`mean ${signedMs(c3.estimateMs)} ms, CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs`)}</text>
+</svg>
+`;
+}
+
+// src/report/json.ts
+function amountJson(r) {
+  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
+function comparisonJson(c3) {
+  return {
+    key: c3.key,
+    workload: c3.workload,
+    rate: c3.rate,
+    verdict: c3.verdict,
+    grey_kind: c3.greyKind,
+    latency: c3.latency,
+    blocking: c3.blocking,
+    blocked_by: c3.blockedBy,
+    blocking_decisive: c3.blockingDecisive,
+    estimate_ms: c3.estimateMs,
+    ci_ms: c3.ciMs,
+    confidence: c3.confidence,
+    pairs: c3.pairs,
+    dropped_pairs: c3.droppedPairs.map((d) => ({
+      run: d.run,
+      pair: d.pair,
+      reason: d.reason,
+      disturbances: d.disturbances.map((x) => ({
+        arm: x.arm,
+        index: x.index,
+        lag_p99_ms: x.lagP99Ms,
+        lag_limit_ms: x.lagLimitMs,
+        rate_error_percent: x.rateErrorPercent,
+        lagging: x.lagging,
+        off_rate: x.offRate
+      }))
+    })),
+    looks: c3.looks,
+    runs: c3.runs,
+    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
+    bootstrap_ci_ms: c3.bootstrapCiMs,
+    sign_test: c3.signTest,
+    sign_test_p: c3.signTest.p,
+    wilcoxon: c3.wilcoxon,
+    wilcoxon_p: c3.wilcoxon.p,
+    p50_ms: c3.p50Ms,
+    p999_ms: c3.p999Ms,
+    throughput_rps: c3.throughput,
+    error_regression: c3.errorRegression,
+    resources: c3.resources && {
+      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c3.resources.cpuCores),
+      rss_bytes: amountJson(c3.resources.rssBytes)
+    },
+    cpu_limit_percent: c3.cpuLimitPercent,
+    champion: c3.champion,
+    challenger: c3.challenger,
+    floor_ms: c3.floorMs,
+    threshold_ms: c3.thresholdMs,
+    flags: c3.flags,
+    pairs_detail: c3.detail
+  };
+}
+function analysisJson(a2) {
+  const h2 = a2.headline;
+  return {
+    verdict: a2.verdict,
+    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
+    blocking: a2.blocking,
+    blocked_by: h2.blockedBy,
+    estimate_ms: h2.estimateMs,
+    ci_ms: h2.ciMs,
+    pairs: h2.pairs,
+    percentile: a2.percentile,
+    floor_ms: h2.floorMs,
+    threshold_ms: h2.thresholdMs,
+    method: a2.method,
+    sign_test_p: h2.signTest.p,
+    wilcoxon_p: h2.wilcoxon.p,
+    seed: a2.seed,
+    headline: h2.key,
+    comparisons: a2.comparisons.map(comparisonJson),
+    runs: a2.runs,
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a2.preflight
+  };
+}
+
+// src/experiment/artifacts.ts
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join3(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join3(dir, "analysis.json"),
+    chartPath: join3(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile)]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join3(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeCalibrationArtifacts(dir, c3) {
+  const reportPath = join3(dir, "calibration.md");
+  writeFiles(dir, [[reportPath, c3.report]]);
+  return { reportPath, resultPath: writeResults(dir, c3.documents) };
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync3(path6, text);
+}
+
+// src/config.ts
+var import_yaml = __toESM(require_dist2(), 1);
+var plan = planSchema.shape;
+var { body_file: _, ...requestFields } = requestSchema.shape;
+var request = external_exports.strictObject(requestFields);
+var rates = external_exports.union([
+  external_exports.array(rate).min(1),
+  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
+], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
+var workload = external_exports.strictObject({
+  name,
+  rates,
+  connections: plan.connections.unwrap().optional(),
+  timeout_ms: plan.timeout_ms.unwrap().optional(),
+  requests: external_exports.array(request).min(1)
+}).superRefine((w, ctx) => {
+  for (const r of resolvedRates(w)) {
+    const checked = rate.safeParse(r);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+  }
+});
+var configSchema = external_exports.strictObject({
+  service: external_exports.strictObject(serviceSchema.shape),
+  workloads: external_exports.array(workload).min(1),
+  slo: external_exports.strictObject({
+    percentile: percentile.default(99),
+    budget_ms: external_exports.number().positive()
+  }),
+  block_threshold_percent: external_exports.number().nonnegative().default(1),
+  slices: external_exports.strictObject({
+    seconds: plan.slice_seconds.default(9),
+    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
+    pairs: plan.pairs.min(2).default(10),
+    order: plan.order
+  }).default({ seconds: 9, pairs: 10, order: "alternate" }),
+  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
+  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
+  /** Gates on what the builds cost, from the host's per-slice accounting. */
+  resources: external_exports.strictObject({
+    /** Block when CPU per request regresses past this percent over the whole interval. */
+    block_cpu_percent: external_exports.number().positive().max(1e3).optional()
+  }).optional(),
+  promotion: external_exports.strictObject({
+    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
+    verify_pairs: plan.pairs.min(2).max(100).default(4)
+  }).default({ verify_pairs: 4 })
+});
+var ConfigError = class extends Error {
+  name = "ConfigError";
+};
+function parseConfig(text, source) {
+  const lines = new import_yaml.LineCounter();
+  const doc = (0, import_yaml.parseDocument)(text, { lineCounter: lines, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const at = lines.linePos(e.pos[0]);
+    throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
+  }
+  const parsed = configSchema.safeParse(doc.toJS());
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.slice(0, 5).map((issue3) => {
+    const path6 = issue3.path.map(String);
+    if (issue3.code === "unrecognized_keys") {
+      return issue3.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");
+    }
+    return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue3.message}`;
+  });
+  throw new ConfigError(problems.join("\n"));
+}
+function lineOf(doc, lines, path6, keyNode) {
+  for (let n2 = path6.length; n2 > 0; n2--) {
+    const prefix = path6.slice(0, n2).map((p) => /^\d+$/.test(p) ? Number(p) : p);
+    if (keyNode && n2 === path6.length) {
+      const parent = doc.getIn(prefix.slice(0, -1), true);
+      if ((0, import_yaml.isMap)(parent)) {
+        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
+        const range = pair?.key?.range;
+        if (range) return lines.linePos(range[0]).line;
+      }
+      continue;
+    }
+    const node2 = doc.getIn(prefix, true);
+    if (node2?.range) return lines.linePos(node2.range[0]).line;
+  }
+  return 1;
+}
+function configFor(config2, workload2, rate2) {
+  const w = config2.workloads.find((x) => x.name === workload2);
+  if (!w) throw new Error(`no workload ${workload2} in the config`);
+  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
+}
+function resolvedRates(w) {
+  const r = w.rates;
+  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
+}
+function planRuns(config2, challengerSha, seed) {
+  const runs2 = [];
+  for (const w of config2.workloads) {
+    for (const rate2 of resolvedRates(w)) {
+      runs2.push({
+        index: runs2.length,
+        workload: w.name,
+        rate: rate2,
+        request: {
+          ...challengerSha ? { challenger_sha: challengerSha } : {},
+          service: config2.service,
+          loadgen: {
+            workload: w.name,
+            rate: rate2,
+            slice_seconds: config2.slices.seconds,
+            pairs: config2.slices.pairs,
+            order: config2.slices.order,
+            seed,
+            warmup_seconds: config2.warmup_seconds,
+            ...w.connections ? { connections: w.connections } : {},
+            ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
+            requests: w.requests
+          }
+        }
+      });
+    }
+  }
+  return runs2;
 }
 
 // src/experiment/decide.ts
@@ -65333,7 +65586,8 @@ function settingsFor(config2, d) {
     sloBudgetMs: config2.slo.budget_ms,
     blockThresholdPercent: config2.block_threshold_percent,
     seed: d.seed,
-    ...d.floors ? floorSettings(d.floors) : {}
+    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
+    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
   };
 }
 
@@ -65404,6 +65658,7 @@ async function calibrate(host, config2, o2) {
   const documents = [...first.documents];
   const firstRuns = /* @__PURE__ */ new Map();
   const latest = [];
+  const preflight = [...analysis.preflight];
   const doubtful = analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length;
   const confirmProgress = o2.confirmProgress?.(doubtful) ?? o2.progress;
   for (const [i2, c3] of analysis.comparisons.entries()) {
@@ -65414,10 +65669,12 @@ async function calibrate(host, config2, o2) {
     const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
     documents.push(...again.documents);
     firstRuns.set(c3.key, c3);
-    latest.push(decide(again.results, config2, { seed: o2.seed }).comparisons[0]);
+    const confirmation = decide(again.results, config2, { seed: o2.seed });
+    latest.push(confirmation.comparisons[0]);
+    preflight.push(...confirmation.preflight);
   }
-  const cs = calibrations(latest, history, firstRuns);
-  for (const c3 of cs) await host.recordFloor(c3.runId, floorRecord(c3));
+  const cs = calibrations(latest, history, { percentile: config2.slo.percentile, preflight, firstRuns });
+  for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
   return { analysis, calibrations: cs, history, documents };
 }
 
@@ -70098,16 +70355,18 @@ async function runCalibrate(job) {
       busyDeadline: job.busyDeadline,
       progress: logProgress("A/A: ")
     });
-    const report = calibrationReport(run2.calibrations, { champion, percentile: config2.slo.percentile, history: run2.history });
+    const report = calibrationReport(run2.calibrations, { champion, history: run2.history });
     const paths = writeCalibrationArtifacts(job.outputDir, { report, documents: run2.documents });
     await summary.addRaw(report).write();
     for (const c3 of run2.calibrations) info(calibrationLine(c3));
-    const biased = run2.calibrations.filter((c3) => !c3.unbiased);
+    const biased = biasedCalibrations(run2.calibrations);
+    const unrecorded = run2.calibrations.filter((c3) => c3.notRecorded !== null);
     setOutput("champion", champion);
     setOutput("host-biased", String(biased.length > 0));
     setOutput("report-path", paths.reportPath);
     setOutput("result-path", paths.resultPath);
     if (biased.length > 0) setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
+    if (unrecorded.length > 0) setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);
   } finally {
     host.close();
   }
@@ -70322,21 +70581,58 @@ ${check2.summary}`);
 import { existsSync as existsSync3 } from "node:fs";
 
 // src/report/quartet.ts
-function quartet(c3, percentile) {
-  const at = percentLabel(percentile);
-  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms(c3.floorMs)} ms`;
+function quartet(c3, percentile2) {
+  const at = percentLabel(percentile2);
+  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
-  if (c3.verdict === "grey") return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  const direction = c3.estimateMs > 0 ? "slower" : "faster";
-  return `challenger is ${ms(Math.abs(c3.estimateMs))} ms ${direction} at ${at} (${detail})`;
+  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+}
+
+// src/report/resources.ts
+var rows = [
+  { key: "cpuUsPerRequest", label: "CPU per request", show: micros },
+  { key: "cpuCores", label: "CPU cores busy", show: (x) => x.toFixed(3) },
+  { key: "rssBytes", label: "memory", show: mib }
+];
+var signed = (show, x) => `${x > 0 ? "+" : ""}${show(x)}`;
+var percentInterval = ([lo, hi]) => `[${signedPercent(lo)}, ${signedPercent(hi)}]`;
+function resourceRows(c3) {
+  if (!c3.resources) return [];
+  return rows.flatMap(({ key, label: label2, show }) => {
+    const r = c3.resources[key];
+    if (!r) return [];
+    const limit = key === "cpuUsPerRequest" && c3.cpuLimitPercent !== null ? ` (blocks past ${signedPercent(c3.cpuLimitPercent)})` : "";
+    return [`| ${label2} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`];
+  });
+}
+function resourceChanges(c3) {
+  const detected = (r) => !!r && (r.ci[0] > 0 || r.ci[1] < 0);
+  return rows.filter(({ key }) => key !== "cpuCores").flatMap(({ key, label: label2 }) => {
+    const r = c3.resources?.[key] ?? null;
+    return detected(r) ? [`${label2} ${signedPercent(r.percent)} (${confidenceLabel(c3.confidence)} CI ${percentInterval(r.percentCi)})`] : [];
+  });
+}
+function resourceTitle(c3) {
+  const cpu = c3.resources?.cpuUsPerRequest;
+  if (!cpu || !(cpu.ci[0] > 0 || cpu.ci[1] < 0)) return null;
+  return `CPU per request ${cpu.percent > 0 ? "+" : ""}${cpu.percent.toFixed(0)}%`;
 }
 
 // src/report/gate-outcome.ts
+var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
 function gateOutcome(a2) {
+  const h2 = a2.headline;
   const conclusion = a2.blocking ? "failure" : a2.verdict === "red" ? "neutral" : "success";
-  const state = a2.blocking ? "red, blocking" : a2.verdict === "red" ? "red, advisory" : a2.verdict;
-  const biased = a2.hostBias.length > 0 ? " (biased host: see the report)" : "";
-  return { conclusion, label: `perf:${a2.verdict}`, title: `${state}: ${quartet(a2.headline, a2.percentile)}${biased}`.slice(0, 255) };
+  const why = h2.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  const state = a2.blocking ? `red, blocking${why.length ? ` (${why.join(", ")})` : ""}` : a2.verdict === "red" ? "red, advisory" : a2.verdict;
+  const notes = [
+    resourceTitle(h2),
+    a2.preflight.length > 0 ? `host flagged ${[...new Set(a2.preflight.map((f) => f.check))].join(", ")}: see the report` : null,
+    a2.hostBias.length > 0 ? "biased host: see the report" : null
+  ].filter(Boolean);
+  return { conclusion, label: `perf:${a2.verdict}`, title: `${state}: ${quartet(h2, a2.percentile)}${notes.length ? ` (${notes.join("; ")})` : ""}`.slice(0, 255) };
 }
 
 // src/report/markdown.ts
@@ -70344,8 +70640,8 @@ var GITHUB_SUMMARY_LIMIT = 65535;
 var badge = { green: "\u{1F7E2} green", red: "\u{1F534} red", grey: "\u26AA grey" };
 function markdownReport(a2, opts = {}) {
   const limit = opts.limit ?? GITHUB_SUMMARY_LIMIT;
-  for (const rows of [Infinity, 200, 50, 10, 0]) {
-    const text2 = render(a2, opts, rows);
+  for (const rows2 of [Infinity, 200, 50, 10, 0]) {
+    const text2 = render(a2, opts, rows2);
     if (text2.length <= limit) return text2;
   }
   const text = render(a2, opts, 0);
@@ -70357,73 +70653,94 @@ function render(a2, opts, maxRows) {
   out.push(`## perf-gate: ${badge[a2.verdict]}${a2.blocking ? " \u2014 blocking" : a2.verdict === "red" ? " \u2014 advisory" : ""}`);
   out.push("", `**${quartet(h2, a2.percentile)}**`, "");
   out.push(verdictSentence(a2));
+  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => a2.comparisons.length > 1 ? `${c3.key}: ${r}` : r));
+  if (costs.length > 0) out.push("", `**Resources:** the challenger's ${costs.join("; ")}.`);
+  if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
   if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
   for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, maxRows));
   out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
   for (const r of a2.runs) {
-    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${r.dropped} |`);
+    const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`);
   }
   out.push("", `<sub>Method: ${a2.method} Bootstrap seed ${a2.seed}.</sub>`, "");
   return out.join("\n");
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
-  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms(a2.settings.sloBudgetMs)} ms SLO budget`;
+  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
   if (a2.blocking) {
-    if (h2.errorRegression && h2.errorRegression.p < 1 - h2.confidence) {
-      return `**Blocks the merge:** the challenger fails more requests than the champion (${h2.errorRegression.challenger} vs ${h2.errorRegression.champion}).`;
-    }
-    return `**Blocks the merge:** the regression exceeds the block threshold of ${ms(h2.thresholdMs)} ms (${budget}); ${h2.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}.`;
+    const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
+    return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
-  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
   if (a2.verdict === "green") return "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
-  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms(h2.thresholdMs)} ms, the block threshold.`;
-  if (kind === "below floor") return `No detectable change: the estimate is within the host's A/A noise floor (\xB1${ms(h2.floorMs ?? 0)} ms).`;
-  return `No detectable change, but the interval is wider than \xB1${ms(h2.thresholdMs)} ms (the block threshold): a regression of that size cannot be ruled out. More pairs would narrow it.`;
+  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
+  if (kind === "within floor") {
+    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
+  }
+  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+function blockReason(c3, reason, budget) {
+  if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
+  if (reason === "cpu") {
+    const cpu = c3.resources.cpuUsPerRequest;
+    return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
+  }
+  return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
+}
+function preflightWarning(flags) {
+  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function hostBiasWarning(bias) {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
-function comparisonSection(c3, percentile, maxRows) {
-  const p = percentLabel(percentile);
+function comparisonSection(c3, percentile2, maxRows) {
+  const p = percentLabel(percentile2);
   const state = c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`;
   const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
   const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
   const out = [
     `### ${c3.workload} @ ${c3.rate} req/s \u2014 ${state}`,
     "",
-    `${quartet(c3, percentile)}`,
+    `${quartet(c3, percentile2)}`,
     "",
     `| metric | champion | challenger | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
-    `| p50 | ${ms(c3.champion.p50Ms)} ms | ${ms(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms(c3.champion.sloMs)} ms | ${ms(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile === 99.9 ? [] : [`| p99.9 | ${ms(c3.champion.p999Ms)} ms | ${ms(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s, paired t p=${pValue(c3.throughput.p)} |`,
-    `| errors | ${c3.champion.errors} of ${c3.champion.requests} | ${c3.challenger.errors} of ${c3.challenger.requests} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
+    `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
+    ...resourceRows(c3),
     "",
-    `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
+    `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
   ];
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
-  out.push("", mermaidChart(c3, percentile));
+  out.push("", mermaidChart(c3, percentile2));
   if (maxRows > 0) {
-    const rows = c3.detail.slice(0, maxRows);
+    const rows2 = c3.detail.slice(0, maxRows);
     out.push(
       "",
       `<details><summary>Per-slice ${p} of ${c3.detail.length} pairs</summary>`,
       "",
       `| run | pair | champion ${p} | challenger ${p} | difference |`,
       "|---|---:|---:|---:|---:|",
-      ...rows.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
-      ...rows.length < c3.detail.length ? [``, `${c3.detail.length - rows.length} more pairs in the JSON result.`] : [],
+      ...rows2.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.length < c3.detail.length ? [``, `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : [],
       "",
       "</details>"
     );
   }
   return out;
+}
+function armErrorsCell(arm) {
+  const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
+  return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
 function cell(s) {
   return s.replace(/[|\n\r]/g, " ");
@@ -70498,6 +70815,7 @@ async function judgePullRequest(host, config2, pr, artifact, job, notes) {
     pool: true,
     progress: logProgress("")
   });
+  writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
   const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)] });
@@ -70532,9 +70850,9 @@ async function stillHead(gh, pr) {
   return false;
 }
 async function reportFailure(gh, check2, pr, job, e) {
-  const config2 = e instanceof ConfigError || e instanceof InputError;
-  const kind = e instanceof HostError ? e.kind : config2 ? "configuration" : "internal";
-  const title = config2 ? "perf-gate: configuration error" : `perf-gate could not measure (${kind.replace(/_/g, " ")})`;
+  const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
+  const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
+  const title = config2 ? "perf-gate: configuration error" : e instanceof GeneratorDisturbedError ? "perf-gate could not measure: the load generator was disturbed" : `perf-gate could not measure (${kind})`;
   const body = `**${title}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.
 
 \`\`\`
@@ -70593,8 +70911,8 @@ ${verification.text}`).write();
       setFailed(`perf-gate: ${title2}: ${verification.findings.join("; ")}`);
       return;
     }
-    const title = `champion is now ${sha2.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check passed`;
-    await finish("success", title, "");
+    const title = `champion is now ${sha2.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check ${verification.unmeasured ? "could not measure" : "passed"}`;
+    await finish(verification.unmeasured ? "neutral" : "success", title, "");
     setChampionOutputs(sha2, before.champion);
     info(title);
   } catch (e) {
@@ -70619,7 +70937,7 @@ async function runRollback(job) {
     info(await host.rollback(job.busyDeadline));
     const after = await host.status();
     const verification = await verify(host, config2, job, "rollback", after.champion);
-    const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.passed ? "passed" : "failed"}`;
+    const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.unmeasured ? "could not measure" : verification.passed ? "passed" : "failed"}`;
     await summary.addRaw(`## perf-gate: ${title}
 
 ${verification.text}`).write();
@@ -70660,6 +70978,14 @@ async function verify(host, config2, job, verb, sha2) {
 ${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
   } catch (e) {
     const message = e.message;
+    if (e instanceof GeneratorDisturbedError) {
+      warning(`perf-gate: the A/A check of ${sha2.slice(0, 7)} could not measure: ${message.split("\n")[0]}`);
+      return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:
+
+\`\`\`
+${message}
+\`\`\`` };
+    }
     return { passed: false, findings: [message], text: `The A/A check could not run:
 
 \`\`\`

@@ -68,15 +68,20 @@ type Slice struct {
 	// Requests that found the queue full and were not sent; the slice is then invalid.
 	Overflow       int64 `json:"overflow" limit:"count"`
 	NewConnections int64 `json:"new_connections" limit:"count"`
-	// Requests put on the wire inside the slice's window, per second.
+	// Requests the generator dispatched inside the slice's window (sent, or queued for a free
+	// connection), per second: the pace it kept to its schedule.
 	AchievedRPS float64 `json:"achieved_rps" limit:"amount"`
 	OKRPS       float64 `json:"ok_rps" limit:"amount"`
 	// Completion − intended send: free of coordinated omission.
 	LatencyUs Latency `json:"latency_us"`
 	// Completion − actual send.
 	ServiceTimeUs Quantiles2 `json:"service_time_us"`
-	// Actual − intended send: how far the generator fell behind its own schedule.
+	// Dispatch − intended send: how far the generator fell behind its own schedule. A slice
+	// where it fell behind measured the generator (the verdict drops its pair, issue 12).
 	DispatchLagUs Quantiles2 `json:"dispatch_lag_us"`
+	// Actual − dispatch send: how long requests waited for a free connection of their arm, the
+	// service's doing (all its connections busy); part of the latency.
+	ConnectionWaitUs Quantiles2 `json:"connection_wait_us"`
 	// Corrected latency in µs, HdrHistogram compressed base64 V2.
 	Histogram string `json:"histogram"`
 	// The named percentiles the slice recorded too few requests for (see SampleBudget).

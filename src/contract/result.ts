@@ -42,6 +42,7 @@ export const sliceSchema = z.looseObject({
   latency_us: z.looseObject({ p50: count, p90: count, p99: count, p999: count, max: count }),
   service_time_us: z.looseObject({ p50: count, p99: count }),
   dispatch_lag_us: z.looseObject({ p50: count, p99: count }),
+  connection_wait_us: z.looseObject({ p50: count, p99: count }),
   histogram: z.string(),
   short_of_budget: z.array(z.string()),
   // What the measured arm used during the slice, from its cgroup (the host result's

@@ -36,6 +36,7 @@ export function makeSlice(index: number, pair: number, arm: Slice["arm"], p99Us:
     latency_us: { p50: Math.round(p99Us / 4), p90: Math.round(p99Us / 2), p99: p99Us, p999: Math.round(p99Us * 1.5), max: Math.round(p99Us * 2) },
     service_time_us: { p50: 100, p99: 400 },
     dispatch_lag_us: { p50: 60, p99: 300 },
+    connection_wait_us: { p50: 1, p99: 2 },
     histogram: "",
     short_of_budget: recorded < 1000 ? ["p99", "p999"] : recorded < 10000 ? ["p999"] : [],
     valid: true,

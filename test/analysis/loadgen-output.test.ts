@@ -3,11 +3,23 @@
 // more hashing per request (benchmark-host/examples/service/work_slow.go). The verdict is
 // taken at p90: with the generator and both services on two cores, a stable p99 needs longer
 // slices than a unit test should take (the action's end-to-end test judges at p99).
+//
+// The instrument's health comes first (issue 12). On this 2-core VM a woken idle vCPU can wait
+// 5-20 ms for the hypervisor (CPU steal: 596 of ~4,200 jiffies in one 19 s run); such periods
+// stall the generator and both services at once and come and go over seconds. One run that
+// fell into one read dispatch lag p99 6.2 ms (median slice) and paired differences of
+// 5.6, 6.0, 0.8, 0.9, 0.8, 4.3 ms: +3.0 ms ± 2.6 ms, the grey CI once saw on main. Calm runs
+// read lag p99 0.3 ms and ±0.06-0.13 ms. The disturbance rule drops such pairs, and a run
+// where most were disturbed is "could not measure", not a verdict: the test then measures
+// once more, and if the host is still stalling says so instead of asserting on a broken
+// instrument.
 import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseResult } from "../../src/contract/result";
-import { analyze, defaultSettings } from "../../src/analysis/verdict";
+import { GeneratorDisturbedError } from "../../src/analysis/unmeasured";
+import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
 import { markdownReport } from "../../src/report/markdown";
 import { buildServiceBinaries } from "../support/bench-host";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
@@ -26,10 +38,20 @@ async function serve(binary: string, port: number): Promise<void> {
   throw new Error(`${binary} did not come up on :${port}`);
 }
 
+/** A port the kernel says is free now (other engineers' tests run beside this one). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
-  fastPort = 20000 + (process.pid % 10000);
-  slowPort = fastPort + 1;
+  [fastPort, slowPort] = [await freePort(), await freePort()];
   await Promise.all([serve(join(bin, "service-fast"), fastPort), serve(join(bin, "service-slow"), slowPort)]);
 });
 afterAll(() => {
@@ -42,16 +64,37 @@ const plan = (challengerPort: number, seed = 9) => ({
   requests: [{ path: "/work?key={{rand 100}}" }],
 });
 
+const settings: GateSettings = { ...defaultSettings, percentile: 90, sloBudgetMs: 20 };
+
+/**
+ * Runs the plan and analyses it; when the generator was disturbed in most pairs (the host
+ * stalled), runs it once more, and if that stalls too fails naming the host, not the verdict.
+ */
+async function measure(name: string, p: object): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
+  const stalls: string[] = [];
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const result = parseResult(name, await runLoadgen(p));
+    try {
+      return { result, analysis: analyze([{ name, result }], settings) };
+    } catch (e) {
+      if (!(e instanceof GeneratorDisturbedError)) throw e;
+      stalls.push(e.message);
+      console.log(`[loadgen→verdict] ${name}: ${e.message.split("\n")[0]}`);
+    }
+  }
+  throw new Error(`machine too busy: the load generator could not keep its schedule in two runs\n${stalls.join("\n")}`);
+}
+
 describe("verdict on real load generator output", () => {
   it("the slow build is red and blocking, by about its extra service time", async () => {
-    const result = parseResult("ab.json", await runLoadgen(plan(slowPort)));
-    const a = analyze([{ name: "ab.json", result }], { ...defaultSettings, percentile: 90, sloBudgetMs: 20 });
+    const { result, analysis: a } = await measure("ab.json", plan(slowPort));
     const h = a.headline;
     // Ground truth from the same run: the median extra time the server spent per request.
     const svc = (arm: string) => result.slices.filter((s) => s.arm === arm).map((s) => s.service_time_us.p50);
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     const extraMs = (median(svc("challenger")) - median(svc("champion"))) / 1000;
-    console.log(`[loadgen→verdict] A/B: ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}]; extra service time p50 ${extraMs.toFixed(3)} ms`);
+    const lags = result.slices.map((s) => `${(s.dispatch_lag_us.p99 / 1000).toFixed(1)}/${(s.connection_wait_us.p99 / 1000).toFixed(1)}`).join(" ");
+    console.log(`[loadgen→verdict] A/B: ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs (${h.droppedPairs.length} dropped); extra service time p50 ${extraMs.toFixed(3)} ms; dispatch lag/connection wait p99 per slice (ms): ${lags}`);
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true); // threshold 0.2 ms on a 20 ms budget
     expect(extraMs).toBeGreaterThan(0.2);
@@ -59,17 +102,19 @@ describe("verdict on real load generator output", () => {
     // (At p90 the slow build's tail is wider still: vegeta, measuring each build alone, put
     // them 0.7 ms apart at p50 and 1.2-1.4 ms at p90 on this 2-core machine. The net/http
     // generator before issue 17 hid that under its own noise: its champion p90 read 1-4 ms.)
-    const p50 = analyze([{ name: "ab.json", result }], { ...defaultSettings, percentile: 50, sloBudgetMs: 20 }).headline;
+    const p50 = analyze([{ name: "ab.json", result }], { ...settings, percentile: 50 }).headline;
     console.log(`[loadgen→verdict] A/B at p50: ${p50.estimateMs.toFixed(3)} ms, CI [${p50.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
     expect(Math.abs(p50.estimateMs - extraMs)).toBeLessThan(0.5 * extraMs + 0.1);
     expect(h.estimateMs).toBeGreaterThan(p50.estimateMs - 0.1);
-    expect(h.pairs).toBe(6);
+    // Pairs the generator was disturbed in are dropped (named in the report), at most half.
+    expect(h.pairs + h.droppedPairs.length).toBe(6);
+    expect(h.pairs).toBeGreaterThanOrEqual(3);
     expect(h.flags.map((f) => f.code)).not.toContain("short_of_budget");
     expect(markdownReport(a)).toContain("🔴 red — blocking");
   });
 
   it("the same build on both arms is not red", async () => {
-    const aa = async (seed?: number) => analyze([{ name: "aa.json", result: parseResult("aa.json", await runLoadgen(plan(fastPort, seed))) }], { ...defaultSettings, percentile: 90, sloBudgetMs: 20 });
+    const aa = async (seed?: number) => (await measure("aa.json", plan(fastPort, seed))).analysis;
     let a = await aa();
     // The interval has a 2.5% false-red rate by design (simulation.test.ts); an independent
     // second run makes this test fail by chance about once in 1,600.

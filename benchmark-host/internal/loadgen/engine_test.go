@@ -135,6 +135,35 @@ func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
 	}
 }
 
+// A service too slow for its connections makes requests wait for one: that is the service's
+// doing and part of its latency, never the generator's lag or pace (issue 12 drops the pair
+// of a slice whose generator fell behind; a slow challenger must be measured, not dropped).
+func TestAServiceHoldingEveryConnectionIsMeasuredNotCountedAsGeneratorLag(t *testing.T) {
+	const delay = 40 * time.Millisecond
+	champion := newServer(t, 0, nil)
+	challenger := newServer(t, delay, nil) // 2 connections × 1/40 ms = 50 req/s, half the rate
+	p := mustPlan(t, planJSON(champion.URL, challenger.URL,
+		`"rate":100,"slice_seconds":1,"pairs":2,"seed":3,"warmup_seconds":0.2,"connections":2,"requests":[{"path":"/a"}]`))
+	res := run(t, p)
+	for _, s := range res.Slices {
+		t.Logf("slice %d %s: dispatch lag p99 %d µs, connection wait p99 %d µs, latency p50 %d µs, achieved %.1f req/s of %d scheduled",
+			s.Index, s.Arm, s.DispatchLagUs.P99, s.ConnectionWaitUs.P99, s.LatencyUs.P50, s.AchievedRPS, s.Scheduled)
+		if off := abs(s.AchievedRPS*p.SliceSeconds - float64(s.Scheduled)); off > 1 {
+			t.Errorf("slice %d: dispatched %.0f of %d scheduled: the generator's pace read the service's slowness", s.Index, s.AchievedRPS*p.SliceSeconds, s.Scheduled)
+		}
+		if s.Arm != contract.Challenger {
+			continue
+		}
+		if s.ConnectionWaitUs.P99 < 100_000 || s.LatencyUs.P50 < delay.Microseconds() {
+			t.Errorf("slice %d: connection wait p99 %d µs, latency p50 %d µs; want the queue for its 2 busy connections (≥ 100 ms) in both", s.Index, s.ConnectionWaitUs.P99, s.LatencyUs.P50)
+		}
+		// The generator itself kept up: its lag is a scheduling hiccup at most, never the queue.
+		if s.DispatchLagUs.P99 > s.ConnectionWaitUs.P99/10 {
+			t.Errorf("slice %d: dispatch lag p99 %d µs against a connection wait p99 %d µs: the wait leaked into the lag", s.Index, s.DispatchLagUs.P99, s.ConnectionWaitUs.P99)
+		}
+	}
+}
+
 func TestWarmupRequestsAreNotRecorded(t *testing.T) {
 	counter := &sliceCounter{bySlice: map[string]int{}}
 	srv := newServer(t, 0, counter)

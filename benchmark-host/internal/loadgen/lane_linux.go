@@ -59,10 +59,12 @@ const wakeID = -1
 type job struct {
 	seq      uint64
 	intended time.Duration
-	slice    int // -1 during warmup, primeSlice while priming
-	arm      int
-	record   bool
-	shard    *sliceShard // nil outside measured slices
+	// When the lane got to it: later than intended only when the generator fell behind.
+	dispatched time.Duration
+	slice      int // -1 during warmup, primeSlice while priming
+	arm        int
+	record     bool
+	shard      *sliceShard // nil outside measured slices
 }
 
 const primeSlice = -2
@@ -225,7 +227,7 @@ func (l *lane) advance(now time.Duration) {
 			l.halt(s.end, now)
 			return
 		}
-		l.dispatch(l.nextK, off)
+		l.dispatch(l.nextK, off, now)
 		l.nextK += uint64(l.count)
 	}
 }
@@ -260,10 +262,11 @@ func (l *lane) halt(off, now time.Duration) {
 }
 
 // dispatch puts request k on the wire, or in its arm's queue when every connection of the
-// arm is busy, or counts it as an overflow when the queue is full too.
-func (l *lane) dispatch(k uint64, off time.Duration) {
+// arm is busy, or counts it as an overflow when the queue is full too. now is when the lane
+// got to it: how late that is, is the generator's own lag (issue 12).
+func (l *lane) dispatch(k uint64, off, now time.Duration) {
 	s := l.sched
-	j := job{seq: k, intended: off, slice: s.sliceOf(off)}
+	j := job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
 	if j.slice < 0 {
 		// Warmup alternates request by request, so both arms warm up together.
 		j.arm = s.order[k%2]
@@ -604,7 +607,7 @@ func (l *lane) closeConn(c *conn) {
 // complete accounts the request on c and gives the connection its arm's next queued request.
 func (l *lane) complete(c *conn, class errClass, status int, done time.Duration) {
 	j := &c.job
-	o := outcome{intended: j.intended, sent: c.sent, done: done, status: status, errClass: class,
+	o := outcome{intended: j.intended, dispatched: j.dispatched, sent: c.sent, done: done, status: status, errClass: class,
 		record: j.record, newConn: c.fresh}
 	c.fresh = false
 	l.inflight--

@@ -44,7 +44,8 @@ type sliceShard struct {
 	recorded, newConns  int64
 	early               int64 // sent before their intended time
 	errs                contract.ErrorCounts
-	latency, svc, lag   *hdrhistogram.Histogram
+	// Corrected latency, service time, the generator's own lag, and the wait for a connection.
+	latency, svc, lag, wait *hdrhistogram.Histogram
 }
 
 // newHistograms allocates one shard's histograms.
@@ -52,15 +53,18 @@ func (a *sliceShard) allocate() {
 	a.latency = hdrhistogram.New(1, maxLatencyUs, 3)
 	a.svc = hdrhistogram.New(1, maxServiceUs, 2)
 	a.lag = hdrhistogram.New(1, maxServiceUs, 2)
+	a.wait = hdrhistogram.New(1, maxServiceUs, 2)
 }
 
-// outcome is one finished request; times are offsets on the run's clock.
+// outcome is one finished request; times are offsets on the run's clock. A request is
+// intended on the schedule, dispatched when its lane gets to it, sent when a connection of
+// its arm is free, and done when answered or failed.
 type outcome struct {
-	intended, sent, done time.Duration
-	status               int // 0 when the request failed without a response
-	errClass             errClass
-	record               bool
-	newConn              bool
+	intended, dispatched, sent, done time.Duration
+	status                           int // 0 when the request failed without a response
+	errClass                         errClass
+	record                           bool
+	newConn                          bool
 }
 
 type errClass uint8
@@ -82,7 +86,9 @@ func (a *sliceShard) add(o *outcome) {
 	}
 	a.sent++
 	a.completed++
-	if o.sent < a.end {
+	// The generator's pace: what it dispatched in the window, whether or not a connection was
+	// free (a slow service holding every connection is measured, not the generator's fault).
+	if o.dispatched < a.end {
 		a.inWindow++
 	}
 	if o.newConn {
@@ -110,7 +116,8 @@ func (a *sliceShard) add(o *outcome) {
 		a.recorded++
 		a.latency.RecordValue(clampUs(o.done-o.intended, maxLatencyUs))
 		a.svc.RecordValue(clampUs(o.done-o.sent, maxServiceUs))
-		a.lag.RecordValue(clampUs(o.sent-o.intended, maxServiceUs))
+		a.lag.RecordValue(clampUs(o.dispatched-o.intended, maxServiceUs))
+		a.wait.RecordValue(clampUs(o.sent-o.dispatched, maxServiceUs))
 	}
 }
 
@@ -160,6 +167,7 @@ func mergeShards(shards []*sliceShard) *sliceShard {
 			a.latency.Merge(b.latency)
 			a.svc.Merge(b.svc)
 			a.lag.Merge(b.lag)
+			a.wait.Merge(b.wait)
 		}
 	}
 	return a
@@ -185,9 +193,10 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 			P99: a.latency.ValueAtQuantile(99), P999: a.latency.ValueAtQuantile(99.9),
 			Max: a.latency.Max(),
 		},
-		ServiceTimeUs: contract.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
-		DispatchLagUs: contract.Quantiles2{P50: a.lag.ValueAtQuantile(50), P99: a.lag.ValueAtQuantile(99)},
-		ShortOfBudget: []string{},
+		ServiceTimeUs:    contract.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
+		DispatchLagUs:    contract.Quantiles2{P50: a.lag.ValueAtQuantile(50), P99: a.lag.ValueAtQuantile(99)},
+		ConnectionWaitUs: contract.Quantiles2{P50: a.wait.ValueAtQuantile(50), P99: a.wait.ValueAtQuantile(99)},
+		ShortOfBudget:    []string{},
 	}
 	if seconds > 0 {
 		s.AchievedRPS = float64(a.inWindow) / seconds
@@ -224,7 +233,7 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 	s.Valid = len(reasons) == 0
 	s.InvalidReason = strings.Join(reasons, "; ")
 	// The histograms are encoded; free them so long runs stay small.
-	a.latency, a.svc, a.lag = nil, nil, nil
+	a.latency, a.svc, a.lag, a.wait = nil, nil, nil, nil
 	return s
 }
 
