@@ -63812,7 +63812,8 @@ var hostInfoSchema = external_exports.looseObject({
   kernel: external_exports.string(),
   load_avg: external_exports.array(external_exports.number()).length(3),
   cpu_governor: external_exports.string().optional(),
-  cpu_max_freq_khz: external_exports.number().int().optional()
+  cpu_max_freq_khz: external_exports.number().int().optional(),
+  cpu_idle: external_exports.string()
 });
 var sliceSchema = external_exports.looseObject({
   index: count3,
@@ -64916,6 +64917,10 @@ function compare(key, group, s, rand) {
   const challenger = armSummary(pairs, "challenger", s.percentile);
   const flags = [
     ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
+    ...group.filter((g2) => g2.result.host.cpu_idle !== "held").map((g2) => ({
+      code: "cpu_idle_not_held",
+      message: `${g2.name}: CPUs free to enter deep idle states (PM QoS ${g2.result.host.cpu_idle}); waking one can stall the generator and both services (give perf-host CAP_DAC_OVERRIDE, see the host install guide)`
+    })),
     ...measurementFlags(pairs, dropped, s.percentile)
   ];
   const errors = errorRegression(champion, challenger);

@@ -77,6 +77,7 @@ export interface Flag {
     | "not_significant_after_holm"
     | "host_biased"
     | "generator_disturbed"
+    | "cpu_idle_not_held"
     | "floor_above_threshold"
     | "floor_percentile_assumed";
   message: string;
@@ -297,6 +298,10 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   const challenger = armSummary(pairs, "challenger", s.percentile);
   const flags = [
     ...group.filter((g) => g.result.partial).map((g): Flag => ({ code: "partial_run", message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}` })),
+    ...group.filter((g) => g.result.host.cpu_idle !== "held").map((g): Flag => ({
+      code: "cpu_idle_not_held",
+      message: `${g.name}: CPUs free to enter deep idle states (PM QoS ${g.result.host.cpu_idle}); waking one can stall the generator and both services (give perf-host CAP_DAC_OVERRIDE, see the host install guide)`,
+    })),
     ...measurementFlags(pairs, dropped, s.percentile),
   ];
   const errors = errorRegression(champion, challenger);

@@ -21,6 +21,7 @@ export const hostInfoSchema = z.looseObject({
   load_avg: z.array(z.number()).length(3),
   cpu_governor: z.string().optional(),
   cpu_max_freq_khz: z.number().int().optional(),
+  cpu_idle: z.string(),
 });
 
 export const sliceSchema = z.looseObject({

@@ -18,7 +18,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseResult } from "../../src/contract/result";
-import { GeneratorDisturbedError } from "../../src/analysis/unmeasured";
+import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
 import { markdownReport } from "../../src/report/markdown";
 import { buildServiceBinaries } from "../support/bench-host";
@@ -68,11 +68,13 @@ const settings: GateSettings = { ...defaultSettings, percentile: 90, sloBudgetMs
 
 /**
  * Runs the plan and analyses it; when the generator was disturbed in most pairs (the host
- * stalled), runs it once more, and if that stalls too fails naming the host, not the verdict.
+ * stalled: on a VM whose idle vCPUs halt, waking them costs 5-20 ms spells of steal), runs it
+ * again, and after three such runs skips the test naming the stalls: its premise, a working
+ * instrument, does not hold on this machine now, and the verdict is not what failed.
  */
-async function measure(name: string, p: object): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
+async function measure(name: string, p: object, skip: (note: string) => never): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
   const stalls: string[] = [];
-  for (let attempt = 0; attempt < 2; attempt++) {
+  for (let attempt = 0; attempt < 3; attempt++) {
     const result = parseResult(name, await runLoadgen(p));
     try {
       return { result, analysis: analyze([{ name, result }], settings) };
@@ -82,12 +84,14 @@ async function measure(name: string, p: object): Promise<{ result: ReturnType<ty
       console.log(`[loadgen→verdict] ${name}: ${e.message.split("\n")[0]}`);
     }
   }
-  throw new Error(`machine too busy: the load generator could not keep its schedule in two runs\n${stalls.join("\n")}`);
+  const note = `machine too busy: the load generator could not keep its schedule in three runs\n${stalls.join("\n")}`;
+  console.log(`[loadgen→verdict] ${note}`);
+  return skip(note);
 }
 
 describe("verdict on real load generator output", () => {
-  it("the slow build is red and blocking, by about its extra service time", async () => {
-    const { result, analysis: a } = await measure("ab.json", plan(slowPort));
+  it("the slow build is red and blocking, by about its extra service time", async (ctx) => {
+    const { result, analysis: a } = await measure("ab.json", plan(slowPort), (note) => ctx.skip(note));
     const h = a.headline;
     // Ground truth from the same run: the median extra time the server spent per request.
     const svc = (arm: string) => result.slices.filter((s) => s.arm === arm).map((s) => s.service_time_us.p50);
@@ -113,8 +117,8 @@ describe("verdict on real load generator output", () => {
     expect(markdownReport(a)).toContain("🔴 red — blocking");
   });
 
-  it("the same build on both arms is not red", async () => {
-    const aa = async (seed?: number) => (await measure("aa.json", plan(fastPort, seed))).analysis;
+  it("the same build on both arms is not red", async (ctx) => {
+    const aa = async (seed?: number) => (await measure("aa.json", plan(fastPort, seed), (note) => ctx.skip(note))).analysis;
     let a = await aa();
     // The interval has a 2.5% false-red rate by design (simulation.test.ts); an independent
     // second run makes this test fail by chance about once in 1,600.
@@ -122,5 +126,13 @@ describe("verdict on real load generator output", () => {
     console.log(`[loadgen→verdict] A/A: ${a.headline.estimateMs.toFixed(3)} ms, CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
     expect(a.verdict).not.toBe("red");
     expect(a.blocking).toBe(false);
+  });
+
+  it("a workload of 404s on both arms is a configuration error that names it, not grey", async () => {
+    const wrongPath = { ...plan(fastPort), slice_seconds: 0.5, pairs: 2, warmup_seconds: 0, requests: [{ path: "/no-such-path" }] };
+    const result = parseResult("404.json", await runLoadgen(wrongPath));
+    expect(result.slices.every((s) => s.errors["4xx"] === s.completed && s.completed > 0)).toBe(true);
+    expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(FailingWorkloadError);
+    expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(/workload work @ 300 req\/s: most requests failed on both arms \(champion 100% failed of \d+ \(4xx \d+\); challenger 100% failed/);
   });
 });

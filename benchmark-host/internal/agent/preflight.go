@@ -78,7 +78,9 @@ func (h *Host) recordCalibration(info contract.HostInfo) error {
 	return writeJSONAtomic(h.path("calibration.json"), Calibration{Governor: info.Governor, MaxFreqKHz: info.MaxFreqKHz, CPUModel: info.CPUModel})
 }
 
-func refusals(findings []contract.Finding) []string { return withStatus(findings, contract.FindingRefuse) }
+func refusals(findings []contract.Finding) []string {
+	return withStatus(findings, contract.FindingRefuse)
+}
 
 func flagged(findings []contract.Finding) []string { return withStatus(findings, contract.FindingFlag) }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
@@ -307,6 +308,16 @@ func (e *execution) startChallenger(ctx context.Context, iso *isolation, sha str
 	return chall, nil
 }
 
+// openDevice opens a root-owned device for writing (the PM QoS device the load generator holds
+// during a run) with CAP_DAC_OVERRIDE raised for that one open.
+func openDevice(path string) (f *os.File, err error) {
+	err = privilege.Do(privilege.Thread{Caps: []privilege.Cap{privilege.DACOverride}}, func() error {
+		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+		return err
+	})
+	return f, err
+}
+
 // measure runs the load generator, cut short if the challenger exits or the run is aborted,
 // and samples both arms at every slice boundary for the slices' resource fields.
 func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, chall *service.Process) error {
@@ -321,7 +332,7 @@ func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, 
 		}
 	}()
 	loadStart := time.Now()
-	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, loadgen.WithSliceObserver(e.h.newSliceAccounting(iso)))
+	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, loadgen.WithSliceObserver(e.h.newSliceAccounting(iso)), loadgen.WithDeviceOpener(openDevice))
 	cancel(nil) // the load is over: the challenger's exit from here on is its stop, not a crash
 	if err != nil {
 		return fail("loadgen", "%v", err)

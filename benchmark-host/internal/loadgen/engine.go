@@ -39,7 +39,10 @@ type SliceObserver interface {
 // Option changes how Run runs.
 type Option func(*options)
 
-type options struct{ observer SliceObserver }
+type options struct {
+	observer   SliceObserver
+	openDevice DeviceOpener
+}
 
 // WithSliceObserver has o observe every slice boundary and complete every slice.
 func WithSliceObserver(o SliceObserver) Option { return func(c *options) { c.observer = o } }
@@ -50,10 +53,12 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	if progress == nil {
 		progress = io.Discard
 	}
-	var o options
+	o := options{openDevice: openForWriting}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	release, cpuIdle := holdCPUsAwake(o.openDevice)
+	defer release()
 	var targets [2]endpoint
 	for arm, name := range armNames {
 		e, err := resolveEndpoint(ctx, name, p.Target(name))
@@ -160,6 +165,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		Warmup:        contract.Warmup{Seconds: p.WarmupSeconds},
 		Slices:        slices,
 	}
+	res.Host.CPUIdle = cpuIdle
 	for _, l := range lanes {
 		res.Warmup.Sent += l.warm.sent
 		res.Warmup.OK += l.warm.ok

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -79,5 +80,63 @@ func TestAStoppedRunStillCompletesTheSliceItCut(t *testing.T) {
 	defer obs.mu.Unlock()
 	if !res.Partial || len(res.Slices) == 0 || len(obs.completed) != len(res.Slices) {
 		t.Fatalf("partial %v, %d slices, %d completed by the observer", res.Partial, len(res.Slices), len(obs.completed))
+	}
+}
+
+// fdWatch records, at the first slice boundary, whether the process holds the PM QoS device.
+type fdWatch struct {
+	mu   sync.Mutex
+	held bool
+}
+
+func (w *fdWatch) Boundary(i int) {
+	if i == 0 {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.held = holdsDevice(cpuDMALatency)
+	}
+}
+
+func (w *fdWatch) Complete(*contract.Slice) {}
+
+func holdsDevice(path string) bool {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && target == path {
+			return true
+		}
+	}
+	return false
+}
+
+// The run holds the CPUs awake while it measures and lets them sleep again after; a run that
+// cannot open the device measures anyway and says why.
+func TestTheRunHoldsTheCPUsAwakeWhileItMeasures(t *testing.T) {
+	if _, err := os.Stat(cpuDMALatency); err != nil {
+		t.Skipf("this kernel has no %s: %v", cpuDMALatency, err)
+	}
+	srv := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(srv.URL, srv.URL, `"rate":200,"slice_seconds":0.5,"pairs":1,"seed":1,"warmup_seconds":0,"requests":[{"path":"/a"}]`))
+	w := &fdWatch{}
+	res, err := Run(context.Background(), p, nil, WithSliceObserver(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if res.Host.CPUIdle != CPUIdleHeld || !w.held {
+			t.Errorf("cpu_idle %q, device held during the run: %v; want held", res.Host.CPUIdle, w.held)
+		}
+	}
+	if holdsDevice(cpuDMALatency) {
+		t.Error("the device is still held after the run")
+	}
+
+	denied := func(string) (*os.File, error) { return nil, os.ErrPermission }
+	res, err = Run(context.Background(), p, nil, WithDeviceOpener(denied))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "not held: " + os.ErrPermission.Error(); res.Host.CPUIdle != want || len(res.Slices) != 2 {
+		t.Errorf("cpu_idle %q with %d slices; want %q and the run measured", res.Host.CPUIdle, len(res.Slices), want)
 	}
 }

@@ -23,7 +23,7 @@ type Cap uint
 
 // The capabilities perf-host uses.
 const (
-	DACOverride Cap = 1 // place a process into the host's cgroup subtree from outside it
+	DACOverride Cap = 1 // place a process into the host's cgroup subtree from outside it; hold PM QoS
 	Kill        Cap = 5 // signal an arm's processes
 	SetGID      Cap = 6 // start a service as its arm's group
 	SetUID      Cap = 7 // start a service as its arm's user
