@@ -1,7 +1,5 @@
 package contract
 
-import "time"
-
 // Isolation is how the host keeps the arms apart and where it places them: in `status` and in
 // every host result.
 type Isolation struct {
@@ -65,14 +63,4 @@ type MaxProcs struct {
 type ResourceAccounting struct {
 	CPU    string `json:"cpu"`
 	Memory string `json:"memory"`
-}
-
-// ChampionEvent is one start, exit, stop or return to service of the champion, as its
-// supervisor saw it.
-type ChampionEvent struct {
-	Time time.Time `json:"time"`
-	// started, serving, exited or stopped.
-	Event  string `json:"event" limit:"champion_event"`
-	SHA    string `json:"sha"`
-	Detail string `json:"detail,omitempty"`
 }

@@ -97,6 +97,30 @@ func (e Enum) Check(s string) error {
 // Items bounds the length of a list.
 type Items struct{ Min int }
 
+// Names bounds a list of names: how many, and the form of each.
+type Names struct {
+	Max  int
+	Item Pattern
+}
+
+// Check says what is wrong with the list; the caller prefixes the field.
+func (n Names) Check(list []string) error {
+	if len(list) > n.Max {
+		return fmt.Errorf("at most %d names, got %d", n.Max, len(list))
+	}
+	seen := map[string]bool{}
+	for i, s := range list {
+		if err := n.Item.Check(s); err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+		if seen[s] {
+			return fmt.Errorf("[%d]: %q is named twice", i, s)
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
 // Const is the one value a field may take.
 type Const struct{ Value any }
 
@@ -113,6 +137,10 @@ var (
 	Token = pattern("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "an HTTP token such as GET or Content-Type")
 	// URLPath is a request path or a health path.
 	URLPath = pattern(`^/`, "a path starting with /")
+	// EnvName is an environment variable's name, as a shell would take it.
+	EnvName = pattern(`^[A-Za-z_][A-Za-z0-9_]*$`, "a variable name: letters, digits and _, not starting with a digit")
+	// PortNames are a service's extra ports (service.ports), each the variable PORT_<NAME>.
+	PortNames = Names{Max: 8, Item: pattern(`^[a-z][a-z0-9_]{0,15}$`, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)")}
 
 	// Rate is requests per second over the whole run, whichever arm is in its slice.
 	Rate          = Range{Min: 0, Max: 1_000_000, MinExclusive: true}
@@ -130,6 +158,8 @@ var (
 	Seed = Range{Min: 0, Max: 1<<53 - 1}
 
 	HealthTimeoutSeconds = Range{Min: 0, Max: 600, MinExclusive: true}
+	// SetupTimeoutSeconds bounds service.setup: loading a fixture may take a while, but not an hour.
+	SetupTimeoutSeconds = Range{Min: 0, Max: 1800, MinExclusive: true}
 
 	// Percentile is a latency percentile: the SLO's, and the one a floor was measured at.
 	Percentile = Range{Min: 0, Max: 100, MinExclusive: true, MaxExclusive: true}
@@ -150,7 +180,7 @@ var (
 	CgroupModes     = Enum{CgroupControllers, CgroupCore, CgroupNone}
 	PlacementMethod = Enum{"cpuset", "sched_setaffinity", "none"}
 	MaxProcsBy      = Enum{"pids.max", "RLIMIT_NPROC", "none"}
-	ChampionEvents  = Enum{"started", "serving", "exited", "stopped"}
+	States          = Enum{StateFresh, StatePersistent}
 
 	AtLeastOne = Items{Min: 1}
 
@@ -163,11 +193,12 @@ var Limits = map[string]any{
 	"rate": Rate, "slice_seconds": SliceSeconds, "pairs": Pairs, "warmup_seconds": WarmupSeconds,
 	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "timeout_ms": TimeoutMs,
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
-	"health_timeout_seconds": HealthTimeoutSeconds,
+	"health_timeout_seconds": HealthTimeoutSeconds, "setup_timeout_seconds": SetupTimeoutSeconds,
+	"port_names": PortNames, "state": States,
 	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
 	"order": Orders, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
-	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy, "champion_event": ChampionEvents,
+	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,
 }

@@ -89,15 +89,36 @@ type Request struct {
 }
 
 // ServiceSpec says how the host starts and checks a build: from the repository's config.
+// Every run starts each arm the same way (issue 14): a new process, in a fresh copy of its
+// build owned by the arm's user, with its own ports and STATE_DIR.
 type ServiceSpec struct {
-	// An argv list run in the release directory with PORT set, never through a shell.
+	// An argv list run in the arm's fresh copy of the build, never through a shell. $PORT,
+	// $PORT_<NAME> and $STATE_DIR (or ${PORT} …) are expanded and $$ is a $; any other $NAME is
+	// refused.
 	Command []string `json:"command" limit:"at_least_one"`
-	// Added to the service's environment (PORT is the host's).
+	// Added to the service's environment; it may not set what the host sets (PATH, HOME, PORT,
+	// PORT_<NAME>, STATE_DIR).
 	Env map[string]string `json:"env,omitempty"`
+	// Extra ports the service listens on (a peer port, an admin port): each arm gets its own,
+	// as $PORT_<NAME> in the argv and PORT_<NAME> in the environment.
+	Ports []string `json:"ports,omitempty" limit:"port_names"`
+	// fresh: every start finds an empty STATE_DIR; persistent: each arm keeps its STATE_DIR
+	// from one start to the next.
+	State string `json:"state,omitempty" limit:"state" default:"fresh"`
+	// An argv list run in the arm's fresh copy before the service starts (load a fixture,
+	// create a schema), as the arm's user, expanded as the command is.
+	Setup               []string `json:"setup,omitempty"`
+	SetupTimeoutSeconds float64  `json:"setup_timeout_seconds,omitempty" limit:"setup_timeout_seconds" default:"60"`
 	// Must answer 200 before any load.
 	HealthPath           string  `json:"health_path,omitempty" limit:"url_path" default:"/health"`
 	HealthTimeoutSeconds float64 `json:"health_timeout_seconds,omitempty" limit:"health_timeout_seconds" default:"30"`
 }
+
+// Service states.
+const (
+	StateFresh      = "fresh"
+	StatePersistent = "persistent"
+)
 
 // RunRequest is what `perf-host run` and `perf-host aa` read on stdin.
 type RunRequest struct {

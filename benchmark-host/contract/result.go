@@ -148,8 +148,9 @@ type Outcome struct {
 	// Left out when the run died before its kind was read.
 	Kind   string `json:"kind,omitempty" limit:"kind"`
 	Status string `json:"status" limit:"run_status"`
-	// Why it failed: preflight, champion_unhealthy, challenger_unhealthy, challenger_crashed,
-	// challenger_not_stopped, write_failed, loadgen, overran, aborted, executor_died or internal.
+	// Why it failed: preflight, champion_unhealthy, challenger_unhealthy, champion_crashed,
+	// challenger_crashed, champion_not_stopped, challenger_not_stopped, write_failed, loadgen,
+	// overran, aborted, executor_died or internal.
 	ErrorKind string    `json:"error_kind,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	Started   time.Time `json:"started"`
@@ -184,6 +185,25 @@ type HostResult struct {
 	Isolation *Isolation `json:"isolation,omitempty"`
 	// Per arm, where the slices' service_* fields come from.
 	ResourceAccounting map[string]ResourceAccounting `json:"resource_accounting,omitempty"`
-	// The champion's exits and restarts during the run: the slices they touched are invalid.
-	ChampionRestarts []ChampionEvent `json:"champion_restarts,omitempty"`
+	// How each arm started for the run (champion and challenger, the same way) and what it
+	// left on disk.
+	Arms map[string]ArmStart `json:"arms,omitempty"`
+}
+
+// ArmStart is how one arm started for a run: a new process in a fresh copy of its build.
+type ArmStart struct {
+	SHA string `json:"sha" limit:"sha"`
+	// PORT and each PORT_<NAME>, as the service got them.
+	Ports    map[string]int `json:"ports"`
+	StateDir string         `json:"state_dir"`
+	State    string         `json:"state" limit:"state"`
+	// How long service.setup ran; absent without one.
+	SetupSeconds *float64  `json:"setup_seconds,omitempty" limit:"amount"`
+	Started      time.Time `json:"started"`
+	// From the start to the first healthy answer.
+	HealthySeconds float64 `json:"healthy_seconds" limit:"amount"`
+	// Bytes on disk of the working copy and of STATE_DIR when the arm stopped; absent when
+	// they could not be measured.
+	WorkBytes  *int64 `json:"work_bytes,omitempty" limit:"count"`
+	StateBytes *int64 `json:"state_bytes,omitempty" limit:"count"`
 }

@@ -100,3 +100,33 @@ func TestLimitsCheckTheirBounds(t *testing.T) {
 		t.Errorf("Orders.Check: %v", err)
 	}
 }
+
+func TestServiceArgumentsMatchTheSharedVectors(t *testing.T) {
+	var f struct {
+		Vars    map[string]string `json:"vars"`
+		Vectors []struct {
+			Arg      string  `json:"arg"`
+			Expanded *string `json:"expanded"`
+			Error    string  `json:"error"`
+		} `json:"vectors"`
+		Env []struct {
+			Name     string `json:"name"`
+			HostSets bool   `json:"host_sets"`
+		} `json:"env"`
+	}
+	readVectors(t, "testdata/service-args.json", &f)
+	for _, v := range f.Vectors {
+		got, err := ExpandArg(v.Arg, f.Vars)
+		switch {
+		case v.Expanded != nil && (err != nil || got != *v.Expanded):
+			t.Errorf("ExpandArg(%q) = %q, %v; want %q", v.Arg, got, err, *v.Expanded)
+		case v.Expanded == nil && (err == nil || err.Error() != v.Error):
+			t.Errorf("ExpandArg(%q) = %q, %v; want the error %s", v.Arg, got, err, v.Error)
+		}
+	}
+	for _, v := range f.Env {
+		if HostSetsEnv(v.Name) != v.HostSets {
+			t.Errorf("HostSetsEnv(%q) = %v", v.Name, !v.HostSets)
+		}
+	}
+}

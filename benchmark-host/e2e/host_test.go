@@ -276,6 +276,9 @@ type poller struct {
 	done    chan struct{}
 	longest atomic.Int64 // ns
 	fails   atomic.Int64
+
+	mu      sync.Mutex
+	outages [][2]time.Time // from the first failed poll to the next answered one
 }
 
 func startPoller(port int) *poller {
@@ -301,6 +304,9 @@ func startPoller(port int) *poller {
 				if d := now.Sub(downSince); d > time.Duration(p.longest.Load()) {
 					p.longest.Store(int64(d))
 				}
+				p.mu.Lock()
+				p.outages = append(p.outages, [2]time.Time{downSince, now})
+				p.mu.Unlock()
 				downSince = time.Time{}
 			}
 			time.Sleep(time.Millisecond)
@@ -313,6 +319,19 @@ func (p *poller) finish() time.Duration {
 	close(p.stop)
 	<-p.done
 	return time.Duration(p.longest.Load())
+}
+
+// downDuring lists the outages that overlap [from, to].
+func (p *poller) downDuring(from, to time.Time) [][2]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out [][2]time.Time
+	for _, o := range p.outages {
+		if o[0].Before(to) && o[1].After(from) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
@@ -559,7 +578,7 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"bbbbbbb"`, `"ccccccc"`, 1), `release "ccccccc" is not deployed`},
 		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command"},
 		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
-		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s health check would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
+		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s to start the arms (setup and health check) would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
 		{strings.Replace(good, `"workload":"work",`, `"targets":{"champion":"http://evil:1","challenger":"http://evil:2"},`, 1), "loadgen.targets: set by the host"},
 		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/{{nope}}"`, 1), "loadgen.requests[0].path"},
 		// A body_file would make the host read its own files and send them to the challenger.

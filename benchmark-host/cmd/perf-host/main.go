@@ -31,7 +31,7 @@ func main() {
 }
 
 func usage() int {
-	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       ssh (forced command), execute, champion-daemon and cgroup-hold (internal), --version\n",
+	fmt.Fprintf(os.Stderr, "usage: perf-host VERB [flags] [args]\nverbs: %s\n       stop (local only: the champion supervisor and its champion)\n       ssh (forced command), execute, champion-daemon and cgroup-hold (internal), --version\n",
 		strings.Join(grammar.Verbs(), ", "))
 	return contract.ExitRefused
 }
@@ -78,6 +78,13 @@ func run(args []string) int {
 	case "champion-daemon":
 		signal.Ignore(syscall.SIGHUP)
 		return report(h.ChampionDaemon(ctx))
+	case "stop":
+		// From a terminal only: the grammar of the forced command has no such verb, so a CI key
+		// can never stop the champion.
+		if fs.NArg() != 0 {
+			return usage()
+		}
+		return say(h.StopChampion())
 	case "ssh":
 		raw := os.Getenv("SSH_ORIGINAL_COMMAND")
 		client := sshClient(os.Getenv("SSH_CONNECTION"))

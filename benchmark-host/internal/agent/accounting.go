@@ -11,10 +11,9 @@ import (
 
 // sliceAccounting samples both arms at every slice boundary (a loadgen.SliceObserver) and
 // fills each slice's resource fields from the arm it measured. It also guards the slice: one
-// during which the arm not being measured was busy (it competes for the same CPUs), or the
-// champion's process changed, is invalid, so the verdict drops its pair whole.
+// during which the arm not being measured was busy (it competes for the same CPUs) is invalid,
+// so the verdict drops its pair whole. (An arm whose service exits ends the run: see measure.)
 type sliceAccounting struct {
-	h       *Host
 	arms    map[string]*arm.Arm
 	maxIdle float64
 
@@ -23,30 +22,20 @@ type sliceAccounting struct {
 }
 
 type boundarySample struct {
-	at          time.Time
-	usage       map[string]arm.Usage
-	championPid int
-	championUp  bool
+	at    time.Time
+	usage map[string]arm.Usage
 }
 
 func (h *Host) newSliceAccounting(iso *isolation) *sliceAccounting {
-	if rec, ok := h.championDaemon(); ok {
-		iso.champion.Started(rec.ChampionPid) // its process tree, when nothing else says more
-	}
-	return &sliceAccounting{h: h, arms: map[string]*arm.Arm{contract.Champion: iso.champion, contract.Challenger: iso.challenger},
+	return &sliceAccounting{arms: map[string]*arm.Arm{contract.Champion: iso.champion, contract.Challenger: iso.challenger},
 		maxIdle: h.MaxIdleArmCores, samples: map[int]boundarySample{}}
 }
 
-// Boundary samples both arms and the champion's process.
+// Boundary samples both arms.
 func (a *sliceAccounting) Boundary(i int) {
 	b := boundarySample{at: time.Now(), usage: map[string]arm.Usage{}}
 	for name, x := range a.arms {
 		b.usage[name] = x.Sample()
-	}
-	if rec, _ := a.h.championDaemon(); rec.ChampionPid != 0 {
-		b.championPid = rec.ChampionPid
-		p, err := arm.ReadProc(rec.ChampionPid)
-		b.championUp = err == nil && p.State != 'Z'
 	}
 	a.mu.Lock()
 	a.samples[i] = b
@@ -83,30 +72,6 @@ func (a *sliceAccounting) Complete(s *contract.Slice) {
 		if idle > a.maxIdle {
 			invalidate(s, fmt.Sprintf("disturbed: the %s arm, not measured, used %.2f CPU cores during this slice (more than --max-idle-arm-cores %.2f)", other, idle, a.maxIdle))
 		}
-	}
-	switch {
-	case !start.championUp:
-		invalidate(s, "champion restart: the champion was not running when the slice began")
-	case !end.championUp:
-		invalidate(s, "champion restart: the champion was not running when the slice ended")
-	case start.championPid != end.championPid:
-		invalidate(s, fmt.Sprintf("champion restart: the champion's process changed during this slice (pid %d, then %d)", start.championPid, end.championPid))
-	}
-	a.mu.Lock()
-	first := a.samples[0].at
-	a.mu.Unlock()
-	restarting := false // a champion restarted during the run, not yet serving again
-	for _, e := range a.h.ChampionEvents(first) {
-		switch {
-		case e.Time.After(end.at):
-		case e.Time.Before(start.at):
-			restarting = e.Event == "started" || (restarting && e.Event != "serving")
-		case e.Event == "exited" || e.Event == "started":
-			invalidate(s, fmt.Sprintf("champion restart: %s at %s (%s)", e.Event, e.Time.Format("15:04:05.000"), e.Detail))
-		}
-	}
-	if restarting {
-		invalidate(s, "champion restart: restarted during the run, the champion was not serving yet when the slice began")
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
@@ -21,20 +21,30 @@ type championRecord struct {
 	Pid         int       `json:"pid"` // the supervisor
 	SHA         string    `json:"sha"`
 	Started     time.Time `json:"started"`
-	ChampionPid int       `json:"champion_pid"` // the champion service's main process
-	// Config is the supervisor's isolation configuration: a supervisor started with another
-	// one (by an older install) is replaced, so that the champion runs as its arm's user.
+	ChampionPid int       `json:"champion_pid"` // the champion service's main process; 0 while yielded
+	// The run the supervisor has handed the champion port to (see lease.go); empty while it
+	// serves the champion itself.
+	YieldedTo string `json:"yielded_to,omitempty"`
+	// The champion's extra ports (service.ports), by name.
+	Ports map[string]int `json:"ports,omitempty"`
+	// Config is the supervisor's configuration: a supervisor started with another one (by an
+	// older install or an older perf-host) is replaced.
 	Config string `json:"config"`
 }
 
-// ChampionDaemon supervises the champion until ctx ends: it installs the build the state
-// names into the champion arm's working directory and starts it on the champion port, restarts
-// it if it exits, and on SIGHUP restarts it on whatever the state names now (a promotion).
-// Every start, exit and return to service is appended to champion-events.jsonl, which a run
-// reads to invalidate the slices a restart touched. On a systemd host the perf-gate-champion
-// unit runs this; elsewhere perf-host starts it detached. An flock makes a second supervisor
-// exit at once.
+// ChampionDaemon serves the champion between runs, until ctx ends: it starts the build the
+// state names in the champion arm, as every arm starts (a fresh copy, STATE_DIR, setup, its
+// ports), restarts it if it exits, and on SIGHUP stops it and looks again: at the state (a
+// promotion or a rollback) and at the lease (a run that takes the champion port for itself,
+// and gives it back when it ends or dies). Every start, exit, stop and hand-over is appended to
+// champion-events.jsonl. On a systemd host the perf-gate-champion unit runs this; elsewhere
+// perf-host starts it detached. An flock makes a second supervisor exit at once.
 func (h *Host) ChampionDaemon(ctx context.Context) error {
+	// First, so that a SIGHUP is never lost once the supervisor runs (before this, perf-host
+	// ignores it, and a run still sees its lease taken up by the poll in yield).
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGHUP)
+	defer signal.Stop(reload)
 	lockf, err := os.OpenFile(h.path("champion.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -48,10 +58,6 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	champ := iso.champion
-	reload := make(chan os.Signal, 1)
-	signal.Notify(reload, syscall.SIGHUP)
-	defer signal.Stop(reload)
 	defer os.Remove(h.path("champion.json"))
 	backoff := time.Second
 	for {
@@ -62,44 +68,36 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 		if st.Champion == "" {
 			return errors.New("no champion: deploy a release and promote it first")
 		}
-		// A fresh copy each start; Install first stops whatever the arm still runs (what a
-		// crashed champion or a killed supervisor left behind).
-		if err := champ.Install(h.releaseDir(st.Champion)); err != nil {
-			return err
-		}
-		p, err := champ.StartService("champion", st.Service, h.path("logs", "champion-"+st.Champion+".log"))
-		if err != nil {
-			return err
-		}
-		rec := championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC(), ChampionPid: p.Pid(), Config: h.supervisorConfig()}
-		if err := writeJSONAtomic(h.path("champion.json"), rec); err != nil {
-			champ.Stop(p, 10*time.Second)
-			return err
-		}
-		h.championEvent("started", st.Champion, fmt.Sprintf("pid %d", p.Pid()))
-		go func() {
-			if service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, time.Duration(st.Service.HealthTimeoutSeconds*float64(time.Second)), p.Exited()) == nil {
-				h.championEvent("serving", st.Champion, fmt.Sprintf("pid %d healthy", p.Pid()))
+		if lease, ok := h.liveLease(); ok {
+			if h.yield(ctx, iso, st.Champion, lease, reload) {
+				return nil
 			}
-		}()
-		started := time.Now()
-		select {
-		case <-ctx.Done():
-			h.championEvent("stopped", st.Champion, "the supervisor is stopping")
-			return champ.Stop(p, 10*time.Second)
-		case <-reload:
-			h.championEvent("stopped", st.Champion, "reload (a promotion or rollback)")
-			if err := champ.Stop(p, 10*time.Second); err != nil {
-				return err
-			}
-			backoff = time.Second
 			continue
-		case <-p.Exited():
-			h.championEvent("exited", st.Champion, p.ExitError())
-			fmt.Fprintf(os.Stderr, "%s champion %s %s; restarting in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, p.ExitError(), backoff)
 		}
-		if time.Since(started) > time.Minute {
-			backoff = time.Second
+		s, err := h.serveChampion(iso.champion, st)
+		if err != nil {
+			h.championEvent("exited", st.Champion, err.Error())
+			fmt.Fprintf(os.Stderr, "%s champion %s: %v; trying again in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, err, backoff)
+		} else {
+			started := time.Now()
+			select {
+			case <-ctx.Done():
+				h.championEvent("stopped", st.Champion, "the supervisor is stopping")
+				return s.stop()
+			case <-reload:
+				h.championEvent("stopped", st.Champion, "reload (a promotion, a rollback or a run)")
+				if err := s.stop(); err != nil {
+					return err
+				}
+				backoff = time.Second
+				continue
+			case <-s.proc.Exited():
+				h.championEvent("exited", st.Champion, s.proc.ExitError())
+				fmt.Fprintf(os.Stderr, "%s champion %s %s; restarting in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, s.proc.ExitError(), backoff)
+			}
+			if time.Since(started) > time.Minute {
+				backoff = time.Second
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -111,14 +109,61 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 	}
 }
 
-// supervisorConfig is what a running supervisor must share with us to be kept.
-func (h *Host) supervisorConfig() string {
-	return fmt.Sprintf("root=%s champion-user=%s port=%d cgroup=%s arm-cpus=%s arm-max-procs=%d",
-		h.Root, h.ChampionUser, h.ChampionPort, h.Cgroup, h.ArmCPUs, h.ArmMaxProcs)
+// serveChampion starts the state's champion in the champion arm and records it; a health
+// check in the background marks when it serves.
+func (h *Host) serveChampion(champ *arm.Arm, st State) (*armStart, error) {
+	ports, err := service.AllocatePorts(h.portRange(), [][]string{st.Service.Ports}, h.mainPorts())
+	if err != nil {
+		return nil, err
+	}
+	s := h.newArmStart(champ, "champion", st.Champion, st.Service, ports[0], h.path("logs", "champion-"+st.Champion+".log"), daemonLog)
+	for _, step := range []func() error{func() error { return s.install(h) }, s.setup, s.start} {
+		err := step()
+		s.flush()
+		if err != nil {
+			champ.Clear()
+			return nil, err
+		}
+	}
+	rec := championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC(), ChampionPid: s.proc.Pid(), Ports: ports[0], Config: h.supervisorConfig()}
+	if err := writeJSONAtomic(h.path("champion.json"), rec); err != nil {
+		s.stop()
+		return nil, err
+	}
+	h.championEvent("started", st.Champion, fmt.Sprintf("pid %d; %s", s.proc.Pid(), champ.Instance(ports[0]).Describe()))
+	go func() {
+		if s.healthy(context.Background()) == nil {
+			s.flush()
+			h.championEvent("serving", st.Champion, fmt.Sprintf("pid %d healthy", s.proc.Pid()))
+		}
+	}()
+	return s, nil
 }
 
+// daemonLog writes a line to the supervisor's log (champion-daemon.log).
+func daemonLog(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+// supervisorConfig is what a running supervisor must share with us to be kept. "lease" marks
+// supervisors that hand the champion port to runs: an older one would restart its champion
+// under a run's.
+func (h *Host) supervisorConfig() string {
+	return fmt.Sprintf("lease root=%s champion-user=%s port=%d service-ports=%s cgroup=%s arm-cpus=%s arm-max-procs=%d",
+		h.Root, h.ChampionUser, h.ChampionPort, h.ServicePorts, h.Cgroup, h.ArmCPUs, h.ArmMaxProcs)
+}
+
+// portRange is --service-ports, checked by Init.
+func (h *Host) portRange() service.PortRange {
+	r, _ := service.ParsePortRange(h.ServicePorts)
+	return r
+}
+
+// mainPorts are the champion and challenger ports, which no extra port may take.
+func (h *Host) mainPorts() []int { return []int{h.ChampionPort, h.ChallengerPort} }
+
 // EnsureChampion starts the champion supervisor if it is not running, and waits until the
-// champion answers its health check.
+// champion answers its health check on the champion port.
 func (h *Host) EnsureChampion(ctx context.Context) error {
 	st, err := h.LoadState()
 	if err != nil {
@@ -127,7 +172,7 @@ func (h *Host) EnsureChampion(ctx context.Context) error {
 	if st.Champion == "" {
 		return errors.New("no champion: deploy a release and promote it first")
 	}
-	timeout := time.Duration(st.Service.HealthTimeoutSeconds * float64(time.Second))
+	timeout := time.Duration((st.Service.SetupTimeoutSeconds + st.Service.HealthTimeoutSeconds) * float64(time.Second))
 	rec, ok := h.championDaemon()
 	if ok && rec.Config != h.supervisorConfig() {
 		// Started by an older install or with other flags: its champion may run as another
@@ -145,7 +190,7 @@ func (h *Host) EnsureChampion(ctx context.Context) error {
 	if err := h.waitSupervising(st.Champion, timeout); err != nil {
 		return err
 	}
-	if err := service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, timeout, nil); err != nil {
+	if err := service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, time.Duration(st.Service.HealthTimeoutSeconds*float64(time.Second)), nil); err != nil {
 		return fmt.Errorf("champion %s on :%d: %v\n%s", st.Champion, h.ChampionPort, err,
 			service.LogTail(h.path("logs", "champion-"+st.Champion+".log"), 20))
 	}
@@ -161,12 +206,12 @@ func (h *Host) championDaemon() (championRecord, bool) {
 	return rec, alive(rec.Pid, "champion-daemon")
 }
 
-// waitSupervising waits until the supervisor has (re)started the champion on sha.
+// waitSupervising waits until the supervisor has (re)started the champion on sha itself.
 func (h *Host) waitSupervising(sha string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		rec, ok := h.championDaemon()
-		if ok && rec.SHA == sha {
+		if ok && rec.SHA == sha && rec.YieldedTo == "" && rec.ChampionPid != 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -218,6 +263,32 @@ func (h *Host) reloadChampion(ctx context.Context) error {
 	return h.EnsureChampion(ctx)
 }
 
+// StopChampion stops the champion supervisor and its champion, and whatever either arm still
+// runs: `perf-host stop`, in local mode only (`perf-gate run --local` calls it on exit). It
+// takes the host lock, so it never cuts into a run.
+func (h *Host) StopChampion() (string, error) {
+	lock, err := h.Acquire("stop", h.LockWait)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
+	msg := "no champion supervisor was running"
+	if rec, ok := h.championDaemon(); ok {
+		if err := h.stopChampionDaemon(rec.Pid); err != nil {
+			return "", err
+		}
+		msg = fmt.Sprintf("stopped the champion supervisor (pid %d) and champion %s", rec.Pid, rec.SHA)
+	}
+	iso, err := h.arms()
+	if err != nil {
+		return "", err
+	}
+	if err := errors.Join(iso.champion.Clear(), iso.challenger.Clear()); err != nil {
+		return "", err
+	}
+	return msg + "; nothing of either arm runs", nil
+}
+
 // alive reports whether pid runs (and is not a zombie) and, if want is set, whether its
 // command line contains it (a recycled pid is not our process).
 func alive(pid int, want string) bool {
@@ -236,115 +307,4 @@ func alive(pid int, want string) bool {
 	}
 	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	return strings.Contains(string(cmdline), want)
-}
-
-// Promote makes a deployed release the champion. The new build must first pass its health
-// check on the challenger port; then the supervisor is restarted on it. If the new champion
-// then fails, the previous one is restored. spec, when non-nil, replaces the stored spec.
-func (h *Host) Promote(ctx context.Context, sha string, spec *contract.ServiceSpec) (string, error) {
-	return h.changeChampion("promote "+sha, func(old State) (string, error) {
-		next := State{Champion: sha, Service: old.Service, History: old.History}
-		if spec != nil {
-			next.Service = *spec
-		}
-		if old.Champion == sha {
-			return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
-		}
-		if old.Champion != "" {
-			next.History = append(append([]Reign{}, old.History...), Reign{SHA: old.Champion, Service: old.Service})
-			next.History = next.History[max(0, len(next.History)-MaxHistory):]
-		}
-		if err := h.swapChampion(ctx, old, next); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
-	})
-}
-
-// Rollback makes the previous champion the champion again, with the spec it ran with, and
-// forgets the one it replaces: a second rollback goes one further back.
-func (h *Host) Rollback(ctx context.Context) (string, error) {
-	return h.changeChampion("rollback", func(old State) (string, error) {
-		n := len(old.History)
-		if n == 0 {
-			return "", errors.New("rollback: there is no previous champion")
-		}
-		last := old.History[n-1]
-		next := State{Champion: last.SHA, Service: last.Service, History: old.History[:n-1]}
-		if err := h.swapChampion(ctx, old, next); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("champion is %s again (was %s; previous %s)", last.SHA, old.Champion, orNone(lastReign(next.History))), nil
-	})
-}
-
-// changeChampion runs change on the current state under the host lock, so a champion change
-// never cuts into a run: it waits for the lock, up to LockWait.
-func (h *Host) changeChampion(what string, change func(old State) (string, error)) (string, error) {
-	lock, err := h.Acquire(what, h.LockWait)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Release()
-	old, err := h.LoadState()
-	if err != nil {
-		return "", err
-	}
-	return change(old)
-}
-
-// swapChampion moves the host from state old to next, whose champion differs.
-func (h *Host) swapChampion(ctx context.Context, old, next State) error {
-	sha := next.Champion
-	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
-		return fmt.Errorf("release %s is not deployed (deploy champion %s first)", sha, sha)
-	}
-	if err := service.Validate(&next.Service); err != nil {
-		return fmt.Errorf("no usable service spec for the champion (send one on stdin): %w", err)
-	}
-	// Health-check the new build beside the old champion first, in the challenger arm; the
-	// lock keeps :challenger free.
-	iso, err := h.arms()
-	if err != nil {
-		return err
-	}
-	logPath := h.path("logs", "promote-"+sha+".log")
-	if err := iso.challenger.Install(h.releaseDir(sha)); err != nil {
-		return err
-	}
-	cand, err := iso.challenger.StartService("candidate champion", next.Service, logPath)
-	if err != nil {
-		return err
-	}
-	err = cand.WaitHealthy(ctx, next.Service.HealthPath, time.Duration(next.Service.HealthTimeoutSeconds*float64(time.Second)))
-	if serr := iso.challenger.Stop(cand, 10*time.Second); serr != nil {
-		return serr
-	}
-	if err != nil {
-		return fmt.Errorf("promotion refused: %s %v; champion %s unchanged\n%s", sha, err, old.Champion, service.LogTail(logPath, 20))
-	}
-	if err := h.saveState(next); err != nil {
-		return err
-	}
-	if err := h.reloadChampion(ctx); err != nil {
-		// Restore the previous champion, serving, before reporting the failure.
-		if old.Champion == "" {
-			return fmt.Errorf("new champion %s failed: %w", sha, err)
-		}
-		if serr := h.saveState(old); serr != nil {
-			return errors.Join(err, serr)
-		}
-		if rerr := h.reloadChampion(ctx); rerr != nil {
-			return fmt.Errorf("new champion %s failed (%v) and restoring %s failed too: %w", sha, err, old.Champion, rerr)
-		}
-		return fmt.Errorf("new champion %s failed; previous champion %s restored and serving: %w", sha, old.Champion, err)
-	}
-	return nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

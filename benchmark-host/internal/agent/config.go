@@ -33,6 +33,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.Float64Var(&c.MaxRunSeconds, "max-run-seconds", 3600, "refuse a plan that would hold the host longer")
 	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
 	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")
+	fs.StringVar(&c.ServicePorts, "service-ports", "", "where each arm's extra ports (service.ports) come from, LO-HI such as 18100-18199 (empty: ports the kernel finds free)")
 	fs.DurationVar(&c.LockWait, "lock-wait", 10*time.Second, "how long run, promote, rollback and gc wait for a busy host")
 	fs.Int64Var(&c.DeployLimits.MaxCompressed, "max-deploy-bytes", release.DefaultLimits.MaxCompressed, "largest tarball deploy accepts")
 	fs.Uint64Var(&c.MinFreeDisk, "min-free-disk", 1<<30, "refuse runs with less free disk (bytes)")
@@ -57,6 +58,7 @@ func (c Config) Flags() []string {
 		"--max-run-seconds", fmt.Sprint(c.MaxRunSeconds),
 		"--champion-port", strconv.Itoa(c.ChampionPort),
 		"--challenger-port", strconv.Itoa(c.ChallengerPort),
+		"--service-ports", c.ServicePorts,
 		"--lock-wait", c.LockWait.String(),
 		"--max-deploy-bytes", strconv.FormatInt(c.DeployLimits.MaxCompressed, 10),
 		"--min-free-disk", strconv.FormatUint(c.MinFreeDisk, 10),

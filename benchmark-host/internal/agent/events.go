@@ -5,9 +5,17 @@ import (
 	"encoding/json"
 	"os"
 	"time"
-
-	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
+
+// championEvent is one line of champion-events.jsonl: what the supervisor did with the
+// champion (started, serving, exited, stopped, yielded to a run, resumed after one), for the
+// operator reading the host's history.
+type championEvent struct {
+	Time   time.Time `json:"time"`
+	Event  string    `json:"event"`
+	SHA    string    `json:"sha"`
+	Detail string    `json:"detail,omitempty"`
+}
 
 // maxEventsBytes bounds champion-events.jsonl: past it, the older half is dropped.
 const maxEventsBytes = 1 << 20
@@ -16,7 +24,7 @@ const maxEventsBytes = 1 << 20
 func (h *Host) championEvent(event, sha, detail string) {
 	path := h.path("champion-events.jsonl")
 	if fi, err := os.Stat(path); err == nil && fi.Size() > maxEventsBytes {
-		if evs := h.ChampionEvents(time.Time{}); len(evs) > 0 {
+		if evs := h.championEvents(); len(evs) > 0 {
 			h.rewriteEvents(evs[len(evs)/2:])
 		}
 	}
@@ -25,11 +33,11 @@ func (h *Host) championEvent(event, sha, detail string) {
 		return
 	}
 	defer f.Close()
-	line, _ := json.Marshal(contract.ChampionEvent{Time: time.Now().UTC(), Event: event, SHA: sha, Detail: detail})
+	line, _ := json.Marshal(championEvent{Time: time.Now().UTC(), Event: event, SHA: sha, Detail: detail})
 	f.Write(append(line, '\n'))
 }
 
-func (h *Host) rewriteEvents(evs []contract.ChampionEvent) {
+func (h *Host) rewriteEvents(evs []championEvent) {
 	tmp := h.path("champion-events.jsonl.tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -44,18 +52,18 @@ func (h *Host) rewriteEvents(evs []contract.ChampionEvent) {
 	}
 }
 
-// ChampionEvents returns the events since a time, oldest first.
-func (h *Host) ChampionEvents(since time.Time) []contract.ChampionEvent {
+// championEvents returns every recorded event, oldest first.
+func (h *Host) championEvents() []championEvent {
 	f, err := os.Open(h.path("champion-events.jsonl"))
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var out []contract.ChampionEvent
+	var out []championEvent
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		var e contract.ChampionEvent
-		if json.Unmarshal(s.Bytes(), &e) == nil && !e.Time.Before(since) {
+		var e championEvent
+		if json.Unmarshal(s.Bytes(), &e) == nil {
 			out = append(out, e)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
 // Names of perf-host's own groups, beside the arms'.
@@ -183,16 +182,4 @@ func orAny(cpus string) string {
 		return "any CPU"
 	}
 	return "CPUs " + cpus
-}
-
-// startChallenger installs sha's build in the challenger arm and starts it there.
-func (h *Host) startChallenger(sha string, spec contract.ServiceSpec, logPath string) (*service.Process, error) {
-	iso, err := h.arms()
-	if err != nil {
-		return nil, err
-	}
-	if err := iso.challenger.Install(h.releaseDir(sha)); err != nil {
-		return nil, err
-	}
-	return iso.challenger.StartService("challenger", spec, logPath)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
 // Config is the host's configuration, from perf-host's flags.
@@ -27,6 +28,7 @@ type Config struct {
 	MaxRunSeconds   float64
 	ChampionPort    int
 	ChallengerPort  int
+	ServicePorts    string // the range the arms' extra ports come from ("" = free ports)
 	LockWait        time.Duration // how long run/promote wait for a busy host
 	DeployLimits    release.Limits
 	MinFreeDisk     uint64 // bytes
@@ -101,6 +103,9 @@ func (h *Host) runDir(id string) string      { return h.path("runs", id) }
 // everything else in it is private (0700 directories, 0600 files). A root laid out before the
 // arms had users of their own is tightened here.
 func (h *Host) Init() error {
+	if _, err := service.ParsePortRange(h.ServicePorts); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(h.Root, 0o711); err != nil {
 		return fmt.Errorf("root %s: %w", h.Root, err)
 	}
@@ -141,6 +146,10 @@ func (h *Host) LoadState() (State, error) {
 	err := readJSON(h.path("state.json"), &s)
 	if os.IsNotExist(err) {
 		return s, nil
+	}
+	service.FillDefaults(&s.Service)
+	for i := range s.History {
+		service.FillDefaults(&s.History[i].Service)
 	}
 	if len(s.History) == 0 && s.LegacyPrevious != "" {
 		// A state written before champions were kept as a history: its previous champion ran

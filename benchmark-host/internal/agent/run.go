@@ -35,9 +35,6 @@ func (h *Host) StartRun(runID, kind string, stdin io.Reader) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := h.checkRunLength(req); err != nil {
-		return err
-	}
 	lock, err := h.Acquire(kind+" "+runID, h.LockWait)
 	if err != nil {
 		return err
@@ -104,6 +101,9 @@ func (h *Host) readRunRequest(runID, kind string, stdin io.Reader) (*contract.Ru
 		return nil, refuse("plan: loadgen: %v", err)
 	}
 	req.Loadgen = compiled.Plan // with its defaults filled
+	if err := h.checkRunLength(&req, st.Service); err != nil {
+		return nil, err
+	}
 	return &req, nil
 }
 
@@ -254,22 +254,30 @@ func (e *execution) run(ctx context.Context) error {
 	}
 	e.result.Isolation = &iso.info
 	e.logf("isolation: %s", iso.summary())
-	if err := e.h.EnsureChampion(ctx); err != nil {
-		return fail("champion_unhealthy", "%v", err)
+	st, err := e.h.LoadState()
+	if err != nil {
+		return fail("internal", "%v", err)
 	}
-	e.logf("champion %s healthy on :%d", req.Loadgen.Builds.ChampionSHA, e.h.ChampionPort)
-	chall, err := e.startChallenger(ctx, iso, req.Loadgen.Builds.ChallengerSHA, req.Service)
+	if st.Champion != req.Loadgen.Builds.ChampionSHA {
+		return fail("internal", "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
+	}
+	// The run starts its own champion, as it starts the challenger; the supervisor's champion
+	// serves the port again before the run reports, however the run ends.
+	defer e.giveBackChampionPort()
+	if err := e.h.takeChampionPort(e.runID, st); err != nil {
+		return fail("champion_unhealthy", "the champion supervisor did not hand over :%d: %v", e.h.ChampionPort, err)
+	}
+	arms, err := e.startArms(ctx, iso, st.Service, req)
 	if err != nil {
 		return err
 	}
-	// The challenger, and everything it started, is stopped before anything is reported.
-	stop := sync.OnceValue(func() error { return iso.challenger.Stop(chall, 10*time.Second) })
+	// Both arms, and everything they started, are stopped before anything is reported.
+	stop := sync.OnceValue(func() error { return e.stopArms(arms) })
 	defer stop()
-	measureErr := e.measure(ctx, iso, lp, chall)
+	measureErr := e.measure(ctx, iso, lp, arms)
 	if err := stop(); err != nil {
-		return fail("challenger_not_stopped", "the challenger's processes could not all be stopped: %v", err)
+		return err
 	}
-	e.logf("challenger stopped: nothing of it runs")
 	if measureErr != nil {
 		return measureErr
 	}
@@ -289,23 +297,25 @@ func (e *execution) preflight(kind string) error {
 	return nil
 }
 
-// startChallenger installs the challenger's build in the challenger arm, starts it on the
-// challenger port and waits until it is healthy; a failure carries the tail of its log.
-func (e *execution) startChallenger(ctx context.Context, iso *isolation, sha string, spec contract.ServiceSpec) (*service.Process, error) {
-	logPath := e.h.path("runs", e.runID, "challenger.log")
-	if err := iso.challenger.Install(e.h.releaseDir(sha)); err != nil {
-		return nil, fail("challenger_unhealthy", "%v", err)
-	}
-	chall, err := iso.challenger.StartService("challenger", spec, logPath)
+// startArms starts the champion (with the spec it was promoted with) and the challenger (with
+// the run's) together, each a new process in a fresh copy of its build with ports of its own;
+// a failure is the failing arm's, with its log tail.
+func (e *execution) startArms(ctx context.Context, iso *isolation, championSpec contract.ServiceSpec, req contract.RunRequest) ([]*armStart, error) {
+	b := req.Loadgen.Builds
+	ports, err := service.AllocatePorts(e.h.portRange(), [][]string{championSpec.Ports, req.Service.Ports}, e.h.mainPorts())
 	if err != nil {
-		return nil, fail("challenger_unhealthy", "%v", err)
+		return nil, fail("preflight", "host refused the run: %v", err)
 	}
-	if err := chall.WaitHealthy(ctx, spec.HealthPath, time.Duration(spec.HealthTimeoutSeconds*float64(time.Second))); err != nil {
-		iso.challenger.Stop(chall, 10*time.Second)
-		return nil, fail("challenger_unhealthy", "challenger %s %v; its log ends:\n%s", sha, err, service.LogTail(logPath, 20))
+	arms := []*armStart{
+		e.h.newArmStart(iso.champion, contract.Champion, b.ChampionSHA, championSpec, ports[0], e.h.path("runs", e.runID, "champion.log"), e.logf),
+		e.h.newArmStart(iso.challenger, contract.Challenger, b.ChallengerSHA, req.Service, ports[1], e.h.path("runs", e.runID, "challenger.log"), e.logf),
 	}
-	e.logf("challenger %s healthy on :%d", sha, e.h.ChallengerPort)
-	return chall, nil
+	if err := startTogether(ctx, e.h, arms); err != nil {
+		var ae *armError
+		errors.As(err, &ae)
+		return nil, fail(ae.arm+"_unhealthy", "%v", err)
+	}
+	return arms, nil
 }
 
 // openDevice opens a root-owned device for writing (the PM QoS device the load generator holds
@@ -318,53 +328,73 @@ func openDevice(path string) (f *os.File, err error) {
 	return f, err
 }
 
-// measure runs the load generator, cut short if the challenger exits or the run is aborted,
-// and samples both arms at every slice boundary for the slices' resource fields.
-func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, chall *service.Process) error {
-	errCrashed := errors.New("challenger crashed")
+// stopArms stops both arms and records how each started and what it left on disk.
+func (e *execution) stopArms(arms []*armStart) error {
+	if err := eachArm((*armStart).stop)(arms); err != nil {
+		var ae *armError
+		errors.As(err, &ae)
+		return fail(ae.arm+"_not_stopped", "the %s's processes could not all be stopped: %v", ae.arm, err)
+	}
+	e.logf("both arms stopped: nothing of either runs")
+	e.result.Arms = map[string]contract.ArmStart{}
+	for _, s := range arms {
+		s.measureDisk()
+		e.result.Arms[s.arm.Name] = s.record
+	}
+	return nil
+}
+
+// giveBackChampionPort hands the champion port back to the supervisor and waits until the
+// champion serves there again: a run never leaves it dead, whatever stopped the run.
+func (e *execution) giveBackChampionPort() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := e.h.returnChampionPort(ctx); err != nil {
+		e.logf("the champion is not serving on :%d again: %v", e.h.ChampionPort, err)
+		return
+	}
+	e.logf("the champion serves on :%d again (its supervisor's)", e.h.ChampionPort)
+}
+
+// armCrash is an arm's service exiting while the load runs.
+type armCrash struct{ arm *armStart }
+
+func (c *armCrash) Error() string { return c.arm.name + " crashed" }
+
+// measure runs the load generator, cut short if either arm's service exits or the run is
+// aborted, and samples both arms at every slice boundary for the slices' resource fields.
+func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, arms []*armStart) error {
 	loadCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case <-chall.Exited():
-			cancel(errCrashed)
-		case <-loadCtx.Done():
-		}
-	}()
-	loadStart := time.Now()
+	for _, s := range arms {
+		go func() {
+			select {
+			case <-s.proc.Exited():
+				cancel(&armCrash{s})
+			case <-loadCtx.Done():
+			}
+		}()
+	}
 	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, loadgen.WithSliceObserver(e.h.newSliceAccounting(iso)), loadgen.WithDeviceOpener(openDevice))
-	cancel(nil) // the load is over: the challenger's exit from here on is its stop, not a crash
+	cause := context.Cause(loadCtx)
+	cancel(nil) // the load is over: an arm's exit from here on is its stop, not a crash
 	if err != nil {
 		return fail("loadgen", "%v", err)
 	}
 	e.result.Result, e.measured = *res, true
 	e.result.ResourceAccounting = map[string]contract.ResourceAccounting{
 		contract.Champion: iso.champion.Accounting(), contract.Challenger: iso.challenger.Accounting()}
-	e.result.ChampionRestarts = championRestarts(e.h.ChampionEvents(loadStart))
-	for _, ev := range e.result.ChampionRestarts {
-		e.logf("champion restart: %s at %s (%s): the slices it touched are invalid", ev.Event, ev.Time.Format("15:04:05.000"), ev.Detail)
-	}
+	var crash *armCrash
 	switch {
-	case errors.Is(context.Cause(loadCtx), errCrashed):
-		return fail("challenger_crashed", "challenger %s %s during the run; its log ends:\n%s",
-			lp.Builds.ChallengerSHA, chall.ExitError(), service.LogTail(chall.LogPath, 20))
+	case errors.As(cause, &crash):
+		s := crash.arm
+		return fail(s.arm.Name+"_crashed", "%s %s %s during the run; its log ends:\n%s", s.name, s.sha, s.proc.ExitError(), service.LogTail(s.log, 20))
 	case errors.Is(context.Cause(ctx), errOverran):
 		return fail("overran", "the run went past --max-run-seconds %g and was stopped", e.h.MaxRunSeconds)
 	case ctx.Err() != nil:
 		return errAborted
 	}
 	return nil
-}
-
-// championRestarts keeps the events that mean the champion stopped serving.
-func championRestarts(events []contract.ChampionEvent) []contract.ChampionEvent {
-	var out []contract.ChampionEvent
-	for _, ev := range events {
-		if ev.Event == "exited" || ev.Event == "started" {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 // finish writes the result (if any load was sent) and the outcome, and ends the progress log

@@ -3,15 +3,26 @@ package agent
 import "github.com/perf-gate/perf-gate/benchmark-host/contract"
 
 // checkRunLength refuses a request that would hold the host longer than --max-run-seconds: the
-// warm-up, every slice, and the challenger's health check at its longest. (The request's
-// loadgen plan has its defaults filled, and an A/A request carries the champion's spec.)
-func (h *Host) checkRunLength(req *contract.RunRequest) error {
+// warm-up, every slice, and the start of the arms at its longest (their setups and health
+// checks, which run side by side). The request's loadgen plan has its defaults filled, and an
+// A/A request carries the champion's spec.
+func (h *Host) checkRunLength(req *contract.RunRequest, champion contract.ServiceSpec) error {
 	lp := req.Loadgen
 	slices := float64(2*lp.Pairs) * lp.SliceSeconds
-	total := lp.WarmupSeconds + slices + req.Service.HealthTimeoutSeconds
+	start := max(startSeconds(req.Service), startSeconds(champion))
+	total := lp.WarmupSeconds + slices + start
 	if total > h.MaxRunSeconds {
-		return refuse("plan: loadgen.pairs: %d pairs of %g s slices (%g s) + %g s warm-up + %g s health check would hold the host for %g s, over this host's --max-run-seconds %g; use fewer pairs or shorter slices",
-			lp.Pairs, lp.SliceSeconds, slices, lp.WarmupSeconds, req.Service.HealthTimeoutSeconds, total, h.MaxRunSeconds)
+		return refuse("plan: loadgen.pairs: %d pairs of %g s slices (%g s) + %g s warm-up + %g s to start the arms (setup and health check) would hold the host for %g s, over this host's --max-run-seconds %g; use fewer pairs or shorter slices",
+			lp.Pairs, lp.SliceSeconds, slices, lp.WarmupSeconds, start, total, h.MaxRunSeconds)
 	}
 	return nil
+}
+
+// startSeconds is the longest an arm may take to start: its setup, then its health check.
+func startSeconds(s contract.ServiceSpec) float64 {
+	setup := 0.0
+	if len(s.Setup) > 0 {
+		setup = s.SetupTimeoutSeconds
+	}
+	return setup + s.HealthTimeoutSeconds
 }

@@ -22,6 +22,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,20 +80,28 @@ type Arm struct {
 	main      int            // the running service's pid
 }
 
-// WorkDir is where the arm's build runs.
+// WorkDir is where the arm's build runs: a fresh copy at every Install, and the service's HOME.
 func (a *Arm) WorkDir() string { return filepath.Join(a.Home, "work") }
+
+// StateDir is the service's STATE_DIR.
+func (a *Arm) StateDir() string { return filepath.Join(a.Home, "state") }
 
 // Install stops whatever the arm still runs and replaces its working directory with a fresh
 // copy of release, written by the arm's own user (so it owns its copy, and nothing but the copy
-// is readable to it: the releases and the host's state are not).
-func (a *Arm) Install(release string) error {
+// is readable to it: the releases and the host's state are not). STATE_DIR is emptied too,
+// unless the service's state is persistent: then the arm keeps it from one start to the next.
+func (a *Arm) Install(release, state string) error {
 	if err := a.Clear(); err != nil {
 		return err
 	}
 	if err := a.checkHome(); err != nil {
 		return err
 	}
-	cmd := exec.Command("/bin/sh", "-c", `rm -rf -- work && mkdir -m 0755 work && exec tar -x -C work -f -`)
+	script := `rm -rf -- work state && mkdir -m 0755 work && mkdir -m 0700 state && exec tar -x -C work -f -`
+	if state == contract.StatePersistent {
+		script = `rm -rf -- work && mkdir -m 0755 work && mkdir -p -m 0700 state && exec tar -x -C work -f -`
+	}
+	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Dir = a.Home
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + a.Home}
 	pipe, err := cmd.StdinPipe()
@@ -315,14 +324,92 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 
 func (l *limitedBuffer) String() string { return string(l.b) }
 
-// StartService starts spec in the arm's working directory on the arm's port.
-func (a *Arm) StartService(name string, spec contract.ServiceSpec, logPath string) (*service.Process, error) {
-	p, err := service.Start(name, spec, a.WorkDir(), a.Port, logPath, a.Launch)
+// Instance is where the arm runs its service, with the extra ports it was given.
+func (a *Arm) Instance(ports map[string]int) service.Instance {
+	return service.Instance{Dir: a.WorkDir(), Port: a.Port, Ports: ports, StateDir: a.StateDir()}
+}
+
+// StartService starts spec in the arm's working directory on the arm's ports.
+func (a *Arm) StartService(name string, spec contract.ServiceSpec, ports map[string]int, logPath string) (*service.Process, error) {
+	p, err := service.Start(name, spec, a.Instance(ports), logPath, a.Launch)
 	if err != nil {
 		return nil, err
 	}
 	a.Started(p.Pid())
 	return p, nil
+}
+
+// Setup runs spec.Setup in the arm's fresh copy as the service would run (the arm's user,
+// cgroup, CPUs and environment), with its output appended to logPath, within its timeout.
+// Whatever it leaves running is stopped: the service starts alone. The error says how it
+// ended; the log holds its output.
+func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, logPath string) (time.Duration, error) {
+	cmd, err := a.Instance(ports).Command(spec, spec.Setup)
+	if err != nil {
+		return 0, err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	fmt.Fprintf(logFile, "--- perf-host: setup of %s (%s): %s\n", a.Name, a.Instance(ports).Describe(), strings.Join(cmd.Args, " "))
+	start := time.Now()
+	if err := a.Launch(cmd); err != nil {
+		return 0, fmt.Errorf("cannot start %q in %s: %w", cmd.Path, a.WorkDir(), err)
+	}
+	a.Started(cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timeout := time.Duration(spec.SetupTimeoutSeconds * float64(time.Second))
+	select {
+	case err = <-done:
+	case <-time.After(timeout):
+		err = fmt.Errorf("did not finish within service.setup_timeout_seconds %g and was stopped", spec.SetupTimeoutSeconds)
+	}
+	took := time.Since(start)
+	cerr := a.Clear()
+	if err == nil {
+		err = cerr
+	}
+	if _, ok := err.(*exec.ExitError); ok {
+		err = fmt.Errorf("%v", err) // "exit status 3"
+	}
+	return took, err
+}
+
+// DiskUsage is the bytes on disk of the arm's working copy and of its STATE_DIR, as du run by
+// the arm's own user reads them (it alone may read them), within a few seconds.
+func (a *Arm) DiskUsage() (work, state int64, err error) {
+	cmd := exec.Command("/usr/bin/du", "-s", "-B1", "--", "work", "state")
+	cmd.Dir = a.Home
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	var out limitedBuffer
+	cmd.Stdout = &out
+	if err := a.Launch(cmd); err != nil {
+		return 0, 0, err
+	}
+	a.Started(cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		a.Clear()
+		<-done
+		return 0, 0, errors.New("du took over 10 s")
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("du: %v", err)
+	}
+	sizes := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if n, dir, ok := strings.Cut(line, "\t"); ok {
+			sizes[dir], _ = strconv.ParseInt(n, 10, 64)
+		}
+	}
+	return sizes["work"], sizes["state"], nil
 }
 
 // Stop ends the arm's service: SIGTERM to its process group and up to grace for it to exit,

@@ -1,8 +1,11 @@
 package arm
 
 import (
+	"fmt"
+
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,16 +92,26 @@ func TestInstallCopiesTheReleaseAsTheArmsUser(t *testing.T) {
 	os.Mkdir(home, 0o700)
 	os.Chown(home, int(id.UID), int(id.GID))
 	a := &Arm{Name: "challenger", User: id, Dedicated: true, Home: home}
-	for range 2 { // the second over a copy the arm has written to
-		if err := a.Install(release); err != nil {
+	for i, state := range []string{"fresh", "fresh", "persistent", "persistent", "fresh"} { // each over what the previous start wrote
+		if err := a.Install(release, state); err != nil {
 			t.Fatal(err)
 		}
 		stale := filepath.Join(a.WorkDir(), "stale")
 		if _, err := os.Stat(stale); err == nil {
-			t.Errorf("the previous copy was not replaced")
+			t.Errorf("start %d: the previous copy was not replaced", i)
 		}
-		os.WriteFile(stale, nil, 0o644)
-		os.Chown(stale, int(id.UID), int(id.GID))
+		kept := filepath.Join(a.StateDir(), "data")
+		_, err := os.Stat(kept)
+		if wantKept := state == "persistent"; (err == nil) != wantKept {
+			t.Errorf("start %d (%s): the previous start's STATE_DIR file kept: %v, want %v", i, state, err == nil, wantKept)
+		}
+		if fi, err := os.Stat(a.StateDir()); err != nil || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid != id.UID {
+			t.Errorf("start %d: STATE_DIR %v %v; want a 0700 directory of the arm's user", i, fi, err)
+		}
+		for _, f := range []string{stale, kept} {
+			os.WriteFile(f, nil, 0o644)
+			os.Chown(f, int(id.UID), int(id.GID))
+		}
 	}
 	for name, want := range map[string]os.FileMode{"bin/server": 0o755, "VERSION": 0o644} {
 		fi, err := os.Stat(filepath.Join(a.WorkDir(), name))
@@ -110,7 +123,57 @@ func TestInstallCopiesTheReleaseAsTheArmsUser(t *testing.T) {
 		t.Errorf("the symlink: %q %v", link, err)
 	}
 	os.Chown(home, 0, 0)
-	if err := a.Install(release); err == nil || !strings.Contains(err.Error(), "re-run install.sh") {
+	if err := a.Install(release, "fresh"); err == nil || !strings.Contains(err.Error(), "re-run install.sh") {
 		t.Errorf("a home owned by another user: %v", err)
+	}
+}
+
+// service.setup runs in the arm's fresh copy as its user with the service's environment;
+// whatever it leaves running is stopped, a slow one is stopped at its timeout, and du reads
+// what the arm wrote.
+func TestSetupRunsAsTheArmAndLeavesNothingRunning(t *testing.T) {
+	id := testUser(t)
+	dir := scratch(t)
+	release := filepath.Join(dir, "release")
+	os.MkdirAll(release, 0o755)
+	home := filepath.Join(dir, "home")
+	os.Mkdir(home, 0o700)
+	os.Chown(home, int(id.UID), int(id.GID))
+	a := &Arm{Name: "champion", User: id, Dedicated: true, Home: home, Port: 18001}
+	if err := a.Install(release, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "setup.log")
+	spec := contract.ServiceSpec{SetupTimeoutSeconds: 5, Env: map[string]string{"FIXTURE": "rows"},
+		Setup: []string{"/bin/sh", "-c", `id -u; echo "$PORT $PORT_PEER $STATE_DIR $HOME $FIXTURE"; head -c 300000 /dev/zero > "$STATE_DIR/fixture"; sleep 300 &`}}
+	took, err := a.Setup(spec, map[string]int{"peer": 18003}, log)
+	out, _ := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf("%d\n18001 18003 %s %s rows\n", id.UID, a.StateDir(), a.WorkDir())
+	if !strings.HasSuffix(string(out), want) {
+		t.Errorf("setup's output:\n%s\nwant it to end with\n%s", out, want)
+	}
+	if left := OfUser(id.UID); len(left) > 0 {
+		t.Errorf("the setup left %s running", Describe(left))
+	}
+	t.Logf("setup took %v", took)
+	work, state, err := a.DiskUsage()
+	if err != nil || state < 300000 || work <= 0 {
+		t.Errorf("disk usage: work %d, state %d, %v; want the 300,000-byte fixture in STATE_DIR", work, state, err)
+	}
+
+	spec.Setup, spec.SetupTimeoutSeconds = []string{"/bin/sleep", "30"}, 0.3
+	start := time.Now()
+	if _, err := a.Setup(spec, nil, log); err == nil || !strings.Contains(err.Error(), "setup_timeout_seconds 0.3") || time.Since(start) > 10*time.Second {
+		t.Errorf("a setup past its timeout: %v after %v", err, time.Since(start))
+	}
+	spec.Setup = []string{"/bin/sh", "-c", "exit 3"}
+	if _, err := a.Setup(spec, nil, log); err == nil || err.Error() != "exit status 3" {
+		t.Errorf("a failing setup: %v", err)
+	}
+	if left := OfUser(id.UID); len(left) > 0 {
+		t.Errorf("after the timeout %s still runs", Describe(left))
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,30 +26,154 @@ import (
 // Validate checks a service spec against the contract's limits and fills its defaults;
 // errors name the field.
 func Validate(s *contract.ServiceSpec) error {
+	if err := contract.PortNames.Check(s.Ports); err != nil {
+		return fmt.Errorf("service.ports%s", prefixed(err))
+	}
+	vars := contract.ServiceVariables(s.Ports)
 	if len(s.Command) < contract.AtLeastOne.Min || s.Command[0] == "" {
 		return errors.New("service.command: required, an argv list such as [\"./bin/server\"]")
 	}
-	if !filepath.IsAbs(s.Command[0]) && !strings.HasPrefix(s.Command[0], "./") && strings.Contains(s.Command[0], "/") {
-		return fmt.Errorf("service.command[0]: a relative program must start with ./, got %q", s.Command[0])
+	if err := checkArgv("service.command", s.Command, vars); err != nil {
+		return err
 	}
-	for k := range s.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || k == "PORT" {
-			return fmt.Errorf("service.env: %q is not an allowed variable name (PORT is set by the host)", k)
+	if len(s.Setup) > 0 {
+		if s.Setup[0] == "" {
+			return errors.New("service.setup[0]: the program to run, such as ./bin/migrate")
+		}
+		if err := checkArgv("service.setup", s.Setup, vars); err != nil {
+			return err
 		}
 	}
-	if s.HealthPath == "" {
-		s.HealthPath = "/health"
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if err := contract.EnvName.Check(k); err != nil {
+			return fmt.Errorf("service.env.%s: %w", k, err)
+		}
+		if contract.HostSetsEnv(k) {
+			return fmt.Errorf("service.env.%s: set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable", k)
+		}
+		if strings.ContainsRune(s.Env[k], 0) {
+			return fmt.Errorf("service.env.%s: a value may not hold a NUL byte", k)
+		}
+	}
+	FillDefaults(s)
+	if err := contract.States.Check(s.State); err != nil {
+		return fmt.Errorf("service.state: %w", err)
+	}
+	if err := contract.SetupTimeoutSeconds.Check(s.SetupTimeoutSeconds); err != nil {
+		return fmt.Errorf("service.setup_timeout_seconds: %w", err)
 	}
 	if err := contract.URLPath.Check(s.HealthPath); err != nil {
 		return fmt.Errorf("service.health_path: %w", err)
-	}
-	if s.HealthTimeoutSeconds == 0 {
-		s.HealthTimeoutSeconds = 30
 	}
 	if err := contract.HealthTimeoutSeconds.Check(s.HealthTimeoutSeconds); err != nil {
 		return fmt.Errorf("service.health_timeout_seconds: %w", err)
 	}
 	return nil
+}
+
+// FillDefaults sets the contract's defaults on the fields left out (also of a spec stored by an
+// older perf-host).
+func FillDefaults(s *contract.ServiceSpec) {
+	if s.State == "" {
+		s.State = contract.StateFresh
+	}
+	if s.SetupTimeoutSeconds == 0 {
+		s.SetupTimeoutSeconds = 60
+	}
+	if s.HealthPath == "" {
+		s.HealthPath = "/health"
+	}
+	if s.HealthTimeoutSeconds == 0 {
+		s.HealthTimeoutSeconds = 30
+	}
+}
+
+// checkArgv checks a program's path and every argument's variables.
+func checkArgv(field string, argv []string, vars map[string]string) error {
+	if !filepath.IsAbs(argv[0]) && !strings.HasPrefix(argv[0], "./") && strings.Contains(argv[0], "/") {
+		return fmt.Errorf("%s[0]: a relative program must start with ./, got %q", field, argv[0])
+	}
+	for i, a := range argv {
+		if _, err := contract.ExpandArg(a, vars); err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("%s[%d]: an argument may not hold a NUL byte", field, i)
+		}
+	}
+	return nil
+}
+
+// prefixed turns a list error ("[1]: …" or "at most …") into the rest of a field's message.
+func prefixed(err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, "[") {
+		return msg
+	}
+	return ": " + err.Error()
+}
+
+// Instance is where one arm runs a service: its fresh copy of the build, its ports and its
+// STATE_DIR.
+type Instance struct {
+	Dir      string         // the working directory, and HOME
+	Port     int            // PORT
+	Ports    map[string]int // service.ports by name: PORT_<NAME>
+	StateDir string         // STATE_DIR
+}
+
+// Vars are the variables the host gives the service, as the argv expands them.
+func (in Instance) Vars() map[string]string {
+	vars := map[string]string{contract.VarPort: strconv.Itoa(in.Port), contract.VarStateDir: in.StateDir}
+	for name, port := range in.Ports {
+		vars[contract.PortVariable(name)] = strconv.Itoa(port)
+	}
+	return vars
+}
+
+// PortVars are PORT and each PORT_<NAME> with their numbers, for the run's record.
+func (in Instance) PortVars() map[string]int {
+	out := map[string]int{contract.VarPort: in.Port}
+	for name, port := range in.Ports {
+		out[contract.PortVariable(name)] = port
+	}
+	return out
+}
+
+// Describe is the instance in one line, for logs: "PORT=8001 PORT_PEER=38211 STATE_DIR=…".
+func (in Instance) Describe() string {
+	vars := in.Vars()
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		parts = append(parts, k+"="+vars[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// Command prepares argv (expanded) to run in the instance's directory with the documented
+// environment: PATH, HOME (the working directory), PORT, PORT_<NAME>, STATE_DIR, then
+// service.env; nothing of perf-host's own environment.
+func (in Instance) Command(spec contract.ServiceSpec, argv []string) (*exec.Cmd, error) {
+	vars := in.Vars()
+	expanded := make([]string, len(argv))
+	for i, a := range argv {
+		var err error
+		if expanded[i], err = contract.ExpandArg(a, vars); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(expanded[0], expanded[1:]...)
+	cmd.Dir = in.Dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + in.Dir}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		cmd.Env = append(cmd.Env, k+"="+vars[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+	}
+	// A session of its own (and so a process group, stopped as one): with the kernel's
+	// autogroup scheduling, each arm then weighs the same against the other, whoever started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	return cmd, nil
 }
 
 // Process is a running service.
@@ -60,36 +186,36 @@ type Process struct {
 	err     error
 }
 
-// Start launches the spec's command in dir with PORT set, in a session of its own, with
-// stdout and stderr appended to logPath. launch starts the prepared command (package arm: as
-// the arm's user, in its cgroup, on its CPUs).
-func Start(name string, spec contract.ServiceSpec, dir string, port int, logPath string, launch func(*exec.Cmd) error) (*Process, error) {
-	// Something else answering on the port would pass the health check in our service's place.
-	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-		return nil, fmt.Errorf("%s: port %d is already in use by another process (%v); stop it or configure another port", name, port, err)
-	} else {
-		l.Close()
+// Start launches the spec's command in the instance, in a session of its own, with stdout and
+// stderr appended to logPath. launch starts the prepared command (package arm: as the arm's
+// user, in its cgroup, on its CPUs).
+func Start(name string, spec contract.ServiceSpec, in Instance, logPath string, launch func(*exec.Cmd) error) (*Process, error) {
+	// Something else answering on a port would pass the health check in our service's place,
+	// or take the port the service needs.
+	ports := in.PortVars()
+	for _, v := range slices.Sorted(maps.Keys(ports)) {
+		port := ports[v]
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			return nil, fmt.Errorf("%s: port %d (%s) is already in use by another process (%v); stop it or configure another port", name, port, v, err)
+		} else {
+			l.Close()
+		}
+	}
+	cmd, err := in.Command(spec, spec.Command)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "PORT=" + strconv.Itoa(port)}
-	for k, v := range spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// A session of its own (and so a process group, stopped as one): with the kernel's
-	// autogroup scheduling, each arm then weighs the same against the other, whoever started it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
-	fmt.Fprintf(logFile, "--- perf-host: starting %s on :%d: %s\n", name, port, strings.Join(spec.Command, " "))
+	fmt.Fprintf(logFile, "--- perf-host: starting %s (%s): %s\n", name, in.Describe(), strings.Join(cmd.Args, " "))
 	if err := launch(cmd); err != nil {
-		return nil, fmt.Errorf("%s: cannot start %q in %s: %w", name, spec.Command[0], dir, err)
+		return nil, fmt.Errorf("%s: cannot start %q in %s: %w", name, cmd.Path, in.Dir, err)
 	}
-	p := &Process{Name: name, Port: port, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, Port: in.Port, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

@@ -314,6 +314,12 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 			return fmt.Errorf("an item count on a %s", t)
 		}
 		s.set("minItems", l.Min)
+	case contract.Names:
+		if kind != reflect.Slice || t.Elem().Kind() != reflect.String {
+			return fmt.Errorf("names on a %s", t)
+		}
+		s.values["items"].(*object).set("pattern", l.Item.Expr)
+		s.set("maxItems", l.Max)
 	case contract.Const:
 		s.set("const", l.Value)
 	default:

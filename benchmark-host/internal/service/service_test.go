@@ -1,0 +1,108 @@
+package service
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+)
+
+func TestValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		spec contract.ServiceSpec
+		want string // "" = valid
+	}{
+		{contract.ServiceSpec{Command: []string{"/usr/bin/etcd", "--listen-client-urls", "http://127.0.0.1:$PORT", "--listen-peer-urls", "http://127.0.0.1:${PORT_PEER}"}, Ports: []string{"peer"}}, ""},
+		{contract.ServiceSpec{Command: []string{"sh", "-c", "exec ./server --port $PORT --home $HOME"}}, ""},
+		{contract.ServiceSpec{Command: []string{"./s"}, Setup: []string{"./bin/migrate", "--dir", "$STATE_DIR"}}, ""},
+		{contract.ServiceSpec{Command: []string{"./s", "--admin=:$PORT_ADMIN"}, Ports: []string{"peer"}},
+			`service.command[1]: "--admin=:$PORT_ADMIN": $PORT_ADMIN is not one of service.ports ($PORT, $PORT_PEER, $STATE_DIR expand here)`},
+		{contract.ServiceSpec{Command: []string{"./s"}, Setup: []string{"./seed", "$PORT_DB"}},
+			`service.setup[1]: "$PORT_DB": $PORT_DB is not one of service.ports ($PORT, $STATE_DIR expand here)`},
+		{contract.ServiceSpec{Command: []string{"./s"}, Setup: []string{"bin/seed"}}, `service.setup[0]: a relative program must start with ./, got "bin/seed"`},
+		{contract.ServiceSpec{Command: []string{"./s"}, Setup: []string{""}}, "service.setup[0]: the program to run"},
+		{contract.ServiceSpec{Command: []string{"./s"}, Env: map[string]string{"PORT_PEER": "1"}}, "service.env.PORT_PEER: set by the host"},
+		{contract.ServiceSpec{Command: []string{"./s"}, Env: map[string]string{"STATE_DIR": "/tmp"}}, "service.env.STATE_DIR: set by the host"},
+		{contract.ServiceSpec{Command: []string{"./s"}, Env: map[string]string{"HOME": "/root"}}, "service.env.HOME: set by the host"},
+		{contract.ServiceSpec{Command: []string{"./s"}, Env: map[string]string{"A=B": "1"}}, "service.env.A=B: must be a variable name"},
+		{contract.ServiceSpec{Command: []string{"./s"}, Ports: []string{"peer", "Admin"}}, `service.ports[1]: must be a lowercase name`},
+		{contract.ServiceSpec{Command: []string{"./s"}, Ports: []string{"peer", "peer"}}, `service.ports[1]: "peer" is named twice`},
+		{contract.ServiceSpec{Command: []string{"./s"}, Ports: strings.Split("a b c d e f g h i", " ")}, `service.ports: at most 8 names, got 9`},
+		{contract.ServiceSpec{Command: []string{"./s"}, State: "shared"}, `service.state: must be "fresh" or "persistent", got "shared"`},
+		{contract.ServiceSpec{Command: []string{"./s"}, SetupTimeoutSeconds: 4000}, `service.setup_timeout_seconds: must be in (0, 1800], got 4000`},
+	}
+	for _, c := range cases {
+		err := Validate(&c.spec)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.spec, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%v: %v; want %s…", c.spec, err, c.want)
+		}
+	}
+	s := contract.ServiceSpec{Command: []string{"./s"}}
+	Validate(&s)
+	if s.State != "fresh" || s.SetupTimeoutSeconds != 60 || s.HealthPath != "/health" || s.HealthTimeoutSeconds != 30 {
+		t.Errorf("defaults: %+v", s)
+	}
+}
+
+// The documented environment, and nothing of perf-host's own: PATH, HOME (the working copy),
+// PORT, PORT_<NAME>, STATE_DIR, then service.env.
+func TestCommandExpandsTheArgvAndSetsTheDocumentedEnvironment(t *testing.T) {
+	t.Setenv("SECRET", "perf-host's own")
+	in := Instance{Dir: "/h/arms/champion/work", Port: 8001, Ports: map[string]int{"peer": 38211, "admin": 38212}, StateDir: "/h/arms/champion/state"}
+	spec := contract.ServiceSpec{Env: map[string]string{"GOMAXPROCS": "2"}}
+	cmd, err := in.Command(spec, []string{"/usr/bin/etcd", "--peer=http://127.0.0.1:$PORT_PEER", "--data-dir", "${STATE_DIR}/etcd", "$HOME"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/usr/bin/etcd", "--peer=http://127.0.0.1:38211", "--data-dir", "/h/arms/champion/state/etcd", "$HOME"}; !slices.Equal(cmd.Args, want) {
+		t.Errorf("argv %q, want %q", cmd.Args, want)
+	}
+	want := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/h/arms/champion/work", "PORT=8001", "PORT_ADMIN=38212", "PORT_PEER=38211",
+		"STATE_DIR=/h/arms/champion/state", "GOMAXPROCS=2"}
+	if !slices.Equal(cmd.Env, want) || cmd.Dir != in.Dir {
+		t.Errorf("env %q in %s, want %q", cmd.Env, cmd.Dir, want)
+	}
+	if got := in.Describe(); got != "PORT=8001 PORT_ADMIN=38212 PORT_PEER=38211 STATE_DIR=/h/arms/champion/state" {
+		t.Errorf("Describe: %s", got)
+	}
+}
+
+func TestAllocatePortsNeverCollide(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	taken := busy.Addr().(*net.TCPAddr).Port
+	for _, r := range []PortRange{{}, {taken - 3, taken + 6}} {
+		main := []int{taken - 3, taken + 1}
+		got, err := AllocatePorts(r, [][]string{{"peer", "admin"}, {"peer", "admin", "metrics"}}, main)
+		if err != nil {
+			t.Fatalf("%v: %v", r, err)
+		}
+		seen := map[int]bool{}
+		for _, arm := range got {
+			for _, p := range arm {
+				if seen[p] || p == taken || slices.Contains(main, p) || (r.Lo > 0 && (p < r.Lo || p > r.Hi)) {
+					t.Errorf("%v: port %d given twice, busy, a main port or outside the range: %v", r, p, got)
+				}
+				seen[p] = true
+			}
+		}
+		if len(got[0]) != 2 || len(got[1]) != 3 {
+			t.Errorf("%v: %v", r, got)
+		}
+	}
+	if _, err := AllocatePorts(PortRange{taken, taken + 1}, [][]string{{"peer"}, {"peer"}}, nil); err == nil || !strings.Contains(err.Error(), "only 1 free in "+strconv.Itoa(taken)) {
+		t.Errorf("a range too small: %v", err)
+	}
+	if _, err := ParsePortRange("9000-8000"); err == nil {
+		t.Error("a reversed range was accepted")
+	}
+}
