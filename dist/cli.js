@@ -35340,60 +35340,6 @@ var constants_default = {
   schema_version: 1
 };
 
-// src/contract/isolation.ts
-var count = external_exports.number().int().nonnegative();
-var isolationSchema = external_exports.looseObject({
-  cgroup: external_exports.looseObject({
-    mode: external_exports.enum(["v2", "v2-core", "none"]),
-    path: external_exports.string().optional(),
-    controllers: external_exports.array(external_exports.string()),
-    note: external_exports.string()
-  }),
-  arms: external_exports.record(
-    external_exports.string(),
-    external_exports.looseObject({
-      user: external_exports.string(),
-      uid: count,
-      dedicated_user: external_exports.boolean(),
-      cgroup: external_exports.string().optional(),
-      port: external_exports.number().int(),
-      home: external_exports.string()
-    })
-  ),
-  placement: external_exports.looseObject({
-    method: external_exports.enum(["cpuset", "sched_setaffinity", "none"]),
-    loadgen_cpus: external_exports.string(),
-    arm_cpus: external_exports.string()
-  }),
-  max_procs: external_exports.looseObject({ limit: count, by: external_exports.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
-  capabilities: external_exports.array(external_exports.string()),
-  notes: external_exports.array(external_exports.string())
-});
-var resourceAccountingSchema = external_exports.looseObject({ cpu: external_exports.string(), memory: external_exports.string() });
-var championEventSchema = external_exports.looseObject({
-  time: external_exports.string(),
-  event: external_exports.enum(["started", "serving", "exited", "stopped"]),
-  sha: external_exports.string(),
-  detail: external_exports.string().optional()
-});
-
-// src/contract/parse.ts
-var MessageError = class extends Error {
-  name = "MessageError";
-};
-function parseMessage(schema, source, doc, what) {
-  const parsed = schema.safeParse(doc);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.slice(0, 5).map((i2) => `${formatPath(i2.path)}: ${i2.message}`);
-    throw new MessageError(`${source}: not ${what}: ${problems.join("; ")}`);
-  }
-  return parsed.data;
-}
-function formatPath(path6) {
-  if (path6.length === 0) return "(document)";
-  return path6.map((p, i2) => typeof p === "number" ? `[${p}]` : i2 === 0 ? String(p) : `.${String(p)}`).join("");
-}
-
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
@@ -35430,9 +35376,14 @@ var planSchema = external_exports.looseObject({
   max_queue: external_exports.number().int().min(1).max(1e7).optional(),
   requests: external_exports.array(requestSchema).min(1)
 });
+var SERVICE_STATES = ["fresh", "persistent"];
 var serviceSchema = external_exports.looseObject({
   command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]"),
   env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
+  ports: external_exports.array(external_exports.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)")).max(8).optional(),
+  state: external_exports.enum(SERVICE_STATES).default("fresh"),
+  setup: external_exports.array(external_exports.string()).optional(),
+  setup_timeout_seconds: external_exports.number().positive().max(1800).default(60),
   health_path: urlPath.default("/health"),
   health_timeout_seconds: external_exports.number().positive().max(600).default(30)
 });
@@ -35442,6 +35393,65 @@ var runRequestSchema = external_exports.looseObject({
   service: serviceSchema,
   loadgen: planSchema
 });
+
+// src/contract/isolation.ts
+var count = external_exports.number().int().nonnegative();
+var isolationSchema = external_exports.looseObject({
+  cgroup: external_exports.looseObject({
+    mode: external_exports.enum(["v2", "v2-core", "none"]),
+    path: external_exports.string().optional(),
+    controllers: external_exports.array(external_exports.string()),
+    note: external_exports.string()
+  }),
+  arms: external_exports.record(
+    external_exports.string(),
+    external_exports.looseObject({
+      user: external_exports.string(),
+      uid: count,
+      dedicated_user: external_exports.boolean(),
+      cgroup: external_exports.string().optional(),
+      port: external_exports.number().int(),
+      home: external_exports.string()
+    })
+  ),
+  placement: external_exports.looseObject({
+    method: external_exports.enum(["cpuset", "sched_setaffinity", "none"]),
+    loadgen_cpus: external_exports.string(),
+    arm_cpus: external_exports.string()
+  }),
+  max_procs: external_exports.looseObject({ limit: count, by: external_exports.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
+  capabilities: external_exports.array(external_exports.string()),
+  notes: external_exports.array(external_exports.string())
+});
+var resourceAccountingSchema = external_exports.looseObject({ cpu: external_exports.string(), memory: external_exports.string() });
+var armStartSchema = external_exports.looseObject({
+  sha,
+  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+  state_dir: external_exports.string(),
+  state: external_exports.enum(["fresh", "persistent"]),
+  setup_seconds: external_exports.number().min(0).optional(),
+  started: external_exports.string(),
+  healthy_seconds: external_exports.number().min(0),
+  work_bytes: count.optional(),
+  state_bytes: count.optional()
+});
+
+// src/contract/parse.ts
+var MessageError = class extends Error {
+  name = "MessageError";
+};
+function parseMessage(schema, source, doc, what) {
+  const parsed = schema.safeParse(doc);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.slice(0, 5).map((i2) => `${formatPath(i2.path)}: ${i2.message}`);
+    throw new MessageError(`${source}: not ${what}: ${problems.join("; ")}`);
+  }
+  return parsed.data;
+}
+function formatPath(path6) {
+  if (path6.length === 0) return "(document)";
+  return path6.map((p, i2) => typeof p === "number" ? `[${p}]` : i2 === 0 ? String(p) : `.${String(p)}`).join("");
+}
 
 // src/contract/result.ts
 var count2 = external_exports.number().int().nonnegative();
@@ -35526,7 +35536,7 @@ var hostResultSchema = resultSchema.extend({
   preflight: external_exports.array(findingSchema),
   isolation: isolationSchema.optional(),
   resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
-  champion_restarts: external_exports.array(championEventSchema).optional()
+  arms: external_exports.record(external_exports.string(), armStartSchema).optional()
 });
 function parseResult(source, doc) {
   return parseMessage(resultSchema, source, doc, "a load generator result");
@@ -35551,6 +35561,22 @@ function plainDecimal(x) {
 }
 function sampleBudget(percentile2) {
   return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
+}
+function serviceVariables(ports = []) {
+  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
+}
+function serviceArgError(arg, vars) {
+  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    const name2 = m[1] ?? m[2];
+    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
+      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      return `${JSON.stringify(arg)}: $${name2} is not one of service.ports (${known} expand here)`;
+    }
+  }
+  return void 0;
+}
+function hostSetsEnv(name2) {
+  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
 }
 
 // src/analysis/distributions.ts
@@ -36819,8 +36845,25 @@ var workload = external_exports.strictObject({
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
+  const vars = serviceVariables(s.ports);
+  for (const field of ["command", "setup"]) {
+    (s[field] ?? []).forEach((arg, i2) => {
+      const problem = serviceArgError(arg, vars);
+      if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
+    });
+  }
+  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s.ports?.forEach((p, i2) => {
+    if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  });
+  for (const k of Object.keys(s.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+  }
+});
 var configSchema = external_exports.strictObject({
-  service: external_exports.strictObject(serviceSchema.shape),
+  service,
   workloads: external_exports.array(workload).min(1),
   slo: external_exports.strictObject({
     percentile: percentile.default(99),
@@ -43922,12 +43965,20 @@ var HostClient = class {
    * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
    * absolute time in ms).
    */
-  async promote(sha2, service, busyDeadline = 0) {
-    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  async promote(sha2, service2, busyDeadline = 0) {
+    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service2) })).trim();
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
     return (await this.whenFree("rollback", busyDeadline)).trim();
+  }
+  /** Stops a run; its finished slices are kept, marked partial. */
+  async abort(runId2) {
+    await this.must(`abort ${runId2}`);
+  }
+  /** Stops the champion supervisor and its champion: `perf-host stop`, which only a local perf-host knows (a CI key's forced command refuses it). */
+  async stopChampion() {
+    return (await this.must("stop")).trim();
   }
   /** Records an A/A calibration as the host's floor for a workload and rate. */
   async recordFloor(runId2, floor) {
@@ -44158,6 +44209,8 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
   --json                 print one JSON summary on stdout (progress goes to stderr)
   --local                perf-host on this machine, no SSH (the default):
     --root DIR           its state directory (default .perf-gate/host)
+    --keep-host          leave the champion serving on exit (by default what this command
+                         started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
   --host H               a benchmark host over SSH instead:
@@ -44167,7 +44220,11 @@ Earlier runs of the same challenger against the same champion on the host are po
 this one (a rerun), as in the action.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
-a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded`;
+a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
+130 interrupted (the run in flight aborted, the local host stopped)`;
+var Interrupted = class extends Error {
+  name = "Interrupted";
+};
 async function runCommand(argv, io) {
   const o2 = runOptions(argv);
   if (o2 === "help") {
@@ -44177,9 +44234,11 @@ async function runCommand(argv, io) {
   const say = o2.json ? io.err : io.out;
   const config2 = parseConfig(readText(o2.config, "--config"), o2.config);
   const host = new HostClient({ ...o2.target, log: say });
+  const local = localHost(host, o2, say);
   try {
+    await local.begin();
     if (o2.champion) await installChampion(host, config2, o2.champion, say);
-    const progress = (label2, runs3) => progressBar(config2, label2, runs3, say, o2.json ? (line) => io.err(line) : io.progress);
+    const progress = (label2, runs3) => local.track(progressBar(config2, label2, runs3, say, o2.json ? (line) => io.err(line) : io.progress));
     const runs2 = planRuns(config2, void 0, 0).length;
     const busyDeadline = Date.now();
     const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A", runs2), confirmProgress: (n2) => progress("A/A confirmation (the interval excluded 0)", n2) }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger", runs2) });
@@ -44187,9 +44246,61 @@ async function runCommand(argv, io) {
     if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
     if (done.error) io.err(`perf-gate run: ${done.error}`);
     return done.exitCode;
+  } catch (e) {
+    throw local.interrupted() ? new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`) : e;
   } finally {
+    await local.end();
     host.close();
   }
+}
+function localHost(host, o2, say) {
+  const isLocal = "perfHost" in o2.target;
+  let stopOnExit = false;
+  let inFlight;
+  let abortedRun;
+  let signalled = false;
+  const onSignal = () => {
+    if (signalled) process.exit(130);
+    signalled = true;
+    say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
+    if (inFlight) {
+      abortedRun = `run ${inFlight} was aborted`;
+      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
+    }
+  };
+  return {
+    async begin() {
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+      stopOnExit = isLocal && !o2.keepHost && !(await host.status()).champion_supervised;
+    },
+    track(p) {
+      return {
+        ...p,
+        runStart: (workload2, rate2, runId2) => {
+          if (signalled) throw new Interrupted("interrupted before a run started");
+          inFlight = runId2;
+          p.runStart?.(workload2, rate2, runId2);
+        },
+        runEnd: () => {
+          inFlight = void 0;
+          p.runEnd?.();
+        }
+      };
+    },
+    interrupted: () => signalled,
+    aborted: () => abortedRun,
+    async end() {
+      process.removeListener("SIGINT", onSignal);
+      process.removeListener("SIGTERM", onSignal);
+      if (!stopOnExit) return;
+      try {
+        say(await host.stopChampion());
+      } catch (e) {
+        say(`could not stop the local host's champion: ${e.message}`);
+      }
+    }
+  };
 }
 function runOptions(argv) {
   const { values: v } = parseCommandLine({
@@ -44202,6 +44313,7 @@ function runOptions(argv) {
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
       local: { type: "boolean", default: false },
+      "keep-host": { type: "boolean", default: false },
       root: { type: "string", default: ".perf-gate/host" },
       "perf-host": { type: "string" },
       "champion-port": { type: "string", default: "8001" },
@@ -44217,7 +44329,8 @@ function runOptions(argv) {
   if (v.help) return "help";
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, target: target(v) };
+  if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
 }
 function target(v) {
   if (typeof v.host === "string") {
@@ -44453,6 +44566,10 @@ async function main(argv) {
 
 ${e.usage}`);
       return 2;
+    }
+    if (e instanceof Interrupted) {
+      console.error(`perf-gate${name2}: ${e.message}`);
+      return 130;
     }
     const [first, ...more] = e.message.split("\n");
     console.error(`perf-gate${name2}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);

@@ -63714,43 +63714,6 @@ var constants_default = {
   schema_version: 1
 };
 
-// src/contract/isolation.ts
-var count2 = external_exports.number().int().nonnegative();
-var isolationSchema = external_exports.looseObject({
-  cgroup: external_exports.looseObject({
-    mode: external_exports.enum(["v2", "v2-core", "none"]),
-    path: external_exports.string().optional(),
-    controllers: external_exports.array(external_exports.string()),
-    note: external_exports.string()
-  }),
-  arms: external_exports.record(
-    external_exports.string(),
-    external_exports.looseObject({
-      user: external_exports.string(),
-      uid: count2,
-      dedicated_user: external_exports.boolean(),
-      cgroup: external_exports.string().optional(),
-      port: external_exports.number().int(),
-      home: external_exports.string()
-    })
-  ),
-  placement: external_exports.looseObject({
-    method: external_exports.enum(["cpuset", "sched_setaffinity", "none"]),
-    loadgen_cpus: external_exports.string(),
-    arm_cpus: external_exports.string()
-  }),
-  max_procs: external_exports.looseObject({ limit: count2, by: external_exports.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
-  capabilities: external_exports.array(external_exports.string()),
-  notes: external_exports.array(external_exports.string())
-});
-var resourceAccountingSchema = external_exports.looseObject({ cpu: external_exports.string(), memory: external_exports.string() });
-var championEventSchema = external_exports.looseObject({
-  time: external_exports.string(),
-  event: external_exports.enum(["started", "serving", "exited", "stopped"]),
-  sha: external_exports.string(),
-  detail: external_exports.string().optional()
-});
-
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
@@ -63787,9 +63750,14 @@ var planSchema = external_exports.looseObject({
   max_queue: external_exports.number().int().min(1).max(1e7).optional(),
   requests: external_exports.array(requestSchema).min(1)
 });
+var SERVICE_STATES = ["fresh", "persistent"];
 var serviceSchema = external_exports.looseObject({
   command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]"),
   env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
+  ports: external_exports.array(external_exports.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)")).max(8).optional(),
+  state: external_exports.enum(SERVICE_STATES).default("fresh"),
+  setup: external_exports.array(external_exports.string()).optional(),
+  setup_timeout_seconds: external_exports.number().positive().max(1800).default(60),
   health_path: urlPath.default("/health"),
   health_timeout_seconds: external_exports.number().positive().max(600).default(30)
 });
@@ -63798,6 +63766,48 @@ var runRequestSchema = external_exports.looseObject({
   champion_sha: sha.optional(),
   service: serviceSchema,
   loadgen: planSchema
+});
+
+// src/contract/isolation.ts
+var count2 = external_exports.number().int().nonnegative();
+var isolationSchema = external_exports.looseObject({
+  cgroup: external_exports.looseObject({
+    mode: external_exports.enum(["v2", "v2-core", "none"]),
+    path: external_exports.string().optional(),
+    controllers: external_exports.array(external_exports.string()),
+    note: external_exports.string()
+  }),
+  arms: external_exports.record(
+    external_exports.string(),
+    external_exports.looseObject({
+      user: external_exports.string(),
+      uid: count2,
+      dedicated_user: external_exports.boolean(),
+      cgroup: external_exports.string().optional(),
+      port: external_exports.number().int(),
+      home: external_exports.string()
+    })
+  ),
+  placement: external_exports.looseObject({
+    method: external_exports.enum(["cpuset", "sched_setaffinity", "none"]),
+    loadgen_cpus: external_exports.string(),
+    arm_cpus: external_exports.string()
+  }),
+  max_procs: external_exports.looseObject({ limit: count2, by: external_exports.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
+  capabilities: external_exports.array(external_exports.string()),
+  notes: external_exports.array(external_exports.string())
+});
+var resourceAccountingSchema = external_exports.looseObject({ cpu: external_exports.string(), memory: external_exports.string() });
+var armStartSchema = external_exports.looseObject({
+  sha,
+  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+  state_dir: external_exports.string(),
+  state: external_exports.enum(["fresh", "persistent"]),
+  setup_seconds: external_exports.number().min(0).optional(),
+  started: external_exports.string(),
+  healthy_seconds: external_exports.number().min(0),
+  work_bytes: count2.optional(),
+  state_bytes: count2.optional()
 });
 
 // src/contract/result.ts
@@ -63883,7 +63893,7 @@ var hostResultSchema = resultSchema.extend({
   preflight: external_exports.array(findingSchema),
   isolation: isolationSchema.optional(),
   resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
-  champion_restarts: external_exports.array(championEventSchema).optional()
+  arms: external_exports.record(external_exports.string(), armStartSchema).optional()
 });
 
 // src/contract/host.ts
@@ -64036,12 +64046,20 @@ var HostClient = class {
    * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
    * absolute time in ms).
    */
-  async promote(sha2, service, busyDeadline = 0) {
-    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  async promote(sha2, service2, busyDeadline = 0) {
+    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service2) })).trim();
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
     return (await this.whenFree("rollback", busyDeadline)).trim();
+  }
+  /** Stops a run; its finished slices are kept, marked partial. */
+  async abort(runId2) {
+    await this.must(`abort ${runId2}`);
+  }
+  /** Stops the champion supervisor and its champion: `perf-host stop`, which only a local perf-host knows (a CI key's forced command refuses it). */
+  async stopChampion() {
+    return (await this.must("stop")).trim();
   }
   /** Records an A/A calibration as the host's floor for a workload and rate. */
   async recordFloor(runId2, floor) {
@@ -64394,6 +64412,22 @@ function plainDecimal(x) {
 }
 function sampleBudget(percentile2) {
   return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
+}
+function serviceVariables(ports = []) {
+  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
+}
+function serviceArgError(arg, vars) {
+  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    const name2 = m[1] ?? m[2];
+    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
+      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      return `${JSON.stringify(arg)}: $${name2} is not one of service.ports (${known} expand here)`;
+    }
+  }
+  return void 0;
+}
+function hostSetsEnv(name2) {
+  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
 }
 
 // src/analysis/distributions.ts
@@ -65476,8 +65510,25 @@ var workload = external_exports.strictObject({
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
+  const vars = serviceVariables(s.ports);
+  for (const field of ["command", "setup"]) {
+    (s[field] ?? []).forEach((arg, i2) => {
+      const problem = serviceArgError(arg, vars);
+      if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
+    });
+  }
+  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s.ports?.forEach((p, i2) => {
+    if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  });
+  for (const k of Object.keys(s.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+  }
+});
 var configSchema = external_exports.strictObject({
-  service: external_exports.strictObject(serviceSchema.shape),
+  service,
   workloads: external_exports.array(workload).min(1),
   slo: external_exports.strictObject({
     percentile: percentile.default(99),

@@ -3,7 +3,7 @@
 // esbuild inlines only this field of package.json into the bundle.
 import { version } from "../package.json";
 import { analyzeCommand, analyzeUsage } from "./cli/analyze";
-import { runCommand, runUsage } from "./cli/run";
+import { Interrupted, runCommand, runUsage } from "./cli/run";
 import { UsageError } from "./cli/usage";
 
 const usage = `usage: perf-gate <command> [options]
@@ -70,6 +70,10 @@ async function main(argv: string[]): Promise<number> {
     if (e instanceof UsageError) {
       console.error(`perf-gate${name}: ${e.message}\n\n${e.usage}`);
       return 2;
+    }
+    if (e instanceof Interrupted) {
+      console.error(`perf-gate${name}: ${e.message}`);
+      return 130;
     }
     // One line on the terminal; the rest (a log tail, say) stays available in the report dir.
     const [first, ...more] = (e as Error).message.split("\n");

@@ -3,6 +3,7 @@
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
+import { hostSetsEnv, serviceArgError, serviceVariables } from "./contract/rules";
 
 // The config's fields that become the plan's are the contract's own zod fields (src/contract,
 // tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
@@ -32,8 +33,28 @@ const workload = z.strictObject({
   }
 });
 
+// What the host refuses in a service (service.Validate), found here with the key's line:
+// undeclared $PORT_<NAME>, names twice in ports, env that would shadow the host's variables.
+const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
+  const vars = serviceVariables(s.ports);
+  for (const field of ["command", "setup"] as const) {
+    (s[field] ?? []).forEach((arg, i) => {
+      const problem = serviceArgError(arg, vars);
+      if (problem) ctx.addIssue({ code: "custom", path: [field, i], message: problem });
+    });
+  }
+  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s.ports?.forEach((p, i) => {
+    if (s.ports!.indexOf(p) !== i) ctx.addIssue({ code: "custom", path: ["ports", i], message: `"${p}" is named twice` });
+  });
+  for (const k of Object.keys(s.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+  }
+});
+
 export const configSchema = z.strictObject({
-  service: z.strictObject(serviceSchema.shape),
+  service,
   workloads: z.array(workload).min(1),
   slo: z.strictObject({
     percentile: percentile.default(99),

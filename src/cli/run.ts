@@ -31,6 +31,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
   --json                 print one JSON summary on stdout (progress goes to stderr)
   --local                perf-host on this machine, no SSH (the default):
     --root DIR           its state directory (default .perf-gate/host)
+    --keep-host          leave the champion serving on exit (by default what this command
+                         started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
   --host H               a benchmark host over SSH instead:
@@ -40,7 +42,8 @@ Earlier runs of the same challenger against the same champion on the host are po
 this one (a rerun), as in the action.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
-a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded`;
+a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
+130 interrupted (the run in flight aborted, the local host stopped)`;
 
 export interface RunIo {
   /** Results: the verdict lines, or the --json summary. On a terminal, after a line drawn in place ends. */
@@ -57,7 +60,13 @@ interface RunOptions {
   aa: boolean;
   out: string;
   json: boolean;
+  keepHost: boolean;
   target: HostOptions;
+}
+
+/** Ctrl-C (or SIGTERM) during a run: the run was aborted and the host left as it was found. */
+export class Interrupted extends Error {
+  override name = "Interrupted";
 }
 
 export async function runCommand(argv: string[], io: RunIo): Promise<number> {
@@ -70,9 +79,11 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   const say = o.json ? io.err : io.out;
   const config = parseConfig(readText(o.config, "--config"), o.config);
   const host = new HostClient({ ...o.target, log: say });
+  const local = localHost(host, o, say);
   try {
+    await local.begin();
     if (o.champion) await installChampion(host, config, o.champion, say);
-    const progress = (label: string, runs: number) => progressBar(config, label, runs, say, o.json ? (line) => io.err(line) : io.progress);
+    const progress = (label: string, runs: number) => local.track(progressBar(config, label, runs, say, o.json ? (line) => io.err(line) : io.progress));
     const runs = planRuns(config, undefined, 0).length;
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const done = o.aa
@@ -83,9 +94,70 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     if (done.error) io.err(`perf-gate run: ${done.error}`);
     // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
     return done.exitCode;
+  } catch (e) {
+    throw local.interrupted() ? new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`) : e;
   } finally {
+    await local.end();
     host.close();
   }
+}
+
+/**
+ * What `run --local` leaves behind: the champion supervisor it started (with the champion) is
+ * stopped when the command ends, unless --keep-host; one that was running before is left alone.
+ * The first Ctrl-C (or SIGTERM) aborts the run in flight and starts no other; a second one
+ * ends the command at once.
+ */
+function localHost(host: HostClient, o: RunOptions, say: (line: string) => void) {
+  const isLocal = "perfHost" in o.target;
+  let stopOnExit = false;
+  let inFlight: string | undefined;
+  let abortedRun: string | undefined;
+  let signalled = false;
+  const onSignal = () => {
+    // The listener stays until the command ends: execa's exit handler re-raises a signal that
+    // no other listener takes, which would kill the command before it has stopped anything.
+    if (signalled) process.exit(130);
+    signalled = true;
+    say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
+    if (inFlight) {
+      abortedRun = `run ${inFlight} was aborted`;
+      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${(e as Error).message}`));
+    }
+  };
+  return {
+    async begin() {
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+      stopOnExit = isLocal && !o.keepHost && !(await host.status()).champion_supervised;
+    },
+    track(p: Progress): Progress {
+      return {
+        ...p,
+        runStart: (workload, rate, runId) => {
+          if (signalled) throw new Interrupted("interrupted before a run started");
+          inFlight = runId;
+          p.runStart?.(workload, rate, runId);
+        },
+        runEnd: () => {
+          inFlight = undefined;
+          p.runEnd?.();
+        },
+      };
+    },
+    interrupted: () => signalled,
+    aborted: () => abortedRun,
+    async end() {
+      process.removeListener("SIGINT", onSignal);
+      process.removeListener("SIGTERM", onSignal);
+      if (!stopOnExit) return;
+      try {
+        say(await host.stopChampion());
+      } catch (e) {
+        say(`could not stop the local host's champion: ${(e as Error).message}`);
+      }
+    },
+  };
 }
 
 function runOptions(argv: string[]): RunOptions | "help" {
@@ -99,6 +171,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
       local: { type: "boolean", default: false },
+      "keep-host": { type: "boolean", default: false },
       root: { type: "string", default: ".perf-gate/host" },
       "perf-host": { type: "string" },
       "champion-port": { type: "string", default: "8001" },
@@ -114,7 +187,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
   if (v.help) return "help";
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, target: target(v) };
+  if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
 }
 
 function target(v: Record<string, string | boolean | undefined>): HostOptions {

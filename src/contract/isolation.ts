@@ -1,7 +1,8 @@
 // How the benchmark host keeps the arms apart and places them (in status and every host
-// result), and the champion's restarts a run saw. Mirrors benchmark-host/contract
+// result), and how each arm started for a run. Mirrors benchmark-host/contract
 // (isolation.go); test/contract checks that both sides declare the same fields.
 import { z } from "zod";
+import { sha } from "./plan";
 
 const count = z.number().int().nonnegative();
 
@@ -37,9 +38,16 @@ export type Isolation = z.infer<typeof isolationSchema>;
 /** Per arm, where a host result's per-slice service_* fields come from. */
 export const resourceAccountingSchema = z.looseObject({ cpu: z.string(), memory: z.string() });
 
-export const championEventSchema = z.looseObject({
-  time: z.string(),
-  event: z.enum(["started", "serving", "exited", "stopped"]),
-  sha: z.string(),
-  detail: z.string().optional(),
+/** How one arm started for a run (both the same way: a fresh copy, its own ports and STATE_DIR) and what it left on disk. */
+export const armStartSchema = z.looseObject({
+  sha,
+  ports: z.record(z.string(), z.number().int()),
+  state_dir: z.string(),
+  state: z.enum(["fresh", "persistent"]),
+  setup_seconds: z.number().min(0).optional(),
+  started: z.string(),
+  healthy_seconds: z.number().min(0),
+  work_bytes: count.optional(),
+  state_bytes: count.optional(),
 });
+export type ArmStart = z.infer<typeof armStartSchema>;

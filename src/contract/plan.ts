@@ -53,9 +53,19 @@ export const planSchema = z.looseObject({
 });
 export type Plan = z.infer<typeof planSchema>;
 
+export const SERVICE_STATES = ["fresh", "persistent"] as const;
+
+/** How the host starts and checks a build; every run starts both arms this way (symmetric start). */
 export const serviceSchema = z.looseObject({
   command: z.array(z.string()).min(1, "the start command, an argv list such as [./bin/server]"),
   env: z.record(z.string(), z.string()).optional(),
+  ports: z
+    .array(z.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)"))
+    .max(8)
+    .optional(),
+  state: z.enum(SERVICE_STATES).default("fresh"),
+  setup: z.array(z.string()).optional(),
+  setup_timeout_seconds: z.number().positive().max(1800).default(60),
   health_path: urlPath.default("/health"),
   health_timeout_seconds: z.number().positive().max(600).default(30),
 });

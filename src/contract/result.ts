@@ -4,7 +4,7 @@
 // same fields.
 import { z } from "zod";
 import constants from "../../benchmark-host/contract/schema/constants.json";
-import { championEventSchema, isolationSchema, resourceAccountingSchema } from "./isolation";
+import { armStartSchema, isolationSchema, resourceAccountingSchema } from "./isolation";
 import { parseMessage } from "./parse";
 import { ARMS, KINDS, planSchema } from "./plan";
 
@@ -101,7 +101,7 @@ export const hostResultSchema = resultSchema.extend({
   preflight: z.array(findingSchema),
   isolation: isolationSchema.optional(),
   resource_accounting: z.record(z.string(), resourceAccountingSchema).optional(),
-  champion_restarts: z.array(championEventSchema).optional(),
+  arms: z.record(z.string(), armStartSchema).optional(),
 });
 export type HostResult = z.infer<typeof hostResultSchema>;
 

@@ -44,3 +44,29 @@ function plainDecimal(x: number): string {
 export function sampleBudget(percentile: number): number {
   return Math.ceil(Math.round((10 / (1 - percentile / 100)) * 1e6) / 1e6);
 }
+
+/** The variables a service's command and setup may name: PORT, STATE_DIR and the PORT_<NAME> of service.ports (contract.ServiceVariables). */
+export function serviceVariables(ports: readonly string[] = []): string[] {
+  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
+}
+
+/**
+ * What is wrong with one argument of a service's command or setup, or undefined. The host
+ * expands $NAME and ${NAME} for the service's variables and leaves any other $… as written;
+ * only a $PORT_<NAME> that service.ports does not name is wrong (contract.ExpandArg).
+ */
+export function serviceArgError(arg: string, vars: readonly string[]): string | undefined {
+  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    const name = m[1] ?? m[2]!;
+    if (!vars.includes(name) && name.startsWith("PORT_")) {
+      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      return `${JSON.stringify(arg)}: $${name} is not one of service.ports (${known} expand here)`;
+    }
+  }
+  return undefined;
+}
+
+/** Whether the host sets the variable itself, so that service.env may not (contract.HostSetsEnv). */
+export function hostSetsEnv(name: string): boolean {
+  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name) || name.startsWith("PORT_");
+}

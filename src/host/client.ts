@@ -147,6 +147,16 @@ export class HostClient {
     return (await this.whenFree("rollback", busyDeadline)).trim();
   }
 
+  /** Stops a run; its finished slices are kept, marked partial. */
+  async abort(runId: string): Promise<void> {
+    await this.must(`abort ${runId}`);
+  }
+
+  /** Stops the champion supervisor and its champion: `perf-host stop`, which only a local perf-host knows (a CI key's forced command refuses it). */
+  async stopChampion(): Promise<string> {
+    return (await this.must("stop")).trim();
+  }
+
   /** Records an A/A calibration as the host's floor for a workload and rate. */
   async recordFloor(runId: string, floor: FloorRecord): Promise<void> {
     await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });

@@ -56,6 +56,26 @@ describe("repo config", () => {
     expect(errorOf(good.replace('["./start.sh"]', "[]"))).toMatch(/service\.command: the start command/);
   });
 
+  it("takes a stateful, multi-port service's ports, state and setup, and names what the host would refuse with its line", () => {
+    const etcd = good.replace('  command: ["./start.sh"]\n  env: {GOMAXPROCS: "2"}', [
+      '  command: [/usr/bin/etcd, --listen-client-urls, "http://127.0.0.1:$PORT", --listen-peer-urls, "http://127.0.0.1:${PORT_PEER}", "$HOME"]',
+      "  ports: [peer]",
+      '  setup: [./bin/load-fixture, "$STATE_DIR"]',
+      "  env: {ETCD_NAME: default}",
+    ].join("\n"));
+    const c = parseConfig(etcd, "x");
+    expect(c.service).toMatchObject({ ports: ["peer"], state: "fresh", setup: ["./bin/load-fixture", "$STATE_DIR"], setup_timeout_seconds: 60 });
+    expect(planRuns(c, "abc1234", 7)[0]!.request.service).toMatchObject({ ports: ["peer"], state: "fresh" });
+    expect(errorOf(etcd.replace("ports: [peer]", "ports: [admin]"))).toBe(
+      '.github/perf-gate.yml:2: service.command.4: "http://127.0.0.1:${PORT_PEER}": $PORT_PEER is not one of service.ports ($PORT, $PORT_ADMIN, $STATE_DIR expand here)');
+    expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, Peer]"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.ports\.1: a lowercase name/);
+    expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, peer]"))).toBe('.github/perf-gate.yml:3: service.ports.1: "peer" is named twice');
+    expect(errorOf(etcd.replace("ETCD_NAME: default", "PORT_PEER: '2380'"))).toBe(
+      ".github/perf-gate.yml:5: service.env.PORT_PEER: set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable");
+    expect(errorOf(etcd.replace("ETCD_NAME: default", "STATE_DIR: /tmp"))).toMatch(/^\.github\/perf-gate\.yml:5: service\.env\.STATE_DIR: set by the host/);
+    expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer]\n  state: shared"))).toMatch(/^\.github\/perf-gate\.yml:4: service\.state: .*"fresh"\|"persistent"/);
+  });
+
   it("names bad rates, paths and YAML", () => {
     expect(errorOf(good.replace("rates: [100]", "rates: fast"))).toMatch(/workloads\.1\.rates: a list of req\/s/);
     expect(errorOf(good.replace("path: /health", "path: health"))).toMatch(/workloads\.1\.requests\.0\.path: must start with \//);

@@ -44,11 +44,15 @@ beforeAll(async () => {
   ports = [String(base), String(base + 1)];
 });
 
-const stopHost = (root: string) => spawnSync("pkill", ["-f", `champion-daemon --root ${root}`]);
+const hostFlags = (root: string) => ["--root", root, "--service-user", userInfo().username, "--champion-port", ports[0]!, "--challenger-port", ports[1]!];
+/** perf-host stop: the local verb that stops a host's champion supervisor and its champion. */
+const stopHost = (root: string) => spawnSync(perfHost, ["stop", ...hostFlags(root), "--lock-wait", "60s"]);
+const supervised = (root: string) => JSON.parse(spawnSync(perfHost, ["status", ...hostFlags(root)], { encoding: "utf8" }).stdout).champion_supervised as boolean;
+const championAnswers = async () => fetch(`http://127.0.0.1:${ports[0]}/health`).then((r) => r.ok, () => false);
 
 // No supervisor may outlive the tests: later ones count the machine's services.
 afterAll(() => {
-  if (dir) stopHost(dir);
+  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7"]) if (dir) stopHost(join(dir, root));
 });
 
 describe("perf-gate run --local", () => {
@@ -65,7 +69,7 @@ describe("perf-gate run --local", () => {
     stopHost(root);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/^perf-gate run: promote [0-9a-f]{40}: promotion refused: [0-9a-f]{40} not healthy after 3s at http:\/\/127\.0\.0\.1:\d+\/health/);
+    expect(r.stderr).toMatch(/^perf-gate run: promote [0-9a-f]{40}: promotion refused \(no champion yet\): candidate champion [0-9a-f]{40} not healthy after 3s at http:\/\/127\.0\.0\.1:\d+\/health/);
   });
 
   it("a busy host exits 2 naming the run that holds it", async () => {
@@ -76,13 +80,13 @@ describe("perf-gate run --local", () => {
     // Hold the host with a long A/A run started directly through perf-host.
     const plan = JSON.stringify({ service: { command: ["./bin/service"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 2, pairs: 3, requests: [{ path: "/work" }] } });
     await new Promise<void>((resolve) => {
-      const p = spawn(perfHost, ["aa", "--root", root, "--service-user", userInfo().username, "--champion-port", ports[0]!, "--challenger-port", ports[1]!, "hold-1"]);
+      const p = spawn(perfHost, ["aa", ...hostFlags(root), "hold-1"]);
       p.stdin.end(plan);
       p.on("close", () => resolve());
     });
     const r = await perfGate(root, "--config", cfg, "--challenger", champion);
     // The held run's executor would start a new champion supervisor if it outlived the old one.
-    spawnSync(perfHost, ["abort", "--root", root, "--service-user", userInfo().username, "--champion-port", ports[0]!, "--challenger-port", ports[1]!, "hold-1"]);
+    spawnSync(perfHost, ["abort", ...hostFlags(root), "hold-1"]);
     stopHost(root);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -131,5 +135,48 @@ describe("perf-gate run --local", () => {
     // analyze reads the result.json run wrote (a list: the pooled run, then the new one) to the same numbers.
     const analyzed = await new Promise<string>((resolve) => execFile(process.execPath, [cli, "analyze", "--json", "--percentile", "90", "--slo-ms", "50", two.report.result], (_e, out) => resolve(out)));
     expect(JSON.parse(analyzed)).toMatchObject({ verdict: two.verdict, pairs: 4, estimate_ms: two.estimate_ms, ci_ms: two.ci_ms });
+  });
+
+  it("stops the champion it started when it ends, unless --keep-host; a supervisor it found running is left alone", async () => {
+    const root = join(dir, "h6");
+    const cfg = config();
+    const first = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", slow);
+    expect(first.code, first.stderr).toBeLessThan(2);
+    expect(first.stdout).toMatch(/stopped the champion supervisor \(pid \d+\) and champion [0-9a-f]{40}; nothing of either arm runs/);
+    expect([supervised(root), await championAnswers()]).toEqual([false, false]);
+
+    const kept = await perfGate(root, "--config", cfg, "--challenger", slow, "--keep-host");
+    expect(kept.code, kept.stderr).toBeLessThan(2);
+    expect([supervised(root), await championAnswers()]).toEqual([true, true]);
+    // Found running: this run leaves it so.
+    const again = await perfGate(root, "--config", cfg, "--challenger", champion);
+    expect(again.code, again.stderr).toBeLessThan(2);
+    expect([supervised(root), await championAnswers()]).toEqual([true, true]);
+    const stopped = stopHost(root);
+    expect(String(stopped.stdout)).toMatch(/^stopped the champion supervisor/);
+    expect([supervised(root), await championAnswers()]).toEqual([false, false]);
+  });
+
+  it("Ctrl-C aborts the run in flight, stops what it started and exits 130", async () => {
+    const root = join(dir, "h7");
+    const cfg = config({ slices: "{seconds: 1, pairs: 20}" });
+    const child = spawn(process.execPath, [cli, "run", "--local", "--root", root, "--perf-host", perfHost, "--champion-port", ports[0]!, "--challenger-port", ports[1]!,
+      "--config", cfg, "--champion", champion, "--challenger", slow], { cwd: dir });
+    let out = "";
+    let err = "";
+    let sent = false;
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (!sent && /slice 2\/40/.test(out)) sent = child.kill("SIGINT");
+    });
+    child.stderr.on("data", (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    const runId = /interrupted: aborting run (\S+)/.exec(out)?.[1];
+    console.log(`[Ctrl-C] exit ${code}: ${err.trim()}`);
+    expect(code, out + err).toBe(130);
+    expect(err.trim()).toBe(`perf-gate run: interrupted: run ${runId} was aborted`);
+    const outcome = JSON.parse(readFileSync(join(root, "runs", runId!, "outcome.json"), "utf8"));
+    expect(outcome.status).toBe("aborted");
+    expect([supervised(root), await championAnswers()]).toEqual([false, false]);
   });
 });

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import floorKeys from "../../benchmark-host/contract/testdata/floor-keys.json";
 import keys from "../../benchmark-host/contract/testdata/keys.json";
 import budgets from "../../benchmark-host/contract/testdata/sample-budget.json";
-import { comparisonKey, floorKey, sampleBudget } from "../../src/contract/rules";
+import serviceArgs from "../../benchmark-host/contract/testdata/service-args.json";
+import { comparisonKey, floorKey, hostSetsEnv, sampleBudget, serviceArgError } from "../../src/contract/rules";
 
 describe("rules shared with Go", () => {
   it("writes workload@rate keys as contract.Key does: the shortest decimal, never an exponent", () => {
@@ -17,5 +18,11 @@ describe("rules shared with Go", () => {
 
   it("computes the sample budget as contract.SampleBudget does", () => {
     for (const v of budgets.vectors) expect(sampleBudget(v.percentile), JSON.stringify(v)).toBe(v.budget);
+  });
+
+  it("finds the service arguments contract.ExpandArg refuses, with its message, and the variables the host sets", () => {
+    const vars = Object.keys(serviceArgs.vars);
+    for (const v of serviceArgs.vectors) expect(serviceArgError(v.arg, vars), v.arg).toBe("error" in v ? v.error : undefined);
+    for (const v of serviceArgs.env) expect(hostSetsEnv(v.name), v.name).toBe(v.host_sets);
   });
 });

@@ -4,6 +4,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer, type Server } from "node:net";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { buildHostBinaries, repoRoot } from "./loadgen";
@@ -37,6 +38,19 @@ export async function buildServiceBinaries(): Promise<string> {
     exec("go", ["build", "-tags", "slow", "-o", join(bin, "service-slow"), "./examples/service"], { cwd: hostDir }),
   ]);
   return bin;
+}
+
+/** Ports the kernel finds free on loopback, all held until every one is chosen, so they differ. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers: Server[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = createServer();
+    await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+    servers.push(s);
+  }
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
 }
 
 export class TestHost {

@@ -133,7 +133,6 @@ func (h *Host) serveChampion(champ *arm.Arm, st State) (*armStart, error) {
 	h.championEvent("started", st.Champion, fmt.Sprintf("pid %d; %s", s.proc.Pid(), champ.Instance(ports[0]).Describe()))
 	go func() {
 		if s.healthy(context.Background()) == nil {
-			s.flush()
 			h.championEvent("serving", st.Champion, fmt.Sprintf("pid %d healthy", s.proc.Pid()))
 		}
 	}()

@@ -90,7 +90,11 @@ func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 		return serr
 	}
 	if err != nil {
-		return fmt.Errorf("promotion refused (champion %s unchanged): %v", orNone(old.Champion), err)
+		kept := "no champion yet"
+		if old.Champion != "" {
+			kept = "champion " + old.Champion + " unchanged"
+		}
+		return fmt.Errorf("promotion refused (%s): %v", kept, err)
 	}
 	if err := h.saveState(next); err != nil {
 		return err
