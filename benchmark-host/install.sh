@@ -24,6 +24,7 @@
 # options: --ci-key KEY (required)  --root DIR  --prefix DIR  --ci-user USER
 #          --champion-user USER  --challenger-user USER  --champion-port N  --challenger-port N
 #          --cgroup-name NAME  --no-cgroup  --loadgen-cpus LIST  --arm-cpus LIST  --arm-max-procs N
+#          --service-ports LO-HI (the range each arm's service.ports come from; default: free ports)
 #          --no-systemd  --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
 set -euo pipefail
 
@@ -37,6 +38,7 @@ CGROUP=auto
 LOADGEN_CPUS=""
 ARM_CPUS=""
 ARM_MAX_PROCS=1024
+SERVICE_PORTS=""
 CHAMPION_PORT=8001
 CHALLENGER_PORT=8002
 CI_KEY=""
@@ -62,7 +64,7 @@ parse_args() {
       -h | --help) usage ;;
       --release | --download-url | --archive | --sums | --ci-key | --root | --prefix | --ci-user | \
         --champion-user | --challenger-user | --champion-port | --challenger-port | --cgroup-name | \
-        --loadgen-cpus | --arm-cpus | --arm-max-procs) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
+        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
       *) echo "install.sh: unknown argument '$1'" >&2; usage ;;
     esac
     case "$1" in
@@ -80,6 +82,7 @@ parse_args() {
       --loadgen-cpus) LOADGEN_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
       --arm-cpus) ARM_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
       --arm-max-procs) ARM_MAX_PROCS=$2; HOST_ARGS+=("$1" "$2") ;;
+      --service-ports) SERVICE_PORTS=$2; HOST_ARGS+=("$1" "$2") ;;
       --champion-port) CHAMPION_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
       --challenger-port) CHALLENGER_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
     esac
@@ -112,6 +115,7 @@ validate_args() {
   [[ $CGROUP_NAME =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--cgroup-name must be 1-64 characters of [A-Za-z0-9._-]" 2
   [[ $LOADGEN_CPUS$ARM_CPUS =~ ^[0-9,-]*$ ]] || die "--loadgen-cpus and --arm-cpus are CPU lists such as 0-1,8-9" 2
   [[ $ARM_MAX_PROCS =~ ^[1-9][0-9]{1,6}$ ]] || die "--arm-max-procs must be a number of tasks (10 or more)" 2
+  [[ $SERVICE_PORTS =~ ^([0-9]{1,5}-[0-9]{1,5})?$ ]] || die "--service-ports is a range of ports such as 18100-18199" 2
   case "$ROOT$PREFIX" in *[!A-Za-z0-9/._-]*) die "--root and --prefix must be plain absolute paths" 2 ;; esac
   case "$ROOT" in /*) ;; *) die "--root must be an absolute path" 2 ;; esac
   case "$PREFIX" in /*) ;; *) die "--prefix must be an absolute path" 2 ;; esac
@@ -286,6 +290,7 @@ host_flags() {
   if [ -n "$CGROUP" ]; then flags+=" --cgroup $CGROUP"; fi
   if [ -n "$LOADGEN_CPUS" ]; then flags+=" --loadgen-cpus $LOADGEN_CPUS"; fi
   if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
+  if [ -n "$SERVICE_PORTS" ]; then flags+=" --service-ports $SERVICE_PORTS"; fi
   echo "$flags"
 }
 

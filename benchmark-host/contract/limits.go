@@ -195,7 +195,7 @@ var Limits = map[string]any{
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
 	"health_timeout_seconds": HealthTimeoutSeconds, "setup_timeout_seconds": SetupTimeoutSeconds,
 	"port_names": PortNames, "state": States,
-	"floor_pairs":            FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
+	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
 	"order": Orders, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
 	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,

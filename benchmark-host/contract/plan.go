@@ -93,8 +93,8 @@ type Request struct {
 // build owned by the arm's user, with its own ports and STATE_DIR.
 type ServiceSpec struct {
 	// An argv list run in the arm's fresh copy of the build, never through a shell. $PORT,
-	// $PORT_<NAME> and $STATE_DIR (or ${PORT} …) are expanded and $$ is a $; any other $NAME is
-	// refused.
+	// $PORT_<NAME> and $STATE_DIR (or ${PORT} …) are expanded, nothing else; a $PORT_<NAME> that
+	// ports does not name is refused.
 	Command []string `json:"command" limit:"at_least_one"`
 	// Added to the service's environment; it may not set what the host sets (PATH, HOME, PORT,
 	// PORT_<NAME>, STATE_DIR).

@@ -45,20 +45,20 @@ export class ActionHarness {
     readonly host: TestHost,
   ) {}
 
-  /** Starts the fake and the host, and makes `championSha` (the fast build, "v1") the champion. */
-  static async start(championSha: string): Promise<ActionHarness> {
+  /** Starts the fake and the host, and makes `championSha` the champion: the fast build ("v1"), or the release and service given. */
+  static async start(championSha: string, champion?: { release: string; service: object }): Promise<ActionHarness> {
     const fake = new GitHubFake();
     const api = await fake.start();
     const h = new ActionHarness(fake, api, await TestHost.start());
-    await h.installChampion(championSha, h.host.release("fast", "v1"));
+    await h.installChampion(championSha, champion?.release ?? h.host.release("fast", "v1"), champion?.service);
     return h;
   }
 
   /** Makes a release the champion as an operator would, over ssh, without the action. */
-  async installChampion(sha: string, release: string): Promise<void> {
+  async installChampion(sha: string, release: string, service: object = { command: ["./start.sh"] }): Promise<void> {
     const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}-${sha.slice(0, 7)}.tar.gz`);
     execFileSync("tar", ["-czf", tarball, "-C", release, "."]);
-    for (const [cmd, input] of [[`deploy champion ${sha}`, readFileSync(tarball)], [`promote ${sha}`, '{"command":["./start.sh"]}']] as const) {
+    for (const [cmd, input] of [[`deploy champion ${sha}`, readFileSync(tarball)], [`promote ${sha}`, JSON.stringify(service)]] as const) {
       const r = await this.host.ssh(cmd, input);
       if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
     }

@@ -84,7 +84,7 @@ func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 	if err != nil {
 		return err
 	}
-	cand := h.newArmStart(iso.challenger, "candidate champion", sha, next.Service, ports[0], h.path("logs", "promote-"+sha+".log"), func(string, ...any) {})
+	cand := newArmStart(iso.challenger, "candidate champion", sha, next.Service, ports[0], h.path("logs", "promote-"+sha+".log"), func(string, ...any) {})
 	err = startTogether(ctx, h, []*armStart{cand})
 	if serr := cand.stop(); serr != nil {
 		return serr

@@ -28,7 +28,7 @@ type Config struct {
 	MaxRunSeconds   float64
 	ChampionPort    int
 	ChallengerPort  int
-	ServicePorts    string // the range the arms' extra ports come from ("" = free ports)
+	ServicePorts    string        // the range the arms' extra ports come from ("" = free ports)
 	LockWait        time.Duration // how long run/promote wait for a busy host
 	DeployLimits    release.Limits
 	MinFreeDisk     uint64 // bytes

@@ -307,10 +307,13 @@ func (e *execution) startArms(ctx context.Context, iso *isolation, championSpec 
 		return nil, fail("preflight", "host refused the run: %v", err)
 	}
 	arms := []*armStart{
-		e.h.newArmStart(iso.champion, contract.Champion, b.ChampionSHA, championSpec, ports[0], e.h.path("runs", e.runID, "champion.log"), e.logf),
-		e.h.newArmStart(iso.challenger, contract.Challenger, b.ChallengerSHA, req.Service, ports[1], e.h.path("runs", e.runID, "challenger.log"), e.logf),
+		newArmStart(iso.champion, contract.Champion, b.ChampionSHA, championSpec, ports[0], e.h.path("runs", e.runID, "champion.log"), e.logf),
+		newArmStart(iso.challenger, contract.Challenger, b.ChallengerSHA, req.Service, ports[1], e.h.path("runs", e.runID, "challenger.log"), e.logf),
 	}
 	if err := startTogether(ctx, e.h, arms); err != nil {
+		if stopped := e.stoppedBy(ctx); stopped != nil {
+			return nil, stopped
+		}
 		var ae *armError
 		errors.As(err, &ae)
 		return nil, fail(ae.arm+"_unhealthy", "%v", err)
@@ -326,6 +329,17 @@ func openDevice(path string) (f *os.File, err error) {
 		return err
 	})
 	return f, err
+}
+
+// stoppedBy is why the run was stopped from outside (its deadline, or abort), if it was.
+func (e *execution) stoppedBy(ctx context.Context) error {
+	switch {
+	case errors.Is(context.Cause(ctx), errOverran):
+		return fail("overran", "the run went past --max-run-seconds %g and was stopped", e.h.MaxRunSeconds)
+	case ctx.Err() != nil:
+		return errAborted
+	}
+	return nil
 }
 
 // stopArms stops both arms and records how each started and what it left on disk.
@@ -384,17 +398,11 @@ func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, 
 	e.result.Result, e.measured = *res, true
 	e.result.ResourceAccounting = map[string]contract.ResourceAccounting{
 		contract.Champion: iso.champion.Accounting(), contract.Challenger: iso.challenger.Accounting()}
-	var crash *armCrash
-	switch {
-	case errors.As(cause, &crash):
+	if crash := (*armCrash)(nil); errors.As(cause, &crash) {
 		s := crash.arm
 		return fail(s.arm.Name+"_crashed", "%s %s %s during the run; its log ends:\n%s", s.name, s.sha, s.proc.ExitError(), service.LogTail(s.log, 20))
-	case errors.Is(context.Cause(ctx), errOverran):
-		return fail("overran", "the run went past --max-run-seconds %g and was stopped", e.h.MaxRunSeconds)
-	case ctx.Err() != nil:
-		return errAborted
 	}
-	return nil
+	return e.stoppedBy(ctx)
 }
 
 // finish writes the result (if any load was sent) and the outcome, and ends the progress log

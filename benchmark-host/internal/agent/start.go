@@ -33,14 +33,16 @@ type armStart struct {
 	record contract.ArmStart
 }
 
-func (h *Host) newArmStart(a *arm.Arm, name, sha string, spec contract.ServiceSpec, ports map[string]int, log string, logf func(string, ...any)) *armStart {
+func newArmStart(a *arm.Arm, name, sha string, spec contract.ServiceSpec, ports map[string]int, log string, logf func(string, ...any)) *armStart {
 	in := a.Instance(ports)
 	return &armStart{arm: a, name: name, sha: sha, spec: spec, ports: ports, log: log, logf: logf,
 		record: contract.ArmStart{SHA: sha, Ports: in.PortVars(), StateDir: in.StateDir, State: spec.State}}
 }
 
 // note keeps a line for logf until flush.
-func (s *armStart) note(format string, args ...any) { s.notes = append(s.notes, fmt.Sprintf(format, args...)) }
+func (s *armStart) note(format string, args ...any) {
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+}
 
 func (s *armStart) flush() {
 	for _, n := range s.notes {

@@ -356,27 +356,40 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, logPath str
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	fmt.Fprintf(logFile, "--- perf-host: setup of %s (%s): %s\n", a.Name, a.Instance(ports).Describe(), strings.Join(cmd.Args, " "))
 	start := time.Now()
+	err = a.runBounded(cmd, time.Duration(spec.SetupTimeoutSeconds*float64(time.Second)))
+	took := time.Since(start)
+	if errors.Is(err, errTimedOut) {
+		err = fmt.Errorf("did not finish within service.setup_timeout_seconds %g and was stopped", spec.SetupTimeoutSeconds)
+	}
+	// Whatever the setup left running goes too: the service starts alone.
+	if cerr := a.Clear(); err == nil {
+		err = cerr
+	}
+	return took, err
+}
+
+var errTimedOut = errors.New("timed out")
+
+// runBounded runs cmd in the arm (as Launch does) until it exits, or kills everything of the
+// arm at timeout (errTimedOut). A failed exit is its status, "exit status 3".
+func (a *Arm) runBounded(cmd *exec.Cmd, timeout time.Duration) error {
 	if err := a.Launch(cmd); err != nil {
-		return 0, fmt.Errorf("cannot start %q in %s: %w", cmd.Path, a.WorkDir(), err)
+		return fmt.Errorf("cannot start %q in %s: %w", cmd.Path, cmd.Dir, err)
 	}
 	a.Started(cmd.Process.Pid)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	timeout := time.Duration(spec.SetupTimeoutSeconds * float64(time.Second))
 	select {
-	case err = <-done:
+	case err := <-done:
+		if _, ok := err.(*exec.ExitError); ok {
+			return errors.New(err.Error())
+		}
+		return err
 	case <-time.After(timeout):
-		err = fmt.Errorf("did not finish within service.setup_timeout_seconds %g and was stopped", spec.SetupTimeoutSeconds)
+		a.Clear()
+		<-done
+		return errTimedOut
 	}
-	took := time.Since(start)
-	cerr := a.Clear()
-	if err == nil {
-		err = cerr
-	}
-	if _, ok := err.(*exec.ExitError); ok {
-		err = fmt.Errorf("%v", err) // "exit status 3"
-	}
-	return took, err
 }
 
 // DiskUsage is the bytes on disk of the arm's working copy and of its STATE_DIR, as du run by
@@ -387,21 +400,8 @@ func (a *Arm) DiskUsage() (work, state int64, err error) {
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var out limitedBuffer
 	cmd.Stdout = &out
-	if err := a.Launch(cmd); err != nil {
-		return 0, 0, err
-	}
-	a.Started(cmd.Process.Pid)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		a.Clear()
-		<-done
-		return 0, 0, errors.New("du took over 10 s")
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("du: %v", err)
+	if err := a.runBounded(cmd, 10*time.Second); err != nil {
+		return 0, 0, fmt.Errorf("du: %w", err)
 	}
 	sizes := map[string]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
