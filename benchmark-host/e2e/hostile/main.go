@@ -8,10 +8,14 @@
 //	hostile snoop PATH…            read, list, write and execute what it should not reach
 //	hostile bomb                   fork copies of itself until the kernel refuses, and keep trying
 //	hostile burn                   spin as many threads as GOMAXPROCS
+//	hostile squat PORT             take the champion's port before the champion does, and serve it
+//	                               slowly (a run's two arms start together: issue 14)
 package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -43,6 +47,8 @@ func main() {
 		bomb()
 	case "sleeper":
 		time.Sleep(time.Hour)
+	case "squat":
+		squat(os.Args[2])
 	case "burn":
 		for range runtime.GOMAXPROCS(0) {
 			go func() {
@@ -179,5 +185,24 @@ func bomb() {
 			continue
 		}
 		started++
+	}
+}
+
+// squat binds 127.0.0.1:port as soon as it is free and answers every request 200, 20 ms late:
+// a champion that cannot bind its port, but stays up, would then be measured through it.
+func squat(port string) {
+	for i := 0; ; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			fmt.Printf("squat: serving :%s\n", port)
+			http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(20 * time.Millisecond)
+				w.Write([]byte("fast v1\n"))
+			}))
+		}
+		if i%1000 == 0 {
+			fmt.Printf("squat: :%s: %v\n", port, err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

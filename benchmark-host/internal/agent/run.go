@@ -275,6 +275,11 @@ func (e *execution) run(ctx context.Context) error {
 	stop := sync.OnceValue(func() error { return e.stopArms(arms) })
 	defer stop()
 	measureErr := e.measure(ctx, iso, lp, arms)
+	if err := eachArm((*armStart).ownsPorts)(arms); err != nil && measureErr == nil {
+		var ae *armError
+		errors.As(err, &ae)
+		measureErr = fail(ae.arm+"_unhealthy", "%v", err)
+	}
 	if err := stop(); err != nil {
 		return err
 	}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os/user"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -98,6 +102,29 @@ func (s *armStart) healthy(ctx context.Context) error {
 	return nil
 }
 
+// ownsPorts checks that whatever listens on the arm's ports runs as the arm's own user. Both arms
+// start together, so the champion port is free while the challenger starts: a challenger that
+// took it first and served it (slowly) would otherwise be measured as the champion. Without a
+// user of its own per arm (local mode) there is nothing to tell them apart by.
+func (s *armStart) ownsPorts() error {
+	if !s.arm.Dedicated {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.record.Ports)) {
+		port := s.record.Ports[name]
+		for _, uid := range service.ListenerUIDs(port) {
+			if uid != s.arm.User.UID {
+				who := strconv.FormatUint(uint64(uid), 10)
+				if u, err := user.LookupId(who); err == nil {
+					who = u.Username + " (uid " + who + ")"
+				}
+				return fmt.Errorf("%s %s: its port %d (%s) is served by %s, not by its own user %s: another process took it, and the run cannot tell which arm it measures", s.name, s.sha, port, name, who, s.arm.User.Name)
+			}
+		}
+	}
+	return nil
+}
+
 // stop ends the arm's service and everything it started.
 func (s *armStart) stop() error {
 	if s.proc == nil {
@@ -129,7 +156,7 @@ func (e *armError) Error() string { return e.err.Error() }
 
 // startTogether takes the arms through each step of a start at the same time: copies, then
 // setups, then the processes back to back, then the health checks, so that both are as old and
-// as warm when the load begins. A failure (an *armError naming the first arm that failed) comes
+// as warm when the load begins; last, that each arm's ports are its own. A failure (an *armError naming the first arm that failed) comes
 // after every arm has been stopped.
 func startTogether(ctx context.Context, h *Host, arms []*armStart) error {
 	startAll := func(arms []*armStart) error {
@@ -145,6 +172,7 @@ func startTogether(ctx context.Context, h *Host, arms []*armStart) error {
 		eachArm((*armStart).setup),
 		startAll,
 		eachArm(func(s *armStart) error { return s.healthy(ctx) }),
+		eachArm((*armStart).ownsPorts),
 	} {
 		err := step(arms)
 		for _, s := range arms {

@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,4 +85,32 @@ func AllocatePorts(r PortRange, names [][]string, reserved []int) ([]map[string]
 		}
 	}
 	return out, nil
+}
+
+// ListenerUIDs lists the users owning a socket that listens on port (any address, IPv4 or
+// IPv6), from /proc/net/tcp and tcp6: who a connection to the port would reach.
+func ListenerUIDs(port int) []uint32 {
+	var uids []uint32
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 8 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, ok := strings.Cut(f[1], ":")
+			p, err := strconv.ParseUint(hexPort, 16, 32)
+			if !ok || err != nil || int(p) != port {
+				continue
+			}
+			if uid, err := strconv.ParseUint(f[7], 10, 32); err == nil && !slices.Contains(uids, uint32(uid)) {
+				uids = append(uids, uint32(uid))
+			}
+		}
+	}
+	return uids
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,5 +105,20 @@ func TestAllocatePortsNeverCollide(t *testing.T) {
 	}
 	if _, err := ParsePortRange("9000-8000"); err == nil {
 		t.Error("a reversed range was accepted")
+	}
+}
+
+func TestListenerUIDsFindsWhoListens(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if got := ListenerUIDs(port); !slices.Equal(got, []uint32{uint32(os.Getuid())}) {
+		t.Errorf("listening: %v, want our uid %d", got, os.Getuid())
+	}
+	l.Close()
+	if got := ListenerUIDs(port); len(got) != 0 {
+		t.Errorf("closed: %v", got)
 	}
 }
