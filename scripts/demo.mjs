@@ -4,7 +4,8 @@
 // (grey) that records the host's noise floor. Needs Node 22+ and Go 1.26; no network but the
 // Go module proxy, no root.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 
 const root = process.cwd();
@@ -23,17 +24,15 @@ for (const [name, tags] of [["champion", []], ["challenger", ["-tags", "slow"]]]
   writeFileSync(join(dir, "VERSION"), `${name}\n`);
 }
 
-// A previous demo's champion may still be serving: stop it, and start from a clean host.
-const record = join(host, "champion.json");
-if (existsSync(record)) {
-  try { process.kill(JSON.parse(readFileSync(record, "utf8")).pid, "SIGTERM"); } catch {}
-  spawnSync("sleep", ["1"]);
-}
+// A previous demo's champion may still be serving (an interrupted demo): stop it, and start
+// from a clean host. Each run below stops the champion it started when it ends.
+const perfHost = join(root, "benchmark-host/bin/perf-host");
+const ports = ["--champion-port", "18001", "--challenger-port", "18002"];
+if (existsSync(host)) spawnSync(perfHost, ["stop", "--root", host, "--service-user", userInfo().username, ...ports], { stdio: "ignore" });
 rmSync(host, { recursive: true, force: true });
 
 const gate = (extra) =>
-  spawnSync(process.execPath, [join(root, "dist/cli.js"), "run", "--local", "--root", host,
-    "--perf-host", join(root, "benchmark-host/bin/perf-host"), "--champion-port", "18001", "--challenger-port", "18002",
+  spawnSync(process.execPath, [join(root, "dist/cli.js"), "run", "--local", "--root", host, "--perf-host", perfHost, ...ports,
     "--config", "benchmark-host/examples/service/perf-gate.yml", "--champion", join(work, "releases/champion"), ...extra],
     { stdio: "inherit" }).status;
 
@@ -42,8 +41,6 @@ const ab = gate(["--challenger", join(work, "releases/challenger"), "--out", joi
 step("A/A: the champion's build on both ports, to measure the host's noise floor");
 const aa = gate(["--aa", "--out", join(work, "report-aa")]);
 
-// Leave nothing running.
-try { process.kill(JSON.parse(readFileSync(record, "utf8")).pid, "SIGTERM"); } catch {}
 step(`done: gate exit ${ab} (1 = blocking regression), A/A exit ${aa}`);
 console.log(`reports: ${join(".perf-gate/demo", "report-ab", "report.md")} and ${join(".perf-gate/demo", "report-aa", "report.md")}`);
 process.exit(ab === 1 && aa === 0 ? 0 : 1);
