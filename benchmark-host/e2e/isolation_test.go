@@ -225,13 +225,30 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 				t.Fatalf("no supervisor to kill: %s", b)
 			}
 		}},
+		// The arms of a run start together (issue 14), so the champion port is free while the
+		// challenger starts: a challenger that takes it first and serves it slowly must never be
+		// measured as the champion. This champion binds late and stays up without its port (as
+		// a service that retries would): the worst case.
+		{name: "takes the champion port", script: "./hostile squat CHAMPION_PORT & exec ./service", kinds: []string{"champion_unhealthy"},
+			before: func(t *testing.T) {
+				h.must(buildTarball(t, "fast", "v1", "sleep 1; ./service; exec sleep 300"), "deploy champion abcdef0")
+				h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote abcdef0")
+			},
+			check: func(t *testing.T, r contract.HostResult, log string, w *watch) {
+				if !strings.Contains(log, "squat: serving") {
+					t.Fatalf("the squatter never took the champion port; the case proves nothing:\n%s", log)
+				}
+				if r.Outcome.ErrorKind != "champion_unhealthy" || !strings.Contains(r.Outcome.Message, "is served by "+h.challengerUser) {
+					t.Errorf("a run measured through a squatter: %+v", r.Outcome)
+				}
+			}},
 		{name: "a plain challenger after all that", script: "exec ./service"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sha := fmt.Sprintf("%07x", 0xc0ffee0+i)
 			id := fmt.Sprintf("hostile-%d", i)
-			h.must(buildTarball(t, "fast", "v1", c.script), "deploy challenger "+sha)
+			h.must(buildTarball(t, "fast", "v1", strings.ReplaceAll(c.script, "CHAMPION_PORT", strconv.Itoa(h.championPort))), "deploy challenger "+sha)
 			if c.before != nil {
 				c.before(t)
 			}
@@ -320,32 +337,4 @@ func deref(f *float64) float64 {
 		return -1
 	}
 	return *f
-}
-
-// The arms of a run start together (issue 14), so the champion port is free for a moment while
-// the challenger starts: a challenger that takes it first, and serves it slowly, must never be
-// measured as the champion. The champion here keeps running when it cannot bind (as a service
-// that retries would), the worst case. The run fails naming who holds the port.
-func TestAChallengerCannotServeTheChampionPort(t *testing.T) {
-	h, _ := installHost(t)
-	champion := "sleep 1; ./service; exec sleep 300" // binds late, and stays up without its port
-	h.must(buildTarball(t, "fast", "v1", champion), "deploy champion aaaaaaa")
-	h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
-	h.must(buildTarball(t, "fast", "v1", fmt.Sprintf("./hostile squat %d & exec ./service", h.championPort)), "deploy challenger bbbbbbb")
-	plan := strings.Replace(runPlan("bbbbbbb", 2, 0.5), `"health_timeout_seconds":5`, `"health_timeout_seconds":10`, 1)
-	h.must([]byte(plan), "run squat-1")
-	progress, _, _ := h.call(nil, "wait squat-1")
-	log, _ := os.ReadFile(filepath.Join(h.root, "runs", "squat-1", "challenger.log"))
-	var r struct{ Outcome contract.Outcome }
-	json.Unmarshal([]byte(h.must(nil, "result squat-1")), &r)
-	t.Logf("outcome %s: %s", r.Outcome.ErrorKind, r.Outcome.Message)
-	if !strings.Contains(string(log), "squat: serving") {
-		t.Fatalf("the squatter never took the champion port; the test proves nothing:\n%s", log)
-	}
-	if r.Outcome.Status == "ok" || r.Outcome.ErrorKind != "champion_unhealthy" || !strings.Contains(r.Outcome.Message, h.challengerUser) {
-		t.Errorf("a run measured through a squatter: %+v\n%s", r.Outcome, progress)
-	}
-	if left := running(t, h.challengerUser); len(left) > 0 {
-		t.Errorf("after the run the challenger still runs %s", arm.Describe(left))
-	}
 }
