@@ -91,26 +91,28 @@ func yieldWait(champion State) time.Duration {
 
 // takeChampionPort is the run's side: it writes the lease and waits until no champion of the
 // supervisor's runs, stopping a supervisor that does not answer (or one that knows no lease).
-func (h *Host) takeChampionPort(runID string, st State) error {
+// It says how the port was handed over, for the run's log.
+func (h *Host) takeChampionPort(runID string, st State) (string, error) {
 	if err := writeJSONAtomic(h.leasePath(), championLease{RunID: runID, Pid: os.Getpid(), Since: time.Now().UTC()}); err != nil {
-		return err
+		return "", err
 	}
 	rec, ok := h.championDaemon()
 	if !ok {
-		return nil // no supervisor: the run's Install clears whatever the champion arm still runs
+		// No supervisor: the run's Install clears whatever the champion arm still runs.
+		return "no champion supervisor was running", nil
 	}
 	if rec.Config != h.supervisorConfig() {
-		return h.stopChampionDaemon(rec.Pid)
+		return "the champion supervisor of an older configuration was stopped", h.stopChampionDaemon(rec.Pid)
 	}
-	deadline := time.Now().Add(yieldWait(st))
+	start := time.Now()
 	var nudge time.Time
 	for ; ; time.Sleep(10 * time.Millisecond) {
 		now, ok := h.championDaemon()
 		if !ok || now.Pid != rec.Pid || now.YieldedTo == runID {
-			return nil
+			return fmt.Sprintf("the champion supervisor stopped its champion and yielded the port in %.2f s", time.Since(start).Seconds()), nil
 		}
-		if time.Now().After(deadline) {
-			return h.stopChampionDaemon(rec.Pid)
+		if time.Since(start) > yieldWait(st) {
+			return "the champion supervisor did not yield and was stopped", h.stopChampionDaemon(rec.Pid)
 		}
 		if time.Since(nudge) > time.Second {
 			syscall.Kill(rec.Pid, syscall.SIGHUP)

@@ -264,9 +264,11 @@ func (e *execution) run(ctx context.Context) error {
 	// The run starts its own champion, as it starts the challenger; the supervisor's champion
 	// serves the port again before the run reports, however the run ends.
 	defer e.giveBackChampionPort()
-	if err := e.h.takeChampionPort(e.runID, st); err != nil {
+	how, err := e.h.takeChampionPort(e.runID, st)
+	if err != nil {
 		return fail("champion_unhealthy", "the champion supervisor did not hand over :%d: %v", e.h.ChampionPort, err)
 	}
+	e.logf("the champion port :%d is this run's: %s; both arms start fresh", e.h.ChampionPort, how)
 	arms, err := e.startArms(ctx, iso, st.Service, req)
 	if err != nil {
 		return err
