@@ -403,16 +403,16 @@ var require_Histogram = __commonJS({
     exports2.NO_TAG = "NO TAG";
     var toSummary = (histogram) => {
       const { totalCount, maxValue, numberOfSignificantValueDigits } = histogram;
-      const round2 = (0, formatters_1.keepSignificantDigits)(numberOfSignificantValueDigits);
+      const round = (0, formatters_1.keepSignificantDigits)(numberOfSignificantValueDigits);
       return {
-        p50: round2(histogram.getValueAtPercentile(50)),
-        p75: round2(histogram.getValueAtPercentile(75)),
-        p90: round2(histogram.getValueAtPercentile(90)),
-        p97_5: round2(histogram.getValueAtPercentile(97.5)),
-        p99: round2(histogram.getValueAtPercentile(99)),
-        p99_9: round2(histogram.getValueAtPercentile(99.9)),
-        p99_99: round2(histogram.getValueAtPercentile(99.99)),
-        p99_999: round2(histogram.getValueAtPercentile(99.999)),
+        p50: round(histogram.getValueAtPercentile(50)),
+        p75: round(histogram.getValueAtPercentile(75)),
+        p90: round(histogram.getValueAtPercentile(90)),
+        p97_5: round(histogram.getValueAtPercentile(97.5)),
+        p99: round(histogram.getValueAtPercentile(99)),
+        p99_9: round(histogram.getValueAtPercentile(99.9)),
+        p99_99: round(histogram.getValueAtPercentile(99.99)),
+        p99_999: round(histogram.getValueAtPercentile(99.999)),
         max: maxValue,
         totalCount
       };
@@ -36004,12 +36004,14 @@ function analyze(results, settings = defaultSettings) {
   const holm = holmAdjust(partial2.map((c3) => c3.t.p));
   const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
   const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
-  const headline = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
+  const headline2 = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
   const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
   return {
     verdict,
+    builds: results[0].result.plan.builds ?? null,
+    targets: results[0].result.plan.targets ?? null,
     blocking: comparisons.some((c3) => c3.blocking),
-    headline,
+    headline: headline2,
     comparisons,
     percentile: settings.percentile,
     method: METHOD,
@@ -36063,14 +36065,14 @@ function validateSettings(s) {
   if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
 }
 function checkSameBuilds(results) {
-  for (const field of ["challenger_sha", "champion_sha"]) {
+  for (const field of ["challenger_sha", "champion_sha", "kind"]) {
     const seen = /* @__PURE__ */ new Map();
     for (const { name: name2, result } of results) {
-      const sha2 = result.plan.builds?.[field];
-      if (sha2) seen.set(sha2, name2);
+      const value = result.plan.builds?.[field];
+      if (value) seen.set(value, name2);
     }
     if (seen.size > 1) {
-      const list = [...seen.entries()].map(([sha2, name2]) => `${sha2} (${name2})`).join(", ");
+      const list = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
       throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
     }
   }
@@ -36274,6 +36276,24 @@ function label(c3, holmP, alpha, m) {
   };
 }
 
+// src/report/arms.ts
+var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
+function armsOf(a2) {
+  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
+  const champion = portName(a2.targets?.champion, "the champion's port");
+  const challenger = portName(a2.targets?.challenger, "the challenger's port");
+  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
+}
+function portName(target2, otherwise) {
+  if (!target2) return otherwise;
+  try {
+    const u2 = new URL(target2);
+    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return otherwise;
+  }
+}
+
 // src/report/format.ts
 function ms2(x) {
   const a2 = Math.abs(x);
@@ -36313,73 +36333,163 @@ function micros(us) {
   return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
 }
 
+// src/report/scale.ts
+function niceTicks(lo, hi, target2 = 5) {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (lo === hi) {
+    const pad = Math.abs(lo) * 0.1 || 0.01;
+    [lo, hi] = [lo - pad, hi + pad];
+  }
+  const raw = (hi - lo) / target2;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks = [];
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
+  return { ticks, step, decimals };
+}
+function chartScale(values, c3) {
+  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
+  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
+  let lo = Math.min(...data);
+  let hi = Math.max(...data);
+  const reach = Math.max(Math.abs(lo), Math.abs(hi));
+  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
+  if (threshold !== null) hi = Math.max(hi, threshold);
+  const span = hi - lo || reach || 0.01;
+  lo -= lo < 0 ? span * 0.03 : 0;
+  hi += hi > 0 ? span * 0.03 : 0;
+  const t = niceTicks(lo, hi, 6);
+  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
+}
+function tickLabel(v, decimals) {
+  if (v === 0) return "0";
+  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
+}
+
 // src/report/chart.ts
-var round = (x) => Number(x.toFixed(4));
 var MAX_BARS = 60;
-function binned(d) {
-  const per = Math.ceil(d.length / MAX_BARS);
-  const values = [];
+function bars(d, maxBars = MAX_BARS) {
+  const per = Math.ceil(d.length / maxBars);
+  const out = [];
   for (let i2 = 0; i2 < d.length; i2 += per) {
     const bin = d.slice(i2, i2 + per);
-    values.push(bin.reduce((a2, b) => a2 + b, 0) / bin.length);
+    const last = Math.min(i2 + per, d.length);
+    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
   }
-  return { values, per };
+  return { bars: out, per };
 }
-function mermaidChart(c3, percentile2) {
-  const { values, per } = binned(c3.detail.map((x) => x.dMs));
-  const n2 = values.length;
-  const d = values.map(round);
-  const lo = round(c3.ciMs[0]);
-  const hi = round(c3.ciMs[1]);
-  const min = Math.min(0, lo, ...d);
-  const max2 = Math.max(0, hi, ...d);
-  const pad = (max2 - min) * 0.1 || 0.01;
-  const flat = (v) => `[${Array(n2).fill(v).join(", ")}]`;
-  return [
-    "```mermaid",
-    "xychart-beta",
-    `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
-    `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_2, i2) => i2 * per + 1).join(", ")}]`,
-    `  y-axis "ms" ${round(min - pad)} --> ${round(max2 + pad)}`,
-    `  bar [${d.join(", ")}]`,
-    `  line ${flat(lo)}`,
-    `  line ${flat(hi)}`,
-    `  line ${flat(0)}`,
-    "```"
-  ].join("\n");
+function title(c3, percentile2, arms, per) {
+  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
+}
+function marks(c3, scale) {
+  return {
+    floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
+    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
+    interval: `mean ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
+  };
+}
+var PLOT_COLUMNS = 48;
+function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
+  const zero = col(0);
+  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
+  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
+  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
+  const canvas = () => {
+    const line = Array(PLOT_COLUMNS).fill(" ");
+    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
+    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
+    line[zero] = "\u2502";
+    return line;
+  };
+  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
+  const axis = Array(PLOT_COLUMNS).fill("\u2500");
+  let free = 0;
+  for (const t of scale.ticks) {
+    const text = tickLabel(t, scale.decimals);
+    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
+    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    if (at < free) continue;
+    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
+    free = at + text.length + 1;
+  }
+  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  for (const r of rows2) {
+    const line = canvas();
+    const to = col(r.value);
+    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
+    out.push(row(r.label, signedMs(r.value), line));
+  }
+  const ci = canvas();
+  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
+  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
+  ci[lo] = "\u251C";
+  ci[hi] = "\u2524";
+  ci[col(c3.estimateMs)] = "\u25CF";
+  out.push(row("mean", signedMs(c3.estimateMs), ci));
+  const m = marks(c3, scale);
+  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
+  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
+  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
+}
+function forArms(c3, arms) {
+  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
 }
 var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile2) {
-  const width = 720;
-  const height = 320;
-  const m = { top: 40, right: 20, bottom: 40, left: 70 };
+function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const width = 760;
+  const height = 340;
+  const m = { top: 44, right: 190, bottom: 46, left: 64 };
   const plotW = width - m.left - m.right;
   const plotH = height - m.top - m.bottom;
-  const { values: d, per } = binned(c3.detail.map((x) => x.dMs));
-  const min = Math.min(0, c3.ciMs[0], ...d);
-  const max2 = Math.max(0, c3.ciMs[1], ...d);
-  const pad = (max2 - min) * 0.1 || 0.01;
-  const y0 = min - pad;
-  const y1 = max2 + pad;
-  const y = (v) => m.top + plotH - (v - y0) / (y1 - y0) * plotH;
-  const slot = plotW / Math.max(1, d.length);
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
+  const slot = plotW / Math.max(1, rows2.length);
   const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
-  const bars = d.map((v, i2) => {
-    const top = Math.min(y(v), y(0));
-    const h2 = Math.max(1, Math.abs(y(v) - y(0)));
-    return `<rect x="${(m.left + i2 * slot + slot * 0.2).toFixed(1)}" y="${top.toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h2.toFixed(1)}" fill="${color}"><title>${per === 1 ? `pair ${i2 + 1}` : `pairs ${i2 * per + 1}-${(i2 + 1) * per}`}: ${signedMs(v)} ms</title></rect>`;
+  const f = (v) => v.toFixed(1);
+  const right = m.left + plotW;
+  const grid = scale.ticks.map((t) => [
+    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
+  ].join("\n  ")).join("\n  ");
+  const barRects = rows2.map((r, i2) => {
+    const top = Math.min(y(r.value), y(0));
+    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
+    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
   }).join("\n  ");
-  const ticks = Array.from({ length: 5 }, (_2, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms2(v))}</text>`).join("\n  ");
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
-  <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile2)}`)}</title>
+  const everyNth = Math.ceil(rows2.length / 15);
+  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
+  const mk = marks(c3, scale);
+  const lines = [
+    { v: c3.estimateMs, text: `mean ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
+    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
+  ];
+  const placed = [];
+  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
+    let at = y(l.v) + 4;
+    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
+    placed.push(at);
+    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
+  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
+  }).join("\n  ");
+  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
+  <title>${esc2(title(c3, percentile2, arms, per))}</title>
   <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${esc2(`${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)} per pair (ms)`)}</text>
-  <rect x="${m.left}" y="${y(c3.ciMs[1]).toFixed(1)}" width="${plotW}" height="${Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])).toFixed(1)}" fill="${color}" fill-opacity="0.15"/>
-  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(0).toFixed(1)}" y2="${y(0).toFixed(1)}" stroke="#24292f"/>
-  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c3.estimateMs).toFixed(1)}" y2="${y(c3.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
-  ${bars}
-  ${ticks}
-  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc2(`mean ${signedMs(c3.estimateMs)} ms, CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs`)}</text>
+  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
+  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
+  ${band}
+  ${grid}
+  ${barRects}
+  ${labels}
+  ${xLabels}
+  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
 </svg>
 `;
 }
@@ -36469,13 +36579,23 @@ function analysisJson(a2) {
 }
 
 // src/report/quartet.ts
-function quartet(c3, percentile2) {
+function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const at = percentLabel(percentile2);
+  if (arms.aa) return aaQuartet(c3, at, arms);
   const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
   if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
   if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
   return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+}
+function halfWidth([lo, hi]) {
+  return (hi - lo) / 2;
+}
+function aaQuartet(c3, at, arms) {
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
+  const [lo, hi] = c3.ciMs;
+  if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
 }
 
 // src/report/resources.ts
@@ -36508,7 +36628,7 @@ function verdictLines(a2) {
   const h2 = a2.headline;
   const state = a2.blocking ? ` (blocking${h2.blockedBy.some((r) => r !== "latency") ? `: ${h2.blockedBy.join(", ")}` : ""})` : a2.verdict === "red" ? " (advisory)" : "";
   return [
-    `${a2.verdict.toUpperCase()}${state}: ${quartet(h2, a2.percentile)}`,
+    `${a2.verdict.toUpperCase()}${state}: ${quartet(h2, a2.percentile, armsOf(a2))}`,
     ...a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => `  resources${a2.comparisons.length > 1 ? ` ${c3.key}` : ""}: ${r}`)),
     ...a2.preflight.map((f) => `  host flagged before measuring: ${f.check}: ${f.detail}`),
     ...a2.comparisons.flatMap((c3) => c3.flags).map((f) => `  note: ${f.code.replace(/_/g, " ")}: ${f.message}`)
@@ -36528,24 +36648,48 @@ function markdownReport(a2, opts = {}) {
   return text.slice(0, limit - 80) + "\n\n\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
 }
 function render(a2, opts, maxRows) {
-  const h2 = a2.headline;
+  const arms = armsOf(a2);
+  const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`## perf-gate: ${badge[a2.verdict]}${a2.blocking ? " \u2014 blocking" : a2.verdict === "red" ? " \u2014 advisory" : ""}`);
-  out.push("", `**${quartet(h2, a2.percentile)}**`, "");
-  out.push(verdictSentence(a2));
-  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => a2.comparisons.length > 1 ? `${c3.key}: ${r}` : r));
-  if (costs.length > 0) out.push("", `**Resources:** the challenger's ${costs.join("; ")}.`);
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
+  if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
   if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, maxRows));
-  out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
-  for (const r of a2.runs) {
-    const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
-    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`);
-  }
-  out.push("", `<sub>Method: ${a2.method} Bootstrap seed ${a2.seed}.</sub>`, "");
+  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows));
+  out.push(
+    "",
+    "<details><summary>Runs and method</summary>",
+    "",
+    "| run | id | workload | rate | started | pairs used | pairs dropped |",
+    "|---|---|---|---:|---|---:|---:|",
+    ...a2.runs.map((r) => {
+      const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+      return `| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
+    }),
+    "",
+    `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
+    "",
+    "</details>",
+    ""
+  );
   return out.join("\n");
+}
+function headline(a2, arms) {
+  const h2 = a2.headline;
+  if (arms.aa) {
+    const [lo, hi] = h2.ciMs;
+    return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "\u26AA" : "\u{1F7E0}"} ${quartet(h2, a2.percentile, arms)}`;
+  }
+  const state = `${badge[a2.verdict]}${a2.blocking ? ", blocking" : a2.verdict === "red" ? ", advisory" : ""}`;
+  return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
+}
+function compared(a2, arms, runUrl) {
+  const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
+  const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs champion ${sha2(a2.builds?.champion_sha)}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -36575,47 +36719,53 @@ function preflightWarning(flags) {
   const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
   return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
+function aaSentence(a2, arms) {
+  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
+  const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
+  const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
+  return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
+}
 function hostBiasWarning(bias) {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
-function comparisonSection(c3, percentile2, maxRows) {
+function comparisonSection(c3, percentile2, arms, several, maxRows) {
   const p = percentLabel(percentile2);
-  const state = c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`;
+  const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
   const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
   const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
-  const out = [
-    `### ${c3.workload} @ ${c3.rate} req/s \u2014 ${state}`,
-    "",
-    `${quartet(c3, percentile2)}`,
-    "",
-    `| metric | champion | challenger | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
+  const out = [`#### ${c3.workload} @ ${c3.rate} req/s${several ? state : ""}`, ""];
+  if (several) out.push(quartet(c3, percentile2, arms), "");
+  out.push(
+    `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
     `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
     `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
     ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
-    `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s, paired t p=${pValue(c3.throughput.p)} |`,
+    `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
-    ...resourceRows(c3),
-    "",
-    `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
-  ];
+    ...resourceRows(c3)
+  );
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
-  out.push("", mermaidChart(c3, percentile2));
+  out.push("", textChart(c3, percentile2, arms));
+  const pooled = c3.runs.length > 1;
+  out.push(
+    "",
+    `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
+    "",
+    `Tests on the ${c3.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
+  );
   if (maxRows > 0) {
     const rows2 = c3.detail.slice(0, maxRows);
     out.push(
       "",
-      `<details><summary>Per-slice ${p} of ${c3.detail.length} pairs</summary>`,
-      "",
-      `| run | pair | champion ${p} | challenger ${p} | difference |`,
-      "|---|---:|---:|---:|---:|",
-      ...rows2.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
-      ...rows2.length < c3.detail.length ? [``, `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : [],
-      "",
-      "</details>"
+      `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
+      `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
+      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${cell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
     );
   }
+  out.push("", "</details>");
   return out;
 }
 function armErrorsCell(arm) {
@@ -36716,7 +36866,7 @@ function analyzeCommand(argv, out) {
   }
   const a2 = analyze(results, settings);
   if (values.markdown) writeFileSync(values.markdown, markdownReport(a2));
-  if (values.svg) writeFileSync(values.svg, svgChart(a2.headline, a2.percentile));
+  if (values.svg) writeFileSync(values.svg, svgChart(a2.headline, a2.percentile, armsOf(a2)));
   if (values.json) out(JSON.stringify(analysisJson(a2), null, 2));
   else for (const line of verdictLines(a2)) out(line);
   return a2.blocking ? 1 : 0;
@@ -36758,7 +36908,7 @@ function calibrations(aa, previous, o2) {
   const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
   return aa.map((c3) => {
     const [lo, hi] = c3.ciMs;
-    const halfWidthMs = (hi - lo) / 2;
+    const halfWidthMs = halfWidth(c3.ciMs);
     const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
     const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
     return {
@@ -36979,7 +37129,7 @@ function writeArtifacts(dir, a2) {
   writeFiles(dir, [
     [paths.reportPath, a2.report],
     [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile)]
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
   ]);
   return paths;
 }
@@ -44405,7 +44555,7 @@ function printVerdict(d, say) {
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
 }
 function summaryJson(d) {
-  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline, comparisons, preflight_flags } = analysisJson(d.analysis);
+  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
     grey_kind,
@@ -44419,7 +44569,7 @@ function summaryJson(d) {
     floor_ms,
     threshold_ms,
     pairs,
-    headline,
+    headline: headline2,
     comparisons: comparisons.map((c3) => ({
       key: c3.key,
       verdict: c3.verdict,

@@ -19651,6 +19651,2097 @@ var require_cross_spawn = __commonJS({
   }
 });
 
+// node_modules/@actions/github/node_modules/@actions/http-client/lib/proxy.js
+var require_proxy = __commonJS({
+  "node_modules/@actions/github/node_modules/@actions/http-client/lib/proxy.js"(exports2) {
+    "use strict";
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.getProxyUrl = getProxyUrl2;
+    exports2.checkBypass = checkBypass;
+    function getProxyUrl2(reqUrl) {
+      const usingSsl = reqUrl.protocol === "https:";
+      if (checkBypass(reqUrl)) {
+        return void 0;
+      }
+      const proxyVar = (() => {
+        if (usingSsl) {
+          return process.env["https_proxy"] || process.env["HTTPS_PROXY"];
+        } else {
+          return process.env["http_proxy"] || process.env["HTTP_PROXY"];
+        }
+      })();
+      if (proxyVar) {
+        try {
+          return new DecodedURL(proxyVar);
+        } catch (_a3) {
+          if (!proxyVar.startsWith("http://") && !proxyVar.startsWith("https://"))
+            return new DecodedURL(`http://${proxyVar}`);
+        }
+      } else {
+        return void 0;
+      }
+    }
+    function checkBypass(reqUrl) {
+      if (!reqUrl.hostname) {
+        return false;
+      }
+      const reqHost = reqUrl.hostname;
+      if (isLoopbackAddress(reqHost)) {
+        return true;
+      }
+      const noProxy = process.env["no_proxy"] || process.env["NO_PROXY"] || "";
+      if (!noProxy) {
+        return false;
+      }
+      let reqPort;
+      if (reqUrl.port) {
+        reqPort = Number(reqUrl.port);
+      } else if (reqUrl.protocol === "http:") {
+        reqPort = 80;
+      } else if (reqUrl.protocol === "https:") {
+        reqPort = 443;
+      }
+      const upperReqHosts = [reqUrl.hostname.toUpperCase()];
+      if (typeof reqPort === "number") {
+        upperReqHosts.push(`${upperReqHosts[0]}:${reqPort}`);
+      }
+      for (const upperNoProxyItem of noProxy.split(",").map((x) => x.trim().toUpperCase()).filter((x) => x)) {
+        if (upperNoProxyItem === "*" || upperReqHosts.some((x) => x === upperNoProxyItem || x.endsWith(`.${upperNoProxyItem}`) || upperNoProxyItem.startsWith(".") && x.endsWith(`${upperNoProxyItem}`))) {
+          return true;
+        }
+      }
+      return false;
+    }
+    function isLoopbackAddress(host) {
+      const hostLower = host.toLowerCase();
+      return hostLower === "localhost" || hostLower.startsWith("127.") || hostLower.startsWith("[::1]") || hostLower.startsWith("[0:0:0:0:0:0:0:1]");
+    }
+    var DecodedURL = class extends URL {
+      constructor(url2, base) {
+        super(url2, base);
+        this._decodedUsername = decodeURIComponent(super.username);
+        this._decodedPassword = decodeURIComponent(super.password);
+      }
+      get username() {
+        return this._decodedUsername;
+      }
+      get password() {
+        return this._decodedPassword;
+      }
+    };
+  }
+});
+
+// node_modules/@actions/github/node_modules/@actions/http-client/lib/index.js
+var require_lib = __commonJS({
+  "node_modules/@actions/github/node_modules/@actions/http-client/lib/index.js"(exports2) {
+    "use strict";
+    var __createBinding = exports2 && exports2.__createBinding || (Object.create ? (function(o2, m, k, k2) {
+      if (k2 === void 0) k2 = k;
+      var desc = Object.getOwnPropertyDescriptor(m, k);
+      if (!desc || ("get" in desc ? !m.__esModule : desc.writable || desc.configurable)) {
+        desc = { enumerable: true, get: function() {
+          return m[k];
+        } };
+      }
+      Object.defineProperty(o2, k2, desc);
+    }) : (function(o2, m, k, k2) {
+      if (k2 === void 0) k2 = k;
+      o2[k2] = m[k];
+    }));
+    var __setModuleDefault = exports2 && exports2.__setModuleDefault || (Object.create ? (function(o2, v) {
+      Object.defineProperty(o2, "default", { enumerable: true, value: v });
+    }) : function(o2, v) {
+      o2["default"] = v;
+    });
+    var __importStar = exports2 && exports2.__importStar || /* @__PURE__ */ (function() {
+      var ownKeys = function(o2) {
+        ownKeys = Object.getOwnPropertyNames || function(o3) {
+          var ar = [];
+          for (var k in o3) if (Object.prototype.hasOwnProperty.call(o3, k)) ar[ar.length] = k;
+          return ar;
+        };
+        return ownKeys(o2);
+      };
+      return function(mod) {
+        if (mod && mod.__esModule) return mod;
+        var result = {};
+        if (mod != null) {
+          for (var k = ownKeys(mod), i2 = 0; i2 < k.length; i2++) if (k[i2] !== "default") __createBinding(result, mod, k[i2]);
+        }
+        __setModuleDefault(result, mod);
+        return result;
+      };
+    })();
+    var __awaiter3 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
+      function adopt(value) {
+        return value instanceof P ? value : new P(function(resolve) {
+          resolve(value);
+        });
+      }
+      return new (P || (P = Promise))(function(resolve, reject) {
+        function fulfilled(value) {
+          try {
+            step(generator.next(value));
+          } catch (e) {
+            reject(e);
+          }
+        }
+        function rejected(value) {
+          try {
+            step(generator["throw"](value));
+          } catch (e) {
+            reject(e);
+          }
+        }
+        function step(result) {
+          result.done ? resolve(result.value) : adopt(result.value).then(fulfilled, rejected);
+        }
+        step((generator = generator.apply(thisArg, _arguments || [])).next());
+      });
+    };
+    Object.defineProperty(exports2, "__esModule", { value: true });
+    exports2.HttpClient = exports2.HttpClientResponse = exports2.HttpClientError = exports2.MediaTypes = exports2.Headers = exports2.HttpCodes = void 0;
+    exports2.getProxyUrl = getProxyUrl2;
+    exports2.isHttps = isHttps;
+    var http = __importStar(__require("http"));
+    var https = __importStar(__require("https"));
+    var pm = __importStar(require_proxy());
+    var tunnel2 = __importStar(require_tunnel2());
+    var undici_1 = require_undici();
+    var HttpCodes2;
+    (function(HttpCodes3) {
+      HttpCodes3[HttpCodes3["OK"] = 200] = "OK";
+      HttpCodes3[HttpCodes3["MultipleChoices"] = 300] = "MultipleChoices";
+      HttpCodes3[HttpCodes3["MovedPermanently"] = 301] = "MovedPermanently";
+      HttpCodes3[HttpCodes3["ResourceMoved"] = 302] = "ResourceMoved";
+      HttpCodes3[HttpCodes3["SeeOther"] = 303] = "SeeOther";
+      HttpCodes3[HttpCodes3["NotModified"] = 304] = "NotModified";
+      HttpCodes3[HttpCodes3["UseProxy"] = 305] = "UseProxy";
+      HttpCodes3[HttpCodes3["SwitchProxy"] = 306] = "SwitchProxy";
+      HttpCodes3[HttpCodes3["TemporaryRedirect"] = 307] = "TemporaryRedirect";
+      HttpCodes3[HttpCodes3["PermanentRedirect"] = 308] = "PermanentRedirect";
+      HttpCodes3[HttpCodes3["BadRequest"] = 400] = "BadRequest";
+      HttpCodes3[HttpCodes3["Unauthorized"] = 401] = "Unauthorized";
+      HttpCodes3[HttpCodes3["PaymentRequired"] = 402] = "PaymentRequired";
+      HttpCodes3[HttpCodes3["Forbidden"] = 403] = "Forbidden";
+      HttpCodes3[HttpCodes3["NotFound"] = 404] = "NotFound";
+      HttpCodes3[HttpCodes3["MethodNotAllowed"] = 405] = "MethodNotAllowed";
+      HttpCodes3[HttpCodes3["NotAcceptable"] = 406] = "NotAcceptable";
+      HttpCodes3[HttpCodes3["ProxyAuthenticationRequired"] = 407] = "ProxyAuthenticationRequired";
+      HttpCodes3[HttpCodes3["RequestTimeout"] = 408] = "RequestTimeout";
+      HttpCodes3[HttpCodes3["Conflict"] = 409] = "Conflict";
+      HttpCodes3[HttpCodes3["Gone"] = 410] = "Gone";
+      HttpCodes3[HttpCodes3["TooManyRequests"] = 429] = "TooManyRequests";
+      HttpCodes3[HttpCodes3["InternalServerError"] = 500] = "InternalServerError";
+      HttpCodes3[HttpCodes3["NotImplemented"] = 501] = "NotImplemented";
+      HttpCodes3[HttpCodes3["BadGateway"] = 502] = "BadGateway";
+      HttpCodes3[HttpCodes3["ServiceUnavailable"] = 503] = "ServiceUnavailable";
+      HttpCodes3[HttpCodes3["GatewayTimeout"] = 504] = "GatewayTimeout";
+    })(HttpCodes2 || (exports2.HttpCodes = HttpCodes2 = {}));
+    var Headers2;
+    (function(Headers3) {
+      Headers3["Accept"] = "accept";
+      Headers3["ContentType"] = "content-type";
+    })(Headers2 || (exports2.Headers = Headers2 = {}));
+    var MediaTypes2;
+    (function(MediaTypes3) {
+      MediaTypes3["ApplicationJson"] = "application/json";
+    })(MediaTypes2 || (exports2.MediaTypes = MediaTypes2 = {}));
+    function getProxyUrl2(serverUrl) {
+      const proxyUrl = pm.getProxyUrl(new URL(serverUrl));
+      return proxyUrl ? proxyUrl.href : "";
+    }
+    var HttpRedirectCodes2 = [
+      HttpCodes2.MovedPermanently,
+      HttpCodes2.ResourceMoved,
+      HttpCodes2.SeeOther,
+      HttpCodes2.TemporaryRedirect,
+      HttpCodes2.PermanentRedirect
+    ];
+    var HttpResponseRetryCodes2 = [
+      HttpCodes2.BadGateway,
+      HttpCodes2.ServiceUnavailable,
+      HttpCodes2.GatewayTimeout
+    ];
+    var RetryableHttpVerbs = ["OPTIONS", "GET", "DELETE", "HEAD"];
+    var ExponentialBackoffCeiling = 10;
+    var ExponentialBackoffTimeSlice = 5;
+    var HttpClientError = class _HttpClientError extends Error {
+      constructor(message, statusCode) {
+        super(message);
+        this.name = "HttpClientError";
+        this.statusCode = statusCode;
+        Object.setPrototypeOf(this, _HttpClientError.prototype);
+      }
+    };
+    exports2.HttpClientError = HttpClientError;
+    var HttpClientResponse = class {
+      constructor(message) {
+        this.message = message;
+      }
+      readBody() {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve) => __awaiter3(this, void 0, void 0, function* () {
+            let output2 = Buffer.alloc(0);
+            this.message.on("data", (chunk) => {
+              output2 = Buffer.concat([output2, chunk]);
+            });
+            this.message.on("end", () => {
+              resolve(output2.toString());
+            });
+          }));
+        });
+      }
+      readBodyBuffer() {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve) => __awaiter3(this, void 0, void 0, function* () {
+            const chunks = [];
+            this.message.on("data", (chunk) => {
+              chunks.push(chunk);
+            });
+            this.message.on("end", () => {
+              resolve(Buffer.concat(chunks));
+            });
+          }));
+        });
+      }
+    };
+    exports2.HttpClientResponse = HttpClientResponse;
+    function isHttps(requestUrl) {
+      const parsedUrl = new URL(requestUrl);
+      return parsedUrl.protocol === "https:";
+    }
+    var HttpClient3 = class {
+      constructor(userAgent2, handlers, requestOptions) {
+        this._ignoreSslError = false;
+        this._allowRedirects = true;
+        this._allowRedirectDowngrade = false;
+        this._maxRedirects = 50;
+        this._allowRetries = false;
+        this._maxRetries = 1;
+        this._keepAlive = false;
+        this._disposed = false;
+        this.userAgent = this._getUserAgentWithOrchestrationId(userAgent2);
+        this.handlers = handlers || [];
+        this.requestOptions = requestOptions;
+        if (requestOptions) {
+          if (requestOptions.ignoreSslError != null) {
+            this._ignoreSslError = requestOptions.ignoreSslError;
+          }
+          this._socketTimeout = requestOptions.socketTimeout;
+          if (requestOptions.allowRedirects != null) {
+            this._allowRedirects = requestOptions.allowRedirects;
+          }
+          if (requestOptions.allowRedirectDowngrade != null) {
+            this._allowRedirectDowngrade = requestOptions.allowRedirectDowngrade;
+          }
+          if (requestOptions.maxRedirects != null) {
+            this._maxRedirects = Math.max(requestOptions.maxRedirects, 0);
+          }
+          if (requestOptions.keepAlive != null) {
+            this._keepAlive = requestOptions.keepAlive;
+          }
+          if (requestOptions.allowRetries != null) {
+            this._allowRetries = requestOptions.allowRetries;
+          }
+          if (requestOptions.maxRetries != null) {
+            this._maxRetries = requestOptions.maxRetries;
+          }
+        }
+      }
+      options(requestUrl, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("OPTIONS", requestUrl, null, additionalHeaders || {});
+        });
+      }
+      get(requestUrl, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("GET", requestUrl, null, additionalHeaders || {});
+        });
+      }
+      del(requestUrl, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("DELETE", requestUrl, null, additionalHeaders || {});
+        });
+      }
+      post(requestUrl, data, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("POST", requestUrl, data, additionalHeaders || {});
+        });
+      }
+      patch(requestUrl, data, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("PATCH", requestUrl, data, additionalHeaders || {});
+        });
+      }
+      put(requestUrl, data, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("PUT", requestUrl, data, additionalHeaders || {});
+        });
+      }
+      head(requestUrl, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request("HEAD", requestUrl, null, additionalHeaders || {});
+        });
+      }
+      sendStream(verb, requestUrl, stream, additionalHeaders) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return this.request(verb, requestUrl, stream, additionalHeaders);
+        });
+      }
+      /**
+       * Gets a typed object from an endpoint
+       * Be aware that not found returns a null.  Other errors (4xx, 5xx) reject the promise
+       */
+      getJson(requestUrl_1) {
+        return __awaiter3(this, arguments, void 0, function* (requestUrl, additionalHeaders = {}) {
+          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
+          const res = yield this.get(requestUrl, additionalHeaders);
+          return this._processResponse(res, this.requestOptions);
+        });
+      }
+      postJson(requestUrl_1, obj_1) {
+        return __awaiter3(this, arguments, void 0, function* (requestUrl, obj, additionalHeaders = {}) {
+          const data = JSON.stringify(obj, null, 2);
+          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
+          additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes2.ApplicationJson);
+          const res = yield this.post(requestUrl, data, additionalHeaders);
+          return this._processResponse(res, this.requestOptions);
+        });
+      }
+      putJson(requestUrl_1, obj_1) {
+        return __awaiter3(this, arguments, void 0, function* (requestUrl, obj, additionalHeaders = {}) {
+          const data = JSON.stringify(obj, null, 2);
+          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
+          additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes2.ApplicationJson);
+          const res = yield this.put(requestUrl, data, additionalHeaders);
+          return this._processResponse(res, this.requestOptions);
+        });
+      }
+      patchJson(requestUrl_1, obj_1) {
+        return __awaiter3(this, arguments, void 0, function* (requestUrl, obj, additionalHeaders = {}) {
+          const data = JSON.stringify(obj, null, 2);
+          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
+          additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes2.ApplicationJson);
+          const res = yield this.patch(requestUrl, data, additionalHeaders);
+          return this._processResponse(res, this.requestOptions);
+        });
+      }
+      /**
+       * Makes a raw http request.
+       * All other methods such as get, post, patch, and request ultimately call this.
+       * Prefer get, del, post and patch
+       */
+      request(verb, requestUrl, data, headers) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          if (this._disposed) {
+            throw new Error("Client has already been disposed.");
+          }
+          const parsedUrl = new URL(requestUrl);
+          let info2 = this._prepareRequest(verb, parsedUrl, headers);
+          const maxTries = this._allowRetries && RetryableHttpVerbs.includes(verb) ? this._maxRetries + 1 : 1;
+          let numTries = 0;
+          let response;
+          do {
+            response = yield this.requestRaw(info2, data);
+            if (response && response.message && response.message.statusCode === HttpCodes2.Unauthorized) {
+              let authenticationHandler;
+              for (const handler2 of this.handlers) {
+                if (handler2.canHandleAuthentication(response)) {
+                  authenticationHandler = handler2;
+                  break;
+                }
+              }
+              if (authenticationHandler) {
+                return authenticationHandler.handleAuthentication(this, info2, data);
+              } else {
+                return response;
+              }
+            }
+            let redirectsRemaining = this._maxRedirects;
+            while (response.message.statusCode && HttpRedirectCodes2.includes(response.message.statusCode) && this._allowRedirects && redirectsRemaining > 0) {
+              const redirectUrl = response.message.headers["location"];
+              if (!redirectUrl) {
+                break;
+              }
+              const parsedRedirectUrl = new URL(redirectUrl);
+              if (parsedUrl.protocol === "https:" && parsedUrl.protocol !== parsedRedirectUrl.protocol && !this._allowRedirectDowngrade) {
+                throw new Error("Redirect from HTTPS to HTTP protocol. This downgrade is not allowed for security reasons. If you want to allow this behavior, set the allowRedirectDowngrade option to true.");
+              }
+              yield response.readBody();
+              if (parsedRedirectUrl.hostname !== parsedUrl.hostname) {
+                for (const header in headers) {
+                  if (header.toLowerCase() === "authorization") {
+                    delete headers[header];
+                  }
+                }
+              }
+              info2 = this._prepareRequest(verb, parsedRedirectUrl, headers);
+              response = yield this.requestRaw(info2, data);
+              redirectsRemaining--;
+            }
+            if (!response.message.statusCode || !HttpResponseRetryCodes2.includes(response.message.statusCode)) {
+              return response;
+            }
+            numTries += 1;
+            if (numTries < maxTries) {
+              yield response.readBody();
+              yield this._performExponentialBackoff(numTries);
+            }
+          } while (numTries < maxTries);
+          return response;
+        });
+      }
+      /**
+       * Needs to be called if keepAlive is set to true in request options.
+       */
+      dispose() {
+        if (this._agent) {
+          this._agent.destroy();
+        }
+        this._disposed = true;
+      }
+      /**
+       * Raw request.
+       * @param info
+       * @param data
+       */
+      requestRaw(info2, data) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve, reject) => {
+            function callbackForResult(err, res) {
+              if (err) {
+                reject(err);
+              } else if (!res) {
+                reject(new Error("Unknown error"));
+              } else {
+                resolve(res);
+              }
+            }
+            this.requestRawWithCallback(info2, data, callbackForResult);
+          });
+        });
+      }
+      /**
+       * Raw request with callback.
+       * @param info
+       * @param data
+       * @param onResult
+       */
+      requestRawWithCallback(info2, data, onResult) {
+        if (typeof data === "string") {
+          if (!info2.options.headers) {
+            info2.options.headers = {};
+          }
+          info2.options.headers["Content-Length"] = Buffer.byteLength(data, "utf8");
+        }
+        let callbackCalled = false;
+        function handleResult2(err, res) {
+          if (!callbackCalled) {
+            callbackCalled = true;
+            onResult(err, res);
+          }
+        }
+        const req = info2.httpModule.request(info2.options, (msg) => {
+          const res = new HttpClientResponse(msg);
+          handleResult2(void 0, res);
+        });
+        let socket;
+        req.on("socket", (sock) => {
+          socket = sock;
+        });
+        req.setTimeout(this._socketTimeout || 3 * 6e4, () => {
+          if (socket) {
+            socket.end();
+          }
+          handleResult2(new Error(`Request timeout: ${info2.options.path}`));
+        });
+        req.on("error", function(err) {
+          handleResult2(err);
+        });
+        if (data && typeof data === "string") {
+          req.write(data, "utf8");
+        }
+        if (data && typeof data !== "string") {
+          data.on("close", function() {
+            req.end();
+          });
+          data.pipe(req);
+        } else {
+          req.end();
+        }
+      }
+      /**
+       * Gets an http agent. This function is useful when you need an http agent that handles
+       * routing through a proxy server - depending upon the url and proxy environment variables.
+       * @param serverUrl  The server URL where the request will be sent. For example, https://api.github.com
+       */
+      getAgent(serverUrl) {
+        const parsedUrl = new URL(serverUrl);
+        return this._getAgent(parsedUrl);
+      }
+      getAgentDispatcher(serverUrl) {
+        const parsedUrl = new URL(serverUrl);
+        const proxyUrl = pm.getProxyUrl(parsedUrl);
+        const useProxy = proxyUrl && proxyUrl.hostname;
+        if (!useProxy) {
+          return;
+        }
+        return this._getProxyAgentDispatcher(parsedUrl, proxyUrl);
+      }
+      _prepareRequest(method, requestUrl, headers) {
+        const info2 = {};
+        info2.parsedUrl = requestUrl;
+        const usingSsl = info2.parsedUrl.protocol === "https:";
+        info2.httpModule = usingSsl ? https : http;
+        const defaultPort = usingSsl ? 443 : 80;
+        info2.options = {};
+        info2.options.host = info2.parsedUrl.hostname;
+        info2.options.port = info2.parsedUrl.port ? parseInt(info2.parsedUrl.port) : defaultPort;
+        info2.options.path = (info2.parsedUrl.pathname || "") + (info2.parsedUrl.search || "");
+        info2.options.method = method;
+        info2.options.headers = this._mergeHeaders(headers);
+        if (this.userAgent != null) {
+          info2.options.headers["user-agent"] = this.userAgent;
+        }
+        info2.options.agent = this._getAgent(info2.parsedUrl);
+        if (this.handlers) {
+          for (const handler2 of this.handlers) {
+            handler2.prepareRequest(info2.options);
+          }
+        }
+        return info2;
+      }
+      _mergeHeaders(headers) {
+        if (this.requestOptions && this.requestOptions.headers) {
+          return Object.assign({}, lowercaseKeys2(this.requestOptions.headers), lowercaseKeys2(headers || {}));
+        }
+        return lowercaseKeys2(headers || {});
+      }
+      /**
+       * Gets an existing header value or returns a default.
+       * Handles converting number header values to strings since HTTP headers must be strings.
+       * Note: This returns string | string[] since some headers can have multiple values.
+       * For headers that must always be a single string (like Content-Type), use the
+       * specialized _getExistingOrDefaultContentTypeHeader method instead.
+       */
+      _getExistingOrDefaultHeader(additionalHeaders, header, _default3) {
+        let clientHeader;
+        if (this.requestOptions && this.requestOptions.headers) {
+          const headerValue = lowercaseKeys2(this.requestOptions.headers)[header];
+          if (headerValue) {
+            clientHeader = typeof headerValue === "number" ? headerValue.toString() : headerValue;
+          }
+        }
+        const additionalValue = additionalHeaders[header];
+        if (additionalValue !== void 0) {
+          return typeof additionalValue === "number" ? additionalValue.toString() : additionalValue;
+        }
+        if (clientHeader !== void 0) {
+          return clientHeader;
+        }
+        return _default3;
+      }
+      /**
+       * Specialized version of _getExistingOrDefaultHeader for Content-Type header.
+       * Always returns a single string (not an array) since Content-Type should be a single value.
+       * Converts arrays to comma-separated strings and numbers to strings to ensure type safety.
+       * This was split from _getExistingOrDefaultHeader to provide stricter typing for callers
+       * that assign the result to places expecting a string (e.g., additionalHeaders[Headers.ContentType]).
+       */
+      _getExistingOrDefaultContentTypeHeader(additionalHeaders, _default3) {
+        let clientHeader;
+        if (this.requestOptions && this.requestOptions.headers) {
+          const headerValue = lowercaseKeys2(this.requestOptions.headers)[Headers2.ContentType];
+          if (headerValue) {
+            if (typeof headerValue === "number") {
+              clientHeader = String(headerValue);
+            } else if (Array.isArray(headerValue)) {
+              clientHeader = headerValue.join(", ");
+            } else {
+              clientHeader = headerValue;
+            }
+          }
+        }
+        const additionalValue = additionalHeaders[Headers2.ContentType];
+        if (additionalValue !== void 0) {
+          if (typeof additionalValue === "number") {
+            return String(additionalValue);
+          } else if (Array.isArray(additionalValue)) {
+            return additionalValue.join(", ");
+          } else {
+            return additionalValue;
+          }
+        }
+        if (clientHeader !== void 0) {
+          return clientHeader;
+        }
+        return _default3;
+      }
+      _getAgent(parsedUrl) {
+        let agent;
+        const proxyUrl = pm.getProxyUrl(parsedUrl);
+        const useProxy = proxyUrl && proxyUrl.hostname;
+        if (this._keepAlive && useProxy) {
+          agent = this._proxyAgent;
+        }
+        if (!useProxy) {
+          agent = this._agent;
+        }
+        if (agent) {
+          return agent;
+        }
+        const usingSsl = parsedUrl.protocol === "https:";
+        let maxSockets = 100;
+        if (this.requestOptions) {
+          maxSockets = this.requestOptions.maxSockets || http.globalAgent.maxSockets;
+        }
+        if (proxyUrl && proxyUrl.hostname) {
+          const agentOptions = {
+            maxSockets,
+            keepAlive: this._keepAlive,
+            proxy: Object.assign(Object.assign({}, (proxyUrl.username || proxyUrl.password) && {
+              proxyAuth: `${proxyUrl.username}:${proxyUrl.password}`
+            }), { host: proxyUrl.hostname, port: proxyUrl.port })
+          };
+          let tunnelAgent;
+          const overHttps = proxyUrl.protocol === "https:";
+          if (usingSsl) {
+            tunnelAgent = overHttps ? tunnel2.httpsOverHttps : tunnel2.httpsOverHttp;
+          } else {
+            tunnelAgent = overHttps ? tunnel2.httpOverHttps : tunnel2.httpOverHttp;
+          }
+          agent = tunnelAgent(agentOptions);
+          this._proxyAgent = agent;
+        }
+        if (!agent) {
+          const options = { keepAlive: this._keepAlive, maxSockets };
+          agent = usingSsl ? new https.Agent(options) : new http.Agent(options);
+          this._agent = agent;
+        }
+        if (usingSsl && this._ignoreSslError) {
+          agent.options = Object.assign(agent.options || {}, {
+            rejectUnauthorized: false
+          });
+        }
+        return agent;
+      }
+      _getProxyAgentDispatcher(parsedUrl, proxyUrl) {
+        let proxyAgent;
+        if (this._keepAlive) {
+          proxyAgent = this._proxyAgentDispatcher;
+        }
+        if (proxyAgent) {
+          return proxyAgent;
+        }
+        const usingSsl = parsedUrl.protocol === "https:";
+        proxyAgent = new undici_1.ProxyAgent(Object.assign({ uri: proxyUrl.href, pipelining: !this._keepAlive ? 0 : 1 }, (proxyUrl.username || proxyUrl.password) && {
+          token: `Basic ${Buffer.from(`${proxyUrl.username}:${proxyUrl.password}`).toString("base64")}`
+        }));
+        this._proxyAgentDispatcher = proxyAgent;
+        if (usingSsl && this._ignoreSslError) {
+          proxyAgent.options = Object.assign(proxyAgent.options.requestTls || {}, {
+            rejectUnauthorized: false
+          });
+        }
+        return proxyAgent;
+      }
+      _getUserAgentWithOrchestrationId(userAgent2) {
+        const baseUserAgent = userAgent2 || "actions/http-client";
+        const orchId = process.env["ACTIONS_ORCHESTRATION_ID"];
+        if (orchId) {
+          const sanitizedId = orchId.replace(/[^a-z0-9_.-]/gi, "_");
+          return `${baseUserAgent} actions_orchestration_id/${sanitizedId}`;
+        }
+        return baseUserAgent;
+      }
+      _performExponentialBackoff(retryNumber) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
+          const ms3 = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
+          return new Promise((resolve) => setTimeout(() => resolve(), ms3));
+        });
+      }
+      _processResponse(res, options) {
+        return __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve, reject) => __awaiter3(this, void 0, void 0, function* () {
+            const statusCode = res.message.statusCode || 0;
+            const response = {
+              statusCode,
+              result: null,
+              headers: {}
+            };
+            if (statusCode === HttpCodes2.NotFound) {
+              resolve(response);
+            }
+            function dateTimeDeserializer(key, value) {
+              if (typeof value === "string") {
+                const a2 = new Date(value);
+                if (!isNaN(a2.valueOf())) {
+                  return a2;
+                }
+              }
+              return value;
+            }
+            let obj;
+            let contents;
+            try {
+              contents = yield res.readBody();
+              if (contents && contents.length > 0) {
+                if (options && options.deserializeDates) {
+                  obj = JSON.parse(contents, dateTimeDeserializer);
+                } else {
+                  obj = JSON.parse(contents);
+                }
+                response.result = obj;
+              }
+              response.headers = res.message.headers;
+            } catch (err) {
+            }
+            if (statusCode > 299) {
+              let msg;
+              if (obj && obj.message) {
+                msg = obj.message;
+              } else if (contents && contents.length > 0) {
+                msg = contents;
+              } else {
+                msg = `Failed request: (${statusCode})`;
+              }
+              const err = new HttpClientError(msg, statusCode);
+              err.result = response.result;
+              reject(err);
+            } else {
+              resolve(response);
+            }
+          }));
+        });
+      }
+    };
+    exports2.HttpClient = HttpClient3;
+    var lowercaseKeys2 = (obj) => Object.keys(obj).reduce((c3, k) => (c3[k.toLowerCase()] = obj[k], c3), {});
+  }
+});
+
+// node_modules/bottleneck/light.js
+var require_light = __commonJS({
+  "node_modules/bottleneck/light.js"(exports2, module2) {
+    (function(global3, factory) {
+      typeof exports2 === "object" && typeof module2 !== "undefined" ? module2.exports = factory() : typeof define === "function" && define.amd ? define(factory) : global3.Bottleneck = factory();
+    })(exports2, (function() {
+      "use strict";
+      var commonjsGlobal = typeof globalThis !== "undefined" ? globalThis : typeof window !== "undefined" ? window : typeof global !== "undefined" ? global : typeof self !== "undefined" ? self : {};
+      function getCjsExportFromNamespace(n2) {
+        return n2 && n2["default"] || n2;
+      }
+      var load2 = function(received, defaults2, onto = {}) {
+        var k, ref, v;
+        for (k in defaults2) {
+          v = defaults2[k];
+          onto[k] = (ref = received[k]) != null ? ref : v;
+        }
+        return onto;
+      };
+      var overwrite = function(received, defaults2, onto = {}) {
+        var k, v;
+        for (k in received) {
+          v = received[k];
+          if (defaults2[k] !== void 0) {
+            onto[k] = v;
+          }
+        }
+        return onto;
+      };
+      var parser = {
+        load: load2,
+        overwrite
+      };
+      var DLList;
+      DLList = class DLList {
+        constructor(incr, decr) {
+          this.incr = incr;
+          this.decr = decr;
+          this._first = null;
+          this._last = null;
+          this.length = 0;
+        }
+        push(value) {
+          var node2;
+          this.length++;
+          if (typeof this.incr === "function") {
+            this.incr();
+          }
+          node2 = {
+            value,
+            prev: this._last,
+            next: null
+          };
+          if (this._last != null) {
+            this._last.next = node2;
+            this._last = node2;
+          } else {
+            this._first = this._last = node2;
+          }
+          return void 0;
+        }
+        shift() {
+          var value;
+          if (this._first == null) {
+            return;
+          } else {
+            this.length--;
+            if (typeof this.decr === "function") {
+              this.decr();
+            }
+          }
+          value = this._first.value;
+          if ((this._first = this._first.next) != null) {
+            this._first.prev = null;
+          } else {
+            this._last = null;
+          }
+          return value;
+        }
+        first() {
+          if (this._first != null) {
+            return this._first.value;
+          }
+        }
+        getArray() {
+          var node2, ref, results;
+          node2 = this._first;
+          results = [];
+          while (node2 != null) {
+            results.push((ref = node2, node2 = node2.next, ref.value));
+          }
+          return results;
+        }
+        forEachShift(cb) {
+          var node2;
+          node2 = this.shift();
+          while (node2 != null) {
+            cb(node2), node2 = this.shift();
+          }
+          return void 0;
+        }
+        debug() {
+          var node2, ref, ref1, ref2, results;
+          node2 = this._first;
+          results = [];
+          while (node2 != null) {
+            results.push((ref = node2, node2 = node2.next, {
+              value: ref.value,
+              prev: (ref1 = ref.prev) != null ? ref1.value : void 0,
+              next: (ref2 = ref.next) != null ? ref2.value : void 0
+            }));
+          }
+          return results;
+        }
+      };
+      var DLList_1 = DLList;
+      var Events;
+      Events = class Events {
+        constructor(instance) {
+          this.instance = instance;
+          this._events = {};
+          if (this.instance.on != null || this.instance.once != null || this.instance.removeAllListeners != null) {
+            throw new Error("An Emitter already exists for this object");
+          }
+          this.instance.on = (name2, cb) => {
+            return this._addListener(name2, "many", cb);
+          };
+          this.instance.once = (name2, cb) => {
+            return this._addListener(name2, "once", cb);
+          };
+          this.instance.removeAllListeners = (name2 = null) => {
+            if (name2 != null) {
+              return delete this._events[name2];
+            } else {
+              return this._events = {};
+            }
+          };
+        }
+        _addListener(name2, status, cb) {
+          var base;
+          if ((base = this._events)[name2] == null) {
+            base[name2] = [];
+          }
+          this._events[name2].push({ cb, status });
+          return this.instance;
+        }
+        listenerCount(name2) {
+          if (this._events[name2] != null) {
+            return this._events[name2].length;
+          } else {
+            return 0;
+          }
+        }
+        async trigger(name2, ...args) {
+          var e, promises3;
+          try {
+            if (name2 !== "debug") {
+              this.trigger("debug", `Event triggered: ${name2}`, args);
+            }
+            if (this._events[name2] == null) {
+              return;
+            }
+            this._events[name2] = this._events[name2].filter(function(listener) {
+              return listener.status !== "none";
+            });
+            promises3 = this._events[name2].map(async (listener) => {
+              var e2, returned;
+              if (listener.status === "none") {
+                return;
+              }
+              if (listener.status === "once") {
+                listener.status = "none";
+              }
+              try {
+                returned = typeof listener.cb === "function" ? listener.cb(...args) : void 0;
+                if (typeof (returned != null ? returned.then : void 0) === "function") {
+                  return await returned;
+                } else {
+                  return returned;
+                }
+              } catch (error63) {
+                e2 = error63;
+                {
+                  this.trigger("error", e2);
+                }
+                return null;
+              }
+            });
+            return (await Promise.all(promises3)).find(function(x) {
+              return x != null;
+            });
+          } catch (error63) {
+            e = error63;
+            {
+              this.trigger("error", e);
+            }
+            return null;
+          }
+        }
+      };
+      var Events_1 = Events;
+      var DLList$1, Events$1, Queues;
+      DLList$1 = DLList_1;
+      Events$1 = Events_1;
+      Queues = class Queues {
+        constructor(num_priorities) {
+          var i2;
+          this.Events = new Events$1(this);
+          this._length = 0;
+          this._lists = (function() {
+            var j, ref, results;
+            results = [];
+            for (i2 = j = 1, ref = num_priorities; 1 <= ref ? j <= ref : j >= ref; i2 = 1 <= ref ? ++j : --j) {
+              results.push(new DLList$1((() => {
+                return this.incr();
+              }), (() => {
+                return this.decr();
+              })));
+            }
+            return results;
+          }).call(this);
+        }
+        incr() {
+          if (this._length++ === 0) {
+            return this.Events.trigger("leftzero");
+          }
+        }
+        decr() {
+          if (--this._length === 0) {
+            return this.Events.trigger("zero");
+          }
+        }
+        push(job) {
+          return this._lists[job.options.priority].push(job);
+        }
+        queued(priority) {
+          if (priority != null) {
+            return this._lists[priority].length;
+          } else {
+            return this._length;
+          }
+        }
+        shiftAll(fn) {
+          return this._lists.forEach(function(list) {
+            return list.forEachShift(fn);
+          });
+        }
+        getFirst(arr = this._lists) {
+          var j, len, list;
+          for (j = 0, len = arr.length; j < len; j++) {
+            list = arr[j];
+            if (list.length > 0) {
+              return list;
+            }
+          }
+          return [];
+        }
+        shiftLastFrom(priority) {
+          return this.getFirst(this._lists.slice(priority).reverse()).shift();
+        }
+      };
+      var Queues_1 = Queues;
+      var BottleneckError;
+      BottleneckError = class BottleneckError extends Error {
+      };
+      var BottleneckError_1 = BottleneckError;
+      var BottleneckError$1, DEFAULT_PRIORITY, Job, NUM_PRIORITIES, parser$1;
+      NUM_PRIORITIES = 10;
+      DEFAULT_PRIORITY = 5;
+      parser$1 = parser;
+      BottleneckError$1 = BottleneckError_1;
+      Job = class Job {
+        constructor(task, args, options, jobDefaults, rejectOnDrop, Events2, _states, Promise2) {
+          this.task = task;
+          this.args = args;
+          this.rejectOnDrop = rejectOnDrop;
+          this.Events = Events2;
+          this._states = _states;
+          this.Promise = Promise2;
+          this.options = parser$1.load(options, jobDefaults);
+          this.options.priority = this._sanitizePriority(this.options.priority);
+          if (this.options.id === jobDefaults.id) {
+            this.options.id = `${this.options.id}-${this._randomIndex()}`;
+          }
+          this.promise = new this.Promise((_resolve, _reject) => {
+            this._resolve = _resolve;
+            this._reject = _reject;
+          });
+          this.retryCount = 0;
+        }
+        _sanitizePriority(priority) {
+          var sProperty;
+          sProperty = ~~priority !== priority ? DEFAULT_PRIORITY : priority;
+          if (sProperty < 0) {
+            return 0;
+          } else if (sProperty > NUM_PRIORITIES - 1) {
+            return NUM_PRIORITIES - 1;
+          } else {
+            return sProperty;
+          }
+        }
+        _randomIndex() {
+          return Math.random().toString(36).slice(2);
+        }
+        doDrop({ error: error63, message = "This job has been dropped by Bottleneck" } = {}) {
+          if (this._states.remove(this.options.id)) {
+            if (this.rejectOnDrop) {
+              this._reject(error63 != null ? error63 : new BottleneckError$1(message));
+            }
+            this.Events.trigger("dropped", { args: this.args, options: this.options, task: this.task, promise: this.promise });
+            return true;
+          } else {
+            return false;
+          }
+        }
+        _assertStatus(expected) {
+          var status;
+          status = this._states.jobStatus(this.options.id);
+          if (!(status === expected || expected === "DONE" && status === null)) {
+            throw new BottleneckError$1(`Invalid job status ${status}, expected ${expected}. Please open an issue at https://github.com/SGrondin/bottleneck/issues`);
+          }
+        }
+        doReceive() {
+          this._states.start(this.options.id);
+          return this.Events.trigger("received", { args: this.args, options: this.options });
+        }
+        doQueue(reachedHWM, blocked) {
+          this._assertStatus("RECEIVED");
+          this._states.next(this.options.id);
+          return this.Events.trigger("queued", { args: this.args, options: this.options, reachedHWM, blocked });
+        }
+        doRun() {
+          if (this.retryCount === 0) {
+            this._assertStatus("QUEUED");
+            this._states.next(this.options.id);
+          } else {
+            this._assertStatus("EXECUTING");
+          }
+          return this.Events.trigger("scheduled", { args: this.args, options: this.options });
+        }
+        async doExecute(chained, clearGlobalState, run2, free) {
+          var error63, eventInfo, passed;
+          if (this.retryCount === 0) {
+            this._assertStatus("RUNNING");
+            this._states.next(this.options.id);
+          } else {
+            this._assertStatus("EXECUTING");
+          }
+          eventInfo = { args: this.args, options: this.options, retryCount: this.retryCount };
+          this.Events.trigger("executing", eventInfo);
+          try {
+            passed = await (chained != null ? chained.schedule(this.options, this.task, ...this.args) : this.task(...this.args));
+            if (clearGlobalState()) {
+              this.doDone(eventInfo);
+              await free(this.options, eventInfo);
+              this._assertStatus("DONE");
+              return this._resolve(passed);
+            }
+          } catch (error1) {
+            error63 = error1;
+            return this._onFailure(error63, eventInfo, clearGlobalState, run2, free);
+          }
+        }
+        doExpire(clearGlobalState, run2, free) {
+          var error63, eventInfo;
+          if (this._states.jobStatus(this.options.id === "RUNNING")) {
+            this._states.next(this.options.id);
+          }
+          this._assertStatus("EXECUTING");
+          eventInfo = { args: this.args, options: this.options, retryCount: this.retryCount };
+          error63 = new BottleneckError$1(`This job timed out after ${this.options.expiration} ms.`);
+          return this._onFailure(error63, eventInfo, clearGlobalState, run2, free);
+        }
+        async _onFailure(error63, eventInfo, clearGlobalState, run2, free) {
+          var retry2, retryAfter;
+          if (clearGlobalState()) {
+            retry2 = await this.Events.trigger("failed", error63, eventInfo);
+            if (retry2 != null) {
+              retryAfter = ~~retry2;
+              this.Events.trigger("retry", `Retrying ${this.options.id} after ${retryAfter} ms`, eventInfo);
+              this.retryCount++;
+              return run2(retryAfter);
+            } else {
+              this.doDone(eventInfo);
+              await free(this.options, eventInfo);
+              this._assertStatus("DONE");
+              return this._reject(error63);
+            }
+          }
+        }
+        doDone(eventInfo) {
+          this._assertStatus("EXECUTING");
+          this._states.next(this.options.id);
+          return this.Events.trigger("done", eventInfo);
+        }
+      };
+      var Job_1 = Job;
+      var BottleneckError$2, LocalDatastore, parser$2;
+      parser$2 = parser;
+      BottleneckError$2 = BottleneckError_1;
+      LocalDatastore = class LocalDatastore {
+        constructor(instance, storeOptions, storeInstanceOptions) {
+          this.instance = instance;
+          this.storeOptions = storeOptions;
+          this.clientId = this.instance._randomIndex();
+          parser$2.load(storeInstanceOptions, storeInstanceOptions, this);
+          this._nextRequest = this._lastReservoirRefresh = this._lastReservoirIncrease = Date.now();
+          this._running = 0;
+          this._done = 0;
+          this._unblockTime = 0;
+          this.ready = this.Promise.resolve();
+          this.clients = {};
+          this._startHeartbeat();
+        }
+        _startHeartbeat() {
+          var base;
+          if (this.heartbeat == null && (this.storeOptions.reservoirRefreshInterval != null && this.storeOptions.reservoirRefreshAmount != null || this.storeOptions.reservoirIncreaseInterval != null && this.storeOptions.reservoirIncreaseAmount != null)) {
+            return typeof (base = this.heartbeat = setInterval(() => {
+              var amount2, incr, maximum, now, reservoir;
+              now = Date.now();
+              if (this.storeOptions.reservoirRefreshInterval != null && now >= this._lastReservoirRefresh + this.storeOptions.reservoirRefreshInterval) {
+                this._lastReservoirRefresh = now;
+                this.storeOptions.reservoir = this.storeOptions.reservoirRefreshAmount;
+                this.instance._drainAll(this.computeCapacity());
+              }
+              if (this.storeOptions.reservoirIncreaseInterval != null && now >= this._lastReservoirIncrease + this.storeOptions.reservoirIncreaseInterval) {
+                ({
+                  reservoirIncreaseAmount: amount2,
+                  reservoirIncreaseMaximum: maximum,
+                  reservoir
+                } = this.storeOptions);
+                this._lastReservoirIncrease = now;
+                incr = maximum != null ? Math.min(amount2, maximum - reservoir) : amount2;
+                if (incr > 0) {
+                  this.storeOptions.reservoir += incr;
+                  return this.instance._drainAll(this.computeCapacity());
+                }
+              }
+            }, this.heartbeatInterval)).unref === "function" ? base.unref() : void 0;
+          } else {
+            return clearInterval(this.heartbeat);
+          }
+        }
+        async __publish__(message) {
+          await this.yieldLoop();
+          return this.instance.Events.trigger("message", message.toString());
+        }
+        async __disconnect__(flush) {
+          await this.yieldLoop();
+          clearInterval(this.heartbeat);
+          return this.Promise.resolve();
+        }
+        yieldLoop(t = 0) {
+          return new this.Promise(function(resolve, reject) {
+            return setTimeout(resolve, t);
+          });
+        }
+        computePenalty() {
+          var ref;
+          return (ref = this.storeOptions.penalty) != null ? ref : 15 * this.storeOptions.minTime || 5e3;
+        }
+        async __updateSettings__(options) {
+          await this.yieldLoop();
+          parser$2.overwrite(options, options, this.storeOptions);
+          this._startHeartbeat();
+          this.instance._drainAll(this.computeCapacity());
+          return true;
+        }
+        async __running__() {
+          await this.yieldLoop();
+          return this._running;
+        }
+        async __queued__() {
+          await this.yieldLoop();
+          return this.instance.queued();
+        }
+        async __done__() {
+          await this.yieldLoop();
+          return this._done;
+        }
+        async __groupCheck__(time3) {
+          await this.yieldLoop();
+          return this._nextRequest + this.timeout < time3;
+        }
+        computeCapacity() {
+          var maxConcurrent, reservoir;
+          ({ maxConcurrent, reservoir } = this.storeOptions);
+          if (maxConcurrent != null && reservoir != null) {
+            return Math.min(maxConcurrent - this._running, reservoir);
+          } else if (maxConcurrent != null) {
+            return maxConcurrent - this._running;
+          } else if (reservoir != null) {
+            return reservoir;
+          } else {
+            return null;
+          }
+        }
+        conditionsCheck(weight) {
+          var capacity;
+          capacity = this.computeCapacity();
+          return capacity == null || weight <= capacity;
+        }
+        async __incrementReservoir__(incr) {
+          var reservoir;
+          await this.yieldLoop();
+          reservoir = this.storeOptions.reservoir += incr;
+          this.instance._drainAll(this.computeCapacity());
+          return reservoir;
+        }
+        async __currentReservoir__() {
+          await this.yieldLoop();
+          return this.storeOptions.reservoir;
+        }
+        isBlocked(now) {
+          return this._unblockTime >= now;
+        }
+        check(weight, now) {
+          return this.conditionsCheck(weight) && this._nextRequest - now <= 0;
+        }
+        async __check__(weight) {
+          var now;
+          await this.yieldLoop();
+          now = Date.now();
+          return this.check(weight, now);
+        }
+        async __register__(index, weight, expiration) {
+          var now, wait;
+          await this.yieldLoop();
+          now = Date.now();
+          if (this.conditionsCheck(weight)) {
+            this._running += weight;
+            if (this.storeOptions.reservoir != null) {
+              this.storeOptions.reservoir -= weight;
+            }
+            wait = Math.max(this._nextRequest - now, 0);
+            this._nextRequest = now + wait + this.storeOptions.minTime;
+            return {
+              success: true,
+              wait,
+              reservoir: this.storeOptions.reservoir
+            };
+          } else {
+            return {
+              success: false
+            };
+          }
+        }
+        strategyIsBlock() {
+          return this.storeOptions.strategy === 3;
+        }
+        async __submit__(queueLength, weight) {
+          var blocked, now, reachedHWM;
+          await this.yieldLoop();
+          if (this.storeOptions.maxConcurrent != null && weight > this.storeOptions.maxConcurrent) {
+            throw new BottleneckError$2(`Impossible to add a job having a weight of ${weight} to a limiter having a maxConcurrent setting of ${this.storeOptions.maxConcurrent}`);
+          }
+          now = Date.now();
+          reachedHWM = this.storeOptions.highWater != null && queueLength === this.storeOptions.highWater && !this.check(weight, now);
+          blocked = this.strategyIsBlock() && (reachedHWM || this.isBlocked(now));
+          if (blocked) {
+            this._unblockTime = now + this.computePenalty();
+            this._nextRequest = this._unblockTime + this.storeOptions.minTime;
+            this.instance._dropAllQueued();
+          }
+          return {
+            reachedHWM,
+            blocked,
+            strategy: this.storeOptions.strategy
+          };
+        }
+        async __free__(index, weight) {
+          await this.yieldLoop();
+          this._running -= weight;
+          this._done += weight;
+          this.instance._drainAll(this.computeCapacity());
+          return {
+            running: this._running
+          };
+        }
+      };
+      var LocalDatastore_1 = LocalDatastore;
+      var BottleneckError$3, States;
+      BottleneckError$3 = BottleneckError_1;
+      States = class States {
+        constructor(status1) {
+          this.status = status1;
+          this._jobs = {};
+          this.counts = this.status.map(function() {
+            return 0;
+          });
+        }
+        next(id) {
+          var current, next;
+          current = this._jobs[id];
+          next = current + 1;
+          if (current != null && next < this.status.length) {
+            this.counts[current]--;
+            this.counts[next]++;
+            return this._jobs[id]++;
+          } else if (current != null) {
+            this.counts[current]--;
+            return delete this._jobs[id];
+          }
+        }
+        start(id) {
+          var initial;
+          initial = 0;
+          this._jobs[id] = initial;
+          return this.counts[initial]++;
+        }
+        remove(id) {
+          var current;
+          current = this._jobs[id];
+          if (current != null) {
+            this.counts[current]--;
+            delete this._jobs[id];
+          }
+          return current != null;
+        }
+        jobStatus(id) {
+          var ref;
+          return (ref = this.status[this._jobs[id]]) != null ? ref : null;
+        }
+        statusJobs(status) {
+          var k, pos, ref, results, v;
+          if (status != null) {
+            pos = this.status.indexOf(status);
+            if (pos < 0) {
+              throw new BottleneckError$3(`status must be one of ${this.status.join(", ")}`);
+            }
+            ref = this._jobs;
+            results = [];
+            for (k in ref) {
+              v = ref[k];
+              if (v === pos) {
+                results.push(k);
+              }
+            }
+            return results;
+          } else {
+            return Object.keys(this._jobs);
+          }
+        }
+        statusCounts() {
+          return this.counts.reduce(((acc, v, i2) => {
+            acc[this.status[i2]] = v;
+            return acc;
+          }), {});
+        }
+      };
+      var States_1 = States;
+      var DLList$2, Sync;
+      DLList$2 = DLList_1;
+      Sync = class Sync {
+        constructor(name2, Promise2) {
+          this.schedule = this.schedule.bind(this);
+          this.name = name2;
+          this.Promise = Promise2;
+          this._running = 0;
+          this._queue = new DLList$2();
+        }
+        isEmpty() {
+          return this._queue.length === 0;
+        }
+        async _tryToRun() {
+          var args, cb, error63, reject, resolve, returned, task;
+          if (this._running < 1 && this._queue.length > 0) {
+            this._running++;
+            ({ task, args, resolve, reject } = this._queue.shift());
+            cb = await (async function() {
+              try {
+                returned = await task(...args);
+                return function() {
+                  return resolve(returned);
+                };
+              } catch (error1) {
+                error63 = error1;
+                return function() {
+                  return reject(error63);
+                };
+              }
+            })();
+            this._running--;
+            this._tryToRun();
+            return cb();
+          }
+        }
+        schedule(task, ...args) {
+          var promise2, reject, resolve;
+          resolve = reject = null;
+          promise2 = new this.Promise(function(_resolve, _reject) {
+            resolve = _resolve;
+            return reject = _reject;
+          });
+          this._queue.push({ task, args, resolve, reject });
+          this._tryToRun();
+          return promise2;
+        }
+      };
+      var Sync_1 = Sync;
+      var version2 = "2.19.5";
+      var version$1 = {
+        version: version2
+      };
+      var version$2 = /* @__PURE__ */ Object.freeze({
+        version: version2,
+        default: version$1
+      });
+      var require$$2 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
+      var require$$3 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
+      var require$$4 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
+      var Events$2, Group, IORedisConnection$1, RedisConnection$1, Scripts$1, parser$3;
+      parser$3 = parser;
+      Events$2 = Events_1;
+      RedisConnection$1 = require$$2;
+      IORedisConnection$1 = require$$3;
+      Scripts$1 = require$$4;
+      Group = (function() {
+        class Group2 {
+          constructor(limiterOptions = {}) {
+            this.deleteKey = this.deleteKey.bind(this);
+            this.limiterOptions = limiterOptions;
+            parser$3.load(this.limiterOptions, this.defaults, this);
+            this.Events = new Events$2(this);
+            this.instances = {};
+            this.Bottleneck = Bottleneck_1;
+            this._startAutoCleanup();
+            this.sharedConnection = this.connection != null;
+            if (this.connection == null) {
+              if (this.limiterOptions.datastore === "redis") {
+                this.connection = new RedisConnection$1(Object.assign({}, this.limiterOptions, { Events: this.Events }));
+              } else if (this.limiterOptions.datastore === "ioredis") {
+                this.connection = new IORedisConnection$1(Object.assign({}, this.limiterOptions, { Events: this.Events }));
+              }
+            }
+          }
+          key(key = "") {
+            var ref;
+            return (ref = this.instances[key]) != null ? ref : (() => {
+              var limiter;
+              limiter = this.instances[key] = new this.Bottleneck(Object.assign(this.limiterOptions, {
+                id: `${this.id}-${key}`,
+                timeout: this.timeout,
+                connection: this.connection
+              }));
+              this.Events.trigger("created", limiter, key);
+              return limiter;
+            })();
+          }
+          async deleteKey(key = "") {
+            var deleted, instance;
+            instance = this.instances[key];
+            if (this.connection) {
+              deleted = await this.connection.__runCommand__(["del", ...Scripts$1.allKeys(`${this.id}-${key}`)]);
+            }
+            if (instance != null) {
+              delete this.instances[key];
+              await instance.disconnect();
+            }
+            return instance != null || deleted > 0;
+          }
+          limiters() {
+            var k, ref, results, v;
+            ref = this.instances;
+            results = [];
+            for (k in ref) {
+              v = ref[k];
+              results.push({
+                key: k,
+                limiter: v
+              });
+            }
+            return results;
+          }
+          keys() {
+            return Object.keys(this.instances);
+          }
+          async clusterKeys() {
+            var cursor, end, found, i2, k, keys, len, next, start;
+            if (this.connection == null) {
+              return this.Promise.resolve(this.keys());
+            }
+            keys = [];
+            cursor = null;
+            start = `b_${this.id}-`.length;
+            end = "_settings".length;
+            while (cursor !== 0) {
+              [next, found] = await this.connection.__runCommand__(["scan", cursor != null ? cursor : 0, "match", `b_${this.id}-*_settings`, "count", 1e4]);
+              cursor = ~~next;
+              for (i2 = 0, len = found.length; i2 < len; i2++) {
+                k = found[i2];
+                keys.push(k.slice(start, -end));
+              }
+            }
+            return keys;
+          }
+          _startAutoCleanup() {
+            var base;
+            clearInterval(this.interval);
+            return typeof (base = this.interval = setInterval(async () => {
+              var e, k, ref, results, time3, v;
+              time3 = Date.now();
+              ref = this.instances;
+              results = [];
+              for (k in ref) {
+                v = ref[k];
+                try {
+                  if (await v._store.__groupCheck__(time3)) {
+                    results.push(this.deleteKey(k));
+                  } else {
+                    results.push(void 0);
+                  }
+                } catch (error63) {
+                  e = error63;
+                  results.push(v.Events.trigger("error", e));
+                }
+              }
+              return results;
+            }, this.timeout / 2)).unref === "function" ? base.unref() : void 0;
+          }
+          updateSettings(options = {}) {
+            parser$3.overwrite(options, this.defaults, this);
+            parser$3.overwrite(options, options, this.limiterOptions);
+            if (options.timeout != null) {
+              return this._startAutoCleanup();
+            }
+          }
+          disconnect(flush = true) {
+            var ref;
+            if (!this.sharedConnection) {
+              return (ref = this.connection) != null ? ref.disconnect(flush) : void 0;
+            }
+          }
+        }
+        Group2.prototype.defaults = {
+          timeout: 1e3 * 60 * 5,
+          connection: null,
+          Promise,
+          id: "group-key"
+        };
+        return Group2;
+      }).call(commonjsGlobal);
+      var Group_1 = Group;
+      var Batcher, Events$3, parser$4;
+      parser$4 = parser;
+      Events$3 = Events_1;
+      Batcher = (function() {
+        class Batcher2 {
+          constructor(options = {}) {
+            this.options = options;
+            parser$4.load(this.options, this.defaults, this);
+            this.Events = new Events$3(this);
+            this._arr = [];
+            this._resetPromise();
+            this._lastFlush = Date.now();
+          }
+          _resetPromise() {
+            return this._promise = new this.Promise((res, rej) => {
+              return this._resolve = res;
+            });
+          }
+          _flush() {
+            clearTimeout(this._timeout);
+            this._lastFlush = Date.now();
+            this._resolve();
+            this.Events.trigger("batch", this._arr);
+            this._arr = [];
+            return this._resetPromise();
+          }
+          add(data) {
+            var ret;
+            this._arr.push(data);
+            ret = this._promise;
+            if (this._arr.length === this.maxSize) {
+              this._flush();
+            } else if (this.maxTime != null && this._arr.length === 1) {
+              this._timeout = setTimeout(() => {
+                return this._flush();
+              }, this.maxTime);
+            }
+            return ret;
+          }
+        }
+        Batcher2.prototype.defaults = {
+          maxTime: null,
+          maxSize: null,
+          Promise
+        };
+        return Batcher2;
+      }).call(commonjsGlobal);
+      var Batcher_1 = Batcher;
+      var require$$4$1 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
+      var require$$8 = getCjsExportFromNamespace(version$2);
+      var Bottleneck2, DEFAULT_PRIORITY$1, Events$4, Job$1, LocalDatastore$1, NUM_PRIORITIES$1, Queues$1, RedisDatastore$1, States$1, Sync$1, parser$5, splice = [].splice;
+      NUM_PRIORITIES$1 = 10;
+      DEFAULT_PRIORITY$1 = 5;
+      parser$5 = parser;
+      Queues$1 = Queues_1;
+      Job$1 = Job_1;
+      LocalDatastore$1 = LocalDatastore_1;
+      RedisDatastore$1 = require$$4$1;
+      Events$4 = Events_1;
+      States$1 = States_1;
+      Sync$1 = Sync_1;
+      Bottleneck2 = (function() {
+        class Bottleneck3 {
+          constructor(options = {}, ...invalid) {
+            var storeInstanceOptions, storeOptions;
+            this._addToQueue = this._addToQueue.bind(this);
+            this._validateOptions(options, invalid);
+            parser$5.load(options, this.instanceDefaults, this);
+            this._queues = new Queues$1(NUM_PRIORITIES$1);
+            this._scheduled = {};
+            this._states = new States$1(["RECEIVED", "QUEUED", "RUNNING", "EXECUTING"].concat(this.trackDoneStatus ? ["DONE"] : []));
+            this._limiter = null;
+            this.Events = new Events$4(this);
+            this._submitLock = new Sync$1("submit", this.Promise);
+            this._registerLock = new Sync$1("register", this.Promise);
+            storeOptions = parser$5.load(options, this.storeDefaults, {});
+            this._store = (function() {
+              if (this.datastore === "redis" || this.datastore === "ioredis" || this.connection != null) {
+                storeInstanceOptions = parser$5.load(options, this.redisStoreDefaults, {});
+                return new RedisDatastore$1(this, storeOptions, storeInstanceOptions);
+              } else if (this.datastore === "local") {
+                storeInstanceOptions = parser$5.load(options, this.localStoreDefaults, {});
+                return new LocalDatastore$1(this, storeOptions, storeInstanceOptions);
+              } else {
+                throw new Bottleneck3.prototype.BottleneckError(`Invalid datastore type: ${this.datastore}`);
+              }
+            }).call(this);
+            this._queues.on("leftzero", () => {
+              var ref;
+              return (ref = this._store.heartbeat) != null ? typeof ref.ref === "function" ? ref.ref() : void 0 : void 0;
+            });
+            this._queues.on("zero", () => {
+              var ref;
+              return (ref = this._store.heartbeat) != null ? typeof ref.unref === "function" ? ref.unref() : void 0 : void 0;
+            });
+          }
+          _validateOptions(options, invalid) {
+            if (!(options != null && typeof options === "object" && invalid.length === 0)) {
+              throw new Bottleneck3.prototype.BottleneckError("Bottleneck v2 takes a single object argument. Refer to https://github.com/SGrondin/bottleneck#upgrading-to-v2 if you're upgrading from Bottleneck v1.");
+            }
+          }
+          ready() {
+            return this._store.ready;
+          }
+          clients() {
+            return this._store.clients;
+          }
+          channel() {
+            return `b_${this.id}`;
+          }
+          channel_client() {
+            return `b_${this.id}_${this._store.clientId}`;
+          }
+          publish(message) {
+            return this._store.__publish__(message);
+          }
+          disconnect(flush = true) {
+            return this._store.__disconnect__(flush);
+          }
+          chain(_limiter) {
+            this._limiter = _limiter;
+            return this;
+          }
+          queued(priority) {
+            return this._queues.queued(priority);
+          }
+          clusterQueued() {
+            return this._store.__queued__();
+          }
+          empty() {
+            return this.queued() === 0 && this._submitLock.isEmpty();
+          }
+          running() {
+            return this._store.__running__();
+          }
+          done() {
+            return this._store.__done__();
+          }
+          jobStatus(id) {
+            return this._states.jobStatus(id);
+          }
+          jobs(status) {
+            return this._states.statusJobs(status);
+          }
+          counts() {
+            return this._states.statusCounts();
+          }
+          _randomIndex() {
+            return Math.random().toString(36).slice(2);
+          }
+          check(weight = 1) {
+            return this._store.__check__(weight);
+          }
+          _clearGlobalState(index) {
+            if (this._scheduled[index] != null) {
+              clearTimeout(this._scheduled[index].expiration);
+              delete this._scheduled[index];
+              return true;
+            } else {
+              return false;
+            }
+          }
+          async _free(index, job, options, eventInfo) {
+            var e, running;
+            try {
+              ({ running } = await this._store.__free__(index, options.weight));
+              this.Events.trigger("debug", `Freed ${options.id}`, eventInfo);
+              if (running === 0 && this.empty()) {
+                return this.Events.trigger("idle");
+              }
+            } catch (error1) {
+              e = error1;
+              return this.Events.trigger("error", e);
+            }
+          }
+          _run(index, job, wait) {
+            var clearGlobalState, free, run2;
+            job.doRun();
+            clearGlobalState = this._clearGlobalState.bind(this, index);
+            run2 = this._run.bind(this, index, job);
+            free = this._free.bind(this, index, job);
+            return this._scheduled[index] = {
+              timeout: setTimeout(() => {
+                return job.doExecute(this._limiter, clearGlobalState, run2, free);
+              }, wait),
+              expiration: job.options.expiration != null ? setTimeout(function() {
+                return job.doExpire(clearGlobalState, run2, free);
+              }, wait + job.options.expiration) : void 0,
+              job
+            };
+          }
+          _drainOne(capacity) {
+            return this._registerLock.schedule(() => {
+              var args, index, next, options, queue;
+              if (this.queued() === 0) {
+                return this.Promise.resolve(null);
+              }
+              queue = this._queues.getFirst();
+              ({ options, args } = next = queue.first());
+              if (capacity != null && options.weight > capacity) {
+                return this.Promise.resolve(null);
+              }
+              this.Events.trigger("debug", `Draining ${options.id}`, { args, options });
+              index = this._randomIndex();
+              return this._store.__register__(index, options.weight, options.expiration).then(({ success: success2, wait, reservoir }) => {
+                var empty;
+                this.Events.trigger("debug", `Drained ${options.id}`, { success: success2, args, options });
+                if (success2) {
+                  queue.shift();
+                  empty = this.empty();
+                  if (empty) {
+                    this.Events.trigger("empty");
+                  }
+                  if (reservoir === 0) {
+                    this.Events.trigger("depleted", empty);
+                  }
+                  this._run(index, next, wait);
+                  return this.Promise.resolve(options.weight);
+                } else {
+                  return this.Promise.resolve(null);
+                }
+              });
+            });
+          }
+          _drainAll(capacity, total = 0) {
+            return this._drainOne(capacity).then((drained) => {
+              var newCapacity;
+              if (drained != null) {
+                newCapacity = capacity != null ? capacity - drained : capacity;
+                return this._drainAll(newCapacity, total + drained);
+              } else {
+                return this.Promise.resolve(total);
+              }
+            }).catch((e) => {
+              return this.Events.trigger("error", e);
+            });
+          }
+          _dropAllQueued(message) {
+            return this._queues.shiftAll(function(job) {
+              return job.doDrop({ message });
+            });
+          }
+          stop(options = {}) {
+            var done, waitForExecuting;
+            options = parser$5.load(options, this.stopDefaults);
+            waitForExecuting = (at) => {
+              var finished7;
+              finished7 = () => {
+                var counts;
+                counts = this._states.counts;
+                return counts[0] + counts[1] + counts[2] + counts[3] === at;
+              };
+              return new this.Promise((resolve, reject) => {
+                if (finished7()) {
+                  return resolve();
+                } else {
+                  return this.on("done", () => {
+                    if (finished7()) {
+                      this.removeAllListeners("done");
+                      return resolve();
+                    }
+                  });
+                }
+              });
+            };
+            done = options.dropWaitingJobs ? (this._run = function(index, next) {
+              return next.doDrop({
+                message: options.dropErrorMessage
+              });
+            }, this._drainOne = () => {
+              return this.Promise.resolve(null);
+            }, this._registerLock.schedule(() => {
+              return this._submitLock.schedule(() => {
+                var k, ref, v;
+                ref = this._scheduled;
+                for (k in ref) {
+                  v = ref[k];
+                  if (this.jobStatus(v.job.options.id) === "RUNNING") {
+                    clearTimeout(v.timeout);
+                    clearTimeout(v.expiration);
+                    v.job.doDrop({
+                      message: options.dropErrorMessage
+                    });
+                  }
+                }
+                this._dropAllQueued(options.dropErrorMessage);
+                return waitForExecuting(0);
+              });
+            })) : this.schedule({
+              priority: NUM_PRIORITIES$1 - 1,
+              weight: 0
+            }, () => {
+              return waitForExecuting(1);
+            });
+            this._receive = function(job) {
+              return job._reject(new Bottleneck3.prototype.BottleneckError(options.enqueueErrorMessage));
+            };
+            this.stop = () => {
+              return this.Promise.reject(new Bottleneck3.prototype.BottleneckError("stop() has already been called"));
+            };
+            return done;
+          }
+          async _addToQueue(job) {
+            var args, blocked, error63, options, reachedHWM, shifted, strategy;
+            ({ args, options } = job);
+            try {
+              ({ reachedHWM, blocked, strategy } = await this._store.__submit__(this.queued(), options.weight));
+            } catch (error1) {
+              error63 = error1;
+              this.Events.trigger("debug", `Could not queue ${options.id}`, { args, options, error: error63 });
+              job.doDrop({ error: error63 });
+              return false;
+            }
+            if (blocked) {
+              job.doDrop();
+              return true;
+            } else if (reachedHWM) {
+              shifted = strategy === Bottleneck3.prototype.strategy.LEAK ? this._queues.shiftLastFrom(options.priority) : strategy === Bottleneck3.prototype.strategy.OVERFLOW_PRIORITY ? this._queues.shiftLastFrom(options.priority + 1) : strategy === Bottleneck3.prototype.strategy.OVERFLOW ? job : void 0;
+              if (shifted != null) {
+                shifted.doDrop();
+              }
+              if (shifted == null || strategy === Bottleneck3.prototype.strategy.OVERFLOW) {
+                if (shifted == null) {
+                  job.doDrop();
+                }
+                return reachedHWM;
+              }
+            }
+            job.doQueue(reachedHWM, blocked);
+            this._queues.push(job);
+            await this._drainAll();
+            return reachedHWM;
+          }
+          _receive(job) {
+            if (this._states.jobStatus(job.options.id) != null) {
+              job._reject(new Bottleneck3.prototype.BottleneckError(`A job with the same id already exists (id=${job.options.id})`));
+              return false;
+            } else {
+              job.doReceive();
+              return this._submitLock.schedule(this._addToQueue, job);
+            }
+          }
+          submit(...args) {
+            var cb, fn, job, options, ref, ref1, task;
+            if (typeof args[0] === "function") {
+              ref = args, [fn, ...args] = ref, [cb] = splice.call(args, -1);
+              options = parser$5.load({}, this.jobDefaults);
+            } else {
+              ref1 = args, [options, fn, ...args] = ref1, [cb] = splice.call(args, -1);
+              options = parser$5.load(options, this.jobDefaults);
+            }
+            task = (...args2) => {
+              return new this.Promise(function(resolve, reject) {
+                return fn(...args2, function(...args3) {
+                  return (args3[0] != null ? reject : resolve)(args3);
+                });
+              });
+            };
+            job = new Job$1(task, args, options, this.jobDefaults, this.rejectOnDrop, this.Events, this._states, this.Promise);
+            job.promise.then(function(args2) {
+              return typeof cb === "function" ? cb(...args2) : void 0;
+            }).catch(function(args2) {
+              if (Array.isArray(args2)) {
+                return typeof cb === "function" ? cb(...args2) : void 0;
+              } else {
+                return typeof cb === "function" ? cb(args2) : void 0;
+              }
+            });
+            return this._receive(job);
+          }
+          schedule(...args) {
+            var job, options, task;
+            if (typeof args[0] === "function") {
+              [task, ...args] = args;
+              options = {};
+            } else {
+              [options, task, ...args] = args;
+            }
+            job = new Job$1(task, args, options, this.jobDefaults, this.rejectOnDrop, this.Events, this._states, this.Promise);
+            this._receive(job);
+            return job.promise;
+          }
+          wrap(fn) {
+            var schedule, wrapped;
+            schedule = this.schedule.bind(this);
+            wrapped = function(...args) {
+              return schedule(fn.bind(this), ...args);
+            };
+            wrapped.withOptions = function(options, ...args) {
+              return schedule(options, fn, ...args);
+            };
+            return wrapped;
+          }
+          async updateSettings(options = {}) {
+            await this._store.__updateSettings__(parser$5.overwrite(options, this.storeDefaults));
+            parser$5.overwrite(options, this.instanceDefaults, this);
+            return this;
+          }
+          currentReservoir() {
+            return this._store.__currentReservoir__();
+          }
+          incrementReservoir(incr = 0) {
+            return this._store.__incrementReservoir__(incr);
+          }
+        }
+        Bottleneck3.default = Bottleneck3;
+        Bottleneck3.Events = Events$4;
+        Bottleneck3.version = Bottleneck3.prototype.version = require$$8.version;
+        Bottleneck3.strategy = Bottleneck3.prototype.strategy = {
+          LEAK: 1,
+          OVERFLOW: 2,
+          OVERFLOW_PRIORITY: 4,
+          BLOCK: 3
+        };
+        Bottleneck3.BottleneckError = Bottleneck3.prototype.BottleneckError = BottleneckError_1;
+        Bottleneck3.Group = Bottleneck3.prototype.Group = Group_1;
+        Bottleneck3.RedisConnection = Bottleneck3.prototype.RedisConnection = require$$2;
+        Bottleneck3.IORedisConnection = Bottleneck3.prototype.IORedisConnection = require$$3;
+        Bottleneck3.Batcher = Bottleneck3.prototype.Batcher = Batcher_1;
+        Bottleneck3.prototype.jobDefaults = {
+          priority: DEFAULT_PRIORITY$1,
+          weight: 1,
+          expiration: null,
+          id: "<no-id>"
+        };
+        Bottleneck3.prototype.storeDefaults = {
+          maxConcurrent: null,
+          minTime: 0,
+          highWater: null,
+          strategy: Bottleneck3.prototype.strategy.LEAK,
+          penalty: null,
+          reservoir: null,
+          reservoirRefreshInterval: null,
+          reservoirRefreshAmount: null,
+          reservoirIncreaseInterval: null,
+          reservoirIncreaseAmount: null,
+          reservoirIncreaseMaximum: null
+        };
+        Bottleneck3.prototype.localStoreDefaults = {
+          Promise,
+          timeout: null,
+          heartbeatInterval: 250
+        };
+        Bottleneck3.prototype.redisStoreDefaults = {
+          Promise,
+          timeout: null,
+          heartbeatInterval: 5e3,
+          clientTimeout: 1e4,
+          Redis: null,
+          clientOptions: {},
+          clusterNodes: null,
+          clearDatastore: false,
+          connection: null
+        };
+        Bottleneck3.prototype.instanceDefaults = {
+          datastore: "local",
+          connection: null,
+          id: "<no-id>",
+          rejectOnDrop: true,
+          trackDoneStatus: false,
+          Promise
+        };
+        Bottleneck3.prototype.stopDefaults = {
+          enqueueErrorMessage: "This limiter has been stopped and cannot accept new jobs.",
+          dropWaitingJobs: true,
+          dropErrorMessage: "This limiter has been stopped."
+        };
+        return Bottleneck3;
+      }).call(commonjsGlobal);
+      var Bottleneck_1 = Bottleneck2;
+      var lib = Bottleneck_1;
+      return lib;
+    }));
+  }
+});
+
 // node_modules/hdr-histogram-js/dist/ByteBuffer.js
 var require_ByteBuffer = __commonJS({
   "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
@@ -20013,16 +22104,16 @@ var require_Histogram = __commonJS({
     exports2.NO_TAG = "NO TAG";
     var toSummary = (histogram) => {
       const { totalCount, maxValue, numberOfSignificantValueDigits } = histogram;
-      const round2 = (0, formatters_1.keepSignificantDigits)(numberOfSignificantValueDigits);
+      const round = (0, formatters_1.keepSignificantDigits)(numberOfSignificantValueDigits);
       return {
-        p50: round2(histogram.getValueAtPercentile(50)),
-        p75: round2(histogram.getValueAtPercentile(75)),
-        p90: round2(histogram.getValueAtPercentile(90)),
-        p97_5: round2(histogram.getValueAtPercentile(97.5)),
-        p99: round2(histogram.getValueAtPercentile(99)),
-        p99_9: round2(histogram.getValueAtPercentile(99.9)),
-        p99_99: round2(histogram.getValueAtPercentile(99.99)),
-        p99_999: round2(histogram.getValueAtPercentile(99.999)),
+        p50: round(histogram.getValueAtPercentile(50)),
+        p75: round(histogram.getValueAtPercentile(75)),
+        p90: round(histogram.getValueAtPercentile(90)),
+        p97_5: round(histogram.getValueAtPercentile(97.5)),
+        p99: round(histogram.getValueAtPercentile(99)),
+        p99_9: round(histogram.getValueAtPercentile(99.9)),
+        p99_99: round(histogram.getValueAtPercentile(99.99)),
+        p99_999: round(histogram.getValueAtPercentile(99.999)),
         max: maxValue,
         totalCount
       };
@@ -34530,2097 +36621,6 @@ var require_dist2 = __commonJS({
   }
 });
 
-// node_modules/@actions/github/node_modules/@actions/http-client/lib/proxy.js
-var require_proxy = __commonJS({
-  "node_modules/@actions/github/node_modules/@actions/http-client/lib/proxy.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.getProxyUrl = getProxyUrl2;
-    exports2.checkBypass = checkBypass;
-    function getProxyUrl2(reqUrl) {
-      const usingSsl = reqUrl.protocol === "https:";
-      if (checkBypass(reqUrl)) {
-        return void 0;
-      }
-      const proxyVar = (() => {
-        if (usingSsl) {
-          return process.env["https_proxy"] || process.env["HTTPS_PROXY"];
-        } else {
-          return process.env["http_proxy"] || process.env["HTTP_PROXY"];
-        }
-      })();
-      if (proxyVar) {
-        try {
-          return new DecodedURL(proxyVar);
-        } catch (_a3) {
-          if (!proxyVar.startsWith("http://") && !proxyVar.startsWith("https://"))
-            return new DecodedURL(`http://${proxyVar}`);
-        }
-      } else {
-        return void 0;
-      }
-    }
-    function checkBypass(reqUrl) {
-      if (!reqUrl.hostname) {
-        return false;
-      }
-      const reqHost = reqUrl.hostname;
-      if (isLoopbackAddress(reqHost)) {
-        return true;
-      }
-      const noProxy = process.env["no_proxy"] || process.env["NO_PROXY"] || "";
-      if (!noProxy) {
-        return false;
-      }
-      let reqPort;
-      if (reqUrl.port) {
-        reqPort = Number(reqUrl.port);
-      } else if (reqUrl.protocol === "http:") {
-        reqPort = 80;
-      } else if (reqUrl.protocol === "https:") {
-        reqPort = 443;
-      }
-      const upperReqHosts = [reqUrl.hostname.toUpperCase()];
-      if (typeof reqPort === "number") {
-        upperReqHosts.push(`${upperReqHosts[0]}:${reqPort}`);
-      }
-      for (const upperNoProxyItem of noProxy.split(",").map((x) => x.trim().toUpperCase()).filter((x) => x)) {
-        if (upperNoProxyItem === "*" || upperReqHosts.some((x) => x === upperNoProxyItem || x.endsWith(`.${upperNoProxyItem}`) || upperNoProxyItem.startsWith(".") && x.endsWith(`${upperNoProxyItem}`))) {
-          return true;
-        }
-      }
-      return false;
-    }
-    function isLoopbackAddress(host) {
-      const hostLower = host.toLowerCase();
-      return hostLower === "localhost" || hostLower.startsWith("127.") || hostLower.startsWith("[::1]") || hostLower.startsWith("[0:0:0:0:0:0:0:1]");
-    }
-    var DecodedURL = class extends URL {
-      constructor(url2, base) {
-        super(url2, base);
-        this._decodedUsername = decodeURIComponent(super.username);
-        this._decodedPassword = decodeURIComponent(super.password);
-      }
-      get username() {
-        return this._decodedUsername;
-      }
-      get password() {
-        return this._decodedPassword;
-      }
-    };
-  }
-});
-
-// node_modules/@actions/github/node_modules/@actions/http-client/lib/index.js
-var require_lib = __commonJS({
-  "node_modules/@actions/github/node_modules/@actions/http-client/lib/index.js"(exports2) {
-    "use strict";
-    var __createBinding = exports2 && exports2.__createBinding || (Object.create ? (function(o2, m, k, k2) {
-      if (k2 === void 0) k2 = k;
-      var desc = Object.getOwnPropertyDescriptor(m, k);
-      if (!desc || ("get" in desc ? !m.__esModule : desc.writable || desc.configurable)) {
-        desc = { enumerable: true, get: function() {
-          return m[k];
-        } };
-      }
-      Object.defineProperty(o2, k2, desc);
-    }) : (function(o2, m, k, k2) {
-      if (k2 === void 0) k2 = k;
-      o2[k2] = m[k];
-    }));
-    var __setModuleDefault = exports2 && exports2.__setModuleDefault || (Object.create ? (function(o2, v) {
-      Object.defineProperty(o2, "default", { enumerable: true, value: v });
-    }) : function(o2, v) {
-      o2["default"] = v;
-    });
-    var __importStar = exports2 && exports2.__importStar || /* @__PURE__ */ (function() {
-      var ownKeys = function(o2) {
-        ownKeys = Object.getOwnPropertyNames || function(o3) {
-          var ar = [];
-          for (var k in o3) if (Object.prototype.hasOwnProperty.call(o3, k)) ar[ar.length] = k;
-          return ar;
-        };
-        return ownKeys(o2);
-      };
-      return function(mod) {
-        if (mod && mod.__esModule) return mod;
-        var result = {};
-        if (mod != null) {
-          for (var k = ownKeys(mod), i2 = 0; i2 < k.length; i2++) if (k[i2] !== "default") __createBinding(result, mod, k[i2]);
-        }
-        __setModuleDefault(result, mod);
-        return result;
-      };
-    })();
-    var __awaiter3 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
-      function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve) {
-          resolve(value);
-        });
-      }
-      return new (P || (P = Promise))(function(resolve, reject) {
-        function fulfilled(value) {
-          try {
-            step(generator.next(value));
-          } catch (e) {
-            reject(e);
-          }
-        }
-        function rejected(value) {
-          try {
-            step(generator["throw"](value));
-          } catch (e) {
-            reject(e);
-          }
-        }
-        function step(result) {
-          result.done ? resolve(result.value) : adopt(result.value).then(fulfilled, rejected);
-        }
-        step((generator = generator.apply(thisArg, _arguments || [])).next());
-      });
-    };
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.HttpClient = exports2.HttpClientResponse = exports2.HttpClientError = exports2.MediaTypes = exports2.Headers = exports2.HttpCodes = void 0;
-    exports2.getProxyUrl = getProxyUrl2;
-    exports2.isHttps = isHttps;
-    var http = __importStar(__require("http"));
-    var https = __importStar(__require("https"));
-    var pm = __importStar(require_proxy());
-    var tunnel2 = __importStar(require_tunnel2());
-    var undici_1 = require_undici();
-    var HttpCodes2;
-    (function(HttpCodes3) {
-      HttpCodes3[HttpCodes3["OK"] = 200] = "OK";
-      HttpCodes3[HttpCodes3["MultipleChoices"] = 300] = "MultipleChoices";
-      HttpCodes3[HttpCodes3["MovedPermanently"] = 301] = "MovedPermanently";
-      HttpCodes3[HttpCodes3["ResourceMoved"] = 302] = "ResourceMoved";
-      HttpCodes3[HttpCodes3["SeeOther"] = 303] = "SeeOther";
-      HttpCodes3[HttpCodes3["NotModified"] = 304] = "NotModified";
-      HttpCodes3[HttpCodes3["UseProxy"] = 305] = "UseProxy";
-      HttpCodes3[HttpCodes3["SwitchProxy"] = 306] = "SwitchProxy";
-      HttpCodes3[HttpCodes3["TemporaryRedirect"] = 307] = "TemporaryRedirect";
-      HttpCodes3[HttpCodes3["PermanentRedirect"] = 308] = "PermanentRedirect";
-      HttpCodes3[HttpCodes3["BadRequest"] = 400] = "BadRequest";
-      HttpCodes3[HttpCodes3["Unauthorized"] = 401] = "Unauthorized";
-      HttpCodes3[HttpCodes3["PaymentRequired"] = 402] = "PaymentRequired";
-      HttpCodes3[HttpCodes3["Forbidden"] = 403] = "Forbidden";
-      HttpCodes3[HttpCodes3["NotFound"] = 404] = "NotFound";
-      HttpCodes3[HttpCodes3["MethodNotAllowed"] = 405] = "MethodNotAllowed";
-      HttpCodes3[HttpCodes3["NotAcceptable"] = 406] = "NotAcceptable";
-      HttpCodes3[HttpCodes3["ProxyAuthenticationRequired"] = 407] = "ProxyAuthenticationRequired";
-      HttpCodes3[HttpCodes3["RequestTimeout"] = 408] = "RequestTimeout";
-      HttpCodes3[HttpCodes3["Conflict"] = 409] = "Conflict";
-      HttpCodes3[HttpCodes3["Gone"] = 410] = "Gone";
-      HttpCodes3[HttpCodes3["TooManyRequests"] = 429] = "TooManyRequests";
-      HttpCodes3[HttpCodes3["InternalServerError"] = 500] = "InternalServerError";
-      HttpCodes3[HttpCodes3["NotImplemented"] = 501] = "NotImplemented";
-      HttpCodes3[HttpCodes3["BadGateway"] = 502] = "BadGateway";
-      HttpCodes3[HttpCodes3["ServiceUnavailable"] = 503] = "ServiceUnavailable";
-      HttpCodes3[HttpCodes3["GatewayTimeout"] = 504] = "GatewayTimeout";
-    })(HttpCodes2 || (exports2.HttpCodes = HttpCodes2 = {}));
-    var Headers2;
-    (function(Headers3) {
-      Headers3["Accept"] = "accept";
-      Headers3["ContentType"] = "content-type";
-    })(Headers2 || (exports2.Headers = Headers2 = {}));
-    var MediaTypes2;
-    (function(MediaTypes3) {
-      MediaTypes3["ApplicationJson"] = "application/json";
-    })(MediaTypes2 || (exports2.MediaTypes = MediaTypes2 = {}));
-    function getProxyUrl2(serverUrl) {
-      const proxyUrl = pm.getProxyUrl(new URL(serverUrl));
-      return proxyUrl ? proxyUrl.href : "";
-    }
-    var HttpRedirectCodes2 = [
-      HttpCodes2.MovedPermanently,
-      HttpCodes2.ResourceMoved,
-      HttpCodes2.SeeOther,
-      HttpCodes2.TemporaryRedirect,
-      HttpCodes2.PermanentRedirect
-    ];
-    var HttpResponseRetryCodes2 = [
-      HttpCodes2.BadGateway,
-      HttpCodes2.ServiceUnavailable,
-      HttpCodes2.GatewayTimeout
-    ];
-    var RetryableHttpVerbs = ["OPTIONS", "GET", "DELETE", "HEAD"];
-    var ExponentialBackoffCeiling = 10;
-    var ExponentialBackoffTimeSlice = 5;
-    var HttpClientError = class _HttpClientError extends Error {
-      constructor(message, statusCode) {
-        super(message);
-        this.name = "HttpClientError";
-        this.statusCode = statusCode;
-        Object.setPrototypeOf(this, _HttpClientError.prototype);
-      }
-    };
-    exports2.HttpClientError = HttpClientError;
-    var HttpClientResponse = class {
-      constructor(message) {
-        this.message = message;
-      }
-      readBody() {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve) => __awaiter3(this, void 0, void 0, function* () {
-            let output2 = Buffer.alloc(0);
-            this.message.on("data", (chunk) => {
-              output2 = Buffer.concat([output2, chunk]);
-            });
-            this.message.on("end", () => {
-              resolve(output2.toString());
-            });
-          }));
-        });
-      }
-      readBodyBuffer() {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve) => __awaiter3(this, void 0, void 0, function* () {
-            const chunks = [];
-            this.message.on("data", (chunk) => {
-              chunks.push(chunk);
-            });
-            this.message.on("end", () => {
-              resolve(Buffer.concat(chunks));
-            });
-          }));
-        });
-      }
-    };
-    exports2.HttpClientResponse = HttpClientResponse;
-    function isHttps(requestUrl) {
-      const parsedUrl = new URL(requestUrl);
-      return parsedUrl.protocol === "https:";
-    }
-    var HttpClient3 = class {
-      constructor(userAgent2, handlers, requestOptions) {
-        this._ignoreSslError = false;
-        this._allowRedirects = true;
-        this._allowRedirectDowngrade = false;
-        this._maxRedirects = 50;
-        this._allowRetries = false;
-        this._maxRetries = 1;
-        this._keepAlive = false;
-        this._disposed = false;
-        this.userAgent = this._getUserAgentWithOrchestrationId(userAgent2);
-        this.handlers = handlers || [];
-        this.requestOptions = requestOptions;
-        if (requestOptions) {
-          if (requestOptions.ignoreSslError != null) {
-            this._ignoreSslError = requestOptions.ignoreSslError;
-          }
-          this._socketTimeout = requestOptions.socketTimeout;
-          if (requestOptions.allowRedirects != null) {
-            this._allowRedirects = requestOptions.allowRedirects;
-          }
-          if (requestOptions.allowRedirectDowngrade != null) {
-            this._allowRedirectDowngrade = requestOptions.allowRedirectDowngrade;
-          }
-          if (requestOptions.maxRedirects != null) {
-            this._maxRedirects = Math.max(requestOptions.maxRedirects, 0);
-          }
-          if (requestOptions.keepAlive != null) {
-            this._keepAlive = requestOptions.keepAlive;
-          }
-          if (requestOptions.allowRetries != null) {
-            this._allowRetries = requestOptions.allowRetries;
-          }
-          if (requestOptions.maxRetries != null) {
-            this._maxRetries = requestOptions.maxRetries;
-          }
-        }
-      }
-      options(requestUrl, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("OPTIONS", requestUrl, null, additionalHeaders || {});
-        });
-      }
-      get(requestUrl, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("GET", requestUrl, null, additionalHeaders || {});
-        });
-      }
-      del(requestUrl, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("DELETE", requestUrl, null, additionalHeaders || {});
-        });
-      }
-      post(requestUrl, data, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("POST", requestUrl, data, additionalHeaders || {});
-        });
-      }
-      patch(requestUrl, data, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("PATCH", requestUrl, data, additionalHeaders || {});
-        });
-      }
-      put(requestUrl, data, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("PUT", requestUrl, data, additionalHeaders || {});
-        });
-      }
-      head(requestUrl, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request("HEAD", requestUrl, null, additionalHeaders || {});
-        });
-      }
-      sendStream(verb, requestUrl, stream, additionalHeaders) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return this.request(verb, requestUrl, stream, additionalHeaders);
-        });
-      }
-      /**
-       * Gets a typed object from an endpoint
-       * Be aware that not found returns a null.  Other errors (4xx, 5xx) reject the promise
-       */
-      getJson(requestUrl_1) {
-        return __awaiter3(this, arguments, void 0, function* (requestUrl, additionalHeaders = {}) {
-          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
-          const res = yield this.get(requestUrl, additionalHeaders);
-          return this._processResponse(res, this.requestOptions);
-        });
-      }
-      postJson(requestUrl_1, obj_1) {
-        return __awaiter3(this, arguments, void 0, function* (requestUrl, obj, additionalHeaders = {}) {
-          const data = JSON.stringify(obj, null, 2);
-          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
-          additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes2.ApplicationJson);
-          const res = yield this.post(requestUrl, data, additionalHeaders);
-          return this._processResponse(res, this.requestOptions);
-        });
-      }
-      putJson(requestUrl_1, obj_1) {
-        return __awaiter3(this, arguments, void 0, function* (requestUrl, obj, additionalHeaders = {}) {
-          const data = JSON.stringify(obj, null, 2);
-          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
-          additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes2.ApplicationJson);
-          const res = yield this.put(requestUrl, data, additionalHeaders);
-          return this._processResponse(res, this.requestOptions);
-        });
-      }
-      patchJson(requestUrl_1, obj_1) {
-        return __awaiter3(this, arguments, void 0, function* (requestUrl, obj, additionalHeaders = {}) {
-          const data = JSON.stringify(obj, null, 2);
-          additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes2.ApplicationJson);
-          additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes2.ApplicationJson);
-          const res = yield this.patch(requestUrl, data, additionalHeaders);
-          return this._processResponse(res, this.requestOptions);
-        });
-      }
-      /**
-       * Makes a raw http request.
-       * All other methods such as get, post, patch, and request ultimately call this.
-       * Prefer get, del, post and patch
-       */
-      request(verb, requestUrl, data, headers) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          if (this._disposed) {
-            throw new Error("Client has already been disposed.");
-          }
-          const parsedUrl = new URL(requestUrl);
-          let info2 = this._prepareRequest(verb, parsedUrl, headers);
-          const maxTries = this._allowRetries && RetryableHttpVerbs.includes(verb) ? this._maxRetries + 1 : 1;
-          let numTries = 0;
-          let response;
-          do {
-            response = yield this.requestRaw(info2, data);
-            if (response && response.message && response.message.statusCode === HttpCodes2.Unauthorized) {
-              let authenticationHandler;
-              for (const handler2 of this.handlers) {
-                if (handler2.canHandleAuthentication(response)) {
-                  authenticationHandler = handler2;
-                  break;
-                }
-              }
-              if (authenticationHandler) {
-                return authenticationHandler.handleAuthentication(this, info2, data);
-              } else {
-                return response;
-              }
-            }
-            let redirectsRemaining = this._maxRedirects;
-            while (response.message.statusCode && HttpRedirectCodes2.includes(response.message.statusCode) && this._allowRedirects && redirectsRemaining > 0) {
-              const redirectUrl = response.message.headers["location"];
-              if (!redirectUrl) {
-                break;
-              }
-              const parsedRedirectUrl = new URL(redirectUrl);
-              if (parsedUrl.protocol === "https:" && parsedUrl.protocol !== parsedRedirectUrl.protocol && !this._allowRedirectDowngrade) {
-                throw new Error("Redirect from HTTPS to HTTP protocol. This downgrade is not allowed for security reasons. If you want to allow this behavior, set the allowRedirectDowngrade option to true.");
-              }
-              yield response.readBody();
-              if (parsedRedirectUrl.hostname !== parsedUrl.hostname) {
-                for (const header in headers) {
-                  if (header.toLowerCase() === "authorization") {
-                    delete headers[header];
-                  }
-                }
-              }
-              info2 = this._prepareRequest(verb, parsedRedirectUrl, headers);
-              response = yield this.requestRaw(info2, data);
-              redirectsRemaining--;
-            }
-            if (!response.message.statusCode || !HttpResponseRetryCodes2.includes(response.message.statusCode)) {
-              return response;
-            }
-            numTries += 1;
-            if (numTries < maxTries) {
-              yield response.readBody();
-              yield this._performExponentialBackoff(numTries);
-            }
-          } while (numTries < maxTries);
-          return response;
-        });
-      }
-      /**
-       * Needs to be called if keepAlive is set to true in request options.
-       */
-      dispose() {
-        if (this._agent) {
-          this._agent.destroy();
-        }
-        this._disposed = true;
-      }
-      /**
-       * Raw request.
-       * @param info
-       * @param data
-       */
-      requestRaw(info2, data) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve, reject) => {
-            function callbackForResult(err, res) {
-              if (err) {
-                reject(err);
-              } else if (!res) {
-                reject(new Error("Unknown error"));
-              } else {
-                resolve(res);
-              }
-            }
-            this.requestRawWithCallback(info2, data, callbackForResult);
-          });
-        });
-      }
-      /**
-       * Raw request with callback.
-       * @param info
-       * @param data
-       * @param onResult
-       */
-      requestRawWithCallback(info2, data, onResult) {
-        if (typeof data === "string") {
-          if (!info2.options.headers) {
-            info2.options.headers = {};
-          }
-          info2.options.headers["Content-Length"] = Buffer.byteLength(data, "utf8");
-        }
-        let callbackCalled = false;
-        function handleResult2(err, res) {
-          if (!callbackCalled) {
-            callbackCalled = true;
-            onResult(err, res);
-          }
-        }
-        const req = info2.httpModule.request(info2.options, (msg) => {
-          const res = new HttpClientResponse(msg);
-          handleResult2(void 0, res);
-        });
-        let socket;
-        req.on("socket", (sock) => {
-          socket = sock;
-        });
-        req.setTimeout(this._socketTimeout || 3 * 6e4, () => {
-          if (socket) {
-            socket.end();
-          }
-          handleResult2(new Error(`Request timeout: ${info2.options.path}`));
-        });
-        req.on("error", function(err) {
-          handleResult2(err);
-        });
-        if (data && typeof data === "string") {
-          req.write(data, "utf8");
-        }
-        if (data && typeof data !== "string") {
-          data.on("close", function() {
-            req.end();
-          });
-          data.pipe(req);
-        } else {
-          req.end();
-        }
-      }
-      /**
-       * Gets an http agent. This function is useful when you need an http agent that handles
-       * routing through a proxy server - depending upon the url and proxy environment variables.
-       * @param serverUrl  The server URL where the request will be sent. For example, https://api.github.com
-       */
-      getAgent(serverUrl) {
-        const parsedUrl = new URL(serverUrl);
-        return this._getAgent(parsedUrl);
-      }
-      getAgentDispatcher(serverUrl) {
-        const parsedUrl = new URL(serverUrl);
-        const proxyUrl = pm.getProxyUrl(parsedUrl);
-        const useProxy = proxyUrl && proxyUrl.hostname;
-        if (!useProxy) {
-          return;
-        }
-        return this._getProxyAgentDispatcher(parsedUrl, proxyUrl);
-      }
-      _prepareRequest(method, requestUrl, headers) {
-        const info2 = {};
-        info2.parsedUrl = requestUrl;
-        const usingSsl = info2.parsedUrl.protocol === "https:";
-        info2.httpModule = usingSsl ? https : http;
-        const defaultPort = usingSsl ? 443 : 80;
-        info2.options = {};
-        info2.options.host = info2.parsedUrl.hostname;
-        info2.options.port = info2.parsedUrl.port ? parseInt(info2.parsedUrl.port) : defaultPort;
-        info2.options.path = (info2.parsedUrl.pathname || "") + (info2.parsedUrl.search || "");
-        info2.options.method = method;
-        info2.options.headers = this._mergeHeaders(headers);
-        if (this.userAgent != null) {
-          info2.options.headers["user-agent"] = this.userAgent;
-        }
-        info2.options.agent = this._getAgent(info2.parsedUrl);
-        if (this.handlers) {
-          for (const handler2 of this.handlers) {
-            handler2.prepareRequest(info2.options);
-          }
-        }
-        return info2;
-      }
-      _mergeHeaders(headers) {
-        if (this.requestOptions && this.requestOptions.headers) {
-          return Object.assign({}, lowercaseKeys2(this.requestOptions.headers), lowercaseKeys2(headers || {}));
-        }
-        return lowercaseKeys2(headers || {});
-      }
-      /**
-       * Gets an existing header value or returns a default.
-       * Handles converting number header values to strings since HTTP headers must be strings.
-       * Note: This returns string | string[] since some headers can have multiple values.
-       * For headers that must always be a single string (like Content-Type), use the
-       * specialized _getExistingOrDefaultContentTypeHeader method instead.
-       */
-      _getExistingOrDefaultHeader(additionalHeaders, header, _default3) {
-        let clientHeader;
-        if (this.requestOptions && this.requestOptions.headers) {
-          const headerValue = lowercaseKeys2(this.requestOptions.headers)[header];
-          if (headerValue) {
-            clientHeader = typeof headerValue === "number" ? headerValue.toString() : headerValue;
-          }
-        }
-        const additionalValue = additionalHeaders[header];
-        if (additionalValue !== void 0) {
-          return typeof additionalValue === "number" ? additionalValue.toString() : additionalValue;
-        }
-        if (clientHeader !== void 0) {
-          return clientHeader;
-        }
-        return _default3;
-      }
-      /**
-       * Specialized version of _getExistingOrDefaultHeader for Content-Type header.
-       * Always returns a single string (not an array) since Content-Type should be a single value.
-       * Converts arrays to comma-separated strings and numbers to strings to ensure type safety.
-       * This was split from _getExistingOrDefaultHeader to provide stricter typing for callers
-       * that assign the result to places expecting a string (e.g., additionalHeaders[Headers.ContentType]).
-       */
-      _getExistingOrDefaultContentTypeHeader(additionalHeaders, _default3) {
-        let clientHeader;
-        if (this.requestOptions && this.requestOptions.headers) {
-          const headerValue = lowercaseKeys2(this.requestOptions.headers)[Headers2.ContentType];
-          if (headerValue) {
-            if (typeof headerValue === "number") {
-              clientHeader = String(headerValue);
-            } else if (Array.isArray(headerValue)) {
-              clientHeader = headerValue.join(", ");
-            } else {
-              clientHeader = headerValue;
-            }
-          }
-        }
-        const additionalValue = additionalHeaders[Headers2.ContentType];
-        if (additionalValue !== void 0) {
-          if (typeof additionalValue === "number") {
-            return String(additionalValue);
-          } else if (Array.isArray(additionalValue)) {
-            return additionalValue.join(", ");
-          } else {
-            return additionalValue;
-          }
-        }
-        if (clientHeader !== void 0) {
-          return clientHeader;
-        }
-        return _default3;
-      }
-      _getAgent(parsedUrl) {
-        let agent;
-        const proxyUrl = pm.getProxyUrl(parsedUrl);
-        const useProxy = proxyUrl && proxyUrl.hostname;
-        if (this._keepAlive && useProxy) {
-          agent = this._proxyAgent;
-        }
-        if (!useProxy) {
-          agent = this._agent;
-        }
-        if (agent) {
-          return agent;
-        }
-        const usingSsl = parsedUrl.protocol === "https:";
-        let maxSockets = 100;
-        if (this.requestOptions) {
-          maxSockets = this.requestOptions.maxSockets || http.globalAgent.maxSockets;
-        }
-        if (proxyUrl && proxyUrl.hostname) {
-          const agentOptions = {
-            maxSockets,
-            keepAlive: this._keepAlive,
-            proxy: Object.assign(Object.assign({}, (proxyUrl.username || proxyUrl.password) && {
-              proxyAuth: `${proxyUrl.username}:${proxyUrl.password}`
-            }), { host: proxyUrl.hostname, port: proxyUrl.port })
-          };
-          let tunnelAgent;
-          const overHttps = proxyUrl.protocol === "https:";
-          if (usingSsl) {
-            tunnelAgent = overHttps ? tunnel2.httpsOverHttps : tunnel2.httpsOverHttp;
-          } else {
-            tunnelAgent = overHttps ? tunnel2.httpOverHttps : tunnel2.httpOverHttp;
-          }
-          agent = tunnelAgent(agentOptions);
-          this._proxyAgent = agent;
-        }
-        if (!agent) {
-          const options = { keepAlive: this._keepAlive, maxSockets };
-          agent = usingSsl ? new https.Agent(options) : new http.Agent(options);
-          this._agent = agent;
-        }
-        if (usingSsl && this._ignoreSslError) {
-          agent.options = Object.assign(agent.options || {}, {
-            rejectUnauthorized: false
-          });
-        }
-        return agent;
-      }
-      _getProxyAgentDispatcher(parsedUrl, proxyUrl) {
-        let proxyAgent;
-        if (this._keepAlive) {
-          proxyAgent = this._proxyAgentDispatcher;
-        }
-        if (proxyAgent) {
-          return proxyAgent;
-        }
-        const usingSsl = parsedUrl.protocol === "https:";
-        proxyAgent = new undici_1.ProxyAgent(Object.assign({ uri: proxyUrl.href, pipelining: !this._keepAlive ? 0 : 1 }, (proxyUrl.username || proxyUrl.password) && {
-          token: `Basic ${Buffer.from(`${proxyUrl.username}:${proxyUrl.password}`).toString("base64")}`
-        }));
-        this._proxyAgentDispatcher = proxyAgent;
-        if (usingSsl && this._ignoreSslError) {
-          proxyAgent.options = Object.assign(proxyAgent.options.requestTls || {}, {
-            rejectUnauthorized: false
-          });
-        }
-        return proxyAgent;
-      }
-      _getUserAgentWithOrchestrationId(userAgent2) {
-        const baseUserAgent = userAgent2 || "actions/http-client";
-        const orchId = process.env["ACTIONS_ORCHESTRATION_ID"];
-        if (orchId) {
-          const sanitizedId = orchId.replace(/[^a-z0-9_.-]/gi, "_");
-          return `${baseUserAgent} actions_orchestration_id/${sanitizedId}`;
-        }
-        return baseUserAgent;
-      }
-      _performExponentialBackoff(retryNumber) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
-          const ms3 = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-          return new Promise((resolve) => setTimeout(() => resolve(), ms3));
-        });
-      }
-      _processResponse(res, options) {
-        return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve, reject) => __awaiter3(this, void 0, void 0, function* () {
-            const statusCode = res.message.statusCode || 0;
-            const response = {
-              statusCode,
-              result: null,
-              headers: {}
-            };
-            if (statusCode === HttpCodes2.NotFound) {
-              resolve(response);
-            }
-            function dateTimeDeserializer(key, value) {
-              if (typeof value === "string") {
-                const a2 = new Date(value);
-                if (!isNaN(a2.valueOf())) {
-                  return a2;
-                }
-              }
-              return value;
-            }
-            let obj;
-            let contents;
-            try {
-              contents = yield res.readBody();
-              if (contents && contents.length > 0) {
-                if (options && options.deserializeDates) {
-                  obj = JSON.parse(contents, dateTimeDeserializer);
-                } else {
-                  obj = JSON.parse(contents);
-                }
-                response.result = obj;
-              }
-              response.headers = res.message.headers;
-            } catch (err) {
-            }
-            if (statusCode > 299) {
-              let msg;
-              if (obj && obj.message) {
-                msg = obj.message;
-              } else if (contents && contents.length > 0) {
-                msg = contents;
-              } else {
-                msg = `Failed request: (${statusCode})`;
-              }
-              const err = new HttpClientError(msg, statusCode);
-              err.result = response.result;
-              reject(err);
-            } else {
-              resolve(response);
-            }
-          }));
-        });
-      }
-    };
-    exports2.HttpClient = HttpClient3;
-    var lowercaseKeys2 = (obj) => Object.keys(obj).reduce((c3, k) => (c3[k.toLowerCase()] = obj[k], c3), {});
-  }
-});
-
-// node_modules/bottleneck/light.js
-var require_light = __commonJS({
-  "node_modules/bottleneck/light.js"(exports2, module2) {
-    (function(global3, factory) {
-      typeof exports2 === "object" && typeof module2 !== "undefined" ? module2.exports = factory() : typeof define === "function" && define.amd ? define(factory) : global3.Bottleneck = factory();
-    })(exports2, (function() {
-      "use strict";
-      var commonjsGlobal = typeof globalThis !== "undefined" ? globalThis : typeof window !== "undefined" ? window : typeof global !== "undefined" ? global : typeof self !== "undefined" ? self : {};
-      function getCjsExportFromNamespace(n2) {
-        return n2 && n2["default"] || n2;
-      }
-      var load2 = function(received, defaults2, onto = {}) {
-        var k, ref, v;
-        for (k in defaults2) {
-          v = defaults2[k];
-          onto[k] = (ref = received[k]) != null ? ref : v;
-        }
-        return onto;
-      };
-      var overwrite = function(received, defaults2, onto = {}) {
-        var k, v;
-        for (k in received) {
-          v = received[k];
-          if (defaults2[k] !== void 0) {
-            onto[k] = v;
-          }
-        }
-        return onto;
-      };
-      var parser = {
-        load: load2,
-        overwrite
-      };
-      var DLList;
-      DLList = class DLList {
-        constructor(incr, decr) {
-          this.incr = incr;
-          this.decr = decr;
-          this._first = null;
-          this._last = null;
-          this.length = 0;
-        }
-        push(value) {
-          var node2;
-          this.length++;
-          if (typeof this.incr === "function") {
-            this.incr();
-          }
-          node2 = {
-            value,
-            prev: this._last,
-            next: null
-          };
-          if (this._last != null) {
-            this._last.next = node2;
-            this._last = node2;
-          } else {
-            this._first = this._last = node2;
-          }
-          return void 0;
-        }
-        shift() {
-          var value;
-          if (this._first == null) {
-            return;
-          } else {
-            this.length--;
-            if (typeof this.decr === "function") {
-              this.decr();
-            }
-          }
-          value = this._first.value;
-          if ((this._first = this._first.next) != null) {
-            this._first.prev = null;
-          } else {
-            this._last = null;
-          }
-          return value;
-        }
-        first() {
-          if (this._first != null) {
-            return this._first.value;
-          }
-        }
-        getArray() {
-          var node2, ref, results;
-          node2 = this._first;
-          results = [];
-          while (node2 != null) {
-            results.push((ref = node2, node2 = node2.next, ref.value));
-          }
-          return results;
-        }
-        forEachShift(cb) {
-          var node2;
-          node2 = this.shift();
-          while (node2 != null) {
-            cb(node2), node2 = this.shift();
-          }
-          return void 0;
-        }
-        debug() {
-          var node2, ref, ref1, ref2, results;
-          node2 = this._first;
-          results = [];
-          while (node2 != null) {
-            results.push((ref = node2, node2 = node2.next, {
-              value: ref.value,
-              prev: (ref1 = ref.prev) != null ? ref1.value : void 0,
-              next: (ref2 = ref.next) != null ? ref2.value : void 0
-            }));
-          }
-          return results;
-        }
-      };
-      var DLList_1 = DLList;
-      var Events;
-      Events = class Events {
-        constructor(instance) {
-          this.instance = instance;
-          this._events = {};
-          if (this.instance.on != null || this.instance.once != null || this.instance.removeAllListeners != null) {
-            throw new Error("An Emitter already exists for this object");
-          }
-          this.instance.on = (name2, cb) => {
-            return this._addListener(name2, "many", cb);
-          };
-          this.instance.once = (name2, cb) => {
-            return this._addListener(name2, "once", cb);
-          };
-          this.instance.removeAllListeners = (name2 = null) => {
-            if (name2 != null) {
-              return delete this._events[name2];
-            } else {
-              return this._events = {};
-            }
-          };
-        }
-        _addListener(name2, status, cb) {
-          var base;
-          if ((base = this._events)[name2] == null) {
-            base[name2] = [];
-          }
-          this._events[name2].push({ cb, status });
-          return this.instance;
-        }
-        listenerCount(name2) {
-          if (this._events[name2] != null) {
-            return this._events[name2].length;
-          } else {
-            return 0;
-          }
-        }
-        async trigger(name2, ...args) {
-          var e, promises3;
-          try {
-            if (name2 !== "debug") {
-              this.trigger("debug", `Event triggered: ${name2}`, args);
-            }
-            if (this._events[name2] == null) {
-              return;
-            }
-            this._events[name2] = this._events[name2].filter(function(listener) {
-              return listener.status !== "none";
-            });
-            promises3 = this._events[name2].map(async (listener) => {
-              var e2, returned;
-              if (listener.status === "none") {
-                return;
-              }
-              if (listener.status === "once") {
-                listener.status = "none";
-              }
-              try {
-                returned = typeof listener.cb === "function" ? listener.cb(...args) : void 0;
-                if (typeof (returned != null ? returned.then : void 0) === "function") {
-                  return await returned;
-                } else {
-                  return returned;
-                }
-              } catch (error63) {
-                e2 = error63;
-                {
-                  this.trigger("error", e2);
-                }
-                return null;
-              }
-            });
-            return (await Promise.all(promises3)).find(function(x) {
-              return x != null;
-            });
-          } catch (error63) {
-            e = error63;
-            {
-              this.trigger("error", e);
-            }
-            return null;
-          }
-        }
-      };
-      var Events_1 = Events;
-      var DLList$1, Events$1, Queues;
-      DLList$1 = DLList_1;
-      Events$1 = Events_1;
-      Queues = class Queues {
-        constructor(num_priorities) {
-          var i2;
-          this.Events = new Events$1(this);
-          this._length = 0;
-          this._lists = (function() {
-            var j, ref, results;
-            results = [];
-            for (i2 = j = 1, ref = num_priorities; 1 <= ref ? j <= ref : j >= ref; i2 = 1 <= ref ? ++j : --j) {
-              results.push(new DLList$1((() => {
-                return this.incr();
-              }), (() => {
-                return this.decr();
-              })));
-            }
-            return results;
-          }).call(this);
-        }
-        incr() {
-          if (this._length++ === 0) {
-            return this.Events.trigger("leftzero");
-          }
-        }
-        decr() {
-          if (--this._length === 0) {
-            return this.Events.trigger("zero");
-          }
-        }
-        push(job) {
-          return this._lists[job.options.priority].push(job);
-        }
-        queued(priority) {
-          if (priority != null) {
-            return this._lists[priority].length;
-          } else {
-            return this._length;
-          }
-        }
-        shiftAll(fn) {
-          return this._lists.forEach(function(list) {
-            return list.forEachShift(fn);
-          });
-        }
-        getFirst(arr = this._lists) {
-          var j, len, list;
-          for (j = 0, len = arr.length; j < len; j++) {
-            list = arr[j];
-            if (list.length > 0) {
-              return list;
-            }
-          }
-          return [];
-        }
-        shiftLastFrom(priority) {
-          return this.getFirst(this._lists.slice(priority).reverse()).shift();
-        }
-      };
-      var Queues_1 = Queues;
-      var BottleneckError;
-      BottleneckError = class BottleneckError extends Error {
-      };
-      var BottleneckError_1 = BottleneckError;
-      var BottleneckError$1, DEFAULT_PRIORITY, Job, NUM_PRIORITIES, parser$1;
-      NUM_PRIORITIES = 10;
-      DEFAULT_PRIORITY = 5;
-      parser$1 = parser;
-      BottleneckError$1 = BottleneckError_1;
-      Job = class Job {
-        constructor(task, args, options, jobDefaults, rejectOnDrop, Events2, _states, Promise2) {
-          this.task = task;
-          this.args = args;
-          this.rejectOnDrop = rejectOnDrop;
-          this.Events = Events2;
-          this._states = _states;
-          this.Promise = Promise2;
-          this.options = parser$1.load(options, jobDefaults);
-          this.options.priority = this._sanitizePriority(this.options.priority);
-          if (this.options.id === jobDefaults.id) {
-            this.options.id = `${this.options.id}-${this._randomIndex()}`;
-          }
-          this.promise = new this.Promise((_resolve, _reject) => {
-            this._resolve = _resolve;
-            this._reject = _reject;
-          });
-          this.retryCount = 0;
-        }
-        _sanitizePriority(priority) {
-          var sProperty;
-          sProperty = ~~priority !== priority ? DEFAULT_PRIORITY : priority;
-          if (sProperty < 0) {
-            return 0;
-          } else if (sProperty > NUM_PRIORITIES - 1) {
-            return NUM_PRIORITIES - 1;
-          } else {
-            return sProperty;
-          }
-        }
-        _randomIndex() {
-          return Math.random().toString(36).slice(2);
-        }
-        doDrop({ error: error63, message = "This job has been dropped by Bottleneck" } = {}) {
-          if (this._states.remove(this.options.id)) {
-            if (this.rejectOnDrop) {
-              this._reject(error63 != null ? error63 : new BottleneckError$1(message));
-            }
-            this.Events.trigger("dropped", { args: this.args, options: this.options, task: this.task, promise: this.promise });
-            return true;
-          } else {
-            return false;
-          }
-        }
-        _assertStatus(expected) {
-          var status;
-          status = this._states.jobStatus(this.options.id);
-          if (!(status === expected || expected === "DONE" && status === null)) {
-            throw new BottleneckError$1(`Invalid job status ${status}, expected ${expected}. Please open an issue at https://github.com/SGrondin/bottleneck/issues`);
-          }
-        }
-        doReceive() {
-          this._states.start(this.options.id);
-          return this.Events.trigger("received", { args: this.args, options: this.options });
-        }
-        doQueue(reachedHWM, blocked) {
-          this._assertStatus("RECEIVED");
-          this._states.next(this.options.id);
-          return this.Events.trigger("queued", { args: this.args, options: this.options, reachedHWM, blocked });
-        }
-        doRun() {
-          if (this.retryCount === 0) {
-            this._assertStatus("QUEUED");
-            this._states.next(this.options.id);
-          } else {
-            this._assertStatus("EXECUTING");
-          }
-          return this.Events.trigger("scheduled", { args: this.args, options: this.options });
-        }
-        async doExecute(chained, clearGlobalState, run2, free) {
-          var error63, eventInfo, passed;
-          if (this.retryCount === 0) {
-            this._assertStatus("RUNNING");
-            this._states.next(this.options.id);
-          } else {
-            this._assertStatus("EXECUTING");
-          }
-          eventInfo = { args: this.args, options: this.options, retryCount: this.retryCount };
-          this.Events.trigger("executing", eventInfo);
-          try {
-            passed = await (chained != null ? chained.schedule(this.options, this.task, ...this.args) : this.task(...this.args));
-            if (clearGlobalState()) {
-              this.doDone(eventInfo);
-              await free(this.options, eventInfo);
-              this._assertStatus("DONE");
-              return this._resolve(passed);
-            }
-          } catch (error1) {
-            error63 = error1;
-            return this._onFailure(error63, eventInfo, clearGlobalState, run2, free);
-          }
-        }
-        doExpire(clearGlobalState, run2, free) {
-          var error63, eventInfo;
-          if (this._states.jobStatus(this.options.id === "RUNNING")) {
-            this._states.next(this.options.id);
-          }
-          this._assertStatus("EXECUTING");
-          eventInfo = { args: this.args, options: this.options, retryCount: this.retryCount };
-          error63 = new BottleneckError$1(`This job timed out after ${this.options.expiration} ms.`);
-          return this._onFailure(error63, eventInfo, clearGlobalState, run2, free);
-        }
-        async _onFailure(error63, eventInfo, clearGlobalState, run2, free) {
-          var retry2, retryAfter;
-          if (clearGlobalState()) {
-            retry2 = await this.Events.trigger("failed", error63, eventInfo);
-            if (retry2 != null) {
-              retryAfter = ~~retry2;
-              this.Events.trigger("retry", `Retrying ${this.options.id} after ${retryAfter} ms`, eventInfo);
-              this.retryCount++;
-              return run2(retryAfter);
-            } else {
-              this.doDone(eventInfo);
-              await free(this.options, eventInfo);
-              this._assertStatus("DONE");
-              return this._reject(error63);
-            }
-          }
-        }
-        doDone(eventInfo) {
-          this._assertStatus("EXECUTING");
-          this._states.next(this.options.id);
-          return this.Events.trigger("done", eventInfo);
-        }
-      };
-      var Job_1 = Job;
-      var BottleneckError$2, LocalDatastore, parser$2;
-      parser$2 = parser;
-      BottleneckError$2 = BottleneckError_1;
-      LocalDatastore = class LocalDatastore {
-        constructor(instance, storeOptions, storeInstanceOptions) {
-          this.instance = instance;
-          this.storeOptions = storeOptions;
-          this.clientId = this.instance._randomIndex();
-          parser$2.load(storeInstanceOptions, storeInstanceOptions, this);
-          this._nextRequest = this._lastReservoirRefresh = this._lastReservoirIncrease = Date.now();
-          this._running = 0;
-          this._done = 0;
-          this._unblockTime = 0;
-          this.ready = this.Promise.resolve();
-          this.clients = {};
-          this._startHeartbeat();
-        }
-        _startHeartbeat() {
-          var base;
-          if (this.heartbeat == null && (this.storeOptions.reservoirRefreshInterval != null && this.storeOptions.reservoirRefreshAmount != null || this.storeOptions.reservoirIncreaseInterval != null && this.storeOptions.reservoirIncreaseAmount != null)) {
-            return typeof (base = this.heartbeat = setInterval(() => {
-              var amount2, incr, maximum, now, reservoir;
-              now = Date.now();
-              if (this.storeOptions.reservoirRefreshInterval != null && now >= this._lastReservoirRefresh + this.storeOptions.reservoirRefreshInterval) {
-                this._lastReservoirRefresh = now;
-                this.storeOptions.reservoir = this.storeOptions.reservoirRefreshAmount;
-                this.instance._drainAll(this.computeCapacity());
-              }
-              if (this.storeOptions.reservoirIncreaseInterval != null && now >= this._lastReservoirIncrease + this.storeOptions.reservoirIncreaseInterval) {
-                ({
-                  reservoirIncreaseAmount: amount2,
-                  reservoirIncreaseMaximum: maximum,
-                  reservoir
-                } = this.storeOptions);
-                this._lastReservoirIncrease = now;
-                incr = maximum != null ? Math.min(amount2, maximum - reservoir) : amount2;
-                if (incr > 0) {
-                  this.storeOptions.reservoir += incr;
-                  return this.instance._drainAll(this.computeCapacity());
-                }
-              }
-            }, this.heartbeatInterval)).unref === "function" ? base.unref() : void 0;
-          } else {
-            return clearInterval(this.heartbeat);
-          }
-        }
-        async __publish__(message) {
-          await this.yieldLoop();
-          return this.instance.Events.trigger("message", message.toString());
-        }
-        async __disconnect__(flush) {
-          await this.yieldLoop();
-          clearInterval(this.heartbeat);
-          return this.Promise.resolve();
-        }
-        yieldLoop(t = 0) {
-          return new this.Promise(function(resolve, reject) {
-            return setTimeout(resolve, t);
-          });
-        }
-        computePenalty() {
-          var ref;
-          return (ref = this.storeOptions.penalty) != null ? ref : 15 * this.storeOptions.minTime || 5e3;
-        }
-        async __updateSettings__(options) {
-          await this.yieldLoop();
-          parser$2.overwrite(options, options, this.storeOptions);
-          this._startHeartbeat();
-          this.instance._drainAll(this.computeCapacity());
-          return true;
-        }
-        async __running__() {
-          await this.yieldLoop();
-          return this._running;
-        }
-        async __queued__() {
-          await this.yieldLoop();
-          return this.instance.queued();
-        }
-        async __done__() {
-          await this.yieldLoop();
-          return this._done;
-        }
-        async __groupCheck__(time3) {
-          await this.yieldLoop();
-          return this._nextRequest + this.timeout < time3;
-        }
-        computeCapacity() {
-          var maxConcurrent, reservoir;
-          ({ maxConcurrent, reservoir } = this.storeOptions);
-          if (maxConcurrent != null && reservoir != null) {
-            return Math.min(maxConcurrent - this._running, reservoir);
-          } else if (maxConcurrent != null) {
-            return maxConcurrent - this._running;
-          } else if (reservoir != null) {
-            return reservoir;
-          } else {
-            return null;
-          }
-        }
-        conditionsCheck(weight) {
-          var capacity;
-          capacity = this.computeCapacity();
-          return capacity == null || weight <= capacity;
-        }
-        async __incrementReservoir__(incr) {
-          var reservoir;
-          await this.yieldLoop();
-          reservoir = this.storeOptions.reservoir += incr;
-          this.instance._drainAll(this.computeCapacity());
-          return reservoir;
-        }
-        async __currentReservoir__() {
-          await this.yieldLoop();
-          return this.storeOptions.reservoir;
-        }
-        isBlocked(now) {
-          return this._unblockTime >= now;
-        }
-        check(weight, now) {
-          return this.conditionsCheck(weight) && this._nextRequest - now <= 0;
-        }
-        async __check__(weight) {
-          var now;
-          await this.yieldLoop();
-          now = Date.now();
-          return this.check(weight, now);
-        }
-        async __register__(index, weight, expiration) {
-          var now, wait;
-          await this.yieldLoop();
-          now = Date.now();
-          if (this.conditionsCheck(weight)) {
-            this._running += weight;
-            if (this.storeOptions.reservoir != null) {
-              this.storeOptions.reservoir -= weight;
-            }
-            wait = Math.max(this._nextRequest - now, 0);
-            this._nextRequest = now + wait + this.storeOptions.minTime;
-            return {
-              success: true,
-              wait,
-              reservoir: this.storeOptions.reservoir
-            };
-          } else {
-            return {
-              success: false
-            };
-          }
-        }
-        strategyIsBlock() {
-          return this.storeOptions.strategy === 3;
-        }
-        async __submit__(queueLength, weight) {
-          var blocked, now, reachedHWM;
-          await this.yieldLoop();
-          if (this.storeOptions.maxConcurrent != null && weight > this.storeOptions.maxConcurrent) {
-            throw new BottleneckError$2(`Impossible to add a job having a weight of ${weight} to a limiter having a maxConcurrent setting of ${this.storeOptions.maxConcurrent}`);
-          }
-          now = Date.now();
-          reachedHWM = this.storeOptions.highWater != null && queueLength === this.storeOptions.highWater && !this.check(weight, now);
-          blocked = this.strategyIsBlock() && (reachedHWM || this.isBlocked(now));
-          if (blocked) {
-            this._unblockTime = now + this.computePenalty();
-            this._nextRequest = this._unblockTime + this.storeOptions.minTime;
-            this.instance._dropAllQueued();
-          }
-          return {
-            reachedHWM,
-            blocked,
-            strategy: this.storeOptions.strategy
-          };
-        }
-        async __free__(index, weight) {
-          await this.yieldLoop();
-          this._running -= weight;
-          this._done += weight;
-          this.instance._drainAll(this.computeCapacity());
-          return {
-            running: this._running
-          };
-        }
-      };
-      var LocalDatastore_1 = LocalDatastore;
-      var BottleneckError$3, States;
-      BottleneckError$3 = BottleneckError_1;
-      States = class States {
-        constructor(status1) {
-          this.status = status1;
-          this._jobs = {};
-          this.counts = this.status.map(function() {
-            return 0;
-          });
-        }
-        next(id) {
-          var current, next;
-          current = this._jobs[id];
-          next = current + 1;
-          if (current != null && next < this.status.length) {
-            this.counts[current]--;
-            this.counts[next]++;
-            return this._jobs[id]++;
-          } else if (current != null) {
-            this.counts[current]--;
-            return delete this._jobs[id];
-          }
-        }
-        start(id) {
-          var initial;
-          initial = 0;
-          this._jobs[id] = initial;
-          return this.counts[initial]++;
-        }
-        remove(id) {
-          var current;
-          current = this._jobs[id];
-          if (current != null) {
-            this.counts[current]--;
-            delete this._jobs[id];
-          }
-          return current != null;
-        }
-        jobStatus(id) {
-          var ref;
-          return (ref = this.status[this._jobs[id]]) != null ? ref : null;
-        }
-        statusJobs(status) {
-          var k, pos, ref, results, v;
-          if (status != null) {
-            pos = this.status.indexOf(status);
-            if (pos < 0) {
-              throw new BottleneckError$3(`status must be one of ${this.status.join(", ")}`);
-            }
-            ref = this._jobs;
-            results = [];
-            for (k in ref) {
-              v = ref[k];
-              if (v === pos) {
-                results.push(k);
-              }
-            }
-            return results;
-          } else {
-            return Object.keys(this._jobs);
-          }
-        }
-        statusCounts() {
-          return this.counts.reduce(((acc, v, i2) => {
-            acc[this.status[i2]] = v;
-            return acc;
-          }), {});
-        }
-      };
-      var States_1 = States;
-      var DLList$2, Sync;
-      DLList$2 = DLList_1;
-      Sync = class Sync {
-        constructor(name2, Promise2) {
-          this.schedule = this.schedule.bind(this);
-          this.name = name2;
-          this.Promise = Promise2;
-          this._running = 0;
-          this._queue = new DLList$2();
-        }
-        isEmpty() {
-          return this._queue.length === 0;
-        }
-        async _tryToRun() {
-          var args, cb, error63, reject, resolve, returned, task;
-          if (this._running < 1 && this._queue.length > 0) {
-            this._running++;
-            ({ task, args, resolve, reject } = this._queue.shift());
-            cb = await (async function() {
-              try {
-                returned = await task(...args);
-                return function() {
-                  return resolve(returned);
-                };
-              } catch (error1) {
-                error63 = error1;
-                return function() {
-                  return reject(error63);
-                };
-              }
-            })();
-            this._running--;
-            this._tryToRun();
-            return cb();
-          }
-        }
-        schedule(task, ...args) {
-          var promise2, reject, resolve;
-          resolve = reject = null;
-          promise2 = new this.Promise(function(_resolve, _reject) {
-            resolve = _resolve;
-            return reject = _reject;
-          });
-          this._queue.push({ task, args, resolve, reject });
-          this._tryToRun();
-          return promise2;
-        }
-      };
-      var Sync_1 = Sync;
-      var version2 = "2.19.5";
-      var version$1 = {
-        version: version2
-      };
-      var version$2 = /* @__PURE__ */ Object.freeze({
-        version: version2,
-        default: version$1
-      });
-      var require$$2 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
-      var require$$3 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
-      var require$$4 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
-      var Events$2, Group, IORedisConnection$1, RedisConnection$1, Scripts$1, parser$3;
-      parser$3 = parser;
-      Events$2 = Events_1;
-      RedisConnection$1 = require$$2;
-      IORedisConnection$1 = require$$3;
-      Scripts$1 = require$$4;
-      Group = (function() {
-        class Group2 {
-          constructor(limiterOptions = {}) {
-            this.deleteKey = this.deleteKey.bind(this);
-            this.limiterOptions = limiterOptions;
-            parser$3.load(this.limiterOptions, this.defaults, this);
-            this.Events = new Events$2(this);
-            this.instances = {};
-            this.Bottleneck = Bottleneck_1;
-            this._startAutoCleanup();
-            this.sharedConnection = this.connection != null;
-            if (this.connection == null) {
-              if (this.limiterOptions.datastore === "redis") {
-                this.connection = new RedisConnection$1(Object.assign({}, this.limiterOptions, { Events: this.Events }));
-              } else if (this.limiterOptions.datastore === "ioredis") {
-                this.connection = new IORedisConnection$1(Object.assign({}, this.limiterOptions, { Events: this.Events }));
-              }
-            }
-          }
-          key(key = "") {
-            var ref;
-            return (ref = this.instances[key]) != null ? ref : (() => {
-              var limiter;
-              limiter = this.instances[key] = new this.Bottleneck(Object.assign(this.limiterOptions, {
-                id: `${this.id}-${key}`,
-                timeout: this.timeout,
-                connection: this.connection
-              }));
-              this.Events.trigger("created", limiter, key);
-              return limiter;
-            })();
-          }
-          async deleteKey(key = "") {
-            var deleted, instance;
-            instance = this.instances[key];
-            if (this.connection) {
-              deleted = await this.connection.__runCommand__(["del", ...Scripts$1.allKeys(`${this.id}-${key}`)]);
-            }
-            if (instance != null) {
-              delete this.instances[key];
-              await instance.disconnect();
-            }
-            return instance != null || deleted > 0;
-          }
-          limiters() {
-            var k, ref, results, v;
-            ref = this.instances;
-            results = [];
-            for (k in ref) {
-              v = ref[k];
-              results.push({
-                key: k,
-                limiter: v
-              });
-            }
-            return results;
-          }
-          keys() {
-            return Object.keys(this.instances);
-          }
-          async clusterKeys() {
-            var cursor, end, found, i2, k, keys, len, next, start;
-            if (this.connection == null) {
-              return this.Promise.resolve(this.keys());
-            }
-            keys = [];
-            cursor = null;
-            start = `b_${this.id}-`.length;
-            end = "_settings".length;
-            while (cursor !== 0) {
-              [next, found] = await this.connection.__runCommand__(["scan", cursor != null ? cursor : 0, "match", `b_${this.id}-*_settings`, "count", 1e4]);
-              cursor = ~~next;
-              for (i2 = 0, len = found.length; i2 < len; i2++) {
-                k = found[i2];
-                keys.push(k.slice(start, -end));
-              }
-            }
-            return keys;
-          }
-          _startAutoCleanup() {
-            var base;
-            clearInterval(this.interval);
-            return typeof (base = this.interval = setInterval(async () => {
-              var e, k, ref, results, time3, v;
-              time3 = Date.now();
-              ref = this.instances;
-              results = [];
-              for (k in ref) {
-                v = ref[k];
-                try {
-                  if (await v._store.__groupCheck__(time3)) {
-                    results.push(this.deleteKey(k));
-                  } else {
-                    results.push(void 0);
-                  }
-                } catch (error63) {
-                  e = error63;
-                  results.push(v.Events.trigger("error", e));
-                }
-              }
-              return results;
-            }, this.timeout / 2)).unref === "function" ? base.unref() : void 0;
-          }
-          updateSettings(options = {}) {
-            parser$3.overwrite(options, this.defaults, this);
-            parser$3.overwrite(options, options, this.limiterOptions);
-            if (options.timeout != null) {
-              return this._startAutoCleanup();
-            }
-          }
-          disconnect(flush = true) {
-            var ref;
-            if (!this.sharedConnection) {
-              return (ref = this.connection) != null ? ref.disconnect(flush) : void 0;
-            }
-          }
-        }
-        Group2.prototype.defaults = {
-          timeout: 1e3 * 60 * 5,
-          connection: null,
-          Promise,
-          id: "group-key"
-        };
-        return Group2;
-      }).call(commonjsGlobal);
-      var Group_1 = Group;
-      var Batcher, Events$3, parser$4;
-      parser$4 = parser;
-      Events$3 = Events_1;
-      Batcher = (function() {
-        class Batcher2 {
-          constructor(options = {}) {
-            this.options = options;
-            parser$4.load(this.options, this.defaults, this);
-            this.Events = new Events$3(this);
-            this._arr = [];
-            this._resetPromise();
-            this._lastFlush = Date.now();
-          }
-          _resetPromise() {
-            return this._promise = new this.Promise((res, rej) => {
-              return this._resolve = res;
-            });
-          }
-          _flush() {
-            clearTimeout(this._timeout);
-            this._lastFlush = Date.now();
-            this._resolve();
-            this.Events.trigger("batch", this._arr);
-            this._arr = [];
-            return this._resetPromise();
-          }
-          add(data) {
-            var ret;
-            this._arr.push(data);
-            ret = this._promise;
-            if (this._arr.length === this.maxSize) {
-              this._flush();
-            } else if (this.maxTime != null && this._arr.length === 1) {
-              this._timeout = setTimeout(() => {
-                return this._flush();
-              }, this.maxTime);
-            }
-            return ret;
-          }
-        }
-        Batcher2.prototype.defaults = {
-          maxTime: null,
-          maxSize: null,
-          Promise
-        };
-        return Batcher2;
-      }).call(commonjsGlobal);
-      var Batcher_1 = Batcher;
-      var require$$4$1 = () => console.log("You must import the full version of Bottleneck in order to use this feature.");
-      var require$$8 = getCjsExportFromNamespace(version$2);
-      var Bottleneck2, DEFAULT_PRIORITY$1, Events$4, Job$1, LocalDatastore$1, NUM_PRIORITIES$1, Queues$1, RedisDatastore$1, States$1, Sync$1, parser$5, splice = [].splice;
-      NUM_PRIORITIES$1 = 10;
-      DEFAULT_PRIORITY$1 = 5;
-      parser$5 = parser;
-      Queues$1 = Queues_1;
-      Job$1 = Job_1;
-      LocalDatastore$1 = LocalDatastore_1;
-      RedisDatastore$1 = require$$4$1;
-      Events$4 = Events_1;
-      States$1 = States_1;
-      Sync$1 = Sync_1;
-      Bottleneck2 = (function() {
-        class Bottleneck3 {
-          constructor(options = {}, ...invalid) {
-            var storeInstanceOptions, storeOptions;
-            this._addToQueue = this._addToQueue.bind(this);
-            this._validateOptions(options, invalid);
-            parser$5.load(options, this.instanceDefaults, this);
-            this._queues = new Queues$1(NUM_PRIORITIES$1);
-            this._scheduled = {};
-            this._states = new States$1(["RECEIVED", "QUEUED", "RUNNING", "EXECUTING"].concat(this.trackDoneStatus ? ["DONE"] : []));
-            this._limiter = null;
-            this.Events = new Events$4(this);
-            this._submitLock = new Sync$1("submit", this.Promise);
-            this._registerLock = new Sync$1("register", this.Promise);
-            storeOptions = parser$5.load(options, this.storeDefaults, {});
-            this._store = (function() {
-              if (this.datastore === "redis" || this.datastore === "ioredis" || this.connection != null) {
-                storeInstanceOptions = parser$5.load(options, this.redisStoreDefaults, {});
-                return new RedisDatastore$1(this, storeOptions, storeInstanceOptions);
-              } else if (this.datastore === "local") {
-                storeInstanceOptions = parser$5.load(options, this.localStoreDefaults, {});
-                return new LocalDatastore$1(this, storeOptions, storeInstanceOptions);
-              } else {
-                throw new Bottleneck3.prototype.BottleneckError(`Invalid datastore type: ${this.datastore}`);
-              }
-            }).call(this);
-            this._queues.on("leftzero", () => {
-              var ref;
-              return (ref = this._store.heartbeat) != null ? typeof ref.ref === "function" ? ref.ref() : void 0 : void 0;
-            });
-            this._queues.on("zero", () => {
-              var ref;
-              return (ref = this._store.heartbeat) != null ? typeof ref.unref === "function" ? ref.unref() : void 0 : void 0;
-            });
-          }
-          _validateOptions(options, invalid) {
-            if (!(options != null && typeof options === "object" && invalid.length === 0)) {
-              throw new Bottleneck3.prototype.BottleneckError("Bottleneck v2 takes a single object argument. Refer to https://github.com/SGrondin/bottleneck#upgrading-to-v2 if you're upgrading from Bottleneck v1.");
-            }
-          }
-          ready() {
-            return this._store.ready;
-          }
-          clients() {
-            return this._store.clients;
-          }
-          channel() {
-            return `b_${this.id}`;
-          }
-          channel_client() {
-            return `b_${this.id}_${this._store.clientId}`;
-          }
-          publish(message) {
-            return this._store.__publish__(message);
-          }
-          disconnect(flush = true) {
-            return this._store.__disconnect__(flush);
-          }
-          chain(_limiter) {
-            this._limiter = _limiter;
-            return this;
-          }
-          queued(priority) {
-            return this._queues.queued(priority);
-          }
-          clusterQueued() {
-            return this._store.__queued__();
-          }
-          empty() {
-            return this.queued() === 0 && this._submitLock.isEmpty();
-          }
-          running() {
-            return this._store.__running__();
-          }
-          done() {
-            return this._store.__done__();
-          }
-          jobStatus(id) {
-            return this._states.jobStatus(id);
-          }
-          jobs(status) {
-            return this._states.statusJobs(status);
-          }
-          counts() {
-            return this._states.statusCounts();
-          }
-          _randomIndex() {
-            return Math.random().toString(36).slice(2);
-          }
-          check(weight = 1) {
-            return this._store.__check__(weight);
-          }
-          _clearGlobalState(index) {
-            if (this._scheduled[index] != null) {
-              clearTimeout(this._scheduled[index].expiration);
-              delete this._scheduled[index];
-              return true;
-            } else {
-              return false;
-            }
-          }
-          async _free(index, job, options, eventInfo) {
-            var e, running;
-            try {
-              ({ running } = await this._store.__free__(index, options.weight));
-              this.Events.trigger("debug", `Freed ${options.id}`, eventInfo);
-              if (running === 0 && this.empty()) {
-                return this.Events.trigger("idle");
-              }
-            } catch (error1) {
-              e = error1;
-              return this.Events.trigger("error", e);
-            }
-          }
-          _run(index, job, wait) {
-            var clearGlobalState, free, run2;
-            job.doRun();
-            clearGlobalState = this._clearGlobalState.bind(this, index);
-            run2 = this._run.bind(this, index, job);
-            free = this._free.bind(this, index, job);
-            return this._scheduled[index] = {
-              timeout: setTimeout(() => {
-                return job.doExecute(this._limiter, clearGlobalState, run2, free);
-              }, wait),
-              expiration: job.options.expiration != null ? setTimeout(function() {
-                return job.doExpire(clearGlobalState, run2, free);
-              }, wait + job.options.expiration) : void 0,
-              job
-            };
-          }
-          _drainOne(capacity) {
-            return this._registerLock.schedule(() => {
-              var args, index, next, options, queue;
-              if (this.queued() === 0) {
-                return this.Promise.resolve(null);
-              }
-              queue = this._queues.getFirst();
-              ({ options, args } = next = queue.first());
-              if (capacity != null && options.weight > capacity) {
-                return this.Promise.resolve(null);
-              }
-              this.Events.trigger("debug", `Draining ${options.id}`, { args, options });
-              index = this._randomIndex();
-              return this._store.__register__(index, options.weight, options.expiration).then(({ success: success2, wait, reservoir }) => {
-                var empty;
-                this.Events.trigger("debug", `Drained ${options.id}`, { success: success2, args, options });
-                if (success2) {
-                  queue.shift();
-                  empty = this.empty();
-                  if (empty) {
-                    this.Events.trigger("empty");
-                  }
-                  if (reservoir === 0) {
-                    this.Events.trigger("depleted", empty);
-                  }
-                  this._run(index, next, wait);
-                  return this.Promise.resolve(options.weight);
-                } else {
-                  return this.Promise.resolve(null);
-                }
-              });
-            });
-          }
-          _drainAll(capacity, total = 0) {
-            return this._drainOne(capacity).then((drained) => {
-              var newCapacity;
-              if (drained != null) {
-                newCapacity = capacity != null ? capacity - drained : capacity;
-                return this._drainAll(newCapacity, total + drained);
-              } else {
-                return this.Promise.resolve(total);
-              }
-            }).catch((e) => {
-              return this.Events.trigger("error", e);
-            });
-          }
-          _dropAllQueued(message) {
-            return this._queues.shiftAll(function(job) {
-              return job.doDrop({ message });
-            });
-          }
-          stop(options = {}) {
-            var done, waitForExecuting;
-            options = parser$5.load(options, this.stopDefaults);
-            waitForExecuting = (at) => {
-              var finished7;
-              finished7 = () => {
-                var counts;
-                counts = this._states.counts;
-                return counts[0] + counts[1] + counts[2] + counts[3] === at;
-              };
-              return new this.Promise((resolve, reject) => {
-                if (finished7()) {
-                  return resolve();
-                } else {
-                  return this.on("done", () => {
-                    if (finished7()) {
-                      this.removeAllListeners("done");
-                      return resolve();
-                    }
-                  });
-                }
-              });
-            };
-            done = options.dropWaitingJobs ? (this._run = function(index, next) {
-              return next.doDrop({
-                message: options.dropErrorMessage
-              });
-            }, this._drainOne = () => {
-              return this.Promise.resolve(null);
-            }, this._registerLock.schedule(() => {
-              return this._submitLock.schedule(() => {
-                var k, ref, v;
-                ref = this._scheduled;
-                for (k in ref) {
-                  v = ref[k];
-                  if (this.jobStatus(v.job.options.id) === "RUNNING") {
-                    clearTimeout(v.timeout);
-                    clearTimeout(v.expiration);
-                    v.job.doDrop({
-                      message: options.dropErrorMessage
-                    });
-                  }
-                }
-                this._dropAllQueued(options.dropErrorMessage);
-                return waitForExecuting(0);
-              });
-            })) : this.schedule({
-              priority: NUM_PRIORITIES$1 - 1,
-              weight: 0
-            }, () => {
-              return waitForExecuting(1);
-            });
-            this._receive = function(job) {
-              return job._reject(new Bottleneck3.prototype.BottleneckError(options.enqueueErrorMessage));
-            };
-            this.stop = () => {
-              return this.Promise.reject(new Bottleneck3.prototype.BottleneckError("stop() has already been called"));
-            };
-            return done;
-          }
-          async _addToQueue(job) {
-            var args, blocked, error63, options, reachedHWM, shifted, strategy;
-            ({ args, options } = job);
-            try {
-              ({ reachedHWM, blocked, strategy } = await this._store.__submit__(this.queued(), options.weight));
-            } catch (error1) {
-              error63 = error1;
-              this.Events.trigger("debug", `Could not queue ${options.id}`, { args, options, error: error63 });
-              job.doDrop({ error: error63 });
-              return false;
-            }
-            if (blocked) {
-              job.doDrop();
-              return true;
-            } else if (reachedHWM) {
-              shifted = strategy === Bottleneck3.prototype.strategy.LEAK ? this._queues.shiftLastFrom(options.priority) : strategy === Bottleneck3.prototype.strategy.OVERFLOW_PRIORITY ? this._queues.shiftLastFrom(options.priority + 1) : strategy === Bottleneck3.prototype.strategy.OVERFLOW ? job : void 0;
-              if (shifted != null) {
-                shifted.doDrop();
-              }
-              if (shifted == null || strategy === Bottleneck3.prototype.strategy.OVERFLOW) {
-                if (shifted == null) {
-                  job.doDrop();
-                }
-                return reachedHWM;
-              }
-            }
-            job.doQueue(reachedHWM, blocked);
-            this._queues.push(job);
-            await this._drainAll();
-            return reachedHWM;
-          }
-          _receive(job) {
-            if (this._states.jobStatus(job.options.id) != null) {
-              job._reject(new Bottleneck3.prototype.BottleneckError(`A job with the same id already exists (id=${job.options.id})`));
-              return false;
-            } else {
-              job.doReceive();
-              return this._submitLock.schedule(this._addToQueue, job);
-            }
-          }
-          submit(...args) {
-            var cb, fn, job, options, ref, ref1, task;
-            if (typeof args[0] === "function") {
-              ref = args, [fn, ...args] = ref, [cb] = splice.call(args, -1);
-              options = parser$5.load({}, this.jobDefaults);
-            } else {
-              ref1 = args, [options, fn, ...args] = ref1, [cb] = splice.call(args, -1);
-              options = parser$5.load(options, this.jobDefaults);
-            }
-            task = (...args2) => {
-              return new this.Promise(function(resolve, reject) {
-                return fn(...args2, function(...args3) {
-                  return (args3[0] != null ? reject : resolve)(args3);
-                });
-              });
-            };
-            job = new Job$1(task, args, options, this.jobDefaults, this.rejectOnDrop, this.Events, this._states, this.Promise);
-            job.promise.then(function(args2) {
-              return typeof cb === "function" ? cb(...args2) : void 0;
-            }).catch(function(args2) {
-              if (Array.isArray(args2)) {
-                return typeof cb === "function" ? cb(...args2) : void 0;
-              } else {
-                return typeof cb === "function" ? cb(args2) : void 0;
-              }
-            });
-            return this._receive(job);
-          }
-          schedule(...args) {
-            var job, options, task;
-            if (typeof args[0] === "function") {
-              [task, ...args] = args;
-              options = {};
-            } else {
-              [options, task, ...args] = args;
-            }
-            job = new Job$1(task, args, options, this.jobDefaults, this.rejectOnDrop, this.Events, this._states, this.Promise);
-            this._receive(job);
-            return job.promise;
-          }
-          wrap(fn) {
-            var schedule, wrapped;
-            schedule = this.schedule.bind(this);
-            wrapped = function(...args) {
-              return schedule(fn.bind(this), ...args);
-            };
-            wrapped.withOptions = function(options, ...args) {
-              return schedule(options, fn, ...args);
-            };
-            return wrapped;
-          }
-          async updateSettings(options = {}) {
-            await this._store.__updateSettings__(parser$5.overwrite(options, this.storeDefaults));
-            parser$5.overwrite(options, this.instanceDefaults, this);
-            return this;
-          }
-          currentReservoir() {
-            return this._store.__currentReservoir__();
-          }
-          incrementReservoir(incr = 0) {
-            return this._store.__incrementReservoir__(incr);
-          }
-        }
-        Bottleneck3.default = Bottleneck3;
-        Bottleneck3.Events = Events$4;
-        Bottleneck3.version = Bottleneck3.prototype.version = require$$8.version;
-        Bottleneck3.strategy = Bottleneck3.prototype.strategy = {
-          LEAK: 1,
-          OVERFLOW: 2,
-          OVERFLOW_PRIORITY: 4,
-          BLOCK: 3
-        };
-        Bottleneck3.BottleneckError = Bottleneck3.prototype.BottleneckError = BottleneckError_1;
-        Bottleneck3.Group = Bottleneck3.prototype.Group = Group_1;
-        Bottleneck3.RedisConnection = Bottleneck3.prototype.RedisConnection = require$$2;
-        Bottleneck3.IORedisConnection = Bottleneck3.prototype.IORedisConnection = require$$3;
-        Bottleneck3.Batcher = Bottleneck3.prototype.Batcher = Batcher_1;
-        Bottleneck3.prototype.jobDefaults = {
-          priority: DEFAULT_PRIORITY$1,
-          weight: 1,
-          expiration: null,
-          id: "<no-id>"
-        };
-        Bottleneck3.prototype.storeDefaults = {
-          maxConcurrent: null,
-          minTime: 0,
-          highWater: null,
-          strategy: Bottleneck3.prototype.strategy.LEAK,
-          penalty: null,
-          reservoir: null,
-          reservoirRefreshInterval: null,
-          reservoirRefreshAmount: null,
-          reservoirIncreaseInterval: null,
-          reservoirIncreaseAmount: null,
-          reservoirIncreaseMaximum: null
-        };
-        Bottleneck3.prototype.localStoreDefaults = {
-          Promise,
-          timeout: null,
-          heartbeatInterval: 250
-        };
-        Bottleneck3.prototype.redisStoreDefaults = {
-          Promise,
-          timeout: null,
-          heartbeatInterval: 5e3,
-          clientTimeout: 1e4,
-          Redis: null,
-          clientOptions: {},
-          clusterNodes: null,
-          clearDatastore: false,
-          connection: null
-        };
-        Bottleneck3.prototype.instanceDefaults = {
-          datastore: "local",
-          connection: null,
-          id: "<no-id>",
-          rejectOnDrop: true,
-          trackDoneStatus: false,
-          Promise
-        };
-        Bottleneck3.prototype.stopDefaults = {
-          enqueueErrorMessage: "This limiter has been stopped and cannot accept new jobs.",
-          dropWaitingJobs: true,
-          dropErrorMessage: "This limiter has been stopped."
-        };
-        return Bottleneck3;
-      }).call(commonjsGlobal);
-      var Bottleneck_1 = Bottleneck2;
-      var lib = Bottleneck_1;
-      return lib;
-    }));
-  }
-});
-
 // node_modules/@actions/core/lib/command.js
 import * as os from "os";
 
@@ -37131,6 +37131,66 @@ function startGroup(name2) {
 function endGroup() {
   issue("endgroup");
 }
+function saveState(name2, value) {
+  const filePath = process.env["GITHUB_STATE"] || "";
+  if (filePath) {
+    return issueFileCommand("STATE", prepareKeyValueMessage(name2, value));
+  }
+  issueCommand("save-state", { name: name2 }, toCommandValue(value));
+}
+
+// src/github/open-checks.ts
+var OPEN_CHECKS_STATE = "perf-gate-open-checks";
+var CANCELLED_TITLE = "perf-gate: cancelled before a verdict";
+function cancelledSummary(why, runUrl2) {
+  return `**${CANCELLED_TITLE}.** ${why} This is not a performance verdict.${runUrl2 ? ` [The workflow run](${runUrl2}).` : ""}
+
+A run already started on the benchmark host finishes there and holds the host until then; the next gate of this commit pools it with its own.
+`;
+}
+var open2 = /* @__PURE__ */ new Map();
+var opening = /* @__PURE__ */ new Set();
+var finishing = /* @__PURE__ */ new Set();
+function save() {
+  saveState(OPEN_CHECKS_STATE, JSON.stringify([...open2.keys()]));
+}
+function checkOpening(created) {
+  opening.add(created);
+  void created.finally(() => opening.delete(created)).catch(() => {
+  });
+  return created;
+}
+function checkOpened(id, cancel) {
+  open2.set(id, cancel);
+  save();
+}
+function checkFinishing(id) {
+  finishing.add(id);
+}
+function checkFinished(id, closed = true) {
+  finishing.delete(id);
+  if (closed && open2.delete(id)) save();
+}
+function cancelOpenChecksOnSignal(runUrl2, exit = process.exit) {
+  const onSignal = (signal) => {
+    warning(`perf-gate: ${signal}: the step is being cancelled; completing its open check as cancelled`);
+    const summary2 = cancelledSummary(`The workflow run was cancelled (${signal}: a newer push, a person, or a timeout) while perf-gate was working.`, runUrl2);
+    const cancelAll = async () => {
+      await Promise.allSettled([...opening]);
+      await Promise.all([...open2.entries()].filter(([id]) => !finishing.has(id)).map(
+        ([id, cancel]) => cancel(summary2).then(() => checkFinished(id), (e) => warning(`could not complete check ${id} as cancelled: ${e.message}`))
+      ));
+    };
+    const deadline = new Promise((resolve) => setTimeout(resolve, 5e3).unref());
+    void Promise.race([cancelAll(), deadline]).finally(() => exit(1));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+}
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -37241,7 +37301,7 @@ __export(external_exports, {
   coerce: () => coerce_exports,
   compile: () => compile,
   config: () => config,
-  core: () => core_exports2,
+  core: () => core_exports3,
   creditCard: () => creditCard2,
   cuid: () => cuid3,
   cuid2: () => cuid22,
@@ -37396,8 +37456,8 @@ __export(external_exports, {
 });
 
 // node_modules/zod/v4/core/index.js
-var core_exports2 = {};
-__export(core_exports2, {
+var core_exports3 = {};
+__export(core_exports3, {
   $ZodAny: () => $ZodAny,
   $ZodArray: () => $ZodArray,
   $ZodAsyncError: () => $ZodAsyncError,
@@ -42348,7 +42408,7 @@ function bucketFor(state, inst) {
   return bucket;
 }
 var handoff;
-var open2 = [];
+var open3 = [];
 var memo = {
   alloc(_inst, payload, empty) {
     const bucket = handoff;
@@ -42357,7 +42417,7 @@ var memo = {
     handoff = void 0;
     const entry = { value: empty, issues: null };
     bucket.set(payload.value, entry);
-    open2.push(entry);
+    open3.push(entry);
     return empty;
   },
   guard(inst) {
@@ -42428,10 +42488,10 @@ var memo = {
           return payload;
         }
         handoff = bucket;
-        const depth = open2.length;
+        const depth = open3.length;
         const result = base(payload, ctx);
         handoff = void 0;
-        const entry = open2.length > depth ? open2.pop() : void 0;
+        const entry = open3.length > depth ? open3.pop() : void 0;
         if (result instanceof Promise) {
           return result.then((r) => {
             if (entry)
@@ -56850,8 +56910,8 @@ function date4(params) {
 }
 
 // src/inputs.ts
-var MODES = ["gate", "command", "rerun", "promote", "rollback", "calibrate"];
-var needsHost = (mode) => mode !== "command";
+var MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"];
+var needsHost = (mode) => mode !== "access" && mode !== "command";
 var schema = external_exports.object({
   host: external_exports.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
   port: external_exports.coerce.number().int().min(1).max(65535),
@@ -57525,11 +57585,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open3, close) => {
+var format = (open4, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open3}m`;
+  const openCode = `\x1B[${open4}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -64171,6 +64231,37 @@ function verbError(command, code, stderr) {
 }
 var sleep = (ms3) => new Promise((r) => setTimeout(r, ms3));
 
+// src/runner.ts
+import { readFileSync as readFileSync3 } from "node:fs";
+function runnerEnv(env = process.env) {
+  const need = (k) => {
+    const v = env[k];
+    if (!v) throw new InputError(`environment ${k} is not set: perf-gate runs inside a GitHub Actions job`);
+    return v;
+  };
+  return {
+    eventName: need("GITHUB_EVENT_NAME"),
+    eventPath: need("GITHUB_EVENT_PATH"),
+    repository: need("GITHUB_REPOSITORY"),
+    sha: need("GITHUB_SHA"),
+    runId: env.GITHUB_RUN_ID ?? "0",
+    runAttempt: env.GITHUB_RUN_ATTEMPT ?? "1",
+    runnerTemp: env.RUNNER_TEMP ?? "/tmp",
+    serverUrl: env.GITHUB_SERVER_URL || "https://github.com"
+  };
+}
+function runUrl(env) {
+  return `${env.serverUrl}/${env.repository}/actions/runs/${env.runId}`;
+}
+function readEvent(env) {
+  return JSON.parse(readFileSync3(env.eventPath, "utf8"));
+}
+function ownerAndRepo(env) {
+  const [owner, repo2] = env.repository.split("/");
+  if (!owner || !repo2) throw new InputError(`environment GITHUB_REPOSITORY: expected owner/name, got ${env.repository}`);
+  return [owner, repo2];
+}
+
 // src/job.ts
 function resolveJob(inputs, runner, now = Date.now()) {
   const attempt = `${runner.runId}-${runner.runAttempt}`;
@@ -64183,7 +64274,7 @@ function resolveJob(inputs, runner, now = Date.now()) {
     onInfrastructureFailure: inputs["on-infrastructure-failure"],
     busyDeadline: now + inputs["busy-timeout-minutes"] * 6e4,
     outputDir: inputs["output-dir"] || join2(runner.runnerTemp, "perf-gate", attempt),
-    host: inputs.mode === "command" ? null : {
+    host: !needsHost(inputs.mode) ? null : {
       host: inputs.host,
       port: inputs.port,
       user: inputs.user,
@@ -64191,6 +64282,7 @@ function resolveJob(inputs, runner, now = Date.now()) {
       knownHosts: inputs["known-hosts"]
     },
     runner,
+    runUrl: runUrl(runner),
     attempt
   };
 }
@@ -64212,1530 +64304,129 @@ function logProgress(label2) {
   };
 }
 
-// node_modules/simple-statistics/dist/simple-statistics.mjs
-function sum(x) {
-  if (x.length === 0) {
-    return 0;
-  }
-  var sum2 = x[0];
-  var correction = 0;
-  var transition;
-  if (typeof sum2 !== "number") {
-    return Number.NaN;
-  }
-  for (var i2 = 1; i2 < x.length; i2++) {
-    if (typeof x[i2] !== "number") {
-      return Number.NaN;
+// src/access.ts
+var rank = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };
+function atLeast(p, needed) {
+  return rank[p] >= rank[needed];
+}
+var APPROVAL_LABEL = "perf:approved";
+function approves(e) {
+  return e.isFork && e.action === "labeled" && e.label !== null && sameLabel(e.label, APPROVAL_LABEL);
+}
+function decidesNothing(e) {
+  return e.action === "labeled" && !approves(e);
+}
+function decideAccess(e, senderPermission) {
+  if (!e.isFork) return { allowed: true, reason: "the pull request's branch is in this repository" };
+  const sha2 = e.headSha.slice(0, 7);
+  if (approves(e)) {
+    if (senderPermission && atLeast(senderPermission, "write")) {
+      return { allowed: true, reason: `a user with ${senderPermission} permission approved ${sha2} with ${APPROVAL_LABEL}` };
     }
-    transition = sum2 + x[i2];
-    if (Math.abs(sum2) >= Math.abs(x[i2])) {
-      correction += sum2 - transition + x[i2];
-    } else {
-      correction += x[i2] - transition + sum2;
-    }
-    sum2 = transition;
+    return { allowed: false, reason: `${APPROVAL_LABEL} was added by a user with ${senderPermission ?? "no"} permission; write or higher is needed to approve a fork's code for the benchmark host` };
   }
-  return sum2 + correction;
-}
-function mean(x) {
-  if (x.length === 0) {
-    throw new Error("mean requires at least one data point");
-  }
-  return sum(x) / x.length;
-}
-function sumNthPowerDeviations(x, n2) {
-  var meanValue = mean(x);
-  var sum2 = 0;
-  var tempValue;
-  var i2;
-  if (n2 === 2) {
-    for (i2 = 0; i2 < x.length; i2++) {
-      tempValue = x[i2] - meanValue;
-      sum2 += tempValue * tempValue;
-    }
-  } else {
-    for (i2 = 0; i2 < x.length; i2++) {
-      sum2 += Math.pow(x[i2] - meanValue, n2);
-    }
-  }
-  return sum2;
-}
-function sampleVariance(x) {
-  if (x.length < 2) {
-    throw new Error("sampleVariance requires at least two data points");
-  }
-  var sumSquaredDeviationsValue = sumNthPowerDeviations(x, 2);
-  var besselsCorrection = x.length - 1;
-  return sumSquaredDeviationsValue / besselsCorrection;
-}
-function sampleStandardDeviation(x) {
-  var sampleVarianceX = sampleVariance(x);
-  return Math.sqrt(sampleVarianceX);
-}
-var BayesianClassifier = function BayesianClassifier2() {
-  this.totalCount = 0;
-  this.data = {};
-};
-BayesianClassifier.prototype.train = function train(item, category) {
-  if (!this.data[category]) {
-    this.data[category] = {};
-  }
-  for (var k in item) {
-    var v = item[k];
-    if (this.data[category][k] === void 0) {
-      this.data[category][k] = {};
-    }
-    if (this.data[category][k][v] === void 0) {
-      this.data[category][k][v] = 0;
-    }
-    this.data[category][k][v]++;
-  }
-  this.totalCount++;
-};
-BayesianClassifier.prototype.score = function score(item) {
-  var odds = {};
-  var category;
-  for (var k in item) {
-    var v = item[k];
-    for (category in this.data) {
-      if (odds[category] === void 0) {
-        odds[category] = {};
-      }
-      if (this.data[category][k]) {
-        odds[category][k + "_" + v] = (this.data[category][k][v] || 0) / this.totalCount;
-      } else {
-        odds[category][k + "_" + v] = 0;
-      }
-    }
-  }
-  var oddsSums = {};
-  for (category in odds) {
-    oddsSums[category] = 0;
-    for (var combination in odds[category]) {
-      oddsSums[category] += odds[category][combination];
-    }
-  }
-  return oddsSums;
-};
-var g = 607 / 128;
-var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
-var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
-function cumulativeDistribution(z3) {
-  var sum2 = z3;
-  var tmp = z3;
-  for (var i2 = 1; i2 < 30; i2++) {
-    tmp *= z3 * z3 / (2 * i2 + 1);
-    sum2 += tmp;
-  }
-  return Math.round((0.5 + sum2 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
-}
-var standardNormalTable = [];
-for (z2 = 0; z2 <= 3.09; z2 += 0.01) {
-  standardNormalTable.push(cumulativeDistribution(z2));
-}
-var z2;
-var SQRT_2PI = Math.sqrt(2 * Math.PI);
-var PerceptronModel = function PerceptronModel2() {
-  this.weights = [];
-  this.bias = 0;
-};
-PerceptronModel.prototype.predict = function predict(features) {
-  if (features.length !== this.weights.length) {
-    return null;
-  }
-  var score2 = 0;
-  for (var i2 = 0; i2 < this.weights.length; i2++) {
-    score2 += this.weights[i2] * features[i2];
-  }
-  score2 += this.bias;
-  if (score2 > 0) {
-    return 1;
-  } else {
-    return 0;
-  }
-};
-PerceptronModel.prototype.train = function train2(features, label2) {
-  if (label2 !== 0 && label2 !== 1) {
-    return null;
-  }
-  if (features.length !== this.weights.length) {
-    this.weights = features.slice();
-    this.bias = 1;
-  }
-  var prediction = this.predict(features);
-  if (typeof prediction === "number" && prediction !== label2) {
-    var gradient = label2 - prediction;
-    for (var i2 = 0; i2 < this.weights.length; i2++) {
-      this.weights[i2] += gradient * features[i2];
-    }
-    this.bias += gradient;
-  }
-  return this;
-};
-
-// src/analysis/bootstrap.ts
-function bootstrapMeanInterval(d, confidence, resamples, rand) {
-  const n2 = d.length;
-  const means = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b++) {
-    let sum2 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum2 += d[Math.floor(rand() * n2)];
-    means[b] = sum2 / n2;
-  }
-  means.sort();
-  const alpha = 1 - confidence;
-  return { lo: quantileSorted(means, alpha / 2), hi: quantileSorted(means, 1 - alpha / 2) };
-}
-function quantileSorted(sorted, q) {
-  const pos = q * (sorted.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
-}
-
-// src/contract/rules.ts
-function comparisonKey(workload2, rate2) {
-  return `${workload2}@${plainDecimal(rate2)}`;
-}
-function floorKey(workload2, rate2, percentile2) {
-  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
-}
-function plainDecimal(x) {
-  const text = String(x);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (!m) return text;
-  const [, sign, lead, frac = "", exp] = m;
-  const digits = lead + frac;
-  const point = 1 + Number(exp);
-  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-  return `${sign}${digits.padEnd(point, "0")}`;
-}
-function sampleBudget(percentile2) {
-  return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
-}
-function serviceVariables(ports = []) {
-  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
-}
-function serviceArgError(arg, vars) {
-  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
-    const name2 = m[1] ?? m[2];
-    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
-      const known = vars.map((v) => `$${v}`).sort().join(", ");
-      return `${JSON.stringify(arg)}: $${name2} is not one of service.ports (${known} expand here)`;
-    }
-  }
-  return void 0;
-}
-function hostSetsEnv(name2) {
-  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
-}
-
-// src/analysis/distributions.ts
-function logGamma(x) {
-  const c3 = [
-    0.9999999999998099,
-    676.5203681218851,
-    -1259.1392167224028,
-    771.3234287776531,
-    -176.6150291621406,
-    12.507343278686905,
-    -0.13857109526572012,
-    9984369578019572e-21,
-    15056327351493116e-23
-  ];
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  x -= 1;
-  let a2 = c3[0];
-  const t = x + 7.5;
-  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
-  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
-}
-function incompleteBeta(x, a2, b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
-  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
-  const tiny = 1e-300;
-  let c3 = 1;
-  let d = 1 - (a2 + b) * x / (a2 + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let f = d;
-  for (let m = 1; m <= 300; m++) {
-    const m2 = 2 * m;
-    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    f *= d * c3;
-    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    f *= delta;
-    if (Math.abs(delta - 1) < 1e-15) break;
-  }
-  return front * f / a2;
-}
-function studentTCdf(t, df) {
-  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
-  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
-  return t > 0 ? 1 - tail : tail;
-}
-function studentTQuantile(p, df) {
-  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
-  if (p === 0.5) return 0;
-  let lo = -1;
-  let hi = 1;
-  while (studentTCdf(lo, df) > p) lo *= 2;
-  while (studentTCdf(hi, df) < p) hi *= 2;
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, df) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
-function studentTTwoSidedP(t, df) {
-  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
-}
-function erfc(x) {
-  if (x < 0) return 2 - erfc(-x);
-  return upperIncompleteGammaHalf(x * x);
-}
-function upperIncompleteGammaHalf(z3) {
-  const a2 = 0.5;
-  if (z3 === 0) return 1;
-  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
-  if (z3 < a2 + 1) {
-    let sum2 = 1 / a2;
-    let term = sum2;
-    for (let n2 = 1; n2 < 500; n2++) {
-      term *= z3 / (a2 + n2);
-      sum2 += term;
-      if (term < sum2 * 1e-16) break;
-    }
-    return 1 - sum2 * Math.exp(lnPre);
-  }
-  const tiny = 1e-300;
-  let b = z3 + 1 - a2;
-  let c3 = 1 / tiny;
-  let d = 1 / b;
-  let h2 = d;
-  for (let i2 = 1; i2 < 500; i2++) {
-    const an = -i2 * (i2 - a2);
-    b += 2;
-    d = an * d + b;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = b + an / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    h2 *= delta;
-    if (Math.abs(delta - 1) < 1e-16) break;
-  }
-  return Math.exp(lnPre) * h2;
-}
-function normalCdf(z3) {
-  return 0.5 * erfc(-z3 / Math.SQRT2);
-}
-
-// src/analysis/tests.ts
-function pairedT(d, confidence) {
-  const n2 = d.length;
-  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
-  const m = mean(d);
-  const sd = sampleStandardDeviation(d);
-  const se = sd / Math.sqrt(n2);
-  const df = n2 - 1;
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
-  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
-}
-function signTest(d) {
-  const positive = d.filter((x) => x > 0).length;
-  const negative = d.filter((x) => x < 0).length;
-  const n2 = positive + negative;
-  if (n2 === 0) return { positive, negative, p: 1 };
-  const k = Math.min(positive, negative);
-  let tail = 0;
-  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
-  return { positive, negative, p: Math.min(1, 2 * tail) };
-}
-function binomialPmfHalf(n2, k) {
-  let logC = 0;
-  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
-  return Math.exp(logC - n2 * Math.LN2);
-}
-function wilcoxonSignedRank(d) {
-  const nz = d.filter((x) => x !== 0);
-  const n2 = nz.length;
-  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
-  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
-  const ranks = new Array(n2);
-  const tieSizes = [];
-  for (let i2 = 0; i2 < n2; ) {
-    let j = i2;
-    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
-    const avg = (i2 + j + 2) / 2;
-    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
-    if (j > i2) tieSizes.push(j - i2 + 1);
-    i2 = j + 1;
-  }
-  let wPlus = 0;
-  nz.forEach((x, i2) => {
-    if (x > 0) wPlus += ranks[i2];
-  });
-  const total = n2 * (n2 + 1) / 2;
-  const statistic = Math.min(wPlus, total - wPlus);
-  if (n2 <= 50 && tieSizes.length === 0) {
-    const counts = new Float64Array(total + 1);
-    counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
-    let lower = 0;
-    for (let s = 0; s <= statistic; s++) lower += counts[s];
-    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
-  }
-  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
-  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
-  const z3 = (statistic - total / 2) / sd;
-  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
-}
-function holmAdjust(p) {
-  const m = p.length;
-  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
-  const adjusted = new Array(m);
-  let running = 0;
-  order.forEach(({ v, i: i2 }, rank2) => {
-    running = Math.max(running, Math.min(1, (m - rank2) * v));
-    adjusted[i2] = running;
-  });
-  return adjusted;
-}
-function binomialUpperTail(k, n2, p) {
-  if (k <= 0) return 1;
-  if (k > n2) return 0;
-  let sum2 = 0;
-  for (let i2 = k; i2 <= n2; i2++) {
-    let logC = 0;
-    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
-  }
-  return Math.min(1, sum2);
-}
-
-// src/analysis/unmeasured.ts
-var GeneratorDisturbedError = class extends Error {
-  name = "GeneratorDisturbedError";
-};
-var FailingWorkloadError = class extends Error {
-  name = "FailingWorkloadError";
-};
-
-// src/analysis/failures.ts
-var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
-var FAILING_SHARE = 0.5;
-function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
   return {
-    requests: slices.reduce((acc, s) => acc + s.completed, 0),
-    errors: ERROR_CLASSES.reduce((acc, c3) => acc + byClass[c3], 0),
-    byClass
+    allowed: false,
+    reason: `this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha2}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`
   };
 }
-function errorClasses(e) {
-  return ERROR_CLASSES.filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
+var ROLES = ["admin", "maintain", "write", "triage", "read", "none"];
+function effectivePermission(permission, roleName) {
+  const known = (r) => ROLES.includes(r);
+  if (known(roleName)) return roleName;
+  return known(permission) ? permission : "none";
 }
-function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
-  const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
-  if (!failing(champion) || !failing(challenger)) return;
-  const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
-  throw new FailingWorkloadError(
-    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change`
-  );
-}
-function percent(share) {
-  const p = 100 * share;
-  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
-}
-function errorRegression(champion, challenger) {
-  if (challenger.errors <= champion.errors) return null;
-  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
+function sameLabel(a2, b) {
+  return a2.toLowerCase() === b.toLowerCase();
 }
 
-// src/analysis/input-error.ts
-var AnalysisInputError = class extends Error {
-  name = "AnalysisInputError";
-};
-
-// src/analysis/statistic.ts
-var import_hdr_histogram_js = __toESM(require_dist(), 1);
-var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-function slicePercentileUs(s, percentile2) {
-  const named = namedPercentiles[String(percentile2)];
-  if (named) return s.latency_us[named];
-  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile2);
-}
-
-// src/analysis/health.ts
-var LAG_SHARE = 0.1;
-var LAG_FLOOR_US = 1e3;
-var RATE_TOLERANCE = 0.01;
-var RATE_TOLERANCE_REQUESTS = 1;
-function disturbance(s, sliceSeconds, percentile2) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
-  const lagging = s.dispatch_lag_us.p99 > limitUs;
-  const achieved = s.achieved_rps * sliceSeconds;
-  const offBy = achieved - s.scheduled;
-  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
-  if (!lagging && !offRate) return null;
-  return {
-    arm: s.arm,
-    index: s.index,
-    lagP99Ms: s.dispatch_lag_us.p99 / 1e3,
-    lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
-    lagging,
-    offRate
-  };
-}
-function describeDisturbance(d) {
-  const lag = `dispatch lag p99 ${lagMs(d.lagP99Ms)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
-  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
-  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
-}
-function lagMs(x) {
-  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
-}
-
-// src/analysis/pairs.ts
-function extractPairs(run2, result, percentile2) {
-  const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
-  const pairs = [];
-  const dropped = [];
-  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
-    if (slices.length > 2) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
-    }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
-    if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
-    }
-    if (!champion || !challenger) {
-      dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
-      continue;
-    }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
-    if (invalid.length > 0) {
-      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
-      continue;
-    }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2) ?? []);
-    if (disturbances.length > 0) {
-      dropped.push({ run: run2, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
-      continue;
-    }
-    pairs.push({ run: run2, pair, champion, challenger });
-  }
-  return { pairs, dropped };
-}
-function pooledPairs(key, runs2, percentile2) {
-  const pairs = [];
-  const dropped = [];
-  for (const { name: name2, result } of runs2) {
-    const extracted = extractPairs(name2, result, percentile2);
-    pairs.push(...extracted.pairs);
-    dropped.push(...extracted.dropped);
-  }
-  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
-  const total = pairs.length + dropped.length;
-  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
-    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
-    throw new GeneratorDisturbedError(
-      [
-        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
-        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
-      ].join("\n")
-    );
-  }
-  if (pairs.length < 2) {
-    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
-    );
-  }
-  return { pairs, dropped };
-}
-
-// src/analysis/random.ts
-function seededRandom(seed) {
-  let s = seed >>> 0 || 2654435769;
-  const next32 = () => {
-    s = s + 2654435769 >>> 0;
-    let z3 = s;
-    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
-    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
-    return (z3 ^ z3 >>> 16) >>> 0;
-  };
-  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
-  return () => {
-    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
-    const t = b << 9 >>> 0;
-    c3 ^= a2;
-    d ^= b;
-    b ^= c3;
-    a2 ^= d;
-    c3 ^= t;
-    d = rotl(d, 11);
-    return result / 4294967296;
-  };
-}
-function rotl(x, k) {
-  return (x << k | x >>> 32 - k) >>> 0;
-}
-
-// src/analysis/resources.ts
-var fields = {
-  cpuUsPerRequest: "service_cpu_us_per_request",
-  cpuCores: "service_cpu_cores",
-  rssBytes: "service_rss_bytes"
-};
-function pairedResources(pairs, confidence) {
-  const out = Object.fromEntries(
-    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs, field, confidence)])
-  );
-  return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
-}
-function pairedAmount(pairs, field, confidence) {
-  const both = pairs.flatMap((x) => {
-    const [a2, b] = [x.champion[field], x.challenger[field]];
-    return a2 === void 0 || b === void 0 ? [] : [[a2, b]];
-  });
-  if (both.length < 2) return null;
-  const champion = mean(both.map(([a2]) => a2));
-  const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
-  const pct = (x) => champion > 0 ? 100 * x / champion : 0;
-  return {
-    champion,
-    challenger: mean(both.map(([, b]) => b)),
-    estimate: t.mean,
-    ci: [t.ci.lo, t.ci.hi],
-    percent: pct(t.mean),
-    percentCi: [pct(t.ci.lo), pct(t.ci.hi)],
-    p: t.p,
-    pairs: both.length
-  };
-}
-
-// src/analysis/verdict.ts
-var defaultSettings = {
-  percentile: 99,
-  sloBudgetMs: 200,
-  blockThresholdPercent: 1,
-  confidence: 0.95,
-  bootstrapResamples: 1e4,
-  seed: 1
-};
-var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
-function analyze(results, settings = defaultSettings) {
-  validateSettings(settings);
-  if (results.length === 0) throw new AnalysisInputError("no results to analyse");
-  checkSameBuilds(results);
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const r of results) {
-    const key = resultKey(r.result);
-    groups2.set(key, [...groups2.get(key) ?? [], r]);
-  }
-  const alpha = 1 - settings.confidence;
-  const rand = seededRandom(settings.seed);
-  const partial2 = [...groups2.entries()].map(([key, group]) => compare(key, group, settings, rand));
-  const holm = holmAdjust(partial2.map((c3) => c3.t.p));
-  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
-  const rank2 = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
-  const headline = [...comparisons].sort((a2, b) => rank2(b) - rank2(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
-  const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
-  return {
-    verdict,
-    blocking: comparisons.some((c3) => c3.blocking),
-    headline,
-    comparisons,
-    percentile: settings.percentile,
-    method: METHOD,
-    seed: settings.seed,
-    settings,
-    runs: results.map(({ name: name2, result }) => {
-      const { pairs, dropped } = extractPairs(name2, result, settings.percentile);
-      return {
-        name: name2,
-        runId: result.plan.run_id,
-        workload: result.plan.workload,
-        rate: result.plan.rate,
-        started: result.started,
-        pairs: pairs.length,
-        dropped: dropped.length,
-        disturbed: dropped.filter((d) => d.disturbances.length > 0).length,
-        partial: result.partial
-      };
-    }),
-    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
-    preflight: preflightFlags(results)
-  };
-}
-var findingsSchema = findingSchema.array();
-function preflightFlags(results) {
-  const byFinding = /* @__PURE__ */ new Map();
-  for (const { name: name2, result } of results) {
-    const findings = findingsSchema.safeParse(result.preflight);
-    for (const f of findings.success ? findings.data.filter((x) => x.status === "flag") : []) {
-      const id = `${f.check}\0${f.detail}`;
-      const seen = byFinding.get(id) ?? { check: f.check, detail: f.detail, runs: [] };
-      seen.runs.push(name2);
-      byFinding.set(id, seen);
-    }
-  }
-  return [...byFinding.values()];
-}
-function resultKey(r) {
-  return comparisonKey(r.plan.workload, r.plan.rate);
-}
-function validateSettings(s) {
-  const bad = (field, want, got) => {
-    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
-  };
-  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
-  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
-  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
-  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
-  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-  if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
-}
-function checkSameBuilds(results) {
-  for (const field of ["challenger_sha", "champion_sha"]) {
-    const seen = /* @__PURE__ */ new Map();
-    for (const { name: name2, result } of results) {
-      const sha2 = result.plan.builds?.[field];
-      if (sha2) seen.set(sha2, name2);
-    }
-    if (seen.size > 1) {
-      const list = [...seen.entries()].map(([sha2, name2]) => `${sha2} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
-    }
-  }
-}
-function compare(key, group, s, rand) {
-  const { workload: workload2, rate: rate2 } = group[0].result.plan;
-  const all = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
-  checkWorkloadAnswers(workload2, rate2, all("champion"), all("challenger"));
-  const { pairs, dropped } = pooledPairs(key, group, s.percentile);
-  const confidence = 1 - (1 - s.confidence) / group.length;
-  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s.percentile);
-  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = pairedT(d, s.confidence);
-  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
-  const secondary = (values) => {
-    const r = pairedT(values, confidence);
-    return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
-  };
-  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = armSummary(pairs, "champion", s.percentile);
-  const challenger = armSummary(pairs, "challenger", s.percentile);
-  const flags = [
-    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g2) => g2.result.host.cpu_idle !== "held").map((g2) => ({
-      code: "cpu_idle_not_held",
-      message: `${g2.name}: CPUs free to enter deep idle states (PM QoS ${g2.result.host.cpu_idle}); waking one can stall the generator and both services (give perf-host CAP_DAC_OVERRIDE, see the host install guide)`
-    })),
-    ...measurementFlags(pairs, dropped, s.percentile)
-  ];
-  const errors = errorRegression(champion, challenger);
-  if (errors) {
-    flags.push({
-      code: "more_errors",
-      message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
-    });
-  }
-  const thresholdMs = s.blockThresholdPercent / 100 * s.sloBudgetMs;
-  const floor = floorOf(key, s, thresholdMs);
-  flags.push(...floor.flags);
-  const w = wilcoxonSignedRank(d);
-  return {
-    key,
-    workload: workload2,
-    rate: rate2,
-    d,
-    estimateMs: primary.mean,
-    pairs: pairs.length,
-    droppedPairs: dropped,
-    runs: group.map((g2) => g2.name),
-    looks: group.length,
-    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
-    bootstrapCiMs: [boot.lo, boot.hi],
-    signTest: signTest(d),
-    wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
-    p50Ms: secondary(at(50)),
-    p999Ms: secondary(at(99.9)),
-    throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
-    errorRegression: errors,
-    resources: pairedResources(pairs, confidence),
-    cpuLimitPercent: s.blockCpuPercent ?? null,
-    champion,
-    challenger,
-    floorMs: floor.ms,
-    thresholdMs,
-    flags,
-    detail: pairs.map((x, i2) => ({
-      run: x.run,
-      pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
-      dMs: d[i2]
-    }))
-  };
-}
-var ms = (us) => us / 1e3;
-function armSummary(pairs, arm, percentile2) {
-  const slices = pairs.map((x) => x[arm]);
-  const e = armErrors(slices);
-  return {
-    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
-    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile2)))),
-    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
-    okRps: mean(slices.map((x) => x.ok_rps)),
-    requests: e.requests,
-    errors: e.errors,
-    errorsByClass: e.byClass
-  };
-}
-function measurementFlags(pairs, dropped, percentile2) {
-  const flags = [];
-  const budget = sampleBudget(percentile2);
-  const short2 = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short2.length > 0) {
-    flags.push({
-      code: "short_of_budget",
-      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile2} needs (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
-    });
-  }
-  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
-  if (midRun.length > 0) {
-    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
-    flags.push({
-      code: "new_connections",
-      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
-    });
-  }
-  const disturbed = dropped.filter((x) => x.disturbances.length > 0);
-  const invalid = dropped.filter((x) => x.disturbances.length === 0);
-  if (disturbed.length > 0) {
-    flags.push({
-      code: "generator_disturbed",
-      message: `${plural2(disturbed.length, "pair")} dropped because the load generator fell behind its schedule: ${disturbed.map((x) => `${x.run} pair ${x.pair}: ${x.disturbances.map(briefDisturbance).join(", ")}`).join("; ")}`
-    });
-  }
-  if (invalid.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${plural2(invalid.length, "pair")} dropped: ${invalid[0].reason}${invalid.length > 1 ? ", \u2026" : ""}` });
-  }
-  return flags;
-}
-var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
-function briefDisturbance(d) {
-  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
-}
-function floorOf(key, s, thresholdMs) {
-  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
-  const bias = s.hostBiasMs?.[key];
-  const flags = [];
-  let floor = recorded ?? null;
-  if (bias) {
-    const [lo, hi] = bias;
-    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
-    flags.push({
-      code: "host_biased",
-      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
-    });
-  }
-  if (recorded !== void 0 && s.floorPercentileAssumed?.includes(key)) {
-    flags.push({
-      code: "floor_percentile_assumed",
-      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`
-    });
-  }
-  if (floor !== null && floor > thresholdMs) {
-    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
-  }
-  return { ms: floor, flags };
-}
-function floorAboveThreshold(floorMs, percentile2, thresholdMs) {
-  const f = (x) => x.toFixed(x >= 10 ? 1 : x >= 0.1 ? 2 : 3);
-  return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile2} (its A/A floor \xB1${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;
-}
-function label(c3, holmP, alpha, m) {
-  const confidence = 1 - alpha;
-  const primary = pairedT(c3.d, confidence);
-  const ci = [primary.ci.lo, primary.ci.hi];
-  const flags = [...c3.flags];
-  const significant = holmP < alpha;
-  const withinFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) <= c3.floorMs;
-  const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
-  const cpu = c3.resources?.cpuUsPerRequest;
-  const cpuRegressed = c3.cpuLimitPercent !== null && !!cpu && cpu.percentCi[0] > c3.cpuLimitPercent;
-  const latency = significant && !withinFloor ? c3.estimateMs > 0 ? "slower" : "faster" : significant ? "within floor" : ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs ? "equivalent" : "inconclusive";
-  const blockedBy = [];
-  if (latency === "slower" && c3.estimateMs > c3.thresholdMs) blockedBy.push("latency");
-  if (errorsRegressed) blockedBy.push("errors");
-  if (cpuRegressed) blockedBy.push("cpu");
-  const verdict = blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
-  if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
-    flags.push({
-      code: "not_significant_after_holm",
-      message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
-    });
-  }
-  if ((latency === "slower" || latency === "faster") && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
-    flags.push({
-      code: "heterogeneous",
-      message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
-    });
-  }
-  const signSignificant = c3.signTest.p < alpha;
-  if (signSignificant !== significant) {
-    flags.push({
-      code: "sign_test_disagrees",
-      message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
-    });
-  }
-  const { d: _d, t, ...rest } = c3;
-  return {
-    ...rest,
-    verdict,
-    greyKind: verdict === "grey" ? latency : null,
-    latency,
-    blocking: blockedBy.length > 0,
-    blockedBy,
-    blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
-    confidence,
-    ciMs: ci,
-    t: { ...t, holmP },
-    flags
-  };
-}
-
-// src/report/format.ts
-function ms2(x) {
-  const a2 = Math.abs(x);
-  if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1) return x.toFixed(2);
-  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
-  return Number(text) === 0 ? "0.00" : text;
-}
-function signedMs(x) {
-  const text = ms2(x);
-  return (x > 0 && text !== "0.00" ? "+" : "") + text;
-}
-function msInterval([lo, hi]) {
-  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
-}
-function percentLabel(p) {
-  return `p${p}`;
-}
-function confidenceLabel(c3) {
-  return `${Number((c3 * 100).toFixed(2))}%`;
-}
-function pValue(p) {
-  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
-}
-function rps(x) {
-  return x.toFixed(1);
-}
-function signedPercent(x) {
-  const text = x.toFixed(1);
-  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
-}
-function mib(bytes) {
-  const m = bytes / (1 << 20);
-  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
-}
-function micros(us) {
-  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
-}
-
-// src/calibration.ts
-var keyOf = (f) => comparisonKey(f.workload, f.rate);
-var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
-function excludesZero([lo, hi]) {
-  return lo > 0 || hi < 0;
-}
-function calibrations(aa, previous, o2) {
-  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
-  return aa.map((c3) => {
-    const [lo, hi] = c3.ciMs;
-    const halfWidthMs = (hi - lo) / 2;
-    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
-    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
-    return {
-      key: c3.key,
-      workload: c3.workload,
-      rate: c3.rate,
-      percentile: o2.percentile,
-      runId: c3.runs[0],
-      estimateMs: c3.estimateMs,
-      ciMs: [lo, hi],
-      halfWidthMs,
-      pairs: c3.pairs,
-      unbiased: !excludesZero(c3.ciMs),
-      previous: prev,
-      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
-      driftMs,
-      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
-      thresholdMs: c3.thresholdMs,
-      notRecorded: whyNotRecorded(c3, o2.preflight)
-    };
-  });
-}
-function whyNotRecorded(c3, preflight) {
-  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
-  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
-  const disturbed = c3.droppedPairs.filter((d) => d.disturbances.length > 0);
-  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
-  return null;
-}
-function firstOf(c3) {
-  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
-}
-function biasedCalibrations(cs) {
-  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
-}
-function floorRecord(c3) {
-  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
-}
-function floorSettings(floors, percentile2) {
-  const floorMs = {};
-  const hostBiasMs = {};
-  const floorPercentileAssumed = [];
-  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
-    floorMs[keyOf(f)] = f.half_width_ms;
-    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
-    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
-  }
-  return { floorMs, hostBiasMs, floorPercentileAssumed };
-}
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
-}
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
-  }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
-}
-var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
-function championCheck(a2) {
-  const findings = [];
-  const notes = [];
-  for (const c3 of a2.comparisons) {
-    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
-      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
-    }
-    const [lo, hi] = c3.ciMs;
-    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI ${msInterval(c3.ciMs)})`;
-    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms`);
-    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
-  }
-  return { passed: findings.length === 0, findings, notes };
-}
-
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join3 } from "node:path";
-
-// src/report/chart.ts
-var round = (x) => Number(x.toFixed(4));
-var MAX_BARS = 60;
-function binned(d) {
-  const per = Math.ceil(d.length / MAX_BARS);
-  const values = [];
-  for (let i2 = 0; i2 < d.length; i2 += per) {
-    const bin = d.slice(i2, i2 + per);
-    values.push(bin.reduce((a2, b) => a2 + b, 0) / bin.length);
-  }
-  return { values, per };
-}
-function mermaidChart(c3, percentile2) {
-  const { values, per } = binned(c3.detail.map((x) => x.dMs));
-  const n2 = values.length;
-  const d = values.map(round);
-  const lo = round(c3.ciMs[0]);
-  const hi = round(c3.ciMs[1]);
-  const min = Math.min(0, lo, ...d);
-  const max2 = Math.max(0, hi, ...d);
-  const pad = (max2 - min) * 0.1 || 0.01;
-  const flat = (v) => `[${Array(n2).fill(v).join(", ")}]`;
-  return [
-    "```mermaid",
-    "xychart-beta",
-    `  title "${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms); lines: CI ${signedMs(c3.ciMs[0])} to ${signedMs(c3.ciMs[1])}, and 0"`,
-    `  x-axis "${per === 1 ? "pair" : `pairs (\xD7${per})`}" [${d.map((_2, i2) => i2 * per + 1).join(", ")}]`,
-    `  y-axis "ms" ${round(min - pad)} --> ${round(max2 + pad)}`,
-    `  bar [${d.join(", ")}]`,
-    `  line ${flat(lo)}`,
-    `  line ${flat(hi)}`,
-    `  line ${flat(0)}`,
-    "```"
-  ].join("\n");
-}
-var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile2) {
-  const width = 720;
-  const height = 320;
-  const m = { top: 40, right: 20, bottom: 40, left: 70 };
-  const plotW = width - m.left - m.right;
-  const plotH = height - m.top - m.bottom;
-  const { values: d, per } = binned(c3.detail.map((x) => x.dMs));
-  const min = Math.min(0, c3.ciMs[0], ...d);
-  const max2 = Math.max(0, c3.ciMs[1], ...d);
-  const pad = (max2 - min) * 0.1 || 0.01;
-  const y0 = min - pad;
-  const y1 = max2 + pad;
-  const y = (v) => m.top + plotH - (v - y0) / (y1 - y0) * plotH;
-  const slot = plotW / Math.max(1, d.length);
-  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
-  const bars = d.map((v, i2) => {
-    const top = Math.min(y(v), y(0));
-    const h2 = Math.max(1, Math.abs(y(v) - y(0)));
-    return `<rect x="${(m.left + i2 * slot + slot * 0.2).toFixed(1)}" y="${top.toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h2.toFixed(1)}" fill="${color}"><title>${per === 1 ? `pair ${i2 + 1}` : `pairs ${i2 * per + 1}-${(i2 + 1) * per}`}: ${signedMs(v)} ms</title></rect>`;
-  }).join("\n  ");
-  const ticks = Array.from({ length: 5 }, (_2, i2) => y0 + (y1 - y0) * i2 / 4).map((v) => `<text x="${m.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc2(ms2(v))}</text>`).join("\n  ");
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
-  <title>${esc2(`${c3.key}: paired differences at ${percentLabel(percentile2)}`)}</title>
-  <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${esc2(`${c3.key}: challenger \u2212 champion at ${percentLabel(percentile2)} per pair (ms)`)}</text>
-  <rect x="${m.left}" y="${y(c3.ciMs[1]).toFixed(1)}" width="${plotW}" height="${Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])).toFixed(1)}" fill="${color}" fill-opacity="0.15"/>
-  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(0).toFixed(1)}" y2="${y(0).toFixed(1)}" stroke="#24292f"/>
-  <line x1="${m.left}" x2="${m.left + plotW}" y1="${y(c3.estimateMs).toFixed(1)}" y2="${y(c3.estimateMs).toFixed(1)}" stroke="${color}" stroke-dasharray="6 4"/>
-  ${bars}
-  ${ticks}
-  <text x="${m.left + plotW}" y="${height - 12}" text-anchor="end">${esc2(`mean ${signedMs(c3.estimateMs)} ms, CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs`)}</text>
-</svg>
-`;
-}
-
-// src/report/json.ts
-function amountJson(r) {
-  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
-}
-function comparisonJson(c3) {
-  return {
-    key: c3.key,
-    workload: c3.workload,
-    rate: c3.rate,
-    verdict: c3.verdict,
-    grey_kind: c3.greyKind,
-    latency: c3.latency,
-    blocking: c3.blocking,
-    blocked_by: c3.blockedBy,
-    blocking_decisive: c3.blockingDecisive,
-    estimate_ms: c3.estimateMs,
-    ci_ms: c3.ciMs,
-    confidence: c3.confidence,
-    pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs.map((d) => ({
-      run: d.run,
-      pair: d.pair,
-      reason: d.reason,
-      disturbances: d.disturbances.map((x) => ({
-        arm: x.arm,
-        index: x.index,
-        lag_p99_ms: x.lagP99Ms,
-        lag_limit_ms: x.lagLimitMs,
-        rate_error_percent: x.rateErrorPercent,
-        lagging: x.lagging,
-        off_rate: x.offRate
-      }))
-    })),
-    looks: c3.looks,
-    runs: c3.runs,
-    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
-    bootstrap_ci_ms: c3.bootstrapCiMs,
-    sign_test: c3.signTest,
-    sign_test_p: c3.signTest.p,
-    wilcoxon: c3.wilcoxon,
-    wilcoxon_p: c3.wilcoxon.p,
-    p50_ms: c3.p50Ms,
-    p999_ms: c3.p999Ms,
-    throughput_rps: c3.throughput,
-    error_regression: c3.errorRegression,
-    resources: c3.resources && {
-      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
-      cpu_cores: amountJson(c3.resources.cpuCores),
-      rss_bytes: amountJson(c3.resources.rssBytes)
-    },
-    cpu_limit_percent: c3.cpuLimitPercent,
-    champion: c3.champion,
-    challenger: c3.challenger,
-    floor_ms: c3.floorMs,
-    threshold_ms: c3.thresholdMs,
-    flags: c3.flags,
-    pairs_detail: c3.detail
-  };
-}
-function analysisJson(a2) {
-  const h2 = a2.headline;
-  return {
-    verdict: a2.verdict,
-    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
-    blocking: a2.blocking,
-    blocked_by: h2.blockedBy,
-    estimate_ms: h2.estimateMs,
-    ci_ms: h2.ciMs,
-    pairs: h2.pairs,
-    percentile: a2.percentile,
-    floor_ms: h2.floorMs,
-    threshold_ms: h2.thresholdMs,
-    method: a2.method,
-    sign_test_p: h2.signTest.p,
-    wilcoxon_p: h2.wilcoxon.p,
-    seed: a2.seed,
-    headline: h2.key,
-    comparisons: a2.comparisons.map(comparisonJson),
-    runs: a2.runs,
-    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
-    preflight_flags: a2.preflight
-  };
-}
-
-// src/experiment/artifacts.ts
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join3(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join3(dir, "analysis.json"),
-    chartPath: join3(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile)]
-  ]);
-  return paths;
-}
-function writeResults(dir, documents) {
-  const path6 = join3(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
-}
-function writeCalibrationArtifacts(dir, c3) {
-  const reportPath = join3(dir, "calibration.md");
-  writeFiles(dir, [[reportPath, c3.report]]);
-  return { reportPath, resultPath: writeResults(dir, c3.documents) };
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync3(path6, text);
-}
-
-// src/config.ts
-var import_yaml = __toESM(require_dist2(), 1);
-var plan = planSchema.shape;
-var { body_file: _, ...requestFields } = requestSchema.shape;
-var request = external_exports.strictObject(requestFields);
-var rates = external_exports.union([
-  external_exports.array(rate).min(1),
-  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
-], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
-var workload = external_exports.strictObject({
-  name,
-  rates,
-  connections: plan.connections.unwrap().optional(),
-  timeout_ms: plan.timeout_ms.unwrap().optional(),
-  requests: external_exports.array(request).min(1)
-}).superRefine((w, ctx) => {
-  for (const r of resolvedRates(w)) {
-    const checked = rate.safeParse(r);
-    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
-  }
-});
-var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
-  const vars = serviceVariables(s.ports);
-  for (const field of ["command", "setup"]) {
-    (s[field] ?? []).forEach((arg, i2) => {
-      const problem = serviceArgError(arg, vars);
-      if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
-    });
-  }
-  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
-  s.ports?.forEach((p, i2) => {
-    if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
-  });
-  for (const k of Object.keys(s.env ?? {})) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
-  }
-});
-var configSchema = external_exports.strictObject({
-  service,
-  workloads: external_exports.array(workload).min(1),
-  slo: external_exports.strictObject({
-    percentile: percentile.default(99),
-    budget_ms: external_exports.number().positive()
+// src/event.ts
+var repo = external_exports.looseObject({ full_name: external_exports.string(), fork: external_exports.boolean().optional() });
+var payloadSchema = external_exports.looseObject({
+  action: external_exports.string(),
+  number: external_exports.number().int().optional(),
+  pull_request: external_exports.looseObject({
+    number: external_exports.number().int(),
+    head: external_exports.looseObject({ sha: external_exports.string().regex(/^[0-9a-f]{40}$/), repo: repo.nullable() }),
+    base: external_exports.looseObject({ sha: external_exports.string().regex(/^[0-9a-f]{40}$/), ref: external_exports.string(), repo })
   }),
-  block_threshold_percent: external_exports.number().nonnegative().default(1),
-  slices: external_exports.strictObject({
-    seconds: plan.slice_seconds.default(9),
-    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
-    pairs: plan.pairs.min(2).default(10),
-    order: plan.order
-  }).default({ seconds: 9, pairs: 10, order: "alternate" }),
-  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
-  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
-  /** Gates on what the builds cost, from the host's per-slice accounting. */
-  resources: external_exports.strictObject({
-    /** Block when CPU per request regresses past this percent over the whole interval. */
-    block_cpu_percent: external_exports.number().positive().max(1e3).optional()
-  }).optional(),
-  promotion: external_exports.strictObject({
-    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
-    verify_pairs: plan.pairs.min(2).max(100).default(4)
-  }).default({ verify_pairs: 4 })
+  label: external_exports.looseObject({ name: external_exports.string() }).optional(),
+  sender: external_exports.looseObject({ login: external_exports.string(), type: external_exports.string().optional() })
 });
-var ConfigError = class extends Error {
-  name = "ConfigError";
-};
-function parseConfig(text, source) {
-  const lines = new import_yaml.LineCounter();
-  const doc = (0, import_yaml.parseDocument)(text, { lineCounter: lines, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const at = lines.linePos(e.pos[0]);
-    throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
+var PR_EVENTS = ["pull_request", "pull_request_target"];
+function parsePullRequestEvent(eventName, payload) {
+  if (!PR_EVENTS.includes(eventName)) {
+    throw new InputError(`mode gate runs on ${PR_EVENTS.join(" or ")} events, not ${eventName}`);
   }
-  const parsed = configSchema.safeParse(doc.toJS());
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.slice(0, 5).map((issue3) => {
-    const path6 = issue3.path.map(String);
-    if (issue3.code === "unrecognized_keys") {
-      return issue3.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");
-    }
-    return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue3.message}`;
-  });
-  throw new ConfigError(problems.join("\n"));
-}
-function lineOf(doc, lines, path6, keyNode) {
-  for (let n2 = path6.length; n2 > 0; n2--) {
-    const prefix = path6.slice(0, n2).map((p) => /^\d+$/.test(p) ? Number(p) : p);
-    if (keyNode && n2 === path6.length) {
-      const parent = doc.getIn(prefix.slice(0, -1), true);
-      if ((0, import_yaml.isMap)(parent)) {
-        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
-        const range = pair?.key?.range;
-        if (range) return lines.linePos(range[0]).line;
-      }
-      continue;
-    }
-    const node2 = doc.getIn(prefix, true);
-    if (node2?.range) return lines.linePos(node2.range[0]).line;
-  }
-  return 1;
-}
-function configFor(config2, workload2, rate2) {
-  const w = config2.workloads.find((x) => x.name === workload2);
-  if (!w) throw new Error(`no workload ${workload2} in the config`);
-  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
-}
-function resolvedRates(w) {
-  const r = w.rates;
-  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
-}
-function planRuns(config2, challengerSha, seed) {
-  const runs2 = [];
-  for (const w of config2.workloads) {
-    for (const rate2 of resolvedRates(w)) {
-      runs2.push({
-        index: runs2.length,
-        workload: w.name,
-        rate: rate2,
-        request: {
-          ...challengerSha ? { challenger_sha: challengerSha } : {},
-          service: config2.service,
-          loadgen: {
-            workload: w.name,
-            rate: rate2,
-            slice_seconds: config2.slices.seconds,
-            pairs: config2.slices.pairs,
-            order: config2.slices.order,
-            seed,
-            warmup_seconds: config2.warmup_seconds,
-            ...w.connections ? { connections: w.connections } : {},
-            ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
-            requests: w.requests
-          }
-        }
-      });
-    }
-  }
-  return runs2;
-}
-
-// src/experiment/decide.ts
-function decide(results, config2, d) {
-  return analyze(results, settingsFor(config2, d));
-}
-function settingsFor(config2, d) {
+  const p = parsePayload(payloadSchema, eventName, payload, "a pull request event");
+  const pr = p.pull_request;
+  const [owner, name2] = pr.base.repo.full_name.split("/");
   return {
-    ...defaultSettings,
-    percentile: config2.slo.percentile,
-    sloBudgetMs: config2.slo.budget_ms,
-    blockThresholdPercent: config2.block_threshold_percent,
-    seed: d.seed,
-    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
-    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
+    owner,
+    repo: name2,
+    number: pr.number,
+    action: p.action,
+    headSha: pr.head.sha,
+    baseSha: pr.base.sha,
+    baseRef: pr.base.ref,
+    isFork: pr.head.repo === null || pr.head.repo.full_name !== pr.base.repo.full_name,
+    label: p.label?.name ?? null,
+    sender: p.sender.login
   };
 }
-
-// src/experiment/measure.ts
-async function measure(host, config2, m) {
-  const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
-  if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
-  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
-  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
-  for (const run2 of planRuns(config2, challengerSha, m.seed)) {
-    const runId2 = `${m.runIdPrefix}-${run2.index}`.toLowerCase();
-    m.progress.runStart?.(run2.workload, run2.rate, runId2);
-    try {
-      await host.start(m.kind === "ab" ? "run" : "aa", runId2, run2.request, m.busyDeadline);
-      const outcome = await host.wait(runId2, m.progress.line);
-      if (outcome.status !== "ok") {
-        throw new HostError("run_failed", `${run2.workload} @ ${run2.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
-      }
-      const { document, message } = await host.result(runId2);
-      fresh.documents.push(document);
-      fresh.results.push({ name: runId2, result: message });
-    } finally {
-      m.progress.runEnd?.();
-    }
+function parsePayload(schema2, eventName, payload, what) {
+  const parsed = schema2.safeParse(payload);
+  if (!parsed.success) {
+    const i2 = parsed.error.issues[0];
+    throw new InputError(`the ${eventName} payload is not ${what}: ${i2.path.join(".")}: ${i2.message}`);
   }
-  return m.pool && challengerSha ? withEarlierRuns(host, challengerSha, fresh) : fresh;
+  return parsed.data;
 }
-async function withEarlierRuns(host, challengerSha, fresh) {
-  const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
-  const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
-  const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
-  const earlier = (await host.runsOf(challengerSha)).filter(
-    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
-  );
-  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
-  for (const r of earlier) {
-    if (r.champion_sha !== champion) {
-      out.otherChampion.push(r.run_id);
-      continue;
-    }
-    const { document, message } = await host.result(r.run_id);
-    if (!sameProtocol(message, byKey.get(resultKey(message)))) {
-      out.otherProtocol.push(r.run_id);
-      continue;
-    }
-    out.documents.push(document);
-    out.results.push({ name: r.run_id, result: message });
-    out.pooled.push(r.run_id);
+var commentSchema = external_exports.looseObject({
+  action: external_exports.string(),
+  issue: external_exports.looseObject({ number: external_exports.number().int(), pull_request: external_exports.looseObject({}).nullish() }),
+  comment: external_exports.looseObject({
+    id: external_exports.number().int(),
+    body: external_exports.string().nullable(),
+    created_at: external_exports.string(),
+    user: external_exports.looseObject({ login: external_exports.string(), type: external_exports.string() })
+  }),
+  repository: external_exports.looseObject({ full_name: external_exports.string() })
+});
+function parseCommentEvent(eventName, payload) {
+  if (eventName !== "issue_comment") throw new InputError(`/perf commands come as issue_comment events, not ${eventName}`);
+  const p = parsePayload(commentSchema, eventName, payload, "a comment event");
+  const [owner, repo2] = p.repository.full_name.split("/");
+  const { login, type } = p.comment.user;
+  return {
+    owner,
+    repo: repo2,
+    action: p.action,
+    number: p.issue.number,
+    onPullRequest: p.issue.pull_request != null,
+    commentId: p.comment.id,
+    body: p.comment.body ?? "",
+    createdAt: new Date(p.comment.created_at),
+    author: { login, isBot: type === "Bot" || login.endsWith("[bot]") }
+  };
+}
+var pushSchema = external_exports.looseObject({
+  ref: external_exports.string(),
+  after: external_exports.string().regex(/^[0-9a-f]{40}$/),
+  deleted: external_exports.boolean().optional(),
+  repository: external_exports.looseObject({ default_branch: external_exports.string() })
+});
+function parsePushToDefaultBranch(payload) {
+  const p = parsePayload(pushSchema, "push", payload, "a push event");
+  const want = `refs/heads/${p.repository.default_branch}`;
+  if (p.ref !== want || p.deleted) {
+    throw new InputError(`promotion follows pushes to the default branch (${want}); this push is to ${p.ref}${p.deleted ? " and deletes it" : ""}`);
   }
-  out.results.push(...fresh.results);
-  out.documents.push(...fresh.documents);
-  return out;
-}
-function sameProtocol(a2, b) {
-  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
-  return protocol(a2) === protocol(b);
-}
-function seedOf(sha2) {
-  return Number.parseInt(sha2.slice(0, 12), 16);
-}
-
-// src/experiment/calibrate.ts
-async function calibrate(host, config2, o2) {
-  const aa = (c3, runIdPrefix, progress) => measure(host, c3, { ...o2, runIdPrefix, progress, kind: "aa", pool: false });
-  const first = await aa(config2, o2.runIdPrefix, o2.progress);
-  const analysis = decide(first.results, config2, { seed: o2.seed });
-  const history = await host.floorHistory();
-  const documents = [...first.documents];
-  const firstRuns = /* @__PURE__ */ new Map();
-  const latest = [];
-  const preflight = [...analysis.preflight];
-  const doubtful = analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length;
-  const confirmProgress = o2.confirmProgress?.(doubtful) ?? o2.progress;
-  for (const [i2, c3] of analysis.comparisons.entries()) {
-    if (!excludesZero(c3.ciMs)) {
-      latest.push(c3);
-      continue;
-    }
-    const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
-    documents.push(...again.documents);
-    firstRuns.set(c3.key, c3);
-    const confirmation = decide(again.results, config2, { seed: o2.seed });
-    latest.push(confirmation.comparisons[0]);
-    preflight.push(...confirmation.preflight);
-  }
-  const cs = calibrations(latest, history, { percentile: config2.slo.percentile, preflight, firstRuns });
-  for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
-  return { analysis, calibrations: cs, history, documents };
+  return p.after;
 }
 
 // node_modules/@actions/github/lib/context.js
-import { readFileSync as readFileSync3, existsSync as existsSync2 } from "fs";
+import { readFileSync as readFileSync4, existsSync as existsSync2 } from "fs";
 import { EOL as EOL5 } from "os";
 var Context = class {
   /**
@@ -65746,7 +64437,7 @@ var Context = class {
     this.payload = {};
     if (process.env.GITHUB_EVENT_PATH) {
       if (existsSync2(process.env.GITHUB_EVENT_PATH)) {
-        this.payload = JSON.parse(readFileSync3(process.env.GITHUB_EVENT_PATH, { encoding: "utf8" }));
+        this.payload = JSON.parse(readFileSync4(process.env.GITHUB_EVENT_PATH, { encoding: "utf8" }));
       } else {
         const path6 = process.env.GITHUB_EVENT_PATH;
         process.stdout.write(`GITHUB_EVENT_PATH ${path6} does not exist${EOL5}`);
@@ -67023,7 +65714,7 @@ function withDefaults2(oldEndpoint, newDefaults) {
     defaults: withDefaults2.bind(null, endpoint2)
   });
 }
-var request2 = withDefaults2(endpoint, defaults_default);
+var request = withDefaults2(endpoint, defaults_default);
 
 // node_modules/@octokit/graphql/dist-bundle/index.js
 var VERSION3 = "0.0.0-development";
@@ -67121,7 +65812,7 @@ function withDefaults3(request22, newDefaults) {
     endpoint: newRequest.endpoint
   });
 }
-var graphql2 = withDefaults3(request2, {
+var graphql2 = withDefaults3(request, {
   headers: {
     "user-agent": `octokit-graphql.js/${VERSION3} ${getUserAgent()}`
   },
@@ -67247,7 +65938,7 @@ var Octokit = class {
   constructor(options = {}) {
     const hook2 = new before_after_hook_default.Collection();
     const requestDefaults = {
-      baseUrl: request2.endpoint.DEFAULTS.baseUrl,
+      baseUrl: request.endpoint.DEFAULTS.baseUrl,
       headers: {},
       request: Object.assign({}, options.request, {
         // @ts-ignore internal usage only, no need to type
@@ -67268,7 +65959,7 @@ var Octokit = class {
     if (options.timeZone) {
       requestDefaults.headers["time-zone"] = options.timeZone;
     }
-    this.request = request2.defaults(requestDefaults);
+    this.request = request.defaults(requestDefaults);
     this.graphql = withCustomRequest(this.request).defaults(requestDefaults);
     this.log = createLogger(options.log);
     this.hook = hook2;
@@ -70235,6 +68926,7 @@ var GitHub2 = class {
   owner;
   repo;
   octokit;
+  me = null;
   get r() {
     return { owner: this.owner, repo: this.repo };
   }
@@ -70250,10 +68942,11 @@ var GitHub2 = class {
       throw e;
     }
   }
+  /** The user's role on the repository (maintain and triage too, which `permission` folds into write and read). */
   async permission(username) {
     try {
       const res = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username });
-      return res.data.permission ?? "none";
+      return effectivePermission(res.data.permission, res.data.role_name);
     } catch (e) {
       if (e.status === 404) return "none";
       throw e;
@@ -70272,47 +68965,75 @@ var GitHub2 = class {
       headPushedAt: pushed ? new Date(pushed) : null
     };
   }
-  async startCheck(headSha, title, name2 = CHECK_NAME) {
-    const res = await this.octokit.rest.checks.create({
+  /** Opens a check run; until finishCheck, a cancelled step completes it as cancelled (open-checks.ts). */
+  async startCheck(headSha, title2, name2 = CHECK_NAME, detailsUrl) {
+    const res = await checkOpening(this.octokit.rest.checks.create({
       ...this.r,
       name: name2,
       head_sha: headSha,
       status: "in_progress",
-      output: { title, summary: title }
-    });
-    return res.data.id;
+      output: { title: title2, summary: title2 },
+      ...detailsUrl ? { details_url: detailsUrl } : {}
+    }));
+    if (res.data.app?.slug) this.learn(`${res.data.app.slug}[bot]`);
+    const id = res.data.id;
+    checkOpened(id, (summary2) => this.finishCheck(id, "cancelled", CANCELLED_TITLE, summary2));
+    return id;
   }
-  /** The newest completed perf-gate check on a commit, or null. */
+  async check(id) {
+    const { data } = await this.octokit.rest.checks.get({ ...this.r, check_run_id: id });
+    return checkState(data);
+  }
+  /**
+   * The newest completed perf-gate check on a commit that this token's app wrote, or null.
+   * Another app's check of the same name is not ours to read or override (nor could it be updated).
+   */
   async latestCheck(sha2) {
-    const res = await this.octokit.rest.checks.listForRef({ ...this.r, ref: sha2, check_name: CHECK_NAME, filter: "latest", per_page: 100 });
-    const done = res.data.check_runs.filter((c3) => c3.status === "completed").sort((a2, b) => b.id - a2.id)[0];
-    if (!done) return null;
-    return { id: done.id, headSha: done.head_sha, conclusion: done.conclusion, title: done.output.title ?? "", summary: done.output.summary ?? "" };
+    const me = await this.identity();
+    if (!me.appSlug) throw new Error(`the github-token is @${me.login}'s, a user's: check runs are written and updated only by a GitHub App (the default github.token is one)`);
+    const runs2 = await this.octokit.paginate(this.octokit.rest.checks.listForRef, { ...this.r, ref: sha2, check_name: CHECK_NAME, filter: "all", per_page: 100 });
+    const done = runs2.filter((c3) => c3.status === "completed" && c3.app?.slug === me.appSlug).sort((a2, b) => b.id - a2.id)[0];
+    return done ? checkState(done) : null;
   }
   async react(commentId, content) {
-    await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+    const { data } = await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+    if (data.user) this.learn(data.user.login);
   }
   /** A new comment (a reply to a command), as opposed to the one sticky verdict comment. */
   async comment(issue3, body) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body: body.slice(0, SUMMARY_LIMIT) });
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body: body.slice(0, SUMMARY_LIMIT) });
+    if (data.user) this.learn(data.user.login);
   }
-  async finishCheck(id, conclusion, title, summary2) {
-    await this.octokit.rest.checks.update({
-      ...this.r,
-      check_run_id: id,
-      status: "completed",
-      conclusion,
-      output: { title: title.slice(0, 255), summary: summary2.slice(0, SUMMARY_LIMIT) }
-    });
+  async finishCheck(id, conclusion, title2, summary2) {
+    checkFinishing(id);
+    let done = false;
+    try {
+      await this.octokit.rest.checks.update({
+        ...this.r,
+        check_run_id: id,
+        status: "completed",
+        conclusion,
+        output: { title: title2.slice(0, 255), summary: summary2.slice(0, SUMMARY_LIMIT) }
+      });
+      done = true;
+    } finally {
+      checkFinished(id, done);
+    }
   }
-  /** Puts exactly one verdict label on the PR (creating it if missing); null removes them all. */
+  /** Completes a check as cancelled unless it is already complete; says whether it did. */
+  async cancelCheckIfOpen(id, summary2) {
+    if ((await this.check(id)).status === "completed") return false;
+    await this.finishCheck(id, "cancelled", CANCELLED_TITLE, summary2);
+    return true;
+  }
+  /** Puts exactly one verdict label on the PR (creating it if missing); null removes them all. Names compare case-insensitively, as GitHub's do. */
   async setVerdictLabel(issue3, label2) {
     const current = await this.octokit.paginate(this.octokit.rest.issues.listLabelsOnIssue, { ...this.r, issue_number: issue3, per_page: 100 });
-    const names = new Set(current.map((l) => l.name));
+    const has = (name2) => current.some((l) => sameLabel(l.name, name2));
     for (const other of Object.values(VERDICT_LABELS)) {
-      if (other !== label2 && names.has(other)) await this.removeLabel(issue3, other);
+      if (!(label2 && sameLabel(other, label2)) && has(other)) await this.removeLabel(issue3, other);
     }
-    if (label2 && !names.has(label2)) {
+    if (label2 && !has(label2)) {
       await this.ensureLabel(label2);
       await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue3, labels: [label2] });
     }
@@ -70324,18 +69045,20 @@ var GitHub2 = class {
       if (e.status !== 404) throw e;
     }
   }
+  /** Creates a verdict label with its colour; addLabels would create it too, but grey and undescribed. */
   async ensureLabel(name2) {
     try {
       await this.octokit.rest.issues.getLabel({ ...this.r, name: name2 });
     } catch (e) {
       if (e.status !== 404) throw e;
-      await this.octokit.rest.issues.createLabel({ ...this.r, name: name2, color: LABEL_COLORS[name2] ?? "ededed", description: "set by perf-gate" });
+      try {
+        await this.octokit.rest.issues.createLabel({ ...this.r, name: name2, color: LABEL_COLORS[name2] ?? "ededed", description: "set by perf-gate" });
+      } catch (created) {
+        if (created.status !== 422) throw created;
+      }
     }
   }
-  /**
-   * Creates or updates the one comment that carries the marker. Only a bot's comment counts,
-   * so a user who pastes the marker cannot capture the gate's comment.
-   */
+  /** Creates or updates the one comment this token wrote with the marker as its first line. */
   async upsertStickyComment(issue3, body) {
     const text = `${STICKY_MARKER}
 ${body}`.slice(0, SUMMARY_LIMIT);
@@ -70355,47 +69078,1715 @@ ${lines}
 
 ${mine.body}`.slice(0, SUMMARY_LIMIT) });
   }
+  /** Who this token is (see TokenIdentity). */
+  async identity() {
+    if (this.me) return this.me;
+    try {
+      const { data } = await this.octokit.rest.users.getAuthenticated();
+      this.learn(data.login);
+      return this.me;
+    } catch (e) {
+      const status = e.status;
+      if (status !== 401 && status !== 403) throw e;
+      throw new Error(`cannot tell which app the github-token belongs to before it has written anything (GET /user answered ${status}); this is a bug in perf-gate`);
+    }
+  }
+  learn(login) {
+    this.me ??= { login, appSlug: login.endsWith("[bot]") ? login.slice(0, -"[bot]".length) : null };
+  }
   /** The sticky comment's id and body (without the marker line), or null. */
   async stickyComment(issue3) {
+    const me = await this.identity();
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue3, per_page: 100 });
-    const mine = comments.find((c3) => c3.user?.type === "Bot" && c3.body?.includes(STICKY_MARKER));
-    return mine ? { id: mine.id, body: (mine.body ?? "").replace(`${STICKY_MARKER}
-`, "") } : null;
+    const mine = comments.find((c3) => c3.user?.login === me.login && (c3.body ?? "").startsWith(`${STICKY_MARKER}
+`));
+    return mine ? { id: mine.id, body: mine.body.slice(STICKY_MARKER.length + 1) } : null;
   }
 };
+function checkState(c3) {
+  return { id: c3.id, headSha: c3.head_sha, status: c3.status, conclusion: c3.conclusion, title: c3.output.title ?? "", summary: c3.output.summary ?? "" };
+}
+
+// src/modes/access.ts
+var WAITING_TITLE = "perf-gate: waiting for approval";
+async function runAccess(job) {
+  setOutput("allowed", "false");
+  const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
+  if (decidesNothing(event)) return info(`the ${event.label} label decides nothing about ${event.headSha.slice(0, 7)}: nothing to do`);
+  const gh = new GitHub2(job.githubToken, event.owner, event.repo, (l) => info(l));
+  const access2 = await accessOf(gh, event);
+  if (access2.allowed) {
+    info(`access: ${access2.reason}`);
+    setOutput("allowed", "true");
+    return;
+  }
+  notice(access2.reason);
+  await gh.removeLabel(event.number, APPROVAL_LABEL);
+  const check2 = await gh.startCheck(event.headSha, WAITING_TITLE, void 0, job.runUrl);
+  await gh.finishCheck(check2, "neutral", WAITING_TITLE, `**Not run.** ${access2.reason}.`);
+  setOutput("verdict", "skipped");
+}
+async function accessOf(gh, event) {
+  return decideAccess(event, approves(event) ? await gh.permission(event.sender) : null);
+}
+
+// node_modules/simple-statistics/dist/simple-statistics.mjs
+function sum(x) {
+  if (x.length === 0) {
+    return 0;
+  }
+  var sum2 = x[0];
+  var correction = 0;
+  var transition;
+  if (typeof sum2 !== "number") {
+    return Number.NaN;
+  }
+  for (var i2 = 1; i2 < x.length; i2++) {
+    if (typeof x[i2] !== "number") {
+      return Number.NaN;
+    }
+    transition = sum2 + x[i2];
+    if (Math.abs(sum2) >= Math.abs(x[i2])) {
+      correction += sum2 - transition + x[i2];
+    } else {
+      correction += x[i2] - transition + sum2;
+    }
+    sum2 = transition;
+  }
+  return sum2 + correction;
+}
+function mean(x) {
+  if (x.length === 0) {
+    throw new Error("mean requires at least one data point");
+  }
+  return sum(x) / x.length;
+}
+function sumNthPowerDeviations(x, n2) {
+  var meanValue = mean(x);
+  var sum2 = 0;
+  var tempValue;
+  var i2;
+  if (n2 === 2) {
+    for (i2 = 0; i2 < x.length; i2++) {
+      tempValue = x[i2] - meanValue;
+      sum2 += tempValue * tempValue;
+    }
+  } else {
+    for (i2 = 0; i2 < x.length; i2++) {
+      sum2 += Math.pow(x[i2] - meanValue, n2);
+    }
+  }
+  return sum2;
+}
+function sampleVariance(x) {
+  if (x.length < 2) {
+    throw new Error("sampleVariance requires at least two data points");
+  }
+  var sumSquaredDeviationsValue = sumNthPowerDeviations(x, 2);
+  var besselsCorrection = x.length - 1;
+  return sumSquaredDeviationsValue / besselsCorrection;
+}
+function sampleStandardDeviation(x) {
+  var sampleVarianceX = sampleVariance(x);
+  return Math.sqrt(sampleVarianceX);
+}
+var BayesianClassifier = function BayesianClassifier2() {
+  this.totalCount = 0;
+  this.data = {};
+};
+BayesianClassifier.prototype.train = function train(item, category) {
+  if (!this.data[category]) {
+    this.data[category] = {};
+  }
+  for (var k in item) {
+    var v = item[k];
+    if (this.data[category][k] === void 0) {
+      this.data[category][k] = {};
+    }
+    if (this.data[category][k][v] === void 0) {
+      this.data[category][k][v] = 0;
+    }
+    this.data[category][k][v]++;
+  }
+  this.totalCount++;
+};
+BayesianClassifier.prototype.score = function score(item) {
+  var odds = {};
+  var category;
+  for (var k in item) {
+    var v = item[k];
+    for (category in this.data) {
+      if (odds[category] === void 0) {
+        odds[category] = {};
+      }
+      if (this.data[category][k]) {
+        odds[category][k + "_" + v] = (this.data[category][k][v] || 0) / this.totalCount;
+      } else {
+        odds[category][k + "_" + v] = 0;
+      }
+    }
+  }
+  var oddsSums = {};
+  for (category in odds) {
+    oddsSums[category] = 0;
+    for (var combination in odds[category]) {
+      oddsSums[category] += odds[category][combination];
+    }
+  }
+  return oddsSums;
+};
+var g = 607 / 128;
+var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
+var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
+function cumulativeDistribution(z3) {
+  var sum2 = z3;
+  var tmp = z3;
+  for (var i2 = 1; i2 < 30; i2++) {
+    tmp *= z3 * z3 / (2 * i2 + 1);
+    sum2 += tmp;
+  }
+  return Math.round((0.5 + sum2 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+}
+var standardNormalTable = [];
+for (z2 = 0; z2 <= 3.09; z2 += 0.01) {
+  standardNormalTable.push(cumulativeDistribution(z2));
+}
+var z2;
+var SQRT_2PI = Math.sqrt(2 * Math.PI);
+var PerceptronModel = function PerceptronModel2() {
+  this.weights = [];
+  this.bias = 0;
+};
+PerceptronModel.prototype.predict = function predict(features) {
+  if (features.length !== this.weights.length) {
+    return null;
+  }
+  var score2 = 0;
+  for (var i2 = 0; i2 < this.weights.length; i2++) {
+    score2 += this.weights[i2] * features[i2];
+  }
+  score2 += this.bias;
+  if (score2 > 0) {
+    return 1;
+  } else {
+    return 0;
+  }
+};
+PerceptronModel.prototype.train = function train2(features, label2) {
+  if (label2 !== 0 && label2 !== 1) {
+    return null;
+  }
+  if (features.length !== this.weights.length) {
+    this.weights = features.slice();
+    this.bias = 1;
+  }
+  var prediction = this.predict(features);
+  if (typeof prediction === "number" && prediction !== label2) {
+    var gradient = label2 - prediction;
+    for (var i2 = 0; i2 < this.weights.length; i2++) {
+      this.weights[i2] += gradient * features[i2];
+    }
+    this.bias += gradient;
+  }
+  return this;
+};
+
+// src/analysis/bootstrap.ts
+function bootstrapMeanInterval(d, confidence, resamples, rand) {
+  const n2 = d.length;
+  const means = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    let sum2 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum2 += d[Math.floor(rand() * n2)];
+    means[b] = sum2 / n2;
+  }
+  means.sort();
+  const alpha = 1 - confidence;
+  return { lo: quantileSorted(means, alpha / 2), hi: quantileSorted(means, 1 - alpha / 2) };
+}
+function quantileSorted(sorted, q) {
+  const pos = q * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+// src/contract/rules.ts
+function comparisonKey(workload2, rate2) {
+  return `${workload2}@${plainDecimal(rate2)}`;
+}
+function floorKey(workload2, rate2, percentile2) {
+  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
+}
+function plainDecimal(x) {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
+}
+function sampleBudget(percentile2) {
+  return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
+}
+function serviceVariables(ports = []) {
+  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
+}
+function serviceArgError(arg, vars) {
+  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    const name2 = m[1] ?? m[2];
+    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
+      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      return `${JSON.stringify(arg)}: $${name2} is not one of service.ports (${known} expand here)`;
+    }
+  }
+  return void 0;
+}
+function hostSetsEnv(name2) {
+  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
+}
+
+// src/analysis/distributions.ts
+function logGamma(x) {
+  const c3 = [
+    0.9999999999998099,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.3234287776531,
+    -176.6150291621406,
+    12.507343278686905,
+    -0.13857109526572012,
+    9984369578019572e-21,
+    15056327351493116e-23
+  ];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  x -= 1;
+  let a2 = c3[0];
+  const t = x + 7.5;
+  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
+}
+function incompleteBeta(x, a2, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
+  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
+  const tiny = 1e-300;
+  let c3 = 1;
+  let d = 1 - (a2 + b) * x / (a2 + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let f = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    f *= d * c3;
+    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    f *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return front * f / a2;
+}
+function studentTCdf(t, df) {
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t > 0 ? 1 - tail : tail;
+}
+function studentTQuantile(p, df) {
+  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
+  if (p === 0.5) return 0;
+  let lo = -1;
+  let hi = 1;
+  while (studentTCdf(lo, df) > p) lo *= 2;
+  while (studentTCdf(hi, df) < p) hi *= 2;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+function studentTTwoSidedP(t, df) {
+  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
+}
+function erfc(x) {
+  if (x < 0) return 2 - erfc(-x);
+  return upperIncompleteGammaHalf(x * x);
+}
+function upperIncompleteGammaHalf(z3) {
+  const a2 = 0.5;
+  if (z3 === 0) return 1;
+  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
+  if (z3 < a2 + 1) {
+    let sum2 = 1 / a2;
+    let term = sum2;
+    for (let n2 = 1; n2 < 500; n2++) {
+      term *= z3 / (a2 + n2);
+      sum2 += term;
+      if (term < sum2 * 1e-16) break;
+    }
+    return 1 - sum2 * Math.exp(lnPre);
+  }
+  const tiny = 1e-300;
+  let b = z3 + 1 - a2;
+  let c3 = 1 / tiny;
+  let d = 1 / b;
+  let h2 = d;
+  for (let i2 = 1; i2 < 500; i2++) {
+    const an = -i2 * (i2 - a2);
+    b += 2;
+    d = an * d + b;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = b + an / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < 1e-16) break;
+  }
+  return Math.exp(lnPre) * h2;
+}
+function normalCdf(z3) {
+  return 0.5 * erfc(-z3 / Math.SQRT2);
+}
+
+// src/analysis/tests.ts
+function pairedT(d, confidence) {
+  const n2 = d.length;
+  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
+  const m = mean(d);
+  const sd = sampleStandardDeviation(d);
+  const se = sd / Math.sqrt(n2);
+  const df = n2 - 1;
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
+  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
+}
+function signTest(d) {
+  const positive = d.filter((x) => x > 0).length;
+  const negative = d.filter((x) => x < 0).length;
+  const n2 = positive + negative;
+  if (n2 === 0) return { positive, negative, p: 1 };
+  const k = Math.min(positive, negative);
+  let tail = 0;
+  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
+  return { positive, negative, p: Math.min(1, 2 * tail) };
+}
+function binomialPmfHalf(n2, k) {
+  let logC = 0;
+  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
+  return Math.exp(logC - n2 * Math.LN2);
+}
+function wilcoxonSignedRank(d) {
+  const nz = d.filter((x) => x !== 0);
+  const n2 = nz.length;
+  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
+  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
+  const ranks = new Array(n2);
+  const tieSizes = [];
+  for (let i2 = 0; i2 < n2; ) {
+    let j = i2;
+    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
+    const avg = (i2 + j + 2) / 2;
+    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
+    if (j > i2) tieSizes.push(j - i2 + 1);
+    i2 = j + 1;
+  }
+  let wPlus = 0;
+  nz.forEach((x, i2) => {
+    if (x > 0) wPlus += ranks[i2];
+  });
+  const total = n2 * (n2 + 1) / 2;
+  const statistic = Math.min(wPlus, total - wPlus);
+  if (n2 <= 50 && tieSizes.length === 0) {
+    const counts = new Float64Array(total + 1);
+    counts[0] = 1;
+    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
+    let lower = 0;
+    for (let s = 0; s <= statistic; s++) lower += counts[s];
+    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
+  }
+  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
+  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
+  const z3 = (statistic - total / 2) / sd;
+  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
+}
+function holmAdjust(p) {
+  const m = p.length;
+  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
+  const adjusted = new Array(m);
+  let running = 0;
+  order.forEach(({ v, i: i2 }, rank2) => {
+    running = Math.max(running, Math.min(1, (m - rank2) * v));
+    adjusted[i2] = running;
+  });
+  return adjusted;
+}
+function binomialUpperTail(k, n2, p) {
+  if (k <= 0) return 1;
+  if (k > n2) return 0;
+  let sum2 = 0;
+  for (let i2 = k; i2 <= n2; i2++) {
+    let logC = 0;
+    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
+    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+  }
+  return Math.min(1, sum2);
+}
+
+// src/analysis/unmeasured.ts
+var GeneratorDisturbedError = class extends Error {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+
+// src/analysis/failures.ts
+var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
+var FAILING_SHARE = 0.5;
+function armErrors(slices) {
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
+  return {
+    requests: slices.reduce((acc, s) => acc + s.completed, 0),
+    errors: ERROR_CLASSES.reduce((acc, c3) => acc + byClass[c3], 0),
+    byClass
+  };
+}
+function errorClasses(e) {
+  return ERROR_CLASSES.filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
+}
+function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
+  const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
+  if (!failing(champion) || !failing(challenger)) return;
+  const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  throw new FailingWorkloadError(
+    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change`
+  );
+}
+function percent(share) {
+  const p = 100 * share;
+  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
+}
+function errorRegression(champion, challenger) {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
+}
+
+// src/analysis/input-error.ts
+var AnalysisInputError = class extends Error {
+  name = "AnalysisInputError";
+};
+
+// src/analysis/statistic.ts
+var import_hdr_histogram_js = __toESM(require_dist(), 1);
+var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+function slicePercentileUs(s, percentile2) {
+  const named = namedPercentiles[String(percentile2)];
+  if (named) return s.latency_us[named];
+  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile2);
+}
+
+// src/analysis/health.ts
+var LAG_SHARE = 0.1;
+var LAG_FLOOR_US = 1e3;
+var RATE_TOLERANCE = 0.01;
+var RATE_TOLERANCE_REQUESTS = 1;
+function disturbance(s, sliceSeconds, percentile2) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
+  const lagging = s.dispatch_lag_us.p99 > limitUs;
+  const achieved = s.achieved_rps * sliceSeconds;
+  const offBy = achieved - s.scheduled;
+  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  if (!lagging && !offRate) return null;
+  return {
+    arm: s.arm,
+    index: s.index,
+    lagP99Ms: s.dispatch_lag_us.p99 / 1e3,
+    lagLimitMs: limitUs / 1e3,
+    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
+    lagging,
+    offRate
+  };
+}
+function describeDisturbance(d) {
+  const lag = `dispatch lag p99 ${lagMs(d.lagP99Ms)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
+  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
+}
+function lagMs(x) {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
+
+// src/analysis/pairs.ts
+function extractPairs(run2, result, percentile2) {
+  const byPair = /* @__PURE__ */ new Map();
+  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  const pairs = [];
+  const dropped = [];
+  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
+    if (slices.length > 2) {
+      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+    }
+    const champion = slices.find((s) => s.arm === "champion");
+    const challenger = slices.find((s) => s.arm === "challenger");
+    if (slices.length === 2 && (!champion || !challenger)) {
+      throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
+    }
+    if (!champion || !challenger) {
+      dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
+      continue;
+    }
+    const invalid = [champion, challenger].filter((s) => !s.valid);
+    if (invalid.length > 0) {
+      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      continue;
+    }
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2) ?? []);
+    if (disturbances.length > 0) {
+      dropped.push({ run: run2, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
+      continue;
+    }
+    pairs.push({ run: run2, pair, champion, challenger });
+  }
+  return { pairs, dropped };
+}
+function pooledPairs(key, runs2, percentile2) {
+  const pairs = [];
+  const dropped = [];
+  for (const { name: name2, result } of runs2) {
+    const extracted = extractPairs(name2, result, percentile2);
+    pairs.push(...extracted.pairs);
+    dropped.push(...extracted.dropped);
+  }
+  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
+  const total = pairs.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    throw new GeneratorDisturbedError(
+      [
+        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
+        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
+      ].join("\n")
+    );
+  }
+  if (pairs.length < 2) {
+    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+    );
+  }
+  return { pairs, dropped };
+}
+
+// src/analysis/random.ts
+function seededRandom(seed) {
+  let s = seed >>> 0 || 2654435769;
+  const next32 = () => {
+    s = s + 2654435769 >>> 0;
+    let z3 = s;
+    z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
+    z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
+    return (z3 ^ z3 >>> 16) >>> 0;
+  };
+  let a2 = next32(), b = next32(), c3 = next32(), d = next32();
+  return () => {
+    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
+    const t = b << 9 >>> 0;
+    c3 ^= a2;
+    d ^= b;
+    b ^= c3;
+    a2 ^= d;
+    c3 ^= t;
+    d = rotl(d, 11);
+    return result / 4294967296;
+  };
+}
+function rotl(x, k) {
+  return (x << k | x >>> 32 - k) >>> 0;
+}
+
+// src/analysis/resources.ts
+var fields = {
+  cpuUsPerRequest: "service_cpu_us_per_request",
+  cpuCores: "service_cpu_cores",
+  rssBytes: "service_rss_bytes"
+};
+function pairedResources(pairs, confidence) {
+  const out = Object.fromEntries(
+    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs, field, confidence)])
+  );
+  return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
+}
+function pairedAmount(pairs, field, confidence) {
+  const both = pairs.flatMap((x) => {
+    const [a2, b] = [x.champion[field], x.challenger[field]];
+    return a2 === void 0 || b === void 0 ? [] : [[a2, b]];
+  });
+  if (both.length < 2) return null;
+  const champion = mean(both.map(([a2]) => a2));
+  const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
+  const pct = (x) => champion > 0 ? 100 * x / champion : 0;
+  return {
+    champion,
+    challenger: mean(both.map(([, b]) => b)),
+    estimate: t.mean,
+    ci: [t.ci.lo, t.ci.hi],
+    percent: pct(t.mean),
+    percentCi: [pct(t.ci.lo), pct(t.ci.hi)],
+    p: t.p,
+    pairs: both.length
+  };
+}
+
+// src/analysis/verdict.ts
+var defaultSettings = {
+  percentile: 99,
+  sloBudgetMs: 200,
+  blockThresholdPercent: 1,
+  confidence: 0.95,
+  bootstrapResamples: 1e4,
+  seed: 1
+};
+var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
+function analyze(results, settings = defaultSettings) {
+  validateSettings(settings);
+  if (results.length === 0) throw new AnalysisInputError("no results to analyse");
+  checkSameBuilds(results);
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const r of results) {
+    const key = resultKey(r.result);
+    groups2.set(key, [...groups2.get(key) ?? [], r]);
+  }
+  const alpha = 1 - settings.confidence;
+  const rand = seededRandom(settings.seed);
+  const partial2 = [...groups2.entries()].map(([key, group]) => compare(key, group, settings, rand));
+  const holm = holmAdjust(partial2.map((c3) => c3.t.p));
+  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
+  const rank2 = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
+  const headline2 = [...comparisons].sort((a2, b) => rank2(b) - rank2(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
+  const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
+  return {
+    verdict,
+    builds: results[0].result.plan.builds ?? null,
+    targets: results[0].result.plan.targets ?? null,
+    blocking: comparisons.some((c3) => c3.blocking),
+    headline: headline2,
+    comparisons,
+    percentile: settings.percentile,
+    method: METHOD,
+    seed: settings.seed,
+    settings,
+    runs: results.map(({ name: name2, result }) => {
+      const { pairs, dropped } = extractPairs(name2, result, settings.percentile);
+      return {
+        name: name2,
+        runId: result.plan.run_id,
+        workload: result.plan.workload,
+        rate: result.plan.rate,
+        started: result.started,
+        pairs: pairs.length,
+        dropped: dropped.length,
+        disturbed: dropped.filter((d) => d.disturbances.length > 0).length,
+        partial: result.partial
+      };
+    }),
+    hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
+    preflight: preflightFlags(results)
+  };
+}
+var findingsSchema = findingSchema.array();
+function preflightFlags(results) {
+  const byFinding = /* @__PURE__ */ new Map();
+  for (const { name: name2, result } of results) {
+    const findings = findingsSchema.safeParse(result.preflight);
+    for (const f of findings.success ? findings.data.filter((x) => x.status === "flag") : []) {
+      const id = `${f.check}\0${f.detail}`;
+      const seen = byFinding.get(id) ?? { check: f.check, detail: f.detail, runs: [] };
+      seen.runs.push(name2);
+      byFinding.set(id, seen);
+    }
+  }
+  return [...byFinding.values()];
+}
+function resultKey(r) {
+  return comparisonKey(r.plan.workload, r.plan.rate);
+}
+function validateSettings(s) {
+  const bad = (field, want, got) => {
+    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
+  };
+  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
+  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
+  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
+  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
+  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
+  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
+  if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
+}
+function checkSameBuilds(results) {
+  for (const field of ["challenger_sha", "champion_sha", "kind"]) {
+    const seen = /* @__PURE__ */ new Map();
+    for (const { name: name2, result } of results) {
+      const value = result.plan.builds?.[field];
+      if (value) seen.set(value, name2);
+    }
+    if (seen.size > 1) {
+      const list = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+    }
+  }
+}
+function compare(key, group, s, rand) {
+  const { workload: workload2, rate: rate2 } = group[0].result.plan;
+  const all = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
+  checkWorkloadAnswers(workload2, rate2, all("champion"), all("challenger"));
+  const { pairs, dropped } = pooledPairs(key, group, s.percentile);
+  const confidence = 1 - (1 - s.confidence) / group.length;
+  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const d = at(s.percentile);
+  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
+  const primary = pairedT(d, s.confidence);
+  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
+  const secondary = (values) => {
+    const r = pairedT(values, confidence);
+    return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
+  };
+  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
+  const champion = armSummary(pairs, "champion", s.percentile);
+  const challenger = armSummary(pairs, "challenger", s.percentile);
+  const flags = [
+    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
+    ...group.filter((g2) => g2.result.host.cpu_idle !== "held").map((g2) => ({
+      code: "cpu_idle_not_held",
+      message: `${g2.name}: CPUs free to enter deep idle states (PM QoS ${g2.result.host.cpu_idle}); waking one can stall the generator and both services (give perf-host CAP_DAC_OVERRIDE, see the host install guide)`
+    })),
+    ...measurementFlags(pairs, dropped, s.percentile)
+  ];
+  const errors = errorRegression(champion, challenger);
+  if (errors) {
+    flags.push({
+      code: "more_errors",
+      message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
+    });
+  }
+  const thresholdMs = s.blockThresholdPercent / 100 * s.sloBudgetMs;
+  const floor = floorOf(key, s, thresholdMs);
+  flags.push(...floor.flags);
+  const w = wilcoxonSignedRank(d);
+  return {
+    key,
+    workload: workload2,
+    rate: rate2,
+    d,
+    estimateMs: primary.mean,
+    pairs: pairs.length,
+    droppedPairs: dropped,
+    runs: group.map((g2) => g2.name),
+    looks: group.length,
+    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
+    bootstrapCiMs: [boot.lo, boot.hi],
+    signTest: signTest(d),
+    wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
+    p50Ms: secondary(at(50)),
+    p999Ms: secondary(at(99.9)),
+    throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
+    errorRegression: errors,
+    resources: pairedResources(pairs, confidence),
+    cpuLimitPercent: s.blockCpuPercent ?? null,
+    champion,
+    challenger,
+    floorMs: floor.ms,
+    thresholdMs,
+    flags,
+    detail: pairs.map((x, i2) => ({
+      run: x.run,
+      pair: x.pair,
+      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
+      dMs: d[i2]
+    }))
+  };
+}
+var ms = (us) => us / 1e3;
+function armSummary(pairs, arm, percentile2) {
+  const slices = pairs.map((x) => x[arm]);
+  const e = armErrors(slices);
+  return {
+    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile2)))),
+    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
+    okRps: mean(slices.map((x) => x.ok_rps)),
+    requests: e.requests,
+    errors: e.errors,
+    errorsByClass: e.byClass
+  };
+}
+function measurementFlags(pairs, dropped, percentile2) {
+  const flags = [];
+  const budget = sampleBudget(percentile2);
+  const short2 = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short2.length > 0) {
+    flags.push({
+      code: "short_of_budget",
+      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile2} needs (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
+    });
+  }
+  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  if (midRun.length > 0) {
+    const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
+    flags.push({
+      code: "new_connections",
+      message: `${total} new connection${total === 1 ? "" : "s"} opened mid-run in ${midRun.length} slice${midRun.length === 1 ? "" : "s"} (${[...new Set(midRun.map((x) => x.arm))].join(", ")}): a server closing idle keep-alive connections makes slices pay handshakes`
+    });
+  }
+  const disturbed = dropped.filter((x) => x.disturbances.length > 0);
+  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  if (disturbed.length > 0) {
+    flags.push({
+      code: "generator_disturbed",
+      message: `${plural2(disturbed.length, "pair")} dropped because the load generator fell behind its schedule: ${disturbed.map((x) => `${x.run} pair ${x.pair}: ${x.disturbances.map(briefDisturbance).join(", ")}`).join("; ")}`
+    });
+  }
+  if (invalid.length > 0) {
+    flags.push({ code: "dropped_pairs", message: `${plural2(invalid.length, "pair")} dropped: ${invalid[0].reason}${invalid.length > 1 ? ", \u2026" : ""}` });
+  }
+  return flags;
+}
+var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
+function briefDisturbance(d) {
+  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
+}
+function floorOf(key, s, thresholdMs) {
+  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
+  const bias = s.hostBiasMs?.[key];
+  const flags = [];
+  let floor = recorded ?? null;
+  if (bias) {
+    const [lo, hi] = bias;
+    floor = Math.max(floor ?? 0, Math.abs(lo), Math.abs(hi));
+    flags.push({
+      code: "host_biased",
+      message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
+    });
+  }
+  if (recorded !== void 0 && s.floorPercentileAssumed?.includes(key)) {
+    flags.push({
+      code: "floor_percentile_assumed",
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`
+    });
+  }
+  if (floor !== null && floor > thresholdMs) {
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
+  }
+  return { ms: floor, flags };
+}
+function floorAboveThreshold(floorMs, percentile2, thresholdMs) {
+  const f = (x) => x.toFixed(x >= 10 ? 1 : x >= 0.1 ? 2 : 3);
+  return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile2} (its A/A floor \xB1${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;
+}
+function label(c3, holmP, alpha, m) {
+  const confidence = 1 - alpha;
+  const primary = pairedT(c3.d, confidence);
+  const ci = [primary.ci.lo, primary.ci.hi];
+  const flags = [...c3.flags];
+  const significant = holmP < alpha;
+  const withinFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) <= c3.floorMs;
+  const errorsRegressed = c3.errorRegression !== null && c3.errorRegression.p < alpha;
+  const cpu = c3.resources?.cpuUsPerRequest;
+  const cpuRegressed = c3.cpuLimitPercent !== null && !!cpu && cpu.percentCi[0] > c3.cpuLimitPercent;
+  const latency = significant && !withinFloor ? c3.estimateMs > 0 ? "slower" : "faster" : significant ? "within floor" : ci[0] >= -c3.thresholdMs && ci[1] <= c3.thresholdMs ? "equivalent" : "inconclusive";
+  const blockedBy = [];
+  if (latency === "slower" && c3.estimateMs > c3.thresholdMs) blockedBy.push("latency");
+  if (errorsRegressed) blockedBy.push("errors");
+  if (cpuRegressed) blockedBy.push("cpu");
+  const verdict = blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
+  if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
+    flags.push({
+      code: "not_significant_after_holm",
+      message: `the interval excludes 0 but Holm's adjusted p=${holmP.toPrecision(2)} across ${m} comparisons is not below ${alpha.toPrecision(2)}`
+    });
+  }
+  if ((latency === "slower" || latency === "faster") && c3.t.sdMs > 0.5 * Math.abs(c3.estimateMs)) {
+    flags.push({
+      code: "heterogeneous",
+      message: `per-pair differences spread widely (sd ${c3.t.sdMs.toFixed(3)} ms against a mean of ${c3.estimateMs.toFixed(3)} ms): the effect is not the same in every slice`
+    });
+  }
+  const signSignificant = c3.signTest.p < alpha;
+  if (signSignificant !== significant) {
+    flags.push({
+      code: "sign_test_disagrees",
+      message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
+    });
+  }
+  const { d: _d, t, ...rest } = c3;
+  return {
+    ...rest,
+    verdict,
+    greyKind: verdict === "grey" ? latency : null,
+    latency,
+    blocking: blockedBy.length > 0,
+    blockedBy,
+    blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
+    confidence,
+    ciMs: ci,
+    t: { ...t, holmP },
+    flags
+  };
+}
+
+// src/report/format.ts
+function ms2(x) {
+  const a2 = Math.abs(x);
+  if (a2 >= 10) return x.toFixed(1);
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
+}
+function signedMs(x) {
+  const text = ms2(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
+}
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+function percentLabel(p) {
+  return `p${p}`;
+}
+function confidenceLabel(c3) {
+  return `${Number((c3 * 100).toFixed(2))}%`;
+}
+function pValue(p) {
+  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
+}
+function rps(x) {
+  return x.toFixed(1);
+}
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us) {
+  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
+}
+
+// src/report/arms.ts
+var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
+function armsOf(a2) {
+  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
+  const champion = portName(a2.targets?.champion, "the champion's port");
+  const challenger = portName(a2.targets?.challenger, "the challenger's port");
+  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
+}
+function portName(target, otherwise) {
+  if (!target) return otherwise;
+  try {
+    const u2 = new URL(target);
+    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return otherwise;
+  }
+}
+
+// src/report/quartet.ts
+function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const at = percentLabel(percentile2);
+  if (arms.aa) return aaQuartet(c3, at, arms);
+  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
+  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+}
+function halfWidth([lo, hi]) {
+  return (hi - lo) / 2;
+}
+function aaQuartet(c3, at, arms) {
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
+  const [lo, hi] = c3.ciMs;
+  if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
+}
+
+// src/calibration.ts
+var keyOf = (f) => comparisonKey(f.workload, f.rate);
+var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
+function excludesZero([lo, hi]) {
+  return lo > 0 || hi < 0;
+}
+function calibrations(aa, previous, o2) {
+  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
+  return aa.map((c3) => {
+    const [lo, hi] = c3.ciMs;
+    const halfWidthMs = halfWidth(c3.ciMs);
+    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
+    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    return {
+      key: c3.key,
+      workload: c3.workload,
+      rate: c3.rate,
+      percentile: o2.percentile,
+      runId: c3.runs[0],
+      estimateMs: c3.estimateMs,
+      ciMs: [lo, hi],
+      halfWidthMs,
+      pairs: c3.pairs,
+      unbiased: !excludesZero(c3.ciMs),
+      previous: prev,
+      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
+      driftMs,
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
+      thresholdMs: c3.thresholdMs,
+      notRecorded: whyNotRecorded(c3, o2.preflight)
+    };
+  });
+}
+function whyNotRecorded(c3, preflight) {
+  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
+  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  const disturbed = c3.droppedPairs.filter((d) => d.disturbances.length > 0);
+  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  return null;
+}
+function firstOf(c3) {
+  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
+}
+function biasedCalibrations(cs) {
+  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
+}
+function floorRecord(c3) {
+  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+}
+function floorSettings(floors, percentile2) {
+  const floorMs = {};
+  const hostBiasMs = {};
+  const floorPercentileAssumed = [];
+  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
+    floorMs[keyOf(f)] = f.half_width_ms;
+    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
+    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
+  }
+  return { floorMs, hostBiasMs, floorPercentileAssumed };
+}
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+function championCheck(a2) {
+  const findings = [];
+  const notes = [];
+  for (const c3 of a2.comparisons) {
+    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
+      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
+    }
+    const [lo, hi] = c3.ciMs;
+    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${Math.round(100 * c3.confidence)}% CI ${msInterval(c3.ciMs)})`;
+    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms`);
+    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
+  }
+  return { passed: findings.length === 0, findings, notes };
+}
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join3 } from "node:path";
+
+// src/report/scale.ts
+function niceTicks(lo, hi, target = 5) {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (lo === hi) {
+    const pad = Math.abs(lo) * 0.1 || 0.01;
+    [lo, hi] = [lo - pad, hi + pad];
+  }
+  const raw = (hi - lo) / target;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks = [];
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
+  return { ticks, step, decimals };
+}
+function chartScale(values, c3) {
+  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
+  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
+  let lo = Math.min(...data);
+  let hi = Math.max(...data);
+  const reach = Math.max(Math.abs(lo), Math.abs(hi));
+  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
+  if (threshold !== null) hi = Math.max(hi, threshold);
+  const span = hi - lo || reach || 0.01;
+  lo -= lo < 0 ? span * 0.03 : 0;
+  hi += hi > 0 ? span * 0.03 : 0;
+  const t = niceTicks(lo, hi, 6);
+  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
+}
+function tickLabel(v, decimals) {
+  if (v === 0) return "0";
+  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
+}
+
+// src/report/chart.ts
+var MAX_BARS = 60;
+function bars(d, maxBars = MAX_BARS) {
+  const per = Math.ceil(d.length / maxBars);
+  const out = [];
+  for (let i2 = 0; i2 < d.length; i2 += per) {
+    const bin = d.slice(i2, i2 + per);
+    const last = Math.min(i2 + per, d.length);
+    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
+  }
+  return { bars: out, per };
+}
+function title(c3, percentile2, arms, per) {
+  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
+}
+function marks(c3, scale) {
+  return {
+    floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
+    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
+    interval: `mean ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
+  };
+}
+var PLOT_COLUMNS = 48;
+function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
+  const zero = col(0);
+  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
+  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
+  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
+  const canvas = () => {
+    const line = Array(PLOT_COLUMNS).fill(" ");
+    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
+    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
+    line[zero] = "\u2502";
+    return line;
+  };
+  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
+  const axis = Array(PLOT_COLUMNS).fill("\u2500");
+  let free = 0;
+  for (const t of scale.ticks) {
+    const text = tickLabel(t, scale.decimals);
+    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
+    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    if (at < free) continue;
+    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
+    free = at + text.length + 1;
+  }
+  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  for (const r of rows2) {
+    const line = canvas();
+    const to = col(r.value);
+    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
+    out.push(row(r.label, signedMs(r.value), line));
+  }
+  const ci = canvas();
+  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
+  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
+  ci[lo] = "\u251C";
+  ci[hi] = "\u2524";
+  ci[col(c3.estimateMs)] = "\u25CF";
+  out.push(row("mean", signedMs(c3.estimateMs), ci));
+  const m = marks(c3, scale);
+  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
+  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
+  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
+}
+function forArms(c3, arms) {
+  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
+}
+var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const width = 760;
+  const height = 340;
+  const m = { top: 44, right: 190, bottom: 46, left: 64 };
+  const plotW = width - m.left - m.right;
+  const plotH = height - m.top - m.bottom;
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
+  const slot = plotW / Math.max(1, rows2.length);
+  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
+  const f = (v) => v.toFixed(1);
+  const right = m.left + plotW;
+  const grid = scale.ticks.map((t) => [
+    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
+  ].join("\n  ")).join("\n  ");
+  const barRects = rows2.map((r, i2) => {
+    const top = Math.min(y(r.value), y(0));
+    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
+    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
+  }).join("\n  ");
+  const everyNth = Math.ceil(rows2.length / 15);
+  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
+  const mk = marks(c3, scale);
+  const lines = [
+    { v: c3.estimateMs, text: `mean ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
+    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
+  ];
+  const placed = [];
+  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
+    let at = y(l.v) + 4;
+    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
+    placed.push(at);
+    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
+  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
+  }).join("\n  ");
+  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
+  <title>${esc2(title(c3, percentile2, arms, per))}</title>
+  <rect width="100%" height="100%" fill="#ffffff"/>
+  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
+  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
+  ${band}
+  ${grid}
+  ${barRects}
+  ${labels}
+  ${xLabels}
+  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
+</svg>
+`;
+}
+
+// src/report/json.ts
+function amountJson(r) {
+  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
+function comparisonJson(c3) {
+  return {
+    key: c3.key,
+    workload: c3.workload,
+    rate: c3.rate,
+    verdict: c3.verdict,
+    grey_kind: c3.greyKind,
+    latency: c3.latency,
+    blocking: c3.blocking,
+    blocked_by: c3.blockedBy,
+    blocking_decisive: c3.blockingDecisive,
+    estimate_ms: c3.estimateMs,
+    ci_ms: c3.ciMs,
+    confidence: c3.confidence,
+    pairs: c3.pairs,
+    dropped_pairs: c3.droppedPairs.map((d) => ({
+      run: d.run,
+      pair: d.pair,
+      reason: d.reason,
+      disturbances: d.disturbances.map((x) => ({
+        arm: x.arm,
+        index: x.index,
+        lag_p99_ms: x.lagP99Ms,
+        lag_limit_ms: x.lagLimitMs,
+        rate_error_percent: x.rateErrorPercent,
+        lagging: x.lagging,
+        off_rate: x.offRate
+      }))
+    })),
+    looks: c3.looks,
+    runs: c3.runs,
+    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
+    bootstrap_ci_ms: c3.bootstrapCiMs,
+    sign_test: c3.signTest,
+    sign_test_p: c3.signTest.p,
+    wilcoxon: c3.wilcoxon,
+    wilcoxon_p: c3.wilcoxon.p,
+    p50_ms: c3.p50Ms,
+    p999_ms: c3.p999Ms,
+    throughput_rps: c3.throughput,
+    error_regression: c3.errorRegression,
+    resources: c3.resources && {
+      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c3.resources.cpuCores),
+      rss_bytes: amountJson(c3.resources.rssBytes)
+    },
+    cpu_limit_percent: c3.cpuLimitPercent,
+    champion: c3.champion,
+    challenger: c3.challenger,
+    floor_ms: c3.floorMs,
+    threshold_ms: c3.thresholdMs,
+    flags: c3.flags,
+    pairs_detail: c3.detail
+  };
+}
+function analysisJson(a2) {
+  const h2 = a2.headline;
+  return {
+    verdict: a2.verdict,
+    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
+    blocking: a2.blocking,
+    blocked_by: h2.blockedBy,
+    estimate_ms: h2.estimateMs,
+    ci_ms: h2.ciMs,
+    pairs: h2.pairs,
+    percentile: a2.percentile,
+    floor_ms: h2.floorMs,
+    threshold_ms: h2.thresholdMs,
+    method: a2.method,
+    sign_test_p: h2.signTest.p,
+    wilcoxon_p: h2.wilcoxon.p,
+    seed: a2.seed,
+    headline: h2.key,
+    comparisons: a2.comparisons.map(comparisonJson),
+    runs: a2.runs,
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a2.preflight
+  };
+}
+
+// src/experiment/artifacts.ts
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join3(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join3(dir, "analysis.json"),
+    chartPath: join3(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join3(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeCalibrationArtifacts(dir, c3) {
+  const reportPath = join3(dir, "calibration.md");
+  writeFiles(dir, [[reportPath, c3.report]]);
+  return { reportPath, resultPath: writeResults(dir, c3.documents) };
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync3(path6, text);
+}
+
+// src/config.ts
+var import_yaml = __toESM(require_dist2(), 1);
+var plan = planSchema.shape;
+var { body_file: _, ...requestFields } = requestSchema.shape;
+var request2 = external_exports.strictObject(requestFields);
+var rates = external_exports.union([
+  external_exports.array(rate).min(1),
+  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
+], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
+var workload = external_exports.strictObject({
+  name,
+  rates,
+  connections: plan.connections.unwrap().optional(),
+  timeout_ms: plan.timeout_ms.unwrap().optional(),
+  requests: external_exports.array(request2).min(1)
+}).superRefine((w, ctx) => {
+  for (const r of resolvedRates(w)) {
+    const checked = rate.safeParse(r);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+  }
+});
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
+  const vars = serviceVariables(s.ports);
+  for (const field of ["command", "setup"]) {
+    (s[field] ?? []).forEach((arg, i2) => {
+      const problem = serviceArgError(arg, vars);
+      if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
+    });
+  }
+  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s.ports?.forEach((p, i2) => {
+    if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  });
+  for (const k of Object.keys(s.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+  }
+});
+var configSchema = external_exports.strictObject({
+  service,
+  workloads: external_exports.array(workload).min(1),
+  slo: external_exports.strictObject({
+    percentile: percentile.default(99),
+    budget_ms: external_exports.number().positive()
+  }),
+  block_threshold_percent: external_exports.number().nonnegative().default(1),
+  slices: external_exports.strictObject({
+    seconds: plan.slice_seconds.default(9),
+    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
+    pairs: plan.pairs.min(2).default(10),
+    order: plan.order
+  }).default({ seconds: 9, pairs: 10, order: "alternate" }),
+  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
+  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
+  /** Gates on what the builds cost, from the host's per-slice accounting. */
+  resources: external_exports.strictObject({
+    /** Block when CPU per request regresses past this percent over the whole interval. */
+    block_cpu_percent: external_exports.number().positive().max(1e3).optional()
+  }).optional(),
+  promotion: external_exports.strictObject({
+    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
+    verify_pairs: plan.pairs.min(2).max(100).default(4)
+  }).default({ verify_pairs: 4 })
+});
+var ConfigError = class extends Error {
+  name = "ConfigError";
+};
+function parseConfig(text, source) {
+  const lines = new import_yaml.LineCounter();
+  const doc = (0, import_yaml.parseDocument)(text, { lineCounter: lines, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const at = lines.linePos(e.pos[0]);
+    throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
+  }
+  const parsed = configSchema.safeParse(doc.toJS());
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.slice(0, 5).map((issue3) => {
+    const path6 = issue3.path.map(String);
+    if (issue3.code === "unrecognized_keys") {
+      return issue3.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");
+    }
+    return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue3.message}`;
+  });
+  throw new ConfigError(problems.join("\n"));
+}
+function lineOf(doc, lines, path6, keyNode) {
+  for (let n2 = path6.length; n2 > 0; n2--) {
+    const prefix = path6.slice(0, n2).map((p) => /^\d+$/.test(p) ? Number(p) : p);
+    if (keyNode && n2 === path6.length) {
+      const parent = doc.getIn(prefix.slice(0, -1), true);
+      if ((0, import_yaml.isMap)(parent)) {
+        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
+        const range = pair?.key?.range;
+        if (range) return lines.linePos(range[0]).line;
+      }
+      continue;
+    }
+    const node2 = doc.getIn(prefix, true);
+    if (node2?.range) return lines.linePos(node2.range[0]).line;
+  }
+  return 1;
+}
+function configFor(config2, workload2, rate2) {
+  const w = config2.workloads.find((x) => x.name === workload2);
+  if (!w) throw new Error(`no workload ${workload2} in the config`);
+  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
+}
+function resolvedRates(w) {
+  const r = w.rates;
+  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
+}
+function planRuns(config2, challengerSha, seed) {
+  const runs2 = [];
+  for (const w of config2.workloads) {
+    for (const rate2 of resolvedRates(w)) {
+      runs2.push({
+        index: runs2.length,
+        workload: w.name,
+        rate: rate2,
+        request: {
+          ...challengerSha ? { challenger_sha: challengerSha } : {},
+          service: config2.service,
+          loadgen: {
+            workload: w.name,
+            rate: rate2,
+            slice_seconds: config2.slices.seconds,
+            pairs: config2.slices.pairs,
+            order: config2.slices.order,
+            seed,
+            warmup_seconds: config2.warmup_seconds,
+            ...w.connections ? { connections: w.connections } : {},
+            ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
+            requests: w.requests
+          }
+        }
+      });
+    }
+  }
+  return runs2;
+}
+
+// src/experiment/decide.ts
+function decide(results, config2, d) {
+  return analyze(results, settingsFor(config2, d));
+}
+function settingsFor(config2, d) {
+  return {
+    ...defaultSettings,
+    percentile: config2.slo.percentile,
+    sloBudgetMs: config2.slo.budget_ms,
+    blockThresholdPercent: config2.block_threshold_percent,
+    seed: d.seed,
+    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
+    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
+  };
+}
+
+// src/experiment/measure.ts
+async function measure(host, config2, m) {
+  const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
+  if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
+  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  for (const run2 of planRuns(config2, challengerSha, m.seed)) {
+    const runId2 = `${m.runIdPrefix}-${run2.index}`.toLowerCase();
+    m.progress.runStart?.(run2.workload, run2.rate, runId2);
+    try {
+      await host.start(m.kind === "ab" ? "run" : "aa", runId2, run2.request, m.busyDeadline);
+      const outcome = await host.wait(runId2, m.progress.line);
+      if (outcome.status !== "ok") {
+        throw new HostError("run_failed", `${run2.workload} @ ${run2.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
+      }
+      const { document, message } = await host.result(runId2);
+      fresh.documents.push(document);
+      fresh.results.push({ name: runId2, result: message });
+    } finally {
+      m.progress.runEnd?.();
+    }
+  }
+  return m.pool && challengerSha ? withEarlierRuns(host, challengerSha, fresh) : fresh;
+}
+async function withEarlierRuns(host, challengerSha, fresh) {
+  const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
+  const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
+  const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
+  const earlier = (await host.runsOf(challengerSha)).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
+  );
+  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  for (const r of earlier) {
+    if (r.champion_sha !== champion) {
+      out.otherChampion.push(r.run_id);
+      continue;
+    }
+    const { document, message } = await host.result(r.run_id);
+    if (!sameProtocol(message, byKey.get(resultKey(message)))) {
+      out.otherProtocol.push(r.run_id);
+      continue;
+    }
+    out.documents.push(document);
+    out.results.push({ name: r.run_id, result: message });
+    out.pooled.push(r.run_id);
+  }
+  out.results.push(...fresh.results);
+  out.documents.push(...fresh.documents);
+  return out;
+}
+function sameProtocol(a2, b) {
+  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
+  return protocol(a2) === protocol(b);
+}
+function seedOf(sha2) {
+  return Number.parseInt(sha2.slice(0, 12), 16);
+}
+
+// src/experiment/calibrate.ts
+async function calibrate(host, config2, o2) {
+  const aa = (c3, runIdPrefix, progress) => measure(host, c3, { ...o2, runIdPrefix, progress, kind: "aa", pool: false });
+  const first = await aa(config2, o2.runIdPrefix, o2.progress);
+  const analysis = decide(first.results, config2, { seed: o2.seed });
+  const history = await host.floorHistory();
+  const documents = [...first.documents];
+  const firstRuns = /* @__PURE__ */ new Map();
+  const latest = [];
+  const preflight = [...analysis.preflight];
+  const doubtful = analysis.comparisons.filter((c3) => excludesZero(c3.ciMs)).length;
+  const confirmProgress = o2.confirmProgress?.(doubtful) ?? o2.progress;
+  for (const [i2, c3] of analysis.comparisons.entries()) {
+    if (!excludesZero(c3.ciMs)) {
+      latest.push(c3);
+      continue;
+    }
+    const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
+    documents.push(...again.documents);
+    firstRuns.set(c3.key, c3);
+    const confirmation = decide(again.results, config2, { seed: o2.seed });
+    latest.push(confirmation.comparisons[0]);
+    preflight.push(...confirmation.preflight);
+  }
+  const cs = calibrations(latest, history, { percentile: config2.slo.percentile, preflight, firstRuns });
+  for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
+  return { analysis, calibrations: cs, history, documents };
+}
 
 // src/repo-config.ts
 async function configAt(gh, path6, sha2, why = "") {
   const text = await gh.fileAt(path6, sha2);
   if (text === null) throw new ConfigError(`${path6}: not found at ${sha2.slice(0, 7)}${why}`);
   return parseConfig(text, path6);
-}
-
-// src/runner.ts
-import { readFileSync as readFileSync4 } from "node:fs";
-function runnerEnv(env = process.env) {
-  const need = (k) => {
-    const v = env[k];
-    if (!v) throw new InputError(`environment ${k} is not set: perf-gate runs inside a GitHub Actions job`);
-    return v;
-  };
-  return {
-    eventName: need("GITHUB_EVENT_NAME"),
-    eventPath: need("GITHUB_EVENT_PATH"),
-    repository: need("GITHUB_REPOSITORY"),
-    sha: need("GITHUB_SHA"),
-    runId: env.GITHUB_RUN_ID ?? "0",
-    runAttempt: env.GITHUB_RUN_ATTEMPT ?? "1",
-    runnerTemp: env.RUNNER_TEMP ?? "/tmp"
-  };
-}
-function readEvent(env) {
-  return JSON.parse(readFileSync4(env.eventPath, "utf8"));
-}
-function ownerAndRepo(env) {
-  const [owner, repo2] = env.repository.split("/");
-  if (!owner || !repo2) throw new InputError(`environment GITHUB_REPOSITORY: expected owner/name, got ${env.repository}`);
-  return [owner, repo2];
 }
 
 // src/modes/calibrate.ts
@@ -70428,112 +70819,6 @@ async function runCalibrate(job) {
   }
 }
 
-// src/event.ts
-var repo = external_exports.looseObject({ full_name: external_exports.string(), fork: external_exports.boolean().optional() });
-var payloadSchema = external_exports.looseObject({
-  action: external_exports.string(),
-  number: external_exports.number().int().optional(),
-  pull_request: external_exports.looseObject({
-    number: external_exports.number().int(),
-    head: external_exports.looseObject({ sha: external_exports.string().regex(/^[0-9a-f]{40}$/), repo: repo.nullable() }),
-    base: external_exports.looseObject({ sha: external_exports.string().regex(/^[0-9a-f]{40}$/), ref: external_exports.string(), repo })
-  }),
-  label: external_exports.looseObject({ name: external_exports.string() }).optional(),
-  sender: external_exports.looseObject({ login: external_exports.string(), type: external_exports.string().optional() })
-});
-var PR_EVENTS = ["pull_request", "pull_request_target"];
-function parsePullRequestEvent(eventName, payload) {
-  if (!PR_EVENTS.includes(eventName)) {
-    throw new InputError(`mode gate runs on ${PR_EVENTS.join(" or ")} events, not ${eventName}`);
-  }
-  const p = parsePayload(payloadSchema, eventName, payload, "a pull request event");
-  const pr = p.pull_request;
-  const [owner, name2] = pr.base.repo.full_name.split("/");
-  return {
-    owner,
-    repo: name2,
-    number: pr.number,
-    action: p.action,
-    headSha: pr.head.sha,
-    baseSha: pr.base.sha,
-    baseRef: pr.base.ref,
-    isFork: pr.head.repo === null || pr.head.repo.full_name !== pr.base.repo.full_name,
-    label: p.label?.name ?? null,
-    sender: p.sender.login
-  };
-}
-function parsePayload(schema2, eventName, payload, what) {
-  const parsed = schema2.safeParse(payload);
-  if (!parsed.success) {
-    const i2 = parsed.error.issues[0];
-    throw new InputError(`the ${eventName} payload is not ${what}: ${i2.path.join(".")}: ${i2.message}`);
-  }
-  return parsed.data;
-}
-var commentSchema = external_exports.looseObject({
-  action: external_exports.string(),
-  issue: external_exports.looseObject({ number: external_exports.number().int(), pull_request: external_exports.looseObject({}).nullish() }),
-  comment: external_exports.looseObject({
-    id: external_exports.number().int(),
-    body: external_exports.string().nullable(),
-    created_at: external_exports.string(),
-    user: external_exports.looseObject({ login: external_exports.string(), type: external_exports.string() })
-  }),
-  repository: external_exports.looseObject({ full_name: external_exports.string() })
-});
-function parseCommentEvent(eventName, payload) {
-  if (eventName !== "issue_comment") throw new InputError(`/perf commands come as issue_comment events, not ${eventName}`);
-  const p = parsePayload(commentSchema, eventName, payload, "a comment event");
-  const [owner, repo2] = p.repository.full_name.split("/");
-  const { login, type } = p.comment.user;
-  return {
-    owner,
-    repo: repo2,
-    action: p.action,
-    number: p.issue.number,
-    onPullRequest: p.issue.pull_request != null,
-    commentId: p.comment.id,
-    body: p.comment.body ?? "",
-    createdAt: new Date(p.comment.created_at),
-    author: { login, isBot: type === "Bot" || login.endsWith("[bot]") }
-  };
-}
-var pushSchema = external_exports.looseObject({
-  ref: external_exports.string(),
-  after: external_exports.string().regex(/^[0-9a-f]{40}$/),
-  deleted: external_exports.boolean().optional(),
-  repository: external_exports.looseObject({ default_branch: external_exports.string() })
-});
-function parsePushToDefaultBranch(payload) {
-  const p = parsePayload(pushSchema, "push", payload, "a push event");
-  const want = `refs/heads/${p.repository.default_branch}`;
-  if (p.ref !== want || p.deleted) {
-    throw new InputError(`promotion follows pushes to the default branch (${want}); this push is to ${p.ref}${p.deleted ? " and deletes it" : ""}`);
-  }
-  return p.after;
-}
-
-// src/access.ts
-var rank = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };
-function atLeast(p, needed) {
-  return rank[p] >= rank[needed];
-}
-var APPROVAL_LABEL = "perf:approved";
-function decideAccess(e, senderPermission) {
-  if (!e.isFork) return { allowed: true, reason: "the pull request's branch is in this repository" };
-  const sha2 = e.headSha.slice(0, 7);
-  if (e.action === "labeled" && e.label === APPROVAL_LABEL) {
-    if (senderPermission && atLeast(senderPermission, "write")) {
-      return { allowed: true, reason: `a user with ${senderPermission} permission approved ${sha2} with ${APPROVAL_LABEL}` };
-    }
-    return { allowed: false, reason: `${APPROVAL_LABEL} was added by a user with ${senderPermission ?? "no"} permission; write or higher is needed to approve a fork's code for the benchmark host` };
-  }
-  return {
-    allowed: false,
-    reason: `this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha2}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`
-  };
-}
-
 // src/slash-command.ts
 var COMMAND_HELP = "`/perf rerun` (write permission) or `/perf override <reason>` (maintain or admin permission)";
 var MAX_REASON = 500;
@@ -70564,7 +70849,10 @@ function authorizeCommand(kind, author, permission) {
   return { allowed: false, reason: `@${author.login} has ${permission ?? "no"} permission on this repository; \`/perf ${kind}\` needs ${needed} or higher` };
 }
 function clip(s) {
-  return s.slice(0, 40).replace(/[`@\r\n]/g, "");
+  return s.slice(0, 40).replace(/[`@<>\r\n]/g, "");
+}
+function quoted(s) {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 // src/modes/command.ts
@@ -70619,7 +70907,7 @@ async function override(gh, event, pr, reason) {
     const state = check2 ? `its latest perf-gate check is ${check2.conclusion}` : "it has no finished perf-gate check";
     return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
-  const stamp = `**Overridden** by @${who} on ${(/* @__PURE__ */ new Date()).toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
+  const stamp = `**Overridden** by @${who} on ${(/* @__PURE__ */ new Date()).toISOString().slice(0, 16).replace("T", " ")} UTC: ${quoted(reason)}`;
   await gh.finishCheck(check2.id, "success", `overridden by @${who}: ${reason}`, `${stamp}
 
 The verdict stands as measured; the merge is allowed.
@@ -70628,23 +70916,13 @@ The verdict stands as measured; the merge is allowed.
 
 ${check2.summary}`);
   await gh.prependToStickyComment(pr.number, `> ${stamp}`);
-  await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${check2.title}) is overridden: ${reason}`);
+  await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${quoted(check2.title)}) is overridden: ${quoted(reason)}`);
   setOutput("command", "override");
   info(`override by @${who} on ${pr.headSha}: ${reason}`);
 }
 
 // src/modes/gate.ts
 import { existsSync as existsSync3 } from "node:fs";
-
-// src/report/quartet.ts
-function quartet(c3, percentile2) {
-  const at = percentLabel(percentile2);
-  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
-  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
-  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
-  return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-}
 
 // src/report/resources.ts
 var rows = [
@@ -70704,24 +70982,48 @@ function markdownReport(a2, opts = {}) {
   return text.slice(0, limit - 80) + "\n\n\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
 }
 function render(a2, opts, maxRows) {
-  const h2 = a2.headline;
+  const arms = armsOf(a2);
+  const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`## perf-gate: ${badge[a2.verdict]}${a2.blocking ? " \u2014 blocking" : a2.verdict === "red" ? " \u2014 advisory" : ""}`);
-  out.push("", `**${quartet(h2, a2.percentile)}**`, "");
-  out.push(verdictSentence(a2));
-  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => a2.comparisons.length > 1 ? `${c3.key}: ${r}` : r));
-  if (costs.length > 0) out.push("", `**Resources:** the challenger's ${costs.join("; ")}.`);
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
+  if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
   if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, maxRows));
-  out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
-  for (const r of a2.runs) {
-    const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
-    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`);
-  }
-  out.push("", `<sub>Method: ${a2.method} Bootstrap seed ${a2.seed}.</sub>`, "");
+  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows));
+  out.push(
+    "",
+    "<details><summary>Runs and method</summary>",
+    "",
+    "| run | id | workload | rate | started | pairs used | pairs dropped |",
+    "|---|---|---|---:|---|---:|---:|",
+    ...a2.runs.map((r) => {
+      const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+      return `| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
+    }),
+    "",
+    `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
+    "",
+    "</details>",
+    ""
+  );
   return out.join("\n");
+}
+function headline(a2, arms) {
+  const h2 = a2.headline;
+  if (arms.aa) {
+    const [lo, hi] = h2.ciMs;
+    return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "\u26AA" : "\u{1F7E0}"} ${quartet(h2, a2.percentile, arms)}`;
+  }
+  const state = `${badge[a2.verdict]}${a2.blocking ? ", blocking" : a2.verdict === "red" ? ", advisory" : ""}`;
+  return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
+}
+function compared(a2, arms, runUrl2) {
+  const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
+  const links = runUrl2 ? ` \xB7 [workflow run](${runUrl2}) \xB7 [report and results](${runUrl2}#artifacts)` : "";
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs champion ${sha2(a2.builds?.champion_sha)}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -70751,47 +71053,53 @@ function preflightWarning(flags) {
   const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
   return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
+function aaSentence(a2, arms) {
+  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
+  const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
+  const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
+  return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
+}
 function hostBiasWarning(bias) {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
-function comparisonSection(c3, percentile2, maxRows) {
+function comparisonSection(c3, percentile2, arms, several, maxRows) {
   const p = percentLabel(percentile2);
-  const state = c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`;
+  const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
   const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
   const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
-  const out = [
-    `### ${c3.workload} @ ${c3.rate} req/s \u2014 ${state}`,
-    "",
-    `${quartet(c3, percentile2)}`,
-    "",
-    `| metric | champion | challenger | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
+  const out = [`#### ${c3.workload} @ ${c3.rate} req/s${several ? state : ""}`, ""];
+  if (several) out.push(quartet(c3, percentile2, arms), "");
+  out.push(
+    `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
     `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
     `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
     ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
-    `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s, paired t p=${pValue(c3.throughput.p)} |`,
+    `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
-    ...resourceRows(c3),
-    "",
-    `Tests on the ${c3.pairs} paired differences at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}). Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
-  ];
+    ...resourceRows(c3)
+  );
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
-  out.push("", mermaidChart(c3, percentile2));
+  out.push("", textChart(c3, percentile2, arms));
+  const pooled = c3.runs.length > 1;
+  out.push(
+    "",
+    `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
+    "",
+    `Tests on the ${c3.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
+  );
   if (maxRows > 0) {
     const rows2 = c3.detail.slice(0, maxRows);
     out.push(
       "",
-      `<details><summary>Per-slice ${p} of ${c3.detail.length} pairs</summary>`,
-      "",
-      `| run | pair | champion ${p} | challenger ${p} | difference |`,
-      "|---|---:|---:|---:|---:|",
-      ...rows2.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
-      ...rows2.length < c3.detail.length ? [``, `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : [],
-      "",
-      "</details>"
+      `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
+      `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
+      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${cell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
     );
   }
+  out.push("", "</details>");
   return out;
 }
 function armErrorsCell(arm) {
@@ -70826,23 +71134,22 @@ function candidateNote(a2, sha2, champion) {
 // src/modes/gate.ts
 async function runGate(job) {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
-  const gh = new GitHub2(job.githubToken, event.owner, event.repo, (l) => info(l));
-  if (event.isFork && event.action === "synchronize") {
-    await gh.removeLabel(event.number, APPROVAL_LABEL);
+  if (decidesNothing(event)) {
+    info(`the ${event.label} label decides nothing about ${event.headSha.slice(0, 7)}: nothing to do`);
+    return setOutput("verdict", "skipped");
   }
+  const gh = new GitHub2(job.githubToken, event.owner, event.repo, (l) => info(l));
   const pr = { number: event.number, headSha: event.headSha, baseSha: event.baseSha, baseRef: event.baseRef };
-  await gatePullRequest(gh, pr, job, {
-    authorize: async () => decideAccess(event, event.isFork && event.label === APPROVAL_LABEL ? await gh.permission(event.sender) : null)
-  });
+  await gatePullRequest(gh, pr, job, { authorize: () => accessOf(gh, event) });
 }
 async function gatePullRequest(gh, pr, job, o2) {
-  const check2 = await gh.startCheck(pr.headSha, "perf-gate: measuring");
+  const check2 = await gh.startCheck(pr.headSha, "perf-gate: measuring", void 0, job.runUrl);
   let host = null;
   try {
     const access2 = await o2.authorize();
     if (!access2.allowed) {
       notice(access2.reason);
-      await gh.finishCheck(check2, "neutral", "perf-gate: waiting for approval", `**Not run.** ${access2.reason}.`);
+      await gh.finishCheck(check2, "neutral", WAITING_TITLE, `**Not run.** ${access2.reason}.`);
       setOutput("verdict", "skipped");
       return;
     }
@@ -70874,7 +71181,7 @@ async function judgePullRequest(host, config2, pr, artifact, job, notes) {
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)] });
+  const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 async function publishVerdict(gh, check2, pr, { analysis, report }) {
@@ -70908,8 +71215,8 @@ async function stillHead(gh, pr) {
 async function reportFailure(gh, check2, pr, job, e) {
   const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
   const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
-  const title = config2 ? "perf-gate: configuration error" : e instanceof GeneratorDisturbedError ? "perf-gate could not measure: the load generator was disturbed" : `perf-gate could not measure (${kind})`;
-  const body = `**${title}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.
+  const title2 = config2 ? "perf-gate: configuration error" : e instanceof GeneratorDisturbedError ? "perf-gate could not measure: the load generator was disturbed" : `perf-gate could not measure (${kind})`;
+  const body = `**${title2}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.
 
 \`\`\`
 ${e.message}
@@ -70917,7 +71224,7 @@ ${e.message}
 `;
   const fail = config2 || job.onInfrastructureFailure === "fail";
   try {
-    await gh.finishCheck(check2, fail ? "failure" : "neutral", title, body);
+    await gh.finishCheck(check2, fail ? "failure" : "neutral", title2, body);
     if (await stillHead(gh, pr)) {
       await gh.setVerdictLabel(pr.number, null);
       await gh.upsertStickyComment(pr.number, `## perf-gate: \u26A0\uFE0F not measured
@@ -70928,8 +71235,8 @@ ${body}`);
     warning(`could not report the failure on GitHub: ${ghError.message}`);
   }
   setOutput("verdict", "error");
-  if (fail) setFailed(`${title}: ${e.message}`);
-  else warning(`${title}: ${e.message}`);
+  if (fail) setFailed(`${title2}: ${e.message}`);
+  else warning(`${title2}: ${e.message}`);
 }
 
 // src/modes/promote.ts
@@ -70938,7 +71245,7 @@ var PROMOTION_CHECK = "perf-gate / champion";
 async function runPromote(job) {
   const sha2 = promotedSha(job);
   const gh = new GitHub2(job.githubToken, ...ownerAndRepo(job.runner), (l) => info(l));
-  const check2 = await gh.startCheck(sha2, "perf-gate: promoting to champion", PROMOTION_CHECK);
+  const check2 = await gh.startCheck(sha2, "perf-gate: promoting to champion", PROMOTION_CHECK, job.runUrl);
   const host = connectHost(job);
   try {
     const config2 = await configAt(gh, job.configPath, sha2);
@@ -70952,25 +71259,25 @@ async function runPromote(job) {
     info(await host.deploy("champion", sha2, artifact));
     info(await host.promote(sha2, config2.service, job.busyDeadline));
     const verification = await verify(host, config2, job, "promote", sha2);
-    const finish = async (conclusion, title2, detail) => {
-      await gh.finishCheck(check2, conclusion, title2, `**${title2}.**${detail}
+    const finish = async (conclusion, title3, detail) => {
+      await gh.finishCheck(check2, conclusion, title3, `**${title3}.**${detail}
 
 ${verification.text}`);
-      await summary.addRaw(`## perf-gate: ${title2}
+      await summary.addRaw(`## perf-gate: ${title3}
 
 ${verification.text}`).write();
     };
     if (!verification.passed) {
       const restored = await host.rollback(job.busyDeadline);
-      const title2 = `promotion of ${sha2.slice(0, 7)} failed its A/A check; rolled back`;
-      await finish("failure", title2, ` ${restored}`);
-      setFailed(`perf-gate: ${title2}: ${verification.findings.join("; ")}`);
+      const title3 = `promotion of ${sha2.slice(0, 7)} failed its A/A check; rolled back`;
+      await finish("failure", title3, ` ${restored}`);
+      setFailed(`perf-gate: ${title3}: ${verification.findings.join("; ")}`);
       return;
     }
-    const title = `champion is now ${sha2.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check ${verification.unmeasured ? "could not measure" : "passed"}`;
-    await finish(verification.unmeasured ? "neutral" : "success", title, "");
+    const title2 = `champion is now ${sha2.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check ${verification.unmeasured ? "could not measure" : "passed"}`;
+    await finish(verification.unmeasured ? "neutral" : "success", title2, "");
     setChampionOutputs(sha2, before.champion);
-    info(title);
+    info(title2);
   } catch (e) {
     const now = await host.status().then((s) => `the host's champion is ${short(s.champion)}`, () => "the host's champion could not be read");
     await gh.finishCheck(check2, "failure", "perf-gate: promotion failed", `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
@@ -70993,13 +71300,13 @@ async function runRollback(job) {
     info(await host.rollback(job.busyDeadline));
     const after = await host.status();
     const verification = await verify(host, config2, job, "rollback", after.champion);
-    const title = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.unmeasured ? "could not measure" : verification.passed ? "passed" : "failed"}`;
-    await summary.addRaw(`## perf-gate: ${title}
+    const title2 = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.unmeasured ? "could not measure" : verification.passed ? "passed" : "failed"}`;
+    await summary.addRaw(`## perf-gate: ${title2}
 
 ${verification.text}`).write();
     setChampionOutputs(after.champion, after.previous);
-    if (!verification.passed) setFailed(`perf-gate: ${title}: ${verification.findings.join("; ")}`);
-    else info(title);
+    if (!verification.passed) setFailed(`perf-gate: ${title2}: ${verification.findings.join("; ")}`);
+    else info(title2);
   } finally {
     host.close();
   }
@@ -71025,9 +71332,9 @@ async function verify(host, config2, job, verb, sha2) {
       progress: logProgress("A/A check: ")
     });
     const analysis = decide(evidence.results, short2, { seed, floors: (await host.status()).floors });
-    writeArtifacts(job.outputDir, { analysis, report: markdownReport(analysis), documents: evidence.documents });
+    writeArtifacts(job.outputDir, { analysis, report: markdownReport(analysis, { runUrl: job.runUrl }), documents: evidence.documents });
     const { passed, findings, notes } = championCheck(analysis);
-    const result = quartet(analysis.headline, analysis.percentile);
+    const result = quartet(analysis.headline, analysis.percentile, armsOf(analysis));
     const listed = [...findings, ...notes.map((n2) => `Note: ${n2}`)];
     return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `
 
@@ -71084,6 +71391,7 @@ async function runRerun(job) {
 
 // src/main.ts
 var modes = {
+  access: runAccess,
   gate: runGate,
   command: runCommand,
   rerun: runRerun,
@@ -71094,6 +71402,7 @@ var modes = {
 async function run() {
   try {
     const job = resolveJob(getInputs(), runnerEnv());
+    cancelOpenChecksOnSignal(job.runUrl);
     await modes[job.mode](job);
   } catch (e) {
     setFailed(e.message);

@@ -4,6 +4,7 @@ import { type Analysis, type Comparison, floorAboveThreshold, type GateSettings,
 import type { FloorRecord, StoredFloor } from "./contract/host";
 import { comparisonKey, floorKey } from "./contract/rules";
 import { ms, msInterval as interval, percentLabel, signedMs } from "./report/format";
+import { halfWidth } from "./report/quartet";
 
 export interface Calibration {
   key: string;
@@ -52,7 +53,7 @@ export function calibrations(
   const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
   return aa.map((c) => {
     const [lo, hi] = c.ciMs;
-    const halfWidthMs = (hi - lo) / 2;
+    const halfWidthMs = halfWidth(c.ciMs);
     const prev = latest.get(floorKey(c.workload, c.rate, o.percentile)) ?? null;
     const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
     return {

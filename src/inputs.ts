@@ -2,11 +2,11 @@
 import * as core from "@actions/core";
 import { z } from "zod";
 
-export const MODES = ["gate", "command", "rerun", "promote", "rollback", "calibrate"] as const;
+export const MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"] as const;
 export type Mode = (typeof MODES)[number];
 
-/** Every mode but command talks to the benchmark host. */
-const needsHost = (mode: Mode) => mode !== "command";
+/** Every mode but access and command talks to the benchmark host. */
+export const needsHost = (mode: Mode) => mode !== "access" && mode !== "command";
 
 const schema = z.object({
   host: z.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),

@@ -4,8 +4,8 @@
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { HostClient, type SshTarget } from "./host/client";
-import { InputError, type Inputs, type Mode } from "./inputs";
-import type { RunnerEnv } from "./runner";
+import { InputError, type Inputs, type Mode, needsHost } from "./inputs";
+import { type RunnerEnv, runUrl } from "./runner";
 
 export interface Job {
   mode: Mode;
@@ -21,9 +21,11 @@ export interface Job {
   busyDeadline: number;
   /** Where the report, chart and results go. */
   outputDir: string;
-  /** The benchmark host; null in mode command, which never touches it. */
+  /** The benchmark host; null in modes access and command, which never touch it. */
   host: SshTarget | null;
   runner: RunnerEnv;
+  /** The workflow run's page: the check runs' details_url and the reports' links. */
+  runUrl: string;
   /** Unique per workflow run attempt: `${runId}-${runAttempt}`. */
   attempt: string;
 }
@@ -39,10 +41,11 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now()):
     onInfrastructureFailure: inputs["on-infrastructure-failure"],
     busyDeadline: now + inputs["busy-timeout-minutes"] * 60_000,
     outputDir: inputs["output-dir"] || join(runner.runnerTemp, "perf-gate", attempt),
-    host: inputs.mode === "command" ? null : {
+    host: !needsHost(inputs.mode) ? null : {
       host: inputs.host, port: inputs.port, user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"],
     },
     runner,
+    runUrl: runUrl(runner),
     attempt,
   };
 }

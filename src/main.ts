@@ -1,8 +1,10 @@
 // The action's entry: resolve the job's settings once, run the mode, and turn any error into
 // a failed step.
 import * as core from "@actions/core";
+import { cancelOpenChecksOnSignal } from "./github/open-checks";
 import { getInputs, type Mode } from "./inputs";
 import { type Job, resolveJob } from "./job";
+import { runAccess } from "./modes/access";
 import { runCalibrate } from "./modes/calibrate";
 import { runCommand } from "./modes/command";
 import { runGate } from "./modes/gate";
@@ -11,6 +13,7 @@ import { runRerun } from "./modes/rerun";
 import { runnerEnv } from "./runner";
 
 const modes: Record<Mode, (job: Job) => Promise<void>> = {
+  access: runAccess,
   gate: runGate,
   command: runCommand,
   rerun: runRerun,
@@ -22,6 +25,8 @@ const modes: Record<Mode, (job: Job) => Promise<void>> = {
 export async function run(): Promise<void> {
   try {
     const job = resolveJob(getInputs(), runnerEnv());
+    // A cancelled step must not leave its check in_progress (#15).
+    cancelOpenChecksOnSignal(job.runUrl);
     await modes[job.mode](job);
   } catch (e) {
     core.setFailed((e as Error).message);

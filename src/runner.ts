@@ -12,6 +12,8 @@ export interface RunnerEnv {
   runId: string;
   runAttempt: string;
   runnerTemp: string;
+  /** The GitHub the run is on: https://github.com, or a GitHub Enterprise Server's URL. */
+  serverUrl: string;
 }
 
 export function runnerEnv(env: NodeJS.ProcessEnv = process.env): RunnerEnv {
@@ -28,7 +30,13 @@ export function runnerEnv(env: NodeJS.ProcessEnv = process.env): RunnerEnv {
     runId: env.GITHUB_RUN_ID ?? "0",
     runAttempt: env.GITHUB_RUN_ATTEMPT ?? "1",
     runnerTemp: env.RUNNER_TEMP ?? "/tmp",
+    serverUrl: env.GITHUB_SERVER_URL || "https://github.com",
   };
+}
+
+/** The workflow run's page; its artifacts are at #artifacts. */
+export function runUrl(env: RunnerEnv): string {
+  return `${env.serverUrl}/${env.repository}/actions/runs/${env.runId}`;
 }
 
 export function readEvent(env: RunnerEnv): unknown {

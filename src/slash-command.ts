@@ -43,7 +43,15 @@ export function authorizeCommand(kind: "rerun" | "override", author: { login: st
   return { allowed: false, reason: `@${author.login} has ${permission ?? "no"} permission on this repository; \`/perf ${kind}\` needs ${needed} or higher` };
 }
 
-/** Echoes user text into a reply without letting it break the Markdown or ping anyone. */
+/**
+ * Echoes a word of user text into a reply without letting it break the Markdown, ping anyone,
+ * or open an HTML comment (a reply that carried `<!--` could pass for a hidden marker).
+ */
 function clip(s: string): string {
-  return s.slice(0, 40).replace(/[`@\r\n]/g, "");
+  return s.slice(0, 40).replace(/[`@<>\r\n]/g, "");
+}
+
+/** User text (an override's reason) as Markdown that shows it as written: no HTML, no hidden comment. */
+export function quoted(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }

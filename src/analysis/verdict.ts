@@ -2,6 +2,7 @@
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
+import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
 import { comparisonKey, sampleBudget } from "../contract/rules";
 import { type ArmErrors, armErrors, checkWorkloadAnswers, type ErrorRegression, errorRegression } from "./failures";
@@ -151,6 +152,13 @@ export interface Comparison {
 
 export interface Analysis {
   verdict: Verdict;
+  /**
+   * What was compared, as the host recorded it in every plan (checkSameBuilds made sure they
+   * agree): the kind of run and the two SHAs. Null for a load generator's result on its own.
+   */
+  builds: Builds | null;
+  /** The two base URLs (the ports) the load generator measured, when the plan says. */
+  targets: Targets | null;
   blocking: boolean;
   headline: Comparison;
   comparisons: Comparison[];
@@ -200,6 +208,8 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
       : "grey";
   return {
     verdict,
+    builds: results[0]!.result.plan.builds ?? null,
+    targets: results[0]!.result.plan.targets ?? null,
     blocking: comparisons.some((c) => c.blocking),
     headline,
     comparisons,
@@ -255,16 +265,19 @@ function validateSettings(s: GateSettings): void {
   if (s.blockCpuPercent !== undefined && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
 }
 
-/** Pooling is for reruns of one build pair; results of different builds must not mix. */
+/**
+ * Pooling is for reruns of one build pair; results of different builds, or an A/A run with an
+ * A/B run, must not mix.
+ */
 function checkSameBuilds(results: readonly NamedResult[]): void {
-  for (const field of ["challenger_sha", "champion_sha"] as const) {
+  for (const field of ["challenger_sha", "champion_sha", "kind"] as const) {
     const seen = new Map<string, string>();
     for (const { name, result } of results) {
-      const sha = result.plan.builds?.[field];
-      if (sha) seen.set(sha, name);
+      const value = result.plan.builds?.[field];
+      if (value) seen.set(value, name);
     }
     if (seen.size > 1) {
-      const list = [...seen.entries()].map(([sha, name]) => `${sha} (${name})`).join(", ");
+      const list = [...seen.entries()].map(([value, name]) => `${value} (${name})`).join(", ");
       throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
     }
   }

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { AnalysisInputError } from "../analysis/input-error";
 import { analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
 import { parseResult } from "../contract/result";
+import { armsOf } from "../report/arms";
 import { svgChart } from "../report/chart";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
@@ -74,7 +75,7 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
   }
   const a = analyze(results, settings);
   if (values.markdown) writeFileSync(values.markdown, markdownReport(a));
-  if (values.svg) writeFileSync(values.svg, svgChart(a.headline, a.percentile));
+  if (values.svg) writeFileSync(values.svg, svgChart(a.headline, a.percentile, armsOf(a)));
   if (values.json) out(JSON.stringify(analysisJson(a), null, 2));
   else for (const line of verdictLines(a)) out(line);
   return a.blocking ? 1 : 0;

@@ -19,6 +19,7 @@ export const KINDS = ["ab", "aa"] as const;
 export type Kind = (typeof KINDS)[number];
 
 export const targetsSchema = z.looseObject({ champion: z.string(), challenger: z.string() });
+export type Targets = z.infer<typeof targetsSchema>;
 
 export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha });
 export type Builds = z.infer<typeof buildsSchema>;

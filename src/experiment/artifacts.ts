@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Analysis } from "../analysis/verdict";
+import { armsOf } from "../report/arms";
 import { svgChart } from "../report/chart";
 import { analysisJson } from "../report/json";
 
@@ -24,7 +25,7 @@ export function writeArtifacts(dir: string, a: { analysis: Analysis; report: str
   writeFiles(dir, [
     [paths.reportPath, a.report],
     [paths.analysisPath, JSON.stringify(analysisJson(a.analysis), null, 2)],
-    [paths.chartPath, svgChart(a.analysis.headline, a.analysis.percentile)],
+    [paths.chartPath, svgChart(a.analysis.headline, a.analysis.percentile, armsOf(a.analysis))],
   ]);
   return paths;
 }

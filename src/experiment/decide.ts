@@ -18,7 +18,8 @@ export function decide(results: readonly NamedResult[], config: GateConfig, d: D
   return analyze(results, settingsFor(config, d));
 }
 
-function settingsFor(config: GateConfig, d: Decision): GateSettings {
+/** The verdict engine's settings for a gate config and a decision. */
+export function settingsFor(config: GateConfig, d: Decision): GateSettings {
   return {
     ...defaultSettings,
     percentile: config.slo.percentile,

@@ -3,15 +3,35 @@
 import { getOctokit } from "@actions/github";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
-import type { Permission } from "../access";
+import { effectivePermission, type Permission, sameLabel } from "../access";
+import { CANCELLED_TITLE, checkFinished, checkFinishing, checkOpened, checkOpening } from "./open-checks";
 
 export const VERDICT_LABELS = { green: "perf:green", red: "perf:red", grey: "perf:grey" } as const;
 const LABEL_COLORS: Record<string, string> = { "perf:green": "1a7f37", "perf:red": "cf222e", "perf:grey": "8c959f", "perf:approved": "0969da" };
+/**
+ * The first line of the sticky comment. The comment is found only among this token's own
+ * comments and only with the marker as its first line; the action's replies start with the
+ * author's @login and never carry `<!--`, so no user text echoed in them can pass for it.
+ */
 export const STICKY_MARKER = "<!-- perf-gate:sticky -->";
 export const CHECK_NAME = "perf-gate";
 export const SUMMARY_LIMIT = 65_535;
 
-export type Conclusion = "success" | "failure" | "neutral";
+export type Conclusion = "success" | "failure" | "neutral" | "cancelled";
+
+/**
+ * Who this token is. perf-gate writes check runs, which only a GitHub App can, so its token is
+ * an app's installation token (the workflow's GITHUB_TOKEN is the github-actions app's): its
+ * comments are by the app's bot user `slug[bot]`. GET /user refuses installation tokens and
+ * GET /app wants the app's private key, so the app is learnt from what GitHub answers to the
+ * action's own writes: the `app` of the check run it creates, or the `user` of its reaction or
+ * comment. Before any write, GET /user names a user's token.
+ */
+export interface TokenIdentity {
+  login: string;
+  /** The app's slug, null for a user's token. */
+  appSlug: string | null;
+}
 
 /** A pull request's current state, as the API says it now (not as an event said it). */
 export interface PullRequestState {
@@ -28,6 +48,7 @@ export interface PullRequestState {
 export interface CheckRunState {
   id: number;
   headSha: string;
+  status: string;
   conclusion: string | null;
   title: string;
   summary: string;
@@ -37,6 +58,7 @@ export type Reaction = "eyes" | "confused" | "+1" | "-1" | "rocket";
 
 export class GitHub {
   private readonly octokit;
+  private me: TokenIdentity | null = null;
 
   constructor(
     token: string,
@@ -80,10 +102,11 @@ export class GitHub {
     }
   }
 
+  /** The user's role on the repository (maintain and triage too, which `permission` folds into write and read). */
   async permission(username: string): Promise<Permission> {
     try {
       const res = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username });
-      return (res.data.permission as Permission) ?? "none";
+      return effectivePermission(res.data.permission, res.data.role_name);
     } catch (e) {
       if ((e as { status?: number }).status === 404) return "none";
       throw e;
@@ -104,45 +127,75 @@ export class GitHub {
     };
   }
 
-  async startCheck(headSha: string, title: string, name = CHECK_NAME): Promise<number> {
-    const res = await this.octokit.rest.checks.create({
-      ...this.r, name, head_sha: headSha, status: "in_progress", output: { title, summary: title },
-    });
-    return res.data.id;
+  /** Opens a check run; until finishCheck, a cancelled step completes it as cancelled (open-checks.ts). */
+  async startCheck(headSha: string, title: string, name = CHECK_NAME, detailsUrl?: string): Promise<number> {
+    const res = await checkOpening(this.octokit.rest.checks.create({
+      ...this.r, name, head_sha: headSha, status: "in_progress", output: { title, summary: title }, ...(detailsUrl ? { details_url: detailsUrl } : {}),
+    }));
+    if (res.data.app?.slug) this.learn(`${res.data.app.slug}[bot]`);
+    const id = res.data.id;
+    checkOpened(id, (summary) => this.finishCheck(id, "cancelled", CANCELLED_TITLE, summary));
+    return id;
   }
 
-  /** The newest completed perf-gate check on a commit, or null. */
+  async check(id: number): Promise<CheckRunState> {
+    const { data } = await this.octokit.rest.checks.get({ ...this.r, check_run_id: id });
+    return checkState(data);
+  }
+
+  /**
+   * The newest completed perf-gate check on a commit that this token's app wrote, or null.
+   * Another app's check of the same name is not ours to read or override (nor could it be updated).
+   */
   async latestCheck(sha: string): Promise<CheckRunState | null> {
-    const res = await this.octokit.rest.checks.listForRef({ ...this.r, ref: sha, check_name: CHECK_NAME, filter: "latest", per_page: 100 });
-    const done = res.data.check_runs.filter((c) => c.status === "completed").sort((a, b) => b.id - a.id)[0];
-    if (!done) return null;
-    return { id: done.id, headSha: done.head_sha, conclusion: done.conclusion, title: done.output.title ?? "", summary: done.output.summary ?? "" };
+    const me = await this.identity();
+    if (!me.appSlug) throw new Error(`the github-token is @${me.login}'s, a user's: check runs are written and updated only by a GitHub App (the default github.token is one)`);
+    const runs = await this.octokit.paginate(this.octokit.rest.checks.listForRef, { ...this.r, ref: sha, check_name: CHECK_NAME, filter: "all", per_page: 100 });
+    const done = runs.filter((c) => c.status === "completed" && c.app?.slug === me.appSlug).sort((a, b) => b.id - a.id)[0];
+    return done ? checkState(done) : null;
   }
 
   async react(commentId: number, content: Reaction): Promise<void> {
-    await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+    const { data } = await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+    if (data.user) this.learn(data.user.login);
   }
 
   /** A new comment (a reply to a command), as opposed to the one sticky verdict comment. */
   async comment(issue: number, body: string): Promise<void> {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: body.slice(0, SUMMARY_LIMIT) });
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: body.slice(0, SUMMARY_LIMIT) });
+    if (data.user) this.learn(data.user.login);
   }
 
   async finishCheck(id: number, conclusion: Conclusion, title: string, summary: string): Promise<void> {
-    await this.octokit.rest.checks.update({
-      ...this.r, check_run_id: id, status: "completed", conclusion,
-      output: { title: title.slice(0, 255), summary: summary.slice(0, SUMMARY_LIMIT) },
-    });
+    checkFinishing(id);
+    let done = false;
+    try {
+      await this.octokit.rest.checks.update({
+        ...this.r, check_run_id: id, status: "completed", conclusion,
+        output: { title: title.slice(0, 255), summary: summary.slice(0, SUMMARY_LIMIT) },
+      });
+      done = true;
+    } finally {
+      // A failed update leaves the check open: a signal or the post step may still complete it.
+      checkFinished(id, done);
+    }
   }
 
-  /** Puts exactly one verdict label on the PR (creating it if missing); null removes them all. */
+  /** Completes a check as cancelled unless it is already complete; says whether it did. */
+  async cancelCheckIfOpen(id: number, summary: string): Promise<boolean> {
+    if ((await this.check(id)).status === "completed") return false;
+    await this.finishCheck(id, "cancelled", CANCELLED_TITLE, summary);
+    return true;
+  }
+
+  /** Puts exactly one verdict label on the PR (creating it if missing); null removes them all. Names compare case-insensitively, as GitHub's do. */
   async setVerdictLabel(issue: number, label: string | null): Promise<void> {
     const current = await this.octokit.paginate(this.octokit.rest.issues.listLabelsOnIssue, { ...this.r, issue_number: issue, per_page: 100 });
-    const names = new Set(current.map((l) => l.name));
+    const has = (name: string) => current.some((l) => sameLabel(l.name, name));
     for (const other of Object.values(VERDICT_LABELS)) {
-      if (other !== label && names.has(other)) await this.removeLabel(issue, other);
+      if (!(label && sameLabel(other, label)) && has(other)) await this.removeLabel(issue, other);
     }
-    if (label && !names.has(label)) {
+    if (label && !has(label)) {
       await this.ensureLabel(label);
       await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue, labels: [label] });
     }
@@ -156,19 +209,22 @@ export class GitHub {
     }
   }
 
+  /** Creates a verdict label with its colour; addLabels would create it too, but grey and undescribed. */
   private async ensureLabel(name: string): Promise<void> {
     try {
       await this.octokit.rest.issues.getLabel({ ...this.r, name });
     } catch (e) {
       if ((e as { status?: number }).status !== 404) throw e;
-      await this.octokit.rest.issues.createLabel({ ...this.r, name, color: LABEL_COLORS[name] ?? "ededed", description: "set by perf-gate" });
+      try {
+        await this.octokit.rest.issues.createLabel({ ...this.r, name, color: LABEL_COLORS[name] ?? "ededed", description: "set by perf-gate" });
+      } catch (created) {
+        // Another run created it in between (GitHub answers 422 already_exists).
+        if ((created as { status?: number }).status !== 422) throw created;
+      }
     }
   }
 
-  /**
-   * Creates or updates the one comment that carries the marker. Only a bot's comment counts,
-   * so a user who pastes the marker cannot capture the gate's comment.
-   */
+  /** Creates or updates the one comment this token wrote with the marker as its first line. */
   async upsertStickyComment(issue: number, body: string): Promise<"created" | "updated"> {
     const text = `${STICKY_MARKER}\n${body}`.slice(0, SUMMARY_LIMIT);
     const mine = await this.stickyComment(issue);
@@ -186,10 +242,33 @@ export class GitHub {
     if (mine) await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: `${STICKY_MARKER}\n${lines}\n\n${mine.body}`.slice(0, SUMMARY_LIMIT) });
   }
 
+  /** Who this token is (see TokenIdentity). */
+  async identity(): Promise<TokenIdentity> {
+    if (this.me) return this.me;
+    try {
+      const { data } = await this.octokit.rest.users.getAuthenticated();
+      this.learn(data.login);
+      return this.me!;
+    } catch (e) {
+      const status = (e as { status?: number }).status;
+      if (status !== 401 && status !== 403) throw e;
+      throw new Error(`cannot tell which app the github-token belongs to before it has written anything (GET /user answered ${status}); this is a bug in perf-gate`);
+    }
+  }
+
+  private learn(login: string): void {
+    this.me ??= { login, appSlug: login.endsWith("[bot]") ? login.slice(0, -"[bot]".length) : null };
+  }
+
   /** The sticky comment's id and body (without the marker line), or null. */
   private async stickyComment(issue: number): Promise<{ id: number; body: string } | null> {
+    const me = await this.identity();
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue, per_page: 100 });
-    const mine = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(STICKY_MARKER));
-    return mine ? { id: mine.id, body: (mine.body ?? "").replace(`${STICKY_MARKER}\n`, "") } : null;
+    const mine = comments.find((c) => c.user?.login === me.login && (c.body ?? "").startsWith(`${STICKY_MARKER}\n`));
+    return mine ? { id: mine.id, body: mine.body!.slice(STICKY_MARKER.length + 1) } : null;
   }
+}
+
+function checkState(c: { id: number; head_sha: string; status: string; conclusion: string | null; output: { title: string | null; summary: string | null } }): CheckRunState {
+  return { id: c.id, headSha: c.head_sha, status: c.status, conclusion: c.conclusion, title: c.output.title ?? "", summary: c.output.summary ?? "" };
 }

@@ -6,7 +6,7 @@ import { type CommentEvent, parseCommentEvent } from "../event";
 import { GitHub, type PullRequestState } from "../github/client";
 import type { Job } from "../job";
 import { readEvent } from "../runner";
-import { authorizeCommand, parseSlashCommand } from "../slash-command";
+import { authorizeCommand, parseSlashCommand, quoted } from "../slash-command";
 
 export async function runCommand(job: Job): Promise<void> {
   core.setOutput("command", "");
@@ -72,10 +72,11 @@ async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, r
     const state = check ? `its latest perf-gate check is ${check.conclusion}` : "it has no finished perf-gate check";
     return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
-  const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${reason}`;
+  const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${quoted(reason)}`;
+  // The title is plain text; the summary, the sticky comment and the reply are Markdown.
   await gh.finishCheck(check.id, "success", `overridden by @${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
   await gh.prependToStickyComment(pr.number, `> ${stamp}`);
-  await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${check.title}) is overridden: ${reason}`);
+  await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${quoted(check.title)}) is overridden: ${quoted(reason)}`);
   core.setOutput("command", "override");
   core.info(`override by @${who} on ${pr.headSha}: ${reason}`);
 }

@@ -3,7 +3,7 @@
 // same commit, analyse, and report. `gatePullRequest` is shared with /perf rerun.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
-import { type Access, APPROVAL_LABEL, decideAccess } from "../access";
+import { type Access, decidesNothing } from "../access";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { ConfigError, type GateConfig } from "../config";
@@ -20,18 +20,18 @@ import { gateOutcome } from "../report/gate-outcome";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes } from "../report/notes";
 import { readEvent } from "../runner";
+import { accessOf, WAITING_TITLE } from "./access";
 
 export async function runGate(job: Job): Promise<void> {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
-  const gh = new GitHub(job.githubToken, event.owner, event.repo, (l) => core.info(l));
-  if (event.isFork && event.action === "synchronize") {
-    // A new push voids the approval of the previous head.
-    await gh.removeLabel(event.number, APPROVAL_LABEL);
+  if (decidesNothing(event)) {
+    core.info(`the ${event.label} label decides nothing about ${event.headSha.slice(0, 7)}: nothing to do`);
+    return core.setOutput("verdict", "skipped");
   }
+  const gh = new GitHub(job.githubToken, event.owner, event.repo, (l) => core.info(l));
   const pr = { number: event.number, headSha: event.headSha, baseSha: event.baseSha, baseRef: event.baseRef };
-  await gatePullRequest(gh, pr, job, {
-    authorize: async () => decideAccess(event, event.isFork && event.label === APPROVAL_LABEL ? await gh.permission(event.sender) : null),
-  });
+  // The access job decided before the build; this job takes no earlier job's word.
+  await gatePullRequest(gh, pr, job, { authorize: () => accessOf(gh, event) });
 }
 
 export type PullRequestRef = Pick<PullRequestState, "number" | "headSha" | "baseSha" | "baseRef">;
@@ -45,13 +45,13 @@ export interface GateOptions {
 
 /** Measures a pull request's head against the champion and reports on the check run, labels and comment. */
 export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, o: GateOptions): Promise<void> {
-  const check = await gh.startCheck(pr.headSha, "perf-gate: measuring");
+  const check = await gh.startCheck(pr.headSha, "perf-gate: measuring", undefined, job.runUrl);
   let host: HostClient | null = null;
   try {
     const access = await o.authorize();
     if (!access.allowed) {
       core.notice(access.reason);
-      await gh.finishCheck(check, "neutral", "perf-gate: waiting for approval", `**Not run.** ${access.reason}.`);
+      await gh.finishCheck(check, "neutral", WAITING_TITLE, `**Not run.** ${access.reason}.`);
       core.setOutput("verdict", "skipped");
       return;
     }
@@ -93,7 +93,7 @@ async function judgePullRequest(host: HostClient, config: GateConfig, pr: PullRe
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)] });
+  const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 

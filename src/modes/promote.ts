@@ -17,6 +17,7 @@ import { InputError } from "../inputs";
 import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
 import { markdownReport } from "../report/markdown";
+import { armsOf } from "../report/arms";
 import { quartet } from "../report/quartet";
 import { ownerAndRepo, readEvent } from "../runner";
 
@@ -25,7 +26,7 @@ const PROMOTION_CHECK = "perf-gate / champion";
 export async function runPromote(job: Job): Promise<void> {
   const sha = promotedSha(job);
   const gh = new GitHub(job.githubToken, ...ownerAndRepo(job.runner), (l) => core.info(l));
-  const check = await gh.startCheck(sha, "perf-gate: promoting to champion", PROMOTION_CHECK);
+  const check = await gh.startCheck(sha, "perf-gate: promoting to champion", PROMOTION_CHECK, job.runUrl);
   const host = connectHost(job);
   try {
     const config = await configAt(gh, job.configPath, sha);
@@ -114,9 +115,9 @@ async function verify(host: HostClient, config: GateConfig, job: Job, verb: stri
       progress: logProgress("A/A check: "),
     });
     const analysis = decide(evidence.results, short, { seed, floors: (await host.status()).floors });
-    writeArtifacts(job.outputDir, { analysis, report: markdownReport(analysis), documents: evidence.documents });
+    writeArtifacts(job.outputDir, { analysis, report: markdownReport(analysis, { runUrl: job.runUrl }), documents: evidence.documents });
     const { passed, findings, notes } = championCheck(analysis);
-    const result = quartet(analysis.headline, analysis.percentile);
+    const result = quartet(analysis.headline, analysis.percentile, armsOf(analysis));
     const listed = [...findings, ...notes.map((n) => `Note: ${n}`)];
     return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `\n\n${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
   } catch (e) {

@@ -1,10 +1,14 @@
 // The Markdown report: what a check-run summary, a PR comment and a job summary show. Pure,
-// and always within GitHub's 65,535-character limit for check summaries.
+// and always within GitHub's 65,535-character limit for check summaries. It reads from the top:
+// the verdict and its four numbers on the first line, what was compared and where the run is on
+// the second, then what the verdict means once, what the builds cost and what the host flagged,
+// the numbers per workload and rate with a chart, and the statistics folded away (#15).
 import { errorClasses } from "../analysis/failures";
 import type { Analysis, ArmSummary, Comparison } from "../analysis/verdict";
-import { mermaidChart } from "./chart";
+import { type Arms, armsOf } from "./arms";
+import { textChart } from "./chart";
 import { confidenceLabel, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
-import { quartet } from "./quartet";
+import { halfWidth, quartet } from "./quartet";
 import { resourceChanges, resourceRows } from "./resources";
 
 export const GITHUB_SUMMARY_LIMIT = 65_535;
@@ -14,14 +18,16 @@ const badge: Record<Analysis["verdict"], string> = { green: "🟢 green", red: "
 export interface ReportOptions {
   /** Lines placed first (e.g. the sticky comment's hidden marker). */
   preamble?: string[];
-  /** Lines placed after the headline (e.g. an override, a candidate-champion note). */
+  /** Lines placed after the verdict (e.g. an override, a candidate-champion note). */
   notes?: string[];
+  /** The workflow run's page; its artifacts are at #artifacts. The CLI has none. */
+  runUrl?: string | null;
   limit?: number;
 }
 
 export function markdownReport(a: Analysis, opts: ReportOptions = {}): string {
   const limit = opts.limit ?? GITHUB_SUMMARY_LIMIT;
-  // Per-slice tables are the only part that grows with the run; shrink them until it fits.
+  // Per-pair tables are the only part that grows with the run; shrink them until it fits.
   for (const rows of [Infinity, 200, 50, 10, 0]) {
     const text = render(a, opts, rows);
     if (text.length <= limit) return text;
@@ -31,24 +37,45 @@ export function markdownReport(a: Analysis, opts: ReportOptions = {}): string {
 }
 
 function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
-  const h = a.headline;
+  const arms = armsOf(a);
+  const several = a.comparisons.length > 1;
   const out: string[] = [...(opts.preamble ?? [])];
-  out.push(`## perf-gate: ${badge[a.verdict]}${a.blocking ? " — blocking" : a.verdict === "red" ? " — advisory" : ""}`);
-  out.push("", `**${quartet(h, a.percentile)}**`, "");
-  out.push(verdictSentence(a));
-  const costs = a.comparisons.flatMap((c) => resourceChanges(c).map((r) => (a.comparisons.length > 1 ? `${c.key}: ${r}` : r)));
-  if (costs.length > 0) out.push("", `**Resources:** the challenger's ${costs.join("; ")}.`);
+  out.push(`### ${headline(a, arms)}`, "", compared(a, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a, arms) : verdictSentence(a));
+  const costs = a.comparisons.flatMap((c) => resourceChanges(c).map((r) => (several ? `${c.key}: ${r}` : r)));
+  if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a.preflight.length > 0) out.push("", preflightWarning(a.preflight));
   if (a.hostBias.length > 0) out.push("", hostBiasWarning(a.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, maxRows));
-  out.push("", "### Runs", "", "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|");
-  for (const r of a.runs) {
-    const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
-    out.push(`| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`);
-  }
-  out.push("", `<sub>Method: ${a.method} Bootstrap seed ${a.seed}.</sub>`, "");
+  for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, arms, several, maxRows));
+  out.push(
+    "", "<details><summary>Runs and method</summary>", "",
+    "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|",
+    ...a.runs.map((r) => {
+      const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+      return `| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
+    }),
+    "", `Method: ${a.method} Bootstrap seed ${a.seed}.`, "", "</details>", "",
+  );
   return out.join("\n");
+}
+
+/** The first line: the verdict and its four numbers. */
+function headline(a: Analysis, arms: Arms): string {
+  const h = a.headline;
+  if (arms.aa) {
+    const [lo, hi] = h.ciMs;
+    return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "⚪" : "🟠"} ${quartet(h, a.percentile, arms)}`;
+  }
+  const state = `${badge[a.verdict]}${a.blocking ? ", blocking" : a.verdict === "red" ? ", advisory" : ""}`;
+  return `perf-gate: ${state} — ${quartet(h, a.percentile)}`;
+}
+
+/** The second line: which builds, and where the run and its files are. */
+function compared(a: Analysis, arms: Arms, runUrl: string | null): string {
+  const sha = (s: string | undefined) => (s ? `\`${s.slice(0, 7)}\`` : "(unknown)");
+  const links = runUrl ? ` · [workflow run](${runUrl}) · [report and results](${runUrl}#artifacts)` : "";
+  if (arms.aa) return `A/A run: champion ${sha(a.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  return `challenger ${sha(a.builds?.challenger_sha)} vs champion ${sha(a.builds?.champion_sha)}${links}`;
 }
 
 function verdictSentence(a: Analysis): string {
@@ -84,54 +111,67 @@ export function preflightWarning(flags: Analysis["preflight"]): string {
   return `> ⚠️ **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 
+/** What an A/A run says: the floor it measured, and whether the ports measure alike. */
+function aaSentence(a: Analysis, arms: Arms): string {
+  const floors = a.comparisons.map((c) => `${c.key} ±${ms(halfWidth(c.ciMs))} ms${c.floorMs === null ? "" : ` (the host's floor before: ±${ms(c.floorMs)} ms)`}`).join(", ");
+  const differ = a.comparisons.filter((c) => c.ciMs[0] > 0 || c.ciMs[1] < 0);
+  const ports = differ.length === 0
+    ? "The two ports measure alike with the same build, as they should."
+    : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c) => c.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
+  return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
+}
+
 /** Said on every verdict while the host is biased: the ports differ with identical builds. */
 export function hostBiasWarning(bias: Analysis["hostBias"]): string {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> ⚠️ **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 
-function comparisonSection(c: Comparison, percentile: number, maxRows: number): string[] {
+function comparisonSection(c: Comparison, percentile: number, arms: Arms, several: boolean, maxRows: number): string[] {
   const p = percentLabel(percentile);
-  const state = c.verdict === "grey" ? `grey (${c.greyKind})` : `${c.verdict}${c.blocking ? ", blocking" : ""}`;
+  const state = arms.aa ? "" : ` — ${c.verdict === "grey" ? `grey (${c.greyKind})` : `${c.verdict}${c.blocking ? ", blocking" : ""}`}`;
   const pct = (delta: number, base: number) => (base > 0 ? ` (${delta > 0 ? "+" : ""}${((100 * delta) / base).toFixed(1)}%)` : "");
   const ci = (lo: number, hi: number) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
-  const out = [
-    `### ${c.workload} @ ${c.rate} req/s — ${state}`,
-    "",
-    `${quartet(c, percentile)}`,
-    "",
-    `| metric | champion | challenger | delta | ${confidenceLabel(c.confidence)} CI of delta |`,
+  const out = [`#### ${c.workload} @ ${c.rate} req/s${several ? state : ""}`, ""];
+  // With one comparison the first line already said its quartet: say it once.
+  if (several) out.push(quartet(c, percentile, arms), "");
+  out.push(
+    `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
     `| p50 | ${ms(c.champion.p50Ms)} ms | ${ms(c.challenger.p50Ms)} ms | ${signedMs(c.p50Ms.estimate)} ms${pct(c.p50Ms.estimate, c.champion.p50Ms)} | ${ci(...c.p50Ms.ci)} ms |`,
     `| **${p} (SLO)** | ${ms(c.champion.sloMs)} ms | ${ms(c.challenger.sloMs)} ms | **${signedMs(c.estimateMs)} ms**${pct(c.estimateMs, c.champion.sloMs)} | **${ci(...c.ciMs)} ms** |`,
     ...(percentile === 99.9 ? [] : [`| p99.9 | ${ms(c.champion.p999Ms)} ms | ${ms(c.challenger.p999Ms)} ms | ${signedMs(c.p999Ms.estimate)} ms${pct(c.p999Ms.estimate, c.champion.p999Ms)} | ${ci(...c.p999Ms.ci)} ms |`]),
-    `| throughput | ${rps(c.champion.okRps)} req/s | ${rps(c.challenger.okRps)} req/s | ${c.throughput.estimate > 0 ? "+" : ""}${rps(c.throughput.estimate)} req/s (${c.throughput.percent > 0 ? "+" : ""}${c.throughput.percent.toFixed(2)}%) | [${rps(c.throughput.ci[0])}, ${rps(c.throughput.ci[1])}] req/s, paired t p=${pValue(c.throughput.p)} |`,
+    `| throughput | ${rps(c.champion.okRps)} req/s | ${rps(c.challenger.okRps)} req/s | ${c.throughput.estimate > 0 ? "+" : ""}${rps(c.throughput.estimate)} req/s (${c.throughput.percent > 0 ? "+" : ""}${c.throughput.percent.toFixed(2)}%) | [${rps(c.throughput.ci[0])}, ${rps(c.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c.champion)} | ${armErrorsCell(c.challenger)} | ${c.challenger.errors - c.champion.errors > 0 ? "+" : ""}${c.challenger.errors - c.champion.errors} | |`,
     ...resourceRows(c),
+  );
+  if (c.flags.length > 0) out.push("", ...c.flags.map((f) => `> ⚠️ **${f.code.replace(/_/g, " ")}**: ${f.message}`));
+  out.push("", textChart(c, percentile, arms));
+  const pooled = c.runs.length > 1;
+  out.push(
     "",
-    `Tests on the ${c.pairs} paired differences at ${p}: paired t = ${c.t.t.toFixed(2)} (df ${c.t.df}), p = ${pValue(c.t.p)}` +
+    `<details><summary>Statistics: the tests, and ${p} of each of the ${c.detail.length} pairs</summary>`,
+    "",
+    `Tests on the ${c.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c.t.t.toFixed(2)} (df ${c.t.df}), p = ${pValue(c.t.p)}` +
       `${c.t.holmP !== c.t.p ? `, Holm-adjusted p = ${pValue(c.t.holmP)}` : ""}; ` +
       `bootstrap ${confidenceLabel(c.confidence)} CI ${ci(...c.bootstrapCiMs)} ms; ` +
       `sign test ${c.signTest.positive}+/${c.signTest.negative}−, p = ${pValue(c.signTest.p)}; ` +
-      `Wilcoxon signed-rank W = ${c.wilcoxon.statistic}, p = ${pValue(c.wilcoxon.p)} (${c.wilcoxon.method}). ` +
+      `Wilcoxon signed-rank W = ${c.wilcoxon.statistic}, p = ${pValue(c.wilcoxon.p)} (${c.wilcoxon.method}); ` +
+      `throughput paired t p = ${pValue(c.throughput.p)}. ` +
       `Block threshold ${ms(c.thresholdMs)} ms.${c.looks > 1 ? ` Look ${c.looks} at this build: ${c.runs.length} runs pooled, interval at ${confidenceLabel(c.confidence)}.` : ""}`,
-  ];
-  if (c.flags.length > 0) out.push("", ...c.flags.map((f) => `> ⚠️ **${f.code.replace(/_/g, " ")}**: ${f.message}`));
-  out.push("", mermaidChart(c, percentile));
+  );
   if (maxRows > 0) {
+    // Pairs are numbered 1, 2, … in the order the chart draws them.
     const rows = c.detail.slice(0, maxRows);
     out.push(
       "",
-      `<details><summary>Per-slice ${p} of ${c.detail.length} pairs</summary>`,
-      "",
-      `| run | pair | champion ${p} | challenger ${p} | difference |`,
-      "|---|---:|---:|---:|---:|",
-      ...rows.map((r) => `| ${cell(r.run)} | ${r.pair} | ${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
-      ...(rows.length < c.detail.length ? [``, `${c.detail.length - rows.length} more pairs in the JSON result.`] : []),
-      "",
-      "</details>",
+      `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
+      `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
+      ...rows.map((r, i) => `| ${i + 1} | ${pooled ? `${cell(r.run)} | ` : ""}${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...(rows.length < c.detail.length ? ["", `${c.detail.length - rows.length} more pairs in the JSON result.`] : []),
     );
   }
+  out.push("", "</details>");
   return out;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { APPROVAL_LABEL, atLeast, decideAccess, type Permission } from "../../src/access";
+import { APPROVAL_LABEL, approves, atLeast, decideAccess, decidesNothing, effectivePermission, type Permission, sameLabel } from "../../src/access";
 
 const fork = { isFork: true, action: "opened", label: null, headSha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821" };
 
@@ -26,5 +26,28 @@ describe("who may run code on the host", () => {
     for (const p of ["none", "read", "triage"] as Permission[]) expect(decideAccess(labeled, p).allowed).toBe(false);
     for (const p of ["write", "maintain", "admin"] as Permission[]) expect(decideAccess(labeled, p).allowed).toBe(true);
     expect(decideAccess({ ...labeled, label: "bug" }, "admin").allowed).toBe(false);
+  });
+});
+
+describe("what GitHub says of a user and a label", () => {
+  it("takes the role from role_name, and the legacy permission only for a custom role", () => {
+    // GitHub's collaborator-permission API: permission is the legacy base role, role_name the role.
+    expect(effectivePermission("write", "maintain")).toBe("maintain");
+    expect(effectivePermission("read", "triage")).toBe("triage");
+    expect(effectivePermission("admin", "admin")).toBe("admin");
+    expect(effectivePermission("write", "release-manager")).toBe("write");
+    expect(effectivePermission("read", "auditor")).toBe("read");
+    expect(effectivePermission("bogus", "bogus")).toBe("none");
+  });
+
+  it("compares label names case-insensitively: only a fork's approval label decides anything", () => {
+    expect(sameLabel("Perf:Approved", APPROVAL_LABEL)).toBe(true);
+    const labeled = { ...fork, action: "labeled", label: "PERF:APPROVED" };
+    expect(approves(labeled)).toBe(true);
+    expect(decideAccess(labeled, "write").allowed).toBe(true);
+    expect(decidesNothing(labeled)).toBe(false);
+    expect(decidesNothing({ ...labeled, label: "bug" })).toBe(true);
+    expect(decidesNothing({ ...labeled, isFork: false })).toBe(true); // a branch of this repository needs no approval
+    expect(decidesNothing({ ...fork, action: "synchronize" })).toBe(false);
   });
 });

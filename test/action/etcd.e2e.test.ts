@@ -79,7 +79,7 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
     push.after = MERGED;
     const promoted = await h.run(h.inputs("promote", { artifact: release("v2") }), "push", push, { GITHUB_SHA: MERGED });
     const check = h.fake.checkRuns.filter((c) => c.head_sha === MERGED && c.name === "perf-gate / champion").at(-1)!;
-    console.log(`[etcd promote] ${check.output?.title}: ${check.output?.summary.split("\n").at(-1)}`);
+    console.log(`[etcd promote] ${check.output?.title}: ${check.output?.summary?.split("\n").at(-1)}`);
     expect(promoted.code, promoted.stdout).toBe(0);
     expect(check.output!.title).toBe(`champion is now ${MERGED.slice(0, 7)} (previous ${CHAMPION.slice(0, 7)} kept for rollback); A/A check passed`);
 

@@ -2,7 +2,7 @@
 // @octokit/webhooks-examples, a GitHub fake on loopback, and a real sshd + perf-host serving
 // the example service as champion.
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
 import type { GitHubFake } from "../support/github-fake";
@@ -30,7 +30,7 @@ function syncPull(p: Payload) {
 async function gate(payload: Payload, artifact: string, eventName = "pull_request") {
   syncPull(payload);
   const run = await h.run(inputs(artifact), eventName, payload);
-  console.log(`[gate] ${payload.action} ${payload.pull_request.head.sha.slice(0, 7)}: ${fake.checkRuns.at(-1)?.output?.title}`);
+  console.log(`[gate] ${payload.action} ${payload.pull_request.head.sha.slice(0, 7)}: ${fake.checkRuns.at(-1)?.output.title}`);
   return run;
 }
 
@@ -53,6 +53,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
+afterEach(() => h?.fake.assertContract());
+
 describe.skipIf(!asRoot)("the PR gate", () => {
   it("labels a slower challenger red, fails its check and posts a sticky comment; a second run updates it", async () => {
     const slow = host.release("slow", "slow");
@@ -63,17 +65,19 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(Number(run.outputs["estimate-ms"])).toBeGreaterThan(0.2);
     expect(Number(run.outputs["ci-low-ms"])).toBeGreaterThan(0);
     expect(run.outputs.pairs).toBe("6");
-    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("🔴 red — blocking");
+    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("### perf-gate: 🔴 red, blocking — challenger is ");
     expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds.challenger_sha).toBe(opened.pull_request.head.sha);
     expect(run.summary).toContain("perf-gate: 🔴 red");
 
     const check = lastCheck();
     expect(check).toMatchObject({ name: "perf-gate", head_sha: opened.pull_request.head.sha, status: "completed", conclusion: "failure" });
     expect(check.output!.title).toMatch(/^red, blocking: challenger is [\d.]+ ms slower at p90 \(95% CI/);
-    expect(check.output!.summary.length).toBeLessThanOrEqual(65_535);
+    expect(check.output.summary!.length).toBeLessThanOrEqual(65_535);
     expect(fake.labelsOn(PR)).toEqual(["perf:red"]);
     expect(fake.comments.get(PR)).toHaveLength(1);
-    expect(fake.comments.get(PR)![0]!.body).toMatch(/^<!-- perf-gate:sticky -->\n## perf-gate: 🔴 red/);
+    expect(fake.comments.get(PR)![0]!.body).toMatch(/^<!-- perf-gate:sticky -->\n### perf-gate: 🔴 red, blocking — challenger is [\d.]+ ms slower at p90/);
+    expect(check.details_url).toMatch(/^https:\/\/github.com\/Codertocat\/Hello-World\/actions\/runs\/\d+$/);
+    expect(check.output.summary).toContain(`challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` · [workflow run](${check.details_url})`);
 
     const again = await gate(real("synchronize"), slow);
     expect(again.outputs.verdict).toBe("red");
@@ -110,7 +114,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(lastCheck().output!.summary).toMatch(/comes from a fork.*write permission approves head [0-9a-f]{7}: add the perf:approved label/);
 
     // The label from a user without write permission does not approve.
-    fake.permissions.set("Codertocat", "read");
+    fake.setRole("Codertocat", "read");
     const labeled = fork(real("labeled"));
     labeled.label = { name: "perf:approved" };
     const refused = await gate(labeled, host.release("fast", "fork"), "pull_request_target");
@@ -118,14 +122,16 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(lastCheck().output!.summary).toMatch(/added by a user with read permission/);
     expect(acceptedLogins()).toBe(logins);
 
-    // A new push clears the approval label.
-    fake.issueLabels.get(PR)?.add("perf:approved");
-    await gate(fork(real("synchronize")), host.release("fast", "fork"), "pull_request_target");
-    expect(fake.labelsOn(PR)).not.toContain("perf:approved");
+    // A label for anything else decides nothing: no check, no host.
+    const checks = fake.checkRuns.length;
+    const other = fork(real("labeled"));
+    other.label = { name: "documentation" };
+    expect((await gate(other, host.release("fast", "fork"), "pull_request_target")).outputs.verdict).toBe("skipped");
+    expect(fake.checkRuns).toHaveLength(checks);
     expect(acceptedLogins()).toBe(logins);
 
     // From a writer, it does: the run reaches the host.
-    fake.permissions.set("Codertocat", "write");
+    fake.setRole("Codertocat", "write");
     const approved = await gate(labeled, host.release("fast", "fork"), "pull_request_target");
     expect(["grey", "green", "red"]).toContain(approved.outputs.verdict);
     expect(acceptedLogins()).toBeGreaterThan(logins);
@@ -155,7 +161,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
 
   it("reports an unreachable host as an infrastructure failure, not a verdict", async () => {
     const p = real("opened");
-    fake.issueLabels.set(PR, new Set(["perf:green"])); // a verdict about an earlier head
+    fake.setLabels(PR, ["perf:green"]); // a verdict about an earlier head
     syncPull(p);
     const run = await h.run({ ...inputs(host.release("fast", "x")), port: "1", "on-infrastructure-failure": "neutral" }, "pull_request", p);
     expect(run.code).toBe(0);

@@ -1,16 +1,32 @@
 // The shipped workflows and the repo's own (CI, release): actionlint, zizmor, SHA-pinned actions
-// with their version named, least-privilege permissions, the key kept away from the jobs that run
-// pull request code; the release built by the script the e2e test runs; shellcheck on the scripts.
+// with their version named (on node24 majors), least-privilege permissions, the key kept away from
+// the jobs that run pull request code; the release built by the script the e2e test runs;
+// shellcheck on the scripts; concurrency (evaluated by GitHub's own expression engine for real
+// webhook payloads); and the action's cancel path: the post step and the main step's signal
+// handler (the bundle under Node 24).
 import { execFile } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { examplePayload, GitHubHarness, REPOSITORY } from "../support/action-harness";
+import { GITHUB_ACTIONS } from "../support/github-fake";
 import { repoRoot } from "../support/loadgen";
+import { condition, type Contexts, render } from "../support/workflow-expressions";
 
 const exec = promisify(execFile);
+
+/** The pinned actions: their current node24 majors, each at its release tag's commit (checked against the actions' repositories). */
+const NODE24_PINS: Record<string, string> = {
+  "actions/checkout": "3d3c42e5aac5ba805825da76410c181273ba90b1 v7.0.1",
+  "actions/setup-go": "b7ad1dad31e06c5925ef5d2fc7ad053ef454303e v7.0.0",
+  "actions/upload-artifact": "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f v7.0.0",
+  "actions/download-artifact": "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c v8.0.1",
+  "actions/attest": "1e69f48acb82d1966a394da916b4c1698aa569d6 v4.2.2",
+  "actions/setup-node": "820762786026740c76f36085b0efc47a31fe5020 v7.0.0",
+};
 const tools = join(repoRoot, ".tools");
 const actionlint = join(tools, "actionlint");
 // zizmor from PyPI, in a venv of its own under the git-ignored .tools/.
@@ -22,8 +38,9 @@ const files = [
   ...readdirSync(join(repoRoot, ".github/workflows")).map((f) => join(".github/workflows", f)),
 ].filter((f) => f.endsWith(".yml"));
 
-type Job = { permissions?: unknown; needs?: string; uses?: string; steps?: { uses?: string; run?: string; with?: Record<string, string> }[] };
-type Workflow = { on: unknown; permissions?: unknown; jobs: Record<string, Job> };
+type Concurrency = { group: string; "cancel-in-progress": boolean };
+type Job = { permissions?: unknown; uses?: string; if?: string; needs?: string | string[]; concurrency?: Concurrency; steps?: { uses?: string; run?: string; with?: Record<string, string> }[] };
+type Workflow = { on: unknown; permissions?: unknown; concurrency?: Concurrency; jobs: Record<string, Job> };
 const load = (file: string) => parse(readFileSync(join(repoRoot, file), "utf8")) as Workflow;
 
 beforeAll(async () => {
@@ -75,6 +92,12 @@ describe("workflows", () => {
         expect(uses, `${file} job ${name}`).toMatch(/^[\w.-]+\/[\w.-]+(\/[\w./-]+)?@[0-9a-f]{40}$/);
       }
     }
+    // Runners dropped node20: each action on the major that runs on node24, at its tag's commit.
+    const text = readFileSync(join(repoRoot, file), "utf8");
+    for (const [, action, sha, version] of text.matchAll(/uses: ([\w.-]+\/[\w.-]+)@([0-9a-f]{40}) # (v[\d.]+)/g)) {
+      expect(NODE24_PINS[action!], `${file}: ${action} is not one of the pinned node24 actions`).toBeDefined();
+      expect(`${sha} ${version}`, `${file}: ${action}`).toBe(NODE24_PINS[action!]);
+    }
   });
 
   it.each(shipped)("%s: a job that holds the host key never checks out code, and one that checks out holds no secret", (file) => {
@@ -125,5 +148,133 @@ describe("shell scripts", () => {
     expect(scripts).toEqual(expect.arrayContaining([".ci/run", "benchmark-host/install.sh", "benchmark-host/release.sh"]));
     const r = await exec("shellcheck", scripts, { cwd: repoRoot }).catch((e) => e as { stdout: string; code: number });
     expect(r.stdout, r.stdout).toBe("");
+  });
+});
+
+type PrPayload = { action: string; number: number; pull_request: { number: number; head: { sha: string; repo: { full_name: string } | null } }; label?: { name: string }; repository: { full_name: string } };
+
+/** The github and vars contexts of a pull_request_target run, from a real webhook payload. */
+function prRun(action: string, o: { fork?: boolean; label?: string; runId: number }): Contexts {
+  const p = examplePayload<PrPayload>("pull_request", (e) => e.action === (action === "labeled" ? "labeled" : "opened"));
+  p.action = action;
+  if (o.fork) p.pull_request.head.repo = { ...p.pull_request.head.repo!, full_name: "forker/Hello-World" };
+  if (o.label) p.label = { ...p.label!, name: o.label };
+  return { github: { event: p, event_name: "pull_request_target", repository: p.repository.full_name, run_id: o.runId }, vars: { PERF_GATE_HOST: "bench-1.example.com" } };
+}
+
+describe("perf-gate.yml concurrency", () => {
+  const wf = load("workflows/perf-gate.yml");
+  let runId = 9000;
+  /** What GitHub does with a run of this event: its concurrency group, and which jobs can run. */
+  const plan = (action: string, o: { fork?: boolean; label?: string } = {}) => {
+    const ctx = prRun(action, { ...o, runId: runId++ });
+    const access = condition(wf.jobs.access!.if!, ctx);
+    return { group: render(wf.concurrency!.group, ctx), access };
+  };
+
+  it("cancels the running gate of a pull request for a new push or an approval only", () => {
+    expect(wf.concurrency!["cancel-in-progress"]).toBe(true);
+    const gate = "perf-gate-bench-1.example.com-pr-2";
+    for (const [action, o] of [["opened", {}], ["synchronize", {}], ["reopened", {}], ["synchronize", { fork: true }], ["labeled", { fork: true, label: "perf:approved" }], ["labeled", { fork: true, label: "Perf:Approved" }]] as const) {
+      expect(plan(action, o), `${action} ${JSON.stringify(o)}`).toEqual({ group: gate, access: true });
+    }
+  });
+
+  it("a label that decides nothing neither cancels a running gate nor starts a run that replaces it", () => {
+    const seen = new Set<string>();
+    for (const o of [{ label: "bug" }, { fork: true, label: "bug" }, { label: "perf:approved" }, { fork: true, label: "perf:red" }]) {
+      const p = plan("labeled", o);
+      expect(p.access, JSON.stringify(o)).toBe(false); // build needs access, gate needs build: nothing runs
+      expect(p.group).toMatch(/^perf-gate-bench-1\.example\.com-pr-2-label-\d+$/); // a group of its own
+      seen.add(p.group);
+    }
+    expect(seen.size).toBe(4);
+    // Nothing after the access job runs unless it said yes; none of them overrides that with always().
+    expect(wf.jobs.build!.if).toBe("needs.access.outputs.allowed == 'true'");
+    expect(condition(wf.jobs.build!.if!, { needs: { access: { outputs: { allowed: "" } } } })).toBe(false);
+    expect(wf.jobs.gate!.if).toBeUndefined();
+    expect(wf.jobs.gate!.needs).toBe("build");
+  });
+
+  it("a /perf rerun queues in the same group as the gate of its pull request", () => {
+    const rerun = load("workflows/perf-rerun.yml").jobs.gate!.concurrency!;
+    const p = examplePayload<{ issue: { number: number } }>("issue_comment");
+    p.issue.number = 2;
+    const ctx = { github: { event: p, event_name: "issue_comment" }, vars: { PERF_GATE_HOST: "bench-1.example.com" } };
+    expect(render(rerun.group, ctx)).toBe(plan("synchronize").group);
+    expect(rerun["cancel-in-progress"]).toBe(false);
+  });
+});
+
+describe("a cancelled gate completes its check as cancelled", () => {
+  const HEAD = "d".repeat(40);
+  let h: GitHubHarness;
+  // Host inputs the mode validates but never reaches: the test cancels it first.
+  const unusedHost = { host: "127.0.0.1", "ssh-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nunused\n-----END OPENSSH PRIVATE KEY-----", "known-hosts": "127.0.0.1 ssh-ed25519 AAAAunused" };
+
+  beforeAll(async () => {
+    h = await GitHubHarness.start();
+  });
+  afterAll(async () => {
+    await h?.stop();
+  });
+  afterEach(() => h.fake.assertContract());
+
+  it("action.yml runs dist/post.js when the job is cancelled", () => {
+    const action = parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { runs: Record<string, string> };
+    expect(action.runs).toMatchObject({ using: "node24", main: "dist/index.js", post: "dist/post.js", "post-if": "cancelled()" });
+  });
+
+  /** Starts a gate that blocks on reading its config (after opening its check), and signals it there. */
+  async function cancelledGate(signal: NodeJS.Signals) {
+    const payload = examplePayload<PrPayload>("pull_request", (e) => e.action === "opened");
+    payload.pull_request.head.sha = HEAD;
+    const release = h.fake.hold((op) => op === "repos/get-content");
+    try {
+      return await h.run(h.inputs("gate", { ...unusedHost, artifact: "release.tar.gz" }), "pull_request_target", payload, {}, {
+        started: (child) => {
+          const poll = setInterval(() => {
+            if (h.fake.requests.at(-1)?.operation === "repos/get-content") {
+              clearInterval(poll);
+              child.kill(signal);
+            }
+          }, 50);
+          child.once("exit", () => clearInterval(poll));
+        },
+      });
+    } finally {
+      release();
+    }
+  }
+
+  const post = (state: Record<string, string>) =>
+    h.run(h.inputs("gate"), "pull_request_target", {}, Object.fromEntries(Object.entries(state).map(([k, v]) => [`STATE_${k}`, v])), { script: "post" });
+
+  it("on SIGTERM (the runner cancelling the step) the step completes it itself, and the post step finds nothing left", async () => {
+    const run = await cancelledGate("SIGTERM");
+    const check = h.fake.checkRuns.filter((c) => c.head_sha === HEAD).at(-1)!;
+    expect(run.code, run.stdout).toBe(1);
+    expect(run.stdout).toContain("::warning::perf-gate: SIGTERM: the step is being cancelled");
+    expect(check).toMatchObject({ status: "completed", conclusion: "cancelled", app: GITHUB_ACTIONS, output: { title: "perf-gate: cancelled before a verdict" } });
+    expect(check.output.summary).toContain(`[The workflow run](https://github.com/${REPOSITORY}/actions/runs/`);
+    expect(run.state["perf-gate-open-checks"]).toBe("[]");
+    const updates = h.fake.requests.filter((r) => r.operation === "checks/update").length;
+    const after = await post(run.state);
+    expect(after.stdout).toContain("perf-gate: the main step left no check open");
+    expect(h.fake.requests.filter((r) => r.operation === "checks/update")).toHaveLength(updates);
+  });
+
+  it("when the step was killed outright, the post step completes the check it saved as its state", async () => {
+    const run = await cancelledGate("SIGKILL");
+    expect(run.signal).toBe("SIGKILL");
+    const check = h.fake.checkRuns.filter((c) => c.head_sha === HEAD).at(-1)!;
+    expect(check.status).toBe("in_progress");
+    expect(run.state["perf-gate-open-checks"]).toBe(`[${check.id}]`);
+    const after = await post(run.state);
+    expect(after.code, after.stdout).toBe(0);
+    expect(after.stdout).toContain(`perf-gate: check ${check.id} completed as cancelled`);
+    expect(check).toMatchObject({ status: "completed", conclusion: "cancelled", output: { title: "perf-gate: cancelled before a verdict" } });
+    // A check that finished meanwhile keeps its verdict.
+    expect((await post(run.state)).stdout).toContain(`perf-gate: check ${check.id} was already complete`);
   });
 });

@@ -114,7 +114,7 @@ describe("verdict on real load generator output", () => {
     expect(h.pairs + h.droppedPairs.length).toBe(6);
     expect(h.pairs).toBeGreaterThanOrEqual(3);
     expect(h.flags.map((f) => f.code)).not.toContain("short_of_budget");
-    expect(markdownReport(a)).toContain("🔴 red — blocking");
+    expect(markdownReport(a)).toContain("### perf-gate: 🔴 red, blocking — challenger is ");
   });
 
   it("the same build on both arms is not red", async (ctx) => {

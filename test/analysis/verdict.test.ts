@@ -131,6 +131,17 @@ describe("reruns", () => {
     const two = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "bbbbbbb" } });
     expect(() => analyze([one, two])).toThrow(/different builds.*aaaaaaa.*bbbbbbb/);
   });
+
+  it("refuse to pool an A/A run with an A/B run, and say which builds were compared", () => {
+    const ab = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } }, "ab.json");
+    const aa = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "aa", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } }, "aa.json");
+    expect(() => analyze([ab, aa])).toThrow(/different builds \(kind: ab \(ab\.json\), aa \(aa\.json\)\)/);
+    expect(analyze([ab])).toMatchObject({
+      builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" },
+      targets: { champion: "http://127.0.0.1:8001", challenger: "http://127.0.0.1:8002" },
+    });
+    expect(analyze([named({ pairs: pairsFromDiffs([1, 2]) })]).builds).toBeNull();
+  });
 });
 
 describe("flags", () => {

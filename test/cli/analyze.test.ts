@@ -43,7 +43,7 @@ describe("perf-gate analyze", () => {
     expect(out).toMatchObject({ verdict: "red", grey_kind: null, blocking: true, pairs: 10, seed: 1 });
     for (const key of ["estimate_ms", "ci_ms", "method", "sign_test_p", "wilcoxon_p"]) expect(out).toHaveProperty(key);
     expect(out.method).toMatch(/Student t/);
-    expect(readFileSync(md, "utf8")).toContain("🔴 red — blocking");
+    expect(readFileSync(md, "utf8")).toContain("### perf-gate: 🔴 red, blocking — challenger is ");
     expect(readFileSync(svg, "utf8")).toMatch(/^<svg/);
   });
 

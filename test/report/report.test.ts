@@ -1,15 +1,25 @@
 import { describe, expect, it } from "vitest";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
-import { mermaidChart, svgChart } from "../../src/report/chart";
+import { armsOf } from "../../src/report/arms";
+import { textChart, svgChart } from "../../src/report/chart";
 import { gateOutcome } from "../../src/report/gate-outcome";
 import { ms, signedMs } from "../../src/report/format";
 import { GITHUB_SUMMARY_LIMIT, markdownReport } from "../../src/report/markdown";
 import { quartet } from "../../src/report/quartet";
+import { chartScale, niceTicks } from "../../src/report/scale";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
 import ref from "../analysis/reference-values.json";
 
+const CHAMPION = "89bd5b9a70b8d6bf7ac4784b9030a3291bb3cb6a";
+const CHALLENGER = "02711bd6a8e918b1c6903a5122de830e56b86ecc";
 const karan = () =>
-  analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }) }], { ...defaultSettings, floorMs: 0.07 });
+  analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), builds: { kind: "ab", champion_sha: CHAMPION, challenger_sha: CHALLENGER } }) }], { ...defaultSettings, floorMs: 0.07 });
+
+/** An A/A run as the host records it: the champion on both ports. */
+function aaRun(d: number[]) {
+  const result = makeResult({ pairs: pairsFromDiffs(d), builds: { kind: "aa", champion_sha: CHAMPION, challenger_sha: CHAMPION } });
+  return analyze([{ name: "aa.json", result }], { ...defaultSettings, floorMs: 0.09 });
+}
 
 describe("ms", () => {
   it("keeps sub-millisecond digits, and never signs what rounds to nothing", () => {
@@ -36,15 +46,45 @@ describe("quartet", () => {
 });
 
 describe("markdown report", () => {
-  it("has the headline, the champion | challenger | delta table, the tests, the chart and the per-slice table", () => {
+  const RUN = "https://github.com/Codertocat/Hello-World/actions/runs/42";
+
+  it("says the verdict and its quartet first, then what was compared with links, and the summary once", () => {
+    const a = karan();
+    const md = markdownReport(a, { runUrl: RUN });
+    const lines = md.split("\n");
+    expect(lines[0]).toBe(`### perf-gate: 🟢 green — ${quartet(a.headline, 99)}`);
+    expect(lines[2]).toBe(`challenger \`02711bd\` vs champion \`89bd5b9\` · [workflow run](${RUN}) · [report and results](${RUN}#artifacts)`);
+    expect(lines[4]).toBe("The challenger is faster: a candidate champion.");
+    expect(md.split(quartet(a.headline, 99)).length - 1).toBe(1);
+    expect(md.split("The challenger is faster").length - 1).toBe(1);
+    expect(markdownReport(a)).toContain("challenger `02711bd` vs champion `89bd5b9`\n"); // no links without a run
+  });
+
+  it("keeps the table and the chart in view and folds the statistics, numbering pairs from 1 as the chart does", () => {
     const md = markdownReport(karan());
-    expect(md).toContain("## perf-gate: 🟢 green");
     expect(md).toContain("| metric | champion | challenger | delta | 95% CI of delta |");
     expect(md).toMatch(/\| \*\*p99 \(SLO\)\*\* \| 10\.0 ms \| 9\.07 ms \| \*\*-0\.93 ms\*\*/);
-    expect(md).toMatch(/sign test 0\+\/10−, p = 0\.002/);
-    expect(md).toContain("```mermaid\nxychart-beta");
-    expect(md).toContain("<details><summary>Per-slice p99 of 10 pairs</summary>");
-    expect(md).toContain("candidate champion");
+    expect(md).not.toContain("mermaid");
+    const details = md.slice(md.indexOf("<details><summary>Statistics"), md.indexOf("</details>"));
+    expect(details).toMatch(/sign test 0\+\/10−, p = 0\.002/);
+    expect(md.indexOf("sign test")).toBeGreaterThan(md.indexOf("<details><summary>Statistics"));
+    const tableRows = [...details.matchAll(/^\| (\d+) \| [\d.]+ ms \|/gm)].map((m) => Number(m[1]));
+    expect(tableRows).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const chartRows = [...md.matchAll(/^ +(\d+) +[+-][\d.]+ /gm)].map((m) => Number(m[1]));
+    expect(chartRows).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it("an A/A report says it is one, names the ports, never champion | challenger, and shows the floor it measured", () => {
+    const a = aaRun(ref.datasets.null_noise.d);
+    const md = markdownReport(a);
+    const [lo, hi] = a.headline.ciMs;
+    const floor = ms((hi - lo) / 2);
+    expect(md.split("\n")[0]).toMatch(new RegExp(`^### perf-gate A/A: ⚪ no detectable difference between the ports at p99: estimate -0\\.\\d+ ms \\(95% CI \\[.*\\] ms; floor ±${floor.replace(".", "\\.")} ms; n=\\d+ pairs\\)$`));
+    expect(md).toContain("A/A run: champion `89bd5b9` on both ports (port :8001 and port :8002)");
+    expect(md).toContain(`**default@1000 ±${floor} ms (the host's floor before: ±0.09 ms)**`);
+    expect(md).toContain("| metric | port :8001 | port :8002 | delta |");
+    expect(md).toContain("port :8002 − port :8001 at p99");
+    expect(md).not.toMatch(/champion \| challenger|challenger − champion|Blocks the merge|candidate champion|block threshold/);
   });
 
   it("warns of a biased host on every verdict, and the check title says so", () => {
@@ -57,7 +97,7 @@ describe("markdown report", () => {
     expect(markdownReport(karan())).not.toContain("Biased host");
   });
 
-  it("stays within GitHub's 65,535 characters however many pairs", () => {
+  it("stays within GitHub's 65,535 characters however many pairs, each comparison with its own quartet", () => {
     const many = Array.from({ length: 3000 }, (_, i) => Math.sin(i) * 0.5);
     const a = analyze(
       [500, 1000, 1500].map((rate) => ({ name: `r${rate}.json`, result: makeResult({ pairs: pairsFromDiffs(many), rate }) })),
@@ -66,23 +106,92 @@ describe("markdown report", () => {
     const md = markdownReport(a);
     expect(md.length).toBeLessThanOrEqual(GITHUB_SUMMARY_LIMIT);
     expect(md).toContain("more pairs in the JSON result");
-    expect(md.split("```mermaid").length - 1).toBe(3);
-    expect(md).toContain('x-axis "pairs (×50)"');
+    expect(md.split("```text").length - 1).toBe(3);
+    expect(md).toContain("mean of each 50 pairs");
+    expect(md).toMatch(/^ *2951-3000 +[+-]/m);
+    for (const c of a.comparisons) expect(md).toContain(`\n${quartet(c, 99)}\n`);
+  });
+});
+
+describe("axis ticks", () => {
+  const round = (step: number) => {
+    const m = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
+    return [1, 2, 5].some((k) => Math.abs(m - k) < 1e-9);
+  };
+
+  it("are multiples of a 1-2-5 step, cover the range, and include 0", () => {
+    for (const [lo, hi] of [[-0.13, 0.41], [14.4, 32.3], [-0.002, 0.0007], [-3, -1], [0, 0], [-250, 1300], [0.0449, 0.0451]] as const) {
+      const { ticks, step } = niceTicks(Math.min(lo, 0), Math.max(hi, 0));
+      expect(round(step), `${lo}..${hi}: step ${step}`).toBe(true);
+      expect(ticks, `${lo}..${hi}`).toContain(0);
+      expect(ticks[0]!).toBeLessThanOrEqual(Math.min(lo, 0));
+      expect(ticks.at(-1)!).toBeGreaterThanOrEqual(Math.max(hi, 0));
+      for (const t of ticks) expect(Math.abs(t / step - Math.round(t / step)), `${t} on a ${step} grid`).toBeLessThan(1e-9);
+      expect(ticks.length).toBeLessThanOrEqual(12);
+    }
+    // The issue's odd ticks (32.3 / 23.3 / 14.4): now 0, 10, 20, 30, 40.
+    expect(niceTicks(0, 32.3).ticks).toEqual([0, 10, 20, 30, 40]);
+  });
+
+  it("take in the floor both ways and the threshold when it is near, and say when it is not", () => {
+    const near = chartScale([0.5, 0.7], { ciMs: [0.55, 0.75], floorMs: 0.1, thresholdMs: 0.2 });
+    expect([near.threshold, near.floor]).toEqual([0.2, 0.1]);
+    expect(near.min).toBeLessThanOrEqual(-0.1);
+    const far = chartScale([0.01, -0.02], { ciMs: [-0.03, 0.02], floorMs: null, thresholdMs: 2 });
+    expect(far.threshold).toBeNull();
+    expect(far.max).toBeLessThan(0.1);
   });
 });
 
 describe("charts", () => {
-  it("Mermaid xychart: one bar per pair and the interval as lines", () => {
-    const chart = mermaidChart(karan().headline, 99);
-    expect(chart).toMatch(/x-axis "pair" \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\]/);
-    expect(chart.match(/^ {2}bar \[/gm)).toHaveLength(1);
-    expect(chart.match(/^ {2}line \[/gm)).toHaveLength(3);
+  const mixed = () => analyze([{ name: "r", result: makeResult({ pairs: pairsFromDiffs([0.4, -0.3, 0.25, 0.5, -0.1, 0.35]) }) }], { ...defaultSettings, sloBudgetMs: 20, floorMs: 0.12 });
+
+  it("text: a negative difference is drawn left of 0, a positive one right of it, with the lines labelled", () => {
+    const chart = textChart(mixed().headline, 99);
+    const lines = chart.split("\n");
+    expect(lines[0]).toBe("```text");
+    expect(lines[1]).toBe("default @ 1000 req/s: challenger − champion at p99, per pair (ms)");
+    const zeroAt = (l: string) => l.indexOf("│") >= 0 ? l.indexOf("│") : l.indexOf("┼");
+    const axis = lines.find((l) => l.startsWith("pair"))!;
+    const row = (n: number) => lines.find((l) => new RegExp(`^ +${n} `).test(l))!;
+    const zero = zeroAt(axis);
+    expect(zeroAt(row(2))).toBe(zero);
+    expect(row(2).lastIndexOf("█")).toBeLessThan(zero); // -0.30: left of 0
+    expect(row(2).indexOf("█", zero)).toBe(-1);
+    expect(row(1).indexOf("█")).toBeGreaterThan(zero); // +0.40: right of 0
+    expect(chart).toContain("├─●─┤ mean +0.18 ms, 95% CI [");
+    expect(chart).toContain("┆ A/A floor ±0.12 ms");
+    expect(chart).toContain("┃ block threshold +0.20 ms");
   });
 
-  it("SVG: a bar per pair, the band, well-formed tags", () => {
-    const svg = svgChart(karan().headline, 99);
+  it("SVG: a negative difference is drawn below 0, on round ticks that include 0, with the band, floor and threshold labelled", () => {
+    const svg = svgChart(mixed().headline, 99);
     expect(svg.startsWith("<svg xmlns=\"http://www.w3.org/2000/svg\"")).toBe(true);
-    expect(svg.match(/<rect /g)).toHaveLength(12); // background, band, 10 bars
     expect(svg.match(/<[a-z]+[ >]/g)!.length - svg.match(/\/>/g)!.length).toBe(svg.match(/<\/[a-z]+>/g)!.length);
+    const ticks = [...svg.matchAll(/<text x="\d+(?:\.\d)?" y="([\d.]+)" text-anchor="end">([^<]+)<\/text>/g)].map((m) => ({ y: Number(m[1]) - 4, label: m[2]! }));
+    expect(ticks.map((t) => t.label)).toContain("0");
+    const values = ticks.map((t) => Number(t.label));
+    const step = values[1]! - values[0]!;
+    for (const v of values) expect(Math.abs(v / step - Math.round(v / step))).toBeLessThan(1e-6);
+    const y0 = ticks.find((t) => t.label === "0")!.y;
+    const bar = (n: number) => {
+      const m = new RegExp(`<rect x="[\\d.]+" y="([\\d.]+)" width="[\\d.]+" height="([\\d.]+)" fill="[^"]+"><title>pair ${n}: ([^<]+)</title>`).exec(svg)!;
+      return { top: Number(m[1]), bottom: Number(m[1]) + Number(m[2]), value: m[3] };
+    };
+    expect(bar(2)).toMatchObject({ value: "-0.30 ms" });
+    expect(bar(2).top).toBeCloseTo(y0, 0); // hangs from 0 downwards
+    expect(bar(2).bottom).toBeGreaterThan(y0 + 10);
+    expect(bar(1).bottom).toBeCloseTo(y0, 0); // stands on 0
+    expect(bar(1).top).toBeLessThan(y0 - 10);
+    for (const label of ["block threshold +0.20 ms", "A/A floor +0.12 ms", "A/A floor −0.12 ms", "mean +0.18 ms"]) expect(svg).toContain(`>${label}</text>`);
+    expect(svg).toMatch(/<rect x="\d+" y="[\d.]+" width="\d+" height="[\d.]+" fill="#[0-9a-f]{6}" fill-opacity="0.14"\/>/); // the interval band
+  });
+
+  it("an A/A chart names the ports and leaves the block threshold out", () => {
+    const a = aaRun([0.02, -0.03, 0.01, -0.02, 0.03, -0.01]);
+    const arms = armsOf(a);
+    expect(textChart(a.headline, 99, arms)).toContain("port :8002 − port :8001 at p99");
+    expect(textChart(a.headline, 99, arms)).not.toContain("threshold");
+    expect(svgChart(a.headline, 99, arms)).not.toContain("threshold");
   });
 });

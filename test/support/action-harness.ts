@@ -6,9 +6,9 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { type ActionRun, runAction } from "./action-runner";
+import { type ActionRun, type RunOptions, runAction } from "./action-runner";
 import { TestHost } from "./bench-host";
-import { GitHubFake } from "./github-fake";
+import { DEFAULT_TOKEN, GitHubFake } from "./github-fake";
 
 // The SLO is at p90: 200 req/s in 1 s slices records ~160 requests per slice, enough for p90
 // (100) but not for a stable p99 (1,000), and the tests keep their runs short.
@@ -36,17 +36,53 @@ export function examplePayload<T>(event: string, pick: (p: T) => boolean = () =>
   return structuredClone(list.find(pick)!);
 }
 
-export class ActionHarness {
+/** The action's bundle against the GitHub fake, for the modes that never touch the host. */
+export class GitHubHarness {
   private runCounter = 1000;
 
-  private constructor(
+  protected constructor(
     readonly fake: GitHubFake,
     readonly api: string,
-    readonly host: TestHost,
   ) {}
 
+  static async start(): Promise<GitHubHarness> {
+    const fake = new GitHubFake();
+    return new GitHubHarness(fake, await fake.start());
+  }
+
+  async stop(): Promise<void> {
+    await this.fake.stop();
+  }
+
+  /** The action's inputs without the host's. */
+  inputs(mode: string, extra: Record<string, string> = {}): Record<string, string> {
+    return { "github-token": DEFAULT_TOKEN, config: ".github/perf-gate.yml", mode, "on-infrastructure-failure": "fail", "busy-timeout-minutes": "5", ...extra };
+  }
+
+  /** Runs dist/index.js (or the post step) for one event. */
+  run(inputs: Record<string, string>, eventName: string, payload: unknown, env: Record<string, string> = {}, o: RunOptions = {}): Promise<ActionRun> {
+    return runAction(inputs, {
+      GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: this.api, GITHUB_REPOSITORY: REPOSITORY,
+      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", GITHUB_SHA: "e".repeat(40), ...env,
+    }, payload, o);
+  }
+
+  lastCheck() {
+    return this.fake.checkRuns.at(-1)!;
+  }
+}
+
+export class ActionHarness extends GitHubHarness {
+  private constructor(
+    fake: GitHubFake,
+    api: string,
+    readonly host: TestHost,
+  ) {
+    super(fake, api);
+  }
+
   /** Starts the fake and the host, and makes `championSha` the champion: the fast build ("v1"), or the release and service given. */
-  static async start(championSha: string, champion?: { release: string; service: object }): Promise<ActionHarness> {
+  static override async start(championSha = "0".repeat(40), champion?: { release: string; service: object }): Promise<ActionHarness> {
     const fake = new GitHubFake();
     const api = await fake.start();
     const h = new ActionHarness(fake, api, await TestHost.start());
@@ -64,38 +100,23 @@ export class ActionHarness {
     }
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.host.stop();
-    await this.fake.stop();
+    await super.stop();
   }
 
-  /** The action's inputs for this host; `mode: command` gets none of the host's. */
-  inputs(mode: string, extra: Record<string, string> = {}): Record<string, string> {
+  /** The action's inputs for this host; `mode: command` and `mode: access` get none of the host's. */
+  override inputs(mode: string, extra: Record<string, string> = {}): Record<string, string> {
     const i = this.host.info;
-    const hostInputs: Record<string, string> = mode === "command" ? {} : {
+    const hostInputs: Record<string, string> = mode === "command" || mode === "access" ? {} : {
       host: "127.0.0.1", port: String(i.ssh_port), user: i.user, "ssh-key": readFileSync(i.key, "utf8"), "known-hosts": i.known_hosts_line,
     };
-    return {
-      ...hostInputs, "github-token": "ghs_test", config: ".github/perf-gate.yml", mode,
-      "on-infrastructure-failure": "fail", "busy-timeout-minutes": "5", ...extra,
-    };
-  }
-
-  /** Runs dist/index.js for one event. */
-  run(inputs: Record<string, string>, eventName: string, payload: unknown, env: Record<string, string> = {}): Promise<ActionRun> {
-    return runAction(inputs, {
-      GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: this.api, GITHUB_REPOSITORY: REPOSITORY,
-      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", GITHUB_SHA: "e".repeat(40), ...env,
-    }, payload);
+    return super.inputs(mode, { ...hostInputs, ...extra });
   }
 
   /** SSH logins the host's sshd accepted so far: a refused command must not add one. */
   acceptedLogins(): number {
     return (readFileSync(join(this.host.info.dir, "sshd.log"), "utf8").match(/Accepted publickey/g) ?? []).length;
-  }
-
-  lastCheck() {
-    return this.fake.checkRuns.at(-1)!;
   }
 
   /** What the champion port serves: "fast v1", or "down" when nothing answers. */

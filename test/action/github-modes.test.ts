@@ -1,0 +1,164 @@
+// The modes that never touch the host, end to end: dist/index.js under Node 24 with real webhook
+// payloads, against the contract-checked GitHub fake. mode access decides before any build
+// whether a pull request's head may be built and measured; mode command takes /perf comments.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { examplePayload, GitHubHarness, REPOSITORY } from "../support/action-harness";
+import { ACTIONS_BOT, type App, botOf, GITHUB_ACTIONS, userNamed } from "../support/github-fake";
+
+type PrPayload = {
+  action: string;
+  pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } };
+  label?: { name: string };
+  sender: { login: string };
+};
+type CommentPayload = { action: string; issue: { number: number; pull_request?: object }; comment: { id: number; body: string; created_at: string; user: { login: string; type: string } } };
+
+const MARKER = "<!-- perf-gate:sticky -->";
+const BASE = "b".repeat(40);
+let h: GitHubHarness;
+let pr = 100;
+
+beforeAll(async () => {
+  h = await GitHubHarness.start();
+  h.fake.setRole("Codertocat", "write");
+  h.fake.setRole("maintainer", "maintain");
+  h.fake.setRole("triager", "triage");
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+afterEach(() => h.fake.assertContract());
+
+function prEvent(action: string, head: string, o: { fork?: boolean; label?: string; sender?: string } = {}): PrPayload {
+  const p = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === (action === "labeled" ? "labeled" : "opened"));
+  p.action = action;
+  p.pull_request.number = pr;
+  p.pull_request.head.sha = head;
+  p.pull_request.base.sha = BASE;
+  if (o.fork) p.pull_request.head.repo = { ...p.pull_request.head.repo, full_name: "forker/Hello-World", fork: true };
+  if (o.label) p.label = { name: o.label };
+  if (o.sender) p.sender = { ...p.sender, login: o.sender };
+  return p;
+}
+
+const access = (p: PrPayload) => h.run(h.inputs("access"), "pull_request_target", p);
+const checksOn = (sha: string) => h.fake.checkRuns.filter((c) => c.head_sha === sha);
+
+describe("mode access, before the build", () => {
+  it("lets a branch of this repository be built, and says nothing on GitHub", async () => {
+    pr++;
+    const before = h.fake.requests.length;
+    const run = await access(prEvent("opened", "a1".repeat(20)));
+    expect(run.code, run.stdout).toBe(0);
+    expect(run.outputs.allowed).toBe("true");
+    expect(h.fake.requests.length).toBe(before);
+  });
+
+  it("holds a fork's head until a writer approves it, and clears an approval that approves nothing", async () => {
+    pr++;
+    const head = "f1".repeat(20);
+    h.fake.addLabel(pr, "perf:approved"); // left from an earlier head
+    const opened = await access(prEvent("synchronize", head, { fork: true }));
+    expect(opened.outputs).toMatchObject({ allowed: "false", verdict: "skipped" });
+    expect(h.fake.labelsOn(pr)).toEqual([]);
+    const [check] = checksOn(head);
+    expect(check).toMatchObject({ conclusion: "neutral", app: GITHUB_ACTIONS, output: { title: "perf-gate: waiting for approval" } });
+    expect(check!.details_url).toMatch(new RegExp(`^https://github.com/${REPOSITORY}/actions/runs/\\d+$`));
+    expect(check!.output.summary).toMatch(/comes from a fork.*until a user with write permission approves head f1f1f1f: add the perf:approved label/);
+
+    // A triager can add labels but cannot approve: the label goes again.
+    h.fake.addLabel(pr, "perf:approved");
+    const byTriager = await access(prEvent("labeled", head, { fork: true, label: "perf:approved", sender: "triager" }));
+    expect(byTriager.outputs.allowed).toBe("false");
+    expect(checksOn(head).at(-1)!.output.summary).toContain("perf:approved was added by a user with triage permission; write or higher is needed");
+    expect(h.fake.labelsOn(pr)).toEqual([]);
+
+    // A maintainer (GitHub's permission field says "write"), with the label spelt otherwise.
+    h.fake.addLabel(pr, "Perf:Approved");
+    const checks = h.fake.checkRuns.length;
+    const approved = await access(prEvent("labeled", head, { fork: true, label: "Perf:Approved", sender: "maintainer" }));
+    expect(approved.outputs.allowed, approved.stdout).toBe("true");
+    expect(approved.stdout).toContain("access: a user with maintain permission approved f1f1f1f with perf:approved");
+    expect(h.fake.labelsOn(pr)).toEqual(["perf:approved"]); // the label keeps its first spelling: GitHub's names ignore case
+    expect(h.fake.checkRuns).toHaveLength(checks);
+  });
+
+  it("does nothing for a label that decides nothing", async () => {
+    pr++;
+    h.fake.addLabel(pr, "perf:approved");
+    const before = h.fake.requests.length;
+    for (const p of [prEvent("labeled", "f2".repeat(20), { fork: true, label: "documentation" }), prEvent("labeled", "a2".repeat(20), { label: "perf:approved" })]) {
+      const run = await access(p);
+      expect(run.code, run.stdout).toBe(0);
+      expect(run.outputs.allowed).toBe("false");
+      expect(run.stdout).toMatch(/label decides nothing about/);
+    }
+    expect(h.fake.requests.length).toBe(before);
+    expect(h.fake.labelsOn(pr)).toEqual(["perf:approved"]);
+  });
+});
+
+describe("mode command", () => {
+  const HEAD = "c1".repeat(20);
+  const IMPOSTOR: App = { id: 4242, slug: "perf-gate-lookalike", name: "perf-gate lookalike" };
+
+  function comment(body: string, login: string): CommentPayload {
+    const held = h.fake.addComment(pr, body, userNamed(login));
+    const p = examplePayload<CommentPayload>("issue_comment", (e) => e.action === "created");
+    p.issue.number = pr;
+    p.issue.pull_request = { url: `https://api.github.com/repos/${REPOSITORY}/pulls/${pr}` };
+    p.comment = { ...p.comment, id: held.id, body, created_at: "2026-11-21T10:00:00Z", user: { ...p.comment.user, login, type: "User" } };
+    return p;
+  }
+  const command = (p: CommentPayload) => h.run(h.inputs("command"), "issue_comment", p);
+  const ours = () => (h.fake.comments.get(pr) ?? []).filter((c) => c.user.login === ACTIONS_BOT.login);
+
+  it("lets a real maintainer override this app's failed check, whatever another app's check of the same name says", async () => {
+    pr++;
+    h.fake.pulls.set(pr, { headSha: HEAD, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
+    const output = (title: string) => ({ title, summary: `## perf-gate: ${title}` });
+    const mine = h.fake.addCheckRun({ name: "perf-gate", head_sha: HEAD, status: "completed", conclusion: "failure", output: output("red, blocking"), app: GITHUB_ACTIONS });
+    const theirs = h.fake.addCheckRun({ name: "perf-gate", head_sha: HEAD, status: "completed", conclusion: "success", output: output("green"), app: IMPOSTOR });
+    h.fake.addComment(pr, `${MARKER}\n## perf-gate: 🔴 red — blocking`, ACTIONS_BOT);
+    h.fake.addComment(pr, `${MARKER}\n## perf-gate: 🟢 green`, botOf(IMPOSTOR, 77));
+
+    const run = await command(comment("/perf override the slowdown buys correct rounding", "maintainer"));
+    expect(run.code, run.stdout).toBe(0);
+    expect(run.outputs.command).toBe("override");
+    expect(mine).toMatchObject({ conclusion: "success", output: { title: "overridden by @maintainer: the slowdown buys correct rounding" } });
+    expect(theirs).toMatchObject({ conclusion: "success", output: { title: "green" } });
+    expect(ours()[0]!.body).toMatch(new RegExp(`^${MARKER}\\n> \\*\\*Overridden\\*\\* by @maintainer on .* UTC: the slowdown buys correct rounding\\n\\n## perf-gate: 🔴 red`));
+    expect((h.fake.comments.get(pr) ?? []).find((c) => c.user.app?.id === IMPOSTOR.id)!.body).toBe(`${MARKER}\n## perf-gate: 🟢 green`);
+    const updated = (id: number) => h.fake.requests.filter((r) => r.operation === "checks/update" && r.path === `/repos/${REPOSITORY}/check-runs/${id}`);
+    expect([updated(mine.id).length, updated(theirs.id).length]).toEqual([1, 0]);
+  });
+
+  it("never echoes an HTML comment into a reply, so no reply can pass for the sticky comment", async () => {
+    pr++;
+    h.fake.pulls.set(pr, { headSha: HEAD, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
+    h.fake.addCheckRun({ name: "perf-gate", head_sha: HEAD, status: "completed", conclusion: "failure", output: { title: "red, blocking", summary: "measured" }, app: GITHUB_ACTIONS });
+    await command(comment(`/perf rerun ${MARKER}`, "Codertocat"));
+    await command(comment(`/perf ${MARKER}`, "Codertocat"));
+    await command(comment(`/perf override ${MARKER} and <b>bold</b>`, "maintainer"));
+    const bodies = ours().map((c) => c.body);
+    expect(bodies).toHaveLength(3);
+    for (const b of bodies) {
+      expect(b).not.toContain("<!--");
+      expect(b.startsWith("@")).toBe(true);
+    }
+    expect(bodies[2]).toContain("is overridden: &lt;!-- perf-gate:sticky --&gt; and &lt;b&gt;bold&lt;/b&gt;");
+  });
+
+  it("refuses a triager's rerun by the role GitHub names, and a writer's override", async () => {
+    pr++;
+    h.fake.pulls.set(pr, { headSha: HEAD, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
+    await command(comment("/perf rerun", "triager"));
+    await command(comment("/perf override fine", "Codertocat"));
+    expect(ours().map((c) => c.body)).toEqual([
+      "@triager `/perf rerun` refused: @triager has triage permission on this repository; `/perf rerun` needs write or higher.",
+      "@Codertocat `/perf override` refused: @Codertocat has write permission on this repository; `/perf override` needs maintain or higher.",
+    ]);
+  });
+});
