@@ -64310,25 +64310,35 @@ function atLeast(p, needed) {
   return rank[p] >= rank[needed];
 }
 var APPROVAL_LABEL = "perf:approved";
+var WAITING_TITLE = "perf-gate: waiting for approval";
 function approves(e) {
   return e.isFork && e.action === "labeled" && e.label !== null && sameLabel(e.label, APPROVAL_LABEL);
 }
 function decidesNothing(e) {
   return e.action === "labeled" && !approves(e);
 }
-function decideAccess(e, senderPermission) {
+function decideAccess(e, approver) {
   if (!e.isFork) return { allowed: true, reason: "the pull request's branch is in this repository" };
   const sha2 = e.headSha.slice(0, 7);
-  if (approves(e)) {
-    if (senderPermission && atLeast(senderPermission, "write")) {
-      return { allowed: true, reason: `a user with ${senderPermission} permission approved ${sha2} with ${APPROVAL_LABEL}` };
+  if (approves(e) && approver) {
+    const { permission, headNow } = approver;
+    if (!atLeast(permission, "write")) {
+      return refused(`${APPROVAL_LABEL} was added by a user with ${permission} permission; write or higher is needed to approve a fork's code for the benchmark host`);
     }
-    return { allowed: false, reason: `${APPROVAL_LABEL} was added by a user with ${senderPermission ?? "no"} permission; write or higher is needed to approve a fork's code for the benchmark host` };
+    if (headNow !== e.headSha) {
+      const now = headNow.slice(0, 7);
+      return {
+        allowed: false,
+        title: `perf-gate: approved ${sha2}, head is now ${now}: approve again`,
+        reason: `${APPROVAL_LABEL} approved ${sha2}, but the pull request's head is now ${now}: a push landed after the approval, so ${now} is code nobody approved and ${sha2} is no longer the head. The label is removed; a user with write permission who has reviewed ${now} adds it again`
+      };
+    }
+    return { allowed: true, reason: `a user with ${permission} permission approved ${sha2} with ${APPROVAL_LABEL}, and it is still the head` };
   }
-  return {
-    allowed: false,
-    reason: `this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha2}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`
-  };
+  return refused(`this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha2}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`);
+}
+function refused(reason) {
+  return { allowed: false, title: WAITING_TITLE, reason };
 }
 var ROLES = ["admin", "maintain", "write", "triage", "read", "none"];
 function effectivePermission(permission, roleName) {
@@ -69108,7 +69118,6 @@ function checkState(c3) {
 }
 
 // src/modes/access.ts
-var WAITING_TITLE = "perf-gate: waiting for approval";
 async function runAccess(job) {
   setOutput("allowed", "false");
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -69120,14 +69129,18 @@ async function runAccess(job) {
     setOutput("allowed", "true");
     return;
   }
+  await refuseAccess(gh, event.number, await gh.startCheck(event.headSha, access2.title, void 0, job.runUrl), access2);
+}
+async function refuseAccess(gh, pr, check2, access2) {
   notice(access2.reason);
-  await gh.removeLabel(event.number, APPROVAL_LABEL);
-  const check2 = await gh.startCheck(event.headSha, WAITING_TITLE, void 0, job.runUrl);
-  await gh.finishCheck(check2, "neutral", WAITING_TITLE, `**Not run.** ${access2.reason}.`);
+  await gh.removeLabel(pr, APPROVAL_LABEL);
+  await gh.finishCheck(check2, "neutral", access2.title, `**Not run.** ${access2.reason}.`);
   setOutput("verdict", "skipped");
 }
 async function accessOf(gh, event) {
-  return decideAccess(event, approves(event) ? await gh.permission(event.sender) : null);
+  if (!approves(event)) return decideAccess(event, null);
+  const [permission, now] = await Promise.all([gh.permission(event.sender), gh.pullRequest(event.number)]);
+  return decideAccess(event, { permission, headNow: now.headSha });
 }
 
 // node_modules/simple-statistics/dist/simple-statistics.mjs
@@ -71147,12 +71160,7 @@ async function gatePullRequest(gh, pr, job, o2) {
   let host = null;
   try {
     const access2 = await o2.authorize();
-    if (!access2.allowed) {
-      notice(access2.reason);
-      await gh.finishCheck(check2, "neutral", WAITING_TITLE, `**Not run.** ${access2.reason}.`);
-      setOutput("verdict", "skipped");
-      return;
-    }
+    if (!access2.allowed) return await refuseAccess(gh, pr.number, check2, access2);
     info(`access: ${access2.reason}`);
     const config2 = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
     const artifact = requireArtifact(job, existsSync3);

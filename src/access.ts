@@ -10,13 +10,26 @@ export function atLeast(p: Permission, needed: Permission): boolean {
 
 export const APPROVAL_LABEL = "perf:approved";
 
-export type Access = { allowed: true; reason: string } | { allowed: false; reason: string };
+/** A refusal says why in its reason, and in a title fit for a check run. */
+export type Access = { allowed: true; reason: string } | Refusal;
+export type Refusal = { allowed: false; reason: string; title: string };
+
+export const WAITING_TITLE = "perf-gate: waiting for approval";
 
 export interface AccessEvent {
   isFork: boolean;
   action: string;
   label: string | null;
+  /** The head the event carries: for a labeled event, the head when the label was added. */
   headSha: string;
+}
+
+/** What decides an approval label, asked of GitHub when the job runs. */
+export interface Approver {
+  /** The permission of the user who added the label. */
+  permission: Permission;
+  /** The pull request's head now. */
+  headNow: string;
 }
 
 /** A fork's labeled event that adds the approval label: the only event whose sender's permission decides. */
@@ -31,22 +44,35 @@ export function decidesNothing(e: AccessEvent): boolean {
 
 /**
  * A pull request from the same repository runs. A fork's runs only when a user with write
- * permission has approved its current head SHA: by adding the approval label (the label is
- * cleared on every push, so it approves exactly the SHA it was added on).
+ * permission has approved its head by adding the approval label, and only that head: the one
+ * the labeled event carries, which the approver saw when adding it (the label is cleared on
+ * every push). If the pull request's head has moved since (a push between the label and this
+ * job), the approval is of a commit that is no longer the head and the head is code nobody
+ * approved: refused, as `/perf rerun` refuses a head that moved after the comment (#15).
  */
-export function decideAccess(e: AccessEvent, senderPermission: Permission | null): Access {
+export function decideAccess(e: AccessEvent, approver: Approver | null): Access {
   if (!e.isFork) return { allowed: true, reason: "the pull request's branch is in this repository" };
   const sha = e.headSha.slice(0, 7);
-  if (approves(e)) {
-    if (senderPermission && atLeast(senderPermission, "write")) {
-      return { allowed: true, reason: `a user with ${senderPermission} permission approved ${sha} with ${APPROVAL_LABEL}` };
+  if (approves(e) && approver) {
+    const { permission, headNow } = approver;
+    if (!atLeast(permission, "write")) {
+      return refused(`${APPROVAL_LABEL} was added by a user with ${permission} permission; write or higher is needed to approve a fork's code for the benchmark host`);
     }
-    return { allowed: false, reason: `${APPROVAL_LABEL} was added by a user with ${senderPermission ?? "no"} permission; write or higher is needed to approve a fork's code for the benchmark host` };
+    if (headNow !== e.headSha) {
+      const now = headNow.slice(0, 7);
+      return {
+        allowed: false,
+        title: `perf-gate: approved ${sha}, head is now ${now}: approve again`,
+        reason: `${APPROVAL_LABEL} approved ${sha}, but the pull request's head is now ${now}: a push landed after the approval, so ${now} is code nobody approved and ${sha} is no longer the head. The label is removed; a user with write permission who has reviewed ${now} adds it again`,
+      };
+    }
+    return { allowed: true, reason: `a user with ${permission} permission approved ${sha} with ${APPROVAL_LABEL}, and it is still the head` };
   }
-  return {
-    allowed: false,
-    reason: `this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`,
-  };
+  return refused(`this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`);
+}
+
+function refused(reason: string): Refusal {
+  return { allowed: false, title: WAITING_TITLE, reason };
 }
 
 const ROLES: readonly Permission[] = ["admin", "maintain", "write", "triage", "read", "none"];

@@ -20,7 +20,7 @@ import { gateOutcome } from "../report/gate-outcome";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes } from "../report/notes";
 import { readEvent } from "../runner";
-import { accessOf, WAITING_TITLE } from "./access";
+import { accessOf, refuseAccess } from "./access";
 
 export async function runGate(job: Job): Promise<void> {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -49,12 +49,7 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
   let host: HostClient | null = null;
   try {
     const access = await o.authorize();
-    if (!access.allowed) {
-      core.notice(access.reason);
-      await gh.finishCheck(check, "neutral", WAITING_TITLE, `**Not run.** ${access.reason}.`);
-      core.setOutput("verdict", "skipped");
-      return;
-    }
+    if (!access.allowed) return await refuseAccess(gh, pr.number, check, access);
     core.info(`access: ${access.reason}`);
     // From the base branch's commit: a pull request cannot loosen its own gate.
     const config = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);

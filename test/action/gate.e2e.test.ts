@@ -137,6 +137,28 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(acceptedLogins()).toBeGreaterThan(logins);
   });
 
+  it("measures only the head a writer approved: a push after the approval is refused before the host, and the approval removed", async () => {
+    const approved = "1234567890abcdef1234567890abcdef12345678";
+    const pushed = "2234567890abcdef1234567890abcdef12345678";
+    const labeled = withHead(real("labeled"), approved);
+    labeled.pull_request.head.repo.full_name = "forker/Hello-World";
+    labeled.pull_request.head.repo.fork = true;
+    labeled.label = { name: "perf:approved" };
+    fake.setRole(labeled.sender.login, "write");
+    fake.addLabel(PR, "perf:approved");
+    // The access job saw 1234567 as the head and the build built it; then the fork pushed 2234567.
+    syncPull(withHead(structuredClone(labeled), pushed));
+    const logins = acceptedLogins();
+    const run = await h.run(inputs(host.release("fast", "fork")), "pull_request_target", labeled);
+    expect(run.code, run.stdout).toBe(0);
+    expect(run.outputs.verdict).toBe("skipped");
+    expect(acceptedLogins()).toBe(logins);
+    const check = lastCheck();
+    expect(check).toMatchObject({ head_sha: approved, status: "completed", conclusion: "neutral", output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" } });
+    expect(check.output!.summary).toMatch(/head is now 2234567: a push landed after the approval/);
+    expect(fake.labelsOn(PR)).not.toContain("perf:approved");
+  });
+
   it("fails a bad config with an error that names it, before connecting to the host", async () => {
     const cases: [string, RegExp][] = [
       [CONFIG.replace("warmup_seconds: 2", "warmup_seconds: 2\nwarmup_sconds: 3"), /\.github\/perf-gate\.yml:9: warmup_sconds: unknown key/],

@@ -44,6 +44,9 @@ function prEvent(action: string, head: string, o: { fork?: boolean; label?: stri
 }
 
 const access = (p: PrPayload) => h.run(h.inputs("access"), "pull_request_target", p);
+/** GitHub's view of the fork's pull request now: its head is `head`. */
+const forkHeadIs = (head: string) =>
+  h.fake.pulls.set(pr, { headSha: head, baseSha: BASE, baseRef: "master", state: "open", headRepo: "forker/Hello-World", headPushedAt: "2026-11-21T09:00:00Z" });
 const checksOn = (sha: string) => h.fake.checkRuns.filter((c) => c.head_sha === sha);
 
 describe("mode access, before the build", () => {
@@ -60,6 +63,7 @@ describe("mode access, before the build", () => {
     pr++;
     const head = "f1".repeat(20);
     h.fake.addLabel(pr, "perf:approved"); // left from an earlier head
+    forkHeadIs(head);
     const opened = await access(prEvent("synchronize", head, { fork: true }));
     expect(opened.outputs).toMatchObject({ allowed: "false", verdict: "skipped" });
     expect(h.fake.labelsOn(pr)).toEqual([]);
@@ -83,6 +87,33 @@ describe("mode access, before the build", () => {
     expect(approved.stdout).toContain("access: a user with maintain permission approved f1f1f1f with perf:approved");
     expect(h.fake.labelsOn(pr)).toEqual(["perf:approved"]); // the label keeps its first spelling: GitHub's names ignore case
     expect(h.fake.checkRuns).toHaveLength(checks);
+  });
+
+  it("approves only the head the label was added on: a push before the job refuses it, and removes the label", async () => {
+    pr++;
+    const approved = "1234567890abcdef1234567890abcdef12345678";
+    const pushed = "2234567890abcdef1234567890abcdef12345678";
+    // The maintainer labels 1234567; the fork pushes 2234567 before the access job asks GitHub.
+    h.fake.addLabel(pr, "perf:approved");
+    forkHeadIs(pushed);
+    const labeled = prEvent("labeled", approved, { fork: true, label: "perf:approved", sender: "maintainer" });
+    const stale = await access(labeled);
+    expect(stale.code, stale.stdout).toBe(0);
+    expect(stale.outputs).toMatchObject({ allowed: "false", verdict: "skipped" });
+    expect(h.fake.labelsOn(pr)).toEqual([]);
+    expect(checksOn(pushed)).toEqual([]); // the new head's own synchronize run says what it needs
+    const [check] = checksOn(approved);
+    expect(check).toMatchObject({ status: "completed", conclusion: "neutral", app: GITHUB_ACTIONS, output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" } });
+    expect(check!.details_url).toMatch(new RegExp(`^https://github.com/${REPOSITORY}/actions/runs/\\d+$`));
+    expect(check!.output.summary).toMatch(/^\*\*Not run\.\*\* perf:approved approved 1234567, but the pull request's head is now 2234567: a push landed after the approval, so 2234567 is code nobody approved/);
+
+    // Approved again on the head it now is, the label holds and the head may be built.
+    h.fake.addLabel(pr, "perf:approved");
+    const again = await access(prEvent("labeled", pushed, { fork: true, label: "perf:approved", sender: "maintainer" }));
+    expect(again.outputs.allowed, again.stdout).toBe("true");
+    expect(again.stdout).toContain("access: a user with maintain permission approved 2234567 with perf:approved, and it is still the head");
+    expect(h.fake.labelsOn(pr)).toEqual(["perf:approved"]);
+    expect(checksOn(pushed)).toEqual([]);
   });
 
   it("does nothing for a label that decides nothing", async () => {
