@@ -25,6 +25,7 @@
 #          --champion-user USER  --challenger-user USER  --champion-port N  --challenger-port N
 #          --cgroup-name NAME  --no-cgroup  --loadgen-cpus LIST  --arm-cpus LIST  --arm-max-procs N
 #          --service-ports LO-HI (the range each arm's service.ports come from; default: free ports)
+#          --hold-cpus-awake (hold PM QoS cpu_dma_latency at 0 while measuring; benchmark-host/README.md)
 #          --no-systemd  --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
 set -euo pipefail
 
@@ -39,6 +40,7 @@ LOADGEN_CPUS=""
 ARM_CPUS=""
 ARM_MAX_PROCS=1024
 SERVICE_PORTS=""
+HOLD_CPUS=no
 CHAMPION_PORT=8001
 CHALLENGER_PORT=8002
 CI_KEY=""
@@ -60,6 +62,7 @@ parse_args() {
     case "$1" in
       --no-systemd) SYSTEMD=no; HOST_ARGS+=("$1"); shift; continue ;;
       --no-cgroup) CGROUP=none; HOST_ARGS+=("$1"); shift; continue ;;
+      --hold-cpus-awake) HOLD_CPUS=yes; HOST_ARGS+=("$1"); shift; continue ;;
       --service-user) die "--service-user is replaced by --champion-user and --challenger-user (one user per arm)" 2 ;;
       -h | --help) usage ;;
       --release | --download-url | --archive | --sums | --ci-key | --root | --prefix | --ci-user | \
@@ -291,6 +294,7 @@ host_flags() {
   if [ -n "$LOADGEN_CPUS" ]; then flags+=" --loadgen-cpus $LOADGEN_CPUS"; fi
   if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
   if [ -n "$SERVICE_PORTS" ]; then flags+=" --service-ports $SERVICE_PORTS"; fi
+  if [ "$HOLD_CPUS" = yes ]; then flags+=" --hold-cpus-awake"; fi
   echo "$flags"
 }
 

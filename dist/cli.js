@@ -36097,9 +36097,9 @@ function compare(key, group, s, rand) {
   const challenger = armSummary(pairs, "challenger", s.percentile);
   const flags = [
     ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g2) => g2.result.host.cpu_idle !== "held").map((g2) => ({
+    ...group.filter((g2) => g2.result.host.cpu_idle.startsWith("not held")).map((g2) => ({
       code: "cpu_idle_not_held",
-      message: `${g2.name}: CPUs free to enter deep idle states (PM QoS ${g2.result.host.cpu_idle}); waking one can stall the generator and both services (give perf-host CAP_DAC_OVERRIDE, see the host install guide)`
+      message: `${g2.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g2.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`
     })),
     ...measurementFlags(pairs, dropped, s.percentile)
   ];

@@ -39,8 +39,8 @@ type HostInfo struct {
 	// Where readable.
 	Governor   string `json:"cpu_governor,omitempty"`
 	MaxFreqKHz int64  `json:"cpu_max_freq_khz,omitempty"`
-	// Whether the run held every CPU out of deep idle states (PM QoS cpu_dma_latency 0):
-	// "held", or "not held: " and why. Waking a halted CPU can stall the instrument.
+	// Whether the run held every CPU out of deep idle states (PM QoS cpu_dma_latency 0, perf-host
+	// --hold-cpus-awake, loadgen -hold-cpus-awake): "not asked", "held", or "not held: " and why.
 	CPUIdle string `json:"cpu_idle"`
 }
 

@@ -311,9 +311,9 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   const challenger = armSummary(pairs, "challenger", s.percentile);
   const flags = [
     ...group.filter((g) => g.result.partial).map((g): Flag => ({ code: "partial_run", message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g) => g.result.host.cpu_idle !== "held").map((g): Flag => ({
+    ...group.filter((g) => g.result.host.cpu_idle.startsWith("not held")).map((g): Flag => ({
       code: "cpu_idle_not_held",
-      message: `${g.name}: CPUs free to enter deep idle states (PM QoS ${g.result.host.cpu_idle}); waking one can stall the generator and both services (give perf-host CAP_DAC_OVERRIDE, see the host install guide)`,
+      message: `${g.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`,
     })),
     ...measurementFlags(pairs, dropped, s.percentile),
   ];

@@ -152,8 +152,10 @@ describe("flags", () => {
     expect(codes(run(ref.datasets.karan_faster.d))).not.toContain("heterogeneous");
   });
 
-  it("a run whose CPUs were free to sleep says so, with the host's reason", () => {
+  it("a run that was to hold the CPUs awake and could not says so, with the host's reason", () => {
     const result = makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d) });
+    expect(codes(analyze([{ name: "r.json", result }], defaultSettings))).not.toContain("cpu_idle_not_held");
+    result.host.cpu_idle = "not asked";
     expect(codes(analyze([{ name: "r.json", result }], defaultSettings))).not.toContain("cpu_idle_not_held");
     result.host.cpu_idle = "not held: open /dev/cpu_dma_latency: permission denied";
     const flag = analyze([{ name: "r.json", result }], defaultSettings).headline.flags.find((f) => f.code === "cpu_idle_not_held");

@@ -65,7 +65,8 @@ export class TestHost {
     await buildHostBinaries();
     const bin = await buildServiceBinaries();
     await exec("go", ["build", "-o", join(bin, "testhost"), "./e2e/testhost"], { cwd: hostDir });
-    const proc = spawn(join(bin, "testhost"), ["--perf-host", join(hostDir, "bin/perf-host"), "--lock-wait", opts.lockWait ?? "60s"], { stdio: ["pipe", "pipe", "inherit"] });
+    // The host holds its CPUs awake while measuring, as one on a VM whose idle CPUs halt should.
+    const proc = spawn(join(bin, "testhost"), ["--perf-host", join(hostDir, "bin/perf-host"), "--lock-wait", opts.lockWait ?? "60s", "--hold-cpus-awake"], { stdio: ["pipe", "pipe", "inherit"] });
     const line = await new Promise<string>((resolve, reject) => {
       createInterface({ input: proc.stdout! }).once("line", resolve);
       proc.once("exit", (code) => reject(new Error(`testhost exited ${code}`)));

@@ -14,11 +14,15 @@ export async function buildHostBinaries(): Promise<void> {
   await exec("make", ["-s", "-C", join(repoRoot, "benchmark-host"), "all"], { timeout: 300_000 });
 }
 
-/** Runs loadgen on a plan (async, so servers in this process keep answering). */
+/**
+ * Runs loadgen on a plan (async, so servers in this process keep answering), holding the CPUs
+ * awake as a benchmark host on a VM should: this VM's idle vCPUs halt, and waking them stalled
+ * the generator in most runs (benchmark-host/README.md, *Holding the CPUs awake*).
+ */
 export async function runLoadgen(plan: object): Promise<unknown> {
   const dir = mkdtempSync(join(tmpdir(), "perf-gate-loadgen-"));
   const file = join(dir, "plan.json");
   writeFileSync(file, JSON.stringify(plan));
-  const { stdout } = await exec(loadgenBin, ["--plan", file], { maxBuffer: 64 << 20, timeout: 300_000 });
+  const { stdout } = await exec(loadgenBin, ["--plan", file, "--hold-cpus-awake"], { maxBuffer: 64 << 20, timeout: 300_000 });
   return JSON.parse(stdout);
 }

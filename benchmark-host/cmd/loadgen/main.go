@@ -25,6 +25,7 @@ func run() int {
 	planPath := flag.String("plan", "", "path to the plan JSON (see contract/schema/plan.schema.json)")
 	check := flag.Bool("check", false, "validate the plan, print it with defaults filled, and exit")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	holdCPUs := flag.Bool("hold-cpus-awake", false, "hold PM QoS /dev/cpu_dma_latency at 0 during the run (no CPU sleeps in a deep idle state)")
 	cpuProfile := flag.String("cpuprofile", "", "write a pprof CPU profile of the run to this file (for bench/compare.sh)")
 	flag.Parse()
 	if *showVersion {
@@ -59,7 +60,11 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := loadgen.Run(ctx, p, os.Stderr)
+	var opts []loadgen.Option
+	if *holdCPUs {
+		opts = append(opts, loadgen.WithCPUsHeldAwake(loadgen.OpenForWriting))
+	}
+	res, err := loadgen.Run(ctx, p, os.Stderr, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		return 2

@@ -17,8 +17,13 @@ import (
 func main() {
 	perfHost := flag.String("perf-host", "", "path to the perf-host binary")
 	lockWait := flag.Duration("lock-wait", 60*time.Second, "perf-host --lock-wait")
+	holdCPUs := flag.Bool("hold-cpus-awake", false, "perf-host --hold-cpus-awake")
 	flag.Parse()
-	h, err := sshtest.Start(sshtest.Options{PerfHost: *perfHost, LockWait: *lockWait})
+	var extra []string
+	if *holdCPUs {
+		extra = append(extra, "--hold-cpus-awake")
+	}
+	h, err := sshtest.Start(sshtest.Options{PerfHost: *perfHost, LockWait: *lockWait, ExtraFlags: extra})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testhost:", err)
 		os.Exit(1)

@@ -30,6 +30,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.ArmCPUs, "arm-cpus", "", "CPUs both arms share, e.g. 2-14 (empty: anywhere)")
 	fs.IntVar(&c.ArmMaxProcs, "arm-max-procs", 1024, "most tasks an arm may run (pids.max, else RLIMIT_NPROC of its user)")
 	fs.Float64Var(&c.MaxIdleArmCores, "max-idle-arm-cores", 0.25, "a slice is invalid when the arm not being measured used more CPU cores than this")
+	fs.BoolVar(&c.HoldCPUsAwake, "hold-cpus-awake", false, "hold PM QoS /dev/cpu_dma_latency at 0 while measuring: no CPU sleeps in a deep idle state (steadier tails on a host whose idle CPUs halt; see benchmark-host/README.md for what it costs)")
 	fs.Float64Var(&c.MaxRunSeconds, "max-run-seconds", 3600, "refuse a plan that would hold the host longer")
 	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
 	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")
@@ -56,6 +57,7 @@ func (c Config) Flags() []string {
 		"--arm-max-procs", strconv.Itoa(c.ArmMaxProcs),
 		"--max-idle-arm-cores", fmt.Sprint(c.MaxIdleArmCores),
 		"--max-run-seconds", fmt.Sprint(c.MaxRunSeconds),
+		"--hold-cpus-awake=" + strconv.FormatBool(c.HoldCPUsAwake),
 		"--champion-port", strconv.Itoa(c.ChampionPort),
 		"--challenger-port", strconv.Itoa(c.ChallengerPort),
 		"--service-ports", c.ServicePorts,

@@ -26,6 +26,7 @@ type Config struct {
 	ArmMaxProcs     int
 	MaxIdleArmCores float64
 	MaxRunSeconds   float64
+	HoldCPUsAwake   bool // hold PM QoS cpu_dma_latency at 0 while measuring
 	ChampionPort    int
 	ChallengerPort  int
 	ServicePorts    string        // the range the arms' extra ports come from ("" = free ports)

@@ -349,6 +349,16 @@ func (e *execution) stoppedBy(ctx context.Context) error {
 	return nil
 }
 
+// loadOptions are the load generator's: slice accounting always, and the CPUs held awake when
+// the host asks for it.
+func (e *execution) loadOptions(iso *isolation) []loadgen.Option {
+	opts := []loadgen.Option{loadgen.WithSliceObserver(e.h.newSliceAccounting(iso))}
+	if e.h.HoldCPUsAwake {
+		opts = append(opts, loadgen.WithCPUsHeldAwake(openDevice))
+	}
+	return opts
+}
+
 // stopArms stops both arms and records how each started and what it left on disk.
 func (e *execution) stopArms(arms []*armStart) error {
 	if err := eachArm((*armStart).stop)(arms); err != nil {
@@ -396,7 +406,7 @@ func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, 
 			}
 		}()
 	}
-	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, loadgen.WithSliceObserver(e.h.newSliceAccounting(iso)), loadgen.WithDeviceOpener(openDevice))
+	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, e.loadOptions(iso)...)
 	cause := context.Cause(loadCtx)
 	cancel(nil) // the load is over: an arm's exit from here on is its stop, not a crash
 	if err != nil {

@@ -53,7 +53,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	if progress == nil {
 		progress = io.Discard
 	}
-	o := options{openDevice: openForWriting}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -109,9 +109,9 @@ func holdsDevice(path string) bool {
 	return false
 }
 
-// The run holds the CPUs awake while it measures and lets them sleep again after; a run that
-// cannot open the device measures anyway and says why.
-func TestTheRunHoldsTheCPUsAwakeWhileItMeasures(t *testing.T) {
+// Asked to, the run holds the CPUs awake while it measures and lets them sleep again after; a
+// run that cannot open the device measures anyway and says why; unasked, it leaves them be.
+func TestTheRunHoldsTheCPUsAwakeWhenAsked(t *testing.T) {
 	if _, err := os.Stat(cpuDMALatency); err != nil {
 		t.Skipf("this kernel has no %s: %v", cpuDMALatency, err)
 	}
@@ -119,6 +119,14 @@ func TestTheRunHoldsTheCPUsAwakeWhileItMeasures(t *testing.T) {
 	p := mustPlan(t, planJSON(srv.URL, srv.URL, `"rate":200,"slice_seconds":0.5,"pairs":1,"seed":1,"warmup_seconds":0,"requests":[{"path":"/a"}]`))
 	w := &fdWatch{}
 	res, err := Run(context.Background(), p, nil, WithSliceObserver(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Host.CPUIdle != CPUIdleNotAsked || w.held {
+		t.Errorf("unasked: cpu_idle %q, device held during the run: %v; want neither", res.Host.CPUIdle, w.held)
+	}
+	w = &fdWatch{}
+	res, err = Run(context.Background(), p, nil, WithSliceObserver(w), WithCPUsHeldAwake(OpenForWriting))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +140,7 @@ func TestTheRunHoldsTheCPUsAwakeWhileItMeasures(t *testing.T) {
 	}
 
 	denied := func(string) (*os.File, error) { return nil, os.ErrPermission }
-	res, err = Run(context.Background(), p, nil, WithDeviceOpener(denied))
+	res, err = Run(context.Background(), p, nil, WithCPUsHeldAwake(denied))
 	if err != nil {
 		t.Fatal(err)
 	}
