@@ -72,10 +72,10 @@ const settings: GateSettings = { ...defaultSettings, percentile: 90, sloBudgetMs
  * again, and after three such runs skips the test naming the stalls: its premise, a working
  * instrument, does not hold on this machine now, and the verdict is not what failed.
  */
-async function measure(name: string, p: object, skip: (note: string) => never): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
+async function measure(name: string, p: object, skip: (note: string) => never, onStart?: (loadgen: ChildProcess) => void): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
   const stalls: string[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
-    const result = parseResult(name, await runLoadgen(p));
+    const result = parseResult(name, await runLoadgen(p, onStart));
     try {
       return { result, analysis: analyze([{ name, result }], settings) };
     } catch (e) {
@@ -134,5 +134,30 @@ describe("verdict on real load generator output", () => {
     expect(result.slices.every((s) => s.errors["4xx"] === s.completed && s.completed > 0)).toBe(true);
     expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(FailingWorkloadError);
     expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(/workload work @ 300 req\/s: most requests failed on both arms \(champion 100% failed of \d+ \(4xx \d+\); challenger 100% failed/);
+  });
+
+  it("a generator frozen for 300 ms in one slice leaves a real regression red: that pair is dropped and named", async (ctx) => {
+    // Slice index 2 runs from 4.0 s to 5.5 s of the schedule (1 s warm-up, 1.5 s slices): freeze
+    // the generator 4.6 s after it starts, for 300 ms, as a stall of the host would.
+    const freeze = (loadgen: ChildProcess) => {
+      setTimeout(() => {
+        loadgen.kill("SIGSTOP");
+        setTimeout(() => loadgen.kill("SIGCONT"), 300);
+      }, 4600);
+    };
+    const { result, analysis: a } = await measure("frozen.json", plan(slowPort), (note) => ctx.skip(note), freeze);
+    const frozen = result.slices.reduce((worst, s) => (s.dispatch_lag_us.p99 > worst.dispatch_lag_us.p99 ? s : worst));
+    const alone = result.slices.filter((s) => s.pair === frozen.pair);
+    const dFrozenMs = (alone.find((s) => s.arm === "challenger")!.latency_us.p90 - alone.find((s) => s.arm === "champion")!.latency_us.p90) / 1000;
+    const h = a.headline;
+    console.log(`[loadgen→verdict] frozen: ${frozen.arm} slice ${frozen.index} dispatch lag p99 ${(frozen.dispatch_lag_us.p99 / 1000).toFixed(0)} ms, its pair's difference ${dFrozenMs.toFixed(2)} ms; verdict ${a.verdict} ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs`);
+    expect(frozen.dispatch_lag_us.p99).toBeGreaterThan(150_000); // the freeze, seen by the instrument
+    expect(frozen.index).toBe(2);
+    expect(h.droppedPairs.map((d) => d.pair)).toContain(frozen.pair);
+    const flag = h.flags.find((f) => f.code === "generator_disturbed")!;
+    expect(flag.message).toContain(`frozen.json pair ${frozen.pair}: ${frozen.arm} slice ${frozen.index} (dispatch lag p99 `);
+    expect(a.verdict).toBe("red");
+    expect(a.blocking).toBe(true);
+    expect(h.estimateMs).toBeLessThan(2); // the regression's ~0.6 ms, not the freeze
   });
 });

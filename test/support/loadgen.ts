@@ -1,5 +1,5 @@
 // Runs the real load generator binary (built by `make -C benchmark-host`) for tests.
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,10 +19,12 @@ export async function buildHostBinaries(): Promise<void> {
  * awake as a benchmark host on a VM should: this VM's idle vCPUs halt, and waking them stalled
  * the generator in most runs (benchmark-host/README.md, *Holding the CPUs awake*).
  */
-export async function runLoadgen(plan: object): Promise<unknown> {
+export async function runLoadgen(plan: object, onStart?: (loadgen: ChildProcess) => void): Promise<unknown> {
   const dir = mkdtempSync(join(tmpdir(), "perf-gate-loadgen-"));
   const file = join(dir, "plan.json");
   writeFileSync(file, JSON.stringify(plan));
-  const { stdout } = await exec(loadgenBin, ["--plan", file, "--hold-cpus-awake"], { maxBuffer: 64 << 20, timeout: 300_000 });
+  const run = exec(loadgenBin, ["--plan", file, "--hold-cpus-awake"], { maxBuffer: 64 << 20, timeout: 300_000 });
+  onStart?.(run.child);
+  const { stdout } = await run;
   return JSON.parse(stdout);
 }

@@ -74,15 +74,42 @@ func TestCommandExpandsTheArgvAndSetsTheDocumentedEnvironment(t *testing.T) {
 	}
 }
 
+// freeBlock finds n consecutive ports that are free now: the machine's other tests hold ports
+// of their own, and a range test must know which of its ports are free.
+func freeBlock(t *testing.T, n int) int {
+	for attempt := 0; attempt < 50; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		free := lo+n <= 65535
+		for p := lo; free && p < lo+n; p++ {
+			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err != nil {
+				free = false
+			} else {
+				l.Close()
+			}
+		}
+		if free {
+			return lo
+		}
+	}
+	t.Fatalf("no %d consecutive free ports found", n)
+	return 0
+}
+
 func TestAllocatePortsNeverCollide(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	lo := freeBlock(t, 10)
+	taken := lo + 3
+	busy, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(taken))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	taken := busy.Addr().(*net.TCPAddr).Port
-	for _, r := range []PortRange{{}, {taken - 3, taken + 6}} {
-		main := []int{taken - 3, taken + 1}
+	for _, r := range []PortRange{{}, {lo, lo + 9}} {
+		main := []int{lo, taken + 1}
 		got, err := AllocatePorts(r, [][]string{{"peer", "admin"}, {"peer", "admin", "metrics"}}, main)
 		if err != nil {
 			t.Fatalf("%v: %v", r, err)
