@@ -63873,6 +63873,7 @@ var armStartSchema = external_exports.looseObject({
 // src/contract/result.ts
 var count3 = external_exports.number().int().nonnegative();
 var amount = external_exports.number().nonnegative();
+var percentiles = external_exports.looseObject({ p50: count3, p90: count3, p99: count3, p999: count3, max: count3 });
 var hostInfoSchema = external_exports.looseObject({
   hostname: external_exports.string(),
   go_version: external_exports.string(),
@@ -63901,9 +63902,9 @@ var sliceSchema = external_exports.looseObject({
   new_connections: count3,
   achieved_rps: amount,
   ok_rps: amount,
-  latency_us: external_exports.looseObject({ p50: count3, p90: count3, p99: count3, p999: count3, max: count3 }),
+  latency_us: percentiles,
   service_time_us: external_exports.looseObject({ p50: count3, p99: count3 }),
-  dispatch_lag_us: external_exports.looseObject({ p50: count3, p99: count3 }),
+  dispatch_lag_us: percentiles,
   connection_wait_us: external_exports.looseObject({ p50: count3, p99: count3 }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
@@ -69608,6 +69609,10 @@ var AnalysisInputError = class extends Error {
 // src/analysis/statistic.ts
 var import_hdr_histogram_js = __toESM(require_dist(), 1);
 var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+function namedPercentileAtOrAbove(percentile2) {
+  const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
+  return namedPercentiles[String(at)];
+}
 function slicePercentileUs(s, percentile2) {
   const named = namedPercentiles[String(percentile2)];
   if (named) return s.latency_us[named];
@@ -69621,7 +69626,9 @@ var RATE_TOLERANCE = 0.01;
 var RATE_TOLERANCE_REQUESTS = 1;
 function disturbance(s, sliceSeconds, percentile2) {
   const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
-  const lagging = s.dispatch_lag_us.p99 > limitUs;
+  const lagAt = namedPercentileAtOrAbove(percentile2);
+  const lagUs = s.dispatch_lag_us[lagAt];
+  const lagging = lagUs > limitUs;
   const achieved = s.achieved_rps * sliceSeconds;
   const offBy = achieved - s.scheduled;
   const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
@@ -69629,7 +69636,8 @@ function disturbance(s, sliceSeconds, percentile2) {
   return {
     arm: s.arm,
     index: s.index,
-    lagP99Ms: s.dispatch_lag_us.p99 / 1e3,
+    lagAt,
+    lagMs: lagUs / 1e3,
     lagLimitMs: limitUs / 1e3,
     rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
     lagging,
@@ -69637,7 +69645,7 @@ function disturbance(s, sliceSeconds, percentile2) {
   };
 }
 function describeDisturbance(d) {
-  const lag = `dispatch lag p99 ${lagMs(d.lagP99Ms)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
   const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
   return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
 }
@@ -69982,7 +69990,7 @@ function measurementFlags(pairs, dropped, percentile2) {
 }
 var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
 function briefDisturbance(d) {
-  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
+  return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
 function floorOf(key, s, thresholdMs) {
   const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
@@ -70223,11 +70231,11 @@ function calibrationReport(cs, o2) {
   const biased = biasedCalibrations(cs);
   const unrecorded = cs.filter((c3) => c3.notRecorded);
   const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
   const out = [
     `## perf-gate calibration: ${state}`,
     "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
     "",
     "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
     "|---|---:|---:|---|---|---:|---|---:|",
@@ -70462,7 +70470,8 @@ function comparisonJson(c3) {
       disturbances: d.disturbances.map((x) => ({
         arm: x.arm,
         index: x.index,
-        lag_p99_ms: x.lagP99Ms,
+        lag_at: x.lagAt,
+        lag_ms: x.lagMs,
         lag_limit_ms: x.lagLimitMs,
         rate_error_percent: x.rateErrorPercent,
         lagging: x.lagging,

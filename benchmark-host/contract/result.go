@@ -81,7 +81,9 @@ type Slice struct {
 	ServiceTimeUs Quantiles2 `json:"service_time_us"`
 	// Dispatch − intended send: how far the generator fell behind its own schedule. A slice
 	// where it fell behind measured the generator (the verdict drops its pair, issue 12).
-	DispatchLagUs Quantiles2 `json:"dispatch_lag_us"`
+	// At the same percentiles as the latency: the verdict reads the lag at its own percentile,
+	// since a stall moves a slice's pNN only when it delayed more than (100-NN)% of its requests.
+	DispatchLagUs Latency `json:"dispatch_lag_us"`
 	// Actual − dispatch send: how long requests waited for a free connection of their arm, the
 	// service's doing (all its connections busy); part of the latency.
 	ConnectionWaitUs Quantiles2 `json:"connection_wait_us"`

@@ -412,7 +412,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /** "champion slice 6 (dispatch lag p99 893 ms, rate -0.2%)". */
 function briefDisturbance(d: DroppedPair["disturbances"][number]): string {
-  return `${d.arm} slice ${d.index} (dispatch lag p99 ${d.lagP99Ms.toFixed(d.lagP99Ms >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
+  return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
 
 /** The floor a comparison is judged against: the host's A/A floor at its percentile, widened to any bias. */

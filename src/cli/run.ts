@@ -35,6 +35,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
+                         it holds the CPUs awake while measuring (PM QoS; as root, else the
+                         report says why not): a sleeping CPU's wake-up stalls the generator
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -209,6 +211,9 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       "--challenger-port", String(v["challenger-port"]),
       "--lock-wait", "1s",
       "--min-free-disk", String(256 << 20),
+      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
+      // enough here to drop most pairs of a short run (benchmark-host/README.md).
+      "--hold-cpus-awake",
     ],
   };
 }

@@ -10,6 +10,8 @@ import { ARMS, KINDS, planSchema } from "./plan";
 
 const count = z.number().int().nonnegative();
 const amount = z.number().nonnegative();
+/** A slice's named percentiles and maximum, in µs (Go's contract.Latency). */
+const percentiles = z.looseObject({ p50: count, p90: count, p99: count, p999: count, max: count });
 
 export const hostInfoSchema = z.looseObject({
   hostname: z.string(),
@@ -40,9 +42,9 @@ export const sliceSchema = z.looseObject({
   new_connections: count,
   achieved_rps: amount,
   ok_rps: amount,
-  latency_us: z.looseObject({ p50: count, p90: count, p99: count, p999: count, max: count }),
+  latency_us: percentiles,
   service_time_us: z.looseObject({ p50: count, p99: count }),
-  dispatch_lag_us: z.looseObject({ p50: count, p99: count }),
+  dispatch_lag_us: percentiles,
   connection_wait_us: z.looseObject({ p50: count, p99: count }),
   histogram: z.string(),
   short_of_budget: z.array(z.string()),

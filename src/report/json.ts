@@ -24,7 +24,7 @@ export function comparisonJson(c: Comparison) {
     dropped_pairs: c.droppedPairs.map((d) => ({
       run: d.run, pair: d.pair, reason: d.reason,
       disturbances: d.disturbances.map((x) => ({
-        arm: x.arm, index: x.index, lag_p99_ms: x.lagP99Ms, lag_limit_ms: x.lagLimitMs, rate_error_percent: x.rateErrorPercent, lagging: x.lagging, off_rate: x.offRate,
+        arm: x.arm, index: x.index, lag_at: x.lagAt, lag_ms: x.lagMs, lag_limit_ms: x.lagLimitMs, rate_error_percent: x.rateErrorPercent, lagging: x.lagging, off_rate: x.offRate,
       })),
     })),
     looks: c.looks,

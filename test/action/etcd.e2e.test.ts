@@ -72,7 +72,7 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
     const calibrated = await h.run(h.inputs("calibrate"), "schedule", { schedule: "17 4 * * 1" }, { GITHUB_SHA: CHAMPION });
     console.log(`[etcd calibrate] ${calibrated.stdout.split("\n").find((l) => l.startsWith("A/A ")) ?? calibrated.stdout}`);
     expect(calibrated.outputs["host-biased"], calibrated.stdout).toBeDefined();
-    const floor = (await h.hostStatus()).floors["kv@200"];
+    const floor = (await h.hostStatus()).floors["kv@200/p90"];
     expect(floor, calibrated.stdout).toBeDefined();
 
     const push = examplePayload<{ ref: string; after: string; deleted: boolean }>("push", (e) => e.ref === "refs/heads/master" && !e.deleted);

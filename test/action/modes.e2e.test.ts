@@ -254,7 +254,7 @@ describe.skipIf(!asRoot)("calibration", () => {
     console.log(`[calibrate] ${first.stdout.split("\n").find((l) => l.startsWith("A/A "))}`);
     // An unbiased host still fails a calibration by chance (two runs excluding 0, 1 in 400): then the job fails.
     expect(first.code, first.stdout).toBe(biased ? 1 : 0);
-    const floor = (await h.hostStatus()).floors["work@200"]!;
+    const floor = (await h.hostStatus()).floors["work@200/p90"]!;
     expect(floor.run_id).toMatch(/^calibrate-\d+-1-(confirm0-)?0$/); // a confirmation run when the first excluded 0
     const report = readFileSync(first.outputs["report-path"]!, "utf8");
     expect(report).toContain(`| work@200 | ±${ms(floor.half_width_ms)} ms |`);
@@ -273,11 +273,11 @@ describe.skipIf(!asRoot)("calibration", () => {
 
     const second = await h.run(h.inputs("calibrate"), "schedule", schedule, { GITHUB_SHA: MERGED });
     const secondReport = readFileSync(second.outputs["report-path"]!, "utf8");
-    const now = (await h.hostStatus()).floors["work@200"]!;
+    const now = (await h.hostStatus()).floors["work@200/p90"]!;
     expect(now.run_id).not.toBe(floor.run_id);
     expect(secondReport).toContain(`±${ms(floor.half_width_ms)} ms (20`); // the previous floor, dated
     expect(secondReport).toMatch(/\| [+-]?\d+\.\d+ ms \([+-]?\d+%\) \|$/m); // its drift
-    expect(secondReport).toContain(`- work@200: ±${ms(floor.half_width_ms)} (`);
+    expect(secondReport).toContain(`- work@200 at p90: ±${ms(floor.half_width_ms)} (`);
   });
 
   it("declares a really biased host only after a confirmation run, and every verdict then says so", async () => {
@@ -290,10 +290,10 @@ describe.skipIf(!asRoot)("calibration", () => {
     console.log(`[calibrate, biased] ${run.stdout.split("\n").find((l) => l.startsWith("A/A interval"))}`);
     expect(run.code, run.stdout).toBe(1);
     expect(run.outputs["host-biased"]).toBe("true");
-    expect(run.stdout).toMatch(/::error::perf-gate: biased host: A\/A interval for work@200 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\)/);
+    expect(run.stdout).toMatch(/::error::perf-gate: biased host: A\/A interval for work@200 at p90 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\)/);
     const runs = JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8")).map((d: { plan: { run_id: string } }) => d.plan.run_id);
     expect(runs).toEqual([expect.stringMatching(/^calibrate-\d+-1-0$/), expect.stringMatching(/^calibrate-\d+-1-confirm0-0$/)]);
-    const floor = (await h.hostStatus()).floors["work@200"]!;
+    const floor = (await h.hostStatus()).floors["work@200/p90"]!;
     expect(floor.run_id).toBe(runs[1]); // the confirmation run is the floor
     expect(floor.ci_ms[0]).toBeGreaterThan(0);
     expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(`excluded 0, so it was measured again; the confirmation run's excludes 0 too`);

@@ -35,7 +35,7 @@ export function makeSlice(index: number, pair: number, arm: Slice["arm"], p99Us:
     achieved_rps: rate, ok_rps: spec.okRps ? spec.okRps(arm, pair) : rate,
     latency_us: { p50: Math.round(p99Us / 4), p90: Math.round(p99Us / 2), p99: p99Us, p999: Math.round(p99Us * 1.5), max: Math.round(p99Us * 2) },
     service_time_us: { p50: 100, p99: 400 },
-    dispatch_lag_us: { p50: 60, p99: 300 },
+    dispatch_lag_us: { p50: 60, p90: 150, p99: 300, p999: 500, max: 800 },
     connection_wait_us: { p50: 1, p99: 2 },
     histogram: "",
     short_of_budget: recorded < 1000 ? ["p99", "p999"] : recorded < 10000 ? ["p999"] : [],
@@ -136,7 +136,7 @@ export function simulatedExperiment(
   const runId = o.runId ?? "run-1";
   const edit = (s: Slice) => {
     const lag = lagUs.get(s.index);
-    if (lag !== undefined) s.dispatch_lag_us = { p50: 60, p99: lag };
+    if (lag !== undefined) s.dispatch_lag_us = { p50: 60, p90: lag, p99: lag, p999: lag, max: lag };
   };
   return { name: runId, result: makeResult({ pairs, runId, edit }) };
 }

@@ -151,11 +151,14 @@ describe("verdict on real load generator output", () => {
     const dFrozenMs = (alone.find((s) => s.arm === "challenger")!.latency_us.p90 - alone.find((s) => s.arm === "champion")!.latency_us.p90) / 1000;
     const h = a.headline;
     console.log(`[loadgen→verdict] frozen: ${frozen.arm} slice ${frozen.index} dispatch lag p99 ${(frozen.dispatch_lag_us.p99 / 1000).toFixed(0)} ms, its pair's difference ${dFrozenMs.toFixed(2)} ms; verdict ${a.verdict} ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs`);
-    expect(frozen.dispatch_lag_us.p99).toBeGreaterThan(150_000); // the freeze, seen by the instrument
+    // The freeze, seen by the instrument: ~20% of the slice's requests left up to 300 ms late,
+    // so its lag at the verdict's p90 is far past the 1 ms limit.
+    expect(frozen.dispatch_lag_us.p99).toBeGreaterThan(150_000);
+    expect(frozen.dispatch_lag_us.p90).toBeGreaterThan(50_000);
     expect(frozen.index).toBe(2);
     expect(h.droppedPairs.map((d) => d.pair)).toContain(frozen.pair);
     const flag = h.flags.find((f) => f.code === "generator_disturbed")!;
-    expect(flag.message).toContain(`frozen.json pair ${frozen.pair}: ${frozen.arm} slice ${frozen.index} (dispatch lag p99 `);
+    expect(flag.message).toContain(`frozen.json pair ${frozen.pair}: ${frozen.arm} slice ${frozen.index} (dispatch lag p90 `);
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true);
     expect(h.estimateMs).toBeLessThan(2); // the regression's ~0.6 ms, not the freeze

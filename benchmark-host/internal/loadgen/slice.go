@@ -188,13 +188,9 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 		Index: a.slice, Pair: pair, Arm: arm, Start: clock.at(a.start), End: clock.at(end),
 		Scheduled: a.scheduled, Sent: a.sent, Completed: a.completed, OK: a.ok,
 		Recorded: a.recorded, Errors: a.errs, Overflow: a.overflow, NewConnections: a.newConns,
-		LatencyUs: contract.Latency{
-			P50: a.latency.ValueAtQuantile(50), P90: a.latency.ValueAtQuantile(90),
-			P99: a.latency.ValueAtQuantile(99), P999: a.latency.ValueAtQuantile(99.9),
-			Max: a.latency.Max(),
-		},
+		LatencyUs:        percentiles(a.latency),
 		ServiceTimeUs:    contract.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
-		DispatchLagUs:    contract.Quantiles2{P50: a.lag.ValueAtQuantile(50), P99: a.lag.ValueAtQuantile(99)},
+		DispatchLagUs:    percentiles(a.lag),
 		ConnectionWaitUs: contract.Quantiles2{P50: a.wait.ValueAtQuantile(50), P99: a.wait.ValueAtQuantile(99)},
 		ShortOfBudget:    []string{},
 	}
@@ -246,4 +242,10 @@ func progressLine(s *contract.Slice, total int) string {
 	return fmt.Sprintf("slice %d/%d %-10s p50=%.3fms p99=%.3fms rate=%.1f/s sent=%d errors=%d new_conns=%d lag_p99=%dus gen_cpu=%.2f %s",
 		s.Index+1, total, s.Arm, float64(s.LatencyUs.P50)/1000, float64(s.LatencyUs.P99)/1000,
 		s.AchievedRPS, s.Sent, s.Errors.Total(), s.NewConnections, s.DispatchLagUs.P99, s.GeneratorCPUCores, state)
+}
+
+// percentiles are a histogram's named percentiles and maximum.
+func percentiles(h *hdrhistogram.Histogram) contract.Latency {
+	return contract.Latency{P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99),
+		P999: h.ValueAtQuantile(99.9), Max: h.Max()}
 }
