@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,13 @@ type sliceCounter struct {
 	mu      sync.Mutex
 	bySlice map[string]int
 	slept   []float64 // µs
+}
+
+// reset forgets what earlier runs recorded.
+func (c *sliceCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bySlice, c.slept = map[string]int{}, nil
 }
 
 func newServer(t *testing.T, delay time.Duration, counter *sliceCounter) *httptest.Server {
@@ -71,6 +79,25 @@ func run(t *testing.T, p *plan.Plan) *contract.Result {
 	return res
 }
 
+// healthyRun runs p until a run's generator kept its schedule in every slice (dispatch lag p99
+// within the verdict's 1 ms floor), at most three times, and skips the test naming the lags when
+// none did: an accuracy bound checked on a stalled instrument asserts on a wrong premise.
+func healthyRun(t *testing.T, p *plan.Plan, reset func()) *contract.Result {
+	t.Helper()
+	var lags []string
+	for attempt := 0; attempt < 3; attempt++ {
+		reset()
+		res := run(t, p)
+		worst := slices.MaxFunc(res.Slices, func(a, b contract.Slice) int { return cmp.Compare(a.DispatchLagUs.P99, b.DispatchLagUs.P99) })
+		if worst.DispatchLagUs.P99 <= 1000 {
+			return res
+		}
+		lags = append(lags, fmt.Sprintf("slice %d %d µs", worst.Index, worst.DispatchLagUs.P99))
+	}
+	t.Skipf("machine too busy: the generator fell behind its schedule in three runs (worst dispatch lag p99: %s)", strings.Join(lags, ", "))
+	return nil
+}
+
 func planJSON(champion, challenger string, extra string) string {
 	return `{"targets":{"champion":"` + champion + `","challenger":"` + challenger + `"},` + extra + `}`
 }
@@ -83,7 +110,7 @@ func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
 	p := mustPlan(t, planJSON(champion.URL, challenger.URL,
 		`"rate":1000,"slice_seconds":1.25,"pairs":3,"seed":11,"warmup_seconds":0.5,"connections":8,
 		 "requests":[{"path":"/a"}]`))
-	res := run(t, p)
+	res := healthyRun(t, p, func() { truth.reset() })
 
 	if len(res.Slices) != 6 || res.Partial {
 		t.Fatalf("want 6 complete slices, got %d (partial=%v)", len(res.Slices), res.Partial)
