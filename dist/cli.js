@@ -44372,6 +44372,8 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
+    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
+                         records no floor (default 0.5)
                          it holds the CPUs awake while measuring (PM QoS; as root, else the
                          report says why not): a sleeping CPU's wake-up stalls the generator
   --host H               a benchmark host over SSH instead:
@@ -44479,6 +44481,7 @@ function runOptions(argv) {
       "perf-host": { type: "string" },
       "champion-port": { type: "string", default: "8001" },
       "challenger-port": { type: "string", default: "8002" },
+      "max-load-per-cpu": { type: "string", default: "0.5" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -44516,6 +44519,8 @@ function target(v) {
       String(v["champion-port"]),
       "--challenger-port",
       String(v["challenger-port"]),
+      "--max-load-per-cpu",
+      String(v["max-load-per-cpu"]),
       "--lock-wait",
       "1s",
       "--min-free-disk",

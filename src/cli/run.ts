@@ -35,6 +35,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
+    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
+                         records no floor (default 0.5)
                          it holds the CPUs awake while measuring (PM QoS; as root, else the
                          report says why not): a sleeping CPU's wake-up stalls the generator
   --host H               a benchmark host over SSH instead:
@@ -178,6 +180,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
       "perf-host": { type: "string" },
       "champion-port": { type: "string", default: "8001" },
       "challenger-port": { type: "string", default: "8002" },
+      "max-load-per-cpu": { type: "string", default: "0.5" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -209,6 +212,7 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       "--service-user", userInfo().username,
       "--champion-port", String(v["champion-port"]),
       "--challenger-port", String(v["challenger-port"]),
+      "--max-load-per-cpu", String(v["max-load-per-cpu"]),
       "--lock-wait", "1s",
       "--min-free-disk", String(256 << 20),
       // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often

@@ -64,7 +64,9 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(run.code).toBe(1);
     expect(Number(run.outputs["estimate-ms"])).toBeGreaterThan(0.2);
     expect(Number(run.outputs["ci-low-ms"])).toBeGreaterThan(0);
-    expect(run.outputs.pairs).toBe("6");
+    // 6 measured; a pair the generator fell behind in is dropped and named (issue 12), at most half.
+    expect(Number(run.outputs.pairs)).toBeGreaterThanOrEqual(3);
+    expect(Number(run.outputs.pairs)).toBeLessThanOrEqual(6);
     expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("### perf-gate: 🔴 red, blocking — challenger is ");
     expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds.challenger_sha).toBe(opened.pull_request.head.sha);
     expect(run.summary).toContain("perf-gate: 🔴 red");

@@ -72,10 +72,20 @@ const settings: GateSettings = { ...defaultSettings, percentile: 90, sloBudgetMs
  * again, and after three such runs skips the test naming the stalls: its premise, a working
  * instrument, does not hold on this machine now, and the verdict is not what failed.
  */
-async function measure(name: string, p: object, skip: (note: string) => never, onStart?: (loadgen: ChildProcess) => void): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
+async function measure(
+  name: string, p: object, skip: (note: string) => never, o: { onStart?: (loadgen: ChildProcess) => void; frozenSlice?: number } = {},
+): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
   const stalls: string[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
-    const result = parseResult(name, await runLoadgen(p, onStart));
+    const result = parseResult(name, await runLoadgen(p, o.onStart));
+    // The test's premise is a quiet instrument, stricter than the verdict's rule: every slice
+    // but the one frozen on purpose kept its lag p99 within 2 ms (a loaded machine read 4-18 ms).
+    const lagging = result.slices.filter((s) => s.index !== o.frozenSlice && s.dispatch_lag_us.p99 > 2000);
+    if (lagging.length > 0) {
+      stalls.push(`${name}: dispatch lag p99 over 2 ms in ${lagging.length} slices (${lagging.map((s) => `${(s.dispatch_lag_us.p99 / 1000).toFixed(1)} ms`).join(", ")})`);
+      console.log(`[loadgen→verdict] ${stalls.at(-1)}`);
+      continue;
+    }
     try {
       return { result, analysis: analyze([{ name, result }], settings) };
     } catch (e) {
@@ -145,7 +155,7 @@ describe("verdict on real load generator output", () => {
         setTimeout(() => loadgen.kill("SIGCONT"), 300);
       }, 4600);
     };
-    const { result, analysis: a } = await measure("frozen.json", plan(slowPort), (note) => ctx.skip(note), freeze);
+    const { result, analysis: a } = await measure("frozen.json", plan(slowPort), (note) => ctx.skip(note), { onStart: freeze, frozenSlice: 2 });
     const frozen = result.slices.reduce((worst, s) => (s.dispatch_lag_us.p99 > worst.dispatch_lag_us.p99 ? s : worst));
     const alone = result.slices.filter((s) => s.pair === frozen.pair);
     const dFrozenMs = (alone.find((s) => s.arm === "challenger")!.latency_us.p90 - alone.find((s) => s.arm === "champion")!.latency_us.p90) / 1000;

@@ -75,7 +75,7 @@ workloads:
       });
       const r = JSON.parse(stdout);
       console.log(`[cold start] gate ${i + 1}: ${r.verdict}${r.blocking ? " (blocking)" : ""} ${r.estimate_ms.toFixed(3)} ms (95% CI [${r.ci_ms.map((x: number) => x.toFixed(3)).join(", ")}]) over ${r.pairs} pairs`);
-      expect(r.pairs).toBe(6);
+      expect(r.pairs).toBeGreaterThanOrEqual(3); // of 6: disturbed pairs are dropped (issue 12)
       estimates.push(r.estimate_ms);
       expect(r.blocking, JSON.stringify(r)).toBe(false);
     }
