@@ -15,7 +15,7 @@ let champion: string;
 let slow: string;
 let ports: string[];
 
-const config = ({ extra = "", command = '["./bin/service"]', slices = "{seconds: 0.5, pairs: 2}", percentile = 90 } = {}) => {
+const config = ({ extra = "", command = '["./bin/service"]', slices = "{seconds: 0.5, pairs: 4}", percentile = 90 } = {}) => {
   const path = join(dir, `config-${Math.random().toString(36).slice(2)}.yml`);
   writeFileSync(path, `service:\n  command: ${command}\n  health_timeout_seconds: 3\nslo: {percentile: ${percentile}, budget_ms: 50}\nslices: ${slices}\nwarmup_seconds: 0\nworkloads:\n  - name: w\n    rates: [100]\n    requests: [{path: /work}]\n${extra}`);
   return path;
@@ -97,7 +97,7 @@ describe("perf-gate run --local", () => {
     expect(r.stderr).toMatch(/^perf-gate run: run run-\w+-0: host busy: aa hold-1 since /);
   });
 
-  it("--aa measures an interval that excludes 0 again before it records a biased host", async () => {
+  it("--aa measures an interval that excludes 0 again before it records a biased host", async (ctx) => {
     const root = join(dir, "h4");
     // The same build, but ~2 ms of extra hashing on the challenger port: a host whose ports differ.
     // Judged at p50: at 50 requests a slice, p90 turns on a hiccup of 5 requests (seen once).
@@ -109,6 +109,8 @@ describe("perf-gate run --local", () => {
     const r = await perfGate(root, "--config", config({ command: '["./start.sh"]', slices: "{seconds: 0.5, pairs: 5}", percentile: 50 }), "--champion", lopsided, "--aa");
     stopHost(root);
     console.log(r.stdout.split("\n").filter((l) => /^(A\/A|GREY|RED|GREEN)/.test(l)).join("\n"));
+    // A/A runs the generator fell behind in record nothing (issue 12): the premise is gone.
+    if (r.code === 2 && /fell behind its schedule/.test(r.stderr)) ctx.skip(`machine too busy: ${r.stderr.trim()}`);
     expect(r.code, r.stderr).toBe(1); // a confirmed bias
     expect(r.stdout).toContain("A/A confirmation (the interval excluded 0): w @ 100 req/s, 5 pairs of 0.5 s slices");
     expect(r.stdout).toMatch(/^A\/A interval for w@100 at p50 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\): .*\(biased host\)/m);
@@ -120,25 +122,28 @@ describe("perf-gate run --local", () => {
     const first = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", slow, "--json", "--out", join(dir, "out1"));
     expect(first.code, first.stderr).toBeLessThan(2);
     const one = JSON.parse(first.stdout);
-    expect(one).toMatchObject({ pairs: 2, pooled: [], headline: "w@100", percentile: 90, exit_code: first.code, calibrations: null });
+    // 4 measured; a pair the generator fell behind in is dropped (issue 12), at most half.
+    expect(one).toMatchObject({ pooled: [], headline: "w@100", percentile: 90, exit_code: first.code, calibrations: null });
+    expect(one.pairs).toBeGreaterThanOrEqual(2);
     expect(["green", "red", "grey"]).toContain(one.verdict);
     for (const key of ["blocking", "estimate_ms", "ci_ms", "floor_ms", "flags", "comparisons"]) expect(one).toHaveProperty(key);
     expect(one.report.markdown).toBe(join(dir, "out1", "report.md"));
     const firstRun = one.comparisons[0].runs[0] as string;
-    expect(first.stderr).toContain("champion vs challenger: w @ 100 req/s, 2 pairs of 0.5 s slices"); // progress is not on stdout
+    expect(first.stderr).toContain("champion vs challenger: w @ 100 req/s, 4 pairs of 0.5 s slices"); // progress is not on stdout
 
     const second = await perfGate(root, "--config", cfg, "--challenger", slow, "--json", "--out", join(dir, "out2"));
     stopHost(root);
     const two = JSON.parse(second.stdout);
     console.log(`[run --json] first: ${one.verdict} ${one.estimate_ms.toFixed(3)} ms over ${one.pairs} pairs; pooled: ${two.verdict} ${two.estimate_ms.toFixed(3)} ms over ${two.pairs} pairs`);
-    expect(two).toMatchObject({ pairs: 4, pooled: [firstRun] });
+    expect(two.pooled).toEqual([firstRun]);
+    expect(two.pairs).toBeGreaterThan(one.pairs); // the rerun's pairs join the first run's
     expect(two.comparisons[0].runs).toEqual([firstRun, expect.stringMatching(/^run-\w+-0$/)]);
     expect(two.confidence).toBeCloseTo(0.975, 12); // the second look at one build
     expect(readFileSync(two.report.markdown, "utf8")).toContain(`pooled with 1 earlier run of`);
 
     // analyze reads the result.json run wrote (a list: the pooled run, then the new one) to the same numbers.
     const analyzed = await new Promise<string>((resolve) => execFile(process.execPath, [cli, "analyze", "--json", "--percentile", "90", "--slo-ms", "50", two.report.result], (_e, out) => resolve(out)));
-    expect(JSON.parse(analyzed)).toMatchObject({ verdict: two.verdict, pairs: 4, estimate_ms: two.estimate_ms, ci_ms: two.ci_ms });
+    expect(JSON.parse(analyzed)).toMatchObject({ verdict: two.verdict, pairs: two.pairs, estimate_ms: two.estimate_ms, ci_ms: two.ci_ms });
   });
 
   it("stops the champion it started when it ends, unless --keep-host; a supervisor it found running is left alone", async () => {
