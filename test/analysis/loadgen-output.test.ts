@@ -10,14 +10,17 @@
 // fell into one read dispatch lag p99 6.2 ms (median slice) and paired differences of
 // 5.6, 6.0, 0.8, 0.9, 0.8, 4.3 ms: +3.0 ms ± 2.6 ms, the grey CI once saw on main. Calm runs
 // read lag p99 0.3 ms and ±0.06-0.13 ms. The disturbance rule drops such pairs, and a run
-// where most were disturbed is "could not measure", not a verdict: the test then measures
-// once more, and if the host is still stalling says so instead of asserting on a broken
-// instrument.
+// where most were disturbed is "could not measure", not a verdict. A stall can also starve a
+// service while the generator keeps its schedule: the rule keeps that pair, and it is noise
+// no verdict can see through. Either way the test measures again (measure, below), and if the
+// host is still stalling says so instead of asserting on a broken instrument.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseResult } from "../../src/contract/result";
+import { LAG_FLOOR_US, LAG_SHARE } from "../../src/analysis/health";
+import { slicePercentileUs } from "../../src/analysis/statistic";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
 import { markdownReport } from "../../src/report/markdown";
@@ -67,10 +70,39 @@ const plan = (challengerPort: number, seed = 9) => ({
 const settings: GateSettings = { ...defaultSettings, percentile: 90, sloBudgetMs: 20 };
 
 /**
- * Runs the plan and analyses it; when the generator was disturbed in most pairs (the host
- * stalled: on a VM whose idle vCPUs halt, waking them costs 5-20 ms spells of steal), runs it
- * again, and after three such runs skips the test naming the stalls: its premise, a working
- * instrument, does not hold on this machine now, and the verdict is not what failed.
+ * Slices of the pairs a verdict kept where a service stopped answering for longer than the
+ * disturbance rule lets the generator fall behind: requests queued for a free connection past
+ * max(1 ms, 10% of the slice's latency at the verdict's percentile). The example builds answer
+ * in 0.1-1.5 ms on 8 connections at 300 req/s, so a connection is free within a millisecond
+ * unless the host starved the service; the generator, running meanwhile, keeps its schedule and
+ * the rule keeps the pair. One such run read connection waits p99 of 57 and 35 ms in kept slices
+ * and a grey 11.0 ms (95% CI [-16.8, +38.7]) for the 0.6 ms regression; calm runs read under 1 ms.
+ */
+function starvedServices(result: ReturnType<typeof parseResult>, a: Analysis, frozenSlice?: number): string[] {
+  const dropped = new Set(a.headline.droppedPairs.map((d) => d.pair));
+  return result.slices
+    .filter((s) => !dropped.has(s.pair) && s.index !== frozenSlice)
+    .flatMap((s) => {
+      const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, a.percentile));
+      return s.connection_wait_us.p99 > limitUs
+        ? [`${s.arm} slice ${s.index}: connection wait p99 ${(s.connection_wait_us.p99 / 1000).toFixed(1)} ms over ${(limitUs / 1000).toFixed(1)} ms (dispatch lag p99 ${(s.dispatch_lag_us.p99 / 1000).toFixed(1)} ms)`]
+        : [];
+    });
+}
+
+/** Each slice's dispatch lag and connection wait p99, for the log. */
+function lags(result: ReturnType<typeof parseResult>): string {
+  const ms = (us: number) => (us / 1000).toFixed(1);
+  return `dispatch lag/connection wait p99 per slice (ms): ${result.slices.map((s) => `${ms(s.dispatch_lag_us.p99)}/${ms(s.connection_wait_us.p99)}`).join(" ")}`;
+}
+
+/**
+ * Runs the plan and analyses it. A test's premise is a working instrument on a host that runs
+ * the services it measures; on a VM whose idle vCPUs halt, shared with other jobs, both fail in
+ * spells of seconds. A run where the generator fell behind in most pairs ("could not measure"),
+ * or where the host starved a service in a pair the verdict kept, is measured again, at most
+ * twice; after three such runs the test skips, naming the lags ("machine too busy"): what
+ * failed is the machine, not the verdict.
  */
 async function measure(
   name: string, p: object, skip: (note: string) => never, o: { onStart?: (loadgen: ChildProcess) => void; frozenSlice?: number } = {},
@@ -78,23 +110,21 @@ async function measure(
   const stalls: string[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
     const result = parseResult(name, await runLoadgen(p, o.onStart));
-    // The test's premise is a quiet instrument, stricter than the verdict's rule: every slice
-    // but the one frozen on purpose kept its lag p99 within 2 ms (a loaded machine read 4-18 ms).
-    const lagging = result.slices.filter((s) => s.index !== o.frozenSlice && s.dispatch_lag_us.p99 > 2000);
-    if (lagging.length > 0) {
-      stalls.push(`${name}: dispatch lag p99 over 2 ms in ${lagging.length} slices (${lagging.map((s) => `${(s.dispatch_lag_us.p99 / 1000).toFixed(1)} ms`).join(", ")})`);
-      console.log(`[loadgen→verdict] ${stalls.at(-1)}`);
-      continue;
-    }
+    let problem: string;
     try {
-      return { result, analysis: analyze([{ name, result }], settings) };
+      const analysis = analyze([{ name, result }], settings);
+      // A slice frozen on purpose is the test's own, not the host's: kept, it fails the test.
+      const starved = starvedServices(result, analysis, o.frozenSlice);
+      if (starved.length === 0) return { result, analysis };
+      problem = `the host starved a service in a kept pair (${starved.join("; ")}); the verdict it gave: ${analysis.verdict}, CI [${analysis.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms`;
     } catch (e) {
       if (!(e instanceof GeneratorDisturbedError)) throw e;
-      stalls.push(e.message);
-      console.log(`[loadgen→verdict] ${name}: ${e.message.split("\n")[0]}`);
+      problem = e.message;
     }
+    stalls.push(`run ${attempt + 1}: ${problem}`);
+    console.log(`[loadgen→verdict] ${name} run ${attempt + 1}: ${problem.split("\n")[0]}`);
   }
-  const note = `machine too busy: the load generator could not keep its schedule in three runs\n${stalls.join("\n")}`;
+  const note = `machine too busy: the host stalled the load generator or the services in three runs\n${stalls.join("\n")}`;
   console.log(`[loadgen→verdict] ${note}`);
   return skip(note);
 }
@@ -107,8 +137,7 @@ describe("verdict on real load generator output", () => {
     const svc = (arm: string) => result.slices.filter((s) => s.arm === arm).map((s) => s.service_time_us.p50);
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     const extraMs = (median(svc("challenger")) - median(svc("champion"))) / 1000;
-    const lags = result.slices.map((s) => `${(s.dispatch_lag_us.p99 / 1000).toFixed(1)}/${(s.connection_wait_us.p99 / 1000).toFixed(1)}`).join(" ");
-    console.log(`[loadgen→verdict] A/B: ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs (${h.droppedPairs.length} dropped); extra service time p50 ${extraMs.toFixed(3)} ms; dispatch lag/connection wait p99 per slice (ms): ${lags}`);
+    console.log(`[loadgen→verdict] A/B: ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs (${h.droppedPairs.length} dropped); extra service time p50 ${extraMs.toFixed(3)} ms; ${lags(result)}`);
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true); // threshold 0.2 ms on a 20 ms budget
     expect(extraMs).toBeGreaterThan(0.2);
@@ -160,7 +189,7 @@ describe("verdict on real load generator output", () => {
     const alone = result.slices.filter((s) => s.pair === frozen.pair);
     const dFrozenMs = (alone.find((s) => s.arm === "challenger")!.latency_us.p90 - alone.find((s) => s.arm === "champion")!.latency_us.p90) / 1000;
     const h = a.headline;
-    console.log(`[loadgen→verdict] frozen: ${frozen.arm} slice ${frozen.index} dispatch lag p99 ${(frozen.dispatch_lag_us.p99 / 1000).toFixed(0)} ms, its pair's difference ${dFrozenMs.toFixed(2)} ms; verdict ${a.verdict} ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs`);
+    console.log(`[loadgen→verdict] frozen: ${frozen.arm} slice ${frozen.index} dispatch lag p99 ${(frozen.dispatch_lag_us.p99 / 1000).toFixed(0)} ms, its pair's difference ${dFrozenMs.toFixed(2)} ms; verdict ${a.verdict} ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs; ${lags(result)}`);
     // The freeze, seen by the instrument: ~20% of the slice's requests left up to 300 ms late,
     // so its lag at the verdict's p90 is far past the 1 ms limit.
     expect(frozen.dispatch_lag_us.p99).toBeGreaterThan(150_000);
