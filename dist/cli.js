@@ -36644,6 +36644,13 @@ function verdictLines(a2) {
   ];
 }
 
+// src/report/gate-outcome.ts
+var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
+function blockedByNote(c3) {
+  const why = c3.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  return why.length ? ` (${why.join(", ")})` : "";
+}
+
 // src/report/markdown.ts
 var GITHUB_SUMMARY_LIMIT = 65535;
 var badge = { green: "\u{1F7E2} green", red: "\u{1F534} red", grey: "\u26AA grey" };
@@ -36691,7 +36698,7 @@ function headline(a2, arms) {
     const [lo, hi] = h2.ciMs;
     return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "\u26AA" : "\u{1F7E0}"} ${quartet(h2, a2.percentile, arms)}`;
   }
-  const state = `${badge[a2.verdict]}${a2.blocking ? ", blocking" : a2.verdict === "red" ? ", advisory" : ""}`;
+  const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
 function compared(a2, arms, runUrl) {

@@ -70978,11 +70978,14 @@ function resourceTitle(c3) {
 
 // src/report/gate-outcome.ts
 var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
+function blockedByNote(c3) {
+  const why = c3.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  return why.length ? ` (${why.join(", ")})` : "";
+}
 function gateOutcome(a2) {
   const h2 = a2.headline;
   const conclusion = a2.blocking ? "failure" : a2.verdict === "red" ? "neutral" : "success";
-  const why = h2.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
-  const state = a2.blocking ? `red, blocking${why.length ? ` (${why.join(", ")})` : ""}` : a2.verdict === "red" ? "red, advisory" : a2.verdict;
+  const state = a2.blocking ? `red, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? "red, advisory" : a2.verdict;
   const notes = [
     resourceTitle(h2),
     a2.preflight.length > 0 ? `host flagged ${[...new Set(a2.preflight.map((f) => f.check))].join(", ")}: see the report` : null,
@@ -71038,7 +71041,7 @@ function headline(a2, arms) {
     const [lo, hi] = h2.ciMs;
     return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "\u26AA" : "\u{1F7E0}"} ${quartet(h2, a2.percentile, arms)}`;
   }
-  const state = `${badge[a2.verdict]}${a2.blocking ? ", blocking" : a2.verdict === "red" ? ", advisory" : ""}`;
+  const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
 function compared(a2, arms, runUrl2) {

@@ -1,5 +1,5 @@
 // How a verdict shows on GitHub: the check's conclusion, the label and the title. Pure.
-import type { Analysis } from "../analysis/verdict";
+import type { Analysis, Comparison } from "../analysis/verdict";
 import { quartet } from "./quartet";
 import { resourceTitle } from "./resources";
 
@@ -13,12 +13,20 @@ export interface GateOutcome {
 
 const reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" } as const;
 
+/**
+ * " (more CPU per request)" when a comparison blocks for a reason beside its latency, which its
+ * quartet (a latency sentence) does not say; "" otherwise.
+ */
+export function blockedByNote(c: Comparison): string {
+  const why = c.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  return why.length ? ` (${why.join(", ")})` : "";
+}
+
 /** Green and grey pass; an advisory red is neutral (visible, not blocking); a blocking red fails. */
 export function gateOutcome(a: Analysis): GateOutcome {
   const h = a.headline;
   const conclusion: Conclusion = a.blocking ? "failure" : a.verdict === "red" ? "neutral" : "success";
-  const why = h.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
-  const state = a.blocking ? `red, blocking${why.length ? ` (${why.join(", ")})` : ""}` : a.verdict === "red" ? "red, advisory" : a.verdict;
+  const state = a.blocking ? `red, blocking${blockedByNote(h)}` : a.verdict === "red" ? "red, advisory" : a.verdict;
   // A cost change shows even when the latency did not move; what the host flagged, when it did.
   const notes = [
     resourceTitle(h),

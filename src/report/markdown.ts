@@ -8,6 +8,7 @@ import type { Analysis, ArmSummary, Comparison } from "../analysis/verdict";
 import { type Arms, armsOf } from "./arms";
 import { textChart } from "./chart";
 import { confidenceLabel, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
+import { blockedByNote } from "./gate-outcome";
 import { halfWidth, quartet } from "./quartet";
 import { resourceChanges, resourceRows } from "./resources";
 
@@ -66,7 +67,7 @@ function headline(a: Analysis, arms: Arms): string {
     const [lo, hi] = h.ciMs;
     return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "⚪" : "🟠"} ${quartet(h, a.percentile, arms)}`;
   }
-  const state = `${badge[a.verdict]}${a.blocking ? ", blocking" : a.verdict === "red" ? ", advisory" : ""}`;
+  const state = `${badge[a.verdict]}${a.blocking ? `, blocking${blockedByNote(h)}` : a.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} — ${quartet(h, a.percentile)}`;
 }
 
