@@ -16,8 +16,8 @@ import type { HostClient } from "../host/client";
 import { InputError } from "../inputs";
 import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
-import { markdownReport } from "../report/markdown";
 import { armsOf } from "../report/arms";
+import { markdownReport } from "../report/markdown";
 import { quartet } from "../report/quartet";
 import { ownerAndRepo, readEvent } from "../runner";
 
