@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -28,10 +27,9 @@ func TestARunOnAFullDiskFailsWithTheCauseAndTheNextOneWorks(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", h.Root).Run() })
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 
-	h.must(strings.NewReader(runPlan("bbbbbbb", 4, 0.5)), "run full-1")
-	w := follow(t, h.SSHCommand("wait full-1"), "slice 2/8")
+	w := h.followRun("full-1", 4, "slice 2/8")
 	filler := filepath.Join(h.Root, "filler")
 	fill(t, filler) // the disk is full from the third slice on
 	progress, err := w.finish()
@@ -89,9 +87,8 @@ func fill(t *testing.T, path string) {
 func TestAChampionThatDiesMidRunFailsTheRunAndTheChampionServesAgain(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
-	h.must(strings.NewReader(runPlan("bbbbbbb", 5, 0.5)), "run crash-1")
-	w := follow(t, h.SSHCommand("wait crash-1"), "slice 3/10")
+	h.deployChallenger()
+	w := h.followRun("crash-1", 5, "slice 3/10")
 	pid := armPid(t, w.out.String(), "champion")
 	syscall.Kill(pid, syscall.SIGKILL)
 	progress, err := w.finish()
@@ -122,10 +119,9 @@ func TestAChampionThatDiesMidRunFailsTheRunAndTheChampionServesAgain(t *testing.
 func TestARunOrSupervisorThatDiesNeverLeavesTheChampionPortDead(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 
-	h.must(strings.NewReader(runPlan("bbbbbbb", 5, 0.5)), "run die-1")
-	w := follow(t, h.SSHCommand("wait die-1"), "slice 2/10")
+	w := h.followRun("die-1", 5, "slice 2/10")
 	executor := readPid(t, filepath.Join(h.Root, "runs", "die-1", "pid"))
 	p := startPoller(h.ChampionPort)
 	killedAt := time.Now()
@@ -155,8 +151,7 @@ func TestARunOrSupervisorThatDiesNeverLeavesTheChampionPortDead(t *testing.T) {
 	}
 
 	// The supervisor killed mid-run: the run ends ok, and a new supervisor serves after it.
-	h.must(strings.NewReader(runPlan("bbbbbbb", 3, 0.5)), "run die-2")
-	w = follow(t, h.SSHCommand("wait die-2"), "slice 2/6")
+	w = h.followRun("die-2", 3, "slice 2/6")
 	var rec struct{ Pid int }
 	b, _ := os.ReadFile(filepath.Join(h.Root, "champion.json"))
 	if json.Unmarshal(b, &rec) != nil || syscall.Kill(rec.Pid, syscall.SIGKILL) != nil {

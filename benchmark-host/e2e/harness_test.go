@@ -158,6 +158,20 @@ func (h *host) setupChampion() {
 	h.must(strings.NewReader(serviceSpec), "promote aaaaaaa")
 }
 
+// deployChallenger deploys the fast build's v2 as challenger "bbbbbbb".
+func (h *host) deployChallenger() {
+	h.t.Helper()
+	h.must(bytes.NewReader(buildTarball(h.t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+}
+
+// followRun starts a run of challenger "bbbbbbb" (pairs of 0.5 s slices) and follows its
+// progress until marker.
+func (h *host) followRun(runID string, pairs int, marker string) *follower {
+	h.t.Helper()
+	h.must(strings.NewReader(runPlan("bbbbbbb", pairs, 0.5)), "run "+runID)
+	return follow(h.t, h.SSHCommand("wait "+runID), marker)
+}
+
 // runPlan is the plan the action would send for a challenger.
 func runPlan(challenger string, pairs int, sliceSeconds float64) string {
 	return fmt.Sprintf(`{"challenger_sha":%q,"service":%s,"loadgen":{"workload":"work","rate":200,"slice_seconds":%g,"pairs":%d,"seed":1,"warmup_seconds":0.3,"connections":4,"requests":[{"path":"/work?key={{rand 100}}"}]}}`,

@@ -73,7 +73,7 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 func TestWaitSurvivesADroppedConnection(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 	h.must(strings.NewReader(runPlan("bbbbbbb", 4, 0.8)), "run pr-8-bbbbbbb-1")
 
 	first := h.SSHCommand("wait pr-8-bbbbbbb-1")
@@ -231,7 +231,7 @@ func TestChallengerFailuresNameTheCauseAndLeaveTheChampionServing(t *testing.T) 
 func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 	var wg sync.WaitGroup
 	for _, id := range []string{"pr-1-bbbbbbb-1", "pr-2-bbbbbbb-1"} {
 		wg.Add(1)
@@ -259,7 +259,7 @@ func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	// With no patience, a second run is refused with who holds the host and since when.
 	impatient := newHost(t, hostOptions{lockWait: time.Millisecond})
 	impatient.setupChampion()
-	impatient.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	impatient.deployChallenger()
 	impatient.must(strings.NewReader(runPlan("bbbbbbb", 2, 0.6)), "run pr-3-bbbbbbb-1")
 	_, stderr, code := impatient.ssh(strings.NewReader(runPlan("bbbbbbb", 2, 0.6)), "run pr-4-bbbbbbb-1")
 	if code != 4 || !strings.Contains(stderr, "host busy: ab pr-3-bbbbbbb-1 since ") {
@@ -457,7 +457,7 @@ func (w *tarWriter) close() {
 func TestAbortGcAndFloors(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 	h.must(strings.NewReader(runPlan("bbbbbbb", 20, 1)), "run pr-6-bbbbbbb-1")
 	time.Sleep(2500 * time.Millisecond)
 	h.must(nil, "abort pr-6-bbbbbbb-1")
@@ -570,7 +570,7 @@ func TestAFloorIsNeverRecordedFromAFlaggedRun(t *testing.T) {
 func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 	good := runPlan("bbbbbbb", 2, 0.5)
 	for i, c := range []struct{ plan, field string }{
 		{strings.Replace(good, `"service":`, `"servce":`, 1), `unknown field "servce"`},

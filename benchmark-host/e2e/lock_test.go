@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -49,7 +48,7 @@ func lockHolders(t *testing.T, root string) []string {
 func TestTheLockIsNeverInherited(t *testing.T) {
 	h := newHost(t, hostOptions{lockWait: 2 * time.Second})
 	h.setupChampion()
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 	for i, id := range []string{"lock-1", "lock-2"} {
 		// The supervisor dies before the run, so the run's executor has to start a new one.
 		var rec struct{ Pid int }

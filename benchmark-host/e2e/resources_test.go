@@ -65,7 +65,7 @@ func TestCPUPerRequestFollowsTheWorkPerRequest(t *testing.T) {
 	}
 	h.must(bytes.NewReader(buildTarball(t, "fast", "v1", "exec ./service")), "deploy champion aaaaaaa")
 	h.must(strings.NewReader(spec(rounds)), "promote aaaaaaa")
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", "exec ./service")), "deploy challenger bbbbbbb")
+	h.deployChallenger()
 	plan := fmt.Sprintf(`{"challenger_sha":"bbbbbbb","service":%s,"loadgen":{"workload":"work","rate":20,"slice_seconds":1,"pairs":3,"seed":1,"warmup_seconds":0.5,"connections":4,"requests":[{"path":"/work?key={{rand 100}}"}]}}`, spec(2*rounds))
 	h.must(strings.NewReader(plan), "run cpu-1")
 	h.must(nil, "wait cpu-1")

@@ -1,11 +1,12 @@
 // Symmetric start (issue 14) through perf-gate run --local: a service that is slow for its first
-// seconds of serving (e2e/coldstart: each of its first 3,000 requests waits up to 20 ms more,
-// as a JIT warms) gated against itself three times in a row, the champion kept serving between
-// the gates (--keep-host). Both arms start fresh for every run, so both are equally cold and no
+// seconds of serving (the example service's cold build: each of its first 3,000 requests waits
+// up to 20 ms more, as a JIT warms) gated against itself three times in a row, the champion kept
+// serving between the gates (--keep-host). Both arms start fresh for every run, so both are equally cold and no
 // gate sees a difference. Before, the champion was the supervisor's long-running process, warm
-// from the gates before, and the challenger always new. OLD: on main's perf-host before issue 14
-// (340093d), the same three gates read grey +0.53 ms, then red and blocking at +4.55 ms (95% CI
-// [+3.92, +5.18]) and +9.74 ms ([+9.00, +10.49]): the challenger looked slower and slower.
+// from the gates before, and the challenger always new. OLD: with perf-host and the CLI before
+// issue 14 (340093d), the same three gates of this build read grey -0.79 ms, then red and
+// blocking at +4.61 ms (95% CI [+4.26, +4.96]) and +10.28 ms ([+6.19, +14.37]): the challenger
+// looked slower and slower.
 import { execFile, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
@@ -25,9 +26,9 @@ let ports: number[];
 function release(bin: string, name: string, version: string): string {
   const d = join(dir, name);
   mkdirSync(d);
-  copyFileSync(bin, join(d, "coldstart"));
+  copyFileSync(bin, join(d, "service"));
   chmodSync(d, 0o755);
-  chmodSync(join(d, "coldstart"), 0o755);
+  chmodSync(join(d, "service"), 0o755);
   writeFileSync(join(d, "VERSION"), `${version}\n`);
   return d;
 }
@@ -36,7 +37,7 @@ beforeAll(async () => {
   await buildHostBinaries();
   dir = mkdtempSync(join(tmpdir(), "perf-gate-coldstart-"));
   chmodSync(dir, 0o755);
-  await exec("go", ["build", "-o", join(dir, "coldstart-bin"), "./e2e/coldstart"], { cwd: join(repoRoot, "benchmark-host") });
+  await exec("go", ["build", "-tags", "cold", "-o", join(dir, "service-cold"), "./examples/service"], { cwd: join(repoRoot, "benchmark-host") });
   ports = await freePorts(2);
 });
 
@@ -50,7 +51,7 @@ describe("symmetric start", () => {
   it("a service slow for its first seconds is not slower as a challenger: three gates of one build in a row", async () => {
     const config = join(dir, "perf-gate.yml");
     writeFileSync(config, `service:
-  command: ["./coldstart"]
+  command: ["./service"]
   health_timeout_seconds: 5
 slo: {percentile: 90, budget_ms: 200}
 slices: {seconds: 0.5, pairs: 6}
@@ -61,7 +62,7 @@ workloads:
     connections: 20
     requests: [{path: /work}]
 `);
-    const bin = join(dir, "coldstart-bin");
+    const bin = join(dir, "service-cold");
     const champion = release(bin, "champion", "v1");
     // The first gate is of the champion's own build (the same digest); the next two of the same
     // binary under another digest, so that no gate pools another's runs.

@@ -1,6 +1,7 @@
 // Command service is the example service the demo and the tests deploy: a small HTTP API
 // that does a fixed amount of hashing per request. Built with -tags slow it does extra work
-// per request (see work_slow.go), the kind of regression the gate exists to catch.
+// per request (see work_slow.go), the kind of regression the gate exists to catch; built with
+// -tags cold it is slow for its first seconds of serving (see work_cold.go).
 package main
 
 import (
