@@ -6,6 +6,7 @@ import (
 	"testing"
 )
 
+// readVectors decodes a shared test-vector file (the TypeScript side reads the same files).
 func readVectors(t *testing.T, file string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -17,53 +18,56 @@ func readVectors(t *testing.T, file string, v any) {
 	}
 }
 
+// eachVector calls check on every vector of a file of the form {"vectors": […]}.
+func eachVector[V any](t *testing.T, file string, check func(V)) {
+	t.Helper()
+	var f struct {
+		Vectors []V `json:"vectors"`
+	}
+	readVectors(t, file, &f)
+	for _, v := range f.Vectors {
+		check(v)
+	}
+}
+
 // The same vectors are checked on the TypeScript side (test/contract/rules.test.ts).
 func TestKeyMatchesTheSharedVectors(t *testing.T) {
-	var f struct {
-		Vectors []struct {
-			Workload string  `json:"workload"`
-			Rate     float64 `json:"rate"`
-			Key      string  `json:"key"`
-		} `json:"vectors"`
+	type vector struct {
+		Workload string  `json:"workload"`
+		Rate     float64 `json:"rate"`
+		Key      string  `json:"key"`
 	}
-	readVectors(t, "testdata/keys.json", &f)
-	for _, v := range f.Vectors {
+	eachVector(t, "testdata/keys.json", func(v vector) {
 		if got := Key(v.Workload, v.Rate); got != v.Key {
 			t.Errorf("Key(%q, %v) = %q, want %q", v.Workload, v.Rate, got, v.Key)
 		}
-	}
+	})
 }
 
 func TestFloorKeyMatchesTheSharedVectors(t *testing.T) {
-	var f struct {
-		Vectors []struct {
-			Workload   string  `json:"workload"`
-			Rate       float64 `json:"rate"`
-			Percentile float64 `json:"percentile"`
-			Key        string  `json:"key"`
-		} `json:"vectors"`
+	type vector struct {
+		Workload   string  `json:"workload"`
+		Rate       float64 `json:"rate"`
+		Percentile float64 `json:"percentile"`
+		Key        string  `json:"key"`
 	}
-	readVectors(t, "testdata/floor-keys.json", &f)
-	for _, v := range f.Vectors {
+	eachVector(t, "testdata/floor-keys.json", func(v vector) {
 		if got := FloorKey(v.Workload, v.Rate, v.Percentile); got != v.Key {
 			t.Errorf("FloorKey(%q, %v, %v) = %q, want %q", v.Workload, v.Rate, v.Percentile, got, v.Key)
 		}
-	}
+	})
 }
 
 func TestSampleBudgetMatchesTheSharedVectors(t *testing.T) {
-	var f struct {
-		Vectors []struct {
-			Percentile float64 `json:"percentile"`
-			Budget     int64   `json:"budget"`
-		} `json:"vectors"`
+	type vector struct {
+		Percentile float64 `json:"percentile"`
+		Budget     int64   `json:"budget"`
 	}
-	readVectors(t, "testdata/sample-budget.json", &f)
-	for _, v := range f.Vectors {
+	eachVector(t, "testdata/sample-budget.json", func(v vector) {
 		if got := SampleBudget(v.Percentile); got != v.Budget {
 			t.Errorf("SampleBudget(%v) = %d, want %d", v.Percentile, got, v.Budget)
 		}
-	}
+	})
 }
 
 func TestLimitsCheckTheirBounds(t *testing.T) {

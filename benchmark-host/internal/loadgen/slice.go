@@ -39,8 +39,10 @@ type sliceShard struct {
 	published bool
 
 	scheduled, overflow int64
-	sent, inWindow      int64
-	completed, ok       int64
+	// Requests finished (answered or failed): a request is accounted once, when it finishes, so
+	// the slice's sent and completed counts are both this.
+	completed, inWindow int64
+	ok                  int64
 	recorded, newConns  int64
 	early               int64 // sent before their intended time
 	errs                contract.ErrorCounts
@@ -84,7 +86,6 @@ func (a *sliceShard) add(o *outcome) {
 	if a.latency == nil {
 		a.allocate()
 	}
-	a.sent++
 	a.completed++
 	// The generator's pace: what it dispatched in the window, whether or not a connection was
 	// free (a slow service holding every connection is measured, not the generator's fault).
@@ -151,7 +152,6 @@ func mergeShards(shards []*sliceShard) *sliceShard {
 		}
 		a.scheduled += b.scheduled
 		a.overflow += b.overflow
-		a.sent += b.sent
 		a.inWindow += b.inWindow
 		a.completed += b.completed
 		a.ok += b.ok
@@ -186,7 +186,7 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 	}
 	s := contract.Slice{
 		Index: a.slice, Pair: pair, Arm: arm, Start: clock.at(a.start), End: clock.at(end),
-		Scheduled: a.scheduled, Sent: a.sent, Completed: a.completed, OK: a.ok,
+		Scheduled: a.scheduled, Sent: a.completed, Completed: a.completed, OK: a.ok,
 		Recorded: a.recorded, Errors: a.errs, Overflow: a.overflow, NewConnections: a.newConns,
 		LatencyUs:        percentiles(a.latency),
 		ServiceTimeUs:    contract.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
@@ -201,8 +201,8 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 	if wall := a.wallOut - a.wallIn; a.known && wall > 0 {
 		cpu := a.cpuOut - a.cpuIn
 		s.GeneratorCPUCores = cpu.Seconds() / wall.Seconds()
-		if a.sent > 0 {
-			s.GeneratorCPUUsPerRequest = float64(cpu.Nanoseconds()) / 1e3 / float64(a.sent)
+		if a.completed > 0 {
+			s.GeneratorCPUUsPerRequest = float64(cpu.Nanoseconds()) / 1e3 / float64(a.completed)
 		}
 	}
 	if enc, err := a.latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
