@@ -69616,7 +69616,16 @@ function namedPercentileAtOrAbove(percentile2) {
 function slicePercentileUs(s, percentile2) {
   const named = namedPercentiles[String(percentile2)];
   if (named) return s.latency_us[named];
-  return (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram).getValueAtPercentile(percentile2);
+  return histogramOf(s).getValueAtPercentile(percentile2);
+}
+var decoded = /* @__PURE__ */ new WeakMap();
+function histogramOf(s) {
+  let h2 = decoded.get(s);
+  if (!h2) {
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram);
+    decoded.set(s, h2);
+  }
+  return h2;
 }
 
 // src/analysis/health.ts
@@ -69890,14 +69899,7 @@ function compare(key, group, s, rand) {
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
   const champion = armSummary(pairs, "champion", s.percentile);
   const challenger = armSummary(pairs, "challenger", s.percentile);
-  const flags = [
-    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g2) => g2.result.host.cpu_idle.startsWith("not held")).map((g2) => ({
-      code: "cpu_idle_not_held",
-      message: `${g2.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g2.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`
-    })),
-    ...measurementFlags(pairs, dropped, s.percentile)
-  ];
+  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -69956,6 +69958,15 @@ function armSummary(pairs, arm, percentile2) {
     errors: e.errors,
     errorsByClass: e.byClass
   };
+}
+function runFlags(group) {
+  return [
+    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
+    ...group.filter((g2) => g2.result.host.cpu_idle.startsWith("not held")).map((g2) => ({
+      code: "cpu_idle_not_held",
+      message: `${g2.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g2.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`
+    }))
+  ];
 }
 function measurementFlags(pairs, dropped, percentile2) {
   const flags = [];

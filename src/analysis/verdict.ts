@@ -309,14 +309,7 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
   const champion = armSummary(pairs, "champion", s.percentile);
   const challenger = armSummary(pairs, "challenger", s.percentile);
-  const flags = [
-    ...group.filter((g) => g.result.partial).map((g): Flag => ({ code: "partial_run", message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g) => g.result.host.cpu_idle.startsWith("not held")).map((g): Flag => ({
-      code: "cpu_idle_not_held",
-      message: `${g.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`,
-    })),
-    ...measurementFlags(pairs, dropped, s.percentile),
-  ];
+  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -373,6 +366,17 @@ function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): 
     errors: e.errors,
     errorsByClass: e.byClass,
   };
+}
+
+/** What a run says of itself: that it stopped early, or ran with its CPUs free to sleep. */
+function runFlags(group: readonly NamedResult[]): Flag[] {
+  return [
+    ...group.filter((g) => g.result.partial).map((g): Flag => ({ code: "partial_run", message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}` })),
+    ...group.filter((g) => g.result.host.cpu_idle.startsWith("not held")).map((g): Flag => ({
+      code: "cpu_idle_not_held",
+      message: `${g.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`,
+    })),
+  ];
 }
 
 /** What may weaken the measurement itself: too few samples, reconnects, dropped pairs. */
