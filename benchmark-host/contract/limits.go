@@ -135,6 +135,8 @@ var (
 	SHA = pattern(`^[0-9a-f]{7,40}$`, "7-40 lowercase hex characters")
 	// Token is an HTTP token (RFC 9110): a method, a header name.
 	Token = pattern("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "an HTTP token such as GET or Content-Type")
+	// GRPCMethod is a full gRPC method name.
+	GRPCMethod = pattern(`^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*/[A-Za-z_][A-Za-z0-9_]*$`, "package.Service/Method")
 	// URLPath is a request path or a health path.
 	URLPath = pattern(`^/`, "a path starting with /")
 	// EnvName is an environment variable's name, as a shell would take it.
@@ -173,6 +175,8 @@ var (
 	Amount = Range{Min: 0, Max: math.Inf(1)}
 
 	Orders          = Enum{OrderAlternate, OrderBalanced}
+	Protocols       = Enum{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC}
+	HealthChecks    = Enum{HealthHTTP, HealthGRPC}
 	Arms            = Enum{Champion, Challenger}
 	Kinds           = Enum{KindAB, KindAA}
 	RunStatuses     = Enum{StatusOK, StatusError, StatusAborted}
@@ -197,7 +201,7 @@ var Limits = map[string]any{
 	"port_names": PortNames, "state": States,
 	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
-	"order": Orders, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
+	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
 	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,

@@ -1,5 +1,7 @@
 package contract
 
+import "encoding/json"
+
 // Arms, as plans and results name them.
 const (
 	Champion   = "champion"
@@ -12,6 +14,21 @@ const (
 	OrderAlternate = "alternate"
 	// OrderBalanced flips a seeded coin per pair, so drift cannot favour one arm.
 	OrderBalanced = "balanced"
+)
+
+// Protocols a plan may speak (issue 16).
+const (
+	ProtocolHTTP1 = "http1"
+	// ProtocolH2C is HTTP/2 without TLS (prior knowledge).
+	ProtocolH2C = "h2c"
+	// ProtocolGRPC is unary gRPC calls over h2c.
+	ProtocolGRPC = "grpc"
+)
+
+// Health checks a service spec may ask for.
+const (
+	HealthHTTP = "http"
+	HealthGRPC = "grpc"
 )
 
 // Kinds of run.
@@ -55,6 +72,13 @@ type Plan struct {
 	TimeoutMs int `json:"timeout_ms,omitempty" limit:"timeout_ms" default:"2000"`
 	// Requests waiting per target before one is an overflow; by default a timeout's worth.
 	MaxQueue int `json:"max_queue,omitempty" limit:"max_queue"`
+	// http1: HTTP/1.1; h2c: HTTP/2 without TLS; grpc: unary gRPC calls (issue 16). Over
+	// h2c and grpc, connections are HTTP/2 connections per target carrying concurrent streams.
+	Protocol string `json:"protocol,omitempty" limit:"protocol" default:"http1"`
+	// grpc only: a protobuf FileDescriptorSet (with its imports) that describes the methods,
+	// relative to the plan's directory (on a host: to each arm's release). Without it, the
+	// methods are resolved through each target's server reflection.
+	ProtoDescriptorSet string `json:"proto_descriptor_set,omitempty"`
 	// The workload mix.
 	Requests []Request `json:"requests" limit:"at_least_one"`
 }
@@ -75,17 +99,31 @@ type Builds struct {
 	ChallengerSHA string `json:"challenger_sha" limit:"sha"`
 }
 
-// Request is one entry of the workload mix. Paths, header values and bodies may hold
-// templates: {{seq}} {{rand}} {{rand N}} {{run}} {{arm}} {{slice}}.
+// Request is one entry of the workload mix. Paths, header values, bodies and gRPC messages
+// may hold templates: {{seq}} {{rand}} {{rand N}} {{run}} {{arm}} {{slice}}.
 type Request struct {
-	Method  string            `json:"method,omitempty" limit:"token" default:"GET"`
-	Path    string            `json:"path" limit:"url_path"`
+	Method string `json:"method,omitempty" limit:"token" default:"GET"`
+	// Required for http1 and h2c; a grpc request has none.
+	Path    string            `json:"path,omitempty" limit:"url_path"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    *string           `json:"body,omitempty"`
 	// A file read as the body, relative to the plan's directory (loadgen only: a host refuses it).
 	BodyFile string `json:"body_file,omitempty"`
+	// The call of a grpc plan (and only there).
+	GRPC *GRPCCall `json:"grpc,omitempty"`
 	// Relative share of the mix.
 	Weight float64 `json:"weight,omitempty" limit:"weight" default:"1"`
+}
+
+// GRPCCall is one unary gRPC call: its method and its request message as protobuf JSON.
+type GRPCCall struct {
+	// The full method name, package.Service/Method.
+	Method string `json:"method" limit:"grpc_method"`
+	// The request message in protobuf's JSON mapping; string values may hold templates
+	// (protobuf JSON takes numbers in strings too: {"hits": "{{rand 10}}"}).
+	Message json.RawMessage `json:"message,omitempty"`
+	// Request metadata (lowercase keys; templates in values).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // ServiceSpec says how the host starts and checks a build: from the repository's config.
@@ -109,7 +147,10 @@ type ServiceSpec struct {
 	// create a schema), as the arm's user, expanded as the command is.
 	Setup               []string `json:"setup,omitempty"`
 	SetupTimeoutSeconds float64  `json:"setup_timeout_seconds,omitempty" limit:"setup_timeout_seconds" default:"60"`
-	// Must answer 200 before any load.
+	// http: GET health_path must answer 200; grpc: the standard grpc.health.v1.Health/Check
+	// (service "") must answer SERVING. Either must hold before any load.
+	HealthCheck string `json:"health_check,omitempty" limit:"health_check" default:"http"`
+	// Must answer 200 before any load (health_check http).
 	HealthPath           string  `json:"health_path,omitempty" limit:"url_path" default:"/health"`
 	HealthTimeoutSeconds float64 `json:"health_timeout_seconds,omitempty" limit:"health_timeout_seconds" default:"30"`
 }

@@ -117,10 +117,20 @@ type ErrorCounts struct {
 	Status4 int64 `json:"4xx" limit:"count"`
 	Status5 int64 `json:"5xx" limit:"count"`
 	Other   int64 `json:"other" limit:"count"`
+	// gRPC calls answered with a status other than OK, by its name in snake case
+	// (unavailable, resource_exhausted, …); a call past timeout_ms is a timeout, and a
+	// connection that could not be made is connect (issue 16).
+	GRPC map[string]int64 `json:"grpc,omitempty"`
 }
 
 // Total is the number of failed requests of any class.
-func (e ErrorCounts) Total() int64 { return e.Connect + e.Timeout + e.Status4 + e.Status5 + e.Other }
+func (e ErrorCounts) Total() int64 {
+	n := e.Connect + e.Timeout + e.Status4 + e.Status5 + e.Other
+	for _, c := range e.GRPC {
+		n += c
+	}
+	return n
+}
 
 // Latency is a slice's corrected latency at its named percentiles, in µs.
 type Latency struct {

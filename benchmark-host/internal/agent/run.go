@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
@@ -92,7 +94,7 @@ func (h *Host) readRunRequest(runID, kind string, stdin io.Reader) (*contract.Ru
 	if kind == contract.KindAA {
 		req.Service = st.Service // both ports run the champion as it serves
 	}
-	compiled, err := plan.Compile(*lg, h.runDir(runID))
+	compiled, err := plan.Compile(*lg, h.runDir(runID), h.generatorCPUs())
 	if err != nil {
 		var fe *plan.FieldError
 		if errors.As(err, &fe) {
@@ -136,6 +138,39 @@ func (h *Host) buildsOf(kind string, req *contract.RunRequest, st State) (*contr
 	return b, nil
 }
 
+// readDescriptorSets reads a grpc plan's proto_descriptor_set from each arm's release, through
+// os.Root so that no path or link reaches outside it: each arm's messages are encoded with
+// the descriptors its own build ships.
+func (h *Host) readDescriptorSets(lp *plan.Plan) error {
+	if lp.ProtoDescriptorSet == "" {
+		return nil
+	}
+	shas := [2]string{lp.Builds.ChampionSHA, lp.Builds.ChallengerSHA}
+	for arm, sha := range shas {
+		root, err := os.OpenRoot(h.releaseDir(sha))
+		if err != nil {
+			return err
+		}
+		b, err := root.ReadFile(lp.ProtoDescriptorSet)
+		root.Close()
+		if err != nil {
+			return fmt.Errorf("plan: loadgen.proto_descriptor_set: the %s's build %s has no readable %q: %v", []string{contract.Champion, contract.Challenger}[arm], sha, lp.ProtoDescriptorSet, errors.Unwrap(err))
+		}
+		lp.DescriptorSets[arm] = b
+	}
+	return nil
+}
+
+// generatorCPUs bounds the plan's generator_cpus by the host's --loadgen-cpus placement:
+// more event loops than CPUs would share them and fall behind the schedule.
+func (h *Host) generatorCPUs() plan.CompileOption {
+	cpus, err := placement.Parse(h.LoadgenCPUs)
+	if err != nil {
+		return plan.WithGeneratorCPUs(0) // the isolation check names the bad flag
+	}
+	return plan.WithGeneratorCPUs(len(cpus))
+}
+
 // hostOwnedFields refuses what a client may not decide: where the load goes, what it is
 // called, and files read on the host (a body_file could send the host's own files to the
 // challenger, which is code from a pull request).
@@ -145,6 +180,9 @@ func hostOwnedFields(lg *contract.Plan) error {
 		return refuse("plan: loadgen.targets: set by the host, leave it out")
 	case lg.Builds != nil:
 		return refuse("plan: loadgen.builds: set by the host, leave it out")
+	}
+	if set := lg.ProtoDescriptorSet; set != "" && (filepath.IsAbs(set) || !filepath.IsLocal(set)) {
+		return refuse("plan: loadgen.proto_descriptor_set: must be a relative path inside the build (each arm's release), got %q", set)
 	}
 	for i, r := range lg.Requests {
 		if r.BodyFile != "" {
@@ -240,9 +278,12 @@ func (e *execution) run(ctx context.Context) error {
 		return fail("internal", "%v", err)
 	}
 	e.outcome.Kind = req.Loadgen.Builds.Kind
-	lp, err := plan.Compile(req.Loadgen, e.h.runDir(e.runID))
+	lp, err := plan.Compile(req.Loadgen, e.h.runDir(e.runID), e.h.generatorCPUs())
 	if err != nil {
 		return fail("internal", "%v", err)
+	}
+	if err := e.h.readDescriptorSets(lp); err != nil {
+		return fail("plan", "%v", err)
 	}
 	e.logf("%s run %s started", e.outcome.Kind, e.runID)
 	if err := e.preflight(e.outcome.Kind); err != nil {

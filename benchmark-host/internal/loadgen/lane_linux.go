@@ -16,12 +16,10 @@ import (
 // A transport that must block per call (issue 16's gRPC) plugs in beside it: a lane whose
 // completions come back to its own goroutine, feeding the same schedule walk and shards.
 type lane struct {
-	index, count int
-	w            *requestWriter
-	targets      [2]endpoint
-	timeout      time.Duration
-	clock        monoClock
-	sched        *schedule // nil while priming
+	walk
+	w       *requestWriter
+	targets [2]endpoint
+	timeout time.Duration
 
 	ep, wake int
 	// idleEp holds only the wake eventfd: the lane sleeps on it until the next due request
@@ -36,38 +34,11 @@ type lane struct {
 	closed  [2][]*conn // closed connections, opened again when a request needs one
 	pending [2]jobRing // requests waiting for a connection of their arm
 
-	nextK        uint64
-	nextBoundary int // index of the next slice boundary to cross (len(order)+1: none)
-	inflight     int // requests queued or in flight
-	nextExpiry   time.Duration
-	stop         *atomic.Int64 // offset at which the run was stopped; 0 while it runs
-	frontier     time.Duration // where the lane stopped dispatching
-	done         bool          // the lane's schedule is over (ended or stopped)
-
-	shards    []*sliceShard
-	published chan<- *sliceShard
-	warm      warmCounts
-	primeErr  [2]errClass
+	nextExpiry time.Duration
 }
-
-type warmCounts struct{ sent, ok, errs, overflow int64 }
 
 // wakeID marks the lane's eventfd in epoll events; connections use their index.
 const wakeID = -1
-
-// job is one request on the schedule.
-type job struct {
-	seq      uint64
-	intended time.Duration
-	// When the lane got to it: later than intended only when the generator fell behind.
-	dispatched time.Duration
-	slice      int // -1 during warmup, primeSlice while priming
-	arm        int
-	record     bool
-	shard      *sliceShard // nil outside measured slices
-}
-
-const primeSlice = -2
 
 // sendWindow is how late a request may leave so that it shares a wake-up with the requests
 // due after it. A wake-up costs more CPU than everything else a request does (~25 µs on a
@@ -113,8 +84,9 @@ func newLane(index, count int, w *requestWriter, targets [2]endpoint, timeout ti
 	for arm := range targets {
 		targets[arm] = targets[arm].forLane()
 	}
-	l := &lane{index: index, count: count, w: w, targets: targets, timeout: timeout, clock: clock,
-		stop: stop, published: published, ep: -1, wake: -1, idleEp: -1, oob: make([]byte, 64)}
+	l := &lane{walk: walk{index: index, count: count, clock: clock, stop: stop, published: published},
+		w: w, targets: targets, timeout: timeout, ep: -1, wake: -1, idleEp: -1, oob: make([]byte, 64)}
+	l.carrier = l
 	var err error
 	if l.ep, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
 		return nil, err
@@ -175,117 +147,6 @@ func (l *lane) prime() {
 	for l.inflight > 0 {
 		l.poll(l.now())
 	}
-}
-
-// run walks the lane's part of the schedule until it ends or the run is stopped, then lets
-// every request in flight finish, and publishes its shards and a final summary.
-func (l *lane) run(s *schedule) {
-	l.sched = s
-	l.nextK = uint64(l.index)
-	yielded := l.now()
-	for {
-		now := l.now()
-		l.advance(now)
-		if l.done && l.inflight == 0 {
-			break
-		}
-		if now-yielded >= yieldEvery {
-			yielded = now
-			yieldToScheduler()
-		}
-		l.poll(now)
-	}
-	for _, sh := range l.shards {
-		l.publish(sh)
-	}
-	l.published <- &sliceShard{slice: -1, lane: l.index, interruptedAt: l.frontier}
-}
-
-func (l *lane) now() time.Duration { return time.Since(l.clock.base) }
-
-// advance sends every request due by now and crosses the slice boundaries passed.
-func (l *lane) advance(now time.Duration) {
-	s := l.sched
-	for !l.done {
-		off := s.at(l.nextK)
-		boundary := s.sliceStart(l.nextBoundary)
-		if stop := time.Duration(l.stop.Load()); stop != 0 && min(off, boundary) >= stop {
-			l.halt(min(off, boundary), now)
-			return
-		}
-		if boundary <= off && l.nextBoundary <= len(s.order) {
-			if boundary > now {
-				return
-			}
-			l.cross(now)
-			continue
-		}
-		if off > now {
-			return
-		}
-		if off >= s.end {
-			l.halt(s.end, now)
-			return
-		}
-		l.dispatch(l.nextK, off, now)
-		l.nextK += uint64(l.count)
-	}
-}
-
-// cross enters the next slice (the last boundary is the schedule's end): the one before it
-// is passed, and both are stamped with the process CPU clock.
-func (l *lane) cross(now time.Duration) {
-	cpu := processCPU()
-	i := l.nextBoundary
-	l.nextBoundary++
-	if i > 0 {
-		prev := l.shards[i-1]
-		prev.cpuOut, prev.wallOut, prev.passed = cpu, now, true
-		l.maybePublish(prev)
-	}
-	if i < len(l.sched.order) {
-		l.shards = append(l.shards, &sliceShard{slice: i, lane: l.index, start: l.sched.sliceStart(i),
-			end: l.sched.sliceStart(i + 1), cpuIn: cpu, wallIn: now, known: true})
-	}
-}
-
-// halt ends the lane's schedule at off: the schedule's end, or where the run was stopped.
-func (l *lane) halt(off, now time.Duration) {
-	l.done, l.frontier = true, off
-	cpu := processCPU()
-	for _, sh := range l.shards {
-		if !sh.passed {
-			sh.interruptedAt, sh.cpuOut, sh.wallOut, sh.passed = off, cpu, now, true
-			l.maybePublish(sh)
-		}
-	}
-}
-
-// dispatch puts request k on the wire, or in its arm's queue when every connection of the
-// arm is busy, or counts it as an overflow when the queue is full too. now is when the lane
-// got to it: how late that is, is the generator's own lag (issue 12).
-func (l *lane) dispatch(k uint64, off, now time.Duration) {
-	s := l.sched
-	j := job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
-	if j.slice < 0 {
-		// Warmup alternates request by request, so both arms warm up together.
-		j.arm = s.order[k%2]
-		if !l.submit(&j) {
-			l.warm.overflow++
-			return
-		}
-		l.warm.sent++
-		return
-	}
-	j.shard = l.shards[j.slice]
-	j.arm = s.order[j.slice]
-	j.record = off-j.shard.start >= s.sliceWarm
-	j.shard.scheduled++
-	if !l.submit(&j) {
-		j.shard.overflow++
-		return
-	}
-	j.shard.open++
 }
 
 func (l *lane) submit(j *job) bool {
@@ -421,21 +282,6 @@ func (l *lane) poll(now time.Duration) {
 		wait = 0
 	}
 	l.handle(epollWait(l.ep, l.events, wait))
-}
-
-// wakeAt is when the lane next wakes to send: the next request's due time, or, when more
-// requests fall due within sendWindow of it, the last of those, so that one wake-up sends
-// them all. A request never leaves early, and a batched one at most sendWindow late.
-func (l *lane) wakeAt() time.Duration {
-	first := l.sched.at(l.nextK)
-	at := first
-	for k := l.nextK + uint64(l.count); ; k += uint64(l.count) {
-		next := l.sched.at(k)
-		if next > first+sendWindow {
-			return at
-		}
-		at = next
-	}
 }
 
 func (l *lane) handle(n int, _ error) {
@@ -610,21 +456,7 @@ func (l *lane) complete(c *conn, class errClass, status int, done time.Duration)
 	o := outcome{intended: j.intended, dispatched: j.dispatched, sent: c.sent, done: done, status: status, errClass: class,
 		record: j.record, newConn: c.fresh}
 	c.fresh = false
-	l.inflight--
-	switch {
-	case j.shard != nil:
-		j.shard.add(&o)
-		j.shard.open--
-		l.maybePublish(j.shard)
-	case j.slice == primeSlice:
-		if class != errNone && l.primeErr[c.arm] == errNone {
-			l.primeErr[c.arm] = class
-		}
-	case class == errNone && status < 400:
-		l.warm.ok++
-	default:
-		l.warm.errs++
-	}
+	l.finish(j, &o, c.arm)
 	if c.fd >= 0 {
 		l.setState(c, csIdle)
 	}
@@ -659,44 +491,4 @@ func (l *lane) expire(now time.Duration) {
 			l.nextExpiry = c.deadline
 		}
 	}
-}
-
-func (l *lane) maybePublish(sh *sliceShard) {
-	if sh.passed && sh.open == 0 {
-		l.publish(sh)
-	}
-}
-
-func (l *lane) publish(sh *sliceShard) {
-	if !sh.published {
-		sh.published = true
-		l.published <- sh
-	}
-}
-
-// jobRing is a fixed-capacity FIFO of requests waiting for a connection.
-type jobRing struct {
-	buf        []job
-	head, size int
-}
-
-func newJobRing(capacity int) jobRing { return jobRing{buf: make([]job, capacity)} }
-
-func (r *jobRing) push(j *job) bool {
-	if r.size == len(r.buf) {
-		return false
-	}
-	r.buf[(r.head+r.size)%len(r.buf)] = *j
-	r.size++
-	return true
-}
-
-func (r *jobRing) pop() (job, bool) {
-	if r.size == 0 {
-		return job{}, false
-	}
-	j := r.buf[r.head]
-	r.head = (r.head + 1) % len(r.buf)
-	r.size--
-	return j, true
 }

@@ -69,6 +69,9 @@ type outcome struct {
 	newConn                          bool
 }
 
+// ok reports whether the request was answered with success.
+func (o *outcome) ok() bool { return o.errClass == errNone && o.status < 400 }
+
 type errClass uint8
 
 const (

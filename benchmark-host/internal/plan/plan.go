@@ -18,6 +18,8 @@ import (
 	"runtime"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
@@ -28,6 +30,13 @@ type Plan struct {
 
 	compiled []CompiledRequest
 	weights  []float64 // cumulative, normalised to 1
+
+	cpus int // CPUs the generator may use: the default's cap and the explicit value's bound
+
+	// DescriptorSets are the proto_descriptor_set file's bytes as each arm's build has it
+	// (champion, challenger): read by Load from beside the plan, by perf-host from each
+	// arm's release. Empty: methods are resolved by server reflection.
+	DescriptorSets [2][]byte
 }
 
 // CompiledRequest is a Request with its templates parsed and its body file read.
@@ -36,6 +45,15 @@ type CompiledRequest struct {
 	Path    Template
 	Headers []CompiledHeader
 	Body    Template
+	// GRPC is the call of a grpc plan's request; nil otherwise.
+	GRPC *CompiledCall
+}
+
+// CompiledCall is a gRPC call with its message's JSON text and metadata values as templates.
+type CompiledCall struct {
+	Method   string // package.Service/Method
+	Message  Template
+	Metadata []CompiledHeader
 }
 
 // CompiledHeader is one header whose value may hold templates.
@@ -63,7 +81,22 @@ func Load(path string) (*Plan, error) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	defer f.Close()
-	return Parse(f, filepath.Dir(path))
+	p, err := Parse(f, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if p.ProtoDescriptorSet != "" {
+		set := p.ProtoDescriptorSet
+		if !filepath.IsAbs(set) {
+			set = filepath.Join(filepath.Dir(path), set)
+		}
+		b, err := os.ReadFile(set)
+		if err != nil {
+			return nil, fieldErr("proto_descriptor_set", "cannot read %q: %v", p.ProtoDescriptorSet, errors.Unwrap(err))
+		}
+		p.DescriptorSets = [2][]byte{b, b}
+	}
+	return p, nil
 }
 
 // Parse decodes a plan strictly and compiles it.
@@ -75,10 +108,27 @@ func Parse(r io.Reader, baseDir string) (*Plan, error) {
 	return Compile(p, baseDir)
 }
 
+// CompileOption changes what Compile allows.
+type CompileOption func(*Plan)
+
+// WithGeneratorCPUs says the generator will run on n CPUs (perf-host's --loadgen-cpus), not
+// on the CPUs this process may use now: generator_cpus defaults to at most n and may not
+// exceed it.
+func WithGeneratorCPUs(n int) CompileOption {
+	return func(p *Plan) {
+		if n > 0 {
+			p.cpus = n
+		}
+	}
+}
+
 // Compile validates a plan against the contract's limits, fills its defaults (the schema's
 // `default`s) and compiles its workload. body_file paths are relative to baseDir.
-func Compile(cp contract.Plan, baseDir string) (*Plan, error) {
-	p := &Plan{Plan: cp}
+func Compile(cp contract.Plan, baseDir string, opts ...CompileOption) (*Plan, error) {
+	p := &Plan{Plan: cp, cpus: UsableCPUs()}
+	for _, o := range opts {
+		o(p)
+	}
 	for _, step := range []func() error{p.fillDefaults, p.checkIdentity, p.checkTargets, p.checkSchedule, p.checkTraffic} {
 		if err := step(); err != nil {
 			return nil, err
@@ -100,6 +150,9 @@ func (p *Plan) fillDefaults() error {
 	if p.Order == "" {
 		p.Order = contract.OrderAlternate
 	}
+	if p.Protocol == "" {
+		p.Protocol = contract.ProtocolHTTP1
+	}
 	if p.Seed == nil {
 		s := rand.Int64N(int64(contract.Seed.Max))
 		p.Seed = &s
@@ -115,7 +168,7 @@ func (p *Plan) fillDefaults() error {
 		p.TimeoutMs = 2000
 	}
 	if p.GeneratorCPUs == 0 {
-		p.GeneratorCPUs = max(1, min(int(math.Ceil(p.Rate/RatePerGeneratorCPU)), runtime.NumCPU(), p.Connections))
+		p.GeneratorCPUs = max(1, min(int(math.Ceil(p.Rate/RatePerGeneratorCPU)), p.cpus, p.Connections))
 	}
 	if p.MaxQueue == 0 {
 		// Anything queued longer than a timeout's worth of schedule is already lost.
@@ -157,6 +210,7 @@ func (p *Plan) checkSchedule() error {
 		check("slice_seconds", contract.SliceSeconds.Check(p.SliceSeconds)),
 		check("pairs", contract.Pairs.Check(float64(p.Pairs))),
 		check("order", contract.Orders.Check(p.Order)),
+		check("protocol", contract.Protocols.Check(p.Protocol)),
 		check("seed", contract.Seed.Check(float64(*p.Seed))),
 		check("warmup_seconds", contract.WarmupSeconds.Check(p.WarmupSeconds)),
 		check("slice_warmup_ms", contract.SliceWarmupMs.Check(float64(*p.SliceWarmupMs))),
@@ -183,12 +237,21 @@ func (p *Plan) compileRequests(baseDir string) error {
 	if len(p.Requests) < contract.AtLeastOne.Min {
 		return fieldErr("requests", "must list at least one request")
 	}
+	if p.ProtoDescriptorSet != "" && p.Protocol != contract.ProtocolGRPC {
+		return fieldErr("proto_descriptor_set", "only a grpc plan describes its methods (protocol is %q)", p.Protocol)
+	}
 	total := 0.0
 	p.compiled = make([]CompiledRequest, len(p.Requests))
 	for i := range p.Requests {
 		r := &p.Requests[i]
 		field := fmt.Sprintf("requests[%d]", i)
-		c, err := compileRequest(r, field, baseDir)
+		var c CompiledRequest
+		var err error
+		if p.Protocol == contract.ProtocolGRPC {
+			c, err = compileCall(r, field)
+		} else {
+			c, err = compileRequest(r, field, baseDir)
+		}
 		if err != nil {
 			return err
 		}
@@ -213,6 +276,9 @@ func (p *Plan) compileRequests(baseDir string) error {
 
 func compileRequest(r *contract.Request, field, baseDir string) (CompiledRequest, error) {
 	var c CompiledRequest
+	if r.GRPC != nil {
+		return c, fieldErr(field+".grpc", "only a plan with protocol grpc makes gRPC calls")
+	}
 	if r.Method == "" {
 		r.Method = "GET"
 	}
@@ -259,6 +325,54 @@ func compileRequest(r *contract.Request, field, baseDir string) (CompiledRequest
 	if c.Body, err = ParseTemplate(body); err != nil {
 		return c, fieldErr(field+".body", "%v", err)
 	}
+	return c, nil
+}
+
+// compileCall compiles a grpc plan's request: a method and a message, nothing of HTTP's.
+func compileCall(r *contract.Request, field string) (CompiledRequest, error) {
+	var c CompiledRequest
+	if r.GRPC == nil {
+		return c, fieldErr(field+".grpc", "is required when protocol is grpc: {\"method\": \"package.Service/Method\", \"message\": {…}}")
+	}
+	switch {
+	case r.Method != "" || r.Path != "":
+		return c, fieldErr(field, "a gRPC call has no method or path of HTTP's; name it in grpc.method")
+	case r.Headers != nil:
+		return c, fieldErr(field+".headers", "a gRPC call sends grpc.metadata instead")
+	case r.Body != nil || r.BodyFile != "":
+		return c, fieldErr(field, "a gRPC call sends grpc.message instead of a body")
+	}
+	g := r.GRPC
+	if err := check(field+".grpc.method", contract.GRPCMethod.Check(g.Method)); err != nil {
+		return c, err
+	}
+	msg := strings.TrimSpace(string(g.Message))
+	if msg == "" || msg == "null" {
+		msg = "{}"
+	}
+	if msg[0] != '{' {
+		return c, fieldErr(field+".grpc.message", "must be a JSON object (the request message in protobuf's JSON mapping), got %.40s", msg)
+	}
+	call := &CompiledCall{Method: g.Method}
+	var err error
+	if call.Message, err = ParseTemplate(msg); err != nil {
+		return c, fieldErr(field+".grpc.message", "%v", err)
+	}
+	for name, value := range g.Metadata {
+		key := field + ".grpc.metadata." + name
+		if name != strings.ToLower(name) || contract.Token.Check(name) != nil || strings.HasPrefix(name, "grpc-") || name == "te" || name == "content-type" {
+			return c, fieldErr(key, "must be a lowercase header name of the caller's own (not grpc-*, te or content-type)")
+		}
+		if err := validHeader(name, value); err != nil {
+			return c, fieldErr(key, "%v", err)
+		}
+		t, err := ParseTemplate(value)
+		if err != nil {
+			return c, fieldErr(key, "%v", err)
+		}
+		call.Metadata = append(call.Metadata, CompiledHeader{Name: name, Value: t})
+	}
+	c.GRPC = call
 	return c, nil
 }
 
@@ -311,10 +425,24 @@ func (p *Plan) Encode(w io.Writer) error {
 // adds loops (issue 17).
 const RatePerGeneratorCPU = 20_000
 
-// checkGeneratorCPUs: each event loop owns at least one connection per target.
+// UsableCPUs is how many CPUs this process may run on: its affinity mask, which the host's
+// --loadgen-cpus placement narrows (runtime.NumCPU reads the mask once, at start).
+func UsableCPUs() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() > 0 {
+		return set.Count()
+	}
+	return runtime.NumCPU()
+}
+
+// checkGeneratorCPUs: each event loop owns at least one connection per target, and has a
+// CPU of its own among those the generator may use (the host's --loadgen-cpus).
 func (p *Plan) checkGeneratorCPUs() error {
 	if p.GeneratorCPUs > p.Connections {
 		return fieldErr("generator_cpus", "must be at most connections (%d): each event loop owns at least one connection per target, got %d", p.Connections, p.GeneratorCPUs)
+	}
+	if cpus := p.cpus; p.GeneratorCPUs > cpus {
+		return fieldErr("generator_cpus", "must be at most the %d CPUs the load generator may use here (the host's --loadgen-cpus placement or the machine), got %d", cpus, p.GeneratorCPUs)
 	}
 	return nil
 }

@@ -136,12 +136,18 @@ func (g *generator) message(m contract.Message) (*object, error) {
 	return s, nil
 }
 
-var timeType = reflect.TypeOf(time.Time{})
+var (
+	timeType    = reflect.TypeOf(time.Time{})
+	rawJSONType = reflect.TypeOf(json.RawMessage{})
+)
 
 // typeSchema is the schema of a Go type, without a field's limit.
 func (g *generator) typeSchema(t reflect.Type) (*object, error) {
 	if t == timeType {
 		return newObject().set("type", "string").set("format", "date-time"), nil
+	}
+	if t == rawJSONType {
+		return newObject().set("type", "object"), nil // a JSON object read by protojson
 	}
 	switch t.Kind() {
 	case reflect.Bool:

@@ -1,0 +1,241 @@
+package loadgen
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// walk is what every kind of lane shares: its part of the one schedule (the requests
+// k ≡ index mod count), the slice boundaries it crosses, its per-slice shards and the
+// accounting of each finished request. What puts a request on the wire is the lane's
+// carrier: the HTTP/1.1 event loop, or the HTTP/2 streams of h2c and gRPC (issue 16).
+type walk struct {
+	index, count int
+	clock        monoClock
+	sched        *schedule // nil while priming
+	carrier      carrier
+
+	nextK        uint64
+	nextBoundary int           // index of the next slice boundary to cross (len(order)+1: none)
+	inflight     int           // requests queued or in flight
+	stop         *atomic.Int64 // offset at which the run was stopped; 0 while it runs
+	frontier     time.Duration // where the lane stopped dispatching
+	done         bool          // the lane's schedule is over (ended or stopped)
+
+	shards    []*sliceShard
+	published chan<- *sliceShard
+	warm      warmCounts
+	primeErr  [2]errClass
+}
+
+// carrier puts a lane's requests on the wire.
+type carrier interface {
+	// submit starts j now, or queues it when every connection (or stream) of its arm is
+	// busy; false when the queue is full too (an overflow).
+	submit(j *job) bool
+	// poll waits for the next due request (wakeAt), a deadline or an event that needs an
+	// answer, and handles what came; every finished request goes to finish.
+	poll(now time.Duration)
+}
+
+type warmCounts struct{ sent, ok, errs, overflow int64 }
+
+// finish accounts one finished request of arm: in its slice's shard, as a priming failure,
+// or in the warm-up counts.
+func (l *walk) finish(j *job, o *outcome, arm int) {
+	l.inflight--
+	switch {
+	case j.shard != nil:
+		j.shard.add(o)
+		j.shard.open--
+		l.maybePublish(j.shard)
+	case j.slice == primeSlice:
+		if o.errClass != errNone && l.primeErr[arm] == errNone {
+			l.primeErr[arm] = o.errClass
+		}
+	case o.ok():
+		l.warm.ok++
+	default:
+		l.warm.errs++
+	}
+}
+
+// job is one request on the schedule.
+type job struct {
+	seq      uint64
+	intended time.Duration
+	// When the lane got to it: later than intended only when the generator fell behind.
+	dispatched time.Duration
+	slice      int // -1 during warmup, primeSlice while priming
+	arm        int
+	record     bool
+	shard      *sliceShard // nil outside measured slices
+}
+
+const primeSlice = -2
+
+// run walks the lane's part of the schedule until it ends or the run is stopped, then lets
+// every request in flight finish, and publishes its shards and a final summary.
+func (l *walk) run(s *schedule) {
+	l.sched = s
+	l.nextK = uint64(l.index)
+	yielded := l.now()
+	for {
+		now := l.now()
+		l.advance(now)
+		if l.done && l.inflight == 0 {
+			break
+		}
+		if now-yielded >= yieldEvery {
+			yielded = now
+			yieldToScheduler()
+		}
+		l.carrier.poll(now)
+	}
+	for _, sh := range l.shards {
+		l.publish(sh)
+	}
+	l.published <- &sliceShard{slice: -1, lane: l.index, interruptedAt: l.frontier}
+}
+
+func (l *walk) now() time.Duration { return time.Since(l.clock.base) }
+
+// advance sends every request due by now and crosses the slice boundaries passed.
+func (l *walk) advance(now time.Duration) {
+	s := l.sched
+	for !l.done {
+		off := s.at(l.nextK)
+		boundary := s.sliceStart(l.nextBoundary)
+		if stop := time.Duration(l.stop.Load()); stop != 0 && min(off, boundary) >= stop {
+			l.halt(min(off, boundary), now)
+			return
+		}
+		if boundary <= off && l.nextBoundary <= len(s.order) {
+			if boundary > now {
+				return
+			}
+			l.cross(now)
+			continue
+		}
+		if off > now {
+			return
+		}
+		if off >= s.end {
+			l.halt(s.end, now)
+			return
+		}
+		l.dispatch(l.nextK, off, now)
+		l.nextK += uint64(l.count)
+	}
+}
+
+// cross enters the next slice (the last boundary is the schedule's end): the one before it
+// is passed, and both are stamped with the process CPU clock.
+func (l *walk) cross(now time.Duration) {
+	cpu := processCPU()
+	i := l.nextBoundary
+	l.nextBoundary++
+	if i > 0 {
+		prev := l.shards[i-1]
+		prev.cpuOut, prev.wallOut, prev.passed = cpu, now, true
+		l.maybePublish(prev)
+	}
+	if i < len(l.sched.order) {
+		l.shards = append(l.shards, &sliceShard{slice: i, lane: l.index, start: l.sched.sliceStart(i),
+			end: l.sched.sliceStart(i + 1), cpuIn: cpu, wallIn: now, known: true})
+	}
+}
+
+// halt ends the lane's schedule at off: the schedule's end, or where the run was stopped.
+func (l *walk) halt(off, now time.Duration) {
+	l.done, l.frontier = true, off
+	cpu := processCPU()
+	for _, sh := range l.shards {
+		if !sh.passed {
+			sh.interruptedAt, sh.cpuOut, sh.wallOut, sh.passed = off, cpu, now, true
+			l.maybePublish(sh)
+		}
+	}
+}
+
+// dispatch puts request k on the wire, or in its arm's queue when every connection of the
+// arm is busy, or counts it as an overflow when the queue is full too. now is when the lane
+// got to it: how late that is, is the generator's own lag (issue 12).
+func (l *walk) dispatch(k uint64, off, now time.Duration) {
+	s := l.sched
+	j := job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
+	if j.slice < 0 {
+		// Warmup alternates request by request, so both arms warm up together.
+		j.arm = s.order[k%2]
+		if !l.carrier.submit(&j) {
+			l.warm.overflow++
+			return
+		}
+		l.warm.sent++
+		return
+	}
+	j.shard = l.shards[j.slice]
+	j.arm = s.order[j.slice]
+	j.record = off-j.shard.start >= s.sliceWarm
+	j.shard.scheduled++
+	if !l.carrier.submit(&j) {
+		j.shard.overflow++
+		return
+	}
+	j.shard.open++
+}
+
+func (l *walk) maybePublish(sh *sliceShard) {
+	if sh.passed && sh.open == 0 {
+		l.publish(sh)
+	}
+}
+
+func (l *walk) publish(sh *sliceShard) {
+	if !sh.published {
+		sh.published = true
+		l.published <- sh
+	}
+}
+
+// jobRing is a fixed-capacity FIFO of requests waiting for a connection.
+type jobRing struct {
+	buf        []job
+	head, size int
+}
+
+func newJobRing(capacity int) jobRing { return jobRing{buf: make([]job, capacity)} }
+
+func (r *jobRing) push(j *job) bool {
+	if r.size == len(r.buf) {
+		return false
+	}
+	r.buf[(r.head+r.size)%len(r.buf)] = *j
+	r.size++
+	return true
+}
+
+func (r *jobRing) pop() (job, bool) {
+	if r.size == 0 {
+		return job{}, false
+	}
+	j := r.buf[r.head]
+	r.head = (r.head + 1) % len(r.buf)
+	r.size--
+	return j, true
+}
+
+// wakeAt is when the lane next wakes to send: the next request's due time, or, when more
+// requests fall due within sendWindow of it, the last of those, so that one wake-up sends
+// them all. A request never leaves early, and a batched one at most sendWindow late.
+func (l *walk) wakeAt() time.Duration {
+	first := l.sched.at(l.nextK)
+	at := first
+	for k := l.nextK + uint64(l.count); ; k += uint64(l.count) {
+		next := l.sched.at(k)
+		if next > first+sendWindow {
+			return at
+		}
+		at = next
+	}
+}
