@@ -72,24 +72,15 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 
 	order := p.SliceOrder()
 	clock := newMonoClock()
-	writer := newRequestWriter(p, targets)
 	var stop atomic.Int64
 	published := make(chan *sliceShard, n*(len(order)+1))
-	lanes := make([]*lane, n)
-	for i := range lanes {
-		l, err := newLane(i, n, writer, targets, time.Duration(p.TimeoutMs)*time.Millisecond, clock,
-			p.Connections, int(math.Ceil(float64(p.MaxQueue)/float64(n))), &stop, published)
-		if err != nil {
-			for _, l := range lanes[:i] {
-				l.release()
-			}
-			return nil, err
-		}
-		lanes[i] = l
+	lanes, err := newLanes(ctx, p, targets, clock, &stop, published)
+	if err != nil {
+		return nil, err
 	}
 
 	// Each lane primes its connections on its own thread, then waits for the schedule.
-	primed := make(chan *lane, n)
+	primed := make(chan runLane, n)
 	start := make(chan *schedule, n)
 	exited := make(chan struct{}, n)
 	for _, l := range lanes {
@@ -105,8 +96,8 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	}
 	var unreachable error
 	for range lanes {
-		l := <-primed
-		for arm, class := range l.primeErr {
+		w := (<-primed).base()
+		for arm, class := range w.primeErr {
 			if class != errNone && unreachable == nil {
 				unreachable = fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", armNames[arm], targets[arm].url, class)
 			}
@@ -136,7 +127,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		case <-ctx.Done():
 			stop.Store(int64(max(1, clock.since(time.Now()))))
 			for _, l := range lanes {
-				signalEventfd(l.wake)
+				signalEventfd(l.wakeFd())
 			}
 		case <-finished:
 		}
@@ -167,6 +158,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	}
 	res.Host.CPUIdle = cpuIdle
 	for _, l := range lanes {
+		l := l.base()
 		res.Warmup.Sent += l.warm.sent
 		res.Warmup.OK += l.warm.ok
 		res.Warmup.Errors += l.warm.errs
@@ -177,6 +169,54 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		res.PartialReason = fmt.Sprintf("stopped after %d of %d slices: %v", len(slices), len(order), context.Cause(ctx))
 	}
 	return res, nil
+}
+
+// runLane is one lane of either carrier.
+type runLane interface {
+	prime()
+	run(*schedule)
+	release()
+	base() *walk
+	wakeFd() int
+}
+
+// newLanes makes the plan's generator_cpus lanes, each with its share of the connections
+// and of the queue, speaking the plan's protocol.
+func newLanes(ctx context.Context, p *plan.Plan, targets [2]endpoint, clock monoClock, stop *atomic.Int64,
+	published chan<- *sliceShard) ([]runLane, error) {
+	n := p.GeneratorCPUs
+	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
+	queue := int(math.Ceil(float64(p.MaxQueue) / float64(n)))
+	var make1 func(i int) (runLane, error)
+	switch p.Protocol {
+	case contract.ProtocolGRPC:
+		calls, err := newCallWriter(ctx, p, targets)
+		if err != nil {
+			return nil, err
+		}
+		make1 = func(i int) (runLane, error) {
+			return newGRPCLane(i, n, calls, targets, timeout, clock, p.Connections, queue, stop, published)
+		}
+	case contract.ProtocolHTTP1:
+		writer := newRequestWriter(p, targets)
+		make1 = func(i int) (runLane, error) {
+			return newLane(i, n, writer, targets, timeout, clock, p.Connections, queue, stop, published)
+		}
+	default:
+		return nil, fmt.Errorf("plan: protocol: %q is not supported by this load generator", p.Protocol)
+	}
+	lanes := make([]runLane, n)
+	for i := range lanes {
+		l, err := make1(i)
+		if err != nil {
+			for _, l := range lanes[:i] {
+				l.release()
+			}
+			return nil, err
+		}
+		lanes[i] = l
+	}
+	return lanes, nil
 }
 
 // raiseGOMAXPROCS gives each lane a P of its own for the run: a lane blocked in a raw

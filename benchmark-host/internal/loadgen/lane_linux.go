@@ -123,6 +123,9 @@ func newLane(index, count int, w *requestWriter, targets [2]endpoint, timeout ti
 	return l, nil
 }
 
+func (l *lane) base() *walk { return &l.walk }
+func (l *lane) wakeFd() int { return l.wake }
+
 // release closes every descriptor the lane holds.
 func (l *lane) release() {
 	for _, c := range l.conns {

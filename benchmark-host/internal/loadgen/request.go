@@ -63,6 +63,17 @@ func resolveEndpoint(ctx context.Context, arm, raw string) (endpoint, error) {
 	return e, nil
 }
 
+// hostPort is the resolved address, host:port.
+func (e endpoint) hostPort() string {
+	switch sa := e.sockaddr.(type) {
+	case *syscall.SockaddrInet4:
+		return net.JoinHostPort(net.IP(sa.Addr[:]).String(), strconv.Itoa(sa.Port))
+	case *syscall.SockaddrInet6:
+		return net.JoinHostPort(net.IP(sa.Addr[:]).String(), strconv.Itoa(sa.Port))
+	}
+	return e.host
+}
+
 // forLane copies e for one lane: connect(2) fills a buffer inside the socket address, so
 // lanes must not share one.
 func (e endpoint) forLane() endpoint {

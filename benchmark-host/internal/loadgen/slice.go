@@ -65,6 +65,7 @@ type outcome struct {
 	intended, dispatched, sent, done time.Duration
 	status                           int // 0 when the request failed without a response
 	errClass                         errClass
+	grpcCode                         uint32 // the gRPC status of an errGRPC
 	record                           bool
 	newConn                          bool
 }
@@ -79,10 +80,11 @@ const (
 	errConnect
 	errTimeout
 	errOther
+	errGRPC // a gRPC call answered with a status other than OK
 )
 
 func (c errClass) String() string {
-	return [...]string{"ok", "connection refused or failed", "timed out", "request failed"}[c]
+	return [...]string{"ok", "connection refused or failed", "timed out", "request failed", "gRPC status"}[c]
 }
 
 func (a *sliceShard) add(o *outcome) {
@@ -108,6 +110,11 @@ func (a *sliceShard) add(o *outcome) {
 		a.errs.Timeout++
 	case o.errClass == errOther:
 		a.errs.Other++
+	case o.errClass == errGRPC:
+		if a.errs.GRPC == nil {
+			a.errs.GRPC = map[string]int64{}
+		}
+		a.errs.GRPC[grpcCodeName(o.grpcCode)]++
 	case o.status >= 500:
 		a.errs.Status5++
 	case o.status >= 400:
@@ -166,6 +173,12 @@ func mergeShards(shards []*sliceShard) *sliceShard {
 		a.errs.Status4 += b.errs.Status4
 		a.errs.Status5 += b.errs.Status5
 		a.errs.Other += b.errs.Other
+		for code, n := range b.errs.GRPC {
+			if a.errs.GRPC == nil {
+				a.errs.GRPC = map[string]int64{}
+			}
+			a.errs.GRPC[code] += n
+		}
 		if b.latency != nil {
 			a.latency.Merge(b.latency)
 			a.svc.Merge(b.svc)

@@ -50,7 +50,8 @@ func (l *walk) finish(j *job, o *outcome, arm int) {
 		j.shard.open--
 		l.maybePublish(j.shard)
 	case j.slice == primeSlice:
-		if o.errClass != errNone && l.primeErr[arm] == errNone {
+		// Any answer proves the target reachable, a gRPC status too.
+		if o.errClass != errNone && o.errClass != errGRPC && l.primeErr[arm] == errNone {
 			l.primeErr[arm] = o.errClass
 		}
 	case o.ok():
