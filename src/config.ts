@@ -24,8 +24,20 @@ const workload = z.strictObject({
   rates,
   connections: plan.connections.unwrap().optional(),
   timeout_ms: plan.timeout_ms.unwrap().optional(),
+  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (issue 16). */
+  protocol: plan.protocol,
+  /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
+  proto_descriptor_set: plan.proto_descriptor_set,
   requests: z.array(request).min(1),
 }).superRefine((w, ctx) => {
+  // A grpc workload calls methods; an http1 one requests paths. Said here, with the line, not by the host.
+  w.requests.forEach((r, i) => {
+    if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {…} }" });
+    if (w.protocol === "grpc" && r.path !== undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "a gRPC call has no path; name it in grpc.method" });
+    if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
+    if (w.protocol !== "grpc" && r.path === undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "required (a path starting with /)" });
+  });
+  if (w.proto_descriptor_set !== undefined && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
   // Multiples of the production rate must still be rates the host accepts.
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
@@ -175,7 +187,9 @@ export function planRuns(config: GateConfig, challengerSha: string | undefined, 
             warmup_seconds: config.warmup_seconds,
             ...(w.connections ? { connections: w.connections } : {}),
             ...(w.timeout_ms ? { timeout_ms: w.timeout_ms } : {}),
-            requests: w.requests,
+            ...(w.protocol !== "http1" ? { protocol: w.protocol } : {}),
+            ...(w.proto_descriptor_set ? { proto_descriptor_set: w.proto_descriptor_set } : {}),
+            requests: w.requests.map(({ method, ...r }) => (r.grpc ? r : { method, ...r })),
           },
         },
       });

@@ -120,7 +120,7 @@ type ErrorCounts struct {
 	// gRPC calls answered with a status other than OK, by its name in snake case
 	// (unavailable, resource_exhausted, …); a call past timeout_ms is a timeout, and a
 	// connection that could not be made is connect (issue 16).
-	GRPC map[string]int64 `json:"grpc,omitempty"`
+	GRPC map[string]int64 `json:"grpc,omitempty" limit:"count"`
 }
 
 // Total is the number of failed requests of any class.

@@ -6,31 +6,35 @@ import { binomialUpperTail } from "./tests";
 import { FailingWorkloadError } from "./unmeasured";
 
 export const ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"] as const;
-export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
 export interface ArmErrors {
   /** Requests answered or failed. */
   requests: number;
   errors: number;
-  byClass: Record<ErrorClass, number>;
+  /** The classes above, and a gRPC status as "grpc CODE" (issue 16: gRPC errors come under HTTP 200). */
+  byClass: Record<string, number>;
 }
 
 /** More than this share of an arm's requests failing, on both arms, is a configuration error. */
 export const FAILING_SHARE = 0.5;
 
 export function armErrors(slices: readonly Slice[]): ArmErrors {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c) => [c, slices.reduce((acc, s) => acc + s.errors[c], 0)])) as Record<ErrorClass, number>;
+  const byClass: Record<string, number> = Object.fromEntries(ERROR_CLASSES.map((c) => [c, slices.reduce((acc, s) => acc + s.errors[c], 0)]));
+  for (const s of slices) {
+    for (const [code, n] of Object.entries(s.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n;
+  }
   return {
     requests: slices.reduce((acc, s) => acc + s.completed, 0),
-    errors: ERROR_CLASSES.reduce((acc, c) => acc + byClass[c], 0),
+    errors: Object.values(byClass).reduce((acc, n) => acc + n, 0),
     byClass,
   };
 }
 
-/** "4xx 600, timeout 2", the classes that occurred, most first. */
+/** "4xx 600, timeout 2, grpc unavailable 1", the classes that occurred, most first. */
 export function errorClasses(e: ArmErrors): string {
-  return ERROR_CLASSES.filter((c) => e.byClass[c] > 0)
-    .sort((a, b) => e.byClass[b] - e.byClass[a])
+  return Object.keys(e.byClass)
+    .filter((c) => e.byClass[c]! > 0)
+    .sort((a, b) => e.byClass[b]! - e.byClass[a]!)
     .map((c) => `${c} ${e.byClass[c]}`)
     .join(", ");
 }
@@ -42,7 +46,7 @@ export function checkWorkloadAnswers(workload: string, rate: number, champion: A
   const arm = (name: string, e: ArmErrors) => `${name} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
   throw new FailingWorkloadError(
     `workload ${workload} @ ${rate} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): ` +
-      "the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change",
+      "the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change",
   );
 }
 

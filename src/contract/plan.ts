@@ -24,12 +24,23 @@ export type Targets = z.infer<typeof targetsSchema>;
 export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha });
 export type Builds = z.infer<typeof buildsSchema>;
 
+/** One unary gRPC call: package.Service/Method and its request message as protobuf JSON (issue 16). */
+export const grpcCallSchema = z.looseObject({
+  method: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
+  message: z.record(z.string(), z.unknown()).optional(),
+  metadata: z.record(z.string(), z.string()).optional(),
+});
+
+export const PROTOCOLS = ["http1", "grpc"] as const;
+
 export const requestSchema = z.looseObject({
   method: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
-  path: urlPath,
+  /** Required for http1; a grpc request has none. */
+  path: urlPath.optional(),
   headers: z.record(z.string(), z.string()).optional(),
   body: z.string().optional(),
   body_file: z.string().optional(),
+  grpc: grpcCallSchema.optional(),
   weight: z.number().positive().default(1),
 });
 
@@ -50,6 +61,8 @@ export const planSchema = z.looseObject({
   generator_cpus: z.number().int().min(1).max(64).optional(),
   timeout_ms: z.number().int().min(1).max(60_000).default(2000),
   max_queue: z.number().int().min(1).max(10_000_000).optional(),
+  protocol: z.enum(PROTOCOLS).default("http1"),
+  proto_descriptor_set: z.string().optional(),
   requests: z.array(requestSchema).min(1),
 });
 export type Plan = z.infer<typeof planSchema>;
@@ -67,6 +80,7 @@ export const serviceSchema = z.looseObject({
   state: z.enum(SERVICE_STATES).default("fresh"),
   setup: z.array(z.string()).optional(),
   setup_timeout_seconds: z.number().positive().max(1800).default(60),
+  health_check: z.enum(["http", "grpc"]).default("http"),
   health_path: urlPath.default("/health"),
   health_timeout_seconds: z.number().positive().max(600).default(30),
 });

@@ -37,7 +37,15 @@ export const sliceSchema = z.looseObject({
   completed: count,
   ok: count,
   recorded: count,
-  errors: z.looseObject({ connect: count, timeout: count, "4xx": count, "5xx": count, other: count }),
+  errors: z.looseObject({
+    connect: count,
+    timeout: count,
+    "4xx": count,
+    "5xx": count,
+    other: count,
+    /** gRPC calls answered with a status other than OK, by code name (issue 16). */
+    grpc: z.record(z.string(), count).optional(),
+  }),
   overflow: count,
   new_connections: count,
   achieved_rps: amount,

@@ -42,6 +42,34 @@ describe("repo config", () => {
     expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7 });
   });
 
+  it("takes a grpc workload: calls with messages, a descriptor set, the gRPC health check (issue 16)", () => {
+    const grpc = good.replace("  env: {GOMAXPROCS: \"2\"}\n", "  health_check: grpc\n") +
+      `  - name: ratelimit
+    rates: [500]
+    protocol: grpc
+    proto_descriptor_set: api/ratelimit.pb
+    requests:
+      - grpc: {method: envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, message: {domain: rl, descriptors: [{entries: [{key: k, value: "{{rand 100}}"}]}]}}
+`;
+    const c = parseConfig(grpc, "x");
+    expect(c.service.health_check).toBe("grpc");
+    const run = planRuns(c, "abc1234", 7).find((r) => r.workload === "ratelimit")!;
+    expect(run.request.loadgen).toMatchObject({ protocol: "grpc", proto_descriptor_set: "api/ratelimit.pb" });
+    expect(run.request.loadgen.requests[0]).toEqual({
+      grpc: { method: "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", message: { domain: "rl", descriptors: [{ entries: [{ key: "k", value: "{{rand 100}}" }] }] } },
+      weight: 1,
+    });
+    // An http1 workload keeps its method and says nothing of a protocol (the wire's default).
+    const http = planRuns(c, "abc1234", 7)[0]!.request.loadgen;
+    expect(http.protocol).toBeUndefined();
+    expect(http.requests[0]).toMatchObject({ method: "GET", path: "/items/{{rand 1000}}" });
+
+    expect(errorOf(grpc.replace("      - grpc: {method", "      - path: /x\n        grpc: {method"))).toMatch(/workloads\.2\.requests\.0\.path: a gRPC call has no path/);
+    expect(errorOf(grpc.replace("    protocol: grpc\n", ""))).toMatch(/workloads\.2\.requests\.0\.grpc: only a workload with protocol: grpc/);
+    expect(errorOf(grpc.replace("RateLimitService/ShouldRateLimit", "ShouldRateLimit"))).toMatch(/grpc\.method: package\.Service\/Method/);
+    expect(errorOf(grpc.replace("health_check: grpc", "health_check: tcp"))).toMatch(/service\.health_check/);
+  });
+
   it("names an unknown key and its line", () => {
     expect(errorOf(good.replace("    rates: [100]", "    rates: [100]\n    rps: 5"))).toBe(".github/perf-gate.yml:17: workloads.1.rps: unknown key");
     expect(errorOf(good + "extra: true\n")).toMatch(/^\.github\/perf-gate\.yml:18: extra: unknown key$/);

@@ -68,6 +68,7 @@ export function makeResult(spec: ResultSpec): LoadgenResult {
       slice_warmup_ms: 200,
       connections: 10,
       timeout_ms: 2000,
+      protocol: "http1",
       max_queue: Math.max(64, Math.ceil(rate * 2)),
       requests: [{ method: "GET", path: "/", weight: 1 }],
     },

@@ -244,3 +244,16 @@ describe("malformed input", () => {
     expect(() => run([1, 2], { sloBudgetMs: -5 })).toThrow(/settings\.sloBudgetMs/);
   });
 });
+
+describe("gRPC status codes (issue 16)", () => {
+  it("counts them as failures: a workload whose calls mostly fail on both arms is a configuration error, named by code", () => {
+    const result = makeResult({ pairs: pairsFromDiffs([0.1, 0.2, 0.1, 0.3, 0.2]) });
+    for (const s of result.slices) {
+      s.ok = 0;
+      s.errors = { ...s.errors, grpc: { unimplemented: s.completed - 3, unavailable: 3 } };
+    }
+    expect(() => analyze([{ name: "grpc.json", result }], defaultSettings)).toThrow(
+      /most requests failed on both arms \(champion 100% failed of \d+ \(grpc unimplemented \d+, grpc unavailable 15\)/,
+    );
+  });
+});

@@ -189,7 +189,7 @@ func (h *Host) EnsureChampion(ctx context.Context) error {
 	if err := h.waitSupervising(st.Champion, timeout); err != nil {
 		return err
 	}
-	if err := service.WaitHealthy(ctx, h.ChampionPort, st.Service.HealthPath, time.Duration(st.Service.HealthTimeoutSeconds*float64(time.Second)), nil); err != nil {
+	if err := service.WaitHealthy(ctx, h.ChampionPort, service.HealthOf(st.Service), time.Duration(st.Service.HealthTimeoutSeconds*float64(time.Second)), nil); err != nil {
 		return fmt.Errorf("champion %s on :%d: %v\n%s", st.Champion, h.ChampionPort, err,
 			service.LogTail(h.path("logs", "champion-"+st.Champion+".log"), 20))
 	}

@@ -94,7 +94,7 @@ func (s *armStart) start() error {
 
 func (s *armStart) healthy(ctx context.Context) error {
 	timeout := time.Duration(s.spec.HealthTimeoutSeconds * float64(time.Second))
-	if err := s.proc.WaitHealthy(ctx, s.spec.HealthPath, timeout); err != nil {
+	if err := s.proc.WaitHealthy(ctx, service.HealthOf(s.spec), timeout); err != nil {
 		return s.failure(err)
 	}
 	s.record.HealthySeconds = time.Since(s.record.Started).Seconds()

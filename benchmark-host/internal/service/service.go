@@ -20,6 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
@@ -62,6 +66,9 @@ func Validate(s *contract.ServiceSpec) error {
 	if err := contract.SetupTimeoutSeconds.Check(s.SetupTimeoutSeconds); err != nil {
 		return fmt.Errorf("service.setup_timeout_seconds: %w", err)
 	}
+	if err := contract.HealthChecks.Check(s.HealthCheck); err != nil {
+		return fmt.Errorf("service.health_check: %w", err)
+	}
 	if err := contract.URLPath.Check(s.HealthPath); err != nil {
 		return fmt.Errorf("service.health_path: %w", err)
 	}
@@ -79,6 +86,9 @@ func FillDefaults(s *contract.ServiceSpec) {
 	}
 	if s.SetupTimeoutSeconds == 0 {
 		s.SetupTimeoutSeconds = 60
+	}
+	if s.HealthCheck == "" {
+		s.HealthCheck = contract.HealthHTTP
 	}
 	if s.HealthPath == "" {
 		s.HealthPath = "/health"
@@ -237,29 +247,31 @@ func (p *Process) ExitError() string {
 	return p.err.Error()
 }
 
-// WaitHealthy polls the health path until it answers 200, the process exits, or the timeout.
-func (p *Process) WaitHealthy(ctx context.Context, path string, timeout time.Duration) error {
-	return WaitHealthy(ctx, p.Port, path, timeout, p.done)
+// Health is how a service proves it is ready: its spec's health_check and health_path.
+type Health struct{ Check, Path string }
+
+// HealthOf is the health check of a spec.
+func HealthOf(s contract.ServiceSpec) Health { return Health{Check: s.HealthCheck, Path: s.HealthPath} }
+
+// WaitHealthy polls the health check until it passes, the process exits, or the timeout.
+func (p *Process) WaitHealthy(ctx context.Context, h Health, timeout time.Duration) error {
+	return WaitHealthy(ctx, p.Port, h, timeout, p.done)
 }
 
-// WaitHealthy polls http://127.0.0.1:port/path; exited (may be nil) aborts the wait early.
-func WaitHealthy(ctx context.Context, port int, path string, timeout time.Duration, exited <-chan struct{}) error {
+// WaitHealthy polls the service on 127.0.0.1:port: GET path must answer 200 (health_check
+// http), or grpc.health.v1.Health/Check for the whole server must answer SERVING (grpc);
+// exited (may be nil) aborts the wait early.
+func WaitHealthy(ctx context.Context, port int, h Health, timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
-	client := &http.Client{Timeout: time.Second}
-	url := fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
+	probe, where, closeProbe := healthProbe(port, h)
+	defer closeProbe()
 	last := "no answer"
 	for {
-		resp, err := client.Get(url)
+		err := probe(ctx)
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = "HTTP " + resp.Status
-		} else {
-			last = err.Error()
+			return nil
 		}
+		last = err.Error()
 		select {
 		case <-exited:
 			return errors.New("exited before becoming healthy")
@@ -268,9 +280,47 @@ func WaitHealthy(ctx context.Context, port int, path string, timeout time.Durati
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not healthy after %v at %s (last: %s)", timeout, url, last)
+			return fmt.Errorf("not healthy after %v at %s (last: %s)", timeout, where, last)
 		}
 	}
+}
+
+// healthProbe returns one attempt at the health check, where it looks, and what to close.
+func healthProbe(port int, h Health) (probe func(context.Context) error, where string, closeProbe func()) {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if h.Check == contract.HealthGRPC {
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return func(context.Context) error { return err }, addr, func() {}
+		}
+		client := healthpb.NewHealthClient(cc)
+		return func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				return err
+			}
+			if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
+				return fmt.Errorf("grpc.health.v1.Health/Check: %s", s)
+			}
+			return nil
+		}, "grpc://" + addr + " (grpc.health.v1.Health/Check)", func() { cc.Close() }
+	}
+	client := &http.Client{Timeout: time.Second}
+	url := "http://" + addr + h.Path
+	return func(context.Context) error {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New("HTTP " + resp.Status)
+		}
+		return nil
+	}, url, func() {}
 }
 
 // LogTail returns the last lines of a log file, at most 4 KiB.

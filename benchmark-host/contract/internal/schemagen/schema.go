@@ -284,6 +284,10 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 		t = t.Elem()
 	}
 	kind := t.Kind()
+	if r, ok := limit.(contract.Range); ok && kind == reflect.Map {
+		// A map of numbers: the range bounds each value.
+		return applyLimit(s.values["additionalProperties"].(*object), t.Elem(), r)
+	}
 	switch l := limit.(type) {
 	case contract.Range:
 		if kind != reflect.Float64 && kind != reflect.Int && kind != reflect.Int64 {
