@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -108,9 +109,19 @@ func TestGRPCMeasuresTheDelayRateAndStatusCodes(t *testing.T) {
 	if len(res.Slices) != 6 || res.Partial {
 		t.Fatalf("want 6 complete slices, got %d (partial=%v)", len(res.Slices), res.Partial)
 	}
-	if lag := maxLagP99(res); lag > 1000 {
-		t.Skipf("machine too busy: the generator's dispatch lag p99 reached %d µs", lag)
-	}
+	// The accuracy bounds hold only for an instrument that kept its schedule: on a busy
+	// machine (dispatch lag p99 over 1 ms, issue 12's bound) a miss says so instead.
+	var problems []string
+	errorf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	defer func() {
+		if len(problems) == 0 {
+			return
+		}
+		if lag := maxLagP99(res); lag > 1000 {
+			t.Skipf("machine too busy: the generator's dispatch lag p99 reached %d µs; missed: %s", lag, strings.Join(problems, "; "))
+		}
+		t.Error(strings.Join(problems, "\n"))
+	}()
 	var p50s []float64
 	for i := 0; i < len(res.Slices); i += 2 {
 		p50s = append(p50s, float64(res.Slices[i+1].LatencyUs.P50-res.Slices[i].LatencyUs.P50))
@@ -118,24 +129,24 @@ func TestGRPCMeasuresTheDelayRateAndStatusCodes(t *testing.T) {
 	slept50, d50 := quantile(truth.slept, 0.5), quantile(p50s, 0.5)
 	t.Logf("median p50 difference %.0f µs (per pair %v); the server's sleeps lasted p50 %.0f µs", d50, p50s, slept50)
 	if abs(d50-slept50) > 500 {
-		t.Errorf("median p50 difference %.0f µs, want the server's sleep p50 %.0f µs ± 500 µs", d50, slept50)
+		errorf("median p50 difference %.0f µs, want the server's sleep p50 %.0f µs ± 500 µs", d50, slept50)
 	}
 	for _, s := range res.Slices {
 		want := expectedMix(p, 500+1250*uint64(s.Index), 1250)
 		if !s.Valid {
-			t.Errorf("slice %d invalid: %s", s.Index, s.InvalidReason)
+			errorf("slice %d invalid: %s", s.Index, s.InvalidReason)
 		}
 		if rel := abs(s.AchievedRPS-p.Rate) / p.Rate; rel > 0.01 {
-			t.Errorf("slice %d achieved %.1f req/s, plan %.0f (%.2f%% off)", s.Index, s.AchievedRPS, p.Rate, rel*100)
+			errorf("slice %d achieved %.1f req/s, plan %.0f (%.2f%% off)", s.Index, s.AchievedRPS, p.Rate, rel*100)
 		}
 		got := map[string]int64{"ok": s.OK, "resource_exhausted": s.Errors.GRPC["resource_exhausted"], "unavailable": s.Errors.GRPC["unavailable"]}
 		if s.Sent != 1250 || s.Completed != 1250 || got["ok"] != want[0] || got["resource_exhausted"] != want[1] || got["unavailable"] != want[2] ||
 			s.Errors.Total() != want[1]+want[2] {
-			t.Errorf("slice %d: sent %d completed %d, counted %v (errors %+v), want ok %d, resource_exhausted %d, unavailable %d",
+			errorf("slice %d: sent %d completed %d, counted %v (errors %+v), want ok %d, resource_exhausted %d, unavailable %d",
 				s.Index, s.Sent, s.Completed, got, s.Errors, want[0], want[1], want[2])
 		}
 		if s.NewConnections != 0 {
-			t.Errorf("slice %d opened %d new connections", s.Index, s.NewConnections)
+			errorf("slice %d opened %d new connections", s.Index, s.NewConnections)
 		}
 	}
 }
