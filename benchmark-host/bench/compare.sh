@@ -15,7 +15,8 @@
 # Environment: WRK2 (a wrk2 binary; required), DURATION (seconds per CPU run, default 10),
 # LADDER (rates to climb, default "2000 5000 10000 15000 20000 25000 30000 40000 50000"),
 # CPU_RATES (default "2000 5000 10000"), HASH_ROUNDS (service work per request, default 0),
-# GEN_CPU (the generators' core, default 0), SVC_CPU (the service's cores, default any).
+# GEN_CPU (the generators' core, default 0), SVC_CPU (the service's cores, default any),
+# TOOLS (the peers to run beside loadgen and wrk2, default "vegeta k6").
 #
 # wrk2 is not on any package registry this project may build from, and no script here builds
 # fetched third-party source: build it yourself from https://github.com/giltene/wrk2
@@ -48,8 +49,9 @@ fi
 command -v taskset >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux >/dev/null; }
 make -s -C "$hostdir" loadgen
 go build -C "$hostdir" -o "$work/service" ./examples/service
+TOOLS="loadgen wrk2 ${TOOLS-vegeta k6}"
 mkdir -p "$tools"
-if [ ! -x "$tools/vegeta" ]; then
+if [[ " $TOOLS " == *" vegeta "* && ! -x "$tools/vegeta" ]]; then
   # The module proxy refuses vegeta's version list, so `go install …@v12.13.0` fails; a
   # throwaway module that requires the exact version builds it.
   mkdir -p "$work/vegeta"
@@ -58,7 +60,7 @@ if [ ! -x "$tools/vegeta" ]; then
    go get github.com/tsenart/vegeta/v12@v12.13.0 >/dev/null 2>&1 &&
    go build -o "$tools/vegeta" github.com/tsenart/vegeta/v12)
 fi
-[ -x "$tools/k6" ] || GOBIN="$tools" go install go.k6.io/k6@v1.3.0
+[[ " $TOOLS " != *" k6 "* || -x "$tools/k6" ]] || GOBIN="$tools" go install go.k6.io/k6@v1.3.0
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 start_service() { # PORT [DELAY_US]
@@ -136,7 +138,6 @@ except Exception as e:
 PY
 }
 
-TOOLS="loadgen wrk2 vegeta k6"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : >"$work/rows"
 for tool in $TOOLS; do
@@ -177,7 +178,7 @@ for line in open(f"{work}/rows"):
 names = {"loadgen": "perf-gate loadgen", "wrk2": "wrk2", "vegeta": "vegeta v12.13.0", "k6": "k6 v1.3.0"}
 print(f"CPU s per 1,000 requests (generator process only) at {' / '.join(rates)} req/s; ratio to wrk2 in brackets")
 print(f"{'tool':<20}" + "".join(f"{r + '/s':>18}" for r in rates) + f"{'held within 0.5%':>20}{'  (next rung)':<24}")
-for tool in ["loadgen", "wrk2", "vegeta", "k6"]:
+for tool in [t for t in ["loadgen", "wrk2", "vegeta", "k6"] if t in ceil]:
     cells = "".join(f"{cpu[(tool, r)]:>9.4f} [{cpu[(tool, r)] / cpu[('wrk2', r)]:>4.2f}x] " for r in rates)
     c, nxt, err = ceil[tool]
     ratio = f"[{c / ceil['wrk2'][0]:.2f}x]" if ceil["wrk2"][0] else ""
