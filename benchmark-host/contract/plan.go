@@ -63,8 +63,9 @@ type Plan struct {
 	// Keep-alive connections per target.
 	Connections int `json:"connections,omitempty" limit:"connections" default:"10"`
 	// Event loops the load generator runs, each on its own thread, so at most this many
-	// cores; at most connections. Default: one per 20,000 req/s of rate, at most the
-	// machine's CPUs and connections (issue 17).
+	// cores; at most connections and the CPUs the generator may use (on a host, its
+	// --loadgen-cpus). Default: one per 20,000 req/s of rate, at most those CPUs and
+	// connections (issue 17).
 	GeneratorCPUs int `json:"generator_cpus,omitempty" limit:"generator_cpus"`
 	// A request's deadline; a late request is recorded at its latency.
 	TimeoutMs int `json:"timeout_ms,omitempty" limit:"timeout_ms" default:"2000"`

@@ -49,6 +49,11 @@ func TestBadPlansNameTheField(t *testing.T) {
 		{"seed beyond 2^53", `"seed":5`, `"seed":9007199254740993`, "seed"},
 		{"https target", `"champion":"http://127.0.0.1:8001"`, `"champion":"https://127.0.0.1:8001"`, "targets.champion: https:// is not supported"},
 		{"more loops than connections", `"seed":5`, `"seed":5,"connections":2,"generator_cpus":3`, "generator_cpus: must be at most connections (2)"},
+		{"more loops than CPUs", `"seed":5`, `"seed":5,"connections":1000,"generator_cpus":64`, "generator_cpus: must be at most the"},
+		{"grpc call in an http1 plan", `"path":"/x"`, `"grpc":{"method":"a.B/C"}`, "requests[0].grpc: only a plan with protocol grpc"},
+		{"unknown protocol", `"seed":5`, `"seed":5,"protocol":"h3"`, "protocol: must be"},
+		{"descriptor set without grpc", `"seed":5`, `"seed":5,"proto_descriptor_set":"a.pb"`, "proto_descriptor_set: only a grpc plan"},
+		{"grpc plan with a path", `"seed":5,"requests":[{"path":"/x"}]`, `"seed":5,"protocol":"grpc","requests":[{"path":"/x","grpc":{"method":"a.B/C"}}]`, "requests[0]: a gRPC call has no method or path"},
 		{"zero-ish loops", `"seed":5`, `"seed":5,"generator_cpus":-1`, "generator_cpus"},
 		{"Content-Length header", `"path":"/x"`, `"path":"/x","headers":{"Content-Length":"3"}`, "requests[0].headers.Content-Length: is computed"},
 		{"header value with CRLF", `"path":"/x"`, `"path":"/x","headers":{"X":"a\r\nEvil: 1"}`, "requests[0].headers.X: must not contain CR"},
@@ -64,6 +69,47 @@ func TestBadPlansNameTheField(t *testing.T) {
 				t.Fatalf("want an error naming %q, got %v", c.field, err)
 			}
 		})
+	}
+}
+
+// A grpc plan's calls: a full method name, a message that is a JSON object, lowercase
+// metadata of the caller's own; each refused naming its field.
+func TestGRPCPlans(t *testing.T) {
+	base := `{"targets":{"champion":"http://127.0.0.1:8001","challenger":"http://127.0.0.1:8002"},"rate":100,"slice_seconds":1,"pairs":1,"protocol":"grpc","requests":[%s]}`
+	good := `{"grpc":{"method":"helloworld.Greeter/SayHello","message":{"name":"{{seq}}"},"metadata":{"x-tenant":"{{arm}}"}}}`
+	p, err := Parse(strings.NewReader(fmt.Sprintf(base, good)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Compiled()[0].GRPC; c == nil || c.Method != "helloworld.Greeter/SayHello" || c.Message.IsStatic() || len(c.Metadata) != 1 {
+		t.Fatalf("compiled call %+v", c)
+	}
+	for _, c := range []struct{ req, field string }{
+		{`{"path":"/x"}`, "requests[0].grpc: is required"},
+		{`{"grpc":{"method":"SayHello"}}`, "requests[0].grpc.method: must be package.Service/Method"},
+		{`{"grpc":{"method":"a.B/C","message":[1]}}`, "requests[0].grpc.message: must be a JSON object"},
+		{`{"grpc":{"method":"a.B/C","message":{"n":"{{nope}}"}}}`, "requests[0].grpc.message"},
+		{`{"grpc":{"method":"a.B/C","metadata":{"X-Up":"1"}}}`, "requests[0].grpc.metadata.X-Up: must be a lowercase"},
+		{`{"grpc":{"method":"a.B/C","metadata":{"grpc-timeout":"1S"}}}`, "requests[0].grpc.metadata.grpc-timeout"},
+		{`{"grpc":{"method":"a.B/C"},"body":"x"}`, "requests[0]: a gRPC call sends grpc.message"},
+	} {
+		_, err := Parse(strings.NewReader(fmt.Sprintf(base, c.req)), t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: want an error naming %q, got %v", c.req, c.field, err)
+		}
+	}
+	// The host's --loadgen-cpus placement bounds generator_cpus: its default, and an explicit value.
+	js := `{"targets":{"champion":"http://127.0.0.1:8001","challenger":"http://127.0.0.1:8002"},"rate":90000,"slice_seconds":1,"pairs":1,"requests":[{"path":"/"}]%s}`
+	var cp contract.Plan
+	if err := contract.Decode(strings.NewReader(fmt.Sprintf(js, "")), &cp); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Compile(cp, t.TempDir(), WithGeneratorCPUs(1)); err != nil || p.GeneratorCPUs != 1 {
+		t.Errorf("default under a 1-CPU placement: %v, generator_cpus %d", err, p.GeneratorCPUs)
+	}
+	cp.GeneratorCPUs = 2
+	if _, err := Compile(cp, t.TempDir(), WithGeneratorCPUs(1)); err == nil || !strings.Contains(err.Error(), "generator_cpus: must be at most the 1 CPUs") {
+		t.Errorf("want generator_cpus refused above a 1-CPU placement, got %v", err)
 	}
 }
 
