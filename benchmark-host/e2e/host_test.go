@@ -583,6 +583,9 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/{{nope}}"`, 1), "loadgen.requests[0].path"},
 		// A body_file would make the host read its own files and send them to the challenger.
 		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/x","body_file":"../../state.json"`, 1), "loadgen.requests[0].body_file: not accepted"},
+		// A descriptor set is read from each arm's release, never from elsewhere on the host.
+		{strings.Replace(good, `"workload":"work",`, `"workload":"work","protocol":"grpc","proto_descriptor_set":"../../state.json",`, 1), "loadgen.proto_descriptor_set: must be a relative path inside the build"},
+		{strings.Replace(good, `"workload":"work",`, `"workload":"work","protocol":"grpc","proto_descriptor_set":"/etc/passwd",`, 1), "loadgen.proto_descriptor_set: must be a relative path inside the build"},
 		{strings.Replace(good, `"workload":"work",`, `"builds":{"kind":"ab","champion_sha":"bbbbbbb","challenger_sha":"aaaaaaa"},`, 1), "loadgen.builds: set by the host"},
 		{strings.Replace(good, `"rate":200`, `"rate":"fast"`, 1), "loadgen.rate: expected float64, got a JSON string"},
 		{"not json", "plan:"},
