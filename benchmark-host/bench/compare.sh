@@ -16,7 +16,12 @@
 # LADDER (rates to climb, default "2000 5000 10000 15000 20000 25000 30000 40000 50000"),
 # CPU_RATES (default "2000 5000 10000"), HASH_ROUNDS (service work per request, default 0),
 # GEN_CPU (the generators' core, default 0), SVC_CPU (the service's cores, default any),
-# TOOLS (the peers to run beside loadgen and wrk2, default "vegeta k6").
+# TOOLS (the peers to run beside loadgen and wrk2, default "vegeta k6"), GRPC_RATE (the rate of
+# the gRPC comparison, default 2000; 0 skips it).
+#
+# The gRPC comparison (issue 16): loadgen's grpc protocol and ghz v0.121.0 (go install) against
+# examples/grpcservice (grpc-go), the same rate, connections and core; CPU per 1,000 calls and
+# p50 side by side. ghz times each call from its actual send, loadgen from the intended one.
 #
 # wrk2 is not on any package registry this project may build from, and no script here builds
 # fetched third-party source: build it yourself from https://github.com/giltene/wrk2
@@ -195,6 +200,39 @@ for rate in rates:
           ", ".join(f"{x['generator_cpu_us_per_request']:.1f}" for x in s) +
           "; generator_cpu_cores " + ", ".join(f"{x['generator_cpu_cores']:.3f}" for x in s))
 PY
+GRPC_RATE=${GRPC_RATE:-2000}
+if [ "$GRPC_RATE" != 0 ]; then
+  [ -x "$tools/ghz" ] || GOBIN="$tools" go install github.com/bojand/ghz/cmd/ghz@v0.121.0
+  go build -C "$hostdir" -o "$work/grpcservice" ./examples/grpcservice
+  gport=$(free_port)
+  PORT=$gport "${pin[@]}" "$work/grpcservice" 2>/dev/null &
+  svc_pids+=($!)
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$gport") 2>/dev/null && break; sleep 0.1; done
+  half=$(awk "BEGIN{print $DURATION/2}")
+  printf '{"targets":{"champion":"http://127.0.0.1:%s","challenger":"http://127.0.0.1:%s"},"rate":%s,"slice_seconds":%s,"pairs":1,"seed":1,"slice_warmup_ms":0,"connections":%s,"generator_cpus":1,"protocol":"grpc","requests":[{"grpc":{"method":"helloworld.Greeter/SayHello","message":{"name":"bench"}}}]}' \
+    "$gport" "$gport" "$GRPC_RATE" "$half" "$CONNS" >"$work/grpc.plan"
+  timed "$work/grpc-loadgen.cpu" "${gen[@]}" "$hostdir/bin/loadgen" --plan "$work/grpc.plan" >"$work/grpc-loadgen.json" 2>/dev/null || true
+  timed "$work/grpc-ghz.cpu" "${gen[@]}" "$tools/ghz" --insecure --call helloworld.Greeter.SayHello -d '{"name":"bench"}' \
+    --rps "$GRPC_RATE" -c "$CONNS" --connections "$CONNS" -z "${DURATION}s" -O json "127.0.0.1:$gport" >"$work/grpc-ghz.json" 2>/dev/null || true
+  python3 - "$work" "$GRPC_RATE" <<'PY'
+import json, sys
+work, rate = sys.argv[1], sys.argv[2]
+def cpu(tag, n):
+    u, s = map(float, open(f"{work}/{tag}.cpu").read().split())
+    return (u + s) / n * 1000 if n else float("nan")
+r = json.load(open(f"{work}/grpc-loadgen.json")); sl = r["slices"]
+n = sum(s["sent"] for s in sl) + r["warmup"]["sent"] + 2 * r["plan"]["connections"]
+lg = (cpu("grpc-loadgen", n), sorted(s["latency_us"]["p50"] for s in sl)[0], sum(s["achieved_rps"] for s in sl) / len(sl), sum(s["errors"]["connect"] + s["errors"]["timeout"] + sum(s["errors"].get("grpc", {}).values()) for s in sl))
+g = json.load(open(f"{work}/grpc-ghz.json"))
+p50 = next((d["latency"] for d in g.get("latencyDistribution") or [] if d["percentage"] == 50), 0) / 1000
+gz = (cpu("grpc-ghz", g["count"]), p50, g["rps"], sum(g.get("statusCodeDistribution", {}).get(k, 0) for k in g.get("statusCodeDistribution", {}) if k != "OK"))
+print(f"\ngRPC at {rate} req/s (helloworld.Greeter/SayHello on grpc-go, {r['plan']['connections']} connections):")
+print(f"{'tool':<20}{'CPU s / 1,000 calls':>22}{'p50 µs':>10}{'achieved/s':>12}{'errors':>8}")
+for name, (c, p, a, e) in (("perf-gate loadgen", lg), ("ghz v0.121.0", gz)):
+    print(f"{name:<20}{c:>14.4f} [{c / gz[0]:.2f}x]{p:>10.0f}{a:>12.1f}{e:>8}")
+PY
+fi
+
 echo
 echo "where loadgen's CPU went at ${CPU_RATES##* }/s (pprof; kernel time shows under the syscall that entered it):"
 go tool pprof -top -nodecount=12 "$hostdir/bin/loadgen" "$work/loadgen-cpu-${CPU_RATES##* }.pprof" 2>/dev/null | sed -n '/flat%/,$p'
