@@ -63784,12 +63784,20 @@ var ARMS = ["champion", "challenger"];
 var KINDS = ["ab", "aa"];
 var targetsSchema = external_exports.looseObject({ champion: external_exports.string(), challenger: external_exports.string() });
 var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha });
+var grpcCallSchema = external_exports.looseObject({
+  method: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
+  message: external_exports.record(external_exports.string(), external_exports.unknown()).optional(),
+  metadata: external_exports.record(external_exports.string(), external_exports.string()).optional()
+});
+var PROTOCOLS = ["http1", "grpc"];
 var requestSchema = external_exports.looseObject({
   method: external_exports.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
-  path: urlPath,
+  /** Required for http1; a grpc request has none. */
+  path: urlPath.optional(),
   headers: external_exports.record(external_exports.string(), external_exports.string()).optional(),
   body: external_exports.string().optional(),
   body_file: external_exports.string().optional(),
+  grpc: grpcCallSchema.optional(),
   weight: external_exports.number().positive().default(1)
 });
 var planSchema = external_exports.looseObject({
@@ -63808,6 +63816,8 @@ var planSchema = external_exports.looseObject({
   generator_cpus: external_exports.number().int().min(1).max(64).optional(),
   timeout_ms: external_exports.number().int().min(1).max(6e4).default(2e3),
   max_queue: external_exports.number().int().min(1).max(1e7).optional(),
+  protocol: external_exports.enum(PROTOCOLS).default("http1"),
+  proto_descriptor_set: external_exports.string().optional(),
   requests: external_exports.array(requestSchema).min(1)
 });
 var SERVICE_STATES = ["fresh", "persistent"];
@@ -63818,6 +63828,7 @@ var serviceSchema = external_exports.looseObject({
   state: external_exports.enum(SERVICE_STATES).default("fresh"),
   setup: external_exports.array(external_exports.string()).optional(),
   setup_timeout_seconds: external_exports.number().positive().max(1800).default(60),
+  health_check: external_exports.enum(["http", "grpc"]).default("http"),
   health_path: urlPath.default("/health"),
   health_timeout_seconds: external_exports.number().positive().max(600).default(30)
 });
@@ -63897,7 +63908,15 @@ var sliceSchema = external_exports.looseObject({
   completed: count3,
   ok: count3,
   recorded: count3,
-  errors: external_exports.looseObject({ connect: count3, timeout: count3, "4xx": count3, "5xx": count3, other: count3 }),
+  errors: external_exports.looseObject({
+    connect: count3,
+    timeout: count3,
+    "4xx": count3,
+    "5xx": count3,
+    other: count3,
+    /** gRPC calls answered with a status other than OK, by code name (issue 16). */
+    grpc: external_exports.record(external_exports.string(), count3).optional()
+  }),
   overflow: count3,
   new_connections: count3,
   achieved_rps: amount,
@@ -69574,21 +69593,24 @@ var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
 function armErrors(slices) {
   const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
+  for (const s of slices) {
+    for (const [code, n2] of Object.entries(s.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  }
   return {
     requests: slices.reduce((acc, s) => acc + s.completed, 0),
-    errors: ERROR_CLASSES.reduce((acc, c3) => acc + byClass[c3], 0),
+    errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
     byClass
   };
 }
 function errorClasses(e) {
-  return ERROR_CLASSES.filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
+  return Object.keys(e.byClass).filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
 }
 function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
   const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
   if (!failing(champion) || !failing(challenger)) return;
   const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
   throw new FailingWorkloadError(
-    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body); a verdict would pass it as no change`
+    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change`
   );
 }
 function percent(share) {
@@ -70584,8 +70606,19 @@ var workload = external_exports.strictObject({
   rates,
   connections: plan.connections.unwrap().optional(),
   timeout_ms: plan.timeout_ms.unwrap().optional(),
+  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (issue 16). */
+  protocol: plan.protocol,
+  /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
+  proto_descriptor_set: plan.proto_descriptor_set,
   requests: external_exports.array(request2).min(1)
 }).superRefine((w, ctx) => {
+  w.requests.forEach((r, i2) => {
+    if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {\u2026} }" });
+    if (w.protocol === "grpc" && r.path !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "a gRPC call has no path; name it in grpc.method" });
+    if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
+    if (w.protocol !== "grpc" && r.path === void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "required (a path starting with /)" });
+  });
+  if (w.proto_descriptor_set !== void 0 && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
@@ -70703,7 +70736,9 @@ function planRuns(config2, challengerSha, seed) {
             warmup_seconds: config2.warmup_seconds,
             ...w.connections ? { connections: w.connections } : {},
             ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
-            requests: w.requests
+            ...w.protocol !== "http1" ? { protocol: w.protocol } : {},
+            ...w.proto_descriptor_set ? { proto_descriptor_set: w.proto_descriptor_set } : {},
+            requests: w.requests.map(({ method, ...r }) => r.grpc ? r : { method, ...r })
           }
         }
       });
