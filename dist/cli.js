@@ -35355,7 +35355,7 @@ var grpcCallSchema = external_exports.looseObject({
   message: external_exports.record(external_exports.string(), external_exports.unknown()).optional(),
   metadata: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
-var PROTOCOLS = ["http1", "grpc"];
+var PROTOCOLS = ["http1", "h2c", "grpc"];
 var requestSchema = external_exports.looseObject({
   method: external_exports.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
   /** Required for http1; a grpc request has none. */

@@ -175,7 +175,7 @@ var (
 	Amount = Range{Min: 0, Max: math.Inf(1)}
 
 	Orders          = Enum{OrderAlternate, OrderBalanced}
-	Protocols       = Enum{ProtocolHTTP1, ProtocolGRPC}
+	Protocols       = Enum{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC}
 	HealthChecks    = Enum{HealthHTTP, HealthGRPC}
 	Arms            = Enum{Champion, Challenger}
 	Kinds           = Enum{KindAB, KindAA}

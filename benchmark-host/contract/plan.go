@@ -19,6 +19,8 @@ const (
 // Protocols a plan may speak (issue 16).
 const (
 	ProtocolHTTP1 = "http1"
+	// ProtocolH2C is the plan's HTTP requests over HTTP/2 without TLS (prior knowledge).
+	ProtocolH2C = "h2c"
 	// ProtocolGRPC is unary gRPC calls over h2c.
 	ProtocolGRPC = "grpc"
 )
@@ -71,8 +73,9 @@ type Plan struct {
 	TimeoutMs int `json:"timeout_ms,omitempty" limit:"timeout_ms" default:"2000"`
 	// Requests waiting per target before one is an overflow; by default a timeout's worth.
 	MaxQueue int `json:"max_queue,omitempty" limit:"max_queue"`
-	// http1: HTTP/1.1; grpc: unary gRPC calls (issue 16), where connections are HTTP/2
-	// connections per target carrying concurrent streams.
+	// http1: HTTP/1.1; h2c: the same requests over HTTP/2 without TLS; grpc: unary gRPC calls
+	// (issue 16). For h2c and grpc, connections are HTTP/2 connections per target carrying
+	// concurrent streams.
 	Protocol string `json:"protocol,omitempty" limit:"protocol" default:"http1"`
 	// grpc only: a protobuf FileDescriptorSet (with its imports) that describes the methods,
 	// relative to the plan's directory (on a host: to each arm's release). Without it, the

@@ -31,7 +31,7 @@ export const grpcCallSchema = z.looseObject({
   metadata: z.record(z.string(), z.string()).optional(),
 });
 
-export const PROTOCOLS = ["http1", "grpc"] as const;
+export const PROTOCOLS = ["http1", "h2c", "grpc"] as const;
 
 export const requestSchema = z.looseObject({
   method: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),

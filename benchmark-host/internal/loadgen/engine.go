@@ -195,7 +195,12 @@ func newLanes(ctx context.Context, p *plan.Plan, targets [2]endpoint, clock mono
 			return nil, err
 		}
 		make1 = func(i int) (runLane, error) {
-			return newGRPCLane(i, n, calls, targets, timeout, clock, p.Connections, queue, stop, published)
+			return newStreamLane(i, n, dialGRPC(calls, timeout), targets, clock, p.Connections, queue, stop, published)
+		}
+	case contract.ProtocolH2C:
+		reqs := newH2CRequests(p, targets)
+		make1 = func(i int) (runLane, error) {
+			return newStreamLane(i, n, dialH2C(reqs, timeout), targets, clock, p.Connections, queue, stop, published)
 		}
 	case contract.ProtocolHTTP1:
 		writer := newRequestWriter(p, targets)
