@@ -35349,7 +35349,8 @@ var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
 var KINDS = ["ab", "aa"];
 var targetsSchema = external_exports.looseObject({ champion: external_exports.string(), challenger: external_exports.string() });
-var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha });
+var BASES = ["champion", "merge-base"];
+var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: external_exports.enum(BASES).optional() });
 var grpcCallSchema = external_exports.looseObject({
   method: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
   message: external_exports.record(external_exports.string(), external_exports.unknown()).optional(),
@@ -35401,6 +35402,8 @@ var serviceSchema = external_exports.looseObject({
 var runRequestSchema = external_exports.looseObject({
   challenger_sha: sha.optional(),
   champion_sha: sha.optional(),
+  /** comparison_base merge-base: a deployed build the champion arm runs instead of the champion. */
+  merge_base_sha: sha.optional(),
   service: serviceSchema,
   loadgen: planSchema
 });
@@ -36104,7 +36107,7 @@ function validateSettings(s) {
   if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
 }
 function checkSameBuilds(results) {
-  for (const field of ["challenger_sha", "champion_sha", "kind"]) {
+  for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
     const seen = /* @__PURE__ */ new Map();
     for (const { name: name2, result } of results) {
       const value = result.plan.builds?.[field];
@@ -36738,7 +36741,8 @@ function compared(a2, arms, runUrl) {
   const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
   const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
   if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs champion ${sha2(a2.builds?.champion_sha)}${links}`;
+  const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -36748,7 +36752,7 @@ function verdictSentence(a2) {
     return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
   if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
-  if (a2.verdict === "green") return "The challenger is faster: a candidate champion.";
+  if (a2.verdict === "green") return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
   if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
   if (kind === "within floor") {
@@ -37080,6 +37084,11 @@ var configSchema = external_exports.strictObject({
     budget_ms: external_exports.number().positive()
   }),
   block_threshold_percent: external_exports.number().nonnegative().default(1),
+  /**
+   * What a pull request is measured against: the host's champion (main's HEAD as last
+   * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
+   */
+  comparison_base: external_exports.enum(BASES).default("champion"),
   slices: external_exports.strictObject({
     seconds: plan.slice_seconds.default(9),
     // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
@@ -37146,7 +37155,7 @@ function resolvedRates(w) {
   const r = w.rates;
   return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
 }
-function planRuns(config2, challengerSha, seed) {
+function planRuns(config2, builds, seed) {
   const runs2 = [];
   for (const w of config2.workloads) {
     for (const rate2 of resolvedRates(w)) {
@@ -37155,7 +37164,8 @@ function planRuns(config2, challengerSha, seed) {
         workload: w.name,
         rate: rate2,
         request: {
-          ...challengerSha ? { challenger_sha: challengerSha } : {},
+          ...builds.challengerSha ? { challenger_sha: builds.challengerSha } : {},
+          ...builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {},
           service: config2.service,
           loadgen: {
             workload: w.name,
@@ -44307,8 +44317,9 @@ async function measure(host, config2, m) {
   const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
   const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
-  for (const run of planRuns(config2, challengerSha, m.seed)) {
+  for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId2 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run.workload, run.rate, runId2);
     try {
@@ -44406,7 +44417,7 @@ function evidenceNotes(sha2, e) {
   return out;
 }
 function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green") return [];
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
   return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
@@ -44455,7 +44466,7 @@ async function runCommand(argv, io) {
     await local.begin();
     if (o2.champion) await installChampion(host, config2, o2.champion, say);
     const progress = (label2, runs3) => local.track(progressBar(config2, label2, runs3, say, o2.json ? (line) => io.err(line) : io.progress));
-    const runs2 = planRuns(config2, void 0, 0).length;
+    const runs2 = planRuns(config2, {}, 0).length;
     const busyDeadline = Date.now();
     const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A", runs2), confirmProgress: (n2) => progress("A/A confirmation (the interval excluded 0)", n2) }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger", runs2) });
     printVerdict(done, say);

@@ -26325,6 +26325,14 @@ var GitHub2 = class {
       headPushedAt: pushed ? new Date(pushed) : null
     };
   }
+  /**
+   * The merge base of a pull request: the commit where its head left the base branch (GitHub's
+   * compare API, which also reaches a fork's commits through the base repository).
+   */
+  async mergeBase(baseSha, headSha) {
+    const { data } = await this.octokit.rest.repos.compareCommitsWithBasehead({ ...this.r, basehead: `${baseSha}...${headSha}`, per_page: 1 });
+    return data.merge_base_commit.sha;
+  }
   /** Opens a check run; until finishCheck, a cancelled step completes it as cancelled (open-checks.ts). */
   async startCheck(headSha, title, name = CHECK_NAME, detailsUrl) {
     const res = await checkOpening(this.octokit.rest.checks.create({
@@ -46195,6 +46203,8 @@ var schema = external_exports.object({
   "github-token": external_exports.string().min(1, "a token (the default github.token will do)"),
   config: external_exports.string().regex(/^[^/][^\0]*$/, "a path relative to the repository root"),
   artifact: external_exports.string(),
+  "base-artifact": external_exports.string(),
+  "base-sha": external_exports.string().regex(/^([0-9a-f]{40})?$/, "a full 40-character lowercase commit SHA"),
   mode: external_exports.enum(MODES),
   sha: external_exports.string().regex(/^([0-9a-f]{40})?$/, "a full 40-character lowercase commit SHA"),
   "on-infrastructure-failure": external_exports.enum(["fail", "neutral"]),

@@ -17,6 +17,7 @@ export const OPERATIONS = [
   "repos/get-content",
   "repos/get-collaborator-permission-level",
   "pulls/get",
+  "repos/compare-commits-with-basehead",
   "checks/create",
   "checks/update",
   "checks/get",

@@ -2,7 +2,7 @@
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
+import { BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
 import { hostSetsEnv, serviceArgError, serviceVariables } from "./contract/rules";
 
 // The config's fields that become the plan's are the contract's own zod fields (src/contract,
@@ -73,6 +73,11 @@ export const configSchema = z.strictObject({
     budget_ms: z.number().positive(),
   }),
   block_threshold_percent: z.number().nonnegative().default(1),
+  /**
+   * What a pull request is measured against: the host's champion (main's HEAD as last
+   * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
+   */
+  comparison_base: z.enum(BASES).default("champion"),
   slices: z
     .strictObject({
       seconds: plan.slice_seconds.default(9),
@@ -165,8 +170,14 @@ function resolvedRates(w: { rates: z.infer<typeof rates> }): number[] {
   return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
 }
 
+/** The builds of a gate's runs: the challenger (none in an A/A run), and a merge base to run in the champion arm. */
+export interface RunBuilds {
+  challengerSha?: string;
+  mergeBaseSha?: string;
+}
+
 /** One run per workload and rate. */
-export function planRuns(config: GateConfig, challengerSha: string | undefined, seed: number): PlannedRun[] {
+export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): PlannedRun[] {
   const runs: PlannedRun[] = [];
   for (const w of config.workloads) {
     for (const rate of resolvedRates(w)) {
@@ -175,7 +186,8 @@ export function planRuns(config: GateConfig, challengerSha: string | undefined, 
         workload: w.name,
         rate,
         request: {
-          ...(challengerSha ? { challenger_sha: challengerSha } : {}),
+          ...(builds.challengerSha ? { challenger_sha: builds.challengerSha } : {}),
+          ...(builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {}),
           service: config.service,
           loadgen: {
             workload: w.name,

@@ -19,6 +19,8 @@ const schema = z.object({
   "github-token": z.string().min(1, "a token (the default github.token will do)"),
   config: z.string().regex(/^[^/][^\0]*$/, "a path relative to the repository root"),
   artifact: z.string(),
+  "base-artifact": z.string(),
+  "base-sha": z.string().regex(/^([0-9a-f]{40})?$/, "a full 40-character lowercase commit SHA"),
   mode: z.enum(MODES),
   sha: z.string().regex(/^([0-9a-f]{40})?$/, "a full 40-character lowercase commit SHA"),
   "on-infrastructure-failure": z.enum(["fail", "neutral"]),

@@ -14,6 +14,9 @@ export interface Job {
   configPath: string;
   /** The build to deploy (gate, rerun, promote); checked when a mode deploys it. */
   artifact: string;
+  /** comparison_base merge-base: the merge base's build and the SHA it was built from (gate, rerun). */
+  baseArtifact: string;
+  baseSha: string;
   /** rerun: the head SHA mode command pinned; promote: a commit to promote by hand. */
   sha: string;
   onInfrastructureFailure: "fail" | "neutral";
@@ -37,6 +40,8 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now()):
     githubToken: inputs["github-token"],
     configPath: inputs.config,
     artifact: inputs.artifact,
+    baseArtifact: inputs["base-artifact"],
+    baseSha: inputs["base-sha"],
     sha: inputs.sha,
     onInfrastructureFailure: inputs["on-infrastructure-failure"],
     busyDeadline: now + inputs["busy-timeout-minutes"] * 60_000,

@@ -179,6 +179,7 @@ var (
 	HealthChecks    = Enum{HealthHTTP, HealthGRPC}
 	Arms            = Enum{Champion, Challenger}
 	Kinds           = Enum{KindAB, KindAA}
+	Bases           = Enum{BaseChampion, BaseMergeBase}
 	RunStatuses     = Enum{StatusOK, StatusError, StatusAborted}
 	FindingStatuses = Enum{FindingOK, FindingFlag, FindingRefuse}
 	CgroupModes     = Enum{CgroupControllers, CgroupCore, CgroupNone}
@@ -201,7 +202,7 @@ var Limits = map[string]any{
 	"port_names": PortNames, "state": States,
 	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
-	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "run_status": RunStatuses, "finding_status": FindingStatuses,
+	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "base": Bases, "run_status": RunStatuses, "finding_status": FindingStatuses,
 	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,

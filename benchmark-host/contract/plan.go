@@ -37,6 +37,14 @@ const (
 	KindAA = "aa" // the champion's build on both ports: the noise floor
 )
 
+// What an A/B run's champion arm runs (issue 15: the config's comparison_base).
+const (
+	// BaseChampion is the host's champion, main's HEAD as last promoted.
+	BaseChampion = "champion"
+	// BaseMergeBase is the pull request's merge base, deployed for the run.
+	BaseMergeBase = "merge-base"
+)
+
 // Plan is the load generator's input: one interleaved champion/challenger experiment
 // (`loadgen --plan FILE`, and the `loadgen` of a run request).
 type Plan struct {
@@ -94,11 +102,16 @@ type Targets struct {
 }
 
 // Builds says what a run measured: its kind and the two builds. In an A/A run the
-// challenger is the champion's build.
+// challenger is the champion's build. champion_sha is the build the champion arm ran: the
+// host's champion, or the merge base when base says so.
 type Builds struct {
 	Kind          string `json:"kind" limit:"kind"`
 	ChampionSHA   string `json:"champion_sha" limit:"sha"`
 	ChallengerSHA string `json:"challenger_sha" limit:"sha"`
+	// champion: the host's champion; merge-base: the pull request's merge base, which the
+	// champion arm ran instead (merge_base_sha of the run request). Absent in results of hosts
+	// before it: the champion.
+	Base string `json:"base,omitempty" limit:"base"`
 }
 
 // Request is one entry of the workload mix. Paths, header values, bodies and gRPC messages
@@ -168,8 +181,12 @@ type RunRequest struct {
 	// The deployed build to measure; an A/A run leaves it out.
 	ChallengerSHA string `json:"challenger_sha,omitempty" limit:"sha"`
 	// When given, the run refuses a host whose champion is another build.
-	ChampionSHA string      `json:"champion_sha,omitempty" limit:"sha"`
-	Service     ServiceSpec `json:"service"`
+	ChampionSHA string `json:"champion_sha,omitempty" limit:"sha"`
+	// The config's comparison_base merge-base: a deployed build (the pull request's merge base)
+	// that the champion arm runs instead of the host's champion, started with this request's
+	// service spec. An A/A run leaves it out.
+	MergeBaseSHA string      `json:"merge_base_sha,omitempty" limit:"sha"`
+	Service      ServiceSpec `json:"service"`
 	// The load generator's plan, without targets and builds: the host sets them.
 	Loadgen Plan `json:"loadgen"`
 }

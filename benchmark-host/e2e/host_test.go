@@ -51,10 +51,12 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 	if r.SchemaVersion != 1 || r.Generator != "perf-gate-loadgen" || len(r.Slices) != 6 || r.Outcome.Status != "ok" || len(r.Preflight) != 4 {
 		t.Fatalf("result: schema %d, generator %q, %d slices, outcome %+v, %d findings", r.SchemaVersion, r.Generator, len(r.Slices), r.Outcome, len(r.Preflight))
 	}
-	if b := r.Plan.Builds; b == nil || *b != (contract.Builds{Kind: "ab", ChampionSHA: "aaaaaaa", ChallengerSHA: "bbbbbbb"}) {
+	if b := r.Plan.Builds; b == nil || *b != (contract.Builds{Kind: "ab", ChampionSHA: "aaaaaaa", ChallengerSHA: "bbbbbbb", Base: "champion"}) {
 		t.Errorf("builds %+v", b)
 	}
+	var championP50 []float64
 	for i := 0; i < 6; i += 2 {
+		championP50 = append(championP50, float64(r.Slices[i].LatencyUs.P50))
 		champ, chall := r.Slices[i], r.Slices[i+1]
 		t.Logf("pair %d: champion p50 %d µs, challenger p50 %d µs", i/2, champ.LatencyUs.P50, chall.LatencyUs.P50)
 		if chall.LatencyUs.P50 <= champ.LatencyUs.P50 {
@@ -67,6 +69,30 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 	}
 	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("champion answers %q", v)
+	}
+
+	// comparison_base merge-base (issue 15): the champion arm runs the deployed merge base (here
+	// the slow build) with the run's spec, and the host's champion serves again afterwards.
+	h.must(bytes.NewReader(buildTarball(t, "slow", "v0", "exec ./service")), "deploy champion ccccccc")
+	mb := strings.Replace(runPlan("bbbbbbb", 3, 1), `"challenger_sha"`, `"merge_base_sha":"ccccccc","challenger_sha"`, 1)
+	h.must(strings.NewReader(mb), "run pr-7-bbbbbbb-2")
+	if progress := h.must(nil, "wait pr-7-bbbbbbb-2"); !strings.Contains(progress, "champion ccccccc healthy") {
+		t.Errorf("the merge-base run's champion arm did not start the merge base:\n%s", progress)
+	}
+	m := decodeResult(t, h.must(nil, "result pr-7-bbbbbbb-2"))
+	if b := m.Plan.Builds; b == nil || *b != (contract.Builds{Kind: "ab", ChampionSHA: "ccccccc", ChallengerSHA: "bbbbbbb", Base: "merge-base"}) {
+		t.Errorf("merge-base run builds %+v", b)
+	}
+	var baseP50 []float64
+	for i := 0; i < len(m.Slices); i += 2 {
+		baseP50 = append(baseP50, float64(m.Slices[i].LatencyUs.P50))
+	}
+	// The slow build's extra work shows in the champion arm: it ran the merge base.
+	if median(baseP50) <= median(championP50) {
+		t.Errorf("champion arm p50 %v µs with the slow merge base, %v µs with the fast champion: the merge base did not run there", baseP50, championP50)
+	}
+	if v := version(h.ChampionPort); v != "fast v1" {
+		t.Errorf("after the merge-base run the champion answers %q", v)
 	}
 }
 
@@ -576,6 +602,9 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"service":`, `"servce":`, 1), `unknown field "servce"`},
 		{strings.Replace(good, `"challenger_sha":"bbbbbbb",`, ``, 1), "challenger_sha: required"},
 		{strings.Replace(good, `"bbbbbbb"`, `"ccccccc"`, 1), `release "ccccccc" is not deployed`},
+		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"ccccccc","challenger_sha"`, 1), `merge_base_sha: release "ccccccc" is not deployed (deploy champion SHA first)`},
+		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"aaaaaaa","champion_sha":"aaaaaaa","challenger_sha"`, 1), "merge_base_sha: the champion arm runs the merge base, so champion_sha cannot be asked for too"},
+		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"NOTHEX","challenger_sha"`, 1), "merge_base_sha"},
 		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command"},
 		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
 		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s to start the arms (setup and health check) would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
@@ -594,6 +623,10 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.field) {
 			t.Errorf("plan %d: exit %d, stderr %q; want 2 and %q", i, code, stderr, c.field)
 		}
+	}
+	aa := strings.Replace(good, `"challenger_sha":"bbbbbbb",`, `"merge_base_sha":"aaaaaaa",`, 1)
+	if _, stderr, code := h.ssh(strings.NewReader(aa), "aa bad-aa"); code != 2 || !strings.Contains(stderr, "merge_base_sha: an A/A run measures the champion against itself") {
+		t.Errorf("an A/A run with a merge base: exit %d, stderr %q", code, stderr)
 	}
 	var st contract.Status
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)

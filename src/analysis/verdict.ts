@@ -270,7 +270,7 @@ function validateSettings(s: GateSettings): void {
  * A/B run, must not mix.
  */
 function checkSameBuilds(results: readonly NamedResult[]): void {
-  for (const field of ["challenger_sha", "champion_sha", "kind"] as const) {
+  for (const field of ["challenger_sha", "champion_sha", "kind", "base"] as const) {
     const seen = new Map<string, string>();
     for (const { name, result } of results) {
       const value = result.plan.builds?.[field];

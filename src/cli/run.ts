@@ -88,7 +88,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     await local.begin();
     if (o.champion) await installChampion(host, config, o.champion, say);
     const progress = (label: string, runs: number) => local.track(progressBar(config, label, runs, say, o.json ? (line) => io.err(line) : io.progress));
-    const runs = planRuns(config, undefined, 0).length;
+    const runs = planRuns(config, {}, 0).length;
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const done = o.aa
       ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A", runs), confirmProgress: (n) => progress("A/A confirmation (the interval excluded 0)", n) })

@@ -21,7 +21,10 @@ export type Kind = (typeof KINDS)[number];
 export const targetsSchema = z.looseObject({ champion: z.string(), challenger: z.string() });
 export type Targets = z.infer<typeof targetsSchema>;
 
-export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha });
+/** What an A/B run's champion arm ran: the host's champion, or the pull request's merge base (comparison_base); absent in results of hosts before it: the champion. */
+export const BASES = ["champion", "merge-base"] as const;
+
+export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: z.enum(BASES).optional() });
 export type Builds = z.infer<typeof buildsSchema>;
 
 /** One unary gRPC call: package.Service/Method and its request message as protobuf JSON (issue 16). */
@@ -91,6 +94,8 @@ export type ServiceSpec = z.input<typeof serviceSchema>;
 export const runRequestSchema = z.looseObject({
   challenger_sha: sha.optional(),
   champion_sha: sha.optional(),
+  /** comparison_base merge-base: a deployed build the champion arm runs instead of the champion. */
+  merge_base_sha: sha.optional(),
   service: serviceSchema,
   loadgen: planSchema,
 });

@@ -23,6 +23,8 @@ export interface Measurement {
   kind: Kind;
   /** The challenger of an A/B run: its SHA, and the build to deploy first when given. */
   challenger?: { sha: string; artifact?: string };
+  /** comparison_base merge-base: the build the champion arm runs instead of the champion, deployed first when given. */
+  mergeBase?: { sha: string; artifact?: string };
   /** Unique per job; run ids are `${runIdPrefix}-${index}`. */
   runIdPrefix: string;
   /** One seed per job: the load generator's and the analysis's. */
@@ -50,8 +52,10 @@ export async function measure(host: HostClient, config: GateConfig, m: Measureme
   const challengerSha = m.kind === "ab" ? m.challenger?.sha : undefined;
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  // The merge base is main's code, as a champion is: it runs in the champion's arm.
+  if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
   const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
-  for (const run of planRuns(config, challengerSha, m.seed)) {
+  for (const run of planRuns(config, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run.workload, run.rate, runId);
     try {

@@ -127,6 +127,15 @@ export class GitHub {
     };
   }
 
+  /**
+   * The merge base of a pull request: the commit where its head left the base branch (GitHub's
+   * compare API, which also reaches a fork's commits through the base repository).
+   */
+  async mergeBase(baseSha: string, headSha: string): Promise<string> {
+    const { data } = await this.octokit.rest.repos.compareCommitsWithBasehead({ ...this.r, basehead: `${baseSha}...${headSha}`, per_page: 1 });
+    return data.merge_base_commit.sha;
+  }
+
   /** Opens a check run; until finishCheck, a cancelled step completes it as cancelled (open-checks.ts). */
   async startCheck(headSha: string, title: string, name = CHECK_NAME, detailsUrl?: string): Promise<number> {
     const res = await checkOpening(this.octokit.rest.checks.create({

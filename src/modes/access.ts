@@ -12,6 +12,7 @@ import { parsePullRequestEvent, type PullRequestEvent } from "../event";
 import { GitHub } from "../github/client";
 import type { Job } from "../job";
 import { readEvent } from "../runner";
+import { mergeBaseToBuild } from "./merge-base";
 
 export async function runAccess(job: Job): Promise<void> {
   core.setOutput("allowed", "false");
@@ -22,6 +23,7 @@ export async function runAccess(job: Job): Promise<void> {
   if (access.allowed) {
     core.info(`access: ${access.reason}`);
     core.setOutput("allowed", "true");
+    core.setOutput("merge-base-sha", await mergeBaseToBuild(gh, job, event));
     return;
   }
   await refuseAccess(gh, event.number, await gh.startCheck(event.headSha, access.title, undefined, job.runUrl), access);

@@ -7,6 +7,7 @@ import { GitHub, type PullRequestState } from "../github/client";
 import type { Job } from "../job";
 import { readEvent } from "../runner";
 import { authorizeCommand, parseSlashCommand, quoted } from "../slash-command";
+import { mergeBaseToBuild } from "./merge-base";
 
 export async function runCommand(job: Job): Promise<void> {
   core.setOutput("command", "");
@@ -18,6 +19,7 @@ export async function runCommand(job: Job): Promise<void> {
   if (command.kind === "rerun") {
     core.setOutput("command", "rerun");
     core.setOutput("sha", pr.headSha);
+    core.setOutput("merge-base-sha", await mergeBaseToBuild(gh, job, pr));
     core.info(`/perf rerun by @${event.author.login}: pinned head ${pr.headSha}`);
     return;
   }

@@ -21,6 +21,7 @@ import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes } from "../report/notes";
 import { readEvent } from "../runner";
 import { accessOf, refuseAccess } from "./access";
+import { mergeBaseBuild } from "./merge-base";
 
 export async function runGate(job: Job): Promise<void> {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -55,7 +56,7 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
     const config = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
     const artifact = requireArtifact(job, existsSync);
     host = connectHost(job);
-    const judged = await judgePullRequest(host, config, pr, artifact, job, o.notes ?? []);
+    const judged = await judgePullRequest(gh, host, config, pr, artifact, job, o.notes ?? []);
     await publishVerdict(gh, check, pr, judged);
     setVerdictOutputs(judged.analysis, judged.artifacts);
   } catch (e) {
@@ -72,12 +73,14 @@ interface Judged {
 }
 
 /** Deploys and measures the head, pooled with its earlier runs, and judges it against the host's floors. */
-async function judgePullRequest(host: HostClient, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
+async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
   const sha = pr.headSha;
   const seed = seedOf(sha);
+  const base = await mergeBaseBuild(gh, host, config, pr, job, existsSync);
   const evidence = await measure(host, config, {
     kind: "ab",
     challenger: { sha, artifact },
+    mergeBase: base.build,
     runIdPrefix: `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`,
     seed,
     busyDeadline: job.busyDeadline,
@@ -88,7 +91,7 @@ async function judgePullRequest(host: HostClient, config: GateConfig, pr: PullRe
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
+  const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 

@@ -101,7 +101,7 @@ function promotedSha(job: Job): string {
  * number of pairs. A run that fails (the new champion unhealthy or crashing) fails the check.
  */
 async function verify(host: HostClient, config: GateConfig, job: Job, verb: string, sha: string): Promise<{ passed: boolean; unmeasured?: boolean; findings: string[]; text: string }> {
-  const first = planRuns(config, undefined, 0)[0]!;
+  const first = planRuns(config, {}, 0)[0]!;
   const narrowed = configFor(config, first.workload, first.rate);
   const short: GateConfig = { ...narrowed, slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
   const seed = seedOf(sha);

@@ -76,7 +76,8 @@ function compared(a: Analysis, arms: Arms, runUrl: string | null): string {
   const sha = (s: string | undefined) => (s ? `\`${s.slice(0, 7)}\`` : "(unknown)");
   const links = runUrl ? ` · [workflow run](${runUrl}) · [report and results](${runUrl}#artifacts)` : "";
   if (arms.aa) return `A/A run: champion ${sha(a.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
-  return `challenger ${sha(a.builds?.challenger_sha)} vs champion ${sha(a.builds?.champion_sha)}${links}`;
+  const base = a.builds?.base === "merge-base" ? "merge base" : "champion";
+  return `challenger ${sha(a.builds?.challenger_sha)} vs ${base} ${sha(a.builds?.champion_sha)}${links}`;
 }
 
 function verdictSentence(a: Analysis): string {
@@ -87,7 +88,7 @@ function verdictSentence(a: Analysis): string {
     return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
   if (a.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h.thresholdMs)} ms (${budget}); it does not block the merge.`;
-  if (a.verdict === "green") return "The challenger is faster: a candidate champion.";
+  if (a.verdict === "green") return a.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
   const kind = h.greyKind;
   if (kind === "equivalent") return `No detectable change: the interval lies within ±${ms(h.thresholdMs)} ms, the block threshold.`;
   if (kind === "within floor") {

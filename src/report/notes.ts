@@ -21,6 +21,7 @@ export function evidenceNotes(sha: string, e: { pooled: string[]; otherChampion:
 
 /** A green challenger is a candidate champion: merging it makes it the champion. */
 export function candidateNote(a: Analysis, sha: string, champion: string): string[] {
-  if (a.verdict !== "green") return [];
+  // Faster than its merge base says nothing about the champion, which main may have moved past.
+  if (a.verdict !== "green" || a.builds?.base === "merge-base") return [];
   return [`🏆 **Candidate champion**: ${sha.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }

@@ -36,7 +36,7 @@ describe("repo config", () => {
     expect(c.block_threshold_percent).toBe(1);
     expect(c.service.health_path).toBe("/health");
     expect(c.slices.order).toBe("alternate");
-    const runs = planRuns(c, "abc1234", 7);
+    const runs = planRuns(c, { challengerSha: "abc1234" }, 7);
     expect(runs.map((r) => `${r.workload}@${r.rate}`)).toEqual(["checkout@1000", "checkout@2000", "checkout@3000", "health@100"]);
     expect(runs[0]!.request).toMatchObject({ challenger_sha: "abc1234", service: { command: ["./start.sh"] } });
     expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7 });
@@ -53,14 +53,14 @@ describe("repo config", () => {
 `;
     const c = parseConfig(grpc, "x");
     expect(c.service.health_check).toBe("grpc");
-    const run = planRuns(c, "abc1234", 7).find((r) => r.workload === "ratelimit")!;
+    const run = planRuns(c, { challengerSha: "abc1234" }, 7).find((r) => r.workload === "ratelimit")!;
     expect(run.request.loadgen).toMatchObject({ protocol: "grpc", proto_descriptor_set: "api/ratelimit.pb" });
     expect(run.request.loadgen.requests[0]).toEqual({
       grpc: { method: "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", message: { domain: "rl", descriptors: [{ entries: [{ key: "k", value: "{{rand 100}}" }] }] } },
       weight: 1,
     });
     // An http1 workload keeps its method and says nothing of a protocol (the wire's default).
-    const http = planRuns(c, "abc1234", 7)[0]!.request.loadgen;
+    const http = planRuns(c, { challengerSha: "abc1234" }, 7)[0]!.request.loadgen;
     expect(http.protocol).toBeUndefined();
     expect(http.requests[0]).toMatchObject({ method: "GET", path: "/items/{{rand 1000}}" });
 
@@ -68,6 +68,14 @@ describe("repo config", () => {
     expect(errorOf(grpc.replace("    protocol: grpc\n", ""))).toMatch(/workloads\.2\.requests\.0\.grpc: only a workload with protocol: grpc/);
     expect(errorOf(grpc.replace("RateLimitService/ShouldRateLimit", "ShouldRateLimit"))).toMatch(/grpc\.method: package\.Service\/Method/);
     expect(errorOf(grpc.replace("health_check: grpc", "health_check: tcp"))).toMatch(/service\.health_check/);
+  });
+
+  it("compares with the champion unless comparison_base says merge-base, which each run then names", () => {
+    expect(parseConfig(good, "x").comparison_base).toBe("champion");
+    const c = parseConfig(`${good}comparison_base: merge-base\n`, "x");
+    expect(c.comparison_base).toBe("merge-base");
+    expect(planRuns(c, { challengerSha: "abc1234", mergeBaseSha: "def5678" }, 7)[0]!.request).toMatchObject({ challenger_sha: "abc1234", merge_base_sha: "def5678" });
+    expect(errorOf(`${good}comparison_base: main\n`)).toMatch(/^\.github\/perf-gate\.yml:18: comparison_base: .*"champion"\|"merge-base"/);
   });
 
   it("names an unknown key and its line", () => {
@@ -93,7 +101,7 @@ describe("repo config", () => {
     ].join("\n"));
     const c = parseConfig(etcd, "x");
     expect(c.service).toMatchObject({ ports: ["peer"], state: "fresh", setup: ["./bin/load-fixture", "$STATE_DIR"], setup_timeout_seconds: 60 });
-    expect(planRuns(c, "abc1234", 7)[0]!.request.service).toMatchObject({ ports: ["peer"], state: "fresh" });
+    expect(planRuns(c, { challengerSha: "abc1234" }, 7)[0]!.request.service).toMatchObject({ ports: ["peer"], state: "fresh" });
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [admin]"))).toBe(
       '.github/perf-gate.yml:2: service.command.4: "http://127.0.0.1:${PORT_PEER}": $PORT_PEER is not one of service.ports ($PORT, $PORT_ADMIN, $STATE_DIR expand here)');
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, Peer]"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.ports\.1: a lowercase name/);

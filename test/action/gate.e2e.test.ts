@@ -1,7 +1,8 @@
 // The PR gate end to end: dist/index.js under Node 24, real pull_request payloads from
 // @octokit/webhooks-examples, a GitHub fake on loopback, and a real sshd + perf-host serving
 // the example service as champion.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
@@ -40,6 +41,8 @@ function withHead(p: Payload, sha: string): Payload {
 }
 
 const acceptedLogins = () => h.acceptedLogins();
+/** Runs the host has started so far. */
+const hostRuns = () => readdirSync(join(host.info.root, "runs")).length;
 const lastCheck = () => h.lastCheck();
 
 beforeAll(async () => {
@@ -159,6 +162,49 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(check).toMatchObject({ head_sha: approved, status: "completed", conclusion: "neutral", output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" } });
     expect(check.output!.summary).toMatch(/head is now 2234567: a push landed after the approval/);
     expect(fake.labelsOn(PR)).not.toContain("perf:approved");
+  });
+
+  it("with comparison_base merge-base, measures the head against its merge base, built and deployed for the run", async () => {
+    // Main moved on (the champion is the fast build) since this branch left it at 3333333, a
+    // slow build; the branch changed nothing. Against the champion it would read red, a change
+    // main made; against its merge base it reads no change.
+    const base = "b".repeat(40);
+    const mergeBase = "3".repeat(40);
+    fake.files.set(`.github/perf-gate.yml@${base}`, `${CONFIG}comparison_base: merge-base\n`);
+    const branch = (head: string) => {
+      const p = withHead(real("synchronize"), head);
+      p.pull_request.base.sha = base;
+      fake.mergeBases.set(`${base}...${head}`, mergeBase);
+      return p;
+    };
+    const slow = host.release("slow", "branch");
+    const baseBuild = host.release("slow", "merge-base");
+
+    // The build of the merge base is required, and must be of that commit.
+    const logins = acceptedLogins();
+    const runsBefore = hostRuns();
+    let run = await gate(branch("4".repeat(40)), slow);
+    expect(run.code).toBe(1);
+    expect(lastCheck().output).toMatchObject({ title: "perf-gate: configuration error" });
+    expect(lastCheck().output.summary).toMatch(/input base-artifact: comparison_base is merge-base and the merge base 3333333 of 4444444 is not the host's champion 0000000/);
+    run = await h.run(h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": "5".repeat(40) }), "pull_request", branch("4".repeat(40)));
+    expect(lastCheck().output.summary).toMatch(/input base-sha: .*but base-artifact is a build of 5555555/);
+    expect(hostRuns()).toBe(runsBefore);
+    expect(acceptedLogins()).toBeGreaterThan(logins); // it asked the host for its champion, and ran nothing
+
+    let head = "4".repeat(40);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      syncPull(branch(head));
+      run = await h.run(h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": mergeBase }), "pull_request", branch(head));
+      // The interval's 2.5% false red (test/analysis/simulation.test.ts): an independent second run.
+      if (run.outputs.verdict !== "red") break;
+      head = "6".repeat(40);
+    }
+    expect(["grey", "green"], run.stdout).toContain(run.outputs.verdict);
+    const builds = JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds;
+    expect(builds).toMatchObject({ kind: "ab", champion_sha: mergeBase, challenger_sha: head, base: "merge-base" });
+    expect(lastCheck().output.summary).toContain(`challenger \`${head.slice(0, 7)}\` vs merge base \`3333333\``);
+    expect(await h.championVersion()).toBe("fast v1");
   });
 
   it("fails a bad config with an error that names it, before connecting to the host", async () => {

@@ -57,6 +57,16 @@ describe("collaborator roles", () => {
   });
 });
 
+describe("the merge base", () => {
+  it("is the compare API's merge_base_commit for base...head, a fork's head too", async () => {
+    const base = "b".repeat(40);
+    fake.mergeBases.set(`${base}...${HEAD}`, "3".repeat(40));
+    expect(await client().mergeBase(base, HEAD)).toBe("3".repeat(40));
+    expect(calls("repos/compare-commits-with-basehead").at(-1)!.path).toBe(`/repos/Codertocat/Hello-World/compare/${base}...${HEAD}?per_page=1`);
+    await expect(client().mergeBase(base, "9".repeat(40))).rejects.toThrow(/Not Found/);
+  });
+});
+
 describe("labels", () => {
   it("compare case-insensitively, as GitHub's names do, and an existing label keeps its spelling", async () => {
     fake.addLabel(issue, "PERF:RED");

@@ -189,11 +189,26 @@ describe("perf-gate.yml concurrency", () => {
       seen.add(p.group);
     }
     expect(seen.size).toBe(4);
-    // Nothing after the access job runs unless it said yes; none of them overrides that with always().
+    // Nothing after the access job runs unless it said yes.
     expect(wf.jobs.build!.if).toBe("needs.access.outputs.allowed == 'true'");
     expect(condition(wf.jobs.build!.if!, { needs: { access: { outputs: { allowed: "" } } } })).toBe(false);
-    expect(wf.jobs.gate!.if).toBeUndefined();
-    expect(wf.jobs.gate!.needs).toBe("build");
+    expect(condition(wf.jobs["build-base"]!.if!, { needs: { access: { outputs: { allowed: "", "merge-base-sha": "a".repeat(40) } } } })).toBe(false);
+  });
+
+  it("the gate runs only after a head build that succeeded, and a merge-base build that succeeded or was not asked for, in a run not cancelled", () => {
+    for (const file of ["workflows/perf-gate.yml", "workflows/perf-rerun.yml"]) {
+      const gate = load(file).jobs.gate!;
+      expect(gate.needs, file).toEqual(expect.arrayContaining(["build", "build-base"]));
+      const runs = (build: string, buildBase: string, cancelled = false) =>
+        condition(gate.if!, { needs: { build: { result: build }, "build-base": { result: buildBase } } }, { cancelled });
+      expect(runs("success", "skipped"), file).toBe(true); // comparison_base champion
+      expect(runs("success", "success"), file).toBe(true); // comparison_base merge-base
+      expect(runs("skipped", "skipped"), file).toBe(false); // access said no: nothing was built
+      for (const [build, base] of [["success", "failure"], ["success", "cancelled"], ["failure", "success"], ["cancelled", "skipped"]]) {
+        expect(runs(build!, base!), `${file}: build ${build}, build-base ${base}`).toBe(false);
+      }
+      expect(runs("success", "skipped", true), `${file}: a superseded (cancelled) run`).toBe(false);
+    }
   });
 
   it("a /perf rerun queues in the same group as the gate of its pull request", () => {

@@ -5,6 +5,7 @@ import { textChart, svgChart } from "../../src/report/chart";
 import { gateOutcome } from "../../src/report/gate-outcome";
 import { ms, signedMs } from "../../src/report/format";
 import { GITHUB_SUMMARY_LIMIT, markdownReport } from "../../src/report/markdown";
+import { candidateNote } from "../../src/report/notes";
 import { quartet } from "../../src/report/quartet";
 import { chartScale, niceTicks } from "../../src/report/scale";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
@@ -58,6 +59,16 @@ describe("markdown report", () => {
     expect(md.split(quartet(a.headline, 99)).length - 1).toBe(1);
     expect(md.split("The challenger is faster").length - 1).toBe(1);
     expect(markdownReport(a)).toContain("challenger `02711bd` vs champion `89bd5b9`\n"); // no links without a run
+  });
+
+  it("names the merge base as what the challenger was compared with when the champion arm ran it (comparison_base)", () => {
+    const result = makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), builds: { kind: "ab", champion_sha: CHAMPION, challenger_sha: CHALLENGER, base: "merge-base" } });
+    const a = analyze([{ name: "r.json", result }], { ...defaultSettings, floorMs: 0.07 });
+    const md = markdownReport(a);
+    expect(md).toContain("challenger `02711bd` vs merge base `89bd5b9`\n");
+    expect(md).toContain("The challenger is faster than its merge base.");
+    expect(md).not.toContain("candidate champion");
+    expect(candidateNote(a, CHALLENGER, "1".repeat(40))).toEqual([]);
   });
 
   it("keeps the table and the chart in view and folds the statistics, numbering pairs from 1 as the chart does", () => {

@@ -22,7 +22,7 @@ export interface MatchedOperation {
   params: Record<string, string>;
 }
 
-const operations = nullableEnums(structuredClone(fixture.operations)) as unknown as Record<string, Operation>;
+const operations = openApiNullables(structuredClone(fixture.operations)) as unknown as Record<string, Operation>;
 export const CONTRACT_SOURCE = fixture.source;
 
 // ajv-formats is CommonJS: its function is the default export's default under ESM.
@@ -72,15 +72,21 @@ export function matchOperation(method: string, pathname: string): MatchedOperati
 }
 
 /**
- * OpenAPI 3.0's `nullable: true` beside an `enum` means the value may also be null (a running
- * check run's `conclusion` is null on GitHub); JSON Schema needs null in the enum to say so.
+ * OpenAPI 3.0's `nullable: true` says the value may also be null, which JSON Schema says
+ * otherwise: beside an `enum` (a running check run's `conclusion` is null on GitHub), null
+ * joins the enum; beside a `oneOf` with no type of its own (a commit's `author`, null when
+ * no GitHub user made it), null becomes one more branch.
  */
-function nullableEnums<T>(node: T): T {
-  if (Array.isArray(node)) node.forEach(nullableEnums);
+function openApiNullables<T>(node: T): T {
+  if (Array.isArray(node)) node.forEach(openApiNullables);
   else if (node && typeof node === "object") {
     const o = node as Record<string, unknown>;
     if (o.nullable === true && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
-    Object.values(o).forEach(nullableEnums);
+    if (o.nullable === true && o.type === undefined && Array.isArray(o.oneOf)) {
+      o.oneOf = [...o.oneOf, { type: "null" }];
+      delete o.nullable;
+    }
+    Object.values(o).forEach(openApiNullables);
   }
   return node;
 }

@@ -118,6 +118,8 @@ export class GitHubFake {
   readonly checkRuns: CheckRun[] = [];
   readonly comments = new Map<number, Comment[]>();
   readonly pulls = new Map<number, PullRequest>();
+  /** "base...head" → the merge base GitHub's compare API answers for it. */
+  readonly mergeBases = new Map<string, string>();
   /** token → who it is. */
   readonly tokens = new Map<string, Actor>([[DEFAULT_TOKEN, ACTIONS_BOT]]);
   private readonly roles = new Map<string, { role: Role; roleName: string }>();
@@ -254,6 +256,17 @@ export class GitHubFake {
       case "pulls/get": {
         const pr = this.pulls.get(Number(p.pull_number));
         return pr ? ok(200, this.pull(Number(p.pull_number), pr)) : error(404, "Not Found");
+      }
+      case "repos/compare-commits-with-basehead": {
+        const [base, head] = p.basehead!.split("...");
+        const mergeBase = this.mergeBases.get(p.basehead!);
+        if (!mergeBase) return error(404, "Not Found");
+        const compare = `https://github.com/${this.repository}/compare/${p.basehead}`;
+        return ok(200, {
+          url: this.api(`/compare/${p.basehead}`), html_url: compare, permalink_url: compare, diff_url: `${compare}.diff`, patch_url: `${compare}.patch`,
+          base_commit: this.commit(base!), merge_base_commit: this.commit(mergeBase), status: mergeBase === base ? "ahead" : "diverged",
+          ahead_by: 1, behind_by: mergeBase === base ? 0 : 1, total_commits: 1, commits: [this.commit(head!)], files: [],
+        });
       }
       case "checks/create": {
         if (!actor.app) return error(403, "You must authenticate via a GitHub App.");
@@ -444,6 +457,17 @@ export class GitHubFake {
     return {
       type: "file", encoding: "base64", size: Buffer.byteLength(text), name: path.split("/").at(-1)!, path, content: Buffer.from(text).toString("base64"),
       sha: ref, url, git_url: git, html_url: html, download_url: `https://raw.githubusercontent.com/${this.repository}/${ref}/${path}`, _links: { self: url, git, html },
+    };
+  }
+
+  /** A commit as the compare API lists it. */
+  private commit(sha: string) {
+    const url = this.api(`/commits/${sha}`);
+    const person = { name: "Codertocat", email: "21031067+Codertocat@users.noreply.github.com", date: "2019-05-15T15:19:25Z" };
+    return {
+      url, sha, node_id: `C_${sha}`, html_url: `https://github.com/${this.repository}/commit/${sha}`, comments_url: `${url}/comments`,
+      commit: { url: this.api(`/git/commits/${sha}`), author: person, committer: person, message: "a commit", comment_count: 0, tree: { sha, url: this.api(`/git/trees/${sha}`) } },
+      author: null, committer: null, parents: [],
     };
   }
 

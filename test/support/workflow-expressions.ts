@@ -6,17 +6,23 @@ import { truthy } from "@actions/expressions/result";
 
 export type Contexts = Record<string, unknown>;
 
-function evaluate(expression: string, contexts: Contexts): data.ExpressionData {
+/** The run's state for the status function cancelled(), which the runner, not the expression library, knows. */
+export interface RunState {
+  cancelled: boolean;
+}
+
+function evaluate(expression: string, contexts: Contexts, run: RunState = { cancelled: false }): data.ExpressionData {
   const { tokens } = new Lexer(expression).lex();
-  const expr = new Parser(tokens, Object.keys(contexts), []).parse();
+  const cancelled = { name: "cancelled", minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(run.cancelled) };
+  const expr = new Parser(tokens, Object.keys(contexts), [cancelled]).parse();
   const dictionary = JSON.parse(JSON.stringify(contexts), data.reviver) as data.Dictionary;
-  return new Evaluator(expr, dictionary).evaluate();
+  return new Evaluator(expr, dictionary, new Map([["cancelled", cancelled]])).evaluate();
 }
 
 /** A job's or step's `if:` (with or without `${{ }}`), as true or false. */
-export function condition(text: string, contexts: Contexts): boolean {
+export function condition(text: string, contexts: Contexts, run?: RunState): boolean {
   const m = /^\s*\$\{\{([\s\S]*)\}\}\s*$/.exec(text);
-  return truthy(evaluate(m ? m[1]! : text, contexts));
+  return truthy(evaluate(m ? m[1]! : text, contexts, run));
 }
 
 /** A string with `${{ }}` parts (a concurrency group, a with: value), as GitHub renders it. */

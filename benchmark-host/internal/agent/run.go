@@ -117,21 +117,27 @@ func (h *Host) buildsOf(kind string, req *contract.RunRequest, st State) (*contr
 	if req.ChampionSHA != "" && req.ChampionSHA != st.Champion {
 		return nil, refuse("plan: champion_sha %s, but the host's champion is %s", req.ChampionSHA, st.Champion)
 	}
-	b := &contract.Builds{Kind: kind, ChampionSHA: st.Champion, ChallengerSHA: req.ChallengerSHA}
+	b := &contract.Builds{Kind: kind, ChampionSHA: st.Champion, ChallengerSHA: req.ChallengerSHA, Base: contract.BaseChampion}
 	switch kind {
 	case contract.KindAB:
-		if req.ChallengerSHA == "" {
-			return nil, refuse("plan: challenger_sha: required for run")
+		if err := h.deployed("challenger_sha", req.ChallengerSHA, "challenger"); err != nil {
+			return nil, err
 		}
-		if err := contract.SHA.Check(req.ChallengerSHA); err != nil {
-			return nil, refuse("plan: challenger_sha: %v", err)
-		}
-		if _, err := os.Stat(h.releaseDir(req.ChallengerSHA)); err != nil {
-			return nil, refuse("plan: challenger_sha: release %q is not deployed (deploy challenger SHA first)", req.ChallengerSHA)
+		if req.MergeBaseSHA != "" {
+			if req.ChampionSHA != "" {
+				return nil, refuse("plan: merge_base_sha: the champion arm runs the merge base, so champion_sha cannot be asked for too")
+			}
+			if err := h.deployed("merge_base_sha", req.MergeBaseSHA, "champion"); err != nil {
+				return nil, err
+			}
+			b.ChampionSHA, b.Base = req.MergeBaseSHA, contract.BaseMergeBase
 		}
 	case contract.KindAA:
 		if req.ChallengerSHA != "" {
 			return nil, refuse("plan: challenger_sha: an A/A run uses the champion on both ports; leave it out")
+		}
+		if req.MergeBaseSHA != "" {
+			return nil, refuse("plan: merge_base_sha: an A/A run measures the champion against itself; leave it out")
 		}
 		b.ChallengerSHA = st.Champion
 	}
@@ -157,6 +163,20 @@ func (h *Host) readDescriptorSets(lp *plan.Plan) error {
 			return fmt.Errorf("plan: loadgen.proto_descriptor_set: the %s's build %s has no readable %q: %v", []string{contract.Champion, contract.Challenger}[arm], sha, lp.ProtoDescriptorSet, errors.Unwrap(err))
 		}
 		lp.DescriptorSets[arm] = b
+	}
+	return nil
+}
+
+// deployed refuses a run request whose field names no deployed release (role: how to deploy it).
+func (h *Host) deployed(field, sha, role string) error {
+	if sha == "" {
+		return refuse("plan: %s: required for run", field)
+	}
+	if err := contract.SHA.Check(sha); err != nil {
+		return refuse("plan: %s: %v", field, err)
+	}
+	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
+		return refuse("plan: %s: release %q is not deployed (deploy %s SHA first)", field, sha, role)
 	}
 	return nil
 }
@@ -299,7 +319,12 @@ func (e *execution) run(ctx context.Context) error {
 	if err != nil {
 		return fail("internal", "%v", err)
 	}
-	if st.Champion != req.Loadgen.Builds.ChampionSHA {
+	// The champion arm runs the champion with the spec it was promoted with, or the merge base
+	// (comparison_base merge-base) with the run's, as the challenger.
+	championSpec := st.Service
+	if req.Loadgen.Builds.Base == contract.BaseMergeBase {
+		championSpec = req.Service
+	} else if st.Champion != req.Loadgen.Builds.ChampionSHA {
 		return fail("internal", "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
 	}
 	// The run starts its own champion, as it starts the challenger; the supervisor's champion
@@ -310,7 +335,7 @@ func (e *execution) run(ctx context.Context) error {
 		return fail("champion_unhealthy", "the champion supervisor did not hand over :%d: %v", e.h.ChampionPort, err)
 	}
 	e.logf("the champion port :%d is this run's: %s; both arms start fresh", e.h.ChampionPort, how)
-	arms, err := e.startArms(ctx, iso, st.Service, req)
+	arms, err := e.startArms(ctx, iso, championSpec, req)
 	if err != nil {
 		return err
 	}
@@ -345,8 +370,8 @@ func (e *execution) preflight(kind string) error {
 	return nil
 }
 
-// startArms starts the champion (with the spec it was promoted with) and the challenger (with
-// the run's) together, each a new process in a fresh copy of its build with ports of its own;
+// startArms starts the champion arm (with championSpec) and the challenger (with the run's)
+// together, each a new process in a fresh copy of its build with ports of its own;
 // a failure is the failing arm's, with its log tail.
 func (e *execution) startArms(ctx context.Context, iso *isolation, championSpec contract.ServiceSpec, req contract.RunRequest) ([]*armStart, error) {
 	b := req.Loadgen.Builds
