@@ -56,7 +56,24 @@ describe("mode access, before the build", () => {
     const run = await access(prEvent("opened", "a1".repeat(20)));
     expect(run.code, run.stdout).toBe(0);
     expect(run.outputs.allowed).toBe("true");
-    expect(h.fake.requests.length).toBe(before);
+    expect(run.outputs["merge-base-sha"]).toBe(""); // no config on the base branch: nothing more to build
+    expect(h.fake.requests.slice(before).filter((r) => r.method !== "GET")).toEqual([]);
+  });
+
+  it("names the merge base for the build-base job when the base branch's config compares with it", async () => {
+    pr++;
+    const head = "a2".repeat(20);
+    const config = `service: {command: ["./start.sh"]}\nslo: {budget_ms: 20}\nworkloads: [{name: w, rates: [100], requests: [{path: /}]}]\n`;
+    h.fake.files.set(`.github/perf-gate.yml@${BASE}`, `${config}comparison_base: merge-base\n`);
+    h.fake.mergeBases.set(`${BASE}...${head}`, "3".repeat(40));
+    try {
+      const run = await access(prEvent("opened", head));
+      expect(run.outputs).toMatchObject({ allowed: "true", "merge-base-sha": "3".repeat(40) });
+      h.fake.files.set(`.github/perf-gate.yml@${BASE}`, config);
+      expect((await access(prEvent("synchronize", head))).outputs).toMatchObject({ allowed: "true", "merge-base-sha": "" });
+    } finally {
+      h.fake.files.delete(`.github/perf-gate.yml@${BASE}`);
+    }
   });
 
   it("holds a fork's head until a writer approves it, and clears an approval that approves nothing", async () => {
