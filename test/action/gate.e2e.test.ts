@@ -200,6 +200,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
       if (run.outputs.verdict !== "red") break;
       head = "6".repeat(40);
     }
+    console.log(`[gate] ${head.slice(0, 7)} vs merge base 3333333: ${lastCheck().output.title}`);
     expect(["grey", "green"], run.stdout).toContain(run.outputs.verdict);
     const builds = JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds;
     expect(builds).toMatchObject({ kind: "ab", champion_sha: mergeBase, challenger_sha: head, base: "merge-base" });
