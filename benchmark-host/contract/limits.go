@@ -174,7 +174,7 @@ var (
 	Count  = Range{Min: 0, Max: math.Inf(1)}
 	Amount = Range{Min: 0, Max: math.Inf(1)}
 
-	Orders          = Enum{OrderAlternate, OrderBalanced}
+	Orders          = Enum{OrderAlternate, OrderBalanced, OrderABBA}
 	Protocols       = Enum{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC}
 	HealthChecks    = Enum{HealthHTTP, HealthGRPC}
 	Arms            = Enum{Champion, Challenger}

@@ -14,6 +14,10 @@ const (
 	OrderAlternate = "alternate"
 	// OrderBalanced flips a seeded coin per pair, so drift cannot favour one arm.
 	OrderBalanced = "balanced"
+	// OrderABBA measures the champion first in odd pairs and the challenger first in even
+	// ones (AB BA AB BA …): over every two pairs each arm is first once, so an advantage of the
+	// first (or second) slice of a pair, and a linear drift, cancel exactly (issue 13).
+	OrderABBA = "abba"
 )
 
 // Protocols a plan may speak (issue 16).
@@ -62,7 +66,8 @@ type Plan struct {
 	SliceSeconds float64 `json:"slice_seconds" limit:"slice_seconds"`
 	// Pairs of slices, one per arm each.
 	Pairs int `json:"pairs" limit:"pairs"`
-	// alternate: champion first in every pair; balanced: a seeded random order per pair.
+	// alternate: champion first in every pair; balanced: a seeded random order per pair;
+	// abba: champion first, then challenger first, pair after pair (AB BA AB BA …).
 	Order string `json:"order,omitempty" limit:"order" default:"alternate"`
 	// Seeds the order and the {{rand}} templates; random when left out, and recorded.
 	Seed *int64 `json:"seed,omitempty" limit:"seed"`

@@ -100,7 +100,7 @@ func TestLimitsCheckTheirBounds(t *testing.T) {
 	if err := Name.Check(".."); err == nil {
 		t.Error(`Name accepts ".."`)
 	}
-	if err := Orders.Check("random"); err == nil || err.Error() != `must be "alternate" or "balanced", got "random"` {
+	if err := Orders.Check("random"); err == nil || err.Error() != `must be "alternate" or "balanced" or "abba", got "random"` {
 		t.Errorf("Orders.Check: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ export const planSchema = z.looseObject({
   rate,
   slice_seconds: z.number().positive().max(3600),
   pairs: z.number().int().min(1).max(10_000),
-  order: z.enum(["alternate", "balanced"]).default("alternate"),
+  order: z.enum(["alternate", "balanced", "abba"]).default("alternate"),
   seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   warmup_seconds: z.number().min(0).max(3600).default(0),
   slice_warmup_ms: z.number().int().min(0).max(3_600_000).default(200),

@@ -98,7 +98,7 @@ describe("the comparator", () => {
       `plan.workload: pattern "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" in Go's schema, "^[a-z]+$" in src/contract/plan.ts`,
       `plan.slice_seconds: maximum 3600 in Go's schema, 600 in src/contract/plan.ts`,
       `plan.pairs: type "integer" in Go's schema, "number" in src/contract/plan.ts`,
-      `plan.order: enum ["alternate","balanced"] in Go's schema, ["alternate","random"] in src/contract/plan.ts`,
+      `plan.order: enum ["abba","alternate","balanced"] in Go's schema, ["alternate","random"] in src/contract/plan.ts`,
       `plan.seed: optional in Go's schema, required in src/contract/plan.ts`,
       `plan.connections: default 10 in Go's schema, 8 in src/contract/plan.ts`,
     ]);

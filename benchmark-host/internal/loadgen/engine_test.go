@@ -238,6 +238,13 @@ func TestOrderFollowsThePlanAndTheSeed(t *testing.T) {
 			t.Fatalf("alternate order %v", alt)
 		}
 	}
+	abba := orderOf(`"order":"abba","seed":1`)
+	for i, arm := range abba {
+		// AB BA AB BA …: the challenger is first in every second pair.
+		if want := []string{contract.Champion, contract.Challenger, contract.Challenger, contract.Champion}[i%4]; arm != want {
+			t.Fatalf("abba order %v", abba)
+		}
+	}
 	a := orderOf(`"order":"balanced","seed":42`)
 	b := orderOf(`"order":"balanced","seed":42`)
 	if !slices.Equal(a, b) {

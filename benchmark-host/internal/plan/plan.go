@@ -398,12 +398,20 @@ func (p *Plan) Target(arm string) string {
 }
 
 // SliceOrder realises the arm of every slice: alternate starts each pair with the champion;
-// balanced flips a seeded coin per pair so that drift cannot favour one arm.
+// balanced flips a seeded coin per pair so that drift cannot favour one arm; abba starts every
+// second pair with the challenger, so that each arm is measured first equally often.
 func (p *Plan) SliceOrder() []string {
 	rng := rand.New(rand.NewPCG(uint64(*p.Seed), 0x9e3779b97f4a7c15))
 	order := make([]string, 0, 2*p.Pairs)
-	for range p.Pairs {
-		if p.Order == contract.OrderBalanced && rng.IntN(2) == 1 {
+	for i := range p.Pairs {
+		challengerFirst := false
+		switch p.Order {
+		case contract.OrderBalanced:
+			challengerFirst = rng.IntN(2) == 1
+		case contract.OrderABBA:
+			challengerFirst = i%2 == 1
+		}
+		if challengerFirst {
 			order = append(order, contract.Challenger, contract.Champion)
 		} else {
 			order = append(order, contract.Champion, contract.Challenger)
