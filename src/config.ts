@@ -3,7 +3,7 @@
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
-import { hostSetsEnv, serviceArgError, serviceVariables } from "./contract/rules";
+import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "./contract/rules";
 
 // The config's fields that become the plan's are the contract's own zod fields (src/contract,
 // tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
@@ -78,14 +78,15 @@ export const configSchema = z.strictObject({
    * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
    */
   comparison_base: z.enum(BASES).default("champion"),
+  // Left out, slices are sized per rate (sliceDesign below); the order counterbalances the arms.
   slices: z
     .strictObject({
-      seconds: plan.slice_seconds.default(9),
+      seconds: plan.slice_seconds.optional(),
       // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
-      pairs: plan.pairs.min(2).default(10),
-      order: plan.order,
+      pairs: plan.pairs.min(2).optional(),
+      order: plan.order.unwrap().default("abba"),
     })
-    .default({ seconds: 9, pairs: 10, order: "alternate" }),
+    .default({ order: "abba" }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
   /** Gates on what the builds cost, from the host's per-slice accounting. */
@@ -176,11 +177,39 @@ export interface RunBuilds {
   mergeBaseSha?: string;
 }
 
+/** Seconds of slices, both arms together, in one gate's run of a workload and rate: the mission's 90 s. */
+export const GATE_MEASURED_SECONDS = 90;
+/**
+ * The shortest slice the defaults choose. Issue 13's benchmark (npm run bench:sensitivity, README
+ * *Choosing the defaults*) found the shortest slices the sample budget allows at least as
+ * sensitive as longer ones at the same 90 s, and every pair is one more degree of freedom.
+ */
+export const MIN_DEFAULT_SLICE_SECONDS = 1.5;
+/** The longest slice the defaults choose, for low rates: 5 pairs still make an interval. */
+const MAX_DEFAULT_SLICE_SECONDS = 9;
+/** A slice's unrecorded start (the plan's slice_warmup_ms default). */
+const SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(undefined) / 1000;
+
+/**
+ * A run's slice length and pairs. What the config leaves out is chosen for the rate: each slice
+ * long enough to record the sample budget of the SLO's percentile past its unrecorded start
+ * (1,000 requests for p99), at least MIN_DEFAULT_SLICE_SECONDS, in half seconds; and as many
+ * pairs as fill GATE_MEASURED_SECONDS. At 1,000 req/s and p99 that is 30 pairs of 1.5 s; at
+ * 300 req/s, 11 pairs of 4 s.
+ */
+export function sliceDesign(config: GateConfig, rate: number): { seconds: number; pairs: number } {
+  const needed = sampleBudget(config.slo.percentile) / rate + SLICE_WARMUP_SECONDS;
+  const seconds = config.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(needed * 2) / 2));
+  const pairs = config.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
+  return { seconds, pairs };
+}
+
 /** One run per workload and rate. */
 export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): PlannedRun[] {
   const runs: PlannedRun[] = [];
   for (const w of config.workloads) {
     for (const rate of resolvedRates(w)) {
+      const design = sliceDesign(config, rate);
       runs.push({
         index: runs.length,
         workload: w.name,
@@ -192,8 +221,8 @@ export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): P
           loadgen: {
             workload: w.name,
             rate,
-            slice_seconds: config.slices.seconds,
-            pairs: config.slices.pairs,
+            slice_seconds: design.seconds,
+            pairs: design.pairs,
             order: config.slices.order,
             seed,
             warmup_seconds: config.warmup_seconds,

@@ -9,7 +9,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration, calibrationLine } from "../calibration";
-import { ConfigError, type GateConfig, parseConfig, planRuns } from "../config";
+import { ConfigError, type GateConfig, parseConfig, sliceDesign } from "../config";
 import { type Artifacts, writeArtifacts, writeResults } from "../experiment/artifacts";
 import { calibrate } from "../experiment/calibrate";
 import { decide } from "../experiment/decide";
@@ -87,12 +87,11 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   try {
     await local.begin();
     if (o.champion) await installChampion(host, config, o.champion, say);
-    const progress = (label: string, runs: number) => local.track(progressBar(config, label, runs, say, o.json ? (line) => io.err(line) : io.progress));
-    const runs = planRuns(config, {}, 0).length;
+    const progress = (label: string) => local.track(progressBar(config, label, say, o.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const done = o.aa
-      ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A", runs), confirmProgress: (n) => progress("A/A confirmation (the interval excluded 0)", n) })
-      : await gateHere(host, config, o, { busyDeadline, progress: progress("champion vs challenger", runs) });
+      ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") })
+      : await gateHere(host, config, o, { busyDeadline, progress: progress("champion vs challenger") });
     printVerdict(done, say);
     if (o.json) io.out(JSON.stringify(summaryJson(done), null, 2));
     if (done.error) io.err(`perf-gate run: ${done.error}`);
@@ -261,7 +260,7 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
 }
 
 /** The A/A protocol: the champion on both ports, each interval recorded as the host's floor. */
-async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: (runs: number) => Progress }): Promise<Done> {
+async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }): Promise<Done> {
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrate(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
@@ -304,15 +303,19 @@ function summaryJson(d: Done) {
 }
 
 /**
- * Progress of `runs` runs: a line as each starts, and a bar over their slices. What the host
- * flagged before measuring is kept on its own line, never drawn over.
+ * Progress: a line as each run starts, and a bar over that run's slices. What the host flagged
+ * before measuring is kept on its own line, never drawn over.
  */
-function progressBar(config: GateConfig, label: string, runs: number, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
-  const total = runs * config.slices.pairs * 2;
+function progressBar(config: GateConfig, label: string, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
+  let total = 0;
   let done = 0;
   return {
     note: say,
-    runStart: (workload, rate) => say(`${label}: ${workload} @ ${rate} req/s, ${config.slices.pairs} pairs of ${config.slices.seconds} s slices`),
+    runStart: (workload, rate) => {
+      const { seconds, pairs } = sliceDesign(config, rate);
+      [total, done] = [2 * pairs, 0];
+      say(`${label}: ${workload} @ ${rate} req/s, ${pairs} pairs of ${seconds} s slices`);
+    },
     line: (line) => {
       const text = line.replace(/^\d\d:\d\d:\d\d /, "");
       const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);

@@ -24,8 +24,8 @@ export interface CalibrationRun {
 }
 
 export type CalibrationOptions = Omit<Measurement, "kind" | "challenger" | "pool"> & {
-  /** Progress of the confirmation runs, given how many there are. */
-  confirmProgress?: (runs: number) => Measurement["progress"];
+  /** Progress of the confirmation runs. */
+  confirmProgress?: Measurement["progress"];
 };
 
 export async function calibrate(host: HostClient, config: GateConfig, o: CalibrationOptions): Promise<CalibrationRun> {
@@ -38,8 +38,7 @@ export async function calibrate(host: HostClient, config: GateConfig, o: Calibra
   const firstRuns = new Map<string, Comparison>();
   const latest: Comparison[] = [];
   const preflight = [...analysis.preflight];
-  const doubtful = analysis.comparisons.filter((c) => excludesZero(c.ciMs)).length;
-  const confirmProgress = o.confirmProgress?.(doubtful) ?? o.progress;
+  const confirmProgress = o.confirmProgress ?? o.progress;
   for (const [i, c] of analysis.comparisons.entries()) {
     if (!excludesZero(c.ciMs)) {
       latest.push(c);

@@ -35,11 +35,27 @@ describe("repo config", () => {
     const c = parseConfig(good, "x");
     expect(c.block_threshold_percent).toBe(1);
     expect(c.service.health_path).toBe("/health");
-    expect(c.slices.order).toBe("alternate");
+    expect(c.slices.order).toBe("abba");
     const runs = planRuns(c, { challengerSha: "abc1234" }, 7);
     expect(runs.map((r) => `${r.workload}@${r.rate}`)).toEqual(["checkout@1000", "checkout@2000", "checkout@3000", "health@100"]);
     expect(runs[0]!.request).toMatchObject({ challenger_sha: "abc1234", service: { command: ["./start.sh"] } });
-    expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7 });
+    expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7, order: "abba" });
+  });
+
+  it("sizes slices for the rate when the config leaves them out: the sample budget per slice, 90 s in all (issue 13)", () => {
+    const c = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", ""), "x");
+    const design = (r: { request: { loadgen: { slice_seconds: number; pairs: number } } }) => `${r.request.loadgen.pairs} x ${r.request.loadgen.slice_seconds} s`;
+    // p99 needs 1,000 recorded requests a slice, past its 0.2 s unrecorded start; at least 1.5 s,
+    // at most 9 s, in half seconds; pairs fill 90 s.
+    expect(planRuns(c, {}, 0).map(design)).toEqual(["30 x 1.5 s", "30 x 1.5 s", "30 x 1.5 s", "5 x 9 s"]);
+    const p90 = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", "").replace("percentile: 99", "percentile: 90"), "x");
+    expect(planRuns(p90, {}, 0).map(design)).toEqual(["30 x 1.5 s", "30 x 1.5 s", "30 x 1.5 s", "30 x 1.5 s"]);
+    const at300 = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", "slices: {order: alternate}\n").replace("[100]", "[300]"), "x");
+    expect(planRuns(at300, {}, 0).map(design).at(-1)).toBe("11 x 4 s");
+    expect(at300.slices.order).toBe("alternate");
+    // Either given alone, the other fills the 90 s.
+    const given = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {seconds: 3}"), "x");
+    expect(planRuns(given, {}, 0).map(design).at(0)).toBe("15 x 3 s");
   });
 
   it("takes a grpc workload: calls with messages, a descriptor set, the gRPC health check (issue 16)", () => {
