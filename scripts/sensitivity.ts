@@ -13,11 +13,11 @@ import { normalDraw, seededRandom } from "../src/analysis/random";
 import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statistic";
 import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
 import { pairedT } from "../src/analysis/tests";
+import { GATE_MEASURED_SECONDS } from "../src/config";
 import { parseResult, type LoadgenResult, type Slice } from "../src/contract/result";
 
 const dir = process.argv[2] ?? ".perf-gate/sensitivity";
 const PERCENTILE = 99;
-const GATE_SECONDS = 90;
 const CONFIDENCE = 0.95;
 
 interface Cell {
@@ -62,7 +62,7 @@ function loadCells(): Cell[] {
 
 /** One gate's worth of pairs (90 s of slices): the long run cut into back-to-back blocks. */
 function blocks(c: Cell): LoadgenResult[] {
-  const per = Math.round(GATE_SECONDS / (2 * c.slice));
+  const per = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
   const total = Math.max(...c.result.slices.map((s) => s.pair)) + 1;
   const out: LoadgenResult[] = [];
   for (let from = 0; from + per <= total; from += per) {
@@ -137,10 +137,10 @@ const INTERVALS: Interval[] = [
 ];
 
 const cells = loadCells();
-const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_SECONDS / (2 * c.slice))}, ${c.order}`;
+const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}`;
 const designs = [...new Set(cells.filter((c) => !c.name.startsWith("truth")).map(designKey))];
 
-console.log(`# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_SECONDS} s of slices per gate (${dir})\n`);
+console.log(`# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_MEASURED_SECONDS} s of slices per gate (${dir})\n`);
 console.log("| design | estimator | interval | extra cost | gates | labels (measured) | resampled | half-width, % of p99 (median) | host s/gate |");
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
 for (const design of designs) {
@@ -151,9 +151,9 @@ for (const design of designs) {
       const measured = judged.filter((j) => j.label !== "not measured");
       const aa = c.shift === 0;
       const hits = measured.filter((j) => (aa ? j.label !== "grey" : j.label === "red")).length;
-      const n = Math.round(GATE_SECONDS / (2 * c.slice));
+      const n = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
       const resampled = resampledRate(cellDifferences(c, e), n, interval, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
-      const hostSeconds = c.wall_seconds - 2 * c.pairs * c.slice + GATE_SECONDS;
+      const hostSeconds = c.wall_seconds - 2 * c.pairs * c.slice + GATE_MEASURED_SECONDS;
       console.log(`| ${design} | ${e.name} | ${interval.name} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${median(measured.map((j) => j.halfWidthPercent)).toFixed(1)} | ${hostSeconds.toFixed(0)} |`);
     }
   }
@@ -216,7 +216,7 @@ if (aaCell) {
       const sd = Math.sqrt(2 * sampling + left * machine);
       // A shift of the nominal size at p99: the plain runs' pooled p99 is itself too noisy here to stand in for it.
       const cellPower = (shift: number) => simulatedPower(ln(1 + shift / 100), sd, n);
-      console.log(`| ${pct(left)} | ${n} x ${(GATE_SECONDS / (2 * n)).toFixed(2)} s | ${pct(cellPower(2))} | ${pct(cellPower(5))} | ${pct(cellPower(10))} |`);
+      console.log(`| ${pct(left)} | ${n} x ${(GATE_MEASURED_SECONDS / (2 * n)).toFixed(2)} s | ${pct(cellPower(2))} | ${pct(cellPower(5))} | ${pct(cellPower(10))} |`);
     }
   }
 }

@@ -184,7 +184,7 @@ export const GATE_MEASURED_SECONDS = 90;
  * *Choosing the defaults*) found the shortest slices the sample budget allows at least as
  * sensitive as longer ones at the same 90 s, and every pair is one more degree of freedom.
  */
-export const MIN_DEFAULT_SLICE_SECONDS = 1.5;
+const MIN_DEFAULT_SLICE_SECONDS = 1.5;
 /** The longest slice the defaults choose, for low rates: 5 pairs still make an interval. */
 const MAX_DEFAULT_SLICE_SECONDS = 9;
 /** A slice's unrecorded start (the plan's slice_warmup_ms default). */
