@@ -22,9 +22,17 @@ type h2cServer struct {
 	slept []float64 // µs
 }
 
+// reset forgets what earlier runs sent: a test measures again when the generator fell behind.
+func (s *h2cServer) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proto, s.conns, s.hosts, s.paths, s.slept = map[string]int{}, map[string]bool{}, map[string]int{}, map[string]int{}, nil
+}
+
 func startH2C(t *testing.T, delay time.Duration) *h2cServer {
 	t.Helper()
-	s := &h2cServer{proto: map[string]int{}, conns: map[string]bool{}, hosts: map[string]int{}, paths: map[string]int{}}
+	s := &h2cServer{}
+	s.reset()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +77,8 @@ func TestH2CMeasuresTheDelayRateAndStatuses(t *testing.T) {
 	p := mustPlan(t, planJSON(champion.url, challenger.url,
 		`"protocol":"h2c","rate":1000,"slice_seconds":1.25,"pairs":3,"seed":7,"warmup_seconds":0.5,"connections":2,
 		 "requests":[{"path":"/ok-{{seq}}","weight":9},{"path":"/missing","weight":1,"headers":{"Host":"api.example"}}]`))
-	res := healthyRun(t, p, func() {})
+	// A run measured again must be judged on its own requests and connections alone.
+	res := healthyRun(t, p, func() { champion.reset(); challenger.reset() })
 	if len(res.Slices) != 6 || res.Partial {
 		t.Fatalf("want 6 complete slices, got %d (partial=%v)", len(res.Slices), res.Partial)
 	}
