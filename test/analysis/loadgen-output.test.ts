@@ -14,7 +14,7 @@
 // service while the generator keeps its schedule: the rule keeps that pair, and it is noise
 // no verdict can see through. Either way the test measures again (measure, below), and if the
 // host is still stalling says so instead of asserting on a broken instrument.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,7 +24,7 @@ import { slicePercentileUs } from "../../src/analysis/statistic";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
 import { markdownReport } from "../../src/report/markdown";
-import { buildServiceBinaries } from "../support/bench-host";
+import { buildServiceBinaries, serveExample } from "../support/bench-host";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
 
 const services: ChildProcess[] = [];
@@ -32,13 +32,7 @@ let fastPort = 0;
 let slowPort = 0;
 
 async function serve(binary: string, port: number): Promise<void> {
-  const p = spawn(binary, [], { env: { PORT: String(port) }, stdio: "ignore" });
-  services.push(p);
-  for (let i = 0; i < 100; i++) {
-    if ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${binary} did not come up on :${port}`);
+  services.push(await serveExample(binary, port));
 }
 
 /** A port the kernel says is free now (other engineers' tests run beside this one). */

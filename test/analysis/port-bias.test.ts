@@ -8,7 +8,7 @@
 // 0. So that this cannot pass by being blind, the same protocol is run against a port whose
 // service really is slower per request (700 more hashing rounds; 350 read +30 to +65 µs at p50
 // in runs whose A/A interval was ±16 to ±26 µs wide), and that interval must exclude 0.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractPairs } from "../../src/analysis/pairs";
@@ -16,7 +16,7 @@ import { slicePercentileUs } from "../../src/analysis/statistic";
 import { pairedT } from "../../src/analysis/tests";
 import { parseConfig } from "../../src/config";
 import { type LoadgenResult, parseResult } from "../../src/contract/result";
-import { buildServiceBinaries, freePorts } from "../support/bench-host";
+import { buildServiceBinaries, freePorts, serveExample } from "../support/bench-host";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
 
 const services: ChildProcess[] = [];
@@ -24,13 +24,7 @@ const defaults = parseConfig("service: {command: [./bin/service]}\nslo: {budget_
 let ports: number[] = [];
 
 async function serve(binary: string, port: number, hashRounds: number): Promise<void> {
-  const p = spawn(binary, [], { env: { PORT: String(port), HASH_ROUNDS: String(hashRounds) }, stdio: "ignore" });
-  services.push(p);
-  for (let i = 0; i < 100; i++) {
-    if ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${binary} did not come up on :${port}`);
+  services.push(await serveExample(binary, port, { HASH_ROUNDS: String(hashRounds) }));
 }
 
 beforeAll(async () => {

@@ -40,6 +40,17 @@ export async function buildServiceBinaries(): Promise<string> {
   return bin;
 }
 
+/** Starts an example service binary on a port (with extra environment) and waits for its /health. */
+export async function serveExample(binary: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const p = spawn(binary, [], { env: { PORT: String(port), ...env }, stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    if ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok) return p;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  p.kill();
+  throw new Error(`${binary} did not come up on :${port}`);
+}
+
 /** Ports the kernel finds free on loopback, all held until every one is chosen, so they differ. */
 export async function freePorts(n: number): Promise<number[]> {
   const servers: Server[] = [];
