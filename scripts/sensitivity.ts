@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64, type JsHistogram } from "hdr-histogram-js";
-import { studentTQuantile } from "../src/analysis/distributions";
+import { mean, median, sampleVariance as variance } from "simple-statistics";
 import { extractPairs, type SlicePair } from "../src/analysis/pairs";
 import { normalDraw, seededRandom } from "../src/analysis/random";
 import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statistic";
@@ -60,8 +60,14 @@ function loadCells(): Cell[] {
   });
 }
 
-/** One gate's worth of pairs (90 s of slices): the long run cut into back-to-back blocks. */
+/**
+ * One gate's worth of pairs (90 s of slices): the long run cut into back-to-back blocks. Cut once
+ * per cell: the slices are new objects, and each one's histogram is decoded once per object.
+ */
+const cut = new Map<Cell, LoadgenResult[]>();
 function blocks(c: Cell): LoadgenResult[] {
+  const cached = cut.get(c);
+  if (cached) return cached;
   const per = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
   const total = Math.max(...c.result.slices.map((s) => s.pair)) + 1;
   const out: LoadgenResult[] = [];
@@ -69,6 +75,7 @@ function blocks(c: Cell): LoadgenResult[] {
     const slices = c.result.slices.filter((s) => s.pair >= from && s.pair < from + per).map((s) => ({ ...s, pair: s.pair - from }));
     out.push({ ...c.result, plan: { ...c.result.plan, pairs: per }, slices });
   }
+  cut.set(c, out);
   return out;
 }
 
@@ -96,11 +103,6 @@ function cellDifferences(c: Cell, e: Estimator): number[] {
   return blocks(c).flatMap((b) => extractPairs("block", b, PERCENTILE).pairs.filter(e.keep ?? (() => true)).map(e.d));
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
 
 /** Wilson's 95% interval for k of n. */
@@ -154,7 +156,7 @@ for (const design of designs) {
       const n = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
       const resampled = resampledRate(cellDifferences(c, e), n, interval, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
       const hostSeconds = c.wall_seconds - 2 * c.pairs * c.slice + GATE_MEASURED_SECONDS;
-      console.log(`| ${design} | ${e.name} | ${interval.name} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${median(measured.map((j) => j.halfWidthPercent)).toFixed(1)} | ${hostSeconds.toFixed(0)} |`);
+      console.log(`| ${design} | ${e.name} | ${interval.name} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${measured.length > 0 ? median(measured.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${hostSeconds.toFixed(0)} |`);
     }
   }
 }
@@ -221,11 +223,6 @@ if (aaCell) {
   }
 }
 
-function variance(xs: readonly number[]): number {
-  const m = mean(xs);
-  return xs.reduce((a, x) => a + (x - m) ** 2, 0) / (xs.length - 1);
-}
-
 /** The variance a slice's log Harrell-Davis estimate has from its finite sample alone: its histogram resampled. */
 function samplingVariance(c: Cell): number {
   const rand = seededRandom(7);
@@ -253,12 +250,9 @@ function samplingVariance(c: Cell): number {
 
 function simulatedPower(shift: number, sd: number, n: number, draws = 4000): number {
   const rand = seededRandom(11);
-  const q = studentTQuantile(1 - (1 - CONFIDENCE) / 2, n - 1);
   let red = 0;
   for (let k = 0; k < draws; k++) {
-    const d = Array.from({ length: n }, () => shift + sd * normalDraw(rand));
-    const m = mean(d);
-    if (m - (q * Math.sqrt(variance(d))) / Math.sqrt(n) > 0) red++;
+    if (pairedT(Array.from({ length: n }, () => shift + sd * normalDraw(rand)), CONFIDENCE).ci.lo > 0) red++;
   }
   return red / draws;
 }
