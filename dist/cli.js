@@ -35381,6 +35381,7 @@ var planSchema = external_exports.looseObject({
   slice_warmup_ms: external_exports.number().int().min(0).max(36e5).default(200),
   connections: external_exports.number().int().min(1).max(1e3).default(10),
   generator_cpus: external_exports.number().int().min(1).max(64).optional(),
+  send_window_us: external_exports.number().int().min(0).max(1e3).default(250),
   timeout_ms: external_exports.number().int().min(1).max(6e4).default(2e3),
   max_queue: external_exports.number().int().min(1).max(1e7).optional(),
   protocol: external_exports.enum(PROTOCOLS).default("http1"),

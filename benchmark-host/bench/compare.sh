@@ -3,7 +3,12 @@
 # against the same local example service, 10 connections on loopback, each generator on the
 # same one core (taskset; the service is not pinned unless SVC_CPU says), and prints:
 #   - the generator's own CPU seconds per 1,000 requests at 2k / 5k / 10k req/s (its process
-#     only, from /usr/bin/time), with the ratio to wrk2's;
+#     only, from /usr/bin/time), with the ratio to wrk2's; beside it, how often the generator
+#     slept per request (voluntary context switches: a wake-up costs more than the rest of a
+#     request on a VM) and the p50 latency it reported for the same service, which shows the
+#     generator's own lateness (wrk2's 1 ms timer resolution, counted from intended send time);
+#   - loadgen once more at wrk2's timing resolution (send_window_us 1000, "loadgen@1ms"), the
+#     comparison at equal lateness;
 #   - the highest rate of a fixed ladder each holds within 0.5% for 10 s (loadgen: every 5 s
 #     slice of a 10 s pair within 0.5% and valid; the others: the whole run's rate);
 #   - loadgen's p50 shift against the service with a 2 ms delay (the truth is +2,000 µs plus
@@ -54,7 +59,7 @@ fi
 command -v taskset >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux >/dev/null; }
 make -s -C "$hostdir" loadgen
 go build -C "$hostdir" -o "$work/service" ./examples/service
-TOOLS="loadgen wrk2 ${TOOLS-vegeta k6}"
+TOOLS="loadgen loadgen@1ms wrk2 ${TOOLS-vegeta k6}"
 mkdir -p "$tools"
 if [[ " $TOOLS " == *" vegeta "* && ! -x "$tools/vegeta" ]]; then
   # The module proxy refuses vegeta's version list, so `go install …@v12.13.0` fails; a
@@ -78,7 +83,7 @@ start_service() { # PORT [DELAY_US]
 port=$(free_port); start_service "$port"
 url="http://127.0.0.1:$port/work?key=bench"
 gen=(taskset -c "$GEN_CPU")
-timed() { local out=$1; shift; /usr/bin/time -f '%U %S' -o "$out" "$@"; }
+timed() { local out=$1; shift; /usr/bin/time -f '%U %S %w' -o "$out" "$@"; }
 
 cat >"$work/k6.js" <<'JS'
 import http from "k6/http";
@@ -95,14 +100,15 @@ JS
 run() {
   local tool=$1 rate=$2 secs=$3 tag=$4
   case $tool in
-    loadgen)
-      local half; half=$(awk "BEGIN{print $secs/2}")
-      printf '{"targets":{"champion":"http://127.0.0.1:%s","challenger":"http://127.0.0.1:%s"},"rate":%s,"slice_seconds":%s,"pairs":1,"seed":1,"warmup_seconds":0,"slice_warmup_ms":0,"connections":%s,"generator_cpus":1,"requests":[{"path":"/work?key=bench"}]}' \
-        "${5:-$port}" "${6:-$port}" "$rate" "$half" "$CONNS" >"$work/$tag.plan"
+    loadgen*)
+      local half window=""; half=$(awk "BEGIN{print $secs/2}")
+      [ "$tool" = loadgen ] || window='"send_window_us":1000,'
+      printf '{"targets":{"champion":"http://127.0.0.1:%s","challenger":"http://127.0.0.1:%s"},"rate":%s,"slice_seconds":%s,"pairs":1,"seed":1,"warmup_seconds":0,"slice_warmup_ms":0,"connections":%s,"generator_cpus":1,%s"requests":[{"path":"/work?key=bench"}]}' \
+        "${5:-$port}" "${6:-$port}" "$rate" "$half" "$CONNS" "$window" >"$work/$tag.plan"
       timed "$work/$tag.cpu" "${gen[@]}" "$hostdir/bin/loadgen" --plan "$work/$tag.plan" --cpuprofile "$work/$tag.pprof" \
         >"$work/$tag.json" 2>/dev/null || true ;;
     wrk2)
-      timed "$work/$tag.cpu" "${gen[@]}" "$WRK2" -t1 -c"$CONNS" -d"${secs}s" -R"$rate" "$url" >"$work/$tag.txt" 2>&1 || true ;;
+      timed "$work/$tag.cpu" "${gen[@]}" "$WRK2" -t1 -c"$CONNS" -d"${secs}s" -R"$rate" --latency "$url" >"$work/$tag.txt" 2>&1 || true ;;
     vegeta)
       echo "GET $url" | timed "$work/$tag.cpu" "${gen[@]}" "$tools/vegeta" attack -rate="$rate/s" -duration="${secs}s" \
         -connections="$CONNS" -max-connections="$CONNS" -keepalive=true >"$work/$tag.bin" || true
@@ -113,33 +119,35 @@ run() {
   esac
 }
 
-# measure TOOL TAG RATE: prints "requests achieved_rate worst_error_fraction ok(0/1)".
+# measure TOOL TAG RATE: prints "requests achieved_rate worst_error_fraction ok(0/1) p50_us".
 measure() {
   python3 - "$1" "$work" "$2" "$3" <<'PY'
-import json, re, sys
+import json, re, statistics, sys
 tool, work, tag, rate = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+def off(got): return abs(got - rate) / rate
 try:
-    if tool == "loadgen":
+    if tool.startswith("loadgen"):
         r = json.load(open(f"{work}/{tag}.json")); sl = r["slices"]
         n = sum(s["sent"] for s in sl) + r["warmup"]["sent"] + 2 * r["plan"]["connections"]
-        worst = max(abs(s["achieved_rps"] - rate) / rate for s in sl)
+        worst = max(off(s["achieved_rps"]) for s in sl)
         ok = len(sl) == 2 and all(s["valid"] for s in sl) and worst <= 0.005 and all(s["errors"]["connect"] + s["errors"]["timeout"] + s["errors"]["other"] == 0 for s in sl)
-        print(n, sum(s["achieved_rps"] for s in sl) / len(sl), worst, int(ok))
+        print(n, sum(s["achieved_rps"] for s in sl) / len(sl), worst, int(ok), statistics.median(s["latency_us"]["p50"] for s in sl))
     elif tool == "wrk2":
         w = open(f"{work}/{tag}.txt").read()
         n = int(re.search(r"(\d+) requests in", w).group(1)); got = float(re.search(r"Requests/sec:\s+([\d.]+)", w).group(1))
         bad = re.search(r"Socket errors|Non-2xx", w) is not None
-        print(n, got, abs(got - rate) / rate, int(abs(got - rate) / rate <= 0.005 and not bad))
+        v, unit = re.search(r"^\s*50\.000%\s+([\d.]+)(us|ms|s)$", w, re.M).groups()
+        print(n, got, off(got), int(off(got) <= 0.005 and not bad), float(v) * {"us": 1, "ms": 1e3, "s": 1e6}[unit])
     elif tool == "vegeta":
         v = json.load(open(f"{work}/{tag}.json"))
-        print(v["requests"], v["rate"], abs(v["rate"] - rate) / rate, int(abs(v["rate"] - rate) / rate <= 0.005 and v["success"] == 1))
+        print(v["requests"], v["rate"], off(v["rate"]), int(off(v["rate"]) <= 0.005 and v["success"] == 1), v["latencies"]["50th"] / 1e3)
     elif tool == "k6":
         m = json.load(open(f"{work}/{tag}.json"))["metrics"]
         n = m["http_reqs"]["count"]; got = m["http_reqs"]["rate"]; dropped = m.get("dropped_iterations", {}).get("count", 0)
         failed = m.get("http_req_failed", {}).get("value", 0)
-        print(n, got, abs(got - rate) / rate, int(abs(got - rate) / rate <= 0.005 and dropped == 0 and not failed))
+        print(n, got, off(got), int(off(got) <= 0.005 and dropped == 0 and not failed), m["http_req_duration"]["med"] * 1e3)
 except Exception as e:
-    print(0, 0, 1, 0)
+    print(0, 0, 1, 0, "nan")
 PY
 }
 
@@ -148,15 +156,17 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for tool in $TOOLS; do
   for rate in $CPU_RATES; do
     run "$tool" "$rate" "$DURATION" "$tool-cpu-$rate"
-    read -r n got err ok < <(measure "$tool" "$tool-cpu-$rate" "$rate")
-    read -r u s <"$work/$tool-cpu-$rate.cpu"
-    echo "cpu $tool $rate $n $got $err $ok $u $s" >>"$work/rows"
-    echo "  $tool at $rate/s: $n requests, $(awk "BEGIN{print $u+$s}") CPU s, achieved $got/s" >&2
+    read -r n got err ok p50 < <(measure "$tool" "$tool-cpu-$rate" "$rate")
+    read -r u s sleeps <"$work/$tool-cpu-$rate.cpu"
+    echo "cpu $tool $rate $n $got $err $ok $u $s $sleeps $p50" >>"$work/rows"
+    echo "  $tool at $rate/s: $n requests, $(awk "BEGIN{print $u+$s}") CPU s, achieved $got/s, p50 $p50 µs" >&2
   done
+  # The ceiling is the default's: at rates past 4,000 req/s per loop the default window batches too.
+  [ "$tool" != loadgen@1ms ] || continue
   ceiling=0
   for rate in $LADDER; do
     run "$tool" "$rate" 10 "$tool-ceil-$rate"
-    read -r n got err ok < <(measure "$tool" "$tool-ceil-$rate" "$rate")
+    read -r n got err ok _ < <(measure "$tool" "$tool-ceil-$rate" "$rate")
     echo "  $tool ladder $rate/s: achieved $got/s, worst error $err, held=$ok" >&2
     [ "$ok" = 1 ] || { echo "ceil $tool $ceiling $rate $err" >>"$work/rows"; break; }
     ceiling=$rate
@@ -172,22 +182,30 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 python3 - "$work" "$CPU_RATES" <<'PY'
 import json, sys
 work, rates = sys.argv[1], sys.argv[2].split()
-cpu, ceil = {}, {}
+cpu, sleeps, p50, ceil = {}, {}, {}, {}
 for line in open(f"{work}/rows"):
     f = line.split()
     if f[0] == "cpu":
         tool, rate, n, u, s = f[1], f[2], int(f[3]), float(f[7]), float(f[8])
         cpu[(tool, rate)] = (u + s) / n * 1000 if n else float("nan")
+        sleeps[(tool, rate)] = int(f[9]) / n if n else float("nan")
+        p50[(tool, rate)] = float(f[10])
     else:
         ceil[f[1]] = (int(f[2]), f[3], float(f[4]))
-names = {"loadgen": "perf-gate loadgen", "wrk2": "wrk2", "vegeta": "vegeta v12.13.0", "k6": "k6 v1.3.0"}
+names = {"loadgen": "perf-gate loadgen", "loadgen@1ms": "loadgen@1ms", "wrk2": "wrk2", "vegeta": "vegeta v12.13.0", "k6": "k6 v1.3.0"}
+tools = [t for t in names if (t, rates[0]) in cpu]
 print(f"CPU s per 1,000 requests (generator process only) at {' / '.join(rates)} req/s; ratio to wrk2 in brackets")
 print(f"{'tool':<20}" + "".join(f"{r + '/s':>18}" for r in rates) + f"{'held within 0.5%':>20}{'  (next rung)':<24}")
-for tool in [t for t in ["loadgen", "wrk2", "vegeta", "k6"] if t in ceil]:
+for tool in tools:
     cells = "".join(f"{cpu[(tool, r)]:>9.4f} [{cpu[(tool, r)] / cpu[('wrk2', r)]:>4.2f}x] " for r in rates)
-    c, nxt, err = ceil[tool]
+    c, nxt, err = ceil.get(tool, (0, "", 0))
     ratio = f"[{c / ceil['wrk2'][0]:.2f}x]" if ceil["wrk2"][0] else ""
-    print(f"{names[tool]:<20}{cells}{c:>12,} {ratio:<8}  " + (f"{int(nxt):,}: {err * 100:.1f}% off" if nxt != "-" else "top of the ladder"))
+    held = "" if tool not in ceil else f"{c:>12,} {ratio:<8}  " + (f"{int(nxt):,}: {err * 100:.1f}% off" if nxt != "-" else "top of the ladder")
+    print(f"{names[tool]:<20}{cells}{held}")
+print(f"\nSleeps per request (voluntary context switches) and the p50 each reported for the same service (µs)")
+print(f"{'tool':<20}" + "".join(f"{r + '/s':>18}" for r in rates))
+for tool in tools:
+    print(f"{names[tool]:<20}" + "".join(f"{sleeps[(tool, r)]:>9.2f} {p50[(tool, r)]:>7.0f}  " for r in rates))
 r = json.load(open(f"{work}/shift.json"))
 sl = {s["arm"]: s for s in r["slices"]}
 shift = sl["challenger"]["latency_us"]["p50"] - sl["champion"]["latency_us"]["p50"]

@@ -153,9 +153,11 @@ var (
 	SliceWarmupMs = Range{Min: 0, Max: 3_600_000}
 	Connections   = Range{Min: 1, Max: 1000}
 	GeneratorCPUs = Range{Min: 1, Max: 64}
-	TimeoutMs     = Range{Min: 1, Max: 60_000}
-	MaxQueue      = Range{Min: 1, Max: 10_000_000}
-	Weight        = Range{Min: 0, Max: math.Inf(1), MinExclusive: true}
+	// SendWindowUs: wrk2's timer resolution is 1 ms; past that the window is all lateness.
+	SendWindowUs = Range{Min: 0, Max: 1000}
+	TimeoutMs    = Range{Min: 1, Max: 60_000}
+	MaxQueue     = Range{Min: 1, Max: 10_000_000}
+	Weight       = Range{Min: 0, Max: math.Inf(1), MinExclusive: true}
 	// Seed stays exact in JavaScript numbers, since the TypeScript side reads it.
 	Seed = Range{Min: 0, Max: 1<<53 - 1}
 
@@ -196,7 +198,7 @@ var (
 var Limits = map[string]any{
 	"name": Name, "run_id": RunID, "sha": SHA, "token": Token, "url_path": URLPath,
 	"rate": Rate, "slice_seconds": SliceSeconds, "pairs": Pairs, "warmup_seconds": WarmupSeconds,
-	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "timeout_ms": TimeoutMs,
+	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "send_window_us": SendWindowUs, "timeout_ms": TimeoutMs,
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
 	"health_timeout_seconds": HealthTimeoutSeconds, "setup_timeout_seconds": SetupTimeoutSeconds,
 	"port_names": PortNames, "state": States,

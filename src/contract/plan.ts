@@ -62,6 +62,7 @@ export const planSchema = z.looseObject({
   slice_warmup_ms: z.number().int().min(0).max(3_600_000).default(200),
   connections: z.number().int().min(1).max(1000).default(10),
   generator_cpus: z.number().int().min(1).max(64).optional(),
+  send_window_us: z.number().int().min(0).max(1000).default(250),
   timeout_ms: z.number().int().min(1).max(60_000).default(2000),
   max_queue: z.number().int().min(1).max(10_000_000).optional(),
   protocol: z.enum(PROTOCOLS).default("http1"),

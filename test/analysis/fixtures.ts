@@ -67,6 +67,7 @@ export function makeResult(spec: ResultSpec): LoadgenResult {
       warmup_seconds: 0,
       slice_warmup_ms: 200,
       connections: 10,
+      send_window_us: 250,
       timeout_ms: 2000,
       protocol: "http1",
       max_queue: Math.max(64, Math.ceil(rate * 2)),

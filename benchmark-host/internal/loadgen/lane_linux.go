@@ -40,14 +40,6 @@ type lane struct {
 // wakeID marks the lane's eventfd in epoll events; connections use their index.
 const wakeID = -1
 
-// sendWindow is how late a request may leave so that it shares a wake-up with the requests
-// due after it. A wake-up costs more CPU than everything else a request does (~25 µs on a
-// VM), so above 4,000 req/s per lane each wake-up sends rate × sendWindow requests; below,
-// every request has a wake-up of its own and leaves on time. Measured (bench/compare.sh,
-// 10k req/s): 0.023 -> 0.016 CPU s per 1,000 requests, dispatch lag p50 ~40 -> ~150 µs. At
-// 2k req/s a window of 500 µs would match wrk2's CPU but put half the requests 500 µs late.
-const sendWindow = 250 * time.Microsecond
-
 type connState uint8
 
 const (

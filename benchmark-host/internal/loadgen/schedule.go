@@ -18,6 +18,7 @@ type schedule struct {
 	period    float64 // ns between requests
 	sliceDur  time.Duration
 	sliceWarm time.Duration
+	window    time.Duration // how late a request may leave to share a wake-up (send_window_us)
 }
 
 func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration) *schedule {
@@ -27,6 +28,7 @@ func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration
 		period:    float64(time.Second) / p.Rate,
 		sliceDur:  time.Duration(p.SliceSeconds * float64(time.Second)),
 		sliceWarm: time.Duration(*p.SliceWarmupMs) * time.Millisecond,
+		window:    time.Duration(*p.SendWindowUs) * time.Microsecond,
 	}
 	for _, arm := range order {
 		s.order = append(s.order, armIndex(arm))

@@ -26,12 +26,15 @@ type walk struct {
 	published chan<- *sliceShard
 	warm      warmCounts
 	primeErr  [2]errClass
+	// next is the request being dispatched: a field, not a local, because a carrier takes it
+	// by pointer through an interface, which would move a local to the heap per request.
+	next job
 }
 
 // carrier puts a lane's requests on the wire.
 type carrier interface {
 	// submit starts j now, or queues it when every connection (or stream) of its arm is
-	// busy; false when the queue is full too (an overflow).
+	// busy; false when the queue is full too (an overflow). It copies *j and keeps no pointer to it.
 	submit(j *job) bool
 	// poll waits for the next due request (wakeAt), a deadline or an event that needs an
 	// answer, and handles what came; every finished request goes to finish.
@@ -164,11 +167,12 @@ func (l *walk) halt(off, now time.Duration) {
 // got to it: how late that is, is the generator's own lag (issue 12).
 func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	s := l.sched
-	j := job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
+	l.next = job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
+	j := &l.next
 	if j.slice < 0 {
 		// Warmup alternates request by request, so both arms warm up together.
 		j.arm = s.order[k%2]
-		if !l.carrier.submit(&j) {
+		if !l.carrier.submit(j) {
 			l.warm.overflow++
 			return
 		}
@@ -179,7 +183,7 @@ func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	j.arm = s.order[j.slice]
 	j.record = off-j.shard.start >= s.sliceWarm
 	j.shard.scheduled++
-	if !l.carrier.submit(&j) {
+	if !l.carrier.submit(j) {
 		j.shard.overflow++
 		return
 	}
@@ -227,14 +231,15 @@ func (r *jobRing) pop() (job, bool) {
 }
 
 // wakeAt is when the lane next wakes to send: the next request's due time, or, when more
-// requests fall due within sendWindow of it, the last of those, so that one wake-up sends
-// them all. A request never leaves early, and a batched one at most sendWindow late.
+// requests fall due within the plan's send window of it, the last of those, so that one
+// wake-up sends them all. A request never leaves early, and a batched one at most the
+// window late.
 func (l *walk) wakeAt() time.Duration {
 	first := l.sched.at(l.nextK)
 	at := first
 	for k := l.nextK + uint64(l.count); ; k += uint64(l.count) {
 		next := l.sched.at(k)
-		if next > first+sendWindow {
+		if next > first+l.sched.window {
 			return at
 		}
 		at = next

@@ -19,7 +19,7 @@ func TestDefaultsAreFilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Order != contract.OrderAlternate || *p.SliceWarmupMs != 200 || p.Connections != 10 || p.TimeoutMs != 2000 ||
+	if p.Order != contract.OrderAlternate || *p.SliceWarmupMs != 200 || *p.SendWindowUs != 250 || p.Connections != 10 || p.TimeoutMs != 2000 ||
 		p.MaxQueue != 200 || p.Requests[0].Method != "GET" || p.RunID != "run" {
 		t.Errorf("defaults: %+v", p)
 	}
@@ -55,6 +55,8 @@ func TestBadPlansNameTheField(t *testing.T) {
 		{"descriptor set without grpc", `"seed":5`, `"seed":5,"proto_descriptor_set":"a.pb"`, "proto_descriptor_set: only a grpc plan"},
 		{"grpc plan with a path", `"seed":5,"requests":[{"path":"/x"}]`, `"seed":5,"protocol":"grpc","requests":[{"path":"/x","grpc":{"method":"a.B/C"}}]`, "requests[0]: a gRPC call has no method or path"},
 		{"zero-ish loops", `"seed":5`, `"seed":5,"generator_cpus":-1`, "generator_cpus"},
+		{"send window past wrk2's resolution", `"seed":5`, `"seed":5,"send_window_us":5000`, "send_window_us: must be"},
+		{"negative send window", `"seed":5`, `"seed":5,"send_window_us":-1`, "send_window_us"},
 		{"Content-Length header", `"path":"/x"`, `"path":"/x","headers":{"Content-Length":"3"}`, "requests[0].headers.Content-Length: is computed"},
 		{"header value with CRLF", `"path":"/x"`, `"path":"/x","headers":{"X":"a\r\nEvil: 1"}`, "requests[0].headers.X: must not contain CR"},
 	}

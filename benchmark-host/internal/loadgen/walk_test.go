@@ -1,0 +1,45 @@
+package loadgen
+
+import (
+	"testing"
+	"time"
+)
+
+// The send window decides which due requests share a wake-up: at 2,000 req/s (500 µs apart)
+// a window below the gap wakes for every request, 500 µs takes two per wake-up, 1,000 µs three.
+func TestWakeAtTakesTheRequestsDueWithinTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		lanes  int
+		window time.Duration
+		want   uint64 // the request whose due time is the wake-up, from request 0
+	}{
+		{1, 0, 0},
+		{1, 250 * time.Microsecond, 0},
+		{1, 500 * time.Microsecond, 1},
+		{1, 1000 * time.Microsecond, 2},
+		// Two lanes take every other request: each lane's requests are 1 ms apart.
+		{2, 500 * time.Microsecond, 0},
+		{2, 1000 * time.Microsecond, 2},
+	} {
+		s := &schedule{t0: 7 * time.Millisecond, period: float64(500 * time.Microsecond), window: tc.window}
+		w := walk{index: 0, count: tc.lanes, sched: s}
+		if got, want := w.wakeAt(), s.at(tc.want); got != want {
+			t.Errorf("%d lane(s), window %v: wakes at %v, want %v (request %d's due time)", tc.lanes, tc.window, got, want, tc.want)
+		}
+	}
+}
+
+// send_window_us reaches the lanes: with a 1 ms window at 2,000 req/s requests leave in threes,
+// 1,000, 500 and 0 µs late, so every slice's dispatch lag p50 is at least ~500 µs (a stalled
+// machine only adds to it), and still every request is sent in its slice.
+func TestTheSendWindowIsTheGeneratorsTimingResolution(t *testing.T) {
+	srv := newServer(t, 0, nil)
+	p := mustPlan(t, planJSON(srv.URL, srv.URL,
+		`"rate":2000,"slice_seconds":0.5,"pairs":1,"seed":1,"slice_warmup_ms":0,"connections":4,"generator_cpus":1,
+		 "send_window_us":1000,"requests":[{"path":"/"}]`))
+	for _, s := range run(t, p).Slices {
+		if s.Sent != 1000 || s.DispatchLagUs.P50 < 400 {
+			t.Errorf("slice %d: sent %d of 1000, dispatch lag p50 %d µs (want ≥ 400 with a 1 ms window)", s.Index, s.Sent, s.DispatchLagUs.P50)
+		}
+	}
+}
