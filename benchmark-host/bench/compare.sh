@@ -236,7 +236,7 @@ if [ "$GRPC_RATE" != 0 ]; then
 import json, sys
 work, rate = sys.argv[1], sys.argv[2]
 def cpu(tag, n):
-    u, s = map(float, open(f"{work}/{tag}.cpu").read().split())
+    u, s = map(float, open(f"{work}/{tag}.cpu").read().split()[:2])
     return (u + s) / n * 1000 if n else float("nan")
 r = json.load(open(f"{work}/grpc-loadgen.json")); sl = r["slices"]
 n = sum(s["sent"] for s in sl) + r["warmup"]["sent"] + 2 * r["plan"]["connections"]
