@@ -44450,6 +44450,9 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
     --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
                          records no floor (default 0.5)
+    --loadgen-cpus LIST  the CPUs the load generator runs on, e.g. 0 or 0-1 (default: any)
+    --arm-cpus LIST      the CPUs both builds share, e.g. 1-3 (default: any); as on a host,
+                         the two lists must not overlap: the generator needs CPUs of its own
                          it holds the CPUs awake while measuring (PM QoS; as root, else the
                          report says why not): a sleeping CPU's wake-up stalls the generator
   --host H               a benchmark host over SSH instead:
@@ -44557,6 +44560,8 @@ function runOptions(argv) {
       "champion-port": { type: "string", default: "8001" },
       "challenger-port": { type: "string", default: "8002" },
       "max-load-per-cpu": { type: "string", default: "0.5" },
+      "loadgen-cpus": { type: "string" },
+      "arm-cpus": { type: "string" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -44583,6 +44588,12 @@ function target(v) {
     };
   }
   const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
+  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
+    const list = v[flag];
+    if (typeof list !== "string") return [];
+    if (!CPU_LIST.test(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7, got "${list}"`, runUsage);
+    return [`--${flag}`, list];
+  });
   return {
     perfHost,
     flags: [
@@ -44602,10 +44613,12 @@ function target(v) {
       String(256 << 20),
       // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
       // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake"
+      "--hold-cpus-awake",
+      ...placement
     ]
   };
 }
+var CPU_LIST = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
 async function installChampion(host, config2, build, say) {
   const sha2 = digestOf(build);
   if ((await host.status()).champion === sha2) return;

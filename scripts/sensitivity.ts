@@ -22,6 +22,10 @@ const CONFIDENCE = 0.95;
 
 interface Cell {
   name: string;
+  /** uniform: every request /work; mixed: 2% of them the slow /report (sensitivity-collect.mjs). */
+  profile: "uniform" | "mixed";
+  /** The generator on CPU 0 and both builds on CPU 1 (perf-gate run's --loadgen-cpus, --arm-cpus). */
+  placed: boolean;
   slice: number;
   order: string;
   shift: number;
@@ -56,7 +60,7 @@ function loadCells(): Cell[] {
     if (!existsSync(resultFile)) return [];
     const meta = JSON.parse(readFileSync(join(root, name, "cell.json"), "utf8")) as Omit<Cell, "result">;
     const docs = JSON.parse(readFileSync(resultFile, "utf8")) as unknown[];
-    return [{ ...meta, result: parseResult(resultFile, docs[0]) }];
+    return [{ ...meta, profile: meta.profile ?? "uniform", placed: meta.placed ?? false, result: parseResult(resultFile, docs[0]) }];
   });
 }
 
@@ -139,7 +143,7 @@ const INTERVALS: Interval[] = [
 ];
 
 const cells = loadCells();
-const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}`;
+const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}${c.profile === "uniform" ? "" : `, ${c.profile} workload`}${c.placed ? ", placed" : ""}`;
 const designs = [...new Set(cells.filter((c) => !c.name.startsWith("truth")).map(designKey))];
 
 console.log(`# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_MEASURED_SECONDS} s of slices per gate (${dir})\n`);
@@ -181,9 +185,9 @@ for (const c of cells.filter((x) => x.shift === 0)) {
 
 // The truth: long plain runs, each arm's slices pooled into one histogram.
 console.log("\n## True shifts (plain runs: 10 s slices pooled per arm)\n");
-console.log("| extra cost | requests per arm | p50 champion → challenger | p99 champion → challenger | p99 shift | service CPU per request |");
-console.log("| --- | --- | --- | --- | --- | --- |");
-for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a.shift - b.shift)) {
+console.log("| workload | placed | extra cost | requests per arm | p50 champion → challenger | p99 champion → challenger | p99 shift | service CPU per request |");
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a.profile.localeCompare(b.profile) || Number(a.placed) - Number(b.placed) || a.shift - b.shift)) {
   const pooled = (arm: Slice["arm"]) => {
     const slices = c.result.slices.filter((s) => s.arm === arm && s.valid);
     const h = decodeFromCompressedBase64(slices[0]!.histogram);
@@ -196,14 +200,13 @@ for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a
   const p = (h: typeof a.h, q: number) => h.getValueAtPercentile(q);
   const shift = p(b.h, PERCENTILE) / p(a.h, PERCENTILE) - 1;
   const cpu = Number.isNaN(a.cpu) ? "not accounted" : `${a.cpu.toFixed(0)} → ${b.cpu.toFixed(0)} µs (${(100 * (b.cpu / a.cpu - 1)).toFixed(1)}%)`;
-  console.log(`| +${c.shift}% | ${a.h.totalCount} | ${p(a.h, 50)} → ${p(b.h, 50)} µs | ${p(a.h, PERCENTILE)} → ${p(b.h, PERCENTILE)} µs | ${(100 * shift).toFixed(1)}% | ${cpu} |`);
+  console.log(`| ${c.profile} | ${c.placed ? "yes" : "no"} | +${c.shift}% | ${a.h.totalCount} | ${p(a.h, 50)} → ${p(b.h, 50)} µs | ${p(a.h, PERCENTILE)} → ${p(b.h, PERCENTILE)} µs | ${(100 * shift).toFixed(1)}% | ${cpu} |`);
 }
 
 // A quieter host, by simulation: the A/A differences of the likeliest default split into the part
 // a slice's own finite sample explains (each calm slice's histogram resampled) and the rest, the
 // machine's noise; then power at each shift with that rest scaled down.
-const aaCell = cells.find((c) => c.name === "aa-1.5-abba");
-if (aaCell) {
+for (const aaCell of cells.filter((c) => c.name.startsWith("aa-1.5-abba"))) {
   const e = ESTIMATORS[3]!; // log Harrell-Davis: the per-slice statistic the defaults use
   const d = cellDifferences(aaCell, e);
   const total = variance(d);

@@ -37,6 +37,9 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
     --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
                          records no floor (default 0.5)
+    --loadgen-cpus LIST  the CPUs the load generator runs on, e.g. 0 or 0-1 (default: any)
+    --arm-cpus LIST      the CPUs both builds share, e.g. 1-3 (default: any); as on a host,
+                         the two lists must not overlap: the generator needs CPUs of its own
                          it holds the CPUs awake while measuring (PM QoS; as root, else the
                          report says why not): a sleeping CPU's wake-up stalls the generator
   --host H               a benchmark host over SSH instead:
@@ -180,6 +183,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
       "champion-port": { type: "string", default: "8001" },
       "challenger-port": { type: "string", default: "8002" },
       "max-load-per-cpu": { type: "string", default: "0.5" },
+      "loadgen-cpus": { type: "string" },
+      "arm-cpus": { type: "string" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -204,6 +209,12 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
     };
   }
   const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
+  const placement = (["loadgen-cpus", "arm-cpus"] as const).flatMap((flag) => {
+    const list = v[flag];
+    if (typeof list !== "string") return [];
+    if (!CPU_LIST.test(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7, got "${list}"`, runUsage);
+    return [`--${flag}`, list];
+  });
   return {
     perfHost,
     flags: [
@@ -217,9 +228,13 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
       // enough here to drop most pairs of a short run (benchmark-host/README.md).
       "--hold-cpus-awake",
+      ...placement,
     ],
   };
 }
+
+/** A CPU list as perf-host's --loadgen-cpus and --arm-cpus take it (the kernel's cpuset form). */
+const CPU_LIST = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
 
 /** Deploys and promotes a build as the champion, unless it already is. */
 async function installChampion(host: HostClient, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {

@@ -2,7 +2,7 @@
 // exit 2 with a one-line reason.
 import { execFile, spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
+import { availableParallelism, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServiceBinaries } from "../support/bench-host";
@@ -54,7 +54,7 @@ const championAnswers = async () => fetch(`http://127.0.0.1:${ports[0]}/health`)
 
 // No supervisor may outlive the tests: later ones count the machine's services.
 afterAll(() => {
-  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7"]) if (dir) stopHost(join(dir, root));
+  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"]) if (dir) stopHost(join(dir, root));
 });
 
 describe("perf-gate run --local", () => {
@@ -63,6 +63,20 @@ describe("perf-gate run --local", () => {
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/^perf-gate run: \S+config-\w+\.yml:11: extra_key: unknown key$/m);
+  });
+
+  it("--loadgen-cpus and --arm-cpus place the generator and the builds as a host's flags do; a list not of CPUs is refused naming the flag", async (ctx) => {
+    const bad = await perfGate(join(dir, "h8"), "--config", config(), "--challenger", champion, "--loadgen-cpus", "0;rm");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--loadgen-cpus: a CPU list such as 0, 0-1 or 2-5,7, got "0;rm"');
+    if (availableParallelism() < 2) ctx.skip(); // two lists that do not overlap need two CPUs
+    const out = join(dir, "out-placed");
+    const r = await perfGate(join(dir, "h8"), "--config", config(), "--champion", champion, "--challenger", champion, "--out", out, "--loadgen-cpus", "0", "--arm-cpus", "1");
+    stopHost(join(dir, "h8"));
+    expect(r.code, r.stderr).toBeLessThan(2);
+    const [result] = JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as { isolation: { placement: unknown } }[];
+    expect(result!.isolation.placement).toMatchObject({ loadgen_cpus: "0", arm_cpus: "1" });
+    expect(["cpuset", "sched_setaffinity"]).toContain((result!.isolation.placement as { method: string }).method);
   });
 
   it("a service that never answers its health check exits 2 with a one-line reason", async () => {

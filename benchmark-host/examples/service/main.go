@@ -25,6 +25,9 @@ func main() {
 		os.Exit(2)
 	}
 	rounds := envInt("HASH_ROUNDS", 200)
+	// /report is the API's slow endpoint: REPORT_FACTOR times /work's hashing. A workload with a
+	// few reports in its mix has a p99 made of the service's own work, not of scheduling.
+	reportRounds := rounds * envInt("REPORT_FACTOR", 20)
 	// DELAY_US adds a fixed wait per /work request: a known shift for bench/compare.sh.
 	delay := time.Duration(envInt("DELAY_US", 0)) * time.Microsecond
 	// A release may carry a VERSION file, so that which build serves a port can be checked.
@@ -36,18 +39,22 @@ func main() {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
-		sum := sha256.Sum256([]byte(r.URL.Query().Get("key")))
-		for range rounds {
-			sum = sha256.Sum256(sum[:])
+	hashing := func(rounds int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			sum := sha256.Sum256([]byte(r.URL.Query().Get("key")))
+			for range rounds {
+				sum = sha256.Sum256(sum[:])
+			}
+			sum = extraWork(sum)
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"digest":%q}`+"\n", hex.EncodeToString(sum[:8]))
 		}
-		sum = extraWork(sum)
-		if delay > 0 {
-			time.Sleep(delay)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"digest":%q}`+"\n", hex.EncodeToString(sum[:8]))
-	})
+	}
+	mux.HandleFunc("/work", hashing(rounds))
+	mux.HandleFunc("/report", hashing(reportRounds))
 	srv := &http.Server{Addr: "127.0.0.1:" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
