@@ -35872,8 +35872,12 @@ var LAG_SHARE = 0.1;
 var LAG_FLOOR_US = 1e3;
 var RATE_TOLERANCE = 0.01;
 var RATE_TOLERANCE_REQUESTS = 1;
-function disturbance(s, sliceSeconds, percentile2) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
+function plannedLagUs(plan2) {
+  const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
+  return Math.floor(plan2.send_window_us / gapUs) * gapUs;
+}
+function disturbance(s, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
   const lagUs = s.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
@@ -35907,6 +35911,7 @@ function extractPairs(run, result, percentile2) {
   for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
   const pairs = [];
   const dropped = [];
+  const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
       throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
@@ -35925,7 +35930,7 @@ function extractPairs(run, result, percentile2) {
       dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2) ?? []);
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
     if (disturbances.length > 0) {
       dropped.push({ run, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
       continue;
@@ -44377,7 +44382,7 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   return out;
 }
 function sameProtocol(a2, b) {
-  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
+  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms, p.send_window_us]);
   return protocol(a2) === protocol(b);
 }
 function seedOf(sha2) {
@@ -44442,19 +44447,19 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
   --aa                   an A/A run (the champion on both ports); records the floor
   --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)
   --json                 print one JSON summary on stdout (progress goes to stderr)
-  --local                perf-host on this machine, no SSH (the default):
+  --local                perf-host on this machine, no SSH (the default); it holds the CPUs
+                         awake while measuring (PM QoS; as root, else the report says why
+                         not): a sleeping CPU's wake-up stalls the generator
     --root DIR           its state directory (default .perf-gate/host)
     --keep-host          leave the champion serving on exit (by default what this command
                          started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
-    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
-                         records no floor (default 0.5)
     --loadgen-cpus LIST  the CPUs the load generator runs on, e.g. 0 or 0-1 (default: any)
     --arm-cpus LIST      the CPUs both builds share, e.g. 1-3 (default: any); as on a host,
                          the two lists must not overlap: the generator needs CPUs of its own
-                         it holds the CPUs awake while measuring (PM QoS; as root, else the
-                         report says why not): a sleeping CPU's wake-up stalls the generator
+    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
+                         records no floor (default 0.5)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -44591,7 +44596,7 @@ function target(v) {
   const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
     const list = v[flag];
     if (typeof list !== "string") return [];
-    if (!CPU_LIST.test(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7, got "${list}"`, runUsage);
+    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
     return [`--${flag}`, list];
   });
   return {
@@ -44618,7 +44623,16 @@ function target(v) {
     ]
   };
 }
-var CPU_LIST = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
+var MAX_CPU = 1023;
+function isCpuList(list) {
+  return list.split(",").every((part) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) return false;
+    const lo = Number(m[1]);
+    const hi = Number(m[2] ?? m[1]);
+    return lo <= hi && hi <= MAX_CPU;
+  });
+}
 async function installChampion(host, config2, build, say) {
   const sha2 = digestOf(build);
   if ((await host.status()).champion === sha2) return;

@@ -69881,8 +69881,12 @@ var LAG_SHARE = 0.1;
 var LAG_FLOOR_US = 1e3;
 var RATE_TOLERANCE = 0.01;
 var RATE_TOLERANCE_REQUESTS = 1;
-function disturbance(s, sliceSeconds, percentile2) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2));
+function plannedLagUs(plan2) {
+  const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
+  return Math.floor(plan2.send_window_us / gapUs) * gapUs;
+}
+function disturbance(s, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
   const lagUs = s.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
@@ -69916,6 +69920,7 @@ function extractPairs(run2, result, percentile2) {
   for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
   const pairs = [];
   const dropped = [];
+  const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
       throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
@@ -69934,7 +69939,7 @@ function extractPairs(run2, result, percentile2) {
       dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2) ?? []);
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
     if (disturbances.length > 0) {
       dropped.push({ run: run2, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
       continue;
@@ -70886,7 +70891,7 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   return out;
 }
 function sameProtocol(a2, b) {
-  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
+  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms, p.send_window_us]);
   return protocol(a2) === protocol(b);
 }
 function seedOf(sha2) {

@@ -7,8 +7,8 @@
 #     slept per request (voluntary context switches: a wake-up costs more than the rest of a
 #     request on a VM) and the p50 latency it reported for the same service, which shows the
 #     generator's own lateness (wrk2's 1 ms timer resolution, counted from intended send time);
-#   - loadgen once more at wrk2's timing resolution (send_window_us 1000, "loadgen@1ms"), the
-#     comparison at equal lateness;
+#   - loadgen once more at wrk2's timer resolution (send_window_us 1000, "loadgen@1ms"): each
+#     request at most 1 ms late, as wrk2's are;
 #   - the highest rate of a fixed ladder each holds within 0.5% for 10 s (loadgen: every 5 s
 #     slice of a 10 s pair within 0.5% and valid; the others: the whole run's rate);
 #   - loadgen's p50 shift against the service with a 2 ms delay (the truth is +2,000 µs plus
@@ -83,7 +83,8 @@ start_service() { # PORT [DELAY_US]
 port=$(free_port); start_service "$port"
 url="http://127.0.0.1:$port/work?key=bench"
 gen=(taskset -c "$GEN_CPU")
-timed() { local out=$1; shift; /usr/bin/time -f '%U %S %w' -o "$out" "$@"; }
+# GNU time puts "Command exited with non-zero status N" before its line when the tool fails.
+timed() { local out=$1; shift; /usr/bin/time -f '%U %S %w' -o "$out.raw" "$@"; local rc=$?; tail -n1 "$out.raw" >"$out"; return $rc; }
 
 cat >"$work/k6.js" <<'JS'
 import http from "k6/http";
@@ -136,8 +137,9 @@ try:
         w = open(f"{work}/{tag}.txt").read()
         n = int(re.search(r"(\d+) requests in", w).group(1)); got = float(re.search(r"Requests/sec:\s+([\d.]+)", w).group(1))
         bad = re.search(r"Socket errors|Non-2xx", w) is not None
-        v, unit = re.search(r"^\s*50\.000%\s+([\d.]+)(us|ms|s)$", w, re.M).groups()
-        print(n, got, off(got), int(off(got) <= 0.005 and not bad), float(v) * {"us": 1, "ms": 1e3, "s": 1e6}[unit])
+        m = re.search(r"^\s*50\.000%\s+([\d.]+)(us|ms|s|m)\s*$", w, re.M)  # --latency's table
+        p50 = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7}[m.group(2)] if m else float("nan")
+        print(n, got, off(got), int(off(got) <= 0.005 and not bad), p50)
     elif tool == "vegeta":
         v = json.load(open(f"{work}/{tag}.json"))
         print(v["requests"], v["rate"], off(v["rate"]), int(off(v["rate"]) <= 0.005 and v["success"] == 1), v["latencies"]["50th"] / 1e3)
@@ -200,12 +202,12 @@ for tool in tools:
     cells = "".join(f"{cpu[(tool, r)]:>9.4f} [{cpu[(tool, r)] / cpu[('wrk2', r)]:>4.2f}x] " for r in rates)
     c, nxt, err = ceil.get(tool, (0, "", 0))
     ratio = f"[{c / ceil['wrk2'][0]:.2f}x]" if ceil["wrk2"][0] else ""
-    held = "" if tool not in ceil else f"{c:>12,} {ratio:<8}  " + (f"{int(nxt):,}: {err * 100:.1f}% off" if nxt != "-" else "top of the ladder")
+    held = f"{'–':>12}" if tool not in ceil else f"{c:>12,} {ratio:<8}  " + (f"{int(nxt):,}: {err * 100:.1f}% off" if nxt != "-" else "top of the ladder")
     print(f"{names[tool]:<20}{cells}{held}")
 print(f"\nSleeps per request (voluntary context switches) and the p50 each reported for the same service (µs)")
-print(f"{'tool':<20}" + "".join(f"{r + '/s':>18}" for r in rates))
+print(f"{'tool':<20}" + "".join(f"{r + '/s':>19}" for r in rates))
 for tool in tools:
-    print(f"{names[tool]:<20}" + "".join(f"{sleeps[(tool, r)]:>9.2f} {p50[(tool, r)]:>7.0f}  " for r in rates))
+    print(f"{names[tool]:<20}" + "".join(f"{sleeps[(tool, r)]:>10.2f} {p50[(tool, r)]:>7.0f} " for r in rates))
 r = json.load(open(f"{work}/shift.json"))
 sl = {s["arm"]: s for s in r["slices"]}
 shift = sl["challenger"]["latency_us"]["p50"] - sl["champion"]["latency_us"]["p50"]
@@ -233,14 +235,14 @@ if [ "$GRPC_RATE" != 0 ]; then
   timed "$work/grpc-ghz.cpu" "${gen[@]}" "$tools/ghz" --insecure --call helloworld.Greeter.SayHello -d '{"name":"bench"}' \
     --rps "$GRPC_RATE" -c "$CONNS" --connections "$CONNS" -z "${DURATION}s" -O json "127.0.0.1:$gport" >"$work/grpc-ghz.json" 2>/dev/null || true
   python3 - "$work" "$GRPC_RATE" <<'PY'
-import json, sys
+import json, statistics, sys
 work, rate = sys.argv[1], sys.argv[2]
 def cpu(tag, n):
-    u, s = map(float, open(f"{work}/{tag}.cpu").read().split()[:2])
+    u, s = map(float, open(f"{work}/{tag}.cpu").read().split()[:2])  # user, system (timed keeps the last line)
     return (u + s) / n * 1000 if n else float("nan")
 r = json.load(open(f"{work}/grpc-loadgen.json")); sl = r["slices"]
 n = sum(s["sent"] for s in sl) + r["warmup"]["sent"] + 2 * r["plan"]["connections"]
-lg = (cpu("grpc-loadgen", n), sorted(s["latency_us"]["p50"] for s in sl)[0], sum(s["achieved_rps"] for s in sl) / len(sl), sum(s["errors"]["connect"] + s["errors"]["timeout"] + sum(s["errors"].get("grpc", {}).values()) for s in sl))
+lg = (cpu("grpc-loadgen", n), statistics.median(s["latency_us"]["p50"] for s in sl), sum(s["achieved_rps"] for s in sl) / len(sl), sum(s["errors"]["connect"] + s["errors"]["timeout"] + sum(s["errors"].get("grpc", {}).values()) for s in sl))
 g = json.load(open(f"{work}/grpc-ghz.json"))
 p50 = next((d["latency"] for d in g.get("latencyDistribution") or [] if d["percentage"] == 50), 0) / 1000
 gz = (cpu("grpc-ghz", g["count"]), p50, g["rps"], sum(g.get("statusCodeDistribution", {}).get(k, 0) for k in g.get("statusCodeDistribution", {}) if k != "OK"))

@@ -6,6 +6,7 @@
 // only when it delayed more than (100-NN)% of the slice's requests, and at p90 the lag p99 of a
 // few hundred requests is the wake-up hiccup of its top few, which dropped most pairs on a VM
 // whose idle CPUs halt. Pure; the one place the rule is written.
+import type { Plan } from "../contract/plan";
 import type { Slice } from "../contract/result";
 import { namedPercentileAtOrAbove, slicePercentileUs } from "./statistic";
 
@@ -33,12 +34,24 @@ export interface Disturbance {
 }
 
 /**
- * Whether the generator fell behind itself in a slice: its dispatch lag at the SLO percentile
- * above max(1 ms, 10% of the slice's latency there), or its achieved rate more than 1% (and
- * more than one request) off the requests its schedule put in the slice.
+ * The dispatch lag a plan asks for: a request may leave up to send_window_us late to share a
+ * wake-up with the requests due after it (issue 17), which happens only when a loop's requests
+ * are closer together than the window. It is the latest such a request leaves: the whole gaps
+ * between one loop's requests that fit in the window.
  */
-export function disturbance(s: Slice, sliceSeconds: number, percentile: number): Disturbance | null {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile));
+export function plannedLagUs(plan: Pick<Plan, "rate" | "generator_cpus" | "send_window_us">): number {
+  const gapUs = (1e6 / plan.rate) * (plan.generator_cpus ?? 1);
+  return Math.floor(plan.send_window_us / gapUs) * gapUs;
+}
+
+/**
+ * Whether the generator fell behind itself in a slice: its dispatch lag at the SLO percentile
+ * above max(1 ms, 10% of the slice's latency there) plus the lag its plan asks for
+ * (plannedLagUs), or its achieved rate more than 1% (and more than one request) off the
+ * requests its schedule put in the slice.
+ */
+export function disturbance(s: Slice, sliceSeconds: number, percentile: number, plannedUs: number): Disturbance | null {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile);
   const lagUs = s.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;

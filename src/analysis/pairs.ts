@@ -2,7 +2,7 @@
 // pair with an invalid or missing slice, or a slice where the load generator fell behind
 // itself, is dropped whole, and the drop is recorded.
 import type { LoadgenResult, Slice } from "../contract/result";
-import { type Disturbance, describeDisturbance, disturbance } from "./health";
+import { type Disturbance, describeDisturbance, disturbance, plannedLagUs } from "./health";
 import { AnalysisInputError } from "./input-error";
 import { GeneratorDisturbedError } from "./unmeasured";
 
@@ -27,6 +27,7 @@ export function extractPairs(run: string, result: LoadgenResult, percentile: num
   for (const s of result.slices) byPair.set(s.pair, [...(byPair.get(s.pair) ?? []), s]);
   const pairs: SlicePair[] = [];
   const dropped: DroppedPair[] = [];
+  const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a, b) => a[0] - b[0])) {
     if (slices.length > 2) {
       throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
@@ -45,7 +46,7 @@ export function extractPairs(run: string, result: LoadgenResult, percentile: num
       dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile) ?? []);
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile, planned) ?? []);
     if (disturbances.length > 0) {
       dropped.push({ run, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
       continue;

@@ -29,19 +29,19 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
   --aa                   an A/A run (the champion on both ports); records the floor
   --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)
   --json                 print one JSON summary on stdout (progress goes to stderr)
-  --local                perf-host on this machine, no SSH (the default):
+  --local                perf-host on this machine, no SSH (the default); it holds the CPUs
+                         awake while measuring (PM QoS; as root, else the report says why
+                         not): a sleeping CPU's wake-up stalls the generator
     --root DIR           its state directory (default .perf-gate/host)
     --keep-host          leave the champion serving on exit (by default what this command
                          started is stopped, on Ctrl-C too)
     --perf-host PATH     the perf-host binary (default benchmark-host/bin/perf-host, then PATH)
     --champion-port N    (default 8001)   --challenger-port N   (default 8002)
-    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
-                         records no floor (default 0.5)
     --loadgen-cpus LIST  the CPUs the load generator runs on, e.g. 0 or 0-1 (default: any)
     --arm-cpus LIST      the CPUs both builds share, e.g. 1-3 (default: any); as on a host,
                          the two lists must not overlap: the generator needs CPUs of its own
-                         it holds the CPUs awake while measuring (PM QoS; as root, else the
-                         report says why not): a sleeping CPU's wake-up stalls the generator
+    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
+                         records no floor (default 0.5)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -212,7 +212,7 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
   const placement = (["loadgen-cpus", "arm-cpus"] as const).flatMap((flag) => {
     const list = v[flag];
     if (typeof list !== "string") return [];
-    if (!CPU_LIST.test(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7, got "${list}"`, runUsage);
+    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
     return [`--${flag}`, list];
   });
   return {
@@ -233,8 +233,19 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
   };
 }
 
-/** A CPU list as perf-host's --loadgen-cpus and --arm-cpus take it (the kernel's cpuset form). */
-const CPU_LIST = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
+/** The highest CPU number perf-host's placement takes (its affinity mask is 1,024 bits). */
+const MAX_CPU = 1023;
+
+/** A CPU list as perf-host's --loadgen-cpus and --arm-cpus take it (the kernel's cpulist form). */
+function isCpuList(list: string): boolean {
+  return list.split(",").every((part) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) return false;
+    const lo = Number(m[1]);
+    const hi = Number(m[2] ?? m[1]);
+    return lo <= hi && hi <= MAX_CPU;
+  });
+}
 
 /** Deploys and promotes a build as the champion, unless it already is. */
 async function installChampion(host: HostClient, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {

@@ -108,11 +108,11 @@ async function withEarlierRuns(host: HostClient, challengerSha: string, fresh: E
 
 /**
  * Whether two runs of one workload and rate measured the same way: the same requests, slices,
- * order, warm-up and connections. The number of pairs may differ; pooling adds them up.
+ * order, warm-up, connections and send window (the generator's timing resolution). The number of pairs may differ; pooling adds them up.
  */
 function sameProtocol(a: LoadgenResult, b: LoadgenResult): boolean {
   const protocol = ({ plan: p }: LoadgenResult) =>
-    JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms]);
+    JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms, p.send_window_us]);
   return protocol(a) === protocol(b);
 }
 

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeDisturbance, disturbance } from "../../src/analysis/health";
+import { describeDisturbance, disturbance, plannedLagUs } from "../../src/analysis/health";
 import { pairedT } from "../../src/analysis/tests";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
@@ -121,7 +121,7 @@ describe("issue 12: a stalled generator", () => {
     const s = slicesOf(calm(), 0, "champion");
     for (const lagMs of [29, 260]) {
       stall(s, lagMs * 1000);
-      const d = disturbance(s, 2.5, 99)!;
+      const d = disturbance(s, 2.5, 99, 0)!;
       expect([d.lagging, d.lagMs, d.lagLimitMs]).toEqual([true, lagMs, Math.max(1, (0.1 * s.latency_us.p99) / 1000)]);
     }
   });
@@ -133,15 +133,30 @@ describe("issue 12: a stalled generator", () => {
     const planned = s.scheduled / r.plan.slice_seconds;
     const both = { ...s, achieved_rps: planned * (1 - 0.118) };
     stall(both, 676_000);
-    expect(describeDisturbance(disturbance(both, 2.5, 99)!)).toBe(
+    expect(describeDisturbance(disturbance(both, 2.5, 99, 0)!)).toBe(
       `challenger slice ${s.index}: the load generator fell behind (dispatch lag p99 676 ms over its limit ${(Math.max(1000, 0.1 * s.latency_us.p99) / 1000).toFixed(1)} ms; rate -11.8% off the schedule)`,
     );
-    const rateOnly = disturbance({ ...s, achieved_rps: planned * (1 - 0.118) }, 2.5, 99)!;
+    const rateOnly = disturbance({ ...s, achieved_rps: planned * (1 - 0.118) }, 2.5, 99, 0)!;
     expect([rateOnly.lagging, rateOnly.offRate, rateOnly.rateErrorPercent.toFixed(1)]).toEqual([false, true, "-11.8"]);
-    expect(disturbance({ ...s, achieved_rps: planned * (1 - 0.005) }, 2.5, 99)).toBeNull();
+    expect(disturbance({ ...s, achieved_rps: planned * (1 - 0.005) }, 2.5, 99, 0)).toBeNull();
     const lagOnly = { ...s };
     stall(lagOnly, 676_000);
-    expect(disturbance(lagOnly, 2.5, 99)).toMatchObject({ lagging: true, offRate: false });
+    expect(disturbance(lagOnly, 2.5, 99, 0)).toMatchObject({ lagging: true, offRate: false });
+  });
+
+  it("a plan's send window is lag it asked for (issue 17): allowed on top of the limit, and only where the window batches", () => {
+    expect(plannedLagUs({ rate: 1000, send_window_us: 250 })).toBe(0); // 1 ms apart: every request on time
+    expect(plannedLagUs({ rate: 10_000, send_window_us: 250 })).toBe(200); // 100 µs apart: 0 or 100 or 200 µs late
+    expect(plannedLagUs({ rate: 2000, send_window_us: 1000 })).toBe(1000); // 0, 500 or 1,000 µs late
+    expect(plannedLagUs({ rate: 2000, generator_cpus: 2, send_window_us: 1000 })).toBe(1000); // each loop's 1 ms apart
+    expect(plannedLagUs({ rate: 2000, generator_cpus: 4, send_window_us: 1000 })).toBe(0); // 2 ms apart
+    const s = slicesOf(calm(), 0, "champion");
+    const limitUs = Math.max(1000, 0.1 * s.latency_us.p99);
+    stall(s, limitUs + 500);
+    expect(disturbance(s, 2.5, 99, 0)?.lagging).toBe(true);
+    expect(disturbance(s, 2.5, 99, 1000)).toBeNull();
+    stall(s, limitUs + 1500);
+    expect(disturbance(s, 2.5, 99, 1000)).toMatchObject({ lagging: true, lagLimitMs: (limitUs + 1000) / 1000 });
   });
 
   it("stalls in more than half the pairs: could not measure, never a verdict", () => {

@@ -66,9 +66,11 @@ describe("perf-gate run --local", () => {
   });
 
   it("--loadgen-cpus and --arm-cpus place the generator and the builds as a host's flags do; a list not of CPUs is refused naming the flag", async (ctx) => {
-    const bad = await perfGate(join(dir, "h8"), "--config", config(), "--challenger", champion, "--loadgen-cpus", "0;rm");
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('--loadgen-cpus: a CPU list such as 0, 0-1 or 2-5,7, got "0;rm"');
+    for (const [flag, list] of [["--loadgen-cpus", "0;rm"], ["--arm-cpus", "3-1"], ["--arm-cpus", "1024"], ["--loadgen-cpus", ""]] as const) {
+      const bad = await perfGate(join(dir, "h8"), "--config", config(), "--challenger", champion, flag, list);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(`${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to 1023, each range low to high), got "${list}"`);
+    }
     if (availableParallelism() < 2) ctx.skip(); // two lists that do not overlap need two CPUs
     const out = join(dir, "out-placed");
     const r = await perfGate(join(dir, "h8"), "--config", config(), "--champion", champion, "--challenger", champion, "--out", out, "--loadgen-cpus", "0", "--arm-cpus", "1");

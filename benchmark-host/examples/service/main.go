@@ -28,7 +28,7 @@ func main() {
 	// /report is the API's slow endpoint: REPORT_FACTOR times /work's hashing. A workload with a
 	// few reports in its mix has a p99 made of the service's own work, not of scheduling.
 	reportRounds := rounds * envInt("REPORT_FACTOR", 20)
-	// DELAY_US adds a fixed wait per /work request: a known shift for bench/compare.sh.
+	// DELAY_US adds a fixed wait per request (/work and /report): a known shift for bench/compare.sh.
 	delay := time.Duration(envInt("DELAY_US", 0)) * time.Microsecond
 	// A release may carry a VERSION file, so that which build serves a port can be checked.
 	version, _ := os.ReadFile("VERSION")

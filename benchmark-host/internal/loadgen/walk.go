@@ -26,9 +26,9 @@ type walk struct {
 	published chan<- *sliceShard
 	warm      warmCounts
 	primeErr  [2]errClass
-	// next is the request being dispatched: a field, not a local, because a carrier takes it
-	// by pointer through an interface, which would move a local to the heap per request.
-	next job
+	// dispatching is the request being dispatched: a field, not a local, because a carrier
+	// takes it by pointer through an interface, which would move a local to the heap per request.
+	dispatching job
 }
 
 // carrier puts a lane's requests on the wire.
@@ -167,8 +167,8 @@ func (l *walk) halt(off, now time.Duration) {
 // got to it: how late that is, is the generator's own lag (issue 12).
 func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	s := l.sched
-	l.next = job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
-	j := &l.next
+	l.dispatching = job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
+	j := &l.dispatching
 	if j.slice < 0 {
 		// Warmup alternates request by request, so both arms warm up together.
 		j.arm = s.order[k%2]
@@ -235,13 +235,17 @@ func (r *jobRing) pop() (job, bool) {
 // wake-up sends them all. A request never leaves early, and a batched one at most the
 // window late.
 func (l *walk) wakeAt() time.Duration {
-	first := l.sched.at(l.nextK)
-	at := first
-	for k := l.nextK + uint64(l.count); ; k += uint64(l.count) {
-		next := l.sched.at(k)
-		if next > first+l.sched.window {
-			return at
-		}
-		at = next
+	s, step := l.sched, uint64(l.count)
+	first := s.at(l.nextK)
+	last := first + s.window
+	// The last request due within the window, computed rather than walked to (a 1 ms window at
+	// a high rate holds many), then mended for the schedule's rounding to whole nanoseconds.
+	k := l.nextK + step*uint64(float64(s.window)/(s.period*float64(l.count)))
+	for k > l.nextK && s.at(k) > last {
+		k -= step
 	}
+	for s.at(k+step) <= last {
+		k += step
+	}
+	return s.at(k)
 }

@@ -20,6 +20,8 @@ func TestWakeAtTakesTheRequestsDueWithinTheWindow(t *testing.T) {
 		// Two lanes take every other request: each lane's requests are 1 ms apart.
 		{2, 500 * time.Microsecond, 0},
 		{2, 1000 * time.Microsecond, 2},
+		{2, 999 * time.Microsecond, 0},
+		{1, 1001 * time.Microsecond, 2},
 	} {
 		s := &schedule{t0: 7 * time.Millisecond, period: float64(500 * time.Microsecond), window: tc.window}
 		w := walk{index: 0, count: tc.lanes, sched: s}
@@ -40,6 +42,28 @@ func TestTheSendWindowIsTheGeneratorsTimingResolution(t *testing.T) {
 	for _, s := range run(t, p).Slices {
 		if s.Sent != 1000 || s.DispatchLagUs.P50 < 400 {
 			t.Errorf("slice %d: sent %d of 1000, dispatch lag p50 %d µs (want ≥ 400 with a 1 ms window)", s.Index, s.Sent, s.DispatchLagUs.P50)
+		}
+	}
+}
+
+// wakeAt computes the last request within the window; walking to it request by request is
+// the definition, checked here over rates whose period is not a whole number of nanoseconds.
+func TestWakeAtAgreesWithWalkingTheSchedule(t *testing.T) {
+	for _, rate := range []float64{1, 300, 3000, 7001, 33333, 1e6} {
+		for _, lanes := range []int{1, 3} {
+			for _, window := range []time.Duration{0, 1, 250 * time.Microsecond, 999 * time.Microsecond, time.Millisecond} {
+				s := &schedule{t0: 13 * time.Millisecond, period: float64(time.Second) / rate, window: window}
+				for _, k := range []uint64{0, 1, 12345} {
+					w := walk{index: int(k % uint64(lanes)), count: lanes, sched: s, nextK: k}
+					want := s.at(k)
+					for j := k + uint64(lanes); s.at(j) <= s.at(k)+window; j += uint64(lanes) {
+						want = s.at(j)
+					}
+					if got := w.wakeAt(); got != want {
+						t.Fatalf("rate %v, %d lanes, window %v, from request %d: wakes at %v, walking says %v", rate, lanes, window, k, got, want)
+					}
+				}
+			}
 		}
 	}
 }
