@@ -110,14 +110,15 @@ for (const cell of chosen) {
   ].join("\n"));
   const cellOut = join(out, "cells", cell.name);
   rmSync(cellOut, { recursive: true, force: true });
-  const challenger = release(`${cell.name}-${Date.now()}`, profile.shiftRounds[cell.shift]);
+  const extraRounds = profile.shiftRounds[cell.shift];
+  const challenger = release(`${cell.name}-${Date.now()}`, extraRounds);
   say(`${cell.name}: ${pairs} pairs of ${cell.slice} s, ${cell.order}, challenger +${cell.shift}% (${(2 * pairs * cell.slice / 60).toFixed(1)} min)`);
   const started = Date.now();
   const r = spawnSync(process.execPath, [join(root, "dist/cli.js"), "run", "--local", "--root", host, "--perf-host", perfHost, ...ports,
     "--config", config, "--champion", champion, "--challenger", challenger, "--out", cellOut, "--json", "--max-load-per-cpu", "4",
     ...(cell.placed ? PLACEMENT : [])],
   { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
-  const meta = { ...cell, profile: cell.profile ?? "uniform", placed: cell.placed ?? false, pairs, rate: RATE, base_rounds: BASE_ROUNDS, extra_rounds: profile.shiftRounds[cell.shift], exit: r.status, wall_seconds: (Date.now() - started) / 1000 };
+  const meta = { ...cell, profile: cell.profile ?? "uniform", placed: cell.placed ?? false, pairs, rate: RATE, base_rounds: BASE_ROUNDS, extra_rounds: extraRounds, exit: r.status, wall_seconds: (Date.now() - started) / 1000 };
   writeFileSync(join(cellOut, "cell.json"), `${JSON.stringify(meta, null, 2)}\n`);
   say(`${cell.name}: exit ${r.status} after ${meta.wall_seconds.toFixed(0)} s`);
 }
