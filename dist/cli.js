@@ -35482,7 +35482,8 @@ var hostInfoSchema = external_exports.looseObject({
   load_avg: external_exports.array(external_exports.number()).length(3),
   cpu_governor: external_exports.string().optional(),
   cpu_max_freq_khz: external_exports.number().int().optional(),
-  cpu_idle: external_exports.string()
+  cpu_idle: external_exports.string(),
+  generator_slice: external_exports.string().optional()
 });
 var sliceSchema = external_exports.looseObject({
   index: count2,
@@ -35951,9 +35952,11 @@ function pooledPairs(key, runs2, percentile2) {
   const total = pairs.length + dropped.length;
   if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
     const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
+    const hint = slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     throw new GeneratorDisturbedError(
       [
-        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
+        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`,
         ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
       ].join("\n")
     );

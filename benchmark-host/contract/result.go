@@ -42,6 +42,10 @@ type HostInfo struct {
 	// Whether the run held every CPU out of deep idle states (PM QoS cpu_dma_latency 0, perf-host
 	// --hold-cpus-awake, loadgen -hold-cpus-awake): "not asked", "held", or "not held: " and why.
 	CPUIdle string `json:"cpu_idle"`
+	// The CPU slice the generator's threads ran with: "0.1 ms" when the kernel granted the short
+	// slice it asked for, so that its sends preempt a service (Linux 6.12+), else "default: " and
+	// why. Absent from the results of generators older than the field.
+	GeneratorSlice string `json:"generator_slice,omitempty"`
 }
 
 // Warmup summarises the unrecorded load sent before the first slice.

@@ -74,8 +74,12 @@ export function pooledPairs(key: string, runs: readonly { name: string; result: 
   const total = pairs.length + dropped.length;
   if (disturbed.length > total / 2 || (disturbed.length > 0 && pairs.length < 2)) {
     const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    // Without the short slice, a service's long requests hold the generator's sends back by
+    // the kernel's slice (1.4 ms on 2 CPUs): the likeliest cause, and one the host can remove.
+    const slice = runs.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
+    const hint = slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     throw new GeneratorDisturbedError(
-      [`could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule`,
+      [`could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`,
         ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
     );
   }

@@ -24,6 +24,7 @@ export const hostInfoSchema = z.looseObject({
   cpu_governor: z.string().optional(),
   cpu_max_freq_khz: z.number().int().optional(),
   cpu_idle: z.string(),
+  generator_slice: z.string().optional(),
 });
 
 export const sliceSchema = z.looseObject({

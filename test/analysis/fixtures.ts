@@ -75,7 +75,7 @@ export function makeResult(spec: ResultSpec): LoadgenResult {
     },
     seed: 1,
     order: slices.map((s) => s.arm),
-    host: { hostname: "fixture", go_version: "go1.26.8", gomaxprocs: 2, num_cpu: 2, cpu_model: "", kernel: "", load_avg: [0, 0, 0], cpu_idle: "held" },
+    host: { hostname: "fixture", go_version: "go1.26.8", gomaxprocs: 2, num_cpu: 2, cpu_model: "", kernel: "", load_avg: [0, 0, 0], cpu_idle: "held", generator_slice: "0.1 ms" },
     started: "2026-11-21T12:00:00Z",
     ended: "2026-11-21T12:01:30Z",
     partial: false,

@@ -58,6 +58,8 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		opt(&o)
 	}
 	release, cpuIdle := holdCPUsAwake(o.openDevice)
+	generatorSlice, restoreSlice := shortenGeneratorSlice()
+	defer restoreSlice()
 	defer release()
 	var targets [2]endpoint
 	for arm, name := range armNames {
@@ -157,6 +159,7 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		Slices:        slices,
 	}
 	res.Host.CPUIdle = cpuIdle
+	res.Host.GeneratorSlice = generatorSlice
 	for _, l := range lanes {
 		l := l.base()
 		res.Warmup.Sent += l.warm.sent

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -514,6 +515,73 @@ func TestTimeoutsAreCountedAndRecorded(t *testing.T) {
 		}
 		if s.LatencyUs.Max < 100_000 || s.LatencyUs.Max > 150_000 {
 			t.Errorf("slice %d: max latency %d µs, want the 100 ms timeout (fired within the wait's precision)", s.Index, s.LatencyUs.Max)
+		}
+	}
+}
+
+// The two slices of a pair get the same requests, in the same order (common random numbers):
+// a slice's share of a rare slow request then moves both arms alike instead of their
+// difference. Pairs differ from each other, and {{seq}} stays unique.
+func TestBothArmsOfAPairGetTheSameRequests(t *testing.T) {
+	var mu sync.Mutex
+	type request struct {
+		seq  int
+		what string
+	}
+	bySlice := map[string][]request{}
+	seqs := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seq, _ := strconv.Atoi(r.Header.Get("X-Seq"))
+		mu.Lock()
+		if slice := r.Header.Get("X-Slice"); slice != "-1" {
+			bySlice[slice] = append(bySlice[slice], request{seq, r.URL.Path})
+			seqs[r.Header.Get("X-Seq")]++
+		}
+		mu.Unlock()
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	// 400 req/s for 0.25 s: 100 requests a slice; two lanes send alternate requests.
+	p := mustPlan(t, planJSON(srv.URL, srv.URL,
+		`"rate":400,"slice_seconds":0.25,"pairs":4,"order":"abba","seed":8,"warmup_seconds":0.1,"slice_warmup_ms":0,"connections":4,"generator_cpus":2,
+		 "requests":[{"path":"/fast/{{rand 1000}}","weight":90,"headers":{"X-Seq":"{{seq}}","X-Slice":"{{slice}}"}},
+		             {"path":"/slow/{{rand 1000}}","weight":10,"headers":{"X-Seq":"{{seq}}","X-Slice":"{{slice}}"}}]`))
+	res := run(t, p)
+	for seq, n := range seqs {
+		if n != 1 {
+			t.Fatalf("{{seq}} %s was measured %d times", seq, n)
+		}
+	}
+	// Connections answer in their own order: compare each slice's requests in schedule order.
+	inOrder := func(slice int) []string {
+		rs := slices.Clone(bySlice[strconv.Itoa(slice)])
+		slices.SortFunc(rs, func(a, b request) int { return cmp.Compare(a.seq, b.seq) })
+		var paths []string
+		for _, r := range rs {
+			paths = append(paths, r.what)
+		}
+		return paths
+	}
+	var first []string
+	for pair := range 4 {
+		a, b := inOrder(2*pair), inOrder(2*pair+1)
+		if len(a) != 100 || !slices.Equal(a, b) {
+			t.Fatalf("pair %d: the %s got %d requests, the %s %d, and they differ (first %v vs %v)",
+				pair, res.Slices[2*pair].Arm, len(a), res.Slices[2*pair+1].Arm, len(b), a[:min(3, len(a))], b[:min(3, len(b))])
+		}
+		slow := 0
+		for _, path := range a {
+			if strings.HasPrefix(path, "/slow/") {
+				slow++
+			}
+		}
+		if slow < 2 || slow > 25 {
+			t.Errorf("pair %d: %d of 100 requests slow, want about 10", pair, slow)
+		}
+		if pair == 0 {
+			first = a
+		} else if slices.Equal(a, first) {
+			t.Errorf("pair %d got the same requests as pair 0: pairs must draw independently", pair)
 		}
 	}
 }

@@ -44,8 +44,8 @@ func (c *grpcConn) close() { c.cc.Close() }
 // do encodes the message and makes the call; the send time is taken after encoding, just
 // before grpc-go writes.
 func (c *grpcConn) do(j *job, o *outcome, now func() time.Duration) {
-	entry := c.calls.pick(j.seq)
-	msg, md, err := c.calls.encode(entry, j.arm, j.seq, max(j.slice, -1))
+	entry := c.calls.pick(j.draw)
+	msg, md, err := c.calls.encode(entry, j)
 	o.sent = now()
 	if err != nil {
 		o.done, o.errClass = o.sent, errOther

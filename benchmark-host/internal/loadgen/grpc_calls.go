@@ -74,7 +74,7 @@ func newCallWriter(ctx context.Context, p *plan.Plan, targets [2]endpoint) (*cal
 		// Every message is encoded once here, so one that does not fit its type fails the
 		// plan before any load, naming the field.
 		for arm := range targets {
-			b, md, err := w.encode(i, arm, 0, -1)
+			b, md, err := w.encode(i, &job{arm: arm, slice: -1})
 			if err != nil {
 				return nil, fmt.Errorf("plan: %s.message: for the %s: %w", field, armNames[arm], err)
 			}
@@ -86,17 +86,17 @@ func newCallWriter(ctx context.Context, p *plan.Plan, targets [2]endpoint) (*cal
 	return w, nil
 }
 
-// pick chooses the workload entry of request seq, as the HTTP/1.1 writer does.
-func (w *callWriter) pick(seq uint64) int { return w.plan.Pick(plan.Uniform(w.seed, seq)) }
+// pick chooses the workload entry of the request with this draw, as the HTTP/1.1 writer does.
+func (w *callWriter) pick(draw uint64) int { return w.plan.Pick(plan.Uniform(w.seed, draw)) }
 
 // encode returns the message and metadata of one call.
-func (w *callWriter) encode(entry, arm int, seq uint64, slice int) ([]byte, metadata.MD, error) {
+func (w *callWriter) encode(entry int, j *job) ([]byte, metadata.MD, error) {
 	e := &w.entries[entry]
-	if b := e.static[arm]; b != nil {
+	if b := e.static[j.arm]; b != nil {
 		return b, e.md, nil
 	}
-	v := plan.Vars{Seed: w.seed, Seq: seq, Run: w.plan.RunID, Arm: w.arms[arm], Slice: slice}
-	msg := dynamicpb.NewMessage(e.input[arm])
+	v := j.vars(w.seed, w.plan.RunID, w.arms[j.arm])
+	msg := dynamicpb.NewMessage(e.input[j.arm])
 	if err := protojson.Unmarshal(e.call.Message.Append(nil, &v), msg); err != nil {
 		return nil, nil, err
 	}

@@ -46,7 +46,7 @@ func (c *h2cConn) close() { c.transport.CloseIdleConnections() }
 func (c *h2cConn) do(j *job, o *outcome, now func() time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	req, err := c.reqs.build(ctx, j.arm, j.seq, max(j.slice, -1))
+	req, err := c.reqs.build(ctx, j)
 	o.sent = now()
 	if err != nil {
 		o.done, o.errClass = o.sent, errOther
@@ -90,10 +90,10 @@ func newH2CRequests(p *plan.Plan, targets [2]endpoint) *h2cRequests {
 	return &h2cRequests{plan: p, seed: uint64(*p.Seed), targets: targets}
 }
 
-func (w *h2cRequests) build(ctx context.Context, arm int, seq uint64, slice int) (*http.Request, error) {
-	t := &w.targets[arm]
-	c := &w.plan.Compiled()[w.plan.Pick(plan.Uniform(w.seed, seq))]
-	v := plan.Vars{Seed: w.seed, Seq: seq, Run: w.plan.RunID, Arm: t.arm, Slice: slice}
+func (w *h2cRequests) build(ctx context.Context, j *job) (*http.Request, error) {
+	t := &w.targets[j.arm]
+	c := &w.plan.Compiled()[w.plan.Pick(plan.Uniform(w.seed, j.draw))]
+	v := j.vars(w.seed, w.plan.RunID, t.arm)
 	url := appendPath([]byte("http://"+t.hostPort()+t.prefix), c.Path, &v)
 	var body io.Reader = http.NoBody
 	if b := c.Body.Append(nil, &v); len(b) > 0 {

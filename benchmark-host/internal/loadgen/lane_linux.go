@@ -106,6 +106,7 @@ func newLane(index, count int, w *requestWriter, targets [2]endpoint, timeout ti
 		for i := index; i < connsPerArm; i += count {
 			c := &conn{fd: -1, arm: arm, id: int32(len(l.conns)), rbuf: make([]byte, 4096)}
 			c.job.seq = ^uint64(i) // the priming request's seq, as before the schedule
+			c.job.draw = c.job.seq
 			l.conns = append(l.conns, c)
 			l.closed[arm] = append(l.closed[arm], c)
 		}
@@ -135,7 +136,7 @@ func (l *lane) release() {
 func (l *lane) prime() {
 	l.closed = [2][]*conn{}
 	for _, c := range l.conns {
-		j := job{seq: c.job.seq, slice: primeSlice, arm: c.arm}
+		j := job{seq: c.job.seq, draw: c.job.draw, slice: primeSlice, arm: c.arm}
 		l.inflight++
 		l.assign(c, &j, l.now())
 	}
@@ -172,7 +173,7 @@ func (l *lane) takeConn(arm int) *conn {
 // assign starts job j on connection c, opening the connection first if it is closed.
 func (l *lane) assign(c *conn, j *job, now time.Duration) {
 	c.job, c.sent, c.retried = *j, now, false
-	c.entry = l.w.pick(j.seq)
+	c.entry = l.w.pick(j.draw)
 	l.encode(c)
 	l.start(c, now)
 }
@@ -184,7 +185,7 @@ func (l *lane) encode(c *conn) {
 		c.out = b
 		return
 	}
-	c.wbuf = l.w.expand(c.wbuf[:0], &c.body, c.entry, c.arm, c.job.seq, max(c.job.slice, -1))
+	c.wbuf = l.w.expand(c.wbuf[:0], &c.body, c.entry, c.arm, &c.job)
 	c.out = c.wbuf
 }
 

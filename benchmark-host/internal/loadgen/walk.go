@@ -3,6 +3,8 @@ package loadgen
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
 )
 
 // walk is what every kind of lane shares: its part of the one schedule (the requests
@@ -67,6 +69,7 @@ func (l *walk) finish(j *job, o *outcome, arm int) {
 // job is one request on the schedule.
 type job struct {
 	seq      uint64
+	draw     uint64 // what its random choices are drawn from (schedule.draw)
 	intended time.Duration
 	// When the lane got to it: later than intended only when the generator fell behind.
 	dispatched time.Duration
@@ -77,6 +80,11 @@ type job struct {
 }
 
 const primeSlice = -2
+
+// vars are the values job j's templates expand with.
+func (j *job) vars(seed uint64, run, arm string) plan.Vars {
+	return plan.Vars{Seed: seed, Seq: j.seq, Draw: j.draw, Run: run, Arm: arm, Slice: max(j.slice, -1)}
+}
 
 // run walks the lane's part of the schedule until it ends or the run is stopped, then lets
 // every request in flight finish, and publishes its shards and a final summary.
@@ -169,6 +177,7 @@ func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	s := l.sched
 	l.dispatching = job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}
 	j := &l.dispatching
+	j.draw = s.draw(k, j.slice)
 	if j.slice < 0 {
 		// Warmup alternates request by request, so both arms warm up together.
 		j.arm = s.order[k%2]

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -62,6 +63,38 @@ func TestWakeAtAgreesWithWalkingTheSchedule(t *testing.T) {
 					if got := w.wakeAt(); got != want {
 						t.Fatalf("rate %v, %d lanes, window %v, from request %d: wakes at %v, walking says %v", rate, lanes, window, k, got, want)
 					}
+				}
+			}
+		}
+	}
+}
+
+// A request's draw is its position in its slice: both slices of a pair draw 0, 1, 2, … from
+// their first request, under the pair's own prefix, whatever the rate's period in nanoseconds.
+func TestBothSlicesOfAPairDrawTheSamePositions(t *testing.T) {
+	for _, rate := range []float64{300, 333, 1000, 7001} {
+		for _, slice := range []float64{0.25, 0.7, 1.5} {
+			p := mustPlan(t, planJSON("http://127.0.0.1:1", "http://127.0.0.1:2",
+				fmt.Sprintf(`"rate":%v,"slice_seconds":%v,"pairs":3,"seed":1,"warmup_seconds":0.33,"requests":[{"path":"/"}]`, rate, slice)))
+			s := newSchedule(p, newMonoClock(), p.SliceOrder(), 5*time.Millisecond)
+			draws := map[int][]uint64{}
+			for k := uint64(0); s.at(k) < s.end; k++ {
+				i := s.sliceOf(s.at(k))
+				if i >= 0 {
+					draws[i] = append(draws[i], s.draw(k, i))
+				} else if s.draw(k, i) != k {
+					t.Fatalf("warmup request %d draws %d, want its seq", k, s.draw(k, i))
+				}
+			}
+			for i := range 6 {
+				d := draws[i]
+				if d[0] != uint64(i/2+1)<<32 || d[len(d)-1] != d[0]+uint64(len(d)-1) {
+					t.Fatalf("rate %v, slice %v s: slice %d draws %#x … %#x over %d requests, want pair %d's 0 … %d", rate, slice, i, d[0], d[len(d)-1], len(d), i/2, len(d)-1)
+				}
+			}
+			for pair := range 3 {
+				if a, b := len(draws[2*pair]), len(draws[2*pair+1]); a-b > 1 || b-a > 1 {
+					t.Errorf("rate %v, slice %v s: pair %d's slices have %d and %d requests", rate, slice, pair, a, b)
 				}
 			}
 		}

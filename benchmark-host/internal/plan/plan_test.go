@@ -166,8 +166,8 @@ func TestTemplatesExpandDeterministically(t *testing.T) {
 	}
 	keys := map[string]bool{}
 	pool, _ := ParseTemplate("{{rand 10}}")
-	for seq := range uint64(1000) {
-		keys[string(pool.Append(nil, &Vars{Seed: 1, Seq: seq}))] = true
+	for draw := range uint64(1000) {
+		keys[string(pool.Append(nil, &Vars{Seed: 1, Draw: draw}))] = true
 	}
 	if len(keys) != 10 {
 		t.Errorf("{{rand 10}} gave %d distinct keys, want 10", len(keys))

@@ -10,13 +10,15 @@ import (
 // Template is a string with {{…}} placeholders for per-request values:
 //
 //	{{seq}}     the request's index on the run's schedule (0, 1, 2, …)
-//	{{rand}}    a 64-bit pseudo-random number derived from the seed and seq
+//	{{rand}}    a 64-bit pseudo-random number derived from the seed and the request's draw
 //	{{rand N}}  the same, reduced to [0, N): a key pool of N keys
 //	{{run}}     the plan's run_id (fresh state per run)
 //	{{arm}}     champion or challenger
 //	{{slice}}   the slice index (-1 during warmup)
 //
-// Expansion is deterministic for a given seed, so a run can be replayed exactly.
+// Expansion is deterministic for a given seed, so a run can be replayed exactly. A measured
+// request's draw is its position in its slice, the same for both arms of a pair, so {{rand N}}
+// gives the champion and the challenger of a pair the same keys in the same order.
 type Template struct {
 	parts []part
 }
@@ -42,6 +44,7 @@ type part struct {
 type Vars struct {
 	Seed  uint64
 	Seq   uint64
+	Draw  uint64 // what {{rand}} and the workload entry are drawn from
 	Run   string
 	Arm   string
 	Slice int
@@ -127,7 +130,7 @@ func (t Template) Append(buf []byte, v *Vars) []byte {
 			buf = strconv.AppendUint(buf, v.Seq, 10)
 		case partRand:
 			// Each placeholder position gets its own stream, so two {{rand}} differ.
-			r := splitmix64(v.Seed ^ splitmix64(v.Seq<<8|uint64(i&0xff)))
+			r := splitmix64(v.Seed ^ splitmix64(v.Draw<<8|uint64(i&0xff)))
 			if p.n != 0 {
 				r, _ = bits.Mul64(r, p.n)
 			}
