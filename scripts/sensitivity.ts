@@ -12,6 +12,7 @@ import { extractPairs, type SlicePair } from "../src/analysis/pairs";
 import { normalDraw, seededRandom } from "../src/analysis/random";
 import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statistic";
 import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
+import { trimmedMean } from "../src/analysis/trimmed-mean";
 import { pairedT } from "../src/analysis/tests";
 import { GATE_MEASURED_SECONDS } from "../src/config";
 import { parseResult, type LoadgenResult, type Slice } from "../src/contract/result";
@@ -140,6 +141,8 @@ type Interval = { name: string; of: (d: number[]) => { lo: number; hi: number } 
 const INTERVALS: Interval[] = [
   { name: "t", of: (d) => pairedT(d, CONFIDENCE).ci },
   { name: "HL", of: (d) => hodgesLehmann(d, CONFIDENCE) },
+  { name: "trimmed 10%", of: (d) => trimmedMean(d, CONFIDENCE, 0.1) },
+  { name: "trimmed 20%", of: (d) => trimmedMean(d, CONFIDENCE, 0.2) },
 ];
 
 const cells = loadCells();

@@ -17,6 +17,8 @@ DATASETS = {
     "small_regression": [0.41, 0.18, 0.66, 0.09, 0.52, -0.11, 0.37, 0.29, 0.58, 0.24],
     "heavy_tail": [0.05, -0.02, 0.11, 3.9, 0.07, -0.04, 0.09, 0.02, -0.06, 0.08],
     "n30": [round(float(x), 4) for x in np.random.default_rng(9).standard_t(3, 30) + 0.4],
+    # 20% of 23 is 4.6: four trimmed from each end.
+    "n23": [round(float(x), 4) for x in np.random.default_rng(5).standard_t(2, 23) - 0.2],
 }
 
 
@@ -41,8 +43,15 @@ SAMPLES = {
     "tail_1500": [int(x) for x in np.random.default_rng(3).lognormal(6.0, 0.5, 1500).clip(1, 2000)],
 }
 
+def trimmed_mean(d, confidence):
+    """The 20% trimmed mean and its Tukey-McLaughlin / Yuen interval, by scipy."""
+    lo, hi = mstats.trimmed_mean_ci(np.array(d), limits=(0.2, 0.2), alpha=1 - confidence)
+    return {"estimate": float(mstats.trimmed_mean(np.array(d), limits=(0.2, 0.2))), "lo": float(lo), "hi": float(hi)}
+
+
 out = {
     "scipy": scipy.__version__,
+    "trimmed_mean": {name: {"d": d, "ci95": trimmed_mean(d, 0.95), "ci99": trimmed_mean(d, 0.99)} for name, d in DATASETS.items()},
     "hodges_lehmann": {name: {"d": d, "ci95": hodges_lehmann(d, 0.95)} for name, d in DATASETS.items()},
     "harrell_davis": {
         name: {"values": v, **{f"q{q}": float(mstats.hdquantiles(np.array(v, dtype=float), prob=[q / 100])[0]) for q in (50, 90, 99)}}
