@@ -35585,7 +35585,7 @@ function plainDecimal(x) {
   return `${sign}${digits.padEnd(point, "0")}`;
 }
 function sampleBudget(percentile2) {
-  return Math.ceil(Math.round(10 / (1 - percentile2 / 100) * 1e6) / 1e6);
+  return Math.ceil(Math.round(3 / (1 - percentile2 / 100) * 1e6) / 1e6);
 }
 function serviceVariables(ports = []) {
   return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
@@ -36217,12 +36217,12 @@ function runFlags(group) {
 }
 function measurementFlags(pairs, dropped, percentile2) {
   const flags = [];
-  const budget = sampleBudget(percentile2);
-  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  const minimum = sampleBudget(percentile2);
+  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < minimum);
   if (short.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests p${percentile2} needs (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
+      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${minimum.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
     });
   }
   const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
@@ -37166,12 +37166,12 @@ function resolvedRates(w) {
   return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
 }
 var GATE_MEASURED_SECONDS = 90;
-var MIN_DEFAULT_SLICE_SECONDS = 1.5;
+var MIN_DEFAULT_SLICE_SECONDS = 0.5;
 var MAX_DEFAULT_SLICE_SECONDS = 9;
 var SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(void 0) / 1e3;
 function sliceDesign(config2, rate2) {
   const needed = sampleBudget(config2.slo.percentile) / rate2 + SLICE_WARMUP_SECONDS;
-  const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(needed * 2) / 2));
+  const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
   const pairs = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs };
 }

@@ -210,18 +210,21 @@ for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a
 // a slice's own finite sample explains (each calm slice's histogram resampled) and the rest, the
 // machine's noise; then power at each shift with that rest scaled down.
 for (const aaCell of cells.filter((c) => c.name.startsWith("aa-1.5-abba"))) {
-  const e = ESTIMATORS[3]!; // log Harrell-Davis: the per-slice statistic the defaults use
+  const e = ESTIMATORS[3]!; // log Harrell-Davis: the least noisy per-slice statistic, for the components
   const d = cellDifferences(aaCell, e);
   const total = variance(d);
   const sampling = samplingVariance(aaCell);
   const machine = Math.max(0, total - 2 * sampling);
+  // A slice's sampling variance goes as 1/(requests it records): shorter slices record fewer.
+  const recordedAt = (seconds: number) => aaCell.result.plan.rate * (seconds - aaCell.result.plan.slice_warmup_ms / 1000);
+  const measuredRecorded = recordedAt(aaCell.slice);
   console.log(`\n## A quieter host, by simulation (from ${aaCell.name}, ${e.name})\n`);
   console.log(`sd of the paired difference: ${(100 * Math.sqrt(total)).toFixed(1)}% of p99; of it, each slice's finite sample explains sd ${(100 * Math.sqrt(2 * sampling)).toFixed(1)}% and this machine's noise the rest, sd ${(100 * Math.sqrt(machine)).toFixed(1)}%.\n`);
   console.log("| machine noise left | pairs x slice | power at +2% | at +5% | at +10% |");
   console.log("| --- | --- | --- | --- | --- |");
   for (const left of [1, 0.25, 0.1, 0]) {
-    for (const n of [30, 60]) {
-      const sd = Math.sqrt(2 * sampling + left * machine);
+    for (const n of [30, 60, 90]) {
+      const sd = Math.sqrt((2 * sampling * measuredRecorded) / recordedAt(GATE_MEASURED_SECONDS / (2 * n)) + left * machine);
       // A shift of the nominal size at p99: the plain runs' pooled p99 is itself too noisy here to stand in for it.
       const cellPower = (shift: number) => simulatedPower(ln(1 + shift / 100), sd, n);
       console.log(`| ${pct(left)} | ${n} x ${(GATE_MEASURED_SECONDS / (2 * n)).toFixed(2)} s | ${pct(cellPower(2))} | ${pct(cellPower(5))} | ${pct(cellPower(10))} |`);

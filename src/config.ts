@@ -180,11 +180,11 @@ export interface RunBuilds {
 /** Seconds of slices, both arms together, in one gate's run of a workload and rate: the mission's 90 s. */
 export const GATE_MEASURED_SECONDS = 90;
 /**
- * The shortest slice the defaults choose. Issue 13's benchmark (npm run bench:sensitivity, README
- * *Choosing the defaults*) found the shortest slices the sample budget allows at least as
- * sensitive as longer ones at the same 90 s, and every pair is one more degree of freedom.
+ * The shortest slice the defaults choose, the shortest issue 13's benchmark measured (npm run
+ * bench:sensitivity, README *Choosing the defaults*): at the same 90 s, shorter slices and more
+ * pairs were more sensitive, down to 0.5 s x 90 at 1,000 req/s.
  */
-const MIN_DEFAULT_SLICE_SECONDS = 1.5;
+const MIN_DEFAULT_SLICE_SECONDS = 0.5;
 /** The longest slice the defaults choose, for low rates: 5 pairs still make an interval. */
 const MAX_DEFAULT_SLICE_SECONDS = 9;
 /** A slice's unrecorded start (the plan's slice_warmup_ms default). */
@@ -193,13 +193,13 @@ const SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(undefined) /
 /**
  * A run's slice length and pairs. What the config leaves out is chosen for the rate: each slice
  * long enough to record the sample budget of the SLO's percentile past its unrecorded start
- * (1,000 requests for p99), at least MIN_DEFAULT_SLICE_SECONDS, in half seconds; and as many
- * pairs as fill GATE_MEASURED_SECONDS. At 1,000 req/s and p99 that is 30 pairs of 1.5 s; at
- * 300 req/s, 11 pairs of 4 s.
+ * (300 requests for p99), at least MIN_DEFAULT_SLICE_SECONDS, in quarter seconds; and as many pairs as
+ * fill GATE_MEASURED_SECONDS. At 1,000 req/s and p99 that is 90 pairs of 0.5 s; at 300 req/s,
+ * 36 pairs of 1.25 s.
  */
 export function sliceDesign(config: GateConfig, rate: number): { seconds: number; pairs: number } {
   const needed = sampleBudget(config.slo.percentile) / rate + SLICE_WARMUP_SECONDS;
-  const seconds = config.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(needed * 2) / 2));
+  const seconds = config.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
   const pairs = config.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs };
 }

@@ -1,6 +1,6 @@
 // The rules both halves compute, written once per language and checked against the same
-// vectors (benchmark-host/contract/testdata): the workload@rate key, the floor key and the
-// sample budget.
+// vectors (benchmark-host/contract/testdata): the workload@rate key, the floor key, the sample
+// budget and the service arguments the host expands.
 
 /**
  * Names a comparison, a floor and a run's place in the evidence: "workload@rate", the rate as
@@ -36,13 +36,14 @@ function plainDecimal(x: number): string {
   return `${sign}${digits.padEnd(point, "0")}`;
 }
 
+
 /**
- * Fewest recorded requests for a stable percentile: ten beyond it (p99 → 1,000). Rounded to a
- * millionth before the ceiling, as contract.SampleBudget is, since in floating point
- * 10/(1−0.999) is 10000.0000000011.
+ * Fewest recorded requests a slice's percentile is read from: three beyond it (p99 → 300), as
+ * contract.SampleBudget says why. Rounded to a millionth before the ceiling, as Go's is, since in
+ * floating point 3/(1−0.999) is 3000.0000000003.
  */
 export function sampleBudget(percentile: number): number {
-  return Math.ceil(Math.round((10 / (1 - percentile / 100)) * 1e6) / 1e6);
+  return Math.ceil(Math.round((3 / (1 - percentile / 100)) * 1e6) / 1e6);
 }
 
 /** The variables a service's command and setup may name: PORT, STATE_DIR and the PORT_<NAME> of service.ports (contract.ServiceVariables). */

@@ -42,16 +42,18 @@ describe("repo config", () => {
     expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7, order: "abba" });
   });
 
-  it("sizes slices for the rate when the config leaves them out: the sample budget per slice, 90 s in all (issue 13)", () => {
+  it("sizes slices for the rate when the config leaves them out: three requests past the percentile per slice, 90 s in all (issue 13)", () => {
     const c = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", ""), "x");
     const design = (r: { request: { loadgen: { slice_seconds: number; pairs: number } } }) => `${r.request.loadgen.pairs} x ${r.request.loadgen.slice_seconds} s`;
-    // p99 needs 1,000 recorded requests a slice, past its 0.2 s unrecorded start; at least 1.5 s,
-    // at most 9 s, in half seconds; pairs fill 90 s.
-    expect(planRuns(c, {}, 0).map(design)).toEqual(["30 x 1.5 s", "30 x 1.5 s", "30 x 1.5 s", "5 x 9 s"]);
+    // p99 reads a slice of at least 300 recorded requests, past its 0.2 s unrecorded start; at
+    // least 0.5 s, at most 9 s, in quarter seconds; pairs fill 90 s.
+    expect(planRuns(c, {}, 0).map(design)).toEqual(["90 x 0.5 s", "90 x 0.5 s", "90 x 0.5 s", "14 x 3.25 s"]);
     const p90 = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", "").replace("percentile: 99", "percentile: 90"), "x");
-    expect(planRuns(p90, {}, 0).map(design)).toEqual(["30 x 1.5 s", "30 x 1.5 s", "30 x 1.5 s", "30 x 1.5 s"]);
+    expect(planRuns(p90, {}, 0).map(design)).toEqual(["90 x 0.5 s", "90 x 0.5 s", "90 x 0.5 s", "90 x 0.5 s"]);
+    const p999 = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", "").replace("percentile: 99", "percentile: 99.9"), "x");
+    expect(planRuns(p999, {}, 0).map(design)).toEqual(["14 x 3.25 s", "26 x 1.75 s", "36 x 1.25 s", "5 x 9 s"]);
     const at300 = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", "slices: {order: alternate}\n").replace("[100]", "[300]"), "x");
-    expect(planRuns(at300, {}, 0).map(design).at(-1)).toBe("11 x 4 s");
+    expect(planRuns(at300, {}, 0).map(design).at(-1)).toBe("36 x 1.25 s");
     expect(at300.slices.order).toBe("alternate");
     // Either given alone, the other fills the 90 s.
     const given = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {seconds: 3}"), "x");

@@ -162,11 +162,13 @@ describe("flags", () => {
     expect(flag?.message).toMatch(/r\.json: .*permission denied.*CAP_DAC_OVERRIDE/);
   });
 
-  it("slices short of the sample budget", () => {
-    const a = run(ref.datasets.null_noise.d, {}, { recorded: 600 });
+  it("slices short of the requests a slice's percentile is read from: three past it", () => {
+    const a = run(ref.datasets.null_noise.d, {}, { recorded: 299 });
     expect(codes(a)).toContain("short_of_budget");
-    expect(a.headline.flags.find((f) => f.code === "short_of_budget")!.message).toMatch(/1,000 requests p99 needs/);
-    expect(codes(run(ref.datasets.null_noise.d, { percentile: 50 }, { recorded: 600 }))).not.toContain("short_of_budget");
+    expect(a.headline.flags.find((f) => f.code === "short_of_budget")!.message).toMatch(/fewer than the 300 requests a slice's p99 is read from \(fewest: 299\)/);
+    expect(codes(run(ref.datasets.null_noise.d, {}, { recorded: 300 }))).not.toContain("short_of_budget");
+    expect(codes(run(ref.datasets.null_noise.d, { percentile: 50 }, { recorded: 299 }))).not.toContain("short_of_budget");
+    expect(codes(run(ref.datasets.null_noise.d, { percentile: 99.9 }, { recorded: 2999 }))).toContain("short_of_budget");
   });
 
   it("new connections opened mid-run", () => {

@@ -307,7 +307,7 @@ func (r *reporter) collect(order []string, progress io.Writer) []contract.Slice 
 		for _, sh := range got[i] {
 			interrupted = interrupted || (sh.interruptedAt != 0 && sh.interruptedAt < sh.end)
 		}
-		s := mergeShards(got[i]).snapshot(r.sched.clock, order[i], i/2, interrupted)
+		s := mergeShards(got[i]).snapshot(r.sched.clock, order[i], pairOf(i), interrupted)
 		got[i] = nil
 		if r.observer != nil {
 			<-r.observer.boundaries[i+1]

@@ -29,16 +29,25 @@ type schedAttr struct {
 	utilMin, utilMax          uint32
 }
 
-// shortenGeneratorSlice asks for the short slice on every thread of the process (threads
-// cloned later inherit it) and says what the kernel granted, for HostInfo.GeneratorSlice:
-// "0.1 ms", or "default: " and why. restore gives every thread the kernel's slice back: perf-host
-// runs the generator in its own process, and a service it starts later (the champion again)
-// must not inherit the short slice.
+// shortenGeneratorSlice asks for the short slice on every normal thread of the process
+// (threads cloned later inherit it) and says what the kernel granted, for
+// HostInfo.GeneratorSlice: "0.1 ms", or "default: " and why. restore gives every thread with
+// the short slice (those cloned since inherited it) the kernel's slice back: perf-host runs the
+// generator in its own process, and a service it starts later (the champion again) must not
+// inherit it. A thread's policy and nice value are kept (sched_setattr sets both), and a thread
+// with another policy (real-time, batch, idle), set by the host's owner, is left alone.
 func shortenGeneratorSlice() (state string, restore func()) {
-	if err := setSliceOfEveryThread(generatorSliceNs); err != nil {
-		return "default: " + err.Error(), func() {}
+	restore = func() {
+		forEveryThread(func(tid int) error {
+			return setSlice(tid, 0, generatorSliceNs)
+		})
 	}
-	restore = func() { setSliceOfEveryThread(0) }
+	err := forEveryThread(func(tid int) error {
+		return setSlice(tid, generatorSliceNs, 0)
+	})
+	if err != nil {
+		return "default: " + err.Error(), restore
+	}
 	// Kernels before 6.12 accept sched_runtime for a normal task and ignore it: ask which.
 	var got schedAttr
 	if _, _, e := unix.Syscall6(unix.SYS_SCHED_GETATTR, 0, uintptr(unsafe.Pointer(&got)), unsafe.Sizeof(got), 0, 0, 0); e != 0 {
@@ -50,21 +59,55 @@ func shortenGeneratorSlice() (state string, restore func()) {
 	return fmt.Sprintf("%.1f ms", float64(generatorSliceNs)/1e6), restore
 }
 
-// setSliceOfEveryThread sets the slice of the process's normal threads (0: the kernel's).
-func setSliceOfEveryThread(ns uint64) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+// forEveryThread calls fn for each thread of the process, again until a pass finds none it has
+// not seen: the Go runtime may clone one meanwhile, from a thread not yet seen. The first error
+// is returned after every thread had its call.
+func forEveryThread(fn func(tid int) error) error {
+	seen := map[int]bool{}
+	var first error
+	for pass := 0; pass < 10; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			return err
 		}
-		attr := schedAttr{size: uint32(unsafe.Sizeof(schedAttr{})), policy: unix.SCHED_NORMAL, runtime: ns}
-		if _, _, e := unix.Syscall(unix.SYS_SCHED_SETATTR, uintptr(tid), uintptr(unsafe.Pointer(&attr)), 0); e != 0 && e != unix.ESRCH {
-			return fmt.Errorf("sched_setattr: %w", e)
+		fresh := false
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || seen[tid] {
+				continue
+			}
+			seen[tid], fresh = true, true
+			if err := fn(tid); err != nil && first == nil {
+				first = err
+			}
 		}
+		if !fresh {
+			break
+		}
+	}
+	return first
+}
+
+// setSlice sets a normal thread's slice to ns (0: the kernel's), keeping its nice value; only
+// from the slice from, when from is not 0. A thread of another policy or slice, or one that
+// exited, is left as it is.
+func setSlice(tid int, ns, from uint64) error {
+	var attr schedAttr
+	if _, _, e := unix.Syscall6(unix.SYS_SCHED_GETATTR, uintptr(tid), uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0, 0, 0); e != 0 {
+		if e == unix.ESRCH {
+			return nil
+		}
+		return fmt.Errorf("sched_getattr: %w", e)
+	}
+	if attr.policy != unix.SCHED_NORMAL || from != 0 && attr.runtime != from {
+		return nil
+	}
+	attr = schedAttr{size: uint32(unsafe.Sizeof(schedAttr{})), policy: unix.SCHED_NORMAL, nice: attr.nice, runtime: ns}
+	if _, _, e := unix.Syscall(unix.SYS_SCHED_SETATTR, uintptr(tid), uintptr(unsafe.Pointer(&attr)), 0); e != 0 {
+		if e == unix.ESRCH {
+			return nil
+		}
+		return fmt.Errorf("sched_setattr: %w", e)
 	}
 	return nil
 }

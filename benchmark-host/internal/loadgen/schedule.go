@@ -65,8 +65,11 @@ func (s *schedule) draw(k uint64, slice int) uint64 {
 	if slice < 0 {
 		return k
 	}
-	return uint64(slice/2+1)<<32 | (k - s.firstK[slice])
+	return uint64(pairOf(slice)+1)<<32 | (k - s.firstK[slice])
 }
+
+// pairOf is the pair a slice belongs to: the plan's order lists each pair's two slices in turn.
+func pairOf(slice int) int { return slice / 2 }
 
 func armIndex(arm string) int {
 	if arm == contract.Challenger {

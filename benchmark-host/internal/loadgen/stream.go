@@ -126,7 +126,7 @@ func (l *streamLane) wakeFd() int { return l.wake }
 func (l *streamLane) prime() {
 	for arm := range 2 {
 		for i := range l.conns[arm] {
-			j := job{seq: ^uint64(i), slice: primeSlice, arm: arm}
+			j := job{seq: ^uint64(i), draw: ^uint64(i), slice: primeSlice, arm: arm}
 			l.inflight++
 			l.start(&j, i)
 		}
