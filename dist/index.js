@@ -70226,12 +70226,12 @@ function runFlags(group) {
 }
 function measurementFlags(pairs, dropped, percentile2) {
   const flags = [];
-  const minimum = sampleBudget(percentile2);
-  const short2 = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < minimum);
+  const budget = sampleBudget(percentile2);
+  const short2 = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
   if (short2.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${minimum.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
+      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
     });
   }
   const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);

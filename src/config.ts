@@ -193,9 +193,9 @@ const SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(undefined) /
 /**
  * A run's slice length and pairs. What the config leaves out is chosen for the rate: each slice
  * long enough to record the sample budget of the SLO's percentile past its unrecorded start
- * (300 requests for p99), at least MIN_DEFAULT_SLICE_SECONDS, in quarter seconds; and as many pairs as
- * fill GATE_MEASURED_SECONDS. At 1,000 req/s and p99 that is 90 pairs of 0.5 s; at 300 req/s,
- * 36 pairs of 1.25 s.
+ * (300 requests for p99), at least MIN_DEFAULT_SLICE_SECONDS, in quarter seconds; and as many
+ * pairs as fill GATE_MEASURED_SECONDS. At 1,000 req/s and p99 that is 90 pairs of 0.5 s; at
+ * 300 req/s, 36 pairs of 1.25 s.
  */
 export function sliceDesign(config: GateConfig, rate: number): { seconds: number; pairs: number } {
   const needed = sampleBudget(config.slo.percentile) / rate + SLICE_WARMUP_SECONDS;

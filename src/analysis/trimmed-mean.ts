@@ -11,10 +11,6 @@ export interface TrimmedMean {
   estimate: number;
   lo: number;
   hi: number;
-  se: number;
-  df: number;
-  /** Differences trimmed from each end. */
-  trimmed: number;
 }
 
 /** The γ-trimmed mean of d and its Yuen interval (γ = 0.2 by default, Wilcox's choice). */
@@ -31,7 +27,6 @@ export function trimmedMean(d: readonly number[], confidence: number, gamma = 0.
   const winsorized = sorted.map((x) => Math.min(Math.max(x, low), high));
   // (1 − 2γ) as Wilcox's trimci and scipy's trimmed_stde write it, not h/n: the larger of the two.
   const se = Math.sqrt(sampleVariance(winsorized)) / ((1 - 2 * gamma) * Math.sqrt(n));
-  const df = h - 1;
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  return { estimate, lo: estimate - q * se, hi: estimate + q * se, se, df, trimmed: g };
+  const q = studentTQuantile(1 - (1 - confidence) / 2, h - 1);
+  return { estimate, lo: estimate - q * se, hi: estimate + q * se };
 }

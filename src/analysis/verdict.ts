@@ -382,12 +382,12 @@ function runFlags(group: readonly NamedResult[]): Flag[] {
 /** What may weaken the measurement itself: too few samples, reconnects, dropped pairs. */
 function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile: number): Flag[] {
   const flags: Flag[] = [];
-  const minimum = sampleBudget(percentile);
-  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < minimum);
+  const budget = sampleBudget(percentile);
+  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
   if (short.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${minimum.toLocaleString("en-US")} requests a slice's p${percentile} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`,
+      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`,
     });
   }
   const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);

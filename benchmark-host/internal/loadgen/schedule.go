@@ -20,7 +20,7 @@ type schedule struct {
 	sliceDur  time.Duration
 	sliceWarm time.Duration
 	window    time.Duration // how late a request may leave to share a wake-up (send_window_us)
-	firstK    []uint64      // the first request of every slice, and past the last: the end
+	firstK    []uint64      // the first request of every slice
 }
 
 func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration) *schedule {
@@ -37,7 +37,7 @@ func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration
 	}
 	s.warmupEnd = t0 + time.Duration(p.WarmupSeconds*float64(time.Second))
 	s.end = s.warmupEnd + time.Duration(len(order))*s.sliceDur
-	for i := range len(order) + 1 {
+	for i := range order {
 		s.firstK = append(s.firstK, s.firstAtOrAfter(s.sliceStart(i)))
 	}
 	return s
@@ -58,9 +58,9 @@ func (s *schedule) firstAtOrAfter(off time.Duration) uint64 {
 // draw is what request k's random choices (its workload entry, {{rand}}) are drawn from: its
 // position in its slice, the same in both slices of a pair, so the champion and the
 // challenger of a pair get the same requests in the same order and at the same offsets
-// (common random numbers). Drawn independently, the mix of a slice varies: at 2% of 1,500
-// requests a slice had 30 ± 5 slow ones, which moved its p99 more than a 5% regression
-// (issue 13). Warmup requests draw from their seq.
+// (common random numbers). Drawn independently, a slice's share of a mix's rare slow requests
+// varies (30 ± 5 of 1,500 at 2%), and the share moves its p99 (issue 13). Warmup requests draw
+// from their seq.
 func (s *schedule) draw(k uint64, slice int) uint64 {
 	if slice < 0 {
 		return k
