@@ -68,8 +68,15 @@ afterAll(async () => {
 });
 
 describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () => {
-  it("calibrates a floor, passes a promotion's A/A check, and three gates of one build show no trend and no growing data", async () => {
+  it("calibrates a floor, passes a promotion's A/A check, and three gates of one build show no trend and no growing data", async (ctx) => {
+    // Every step measures: one whose load generator fell behind in most pairs measured the
+    // machine ("could not measure"), and the test's premise, a healthy instrument, is gone.
+    const unlessTooBusy = (step: string, stdout: string) => {
+      const busy = /could not measure: the load generator was disturbed[^\n%]*/.exec(stdout);
+      if (busy) ctx.skip(`machine too busy: ${step}: ${busy[0]}`);
+    };
     const calibrated = await h.run(h.inputs("calibrate"), "schedule", { schedule: "17 4 * * 1" }, { GITHUB_SHA: CHAMPION });
+    unlessTooBusy("calibrate", calibrated.stdout);
     console.log(`[etcd calibrate] ${calibrated.stdout.split("\n").find((l) => l.startsWith("A/A ")) ?? calibrated.stdout}`);
     expect(calibrated.outputs["host-biased"], calibrated.stdout).toBeDefined();
     const floor = (await h.hostStatus()).floors["kv@200/p90"];
@@ -78,6 +85,7 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
     const push = examplePayload<{ ref: string; after: string; deleted: boolean }>("push", (e) => e.ref === "refs/heads/master" && !e.deleted);
     push.after = MERGED;
     const promoted = await h.run(h.inputs("promote", { artifact: release("v2") }), "push", push, { GITHUB_SHA: MERGED });
+    unlessTooBusy("promote", promoted.stdout);
     const check = h.fake.checkRuns.filter((c) => c.head_sha === MERGED && c.name === "perf-gate / champion").at(-1)!;
     console.log(`[etcd promote] ${check.output?.title}: ${check.output?.summary?.split("\n").at(-1)}`);
     expect(promoted.code, promoted.stdout).toBe(0);
@@ -95,6 +103,7 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
       h.fake.pulls.set(pr.pull_request.number, { headSha: head, baseSha: BASE, baseRef: "master", state: "open", headRepo: "Codertocat/Hello-World", headPushedAt: "2026-11-21T09:00:00Z" });
       const gate = await h.run(h.inputs("gate", { artifact: release("v2") }), "pull_request", pr);
       const o = gate.outputs;
+      unlessTooBusy(`gate ${i + 1}`, gate.stdout);
       expect(o.verdict, gate.stdout).toMatch(/^(green|grey|red)$/);
       const [r] = results(o["result-path"]!);
       const arms = r!.arms!;
