@@ -44,7 +44,7 @@ func (c *grpcConn) close() { c.cc.Close() }
 // do encodes the message and makes the call; the send time is taken after encoding, just
 // before grpc-go writes.
 func (c *grpcConn) do(j *job, o *outcome, now func() time.Duration) {
-	entry := c.calls.pick(j.draw)
+	entry := j.entry(c.calls.plan, c.calls.seed)
 	msg, md, err := c.calls.encode(entry, j)
 	o.sent = now()
 	if err != nil {

@@ -86,9 +86,6 @@ func newCallWriter(ctx context.Context, p *plan.Plan, targets [2]endpoint) (*cal
 	return w, nil
 }
 
-// pick chooses the workload entry of the request with this draw, as the HTTP/1.1 writer does.
-func (w *callWriter) pick(draw uint64) int { return w.plan.Pick(plan.Uniform(w.seed, draw)) }
-
 // encode returns the message and metadata of one call.
 func (w *callWriter) encode(entry int, j *job) ([]byte, metadata.MD, error) {
 	e := &w.entries[entry]

@@ -92,7 +92,7 @@ func newH2CRequests(p *plan.Plan, targets [2]endpoint) *h2cRequests {
 
 func (w *h2cRequests) build(ctx context.Context, j *job) (*http.Request, error) {
 	t := &w.targets[j.arm]
-	c := &w.plan.Compiled()[w.plan.Pick(plan.Uniform(w.seed, j.draw))]
+	c := &w.plan.Compiled()[j.entry(w.plan, w.seed)]
 	v := j.vars(w.seed, w.plan.RunID, t.arm)
 	url := appendPath([]byte("http://"+t.hostPort()+t.prefix), c.Path, &v)
 	var body io.Reader = http.NoBody

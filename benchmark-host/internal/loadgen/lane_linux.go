@@ -173,7 +173,7 @@ func (l *lane) takeConn(arm int) *conn {
 // assign starts job j on connection c, opening the connection first if it is closed.
 func (l *lane) assign(c *conn, j *job, now time.Duration) {
 	c.job, c.sent, c.retried = *j, now, false
-	c.entry = l.w.pick(j.draw)
+	c.entry = j.entry(l.w.plan, l.w.seed)
 	l.encode(c)
 	l.start(c, now)
 }

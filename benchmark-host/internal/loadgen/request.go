@@ -138,11 +138,6 @@ func newRequestWriter(p *plan.Plan, targets [2]endpoint) *requestWriter {
 	return w
 }
 
-// pick chooses the workload entry of the request with this draw.
-func (w *requestWriter) pick(draw uint64) int {
-	return w.plan.Pick(plan.Uniform(w.seed, draw))
-}
-
 // expand appends the bytes of a templated request to buf, using body as scratch.
 func (w *requestWriter) expand(buf []byte, body *[]byte, entry, arm int, j *job) []byte {
 	v := j.vars(w.seed, w.plan.RunID, w.targets[arm].arm)

@@ -81,6 +81,9 @@ type job struct {
 
 const primeSlice = -2
 
+// entry is the workload entry job j sends: drawn by weight from its draw.
+func (j *job) entry(p *plan.Plan, seed uint64) int { return p.Pick(plan.Uniform(seed, j.draw)) }
+
 // vars are the values job j's templates expand with.
 func (j *job) vars(seed uint64, run, arm string) plan.Vars {
 	return plan.Vars{Seed: seed, Seq: j.seq, Draw: j.draw, Run: run, Arm: arm, Slice: max(j.slice, -1)}
