@@ -35448,7 +35448,10 @@ var armStartSchema = external_exports.looseObject({
   started: external_exports.string(),
   healthy_seconds: external_exports.number().min(0),
   work_bytes: count.optional(),
-  state_bytes: count.optional()
+  state_bytes: count.optional(),
+  /** The arm's log: the bytes the host's cap cut from its middle, and its last lines. */
+  log_cut_bytes: count.optional(),
+  log_tail: external_exports.string().optional()
 });
 
 // src/contract/parse.ts
@@ -35524,6 +35527,10 @@ var sliceSchema = external_exports.looseObject({
   // The load generator's own CPU over the slice (issue 17).
   generator_cpu_cores: amount.optional(),
   generator_cpu_us_per_request: amount.optional(),
+  // CPU the host spent on anything but this run during the slice, and why the host could not
+  // vouch for it (foreign load past its limit): the verdict drops its pair as a disturbed one.
+  foreign_cpu_cores: amount.optional(),
+  host_disturbance: external_exports.string().optional(),
   valid: external_exports.boolean(),
   invalid_reason: external_exports.string().optional()
 });
@@ -35556,12 +35563,22 @@ var findingSchema = external_exports.looseObject({
   status: external_exports.enum(["ok", "flag", "refuse"]),
   detail: external_exports.string()
 });
+var armIdentitySchema = external_exports.looseObject({ sha, build: external_exports.string(), service: external_exports.string() });
+var identitySchema = external_exports.looseObject({
+  digest: external_exports.string(),
+  champion: armIdentitySchema,
+  challenger: armIdentitySchema,
+  placement: external_exports.string(),
+  generator: external_exports.string(),
+  champion_spec_changed: external_exports.boolean().optional()
+});
 var hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
   preflight: external_exports.array(findingSchema),
   isolation: isolationSchema.optional(),
   resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
-  arms: external_exports.record(external_exports.string(), armStartSchema).optional()
+  arms: external_exports.record(external_exports.string(), armStartSchema).optional(),
+  identity: identitySchema.optional()
 });
 function parseResult(source, doc) {
   return parseMessage(resultSchema, source, doc, "a load generator result");
@@ -35804,11 +35821,24 @@ function binomialUpperTail(k, n2, p) {
 }
 
 // src/analysis/unmeasured.ts
-var GeneratorDisturbedError = class extends Error {
+var CouldNotMeasureError = class extends Error {
+  name = "CouldNotMeasureError";
+  explained;
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  brief;
+  constructor(message, brief) {
+    super(message);
+    this.brief = brief;
+  }
+};
+var GeneratorDisturbedError = class extends CouldNotMeasureError {
   name = "GeneratorDisturbedError";
 };
 var FailingWorkloadError = class extends Error {
   name = "FailingWorkloadError";
+};
+var ChampionFailedError = class extends CouldNotMeasureError {
+  name = "ChampionFailedError";
 };
 
 // src/analysis/failures.ts
@@ -35830,8 +35860,14 @@ function errorClasses(e) {
 }
 function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
   const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
-  if (!failing(champion) || !failing(challenger)) return;
   const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  if (failing(champion) && !failing(challenger)) {
+    throw new ChampionFailedError(
+      `could not measure: the champion failed ${champion.errors} of ${champion.requests} requests of workload ${workload2} @ ${rate2} req/s (${errorClasses(champion)}), the challenger ${challenger.errors} of ${challenger.requests}: the champion did not serve this workload, so its latency is no baseline; promote a champion that serves it, or compare against the merge base (comparison_base: merge-base)`,
+      `the champion failed ${champion.errors} of ${champion.requests} requests`
+    );
+  }
+  if (!failing(champion) || !failing(challenger)) return;
   throw new FailingWorkloadError(
     `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change`
   );
@@ -35897,6 +35933,13 @@ function disturbance(s, sliceSeconds, percentile2, plannedUs) {
     offRate
   };
 }
+function hostDisturbance(s) {
+  if (!s.host_disturbance) return null;
+  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, reason: s.host_disturbance };
+}
+function describeHostDisturbance(d) {
+  return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
+}
 function describeDisturbance(d) {
   const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
   const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
@@ -35907,6 +35950,9 @@ function lagMs(x) {
 }
 
 // src/analysis/pairs.ts
+function isDisturbed(d) {
+  return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
+}
 function extractPairs(run, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
   for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
@@ -35932,8 +35978,10 @@ function extractPairs(run, result, percentile2) {
       continue;
     }
     const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
-    if (disturbances.length > 0) {
-      dropped.push({ run, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
+    const hostDisturbances = [champion, challenger].flatMap((s) => hostDisturbance(s) ?? []);
+    if (disturbances.length > 0 || hostDisturbances.length > 0) {
+      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
+      dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
       continue;
     }
     pairs.push({ run, pair, champion, challenger });
@@ -35948,17 +35996,18 @@ function pooledPairs(key, runs2, percentile2) {
     pairs.push(...extracted.pairs);
     dropped.push(...extracted.dropped);
   }
-  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
+  const disturbed = dropped.filter(isDisturbed);
   const total = pairs.length + dropped.length;
   if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
     const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
+    const foreign = disturbed.filter((d) => (d.hostDisturbances?.length ?? 0) > 0).length;
     const slice = runs2.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
-    const hint = slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
+    const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
+    const what = foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
-      [
-        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`,
-        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
-      ].join("\n")
+      [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+      foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work"
     );
   }
   if (pairs.length < 2) {
@@ -36078,7 +36127,7 @@ function analyze(results, settings = defaultSettings) {
         started: result.started,
         pairs: pairs.length,
         dropped: dropped.length,
-        disturbed: dropped.filter((d) => d.disturbances.length > 0).length,
+        disturbed: dropped.filter(isDisturbed).length,
         partial: result.partial
       };
     }),
@@ -36234,7 +36283,14 @@ function measurementFlags(pairs, dropped, percentile2) {
     });
   }
   const disturbed = dropped.filter((x) => x.disturbances.length > 0);
-  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  const foreign = dropped.filter((x) => (x.hostDisturbances?.length ?? 0) > 0);
+  const invalid = dropped.filter((x) => !isDisturbed(x));
+  if (foreign.length > 0) {
+    flags.push({
+      code: "host_disturbed",
+      message: `${plural2(foreign.length, "pair")} dropped because other work on the host took CPU while they were measured (foreign load): ${foreign.map((x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances.map((d) => `${d.arm} slice ${d.index}${d.foreignCores !== null ? ` (${d.foreignCores.toFixed(2)} cores)` : ""}`).join(", ")}`).join("; ")}`
+    });
+  }
   if (disturbed.length > 0) {
     flags.push({
       code: "generator_disturbed",
@@ -36566,21 +36622,7 @@ function comparisonJson(c3) {
     ci_ms: c3.ciMs,
     confidence: c3.confidence,
     pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs.map((d) => ({
-      run: d.run,
-      pair: d.pair,
-      reason: d.reason,
-      disturbances: d.disturbances.map((x) => ({
-        arm: x.arm,
-        index: x.index,
-        lag_at: x.lagAt,
-        lag_ms: x.lagMs,
-        lag_limit_ms: x.lagLimitMs,
-        rate_error_percent: x.rateErrorPercent,
-        lagging: x.lagging,
-        off_rate: x.offRate
-      }))
-    })),
+    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
     looks: c3.looks,
     runs: c3.runs,
     t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
@@ -36629,6 +36671,24 @@ function analysisJson(a2) {
     runs: a2.runs,
     host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
     preflight_flags: a2.preflight
+  };
+}
+function droppedPairJson(d) {
+  return {
+    run: d.run,
+    pair: d.pair,
+    reason: d.reason,
+    disturbances: d.disturbances.map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      lag_at: x.lagAt,
+      lag_ms: x.lagMs,
+      lag_limit_ms: x.lagLimitMs,
+      rate_error_percent: x.rateErrorPercent,
+      lagging: x.lagging,
+      off_rate: x.offRate
+    })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, reason: x.reason }))
   };
 }
 
@@ -36727,7 +36787,7 @@ function render(a2, opts, maxRows) {
     "|---|---|---|---:|---|---:|---:|",
     ...a2.runs.map((r) => {
       const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
-      return `| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
+      return `| ${tableCell(r.name)} | ${tableCell(r.runId)} | ${tableCell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
     }),
     "",
     `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
@@ -36823,7 +36883,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
       "",
       `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
       `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
-      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${cell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
       ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
     );
   }
@@ -36834,7 +36894,7 @@ function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
-function cell(s) {
+function tableCell(s) {
   return s.replace(/[|\n\r]/g, " ");
 }
 
@@ -36996,8 +37056,11 @@ function calibrations(aa, previous, o2) {
 function whyNotRecorded(c3, preflight) {
   const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
   if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
-  const disturbed = c3.droppedPairs.filter((d) => d.disturbances.length > 0);
-  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  const disturbed = c3.droppedPairs.filter(isDisturbed);
+  if (disturbed.length > 0) {
+    const what = disturbed.some((d) => d.disturbances.length > 0) ? "the load generator fell behind its schedule or other work took the host's CPU" : "other work took the host's CPU (foreign load)";
+    return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  }
   return null;
 }
 function firstOf(c3) {
@@ -37231,14 +37294,90 @@ function writeResults(dir, documents) {
   writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
   return path6;
 }
+function writeUnmeasured(dir, e) {
+  const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
 function writeFiles(dir, files) {
   mkdirSync(dir, { recursive: true });
   for (const [path6, text] of files) writeFileSync2(path6, text);
 }
 
+// src/report/unmeasured.ts
+var ARMS2 = ["champion", "challenger"];
+function unmeasuredReport(error62, results, percentile2) {
+  const runs2 = results.map((r) => runOf(r, percentile2));
+  const [first, ...rest] = error62.message.split("\n");
+  const out = [
+    "### \u26A0\uFE0F perf-gate could not measure",
+    "",
+    `${first}`,
+    "",
+    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
+    "",
+    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
+    "|---|---|---:|---:|---:|---:|---:|",
+    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
+  ];
+  const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
+  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
+  if (rest.length > 0) out.push("", "<details><summary>The whole message</summary>", "", "```", ...rest, "```", "", "</details>");
+  for (const r of runs2) {
+    for (const arm of ARMS2) {
+      const log = r.logs[arm];
+      if (!log) continue;
+      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
+    }
+  }
+  return { markdown: out.join("\n") + "\n", json: unmeasuredJson(error62, runs2) };
+}
+function runOf({ name: name2, result }, percentile2) {
+  const { pairs, dropped } = extractPairs(name2, result, percentile2);
+  const of = (arm) => armErrors(result.slices.filter((s) => s.arm === arm));
+  const armStarts = result.arms;
+  const logs = {};
+  for (const arm of ARMS2) {
+    const a2 = armStarts?.[arm];
+    if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
+  }
+  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
+}
+function failed(e) {
+  return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
+}
+function unmeasuredJson(error62, runs2) {
+  return {
+    verdict: "could_not_measure",
+    error: error62.message,
+    runs: runs2.map((r) => ({
+      name: r.name,
+      workload: r.workload,
+      rate: r.rate,
+      pairs_kept: r.kept,
+      dropped_pairs: r.dropped.map(droppedPairJson),
+      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
+        requests: r.arms[arm].requests,
+        errors: r.arms[arm].errors,
+        errors_by_class: r.arms[arm].byClass,
+        log_tail: r.logs[arm]?.tail ?? null,
+        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
+      }]))
+    }))
+  };
+}
+
 // src/experiment/decide.ts
 function decide(results, config2, d) {
-  return analyze(results, settingsFor(config2, d));
+  try {
+    return analyze(results, settingsFor(config2, d));
+  } catch (e) {
+    if (e instanceof CouldNotMeasureError) {
+      const { markdown, json: json2 } = unmeasuredReport(e, results, config2.slo.percentile);
+      e.explained = { markdown, json: json2, results: results.map((r) => r.result) };
+    }
+    throw e;
+  }
 }
 function settingsFor(config2, d) {
   return {
@@ -37977,18 +38116,18 @@ var defaultVerboseFunction = ({
   timestamp,
   piped,
   commandId,
-  result: { failed = false } = {},
+  result: { failed: failed2 = false } = {},
   options: { reject = true }
 }) => {
   const timestampString = serializeTimestamp(timestamp);
-  const icon = ICONS[type]({ failed, reject, piped });
+  const icon = ICONS[type]({ failed: failed2, reject, piped });
   const color = COLORS[type]({ reject });
   return `${gray(`[${timestampString}]`)} ${gray(`[${commandId}]`)} ${color(icon)} ${color(message)}`;
 };
 var serializeTimestamp = (timestamp) => `${padField(timestamp.getHours(), 2)}:${padField(timestamp.getMinutes(), 2)}:${padField(timestamp.getSeconds(), 2)}.${padField(timestamp.getMilliseconds(), 3)}`;
 var padField = (field, padding) => String(field).padStart(padding, "0");
-var getFinalIcon = ({ failed, reject }) => {
-  if (!failed) {
+var getFinalIcon = ({ failed: failed2, reject }) => {
+  if (!failed2) {
     return figures_default.tick;
   }
   return reject ? figures_default.cross : figures_default.warning;
@@ -44339,7 +44478,7 @@ async function measure(host, config2, m) {
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId2 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run.workload, run.rate, runId2);
@@ -44365,15 +44504,16 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   const earlier = (await host.runsOf(challengerSha)).filter(
     (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
   );
-  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
       continue;
     }
     const { document, message } = await host.result(r.run_id);
-    if (!sameProtocol(message, byKey.get(resultKey(message)))) {
-      out.otherProtocol.push(r.run_id);
+    const differs = identityDifferences(message, byKey.get(resultKey(message)));
+    if (differs.length > 0) {
+      out.otherIdentity.push({ runId: r.run_id, differs });
       continue;
     }
     out.documents.push(document);
@@ -44384,10 +44524,22 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   out.documents.push(...fresh.documents);
   return out;
 }
-function sameProtocol(a2, b) {
-  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms, p.send_window_us]);
-  return protocol(a2) === protocol(b);
+function identityDifferences(a2, b) {
+  const [x, y] = [identityOf(a2), identityOf(b)];
+  if (!x || !y) return ["its identity (a host that did not record one)"];
+  if (x.digest === y.digest) return [];
+  const parts = [
+    ["the champion's build", (i2) => `${i2.champion.sha} ${i2.champion.build}`],
+    ["the challenger's build", (i2) => `${i2.challenger.sha} ${i2.challenger.build}`],
+    ["the champion's service spec", (i2) => i2.champion.service],
+    ["the challenger's service spec", (i2) => i2.challenger.service],
+    ["the CPU placement", (i2) => i2.placement],
+    ["the load generator's settings (requests, slices, warm-up, connections or its version)", (i2) => i2.generator]
+  ];
+  const differs = parts.filter(([, of]) => of(x) !== of(y)).map(([what]) => what);
+  return differs.length > 0 ? differs : ["its identity"];
 }
+var identityOf = (r) => r.identity;
 function seedOf(sha2) {
   return Number.parseInt(sha2.slice(0, 12), 16);
 }
@@ -44431,10 +44583,23 @@ function evidenceNotes(sha2, e) {
   if (e.otherChampion.length > 0) {
     out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
   }
-  if (e.otherProtocol.length > 0) {
-    out.push(`${runs(e.otherProtocol.length)} of ${short} (${e.otherProtocol.join(", ")}) measured the workload another way (its requests, slices, warm-up or connections differ) and ${e.otherProtocol.length === 1 ? "is" : "are"} not pooled.`);
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
   }
   return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId2, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId2]);
+  }
+  return out;
+}
+function identityNotes(a2, results) {
+  const changed = results.some((r) => r.result.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
 }
 function candidateNote(a2, sha2, champion) {
   if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
@@ -44461,8 +44626,11 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
     --loadgen-cpus LIST  the CPUs the load generator runs on, e.g. 0 or 0-1 (default: any)
     --arm-cpus LIST      the CPUs both builds share, e.g. 1-3 (default: any); as on a host,
                          the two lists must not overlap: the generator needs CPUs of its own
-    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
-                         records no floor (default 0.5)
+    --max-foreign-cores X  CPU cores other work may take on this machine during a slice
+                         before the slice is dropped as disturbed (default 0.25); a run
+                         first waits for the machine to be that quiet
+    --settle-seconds N   how long it waits (default 30); past it the run is flagged,
+                         and --aa records no floor
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -44496,7 +44664,13 @@ async function runCommand(argv, io) {
     if (done.error) io.err(`perf-gate run: ${done.error}`);
     return done.exitCode;
   } catch (e) {
-    throw local.interrupted() ? new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`) : e;
+    if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
+    if (e instanceof CouldNotMeasureError && e.explained) {
+      const written = writeUnmeasured(o2.out, e.explained);
+      if (o2.json) io.out(JSON.stringify({ ...e.explained.json, exit_code: 2, report: { markdown: written.reportPath, analysis: written.analysisPath, result: written.resultPath } }, null, 2));
+      say(`report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`);
+    }
+    throw e;
   } finally {
     await local.end();
     host.close();
@@ -44567,7 +44741,8 @@ function runOptions(argv) {
       "perf-host": { type: "string" },
       "champion-port": { type: "string", default: "8001" },
       "challenger-port": { type: "string", default: "8002" },
-      "max-load-per-cpu": { type: "string", default: "0.5" },
+      "max-foreign-cores": { type: "string", default: "0.25" },
+      "settle-seconds": { type: "string", default: "30" },
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
       host: { type: "string" },
@@ -44613,8 +44788,10 @@ function target(v) {
       String(v["champion-port"]),
       "--challenger-port",
       String(v["challenger-port"]),
-      "--max-load-per-cpu",
-      String(v["max-load-per-cpu"]),
+      "--max-foreign-cores",
+      nonNegative(v, "max-foreign-cores"),
+      "--settle-seconds",
+      nonNegative(v, "settle-seconds"),
       "--lock-wait",
       "1s",
       "--min-free-disk",
@@ -44625,6 +44802,11 @@ function target(v) {
       ...placement
     ]
   };
+}
+function nonNegative(v, flag) {
+  const text = String(v[flag]);
+  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
+  return text;
 }
 var MAX_CPU = 1023;
 function isCpuList(list) {
@@ -44656,7 +44838,7 @@ async function gateHere(host, config2, o2, s) {
   writeResults(o2.out, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
-  const notes = [...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
+  const notes = [...identityNotes(analysis, evidence.results), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
   const artifacts = writeArtifacts(o2.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }

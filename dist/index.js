@@ -1259,7 +1259,7 @@ var require_util = __commonJS({
         }
       }
     }
-    function isDisturbed(body) {
+    function isDisturbed2(body) {
       return !!(body && (stream.isDisturbed(body) || body[kBodyUsed]));
     }
     function isErrored(body) {
@@ -1422,7 +1422,7 @@ var require_util = __commonJS({
     module2.exports = {
       kEnumerableProperty,
       nop,
-      isDisturbed,
+      isDisturbed: isDisturbed2,
       isErrored,
       isReadable,
       toUSVString,
@@ -5442,7 +5442,7 @@ var require_body = __commonJS({
     var { webidl } = require_webidl();
     var { Blob: Blob2 } = __require("node:buffer");
     var assert2 = __require("node:assert");
-    var { isErrored, isDisturbed } = __require("node:stream");
+    var { isErrored, isDisturbed: isDisturbed2 } = __require("node:stream");
     var { isArrayBuffer: isArrayBuffer2 } = __require("node:util/types");
     var { serializeAMimeType } = require_data_url();
     var { multipartFormDataParser } = require_formdata_parser();
@@ -5461,7 +5461,7 @@ var require_body = __commonJS({
     if (hasFinalizationRegistry) {
       streamRegistry = new FinalizationRegistry((weakRef) => {
         const stream = weakRef.deref();
-        if (stream && !stream.locked && !isDisturbed(stream) && !isErrored(stream)) {
+        if (stream && !stream.locked && !isDisturbed2(stream) && !isErrored(stream)) {
           stream.cancel("Response object has been garbage collected").catch(noop6);
         }
       });
@@ -9069,7 +9069,7 @@ var require_retry_handler = __commonJS({
     var { kRetryHandlerDefaultRetry } = require_symbols();
     var { RequestRetryError } = require_errors();
     var {
-      isDisturbed,
+      isDisturbed: isDisturbed2,
       parseHeaders,
       parseRangeHeader,
       wrapRequestBody
@@ -9364,7 +9364,7 @@ var require_retry_handler = __commonJS({
         return this.handler.onComplete(rawTrailers);
       }
       onError(err) {
-        if (this.aborted || isDisturbed(this.opts.body) || this.headersSent && this.resume == null) {
+        if (this.aborted || isDisturbed2(this.opts.body) || this.headersSent && this.resume == null) {
           return this.handler.onError(err);
         }
         if (this.retryCount - this.retryCountCheckpoint > 0) {
@@ -9381,7 +9381,7 @@ var require_retry_handler = __commonJS({
           onRetry.bind(this)
         );
         function onRetry(err2) {
-          if (err2 != null || this.aborted || isDisturbed(this.opts.body)) {
+          if (err2 != null || this.aborted || isDisturbed2(this.opts.body)) {
             return this.handler.onError(err2);
           }
           if (this.start !== 0) {
@@ -15434,7 +15434,7 @@ var require_cache = __commonJS({
     "use strict";
     var { kConstruct } = require_symbols4();
     var { urlEquals, getFieldValues } = require_util5();
-    var { kEnumerableProperty, isDisturbed } = require_util();
+    var { kEnumerableProperty, isDisturbed: isDisturbed2 } = require_util();
     var { webidl } = require_webidl();
     var { Response: Response2, cloneResponse, fromInnerResponse } = require_response();
     var { Request, fromInnerRequest } = require_request2();
@@ -15624,7 +15624,7 @@ var require_cache = __commonJS({
             }
           }
         }
-        if (innerResponse.body && (isDisturbed(innerResponse.body.stream) || innerResponse.body.stream.locked)) {
+        if (innerResponse.body && (isDisturbed2(innerResponse.body.stream) || innerResponse.body.stream.locked)) {
           throw webidl.errors.exception({
             header: prefix,
             message: "Response body is locked or disturbed"
@@ -36964,11 +36964,11 @@ var Summary = class {
    */
   addTable(rows2) {
     const tableBody = rows2.map((row) => {
-      const cells = row.map((cell2) => {
-        if (typeof cell2 === "string") {
-          return this.wrap("td", cell2);
+      const cells = row.map((cell) => {
+        if (typeof cell === "string") {
+          return this.wrap("td", cell);
         }
-        const { header, data, colspan, rowspan } = cell2;
+        const { header, data, colspan, rowspan } = cell;
         const tag = header ? "th" : "td";
         const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
         return this.wrap(tag, data, attrs);
@@ -57681,18 +57681,18 @@ var defaultVerboseFunction = ({
   timestamp,
   piped,
   commandId,
-  result: { failed = false } = {},
+  result: { failed: failed2 = false } = {},
   options: { reject = true }
 }) => {
   const timestampString = serializeTimestamp(timestamp);
-  const icon = ICONS[type]({ failed, reject, piped });
+  const icon = ICONS[type]({ failed: failed2, reject, piped });
   const color = COLORS[type]({ reject });
   return `${gray(`[${timestampString}]`)} ${gray(`[${commandId}]`)} ${color(icon)} ${color(message)}`;
 };
 var serializeTimestamp = (timestamp) => `${padField(timestamp.getHours(), 2)}:${padField(timestamp.getMinutes(), 2)}:${padField(timestamp.getSeconds(), 2)}.${padField(timestamp.getMilliseconds(), 3)}`;
 var padField = (field, padding) => String(field).padStart(padding, "0");
-var getFinalIcon = ({ failed, reject }) => {
-  if (!failed) {
+var getFinalIcon = ({ failed: failed2, reject }) => {
+  if (!failed2) {
     return figures_default.tick;
   }
   return reject ? figures_default.cross : figures_default.warning;
@@ -63884,7 +63884,10 @@ var armStartSchema = external_exports.looseObject({
   started: external_exports.string(),
   healthy_seconds: external_exports.number().min(0),
   work_bytes: count2.optional(),
-  state_bytes: count2.optional()
+  state_bytes: count2.optional(),
+  /** The arm's log: the bytes the host's cap cut from its middle, and its last lines. */
+  log_cut_bytes: count2.optional(),
+  log_tail: external_exports.string().optional()
 });
 
 // src/contract/result.ts
@@ -63943,6 +63946,10 @@ var sliceSchema = external_exports.looseObject({
   // The load generator's own CPU over the slice (issue 17).
   generator_cpu_cores: amount.optional(),
   generator_cpu_us_per_request: amount.optional(),
+  // CPU the host spent on anything but this run during the slice, and why the host could not
+  // vouch for it (foreign load past its limit): the verdict drops its pair as a disturbed one.
+  foreign_cpu_cores: amount.optional(),
+  host_disturbance: external_exports.string().optional(),
   valid: external_exports.boolean(),
   invalid_reason: external_exports.string().optional()
 });
@@ -63975,12 +63982,22 @@ var findingSchema = external_exports.looseObject({
   status: external_exports.enum(["ok", "flag", "refuse"]),
   detail: external_exports.string()
 });
+var armIdentitySchema = external_exports.looseObject({ sha, build: external_exports.string(), service: external_exports.string() });
+var identitySchema = external_exports.looseObject({
+  digest: external_exports.string(),
+  champion: armIdentitySchema,
+  challenger: armIdentitySchema,
+  placement: external_exports.string(),
+  generator: external_exports.string(),
+  champion_spec_changed: external_exports.boolean().optional()
+});
 var hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
   preflight: external_exports.array(findingSchema),
   isolation: isolationSchema.optional(),
   resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
-  arms: external_exports.record(external_exports.string(), armStartSchema).optional()
+  arms: external_exports.record(external_exports.string(), armStartSchema).optional(),
+  identity: identitySchema.optional()
 });
 
 // src/contract/host.ts
@@ -69427,6 +69444,286 @@ async function accessOf(gh, event) {
   return decideAccess(event, { permission, headNow: now.headSha });
 }
 
+// src/analysis/statistic.ts
+var import_hdr_histogram_js = __toESM(require_dist2(), 1);
+
+// src/analysis/distributions.ts
+function logGamma(x) {
+  const c3 = [
+    0.9999999999998099,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.3234287776531,
+    -176.6150291621406,
+    12.507343278686905,
+    -0.13857109526572012,
+    9984369578019572e-21,
+    15056327351493116e-23
+  ];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  x -= 1;
+  let a2 = c3[0];
+  const t = x + 7.5;
+  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
+}
+function incompleteBeta(x, a2, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
+  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
+  const tiny = 1e-300;
+  let c3 = 1;
+  let d = 1 - (a2 + b) * x / (a2 + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let f = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    f *= d * c3;
+    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    f *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return front * f / a2;
+}
+function studentTCdf(t, df) {
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t > 0 ? 1 - tail : tail;
+}
+function studentTQuantile(p, df) {
+  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
+  if (p === 0.5) return 0;
+  let lo = -1;
+  let hi = 1;
+  while (studentTCdf(lo, df) > p) lo *= 2;
+  while (studentTCdf(hi, df) < p) hi *= 2;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+function studentTTwoSidedP(t, df) {
+  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
+}
+function erfc(x) {
+  if (x < 0) return 2 - erfc(-x);
+  return upperIncompleteGammaHalf(x * x);
+}
+function upperIncompleteGammaHalf(z3) {
+  const a2 = 0.5;
+  if (z3 === 0) return 1;
+  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
+  if (z3 < a2 + 1) {
+    let sum2 = 1 / a2;
+    let term = sum2;
+    for (let n2 = 1; n2 < 500; n2++) {
+      term *= z3 / (a2 + n2);
+      sum2 += term;
+      if (term < sum2 * 1e-16) break;
+    }
+    return 1 - sum2 * Math.exp(lnPre);
+  }
+  const tiny = 1e-300;
+  let b = z3 + 1 - a2;
+  let c3 = 1 / tiny;
+  let d = 1 / b;
+  let h2 = d;
+  for (let i2 = 1; i2 < 500; i2++) {
+    const an = -i2 * (i2 - a2);
+    b += 2;
+    d = an * d + b;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = b + an / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < 1e-16) break;
+  }
+  return Math.exp(lnPre) * h2;
+}
+function normalCdf(z3) {
+  return 0.5 * erfc(-z3 / Math.SQRT2);
+}
+
+// src/analysis/statistic.ts
+var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+function namedPercentileAtOrAbove(percentile2) {
+  const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
+  return namedPercentiles[String(at)];
+}
+function slicePercentileUs(s, percentile2) {
+  const named = namedPercentiles[String(percentile2)];
+  if (named) return s.latency_us[named];
+  return histogramOf(s).getValueAtPercentile(percentile2);
+}
+var decoded = /* @__PURE__ */ new WeakMap();
+function histogramOf(s) {
+  let h2 = decoded.get(s);
+  if (!h2) {
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram);
+    decoded.set(s, h2);
+  }
+  return h2;
+}
+
+// src/analysis/health.ts
+var LAG_SHARE = 0.1;
+var LAG_FLOOR_US = 1e3;
+var RATE_TOLERANCE = 0.01;
+var RATE_TOLERANCE_REQUESTS = 1;
+function plannedLagUs(plan2) {
+  const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
+  return Math.floor(plan2.send_window_us / gapUs) * gapUs;
+}
+function disturbance(s, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2)) + plannedUs;
+  const lagAt = namedPercentileAtOrAbove(percentile2);
+  const lagUs = s.dispatch_lag_us[lagAt];
+  const lagging = lagUs > limitUs;
+  const achieved = s.achieved_rps * sliceSeconds;
+  const offBy = achieved - s.scheduled;
+  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  if (!lagging && !offRate) return null;
+  return {
+    arm: s.arm,
+    index: s.index,
+    lagAt,
+    lagMs: lagUs / 1e3,
+    lagLimitMs: limitUs / 1e3,
+    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
+    lagging,
+    offRate
+  };
+}
+function hostDisturbance(s) {
+  if (!s.host_disturbance) return null;
+  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, reason: s.host_disturbance };
+}
+function describeHostDisturbance(d) {
+  return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
+}
+function describeDisturbance(d) {
+  const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
+  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
+}
+function lagMs(x) {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
+
+// src/analysis/input-error.ts
+var AnalysisInputError = class extends Error {
+  name = "AnalysisInputError";
+};
+
+// src/analysis/unmeasured.ts
+var CouldNotMeasureError = class extends Error {
+  name = "CouldNotMeasureError";
+  explained;
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  brief;
+  constructor(message, brief) {
+    super(message);
+    this.brief = brief;
+  }
+};
+var GeneratorDisturbedError = class extends CouldNotMeasureError {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+var ChampionFailedError = class extends CouldNotMeasureError {
+  name = "ChampionFailedError";
+};
+
+// src/analysis/pairs.ts
+function isDisturbed(d) {
+  return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
+}
+function extractPairs(run2, result, percentile2) {
+  const byPair = /* @__PURE__ */ new Map();
+  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  const pairs = [];
+  const dropped = [];
+  const planned = plannedLagUs(result.plan);
+  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
+    if (slices.length > 2) {
+      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+    }
+    const champion = slices.find((s) => s.arm === "champion");
+    const challenger = slices.find((s) => s.arm === "challenger");
+    if (slices.length === 2 && (!champion || !challenger)) {
+      throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
+    }
+    if (!champion || !challenger) {
+      dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
+      continue;
+    }
+    const invalid = [champion, challenger].filter((s) => !s.valid);
+    if (invalid.length > 0) {
+      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      continue;
+    }
+    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
+    const hostDisturbances = [champion, challenger].flatMap((s) => hostDisturbance(s) ?? []);
+    if (disturbances.length > 0 || hostDisturbances.length > 0) {
+      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
+      dropped.push({ run: run2, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
+      continue;
+    }
+    pairs.push({ run: run2, pair, champion, challenger });
+  }
+  return { pairs, dropped };
+}
+function pooledPairs(key, runs2, percentile2) {
+  const pairs = [];
+  const dropped = [];
+  for (const { name: name2, result } of runs2) {
+    const extracted = extractPairs(name2, result, percentile2);
+    pairs.push(...extracted.pairs);
+    dropped.push(...extracted.dropped);
+  }
+  const disturbed = dropped.filter(isDisturbed);
+  const total = pairs.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
+    const foreign = disturbed.filter((d) => (d.hostDisturbances?.length ?? 0) > 0).length;
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
+    const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
+    const what = foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
+    throw new GeneratorDisturbedError(
+      [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+      foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work"
+    );
+  }
+  if (pairs.length < 2) {
+    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+    );
+  }
+  return { pairs, dropped };
+}
+
 // node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
@@ -69608,121 +69905,6 @@ function quantileSorted(sorted, q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-// src/analysis/distributions.ts
-function logGamma(x) {
-  const c3 = [
-    0.9999999999998099,
-    676.5203681218851,
-    -1259.1392167224028,
-    771.3234287776531,
-    -176.6150291621406,
-    12.507343278686905,
-    -0.13857109526572012,
-    9984369578019572e-21,
-    15056327351493116e-23
-  ];
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  x -= 1;
-  let a2 = c3[0];
-  const t = x + 7.5;
-  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
-  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
-}
-function incompleteBeta(x, a2, b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
-  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
-  const tiny = 1e-300;
-  let c3 = 1;
-  let d = 1 - (a2 + b) * x / (a2 + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let f = d;
-  for (let m = 1; m <= 300; m++) {
-    const m2 = 2 * m;
-    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    f *= d * c3;
-    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    f *= delta;
-    if (Math.abs(delta - 1) < 1e-15) break;
-  }
-  return front * f / a2;
-}
-function studentTCdf(t, df) {
-  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
-  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
-  return t > 0 ? 1 - tail : tail;
-}
-function studentTQuantile(p, df) {
-  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
-  if (p === 0.5) return 0;
-  let lo = -1;
-  let hi = 1;
-  while (studentTCdf(lo, df) > p) lo *= 2;
-  while (studentTCdf(hi, df) < p) hi *= 2;
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, df) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
-function studentTTwoSidedP(t, df) {
-  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
-}
-function erfc(x) {
-  if (x < 0) return 2 - erfc(-x);
-  return upperIncompleteGammaHalf(x * x);
-}
-function upperIncompleteGammaHalf(z3) {
-  const a2 = 0.5;
-  if (z3 === 0) return 1;
-  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
-  if (z3 < a2 + 1) {
-    let sum2 = 1 / a2;
-    let term = sum2;
-    for (let n2 = 1; n2 < 500; n2++) {
-      term *= z3 / (a2 + n2);
-      sum2 += term;
-      if (term < sum2 * 1e-16) break;
-    }
-    return 1 - sum2 * Math.exp(lnPre);
-  }
-  const tiny = 1e-300;
-  let b = z3 + 1 - a2;
-  let c3 = 1 / tiny;
-  let d = 1 / b;
-  let h2 = d;
-  for (let i2 = 1; i2 < 500; i2++) {
-    const an = -i2 * (i2 - a2);
-    b += 2;
-    d = an * d + b;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = b + an / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    h2 *= delta;
-    if (Math.abs(delta - 1) < 1e-16) break;
-  }
-  return Math.exp(lnPre) * h2;
-}
-function normalCdf(z3) {
-  return 0.5 * erfc(-z3 / Math.SQRT2);
-}
-
 // src/analysis/tests.ts
 function pairedT(d, confidence) {
   const n2 = d.length;
@@ -69807,14 +69989,6 @@ function binomialUpperTail(k, n2, p) {
   return Math.min(1, sum2);
 }
 
-// src/analysis/unmeasured.ts
-var GeneratorDisturbedError = class extends Error {
-  name = "GeneratorDisturbedError";
-};
-var FailingWorkloadError = class extends Error {
-  name = "FailingWorkloadError";
-};
-
 // src/analysis/failures.ts
 var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
@@ -69834,8 +70008,14 @@ function errorClasses(e) {
 }
 function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
   const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
-  if (!failing(champion) || !failing(challenger)) return;
   const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  if (failing(champion) && !failing(challenger)) {
+    throw new ChampionFailedError(
+      `could not measure: the champion failed ${champion.errors} of ${champion.requests} requests of workload ${workload2} @ ${rate2} req/s (${errorClasses(champion)}), the challenger ${challenger.errors} of ${challenger.requests}: the champion did not serve this workload, so its latency is no baseline; promote a champion that serves it, or compare against the merge base (comparison_base: merge-base)`,
+      `the champion failed ${champion.errors} of ${champion.requests} requests`
+    );
+  }
+  if (!failing(champion) || !failing(challenger)) return;
   throw new FailingWorkloadError(
     `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change`
   );
@@ -69848,135 +70028,6 @@ function errorRegression(champion, challenger) {
   if (challenger.errors <= champion.errors) return null;
   const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
   return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
-}
-
-// src/analysis/input-error.ts
-var AnalysisInputError = class extends Error {
-  name = "AnalysisInputError";
-};
-
-// src/analysis/statistic.ts
-var import_hdr_histogram_js = __toESM(require_dist2(), 1);
-var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-function namedPercentileAtOrAbove(percentile2) {
-  const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
-  return namedPercentiles[String(at)];
-}
-function slicePercentileUs(s, percentile2) {
-  const named = namedPercentiles[String(percentile2)];
-  if (named) return s.latency_us[named];
-  return histogramOf(s).getValueAtPercentile(percentile2);
-}
-var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s) {
-  let h2 = decoded.get(s);
-  if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram);
-    decoded.set(s, h2);
-  }
-  return h2;
-}
-
-// src/analysis/health.ts
-var LAG_SHARE = 0.1;
-var LAG_FLOOR_US = 1e3;
-var RATE_TOLERANCE = 0.01;
-var RATE_TOLERANCE_REQUESTS = 1;
-function plannedLagUs(plan2) {
-  const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
-  return Math.floor(plan2.send_window_us / gapUs) * gapUs;
-}
-function disturbance(s, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2)) + plannedUs;
-  const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s.dispatch_lag_us[lagAt];
-  const lagging = lagUs > limitUs;
-  const achieved = s.achieved_rps * sliceSeconds;
-  const offBy = achieved - s.scheduled;
-  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
-  if (!lagging && !offRate) return null;
-  return {
-    arm: s.arm,
-    index: s.index,
-    lagAt,
-    lagMs: lagUs / 1e3,
-    lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
-    lagging,
-    offRate
-  };
-}
-function describeDisturbance(d) {
-  const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
-  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
-  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
-}
-function lagMs(x) {
-  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
-}
-
-// src/analysis/pairs.ts
-function extractPairs(run2, result, percentile2) {
-  const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
-  const pairs = [];
-  const dropped = [];
-  const planned = plannedLagUs(result.plan);
-  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
-    if (slices.length > 2) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
-    }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
-    if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
-    }
-    if (!champion || !challenger) {
-      dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
-      continue;
-    }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
-    if (invalid.length > 0) {
-      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
-      continue;
-    }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
-    if (disturbances.length > 0) {
-      dropped.push({ run: run2, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
-      continue;
-    }
-    pairs.push({ run: run2, pair, champion, challenger });
-  }
-  return { pairs, dropped };
-}
-function pooledPairs(key, runs2, percentile2) {
-  const pairs = [];
-  const dropped = [];
-  for (const { name: name2, result } of runs2) {
-    const extracted = extractPairs(name2, result, percentile2);
-    pairs.push(...extracted.pairs);
-    dropped.push(...extracted.dropped);
-  }
-  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
-  const total = pairs.length + dropped.length;
-  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
-    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
-    const hint = slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
-    throw new GeneratorDisturbedError(
-      [
-        `could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`,
-        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
-      ].join("\n")
-    );
-  }
-  if (pairs.length < 2) {
-    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
-    );
-  }
-  return { pairs, dropped };
 }
 
 // src/analysis/random.ts
@@ -70087,7 +70138,7 @@ function analyze(results, settings = defaultSettings) {
         started: result.started,
         pairs: pairs.length,
         dropped: dropped.length,
-        disturbed: dropped.filter((d) => d.disturbances.length > 0).length,
+        disturbed: dropped.filter(isDisturbed).length,
         partial: result.partial
       };
     }),
@@ -70243,7 +70294,14 @@ function measurementFlags(pairs, dropped, percentile2) {
     });
   }
   const disturbed = dropped.filter((x) => x.disturbances.length > 0);
-  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  const foreign = dropped.filter((x) => (x.hostDisturbances?.length ?? 0) > 0);
+  const invalid = dropped.filter((x) => !isDisturbed(x));
+  if (foreign.length > 0) {
+    flags.push({
+      code: "host_disturbed",
+      message: `${plural2(foreign.length, "pair")} dropped because other work on the host took CPU while they were measured (foreign load): ${foreign.map((x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances.map((d) => `${d.arm} slice ${d.index}${d.foreignCores !== null ? ` (${d.foreignCores.toFixed(2)} cores)` : ""}`).join(", ")}`).join("; ")}`
+    });
+  }
   if (disturbed.length > 0) {
     flags.push({
       code: "generator_disturbed",
@@ -70451,8 +70509,11 @@ function calibrations(aa, previous, o2) {
 function whyNotRecorded(c3, preflight) {
   const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
   if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
-  const disturbed = c3.droppedPairs.filter((d) => d.disturbances.length > 0);
-  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  const disturbed = c3.droppedPairs.filter(isDisturbed);
+  if (disturbed.length > 0) {
+    const what = disturbed.some((d) => d.disturbances.length > 0) ? "the load generator fell behind its schedule or other work took the host's CPU" : "other work took the host's CPU (foreign load)";
+    return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  }
   return null;
 }
 function firstOf(c3) {
@@ -70730,21 +70791,7 @@ function comparisonJson(c3) {
     ci_ms: c3.ciMs,
     confidence: c3.confidence,
     pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs.map((d) => ({
-      run: d.run,
-      pair: d.pair,
-      reason: d.reason,
-      disturbances: d.disturbances.map((x) => ({
-        arm: x.arm,
-        index: x.index,
-        lag_at: x.lagAt,
-        lag_ms: x.lagMs,
-        lag_limit_ms: x.lagLimitMs,
-        rate_error_percent: x.rateErrorPercent,
-        lagging: x.lagging,
-        off_rate: x.offRate
-      }))
-    })),
+    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
     looks: c3.looks,
     runs: c3.runs,
     t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
@@ -70795,6 +70842,24 @@ function analysisJson(a2) {
     preflight_flags: a2.preflight
   };
 }
+function droppedPairJson(d) {
+  return {
+    run: d.run,
+    pair: d.pair,
+    reason: d.reason,
+    disturbances: d.disturbances.map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      lag_at: x.lagAt,
+      lag_ms: x.lagMs,
+      lag_limit_ms: x.lagLimitMs,
+      rate_error_percent: x.rateErrorPercent,
+      lagging: x.lagging,
+      off_rate: x.offRate
+    })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, reason: x.reason }))
+  };
+}
 
 // src/experiment/artifacts.ts
 function writeArtifacts(dir, a2) {
@@ -70816,6 +70881,11 @@ function writeResults(dir, documents) {
   writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
   return path6;
 }
+function writeUnmeasured(dir, e) {
+  const paths = { reportPath: join3(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join3(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
 function writeCalibrationArtifacts(dir, c3) {
   const reportPath = join3(dir, "calibration.md");
   writeFiles(dir, [[reportPath, c3.report]]);
@@ -70826,9 +70896,270 @@ function writeFiles(dir, files) {
   for (const [path6, text] of files) writeFileSync3(path6, text);
 }
 
+// src/report/resources.ts
+var rows = [
+  { key: "cpuUsPerRequest", label: "CPU per request", show: micros },
+  { key: "cpuCores", label: "CPU cores busy", show: (x) => x.toFixed(3) },
+  { key: "rssBytes", label: "memory", show: mib }
+];
+var signed = (show, x) => `${x > 0 ? "+" : ""}${show(x)}`;
+var percentInterval = ([lo, hi]) => `[${signedPercent(lo)}, ${signedPercent(hi)}]`;
+function resourceRows(c3) {
+  if (!c3.resources) return [];
+  return rows.flatMap(({ key, label: label2, show }) => {
+    const r = c3.resources[key];
+    if (!r) return [];
+    const limit = key === "cpuUsPerRequest" && c3.cpuLimitPercent !== null ? ` (blocks past ${signedPercent(c3.cpuLimitPercent)})` : "";
+    return [`| ${label2} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`];
+  });
+}
+function resourceChanges(c3) {
+  const detected = (r) => !!r && (r.ci[0] > 0 || r.ci[1] < 0);
+  return rows.filter(({ key }) => key !== "cpuCores").flatMap(({ key, label: label2 }) => {
+    const r = c3.resources?.[key] ?? null;
+    return detected(r) ? [`${label2} ${signedPercent(r.percent)} (${confidenceLabel(c3.confidence)} CI ${percentInterval(r.percentCi)})`] : [];
+  });
+}
+function resourceTitle(c3) {
+  const cpu = c3.resources?.cpuUsPerRequest;
+  if (!cpu || !(cpu.ci[0] > 0 || cpu.ci[1] < 0)) return null;
+  return `CPU per request ${cpu.percent > 0 ? "+" : ""}${cpu.percent.toFixed(0)}%`;
+}
+
+// src/report/gate-outcome.ts
+var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
+function blockedByNote(c3) {
+  const why = c3.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  return why.length ? ` (${why.join(", ")})` : "";
+}
+function gateOutcome(a2) {
+  const h2 = a2.headline;
+  const conclusion = a2.blocking ? "failure" : a2.verdict === "red" ? "neutral" : "success";
+  const state = a2.blocking ? `red, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? "red, advisory" : a2.verdict;
+  const notes = [
+    resourceTitle(h2),
+    a2.preflight.length > 0 ? `host flagged ${[...new Set(a2.preflight.map((f) => f.check))].join(", ")}: see the report` : null,
+    a2.hostBias.length > 0 ? "biased host: see the report" : null
+  ].filter(Boolean);
+  return { conclusion, label: `perf:${a2.verdict}`, title: `${state}: ${quartet(h2, a2.percentile)}${notes.length ? ` (${notes.join("; ")})` : ""}`.slice(0, 255) };
+}
+
+// src/report/markdown.ts
+var GITHUB_SUMMARY_LIMIT = 65535;
+var badge = { green: "\u{1F7E2} green", red: "\u{1F534} red", grey: "\u26AA grey" };
+function markdownReport(a2, opts = {}) {
+  const limit = opts.limit ?? GITHUB_SUMMARY_LIMIT;
+  for (const rows2 of [Infinity, 200, 50, 10, 0]) {
+    const text2 = render(a2, opts, rows2);
+    if (text2.length <= limit) return text2;
+  }
+  const text = render(a2, opts, 0);
+  return text.slice(0, limit - 80) + "\n\n\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
+}
+function render(a2, opts, maxRows) {
+  const arms = armsOf(a2);
+  const several = a2.comparisons.length > 1;
+  const out = [...opts.preamble ?? []];
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
+  if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
+  if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
+  if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
+  if (opts.notes?.length) out.push("", ...opts.notes);
+  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows));
+  out.push(
+    "",
+    "<details><summary>Runs and method</summary>",
+    "",
+    "| run | id | workload | rate | started | pairs used | pairs dropped |",
+    "|---|---|---|---:|---|---:|---:|",
+    ...a2.runs.map((r) => {
+      const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
+      return `| ${tableCell(r.name)} | ${tableCell(r.runId)} | ${tableCell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
+    }),
+    "",
+    `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
+    "",
+    "</details>",
+    ""
+  );
+  return out.join("\n");
+}
+function headline(a2, arms) {
+  const h2 = a2.headline;
+  if (arms.aa) {
+    const [lo, hi] = h2.ciMs;
+    return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "\u26AA" : "\u{1F7E0}"} ${quartet(h2, a2.percentile, arms)}`;
+  }
+  const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
+  return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
+}
+function compared(a2, arms, runUrl2) {
+  const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
+  const links = runUrl2 ? ` \xB7 [workflow run](${runUrl2}) \xB7 [report and results](${runUrl2}#artifacts)` : "";
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
+}
+function verdictSentence(a2) {
+  const h2 = a2.headline;
+  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
+  if (a2.blocking) {
+    const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
+    return `**Blocks the merge:** ${why.join("; and ")}.`;
+  }
+  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a2.verdict === "green") return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
+  const kind = h2.greyKind;
+  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
+  if (kind === "within floor") {
+    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
+  }
+  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
+}
+function blockReason(c3, reason, budget) {
+  if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
+  if (reason === "cpu") {
+    const cpu = c3.resources.cpuUsPerRequest;
+    return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
+  }
+  return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
+}
+function preflightWarning(flags) {
+  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
+}
+function aaSentence(a2, arms) {
+  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
+  const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
+  const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
+  return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
+}
+function hostBiasWarning(bias) {
+  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
+  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
+}
+function comparisonSection(c3, percentile2, arms, several, maxRows) {
+  const p = percentLabel(percentile2);
+  const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
+  const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
+  const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
+  const out = [`#### ${c3.workload} @ ${c3.rate} req/s${several ? state : ""}`, ""];
+  if (several) out.push(quartet(c3, percentile2, arms), "");
+  out.push(
+    `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
+    "|---|---:|---:|---:|---|",
+    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
+    `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
+    ...resourceRows(c3)
+  );
+  if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
+  out.push("", textChart(c3, percentile2, arms));
+  const pooled = c3.runs.length > 1;
+  out.push(
+    "",
+    `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
+    "",
+    `Tests on the ${c3.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
+  );
+  if (maxRows > 0) {
+    const rows2 = c3.detail.slice(0, maxRows);
+    out.push(
+      "",
+      `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
+      `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
+      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
+    );
+  }
+  out.push("", "</details>");
+  return out;
+}
+function armErrorsCell(arm) {
+  const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
+  return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
+}
+function tableCell(s) {
+  return s.replace(/[|\n\r]/g, " ");
+}
+
+// src/report/unmeasured.ts
+var ARMS2 = ["champion", "challenger"];
+function unmeasuredReport(error63, results, percentile2) {
+  const runs2 = results.map((r) => runOf(r, percentile2));
+  const [first, ...rest] = error63.message.split("\n");
+  const out = [
+    "### \u26A0\uFE0F perf-gate could not measure",
+    "",
+    `${first}`,
+    "",
+    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
+    "",
+    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
+    "|---|---|---:|---:|---:|---:|---:|",
+    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
+  ];
+  const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
+  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
+  if (rest.length > 0) out.push("", "<details><summary>The whole message</summary>", "", "```", ...rest, "```", "", "</details>");
+  for (const r of runs2) {
+    for (const arm of ARMS2) {
+      const log = r.logs[arm];
+      if (!log) continue;
+      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
+    }
+  }
+  return { markdown: out.join("\n") + "\n", json: unmeasuredJson(error63, runs2) };
+}
+function runOf({ name: name2, result }, percentile2) {
+  const { pairs, dropped } = extractPairs(name2, result, percentile2);
+  const of = (arm) => armErrors(result.slices.filter((s) => s.arm === arm));
+  const armStarts = result.arms;
+  const logs = {};
+  for (const arm of ARMS2) {
+    const a2 = armStarts?.[arm];
+    if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
+  }
+  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
+}
+function failed(e) {
+  return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
+}
+function unmeasuredJson(error63, runs2) {
+  return {
+    verdict: "could_not_measure",
+    error: error63.message,
+    runs: runs2.map((r) => ({
+      name: r.name,
+      workload: r.workload,
+      rate: r.rate,
+      pairs_kept: r.kept,
+      dropped_pairs: r.dropped.map(droppedPairJson),
+      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
+        requests: r.arms[arm].requests,
+        errors: r.arms[arm].errors,
+        errors_by_class: r.arms[arm].byClass,
+        log_tail: r.logs[arm]?.tail ?? null,
+        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
+      }]))
+    }))
+  };
+}
+
 // src/experiment/decide.ts
 function decide(results, config2, d) {
-  return analyze(results, settingsFor(config2, d));
+  try {
+    return analyze(results, settingsFor(config2, d));
+  } catch (e) {
+    if (e instanceof CouldNotMeasureError) {
+      const { markdown, json: json2 } = unmeasuredReport(e, results, config2.slo.percentile);
+      e.explained = { markdown, json: json2, results: results.map((r) => r.result) };
+    }
+    throw e;
+  }
 }
 function settingsFor(config2, d) {
   return {
@@ -70848,7 +71179,7 @@ async function measure(host, config2, m) {
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const run2 of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId2 = `${m.runIdPrefix}-${run2.index}`.toLowerCase();
     m.progress.runStart?.(run2.workload, run2.rate, runId2);
@@ -70874,15 +71205,16 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   const earlier = (await host.runsOf(challengerSha)).filter(
     (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
   );
-  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
       continue;
     }
     const { document, message } = await host.result(r.run_id);
-    if (!sameProtocol(message, byKey.get(resultKey(message)))) {
-      out.otherProtocol.push(r.run_id);
+    const differs = identityDifferences(message, byKey.get(resultKey(message)));
+    if (differs.length > 0) {
+      out.otherIdentity.push({ runId: r.run_id, differs });
       continue;
     }
     out.documents.push(document);
@@ -70893,10 +71225,22 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   out.documents.push(...fresh.documents);
   return out;
 }
-function sameProtocol(a2, b) {
-  const protocol = ({ plan: p }) => JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms, p.send_window_us]);
-  return protocol(a2) === protocol(b);
+function identityDifferences(a2, b) {
+  const [x, y] = [identityOf(a2), identityOf(b)];
+  if (!x || !y) return ["its identity (a host that did not record one)"];
+  if (x.digest === y.digest) return [];
+  const parts = [
+    ["the champion's build", (i2) => `${i2.champion.sha} ${i2.champion.build}`],
+    ["the challenger's build", (i2) => `${i2.challenger.sha} ${i2.challenger.build}`],
+    ["the champion's service spec", (i2) => i2.champion.service],
+    ["the challenger's service spec", (i2) => i2.challenger.service],
+    ["the CPU placement", (i2) => i2.placement],
+    ["the load generator's settings (requests, slices, warm-up, connections or its version)", (i2) => i2.generator]
+  ];
+  const differs = parts.filter(([, of]) => of(x) !== of(y)).map(([what]) => what);
+  return differs.length > 0 ? differs : ["its identity"];
 }
+var identityOf = (r) => r.identity;
 function seedOf(sha2) {
   return Number.parseInt(sha2.slice(0, 12), 16);
 }
@@ -71065,196 +71409,6 @@ ${check2.summary}`);
 // src/modes/gate.ts
 import { existsSync as existsSync3 } from "node:fs";
 
-// src/report/resources.ts
-var rows = [
-  { key: "cpuUsPerRequest", label: "CPU per request", show: micros },
-  { key: "cpuCores", label: "CPU cores busy", show: (x) => x.toFixed(3) },
-  { key: "rssBytes", label: "memory", show: mib }
-];
-var signed = (show, x) => `${x > 0 ? "+" : ""}${show(x)}`;
-var percentInterval = ([lo, hi]) => `[${signedPercent(lo)}, ${signedPercent(hi)}]`;
-function resourceRows(c3) {
-  if (!c3.resources) return [];
-  return rows.flatMap(({ key, label: label2, show }) => {
-    const r = c3.resources[key];
-    if (!r) return [];
-    const limit = key === "cpuUsPerRequest" && c3.cpuLimitPercent !== null ? ` (blocks past ${signedPercent(c3.cpuLimitPercent)})` : "";
-    return [`| ${label2} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`];
-  });
-}
-function resourceChanges(c3) {
-  const detected = (r) => !!r && (r.ci[0] > 0 || r.ci[1] < 0);
-  return rows.filter(({ key }) => key !== "cpuCores").flatMap(({ key, label: label2 }) => {
-    const r = c3.resources?.[key] ?? null;
-    return detected(r) ? [`${label2} ${signedPercent(r.percent)} (${confidenceLabel(c3.confidence)} CI ${percentInterval(r.percentCi)})`] : [];
-  });
-}
-function resourceTitle(c3) {
-  const cpu = c3.resources?.cpuUsPerRequest;
-  if (!cpu || !(cpu.ci[0] > 0 || cpu.ci[1] < 0)) return null;
-  return `CPU per request ${cpu.percent > 0 ? "+" : ""}${cpu.percent.toFixed(0)}%`;
-}
-
-// src/report/gate-outcome.ts
-var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
-function blockedByNote(c3) {
-  const why = c3.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
-  return why.length ? ` (${why.join(", ")})` : "";
-}
-function gateOutcome(a2) {
-  const h2 = a2.headline;
-  const conclusion = a2.blocking ? "failure" : a2.verdict === "red" ? "neutral" : "success";
-  const state = a2.blocking ? `red, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? "red, advisory" : a2.verdict;
-  const notes = [
-    resourceTitle(h2),
-    a2.preflight.length > 0 ? `host flagged ${[...new Set(a2.preflight.map((f) => f.check))].join(", ")}: see the report` : null,
-    a2.hostBias.length > 0 ? "biased host: see the report" : null
-  ].filter(Boolean);
-  return { conclusion, label: `perf:${a2.verdict}`, title: `${state}: ${quartet(h2, a2.percentile)}${notes.length ? ` (${notes.join("; ")})` : ""}`.slice(0, 255) };
-}
-
-// src/report/markdown.ts
-var GITHUB_SUMMARY_LIMIT = 65535;
-var badge = { green: "\u{1F7E2} green", red: "\u{1F534} red", grey: "\u26AA grey" };
-function markdownReport(a2, opts = {}) {
-  const limit = opts.limit ?? GITHUB_SUMMARY_LIMIT;
-  for (const rows2 of [Infinity, 200, 50, 10, 0]) {
-    const text2 = render(a2, opts, rows2);
-    if (text2.length <= limit) return text2;
-  }
-  const text = render(a2, opts, 0);
-  return text.slice(0, limit - 80) + "\n\n\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
-}
-function render(a2, opts, maxRows) {
-  const arms = armsOf(a2);
-  const several = a2.comparisons.length > 1;
-  const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
-  const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
-  if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
-  if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
-  if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
-  if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows));
-  out.push(
-    "",
-    "<details><summary>Runs and method</summary>",
-    "",
-    "| run | id | workload | rate | started | pairs used | pairs dropped |",
-    "|---|---|---|---:|---|---:|---:|",
-    ...a2.runs.map((r) => {
-      const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
-      return `| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
-    }),
-    "",
-    `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
-    "",
-    "</details>",
-    ""
-  );
-  return out.join("\n");
-}
-function headline(a2, arms) {
-  const h2 = a2.headline;
-  if (arms.aa) {
-    const [lo, hi] = h2.ciMs;
-    return `perf-gate A/A: ${lo <= 0 && hi >= 0 ? "\u26AA" : "\u{1F7E0}"} ${quartet(h2, a2.percentile, arms)}`;
-  }
-  const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
-  return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
-}
-function compared(a2, arms, runUrl2) {
-  const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
-  const links = runUrl2 ? ` \xB7 [workflow run](${runUrl2}) \xB7 [report and results](${runUrl2}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
-  const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
-}
-function verdictSentence(a2) {
-  const h2 = a2.headline;
-  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
-  if (a2.blocking) {
-    const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
-    return `**Blocks the merge:** ${why.join("; and ")}.`;
-  }
-  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
-  if (a2.verdict === "green") return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
-  const kind = h2.greyKind;
-  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
-  if (kind === "within floor") {
-    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
-  }
-  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
-}
-function blockReason(c3, reason, budget) {
-  if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
-  if (reason === "cpu") {
-    const cpu = c3.resources.cpuUsPerRequest;
-    return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
-  }
-  return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
-}
-function preflightWarning(flags) {
-  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
-  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
-}
-function aaSentence(a2, arms) {
-  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
-  const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
-  const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
-  return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
-}
-function hostBiasWarning(bias) {
-  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
-  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
-}
-function comparisonSection(c3, percentile2, arms, several, maxRows) {
-  const p = percentLabel(percentile2);
-  const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
-  const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
-  const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
-  const out = [`#### ${c3.workload} @ ${c3.rate} req/s${several ? state : ""}`, ""];
-  if (several) out.push(quartet(c3, percentile2, arms), "");
-  out.push(
-    `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
-    "|---|---:|---:|---:|---|",
-    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
-    `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
-    `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
-    ...resourceRows(c3)
-  );
-  if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
-  out.push("", textChart(c3, percentile2, arms));
-  const pooled = c3.runs.length > 1;
-  out.push(
-    "",
-    `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
-    "",
-    `Tests on the ${c3.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
-  );
-  if (maxRows > 0) {
-    const rows2 = c3.detail.slice(0, maxRows);
-    out.push(
-      "",
-      `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
-      `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
-      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${cell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
-      ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
-    );
-  }
-  out.push("", "</details>");
-  return out;
-}
-function armErrorsCell(arm) {
-  const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
-  return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
-}
-function cell(s) {
-  return s.replace(/[|\n\r]/g, " ");
-}
-
 // src/report/notes.ts
 var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
 function evidenceNotes(sha2, e) {
@@ -71266,10 +71420,23 @@ function evidenceNotes(sha2, e) {
   if (e.otherChampion.length > 0) {
     out.push(`${runs(e.otherChampion.length)} of ${short2} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
   }
-  if (e.otherProtocol.length > 0) {
-    out.push(`${runs(e.otherProtocol.length)} of ${short2} (${e.otherProtocol.join(", ")}) measured the workload another way (its requests, slices, warm-up or connections differ) and ${e.otherProtocol.length === 1 ? "is" : "are"} not pooled.`);
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short2} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
   }
   return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId2, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId2]);
+  }
+  return out;
+}
+function identityNotes(a2, results) {
+  const changed = results.some((r) => r.result.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
 }
 function candidateNote(a2, sha2, champion) {
   if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
@@ -71323,7 +71490,7 @@ async function judgePullRequest(gh, host, config2, pr, artifact, job, notes) {
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...base.note ? [base.note] : [], ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)], runUrl: job.runUrl });
+  const report = markdownReport(analysis, { notes: [...notes, ...base.note ? [base.note] : [], ...identityNotes(analysis, evidence.results), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 async function publishVerdict(gh, check2, pr, { analysis, report }) {
@@ -71357,8 +71524,13 @@ async function stillHead(gh, pr) {
 async function reportFailure(gh, check2, pr, job, e) {
   const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
   const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
-  const title2 = config2 ? "perf-gate: configuration error" : e instanceof GeneratorDisturbedError ? "perf-gate could not measure: the load generator was disturbed" : `perf-gate could not measure (${kind})`;
-  const body = `**${title2}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.
+  const title2 = config2 ? "perf-gate: configuration error" : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${kind})`;
+  const said = `**${title2}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
+  const explained = e instanceof CouldNotMeasureError ? e.explained : void 0;
+  if (explained) writeUnmeasured(job.outputDir, explained);
+  const body = explained ? `${said}
+
+${explained.markdown}` : `${said}
 
 \`\`\`
 ${e.message}
@@ -71483,13 +71655,15 @@ async function verify(host, config2, job, verb, sha2) {
 ${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
   } catch (e) {
     const message = e.message;
-    if (e instanceof GeneratorDisturbedError) {
+    if (e instanceof CouldNotMeasureError) {
       warning(`perf-gate: the A/A check of ${sha2.slice(0, 7)} could not measure: ${message.split("\n")[0]}`);
+      if (e.explained) writeUnmeasured(job.outputDir, e.explained);
+      const what = e.explained?.markdown ?? `\`\`\`
+${message}
+\`\`\``;
       return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:
 
-\`\`\`
-${message}
-\`\`\`` };
+${what}` };
     }
     return { passed: false, findings: [message], text: `The A/A check could not run:
 

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64, type JsHistogram } from "hdr-histogram-js";
 import { mean, median, sampleVariance as variance } from "simple-statistics";
-import { extractPairs, type SlicePair } from "../src/analysis/pairs";
+import { extractPairs, isDisturbed, type SlicePair } from "../src/analysis/pairs";
 import { normalDraw, seededRandom } from "../src/analysis/random";
 import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statistic";
 import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
@@ -95,7 +95,7 @@ interface Judged {
 function judge(block: LoadgenResult, e: Estimator, interval: Interval): Judged {
   const extracted = extractPairs("block", block, PERCENTILE);
   const pairs = extracted.pairs.filter(e.keep ?? (() => true));
-  const disturbed = extracted.dropped.filter((d) => d.disturbances.length > 0).length + extracted.pairs.length - pairs.length;
+  const disturbed = extracted.dropped.filter(isDisturbed).length + extracted.pairs.length - pairs.length;
   if (disturbed > (extracted.pairs.length + extracted.dropped.length) / 2 || pairs.length < 2) return { label: "not measured", halfWidthPercent: NaN };
   const ci = interval.of(pairs.map(e.d));
   const level = mean(pairs.map((p) => e.level(p.champion)));

@@ -1,5 +1,6 @@
 // A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
 // how the stored floors feed the verdict engine. Pure.
+import { isDisturbed } from "./analysis/pairs";
 import { type Analysis, type Comparison, floorAboveThreshold, type GateSettings, type PreflightFlag } from "./analysis/verdict";
 import type { FloorRecord, StoredFloor } from "./contract/host";
 import { comparisonKey, floorKey } from "./contract/rules";
@@ -78,8 +79,11 @@ export function calibrations(
 function whyNotRecorded(c: Comparison, preflight: readonly PreflightFlag[]): string | null {
   const flagged = preflight.filter((f) => f.runs.some((r) => c.runs.includes(r)));
   if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
-  const disturbed = c.droppedPairs.filter((d) => d.disturbances.length > 0);
-  if (disturbed.length > 0) return `the load generator fell behind its schedule in ${disturbed.length} of ${c.pairs + c.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  const disturbed = c.droppedPairs.filter(isDisturbed);
+  if (disturbed.length > 0) {
+    const what = disturbed.some((d) => d.disturbances.length > 0) ? "the load generator fell behind its schedule or other work took the host's CPU" : "other work took the host's CPU (foreign load)";
+    return `${what} in ${disturbed.length} of ${c.pairs + c.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  }
   return null;
 }
 

@@ -110,6 +110,13 @@ type Slice struct {
 	// cores busy, and CPU µs per request sent (issue 17).
 	GeneratorCPUCores        float64 `json:"generator_cpu_cores,omitempty" limit:"amount"`
 	GeneratorCPUUsPerRequest float64 `json:"generator_cpu_us_per_request,omitempty" limit:"amount"`
+	// CPU cores the host spent during the slice on anything but this run's arms and load
+	// generator (its busy and stolen CPU time less theirs), filled by perf-host.
+	ForeignCPUCores *float64 `json:"foreign_cpu_cores,omitempty" limit:"amount"`
+	// Why the host could not vouch for the slice although the load generator kept its
+	// schedule: foreign load past --max-foreign-cores. The verdict drops its pair as it drops
+	// one where the generator fell behind, and most pairs disturbed is "could not measure".
+	HostDisturbance string `json:"host_disturbance,omitempty"`
 	Valid                    bool    `json:"valid"`
 	InvalidReason            string  `json:"invalid_reason,omitempty"`
 }
@@ -204,6 +211,8 @@ type HostResult struct {
 	// How each arm started for the run (champion and challenger, the same way) and what it
 	// left on disk.
 	Arms map[string]ArmStart `json:"arms,omitempty"`
+	// What the run measured: only runs of one identity are pooled.
+	Identity *Identity `json:"identity,omitempty"`
 }
 
 // ArmStart is how one arm started for a run: a new process in a fresh copy of its build.
@@ -222,4 +231,9 @@ type ArmStart struct {
 	// they could not be measured.
 	WorkBytes  *int64 `json:"work_bytes,omitempty" limit:"count"`
 	StateBytes *int64 `json:"state_bytes,omitempty" limit:"count"`
+	// The arm's log for the run: the bytes cut from its middle past the host's
+	// --max-arm-log-bytes, and its last lines, which a report shows when the run could not
+	// measure.
+	LogCutBytes int64  `json:"log_cut_bytes,omitempty" limit:"count"`
+	LogTail     string `json:"log_tail,omitempty"`
 }

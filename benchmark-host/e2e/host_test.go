@@ -568,24 +568,24 @@ func TestAbortGcAndFloors(t *testing.T) {
 // A floor measured on a loaded host would excuse real regressions as noise (issue 12): the
 // host refuses to record one from a run its preflight flagged.
 func TestAFloorIsNeverRecordedFromAFlaggedRun(t *testing.T) {
-	h := newHost(t, hostOptions{extraFlags: []string{"--max-load-per-cpu", "0"}})
+	h := newHost(t, hostOptions{extraFlags: []string{"--max-foreign-cores", "0", "--settle-seconds", "1"}})
 	h.setupChampion()
 	aa := strings.Replace(runPlan("", 2, 0.3), `"challenger_sha":"",`, "", 1)
 	h.must(strings.NewReader(aa), "aa cal-1")
 	h.must(nil, "wait cal-1")
 	r := decodeResult(t, h.must(nil, "result cal-1"))
-	var load contract.Finding
+	var quiet contract.Finding
 	for _, f := range r.Preflight {
-		if f.Check == "load" {
-			load = f
+		if f.Check == "quiet" {
+			quiet = f
 		}
 	}
-	if load.Status != contract.FindingFlag {
-		t.Fatalf("preflight with --max-load-per-cpu 0: %+v", r.Preflight)
+	if quiet.Status != contract.FindingFlag {
+		t.Fatalf("preflight with --max-foreign-cores 0: %+v", r.Preflight)
 	}
 	floor := `{"workload":"work","rate":200,"percentile":99,"half_width_ms":0.07,"ci_ms":[-0.05,0.07],"pairs":2}`
 	_, errs, code := h.ssh(strings.NewReader(floor), "floor-record cal-1")
-	if code != 2 || !strings.Contains(errs, "ran with preflight flags (load: 1-minute load average") || !strings.Contains(errs, "a floor is never recorded from a flagged run") {
+	if code != 2 || !strings.Contains(errs, "ran with preflight flags (quiet: ") || !strings.Contains(errs, "a floor is never recorded from a flagged run") {
 		t.Errorf("floor-record of a flagged run: exit %d %q", code, errs)
 	}
 	if out := h.must(nil, "floors"); strings.TrimSpace(out) != "[]" {

@@ -1,9 +1,11 @@
-// Failed requests: counted per arm and class, judged two ways. Most requests failing on both
-// arms is a wrong workload, never a verdict (issue 12: a workload of 404s got grey, exit 0);
-// more failures on the challenger is a regression in its own right.
+// Failed requests: counted per arm and class, judged three ways. Most requests failing on both
+// arms is a wrong workload, never a verdict (a workload of 404s got grey, exit 0); most failing
+// on the champion alone is a champion that did not serve, so its latency is no baseline (an
+// old build answering UNIMPLEMENTED in microseconds read a real challenger as red); more
+// failures on the challenger is a regression in its own right (red, blocking).
 import type { Slice } from "../contract/result";
 import { binomialUpperTail } from "./tests";
-import { FailingWorkloadError } from "./unmeasured";
+import { ChampionFailedError, FailingWorkloadError } from "./unmeasured";
 
 export const ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"] as const;
 
@@ -39,11 +41,22 @@ export function errorClasses(e: ArmErrors): string {
     .join(", ");
 }
 
-/** Refuses a comparison whose requests mostly failed on both arms, naming the share and the classes. */
+/**
+ * Refuses a comparison an arm did not serve: most requests failed on both arms (the workload),
+ * or on the champion alone (no baseline), naming the share and the classes. The challenger
+ * failing alone is judged by errorRegression: red, blocking.
+ */
 export function checkWorkloadAnswers(workload: string, rate: number, champion: ArmErrors, challenger: ArmErrors): void {
   const failing = (e: ArmErrors) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
-  if (!failing(champion) || !failing(challenger)) return;
   const arm = (name: string, e: ArmErrors) => `${name} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  if (failing(champion) && !failing(challenger)) {
+    throw new ChampionFailedError(
+      `could not measure: the champion failed ${champion.errors} of ${champion.requests} requests of workload ${workload} @ ${rate} req/s (${errorClasses(champion)}), ` +
+        `the challenger ${challenger.errors} of ${challenger.requests}: the champion did not serve this workload, so its latency is no baseline; promote a champion that serves it, or compare against the merge base (comparison_base: merge-base)`,
+      `the champion failed ${champion.errors} of ${champion.requests} requests`,
+    );
+  }
+  if (!failing(champion) || !failing(challenger)) return;
   throw new FailingWorkloadError(
     `workload ${workload} @ ${rate} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): ` +
       "the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change",

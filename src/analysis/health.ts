@@ -71,6 +71,30 @@ export function disturbance(s: Slice, sliceSeconds: number, percentile: number, 
   };
 }
 
+/**
+ * A slice the host itself could not vouch for although the generator kept its schedule:
+ * foreign load (CPU spent on anything but the run) past the host's limit. Its pair is dropped
+ * as a disturbed one, and most pairs disturbed is "could not measure".
+ */
+export interface HostDisturbance {
+  arm: Slice["arm"];
+  index: number;
+  /** CPU cores the host spent on other work during the slice, when it measured them. */
+  foreignCores: number | null;
+  /** The host's words. */
+  reason: string;
+}
+
+export function hostDisturbance(s: Slice): HostDisturbance | null {
+  if (!s.host_disturbance) return null;
+  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, reason: s.host_disturbance };
+}
+
+/** "champion slice 4: the host was disturbed (foreign load: 1.02 CPU cores …)". */
+export function describeHostDisturbance(d: HostDisturbance): string {
+  return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
+}
+
 /** "challenger slice 7: dispatch lag p99 893 ms (limit 1.0 ms), rate -11.8%". */
 export function describeDisturbance(d: Disturbance): string {
   const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;

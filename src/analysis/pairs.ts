@@ -2,7 +2,7 @@
 // pair with an invalid or missing slice, or a slice where the load generator fell behind
 // itself, is dropped whole, and the drop is recorded.
 import type { LoadgenResult, Slice } from "../contract/result";
-import { type Disturbance, describeDisturbance, disturbance, plannedLagUs } from "./health";
+import { type Disturbance, describeDisturbance, describeHostDisturbance, disturbance, type HostDisturbance, hostDisturbance, plannedLagUs } from "./health";
 import { AnalysisInputError } from "./input-error";
 import { GeneratorDisturbedError } from "./unmeasured";
 
@@ -19,6 +19,13 @@ export interface DroppedPair {
   reason: string;
   /** The pair's slices where the load generator fell behind; empty for other drops. */
   disturbances: Disturbance[];
+  /** The pair's slices the host saw foreign load in; empty (or absent) for other drops. */
+  hostDisturbances?: HostDisturbance[];
+}
+
+/** Whether a pair was dropped because the instrument could not vouch for it: the generator or the host was disturbed. */
+export function isDisturbed(d: DroppedPair): boolean {
+  return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
 }
 
 /** The pairs of one result at an SLO percentile (the disturbance rule reads the slice's latency at it). */
@@ -47,8 +54,10 @@ export function extractPairs(run: string, result: LoadgenResult, percentile: num
       continue;
     }
     const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile, planned) ?? []);
-    if (disturbances.length > 0) {
-      dropped.push({ run, pair, reason: disturbances.map(describeDisturbance).join("; "), disturbances });
+    const hostDisturbances = [champion, challenger].flatMap((s) => hostDisturbance(s) ?? []);
+    if (disturbances.length > 0 || hostDisturbances.length > 0) {
+      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
+      dropped.push({ run, pair, reason, disturbances, ...(hostDisturbances.length > 0 ? { hostDisturbances } : {}) });
       continue;
     }
     pairs.push({ run, pair, champion, challenger });
@@ -70,17 +79,22 @@ export function pooledPairs(key: string, runs: readonly { name: string; result: 
     pairs.push(...extracted.pairs);
     dropped.push(...extracted.dropped);
   }
-  const disturbed = dropped.filter((d) => d.disturbances.length > 0);
+  const disturbed = dropped.filter(isDisturbed);
   const total = pairs.length + dropped.length;
   if (disturbed.length > total / 2 || (disturbed.length > 0 && pairs.length < 2)) {
     const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+    const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
+    const foreign = disturbed.filter((d) => (d.hostDisturbances?.length ?? 0) > 0).length;
     // Without the short slice, a service's long requests hold the generator's sends back by
     // the kernel's slice (1.4 ms on 2 CPUs): the likeliest cause, and one the host can remove.
     const slice = runs.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
-    const hint = slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
+    const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
+    const what = foreign === 0
+      ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`
+      : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
-      [`could not measure: the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`,
-        ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+      [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+      foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work",
     );
   }
   if (pairs.length < 2) {

@@ -2,10 +2,26 @@
 // must change: the host (an infrastructure failure) or the config (a configuration error).
 
 /**
- * The load generator fell behind itself in more than half of a comparison's pairs: what was
- * measured is the generator, not the service. An infrastructure failure.
+ * The measurement cannot vouch for itself, so there is no verdict: an infrastructure failure.
+ * The gate still reports what was measured (report/unmeasured.ts): `explained` carries it once
+ * the gate has written it.
  */
-export class GeneratorDisturbedError extends Error {
+export class CouldNotMeasureError extends Error {
+  override name = "CouldNotMeasureError";
+  explained?: { markdown: string; json: unknown; results: readonly unknown[] };
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  readonly brief: string;
+  constructor(message: string, brief: string) {
+    super(message);
+    this.brief = brief;
+  }
+}
+
+/**
+ * The load generator fell behind itself, or the host saw foreign load, in more than half of a
+ * comparison's pairs: what was measured is the host, not the service.
+ */
+export class GeneratorDisturbedError extends CouldNotMeasureError {
   override name = "GeneratorDisturbedError";
 }
 
@@ -16,4 +32,13 @@ export class GeneratorDisturbedError extends Error {
  */
 export class FailingWorkloadError extends Error {
   override name = "FailingWorkloadError";
+}
+
+/**
+ * Most requests failed on the champion and not on the challenger: the champion did not serve
+ * the workload (an old build without the method, a crash loop), and its fast failures are no
+ * baseline for a latency verdict. An infrastructure failure: could not measure, naming it.
+ */
+export class ChampionFailedError extends CouldNotMeasureError {
+  override name = "ChampionFailedError";
 }

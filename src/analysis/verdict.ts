@@ -7,7 +7,7 @@ import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "
 import { comparisonKey, sampleBudget } from "../contract/rules";
 import { type ArmErrors, armErrors, checkWorkloadAnswers, type ErrorRegression, errorRegression } from "./failures";
 import { AnalysisInputError } from "./input-error";
-import { type DroppedPair, extractPairs, pooledPairs, type SlicePair } from "./pairs";
+import { type DroppedPair, extractPairs, isDisturbed, pooledPairs, type SlicePair } from "./pairs";
 import { seededRandom } from "./random";
 import { pairedResources, type Resources } from "./resources";
 import { slicePercentileUs } from "./statistic";
@@ -78,6 +78,7 @@ export interface Flag {
     | "not_significant_after_holm"
     | "host_biased"
     | "generator_disturbed"
+    | "host_disturbed"
     | "cpu_idle_not_held"
     | "floor_above_threshold"
     | "floor_percentile_assumed";
@@ -221,7 +222,7 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
       const { pairs, dropped } = extractPairs(name, result, settings.percentile);
       return {
         name, runId: result.plan.run_id, workload: result.plan.workload, rate: result.plan.rate, started: result.started,
-        pairs: pairs.length, dropped: dropped.length, disturbed: dropped.filter((d) => d.disturbances.length > 0).length, partial: result.partial,
+        pairs: pairs.length, dropped: dropped.length, disturbed: dropped.filter(isDisturbed).length, partial: result.partial,
       };
     }),
     hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
@@ -399,7 +400,14 @@ function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile
     });
   }
   const disturbed = dropped.filter((x) => x.disturbances.length > 0);
-  const invalid = dropped.filter((x) => x.disturbances.length === 0);
+  const foreign = dropped.filter((x) => (x.hostDisturbances?.length ?? 0) > 0);
+  const invalid = dropped.filter((x) => !isDisturbed(x));
+  if (foreign.length > 0) {
+    flags.push({
+      code: "host_disturbed",
+      message: `${plural(foreign.length, "pair")} dropped because other work on the host took CPU while they were measured (foreign load): ${foreign.map((x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances!.map((d) => `${d.arm} slice ${d.index}${d.foreignCores !== null ? ` (${d.foreignCores.toFixed(2)} cores)` : ""}`).join(", ")}`).join("; ")}`,
+    });
+  }
   if (disturbed.length > 0) {
     flags.push({
       code: "generator_disturbed",

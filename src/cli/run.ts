@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url";
 import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration, calibrationLine } from "../calibration";
 import { ConfigError, type GateConfig, parseConfig, sliceDesign } from "../config";
-import { type Artifacts, writeArtifacts, writeResults } from "../experiment/artifacts";
+import { CouldNotMeasureError } from "../analysis/unmeasured";
+import { type Artifacts, writeArtifacts, writeResults, writeUnmeasured } from "../experiment/artifacts";
 import { calibrate } from "../experiment/calibrate";
 import { decide } from "../experiment/decide";
 import { type Evidence, measure, type Progress, seedOf } from "../experiment/measure";
@@ -18,7 +19,7 @@ import { HostClient, type HostOptions } from "../host/client";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { markdownReport } from "../report/markdown";
-import { candidateNote, evidenceNotes } from "../report/notes";
+import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
@@ -40,8 +41,11 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
     --loadgen-cpus LIST  the CPUs the load generator runs on, e.g. 0 or 0-1 (default: any)
     --arm-cpus LIST      the CPUs both builds share, e.g. 1-3 (default: any); as on a host,
                          the two lists must not overlap: the generator needs CPUs of its own
-    --max-load-per-cpu X the load average per CPU past which the host flags a run, and --aa
-                         records no floor (default 0.5)
+    --max-foreign-cores X  CPU cores other work may take on this machine during a slice
+                         before the slice is dropped as disturbed (default 0.25); a run
+                         first waits for the machine to be that quiet
+    --settle-seconds N   how long it waits (default 30); past it the run is flagged,
+                         and --aa records no floor
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -101,7 +105,14 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
     return done.exitCode;
   } catch (e) {
-    throw local.interrupted() ? new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`) : e;
+    if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
+    // No verdict, but what was measured and why not: the report says (exit 2 all the same).
+    if (e instanceof CouldNotMeasureError && e.explained) {
+      const written = writeUnmeasured(o.out, e.explained);
+      if (o.json) io.out(JSON.stringify({ ...(e.explained.json as object), exit_code: 2, report: { markdown: written.reportPath, analysis: written.analysisPath, result: written.resultPath } }, null, 2));
+      say(`report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`);
+    }
+    throw e;
   } finally {
     await local.end();
     host.close();
@@ -182,7 +193,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
       "perf-host": { type: "string" },
       "champion-port": { type: "string", default: "8001" },
       "challenger-port": { type: "string", default: "8002" },
-      "max-load-per-cpu": { type: "string", default: "0.5" },
+      "max-foreign-cores": { type: "string", default: "0.25" },
+      "settle-seconds": { type: "string", default: "30" },
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
       host: { type: "string" },
@@ -222,7 +234,8 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       "--service-user", userInfo().username,
       "--champion-port", String(v["champion-port"]),
       "--challenger-port", String(v["challenger-port"]),
-      "--max-load-per-cpu", String(v["max-load-per-cpu"]),
+      "--max-foreign-cores", nonNegative(v, "max-foreign-cores"),
+      "--settle-seconds", nonNegative(v, "settle-seconds"),
       "--lock-wait", "1s",
       "--min-free-disk", String(256 << 20),
       // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
@@ -231,6 +244,13 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       ...placement,
     ],
   };
+}
+
+/** A flag's value as a non-negative number, or a usage error naming the flag. */
+function nonNegative(v: Record<string, string | boolean | undefined>, flag: string): string {
+  const text = String(v[flag]);
+  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
+  return text;
 }
 
 /** The highest CPU number perf-host's placement takes (its affinity mask is 1,024 bits). */
@@ -280,7 +300,7 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
   writeResults(o.out, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
-  const notes = [...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
+  const notes = [...identityNotes(analysis, evidence.results), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
   const artifacts = writeArtifacts(o.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }

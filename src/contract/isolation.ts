@@ -49,5 +49,8 @@ export const armStartSchema = z.looseObject({
   healthy_seconds: z.number().min(0),
   work_bytes: count.optional(),
   state_bytes: count.optional(),
+  /** The arm's log: the bytes the host's cap cut from its middle, and its last lines. */
+  log_cut_bytes: count.optional(),
+  log_tail: z.string().optional(),
 });
 export type ArmStart = z.infer<typeof armStartSchema>;

@@ -6,7 +6,7 @@ import { z } from "zod";
 import constants from "../../benchmark-host/contract/schema/constants.json";
 import { armStartSchema, isolationSchema, resourceAccountingSchema } from "./isolation";
 import { parseMessage } from "./parse";
-import { ARMS, KINDS, planSchema } from "./plan";
+import { ARMS, KINDS, planSchema, sha } from "./plan";
 
 const count = z.number().int().nonnegative();
 const amount = z.number().nonnegative();
@@ -66,6 +66,10 @@ export const sliceSchema = z.looseObject({
   // The load generator's own CPU over the slice (issue 17).
   generator_cpu_cores: amount.optional(),
   generator_cpu_us_per_request: amount.optional(),
+  // CPU the host spent on anything but this run during the slice, and why the host could not
+  // vouch for it (foreign load past its limit): the verdict drops its pair as a disturbed one.
+  foreign_cpu_cores: amount.optional(),
+  host_disturbance: z.string().optional(),
   valid: z.boolean(),
   invalid_reason: z.string().optional(),
 });
@@ -106,6 +110,22 @@ export const findingSchema = z.looseObject({
   detail: z.string(),
 });
 
+const armIdentitySchema = z.looseObject({ sha, build: z.string(), service: z.string() });
+
+/**
+ * What a run measured: the builds' digests, each arm's service spec, the placement and the
+ * generator's settings. Only runs of one identity (equal digests) are pooled.
+ */
+export const identitySchema = z.looseObject({
+  digest: z.string(),
+  champion: armIdentitySchema,
+  challenger: armIdentitySchema,
+  placement: z.string(),
+  generator: z.string(),
+  champion_spec_changed: z.boolean().optional(),
+});
+export type Identity = z.infer<typeof identitySchema>;
+
 /** What perf-host result prints for a run that sent load. */
 export const hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
@@ -113,6 +133,7 @@ export const hostResultSchema = resultSchema.extend({
   isolation: isolationSchema.optional(),
   resource_accounting: z.record(z.string(), resourceAccountingSchema).optional(),
   arms: z.record(z.string(), armStartSchema).optional(),
+  identity: identitySchema.optional(),
 });
 export type HostResult = z.infer<typeof hostResultSchema>;
 

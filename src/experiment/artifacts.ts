@@ -2,6 +2,7 @@
 // CLI's --out hold.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { armsOf } from "../report/arms";
 import { svgChart } from "../report/chart";
@@ -38,6 +39,16 @@ export function writeResults(dir: string, documents: readonly unknown[]): string
   const path = join(dir, "result.json");
   writeFiles(dir, [[path, JSON.stringify(documents, null, 2)]]);
   return path;
+}
+
+/**
+ * A gate that could not measure: report.md and analysis.json say what was measured and why
+ * there is no verdict, beside result.json (the results it was judged from).
+ */
+export function writeUnmeasured(dir: string, e: NonNullable<CouldNotMeasureError["explained"]>): Omit<Artifacts, "chartPath"> {
+  const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
 }
 
 /** calibration.md and result.json. */

@@ -1,9 +1,12 @@
 // decide: the verdict engine on a gate's evidence, with the gate config's SLO and thresholds,
-// the job's seed and the host's A/A floors and bias. Pure; shared by every mode and the CLI.
+// the job's seed and the host's A/A floors and bias, or the report of why there is none. Pure;
+// shared by every mode and the CLI.
+import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
 import { floorSettings } from "../calibration";
 import type { GateConfig } from "../config";
 import type { StoredFloor } from "../contract/host";
+import { unmeasuredReport } from "../report/unmeasured";
 
 export interface Decision {
   seed: number;
@@ -14,8 +17,20 @@ export interface Decision {
   floors?: Readonly<Record<string, StoredFloor>>;
 }
 
+/**
+ * The verdict on the results; when the measurement cannot vouch for itself (could not
+ * measure), the error carries the report of what was measured, for the gate to write.
+ */
 export function decide(results: readonly NamedResult[], config: GateConfig, d: Decision): Analysis {
-  return analyze(results, settingsFor(config, d));
+  try {
+    return analyze(results, settingsFor(config, d));
+  } catch (e) {
+    if (e instanceof CouldNotMeasureError) {
+      const { markdown, json } = unmeasuredReport(e, results, config.slo.percentile);
+      e.explained = { markdown, json, results: results.map((r) => r.result) };
+    }
+    throw e;
+  }
 }
 
 /** The verdict engine's settings for a gate config and a decision. */

@@ -1,12 +1,12 @@
 // measure: one gate's evidence from a host. It deploys the challenger when given a build, runs
 // every workload and rate of the config (one run each), waits for each, reads its validated
 // result, and pools the host's earlier finished runs of the same build against the same
-// champion and protocol. Shared by every action mode and the CLI.
+// champion with the same identity. Shared by every action mode and the CLI.
 import type { NamedResult } from "../analysis/verdict";
 import { resultKey } from "../analysis/verdict";
 import { type GateConfig, planRuns } from "../config";
 import type { Kind } from "../contract/plan";
-import type { LoadgenResult } from "../contract/result";
+import type { HostResult, Identity, LoadgenResult } from "../contract/result";
 import { comparisonKey } from "../contract/rules";
 import { type HostClient, HostError } from "../host/client";
 
@@ -43,9 +43,9 @@ export interface Evidence {
   documents: unknown[];
   /** Earlier runs pooled with the new ones. */
   pooled: string[];
-  /** Earlier runs left out: they measured another champion, or another protocol. */
+  /** Earlier runs left out: they measured another champion, or ran as another identity (what differs). */
   otherChampion: string[];
-  otherProtocol: string[];
+  otherIdentity: { runId: string; differs: string[] }[];
 }
 
 export async function measure(host: HostClient, config: GateConfig, m: Measurement): Promise<Evidence> {
@@ -54,7 +54,7 @@ export async function measure(host: HostClient, config: GateConfig, m: Measureme
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   // The merge base is main's code, as a champion is: it runs in the champion's arm.
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const run of planRuns(config, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run.workload, run.rate, runId);
@@ -76,7 +76,8 @@ export async function measure(host: HostClient, config: GateConfig, m: Measureme
 
 /**
  * Adds the host's earlier finished runs of the same challenger, against the same champion, at
- * the same workloads and rates and with the same protocol: a rerun adds evidence, and the
+ * the same workloads and rates and of the same identity (the builds as deployed, each arm's
+ * service spec, the placement, the generator's settings): a rerun adds evidence, and the
  * verdict engine tightens its confidence for each look.
  */
 async function withEarlierRuns(host: HostClient, challengerSha: string, fresh: Evidence): Promise<Evidence> {
@@ -86,15 +87,16 @@ async function withEarlierRuns(host: HostClient, challengerSha: string, fresh: E
   const earlier = (await host.runsOf(challengerSha)).filter(
     (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate)),
   );
-  const out: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherProtocol: [] };
+  const out: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
       continue;
     }
     const { document, message } = await host.result(r.run_id);
-    if (!sameProtocol(message, byKey.get(resultKey(message))!)) {
-      out.otherProtocol.push(r.run_id);
+    const differs = identityDifferences(message, byKey.get(resultKey(message))!);
+    if (differs.length > 0) {
+      out.otherIdentity.push({ runId: r.run_id, differs });
       continue;
     }
     out.documents.push(document);
@@ -107,14 +109,27 @@ async function withEarlierRuns(host: HostClient, challengerSha: string, fresh: E
 }
 
 /**
- * Whether two runs of one workload and rate measured the same way: the same requests, slices,
- * order, warm-up, connections and send window (the generator's timing resolution). The number of pairs may differ; pooling adds them up.
+ * What differs between the identities of two runs of one workload and rate (empty: one
+ * identity, so they pool; the number of pairs may differ, pooling adds them up). A run without
+ * an identity (a host before it) cannot be vouched for and differs in everything.
  */
-function sameProtocol(a: LoadgenResult, b: LoadgenResult): boolean {
-  const protocol = ({ plan: p }: LoadgenResult) =>
-    JSON.stringify([p.requests, p.slice_seconds, p.order, p.warmup_seconds, p.slice_warmup_ms, p.connections, p.timeout_ms, p.send_window_us]);
-  return protocol(a) === protocol(b);
+export function identityDifferences(a: LoadgenResult, b: LoadgenResult): string[] {
+  const [x, y] = [identityOf(a), identityOf(b)];
+  if (!x || !y) return ["its identity (a host that did not record one)"];
+  if (x.digest === y.digest) return [];
+  const parts: [string, (i: Identity) => string][] = [
+    ["the champion's build", (i) => `${i.champion.sha} ${i.champion.build}`],
+    ["the challenger's build", (i) => `${i.challenger.sha} ${i.challenger.build}`],
+    ["the champion's service spec", (i) => i.champion.service],
+    ["the challenger's service spec", (i) => i.challenger.service],
+    ["the CPU placement", (i) => i.placement],
+    ["the load generator's settings (requests, slices, warm-up, connections or its version)", (i) => i.generator],
+  ];
+  const differs = parts.filter(([, of]) => of(x) !== of(y)).map(([what]) => what);
+  return differs.length > 0 ? differs : ["its identity"];
 }
+
+const identityOf = (r: LoadgenResult): Identity | undefined => (r as Partial<HostResult>).identity;
 
 /** A reproducible seed from a commit (or any hex digest). */
 export function seedOf(sha: string): number {

@@ -4,11 +4,11 @@
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { type Access, decidesNothing } from "../access";
-import { FailingWorkloadError, GeneratorDisturbedError } from "../analysis/unmeasured";
+import { CouldNotMeasureError, FailingWorkloadError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { ConfigError, type GateConfig } from "../config";
 import { parsePullRequestEvent } from "../event";
-import { type Artifacts, writeArtifacts, writeResults } from "../experiment/artifacts";
+import { type Artifacts, writeArtifacts, writeResults, writeUnmeasured } from "../experiment/artifacts";
 import { decide } from "../experiment/decide";
 import { measure, seedOf } from "../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
@@ -18,7 +18,7 @@ import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
 import { gateOutcome } from "../report/gate-outcome";
 import { markdownReport } from "../report/markdown";
-import { candidateNote, evidenceNotes } from "../report/notes";
+import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
 import { readEvent } from "../runner";
 import { accessOf, refuseAccess } from "./access";
 import { mergeBaseBuild } from "./merge-base";
@@ -91,7 +91,7 @@ async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
+  const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...identityNotes(analysis, evidence.results), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 
@@ -136,9 +136,13 @@ async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job:
   const config = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
   const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
   const title = config ? "perf-gate: configuration error"
-    : e instanceof GeneratorDisturbedError ? "perf-gate could not measure: the load generator was disturbed"
+    : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}`
     : `perf-gate could not measure (${kind})`;
-  const body = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.\n\n\`\`\`\n${e.message}\n\`\`\`\n`;
+  const said = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
+  // What was measured, when the runs ended: the same report the artifacts hold.
+  const explained = e instanceof CouldNotMeasureError ? e.explained : undefined;
+  if (explained) writeUnmeasured(job.outputDir, explained);
+  const body = explained ? `${said}\n\n${explained.markdown}` : `${said}\n\n\`\`\`\n${e.message}\n\`\`\`\n`;
   const fail = config || job.onInfrastructureFailure === "fail";
   try {
     await gh.finishCheck(check, fail ? "failure" : "neutral", title, body);

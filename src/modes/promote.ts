@@ -4,11 +4,11 @@
 // champion, kept on the host, becomes the champion again, and is verified the same way.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
-import { GeneratorDisturbedError } from "../analysis/unmeasured";
+import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { championCheck } from "../calibration";
 import { configFor, type GateConfig, planRuns } from "../config";
 import { parsePushToDefaultBranch } from "../event";
-import { writeArtifacts } from "../experiment/artifacts";
+import { writeArtifacts, writeUnmeasured } from "../experiment/artifacts";
 import { decide } from "../experiment/decide";
 import { measure, seedOf } from "../experiment/measure";
 import { GitHub } from "../github/client";
@@ -122,9 +122,11 @@ async function verify(host: HostClient, config: GateConfig, job: Job, verb: stri
     return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `\n\n${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
   } catch (e) {
     const message = (e as Error).message;
-    if (e instanceof GeneratorDisturbedError) {
+    if (e instanceof CouldNotMeasureError) {
       core.warning(`perf-gate: the A/A check of ${sha.slice(0, 7)} could not measure: ${message.split("\n")[0]}`);
-      return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:\n\n\`\`\`\n${message}\n\`\`\`` };
+      if (e.explained) writeUnmeasured(job.outputDir, e.explained);
+      const what = e.explained?.markdown ?? `\`\`\`\n${message}\n\`\`\``;
+      return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:\n\n${what}` };
     }
     return { passed: false, findings: [message], text: `The A/A check could not run:\n\n\`\`\`\n${message}\n\`\`\`` };
   }

@@ -1,5 +1,6 @@
 // The analysis as the stable, snake_case JSON the CLI prints and the action writes.
 import type { PairedAmount } from "../analysis/resources";
+import type { DroppedPair } from "../analysis/pairs";
 import type { Analysis, Comparison } from "../analysis/verdict";
 
 function amountJson(r: PairedAmount | null) {
@@ -21,12 +22,7 @@ export function comparisonJson(c: Comparison) {
     ci_ms: c.ciMs,
     confidence: c.confidence,
     pairs: c.pairs,
-    dropped_pairs: c.droppedPairs.map((d) => ({
-      run: d.run, pair: d.pair, reason: d.reason,
-      disturbances: d.disturbances.map((x) => ({
-        arm: x.arm, index: x.index, lag_at: x.lagAt, lag_ms: x.lagMs, lag_limit_ms: x.lagLimitMs, rate_error_percent: x.rateErrorPercent, lagging: x.lagging, off_rate: x.offRate,
-      })),
-    })),
+    dropped_pairs: c.droppedPairs.map(droppedPairJson),
     looks: c.looks,
     runs: c.runs,
     t: { t: c.t.t, df: c.t.df, p: c.t.p, holm_p: c.t.holmP, sd_ms: c.t.sdMs },
@@ -76,5 +72,16 @@ export function analysisJson(a: Analysis) {
     runs: a.runs,
     host_bias: a.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
     preflight_flags: a.preflight,
+  };
+}
+
+/** A dropped pair as analysis.json carries it: why, and what disturbed the instrument. */
+export function droppedPairJson(d: DroppedPair) {
+  return {
+    run: d.run, pair: d.pair, reason: d.reason,
+    disturbances: d.disturbances.map((x) => ({
+      arm: x.arm, index: x.index, lag_at: x.lagAt, lag_ms: x.lagMs, lag_limit_ms: x.lagLimitMs, rate_error_percent: x.rateErrorPercent, lagging: x.lagging, off_rate: x.offRate,
+    })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, reason: x.reason })),
   };
 }

@@ -53,7 +53,7 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
     "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|",
     ...a.runs.map((r) => {
       const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
-      return `| ${cell(r.name)} | ${cell(r.runId)} | ${cell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
+      return `| ${tableCell(r.name)} | ${tableCell(r.runId)} | ${tableCell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
     }),
     "", `Method: ${a.method} Bootstrap seed ${a.seed}.`, "", "</details>", "",
   );
@@ -169,7 +169,7 @@ function comparisonSection(c: Comparison, percentile: number, arms: Arms, severa
       "",
       `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
       `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
-      ...rows.map((r, i) => `| ${i + 1} | ${pooled ? `${cell(r.run)} | ` : ""}${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows.map((r, i) => `| ${i + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
       ...(rows.length < c.detail.length ? ["", `${c.detail.length - rows.length} more pairs in the JSON result.`] : []),
     );
   }
@@ -183,6 +183,7 @@ function armErrorsCell(arm: ArmSummary): string {
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
 
-function cell(s: string): string {
+/** Text in a Markdown table cell: no pipe or line break ends it early. */
+export function tableCell(s: string): string {
   return s.replace(/[|\n\r]/g, " ");
 }

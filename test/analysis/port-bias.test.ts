@@ -11,7 +11,7 @@
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { extractPairs } from "../../src/analysis/pairs";
+import { extractPairs, isDisturbed } from "../../src/analysis/pairs";
 import { slicePercentileUs } from "../../src/analysis/statistic";
 import { pairedT } from "../../src/analysis/tests";
 import { parseConfig } from "../../src/config";
@@ -55,7 +55,7 @@ async function p50Differences(challengerPort: number, seeds: number[]): Promise<
     const result = parseResult(`run-${seed}`, await runLoadgen(plan(challengerPort, seed)));
     results.push(result);
     const { pairs, dropped } = extractPairs(`run-${seed}`, result, 50);
-    disturbed += dropped.filter((x) => x.disturbances.length > 0).length;
+    disturbed += dropped.filter(isDisturbed).length;
     d.push(...pairs.map((p) => slicePercentileUs(p.challenger, 50) - slicePercentileUs(p.champion, 50)));
   }
   return { d, disturbed, results };

@@ -7,15 +7,19 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
 )
 
-// sliceAccounting samples both arms at every slice boundary (a loadgen.SliceObserver) and
-// fills each slice's resource fields from the arm it measured. It also guards the slice: one
-// during which the arm not being measured was busy (it competes for the same CPUs) is invalid,
-// so the verdict drops its pair whole. (An arm whose service exits ends the run: see measure.)
+// sliceAccounting samples both arms, the host's CPUs and the load generator's own process at
+// every slice boundary (a loadgen.SliceObserver) and fills each slice's resource fields from
+// the arm it measured. It also guards the slice: one during which the arm not being measured
+// was busy (it competes for the same CPUs) is invalid, and one during which anything else on
+// the host took CPU (foreign load) is disturbed, so the verdict drops its pair whole. (An arm
+// whose service exits ends the run: see measure.)
 type sliceAccounting struct {
-	arms    map[string]*arm.Arm
-	maxIdle float64
+	arms       map[string]*arm.Arm
+	maxIdle    float64
+	maxForeign float64
 
 	mu      sync.Mutex
 	samples map[int]boundarySample
@@ -24,11 +28,13 @@ type sliceAccounting struct {
 type boundarySample struct {
 	at    time.Time
 	usage map[string]arm.Usage
+	host  hostinfo.CPUTime
+	self  uint64 // the load generator's process (this one): CPU µs so far
 }
 
 func (h *Host) newSliceAccounting(iso *isolation) *sliceAccounting {
 	return &sliceAccounting{arms: map[string]*arm.Arm{contract.Champion: iso.champion, contract.Challenger: iso.challenger},
-		maxIdle: h.MaxIdleArmCores, samples: map[int]boundarySample{}}
+		maxIdle: h.MaxIdleArmCores, maxForeign: h.MaxForeignCores, samples: map[int]boundarySample{}}
 }
 
 // Boundary samples both arms.
@@ -37,6 +43,7 @@ func (a *sliceAccounting) Boundary(i int) {
 	for name, x := range a.arms {
 		b.usage[name] = x.Sample()
 	}
+	b.host, b.self = hostinfo.ReadCPUTime(), hostinfo.SelfCPUUs()
 	a.mu.Lock()
 	a.samples[i] = b
 	a.mu.Unlock()
@@ -72,6 +79,33 @@ func (a *sliceAccounting) Complete(s *contract.Slice) {
 		if idle > a.maxIdle {
 			invalidate(s, fmt.Sprintf("disturbed: the %s arm, not measured, used %.2f CPU cores during this slice (more than --max-idle-arm-cores %.2f)", other, idle, a.maxIdle))
 		}
+	}
+	a.foreignLoad(s, start, end)
+}
+
+// foreignLoad fills the CPU cores the host spent on anything but this run during the slice:
+// its busy and stolen CPU time less both arms' and the load generator's, and marks the slice
+// disturbed past --max-foreign-cores. Like a stalled generator, that is a measurement the host
+// cannot vouch for (docs/design/0005-foreign-load.md), and its pair is dropped and named.
+func (a *sliceAccounting) foreignLoad(s *contract.Slice, start, end boundarySample) {
+	dt := float64(end.host.At.Sub(start.host.At).Microseconds())
+	if !start.host.OK || !end.host.OK || dt <= 0 || end.self < start.self {
+		return
+	}
+	used := float64(end.host.BusyUs+end.host.StealUs) - float64(start.host.BusyUs+start.host.StealUs) - float64(end.self-start.self)
+	for name := range a.arms {
+		cpu, ok := cpuUs(start.usage[name], end.usage[name])
+		if !ok {
+			return // an arm's CPU unread: what is left would count it as foreign
+		}
+		used -= cpu
+	}
+	// /proc/stat counts in 10 ms ticks: a quiet host reads a few ticks either side of 0.
+	cores := max(0, used/dt)
+	s.ForeignCPUCores = &cores
+	if cores > a.maxForeign {
+		steal := float64(end.host.StealUs-start.host.StealUs) / dt
+		s.HostDisturbance = fmt.Sprintf("foreign load: %.2f CPU cores went to work other than this run's arms and load generator (%.2f of them stolen by the hypervisor), over --max-foreign-cores %.2f", cores, steal, a.maxForeign)
 	}
 }
 

@@ -116,7 +116,7 @@ func (h *Host) serveChampion(champ *arm.Arm, st State) (*armStart, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newArmStart(champ, "champion", st.Champion, st.Service, ports[0], h.path("logs", "champion-"+st.Champion+".log"), daemonLog)
+	s := newArmStart(champ, "champion", st.Champion, st.Service, ports[0], h.armLog("logs", "champion-"+st.Champion+".log"), daemonLog)
 	for _, step := range []func() error{func() error { return s.install(h) }, s.setup, s.start} {
 		err := step()
 		s.flush()

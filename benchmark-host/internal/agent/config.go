@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
 // BindFlags registers the host's configuration flags; Flags() gives them back, so that the
@@ -39,7 +40,9 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.Int64Var(&c.DeployLimits.MaxCompressed, "max-deploy-bytes", release.DefaultLimits.MaxCompressed, "largest tarball deploy accepts")
 	fs.Uint64Var(&c.MinFreeDisk, "min-free-disk", 1<<30, "refuse runs with less free disk (bytes)")
 	fs.Uint64Var(&c.MinFreeMemory, "min-free-memory", 256<<20, "refuse runs with less available memory (bytes)")
-	fs.Float64Var(&c.MaxLoadPerCPU, "max-load-per-cpu", 0.5, "flag runs when the 1-minute load average per CPU exceeds this")
+	fs.Float64Var(&c.MaxForeignCores, "max-foreign-cores", DefaultMaxForeignCores, "a slice is disturbed when anything but the run's arms and load generator used more CPU cores than this on the host")
+	fs.Float64Var(&c.SettleSeconds, "settle-seconds", 30, "how long a run first waits for the host's CPUs to be as quiet as --max-foreign-cores; past it the run is flagged")
+	fs.Int64Var(&c.MaxArmLogBytes, "max-arm-log-bytes", service.DefaultMaxLogBytes, "the most of an arm's log kept per start: its first and last halves, with the cut said (0: no cap)")
 	fs.IntVar(&c.KeepReleases, "keep-releases", 5, "releases gc keeps besides the champion and previous champion")
 	fs.IntVar(&c.KeepRuns, "keep-runs", 50, "runs gc keeps")
 	return c
@@ -65,7 +68,9 @@ func (c Config) Flags() []string {
 		"--max-deploy-bytes", strconv.FormatInt(c.DeployLimits.MaxCompressed, 10),
 		"--min-free-disk", strconv.FormatUint(c.MinFreeDisk, 10),
 		"--min-free-memory", strconv.FormatUint(c.MinFreeMemory, 10),
-		"--max-load-per-cpu", fmt.Sprint(c.MaxLoadPerCPU),
+		"--max-foreign-cores", fmt.Sprint(c.MaxForeignCores),
+		"--settle-seconds", fmt.Sprint(c.SettleSeconds),
+		"--max-arm-log-bytes", strconv.FormatInt(c.MaxArmLogBytes, 10),
 		"--keep-releases", strconv.Itoa(c.KeepReleases),
 		"--keep-runs", strconv.Itoa(c.KeepRuns),
 	}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +24,10 @@ func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 		return fmt.Sprintf("release %s is in use as champion or previous champion; kept as it is", sha), nil
 	}
 	incoming := h.path("releases", fmt.Sprintf(".incoming-%s-%d", sha, os.Getpid()))
-	if err := release.Unpack(r, incoming, h.DeployLimits); err != nil {
+	// The digest of what was received names the build in a run's identity: one commit built
+	// twice may differ.
+	digest := sha256.New()
+	if err := release.Unpack(io.TeeReader(r, digest), incoming, h.DeployLimits); err != nil {
 		return "", &RefusedError{Err: fmt.Errorf("deploy %s %s: %w", role, sha, err)}
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -37,6 +42,9 @@ func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 		os.RemoveAll(incoming)
 		return "", err
 	}
-	writeJSONAtomic(dir+".json", map[string]any{"sha": sha, "role": role, "deployed": time.Now().UTC()})
+	writeJSONAtomic(dir+".json", struct {
+		releaseMeta
+		Deployed time.Time `json:"deployed"`
+	}{releaseMeta{SHA: sha, Role: role, Digest: "sha256:" + hex.EncodeToString(digest.Sum(nil))}, time.Now().UTC()})
 	return fmt.Sprintf("deployed %s %s", role, sha), nil
 }

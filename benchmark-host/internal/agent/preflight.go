@@ -19,9 +19,9 @@ type Calibration struct {
 	CPUModel   string `json:"cpu_model"`
 }
 
-// Preflight checks disk, memory, load and CPU state before a run of a kind. Refusals stop the
-// run; flags are recorded in the result so the verdict can be read with them in mind, and a
-// floor is never recorded from a flagged A/A run.
+// Preflight checks disk, memory and CPU state before a run of a kind (settle then waits for
+// quiet CPUs). Refusals stop the run; flags are recorded in the result so the verdict can be
+// read with them in mind, and a floor is never recorded from a flagged A/A run.
 func (h *Host) Preflight(kind string) []contract.Finding {
 	out := []contract.Finding{}
 	add := func(check, status, format string, args ...any) {
@@ -49,11 +49,6 @@ func (h *Host) Preflight(kind string) []contract.Finding {
 		add("memory", status, "%.2f GiB available (need %.2f GiB)", gib(avail), gib(h.MinFreeMemory))
 	}
 	info := hostinfo.Read()
-	if limit := h.MaxLoadPerCPU * float64(info.NumCPU); info.LoadAvg[0] > limit {
-		add("load", contract.FindingFlag, "1-minute load average %.2f over %.2f (%d CPUs): another job may be running", info.LoadAvg[0], limit, info.NumCPU)
-	} else {
-		add("load", contract.FindingOK, "1-minute load average %.2f", info.LoadAvg[0])
-	}
 	var cal Calibration
 	switch err := readJSON(h.path("calibration.json"), &cal); {
 	case os.IsNotExist(err):

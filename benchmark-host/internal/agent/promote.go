@@ -20,7 +20,16 @@ func (h *Host) Promote(ctx context.Context, sha string, spec *contract.ServiceSp
 			next.Service = *spec
 		}
 		if old.Champion == sha {
-			return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
+			// A promotion of the champion with another spec (its config changed) restarts the
+			// supervisor on it, checked as any promotion is; the same spec changes nothing.
+			service.FillDefaults(&next.Service)
+			if contract.Digest(next.Service) == contract.Digest(old.Service) {
+				return fmt.Sprintf("%s is already the champion", sha), h.EnsureChampion(ctx)
+			}
+			if err := h.swapChampion(ctx, old, next); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s is already the champion; it serves with the new service spec now", sha), nil
 		}
 		if old.Champion != "" {
 			next.History = append(append([]Reign{}, old.History...), Reign{SHA: old.Champion, Service: old.Service})
@@ -65,7 +74,7 @@ func (h *Host) changeChampion(what string, change func(old State) (string, error
 	return change(old)
 }
 
-// swapChampion moves the host from state old to next, whose champion differs.
+// swapChampion moves the host from state old to next, whose champion or spec differs.
 func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 	sha := next.Champion
 	if _, err := os.Stat(h.releaseDir(sha)); err != nil {
@@ -84,7 +93,7 @@ func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 	if err != nil {
 		return err
 	}
-	cand := newArmStart(iso.challenger, "candidate champion", sha, next.Service, ports[0], h.path("logs", "promote-"+sha+".log"), func(string, ...any) {})
+	cand := newArmStart(iso.challenger, "candidate champion", sha, next.Service, ports[0], h.armLog("logs", "promote-"+sha+".log"), func(string, ...any) {})
 	err = startTogether(ctx, h, []*armStart{cand})
 	if serr := cand.stop(); serr != nil {
 		return serr

@@ -34,7 +34,9 @@ type Config struct {
 	DeployLimits    release.Limits
 	MinFreeDisk     uint64 // bytes
 	MinFreeMemory   uint64 // bytes
-	MaxLoadPerCPU   float64
+	MaxForeignCores float64       // a slice where anything but the run used more CPU cores is disturbed
+	SettleSeconds   float64       // how long a run waits for the host to quiet down first
+	MaxArmLogBytes  int64         // the most of an arm's log kept per start
 	KeepReleases    int
 	KeepRuns        int
 }
@@ -98,6 +100,11 @@ func (h *Host) path(parts ...string) string {
 
 func (h *Host) releaseDir(sha string) string { return h.path("releases", sha) }
 func (h *Host) runDir(id string) string      { return h.path("runs", id) }
+
+// armLog is an arm's log under the root, capped at --max-arm-log-bytes.
+func (h *Host) armLog(parts ...string) service.Log {
+	return service.Log{Path: h.path(parts...), MaxBytes: h.MaxArmLogBytes}
+}
 
 // Init creates the root layout; it is idempotent. The host's state is the CI user's alone:
 // the root can be traversed (0711) so that each arm reaches its own home under arms/, and

@@ -91,9 +91,6 @@ func (h *Host) readRunRequest(runID, kind string, stdin io.Reader) (*contract.Ru
 		Challenger: fmt.Sprintf("http://127.0.0.1:%d", h.ChallengerPort),
 	}
 	lg.RunID, lg.Builds = runID, builds
-	if kind == contract.KindAA {
-		req.Service = st.Service // both ports run the champion as it serves
-	}
 	compiled, err := plan.Compile(*lg, h.runDir(runID), h.generatorCPUs())
 	if err != nil {
 		var fe *plan.FieldError
@@ -103,7 +100,7 @@ func (h *Host) readRunRequest(runID, kind string, stdin io.Reader) (*contract.Ru
 		return nil, refuse("plan: loadgen: %v", err)
 	}
 	req.Loadgen = compiled.Plan // with its defaults filled
-	if err := h.checkRunLength(&req, st.Service); err != nil {
+	if err := h.checkRunLength(&req); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -306,7 +303,7 @@ func (e *execution) run(ctx context.Context) error {
 		return fail("plan", "%v", err)
 	}
 	e.logf("%s run %s started", e.outcome.Kind, e.runID)
-	if err := e.preflight(e.outcome.Kind); err != nil {
+	if err := e.preflight(ctx, e.outcome.Kind); err != nil {
 		return err
 	}
 	iso, err := e.h.arms()
@@ -319,13 +316,14 @@ func (e *execution) run(ctx context.Context) error {
 	if err != nil {
 		return fail("internal", "%v", err)
 	}
-	// The champion arm runs the champion with the spec it was promoted with, or the merge base
-	// (comparison_base merge-base) with the run's, as the challenger.
-	championSpec := st.Service
-	if req.Loadgen.Builds.Base == contract.BaseMergeBase {
-		championSpec = req.Service
-	} else if st.Champion != req.Loadgen.Builds.ChampionSHA {
+	// Both arms run with the run's service spec, the config that asked for the run: the
+	// champion's build (or the merge base) as the challenger's. The spec it was promoted with
+	// stays the supervisor's, between runs.
+	if req.Loadgen.Builds.Base != contract.BaseMergeBase && st.Champion != req.Loadgen.Builds.ChampionSHA {
 		return fail("internal", "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
+	}
+	if req.Loadgen.Builds.Base != contract.BaseMergeBase && contract.Digest(req.Service) != contract.Digest(st.Service) {
+		e.logf("the champion arm runs champion %s with this run's service spec, not the one it was promoted with", st.Champion)
 	}
 	// The run starts its own champion, as it starts the challenger; the supervisor's champion
 	// serves the port again before the run reports, however the run ends.
@@ -335,13 +333,14 @@ func (e *execution) run(ctx context.Context) error {
 		return fail("champion_unhealthy", "the champion supervisor did not hand over :%d: %v", e.h.ChampionPort, err)
 	}
 	e.logf("the champion port :%d is this run's: %s; both arms start fresh", e.h.ChampionPort, how)
-	arms, err := e.startArms(ctx, iso, championSpec, req)
+	arms, err := e.startArms(ctx, iso, req)
 	if err != nil {
 		return err
 	}
 	// Both arms, and everything they started, are stopped before anything is reported.
 	stop := sync.OnceValue(func() error { return e.stopArms(arms) })
 	defer stop()
+	e.result.Identity = e.identity(iso, lp, arms, st.Service)
 	measureErr := e.measure(ctx, iso, lp, arms)
 	if err := eachArm((*armStart).ownsPorts)(arms); err != nil && measureErr == nil {
 		var ae *armError
@@ -359,7 +358,7 @@ func (e *execution) run(ctx context.Context) error {
 }
 
 // preflight records the host's checks in the result; a refusal ends the run.
-func (e *execution) preflight(kind string) error {
+func (e *execution) preflight(ctx context.Context, kind string) error {
 	e.result.Preflight = e.h.Preflight(kind)
 	for _, f := range e.result.Preflight {
 		e.logf("preflight %s: %s: %s", f.Check, f.Status, f.Detail)
@@ -367,21 +366,24 @@ func (e *execution) preflight(kind string) error {
 	if r := refusals(e.result.Preflight); len(r) > 0 {
 		return fail("preflight", "host refused the run: %s", strings.Join(r, "; "))
 	}
+	quiet := e.h.settle(ctx, e.logf)
+	e.logf("preflight %s: %s: %s", quiet.Check, quiet.Status, quiet.Detail)
+	e.result.Preflight = append(e.result.Preflight, quiet)
 	return nil
 }
 
-// startArms starts the champion arm (with championSpec) and the challenger (with the run's)
-// together, each a new process in a fresh copy of its build with ports of its own;
-// a failure is the failing arm's, with its log tail.
-func (e *execution) startArms(ctx context.Context, iso *isolation, championSpec contract.ServiceSpec, req contract.RunRequest) ([]*armStart, error) {
+// startArms starts the champion arm and the challenger together with the run's service spec,
+// each a new process in a fresh copy of its build with ports of its own; a failure is the
+// failing arm's, with its log tail.
+func (e *execution) startArms(ctx context.Context, iso *isolation, req contract.RunRequest) ([]*armStart, error) {
 	b := req.Loadgen.Builds
-	ports, err := service.AllocatePorts(e.h.portRange(), [][]string{championSpec.Ports, req.Service.Ports}, e.h.mainPorts())
+	ports, err := service.AllocatePorts(e.h.portRange(), [][]string{req.Service.Ports, req.Service.Ports}, e.h.mainPorts())
 	if err != nil {
 		return nil, fail("preflight", "host refused the run: %v", err)
 	}
 	arms := []*armStart{
-		newArmStart(iso.champion, contract.Champion, b.ChampionSHA, championSpec, ports[0], e.h.path("runs", e.runID, "champion.log"), e.logf),
-		newArmStart(iso.challenger, contract.Challenger, b.ChallengerSHA, req.Service, ports[1], e.h.path("runs", e.runID, "challenger.log"), e.logf),
+		newArmStart(iso.champion, contract.Champion, b.ChampionSHA, req.Service, ports[0], e.h.armLog("runs", e.runID, "champion.log"), e.logf),
+		newArmStart(iso.challenger, contract.Challenger, b.ChallengerSHA, req.Service, ports[1], e.h.armLog("runs", e.runID, "challenger.log"), e.logf),
 	}
 	if err := startTogether(ctx, e.h, arms); err != nil {
 		if stopped := e.stoppedBy(ctx); stopped != nil {
@@ -436,6 +438,7 @@ func (e *execution) stopArms(arms []*armStart) error {
 	e.result.Arms = map[string]contract.ArmStart{}
 	for _, s := range arms {
 		s.measureDisk()
+		s.recordLog()
 		e.result.Arms[s.arm.Name] = s.record
 	}
 	return nil
@@ -483,7 +486,8 @@ func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, 
 		contract.Champion: iso.champion.Accounting(), contract.Challenger: iso.challenger.Accounting()}
 	if crash := (*armCrash)(nil); errors.As(cause, &crash) {
 		s := crash.arm
-		return fail(s.arm.Name+"_crashed", "%s %s %s during the run; its log ends:\n%s", s.name, s.sha, s.proc.ExitError(), service.LogTail(s.log, 20))
+		s.proc.Logged(time.Second)
+		return fail(s.arm.Name+"_crashed", "%s %s %s during the run; its log ends:\n%s", s.name, s.sha, s.proc.ExitError(), service.LogTail(s.log.Path, 20))
 	}
 	return e.stoppedBy(ctx)
 }

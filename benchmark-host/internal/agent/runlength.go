@@ -3,13 +3,13 @@ package agent
 import "github.com/perf-gate/perf-gate/benchmark-host/contract"
 
 // checkRunLength refuses a request that would hold the host longer than --max-run-seconds: the
-// warm-up, every slice, and the start of the arms at its longest (their setups and health
-// checks, which run side by side). The request's loadgen plan has its defaults filled, and an
-// A/A request carries the champion's spec.
-func (h *Host) checkRunLength(req *contract.RunRequest, champion contract.ServiceSpec) error {
+// warm-up, every slice, and the start of the arms (their setups and health checks, which run
+// side by side, both arms with the request's spec). The request's loadgen plan has its
+// defaults filled.
+func (h *Host) checkRunLength(req *contract.RunRequest) error {
 	lp := req.Loadgen
 	slices := float64(2*lp.Pairs) * lp.SliceSeconds
-	start := max(startSeconds(req.Service), startSeconds(champion))
+	start := startSeconds(req.Service)
 	total := lp.WarmupSeconds + slices + start
 	if total > h.MaxRunSeconds {
 		return refuse("plan: loadgen.pairs: %d pairs of %g s slices (%g s) + %g s warm-up + %g s to start the arms (setup and health check) would hold the host for %g s, over this host's --max-run-seconds %g; use fewer pairs or shorter slices",

@@ -28,7 +28,7 @@ type armStart struct {
 	sha   string
 	spec  contract.ServiceSpec
 	ports map[string]int // service.ports by name
-	log   string         // the service's log, which setup's output goes to first
+	log   service.Log    // the service's log, which setup's output goes to first
 	// logf receives what each step did, in the order of the arms, once every arm has done it.
 	logf  func(format string, args ...any)
 	notes []string
@@ -37,7 +37,7 @@ type armStart struct {
 	record contract.ArmStart
 }
 
-func newArmStart(a *arm.Arm, name, sha string, spec contract.ServiceSpec, ports map[string]int, log string, logf func(string, ...any)) *armStart {
+func newArmStart(a *arm.Arm, name, sha string, spec contract.ServiceSpec, ports map[string]int, log service.Log, logf func(string, ...any)) *armStart {
 	in := a.Instance(ports)
 	return &armStart{arm: a, name: name, sha: sha, spec: spec, ports: ports, log: log, logf: logf,
 		record: contract.ArmStart{SHA: sha, Ports: in.PortVars(), StateDir: in.StateDir, State: spec.State}}
@@ -57,7 +57,7 @@ func (s *armStart) flush() {
 
 // armFailure is an arm's failure with the tail of its log.
 func (s *armStart) failure(err error) error {
-	return fmt.Errorf("%s %s %v; its log ends:\n%s", s.name, s.sha, err, service.LogTail(s.log, 20))
+	return fmt.Errorf("%s %s %v; its log ends:\n%s", s.name, s.sha, err, service.LogTail(s.log.Path, 20))
 }
 
 func (s *armStart) install(h *Host) error {
@@ -79,7 +79,7 @@ func (s *armStart) setup() error {
 	if err != nil {
 		return s.failure(fmt.Errorf("setup failed after %.2f s: %v", secs, err))
 	}
-	s.note("%s setup: done in %.2f s; its output ends:\n%s", s.name, secs, indent(service.LogTail(s.log, 5)))
+	s.note("%s setup: done in %.2f s; its output ends:\n%s", s.name, secs, indent(service.LogTail(s.log.Path, 5)))
 	return nil
 }
 
@@ -142,6 +142,19 @@ func (s *armStart) measureDisk() {
 	}
 	s.record.WorkBytes, s.record.StateBytes = &work, &state
 	s.logf("%s left %s in its working copy and %s in STATE_DIR", s.name, megabytes(work), megabytes(state))
+}
+
+// recordLog keeps what a report needs of the stopped arm's log: its last lines, and how much
+// of it the cap cut.
+func (s *armStart) recordLog() {
+	if s.proc != nil {
+		s.proc.Logged(2 * time.Second)
+	}
+	s.record.LogTail = service.LogTail(s.log.Path, 20)
+	s.record.LogCutBytes = s.log.Cut()
+	if s.record.LogCutBytes > 0 {
+		s.logf("%s: its log was cut by %s, past --max-arm-log-bytes", s.name, megabytes(s.record.LogCutBytes))
+	}
 }
 
 func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -330,8 +330,8 @@ func (a *Arm) Instance(ports map[string]int) service.Instance {
 }
 
 // StartService starts spec in the arm's working directory on the arm's ports.
-func (a *Arm) StartService(name string, spec contract.ServiceSpec, ports map[string]int, logPath string) (*service.Process, error) {
-	p, err := service.Start(name, spec, a.Instance(ports), logPath, a.Launch)
+func (a *Arm) StartService(name string, spec contract.ServiceSpec, ports map[string]int, log service.Log) (*service.Process, error) {
+	p, err := service.Start(name, spec, a.Instance(ports), log, a.Launch)
 	if err != nil {
 		return nil, err
 	}
@@ -340,24 +340,23 @@ func (a *Arm) StartService(name string, spec contract.ServiceSpec, ports map[str
 }
 
 // Setup runs spec.Setup in the arm's fresh copy as the service would run (the arm's user,
-// cgroup, CPUs and environment), with its output appended to logPath, within its timeout.
+// cgroup, CPUs and environment), with its output appended to its log, within its timeout.
 // Whatever it leaves running is stopped: the service starts alone. The error says how it
 // ended; the log holds its output.
-func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, logPath string) (time.Duration, error) {
+func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, log service.Log) (time.Duration, error) {
 	cmd, err := a.Instance(ports).Command(spec, spec.Setup)
 	if err != nil {
 		return 0, err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := log.Open(fmt.Sprintf("--- perf-host: setup of %s (%s): %s\n", a.Name, a.Instance(ports).Describe(), strings.Join(cmd.Args, " ")))
 	if err != nil {
 		return 0, err
 	}
-	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	fmt.Fprintf(logFile, "--- perf-host: setup of %s (%s): %s\n", a.Name, a.Instance(ports).Describe(), strings.Join(cmd.Args, " "))
+	cmd.Stdout, cmd.Stderr = out.W, out.W
 	start := time.Now()
 	err = a.runBounded(cmd, time.Duration(spec.SetupTimeoutSeconds*float64(time.Second)))
 	took := time.Since(start)
+	out.W.Close()
 	if errors.Is(err, errTimedOut) {
 		err = fmt.Errorf("did not finish within service.setup_timeout_seconds %g and was stopped", spec.SetupTimeoutSeconds)
 	}
@@ -365,6 +364,7 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, logPath str
 	if cerr := a.Clear(); err == nil {
 		err = cerr
 	}
+	out.Wait(2 * time.Second) // what it left running held its output open until now
 	return took, err
 }
 

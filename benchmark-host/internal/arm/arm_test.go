@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,11 +144,11 @@ func TestSetupRunsAsTheArmAndLeavesNothingRunning(t *testing.T) {
 	if err := a.Install(release, "fresh"); err != nil {
 		t.Fatal(err)
 	}
-	log := filepath.Join(dir, "setup.log")
+	log := service.Log{Path: filepath.Join(dir, "setup.log"), MaxBytes: 1 << 20}
 	spec := contract.ServiceSpec{SetupTimeoutSeconds: 5, Env: map[string]string{"FIXTURE": "rows"},
 		Setup: []string{"/bin/sh", "-c", `id -u; echo "$PORT $PORT_PEER $STATE_DIR $HOME $FIXTURE"; head -c 300000 /dev/zero > "$STATE_DIR/fixture"; sleep 300 &`}}
 	took, err := a.Setup(spec, map[string]int{"peer": 18003}, log)
-	out, _ := os.ReadFile(log)
+	out, _ := os.ReadFile(log.Path)
 	if err != nil {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}

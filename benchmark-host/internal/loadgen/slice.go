@@ -252,8 +252,11 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 // progressLine is the one-line summary printed on stderr when a slice is done.
 func progressLine(s *contract.Slice, total int) string {
 	state := "valid"
-	if !s.Valid {
+	switch {
+	case !s.Valid:
 		state = "INVALID (" + s.InvalidReason + ")"
+	case s.HostDisturbance != "":
+		state = "DISTURBED (" + s.HostDisturbance + ")"
 	}
 	return fmt.Sprintf("slice %d/%d %-10s p50=%.3fms p99=%.3fms rate=%.1f/s sent=%d errors=%d new_conns=%d lag_p99=%dus gen_cpu=%.2f %s",
 		s.Index+1, total, s.Arm, float64(s.LatencyUs.P50)/1000, float64(s.LatencyUs.P99)/1000,

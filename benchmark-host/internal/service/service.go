@@ -3,7 +3,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -194,12 +192,13 @@ type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	err     error
+	logged  *LogWriter
 }
 
 // Start launches the spec's command in the instance, in a session of its own, with stdout and
-// stderr appended to logPath. launch starts the prepared command (package arm: as the arm's
-// user, in its cgroup, on its CPUs).
-func Start(name string, spec contract.ServiceSpec, in Instance, logPath string, launch func(*exec.Cmd) error) (*Process, error) {
+// stderr appended to its log (capped: see Log). launch starts the prepared command (package
+// arm: as the arm's user, in its cgroup, on its CPUs).
+func Start(name string, spec contract.ServiceSpec, in Instance, log Log, launch func(*exec.Cmd) error) (*Process, error) {
 	// Something else answering on a port would pass the health check in our service's place,
 	// or take the port the service needs.
 	ports := in.PortVars()
@@ -215,17 +214,17 @@ func Start(name string, spec contract.ServiceSpec, in Instance, logPath string, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := log.Open(fmt.Sprintf("--- perf-host: starting %s (%s): %s\n", name, in.Describe(), strings.Join(cmd.Args, " ")))
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	fmt.Fprintf(logFile, "--- perf-host: starting %s (%s): %s\n", name, in.Describe(), strings.Join(cmd.Args, " "))
-	if err := launch(cmd); err != nil {
+	cmd.Stdout, cmd.Stderr = out.W, out.W
+	err = launch(cmd)
+	out.W.Close() // the process holds its own copy
+	if err != nil {
 		return nil, fmt.Errorf("%s: cannot start %q in %s: %w", name, cmd.Path, in.Dir, err)
 	}
-	p := &Process{Name: name, Port: in.Port, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, Port: in.Port, LogPath: log.Path, cmd: cmd, done: make(chan struct{}), logged: out}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -235,6 +234,10 @@ func Start(name string, spec contract.ServiceSpec, in Instance, logPath string, 
 
 // Pid is the service's process id (its process group id too).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Logged waits, up to timeout, until the log holds everything the process and its children
+// wrote (they have all closed their output): a capped log writes its kept end last.
+func (p *Process) Logged(timeout time.Duration) { p.logged.Wait(timeout) }
 
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
@@ -321,20 +324,4 @@ func healthProbe(port int, h Health) (probe func(context.Context) error, where s
 		}
 		return nil
 	}, url, func() {}
-}
-
-// LogTail returns the last lines of a log file, at most 4 KiB.
-func LogTail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	if len(b) > 4096 {
-		b = b[len(b)-4096:]
-	}
-	all := strings.Split(strings.TrimRight(string(bytes.ToValidUTF8(b, []byte("?"))), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }

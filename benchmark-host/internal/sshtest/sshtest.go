@@ -87,7 +87,7 @@ func Start(opt Options) (*Host, error) {
 			return nil, err
 		}
 	}
-	forced := fmt.Sprintf("%s ssh --root %s --service-user %s --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-load-per-cpu 100 --cgroup %q %s",
+	forced := fmt.Sprintf("%s ssh --root %s --service-user %s --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-foreign-cores 64 --settle-seconds 0 --cgroup %q %s",
 		opt.PerfHost, h.Root, opt.ServiceUser, h.ChampionPort, h.ChallengerPort, opt.LockWait, opt.MaxDeployBytes, h.Cgroup, strings.Join(opt.ExtraFlags, " "))
 	files := map[string]string{
 		"authorized_keys": fmt.Sprintf("restrict,command=%q %s", forced, pub),
