@@ -70511,7 +70511,9 @@ function whyNotRecorded(c3, preflight) {
   if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
   const disturbed = c3.droppedPairs.filter(isDisturbed);
   if (disturbed.length > 0) {
-    const what = disturbed.some((d) => d.disturbances.length > 0) ? "the load generator fell behind its schedule or other work took the host's CPU" : "other work took the host's CPU (foreign load)";
+    const generator = disturbed.some((d) => d.disturbances.length > 0);
+    const foreign = disturbed.some((d) => (d.hostDisturbances?.length ?? 0) > 0);
+    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : ""].filter(Boolean).join(" or ");
     return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
   }
   return null;
@@ -71090,7 +71092,7 @@ function tableCell(s) {
 var ARMS2 = ["champion", "challenger"];
 function unmeasuredReport(error63, results, percentile2) {
   const runs2 = results.map((r) => runOf(r, percentile2));
-  const [first, ...rest] = error63.message.split("\n");
+  const [first] = error63.message.split("\n");
   const out = [
     "### \u26A0\uFE0F perf-gate could not measure",
     "",
@@ -71104,7 +71106,6 @@ function unmeasuredReport(error63, results, percentile2) {
   ];
   const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
   if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
-  if (rest.length > 0) out.push("", "<details><summary>The whole message</summary>", "", "```", ...rest, "```", "", "</details>");
   for (const r of runs2) {
     for (const arm of ARMS2) {
       const log = r.logs[arm];

@@ -125,7 +125,7 @@ for (const cell of chosen) {
   say(`${cell.name}: ${pairs} pairs of ${cell.slice} s, ${cell.order}, challenger +${cell.shift}% (${(2 * pairs * cell.slice / 60).toFixed(1)} min)`);
   const started = Date.now();
   const r = spawnSync(process.execPath, [join(root, "dist/cli.js"), "run", "--local", "--root", host, "--perf-host", perfHost, ...ports,
-    "--config", config, "--champion", champion, "--challenger", challenger, "--out", cellOut, "--json", "--max-load-per-cpu", "4",
+    "--config", config, "--champion", champion, "--challenger", challenger, "--out", cellOut, "--json",
     ...(cell.placed ? PLACEMENT : [])],
   { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
   const meta = { ...cell, profile: cell.profile ?? "uniform", placed: cell.placed ?? false, pairs, rate: RATE, base_rounds: BASE_ROUNDS, extra_rounds: extraRounds, exit: r.status, wall_seconds: (Date.now() - started) / 1000 };

@@ -81,7 +81,9 @@ function whyNotRecorded(c: Comparison, preflight: readonly PreflightFlag[]): str
   if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
   const disturbed = c.droppedPairs.filter(isDisturbed);
   if (disturbed.length > 0) {
-    const what = disturbed.some((d) => d.disturbances.length > 0) ? "the load generator fell behind its schedule or other work took the host's CPU" : "other work took the host's CPU (foreign load)";
+    const generator = disturbed.some((d) => d.disturbances.length > 0);
+    const foreign = disturbed.some((d) => (d.hostDisturbances?.length ?? 0) > 0);
+    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : ""].filter(Boolean).join(" or ");
     return `${what} in ${disturbed.length} of ${c.pairs + c.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
   }
   return null;

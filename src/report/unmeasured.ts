@@ -18,7 +18,8 @@ const ARMS = ["champion", "challenger"] as const;
 
 export function unmeasuredReport(error: Error, results: readonly NamedResult[], percentile: number): UnmeasuredReport {
   const runs = results.map((r) => runOf(r, percentile));
-  const [first, ...rest] = error.message.split("\n");
+  // The rest of the message lists the dropped pairs, which the table below shows.
+  const [first] = error.message.split("\n");
   const out = [
     "### ⚠️ perf-gate could not measure", "",
     `${first}`, "",
@@ -28,7 +29,6 @@ export function unmeasuredReport(error: Error, results: readonly NamedResult[], 
   ];
   const dropped = runs.flatMap((r) => r.dropped.map((d) => `| ${cell(r.name)} | ${d.pair} | ${cell(d.reason)} |`));
   if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
-  if (rest.length > 0) out.push("", "<details><summary>The whole message</summary>", "", "```", ...rest, "```", "", "</details>");
   for (const r of runs) {
     for (const arm of ARMS) {
       const log = r.logs[arm];

@@ -205,9 +205,9 @@ describe("issue 12: floors that mean what they say", () => {
     // Without that floor the same interval is a blocking regression.
     expect(run(r)).toMatchObject({ verdict: "red", blocking: true });
     // The floor is never recorded from a run the host flagged, nor from one whose generator fell behind.
-    const load = { check: "load", detail: `1-minute load average ${recorded().host.load_avg[0]} over 2.00 (2 CPUs): another job may be running`, runs: [NAME] };
-    const [flagged] = calibrations(run(calm()).comparisons, [], { percentile: 99, preflight: [load] });
-    expect(flagged!.notRecorded).toBe(`the host's pre-flight checks flagged the run (load: 1-minute load average 3.69 over 2.00 (2 CPUs): another job may be running)`);
+    const quiet = { check: "quiet", detail: "1.93 CPU cores busy with other work after waiting 30 s (limit --max-foreign-cores 0.25): another job is running on the host", runs: [NAME] };
+    const [flagged] = calibrations(run(calm()).comparisons, [], { percentile: 99, preflight: [quiet] });
+    expect(flagged!.notRecorded).toBe(`the host's pre-flight checks flagged the run (quiet: ${quiet.detail})`);
     const [disturbed] = calibrations(run(recorded()).comparisons, [], { percentile: 99, preflight: [] });
     expect(disturbed!.notRecorded).toBe(`the load generator fell behind its schedule in 4 of 10 pairs (${[1, 4, 5, 7].map((p) => `${NAME} pair ${p}`).join(", ")})`);
     expect(calibrationLine(disturbed!)).toMatch(/^A\/A floor for work@500 at p99 not recorded: the load generator fell behind .*; run the calibration again on a quiet host$/);

@@ -51,7 +51,7 @@ describe("foreign load", () => {
   const foreign = (r: LoadgenResult, pairs: number[]) => {
     for (const s of r.slices) {
       s.foreign_cpu_cores = pairs.includes(s.pair) ? 1.02 : 0.03;
-      if (pairs.includes(s.pair)) s.host_disturbance = "foreign load: 1.02 CPU cores went to work other than this run's arms and load generator (0.00 of them stolen by the hypervisor), over --max-foreign-cores 0.25";
+      if (pairs.includes(s.pair)) s.host_disturbance = "foreign load: 1.02 CPU cores busy with work other than this run's arms and load generator, over --max-foreign-cores 0.25";
     }
   };
 

@@ -104,8 +104,11 @@ func (a *sliceAccounting) foreignLoad(s *contract.Slice, start, end boundarySamp
 	cores := max(0, used/dt)
 	s.ForeignCPUCores = &cores
 	if cores > a.maxForeign {
-		steal := float64(end.host.StealUs-start.host.StealUs) / dt
-		s.HostDisturbance = fmt.Sprintf("foreign load: %.2f CPU cores went to work other than this run's arms and load generator (%.2f of them stolen by the hypervisor), over --max-foreign-cores %.2f", cores, steal, a.maxForeign)
+		stolen := ""
+		if steal := float64(end.host.StealUs-start.host.StealUs) / dt; steal >= 0.05 {
+			stolen = fmt.Sprintf(", %.2f of them stolen by the hypervisor", steal)
+		}
+		s.HostDisturbance = fmt.Sprintf("foreign load: %.2f CPU cores busy with work other than this run's arms and load generator%s, over --max-foreign-cores %.2f", cores, stolen, a.maxForeign)
 	}
 }
 
