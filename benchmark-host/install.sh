@@ -26,6 +26,8 @@
 #          --cgroup-name NAME  --no-cgroup  --loadgen-cpus LIST  --arm-cpus LIST  --arm-max-procs N
 #          --service-ports LO-HI (the range each arm's service.ports come from; default: free ports)
 #          --hold-cpus-awake (hold PM QoS cpu_dma_latency at 0 while measuring; benchmark-host/README.md)
+#          --max-foreign-cores X (CPU cores other work may take during a slice before it is dropped
+#          as disturbed; default 0.25: raise it only for a host with steady background work)
 #          --no-systemd  --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
 set -euo pipefail
 
@@ -40,6 +42,7 @@ LOADGEN_CPUS=""
 ARM_CPUS=""
 ARM_MAX_PROCS=1024
 SERVICE_PORTS=""
+MAX_FOREIGN_CORES=""
 HOLD_CPUS=no
 CHAMPION_PORT=8001
 CHALLENGER_PORT=8002
@@ -67,7 +70,7 @@ parse_args() {
       -h | --help) usage ;;
       --release | --download-url | --archive | --sums | --ci-key | --root | --prefix | --ci-user | \
         --champion-user | --challenger-user | --champion-port | --challenger-port | --cgroup-name | \
-        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
+        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports | --max-foreign-cores) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
       *) echo "install.sh: unknown argument '$1'" >&2; usage ;;
     esac
     case "$1" in
@@ -86,6 +89,7 @@ parse_args() {
       --arm-cpus) ARM_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
       --arm-max-procs) ARM_MAX_PROCS=$2; HOST_ARGS+=("$1" "$2") ;;
       --service-ports) SERVICE_PORTS=$2; HOST_ARGS+=("$1" "$2") ;;
+      --max-foreign-cores) MAX_FOREIGN_CORES=$2; HOST_ARGS+=("$1" "$2") ;;
       --champion-port) CHAMPION_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
       --challenger-port) CHALLENGER_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
     esac
@@ -119,6 +123,7 @@ validate_args() {
   [[ $LOADGEN_CPUS$ARM_CPUS =~ ^[0-9,-]*$ ]] || die "--loadgen-cpus and --arm-cpus are CPU lists such as 0-1,8-9" 2
   [[ $ARM_MAX_PROCS =~ ^[1-9][0-9]{1,6}$ ]] || die "--arm-max-procs must be a number of tasks (10 or more)" 2
   [[ $SERVICE_PORTS =~ ^([0-9]{1,5}-[0-9]{1,5})?$ ]] || die "--service-ports is a range of ports such as 18100-18199" 2
+  [[ $MAX_FOREIGN_CORES =~ ^([0-9]{1,3}(\.[0-9]{1,3})?)?$ ]] || die "--max-foreign-cores is a number of CPU cores such as 0.25" 2
   case "$ROOT$PREFIX" in *[!A-Za-z0-9/._-]*) die "--root and --prefix must be plain absolute paths" 2 ;; esac
   case "$ROOT" in /*) ;; *) die "--root must be an absolute path" 2 ;; esac
   case "$PREFIX" in /*) ;; *) die "--prefix must be an absolute path" 2 ;; esac
@@ -294,6 +299,7 @@ host_flags() {
   if [ -n "$LOADGEN_CPUS" ]; then flags+=" --loadgen-cpus $LOADGEN_CPUS"; fi
   if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
   if [ -n "$SERVICE_PORTS" ]; then flags+=" --service-ports $SERVICE_PORTS"; fi
+  if [ -n "$MAX_FOREIGN_CORES" ]; then flags+=" --max-foreign-cores $MAX_FOREIGN_CORES"; fi
   if [ "$HOLD_CPUS" = yes ]; then flags+=" --hold-cpus-awake"; fi
   echo "$flags"
 }
