@@ -71528,7 +71528,11 @@ async function reportFailure(gh, check2, pr, job, e) {
   const title2 = config2 ? "perf-gate: configuration error" : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${kind})`;
   const said = `**${title2}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
   const explained = e instanceof CouldNotMeasureError ? e.explained : void 0;
-  if (explained) writeUnmeasured(job.outputDir, explained);
+  if (explained) {
+    const written = writeUnmeasured(job.outputDir, explained);
+    setOutput("report-path", written.reportPath);
+    setOutput("result-path", written.resultPath);
+  }
   const body = explained ? `${said}
 
 ${explained.markdown}` : `${said}

@@ -141,7 +141,11 @@ async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job:
   const said = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
   // What was measured, when the runs ended: the same report the artifacts hold.
   const explained = e instanceof CouldNotMeasureError ? e.explained : undefined;
-  if (explained) writeUnmeasured(job.outputDir, explained);
+  if (explained) {
+    const written = writeUnmeasured(job.outputDir, explained);
+    core.setOutput("report-path", written.reportPath);
+    core.setOutput("result-path", written.resultPath);
+  }
   const body = explained ? `${said}\n\n${explained.markdown}` : `${said}\n\n\`\`\`\n${e.message}\n\`\`\`\n`;
   const fail = config || job.onInfrastructureFailure === "fail";
   try {

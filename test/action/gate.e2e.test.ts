@@ -1,8 +1,8 @@
 // The PR gate end to end: dist/index.js under Node 24, real pull_request payloads from
 // @octokit/webhooks-examples, a GitHub fake on loopback, and a real sshd + perf-host serving
 // the example service as champion.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
@@ -228,6 +228,30 @@ describe.skipIf(!asRoot)("the PR gate", () => {
       expect(run.outputs.verdict).toBe("error");
     }
     expect(acceptedLogins()).toBe(logins);
+  });
+
+  it("a champion that fails every request is could not measure naming it, and the check's summary says what was measured", async () => {
+    // The config asks for an endpoint the champion's build does not have; the pull request adds it.
+    const base = "c".repeat(40);
+    fake.files.set(`.github/perf-gate.yml@${base}`, CONFIG.replace("path: /work?key={{rand 100}}", "path: /new-endpoint"));
+    const p = withHead(real("opened"), "7".repeat(40));
+    p.pull_request.base.sha = base;
+    const adds = host.release("fast", "adds-endpoint");
+    writeFileSync(join(adds, "server.py"), 'import http.server,os\nclass H(http.server.BaseHTTPRequestHandler):\n  def do_GET(self):\n    self.send_response(200); self.end_headers(); self.wfile.write(b"ok")\n  def log_message(self,*a): pass\nhttp.server.ThreadingHTTPServer(("127.0.0.1",int(os.environ["PORT"])),H).serve_forever()\n');
+    writeFileSync(join(adds, "start.sh"), "#!/bin/sh\necho new endpoint served\nexec python3 server.py\n", { mode: 0o755 });
+    const run = await gate(p, adds);
+    expect(run.outputs.verdict, run.stdout).toBe("error");
+    const check = lastCheck();
+    expect(check.conclusion).toBe("failure");
+    expect(check.output!.title).toMatch(/^perf-gate could not measure: the champion failed (\d+) of \1 requests$/);
+    const summary = check.output!.summary!;
+    expect(summary).toContain("an infrastructure failure, not a performance verdict");
+    expect(summary).toMatch(/### ⚠️ perf-gate could not measure\n\ncould not measure: the champion failed \d+ of \d+ requests of workload work @ 200 req\/s \(4xx \d+\)/);
+    expect(summary).toContain("challenger's log tail");
+    expect(summary).toContain("new endpoint served");
+    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(summary.slice(summary.indexOf("### ⚠️")));
+    expect(JSON.parse(readFileSync(join(dirname(run.outputs["report-path"]!), "analysis.json"), "utf8"))).toMatchObject({ verdict: "could_not_measure" });
+    expect(fake.labelsOn(PR)).toEqual([]);
   });
 
   it("reports an unreachable host as an infrastructure failure, not a verdict", async () => {
