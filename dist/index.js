@@ -71571,7 +71571,8 @@ async function runPromote(job) {
     const artifact = requireArtifact(job, existsSync4);
     const before = await host.status();
     if (before.champion === sha2) {
-      await gh.finishCheck(check2, "success", `${sha2.slice(0, 7)} is already the champion`, "Nothing to do.");
+      const said = await host.promote(sha2, config2.service, job.busyDeadline);
+      await gh.finishCheck(check2, "success", `${sha2.slice(0, 7)} is already the champion`, said);
       setChampionOutputs(sha2, before.previous);
       return;
     }

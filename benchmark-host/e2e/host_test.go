@@ -407,6 +407,22 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	}
 	fmt.Printf("[e2e] rollback: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
 
+	// The champion promoted again with a changed spec (its config changed service:) serves
+	// with that spec; the same spec again changes nothing; the champion kept answering.
+	p = startPoller(h.ChampionPort)
+	respec := strings.Replace(serviceSpec, `"/health"`, `"/version"`, 1)
+	if out := h.must(strings.NewReader(respec), "promote aaaaaaa"); !strings.Contains(out, "aaaaaaa is already the champion; it serves with the new service spec now") {
+		t.Errorf("promote of the champion with a new spec said %q", out)
+	}
+	if out := h.must(strings.NewReader(respec), "promote aaaaaaa"); strings.TrimSpace(out) != "aaaaaaa is already the champion" {
+		t.Errorf("promote of the champion with its own spec said %q", out)
+	}
+	window = p.finish()
+	if b, err := os.ReadFile(filepath.Join(h.Root, "state.json")); err != nil || json.Unmarshal(b, &state) != nil || state.Service.HealthPath != "/version" || state.Champion != "aaaaaaa" || version(h.ChampionPort) != "fast v1" {
+		t.Errorf("after the new spec the state is %+v (%v), serving %q", state, err, version(h.ChampionPort))
+	}
+	fmt.Printf("[e2e] new spec for the champion: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
+
 	// A build that never becomes healthy is refused before the champion is touched.
 	h.must(bytes.NewReader(buildTarball(t, "fast", "broken", `echo "cannot bind" >&2; exit 3`)), "deploy champion fffffff")
 	p = startPoller(h.ChampionPort)

@@ -33,7 +33,10 @@ export async function runPromote(job: Job): Promise<void> {
     const artifact = requireArtifact(job, existsSync);
     const before = await host.status();
     if (before.champion === sha) {
-      await gh.finishCheck(check, "success", `${sha.slice(0, 7)} is already the champion`, "Nothing to do.");
+      // Its config may have changed service: the host restarts the champion on the new spec
+      // (health-checked as any promotion), or says nothing changed.
+      const said = await host.promote(sha, config.service, job.busyDeadline);
+      await gh.finishCheck(check, "success", `${sha.slice(0, 7)} is already the champion`, said);
       setChampionOutputs(sha, before.previous);
       return;
     }
