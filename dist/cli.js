@@ -44597,8 +44597,8 @@ function groupBy(other) {
   }
   return out;
 }
-function identityNotes(a2, results) {
-  const changed = results.some((r) => r.result.identity?.champion_spec_changed);
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
   if (!changed || !a2.builds) return [];
   return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
 }
@@ -44839,7 +44839,7 @@ async function gateHere(host, config2, o2, s) {
   writeResults(o2.out, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
-  const notes = [...identityNotes(analysis, evidence.results), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
+  const notes = [...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
   const artifacts = writeArtifacts(o2.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
@@ -44847,7 +44847,7 @@ async function calibrateHere(host, config2, o2, s) {
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrate(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
-  const notes = run.calibrations.map(calibrationLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
   const artifacts = writeArtifacts(o2.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;

@@ -69444,6 +69444,27 @@ async function accessOf(gh, event) {
   return decideAccess(event, { permission, headNow: now.headSha });
 }
 
+// src/analysis/unmeasured.ts
+var CouldNotMeasureError = class extends Error {
+  name = "CouldNotMeasureError";
+  explained;
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  brief;
+  constructor(message, brief) {
+    super(message);
+    this.brief = brief;
+  }
+};
+var GeneratorDisturbedError = class extends CouldNotMeasureError {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+var ChampionFailedError = class extends CouldNotMeasureError {
+  name = "ChampionFailedError";
+};
+
 // src/analysis/statistic.ts
 var import_hdr_histogram_js = __toESM(require_dist2(), 1);
 
@@ -69631,27 +69652,6 @@ function lagMs(x) {
 // src/analysis/input-error.ts
 var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
-};
-
-// src/analysis/unmeasured.ts
-var CouldNotMeasureError = class extends Error {
-  name = "CouldNotMeasureError";
-  explained;
-  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
-  brief;
-  constructor(message, brief) {
-    super(message);
-    this.brief = brief;
-  }
-};
-var GeneratorDisturbedError = class extends CouldNotMeasureError {
-  name = "GeneratorDisturbedError";
-};
-var FailingWorkloadError = class extends Error {
-  name = "FailingWorkloadError";
-};
-var ChampionFailedError = class extends CouldNotMeasureError {
-  name = "ChampionFailedError";
 };
 
 // src/analysis/pairs.ts
@@ -71274,6 +71274,40 @@ async function calibrate(host, config2, o2) {
   return { analysis, calibrations: cs, history, documents };
 }
 
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short2 = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short2} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(`${runs(e.otherChampion.length)} of ${short2} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short2} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId2, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId2]);
+  }
+  return out;
+}
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
+}
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
+  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+}
+
 // src/modes/calibrate.ts
 async function runCalibrate(job) {
   const gh = new GitHub2(job.githubToken, ...ownerAndRepo(job.runner), (l) => info(l));
@@ -71287,7 +71321,7 @@ async function runCalibrate(job) {
       busyDeadline: job.busyDeadline,
       progress: logProgress("A/A: ")
     });
-    const report = calibrationReport(run2.calibrations, { champion, history: run2.history });
+    const report = [...identityNotes(run2.analysis, run2.documents), calibrationReport(run2.calibrations, { champion, history: run2.history })].join("\n\n");
     const paths = writeCalibrationArtifacts(job.outputDir, { report, documents: run2.documents });
     await summary.addRaw(report).write();
     for (const c3 of run2.calibrations) info(calibrationLine(c3));
@@ -71299,6 +71333,14 @@ async function runCalibrate(job) {
     setOutput("result-path", paths.resultPath);
     if (biased.length > 0) setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
     if (unrecorded.length > 0) setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);
+  } catch (e) {
+    if (e instanceof CouldNotMeasureError && e.explained) {
+      const written = writeUnmeasured(job.outputDir, e.explained);
+      await summary.addRaw(e.explained.markdown).write();
+      setOutput("report-path", written.reportPath);
+      setOutput("result-path", written.resultPath);
+    }
+    throw e;
   } finally {
     host.close();
   }
@@ -71409,42 +71451,6 @@ ${check2.summary}`);
 
 // src/modes/gate.ts
 import { existsSync as existsSync3 } from "node:fs";
-
-// src/report/notes.ts
-var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
-function evidenceNotes(sha2, e) {
-  const short2 = sha2.slice(0, 7);
-  const out = [];
-  if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short2} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
-  }
-  if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short2} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short2} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  return out;
-}
-function groupBy(other) {
-  const out = /* @__PURE__ */ new Map();
-  for (const { runId: runId2, differs } of other) {
-    const key = differs.join(", ");
-    out.set(key, [...out.get(key) ?? [], runId2]);
-  }
-  return out;
-}
-function identityNotes(a2, results) {
-  const changed = results.some((r) => r.result.identity?.champion_spec_changed);
-  if (!changed || !a2.builds) return [];
-  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
-}
-function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
-  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
-}
-
-// src/modes/gate.ts
 async function runGate(job) {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
   if (decidesNothing(event)) {
@@ -71491,7 +71497,7 @@ async function judgePullRequest(gh, host, config2, pr, artifact, job, notes) {
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...base.note ? [base.note] : [], ...identityNotes(analysis, evidence.results), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)], runUrl: job.runUrl });
+  const report = markdownReport(analysis, { notes: [...notes, ...base.note ? [base.note] : [], ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 async function publishVerdict(gh, check2, pr, { analysis, report }) {

@@ -300,7 +300,7 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
   writeResults(o.out, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
-  const notes = [...identityNotes(analysis, evidence.results), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
+  const notes = [...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
   const artifacts = writeArtifacts(o.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
@@ -310,7 +310,7 @@ async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrate(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
-  const notes = run.calibrations.map(calibrationLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
   const artifacts = writeArtifacts(o.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
   // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);

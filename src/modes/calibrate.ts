@@ -5,12 +5,14 @@
 // host is biased, or when a floor could not be recorded (the host flagged the run, or the load
 // generator fell behind).
 import * as core from "@actions/core";
+import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { biasedCalibrations, calibrationLine, calibrationReport } from "../calibration";
-import { writeCalibrationArtifacts } from "../experiment/artifacts";
+import { writeCalibrationArtifacts, writeUnmeasured } from "../experiment/artifacts";
 import { calibrate } from "../experiment/calibrate";
 import { seedOf } from "../experiment/measure";
 import { GitHub } from "../github/client";
 import { connectHost, type Job, logProgress } from "../job";
+import { identityNotes } from "../report/notes";
 import { configAt } from "../repo-config";
 import { ownerAndRepo } from "../runner";
 
@@ -26,7 +28,7 @@ export async function runCalibrate(job: Job): Promise<void> {
       busyDeadline: job.busyDeadline,
       progress: logProgress("A/A: "),
     });
-    const report = calibrationReport(run.calibrations, { champion, history: run.history });
+    const report = [...identityNotes(run.analysis, run.documents), calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
     const paths = writeCalibrationArtifacts(job.outputDir, { report, documents: run.documents });
     await core.summary.addRaw(report).write();
     for (const c of run.calibrations) core.info(calibrationLine(c));
@@ -39,6 +41,15 @@ export async function runCalibrate(job: Job): Promise<void> {
     if (biased.length > 0) core.setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
     // A calibration that records no floor leaves the host's verdicts on an older one (or none).
     if (unrecorded.length > 0) core.setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);
+  } catch (e) {
+    // No floor, but what was measured and why not, in the job's summary and artifacts.
+    if (e instanceof CouldNotMeasureError && e.explained) {
+      const written = writeUnmeasured(job.outputDir, e.explained);
+      await core.summary.addRaw(e.explained.markdown).write();
+      core.setOutput("report-path", written.reportPath);
+      core.setOutput("result-path", written.resultPath);
+    }
+    throw e;
   } finally {
     host.close();
   }

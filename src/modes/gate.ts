@@ -91,7 +91,7 @@ async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig
   writeResults(job.outputDir, evidence.documents);
   const status = await host.status();
   const analysis = decide(evidence.results, config, { seed, floors: status.floors });
-  const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...identityNotes(analysis, evidence.results), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
+  const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }
 

@@ -1,6 +1,6 @@
 // Lines a report carries after its headline about its evidence: reruns pooled, earlier runs
 // left out, a candidate champion. Pure.
-import type { Analysis, NamedResult } from "../analysis/verdict";
+import type { Analysis } from "../analysis/verdict";
 import type { HostResult } from "../contract/result";
 import type { Evidence } from "../experiment/measure";
 
@@ -35,8 +35,8 @@ function groupBy(other: Evidence["otherIdentity"]): Map<string, string[]> {
  * Said when the champion arm ran the champion's build with the run's service spec, which
  * differs from the one it was promoted with: the verdict compares the builds under this config.
  */
-export function identityNotes(a: Pick<Analysis, "builds">, results: readonly NamedResult[]): string[] {
-  const changed = results.some((r) => (r.result as Partial<HostResult>).identity?.champion_spec_changed);
+export function identityNotes(a: Pick<Analysis, "builds">, documents: readonly unknown[]): string[] {
+  const changed = documents.some((d) => (d as Partial<HostResult> | null)?.identity?.champion_spec_changed);
   if (!changed || !a.builds) return [];
   return [`⚙️ **Service spec**: champion ${a.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
 }
