@@ -70030,6 +70030,24 @@ function errorRegression(champion, challenger) {
   return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
 }
 
+// src/analysis/identity.ts
+function identityDifferences(a2, b) {
+  const [x, y] = [identityOf(a2), identityOf(b)];
+  if (!x || !y) return ["its identity (a host that did not record one)"];
+  if (x.digest === y.digest) return [];
+  const parts = [
+    ["the champion's build", (i2) => `${i2.champion.sha} ${i2.champion.build}`],
+    ["the challenger's build", (i2) => `${i2.challenger.sha} ${i2.challenger.build}`],
+    ["the champion's service spec", (i2) => i2.champion.service],
+    ["the challenger's service spec", (i2) => i2.challenger.service],
+    ["the CPU placement", (i2) => i2.placement],
+    ["the load generator's settings (requests, slices, warm-up, connections or its version)", (i2) => i2.generator]
+  ];
+  const differs = parts.filter(([, of]) => of(x) !== of(y)).map(([what]) => what);
+  return differs.length > 0 ? differs : ["its identity"];
+}
+var identityOf = (r) => r.identity;
+
 // src/analysis/random.ts
 function seededRandom(seed) {
   let s = seed >>> 0 || 2654435769;
@@ -70188,8 +70206,18 @@ function checkSameBuilds(results) {
     }
   }
 }
+function checkOneIdentity(key, group) {
+  if (!group.some((g2) => identityOf(g2.result))) return;
+  for (const g2 of group.slice(1)) {
+    const differs = identityDifferences(group[0].result, g2.result);
+    if (differs.length > 0) {
+      throw new AnalysisInputError(`${key}: ${group[0].name} and ${g2.name} ran another way (${differs.join(", ")}) and cannot be pooled; analyse them separately with --each`);
+    }
+  }
+}
 function compare(key, group, s, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
+  checkOneIdentity(key, group);
   const all = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all("champion"), all("challenger"));
   const { pairs, dropped } = pooledPairs(key, group, s.percentile);
@@ -71226,22 +71254,6 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   out.documents.push(...fresh.documents);
   return out;
 }
-function identityDifferences(a2, b) {
-  const [x, y] = [identityOf(a2), identityOf(b)];
-  if (!x || !y) return ["its identity (a host that did not record one)"];
-  if (x.digest === y.digest) return [];
-  const parts = [
-    ["the champion's build", (i2) => `${i2.champion.sha} ${i2.champion.build}`],
-    ["the challenger's build", (i2) => `${i2.challenger.sha} ${i2.challenger.build}`],
-    ["the champion's service spec", (i2) => i2.champion.service],
-    ["the challenger's service spec", (i2) => i2.challenger.service],
-    ["the CPU placement", (i2) => i2.placement],
-    ["the load generator's settings (requests, slices, warm-up, connections or its version)", (i2) => i2.generator]
-  ];
-  const differs = parts.filter(([, of]) => of(x) !== of(y)).map(([what]) => what);
-  return differs.length > 0 ? differs : ["its identity"];
-}
-var identityOf = (r) => r.identity;
 function seedOf(sha2) {
   return Number.parseInt(sha2.slice(0, 12), 16);
 }

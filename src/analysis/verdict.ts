@@ -6,6 +6,7 @@ import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
 import { comparisonKey, sampleBudget } from "../contract/rules";
 import { type ArmErrors, armErrors, checkWorkloadAnswers, type ErrorRegression, errorRegression } from "./failures";
+import { identityDifferences, identityOf } from "./identity";
 import { AnalysisInputError } from "./input-error";
 import { type DroppedPair, extractPairs, isDisturbed, pooledPairs, type SlicePair } from "./pairs";
 import { seededRandom } from "./random";
@@ -284,6 +285,20 @@ function checkSameBuilds(results: readonly NamedResult[]): void {
   }
 }
 
+/**
+ * Reruns of one comparison pool only when they measured the same thing: results that carry an
+ * identity (a host's) must all carry the same one.
+ */
+function checkOneIdentity(key: string, group: readonly NamedResult[]): void {
+  if (!group.some((g) => identityOf(g.result))) return; // load generator results on their own
+  for (const g of group.slice(1)) {
+    const differs = identityDifferences(group[0]!.result, g.result);
+    if (differs.length > 0) {
+      throw new AnalysisInputError(`${key}: ${group[0]!.name} and ${g.name} ran another way (${differs.join(", ")}) and cannot be pooled; analyse them separately with --each`);
+    }
+  }
+}
+
 type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "confidence" | "ciMs" | "t"> & {
   t: { t: number; df: number; p: number; sdMs: number };
   d: number[];
@@ -292,6 +307,7 @@ type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking
 /** Measures one comparison: its paired differences, their tests and its flags, unlabelled. */
 function compare(key: string, group: NamedResult[], s: GateSettings, rand: () => number): Undecided {
   const { workload, rate } = group[0]!.result.plan;
+  checkOneIdentity(key, group);
   // Failures are judged on every slice sent, before any is dropped: a wrong path fails them all.
   const all = (arm: Slice["arm"]) => armErrors(group.flatMap((g) => g.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload, rate, all("champion"), all("challenger"));

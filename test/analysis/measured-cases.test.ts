@@ -9,7 +9,7 @@ import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { parseConfig } from "../../src/config";
 import { type HostResult, type LoadgenResult, parseResult } from "../../src/contract/result";
 import { decide } from "../../src/experiment/decide";
-import { identityDifferences } from "../../src/experiment/measure";
+import { identityDifferences } from "../../src/analysis/identity";
 import { comparisonJson } from "../../src/report/json";
 
 const NAME = "aa-busy-vm.json";
@@ -115,5 +115,13 @@ describe("a run's identity", () => {
     expect(identityDifferences(withIdentity(), withIdentity({ digest: "d2", champion: { sha: "a".repeat(40), build: "sha256:1", service: "s2" } }))).toEqual(["the champion's service spec"]);
     expect(identityDifferences(withIdentity(), withIdentity({ digest: "d3", challenger: { sha: "b".repeat(40), build: "sha256:9", service: "s1" }, placement: "cpuset" }))).toEqual(["the challenger's build", "the CPU placement"]);
     expect(identityDifferences(withIdentity(), recorded())).toEqual(["its identity (a host that did not record one)"]);
+  });
+
+  it("the verdict engine refuses to pool results of two identities, naming what differs", () => {
+    const other = withIdentity({ digest: "d2", placement: "cpuset: load generator on CPUs 0, arms on CPUs 1" });
+    expect(() => analyze([{ name: "a.json", result: withIdentity() }, { name: "b.json", result: withIdentity() }], defaultSettings)).not.toThrow();
+    expect(() => analyze([{ name: "a.json", result: withIdentity() }, { name: "b.json", result: other }], defaultSettings)).toThrow(
+      "work@500: a.json and b.json ran another way (the CPU placement) and cannot be pooled; analyse them separately with --each",
+    );
   });
 });
