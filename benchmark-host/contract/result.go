@@ -117,8 +117,8 @@ type Slice struct {
 	// schedule: foreign load past --max-foreign-cores. The verdict drops its pair as it drops
 	// one where the generator fell behind, and most pairs disturbed is "could not measure".
 	HostDisturbance string `json:"host_disturbance,omitempty"`
-	Valid                    bool    `json:"valid"`
-	InvalidReason            string  `json:"invalid_reason,omitempty"`
+	Valid           bool   `json:"valid"`
+	InvalidReason   string `json:"invalid_reason,omitempty"`
 }
 
 // ErrorCounts counts failed requests by class.

@@ -10,7 +10,7 @@ import (
 
 // identity is what the run measured (contract.Identity): the arms as started, the placement,
 // and the generator's settings.
-func (e *execution) identity(iso *isolation, lp *plan.Plan, arms []*armStart, promoted contract.ServiceSpec) *contract.Identity {
+func (e *execution) identity(iso *isolation, lp *plan.Plan, arms []*armStart, championSpecChanged bool) *contract.Identity {
 	armID := func(s *armStart) contract.ArmIdentity {
 		return contract.ArmIdentity{SHA: s.sha, Build: e.h.buildDigest(s.sha), Service: contract.Digest(s.spec)}
 	}
@@ -20,8 +20,9 @@ func (e *execution) identity(iso *isolation, lp *plan.Plan, arms []*armStart, pr
 		Challenger: armID(arms[1]),
 		Placement:  fmt.Sprintf("%s: load generator on %s, arms on %s", p.Method, orAny(p.LoadgenCPUs), orAny(p.ArmCPUs)),
 		Generator:  contract.GeneratorSettings(version.String(), lp.Plan),
+
+		ChampionSpecChanged: championSpecChanged,
 	}
-	id.ChampionSpecChanged = lp.Builds.Base != contract.BaseMergeBase && id.Champion.Service != contract.Digest(promoted)
 	id.Seal()
 	return id
 }

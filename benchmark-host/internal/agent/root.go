@@ -32,11 +32,11 @@ type Config struct {
 	ServicePorts    string        // the range the arms' extra ports come from ("" = free ports)
 	LockWait        time.Duration // how long run/promote wait for a busy host
 	DeployLimits    release.Limits
-	MinFreeDisk     uint64 // bytes
-	MinFreeMemory   uint64 // bytes
-	MaxForeignCores float64       // a slice where anything but the run used more CPU cores is disturbed
-	SettleSeconds   float64       // how long a run waits for the host to quiet down first
-	MaxArmLogBytes  int64         // the most of an arm's log kept per start
+	MinFreeDisk     uint64  // bytes
+	MinFreeMemory   uint64  // bytes
+	MaxForeignCores float64 // a slice where anything but the run used more CPU cores is disturbed
+	SettleSeconds   float64 // how long a run waits for the host to quiet down first
+	MaxArmLogBytes  int64   // the most of an arm's log kept per start
 	KeepReleases    int
 	KeepRuns        int
 }

@@ -319,11 +319,14 @@ func (e *execution) run(ctx context.Context) error {
 	// Both arms run with the run's service spec, the config that asked for the run: the
 	// champion's build (or the merge base) as the challenger's. The spec it was promoted with
 	// stays the supervisor's, between runs.
-	if req.Loadgen.Builds.Base != contract.BaseMergeBase && st.Champion != req.Loadgen.Builds.ChampionSHA {
-		return fail("internal", "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
-	}
-	if req.Loadgen.Builds.Base != contract.BaseMergeBase && contract.Digest(req.Service) != contract.Digest(st.Service) {
-		e.logf("the champion arm runs champion %s with this run's service spec, not the one it was promoted with", st.Champion)
+	specChanged := false
+	if req.Loadgen.Builds.Base != contract.BaseMergeBase {
+		if st.Champion != req.Loadgen.Builds.ChampionSHA {
+			return fail("internal", "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
+		}
+		if specChanged = contract.Digest(req.Service) != contract.Digest(st.Service); specChanged {
+			e.logf("the champion arm runs champion %s with this run's service spec, not the one it was promoted with", st.Champion)
+		}
 	}
 	// The run starts its own champion, as it starts the challenger; the supervisor's champion
 	// serves the port again before the run reports, however the run ends.
@@ -340,7 +343,7 @@ func (e *execution) run(ctx context.Context) error {
 	// Both arms, and everything they started, are stopped before anything is reported.
 	stop := sync.OnceValue(func() error { return e.stopArms(arms) })
 	defer stop()
-	e.result.Identity = e.identity(iso, lp, arms, st.Service)
+	e.result.Identity = e.identity(iso, lp, arms, specChanged)
 	measureErr := e.measure(ctx, iso, lp, arms)
 	if err := eachArm((*armStart).ownsPorts)(arms); err != nil && measureErr == nil {
 		var ae *armError
