@@ -28,6 +28,8 @@
 #          --hold-cpus-awake (hold PM QoS cpu_dma_latency at 0 while measuring; benchmark-host/README.md)
 #          --max-foreign-cores X (CPU cores other work may take during a slice before it is dropped
 #          as disturbed; default 0.25: raise it only for a host with steady background work)
+#          --arm-disk-bytes N (each arm's own filesystem; default 2 GiB)  --arm-memory-bytes N (default 4 GiB)
+#          --no-net-isolation (no nftables rules keeping each arm to its own ports)
 #          --no-systemd  --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
 set -euo pipefail
 
@@ -41,6 +43,9 @@ CGROUP=auto
 LOADGEN_CPUS=""
 ARM_CPUS=""
 ARM_MAX_PROCS=1024
+ARM_DISK_BYTES=2147483648
+ARM_MEMORY_BYTES=4294967296
+NET_ISOLATION=yes
 SERVICE_PORTS=""
 MAX_FOREIGN_CORES=""
 HOLD_CPUS=no
@@ -66,11 +71,12 @@ parse_args() {
       --no-systemd) SYSTEMD=no; HOST_ARGS+=("$1"); shift; continue ;;
       --no-cgroup) CGROUP=none; HOST_ARGS+=("$1"); shift; continue ;;
       --hold-cpus-awake) HOLD_CPUS=yes; HOST_ARGS+=("$1"); shift; continue ;;
+      --no-net-isolation) NET_ISOLATION=no; HOST_ARGS+=("$1"); shift; continue ;;
       --service-user) die "--service-user is replaced by --champion-user and --challenger-user (one user per arm)" 2 ;;
       -h | --help) usage ;;
       --release | --download-url | --archive | --sums | --ci-key | --root | --prefix | --ci-user | \
         --champion-user | --challenger-user | --champion-port | --challenger-port | --cgroup-name | \
-        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports | --max-foreign-cores) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
+        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports | --max-foreign-cores | --arm-disk-bytes | --arm-memory-bytes) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
       *) echo "install.sh: unknown argument '$1'" >&2; usage ;;
     esac
     case "$1" in
@@ -88,6 +94,8 @@ parse_args() {
       --loadgen-cpus) LOADGEN_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
       --arm-cpus) ARM_CPUS=$2; HOST_ARGS+=("$1" "$2") ;;
       --arm-max-procs) ARM_MAX_PROCS=$2; HOST_ARGS+=("$1" "$2") ;;
+      --arm-disk-bytes) ARM_DISK_BYTES=$2; HOST_ARGS+=("$1" "$2") ;;
+      --arm-memory-bytes) ARM_MEMORY_BYTES=$2; HOST_ARGS+=("$1" "$2") ;;
       --service-ports) SERVICE_PORTS=$2; HOST_ARGS+=("$1" "$2") ;;
       --max-foreign-cores) MAX_FOREIGN_CORES=$2; HOST_ARGS+=("$1" "$2") ;;
       --champion-port) CHAMPION_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
@@ -122,6 +130,8 @@ validate_args() {
   [[ $CGROUP_NAME =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--cgroup-name must be 1-64 characters of [A-Za-z0-9._-]" 2
   [[ $LOADGEN_CPUS$ARM_CPUS =~ ^[0-9,-]*$ ]] || die "--loadgen-cpus and --arm-cpus are CPU lists such as 0-1,8-9" 2
   [[ $ARM_MAX_PROCS =~ ^[1-9][0-9]{1,6}$ ]] || die "--arm-max-procs must be a number of tasks (10 or more)" 2
+  [[ $ARM_DISK_BYTES =~ ^[1-9][0-9]{7,14}$ ]] || die "--arm-disk-bytes must be a size in bytes of 10 MB or more, such as 2147483648" 2
+  [[ $ARM_MEMORY_BYTES =~ ^(0|[1-9][0-9]{7,14})$ ]] || die "--arm-memory-bytes must be a size in bytes of 10 MB or more (0: no limit), such as 4294967296" 2
   [[ $SERVICE_PORTS =~ ^([0-9]{1,5}-[0-9]{1,5})?$ ]] || die "--service-ports is a range of ports such as 18100-18199" 2
   [[ $MAX_FOREIGN_CORES =~ ^([0-9]{1,3}(\.[0-9]{1,3})?)?$ ]] || die "--max-foreign-cores is a number of CPU cores such as 0.25" 2
   case "$ROOT$PREFIX" in *[!A-Za-z0-9/._-]*) die "--root and --prefix must be plain absolute paths" 2 ;; esac
@@ -221,6 +231,8 @@ or install Go 1.26 and run this again"
 ensure_packages() {
   local missing=()
   command -v setcap >/dev/null || missing+=(libcap2-bin)
+  command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+  if [ "$NET_ISOLATION" = yes ]; then [ -x /usr/sbin/nft ] || missing+=(nftables); fi
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
@@ -248,9 +260,11 @@ install_binaries() {
   # perf-host carries capabilities: only CI_USER (its group) and root may run it, never an arm.
   # They are permitted, not effective (+p): perf-host raises one on one thread for one
   # operation (internal/privilege). dac_override lets it start a process into its cgroup
-  # subtree from outside it (the kernel asks for write access to the root cgroup's cgroup.procs).
+  # subtree from outside it (the kernel asks for write access to the root cgroup's cgroup.procs);
+  # net_admin goes, as an ambient capability, to the one nft process that rewrites an arm's
+  # packet filter when the arm starts (internal/netguard).
   install -m 0750 -o root -g "$(id -gn "$CI_USER")" "$here/bin/perf-host" "$PREFIX/"
-  setcap cap_setuid,cap_setgid,cap_kill,cap_dac_override+p "$PREFIX/perf-host"
+  setcap cap_setuid,cap_setgid,cap_kill,cap_dac_override,cap_net_admin+p "$PREFIX/perf-host"
   echo "installed $("$PREFIX/perf-host" --version) in $PREFIX"
 }
 
@@ -264,6 +278,36 @@ make_state_dirs() {
   chmod 0711 "$ROOT"
   install -d -o "$CHAMPION_USER" -g "$(id -gn "$CHAMPION_USER")" -m 0700 "$ROOT/arms/champion"
   install -d -o "$CHALLENGER_USER" -g "$(id -gn "$CHALLENGER_USER")" -m 0700 "$ROOT/arms/challenger"
+}
+
+# make_arm_disks gives each arm a filesystem of its own of ARM_DISK_BYTES (an ext4 image on a
+# loop device, mounted on its home, nosuid and nodev): an arm that fills its disk fills only its
+# own, never the host's state. A size changed since the last install makes the image anew.
+make_arm_disks() {
+  local a user img home size
+  install -d -o root -g root -m 0700 "$ROOT/arm-disks"
+  for a in champion challenger; do
+    if [ "$a" = champion ]; then user=$CHAMPION_USER; else user=$CHALLENGER_USER; fi
+    img=$ROOT/arm-disks/$a.ext4
+    home=$ROOT/arms/$a
+    size=$(stat -c %s "$img" 2>/dev/null || echo 0)
+    if mountpoint -q "$home"; then
+      [ "$size" = "$ARM_DISK_BYTES" ] && { chown "$user:$(id -gn "$user")" "$home"; chmod 0700 "$home"; continue; }
+      umount "$home"
+    fi
+    if [ "$size" != "$ARM_DISK_BYTES" ]; then
+      rm -f "$img"
+      truncate -s "$ARM_DISK_BYTES" "$img"
+      mkfs.ext4 -q -F -m 0 "$img"
+    fi
+    mount -o loop,nosuid,nodev "$img" "$home"
+    rmdir "$home/lost+found" 2>/dev/null || true
+    chown "$user:$(id -gn "$user")" "$home"
+    chmod 0700 "$home"
+    if [ "$SYSTEMD" = auto ] && [ -d /run/systemd/system ] && ! grep -qF "$img " /etc/fstab; then
+      echo "$img $home ext4 loop,nosuid,nodev 0 0" >>/etc/fstab
+    fi
+  done
 }
 
 # make_cgroup sets CGROUP to the subtree perf-host gets ("" for none) and, without systemd,
@@ -295,6 +339,7 @@ make_cgroup() {
 host_flags() {
   local flags="--root $ROOT --champion-user $CHAMPION_USER --challenger-user $CHALLENGER_USER"
   flags+=" --champion-port $CHAMPION_PORT --challenger-port $CHALLENGER_PORT --arm-max-procs $ARM_MAX_PROCS"
+  flags+=" --arm-disk-bytes $ARM_DISK_BYTES --arm-memory-bytes $ARM_MEMORY_BYTES --net-table=$(net_table)"
   if [ -n "$CGROUP" ]; then flags+=" --cgroup $CGROUP"; fi
   if [ -n "$LOADGEN_CPUS" ]; then flags+=" --loadgen-cpus $LOADGEN_CPUS"; fi
   if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
@@ -304,12 +349,20 @@ host_flags() {
   echo "$flags"
 }
 
+# net_table is the nftables table perf-host keeps the arms' rules in, named after the cgroup
+# subtree so that two installs on one machine never share one ("" with --no-net-isolation).
+net_table() {
+  local name=${CGROUP_NAME//[^A-Za-z0-9_]/_}
+  [[ $name =~ ^[A-Za-z] ]] || name=t_$name
+  if [ "$NET_ISOLATION" = yes ]; then echo "$name"; fi
+}
+
 # print_isolation runs perf-host as CI_USER once (which tightens an older state directory and
 # makes the groups) and shows how the arms are isolated on this host.
 print_isolation() {
   echo
   echo "isolation on this host:"
-  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by)":' | sed 's/^ */  /'
+  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by|network|disk|memory)":' | sed 's/^ */  /'
   if id perf-gate >/dev/null 2>&1 && [ "$CHAMPION_USER" != perf-gate ] && [ "$CHALLENGER_USER" != perf-gate ]; then
     echo "  the single service user of an older install, perf-gate, is no longer used: userdel perf-gate once nothing runs as it"
   fi
@@ -379,6 +432,7 @@ main() {
   create_users
   install_binaries
   make_state_dirs
+  make_arm_disks
   make_cgroup
   install_ci_key
   install_systemd_units

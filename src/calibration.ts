@@ -82,8 +82,9 @@ function whyNotRecorded(c: Comparison, preflight: readonly PreflightFlag[]): str
   const disturbed = c.droppedPairs.filter(isDisturbed);
   if (disturbed.length > 0) {
     const generator = disturbed.some((d) => d.disturbances.length > 0);
-    const foreign = disturbed.some((d) => (d.hostDisturbances?.length ?? 0) > 0);
-    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : ""].filter(Boolean).join(" or ");
+    const foreign = disturbed.some((d) => d.hostDisturbances?.some((h) => h.foreignConnections === 0));
+    const reached = disturbed.some((d) => d.hostDisturbances?.some((h) => h.foreignConnections > 0));
+    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
     return `${what} in ${disturbed.length} of ${c.pairs + c.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
   }
   return null;

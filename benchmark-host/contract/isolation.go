@@ -8,6 +8,11 @@ type Isolation struct {
 	Arms      map[string]ArmIsolation `json:"arms"`
 	Placement Placement               `json:"placement"`
 	MaxProcs  MaxProcs                `json:"max_procs"`
+	// What keeps each arm off the other's ports and the host's services, its disk and its
+	// memory, in one line each ("nftables table inet perf_gate: …", "none: …").
+	Network string `json:"network,omitempty"`
+	Disk    string `json:"disk,omitempty"`
+	Memory  string `json:"memory,omitempty"`
 	// perf-host's capabilities: permitted, raised one operation at a time.
 	Capabilities []string `json:"capabilities"`
 	// What is weaker than it should be on this host, and what to do about it.

@@ -108,8 +108,14 @@ type Slice struct {
 	IdleArmCPUCores *float64 `json:"idle_arm_cpu_cores,omitempty" limit:"amount"`
 	// The generator's own CPU over the slice's window, from the process CPU clock: average
 	// cores busy, and CPU µs per request sent (issue 17).
-	GeneratorCPUCores        float64 `json:"generator_cpu_cores,omitempty" limit:"amount"`
-	GeneratorCPUUsPerRequest float64 `json:"generator_cpu_us_per_request,omitempty" limit:"amount"`
+	// Connections the measured arm held during the slice (seen at its start or end boundary,
+	// from the server side: the arm's accepted sockets and who holds their other end) that the
+	// load generator did not open, and who opened them ("user perf-gate-challenger (uid 998): 12").
+	// A slice where an arm was reached by anyone else is disturbed (host_disturbance says so).
+	ForeignConnections       int64    `json:"foreign_connections,omitempty" limit:"count"`
+	ForeignPeers             []string `json:"foreign_peers,omitempty"`
+	GeneratorCPUCores        float64  `json:"generator_cpu_cores,omitempty" limit:"amount"`
+	GeneratorCPUUsPerRequest float64  `json:"generator_cpu_us_per_request,omitempty" limit:"amount"`
 	// CPU cores the host spent during the slice on anything but this run's arms and load
 	// generator (its busy and stolen CPU time less theirs), filled by perf-host.
 	ForeignCPUCores *float64 `json:"foreign_cpu_cores,omitempty" limit:"amount"`

@@ -56,6 +56,11 @@ func newInstalledHost(t *testing.T) *installedHost {
 		}
 		sshtest.KillUnder(h.root)
 		sshtest.RemoveCgroup(h.cgroup)
+		// The arms' own filesystems (loop mounts) and the packet filter's table.
+		for _, a := range []string{"champion", "challenger"} {
+			exec.Command("umount", filepath.Join(h.root, "arms", a)).Run()
+		}
+		exec.Command("nft", "delete", "table", "inet", strings.ReplaceAll(h.cgroupName, "-", "_")).Run()
 		exec.Command("userdel", "-r", h.ciUser).Run()
 		exec.Command("userdel", h.championUser).Run()
 		exec.Command("userdel", h.challengerUser).Run()

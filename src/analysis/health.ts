@@ -73,21 +73,24 @@ export function disturbance(s: Slice, sliceSeconds: number, percentile: number, 
 
 /**
  * A slice the host itself could not vouch for although the generator kept its schedule:
- * foreign load (CPU spent on anything but the run) past the host's limit. Its pair is dropped
- * as a disturbed one, and most pairs disturbed is "could not measure".
+ * foreign load (CPU spent on anything but the run) past the host's limit, or the measured arm
+ * served connections the load generator did not open (someone else loaded it). Its pair is
+ * dropped as a disturbed one, and most pairs disturbed is "could not measure".
  */
 export interface HostDisturbance {
   arm: Slice["arm"];
   index: number;
   /** CPU cores the host spent on other work during the slice, when it measured them. */
   foreignCores: number | null;
+  /** Connections the arm served that the load generator did not open (0: none). */
+  foreignConnections: number;
   /** The host's words. */
   reason: string;
 }
 
 export function hostDisturbance(s: Slice): HostDisturbance | null {
   if (!s.host_disturbance) return null;
-  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, reason: s.host_disturbance };
+  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, foreignConnections: s.foreign_connections ?? 0, reason: s.host_disturbance };
 }
 
 /** "champion slice 4: the host was disturbed (foreign load: 1.02 CPU cores …)". */

@@ -84,17 +84,20 @@ export function pooledPairs(key: string, runs: readonly { name: string; result: 
   if (disturbed.length > total / 2 || (disturbed.length > 0 && pairs.length < 2)) {
     const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
-    const foreign = disturbed.filter((d) => (d.hostDisturbances?.length ?? 0) > 0).length;
+    const reached = disturbed.filter((d) => d.hostDisturbances?.some((h) => h.foreignConnections > 0)).length;
+    const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h) => h.foreignConnections === 0)).length;
     // Without the short slice, a service's long requests hold the generator's sends back by
     // the kernel's slice (1.4 ms on 2 CPUs): the likeliest cause, and one the host can remove.
     const slice = runs.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
     const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
-    const what = foreign === 0
+    const what = reached > 0
+      ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)`
+      : foreign === 0
       ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`
       : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
       [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
-      foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work",
+      reached > 0 ? "an arm served others than the load generator" : foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work",
     );
   }
   if (pairs.length < 2) {

@@ -79,6 +79,7 @@ export interface Flag {
     | "not_significant_after_holm"
     | "host_biased"
     | "generator_disturbed"
+    | "arm_reached"
     | "host_disturbed"
     | "cpu_idle_not_held"
     | "floor_above_threshold"
@@ -416,7 +417,14 @@ function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile
     });
   }
   const disturbed = dropped.filter((x) => x.disturbances.length > 0);
-  const foreign = dropped.filter((x) => (x.hostDisturbances?.length ?? 0) > 0);
+  const reached = dropped.filter((x) => x.hostDisturbances?.some((d) => d.foreignConnections > 0));
+  const foreign = dropped.filter((x) => x.hostDisturbances?.some((d) => d.foreignConnections === 0));
+  if (reached.length > 0) {
+    flags.push({
+      code: "arm_reached",
+      message: `${plural(reached.length, "pair")} dropped because an arm served connections the load generator did not open: ${reached.map((x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances!.filter((d) => d.foreignConnections > 0).map((d) => `${d.arm} slice ${d.index} (${d.reason})`).join(", ")}`).join("; ")}`,
+    });
+  }
   const invalid = dropped.filter((x) => !isDisturbed(x));
   if (foreign.length > 0) {
     flags.push({

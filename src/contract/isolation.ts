@@ -30,6 +30,9 @@ export const isolationSchema = z.looseObject({
     arm_cpus: z.string(),
   }),
   max_procs: z.looseObject({ limit: count, by: z.enum(["pids.max", "RLIMIT_NPROC", "none"]) }),
+  network: z.string().optional(),
+  disk: z.string().optional(),
+  memory: z.string().optional(),
   capabilities: z.array(z.string()),
   notes: z.array(z.string()),
 });

@@ -63,6 +63,10 @@ export const sliceSchema = z.looseObject({
   service_cpu_cores: amount.optional(),
   service_rss_bytes: count.optional(),
   idle_arm_cpu_cores: amount.optional(),
+  // Connections the measured arm held that the load generator did not open, and who opened
+  // them: the host marks the slice disturbed (host_disturbance "reached: …").
+  foreign_connections: count.optional(),
+  foreign_peers: z.array(z.string()).optional(),
   // The load generator's own CPU over the slice (issue 17).
   generator_cpu_cores: amount.optional(),
   generator_cpu_us_per_request: amount.optional(),

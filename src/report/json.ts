@@ -82,6 +82,6 @@ export function droppedPairJson(d: DroppedPair) {
     disturbances: d.disturbances.map((x) => ({
       arm: x.arm, index: x.index, lag_at: x.lagAt, lag_ms: x.lagMs, lag_limit_ms: x.lagLimitMs, rate_error_percent: x.rateErrorPercent, lagging: x.lagging, off_rate: x.offRate,
     })),
-    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, reason: x.reason })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, foreign_connections: x.foreignConnections, reason: x.reason })),
   };
 }

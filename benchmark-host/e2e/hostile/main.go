@@ -10,10 +10,19 @@
 //	hostile burn                   spin as many threads as GOMAXPROCS
 //	hostile squat PORT             take the champion's port before the champion does, and serve it
 //	                               slowly (a run's two arms start together: issue 14)
+//	hostile knock PORT             send requests to PORT (the champion's) whenever its own service
+//	                               is quiet, that is while the generator measures the champion
+//	hostile flood PORT N           hold N idle connections to PORT, with bursts of half-requests
+//	hostile fill DIR               write DIR full, then keep the service running
+//	hostile swarm N MIB            start N processes of MIB MiB each, every one smaller than
+//	                               the champion, and keep them
+//	hostile spin CORES             burn CORES of a CPU in a background thread (a legitimate
+//	                               change that costs CPU, not latency)
 package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -49,6 +58,23 @@ func main() {
 		time.Sleep(time.Hour)
 	case "squat":
 		squat(os.Args[2])
+	case "knock":
+		knock(os.Args[2])
+	case "flood":
+		n, _ := strconv.Atoi(os.Args[3])
+		flood(os.Args[2], n)
+	case "fill":
+		fill(os.Args[2])
+	case "swarm":
+		n, _ := strconv.Atoi(os.Args[2])
+		mib, _ := strconv.Atoi(os.Args[3])
+		swarm(n, mib)
+	case "hold":
+		mib, _ := strconv.Atoi(os.Args[2])
+		hold(mib)
+	case "spin":
+		cores, _ := strconv.ParseFloat(os.Args[2], 64)
+		spin(cores)
 	case "burn":
 		for range runtime.GOMAXPROCS(0) {
 			go func() {
@@ -204,5 +230,160 @@ func squat(port string) {
 			fmt.Printf("squat: :%s: %v\n", port, err)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// ownService is the pid of this arm's "./service" (same user, another process), once it runs.
+func ownService() int {
+	for {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			var st syscall.Stat_t
+			if err == nil && strings.HasPrefix(string(cmd), "./service") && syscall.Stat("/proc/"+e.Name(), &st) == nil && int(st.Uid) == os.Getuid() {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cpuTicks is a process's user+system time in clock ticks.
+func cpuTicks(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// knock sends requests to port whenever its own service used no CPU for the last 20 ms: the
+// generator is measuring the other arm then, and every request it answers makes it slower.
+func knock(port string) {
+	own := ownService()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	url := "http://127.0.0.1:" + port + "/work?key=7"
+	var answered, failed int
+	var lastErr error
+	last := cpuTicks(own)
+	for round := 0; ; round++ {
+		time.Sleep(20 * time.Millisecond)
+		now := cpuTicks(own)
+		quiet := now == last
+		last = now
+		if quiet {
+			for range 4 {
+				resp, err := client.Get(url)
+				if err != nil {
+					failed++
+					lastErr = err
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				answered++
+			}
+		}
+		if round%50 == 0 {
+			fmt.Printf("knock: :%s answered %d requests, %d failed (%v)\n", port, answered, failed, lastErr)
+		}
+	}
+}
+
+// flood holds n idle connections to port open, and writes half a request on a few of them
+// every 100 ms, which keeps the server reading.
+func flood(port string, n int) {
+	var conns []net.Conn
+	var refused int
+	var lastErr error
+	for round := 0; ; round++ {
+		for len(conns) < n {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+			if err != nil {
+				refused++
+				lastErr = err
+				break
+			}
+			conns = append(conns, c)
+		}
+		for i := round % 4; i < len(conns); i += 4 {
+			conns[i].Write([]byte("GET /work?key=1 HTTP/1.1\r\nHost: x\r\n"))
+		}
+		if round%20 == 0 {
+			fmt.Printf("flood: :%s %d connections open, %d refused (%v)\n", port, len(conns), refused, lastErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// fill writes dir full, 1 MiB at a time, and says how far it got.
+func fill(dir string) {
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	written := 0
+	for i := 0; ; i++ {
+		f, err := os.Create(fmt.Sprintf("%s/fill-%d", dir, i))
+		if err == nil {
+			for range 64 {
+				if _, err = f.Write(chunk); err != nil {
+					break
+				}
+				written++
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Printf("fill: wrote %d MiB into %s: %v\n", written, dir, err)
+			return
+		}
+	}
+}
+
+// swarm starts n processes that each hold mib MiB, and keeps them.
+func swarm(n, mib int) {
+	started := 0
+	for range n {
+		if err := exec.Command(os.Args[0], "hold", strconv.Itoa(mib)).Start(); err != nil {
+			fmt.Printf("swarm: start: %v\n", err)
+			continue
+		}
+		started++
+	}
+	fmt.Printf("swarm: %d processes of %d MiB each\n", started, mib)
+	select {}
+}
+
+// hold allocates mib MiB, touches every page and keeps them.
+func hold(mib int) {
+	b := make([]byte, mib<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	for {
+		time.Sleep(time.Hour)
+		b[0]++
+	}
+}
+
+// spin burns cores of one CPU: busy for cores of every 10 ms, asleep for the rest.
+func spin(cores float64) {
+	busy := time.Duration(cores * float64(10*time.Millisecond))
+	for {
+		start := time.Now()
+		for time.Since(start) < busy {
+		}
+		time.Sleep(10*time.Millisecond - busy)
 	}
 }

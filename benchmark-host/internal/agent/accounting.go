@@ -2,12 +2,14 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/hostinfo"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/netguard"
 )
 
 // sliceAccounting samples both arms, the host's CPUs and the load generator's own process at
@@ -16,37 +18,100 @@ import (
 // was busy (it competes for the same CPUs) is invalid, and one during which anything else on
 // the host took CPU (foreign load) is disturbed, so the verdict drops its pair whole. (An arm
 // whose service exits ends the run: see measure.)
+//
+// At every boundary it also reads who holds the arms' connections (a slice where the measured
+// arm served anyone but the load generator is disturbed too: foreign_connections), raises the
+// OOM preference of processes the arms forked since, and checks each arm's disk and memory: an
+// arm that filled its own disk, or lost processes to the OOM killer, ends the run through fail.
 type sliceAccounting struct {
 	arms       map[string]*arm.Arm
 	maxIdle    float64
 	maxForeign float64
+	disk       uint64         // --arm-disk-bytes, for the words of an arm out of disk
+	oom        int64          // the kernel's count of OOM kills, as last read
+	oomAt      int            // the boundary that saw it rise (-1: none)
+	lostAt     map[string]int // per arm, the last boundary that found processes gone
+	fail       func(arm, kind, message string)
+	pids       map[string]map[int]bool // the arms' processes at the last boundary
 
 	mu      sync.Mutex
 	samples map[int]boundarySample
 }
 
 type boundarySample struct {
-	at    time.Time
-	usage map[string]arm.Usage
-	host  hostinfo.CPUTime
-	self  uint64 // the load generator's process (this one): CPU µs so far
+	at      time.Time
+	usage   map[string]arm.Usage
+	host    hostinfo.CPUTime
+	self    uint64 // the load generator's process (this one): CPU µs so far
+	foreign map[string][]netguard.Conn
+	pids    map[string]map[int]bool // the arms' processes
 }
 
-func (h *Host) newSliceAccounting(iso *isolation) *sliceAccounting {
+func (h *Host) newSliceAccounting(iso *isolation, fail func(arm, kind, message string)) *sliceAccounting {
 	return &sliceAccounting{arms: map[string]*arm.Arm{contract.Champion: iso.champion, contract.Challenger: iso.challenger},
-		maxIdle: h.MaxIdleArmCores, maxForeign: h.MaxForeignCores, samples: map[int]boundarySample{}}
+		maxIdle: h.MaxIdleArmCores, maxForeign: h.MaxForeignCores, disk: h.ArmDiskBytes, oom: oomKills(), oomAt: -1, lostAt: map[string]int{}, fail: fail, samples: map[int]boundarySample{}}
 }
 
 // Boundary samples both arms.
 func (a *sliceAccounting) Boundary(i int) {
-	b := boundarySample{at: time.Now(), usage: map[string]arm.Usage{}}
+	b := boundarySample{at: time.Now(), usage: map[string]arm.Usage{}, pids: map[string]map[int]bool{}}
 	for name, x := range a.arms {
 		b.usage[name] = x.Sample()
+		b.pids[name] = map[int]bool{}
+		for _, p := range x.Procs() {
+			b.pids[name][p.Pid] = true
+		}
 	}
 	b.host, b.self = hostinfo.ReadCPUTime(), hostinfo.SelfCPUUs()
+	b.foreign = foreignConns(a.arms)
+	for name, x := range a.arms {
+		x.PreferForOOM()
+		if msg, full := outOfDisk(x, a.disk); full {
+			a.fail(name, "out_of_disk", msg)
+		}
+	}
+	a.checkMemory(i, b.pids)
 	a.mu.Lock()
 	a.samples[i] = b
 	a.mu.Unlock()
+}
+
+// checkMemory fails an arm that lost processes to the OOM killer: it fails whole, named,
+// rather than limping on. A kill between two reads shows in one check's count and the next
+// one's processes (or the other way round), so the two are matched one check apart.
+func (a *sliceAccounting) checkMemory(i int, pids map[string]map[int]bool) {
+	if oom := oomKills(); oom > a.oom {
+		a.oom, a.oomAt = oom, i
+	}
+	defer func() { a.pids = pids }()
+	for _, name := range []string{contract.Challenger, contract.Champion} {
+		for pid := range a.pids[name] {
+			if !pids[name][pid] {
+				a.lostAt[name] = i
+			}
+		}
+		lost, seen := a.lostAt[name]
+		if why, killed := killedForMemory(a.arms[name], seen && a.oomAt >= 0 && abs(lost-a.oomAt) <= 1); killed {
+			a.fail(name, "out_of_memory", why)
+			// At once: what is left of the arm holds the memory the host needs to stop it
+			// (measured: a host held to 476 MiB crawled for minutes while it stayed).
+			a.arms[name].Clear()
+			return
+		}
+	}
+}
+
+// AfterLoad checks the arms' memory once more when the load is over: the OOM killer may have
+// struck while the last requests were answered, after the last boundary.
+func (a *sliceAccounting) AfterLoad(slices int) {
+	pids := map[string]map[int]bool{}
+	for name, x := range a.arms {
+		pids[name] = map[int]bool{}
+		for _, p := range x.Procs() {
+			pids[name][p.Pid] = true
+		}
+	}
+	a.checkMemory(slices+1, pids)
 }
 
 // Complete fills the slice's resource fields and invalidates a disturbed slice.
@@ -81,6 +146,22 @@ func (a *sliceAccounting) Complete(s *contract.Slice) {
 		}
 	}
 	a.foreignLoad(s, start, end)
+	reached(s, start, end)
+}
+
+// reached fills the connections the measured arm served that the load generator did not open,
+// and marks the slice disturbed as foreign load does: the verdict drops its pair and names it.
+func reached(s *contract.Slice, start, end boundarySample) {
+	n, peers := describeForeign(append(start.foreign[s.Arm], end.foreign[s.Arm]...))
+	if n == 0 {
+		return
+	}
+	s.ForeignConnections, s.ForeignPeers = n, peers
+	why := fmt.Sprintf("reached: the %s served %d connection%s the load generator did not open (%s)", s.Arm, n, plural(n), strings.Join(peers, ", "))
+	if s.HostDisturbance != "" {
+		why = s.HostDisturbance + "; " + why
+	}
+	s.HostDisturbance = why
 }
 
 // foreignLoad fills the CPU cores the host spent on anything but this run during the slice:
@@ -127,4 +208,18 @@ func invalidate(s *contract.Slice, reason string) {
 		s.InvalidReason += "; "
 	}
 	s.InvalidReason += reason
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -36,6 +36,9 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
 	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")
 	fs.StringVar(&c.ServicePorts, "service-ports", "", "where each arm's extra ports (service.ports) come from, LO-HI such as 18100-18199 (empty: ports the kernel finds free)")
+	fs.StringVar(&c.NetTable, "net-table", "perf_gate", "nftables table (family inet) that keeps each arm to its own ports; empty: no packet filter (the host still drops the pairs of slices where an arm served anyone but the load generator)")
+	fs.Uint64Var(&c.ArmDiskBytes, "arm-disk-bytes", 2<<30, "size of each arm's own filesystem (install.sh mounts one per arm of this size; pre-flight checks it)")
+	fs.Int64Var(&c.ArmMemoryBytes, "arm-memory-bytes", 4<<30, "memory.max of each arm's cgroup, its dependencies included (with cgroup v2's memory controller)")
 	fs.DurationVar(&c.LockWait, "lock-wait", 10*time.Second, "how long run, promote, rollback and gc wait for a busy host")
 	fs.Int64Var(&c.DeployLimits.MaxCompressed, "max-deploy-bytes", release.DefaultLimits.MaxCompressed, "largest tarball deploy accepts")
 	fs.Uint64Var(&c.MinFreeDisk, "min-free-disk", 1<<30, "refuse runs with less free disk (bytes)")
@@ -64,6 +67,9 @@ func (c Config) Flags() []string {
 		"--champion-port", strconv.Itoa(c.ChampionPort),
 		"--challenger-port", strconv.Itoa(c.ChallengerPort),
 		"--service-ports", c.ServicePorts,
+		"--net-table", c.NetTable,
+		"--arm-disk-bytes", strconv.FormatUint(c.ArmDiskBytes, 10),
+		"--arm-memory-bytes", strconv.FormatInt(c.ArmMemoryBytes, 10),
 		"--lock-wait", c.LockWait.String(),
 		"--max-deploy-bytes", strconv.FormatInt(c.DeployLimits.MaxCompressed, 10),
 		"--min-free-disk", strconv.FormatUint(c.MinFreeDisk, 10),

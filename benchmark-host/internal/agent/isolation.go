@@ -10,6 +10,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/netguard"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 )
@@ -24,8 +25,9 @@ const (
 type isolation struct {
 	info                 contract.Isolation
 	champion, challenger *arm.Arm
-	loadgen, supervisor  *arm.Arm // perf-host's own processes, placed but not switched
-	err                  error    // arms that cannot run: the users are missing, the CPUs wrong
+	loadgen, supervisor  *arm.Arm        // perf-host's own processes, placed but not switched
+	net                  *netguard.Guard // nil: the arms' network is not filtered (see info.Network)
+	err                  error           // arms that cannot run: the users are missing, the CPUs wrong
 }
 
 // isolation sets up the cgroup subtree and the arms the first time it is asked.
@@ -108,6 +110,9 @@ func (h *Host) setUpIsolation() *isolation {
 		// starts (counted per user, so per arm); perf-host's own user runs a handful.
 		lim := syscall.Rlimit{Cur: uint64(h.ArmMaxProcs), Max: uint64(h.ArmMaxProcs)}
 		errs = append(errs, syscall.Setrlimit(rlimitNproc, &lim))
+	}
+	if iso.champion != nil && iso.challenger != nil {
+		errs = append(errs, h.setUpGuards(iso, setup))
 	}
 	switch {
 	case self.Name == h.ChampionUser || self.Name == h.ChallengerUser:

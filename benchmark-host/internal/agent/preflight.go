@@ -48,6 +48,9 @@ func (h *Host) Preflight(kind string) []contract.Finding {
 		}
 		add("memory", status, "%.2f GiB available (need %.2f GiB)", gib(avail), gib(h.MinFreeMemory))
 	}
+	if iso := h.isolation(); iso.champion != nil && iso.challenger != nil {
+		out = append(out, h.armDiskFindings(iso)...)
+	}
 	info := hostinfo.Read()
 	var cal Calibration
 	switch err := readJSON(h.path("calibration.json"), &cal); {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/netguard"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	ChampionPort    int
 	ChallengerPort  int
 	ServicePorts    string        // the range the arms' extra ports come from ("" = free ports)
+	NetTable        string        // nftables table keeping the arms to their own ports ("" = none)
+	ArmDiskBytes    uint64        // size of each arm's own filesystem
+	ArmMemoryBytes  int64         // memory.max of each arm's cgroup
 	LockWait        time.Duration // how long run/promote wait for a busy host
 	DeployLimits    release.Limits
 	MinFreeDisk     uint64  // bytes
@@ -112,6 +116,9 @@ func (h *Host) armLog(parts ...string) service.Log {
 // arms had users of their own is tightened here.
 func (h *Host) Init() error {
 	if _, err := service.ParsePortRange(h.ServicePorts); err != nil {
+		return err
+	}
+	if err := netguard.ValidTable(h.NetTable); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(h.Root, 0o711); err != nil {

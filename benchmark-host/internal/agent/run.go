@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/loadgen"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
@@ -268,7 +269,8 @@ type execution struct {
 	rec      *runRecord
 	outcome  contract.Outcome
 	result   contract.HostResult
-	measured bool // the load generator ran: there is a result to keep
+	measured bool       // the load generator ran: there is a result to keep
+	wipe     []*arm.Arm // arms that filled their disk: everything they wrote goes after the stop
 }
 
 // Execute is the detached run: it ends by writing outcome.json, and its exit frees the lock.
@@ -422,8 +424,8 @@ func (e *execution) stoppedBy(ctx context.Context) error {
 
 // loadOptions are the load generator's: slice accounting always, and the CPUs held awake when
 // the host asks for it.
-func (e *execution) loadOptions(iso *isolation) []loadgen.Option {
-	opts := []loadgen.Option{loadgen.WithSliceObserver(e.h.newSliceAccounting(iso))}
+func (e *execution) loadOptions(acc *sliceAccounting) []loadgen.Option {
+	opts := []loadgen.Option{loadgen.WithSliceObserver(acc)}
 	if e.h.HoldCPUsAwake {
 		opts = append(opts, loadgen.WithCPUsHeldAwake(openDevice))
 	}
@@ -443,6 +445,12 @@ func (e *execution) stopArms(arms []*armStart) error {
 		s.measureDisk()
 		s.recordLog()
 		e.result.Arms[s.arm.Name] = s.record
+	}
+	for _, a := range e.wipe {
+		if err := a.Wipe(); err != nil {
+			return fail(a.Name+"_not_stopped", "%v", err)
+		}
+		e.logf("%s: everything it wrote is removed", a.Name)
 	}
 	return nil
 }
@@ -464,6 +472,14 @@ type armCrash struct{ arm *armStart }
 
 func (c *armCrash) Error() string { return c.arm.name + " crashed" }
 
+// armFailed is an arm failing while the load runs without exiting: out of its disk.
+type armFailed struct {
+	arm           *armStart
+	kind, message string
+}
+
+func (f *armFailed) Error() string { return f.message }
+
 // measure runs the load generator, cut short if either arm's service exits or the run is
 // aborted, and samples both arms at every slice boundary for the slices' resource fields.
 func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, arms []*armStart) error {
@@ -478,7 +494,17 @@ func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, 
 			}
 		}()
 	}
-	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, e.loadOptions(iso)...)
+	byName := map[string]*armStart{}
+	for _, s := range arms {
+		byName[s.arm.Name] = s
+	}
+	failArm := func(name, kind, message string) { cancel(&armFailed{byName[name], kind, message}) }
+	oomBefore := oomKills()
+	acc := e.h.newSliceAccounting(iso, failArm)
+	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, e.loadOptions(acc)...)
+	if loadCtx.Err() == nil && err == nil {
+		acc.AfterLoad(len(res.Slices)) // the OOM killer may have struck after the last boundary
+	}
 	cause := context.Cause(loadCtx)
 	cancel(nil) // the load is over: an arm's exit from here on is its stop, not a crash
 	if err != nil {
@@ -487,10 +513,26 @@ func (e *execution) measure(ctx context.Context, iso *isolation, lp *plan.Plan, 
 	e.result.Result, e.measured = *res, true
 	e.result.ResourceAccounting = map[string]contract.ResourceAccounting{
 		contract.Champion: iso.champion.Accounting(), contract.Challenger: iso.challenger.Accounting()}
+	for _, a := range []*arm.Arm{iso.champion, iso.challenger} {
+		if note := iso.refusedNote(a); note != "" {
+			e.logf("%s", note)
+		}
+	}
 	if crash := (*armCrash)(nil); errors.As(cause, &crash) {
 		s := crash.arm
 		s.proc.Logged(time.Second)
+		if why, ok := killedForMemory(s.arm, oomKills() > oomBefore && strings.Contains(s.proc.ExitError(), "killed")); ok {
+			return fail(s.arm.Name+"_out_of_memory", "%s (%s %s); its log ends:\n%s", why, s.name, s.sha, service.LogTail(s.log.Path, 20))
+		}
 		return fail(s.arm.Name+"_crashed", "%s %s %s during the run; its log ends:\n%s", s.name, s.sha, s.proc.ExitError(), service.LogTail(s.log.Path, 20))
+	}
+	if failed := (*armFailed)(nil); errors.As(cause, &failed) {
+		s := failed.arm
+		if failed.kind == "out_of_disk" {
+			e.wipe = append(e.wipe, s.arm)
+			return fail(s.arm.Name+"_"+failed.kind, "%s (%s %s); the run's measurements up to then are kept, and everything it wrote is removed", failed.message, s.name, s.sha)
+		}
+		return fail(s.arm.Name+"_"+failed.kind, "%s (%s %s); the run's measurements up to then are kept", failed.message, s.name, s.sha)
 	}
 	return e.stoppedBy(ctx)
 }

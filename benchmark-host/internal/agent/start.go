@@ -62,6 +62,9 @@ func (s *armStart) failure(err error) error {
 
 func (s *armStart) install(h *Host) error {
 	start := time.Now()
+	if err := h.isolation().allowNet(s.arm, s.record.Ports); err != nil {
+		return fmt.Errorf("%s %s: %w", s.name, s.sha, err)
+	}
 	if err := s.arm.Install(h.releaseDir(s.sha), s.spec.State); err != nil {
 		return fmt.Errorf("%s %s: %w", s.name, s.sha, err)
 	}

@@ -77,7 +77,10 @@ type Arm struct {
 	Home      string         // owned by User, mode 0700; the build runs in Home/work
 	Group     *cgroup.Group  // nil without cgroups
 	CPUs      placement.CPUs // empty: anywhere
-	main      int            // the running service's pid
+	// Every process of the arm gets this oom_score_adj (OOMChallenger, OOMChampion; 0: left
+	// alone), so that the OOM killer takes the arms before the host (see PreferForOOM).
+	OOMScoreAdj int
+	main        int // the running service's pid
 }
 
 // WorkDir is where the arm's build runs: a fresh copy at every Install, and the service's HOME.
@@ -97,9 +100,10 @@ func (a *Arm) Install(release, state string) error {
 	if err := a.checkHome(); err != nil {
 		return err
 	}
-	script := `rm -rf -- work state && mkdir -m 0755 work && mkdir -m 0700 state && exec tar -x -C work -f -`
+	// Everything the arm left in its home goes, STATE_DIR too unless the state is persistent.
+	script := clean + ` && mkdir -m 0755 work && mkdir -m 0700 state && exec tar -x -C work -f -`
 	if state == contract.StatePersistent {
-		script = `rm -rf -- work && mkdir -m 0755 work && mkdir -p -m 0700 state && exec tar -x -C work -f -`
+		script = cleanButState + ` && mkdir -m 0755 work && mkdir -p -m 0700 state && exec tar -x -C work -f -`
 	}
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Dir = a.Home
@@ -203,7 +207,10 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 	if a.Group == nil || !a.Group.Has("cpuset") {
 		thread.CPUs = a.CPUs
 	}
-	return privilege.Do(thread, cmd.Start)
+	if err := privilege.Do(thread, cmd.Start); err != nil {
+		return err
+	}
+	return a.PreferForOOM()
 }
 
 // Started records the arm's running service, whose descendants are the arm's processes when

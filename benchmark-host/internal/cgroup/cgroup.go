@@ -160,6 +160,7 @@ type Group struct {
 	setup    *Setup
 	cpus     string // cpuset.cpus as set, for a group made anew
 	maxProcs int    // pids.max as set
+	maxMem   int64  // memory.max as set
 }
 
 // Has reports whether a controller is enabled in the group.
@@ -238,6 +239,9 @@ func (g *Group) renew() error {
 	if g.maxProcs > 0 {
 		errs = append(errs, g.SetMaxProcs(g.maxProcs))
 	}
+	if g.maxMem > 0 {
+		errs = append(errs, g.SetMemoryMax(g.maxMem))
+	}
 	return errors.Join(errs...)
 }
 
@@ -275,6 +279,35 @@ func (g *Group) SetCPUs(cpus string) error {
 func (g *Group) SetMaxProcs(n int) error {
 	g.maxProcs = n
 	return os.WriteFile(filepath.Join(g.Path, "pids.max"), []byte(strconv.Itoa(n)), 0)
+}
+
+// SetMemoryMax bounds the group's memory (memory.max, no swap beyond it) when the memory
+// controller is enabled, and has the kernel kill the whole group when it runs out
+// (memory.oom.group): an arm out of memory fails whole rather than limping.
+func (g *Group) SetMemoryMax(bytes int64) error {
+	g.maxMem = bytes
+	var errs []error
+	for file, v := range map[string]string{"memory.max": strconv.FormatInt(bytes, 10), "memory.swap.max": "0", "memory.oom.group": "1"} {
+		if err := os.WriteFile(filepath.Join(g.Path, file), []byte(v), 0); err != nil && !(file == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// OOMKills is how many processes of the group the kernel killed for memory (memory.events
+// oom_kill), when the memory controller is enabled.
+func (g *Group) OOMKills() (int64, bool) {
+	if !g.Has("memory") {
+		return 0, false
+	}
+	for _, line := range strings.Split(readString(filepath.Join(g.Path, "memory.events")), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 func readString(path string) string {
