@@ -23,13 +23,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 )
 
 // Nft is Debian's nft (package nftables).
 const Nft = "/usr/sbin/nft"
-
-// capNetAdmin is CAP_NET_ADMIN, which the nft child gets as an ambient capability.
-const capNetAdmin = 12
 
 // Guard is the host's table of arm rules; a zero Table is no guard.
 type Guard struct{ Table string }
@@ -153,7 +152,7 @@ func (g Guard) nft(script string, stdout io.Writer, args ...string) error {
 	var errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &errOut
 	if os.Geteuid() != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{AmbientCaps: []uintptr{capNetAdmin}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{AmbientCaps: []uintptr{uintptr(privilege.NetAdmin)}}
 	}
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, syscall.EPERM) {

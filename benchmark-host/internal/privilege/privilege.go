@@ -27,9 +27,12 @@ const (
 	Kill        Cap = 5 // signal an arm's processes
 	SetGID      Cap = 6 // start a service as its arm's group
 	SetUID      Cap = 7 // start a service as its arm's user
+	// Not raised by Do: handed to the one nft child that rewrites an arm's packet filter, as
+	// an ambient capability (internal/netguard).
+	NetAdmin Cap = 12
 )
 
-var capNames = map[Cap]string{DACOverride: "CAP_DAC_OVERRIDE", Kill: "CAP_KILL", SetGID: "CAP_SETGID", SetUID: "CAP_SETUID"}
+var capNames = map[Cap]string{DACOverride: "CAP_DAC_OVERRIDE", Kill: "CAP_KILL", SetGID: "CAP_SETGID", SetUID: "CAP_SETUID", NetAdmin: "CAP_NET_ADMIN"}
 
 func (c Cap) String() string { return capNames[c] }
 
@@ -161,7 +164,7 @@ func names(pick func([2]capData) (uint32, uint32)) []string {
 	}
 	lo, hi := pick(d)
 	out := []string{}
-	for _, c := range []Cap{DACOverride, Kill, SetGID, SetUID} {
+	for _, c := range []Cap{DACOverride, Kill, SetGID, SetUID, NetAdmin} {
 		if has(lo, hi, c) {
 			out = append(out, c.String())
 		}
