@@ -187,9 +187,13 @@ func TestInstallScriptSeparatesTheCIUserFromTheArms(t *testing.T) {
 	} {
 		h.must(step.stdin, step.cmd)
 	}
-	time.Sleep(time.Second)
+	// The run waits for a quiet host first, then starts both arms: look until they serve.
 	for _, u := range []string{h.championUser, h.challengerUser} {
-		if procs := running(t, u); len(procs) != 1 || procs[0].Cmdline != "./service" {
+		procs := running(t, u)
+		for deadline := time.Now().Add(15 * time.Second); (len(procs) != 1 || procs[0].Cmdline != "./service") && time.Now().Before(deadline); procs = running(t, u) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(procs) != 1 || procs[0].Cmdline != "./service" {
 			t.Errorf("%s runs %s; want its service alone", u, arm.Describe(procs))
 		}
 	}
