@@ -63822,13 +63822,31 @@ var planSchema = external_exports.looseObject({
   max_queue: external_exports.number().int().min(1).max(1e7).optional(),
   protocol: external_exports.enum(PROTOCOLS).default("http1"),
   proto_descriptor_set: external_exports.string().optional(),
+  /** grpc, instead of proto_descriptor_set: .proto files of the build, compiled on the host. */
+  proto_files: external_exports.array(external_exports.string()).optional(),
+  proto_import_paths: external_exports.array(external_exports.string()).optional(),
   requests: external_exports.array(requestSchema).min(1)
 });
 var SERVICE_STATES = ["fresh", "persistent"];
+var portName = external_exports.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)");
+var portNames = external_exports.array(portName).max(8);
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a variable name: letters, digits and _, not starting with a digit");
+var dependencySchema = external_exports.looseObject({
+  name: portName,
+  command: external_exports.array(external_exports.string()).min(1, "the dependency's argv list, such as [/usr/bin/redis-server, --port, $PORT_REDIS]"),
+  /** One of: a port of its own that accepts a TCP connection (PORT_REDIS), or a command that exits 0. */
+  ready: external_exports.looseObject({ tcp: envName.optional(), command: external_exports.array(external_exports.string()).optional() }),
+  ports: portNames.optional(),
+  env: external_exports.record(external_exports.string(), external_exports.string()).optional()
+});
 var serviceSchema = external_exports.looseObject({
   command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]"),
   env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
-  ports: external_exports.array(external_exports.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)")).max(8).optional(),
+  ports: portNames.optional(),
+  /** The variable the main port is given in (GRPC_PORT); PORT is then env's to set. */
+  port_env: envName.default("PORT"),
+  dependencies: external_exports.array(dependencySchema).max(4).optional(),
+  ready_timeout_seconds: external_exports.number().positive().max(600).default(30),
   state: external_exports.enum(SERVICE_STATES).default("fresh"),
   setup: external_exports.array(external_exports.string()).optional(),
   setup_timeout_seconds: external_exports.number().positive().max(1800).default(60),
@@ -63890,7 +63908,17 @@ var armStartSchema = external_exports.looseObject({
   state_bytes: count2.optional(),
   /** The arm's log: the bytes the host's cap cut from its middle, and its last lines. */
   log_cut_bytes: count2.optional(),
-  log_tail: external_exports.string().optional()
+  log_tail: external_exports.string().optional(),
+  /** Each of service.dependencies: its ports, how soon it was ready, what it used until the arm stopped. */
+  dependencies: external_exports.array(
+    external_exports.looseObject({
+      name: portName,
+      ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+      ready_seconds: external_exports.number().min(0),
+      cpu_seconds: external_exports.number().min(0).optional(),
+      rss_bytes: count2.optional()
+    })
+  ).optional()
 });
 
 // src/contract/result.ts
@@ -69209,13 +69237,98 @@ function serviceArgError(arg, vars) {
     const name2 = m[1] ?? m[2];
     if (!vars.includes(name2) && name2.startsWith("PORT_")) {
       const known = vars.map((v) => `$${v}`).sort().join(", ");
-      return `${JSON.stringify(arg)}: $${name2} is not one of service.ports (${known} expand here)`;
+      return `${JSON.stringify(arg)}: $${name2} is not a port of service.ports or service.dependencies (${known} expand here)`;
     }
   }
   return void 0;
 }
-function hostSetsEnv(name2) {
-  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
+function hostSetsEnv(name2, portEnv = "PORT") {
+  return ["PATH", "HOME", portEnv || "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
+}
+function portEnvError(name2) {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name2)) return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name2)}`;
+  if (name2 !== "PORT" && hostSetsEnv(name2)) return `${JSON.stringify(name2)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
+  return void 0;
+}
+
+// src/dependencies.ts
+var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
+function servicePortNames(s) {
+  return [...s.ports ?? [], ...(s.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
+}
+function usesMainPort(arg) {
+  return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
+}
+function dependencyIssues(s, vars) {
+  const issues = [];
+  if (s.port_env !== void 0) {
+    const problem = portEnvError(s.port_env);
+    if (problem) issues.push({ path: ["port_env"], message: problem });
+  }
+  const owner = new Map((s.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
+  const claim2 = (path6, field, name2) => {
+    const prev = owner.get(name2);
+    if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
+    else owner.set(name2, field);
+  };
+  const depVars = vars.filter((v) => v !== "PORT");
+  const checkArgv = (path6, argv) => argv.forEach((arg, i2) => {
+    const problem = serviceArgError(arg, depVars);
+    if (problem) issues.push({ path: [...path6, i2], message: problem });
+    else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
+  });
+  (s.dependencies ?? []).forEach((d, i2) => {
+    const at = ["dependencies", i2];
+    const field = `service.dependencies[${i2}]`;
+    claim2([...at, "name"], `${field}.name`, d.name);
+    (d.ports ?? []).forEach((p, j) => claim2([...at, "ports", j], `${field}.ports[${j}]`, p));
+    if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
+    checkArgv([...at, "command"], d.command);
+    for (const [k, v] of Object.entries(d.env ?? {})) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) issues.push({ path: [...at, "env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+      else if (hostSetsEnv(k)) issues.push({ path: [...at, "env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+      else if (serviceArgError(v, depVars)) issues.push({ path: [...at, "env", k], message: serviceArgError(v, depVars) });
+      else if (usesMainPort(v)) issues.push({ path: [...at, "env", k], message: `$PORT is the service's port, not a dependency's: use its own $${portVariable(d.name)}` });
+    }
+    const own2 = [d.name, ...d.ports ?? []].map(portVariable);
+    const { tcp, command } = d.ready;
+    if (tcp !== void 0 && command !== void 0) issues.push({ path: [...at, "ready"], message: "one of tcp or command, not both" });
+    else if (tcp !== void 0 && !own2.includes(tcp)) issues.push({ path: [...at, "ready", "tcp"], message: `${JSON.stringify(tcp)} is not a port of this dependency: name one of ${own2.join(", ")} (the variable, as command names it)` });
+    else if (command !== void 0) {
+      if (command.length === 0 || command[0] === "") issues.push({ path: [...at, "ready", "command"], message: "the program to run, such as /usr/bin/redis-cli" });
+      checkArgv([...at, "ready", "command"], command);
+    } else if (tcp === void 0) issues.push({ path: [...at, "ready"], message: `required: {tcp: ${own2[0]}} (a TCP connect to it succeeds) or {command: [...]} (exits 0)` });
+  });
+  return issues;
+}
+
+// src/proto-files.ts
+function insideBuild(p) {
+  if (p === "" || p.startsWith("/") || p.includes("\0")) return false;
+  let depth = 0;
+  for (const part of p.split("/")) {
+    if (part === "..") depth--;
+    else if (part !== "." && part !== "") depth++;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+var insideMessage = (p) => `must be a relative path inside the build (each arm's release), got ${JSON.stringify(p)}`;
+function protoFileIssues(w) {
+  const files = w.proto_files ?? [];
+  if (w.proto_import_paths && files.length === 0) return [{ path: ["proto_import_paths"], message: "only with proto_files, which it finds them in" }];
+  if (files.length === 0) return [];
+  if (w.protocol !== "grpc") return [{ path: ["proto_files"], message: `only a grpc workload describes its methods (protocol is ${JSON.stringify(w.protocol)})` }];
+  if (w.proto_descriptor_set !== void 0) return [{ path: ["proto_files"], message: "give proto_files or proto_descriptor_set, not both" }];
+  const issues = [];
+  files.forEach((f, i2) => {
+    if (!insideBuild(f)) issues.push({ path: ["proto_files", i2], message: insideMessage(f) });
+    else if (!f.endsWith(".proto")) issues.push({ path: ["proto_files", i2], message: `must name a .proto file, got ${JSON.stringify(f)}` });
+  });
+  (w.proto_import_paths ?? []).forEach((d, i2) => {
+    if (!insideBuild(d)) issues.push({ path: ["proto_import_paths", i2], message: insideMessage(d) });
+  });
+  return issues;
 }
 
 // src/config.ts
@@ -69235,6 +69348,9 @@ var workload = external_exports.strictObject({
   protocol: plan.protocol,
   /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
   proto_descriptor_set: plan.proto_descriptor_set,
+  /** grpc: .proto files in the build, each relative to one of proto_import_paths (default: the build's root), compiled on the host. */
+  proto_files: plan.proto_files,
+  proto_import_paths: plan.proto_import_paths,
   requests: external_exports.array(request2).min(1)
 }).superRefine((w, ctx) => {
   w.requests.forEach((r, i2) => {
@@ -69244,13 +69360,15 @@ var workload = external_exports.strictObject({
     if (w.protocol !== "grpc" && r.path === void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "required (a path starting with /)" });
   });
   if (w.proto_descriptor_set !== void 0 && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
+  for (const issue3 of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue3 });
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
 var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
-  const vars = serviceVariables(s.ports);
+  const vars = serviceVariables(servicePortNames(s));
+  for (const issue3 of dependencyIssues(s, vars)) ctx.addIssue({ code: "custom", ...issue3 });
   for (const field of ["command", "setup"]) {
     (s[field] ?? []).forEach((arg, i2) => {
       const problem = serviceArgError(arg, vars);
@@ -69261,9 +69379,10 @@ var service = external_exports.strictObject(serviceSchema.shape).superRefine((s,
   s.ports?.forEach((p, i2) => {
     if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
   });
-  for (const k of Object.keys(s.env ?? {})) {
+  for (const [k, v] of Object.entries(s.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+    else if (hostSetsEnv(k, s.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
 var configSchema = external_exports.strictObject({
@@ -69381,6 +69500,8 @@ function planRuns(config2, builds, seed) {
             ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
             ...w.protocol !== "http1" ? { protocol: w.protocol } : {},
             ...w.proto_descriptor_set ? { proto_descriptor_set: w.proto_descriptor_set } : {},
+            ...w.proto_files ? { proto_files: w.proto_files } : {},
+            ...w.proto_import_paths ? { proto_import_paths: w.proto_import_paths } : {},
             requests: w.requests.map(({ method, ...r }) => r.grpc ? r : { method, ...r })
           }
         }
@@ -70482,11 +70603,11 @@ function micros(us) {
 var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
 function armsOf(a2) {
   if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
-  const champion = portName(a2.targets?.champion, "the champion's port");
-  const challenger = portName(a2.targets?.challenger, "the challenger's port");
+  const champion = portName2(a2.targets?.champion, "the champion's port");
+  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
   return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
 }
-function portName(target, otherwise) {
+function portName2(target, otherwise) {
   if (!target) return otherwise;
   try {
     const u2 = new URL(target);

@@ -4,6 +4,8 @@ import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
 import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "./contract/rules";
+import { dependencyIssues, servicePortNames } from "./dependencies";
+import { protoFileIssues } from "./proto-files";
 
 // The config's fields that become the plan's are the contract's own zod fields (src/contract,
 // tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
@@ -28,6 +30,9 @@ const workload = z.strictObject({
   protocol: plan.protocol,
   /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
   proto_descriptor_set: plan.proto_descriptor_set,
+  /** grpc: .proto files in the build, each relative to one of proto_import_paths (default: the build's root), compiled on the host. */
+  proto_files: plan.proto_files,
+  proto_import_paths: plan.proto_import_paths,
   requests: z.array(request).min(1),
 }).superRefine((w, ctx) => {
   // A grpc workload calls methods; an http1 one requests paths. Said here, with the line, not by the host.
@@ -38,6 +43,7 @@ const workload = z.strictObject({
     if (w.protocol !== "grpc" && r.path === undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "required (a path starting with /)" });
   });
   if (w.proto_descriptor_set !== undefined && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
+  for (const issue of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue });
   // Multiples of the production rate must still be rates the host accepts.
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
@@ -46,9 +52,11 @@ const workload = z.strictObject({
 });
 
 // What the host refuses in a service (service.Validate), found here with the key's line:
-// undeclared $PORT_<NAME>, names twice in ports, env that would shadow the host's variables.
+// undeclared $PORT_<NAME>, names twice in ports, env that would shadow the host's variables,
+// dependencies whose names clash or whose ready check names another's port.
 const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
-  const vars = serviceVariables(s.ports);
+  const vars = serviceVariables(servicePortNames(s));
+  for (const issue of dependencyIssues(s, vars)) ctx.addIssue({ code: "custom", ...issue });
   for (const field of ["command", "setup"] as const) {
     (s[field] ?? []).forEach((arg, i) => {
       const problem = serviceArgError(arg, vars);
@@ -59,9 +67,10 @@ const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
   s.ports?.forEach((p, i) => {
     if (s.ports!.indexOf(p) !== i) ctx.addIssue({ code: "custom", path: ["ports", i], message: `"${p}" is named twice` });
   });
-  for (const k of Object.keys(s.env ?? {})) {
+  for (const [k, v] of Object.entries(s.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+    else if (hostSetsEnv(k, s.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars)! });
   }
 });
 
@@ -230,6 +239,8 @@ export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): P
             ...(w.timeout_ms ? { timeout_ms: w.timeout_ms } : {}),
             ...(w.protocol !== "http1" ? { protocol: w.protocol } : {}),
             ...(w.proto_descriptor_set ? { proto_descriptor_set: w.proto_descriptor_set } : {}),
+            ...(w.proto_files ? { proto_files: w.proto_files } : {}),
+            ...(w.proto_import_paths ? { proto_import_paths: w.proto_import_paths } : {}),
             requests: w.requests.map(({ method, ...r }) => (r.grpc ? r : { method, ...r })),
           },
         },

@@ -94,8 +94,19 @@ func (e Enum) Check(s string) error {
 	return fmt.Errorf("must be %s, got %q", strings.Join(quoted, " or "), s)
 }
 
-// Items bounds the length of a list.
-type Items struct{ Min int }
+// Items bounds the length of a list; a Max of 0 is no bound.
+type Items struct{ Min, Max int }
+
+// Check says what is wrong with a list of n items.
+func (l Items) Check(n int) error {
+	switch {
+	case n < l.Min:
+		return fmt.Errorf("at least %d, got %d", l.Min, n)
+	case l.Max > 0 && n > l.Max:
+		return fmt.Errorf("at most %d, got %d", l.Max, n)
+	}
+	return nil
+}
 
 // Names bounds a list of names: how many, and the form of each.
 type Names struct {
@@ -142,7 +153,9 @@ var (
 	// EnvName is an environment variable's name, as a shell would take it.
 	EnvName = pattern(`^[A-Za-z_][A-Za-z0-9_]*$`, "a variable name: letters, digits and _, not starting with a digit")
 	// PortNames are a service's extra ports (service.ports), each the variable PORT_<NAME>.
-	PortNames = Names{Max: 8, Item: pattern(`^[a-z][a-z0-9_]{0,15}$`, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)")}
+	PortNames = Names{Max: 8, Item: PortName}
+	// PortName is one of them, and a dependency's name: the variable PORT_<NAME>.
+	PortName = pattern(`^[a-z][a-z0-9_]{0,15}$`, "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)")
 
 	// Rate is requests per second over the whole run, whichever arm is in its slice.
 	Rate          = Range{Min: 0, Max: 1_000_000, MinExclusive: true}
@@ -164,6 +177,8 @@ var (
 	HealthTimeoutSeconds = Range{Min: 0, Max: 600, MinExclusive: true}
 	// SetupTimeoutSeconds bounds service.setup: loading a fixture may take a while, but not an hour.
 	SetupTimeoutSeconds = Range{Min: 0, Max: 1800, MinExclusive: true}
+	// ReadyTimeoutSeconds bounds the wait for each dependency of a service.
+	ReadyTimeoutSeconds = Range{Min: 0, Max: 600, MinExclusive: true}
 
 	// Percentile is a latency percentile: the SLO's, and the one a floor was measured at.
 	Percentile = Range{Min: 0, Max: 100, MinExclusive: true, MaxExclusive: true}
@@ -190,6 +205,8 @@ var (
 	States          = Enum{StateFresh, StatePersistent}
 
 	AtLeastOne = Items{Min: 1}
+	// Dependencies: a few services beside the one under test, each started in both arms.
+	Dependencies = Items{Max: 4}
 
 	ResultSchemaVersion = Const{Value: SchemaVersion}
 )
@@ -201,7 +218,8 @@ var Limits = map[string]any{
 	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "send_window_us": SendWindowUs, "timeout_ms": TimeoutMs,
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
 	"health_timeout_seconds": HealthTimeoutSeconds, "setup_timeout_seconds": SetupTimeoutSeconds,
-	"port_names": PortNames, "state": States,
+	"port_names": PortNames, "port_name": PortName, "env_name": EnvName, "state": States,
+	"dependencies": Dependencies, "ready_timeout_seconds": ReadyTimeoutSeconds,
 	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
 	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "base": Bases, "run_status": RunStatuses, "finding_status": FindingStatuses,

@@ -99,6 +99,11 @@ type Plan struct {
 	// relative to the plan's directory (on a host: to each arm's release). Without it, the
 	// methods are resolved through each target's server reflection.
 	ProtoDescriptorSet string `json:"proto_descriptor_set,omitempty"`
+	// grpc only, instead of proto_descriptor_set: .proto files compiled on the host, each named
+	// relative to one of proto_import_paths (directories of the build; default its root), as
+	// protoc takes them. Google's well-known types are provided.
+	ProtoFiles       []string `json:"proto_files,omitempty"`
+	ProtoImportPaths []string `json:"proto_import_paths,omitempty"`
 	// The workload mix.
 	Requests []Request `json:"requests" limit:"at_least_one"`
 }
@@ -159,12 +164,21 @@ type ServiceSpec struct {
 	// $PORT_<NAME> and $STATE_DIR (or ${PORT} …) are expanded, nothing else; a $PORT_<NAME> that
 	// ports does not name is refused.
 	Command []string `json:"command" limit:"at_least_one"`
-	// Added to the service's environment; it may not set what the host sets (PATH, HOME, PORT,
-	// PORT_<NAME>, STATE_DIR).
+	// Added to the service's environment; it may not set what the host sets (PATH, HOME,
+	// port_env, PORT_<NAME>, STATE_DIR). Values expand $PORT, $PORT_<NAME> and $STATE_DIR as
+	// the command does.
 	Env map[string]string `json:"env,omitempty"`
 	// Extra ports the service listens on (a peer port, an admin port): each arm gets its own,
 	// as $PORT_<NAME> in the argv and PORT_<NAME> in the environment.
 	Ports []string `json:"ports,omitempty" limit:"port_names"`
+	// The variable the main port is given in (GRPC_PORT for a service that reads that); PORT
+	// is then free for env to set. $PORT in the argv and env values is the main port still.
+	PortEnv string `json:"port_env,omitempty" limit:"env_name" default:"PORT"`
+	// Services each arm runs its own fresh instance of (a Redis, a database), started before
+	// setup and the service, as the arm, and stopped after it.
+	Dependencies []Dependency `json:"dependencies,omitempty" limit:"dependencies"`
+	// How long each dependency has to become ready.
+	ReadyTimeoutSeconds float64 `json:"ready_timeout_seconds,omitempty" limit:"ready_timeout_seconds" default:"30"`
 	// fresh: every start finds an empty STATE_DIR; persistent: each arm keeps its STATE_DIR
 	// from one start to the next.
 	State string `json:"state,omitempty" limit:"state" default:"fresh"`

@@ -242,4 +242,6 @@ type ArmStart struct {
 	// measure.
 	LogCutBytes int64  `json:"log_cut_bytes,omitempty" limit:"count"`
 	LogTail     string `json:"log_tail,omitempty"`
+	// Each of service.dependencies, in order; absent without any.
+	Dependencies []DependencyStart `json:"dependencies,omitempty"`
 }

@@ -115,6 +115,7 @@ func TestServiceArgumentsMatchTheSharedVectors(t *testing.T) {
 		} `json:"vectors"`
 		Env []struct {
 			Name     string `json:"name"`
+			PortEnv  string `json:"port_env"`
 			HostSets bool   `json:"host_sets"`
 		} `json:"env"`
 	}
@@ -129,8 +130,8 @@ func TestServiceArgumentsMatchTheSharedVectors(t *testing.T) {
 		}
 	}
 	for _, v := range f.Env {
-		if HostSetsEnv(v.Name) != v.HostSets {
-			t.Errorf("HostSetsEnv(%q) = %v", v.Name, !v.HostSets)
+		if HostSetsEnv(v.Name, v.PortEnv) != v.HostSets {
+			t.Errorf("HostSetsEnv(%q, %q) = %v", v.Name, v.PortEnv, !v.HostSets)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // The variables the host gives a service (issue 14): in its environment, and expanded in its
-// command and setup argv. The TypeScript side checks a config's references with the same rule;
+// command and setup argv and its env values. The TypeScript side checks a config's references with the same rule;
 // both are tested against testdata/service-args.json.
 const (
 	VarPort     = "PORT"
@@ -20,13 +20,29 @@ const (
 func PortVariable(name string) string { return PortVarPrefix + strings.ToUpper(name) }
 
 // HostSetsEnv reports whether the host sets the variable itself, so that service.env may not:
-// PATH, HOME, PORT, PORT_<anything>, STATE_DIR.
-func HostSetsEnv(name string) bool {
+// PATH, HOME, the main port's variable (portEnv: service.port_env, "" for PORT),
+// PORT_<anything>, STATE_DIR.
+func HostSetsEnv(name, portEnv string) bool {
+	if portEnv == "" {
+		portEnv = VarPort
+	}
 	switch name {
-	case "PATH", "HOME", VarPort, VarStateDir:
+	case "PATH", "HOME", portEnv, VarStateDir:
 		return true
 	}
 	return strings.HasPrefix(name, PortVarPrefix)
+}
+
+// PortEnvError says what is wrong with a service.port_env: it must be a variable name the host
+// does not set otherwise (PATH, HOME, STATE_DIR, PORT_<NAME>).
+func PortEnvError(name string) error {
+	if err := EnvName.Check(name); err != nil {
+		return err
+	}
+	if name != VarPort && HostSetsEnv(name, VarPort) {
+		return fmt.Errorf("%q is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT", name)
+	}
+	return nil
 }
 
 // ExpandArg expands one argument of a service's command or setup: $NAME and ${NAME} for each
@@ -44,7 +60,7 @@ func ExpandArg(arg string, vars map[string]string) (string, error) {
 			b.WriteByte(arg[i])
 			continue
 		case !ok && strings.HasPrefix(name, PortVarPrefix):
-			return "", fmt.Errorf("%q: $%s is not one of service.ports (%s expand here)", arg, name, knownVars(vars))
+			return "", fmt.Errorf("%q: $%s is not a port of service.ports or service.dependencies (%s expand here)", arg, name, knownVars(vars))
 		case !ok:
 			b.WriteString(arg[i : i+width])
 		default:
@@ -93,12 +109,23 @@ func knownVars(vars map[string]string) string {
 	return strings.Join(names, ", ")
 }
 
-// ServiceVariables are the variables a spec's argv may name, with placeholder values: for
-// checking references before the host has chosen the ports.
+// ServiceVariables are the variables a spec's argv and env values may name, with placeholder
+// values: for checking references before the host has chosen the ports.
 func ServiceVariables(ports []string) map[string]string {
 	vars := map[string]string{VarPort: "0", VarStateDir: "/"}
 	for _, p := range ports {
 		vars[PortVariable(p)] = "0"
 	}
 	return vars
+}
+
+// ServicePortNames are the names of every extra port an arm needs for s: service.ports, then
+// each dependency's name and its ports. The service and its dependencies all see them all.
+func ServicePortNames(s ServiceSpec) []string {
+	names := slices.Clone(s.Ports)
+	for _, d := range s.Dependencies {
+		names = append(names, d.Name)
+		names = append(names, d.Ports...)
+	}
+	return names
 }

@@ -2,7 +2,7 @@
 // result), and how each arm started for a run. Mirrors benchmark-host/contract
 // (isolation.go); test/contract checks that both sides declare the same fields.
 import { z } from "zod";
-import { sha } from "./plan";
+import { portName, sha } from "./plan";
 
 const count = z.number().int().nonnegative();
 
@@ -55,5 +55,17 @@ export const armStartSchema = z.looseObject({
   /** The arm's log: the bytes the host's cap cut from its middle, and its last lines. */
   log_cut_bytes: count.optional(),
   log_tail: z.string().optional(),
+  /** Each of service.dependencies: its ports, how soon it was ready, what it used until the arm stopped. */
+  dependencies: z
+    .array(
+      z.looseObject({
+        name: portName,
+        ports: z.record(z.string(), z.number().int()),
+        ready_seconds: z.number().min(0),
+        cpu_seconds: z.number().min(0).optional(),
+        rss_bytes: count.optional(),
+      }),
+    )
+    .optional(),
 });
 export type ArmStart = z.infer<typeof armStartSchema>;

@@ -67,20 +67,40 @@ export const planSchema = z.looseObject({
   max_queue: z.number().int().min(1).max(10_000_000).optional(),
   protocol: z.enum(PROTOCOLS).default("http1"),
   proto_descriptor_set: z.string().optional(),
+  /** grpc, instead of proto_descriptor_set: .proto files of the build, compiled on the host. */
+  proto_files: z.array(z.string()).optional(),
+  proto_import_paths: z.array(z.string()).optional(),
   requests: z.array(requestSchema).min(1),
 });
 export type Plan = z.infer<typeof planSchema>;
 
 export const SERVICE_STATES = ["fresh", "persistent"] as const;
 
+/** A port's name, and a dependency's: the variable PORT_<NAME>. */
+export const portName = z.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)");
+const portNames = z.array(portName).max(8);
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a variable name: letters, digits and _, not starting with a digit");
+
+/** A service each arm runs its own fresh instance of (a Redis), ready before setup and the service. */
+export const dependencySchema = z.looseObject({
+  name: portName,
+  command: z.array(z.string()).min(1, "the dependency's argv list, such as [/usr/bin/redis-server, --port, $PORT_REDIS]"),
+  /** One of: a port of its own that accepts a TCP connection (PORT_REDIS), or a command that exits 0. */
+  ready: z.looseObject({ tcp: envName.optional(), command: z.array(z.string()).optional() }),
+  ports: portNames.optional(),
+  env: z.record(z.string(), z.string()).optional(),
+});
+export type Dependency = z.infer<typeof dependencySchema>;
+
 /** How the host starts and checks a build; every run starts both arms this way (symmetric start). */
 export const serviceSchema = z.looseObject({
   command: z.array(z.string()).min(1, "the start command, an argv list such as [./bin/server]"),
   env: z.record(z.string(), z.string()).optional(),
-  ports: z
-    .array(z.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer or admin (a-z, 0-9, _; at most 16, starting with a letter)"))
-    .max(8)
-    .optional(),
+  ports: portNames.optional(),
+  /** The variable the main port is given in (GRPC_PORT); PORT is then env's to set. */
+  port_env: envName.default("PORT"),
+  dependencies: z.array(dependencySchema).max(4).optional(),
+  ready_timeout_seconds: z.number().positive().max(600).default(30),
   state: z.enum(SERVICE_STATES).default("fresh"),
   setup: z.array(z.string()).optional(),
   setup_timeout_seconds: z.number().positive().max(1800).default(60),

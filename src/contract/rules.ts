@@ -46,7 +46,7 @@ export function sampleBudget(percentile: number): number {
   return Math.ceil(Math.round((3 / (1 - percentile / 100)) * 1e6) / 1e6);
 }
 
-/** The variables a service's command and setup may name: PORT, STATE_DIR and the PORT_<NAME> of service.ports (contract.ServiceVariables). */
+/** The variables a service's command, setup and env values may name: PORT, STATE_DIR and the PORT_<NAME> of service.ports and dependencies (contract.ServiceVariables). */
 export function serviceVariables(ports: readonly string[] = []): string[] {
   return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
 }
@@ -61,13 +61,20 @@ export function serviceArgError(arg: string, vars: readonly string[]): string | 
     const name = m[1] ?? m[2]!;
     if (!vars.includes(name) && name.startsWith("PORT_")) {
       const known = vars.map((v) => `$${v}`).sort().join(", ");
-      return `${JSON.stringify(arg)}: $${name} is not one of service.ports (${known} expand here)`;
+      return `${JSON.stringify(arg)}: $${name} is not a port of service.ports or service.dependencies (${known} expand here)`;
     }
   }
   return undefined;
 }
 
-/** Whether the host sets the variable itself, so that service.env may not (contract.HostSetsEnv). */
-export function hostSetsEnv(name: string): boolean {
-  return ["PATH", "HOME", "PORT", "STATE_DIR"].includes(name) || name.startsWith("PORT_");
+/** Whether the host sets the variable itself, so that service.env may not: portEnv is service.port_env (contract.HostSetsEnv). */
+export function hostSetsEnv(name: string, portEnv = "PORT"): boolean {
+  return ["PATH", "HOME", portEnv || "PORT", "STATE_DIR"].includes(name) || name.startsWith("PORT_");
+}
+
+/** What is wrong with a service.port_env, or undefined (contract.PortEnvError). */
+export function portEnvError(name: string): string | undefined {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name)}`;
+  if (name !== "PORT" && hostSetsEnv(name)) return `${JSON.stringify(name)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
+  return undefined;
 }

@@ -121,7 +121,7 @@ describe("repo config", () => {
     expect(c.service).toMatchObject({ ports: ["peer"], state: "fresh", setup: ["./bin/load-fixture", "$STATE_DIR"], setup_timeout_seconds: 60 });
     expect(planRuns(c, { challengerSha: "abc1234" }, 7)[0]!.request.service).toMatchObject({ ports: ["peer"], state: "fresh" });
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [admin]"))).toBe(
-      '.github/perf-gate.yml:2: service.command.4: "http://127.0.0.1:${PORT_PEER}": $PORT_PEER is not one of service.ports ($PORT, $PORT_ADMIN, $STATE_DIR expand here)');
+      '.github/perf-gate.yml:2: service.command.4: "http://127.0.0.1:${PORT_PEER}": $PORT_PEER is not a port of service.ports or service.dependencies ($PORT, $PORT_ADMIN, $STATE_DIR expand here)');
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, Peer]"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.ports\.1: a lowercase name/);
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, peer]"))).toBe('.github/perf-gate.yml:3: service.ports.1: "peer" is named twice');
     expect(errorOf(etcd.replace("ETCD_NAME: default", "PORT_PEER: '2380'"))).toBe(

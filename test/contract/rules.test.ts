@@ -23,6 +23,6 @@ describe("rules shared with Go", () => {
   it("finds the service arguments contract.ExpandArg refuses, with its message, and the variables the host sets", () => {
     const vars = Object.keys(serviceArgs.vars);
     for (const v of serviceArgs.vectors) expect(serviceArgError(v.arg, vars), v.arg).toBe("error" in v ? v.error : undefined);
-    for (const v of serviceArgs.env) expect(hostSetsEnv(v.name), v.name).toBe(v.host_sets);
+    for (const v of serviceArgs.env) expect(hostSetsEnv(v.name, "port_env" in v ? v.port_env : undefined), `${v.name} ${"port_env" in v ? v.port_env : ""}`).toBe(v.host_sets);
   });
 });

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
@@ -112,12 +113,12 @@ func (h *Host) ChampionDaemon(ctx context.Context) error {
 // serveChampion starts the state's champion in the champion arm and records it; a health
 // check in the background marks when it serves.
 func (h *Host) serveChampion(champ *arm.Arm, st State) (*armStart, error) {
-	ports, err := service.AllocatePorts(h.portRange(), [][]string{st.Service.Ports}, h.mainPorts())
+	ports, err := service.AllocatePorts(h.portRange(), [][]string{contract.ServicePortNames(st.Service)}, h.mainPorts())
 	if err != nil {
 		return nil, err
 	}
 	s := newArmStart(champ, "champion", st.Champion, st.Service, ports[0], h.armLog("logs", "champion-"+st.Champion+".log"), daemonLog)
-	for _, step := range []func() error{func() error { return s.install(h) }, s.setup, s.start} {
+	for _, step := range []func() error{func() error { return s.install(h) }, func() error { return s.dependencies(context.Background()) }, s.setup, s.start} {
 		err := step()
 		s.flush()
 		if err != nil {

@@ -89,7 +89,7 @@ func (h *Host) swapChampion(ctx context.Context, old, next State) error {
 	if err != nil {
 		return err
 	}
-	ports, err := service.AllocatePorts(h.portRange(), [][]string{next.Service.Ports}, h.mainPorts())
+	ports, err := service.AllocatePorts(h.portRange(), [][]string{contract.ServicePortNames(next.Service)}, h.mainPorts())
 	if err != nil {
 		return err
 	}

@@ -145,8 +145,8 @@ func (h *Host) buildsOf(kind string, req *contract.RunRequest, st State) (*contr
 // readDescriptorSets reads a grpc plan's proto_descriptor_set from each arm's release, through
 // os.Root so that no path or link reaches outside it: each arm's messages are encoded with
 // the descriptors its own build ships.
-func (h *Host) readDescriptorSets(lp *plan.Plan) error {
-	if lp.ProtoDescriptorSet == "" {
+func (h *Host) readDescriptorSets(ctx context.Context, lp *plan.Plan) error {
+	if !lp.Described() {
 		return nil
 	}
 	shas := [2]string{lp.Builds.ChampionSHA, lp.Builds.ChallengerSHA}
@@ -155,10 +155,18 @@ func (h *Host) readDescriptorSets(lp *plan.Plan) error {
 		if err != nil {
 			return err
 		}
-		b, err := root.ReadFile(lp.ProtoDescriptorSet)
+		var b []byte
+		if len(lp.ProtoFiles) > 0 {
+			var fe *plan.FieldError
+			if b, err = lp.CompileProtoFiles(ctx, root.FS()); errors.As(err, &fe) {
+				err = fmt.Errorf("plan: loadgen.%s: the %s's build %s: %s", fe.Field, []string{contract.Champion, contract.Challenger}[arm], sha, fe.Msg)
+			}
+		} else if b, err = root.ReadFile(lp.ProtoDescriptorSet); err != nil {
+			err = fmt.Errorf("plan: loadgen.proto_descriptor_set: the %s's build %s has no readable %q: %v", []string{contract.Champion, contract.Challenger}[arm], sha, lp.ProtoDescriptorSet, errors.Unwrap(err))
+		}
 		root.Close()
 		if err != nil {
-			return fmt.Errorf("plan: loadgen.proto_descriptor_set: the %s's build %s has no readable %q: %v", []string{contract.Champion, contract.Challenger}[arm], sha, lp.ProtoDescriptorSet, errors.Unwrap(err))
+			return err
 		}
 		lp.DescriptorSets[arm] = b
 	}
@@ -201,6 +209,13 @@ func hostOwnedFields(lg *contract.Plan) error {
 	}
 	if set := lg.ProtoDescriptorSet; set != "" && (filepath.IsAbs(set) || !filepath.IsLocal(set)) {
 		return refuse("plan: loadgen.proto_descriptor_set: must be a relative path inside the build (each arm's release), got %q", set)
+	}
+	for field, paths := range map[string][]string{"proto_files": lg.ProtoFiles, "proto_import_paths": lg.ProtoImportPaths} {
+		for i, p := range paths {
+			if err := plan.CheckBuildPath(p); err != nil {
+				return refuse("plan: loadgen.%s[%d]: %v", field, i, err)
+			}
+		}
 	}
 	for i, r := range lg.Requests {
 		if r.BodyFile != "" {
@@ -301,7 +316,7 @@ func (e *execution) run(ctx context.Context) error {
 	if err != nil {
 		return fail("internal", "%v", err)
 	}
-	if err := e.h.readDescriptorSets(lp); err != nil {
+	if err := e.h.readDescriptorSets(ctx, lp); err != nil {
 		return fail("plan", "%v", err)
 	}
 	e.logf("%s run %s started", e.outcome.Kind, e.runID)
@@ -382,7 +397,7 @@ func (e *execution) preflight(ctx context.Context, kind string) error {
 // failing arm's, with its log tail.
 func (e *execution) startArms(ctx context.Context, iso *isolation, req contract.RunRequest) ([]*armStart, error) {
 	b := req.Loadgen.Builds
-	ports, err := service.AllocatePorts(e.h.portRange(), [][]string{req.Service.Ports, req.Service.Ports}, e.h.mainPorts())
+	ports, err := service.AllocatePorts(e.h.portRange(), [][]string{contract.ServicePortNames(req.Service), contract.ServicePortNames(req.Service)}, e.h.mainPorts())
 	if err != nil {
 		return nil, fail("preflight", "host refused the run: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 
 // armStart is one arm starting a build the way every arm starts one (issue 14): a fresh copy
 // of the release owned by the arm's user, STATE_DIR emptied (unless the service's state is
-// persistent), service.setup, then a new process with its ports, until it is healthy. The
+// persistent), its dependencies each ready, service.setup, then a new process with its ports, until it is healthy. The
 // champion supervisor, a promotion's candidate and both arms of a run all start this way; a run
 // takes its two arms through each step together (startTogether), so neither starts warmer.
 type armStart struct {
@@ -35,6 +35,8 @@ type armStart struct {
 
 	proc   *service.Process
 	record contract.ArmStart
+	// What each dependency had used when it was ready, by name.
+	depsAtReady map[string]arm.Usage
 }
 
 func newArmStart(a *arm.Arm, name, sha string, spec contract.ServiceSpec, ports map[string]int, log service.Log, logf func(string, ...any)) *armStart {
@@ -130,6 +132,7 @@ func (s *armStart) ownsPorts() error {
 
 // stop ends the arm's service and everything it started.
 func (s *armStart) stop() error {
+	s.dependencyUsage()
 	if s.proc == nil {
 		return s.arm.Clear()
 	}
@@ -185,6 +188,7 @@ func startTogether(ctx context.Context, h *Host, arms []*armStart) error {
 	}
 	for _, step := range []func([]*armStart) error{
 		eachArm(func(s *armStart) error { return s.install(h) }),
+		eachArm(func(s *armStart) error { return s.dependencies(ctx) }),
 		eachArm((*armStart).setup),
 		startAll,
 		eachArm(func(s *armStart) error { return s.healthy(ctx) }),

@@ -80,7 +80,8 @@ type Arm struct {
 	// Every process of the arm gets this oom_score_adj (OOMChallenger, OOMChampion; 0: left
 	// alone), so that the OOM killer takes the arms before the host (see PreferForOOM).
 	OOMScoreAdj int
-	main        int // the running service's pid
+	main        int          // the running service's pid
+	deps        []dependency // its running dependencies, in the order they started
 }
 
 // WorkDir is where the arm's build runs: a fresh copy at every Install, and the service's HOME.
@@ -254,9 +255,9 @@ func (a *Arm) Procs() []Proc {
 	case a.Dedicated:
 		return OfUser(a.User.UID)
 	case a.main != 0:
-		return Descendants(a.main)
+		return append(Descendants(a.main), a.dependencyProcs()...)
 	}
-	return nil
+	return a.dependencyProcs()
 }
 
 // clearWait bounds how long Clear waits for the kernel to finish killing.
@@ -277,10 +278,9 @@ func (a *Arm) Clear() error {
 		if err := a.sweep(func() []Proc { return OfUser(a.User.UID) }); err != nil {
 			errs = append(errs, err)
 		}
-	case a.Group == nil && a.main != 0:
-		root := a.main
+	case a.Group == nil && (a.main != 0 || len(a.deps) > 0):
 		a.Signal(syscall.SIGKILL)
-		if err := a.sweep(func() []Proc { return Descendants(root) }); err != nil {
+		if err := a.sweep(a.Procs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -288,6 +288,7 @@ func (a *Arm) Clear() error {
 	if left := a.Procs(); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("%s: still running after SIGKILL: %s", a.Name, Describe(left)))
 	}
+	a.deps = nil
 	return errors.Join(errs...)
 }
 
@@ -367,8 +368,9 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, log service
 	if errors.Is(err, errTimedOut) {
 		err = fmt.Errorf("did not finish within service.setup_timeout_seconds %g and was stopped", spec.SetupTimeoutSeconds)
 	}
-	// Whatever the setup left running goes too: the service starts alone.
-	if cerr := a.Clear(); err == nil {
+	// Whatever the setup left running goes too: the service starts alone, beside its
+	// dependencies.
+	if cerr := a.clearLeftovers(); err == nil {
 		err = cerr
 	}
 	out.Wait(2 * time.Second) // what it left running held its output open until now
@@ -420,7 +422,7 @@ func (a *Arm) DiskUsage() (work, state int64, err error) {
 }
 
 // Stop ends the arm's service: SIGTERM to its process group and up to grace for it to exit,
-// then Clear, which kills whatever the arm still runs (what the service started, in another
+// then the same for its dependencies, then Clear, which kills whatever the arm still runs (what the service started, in another
 // session or process group too). The error names what could not be stopped.
 func (a *Arm) Stop(p *service.Process, grace time.Duration) error {
 	select {
@@ -434,6 +436,7 @@ func (a *Arm) Stop(p *service.Process, grace time.Duration) error {
 		case <-time.After(grace):
 		}
 	}
+	a.stopDependencies(grace)
 	err := a.Clear()
 	select {
 	case <-p.Exited():

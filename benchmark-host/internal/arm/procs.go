@@ -11,6 +11,7 @@ import (
 // Proc is one process as /proc shows it.
 type Proc struct {
 	Pid, PPid int
+	Sid       int    // its session: a service's or dependency's own, unless it left it
 	State     byte   // R, S, D, T, Z, …
 	UID       uint32 // real user id
 	CPUUs     uint64 // user + system time of the process and its reaped children
@@ -39,9 +40,10 @@ func ReadProc(pid int) (Proc, error) {
 	if len(f) < 22 {
 		return p, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
-	// Fields after the command: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14) … rss(21).
+	// Fields after the command: state(0) ppid(1) pgrp(2) session(3) … utime(11) stime(12) cutime(13) cstime(14) … rss(21).
 	p.State = f[0][0]
 	p.PPid, _ = strconv.Atoi(f[1])
+	p.Sid, _ = strconv.Atoi(f[3])
 	var ticks uint64
 	for _, k := range []int{11, 12, 13, 14} {
 		v, _ := strconv.ParseUint(f[k], 10, 64)

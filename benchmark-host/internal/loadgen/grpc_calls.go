@@ -135,7 +135,7 @@ func inputOf(files *protoregistry.Files, method string) (protoreflect.MessageDes
 // describe gives the descriptors of one arm: its build's proto_descriptor_set, else what
 // its server reflection serves.
 func describe(ctx context.Context, p *plan.Plan, arm int, target endpoint) (*protoregistry.Files, error) {
-	if p.ProtoDescriptorSet != "" {
+	if p.Described() {
 		var set descriptorpb.FileDescriptorSet
 		if err := proto.Unmarshal(p.DescriptorSets[arm], &set); err != nil {
 			return nil, fmt.Errorf("plan: proto_descriptor_set: %s: not a protobuf FileDescriptorSet: %v", armNames[arm], err)

@@ -6,6 +6,7 @@ package plan
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,9 +34,9 @@ type Plan struct {
 
 	cpus int // CPUs the generator may use: the default's cap and the explicit value's bound
 
-	// DescriptorSets are the proto_descriptor_set file's bytes as each arm's build has it
-	// (champion, challenger): read by Load from beside the plan, by perf-host from each
-	// arm's release. Empty: methods are resolved by server reflection.
+	// DescriptorSets are the proto_descriptor_set file's bytes (or proto_files compiled) as
+	// each arm's build has it (champion, challenger): read by Load from beside the plan, by
+	// perf-host from each arm's release. Empty: methods are resolved by server reflection.
 	DescriptorSets [2][]byte
 }
 
@@ -93,6 +94,13 @@ func Load(path string) (*Plan, error) {
 		b, err := os.ReadFile(set)
 		if err != nil {
 			return nil, fieldErr("proto_descriptor_set", "cannot read %q: %v", p.ProtoDescriptorSet, errors.Unwrap(err))
+		}
+		p.DescriptorSets = [2][]byte{b, b}
+	}
+	if len(p.ProtoFiles) > 0 {
+		b, err := p.CompileProtoFiles(context.Background(), os.DirFS(filepath.Dir(path)))
+		if err != nil {
+			return nil, err
 		}
 		p.DescriptorSets = [2][]byte{b, b}
 	}
@@ -244,6 +252,9 @@ func (p *Plan) compileRequests(baseDir string) error {
 	}
 	if p.ProtoDescriptorSet != "" && p.Protocol != contract.ProtocolGRPC {
 		return fieldErr("proto_descriptor_set", "only a grpc plan describes its methods (protocol is %q)", p.Protocol)
+	}
+	if err := p.checkProtoFiles(); err != nil {
+		return err
 	}
 	total := 0.0
 	p.compiled = make([]CompiledRequest, len(p.Requests))

@@ -3,6 +3,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,10 @@ func Validate(s *contract.ServiceSpec) error {
 	if err := contract.PortNames.Check(s.Ports); err != nil {
 		return fmt.Errorf("service.ports%s", prefixed(err))
 	}
-	vars := contract.ServiceVariables(s.Ports)
+	if err := validateDependencies(s); err != nil {
+		return err
+	}
+	vars := contract.ServiceVariables(contract.ServicePortNames(*s))
 	if len(s.Command) < contract.AtLeastOne.Min || s.Command[0] == "" {
 		return errors.New("service.command: required, an argv list such as [\"./bin/server\"]")
 	}
@@ -46,16 +50,13 @@ func Validate(s *contract.ServiceSpec) error {
 			return err
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if err := contract.EnvName.Check(k); err != nil {
-			return fmt.Errorf("service.env.%s: %w", k, err)
+	if s.PortEnv != "" {
+		if err := contract.PortEnvError(s.PortEnv); err != nil {
+			return fmt.Errorf("service.port_env: %w", err)
 		}
-		if contract.HostSetsEnv(k) {
-			return fmt.Errorf("service.env.%s: set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable", k)
-		}
-		if strings.ContainsRune(s.Env[k], 0) {
-			return fmt.Errorf("service.env.%s: a value may not hold a NUL byte", k)
-		}
+	}
+	if err := checkEnv("service.env", s.Env, s.PortEnv, vars); err != nil {
+		return err
 	}
 	FillDefaults(s)
 	if err := contract.States.Check(s.State); err != nil {
@@ -72,6 +73,29 @@ func Validate(s *contract.ServiceSpec) error {
 	}
 	if err := contract.HealthTimeoutSeconds.Check(s.HealthTimeoutSeconds); err != nil {
 		return fmt.Errorf("service.health_timeout_seconds: %w", err)
+	}
+	if err := contract.ReadyTimeoutSeconds.Check(s.ReadyTimeoutSeconds); err != nil {
+		return fmt.Errorf("service.ready_timeout_seconds: %w", err)
+	}
+	return nil
+}
+
+// checkEnv checks an env map's names (none the host sets, portEnv being the main port's) and
+// its values' variables.
+func checkEnv(field string, env map[string]string, portEnv string, vars map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if err := contract.EnvName.Check(k); err != nil {
+			return fmt.Errorf("%s.%s: %w", field, k, err)
+		}
+		if contract.HostSetsEnv(k, portEnv) {
+			return fmt.Errorf("%s.%s: set by the host (PATH, HOME, %s, PORT_<NAME> and STATE_DIR are the host's); name another variable", field, k, cmp.Or(portEnv, contract.VarPort))
+		}
+		if strings.ContainsRune(env[k], 0) {
+			return fmt.Errorf("%s.%s: a value may not hold a NUL byte", field, k)
+		}
+		if _, err := contract.ExpandArg(env[k], vars); err != nil {
+			return fmt.Errorf("%s.%s: %w", field, k, err)
+		}
 	}
 	return nil
 }
@@ -93,6 +117,12 @@ func FillDefaults(s *contract.ServiceSpec) {
 	}
 	if s.HealthTimeoutSeconds == 0 {
 		s.HealthTimeoutSeconds = 30
+	}
+	if s.PortEnv == "" {
+		s.PortEnv = contract.VarPort
+	}
+	if s.ReadyTimeoutSeconds == 0 {
+		s.ReadyTimeoutSeconds = 30
 	}
 }
 
@@ -124,14 +154,17 @@ func prefixed(err error) string {
 // STATE_DIR.
 type Instance struct {
 	Dir      string         // the working directory, and HOME
-	Port     int            // PORT
-	Ports    map[string]int // service.ports by name: PORT_<NAME>
+	Port     int            // PORT; 0 in a dependency's instance, which has no main port
+	Ports    map[string]int // service.ports and the dependencies' by name: PORT_<NAME>
 	StateDir string         // STATE_DIR
 }
 
 // Vars are the variables the host gives the service, as the argv expands them.
 func (in Instance) Vars() map[string]string {
-	vars := map[string]string{contract.VarPort: strconv.Itoa(in.Port), contract.VarStateDir: in.StateDir}
+	vars := map[string]string{contract.VarStateDir: in.StateDir}
+	if in.Port != 0 {
+		vars[contract.VarPort] = strconv.Itoa(in.Port)
+	}
 	for name, port := range in.Ports {
 		vars[contract.PortVariable(name)] = strconv.Itoa(port)
 	}
@@ -147,6 +180,19 @@ func (in Instance) PortVars() map[string]int {
 	return out
 }
 
+// portsOf are the variables and numbers of the main port (when the instance has one) and of
+// the named extra ports only: what one process of the instance listens on.
+func (in Instance) portsOf(names []string) map[string]int {
+	out := map[string]int{}
+	if in.Port != 0 {
+		out[contract.VarPort] = in.Port
+	}
+	for _, name := range names {
+		out[contract.PortVariable(name)] = in.Ports[name]
+	}
+	return out
+}
+
 // Describe is the instance in one line, for logs: "PORT=8001 PORT_PEER=38211 STATE_DIR=…".
 func (in Instance) Describe() string {
 	vars := in.Vars()
@@ -158,9 +204,14 @@ func (in Instance) Describe() string {
 }
 
 // Command prepares argv (expanded) to run in the instance's directory with the documented
-// environment: PATH, HOME (the working directory), PORT, PORT_<NAME>, STATE_DIR, then
-// service.env; nothing of perf-host's own environment.
+// environment: PATH, HOME (the working directory), the main port in service.port_env (PORT
+// unless named), PORT_<NAME>, STATE_DIR, then service.env (its values expanded as the argv
+// is); nothing of perf-host's own environment.
 func (in Instance) Command(spec contract.ServiceSpec, argv []string) (*exec.Cmd, error) {
+	return in.command(argv, spec.PortEnv, spec.Env)
+}
+
+func (in Instance) command(argv []string, portEnv string, env map[string]string) (*exec.Cmd, error) {
 	vars := in.Vars()
 	expanded := make([]string, len(argv))
 	for i, a := range argv {
@@ -173,10 +224,18 @@ func (in Instance) Command(spec contract.ServiceSpec, argv []string) (*exec.Cmd,
 	cmd.Dir = in.Dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + in.Dir}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
-		cmd.Env = append(cmd.Env, k+"="+vars[k])
+		name := k
+		if k == contract.VarPort && portEnv != "" {
+			name = portEnv
+		}
+		cmd.Env = append(cmd.Env, name+"="+vars[k])
 	}
-	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v, err := contract.ExpandArg(env[k], vars)
+		if err != nil {
+			return nil, fmt.Errorf("env.%s: %w", k, err)
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	// A session of its own (and so a process group, stopped as one): with the kernel's
 	// autogroup scheduling, each arm then weighs the same against the other, whoever started it.
@@ -199,9 +258,19 @@ type Process struct {
 // stderr appended to its log (capped: see Log). launch starts the prepared command (package
 // arm: as the arm's user, in its cgroup, on its CPUs).
 func Start(name string, spec contract.ServiceSpec, in Instance, log Log, launch func(*exec.Cmd) error) (*Process, error) {
+	cmd, err := in.Command(spec, spec.Command)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return startProcess(name, cmd, in, spec.Ports, log, launch)
+}
+
+// startProcess starts a prepared command of the instance that listens on its main port (if
+// any) and the named extra ports, once none of them is taken.
+func startProcess(name string, cmd *exec.Cmd, in Instance, portNames []string, log Log, launch func(*exec.Cmd) error) (*Process, error) {
 	// Something else answering on a port would pass the health check in our service's place,
 	// or take the port the service needs.
-	ports := in.PortVars()
+	ports := in.portsOf(portNames)
 	for _, v := range slices.Sorted(maps.Keys(ports)) {
 		port := ports[v]
 		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
@@ -209,10 +278,6 @@ func Start(name string, spec contract.ServiceSpec, in Instance, log Log, launch 
 		} else {
 			l.Close()
 		}
-	}
-	cmd, err := in.Command(spec, spec.Command)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	out, err := log.Open(fmt.Sprintf("--- perf-host: starting %s (%s): %s\n", name, in.Describe(), strings.Join(cmd.Args, " ")))
 	if err != nil {

@@ -323,7 +323,12 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 		if kind != reflect.Slice {
 			return fmt.Errorf("an item count on a %s", t)
 		}
-		s.set("minItems", l.Min)
+		if l.Min > 0 {
+			s.set("minItems", l.Min)
+		}
+		if l.Max > 0 {
+			s.set("maxItems", l.Max)
+		}
 	case contract.Names:
 		if kind != reflect.Slice || t.Elem().Kind() != reflect.String {
 			return fmt.Errorf("names on a %s", t)
