@@ -13,7 +13,7 @@ func (s *armStart) dependencies(ctx context.Context) error {
 	deps, err := s.arm.StartDependencies(ctx, s.spec, s.ports, s.log)
 	s.record.Dependencies = deps
 	if err != nil {
-		return fmt.Errorf("%s %s %v", s.name, s.sha, err)
+		return fmt.Errorf("%s %s: %v", s.name, s.sha, err)
 	}
 	for _, d := range deps {
 		s.note("%s dependency %s ready after %.2f s (%s)", s.name, d.Name, d.ReadySeconds, arm.DependencyLog(s.log, d.Name).Path)

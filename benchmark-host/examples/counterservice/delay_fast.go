@@ -1,0 +1,7 @@
+//go:build !slow
+
+package main
+
+const variant = "fast"
+
+func slowExtraUs() int { return 0 }
