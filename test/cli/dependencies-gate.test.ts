@@ -115,7 +115,7 @@ async function expectOwnRedis(out: string, label: string) {
     const dep = a[arm].dependencies?.[0];
     expect(dep, `${arm} dependencies in result.json`).toMatchObject({ name: "redis", ports: { PORT_REDIS: expect.any(Number) } });
     expect(a[arm].ports.PORT_REDIS).toBe(dep!.ports.PORT_REDIS);
-    const keys = await savedKeys(dep!.ports.PORT_REDIS);
+    const keys = await savedKeys(dep!.ports.PORT_REDIS!);
     const hits = [...keys.values()].reduce((x, y) => x + y, 0);
     console.log(`[dependencies ${label}] ${arm}: its Redis on :${dep!.ports.PORT_REDIS} ready in ${dep!.ready_seconds.toFixed(3)} s, used ${dep!.cpu_seconds?.toFixed(3)} s CPU and ${((dep!.rss_bytes ?? 0) / 1e6).toFixed(1)} MB; holds ${keys.size} keys, ${hits} hits`);
     expect(keys.size).toBeGreaterThan(0);
