@@ -35326,20 +35326,6 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// benchmark-host/contract/schema/constants.json
-var constants_default = {
-  exit_codes: {
-    busy: 4,
-    failed: 1,
-    not_finished: 3,
-    ok: 0,
-    refused: 2
-  },
-  outcome_marker: "perf-gate-outcome ",
-  run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
-  schema_version: 1
-};
-
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
@@ -35484,6 +35470,32 @@ var armStartSchema = external_exports.looseObject({
     })
   ).optional()
 });
+
+// src/analysis/dependencies.ts
+var armsSchema = external_exports.record(external_exports.string(), armStartSchema);
+function dependencyUsage(results) {
+  return results.flatMap(({ name: name2, result }) => {
+    const arms = armsSchema.safeParse(result.arms);
+    if (!arms.success) return [];
+    return Object.entries(arms.data).sort(([a2], [b]) => Number(b === "champion") - Number(a2 === "champion")).flatMap(
+      ([arm, start]) => (start.dependencies ?? []).map((d) => ({ run: name2, arm, name: d.name, readySeconds: d.ready_seconds, cpuSeconds: d.cpu_seconds ?? null, rssBytes: d.rss_bytes ?? null }))
+    );
+  });
+}
+
+// benchmark-host/contract/schema/constants.json
+var constants_default = {
+  exit_codes: {
+    busy: 4,
+    failed: 1,
+    not_finished: 3,
+    ok: 0,
+    refused: 2
+  },
+  outcome_marker: "perf-gate-outcome ",
+  run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
+  schema_version: 1
+};
 
 // src/contract/parse.ts
 var MessageError = class extends Error {
@@ -36191,7 +36203,8 @@ function analyze(results, settings = defaultSettings) {
       };
     }),
     hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
-    preflight: preflightFlags(results)
+    preflight: preflightFlags(results),
+    dependencies: dependencyUsage(results)
   };
 }
 var findingsSchema = findingSchema.array();
@@ -36865,6 +36878,7 @@ function render(a2, opts, maxRows) {
       const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
       return `| ${tableCell(r.name)} | ${tableCell(r.runId)} | ${tableCell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
     }),
+    ...dependencyTable(a2),
     "",
     `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
     "",
@@ -36872,6 +36886,17 @@ function render(a2, opts, maxRows) {
     ""
   );
   return out.join("\n");
+}
+function dependencyTable(a2) {
+  if (a2.dependencies.length === 0) return [];
+  return [
+    "",
+    "Dependencies, each arm's own instance (their CPU and memory are in the arm's figures above too):",
+    "",
+    "| run | arm | dependency | ready after | CPU used | memory at stop |",
+    "|---|---|---|---:|---:|---:|",
+    ...a2.dependencies.map((d) => `| ${cell(d.run)} | ${d.arm} | ${cell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
+  ];
 }
 function headline(a2, arms) {
   const h2 = a2.headline;

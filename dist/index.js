@@ -36964,11 +36964,11 @@ var Summary = class {
    */
   addTable(rows2) {
     const tableBody = rows2.map((row) => {
-      const cells = row.map((cell) => {
-        if (typeof cell === "string") {
-          return this.wrap("td", cell);
+      const cells = row.map((cell2) => {
+        if (typeof cell2 === "string") {
+          return this.wrap("td", cell2);
         }
-        const { header, data, colspan, rowspan } = cell;
+        const { header, data, colspan, rowspan } = cell2;
         const tag = header ? "th" : "td";
         const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
         return this.wrap(tag, data, attrs);
@@ -70034,6 +70034,18 @@ function quantileSorted(sorted, q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
+// src/analysis/dependencies.ts
+var armsSchema = external_exports.record(external_exports.string(), armStartSchema);
+function dependencyUsage(results) {
+  return results.flatMap(({ name: name2, result }) => {
+    const arms = armsSchema.safeParse(result.arms);
+    if (!arms.success) return [];
+    return Object.entries(arms.data).sort(([a2], [b]) => Number(b === "champion") - Number(a2 === "champion")).flatMap(
+      ([arm, start]) => (start.dependencies ?? []).map((d) => ({ run: name2, arm, name: d.name, readySeconds: d.ready_seconds, cpuSeconds: d.cpu_seconds ?? null, rssBytes: d.rss_bytes ?? null }))
+    );
+  });
+}
+
 // src/analysis/tests.ts
 function pairedT(d, confidence) {
   const n2 = d.length;
@@ -70290,7 +70302,8 @@ function analyze(results, settings = defaultSettings) {
       };
     }),
     hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
-    preflight: preflightFlags(results)
+    preflight: preflightFlags(results),
+    dependencies: dependencyUsage(results)
   };
 }
 var findingsSchema = findingSchema.array();
@@ -71144,6 +71157,7 @@ function render(a2, opts, maxRows) {
       const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
       return `| ${tableCell(r.name)} | ${tableCell(r.runId)} | ${tableCell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
     }),
+    ...dependencyTable(a2),
     "",
     `Method: ${a2.method} Bootstrap seed ${a2.seed}.`,
     "",
@@ -71151,6 +71165,17 @@ function render(a2, opts, maxRows) {
     ""
   );
   return out.join("\n");
+}
+function dependencyTable(a2) {
+  if (a2.dependencies.length === 0) return [];
+  return [
+    "",
+    "Dependencies, each arm's own instance (their CPU and memory are in the arm's figures above too):",
+    "",
+    "| run | arm | dependency | ready after | CPU used | memory at stop |",
+    "|---|---|---|---:|---:|---:|",
+    ...a2.dependencies.map((d) => `| ${cell(d.run)} | ${d.arm} | ${cell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
+  ];
 }
 function headline(a2, arms) {
   const h2 = a2.headline;

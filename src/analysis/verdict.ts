@@ -2,6 +2,7 @@
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
+import { type DependencyUsage, dependencyUsage } from "./dependencies";
 import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
 import { comparisonKey, sampleBudget } from "../contract/rules";
@@ -174,6 +175,8 @@ export interface Analysis {
   hostBias: { key: string; ciMs: [number, number] }[];
   /** What the host's pre-flight checks flagged before the runs (load, CPU state), with the runs. */
   preflight: PreflightFlag[];
+  /** What each arm's dependencies used, per run (counted in the arm's figures too). */
+  dependencies: DependencyUsage[];
 }
 
 export interface PreflightFlag {
@@ -229,6 +232,7 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
     }),
     hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
     preflight: preflightFlags(results),
+    dependencies: dependencyUsage(results),
   };
 }
 

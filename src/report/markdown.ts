@@ -7,7 +7,7 @@ import { errorClasses } from "../analysis/failures";
 import type { Analysis, ArmSummary, Comparison } from "../analysis/verdict";
 import { type Arms, armsOf } from "./arms";
 import { textChart } from "./chart";
-import { confidenceLabel, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
+import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
 import { blockedByNote } from "./gate-outcome";
 import { halfWidth, quartet } from "./quartet";
 import { resourceChanges, resourceRows } from "./resources";
@@ -55,9 +55,21 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
       const dropped = r.disturbed > 0 ? `${r.dropped} (${r.disturbed} disturbed)` : String(r.dropped);
       return `| ${tableCell(r.name)} | ${tableCell(r.runId)} | ${tableCell(r.workload)} | ${r.rate} | ${r.started}${r.partial ? " (partial)" : ""} | ${r.pairs} | ${dropped} |`;
     }),
+    ...dependencyTable(a),
     "", `Method: ${a.method} Bootstrap seed ${a.seed}.`, "", "</details>", "",
   );
   return out.join("\n");
+}
+
+/** Each arm's dependencies per run: how soon each was ready, what it used until the arm stopped. */
+function dependencyTable(a: Analysis): string[] {
+  if (a.dependencies.length === 0) return [];
+  return [
+    "", "Dependencies, each arm's own instance (their CPU and memory are in the arm's figures above too):", "",
+    "| run | arm | dependency | ready after | CPU used | memory at stop |", "|---|---|---|---:|---:|---:|",
+    ...a.dependencies.map((d) =>
+      `| ${cell(d.run)} | ${d.arm} | ${cell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "—" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "—" : mib(d.rssBytes)} |`),
+  ];
 }
 
 /** The first line: the verdict and its four numbers. */

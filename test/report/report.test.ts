@@ -98,6 +98,19 @@ describe("markdown report", () => {
     expect(md).not.toMatch(/champion \| challenger|challenger − champion|Blocks the merge|candidate champion|block threshold/);
   });
 
+  it("lists each arm's dependencies per run, as the host recorded them, and nothing without any", () => {
+    const started = { sha: CHAMPION, ports: { PORT: 8001 }, state_dir: "/s", state: "fresh", started: "2026-01-01T00:00:00Z", healthy_seconds: 0.2 };
+    const redis = (port: number, cpu: number) => ({ name: "redis", ports: { PORT_REDIS: port }, ready_seconds: 0.031, cpu_seconds: cpu, rss_bytes: 9_437_184 });
+    const result = {
+      ...makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d) }),
+      arms: { challenger: { ...started, dependencies: [redis(38002, 0.48)] }, champion: { ...started, dependencies: [redis(38001, 0.51)] } },
+    };
+    const md = markdownReport(analyze([{ name: "run-1.json", result }]));
+    expect(md).toContain("Dependencies, each arm's own instance (their CPU and memory are in the arm's figures above too):");
+    expect(md).toContain("| run-1.json | champion | redis | 0.03 s | 0.51 s | 9.0 MiB |\n| run-1.json | challenger | redis | 0.03 s | 0.48 s | 9.0 MiB |");
+    expect(markdownReport(karan())).not.toContain("Dependencies");
+  });
+
   it("warns of a biased host on every verdict, and the check title says so", () => {
     const a = analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }) }], {
       ...defaultSettings, hostBiasMs: { "checkout@50": [0.11, 0.31] },
