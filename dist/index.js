@@ -69230,7 +69230,7 @@ function sampleBudget(percentile2) {
   return Math.ceil(Math.round(3 / (1 - percentile2 / 100) * 1e6) / 1e6);
 }
 function serviceVariables(ports = []) {
-  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
+  return [.../* @__PURE__ */ new Set(["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)])];
 }
 function serviceArgError(arg, vars) {
   for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
@@ -69271,6 +69271,11 @@ function dependencyIssues(s, vars) {
     if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
     else owner.set(name2, field);
   };
+  (s.dependencies ?? []).forEach((d, i2) => {
+    claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
+    (d.ports ?? []).forEach((p, j) => claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p));
+  });
+  if (issues.length > 0) return issues;
   const depVars = vars.filter((v) => v !== "PORT");
   const checkArgv = (path6, argv) => argv.forEach((arg, i2) => {
     const problem = serviceArgError(arg, depVars);
@@ -69279,9 +69284,6 @@ function dependencyIssues(s, vars) {
   });
   (s.dependencies ?? []).forEach((d, i2) => {
     const at = ["dependencies", i2];
-    const field = `service.dependencies[${i2}]`;
-    claim2([...at, "name"], `${field}.name`, d.name);
-    (d.ports ?? []).forEach((p, j) => claim2([...at, "ports", j], `${field}.ports[${j}]`, p));
     if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
     checkArgv([...at, "command"], d.command);
     for (const [k, v] of Object.entries(d.env ?? {})) {
@@ -69368,7 +69370,9 @@ var workload = external_exports.strictObject({
 });
 var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
   const vars = serviceVariables(servicePortNames(s));
-  for (const issue3 of dependencyIssues(s, vars)) ctx.addIssue({ code: "custom", ...issue3 });
+  const clashes = dependencyIssues(s, vars);
+  for (const issue3 of clashes) ctx.addIssue({ code: "custom", ...issue3 });
+  if (clashes.length > 0) return;
   for (const field of ["command", "setup"]) {
     (s[field] ?? []).forEach((arg, i2) => {
       const problem = serviceArgError(arg, vars);

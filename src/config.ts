@@ -56,7 +56,9 @@ const workload = z.strictObject({
 // dependencies whose names clash or whose ready check names another's port.
 const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
   const vars = serviceVariables(servicePortNames(s));
-  for (const issue of dependencyIssues(s, vars)) ctx.addIssue({ code: "custom", ...issue });
+  const clashes = dependencyIssues(s, vars);
+  for (const issue of clashes) ctx.addIssue({ code: "custom", ...issue });
+  if (clashes.length > 0) return; // the rest would only repeat them
   for (const field of ["command", "setup"] as const) {
     (s[field] ?? []).forEach((arg, i) => {
       const problem = serviceArgError(arg, vars);

@@ -33,6 +33,12 @@ export function dependencyIssues(s: { ports?: string[]; port_env?: string; depen
     if (prev) issues.push({ path, message: `${JSON.stringify(name)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name)}) needs a name of its own` });
     else owner.set(name, field);
   };
+  (s.dependencies ?? []).forEach((d, i) => {
+    claim(["dependencies", i, "name"], `service.dependencies[${i}].name`, d.name);
+    (d.ports ?? []).forEach((p, j) => claim(["dependencies", i, "ports", j], `service.dependencies[${i}].ports[${j}]`, p));
+  });
+  // The host stops at its first error; past a bad port_env or a name twice the rest would only repeat it.
+  if (issues.length > 0) return issues;
   const depVars = vars.filter((v) => v !== "PORT");
   const checkArgv = (path: (string | number)[], argv: string[]) =>
     argv.forEach((arg, i) => {
@@ -42,9 +48,6 @@ export function dependencyIssues(s: { ports?: string[]; port_env?: string; depen
     });
   (s.dependencies ?? []).forEach((d, i) => {
     const at = ["dependencies", i];
-    const field = `service.dependencies[${i}]`;
-    claim([...at, "name"], `${field}.name`, d.name);
-    (d.ports ?? []).forEach((p, j) => claim([...at, "ports", j], `${field}.ports[${j}]`, p));
     if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
     checkArgv([...at, "command"], d.command);
     for (const [k, v] of Object.entries(d.env ?? {})) {

@@ -48,7 +48,7 @@ export function sampleBudget(percentile: number): number {
 
 /** The variables a service's command, setup and env values may name: PORT, STATE_DIR and the PORT_<NAME> of service.ports and dependencies (contract.ServiceVariables). */
 export function serviceVariables(ports: readonly string[] = []): string[] {
-  return ["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)];
+  return [...new Set(["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)])];
 }
 
 /**
