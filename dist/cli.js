@@ -36895,7 +36895,7 @@ function dependencyTable(a2) {
     "",
     "| run | arm | dependency | ready after | CPU used | memory at stop |",
     "|---|---|---|---:|---:|---:|",
-    ...a2.dependencies.map((d) => `| ${cell(d.run)} | ${d.arm} | ${cell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
+    ...a2.dependencies.map((d) => `| ${tableCell(d.run)} | ${d.arm} | ${tableCell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
   ];
 }
 function headline(a2, arms) {

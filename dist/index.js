@@ -36964,11 +36964,11 @@ var Summary = class {
    */
   addTable(rows2) {
     const tableBody = rows2.map((row) => {
-      const cells = row.map((cell2) => {
-        if (typeof cell2 === "string") {
-          return this.wrap("td", cell2);
+      const cells = row.map((cell) => {
+        if (typeof cell === "string") {
+          return this.wrap("td", cell);
         }
-        const { header, data, colspan, rowspan } = cell2;
+        const { header, data, colspan, rowspan } = cell;
         const tag = header ? "th" : "td";
         const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
         return this.wrap(tag, data, attrs);
@@ -71178,7 +71178,7 @@ function dependencyTable(a2) {
     "",
     "| run | arm | dependency | ready after | CPU used | memory at stop |",
     "|---|---|---|---:|---:|---:|",
-    ...a2.dependencies.map((d) => `| ${cell(d.run)} | ${d.arm} | ${cell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
+    ...a2.dependencies.map((d) => `| ${tableCell(d.run)} | ${d.arm} | ${tableCell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
   ];
 }
 function headline(a2, arms) {

@@ -68,7 +68,7 @@ function dependencyTable(a: Analysis): string[] {
     "", "Dependencies, each arm's own instance (their CPU and memory are in the arm's figures above too):", "",
     "| run | arm | dependency | ready after | CPU used | memory at stop |", "|---|---|---|---:|---:|---:|",
     ...a.dependencies.map((d) =>
-      `| ${cell(d.run)} | ${d.arm} | ${cell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "—" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "—" : mib(d.rssBytes)} |`),
+      `| ${tableCell(d.run)} | ${d.arm} | ${tableCell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "—" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "—" : mib(d.rssBytes)} |`),
   ];
 }
 

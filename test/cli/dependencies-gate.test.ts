@@ -10,16 +10,15 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
+import { LocalGate, type Ran, skipIfMachineTooBusy } from "../support/local-gate";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
-const cli = join(repoRoot, "dist/cli.js");
 const hostDir = join(repoRoot, "benchmark-host");
-const perfHost = join(hostDir, "bin/perf-host");
 const redisServer = "/usr/bin/redis-server";
 let dir: string;
 let dumps: string;
-let ports: number[];
+let gate: LocalGate;
 let fast: string;
 let slow: string;
 
@@ -70,18 +69,16 @@ workloads:
       - grpc: {method: counter.v1.Counter/Hit, message: {key: "{{arm}}-{{rand 20}}"}}
 `;
 
-function perfGate(root: string, cfg: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return perfGateWith({}, root, cfg, ...args);
-}
-
-/** With PERF_GATE_DEBUG=1 a failure prints whole, the log's tail included. */
-function perfGateWith(env: Record<string, string>, root: string, cfg: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** perf-gate run --local with cfg, as --json; with debug, a failure prints whole (PERF_GATE_DEBUG=1), its log tail included. */
+async function perfGate(root: string, cfg: string, args: string[], { debug = false } = {}): Promise<Ran> {
   const file = join(dir, `config-${Math.random().toString(36).slice(2)}.yml`);
   writeFileSync(file, cfg);
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cli, "run", "--local", "--root", root, "--perf-host", perfHost, "--champion-port", String(ports[0]), "--challenger-port", String(ports[1]), "--max-load-per-cpu", "100", "--config", file, "--json", ...args],
-      { cwd: dir, timeout: 120_000, env: { ...process.env, ...env } }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-  });
+  if (debug) process.env.PERF_GATE_DEBUG = "1";
+  try {
+    return await gate.run(root, "--max-foreign-cores", "64", "--settle-seconds", "1", "--config", file, "--json", ...args);
+  } finally {
+    delete process.env.PERF_GATE_DEBUG;
+  }
 }
 
 /** The keys (with their counts) a Redis saved on stop: read back by a real redis-server of its own. */
@@ -133,19 +130,19 @@ beforeAll(async () => {
   dumps = join(dir, "dumps");
   mkdirSync(dumps);
   [fast, slow] = await Promise.all([release("fast", []), release("slow", ["-tags", "slow"]), buildHostBinaries()]);
-  ports = [await freePort(), await freePort()];
+  gate = new LocalGate(dir, [await freePort(), await freePort()]);
 }, 180_000);
 
 afterAll(() => {
-  if (dir) for (const h of ["h1", "h2", "h3", "h4"]) spawnSync(perfHost, ["stop", "--root", join(dir, h), "--champion-port", String(ports[0]), "--challenger-port", String(ports[1]), "--lock-wait", "60s"]);
+  if (dir) for (const h of ["h1", "h2", "h3", "h4"]) gate.stop(join(dir, h));
 });
 
 /** The processes still running whose command line holds text: none of an arm may outlive its run. */
 const running = (text: string) => spawnSync("pgrep", ["-af", text], { encoding: "utf8" }).stdout.split("\n").filter((l) => l && !l.includes("pgrep"));
 
-/** The outcome, or a skip when the machine was too busy for the generator to keep its schedule. */
-function measured(r: { code: number; stdout: string; stderr: string }, skip: (note: string) => never) {
-  if (r.code === 2 && /the load generator was disturbed|fell behind its schedule/.test(r.stderr)) skip(`machine too busy: ${r.stderr.trim().split("\n").at(-1)}`);
+/** The outcome, or a skip when the host could not vouch for its measurement. */
+function measured(ctx: TestContext, r: Ran) {
+  skipIfMachineTooBusy(ctx, r);
   expect(r.code, r.stderr).toBeLessThan(2);
   return JSON.parse(r.stdout) as { verdict: string; estimate_ms: number; ci_ms: number[] };
 }
@@ -153,9 +150,9 @@ function measured(r: { code: number; stdout: string; stderr: string }, skip: (no
 describe.skipIf(!existsSync(redisServer))("a gate on a service with a Redis per arm", () => {
   it("gates a challenger 2 ms slower per call red, each arm counting in its own Redis", async (ctx) => {
     const out = join(dir, "out-gate");
-    const r = await perfGate(join(dir, "h1"), config("{tcp: PORT_REDIS}"), "--champion", fast, "--challenger", slow, "--out", out);
+    const r = await perfGate(join(dir, "h1"), config("{tcp: PORT_REDIS}"), ["--champion", fast, "--challenger", slow, "--out", out]);
     expect(running(`--dir ${dumps}`)).toEqual([]);
-    const g = measured(r, (note) => ctx.skip(note));
+    const g = measured(ctx, r);
     console.log(`[dependencies gate] slow: ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`);
     expect(g.verdict).toBe("red");
     await expectOwnRedis(out, "gate");
@@ -163,9 +160,9 @@ describe.skipIf(!existsSync(redisServer))("a gate on a service with a Redis per 
 
   it("runs an A/A on the champion, a Redis per arm, ready by its own command", async (ctx) => {
     const out = join(dir, "out-aa");
-    const r = await perfGate(join(dir, "h2"), config("{command: [/usr/bin/redis-cli, -p, $PORT_REDIS, ping]}"), "--champion", fast, "--aa", "--out", out);
+    const r = await perfGate(join(dir, "h2"), config("{command: [/usr/bin/redis-cli, -p, $PORT_REDIS, ping]}"), ["--champion", fast, "--aa", "--out", out]);
     expect(running(`--dir ${dumps}`)).toEqual([]);
-    const g = measured(r, (note) => ctx.skip(note));
+    const g = measured(ctx, r);
     console.log(`[dependencies A/A] ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`);
     await expectOwnRedis(out, "A/A");
   }, 150_000);
@@ -173,7 +170,7 @@ describe.skipIf(!existsSync(redisServer))("a gate on a service with a Redis per 
   it("a dependency that never gets ready fails the start with its own log", async () => {
     const never = config("{tcp: PORT_REDIS}").replace(/command: \[\/usr\/bin\/redis-server[^\n]*/, 'command: [/bin/sh, -c, "echo fake store listening nowhere, asked for $PORT_REDIS; exec sleep 30"]')
       .replace("health_timeout_seconds: 5", "health_timeout_seconds: 5\n  ready_timeout_seconds: 1.5");
-    const r = await perfGateWith({ PERF_GATE_DEBUG: "1" }, join(dir, "h3"), never, "--champion", fast, "--challenger", fast);
+    const r = await perfGate(join(dir, "h3"), never, ["--champion", fast, "--challenger", fast], { debug: true });
     console.log(`[dependencies never ready] exit ${r.code}: ${r.stderr.trim()}`);
     expect(r.code).toBe(2);
     expect(running("fake store listening nowhere")).toEqual([]);
@@ -183,7 +180,7 @@ describe.skipIf(!existsSync(redisServer))("a gate on a service with a Redis per 
 
   it("a dependency that exits fails the start with its own log", async () => {
     const bad = config("{tcp: PORT_REDIS}").replace("--appendonly, \"no\"", "--appendonly, \"no\", --no-such-directive, x");
-    const r = await perfGateWith({ PERF_GATE_DEBUG: "1" }, join(dir, "h4"), bad, "--champion", fast, "--challenger", fast);
+    const r = await perfGate(join(dir, "h4"), bad, ["--champion", fast, "--challenger", fast], { debug: true });
     console.log(`[dependencies exits] exit ${r.code}: ${r.stderr.trim()}`);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/dependency redis: exited before it was ready \(exit status 1\); its log \(\S+\.redis\.log\) ends:/);
