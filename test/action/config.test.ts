@@ -135,13 +135,9 @@ describe("repo config", () => {
   command: ["./bin/ratelimit"]
   port_env: GRPC_PORT
   ports: [http]
-  env:
-    PORT: $PORT_HTTP
-    REDIS_URL: 127.0.0.1:$PORT_REDIS
+  env: {PORT: $PORT_HTTP, REDIS_URL: "127.0.0.1:$PORT_REDIS"}
   dependencies:
-    - name: redis
-      command: [/usr/bin/redis-server, --port, $PORT_REDIS, --dir, $STATE_DIR]
-      ready: {tcp: PORT_REDIS}
+    - {name: redis, ready: {tcp: PORT_REDIS}, command: [/usr/bin/redis-server, --port, $PORT_REDIS, --dir, $STATE_DIR]}
   health_check: grpc
 slo: {budget_ms: 20}
 workloads:
@@ -156,21 +152,21 @@ workloads:
     const c = parseConfig(rl, "x");
     expect(c.service).toMatchObject({ port_env: "GRPC_PORT", ready_timeout_seconds: 30, dependencies: [{ name: "redis", ready: { tcp: "PORT_REDIS" } }] });
     expect(planRuns(c, { challengerSha: "abc1234" }, 7)[0]!.request.loadgen).toMatchObject({ proto_files: ["envoy/service/ratelimit/v3/rls.proto"], proto_import_paths: ["api/envoy", "api/xds"] });
-    expect(parseConfig(rl.replace("  port_env: GRPC_PORT\n", "").replace("    PORT: $PORT_HTTP\n", ""), "x").service.port_env).toBe("PORT");
+    expect(parseConfig(rl.replace("  port_env: GRPC_PORT\n", "").replace("PORT: $PORT_HTTP, ", ""), "x").service.port_env).toBe("PORT");
 
     const at = (line: number, msg: string) => `.github/perf-gate.yml:${line}: ${msg}`;
-    expect(errorOf(rl.replace("- name: redis", "- name: http"))).toBe(at(9,
+    expect(errorOf(rl.replace("{name: redis", "{name: http"))).toBe(at(7,
       'service.dependencies.0.name: "http" is service.ports[0] already: each port (and each dependency, which is its own port $PORT_HTTP) needs a name of its own'));
-    expect(errorOf(rl.replace("{tcp: PORT_REDIS}", "{tcp: PORT_HTTP}"))).toBe(at(11,
+    expect(errorOf(rl.replace("{tcp: PORT_REDIS}", "{tcp: PORT_HTTP}"))).toBe(at(7,
       'service.dependencies.0.ready.tcp: "PORT_HTTP" is not a port of this dependency: name one of PORT_REDIS (the variable, as command names it)'));
-    expect(errorOf(rl.replace("{tcp: PORT_REDIS}", "{}"))).toBe(at(11,
+    expect(errorOf(rl.replace("{tcp: PORT_REDIS}", "{}"))).toBe(at(7,
       "service.dependencies.0.ready: required: {tcp: PORT_REDIS} (a TCP connect to it succeeds) or {command: [...]} (exits 0)"));
-    expect(errorOf(rl.replace("--port, $PORT_REDIS", "--port, $PORT"))).toBe(at(10,
+    expect(errorOf(rl.replace("--port, $PORT_REDIS", "--port, $PORT"))).toBe(at(7,
       'service.dependencies.0.command.2: "$PORT": $PORT is the service\'s port, not a dependency\'s: use its own $PORT_<NAME>'));
     expect(errorOf(rl.replace("port_env: GRPC_PORT", "port_env: STATE_DIR"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.port_env: "STATE_DIR" is set by the host already/);
     expect(errorOf(rl.replace("port_env: GRPC_PORT", "port_env: PORT_GRPC"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.port_env: "PORT_GRPC" is set by the host already/);
     expect(errorOf(rl.replace("port_env: GRPC_PORT", "port_env: grpc-port"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.port_env: a variable name/);
-    expect(errorOf(rl.replace("  port_env: GRPC_PORT\n", ""))).toBe(at(5,
+    expect(errorOf(rl.replace("  port_env: GRPC_PORT\n", ""))).toBe(at(4,
       "service.env.PORT: set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable"));
     expect(errorOf(rl.replace("PORT: $PORT_HTTP", "GRPC_PORT: '1'"))).toMatch(/^\.github\/perf-gate\.yml:\d+: service\.env\.GRPC_PORT: set by the host \(PATH, HOME, GRPC_PORT,/);
     expect(errorOf(rl.replace("127.0.0.1:$PORT_REDIS", "127.0.0.1:$PORT_CACHE"))).toMatch(/service\.env\.REDIS_URL: "127\.0\.0\.1:\$PORT_CACHE": \$PORT_CACHE is not a port of service\.ports or service\.dependencies/);

@@ -6,11 +6,11 @@
 // dependency that never gets ready, or exits, fails the start with its own log.
 import { execFile, spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
+import { freePorts } from "../support/bench-host";
 import { LocalGate, type Ran, skipIfMachineTooBusy } from "../support/local-gate";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
@@ -21,15 +21,6 @@ let dumps: string;
 let gate: LocalGate;
 let fast: string;
 let slow: string;
-
-/** A kernel-assigned free port. */
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 /** A build as a team ships it: the binary and its API's .proto file. */
 async function release(name: string, tags: string[]): Promise<string> {
@@ -85,10 +76,10 @@ async function perfGate(root: string, cfg: string, args: string[], { debug = fal
 async function savedKeys(redisPort: number): Promise<Map<string, number>> {
   const file = `dump-${redisPort}.rdb`;
   if (!existsSync(join(dumps, file))) throw new Error(`the Redis on port ${redisPort} saved nothing in ${dumps}`);
-  const port = await freePort();
-  const server = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--dir", dumps, "--dbfilename", file, "--save", ""], { stdio: "ignore" });
+  const [port] = await freePorts(1);
+  const server = spawn(redisServer, ["--port", String(port!), "--bind", "127.0.0.1", "--dir", dumps, "--dbfilename", file, "--save", ""], { stdio: "ignore" });
   try {
-    const cli = (...args: string[]) => spawnSync("/usr/bin/redis-cli", ["-p", String(port), ...args], { encoding: "utf8" });
+    const cli = (...args: string[]) => spawnSync("/usr/bin/redis-cli", ["-p", String(port!), ...args], { encoding: "utf8" });
     for (let i = 0; i < 100 && cli("ping").stdout.trim() !== "PONG"; i++) await new Promise((r) => setTimeout(r, 50));
     const keys = cli("--scan").stdout.split("\n").filter(Boolean).sort();
     return new Map(keys.map((k) => [k, Number(cli("get", k).stdout.trim())]));
@@ -130,7 +121,8 @@ beforeAll(async () => {
   dumps = join(dir, "dumps");
   mkdirSync(dumps);
   [fast, slow] = await Promise.all([release("fast", []), release("slow", ["-tags", "slow"]), buildHostBinaries()]);
-  gate = new LocalGate(dir, [await freePort(), await freePort()]);
+  const [champion, challenger] = await freePorts(2);
+  gate = new LocalGate(dir, [champion!, challenger!]);
 }, 180_000);
 
 afterAll(() => {

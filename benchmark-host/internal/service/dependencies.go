@@ -149,25 +149,19 @@ func DependencyCommand(d contract.Dependency, in Instance, argv []string) (*exec
 // WaitTCP waits until 127.0.0.1:port accepts a connection, the process exits (exited closes),
 // or the timeout.
 func WaitTCP(ctx context.Context, port int, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	last := "no answer"
-	for {
+	last, err := poll(ctx, time.Now().Add(timeout), exited, func(context.Context) error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return nil
 		}
-		last = err.Error()
-		select {
-		case <-exited:
-			return errors.New("exited before it was ready")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: nothing accepted a TCP connection on %s (last: %s)", timeout, addr, last)
-		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errExited):
+		return errors.New("exited before it was ready")
+	case errors.Is(err, errDeadline):
+		return fmt.Errorf("not ready after %v: nothing accepted a TCP connection on %s (last: %s)", timeout, addr, last)
 	}
+	return err
 }

@@ -1,10 +1,14 @@
 package service
 
 import (
+	"context"
+	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
@@ -57,7 +61,9 @@ func TestDependenciesAndPortEnvNameTheField(t *testing.T) {
 		{"both readies", with(func(s *contract.ServiceSpec) { s.Dependencies[0].Ready.Command = []string{"/bin/true"} }),
 			`service.dependencies[0].ready: one of tcp or command, not both`},
 		{"no command", with(func(s *contract.ServiceSpec) { s.Dependencies[0].Command = nil }), `service.dependencies[0].command: required`},
-		{"the service's port in a dependency", with(func(s *contract.ServiceSpec) { s.Dependencies[0].Command = []string{"./bin/proxy", "--upstream", ":${PORT}"} }),
+		{"the service's port in a dependency", with(func(s *contract.ServiceSpec) {
+			s.Dependencies[0].Command = []string{"./bin/proxy", "--upstream", ":${PORT}"}
+		}),
 			`service.dependencies[0].command[2]: ":${PORT}": $PORT is the service's port, not a dependency's`},
 		{"an undeclared port in a dependency", with(func(s *contract.ServiceSpec) { s.Dependencies[0].Command = []string{"./x", "$PORT_DB"} }),
 			`service.dependencies[0].command[1]: "$PORT_DB": $PORT_DB is not a port of service.ports or service.dependencies`},
@@ -128,5 +134,27 @@ func TestPortEnvAndEnvValuesAndTheDependencysEnvironment(t *testing.T) {
 	}
 	if got := contract.ServicePortNames(contract.ServiceSpec{Ports: []string{"http"}, Dependencies: []contract.Dependency{{Name: "redis", Ports: []string{"bus"}}}}); !slices.Equal(got, []string{"http", "redis", "bus"}) {
 		t.Errorf("ServicePortNames: %q", got)
+	}
+}
+
+// A TCP ready check passes once something listens, and says why it did not.
+func TestWaitTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := WaitTCP(context.Background(), port, time.Second, nil); err != nil {
+		t.Errorf("listening: %v", err)
+	}
+	l.Close()
+	err = WaitTCP(context.Background(), port, 200*time.Millisecond, nil)
+	if want := fmt.Sprintf("not ready after 200ms: nothing accepted a TCP connection on 127.0.0.1:%d (last: dial tcp 127.0.0.1:%d: connect: connection refused)", port, port); err == nil || err.Error() != want {
+		t.Errorf("closed: %v; want %s", err, want)
+	}
+	exited := make(chan struct{})
+	close(exited)
+	if err := WaitTCP(context.Background(), port, time.Minute, exited); err == nil || err.Error() != "exited before it was ready" {
+		t.Errorf("exited: %v", err)
 	}
 }

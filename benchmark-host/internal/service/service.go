@@ -333,22 +333,40 @@ func WaitHealthy(ctx context.Context, port int, h Health, timeout time.Duration,
 	deadline := time.Now().Add(timeout)
 	probe, where, closeProbe := healthProbe(port, h)
 	defer closeProbe()
-	last := "no answer"
+	last, err := poll(ctx, deadline, exited, probe)
+	switch {
+	case errors.Is(err, errExited):
+		return errors.New("exited before becoming healthy")
+	case errors.Is(err, errDeadline):
+		return fmt.Errorf("not healthy after %v at %s (last: %s)", timeout, where, last)
+	}
+	return err
+}
+
+var (
+	errExited   = errors.New("exited")
+	errDeadline = errors.New("deadline")
+)
+
+// poll tries probe every 50 ms until it passes (nil), exited closes (errExited), ctx ends, or
+// the deadline passes (errDeadline, with the last try's error).
+func poll(ctx context.Context, deadline time.Time, exited <-chan struct{}, probe func(context.Context) error) (last string, err error) {
+	last = "no answer"
 	for {
 		err := probe(ctx)
 		if err == nil {
-			return nil
+			return "", nil
 		}
 		last = err.Error()
 		select {
 		case <-exited:
-			return errors.New("exited before becoming healthy")
+			return last, errExited
 		case <-ctx.Done():
-			return ctx.Err()
+			return last, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not healthy after %v at %s (last: %s)", timeout, where, last)
+			return last, errDeadline
 		}
 	}
 }
