@@ -69288,7 +69288,7 @@ function dependencyIssues(s, vars) {
     checkArgv([...at, "command"], d.command);
     for (const [k, v] of Object.entries(d.env ?? {})) {
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) issues.push({ path: [...at, "env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-      else if (hostSetsEnv(k)) issues.push({ path: [...at, "env", k], message: "set by the host (PATH, HOME, PORT, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+      else if (k !== "PORT" && hostSetsEnv(k)) issues.push({ path: [...at, "env", k], message: "set by the host (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
       else if (serviceArgError(v, depVars)) issues.push({ path: [...at, "env", k], message: serviceArgError(v, depVars) });
       else if (usesMainPort(v)) issues.push({ path: [...at, "env", k], message: `$PORT is the service's port, not a dependency's: use its own $${portVariable(d.name)}` });
     }

@@ -163,6 +163,9 @@ workloads:
       "service.dependencies.0.ready: required: {tcp: PORT_REDIS} (a TCP connect to it succeeds) or {command: [...]} (exits 0)"));
     expect(errorOf(rl.replace("--port, $PORT_REDIS", "--port, $PORT"))).toBe(at(7,
       'service.dependencies.0.command.2: "$PORT": $PORT is the service\'s port, not a dependency\'s: use its own $PORT_<NAME>'));
+    expect(parseConfig(rl.replace("command: [/usr/bin/redis-server", "env: {PORT: $PORT_REDIS}, command: [/usr/bin/redis-server"), "x").service.dependencies![0]!.env).toEqual({ PORT: "$PORT_REDIS" });
+    expect(errorOf(rl.replace("command: [/usr/bin/redis-server", "env: {HOME: /}, command: [/usr/bin/redis-server"))).toBe(at(7,
+      "service.dependencies.0.env.HOME: set by the host (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name another variable"));
     expect(errorOf(rl.replace("port_env: GRPC_PORT", "port_env: STATE_DIR"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.port_env: "STATE_DIR" is set by the host already/);
     expect(errorOf(rl.replace("port_env: GRPC_PORT", "port_env: PORT_GRPC"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.port_env: "PORT_GRPC" is set by the host already/);
     expect(errorOf(rl.replace("port_env: GRPC_PORT", "port_env: grpc-port"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.port_env: a variable name/);

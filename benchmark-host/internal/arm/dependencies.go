@@ -69,6 +69,9 @@ func (a *Arm) StartDependencies(ctx context.Context, spec contract.ServiceSpec, 
 			select {
 			case <-p.Exited():
 				err = fmt.Errorf("%v (%s)", err, p.ExitError())
+				if p.ExitError() == "exited with status 0" {
+					err = fmt.Errorf("%v: a dependency must stay in the foreground, not daemonize (redis-server: --daemonize no)", err)
+				}
 			default:
 			}
 			return out, fail(err)

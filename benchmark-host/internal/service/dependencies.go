@@ -60,7 +60,7 @@ func validateDependencies(s *contract.ServiceSpec) error {
 		if err := checkDependencyArgv(field+".command", d.Command, vars); err != nil {
 			return err
 		}
-		if err := checkEnv(field+".env", d.Env, contract.VarPort, vars); err != nil {
+		if err := checkEnv(field+".env", d.Env, "", vars); err != nil {
 			return err
 		}
 		for _, k := range slices.Sorted(maps.Keys(d.Env)) {

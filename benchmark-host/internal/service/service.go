@@ -55,7 +55,7 @@ func Validate(s *contract.ServiceSpec) error {
 			return fmt.Errorf("service.port_env: %w", err)
 		}
 	}
-	if err := checkEnv("service.env", s.Env, s.PortEnv, vars); err != nil {
+	if err := checkEnv("service.env", s.Env, cmp.Or(s.PortEnv, contract.VarPort), vars); err != nil {
 		return err
 	}
 	FillDefaults(s)
@@ -80,15 +80,19 @@ func Validate(s *contract.ServiceSpec) error {
 	return nil
 }
 
-// checkEnv checks an env map's names (none the host sets, portEnv being the main port's) and
-// its values' variables.
+// checkEnv checks an env map's names (none the host sets: portEnv is the main port's variable,
+// "" for a dependency, which has none) and its values' variables.
 func checkEnv(field string, env map[string]string, portEnv string, vars map[string]string) error {
+	hostVars := "PATH, HOME, " + portEnv + ", PORT_<NAME> and STATE_DIR"
+	if portEnv == "" {
+		hostVars = "PATH, HOME, PORT_<NAME> and STATE_DIR"
+	}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if err := contract.EnvName.Check(k); err != nil {
 			return fmt.Errorf("%s.%s: %w", field, k, err)
 		}
-		if contract.HostSetsEnv(k, portEnv) {
-			return fmt.Errorf("%s.%s: set by the host (PATH, HOME, %s, PORT_<NAME> and STATE_DIR are the host's); name another variable", field, k, cmp.Or(portEnv, contract.VarPort))
+		if contract.HostSetsEnv(k, cmp.Or(portEnv, contract.VarPort)) && (portEnv != "" || k != contract.VarPort) {
+			return fmt.Errorf("%s.%s: set by the host (%s are the host's); name another variable", field, k, hostVars)
 		}
 		if strings.ContainsRune(env[k], 0) {
 			return fmt.Errorf("%s.%s: a value may not hold a NUL byte", field, k)
