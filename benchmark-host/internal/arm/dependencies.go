@@ -54,8 +54,8 @@ func (a *Arm) StartDependencies(ctx context.Context, spec contract.ServiceSpec, 
 			return fmt.Errorf("dependency %s: %v; its log (%s) ends:\n%s", d.Name, err, filepath.Base(log.Path), service.LogTail(log.Path, 20))
 		}
 		start := time.Now()
-		p, err := service.StartDependency(d, din, log, a.Launch)
-		if err != nil {
+		var err error
+		if p, err = service.StartDependency(d, din, log, a.Launch); err != nil {
 			return out, fail(err)
 		}
 		a.deps = append(a.deps, dependency{name: d.Name, proc: p})
@@ -108,7 +108,6 @@ func (a *Arm) makeDependencyDirs(in service.Instance, deps []contract.Dependency
 // session. The last attempt's output is in the error.
 func (a *Arm) waitReadyCommand(ctx context.Context, d contract.Dependency, in service.Instance, p *service.Process, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	last := "never ran"
 	for attempt := 1; ; attempt++ {
 		cmd, err := service.DependencyCommand(d, in, d.Ready.Command)
 		if err != nil {
@@ -139,7 +138,7 @@ func (a *Arm) waitReadyCommand(ctx context.Context, d contract.Dependency, in se
 		if err == nil {
 			return nil
 		}
-		last = strings.TrimSpace(err.Error() + ": " + out.String())
+		last := strings.TrimSpace(err.Error() + ": " + out.String())
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not ready after %v: its ready command %q did not exit 0 in %d attempts (last: %s)", timeout, strings.Join(d.Ready.Command, " "), attempt, last)
 		}
