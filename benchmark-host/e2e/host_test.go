@@ -623,7 +623,7 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"NOTHEX","challenger_sha"`, 1), "merge_base_sha"},
 		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command"},
 		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
-		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s to start the arms (setup and health check) would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
+		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s to start the arms (dependencies, setup and health check) would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
 		{strings.Replace(good, `"workload":"work",`, `"targets":{"champion":"http://evil:1","challenger":"http://evil:2"},`, 1), "loadgen.targets: set by the host"},
 		{strings.Replace(good, `"path":"/work?key={{rand 100}}"`, `"path":"/{{nope}}"`, 1), "loadgen.requests[0].path"},
 		// A body_file would make the host read its own files and send them to the challenger.

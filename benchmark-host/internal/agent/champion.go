@@ -172,7 +172,7 @@ func (h *Host) EnsureChampion(ctx context.Context) error {
 	if st.Champion == "" {
 		return errors.New("no champion: deploy a release and promote it first")
 	}
-	timeout := time.Duration((st.Service.SetupTimeoutSeconds + st.Service.HealthTimeoutSeconds) * float64(time.Second))
+	timeout := time.Duration((st.Service.SetupTimeoutSeconds + st.Service.HealthTimeoutSeconds + float64(len(st.Service.Dependencies))*st.Service.ReadyTimeoutSeconds) * float64(time.Second))
 	rec, ok := h.championDaemon()
 	if ok && rec.Config != h.supervisorConfig() {
 		// Started by an older install or with other flags: its champion may run as another
