@@ -65,6 +65,14 @@ func (a *Arm) StartDependencies(ctx context.Context, spec contract.ServiceSpec, 
 		} else {
 			err = a.waitReadyCommand(ctx, d, din, p, timeout)
 		}
+		if err == nil {
+			// Ready, but by a daemon it left behind in a session of its own? It must be its own.
+			select {
+			case <-p.Exited():
+				err = errors.New("exited after its ready check passed")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 		if err != nil {
 			select {
 			case <-p.Exited():

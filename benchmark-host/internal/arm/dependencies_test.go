@@ -72,6 +72,13 @@ func TestDependenciesRunAsTheArmAndStopWithIt(t *testing.T) {
 		t.Errorf("clear: %v; left %s", err, Describe(OfUser(id.UID)))
 	}
 
+	spec.Dependencies[0].Command = append(spec.Dependencies[0].Command, "--daemonize", "yes")
+	_, err = a.StartDependencies(context.Background(), spec, ports[0], log)
+	if err == nil || !strings.Contains(err.Error(), "(exited with status 0): a dependency must stay in the foreground, not daemonize") {
+		t.Errorf("a dependency that daemonizes: %v", err)
+	}
+	a.Clear()
+
 	spec.ReadyTimeoutSeconds = 0.5
 	spec.Dependencies[0].Command = []string{"/bin/sh", "-c", "echo listening nowhere; exec sleep 30"}
 	spec.Dependencies[0].Ready = contract.DependencyReady{TCP: "PORT_STORE"}
