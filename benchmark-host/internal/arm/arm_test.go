@@ -132,18 +132,25 @@ func TestInstallCopiesTheReleaseAsTheArmsUser(t *testing.T) {
 // service.setup runs in the arm's fresh copy as its user with the service's environment;
 // whatever it leaves running is stopped, a slow one is stopped at its timeout, and du reads
 // what the arm wrote.
-func TestSetupRunsAsTheArmAndLeavesNothingRunning(t *testing.T) {
+// installedArm is an arm of a user of the test's own with an empty build installed, in dir.
+func installedArm(t *testing.T, name string, port int) (a *Arm, dir string) {
 	id := testUser(t)
-	dir := scratch(t)
+	dir = scratch(t)
 	release := filepath.Join(dir, "release")
 	os.MkdirAll(release, 0o755)
 	home := filepath.Join(dir, "home")
 	os.Mkdir(home, 0o700)
 	os.Chown(home, int(id.UID), int(id.GID))
-	a := &Arm{Name: "champion", User: id, Dedicated: true, Home: home, Port: 18001}
+	a = &Arm{Name: name, User: id, Dedicated: true, Home: home, Port: port}
 	if err := a.Install(release, "fresh"); err != nil {
 		t.Fatal(err)
 	}
+	return a, dir
+}
+
+func TestSetupRunsAsTheArmAndLeavesNothingRunning(t *testing.T) {
+	a, dir := installedArm(t, "champion", 18001)
+	id := a.User
 	log := service.Log{Path: filepath.Join(dir, "setup.log"), MaxBytes: 1 << 20}
 	spec := contract.ServiceSpec{SetupTimeoutSeconds: 5, Env: map[string]string{"FIXTURE": "rows"},
 		Setup: []string{"/bin/sh", "-c", `id -u; echo "$PORT $PORT_PEER $STATE_DIR $HOME $FIXTURE"; head -c 300000 /dev/zero > "$STATE_DIR/fixture"; sleep 300 &`}}

@@ -20,17 +20,8 @@ func TestDependenciesRunAsTheArmAndStopWithIt(t *testing.T) {
 	if _, err := os.Stat(redis); err != nil {
 		t.Skip("needs Debian's redis-server")
 	}
-	id := testUser(t)
-	dir := scratch(t)
-	release := filepath.Join(dir, "release")
-	os.MkdirAll(release, 0o755)
-	home := filepath.Join(dir, "home")
-	os.Mkdir(home, 0o700)
-	os.Chown(home, int(id.UID), int(id.GID))
-	a := &Arm{Name: "challenger", User: id, Dedicated: true, Home: home, Port: 18002}
-	if err := a.Install(release, "fresh"); err != nil {
-		t.Fatal(err)
-	}
+	a, dir := installedArm(t, "challenger", 18002)
+	id := a.User
 	ports, err := service.AllocatePorts(service.PortRange{}, [][]string{{"store"}}, []int{18002})
 	if err != nil {
 		t.Fatal(err)
