@@ -108,10 +108,11 @@ func TestASetupThatFailsOrHangsFailsItsArm(t *testing.T) {
 	release := buildTarball(t, "fast", "v1", statefulStart)
 	h.must(bytes.NewReader(release), "deploy champion aaaaaaa")
 	h.must(strings.NewReader(statefulSpec("fresh", goodSetup)), "promote aaaaaaa")
-	h.must(bytes.NewReader(release), "deploy challenger bbbbbbb")
+	// Both arms run the run's spec: the challenger's build is the one whose setup fails.
+	h.must(bytes.NewReader(buildTarball(t, "fast", "broken", statefulStart)), "deploy challenger bbbbbbb")
 	for i, c := range []struct{ setup, want string }{
-		{`echo "cannot reach the fixture bucket" >&2; exit 3`, "challenger bbbbbbb setup failed after"},
-		{`sleep 30`, "did not finish within service.setup_timeout_seconds 0.5 and was stopped"},
+		{`grep -q broken VERSION && { echo "cannot reach the fixture bucket" >&2; exit 3; }; ` + goodSetup, "challenger bbbbbbb setup failed after"},
+		{`grep -q broken VERSION && sleep 30; ` + goodSetup, "did not finish within service.setup_timeout_seconds 0.5 and was stopped"},
 	} {
 		id := fmt.Sprintf("setup-%d", i)
 		h.must(strings.NewReader(statefulPlan("bbbbbbb", statefulSpec("fresh", c.setup))), "run "+id)
