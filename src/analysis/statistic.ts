@@ -31,35 +31,74 @@ export function slicePercentileUs(s: Slice, percentile: number): number {
  * run of equal order statistics, so the estimate is exact to the histogram's 3 digits.
  */
 export function sliceHarrellDavisUs(s: Slice, percentile: number): number {
-  // decodeFromCompressedBase64 makes the JavaScript histogram (WebAssembly is never initialised).
-  const h = histogramOf(s) as JsHistogram;
-  const n = h.totalCount;
+  const values: number[] = [];
+  const counts: number[] = [];
+  eachBucket(s, (value, count) => {
+    values.push(value);
+    counts.push(count);
+  });
+  return harrellDavis(values, counts, percentile);
+}
+
+/**
+ * Harrell-Davis over runs of equal values, ascending: values[i] repeated counts[i] times (a
+ * histogram's buckets, or a sorted sample with every count 1).
+ */
+export function harrellDavis(values: ArrayLike<number>, counts: ArrayLike<number>, percentile: number): number {
+  let n = 0;
+  for (let i = 0; i < counts.length; i++) n += counts[i]!;
   if (n === 0) return 0;
   const q = percentile / 100;
   const a = q * (n + 1);
   const b = (1 - q) * (n + 1);
-  // The weights are the Beta(a, b) mass of each bucket's share of the ranks; outside a few
-  // standard deviations of q they are below double precision, so only those buckets are read.
+  // The weights are the Beta(a, b) mass of each run's share of the ranks; outside a few
+  // standard deviations of q they are below double precision, so only those runs are read.
   const sd = Math.sqrt((a * b) / ((a + b) ** 2 * (a + b + 1)));
   const from = Math.max(0, q - 12 * sd);
   const to = Math.min(1, q + 12 * sd);
   let sum = 0;
   let weight = 0;
   let below = 0;
-  const it = h.recordedValuesIterator;
-  it.reset();
-  while (it.hasNext()) {
-    const v = it.next();
+  for (let i = 0; i < values.length; i++) {
     const lo = below / n;
-    below += v.countAtValueIteratedTo;
+    below += counts[i]!;
     const hi = below / n;
     if (hi < from) continue;
     if (lo > to) break;
     const w = incompleteBeta(hi, a, b) - incompleteBeta(lo, a, b);
-    sum += w * h.medianEquivalentValue(v.valueIteratedTo);
+    sum += w * values[i]!;
     weight += w;
   }
   return sum / weight;
+}
+
+/** Every request a slice recorded, in µs, ascending: each histogram bucket's middle value, as often as it was counted. */
+export function sliceValuesUs(s: Slice): Float64Array {
+  const h = histogramOf(s);
+  const out = new Float64Array(h.totalCount);
+  let k = 0;
+  eachBucket(s, (value, count) => {
+    out.fill(value, k, k + count);
+    k += count;
+  });
+  return out;
+}
+
+/** Whether a slice carries its histogram (a result built by hand may not). */
+export function hasHistogram(s: Slice): boolean {
+  return s.histogram !== "";
+}
+
+/** A slice's recorded buckets, ascending: each one's middle value and its count. */
+function eachBucket(s: Slice, visit: (valueUs: number, count: number) => void): void {
+  // decodeFromCompressedBase64 makes the JavaScript histogram (WebAssembly is never initialised).
+  const h = histogramOf(s) as JsHistogram;
+  const it = h.recordedValuesIterator;
+  it.reset();
+  while (it.hasNext()) {
+    const v = it.next();
+    visit(h.medianEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo);
+  }
 }
 
 // A verdict reads each slice several times (its pair's difference, its arm's summary, its

@@ -10,7 +10,11 @@ import { type ArmErrors, armErrors, checkWorkloadAnswers, type ErrorRegression, 
 import { identityDifferences, identityOf } from "./identity";
 import { AnalysisInputError } from "./input-error";
 import { type DroppedPair, extractPairs, isDisturbed, pooledPairs, type SlicePair } from "./pairs";
+import { efficiencyOf, type Efficiency } from "./efficiency";
+import { estimateLatency, type EstimatorKind } from "./latency-estimator";
+import { tInterval } from "./pooled-quantile";
 import { seededRandom } from "./random";
+import { nominalAlphas } from "./sequential";
 import { pairedResources, type Resources } from "./resources";
 import { slicePercentileUs } from "./statistic";
 import { holmAdjust, pairedT, signTest, wilcoxonSignedRank } from "./tests";
@@ -50,6 +54,8 @@ export interface GateSettings {
   blockCpuPercent?: number;
   /** Resamples for the reported (not deciding) bootstrap interval. */
   bootstrapResamples: number;
+  /** Resamples of each slice's requests for the interval's sampling limit (0: not computed). */
+  samplingResamples: number;
   seed: number;
 }
 
@@ -59,6 +65,7 @@ export const defaultSettings: GateSettings = {
   blockThresholdPercent: 1,
   confidence: 0.95,
   bootstrapResamples: 10_000,
+  samplingResamples: 200,
   seed: 1,
 };
 
@@ -128,12 +135,20 @@ export interface Comparison {
   blockingDecisive: boolean;
   estimateMs: number;
   ciMs: [number, number];
-  /** The confidence this look used (lower than nominal after reruns; see looks). */
+  /** The confidence this look used (higher than nominal after reruns and extensions; see looks). */
   confidence: number;
+  /** The latency estimator the interval is of, and why the per-slice one when it is. */
+  estimator: { kind: EstimatorKind; fallback: string | null };
+  /** The estimate's standard error (ms): the interval is the estimate ± t(df) times it. */
+  seMs: number;
+  /** The interval against its sampling limit; null when the slices carry no histograms. */
+  efficiency: Efficiency | null;
   pairs: number;
   droppedPairs: DroppedPair[];
   runs: string[];
   looks: number;
+  /** Each look at this build (each run pooled in turn), the last one this verdict's. */
+  lookHistory: Look[];
   t: { t: number; df: number; p: number; holmP: number; sdMs: number };
   bootstrapCiMs: [number, number];
   signTest: { positive: number; negative: number; p: number };
@@ -152,6 +167,16 @@ export interface Comparison {
   thresholdMs: number;
   flags: Flag[];
   detail: PairDetail[];
+}
+
+export interface Look {
+  look: number;
+  /** The run this look added. */
+  run: string;
+  pairs: number;
+  estimateMs: number;
+  ciMs: [number, number];
+  confidence: number;
 }
 
 export interface Analysis {
@@ -186,9 +211,10 @@ export interface PreflightFlag {
 }
 
 export const METHOD =
-  "Student t interval on the mean of per-pair differences (coverage checked by simulation); " +
-  "paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; " +
-  "Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
+  "The SLO percentile of each arm over every request of the kept pairs, its interval from the jackknife over pairs and Student t " +
+  "(from 20 pairs with histograms; else the mean of per-pair differences of each slice's percentile, Student t; coverage checked by simulation); " +
+  "paired percentile bootstrap, exact sign test and Wilcoxon signed-rank of the per-pair differences reported beside it; " +
+  "Holm-Bonferroni across comparisons; the k-th look at one build (a rerun or an extension) at the group-sequential level that spends alpha(1 - 2^-k).";
 
 /** Analyses results; several results of one comparison are reruns and are pooled. */
 export function analyze(results: readonly NamedResult[], settings: GateSettings = defaultSettings): Analysis {
@@ -200,11 +226,10 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
     const key = resultKey(r.result);
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
-  const alpha = 1 - settings.confidence;
   const rand = seededRandom(settings.seed);
   const partial = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
   const holm = holmAdjust(partial.map((c) => c.t.p));
-  const comparisons = partial.map((c, i) => label(c, holm[i]!, alpha / c.looks, partial.length));
+  const comparisons = partial.map((c, i) => label(c, holm[i]!, 1 - c.confidence, partial.length));
   const rank = (c: Comparison) => (c.blocking ? 3 : c.verdict === "red" ? 2 : c.verdict === "green" ? 1 : 0);
   const headline = [...comparisons].sort((a, b) => rank(b) - rank(a) || Math.abs(b.estimateMs) - Math.abs(a.estimateMs))[0]!;
   const verdict: Verdict = comparisons.some((c) => c.verdict === "red")
@@ -304,9 +329,10 @@ function checkOneIdentity(key: string, group: readonly NamedResult[]): void {
   }
 }
 
-type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "confidence" | "ciMs" | "t"> & {
+type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "ciMs" | "t" | "efficiency"> & {
   t: { t: number; df: number; p: number; sdMs: number };
   d: number[];
+  samplingSeMs: number | null;
 };
 
 /** Measures one comparison: its paired differences, their tests and its flags, unlabelled. */
@@ -317,12 +343,15 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   const all = (arm: Slice["arm"]) => armErrors(group.flatMap((g) => g.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload, rate, all("champion"), all("challenger"));
   const { pairs, dropped } = pooledPairs(key, group, s.percentile);
-  // The k-th look at one build is judged at 1 − α/k; its secondary intervals are given at the same level.
-  const confidence = 1 - (1 - s.confidence) / group.length;
   const at = (p: number) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = pairedT(d, s.confidence);
+  const primary = estimateLatency(pairs, d, s.percentile, s.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs, d, s);
+  // The last look's group-sequential level; its secondary intervals are given at the same level.
+  const confidence = lookHistory.at(-1)!.confidence;
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s.confidence);
+  const sdMs = pairedT(d, s.confidence).sd;
   const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
   const secondary = (values: number[]): Estimate => {
     const r = pairedT(values, confidence);
@@ -345,12 +374,17 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   const w = wilcoxonSignedRank(d);
   return {
     key, workload, rate, d,
-    estimateMs: primary.mean,
+    estimateMs: primary.estimateMs,
+    confidence,
+    estimator: { kind: primary.kind, fallback: primary.fallback },
+    seMs: primary.seMs,
+    samplingSeMs: primary.samplingSeMs,
     pairs: pairs.length,
     droppedPairs: dropped,
     runs: group.map((g) => g.name),
-    looks: group.length,
-    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
+    looks: lookHistory.length,
+    lookHistory,
+    t: { t: test.t, df: primary.df, p: test.p, sdMs },
     bootstrapCiMs: [boot.lo, boot.hi],
     signTest: signTest(d),
     wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
@@ -374,6 +408,34 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
 }
 
 const ms = (us: number) => us / 1000;
+
+/**
+ * Each look at one build: the runs pooled in turn (a rerun, or an extension of the gate), each
+ * judged at its group-sequential level (src/analysis/sequential.ts). A run that kept no pair adds
+ * no information and is no look.
+ */
+function looksOf(group: readonly NamedResult[], pairs: readonly SlicePair[], d: readonly number[], s: GateSettings): Look[] {
+  const runs: { run: string; pairs: number }[] = [];
+  let total = 0;
+  for (const g of group) {
+    const kept = pairs.filter((p) => p.run === g.name).length;
+    if (kept === 0) continue;
+    total += kept;
+    runs.push({ run: g.name, pairs: total });
+  }
+  const alphas = nominalAlphas(1 - s.confidence, runs.map((r) => r.pairs));
+  const seen = new Set<string>();
+  return runs.map((r, k) => {
+    seen.add(r.run);
+    const confidence = 1 - alphas[k]!;
+    const keep = pairs.map((p) => seen.has(p.run));
+    const upTo = pairs.filter((_, i) => keep[i]);
+    if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
+    const e = estimateLatency(upTo, d.filter((_, i) => keep[i]), s.percentile, 0, () => 0);
+    const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
+    return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
+  });
+}
 
 /** One arm's means over the used slices, and its request and error totals. */
 function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): ArmSummary {
@@ -490,9 +552,8 @@ export function floorAboveThreshold(floorMs: number, percentile: number, thresho
 
 /** Labels one comparison. alpha is this look's level; m comparisons share it through Holm. */
 function label(c: Undecided, holmP: number, alpha: number, m: number): Comparison {
-  const confidence = 1 - alpha;
-  const primary = pairedT(c.d, confidence);
-  const ci: [number, number] = [primary.ci.lo, primary.ci.hi];
+  const primary = tInterval(c.estimateMs, c.seMs, c.t.df, 1 - alpha);
+  const ci: [number, number] = [primary.lo, primary.hi];
   const flags = [...c.flags];
   const significant = holmP < alpha;
   const withinFloor = c.floorMs !== null && Math.abs(c.estimateMs) <= c.floorMs;
@@ -531,16 +592,16 @@ function label(c: Undecided, holmP: number, alpha: number, m: number): Compariso
         : `the sign test does not confirm the interval (${c.signTest.positive}+/${c.signTest.negative}−, p=${c.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`,
     });
   }
-  const { d: _d, t, ...rest } = c;
+  const { d: _d, t, samplingSeMs, ...rest } = c;
   return {
     ...rest,
+    efficiency: samplingSeMs === null ? null : efficiencyOf(ci, c.seMs, samplingSeMs),
     verdict,
     greyKind: verdict === "grey" ? (latency as GreyKind) : null,
     latency,
     blocking: blockedBy.length > 0,
     blockedBy,
     blockingDecisive: blockedBy.includes("latency") && ci[0] > c.thresholdMs,
-    confidence,
     ciMs: ci,
     t: { ...t, holmP },
     flags,

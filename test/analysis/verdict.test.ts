@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { AnalysisInputError } from "../../src/analysis/input-error";
 import { parseResult } from "../../src/contract/result";
+import { nominalAlphas } from "../../src/analysis/sequential";
+import { pairedT } from "../../src/analysis/tests";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
 import { makeResult, pairsFromDiffs, type ResultSpec } from "./fixtures";
 import ref from "./reference-values.json";
@@ -16,7 +18,9 @@ describe("labels", () => {
     expect(a.verdict).toBe("green");
     expect(a.blocking).toBe(false);
     expect(a.headline.estimateMs).toBeCloseTo(ref.datasets.karan_faster.mean, 3);
-    expect(a.headline.ciMs[0]).toBeCloseTo(ref.datasets.karan_faster.ci95[0]!, 3);
+    // A first look spends half of α (src/analysis/sequential.ts): its interval is at 97.5%.
+    expect(a.headline.confidence).toBeCloseTo(0.975, 12);
+    expect(a.headline.ciMs[0]).toBeCloseTo(pairedT(ref.datasets.karan_faster.d, 0.975).ci.lo, 9);
   });
 
   it("red but advisory when the regression is under the block threshold", () => {
@@ -99,10 +103,10 @@ describe("several comparisons", () => {
   });
 
   it("a result significant alone can be grey after Holm, and says so", () => {
-    // p ≈ 0.03 alone; with two other null comparisons Holm needs p < 0.05/3.
-    const marginal = [0.45, -0.2, 0.6, 0.1, 0.5, -0.3, 0.7, 0.05, 0.55, 0.2];
+    // p ≈ 0.014 alone, under a first look's 0.025; with two other null comparisons Holm needs p < 0.025/3.
+    const marginal = [0.52, -0.13, 0.67, 0.17, 0.57, -0.23, 0.77, 0.12, 0.62, 0.27];
     const alone = run(marginal);
-    expect(alone.headline.t.p).toBeGreaterThan(0.0167);
+    expect(alone.headline.t.p).toBeGreaterThan(0.025 / 3);
     expect(alone.verdict).toBe("red");
     const a = analyze(
       [500, 1000, 1500].map((rate, i) => named({ pairs: pairsFromDiffs(i === 1 ? marginal : ref.datasets.null_noise.d), rate })),
@@ -122,7 +126,9 @@ describe("reruns", () => {
     const a = analyze([first, second], defaultSettings);
     expect(a.headline.pairs).toBe(20);
     expect(a.headline.looks).toBe(2);
-    expect(a.headline.confidence).toBeCloseTo(0.975, 12);
+    // The second look at its group-sequential level: together with the first, α(1 − 1/4) spent.
+    expect(a.headline.confidence).toBeCloseTo(1 - nominalAlphas(0.05, [10, 20])[1]!, 12);
+    expect(a.headline.lookHistory.map((l) => [l.run, l.pairs])).toEqual([["first.json", 10], ["second.json", 20]]);
     expect(a.runs.map((r) => r.name)).toEqual(["first.json", "second.json"]);
   });
 
