@@ -74,6 +74,10 @@ const CELLS = [
   { name: "ab2-0.5-abba-mixed", slice: 0.5, order: "abba", shift: 2, blocks: 4, profile: "mixed" },
   // The chosen default's A/A again, later: its false-label rate from more gates.
   { name: "aa-0.5-abba-mixed-again", slice: 0.5, order: "abba", shift: 0, blocks: 3, profile: "mixed" },
+  // The gate that extends itself needs consecutive blocks to pool: nine of the default design,
+  // three to nine gates' worth, for its false labels and host time with no change and at +2%.
+  { name: "aa-0.5-abba-mixed-extending", slice: 0.5, order: "abba", shift: 0, blocks: 9, profile: "mixed" },
+  { name: "ab2-0.5-abba-mixed-extending", slice: 0.5, order: "abba", shift: 2, blocks: 9, profile: "mixed" },
 ];
 const PLACEMENT = ["--loadgen-cpus", "0", "--arm-cpus", "1"];
 

@@ -1,14 +1,19 @@
 // npm run bench:sensitivity (step 2 of 2): judges the runs scripts/sensitivity-collect.mjs kept,
 // with the product's own pair extraction (disturbed pairs dropped), interval and estimators, and
-// prints issue 13's tables: per design and per-slice estimator, the A/A false-label rate, the
-// power at each extra cost, the interval's half-width as % of p99 and the host time per gate;
+// prints issue 13's tables: per design and estimator, the A/A false-label rate, the power at each
+// extra cost, the interval's half-width as % of p99, its ratio to the sampling limit of the same
+// requests, and the host time per gate, for single 90 s gates and for the gate that extends itself;
 // the order's port bias at p50; the true shifts from the plain runs; and what a quieter host
 // would reach, by simulation from this host's measured noise components.
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64, type JsHistogram } from "hdr-histogram-js";
 import { mean, median, sampleVariance as variance } from "simple-statistics";
+import { extensionWanted } from "../src/analysis/extension";
+import { estimateLatency } from "../src/analysis/latency-estimator";
 import { extractPairs, isDisturbed, type SlicePair } from "../src/analysis/pairs";
+import { tInterval } from "../src/analysis/pooled-quantile";
+import { nominalAlphas } from "../src/analysis/sequential";
 import { normalDraw, seededRandom } from "../src/analysis/random";
 import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statistic";
 import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
@@ -20,6 +25,10 @@ import { parseResult, type LoadgenResult, type Slice } from "../src/contract/res
 const dir = process.argv[2] ?? ".perf-gate/sensitivity";
 const PERCENTILE = 99;
 const CONFIDENCE = 0.95;
+/** The block threshold of sensitivity-collect.mjs's config: 1% of its 100 ms budget, in µs. */
+const THRESHOLD_US = 1000;
+/** slices.max_extensions' default. */
+const MAX_EXTENSIONS = 2;
 
 interface Cell {
   name: string;
@@ -91,22 +100,61 @@ interface Judged {
   halfWidthPercent: number;
 }
 
-/** A block's label by the product's rules: disturbed pairs dropped, over half disturbed is no verdict. */
-function judge(block: LoadgenResult, e: Estimator, interval: Interval): Judged {
+/** A block's kept pairs by the product's rules (disturbed pairs dropped); null when over half were disturbed. */
+function keptPairs(block: LoadgenResult, keep: (p: SlicePair) => boolean = () => true): SlicePair[] | null {
   const extracted = extractPairs("block", block, PERCENTILE);
-  const pairs = extracted.pairs.filter(e.keep ?? (() => true));
+  const pairs = extracted.pairs.filter(keep);
   const disturbed = extracted.dropped.filter(isDisturbed).length + extracted.pairs.length - pairs.length;
-  if (disturbed > (extracted.pairs.length + extracted.dropped.length) / 2 || pairs.length < 2) return { label: "not measured", halfWidthPercent: NaN };
-  const ci = interval.of(pairs.map(e.d));
-  const level = mean(pairs.map((p) => e.level(p.champion)));
-  const halfWidthPercent = (100 * (ci.hi - ci.lo)) / 2 / level;
+  return disturbed > (extracted.pairs.length + extracted.dropped.length) / 2 || pairs.length < 2 ? null : pairs;
+}
+
+/** A block's label by the product's rules: over half its pairs disturbed is no verdict. */
+function judge(block: LoadgenResult, m: Method): Judged {
+  const pairs = keptPairs(block, m.keep);
+  if (!pairs) return { label: "not measured", halfWidthPercent: NaN };
+  const ci = m.of(pairs, CONFIDENCE);
+  const halfWidthPercent = (100 * (ci.hi - ci.lo)) / 2 / m.level(pairs);
   return { label: ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey", halfWidthPercent };
 }
 
-/** Every kept pair's difference of a cell, for the resampled rates. */
-function cellDifferences(c: Cell, e: Estimator): number[] {
-  return blocks(c).flatMap((b) => extractPairs("block", b, PERCENTILE).pairs.filter(e.keep ?? (() => true)).map(e.d));
+/** Every kept pair of a cell, for the resampled rates. */
+function cellPairs(c: Cell, m: Method): SlicePair[] {
+  return blocks(c).flatMap((b) => extractPairs("block", b, PERCENTILE).pairs.filter(m.keep ?? (() => true)));
 }
+
+/**
+ * The gate that extends itself, on a cell's consecutive blocks: a gate starts at a block and
+ * pools the next while the product's rule wants it (src/analysis/extension.ts), up to
+ * MAX_EXTENSIONS, each look at its group-sequential level, the pooled p99 estimate.
+ */
+function extendingGates(c: Cell): { label: Label; blocks: number }[] {
+  const bs = blocks(c);
+  const gates: { label: Label; blocks: number }[] = [];
+  for (let from = 0; from < bs.length; ) {
+    const pairs: SlicePair[] = [];
+    const looks: { pairs: number }[] = [];
+    let label: Label = "not measured";
+    let used = 0;
+    while (from + used < bs.length) {
+      const kept = keptPairs(bs[from + used]!);
+      used++;
+      if (!kept) break;
+      pairs.push(...kept);
+      looks.push({ pairs: pairs.length });
+      const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0);
+      const level = nominalAlphas(1 - CONFIDENCE, looks.map((l) => l.pairs)).at(-1)!;
+      const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, 1 - level);
+      label = ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey";
+      const look = { ciMs: [ci.lo, ci.hi] as [number, number], thresholdMs: THRESHOLD_US, estimateMs: e.estimateMs * 1000, seMs: e.seMs * 1000, pairs: pairs.length, lookHistory: looks };
+      if (!extensionWanted(look, 1 - CONFIDENCE, MAX_EXTENSIONS + 1 - used)) break;
+    }
+    gates.push({ label, blocks: used });
+    from += used;
+  }
+  return gates;
+}
+
+const usDifference = (p: SlicePair) => (slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE)) / 1000;
 
 const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
 
@@ -127,23 +175,77 @@ const rate = (k: number, n: number) => (n === 0 ? "–" : `${k}/${n} (${pct(k / 
  * synthetic gates from one cell's measurements. It ignores drift between pairs, so it is a
  * second reading beside the measured blocks, not a replacement.
  */
-function resampledRate(d: readonly number[], n: number, interval: Interval, wanted: (lo: number, hi: number) => boolean, draws = 1000): number {
+function resampledRate(pairs: readonly SlicePair[], n: number, m: Method, wanted: (lo: number, hi: number) => boolean): number {
   const rand = seededRandom(13);
   let hits = 0;
-  for (let k = 0; k < draws; k++) {
-    const ci = interval.of(Array.from({ length: n }, () => d[Math.floor(rand() * d.length)]!));
+  for (let k = 0; k < m.draws; k++) {
+    // Each drawn pair its own: the pooled estimator's jackknife leaves pairs out by their index.
+    const drawn = Array.from({ length: n }, (_, i) => ({ ...pairs[Math.floor(rand() * pairs.length)]!, pair: i }));
+    const ci = m.of(drawn, CONFIDENCE);
     if (wanted(ci.lo, ci.hi)) hits++;
   }
-  return hits / draws;
+  return hits / m.draws;
 }
 
-type Interval = { name: string; of: (d: number[]) => { lo: number; hi: number } };
+type Interval = { name: string; of: (d: number[], confidence: number) => { lo: number; hi: number } };
 const INTERVALS: Interval[] = [
-  { name: "t", of: (d) => pairedT(d, CONFIDENCE).ci },
-  { name: "HL", of: (d) => hodgesLehmann(d, CONFIDENCE) },
-  { name: "trimmed 10%", of: (d) => trimmedMean(d, CONFIDENCE, 0.1) },
-  { name: "trimmed 20%", of: (d) => trimmedMean(d, CONFIDENCE, 0.2) },
+  { name: "t", of: (d, c) => pairedT(d, c).ci },
+  { name: "HL", of: (d, c) => hodgesLehmann(d, c) },
+  { name: "trimmed 10%", of: (d, c) => trimmedMean(d, c, 0.1) },
+  { name: "trimmed 20%", of: (d, c) => trimmedMean(d, c, 0.2) },
 ];
+
+/** An estimator and its interval, from a gate's kept pairs (µs). */
+interface Method {
+  estimator: string;
+  interval: string;
+  keep?: (p: SlicePair) => boolean;
+  of: (pairs: readonly SlicePair[], confidence: number) => { lo: number; hi: number };
+  /** The champion's level the half-width is a share of. */
+  level: (pairs: readonly SlicePair[]) => number;
+  /** Resampled gates drawn per cell. */
+  draws: number;
+}
+
+/** Each pair's difference is read once per estimator: Harrell-Davis reads the tail of two histograms. */
+function perPair(e: Estimator): (p: SlicePair) => number {
+  const seen = new WeakMap<Slice, number>();
+  return (p) => {
+    let d = seen.get(p.challenger);
+    if (d === undefined) seen.set(p.challenger, (d = e.d(p)));
+    return d;
+  };
+}
+
+const METHODS: Method[] = [
+  ...ESTIMATORS.flatMap((e) => {
+    const d = perPair(e);
+    return INTERVALS.map((i): Method => ({
+      estimator: e.name, interval: i.name, ...(e.keep ? { keep: e.keep } : {}), draws: 1000,
+      of: (pairs, c) => i.of(pairs.map(d), c),
+      level: (pairs) => mean(pairs.map((p) => e.level(p.champion))),
+    }));
+  }),
+  {
+    estimator: "pooled p99 per arm (the product's)", interval: "jackknife over pairs, t", draws: 300,
+    of: (pairs, c) => {
+      const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0);
+      const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, c);
+      return { lo: ci.lo, hi: ci.hi };
+    },
+    level: (pairs) => (estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0).pooledMs?.champion ?? NaN) * 1000,
+  },
+];
+
+/** The interval's half-width over the same requests' sampling limit (no host noise), per measured block of a cell. */
+function efficiencyRatios(c: Cell): number[] {
+  return blocks(c).flatMap((b) => {
+    const pairs = keptPairs(b);
+    if (!pairs) return [];
+    const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 100, seededRandom(17));
+    return e.samplingSeMs ? [e.seMs / e.samplingSeMs] : [];
+  });
+}
 
 const cells = loadCells();
 const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}${c.profile === "uniform" ? "" : `, ${c.profile} workload`}${c.placed ? ", placed" : ""}`;
@@ -152,20 +254,34 @@ const designs = [...new Set(cells.filter((c) => !c.name.startsWith("truth")).map
 console.log(`# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_MEASURED_SECONDS} s of slices per gate (${dir})\n`);
 console.log("| design | estimator | interval | extra cost | gates | labels (measured) | resampled | half-width, % of p99 (median) | host s/gate |");
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+/** A gate's host time: its share of the run's start-up, and its slices. */
+const hostSecondsPerBlock = (c: Cell) => c.wall_seconds - 2 * c.pairs * c.slice + GATE_MEASURED_SECONDS;
 for (const design of designs) {
-  for (const [e, interval] of ESTIMATORS.flatMap((e) => INTERVALS.map((i) => [e, i] as const))) {
+  for (const m of METHODS) {
     for (const c of cells.filter((x) => designKey(x) === design).sort((a, b) => a.shift - b.shift)) {
       const bs = blocks(c);
-      const judged = bs.map((b) => judge(b, e, interval));
+      const judged = bs.map((b) => judge(b, m));
       const measured = judged.filter((j) => j.label !== "not measured");
       const aa = c.shift === 0;
       const hits = measured.filter((j) => (aa ? j.label !== "grey" : j.label === "red")).length;
       const n = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
-      const resampled = resampledRate(cellDifferences(c, e), n, interval, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
-      const hostSeconds = c.wall_seconds - 2 * c.pairs * c.slice + GATE_MEASURED_SECONDS;
-      console.log(`| ${design} | ${e.name} | ${interval.name} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${measured.length > 0 ? median(measured.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${hostSeconds.toFixed(0)} |`);
+      const resampled = resampledRate(cellPairs(c, m), n, m, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
+      console.log(`| ${design} | ${m.estimator} | ${m.interval} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${measured.length > 0 ? median(measured.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${hostSecondsPerBlock(c).toFixed(0)} |`);
     }
   }
+}
+
+// The gate that extends itself, on the same blocks, and each interval against its sampling limit.
+console.log(`\n## The extending gate (pooled p99, up to ${MAX_EXTENSIONS} extensions at a ${THRESHOLD_US / 1000} ms block threshold) and the sampling limit\n`);
+console.log("| design | extra cost | gates | labels | host s/gate (mean, max) | half-width / sampling limit (median, one 90 s gate) |");
+console.log("| --- | --- | --- | --- | --- | --- |");
+for (const c of cells.filter((x) => !x.name.startsWith("truth")).sort((a, b) => designKey(a).localeCompare(designKey(b)) || a.shift - b.shift)) {
+  const gates = extendingGates(c).filter((g) => g.label !== "not measured");
+  const aa = c.shift === 0;
+  const hits = gates.filter((g) => (aa ? g.label !== "grey" : g.label === "red")).length;
+  const seconds = gates.map((g) => g.blocks * hostSecondsPerBlock(c));
+  const ratios = efficiencyRatios(c);
+  console.log(`| ${designKey(c)} | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${aa ? "false " : "red "}${rate(hits, gates.length)} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} |`);
 }
 
 // The order's port bias at p50 (and the SLO percentile): every A/A pair of a cell, and split by
@@ -211,7 +327,7 @@ for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a
 // machine's noise; then power at each shift with that rest scaled down.
 for (const aaCell of cells.filter((c) => c.name.startsWith("aa-1.5-abba"))) {
   const e = ESTIMATORS[3]!; // log Harrell-Davis: the least noisy per-slice statistic, for the components
-  const d = cellDifferences(aaCell, e);
+  const d = blocks(aaCell).flatMap((b) => extractPairs("block", b, PERCENTILE).pairs.map(e.d));
   const total = variance(d);
   const sampling = samplingVariance(aaCell);
   const machine = Math.max(0, total - 2 * sampling);

@@ -76,6 +76,9 @@ const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
   }
 });
 
+/** The most extensions a config may ask for: each is another 90 s of the host per workload and rate. */
+const MAX_EXTENSIONS = 5;
+
 export const configSchema = z.strictObject({
   service,
   workloads: z.array(workload).min(1),
@@ -96,8 +99,13 @@ export const configSchema = z.strictObject({
       // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
       pairs: plan.pairs.min(2).optional(),
       order: plan.order.unwrap().default("abba"),
+      /**
+       * Further runs of the same size a gate measures by itself while its interval is unclear
+       * (it holds ± the block threshold), each a further look (docs/design/0002-extending-gate.md).
+       */
+      max_extensions: z.number().int().min(0).max(MAX_EXTENSIONS).default(2),
     })
-    .default({ order: "abba" }),
+    .default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
   /** Gates on what the builds cost, from the host's per-slice accounting. */

@@ -29,6 +29,8 @@ export interface LatencyEstimate {
   estimateMs: number;
   seMs: number;
   df: number;
+  /** Each arm's pooled percentile (ms); null for the per-slice estimator. */
+  pooledMs: { champion: number; challenger: number } | null;
   /**
    * The standard error the same requests would give with no host noise: each slice's requests
    * resampled within its arm and pair, the estimate taken again. Null without histograms.
@@ -48,11 +50,12 @@ export function estimateLatency(pairs: readonly SlicePair[], d: readonly number[
   if (arms && fallback === null) {
     const r = pooledDifference(arms[0], arms[1], q);
     const sampling = resamples > 0 ? samplingSe(arms, resamples, rand, (a, w) => weightedPercentile(a, q, one, w)) : null;
-    return { kind: "pooled", fallback, estimateMs: r.estimate / 1000, seMs: r.se / 1000, df: r.df, samplingSeMs: sampling === null ? null : sampling / 1000 };
+    const pooledMs = { champion: weightedPercentile(arms[0], q, one) / 1000, challenger: weightedPercentile(arms[1], q, one) / 1000 };
+    return { kind: "pooled", fallback, estimateMs: r.estimate / 1000, seMs: r.se / 1000, df: r.df, pooledMs, samplingSeMs: sampling === null ? null : sampling / 1000 };
   }
   const t = pairedT(d, 0.95);
   const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a, w) => meanSlicePercentile(a, q, w)) : null;
-  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, samplingSeMs: sampling === null ? null : sampling / 1000 };
+  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, pooledMs: null, samplingSeMs: sampling === null ? null : sampling / 1000 };
 }
 
 const one = () => 1;

@@ -102,7 +102,7 @@ export interface Estimate {
 }
 
 export interface ArmSummary {
-  /** Means over the used slices of each slice's value. */
+  /** Means over the used slices of each slice's value; sloMs the arm's pooled percentile when the estimate is pooled. */
   p50Ms: number;
   sloMs: number;
   p999Ms: number;
@@ -358,8 +358,9 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = armSummary(pairs, "champion", s.percentile);
-  const challenger = armSummary(pairs, "challenger", s.percentile);
+  // An arm's SLO latency is what the estimate is a difference of: its pooled percentile, when pooled.
+  const champion = { ...armSummary(pairs, "champion", s.percentile), ...(primary.pooledMs && { sloMs: primary.pooledMs.champion }) };
+  const challenger = { ...armSummary(pairs, "challenger", s.percentile), ...(primary.pooledMs && { sloMs: primary.pooledMs.challenger }) };
   const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {

@@ -13,8 +13,8 @@ import { ConfigError, type GateConfig, parseConfig, sliceDesign } from "../confi
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Artifacts, writeArtifacts, writeResults, writeUnmeasured } from "../experiment/artifacts";
 import { calibrate } from "../experiment/calibrate";
-import { decide } from "../experiment/decide";
-import { type Evidence, measure, type Progress, seedOf } from "../experiment/measure";
+import { measureAndDecide } from "../experiment/extend";
+import { type Progress, seedOf } from "../experiment/measure";
 import { HostClient, type HostOptions } from "../host/client";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
@@ -293,13 +293,10 @@ type Shared = { busyDeadline: number; progress: Progress };
 async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared): Promise<Done> {
   const sha = digestOf(o.challenger!);
   const seed = seedOf(sha);
-  const evidence: Evidence = await measure(host, config, {
+  // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
+  const { evidence, analysis, status } = await measureAndDecide(host, config, {
     kind: "ab", challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed, pool: true, ...s,
-  });
-  // Kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
-  writeResults(o.out, evidence.documents);
-  const status = await host.status();
-  const analysis = decide(evidence.results, config, { seed, floors: status.floors });
+  }, (documents) => writeResults(o.out, documents));
   const notes = [...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
   const artifacts = writeArtifacts(o.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };

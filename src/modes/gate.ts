@@ -1,6 +1,6 @@
 // mode: gate — the automatic check on a pull request: decide whether the PR's code may run on
 // the host, deploy it as the challenger, run every workload and rate, pool earlier runs of the
-// same commit, analyse, and report. `gatePullRequest` is shared with /perf rerun.
+// same commit, analyse (extending an unclear comparison), and report. `gatePullRequest` is shared with /perf rerun.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { type Access, decidesNothing } from "../access";
@@ -9,8 +9,8 @@ import type { Analysis } from "../analysis/verdict";
 import { ConfigError, type GateConfig } from "../config";
 import { parsePullRequestEvent } from "../event";
 import { type Artifacts, writeArtifacts, writeResults, writeUnmeasured } from "../experiment/artifacts";
-import { decide } from "../experiment/decide";
-import { measure, seedOf } from "../experiment/measure";
+import { measureAndDecide } from "../experiment/extend";
+import { seedOf } from "../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
 import { type HostClient, HostError } from "../host/client";
 import { InputError } from "../inputs";
@@ -77,7 +77,8 @@ async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig
   const sha = pr.headSha;
   const seed = seedOf(sha);
   const base = await mergeBaseBuild(gh, host, config, pr, job, existsSync);
-  const evidence = await measure(host, config, {
+  // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
+  const { evidence, analysis, status } = await measureAndDecide(host, config, {
     kind: "ab",
     challenger: { sha, artifact },
     mergeBase: base.build,
@@ -86,11 +87,7 @@ async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig
     busyDeadline: job.busyDeadline,
     pool: true,
     progress: logProgress(""),
-  });
-  // Kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
-  writeResults(job.outputDir, evidence.documents);
-  const status = await host.status();
-  const analysis = decide(evidence.results, config, { seed, floors: status.floors });
+  }, (documents) => writeResults(job.outputDir, documents));
   const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
   return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
 }

@@ -3,8 +3,11 @@
 // the verdict and its four numbers on the first line, what was compared and where the run is on
 // the second, then what the verdict means once, what the builds cost and what the host flagged,
 // the numbers per workload and rate with a chart, and the statistics folded away (#15).
+import { efficiencySentence } from "../analysis/efficiency";
+import { unclear } from "../analysis/extension";
 import { errorClasses } from "../analysis/failures";
-import type { Analysis, ArmSummary, Comparison } from "../analysis/verdict";
+import { ESTIMATOR_DESCRIPTION } from "../analysis/latency-estimator";
+import type { Analysis, ArmSummary, Comparison, Look } from "../analysis/verdict";
 import { type Arms, armsOf } from "./arms";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
@@ -159,6 +162,7 @@ function comparisonSection(c: Comparison, percentile: number, arms: Arms, severa
     `| errors | ${armErrorsCell(c.champion)} | ${armErrorsCell(c.challenger)} | ${c.challenger.errors - c.champion.errors > 0 ? "+" : ""}${c.challenger.errors - c.champion.errors} | |`,
     ...resourceRows(c),
   );
+  out.push("", ...intervalLines(c, p));
   if (c.flags.length > 0) out.push("", ...c.flags.map((f) => `> ⚠️ **${f.code.replace(/_/g, " ")}**: ${f.message}`));
   out.push("", textChart(c, percentile, arms));
   const pooled = c.runs.length > 1;
@@ -166,13 +170,13 @@ function comparisonSection(c: Comparison, percentile: number, arms: Arms, severa
     "",
     `<details><summary>Statistics: the tests, and ${p} of each of the ${c.detail.length} pairs</summary>`,
     "",
-    `Tests on the ${c.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c.t.t.toFixed(2)} (df ${c.t.df}), p = ${pValue(c.t.p)}` +
+    `Tests at ${p}: the interval's t = ${c.t.t.toFixed(2)} (df ${c.t.df}), p = ${pValue(c.t.p)}` +
       `${c.t.holmP !== c.t.p ? `, Holm-adjusted p = ${pValue(c.t.holmP)}` : ""}; ` +
-      `bootstrap ${confidenceLabel(c.confidence)} CI ${ci(...c.bootstrapCiMs)} ms; ` +
+      `on the ${c.pairs} paired differences (${arms.difference}), bootstrap ${confidenceLabel(c.confidence)} CI ${ci(...c.bootstrapCiMs)} ms; ` +
       `sign test ${c.signTest.positive}+/${c.signTest.negative}−, p = ${pValue(c.signTest.p)}; ` +
       `Wilcoxon signed-rank W = ${c.wilcoxon.statistic}, p = ${pValue(c.wilcoxon.p)} (${c.wilcoxon.method}); ` +
       `throughput paired t p = ${pValue(c.throughput.p)}. ` +
-      `Block threshold ${ms(c.thresholdMs)} ms.${c.looks > 1 ? ` Look ${c.looks} at this build: ${c.runs.length} runs pooled, interval at ${confidenceLabel(c.confidence)}.` : ""}`,
+      `Block threshold ${ms(c.thresholdMs)} ms.`,
   );
   if (maxRows > 0) {
     // Pairs are numbered 1, 2, … in the order the chart draws them.
@@ -187,6 +191,19 @@ function comparisonSection(c: Comparison, percentile: number, arms: Arms, severa
   }
   out.push("", "</details>");
   return out;
+}
+
+/** What the SLO interval is of, how near its sampling limit, and each look at this build. */
+function intervalLines(c: Comparison, p: string): string[] {
+  const how = `${p} interval: ${ESTIMATOR_DESCRIPTION[c.estimator.kind]}${c.estimator.fallback ? ` (${c.estimator.fallback})` : ""}, at ${confidenceLabel(c.confidence)}`;
+  const lines = [`${how}${c.efficiency ? `; ${efficiencySentence(c.efficiency)}` : ""}.`];
+  if (c.lookHistory.length > 1) {
+    const clear = (l: Look) => (unclear(l.ciMs, c.thresholdMs) ? "unclear" : "clear");
+    lines.push("", `Looks at this build (each run pooled in turn, each at its group-sequential level): ${c.lookHistory
+      .map((l) => `${l.look}. ${tableCell(l.run)}, ${l.pairs} pairs: ${signedMs(l.estimateMs)} ms [${signedMs(l.ciMs[0])}, ${signedMs(l.ciMs[1])}] at ${confidenceLabel(l.confidence)}, ${clear(l)}`)
+      .join("; ")}.`);
+  }
+  return lines;
 }
 
 /** "3 of 2700 (5xx 2, timeout 1)": an arm's failures beside its requests, by class. */

@@ -1,6 +1,7 @@
 // Builds load generator results in the exact shape benchmark-host emits, from per-slice
 // latencies, for rule and simulation tests. (Tests on real loadgen output live in
 // loadgen-output.test.ts.)
+import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
 import { normalDraw } from "../../src/analysis/random";
 import type { Builds } from "../../src/contract/plan";
 import type { LoadgenResult, Slice } from "../../src/contract/result";
@@ -141,4 +142,33 @@ export function simulatedExperiment(
     if (lag !== undefined) s.dispatch_lag_us = { p50: 60, p90: lag, p99: lag, p999: lag, max: lag };
   };
   return { name: runId, result: makeResult({ pairs, runId, edit }) };
+}
+
+/**
+ * A result whose slices carry HDR histograms of the given latencies (µs), each arm of each pair
+ * its own, with the named percentiles read from them as the load generator does.
+ */
+export function resultWithRequests(pairs: readonly { champion: ArrayLike<number>; challenger: ArrayLike<number> }[], runId = "run-1", builds?: Builds): LoadgenResult {
+  const histograms = new Map<string, { encoded: string; h: Histogram }>();
+  const key = (arm: Slice["arm"], pair: number) => `${arm}/${pair}`;
+  pairs.forEach((p, i) => {
+    for (const arm of ["champion", "challenger"] as const) {
+      const h = build({ numberOfSignificantValueDigits: 3, useWebAssembly: false });
+      for (const v of Array.from(p[arm])) h.recordValue(Math.round(v));
+      histograms.set(key(arm, i), { encoded: encodeIntoCompressedBase64(h), h });
+    }
+  });
+  const at = (arm: Slice["arm"], i: number) => histograms.get(key(arm, i))!;
+  return makeResult({
+    pairs: pairs.map((_, i) => ({ championUs: at("champion", i).h.getValueAtPercentile(99), challengerUs: at("challenger", i).h.getValueAtPercentile(99) })),
+    runId,
+    ...(builds ? { builds } : {}),
+    edit: (s) => {
+      const { h, encoded } = at(s.arm, s.pair);
+      s.histogram = encoded;
+      s.recorded = h.totalCount;
+      s.latency_us = { p50: h.getValueAtPercentile(50), p90: h.getValueAtPercentile(90), p99: h.getValueAtPercentile(99), p999: h.getValueAtPercentile(99.9), max: h.maxValue };
+      s.short_of_budget = [];
+    },
+  });
 }
