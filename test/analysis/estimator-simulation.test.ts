@@ -83,7 +83,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 describe("estimators at the defaults' sizes: 90 pairs x 300 requests, heavy tails, shared noise, drift", () => {
   const GATES = 600;
 
-  it("the pooled p99's jackknife interval covers ≥ 94% (A/A and +5%), labels ≤ 5% of A/A gates, and has the most power", () => {
+  // At 95% on a single look; the gate's first look is at 97.5% (its A/A labels: the extending gate's test).
+  it("the pooled p99's jackknife interval covers ≥ 94% (A/A and +5%), and has the most power", () => {
     const aa = run(DEFAULT_MODEL, GATES, 1);
     const shifted = [0.02, 0.05, 0.1].map((shift, i) => run({ ...DEFAULT_MODEL, shift }, i === 1 ? GATES : GATES / 2, 10 + i));
     const lines = ESTIMATORS.map((e, i) => {
@@ -95,7 +96,6 @@ describe("estimators at the defaults' sizes: 90 pairs x 300 requests, heavy tail
     const pooled = ESTIMATORS.indexOf(POOLED);
     expect(aa.tallies[pooled]!.covered / GATES).toBeGreaterThanOrEqual(0.94);
     expect(shifted[1]!.tallies[pooled]!.covered / GATES).toBeGreaterThanOrEqual(0.94);
-    expect(aa.tallies[pooled]!.labelled / GATES).toBeLessThanOrEqual(0.05);
     for (const s of shifted) {
       const power = s.tallies.map((t) => t.red);
       expect(Math.max(...power)).toBe(power[pooled]);
