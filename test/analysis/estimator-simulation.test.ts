@@ -163,8 +163,10 @@ describe("the extending gate (2 extensions, reruns by hand pooled into the same 
 
   it("keeps A/A false labels ≤ 5% over the whole procedure, and no-change host time no higher than today's", () => {
     const rows: string[] = [];
+    type Tally = { labelled: number; red: number; blocks: number; most: number };
+    const results: { now: { gate: Tally; reruns: Tally }; before: { gate: Tally; reruns: Tally } }[] = [];
     for (const [i, thr] of THRESHOLDS_US.entries()) {
-      const tally = (f: () => { label: string; blocks: number }, n: number) => {
+      const tally = (f: () => { label: string; blocks: number }, n: number): Tally => {
         let labelled = 0;
         let blocks = 0;
         let most = 0;
@@ -190,15 +192,19 @@ describe("the extending gate (2 extensions, reruns by hand pooled into the same 
         `| ${thr} µs | ${pct(before.gate.labelled)} | ${pct(now.gate.labelled)} | ${pct(now.reruns.labelled)} | ${(90 * before.gate.blocks).toFixed(0)} s; ${(90 * before.reruns.blocks).toFixed(0)} s with reruns | ` +
           `${(90 * now.gate.blocks).toFixed(0)} s (max ${90 * now.gate.most}); ${(90 * now.reruns.blocks).toFixed(0)} s with reruns | ${pct(power.before.red)} | ${pct(power.now.red)} (${(90 * power.now.blocks).toFixed(0)} s) |`,
       );
-      expect(now.gate.labelled).toBeLessThanOrEqual(0.05);
-      expect(now.reruns.labelled).toBeLessThanOrEqual(0.05);
-      expect(now.reruns.blocks).toBeLessThanOrEqual(before.reruns.blocks);
-      if (thr === THRESHOLDS_US[0]) expect(now.gate.blocks).toBeLessThanOrEqual(before.gate.blocks);
+      console.log(`[simulation] extending gate at a ${thr} µs threshold: ${rows.at(-1)}`);
+      results.push({ now, before });
     }
     console.log(
       `[simulation] the extending gate, ${GATES} no-change gates per threshold (p99 ≈ 4.3 ms; seconds of slices per workload and rate):\n` +
         "| block threshold | A/A labelled, today | extending gate | extending, with 2 reruns by hand | no-change host time, today | extending gate | +5% red, today | extending gate |\n" +
         rows.join("\n"),
     );
+    for (const [i, { now, before }] of results.entries()) {
+      expect(now.gate.labelled).toBeLessThanOrEqual(0.05);
+      expect(now.reruns.labelled).toBeLessThanOrEqual(0.05);
+      expect(now.reruns.blocks).toBeLessThanOrEqual(before.reruns.blocks);
+      if (i === 0) expect(now.gate.blocks).toBeLessThanOrEqual(before.gate.blocks);
+    }
   });
 });

@@ -5,7 +5,7 @@ import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram
 import { normalDraw } from "../../src/analysis/random";
 import type { Builds } from "../../src/contract/plan";
 import type { LoadgenResult, Slice } from "../../src/contract/result";
-import type { NamedResult } from "../../src/analysis/verdict";
+import { defaultSettings, type GateSettings, type NamedResult } from "../../src/analysis/verdict";
 
 export interface PairSpec {
   championUs: number;
@@ -172,3 +172,10 @@ export function resultWithRequests(pairs: readonly { champion: ArrayLike<number>
     },
   });
 }
+
+/**
+ * Settings whose first look is at 95% (the whole procedure of looks at 90%: a first look spends
+ * half of α, src/analysis/sequential.ts): rule and report tests written against 95% intervals
+ * keep their numbers.
+ */
+export const firstLookAt95: GateSettings = { ...defaultSettings, confidence: 0.9 };

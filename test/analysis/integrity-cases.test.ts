@@ -10,7 +10,8 @@ import { describe, expect, it } from "vitest";
 import { describeDisturbance, disturbance, plannedLagUs } from "../../src/analysis/health";
 import { pairedT } from "../../src/analysis/tests";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
-import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
+import { type Analysis, analyze, type GateSettings } from "../../src/analysis/verdict";
+import { firstLookAt95 } from "./fixtures";
 import { calibrationLine, calibrationReport, calibrations, floorSettings } from "../../src/calibration";
 import type { StoredFloor } from "../../src/contract/host";
 import { type LoadgenResult, parseResult, type Slice } from "../../src/contract/result";
@@ -19,7 +20,7 @@ import { quartet } from "../../src/report/quartet";
 
 const NAME = "aa-busy-vm.json";
 const recorded = (): LoadgenResult => parseResult(NAME, JSON.parse(readFileSync(join(import.meta.dirname, "testdata", NAME), "utf8")));
-const run = (result: LoadgenResult, settings: Partial<GateSettings> = {}): Analysis => analyze([{ name: NAME, result }], { ...defaultSettings, ...settings });
+const run = (result: LoadgenResult, settings: Partial<GateSettings> = {}): Analysis => analyze([{ name: NAME, result }], { ...firstLookAt95, ...settings });
 const log = (what: string, a: Analysis) =>
   console.log(`[issue 12] ${what}: ${a.verdict}${a.headline.greyKind ? ` (${a.headline.greyKind})` : ""}, ${a.headline.estimateMs.toFixed(3)} ms, 95% CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${a.headline.pairs} pairs`);
 

@@ -5,6 +5,8 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFil
 import { availableParallelism, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unclear } from "../../src/analysis/extension";
+import { nominalAlphas } from "../../src/analysis/sequential";
 import { buildServiceBinaries } from "../support/bench-host";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { skipIfMachineTooBusy } from "../support/local-gate";
@@ -55,7 +57,7 @@ const championAnswers = async () => fetch(`http://127.0.0.1:${ports[0]}/health`)
 
 // No supervisor may outlive the tests: later ones count the machine's services.
 afterAll(() => {
-  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"]) if (dir) stopHost(join(dir, root));
+  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"]) if (dir) stopHost(join(dir, root));
 });
 
 describe("perf-gate run --local", () => {
@@ -135,7 +137,8 @@ describe("perf-gate run --local", () => {
 
   it("--json prints one summary; a rerun of the same build pools the first run, as the action does; analyze reads run's result.json", async () => {
     const root = join(dir, "h5");
-    const cfg = config();
+    // No extensions: this is about a rerun by hand pooling the first gate (the next test extends).
+    const cfg = config({ slices: "{seconds: 0.5, pairs: 4, max_extensions: 0}" });
     const first = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", slow, "--json", "--out", join(dir, "out1"));
     expect(first.code, first.stderr).toBeLessThan(2);
     const one = JSON.parse(first.stdout);
@@ -155,12 +158,40 @@ describe("perf-gate run --local", () => {
     expect(two.pooled).toEqual([firstRun]);
     expect(two.pairs).toBeGreaterThan(one.pairs); // the rerun's pairs join the first run's
     expect(two.comparisons[0].runs).toEqual([firstRun, expect.stringMatching(/^run-\w+-0$/)]);
-    expect(two.confidence).toBeCloseTo(0.975, 12); // the second look at one build
+    expect(two.confidence).toBeCloseTo(1 - nominalAlphas(0.05, [one.pairs, two.pairs])[1]!, 12); // the second look at one build
     expect(readFileSync(two.report.markdown, "utf8")).toContain(`pooled with 1 earlier run of`);
 
     // analyze reads the result.json run wrote (a list: the pooled run, then the new one) to the same numbers.
     const analyzed = await new Promise<string>((resolve) => execFile(process.execPath, [cli, "analyze", "--json", "--percentile", "90", "--slo-ms", "50", two.report.result], (_e, out) => resolve(out)));
     expect(JSON.parse(analyzed)).toMatchObject({ verdict: two.verdict, pairs: two.pairs, estimate_ms: two.estimate_ms, ci_ms: two.ci_ms });
+  });
+
+  it("an unclear gate extends itself: each extension a further run of the same workload and rate, each run a look, every look but the last unclear", async () => {
+    const root = join(dir, "h9");
+    // The same build on both arms against a 0.3 ms threshold (0.6% of 50 ms): a 4-pair interval
+    // here is ±0.3-0.7 ms at p90, so the first look usually holds the threshold and three looks'
+    // pairs would settle it; whichever way this run goes, the rule must have been followed.
+    const cfg = config({ extra: "block_threshold_percent: 0.6\n" });
+    const out = join(dir, "out-extending");
+    const r = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", champion, "--json", "--out", out);
+    stopHost(root);
+    expect(r.code, r.stderr).toBeLessThan(2);
+    const analysis = JSON.parse(readFileSync(join(out, "analysis.json"), "utf8"));
+    const c = analysis.comparisons[0];
+    const looks = c.look_history as { run: string; pairs: number; estimate_ms: number; ci_ms: [number, number]; confidence: number }[];
+    console.log(`[run extending] ${looks.map((l) => `${l.run}: ${l.pairs} pairs, ${l.estimate_ms.toFixed(3)} [${l.ci_ms.map((x) => x.toFixed(3)).join(", ")}] ms at ${(100 * l.confidence).toFixed(2)}%`).join("; ")} -> ${c.verdict}`);
+    expect(looks.length).toBeGreaterThanOrEqual(1);
+    expect(looks.length).toBeLessThanOrEqual(3); // slices.max_extensions defaults to 2
+    expect(c.runs).toHaveLength(looks.length);
+    looks.slice(1).forEach((l, k) => expect(l.run).toMatch(new RegExp(`^run-\\w+-x${k + 1}c0-0$`)));
+    // Each look at its group-sequential level; a look was followed by another only while unclear.
+    const levels = nominalAlphas(0.05, looks.map((l) => l.pairs));
+    looks.forEach((l, i) => expect(l.confidence).toBeCloseTo(1 - levels[i]!, 12));
+    looks.slice(0, -1).forEach((l) => expect(unclear(l.ci_ms, c.threshold_ms)).toBe(true));
+    const documents = JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as { plan: { run_id: string; seed: number } }[];
+    expect(documents.map((d) => d.plan.run_id)).toEqual(c.runs);
+    expect(new Set(documents.map((d) => d.plan.seed)).size).toBe(documents.length); // each extension new requests
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(looks.length > 1 ? /Looks at this build \(each run pooled in turn/ : /p90 interval: /);
   });
 
   it("stops the champion it started when it ends, unless --keep-host; a supervisor it found running is left alone", async () => {

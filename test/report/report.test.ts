@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { analyze, defaultSettings } from "../../src/analysis/verdict";
+import { analyze } from "../../src/analysis/verdict";
 import { armsOf } from "../../src/report/arms";
 import { textChart, svgChart } from "../../src/report/chart";
 import { gateOutcome } from "../../src/report/gate-outcome";
@@ -8,18 +8,18 @@ import { GITHUB_SUMMARY_LIMIT, markdownReport } from "../../src/report/markdown"
 import { candidateNote } from "../../src/report/notes";
 import { quartet } from "../../src/report/quartet";
 import { chartScale, niceTicks } from "../../src/report/scale";
-import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
+import { firstLookAt95, makeResult, pairsFromDiffs } from "../analysis/fixtures";
 import ref from "../analysis/reference-values.json";
 
 const CHAMPION = "89bd5b9a70b8d6bf7ac4784b9030a3291bb3cb6a";
 const CHALLENGER = "02711bd6a8e918b1c6903a5122de830e56b86ecc";
 const karan = () =>
-  analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), builds: { kind: "ab", champion_sha: CHAMPION, challenger_sha: CHALLENGER } }) }], { ...defaultSettings, floorMs: 0.07 });
+  analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), builds: { kind: "ab", champion_sha: CHAMPION, challenger_sha: CHALLENGER } }) }], { ...firstLookAt95, floorMs: 0.07 });
 
 /** An A/A run as the host records it: the champion on both ports. */
 function aaRun(d: number[]) {
   const result = makeResult({ pairs: pairsFromDiffs(d), builds: { kind: "aa", champion_sha: CHAMPION, challenger_sha: CHAMPION } });
-  return analyze([{ name: "aa.json", result }], { ...defaultSettings, floorMs: 0.09 });
+  return analyze([{ name: "aa.json", result }], { ...firstLookAt95, floorMs: 0.09 });
 }
 
 describe("ms", () => {
@@ -40,9 +40,9 @@ describe("quartet", () => {
 
   it("says slower for red, and no detectable change for grey, with the floor unknown", () => {
     const red = analyze([{ name: "r", result: makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) }) }]);
-    expect(quartet(red.headline, 99)).toMatch(/^challenger is 2\.5\d ms slower at p99 \(95% CI \[\+2\.\d\d, \+2\.\d\d\] ms; A\/A floor unknown; n=10 pairs\)$/);
+    expect(quartet(red.headline, 99)).toMatch(/^challenger is 2\.5\d ms slower at p99 \(97\.5% CI \[\+2\.\d\d, \+2\.\d\d\] ms; A\/A floor unknown; n=10 pairs\)$/);
     const grey = analyze([{ name: "r", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d) }) }]);
-    expect(quartet(grey.headline, 99)).toMatch(/^no detectable change at p99: estimate -0\.\d+ ms \(95% CI/);
+    expect(quartet(grey.headline, 99)).toMatch(/^no detectable change at p99: estimate -0\.\d+ ms \(97\.5% CI/);
   });
 });
 
@@ -63,7 +63,7 @@ describe("markdown report", () => {
 
   it("names the merge base as what the challenger was compared with when the champion arm ran it (comparison_base)", () => {
     const result = makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), builds: { kind: "ab", champion_sha: CHAMPION, challenger_sha: CHALLENGER, base: "merge-base" } });
-    const a = analyze([{ name: "r.json", result }], { ...defaultSettings, floorMs: 0.07 });
+    const a = analyze([{ name: "r.json", result }], { ...firstLookAt95, floorMs: 0.07 });
     const md = markdownReport(a);
     expect(md).toContain("challenger `02711bd` vs merge base `89bd5b9`\n");
     expect(md).toContain("The challenger is faster than its merge base.");
@@ -113,7 +113,7 @@ describe("markdown report", () => {
 
   it("warns of a biased host on every verdict, and the check title says so", () => {
     const a = analyze([{ name: "r.json", result: makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }) }], {
-      ...defaultSettings, hostBiasMs: { "checkout@50": [0.11, 0.31] },
+      ...firstLookAt95, hostBiasMs: { "checkout@50": [0.11, 0.31] },
     });
     expect(a.verdict).toBe("green"); // the bias concerns another workload
     expect(markdownReport(a)).toContain("> ⚠️ **Biased host.** The last A/A calibration found an interval that excludes 0 (checkout@50 [+0.11, +0.31] ms)");
@@ -125,7 +125,7 @@ describe("markdown report", () => {
     const many = Array.from({ length: 3000 }, (_, i) => Math.sin(i) * 0.5);
     const a = analyze(
       [500, 1000, 1500].map((rate) => ({ name: `r${rate}.json`, result: makeResult({ pairs: pairsFromDiffs(many), rate }) })),
-      defaultSettings,
+      firstLookAt95,
     );
     const md = markdownReport(a);
     expect(md.length).toBeLessThanOrEqual(GITHUB_SUMMARY_LIMIT);
@@ -168,7 +168,7 @@ describe("axis ticks", () => {
 });
 
 describe("charts", () => {
-  const mixed = () => analyze([{ name: "r", result: makeResult({ pairs: pairsFromDiffs([0.4, -0.3, 0.25, 0.5, -0.1, 0.35]) }) }], { ...defaultSettings, sloBudgetMs: 20, floorMs: 0.12 });
+  const mixed = () => analyze([{ name: "r", result: makeResult({ pairs: pairsFromDiffs([0.4, -0.3, 0.25, 0.5, -0.1, 0.35]) }) }], { ...firstLookAt95, sloBudgetMs: 20, floorMs: 0.12 });
 
   it("text: a negative difference is drawn left of 0, a positive one right of it, with the lines labelled", () => {
     const chart = textChart(mixed().headline, 99);
