@@ -116,7 +116,9 @@ for (const cell of chosen) {
   writeFileSync(config, [
     "service: {command: [./bin/service], health_path: /health}",
     "slo: {percentile: 99, budget_ms: 100}",
-    `slices: {seconds: ${cell.slice}, pairs: ${pairs}, order: ${cell.order}}`,
+    // One long run per cell, never extended: step 2 cuts it into gates, and plays the extending
+    // gate on consecutive blocks.
+    `slices: {seconds: ${cell.slice}, pairs: ${pairs}, order: ${cell.order}, max_extensions: 0}`,
     "warmup_seconds: 5",
     "workloads:",
     `  - {name: work, rates: [${RATE}], connections: 10, requests: ${profile.requests}}`,

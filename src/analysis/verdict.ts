@@ -12,12 +12,14 @@ import { AnalysisInputError } from "./input-error";
 import { type DroppedPair, extractPairs, isDisturbed, pooledPairs, type SlicePair } from "./pairs";
 import { efficiencyOf, type Efficiency } from "./efficiency";
 import { estimateLatency, type EstimatorKind } from "./latency-estimator";
+import { type Look, looksOf } from "./looks";
 import { tInterval } from "./pooled-quantile";
 import { seededRandom } from "./random";
-import { nominalAlphas } from "./sequential";
 import { pairedResources, type Resources } from "./resources";
 import { slicePercentileUs } from "./statistic";
 import { holmAdjust, pairedT, signTest, wilcoxonSignedRank } from "./tests";
+
+export type { Look } from "./looks";
 
 export type Verdict = "green" | "red" | "grey";
 /**
@@ -39,7 +41,10 @@ export interface GateSettings {
   sloBudgetMs: number;
   /** The regression that blocks a merge, in percent of the budget (default 1). */
   blockThresholdPercent: number;
-  /** Nominal confidence of a single look (default 0.95). */
+  /**
+   * Confidence of every look at one build together (default 0.95): the k-th look spends
+   * α(1 − 2⁻ᵏ) of α = 1 − confidence in all, the first look at 1 − α/2 (sequential.ts).
+   */
   confidence: number;
   /** The host's A/A floor in ms: one number, or per comparison key ("workload@rate"). */
   floorMs?: number | Readonly<Record<string, number>>;
@@ -167,16 +172,6 @@ export interface Comparison {
   thresholdMs: number;
   flags: Flag[];
   detail: PairDetail[];
-}
-
-export interface Look {
-  look: number;
-  /** The run this look added. */
-  run: string;
-  pairs: number;
-  estimateMs: number;
-  ciMs: [number, number];
-  confidence: number;
 }
 
 export interface Analysis {
@@ -410,33 +405,6 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
 
 const ms = (us: number) => us / 1000;
 
-/**
- * Each look at one build: the runs pooled in turn (a rerun, or an extension of the gate), each
- * judged at its group-sequential level (src/analysis/sequential.ts). A run that kept no pair adds
- * no information and is no look.
- */
-function looksOf(group: readonly NamedResult[], pairs: readonly SlicePair[], d: readonly number[], s: GateSettings): Look[] {
-  const runs: { run: string; pairs: number }[] = [];
-  let total = 0;
-  for (const g of group) {
-    const kept = pairs.filter((p) => p.run === g.name).length;
-    if (kept === 0) continue;
-    total += kept;
-    runs.push({ run: g.name, pairs: total });
-  }
-  const alphas = nominalAlphas(1 - s.confidence, runs.map((r) => r.pairs));
-  const seen = new Set<string>();
-  return runs.map((r, k) => {
-    seen.add(r.run);
-    const confidence = 1 - alphas[k]!;
-    const keep = pairs.map((p) => seen.has(p.run));
-    const upTo = pairs.filter((_, i) => keep[i]);
-    if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_, i) => keep[i]), s.percentile, 0, () => 0);
-    const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
-    return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
-  });
-}
 
 /** One arm's means over the used slices, and its request and error totals. */
 function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): ArmSummary {

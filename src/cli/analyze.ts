@@ -18,7 +18,8 @@ export const analyzeUsage = `usage: perf-gate analyze [options] RESULT.json…
   --block-threshold-percent X   a red blocks past X% of the budget (default ${defaultSettings.blockThresholdPercent})
   --floor-ms F           the host's A/A floor in ms, at the percentile
   --block-cpu-percent N  block when CPU per request regresses past N% over the whole interval
-  --confidence C         of a single look (default ${defaultSettings.confidence})
+  --confidence C         of all looks at one build together; the first look is at
+                         1 − (1 − C)/2, each rerun pooled a further look (default ${defaultSettings.confidence})
   --seed S               of the bootstrap (default ${defaultSettings.seed})
   --json                 print the analysis as JSON
   --markdown FILE        write the report

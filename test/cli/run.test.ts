@@ -171,7 +171,7 @@ describe("perf-gate run --local", () => {
     // The same build on both arms against a 0.3 ms threshold (0.6% of 50 ms): a 4-pair interval
     // here is ±0.3-0.7 ms at p90, so the first look usually holds the threshold and three looks'
     // pairs would settle it; whichever way this run goes, the rule must have been followed.
-    const cfg = config({ extra: "block_threshold_percent: 0.6\n" });
+    const cfg = config({ extra: "block_threshold_percent: 0.1\n" });
     const out = join(dir, "out-extending");
     const r = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", champion, "--json", "--out", out);
     stopHost(root);
