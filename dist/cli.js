@@ -20,9 +20,9 @@ var __commonJS = (cb, mod) => function __require2() {
     throw mod = 0, e;
   }
 };
-var __export = (target2, all) => {
-  for (var name2 in all)
-    __defProp(target2, name2, { get: all[name2], enumerable: true });
+var __export = (target2, all2) => {
+  for (var name2 in all2)
+    __defProp(target2, name2, { get: all2[name2], enumerable: true });
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
@@ -41,9 +41,9 @@ var __toESM = (mod, isNodeMode, target2) => (target2 = mod != null ? __create(__
   mod
 ));
 
-// node_modules/hdr-histogram-js/dist/ByteBuffer.js
+// ../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js
 var require_ByteBuffer = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -114,9 +114,9 @@ var require_ByteBuffer = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
+// ../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
 var require_HistogramIterationValue = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue = class {
@@ -138,9 +138,9 @@ var require_HistogramIterationValue = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
+// ../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
 var require_JsHistogramIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue_1 = require_HistogramIterationValue();
@@ -235,9 +235,9 @@ var require_JsHistogramIterator = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
+// ../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
 var require_RecordedValuesIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -271,9 +271,9 @@ var require_RecordedValuesIterator = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/PercentileIterator.js
+// ../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js
 var require_PercentileIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -339,9 +339,9 @@ var require_PercentileIterator = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/formatters.js
+// ../main/node_modules/hdr-histogram-js/dist/formatters.js
 var require_formatters = __commonJS({
-  "node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.floatFormatter = exports2.keepSignificantDigits = exports2.integerFormatter = void 0;
@@ -383,9 +383,9 @@ var require_formatters = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/ulp.js
+// ../main/node_modules/hdr-histogram-js/dist/ulp.js
 var require_ulp = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var ulp = (x) => Math.pow(2, Math.floor(Math.log2(x)) - 52);
@@ -393,9 +393,9 @@ var require_ulp = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Histogram.js
+// ../main/node_modules/hdr-histogram-js/dist/Histogram.js
 var require_Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.toSummary = exports2.NO_TAG = void 0;
@@ -421,9 +421,9 @@ var require_Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogram.js
+// ../main/node_modules/hdr-histogram-js/dist/JsHistogram.js
 var require_JsHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.default = exports2.JsHistogram = void 0;
@@ -1093,9 +1093,9 @@ var require_JsHistogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
+// ../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
 var require_generated_wasm = __commonJS({
-  "node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.BINARY = void 0;
@@ -1103,9 +1103,9 @@ var require_generated_wasm = __commonJS({
   }
 });
 
-// node_modules/base64-js/index.js
+// ../main/node_modules/base64-js/index.js
 var require_base64_js = __commonJS({
-  "node_modules/base64-js/index.js"(exports2) {
+  "../main/node_modules/base64-js/index.js"(exports2) {
     "use strict";
     exports2.byteLength = byteLength;
     exports2.toByteArray = toByteArray;
@@ -1204,9 +1204,9 @@ var require_base64_js = __commonJS({
   }
 });
 
-// node_modules/pako/lib/utils/common.js
+// ../main/node_modules/pako/lib/utils/common.js
 var require_common = __commonJS({
-  "node_modules/pako/lib/utils/common.js"(exports2) {
+  "../main/node_modules/pako/lib/utils/common.js"(exports2) {
     "use strict";
     var TYPED_OK = typeof Uint8Array !== "undefined" && typeof Uint16Array !== "undefined" && typeof Int32Array !== "undefined";
     function _has(obj, key) {
@@ -1295,9 +1295,9 @@ var require_common = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/trees.js
+// ../main/node_modules/pako/lib/zlib/trees.js
 var require_trees = __commonJS({
-  "node_modules/pako/lib/zlib/trees.js"(exports2) {
+  "../main/node_modules/pako/lib/zlib/trees.js"(exports2) {
     "use strict";
     var utils = require_common();
     var Z_FIXED = 4;
@@ -1937,9 +1937,9 @@ var require_trees = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/adler32.js
+// ../main/node_modules/pako/lib/zlib/adler32.js
 var require_adler32 = __commonJS({
-  "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
     "use strict";
     function adler32(adler, buf, len, pos) {
       var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
@@ -1959,9 +1959,9 @@ var require_adler32 = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/crc32.js
+// ../main/node_modules/pako/lib/zlib/crc32.js
 var require_crc32 = __commonJS({
-  "node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
     "use strict";
     function makeTable() {
       var c3, table = [];
@@ -1987,9 +1987,9 @@ var require_crc32 = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/messages.js
+// ../main/node_modules/pako/lib/zlib/messages.js
 var require_messages = __commonJS({
-  "node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       2: "need dictionary",
@@ -2014,9 +2014,9 @@ var require_messages = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/deflate.js
+// ../main/node_modules/pako/lib/zlib/deflate.js
 var require_deflate = __commonJS({
-  "node_modules/pako/lib/zlib/deflate.js"(exports2) {
+  "../main/node_modules/pako/lib/zlib/deflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var trees = require_trees();
@@ -3063,9 +3063,9 @@ var require_deflate = __commonJS({
   }
 });
 
-// node_modules/pako/lib/utils/strings.js
+// ../main/node_modules/pako/lib/utils/strings.js
 var require_strings = __commonJS({
-  "node_modules/pako/lib/utils/strings.js"(exports2) {
+  "../main/node_modules/pako/lib/utils/strings.js"(exports2) {
     "use strict";
     var utils = require_common();
     var STR_APPLY_OK = true;
@@ -3205,9 +3205,9 @@ var require_strings = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/zstream.js
+// ../main/node_modules/pako/lib/zlib/zstream.js
 var require_zstream = __commonJS({
-  "node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
     "use strict";
     function ZStream() {
       this.input = null;
@@ -3227,9 +3227,9 @@ var require_zstream = __commonJS({
   }
 });
 
-// node_modules/pako/lib/deflate.js
+// ../main/node_modules/pako/lib/deflate.js
 var require_deflate2 = __commonJS({
-  "node_modules/pako/lib/deflate.js"(exports2) {
+  "../main/node_modules/pako/lib/deflate.js"(exports2) {
     "use strict";
     var zlib_deflate = require_deflate();
     var utils = require_common();
@@ -3388,9 +3388,9 @@ var require_deflate2 = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/inffast.js
+// ../main/node_modules/pako/lib/zlib/inffast.js
 var require_inffast = __commonJS({
-  "node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
     "use strict";
     var BAD = 30;
     var TYPE = 12;
@@ -3617,9 +3617,9 @@ var require_inffast = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/inftrees.js
+// ../main/node_modules/pako/lib/zlib/inftrees.js
 var require_inftrees = __commonJS({
-  "node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
     "use strict";
     var utils = require_common();
     var MAXBITS = 15;
@@ -3933,9 +3933,9 @@ var require_inftrees = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/inflate.js
+// ../main/node_modules/pako/lib/zlib/inflate.js
 var require_inflate = __commonJS({
-  "node_modules/pako/lib/zlib/inflate.js"(exports2) {
+  "../main/node_modules/pako/lib/zlib/inflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var adler32 = require_adler32();
@@ -5172,9 +5172,9 @@ var require_inflate = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/constants.js
+// ../main/node_modules/pako/lib/zlib/constants.js
 var require_constants = __commonJS({
-  "node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       /* Allowed flush values; see deflate() and inflate() below for details */
@@ -5219,9 +5219,9 @@ var require_constants = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/gzheader.js
+// ../main/node_modules/pako/lib/zlib/gzheader.js
 var require_gzheader = __commonJS({
-  "node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
+  "../main/node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
     "use strict";
     function GZheader() {
       this.text = 0;
@@ -5239,9 +5239,9 @@ var require_gzheader = __commonJS({
   }
 });
 
-// node_modules/pako/lib/inflate.js
+// ../main/node_modules/pako/lib/inflate.js
 var require_inflate2 = __commonJS({
-  "node_modules/pako/lib/inflate.js"(exports2) {
+  "../main/node_modules/pako/lib/inflate.js"(exports2) {
     "use strict";
     var zlib_inflate = require_inflate();
     var utils = require_common();
@@ -5413,9 +5413,9 @@ var require_inflate2 = __commonJS({
   }
 });
 
-// node_modules/pako/index.js
+// ../main/node_modules/pako/index.js
 var require_pako = __commonJS({
-  "node_modules/pako/index.js"(exports2, module2) {
+  "../main/node_modules/pako/index.js"(exports2, module2) {
     "use strict";
     var assign = require_common().assign;
     var deflate = require_deflate2();
@@ -5427,9 +5427,9 @@ var require_pako = __commonJS({
   }
 });
 
-// node_modules/@assemblyscript/loader/umd/index.js
+// ../main/node_modules/@assemblyscript/loader/umd/index.js
 var require_umd = __commonJS({
-  "node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
+  "../main/node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
     var loader = (function(exports3) {
       "use strict";
       Object.defineProperty(exports3, "__esModule", {
@@ -5834,9 +5834,9 @@ var require_umd = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/wasm/index.js
+// ../main/node_modules/hdr-histogram-js/dist/wasm/index.js
 var require_wasm = __commonJS({
-  "node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
     "use strict";
     var __awaiter = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
@@ -6063,9 +6063,9 @@ var require_wasm = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
+// ../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
 var require_PackedArrayContext = __commonJS({
-  "node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArrayContext = exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = void 0;
@@ -6506,9 +6506,9 @@ var require_PackedArrayContext = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
+// ../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
 var require_PackedArray = __commonJS({
-  "node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArray = void 0;
@@ -6643,9 +6643,9 @@ var require_PackedArray = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/PackedHistogram.js
+// ../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js
 var require_PackedHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6691,9 +6691,9 @@ var require_PackedHistogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
+// ../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
 var require_TypedArrayHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6754,9 +6754,9 @@ var require_TypedArrayHistogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Int8Histogram.js
+// ../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js
 var require_Int8Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6769,9 +6769,9 @@ var require_Int8Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Int16Histogram.js
+// ../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js
 var require_Int16Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6784,9 +6784,9 @@ var require_Int16Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Int32Histogram.js
+// ../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js
 var require_Int32Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6799,9 +6799,9 @@ var require_Int32Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Float64Histogram.js
+// ../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js
 var require_Float64Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6814,9 +6814,9 @@ var require_Float64Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
+// ../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
 var require_JsHistogramFactory = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.constructorFromBucketSize = constructorFromBucketSize;
@@ -6844,9 +6844,9 @@ var require_JsHistogramFactory = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
+// ../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
 var require_ZigZagEncoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -6966,9 +6966,9 @@ var require_ZigZagEncoding = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
+// ../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
 var require_JsHistogram_encoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
+  "../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.inflate = exports.deflate = void 0;
@@ -7130,9 +7130,9 @@ var require_JsHistogram_encoding = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/encoding.js
+// ../main/node_modules/hdr-histogram-js/dist/encoding.js
 var require_encoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = void 0;
@@ -7189,9 +7189,9 @@ var require_encoding = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramLogReader.js
+// ../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js
 var require_HistogramLogReader = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.listTags = void 0;
@@ -7281,9 +7281,9 @@ var require_HistogramLogReader = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
+// ../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
 var require_HistogramLogWriter = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var Histogram_1 = require_Histogram();
@@ -7354,9 +7354,9 @@ var require_HistogramLogWriter = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramBuilder.js
+// ../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js
 var require_HistogramBuilder = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.build = exports2.defaultRequest = void 0;
@@ -7384,9 +7384,9 @@ var require_HistogramBuilder = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Recorder.js
+// ../main/node_modules/hdr-histogram-js/dist/Recorder.js
 var require_Recorder = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramBuilder_1 = require_HistogramBuilder();
@@ -7537,9 +7537,9 @@ var require_Recorder = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/index.js
+// ../main/node_modules/hdr-histogram-js/dist/index.js
 var require_dist = __commonJS({
-  "node_modules/hdr-histogram-js/dist/index.js"(exports2) {
+  "../main/node_modules/hdr-histogram-js/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.JsHistogram = exports2.WasmHistogram = exports2.Recorder = exports2.HistogramLogWriter = exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = exports2.ByteBuffer = exports2.build = exports2.listTags = exports2.HistogramLogReader = exports2.PackedHistogram = exports2.Float64Histogram = exports2.Int32Histogram = exports2.Int16Histogram = exports2.Int8Histogram = exports2.initWebAssemblySync = exports2.initWebAssembly = void 0;
@@ -7590,9 +7590,9 @@ var require_dist = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/identity.js
+// ../main/node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
-  "node_modules/yaml/dist/nodes/identity.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/identity.js"(exports2) {
     "use strict";
     var ALIAS = /* @__PURE__ */ Symbol.for("yaml.alias");
     var DOC = /* @__PURE__ */ Symbol.for("yaml.document");
@@ -7647,9 +7647,9 @@ var require_identity = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/visit.js
+// ../main/node_modules/yaml/dist/visit.js
 var require_visit = __commonJS({
-  "node_modules/yaml/dist/visit.js"(exports2) {
+  "../main/node_modules/yaml/dist/visit.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
@@ -7805,9 +7805,9 @@ var require_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/directives.js
+// ../main/node_modules/yaml/dist/doc/directives.js
 var require_directives = __commonJS({
-  "node_modules/yaml/dist/doc/directives.js"(exports2) {
+  "../main/node_modules/yaml/dist/doc/directives.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -7976,9 +7976,9 @@ var require_directives = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/anchors.js
+// ../main/node_modules/yaml/dist/doc/anchors.js
 var require_anchors = __commonJS({
-  "node_modules/yaml/dist/doc/anchors.js"(exports2) {
+  "../main/node_modules/yaml/dist/doc/anchors.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -8046,9 +8046,9 @@ var require_anchors = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/applyReviver.js
+// ../main/node_modules/yaml/dist/doc/applyReviver.js
 var require_applyReviver = __commonJS({
-  "node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
+  "../main/node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
     "use strict";
     function applyReviver(reviver, obj, key, val) {
       if (val && typeof val === "object") {
@@ -8096,9 +8096,9 @@ var require_applyReviver = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/toJS.js
+// ../main/node_modules/yaml/dist/nodes/toJS.js
 var require_toJS = __commonJS({
-  "node_modules/yaml/dist/nodes/toJS.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/toJS.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function toJS(value, arg, ctx) {
@@ -8126,9 +8126,9 @@ var require_toJS = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Node.js
+// ../main/node_modules/yaml/dist/nodes/Node.js
 var require_Node = __commonJS({
-  "node_modules/yaml/dist/nodes/Node.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/Node.js"(exports2) {
     "use strict";
     var applyReviver = require_applyReviver();
     var identity3 = require_identity();
@@ -8167,9 +8167,9 @@ var require_Node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Alias.js
+// ../main/node_modules/yaml/dist/nodes/Alias.js
 var require_Alias = __commonJS({
-  "node_modules/yaml/dist/nodes/Alias.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/Alias.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var visit2 = require_visit();
@@ -8285,9 +8285,9 @@ var require_Alias = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Scalar.js
+// ../main/node_modules/yaml/dist/nodes/Scalar.js
 var require_Scalar = __commonJS({
-  "node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Node = require_Node();
@@ -8315,9 +8315,9 @@ var require_Scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/createNode.js
+// ../main/node_modules/yaml/dist/doc/createNode.js
 var require_createNode = __commonJS({
-  "node_modules/yaml/dist/doc/createNode.js"(exports2) {
+  "../main/node_modules/yaml/dist/doc/createNode.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -8390,9 +8390,9 @@ var require_createNode = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Collection.js
+// ../main/node_modules/yaml/dist/nodes/Collection.js
 var require_Collection = __commonJS({
-  "node_modules/yaml/dist/nodes/Collection.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/Collection.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var identity3 = require_identity();
@@ -8533,9 +8533,9 @@ var require_Collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyComment.js
+// ../main/node_modules/yaml/dist/stringify/stringifyComment.js
 var require_stringifyComment = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
     "use strict";
     var stringifyComment = (str) => str.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
@@ -8550,9 +8550,9 @@ var require_stringifyComment = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/foldFlowLines.js
+// ../main/node_modules/yaml/dist/stringify/foldFlowLines.js
 var require_foldFlowLines = __commonJS({
-  "node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
     "use strict";
     var FOLD_FLOW = "flow";
     var FOLD_BLOCK = "block";
@@ -8686,9 +8686,9 @@ ${indent}${text.slice(fold + 1, end2)}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyString.js
+// ../main/node_modules/yaml/dist/stringify/stringifyString.js
 var require_stringifyString = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var foldFlowLines = require_foldFlowLines();
@@ -8969,9 +8969,9 @@ ${indent}`);
   }
 });
 
-// node_modules/yaml/dist/stringify/stringify.js
+// ../main/node_modules/yaml/dist/stringify/stringify.js
 var require_stringify = __commonJS({
-  "node_modules/yaml/dist/stringify/stringify.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringify.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var identity3 = require_identity();
@@ -9093,9 +9093,9 @@ ${ctx.indent}${str}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyPair.js
+// ../main/node_modules/yaml/dist/stringify/stringifyPair.js
 var require_stringifyPair = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9226,9 +9226,9 @@ ${ctx.indent}`;
   }
 });
 
-// node_modules/yaml/dist/log.js
+// ../main/node_modules/yaml/dist/log.js
 var require_log = __commonJS({
-  "node_modules/yaml/dist/log.js"(exports2) {
+  "../main/node_modules/yaml/dist/log.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     function debug(logLevel, ...messages) {
@@ -9248,9 +9248,9 @@ var require_log = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/merge.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js
 var require_merge = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9308,9 +9308,9 @@ var require_merge = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/addPairToJSMap.js
+// ../main/node_modules/yaml/dist/nodes/addPairToJSMap.js
 var require_addPairToJSMap = __commonJS({
-  "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
     "use strict";
     var log = require_log();
     var merge2 = require_merge();
@@ -9372,9 +9372,9 @@ var require_addPairToJSMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Pair.js
+// ../main/node_modules/yaml/dist/nodes/Pair.js
 var require_Pair = __commonJS({
-  "node_modules/yaml/dist/nodes/Pair.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/Pair.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyPair = require_stringifyPair();
@@ -9412,9 +9412,9 @@ var require_Pair = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyCollection.js
+// ../main/node_modules/yaml/dist/stringify/stringifyCollection.js
 var require_stringifyCollection = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -9563,9 +9563,9 @@ ${indent}${end}`;
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLMap.js
+// ../main/node_modules/yaml/dist/nodes/YAMLMap.js
 var require_YAMLMap = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
     "use strict";
     var stringifyCollection = require_stringifyCollection();
     var addPairToJSMap = require_addPairToJSMap();
@@ -9707,9 +9707,9 @@ var require_YAMLMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/map.js
+// ../main/node_modules/yaml/dist/schema/common/map.js
 var require_map = __commonJS({
-  "node_modules/yaml/dist/schema/common/map.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/common/map.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLMap = require_YAMLMap();
@@ -9729,9 +9729,9 @@ var require_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLSeq.js
+// ../main/node_modules/yaml/dist/nodes/YAMLSeq.js
 var require_YAMLSeq = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
+  "../main/node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyCollection = require_stringifyCollection();
@@ -9845,9 +9845,9 @@ var require_YAMLSeq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/seq.js
+// ../main/node_modules/yaml/dist/schema/common/seq.js
 var require_seq = __commonJS({
-  "node_modules/yaml/dist/schema/common/seq.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/common/seq.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLSeq = require_YAMLSeq();
@@ -9867,9 +9867,9 @@ var require_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/string.js
+// ../main/node_modules/yaml/dist/schema/common/string.js
 var require_string = __commonJS({
-  "node_modules/yaml/dist/schema/common/string.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/common/string.js"(exports2) {
     "use strict";
     var stringifyString = require_stringifyString();
     var string4 = {
@@ -9886,9 +9886,9 @@ var require_string = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/null.js
+// ../main/node_modules/yaml/dist/schema/common/null.js
 var require_null = __commonJS({
-  "node_modules/yaml/dist/schema/common/null.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/common/null.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
@@ -9904,9 +9904,9 @@ var require_null = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/bool.js
+// ../main/node_modules/yaml/dist/schema/core/bool.js
 var require_bool = __commonJS({
-  "node_modules/yaml/dist/schema/core/bool.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/core/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
@@ -9928,9 +9928,9 @@ var require_bool = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyNumber.js
+// ../main/node_modules/yaml/dist/stringify/stringifyNumber.js
 var require_stringifyNumber = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
     "use strict";
     function stringifyNumber({ format: format2, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
@@ -9955,9 +9955,9 @@ var require_stringifyNumber = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/float.js
+// ../main/node_modules/yaml/dist/schema/core/float.js
 var require_float = __commonJS({
-  "node_modules/yaml/dist/schema/core/float.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/core/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10001,9 +10001,9 @@ var require_float = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/int.js
+// ../main/node_modules/yaml/dist/schema/core/int.js
 var require_int = __commonJS({
-  "node_modules/yaml/dist/schema/core/int.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/core/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10046,9 +10046,9 @@ var require_int = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/schema.js
+// ../main/node_modules/yaml/dist/schema/core/schema.js
 var require_schema = __commonJS({
-  "node_modules/yaml/dist/schema/core/schema.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/core/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10074,9 +10074,9 @@ var require_schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/json/schema.js
+// ../main/node_modules/yaml/dist/schema/json/schema.js
 var require_schema2 = __commonJS({
-  "node_modules/yaml/dist/schema/json/schema.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/json/schema.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var map2 = require_map();
@@ -10141,9 +10141,9 @@ var require_schema2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/binary.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js
 var require_binary = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
     "use strict";
     var node_buffer = __require("buffer");
     var Scalar = require_Scalar();
@@ -10207,9 +10207,9 @@ var require_binary = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/pairs.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js
 var require_pairs = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10285,9 +10285,9 @@ ${cn.comment}` : item.comment;
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/omap.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js
 var require_omap = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var toJS = require_toJS();
@@ -10363,9 +10363,9 @@ var require_omap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/bool.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js
 var require_bool2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function boolStringify({ value, source }, ctx) {
@@ -10395,9 +10395,9 @@ var require_bool2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/float.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/float.js
 var require_float2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10444,9 +10444,9 @@ var require_float2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/int.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/int.js
 var require_int2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10523,9 +10523,9 @@ var require_int2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/set.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/set.js
 var require_set = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10612,9 +10612,9 @@ var require_set = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
 var require_timestamp = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     function parseSexagesimal(str, asBigInt) {
@@ -10700,9 +10700,9 @@ var require_timestamp = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/schema.js
+// ../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js
 var require_schema3 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10744,9 +10744,9 @@ var require_schema3 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/tags.js
+// ../main/node_modules/yaml/dist/schema/tags.js
 var require_tags = __commonJS({
-  "node_modules/yaml/dist/schema/tags.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/tags.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10838,9 +10838,9 @@ var require_tags = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/Schema.js
+// ../main/node_modules/yaml/dist/schema/Schema.js
 var require_Schema = __commonJS({
-  "node_modules/yaml/dist/schema/Schema.js"(exports2) {
+  "../main/node_modules/yaml/dist/schema/Schema.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var map2 = require_map();
@@ -10870,9 +10870,9 @@ var require_Schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyDocument.js
+// ../main/node_modules/yaml/dist/stringify/stringifyDocument.js
 var require_stringifyDocument = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
+  "../main/node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -10950,9 +10950,9 @@ var require_stringifyDocument = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/Document.js
+// ../main/node_modules/yaml/dist/doc/Document.js
 var require_Document = __commonJS({
-  "node_modules/yaml/dist/doc/Document.js"(exports2) {
+  "../main/node_modules/yaml/dist/doc/Document.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var Collection = require_Collection();
@@ -11259,9 +11259,9 @@ var require_Document = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/errors.js
+// ../main/node_modules/yaml/dist/errors.js
 var require_errors = __commonJS({
-  "node_modules/yaml/dist/errors.js"(exports2) {
+  "../main/node_modules/yaml/dist/errors.js"(exports2) {
     "use strict";
     var YAMLError = class extends Error {
       constructor(name2, pos, code, message) {
@@ -11324,9 +11324,9 @@ ${pointer}
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-props.js
+// ../main/node_modules/yaml/dist/compose/resolve-props.js
 var require_resolve_props = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
     "use strict";
     function resolveProps(tokens, { flow, indicator, next, offset, onError, parentIndent, startOnNewline }) {
       let spaceBefore = false;
@@ -11458,9 +11458,9 @@ var require_resolve_props = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-contains-newline.js
+// ../main/node_modules/yaml/dist/compose/util-contains-newline.js
 var require_util_contains_newline = __commonJS({
-  "node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
     "use strict";
     function containsNewline(key) {
       if (!key)
@@ -11500,9 +11500,9 @@ var require_util_contains_newline = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-flow-indent-check.js
+// ../main/node_modules/yaml/dist/compose/util-flow-indent-check.js
 var require_util_flow_indent_check = __commonJS({
-  "node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
     "use strict";
     var utilContainsNewline = require_util_contains_newline();
     function flowIndentCheck(indent, fc, onError) {
@@ -11518,9 +11518,9 @@ var require_util_flow_indent_check = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-map-includes.js
+// ../main/node_modules/yaml/dist/compose/util-map-includes.js
 var require_util_map_includes = __commonJS({
-  "node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function mapIncludes(ctx, items, search) {
@@ -11534,9 +11534,9 @@ var require_util_map_includes = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-map.js
+// ../main/node_modules/yaml/dist/compose/resolve-block-map.js
 var require_resolve_block_map = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
     "use strict";
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
@@ -11642,9 +11642,9 @@ var require_resolve_block_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-seq.js
+// ../main/node_modules/yaml/dist/compose/resolve-block-seq.js
 var require_resolve_block_seq = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
     "use strict";
     var YAMLSeq = require_YAMLSeq();
     var resolveProps = require_resolve_props();
@@ -11693,9 +11693,9 @@ var require_resolve_block_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-end.js
+// ../main/node_modules/yaml/dist/compose/resolve-end.js
 var require_resolve_end = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
     "use strict";
     function resolveEnd(end, offset, reqSpace, onError) {
       let comment = "";
@@ -11736,9 +11736,9 @@ var require_resolve_end = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-collection.js
+// ../main/node_modules/yaml/dist/compose/resolve-flow-collection.js
 var require_resolve_flow_collection = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -11930,9 +11930,9 @@ var require_resolve_flow_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-collection.js
+// ../main/node_modules/yaml/dist/compose/compose-collection.js
 var require_compose_collection = __commonJS({
-  "node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -11995,9 +11995,9 @@ var require_compose_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-scalar.js
+// ../main/node_modules/yaml/dist/compose/resolve-block-scalar.js
 var require_resolve_block_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
@@ -12178,9 +12178,9 @@ var require_resolve_block_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-scalar.js
+// ../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js
 var require_resolve_flow_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var resolveEnd = require_resolve_end();
@@ -12399,9 +12399,9 @@ var require_resolve_flow_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-scalar.js
+// ../main/node_modules/yaml/dist/compose/compose-scalar.js
 var require_compose_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -12480,9 +12480,9 @@ var require_compose_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-empty-scalar-position.js
+// ../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js
 var require_util_empty_scalar_position = __commonJS({
-  "node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
     "use strict";
     function emptyScalarPosition(offset, before, pos) {
       if (before) {
@@ -12510,9 +12510,9 @@ var require_util_empty_scalar_position = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-node.js
+// ../main/node_modules/yaml/dist/compose/compose-node.js
 var require_compose_node = __commonJS({
-  "node_modules/yaml/dist/compose/compose-node.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/compose-node.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -12616,9 +12616,9 @@ var require_compose_node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-doc.js
+// ../main/node_modules/yaml/dist/compose/compose-doc.js
 var require_compose_doc = __commonJS({
-  "node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
     "use strict";
     var Document = require_Document();
     var composeNode = require_compose_node();
@@ -12659,9 +12659,9 @@ var require_compose_doc = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/composer.js
+// ../main/node_modules/yaml/dist/compose/composer.js
 var require_composer = __commonJS({
-  "node_modules/yaml/dist/compose/composer.js"(exports2) {
+  "../main/node_modules/yaml/dist/compose/composer.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var directives = require_directives();
@@ -12867,9 +12867,9 @@ ${end.comment}` : end.comment;
   }
 });
 
-// node_modules/yaml/dist/parse/cst-scalar.js
+// ../main/node_modules/yaml/dist/parse/cst-scalar.js
 var require_cst_scalar = __commonJS({
-  "node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
     "use strict";
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
@@ -13052,9 +13052,9 @@ var require_cst_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-stringify.js
+// ../main/node_modules/yaml/dist/parse/cst-stringify.js
 var require_cst_stringify = __commonJS({
-  "node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
     "use strict";
     var stringify = (cst) => "type" in cst ? stringifyToken(cst) : stringifyItem(cst);
     function stringifyToken(token) {
@@ -13113,9 +13113,9 @@ var require_cst_stringify = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-visit.js
+// ../main/node_modules/yaml/dist/parse/cst-visit.js
 var require_cst_visit = __commonJS({
-  "node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
@@ -13175,9 +13175,9 @@ var require_cst_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst.js
+// ../main/node_modules/yaml/dist/parse/cst.js
 var require_cst = __commonJS({
-  "node_modules/yaml/dist/parse/cst.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/cst.js"(exports2) {
     "use strict";
     var cstScalar = require_cst_scalar();
     var cstStringify = require_cst_stringify();
@@ -13277,9 +13277,9 @@ var require_cst = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/lexer.js
+// ../main/node_modules/yaml/dist/parse/lexer.js
 var require_lexer = __commonJS({
-  "node_modules/yaml/dist/parse/lexer.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/lexer.js"(exports2) {
     "use strict";
     var cst = require_cst();
     function isEmpty(ch) {
@@ -13866,9 +13866,9 @@ var require_lexer = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/line-counter.js
+// ../main/node_modules/yaml/dist/parse/line-counter.js
 var require_line_counter = __commonJS({
-  "node_modules/yaml/dist/parse/line-counter.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/line-counter.js"(exports2) {
     "use strict";
     var LineCounter2 = class {
       constructor() {
@@ -13897,9 +13897,9 @@ var require_line_counter = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/parser.js
+// ../main/node_modules/yaml/dist/parse/parser.js
 var require_parser = __commonJS({
-  "node_modules/yaml/dist/parse/parser.js"(exports2) {
+  "../main/node_modules/yaml/dist/parse/parser.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var cst = require_cst();
@@ -14771,9 +14771,9 @@ var require_parser = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/public-api.js
+// ../main/node_modules/yaml/dist/public-api.js
 var require_public_api = __commonJS({
-  "node_modules/yaml/dist/public-api.js"(exports2) {
+  "../main/node_modules/yaml/dist/public-api.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14868,9 +14868,9 @@ var require_public_api = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/index.js
+// ../main/node_modules/yaml/dist/index.js
 var require_dist2 = __commonJS({
-  "node_modules/yaml/dist/index.js"(exports2) {
+  "../main/node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14920,9 +14920,9 @@ var require_dist2 = __commonJS({
   }
 });
 
-// node_modules/isexe/windows.js
+// ../main/node_modules/isexe/windows.js
 var require_windows = __commonJS({
-  "node_modules/isexe/windows.js"(exports2, module2) {
+  "../main/node_modules/isexe/windows.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14960,9 +14960,9 @@ var require_windows = __commonJS({
   }
 });
 
-// node_modules/isexe/mode.js
+// ../main/node_modules/isexe/mode.js
 var require_mode = __commonJS({
-  "node_modules/isexe/mode.js"(exports2, module2) {
+  "../main/node_modules/isexe/mode.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14993,9 +14993,9 @@ var require_mode = __commonJS({
   }
 });
 
-// node_modules/isexe/index.js
+// ../main/node_modules/isexe/index.js
 var require_isexe = __commonJS({
-  "node_modules/isexe/index.js"(exports2, module2) {
+  "../main/node_modules/isexe/index.js"(exports2, module2) {
     var fs = __require("fs");
     var core;
     if (process.platform === "win32" || global.TESTING_WINDOWS) {
@@ -15048,9 +15048,9 @@ var require_isexe = __commonJS({
   }
 });
 
-// node_modules/which/which.js
+// ../main/node_modules/which/which.js
 var require_which = __commonJS({
-  "node_modules/which/which.js"(exports2, module2) {
+  "../main/node_modules/which/which.js"(exports2, module2) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
     var path6 = __require("path");
     var COLON = isWindows ? ";" : ":";
@@ -15144,9 +15144,9 @@ var require_which = __commonJS({
   }
 });
 
-// node_modules/path-key/index.js
+// ../main/node_modules/path-key/index.js
 var require_path_key = __commonJS({
-  "node_modules/path-key/index.js"(exports2, module2) {
+  "../main/node_modules/path-key/index.js"(exports2, module2) {
     "use strict";
     var pathKey2 = (options = {}) => {
       const environment = options.env || process.env;
@@ -15161,9 +15161,9 @@ var require_path_key = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/util/resolveCommand.js
+// ../main/node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand = __commonJS({
-  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
+  "../main/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var which = require_which();
@@ -15203,9 +15203,9 @@ var require_resolveCommand = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/util/escape.js
+// ../main/node_modules/cross-spawn/lib/util/escape.js
 var require_escape = __commonJS({
-  "node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
+  "../main/node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
     "use strict";
     var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
     function escapeCommand(arg) {
@@ -15228,17 +15228,17 @@ var require_escape = __commonJS({
   }
 });
 
-// node_modules/shebang-regex/index.js
+// ../main/node_modules/shebang-regex/index.js
 var require_shebang_regex = __commonJS({
-  "node_modules/shebang-regex/index.js"(exports2, module2) {
+  "../main/node_modules/shebang-regex/index.js"(exports2, module2) {
     "use strict";
     module2.exports = /^#!(.*)/;
   }
 });
 
-// node_modules/shebang-command/index.js
+// ../main/node_modules/shebang-command/index.js
 var require_shebang_command = __commonJS({
-  "node_modules/shebang-command/index.js"(exports2, module2) {
+  "../main/node_modules/shebang-command/index.js"(exports2, module2) {
     "use strict";
     var shebangRegex = require_shebang_regex();
     module2.exports = (string4 = "") => {
@@ -15256,9 +15256,9 @@ var require_shebang_command = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/util/readShebang.js
+// ../main/node_modules/cross-spawn/lib/util/readShebang.js
 var require_readShebang = __commonJS({
-  "node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
+  "../main/node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
     "use strict";
     var fs = __require("fs");
     var shebangCommand = require_shebang_command();
@@ -15278,9 +15278,9 @@ var require_readShebang = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/parse.js
+// ../main/node_modules/cross-spawn/lib/parse.js
 var require_parse = __commonJS({
-  "node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
+  "../main/node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var resolveCommand = require_resolveCommand();
@@ -15340,9 +15340,9 @@ var require_parse = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/enoent.js
+// ../main/node_modules/cross-spawn/lib/enoent.js
 var require_enoent = __commonJS({
-  "node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
+  "../main/node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
     "use strict";
     var isWin = process.platform === "win32";
     function notFoundError(original, syscall) {
@@ -15390,9 +15390,9 @@ var require_enoent = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/index.js
+// ../main/node_modules/cross-spawn/index.js
 var require_cross_spawn = __commonJS({
-  "node_modules/cross-spawn/index.js"(exports2, module2) {
+  "../main/node_modules/cross-spawn/index.js"(exports2, module2) {
     "use strict";
     var cp = __require("child_process");
     var parse3 = require_parse();
@@ -15428,7 +15428,7 @@ var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
 };
 
-// node_modules/simple-statistics/dist/simple-statistics.mjs
+// ../main/node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
     return 0;
@@ -15609,7 +15609,7 @@ function quantileSorted(sorted, q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-// node_modules/zod/v4/classic/external.js
+// ../main/node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -15872,7 +15872,7 @@ __export(external_exports, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/core/index.js
+// ../main/node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -16189,7 +16189,7 @@ __export(core_exports2, {
   withParser: () => withParser
 });
 
-// node_modules/zod/v4/core/util.js
+// ../main/node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -17045,7 +17045,7 @@ function constantCatch(value) {
   return fn;
 }
 
-// node_modules/zod/v4/core/core.js
+// ../main/node_modules/zod/v4/core/core.js
 var _a;
 var NEVER = /* @__PURE__ */ Object.freeze({
   status: "aborted"
@@ -17167,7 +17167,7 @@ function config(newConfig) {
   return globalConfig;
 }
 
-// node_modules/zod/v4/core/errors.js
+// ../main/node_modules/zod/v4/core/errors.js
 function _getMessage() {
   const internals = this._zod;
   internals.message ?? (internals.message = JSON.stringify(internals.def, jsonStringifyReplacer, 2));
@@ -17359,7 +17359,7 @@ function prettifyError(error62) {
   return lines.join("\n");
 }
 
-// node_modules/zod/v4/core/parse.js
+// ../main/node_modules/zod/v4/core/parse.js
 function finalizeParams(callee, params) {
   return { callee: params?.callee ?? callee, Err: params?.Err };
 }
@@ -17519,7 +17519,7 @@ var _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 var safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync($ZodRealError);
 
-// node_modules/zod/v4/core/regexes.js
+// ../main/node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   anyString: () => anyString,
@@ -17691,7 +17691,7 @@ var sha512_hex = /^[0-9a-fA-F]{128}$/;
 var sha512_base64 = /* @__PURE__ */ fixedBase64(86, "==");
 var sha512_base64url = /* @__PURE__ */ fixedBase64url(86);
 
-// node_modules/zod/v4/core/checks.js
+// ../main/node_modules/zod/v4/core/checks.js
 var $ZodCheck = /* @__PURE__ */ $constructor("$ZodCheck", (inst, def) => {
   var _a3;
   inst._zod ?? (inst._zod = {});
@@ -18167,7 +18167,7 @@ var $ZodCheckOverwrite = /* @__PURE__ */ $constructor("$ZodCheckOverwrite", (ins
   };
 });
 
-// node_modules/zod/v4/core/doc.js
+// ../main/node_modules/zod/v4/core/doc.js
 var Doc = class {
   constructor(args = [], closed = {}) {
     this.content = [];
@@ -18208,14 +18208,14 @@ ${content.join("\n")}
   }
 };
 
-// node_modules/zod/v4/core/versions.js
+// ../main/node_modules/zod/v4/core/versions.js
 var version2 = {
   major: 4,
   minor: 6,
   patch: 7
 };
 
-// node_modules/zod/v4/core/schemas.js
+// ../main/node_modules/zod/v4/core/schemas.js
 var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   var _a3;
   inst ?? (inst = {});
@@ -20657,7 +20657,7 @@ function handleRefineResult(result, payload, input2, inst) {
   }
 }
 
-// node_modules/zod/v4/core/memoizer.js
+// ../main/node_modules/zod/v4/core/memoizer.js
 var $ZodCyclicError = class extends Error {
   constructor() {
     super(`Cannot parse a reference cycle that closes through a transform`);
@@ -20934,7 +20934,7 @@ function isBackEdge(ctx, value) {
   return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
 
-// node_modules/zod/v4/locales/index.js
+// ../main/node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -21002,7 +21002,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 
-// node_modules/zod/v4/locales/ar.js
+// ../main/node_modules/zod/v4/locales/ar.js
 var error = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0641", verb: "\u0623\u0646 \u064A\u062D\u0648\u064A" },
@@ -21114,7 +21114,7 @@ function ar_default() {
   };
 }
 
-// node_modules/zod/v4/locales/az.js
+// ../main/node_modules/zod/v4/locales/az.js
 var error2 = () => {
   const Sizable = {
     string: { unit: "simvol", verb: "olmal\u0131d\u0131r" },
@@ -21225,8 +21225,8 @@ function az_default() {
   };
 }
 
-// node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count4, one, few, many) {
+// ../main/node_modules/zod/v4/locales/be.js
+function getBelarusianPlural(count4, one2, few, many) {
   const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
@@ -21234,7 +21234,7 @@ function getBelarusianPlural(count4, one, few, many) {
     return many;
   }
   if (lastDigit === 1) {
-    return one;
+    return one2;
   }
   if (lastDigit >= 2 && lastDigit <= 4) {
     return few;
@@ -21394,7 +21394,7 @@ function be_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bg.js
+// ../main/node_modules/zod/v4/locales/bg.js
 var error4 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0430", verb: "\u0434\u0430 \u0441\u044A\u0434\u044A\u0440\u0436\u0430" },
@@ -21520,7 +21520,7 @@ function bg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bn.js
+// ../main/node_modules/zod/v4/locales/bn.js
 var error5 = () => {
   const Sizable = {
     string: { unit: "\u0985\u0995\u09CD\u09B7\u09B0", verb: "\u09A5\u09BE\u0995\u09A4\u09C7 \u09B9\u09AC\u09C7" },
@@ -21634,7 +21634,7 @@ function bn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ca.js
+// ../main/node_modules/zod/v4/locales/ca.js
 var error6 = () => {
   const Sizable = {
     string: { unit: "car\xE0cters", verb: "contenir" },
@@ -21748,7 +21748,7 @@ function ca_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ckb.js
+// ../main/node_modules/zod/v4/locales/ckb.js
 var error7 = () => {
   const Sizable = {
     string: { unit: "\u067E\u06CC\u062A", verb: "\u0628\u06CE\u062A" },
@@ -21881,7 +21881,7 @@ function ckb_default() {
   };
 }
 
-// node_modules/zod/v4/locales/cs.js
+// ../main/node_modules/zod/v4/locales/cs.js
 var error8 = () => {
   const Sizable = {
     string: { unit: "znak\u016F", verb: "m\xEDt" },
@@ -21998,7 +21998,7 @@ function cs_default() {
   };
 }
 
-// node_modules/zod/v4/locales/da.js
+// ../main/node_modules/zod/v4/locales/da.js
 var error9 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "havde" },
@@ -22119,7 +22119,7 @@ function da_default() {
   };
 }
 
-// node_modules/zod/v4/locales/de.js
+// ../main/node_modules/zod/v4/locales/de.js
 var error10 = () => {
   const Sizable = {
     string: { unit: "Zeichen", verb: "zu haben" },
@@ -22233,7 +22233,7 @@ function de_default() {
   };
 }
 
-// node_modules/zod/v4/locales/el.js
+// ../main/node_modules/zod/v4/locales/el.js
 var error11 = () => {
   const Sizable = {
     string: { unit: "\u03C7\u03B1\u03C1\u03B1\u03BA\u03C4\u03AE\u03C1\u03B5\u03C2", verb: "\u03BD\u03B1 \u03AD\u03C7\u03B5\u03B9" },
@@ -22346,7 +22346,7 @@ function el_default() {
   };
 }
 
-// node_modules/zod/v4/locales/en.js
+// ../main/node_modules/zod/v4/locales/en.js
 var error12 = () => {
   const Sizable = {
     string: { unit: "characters", verb: "to have" },
@@ -22471,7 +22471,7 @@ function en_default() {
   };
 }
 
-// node_modules/zod/v4/locales/eo.js
+// ../main/node_modules/zod/v4/locales/eo.js
 var error13 = () => {
   const Sizable = {
     string: { unit: "karaktrojn", verb: "havi" },
@@ -22586,7 +22586,7 @@ function eo_default() {
   };
 }
 
-// node_modules/zod/v4/locales/es.js
+// ../main/node_modules/zod/v4/locales/es.js
 var error14 = () => {
   const Sizable = {
     string: { unit: "caracteres", verb: "tener" },
@@ -22723,7 +22723,7 @@ function es_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fa.js
+// ../main/node_modules/zod/v4/locales/fa.js
 var error15 = () => {
   const Sizable = {
     string: { unit: "\u06A9\u0627\u0631\u0627\u06A9\u062A\u0631", verb: "\u062F\u0627\u0634\u062A\u0647 \u0628\u0627\u0634\u062F" },
@@ -22843,7 +22843,7 @@ function fa_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fi.js
+// ../main/node_modules/zod/v4/locales/fi.js
 var error16 = () => {
   const Sizable = {
     string: { unit: "merkki\xE4", subject: "merkkijonon" },
@@ -22961,7 +22961,7 @@ function fi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr.js
+// ../main/node_modules/zod/v4/locales/fr.js
 var error17 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23091,7 +23091,7 @@ function fr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr-CA.js
+// ../main/node_modules/zod/v4/locales/fr-CA.js
 var error18 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23204,7 +23204,7 @@ function fr_CA_default() {
   };
 }
 
-// node_modules/zod/v4/locales/gu.js
+// ../main/node_modules/zod/v4/locales/gu.js
 var error19 = () => {
   const Sizable = {
     string: { unit: "\u0A85\u0A95\u0ACD\u0AB7\u0AB0", verb: "\u0AB9\u0ACB\u0AB5\u0ABE \u0A9C\u0ACB\u0A88\u0A8F" },
@@ -23318,7 +23318,7 @@ function gu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/he.js
+// ../main/node_modules/zod/v4/locales/he.js
 var error20 = () => {
   const TypeNames = {
     string: { label: "\u05DE\u05D7\u05E8\u05D5\u05D6\u05EA", gender: "f" },
@@ -23520,7 +23520,7 @@ function he_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hi.js
+// ../main/node_modules/zod/v4/locales/hi.js
 var error21 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0930\u0916\u0928\u0947 \u0915\u0947 \u0932\u093F\u090F" },
@@ -23632,7 +23632,7 @@ function hi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hr.js
+// ../main/node_modules/zod/v4/locales/hr.js
 var error22 = () => {
   const Sizable = {
     string: { unit: "znakova", verb: "imati" },
@@ -23759,7 +23759,7 @@ function hr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hu.js
+// ../main/node_modules/zod/v4/locales/hu.js
 var error23 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "legyen" },
@@ -23873,9 +23873,9 @@ function hu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count4, one, many) {
-  return Math.abs(count4) === 1 ? one : many;
+// ../main/node_modules/zod/v4/locales/hy.js
+function getArmenianPlural(count4, one2, many) {
+  return Math.abs(count4) === 1 ? one2 : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -24032,7 +24032,7 @@ function hy_default() {
   };
 }
 
-// node_modules/zod/v4/locales/id.js
+// ../main/node_modules/zod/v4/locales/id.js
 var error25 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "memiliki" },
@@ -24144,7 +24144,7 @@ function id_default() {
   };
 }
 
-// node_modules/zod/v4/locales/is.js
+// ../main/node_modules/zod/v4/locales/is.js
 var error26 = () => {
   const Sizable = {
     string: { unit: "stafi", verb: "a\xF0 hafa" },
@@ -24259,7 +24259,7 @@ function is_default() {
   };
 }
 
-// node_modules/zod/v4/locales/it.js
+// ../main/node_modules/zod/v4/locales/it.js
 var error27 = () => {
   const Sizable = {
     string: { unit: "caratteri", verb: "avere" },
@@ -24373,7 +24373,7 @@ function it_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ja.js
+// ../main/node_modules/zod/v4/locales/ja.js
 var error28 = () => {
   const Sizable = {
     string: { unit: "\u6587\u5B57", verb: "\u3067\u3042\u308B" },
@@ -24486,7 +24486,7 @@ function ja_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ka.js
+// ../main/node_modules/zod/v4/locales/ka.js
 var error29 = () => {
   const Sizable = {
     string: { unit: "\u10E1\u10D8\u10DB\u10D1\u10DD\u10DA\u10DD", verb: "\u10E3\u10DC\u10D3\u10D0 \u10E8\u10D4\u10D8\u10EA\u10D0\u10D5\u10D3\u10D4\u10E1" },
@@ -24604,7 +24604,7 @@ function ka_default() {
   };
 }
 
-// node_modules/zod/v4/locales/km.js
+// ../main/node_modules/zod/v4/locales/km.js
 var error30 = () => {
   const Sizable = {
     string: { unit: "\u178F\u17BD\u17A2\u1780\u17D2\u179F\u179A", verb: "\u1782\u17BD\u179A\u1798\u17B6\u1793" },
@@ -24720,12 +24720,12 @@ function km_default() {
   };
 }
 
-// node_modules/zod/v4/locales/kh.js
+// ../main/node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 
-// node_modules/zod/v4/locales/kn.js
+// ../main/node_modules/zod/v4/locales/kn.js
 var error31 = () => {
   const Sizable = {
     string: { unit: "\u0C85\u0C95\u0CCD\u0CB7\u0CB0\u0C97\u0CB3\u0CC1", verb: "\u0CB9\u0CCA\u0C82\u0CA6\u0CB2\u0CC1" },
@@ -24841,7 +24841,7 @@ function kn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ko.js
+// ../main/node_modules/zod/v4/locales/ko.js
 var error32 = () => {
   const Sizable = {
     string: { unit: "\uBB38\uC790", verb: "to have" },
@@ -24958,7 +24958,7 @@ function ko_default() {
   };
 }
 
-// node_modules/zod/v4/locales/lt.js
+// ../main/node_modules/zod/v4/locales/lt.js
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
@@ -25166,7 +25166,7 @@ function lt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/mk.js
+// ../main/node_modules/zod/v4/locales/mk.js
 var error34 = () => {
   const Sizable = {
     string: { unit: "\u0437\u043D\u0430\u0446\u0438", verb: "\u0434\u0430 \u0438\u043C\u0430\u0430\u0442" },
@@ -25281,7 +25281,7 @@ function mk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ms.js
+// ../main/node_modules/zod/v4/locales/ms.js
 var error35 = () => {
   const Sizable = {
     string: { unit: "aksara", verb: "mempunyai" },
@@ -25394,7 +25394,7 @@ function ms_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ne.js
+// ../main/node_modules/zod/v4/locales/ne.js
 var error36 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0939\u0941\u0928\u0941\u092A\u0930\u094D\u091B" },
@@ -25506,7 +25506,7 @@ function ne_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nl.js
+// ../main/node_modules/zod/v4/locales/nl.js
 var error37 = () => {
   const Sizable = {
     string: { unit: "tekens", verb: "heeft" },
@@ -25622,7 +25622,7 @@ function nl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nn.js
+// ../main/node_modules/zod/v4/locales/nn.js
 var error38 = () => {
   const Sizable = {
     string: { unit: "teikn", verb: "\xE5 ha" },
@@ -25736,7 +25736,7 @@ function nn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/no.js
+// ../main/node_modules/zod/v4/locales/no.js
 var error39 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "\xE5 ha" },
@@ -25850,7 +25850,7 @@ function no_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ota.js
+// ../main/node_modules/zod/v4/locales/ota.js
 var error40 = () => {
   const Sizable = {
     string: { unit: "harf", verb: "olmal\u0131d\u0131r" },
@@ -25965,7 +25965,7 @@ function ota_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ps.js
+// ../main/node_modules/zod/v4/locales/ps.js
 var error41 = () => {
   const Sizable = {
     string: { unit: "\u062A\u0648\u06A9\u064A", verb: "\u0648\u0644\u0631\u064A" },
@@ -26085,7 +26085,7 @@ function ps_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pl.js
+// ../main/node_modules/zod/v4/locales/pl.js
 var error42 = () => {
   const Sizable = {
     string: { unit: "znak\xF3w", verb: "mie\u0107" },
@@ -26200,7 +26200,7 @@ function pl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt.js
+// ../main/node_modules/zod/v4/locales/pt.js
 var error43 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -26344,7 +26344,7 @@ function pt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt-BR.js
+// ../main/node_modules/zod/v4/locales/pt-BR.js
 var error44 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -26489,7 +26489,7 @@ function pt_BR_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ro.js
+// ../main/node_modules/zod/v4/locales/ro.js
 var error45 = () => {
   const Sizable = {
     string: { unit: "caractere", verb: "s\u0103 aib\u0103" },
@@ -26612,8 +26612,8 @@ function ro_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count4, one, few, many) {
+// ../main/node_modules/zod/v4/locales/ru.js
+function getRussianPlural(count4, one2, few, many) {
   const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
@@ -26621,7 +26621,7 @@ function getRussianPlural(count4, one, few, many) {
     return many;
   }
   if (lastDigit === 1) {
-    return one;
+    return one2;
   }
   if (lastDigit >= 2 && lastDigit <= 4) {
     return few;
@@ -26781,7 +26781,7 @@ function ru_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sk.js
+// ../main/node_modules/zod/v4/locales/sk.js
 var error47 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "ma\u0165" },
@@ -26898,7 +26898,7 @@ function sk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sl.js
+// ../main/node_modules/zod/v4/locales/sl.js
 var error48 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "imeti" },
@@ -27013,7 +27013,7 @@ function sl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sv.js
+// ../main/node_modules/zod/v4/locales/sv.js
 var error49 = () => {
   const Sizable = {
     string: { unit: "tecken", verb: "att ha" },
@@ -27129,7 +27129,7 @@ function sv_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ta.js
+// ../main/node_modules/zod/v4/locales/ta.js
 var error50 = () => {
   const Sizable = {
     string: { unit: "\u0B8E\u0BB4\u0BC1\u0BA4\u0BCD\u0BA4\u0BC1\u0B95\u0BCD\u0B95\u0BB3\u0BCD", verb: "\u0B95\u0BCA\u0BA3\u0BCD\u0B9F\u0BBF\u0BB0\u0BC1\u0B95\u0BCD\u0B95 \u0BB5\u0BC7\u0BA3\u0BCD\u0B9F\u0BC1\u0BAE\u0BCD" },
@@ -27245,7 +27245,7 @@ function ta_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tg.js
+// ../main/node_modules/zod/v4/locales/tg.js
 var error51 = () => {
   const Sizable = {
     string: { unit: "\u0430\u043B\u043E\u043C\u0430\u0442", verb: "\u0434\u043E\u0448\u0442\u0430 \u0431\u043E\u0448\u0430\u0434" },
@@ -27362,7 +27362,7 @@ function tg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/th.js
+// ../main/node_modules/zod/v4/locales/th.js
 var error52 = () => {
   const Sizable = {
     string: { unit: "\u0E15\u0E31\u0E27\u0E2D\u0E31\u0E01\u0E29\u0E23", verb: "\u0E04\u0E27\u0E23\u0E21\u0E35" },
@@ -27478,7 +27478,7 @@ function th_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tk.js
+// ../main/node_modules/zod/v4/locales/tk.js
 var error53 = () => {
   const Sizable = {
     string: { unit: "simwol", verb: "bolmaly" },
@@ -27586,7 +27586,7 @@ function tk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tr.js
+// ../main/node_modules/zod/v4/locales/tr.js
 var error54 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "olmal\u0131" },
@@ -27697,7 +27697,7 @@ function tr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uk.js
+// ../main/node_modules/zod/v4/locales/uk.js
 var error55 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0456\u0432", verb: "\u043C\u0430\u0442\u0438\u043C\u0435" },
@@ -27811,12 +27811,12 @@ function uk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ua.js
+// ../main/node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 
-// node_modules/zod/v4/locales/ur.js
+// ../main/node_modules/zod/v4/locales/ur.js
 var error56 = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0648\u0641", verb: "\u06C1\u0648\u0646\u0627" },
@@ -27932,7 +27932,7 @@ function ur_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uz.js
+// ../main/node_modules/zod/v4/locales/uz.js
 var error57 = () => {
   const Sizable = {
     string: { unit: "belgi", verb: "bo\u2018lishi kerak" },
@@ -28046,7 +28046,7 @@ function uz_default() {
   };
 }
 
-// node_modules/zod/v4/locales/vi.js
+// ../main/node_modules/zod/v4/locales/vi.js
 var error58 = () => {
   const Sizable = {
     string: { unit: "k\xFD t\u1EF1", verb: "c\xF3" },
@@ -28160,7 +28160,7 @@ function vi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-CN.js
+// ../main/node_modules/zod/v4/locales/zh-CN.js
 var error59 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u7B26", verb: "\u5305\u542B" },
@@ -28275,7 +28275,7 @@ function zh_CN_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-TW.js
+// ../main/node_modules/zod/v4/locales/zh-TW.js
 var error60 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u5143", verb: "\u64C1\u6709" },
@@ -28388,7 +28388,7 @@ function zh_TW_default() {
   };
 }
 
-// node_modules/zod/v4/locales/yo.js
+// ../main/node_modules/zod/v4/locales/yo.js
 var error61 = () => {
   const Sizable = {
     string: { unit: "\xE0mi", verb: "n\xED" },
@@ -28501,7 +28501,7 @@ function yo_default() {
   };
 }
 
-// node_modules/zod/v4/core/registries.js
+// ../main/node_modules/zod/v4/core/registries.js
 var _a2;
 var $output = /* @__PURE__ */ Symbol("ZodOutput");
 var $input = /* @__PURE__ */ Symbol("ZodInput");
@@ -28551,7 +28551,7 @@ function registry() {
 (_a2 = globalThis).__zod_globalRegistry ?? (_a2.__zod_globalRegistry = registry());
 var globalRegistry = globalThis.__zod_globalRegistry;
 
-// node_modules/zod/v4/core/compile.js
+// ../main/node_modules/zod/v4/core/compile.js
 var INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
 var FALLBACK_FLAG = /* @__PURE__ */ Symbol.for("zod.compile.fallback");
 var ZodCompileAsyncError = class extends Error {
@@ -30161,7 +30161,7 @@ function generateTransformCheck(doc, ctx, schema, accessor) {
   return accessor;
 }
 
-// node_modules/zod/v4/core/api.js
+// ../main/node_modules/zod/v4/core/api.js
 function snapshotChecks(def) {
   if (def.checks)
     def.checks = [...def.checks];
@@ -31220,7 +31220,7 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
   return inst;
 }
 
-// node_modules/zod/v4/core/to-json-schema.js
+// ../main/node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target2, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
@@ -31750,7 +31750,7 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
   return finalize(ctx, schema);
 };
 
-// node_modules/zod/v4/core/json-schema-processors.js
+// ../main/node_modules/zod/v4/core/json-schema-processors.js
 var narrowMin = (agg, key, value) => {
   if (agg[key] === void 0 || value > agg[key])
     agg[key] = value;
@@ -32498,7 +32498,7 @@ function toJSONSchema(input2, params) {
   return finalize(ctx, input2);
 }
 
-// node_modules/zod/v4/core/json-schema-generator.js
+// ../main/node_modules/zod/v4/core/json-schema-generator.js
 var JSONSchemaGenerator = class {
   /** @deprecated Access via ctx instead */
   get metadataRegistry() {
@@ -32576,10 +32576,10 @@ var JSONSchemaGenerator = class {
   }
 };
 
-// node_modules/zod/v4/core/json-schema.js
+// ../main/node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 
-// node_modules/zod/v4/classic/schemas.js
+// ../main/node_modules/zod/v4/classic/schemas.js
 var schemas_exports2 = {};
 __export(schemas_exports2, {
   ZodAny: () => ZodAny,
@@ -32760,7 +32760,7 @@ __export(schemas_exports2, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/classic/checks.js
+// ../main/node_modules/zod/v4/classic/checks.js
 var checks_exports2 = {};
 __export(checks_exports2, {
   endsWith: () => _endsWith,
@@ -32795,7 +32795,7 @@ __export(checks_exports2, {
   uppercase: () => _uppercase
 });
 
-// node_modules/zod/v4/classic/errors.js
+// ../main/node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
 function _lazyMethod(proto, key, make) {
   Object.defineProperty(proto, key, {
@@ -32841,7 +32841,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
   Parent: Error
 });
 
-// node_modules/zod/v4/classic/parse.js
+// ../main/node_modules/zod/v4/classic/parse.js
 var parse2 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -32855,7 +32855,7 @@ var safeDecode2 = /* @__PURE__ */ _safeDecode(ZodRealError);
 var safeEncodeAsync2 = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-// node_modules/zod/v4/classic/schemas.js
+// ../main/node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
     config(en_default());
@@ -34320,7 +34320,7 @@ function preprocess(fn, schema) {
   });
 }
 
-// node_modules/zod/v4/classic/compat.js
+// ../main/node_modules/zod/v4/classic/compat.js
 var ZodIssueCode = {
   invalid_type: "invalid_type",
   too_big: "too_big",
@@ -34346,7 +34346,7 @@ var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
 })(ZodFirstPartyTypeKind || (ZodFirstPartyTypeKind = {}));
 
-// node_modules/zod/v4/classic/iso.js
+// ../main/node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -34371,7 +34371,7 @@ function duration2(params) {
   return _isoDuration(ZodISODuration, params);
 }
 
-// node_modules/zod/v4/classic/from-json-schema.js
+// ../main/node_modules/zod/v4/classic/from-json-schema.js
 var z2 = {
   ...schemas_exports2,
   ...checks_exports2,
@@ -35104,7 +35104,7 @@ function fromJSONSchema(schema, params) {
   return convertSchema(normalized, ctx);
 }
 
-// node_modules/zod/v4/core/visit.js
+// ../main/node_modules/zod/v4/core/visit.js
 var RESOLVING = /* @__PURE__ */ Symbol("z.visit/resolving");
 function visit(schema, fnOrHandlers) {
   const fn = typeof fnOrHandlers === "function" ? fnOrHandlers : (node2, rewritten) => {
@@ -35259,7 +35259,7 @@ function visit(schema, fnOrHandlers) {
   return run(schema);
 }
 
-// node_modules/zod/v4/classic/deep-partial.js
+// ../main/node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
     object: (s) => s.partial(),
@@ -35271,7 +35271,7 @@ function deepPartial(schema) {
   });
 }
 
-// node_modules/zod/v4/classic/in-out.js
+// ../main/node_modules/zod/v4/classic/in-out.js
 function withChecks(side, checks) {
   if (!checks?.length)
     return side;
@@ -35301,7 +35301,7 @@ function output(schema) {
   });
 }
 
-// node_modules/zod/v4/classic/coerce.js
+// ../main/node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -35964,6 +35964,28 @@ function slicePercentileUs(s, percentile2) {
   if (named) return s.latency_us[named];
   return histogramOf(s).getValueAtPercentile(percentile2);
 }
+function sliceValuesUs(s) {
+  const h2 = histogramOf(s);
+  const out = new Float64Array(h2.totalCount);
+  let k = 0;
+  eachBucket(s, (value, count4) => {
+    out.fill(value, k, k + count4);
+    k += count4;
+  });
+  return out;
+}
+function hasHistogram(s) {
+  return s.histogram !== "";
+}
+function eachBucket(s, visit2) {
+  const h2 = histogramOf(s);
+  const it = h2.recordedValuesIterator;
+  it.reset();
+  while (it.hasNext()) {
+    const v = it.next();
+    visit2(h2.medianEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo);
+  }
+}
 var decoded = /* @__PURE__ */ new WeakMap();
 function histogramOf(s) {
   let h2 = decoded.get(s);
@@ -36090,6 +36112,299 @@ function pooledPairs(key, runs2, percentile2) {
   return { pairs, dropped };
 }
 
+// src/analysis/efficiency.ts
+function efficiencyOf(ci, seMs, samplingSeMs) {
+  const halfWidthMs = (ci[1] - ci[0]) / 2;
+  const ratio = samplingSeMs > 0 ? seMs / samplingSeMs : 1;
+  return {
+    halfWidthMs,
+    samplingHalfWidthMs: halfWidthMs / ratio,
+    hostAddsPercent: Math.max(0, 100 * (ratio - 1)),
+    narrowedBy: ratio > Math.SQRT2 ? "quieter host" : "more requests"
+  };
+}
+function efficiencySentence(e) {
+  const limit = `the same requests with no host noise would give \xB1${e.samplingHalfWidthMs.toFixed(3)} ms`;
+  if (e.hostAddsPercent < 0.5) return `${limit}: the interval is at its sampling limit; more requests would narrow it, a quieter host would not`;
+  return e.narrowedBy === "quieter host" ? `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; a quieter host would narrow it, more requests would not` : `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; more requests would narrow it, a quieter host would not`;
+}
+
+// src/analysis/pooled-quantile.ts
+function armSample(pairs) {
+  const runs2 = pairs.map((p) => Float64Array.from(p).sort());
+  const total = runs2.reduce((acc, r) => acc + r.length, 0);
+  const values = new Float64Array(total);
+  const owner = new Int32Array(total);
+  const next = new Int32Array(runs2.length);
+  const heap = runs2.flatMap((r, i2) => r.length > 0 ? [i2] : []);
+  const head = (i2) => runs2[i2][next[i2]];
+  const less = (a2, b) => head(heap[a2]) < head(heap[b]);
+  const down = (from) => {
+    for (let i2 = from; ; ) {
+      const l = 2 * i2 + 1;
+      const r = l + 1;
+      let m = i2;
+      if (l < heap.length && less(l, m)) m = l;
+      if (r < heap.length && less(r, m)) m = r;
+      if (m === i2) return;
+      [heap[i2], heap[m]] = [heap[m], heap[i2]];
+      i2 = m;
+    }
+  };
+  for (let i2 = (heap.length >> 1) - 1; i2 >= 0; i2--) down(i2);
+  for (let k = 0; k < total; k++) {
+    const i2 = heap[0];
+    values[k] = head(i2);
+    owner[k] = i2;
+    if (++next[i2] === runs2[i2].length) {
+      const last = heap.pop();
+      if (heap.length > 0) heap[0] = last;
+    }
+    if (heap.length > 0) down(0);
+  }
+  return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
+}
+function weightedPercentile(s, q, weight, requestWeight) {
+  let total = 0;
+  for (let i2 = 0; i2 < s.perPair.length; i2++) total += weight(i2) * s.perPair[i2];
+  if (total <= 0) throw new RangeError("weightedPercentile: no requests");
+  const pos = q * (total - 1);
+  const fromTop = q >= 0.5;
+  const lowRank = fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos);
+  const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
+  let seen = 0;
+  let first = NaN;
+  const n2 = s.values.length;
+  for (let k = 0; k < n2; k++) {
+    const e = fromTop ? n2 - 1 - k : k;
+    const w = weight(s.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    if (w === 0) continue;
+    seen += w;
+    if (Number.isNaN(first) && seen > lowRank) first = s.values[e];
+    if (seen > highRank) {
+      const second = s.values[e];
+      const frac = pos - Math.floor(pos);
+      return fromTop ? second + frac * (first - second) : first + frac * (second - first);
+    }
+  }
+  throw new RangeError("weightedPercentile: rank past the sample");
+}
+function leaveOnePairOut(s, q) {
+  const n2 = s.values.length;
+  const fromTop = q >= 0.5;
+  const at = (k) => fromTop ? n2 - 1 - k : k;
+  const positions = Array.from({ length: s.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s.owner[at(k)]].push(k);
+  const out = new Float64Array(s.perPair.length);
+  for (let i2 = 0; i2 < s.perPair.length; i2++) {
+    const mine = positions[i2];
+    const upTo = (k) => {
+      let lo = 0;
+      let hi = mine.length;
+      while (lo < hi) {
+        const mid = lo + hi >> 1;
+        if (mine[mid] <= k) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const position = (r) => {
+      let k = r;
+      for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
+      while (s.owner[at(k)] === i2) k--;
+      return k;
+    };
+    const total = n2 - mine.length;
+    if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
+    const pos = q * (total - 1);
+    const frac = pos - Math.floor(pos);
+    const first = s.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
+  }
+  return out;
+}
+var all = () => 1;
+function pooledDifference(champion, challenger, q) {
+  const n2 = champion.perPair.length;
+  if (n2 !== challenger.perPair.length) throw new RangeError("pooledDifference: the arms have different numbers of pairs");
+  if (n2 < 2) throw new RangeError(`pooledDifference: need at least 2 pairs, got ${n2}`);
+  const estimate = weightedPercentile(challenger, q, all) - weightedPercentile(champion, q, all);
+  const [a2, b] = [leaveOnePairOut(champion, q), leaveOnePairOut(challenger, q)];
+  const leaveOneOut = b.map((x, i2) => x - a2[i2]);
+  let m = 0;
+  for (const x of leaveOneOut) m += x / n2;
+  let ss = 0;
+  for (const x of leaveOneOut) ss += (x - m) ** 2;
+  return { estimate, se: Math.sqrt((n2 - 1) / n2 * ss), df: n2 - 1, leaveOneOut };
+}
+function tInterval(estimate, se, df, confidence) {
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? estimate === 0 ? 0 : Math.sign(estimate) * Infinity : estimate / se;
+  return { lo: estimate - q * se, hi: estimate + q * se, t, p: studentTTwoSidedP(t, df) };
+}
+
+// src/analysis/latency-estimator.ts
+var MIN_POOLED_PAIRS = 20;
+var ESTIMATOR_DESCRIPTION = {
+  pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
+  "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
+};
+function estimateLatency(pairs, d, percentile2, resamples, rand) {
+  const withHistograms = pairs.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
+  const q = percentile2 / 100;
+  const arms = withHistograms ? [armSample(pairs.map((p) => sliceValuesUs(p.champion))), armSample(pairs.map((p) => sliceValuesUs(p.challenger)))] : null;
+  const fallback = !arms ? "the slices carry no histograms" : pairs.length < MIN_POOLED_PAIRS ? `${pairs.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
+  if (arms && fallback === null) {
+    const r = pooledDifference(arms[0], arms[1], q);
+    const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
+    const pooledMs = { champion: weightedPercentile(arms[0], q, one) / 1e3, challenger: weightedPercentile(arms[1], q, one) / 1e3 };
+    return { kind: "pooled", fallback, estimateMs: r.estimate / 1e3, seMs: r.se / 1e3, df: r.df, pooledMs, samplingSeMs: sampling2 === null ? null : sampling2 / 1e3 };
+  }
+  const t = pairedT(d, 0.95);
+  const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => meanSlicePercentile(a2, q, w)) : null;
+  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, pooledMs: null, samplingSeMs: sampling === null ? null : sampling / 1e3 };
+}
+var one = () => 1;
+function samplingSe(arms, resamples, rand, stat) {
+  const members2 = arms.map(membersByPair);
+  const draws = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    const [champion, challenger] = arms.map((a2, i2) => stat(a2, resample(members2[i2], a2.values.length, rand)));
+    draws[b] = challenger - champion;
+  }
+  let m = 0;
+  for (const x of draws) m += x / resamples;
+  let ss = 0;
+  for (const x of draws) ss += (x - m) ** 2;
+  return Math.sqrt(ss / (resamples - 1));
+}
+function membersByPair(a2) {
+  const lists = Array.from({ length: a2.perPair.length }, () => []);
+  a2.owner.forEach((pair, i2) => lists[pair].push(i2));
+  return lists.map((l) => Int32Array.from(l));
+}
+function resample(members2, size, rand) {
+  const w = new Float64Array(size);
+  for (const m of members2) for (let k = 0; k < m.length; k++) w[m[Math.floor(rand() * m.length)]] += 1;
+  return w;
+}
+function meanSlicePercentile(a2, q, requestWeight) {
+  const rank = Array.from(a2.perPair, (n2) => Math.max(1, Math.ceil(q * n2)));
+  const seen = new Float64Array(a2.perPair.length);
+  const at = new Float64Array(a2.perPair.length).fill(NaN);
+  for (let e = 0; e < a2.values.length; e++) {
+    const pair = a2.owner[e];
+    if (!Number.isNaN(at[pair])) continue;
+    seen[pair] += requestWeight[e];
+    if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
+  }
+  let sum2 = 0;
+  for (const v of at) sum2 += v;
+  return sum2 / at.length;
+}
+
+// src/analysis/sequential.ts
+var SPENDING_RATIO = 0.5;
+function spentAlpha(alpha, look) {
+  return alpha * (1 - SPENDING_RATIO ** look);
+}
+function normalQuantile(p) {
+  if (!(p > 0 && p < 1)) throw new RangeError(`normalQuantile: p must be in (0, 1), got ${p}`);
+  let lo = -40;
+  let hi = 40;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13; i2++) {
+    const mid = (lo + hi) / 2;
+    if (normalCdf(mid) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+var GRID = 401;
+function nominalAlphas(alpha, pairs) {
+  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
+  pairs.forEach((n2, k) => {
+    if (!(n2 > 0) || k > 0 && n2 <= pairs[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
+  });
+  const out = [];
+  let xs = new Float64Array(0);
+  let fs = new Float64Array(0);
+  for (let k = 0; k < pairs.length; k++) {
+    const spend = spentAlpha(alpha, k + 1) - spentAlpha(alpha, k);
+    if (k === 0) {
+      const c4 = normalQuantile(1 - spend / 2);
+      out.push(spend);
+      xs = grid(c4 * Math.sqrt(pairs[0]));
+      const sd1 = Math.sqrt(pairs[0]);
+      fs = xs.map((x) => Math.exp(-0.5 * (x / sd1) ** 2) / (sd1 * Math.sqrt(2 * Math.PI)));
+      continue;
+    }
+    const step = pairs[k] - pairs[k - 1];
+    const sd = Math.sqrt(step);
+    const root = Math.sqrt(pairs[k]);
+    const dx = xs[1] - xs[0];
+    const crossing = (c4) => {
+      let p = 0;
+      for (let i2 = 0; i2 < xs.length; i2++) {
+        const w = fs[i2] * trapezoid(i2, xs.length) * dx;
+        p += w * (normalCdf((-c4 * root - xs[i2]) / sd) + normalCdf((xs[i2] - c4 * root) / sd));
+      }
+      return p;
+    };
+    let lo = 0;
+    let hi = 40;
+    for (let i2 = 0; i2 < 100; i2++) {
+      const mid = (lo + hi) / 2;
+      if (crossing(mid) > spend) lo = mid;
+      else hi = mid;
+    }
+    const c3 = (lo + hi) / 2;
+    out.push(2 * (1 - normalCdf(c3)));
+    [xs, fs] = carryFrom(xs, fs, dx, sd, c3 * root);
+  }
+  return out;
+}
+var trapezoid = (i2, n2) => i2 === 0 || i2 === n2 - 1 ? 0.5 : 1;
+function carryFrom(xs, fs, dx, sd, bound) {
+  const next = grid(bound);
+  const out = next.map((y) => {
+    let sum2 = 0;
+    for (let i2 = 0; i2 < xs.length; i2++) {
+      const z3 = (y - xs[i2]) / sd;
+      sum2 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
+    }
+    return sum2 * dx / (sd * Math.sqrt(2 * Math.PI));
+  });
+  return [next, out];
+}
+function grid(bound) {
+  return Float64Array.from({ length: GRID }, (_2, i2) => -bound + 2 * bound * i2 / (GRID - 1));
+}
+
+// src/analysis/looks.ts
+function looksOf(group, pairs, d, s) {
+  const runs2 = [];
+  let total = 0;
+  for (const g2 of group) {
+    const kept = pairs.filter((p) => p.run === g2.name).length;
+    if (kept === 0) continue;
+    total += kept;
+    runs2.push({ run: g2.name, pairs: total });
+  }
+  const alphas = nominalAlphas(1 - s.confidence, runs2.map((r) => r.pairs));
+  const seen = /* @__PURE__ */ new Set();
+  return runs2.map((r, k) => {
+    seen.add(r.run);
+    const confidence = 1 - alphas[k];
+    const keep = pairs.map((p) => seen.has(p.run));
+    const upTo = pairs.filter((_2, i2) => keep[i2]);
+    if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
+    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s.percentile, 0, () => 0);
+    const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
+    return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
+  });
+}
+
 // src/analysis/random.ts
 function seededRandom(seed) {
   let s = seed >>> 0 || 2654435769;
@@ -36157,9 +36472,10 @@ var defaultSettings = {
   blockThresholdPercent: 1,
   confidence: 0.95,
   bootstrapResamples: 1e4,
+  samplingResamples: 200,
   seed: 1
 };
-var METHOD = "Student t interval on the mean of per-pair differences (coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank reported beside it; Holm-Bonferroni across comparisons; confidence 1 - alpha/k on the k-th look at one build.";
+var METHOD = "The SLO percentile of each arm over every request of the kept pairs, its interval from the jackknife over pairs and Student t (from 20 pairs with histograms; else the mean of per-pair differences of each slice's percentile, Student t; coverage checked by simulation); paired percentile bootstrap, exact sign test and Wilcoxon signed-rank of the per-pair differences reported beside it; Holm-Bonferroni across comparisons; the k-th look at one build (a rerun or an extension) at the group-sequential level that spends alpha(1 - 2^-k).";
 function analyze(results, settings = defaultSettings) {
   validateSettings(settings);
   if (results.length === 0) throw new AnalysisInputError("no results to analyse");
@@ -36169,11 +36485,10 @@ function analyze(results, settings = defaultSettings) {
     const key = resultKey(r.result);
     groups.set(key, [...groups.get(key) ?? [], r]);
   }
-  const alpha = 1 - settings.confidence;
   const rand = seededRandom(settings.seed);
   const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
   const holm = holmAdjust(partial2.map((c3) => c3.t.p));
-  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], alpha / c3.looks, partial2.length));
+  const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], 1 - c3.confidence, partial2.length));
   const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
   const headline2 = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
   const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
@@ -36261,22 +36576,25 @@ function checkOneIdentity(key, group) {
 function compare(key, group, s, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
   checkOneIdentity(key, group);
-  const all = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
-  checkWorkloadAnswers(workload2, rate2, all("champion"), all("challenger"));
+  const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
+  checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
   const { pairs, dropped } = pooledPairs(key, group, s.percentile);
-  const confidence = 1 - (1 - s.confidence) / group.length;
   const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = pairedT(d, s.confidence);
+  const primary = estimateLatency(pairs, d, s.percentile, s.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs, d, s);
+  const confidence = lookHistory.at(-1).confidence;
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s.confidence);
+  const sdMs = pairedT(d, s.confidence).sd;
   const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
   const secondary = (values) => {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = armSummary(pairs, "champion", s.percentile);
-  const challenger = armSummary(pairs, "challenger", s.percentile);
+  const champion = { ...armSummary(pairs, "champion", s.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs, "challenger", s.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
   const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
@@ -36294,12 +36612,17 @@ function compare(key, group, s, rand) {
     workload: workload2,
     rate: rate2,
     d,
-    estimateMs: primary.mean,
+    estimateMs: primary.estimateMs,
+    confidence,
+    estimator: { kind: primary.kind, fallback: primary.fallback },
+    seMs: primary.seMs,
+    samplingSeMs: primary.samplingSeMs,
     pairs: pairs.length,
     droppedPairs: dropped,
     runs: group.map((g2) => g2.name),
-    looks: group.length,
-    t: { t: primary.t, df: primary.df, p: primary.p, sdMs: primary.sd },
+    looks: lookHistory.length,
+    lookHistory,
+    t: { t: test.t, df: primary.df, p: test.p, sdMs },
     bootstrapCiMs: [boot.lo, boot.hi],
     signTest: signTest(d),
     wilcoxon: { statistic: w.statistic, p: w.p, method: w.method },
@@ -36424,9 +36747,8 @@ function floorAboveThreshold(floorMs, percentile2, thresholdMs) {
   return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile2} (its A/A floor \xB1${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;
 }
 function label(c3, holmP, alpha, m) {
-  const confidence = 1 - alpha;
-  const primary = pairedT(c3.d, confidence);
-  const ci = [primary.ci.lo, primary.ci.hi];
+  const primary = tInterval(c3.estimateMs, c3.seMs, c3.t.df, 1 - alpha);
+  const ci = [primary.lo, primary.hi];
   const flags = [...c3.flags];
   const significant = holmP < alpha;
   const withinFloor = c3.floorMs !== null && Math.abs(c3.estimateMs) <= c3.floorMs;
@@ -36458,16 +36780,16 @@ function label(c3, holmP, alpha, m) {
       message: signSignificant ? `the sign test finds a consistent direction (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}) that the interval does not` : `the sign test does not confirm the interval (${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p=${c3.signTest.p.toPrecision(2)}): a few slices may be carrying the mean`
     });
   }
-  const { d: _d, t, ...rest } = c3;
+  const { d: _d, t, samplingSeMs, ...rest } = c3;
   return {
     ...rest,
+    efficiency: samplingSeMs === null ? null : efficiencyOf(ci, c3.seMs, samplingSeMs),
     verdict,
     greyKind: verdict === "grey" ? latency : null,
     latency,
     blocking: blockedBy.length > 0,
     blockedBy,
     blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
-    confidence,
     ciMs: ci,
     t: { ...t, holmP },
     flags
@@ -36651,7 +36973,7 @@ function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
   const f = (v) => v.toFixed(1);
   const right = m.left + plotW;
-  const grid = scale.ticks.map((t) => [
+  const grid2 = scale.ticks.map((t) => [
     `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
     `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
   ].join("\n  ")).join("\n  ");
@@ -36683,7 +37005,7 @@ function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
   <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
   ${band}
-  ${grid}
+  ${grid2}
   ${barRects}
   ${labels}
   ${xLabels}
@@ -36710,9 +37032,19 @@ function comparisonJson(c3) {
     estimate_ms: c3.estimateMs,
     ci_ms: c3.ciMs,
     confidence: c3.confidence,
+    estimator: c3.estimator.kind,
+    estimator_fallback: c3.estimator.fallback,
+    se_ms: c3.seMs,
+    efficiency: c3.efficiency && {
+      half_width_ms: c3.efficiency.halfWidthMs,
+      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
+      host_adds_percent: c3.efficiency.hostAddsPercent,
+      narrowed_by: c3.efficiency.narrowedBy
+    },
     pairs: c3.pairs,
     dropped_pairs: c3.droppedPairs.map(droppedPairJson),
     looks: c3.looks,
+    look_history: c3.lookHistory.map((l) => ({ look: l.look, run: l.run, pairs: l.pairs, estimate_ms: l.estimateMs, ci_ms: l.ciMs, confidence: l.confidence })),
     runs: c3.runs,
     t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
     bootstrap_ci_ms: c3.bootstrapCiMs,
@@ -36836,6 +37168,21 @@ function verdictLines(a2) {
     ...a2.preflight.map((f) => `  host flagged before measuring: ${f.check}: ${f.detail}`),
     ...a2.comparisons.flatMap((c3) => c3.flags).map((f) => `  note: ${f.code.replace(/_/g, " ")}: ${f.message}`)
   ];
+}
+
+// src/analysis/extension.ts
+function unclear(ci, thresholdMs) {
+  return ci[0] <= thresholdMs && ci[1] >= thresholdMs || ci[0] <= -thresholdMs && ci[1] >= -thresholdMs;
+}
+function extensionWanted(c3, alpha, blocksLeft) {
+  if (blocksLeft < 1 || !unclear(c3.ciMs, c3.thresholdMs) || !(c3.seMs > 0)) return false;
+  const cumulative = c3.lookHistory.map((l) => l.pairs);
+  const block = c3.pairs / c3.lookHistory.length;
+  const future = Array.from({ length: blocksLeft }, (_2, k) => c3.pairs + (k + 1) * block);
+  const last = nominalAlphas(alpha, [...cumulative, ...future]).at(-1);
+  const se = c3.seMs * Math.sqrt(c3.pairs / future.at(-1));
+  const projected = tInterval(c3.estimateMs, se, future.at(-1) - 1, 1 - last);
+  return !unclear([projected.lo, projected.hi], c3.thresholdMs);
 }
 
 // src/report/gate-outcome.ts
@@ -36969,6 +37316,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     ...resourceRows(c3)
   );
+  out.push("", ...intervalLines(c3, p));
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
   out.push("", textChart(c3, percentile2, arms));
   const pooled = c3.runs.length > 1;
@@ -36976,7 +37324,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
     "",
     `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
     "",
-    `Tests on the ${c3.pairs} paired differences (${arms.difference}) at ${p}: paired t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.${c3.looks > 1 ? ` Look ${c3.looks} at this build: ${c3.runs.length} runs pooled, interval at ${confidenceLabel(c3.confidence)}.` : ""}`
+    `Tests at ${p}: the interval's t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; on the ${c3.pairs} paired differences (${arms.difference}), bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.`
   );
   if (maxRows > 0) {
     const rows2 = c3.detail.slice(0, maxRows);
@@ -36990,6 +37338,15 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
   }
   out.push("", "</details>");
   return out;
+}
+function intervalLines(c3, p) {
+  const how = `${p} interval: ${ESTIMATOR_DESCRIPTION[c3.estimator.kind]}${c3.estimator.fallback ? ` (${c3.estimator.fallback})` : ""}, at ${confidenceLabel(c3.confidence)}`;
+  const lines = [`${how}${c3.efficiency ? `; ${efficiencySentence(c3.efficiency)}` : ""}.`];
+  if (c3.lookHistory.length > 1) {
+    const clear = (l) => unclear(l.ciMs, c3.thresholdMs) ? "unclear" : "clear";
+    lines.push("", `Looks at this build (each run pooled in turn, each at its group-sequential level): ${c3.lookHistory.map((l) => `${l.look}. ${tableCell(l.run)}, ${l.pairs} pairs: ${signedMs(l.estimateMs)} ms [${signedMs(l.ciMs[0])}, ${signedMs(l.ciMs[1])}] at ${confidenceLabel(l.confidence)}, ${clear(l)}`).join("; ")}.`);
+  }
+  return lines;
 }
 function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
@@ -37034,7 +37391,8 @@ var analyzeUsage = `usage: perf-gate analyze [options] RESULT.json\u2026
   --block-threshold-percent X   a red blocks past X% of the budget (default ${defaultSettings.blockThresholdPercent})
   --floor-ms F           the host's A/A floor in ms, at the percentile
   --block-cpu-percent N  block when CPU per request regresses past N% over the whole interval
-  --confidence C         of a single look (default ${defaultSettings.confidence})
+  --confidence C         of all looks at one build together; the first look is at
+                         1 \u2212 (1 \u2212 C)/2, each rerun pooled a further look (default ${defaultSettings.confidence})
   --seed S               of the bootstrap (default ${defaultSettings.seed})
   --json                 print the analysis as JSON
   --markdown FILE        write the report
@@ -37344,6 +37702,7 @@ var service = external_exports.strictObject(serviceSchema.shape).superRefine((s,
     else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
+var MAX_EXTENSIONS = 5;
 var configSchema = external_exports.strictObject({
   service,
   workloads: external_exports.array(workload).min(1),
@@ -37362,8 +37721,13 @@ var configSchema = external_exports.strictObject({
     seconds: plan.slice_seconds.optional(),
     // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
     pairs: plan.pairs.min(2).optional(),
-    order: plan.order.unwrap().default("abba")
-  }).default({ order: "abba" }),
+    order: plan.order.unwrap().default("abba"),
+    /**
+     * Further runs of the same size a gate measures by itself while its interval is unclear
+     * (it holds ± the block threshold), each a further look (docs/design/0002-extending-gate.md).
+     */
+    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2)
+  }).default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
   /** Gates on what the builds cost, from the host's per-slice accounting. */
@@ -37593,7 +37957,7 @@ import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileS
 import { tmpdir } from "node:os";
 import { join as join2 } from "node:path";
 
-// node_modules/is-plain-obj/index.js
+// ../main/node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
   if (typeof value !== "object" || value === null) {
     return false;
@@ -37602,7 +37966,7 @@ function isPlainObject2(value) {
   return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
 }
 
-// node_modules/execa/lib/arguments/file-url.js
+// ../main/node_modules/execa/lib/arguments/file-url.js
 import { fileURLToPath } from "node:url";
 var safeNormalizeFileUrl = (file2, name2) => {
   const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
@@ -37615,7 +37979,7 @@ var normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() 
 var isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
 var normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath(file2) : file2;
 
-// node_modules/execa/lib/methods/parameters.js
+// ../main/node_modules/execa/lib/methods/parameters.js
 var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   const filePath = safeNormalizeFileUrl(rawFile, "First argument");
   const [commandArguments, options] = isPlainObject2(rawArguments) ? [[], rawArguments] : [rawArguments, rawOptions];
@@ -37636,10 +38000,10 @@ var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   return [filePath, normalizedArguments, options];
 };
 
-// node_modules/execa/lib/methods/template.js
+// ../main/node_modules/execa/lib/methods/template.js
 import { ChildProcess } from "node:child_process";
 
-// node_modules/execa/lib/utils/uint-array.js
+// ../main/node_modules/execa/lib/utils/uint-array.js
 import { StringDecoder } from "node:string_decoder";
 var { toString: objectToString } = Object.prototype;
 var isArrayBuffer = (value) => objectToString.call(value) === "[object ArrayBuffer]";
@@ -37686,7 +38050,7 @@ var getJoinLength = (uint8Arrays) => {
   return joinLength;
 };
 
-// node_modules/execa/lib/methods/template.js
+// ../main/node_modules/execa/lib/methods/template.js
 var isTemplateString = (templates) => Array.isArray(templates) && Array.isArray(templates.raw);
 var parseTemplates = (templates, expressions) => {
   let tokens = [];
@@ -37786,20 +38150,20 @@ var getSubprocessResult = ({ stdout }) => {
   throw new TypeError(`Unexpected "${typeof stdout}" stdout in template expression`);
 };
 
-// node_modules/execa/lib/methods/main-sync.js
+// ../main/node_modules/execa/lib/methods/main-sync.js
 import { spawnSync } from "node:child_process";
 
-// node_modules/execa/lib/arguments/specific.js
+// ../main/node_modules/execa/lib/arguments/specific.js
 import { debuglog } from "node:util";
 
-// node_modules/execa/lib/utils/standard-stream.js
+// ../main/node_modules/execa/lib/utils/standard-stream.js
 import process2 from "node:process";
 var isStandardStream = (stream) => STANDARD_STREAMS.includes(stream);
 var STANDARD_STREAMS = [process2.stdin, process2.stdout, process2.stderr];
 var STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
 var getStreamName = (fdNumber) => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
-// node_modules/execa/lib/arguments/specific.js
+// ../main/node_modules/execa/lib/arguments/specific.js
 var normalizeFdSpecificOptions = (options) => {
   const optionsCopy = { ...options };
   for (const optionName of FD_SPECIFIC_OPTIONS) {
@@ -37869,7 +38233,7 @@ var DEFAULT_OPTIONS = {
 var FD_SPECIFIC_OPTIONS = ["lines", "buffer", "maxBuffer", "verbose", "stripFinalNewline"];
 var getFdSpecificValue = (optionArray, fdNumber) => fdNumber === "ipc" ? optionArray.at(-1) : optionArray[fdNumber];
 
-// node_modules/execa/lib/verbose/values.js
+// ../main/node_modules/execa/lib/verbose/values.js
 var isVerbose = ({ verbose }, fdNumber) => getFdVerbose(verbose, fdNumber) !== "none";
 var isFullVerbose = ({ verbose }, fdNumber) => !["none", "short"].includes(getFdVerbose(verbose, fdNumber));
 var getVerboseFunction = ({ verbose }, fdNumber) => {
@@ -37881,10 +38245,10 @@ var getFdGenericVerbose = (verbose) => verbose.find((fdVerbose) => isVerboseFunc
 var isVerboseFunction = (fdVerbose) => typeof fdVerbose === "function";
 var VERBOSE_VALUES = ["none", "short", "full"];
 
-// node_modules/execa/lib/verbose/log.js
+// ../main/node_modules/execa/lib/verbose/log.js
 import { inspect } from "node:util";
 
-// node_modules/execa/lib/arguments/escape.js
+// ../main/node_modules/execa/lib/arguments/escape.js
 import { platform } from "node:process";
 import { stripVTControlCharacters } from "node:util";
 var joinCommand = (filePath, rawArguments) => {
@@ -37929,7 +38293,7 @@ var quoteString = (escapedArgument) => {
 };
 var NO_ESCAPE_REGEXP = /^[\w./-]+$/;
 
-// node_modules/is-unicode-supported/index.js
+// ../main/node_modules/is-unicode-supported/index.js
 import process3 from "node:process";
 function isUnicodeSupported() {
   const { env } = process3;
@@ -37940,7 +38304,7 @@ function isUnicodeSupported() {
   return Boolean(env.WT_SESSION) || Boolean(env.TERMINUS_SUBLIME) || env.ConEmuTask === "{cmd::Cmder}" || TERM_PROGRAM === "Terminus-Sublime" || TERM_PROGRAM === "vscode" || TERM === "xterm-256color" || TERM === "alacritty" || TERM === "rxvt-unicode" || TERM === "rxvt-unicode-256color" || env.TERMINAL_EMULATOR === "JetBrains-JediTerm";
 }
 
-// node_modules/figures/index.js
+// ../main/node_modules/figures/index.js
 var common = {
   circleQuestionMark: "(?)",
   questionMarkPrefix: "(?)",
@@ -38216,7 +38580,7 @@ var figures = shouldUseMain ? mainSymbols : fallbackSymbols;
 var figures_default = figures;
 var replacements = Object.entries(specialMainSymbols);
 
-// node_modules/yoctocolors/base.js
+// ../main/node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
 var format = (open2, close) => {
@@ -38306,7 +38670,7 @@ var underlineMagentaBright = format("58;5;13", 59);
 var underlineCyanBright = format("58;5;14", 59);
 var underlineWhiteBright = format("58;5;15", 59);
 
-// node_modules/execa/lib/verbose/default.js
+// ../main/node_modules/execa/lib/verbose/default.js
 var defaultVerboseFunction = ({
   type,
   message,
@@ -38345,7 +38709,7 @@ var COLORS = {
   duration: () => gray
 };
 
-// node_modules/execa/lib/verbose/custom.js
+// ../main/node_modules/execa/lib/verbose/custom.js
 var applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
   const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
   return printedLines.map(({ verboseLine, verboseObject }) => applyVerboseFunction(verboseLine, verboseObject, verboseFunction)).filter((printedLine) => printedLine !== void 0).map((printedLine) => appendNewline(printedLine)).join("");
@@ -38362,7 +38726,7 @@ var applyVerboseFunction = (verboseLine, verboseObject, verboseFunction) => {
 var appendNewline = (printedLine) => printedLine.endsWith("\n") ? printedLine : `${printedLine}
 `;
 
-// node_modules/execa/lib/verbose/log.js
+// ../main/node_modules/execa/lib/verbose/log.js
 var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result }) => {
   const verboseObject = getVerboseObject({ type, result, verboseInfo });
   const printedLines = getPrintedLines(verboseMessage, verboseObject);
@@ -38396,7 +38760,7 @@ var serializeVerboseMessage = (message) => {
 };
 var TAB_SIZE = 2;
 
-// node_modules/execa/lib/verbose/start.js
+// ../main/node_modules/execa/lib/verbose/start.js
 var logCommand = (escapedCommand, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -38408,7 +38772,7 @@ var logCommand = (escapedCommand, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/verbose/info.js
+// ../main/node_modules/execa/lib/verbose/info.js
 var getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
   validateVerbose(verbose);
   const commandId = getCommandId(verbose);
@@ -38436,12 +38800,12 @@ var validateVerbose = (verbose) => {
   }
 };
 
-// node_modules/execa/lib/return/duration.js
+// ../main/node_modules/execa/lib/return/duration.js
 import { hrtime } from "node:process";
 var getStartTime = () => hrtime.bigint();
 var getDurationMs = (startTime) => Number(hrtime.bigint() - startTime) / 1e6;
 
-// node_modules/execa/lib/arguments/command.js
+// ../main/node_modules/execa/lib/arguments/command.js
 var handleCommand = (filePath, rawArguments, rawOptions) => {
   const startTime = getStartTime();
   const { command, escapedCommand } = joinCommand(filePath, rawArguments);
@@ -38456,16 +38820,16 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
   };
 };
 
-// node_modules/execa/lib/arguments/options.js
+// ../main/node_modules/execa/lib/arguments/options.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 import path5 from "node:path";
 import process6 from "node:process";
 
-// node_modules/npm-run-path/index.js
+// ../main/node_modules/npm-run-path/index.js
 import process4 from "node:process";
 import path2 from "node:path";
 
-// node_modules/npm-run-path/node_modules/path-key/index.js
+// ../main/node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
   const {
     env = process.env,
@@ -38477,7 +38841,7 @@ function pathKey(options = {}) {
   return Object.keys(env).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
 }
 
-// node_modules/unicorn-magic/node.js
+// ../main/node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
 import path from "node:path";
@@ -38501,7 +38865,7 @@ function traversePathUp(startPath) {
 }
 var TEN_MEGABYTES_IN_BYTES = 10 * 1024 * 1024;
 
-// node_modules/npm-run-path/index.js
+// ../main/node_modules/npm-run-path/index.js
 var npmRunPath = ({
   cwd = process4.cwd(),
   path: pathOption = process4.env[pathKey()],
@@ -38542,10 +38906,10 @@ var npmRunPathEnv = ({ env = process4.env, ...options } = {}) => {
   return env;
 };
 
-// node_modules/execa/lib/terminate/kill.js
+// ../main/node_modules/execa/lib/terminate/kill.js
 import { setTimeout as setTimeout2 } from "node:timers/promises";
 
-// node_modules/execa/lib/return/final-error.js
+// ../main/node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
   const ErrorClass = isSync ? ExecaSyncError : ExecaError;
   const options = originalError instanceof DiscardedError ? {} : { cause: originalError };
@@ -38577,13 +38941,13 @@ var ExecaSyncError = class extends Error {
 };
 setErrorName(ExecaSyncError, ExecaSyncError.name);
 
-// node_modules/execa/lib/terminate/signal.js
+// ../main/node_modules/execa/lib/terminate/signal.js
 import { constants as constants3 } from "node:os";
 
-// node_modules/human-signals/build/src/main.js
+// ../main/node_modules/human-signals/build/src/main.js
 import { constants as constants2 } from "node:os";
 
-// node_modules/human-signals/build/src/realtime.js
+// ../main/node_modules/human-signals/build/src/realtime.js
 var getRealtimeSignals = () => {
   const length = SIGRTMAX - SIGRTMIN + 1;
   return Array.from({ length }, getRealtimeSignal);
@@ -38598,10 +38962,10 @@ var getRealtimeSignal = (value, index) => ({
 var SIGRTMIN = 34;
 var SIGRTMAX = 64;
 
-// node_modules/human-signals/build/src/signals.js
+// ../main/node_modules/human-signals/build/src/signals.js
 import { constants } from "node:os";
 
-// node_modules/human-signals/build/src/core.js
+// ../main/node_modules/human-signals/build/src/core.js
 var SIGNALS = [
   {
     name: "SIGHUP",
@@ -38874,7 +39238,7 @@ var SIGNALS = [
   }
 ];
 
-// node_modules/human-signals/build/src/signals.js
+// ../main/node_modules/human-signals/build/src/signals.js
 var getSignals = () => {
   const realtimeSignals = getRealtimeSignals();
   const signals2 = [...SIGNALS, ...realtimeSignals].map(normalizeSignal);
@@ -38896,7 +39260,7 @@ var normalizeSignal = ({
   return { name: name2, number: number4, description, supported, action, forced, standard };
 };
 
-// node_modules/human-signals/build/src/main.js
+// ../main/node_modules/human-signals/build/src/main.js
 var getSignalsByName = () => {
   const signals2 = getSignals();
   return Object.fromEntries(signals2.map(getSignalByName));
@@ -38947,7 +39311,7 @@ var findSignalByNumber = (number4, signals2) => {
 };
 var signalsByNumber = getSignalsByNumber();
 
-// node_modules/execa/lib/terminate/signal.js
+// ../main/node_modules/execa/lib/terminate/signal.js
 var normalizeKillSignal = (killSignal) => {
   const optionName = "option `killSignal`";
   if (killSignal === 0) {
@@ -38991,7 +39355,7 @@ var getAvailableSignalNames = () => Object.keys(constants3.signals).sort().map((
 var getAvailableSignalIntegers = () => [...new Set(Object.values(constants3.signals).sort((signalInteger, signalIntegerTwo) => signalInteger - signalIntegerTwo))].join(", ");
 var getSignalDescription = (signal) => signalsByName[signal].description;
 
-// node_modules/execa/lib/terminate/kill.js
+// ../main/node_modules/execa/lib/terminate/kill.js
 var normalizeForceKillAfterDelay = (forceKillAfterDelay) => {
   if (forceKillAfterDelay === false) {
     return forceKillAfterDelay;
@@ -39058,7 +39422,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
   }
 };
 
-// node_modules/execa/lib/utils/abort-signal.js
+// ../main/node_modules/execa/lib/utils/abort-signal.js
 import { once } from "node:events";
 var onAbortedSignal = async (mainSignal, stopSignal) => {
   if (!mainSignal.aborted) {
@@ -39066,7 +39430,7 @@ var onAbortedSignal = async (mainSignal, stopSignal) => {
   }
 };
 
-// node_modules/execa/lib/terminate/cancel.js
+// ../main/node_modules/execa/lib/terminate/cancel.js
 var validateCancelSignal = ({ cancelSignal }) => {
   if (cancelSignal !== void 0 && Object.prototype.toString.call(cancelSignal) !== "[object AbortSignal]") {
     throw new Error(`The \`cancelSignal\` option must be an AbortSignal: ${String(cancelSignal)}`);
@@ -39080,13 +39444,13 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
   throw cancelSignal.reason;
 };
 
-// node_modules/execa/lib/ipc/graceful.js
+// ../main/node_modules/execa/lib/ipc/graceful.js
 import { scheduler as scheduler2 } from "node:timers/promises";
 
-// node_modules/execa/lib/ipc/send.js
+// ../main/node_modules/execa/lib/ipc/send.js
 import { promisify as promisify2 } from "node:util";
 
-// node_modules/execa/lib/ipc/validation.js
+// ../main/node_modules/execa/lib/ipc/validation.js
 var validateIpcMethod = ({ methodName, isSubprocess, ipc, isConnected: isConnected2 }) => {
   validateIpcOption(methodName, isSubprocess, ipc);
   validateConnection(methodName, isSubprocess, isConnected2);
@@ -39158,7 +39522,7 @@ var disconnect = (anyProcess) => {
   }
 };
 
-// node_modules/execa/lib/utils/deferred.js
+// ../main/node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
   const promise2 = new Promise((resolve2, reject) => {
@@ -39167,7 +39531,7 @@ var createDeferred = () => {
   return Object.assign(promise2, methods);
 };
 
-// node_modules/execa/lib/arguments/fd-options.js
+// ../main/node_modules/execa/lib/arguments/fd-options.js
 var getToStream = (destination, to = "stdin") => {
   const isWritable = true;
   const { options, fileDescriptors } = SUBPROCESS_OPTIONS.get(destination);
@@ -39247,10 +39611,10 @@ var serializeOptionValue = (value) => {
   return typeof value === "number" ? `${value}` : "Stream";
 };
 
-// node_modules/execa/lib/ipc/strict.js
+// ../main/node_modules/execa/lib/ipc/strict.js
 import { once as once3 } from "node:events";
 
-// node_modules/execa/lib/utils/max-listeners.js
+// ../main/node_modules/execa/lib/utils/max-listeners.js
 import { addAbortListener } from "node:events";
 var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   const maxListeners = eventEmitter.getMaxListeners();
@@ -39263,14 +39627,14 @@ var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   });
 };
 
-// node_modules/execa/lib/ipc/forward.js
+// ../main/node_modules/execa/lib/ipc/forward.js
 import { EventEmitter } from "node:events";
 
-// node_modules/execa/lib/ipc/incoming.js
+// ../main/node_modules/execa/lib/ipc/incoming.js
 import { once as once2 } from "node:events";
 import { scheduler } from "node:timers/promises";
 
-// node_modules/execa/lib/ipc/reference.js
+// ../main/node_modules/execa/lib/ipc/reference.js
 var addReference = (channel, reference) => {
   if (reference) {
     addReferenceCount(channel);
@@ -39300,7 +39664,7 @@ var redoAddedReferences = (channel, isSubprocess) => {
   }
 };
 
-// node_modules/execa/lib/ipc/incoming.js
+// ../main/node_modules/execa/lib/ipc/incoming.js
 var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappedMessage) => {
   if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
     return;
@@ -39341,7 +39705,7 @@ var onDisconnect = async ({ anyProcess, channel, isSubprocess, ipcEmitter, bound
 };
 var INCOMING_MESSAGES = /* @__PURE__ */ new WeakMap();
 
-// node_modules/execa/lib/ipc/forward.js
+// ../main/node_modules/execa/lib/ipc/forward.js
 var getIpcEmitter = (anyProcess, channel, isSubprocess) => {
   if (IPC_EMITTERS.has(anyProcess)) {
     return IPC_EMITTERS.get(anyProcess);
@@ -39380,7 +39744,7 @@ var isConnected = (anyProcess) => {
   return ipcEmitter === void 0 ? anyProcess.channel !== null : ipcEmitter.connected;
 };
 
-// node_modules/execa/lib/ipc/strict.js
+// ../main/node_modules/execa/lib/ipc/strict.js
 var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) => {
   if (!strict) {
     return message;
@@ -39463,7 +39827,7 @@ var throwOnDisconnect = async (anyProcess, isSubprocess, { signal }) => {
 var REQUEST_TYPE = "execa:ipc:request";
 var RESPONSE_TYPE = "execa:ipc:response";
 
-// node_modules/execa/lib/ipc/outgoing.js
+// ../main/node_modules/execa/lib/ipc/outgoing.js
 var startSendMessage = (anyProcess, wrappedMessage, strict) => {
   if (!OUTGOING_MESSAGES.has(anyProcess)) {
     OUTGOING_MESSAGES.set(anyProcess, /* @__PURE__ */ new Set());
@@ -39490,7 +39854,7 @@ var OUTGOING_MESSAGES = /* @__PURE__ */ new WeakMap();
 var hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount("message") > getMinListenerCount(anyProcess);
 var getMinListenerCount = (anyProcess) => SUBPROCESS_OPTIONS.has(anyProcess) && !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, "ipc") ? 1 : 0;
 
-// node_modules/execa/lib/ipc/send.js
+// ../main/node_modules/execa/lib/ipc/send.js
 var sendMessage = ({ anyProcess, channel, isSubprocess, ipc }, message, { strict = false } = {}) => {
   const methodName = "sendMessage";
   validateIpcMethod({
@@ -39560,7 +39924,7 @@ var getSendMethod = (anyProcess) => {
 };
 var PROCESS_SEND_METHODS = /* @__PURE__ */ new WeakMap();
 
-// node_modules/execa/lib/ipc/graceful.js
+// ../main/node_modules/execa/lib/ipc/graceful.js
 var sendAbort = (subprocess, message) => {
   const methodName = "cancelSignal";
   validateConnection(methodName, false, subprocess.connected);
@@ -39611,7 +39975,7 @@ var abortOnDisconnect = () => {
 };
 var cancelController = new AbortController();
 
-// node_modules/execa/lib/terminate/graceful.js
+// ../main/node_modules/execa/lib/terminate/graceful.js
 var validateGracefulCancel = ({ gracefulCancel, cancelSignal, ipc, serialization }) => {
   if (!gracefulCancel) {
     return;
@@ -39667,7 +40031,7 @@ var getReason = ({ reason }) => {
   return error62;
 };
 
-// node_modules/execa/lib/terminate/timeout.js
+// ../main/node_modules/execa/lib/terminate/timeout.js
 import { setTimeout as setTimeout3 } from "node:timers/promises";
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
@@ -39682,7 +40046,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
   throw new DiscardedError();
 };
 
-// node_modules/execa/lib/methods/node.js
+// ../main/node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
 import path3 from "node:path";
 var mapNode = ({ options }) => {
@@ -39723,7 +40087,7 @@ var handleNodeOption = (file2, commandArguments, {
   ];
 };
 
-// node_modules/execa/lib/ipc/ipc-input.js
+// ../main/node_modules/execa/lib/ipc/ipc-input.js
 import { serialize } from "node:v8";
 var validateIpcInputOption = ({ ipcInput, ipc, serialization }) => {
   if (ipcInput === void 0) {
@@ -39759,7 +40123,7 @@ var sendIpcInput = async (subprocess, ipcInput) => {
   await subprocess.sendMessage(ipcInput);
 };
 
-// node_modules/execa/lib/arguments/encoding-option.js
+// ../main/node_modules/execa/lib/arguments/encoding-option.js
 var validateEncoding = ({ encoding }) => {
   if (ENCODINGS.has(encoding)) {
     return;
@@ -39801,7 +40165,7 @@ var ENCODING_ALIASES = {
 };
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
-// node_modules/execa/lib/arguments/cwd.js
+// ../main/node_modules/execa/lib/arguments/cwd.js
 import { statSync } from "node:fs";
 import path4 from "node:path";
 import process5 from "node:process";
@@ -39837,7 +40201,7 @@ ${originalMessage}`;
   return originalMessage;
 };
 
-// node_modules/execa/lib/arguments/options.js
+// ../main/node_modules/execa/lib/arguments/options.js
 var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   rawOptions.cwd = normalizeCwd(rawOptions.cwd);
   const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
@@ -39867,7 +40231,7 @@ var addDefaultOptions = ({
   encoding = "utf8",
   reject = true,
   cleanup = true,
-  all = false,
+  all: all2 = false,
   windowsHide = true,
   killSignal = "SIGTERM",
   forceKillAfterDelay = true,
@@ -39885,7 +40249,7 @@ var addDefaultOptions = ({
   encoding,
   reject,
   cleanup,
-  all,
+  all: all2,
   windowsHide,
   killSignal,
   forceKillAfterDelay,
@@ -39908,13 +40272,13 @@ var getEnv = ({ env: envOption, extendEnv, preferLocal, node: node2, localDirect
   return env;
 };
 
-// node_modules/execa/lib/arguments/shell.js
+// ../main/node_modules/execa/lib/arguments/shell.js
 var concatenateShell = (file2, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file2, ...commandArguments].join(" "), [], options] : [file2, commandArguments, options];
 
-// node_modules/execa/lib/return/message.js
+// ../main/node_modules/execa/lib/return/message.js
 import { inspect as inspect2 } from "node:util";
 
-// node_modules/strip-final-newline/index.js
+// ../main/node_modules/strip-final-newline/index.js
 function stripFinalNewline(input2) {
   if (typeof input2 === "string") {
     return stripFinalNewlineString(input2);
@@ -39931,11 +40295,11 @@ var LF_BINARY = LF.codePointAt(0);
 var CR = "\r";
 var CR_BINARY = CR.codePointAt(0);
 
-// node_modules/get-stream/source/index.js
+// ../main/node_modules/get-stream/source/index.js
 import { on } from "node:events";
 import { finished } from "node:stream/promises";
 
-// node_modules/is-stream/index.js
+// ../main/node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
   return stream !== null && typeof stream === "object" && (stream.writable || stream.readable || !checkOpen || stream.writable === void 0 && stream.readable === void 0) && typeof stream.pipe === "function";
 }
@@ -39949,7 +40313,7 @@ function isDuplexStream(stream, options) {
   return isWritableStream(stream, options) && isReadableStream(stream, options);
 }
 
-// node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+// ../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 var a = Object.getPrototypeOf(
   Object.getPrototypeOf(
     /* istanbul ignore next */
@@ -40037,7 +40401,7 @@ function h({ preventCancel: r = false } = {}) {
   return s[n] = t, s;
 }
 
-// node_modules/get-stream/source/stream.js
+// ../main/node_modules/get-stream/source/stream.js
 var getAsyncIterable = (stream) => {
   if (isReadableStream(stream, { checkOpen: false }) && nodeImports.on !== void 0) {
     return getStreamIterable(stream);
@@ -40085,7 +40449,7 @@ var handleStreamEnd = async (stream, controller, state) => {
 };
 var nodeImports = {};
 
-// node_modules/get-stream/source/contents.js
+// ../main/node_modules/get-stream/source/contents.js
 var getStreamContents = async (stream, { init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize: finalize2 }, { maxBuffer = Number.POSITIVE_INFINITY } = {}) => {
   const asyncIterable = getAsyncIterable(stream);
   const state = init();
@@ -40180,7 +40544,7 @@ var MaxBufferError = class extends Error {
   }
 };
 
-// node_modules/get-stream/source/utils.js
+// ../main/node_modules/get-stream/source/utils.js
 var identity2 = (value) => value;
 var noop = () => void 0;
 var getContentsProperty = ({ contents }) => contents;
@@ -40189,7 +40553,7 @@ var throwObjectStream = (chunk) => {
 };
 var getLengthProperty = (convertedChunk) => convertedChunk.length;
 
-// node_modules/get-stream/source/array.js
+// ../main/node_modules/get-stream/source/array.js
 async function getStreamAsArray(stream, options) {
   return getStreamContents(stream, arrayMethods, options);
 }
@@ -40216,7 +40580,7 @@ var arrayMethods = {
   finalize: getContentsProperty
 };
 
-// node_modules/get-stream/source/array-buffer.js
+// ../main/node_modules/get-stream/source/array-buffer.js
 async function getStreamAsArrayBuffer(stream, options) {
   return getStreamContents(stream, arrayBufferMethods, options);
 }
@@ -40269,7 +40633,7 @@ var arrayBufferMethods = {
   finalize: finalizeArrayBuffer
 };
 
-// node_modules/get-stream/source/string.js
+// ../main/node_modules/get-stream/source/string.js
 async function getStreamAsString(stream, options) {
   return getStreamContents(stream, stringMethods, options);
 }
@@ -40298,10 +40662,10 @@ var stringMethods = {
   finalize: getContentsProperty
 };
 
-// node_modules/get-stream/source/index.js
+// ../main/node_modules/get-stream/source/index.js
 Object.assign(nodeImports, { on, finished });
 
-// node_modules/execa/lib/io/max-buffer.js
+// ../main/node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error62, stream, readableObjectMode, lines, encoding, fdNumber }) => {
   if (!(error62 instanceof MaxBufferError)) {
     throw error62;
@@ -40360,10 +40724,10 @@ var truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
 };
 var getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
-// node_modules/execa/lib/return/message.js
+// ../main/node_modules/execa/lib/return/message.js
 var createMessages = ({
   stdio,
-  all,
+  all: all2,
   ipcOutput,
   originalError,
   signal,
@@ -40402,7 +40766,7 @@ var createMessages = ({
   const suffix = originalMessage === void 0 ? "" : `
 ${originalMessage}`;
   const shortMessage = `${prefix}: ${escapedCommand}${suffix}`;
-  const messageStdio = all === void 0 ? [stdio[2], stdio[1]] : [all];
+  const messageStdio = all2 === void 0 ? [stdio[2], stdio[1]] : [all2];
   const message = [
     shortMessage,
     ...messageStdio,
@@ -40478,12 +40842,12 @@ var serializeMessageItem = (messageItem) => {
   return "";
 };
 
-// node_modules/execa/lib/return/result.js
+// ../main/node_modules/execa/lib/return/result.js
 var makeSuccessResult = ({
   command,
   escapedCommand,
   stdio,
-  all,
+  all: all2,
   ipcOutput,
   options: { cwd },
   startTime
@@ -40502,7 +40866,7 @@ var makeSuccessResult = ({
   exitCode: 0,
   stdout: stdio[1],
   stderr: stdio[2],
-  all,
+  all: all2,
   stdio,
   ipcOutput,
   pipedFrom: []
@@ -40543,7 +40907,7 @@ var makeError = ({
   exitCode: rawExitCode,
   signal: rawSignal,
   stdio,
-  all,
+  all: all2,
   ipcOutput,
   options: {
     timeoutDuration,
@@ -40558,7 +40922,7 @@ var makeError = ({
   const { exitCode, signal, signalDescription } = normalizeExitPayload(rawExitCode, rawSignal);
   const { originalMessage, shortMessage, message } = createMessages({
     stdio,
-    all,
+    all: all2,
     ipcOutput,
     originalError,
     signal,
@@ -40591,7 +40955,7 @@ var makeError = ({
     signal,
     signalDescription,
     stdio,
-    all,
+    all: all2,
     ipcOutput,
     cwd,
     originalMessage,
@@ -40613,7 +40977,7 @@ var getErrorProperties = ({
   signal,
   signalDescription,
   stdio,
-  all,
+  all: all2,
   ipcOutput,
   cwd,
   originalMessage,
@@ -40638,7 +41002,7 @@ var getErrorProperties = ({
   code: error62.cause?.code,
   stdout: stdio[1],
   stderr: stdio[2],
-  all,
+  all: all2,
   stdio,
   ipcOutput,
   pipedFrom: []
@@ -40651,7 +41015,7 @@ var normalizeExitPayload = (rawExitCode, rawSignal) => {
   return { exitCode, signal, signalDescription };
 };
 
-// node_modules/parse-ms/index.js
+// ../main/node_modules/parse-ms/index.js
 var toZeroIfInfinity = (value) => Number.isFinite(value) ? value : 0;
 function parseNumber(milliseconds) {
   return {
@@ -40690,7 +41054,7 @@ function parseMilliseconds(milliseconds) {
   throw new TypeError("Expected a finite number or bigint");
 }
 
-// node_modules/pretty-ms/index.js
+// ../main/node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
 var pluralize = (word, count4) => count4 === 1 || count4 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
@@ -40790,7 +41154,7 @@ function prettyMilliseconds(milliseconds, options) {
   return sign + result.join(separator);
 }
 
-// node_modules/execa/lib/verbose/error.js
+// ../main/node_modules/execa/lib/verbose/error.js
 var logError = (result, verboseInfo) => {
   if (result.failed) {
     verboseLog({
@@ -40802,7 +41166,7 @@ var logError = (result, verboseInfo) => {
   }
 };
 
-// node_modules/execa/lib/verbose/complete.js
+// ../main/node_modules/execa/lib/verbose/complete.js
 var logResult = (result, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -40820,7 +41184,7 @@ var logDuration = (result, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/return/reject.js
+// ../main/node_modules/execa/lib/return/reject.js
 var handleResult = (result, verboseInfo, { reject }) => {
   logResult(result, verboseInfo);
   if (result.failed && reject) {
@@ -40829,10 +41193,10 @@ var handleResult = (result, verboseInfo, { reject }) => {
   return result;
 };
 
-// node_modules/execa/lib/stdio/handle-sync.js
+// ../main/node_modules/execa/lib/stdio/handle-sync.js
 import { readFileSync as readFileSync3 } from "node:fs";
 
-// node_modules/execa/lib/stdio/type.js
+// ../main/node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
   if (isAsyncGenerator(value)) {
     return "asyncGenerator";
@@ -40958,7 +41322,7 @@ var TYPE_TO_MESSAGE = {
   uint8Array: "a Uint8Array"
 };
 
-// node_modules/execa/lib/transform/object-mode.js
+// ../main/node_modules/execa/lib/transform/object-mode.js
 var getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === "output" ? getOutputObjectModes(objectMode, index, newTransforms) : getInputObjectModes(objectMode, index, newTransforms);
 var getOutputObjectModes = (objectMode, index, newTransforms) => {
   const writableObjectMode = index !== 0 && newTransforms[index - 1].value.readableObjectMode;
@@ -40978,7 +41342,7 @@ var getFdObjectMode = (stdioItems, direction) => {
   return direction === "input" ? lastTransform.value.writableObjectMode : lastTransform.value.readableObjectMode;
 };
 
-// node_modules/execa/lib/transform/normalize.js
+// ../main/node_modules/execa/lib/transform/normalize.js
 var normalizeTransforms = (stdioItems, optionName, direction, options) => [
   ...stdioItems.filter(({ type }) => !TRANSFORM_TYPES.has(type)),
   ...getTransforms(stdioItems, optionName, direction, options)
@@ -41072,7 +41436,7 @@ var normalizeGenerator = ({ stdioItem, stdioItem: { value }, index, newTransform
 };
 var sortTransforms = (newTransforms, direction) => direction === "input" ? newTransforms.reverse() : newTransforms;
 
-// node_modules/execa/lib/stdio/direction.js
+// ../main/node_modules/execa/lib/stdio/direction.js
 import process7 from "node:process";
 var getStreamDirection = (stdioItems, fdNumber, optionName) => {
   const directions = stdioItems.map((stdioItem) => getStdioItemDirection(stdioItem, fdNumber));
@@ -41122,10 +41486,10 @@ var getStandardStreamDirection = (value) => {
 };
 var DEFAULT_DIRECTION = "output";
 
-// node_modules/execa/lib/ipc/array.js
+// ../main/node_modules/execa/lib/ipc/array.js
 var normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes("ipc") ? [...stdioArray, "ipc"] : stdioArray;
 
-// node_modules/execa/lib/stdio/stdio-option.js
+// ../main/node_modules/execa/lib/stdio/stdio-option.js
 var normalizeStdioOption = ({ stdio, ipc, buffer, ...options }, verboseInfo, isSync) => {
   const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => addDefaultValue2(stdioOption, fdNumber));
   return isSync ? normalizeStdioSync(stdioArray, buffer, verboseInfo) : normalizeIpcStdioArray(stdioArray, ipc);
@@ -41159,7 +41523,7 @@ var addDefaultValue2 = (stdioOption, fdNumber) => {
 var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((stdioOption, fdNumber) => !buffer[fdNumber] && fdNumber !== 0 && !isFullVerbose(verboseInfo, fdNumber) && isOutputPipeOnly(stdioOption) ? "ignore" : stdioOption);
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
-// node_modules/execa/lib/stdio/native.js
+// ../main/node_modules/execa/lib/stdio/native.js
 import { readFileSync as readFileSync2 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
@@ -41228,7 +41592,7 @@ var getStandardStream = (fdNumber, value, optionName) => {
   return standardStream;
 };
 
-// node_modules/execa/lib/stdio/input-option.js
+// ../main/node_modules/execa/lib/stdio/input-option.js
 var handleInputOptions = ({ input: input2, inputFile }, fdNumber) => fdNumber === 0 ? [
   ...handleInputOption(input2),
   ...handleInputFileOption(inputFile)
@@ -41264,7 +41628,7 @@ var getInputFileType = (inputFile) => {
   throw new Error("The `inputFile` option must be a file path string or a file URL.");
 };
 
-// node_modules/execa/lib/stdio/duplicate.js
+// ../main/node_modules/execa/lib/stdio/duplicate.js
 var filterDuplicates = (stdioItems) => stdioItems.filter((stdioItemOne, indexOne) => stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value || indexOne >= indexTwo || stdioItemOne.type === "generator" || stdioItemOne.type === "asyncGenerator"));
 var getDuplicateStream = ({ stdioItem: { type, value, optionName }, direction, fileDescriptors, isSync }) => {
   const otherStdioItems = getOtherStdioItems(fileDescriptors, type);
@@ -41339,7 +41703,7 @@ var throwOnDuplicateStream = (stdioItem, optionName, type) => {
   }
 };
 
-// node_modules/execa/lib/stdio/handle.js
+// ../main/node_modules/execa/lib/stdio/handle.js
 var handleStdio = (addProperties3, options, verboseInfo, isSync) => {
   const stdio = normalizeStdioOption(options, verboseInfo, isSync);
   const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
@@ -41499,7 +41863,7 @@ var forwardStdio = (stdioItems) => {
   return type === "native" ? value : "pipe";
 };
 
-// node_modules/execa/lib/stdio/handle-sync.js
+// ../main/node_modules/execa/lib/stdio/handle-sync.js
 var handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
 var forbiddenIfSync = ({ type, optionName }) => {
   throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
@@ -41545,14 +41909,14 @@ var addPropertiesSync = {
   }
 };
 
-// node_modules/execa/lib/io/strip-newline.js
+// ../main/node_modules/execa/lib/io/strip-newline.js
 var stripNewline = (value, { stripFinalNewline: stripFinalNewline2 }, fdNumber) => getStripFinalNewline(stripFinalNewline2, fdNumber) && value !== void 0 && !Array.isArray(value) ? stripFinalNewline(value) : value;
 var getStripFinalNewline = (stripFinalNewline2, fdNumber) => fdNumber === "all" ? stripFinalNewline2[1] || stripFinalNewline2[2] : stripFinalNewline2[fdNumber];
 
-// node_modules/execa/lib/transform/generator.js
+// ../main/node_modules/execa/lib/transform/generator.js
 import { Transform, getDefaultHighWaterMark } from "node:stream";
 
-// node_modules/execa/lib/transform/split.js
+// ../main/node_modules/execa/lib/transform/split.js
 var getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped ? void 0 : initializeSplitLines(preserveNewlines, state);
 var splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode ? chunk.flatMap((item) => splitLinesItemSync(item, preserveNewlines)) : splitLinesItemSync(chunk, preserveNewlines);
 var splitLinesItemSync = (chunk, preserveNewlines) => {
@@ -41632,7 +41996,7 @@ var linesUint8ArrayInfo = {
   concatBytes: concatUint8Array
 };
 
-// node_modules/execa/lib/transform/validate.js
+// ../main/node_modules/execa/lib/transform/validate.js
 import { Buffer as Buffer2 } from "node:buffer";
 var getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode ? void 0 : validateStringTransformInput.bind(void 0, optionName);
 var validateStringTransformInput = function* (optionName, chunk) {
@@ -41661,7 +42025,7 @@ Instead, \`yield\` should either be called with a value, or not be called at all
   }
 };
 
-// node_modules/execa/lib/transform/encoding-transform.js
+// ../main/node_modules/execa/lib/transform/encoding-transform.js
 import { Buffer as Buffer3 } from "node:buffer";
 import { StringDecoder as StringDecoder2 } from "node:string_decoder";
 var getEncodingTransformGenerator = (binary, encoding, skipped) => {
@@ -41696,7 +42060,7 @@ var encodingStringFinal = function* (stringDecoder) {
   }
 };
 
-// node_modules/execa/lib/transform/run-async.js
+// ../main/node_modules/execa/lib/transform/run-async.js
 import { callbackify } from "node:util";
 var pushChunks = callbackify(async (getChunks, state, getChunksArguments, transformStream) => {
   state.currentIterable = getChunks(...getChunksArguments);
@@ -41744,7 +42108,7 @@ var identityGenerator = function* (chunk) {
   yield chunk;
 };
 
-// node_modules/execa/lib/transform/run-sync.js
+// ../main/node_modules/execa/lib/transform/run-sync.js
 var pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
   try {
     for (const chunk of getChunksSync(...getChunksArguments)) {
@@ -41786,7 +42150,7 @@ var identityGenerator2 = function* (chunk) {
   yield chunk;
 };
 
-// node_modules/execa/lib/transform/generator.js
+// ../main/node_modules/execa/lib/transform/generator.js
 var generatorToStream = ({
   value,
   value: { transform: transform2, final, writableObjectMode, readableObjectMode },
@@ -41840,7 +42204,7 @@ var addInternalGenerators = ({ transform: transform2, final, binary, writableObj
   ].filter(Boolean);
 };
 
-// node_modules/execa/lib/io/input-sync.js
+// ../main/node_modules/execa/lib/io/input-sync.js
 var addInputOptionsSync = (fileDescriptors, options) => {
   for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
     addInputOptionSync(fileDescriptors, fdNumber, options);
@@ -41873,10 +42237,10 @@ var validateSerializable = (newContents) => {
   }
 };
 
-// node_modules/execa/lib/io/output-sync.js
+// ../main/node_modules/execa/lib/io/output-sync.js
 import { writeFileSync as writeFileSync3, appendFileSync } from "node:fs";
 
-// node_modules/execa/lib/verbose/output.js
+// ../main/node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
 var fdUsesVerbose = (fdNumber) => fdNumber === 1 || fdNumber === 2;
 var PIPED_STDIO_VALUES = /* @__PURE__ */ new Set(["pipe", "overlapped"]);
@@ -41903,7 +42267,7 @@ var logLine = (line, fdNumber, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/io/output-sync.js
+// ../main/node_modules/execa/lib/io/output-sync.js
 var transformOutputSync = ({ fileDescriptors, syncResult: { output: output2 }, options, isMaxBuffer, verboseInfo }) => {
   if (output2 === null) {
     return { output: Array.from({ length: 3 }) };
@@ -42006,7 +42370,7 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
   }
 };
 
-// node_modules/execa/lib/resolve/all-sync.js
+// ../main/node_modules/execa/lib/resolve/all-sync.js
 var getAllSync = ([, stdout, stderr], options) => {
   if (!options.all) {
     return;
@@ -42029,7 +42393,7 @@ var getAllSync = ([, stdout, stderr], options) => {
   return `${stdout}${stderr}`;
 };
 
-// node_modules/execa/lib/resolve/exit-async.js
+// ../main/node_modules/execa/lib/resolve/exit-async.js
 import { once as once4 } from "node:events";
 var waitForExit = async (subprocess, context) => {
   const [exitCode, signal] = await waitForExitOrError(subprocess);
@@ -42063,7 +42427,7 @@ var waitForSuccessfulExit = async (exitPromise) => {
 var isSubprocessErrorExit = (exitCode, signal) => exitCode === void 0 && signal === void 0;
 var isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
 
-// node_modules/execa/lib/resolve/exit-sync.js
+// ../main/node_modules/execa/lib/resolve/exit-sync.js
 var getExitResultSync = ({ error: error62, status: exitCode, signal, output: output2 }, { maxBuffer }) => {
   const resultError = getResultError(error62, exitCode, signal);
   const timedOut = resultError?.code === "ETIMEDOUT";
@@ -42083,7 +42447,7 @@ var getResultError = (error62, exitCode, signal) => {
   return isFailedExit(exitCode, signal) ? new DiscardedError() : void 0;
 };
 
-// node_modules/execa/lib/methods/main-sync.js
+// ../main/node_modules/execa/lib/methods/main-sync.js
 var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
   const result = spawnSubprocessSync({
@@ -42155,7 +42519,7 @@ var spawnSubprocessSync = ({ file: file2, commandArguments, options, command, es
     verboseInfo
   });
   const stdio = output2.map((stdioOutput, fdNumber) => stripNewline(stdioOutput, options, fdNumber));
-  const all = stripNewline(getAllSync(output2, options), options, "all");
+  const all2 = stripNewline(getAllSync(output2, options), options, "all");
   return getSyncResult({
     error: error62,
     exitCode,
@@ -42163,7 +42527,7 @@ var spawnSubprocessSync = ({ file: file2, commandArguments, options, command, es
     timedOut,
     isMaxBuffer,
     stdio,
-    all,
+    all: all2,
     options,
     command,
     escapedCommand,
@@ -42188,11 +42552,11 @@ var runSubprocessSync = ({ file: file2, commandArguments, options, command, esca
   }
 };
 var normalizeSpawnSyncOptions = ({ encoding, maxBuffer, ...options }) => ({ ...options, encoding: "buffer", maxBuffer: getMaxBufferSync(maxBuffer) });
-var getSyncResult = ({ error: error62, exitCode, signal, timedOut, isMaxBuffer, stdio, all, options, command, escapedCommand, startTime }) => error62 === void 0 ? makeSuccessResult({
+var getSyncResult = ({ error: error62, exitCode, signal, timedOut, isMaxBuffer, stdio, all: all2, options, command, escapedCommand, startTime }) => error62 === void 0 ? makeSuccessResult({
   command,
   escapedCommand,
   stdio,
-  all,
+  all: all2,
   ipcOutput: [],
   options,
   startTime
@@ -42208,21 +42572,21 @@ var getSyncResult = ({ error: error62, exitCode, signal, timedOut, isMaxBuffer, 
   exitCode,
   signal,
   stdio,
-  all,
+  all: all2,
   ipcOutput: [],
   options,
   startTime,
   isSync: true
 });
 
-// node_modules/execa/lib/methods/main-async.js
+// ../main/node_modules/execa/lib/methods/main-async.js
 import { setMaxListeners } from "node:events";
 import { spawn } from "node:child_process";
 
-// node_modules/execa/lib/ipc/methods.js
+// ../main/node_modules/execa/lib/ipc/methods.js
 import process8 from "node:process";
 
-// node_modules/execa/lib/ipc/get-one.js
+// ../main/node_modules/execa/lib/ipc/get-one.js
 import { once as once5, on as on2 } from "node:events";
 var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true, filter } = {}) => {
   validateIpcMethod({
@@ -42277,7 +42641,7 @@ var throwOnStrictError = async (ipcEmitter, isSubprocess, { signal }) => {
   throw getStrictResponseError(error62, isSubprocess);
 };
 
-// node_modules/execa/lib/ipc/get-each.js
+// ../main/node_modules/execa/lib/ipc/get-each.js
 import { once as once6, on as on3 } from "node:events";
 var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
   anyProcess,
@@ -42356,7 +42720,7 @@ var throwIfStrictError = ({ error: error62 }) => {
   }
 };
 
-// node_modules/execa/lib/ipc/methods.js
+// ../main/node_modules/execa/lib/ipc/methods.js
 var addIpcMethods = (subprocess, { ipc }) => {
   Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
 };
@@ -42395,7 +42759,7 @@ var getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
   })
 });
 
-// node_modules/execa/lib/return/early-error.js
+// ../main/node_modules/execa/lib/return/early-error.js
 import { ChildProcess as ChildProcess2 } from "node:child_process";
 import {
   PassThrough,
@@ -42425,13 +42789,13 @@ var createDummyStreams = (subprocess, fileDescriptors) => {
   const stdout = createDummyStream();
   const stderr = createDummyStream();
   const extraStdio = Array.from({ length: fileDescriptors.length - 3 }, createDummyStream);
-  const all = createDummyStream();
+  const all2 = createDummyStream();
   const stdio = [stdin, stdout, stderr, ...extraStdio];
   Object.assign(subprocess, {
     stdin,
     stdout,
     stderr,
-    all,
+    all: all2,
     stdio
   });
 };
@@ -42449,7 +42813,7 @@ var duplex = () => new Duplex({ read() {
 } });
 var handleDummyPromise = async (error62, verboseInfo, options) => handleResult(error62, verboseInfo, options);
 
-// node_modules/execa/lib/stdio/handle-async.js
+// ../main/node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
 import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
@@ -42494,7 +42858,7 @@ var addPropertiesAsync = {
   }
 };
 
-// node_modules/@sindresorhus/merge-streams/index.js
+// ../main/node_modules/@sindresorhus/merge-streams/index.js
 import { on as on4, once as once7 } from "node:events";
 import { PassThrough as PassThroughStream, getDefaultHighWaterMark as getDefaultHighWaterMark2 } from "node:stream";
 import { finished as finished2 } from "node:stream/promises";
@@ -42711,7 +43075,7 @@ var updateMaxListeners = (passThroughStream, increment2) => {
 var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
-// node_modules/execa/lib/io/pipeline.js
+// ../main/node_modules/execa/lib/io/pipeline.js
 import { finished as finished3 } from "node:stream/promises";
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
@@ -42749,7 +43113,7 @@ var abortSourceStream = (source) => {
   }
 };
 
-// node_modules/execa/lib/io/output-async.js
+// ../main/node_modules/execa/lib/io/output-async.js
 var pipeOutputAsync = (subprocess, fileDescriptors, controller) => {
   const pipeGroups = /* @__PURE__ */ new Map();
   for (const [fdNumber, { stdioItems, direction }] of Object.entries(fileDescriptors)) {
@@ -42801,10 +43165,10 @@ var setStandardStreamMaxListeners = (stream, { signal }) => {
 };
 var MAX_LISTENERS_INCREMENT = 2;
 
-// node_modules/execa/lib/terminate/cleanup.js
+// ../main/node_modules/execa/lib/terminate/cleanup.js
 import { addAbortListener as addAbortListener2 } from "node:events";
 
-// node_modules/signal-exit/dist/mjs/signals.js
+// ../main/node_modules/signal-exit/dist/mjs/signals.js
 var signals = [];
 signals.push("SIGHUP", "SIGINT", "SIGTERM");
 if (process.platform !== "win32") {
@@ -42828,7 +43192,7 @@ if (process.platform === "linux") {
   signals.push("SIGIO", "SIGPOLL", "SIGPWR", "SIGSTKFLT");
 }
 
-// node_modules/signal-exit/dist/mjs/index.js
+// ../main/node_modules/signal-exit/dist/mjs/index.js
 var processOk = (process10) => !!process10 && typeof process10 === "object" && typeof process10.removeListener === "function" && typeof process10.emit === "function" && typeof process10.reallyExit === "function" && typeof process10.listeners === "function" && typeof process10.kill === "function" && typeof process10.pid === "number" && typeof process10.on === "function";
 var kExitEmitter = /* @__PURE__ */ Symbol.for("signal-exit emitter");
 var global2 = globalThis;
@@ -43055,7 +43419,7 @@ var {
   unload
 } = signalExitWrap(processOk(process9) ? new SignalExit(process9) : new SignalExitFallback());
 
-// node_modules/execa/lib/terminate/cleanup.js
+// ../main/node_modules/execa/lib/terminate/cleanup.js
 var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   if (!cleanup || detached) {
     return;
@@ -43068,7 +43432,7 @@ var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   });
 };
 
-// node_modules/execa/lib/pipe/pipe-arguments.js
+// ../main/node_modules/execa/lib/pipe/pipe-arguments.js
 var normalizePipeArguments = ({ source, sourcePromise, boundOptions, createNested }, ...pipeArguments) => {
   const startTime = getStartTime();
   const {
@@ -43141,7 +43505,7 @@ var getSourceStream = (source, from) => {
   }
 };
 
-// node_modules/execa/lib/pipe/throw.js
+// ../main/node_modules/execa/lib/pipe/throw.js
 var handlePipeArgumentsError = ({
   sourceStream,
   sourceError,
@@ -43190,7 +43554,7 @@ var createNonCommandError = ({ error: error62, fileDescriptors, sourceOptions, s
 });
 var PIPE_COMMAND_MESSAGE = "source.pipe(destination)";
 
-// node_modules/execa/lib/pipe/sequence.js
+// ../main/node_modules/execa/lib/pipe/sequence.js
 var waitForBothSubprocesses = async (subprocessPromises) => {
   const [
     { status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason },
@@ -43208,7 +43572,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
   return destinationResult;
 };
 
-// node_modules/execa/lib/pipe/streaming.js
+// ../main/node_modules/execa/lib/pipe/streaming.js
 import { finished as finished4 } from "node:stream/promises";
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
@@ -43239,7 +43603,7 @@ var MERGED_STREAMS = /* @__PURE__ */ new WeakMap();
 var SOURCE_LISTENERS_PER_PIPE = 2;
 var DESTINATION_LISTENERS_PER_PIPE = 1;
 
-// node_modules/execa/lib/pipe/abort.js
+// ../main/node_modules/execa/lib/pipe/abort.js
 import { aborted as aborted2 } from "node:util";
 var unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === void 0 ? [] : [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
 var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime }) => {
@@ -43254,7 +43618,7 @@ var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fil
   });
 };
 
-// node_modules/execa/lib/pipe/setup.js
+// ../main/node_modules/execa/lib/pipe/setup.js
 var pipeToSubprocess = (sourceInfo, ...pipeArguments) => {
   if (isPlainObject2(pipeArguments[0])) {
     return pipeToSubprocess.bind(void 0, {
@@ -43313,10 +43677,10 @@ var handlePipePromise = async ({
 };
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
-// node_modules/execa/lib/io/contents.js
+// ../main/node_modules/execa/lib/io/contents.js
 import { setImmediate } from "node:timers/promises";
 
-// node_modules/execa/lib/io/iterate.js
+// ../main/node_modules/execa/lib/io/iterate.js
 import { on as on5 } from "node:events";
 import { getDefaultHighWaterMark as getDefaultHighWaterMark3 } from "node:stream";
 var iterateOnSubprocessStream = ({ subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines }) => {
@@ -43409,7 +43773,7 @@ var getGenerators = ({ binary, shouldEncode, encoding, shouldSplit, preserveNewl
   getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {})
 ].filter(Boolean);
 
-// node_modules/execa/lib/io/contents.js
+// ../main/node_modules/execa/lib/io/contents.js
 var getStreamOutput = async ({ stream, onStreamEnd, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => {
   const logPromise = logOutputAsync({
     stream,
@@ -43500,7 +43864,7 @@ var getBufferedData = async (streamPromise) => {
 };
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
-// node_modules/execa/lib/resolve/wait-stream.js
+// ../main/node_modules/execa/lib/resolve/wait-stream.js
 import { finished as finished5 } from "node:stream/promises";
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
@@ -43553,7 +43917,7 @@ var isInputFileDescriptor = ({ fileDescriptors }, fdNumber) => fdNumber !== "all
 var isStreamAbort = (error62) => error62?.code === "ERR_STREAM_PREMATURE_CLOSE";
 var isStreamEpipe = (error62) => error62?.code === "EPIPE";
 
-// node_modules/execa/lib/resolve/stdio.js
+// ../main/node_modules/execa/lib/resolve/stdio.js
 var waitForStdioStreams = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
   stream,
   fdNumber,
@@ -43594,8 +43958,8 @@ var waitForSubprocessStream = async ({ stream, fdNumber, encoding, buffer, maxBu
   return output2;
 };
 
-// node_modules/execa/lib/resolve/all-async.js
-var makeAllStream = ({ stdout, stderr }, { all }) => all && (stdout || stderr) ? mergeStreams([stdout, stderr].filter(Boolean)) : void 0;
+// ../main/node_modules/execa/lib/resolve/all-async.js
+var makeAllStream = ({ stdout, stderr }, { all: all2 }) => all2 && (stdout || stderr) ? mergeStreams([stdout, stderr].filter(Boolean)) : void 0;
 var waitForAllStream = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => waitForSubprocessStream({
   ...getAllStream(subprocess, buffer),
   fdNumber: "all",
@@ -43607,10 +43971,10 @@ var waitForAllStream = ({ subprocess, encoding, buffer, maxBuffer, lines, stripF
   verboseInfo,
   streamInfo
 });
-var getAllStream = ({ stdout, stderr, all }, [, bufferStdout, bufferStderr]) => {
+var getAllStream = ({ stdout, stderr, all: all2 }, [, bufferStdout, bufferStderr]) => {
   const buffer = bufferStdout || bufferStderr;
   if (!buffer) {
-    return { stream: all, buffer };
+    return { stream: all2, buffer };
   }
   if (!bufferStdout) {
     return { stream: stderr, buffer };
@@ -43618,14 +43982,14 @@ var getAllStream = ({ stdout, stderr, all }, [, bufferStdout, bufferStderr]) => 
   if (!bufferStderr) {
     return { stream: stdout, buffer };
   }
-  return { stream: all, buffer };
+  return { stream: all2, buffer };
 };
-var getAllMixed = ({ all, stdout, stderr }) => all && stdout && stderr && stdout.readableObjectMode !== stderr.readableObjectMode;
+var getAllMixed = ({ all: all2, stdout, stderr }) => all2 && stdout && stderr && stdout.readableObjectMode !== stderr.readableObjectMode;
 
-// node_modules/execa/lib/resolve/wait-subprocess.js
+// ../main/node_modules/execa/lib/resolve/wait-subprocess.js
 import { once as once8 } from "node:events";
 
-// node_modules/execa/lib/verbose/ipc.js
+// ../main/node_modules/execa/lib/verbose/ipc.js
 var shouldLogIpc = (verboseInfo) => isFullVerbose(verboseInfo, "ipc");
 var logIpcOutput = (message, verboseInfo) => {
   const verboseMessage = serializeVerboseMessage(message);
@@ -43637,7 +44001,7 @@ var logIpcOutput = (message, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/ipc/buffer-messages.js
+// ../main/node_modules/execa/lib/ipc/buffer-messages.js
 var waitForIpcOutput = async ({
   subprocess,
   buffer: bufferArray,
@@ -43675,7 +44039,7 @@ var getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
   return ipcOutput;
 };
 
-// node_modules/execa/lib/resolve/wait-subprocess.js
+// ../main/node_modules/execa/lib/resolve/wait-subprocess.js
 var waitForSubprocessResult = async ({
   subprocess,
   options: {
@@ -43791,7 +44155,7 @@ var throwOnSubprocessError = async (subprocess, { signal }) => {
   throw error62;
 };
 
-// node_modules/execa/lib/convert/concurrent.js
+// ../main/node_modules/execa/lib/convert/concurrent.js
 var initializeConcurrentStreams = () => ({
   readableDestroy: /* @__PURE__ */ new WeakMap(),
   writableFinal: /* @__PURE__ */ new WeakMap(),
@@ -43817,11 +44181,11 @@ var waitForConcurrentStreams = async ({ resolve: resolve2, promises }, subproces
   return !isSubprocessExit;
 };
 
-// node_modules/execa/lib/convert/readable.js
+// ../main/node_modules/execa/lib/convert/readable.js
 import { Readable as Readable3 } from "node:stream";
 import { callbackify as callbackify2 } from "node:util";
 
-// node_modules/execa/lib/convert/shared.js
+// ../main/node_modules/execa/lib/convert/shared.js
 import { finished as finished6 } from "node:stream/promises";
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
@@ -43861,7 +44225,7 @@ var destroyOtherStream = (stream, isOpen, error62) => {
   }
 };
 
-// node_modules/execa/lib/convert/readable.js
+// ../main/node_modules/execa/lib/convert/readable.js
 var createReadable = ({ subprocess, concurrentStreams, encoding }, { from, binary: binaryOption = true, preserveNewlines = true } = {}) => {
   const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
   const { subprocessStdout, waitReadableDestroy } = getSubprocessStdout(subprocess, from, concurrentStreams);
@@ -43946,7 +44310,7 @@ var destroyOtherReadable = (stream, error62) => {
   destroyOtherStream(stream, stream.readable, error62);
 };
 
-// node_modules/execa/lib/convert/writable.js
+// ../main/node_modules/execa/lib/convert/writable.js
 import { Writable as Writable3 } from "node:stream";
 import { callbackify as callbackify3 } from "node:util";
 var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
@@ -44012,7 +44376,7 @@ var destroyOtherWritable = (stream, error62) => {
   destroyOtherStream(stream, stream.writable, error62);
 };
 
-// node_modules/execa/lib/convert/duplex.js
+// ../main/node_modules/execa/lib/convert/duplex.js
 import { Duplex as Duplex3 } from "node:stream";
 import { callbackify as callbackify4 } from "node:util";
 var createDuplex = ({ subprocess, concurrentStreams, encoding }, { from, to, binary: binaryOption = true, preserveNewlines = true } = {}) => {
@@ -44066,7 +44430,7 @@ var onDuplexDestroy = async ({ subprocessStdout, subprocessStdin, subprocess, wa
   ]);
 };
 
-// node_modules/execa/lib/convert/iterable.js
+// ../main/node_modules/execa/lib/convert/iterable.js
 var createIterable = (subprocess, encoding, {
   from,
   binary: binaryOption = false,
@@ -44095,7 +44459,7 @@ var iterateOnStdoutData = async function* (onStdoutData, subprocessStdout, subpr
   }
 };
 
-// node_modules/execa/lib/convert/add.js
+// ../main/node_modules/execa/lib/convert/add.js
 var addConvertedStreams = (subprocess, { encoding }) => {
   const concurrentStreams = initializeConcurrentStreams();
   subprocess.readable = createReadable.bind(void 0, { subprocess, concurrentStreams, encoding });
@@ -44105,7 +44469,7 @@ var addConvertedStreams = (subprocess, { encoding }) => {
   subprocess[Symbol.asyncIterator] = createIterable.bind(void 0, subprocess, encoding, {});
 };
 
-// node_modules/execa/lib/methods/promise.js
+// ../main/node_modules/execa/lib/methods/promise.js
 var mergePromise = (subprocess, promise2) => {
   for (const [property, descriptor] of descriptors) {
     const value = descriptor.value.bind(promise2);
@@ -44119,7 +44483,7 @@ var descriptors = ["then", "catch", "finally"].map((property) => [
   Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property)
 ]);
 
-// node_modules/execa/lib/methods/main-async.js
+// ../main/node_modules/execa/lib/methods/main-async.js
 var execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
   const { subprocess, promise: promise2 } = spawnSubprocessAsync({
@@ -44231,13 +44595,13 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
   controller.abort();
   onInternalError.resolve();
   const stdio = stdioResults.map((stdioResult, fdNumber) => stripNewline(stdioResult, options, fdNumber));
-  const all = stripNewline(allResult, options, "all");
+  const all2 = stripNewline(allResult, options, "all");
   const result = getAsyncResult({
     errorInfo,
     exitCode,
     signal,
     stdio,
-    all,
+    all: all2,
     ipcOutput,
     context,
     options,
@@ -44247,7 +44611,7 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
   });
   return handleResult(result, verboseInfo, options);
 };
-var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, context, options, command, escapedCommand, startTime }) => "error" in errorInfo ? makeError({
+var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all: all2, ipcOutput, context, options, command, escapedCommand, startTime }) => "error" in errorInfo ? makeError({
   error: errorInfo.error,
   command,
   escapedCommand,
@@ -44259,7 +44623,7 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, cont
   exitCode,
   signal,
   stdio,
-  all,
+  all: all2,
   ipcOutput,
   options,
   startTime,
@@ -44268,13 +44632,13 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, cont
   command,
   escapedCommand,
   stdio,
-  all,
+  all: all2,
   ipcOutput,
   options,
   startTime
 });
 
-// node_modules/execa/lib/methods/bind.js
+// ../main/node_modules/execa/lib/methods/bind.js
 var mergeOptions = (boundOptions, options) => {
   const newOptions = Object.fromEntries(
     Object.entries(options).map(([optionName, optionValue]) => [
@@ -44292,7 +44656,7 @@ var mergeOption = (optionName, boundOptionValue, optionValue) => {
 };
 var DEEP_OPTIONS = /* @__PURE__ */ new Set(["env", ...FD_SPECIFIC_OPTIONS]);
 
-// node_modules/execa/lib/methods/create.js
+// ../main/node_modules/execa/lib/methods/create.js
 var createExeca = (mapArguments, boundOptions, deepOptions, setBoundExeca) => {
   const createNested = (mapArguments2, boundOptions2, setBoundExeca2) => createExeca(mapArguments2, boundOptions2, deepOptions, setBoundExeca2);
   const boundExeca = (...execaArguments) => callBoundExeca({
@@ -44338,7 +44702,7 @@ var parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions,
   };
 };
 
-// node_modules/execa/lib/methods/command.js
+// ../main/node_modules/execa/lib/methods/command.js
 var mapCommandAsync = ({ file: file2, commandArguments }) => parseCommand(file2, commandArguments);
 var mapCommandSync = ({ file: file2, commandArguments }) => ({ ...parseCommand(file2, commandArguments), isSync: true });
 var parseCommand = (command, unusedArguments) => {
@@ -44369,7 +44733,7 @@ var parseCommandString = (command) => {
 };
 var SPACES_REGEXP = / +/g;
 
-// node_modules/execa/lib/methods/script.js
+// ../main/node_modules/execa/lib/methods/script.js
 var setScriptSync = (boundExeca, createNested, boundOptions) => {
   boundExeca.sync = createNested(mapScriptSync, boundOptions);
   boundExeca.s = boundExeca.sync;
@@ -44380,7 +44744,7 @@ var getScriptOptions = (options) => ({ options: { ...getScriptStdinOption(option
 var getScriptStdinOption = ({ input: input2, inputFile, stdio }) => input2 === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
 var deepScriptOptions = { preferLocal: true };
 
-// node_modules/execa/index.js
+// ../main/node_modules/execa/index.js
 var execa = createExeca(() => ({}));
 var execaSync = createExeca(() => ({ isSync: true }));
 var execaCommand = createExeca(mapCommandAsync);
@@ -44753,6 +45117,37 @@ async function calibrate(host, config2, o2) {
   return { analysis, calibrations: cs, history, documents };
 }
 
+// src/experiment/extend.ts
+async function measureAndDecide(host, config2, m, keep) {
+  let evidence = await measure(host, config2, m);
+  keep(evidence.documents);
+  const status = await host.status();
+  const judge = () => decide(evidence.results, config2, { seed: m.seed, floors: status.floors });
+  let analysis = judge();
+  const max2 = config2.slices.max_extensions;
+  for (let extension = 1; extension <= max2; extension++) {
+    const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, max2 - extension + 1));
+    if (wanted.length === 0) break;
+    for (const [i2, c3] of wanted.entries()) {
+      m.progress.note(`${c3.key}: the interval [${c3.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold \xB1${c3.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max2}`);
+      const more = await measure(host, configFor(config2, c3.workload, c3.rate), {
+        ...m,
+        // Deployed already; a further run of the same builds.
+        challenger: m.challenger && { sha: m.challenger.sha },
+        mergeBase: m.mergeBase && { sha: m.mergeBase.sha },
+        runIdPrefix: `${m.runIdPrefix}-x${extension}c${i2}`,
+        // New requests: the same seed would replay the first run's draws, and their sampling error with them.
+        seed: m.seed + extension,
+        pool: false
+      });
+      evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
+    }
+    keep(evidence.documents);
+    analysis = judge();
+  }
+  return { evidence, analysis, status };
+}
+
 // src/report/notes.ts
 var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
 function evidenceNotes(sha2, e) {
@@ -45008,17 +45403,14 @@ async function installChampion(host, config2, build, say) {
 async function gateHere(host, config2, o2, s) {
   const sha2 = digestOf(o2.challenger);
   const seed = seedOf(sha2);
-  const evidence = await measure(host, config2, {
+  const { evidence, analysis, status } = await measureAndDecide(host, config2, {
     kind: "ab",
     challenger: { sha: sha2, artifact: o2.challenger },
     runIdPrefix: runIdPrefix("run"),
     seed,
     pool: true,
     ...s
-  });
-  writeResults(o2.out, evidence.documents);
-  const status = await host.status();
-  const analysis = decide(evidence.results, config2, { seed, floors: status.floors });
+  }, (documents) => writeResults(o2.out, documents));
   const notes = [...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
   const artifacts = writeArtifacts(o2.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
