@@ -156,7 +156,7 @@ function extendingGates(c: Cell): { label: Label; blocks: number }[] {
 
 const usDifference = (p: SlicePair) => (slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE)) / 1000;
 
-const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
+const pct = (x: number) => (Number.isNaN(x) ? "–" : `${(100 * x).toFixed(0)}%`);
 
 /** Wilson's 95% interval for k of n. */
 function wilson(k: number, n: number): [number, number] {
@@ -176,6 +176,7 @@ const rate = (k: number, n: number) => (n === 0 ? "–" : `${k}/${n} (${pct(k / 
  * second reading beside the measured blocks, not a replacement.
  */
 function resampledRate(pairs: readonly SlicePair[], n: number, m: Method, wanted: (lo: number, hi: number) => boolean): number {
+  if (pairs.length < 2) return NaN; // a cell the host could not measure
   const rand = seededRandom(13);
   let hits = 0;
   for (let k = 0; k < m.draws; k++) {
