@@ -4,7 +4,7 @@ import { isDisturbed } from "./analysis/pairs";
 import { type Analysis, type Comparison, floorAboveThreshold, type GateSettings, type PreflightFlag } from "./analysis/verdict";
 import type { FloorRecord, StoredFloor } from "./contract/host";
 import { comparisonKey, floorKey } from "./contract/rules";
-import { ms, msInterval as interval, percentLabel, signedMs } from "./report/format";
+import { confidenceLabel, ms, msInterval as interval, percentLabel, signedMs } from "./report/format";
 import { halfWidth } from "./report/quartet";
 
 export interface Calibration {
@@ -16,6 +16,8 @@ export interface Calibration {
   runId: string;
   estimateMs: number;
   ciMs: [number, number];
+  /** The interval's confidence (a first look's: 97.5% at the default 95% of all looks). */
+  confidence: number;
   /** The floor: the half-width of the A/A interval. */
   halfWidthMs: number;
   pairs: number;
@@ -59,7 +61,7 @@ export function calibrations(
     const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
     return {
       key: c.key, workload: c.workload, rate: c.rate, percentile: o.percentile, runId: c.runs[0]!,
-      estimateMs: c.estimateMs, ciMs: [lo, hi], halfWidthMs, pairs: c.pairs,
+      estimateMs: c.estimateMs, ciMs: [lo, hi], confidence: c.confidence, halfWidthMs, pairs: c.pairs,
       unbiased: !excludesZero(c.ciMs),
       previous: prev,
       firstRun: firstOf(o.firstRuns?.get(c.key)),
@@ -144,9 +146,10 @@ function cannotBlock(c: Calibration): string | null {
 /** Why a key was measured twice, and what the second run said. */
 function confirmationNote(c: Calibration): string {
   const first = `- ${c.key}: the first run's interval ${interval(c.firstRun!.ciMs)} (\`${c.firstRun!.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c.confidence));
   return c.unbiased
-    ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of 20). The confirmation run is the floor.`
-    : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of 400): the host is biased.`;
+    ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.`
+    : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
 }
 
 /** The calibration report: floor, A/A interval and drift per workload and rate, and the history. */
@@ -204,7 +207,7 @@ export function championCheck(a: Analysis): { passed: boolean; findings: string[
       findings.push(`${c.key}: the ports fail differently (${c.champion.errors} and ${c.challenger.errors} errors)`);
     }
     const [lo, hi] = c.ciMs;
-    const difference = `${c.key}: the ports differ by ${signedMs(c.estimateMs)} ms at ${percentLabel(a.percentile)} (${Math.round(100 * c.confidence)}% CI ${interval(c.ciMs)})`;
+    const difference = `${c.key}: the ports differ by ${signedMs(c.estimateMs)} ms at ${percentLabel(a.percentile)} (${confidenceLabel(c.confidence)} CI ${interval(c.ciMs)})`;
     if (lo > c.thresholdMs || hi < -c.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold ±${ms(c.thresholdMs)} ms`);
     else if (excludesZero(c.ciMs)) notes.push(`${difference}: not beyond the block threshold ±${ms(c.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
   }

@@ -39,6 +39,20 @@ const GRID = 401;
  * on the region no look rejected is carried on a grid from look to look.
  */
 export function nominalAlphas(alpha: number, pairs: readonly number[]): number[] {
+  const key = `${alpha}:${pairs.join(",")}`;
+  let levels = computed.get(key);
+  if (!levels) {
+    levels = computeNominalAlphas(alpha, pairs);
+    // Gates repeat the same designs: a few hundred entries hold them all.
+    if (computed.size >= 512) computed.delete(computed.keys().next().value!);
+    computed.set(key, levels);
+  }
+  return [...levels];
+}
+
+const computed = new Map<string, number[]>();
+
+function computeNominalAlphas(alpha: number, pairs: readonly number[]): number[] {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
   pairs.forEach((n, k) => {
     if (!(n > 0) || (k > 0 && n <= pairs[k - 1]!)) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
@@ -73,7 +87,7 @@ export function nominalAlphas(alpha: number, pairs: readonly number[]): number[]
     };
     let lo = 0;
     let hi = 40;
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 60; i++) {
       const mid = (lo + hi) / 2;
       if (crossing(mid) > spend) lo = mid;
       else hi = mid;

@@ -107,7 +107,7 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
       expect(o.verdict, gate.stdout).toMatch(/^(green|grey|red)$/);
       const [r] = results(o["result-path"]!);
       const arms = r!.arms!;
-      const quoted = `${n2(o["estimate-ms"])} ms (95% CI [${n2(o["ci-low-ms"])}, ${n2(o["ci-high-ms"])}])`;
+      const quoted = `${n2(o["estimate-ms"])} ms (97.5% CI [${n2(o["ci-low-ms"])}, ${n2(o["ci-high-ms"])}])`;
       estimates.push(`${o.verdict} ${quoted}`);
       console.log(`[etcd gate ${i + 1}] ${o.verdict}${o.blocking === "true" ? " (blocking)" : ""}: ${quoted} over ${o.pairs} pairs; ` +
         `data left: champion ${mb(arms.champion!.work_bytes)}, challenger ${mb(arms.challenger!.work_bytes)}; ports ${JSON.stringify(arms.champion!.ports)} and ${JSON.stringify(arms.challenger!.ports)}`);

@@ -76,7 +76,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
 
     const check = lastCheck();
     expect(check).toMatchObject({ name: "perf-gate", head_sha: opened.pull_request.head.sha, status: "completed", conclusion: "failure" });
-    expect(check.output!.title).toMatch(/^red, blocking: challenger is [\d.]+ ms slower at p90 \(95% CI/);
+    expect(check.output!.title).toMatch(/^red, blocking: challenger is [\d.]+ ms slower at p90 \(97\.5% CI/);
     expect(check.output.summary!.length).toBeLessThanOrEqual(65_535);
     expect(fake.labelsOn(PR)).toEqual(["perf:red"]);
     expect(fake.comments.get(PR)).toHaveLength(1);

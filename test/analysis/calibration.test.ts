@@ -5,11 +5,11 @@ import { seededRandom } from "../../src/analysis/random";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { calibrationLine, calibrationReport, calibrations, championCheck, floorRecord, floorSettings } from "../../src/calibration";
 import type { StoredFloor } from "../../src/contract/host";
-import { makeResult, pairsFromDiffs, simulatedExperiment } from "./fixtures";
+import { firstLookAt95, makeResult, pairsFromDiffs, simulatedExperiment } from "./fixtures";
 import ref from "./reference-values.json";
 
 const aa = (d: number[], workload = "default", rate = 1000) =>
-  analyze([{ name: `aa-${workload}`, result: makeResult({ pairs: pairsFromDiffs(d), workload, rate }) }], defaultSettings).comparisons;
+  analyze([{ name: `aa-${workload}`, result: makeResult({ pairs: pairsFromDiffs(d), workload, rate }) }], firstLookAt95).comparisons;
 
 const stored = (half: number, ci: [number, number], time = "2026-11-14T04:17:00Z"): StoredFloor => ({
   workload: "default", rate: 1000, percentile: 99, half_width_ms: half, ci_ms: ci, pairs: 10, run_id: "calibrate-1-1-0", time,
@@ -76,7 +76,7 @@ describe("calibrations", () => {
 });
 
 describe("a new champion's A/A check", () => {
-  const check = (d: number[]) => championCheck(analyze([{ name: "aa", result: makeResult({ pairs: pairsFromDiffs(d) }) }]));
+  const check = (d: number[]) => championCheck(analyze([{ name: "aa", result: makeResult({ pairs: pairsFromDiffs(d) }) }], firstLookAt95));
 
   it("fails only when the whole interval is past the block threshold", () => {
     expect(check(ref.datasets.null_noise.d)).toEqual({ passed: true, findings: [], notes: [] });

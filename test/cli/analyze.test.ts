@@ -79,7 +79,7 @@ describe("perf-gate analyze", () => {
   it("prints the quartet by default", async () => {
     const r = await perfGate("analyze", write("k.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) })));
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^GREEN: challenger is 0\.93 ms faster at p99 \(95% CI/);
+    expect(r.stdout).toMatch(/^GREEN: challenger is 0\.93 ms faster at p99 \(97\.5% CI/);
   });
 
   it("exits 2 with a message that names the problem", async () => {
