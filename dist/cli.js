@@ -36322,6 +36322,17 @@ function normalQuantile(p) {
 }
 var GRID = 401;
 function nominalAlphas(alpha, pairs) {
+  const key = `${alpha}:${pairs.join(",")}`;
+  let levels = computed.get(key);
+  if (!levels) {
+    levels = computeNominalAlphas(alpha, pairs);
+    if (computed.size >= 512) computed.delete(computed.keys().next().value);
+    computed.set(key, levels);
+  }
+  return [...levels];
+}
+var computed = /* @__PURE__ */ new Map();
+function computeNominalAlphas(alpha, pairs) {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
   pairs.forEach((n2, k) => {
     if (!(n2 > 0) || k > 0 && n2 <= pairs[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
@@ -36353,7 +36364,7 @@ function nominalAlphas(alpha, pairs) {
     };
     let lo = 0;
     let hi = 40;
-    for (let i2 = 0; i2 < 100; i2++) {
+    for (let i2 = 0; i2 < 60; i2++) {
       const mid = (lo + hi) / 2;
       if (crossing(mid) > spend) lo = mid;
       else hi = mid;
@@ -36907,9 +36918,10 @@ function marks(c3, scale) {
   return {
     floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
     threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
-    interval: `mean ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
+    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
   };
 }
+var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
 var PLOT_COLUMNS = 48;
 function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
@@ -36950,7 +36962,7 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   ci[lo] = "\u251C";
   ci[hi] = "\u2524";
   ci[col(c3.estimateMs)] = "\u25CF";
-  out.push(row("mean", signedMs(c3.estimateMs), ci));
+  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
   const m = marks(c3, scale);
   const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
   out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
@@ -36986,7 +36998,7 @@ function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
   const mk = marks(c3, scale);
   const lines = [
-    { v: c3.estimateMs, text: `mean ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
     ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
     ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
   ];
@@ -37500,6 +37512,7 @@ function calibrations(aa, previous, o2) {
       runId: c3.runs[0],
       estimateMs: c3.estimateMs,
       ciMs: [lo, hi],
+      confidence: c3.confidence,
       halfWidthMs,
       pairs: c3.pairs,
       unbiased: !excludesZero(c3.ciMs),

@@ -40,9 +40,12 @@ function marks(c: Comparison, scale: ChartScale): { floor: string | null; thresh
   return {
     floor: scale.floor === null ? null : `A/A floor ±${ms(scale.floor)} ms`,
     threshold: `block threshold ${signedMs(c.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
-    interval: `mean ${signedMs(c.estimateMs)} ms, ${confidenceLabel(c.confidence)} CI ${msInterval(c.ciMs)}`,
+    interval: `${estimateName(c)} ${signedMs(c.estimateMs)} ms, ${confidenceLabel(c.confidence)} CI ${msInterval(c.ciMs)}`,
   };
 }
+
+/** The pooled estimate is the arms' pooled percentiles' difference, not the bars' mean. */
+const estimateName = (c: Comparison) => (c.estimator.kind === "pooled" ? "pooled" : "mean");
 
 const PLOT_COLUMNS = 48;
 
@@ -90,7 +93,7 @@ export function textChart(c: Comparison, percentile: number, arms: Arms = CHAMPI
   ci[lo] = "├";
   ci[hi] = "┤";
   ci[col(c.estimateMs)] = "●";
-  out.push(row("mean", signedMs(c.estimateMs), ci));
+  out.push(row(estimateName(c), signedMs(c.estimateMs), ci));
   const m = marks(c, scale);
   const legend = [`│ 0`, `├─●─┤ ${m.interval}`, ...(m.floor ? [`┆ ${m.floor}`] : []), ...(arms.aa ? [] : [`${scale.threshold === null ? "" : "┃ "}${m.threshold}`])];
   out.push("", legend.slice(0, 2).join("   "), ...(legend.length > 2 ? [legend.slice(2).join("   ")] : []));
@@ -134,7 +137,7 @@ export function svgChart(c: Comparison, percentile: number, arms: Arms = CHAMPIO
   // Horizontal lines, each labelled in the right margin (nudged apart where they would overlap).
   const mk = marks(c, scale);
   const lines: { v: number; text: string; stroke: string; dash: string }[] = [
-    { v: c.estimateMs, text: `mean ${signedMs(c.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    { v: c.estimateMs, text: `${estimateName(c)} ${signedMs(c.estimateMs)} ms`, stroke: color, dash: "6 3" },
     ...(scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor!, text: `A/A floor ${sign > 0 ? "+" : "−"}${ms(scale.floor!)} ms`, stroke: "#8250df", dash: "2 3" }))),
     ...(scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]),
   ];
