@@ -1,7 +1,7 @@
 // The estimators and the extending gate by simulation, at the defaults' sizes (90 pairs of 300
 // recorded requests: 0.5 s slices at 1,000 req/s and p99) on a request-level model with shared
 // per-pair noise, heavy tails and drift (latency-model.ts). Seeded; the figures it prints are
-// docs/design/0001-pooled-percentile.md's and 0002-extending-gate.md's.
+// docs/design/0009-pooled-percentile.md's and 0010-extending-gate.md's.
 import { describe, expect, it } from "vitest";
 import { extensionWanted, unclear } from "../../src/analysis/extension";
 import { MIN_POOLED_PAIRS } from "../../src/analysis/latency-estimator";
@@ -203,7 +203,7 @@ describe("the extending gate (2 extensions, reruns by hand pooled into the same 
     );
     // Reruns by hand are printed, not asserted: two of them on a gate that said more pairs could not
     // settle it (the 100 µs row) labelled 6.3% and held the host longer than today's reruns
-    // (docs/design/0002-extending-gate.md, Limits).
+    // (docs/design/0010-extending-gate.md, Limits).
     for (const [i, { now, before }] of results.entries()) {
       expect(now.gate.labelled).toBeLessThanOrEqual(0.05);
       if (i === 0) expect(now.gate.blocks).toBeLessThanOrEqual(before.gate.blocks);
