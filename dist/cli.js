@@ -45141,6 +45141,7 @@ async function measureAndDecide(host, config2, m, keep) {
   for (let extension = 1; extension <= max2; extension++) {
     const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, max2 - extension + 1));
     if (wanted.length === 0) break;
+    const before = evidence;
     for (const [i2, c3] of wanted.entries()) {
       m.progress.note(`${c3.key}: the interval [${c3.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold \xB1${c3.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max2}`);
       const more = await measure(host, configFor(config2, c3.workload, c3.rate), {
@@ -45156,7 +45157,14 @@ async function measureAndDecide(host, config2, m, keep) {
       evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
     }
     keep(evidence.documents);
-    analysis = judge();
+    try {
+      analysis = judge();
+    } catch (e) {
+      if (!(e instanceof CouldNotMeasureError)) throw e;
+      m.progress.note(`extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`);
+      evidence = before;
+      break;
+    }
   }
   return { evidence, analysis, status };
 }

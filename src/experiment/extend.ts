@@ -3,6 +3,7 @@
 // Each extension is a run pooled like a /perf rerun, so the verdict engine judges it as a further
 // look. Shared by the action's gate and `perf-gate run`.
 import { extensionWanted } from "../analysis/extension";
+import { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { configFor, type GateConfig } from "../config";
 import type { HostStatus } from "../contract/host";
@@ -31,6 +32,7 @@ export async function measureAndDecide(host: HostClient, config: GateConfig, m: 
   for (let extension = 1; extension <= max; extension++) {
     const wanted = analysis.comparisons.filter((c) => extensionWanted(c, 1 - analysis.settings.confidence, max - extension + 1));
     if (wanted.length === 0) break;
+    const before = evidence;
     for (const [i, c] of wanted.entries()) {
       m.progress.note(`${c.key}: the interval [${c.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold ±${c.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max}`);
       const more = await measure(host, configFor(config, c.workload, c.rate), {
@@ -46,7 +48,16 @@ export async function measureAndDecide(host: HostClient, config: GateConfig, m: 
       evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
     }
     keep(evidence.documents);
-    analysis = judge();
+    try {
+      analysis = judge();
+    } catch (e) {
+      // An extension the host could not measure (most of the pooled pairs disturbed) must not
+      // take away the verdict the looks before it gave: that verdict stands, and says so.
+      if (!(e instanceof CouldNotMeasureError)) throw e;
+      m.progress.note(`extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`);
+      evidence = before;
+      break;
+    }
   }
   return { evidence, analysis, status };
 }
