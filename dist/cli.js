@@ -37186,11 +37186,14 @@ function verdictLines(a2) {
 function unclear(ci, thresholdMs) {
   return ci[0] <= thresholdMs && ci[1] >= thresholdMs || ci[0] <= -thresholdMs && ci[1] >= -thresholdMs;
 }
-function extensionWanted(c3, alpha, blocksLeft) {
-  if (blocksLeft < 1 || !unclear(c3.ciMs, c3.thresholdMs) || !(c3.seMs > 0)) return false;
+function blocksLeft(maxExtensions, extensionsMade, looks) {
+  return Math.max(0, Math.min(maxExtensions - extensionsMade, 1 + maxExtensions - looks));
+}
+function extensionWanted(c3, alpha, blocksLeft2) {
+  if (blocksLeft2 < 1 || !unclear(c3.ciMs, c3.thresholdMs) || !(c3.seMs > 0)) return false;
   const cumulative = c3.lookHistory.map((l) => l.pairs);
   const block = c3.pairs / c3.lookHistory.length;
-  const future = Array.from({ length: blocksLeft }, (_2, k) => c3.pairs + (k + 1) * block);
+  const future = Array.from({ length: blocksLeft2 }, (_2, k) => c3.pairs + (k + 1) * block);
   const last = nominalAlphas(alpha, [...cumulative, ...future]).at(-1);
   const se = c3.seMs * Math.sqrt(c3.pairs / future.at(-1));
   const projected = tInterval(c3.estimateMs, se, future.at(-1) - 1, 1 - last);
@@ -45139,7 +45142,7 @@ async function measureAndDecide(host, config2, m, keep) {
   let analysis = judge();
   const max2 = config2.slices.max_extensions;
   for (let extension = 1; extension <= max2; extension++) {
-    const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, max2 - extension + 1));
+    const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, blocksLeft(max2, extension - 1, c3.looks)));
     if (wanted.length === 0) break;
     const before = evidence;
     for (const [i2, c3] of wanted.entries()) {

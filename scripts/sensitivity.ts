@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64, type JsHistogram } from "hdr-histogram-js";
 import { mean, median, sampleVariance as variance } from "simple-statistics";
-import { extensionWanted } from "../src/analysis/extension";
+import { blocksLeft, extensionWanted } from "../src/analysis/extension";
 import { estimateLatency } from "../src/analysis/latency-estimator";
 import { extractPairs, isDisturbed, type SlicePair } from "../src/analysis/pairs";
 import { tInterval } from "../src/analysis/pooled-quantile";
@@ -146,7 +146,7 @@ function extendingGates(c: Cell): { label: Label; blocks: number }[] {
       const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, 1 - level);
       label = ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey";
       const look = { ciMs: [ci.lo, ci.hi] as [number, number], thresholdMs: THRESHOLD_US, estimateMs: e.estimateMs * 1000, seMs: e.seMs * 1000, pairs: pairs.length, lookHistory: looks };
-      if (!extensionWanted(look, 1 - CONFIDENCE, MAX_EXTENSIONS + 1 - used)) break;
+      if (!extensionWanted(look, 1 - CONFIDENCE, blocksLeft(MAX_EXTENSIONS, used - 1, looks.length))) break;
     }
     gates.push({ label, blocks: used });
     from += used;

@@ -16,6 +16,15 @@ export function unclear(ci: readonly [number, number], thresholdMs: number): boo
 export type LookedAt = Pick<Comparison, "ciMs" | "thresholdMs" | "estimateMs" | "seMs" | "pairs"> & { lookHistory: readonly Pick<Look, "pairs">[] };
 
 /**
+ * The blocks a gate may still add by itself: its own remaining extensions, and no more than
+ * bring the build's looks to 1 + maxExtensions, so a rerun by hand of a build that already
+ * extended adds its one look and no further ones.
+ */
+export function blocksLeft(maxExtensions: number, extensionsMade: number, looks: number): number {
+  return Math.max(0, Math.min(maxExtensions - extensionsMade, 1 + maxExtensions - looks));
+}
+
+/**
  * Whether to run another block of a comparison: it is unclear, blocks are left, and with all of
  * them its interval, narrowed as its pairs grow and at the last look's level, would be clear
  * at the present estimate. alpha is the whole procedure's (1 − the nominal confidence).

@@ -2,7 +2,7 @@
 // (src/analysis/extension.ts), run it again, the same workload and rate, and decide on all of it.
 // Each extension is a run pooled like a /perf rerun, so the verdict engine judges it as a further
 // look. Shared by the action's gate and `perf-gate run`.
-import { extensionWanted } from "../analysis/extension";
+import { blocksLeft, extensionWanted } from "../analysis/extension";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { configFor, type GateConfig } from "../config";
@@ -30,7 +30,7 @@ export async function measureAndDecide(host: HostClient, config: GateConfig, m: 
   let analysis = judge();
   const max = config.slices.max_extensions;
   for (let extension = 1; extension <= max; extension++) {
-    const wanted = analysis.comparisons.filter((c) => extensionWanted(c, 1 - analysis.settings.confidence, max - extension + 1));
+    const wanted = analysis.comparisons.filter((c) => extensionWanted(c, 1 - analysis.settings.confidence, blocksLeft(max, extension - 1, c.looks)));
     if (wanted.length === 0) break;
     const before = evidence;
     for (const [i, c] of wanted.entries()) {

@@ -4,7 +4,7 @@
 // real HDR histograms.
 import { describe, expect, it } from "vitest";
 import { efficiencyOf, efficiencySentence } from "../../src/analysis/efficiency";
-import { extensionWanted, unclear } from "../../src/analysis/extension";
+import { blocksLeft, extensionWanted, unclear } from "../../src/analysis/extension";
 import { armSample, pooledDifference } from "../../src/analysis/pooled-quantile";
 import { seededRandom } from "../../src/analysis/random";
 import { nominalAlphas, spentAlpha } from "../../src/analysis/sequential";
@@ -62,6 +62,15 @@ describe("the extension rule", () => {
     expect(unclear([-1.2, 0.5], 1)).toBe(true);
     expect(unclear([-0.8, 0.9], 1)).toBe(false);
     expect(unclear([1.1, 2], 1)).toBe(false);
+  });
+
+  it("gives a build at most 1 + max_extensions looks of the gate's own: a rerun of an extended build adds its one look", () => {
+    expect(blocksLeft(2, 0, 1)).toBe(2); // a first gate
+    expect(blocksLeft(2, 1, 2)).toBe(1);
+    expect(blocksLeft(2, 0, 2)).toBe(1); // a rerun of a gate that did not extend
+    expect(blocksLeft(2, 0, 3)).toBe(0); // a rerun of a gate that extended once, or of two gates
+    expect(blocksLeft(2, 0, 5)).toBe(0);
+    expect(blocksLeft(0, 0, 1)).toBe(0);
   });
 
   it("extends an unclear interval that more pairs could settle, and no other", () => {
