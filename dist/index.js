@@ -71439,11 +71439,11 @@ function unclear(ci, thresholdMs) {
 function blocksLeft(maxExtensions, extensionsMade, looks) {
   return Math.max(0, Math.min(maxExtensions - extensionsMade, 1 + maxExtensions - looks));
 }
-function extensionWanted(c3, alpha, blocksLeft2) {
-  if (blocksLeft2 < 1 || !unclear(c3.ciMs, c3.thresholdMs) || !(c3.seMs > 0)) return false;
+function extensionWanted(c3, alpha, blocks) {
+  if (blocks < 1 || !unclear(c3.ciMs, c3.thresholdMs) || !(c3.seMs > 0)) return false;
   const cumulative = c3.lookHistory.map((l) => l.pairs);
   const block = c3.pairs / c3.lookHistory.length;
-  const future = Array.from({ length: blocksLeft2 }, (_2, k) => c3.pairs + (k + 1) * block);
+  const future = Array.from({ length: blocks }, (_2, k) => c3.pairs + (k + 1) * block);
   const last = nominalAlphas(alpha, [...cumulative, ...future]).at(-1);
   const se = c3.seMs * Math.sqrt(c3.pairs / future.at(-1));
   const projected = tInterval(c3.estimateMs, se, future.at(-1) - 1, 1 - last);

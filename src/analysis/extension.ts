@@ -25,15 +25,15 @@ export function blocksLeft(maxExtensions: number, extensionsMade: number, looks:
 }
 
 /**
- * Whether to run another block of a comparison: it is unclear, blocks are left, and with all of
- * them its interval, narrowed as its pairs grow and at the last look's level, would be clear
+ * Whether to run another block of a comparison: it is unclear, `blocks` are left (blocksLeft),
+ * and with all of them its interval, narrowed as its pairs grow and at the last look's level, would be clear
  * at the present estimate. alpha is the whole procedure's (1 − the nominal confidence).
  */
-export function extensionWanted(c: LookedAt, alpha: number, blocksLeft: number): boolean {
-  if (blocksLeft < 1 || !unclear(c.ciMs, c.thresholdMs) || !(c.seMs > 0)) return false;
+export function extensionWanted(c: LookedAt, alpha: number, blocks: number): boolean {
+  if (blocks < 1 || !unclear(c.ciMs, c.thresholdMs) || !(c.seMs > 0)) return false;
   const cumulative = c.lookHistory.map((l) => l.pairs);
   const block = c.pairs / c.lookHistory.length;
-  const future = Array.from({ length: blocksLeft }, (_, k) => c.pairs + (k + 1) * block);
+  const future = Array.from({ length: blocks }, (_, k) => c.pairs + (k + 1) * block);
   const last = nominalAlphas(alpha, [...cumulative, ...future]).at(-1)!;
   const se = c.seMs * Math.sqrt(c.pairs / future.at(-1)!);
   const projected = tInterval(c.estimateMs, se, future.at(-1)! - 1, 1 - last);
