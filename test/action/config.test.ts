@@ -101,6 +101,14 @@ describe("repo config", () => {
     expect(errorOf(good + "extra: true\n")).toMatch(/^\.github\/perf-gate\.yml:18: extra: unknown key$/);
   });
 
+  it("extends a gate up to twice by default; names a slices.max_extensions that is not 0 to 5 with its line", () => {
+    expect(parseConfig(good, "x").slices.max_extensions).toBe(2);
+    expect(parseConfig(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {seconds: 9, pairs: 10, max_extensions: 0}"), "x").slices.max_extensions).toBe(0);
+    for (const bad of ["9", "-1", "1.5", "two"]) {
+      expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", `slices: {seconds: 9, pairs: 10, max_extensions: ${bad}}`))).toMatch(/^\.github\/perf-gate\.yml:\d+: slices\.max_extensions: /);
+    }
+  });
+
   it("names a negative SLO and its line", () => {
     expect(errorOf(good.replace("budget_ms: 200", "budget_ms: -5"))).toMatch(/^\.github\/perf-gate\.yml:6: slo\.budget_ms: .*>0/);
   });
