@@ -36,6 +36,35 @@ var ErrTooLarge = errors.New("too large")
 // accepted `sub/a -> ..`, `b -> sub/a/..`, `c -> b/..` and a hard link to `c/state.json`,
 // which reached the host's state (issue 19). The lexical checks stay for their clear messages.
 func Unpack(r io.Reader, dir string, lim Limits) (err error) {
+	counted := &limitedReader{r: r, left: lim.MaxCompressed, limit: lim.MaxCompressed}
+	gz, err := gzip.NewReader(counted)
+	if err != nil {
+		return fmt.Errorf("not a gzip stream: %w", orTooLarge(counted, err))
+	}
+	return unpack(gz, counted, dir, lim, Release)
+}
+
+// Root says how a tree judges absolute names and link targets.
+type Root int
+
+const (
+	// Release: a build's tree, run from its own directory; absolute names and link targets
+	// are refused.
+	Release Root = iota
+	// Image: a container image's root filesystem, run with itself as /; an absolute name or
+	// link target means a path from that root: a link's target is rewritten relative to the
+	// link, which resolves alike inside the container and, safely, on the host.
+	Image
+)
+
+// UnpackTar extracts an uncompressed tar into dir (which must not exist yet) under the same
+// rules and limits as Unpack; lim.MaxCompressed bounds the tar stream itself.
+func UnpackTar(r io.Reader, dir string, lim Limits, root Root) error {
+	counted := &limitedReader{r: r, left: lim.MaxUncompressed + lim.MaxUncompressed/8 + 1<<20, limit: lim.MaxUncompressed}
+	return unpack(counted, counted, dir, lim, root)
+}
+
+func unpack(r io.Reader, counted *limitedReader, dir string, lim Limits, kind Root) (err error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
@@ -49,12 +78,7 @@ func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 		return err
 	}
 	defer root.Close()
-	counted := &limitedReader{r: r, left: lim.MaxCompressed, limit: lim.MaxCompressed}
-	gz, err := gzip.NewReader(counted)
-	if err != nil {
-		return fmt.Errorf("not a gzip stream: %w", orTooLarge(counted, err))
-	}
-	tr := tar.NewReader(gz)
+	tr := tar.NewReader(r)
 	var written int64
 	for entries := 0; ; entries++ {
 		h, err := tr.Next()
@@ -66,6 +90,9 @@ func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 		}
 		if entries >= lim.MaxEntries {
 			return fmt.Errorf("more than %d entries: %w", lim.MaxEntries, ErrTooLarge)
+		}
+		if kind == Image {
+			fromRoot(h)
 		}
 		name, err := safeName(h.Name)
 		if err != nil {
@@ -116,6 +143,23 @@ func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 		return fmt.Errorf("tarball: %w", orTooLarge(counted, err))
 	}
 	return checkLinksResolveInside(root)
+}
+
+// fromRoot turns an image entry's absolute name, hard link and symlink target into paths
+// inside the unpacked root: /usr/bin/awk -> /etc/alternatives/awk becomes
+// usr/bin/awk -> ../../etc/alternatives/awk.
+func fromRoot(h *tar.Header) {
+	h.Name = strings.TrimLeft(h.Name, "/")
+	if h.Typeflag == tar.TypeLink {
+		h.Linkname = strings.TrimLeft(h.Linkname, "/")
+	}
+	if h.Typeflag == tar.TypeSymlink && path.IsAbs(h.Linkname) {
+		up := strings.Count(path.Clean(h.Name), "/")
+		h.Linkname = strings.Repeat("../", up) + strings.TrimLeft(path.Clean(h.Linkname), "/")
+		if h.Linkname == "" {
+			h.Linkname = "."
+		}
+	}
 }
 
 // checkLinksResolveInside follows every symlink of the finished release (including a hard
