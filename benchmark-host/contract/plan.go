@@ -162,8 +162,9 @@ type GRPCCall struct {
 type ServiceSpec struct {
 	// An argv list run in the arm's fresh copy of the build, never through a shell. $PORT,
 	// $PORT_<NAME> and $STATE_DIR (or ${PORT} …) are expanded, nothing else; a $PORT_<NAME> that
-	// ports does not name is refused.
-	Command []string `json:"command" limit:"at_least_one"`
+	// ports does not name is refused. Required for a build that is not a container image; an
+	// image's build runs its own entrypoint and cmd when it is left out.
+	Command []string `json:"command,omitempty" limit:"at_least_one"`
 	// Added to the service's environment; it may not set what the host sets (PATH, HOME,
 	// port_env, PORT_<NAME>, STATE_DIR). Values expand $PORT, $PORT_<NAME> and $STATE_DIR as
 	// the command does.

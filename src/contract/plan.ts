@@ -94,7 +94,8 @@ export type Dependency = z.infer<typeof dependencySchema>;
 
 /** How the host starts and checks a build; every run starts both arms this way (symmetric start). */
 export const serviceSchema = z.looseObject({
-  command: z.array(z.string()).min(1, "the start command, an argv list such as [./bin/server]"),
+  // Required for a build that is not a container image (the host says so at start); an image runs its own entrypoint and cmd.
+  command: z.array(z.string()).min(1, "the start command, an argv list such as [./bin/server]").optional(),
   env: z.record(z.string(), z.string()).optional(),
   ports: portNames.optional(),
   /** The variable the main port is given in (GRPC_PORT); PORT is then env's to set. */

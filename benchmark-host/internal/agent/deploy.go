@@ -1,17 +1,21 @@
 package agent
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
 )
 
-// Deploy unpacks a build's tar.gz from r into releases/<sha>, safely (see package release).
+// Deploy unpacks a build's tar.gz, or a container image, from r into releases/<sha>, safely
+// (see packages release and image).
 // The champion's release, and those a rollback may restore, are never replaced under them.
 func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 	st, err := h.LoadState()
@@ -27,7 +31,8 @@ func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 	// The digest of what was received names the build in a run's identity: one commit built
 	// twice may differ.
 	digest := sha256.New()
-	if err := release.Unpack(io.TeeReader(r, digest), incoming, h.DeployLimits); err != nil {
+	what, err := unpackBuild(io.TeeReader(r, digest), incoming, h.DeployLimits)
+	if err != nil {
 		return "", &RefusedError{Err: fmt.Errorf("deploy %s %s: %w", role, sha, err)}
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -46,5 +51,26 @@ func (h *Host) Deploy(role, sha string, r io.Reader) (string, error) {
 		releaseMeta
 		Deployed time.Time `json:"deployed"`
 	}{releaseMeta{SHA: sha, Role: role, Digest: "sha256:" + hex.EncodeToString(digest.Sum(nil))}, time.Now().UTC()})
-	return fmt.Sprintf("deployed %s %s", role, sha), nil
+	return fmt.Sprintf("deployed %s %s%s", role, sha, what), nil
+}
+
+// unpackBuild unpacks a build's tar.gz, or a container image recognised by its content (see
+// package image); what describes an image for the deploy's answer.
+func unpackBuild(r io.Reader, dir string, lim release.Limits) (what string, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	prefix, _ := br.Peek(64 << 10)
+	if !image.Sniff(prefix) {
+		if len(prefix) >= 2 && (prefix[0] != 0x1f || prefix[1] != 0x8b) {
+			return "", errors.New("neither a build's .tar.gz nor a container image (docker save, podman save, an OCI archive or layout)")
+		}
+		return "", release.Unpack(br, dir, lim)
+	}
+	if err := image.Unpack(br, dir, lim); err != nil {
+		return "", fmt.Errorf("container image: %w", err)
+	}
+	cfg, err := image.Load(dir)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(" (container image %s, %d layers, runs %q)", cfg.Digest, cfg.Layers, cfg.Argv()), nil
 }

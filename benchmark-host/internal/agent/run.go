@@ -449,12 +449,13 @@ func (e *execution) loadOptions(acc *sliceAccounting) []loadgen.Option {
 
 // stopArms stops both arms and records how each started and what it left on disk.
 func (e *execution) stopArms(arms []*armStart) error {
+	start := time.Now()
 	if err := eachArm((*armStart).stop)(arms); err != nil {
 		var ae *armError
 		errors.As(err, &ae)
 		return fail(ae.arm+"_not_stopped", "the %s's processes could not all be stopped: %v", ae.arm, err)
 	}
-	e.logf("both arms stopped: nothing of either runs")
+	e.logf("both arms stopped in %.2f s: nothing of either runs", time.Since(start).Seconds())
 	e.result.Arms = map[string]contract.ArmStart{}
 	for _, s := range arms {
 		s.measureDisk()

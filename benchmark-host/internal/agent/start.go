@@ -71,6 +71,9 @@ func (s *armStart) install(h *Host) error {
 		return fmt.Errorf("%s %s: %w", s.name, s.sha, err)
 	}
 	s.note("%s %s: a fresh copy in %s (%.2f s); %s (%s)", s.name, s.sha, s.arm.WorkDir(), time.Since(start).Seconds(), s.arm.Instance(s.ports).Describe(), s.spec.State)
+	if img := s.arm.Image(); img != nil {
+		s.note("%s", imageNote(s.name, img, s.arm.User.Name))
+	}
 	return nil
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
@@ -82,6 +83,9 @@ type Arm struct {
 	OOMScoreAdj int
 	main        int          // the running service's pid
 	deps        []dependency // its running dependencies, in the order they started
+
+	image      *image.Config // the installed build's container image; nil for a tarball build
+	containers int           // containers started, for their names
 }
 
 // WorkDir is where the arm's build runs: a fresh copy at every Install, and the service's HOME.
@@ -123,7 +127,8 @@ func (a *Arm) Install(release, state string) error {
 	if err := cmd.Wait(); err != nil || werr != nil {
 		return fmt.Errorf("%s: copying %s into %s: %v %v %s", a.Name, release, a.WorkDir(), err, werr, out.String())
 	}
-	return nil
+	a.image, err = image.Load(release)
+	return err
 }
 
 // checkHome refuses a home directory that is not the arm's own and private.
@@ -334,7 +339,11 @@ func (l *limitedBuffer) String() string { return string(l.b) }
 
 // Instance is where the arm runs its service, with the extra ports it was given.
 func (a *Arm) Instance(ports map[string]int) service.Instance {
-	return service.Instance{Dir: a.WorkDir(), Port: a.Port, Ports: ports, StateDir: a.StateDir()}
+	in := service.Instance{Dir: a.WorkDir(), Port: a.Port, Ports: ports, StateDir: a.StateDir()}
+	if a.image != nil {
+		in.Container = a.container
+	}
+	return in
 }
 
 // StartService starts spec in the arm's working directory on the arm's ports.

@@ -36,11 +36,13 @@ func Validate(s *contract.ServiceSpec) error {
 		return err
 	}
 	vars := contract.ServiceVariables(contract.ServicePortNames(*s))
-	if len(s.Command) < contract.AtLeastOne.Min || s.Command[0] == "" {
-		return errors.New("service.command: required, an argv list such as [\"./bin/server\"]")
+	if len(s.Command) > 0 && s.Command[0] == "" {
+		return errors.New("service.command[0]: the program to run, such as ./bin/server")
 	}
-	if err := checkArgv("service.command", s.Command, vars); err != nil {
-		return err
+	if len(s.Command) > 0 {
+		if err := checkArgv("service.command", s.Command, vars); err != nil {
+			return err
+		}
 	}
 	if len(s.Setup) > 0 {
 		if s.Setup[0] == "" {
@@ -161,6 +163,9 @@ type Instance struct {
 	Port     int            // PORT; 0 in a dependency's instance, which has no main port
 	Ports    map[string]int // service.ports and the dependencies' by name: PORT_<NAME>
 	StateDir string         // STATE_DIR
+	// Container, for a container image's build, is the command that runs argv (empty: the
+	// image's own entrypoint and cmd) with env (the host's variables and service.env) in it.
+	Container func(argv, env []string) (*exec.Cmd, error)
 }
 
 // Vars are the variables the host gives the service, as the argv expands them.
@@ -210,7 +215,8 @@ func (in Instance) Describe() string {
 // Command prepares argv (expanded) to run in the instance's directory with the documented
 // environment: PATH, HOME (the working directory), the main port in service.port_env (PORT
 // unless named), PORT_<NAME>, STATE_DIR, then service.env (its values expanded as the argv
-// is); nothing of perf-host's own environment.
+// is); nothing of perf-host's own environment. A container image's build runs it in the image
+// instead (Container), where the image's PATH and HOME stand.
 func (in Instance) Command(spec contract.ServiceSpec, argv []string) (*exec.Cmd, error) {
 	return in.command(argv, spec.PortEnv, spec.Env)
 }
@@ -224,23 +230,35 @@ func (in Instance) command(argv []string, portEnv string, env map[string]string)
 			return nil, err
 		}
 	}
-	cmd := exec.Command(expanded[0], expanded[1:]...)
-	cmd.Dir = in.Dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + in.Dir}
+	var vals []string
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		name := k
 		if k == contract.VarPort && portEnv != "" {
 			name = portEnv
 		}
-		cmd.Env = append(cmd.Env, name+"="+vars[k])
+		vals = append(vals, name+"="+vars[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v, err := contract.ExpandArg(env[k], vars)
 		if err != nil {
 			return nil, fmt.Errorf("env.%s: %w", k, err)
 		}
-		cmd.Env = append(cmd.Env, k+"="+v)
+		vals = append(vals, k+"="+v)
 	}
+	var cmd *exec.Cmd
+	switch {
+	case in.Container != nil:
+		var err error
+		if cmd, err = in.Container(expanded, vals); err != nil {
+			return nil, err
+		}
+	case len(expanded) == 0:
+		return nil, errors.New("service.command: required for a build that is not a container image, an argv list such as [\"./bin/server\"]")
+	default:
+		cmd = exec.Command(expanded[0], expanded[1:]...)
+		cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + in.Dir}, vals...)
+	}
+	cmd.Dir = in.Dir
 	// A session of its own (and so a process group, stopped as one): with the kernel's
 	// autogroup scheduling, each arm then weighs the same against the other, whoever started it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
@@ -264,6 +282,10 @@ type Process struct {
 func Start(name string, spec contract.ServiceSpec, in Instance, log Log, launch func(*exec.Cmd) error) (*Process, error) {
 	cmd, err := in.Command(spec, spec.Command)
 	if err != nil {
+		if out, lerr := log.Open(fmt.Sprintf("--- perf-host: cannot start %s (%s): %v\n", name, in.Describe(), err)); lerr == nil {
+			out.W.Close()
+			out.Wait(time.Second)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return startProcess(name, cmd, in, spec.Ports, log, launch)
