@@ -35390,7 +35390,8 @@ var dependencySchema = external_exports.looseObject({
   env: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var serviceSchema = external_exports.looseObject({
-  command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]"),
+  // Required for a build that is not a container image (the host says so at start); an image runs its own entrypoint and cmd.
+  command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]").optional(),
   env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
   ports: portNames.optional(),
   /** The variable the main port is given in (GRPC_PORT); PORT is then env's to set. */
@@ -44910,7 +44911,7 @@ var HostClient = class {
     if (r.exitCode === 0) return String(r.stdout);
     throw verbError(command, r.exitCode ?? -1, String(r.stderr));
   }
-  /** Deploys a build: a directory (packed here) or a .tar.gz. */
+  /** Deploys a build: a directory (packed here: a release, or an OCI layout), a .tar.gz, or an image archive; the host tells them apart by content. */
   async deploy(role, sha2, artifact) {
     let file2 = artifact;
     if (statSync2(artifact).isDirectory()) {
@@ -45210,7 +45211,8 @@ function candidateNote(a2, sha2, champion) {
 var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
        perf-gate run --aa [options]
   --config FILE          the gate config (default .github/perf-gate.yml)
-  --challenger PATH      the build under test, a release directory or .tar.gz
+  --challenger PATH      the build under test: a release directory or .tar.gz, or a
+                         container image (docker save's .tar, an OCI archive or layout)
   --champion PATH        deploy and promote this build as champion first
   --aa                   an A/A run (the champion on both ports); records the floor
   --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)

@@ -63840,7 +63840,8 @@ var dependencySchema = external_exports.looseObject({
   env: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var serviceSchema = external_exports.looseObject({
-  command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]"),
+  // Required for a build that is not a container image (the host says so at start); an image runs its own entrypoint and cmd.
+  command: external_exports.array(external_exports.string()).min(1, "the start command, an argv list such as [./bin/server]").optional(),
   env: external_exports.record(external_exports.string(), external_exports.string()).optional(),
   ports: portNames.optional(),
   /** The variable the main port is given in (GRPC_PORT); PORT is then env's to set. */
@@ -64171,7 +64172,7 @@ var HostClient = class {
     if (r.exitCode === 0) return String(r.stdout);
     throw verbError(command, r.exitCode ?? -1, String(r.stderr));
   }
-  /** Deploys a build: a directory (packed here) or a .tar.gz. */
+  /** Deploys a build: a directory (packed here: a release, or an OCI layout), a .tar.gz, or an image archive; the host tells them apart by content. */
   async deploy(role, sha2, artifact) {
     let file2 = artifact;
     if (statSync2(artifact).isDirectory()) {
@@ -64372,7 +64373,7 @@ function connectHost(job) {
   return new HostClient({ ...job.host, log: (l) => info(l) });
 }
 function requireArtifact(job, exists2) {
-  if (!job.artifact) throw new InputError(`input artifact: mode ${job.mode} deploys a build; give the built release (a directory or .tar.gz)`);
+  if (!job.artifact) throw new InputError(`input artifact: mode ${job.mode} deploys a build; give the built release (a directory, a .tar.gz or a container image: docker save's .tar, an OCI archive or layout)`);
   if (!exists2(job.artifact)) throw new InputError(`input artifact: ${job.artifact} does not exist (build the commit first)`);
   return job.artifact;
 }

@@ -62,7 +62,7 @@ export function connectHost(job: Job): HostClient {
 
 /** The build a mode deploys; checked when it is about to be used. */
 export function requireArtifact(job: Job, exists: (path: string) => boolean): string {
-  if (!job.artifact) throw new InputError(`input artifact: mode ${job.mode} deploys a build; give the built release (a directory or .tar.gz)`);
+  if (!job.artifact) throw new InputError(`input artifact: mode ${job.mode} deploys a build; give the built release (a directory, a .tar.gz or a container image: docker save's .tar, an OCI archive or layout)`);
   if (!exists(job.artifact)) throw new InputError(`input artifact: ${job.artifact} does not exist (build the commit first)`);
   return job.artifact;
 }

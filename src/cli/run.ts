@@ -25,7 +25,8 @@ import { parseCommandLine, UsageError } from "./usage";
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
        perf-gate run --aa [options]
   --config FILE          the gate config (default .github/perf-gate.yml)
-  --challenger PATH      the build under test, a release directory or .tar.gz
+  --challenger PATH      the build under test: a release directory or .tar.gz, or a
+                         container image (docker save's .tar, an OCI archive or layout)
   --champion PATH        deploy and promote this build as champion first
   --aa                   an A/A run (the champion on both ports); records the floor
   --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)

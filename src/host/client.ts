@@ -123,7 +123,7 @@ export class HostClient {
     throw verbError(command, r.exitCode ?? -1, String(r.stderr));
   }
 
-  /** Deploys a build: a directory (packed here) or a .tar.gz. */
+  /** Deploys a build: a directory (packed here: a release, or an OCI layout), a .tar.gz, or an image archive; the host tells them apart by content. */
   async deploy(role: "challenger" | "champion", sha: string, artifact: string): Promise<string> {
     let file = artifact;
     if (statSync(artifact).isDirectory()) {
