@@ -80,7 +80,7 @@ func serviceImage(t *testing.T, variant, version string, entrypoint bool) v1.Ima
 
 // armProcess is one process of the arms' user (nobody in these tests): its pid, command line,
 // and the cgroup v2 group it runs in.
-type armProcess struct{ pid, args, group string }
+type armProcess struct{ pid, ppid, args, group, cpus string }
 
 func armProcesses() []armProcess {
 	var out []armProcess
@@ -94,6 +94,12 @@ func armProcesses() []armProcess {
 		groups, _ := os.ReadFile(filepath.Join(d, "cgroup"))
 		group := regexp.MustCompile(`(?m)^0::(.*)$`).FindSubmatch(groups)
 		p := armProcess{pid: filepath.Base(d), args: strings.TrimSpace(strings.ReplaceAll(string(args), "\x00", " "))}
+		if m := regexp.MustCompile(`(?m)^PPid:\s+(\d+)`).FindSubmatch(status); m != nil {
+			p.ppid = string(m[1])
+		}
+		if m := regexp.MustCompile(`(?m)^Cpus_allowed_list:\s+(\S+)`).FindSubmatch(status); m != nil {
+			p.cpus = string(m[1])
+		}
 		if group != nil {
 			p.group = string(group[1])
 		}
@@ -194,7 +200,13 @@ func TestAnImageBuildRunsInEachArmLikeATarball(t *testing.T) {
 		}
 	}
 	if len(server) != 1 || (h.Cgroup != "" && !strings.HasSuffix(server[0].group, filepath.Base(h.Cgroup)+"/champion")) {
-		t.Errorf("the champion's /app/server: %+v; want one, as nobody, in %s/champion", server, h.Cgroup)
+		t.Fatalf("the champion's /app/server: %+v; want one, as nobody, in %s/champion", server, h.Cgroup)
+	}
+	// On the arm's CPUs: those runc was launched with.
+	for _, p := range armProcesses() {
+		if p.pid == server[0].ppid && p.cpus != server[0].cpus {
+			t.Errorf("the champion's /app/server runs on CPUs %s, runc (%s) on %s", server[0].cpus, p.args, p.cpus)
+		}
 	}
 	start = time.Now()
 	out = h.must(bytes.NewReader(ociLayoutPacked(t, serviceImage(t, "slow", "image v2", true))), "deploy challenger bbbbbbb")
