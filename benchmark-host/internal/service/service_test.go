@@ -3,6 +3,7 @@ package service
 import (
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,32 @@ func TestCommandExpandsTheArgvAndSetsTheDocumentedEnvironment(t *testing.T) {
 	}
 	if got := in.Describe(); got != "PORT=8001 PORT_ADMIN=38212 PORT_PEER=38211 STATE_DIR=/h/arms/champion/state" {
 		t.Errorf("Describe: %s", got)
+	}
+}
+
+// A container image's build runs the command in the image (Container), with the host's variables
+// and service.env but not the host's PATH and HOME; without an image, a command is required.
+func TestCommandRunsInTheImageOrNeedsAnArgv(t *testing.T) {
+	in := Instance{Dir: "/h/arms/challenger/work", Port: 8002, StateDir: "/h/arms/challenger/state"}
+	spec := contract.ServiceSpec{Env: map[string]string{"GOMAXPROCS": "2"}}
+	if _, err := in.Command(spec, nil); err == nil || !strings.HasPrefix(err.Error(), "service.command: required for a build that is not a container image") {
+		t.Errorf("no argv, no image: %v", err)
+	}
+	var gotArgv, gotEnv []string
+	in.Container = func(argv, env []string) (*exec.Cmd, error) {
+		gotArgv, gotEnv = argv, env
+		return exec.Command("/usr/sbin/runc", "run"), nil
+	}
+	cmd, err := in.Command(spec, []string{"./bin/server", "--port=$PORT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PORT=8002", "STATE_DIR=/h/arms/challenger/state", "GOMAXPROCS=2"}
+	if !slices.Equal(gotArgv, []string{"./bin/server", "--port=8002"}) || !slices.Equal(gotEnv, want) || cmd.Dir != in.Dir || !cmd.SysProcAttr.Setsid {
+		t.Errorf("container got argv %q env %q; command %v in %s", gotArgv, gotEnv, cmd.Args, cmd.Dir)
+	}
+	if _, err := in.Command(spec, nil); err != nil || len(gotArgv) != 0 {
+		t.Errorf("no argv with an image (its entrypoint runs): %v, argv %q", err, gotArgv)
 	}
 }
 
