@@ -269,7 +269,10 @@ func TestABadImageFailsNamingTheFieldAndTheChampionServesOn(t *testing.T) {
 		t.Skip(err)
 	}
 	h := newHost(t, hostOptions{})
-	h.setupChampion()
+	// The run's service spec is both arms': the champion is an image too.
+	h.must(bytes.NewReader(dockerSave(t, serviceImage(t, "fast", "v1", true))), "deploy champion aaaaaaa")
+	h.must(strings.NewReader(imageSpec), "promote aaaaaaa")
+	waitPort(t, h.ChampionPort)
 	// No entrypoint, and no service.command: the challenger's start says what to set.
 	h.must(bytes.NewReader(dockerSave(t, serviceImage(t, "fast", "bare", false))), "deploy challenger bbbbbbb")
 	plan := strings.Replace(runPlan("bbbbbbb", 2, 0.5), serviceSpec, imageSpec, 1)
@@ -278,7 +281,7 @@ func TestABadImageFailsNamingTheFieldAndTheChampionServesOn(t *testing.T) {
 	var o contract.Outcome
 	json.Unmarshal([]byte(h.must(nil, "result bad-1")), &struct{ Outcome *contract.Outcome }{&o})
 	t.Logf("%s: %s", o.ErrorKind, strings.ReplaceAll(o.Message, "\n", " | "))
-	if o.Status == "ok" || !strings.Contains(o.Message, "service.command: the image sha256:") || !strings.Contains(o.Message, "has no entrypoint or cmd") {
+	if o.ErrorKind != "challenger_unhealthy" || !strings.Contains(o.Message, "service.command: the image sha256:") || !strings.Contains(o.Message, "has no entrypoint or cmd") {
 		t.Errorf("outcome %+v; want the challenger's start to name service.command", o)
 	}
 	if v := version(h.ChampionPort); v != "fast v1" {
