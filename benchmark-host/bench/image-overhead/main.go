@@ -29,14 +29,16 @@ func main() {
 	pairs := flag.Int("pairs", 40, "pairs of slices")
 	seconds := flag.Float64("slice-seconds", 0.5, "seconds per slice")
 	ports := flag.String("ports", "18301,18302", "champion and challenger ports")
+	foreign := flag.String("max-foreign-cores", "0.5", "CPU cores other work may take during a slice before it is dropped")
+	swap := flag.Bool("swap", false, "the image on the champion arm and the bare binary on the challenger's, to tell the image's cost from the arms'")
 	flag.Parse()
-	if err := run(*rate, *pairs, *seconds, strings.Split(*ports, ",")); err != nil {
+	if err := run(*rate, *pairs, *seconds, strings.Split(*ports, ","), *swap, *foreign); err != nil {
 		fmt.Fprintln(os.Stderr, "image-overhead:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rate, pairs int, seconds float64, ports []string) error {
+func run(rate, pairs int, seconds float64, ports []string, swap bool, foreign string) error {
 	dir, err := os.MkdirTemp("", "perf-gate-image-overhead-")
 	if err != nil {
 		return err
@@ -71,9 +73,15 @@ func run(rate, pairs int, seconds float64, ports []string) error {
 	os.WriteFile(config, fmt.Appendf(nil, "service:\n  command: [./bin/service]\nslo: {percentile: 99, budget_ms: 50}\nslices: {seconds: %g, pairs: %d}\nworkloads:\n  - name: w\n    rates: [%d]\n    requests: [{path: /work}]\n", seconds, pairs, rate), 0o644)
 	repo, _ := filepath.Abs("..")
 	out := filepath.Join(dir, "out")
+	champion, challenger := filepath.Join(dir, "bare"), imageTar
+	what := map[string]string{"champion": "bare binary", "challenger": "image (runc)"}
+	if swap {
+		champion, challenger = challenger, champion
+		what["champion"], what["challenger"] = what["challenger"], what["champion"]
+	}
 	cmd := exec.Command("node", filepath.Join(repo, "dist/cli.js"), "run", "--local", "--root", filepath.Join(dir, "host"),
 		"--perf-host", filepath.Join(repo, "benchmark-host/bin/perf-host"), "--champion-port", ports[0], "--challenger-port", ports[1],
-		"--config", config, "--champion", filepath.Join(dir, "bare"), "--challenger", imageTar, "--out", out)
+		"--config", config, "--champion", champion, "--challenger", challenger, "--out", out, "--max-foreign-cores", foreign)
 	cmd.Stderr = os.Stderr
 	verdict, err := cmd.Output()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
@@ -94,8 +102,7 @@ func run(rate, pairs int, seconds float64, ports []string) error {
 	}
 	fmt.Printf("%d pairs of %g s at %d req/s, one run\n", pairs, seconds, rate)
 	for _, arm := range []string{"champion", "challenger"} {
-		what := map[string]string{"champion": "bare binary", "challenger": "image (runc)"}[arm]
-		fmt.Printf("%-13s median of slice p50 %6.0f µs, median of slice p99 %6.0f µs\n", what, median(p50[arm]), median(p99[arm]))
+		fmt.Printf("%-10s %-13s median of slice p50 %6.0f µs, median of slice p99 %6.0f µs\n", arm, what[arm], median(p50[arm]), median(p99[arm]))
 	}
 	for _, line := range strings.Split(string(verdict), "\n") {
 		if strings.HasPrefix(line, "GREY") || strings.HasPrefix(line, "RED") || strings.HasPrefix(line, "GREEN") {
