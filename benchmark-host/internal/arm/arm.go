@@ -99,6 +99,7 @@ func (a *Arm) StateDir() string { return filepath.Join(a.Home, "state") }
 // is readable to it: the releases and the host's state are not). STATE_DIR is emptied too,
 // unless the service's state is persistent: then the arm keeps it from one start to the next.
 func (a *Arm) Install(release, state string) error {
+	a.image = nil
 	if err := a.Clear(); err != nil {
 		return err
 	}
