@@ -101,7 +101,7 @@ export const configSchema = z.strictObject({
       order: plan.order.unwrap().default("abba"),
       /**
        * Further runs of the same size a gate measures by itself while its interval is unclear
-       * (it holds ± the block threshold), each a further look (docs/design/0010-extending-gate.md).
+       * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
        */
       max_extensions: z.number().int().min(0).max(MAX_EXTENSIONS).default(2),
     })

@@ -10,7 +10,7 @@ import (
 // spec each arm ran with, where the load generator and the arms ran, and the generator's
 // settings. Reruns of a build pool only with runs of the same identity: a changed config, a
 // rebuilt artifact under the same commit or a host placed differently measures something else
-// (docs/design/0004-run-identity.md).
+// (docs/design/0003-run-identity.md).
 type Identity struct {
 	// The SHA-256 of the fields below: equal digests, one identity.
 	Digest     string      `json:"digest"`

@@ -1,4 +1,4 @@
-// Whether a gate measures more by itself (docs/design/0010-extending-gate.md): while its
+// Whether a gate measures more by itself (docs/design/0009-extending-gate.md): while its
 // latency interval holds the block threshold (+ or −) it is unclear, neither within ± the
 // threshold nor wholly past it, and another look could change that. A look that could not
 // settle it even at the last extension, at the estimate so far, is not worth the host's time:

@@ -1,6 +1,6 @@
 // A run's identity (the builds as deployed, each arm's service spec, the placement, the
 // generator's settings): only runs of one identity are evidence about the same comparison and
-// may pool (docs/design/0004-run-identity.md). Pure.
+// may pool (docs/design/0003-run-identity.md). Pure.
 import type { HostResult, Identity, LoadgenResult } from "../contract/result";
 
 /**

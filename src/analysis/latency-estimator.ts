@@ -1,5 +1,5 @@
 // The latency estimate a verdict rests on, and how far its interval is from the sampling limit
-// of the same requests (docs/design/0009-pooled-percentile.md). With every slice's histogram and
+// of the same requests (docs/design/0008-pooled-percentile.md). With every slice's histogram and
 // enough pairs: one percentile per arm over all kept pairs, its standard error from the
 // jackknife over pairs. Otherwise (the promotion check's 4 pairs, a result without histograms):
 // the mean of the per-pair differences of each slice's own percentile, with Student t.

@@ -1,5 +1,5 @@
 // One percentile per arm over every request of the kept pairs, with inference that resamples
-// whole pairs (docs/design/0009-pooled-percentile.md). A slice's p99 read from its 300 requests
+// whole pairs (docs/design/0008-pooled-percentile.md). A slice's p99 read from its 300 requests
 // is about its 3rd largest value: noisy and biased, and the mean of 90 of them carries that
 // noise. The pooled percentile reads the tail of all 27,000 requests of an arm at once; taking
 // a pair out of both arms together (the jackknife over pairs) keeps the pairing that cancels

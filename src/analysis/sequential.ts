@@ -1,4 +1,4 @@
-// Group-sequential levels for repeated looks at one build (docs/design/0010-extending-gate.md).
+// Group-sequential levels for repeated looks at one build (docs/design/0009-extending-gate.md).
 // A gate that measures more when its first interval is unclear, and a /perf rerun that pools
 // earlier runs, both look again at growing evidence; judging every look at 95% would label far
 // more than 5% of no-change pull requests. Each look k (the k-th run pooled) spends a share of

@@ -1,7 +1,7 @@
 // The estimators and the extending gate by simulation, at the defaults' sizes (90 pairs of 300
 // recorded requests: 0.5 s slices at 1,000 req/s and p99) on a request-level model with shared
 // per-pair noise, heavy tails and drift (latency-model.ts). Seeded; the figures it prints are
-// docs/design/0009-pooled-percentile.md's and 0010-extending-gate.md's.
+// docs/design/0008-pooled-percentile.md's and 0009-extending-gate.md's.
 import { describe, expect, it } from "vitest";
 import { blocksLeft, extensionWanted, unclear } from "../../src/analysis/extension";
 import { MIN_POOLED_PAIRS } from "../../src/analysis/latency-estimator";

@@ -167,7 +167,7 @@ func reached(s *contract.Slice, start, end boundarySample) {
 // foreignLoad fills the CPU cores the host spent on anything but this run during the slice:
 // its busy and stolen CPU time less both arms' and the load generator's, and marks the slice
 // disturbed past --max-foreign-cores. Like a stalled generator, that is a measurement the host
-// cannot vouch for (docs/design/0005-foreign-load.md), and its pair is dropped and named.
+// cannot vouch for (docs/design/0004-foreign-load.md), and its pair is dropped and named.
 func (a *sliceAccounting) foreignLoad(s *contract.Slice, start, end boundarySample) {
 	dt := float64(end.host.At.Sub(start.host.At).Microseconds())
 	if !start.host.OK || !end.host.OK || dt <= 0 || end.self < start.self {

@@ -11,7 +11,7 @@ import (
 
 // DefaultMaxForeignCores is --max-foreign-cores when the host sets none: well above what a
 // quiet host spends beside a run (its sshd, the `wait` streaming progress, the kernel), and
-// under a neighbour's busy loop on one core (docs/design/0005-foreign-load.md).
+// under a neighbour's busy loop on one core (docs/design/0004-foreign-load.md).
 const DefaultMaxForeignCores = 0.25
 
 // settleWindow is how long one look at the host's CPUs lasts before a run.

@@ -4,7 +4,7 @@
 // limits a build's tarball is held to (sizes, no devices, no path or link out of the root),
 // applies the layers with their whiteouts into a root filesystem, and keeps the image's run
 // configuration beside it; Spec describes how runc runs it as an arm (see runtime.go and
-// docs/design/0001-container-images.md).
+// docs/design/0007-container-images.md).
 package image
 
 import (

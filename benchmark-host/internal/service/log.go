@@ -15,7 +15,7 @@ import (
 // Log is where an arm's process writes its output: a file that keeps at most MaxBytes of it,
 // its first half and its last half, and says how much was cut between them, so that a chatty
 // service cannot fill the host's disk while a report can still show how it started and how it
-// ended (docs/design/0006-bounded-arm-logs.md).
+// ended (docs/design/0005-bounded-arm-logs.md).
 type Log struct {
 	Path     string
 	MaxBytes int64 // 0: no cap
