@@ -37741,7 +37741,7 @@ var configSchema = external_exports.strictObject({
     order: plan.order.unwrap().default("abba"),
     /**
      * Further runs of the same size a gate measures by itself while its interval is unclear
-     * (it holds ± the block threshold), each a further look (docs/design/0010-extending-gate.md).
+     * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
      */
     max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2)
   }).default({ order: "abba", max_extensions: 2 }),
