@@ -48,8 +48,20 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 		}
 	}
 	r := decodeResult(t, h.must(nil, "result pr-7-bbbbbbb-1"))
-	if r.SchemaVersion != 1 || r.Generator != "perf-gate-loadgen" || len(r.Slices) != 6 || r.Outcome.Status != "ok" || len(r.Preflight) != 4 {
-		t.Fatalf("result: schema %d, generator %q, %d slices, outcome %+v, %d findings", r.SchemaVersion, r.Generator, len(r.Slices), r.Outcome, len(r.Preflight))
+	checks := map[string]bool{}
+	for _, f := range r.Preflight {
+		checks[f.Check] = true
+	}
+	if r.SchemaVersion != 1 || r.Generator != "perf-gate-loadgen" || len(r.Slices) != 6 || r.Outcome.Status != "ok" || !checks["disk"] || !checks["memory"] || !checks["cpu"] || !checks["quiet"] {
+		t.Fatalf("result: schema %d, generator %q, %d slices, outcome %+v, findings %+v", r.SchemaVersion, r.Generator, len(r.Slices), r.Outcome, r.Preflight)
+	}
+	if r.Identity == nil || r.Identity.Champion.SHA != "aaaaaaa" || r.Identity.Challenger.SHA != "bbbbbbb" || !strings.HasPrefix(r.Identity.Challenger.Build, "sha256:") || r.Identity.Digest == "" {
+		t.Errorf("identity %+v", r.Identity)
+	}
+	for _, s := range r.Slices {
+		if s.ForeignCPUCores == nil {
+			t.Errorf("slice %d has no foreign load reading", s.Index)
+		}
 	}
 	if b := r.Plan.Builds; b == nil || *b != (contract.Builds{Kind: "ab", ChampionSHA: "aaaaaaa", ChallengerSHA: "bbbbbbb", Base: "champion"}) {
 		t.Errorf("builds %+v", b)
@@ -621,7 +633,7 @@ func TestBadPlansAreRefusedNamingTheField(t *testing.T) {
 		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"ccccccc","challenger_sha"`, 1), `merge_base_sha: release "ccccccc" is not deployed (deploy champion SHA first)`},
 		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"aaaaaaa","champion_sha":"aaaaaaa","challenger_sha"`, 1), "merge_base_sha: the champion arm runs the merge base, so champion_sha cannot be asked for too"},
 		{strings.Replace(good, `"challenger_sha"`, `"merge_base_sha":"NOTHEX","challenger_sha"`, 1), "merge_base_sha"},
-		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command"},
+		{strings.Replace(good, `["./start.sh"]`, `[]`, 1), "service.command: required for a build that is not a container image (aaaaaaa)"},
 		{strings.Replace(good, `"rate":200`, `"rate":-1`, 1), "loadgen.rate"},
 		{strings.Replace(good, `"pairs":2`, `"pairs":5000`, 1), "loadgen.pairs: 5000 pairs of 0.5 s slices (5000 s) + 0.3 s warm-up + 5 s to start the arms (dependencies, setup and health check) would hold the host for 5005.3 s, over this host's --max-run-seconds 3600"},
 		{strings.Replace(good, `"workload":"work",`, `"targets":{"champion":"http://evil:1","challenger":"http://evil:2"},`, 1), "loadgen.targets: set by the host"},

@@ -83,6 +83,9 @@ func (h *Host) readRunRequest(runID, kind string, stdin io.Reader) (*contract.Ru
 	if err != nil {
 		return nil, err
 	}
+	if err := h.commandNeeded(req.Service, builds); err != nil {
+		return nil, err
+	}
 	lg := &req.Loadgen
 	if err := hostOwnedFields(lg); err != nil {
 		return nil, err
