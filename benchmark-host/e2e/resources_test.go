@@ -60,13 +60,13 @@ func TestCPUPerRequestFollowsTheWorkPerRequest(t *testing.T) {
 	rounds := int(10 * time.Millisecond / max(perRound, time.Nanosecond))
 	work := hashCPU(rounds)
 	t.Logf("%d rounds of SHA-256 take %v of CPU here", rounds, work)
-	spec := func(r int) string {
-		return fmt.Sprintf(`{"command":["./start.sh"],"env":{"HASH_ROUNDS":"%d"},"health_timeout_seconds":10}`, r)
-	}
-	h.must(bytes.NewReader(buildTarball(t, "fast", "v1", "exec ./service")), "deploy champion aaaaaaa")
-	h.must(strings.NewReader(spec(rounds)), "promote aaaaaaa")
-	h.deployChallenger()
-	plan := fmt.Sprintf(`{"challenger_sha":"bbbbbbb","service":%s,"loadgen":{"workload":"work","rate":20,"slice_seconds":1,"pairs":3,"seed":1,"warmup_seconds":0.5,"connections":4,"requests":[{"path":"/work?key={{rand 100}}"}]}}`, spec(2*rounds))
+	// Both arms run the run's spec: the work per request is each build's own.
+	const spec = `{"command":["./start.sh"],"health_timeout_seconds":10}`
+	start := func(r int) string { return fmt.Sprintf("HASH_ROUNDS=%d exec ./service", r) }
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v1", start(rounds))), "deploy champion aaaaaaa")
+	h.must(strings.NewReader(spec), "promote aaaaaaa")
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", start(2*rounds))), "deploy challenger bbbbbbb")
+	plan := fmt.Sprintf(`{"challenger_sha":"bbbbbbb","service":%s,"loadgen":{"workload":"work","rate":20,"slice_seconds":1,"pairs":3,"seed":1,"warmup_seconds":0.5,"connections":4,"requests":[{"path":"/work?key={{rand 100}}"}]}}`, spec)
 	h.must(strings.NewReader(plan), "run cpu-1")
 	h.must(nil, "wait cpu-1")
 	res := decodeResult(t, h.must(nil, "result cpu-1"))
