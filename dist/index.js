@@ -72126,7 +72126,7 @@ async function stillHead(gh, pr) {
   return false;
 }
 async function reportFailure(gh, check2, pr, job, e) {
-  const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
+  const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
   const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
   const title2 = config2 ? "perf-gate: configuration error" : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${kind})`;
   const said = `**${title2}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;

@@ -130,7 +130,8 @@ async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
 
 /** Infrastructure and configuration failures: said as such, never as a performance verdict. */
 async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job: Job, e: Error): Promise<void> {
-  const config = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError;
+  // The host refusing the run's plan (a service spec the build cannot run) is the config's doing.
+  const config = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError || (e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message));
   const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
   const title = config ? "perf-gate: configuration error"
     : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}`
