@@ -42,6 +42,6 @@ describe("the npm package", () => {
     writeFileSync(file, JSON.stringify(makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) })));
     const r = await perfGate("analyze", file);
     expect(r, JSON.stringify(r)).toMatchObject({ code: 1 });
-    expect(r.stdout).toMatch(/^RED \(blocking\): challenger is 2\.\d+ ms slower at p99 \(95% CI \[\+2\.\d+, \+2\.\d+\] ms; .*n=10 pairs\)/m);
+    expect(r.stdout).toMatch(/^RED \(blocking\): challenger is 2\.\d+ ms slower at p99 \(97\.5% CI \[\+2\.\d+, \+2\.\d+\] ms; .*n=10 pairs\)/m);
   });
 });
