@@ -1,5 +1,5 @@
 // The paired percentile bootstrap of mean(d), reported beside the primary t interval. At 10
-// pairs it under-covers (88-90% for a nominal 95%; see shared/design.md and the simulation
+// pairs it under-covers (88-90% for a nominal 95%; docs/design/0010-primary-interval.md and the simulation
 // test), so it never decides a verdict.
 import type { Interval } from "./tests";
 

@@ -1,4 +1,4 @@
-// The verdict rules of shared/design.md, each on a dataset chosen to sit on one side of it.
+// The verdict rules (the README's verdict engine section), each on a dataset chosen to sit on one side of it.
 import { describe, expect, it } from "vitest";
 import { AnalysisInputError } from "../../src/analysis/input-error";
 import { parseResult } from "../../src/contract/result";
