@@ -173,7 +173,7 @@ func (a *sliceAccounting) foreignLoad(s *contract.Slice, start, end boundarySamp
 	if !start.host.OK || !end.host.OK || dt <= 0 || end.self < start.self {
 		return
 	}
-	used := float64(end.host.BusyUs+end.host.StealUs) - float64(start.host.BusyUs+start.host.StealUs) - float64(end.self-start.self)
+	used := end.host.UsedSince(start.host) - float64(end.self-start.self)
 	for name := range a.arms {
 		cpu, ok := cpuUs(start.usage[name], end.usage[name])
 		if !ok {

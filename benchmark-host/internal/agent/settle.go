@@ -52,6 +52,6 @@ func foreignCores(ctx context.Context, window time.Duration) (float64, bool) {
 	if !a.OK || !b.OK || dt <= 0 {
 		return 0, false
 	}
-	used := float64(b.BusyUs+b.StealUs) - float64(a.BusyUs+a.StealUs) - float64(bSelf-aSelf)
+	used := b.UsedSince(a) - float64(bSelf-aSelf)
 	return max(0, used/dt), true
 }

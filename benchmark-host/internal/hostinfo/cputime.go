@@ -25,6 +25,11 @@ type CPUTime struct {
 	OK      bool
 }
 
+// UsedSince is the CPU time, in µs, the machine spent busy or stolen since from.
+func (t CPUTime) UsedSince(from CPUTime) float64 {
+	return float64(t.BusyUs+t.StealUs) - float64(from.BusyUs+from.StealUs)
+}
+
 // ReadCPUTime reads the "cpu" line of /proc/stat.
 func ReadCPUTime() CPUTime {
 	t := CPUTime{At: time.Now()}
