@@ -37126,6 +37126,77 @@ function droppedPairJson(d) {
   };
 }
 
+// src/analysis/floors.ts
+var keyOf = (f) => comparisonKey(f.workload, f.rate);
+var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
+function halfWidth([lo, hi]) {
+  return (hi - lo) / 2;
+}
+function excludesZero([lo, hi]) {
+  return lo > 0 || hi < 0;
+}
+function calibrations(aa, previous, o2) {
+  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
+  return aa.map((c3) => {
+    const [lo, hi] = c3.ciMs;
+    const halfWidthMs = halfWidth(c3.ciMs);
+    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
+    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    return {
+      key: c3.key,
+      workload: c3.workload,
+      rate: c3.rate,
+      percentile: o2.percentile,
+      runId: c3.runs[0],
+      estimateMs: c3.estimateMs,
+      ciMs: [lo, hi],
+      confidence: c3.confidence,
+      halfWidthMs,
+      pairs: c3.pairs,
+      unbiased: !excludesZero(c3.ciMs),
+      previous: prev,
+      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
+      driftMs,
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
+      thresholdMs: c3.thresholdMs,
+      notRecorded: whyNotRecorded(c3, o2.preflight)
+    };
+  });
+}
+function whyNotRecorded(c3, preflight) {
+  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
+  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  const disturbed = c3.droppedPairs.filter(isDisturbed);
+  if (disturbed.length > 0) {
+    const generator = disturbed.some((d) => d.disturbances.length > 0);
+    const foreign = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0));
+    const reached = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0));
+    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
+    return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  }
+  return null;
+}
+function firstOf(c3) {
+  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
+}
+function biasedCalibrations(cs) {
+  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
+}
+function floorRecord(c3) {
+  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+}
+function floorSettings(floors, percentile2) {
+  const floorMs = {};
+  const hostBiasMs = {};
+  const floorPercentileAssumed = [];
+  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
+    floorMs[keyOf(f)] = f.half_width_ms;
+    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
+    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
+  }
+  return { floorMs, hostBiasMs, floorPercentileAssumed };
+}
+
 // src/report/quartet.ts
 function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const at = percentLabel(percentile2);
@@ -37135,9 +37206,6 @@ function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
   if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
   return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-}
-function halfWidth([lo, hi]) {
-  return (hi - lo) / 2;
 }
 function aaQuartet(c3, at, arms) {
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
@@ -37495,73 +37563,7 @@ import { userInfo } from "node:os";
 import { dirname, join as join3, relative, resolve } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 
-// src/calibration.ts
-var keyOf = (f) => comparisonKey(f.workload, f.rate);
-var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
-function excludesZero([lo, hi]) {
-  return lo > 0 || hi < 0;
-}
-function calibrations(aa, previous, o2) {
-  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
-  return aa.map((c3) => {
-    const [lo, hi] = c3.ciMs;
-    const halfWidthMs = halfWidth(c3.ciMs);
-    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
-    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
-    return {
-      key: c3.key,
-      workload: c3.workload,
-      rate: c3.rate,
-      percentile: o2.percentile,
-      runId: c3.runs[0],
-      estimateMs: c3.estimateMs,
-      ciMs: [lo, hi],
-      confidence: c3.confidence,
-      halfWidthMs,
-      pairs: c3.pairs,
-      unbiased: !excludesZero(c3.ciMs),
-      previous: prev,
-      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
-      driftMs,
-      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
-      thresholdMs: c3.thresholdMs,
-      notRecorded: whyNotRecorded(c3, o2.preflight)
-    };
-  });
-}
-function whyNotRecorded(c3, preflight) {
-  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
-  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
-  const disturbed = c3.droppedPairs.filter(isDisturbed);
-  if (disturbed.length > 0) {
-    const generator = disturbed.some((d) => d.disturbances.length > 0);
-    const foreign = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0));
-    const reached = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0));
-    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
-    return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
-  }
-  return null;
-}
-function firstOf(c3) {
-  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
-}
-function biasedCalibrations(cs) {
-  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
-}
-function floorRecord(c3) {
-  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
-}
-function floorSettings(floors, percentile2) {
-  const floorMs = {};
-  const hostBiasMs = {};
-  const floorPercentileAssumed = [];
-  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
-    floorMs[keyOf(f)] = f.half_width_ms;
-    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
-    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
-  }
-  return { floorMs, hostBiasMs, floorPercentileAssumed };
-}
+// src/report/calibration.ts
 function calibrationLine(c3) {
   const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
   if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
@@ -37578,10 +37580,10 @@ function cannotBlock(c3) {
   return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
 }
 
-// src/config.ts
+// src/config/gate-config.ts
 var import_yaml = __toESM(require_dist2(), 1);
 
-// src/dependencies.ts
+// src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
 function servicePortNames(s) {
   return [...s.ports ?? [], ...(s.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
@@ -37634,7 +37636,7 @@ function dependencyIssues(s, vars) {
   return issues;
 }
 
-// src/proto-files.ts
+// src/config/proto-files.ts
 function insideBuild(p) {
   if (p === "" || p.startsWith("/") || p.includes("\0")) return false;
   let depth = 0;
@@ -37663,7 +37665,7 @@ function protoFileIssues(w) {
   return issues;
 }
 
-// src/config.ts
+// src/config/gate-config.ts
 var plan = planSchema.shape;
 var { body_file: _, ...requestFields } = requestSchema.shape;
 var request = external_exports.strictObject(requestFields);
@@ -45562,7 +45564,7 @@ function relativeOrAbsolute(p) {
   return r.startsWith("..") ? p : r;
 }
 
-// src/cli.ts
+// src/cli/main.ts
 var usage = `usage: perf-gate <command> [options]
        perf-gate <command> --help
        perf-gate --version

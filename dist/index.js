@@ -37139,7 +37139,7 @@ function saveState(name2, value) {
   issueCommand("save-state", { name: name2 }, toCommandValue(value));
 }
 
-// src/github/open-checks.ts
+// src/action/github/open-checks.ts
 var OPEN_CHECKS_STATE = "perf-gate-open-checks";
 var CANCELLED_TITLE = "perf-gate: cancelled before a verdict";
 function cancelledSummary(why, runUrl2) {
@@ -56909,7 +56909,7 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// src/inputs.ts
+// src/action/inputs.ts
 var MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"];
 var needsHost = (mode) => mode !== "access" && mode !== "command";
 var schema = external_exports.object({
@@ -56953,7 +56953,7 @@ function getInputs() {
   return inputs;
 }
 
-// src/job.ts
+// src/action/job.ts
 import { join as join2 } from "node:path";
 
 // src/host/client.ts
@@ -64311,7 +64311,7 @@ function verbError(command, code, stderr) {
 }
 var sleep = (ms3) => new Promise((r) => setTimeout(r, ms3));
 
-// src/runner.ts
+// src/action/runner.ts
 import { readFileSync as readFileSync3 } from "node:fs";
 function runnerEnv(env = process.env) {
   const need = (k) => {
@@ -64342,7 +64342,7 @@ function ownerAndRepo(env) {
   return [owner, repo2];
 }
 
-// src/job.ts
+// src/action/job.ts
 function resolveJob(inputs, runner, now = Date.now()) {
   const attempt = `${runner.runId}-${runner.runAttempt}`;
   return {
@@ -64386,7 +64386,7 @@ function logProgress(label2) {
   };
 }
 
-// src/access.ts
+// src/action/approval.ts
 var rank = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };
 function atLeast(p, needed) {
   return rank[p] >= rank[needed];
@@ -64432,7 +64432,7 @@ function sameLabel(a2, b) {
   return a2.toLowerCase() === b.toLowerCase();
 }
 
-// src/event.ts
+// src/action/event.ts
 var repo = external_exports.looseObject({ full_name: external_exports.string(), fork: external_exports.boolean().optional() });
 var payloadSchema = external_exports.looseObject({
   action: external_exports.string(),
@@ -68986,7 +68986,7 @@ function throttling(octokit, octokitOptions) {
 throttling.VERSION = VERSION8;
 throttling.triggersNotification = triggersNotification;
 
-// src/github/client.ts
+// src/action/github/client.ts
 var VERDICT_LABELS = { green: "perf:green", red: "perf:red", grey: "perf:grey" };
 var LABEL_COLORS = { "perf:green": "1a7f37", "perf:red": "cf222e", "perf:grey": "8c959f", "perf:approved": "0969da" };
 var STICKY_MARKER = "<!-- perf-gate:sticky -->";
@@ -69207,7 +69207,7 @@ function checkState(c3) {
   return { id: c3.id, headSha: c3.head_sha, status: c3.status, conclusion: c3.conclusion, title: c3.output.title ?? "", summary: c3.output.summary ?? "" };
 }
 
-// src/config.ts
+// src/config/gate-config.ts
 var import_yaml = __toESM(require_dist(), 1);
 
 // src/contract/rules.ts
@@ -69252,7 +69252,7 @@ function portEnvError(name2) {
   return void 0;
 }
 
-// src/dependencies.ts
+// src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
 function servicePortNames(s) {
   return [...s.ports ?? [], ...(s.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
@@ -69305,7 +69305,7 @@ function dependencyIssues(s, vars) {
   return issues;
 }
 
-// src/proto-files.ts
+// src/config/proto-files.ts
 function insideBuild(p) {
   if (p === "" || p.startsWith("/") || p.includes("\0")) return false;
   let depth = 0;
@@ -69334,7 +69334,7 @@ function protoFileIssues(w) {
   return issues;
 }
 
-// src/config.ts
+// src/config/gate-config.ts
 var plan = planSchema.shape;
 var { body_file: _, ...requestFields } = requestSchema.shape;
 var request2 = external_exports.strictObject(requestFields);
@@ -69522,14 +69522,14 @@ function planRuns(config2, builds, seed) {
   return runs2;
 }
 
-// src/repo-config.ts
+// src/action/repo-config.ts
 async function configAt(gh, path6, sha2, why = "") {
   const text = await gh.fileAt(path6, sha2);
   if (text === null) throw new ConfigError(`${path6}: not found at ${sha2.slice(0, 7)}${why}`);
   return parseConfig(text, path6);
 }
 
-// src/modes/merge-base.ts
+// src/action/modes/merge-base.ts
 async function mergeBaseToBuild(gh, job, pr) {
   let config2;
   try {
@@ -69556,7 +69556,7 @@ async function mergeBaseBuild(gh, host, config2, pr, job, exists2) {
   return { build: { sha: sha2, artifact: job.baseArtifact } };
 }
 
-// src/modes/access.ts
+// src/action/modes/access.ts
 async function runAccess(job) {
   setOutput("allowed", "false");
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -70917,86 +70917,12 @@ function label(c3, holmP, alpha, m) {
   };
 }
 
-// src/report/format.ts
-function ms2(x) {
-  const a2 = Math.abs(x);
-  if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1) return x.toFixed(2);
-  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
-  return Number(text) === 0 ? "0.00" : text;
-}
-function signedMs(x) {
-  const text = ms2(x);
-  return (x > 0 && text !== "0.00" ? "+" : "") + text;
-}
-function msInterval([lo, hi]) {
-  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
-}
-function percentLabel(p) {
-  return `p${p}`;
-}
-function confidenceLabel(c3) {
-  return `${Number((c3 * 100).toFixed(2))}%`;
-}
-function pValue(p) {
-  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
-}
-function rps(x) {
-  return x.toFixed(1);
-}
-function signedPercent(x) {
-  const text = x.toFixed(1);
-  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
-}
-function mib(bytes) {
-  const m = bytes / (1 << 20);
-  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
-}
-function micros(us) {
-  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
-}
-
-// src/report/arms.ts
-var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
-function armsOf(a2) {
-  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
-  const champion = portName2(a2.targets?.champion, "the champion's port");
-  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
-  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
-}
-function portName2(target, otherwise) {
-  if (!target) return otherwise;
-  try {
-    const u2 = new URL(target);
-    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
-  } catch {
-    return otherwise;
-  }
-}
-
-// src/report/quartet.ts
-function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const at = percentLabel(percentile2);
-  if (arms.aa) return aaQuartet(c3, at, arms);
-  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
-  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
-  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
-  return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-}
+// src/analysis/floors.ts
+var keyOf = (f) => comparisonKey(f.workload, f.rate);
+var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
 function halfWidth([lo, hi]) {
   return (hi - lo) / 2;
 }
-function aaQuartet(c3, at, arms) {
-  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
-  const [lo, hi] = c3.ciMs;
-  if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
-}
-
-// src/calibration.ts
-var keyOf = (f) => comparisonKey(f.workload, f.rate);
-var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
 function excludesZero([lo, hi]) {
   return lo > 0 || hi < 0;
 }
@@ -71061,6 +70987,48 @@ function floorSettings(floors, percentile2) {
   }
   return { floorMs, hostBiasMs, floorPercentileAssumed };
 }
+
+// src/report/format.ts
+function ms2(x) {
+  const a2 = Math.abs(x);
+  if (a2 >= 10) return x.toFixed(1);
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
+}
+function signedMs(x) {
+  const text = ms2(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
+}
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+function percentLabel(p) {
+  return `p${p}`;
+}
+function confidenceLabel(c3) {
+  return `${Number((c3 * 100).toFixed(2))}%`;
+}
+function pValue(p) {
+  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
+}
+function rps(x) {
+  return x.toFixed(1);
+}
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us) {
+  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
+}
+
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
 function calibrationLine(c3) {
   const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
   if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
@@ -71111,7 +71079,7 @@ function calibrationReport(cs, o2) {
     out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
   }
   const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
     return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
   });
   out.push("", "### Floor history", "", ...trend, "");
@@ -71136,6 +71104,24 @@ function championCheck(a2) {
 // src/experiment/artifacts.ts
 import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join3 } from "node:path";
+
+// src/report/arms.ts
+var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
+function armsOf(a2) {
+  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
+  const champion = portName2(a2.targets?.champion, "the champion's port");
+  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
+  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
+}
+function portName2(target, otherwise) {
+  if (!target) return otherwise;
+  try {
+    const u2 = new URL(target);
+    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return otherwise;
+  }
+}
 
 // src/report/scale.ts
 function niceTicks(lo, hi, target = 5) {
@@ -71449,6 +71435,23 @@ function extensionWanted(c3, alpha, blocks) {
   const se = c3.seMs * Math.sqrt(c3.pairs / future.at(-1));
   const projected = tInterval(c3.estimateMs, se, future.at(-1) - 1, 1 - last);
   return !unclear([projected.lo, projected.hi], c3.thresholdMs);
+}
+
+// src/report/quartet.ts
+function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const at = percentLabel(percentile2);
+  if (arms.aa) return aaQuartet(c3, at, arms);
+  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
+  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+}
+function aaQuartet(c3, at, arms) {
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
+  const [lo, hi] = c3.ciMs;
+  if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
 }
 
 // src/report/resources.ts
@@ -71867,7 +71870,7 @@ function candidateNote(a2, sha2, champion) {
   return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
-// src/modes/calibrate.ts
+// src/action/modes/calibrate.ts
 async function runCalibrate(job) {
   const gh = new GitHub2(job.githubToken, ...ownerAndRepo(job.runner), (l) => info(l));
   const config2 = await configAt(gh, job.configPath, job.runner.sha);
@@ -71905,7 +71908,7 @@ async function runCalibrate(job) {
   }
 }
 
-// src/slash-command.ts
+// src/action/slash-command.ts
 var COMMAND_HELP = "`/perf rerun` (write permission) or `/perf override <reason>` (maintain or admin permission)";
 var MAX_REASON = 500;
 function parseSlashCommand(body) {
@@ -71941,7 +71944,7 @@ function quoted(s) {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-// src/modes/command.ts
+// src/action/modes/command.ts
 async function runCommand(job) {
   setOutput("command", "");
   const event = parseCommentEvent(job.runner.eventName, readEvent(job.runner));
@@ -72008,7 +72011,7 @@ ${check2.summary}`);
   info(`override by @${who} on ${pr.headSha}: ${reason}`);
 }
 
-// src/modes/gate.ts
+// src/action/modes/gate.ts
 import { existsSync as existsSync3 } from "node:fs";
 
 // src/experiment/extend.ts
@@ -72050,7 +72053,7 @@ async function measureAndDecide(host, config2, m, keep) {
   return { evidence, analysis, status };
 }
 
-// src/modes/gate.ts
+// src/action/modes/gate.ts
 async function runGate(job) {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
   if (decidesNothing(event)) {
@@ -72161,7 +72164,7 @@ ${body}`);
   else warning(`${title2}: ${e.message}`);
 }
 
-// src/modes/promote.ts
+// src/action/modes/promote.ts
 import { existsSync as existsSync4 } from "node:fs";
 var PROMOTION_CHECK = "perf-gate / champion";
 async function runPromote(job) {
@@ -72289,7 +72292,7 @@ function short(sha2) {
   return sha2 ? sha2.slice(0, 7) : "none";
 }
 
-// src/modes/rerun.ts
+// src/action/modes/rerun.ts
 async function runRerun(job) {
   if (!job.sha) throw new InputError("input sha: mode rerun measures the head SHA that mode command pinned (its sha output); it is empty");
   const event = parseCommentEvent(job.runner.eventName, readEvent(job.runner));
@@ -72314,7 +72317,7 @@ async function runRerun(job) {
   });
 }
 
-// src/main.ts
+// src/action/main.ts
 var modes = {
   access: runAccess,
   gate: runGate,
@@ -72334,5 +72337,5 @@ async function run() {
   }
 }
 
-// src/index.ts
+// src/action/index.ts
 await run();

@@ -26204,7 +26204,7 @@ function throttling(octokit, octokitOptions) {
 throttling.VERSION = VERSION8;
 throttling.triggersNotification = triggersNotification;
 
-// src/access.ts
+// src/action/approval.ts
 var ROLES = ["admin", "maintain", "write", "triage", "read", "none"];
 function effectivePermission(permission, roleName) {
   const known = (r) => ROLES.includes(r);
@@ -26215,7 +26215,7 @@ function sameLabel(a, b) {
   return a.toLowerCase() === b.toLowerCase();
 }
 
-// src/github/open-checks.ts
+// src/action/github/open-checks.ts
 var OPEN_CHECKS_STATE = "perf-gate-open-checks";
 var CANCELLED_TITLE = "perf-gate: cancelled before a verdict";
 function cancelledSummary(why, runUrl2) {
@@ -26254,7 +26254,7 @@ function savedOpenChecks() {
   return Array.isArray(ids) ? ids.filter((x) => Number.isSafeInteger(x)) : [];
 }
 
-// src/github/client.ts
+// src/action/github/client.ts
 var VERDICT_LABELS = { green: "perf:green", red: "perf:red", grey: "perf:grey" };
 var LABEL_COLORS = { "perf:green": "1a7f37", "perf:red": "cf222e", "perf:grey": "8c959f", "perf:approved": "0969da" };
 var STICKY_MARKER = "<!-- perf-gate:sticky -->";
@@ -46192,7 +46192,7 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// src/inputs.ts
+// src/action/inputs.ts
 var MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"];
 var schema = external_exports.object({
   host: external_exports.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
@@ -46215,7 +46215,7 @@ var InputError = class extends Error {
   name = "InputError";
 };
 
-// src/runner.ts
+// src/action/runner.ts
 function runnerEnv(env = process.env) {
   const need = (k) => {
     const v = env[k];
@@ -46242,7 +46242,7 @@ function ownerAndRepo(env) {
   return [owner, repo];
 }
 
-// src/post.ts
+// src/action/post.ts
 async function post() {
   try {
     const ids = savedOpenChecks();

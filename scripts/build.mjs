@@ -1,5 +1,5 @@
-// Bundles the action (src/index.ts → dist/index.js, its post step src/post.ts → dist/post.js)
-// and the CLI (src/cli.ts → dist/cli.js)
+// Bundles the action (src/action/index.ts → dist/index.js, its post step src/action/post.ts → dist/post.js)
+// and the CLI (src/cli/main.ts → dist/cli.js)
 // with esbuild, and writes dist/licenses.txt: the licence of every third-party package the
 // bundles hold (from esbuild's metafile), since the bundles drop the packages' own files.
 // With --check it builds into a temporary directory and fails when the committed dist/
@@ -11,7 +11,7 @@ import { basename, join } from "node:path";
 
 const check = process.argv.includes("--check");
 const outdir = check ? mkdtempSync(join(tmpdir(), "perf-gate-dist-")) : "dist";
-const entries = { index: "src/index.ts", post: "src/post.ts", cli: "src/cli.ts" };
+const entries = { index: "src/action/index.ts", post: "src/action/post.ts", cli: "src/cli/main.ts" };
 
 const { metafile } = await build({
   entryPoints: Object.fromEntries(Object.entries(entries).filter(([, f]) => existsSync(f))),

@@ -39,7 +39,7 @@ try {
   await build({
     stdin: {
       contents: `export { analyze } from "./src/analysis/verdict"; export { settingsFor } from "./src/experiment/decide"; export { parseResult } from "./src/contract/result";
-        export { parseConfig } from "./src/config"; export { markdownReport } from "./src/report/markdown"; export { halfWidth } from "./src/report/quartet";`,
+        export { parseConfig } from "./src/config/gate-config"; export { markdownReport } from "./src/report/markdown"; export { halfWidth } from "./src/report/quartet";`,
       resolveDir: process.cwd(), loader: "ts",
     },
     bundle: true, platform: "node", format: "esm", outfile: entry, logLevel: "warning",

@@ -19,7 +19,7 @@ import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statisti
 import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
 import { trimmedMean } from "../src/analysis/trimmed-mean";
 import { pairedT } from "../src/analysis/tests";
-import { GATE_MEASURED_SECONDS } from "../src/config";
+import { GATE_MEASURED_SECONDS } from "../src/config/gate-config";
 import { parseResult, type LoadgenResult, type Slice } from "../src/contract/result";
 
 const dir = process.argv[2] ?? ".perf-gate/sensitivity";

@@ -6,8 +6,8 @@
 // generator fell behind (the calibration says why). Shared by mode calibrate and
 // `perf-gate run --aa`.
 import type { Analysis, Comparison } from "../analysis/verdict";
-import { type Calibration, calibrations, excludesZero, floorRecord } from "../calibration";
-import { configFor, type GateConfig } from "../config";
+import { type Calibration, calibrations, excludesZero, floorRecord } from "../analysis/floors";
+import { configFor, type GateConfig } from "../config/gate-config";
 import type { StoredFloor } from "../contract/host";
 import type { HostClient } from "../host/client";
 import { decide } from "./decide";

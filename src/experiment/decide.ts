@@ -3,8 +3,8 @@
 // shared by every mode and the CLI.
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
-import { floorSettings } from "../calibration";
-import type { GateConfig } from "../config";
+import { floorSettings } from "../analysis/floors";
+import type { GateConfig } from "../config/gate-config";
 import type { StoredFloor } from "../contract/host";
 import { unmeasuredReport } from "../report/unmeasured";
 

@@ -5,7 +5,7 @@
 import { blocksLeft, extensionWanted } from "../analysis/extension";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
-import { configFor, type GateConfig } from "../config";
+import { configFor, type GateConfig } from "../config/gate-config";
 import type { HostStatus } from "../contract/host";
 import type { HostClient } from "../host/client";
 import { decide } from "./decide";

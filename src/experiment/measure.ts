@@ -5,7 +5,7 @@
 import type { NamedResult } from "../analysis/verdict";
 import { identityDifferences } from "../analysis/identity";
 import { resultKey } from "../analysis/verdict";
-import { type GateConfig, planRuns } from "../config";
+import { type GateConfig, planRuns } from "../config/gate-config";
 import type { Kind } from "../contract/plan";
 import { comparisonKey } from "../contract/rules";
 import { type HostClient, HostError } from "../host/client";

@@ -12,7 +12,8 @@ import { type Arms, armsOf } from "./arms";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
 import { blockedByNote } from "./gate-outcome";
-import { halfWidth, quartet } from "./quartet";
+import { halfWidth } from "../analysis/floors";
+import { quartet } from "./quartet";
 import { resourceChanges, resourceRows } from "./resources";
 
 export const GITHUB_SUMMARY_LIMIT = 65_535;

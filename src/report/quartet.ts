@@ -1,5 +1,6 @@
 // The one-line result every verdict carries: estimate, interval, A/A floor and pairs.
 import type { Comparison } from "../analysis/verdict";
+import { halfWidth } from "../analysis/floors";
 import { type Arms, CHAMPION_VS_CHALLENGER } from "./arms";
 import { confidenceLabel, ms, msInterval, percentLabel, signedMs } from "./format";
 
@@ -11,11 +12,6 @@ export function quartet(c: Comparison, percentile: number, arms: Arms = CHAMPION
   if (c.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c.estimateMs)} ms (${detail})`;
   if (c.latency === "slower" || c.latency === "faster") return `challenger is ${ms(Math.abs(c.estimateMs))} ms ${c.latency} at ${at} (${detail})`;
   return `no detectable change at ${at}: estimate ${signedMs(c.estimateMs)} ms (${detail})`;
-}
-
-/** The half-width of an interval: what an A/A run records as the host's floor. */
-export function halfWidth([lo, hi]: readonly [number, number]): number {
-  return (hi - lo) / 2;
 }
 
 /** An A/A run measures the floor rather than quoting one, and its arms are ports. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { APPROVAL_LABEL, approves, atLeast, decideAccess, decidesNothing, effectivePermission, type Permission, sameLabel } from "../../src/access";
+import { APPROVAL_LABEL, approves, atLeast, decideAccess, decidesNothing, effectivePermission, type Permission, sameLabel } from "../../src/action/approval";
 
 const fork = { isFork: true, action: "opened", label: null, headSha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821" };
 /** The labeled event's sender, with the pull request's head unmoved since the label. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig, planRuns } from "../../src/config";
+import { ConfigError, parseConfig, planRuns } from "../../src/config/gate-config";
 
 const good = `service:
   command: ["./start.sh"]

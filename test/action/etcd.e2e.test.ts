@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, chmodSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config";
+import { parseConfig } from "../../src/config/gate-config";
 import type { HostResult } from "../../src/contract/result";
 import { ActionHarness, examplePayload } from "../support/action-harness";
 import { asRoot } from "../support/bench-host";

@@ -1,6 +1,6 @@
 // The events the modes start from, parsed from real webhook payloads.
 import { describe, expect, it } from "vitest";
-import { parseCommentEvent, parsePushToDefaultBranch } from "../../src/event";
+import { parseCommentEvent, parsePushToDefaultBranch } from "../../src/action/event";
 import { examplePayload } from "../support/action-harness";
 
 type Comment = { action: string; issue: { pull_request?: object }; comment: { user: { login: string; type: string } } };

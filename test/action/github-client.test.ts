@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { checkResponse } from "../support/github-contract";
 import { ACTIONS_BOT, type App, botOf, DEFAULT_TOKEN, GITHUB_ACTIONS, GitHubFake, userNamed } from "../support/github-fake";
 
-type Client = typeof import("../../src/github/client");
+type Client = typeof import("../../src/action/github/client");
 let GitHub: Client["GitHub"];
 let STICKY_MARKER: string;
 let fake: GitHubFake;
@@ -25,7 +25,7 @@ beforeAll(async () => {
   vi.stubEnv("GITHUB_STATE", join(mkdtempSync(join(tmpdir(), "perf-gate-state-")), "state"));
   writeFileSync(process.env.GITHUB_STATE!, "");
   vi.resetModules();
-  ({ GitHub, STICKY_MARKER } = await import("../../src/github/client"));
+  ({ GitHub, STICKY_MARKER } = await import("../../src/action/github/client"));
 });
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 // The /perf comment grammar and who may use it: pure, so tested without GitHub.
 import { describe, expect, it } from "vitest";
-import type { Permission } from "../../src/access";
-import { authorizeCommand, parseSlashCommand } from "../../src/slash-command";
+import type { Permission } from "../../src/action/approval";
+import { authorizeCommand, parseSlashCommand } from "../../src/action/slash-command";
 
 describe("parsing a /perf comment", () => {
   it("reads only the first line", () => {

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../src/analysis/random";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
-import { calibrationLine, calibrationReport, calibrations, championCheck, floorRecord, floorSettings } from "../../src/calibration";
+import { calibrations, floorRecord, floorSettings } from "../../src/analysis/floors";
+import { calibrationLine, calibrationReport, championCheck } from "../../src/report/calibration";
 import type { StoredFloor } from "../../src/contract/host";
 import { firstLookAt95, makeResult, pairsFromDiffs, simulatedExperiment } from "./fixtures";
 import ref from "./reference-values.json";

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ChampionFailedError, CouldNotMeasureError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
-import { parseConfig } from "../../src/config";
+import { parseConfig } from "../../src/config/gate-config";
 import { type HostResult, type LoadgenResult, parseResult } from "../../src/contract/result";
 import { decide } from "../../src/experiment/decide";
 import { identityDifferences } from "../../src/analysis/identity";

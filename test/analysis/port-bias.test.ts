@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractPairs, isDisturbed } from "../../src/analysis/pairs";
 import { slicePercentileUs } from "../../src/analysis/statistic";
 import { pairedT } from "../../src/analysis/tests";
-import { parseConfig } from "../../src/config";
+import { parseConfig } from "../../src/config/gate-config";
 import { type LoadgenResult, parseResult } from "../../src/contract/result";
 import { buildServiceBinaries, freePorts, serveExample } from "../support/bench-host";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";

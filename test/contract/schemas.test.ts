@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { configSchema } from "../../src/config";
+import { configSchema } from "../../src/config/gate-config";
 import { floorRecordSchema, floorSchema, hostStatusSchema, runSummarySchema } from "../../src/contract/host";
 import { planSchema, runRequestSchema, serviceSchema } from "../../src/contract/plan";
 import { hostResultSchema, outcomeSchema, resultSchema, sliceSchema } from "../../src/contract/result";

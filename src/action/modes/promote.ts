@@ -4,21 +4,21 @@
 // champion, kept on the host, becomes the champion again, and is verified the same way.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
-import { CouldNotMeasureError } from "../analysis/unmeasured";
-import { championCheck } from "../calibration";
-import { configFor, type GateConfig, planRuns } from "../config";
+import { CouldNotMeasureError } from "../../analysis/unmeasured";
+import { championCheck } from "../../report/calibration";
+import { configFor, type GateConfig, planRuns } from "../../config/gate-config";
 import { parsePushToDefaultBranch } from "../event";
-import { writeArtifacts, writeUnmeasured } from "../experiment/artifacts";
-import { decide } from "../experiment/decide";
-import { measure, seedOf } from "../experiment/measure";
+import { writeArtifacts, writeUnmeasured } from "../../experiment/artifacts";
+import { decide } from "../../experiment/decide";
+import { measure, seedOf } from "../../experiment/measure";
 import { GitHub } from "../github/client";
-import type { HostClient } from "../host/client";
+import type { HostClient } from "../../host/client";
 import { InputError } from "../inputs";
 import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
-import { armsOf } from "../report/arms";
-import { markdownReport } from "../report/markdown";
-import { quartet } from "../report/quartet";
+import { armsOf } from "../../report/arms";
+import { markdownReport } from "../../report/markdown";
+import { quartet } from "../../report/quartet";
 import { ownerAndRepo, readEvent } from "../runner";
 
 const PROMOTION_CHECK = "perf-gate / champion";

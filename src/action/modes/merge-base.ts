@@ -3,9 +3,9 @@
 // asks GitHub for it again, takes no earlier job's word, and runs the build of exactly that
 // commit in the champion's arm, unless the merge base is the champion itself.
 import * as core from "@actions/core";
-import { ConfigError, type GateConfig } from "../config";
+import { ConfigError, type GateConfig } from "../../config/gate-config";
 import type { GitHub } from "../github/client";
-import type { HostClient } from "../host/client";
+import type { HostClient } from "../../host/client";
 import { InputError } from "../inputs";
 import type { Job } from "../job";
 import { configAt } from "../repo-config";

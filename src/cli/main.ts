@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error.
 // esbuild inlines only this field of package.json into the bundle.
-import { version } from "../package.json";
-import { analyzeCommand, analyzeUsage } from "./cli/analyze";
-import { Interrupted, runCommand, runUsage } from "./cli/run";
-import { UsageError } from "./cli/usage";
+import { version } from "../../package.json";
+import { analyzeCommand, analyzeUsage } from "./analyze";
+import { Interrupted, runCommand, runUsage } from "./run";
+import { UsageError } from "./usage";
 
 const usage = `usage: perf-gate <command> [options]
        perf-gate <command> --help

@@ -1,7 +1,7 @@
 // What the host refuses in service.dependencies and service.port_env (service.Validate in
 // internal/service/dependencies.go), found here with the key's line. Messages match Go's.
-import type { Dependency } from "./contract/plan";
-import { hostSetsEnv, portEnvError, serviceArgError } from "./contract/rules";
+import type { Dependency } from "../contract/plan";
+import { hostSetsEnv, portEnvError, serviceArgError } from "../contract/rules";
 
 export interface Issue {
   path: (string | number)[];

@@ -5,14 +5,15 @@
 // host is biased, or when a floor could not be recorded (the host flagged the run, or the load
 // generator fell behind).
 import * as core from "@actions/core";
-import { CouldNotMeasureError } from "../analysis/unmeasured";
-import { biasedCalibrations, calibrationLine, calibrationReport } from "../calibration";
-import { writeCalibrationArtifacts, writeUnmeasured } from "../experiment/artifacts";
-import { calibrate } from "../experiment/calibrate";
-import { seedOf } from "../experiment/measure";
+import { CouldNotMeasureError } from "../../analysis/unmeasured";
+import { biasedCalibrations } from "../../analysis/floors";
+import { calibrationLine, calibrationReport } from "../../report/calibration";
+import { writeCalibrationArtifacts, writeUnmeasured } from "../../experiment/artifacts";
+import { calibrate } from "../../experiment/calibrate";
+import { seedOf } from "../../experiment/measure";
 import { GitHub } from "../github/client";
 import { connectHost, type Job, logProgress } from "../job";
-import { identityNotes } from "../report/notes";
+import { identityNotes } from "../../report/notes";
 import { configAt } from "../repo-config";
 import { ownerAndRepo } from "../runner";
 

@@ -3,7 +3,7 @@
 // a busy host is one absolute time for the whole job, however many calls wait on it.
 import { join } from "node:path";
 import * as core from "@actions/core";
-import { HostClient, type SshTarget } from "./host/client";
+import { HostClient, type SshTarget } from "../host/client";
 import { InputError, type Inputs, type Mode, needsHost } from "./inputs";
 import { type RunnerEnv, runUrl } from "./runner";
 

@@ -7,7 +7,7 @@
 // done here, in a job that does not need the build, a failed build cannot leave a stale approval
 // behind. It holds no host key and never checks code out.
 import * as core from "@actions/core";
-import { type Access, APPROVAL_LABEL, approves, decideAccess, decidesNothing, type Refusal } from "../access";
+import { type Access, APPROVAL_LABEL, approves, decideAccess, decidesNothing, type Refusal } from "../approval";
 import { parsePullRequestEvent, type PullRequestEvent } from "../event";
 import { GitHub } from "../github/client";
 import type { Job } from "../job";

@@ -2,8 +2,8 @@
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "./contract/plan";
-import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "./contract/rules";
+import { BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "../contract/plan";
+import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "../contract/rules";
 import { dependencyIssues, servicePortNames } from "./dependencies";
 import { protoFileIssues } from "./proto-files";
 

@@ -1,5 +1,5 @@
 // The /perf PR-comment commands: parsing and who may run them. Pure, tested without mocks.
-import { atLeast, type Permission } from "./access";
+import { atLeast, type Permission } from "./approval";
 
 export type SlashCommand =
   | { kind: "none" }

@@ -1,5 +1,5 @@
 // The gate config as committed at a commit, read through the API (no checkout needed).
-import { ConfigError, type GateConfig, parseConfig } from "./config";
+import { ConfigError, type GateConfig, parseConfig } from "../config/gate-config";
 import type { GitHub } from "./github/client";
 
 /** `why` explains, when the file is missing, why this commit is the one read. */

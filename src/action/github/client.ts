@@ -3,7 +3,7 @@
 import { getOctokit } from "@actions/github";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
-import { effectivePermission, type Permission, sameLabel } from "../access";
+import { effectivePermission, type Permission, sameLabel } from "../approval";
 import { CANCELLED_TITLE, checkFinished, checkFinishing, checkOpened, checkOpening } from "./open-checks";
 
 export const VERDICT_LABELS = { green: "perf:green", red: "perf:red", grey: "perf:grey" } as const;
