@@ -37564,6 +37564,7 @@ import { dirname, join as join3, relative, resolve } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 
 // src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
 function calibrationLine(c3) {
   const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
   if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
@@ -37579,6 +37580,48 @@ function calibrationLine(c3) {
 function cannotBlock(c3) {
   return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
 }
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 
 // src/config/gate-config.ts
 var import_yaml = __toESM(require_dist2(), 1);
@@ -37880,6 +37923,11 @@ function writeUnmeasured(dir, e) {
   writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
   return paths;
 }
+function writeCalibrationReport(dir, report) {
+  const path6 = join(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
 function writeFiles(dir, files) {
   mkdirSync(dir, { recursive: true });
   for (const [path6, text] of files) writeFileSync2(path6, text);
@@ -37969,6 +38017,40 @@ function settingsFor(config2, d) {
     ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
     ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
   };
+}
+
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId2, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId2]);
+  }
+  return out;
+}
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
+}
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
+  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
 // src/host/client.ts
@@ -45061,7 +45143,7 @@ async function measure(host, config2, m) {
   const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId2 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
-    m.progress.runStart?.(run.workload, run.rate, runId2);
+    m.progress.runStart?.(run, runId2);
     try {
       await host.start(m.kind === "ab" ? "run" : "aa", runId2, run.request, m.busyDeadline);
       const outcome = await host.wait(runId2, m.progress.line);
@@ -45135,6 +45217,14 @@ async function calibrate(host, config2, o2) {
   for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
   return { analysis, calibrations: cs, history, documents };
 }
+async function calibrateAndReport(host, config2, o2) {
+  const { outDir, champion, ...options } = o2;
+  const run = await calibrate(host, config2, options);
+  const identity3 = identityNotes(run.analysis, run.documents);
+  const report = [...identity3, calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
+  const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity3, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
+  return { ...run, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
+}
 
 // src/experiment/extend.ts
 async function measureAndDecide(host, config2, m, keep) {
@@ -45175,38 +45265,14 @@ async function measureAndDecide(host, config2, m, keep) {
   return { evidence, analysis, status };
 }
 
-// src/report/notes.ts
-var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
-function evidenceNotes(sha2, e) {
-  const short = sha2.slice(0, 7);
-  const out = [];
-  if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
-  }
-  if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  return out;
-}
-function groupBy(other) {
-  const out = /* @__PURE__ */ new Map();
-  for (const { runId: runId2, differs } of other) {
-    const key = differs.join(", ");
-    out.set(key, [...out.get(key) ?? [], runId2]);
-  }
-  return out;
-}
-function identityNotes(a2, documents) {
-  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
-  if (!changed || !a2.builds) return [];
-  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
-}
-function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
-  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+// src/experiment/gate.ts
+async function gate(host, config2, r) {
+  const { outDir, notes: given = [], runUrl, ...measurement } = r;
+  const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const sha2 = r.challenger.sha;
+  const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
+  const report = markdownReport(analysis, { notes, runUrl });
+  return { analysis, evidence, notes, report, artifacts: writeArtifacts(outDir, { analysis, report, documents: evidence.documents }) };
 }
 
 // src/cli/run.ts
@@ -45217,7 +45283,8 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          container image (docker save's .tar, an OCI archive or layout)
   --champion PATH        deploy and promote this build as champion first
   --aa                   an A/A run (the champion on both ports); records the floor
-  --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)
+  --out DIR              where report.md, chart.svg, analysis.json, result.json go (default
+                         perf-gate-out); with --aa calibration.md too
   --json                 print one JSON summary on stdout (progress goes to stderr)
   --local                perf-host on this machine, no SSH (the default); it holds the CPUs
                          awake while measuring (PM QoS; as root, else the report says why
@@ -45260,7 +45327,7 @@ async function runCommand(argv, io) {
   try {
     await local.begin();
     if (o2.champion) await installChampion(host, config2, o2.champion, say);
-    const progress = (label2) => local.track(progressBar(config2, label2, say, o2.json ? (line) => io.err(line) : io.progress));
+    const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
     const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger") });
     printVerdict(done, say);
@@ -45304,10 +45371,10 @@ function localHost(host, o2, say) {
     track(p) {
       return {
         ...p,
-        runStart: (workload2, rate2, runId2) => {
+        runStart: (run, runId2) => {
           if (signalled) throw new Interrupted("interrupted before a run started");
           inFlight = runId2;
-          p.runStart?.(workload2, rate2, runId2);
+          p.runStart?.(run, runId2);
         },
         runEnd: () => {
           inFlight = void 0;
@@ -45430,25 +45497,15 @@ async function installChampion(host, config2, build, say) {
 }
 async function gateHere(host, config2, o2, s) {
   const sha2 = digestOf(o2.challenger);
-  const seed = seedOf(sha2);
-  const { evidence, analysis, status } = await measureAndDecide(host, config2, {
-    kind: "ab",
-    challenger: { sha: sha2, artifact: o2.challenger },
-    runIdPrefix: runIdPrefix("run"),
-    seed,
-    pool: true,
-    ...s
-  }, (documents) => writeResults(o2.out, documents));
-  const notes = [...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
-  const artifacts = writeArtifacts(o2.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
+  const { analysis, artifacts, notes, evidence } = await gate(host, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha2), outDir: o2.out, ...s });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
 async function calibrateHere(host, config2, o2, s) {
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrate(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
+  const run = await calibrateAndReport(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o2.out, champion, ...s });
   const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
-  const artifacts = writeArtifacts(o2.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
+  const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
   const done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
@@ -45508,15 +45565,14 @@ function summaryJson(d) {
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath }
   };
 }
-function progressBar(config2, label2, say, draw) {
+function progressBar(label2, say, draw) {
   let total = 0;
   let done = 0;
   return {
     note: say,
-    runStart: (workload2, rate2) => {
-      const { seconds, pairs } = sliceDesign(config2, rate2);
-      [total, done] = [2 * pairs, 0];
-      say(`${label2}: ${workload2} @ ${rate2} req/s, ${pairs} pairs of ${seconds} s slices`);
+    runStart: ({ workload: workload2, rate: rate2, request: { loadgen } }) => {
+      [total, done] = [2 * loadgen.pairs, 0];
+      say(`${label2}: ${workload2} @ ${rate2} req/s, ${loadgen.pairs} pairs of ${loadgen.slice_seconds} s slices`);
     },
     line: (line) => {
       const text = line.replace(/^\d\d:\d\d:\d\d /, "");

@@ -64381,7 +64381,7 @@ function logProgress(label2) {
   return {
     note: (line) => info(line),
     line: (line) => info(line),
-    runStart: (workload2, rate2, runId2) => startGroup(`${label2}${workload2} @ ${rate2} req/s (run ${runId2})`),
+    runStart: (run2, runId2) => startGroup(`${label2}${run2.workload} @ ${run2.rate} req/s (run ${runId2})`),
     runEnd: () => endGroup()
   };
 }
@@ -71409,10 +71409,10 @@ function writeUnmeasured(dir, e) {
   writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
   return paths;
 }
-function writeCalibrationArtifacts(dir, c3) {
-  const reportPath = join3(dir, "calibration.md");
-  writeFiles(dir, [[reportPath, c3.report]]);
-  return { reportPath, resultPath: writeResults(dir, c3.documents) };
+function writeCalibrationReport(dir, report) {
+  const path6 = join3(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
 }
 function writeFiles(dir, files) {
   mkdirSync(dir, { recursive: true });
@@ -71752,6 +71752,40 @@ function settingsFor(config2, d) {
   };
 }
 
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short2 = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short2} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(`${runs(e.otherChampion.length)} of ${short2} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short2} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId2, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId2]);
+  }
+  return out;
+}
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
+}
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
+  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+}
+
 // src/experiment/measure.ts
 async function measure(host, config2, m) {
   const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
@@ -71761,7 +71795,7 @@ async function measure(host, config2, m) {
   const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const run2 of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId2 = `${m.runIdPrefix}-${run2.index}`.toLowerCase();
-    m.progress.runStart?.(run2.workload, run2.rate, runId2);
+    m.progress.runStart?.(run2, runId2);
     try {
       await host.start(m.kind === "ab" ? "run" : "aa", runId2, run2.request, m.busyDeadline);
       const outcome = await host.wait(runId2, m.progress.line);
@@ -71835,39 +71869,13 @@ async function calibrate(host, config2, o2) {
   for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
   return { analysis, calibrations: cs, history, documents };
 }
-
-// src/report/notes.ts
-var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
-function evidenceNotes(sha2, e) {
-  const short2 = sha2.slice(0, 7);
-  const out = [];
-  if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short2} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
-  }
-  if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short2} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short2} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  return out;
-}
-function groupBy(other) {
-  const out = /* @__PURE__ */ new Map();
-  for (const { runId: runId2, differs } of other) {
-    const key = differs.join(", ");
-    out.set(key, [...out.get(key) ?? [], runId2]);
-  }
-  return out;
-}
-function identityNotes(a2, documents) {
-  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
-  if (!changed || !a2.builds) return [];
-  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
-}
-function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
-  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+async function calibrateAndReport(host, config2, o2) {
+  const { outDir, champion, ...options } = o2;
+  const run2 = await calibrate(host, config2, options);
+  const identity3 = identityNotes(run2.analysis, run2.documents);
+  const report = [...identity3, calibrationReport(run2.calibrations, { champion, history: run2.history })].join("\n\n");
+  const artifacts = writeArtifacts(outDir, { analysis: run2.analysis, report: markdownReport(run2.analysis, { notes: [...identity3, ...run2.calibrations.map(calibrationLine)] }), documents: run2.documents });
+  return { ...run2, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
 }
 
 // src/action/modes/calibrate.ts
@@ -71877,22 +71885,22 @@ async function runCalibrate(job) {
   const host = connectHost(job);
   try {
     const { champion } = await host.status();
-    const run2 = await calibrate(host, config2, {
+    const run2 = await calibrateAndReport(host, config2, {
       runIdPrefix: `calibrate-${job.attempt}`,
       seed: seedOf(champion || job.runner.sha),
       busyDeadline: job.busyDeadline,
-      progress: logProgress("A/A: ")
+      progress: logProgress("A/A: "),
+      outDir: job.outputDir,
+      champion
     });
-    const report = [...identityNotes(run2.analysis, run2.documents), calibrationReport(run2.calibrations, { champion, history: run2.history })].join("\n\n");
-    const paths = writeCalibrationArtifacts(job.outputDir, { report, documents: run2.documents });
-    await summary.addRaw(report).write();
+    await summary.addRaw(run2.report).write();
     for (const c3 of run2.calibrations) info(calibrationLine(c3));
     const biased = biasedCalibrations(run2.calibrations);
     const unrecorded = run2.calibrations.filter((c3) => c3.notRecorded !== null);
     setOutput("champion", champion);
     setOutput("host-biased", String(biased.length > 0));
-    setOutput("report-path", paths.reportPath);
-    setOutput("result-path", paths.resultPath);
+    setOutput("report-path", run2.artifacts.calibrationPath);
+    setOutput("result-path", run2.artifacts.resultPath);
     if (biased.length > 0) setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
     if (unrecorded.length > 0) setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);
   } catch (e) {
@@ -72053,6 +72061,16 @@ async function measureAndDecide(host, config2, m, keep) {
   return { evidence, analysis, status };
 }
 
+// src/experiment/gate.ts
+async function gate(host, config2, r) {
+  const { outDir, notes: given = [], runUrl: runUrl2, ...measurement } = r;
+  const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const sha2 = r.challenger.sha;
+  const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
+  const report = markdownReport(analysis, { notes, runUrl: runUrl2 });
+  return { analysis, evidence, notes, report, artifacts: writeArtifacts(outDir, { analysis, report, documents: evidence.documents }) };
+}
+
 // src/action/modes/gate.ts
 async function runGate(job) {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -72085,20 +72103,18 @@ async function gatePullRequest(gh, pr, job, o2) {
 }
 async function judgePullRequest(gh, host, config2, pr, artifact, job, notes) {
   const sha2 = pr.headSha;
-  const seed = seedOf(sha2);
   const base = await mergeBaseBuild(gh, host, config2, pr, job, existsSync3);
-  const { evidence, analysis, status } = await measureAndDecide(host, config2, {
-    kind: "ab",
+  return gate(host, config2, {
     challenger: { sha: sha2, artifact },
     mergeBase: base.build,
     runIdPrefix: `pr${pr.number}-${sha2.slice(0, 7)}-${job.attempt}`,
-    seed,
+    seed: seedOf(sha2),
     busyDeadline: job.busyDeadline,
-    pool: true,
-    progress: logProgress("")
-  }, (documents) => writeResults(job.outputDir, documents));
-  const report = markdownReport(analysis, { notes: [...notes, ...base.note ? [base.note] : [], ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)], runUrl: job.runUrl });
-  return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
+    progress: logProgress(""),
+    outDir: job.outputDir,
+    notes: [...notes, ...base.note ? [base.note] : []],
+    runUrl: job.runUrl
+  });
 }
 async function publishVerdict(gh, check2, pr, { analysis, report }) {
   const outcome = gateOutcome(analysis);

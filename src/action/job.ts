@@ -3,6 +3,7 @@
 // a busy host is one absolute time for the whole job, however many calls wait on it.
 import { join } from "node:path";
 import * as core from "@actions/core";
+import type { PlannedRun } from "../config/gate-config";
 import { HostClient, type SshTarget } from "../host/client";
 import { InputError, type Inputs, type Mode, needsHost } from "./inputs";
 import { type RunnerEnv, runUrl } from "./runner";
@@ -72,7 +73,7 @@ export function logProgress(label: string) {
   return {
     note: (line: string) => core.info(line),
     line: (line: string) => core.info(line),
-    runStart: (workload: string, rate: number, runId: string) => core.startGroup(`${label}${workload} @ ${rate} req/s (run ${runId})`),
+    runStart: (run: PlannedRun, runId: string) => core.startGroup(`${label}${run.workload} @ ${run.rate} req/s (run ${runId})`),
     runEnd: () => core.endGroup(),
   };
 }

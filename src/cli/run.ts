@@ -10,17 +10,16 @@ import { fileURLToPath } from "node:url";
 import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration } from "../analysis/floors";
 import { calibrationLine } from "../report/calibration";
-import { ConfigError, type GateConfig, parseConfig, sliceDesign } from "../config/gate-config";
+import { ConfigError, type GateConfig, parseConfig } from "../config/gate-config";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
-import { type Artifacts, writeArtifacts, writeResults, writeUnmeasured } from "../experiment/artifacts";
-import { calibrate } from "../experiment/calibrate";
-import { measureAndDecide } from "../experiment/extend";
+import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
+import { calibrateAndReport } from "../experiment/calibrate";
+import { gate } from "../experiment/gate";
 import { type Progress, seedOf } from "../experiment/measure";
 import { HostClient, type HostOptions } from "../host/client";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
-import { markdownReport } from "../report/markdown";
-import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
+import { identityNotes } from "../report/notes";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
@@ -30,7 +29,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          container image (docker save's .tar, an OCI archive or layout)
   --champion PATH        deploy and promote this build as champion first
   --aa                   an A/A run (the champion on both ports); records the floor
-  --out DIR              where report.md, chart.svg, analysis.json, result.json go (default perf-gate-out)
+  --out DIR              where report.md, chart.svg, analysis.json, result.json go (default
+                         perf-gate-out); with --aa calibration.md too
   --json                 print one JSON summary on stdout (progress goes to stderr)
   --local                perf-host on this machine, no SSH (the default); it holds the CPUs
                          awake while measuring (PM QoS; as root, else the report says why
@@ -96,7 +96,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   try {
     await local.begin();
     if (o.champion) await installChampion(host, config, o.champion, say);
-    const progress = (label: string) => local.track(progressBar(config, label, say, o.json ? (line) => io.err(line) : io.progress));
+    const progress = (label: string) => local.track(progressBar(label, say, o.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const done = o.aa
       ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") })
@@ -153,10 +153,10 @@ function localHost(host: HostClient, o: RunOptions, say: (line: string) => void)
     track(p: Progress): Progress {
       return {
         ...p,
-        runStart: (workload, rate, runId) => {
+        runStart: (run, runId) => {
           if (signalled) throw new Interrupted("interrupted before a run started");
           inFlight = runId;
-          p.runStart?.(workload, rate, runId);
+          p.runStart?.(run, runId);
         },
         runEnd: () => {
           inFlight = undefined;
@@ -294,13 +294,7 @@ type Shared = { busyDeadline: number; progress: Progress };
 /** The challenger against the champion, pooled with its earlier runs, judged against the host's floors. */
 async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared): Promise<Done> {
   const sha = digestOf(o.challenger!);
-  const seed = seedOf(sha);
-  // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
-  const { evidence, analysis, status } = await measureAndDecide(host, config, {
-    kind: "ab", challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed, pool: true, ...s,
-  }, (documents) => writeResults(o.out, documents));
-  const notes = [...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)];
-  const artifacts = writeArtifacts(o.out, { analysis, report: markdownReport(analysis, { notes }), documents: evidence.documents });
+  const { analysis, artifacts, notes, evidence } = await gate(host, config, { challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha), outDir: o.out, ...s });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
 
@@ -308,9 +302,9 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
 async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }): Promise<Done> {
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrate(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), ...s });
+  const run = await calibrateAndReport(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o.out, champion, ...s });
   const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
-  const artifacts = writeArtifacts(o.out, { analysis: run.analysis, report: markdownReport(run.analysis, { notes }), documents: run.documents });
+  const { artifacts } = run;
   // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
@@ -351,15 +345,14 @@ function summaryJson(d: Done) {
  * Progress: a line as each run starts, and a bar over that run's slices. What the host flagged
  * before measuring is kept on its own line, never drawn over.
  */
-function progressBar(config: GateConfig, label: string, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
+function progressBar(label: string, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
   let total = 0;
   let done = 0;
   return {
     note: say,
-    runStart: (workload, rate) => {
-      const { seconds, pairs } = sliceDesign(config, rate);
-      [total, done] = [2 * pairs, 0];
-      say(`${label}: ${workload} @ ${rate} req/s, ${pairs} pairs of ${seconds} s slices`);
+    runStart: ({ workload, rate, request: { loadgen } }) => {
+      [total, done] = [2 * loadgen.pairs, 0];
+      say(`${label}: ${workload} @ ${rate} req/s, ${loadgen.pairs} pairs of ${loadgen.slice_seconds} s slices`);
     },
     line: (line) => {
       const text = line.replace(/^\d\d:\d\d:\d\d /, "");

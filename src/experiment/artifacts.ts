@@ -51,11 +51,11 @@ export function writeUnmeasured(dir: string, e: NonNullable<CouldNotMeasureError
   return paths;
 }
 
-/** calibration.md and result.json. */
-export function writeCalibrationArtifacts(dir: string, c: { report: string; documents: readonly unknown[] }): Pick<Artifacts, "reportPath" | "resultPath"> {
-  const reportPath = join(dir, "calibration.md");
-  writeFiles(dir, [[reportPath, c.report]]);
-  return { reportPath, resultPath: writeResults(dir, c.documents) };
+/** calibration.md: the calibration report. */
+export function writeCalibrationReport(dir: string, report: string): string {
+  const path = join(dir, "calibration.md");
+  writeFiles(dir, [[path, report]]);
+  return path;
 }
 
 function writeFiles(dir: string, files: [string, string][]): void {

@@ -11,6 +11,10 @@ import { configFor, type GateConfig } from "../config/gate-config";
 import type { StoredFloor } from "../contract/host";
 import type { HostClient } from "../host/client";
 import { decide } from "./decide";
+import { calibrationLine, calibrationReport } from "../report/calibration";
+import { markdownReport } from "../report/markdown";
+import { identityNotes } from "../report/notes";
+import { type Artifacts, writeArtifacts, writeCalibrationReport } from "./artifacts";
 import { measure, type Measurement } from "./measure";
 
 export interface CalibrationRun {
@@ -54,4 +58,24 @@ export async function calibrate(host: HostClient, config: GateConfig, o: Calibra
   const cs = calibrations(latest, history, { percentile: config.slo.percentile, preflight, firstRuns });
   for (const c of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c.runId, floorRecord(c));
   return { analysis, calibrations: cs, history, documents };
+}
+
+export interface ReportedCalibration extends CalibrationRun {
+  /** The calibration report: identity notes, floors, drift, the floor history. */
+  report: string;
+  artifacts: Artifacts & { calibrationPath: string };
+}
+
+/**
+ * The A/A protocol and its files, one sequence for the action's calibrate mode and
+ * `perf-gate run --aa`: calibration.md (the calibration report) beside the verdict files every
+ * run leaves (report.md, analysis.json, chart.svg, result.json).
+ */
+export async function calibrateAndReport(host: HostClient, config: GateConfig, o: CalibrationOptions & { outDir: string; champion: string }): Promise<ReportedCalibration> {
+  const { outDir, champion, ...options } = o;
+  const run = await calibrate(host, config, options);
+  const identity = identityNotes(run.analysis, run.documents);
+  const report = [...identity, calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
+  const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
+  return { ...run, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
 }

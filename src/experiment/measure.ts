@@ -5,7 +5,7 @@
 import type { NamedResult } from "../analysis/verdict";
 import { identityDifferences } from "../analysis/identity";
 import { resultKey } from "../analysis/verdict";
-import { type GateConfig, planRuns } from "../config/gate-config";
+import { type GateConfig, type PlannedRun, planRuns } from "../config/gate-config";
 import type { Kind } from "../contract/plan";
 import { comparisonKey } from "../contract/rules";
 import { type HostClient, HostError } from "../host/client";
@@ -15,7 +15,8 @@ export interface Progress {
   note: (line: string) => void;
   /** A progress line from the host (a slice done); a terminal may redraw it in place. */
   line: (line: string) => void;
-  runStart?: (workload: string, rate: number, runId: string) => void;
+  /** A run about to start, as planned (its workload, rate and slice design). */
+  runStart?: (run: PlannedRun, runId: string) => void;
   runEnd?: () => void;
 }
 
@@ -57,7 +58,7 @@ export async function measure(host: HostClient, config: GateConfig, m: Measureme
   const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const run of planRuns(config, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
     const runId = `${m.runIdPrefix}-${run.index}`.toLowerCase();
-    m.progress.runStart?.(run.workload, run.rate, runId);
+    m.progress.runStart?.(run, runId);
     try {
       await host.start(m.kind === "ab" ? "run" : "aa", runId, run.request, m.busyDeadline);
       const outcome = await host.wait(runId, m.progress.line);

@@ -7,13 +7,12 @@
 import * as core from "@actions/core";
 import { CouldNotMeasureError } from "../../analysis/unmeasured";
 import { biasedCalibrations } from "../../analysis/floors";
-import { calibrationLine, calibrationReport } from "../../report/calibration";
-import { writeCalibrationArtifacts, writeUnmeasured } from "../../experiment/artifacts";
-import { calibrate } from "../../experiment/calibrate";
+import { calibrationLine } from "../../report/calibration";
+import { writeUnmeasured } from "../../experiment/artifacts";
+import { calibrateAndReport } from "../../experiment/calibrate";
 import { seedOf } from "../../experiment/measure";
 import { GitHub } from "../github/client";
 import { connectHost, type Job, logProgress } from "../job";
-import { identityNotes } from "../../report/notes";
 import { configAt } from "../repo-config";
 import { ownerAndRepo } from "../runner";
 
@@ -23,22 +22,22 @@ export async function runCalibrate(job: Job): Promise<void> {
   const host = connectHost(job);
   try {
     const { champion } = await host.status();
-    const run = await calibrate(host, config, {
+    const run = await calibrateAndReport(host, config, {
       runIdPrefix: `calibrate-${job.attempt}`,
       seed: seedOf(champion || job.runner.sha),
       busyDeadline: job.busyDeadline,
       progress: logProgress("A/A: "),
+      outDir: job.outputDir,
+      champion,
     });
-    const report = [...identityNotes(run.analysis, run.documents), calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
-    const paths = writeCalibrationArtifacts(job.outputDir, { report, documents: run.documents });
-    await core.summary.addRaw(report).write();
+    await core.summary.addRaw(run.report).write();
     for (const c of run.calibrations) core.info(calibrationLine(c));
     const biased = biasedCalibrations(run.calibrations);
     const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
     core.setOutput("champion", champion);
     core.setOutput("host-biased", String(biased.length > 0));
-    core.setOutput("report-path", paths.reportPath);
-    core.setOutput("result-path", paths.resultPath);
+    core.setOutput("report-path", run.artifacts.calibrationPath);
+    core.setOutput("result-path", run.artifacts.resultPath);
     if (biased.length > 0) core.setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
     // A calibration that records no floor leaves the host's verdicts on an older one (or none).
     if (unrecorded.length > 0) core.setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);

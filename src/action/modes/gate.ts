@@ -8,8 +8,8 @@ import { CouldNotMeasureError, FailingWorkloadError } from "../../analysis/unmea
 import type { Analysis } from "../../analysis/verdict";
 import { ConfigError, type GateConfig } from "../../config/gate-config";
 import { parsePullRequestEvent } from "../event";
-import { type Artifacts, writeArtifacts, writeResults, writeUnmeasured } from "../../experiment/artifacts";
-import { measureAndDecide } from "../../experiment/extend";
+import { type Artifacts, writeUnmeasured } from "../../experiment/artifacts";
+import { gate, type GateVerdict } from "../../experiment/gate";
 import { seedOf } from "../../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
 import { type HostClient, HostError } from "../../host/client";
@@ -17,8 +17,6 @@ import { InputError } from "../inputs";
 import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
 import { gateOutcome } from "../../report/gate-outcome";
-import { markdownReport } from "../../report/markdown";
-import { candidateNote, evidenceNotes, identityNotes } from "../../report/notes";
 import { readEvent } from "../runner";
 import { accessOf, refuseAccess } from "./access";
 import { mergeBaseBuild } from "./merge-base";
@@ -66,30 +64,23 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
   }
 }
 
-interface Judged {
-  analysis: Analysis;
-  report: string;
-  artifacts: Artifacts;
-}
+type Judged = Pick<GateVerdict, "analysis" | "report" | "artifacts">;
 
 /** Deploys and measures the head, pooled with its earlier runs, and judges it against the host's floors. */
 async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
   const sha = pr.headSha;
-  const seed = seedOf(sha);
   const base = await mergeBaseBuild(gh, host, config, pr, job, existsSync);
-  // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
-  const { evidence, analysis, status } = await measureAndDecide(host, config, {
-    kind: "ab",
+  return gate(host, config, {
     challenger: { sha, artifact },
     mergeBase: base.build,
     runIdPrefix: `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`,
-    seed,
+    seed: seedOf(sha),
     busyDeadline: job.busyDeadline,
-    pool: true,
     progress: logProgress(""),
-  }, (documents) => writeResults(job.outputDir, documents));
-  const report = markdownReport(analysis, { notes: [...notes, ...(base.note ? [base.note] : []), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion)], runUrl: job.runUrl });
-  return { analysis, report, artifacts: writeArtifacts(job.outputDir, { analysis, report, documents: evidence.documents }) };
+    outDir: job.outputDir,
+    notes: [...notes, ...(base.note ? [base.note] : [])],
+    runUrl: job.runUrl,
+  });
 }
 
 /** The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment. */
