@@ -1,6 +1,6 @@
 // Builds load generator results in the exact shape benchmark-host emits, from per-slice
 // latencies, for rule and simulation tests. (Tests on real loadgen output live in
-// loadgen-output.test.ts.)
+// loadgen-output.e2e.test.ts.)
 import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
 import { normalDraw } from "../../src/analysis/random";
 import type { Builds } from "../../src/contract/plan";

@@ -3,7 +3,7 @@
 // stalled the generator in five slices of four pairs by itself. A case either reads the recording as it is,
 // or applies the perturbation it documents to the recording's calm pairs (the pairs the
 // disturbance rule keeps), so the numbers the issue quotes come out exactly. The all-404
-// workload runs through the real generator and service in loadgen-output.test.ts.
+// workload runs through the real generator and service in loadgen-output.e2e.test.ts.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";

@@ -18,7 +18,7 @@ export const E2E_CONFIG = `service:
 slo:
   percentile: 90
   budget_ms: 20
-slices: {seconds: 1, pairs: 6, max_extensions: 0}  # these tests count runs; test/cli/run.test.ts extends
+slices: {seconds: 1, pairs: 6, max_extensions: 0}  # these tests count runs; test/cli/run.e2e.test.ts extends
 warmup_seconds: 2
 workloads:
   - name: work

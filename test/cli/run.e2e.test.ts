@@ -24,7 +24,7 @@ const config = ({ extra = "", command = '["./bin/service"]', slices = "{seconds:
   return path;
 };
 
-// What other work on the machine does to a run is test/cli/measured.test.ts's subject, not
+// What other work on the machine does to a run is test/cli/measured.e2e.test.ts's subject, not
 // these tests': the host's foreign-load limit is raised for them, as before for the load average.
 function perfGate(root: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
