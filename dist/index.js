@@ -63956,7 +63956,7 @@ var sliceSchema = external_exports.looseObject({
     "4xx": count3,
     "5xx": count3,
     other: count3,
-    /** gRPC calls answered with a status other than OK, by code name (issue 16). */
+    /** gRPC calls answered with a status other than OK, by code name. */
     grpc: external_exports.record(external_exports.string(), count3).optional()
   }),
   overflow: count3,
@@ -63979,7 +63979,7 @@ var sliceSchema = external_exports.looseObject({
   // them: the host marks the slice disturbed (host_disturbance "reached: …").
   foreign_connections: count3.optional(),
   foreign_peers: external_exports.array(external_exports.string()).optional(),
-  // The load generator's own CPU over the slice (issue 17).
+  // The load generator's own CPU over the slice (docs/design/0016-generator-cpu.md).
   generator_cpu_cores: amount.optional(),
   generator_cpu_us_per_request: amount.optional(),
   // CPU the host spent on anything but this run during the slice, and why the host could not
@@ -69347,7 +69347,7 @@ var workload = external_exports.strictObject({
   rates,
   connections: plan.connections.unwrap().optional(),
   timeout_ms: plan.timeout_ms.unwrap().optional(),
-  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (issue 16). */
+  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (docs/design/0015-grpc-and-h2c.md). */
   protocol: plan.protocol,
   /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
   proto_descriptor_set: plan.proto_descriptor_set,

@@ -1,6 +1,6 @@
-// npm run bench:sensitivity (step 1 of 2): measures the designs issue 13 compares, on a real
-// local benchmark host (perf-host, the load generator, the example service started fresh per run
-// by the host, CPUs held awake), and keeps every run's raw result for step 2
+// npm run bench:sensitivity (step 1 of 2): measures the designs docs/design/0012-slice-design.md
+// compares, on a real local benchmark host (perf-host, the load generator, the example service
+// started fresh per run by the host, CPUs held awake), and keeps every run's raw result for step 2
 // (scripts/sensitivity.ts), which judges them. Not part of npm test: it runs for about an hour.
 //
 // Each cell is one long interleaved run of a design (slice length, order) with the challenger at a

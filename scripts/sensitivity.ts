@@ -1,10 +1,11 @@
 // npm run bench:sensitivity (step 2 of 2): judges the runs scripts/sensitivity-collect.mjs kept,
 // with the product's own pair extraction (disturbed pairs dropped), interval and estimators, and
-// prints issue 13's tables: per design and estimator, the A/A false-label rate, the power at each
-// extra cost, the interval's half-width as % of p99, its ratio to the sampling limit of the same
-// requests, and the host time per gate, for single 90 s gates and for the gate that extends itself;
-// the order's port bias at p50; the true shifts from the plain runs; and what a quieter host
-// would reach, by simulation from this host's measured noise components.
+// prints the tables of docs/design/0012-slice-design.md: per design and estimator, the A/A
+// false-label rate, the power at each extra cost, the interval's half-width as % of p99, its ratio
+// to the sampling limit of the same requests, and the host time per gate, for single 90 s gates and
+// for the gate that extends itself; the order's port bias at p50; the true shifts from the plain
+// runs; and what a quieter host would reach, by simulation from this host's measured noise
+// components.
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64, type JsHistogram } from "hdr-histogram-js";

@@ -24,9 +24,10 @@
 # TOOLS (the peers to run beside loadgen and wrk2, default "vegeta k6"), GRPC_RATE (the rate of
 # the gRPC comparison, default 2000; 0 skips it).
 #
-# The gRPC comparison (issue 16): loadgen's grpc protocol and ghz v0.121.0 (go install) against
-# examples/grpcservice (grpc-go), the same rate, connections and core; CPU per 1,000 calls and
-# p50 side by side. ghz times each call from its actual send, loadgen from the intended one.
+# The gRPC comparison (docs/design/0015-grpc-and-h2c.md): loadgen's grpc protocol and ghz v0.121.0
+# (go install) against examples/grpcservice (grpc-go), the same rate, connections and core; CPU per
+# 1,000 calls and p50 side by side. ghz times each call from its actual send, loadgen from the
+# intended one.
 #
 # wrk2 is not on any package registry this project may build from, and no script here builds
 # fetched third-party source: build it yourself from https://github.com/giltene/wrk2

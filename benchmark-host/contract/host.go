@@ -16,7 +16,7 @@ type FloorRecord struct {
 	Workload string  `json:"workload" limit:"name"`
 	Rate     float64 `json:"rate" limit:"rate"`
 	// The latency percentile the A/A interval was computed at: a verdict at pNN quotes the
-	// floor at pNN, never another percentile's (issue 12).
+	// floor at pNN, never another percentile's.
 	Percentile float64 `json:"percentile" limit:"percentile"`
 	// The half-width of the A/A interval: the floor.
 	HalfWidthMs float64 `json:"half_width_ms" limit:"half_width_ms"`

@@ -16,11 +16,12 @@ const (
 	OrderBalanced = "balanced"
 	// OrderABBA measures the champion first in odd pairs and the challenger first in even
 	// ones (AB BA AB BA …): over every two pairs each arm is first once, so an advantage of the
-	// first (or second) slice of a pair, and a linear drift, cancel exactly (issue 13).
+	// first (or second) slice of a pair, and a linear drift, cancel exactly
+	// (docs/design/0012-slice-design.md).
 	OrderABBA = "abba"
 )
 
-// Protocols a plan may speak (issue 16).
+// Protocols a plan may speak (docs/design/0015-grpc-and-h2c.md).
 const (
 	ProtocolHTTP1 = "http1"
 	// ProtocolH2C is the plan's HTTP requests over HTTP/2 without TLS (prior knowledge).
@@ -41,7 +42,8 @@ const (
 	KindAA = "aa" // the champion's build on both ports: the noise floor
 )
 
-// What an A/B run's champion arm runs (issue 15: the config's comparison_base).
+// What an A/B run's champion arm runs (the config's comparison_base,
+// docs/design/0014-who-runs-code.md).
 const (
 	// BaseChampion is the host's champion, main's HEAD as last promoted.
 	BaseChampion = "champion"
@@ -80,19 +82,20 @@ type Plan struct {
 	// Event loops the load generator runs, each on its own thread, so at most this many
 	// cores; at most connections and the CPUs the generator may use (on a host, its
 	// --loadgen-cpus). Default: one per 20,000 req/s of rate, at most those CPUs and
-	// connections (issue 17).
+	// connections.
 	GeneratorCPUs int `json:"generator_cpus,omitempty" limit:"generator_cpus"`
 	// How late a request may leave so that it shares a wake-up with the requests due after
 	// it; its latency still counts from its intended time, so the window is the generator's
 	// timing resolution: a wake-up costs more CPU than the rest of a request, and the window
-	// trades that CPU for lateness (issue 17). 0: every request has a wake-up of its own.
+	// trades that CPU for lateness (docs/design/0016-generator-cpu.md). 0: every request has a
+	// wake-up of its own.
 	SendWindowUs *int `json:"send_window_us,omitempty" limit:"send_window_us" default:"250"`
 	// A request's deadline; a late request is recorded at its latency.
 	TimeoutMs int `json:"timeout_ms,omitempty" limit:"timeout_ms" default:"2000"`
 	// Requests waiting per target before one is an overflow; by default a timeout's worth.
 	MaxQueue int `json:"max_queue,omitempty" limit:"max_queue"`
-	// http1: HTTP/1.1; h2c: the same requests over HTTP/2 without TLS; grpc: unary gRPC calls
-	// (issue 16). For h2c and grpc, connections are HTTP/2 connections per target carrying
+	// http1: HTTP/1.1; h2c: the same requests over HTTP/2 without TLS; grpc: unary gRPC calls.
+	// For h2c and grpc, connections are HTTP/2 connections per target carrying
 	// concurrent streams.
 	Protocol string `json:"protocol,omitempty" limit:"protocol" default:"http1"`
 	// grpc only: a protobuf FileDescriptorSet (with its imports) that describes the methods,
@@ -157,8 +160,8 @@ type GRPCCall struct {
 }
 
 // ServiceSpec says how the host starts and checks a build: from the repository's config.
-// Every run starts each arm the same way (issue 14): a new process, in a fresh copy of its
-// build owned by the arm's user, with its own ports and STATE_DIR.
+// Every run starts each arm the same way (docs/design/0013-symmetric-starts.md): a new process, in
+// a fresh copy of its build owned by the arm's user, with its own ports and STATE_DIR.
 type ServiceSpec struct {
 	// An argv list run in the arm's fresh copy of the build, never through a shell. $PORT,
 	// $PORT_<NAME> and $STATE_DIR (or ${PORT} …) are expanded, nothing else; a $PORT_<NAME> that

@@ -84,9 +84,10 @@ type Slice struct {
 	// Completion − actual send.
 	ServiceTimeUs Quantiles2 `json:"service_time_us"`
 	// Dispatch − intended send: how far the generator fell behind its own schedule. A slice
-	// where it fell behind measured the generator (the verdict drops its pair, issue 12).
-	// At the same percentiles as the latency: the verdict reads the lag at its own percentile,
-	// since a stall moves a slice's pNN only when it delayed more than (100-NN)% of its requests.
+	// where it fell behind measured the generator (the verdict drops its pair,
+	// docs/design/0011-instrument-vouches-for-itself.md). At the same percentiles as the latency:
+	// the verdict reads the lag at its own percentile, since a stall moves a slice's pNN only when
+	// it delayed more than (100-NN)% of its requests.
 	DispatchLagUs Latency `json:"dispatch_lag_us"`
 	// Actual − dispatch send: how long requests waited for a free connection of their arm, the
 	// service's doing (all its connections busy); part of the latency.
@@ -107,7 +108,7 @@ type Slice struct {
 	// --max-idle-arm-cores the slice is invalid.
 	IdleArmCPUCores *float64 `json:"idle_arm_cpu_cores,omitempty" limit:"amount"`
 	// The generator's own CPU over the slice's window, from the process CPU clock: average
-	// cores busy, and CPU µs per request sent (issue 17).
+	// cores busy, and CPU µs per request sent.
 	// Connections the measured arm held during the slice (seen at its start or end boundary,
 	// from the server side: the arm's accepted sockets and who holds their other end) that the
 	// load generator did not open, and who opened them ("user perf-gate-challenger (uid 998): 12").
@@ -136,7 +137,7 @@ type ErrorCounts struct {
 	Other   int64 `json:"other" limit:"count"`
 	// gRPC calls answered with a status other than OK, by its name in snake case
 	// (unavailable, resource_exhausted, …); a call past timeout_ms is a timeout, and a
-	// connection that could not be made is connect (issue 16).
+	// connection that could not be made is connect.
 	GRPC map[string]int64 `json:"grpc,omitempty" limit:"count"`
 }
 

@@ -26,11 +26,12 @@ func FloorKey(workload string, rate, percentile float64) string {
 const LegacyFloorPercentile = 99
 
 // SampleBudget is the fewest recorded requests a slice's percentile is read from: three
-// requests beyond it (p99 → 300; p99.9 → 3,000). Issue 13's benchmark measured slices of
-// 1,300, 550 and 300 recorded requests at the same 90 s of a gate: the shortest, with the most
-// pairs, was the most sensitive (the host's slow spells last seconds, and short adjacent slices
-// share them), with the A/A false-label rate unchanged. The TypeScript side computes the same
-// formula (and sizes default slices by it); both are checked against testdata/sample-budget.json.
+// requests beyond it (p99 → 300; p99.9 → 3,000). The sensitivity benchmark
+// (docs/design/0012-slice-design.md) measured slices of 1,300, 550 and 300 recorded requests at the
+// same 90 s of a gate: the shortest, with the most pairs, was the most sensitive (the host's slow
+// spells last seconds, and short adjacent slices share them), with the A/A false-label rate
+// unchanged. The TypeScript side computes the same formula (and sizes default slices by it); both
+// are checked against testdata/sample-budget.json.
 func SampleBudget(percentile float64) int64 {
 	// Rounded to a millionth first: in floating point 3/(1−0.999) is 3000.0000000003, and the
 	// ceiling of that would ask for 3,001.

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// The variables the host gives a service (issue 14): in its environment, and expanded in its
-// command and setup argv and its env values. The TypeScript side checks a config's references with the same rule;
-// both are tested against testdata/service-args.json.
+// The variables the host gives a service (docs/design/0013-symmetric-starts.md): in its
+// environment, and expanded in its command and setup argv and its env values. The TypeScript side
+// checks a config's references with the same rule; both are tested against
+// testdata/service-args.json.
 const (
 	VarPort     = "PORT"
 	VarStateDir = "STATE_DIR"

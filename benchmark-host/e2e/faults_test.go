@@ -15,8 +15,9 @@ import (
 )
 
 // A disk that fills during a run ends the run failed with the cause, never "ok", and the next
-// run works once space is back (issue 19: `wait` said ok, result.json was never written, and
-// `result` answered "not finished" forever). The host's root is a small tmpfs of its own.
+// run works once space is back (docs/design/0017-host-faults.md: `wait` said ok, result.json was
+// never written, and `result` answered "not finished" forever). The host's root is a small tmpfs of
+// its own.
 func TestARunOnAFullDiskFailsWithTheCauseAndTheNextOneWorks(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	if err := os.MkdirAll(h.Root, 0o711); err != nil {
@@ -82,8 +83,8 @@ func fill(t *testing.T, path string) {
 
 // The champion of a run is the run's own (symmetric start): one that dies mid-run ends the run
 // as champion_crashed with its log tail, as a challenger's crash does, and the supervisor serves
-// the champion port again before the run reports. (Before issue 14 the supervisor restarted the
-// champion under the run, cold, while the challenger stayed warm.)
+// the champion port again before the run reports. (Before symmetric starts the supervisor restarted
+// the champion under the run, cold, while the challenger stayed warm.)
 func TestAChampionThatDiesMidRunFailsTheRunAndTheChampionServesAgain(t *testing.T) {
 	h := newHost(t, hostOptions{})
 	h.setupChampion()

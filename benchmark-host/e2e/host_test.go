@@ -83,8 +83,9 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 		t.Errorf("champion answers %q", v)
 	}
 
-	// comparison_base merge-base (issue 15): the champion arm runs the deployed merge base (here
-	// the slow build) with the run's spec, and the host's champion serves again afterwards.
+	// comparison_base merge-base (docs/design/0014-who-runs-code.md): the champion arm runs the
+	// deployed merge base (here the slow build) with the run's spec, and the host's champion serves
+	// again afterwards.
 	h.must(bytes.NewReader(buildTarball(t, "slow", "v0", "exec ./service")), "deploy champion ccccccc")
 	mb := strings.Replace(runPlan("bbbbbbb", 3, 1), `"challenger_sha"`, `"merge_base_sha":"ccccccc","challenger_sha"`, 1)
 	h.must(strings.NewReader(mb), "run pr-7-bbbbbbb-2")
@@ -208,7 +209,7 @@ func TestHostileCommandsAreRefusedWithoutSideEffects(t *testing.T) {
 		"symlink out": gz([3]string{"link", "l", "../../../etc/passwd"}),
 		"oversize":    gz([3]string{"blob", "f", string(random)}),
 		// Each link looks inside when judged lexically; sub/a is the release itself, so b is
-		// releases/ and c the host's root (issue 19).
+		// releases/ and c the host's root.
 		"symlink chain": gz([3]string{"sub/", "d", ""}, [3]string{"sub/a", "l", ".."}, [3]string{"b", "l", "sub/a/.."}, [3]string{"c", "l", "b/.."}),
 		"hard link through the chain": gz([3]string{"sub/", "d", ""}, [3]string{"sub/a", "l", ".."}, [3]string{"b", "l", "sub/a/.."},
 			[3]string{"c", "l", "b/.."}, [3]string{"statecopy", "h", "c/state.json"}),
@@ -593,8 +594,9 @@ func TestAbortGcAndFloors(t *testing.T) {
 	}
 }
 
-// A floor measured on a loaded host would excuse real regressions as noise (issue 12): the
-// host refuses to record one from a run its preflight flagged.
+// A floor measured on a loaded host would excuse real regressions as noise
+// (docs/design/0011-instrument-vouches-for-itself.md): the host refuses to record one from a run
+// its preflight flagged.
 func TestAFloorIsNeverRecordedFromAFlaggedRun(t *testing.T) {
 	h := newHost(t, hostOptions{extraFlags: []string{"--max-foreign-cores", "0", "--settle-seconds", "1"}})
 	h.setupChampion()

@@ -225,10 +225,10 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 				t.Fatalf("no supervisor to kill: %s", b)
 			}
 		}},
-		// The arms of a run start together (issue 14), so the champion port is free while the
-		// challenger starts: a challenger that takes it first and serves it slowly must never be
-		// measured as the champion. This champion binds late and stays up without its port (as
-		// a service that retries would): the worst case.
+		// The arms of a run start together (docs/design/0013-symmetric-starts.md), so the champion
+		// port is free while the challenger starts: a challenger that takes it first and serves it
+		// slowly must never be measured as the champion. This champion binds late and stays up
+		// without its port (as a service that retries would): the worst case.
 		{name: "takes the champion port", script: "./hostile squat CHAMPION_PORT & exec ./service", kinds: []string{"champion_unhealthy"},
 			before: func(t *testing.T) {
 				h.must(buildTarball(t, "fast", "v1", "sleep 1; ./service; exec sleep 300"), "deploy champion abcdef0")

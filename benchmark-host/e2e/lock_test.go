@@ -43,8 +43,9 @@ func lockHolders(t *testing.T, root string) []string {
 }
 
 // The lock is handed to the run's executor and to no one else: not to the champion supervisor
-// a run restarts, not to the champion it starts, not to the challenger (issue 19: they
-// inherited the executor's descriptor and kept the host locked after the run).
+// a run restarts, not to the champion it starts, not to the challenger
+// (docs/design/0017-host-faults.md: they inherited the executor's descriptor and kept the host
+// locked after the run).
 func TestTheLockIsNeverInherited(t *testing.T) {
 	h := newHost(t, hostOptions{lockWait: 2 * time.Second})
 	h.setupChampion()

@@ -33,10 +33,10 @@ func statefulPlan(challenger, spec string) string {
 	return fmt.Sprintf(`{"challenger_sha":%q,"service":%s,"loadgen":{"workload":"work","rate":100,"slice_seconds":0.4,"pairs":2,"seed":1,"warmup_seconds":0.2,"connections":2,"requests":[{"path":"/work"}]}}`, challenger, spec)
 }
 
-// Every run starts both arms the same way (issue 14): a fresh copy of each build, an empty
-// STATE_DIR (unless the state is persistent), service.setup as the arm's user with its time and
-// output in the run log, $PORT and the extra ports of service.ports expanded in the argv, each
-// arm's from the host's --service-ports range and never the same as the other's.
+// Every run starts both arms the same way (docs/design/0013-symmetric-starts.md): a fresh copy of
+// each build, an empty STATE_DIR (unless the state is persistent), service.setup as the arm's user
+// with its time and output in the run log, $PORT and the extra ports of service.ports expanded in
+// the argv, each arm's from the host's --service-ports range and never the same as the other's.
 func TestEveryRunStartsBothArmsFreshWithTheirOwnPortsStateAndSetup(t *testing.T) {
 	lo := freePort(t)
 	h := newHost(t, hostOptions{extraFlags: []string{"--service-ports", fmt.Sprintf("%d-%d", lo, lo+40)}})

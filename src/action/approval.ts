@@ -48,7 +48,7 @@ export function decidesNothing(e: AccessEvent): boolean {
  * the labeled event carries, which the approver saw when adding it (the label is cleared on
  * every push). If the pull request's head has moved since (a push between the label and this
  * job), the approval is of a commit that is no longer the head and the head is code nobody
- * approved: refused, as `/perf rerun` refuses a head that moved after the comment (#15).
+ * approved: refused, as `/perf rerun` refuses a head that moved after the comment.
  */
 export function decideAccess(e: AccessEvent, approver: Approver | null): Access {
   if (!e.isFork) return { allowed: true, reason: "the pull request's branch is in this repository" };

@@ -25,7 +25,7 @@ const modes: Record<Mode, (job: Job) => Promise<void>> = {
 export async function run(): Promise<void> {
   try {
     const job = resolveJob(getInputs(), runnerEnv());
-    // A cancelled step must not leave its check in_progress (#15).
+    // A cancelled step must not leave its check in_progress (docs/design/0014-who-runs-code.md).
     cancelOpenChecksOnSignal(job.runUrl);
     await modes[job.mode](job);
   } catch (e) {

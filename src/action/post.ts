@@ -1,6 +1,7 @@
 // The action's post step (action.yml: `post: dist/post.js`, `post-if: cancelled()`): when the job
 // was cancelled, completes as cancelled the checks the main step opened and did not finish (it
-// saved their ids as its state), unless its own signal handler already did (#15).
+// saved their ids as its state), unless its own signal handler already did
+// (docs/design/0014-who-runs-code.md).
 import * as core from "@actions/core";
 import { GitHub } from "./github/client";
 import { cancelledSummary, savedOpenChecks } from "./github/open-checks";

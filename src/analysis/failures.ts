@@ -13,7 +13,7 @@ export interface ArmErrors {
   /** Requests answered or failed. */
   requests: number;
   errors: number;
-  /** The classes above, and a gRPC status as "grpc CODE" (issue 16: gRPC errors come under HTTP 200). */
+  /** The classes above, and a gRPC status as "grpc CODE" (gRPC errors come under HTTP 200). */
   byClass: Record<string, number>;
 }
 

@@ -78,8 +78,9 @@ export function calibrations(
 
 /**
  * A floor measured on a disturbed host excuses real regressions as noise for as long as it
- * stands (issue 12: a loaded host's ±23.8 ms hid a +10.4 ms regression), so none is recorded
- * from a run the host flagged or in which the load generator fell behind.
+ * stands (docs/design/0011-instrument-vouches-for-itself.md: a loaded host's ±23.8 ms hid a
+ * +10.4 ms regression), so none is recorded from a run the host flagged or in which the load
+ * generator fell behind.
  */
 function whyNotRecorded(c: Comparison, preflight: readonly PreflightFlag[]): string | null {
   const flagged = preflight.filter((f) => f.runs.some((r) => c.runs.includes(r)));
@@ -112,7 +113,7 @@ export function floorRecord(c: Calibration): FloorRecord {
 /**
  * The verdict engine's view of the host's latest floors at the verdict's percentile: the floor
  * per comparison key, any bias, and which were recorded before floors named a percentile. A
- * floor at another percentile is never quoted (issue 12: p90 verdicts quoted the p99 floor, five
+ * floor at another percentile is never quoted (p90 verdicts quoted the p99 floor, five
  * times the p90 one).
  */
 export function floorSettings(floors: Readonly<Record<string, StoredFloor>>, percentile: number): Pick<GateSettings, "floorMs" | "hostBiasMs" | "floorPercentileAssumed"> {

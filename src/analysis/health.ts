@@ -1,11 +1,11 @@
 // The instrument's health: whether the load generator kept to its own schedule in a slice. A
-// slice where it fell behind itself measured the generator, not the service (issue 12: one
-// stalled slice, dispatch lag p99 893 ms, carried a whole estimate of -23.5 ms while the
-// median pair differed by +0.11 ms), so its pair is dropped whole. The lag is read at the
-// verdict's percentile (p99 for a p99 verdict, the issue's rule): a stall moves a slice's pNN
-// only when it delayed more than (100-NN)% of the slice's requests, and at p90 the lag p99 of a
-// few hundred requests is the wake-up hiccup of its top few, which dropped most pairs on a VM
-// whose idle CPUs halt. Pure; the one place the rule is written.
+// slice where it fell behind itself measured the generator, not the service
+// (docs/design/0011-instrument-vouches-for-itself.md: one stalled slice, dispatch lag p99 893 ms,
+// carried a whole estimate of -23.5 ms while the median pair differed by +0.11 ms), so its pair is
+// dropped whole. The lag is read at the verdict's percentile (p99 for a p99 verdict): a stall moves
+// a slice's pNN only when it delayed more than (100-NN)% of the slice's requests, and at p90 the
+// lag p99 of a few hundred requests is the wake-up hiccup of its top few, which dropped most pairs
+// on a VM whose idle CPUs halt. Pure; the one place the rule is written.
 import type { Plan } from "../contract/plan";
 import type { Slice } from "../contract/result";
 import { namedPercentileAtOrAbove, slicePercentileUs } from "./statistic";
@@ -35,9 +35,9 @@ export interface Disturbance {
 
 /**
  * The dispatch lag a plan asks for: a request may leave up to send_window_us late to share a
- * wake-up with the requests due after it (issue 17), which happens only when a loop's requests
- * are closer together than the window. It is the latest such a request leaves: the whole gaps
- * between one loop's requests that fit in the window.
+ * wake-up with the requests due after it (docs/design/0016-generator-cpu.md), which happens only
+ * when a loop's requests are closer together than the window. It is the latest such a request
+ * leaves: the whole gaps between one loop's requests that fit in the window.
  */
 export function plannedLagUs(plan: Pick<Plan, "rate" | "generator_cpus" | "send_window_us">): number {
   const gapUs = (1e6 / plan.rate) * (plan.generator_cpus ?? 1);

@@ -2,7 +2,8 @@
 // interval from the Wilcoxon signed-rank test (Hollander & Wolfe, Nonparametric Statistical
 // Methods, 3rd ed., §3.3). Per-slice tail percentiles on a shared host are heavy-tailed: a few
 // pairs caught in a stall differ by ten times the rest, and carry a mean and its t interval with
-// them. The median of the Walsh averages gives those pairs one rank each (issue 13).
+// them. The median of the Walsh averages gives those pairs one rank each
+// (docs/design/0012-slice-design.md).
 
 export interface HodgesLehmann {
   estimate: number;

@@ -1,6 +1,7 @@
-// What the builds cost, from the host's per-slice accounting of the measured arm (issue 19):
-// CPU time per completed request, cores busy, and memory. Paired like latency: one difference
-// per pair, a t interval on them, and the same difference as a percent of the champion's mean.
+// What the builds cost, from the host's per-slice accounting of the measured arm
+// (docs/design/0017-host-faults.md): CPU time per completed request, cores busy, and memory. Paired
+// like latency: one difference per pair, a t interval on them, and the same difference as a percent
+// of the champion's mean.
 import { mean } from "simple-statistics";
 import type { Slice } from "../contract/result";
 import type { SlicePair } from "./pairs";

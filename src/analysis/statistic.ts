@@ -1,5 +1,5 @@
 // The per-slice statistic a paired difference is taken of: the slice's corrected latency at a
-// percentile. One step, so that another estimator (issue 13) replaces it in one place.
+// percentile. One step, so that another estimator replaces it in one place.
 import { decodeFromCompressedBase64, type Histogram, type JsHistogram } from "hdr-histogram-js";
 import type { Slice } from "../contract/result";
 import { incompleteBeta } from "./distributions";

@@ -3,7 +3,7 @@
 // of the middle 1 − 2γ of the sorted differences, with a standard error from their winsorized
 // variance and Student t on h − 1 degrees of freedom (h differences kept). Pairs caught in a
 // spell of the host's slowness differ by several times the rest; the trimmed mean gives them no
-// weight, where they carry the plain mean and its t interval (issue 13).
+// weight, where they carry the plain mean and its t interval (docs/design/0012-slice-design.md).
 import { mean, sampleVariance } from "simple-statistics";
 import { studentTQuantile } from "./distributions";
 

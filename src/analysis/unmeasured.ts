@@ -27,8 +27,8 @@ export class GeneratorDisturbedError extends CouldNotMeasureError {
 
 /**
  * Most requests failed on both arms: the workload is wrong (a path, a method, a header), and a
- * verdict would pass it as "no change" (issue 12: a workload of 404s got grey). A configuration
- * error.
+ * verdict would pass it as "no change" (docs/design/0011-instrument-vouches-for-itself.md: a
+ * workload of 404s got grey). A configuration error.
  */
 export class FailingWorkloadError extends Error {
   override name = "FailingWorkloadError";

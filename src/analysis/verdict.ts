@@ -513,7 +513,10 @@ function floorOf(key: string, s: GateSettings, thresholdMs: number): { ms: numbe
   return { ms: floor, flags };
 }
 
-/** Said wherever a floor is wider than the block threshold: such a host cannot block (issue 12). */
+/**
+ * Said wherever a floor is wider than the block threshold: such a host cannot block
+ * (docs/design/0011-instrument-vouches-for-itself.md).
+ */
 export function floorAboveThreshold(floorMs: number, percentile: number, thresholdMs: number): string {
   const f = (x: number) => x.toFixed(x >= 10 ? 1 : x >= 0.1 ? 2 : 3);
   return `this host cannot block regressions under ${f(floorMs)} ms at p${percentile} (its A/A floor ±${f(floorMs)} ms is wider than the block threshold ${f(thresholdMs)} ms); lengthen the run or quiet the host`;

@@ -26,7 +26,7 @@ const workload = z.strictObject({
   rates,
   connections: plan.connections.unwrap().optional(),
   timeout_ms: plan.timeout_ms.unwrap().optional(),
-  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (issue 16). */
+  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (docs/design/0015-grpc-and-h2c.md). */
   protocol: plan.protocol,
   /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
   proto_descriptor_set: plan.proto_descriptor_set,
@@ -199,8 +199,8 @@ export interface RunBuilds {
 /** Seconds of slices, both arms together, in one gate's run of a workload and rate: the mission's 90 s. */
 export const GATE_MEASURED_SECONDS = 90;
 /**
- * The shortest slice the defaults choose, the shortest issue 13's benchmark measured (npm run
- * bench:sensitivity, README *Choosing the defaults*): at the same 90 s, shorter slices and more
+ * The shortest slice the defaults choose, the shortest the sensitivity benchmark measured (npm run
+ * bench:sensitivity, docs/design/0012-slice-design.md): at the same 90 s, shorter slices and more
  * pairs were more sensitive, down to 0.5 s x 90 at 1,000 req/s.
  */
 const MIN_DEFAULT_SLICE_SECONDS = 0.5;

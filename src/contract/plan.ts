@@ -27,7 +27,10 @@ export const BASES = ["champion", "merge-base"] as const;
 export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: z.enum(BASES).optional() });
 export type Builds = z.infer<typeof buildsSchema>;
 
-/** One unary gRPC call: package.Service/Method and its request message as protobuf JSON (issue 16). */
+/**
+ * One unary gRPC call: package.Service/Method and its request message as protobuf JSON
+ * (docs/design/0015-grpc-and-h2c.md).
+ */
 export const grpcCallSchema = z.looseObject({
   method: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
   message: z.record(z.string(), z.unknown()).optional(),

@@ -44,7 +44,7 @@ export const sliceSchema = z.looseObject({
     "4xx": count,
     "5xx": count,
     other: count,
-    /** gRPC calls answered with a status other than OK, by code name (issue 16). */
+    /** gRPC calls answered with a status other than OK, by code name. */
     grpc: z.record(z.string(), count).optional(),
   }),
   overflow: count,
@@ -67,7 +67,7 @@ export const sliceSchema = z.looseObject({
   // them: the host marks the slice disturbed (host_disturbance "reached: …").
   foreign_connections: count.optional(),
   foreign_peers: z.array(z.string()).optional(),
-  // The load generator's own CPU over the slice (issue 17).
+  // The load generator's own CPU over the slice (docs/design/0016-generator-cpu.md).
   generator_cpu_cores: amount.optional(),
   generator_cpu_us_per_request: amount.optional(),
   // CPU the host spent on anything but this run during the slice, and why the host could not

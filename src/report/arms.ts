@@ -1,5 +1,5 @@
 // What a report calls the two targets. In an A/A run both ports serve the champion, so the arms
-// are the ports, never "champion" and "challenger" (#15). Pure.
+// are the ports, never "champion" and "challenger" (docs/design/0014-who-runs-code.md). Pure.
 import type { Analysis } from "../analysis/verdict";
 
 export interface Arms {

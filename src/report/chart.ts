@@ -4,7 +4,7 @@
 //
 // Markdown gets a text chart in a code block, not Mermaid: GitHub's Mermaid `xychart-beta` draws
 // every bar up from the bottom of the plot (BarPlot in mermaid's xychart), so a negative
-// difference shows as a positive bar, and its lines carry no labels (#15). A code block renders the
+// difference shows as a positive bar, and its lines carry no labels. A code block renders the
 // same in check summaries, comments, job summaries and terminals. The SVG is for the artifacts.
 import type { Comparison } from "../analysis/verdict";
 import { type Arms, CHAMPION_VS_CHALLENGER } from "./arms";

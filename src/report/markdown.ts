@@ -2,7 +2,7 @@
 // and always within GitHub's 65,535-character limit for check summaries. It reads from the top:
 // the verdict and its four numbers on the first line, what was compared and where the run is on
 // the second, then what the verdict means once, what the builds cost and what the host flagged,
-// the numbers per workload and rate with a chart, and the statistics folded away (#15).
+// the numbers per workload and rate with a chart, and the statistics folded away.
 import { efficiencySentence } from "../analysis/efficiency";
 import { unclear } from "../analysis/extension";
 import { errorClasses } from "../analysis/failures";

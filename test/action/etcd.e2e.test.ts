@@ -1,9 +1,9 @@
 // A real stateful, multi-port service that no one here wrote, through the action: Debian's
 // etcd-server (3.4), which keeps its data in ./default.etcd under its working directory and
-// locks it, listens on a client and a peer port, and answers a JSON gateway. Before issue 14 a
-// second instance beside the first could not start (the lock; the peer port, 2380 for both),
-// so neither the A/A calibration, nor a promotion's A/A check, nor a gate of the champion's own
-// build could run, and the champion's data grew with every gate. Now every run starts both arms
+// locks it, listens on a client and a peer port, and answers a JSON gateway. Before symmetric
+// starts a second instance beside the first could not start (the lock; the peer port, 2380 for
+// both), so neither the A/A calibration, nor a promotion's A/A check, nor a gate of the champion's
+// own build could run, and the champion's data grew with every gate. Now every run starts both arms
 // fresh, each with its own ports.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -67,7 +67,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(run.code).toBe(1);
     expect(Number(run.outputs["estimate-ms"])).toBeGreaterThan(0.2);
     expect(Number(run.outputs["ci-low-ms"])).toBeGreaterThan(0);
-    // 6 measured; a pair the generator fell behind in is dropped and named (issue 12), at most half.
+    // 6 measured; a pair the generator fell behind in is dropped and named, at most half.
     expect(Number(run.outputs.pairs)).toBeGreaterThanOrEqual(3);
     expect(Number(run.outputs.pairs)).toBeLessThanOrEqual(6);
     expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("### perf-gate: 🔴 red, blocking — challenger is ");

@@ -92,7 +92,7 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     const again = await rerun(asked, slow);
     console.log(`[rerun] first: ${checksOn(HEAD)[0]!.output!.title}\n[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}`);
     expect(again.outputs.verdict, again.stdout).toBe("red");
-    // Both runs' pairs (6 each; a pair the generator fell behind in is dropped, issue 12).
+    // Both runs' pairs (6 each; a pair the generator fell behind in is dropped).
     expect(Number(again.outputs.pairs)).toBeGreaterThan(6);
     expect(Number(again.outputs.pairs)).toBeLessThanOrEqual(12);
     const secondRun = JSON.parse(readFileSync(again.outputs["result-path"]!, "utf8")).at(-1).plan.run_id as string;

@@ -102,7 +102,7 @@ function t3(rand: () => number): number {
 
 /**
  * Load generator stalls: each slice, with this probability, has the generator stop for 5 to
- * 900 ms (log-uniform; the issue saw 29, 260 and 893 ms). Its requests leave late, so the
+ * 900 ms (log-uniform; the busy VM saw 29, 260 and 893 ms). Its requests leave late, so the
  * slice's percentile reads up to the stall higher (uniformly 10-70% of it), and its dispatch lag
  * p99 is the stall when `reported` (the instrument seen), or an ordinary 300 µs when not (what
  * the analysis saw before it read the lag).

@@ -1,9 +1,10 @@
-// Issue 12's cases, each with the numbers it produced, on real load generator output: an A/A
-// recording of the example service on this busy VM (testdata/README.md), where the host
-// stalled the generator in five slices of four pairs by itself. A case either reads the recording as it is,
-// or applies the perturbation it documents to the recording's calm pairs (the pairs the
-// disturbance rule keeps), so the numbers the issue quotes come out exactly. The all-404
-// workload runs through the real generator and service in loadgen-output.e2e.test.ts.
+// The cases of docs/design/0011-instrument-vouches-for-itself.md, each with the numbers it
+// produced, on real load generator output: an A/A recording of the example service on this busy VM
+// (testdata/README.md), where the host stalled the generator in five slices of four pairs by
+// itself. A case either reads the recording as it is, or applies the perturbation it documents to
+// the recording's calm pairs (the pairs the disturbance rule keeps), so the numbers the record
+// quotes come out exactly. The all-404 workload runs through the real generator and service in
+// loadgen-output.e2e.test.ts.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -23,7 +24,7 @@ const NAME = "aa-busy-vm.json";
 const recorded = (): LoadgenResult => parseResult(NAME, JSON.parse(readFileSync(join(import.meta.dirname, "testdata", NAME), "utf8")));
 const run = (result: LoadgenResult, settings: Partial<GateSettings> = {}): Analysis => analyze([{ name: NAME, result }], { ...firstLookAt95, ...settings });
 const log = (what: string, a: Analysis) =>
-  console.log(`[issue 12] ${what}: ${a.verdict}${a.headline.greyKind ? ` (${a.headline.greyKind})` : ""}, ${a.headline.estimateMs.toFixed(3)} ms, 95% CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${a.headline.pairs} pairs`);
+  console.log(`[integrity] ${what}: ${a.verdict}${a.headline.greyKind ? ` (${a.headline.greyKind})` : ""}, ${a.headline.estimateMs.toFixed(3)} ms, 95% CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${a.headline.pairs} pairs`);
 
 const at = (s: Slice, percentile: number) => (percentile === 90 ? s.latency_us.p90 : s.latency_us.p99);
 const slicesOf = (r: LoadgenResult, pair: number, arm: Slice["arm"]) => r.slices.find((s) => s.pair === pair && s.arm === arm)!;
@@ -68,7 +69,7 @@ function stall(s: Slice, lagUs: number): void {
   s.dispatch_lag_us = { ...s.dispatch_lag_us, p99: lagUs, p999: lagUs, max: lagUs };
 }
 
-describe("issue 12: a stalled generator", () => {
+describe("a stalled generator", () => {
   it("the recording's own stall carried the estimate; the rule drops its pair and the verdict is the calm pairs'", () => {
     const r = recorded();
     const a = run(r);
@@ -96,10 +97,10 @@ describe("issue 12: a stalled generator", () => {
     expect(markdownReport(a)).toContain("| 6 | 4 (4 disturbed) |");
   });
 
-  it("the issue's -23.5 ms (95% CI [-90.9, +43.8]) from one 893 ms stall, while the median pair differed by +0.11 ms: that pair is dropped", () => {
-    // The calm pairs, re-centred on +0.11 ms (the issue's median pair), and one champion slice
+  it("-23.5 ms (95% CI [-90.9, +43.8]) from one 893 ms stall, while the median pair differed by +0.11 ms: that pair is dropped", () => {
+    // The calm pairs, re-centred on +0.11 ms (the case's median pair), and one champion slice
     // stalled: its requests left up to 893 ms late, and its p99 reads late by what makes the
-    // mean of all pairs the issue's -23.5 ms.
+    // mean of all pairs the case's -23.5 ms.
     const r = withInterval(99, [0.11 - 1, 0.11 + 1]);
     const clean = run(r);
     const n = clean.headline.pairs;
@@ -111,7 +112,7 @@ describe("issue 12: a stalled generator", () => {
     log("one 893 ms stall, lag unread", unread);
     log("one 893 ms stall, pair dropped", a);
     expect(unread.headline.estimateMs).toBeCloseTo(-23.5, 3);
-    expect(unread.verdict).toBe("grey"); // what the issue saw: the stall hid everything
+    expect(unread.verdict).toBe("grey"); // what the busy VM's gate saw: the stall hid everything
     expect(a.headline.droppedPairs).toHaveLength(1);
     expect(a.headline.droppedPairs[0]!.reason).toMatch(/^champion slice \d+: the load generator fell behind \(dispatch lag p99 893 ms over its limit \d+(\.\d)? ms; rate 0\.0% off the schedule \(within 1%\)\)$/);
     const others = { ...r, slices: r.slices.filter((s) => s.pair !== stalled.pair) };
@@ -119,7 +120,7 @@ describe("issue 12: a stalled generator", () => {
     expect(a.headline.ciMs).toEqual(run(others).headline.ciMs);
   });
 
-  it("the issue's other lags, 29 ms and 260 ms, are disturbances of a ~22 ms p99 slice too", () => {
+  it("the other lags seen, 29 ms and 260 ms, are disturbances of a ~22 ms p99 slice too", () => {
     const s = slicesOf(calm(), 0, "champion");
     for (const lagMs of [29, 260]) {
       stall(s, lagMs * 1000);
@@ -146,7 +147,7 @@ describe("issue 12: a stalled generator", () => {
     expect(disturbance(lagOnly, 2.5, 99, 0)).toMatchObject({ lagging: true, offRate: false });
   });
 
-  it("a plan's send window is lag it asked for (issue 17): allowed on top of the limit, and only where the window batches", () => {
+  it("a plan's send window is lag it asked for: allowed on top of the limit, and only where the window batches", () => {
     expect(plannedLagUs({ rate: 1000, send_window_us: 250 })).toBe(0); // 1 ms apart: every request on time
     expect(plannedLagUs({ rate: 10_000, send_window_us: 250 })).toBe(200); // 100 µs apart: 0 or 100 or 200 µs late
     expect(plannedLagUs({ rate: 2000, send_window_us: 1000 })).toBe(1000); // 0, 500 or 1,000 µs late
@@ -176,7 +177,7 @@ describe("issue 12: a stalled generator", () => {
   });
 });
 
-describe("issue 12: failures on both arms", () => {
+describe("failures on both arms", () => {
   it("most requests failing on both arms is a configuration error naming the share and classes; on one arm it is not", () => {
     const r = calm();
     for (const s of r.slices) s.errors["5xx"] = Math.round(0.6 * s.completed);
@@ -189,7 +190,7 @@ describe("issue 12: failures on both arms", () => {
   });
 });
 
-describe("issue 12: floors that mean what they say", () => {
+describe("floors that mean what they say", () => {
   it("the loaded host's ±23.8 ms floor and +10.4 ms (95% CI [+1.80, +18.9]): within the floor with both numbers, never 'no detectable change'; no floor is recorded from such a host", () => {
     const r = withInterval(99, [1.8, 18.9]);
     const a = run(r, { floorMs: 23.8 });
@@ -252,11 +253,11 @@ describe("issue 12: floors that mean what they say", () => {
   });
 });
 
-describe("issue 12: resources in the verdict", () => {
+describe("resources in the verdict", () => {
   /**
-   * The host's per-slice CPU accounting (issue 19) on the calm pairs: 100 µs per request,
-   * varying slice to slice with the slice's own p90 latency (the recording's real noise), and
-   * the challenger paying `extra` more: the seeds' pull request promised 30% less CPU.
+   * The host's per-slice CPU accounting (docs/design/0017-host-faults.md) on the calm pairs: 100 µs
+   * per request, varying slice to slice with the slice's own p90 latency (the recording's real
+   * noise), and the challenger paying `extra` more: the seeds' pull request promised 30% less CPU.
    */
   function withCpu(extra: number): LoadgenResult {
     const r = calm();
@@ -272,7 +273,7 @@ describe("issue 12: resources in the verdict", () => {
   it("a CPU-only change (same latency, 30% more CPU per request) shows in every report; resources.block_cpu_percent blocks on it", () => {
     const a = run(withCpu(0.3));
     const cpu = a.headline.resources!.cpuUsPerRequest!;
-    console.log(`[issue 12] CPU per request +${cpu.percent.toFixed(1)}% [${cpu.percentCi.map((x) => x.toFixed(1)).join(", ")}], latency ${a.headline.latency}`);
+    console.log(`[integrity] CPU per request +${cpu.percent.toFixed(1)}% [${cpu.percentCi.map((x) => x.toFixed(1)).join(", ")}], latency ${a.headline.latency}`);
     expect(a.verdict).toBe("grey");
     expect(cpu.percentCi[0]).toBeGreaterThan(20);
     expect(cpu.percentCi[1]).toBeLessThan(40);

@@ -4,16 +4,16 @@
 // taken at p90: with the generator and both services on two cores, a stable p99 needs longer
 // slices than a unit test should take (the action's end-to-end test judges at p99).
 //
-// The instrument's health comes first (issue 12). On this 2-core VM a woken idle vCPU can wait
-// 5-20 ms for the hypervisor (CPU steal: 596 of ~4,200 jiffies in one 19 s run); such periods
-// stall the generator and both services at once and come and go over seconds. One run that
-// fell into one read dispatch lag p99 6.2 ms (median slice) and paired differences of
-// 5.6, 6.0, 0.8, 0.9, 0.8, 4.3 ms: +3.0 ms ± 2.6 ms, the grey CI once saw on main. Calm runs
-// read lag p99 0.3 ms and ±0.06-0.13 ms. The disturbance rule drops such pairs, and a run
+// The instrument's health comes first (docs/design/0011-instrument-vouches-for-itself.md). On this
+// 2-core VM a woken idle vCPU can wait 5-20 ms for the hypervisor (CPU steal: 596 of ~4,200 jiffies
+// in one 19 s run); such periods stall the generator and both services at once and come and go over
+// seconds. One run that fell into one read dispatch lag p99 6.2 ms (median slice) and paired
+// differences of 5.6, 6.0, 0.8, 0.9, 0.8, 4.3 ms: +3.0 ms ± 2.6 ms, the grey CI once saw on main.
+// Calm runs read lag p99 0.3 ms and ±0.06-0.13 ms. The disturbance rule drops such pairs, and a run
 // where most were disturbed is "could not measure", not a verdict. A stall can also starve a
-// service while the generator keeps its schedule: the rule keeps that pair, and it is noise
-// no verdict can see through. Either way the test measures again (measure, below), and if the
-// host is still stalling says so instead of asserting on a broken instrument.
+// service while the generator keeps its schedule: the rule keeps that pair, and it is noise no
+// verdict can see through. Either way the test measures again (measure, below), and if the host is
+// still stalling says so instead of asserting on a broken instrument.
 import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -144,7 +144,7 @@ describe("verdict on real load generator output", () => {
     // The extra work is a median, so it is the p50 estimate that must match it, within half.
     // (At p90 the slow build's tail is wider still: vegeta, measuring each build alone, put
     // them 0.7 ms apart at p50 and 1.2-1.4 ms at p90 on this 2-core machine. The net/http
-    // generator before issue 17 hid that under its own noise: its champion p90 read 1-4 ms.)
+    // generator before the event loops hid that under its own noise: its champion p90 read 1-4 ms.)
     const p50 = analyze([{ name: "ab.json", result }], { ...settings, percentile: 50 }).headline;
     console.log(`[loadgen→verdict] A/B at p50: ${p50.estimateMs.toFixed(3)} ms, CI [${p50.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
     expect(Math.abs(p50.estimateMs - extraMs)).toBeLessThan(0.5 * extraMs + 0.1);

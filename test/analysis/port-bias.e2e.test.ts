@@ -1,7 +1,8 @@
-// Issue 13: the default order must not favour a port. With `alternate` (the champion first in
-// every pair) every A/A run on this VM read the challenger port slower, +0.027 to +0.031 ms at
-// p50 with all three intervals excluding 0: a drift over the run, or whatever the first slice of
-// a pair carries, lands on one arm. The default now measures each arm first equally often.
+// The default order must not favour a port (docs/design/0012-slice-design.md). With `alternate`
+// (the champion first in every pair) every A/A run on this VM read the challenger port slower,
+// +0.027 to +0.031 ms at p50 with all three intervals excluding 0: a drift over the run, or
+// whatever the first slice of a pair carries, lands on one arm. The default now measures each arm
+// first equally often.
 //
 // Here: the same build of the example service on both ports, the real load generator with the
 // config's default order, several runs pooled, and the p50 difference's 99% interval must hold
@@ -61,7 +62,7 @@ async function p50Differences(challengerPort: number, seeds: number[]): Promise<
   return { d, disturbed, results };
 }
 
-describe("the default order and port bias (issue 13)", () => {
+describe("the default order and port bias", () => {
   it("is counterbalanced: each arm is measured first in half the pairs", () => {
     expect(defaults.slices.order).toBe("abba");
   });

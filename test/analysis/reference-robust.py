@@ -1,4 +1,4 @@
-"""Reference values for the estimators issue 13's sensitivity benchmark compares, computed with
+"""Reference values for the estimators the sensitivity benchmark compares, computed with
 scipy (not with our code); test/analysis/robust.test.ts checks ours against them. Run once and
 commit the output:
 

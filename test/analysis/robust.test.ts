@@ -1,4 +1,4 @@
-// The estimators issue 13's sensitivity benchmark weighs against today's (HDR percentile and
+// The estimators the sensitivity benchmark weighs against today's (HDR percentile and
 // Student t): the Harrell-Davis quantile read from a slice's histogram, and the Hodges-Lehmann
 // estimate with its signed-rank interval. Checked against scipy (reference-robust.py), and the
 // interval's coverage by simulation.

@@ -2,10 +2,11 @@
 // shared noise (which pairing must cancel), normal and heavy-tailed. Seeded, so the figures
 // are the same on every run; printed so the closing note can quote them.
 //
-// Issue 12's rules (disturbed slices dropped, grey kinds, floors per percentile) leave the
-// experiments without stalls as they were, to the last experiment: 4.83% / 4.47% labelled
-// red/green in A/A, power 98.6% / 95.9% at 1.5 sd(d), before and after. With load generator
-// stalls, dropping the disturbed pairs is what keeps both (the last describe).
+// The rules of docs/design/0011-instrument-vouches-for-itself.md (disturbed slices dropped, grey
+// kinds, floors per percentile) leave the experiments without stalls as they were, to the last
+// experiment: 4.83% / 4.47% labelled red/green in A/A, power 98.6% / 95.9% at 1.5 sd(d), before and
+// after. With load generator stalls, dropping the disturbed pairs is what keeps both (the last
+// describe).
 import { describe, expect, it } from "vitest";
 import { bootstrapMeanInterval } from "../../src/analysis/bootstrap";
 import { seededRandom } from "../../src/analysis/random";

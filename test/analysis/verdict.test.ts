@@ -253,7 +253,7 @@ describe("malformed input", () => {
   });
 });
 
-describe("gRPC status codes (issue 16)", () => {
+describe("gRPC status codes", () => {
   it("counts them as failures: a workload whose calls mostly fail on both arms is a configuration error, named by code", () => {
     const result = makeResult({ pairs: pairsFromDiffs([0.1, 0.2, 0.1, 0.3, 0.2]) });
     for (const s of result.slices) {

@@ -1,12 +1,12 @@
-// Symmetric start (issue 14) through perf-gate run --local: a service that is slow for its first
-// seconds of serving (the example service's cold build: each of its first 3,000 requests waits
-// up to 20 ms more, as a JIT warms) gated against itself three times in a row, the champion kept
-// serving between the gates (--keep-host). Both arms start fresh for every run, so both are equally cold and no
-// gate sees a difference. Before, the champion was the supervisor's long-running process, warm
-// from the gates before, and the challenger always new. OLD: with perf-host and the CLI before
-// issue 14 (340093d), the same three gates of this build read grey -0.79 ms, then red and
-// blocking at +4.61 ms (95% CI [+4.26, +4.96]) and +10.28 ms ([+6.19, +14.37]): the challenger
-// looked slower and slower.
+// Symmetric start (docs/design/0013-symmetric-starts.md) through perf-gate run --local: a service
+// that is slow for its first seconds of serving (the example service's cold build: each of its
+// first 3,000 requests waits up to 20 ms more, as a JIT warms) gated against itself three times in
+// a row, the champion kept serving between the gates (--keep-host). Both arms start fresh for every
+// run, so both are equally cold and no gate sees a difference. Before, the champion was the
+// supervisor's long-running process, warm from the gates before, and the challenger always new.
+// OLD: with perf-host and the CLI before symmetric starts (340093d), the same three gates of this
+// build read grey -0.79 ms, then red and blocking at +4.61 ms (95% CI [+4.26, +4.96]) and +10.28 ms
+// ([+6.19, +14.37]): the challenger looked slower and slower.
 import { execFile, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
@@ -79,7 +79,7 @@ workloads:
       });
       const r = JSON.parse(stdout);
       console.log(`[cold start] gate ${i + 1}: ${r.verdict}${r.blocking ? " (blocking)" : ""} ${r.estimate_ms.toFixed(3)} ms (95% CI [${r.ci_ms.map((x: number) => x.toFixed(3)).join(", ")}]) over ${r.pairs} pairs`);
-      expect(r.pairs).toBeGreaterThanOrEqual(3); // of 6: disturbed pairs are dropped (issue 12)
+      expect(r.pairs).toBeGreaterThanOrEqual(3); // of 6: disturbed pairs are dropped
       estimates.push(r.estimate_ms);
       expect(r.blocking, JSON.stringify(r)).toBe(false);
     }

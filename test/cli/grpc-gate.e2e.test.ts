@@ -1,4 +1,4 @@
-// A whole local gate on a gRPC service (issue 16): perf-gate run --local from the bundle, a real
+// A whole local gate on a gRPC service: perf-gate run --local from the bundle, a real
 // perf-host, the example gRPC service built on grpc-go (helloworld.Greeter, the standard health
 // service, reflection) in both arms. A challenger 2 ms slower per call is red; the same build is
 // not red or green.
@@ -39,7 +39,7 @@ const config = `service:
   health_check: grpc
   health_timeout_seconds: 5
 slo: {percentile: 50, budget_ms: 50}
-slices: {seconds: 0.5, pairs: 6, order: balanced}  # balanced: no arm always measured first (issue 13)
+slices: {seconds: 0.5, pairs: 6, order: balanced}  # balanced: no arm always measured first
 warmup_seconds: 0.5
 workloads:
   - name: greet
@@ -74,7 +74,7 @@ afterAll(() => {
 
 /**
  * Runs the gate; when the load generator was disturbed in most pairs (the host too busy for it
- * to keep its schedule: issue 12 then refuses a verdict), runs it again, and after three such
+ * to keep its schedule: the verdict is then refused), runs it again, and after three such
  * runs skips naming why: the premise, a working instrument, does not hold on this machine now.
  */
 async function gate(root: string, challenger: string, skip: (note: string) => never): Promise<{ verdict: string; estimate_ms: number; ci_ms: number[] }> {

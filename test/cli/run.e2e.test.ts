@@ -128,7 +128,8 @@ describe("perf-gate run --local", () => {
     const r = await perfGate(root, "--config", config({ command: '["./start.sh"]', slices: "{seconds: 0.5, pairs: 5}", percentile: 50 }), "--champion", lopsided, "--aa");
     stopHost(root);
     console.log(r.stdout.split("\n").filter((l) => /^(A\/A|GREY|RED|GREEN)/.test(l)).join("\n"));
-    // A/A runs the generator fell behind in record nothing (issue 12): the premise is gone.
+    // A/A runs the generator fell behind in record nothing
+    // (docs/design/0011-instrument-vouches-for-itself.md): the premise is gone.
     skipIfMachineTooBusy(ctx, r);
     expect(r.code, r.stderr).toBe(1); // a confirmed bias
     expect(r.stdout).toContain("A/A confirmation (the interval excluded 0): w @ 100 req/s, 5 pairs of 0.5 s slices");
@@ -142,7 +143,7 @@ describe("perf-gate run --local", () => {
     const first = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", slow, "--json", "--out", join(dir, "out1"));
     expect(first.code, first.stderr).toBeLessThan(2);
     const one = JSON.parse(first.stdout);
-    // 4 measured; a pair the generator fell behind in is dropped (issue 12), at most half.
+    // 4 measured; a pair the generator fell behind in is dropped, at most half.
     expect(one).toMatchObject({ pooled: [], headline: "w@100", percentile: 90, exit_code: first.code, calibrations: null });
     expect(one.pairs).toBeGreaterThanOrEqual(2);
     expect(["green", "red", "grey"]).toContain(one.verdict);

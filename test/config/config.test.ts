@@ -42,7 +42,7 @@ describe("repo config", () => {
     expect(runs[0]!.request.loadgen).toMatchObject({ workload: "checkout", rate: 1000, slice_seconds: 9, pairs: 10, seed: 7, order: "abba" });
   });
 
-  it("sizes slices for the rate when the config leaves them out: three requests past the percentile per slice, 90 s in all (issue 13)", () => {
+  it("sizes slices for the rate when the config leaves them out: three requests past the percentile per slice, 90 s in all", () => {
     const c = parseConfig(good.replace("slices: {seconds: 9, pairs: 10}\n", ""), "x");
     const design = (r: { request: { loadgen: { slice_seconds: number; pairs: number } } }) => `${r.request.loadgen.pairs} x ${r.request.loadgen.slice_seconds} s`;
     // p99 reads a slice of at least 300 recorded requests, past its 0.2 s unrecorded start; at
@@ -60,7 +60,7 @@ describe("repo config", () => {
     expect(planRuns(given, {}, 0).map(design).at(0)).toBe("15 x 3 s");
   });
 
-  it("takes a grpc workload: calls with messages, a descriptor set, the gRPC health check (issue 16)", () => {
+  it("takes a grpc workload: calls with messages, a descriptor set, the gRPC health check", () => {
     const grpc = good.replace("  env: {GOMAXPROCS: \"2\"}\n", "  health_check: grpc\n") +
       `  - name: ratelimit
     rates: [500]

@@ -9,7 +9,7 @@
 //	hostile bomb                   fork copies of itself until the kernel refuses, and keep trying
 //	hostile burn                   spin as many threads as GOMAXPROCS
 //	hostile squat PORT             take the champion's port before the champion does, and serve it
-//	                               slowly (a run's two arms start together: issue 14)
+//	                               slowly (a run's two arms start together)
 //	hostile knock PORT             send requests to PORT (the champion's) whenever its own service
 //	                               is quiet, that is while the generator measures the champion
 //	hostile flood PORT N           hold N idle connections to PORT, with bursts of half-requests

@@ -13,7 +13,7 @@ const variant = "cold"
 // JIT-compiled or cache-warming service is: each of its first 3,000 requests waits up to 20 ms
 // more, scaled down linearly to none, so it warms by the work it does, not by the clock. A
 // champion that served earlier runs is warm and a new challenger cold; started the same way for
-// every run, both are equally cold (issue 14's cold-start test).
+// every run, both are equally cold (the cold-start test of docs/design/0013-symmetric-starts.md).
 const (
 	coldRequests = 3000
 	coldWait     = 20 * time.Millisecond

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// How a run takes the champion port and gives it back (issue 14). Between runs the supervisor
-// serves the champion on it. A run starts both arms itself, the same way, so it needs the port
-// and the champion arm for its own fresh champion:
+// How a run takes the champion port and gives it back (docs/design/0013-symmetric-starts.md).
+// Between runs the supervisor serves the champion on it. A run starts both arms itself, the same
+// way, so it needs the port and the champion arm for its own fresh champion:
 //
 //  1. The run (holding the host lock) writes champion-lease.json, naming itself and its
 //     process, and sends the supervisor SIGHUP (again every second until it is answered).

@@ -108,5 +108,5 @@ const inheritedLockFD = 3
 // keepInheritedLock keeps the lock handed over as descriptor 3 for this process alone.
 // Inherited without close-on-exec, it passed to every process the executor started (the
 // champion supervisor, the champion, the challenger and whatever they left behind), which kept
-// the host locked after the run (issue 19).
+// the host locked after the run (docs/design/0017-host-faults.md).
 func keepInheritedLock() { syscall.CloseOnExec(inheritedLockFD) }

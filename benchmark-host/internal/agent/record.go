@@ -13,10 +13,10 @@ import (
 )
 
 // runRecord writes a run's files: the progress log as the run goes, then its result and
-// outcome. No write fails silently (issue 19: on a full disk `wait` said "ok", result.json was
-// never written, and `result` said "not finished" forever): the first failed write fails the
-// run with its cause, and the space for the outcome is reserved when the run starts, so that
-// the failure itself can always be recorded.
+// outcome. No write fails silently (docs/design/0017-host-faults.md: on a full disk `wait` said
+// "ok", result.json was never written, and `result` said "not finished" forever): the first failed
+// write fails the run with its cause, and the space for the outcome is reserved when the run
+// starts, so that the failure itself can always be recorded.
 type runRecord struct {
 	h        *Host
 	runID    string

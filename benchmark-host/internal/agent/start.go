@@ -17,11 +17,12 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
-// armStart is one arm starting a build the way every arm starts one (issue 14): a fresh copy
-// of the release owned by the arm's user, STATE_DIR emptied (unless the service's state is
-// persistent), its dependencies each ready, service.setup, then a new process with its ports, until it is healthy. The
-// champion supervisor, a promotion's candidate and both arms of a run all start this way; a run
-// takes its two arms through each step together (startTogether), so neither starts warmer.
+// armStart is one arm starting a build the way every arm starts one
+// (docs/design/0013-symmetric-starts.md): a fresh copy of the release owned by the arm's user,
+// STATE_DIR emptied (unless the service's state is persistent), its dependencies each ready,
+// service.setup, then a new process with its ports, until it is healthy. The champion supervisor, a
+// promotion's candidate and both arms of a run all start this way; a run takes its two arms through
+// each step together (startTogether), so neither starts warmer.
 type armStart struct {
 	arm   *arm.Arm
 	name  string // champion, challenger, candidate champion

@@ -79,7 +79,8 @@ func (h *Host) RecordFloor(runID string, r io.Reader) error {
 		return refuse("floor: run %s: its result is unreadable", runID)
 	}
 	// A floor measured on a disturbed host would excuse real regressions as noise for as long
-	// as it stands (issue 12: a loaded host's ±23.8 ms hid a +10.4 ms regression).
+	// as it stands (docs/design/0011-instrument-vouches-for-itself.md: a loaded host's ±23.8 ms hid
+	// a +10.4 ms regression).
 	if flags := flagged(result.Preflight); len(flags) > 0 {
 		return refuse("floor: run %s ran with preflight flags (%s): a floor is never recorded from a flagged run; run the A/A again on a quiet host", runID, strings.Join(flags, "; "))
 	}

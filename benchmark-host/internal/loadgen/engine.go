@@ -26,7 +26,7 @@ const scheduleLead = 20 * time.Millisecond
 
 // SliceObserver is told when each slice starts and ends on the schedule, from a goroutine of
 // its own (never a lane's), and completes each slice's record before it is reported. perf-host
-// uses it to read what the arms consumed per slice (issue 19).
+// uses it to read what the arms consumed per slice (docs/design/0017-host-faults.md).
 type SliceObserver interface {
 	// Boundary is called as close as the Go timer allows to the start of slice i (i == the
 	// number of slices: the end of the last), or at once when the run stops early.

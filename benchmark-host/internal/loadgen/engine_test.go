@@ -164,8 +164,9 @@ func TestInterleavedRunMeasuresTheDelayRateAndConnections(t *testing.T) {
 }
 
 // A service too slow for its connections makes requests wait for one: that is the service's
-// doing and part of its latency, never the generator's lag or pace (issue 12 drops the pair
-// of a slice whose generator fell behind; a slow challenger must be measured, not dropped).
+// doing and part of its latency, never the generator's lag or pace
+// (docs/design/0011-instrument-vouches-for-itself.md: the verdict drops the pair of a slice whose
+// generator fell behind; a slow challenger must be measured, not dropped).
 func TestAServiceHoldingEveryConnectionIsMeasuredNotCountedAsGeneratorLag(t *testing.T) {
 	const delay = 40 * time.Millisecond
 	champion := newServer(t, 0, nil)

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// grpcConn is one HTTP/2 connection of a grpc lane (issue 16): unary calls through grpc-go.
+// grpcConn is one HTTP/2 connection of a grpc lane: unary calls through grpc-go.
 type grpcConn struct {
 	cc      *grpc.ClientConn
 	calls   *callWriter

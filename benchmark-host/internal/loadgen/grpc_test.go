@@ -110,7 +110,7 @@ func TestGRPCMeasuresTheDelayRateAndStatusCodes(t *testing.T) {
 		t.Fatalf("want 6 complete slices, got %d (partial=%v)", len(res.Slices), res.Partial)
 	}
 	// The accuracy bounds hold only for an instrument that kept its schedule: on a busy
-	// machine (dispatch lag p99 over 1 ms, issue 12's bound) a miss says so instead.
+	// machine (dispatch lag p99 over 1 ms, the disturbance rule's bound) a miss says so instead.
 	var problems []string
 	errorf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	defer func() {

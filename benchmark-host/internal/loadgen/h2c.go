@@ -13,9 +13,9 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
 )
 
-// h2cConn is one HTTP/2 connection without TLS (protocol h2c, issue 16): an http plan's
-// requests through Go's HTTP/2 transport with prior knowledge. Each connection is a transport
-// of its own that never opens a second one (StrictMaxConcurrentRequests), so connections
+// h2cConn is one HTTP/2 connection without TLS (protocol h2c, docs/design/0015-grpc-and-h2c.md): an
+// http plan's requests through Go's HTTP/2 transport with prior knowledge. Each connection is a
+// transport of its own that never opens a second one (StrictMaxConcurrentRequests), so connections
 // means HTTP/2 connections per target, each carrying concurrent streams.
 type h2cConn struct {
 	transport *http.Transport

@@ -13,7 +13,7 @@ import (
 // goroutine or takes a lock per request: a request costs a write, a read and the wake-ups
 // that the schedule and the response need.
 //
-// A transport that must block per call (issue 16's gRPC) plugs in beside it: a lane whose
+// A transport that must block per call (gRPC's) plugs in beside it: a lane whose
 // completions come back to its own goroutine, feeding the same schedule walk and shards.
 type lane struct {
 	walk
@@ -252,8 +252,8 @@ func (l *lane) setState(c *conn, st connState) {
 // every response that arrived, each timed by the kernel's receive stamp. Holding a finished
 // connection until then costs no capacity: requests are only sent at those wake-ups, and a
 // request that finds every connection held is sent as soon as the same wake-up has read
-// them. One wake-up per request instead of two (issue 17: that halved the context switches,
-// the bulk of the generator's CPU).
+// them. One wake-up per request instead of two (docs/design/0016-generator-cpu.md: that halved the
+// context switches, the bulk of the generator's CPU).
 func (l *lane) poll(now time.Duration) {
 	if l.nextExpiry != 0 && now >= l.nextExpiry {
 		// Take what has arrived first: a response the lane has not read yet came in time.

@@ -14,8 +14,9 @@ import (
 // up its slice, 0.7 ms x (1 + log2 CPUs) by default (1.4 ms on 2 CPUs); since Linux 6.12 a task
 // that asks for a shorter slice (sched_setattr's sched_runtime) preempts at once. Without it a
 // service's 5 ms requests on the generator's CPU held its sends back by 1-1.5 ms at p99, past
-// the disturbance limit, in 102 of 120 pairs (issue 13). It asks for no privilege and takes no
-// more CPU: the generator's share stays its weight's, only its waits get shorter.
+// the disturbance limit, in 102 of 120 pairs (docs/design/0012-slice-design.md). It asks for no
+// privilege and takes no more CPU: the generator's share stays its weight's, only its waits get
+// shorter.
 const generatorSliceNs = 100_000
 
 // schedAttr is the kernel's struct sched_attr (include/uapi/linux/sched/types.h).

@@ -59,8 +59,8 @@ func (s *schedule) firstAtOrAfter(off time.Duration) uint64 {
 // position in its slice, the same in both slices of a pair, so the champion and the
 // challenger of a pair get the same requests in the same order and at the same offsets
 // (common random numbers). Drawn independently, a slice's share of a mix's rare slow requests
-// varies (30 ± 5 of 1,500 at 2%), and the share moves its p99 (issue 13). Warmup requests draw
-// from their seq.
+// varies (30 ± 5 of 1,500 at 2%), and the share moves its p99 (docs/design/0012-slice-design.md).
+// Warmup requests draw from their seq.
 func (s *schedule) draw(k uint64, slice int) uint64 {
 	if slice < 0 {
 		return k

@@ -28,13 +28,13 @@ type streamConn interface {
 // dialStream opens the connection of an arm; dial is the counted TCP dialer it must use.
 type dialStream func(arm int, addr string, dial func(context.Context, string) (net.Conn, error)) (streamConn, error)
 
-// streamLane is a lane whose carrier is HTTP/2 streams (issue 16): unary gRPC calls or h2c
-// requests over the lane's share of HTTP/2 connections per target, each carrying concurrent
-// streams. It walks the same schedule with the same shards as the HTTP/1.1 event loop; only
-// what puts a request on the wire differs. The client libraries block per request, so each
-// runs on a goroutine of its own, stamps its own send and completion times on the run's clock
-// and hands the outcome back to the lane, which accounts it on its own goroutine: the shards
-// stay lock-free.
+// streamLane is a lane whose carrier is HTTP/2 streams (docs/design/0015-grpc-and-h2c.md): unary
+// gRPC calls or h2c requests over the lane's share of HTTP/2 connections per target, each carrying
+// concurrent streams. It walks the same schedule with the same shards as the HTTP/1.1 event loop;
+// only what puts a request on the wire differs. The client libraries block per request, so each
+// runs on a goroutine of its own, stamps its own send and completion times on the run's clock and
+// hands the outcome back to the lane, which accounts it on its own goroutine: the shards stay
+// lock-free.
 type streamLane struct {
 	walk
 	conns   [2][]streamConn

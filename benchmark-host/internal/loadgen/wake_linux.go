@@ -6,10 +6,10 @@ import "os"
 // enters an idle state that takes longer than 0 µs to leave, which is what tuned's
 // latency-performance profile does on benchmark hosts. On a VM whose idle vCPUs halt, waking
 // one cost 5-20 ms spells of steal that froze the generator and both services together (a
-// 0.5 ms sleep loop here: ~250 gaps over 1 ms in 5 s, 28 with the device held; issue 12).
-// It is opt-in (perf-host --hold-cpus-awake): on that VM it also added ~0.75 ms to the p50 of
-// a service that sleeps 3 ms per request (not to one that computes), so the host's owner
-// chooses, after an A/A calibration with and without it.
+// 0.5 ms sleep loop here: ~250 gaps over 1 ms in 5 s, 28 with the device held;
+// docs/design/0011-instrument-vouches-for-itself.md). It is opt-in (perf-host --hold-cpus-awake):
+// on that VM it also added ~0.75 ms to the p50 of a service that sleeps 3 ms per request (not to
+// one that computes), so the host's owner chooses, after an A/A calibration with and without it.
 const cpuDMALatency = "/dev/cpu_dma_latency"
 
 // DeviceOpener opens a device for writing; perf-host passes one that raises the capability

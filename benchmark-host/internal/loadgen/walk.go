@@ -10,7 +10,8 @@ import (
 // walk is what every kind of lane shares: its part of the one schedule (the requests
 // k ≡ index mod count), the slice boundaries it crosses, its per-slice shards and the
 // accounting of each finished request. What puts a request on the wire is the lane's
-// carrier: the HTTP/1.1 event loop, or the HTTP/2 streams of h2c and gRPC (issue 16).
+// carrier: the HTTP/1.1 event loop, or the HTTP/2 streams of h2c and gRPC
+// (docs/design/0015-grpc-and-h2c.md).
 type walk struct {
 	index, count int
 	clock        monoClock
@@ -175,7 +176,7 @@ func (l *walk) halt(off, now time.Duration) {
 
 // dispatch puts request k on the wire, or in its arm's queue when every connection of the
 // arm is busy, or counts it as an overflow when the queue is full too. now is when the lane
-// got to it: how late that is, is the generator's own lag (issue 12).
+// got to it: how late that is, is the generator's own lag.
 func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	s := l.sched
 	l.dispatching = job{seq: k, intended: off, dispatched: now, slice: s.sliceOf(off)}

@@ -446,7 +446,7 @@ func (p *Plan) Encode(w io.Writer) error {
 // RatePerGeneratorCPU is the rate one event loop of the load generator holds with room to
 // spare (bench/compare.sh: one loop on one core held every slice within 0.5% up to 25,000
 // req/s, where the 2-core machine's service gave out for wrk2 too); above it the default
-// adds loops (issue 17).
+// adds loops (docs/design/0016-generator-cpu.md).
 const RatePerGeneratorCPU = 20_000
 
 // DefaultSendWindowUs is send_window_us when the plan leaves it out. A wake-up costs more CPU
@@ -499,7 +499,7 @@ func validTarget(field, raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err == nil && u.Scheme == "https" {
-		// The generator's client is plain HTTP/1.1 on raw sockets (issue 17); benchmark hosts
+		// The generator's client is plain HTTP/1.1 on raw sockets; benchmark hosts
 		// serve both arms on loopback, where TLS would only measure the TLS stack.
 		return fieldErr(field, "https:// is not supported: the load generator speaks plain HTTP/1.1 (serve the arm on http://, e.g. behind the TLS terminator), got %q", raw)
 	}

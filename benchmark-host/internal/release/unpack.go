@@ -34,7 +34,8 @@ var ErrTooLarge = errors.New("too large")
 // Every write goes through an os.Root on dir, so the kernel-level resolution refuses any path
 // that leads out of it, whatever chain of links it follows: judging link targets lexically
 // accepted `sub/a -> ..`, `b -> sub/a/..`, `c -> b/..` and a hard link to `c/state.json`,
-// which reached the host's state (issue 19). The lexical checks stay for their clear messages.
+// which reached the host's state (docs/design/0017-host-faults.md). The lexical checks stay for
+// their clear messages.
 func Unpack(r io.Reader, dir string, lim Limits) (err error) {
 	counted := &limitedReader{r: r, left: lim.MaxCompressed, limit: lim.MaxCompressed}
 	gz, err := gzip.NewReader(counted)

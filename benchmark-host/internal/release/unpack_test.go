@@ -115,7 +115,7 @@ func TestRefusesOversizeInput(t *testing.T) {
 
 // A symlink chain whose every link looks inside the release when judged lexically, but leads
 // out physically (sub/a -> .. is the release itself, so sub/a/.. is its parent), and a hard
-// link through it to the state beside the releases (issue 19). The layout is the host's:
+// link through it to the state beside the releases. The layout is the host's:
 // ROOT/state.json beside ROOT/releases/REL.
 func TestRefusesSymlinkChainsAndHardLinksThroughThem(t *testing.T) {
 	chain := []entry{

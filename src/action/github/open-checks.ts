@@ -1,5 +1,5 @@
 // The check runs this step has opened and not yet finished. A cancelled workflow run used to
-// leave its `perf-gate` check `in_progress` forever (#15). Two things now complete it as
+// leave its `perf-gate` check `in_progress` forever. Two things now complete it as
 // cancelled: the main step's handler for SIGINT/SIGTERM (what the runner sends a step it
 // cancels, before it kills it), and the post step (action.yml: `post-if: cancelled()`), which
 // reads the ids this step saved as its state in case the step died before its handler ran.

@@ -1,6 +1,7 @@
 // mode: access — the first job of perf-gate.yml, before anything is built. It decides whether
 // the pull request's head may be built and measured, so a fork's code is built only once a user
-// with write permission has approved that head, and only while it is still the head (#15). For a
+// with write permission has approved that head, and only while it is still the head
+// (docs/design/0014-who-runs-code.md). For a
 // fork that is not approved it puts a neutral check on the head the event carries ("waiting for
 // approval", or "approved …, head is now …: approve again") and removes an approval label that
 // approves nothing (a new push, a label from a user without write, a push after the label):

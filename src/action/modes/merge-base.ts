@@ -1,7 +1,7 @@
-// comparison_base: merge-base (issue 15). The jobs that decide what is built (access, command)
-// name the merge base for the workflow's build-base job; the job that measures (gate, rerun)
-// asks GitHub for it again, takes no earlier job's word, and runs the build of exactly that
-// commit in the champion's arm, unless the merge base is the champion itself.
+// comparison_base: merge-base (docs/design/0014-who-runs-code.md). The jobs that decide what is
+// built (access, command) name the merge base for the workflow's build-base job; the job that
+// measures (gate, rerun) asks GitHub for it again, takes no earlier job's word, and runs the build
+// of exactly that commit in the champion's arm, unless the merge base is the champion itself.
 import * as core from "@actions/core";
 import { ConfigError, type GateConfig } from "../../config/gate-config";
 import type { GitHub } from "../github/client";
