@@ -13,6 +13,7 @@ import { parseConfig } from "../../src/config/gate-config";
 import type { HostResult } from "../../src/contract/result";
 import { ActionHarness, examplePayload } from "../support/action-harness";
 import { asRoot } from "../support/bench-host";
+import { disturbedIn, skipTooBusy } from "../support/machine-too-busy";
 
 const ETCD = "/usr/bin/etcd";
 const CHAMPION = "c1" + "0".repeat(38);
@@ -72,8 +73,8 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
     // Every step measures: one whose load generator fell behind in most pairs measured the
     // machine ("could not measure"), and the test's premise, a healthy instrument, is gone.
     const unlessTooBusy = (step: string, stdout: string) => {
-      const busy = /could not measure: the (load generator|host) was disturbed[^\n%]*/.exec(stdout);
-      if (busy) ctx.skip(`machine too busy: ${step}: ${busy[0]}`);
+      const busy = disturbedIn(stdout);
+      if (busy) skipTooBusy(ctx, `${step}: ${busy}`);
     };
     const calibrated = await h.run(h.inputs("calibrate"), "schedule", { schedule: "17 4 * * 1" }, { GITHUB_SHA: CHAMPION });
     unlessTooBusy("calibrate", calibrated.stdout);

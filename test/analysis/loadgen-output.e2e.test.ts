@@ -15,17 +15,17 @@
 // verdict can see through. Either way the test measures again (measure, below), and if the host is
 // still stalling says so instead of asserting on a broken instrument.
 import type { ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { parseResult } from "../../src/contract/result";
 import { LAG_FLOOR_US, LAG_SHARE } from "../../src/analysis/health";
 import { slicePercentileUs } from "../../src/analysis/statistic";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
 import { markdownReport } from "../../src/report/markdown";
-import { buildServiceBinaries, serveExample } from "../support/bench-host";
+import { buildServiceBinaries, freePorts, serveExample } from "../support/bench-host";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
+import { untilQuiet } from "../support/machine-too-busy";
 
 const services: ChildProcess[] = [];
 let fastPort = 0;
@@ -35,20 +35,9 @@ async function serve(binary: string, port: number): Promise<void> {
   services.push(await serveExample(binary, port));
 }
 
-/** A port the kernel says is free now (other engineers' tests run beside this one). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
-  [fastPort, slowPort] = [await freePort(), await freePort()];
+  [fastPort = 0, slowPort = 0] = await freePorts(2);
   await Promise.all([serve(join(bin, "service-fast"), fastPort), serve(join(bin, "service-slow"), slowPort)]);
 });
 afterAll(() => {
@@ -100,38 +89,35 @@ function lags(result: ReturnType<typeof parseResult>): string {
  * the services it measures; on a VM whose idle vCPUs halt, shared with other jobs, both fail in
  * spells of seconds. A run where the generator fell behind in most pairs ("could not measure"),
  * or where the host stalled the generator or starved a service in a pair the verdict kept (see
- * hostStalls), is measured again, at most
- * twice; after three such runs the test skips, naming the lags ("machine too busy"): what
- * failed is the machine, not the verdict.
+ * hostStalls), is measured again, at most twice, then skips naming the lags (the one
+ * "machine too busy" rule): what failed is the machine, not the verdict.
  */
+type Measured = { result: ReturnType<typeof parseResult>; analysis: Analysis };
+
 async function measure(
-  name: string, p: object, skip: (note: string) => never, o: { onStart?: (loadgen: ChildProcess) => void; frozenSlice?: number } = {},
-): Promise<{ result: ReturnType<typeof parseResult>; analysis: Analysis }> {
-  const stalls: string[] = [];
-  for (let attempt = 0; attempt < 3; attempt++) {
+  ctx: TestContext, name: string, p: object, o: { onStart?: (loadgen: ChildProcess) => void; frozenSlice?: number } = {},
+): Promise<Measured> {
+  return untilQuiet<Measured>(ctx, async (n) => {
     const result = parseResult(name, await runLoadgen(p, o.onStart));
     let problem: string;
     try {
       const analysis = analyze([{ name, result }], settings);
       // A slice frozen on purpose is the test's own, not the host's: kept, it fails the test.
       const stalled = hostStalls(result, analysis, o.frozenSlice);
-      if (stalled.length === 0) return { result, analysis };
+      if (stalled.length === 0) return { value: { result, analysis } };
       problem = `the host stalled the generator or a service in a kept pair (${stalled.join("; ")}); the verdict it gave: ${analysis.verdict}, CI [${analysis.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms`;
     } catch (e) {
       if (!(e instanceof GeneratorDisturbedError)) throw e;
       problem = e.message;
     }
-    stalls.push(`run ${attempt + 1}: ${problem}`);
-    console.log(`[loadgen→verdict] ${name} run ${attempt + 1}: ${problem.split("\n")[0]}`);
-  }
-  const note = `machine too busy: the host stalled the load generator or the services in three runs\n${stalls.join("\n")}`;
-  console.log(`[loadgen→verdict] ${note}`);
-  return skip(note);
+    console.log(`[loadgen→verdict] ${name} run ${n + 1}: ${problem.split("\n")[0]}`);
+    return { busy: problem };
+  });
 }
 
 describe("verdict on real load generator output", () => {
   it("the slow build is red and blocking, by about its extra service time", async (ctx) => {
-    const { result, analysis: a } = await measure("ab.json", plan(slowPort), (note) => ctx.skip(note));
+    const { result, analysis: a } = await measure(ctx, "ab.json", plan(slowPort));
     const h = a.headline;
     // Ground truth from the same run: the median extra time the server spent per request.
     const svc = (arm: string) => result.slices.filter((s) => s.arm === arm).map((s) => s.service_time_us.p50);
@@ -157,7 +143,7 @@ describe("verdict on real load generator output", () => {
   });
 
   it("the same build on both arms is not red", async (ctx) => {
-    const aa = async (seed?: number) => (await measure("aa.json", plan(fastPort, seed), (note) => ctx.skip(note))).analysis;
+    const aa = async (seed?: number) => (await measure(ctx, "aa.json", plan(fastPort, seed))).analysis;
     let a = await aa();
     // The interval has a 2.5% false-red rate by design (simulation.test.ts); an independent
     // second run makes this test fail by chance about once in 1,600.
@@ -184,7 +170,7 @@ describe("verdict on real load generator output", () => {
         setTimeout(() => loadgen.kill("SIGCONT"), 300);
       }, 4600);
     };
-    const { result, analysis: a } = await measure("frozen.json", plan(slowPort), (note) => ctx.skip(note), { onStart: freeze, frozenSlice: 2 });
+    const { result, analysis: a } = await measure(ctx, "frozen.json", plan(slowPort), { onStart: freeze, frozenSlice: 2 });
     const frozen = result.slices.reduce((worst, s) => (s.dispatch_lag_us.p99 > worst.dispatch_lag_us.p99 ? s : worst));
     const alone = result.slices.filter((s) => s.pair === frozen.pair);
     const dFrozenMs = (alone.find((s) => s.arm === "challenger")!.latency_us.p90 - alone.find((s) => s.arm === "champion")!.latency_us.p90) / 1000;

@@ -18,6 +18,7 @@ import { pairedT } from "../../src/analysis/tests";
 import { parseConfig } from "../../src/config/gate-config";
 import { type LoadgenResult, parseResult } from "../../src/contract/result";
 import { buildServiceBinaries, freePorts, serveExample } from "../support/bench-host";
+import { skipTooBusy } from "../support/machine-too-busy";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
 
 const services: ChildProcess[] = [];
@@ -77,7 +78,7 @@ describe("the default order and port bias", () => {
     console.log(`[port bias] order ${defaults.slices.order}: A/A p50 ${show(aa.d)} (${aa.disturbed} disturbed pairs dropped); +700 rounds ${show(biased.d)}`);
     // The instrument first: with most pairs disturbed the premise (a calm generator) is gone.
     const measured = aa.d.length + biased.d.length;
-    if (aa.disturbed + biased.disturbed > measured / 2) return ctx.skip(`machine too busy: the generator was disturbed in ${aa.disturbed + biased.disturbed} pairs, ${measured} kept`);
+    if (aa.disturbed + biased.disturbed > measured / 2) return skipTooBusy(ctx, `the generator was disturbed in ${aa.disturbed + biased.disturbed} pairs, ${measured} kept`);
     const aaT = pairedT(aa.d, 0.99);
     const shift = pairedT(biased.d, 0.99);
     expect(shift.ci.lo).toBeGreaterThan(0);

@@ -1,26 +1,15 @@
 // perf-gate analyze, run from the committed bundle the way users run it.
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
 import ref from "../analysis/reference-values.json";
+import { perfGate as run } from "../support/cli";
 
-const exec = promisify(execFile);
-const cli = join(import.meta.dirname, "../../dist/cli.js");
 let dir: string;
 
-async function perfGate(...args: string[]) {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [cli, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+const perfGate = (...args: string[]) => run(args);
 
 const write = (name: string, doc: unknown) => {
   const path = join(dir, name);

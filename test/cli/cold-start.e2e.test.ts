@@ -15,7 +15,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts } from "../support/bench-host";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
-import { machineTooBusy } from "../support/local-gate";
+import { machineTooBusy, skipTooBusy } from "../support/machine-too-busy";
 
 const exec = promisify(execFile);
 const cli = join(repoRoot, "dist/cli.js");
@@ -74,7 +74,7 @@ workloads:
       if (i === 0) args.push("--champion", champion);
       const { stdout } = await exec(process.execPath, args, { cwd: dir, timeout: 120_000 }).catch((e: { code: number; stdout: string; stderr: string }) => {
         const busy = machineTooBusy(e);
-        if (busy) ctx.skip(`machine too busy: gate ${i + 1}: ${busy}`);
+        if (busy) skipTooBusy(ctx, `gate ${i + 1}: ${busy}`);
         throw new Error(`gate ${i + 1} exited ${e.code}: ${e.stderr}`);
       });
       const r = JSON.parse(stdout);

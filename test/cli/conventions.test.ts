@@ -1,23 +1,11 @@
 // The command line's conventions, from the committed bundle: --help on every subcommand, and
 // usage on a usage error (exit 2) without any debug variable. (--version: package.test.ts.)
-import { execFile } from "node:child_process";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { repoRoot } from "../support/loadgen";
+import { perfGate as run } from "../support/cli";
 
-const exec = promisify(execFile);
-const cli = join(repoRoot, "dist/cli.js");
 
-async function perfGate(...args: string[]) {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+// Only PATH: no debug variable of the caller's may change what a user sees.
+const perfGate = (...args: string[]) => run(args, { env: { PATH: process.env.PATH } });
 
 describe("perf-gate's command line", () => {
   it("--help and -h on every subcommand print its usage and exit 0", async () => {

@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { freePorts } from "../support/bench-host";
-import { LocalGate, type Ran, skipIfMachineTooBusy } from "../support/local-gate";
+import type { Ran } from "../support/cli";
+import { LocalGate } from "../support/local-gate";
+import { skipIfMachineTooBusy } from "../support/machine-too-busy";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
 const hostDir = join(repoRoot, "benchmark-host");
@@ -121,8 +123,7 @@ beforeAll(async () => {
   dumps = join(dir, "dumps");
   mkdirSync(dumps);
   [fast, slow] = await Promise.all([release("fast", []), release("slow", ["-tags", "slow"]), buildHostBinaries()]);
-  const [champion, challenger] = await freePorts(2);
-  gate = new LocalGate(dir, [champion!, challenger!]);
+  gate = await LocalGate.onFreePorts(dir);
 }, 180_000);
 
 afterAll(() => {

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { dockerSave, ociLayout } from "../support/image";
-import { LocalGate, perfHost, skipIfMachineTooBusy } from "../support/local-gate";
+import { LocalGate, perfHost } from "../support/local-gate";
+import { skipIfMachineTooBusy } from "../support/machine-too-busy";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
 const runc = ["/usr/sbin/runc", "/usr/bin/runc"].find(existsSync);
@@ -60,8 +61,7 @@ beforeAll(async () => {
   }
   fast = dockerSave(join(dir, "service-fast"), "fast image", join(dir, "fast.tar"));
   slow = ociLayout(join(dir, "service-slow"), "slow image", join(dir, "slow-oci"));
-  const base = 23000 + (process.pid % 4000) * 2;
-  gate = new LocalGate(dir, [base, base + 1]);
+  gate = await LocalGate.onFreePorts(dir);
 }, 180_000);
 
 describe.skipIf(!runc)("perf-gate run --local with container images", () => {

@@ -8,9 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HostResult } from "../../src/contract/result";
-import { buildServiceBinaries, freePorts } from "../support/bench-host";
+import { buildServiceBinaries } from "../support/bench-host";
 import { buildHostBinaries } from "../support/loadgen";
-import { LocalGate, skipIfMachineTooBusy } from "../support/local-gate";
+import { LocalGate } from "../support/local-gate";
+import { skipIfMachineTooBusy, skipTooBusy } from "../support/machine-too-busy";
 
 let dir: string;
 let gate: LocalGate;
@@ -43,10 +44,10 @@ const root = (name: string) => {
 const results = (out: string) => JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as HostResult[];
 
 beforeAll(async () => {
-  const [bin, [a, b]] = await Promise.all([buildServiceBinaries(), freePorts(2), buildHostBinaries()]);
+  const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
   dir = mkdtempSync(join(tmpdir(), "perf-gate-measured-"));
   chmodSync(dir, 0o755);
-  gate = new LocalGate(dir, [a!, b!]);
+  gate = await LocalGate.onFreePorts(dir);
   champion = build("champion", join(bin, "service-fast"));
   challenger = build("challenger", join(bin, "service-fast"));
 });
@@ -135,7 +136,7 @@ describe("foreign load", () => {
     const during = (s: (typeof slices)[number]) => Date.parse(s.end) > neighbour!.start + 200 && Date.parse(s.start) < neighbour!.end - 200;
     // The premise: the host was quiet apart from the neighbour.
     const elsewhere = slices.filter((s) => !during(s) && s.host_disturbance);
-    if (elsewhere.length > 0) ctx.skip(`machine too busy: foreign load outside the neighbour's window in slices ${elsewhere.map((s) => s.index).join(", ")}`);
+    if (elsewhere.length > 0) skipTooBusy(ctx, `foreign load outside the neighbour's window in slices ${elsewhere.map((s) => s.index).join(", ")}`);
     const hit = slices.filter(during);
     expect(hit.length).toBeGreaterThan(0);
     for (const s of hit.filter((x) => Date.parse(x.start) >= neighbour!.start + 300 && Date.parse(x.end) <= neighbour!.end - 300)) {
@@ -153,7 +154,7 @@ describe("foreign load", () => {
     for (const i of [1, 2]) {
       const r = await gate.run(host, "--config", cfg, "--champion", champion, "--aa", "--out", join(dir, `b2b-${i}`));
       skipIfMachineTooBusy(ctx, r);
-      if (/quiet: [\d.]+ CPU cores busy with other work after waiting/.test(r.stdout)) ctx.skip(`machine too busy: ${/quiet: .*/.exec(r.stdout)![0]}`);
+      if (/quiet: [\d.]+ CPU cores busy with other work after waiting/.test(r.stdout)) skipTooBusy(ctx, /quiet: .*/.exec(r.stdout)![0]);
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^A\/A floor for w@100 at p90: ±[\d.]+ ms/m);
     }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
+import { ran } from "../support/cli";
 import { repoRoot } from "../support/loadgen";
 
 const exec = promisify(execFile);
@@ -23,8 +24,7 @@ beforeAll(async () => {
   await exec("npm", ["install", "--no-audit", "--no-fund", join(out, packed.filename)], { cwd: project, timeout: 120_000 });
 });
 
-const perfGate = async (...args: string[]) =>
-  exec(join(project, "node_modules/.bin/perf-gate"), args, { cwd: project }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+const perfGate = (...args: string[]) => ran(join(project, "node_modules/.bin/perf-gate"), args, { cwd: project });
 
 describe("the npm package", () => {
   it("holds the CLI bundle, its licence notices, README, LICENSE and package.json, and nothing else", () => {

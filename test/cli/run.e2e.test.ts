@@ -2,21 +2,21 @@
 // exit 2 with a one-line reason.
 import { execFile, spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir, userInfo } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unclear } from "../../src/analysis/extension";
 import { nominalAlphas } from "../../src/analysis/sequential";
 import { buildServiceBinaries } from "../support/bench-host";
-import { buildHostBinaries, repoRoot } from "../support/loadgen";
-import { skipIfMachineTooBusy } from "../support/local-gate";
+import { buildHostBinaries } from "../support/loadgen";
+import { cli } from "../support/cli";
+import { LocalGate, perfHost } from "../support/local-gate";
+import { skipIfMachineTooBusy } from "../support/machine-too-busy";
 
-const cli = join(repoRoot, "dist/cli.js");
-const perfHost = join(repoRoot, "benchmark-host/bin/perf-host");
 let dir: string;
 let champion: string;
 let slow: string;
-let ports: string[];
+let local: LocalGate;
 
 const config = ({ extra = "", command = '["./bin/service"]', slices = "{seconds: 0.5, pairs: 4}", percentile = 90 } = {}) => {
   const path = join(dir, `config-${Math.random().toString(36).slice(2)}.yml`);
@@ -26,12 +26,7 @@ const config = ({ extra = "", command = '["./bin/service"]', slices = "{seconds:
 
 // What other work on the machine does to a run is test/cli/measured.e2e.test.ts's subject, not
 // these tests': the host's foreign-load limit is raised for them, as before for the load average.
-function perfGate(root: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cli, "run", "--local", "--root", root, "--perf-host", perfHost, "--champion-port", ports[0]!, "--challenger-port", ports[1]!, "--max-foreign-cores", "64", "--settle-seconds", "1", ...args],
-      { cwd: dir, timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-  });
-}
+const perfGate = (root: string, ...args: string[]) => local.run(root, "--max-foreign-cores", "64", "--settle-seconds", "1", ...args);
 
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
@@ -45,19 +40,15 @@ beforeAll(async () => {
   mkdirSync(join(slow, "bin"), { recursive: true });
   copyFileSync(join(bin, "service-slow"), join(slow, "bin/service"));
   chmodSync(join(slow, "bin/service"), 0o755);
-  const base = 21000 + (process.pid % 5000) * 2;
-  ports = [String(base), String(base + 1)];
+  local = await LocalGate.onFreePorts(dir);
 });
 
-const hostFlags = (root: string) => ["--root", root, "--service-user", userInfo().username, "--champion-port", ports[0]!, "--challenger-port", ports[1]!];
-/** perf-host stop: the local verb that stops a host's champion supervisor and its champion. */
-const stopHost = (root: string) => spawnSync(perfHost, ["stop", ...hostFlags(root), "--lock-wait", "60s"]);
-const supervised = (root: string) => JSON.parse(spawnSync(perfHost, ["status", ...hostFlags(root)], { encoding: "utf8" }).stdout).champion_supervised as boolean;
-const championAnswers = async () => fetch(`http://127.0.0.1:${ports[0]}/health`).then((r) => r.ok, () => false);
+const supervised = (root: string) => JSON.parse(spawnSync(perfHost, ["status", ...local.hostFlags(root)], { encoding: "utf8" }).stdout).champion_supervised as boolean;
+const championAnswers = async () => fetch(`http://127.0.0.1:${local.ports[0]}/health`).then((r) => r.ok, () => false);
 
 // No supervisor may outlive the tests: later ones count the machine's services.
 afterAll(() => {
-  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"]) if (dir) stopHost(join(dir, root));
+  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"]) if (dir) local.stop(join(dir, root));
 });
 
 describe("perf-gate run --local", () => {
@@ -77,7 +68,7 @@ describe("perf-gate run --local", () => {
     if (availableParallelism() < 2) ctx.skip(); // two lists that do not overlap need two CPUs
     const out = join(dir, "out-placed");
     const r = await perfGate(join(dir, "h8"), "--config", config(), "--champion", champion, "--challenger", champion, "--out", out, "--loadgen-cpus", "0", "--arm-cpus", "1");
-    stopHost(join(dir, "h8"));
+    local.stop(join(dir, "h8"));
     expect(r.code, r.stderr).toBeLessThan(2);
     const [result] = JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as { isolation: { placement: unknown } }[];
     expect(result!.isolation.placement).toMatchObject({ loadgen_cpus: "0", arm_cpus: "1" });
@@ -87,7 +78,7 @@ describe("perf-gate run --local", () => {
   it("a service that never answers its health check exits 2 with a one-line reason", async () => {
     const root = join(dir, "h2");
     const r = await perfGate(root, "--config", config({ command: '["sh", "-c", "sleep 60"]' }), "--champion", champion, "--challenger", champion);
-    stopHost(root);
+    local.stop(root);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/^perf-gate run: promote [0-9a-f]{40}: promotion refused \(no champion yet\): candidate champion [0-9a-f]{40} not healthy after 3s at http:\/\/127\.0\.0\.1:\d+\/health/);
@@ -103,14 +94,14 @@ describe("perf-gate run --local", () => {
     // Hold the host with a long A/A run started directly through perf-host.
     const plan = JSON.stringify({ service: { command: ["./bin/service"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 2, pairs: 3, requests: [{ path: "/work" }] } });
     await new Promise<void>((resolve) => {
-      const p = spawn(perfHost, ["aa", ...hostFlags(root), "hold-1"]);
+      const p = spawn(perfHost, ["aa", ...local.hostFlags(root), "hold-1"]);
       p.stdin.end(plan);
       p.on("close", () => resolve());
     });
     const r = await perfGate(root, "--config", cfg, "--challenger", champion);
     // The held run's executor would start a new champion supervisor if it outlived the old one.
-    spawnSync(perfHost, ["abort", ...hostFlags(root), "hold-1"]);
-    stopHost(root);
+    spawnSync(perfHost, ["abort", ...local.hostFlags(root), "hold-1"]);
+    local.stop(root);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/^perf-gate run: run run-\w+-0: host busy: aa hold-1 since /);
@@ -123,10 +114,10 @@ describe("perf-gate run --local", () => {
     const lopsided = join(dir, "lopsided");
     mkdirSync(join(lopsided, "bin"), { recursive: true });
     copyFileSync(join(champion, "bin/service"), join(lopsided, "bin/service"));
-    writeFileSync(join(lopsided, "start.sh"), `#!/bin/sh\n[ "$PORT" = "${ports[1]}" ] && export HASH_ROUNDS=20000\nexec ./bin/service\n`, { mode: 0o755 });
+    writeFileSync(join(lopsided, "start.sh"), `#!/bin/sh\n[ "$PORT" = "${local.ports[1]}" ] && export HASH_ROUNDS=20000\nexec ./bin/service\n`, { mode: 0o755 });
     chmodSync(join(lopsided, "bin/service"), 0o755);
     const r = await perfGate(root, "--config", config({ command: '["./start.sh"]', slices: "{seconds: 0.5, pairs: 5}", percentile: 50 }), "--champion", lopsided, "--aa");
-    stopHost(root);
+    local.stop(root);
     console.log(r.stdout.split("\n").filter((l) => /^(A\/A|GREY|RED|GREEN)/.test(l)).join("\n"));
     // A/A runs the generator fell behind in record nothing
     // (docs/design/0011-instrument-vouches-for-itself.md): the premise is gone.
@@ -153,7 +144,7 @@ describe("perf-gate run --local", () => {
     expect(first.stderr).toContain("champion vs challenger: w @ 100 req/s, 4 pairs of 0.5 s slices"); // progress is not on stdout
 
     const second = await perfGate(root, "--config", cfg, "--challenger", slow, "--json", "--out", join(dir, "out2"));
-    stopHost(root);
+    local.stop(root);
     const two = JSON.parse(second.stdout);
     console.log(`[run --json] first: ${one.verdict} ${one.estimate_ms.toFixed(3)} ms over ${one.pairs} pairs; pooled: ${two.verdict} ${two.estimate_ms.toFixed(3)} ms over ${two.pairs} pairs`);
     expect(two.pooled).toEqual([firstRun]);
@@ -175,7 +166,7 @@ describe("perf-gate run --local", () => {
     const cfg = config({ extra: "block_threshold_percent: 0.4\n" });
     const out = join(dir, "out-extending");
     const r = await perfGate(root, "--config", cfg, "--champion", champion, "--challenger", champion, "--json", "--out", out);
-    stopHost(root);
+    local.stop(root);
     expect(r.code, r.stderr).toBeLessThan(2);
     const analysis = JSON.parse(readFileSync(join(out, "analysis.json"), "utf8"));
     const c = analysis.comparisons[0];
@@ -210,7 +201,7 @@ describe("perf-gate run --local", () => {
     const again = await perfGate(root, "--config", cfg, "--challenger", champion);
     expect(again.code, again.stderr).toBeLessThan(2);
     expect([supervised(root), await championAnswers()]).toEqual([true, true]);
-    const stopped = stopHost(root);
+    const stopped = local.stop(root);
     expect(String(stopped.stdout)).toMatch(/^stopped the champion supervisor/);
     expect([supervised(root), await championAnswers()]).toEqual([false, false]);
   });
@@ -218,8 +209,7 @@ describe("perf-gate run --local", () => {
   it("Ctrl-C aborts the run in flight, stops what it started and exits 130", async () => {
     const root = join(dir, "h7");
     const cfg = config({ slices: "{seconds: 1, pairs: 20}" });
-    const child = spawn(process.execPath, [cli, "run", "--local", "--root", root, "--perf-host", perfHost, "--champion-port", ports[0]!, "--challenger-port", ports[1]!,
-      "--config", cfg, "--champion", champion, "--challenger", slow], { cwd: dir });
+    const child = spawn(process.execPath, [...local.argv(root), "--config", cfg, "--champion", champion, "--challenger", slow], { cwd: dir });
     let out = "";
     let err = "";
     let sent = false;

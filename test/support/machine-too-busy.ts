@@ -1,0 +1,45 @@
+// The one rule by which a test on real processes says "machine too busy". A measurement the
+// host could not vouch for (its load generator fell behind, other work took its CPUs) failed
+// the machine, not the code: a test whose premise is that measurement skips, naming why,
+// rather than asserting on it. A test may measure again first (`untilQuiet`), never more than
+// three times in all.
+import type { TestContext } from "vitest";
+
+/** How perf-gate says a run was disturbed, in a CLI's output or an action's log. */
+const DISTURBED = /could not measure: the (load generator|host) was disturbed[^\n%]*/;
+
+/** The disturbance a command's output reports, or null. */
+export function disturbedIn(output: string): string | null {
+  return DISTURBED.exec(output)?.[0] ?? null;
+}
+
+/** Why a `perf-gate run` could not vouch for its measurement (it exits 2 saying so), or null. */
+export function machineTooBusy(r: { code: number; stdout: string; stderr: string }): string | null {
+  return r.code === 2 ? disturbedIn(r.stderr + r.stdout) : null;
+}
+
+/** Skips the test: the machine, not the code, failed its premise. */
+export function skipTooBusy(ctx: TestContext, why: string): never {
+  const note = `machine too busy: ${why}`;
+  console.log(`[${ctx.task.name}] ${note}`);
+  return ctx.skip(note);
+}
+
+export function skipIfMachineTooBusy(ctx: TestContext, r: { code: number; stdout: string; stderr: string }): void {
+  const busy = machineTooBusy(r);
+  if (busy) skipTooBusy(ctx, busy);
+}
+
+/**
+ * Measures up to three times while `attempt` says the machine was too busy (a string naming
+ * why), then skips naming every try: spells of a busy VM last seconds, a retry often finds it quiet.
+ */
+export async function untilQuiet<T>(ctx: TestContext, attempt: (n: number) => Promise<{ busy: string } | { value: T }>): Promise<T> {
+  const tries: string[] = [];
+  for (let n = 0; n < 3; n++) {
+    const r = await attempt(n);
+    if ("value" in r) return r.value;
+    tries.push(`try ${n + 1}: ${r.busy}`);
+  }
+  return skipTooBusy(ctx, `three tries could not measure\n${tries.join("\n")}`);
+}
