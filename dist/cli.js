@@ -36282,7 +36282,9 @@ function samplingSe(arms, resamples, rand, stat) {
 }
 function membersByPair(a2) {
   const lists = Array.from({ length: a2.perPair.length }, () => []);
-  a2.owner.forEach((pair, i2) => lists[pair].push(i2));
+  a2.owner.forEach((pair, i2) => {
+    lists[pair].push(i2);
+  });
   return lists.map((l) => Int32Array.from(l));
 }
 function resample(members2, size, rand) {
@@ -37286,7 +37288,10 @@ function markdownReport(a2, opts = {}) {
     if (text2.length <= limit) return text2;
   }
   const text = render(a2, opts, 0);
-  return text.slice(0, limit - 80) + "\n\n\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
+  return `${text.slice(0, limit - 80)}
+
+\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.
+`;
 }
 function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
@@ -37648,7 +37653,9 @@ function dependencyIssues(s, vars) {
   };
   (s.dependencies ?? []).forEach((d, i2) => {
     claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
-    (d.ports ?? []).forEach((p, j) => claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p));
+    (d.ports ?? []).forEach((p, j) => {
+      claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
+    });
   });
   if (issues.length > 0) return issues;
   const depVars = vars.filter((v) => v !== "PORT");
@@ -37958,7 +37965,8 @@ function unmeasuredReport(error62, results, percentile2) {
       out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
     }
   }
-  return { markdown: out.join("\n") + "\n", json: unmeasuredJson(error62, runs2) };
+  return { markdown: `${out.join("\n")}
+`, json: unmeasuredJson(error62, runs2) };
 }
 function runOf({ name: name2, result }, percentile2) {
   const { pairs, dropped } = extractPairs(name2, result, percentile2);
@@ -44920,8 +44928,10 @@ var HostClient = class {
     this.keyFile = join2(this.dir, "id");
     this.knownHostsFile = join2(this.dir, "known_hosts");
     if ("privateKey" in o2) {
-      writeFileSync4(this.keyFile, o2.privateKey.trim() + "\n", { mode: 384 });
-      writeFileSync4(this.knownHostsFile, o2.knownHosts.trim() + "\n", { mode: 384 });
+      writeFileSync4(this.keyFile, `${o2.privateKey.trim()}
+`, { mode: 384 });
+      writeFileSync4(this.knownHostsFile, `${o2.knownHosts.trim()}
+`, { mode: 384 });
     }
     this.attempts = o2.attempts ?? 3;
     this.backoffMs = o2.backoffMs ?? 2e3;

@@ -64097,8 +64097,10 @@ var HostClient = class {
     this.keyFile = join(this.dir, "id");
     this.knownHostsFile = join(this.dir, "known_hosts");
     if ("privateKey" in o2) {
-      writeFileSync2(this.keyFile, o2.privateKey.trim() + "\n", { mode: 384 });
-      writeFileSync2(this.knownHostsFile, o2.knownHosts.trim() + "\n", { mode: 384 });
+      writeFileSync2(this.keyFile, `${o2.privateKey.trim()}
+`, { mode: 384 });
+      writeFileSync2(this.knownHostsFile, `${o2.knownHosts.trim()}
+`, { mode: 384 });
     }
     this.attempts = o2.attempts ?? 3;
     this.backoffMs = o2.backoffMs ?? 2e3;
@@ -69274,7 +69276,9 @@ function dependencyIssues(s, vars) {
   };
   (s.dependencies ?? []).forEach((d, i2) => {
     claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
-    (d.ports ?? []).forEach((p, j) => claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p));
+    (d.ports ?? []).forEach((p, j) => {
+      claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
+    });
   });
   if (issues.length > 0) return issues;
   const depVars = vars.filter((v) => v !== "PORT");
@@ -69886,6 +69890,77 @@ function pooledPairs(key, runs2, percentile2) {
   return { pairs, dropped };
 }
 
+// src/analysis/floors.ts
+var keyOf = (f) => comparisonKey(f.workload, f.rate);
+var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
+function halfWidth([lo, hi]) {
+  return (hi - lo) / 2;
+}
+function excludesZero([lo, hi]) {
+  return lo > 0 || hi < 0;
+}
+function calibrations(aa, previous, o2) {
+  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
+  return aa.map((c3) => {
+    const [lo, hi] = c3.ciMs;
+    const halfWidthMs = halfWidth(c3.ciMs);
+    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
+    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    return {
+      key: c3.key,
+      workload: c3.workload,
+      rate: c3.rate,
+      percentile: o2.percentile,
+      runId: c3.runs[0],
+      estimateMs: c3.estimateMs,
+      ciMs: [lo, hi],
+      confidence: c3.confidence,
+      halfWidthMs,
+      pairs: c3.pairs,
+      unbiased: !excludesZero(c3.ciMs),
+      previous: prev,
+      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
+      driftMs,
+      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
+      thresholdMs: c3.thresholdMs,
+      notRecorded: whyNotRecorded(c3, o2.preflight)
+    };
+  });
+}
+function whyNotRecorded(c3, preflight) {
+  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
+  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  const disturbed = c3.droppedPairs.filter(isDisturbed);
+  if (disturbed.length > 0) {
+    const generator = disturbed.some((d) => d.disturbances.length > 0);
+    const foreign = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0));
+    const reached = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0));
+    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
+    return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
+  }
+  return null;
+}
+function firstOf(c3) {
+  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
+}
+function biasedCalibrations(cs) {
+  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
+}
+function floorRecord(c3) {
+  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+}
+function floorSettings(floors, percentile2) {
+  const floorMs = {};
+  const hostBiasMs = {};
+  const floorPercentileAssumed = [];
+  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
+    floorMs[keyOf(f)] = f.half_width_ms;
+    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
+    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
+  }
+  return { floorMs, hostBiasMs, floorPercentileAssumed };
+}
+
 // node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
@@ -70391,7 +70466,9 @@ function samplingSe(arms, resamples, rand, stat2) {
 }
 function membersByPair(a2) {
   const lists = Array.from({ length: a2.perPair.length }, () => []);
-  a2.owner.forEach((pair, i2) => lists[pair].push(i2));
+  a2.owner.forEach((pair, i2) => {
+    lists[pair].push(i2);
+  });
   return lists.map((l) => Int32Array.from(l));
 }
 function resample(members2, size, rand) {
@@ -70915,77 +70992,6 @@ function label(c3, holmP, alpha, m) {
     t: { ...t, holmP },
     flags
   };
-}
-
-// src/analysis/floors.ts
-var keyOf = (f) => comparisonKey(f.workload, f.rate);
-var floorKeyOf = (f) => floorKey(f.workload, f.rate, f.percentile);
-function halfWidth([lo, hi]) {
-  return (hi - lo) / 2;
-}
-function excludesZero([lo, hi]) {
-  return lo > 0 || hi < 0;
-}
-function calibrations(aa, previous, o2) {
-  const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
-  return aa.map((c3) => {
-    const [lo, hi] = c3.ciMs;
-    const halfWidthMs = halfWidth(c3.ciMs);
-    const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
-    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
-    return {
-      key: c3.key,
-      workload: c3.workload,
-      rate: c3.rate,
-      percentile: o2.percentile,
-      runId: c3.runs[0],
-      estimateMs: c3.estimateMs,
-      ciMs: [lo, hi],
-      confidence: c3.confidence,
-      halfWidthMs,
-      pairs: c3.pairs,
-      unbiased: !excludesZero(c3.ciMs),
-      previous: prev,
-      firstRun: firstOf(o2.firstRuns?.get(c3.key)),
-      driftMs,
-      driftPercent: prev && driftMs !== null && prev.half_width_ms > 0 ? 100 * driftMs / prev.half_width_ms : null,
-      thresholdMs: c3.thresholdMs,
-      notRecorded: whyNotRecorded(c3, o2.preflight)
-    };
-  });
-}
-function whyNotRecorded(c3, preflight) {
-  const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
-  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
-  const disturbed = c3.droppedPairs.filter(isDisturbed);
-  if (disturbed.length > 0) {
-    const generator = disturbed.some((d) => d.disturbances.length > 0);
-    const foreign = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0));
-    const reached = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0));
-    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
-    return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
-  }
-  return null;
-}
-function firstOf(c3) {
-  return c3 ? { runId: c3.runs[0], ciMs: c3.ciMs } : null;
-}
-function biasedCalibrations(cs) {
-  return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
-}
-function floorRecord(c3) {
-  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
-}
-function floorSettings(floors, percentile2) {
-  const floorMs = {};
-  const hostBiasMs = {};
-  const floorPercentileAssumed = [];
-  for (const f of Object.values(floors).filter((x) => x.percentile === percentile2)) {
-    floorMs[keyOf(f)] = f.half_width_ms;
-    if (excludesZero(f.ci_ms)) hostBiasMs[keyOf(f)] = f.ci_ms;
-    if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
-  }
-  return { floorMs, hostBiasMs, floorPercentileAssumed };
 }
 
 // src/report/format.ts
@@ -71512,7 +71518,10 @@ function markdownReport(a2, opts = {}) {
     if (text2.length <= limit) return text2;
   }
   const text = render(a2, opts, 0);
-  return text.slice(0, limit - 80) + "\n\n\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
+  return `${text.slice(0, limit - 80)}
+
+\u2026report truncated to fit GitHub's limit; the full report is in the artifacts.
+`;
 }
 function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
@@ -71691,7 +71700,8 @@ function unmeasuredReport(error63, results, percentile2) {
       out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
     }
   }
-  return { markdown: out.join("\n") + "\n", json: unmeasuredJson(error63, runs2) };
+  return { markdown: `${out.join("\n")}
+`, json: unmeasuredJson(error63, runs2) };
 }
 function runOf({ name: name2, result }, percentile2) {
   const { pairs, dropped } = extractPairs(name2, result, percentile2);
@@ -72001,7 +72011,7 @@ async function refuseCommand(gh, event, reason) {
 async function override(gh, event, pr, reason) {
   const who = event.author.login;
   const check2 = await gh.latestCheck(pr.headSha);
-  if (!check2 || check2.conclusion !== "failure") {
+  if (check2?.conclusion !== "failure") {
     const state = check2 ? `its latest perf-gate check is ${check2.conclusion}` : "it has no finished perf-gate check";
     return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }

@@ -71,5 +71,5 @@ function packageDir(file) {
   const at = file.lastIndexOf("node_modules/");
   if (at < 0) return undefined;
   const [scope, name] = file.slice(at + "node_modules/".length).split("/");
-  return file.slice(0, at) + "node_modules/" + (scope.startsWith("@") ? `${scope}/${name}` : scope);
+  return `${file.slice(0, at)}node_modules/${scope.startsWith("@") ? `${scope}/${name}` : scope}`;
 }

@@ -55,7 +55,7 @@ try {
 function extract(spec, version) {
   const byId = new Map();
   for (const [path, item] of Object.entries(spec.paths)) {
-    for (const [method, op] of Object.entries(item)) if (op && op.operationId) byId.set(op.operationId, { method, path, op });
+    for (const [method, op] of Object.entries(item)) if (op?.operationId) byId.set(op.operationId, { method, path, op });
   }
   const operations = {};
   for (const id of OPERATIONS) {

@@ -214,7 +214,10 @@ function perPair(e: Estimator): (p: SlicePair) => number {
   const seen = new WeakMap<Slice, number>();
   return (p) => {
     let d = seen.get(p.challenger);
-    if (d === undefined) seen.set(p.challenger, (d = e.d(p)));
+    if (d === undefined) {
+      d = e.d(p);
+      seen.set(p.challenger, d);
+    }
     return d;
   };
 }

@@ -1,7 +1,7 @@
 // A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
 // how the stored floors feed the verdict engine. Pure.
 import { isDisturbed } from "./pairs";
-import { type Comparison, type GateSettings, type PreflightFlag } from "./verdict";
+import type { Comparison, GateSettings, PreflightFlag } from "./verdict";
 import type { FloorRecord, StoredFloor } from "../contract/host";
 import { comparisonKey, floorKey } from "../contract/rules";
 

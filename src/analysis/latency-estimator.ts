@@ -81,7 +81,9 @@ function samplingSe(arms: readonly [ArmSample, ArmSample], resamples: number, ra
 /** Each pair's requests: their indices in the arm's ascending values. */
 function membersByPair(a: ArmSample): Int32Array[] {
   const lists: number[][] = Array.from({ length: a.perPair.length }, () => []);
-  a.owner.forEach((pair, i) => lists[pair]!.push(i));
+  a.owner.forEach((pair, i) => {
+    lists[pair]!.push(i);
+  });
   return lists.map((l) => Int32Array.from(l));
 }
 

@@ -35,7 +35,9 @@ export function dependencyIssues(s: { ports?: string[]; port_env?: string; depen
   };
   (s.dependencies ?? []).forEach((d, i) => {
     claim(["dependencies", i, "name"], `service.dependencies[${i}].name`, d.name);
-    (d.ports ?? []).forEach((p, j) => claim(["dependencies", i, "ports", j], `service.dependencies[${i}].ports[${j}]`, p));
+    (d.ports ?? []).forEach((p, j) => {
+      claim(["dependencies", i, "ports", j], `service.dependencies[${i}].ports[${j}]`, p);
+    });
   });
   // The host stops at its first error; past a bad port_env or a name twice the rest would only repeat it.
   if (issues.length > 0) return issues;

@@ -62,8 +62,8 @@ export class HostClient {
     this.keyFile = join(this.dir, "id");
     this.knownHostsFile = join(this.dir, "known_hosts");
     if ("privateKey" in o) {
-      writeFileSync(this.keyFile, o.privateKey.trim() + "\n", { mode: 0o600 });
-      writeFileSync(this.knownHostsFile, o.knownHosts.trim() + "\n", { mode: 0o600 });
+      writeFileSync(this.keyFile, `${o.privateKey.trim()}\n`, { mode: 0o600 });
+      writeFileSync(this.knownHostsFile, `${o.knownHosts.trim()}\n`, { mode: 0o600 });
     }
     this.attempts = o.attempts ?? 3;
     this.backoffMs = o.backoffMs ?? 2000;

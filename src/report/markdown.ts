@@ -38,7 +38,7 @@ export function markdownReport(a: Analysis, opts: ReportOptions = {}): string {
     if (text.length <= limit) return text;
   }
   const text = render(a, opts, 0);
-  return text.slice(0, limit - 80) + "\n\n…report truncated to fit GitHub's limit; the full report is in the artifacts.\n";
+  return `${text.slice(0, limit - 80)}\n\n…report truncated to fit GitHub's limit; the full report is in the artifacts.\n`;
 }
 
 function render(a: Analysis, opts: ReportOptions, maxRows: number): string {

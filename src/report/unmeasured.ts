@@ -36,7 +36,7 @@ export function unmeasuredReport(error: Error, results: readonly NamedResult[], 
       out.push("", `<details><summary>${arm}'s log tail (${cell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
     }
   }
-  return { markdown: out.join("\n") + "\n", json: unmeasuredJson(error, runs) };
+  return { markdown: `${out.join("\n")}\n`, json: unmeasuredJson(error, runs) };
 }
 
 function runOf({ name, result }: NamedResult, percentile: number) {

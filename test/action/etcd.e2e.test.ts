@@ -16,8 +16,8 @@ import { asRoot } from "../support/bench-host";
 import { disturbedIn, skipTooBusy } from "../support/machine-too-busy";
 
 const ETCD = "/usr/bin/etcd";
-const CHAMPION = "c1" + "0".repeat(38);
-const MERGED = "d2" + "0".repeat(38);
+const CHAMPION = `c1${"0".repeat(38)}`;
+const MERGED = `d2${"0".repeat(38)}`;
 const BASE = "b".repeat(40);
 const url = (port: string) => `"http://127.0.0.1:${port}"`;
 // Base64 keys from templates: "key" and four digits, one key of 10,000 per request.
@@ -94,7 +94,7 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
 
     // The first gate is of the champion's own build (the same SHA, so the same release on both
     // arms); the next two of the same content under other commits, so no gate pools another.
-    const heads = [MERGED, "e3" + "0".repeat(38), "f4" + "0".repeat(38)];
+    const heads = [MERGED, `e3${"0".repeat(38)}`, `f4${"0".repeat(38)}`];
     const estimates: string[] = [];
     const championData: number[] = [];
     for (const [i, head] of heads.entries()) {

@@ -27,7 +27,9 @@ describe("against numpy and scipy reference values", () => {
         const challenger = armSample(r.pairs.map((p) => p[1]!));
         const got = pooledDifference(champion, challenger, q / 100);
         close(got.estimate, want.estimate);
-        got.leaveOneOut.forEach((x, i) => close(x, want.leave_one_out[i]!));
+        got.leaveOneOut.forEach((x, i) => {
+          close(x, want.leave_one_out[i]!);
+        });
         close(got.se, want.se);
       });
     }
@@ -35,7 +37,9 @@ describe("against numpy and scipy reference values", () => {
 
   it("group-sequential nominal levels: the first rejection at look k has the α spent at k", () => {
     for (const { alpha, pairs, nominal } of ref.sequential) {
-      nominalAlphas(alpha, pairs).forEach((a, i) => close(a, nominal[i]!, 1e-3, 1e-6));
+      nominalAlphas(alpha, pairs).forEach((a, i) => {
+        close(a, nominal[i]!, 1e-3, 1e-6);
+      });
     }
   });
 });
@@ -129,7 +133,9 @@ describe("a verdict on slices with their histograms", () => {
     const a = analyze(runs, settings);
     const levels = nominalAlphas(0.05, [25, 50, 75]);
     expect(a.headline.lookHistory.map((l) => [l.run, l.pairs])).toEqual([["run-0", 25], ["run-1", 50], ["run-2", 75]]);
-    a.headline.lookHistory.forEach((l, i) => expect(l.confidence).toBeCloseTo(1 - levels[i]!, 12));
+    a.headline.lookHistory.forEach((l, i) => {
+      expect(l.confidence).toBeCloseTo(1 - levels[i]!, 12);
+    });
     expect(a.headline.confidence).toBeCloseTo(1 - levels[2]!, 12);
     expect(markdownReport(a)).toMatch(/Looks at this build.*1\. run-0, 25 pairs: .* at 97\.5%.*3\. run-2, 75 pairs/);
   });

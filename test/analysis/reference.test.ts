@@ -41,7 +41,9 @@ describe("against scipy reference values", () => {
 
   it("Holm adjustment", () => {
     for (const { p, adjusted } of ref.holm) {
-      holmAdjust(p).forEach((v, i) => close(v, adjusted[i]!, 1e-12));
+      holmAdjust(p).forEach((v, i) => {
+        close(v, adjusted[i]!, 1e-12);
+      });
     }
   });
 

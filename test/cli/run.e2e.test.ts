@@ -175,11 +175,17 @@ describe("perf-gate run --local", () => {
     expect(looks.length).toBeGreaterThanOrEqual(1);
     expect(looks.length).toBeLessThanOrEqual(3); // slices.max_extensions defaults to 2
     expect(c.runs).toHaveLength(looks.length);
-    looks.slice(1).forEach((l, k) => expect(l.run).toMatch(new RegExp(`^run-\\w+-x${k + 1}c0-0$`)));
+    looks.slice(1).forEach((l, k) => {
+      expect(l.run).toMatch(new RegExp(`^run-\\w+-x${k + 1}c0-0$`));
+    });
     // Each look at its group-sequential level; a look was followed by another only while unclear.
     const levels = nominalAlphas(0.05, looks.map((l) => l.pairs));
-    looks.forEach((l, i) => expect(l.confidence).toBeCloseTo(1 - levels[i]!, 12));
-    looks.slice(0, -1).forEach((l) => expect(unclear(l.ci_ms, c.threshold_ms)).toBe(true));
+    looks.forEach((l, i) => {
+      expect(l.confidence).toBeCloseTo(1 - levels[i]!, 12);
+    });
+    looks.slice(0, -1).forEach((l) => {
+      expect(unclear(l.ci_ms, c.threshold_ms)).toBe(true);
+    });
     const documents = JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as { plan: { run_id: string; seed: number } }[];
     expect(documents.map((d) => d.plan.run_id)).toEqual(c.runs);
     expect(new Set(documents.map((d) => d.plan.seed)).size).toBe(documents.length); // each extension new requests

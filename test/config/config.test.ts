@@ -98,7 +98,7 @@ describe("repo config", () => {
 
   it("names an unknown key and its line", () => {
     expect(errorOf(good.replace("    rates: [100]", "    rates: [100]\n    rps: 5"))).toBe(".github/perf-gate.yml:17: workloads.1.rps: unknown key");
-    expect(errorOf(good + "extra: true\n")).toMatch(/^\.github\/perf-gate\.yml:18: extra: unknown key$/);
+    expect(errorOf(`${good}extra: true\n`)).toMatch(/^\.github\/perf-gate\.yml:18: extra: unknown key$/);
   });
 
   it("extends a gate up to twice by default; names a slices.max_extensions that is not 0 to 5 with its line", () => {
@@ -120,6 +120,7 @@ describe("repo config", () => {
 
   it("takes a stateful, multi-port service's ports, state and setup, and names what the host would refuse with its line", () => {
     const etcd = good.replace('  command: ["./start.sh"]\n  env: {GOMAXPROCS: "2"}', [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's own ${VAR} syntax, expanded by the host
       '  command: [/usr/bin/etcd, --listen-client-urls, "http://127.0.0.1:$PORT", --listen-peer-urls, "http://127.0.0.1:${PORT_PEER}", "$HOME"]',
       "  ports: [peer]",
       '  setup: [./bin/load-fixture, "$STATE_DIR"]',
@@ -129,6 +130,7 @@ describe("repo config", () => {
     expect(c.service).toMatchObject({ ports: ["peer"], state: "fresh", setup: ["./bin/load-fixture", "$STATE_DIR"], setup_timeout_seconds: 60 });
     expect(planRuns(c, { challengerSha: "abc1234" }, 7)[0]!.request.service).toMatchObject({ ports: ["peer"], state: "fresh" });
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [admin]"))).toBe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's own ${VAR} syntax, expanded by the host
       '.github/perf-gate.yml:2: service.command.4: "http://127.0.0.1:${PORT_PEER}": $PORT_PEER is not a port of service.ports or service.dependencies ($PORT, $PORT_ADMIN, $STATE_DIR expand here)');
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, Peer]"))).toMatch(/^\.github\/perf-gate\.yml:3: service\.ports\.1: a lowercase name/);
     expect(errorOf(etcd.replace("ports: [peer]", "ports: [peer, peer]"))).toBe('.github/perf-gate.yml:3: service.ports.1: "peer" is named twice');

@@ -241,6 +241,7 @@ export class GitHubFake {
     send(this.serve(m.id, m.params, url, body, actor));
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: the body was validated against the operation's OpenAPI schema before it got here
   private serve(op: string, p: Record<string, string>, url: URL, body: any, actor: Actor): Reply {
     const q = url.searchParams;
     switch (op) {
@@ -473,6 +474,7 @@ export class GitHubFake {
 
   /** The pull request as pulls/get serves it: a real pull request object, with this one's numbers. */
   private pull(number: number, pr: PullRequest) {
+    // biome-ignore lint/suspicious/noExplicitAny: GitHub's own example object, only spread and overridden
     const t = structuredClone(templates.pull) as any;
     const fork = pr.headRepo !== this.repository;
     return {

@@ -70,7 +70,7 @@ export async function refuseCommand(gh: GitHub, event: CommentEvent, reason: str
 async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, reason: string): Promise<void> {
   const who = event.author.login;
   const check = await gh.latestCheck(pr.headSha);
-  if (!check || check.conclusion !== "failure") {
+  if (check?.conclusion !== "failure") {
     const state = check ? `its latest perf-gate check is ${check.conclusion}` : "it has no finished perf-gate check";
     return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
