@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -222,20 +221,8 @@ func (h *Host) waitSupervising(sha string, timeout time.Duration) error {
 }
 
 func (h *Host) startChampionDaemon() error {
-	logf, err := os.OpenFile(h.path("logs", "champion-daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	cmd, err := h.launchDetached(h.path("logs", "champion-daemon.log"), func(iso *isolation) *arm.Arm { return iso.supervisor }, nil, "champion-daemon")
 	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(h.Exe, append([]string{"champion-daemon"}, h.Flags()...)...)
-	cmd.Dir = h.Root
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	iso, err := h.arms()
-	if err != nil {
-		return err
-	}
-	if err := iso.supervisor.Launch(cmd); err != nil {
 		return fmt.Errorf("starting the champion supervisor: %w", err)
 	}
 	go cmd.Wait() // reap it if it exits while we are still running

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -51,10 +52,19 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	return c
 }
 
+// absolute is path made absolute against the working directory, or path when that is unknown.
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 // Flags renders the configuration as command-line flags.
 func (c Config) Flags() []string {
 	return []string{
-		"--root", c.Root,
+		// Absolute: the detached processes start in the root, not in the caller's directory.
+		"--root", absolute(c.Root),
 		"--champion-user", c.ChampionUser,
 		"--challenger-user", c.ChallengerUser,
 		"--cgroup", c.Cgroup,

@@ -230,21 +230,9 @@ func hostOwnedFields(lg *contract.Plan) error {
 
 // startExecutor starts the detached process that runs the experiment and hands it the lock.
 func (h *Host) startExecutor(runID, kind string, lock *Lock) error {
-	logf, err := os.OpenFile(h.path("runs", runID, "executor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// In the load generator's group, on its CPUs; it holds the lock from here on.
+	cmd, err := h.launchDetached(h.path("runs", runID, "executor.log"), func(iso *isolation) *arm.Arm { return iso.loadgen }, []*os.File{lock.File()}, "execute", runID)
 	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(h.Exe, append(append([]string{"execute"}, h.Flags()...), runID)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{lock.File()} // the executor holds the lock from here on
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	iso, err := h.arms()
-	if err != nil {
-		return err
-	}
-	// In the load generator's group, on its CPUs.
-	if err := iso.loadgen.Launch(cmd); err != nil {
 		return fmt.Errorf("starting the run: %w", err)
 	}
 	lock.HandOver(kind+" "+runID, cmd.Process.Pid)
@@ -698,4 +686,25 @@ func (h *Host) Abort(runID string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
+}
+
+// launchDetached starts perf-host VERB ARGS in a session of its own, in the group place picks
+// (the executor with the load generator, the supervisor in its own), logging to logPath, so it
+// outlives the SSH connection that asked for it. The two detached processes start here alike.
+func (h *Host) launchDetached(logPath string, place func(*isolation) *arm.Arm, extra []*os.File, verb string, args ...string) (*exec.Cmd, error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(h.Exe, append(append([]string{verb}, h.Flags()...), args...)...)
+	cmd.Dir = h.Root
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	iso, err := h.arms()
+	if err != nil {
+		return nil, err
+	}
+	return cmd, place(iso).Launch(cmd)
 }
