@@ -1,118 +1,13 @@
-// The estimators and the extending gate by simulation, at the defaults' sizes (90 pairs of 300
-// recorded requests: 0.5 s slices at 1,000 req/s and p99) on a request-level model with shared
-// per-pair noise, heavy tails and drift (latency-model.ts). Seeded; the figures it prints are
-// docs/design/0008-pooled-percentile.md's and 0009-extending-gate.md's.
+// The extending gate's false labels and host time, by simulation at the defaults' sizes on the request-level model of latency-model.ts
+// (estimator-models.ts). Seeded; the figures it prints are docs/design/0009-extending-gate.md's.
 import { describe, expect, it } from "vitest";
 import { blocksLeft, extensionWanted, unclear } from "../../src/analysis/extension";
-import { MIN_POOLED_PAIRS } from "../../src/analysis/latency-estimator";
-import { armSample, pooledDifference, tInterval, weightedPercentile } from "../../src/analysis/pooled-quantile";
+import { tInterval } from "../../src/analysis/pooled-quantile";
 import { seededRandom } from "../../src/analysis/random";
 import { nominalAlphas } from "../../src/analysis/sequential";
-import { harrellDavis } from "../../src/analysis/statistic";
 import { pairedT } from "../../src/analysis/tests";
+import { ALPHA, pct, pooledOf, slicePercentile } from "./estimator-models";
 import { DEFAULT_MODEL, type LatencyModel, type SimulatedPair, simulatePairs } from "./latency-model";
-
-const Q = 0.99;
-const ALPHA = 0.05;
-/** A slice's own p99 as the load generator reports it: the value at rank ⌈0.99·n⌉. */
-const slicePercentile = (v: Float64Array) => v[Math.max(1, Math.ceil(Q * v.length)) - 1]!;
-const hd = (v: Float64Array) => harrellDavis(v, new Float64Array(v.length).fill(1), 99);
-const all = () => 1;
-
-interface Interval {
-  estimate: number;
-  se: number;
-  df: number;
-}
-type Estimator = { name: string; of: (pairs: readonly SimulatedPair[]) => Interval; truth: (population: readonly SimulatedPair[]) => number };
-
-const perSlice = (name: string, stat: (v: Float64Array) => number): Estimator => ({
-  name,
-  of: (ps) => {
-    const t = pairedT(ps.map((p) => stat(p.challenger) - stat(p.champion)), 0.95);
-    return { estimate: t.mean, se: t.se, df: t.df };
-  },
-  truth: (ps) => ps.reduce((acc, p) => acc + stat(p.challenger) - stat(p.champion), 0) / ps.length,
-});
-const pooledOf = (ps: readonly SimulatedPair[]) => pooledDifference(armSample(ps.map((p) => p.champion)), armSample(ps.map((p) => p.challenger)), Q);
-const POOLED: Estimator = {
-  name: "pooled p99, jackknife over pairs",
-  of: (ps) => pooledOf(ps),
-  truth: (ps) => weightedPercentile(armSample(ps.map((p) => p.challenger)), Q, all) - weightedPercentile(armSample(ps.map((p) => p.champion)), Q, all),
-};
-const ESTIMATORS: Estimator[] = [perSlice("per-slice p99, t (before)", slicePercentile), perSlice("per-slice Harrell-Davis, t", hd), POOLED];
-
-/** Each estimator's estimand under a model: its estimate over a population of pairs. */
-function truths(m: LatencyModel): number[] {
-  if (m.shift === 0) return ESTIMATORS.map(() => 0);
-  const population = simulatePairs(seededRandom(99), { ...m, pairs: 3000 });
-  return ESTIMATORS.map((e) => e.truth(population));
-}
-
-interface Tally {
-  covered: number;
-  labelled: number;
-  red: number;
-  halfWidths: number[];
-}
-
-function run(m: LatencyModel, gates: number, seed: number): { tallies: Tally[]; level: number } {
-  const want = truths(m);
-  const rand = seededRandom(seed);
-  const tallies = ESTIMATORS.map((): Tally => ({ covered: 0, labelled: 0, red: 0, halfWidths: [] }));
-  let level = 0;
-  for (let g = 0; g < gates; g++) {
-    const ps = simulatePairs(rand, m);
-    level += ps.reduce((acc, p) => acc + slicePercentile(p.champion), 0) / ps.length / gates;
-    ESTIMATORS.forEach((e, i) => {
-      const r = e.of(ps);
-      const ci = tInterval(r.estimate, r.se, r.df, 1 - ALPHA);
-      const t = tallies[i]!;
-      if (ci.lo <= want[i]! && ci.hi >= want[i]!) t.covered++;
-      if (ci.lo > 0 || ci.hi < 0) t.labelled++;
-      if (ci.lo > 0) t.red++;
-      t.halfWidths.push((ci.hi - ci.lo) / 2);
-    });
-  }
-  return { tallies, level };
-}
-
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-
-describe("estimators at the defaults' sizes: 90 pairs x 300 requests, heavy tails, shared noise, drift", () => {
-  const GATES = 600;
-
-  // At 95% on a single look; the gate's first look is at 97.5% (its A/A labels: the extending gate's test).
-  it("the pooled p99's jackknife interval covers ≥ 94% (A/A and +5%), and has the most power", () => {
-    const aa = run(DEFAULT_MODEL, GATES, 1);
-    const shifted = [0.02, 0.05, 0.1].map((shift, i) => run({ ...DEFAULT_MODEL, shift }, i === 1 ? GATES : GATES / 2, 10 + i));
-    const lines = ESTIMATORS.map((e, i) => {
-      const a = aa.tallies[i]!;
-      const power = shifted.map((s) => pct(s.tallies[i]!.red / (s.tallies[i]!.halfWidths.length)));
-      return `| ${e.name} | ${pct(a.covered / GATES)} | ${pct(shifted[1]!.tallies[i]!.covered / GATES)} | ${pct(a.labelled / GATES)} | ${power.join(" | ")} | ${((100 * median(a.halfWidths)) / aa.level).toFixed(2)}% |`;
-    });
-    console.log(`[simulation] estimators, ${GATES} gates each (p99 ≈ ${(aa.level / 1000).toFixed(2)} ms):\n| estimator | coverage A/A | coverage +5% | A/A labelled | power +2% | +5% | +10% | half-width, % of p99 |\n${lines.join("\n")}`);
-    const pooled = ESTIMATORS.indexOf(POOLED);
-    expect(aa.tallies[pooled]!.covered / GATES).toBeGreaterThanOrEqual(0.94);
-    expect(shifted[1]!.tallies[pooled]!.covered / GATES).toBeGreaterThanOrEqual(0.94);
-    for (const s of shifted) {
-      const power = s.tallies.map((t) => t.red);
-      expect(Math.max(...power)).toBe(power[pooled]);
-    }
-  });
-
-  it(`from ${MIN_POOLED_PAIRS} pairs the pooled interval still covers ≥ 94%; with the promotion check's 4 pairs, the per-slice t interval does`, () => {
-    const few = run({ ...DEFAULT_MODEL, pairs: MIN_POOLED_PAIRS }, 800, 21);
-    const four = run({ ...DEFAULT_MODEL, pairs: 4 }, 800, 22);
-    console.log(
-      `[simulation] A/A coverage at ${MIN_POOLED_PAIRS} pairs: ${ESTIMATORS.map((e, i) => `${e.name} ${pct(few.tallies[i]!.covered / 800)}`).join(", ")}; ` +
-        `at 4 pairs: ${ESTIMATORS.map((e, i) => `${e.name} ${pct(four.tallies[i]!.covered / 800)}`).join(", ")}`,
-    );
-    expect(few.tallies[ESTIMATORS.indexOf(POOLED)]!.covered / 800).toBeGreaterThanOrEqual(0.94);
-    expect(four.tallies[0]!.covered / 800).toBeGreaterThanOrEqual(0.94);
-  });
-});
 
 /**
  * One pull request's gate: blocks of the model's pairs, each a look at its group-sequential
