@@ -204,6 +204,17 @@ type Finding struct {
 	Detail string `json:"detail"`
 }
 
+// FindingsWith lists "check: detail" of the findings of one status, in their order.
+func FindingsWith(findings []Finding, status string) []string {
+	var out []string
+	for _, f := range findings {
+		if f.Status == status {
+			out = append(out, f.Check+": "+f.Detail)
+		}
+	}
+	return out
+}
+
 // HostResult is what `perf-host result` prints for a run that sent load: the load generator's
 // result, how the run ended and the pre-flight findings. (A run that ended before any load
 // has no result; `result` then prints only {"outcome": …}.)
