@@ -252,7 +252,7 @@ func TestChallengerFailuresNameTheCauseAndLeaveTheChampionServing(t *testing.T) 
 		raw := h.must(nil, "result "+id)
 		var r struct{ Outcome contract.Outcome }
 		json.Unmarshal([]byte(raw), &r)
-		if r.Outcome.ErrorKind != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
+		if string(r.Outcome.ErrorKind) != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
 			t.Errorf("%s: outcome %+v; want the kind and the log tail line %q\n%s", c.kind, r.Outcome, c.logLine, progress)
 		}
 		t.Logf("%s: %s", c.kind, strings.ReplaceAll(r.Outcome.Message, "\n", " | "))

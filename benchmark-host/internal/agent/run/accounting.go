@@ -33,7 +33,7 @@ type sliceAccounting struct {
 	oom        int64          // the kernel's count of OOM kills, as last read
 	oomAt      int            // the boundary that saw it rise (-1: none)
 	lostAt     map[string]int // per arm, the last boundary that found processes gone
-	fail       func(arm, kind, message string)
+	fail       func(arm string, failure contract.ArmFailure, message string)
 	pids       map[string]map[int]bool // the arms' processes at the last boundary
 	oomKills   func() int64            // the kernel's count (isolation.OOMKills)
 
@@ -50,7 +50,7 @@ type boundarySample struct {
 	pids    map[string]map[int]bool // the arms' processes
 }
 
-func newSliceAccounting(cfg config.Config, iso *isolation.Isolation, fail func(arm, kind, message string)) *sliceAccounting {
+func newSliceAccounting(cfg config.Config, iso *isolation.Isolation, fail func(arm string, failure contract.ArmFailure, message string)) *sliceAccounting {
 	return &sliceAccounting{arms: map[string]*arm.Arm{contract.Champion: iso.Champion, contract.Challenger: iso.Challenger},
 		maxIdle: cfg.MaxIdleArmCores, maxForeign: cfg.MaxForeignCores, disk: cfg.ArmDiskBytes, oom: isolation.OOMKills(), oomAt: -1, lostAt: map[string]int{}, fail: fail, samples: map[int]boundarySample{},
 		oomKills: isolation.OOMKills}
@@ -71,7 +71,7 @@ func (a *sliceAccounting) Boundary(i int) {
 	for name, x := range a.arms {
 		x.PreferForOOM()
 		if msg, full := isolation.OutOfDisk(x, a.disk); full {
-			a.fail(name, "out_of_disk", msg)
+			a.fail(name, contract.ArmOutOfDisk, msg)
 		}
 	}
 	a.checkMemory(i, b.pids)
@@ -96,7 +96,7 @@ func (a *sliceAccounting) checkMemory(i int, pids map[string]map[int]bool) {
 		}
 		lost, seen := a.lostAt[name]
 		if why, killed := isolation.KilledForMemory(a.arms[name], seen && a.oomAt >= 0 && abs(lost-a.oomAt) <= 1); killed {
-			a.fail(name, "out_of_memory", why)
+			a.fail(name, contract.ArmOutOfMemory, why)
 			// At once: what is left of the arm holds the memory the host needs to stop it
 			// (measured: a host held to 476 MiB crawled for minutes while it stayed).
 			a.arms[name].Clear()

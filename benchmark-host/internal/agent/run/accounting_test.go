@@ -41,7 +41,7 @@ func TestAnArmThatLostProcessesToTheOOMKillerFails(t *testing.T) {
 			var failed []string
 			acc := &sliceAccounting{arms: map[string]*arm.Arm{contract.Champion: champion, contract.Challenger: challenger},
 				oom: count, oomAt: -1, lostAt: map[string]int{}, samples: map[int]boundarySample{}, oomKills: func() int64 { return count },
-				fail: func(a, kind, msg string) { failed = append(failed, a+" "+kind+": "+msg) }}
+				fail: func(a string, f contract.ArmFailure, msg string) { failed = append(failed, string(f.Of(a))+": "+msg) }}
 			for deadline := time.Now().Add(5 * time.Second); len(challenger.Procs()) < 3 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -66,7 +66,7 @@ func TestAnArmThatLostProcessesToTheOOMKillerFails(t *testing.T) {
 			if got := len(failed) > 0; got != c.fails {
 				t.Fatalf("failed %v, want %v", failed, c.fails)
 			}
-			if c.fails && !strings.HasPrefix(failed[0], "challenger out_of_memory: challenger: killed for memory") {
+			if c.fails && !strings.HasPrefix(failed[0], "challenger_out_of_memory: challenger: killed for memory") {
 				t.Errorf("failure %q", failed[0])
 			}
 		})

@@ -19,11 +19,14 @@ import (
 )
 
 // failure ends a run: its error kind (challenger_unhealthy, …) and what happened.
-type failure struct{ kind, message string }
+type failure struct {
+	kind    contract.ErrorKind
+	message string
+}
 
-func (f *failure) Error() string { return f.kind + ": " + f.message }
+func (f *failure) Error() string { return string(f.kind) + ": " + f.message }
 
-func fail(kind, format string, args ...any) error {
+func fail(kind contract.ErrorKind, format string, args ...any) error {
 	return &failure{kind: kind, message: fmt.Sprintf(format, args...)}
 }
 
@@ -66,15 +69,15 @@ func (e *execution) logf(format string, args ...any) { e.rec.logf(format, args..
 func (e *execution) run(ctx context.Context) error {
 	req, err := e.store.RunRequest(e.runID)
 	if err != nil {
-		return fail("internal", "%v", err)
+		return fail(contract.ErrorInternal, "%v", err)
 	}
 	e.outcome.Kind = req.Loadgen.Builds.Kind
 	lp, err := plan.Compile(req.Loadgen, e.store.RunDir(e.runID), generatorCPUs(e.cfg))
 	if err != nil {
-		return fail("internal", "%v", err)
+		return fail(contract.ErrorInternal, "%v", err)
 	}
 	if err := e.readDescriptorSets(ctx, lp); err != nil {
-		return fail("plan", "%v", err)
+		return fail(contract.ErrorPlan, "%v", err)
 	}
 	e.logf("%s run %s started", e.outcome.Kind, e.runID)
 	if err := e.preflight(ctx, e.outcome.Kind); err != nil {
@@ -82,13 +85,13 @@ func (e *execution) run(ctx context.Context) error {
 	}
 	iso, err := e.iso.Arms()
 	if err != nil {
-		return fail("internal", "%v", err)
+		return fail(contract.ErrorInternal, "%v", err)
 	}
 	e.result.Isolation = &iso.Info
 	e.logf("isolation: %s", iso.Summary())
 	st, err := e.store.LoadState()
 	if err != nil {
-		return fail("internal", "%v", err)
+		return fail(contract.ErrorInternal, "%v", err)
 	}
 	// Both arms run with the run's service spec, the config that asked for the run: the
 	// champion's build (or the merge base) as the challenger's. The spec it was promoted with
@@ -96,7 +99,7 @@ func (e *execution) run(ctx context.Context) error {
 	specChanged := false
 	if req.Loadgen.Builds.Base != contract.BaseMergeBase {
 		if st.Champion != req.Loadgen.Builds.ChampionSHA {
-			return fail("internal", "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
+			return fail(contract.ErrorInternal, "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
 		}
 		if specChanged = contract.Digest(req.Service) != contract.Digest(st.Service); specChanged {
 			e.logf("the champion arm runs champion %s with this run's service spec, not the one it was promoted with", st.Champion)
@@ -107,7 +110,7 @@ func (e *execution) run(ctx context.Context) error {
 	defer e.giveBackChampionPort()
 	how, err := e.champion.TakePort(e.runID, st)
 	if err != nil {
-		return fail("champion_unhealthy", "the champion supervisor did not hand over :%d: %v", e.cfg.ChampionPort, err)
+		return fail(contract.ErrorChampionUnhealthy, "the champion supervisor did not hand over :%d: %v", e.cfg.ChampionPort, err)
 	}
 	e.logf("the champion port :%d is this run's: %s; both arms start fresh", e.cfg.ChampionPort, how)
 	arms, err := e.startArms(ctx, iso, req)
@@ -122,7 +125,7 @@ func (e *execution) run(ctx context.Context) error {
 	if err := armstart.Each((*armstart.Start).OwnsPorts)(arms); err != nil && measureErr == nil {
 		var ae *armstart.ArmError
 		errors.As(err, &ae)
-		measureErr = fail(ae.Arm+"_unhealthy", "%v", err)
+		measureErr = fail(contract.ArmUnhealthy.Of(ae.Arm), "%v", err)
 	}
 	if err := stop(); err != nil {
 		return err
@@ -141,7 +144,7 @@ func (e *execution) preflight(ctx context.Context, kind string) error {
 		e.logf("preflight %s: %s: %s", f.Check, f.Status, f.Detail)
 	}
 	if r := contract.FindingsWith(e.result.Preflight, contract.FindingRefuse); len(r) > 0 {
-		return fail("preflight", "host refused the run: %s", strings.Join(r, "; "))
+		return fail(contract.ErrorPreflight, "host refused the run: %s", strings.Join(r, "; "))
 	}
 	quiet := settle(ctx, e.cfg, e.logf)
 	e.logf("preflight %s: %s: %s", quiet.Check, quiet.Status, quiet.Detail)
@@ -156,7 +159,7 @@ func (e *execution) startArms(ctx context.Context, iso *isolation.Isolation, req
 	b := req.Loadgen.Builds
 	ports, err := service.AllocatePorts(e.cfg.PortRange(), [][]string{contract.ServicePortNames(req.Service), contract.ServicePortNames(req.Service)}, e.cfg.MainPorts())
 	if err != nil {
-		return nil, fail("preflight", "host refused the run: %v", err)
+		return nil, fail(contract.ErrorPreflight, "host refused the run: %v", err)
 	}
 	build := func(sha string) armstart.Build {
 		return armstart.Build{SHA: sha, Release: e.store.ReleaseDir(sha), Spec: req.Service}
@@ -171,7 +174,7 @@ func (e *execution) startArms(ctx context.Context, iso *isolation.Isolation, req
 		}
 		var ae *armstart.ArmError
 		errors.As(err, &ae)
-		return nil, fail(ae.Arm+"_unhealthy", "%v", err)
+		return nil, fail(contract.ArmUnhealthy.Of(ae.Arm), "%v", err)
 	}
 	return arms, nil
 }
@@ -180,7 +183,7 @@ func (e *execution) startArms(ctx context.Context, iso *isolation.Isolation, req
 func (e *execution) stoppedBy(ctx context.Context) error {
 	switch {
 	case errors.Is(context.Cause(ctx), errOverran):
-		return fail("overran", "the run went past --max-run-seconds %g and was stopped", e.cfg.MaxRunSeconds)
+		return fail(contract.ErrorOverran, "the run went past --max-run-seconds %g and was stopped", e.cfg.MaxRunSeconds)
 	case ctx.Err() != nil:
 		return errAborted
 	}
@@ -193,7 +196,7 @@ func (e *execution) stopArms(arms []*armstart.Start) error {
 	if err := armstart.Each((*armstart.Start).Stop)(arms); err != nil {
 		var ae *armstart.ArmError
 		errors.As(err, &ae)
-		return fail(ae.Arm+"_not_stopped", "the %s's processes could not all be stopped: %v", ae.Arm, err)
+		return fail(contract.ArmNotStopped.Of(ae.Arm), "the %s's processes could not all be stopped: %v", ae.Arm, err)
 	}
 	e.logf("both arms stopped in %.2f s: nothing of either runs", time.Since(start).Seconds())
 	e.result.Arms = map[string]contract.ArmStart{}
@@ -204,7 +207,7 @@ func (e *execution) stopArms(arms []*armstart.Start) error {
 	}
 	for _, a := range e.wipe {
 		if err := a.Wipe(); err != nil {
-			return fail(a.Name+"_not_stopped", "%v", err)
+			return fail(contract.ArmNotStopped.Of(a.Name), "%v", err)
 		}
 		e.logf("%s: everything it wrote is removed", a.Name)
 	}
@@ -231,7 +234,7 @@ func (e *execution) finish(ctx context.Context, err error) error {
 	case err == nil:
 		e.outcome.Status = contract.StatusOK
 	case errors.Is(err, errAborted):
-		e.outcome.Status, e.outcome.ErrorKind, e.outcome.Message = contract.StatusAborted, "aborted", err.Error()
+		e.outcome.Status, e.outcome.ErrorKind, e.outcome.Message = contract.StatusAborted, contract.ErrorAborted, err.Error()
 		e.logf("aborted")
 	case errors.As(err, &f):
 		e.outcome.ErrorKind, e.outcome.Message = f.kind, f.message

@@ -70,7 +70,7 @@ func (r *Runs) Wait(ctx context.Context, runID string, w io.Writer) (contract.Ou
 
 // executorDied is the outcome of a run whose process died without writing one.
 func (r *Runs) executorDied(runID string) contract.Outcome {
-	out := contract.Outcome{RunID: runID, Status: contract.StatusError, ErrorKind: "executor_died", Message: "the run's process died without an outcome", Ended: time.Now().UTC()}
+	out := contract.Outcome{RunID: runID, Status: contract.StatusError, ErrorKind: contract.ErrorExecutorDied, Message: "the run's process died without an outcome", Ended: time.Now().UTC()}
 	if req, err := r.store.RunRequest(runID); err == nil {
 		out.Kind = req.Loadgen.Builds.Kind
 	}

@@ -22,10 +22,12 @@ type armCrash struct{ arm *armstart.Start }
 
 func (c *armCrash) Error() string { return c.arm.Name + " crashed" }
 
-// armFailed is an arm failing while the load runs without exiting: out of its disk.
+// armFailed is an arm failing while the load runs without exiting: out of its disk, or of
+// its memory.
 type armFailed struct {
-	arm           *armstart.Start
-	kind, message string
+	arm     *armstart.Start
+	failure contract.ArmFailure
+	message string
 }
 
 func (f *armFailed) Error() string { return f.message }
@@ -48,7 +50,9 @@ func (e *execution) measure(ctx context.Context, iso *isolation.Isolation, lp *p
 	for _, s := range arms {
 		byName[s.Arm.Name] = s
 	}
-	failArm := func(name, kind, message string) { cancel(&armFailed{byName[name], kind, message}) }
+	failArm := func(name string, failure contract.ArmFailure, message string) {
+		cancel(&armFailed{byName[name], failure, message})
+	}
 	acc := newSliceAccounting(e.cfg, iso, failArm)
 	oomBefore := acc.oomKills()
 	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, e.loadOptions(acc)...)
@@ -58,7 +62,7 @@ func (e *execution) measure(ctx context.Context, iso *isolation.Isolation, lp *p
 	cause := context.Cause(loadCtx)
 	cancel(nil) // the load is over: an arm's exit from here on is its stop, not a crash
 	if err != nil {
-		return fail("loadgen", "%v", err)
+		return fail(contract.ErrorLoadgen, "%v", err)
 	}
 	e.result.Result, e.measured = *res, true
 	e.result.ResourceAccounting = map[string]contract.ResourceAccounting{
@@ -72,17 +76,17 @@ func (e *execution) measure(ctx context.Context, iso *isolation.Isolation, lp *p
 		s := crash.arm
 		s.Proc.Logged(time.Second)
 		if why, ok := isolation.KilledForMemory(s.Arm, acc.oomKills() > oomBefore && strings.Contains(s.Proc.ExitError(), "killed")); ok {
-			return fail(s.Arm.Name+"_out_of_memory", "%s (%s %s); its log ends:\n%s", why, s.Name, s.SHA, service.LogTail(s.Log.Path, 20))
+			return fail(contract.ArmOutOfMemory.Of(s.Arm.Name), "%s (%s %s); its log ends:\n%s", why, s.Name, s.SHA, service.LogTail(s.Log.Path, 20))
 		}
-		return fail(s.Arm.Name+"_crashed", "%s %s %s during the run; its log ends:\n%s", s.Name, s.SHA, s.Proc.ExitError(), service.LogTail(s.Log.Path, 20))
+		return fail(contract.ArmCrashed.Of(s.Arm.Name), "%s %s %s during the run; its log ends:\n%s", s.Name, s.SHA, s.Proc.ExitError(), service.LogTail(s.Log.Path, 20))
 	}
 	if failed := (*armFailed)(nil); errors.As(cause, &failed) {
 		s := failed.arm
-		if failed.kind == "out_of_disk" {
+		if failed.failure == contract.ArmOutOfDisk {
 			e.wipe = append(e.wipe, s.Arm)
-			return fail(s.Arm.Name+"_"+failed.kind, "%s (%s %s); the run's measurements up to then are kept, and everything it wrote is removed", failed.message, s.Name, s.SHA)
+			return fail(failed.failure.Of(s.Arm.Name), "%s (%s %s); the run's measurements up to then are kept, and everything it wrote is removed", failed.message, s.Name, s.SHA)
 		}
-		return fail(s.Arm.Name+"_"+failed.kind, "%s (%s %s); the run's measurements up to then are kept", failed.message, s.Name, s.SHA)
+		return fail(failed.failure.Of(s.Arm.Name), "%s (%s %s); the run's measurements up to then are kept", failed.message, s.Name, s.SHA)
 	}
 	return e.stoppedBy(ctx)
 }

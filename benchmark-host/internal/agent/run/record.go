@@ -95,8 +95,8 @@ func (r *runRecord) finish(out contract.Outcome, hr *contract.HostResult) error 
 func writeFailure(out contract.Outcome, err error) contract.Outcome {
 	msg := err.Error() + "; the run's measurements are not stored"
 	if out.Status == contract.StatusError && out.Message != "" {
-		msg += " (the run had also failed: " + out.ErrorKind + ": " + out.Message + ")"
+		msg += " (the run had also failed: " + string(out.ErrorKind) + ": " + out.Message + ")"
 	}
-	out.Status, out.ErrorKind, out.Message = contract.StatusError, "write_failed", msg
+	out.Status, out.ErrorKind, out.Message = contract.StatusError, contract.ErrorWriteFailed, msg
 	return out
 }
