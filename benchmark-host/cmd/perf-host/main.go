@@ -57,12 +57,7 @@ func run(args []string) int {
 		defer stop()
 		return report(cgroup.Hold(ctx))
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "perf-host:", err)
-		return contract.ExitFailed
-	}
-	h, err := agent.New(*cfg, exe)
+	h, err := newHost(*cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf-host:", err)
 		return contract.ExitFailed
@@ -88,17 +83,7 @@ func run(args []string) int {
 		}
 		return say(h.Supervisor.Stop())
 	case "ssh":
-		raw := os.Getenv("SSH_ORIGINAL_COMMAND")
-		client := sshClient(os.Getenv("SSH_CONNECTION"))
-		cmd, err := grammar.Parse(raw)
-		if err != nil {
-			h.Store.Audit(client, raw, "refused: "+err.Error())
-			fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
-			return contract.ExitRefused
-		}
-		code := dispatch(ctx, h, cmd)
-		h.Store.Audit(client, raw, fmt.Sprintf("exit %d", code))
-		return code
+		return forcedCommand(ctx, h)
 	default:
 		cmd, err := grammar.Parse(strings.Join(append([]string{verb}, fs.Args()...), " "))
 		if err != nil {
@@ -107,6 +92,32 @@ func run(args []string) int {
 		}
 		return dispatch(ctx, h, cmd)
 	}
+}
+
+// newHost is the agent on this configuration, its detached processes started from this
+// executable.
+func newHost(cfg config.Config) (*agent.Host, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return agent.New(cfg, exe)
+}
+
+// forcedCommand runs the verb the CI key's connection asked for (SSH_ORIGINAL_COMMAND),
+// through the grammar, and writes who asked what to the audit log.
+func forcedCommand(ctx context.Context, h *agent.Host) int {
+	raw := os.Getenv("SSH_ORIGINAL_COMMAND")
+	client := sshClient(os.Getenv("SSH_CONNECTION"))
+	cmd, err := grammar.Parse(raw)
+	if err != nil {
+		h.Store.Audit(client, raw, "refused: "+err.Error())
+		fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
+		return contract.ExitRefused
+	}
+	code := dispatch(ctx, h, cmd)
+	h.Store.Audit(client, raw, fmt.Sprintf("exit %d", code))
+	return code
 }
 
 // sshClient is "address:port" of the client, from SSH_CONNECTION ("addr port addr port").

@@ -290,35 +290,14 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 	}
 	switch l := limit.(type) {
 	case contract.Range:
-		if kind != reflect.Float64 && kind != reflect.Int && kind != reflect.Int64 {
-			return fmt.Errorf("a range on a %s", t)
-		}
-		key := "minimum"
-		if l.MinExclusive {
-			key = "exclusiveMinimum"
-		}
-		s.set(key, l.Min)
-		switch {
-		case math.IsInf(l.Max, 1):
-		case l.MaxExclusive:
-			s.set("exclusiveMaximum", l.Max)
-		default:
-			s.set("maximum", l.Max)
-		}
+		return applyRange(s, t, l)
 	case contract.Pattern:
 		if kind != reflect.String {
 			return fmt.Errorf("a pattern on a %s", t)
 		}
 		s.set("pattern", l.Expr)
 	case contract.Enum:
-		switch {
-		case kind == reflect.String:
-			s.set("enum", []string(l))
-		case kind == reflect.Slice && t.Elem().Kind() == reflect.String:
-			s.values["items"].(*object).set("enum", []string(l))
-		default:
-			return fmt.Errorf("an enum on a %s", t)
-		}
+		return applyEnum(s, t, l)
 	case contract.Items:
 		if kind != reflect.Slice {
 			return fmt.Errorf("an item count on a %s", t)
@@ -339,6 +318,39 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 		s.set("const", l.Value)
 	default:
 		return fmt.Errorf("unknown kind of limit %T", limit)
+	}
+	return nil
+}
+
+// applyRange bounds a number (minimum, maximum, or their exclusive forms).
+func applyRange(s *object, t reflect.Type, l contract.Range) error {
+	if kind := t.Kind(); kind != reflect.Float64 && kind != reflect.Int && kind != reflect.Int64 {
+		return fmt.Errorf("a range on a %s", t)
+	}
+	key := "minimum"
+	if l.MinExclusive {
+		key = "exclusiveMinimum"
+	}
+	s.set(key, l.Min)
+	switch {
+	case math.IsInf(l.Max, 1):
+	case l.MaxExclusive:
+		s.set("exclusiveMaximum", l.Max)
+	default:
+		s.set("maximum", l.Max)
+	}
+	return nil
+}
+
+// applyEnum closes a string, or the strings of a list, to the enum's values.
+func applyEnum(s *object, t reflect.Type, l contract.Enum) error {
+	switch {
+	case t.Kind() == reflect.String:
+		s.set("enum", []string(l))
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		s.values["items"].(*object).set("enum", []string(l))
+	default:
+		return fmt.Errorf("an enum on a %s", t)
 	}
 	return nil
 }

@@ -65,100 +65,147 @@ func (l *Lazy) Arms() (*Isolation, error) {
 }
 
 func setUp(cfg config.Config, armsDir string) *Isolation {
-	iso := &Isolation{}
-	info := &iso.Info
+	b := &builder{cfg: cfg, armsDir: armsDir, iso: &Isolation{}}
+	info := &b.iso.Info
 	info.Notes = []string{}
 	info.Capabilities = privilege.Permitted()
 	canEnter := os.Geteuid() == 0 || slices.Contains(info.Capabilities, privilege.DACOverride.String())
-	setup := cgroup.Open(cfg.Cgroup, canEnter)
-	info.Cgroup = setup.CgroupSetup
-	var errs []error
-	loadgenCPUs, err := cpus("--loadgen-cpus", cfg.LoadgenCPUs)
-	errs = append(errs, err)
-	armCPUs, err := cpus("--arm-cpus", cfg.ArmCPUs)
-	errs = append(errs, err)
-	if loadgenCPUs.Overlaps(armCPUs) {
-		errs = append(errs, fmt.Errorf("--loadgen-cpus %s and --arm-cpus %s overlap: the load generator needs CPUs of its own", loadgenCPUs, armCPUs))
-	}
-	info.Placement = contract.Placement{Method: "none", LoadgenCPUs: loadgenCPUs.String(), ArmCPUs: armCPUs.String()}
-	if len(loadgenCPUs)+len(armCPUs) > 0 {
-		info.Placement.Method = "sched_setaffinity"
-		if setup.Has("cpuset") {
-			info.Placement.Method = "cpuset"
-		}
-	}
+	b.setup = cgroup.Open(cfg.Cgroup, canEnter)
+	info.Cgroup = b.setup.CgroupSetup
+	loadgenCPUs, armCPUs := b.place()
 	self, err := arm.Current()
-	errs = append(errs, err)
-	group := func(name string, cpus placement.CPUs, maxProcs int) *cgroup.Group {
-		g, err := setup.Group(name)
-		if err != nil || g == nil {
-			errs = append(errs, err)
-			return nil
-		}
-		if len(cpus) > 0 && g.Has("cpuset") {
-			errs = append(errs, g.SetCPUs(cpus.String()))
-		}
-		if maxProcs > 0 && g.Has("pids") {
-			errs = append(errs, g.SetMaxProcs(maxProcs))
-		}
-		return g
+	b.check(err)
+	b.ownGroups(self, loadgenCPUs)
+	b.arms(armCPUs)
+	b.limitProcs()
+	if b.iso.Champion != nil && b.iso.Challenger != nil {
+		b.check(setUpGuards(cfg, b.iso, b.setup))
 	}
-	iso.Loadgen = &arm.Arm{Name: groupLoadgen, User: self, Group: group(groupLoadgen, loadgenCPUs, 0), CPUs: loadgenCPUs}
-	iso.Supervisor = &arm.Arm{Name: groupSuper, User: self, Group: group(groupSuper, nil, 0)}
-	info.Arms = map[string]contract.ArmIsolation{}
-	dedicated := cfg.ChampionUser != cfg.ChallengerUser
-	for _, a := range []struct {
-		name, user string
-		port       int
-		dst        **arm.Arm
-	}{{contract.Champion, cfg.ChampionUser, cfg.ChampionPort, &iso.Champion}, {contract.Challenger, cfg.ChallengerUser, cfg.ChallengerPort, &iso.Challenger}} {
-		id, err := arm.Lookup(a.user)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("the %s arm: %w", a.name, err))
-		}
-		x := &arm.Arm{Name: a.name, User: id, Dedicated: dedicated && err == nil && !id.Self, Port: a.port,
-			Home: filepath.Join(armsDir, a.name), Group: group(a.name, armCPUs, cfg.ArmMaxProcs), CPUs: armCPUs}
-		if err == nil {
-			errs = append(errs, ensureHome(x))
-		}
-		*a.dst = x
-		ai := contract.ArmIsolation{User: id.Name, UID: id.UID, DedicatedUser: x.Dedicated, Port: a.port, Home: x.Home}
-		if x.Group != nil {
-			ai.Cgroup = x.Group.Path
-		}
-		info.Arms[a.name] = ai
-	}
-	info.MaxProcs = contract.MaxProcs{Limit: cfg.ArmMaxProcs, By: "none"}
-	switch {
-	case setup.Has("pids"):
-		info.MaxProcs.By = "pids.max"
-	case iso.Challenger.Dedicated && iso.Champion.Dedicated:
-		info.MaxProcs.By = "RLIMIT_NPROC"
-		// Rlimits are per process and inherited: lowering ours bounds every arm this process
-		// starts (counted per user, so per arm); perf-host's own user runs a handful.
-		lim := syscall.Rlimit{Cur: uint64(cfg.ArmMaxProcs), Max: uint64(cfg.ArmMaxProcs)}
-		errs = append(errs, syscall.Setrlimit(rlimitNproc, &lim))
-	}
-	if iso.Champion != nil && iso.Challenger != nil {
-		errs = append(errs, setUpGuards(cfg, iso, setup))
-	}
-	switch {
-	case self.Name == cfg.ChampionUser || self.Name == cfg.ChallengerUser:
-		info.Notes = append(info.Notes, fmt.Sprintf("the arms run as perf-host's own user %s (local mode): they are not isolated from perf-host or each other", self.Name))
-	case !dedicated:
-		info.Notes = append(info.Notes, fmt.Sprintf("both arms run as %s: the challenger can signal and read the champion (a host installed before per-arm users? re-run install.sh)", cfg.ChampionUser))
-	}
-	if info.Cgroup.Mode == cgroup.ModeNone {
-		info.Notes = append(info.Notes, info.Cgroup.Note)
-	}
-	iso.err = errors.Join(errs...)
-	if iso.err != nil {
-		info.Notes = append(info.Notes, "arms cannot run: "+iso.err.Error())
+	b.noteSharing(self)
+	b.iso.err = errors.Join(b.errs...)
+	if b.iso.err != nil {
+		info.Notes = append(info.Notes, "arms cannot run: "+b.iso.err.Error())
 	}
 	if err := arm.BecomeSubreaper(); err != nil {
 		info.Notes = append(info.Notes, err.Error())
 	}
-	return iso
+	return b.iso
+}
+
+// builder sets up an Isolation step by step, keeping every error: arms that cannot run say
+// all of what is wrong at once.
+type builder struct {
+	cfg     config.Config
+	armsDir string
+	setup   *cgroup.Setup
+	iso     *Isolation
+	errs    []error
+}
+
+func (b *builder) check(err error) { b.errs = append(b.errs, err) }
+
+// place reads the CPUs of the load generator and of the arms, which must not overlap, and
+// records how they are placed.
+func (b *builder) place() (loadgenCPUs, armCPUs placement.CPUs) {
+	loadgenCPUs, err := cpus("--loadgen-cpus", b.cfg.LoadgenCPUs)
+	b.check(err)
+	armCPUs, err = cpus("--arm-cpus", b.cfg.ArmCPUs)
+	b.check(err)
+	if loadgenCPUs.Overlaps(armCPUs) {
+		b.check(fmt.Errorf("--loadgen-cpus %s and --arm-cpus %s overlap: the load generator needs CPUs of its own", loadgenCPUs, armCPUs))
+	}
+	p := contract.Placement{Method: "none", LoadgenCPUs: loadgenCPUs.String(), ArmCPUs: armCPUs.String()}
+	if len(loadgenCPUs)+len(armCPUs) > 0 {
+		p.Method = "sched_setaffinity"
+		if b.setup.Has("cpuset") {
+			p.Method = "cpuset"
+		}
+	}
+	b.iso.Info.Placement = p
+	return loadgenCPUs, armCPUs
+}
+
+// group is perf-host's group name, on cpus and with at most maxProcs tasks (0: no bound);
+// nil without a cgroup subtree.
+func (b *builder) group(name string, cpus placement.CPUs, maxProcs int) *cgroup.Group {
+	g, err := b.setup.Group(name)
+	if err != nil || g == nil {
+		b.check(err)
+		return nil
+	}
+	if len(cpus) > 0 && g.Has("cpuset") {
+		b.check(g.SetCPUs(cpus.String()))
+	}
+	if maxProcs > 0 && g.Has("pids") {
+		b.check(g.SetMaxProcs(maxProcs))
+	}
+	return g
+}
+
+// ownGroups places perf-host's own processes: the executor with the load generator on its
+// CPUs, the supervisor in a group of its own.
+func (b *builder) ownGroups(self arm.Identity, loadgenCPUs placement.CPUs) {
+	b.iso.Loadgen = &arm.Arm{Name: groupLoadgen, User: self, Group: b.group(groupLoadgen, loadgenCPUs, 0), CPUs: loadgenCPUs}
+	b.iso.Supervisor = &arm.Arm{Name: groupSuper, User: self, Group: b.group(groupSuper, nil, 0)}
+}
+
+// arms sets up the champion and the challenger arm, each as its user, in its group, with its
+// home; they are isolated from each other only as users of their own.
+func (b *builder) arms(armCPUs placement.CPUs) {
+	b.iso.Info.Arms = map[string]contract.ArmIsolation{}
+	dedicated := b.cfg.ChampionUser != b.cfg.ChallengerUser
+	b.iso.Champion = b.arm(contract.Champion, b.cfg.ChampionUser, b.cfg.ChampionPort, armCPUs, dedicated)
+	b.iso.Challenger = b.arm(contract.Challenger, b.cfg.ChallengerUser, b.cfg.ChallengerPort, armCPUs, dedicated)
+}
+
+func (b *builder) arm(name, user string, port int, cpus placement.CPUs, dedicated bool) *arm.Arm {
+	id, err := arm.Lookup(user)
+	if err != nil {
+		b.check(fmt.Errorf("the %s arm: %w", name, err))
+	}
+	x := &arm.Arm{Name: name, User: id, Dedicated: dedicated && err == nil && !id.Self, Port: port,
+		Home: filepath.Join(b.armsDir, name), Group: b.group(name, cpus, b.cfg.ArmMaxProcs), CPUs: cpus}
+	if err == nil {
+		b.check(ensureHome(x))
+	}
+	ai := contract.ArmIsolation{User: id.Name, UID: id.UID, DedicatedUser: x.Dedicated, Port: port, Home: x.Home}
+	if x.Group != nil {
+		ai.Cgroup = x.Group.Path
+	}
+	b.iso.Info.Arms[name] = ai
+	return x
+}
+
+// limitProcs bounds the tasks of each arm: by pids.max, else (arms of users of their own) by
+// RLIMIT_NPROC.
+func (b *builder) limitProcs() {
+	mp := &b.iso.Info.MaxProcs
+	*mp = contract.MaxProcs{Limit: b.cfg.ArmMaxProcs, By: "none"}
+	switch {
+	case b.setup.Has("pids"):
+		mp.By = "pids.max"
+	case b.iso.Challenger.Dedicated && b.iso.Champion.Dedicated:
+		mp.By = "RLIMIT_NPROC"
+		// Rlimits are per process and inherited: lowering ours bounds every arm this process
+		// starts (counted per user, so per arm); perf-host's own user runs a handful.
+		lim := syscall.Rlimit{Cur: uint64(b.cfg.ArmMaxProcs), Max: uint64(b.cfg.ArmMaxProcs)}
+		b.check(syscall.Setrlimit(rlimitNproc, &lim))
+	}
+}
+
+// noteSharing says what the arms share that they should not: perf-host's user, each other's
+// user, or no cgroups.
+func (b *builder) noteSharing(self arm.Identity) {
+	info := &b.iso.Info
+	switch {
+	case self.Name == b.cfg.ChampionUser || self.Name == b.cfg.ChallengerUser:
+		info.Notes = append(info.Notes, fmt.Sprintf("the arms run as perf-host's own user %s (local mode): they are not isolated from perf-host or each other", self.Name))
+	case b.cfg.ChampionUser == b.cfg.ChallengerUser:
+		info.Notes = append(info.Notes, fmt.Sprintf("both arms run as %s: the challenger can signal and read the champion (a host installed before per-arm users? re-run install.sh)", b.cfg.ChampionUser))
+	}
+	if info.Cgroup.Mode == cgroup.ModeNone {
+		info.Notes = append(info.Notes, info.Cgroup.Note)
+	}
 }
 
 // rlimitNproc is RLIMIT_NPROC, which package syscall does not name.

@@ -67,17 +67,9 @@ func (e *execution) logf(format string, args ...any) { e.rec.logf(format, args..
 
 // run goes through the run's steps; the first to fail ends it.
 func (e *execution) run(ctx context.Context) error {
-	req, err := e.store.RunRequest(e.runID)
+	req, lp, err := e.prepare(ctx)
 	if err != nil {
-		return fail(contract.ErrorInternal, "%v", err)
-	}
-	e.outcome.Kind = req.Loadgen.Builds.Kind
-	lp, err := plan.Compile(req.Loadgen, e.store.RunDir(e.runID), generatorCPUs(e.cfg))
-	if err != nil {
-		return fail(contract.ErrorInternal, "%v", err)
-	}
-	if err := e.readDescriptorSets(ctx, lp); err != nil {
-		return fail(contract.ErrorPlan, "%v", err)
+		return err
 	}
 	e.logf("%s run %s started", e.outcome.Kind, e.runID)
 	if err := e.preflight(ctx, e.outcome.Kind); err != nil {
@@ -93,17 +85,9 @@ func (e *execution) run(ctx context.Context) error {
 	if err != nil {
 		return fail(contract.ErrorInternal, "%v", err)
 	}
-	// Both arms run with the run's service spec, the config that asked for the run: the
-	// champion's build (or the merge base) as the challenger's. The spec it was promoted with
-	// stays the supervisor's, between runs.
-	specChanged := false
-	if req.Loadgen.Builds.Base != contract.BaseMergeBase {
-		if st.Champion != req.Loadgen.Builds.ChampionSHA {
-			return fail(contract.ErrorInternal, "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
-		}
-		if specChanged = contract.Digest(req.Service) != contract.Digest(st.Service); specChanged {
-			e.logf("the champion arm runs champion %s with this run's service spec, not the one it was promoted with", st.Champion)
-		}
+	specChanged, err := e.championSpec(req, st)
+	if err != nil {
+		return err
 	}
 	// The run starts its own champion, as it starts the challenger; the supervisor's champion
 	// serves the port again before the run reports, however the run ends.
@@ -117,10 +101,50 @@ func (e *execution) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Both arms, and everything they started, are stopped before anything is reported.
+	e.result.Identity = e.identity(iso, lp, arms, specChanged)
+	return e.measureAndStop(ctx, iso, lp, arms)
+}
+
+// prepare reads the run's request and compiles its plan, with each arm's descriptor sets.
+func (e *execution) prepare(ctx context.Context) (contract.RunRequest, *plan.Plan, error) {
+	req, err := e.store.RunRequest(e.runID)
+	if err != nil {
+		return req, nil, fail(contract.ErrorInternal, "%v", err)
+	}
+	e.outcome.Kind = req.Loadgen.Builds.Kind
+	lp, err := plan.Compile(req.Loadgen, e.store.RunDir(e.runID), generatorCPUs(e.cfg))
+	if err != nil {
+		return req, nil, fail(contract.ErrorInternal, "%v", err)
+	}
+	if err := e.readDescriptorSets(ctx, lp); err != nil {
+		return req, nil, fail(contract.ErrorPlan, "%v", err)
+	}
+	return req, lp, nil
+}
+
+// championSpec checks that the champion is still the one the run was asked for, and says
+// whether the champion arm runs it with another spec than it was promoted with. Both arms run
+// with the run's service spec, the config that asked for the run: the champion's build (or the
+// merge base) as the challenger's. The spec it was promoted with stays the supervisor's,
+// between runs.
+func (e *execution) championSpec(req contract.RunRequest, st store.State) (changed bool, err error) {
+	if req.Loadgen.Builds.Base == contract.BaseMergeBase {
+		return false, nil
+	}
+	if st.Champion != req.Loadgen.Builds.ChampionSHA {
+		return false, fail(contract.ErrorInternal, "the champion is %s, not %s as when the run was asked for", st.Champion, req.Loadgen.Builds.ChampionSHA)
+	}
+	if changed = contract.Digest(req.Service) != contract.Digest(st.Service); changed {
+		e.logf("the champion arm runs champion %s with this run's service spec, not the one it was promoted with", st.Champion)
+	}
+	return changed, nil
+}
+
+// measureAndStop measures with both arms started, checks that each still owns its ports, and
+// stops both, with everything they started, before anything is reported.
+func (e *execution) measureAndStop(ctx context.Context, iso *isolation.Isolation, lp *plan.Plan, arms []*armstart.Start) error {
 	stop := sync.OnceValue(func() error { return e.stopArms(arms) })
 	defer stop()
-	e.result.Identity = e.identity(iso, lp, arms, specChanged)
 	measureErr := e.measure(ctx, iso, lp, arms)
 	if err := armstart.Each((*armstart.Start).OwnsPorts)(arms); err != nil && measureErr == nil {
 		var ae *armstart.ArmError
