@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"math"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -67,43 +68,66 @@ func marshal(v any) ([]byte, error) {
 type docs map[string]string
 
 func readDocs(dir string) (docs, error) {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, nil, parser.ParseComments)
+	files, err := contractFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := docs{}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					ts := spec.(*ast.TypeSpec)
-					doc := ts.Doc
-					if doc == nil && len(gd.Specs) == 1 {
-						doc = gd.Doc
-					}
-					out[ts.Name.Name] = sentence(doc)
-					st, ok := ts.Type.(*ast.StructType)
-					if !ok {
-						continue
-					}
-					for _, field := range st.Fields.List {
-						text := sentence(field.Doc)
-						if text == "" {
-							text = sentence(field.Comment)
-						}
-						for _, name := range field.Names {
-							out[ts.Name.Name+"."+name.Name] = text
-						}
-					}
-				}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.TYPE {
+				typeDocs(gd, out)
 			}
 		}
 	}
 	return out, nil
+}
+
+// typeDocs adds the doc comments of a type declaration's types and of their fields.
+func typeDocs(gd *ast.GenDecl, out docs) {
+	for _, spec := range gd.Specs {
+		ts := spec.(*ast.TypeSpec)
+		doc := ts.Doc
+		if doc == nil && len(gd.Specs) == 1 {
+			doc = gd.Doc
+		}
+		out[ts.Name.Name] = sentence(doc)
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			continue
+		}
+		for _, field := range st.Fields.List {
+			text := sentence(field.Doc)
+			if text == "" {
+				text = sentence(field.Comment)
+			}
+			for _, name := range field.Names {
+				out[ts.Name.Name+"."+name.Name] = text
+			}
+		}
+	}
+}
+
+// contractFiles parses the package's Go files in dir, tests left out (parser.ParseDir, which
+// read them all, is deprecated).
+func contractFiles(dir string) ([]*ast.File, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 func sentence(g *ast.CommentGroup) string {
