@@ -1,8 +1,8 @@
 // Package agent is the benchmark host: it keeps the champion serving, accepts challengers,
 // and runs one experiment at a time. All of its state lives under one root directory.
 //
-// Host wires the parts together and is the verbs' one entry point; each part is a package of
-// its own, and none of them imports this one:
+// Host wires the parts together, and perf-host dispatches each verb to its part; each part is
+// a package of its own, and none of them imports this one:
 //
 //	config      the host's flags
 //	store       the root directory: the champion pointer, the lock, releases, runs' records, audit log
