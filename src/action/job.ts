@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import * as core from "@actions/core";
 import type { PlannedRun } from "../config/gate-config";
-import { HostClient, type SshTarget } from "../host/client";
+import { type BenchmarkHost, HostClient, type SshTarget } from "../host/client";
 import { InputError, type Inputs, type Mode, needsHost } from "./inputs";
 import { type RunnerEnv, runUrl } from "./runner";
 
@@ -32,9 +32,16 @@ export interface Job {
   runUrl: string;
   /** Unique per workflow run attempt: `${runId}-${runAttempt}`. */
   attempt: string;
+  /** How the modes reach the host: over SSH (the action), or in memory (the modes' tests). */
+  connect: Connect;
 }
 
-export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now()): Job {
+/** Opens the benchmark host at a target. */
+export type Connect = (target: SshTarget, log: (line: string) => void) => BenchmarkHost;
+
+export const overSsh: Connect = (target, log) => new HostClient({ ...target, log });
+
+export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), connect = overSsh): Job {
   const attempt = `${runner.runId}-${runner.runAttempt}`;
   return {
     mode: inputs.mode,
@@ -53,12 +60,13 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now()):
     runner,
     runUrl: runUrl(runner),
     attempt,
+    connect,
   };
 }
 
-export function connectHost(job: Job): HostClient {
+export function connectHost(job: Job): BenchmarkHost {
   if (!job.host) throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
-  return new HostClient({ ...job.host, log: (l) => core.info(l) });
+  return job.connect(job.host, (l) => core.info(l));
 }
 
 /** The build a mode deploys; checked when it is about to be used. */

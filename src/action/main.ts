@@ -3,7 +3,7 @@
 import * as core from "@actions/core";
 import { cancelOpenChecksOnSignal } from "./github/open-checks";
 import { getInputs, type Mode } from "./inputs";
-import { type Job, resolveJob } from "./job";
+import { type Connect, type Job, overSsh, resolveJob } from "./job";
 import { runAccess } from "./modes/access";
 import { runCalibrate } from "./modes/calibrate";
 import { runCommand } from "./modes/command";
@@ -22,13 +22,17 @@ const modes: Record<Mode, (job: Job) => Promise<void>> = {
   calibrate: runCalibrate,
 };
 
-export async function run(): Promise<void> {
+/** The main step; `connect` reaches the host (over SSH, or the modes' tests' host in memory). */
+export async function run(connect: Connect = overSsh): Promise<void> {
+  let stopCancelling = () => {};
   try {
-    const job = resolveJob(getInputs(), runnerEnv());
+    const job = resolveJob(getInputs(), runnerEnv(), Date.now(), connect);
     // A cancelled step must not leave its check in_progress (docs/design/0014-who-runs-code.md).
-    cancelOpenChecksOnSignal(job.runUrl);
+    stopCancelling = cancelOpenChecksOnSignal(job.runUrl);
     await modes[job.mode](job);
   } catch (e) {
     core.setFailed((e as Error).message);
+  } finally {
+    stopCancelling();
   }
 }

@@ -16,7 +16,7 @@ import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
 import { gate } from "../experiment/gate";
 import { type Progress, seedOf } from "../experiment/measure";
-import { HostClient, type HostOptions } from "../host/client";
+import { type BenchmarkHost, HostClient, type HostOptions } from "../host/client";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
@@ -127,7 +127,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
  * The first Ctrl-C (or SIGTERM) aborts the run in flight and starts no other; a second one
  * ends the command at once.
  */
-function localHost(host: HostClient, o: RunOptions, say: (line: string) => void) {
+function localHost(host: BenchmarkHost, o: RunOptions, say: (line: string) => void) {
   const isLocal = "perfHost" in o.target;
   let stopOnExit = false;
   let inFlight: string | undefined;
@@ -270,7 +270,7 @@ function isCpuList(list: string): boolean {
 }
 
 /** Deploys and promotes a build as the champion, unless it already is. */
-async function installChampion(host: HostClient, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {
+async function installChampion(host: BenchmarkHost, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {
   const sha = digestOf(build);
   if ((await host.status()).champion === sha) return;
   say(await host.deploy("champion", sha, build));
@@ -292,14 +292,14 @@ interface Done {
 type Shared = { busyDeadline: number; progress: Progress };
 
 /** The challenger against the champion, pooled with its earlier runs, judged against the host's floors. */
-async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared): Promise<Done> {
+async function gateHere(host: BenchmarkHost, config: GateConfig, o: RunOptions, s: Shared): Promise<Done> {
   const sha = digestOf(o.challenger!);
   const { analysis, artifacts, notes, evidence } = await gate(host, config, { challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha), outDir: o.out, ...s });
   return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
 
 /** The A/A protocol: the champion on both ports, each interval recorded as the host's floor. */
-async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }): Promise<Done> {
+async function calibrateHere(host: BenchmarkHost, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }): Promise<Done> {
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrateAndReport(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o.out, champion, ...s });

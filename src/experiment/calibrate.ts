@@ -9,7 +9,7 @@ import type { Analysis, Comparison } from "../analysis/verdict";
 import { type Calibration, calibrations, excludesZero, floorRecord } from "../analysis/floors";
 import { configFor, type GateConfig } from "../config/gate-config";
 import type { StoredFloor } from "../contract/host";
-import type { HostClient } from "../host/client";
+import type { BenchmarkHost } from "../host/client";
 import { decide } from "./decide";
 import { calibrationLine, calibrationReport } from "../report/calibration";
 import { markdownReport } from "../report/markdown";
@@ -32,7 +32,7 @@ export type CalibrationOptions = Omit<Measurement, "kind" | "challenger" | "pool
   confirmProgress?: Measurement["progress"];
 };
 
-export async function calibrate(host: HostClient, config: GateConfig, o: CalibrationOptions): Promise<CalibrationRun> {
+export async function calibrate(host: BenchmarkHost, config: GateConfig, o: CalibrationOptions): Promise<CalibrationRun> {
   const aa = (c: GateConfig, runIdPrefix: string, progress: Measurement["progress"]) =>
     measure(host, c, { ...o, runIdPrefix, progress, kind: "aa", pool: false });
   const first = await aa(config, o.runIdPrefix, o.progress);
@@ -71,7 +71,7 @@ export interface ReportedCalibration extends CalibrationRun {
  * `perf-gate run --aa`: calibration.md (the calibration report) beside the verdict files every
  * run leaves (report.md, analysis.json, chart.svg, result.json).
  */
-export async function calibrateAndReport(host: HostClient, config: GateConfig, o: CalibrationOptions & { outDir: string; champion: string }): Promise<ReportedCalibration> {
+export async function calibrateAndReport(host: BenchmarkHost, config: GateConfig, o: CalibrationOptions & { outDir: string; champion: string }): Promise<ReportedCalibration> {
   const { outDir, champion, ...options } = o;
   const run = await calibrate(host, config, options);
   const identity = identityNotes(run.analysis, run.documents);

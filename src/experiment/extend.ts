@@ -7,7 +7,7 @@ import { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { configFor, type GateConfig } from "../config/gate-config";
 import type { HostStatus } from "../contract/host";
-import type { HostClient } from "../host/client";
+import type { BenchmarkHost } from "../host/client";
 import { decide } from "./decide";
 import { type Evidence, type Measurement, measure } from "./measure";
 
@@ -22,7 +22,7 @@ export interface Judgement {
  * extends unclear comparisons up to slices.max_extensions times. `keep` gets every result
  * document so far before each decision: a run that cannot be judged is still evidence.
  */
-export async function measureAndDecide(host: HostClient, config: GateConfig, m: Measurement, keep: (documents: unknown[]) => void): Promise<Judgement> {
+export async function measureAndDecide(host: BenchmarkHost, config: GateConfig, m: Measurement, keep: (documents: unknown[]) => void): Promise<Judgement> {
   let evidence = await measure(host, config, m);
   keep(evidence.documents);
   const status = await host.status();

@@ -3,7 +3,7 @@
 // the host's floors, then the report with its notes, and the artifacts beside it.
 import type { Analysis } from "../analysis/verdict";
 import type { GateConfig } from "../config/gate-config";
-import type { HostClient } from "../host/client";
+import type { BenchmarkHost } from "../host/client";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
 import { type Artifacts, writeArtifacts, writeResults } from "./artifacts";
@@ -29,7 +29,7 @@ export interface GateVerdict {
 }
 
 /** A challenger against the champion, pooled with its earlier runs, judged and reported. */
-export async function gate(host: HostClient, config: GateConfig, r: GateRun): Promise<GateVerdict> {
+export async function gate(host: BenchmarkHost, config: GateConfig, r: GateRun): Promise<GateVerdict> {
   const { outDir, notes: given = [], runUrl, ...measurement } = r;
   // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
   const { evidence, analysis, status } = await measureAndDecide(host, config, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));

@@ -8,7 +8,7 @@ import { resultKey } from "../analysis/verdict";
 import { type GateConfig, type PlannedRun, planRuns } from "../config/gate-config";
 import type { Kind } from "../contract/plan";
 import { comparisonKey } from "../contract/rules";
-import { type HostClient, HostError } from "../host/client";
+import { type BenchmarkHost, HostError } from "../host/client";
 
 export interface Progress {
   /** A line to keep (a deploy, a run starting). */
@@ -49,7 +49,7 @@ export interface Evidence {
   otherIdentity: { runId: string; differs: string[] }[];
 }
 
-export async function measure(host: HostClient, config: GateConfig, m: Measurement): Promise<Evidence> {
+export async function measure(host: BenchmarkHost, config: GateConfig, m: Measurement): Promise<Evidence> {
   const challengerSha = m.kind === "ab" ? m.challenger?.sha : undefined;
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
@@ -81,7 +81,7 @@ export async function measure(host: HostClient, config: GateConfig, m: Measureme
  * service spec, the placement, the generator's settings): a rerun adds evidence, and the
  * verdict engine tightens its confidence for each look.
  */
-async function withEarlierRuns(host: HostClient, challengerSha: string, fresh: Evidence): Promise<Evidence> {
+async function withEarlierRuns(host: BenchmarkHost, challengerSha: string, fresh: Evidence): Promise<Evidence> {
   const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
   const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
   const champion = fresh.results[0]?.result.plan.builds?.champion_sha;

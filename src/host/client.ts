@@ -48,7 +48,29 @@ export type HostOptions = (SshTarget | LocalTarget) & {
   log?: (line: string) => void;
 };
 
-export class HostClient {
+/**
+ * What the action's modes, the gate sequence (src/experiment/) and the CLI ask of a benchmark
+ * host: perf-host's verbs, one method each. HostClient speaks them to a real perf-host (over
+ * SSH, or on this machine); the modes' tests answer them in memory.
+ */
+export interface BenchmarkHost {
+  deploy(role: "challenger" | "champion", sha: string, artifact: string): Promise<string>;
+  promote(sha: string, service: ServiceSpec, busyDeadline?: number): Promise<string>;
+  rollback(busyDeadline?: number): Promise<string>;
+  abort(runId: string): Promise<void>;
+  stopChampion(): Promise<string>;
+  recordFloor(runId: string, floor: FloorRecord): Promise<void>;
+  floorHistory(): Promise<StoredFloor[]>;
+  runsOf(sha: string): Promise<RunSummary[]>;
+  start(kind: "run" | "aa", runId: string, request: RunRequest, busyDeadline: number): Promise<void>;
+  wait(runId: string, onLine: (line: string) => void): Promise<RunOutcome>;
+  result(runId: string): Promise<{ document: unknown; message: HostResult }>;
+  status(): Promise<HostStatus>;
+  /** Releases what the connection holds (the key on disk). */
+  close(): void;
+}
+
+export class HostClient implements BenchmarkHost {
   private readonly dir: string;
   private readonly keyFile: string;
   private readonly knownHostsFile: string;

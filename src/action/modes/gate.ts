@@ -12,7 +12,7 @@ import { type Artifacts, writeUnmeasured } from "../../experiment/artifacts";
 import { gate, type GateVerdict } from "../../experiment/gate";
 import { seedOf } from "../../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
-import { type HostClient, HostError } from "../../host/client";
+import { type BenchmarkHost, HostError } from "../../host/client";
 import { InputError } from "../inputs";
 import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
@@ -45,7 +45,7 @@ export interface GateOptions {
 /** Measures a pull request's head against the champion and reports on the check run, labels and comment. */
 export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, o: GateOptions): Promise<void> {
   const check = await gh.startCheck(pr.headSha, "perf-gate: measuring", undefined, job.runUrl);
-  let host: HostClient | null = null;
+  let host: BenchmarkHost | null = null;
   try {
     const access = await o.authorize();
     if (!access.allowed) return await refuseAccess(gh, pr.number, check, access);
@@ -67,7 +67,7 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
 type Judged = Pick<GateVerdict, "analysis" | "report" | "artifacts">;
 
 /** Deploys and measures the head, pooled with its earlier runs, and judges it against the host's floors. */
-async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
+async function judgePullRequest(gh: GitHub, host: BenchmarkHost, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
   const sha = pr.headSha;
   const base = await mergeBaseBuild(gh, host, config, pr, job, existsSync);
   return gate(host, config, {

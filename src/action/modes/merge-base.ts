@@ -5,7 +5,7 @@
 import * as core from "@actions/core";
 import { ConfigError, type GateConfig } from "../../config/gate-config";
 import type { GitHub } from "../github/client";
-import type { HostClient } from "../../host/client";
+import type { BenchmarkHost } from "../../host/client";
 import { InputError } from "../inputs";
 import type { Job } from "../job";
 import { configAt } from "../repo-config";
@@ -43,7 +43,7 @@ export interface MergeBaseBuild {
 }
 
 /** What the champion arm runs for a gate of this pull request under config. */
-export async function mergeBaseBuild(gh: GitHub, host: HostClient, config: GateConfig, pr: PullRequestCommits, job: Job, exists: (path: string) => boolean): Promise<MergeBaseBuild> {
+export async function mergeBaseBuild(gh: GitHub, host: BenchmarkHost, config: GateConfig, pr: PullRequestCommits, job: Job, exists: (path: string) => boolean): Promise<MergeBaseBuild> {
   if (config.comparison_base !== "merge-base") return {};
   const sha = await gh.mergeBase(pr.baseSha, pr.headSha);
   const short = sha.slice(0, 7);

@@ -12,7 +12,7 @@ import { writeArtifacts, writeUnmeasured } from "../../experiment/artifacts";
 import { decide } from "../../experiment/decide";
 import { measure, seedOf } from "../../experiment/measure";
 import { GitHub } from "../github/client";
-import type { HostClient } from "../../host/client";
+import type { BenchmarkHost } from "../../host/client";
 import { InputError } from "../inputs";
 import { connectHost, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
@@ -103,7 +103,7 @@ function promotedSha(job: Job): string {
  * The short A/A run after a swap: the first workload at its first rate, for the configured
  * number of pairs. A run that fails (the new champion unhealthy or crashing) fails the check.
  */
-async function verify(host: HostClient, config: GateConfig, job: Job, verb: string, sha: string): Promise<{ passed: boolean; unmeasured?: boolean; findings: string[]; text: string }> {
+async function verify(host: BenchmarkHost, config: GateConfig, job: Job, verb: string, sha: string): Promise<{ passed: boolean; unmeasured?: boolean; findings: string[]; text: string }> {
   const first = planRuns(config, {}, 0)[0]!;
   const narrowed = configFor(config, first.workload, first.rate);
   const short: GateConfig = { ...narrowed, slices: { ...config.slices, pairs: config.promotion.verify_pairs } };
