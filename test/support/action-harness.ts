@@ -8,7 +8,7 @@ import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { type ActionRun, type RunOptions, runAction } from "./action-runner";
 import { TestHost } from "./bench-host";
-import { DEFAULT_TOKEN, GitHubFake } from "./github-fake";
+import { ACTIONS_BOT, type Comment, DEFAULT_TOKEN, GitHubFake, userNamed } from "./github-fake";
 
 // The SLO is at p90: 200 req/s in 1 s slices records ~160 requests per slice, enough for p90
 // (100) but not for a stable p99 (1,000), and the tests keep their runs short.
@@ -36,6 +36,22 @@ export function examplePayload<T>(event: string, pick: (p: T) => boolean = () =>
   return structuredClone(list.find(pick)!);
 }
 
+export type PullRequestPayload = {
+  action: string;
+  pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } };
+  label?: { name: string };
+  sender: { login: string };
+};
+
+export type CommentPayload = {
+  action: string;
+  issue: { number: number; pull_request?: object };
+  comment: { id: number; body: string; created_at: string; user: { login: string; type: string } };
+};
+
+/** The mark of a comment by the action: the sticky comment's first line. */
+const STICKY = "<!-- perf-gate:sticky -->";
+
 /** The action's bundle against the GitHub fake, for the modes that never touch the host. */
 export class GitHubHarness {
   private runCounter = 1000;
@@ -59,16 +75,70 @@ export class GitHubHarness {
     return { "github-token": DEFAULT_TOKEN, config: ".github/perf-gate.yml", mode, "on-infrastructure-failure": "fail", "busy-timeout-minutes": "5", ...extra };
   }
 
-  /** Runs dist/index.js (or the post step) for one event. */
+  /** Runs the main step (or the post step) for one event. */
   run(inputs: Record<string, string>, eventName: string, payload: unknown, env: Record<string, string> = {}, o: RunOptions = {}): Promise<ActionRun> {
-    return runAction(inputs, {
+    return this.step(inputs, {
       GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: this.api, GITHUB_REPOSITORY: REPOSITORY,
-      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", GITHUB_SHA: "e".repeat(40), ...env,
+      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", GITHUB_SHA: "e".repeat(40), PERF_GATE_GITHUB_UNPACED: "1", ...env,
     }, payload, o);
+  }
+
+  /** The step as the runner runs it: dist/index.js (or dist/post.js) under Node 24. */
+  protected step(inputs: Record<string, string>, env: Record<string, string>, payload: unknown, o: RunOptions): Promise<ActionRun> {
+    return runAction(inputs, env, payload, o);
   }
 
   lastCheck() {
     return this.fake.checkRuns.at(-1)!;
+  }
+
+  /** The check runs on a commit, oldest first. */
+  checksOn(sha: string, name = "perf-gate") {
+    return this.fake.checkRuns.filter((c) => c.head_sha === sha && c.name === name);
+  }
+
+  /** GitHub's view of a pull request now: its head (a fork's, when headRepo is another repository) and base. */
+  setPull(pr: number, headSha: string, o: { baseSha: string; headRepo?: string; headPushedAt?: string }): void {
+    this.fake.pulls.set(pr, { headSha, baseSha: o.baseSha, baseRef: "master", state: "open", headRepo: o.headRepo ?? REPOSITORY, headPushedAt: o.headPushedAt ?? "2026-11-21T09:00:00Z" });
+  }
+
+  /** A real pull_request payload with this action, for a pull request's head and base; a fork's, labelled, or sent by another user when asked. */
+  pullRequestEvent(action: string, pr: number, head: string, baseSha: string, o: { fork?: boolean; label?: string; sender?: string } = {}): PullRequestPayload {
+    // The example of this action where GitHub's examples have one, else an opened one.
+    const p = examplePayload<PullRequestPayload>("pull_request", (e) => e.action === action) ?? examplePayload<PullRequestPayload>("pull_request", (e) => e.action === "opened");
+    p.action = action;
+    p.pull_request.number = pr;
+    p.pull_request.head.sha = head;
+    p.pull_request.base.sha = baseSha;
+    if (o.fork) p.pull_request.head.repo = { ...p.pull_request.head.repo, full_name: "forker/Hello-World", fork: true };
+    if (o.label) p.label = { name: o.label };
+    if (o.sender) p.sender = { ...p.sender, login: o.sender };
+    return p;
+  }
+
+  /** A real issue_comment payload of a comment GitHub now holds, on a pull request as GitHub marks one. */
+  commentEvent(pr: number, body: string, login = "Codertocat", type: "User" | "Bot" = "User"): CommentPayload {
+    const held = this.fake.addComment(pr, body, { ...userNamed(login), type });
+    const p = examplePayload<CommentPayload>("issue_comment", (e) => e.action === "created");
+    p.issue.number = pr;
+    p.issue.pull_request = { url: `https://api.github.com/repos/${REPOSITORY}/pulls/${pr}` };
+    p.comment = { ...p.comment, id: held.id, body, created_at: "2026-11-21T10:00:00Z", user: { ...p.comment.user, login, type } };
+    return p;
+  }
+
+  /** The action's own comments on a pull request. */
+  ours(pr: number): Comment[] {
+    return (this.fake.comments.get(pr) ?? []).filter((c) => c.user.login === ACTIONS_BOT.login);
+  }
+
+  /** The action's replies to commands on a pull request, oldest first. */
+  replies(pr: number): string[] {
+    return this.ours(pr).filter((c) => !c.body.startsWith(STICKY)).map((c) => c.body);
+  }
+
+  /** The action's sticky comment on a pull request (one at most). */
+  sticky(pr: number): Comment[] {
+    return this.ours(pr).filter((c) => c.body.startsWith(STICKY));
   }
 }
 

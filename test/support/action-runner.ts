@@ -29,21 +29,10 @@ export interface RunOptions {
 }
 
 export async function runAction(inputs: Record<string, string>, env: Record<string, string>, event: unknown, o: RunOptions = {}): Promise<ActionRun> {
-  const dir = mkdtempSync(join(tmpdir(), "perf-gate-runner-"));
-  const files = { event: join(dir, "event.json"), output: join(dir, "output"), summary: join(dir, "summary.md"), state: join(dir, "state") };
-  writeFileSync(files.event, JSON.stringify(event));
-  for (const f of [files.output, files.summary, files.state]) writeFileSync(f, "");
-  // As the runner does: every input action.yml declares gets its default unless the step sets it.
-  const declared = (parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { inputs: Record<string, { default?: string }> }).inputs;
-  const defaults = Object.fromEntries(Object.entries(declared).map(([k, d]) => [k, String(d.default ?? "").includes("${{") ? "" : String(d.default ?? "")]));
-  const inputEnv = Object.fromEntries(Object.entries({ ...defaults, ...inputs }).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]));
+  const step = stepFiles(event);
   const { code, signal, stdout } = await new Promise<{ code: number; signal: string | null; stdout: string }>((resolve) => {
     const child = execFile(node24, [join(repoRoot, `dist/${o.script ?? "index"}.js`)], {
-      env: {
-        PATH: process.env.PATH, HOME: process.env.HOME,
-        GITHUB_EVENT_PATH: files.event, GITHUB_OUTPUT: files.output, GITHUB_STEP_SUMMARY: files.summary, GITHUB_STATE: files.state,
-        RUNNER_TEMP: dir, GITHUB_ACTIONS: "true", ...inputEnv, ...env,
-      },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stepEnv(step, inputs, env) },
       maxBuffer: 32 << 20,
       timeout: 600_000,
     }, (err, out) => {
@@ -52,8 +41,41 @@ export async function runAction(inputs: Record<string, string>, env: Record<stri
     });
     o.started?.(child);
   });
+  return stepRun(step, { code, signal, stdout });
+}
+
+/** The files the runner gives a step: the event payload, and where its outputs, summary and state go. */
+export interface StepFiles {
+  dir: string;
+  event: string;
+  output: string;
+  summary: string;
+  state: string;
+}
+
+export function stepFiles(event: unknown): StepFiles {
+  const dir = mkdtempSync(join(tmpdir(), "perf-gate-runner-"));
+  const files = { dir, event: join(dir, "event.json"), output: join(dir, "output"), summary: join(dir, "summary.md"), state: join(dir, "state") };
+  writeFileSync(files.event, JSON.stringify(event));
+  for (const f of [files.output, files.summary, files.state]) writeFileSync(f, "");
+  return files;
+}
+
+/** The step's environment as the runner sets it: its files, and every input action.yml declares (its default unless given). */
+export function stepEnv(files: StepFiles, inputs: Record<string, string>, env: Record<string, string>): Record<string, string> {
+  const declared = (parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { inputs: Record<string, { default?: string }> }).inputs;
+  const defaults = Object.fromEntries(Object.entries(declared).map(([k, d]) => [k, String(d.default ?? "").includes("${{") ? "" : String(d.default ?? "")]));
+  const inputEnv = Object.fromEntries(Object.entries({ ...defaults, ...inputs }).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]));
   return {
-    code, signal, stdout,
+    GITHUB_EVENT_PATH: files.event, GITHUB_OUTPUT: files.output, GITHUB_STEP_SUMMARY: files.summary, GITHUB_STATE: files.state,
+    RUNNER_TEMP: files.dir, GITHUB_ACTIONS: "true", ...inputEnv, ...env,
+  };
+}
+
+/** What the step left: its exit, its log, and what it wrote to the runner's files. */
+export function stepRun(files: StepFiles, ended: { code: number; signal: string | null; stdout: string }): ActionRun {
+  return {
+    ...ended,
     outputs: parseOutputs(readFileSync(files.output, "utf8")),
     state: parseOutputs(readFileSync(files.state, "utf8")),
     summary: readFileSync(files.summary, "utf8"),
