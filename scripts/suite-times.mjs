@@ -1,0 +1,125 @@
+// Where the suite's time goes: runs a Go test package (`go test -json`) or vitest (its JSON
+// reporter) inside a cgroup v1 cpuacct group of its own, samples the group's CPU time as it
+// runs, and prints per Go test or per vitest file its wall seconds and the CPU seconds used
+// meanwhile by it and everything it started (sshd, perf-host, the arms, the load generator,
+// also when they detach: cgroup membership is inherited, and perf-host moves its arms only in
+// the cgroup v2 hierarchy). Wall time alone misleads on a machine shared with other work; CPU
+// seconds are this suite's own. CPU is attributed by time window, which is exact where tests
+// run one at a time (Go tests in a package, vitest's e2e files) and a share otherwise (the
+// unit files run in parallel: their CPU is reported for the group only). Needs root (the cgroup).
+//
+// With --json, the rows go to OUT and the command's own output (go test's events, vitest's
+// report) beside it, as OUT.raw. --subtests lists Go subtests as rows of their own too.
+//
+//   node scripts/suite-times.mjs go [--dir benchmark-host] [--json out.json] [--subtests] -- ./e2e -run X -count=1
+//   node scripts/suite-times.mjs vitest [--json out.json] -- --project e2e test/action/gate.e2e.test.ts
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values: opt, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    dir: { type: "string", default: "." },
+    json: { type: "string" },
+    subtests: { type: "boolean", default: false },
+  },
+});
+const [tool, ...args] = positionals;
+if (tool !== "go" && tool !== "vitest") {
+  console.error("usage: node scripts/suite-times.mjs go|vitest [--dir DIR] [--json OUT] -- ARGS");
+  process.exit(2);
+}
+
+const group = `/sys/fs/cgroup/cpuacct/perf-gate-suite-times-${process.pid}`;
+mkdirSync(group);
+writeFileSync(join(group, "cgroup.procs"), String(process.pid));
+const usage = () => Number(readFileSync(join(group, "cpuacct.usage"), "utf8")) / 1e9;
+
+/** [ms since the epoch, CPU seconds] every 200 ms while the command runs. */
+const samples = [[Date.now(), usage()]];
+const sampler = setInterval(() => samples.push([Date.now(), usage()]), 200);
+const cpuAt = (t) => {
+  let i = samples.findIndex(([at]) => at >= t);
+  if (i < 0) i = samples.length - 1;
+  return samples[i][1];
+};
+
+const work = mkdtempSync(join(tmpdir(), "perf-gate-suite-times-"));
+const report = join(work, "vitest.json");
+const [cmd, argv] =
+  tool === "go"
+    ? ["go", ["test", "-json", ...args]]
+    : ["npx", ["vitest", "run", "--reporter=json", `--outputFile=${report}`, "--reporter=default", ...args]];
+const started = Date.now();
+const child = spawn(cmd, argv, { cwd: opt.dir, stdio: ["ignore", "pipe", "inherit"] });
+let stdout = "";
+child.stdout.on("data", (d) => {
+  stdout += d;
+  if (tool === "vitest") process.stdout.write(d);
+});
+const code = await new Promise((resolve) => child.on("close", resolve));
+clearInterval(sampler);
+samples.push([Date.now(), usage()]);
+const total = { wallS: (Date.now() - started) / 1000, cpuS: samples.at(-1)[1] - samples[0][1] };
+
+/** Rows: name, wall seconds, CPU seconds in its window, outcome. */
+const rows = tool === "go" ? goRows(stdout) : vitestRows(JSON.parse(readFileSync(report, "utf8")));
+rows.sort((a, b) => b.wallS - a.wallS);
+const width = Math.max(...rows.map((r) => r.name.length), 5);
+console.log(`\n${"test".padEnd(width)}  wall s   CPU s  outcome`);
+for (const r of rows)
+  console.log(
+    `${r.name.padEnd(width)} ${r.wallS.toFixed(1).padStart(7)} ${r.cpuS === null ? "      -" : r.cpuS.toFixed(1).padStart(7)}  ${r.outcome}`,
+  );
+console.log(
+  `${"all".padEnd(width)} ${total.wallS.toFixed(1).padStart(7)} ${total.cpuS.toFixed(1).padStart(7)}  exit ${code}`,
+);
+if (opt.json) {
+  writeFileSync(opt.json, JSON.stringify({ tool, args, total, rows }, null, 2));
+  writeFileSync(`${opt.json}.raw`, tool === "go" ? stdout : readFileSync(report));
+}
+writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), String(process.pid));
+rmdirSync(group);
+process.exit(code ?? 1);
+
+/** Go tests (top-level, or subtests too), from `go test -json` events (each test's first and last event); a failure's last lines are printed. */
+function goRows(text) {
+  const tests = new Map();
+  const output = new Map();
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const e = JSON.parse(line);
+    if (e.Test && e.Action === "output") output.set(e.Test, [...(output.get(e.Test) ?? []), e.Output]);
+    if (e.Test && e.Action === "fail")
+      console.log(`--- ${e.Test} failed:\n${(output.get(e.Test) ?? []).slice(-15).join("")}`);
+    if (!e.Test || (e.Test.includes("/") && !opt.subtests)) continue;
+    const t = tests.get(e.Test) ?? { start: Date.parse(e.Time), end: 0, outcome: "?", skip: "" };
+    t.end = Date.parse(e.Time);
+    if (["pass", "fail", "skip"].includes(e.Action)) t.outcome = e.Action;
+    if (e.Action === "output" && /_test\.go:\d+: /.test(e.Output) && t.outcome === "?") t.skip = e.Output.trim();
+    tests.set(e.Test, t);
+  }
+  return [...tests].map(([name, t]) => ({
+    name,
+    wallS: (t.end - t.start) / 1000,
+    cpuS: cpuAt(t.end) - cpuAt(t.start),
+    outcome: t.outcome === "skip" ? `skip: ${t.skip.slice(0, 80)}` : t.outcome,
+  }));
+}
+
+/** vitest files, from its JSON reporter; CPU only where files ran one at a time (the e2e project). */
+function vitestRows(r) {
+  return r.testResults.map((f) => {
+    const name = f.name.replace(`${process.cwd()}/`, "");
+    const skipped = f.assertionResults.filter((a) => a.status !== "passed" && a.status !== "failed").length;
+    return {
+      name,
+      wallS: (f.endTime - f.startTime) / 1000,
+      cpuS: name.endsWith(".e2e.test.ts") ? cpuAt(f.endTime) - cpuAt(f.startTime) : null,
+      outcome: `${f.status}${skipped ? ` (${skipped} skipped)` : ""}`,
+    };
+  });
+}
