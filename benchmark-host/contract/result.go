@@ -96,6 +96,10 @@ type Slice struct {
 	Histogram string `json:"histogram"`
 	// The named percentiles the slice recorded too few requests for (see SampleBudget).
 	ShortOfBudget []string `json:"short_of_budget"`
+	// Each request class's share of the slice, one per entry of the plan's requests, in order
+	// (docs/design/0020-request-classes.md): its counts add up to the slice's. Absent for a
+	// workload of one entry (the slice is its class) or of more than MaxClasses.
+	Classes []ClassSlice `json:"classes,omitempty"`
 	// What the measured arm's processes used during the slice, filled by perf-host from the
 	// arm's cgroup (the host result's resource_accounting says from where); absent from the load
 	// generator alone, or when it could not be read. CPU µs per completed request:
@@ -126,6 +130,25 @@ type Slice struct {
 	HostDisturbance string `json:"host_disturbance,omitempty"`
 	Valid           bool   `json:"valid"`
 	InvalidReason   string `json:"invalid_reason,omitempty"`
+}
+
+// MaxClasses is the most request classes a slice records one by one: each is a latency
+// histogram per slice, and a mix of more entries is a workload to split.
+const MaxClasses = 16
+
+// ClassSlice is one request class's share of a slice: the requests drawn from one entry of
+// the plan's requests, counted and recorded as the slice is.
+type ClassSlice struct {
+	// Requests answered or failed, answered 2xx/3xx, and in the latency histogram.
+	Completed int64       `json:"completed" limit:"count"`
+	OK        int64       `json:"ok" limit:"count"`
+	Recorded  int64       `json:"recorded" limit:"count"`
+	Errors    ErrorCounts `json:"errors"`
+	LatencyUs Latency     `json:"latency_us"`
+	// Corrected latency in µs, HdrHistogram compressed base64 V2.
+	Histogram string `json:"histogram"`
+	// The named percentiles the class recorded too few requests for in this slice.
+	ShortOfBudget []string `json:"short_of_budget"`
 }
 
 // ErrorCounts counts failed requests by class.
