@@ -9,6 +9,7 @@ import { errorClasses } from "../analysis/failures";
 import { ESTIMATOR_DESCRIPTION } from "../analysis/latency-estimator";
 import type { Analysis, ArmSummary, Comparison, Look } from "../analysis/verdict";
 import { type Arms, armsOf } from "./arms";
+import { classesSentence, classesTable } from "./classes";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
 import { blockedByNote } from "./gate-outcome";
@@ -46,6 +47,11 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
   const several = a.comparisons.length > 1;
   const out: string[] = [...(opts.preamble ?? [])];
   out.push(`### ${headline(a, arms)}`, "", compared(a, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a, arms) : verdictSentence(a));
+  // Where the time went, before what it cost: the classes that moved.
+  for (const c of a.comparisons) {
+    const line = classesSentence(c, several ? ` (${c.key})` : "");
+    if (line) out.push("", line);
+  }
   const costs = a.comparisons.flatMap((c) => resourceChanges(c).map((r) => (several ? `${c.key}: ${r}` : r)));
   if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a.preflight.length > 0) out.push("", preflightWarning(a.preflight));
@@ -164,6 +170,7 @@ function comparisonSection(c: Comparison, percentile: number, arms: Arms, severa
     ...resourceRows(c),
   );
   out.push("", ...intervalLines(c, p));
+  out.push(...classesTable(c, arms));
   if (c.flags.length > 0) out.push("", ...c.flags.map((f) => `> ⚠️ **${f.code.replace(/_/g, " ")}**: ${f.message}`));
   out.push("", textChart(c, percentile, arms));
   const pooled = c.runs.length > 1;
