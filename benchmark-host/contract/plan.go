@@ -219,6 +219,10 @@ type RunRequest struct {
 	// service spec. An A/A run leaves it out.
 	MergeBaseSHA string      `json:"merge_base_sha,omitempty" limit:"sha"`
 	Service      ServiceSpec `json:"service"`
+	// Sample both arms' CPU stacks during the run, each in its own slices, and keep them as
+	// profiles beside the result (docs/design/0021-profiles.md). A host without perf runs the
+	// run all the same and says why there are none.
+	Profile bool `json:"profile,omitempty"`
 	// The load generator's plan, without targets and builds: the host sets them.
 	Loadgen Plan `json:"loadgen"`
 }

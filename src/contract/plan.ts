@@ -127,6 +127,8 @@ export const runRequestSchema = z.looseObject({
   /** comparison_base merge-base: a deployed build the champion arm runs instead of the champion. */
   merge_base_sha: sha.optional(),
   service: serviceSchema,
+  /** Sample both arms' CPU stacks during the run (config profile: on-red or always). */
+  profile: z.boolean().optional(),
   loadgen: planSchema,
 });
 /** A run request as the action writes it: defaults may be left to the host. */
