@@ -206,6 +206,7 @@ var (
 	PlacementMethod = Enum{"cpuset", "sched_setaffinity", "none"}
 	MaxProcsBy      = Enum{"pids.max", "RLIMIT_NPROC", "none"}
 	States          = Enum{StateFresh, StatePersistent}
+	ProfileStatuses = Enum{ProfilesRecorded, ProfilesNotAvailable}
 
 	AtLeastOne = Items{Min: 1}
 	// Dependencies: a few services beside the one under test, each started in both arms.
@@ -226,7 +227,7 @@ var Limits = map[string]any{
 	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
 	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "base": Bases, "run_status": RunStatuses, "finding_status": FindingStatuses,
-	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
+	"cgroup_mode": CgroupModes, "profile_status": ProfileStatuses, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,
 }
