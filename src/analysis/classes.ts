@@ -7,7 +7,7 @@ import constants from "../../benchmark-host/contract/schema/constants.json";
 import type { Plan } from "../contract/plan";
 import type { ClassSlice } from "../contract/result";
 import { sampleBudget } from "../contract/rules";
-import { estimateLatency, type EstimatorKind } from "./latency-estimator";
+import { type EstimatorKind, estimateLatency } from "./latency-estimator";
 import type { SlicePair } from "./pairs";
 import { tInterval } from "./pooled-quantile";
 import { slicePercentileUs } from "./statistic";
@@ -63,12 +63,26 @@ export function classNames(plan: Pick<Plan, "requests">): string[] {
 }
 
 /** The class breakdown of a comparison's kept pairs at the confidence its verdict used. */
-export function classBreakdown(plan: Pick<Plan, "requests">, pairs: readonly SlicePair[], percentile: number, confidence: number, rand: () => number): ClassBreakdown {
+export function classBreakdown(
+  plan: Pick<Plan, "requests">,
+  pairs: readonly SlicePair[],
+  percentile: number,
+  confidence: number,
+  rand: () => number,
+): ClassBreakdown {
   const entries = plan.requests.length;
   if (entries < 2) return { classes: [], missing: "the workload has one request class: the verdict is its" };
-  const withClasses = pairs.every((p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries);
+  const withClasses = pairs.every(
+    (p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries,
+  );
   if (!withClasses || pairs.length < 2) {
-    return { classes: [], missing: pairs.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants.max_classes} request classes)` };
+    return {
+      classes: [],
+      missing:
+        pairs.length < 2
+          ? "fewer than 2 pairs"
+          : `the slices carry no per-class records (a host older than them, or more than ${constants.max_classes} request classes)`,
+    };
   }
   const names = classNames(plan);
   const unheld = names.map((name, i) => measureClass(name, i, pairs, percentile, confidence, rand));
@@ -82,7 +96,10 @@ export function classBreakdown(plan: Pick<Plan, "requests">, pairs: readonly Sli
     });
   }
   const size = (c: ClassComparison) => Math.abs((c.slo ?? c.p50)?.estimateMs ?? 0);
-  return { classes: [...unheld].sort((a, b) => Number(moved(b)) - Number(moved(a)) || size(b) - size(a)), missing: null };
+  return {
+    classes: [...unheld].sort((a, b) => Number(moved(b)) - Number(moved(a)) || size(b) - size(a)),
+    missing: null,
+  };
 }
 
 /** Whether a class moved at either percentile. */
@@ -90,30 +107,57 @@ export function moved(c: ClassComparison): boolean {
   return !!(c.slo?.moved || c.p50?.moved);
 }
 
-function measureClass(name: string, index: number, pairs: readonly SlicePair[], percentile: number, confidence: number, rand: () => number): ClassComparison {
-  const classPairs = pairs.map((p) => ({ champion: p.champion.classes![index]!, challenger: p.challenger.classes![index]! }));
-  const sum = (arm: "champion" | "challenger", f: (c: ClassSlice) => number) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
+function measureClass(
+  name: string,
+  index: number,
+  pairs: readonly SlicePair[],
+  percentile: number,
+  confidence: number,
+  rand: () => number,
+): ClassComparison {
+  const classPairs = pairs.map((p) => ({
+    champion: p.champion.classes![index]!,
+    challenger: p.challenger.classes![index]!,
+  }));
+  const sum = (arm: "champion" | "challenger", f: (c: ClassSlice) => number) =>
+    classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
   const failures = (c: ClassSlice) => c.completed - c.ok;
   const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
   const at = (q: number): { estimate: ClassEstimate | null; short: string | null } => {
     const budget = sampleBudget(q);
     if (perSlice < budget) {
-      return { estimate: null, short: `${formatCount(perSlice)} of its requests per slice, fewer than the ${formatCount(budget)} a slice's p${q} is read from` };
+      return {
+        estimate: null,
+        short: `${formatCount(perSlice)} of its requests per slice, fewer than the ${formatCount(budget)} a slice's p${q} is read from`,
+      };
     }
     const d = classPairs.map((p) => (slicePercentileUs(p.challenger, q) - slicePercentileUs(p.champion, q)) / 1000);
     const e = estimateLatency(classPairs, d, q, 0, rand);
     const t = tInterval(e.estimateMs, e.seMs, e.df, confidence);
-    return { estimate: { percentile: q, estimateMs: e.estimateMs, ciMs: [t.lo, t.hi], p: t.p, holmP: t.p, estimator: e.kind, moved: false }, short: null };
+    return {
+      estimate: {
+        percentile: q,
+        estimateMs: e.estimateMs,
+        ciMs: [t.lo, t.hi],
+        p: t.p,
+        holmP: t.p,
+        estimator: e.kind,
+        moved: false,
+      },
+      short: null,
+    };
   };
   const slo = at(percentile);
   const p50 = at(50);
   return {
-    name, index,
+    name,
+    index,
     requests: { champion: sum("champion", (c) => c.completed), challenger: sum("challenger", (c) => c.completed) },
     errors: { champion: sum("champion", failures), challenger: sum("challenger", failures) },
     percentile,
     recordedPerSlice: perSlice,
-    slo: slo.estimate, p50: p50.estimate,
+    slo: slo.estimate,
+    p50: p50.estimate,
     short: { slo: slo.short, p50: p50.short },
   };
 }

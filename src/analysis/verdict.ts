@@ -3,6 +3,7 @@
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
 import { type ClassBreakdown, classBreakdown } from "./classes";
+import { type FunctionBreakdown, functionBreakdown } from "./functions";
 import { type DependencyUsage, dependencyUsage } from "./dependencies";
 import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
@@ -169,6 +170,8 @@ export interface Comparison {
   cpuLimitPercent: number | null;
   /** Each request class's difference at the SLO percentile and p50, beside the verdict on the whole. */
   classes: ClassBreakdown;
+  /** The functions whose CPU per request moved, from both arms' sampled stacks, when the runs have them. */
+  functions: FunctionBreakdown;
   champion: ArmSummary;
   challenger: ArmSummary;
   floorMs: number | null;
@@ -394,6 +397,7 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     resources: pairedResources(pairs, confidence),
     cpuLimitPercent: s.blockCpuPercent ?? null,
     classes: classBreakdown(group[0]!.result.plan, pairs, s.percentile, confidence, rand),
+    functions: functionBreakdown(group, pairs, confidence),
     champion, challenger,
     floorMs: floor.ms,
     thresholdMs,

@@ -146,6 +146,25 @@ export const identitySchema = z.looseObject({
 });
 export type Identity = z.infer<typeof identitySchema>;
 
+export const PROFILE_STATUSES = ["recorded", "not_available"] as const;
+
+/**
+ * Both arms' CPU stacks, sampled in their own slices (Go's contract.Profiles): each arm's pprof
+ * file, and per slice the samples of the functions carrying most of either arm's CPU.
+ */
+export const profilesSchema = z.looseObject({
+  status: z.enum(PROFILE_STATUSES),
+  reason: z.string().optional(),
+  event: z.string().optional(),
+  frequency_hz: count.optional(),
+  cpu_seconds: amount.optional(),
+  arms: z.record(z.string(), z.looseObject({ file: z.string(), bytes: count, samples: count })).optional(),
+  functions: z.array(z.string()).optional(),
+  callers: z.array(z.array(z.number().int())).optional(),
+  slices: z.array(z.looseObject({ index: count, samples: count, functions: z.array(z.tuple([z.number().int(), z.number().int(), z.number().int()])) })).optional(),
+});
+export type Profiles = z.infer<typeof profilesSchema>;
+
 /** What perf-host result prints for a run that sent load. */
 export const hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
@@ -154,6 +173,7 @@ export const hostResultSchema = resultSchema.extend({
   resource_accounting: z.record(z.string(), resourceAccountingSchema).optional(),
   arms: z.record(z.string(), armStartSchema).optional(),
   identity: identitySchema.optional(),
+  profiles: profilesSchema.optional(),
 });
 export type HostResult = z.infer<typeof hostResultSchema>;
 

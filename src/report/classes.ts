@@ -5,7 +5,7 @@
 import type { ClassComparison, ClassEstimate } from "../analysis/classes";
 import type { Comparison } from "../analysis/verdict";
 import type { Arms } from "./arms";
-import { confidenceLabel, pValue, signedMs } from "./format";
+import { codeSpan, confidenceLabel, pValue, signedMs } from "./format";
 
 /** "**Request classes:** `report` +2.1 ms [+1.3, +2.9] at p90; `GET /work` no detectable change." Null without classes. */
 export function classesSentence(c: Comparison, prefix: string): string | null {
@@ -16,7 +16,8 @@ export function classesSentence(c: Comparison, prefix: string): string | null {
 /** One class in words: what moved, at which percentile, with its interval; or that nothing did. */
 export function classPhrase(k: ClassComparison): string {
   const name = codeSpan(k.name);
-  const change = (e: ClassEstimate) => `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}] at p${e.percentile}`;
+  const change = (e: ClassEstimate) =>
+    `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}] at p${e.percentile}`;
   const thin = k.short.slo ? ` (too few requests per slice for p${k.percentile})` : "";
   if (k.slo?.moved) return `${name} ${change(k.slo)}`;
   if (k.p50?.moved) return `${name} ${change(k.p50)}${k.slo ? `, no detectable change at p${k.slo.percentile}` : thin}`;
@@ -27,19 +28,26 @@ export function classPhrase(k: ClassComparison): string {
 /** The folded table of every class: requests, failures, and both percentiles' differences. */
 export function classesTable(c: Comparison, arms: Arms): string[] {
   const { classes, missing } = c.classes;
-  if (classes.length === 0) return missing && !missing.startsWith("the workload has one") ? ["", `Request classes: none to show (${missing}).`] : [];
+  if (classes.length === 0)
+    return missing && !missing.startsWith("the workload has one")
+      ? ["", `Request classes: none to show (${missing}).`]
+      : [];
   const p = classes[0]!.percentile;
   const cell = (e: ClassEstimate | null, short: string | null) =>
-    e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `— (${short})`;
+    e
+      ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}`
+      : `— (${short})`;
   return [
-    "", `<details><summary>Request classes: each class's paired difference (${arms.difference}), at ${confidenceLabel(c.confidence)}, Holm across classes</summary>`, "",
-    `| class | requests ${arms.champion} / ${arms.challenger} | failed | per slice | p${p} | p50 |`, "|---|---:|---:|---:|---|---|",
-    ...classes.map((k) => `| ${codeSpan(k.name)} | ${k.requests.champion} / ${k.requests.challenger} | ${k.errors.champion} / ${k.errors.challenger} | ${k.recordedPerSlice} | ${cell(k.slo, k.short.slo)} | ${cell(k.p50, k.short.p50)} |`),
-    "", "</details>",
+    "",
+    `<details><summary>Request classes: each class's paired difference (${arms.difference}), at ${confidenceLabel(c.confidence)}, Holm across classes</summary>`,
+    "",
+    `| class | requests ${arms.champion} / ${arms.challenger} | failed | per slice | p${p} | p50 |`,
+    "|---|---:|---:|---:|---|---|",
+    ...classes.map(
+      (k) =>
+        `| ${codeSpan(k.name)} | ${k.requests.champion} / ${k.requests.challenger} | ${k.errors.champion} / ${k.errors.challenger} | ${k.recordedPerSlice} | ${cell(k.slo, k.short.slo)} | ${cell(k.p50, k.short.p50)} |`,
+    ),
+    "",
+    "</details>",
   ];
-}
-
-/** A name as inline code that neither a backtick nor a pipe or line break can break out of. */
-function codeSpan(name: string): string {
-  return `\`${name.replace(/[`|\n\r]/g, "'")}\``;
 }
