@@ -47,7 +47,7 @@ export interface FunctionBreakdown {
   samplerCpuSeconds: number;
   frequencyHz: number | null;
   /** Each run's profile files and their sizes, per arm. */
-  files: { run: string; arm: string; file: string; bytes: number }[];
+  files: { run: string; arm: "champion" | "challenger"; file: string; bytes: number }[];
 }
 
 const profilesOf = (r: NamedResult["result"]): Profiles | null => {
@@ -116,13 +116,11 @@ export function functionBreakdown(
     },
     samplerCpuSeconds: sum(recorded.map((p) => p.cpu_seconds ?? 0)),
     frequencyHz: hz,
+    // Named by the arm, never by what the host wrote: the file lands in the report's directory.
     files: group.flatMap((g) =>
-      Object.entries(byRun.get(g.name)?.arms ?? {}).map(([arm, f]) => ({
-        run: g.name,
-        arm,
-        file: f.file,
-        bytes: f.bytes,
-      })),
+      Object.entries(byRun.get(g.name)?.arms ?? {})
+        .filter((e): e is ["champion" | "challenger", (typeof e)[1]] => e[0] === "champion" || e[0] === "challenger")
+        .map(([arm, f]) => ({ run: g.name, arm, file: `${arm}.pb.gz`, bytes: f.bytes })),
     ),
   };
   const n = counts.length;

@@ -319,6 +319,8 @@ function printVerdict(d: Done, say: (line: string) => void): void {
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n of d.notes) say(n.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
+  const profiles = d.artifacts.profilePaths ?? [];
+  if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 
 /** run --json: one object a script can act on; the headline's fields are analysis.json's. */
@@ -337,7 +339,7 @@ function summaryJson(d: Done) {
       key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
       previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
     })) ?? null,
-    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath },
+    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] },
   };
 }
 

@@ -11,12 +11,12 @@ const TOP = 5;
 const TABLE = 15;
 
 /** "**Functions that moved:** …", "**Profiles:** not available (why)", or null when none were asked for. */
-export function functionsSentence(c: Comparison, prefix: string, arms: Arms): string | null {
+export function functionsSentence(c: Comparison, prefix: string, arms: Arms, runs: number): string | null {
   const f = c.functions;
   if (f.status === "not_asked") return null;
   if (f.status === "not_available")
     return `**Profiles${prefix}:** not available (${f.reason}); the verdict is the same without them.`;
-  const files = profileFiles(f);
+  const files = profileFiles(f, runs);
   if (f.grew.length === 0 && f.shrank.length === 0) {
     return `**Functions${prefix}:** no function's CPU per request moved past its noise (${f.tested} functions, each at ${confidenceLabel(f.confidence)}; median noise ±${us(f.medianNoiseUs ?? 0)} per request)${files}.`;
   }
@@ -60,10 +60,22 @@ export function functionsTable(c: Comparison, arms: Arms): string[] {
   ];
 }
 
-function profileFiles(f: FunctionBreakdown): string {
+/**
+ * Where a run's profile goes beside the report: champion.pb.gz and challenger.pb.gz when one run
+ * has profiles, else each run's in a directory of its own (RUN-ID/champion.pb.gz).
+ */
+export function profilePath(run: string, file: string, profiledRuns: number): string {
+  return profiledRuns > 1 ? `${run}/${file}` : file;
+}
+
+/** The runs whose profiles a report shows, over every comparison. */
+export function profiledRuns(comparisons: readonly Comparison[]): number {
+  return new Set(comparisons.flatMap((c) => c.functions.files.map((x) => x.run))).size;
+}
+
+function profileFiles(f: FunctionBreakdown, runs: number): string {
   if (f.files.length === 0) return "";
-  const runs = new Set(f.files.map((x) => x.run));
-  const name = (x: FunctionBreakdown["files"][number]) => (runs.size > 1 ? `${x.run}/${x.file}` : x.file);
+  const name = (x: FunctionBreakdown["files"][number]) => profilePath(x.run, x.file, runs);
   const champion = f.files.find((x) => x.arm === "champion");
   const challenger = f.files.find((x) => x.arm === "challenger");
   const sizes = f.files.map((x) => `${name(x)} ${kib(x.bytes)}`).join(", ");

@@ -10,7 +10,7 @@ import { ESTIMATOR_DESCRIPTION } from "../analysis/latency-estimator";
 import type { Analysis, ArmSummary, Comparison, Look } from "../analysis/verdict";
 import { type Arms, armsOf } from "./arms";
 import { classesSentence, classesTable } from "./classes";
-import { functionsSentence, functionsTable } from "./functions";
+import { functionsSentence, functionsTable, profiledRuns } from "./functions";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
 import { blockedByNote } from "./gate-outcome";
@@ -55,9 +55,10 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
   out.push(`### ${headline(a, arms)}`, "", compared(a, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a, arms) : verdictSentence(a));
   // Where the time went, before what it cost: the classes that moved, then the functions.
   const showFunctions = opts.functions ?? true;
+  const runs = profiledRuns(a.comparisons);
   for (const c of a.comparisons) {
     const prefix = several ? ` (${c.key})` : "";
-    for (const line of [classesSentence(c, prefix), showFunctions ? functionsSentence(c, prefix, arms) : null]) if (line) out.push("", line);
+    for (const line of [classesSentence(c, prefix), showFunctions ? functionsSentence(c, prefix, arms, runs) : null]) if (line) out.push("", line);
   }
   const costs = a.comparisons.flatMap((c) => resourceChanges(c).map((r) => (several ? `${c.key}: ${r}` : r)));
   if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
