@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 )
 
@@ -198,11 +199,29 @@ func TestBothArmsAreSampledInTheirOwnSlicesAndNamedByFunction(t *testing.T) {
 	}
 }
 
-// Without perf, a run says why there are no profiles rather than failing.
-func TestNoPerfSaysWhy(t *testing.T) {
-	_, err := Start(Config{Perf: "/nonexistent/perf", Dir: t.TempDir(), Arms: []Arm{{Name: "champion", Cgroup: "x"}}})
-	if err == nil || !strings.Contains(err.Error(), "no perf on this host") {
-		t.Fatalf("want 'no perf on this host', got %v", err)
+// Without perf, or without a cgroup per arm, a run goes on and its result says why there are
+// no profiles; a profile is read by arm, never by path.
+func TestARunWithoutProfilesSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Perf: "/nonexistent/perf", Dir: dir, Arms: []Arm{{Name: "champion", Cgroup: "x"}}}, "no perf on this host"},
+		{Config{Dir: dir, Arms: []Arm{{Name: "champion", Cgroup: "x"}, {Name: "challenger"}}}, "the challenger has no cgroup of its own"},
+	} {
+		p := StartRun(c.cfg).Finish(nil, dir)
+		if p.Status != contract.ProfilesNotAvailable || !strings.Contains(p.Reason, c.want) {
+			t.Errorf("got %+v, want not_available saying %q", p, c.want)
+		}
+	}
+	for _, arm := range []string{"../champion", "champion.pb.gz", "/etc/shadow", "loadgen"} {
+		if _, err := Read(dir, arm); err == nil || !strings.Contains(err.Error(), "no arm") {
+			t.Errorf("Read(%q): %v, want refused", arm, err)
+		}
+	}
+	if _, err := Read(dir, "challenger"); err == nil || !strings.Contains(err.Error(), "has no challenger profile") {
+		t.Errorf("a missing profile: %v", err)
 	}
 }
 
