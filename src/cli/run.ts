@@ -48,6 +48,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          first waits for the machine to be that quiet
     --settle-seconds N   how long it waits (default 30); past it the run is flagged,
                          and --aa records no floor
+    --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
+                         CPU read per arm, and the arms' CPU profiles (the config's profile)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -199,6 +201,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
       "settle-seconds": { type: "string", default: "30" },
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
+      cgroup: { type: "string" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -244,6 +247,7 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       // enough here to drop most pairs of a short run (benchmark-host/README.md).
       "--hold-cpus-awake",
       ...placement,
+      ...(typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []),
     ],
   };
 }
