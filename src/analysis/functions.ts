@@ -120,7 +120,8 @@ export function functionBreakdown(
     files: group.flatMap((g) =>
       Object.entries(byRun.get(g.name)?.arms ?? {})
         .filter((e): e is ["champion" | "challenger", (typeof e)[1]] => e[0] === "champion" || e[0] === "challenger")
-        .map(([arm, f]) => ({ run: g.name, arm, file: `${arm}.pb.gz`, bytes: f.bytes })),
+        .map(([arm, f]) => ({ run: g.name, arm, file: `${arm}.pb.gz`, bytes: f.bytes }))
+        .sort((a, b) => (a.arm === b.arm ? 0 : a.arm === "champion" ? -1 : 1)),
     ),
   };
   const n = counts.length;

@@ -13,16 +13,22 @@ export function classesSentence(c: Comparison, prefix: string): string | null {
   return `**Request classes${prefix}:** ${c.classes.classes.map(classPhrase).join("; ")}.`;
 }
 
-/** One class in words: what moved, at which percentile, with its interval; or that nothing did. */
+/**
+ * One class in words, the SLO percentile first: what moved there with its interval, or that
+ * nothing did, then a change at p50 beside it; a class too thin for the SLO percentile is read
+ * at p50 and says so.
+ */
 export function classPhrase(k: ClassComparison): string {
   const name = codeSpan(k.name);
   const change = (e: ClassEstimate) =>
     `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}] at p${e.percentile}`;
-  const thin = k.short.slo ? ` (too few requests per slice for p${k.percentile})` : "";
+  const p50 = k.p50?.moved ? change(k.p50) : null;
   if (k.slo?.moved) return `${name} ${change(k.slo)}`;
-  if (k.p50?.moved) return `${name} ${change(k.p50)}${k.slo ? `, no detectable change at p${k.slo.percentile}` : thin}`;
-  if (!k.slo && !k.p50) return `${name} too few requests per slice to compare (${k.recordedPerSlice} recorded)`;
-  return `${name} no detectable change${thin}`;
+  if (k.slo) return `${name} no detectable change at p${k.percentile}${p50 ? `; ${p50}` : ""}`;
+  const thin = `(too few requests per slice for p${k.percentile})`;
+  if (p50) return `${name} ${p50} ${thin}`;
+  if (k.p50) return `${name} no detectable change at p50 ${thin}`;
+  return `${name} too few requests per slice to compare (${k.recordedPerSlice} recorded)`;
 }
 
 /** The folded table of every class: requests, failures, and both percentiles' differences. */

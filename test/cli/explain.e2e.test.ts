@@ -1,14 +1,28 @@
 // A red that explains itself, on a real local gate: the example service's slowreport build
 // makes only /report slower (main.summarizeReport, about 1 ms more per report), in a workload of
 // 95% /work and 5% /report. The verdict is on the workload as a whole; the report names /report
-// as the class that moved and /work as unchanged (docs/design/0020-request-classes.md).
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+// as the class that moved and /work as unchanged (docs/design/0020-request-classes.md); with
+// profiles (as root, each arm in a cgroup of its own), it names main.summarizeReport among the
+// functions that grew and writes both profiles beside it (docs/design/0021-profiles.md).
+import { execFileSync } from "node:child_process";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServiceBinaries } from "../support/bench-host";
-import { LocalGate } from "../support/local-gate";
 import { buildHostBinaries } from "../support/loadgen";
+import { LocalGate } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
 
 let dir: string;
@@ -24,7 +38,9 @@ const build = (bin: string, variant: string) => {
 /** The mixed workload: 19 /work to 1 /report, 400 req/s, p99, 20 pairs of 1.5 s (26 reports a slice). */
 const config = (profile: string) => {
   const path = join(dir, `config-${profile}.yml`);
-  writeFileSync(path, `service:
+  writeFileSync(
+    path,
+    `service:
   command: ["./bin/service"]
   env: {HASH_ROUNDS: "200"}
 slo: {percentile: 99, budget_ms: 50}
@@ -37,7 +53,8 @@ workloads:
     requests:
       - {name: work, path: "/work?key={{rand 1000}}", weight: 19}
       - {name: report, path: "/report?key={{rand 100}}", weight: 1}
-`);
+`,
+  );
   return path;
 };
 
@@ -52,7 +69,32 @@ beforeAll(async () => {
 
 afterAll(() => {
   if (dir) local.stop(join(dir, "host"));
+  if (cgroup) removeCgroup(cgroup);
 });
+
+/** The cgroup v2 mount, where a root test makes the arms' groups; null without one or as another user. */
+function cgroupMount(): string | null {
+  if (process.getuid?.() !== 0) return null;
+  const line = readFileSync("/proc/self/mounts", "utf8")
+    .split("\n")
+    .find((l) => l.split(" ")[2] === "cgroup2");
+  return line ? line.split(" ")[1]! : null;
+}
+
+let cgroup: string | null = null;
+
+/** Removes a cgroup directory and the groups under it, deepest first (their processes are gone). */
+function removeCgroup(path: string): void {
+  if (!existsSync(path)) return;
+  for (const e of readdirSync(path)) if (statSync(join(path, e)).isDirectory()) removeCgroup(join(path, e));
+  rmdirSync(path);
+}
+
+interface FunctionJson {
+  name: string;
+  estimate_us: number;
+  ci_us: [number, number];
+}
 
 interface ClassJson {
   name: string;
@@ -64,10 +106,27 @@ interface ClassJson {
 describe("a red that explains itself", () => {
   it("names /report as the class that moved and /work as unchanged", async (ctx) => {
     const out = join(dir, "out-classes");
-    const r = await local.run(join(dir, "host"), "--config", config("never"), "--champion", join(dir, "fast"), "--challenger", join(dir, "slowreport"), "--out", out, "--max-foreign-cores", "64", "--settle-seconds", "1");
+    const r = await local.run(
+      join(dir, "host"),
+      "--config",
+      config("never"),
+      "--champion",
+      join(dir, "fast"),
+      "--challenger",
+      join(dir, "slowreport"),
+      "--out",
+      out,
+      "--max-foreign-cores",
+      "64",
+      "--settle-seconds",
+      "1",
+    );
     skipIfMachineTooBusy(ctx, r);
     expect(r.code, r.stderr).toBeLessThan(2);
-    const analysis = JSON.parse(readFileSync(join(out, "analysis.json"), "utf8")) as { verdict: string; comparisons: { classes: { classes: ClassJson[] } }[] };
+    const analysis = JSON.parse(readFileSync(join(out, "analysis.json"), "utf8")) as {
+      verdict: string;
+      comparisons: { classes: { classes: ClassJson[] } }[];
+    };
     expect(analysis.verdict).toBe("red");
     const [report, work] = analysis.comparisons[0]!.classes.classes;
     expect(report!.name).toBe("report");
@@ -79,6 +138,61 @@ describe("a red that explains itself", () => {
     expect(work!.name).toBe("work");
     expect(work!.slo!.moved).toBe(false);
     const md = readFileSync(join(out, "report.md"), "utf8");
-    expect(md).toMatch(/^\*\*Request classes:\*\* `report` \+[\d.]+ ms \[\+[\d.]+, \+[\d.]+\] at p50 \(too few requests per slice for p99\); `work` no detectable change/m);
+    expect(md).toMatch(
+      /^\*\*Request classes:\*\* `report` \+[\d.]+ ms \[\+[\d.]+, \+[\d.]+\] at p50 \(too few requests per slice for p99\); `work` no detectable change at p99/m,
+    );
+  });
+
+  it("with profiles, names the function the change made slower among the top entries, and writes both profiles beside the report", async (ctx) => {
+    const mount = cgroupMount();
+    if (!mount) return ctx.skip("needs root and a cgroup v2 mount: each arm's profile is sampled on its cgroup");
+    try {
+      execFileSync("perf", ["--version"]);
+    } catch {
+      return ctx.skip("no perf (Debian's linux-perf)");
+    }
+    cgroup = join(mount, `perf-gate-explain-${process.pid}`);
+    mkdirSync(cgroup);
+    const out = join(dir, "out-profiles");
+    local.stop(join(dir, "host"));
+    const r = await local.run(
+      join(dir, "host-cg"),
+      "--config",
+      config("always"),
+      "--champion",
+      join(dir, "fast"),
+      "--challenger",
+      join(dir, "slowreport"),
+      "--out",
+      out,
+      "--cgroup",
+      cgroup,
+      "--max-foreign-cores",
+      "64",
+      "--settle-seconds",
+      "1",
+    );
+    local.stop(join(dir, "host-cg"));
+    skipIfMachineTooBusy(ctx, r);
+    expect(r.code, r.stderr).toBeLessThan(2);
+    const analysis = JSON.parse(readFileSync(join(out, "analysis.json"), "utf8")) as {
+      verdict: string;
+      comparisons: { functions: { status: string; reason: string | null; grew: FunctionJson[] } }[];
+    };
+    const functions = analysis.comparisons[0]!.functions;
+    expect(functions.status, functions.reason ?? "").toBe("recorded");
+    const top = functions.grew.slice(0, 5).map((f) => f.name);
+    expect(top).toContain("main.summarizeReport");
+    for (const arm of ["champion", "challenger"])
+      expect(statSync(join(out, `${arm}.pb.gz`)).size).toBeGreaterThan(1000);
+    const diff = execFileSync(
+      "go",
+      ["tool", "pprof", "-top", "-diff_base", join(out, "champion.pb.gz"), join(out, "challenger.pb.gz")],
+      { encoding: "utf8" },
+    );
+    expect(diff).toContain("main.summarizeReport");
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(
+      /^\*\*Functions that moved\*\* .*`main\.summarizeReport` \+/m,
+    );
   });
 });

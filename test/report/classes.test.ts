@@ -42,7 +42,7 @@ describe("request classes in the report", () => {
   it("names the class that moved with its interval, and the other as unchanged, right after the verdict", () => {
     const line = md.split("\n").find((l) => l.startsWith("**Request classes:**"))!;
     expect(line).toMatch(
-      /^\*\*Request classes:\*\* `GET \/report` \+\d\.\d\d ms \[\+\d\.\d\d, \+\d\.\d\d\] at p90; `GET \/work` no detectable change\.$/,
+      /^\*\*Request classes:\*\* `GET \/report` \+\d\.\d\d ms \[\+\d\.\d\d, \+\d\.\d\d\] at p90; `GET \/work` no detectable change at p90\.$/,
     );
     expect(md.indexOf(line)).toBeLessThan(md.indexOf("#### "));
     expect(md.indexOf(line)).toBeGreaterThan(md.indexOf("### perf-gate"));

@@ -124,6 +124,9 @@ func TestBothArmsAreSampledInTheirOwnSlicesAndNamedByFunction(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
+	if p.CPUSeconds < cpu.Seconds() || p.CPUSeconds <= 0 {
+		t.Errorf("perf's CPU over the run reads %.3f s, after %v while it ran", p.CPUSeconds, cpu)
+	}
 	t.Logf("perf's own CPU %v; %d functions; files %+v", cpu, len(p.Functions), p.Arms)
 	read := func(arm string) *profile.Profile {
 		f, err := os.Open(filepath.Join(dir, arm+".pb.gz"))

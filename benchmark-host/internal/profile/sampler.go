@@ -119,7 +119,12 @@ func Start(cfg Config) (*Sampler, error) {
 // CPU is the CPU time perf has used so far (its own process: reading the kernel's sample
 // buffers and writing them), for the host's accounting of what ran besides the arms.
 func (s *Sampler) CPU() time.Duration {
-	return processCPU(s.cmd.Process.Pid)
+	select {
+	case <-s.exited:
+		return s.cmd.ProcessState.UserTime() + s.cmd.ProcessState.SystemTime()
+	default:
+		return processCPU(s.cmd.Process.Pid)
+	}
 }
 
 // Stop ends the sampling: perf writes its last samples and exits.
