@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServiceBinaries } from "../support/bench-host";
-import { buildHostBinaries } from "../support/loadgen";
+import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
 
@@ -35,25 +35,12 @@ const build = (bin: string, variant: string) => {
   return release;
 };
 
-/** The mixed workload: 19 /work to 1 /report, 400 req/s, p99, 20 pairs of 1.5 s (26 reports a slice). */
+/** The example service's mixed workload (benchmark-host/examples/service/perf-gate-mixed.yml), with a profile setting. */
 const config = (profile: string) => {
   const path = join(dir, `config-${profile}.yml`);
   writeFileSync(
     path,
-    `service:
-  command: ["./bin/service"]
-  env: {HASH_ROUNDS: "200"}
-slo: {percentile: 99, budget_ms: 50}
-slices: {seconds: 1.5, pairs: 20, max_extensions: 0}
-warmup_seconds: 2
-profile: ${profile}
-workloads:
-  - name: mixed
-    rates: [400]
-    requests:
-      - {name: work, path: "/work?key={{rand 1000}}", weight: 19}
-      - {name: report, path: "/report?key={{rand 100}}", weight: 1}
-`,
+    `${readFileSync(join(repoRoot, "benchmark-host/examples/service/perf-gate-mixed.yml"), "utf8")}profile: ${profile}\n`,
   );
   return path;
 };
@@ -90,6 +77,25 @@ function removeCgroup(path: string): void {
   rmdirSync(path);
 }
 
+/** The slowreport build gated against the fast one on a local host rooted at root. */
+const gateSlowReport = (root: string, profile: string, out: string, ...extra: string[]) =>
+  local.run(
+    root,
+    "--config",
+    config(profile),
+    "--champion",
+    join(dir, "fast"),
+    "--challenger",
+    join(dir, "slowreport"),
+    "--out",
+    out,
+    "--max-foreign-cores",
+    "64",
+    "--settle-seconds",
+    "1",
+    ...extra,
+  );
+
 interface FunctionJson {
   name: string;
   estimate_us: number;
@@ -106,21 +112,7 @@ interface ClassJson {
 describe("a red that explains itself", () => {
   it("names /report as the class that moved and /work as unchanged", async (ctx) => {
     const out = join(dir, "out-classes");
-    const r = await local.run(
-      join(dir, "host"),
-      "--config",
-      config("never"),
-      "--champion",
-      join(dir, "fast"),
-      "--challenger",
-      join(dir, "slowreport"),
-      "--out",
-      out,
-      "--max-foreign-cores",
-      "64",
-      "--settle-seconds",
-      "1",
-    );
+    const r = await gateSlowReport(join(dir, "host"), "never", out);
     skipIfMachineTooBusy(ctx, r);
     expect(r.code, r.stderr).toBeLessThan(2);
     const analysis = JSON.parse(readFileSync(join(out, "analysis.json"), "utf8")) as {
@@ -155,23 +147,7 @@ describe("a red that explains itself", () => {
     mkdirSync(cgroup);
     const out = join(dir, "out-profiles");
     local.stop(join(dir, "host"));
-    const r = await local.run(
-      join(dir, "host-cg"),
-      "--config",
-      config("always"),
-      "--champion",
-      join(dir, "fast"),
-      "--challenger",
-      join(dir, "slowreport"),
-      "--out",
-      out,
-      "--cgroup",
-      cgroup,
-      "--max-foreign-cores",
-      "64",
-      "--settle-seconds",
-      "1",
-    );
+    const r = await gateSlowReport(join(dir, "host-cg"), "always", out, "--cgroup", cgroup);
     local.stop(join(dir, "host-cg"));
     skipIfMachineTooBusy(ctx, r);
     expect(r.code, r.stderr).toBeLessThan(2);
