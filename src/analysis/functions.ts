@@ -52,8 +52,27 @@ export interface FunctionBreakdown {
 
 const profilesOf = (r: NamedResult["result"]): Profiles | null => {
   const p = profilesSchema.safeParse((r as { profiles?: unknown }).profiles);
-  return p.success ? p.data : null;
+  if (!p.success) return null;
+  const problem = malformed(p.data);
+  return problem ? { status: "not_available", reason: `the host's profiles are malformed: ${problem}` } : p.data;
 };
+
+/** What in a host's profiles section does not hold together (an index past the table, a count that cannot be), or null. */
+function malformed(p: Profiles): string | null {
+  const n = p.functions?.length ?? 0;
+  for (const [i, callers] of (p.callers ?? []).entries()) {
+    const bad = callers.find((j) => !(j >= 0 && j < n));
+    if (bad !== undefined) return `callers[${i}] names function ${bad} of ${n}`;
+  }
+  for (const [k, s] of (p.slices ?? []).entries()) {
+    for (const [f, [i, cum, flat]] of s.functions.entries()) {
+      if (!(i >= 0 && i < n)) return `slices[${k}].functions[${f}] names function ${i} of ${n}`;
+      if (!(flat >= 0 && flat <= cum && cum <= s.samples))
+        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s.samples} samples`;
+    }
+  }
+  return null;
+}
 
 /** A caller is left out for a function it always calls that carries at least this share of its growth. */
 const CARRIED = 0.9;

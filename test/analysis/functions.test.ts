@@ -142,6 +142,21 @@ describe("the functions that moved", () => {
     });
   });
 
+  it("refuses a host's profiles that do not hold together, naming what", () => {
+    for (const [edit, want] of [
+      [(p: Profiles) => (p.slices![3]!.functions[1]![0] = 99), "slices[3].functions[1] names function 99 of 5"],
+      [(p: Profiles) => (p.slices![0]!.functions[0]![2] = 10_000), "slices[0].functions[0]: counts"],
+      [(p: Profiles) => (p.callers![2] = [-1]), "callers[2] names function -1 of 5"],
+    ] as const) {
+      const result = profiled(4, 10, rates, callers);
+      edit(result.profiles!);
+      const { pairs } = extractPairs("run-1", result, 99);
+      const f = functionBreakdown([{ name: "run-1", result }], pairs, 0.95);
+      expect(f.status).toBe("not_available");
+      expect(f.reason).toContain(`the host's profiles are malformed: ${want}`);
+    }
+  });
+
   // Identical builds: 40 functions tested at the Bonferroni level; a gate shows a function past
   // its noise in about 5% of gates at most. 300 gates: the rate's sd is 1.3% at 5%.
   it("shows no function past its noise in about 95% of simulated A/A gates", () => {
