@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 )
 
 // Arm is one arm to sample.
@@ -94,8 +96,16 @@ func Start(cfg Config) (*Sampler, error) {
 	s.cmd = exec.Command(perf, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() != 0 {
+		// An installed host's perf-host holds these as permitted capabilities (install.sh); perf
+		// record alone gets them, and perf script, which reads what it wrote, none.
+		s.cmd.SysProcAttr.AmbientCaps = []uintptr{uintptr(privilege.Perfmon), uintptr(privilege.SysPtrace)}
+	}
 	s.monoMinusWall = monotonicNow() - time.Duration(time.Now().UnixNano())
 	if err := s.cmd.Start(); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			return nil, fmt.Errorf("perf record: perf-host lacks CAP_PERFMON and CAP_SYS_PTRACE (install.sh grants them with setcap): %v", err)
+		}
 		return nil, fmt.Errorf("perf record: %v", err)
 	}
 	go func() { s.waitErr = s.cmd.Wait(); close(s.exited) }()
