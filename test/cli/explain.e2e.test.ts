@@ -104,13 +104,17 @@ interface FunctionJson {
 
 interface ClassJson {
   name: string;
-  slo: { moved: boolean; estimate_ms: number } | null;
+  slo: { moved: boolean; estimate_ms: number; ci_ms: [number, number] } | null;
   p50: { moved: boolean; estimate_ms: number; ci_ms: [number, number] } | null;
   short: { slo: string | null };
 }
 
 describe("a red that explains itself", () => {
-  it("names /report as the class that moved and /work as unchanged", async (ctx) => {
+  // /work's own code is unchanged, but on a 2-core machine its requests share the CPUs with the
+  // reports' extra millisecond: its p99 reads unchanged in most runs and a fraction of /report's
+  // change in some (+0.28 ms [+0.012, +0.55] against +0.94 ms [+0.82, +1.07] once). The report
+  // must name /report first and never make /work's change look like /report's.
+  it("names /report as the class that moved, and /work unchanged or moved far less", async (ctx) => {
     const out = join(dir, "out-classes");
     const r = await gateSlowReport(join(dir, "host"), "never", out);
     skipIfMachineTooBusy(ctx, r);
@@ -128,10 +132,10 @@ describe("a red that explains itself", () => {
     expect(report!.slo).toBeNull();
     expect(report!.short.slo).toMatch(/fewer than the 300 a slice's p99 is read from/);
     expect(work!.name).toBe("work");
-    expect(work!.slo!.moved).toBe(false);
+    if (work!.slo!.moved) expect(work!.slo!.estimate_ms).toBeLessThan(report!.p50!.estimate_ms / 2);
     const md = readFileSync(join(out, "report.md"), "utf8");
     expect(md).toMatch(
-      /^\*\*Request classes:\*\* `report` \+[\d.]+ ms \[\+[\d.]+, \+[\d.]+\] at p50 \(too few requests per slice for p99\); `work` no detectable change at p99/m,
+      /^\*\*Request classes:\*\* `report` \+[\d.]+ ms \[\+[\d.]+, \+[\d.]+\] at p50 \(too few requests per slice for p99\); `work` (no detectable change at p99|\+[\d.]+ ms \[\+[\d.]+, \+[\d.]+\] at p99)/m,
     );
   });
 
