@@ -234,6 +234,8 @@ ensure_packages() {
   command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
   if [ "$NET_ISOLATION" = yes ]; then [ -x /usr/sbin/nft ] || missing+=(nftables); fi
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  # The arms' CPU profiles (the config's profile): without perf a run says why it has none.
+  command -v perf >/dev/null || missing+=(linux-perf)
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
