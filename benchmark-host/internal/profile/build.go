@@ -178,9 +178,7 @@ type aggregate struct {
 	total   map[string]int64            // arm -> samples
 	cum     map[string]map[string]int64 // arm -> function -> samples with it on the stack
 	slices  map[int]*sliceCount
-	// co[f][g]: samples where g is above f on the stack; seen[f]: samples with f.
-	co   map[string]map[string]int64
-	seen map[string]int64
+	seen    map[string]int64 // samples with the function on the stack, both arms
 }
 
 type sliceCount struct {
@@ -190,7 +188,7 @@ type sliceCount struct {
 
 func newAggregate(arms []Arm, windows []Window, offset time.Duration) *aggregate {
 	a := &aggregate{windows: slices.Clone(windows), offset: offset, stacks: map[string]map[string]int64{}, total: map[string]int64{},
-		cum: map[string]map[string]int64{}, slices: map[int]*sliceCount{}, co: map[string]map[string]int64{}, seen: map[string]int64{}}
+		cum: map[string]map[string]int64{}, slices: map[int]*sliceCount{}, seen: map[string]int64{}}
 	for _, arm := range arms {
 		a.arms = append(a.arms, arm.Name)
 		a.stacks[arm.Name], a.cum[arm.Name] = map[string]int64{}, map[string]int64{}
@@ -222,26 +220,41 @@ func (a *aggregate) add(s sample) {
 	sc := a.slices[w.Index]
 	sc.samples++
 	sc.flat[s.frames[0]]++
-	on := map[string]bool{}
 	for i, f := range s.frames {
-		if on[f] {
+		if slices.Contains(s.frames[:i], f) {
 			continue // recursion: a function is on the stack once per sample
 		}
-		on[f] = true
 		sc.cum[f]++
 		a.cum[s.arm][f]++
 		a.seen[f]++
-		above := map[string]bool{}
-		for _, g := range s.frames[i+1:] {
-			if g != f && !above[g] {
-				above[g] = true
-				if a.co[f] == nil {
-					a.co[f] = map[string]int64{}
+	}
+}
+
+// callers counts, for each picked function, the samples in which each other picked function is
+// above it on the stack: from the distinct stacks with their counts, after the samples are in,
+// which is far less work than per sample.
+func (a *aggregate) callers(picked map[string]int) map[string]map[string]int64 {
+	co := map[string]map[string]int64{}
+	for _, arm := range a.arms {
+		for key, n := range a.stacks[arm] {
+			frames := strings.Split(key, "\x00")
+			for i, f := range frames {
+				if _, ok := picked[f]; !ok || slices.Contains(frames[:i], f) {
+					continue
 				}
-				a.co[f][g]++
+				for j, g := range frames[i+1:] {
+					if _, ok := picked[g]; !ok || g == f || slices.Contains(frames[i+1:i+1+j], g) {
+						continue
+					}
+					if co[f] == nil {
+						co[f] = map[string]int64{}
+					}
+					co[f][g] += n
+				}
 			}
 		}
 	}
+	return co
 }
 
 // profiles is the result's section: the functions past minShare of either arm, their callers,
@@ -271,9 +284,10 @@ func (a *aggregate) profiles() *contract.Profiles {
 		index[f.name] = i
 		p.Functions = append(p.Functions, f.name)
 	}
+	co := a.callers(index)
 	for _, f := range p.Functions {
 		callers := []int{}
-		for g, n := range a.co[f] {
+		for g, n := range co[f] {
 			if j, ok := index[g]; ok && float64(n) >= alwaysAbove*float64(a.seen[f]) {
 				callers = append(callers, j)
 			}
