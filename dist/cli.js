@@ -36231,8 +36231,25 @@ function parseResult(source, doc) {
 // src/analysis/functions.ts
 var profilesOf = (r) => {
   const p = profilesSchema.safeParse(r.profiles);
-  return p.success ? p.data : null;
+  if (!p.success) return null;
+  const problem = malformed(p.data);
+  return problem ? { status: "not_available", reason: `the host's profiles are malformed: ${problem}` } : p.data;
 };
+function malformed(p) {
+  const n2 = p.functions?.length ?? 0;
+  for (const [i2, callers] of (p.callers ?? []).entries()) {
+    const bad = callers.find((j) => !(j >= 0 && j < n2));
+    if (bad !== void 0) return `callers[${i2}] names function ${bad} of ${n2}`;
+  }
+  for (const [k, s2] of (p.slices ?? []).entries()) {
+    for (const [f, [i2, cum, flat]] of s2.functions.entries()) {
+      if (!(i2 >= 0 && i2 < n2)) return `slices[${k}].functions[${f}] names function ${i2} of ${n2}`;
+      if (!(flat >= 0 && flat <= cum && cum <= s2.samples))
+        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s2.samples} samples`;
+    }
+  }
+  return null;
+}
 var CARRIED = 0.9;
 function functionBreakdown(group, pairs, confidence) {
   const byRun = new Map(group.map((g2) => [g2.name, profilesOf(g2.result)]));
@@ -36286,7 +36303,7 @@ function functionBreakdown(group, pairs, confidence) {
     frequencyHz: hz,
     // Named by the arm, never by what the host wrote: the file lands in the report's directory.
     files: group.flatMap(
-      (g2) => Object.entries(byRun.get(g2.name)?.arms ?? {}).filter((e) => e[0] === "champion" || e[0] === "challenger").map(([arm, f]) => ({ run: g2.name, arm, file: `${arm}.pb.gz`, bytes: f.bytes }))
+      (g2) => Object.entries(byRun.get(g2.name)?.arms ?? {}).filter((e) => e[0] === "champion" || e[0] === "challenger").map(([arm, f]) => ({ run: g2.name, arm, file: `${arm}.pb.gz`, bytes: f.bytes })).sort((a2, b) => a2.arm === b.arm ? 0 : a2.arm === "champion" ? -1 : 1)
     )
   };
   const n2 = counts.length;
@@ -37597,11 +37614,13 @@ function classesSentence(c3, prefix) {
 function classPhrase(k) {
   const name2 = codeSpan(k.name);
   const change = (e) => `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}] at p${e.percentile}`;
-  const thin = k.short.slo ? ` (too few requests per slice for p${k.percentile})` : "";
+  const p50 = k.p50?.moved ? change(k.p50) : null;
   if (k.slo?.moved) return `${name2} ${change(k.slo)}`;
-  if (k.p50?.moved) return `${name2} ${change(k.p50)}${k.slo ? `, no detectable change at p${k.slo.percentile}` : thin}`;
-  if (!k.slo && !k.p50) return `${name2} too few requests per slice to compare (${k.recordedPerSlice} recorded)`;
-  return `${name2} no detectable change${thin}`;
+  if (k.slo) return `${name2} no detectable change at p${k.percentile}${p50 ? `; ${p50}` : ""}`;
+  const thin = `(too few requests per slice for p${k.percentile})`;
+  if (p50) return `${name2} ${p50} ${thin}`;
+  if (k.p50) return `${name2} no detectable change at p50 ${thin}`;
+  return `${name2} too few requests per slice to compare (${k.recordedPerSlice} recorded)`;
 }
 function classesTable(c3, arms) {
   const { classes, missing } = c3.classes;
@@ -38217,7 +38236,15 @@ var configSchema = external_exports.strictObject({
      * Further runs of the same size a gate measures by itself while its interval is unclear
      * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
      */
-    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2)
+    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2),
+    /**
+     * The unrecorded start of every slice, in ms (the plan's slice_warmup_ms): the requests sent
+     * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
+     */
+    discard_ms: plan.slice_warmup_ms.unwrap().optional()
+  }).refine((s2) => s2.seconds === void 0 || s2.discard_ms === void 0 || s2.discard_ms < s2.seconds * 1e3, {
+    path: ["discard_ms"],
+    message: "must be shorter than the slice (slices.seconds)"
   }).default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
@@ -38288,9 +38315,9 @@ function resolvedRates(w) {
 var GATE_MEASURED_SECONDS = 90;
 var MIN_DEFAULT_SLICE_SECONDS = 0.5;
 var MAX_DEFAULT_SLICE_SECONDS = 9;
-var SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(void 0) / 1e3;
+var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
 function sliceDesign(config2, rate2) {
-  const needed = sampleBudget(config2.slo.percentile) / rate2 + SLICE_WARMUP_SECONDS;
+  const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
   const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
   const pairs = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs };
@@ -38315,6 +38342,7 @@ function planRuns(config2, builds, seed) {
             slice_seconds: design.seconds,
             pairs: design.pairs,
             order: config2.slices.order,
+            ...config2.slices.discard_ms !== void 0 ? { slice_warmup_ms: config2.slices.discard_ms } : {},
             seed,
             warmup_seconds: config2.warmup_seconds,
             ...w.connections ? { connections: w.connections } : {},
@@ -45781,6 +45809,8 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          first waits for the machine to be that quiet
     --settle-seconds N   how long it waits (default 30); past it the run is flagged,
                          and --aa records no floor
+    --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
+                         CPU read per arm, and the arms' CPU profiles (the config's profile)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -45895,6 +45925,7 @@ function runOptions(argv) {
       "settle-seconds": { type: "string", default: "30" },
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
+      cgroup: { type: "string" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -45949,7 +45980,8 @@ function target(v) {
       // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
       // enough here to drop most pairs of a short run (benchmark-host/README.md).
       "--hold-cpus-awake",
-      ...placement
+      ...placement,
+      ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
     ]
   };
 }
