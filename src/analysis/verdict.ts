@@ -2,6 +2,8 @@
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
+import { type ClassBreakdown, classBreakdown } from "./classes";
+import { type FunctionBreakdown, functionBreakdown } from "./functions";
 import { type DependencyUsage, dependencyUsage } from "./dependencies";
 import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
@@ -166,6 +168,10 @@ export interface Comparison {
   resources: Resources | null;
   /** resources.block_cpu_percent, when set. */
   cpuLimitPercent: number | null;
+  /** Each request class's difference at the SLO percentile and p50, beside the verdict on the whole. */
+  classes: ClassBreakdown;
+  /** The functions whose CPU per request moved, from both arms' sampled stacks, when the runs have them. */
+  functions: FunctionBreakdown;
   champion: ArmSummary;
   challenger: ArmSummary;
   floorMs: number | null;
@@ -390,6 +396,8 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     errorRegression: errors,
     resources: pairedResources(pairs, confidence),
     cpuLimitPercent: s.blockCpuPercent ?? null,
+    classes: classBreakdown(group[0]!.result.plan, pairs, s.percentile, confidence, rand),
+    functions: functionBreakdown(group, pairs, confidence),
     champion, challenger,
     floorMs: floor.ms,
     thresholdMs,

@@ -48,6 +48,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          first waits for the machine to be that quiet
     --settle-seconds N   how long it waits (default 30); past it the run is flagged,
                          and --aa records no floor
+    --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
+                         CPU read per arm, and the arms' CPU profiles (the config's profile)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -199,6 +201,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
       "settle-seconds": { type: "string", default: "30" },
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
+      cgroup: { type: "string" },
       host: { type: "string" },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
@@ -244,6 +247,7 @@ function target(v: Record<string, string | boolean | undefined>): HostOptions {
       // enough here to drop most pairs of a short run (benchmark-host/README.md).
       "--hold-cpus-awake",
       ...placement,
+      ...(typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []),
     ],
   };
 }
@@ -319,6 +323,8 @@ function printVerdict(d: Done, say: (line: string) => void): void {
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n of d.notes) say(n.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
+  const profiles = d.artifacts.profilePaths ?? [];
+  if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 
 /** run --json: one object a script can act on; the headline's fields are analysis.json's. */
@@ -337,7 +343,7 @@ function summaryJson(d: Done) {
       key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
       previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
     })) ?? null,
-    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath },
+    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] },
   };
 }
 

@@ -1,7 +1,7 @@
 // The files a job leaves behind, apart from judging: what the action's output-dir and the
 // CLI's --out hold.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { armsOf } from "../report/arms";
@@ -10,6 +10,8 @@ import { analysisJson } from "../report/json";
 
 export interface Artifacts {
   reportPath: string;
+  /** The profiles written beside the report (none unless the report shows the functions that moved). */
+  profilePaths?: string[];
   resultPath: string;
   analysisPath: string;
   chartPath: string;
@@ -49,6 +51,16 @@ export function writeUnmeasured(dir: string, e: NonNullable<CouldNotMeasureError
   const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
   writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
   return paths;
+}
+
+/** Each profile at its path under dir (champion.pb.gz, or RUN-ID/champion.pb.gz); the paths written. */
+export function writeProfiles(dir: string, profiles: readonly { path: string; bytes: Uint8Array }[]): string[] {
+  return profiles.map(({ path, bytes }) => {
+    const to = join(dir, path);
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync(to, bytes);
+    return to;
+  });
 }
 
 /** calibration.md: the calibration report. */

@@ -10,6 +10,9 @@ import { EXIT, type FloorRecord, floorSchema, hostStatusSchema, type HostStatus,
 import type { RunRequest, ServiceSpec } from "../contract/plan";
 import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
 
+/** The largest profile the client takes from a host: a 90 s run's are tens of KiB. */
+const MAX_PROFILE_BYTES = 64 << 20;
+
 export type HostErrorKind = "unreachable" | "host_key" | "auth" | "busy" | "refused" | "run_failed" | "protocol";
 
 /** An infrastructure failure: reported as such, never as a performance verdict. */
@@ -66,6 +69,8 @@ export interface BenchmarkHost {
   wait(runId: string, onLine: (line: string) => void): Promise<RunOutcome>;
   result(runId: string): Promise<{ document: unknown; message: HostResult }>;
   status(): Promise<HostStatus>;
+  /** An arm's CPU profile of a finished run that asked for profiles (pprof, gzipped). */
+  profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array>;
   /** Releases what the connection holds (the key on disk). */
   close(): void;
 }
@@ -266,6 +271,19 @@ export class HostClient implements BenchmarkHost {
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId: string): Promise<{ document: unknown; message: HostResult }> {
     return this.document(`result ${runId}`, hostResultSchema);
+  }
+
+  /**
+   * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run
+   * request asked for profiles: bytes, checked to be gzip, never a path the host chose.
+   */
+  async profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array> {
+    const [file, args] = this.argv(`profile ${runId} ${arm}`);
+    const r = await execa(file, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 60_000 });
+    if (r.exitCode !== 0) throw verbError(`profile ${runId} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    const bytes = r.stdout;
+    if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) throw new HostError("protocol", `profile ${runId} ${arm}: the host did not answer with a gzipped profile`);
+    return bytes;
   }
 
   async status(): Promise<HostStatus> {

@@ -287,6 +287,12 @@ export class FakeHost implements BenchmarkHost {
     return { document, message: hostResultSchema.parse(document) };
   }
 
+  async profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array> {
+    this.known(`profile ${runId} ${arm}`, runId);
+    // The recordings were made without profiles, so their results list none to fetch.
+    throw new HostError("refused", `profile ${runId} ${arm}: run ${runId} kept no profiles (its request did not ask for them)`);
+  }
+
   async status(): Promise<HostStatus> {
     this.verb("status");
     const latest: Record<string, StoredFloor> = {};

@@ -153,6 +153,13 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 		}
 		os.Stdout.Write(append(b, '\n'))
 		return 0
+	case "profile":
+		b, err := h.Runs.Profile(c.RunID, c.Role)
+		if err != nil {
+			return report(err)
+		}
+		os.Stdout.Write(b)
+		return 0
 	case "abort":
 		return say(fmt.Sprintf("run %s aborted", c.RunID), h.Runs.Abort(c.RunID))
 	case "promote":

@@ -16,7 +16,7 @@ const MaxLength = 200
 // Command is a parsed, validated request.
 type Command struct {
 	Verb  string
-	Role  string // deploy: champion or challenger
+	Role  string // deploy and profile: champion or challenger
 	SHA   string
 	RunID string
 }
@@ -45,6 +45,9 @@ var verbs = map[string][]argKind{
 	"floor-record": {argRunID},
 	"floors":       {},
 	"runs":         {argSHA},
+	// An arm's CPU profile of a run (pprof, gzipped), written beside the result when the run
+	// request asked for profiles; only a role names the file, never a path.
+	"profile": {argRunID, argRole},
 }
 
 // Verbs returns the accepted verbs, for help texts.
