@@ -228,11 +228,16 @@ func version(port int) string {
 }
 
 func freePort(t *testing.T) int {
-	p, err := sshtest.FreePort()
+	return freePorts(t, 1)[0]
+}
+
+// freePorts is n ports the kernel finds free, all different (sshtest.FreePorts).
+func freePorts(t *testing.T, n int) []int {
+	ports, err := sshtest.FreePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return ports
 }
 
 func waitPort(t *testing.T, port int) {

@@ -56,11 +56,11 @@ func Start(opt Options) (*Host, error) {
 	}
 	os.Chmod(dir, 0o755)
 	h := &Host{Dir: dir, Root: filepath.Join(dir, "root"), User: "root", Key: filepath.Join(dir, "id"), KnownHosts: filepath.Join(dir, "known_hosts")}
-	for _, p := range []*int{&h.SSHPort, &h.ChampionPort, &h.ChallengerPort} {
-		if *p, err = FreePort(); err != nil {
-			return nil, err
-		}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
 	}
+	h.SSHPort, h.ChampionPort, h.ChallengerPort = ports[0], ports[1], ports[2]
 	for _, key := range []string{filepath.Join(dir, "hostkey"), h.Key} {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
@@ -211,12 +211,26 @@ func RemoveCgroup(dir string) {
 
 // FreePort asks the kernel for a free TCP port on loopback.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts is n ports the kernel finds free on loopback, each held until all are chosen, so
+// that they differ (one port closed and asked for again may come back the same).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // WaitPort waits until something accepts connections on the port.
