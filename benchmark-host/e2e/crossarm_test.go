@@ -144,6 +144,7 @@ func grepLines(text string, words ...string) string {
 // A challenger cannot reach the champion through the host's network, fill the host's disk, or
 // take its memory: hostile challengers through the real install (install.sh, sshd, the CI key).
 func TestChallengerCannotReachTheChampionThroughTheNetworkOrTheDisk(t *testing.T) {
+	t.Parallel()
 	const diskBytes = 128 << 20
 	h := crossArmHost(t, "--arm-disk-bytes", strconv.Itoa(diskBytes))
 	t.Run("requests to the champion's port while its own is quiet", func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestChallengerCannotReachTheChampionThroughTheNetworkOrTheDisk(t *testing.T
 	t.Run("fills the disk from STATE_DIR", func(t *testing.T) {
 		c := h.crossArmRun(t, "fill", `(sleep 2.5; exec ./hostile fill "$STATE_DIR") & exec ./service`, 10)
 		t.Logf("challenger log: %s", c.log)
-		if !strings.Contains(c.log, "fill: wrote") {
+		if !strings.Contains(c.log, "fill: filling") {
 			t.Fatalf("the fill never ran:\n%s", c.log)
 		}
 		if c.r.Outcome.ErrorKind != "challenger_out_of_disk" || !strings.Contains(c.r.Outcome.Message, "challenger: out of its 128 MiB of disk") {
@@ -222,6 +223,7 @@ func TestChallengerCannotReachTheChampionThroughTheNetworkOrTheDisk(t *testing.T
 // On a host without the packet filter, a challenger can reach the champion, but then the
 // champion's slices name who reached it: the verdict drops their pairs.
 func TestAHostWithoutThePacketFilterNamesTheSlicesWhereTheChampionServedOthers(t *testing.T) {
+	t.Parallel()
 	h := crossArmHost(t, "--no-net-isolation")
 	c := h.crossArmRun(t, "knock-open", "./hostile knock CHAMPION_PORT & ./hostile flood CHAMPION_PORT 50 & exec ./service", 8)
 	if c.r.Isolation == nil || !strings.HasPrefix(c.r.Isolation.Network, "none") {

@@ -19,6 +19,7 @@ import (
 // never written, and `result` answered "not finished" forever). The host's root is a small tmpfs of
 // its own.
 func TestARunOnAFullDiskFailsWithTheCauseAndTheNextOneWorks(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, hostOptions{})
 	if err := os.MkdirAll(h.Root, 0o711); err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func fill(t *testing.T, path string) {
 // the champion port again before the run reports. (Before symmetric starts the supervisor restarted
 // the champion under the run, cold, while the challenger stayed warm.)
 func TestAChampionThatDiesMidRunFailsTheRunAndTheChampionServesAgain(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
 	h.deployChallenger()
@@ -118,6 +120,7 @@ func TestAChampionThatDiesMidRunFailsTheRunAndTheChampionServesAgain(t *testing.
 // the supervisor sees the lease outlive it, clears both arms and serves the champion again
 // within about a second. A supervisor killed during a run is started again when the run ends.
 func TestARunOrSupervisorThatDiesNeverLeavesTheChampionPortDead(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
 	h.deployChallenger()

@@ -245,9 +245,14 @@ func TestAnImageBuildRunsInEachArmLikeATarball(t *testing.T) {
 			t.Logf("pair %d: CPU per request: champion %.0f µs, challenger %.0f µs", i/2, *champ.ServiceCPUUsPerRequest, *chall.ServiceCPUUsPerRequest)
 		}
 	}
-	if slower < len(r.Slices)/2-1 {
-		t.Errorf("the slow image measured slower in only %d of %d pairs", slower, len(r.Slices)/2)
-	}
+	t.Run("the slow image measures slower", func(t *testing.T) {
+		if busy := tooBusy(r); busy != "" {
+			skipTooBusy(t, busy)
+		}
+		if slower < len(r.Slices)/2-1 {
+			t.Errorf("the slow image measured slower in only %d of %d pairs", slower, len(r.Slices)/2)
+		}
+	})
 	// Each arm ran in its cgroup as its user: the host accounted CPU to both.
 	for _, arm := range []string{"champion", "challenger"} {
 		if a := r.Arms[arm]; a.HealthySeconds <= 0 || a.WorkBytes == nil || *a.WorkBytes == 0 {
@@ -265,6 +270,7 @@ func TestAnImageBuildRunsInEachArmLikeATarball(t *testing.T) {
 // An image the host cannot run fails as the challenger's start or its deploy, naming the field
 // or the layer, and the champion serves on.
 func TestABadImageFailsNamingTheFieldAndTheChampionServesOn(t *testing.T) {
+	t.Parallel()
 	if _, err := image.Runc(); err != nil {
 		t.Skip(err)
 	}

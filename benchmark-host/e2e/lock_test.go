@@ -47,6 +47,7 @@ func lockHolders(t *testing.T, root string) []string {
 // (docs/design/0017-host-faults.md: they inherited the executor's descriptor and kept the host
 // locked after the run).
 func TestTheLockIsNeverInherited(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, hostOptions{lockWait: 2 * time.Second})
 	h.setupChampion()
 	h.deployChallenger()

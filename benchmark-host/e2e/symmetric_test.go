@@ -38,6 +38,7 @@ func statefulPlan(challenger, spec string) string {
 // with its time and output in the run log, $PORT and the extra ports of service.ports expanded in
 // the argv, each arm's from the host's --service-ports range and never the same as the other's.
 func TestEveryRunStartsBothArmsFreshWithTheirOwnPortsStateAndSetup(t *testing.T) {
+	t.Parallel()
 	lo := freePort(t)
 	h := newHost(t, hostOptions{extraFlags: []string{"--service-ports", fmt.Sprintf("%d-%d", lo, lo+40)}})
 	release := buildTarball(t, "fast", "v1", statefulStart)
@@ -104,6 +105,7 @@ func TestEveryRunStartsBothArmsFreshWithTheirOwnPortsStateAndSetup(t *testing.T)
 
 // A failing or hanging setup is its arm's failure, with the log tail; the champion serves after.
 func TestASetupThatFailsOrHangsFailsItsArm(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, hostOptions{})
 	release := buildTarball(t, "fast", "v1", statefulStart)
 	h.must(bytes.NewReader(release), "deploy champion aaaaaaa")
@@ -135,6 +137,7 @@ func TestASetupThatFailsOrHangsFailsItsArm(t *testing.T) {
 // perf-host stop is local only: the forced command refuses it, and the champion serves on; on
 // the host itself it stops the supervisor and the champion.
 func TestStopIsLocalOnly(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, hostOptions{})
 	h.setupChampion()
 	_, stderr, code := h.ssh(nil, "stop")

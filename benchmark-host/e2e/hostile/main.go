@@ -327,6 +327,8 @@ func flood(port string, n int) {
 
 // fill writes dir full, 1 MiB at a time, and says how far it got.
 func fill(dir string) {
+	// Said first: the host may stop it the moment the disk is full, before it can say more.
+	fmt.Printf("fill: filling %s\n", dir)
 	chunk := make([]byte, 1<<20)
 	for i := range chunk {
 		chunk[i] = byte(i * 7)
