@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
+import { skipIfDisturbed } from "../support/machine-too-busy";
 import type { GitHubFake } from "../support/github-fake";
 
 type Payload = { action: string; pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } }; label?: { name: string }; sender: { login: string } };
@@ -59,9 +60,10 @@ afterAll(async () => {
 afterEach(() => h?.fake.assertContract());
 
 describe.skipIf(!asRoot)("the PR gate", () => {
-  it("labels a slower challenger red, fails its check and posts a sticky comment; a second run updates it", async () => {
+  it("labels a slower challenger red, fails its check and posts a sticky comment; a second run updates it", async (ctx) => {
     const slow = host.release("slow", "slow");
     const run = await gate(real("opened"), slow);
+    skipIfDisturbed(ctx, run);
     expect(run.outputs.verdict, run.stdout).toBe("red");
     expect(run.outputs.blocking).toBe("true");
     expect(run.code).toBe(1);
@@ -85,18 +87,21 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(check.output.summary).toContain(`challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` · [workflow run](${check.details_url})`);
 
     const again = await gate(real("synchronize"), slow);
+    skipIfDisturbed(ctx, again);
     expect(again.outputs.verdict).toBe("red");
     expect(fake.comments.get(PR)).toHaveLength(1);
     expect(fake.requests.filter((r) => r.method === "PATCH" && r.path.includes("/issues/comments/"))).toHaveLength(1);
   });
 
-  it("does not call an identical challenger red, and moves the label", async () => {
+  it("does not call an identical challenger red, and moves the label", async (ctx) => {
     const same = host.release("fast", "same");
     let run = await gate(withHead(real("synchronize"), "1".repeat(40)), same);
+    skipIfDisturbed(ctx, run);
     if (run.outputs.verdict === "red") {
       // The interval has a 2.5% false-red rate by design (test/analysis/simulation.test.ts);
       // an independent second run makes this test fail by chance about once in 1,600.
       run = await gate(withHead(real("synchronize"), "2".repeat(40)), same);
+      skipIfDisturbed(ctx, run);
     }
     expect(["grey", "green"], run.stdout).toContain(run.outputs.verdict);
     expect(run.code).toBe(0);
@@ -104,7 +109,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(fake.labelsOn(PR)).toEqual([`perf:${run.outputs.verdict}`]);
   });
 
-  it("never lets an unapproved fork reach the host, and says why", async () => {
+  it("never lets an unapproved fork reach the host, and says why", async (ctx) => {
     const fork = (p: Payload) => {
       p.pull_request.head.sha = "f".repeat(40); // a commit of its own, not the earlier tests'
       p.pull_request.head.repo.full_name = "forker/Hello-World";
@@ -138,6 +143,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     // From a writer, it does: the run reaches the host.
     fake.setRole("Codertocat", "write");
     const approved = await gate(labeled, host.release("fast", "fork"), "pull_request_target");
+    skipIfDisturbed(ctx, approved);
     expect(["grey", "green", "red"]).toContain(approved.outputs.verdict);
     expect(acceptedLogins()).toBeGreaterThan(logins);
   });
@@ -164,7 +170,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(fake.labelsOn(PR)).not.toContain("perf:approved");
   });
 
-  it("with comparison_base merge-base, measures the head against its merge base, built and deployed for the run", async () => {
+  it("with comparison_base merge-base, measures the head against its merge base, built and deployed for the run", async (ctx) => {
     // Main moved on (the champion is the fast build) since this branch left it at 3333333, a
     // slow build; the branch changed nothing. Against the champion it would read red, a change
     // main made; against its merge base it reads no change.
@@ -196,6 +202,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     for (let attempt = 0; attempt < 2; attempt++) {
       syncPull(branch(head));
       run = await h.run(h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": mergeBase }), "pull_request", branch(head));
+      skipIfDisturbed(ctx, run);
       // The interval's 2.5% false red (test/analysis/simulation.test.ts): an independent second run.
       if (run.outputs.verdict !== "red") break;
       head = "6".repeat(40);

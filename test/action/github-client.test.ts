@@ -20,8 +20,8 @@ const OTHER_APP: App = { id: 777, slug: "perf-gate-impostor", name: "perf-gate i
 beforeAll(async () => {
   fake = new GitHubFake();
   api = await fake.start();
-  // @actions/github reads the API's address when it is first imported.
   vi.stubEnv("GITHUB_API_URL", api);
+  vi.stubEnv("PERF_GATE_GITHUB_UNPACED", "1"); // the fake is on loopback: spacing writes only waits
   vi.stubEnv("GITHUB_STATE", join(mkdtempSync(join(tmpdir(), "perf-gate-state-")), "state"));
   writeFileSync(process.env.GITHUB_STATE!, "");
   vi.resetModules();

@@ -2,16 +2,8 @@
 // payloads, against the contract-checked GitHub fake. mode access decides before any build
 // whether a pull request's head may be built and measured; mode command takes /perf comments.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { examplePayload, GitHubHarness, REPOSITORY } from "../support/action-harness";
-import { ACTIONS_BOT, type App, botOf, GITHUB_ACTIONS, userNamed } from "../support/github-fake";
-
-type PrPayload = {
-  action: string;
-  pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } };
-  label?: { name: string };
-  sender: { login: string };
-};
-type CommentPayload = { action: string; issue: { number: number; pull_request?: object }; comment: { id: number; body: string; created_at: string; user: { login: string; type: string } } };
+import { type CommentPayload, GitHubHarness, type PullRequestPayload, REPOSITORY } from "../support/action-harness";
+import { ACTIONS_BOT, type App, botOf, GITHUB_ACTIONS } from "../support/github-fake";
 
 const MARKER = "<!-- perf-gate:sticky -->";
 const BASE = "b".repeat(40);
@@ -31,23 +23,11 @@ afterAll(async () => {
 
 afterEach(() => h.fake.assertContract());
 
-function prEvent(action: string, head: string, o: { fork?: boolean; label?: string; sender?: string } = {}): PrPayload {
-  const p = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === (action === "labeled" ? "labeled" : "opened"));
-  p.action = action;
-  p.pull_request.number = pr;
-  p.pull_request.head.sha = head;
-  p.pull_request.base.sha = BASE;
-  if (o.fork) p.pull_request.head.repo = { ...p.pull_request.head.repo, full_name: "forker/Hello-World", fork: true };
-  if (o.label) p.label = { name: o.label };
-  if (o.sender) p.sender = { ...p.sender, login: o.sender };
-  return p;
-}
-
-const access = (p: PrPayload) => h.run(h.inputs("access"), "pull_request_target", p);
+const prEvent = (action: string, head: string, o: { fork?: boolean; label?: string; sender?: string } = {}) => h.pullRequestEvent(action, pr, head, BASE, o);
+const access = (p: PullRequestPayload) => h.run(h.inputs("access"), "pull_request_target", p);
 /** GitHub's view of the fork's pull request now: its head is `head`. */
-const forkHeadIs = (head: string) =>
-  h.fake.pulls.set(pr, { headSha: head, baseSha: BASE, baseRef: "master", state: "open", headRepo: "forker/Hello-World", headPushedAt: "2026-11-21T09:00:00Z" });
-const checksOn = (sha: string) => h.fake.checkRuns.filter((c) => c.head_sha === sha);
+const forkHeadIs = (head: string) => h.setPull(pr, head, { baseSha: BASE, headRepo: "forker/Hello-World" });
+const checksOn = (sha: string) => h.checksOn(sha);
 
 describe("mode access, before the build", () => {
   it("lets a branch of this repository be built, and says nothing on GitHub", async () => {
@@ -152,16 +132,9 @@ describe("mode command", () => {
   const HEAD = "c1".repeat(20);
   const IMPOSTOR: App = { id: 4242, slug: "perf-gate-lookalike", name: "perf-gate lookalike" };
 
-  function comment(body: string, login: string): CommentPayload {
-    const held = h.fake.addComment(pr, body, userNamed(login));
-    const p = examplePayload<CommentPayload>("issue_comment", (e) => e.action === "created");
-    p.issue.number = pr;
-    p.issue.pull_request = { url: `https://api.github.com/repos/${REPOSITORY}/pulls/${pr}` };
-    p.comment = { ...p.comment, id: held.id, body, created_at: "2026-11-21T10:00:00Z", user: { ...p.comment.user, login, type: "User" } };
-    return p;
-  }
+  const comment = (body: string, login: string) => h.commentEvent(pr, body, login);
   const command = (p: CommentPayload) => h.run(h.inputs("command"), "issue_comment", p);
-  const ours = () => (h.fake.comments.get(pr) ?? []).filter((c) => c.user.login === ACTIONS_BOT.login);
+  const ours = () => h.ours(pr);
 
   it("lets a real maintainer override this app's failed check, whatever another app's check of the same name says", async () => {
     pr++;

@@ -5,9 +5,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ms } from "../../src/report/format";
-import { ActionHarness, E2E_CONFIG, examplePayload, REPOSITORY } from "../support/action-harness";
+import { ActionHarness, type CommentPayload, E2E_CONFIG, examplePayload, REPOSITORY } from "../support/action-harness";
 import { asRoot } from "../support/bench-host";
-import { ACTIONS_BOT, userNamed } from "../support/github-fake";
+import { skipIfDisturbed } from "../support/machine-too-busy";
 
 const CHAMPION = "c".repeat(40);
 const BASE = "b".repeat(40);
@@ -19,40 +19,16 @@ const DEAD = "6234567890abcdef1234567890abcdef12345678";
 const LOPSIDED = "8234567890abcdef1234567890abcdef12345678";
 const PR = 1;
 
-type CommentPayload = { action: string; issue: { number: number; pull_request?: object }; comment: { id: number; body: string; created_at: string; user: { login: string; type: string } } };
-type PrPayload = { pull_request: { number: number; head: { sha: string }; base: { sha: string } } };
-
 let h: ActionHarness;
 
-/** A real issue_comment payload, made a PR comment the way GitHub marks one, of a comment GitHub holds. */
-function comment(body: string, login = "Codertocat", type = "User"): CommentPayload {
-  const p = examplePayload<CommentPayload>("issue_comment", (e) => e.action === "created");
-  const held = h.fake.addComment(PR, body, { ...userNamed(login), type: type as "User" | "Bot" });
-  p.issue.number = PR;
-  p.issue.pull_request = { url: `https://api.github.com/repos/${REPOSITORY}/pulls/${PR}` };
-  p.comment = { ...p.comment, id: held.id, body, created_at: "2026-11-21T10:00:00Z", user: { ...p.comment.user, login, type } };
-  return p;
-}
-
+const comment = (body: string, login = "Codertocat", type: "User" | "Bot" = "User") => h.commentEvent(PR, body, login, type);
 const command = (p: CommentPayload) => h.run(h.inputs("command"), "issue_comment", p);
 const rerun = (p: CommentPayload, artifact: string, sha = HEAD) => h.run(h.inputs("rerun", { artifact, sha }), "issue_comment", p);
-const ours = () => (h.fake.comments.get(PR) ?? []).filter((c) => c.user.login === ACTIONS_BOT.login);
-const replies = () => ours().filter((c) => !c.body.startsWith("<!-- perf-gate:sticky -->")).map((c) => c.body);
-const sticky = () => ours().filter((c) => c.body.startsWith("<!-- perf-gate:sticky -->"));
-const checksOn = (sha: string, name = "perf-gate") => h.fake.checkRuns.filter((c) => c.head_sha === sha && c.name === name);
-
-function setHead(sha: string, headRepo = REPOSITORY, headPushedAt = "2026-11-21T09:00:00Z") {
-  h.fake.pulls.set(PR, { headSha: sha, baseSha: BASE, baseRef: "master", state: "open", headRepo, headPushedAt });
-}
-
-/** A pull_request event for PR, with the given head. */
-function prEvent(action: string, head: string): PrPayload {
-  const pr = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === action);
-  pr.pull_request.number = PR;
-  pr.pull_request.head.sha = head;
-  pr.pull_request.base.sha = BASE;
-  return pr;
-}
+const replies = () => h.replies(PR);
+const sticky = () => h.sticky(PR);
+const checksOn = (sha: string, name = "perf-gate") => h.checksOn(sha, name);
+const setHead = (sha: string, headRepo = REPOSITORY, headPushedAt = "2026-11-21T09:00:00Z") => h.setPull(PR, sha, { baseSha: BASE, headRepo, headPushedAt });
+const prEvent = (action: string, head: string) => h.pullRequestEvent(action, PR, head, BASE);
 
 beforeAll(async () => {
   if (!asRoot) return;
@@ -75,9 +51,10 @@ afterEach(() => h?.fake.assertContract());
 const BIASED_NOTE = /(\(|; )biased host: see the report\)$/;
 
 describe.skipIf(!asRoot)("/perf rerun", () => {
-  it("a writer's rerun pins the head, measures it again, and the comment shows both runs, pooled", async () => {
+  it("a writer's rerun pins the head, measures it again, and the comment shows both runs, pooled", async (ctx) => {
     const slow = h.host.release("slow", "slow");
     const first = await h.run(h.inputs("gate", { artifact: slow }), "pull_request", prEvent("opened", HEAD));
+    skipIfDisturbed(ctx, first);
     expect(first.outputs.verdict, first.stdout).toBe("red");
     const firstRun = JSON.parse(readFileSync(first.outputs["result-path"]!, "utf8"))[0].plan.run_id as string;
 
@@ -90,6 +67,7 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     expect(h.acceptedLogins()).toBe(logins); // mode command never connects
 
     const again = await rerun(asked, slow);
+    skipIfDisturbed(ctx, again);
     console.log(`[rerun] first: ${checksOn(HEAD)[0]!.output!.title}\n[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}`);
     expect(again.outputs.verdict, again.stdout).toBe("red");
     // Both runs' pairs (6 each; a pair the generator fell behind in is dropped).
@@ -173,13 +151,14 @@ describe.skipIf(!asRoot)("/perf override", () => {
 });
 
 describe.skipIf(!asRoot)("/perf rerun on a fork", () => {
-  it("on a fork, a writer's rerun approves the pinned SHA for the host; a push to the fork after the comment is refused", async () => {
+  it("on a fork, a writer's rerun approves the pinned SHA for the host; a push to the fork after the comment is refused", async (ctx) => {
     const forkHead = "7234567890abcdef1234567890abcdef12345678";
     setHead(forkHead, "forker/Hello-World", "2026-11-21T09:59:00Z");
     const asked = comment("/perf rerun");
     expect((await command(asked)).outputs).toMatchObject({ command: "rerun", sha: forkHead });
     const logins = h.acceptedLogins();
     const run = await rerun(asked, h.host.release("fast", "fork"), forkHead);
+    skipIfDisturbed(ctx, run);
     expect(["grey", "green", "red"], run.stdout).toContain(run.outputs.verdict);
     expect(run.stdout).toContain("access: /perf rerun by @Codertocat, who has write permission; it approves 7234567 of this fork");
     expect(h.acceptedLogins()).toBeGreaterThan(logins);
@@ -200,8 +179,9 @@ describe.skipIf(!asRoot)("promotion", () => {
   };
   const dispatch = () => examplePayload<object>("workflow_dispatch");
 
-  it("a merge makes main's HEAD the champion, verified by an A/A check, the previous kept; rollback restores it", async () => {
+  it("a merge makes main's HEAD the champion, verified by an A/A check, the previous kept; rollback restores it", async (ctx) => {
     const promoted = await h.run(h.inputs("promote", { artifact: h.host.release("fast", "v2") }), "push", push(), { GITHUB_SHA: MERGED });
+    skipIfDisturbed(ctx, promoted);
     expect(promoted.code, promoted.stdout).toBe(0);
     expect(promoted.outputs).toMatchObject({ champion: MERGED, "previous-champion": CHAMPION });
     expect(await h.championVersion()).toBe("fast v2");
@@ -216,10 +196,12 @@ describe.skipIf(!asRoot)("promotion", () => {
 
     // Earlier runs of a commit measured the old champion: a new gate of it does not pool them.
     const after = await h.run(h.inputs("gate", { artifact: h.host.release("slow", "slow") }), "pull_request", prEvent("synchronize", HEAD));
+    skipIfDisturbed(ctx, after);
     expect(after.outputs.pairs, after.stdout).toBe("6");
     expect(checksOn(HEAD).at(-1)!.output!.summary).toMatch(/2 earlier runs of 1234567 \(pr1-1234567-\d+-1-0, pr1-1234567-\d+-1-0\) measured another champion and are not pooled/);
 
     const rolledBack = await h.run(h.inputs("rollback"), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
+    skipIfDisturbed(ctx, rolledBack);
     expect(rolledBack.code, rolledBack.stdout).toBe(0);
     // The build rolled back from is forgotten: CHAMPION had no predecessor.
     expect(rolledBack.outputs).toMatchObject({ champion: CHAMPION, "previous-champion": "" });
@@ -253,8 +235,9 @@ describe.skipIf(!asRoot)("promotion", () => {
 describe.skipIf(!asRoot)("calibration", () => {
   const schedule = { schedule: "17 4 * * 1" };
 
-  it("writes a floor (and its history) that the next gate verdict quotes, and reports drift", async () => {
+  it("writes a floor (and its history) that the next gate verdict quotes, and reports drift", async (ctx) => {
     const first = await h.run(h.inputs("calibrate"), "schedule", schedule, { GITHUB_SHA: MERGED });
+    skipIfDisturbed(ctx, first);
     const biased = first.outputs["host-biased"] === "true";
     console.log(`[calibrate] ${first.stdout.split("\n").find((l) => l.startsWith("A/A "))}`);
     // An unbiased host still fails a calibration by chance (two runs excluding 0, 1 in 400): then the job fails.
@@ -269,6 +252,7 @@ describe.skipIf(!asRoot)("calibration", () => {
     setHead(fresh);
     const gate = await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", prEvent("synchronize", fresh));
     setHead(HEAD);
+    skipIfDisturbed(ctx, gate);
     const title = checksOn(fresh).at(-1)!.output.title!;
     // A biased host widens the floor to the bias (see the verdict engine).
     const quoted = biased ? Math.max(floor.half_width_ms, ...floor.ci_ms.map(Math.abs)) : floor.half_width_ms;
@@ -278,6 +262,7 @@ describe.skipIf(!asRoot)("calibration", () => {
     expect(BIASED_NOTE.test(title)).toBe(biased);
 
     const second = await h.run(h.inputs("calibrate"), "schedule", schedule, { GITHUB_SHA: MERGED });
+    skipIfDisturbed(ctx, second);
     const secondReport = readFileSync(second.outputs["report-path"]!, "utf8");
     const now = (await h.hostStatus()).floors["work@200/p90"]!;
     expect(now.run_id).not.toBe(floor.run_id);
@@ -286,13 +271,14 @@ describe.skipIf(!asRoot)("calibration", () => {
     expect(secondReport).toContain(`- work@200 at p90: ±${ms(floor.half_width_ms)} (`);
   });
 
-  it("declares a really biased host only after a confirmation run, and every verdict then says so", async () => {
+  it("declares a really biased host only after a confirmation run, and every verdict then says so", async (ctx) => {
     // A champion that does ~2 ms of extra hashing on the challenger port only: the ports differ by design.
     const lopsided = h.host.release("fast", "lopsided");
     writeFileSync(join(lopsided, "start.sh"), `#!/bin/sh\n[ "$PORT" = "${h.host.info.challenger_port}" ] && export HASH_ROUNDS=20000\nexec ./bin/service\n`, { mode: 0o755 });
     await h.installChampion(LOPSIDED, lopsided);
 
     const run = await h.run(h.inputs("calibrate"), "schedule", schedule, { GITHUB_SHA: MERGED });
+    skipIfDisturbed(ctx, run);
     console.log(`[calibrate, biased] ${run.stdout.split("\n").find((l) => l.startsWith("A/A interval"))}`);
     expect(run.code, run.stdout).toBe(1);
     expect(run.outputs["host-biased"]).toBe("true");
@@ -306,8 +292,9 @@ describe.skipIf(!asRoot)("calibration", () => {
 
     const fresh = "7234567890abcdef1234567890abcdef12345678";
     setHead(fresh);
-    await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", prEvent("synchronize", fresh));
+    const gated = await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", prEvent("synchronize", fresh));
     setHead(HEAD);
+    skipIfDisturbed(ctx, gated);
     const check = checksOn(fresh).at(-1)!;
     expect(check.output!.title).toMatch(BIASED_NOTE);
     expect(check.output!.summary).toContain("Biased host");

@@ -5,8 +5,11 @@
 // three times in all.
 import type { TestContext } from "vitest";
 
-/** How perf-gate says a run was disturbed, in a CLI's output or an action's log. */
-const DISTURBED = /could not measure: the (load generator|host) was disturbed[^\n%]*/;
+/**
+ * How perf-gate says a run was disturbed, in a CLI's output or an action's log: a gate that
+ * could not measure, or a calibration that recorded no floor from the run.
+ */
+const DISTURBED = /could not measure: the (load generator|host) was disturbed[^\n%]*|not recorded: (the load generator fell behind|other work took the host's CPU)[^\n;]*/;
 
 /** The disturbance a command's output reports, or null. */
 export function disturbedIn(output: string): string | null {
@@ -27,6 +30,12 @@ export function skipTooBusy(ctx: TestContext, why: string): never {
 
 export function skipIfMachineTooBusy(ctx: TestContext, r: { code: number; stdout: string; stderr: string }): void {
   const busy = machineTooBusy(r);
+  if (busy) skipTooBusy(ctx, busy);
+}
+
+/** Skips when an action step's log says it could not vouch for its measurement. */
+export function skipIfDisturbed(ctx: TestContext, run: { stdout: string }): void {
+  const busy = disturbedIn(run.stdout);
   if (busy) skipTooBusy(ctx, busy);
 }
 

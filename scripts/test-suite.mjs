@@ -1,0 +1,54 @@
+// npm test's tests, in two phases (docs/design/0031-tests-that-measure-run-alone.md). First
+// everything that does not measure, at once: the Go packages' tests of behaviour
+// (make test-behaviour) beside vitest's unit and end-to-end files of behaviour; the simulations
+// keep the CPUs busy while the end-to-end tests mostly wait on slices and health checks. Then
+// what must run alone, one at a time: the Go tests that measure or load the whole machine
+// (make test-alone), then vitest's measuring files (project e2e-alone). The second phase runs
+// whether the first failed or not; the exit code is the worst.
+//
+//   node scripts/test-suite.mjs [--phase behaviour|alone]
+import { spawn } from "node:child_process";
+import { parseArgs } from "node:util";
+
+const { values: opt } = parseArgs({ options: { phase: { type: "string" } } });
+
+/** Runs a command, each line of its output prefixed with its name; resolves to its exit code. */
+function run(name, cmd, args) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    for (const stream of [child.stdout, child.stderr]) {
+      let rest = "";
+      stream.on("data", (d) => {
+        const lines = (rest + d).split("\n");
+        rest = lines.pop();
+        for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
+      });
+      stream.on("end", () => rest && process.stdout.write(`[${name}] ${rest}\n`));
+    }
+    child.on("close", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const started = Date.now();
+const phases = {
+  behaviour: () =>
+    Promise.all([
+      run("go", "make", ["-s", "-C", "benchmark-host", "test-behaviour"]),
+      run("vitest", "npx", ["vitest", "run", "--project", "unit", "--project", "e2e"]),
+    ]),
+  alone: async () => [
+    await run("go", "make", ["-s", "-C", "benchmark-host", "test-alone"]),
+    await run("vitest", "npx", ["vitest", "run", "--project", "e2e-alone"]),
+  ],
+};
+const codes = [];
+for (const [phase, go] of Object.entries(phases)) {
+  if (opt.phase && opt.phase !== phase) continue;
+  const t0 = Date.now();
+  codes.push(...(await go()));
+  console.log(
+    `test-suite: ${phase} done in ${((Date.now() - t0) / 1000).toFixed(0)} s (exit codes ${codes.join(", ")})`,
+  );
+}
+console.log(`test-suite: ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
+process.exit(Math.max(0, ...codes));
