@@ -4,9 +4,9 @@
 // meanwhile by it and everything it started (sshd, perf-host, the arms, the load generator,
 // also when they detach: cgroup membership is inherited, and perf-host moves its arms only in
 // the cgroup v2 hierarchy). Wall time alone misleads on a machine shared with other work; CPU
-// seconds are this suite's own. CPU is attributed by time window, which is exact where tests
-// run one at a time (Go tests in a package, vitest's e2e files) and a share otherwise (the
-// unit files run in parallel: their CPU is reported for the group only). Needs root (the cgroup).
+// seconds are this suite's own. CPU is attributed by time window: exact where tests run one at
+// a time, the sum of all that ran meanwhile where they overlap (parallel Go tests, vitest's
+// parallel files); the total is exact. Needs root (the cgroup).
 //
 // With --json, the rows go to OUT and the command's own output (go test's events, vitest's
 // report) beside it, as OUT.raw. --subtests lists Go subtests as rows of their own too.
@@ -72,7 +72,7 @@ const width = Math.max(...rows.map((r) => r.name.length), 5);
 console.log(`\n${"test".padEnd(width)}  wall s   CPU s  outcome`);
 for (const r of rows)
   console.log(
-    `${r.name.padEnd(width)} ${r.wallS.toFixed(1).padStart(7)} ${r.cpuS === null ? "      -" : r.cpuS.toFixed(1).padStart(7)}  ${r.outcome}`,
+    `${r.name.padEnd(width)} ${r.wallS.toFixed(1).padStart(7)} ${r.cpuS.toFixed(1).padStart(7)}  ${r.outcome}`,
   );
 console.log(
   `${"all".padEnd(width)} ${total.wallS.toFixed(1).padStart(7)} ${total.cpuS.toFixed(1).padStart(7)}  exit ${code}`,
@@ -85,32 +85,36 @@ writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), String(process.pid
 rmdirSync(group);
 process.exit(code ?? 1);
 
-/** Go tests (top-level, or subtests too), from `go test -json` events (each test's first and last event); a failure's last lines are printed. */
+/**
+ * Go tests (top-level, or subtests too) and packages, from `go test -json` events (each one's
+ * first and last event); a failure's last lines are printed.
+ */
 function goRows(text) {
   const tests = new Map();
   const output = new Map();
   for (const line of text.split("\n")) {
     if (!line.startsWith("{")) continue;
     const e = JSON.parse(line);
-    if (e.Test && e.Action === "output") output.set(e.Test, [...(output.get(e.Test) ?? []), e.Output]);
-    if (e.Test && e.Action === "fail")
-      console.log(`--- ${e.Test} failed:\n${(output.get(e.Test) ?? []).slice(-15).join("")}`);
-    if (!e.Test || (e.Test.includes("/") && !opt.subtests)) continue;
-    const t = tests.get(e.Test) ?? { start: Date.parse(e.Time), end: 0, outcome: "?", skip: "" };
+    const pkg = e.Package.replace(/^.*?benchmark-host\//, "");
+    const id = e.Test ? `${pkg} ${e.Test}` : `${pkg} (package)`;
+    if (e.Action === "output") output.set(id, [...(output.get(id) ?? []), e.Output]);
+    if (e.Action === "fail") console.log(`--- ${id} failed:\n${(output.get(id) ?? []).slice(-15).join("")}`);
+    if (e.Test?.includes("/") && !opt.subtests) continue;
+    const t = tests.get(id) ?? { start: Date.parse(e.Time), end: 0, outcome: "?", said: "" };
     t.end = Date.parse(e.Time);
     if (["pass", "fail", "skip"].includes(e.Action)) t.outcome = e.Action;
-    if (e.Action === "output" && /_test\.go:\d+: /.test(e.Output) && t.outcome === "?") t.skip = e.Output.trim();
-    tests.set(e.Test, t);
+    if (e.Action === "output" && /_test\.go:\d+: /.test(e.Output)) t.said = e.Output.trim();
+    tests.set(id, t);
   }
   return [...tests].map(([name, t]) => ({
     name,
     wallS: (t.end - t.start) / 1000,
     cpuS: cpuAt(t.end) - cpuAt(t.start),
-    outcome: t.outcome === "skip" ? `skip: ${t.skip.slice(0, 80)}` : t.outcome,
+    outcome: t.outcome === "skip" ? `skip: ${t.said.slice(0, 100)}` : t.outcome,
   }));
 }
 
-/** vitest files, from its JSON reporter; CPU only where files ran one at a time (the e2e project). */
+/** vitest files, from its JSON reporter. */
 function vitestRows(r) {
   return r.testResults.map((f) => {
     const name = f.name.replace(`${process.cwd()}/`, "");
@@ -118,7 +122,7 @@ function vitestRows(r) {
     return {
       name,
       wallS: (f.endTime - f.startTime) / 1000,
-      cpuS: name.endsWith(".e2e.test.ts") ? cpuAt(f.endTime) - cpuAt(f.startTime) : null,
+      cpuS: cpuAt(f.endTime) - cpuAt(f.startTime),
       outcome: `${f.status}${skipped ? ` (${skipped} skipped)` : ""}`,
     };
   });
