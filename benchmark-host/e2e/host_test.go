@@ -23,6 +23,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/store"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/toobusy"
 )
 
 func decodeResult(t *testing.T, raw string) contract.HostResult {
@@ -71,8 +72,8 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 		championP50 = append(championP50, float64(r.Slices[i].LatencyUs.P50))
 	}
 	t.Run("the slow build measures slower in every pair", func(t *testing.T) {
-		if busy := tooBusy(r); busy != "" {
-			skipTooBusy(t, busy)
+		if busy := toobusy.Result(r.Result); busy != "" {
+			toobusy.Skip(t, busy)
 		}
 		for i := 0; i < 6; i += 2 {
 			champ, chall := r.Slices[i], r.Slices[i+1]
@@ -105,8 +106,8 @@ func TestDeployRunWaitResultOverSSH(t *testing.T) {
 	}
 	t.Run("the champion arm measures the slow merge base slower than the champion", func(t *testing.T) {
 		for _, run := range []contract.HostResult{r, m} {
-			if busy := tooBusy(run); busy != "" {
-				skipTooBusy(t, busy)
+			if busy := toobusy.Result(run.Result); busy != "" {
+				toobusy.Skip(t, busy)
 			}
 		}
 		var baseP50 []float64

@@ -19,6 +19,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/image/imagetest"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/toobusy"
 )
 
 var (
@@ -246,8 +247,8 @@ func TestAnImageBuildRunsInEachArmLikeATarball(t *testing.T) {
 		}
 	}
 	t.Run("the slow image measures slower", func(t *testing.T) {
-		if busy := tooBusy(r); busy != "" {
-			skipTooBusy(t, busy)
+		if busy := toobusy.Result(r.Result); busy != "" {
+			toobusy.Skip(t, busy)
 		}
 		if slower < len(r.Slices)/2-1 {
 			t.Errorf("the slow image measured slower in only %d of %d pairs", slower, len(r.Slices)/2)

@@ -92,7 +92,7 @@ func (h *installedHost) install(script string, env []string, extra ...string) (s
 // sharedMachine is the install option of a host that shares its machine with other tests, as
 // sshtest's hosts do: the tests' runs do not wait up to 30 s for a quiet host, nor flag slices
 // for other work's CPU; what they check is the host's behaviour, and a test that measures says
-// so itself when the machine is too busy (toobusy_test.go).
+// so itself when the machine is too busy (internal/toobusy).
 var sharedMachine = []string{"--max-foreign-cores", "64"}
 
 // installHost is a host installed from this checkout's install.sh (with extra options), its

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/toobusy"
 )
 
 const releaseVersion = "v0.0.0-e2e.1"
@@ -92,13 +94,13 @@ workloads:
 `)
 	report := filepath.Join(h.dir, "report")
 	// A gate measures: when the machine is too busy for it to vouch for its pairs, it says so.
-	gateOut := untilQuiet(t, func(int) ([]byte, string) {
+	gateOut := toobusy.UntilQuiet(t, func(int) ([]byte, string) {
 		gate := exec.Command(node, cli, "run", "--host", "127.0.0.1", "--port", strconv.Itoa(h.sshPort), "--user", h.ciUser,
 			"--key", h.key, "--known-hosts", h.knownHosts, "--config", config, "--champion", champion, "--challenger", challenger, "--out", report)
 		out, err := gate.CombinedOutput()
 		code := gate.ProcessState.ExitCode()
-		if busy := disturbedOutput.Find(out); code == 2 && busy != nil {
-			return out, string(busy)
+		if busy := toobusy.Output(out); code == 2 && busy != "" {
+			return out, busy
 		}
 		if code != 0 && code != 1 {
 			t.Fatalf("perf-gate run against the released host exited %d (%v):\n%s", code, err, out)

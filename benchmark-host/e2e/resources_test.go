@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/toobusy"
 )
 
 // hashCPU is the CPU time one request's hashing takes (the example service's HASH_ROUNDS
@@ -70,12 +71,12 @@ func TestCPUPerRequestFollowsTheWorkPerRequest(t *testing.T) {
 	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", start(2*rounds))), "deploy challenger bbbbbbb")
 	plan := fmt.Sprintf(`{"challenger_sha":"bbbbbbb","service":%s,"loadgen":{"workload":"work","rate":20,"slice_seconds":1,"pairs":3,"seed":1,"warmup_seconds":0.5,"connections":4,"requests":[{"path":"/work?key={{rand 100}}"}]}}`, spec)
 	// The ratio is a measurement: other work on the CPUs the arms share moves it.
-	res := untilQuiet(t, func(n int) (contract.HostResult, string) {
+	res := toobusy.UntilQuiet(t, func(n int) (contract.HostResult, string) {
 		id := fmt.Sprintf("cpu-%d", n+1)
 		h.must(strings.NewReader(plan), "run "+id)
 		h.must(nil, "wait "+id)
 		r := decodeResult(t, h.must(nil, "result "+id))
-		return r, tooBusy(r)
+		return r, toobusy.Result(r.Result)
 	})
 	perRequest := map[string][]float64{}
 	var ratios []float64

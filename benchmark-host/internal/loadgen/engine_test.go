@@ -22,6 +22,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/toobusy"
 )
 
 // sliceCounter is a real HTTP server's record: requests by the {{slice}} header, and how long
@@ -80,23 +81,22 @@ func run(t *testing.T, p *plan.Plan) *contract.Result {
 	return res
 }
 
+// slowestSlice is the slice whose generator lagged most at p99.
+func slowestSlice(res *contract.Result) contract.Slice {
+	return slices.MaxFunc(res.Slices, func(a, b contract.Slice) int { return cmp.Compare(a.DispatchLagUs.P99, b.DispatchLagUs.P99) })
+}
+
 // healthyRun runs p until a run's generator kept its schedule in every slice (dispatch lag p99
 // within the verdict's 1 ms floor), at most three times, and skips the test naming the lags when
-// none did: an accuracy bound checked on a stalled instrument asserts on a wrong premise.
+// none did (internal/toobusy): an accuracy bound checked on a stalled instrument asserts on a
+// wrong premise.
 func healthyRun(t *testing.T, p *plan.Plan, reset func()) *contract.Result {
 	t.Helper()
-	var lags []string
-	for attempt := 0; attempt < 3; attempt++ {
+	return toobusy.UntilQuiet(t, func(int) (*contract.Result, string) {
 		reset()
 		res := run(t, p)
-		worst := slices.MaxFunc(res.Slices, func(a, b contract.Slice) int { return cmp.Compare(a.DispatchLagUs.P99, b.DispatchLagUs.P99) })
-		if worst.DispatchLagUs.P99 <= 1000 {
-			return res
-		}
-		lags = append(lags, fmt.Sprintf("slice %d %d µs", worst.Index, worst.DispatchLagUs.P99))
-	}
-	t.Skipf("machine too busy: the generator fell behind its schedule in three runs (worst dispatch lag p99: %s)", strings.Join(lags, ", "))
-	return nil
+		return res, toobusy.GeneratorBehind(slowestSlice(res))
+	})
 }
 
 func planJSON(champion, challenger string, extra string) string {

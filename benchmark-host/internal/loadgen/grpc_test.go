@@ -18,9 +18,9 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/types/descriptorpb"
 
-	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/examples/grpcservice/greeter"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/toobusy"
 )
 
 // grpcExamples is where .ci/grpc-examples builds grpc-go's example servers.
@@ -117,8 +117,8 @@ func TestGRPCMeasuresTheDelayRateAndStatusCodes(t *testing.T) {
 		if len(problems) == 0 {
 			return
 		}
-		if lag := maxLagP99(res); lag > 1000 {
-			t.Skipf("machine too busy: the generator's dispatch lag p99 reached %d µs; missed: %s", lag, strings.Join(problems, "; "))
+		if behind := toobusy.GeneratorBehind(slowestSlice(res)); behind != "" {
+			toobusy.Skip(t, fmt.Sprintf("%s; missed: %s", behind, strings.Join(problems, "; ")))
 		}
 		t.Error(strings.Join(problems, "\n"))
 	}()
@@ -160,14 +160,6 @@ func expectedMix(p *plan.Plan, slice int, n uint64) [3]int64 {
 		c[p.Pick(plan.Uniform(uint64(*p.Seed), uint64(pairOf(slice)+1)<<32|j))]++
 	}
 	return c
-}
-
-func maxLagP99(res *contract.Result) int64 {
-	var m int64
-	for _, s := range res.Slices {
-		m = max(m, s.DispatchLagUs.P99)
-	}
-	return m
 }
 
 // Against grpc-go's own example servers: the reflection example is described by its server
