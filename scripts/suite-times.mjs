@@ -81,7 +81,10 @@ if (opt.json) {
   writeFileSync(opt.json, JSON.stringify({ tool, args, total, rows }, null, 2));
   writeFileSync(`${opt.json}.raw`, tool === "go" ? stdout : readFileSync(report));
 }
-writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), String(process.pid));
+// What the command left running (a detached process) leaves the group with this process.
+for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+  writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), pid);
+}
 rmdirSync(group);
 process.exit(code ?? 1);
 
