@@ -56,6 +56,7 @@ export class HostClient {
   private readonly backoffMs: number;
   private readonly log: (line: string) => void;
   private readonly busyPollMs: number;
+  private claiming: boolean;
 
   constructor(private readonly o: HostOptions) {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
@@ -69,6 +70,21 @@ export class HostClient {
     this.backoffMs = o.backoffMs ?? 2000;
     this.log = o.log ?? (() => {});
     this.busyPollMs = o.busyPollMs ?? 15_000;
+    this.claiming = false;
+  }
+
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock(): void {
+    this.claiming = true;
+  }
+
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed(): boolean {
+    return !this.claiming;
   }
 
   /** Removes the key from disk. */
@@ -181,9 +197,12 @@ export class HostClient {
   private async whenFree(command: string, busyDeadline: number, stdin?: { input?: string }): Promise<string> {
     for (;;) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }

@@ -1,0 +1,132 @@
+// A gate on a pool of hosts: find the host it goes to (src/experiment/landing.ts decides), run
+// the gate there, and when another gate took that host between the look and the run, look
+// again. GitHub Actions runs the jobs; the hosts' own locks are the only queue
+// (docs/design/0026-a-pool-of-hosts.md). A pool of one host is used as it always was: the gate
+// waits for its lock.
+import type { HostClient } from "../host/client";
+import { HostError } from "../host/client";
+import type { HostPool, PoolMember } from "../host/pool";
+import { type Choice, chooseHost, type HostSurvey, type Standing, standingLine } from "./landing";
+
+export interface PoolGateOptions {
+  /** The gate's own key (its run id prefix): the order in which it tries free hosts. */
+  key: string;
+  /** The build to measure: the host of its earlier runs is preferred (and waited for). */
+  sha?: string;
+  /** comparison_base merge-base: the merge base's SHA, whose runs against the build pool too. */
+  mergeBase?: string;
+  /** When to stop waiting for a free host (ms since the epoch). */
+  busyDeadline: number;
+  /** Pause between looks while every host that could take the gate is busy. */
+  pollMs?: number;
+  say: (line: string) => void;
+}
+
+export interface Landing {
+  /** The host the gate runs on. */
+  host: string;
+  /** From the first look until the gate started on its host. */
+  waitedMs: number;
+  /** Lines for the report: where it ran, and what the other hosts were doing. */
+  notes: string[];
+}
+
+export type Landed<T> = Landing & { value: T };
+
+/** Runs `work` on the host a gate lands on: the host of the build's earlier runs, else a free one. */
+export async function onPool<T>(
+  pool: HostPool,
+  o: PoolGateOptions,
+  work: (member: PoolMember, landing: Landing) => Promise<T>,
+): Promise<Landed<T>> {
+  if (pool.size === 1) {
+    const only = pool.members[0]!;
+    const landing = { host: only.name, waitedMs: 0, notes: [] };
+    return { ...landing, value: await work(only, landing) };
+  }
+  const pollMs = o.pollMs ?? 15_000;
+  const started = Date.now();
+  // Earlier runs are asked for once: the evidence a rerun pools with does not move while it waits.
+  const runs = o.sha ? await earlierRuns(pool, o.sha) : new Map<string, HostSurvey["runs"]>();
+  let said = "";
+  for (;;) {
+    const choice = chooseHost(await survey(pool, runs), {
+      key: o.key,
+      ...(o.mergeBase ? { mergeBase: o.mergeBase } : {}),
+    });
+    const seen = choice.standings.map(standingLine).join("; ");
+    if (seen !== said) o.say(`pool: ${seen}`);
+    said = seen;
+    if (choice.host) {
+      const member = pool.member(choice.host);
+      if (!choice.stay) member.client.claimNextLock();
+      o.say(
+        choice.stay
+          ? `pool: ${choice.host} holds the earlier runs of ${o.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy`
+          : `pool: ${choice.host} is free: measuring there`,
+      );
+      const waitedMs = Date.now() - started;
+      const unasked = o.sha ? pool.members.map((m) => m.name).filter((n) => !runs.has(n)) : [];
+      const landing = { host: choice.host, waitedMs, notes: landingNotes(choice, pool.size, waitedMs, unasked) };
+      try {
+        return { ...landing, value: await work(member, landing) };
+      } catch (e) {
+        if (!lostTheHost(member.client, e)) throw e;
+        o.say(`pool: another gate took ${choice.host} first (${(e as Error).message}); looking again`);
+        continue;
+      }
+    }
+    if (!choice.waitable || Date.now() + pollMs > o.busyDeadline) throw noHost(choice);
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+/** A claim lost to another gate: the host was free when looked at and busy when the run started. */
+function lostTheHost(client: HostClient, e: unknown): boolean {
+  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+}
+
+async function earlierRuns(pool: HostPool, sha: string): Promise<Map<string, HostSurvey["runs"]>> {
+  const readings = await pool.ask((c) => c.runsOf(sha));
+  return new Map(readings.flatMap((r) => (r.ok ? [[r.name, r.value] as const] : [])));
+}
+
+async function survey(pool: HostPool, runs: Map<string, HostSurvey["runs"]>): Promise<HostSurvey[]> {
+  const readings = await pool.ask((c) => c.status());
+  return readings.map((r) =>
+    r.ok
+      ? { name: r.name, status: r.value, runs: runs.get(r.name) ?? [] }
+      : { name: r.name, status: null, unreachable: r.error.message },
+  );
+}
+
+/** No host can take the gate: every one busy past the deadline, refused or unreachable. */
+function noHost(choice: Choice): HostError {
+  const lines = choice.standings.map(standingLine).join("; ");
+  if (choice.waitable)
+    return new HostError("busy", `every host of the pool that can take this gate stayed busy: ${lines}`);
+  const kind = choice.standings.every((s) => s.state === "unreachable") ? "unreachable" : "refused";
+  return new HostError(kind, `no host of the pool can take this gate: ${lines}`);
+}
+
+/** Where the gate ran and what the other hosts were doing; and the hosts whose earlier runs of the build could not be asked for. */
+function landingNotes(choice: Choice, size: number, waitedMs: number, unasked: string[]): string[] {
+  const others = choice.standings.filter((s) => s.name !== choice.host);
+  const waited = waitedMs >= 1000 ? `, after waiting ${Math.round(waitedMs / 1000)} s for it` : "";
+  const notes = [
+    `🖥️ **Host**: measured on \`${choice.host}\` (a pool of ${size}${waited}); ${others.map(otherLine).join("; ")}.`,
+  ];
+  if (unasked.length > 0)
+    notes.push(
+      `Earlier runs of this build on ${unasked.map((n) => `\`${n}\``).join(", ")} could not be asked for (unreachable): any there are not pooled with this gate.`,
+    );
+  return notes;
+}
+
+function otherLine(s: Standing): string {
+  return s.state === "free"
+    ? `\`${s.name}\` free`
+    : s.state === "busy"
+      ? `\`${s.name}\` busy`
+      : `\`${s.name}\` ${s.state}: ${s.reason}`;
+}
