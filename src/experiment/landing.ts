@@ -29,7 +29,7 @@ export interface PoolChampion {
 
 export type Standing =
   | { name: string; state: "free" }
-  | { name: string; state: "busy"; holder: string }
+  | { name: string; state: "busy"; holder: string; run: string | null }
   | { name: string; state: "refused"; reason: string }
   | { name: string; state: "unreachable"; reason: string };
 
@@ -79,12 +79,16 @@ export function standings(surveys: readonly HostSurvey[], champion: PoolChampion
         reason: `it serves champion ${st.champion.slice(0, 7)}, not the pool's ${champion.sha.slice(0, 7)}${champion.since ? ` (champion since ${champion.since})` : ""}: refused for gates until it is promoted`,
       };
     }
-    if (st.lock)
+    if (st.lock) {
+      // A run holds it ("ab RUN-ID", "aa RUN-ID"), or a promotion, rollback or gc does.
+      const run = /^(?:ab|aa) ([a-z0-9][a-z0-9-]{2,63})$/.exec(st.lock.holder)?.[1] ?? null;
       return {
         name: s.name,
         state: "busy",
         holder: `${st.lock.holder} since ${st.lock.since} (${Math.round(st.lock.age_seconds)} s)`,
+        run,
       };
+    }
     return { name: s.name, state: "free" };
   });
 }

@@ -57,6 +57,7 @@ export class HostClient {
   private readonly log: (line: string) => void;
   private readonly busyPollMs: number;
   private claiming: boolean;
+  private firstLockAt: number | null = null;
 
   constructor(private readonly o: HostOptions) {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
@@ -85,6 +86,11 @@ export class HostClient {
   /** False from claimNextLock until a verb took the host's lock. */
   get claimed(): boolean {
     return !this.claiming;
+  }
+
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt(): number | null {
+    return this.firstLockAt;
   }
 
   /** Removes the key from disk. */
@@ -199,6 +205,7 @@ export class HostClient {
       const r = await this.call(command, stdin);
       if (r.exitCode === 0) {
         this.claiming = false;
+        this.firstLockAt ??= Date.now();
         return String(r.stdout);
       }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
@@ -227,6 +234,17 @@ export class HostClient {
       throw new HostError("protocol", `${command}: unexpected answer at ${i.path.join(".") || "(top)"}: ${i.message}`);
     }
     return { document, message: r.data };
+  }
+
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId: string, signal: AbortSignal): Promise<void> {
+    const [file, args] = this.argv(`wait ${runId}`);
+    await execa(file, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
 
   /**

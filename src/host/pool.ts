@@ -33,6 +33,7 @@ export class HostPool {
         name: h.name,
         client: new HostClient({
           ...login,
+          ...(h.user ? { user: h.user } : {}),
           host: h.host,
           port: h.port,
           ...o,

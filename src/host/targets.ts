@@ -6,6 +6,8 @@ export interface HostAddress {
   /** A host name, an IPv4 address, or an IPv6 address (without brackets). */
   host: string;
   port: number;
+  /** The SSH login on this host, when it is not the pool's (USER@HOST). */
+  user?: string;
   /** How reports and logs name it: host, or host:port when the port is not the default. */
   name: string;
 }
@@ -14,11 +16,13 @@ export interface HostAddress {
 export const MAX_POOL_HOSTS = 32;
 
 const NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
 
 /**
  * Hosts separated by commas, spaces or new lines; each `HOST`, `HOST:PORT`, `[IPV6]` or
- * `[IPV6]:PORT`, a bare IPv6 address taken whole. HOST without a port gets `defaultPort`.
+ * `[IPV6]:PORT`, a bare IPv6 address taken whole, optionally after `USER@` for a host whose SSH
+ * login is not the pool's. HOST without a port gets `defaultPort`.
  */
 export function parseHostList(text: string, defaultPort: number, field: string): HostAddress[] {
   const entries = text.split(/[\s,]+/).filter(Boolean);
@@ -29,7 +33,7 @@ export function parseHostList(text: string, defaultPort: number, field: string):
     const a = parseEntry(entry, defaultPort);
     if (!a) {
       throw new Error(
-        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT (bench-1.example.com, 10.0.0.5:2222, [fd00::5]:2222), several separated by commas`,
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`,
       );
     }
     if (out.some((o) => o.host.toLowerCase() === a.host.toLowerCase() && o.port === a.port))
@@ -39,7 +43,11 @@ export function parseHostList(text: string, defaultPort: number, field: string):
   return out;
 }
 
-function parseEntry(entry: string, defaultPort: number): HostAddress | null {
+function parseEntry(given: string, defaultPort: number): HostAddress | null {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : undefined;
+  if (user !== undefined && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
   const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
   const [host, portText] = bracketed
     ? [bracketed[1]!, bracketed[2]]
@@ -51,7 +59,7 @@ function parseEntry(entry: string, defaultPort: number): HostAddress | null {
   const v6 = host.includes(":");
   if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
   const shown = v6 ? `[${host}]` : host;
-  return { host, port, name: port === 22 ? host : `${shown}:${port}` };
+  return { host, port, ...(user ? { user } : {}), name: port === 22 ? host : `${shown}:${port}` };
 }
 
 function splitPort(entry: string): [string, string | undefined] {

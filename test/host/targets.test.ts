@@ -20,6 +20,15 @@ describe("parseHostList", () => {
     ]);
   });
 
+  it("takes a login of the host's own before @", () => {
+    expect(parseHostList("pgci01@127.0.0.1:2201, b.example", 22, "input host")).toEqual([
+      { host: "127.0.0.1", port: 2201, user: "pgci01", name: "127.0.0.1:2201" },
+      { host: "b.example", port: 22, name: "b.example" },
+    ]);
+    expect(() => parseHostList("Root;x@a.example", 22, "input host")).toThrow(/"Root;x@a.example" is not a host/);
+    expect(() => parseHostList("@a.example", 22, "input host")).toThrow(/"@a.example" is not a host/);
+  });
+
   it("takes IPv6 addresses bare, or bracketed with a port", () => {
     expect(
       parseHostList("fd00::5, [fd00::6]:2222, [::1]", 22, "input host").map((h) => [h.host, h.port, h.name]),

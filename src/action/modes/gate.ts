@@ -65,7 +65,7 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
   }
 }
 
-type Judged = Pick<GateVerdict, "analysis" | "report" | "artifacts"> & { host: string };
+type Judged = Pick<GateVerdict, "analysis" | "report" | "artifacts">;
 
 /**
  * Deploys and measures the head on the host it lands on (the host of its earlier runs, else a
@@ -76,6 +76,8 @@ async function judgePullRequest(gh: GitHub, pool: HostPool, config: GateConfig, 
   const runIdPrefix = `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`;
   const mergeBase = await comparedMergeBase(gh, config, pr);
   const landed = await onPool(pool, { key: runIdPrefix, sha, mergeBase, busyDeadline: job.busyDeadline, say: (l) => core.info(l) }, async ({ client }, landing) => {
+    // Where it measures, also when it then cannot: a failure's report names no host otherwise.
+    core.setOutput("host", landing.host);
     const base = await mergeBaseBuild(client, mergeBase, pr, job, existsSync);
     return gate(client, config, {
       challenger: { sha, artifact },
@@ -85,12 +87,12 @@ async function judgePullRequest(gh: GitHub, pool: HostPool, config: GateConfig, 
       busyDeadline: job.busyDeadline,
       progress: logProgress(""),
       outDir: job.outputDir,
-      notes: [...notes, ...landing.notes, ...(base.note ? [base.note] : [])],
+      notes: () => [...notes, ...landing.notes(), ...(base.note ? [base.note] : [])],
       runUrl: job.runUrl,
       host: landing.host,
     });
   });
-  return { ...landed.value, host: landed.host };
+  return landed.value;
 }
 
 /** The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment. */
@@ -106,9 +108,8 @@ async function publishVerdict(gh: GitHub, check: number, pr: PullRequestRef, { a
   if (analysis.blocking) core.setFailed(`perf-gate: ${outcome.title}`);
 }
 
-function setVerdictOutputs({ analysis, artifacts, host }: Judged): void {
+function setVerdictOutputs({ analysis, artifacts }: Judged): void {
   const h = analysis.headline;
-  core.setOutput("host", host);
   core.setOutput("verdict", analysis.verdict);
   core.setOutput("blocking", String(analysis.blocking));
   core.setOutput("estimate-ms", String(h.estimateMs));
