@@ -41,9 +41,9 @@ var __toESM = (mod, isNodeMode, target2) => (target2 = mod != null ? __create(__
   mod
 ));
 
-// node_modules/hdr-histogram-js/dist/ByteBuffer.js
+// ../../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js
 var require_ByteBuffer = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -114,9 +114,9 @@ var require_ByteBuffer = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
+// ../../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
 var require_HistogramIterationValue = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue = class {
@@ -138,9 +138,9 @@ var require_HistogramIterationValue = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
+// ../../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
 var require_JsHistogramIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue_1 = require_HistogramIterationValue();
@@ -235,9 +235,9 @@ var require_JsHistogramIterator = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
+// ../../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
 var require_RecordedValuesIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -271,9 +271,9 @@ var require_RecordedValuesIterator = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/PercentileIterator.js
+// ../../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js
 var require_PercentileIterator = __commonJS({
-  "node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -339,9 +339,9 @@ var require_PercentileIterator = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/formatters.js
+// ../../main/node_modules/hdr-histogram-js/dist/formatters.js
 var require_formatters = __commonJS({
-  "node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.floatFormatter = exports2.keepSignificantDigits = exports2.integerFormatter = void 0;
@@ -383,9 +383,9 @@ var require_formatters = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/ulp.js
+// ../../main/node_modules/hdr-histogram-js/dist/ulp.js
 var require_ulp = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var ulp = (x) => Math.pow(2, Math.floor(Math.log2(x)) - 52);
@@ -393,9 +393,9 @@ var require_ulp = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Histogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/Histogram.js
 var require_Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.toSummary = exports2.NO_TAG = void 0;
@@ -421,9 +421,9 @@ var require_Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/JsHistogram.js
 var require_JsHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.default = exports2.JsHistogram = void 0;
@@ -1093,9 +1093,9 @@ var require_JsHistogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
+// ../../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
 var require_generated_wasm = __commonJS({
-  "node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.BINARY = void 0;
@@ -1103,9 +1103,9 @@ var require_generated_wasm = __commonJS({
   }
 });
 
-// node_modules/base64-js/index.js
+// ../../main/node_modules/base64-js/index.js
 var require_base64_js = __commonJS({
-  "node_modules/base64-js/index.js"(exports2) {
+  "../../main/node_modules/base64-js/index.js"(exports2) {
     "use strict";
     exports2.byteLength = byteLength;
     exports2.toByteArray = toByteArray;
@@ -1204,9 +1204,9 @@ var require_base64_js = __commonJS({
   }
 });
 
-// node_modules/pako/lib/utils/common.js
+// ../../main/node_modules/pako/lib/utils/common.js
 var require_common = __commonJS({
-  "node_modules/pako/lib/utils/common.js"(exports2) {
+  "../../main/node_modules/pako/lib/utils/common.js"(exports2) {
     "use strict";
     var TYPED_OK = typeof Uint8Array !== "undefined" && typeof Uint16Array !== "undefined" && typeof Int32Array !== "undefined";
     function _has(obj, key) {
@@ -1295,9 +1295,9 @@ var require_common = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/trees.js
+// ../../main/node_modules/pako/lib/zlib/trees.js
 var require_trees = __commonJS({
-  "node_modules/pako/lib/zlib/trees.js"(exports2) {
+  "../../main/node_modules/pako/lib/zlib/trees.js"(exports2) {
     "use strict";
     var utils = require_common();
     var Z_FIXED = 4;
@@ -1373,24 +1373,24 @@ var require_trees = __commonJS({
     function d_code(dist) {
       return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
     }
-    function put_short(s, w) {
-      s.pending_buf[s.pending++] = w & 255;
-      s.pending_buf[s.pending++] = w >>> 8 & 255;
+    function put_short(s2, w) {
+      s2.pending_buf[s2.pending++] = w & 255;
+      s2.pending_buf[s2.pending++] = w >>> 8 & 255;
     }
-    function send_bits(s, value, length) {
-      if (s.bi_valid > Buf_size - length) {
-        s.bi_buf |= value << s.bi_valid & 65535;
-        put_short(s, s.bi_buf);
-        s.bi_buf = value >> Buf_size - s.bi_valid;
-        s.bi_valid += length - Buf_size;
+    function send_bits(s2, value, length) {
+      if (s2.bi_valid > Buf_size - length) {
+        s2.bi_buf |= value << s2.bi_valid & 65535;
+        put_short(s2, s2.bi_buf);
+        s2.bi_buf = value >> Buf_size - s2.bi_valid;
+        s2.bi_valid += length - Buf_size;
       } else {
-        s.bi_buf |= value << s.bi_valid & 65535;
-        s.bi_valid += length;
+        s2.bi_buf |= value << s2.bi_valid & 65535;
+        s2.bi_valid += length;
       }
     }
-    function send_code(s, c3, tree) {
+    function send_code(s2, c3, tree) {
       send_bits(
-        s,
+        s2,
         tree[c3 * 2],
         tree[c3 * 2 + 1]
         /*.Len*/
@@ -1405,18 +1405,18 @@ var require_trees = __commonJS({
       } while (--len > 0);
       return res >>> 1;
     }
-    function bi_flush(s) {
-      if (s.bi_valid === 16) {
-        put_short(s, s.bi_buf);
-        s.bi_buf = 0;
-        s.bi_valid = 0;
-      } else if (s.bi_valid >= 8) {
-        s.pending_buf[s.pending++] = s.bi_buf & 255;
-        s.bi_buf >>= 8;
-        s.bi_valid -= 8;
+    function bi_flush(s2) {
+      if (s2.bi_valid === 16) {
+        put_short(s2, s2.bi_buf);
+        s2.bi_buf = 0;
+        s2.bi_valid = 0;
+      } else if (s2.bi_valid >= 8) {
+        s2.pending_buf[s2.pending++] = s2.bi_buf & 255;
+        s2.bi_buf >>= 8;
+        s2.bi_valid -= 8;
       }
     }
-    function gen_bitlen(s, desc) {
+    function gen_bitlen(s2, desc) {
       var tree = desc.dyn_tree;
       var max_code = desc.max_code;
       var stree = desc.stat_desc.static_tree;
@@ -1431,11 +1431,11 @@ var require_trees = __commonJS({
       var f;
       var overflow = 0;
       for (bits = 0; bits <= MAX_BITS; bits++) {
-        s.bl_count[bits] = 0;
+        s2.bl_count[bits] = 0;
       }
-      tree[s.heap[s.heap_max] * 2 + 1] = 0;
-      for (h2 = s.heap_max + 1; h2 < HEAP_SIZE; h2++) {
-        n2 = s.heap[h2];
+      tree[s2.heap[s2.heap_max] * 2 + 1] = 0;
+      for (h2 = s2.heap_max + 1; h2 < HEAP_SIZE; h2++) {
+        n2 = s2.heap[h2];
         bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
         if (bits > max_length) {
           bits = max_length;
@@ -1445,15 +1445,15 @@ var require_trees = __commonJS({
         if (n2 > max_code) {
           continue;
         }
-        s.bl_count[bits]++;
+        s2.bl_count[bits]++;
         xbits = 0;
         if (n2 >= base) {
           xbits = extra[n2 - base];
         }
         f = tree[n2 * 2];
-        s.opt_len += f * (bits + xbits);
+        s2.opt_len += f * (bits + xbits);
         if (has_stree) {
-          s.static_len += f * (stree[n2 * 2 + 1] + xbits);
+          s2.static_len += f * (stree[n2 * 2 + 1] + xbits);
         }
       }
       if (overflow === 0) {
@@ -1461,23 +1461,23 @@ var require_trees = __commonJS({
       }
       do {
         bits = max_length - 1;
-        while (s.bl_count[bits] === 0) {
+        while (s2.bl_count[bits] === 0) {
           bits--;
         }
-        s.bl_count[bits]--;
-        s.bl_count[bits + 1] += 2;
-        s.bl_count[max_length]--;
+        s2.bl_count[bits]--;
+        s2.bl_count[bits + 1] += 2;
+        s2.bl_count[max_length]--;
         overflow -= 2;
       } while (overflow > 0);
       for (bits = max_length; bits !== 0; bits--) {
-        n2 = s.bl_count[bits];
+        n2 = s2.bl_count[bits];
         while (n2 !== 0) {
-          m = s.heap[--h2];
+          m = s2.heap[--h2];
           if (m > max_code) {
             continue;
           }
           if (tree[m * 2 + 1] !== bits) {
-            s.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
+            s2.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
             tree[m * 2 + 1] = bits;
           }
           n2--;
@@ -1562,95 +1562,95 @@ var require_trees = __commonJS({
       static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
       static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
     }
-    function init_block(s) {
+    function init_block(s2) {
       var n2;
       for (n2 = 0; n2 < L_CODES; n2++) {
-        s.dyn_ltree[n2 * 2] = 0;
+        s2.dyn_ltree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < D_CODES; n2++) {
-        s.dyn_dtree[n2 * 2] = 0;
+        s2.dyn_dtree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < BL_CODES; n2++) {
-        s.bl_tree[n2 * 2] = 0;
+        s2.bl_tree[n2 * 2] = 0;
       }
-      s.dyn_ltree[END_BLOCK * 2] = 1;
-      s.opt_len = s.static_len = 0;
-      s.last_lit = s.matches = 0;
+      s2.dyn_ltree[END_BLOCK * 2] = 1;
+      s2.opt_len = s2.static_len = 0;
+      s2.last_lit = s2.matches = 0;
     }
-    function bi_windup(s) {
-      if (s.bi_valid > 8) {
-        put_short(s, s.bi_buf);
-      } else if (s.bi_valid > 0) {
-        s.pending_buf[s.pending++] = s.bi_buf;
+    function bi_windup(s2) {
+      if (s2.bi_valid > 8) {
+        put_short(s2, s2.bi_buf);
+      } else if (s2.bi_valid > 0) {
+        s2.pending_buf[s2.pending++] = s2.bi_buf;
       }
-      s.bi_buf = 0;
-      s.bi_valid = 0;
+      s2.bi_buf = 0;
+      s2.bi_valid = 0;
     }
-    function copy_block(s, buf, len, header) {
-      bi_windup(s);
+    function copy_block(s2, buf, len, header) {
+      bi_windup(s2);
       if (header) {
-        put_short(s, len);
-        put_short(s, ~len);
+        put_short(s2, len);
+        put_short(s2, ~len);
       }
-      utils.arraySet(s.pending_buf, s.window, buf, len, s.pending);
-      s.pending += len;
+      utils.arraySet(s2.pending_buf, s2.window, buf, len, s2.pending);
+      s2.pending += len;
     }
     function smaller(tree, n2, m, depth) {
       var _n2 = n2 * 2;
       var _m2 = m * 2;
       return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
     }
-    function pqdownheap(s, tree, k) {
-      var v = s.heap[k];
+    function pqdownheap(s2, tree, k) {
+      var v = s2.heap[k];
       var j = k << 1;
-      while (j <= s.heap_len) {
-        if (j < s.heap_len && smaller(tree, s.heap[j + 1], s.heap[j], s.depth)) {
+      while (j <= s2.heap_len) {
+        if (j < s2.heap_len && smaller(tree, s2.heap[j + 1], s2.heap[j], s2.depth)) {
           j++;
         }
-        if (smaller(tree, v, s.heap[j], s.depth)) {
+        if (smaller(tree, v, s2.heap[j], s2.depth)) {
           break;
         }
-        s.heap[k] = s.heap[j];
+        s2.heap[k] = s2.heap[j];
         k = j;
         j <<= 1;
       }
-      s.heap[k] = v;
+      s2.heap[k] = v;
     }
-    function compress_block(s, ltree, dtree) {
+    function compress_block(s2, ltree, dtree) {
       var dist;
       var lc;
       var lx = 0;
       var code;
       var extra;
-      if (s.last_lit !== 0) {
+      if (s2.last_lit !== 0) {
         do {
-          dist = s.pending_buf[s.d_buf + lx * 2] << 8 | s.pending_buf[s.d_buf + lx * 2 + 1];
-          lc = s.pending_buf[s.l_buf + lx];
+          dist = s2.pending_buf[s2.d_buf + lx * 2] << 8 | s2.pending_buf[s2.d_buf + lx * 2 + 1];
+          lc = s2.pending_buf[s2.l_buf + lx];
           lx++;
           if (dist === 0) {
-            send_code(s, lc, ltree);
+            send_code(s2, lc, ltree);
           } else {
             code = _length_code[lc];
-            send_code(s, code + LITERALS + 1, ltree);
+            send_code(s2, code + LITERALS + 1, ltree);
             extra = extra_lbits[code];
             if (extra !== 0) {
               lc -= base_length[code];
-              send_bits(s, lc, extra);
+              send_bits(s2, lc, extra);
             }
             dist--;
             code = d_code(dist);
-            send_code(s, code, dtree);
+            send_code(s2, code, dtree);
             extra = extra_dbits[code];
             if (extra !== 0) {
               dist -= base_dist[code];
-              send_bits(s, dist, extra);
+              send_bits(s2, dist, extra);
             }
           }
-        } while (lx < s.last_lit);
+        } while (lx < s2.last_lit);
       }
-      send_code(s, END_BLOCK, ltree);
+      send_code(s2, END_BLOCK, ltree);
     }
-    function build_tree(s, desc) {
+    function build_tree(s2, desc) {
       var tree = desc.dyn_tree;
       var stree = desc.stat_desc.static_tree;
       var has_stree = desc.stat_desc.has_stree;
@@ -1658,73 +1658,73 @@ var require_trees = __commonJS({
       var n2, m;
       var max_code = -1;
       var node2;
-      s.heap_len = 0;
-      s.heap_max = HEAP_SIZE;
+      s2.heap_len = 0;
+      s2.heap_max = HEAP_SIZE;
       for (n2 = 0; n2 < elems; n2++) {
         if (tree[n2 * 2] !== 0) {
-          s.heap[++s.heap_len] = max_code = n2;
-          s.depth[n2] = 0;
+          s2.heap[++s2.heap_len] = max_code = n2;
+          s2.depth[n2] = 0;
         } else {
           tree[n2 * 2 + 1] = 0;
         }
       }
-      while (s.heap_len < 2) {
-        node2 = s.heap[++s.heap_len] = max_code < 2 ? ++max_code : 0;
+      while (s2.heap_len < 2) {
+        node2 = s2.heap[++s2.heap_len] = max_code < 2 ? ++max_code : 0;
         tree[node2 * 2] = 1;
-        s.depth[node2] = 0;
-        s.opt_len--;
+        s2.depth[node2] = 0;
+        s2.opt_len--;
         if (has_stree) {
-          s.static_len -= stree[node2 * 2 + 1];
+          s2.static_len -= stree[node2 * 2 + 1];
         }
       }
       desc.max_code = max_code;
-      for (n2 = s.heap_len >> 1; n2 >= 1; n2--) {
-        pqdownheap(s, tree, n2);
+      for (n2 = s2.heap_len >> 1; n2 >= 1; n2--) {
+        pqdownheap(s2, tree, n2);
       }
       node2 = elems;
       do {
-        n2 = s.heap[
+        n2 = s2.heap[
           1
           /*SMALLEST*/
         ];
-        s.heap[
+        s2.heap[
           1
           /*SMALLEST*/
-        ] = s.heap[s.heap_len--];
+        ] = s2.heap[s2.heap_len--];
         pqdownheap(
-          s,
+          s2,
           tree,
           1
           /*SMALLEST*/
         );
-        m = s.heap[
+        m = s2.heap[
           1
           /*SMALLEST*/
         ];
-        s.heap[--s.heap_max] = n2;
-        s.heap[--s.heap_max] = m;
+        s2.heap[--s2.heap_max] = n2;
+        s2.heap[--s2.heap_max] = m;
         tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
-        s.depth[node2] = (s.depth[n2] >= s.depth[m] ? s.depth[n2] : s.depth[m]) + 1;
+        s2.depth[node2] = (s2.depth[n2] >= s2.depth[m] ? s2.depth[n2] : s2.depth[m]) + 1;
         tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
-        s.heap[
+        s2.heap[
           1
           /*SMALLEST*/
         ] = node2++;
         pqdownheap(
-          s,
+          s2,
           tree,
           1
           /*SMALLEST*/
         );
-      } while (s.heap_len >= 2);
-      s.heap[--s.heap_max] = s.heap[
+      } while (s2.heap_len >= 2);
+      s2.heap[--s2.heap_max] = s2.heap[
         1
         /*SMALLEST*/
       ];
-      gen_bitlen(s, desc);
-      gen_codes(tree, max_code, s.bl_count);
+      gen_bitlen(s2, desc);
+      gen_codes(tree, max_code, s2.bl_count);
     }
-    function scan_tree(s, tree, max_code) {
+    function scan_tree(s2, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -1743,16 +1743,16 @@ var require_trees = __commonJS({
         if (++count4 < max_count && curlen === nextlen) {
           continue;
         } else if (count4 < min_count) {
-          s.bl_tree[curlen * 2] += count4;
+          s2.bl_tree[curlen * 2] += count4;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            s.bl_tree[curlen * 2]++;
+            s2.bl_tree[curlen * 2]++;
           }
-          s.bl_tree[REP_3_6 * 2]++;
+          s2.bl_tree[REP_3_6 * 2]++;
         } else if (count4 <= 10) {
-          s.bl_tree[REPZ_3_10 * 2]++;
+          s2.bl_tree[REPZ_3_10 * 2]++;
         } else {
-          s.bl_tree[REPZ_11_138 * 2]++;
+          s2.bl_tree[REPZ_11_138 * 2]++;
         }
         count4 = 0;
         prevlen = curlen;
@@ -1768,7 +1768,7 @@ var require_trees = __commonJS({
         }
       }
     }
-    function send_tree(s, tree, max_code) {
+    function send_tree(s2, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -1787,21 +1787,21 @@ var require_trees = __commonJS({
           continue;
         } else if (count4 < min_count) {
           do {
-            send_code(s, curlen, s.bl_tree);
+            send_code(s2, curlen, s2.bl_tree);
           } while (--count4 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            send_code(s, curlen, s.bl_tree);
+            send_code(s2, curlen, s2.bl_tree);
             count4--;
           }
-          send_code(s, REP_3_6, s.bl_tree);
-          send_bits(s, count4 - 3, 2);
+          send_code(s2, REP_3_6, s2.bl_tree);
+          send_bits(s2, count4 - 3, 2);
         } else if (count4 <= 10) {
-          send_code(s, REPZ_3_10, s.bl_tree);
-          send_bits(s, count4 - 3, 3);
+          send_code(s2, REPZ_3_10, s2.bl_tree);
+          send_bits(s2, count4 - 3, 3);
         } else {
-          send_code(s, REPZ_11_138, s.bl_tree);
-          send_bits(s, count4 - 11, 7);
+          send_code(s2, REPZ_11_138, s2.bl_tree);
+          send_bits(s2, count4 - 11, 7);
         }
         count4 = 0;
         prevlen = curlen;
@@ -1817,82 +1817,82 @@ var require_trees = __commonJS({
         }
       }
     }
-    function build_bl_tree(s) {
+    function build_bl_tree(s2) {
       var max_blindex;
-      scan_tree(s, s.dyn_ltree, s.l_desc.max_code);
-      scan_tree(s, s.dyn_dtree, s.d_desc.max_code);
-      build_tree(s, s.bl_desc);
+      scan_tree(s2, s2.dyn_ltree, s2.l_desc.max_code);
+      scan_tree(s2, s2.dyn_dtree, s2.d_desc.max_code);
+      build_tree(s2, s2.bl_desc);
       for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
-        if (s.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
+        if (s2.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
           break;
         }
       }
-      s.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
+      s2.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
       return max_blindex;
     }
-    function send_all_trees(s, lcodes, dcodes, blcodes) {
+    function send_all_trees(s2, lcodes, dcodes, blcodes) {
       var rank;
-      send_bits(s, lcodes - 257, 5);
-      send_bits(s, dcodes - 1, 5);
-      send_bits(s, blcodes - 4, 4);
+      send_bits(s2, lcodes - 257, 5);
+      send_bits(s2, dcodes - 1, 5);
+      send_bits(s2, blcodes - 4, 4);
       for (rank = 0; rank < blcodes; rank++) {
-        send_bits(s, s.bl_tree[bl_order[rank] * 2 + 1], 3);
+        send_bits(s2, s2.bl_tree[bl_order[rank] * 2 + 1], 3);
       }
-      send_tree(s, s.dyn_ltree, lcodes - 1);
-      send_tree(s, s.dyn_dtree, dcodes - 1);
+      send_tree(s2, s2.dyn_ltree, lcodes - 1);
+      send_tree(s2, s2.dyn_dtree, dcodes - 1);
     }
-    function detect_data_type(s) {
+    function detect_data_type(s2) {
       var black_mask = 4093624447;
       var n2;
       for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
-        if (black_mask & 1 && s.dyn_ltree[n2 * 2] !== 0) {
+        if (black_mask & 1 && s2.dyn_ltree[n2 * 2] !== 0) {
           return Z_BINARY;
         }
       }
-      if (s.dyn_ltree[9 * 2] !== 0 || s.dyn_ltree[10 * 2] !== 0 || s.dyn_ltree[13 * 2] !== 0) {
+      if (s2.dyn_ltree[9 * 2] !== 0 || s2.dyn_ltree[10 * 2] !== 0 || s2.dyn_ltree[13 * 2] !== 0) {
         return Z_TEXT;
       }
       for (n2 = 32; n2 < LITERALS; n2++) {
-        if (s.dyn_ltree[n2 * 2] !== 0) {
+        if (s2.dyn_ltree[n2 * 2] !== 0) {
           return Z_TEXT;
         }
       }
       return Z_BINARY;
     }
     var static_init_done = false;
-    function _tr_init(s) {
+    function _tr_init(s2) {
       if (!static_init_done) {
         tr_static_init();
         static_init_done = true;
       }
-      s.l_desc = new TreeDesc(s.dyn_ltree, static_l_desc);
-      s.d_desc = new TreeDesc(s.dyn_dtree, static_d_desc);
-      s.bl_desc = new TreeDesc(s.bl_tree, static_bl_desc);
-      s.bi_buf = 0;
-      s.bi_valid = 0;
-      init_block(s);
+      s2.l_desc = new TreeDesc(s2.dyn_ltree, static_l_desc);
+      s2.d_desc = new TreeDesc(s2.dyn_dtree, static_d_desc);
+      s2.bl_desc = new TreeDesc(s2.bl_tree, static_bl_desc);
+      s2.bi_buf = 0;
+      s2.bi_valid = 0;
+      init_block(s2);
     }
-    function _tr_stored_block(s, buf, stored_len, last) {
-      send_bits(s, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
-      copy_block(s, buf, stored_len, true);
+    function _tr_stored_block(s2, buf, stored_len, last) {
+      send_bits(s2, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
+      copy_block(s2, buf, stored_len, true);
     }
-    function _tr_align(s) {
-      send_bits(s, STATIC_TREES << 1, 3);
-      send_code(s, END_BLOCK, static_ltree);
-      bi_flush(s);
+    function _tr_align(s2) {
+      send_bits(s2, STATIC_TREES << 1, 3);
+      send_code(s2, END_BLOCK, static_ltree);
+      bi_flush(s2);
     }
-    function _tr_flush_block(s, buf, stored_len, last) {
+    function _tr_flush_block(s2, buf, stored_len, last) {
       var opt_lenb, static_lenb;
       var max_blindex = 0;
-      if (s.level > 0) {
-        if (s.strm.data_type === Z_UNKNOWN) {
-          s.strm.data_type = detect_data_type(s);
+      if (s2.level > 0) {
+        if (s2.strm.data_type === Z_UNKNOWN) {
+          s2.strm.data_type = detect_data_type(s2);
         }
-        build_tree(s, s.l_desc);
-        build_tree(s, s.d_desc);
-        max_blindex = build_bl_tree(s);
-        opt_lenb = s.opt_len + 3 + 7 >>> 3;
-        static_lenb = s.static_len + 3 + 7 >>> 3;
+        build_tree(s2, s2.l_desc);
+        build_tree(s2, s2.d_desc);
+        max_blindex = build_bl_tree(s2);
+        opt_lenb = s2.opt_len + 3 + 7 >>> 3;
+        static_lenb = s2.static_len + 3 + 7 >>> 3;
         if (static_lenb <= opt_lenb) {
           opt_lenb = static_lenb;
         }
@@ -1900,34 +1900,34 @@ var require_trees = __commonJS({
         opt_lenb = static_lenb = stored_len + 5;
       }
       if (stored_len + 4 <= opt_lenb && buf !== -1) {
-        _tr_stored_block(s, buf, stored_len, last);
-      } else if (s.strategy === Z_FIXED || static_lenb === opt_lenb) {
-        send_bits(s, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
-        compress_block(s, static_ltree, static_dtree);
+        _tr_stored_block(s2, buf, stored_len, last);
+      } else if (s2.strategy === Z_FIXED || static_lenb === opt_lenb) {
+        send_bits(s2, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
+        compress_block(s2, static_ltree, static_dtree);
       } else {
-        send_bits(s, (DYN_TREES << 1) + (last ? 1 : 0), 3);
-        send_all_trees(s, s.l_desc.max_code + 1, s.d_desc.max_code + 1, max_blindex + 1);
-        compress_block(s, s.dyn_ltree, s.dyn_dtree);
+        send_bits(s2, (DYN_TREES << 1) + (last ? 1 : 0), 3);
+        send_all_trees(s2, s2.l_desc.max_code + 1, s2.d_desc.max_code + 1, max_blindex + 1);
+        compress_block(s2, s2.dyn_ltree, s2.dyn_dtree);
       }
-      init_block(s);
+      init_block(s2);
       if (last) {
-        bi_windup(s);
+        bi_windup(s2);
       }
     }
-    function _tr_tally(s, dist, lc) {
-      s.pending_buf[s.d_buf + s.last_lit * 2] = dist >>> 8 & 255;
-      s.pending_buf[s.d_buf + s.last_lit * 2 + 1] = dist & 255;
-      s.pending_buf[s.l_buf + s.last_lit] = lc & 255;
-      s.last_lit++;
+    function _tr_tally(s2, dist, lc) {
+      s2.pending_buf[s2.d_buf + s2.last_lit * 2] = dist >>> 8 & 255;
+      s2.pending_buf[s2.d_buf + s2.last_lit * 2 + 1] = dist & 255;
+      s2.pending_buf[s2.l_buf + s2.last_lit] = lc & 255;
+      s2.last_lit++;
       if (dist === 0) {
-        s.dyn_ltree[lc * 2]++;
+        s2.dyn_ltree[lc * 2]++;
       } else {
-        s.matches++;
+        s2.matches++;
         dist--;
-        s.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
-        s.dyn_dtree[d_code(dist) * 2]++;
+        s2.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
+        s2.dyn_dtree[d_code(dist) * 2]++;
       }
-      return s.last_lit === s.lit_bufsize - 1;
+      return s2.last_lit === s2.lit_bufsize - 1;
     }
     exports2._tr_init = _tr_init;
     exports2._tr_stored_block = _tr_stored_block;
@@ -1937,9 +1937,9 @@ var require_trees = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/adler32.js
+// ../../main/node_modules/pako/lib/zlib/adler32.js
 var require_adler32 = __commonJS({
-  "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
     "use strict";
     function adler32(adler, buf, len, pos) {
       var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
@@ -1959,9 +1959,9 @@ var require_adler32 = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/crc32.js
+// ../../main/node_modules/pako/lib/zlib/crc32.js
 var require_crc32 = __commonJS({
-  "node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
     "use strict";
     function makeTable() {
       var c3, table = [];
@@ -1987,9 +1987,9 @@ var require_crc32 = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/messages.js
+// ../../main/node_modules/pako/lib/zlib/messages.js
 var require_messages = __commonJS({
-  "node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       2: "need dictionary",
@@ -2014,9 +2014,9 @@ var require_messages = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/deflate.js
+// ../../main/node_modules/pako/lib/zlib/deflate.js
 var require_deflate = __commonJS({
-  "node_modules/pako/lib/zlib/deflate.js"(exports2) {
+  "../../main/node_modules/pako/lib/zlib/deflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var trees = require_trees();
@@ -2081,35 +2081,35 @@ var require_deflate = __commonJS({
       }
     }
     function flush_pending(strm) {
-      var s = strm.state;
-      var len = s.pending;
+      var s2 = strm.state;
+      var len = s2.pending;
       if (len > strm.avail_out) {
         len = strm.avail_out;
       }
       if (len === 0) {
         return;
       }
-      utils.arraySet(strm.output, s.pending_buf, s.pending_out, len, strm.next_out);
+      utils.arraySet(strm.output, s2.pending_buf, s2.pending_out, len, strm.next_out);
       strm.next_out += len;
-      s.pending_out += len;
+      s2.pending_out += len;
       strm.total_out += len;
       strm.avail_out -= len;
-      s.pending -= len;
-      if (s.pending === 0) {
-        s.pending_out = 0;
+      s2.pending -= len;
+      if (s2.pending === 0) {
+        s2.pending_out = 0;
       }
     }
-    function flush_block_only(s, last) {
-      trees._tr_flush_block(s, s.block_start >= 0 ? s.block_start : -1, s.strstart - s.block_start, last);
-      s.block_start = s.strstart;
-      flush_pending(s.strm);
+    function flush_block_only(s2, last) {
+      trees._tr_flush_block(s2, s2.block_start >= 0 ? s2.block_start : -1, s2.strstart - s2.block_start, last);
+      s2.block_start = s2.strstart;
+      flush_pending(s2.strm);
     }
-    function put_byte(s, b) {
-      s.pending_buf[s.pending++] = b;
+    function put_byte(s2, b) {
+      s2.pending_buf[s2.pending++] = b;
     }
-    function putShortMSB(s, b) {
-      s.pending_buf[s.pending++] = b >>> 8 & 255;
-      s.pending_buf[s.pending++] = b & 255;
+    function putShortMSB(s2, b) {
+      s2.pending_buf[s2.pending++] = b >>> 8 & 255;
+      s2.pending_buf[s2.pending++] = b & 255;
     }
     function read_buf(strm, buf, start, size) {
       var len = strm.avail_in;
@@ -2130,25 +2130,25 @@ var require_deflate = __commonJS({
       strm.total_in += len;
       return len;
     }
-    function longest_match(s, cur_match) {
-      var chain_length = s.max_chain_length;
-      var scan = s.strstart;
+    function longest_match(s2, cur_match) {
+      var chain_length = s2.max_chain_length;
+      var scan = s2.strstart;
       var match;
       var len;
-      var best_len = s.prev_length;
-      var nice_match = s.nice_match;
-      var limit = s.strstart > s.w_size - MIN_LOOKAHEAD ? s.strstart - (s.w_size - MIN_LOOKAHEAD) : 0;
-      var _win = s.window;
-      var wmask = s.w_mask;
-      var prev = s.prev;
-      var strend = s.strstart + MAX_MATCH;
+      var best_len = s2.prev_length;
+      var nice_match = s2.nice_match;
+      var limit = s2.strstart > s2.w_size - MIN_LOOKAHEAD ? s2.strstart - (s2.w_size - MIN_LOOKAHEAD) : 0;
+      var _win = s2.window;
+      var wmask = s2.w_mask;
+      var prev = s2.prev;
+      var strend = s2.strstart + MAX_MATCH;
       var scan_end1 = _win[scan + best_len - 1];
       var scan_end = _win[scan + best_len];
-      if (s.prev_length >= s.good_match) {
+      if (s2.prev_length >= s2.good_match) {
         chain_length >>= 2;
       }
-      if (nice_match > s.lookahead) {
-        nice_match = s.lookahead;
+      if (nice_match > s2.lookahead) {
+        nice_match = s2.lookahead;
       }
       do {
         match = cur_match;
@@ -2162,7 +2162,7 @@ var require_deflate = __commonJS({
         len = MAX_MATCH - (strend - scan);
         scan = strend - MAX_MATCH;
         if (len > best_len) {
-          s.match_start = cur_match;
+          s2.match_start = cur_match;
           best_len = len;
           if (len >= nice_match) {
             break;
@@ -2171,356 +2171,356 @@ var require_deflate = __commonJS({
           scan_end = _win[scan + best_len];
         }
       } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
-      if (best_len <= s.lookahead) {
+      if (best_len <= s2.lookahead) {
         return best_len;
       }
-      return s.lookahead;
+      return s2.lookahead;
     }
-    function fill_window(s) {
-      var _w_size = s.w_size;
+    function fill_window(s2) {
+      var _w_size = s2.w_size;
       var p, n2, m, more, str;
       do {
-        more = s.window_size - s.lookahead - s.strstart;
-        if (s.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
-          utils.arraySet(s.window, s.window, _w_size, _w_size, 0);
-          s.match_start -= _w_size;
-          s.strstart -= _w_size;
-          s.block_start -= _w_size;
-          n2 = s.hash_size;
+        more = s2.window_size - s2.lookahead - s2.strstart;
+        if (s2.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
+          utils.arraySet(s2.window, s2.window, _w_size, _w_size, 0);
+          s2.match_start -= _w_size;
+          s2.strstart -= _w_size;
+          s2.block_start -= _w_size;
+          n2 = s2.hash_size;
           p = n2;
           do {
-            m = s.head[--p];
-            s.head[p] = m >= _w_size ? m - _w_size : 0;
+            m = s2.head[--p];
+            s2.head[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           n2 = _w_size;
           p = n2;
           do {
-            m = s.prev[--p];
-            s.prev[p] = m >= _w_size ? m - _w_size : 0;
+            m = s2.prev[--p];
+            s2.prev[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           more += _w_size;
         }
-        if (s.strm.avail_in === 0) {
+        if (s2.strm.avail_in === 0) {
           break;
         }
-        n2 = read_buf(s.strm, s.window, s.strstart + s.lookahead, more);
-        s.lookahead += n2;
-        if (s.lookahead + s.insert >= MIN_MATCH) {
-          str = s.strstart - s.insert;
-          s.ins_h = s.window[str];
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + 1]) & s.hash_mask;
-          while (s.insert) {
-            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
-            s.prev[str & s.w_mask] = s.head[s.ins_h];
-            s.head[s.ins_h] = str;
+        n2 = read_buf(s2.strm, s2.window, s2.strstart + s2.lookahead, more);
+        s2.lookahead += n2;
+        if (s2.lookahead + s2.insert >= MIN_MATCH) {
+          str = s2.strstart - s2.insert;
+          s2.ins_h = s2.window[str];
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + 1]) & s2.hash_mask;
+          while (s2.insert) {
+            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
+            s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
+            s2.head[s2.ins_h] = str;
             str++;
-            s.insert--;
-            if (s.lookahead + s.insert < MIN_MATCH) {
+            s2.insert--;
+            if (s2.lookahead + s2.insert < MIN_MATCH) {
               break;
             }
           }
         }
-      } while (s.lookahead < MIN_LOOKAHEAD && s.strm.avail_in !== 0);
+      } while (s2.lookahead < MIN_LOOKAHEAD && s2.strm.avail_in !== 0);
     }
-    function deflate_stored(s, flush) {
+    function deflate_stored(s2, flush) {
       var max_block_size = 65535;
-      if (max_block_size > s.pending_buf_size - 5) {
-        max_block_size = s.pending_buf_size - 5;
+      if (max_block_size > s2.pending_buf_size - 5) {
+        max_block_size = s2.pending_buf_size - 5;
       }
       for (; ; ) {
-        if (s.lookahead <= 1) {
-          fill_window(s);
-          if (s.lookahead === 0 && flush === Z_NO_FLUSH) {
+        if (s2.lookahead <= 1) {
+          fill_window(s2);
+          if (s2.lookahead === 0 && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
-        s.strstart += s.lookahead;
-        s.lookahead = 0;
-        var max_start = s.block_start + max_block_size;
-        if (s.strstart === 0 || s.strstart >= max_start) {
-          s.lookahead = s.strstart - max_start;
-          s.strstart = max_start;
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+        s2.strstart += s2.lookahead;
+        s2.lookahead = 0;
+        var max_start = s2.block_start + max_block_size;
+        if (s2.strstart === 0 || s2.strstart >= max_start) {
+          s2.lookahead = s2.strstart - max_start;
+          s2.strstart = max_start;
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
-        if (s.strstart - s.block_start >= s.w_size - MIN_LOOKAHEAD) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+        if (s2.strstart - s2.block_start >= s2.w_size - MIN_LOOKAHEAD) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = 0;
+      s2.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.strstart > s.block_start) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.strstart > s2.block_start) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_NEED_MORE;
     }
-    function deflate_fast(s, flush) {
+    function deflate_fast(s2, flush) {
       var hash_head;
       var bflush;
       for (; ; ) {
-        if (s.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s);
-          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s2.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s2);
+          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s.lookahead >= MIN_MATCH) {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = s.strstart;
+        if (s2.lookahead >= MIN_MATCH) {
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+          s2.head[s2.ins_h] = s2.strstart;
         }
-        if (hash_head !== 0 && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
-          s.match_length = longest_match(s, hash_head);
+        if (hash_head !== 0 && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
+          s2.match_length = longest_match(s2, hash_head);
         }
-        if (s.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s, s.strstart - s.match_start, s.match_length - MIN_MATCH);
-          s.lookahead -= s.match_length;
-          if (s.match_length <= s.max_lazy_match && s.lookahead >= MIN_MATCH) {
-            s.match_length--;
+        if (s2.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s2, s2.strstart - s2.match_start, s2.match_length - MIN_MATCH);
+          s2.lookahead -= s2.match_length;
+          if (s2.match_length <= s2.max_lazy_match && s2.lookahead >= MIN_MATCH) {
+            s2.match_length--;
             do {
-              s.strstart++;
-              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-              s.head[s.ins_h] = s.strstart;
-            } while (--s.match_length !== 0);
-            s.strstart++;
+              s2.strstart++;
+              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+              s2.head[s2.ins_h] = s2.strstart;
+            } while (--s2.match_length !== 0);
+            s2.strstart++;
           } else {
-            s.strstart += s.match_length;
-            s.match_length = 0;
-            s.ins_h = s.window[s.strstart];
-            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + 1]) & s.hash_mask;
+            s2.strstart += s2.match_length;
+            s2.match_length = 0;
+            s2.ins_h = s2.window[s2.strstart];
+            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + 1]) & s2.hash_mask;
           }
         } else {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-          s.lookahead--;
-          s.strstart++;
+          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
+          s2.lookahead--;
+          s2.strstart++;
         }
         if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
+      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_slow(s, flush) {
+    function deflate_slow(s2, flush) {
       var hash_head;
       var bflush;
       var max_insert;
       for (; ; ) {
-        if (s.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s);
-          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s2.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s2);
+          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s.lookahead >= MIN_MATCH) {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = s.strstart;
+        if (s2.lookahead >= MIN_MATCH) {
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+          s2.head[s2.ins_h] = s2.strstart;
         }
-        s.prev_length = s.match_length;
-        s.prev_match = s.match_start;
-        s.match_length = MIN_MATCH - 1;
-        if (hash_head !== 0 && s.prev_length < s.max_lazy_match && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
-          s.match_length = longest_match(s, hash_head);
-          if (s.match_length <= 5 && (s.strategy === Z_FILTERED || s.match_length === MIN_MATCH && s.strstart - s.match_start > 4096)) {
-            s.match_length = MIN_MATCH - 1;
+        s2.prev_length = s2.match_length;
+        s2.prev_match = s2.match_start;
+        s2.match_length = MIN_MATCH - 1;
+        if (hash_head !== 0 && s2.prev_length < s2.max_lazy_match && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
+          s2.match_length = longest_match(s2, hash_head);
+          if (s2.match_length <= 5 && (s2.strategy === Z_FILTERED || s2.match_length === MIN_MATCH && s2.strstart - s2.match_start > 4096)) {
+            s2.match_length = MIN_MATCH - 1;
           }
         }
-        if (s.prev_length >= MIN_MATCH && s.match_length <= s.prev_length) {
-          max_insert = s.strstart + s.lookahead - MIN_MATCH;
-          bflush = trees._tr_tally(s, s.strstart - 1 - s.prev_match, s.prev_length - MIN_MATCH);
-          s.lookahead -= s.prev_length - 1;
-          s.prev_length -= 2;
+        if (s2.prev_length >= MIN_MATCH && s2.match_length <= s2.prev_length) {
+          max_insert = s2.strstart + s2.lookahead - MIN_MATCH;
+          bflush = trees._tr_tally(s2, s2.strstart - 1 - s2.prev_match, s2.prev_length - MIN_MATCH);
+          s2.lookahead -= s2.prev_length - 1;
+          s2.prev_length -= 2;
           do {
-            if (++s.strstart <= max_insert) {
-              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-              s.head[s.ins_h] = s.strstart;
+            if (++s2.strstart <= max_insert) {
+              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+              s2.head[s2.ins_h] = s2.strstart;
             }
-          } while (--s.prev_length !== 0);
-          s.match_available = 0;
-          s.match_length = MIN_MATCH - 1;
-          s.strstart++;
+          } while (--s2.prev_length !== 0);
+          s2.match_available = 0;
+          s2.match_length = MIN_MATCH - 1;
+          s2.strstart++;
           if (bflush) {
-            flush_block_only(s, false);
-            if (s.strm.avail_out === 0) {
+            flush_block_only(s2, false);
+            if (s2.strm.avail_out === 0) {
               return BS_NEED_MORE;
             }
           }
-        } else if (s.match_available) {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
+        } else if (s2.match_available) {
+          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
           if (bflush) {
-            flush_block_only(s, false);
+            flush_block_only(s2, false);
           }
-          s.strstart++;
-          s.lookahead--;
-          if (s.strm.avail_out === 0) {
+          s2.strstart++;
+          s2.lookahead--;
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         } else {
-          s.match_available = 1;
-          s.strstart++;
-          s.lookahead--;
+          s2.match_available = 1;
+          s2.strstart++;
+          s2.lookahead--;
         }
       }
-      if (s.match_available) {
-        bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
-        s.match_available = 0;
+      if (s2.match_available) {
+        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
+        s2.match_available = 0;
       }
-      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
+      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_rle(s, flush) {
+    function deflate_rle(s2, flush) {
       var bflush;
       var prev;
       var scan, strend;
-      var _win = s.window;
+      var _win = s2.window;
       for (; ; ) {
-        if (s.lookahead <= MAX_MATCH) {
-          fill_window(s);
-          if (s.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
+        if (s2.lookahead <= MAX_MATCH) {
+          fill_window(s2);
+          if (s2.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
-        s.match_length = 0;
-        if (s.lookahead >= MIN_MATCH && s.strstart > 0) {
-          scan = s.strstart - 1;
+        s2.match_length = 0;
+        if (s2.lookahead >= MIN_MATCH && s2.strstart > 0) {
+          scan = s2.strstart - 1;
           prev = _win[scan];
           if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
-            strend = s.strstart + MAX_MATCH;
+            strend = s2.strstart + MAX_MATCH;
             do {
             } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
-            s.match_length = MAX_MATCH - (strend - scan);
-            if (s.match_length > s.lookahead) {
-              s.match_length = s.lookahead;
+            s2.match_length = MAX_MATCH - (strend - scan);
+            if (s2.match_length > s2.lookahead) {
+              s2.match_length = s2.lookahead;
             }
           }
         }
-        if (s.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s, 1, s.match_length - MIN_MATCH);
-          s.lookahead -= s.match_length;
-          s.strstart += s.match_length;
-          s.match_length = 0;
+        if (s2.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s2, 1, s2.match_length - MIN_MATCH);
+          s2.lookahead -= s2.match_length;
+          s2.strstart += s2.match_length;
+          s2.match_length = 0;
         } else {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-          s.lookahead--;
-          s.strstart++;
+          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
+          s2.lookahead--;
+          s2.strstart++;
         }
         if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = 0;
+      s2.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_huff(s, flush) {
+    function deflate_huff(s2, flush) {
       var bflush;
       for (; ; ) {
-        if (s.lookahead === 0) {
-          fill_window(s);
-          if (s.lookahead === 0) {
+        if (s2.lookahead === 0) {
+          fill_window(s2);
+          if (s2.lookahead === 0) {
             if (flush === Z_NO_FLUSH) {
               return BS_NEED_MORE;
             }
             break;
           }
         }
-        s.match_length = 0;
-        bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-        s.lookahead--;
-        s.strstart++;
+        s2.match_length = 0;
+        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
+        s2.lookahead--;
+        s2.strstart++;
         if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = 0;
+      s2.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
@@ -2557,20 +2557,20 @@ var require_deflate = __commonJS({
       new Config(32, 258, 258, 4096, deflate_slow)
       /* 9 max compression */
     ];
-    function lm_init(s) {
-      s.window_size = 2 * s.w_size;
-      zero(s.head);
-      s.max_lazy_match = configuration_table[s.level].max_lazy;
-      s.good_match = configuration_table[s.level].good_length;
-      s.nice_match = configuration_table[s.level].nice_length;
-      s.max_chain_length = configuration_table[s.level].max_chain;
-      s.strstart = 0;
-      s.block_start = 0;
-      s.lookahead = 0;
-      s.insert = 0;
-      s.match_length = s.prev_length = MIN_MATCH - 1;
-      s.match_available = 0;
-      s.ins_h = 0;
+    function lm_init(s2) {
+      s2.window_size = 2 * s2.w_size;
+      zero(s2.head);
+      s2.max_lazy_match = configuration_table[s2.level].max_lazy;
+      s2.good_match = configuration_table[s2.level].good_length;
+      s2.nice_match = configuration_table[s2.level].nice_length;
+      s2.max_chain_length = configuration_table[s2.level].max_chain;
+      s2.strstart = 0;
+      s2.block_start = 0;
+      s2.lookahead = 0;
+      s2.insert = 0;
+      s2.match_length = s2.prev_length = MIN_MATCH - 1;
+      s2.match_available = 0;
+      s2.ins_h = 0;
     }
     function DeflateState() {
       this.strm = null;
@@ -2638,22 +2638,22 @@ var require_deflate = __commonJS({
       this.bi_valid = 0;
     }
     function deflateResetKeep(strm) {
-      var s;
+      var s2;
       if (!strm || !strm.state) {
         return err(strm, Z_STREAM_ERROR);
       }
       strm.total_in = strm.total_out = 0;
       strm.data_type = Z_UNKNOWN;
-      s = strm.state;
-      s.pending = 0;
-      s.pending_out = 0;
-      if (s.wrap < 0) {
-        s.wrap = -s.wrap;
+      s2 = strm.state;
+      s2.pending = 0;
+      s2.pending_out = 0;
+      if (s2.wrap < 0) {
+        s2.wrap = -s2.wrap;
       }
-      s.status = s.wrap ? INIT_STATE : BUSY_STATE;
-      strm.adler = s.wrap === 2 ? 0 : 1;
-      s.last_flush = Z_NO_FLUSH;
-      trees._tr_init(s);
+      s2.status = s2.wrap ? INIT_STATE : BUSY_STATE;
+      strm.adler = s2.wrap === 2 ? 0 : 1;
+      s2.last_flush = Z_NO_FLUSH;
+      trees._tr_init(s2);
       return Z_OK;
     }
     function deflateReset(strm) {
@@ -2694,257 +2694,257 @@ var require_deflate = __commonJS({
       if (windowBits === 8) {
         windowBits = 9;
       }
-      var s = new DeflateState();
-      strm.state = s;
-      s.strm = strm;
-      s.wrap = wrap;
-      s.gzhead = null;
-      s.w_bits = windowBits;
-      s.w_size = 1 << s.w_bits;
-      s.w_mask = s.w_size - 1;
-      s.hash_bits = memLevel + 7;
-      s.hash_size = 1 << s.hash_bits;
-      s.hash_mask = s.hash_size - 1;
-      s.hash_shift = ~~((s.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
-      s.window = new utils.Buf8(s.w_size * 2);
-      s.head = new utils.Buf16(s.hash_size);
-      s.prev = new utils.Buf16(s.w_size);
-      s.lit_bufsize = 1 << memLevel + 6;
-      s.pending_buf_size = s.lit_bufsize * 4;
-      s.pending_buf = new utils.Buf8(s.pending_buf_size);
-      s.d_buf = 1 * s.lit_bufsize;
-      s.l_buf = (1 + 2) * s.lit_bufsize;
-      s.level = level;
-      s.strategy = strategy;
-      s.method = method;
+      var s2 = new DeflateState();
+      strm.state = s2;
+      s2.strm = strm;
+      s2.wrap = wrap;
+      s2.gzhead = null;
+      s2.w_bits = windowBits;
+      s2.w_size = 1 << s2.w_bits;
+      s2.w_mask = s2.w_size - 1;
+      s2.hash_bits = memLevel + 7;
+      s2.hash_size = 1 << s2.hash_bits;
+      s2.hash_mask = s2.hash_size - 1;
+      s2.hash_shift = ~~((s2.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
+      s2.window = new utils.Buf8(s2.w_size * 2);
+      s2.head = new utils.Buf16(s2.hash_size);
+      s2.prev = new utils.Buf16(s2.w_size);
+      s2.lit_bufsize = 1 << memLevel + 6;
+      s2.pending_buf_size = s2.lit_bufsize * 4;
+      s2.pending_buf = new utils.Buf8(s2.pending_buf_size);
+      s2.d_buf = 1 * s2.lit_bufsize;
+      s2.l_buf = (1 + 2) * s2.lit_bufsize;
+      s2.level = level;
+      s2.strategy = strategy;
+      s2.method = method;
       return deflateReset(strm);
     }
     function deflateInit(strm, level) {
       return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
     }
     function deflate(strm, flush) {
-      var old_flush, s;
+      var old_flush, s2;
       var beg, val;
       if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
         return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
       }
-      s = strm.state;
-      if (!strm.output || !strm.input && strm.avail_in !== 0 || s.status === FINISH_STATE && flush !== Z_FINISH) {
+      s2 = strm.state;
+      if (!strm.output || !strm.input && strm.avail_in !== 0 || s2.status === FINISH_STATE && flush !== Z_FINISH) {
         return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
       }
-      s.strm = strm;
-      old_flush = s.last_flush;
-      s.last_flush = flush;
-      if (s.status === INIT_STATE) {
-        if (s.wrap === 2) {
+      s2.strm = strm;
+      old_flush = s2.last_flush;
+      s2.last_flush = flush;
+      if (s2.status === INIT_STATE) {
+        if (s2.wrap === 2) {
           strm.adler = 0;
-          put_byte(s, 31);
-          put_byte(s, 139);
-          put_byte(s, 8);
-          if (!s.gzhead) {
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
-            put_byte(s, OS_CODE);
-            s.status = BUSY_STATE;
+          put_byte(s2, 31);
+          put_byte(s2, 139);
+          put_byte(s2, 8);
+          if (!s2.gzhead) {
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
+            put_byte(s2, OS_CODE);
+            s2.status = BUSY_STATE;
           } else {
             put_byte(
-              s,
-              (s.gzhead.text ? 1 : 0) + (s.gzhead.hcrc ? 2 : 0) + (!s.gzhead.extra ? 0 : 4) + (!s.gzhead.name ? 0 : 8) + (!s.gzhead.comment ? 0 : 16)
+              s2,
+              (s2.gzhead.text ? 1 : 0) + (s2.gzhead.hcrc ? 2 : 0) + (!s2.gzhead.extra ? 0 : 4) + (!s2.gzhead.name ? 0 : 8) + (!s2.gzhead.comment ? 0 : 16)
             );
-            put_byte(s, s.gzhead.time & 255);
-            put_byte(s, s.gzhead.time >> 8 & 255);
-            put_byte(s, s.gzhead.time >> 16 & 255);
-            put_byte(s, s.gzhead.time >> 24 & 255);
-            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
-            put_byte(s, s.gzhead.os & 255);
-            if (s.gzhead.extra && s.gzhead.extra.length) {
-              put_byte(s, s.gzhead.extra.length & 255);
-              put_byte(s, s.gzhead.extra.length >> 8 & 255);
+            put_byte(s2, s2.gzhead.time & 255);
+            put_byte(s2, s2.gzhead.time >> 8 & 255);
+            put_byte(s2, s2.gzhead.time >> 16 & 255);
+            put_byte(s2, s2.gzhead.time >> 24 & 255);
+            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
+            put_byte(s2, s2.gzhead.os & 255);
+            if (s2.gzhead.extra && s2.gzhead.extra.length) {
+              put_byte(s2, s2.gzhead.extra.length & 255);
+              put_byte(s2, s2.gzhead.extra.length >> 8 & 255);
             }
-            if (s.gzhead.hcrc) {
-              strm.adler = crc32(strm.adler, s.pending_buf, s.pending, 0);
+            if (s2.gzhead.hcrc) {
+              strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending, 0);
             }
-            s.gzindex = 0;
-            s.status = EXTRA_STATE;
+            s2.gzindex = 0;
+            s2.status = EXTRA_STATE;
           }
         } else {
-          var header = Z_DEFLATED + (s.w_bits - 8 << 4) << 8;
+          var header = Z_DEFLATED + (s2.w_bits - 8 << 4) << 8;
           var level_flags = -1;
-          if (s.strategy >= Z_HUFFMAN_ONLY || s.level < 2) {
+          if (s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2) {
             level_flags = 0;
-          } else if (s.level < 6) {
+          } else if (s2.level < 6) {
             level_flags = 1;
-          } else if (s.level === 6) {
+          } else if (s2.level === 6) {
             level_flags = 2;
           } else {
             level_flags = 3;
           }
           header |= level_flags << 6;
-          if (s.strstart !== 0) {
+          if (s2.strstart !== 0) {
             header |= PRESET_DICT;
           }
           header += 31 - header % 31;
-          s.status = BUSY_STATE;
-          putShortMSB(s, header);
-          if (s.strstart !== 0) {
-            putShortMSB(s, strm.adler >>> 16);
-            putShortMSB(s, strm.adler & 65535);
+          s2.status = BUSY_STATE;
+          putShortMSB(s2, header);
+          if (s2.strstart !== 0) {
+            putShortMSB(s2, strm.adler >>> 16);
+            putShortMSB(s2, strm.adler & 65535);
           }
           strm.adler = 1;
         }
       }
-      if (s.status === EXTRA_STATE) {
-        if (s.gzhead.extra) {
-          beg = s.pending;
-          while (s.gzindex < (s.gzhead.extra.length & 65535)) {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+      if (s2.status === EXTRA_STATE) {
+        if (s2.gzhead.extra) {
+          beg = s2.pending;
+          while (s2.gzindex < (s2.gzhead.extra.length & 65535)) {
+            if (s2.pending === s2.pending_buf_size) {
+              if (s2.gzhead.hcrc && s2.pending > beg) {
+                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
+              beg = s2.pending;
+              if (s2.pending === s2.pending_buf_size) {
                 break;
               }
             }
-            put_byte(s, s.gzhead.extra[s.gzindex] & 255);
-            s.gzindex++;
+            put_byte(s2, s2.gzhead.extra[s2.gzindex] & 255);
+            s2.gzindex++;
           }
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          if (s2.gzhead.hcrc && s2.pending > beg) {
+            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
           }
-          if (s.gzindex === s.gzhead.extra.length) {
-            s.gzindex = 0;
-            s.status = NAME_STATE;
+          if (s2.gzindex === s2.gzhead.extra.length) {
+            s2.gzindex = 0;
+            s2.status = NAME_STATE;
           }
         } else {
-          s.status = NAME_STATE;
+          s2.status = NAME_STATE;
         }
       }
-      if (s.status === NAME_STATE) {
-        if (s.gzhead.name) {
-          beg = s.pending;
+      if (s2.status === NAME_STATE) {
+        if (s2.gzhead.name) {
+          beg = s2.pending;
           do {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+            if (s2.pending === s2.pending_buf_size) {
+              if (s2.gzhead.hcrc && s2.pending > beg) {
+                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
+              beg = s2.pending;
+              if (s2.pending === s2.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s.gzindex < s.gzhead.name.length) {
-              val = s.gzhead.name.charCodeAt(s.gzindex++) & 255;
+            if (s2.gzindex < s2.gzhead.name.length) {
+              val = s2.gzhead.name.charCodeAt(s2.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s, val);
+            put_byte(s2, val);
           } while (val !== 0);
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          if (s2.gzhead.hcrc && s2.pending > beg) {
+            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
           }
           if (val === 0) {
-            s.gzindex = 0;
-            s.status = COMMENT_STATE;
+            s2.gzindex = 0;
+            s2.status = COMMENT_STATE;
           }
         } else {
-          s.status = COMMENT_STATE;
+          s2.status = COMMENT_STATE;
         }
       }
-      if (s.status === COMMENT_STATE) {
-        if (s.gzhead.comment) {
-          beg = s.pending;
+      if (s2.status === COMMENT_STATE) {
+        if (s2.gzhead.comment) {
+          beg = s2.pending;
           do {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+            if (s2.pending === s2.pending_buf_size) {
+              if (s2.gzhead.hcrc && s2.pending > beg) {
+                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
+              beg = s2.pending;
+              if (s2.pending === s2.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s.gzindex < s.gzhead.comment.length) {
-              val = s.gzhead.comment.charCodeAt(s.gzindex++) & 255;
+            if (s2.gzindex < s2.gzhead.comment.length) {
+              val = s2.gzhead.comment.charCodeAt(s2.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s, val);
+            put_byte(s2, val);
           } while (val !== 0);
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          if (s2.gzhead.hcrc && s2.pending > beg) {
+            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
           }
           if (val === 0) {
-            s.status = HCRC_STATE;
+            s2.status = HCRC_STATE;
           }
         } else {
-          s.status = HCRC_STATE;
+          s2.status = HCRC_STATE;
         }
       }
-      if (s.status === HCRC_STATE) {
-        if (s.gzhead.hcrc) {
-          if (s.pending + 2 > s.pending_buf_size) {
+      if (s2.status === HCRC_STATE) {
+        if (s2.gzhead.hcrc) {
+          if (s2.pending + 2 > s2.pending_buf_size) {
             flush_pending(strm);
           }
-          if (s.pending + 2 <= s.pending_buf_size) {
-            put_byte(s, strm.adler & 255);
-            put_byte(s, strm.adler >> 8 & 255);
+          if (s2.pending + 2 <= s2.pending_buf_size) {
+            put_byte(s2, strm.adler & 255);
+            put_byte(s2, strm.adler >> 8 & 255);
             strm.adler = 0;
-            s.status = BUSY_STATE;
+            s2.status = BUSY_STATE;
           }
         } else {
-          s.status = BUSY_STATE;
+          s2.status = BUSY_STATE;
         }
       }
-      if (s.pending !== 0) {
+      if (s2.pending !== 0) {
         flush_pending(strm);
         if (strm.avail_out === 0) {
-          s.last_flush = -1;
+          s2.last_flush = -1;
           return Z_OK;
         }
       } else if (strm.avail_in === 0 && rank(flush) <= rank(old_flush) && flush !== Z_FINISH) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (s.status === FINISH_STATE && strm.avail_in !== 0) {
+      if (s2.status === FINISH_STATE && strm.avail_in !== 0) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (strm.avail_in !== 0 || s.lookahead !== 0 || flush !== Z_NO_FLUSH && s.status !== FINISH_STATE) {
-        var bstate = s.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s, flush) : s.strategy === Z_RLE ? deflate_rle(s, flush) : configuration_table[s.level].func(s, flush);
+      if (strm.avail_in !== 0 || s2.lookahead !== 0 || flush !== Z_NO_FLUSH && s2.status !== FINISH_STATE) {
+        var bstate = s2.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s2, flush) : s2.strategy === Z_RLE ? deflate_rle(s2, flush) : configuration_table[s2.level].func(s2, flush);
         if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
-          s.status = FINISH_STATE;
+          s2.status = FINISH_STATE;
         }
         if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
           if (strm.avail_out === 0) {
-            s.last_flush = -1;
+            s2.last_flush = -1;
           }
           return Z_OK;
         }
         if (bstate === BS_BLOCK_DONE) {
           if (flush === Z_PARTIAL_FLUSH) {
-            trees._tr_align(s);
+            trees._tr_align(s2);
           } else if (flush !== Z_BLOCK) {
-            trees._tr_stored_block(s, 0, 0, false);
+            trees._tr_stored_block(s2, 0, 0, false);
             if (flush === Z_FULL_FLUSH) {
-              zero(s.head);
-              if (s.lookahead === 0) {
-                s.strstart = 0;
-                s.block_start = 0;
-                s.insert = 0;
+              zero(s2.head);
+              if (s2.lookahead === 0) {
+                s2.strstart = 0;
+                s2.block_start = 0;
+                s2.insert = 0;
               }
             }
           }
           flush_pending(strm);
           if (strm.avail_out === 0) {
-            s.last_flush = -1;
+            s2.last_flush = -1;
             return Z_OK;
           }
         }
@@ -2952,27 +2952,27 @@ var require_deflate = __commonJS({
       if (flush !== Z_FINISH) {
         return Z_OK;
       }
-      if (s.wrap <= 0) {
+      if (s2.wrap <= 0) {
         return Z_STREAM_END;
       }
-      if (s.wrap === 2) {
-        put_byte(s, strm.adler & 255);
-        put_byte(s, strm.adler >> 8 & 255);
-        put_byte(s, strm.adler >> 16 & 255);
-        put_byte(s, strm.adler >> 24 & 255);
-        put_byte(s, strm.total_in & 255);
-        put_byte(s, strm.total_in >> 8 & 255);
-        put_byte(s, strm.total_in >> 16 & 255);
-        put_byte(s, strm.total_in >> 24 & 255);
+      if (s2.wrap === 2) {
+        put_byte(s2, strm.adler & 255);
+        put_byte(s2, strm.adler >> 8 & 255);
+        put_byte(s2, strm.adler >> 16 & 255);
+        put_byte(s2, strm.adler >> 24 & 255);
+        put_byte(s2, strm.total_in & 255);
+        put_byte(s2, strm.total_in >> 8 & 255);
+        put_byte(s2, strm.total_in >> 16 & 255);
+        put_byte(s2, strm.total_in >> 24 & 255);
       } else {
-        putShortMSB(s, strm.adler >>> 16);
-        putShortMSB(s, strm.adler & 65535);
+        putShortMSB(s2, strm.adler >>> 16);
+        putShortMSB(s2, strm.adler & 65535);
       }
       flush_pending(strm);
-      if (s.wrap > 0) {
-        s.wrap = -s.wrap;
+      if (s2.wrap > 0) {
+        s2.wrap = -s2.wrap;
       }
-      return s.pending !== 0 ? Z_OK : Z_STREAM_END;
+      return s2.pending !== 0 ? Z_OK : Z_STREAM_END;
     }
     function deflateEnd(strm) {
       var status;
@@ -2988,7 +2988,7 @@ var require_deflate = __commonJS({
     }
     function deflateSetDictionary(strm, dictionary) {
       var dictLength = dictionary.length;
-      var s;
+      var s2;
       var str, n2;
       var wrap;
       var avail;
@@ -2998,26 +2998,26 @@ var require_deflate = __commonJS({
       if (!strm || !strm.state) {
         return Z_STREAM_ERROR;
       }
-      s = strm.state;
-      wrap = s.wrap;
-      if (wrap === 2 || wrap === 1 && s.status !== INIT_STATE || s.lookahead) {
+      s2 = strm.state;
+      wrap = s2.wrap;
+      if (wrap === 2 || wrap === 1 && s2.status !== INIT_STATE || s2.lookahead) {
         return Z_STREAM_ERROR;
       }
       if (wrap === 1) {
         strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
       }
-      s.wrap = 0;
-      if (dictLength >= s.w_size) {
+      s2.wrap = 0;
+      if (dictLength >= s2.w_size) {
         if (wrap === 0) {
-          zero(s.head);
-          s.strstart = 0;
-          s.block_start = 0;
-          s.insert = 0;
+          zero(s2.head);
+          s2.strstart = 0;
+          s2.block_start = 0;
+          s2.insert = 0;
         }
-        tmpDict = new utils.Buf8(s.w_size);
-        utils.arraySet(tmpDict, dictionary, dictLength - s.w_size, s.w_size, 0);
+        tmpDict = new utils.Buf8(s2.w_size);
+        utils.arraySet(tmpDict, dictionary, dictLength - s2.w_size, s2.w_size, 0);
         dictionary = tmpDict;
-        dictLength = s.w_size;
+        dictLength = s2.w_size;
       }
       avail = strm.avail_in;
       next = strm.next_in;
@@ -3025,30 +3025,30 @@ var require_deflate = __commonJS({
       strm.avail_in = dictLength;
       strm.next_in = 0;
       strm.input = dictionary;
-      fill_window(s);
-      while (s.lookahead >= MIN_MATCH) {
-        str = s.strstart;
-        n2 = s.lookahead - (MIN_MATCH - 1);
+      fill_window(s2);
+      while (s2.lookahead >= MIN_MATCH) {
+        str = s2.strstart;
+        n2 = s2.lookahead - (MIN_MATCH - 1);
         do {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
-          s.prev[str & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = str;
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
+          s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
+          s2.head[s2.ins_h] = str;
           str++;
         } while (--n2);
-        s.strstart = str;
-        s.lookahead = MIN_MATCH - 1;
-        fill_window(s);
+        s2.strstart = str;
+        s2.lookahead = MIN_MATCH - 1;
+        fill_window(s2);
       }
-      s.strstart += s.lookahead;
-      s.block_start = s.strstart;
-      s.insert = s.lookahead;
-      s.lookahead = 0;
-      s.match_length = s.prev_length = MIN_MATCH - 1;
-      s.match_available = 0;
+      s2.strstart += s2.lookahead;
+      s2.block_start = s2.strstart;
+      s2.insert = s2.lookahead;
+      s2.lookahead = 0;
+      s2.match_length = s2.prev_length = MIN_MATCH - 1;
+      s2.match_available = 0;
       strm.next_in = next;
       strm.input = input2;
       strm.avail_in = avail;
-      s.wrap = wrap;
+      s2.wrap = wrap;
       return Z_OK;
     }
     exports2.deflateInit = deflateInit;
@@ -3063,9 +3063,9 @@ var require_deflate = __commonJS({
   }
 });
 
-// node_modules/pako/lib/utils/strings.js
+// ../../main/node_modules/pako/lib/utils/strings.js
 var require_strings = __commonJS({
-  "node_modules/pako/lib/utils/strings.js"(exports2) {
+  "../../main/node_modules/pako/lib/utils/strings.js"(exports2) {
     "use strict";
     var utils = require_common();
     var STR_APPLY_OK = true;
@@ -3205,9 +3205,9 @@ var require_strings = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/zstream.js
+// ../../main/node_modules/pako/lib/zlib/zstream.js
 var require_zstream = __commonJS({
-  "node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
     "use strict";
     function ZStream() {
       this.input = null;
@@ -3227,9 +3227,9 @@ var require_zstream = __commonJS({
   }
 });
 
-// node_modules/pako/lib/deflate.js
+// ../../main/node_modules/pako/lib/deflate.js
 var require_deflate2 = __commonJS({
-  "node_modules/pako/lib/deflate.js"(exports2) {
+  "../../main/node_modules/pako/lib/deflate.js"(exports2) {
     "use strict";
     var zlib_deflate = require_deflate();
     var utils = require_common();
@@ -3388,9 +3388,9 @@ var require_deflate2 = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/inffast.js
+// ../../main/node_modules/pako/lib/zlib/inffast.js
 var require_inffast = __commonJS({
-  "node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
     "use strict";
     var BAD = 30;
     var TYPE = 12;
@@ -3617,9 +3617,9 @@ var require_inffast = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/inftrees.js
+// ../../main/node_modules/pako/lib/zlib/inftrees.js
 var require_inftrees = __commonJS({
-  "node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
     "use strict";
     var utils = require_common();
     var MAXBITS = 15;
@@ -3933,9 +3933,9 @@ var require_inftrees = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/inflate.js
+// ../../main/node_modules/pako/lib/zlib/inflate.js
 var require_inflate = __commonJS({
-  "node_modules/pako/lib/zlib/inflate.js"(exports2) {
+  "../../main/node_modules/pako/lib/zlib/inflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var adler32 = require_adler32();
@@ -3962,7 +3962,7 @@ var require_inflate = __commonJS({
     var OS = 4;
     var EXLEN = 5;
     var EXTRA = 6;
-    var NAME = 7;
+    var NAME2 = 7;
     var COMMENT = 8;
     var HCRC = 9;
     var DICTID = 10;
@@ -4418,9 +4418,9 @@ var require_inflate = __commonJS({
                 }
               }
               state.length = 0;
-              state.mode = NAME;
+              state.mode = NAME2;
             /* falls through */
-            case NAME:
+            case NAME2:
               if (state.flags & 2048) {
                 if (have === 0) {
                   break inf_leave;
@@ -5172,9 +5172,9 @@ var require_inflate = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/constants.js
+// ../../main/node_modules/pako/lib/zlib/constants.js
 var require_constants = __commonJS({
-  "node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       /* Allowed flush values; see deflate() and inflate() below for details */
@@ -5219,9 +5219,9 @@ var require_constants = __commonJS({
   }
 });
 
-// node_modules/pako/lib/zlib/gzheader.js
+// ../../main/node_modules/pako/lib/zlib/gzheader.js
 var require_gzheader = __commonJS({
-  "node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
+  "../../main/node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
     "use strict";
     function GZheader() {
       this.text = 0;
@@ -5239,9 +5239,9 @@ var require_gzheader = __commonJS({
   }
 });
 
-// node_modules/pako/lib/inflate.js
+// ../../main/node_modules/pako/lib/inflate.js
 var require_inflate2 = __commonJS({
-  "node_modules/pako/lib/inflate.js"(exports2) {
+  "../../main/node_modules/pako/lib/inflate.js"(exports2) {
     "use strict";
     var zlib_inflate = require_inflate();
     var utils = require_common();
@@ -5413,9 +5413,9 @@ var require_inflate2 = __commonJS({
   }
 });
 
-// node_modules/pako/index.js
+// ../../main/node_modules/pako/index.js
 var require_pako = __commonJS({
-  "node_modules/pako/index.js"(exports2, module2) {
+  "../../main/node_modules/pako/index.js"(exports2, module2) {
     "use strict";
     var assign = require_common().assign;
     var deflate = require_deflate2();
@@ -5427,9 +5427,9 @@ var require_pako = __commonJS({
   }
 });
 
-// node_modules/@assemblyscript/loader/umd/index.js
+// ../../main/node_modules/@assemblyscript/loader/umd/index.js
 var require_umd = __commonJS({
-  "node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
+  "../../main/node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
     var loader = (function(exports3) {
       "use strict";
       Object.defineProperty(exports3, "__esModule", {
@@ -5834,9 +5834,9 @@ var require_umd = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/wasm/index.js
+// ../../main/node_modules/hdr-histogram-js/dist/wasm/index.js
 var require_wasm = __commonJS({
-  "node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
     "use strict";
     var __awaiter = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
@@ -6063,9 +6063,9 @@ var require_wasm = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
+// ../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
 var require_PackedArrayContext = __commonJS({
-  "node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArrayContext = exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = void 0;
@@ -6506,9 +6506,9 @@ var require_PackedArrayContext = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
+// ../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
 var require_PackedArray = __commonJS({
-  "node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArray = void 0;
@@ -6643,9 +6643,9 @@ var require_PackedArray = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/PackedHistogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js
 var require_PackedHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6691,9 +6691,9 @@ var require_PackedHistogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
 var require_TypedArrayHistogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6754,9 +6754,9 @@ var require_TypedArrayHistogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Int8Histogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js
 var require_Int8Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6769,9 +6769,9 @@ var require_Int8Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Int16Histogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js
 var require_Int16Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6784,9 +6784,9 @@ var require_Int16Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Int32Histogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js
 var require_Int32Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6799,9 +6799,9 @@ var require_Int32Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Float64Histogram.js
+// ../../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js
 var require_Float64Histogram = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6814,9 +6814,9 @@ var require_Float64Histogram = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
+// ../../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
 var require_JsHistogramFactory = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.constructorFromBucketSize = constructorFromBucketSize;
@@ -6844,9 +6844,9 @@ var require_JsHistogramFactory = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
+// ../../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
 var require_ZigZagEncoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -6966,9 +6966,9 @@ var require_ZigZagEncoding = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
+// ../../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
 var require_JsHistogram_encoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
+  "../../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.inflate = exports.deflate = void 0;
@@ -7130,9 +7130,9 @@ var require_JsHistogram_encoding = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/encoding.js
+// ../../main/node_modules/hdr-histogram-js/dist/encoding.js
 var require_encoding = __commonJS({
-  "node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = void 0;
@@ -7189,9 +7189,9 @@ var require_encoding = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramLogReader.js
+// ../../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js
 var require_HistogramLogReader = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.listTags = void 0;
@@ -7281,9 +7281,9 @@ var require_HistogramLogReader = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
+// ../../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
 var require_HistogramLogWriter = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var Histogram_1 = require_Histogram();
@@ -7354,9 +7354,9 @@ var require_HistogramLogWriter = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/HistogramBuilder.js
+// ../../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js
 var require_HistogramBuilder = __commonJS({
-  "node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.build = exports2.defaultRequest = void 0;
@@ -7384,9 +7384,9 @@ var require_HistogramBuilder = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/Recorder.js
+// ../../main/node_modules/hdr-histogram-js/dist/Recorder.js
 var require_Recorder = __commonJS({
-  "node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramBuilder_1 = require_HistogramBuilder();
@@ -7537,9 +7537,9 @@ var require_Recorder = __commonJS({
   }
 });
 
-// node_modules/hdr-histogram-js/dist/index.js
+// ../../main/node_modules/hdr-histogram-js/dist/index.js
 var require_dist = __commonJS({
-  "node_modules/hdr-histogram-js/dist/index.js"(exports2) {
+  "../../main/node_modules/hdr-histogram-js/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.JsHistogram = exports2.WasmHistogram = exports2.Recorder = exports2.HistogramLogWriter = exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = exports2.ByteBuffer = exports2.build = exports2.listTags = exports2.HistogramLogReader = exports2.PackedHistogram = exports2.Float64Histogram = exports2.Int32Histogram = exports2.Int16Histogram = exports2.Int8Histogram = exports2.initWebAssemblySync = exports2.initWebAssembly = void 0;
@@ -7590,9 +7590,9 @@ var require_dist = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/identity.js
+// ../../main/node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
-  "node_modules/yaml/dist/nodes/identity.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/identity.js"(exports2) {
     "use strict";
     var ALIAS = /* @__PURE__ */ Symbol.for("yaml.alias");
     var DOC = /* @__PURE__ */ Symbol.for("yaml.document");
@@ -7647,9 +7647,9 @@ var require_identity = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/visit.js
+// ../../main/node_modules/yaml/dist/visit.js
 var require_visit = __commonJS({
-  "node_modules/yaml/dist/visit.js"(exports2) {
+  "../../main/node_modules/yaml/dist/visit.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
@@ -7805,9 +7805,9 @@ var require_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/directives.js
+// ../../main/node_modules/yaml/dist/doc/directives.js
 var require_directives = __commonJS({
-  "node_modules/yaml/dist/doc/directives.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/directives.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -7976,9 +7976,9 @@ var require_directives = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/anchors.js
+// ../../main/node_modules/yaml/dist/doc/anchors.js
 var require_anchors = __commonJS({
-  "node_modules/yaml/dist/doc/anchors.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/anchors.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -8046,9 +8046,9 @@ var require_anchors = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/applyReviver.js
+// ../../main/node_modules/yaml/dist/doc/applyReviver.js
 var require_applyReviver = __commonJS({
-  "node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
     "use strict";
     function applyReviver(reviver, obj, key, val) {
       if (val && typeof val === "object") {
@@ -8096,9 +8096,9 @@ var require_applyReviver = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/toJS.js
+// ../../main/node_modules/yaml/dist/nodes/toJS.js
 var require_toJS = __commonJS({
-  "node_modules/yaml/dist/nodes/toJS.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/toJS.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function toJS(value, arg, ctx) {
@@ -8126,9 +8126,9 @@ var require_toJS = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Node.js
+// ../../main/node_modules/yaml/dist/nodes/Node.js
 var require_Node = __commonJS({
-  "node_modules/yaml/dist/nodes/Node.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Node.js"(exports2) {
     "use strict";
     var applyReviver = require_applyReviver();
     var identity3 = require_identity();
@@ -8167,9 +8167,9 @@ var require_Node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Alias.js
+// ../../main/node_modules/yaml/dist/nodes/Alias.js
 var require_Alias = __commonJS({
-  "node_modules/yaml/dist/nodes/Alias.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Alias.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var visit2 = require_visit();
@@ -8285,9 +8285,9 @@ var require_Alias = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Scalar.js
+// ../../main/node_modules/yaml/dist/nodes/Scalar.js
 var require_Scalar = __commonJS({
-  "node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Node = require_Node();
@@ -8315,9 +8315,9 @@ var require_Scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/createNode.js
+// ../../main/node_modules/yaml/dist/doc/createNode.js
 var require_createNode = __commonJS({
-  "node_modules/yaml/dist/doc/createNode.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/createNode.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -8390,9 +8390,9 @@ var require_createNode = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Collection.js
+// ../../main/node_modules/yaml/dist/nodes/Collection.js
 var require_Collection = __commonJS({
-  "node_modules/yaml/dist/nodes/Collection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Collection.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var identity3 = require_identity();
@@ -8533,9 +8533,9 @@ var require_Collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyComment.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyComment.js
 var require_stringifyComment = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
     "use strict";
     var stringifyComment = (str) => str.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
@@ -8550,9 +8550,9 @@ var require_stringifyComment = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/foldFlowLines.js
+// ../../main/node_modules/yaml/dist/stringify/foldFlowLines.js
 var require_foldFlowLines = __commonJS({
-  "node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
     "use strict";
     var FOLD_FLOW = "flow";
     var FOLD_BLOCK = "block";
@@ -8686,9 +8686,9 @@ ${indent}${text.slice(fold + 1, end2)}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyString.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyString.js
 var require_stringifyString = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var foldFlowLines = require_foldFlowLines();
@@ -8969,9 +8969,9 @@ ${indent}`);
   }
 });
 
-// node_modules/yaml/dist/stringify/stringify.js
+// ../../main/node_modules/yaml/dist/stringify/stringify.js
 var require_stringify = __commonJS({
-  "node_modules/yaml/dist/stringify/stringify.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringify.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var identity3 = require_identity();
@@ -9093,9 +9093,9 @@ ${ctx.indent}${str}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyPair.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyPair.js
 var require_stringifyPair = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9226,9 +9226,9 @@ ${ctx.indent}`;
   }
 });
 
-// node_modules/yaml/dist/log.js
+// ../../main/node_modules/yaml/dist/log.js
 var require_log = __commonJS({
-  "node_modules/yaml/dist/log.js"(exports2) {
+  "../../main/node_modules/yaml/dist/log.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     function debug(logLevel, ...messages) {
@@ -9248,9 +9248,9 @@ var require_log = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/merge.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js
 var require_merge = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9308,9 +9308,9 @@ var require_merge = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/addPairToJSMap.js
+// ../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js
 var require_addPairToJSMap = __commonJS({
-  "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
     "use strict";
     var log = require_log();
     var merge2 = require_merge();
@@ -9372,9 +9372,9 @@ var require_addPairToJSMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Pair.js
+// ../../main/node_modules/yaml/dist/nodes/Pair.js
 var require_Pair = __commonJS({
-  "node_modules/yaml/dist/nodes/Pair.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Pair.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyPair = require_stringifyPair();
@@ -9412,9 +9412,9 @@ var require_Pair = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyCollection.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyCollection.js
 var require_stringifyCollection = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -9520,7 +9520,7 @@ ${indent}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum2, line) => sum2 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum3, line) => sum3 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -9536,7 +9536,7 @@ ${indent}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum2, line) => sum2 + line.length + 2, 2);
+          const len = lines.reduce((sum3, line) => sum3 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -9563,9 +9563,9 @@ ${indent}${end}`;
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLMap.js
+// ../../main/node_modules/yaml/dist/nodes/YAMLMap.js
 var require_YAMLMap = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
     "use strict";
     var stringifyCollection = require_stringifyCollection();
     var addPairToJSMap = require_addPairToJSMap();
@@ -9707,9 +9707,9 @@ var require_YAMLMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/map.js
+// ../../main/node_modules/yaml/dist/schema/common/map.js
 var require_map = __commonJS({
-  "node_modules/yaml/dist/schema/common/map.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/map.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLMap = require_YAMLMap();
@@ -9729,9 +9729,9 @@ var require_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLSeq.js
+// ../../main/node_modules/yaml/dist/nodes/YAMLSeq.js
 var require_YAMLSeq = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyCollection = require_stringifyCollection();
@@ -9845,9 +9845,9 @@ var require_YAMLSeq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/seq.js
+// ../../main/node_modules/yaml/dist/schema/common/seq.js
 var require_seq = __commonJS({
-  "node_modules/yaml/dist/schema/common/seq.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/seq.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLSeq = require_YAMLSeq();
@@ -9867,9 +9867,9 @@ var require_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/string.js
+// ../../main/node_modules/yaml/dist/schema/common/string.js
 var require_string = __commonJS({
-  "node_modules/yaml/dist/schema/common/string.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/string.js"(exports2) {
     "use strict";
     var stringifyString = require_stringifyString();
     var string4 = {
@@ -9886,9 +9886,9 @@ var require_string = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/null.js
+// ../../main/node_modules/yaml/dist/schema/common/null.js
 var require_null = __commonJS({
-  "node_modules/yaml/dist/schema/common/null.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/null.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
@@ -9904,9 +9904,9 @@ var require_null = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/bool.js
+// ../../main/node_modules/yaml/dist/schema/core/bool.js
 var require_bool = __commonJS({
-  "node_modules/yaml/dist/schema/core/bool.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
@@ -9928,9 +9928,9 @@ var require_bool = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyNumber.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyNumber.js
 var require_stringifyNumber = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
     "use strict";
     function stringifyNumber({ format: format2, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
@@ -9955,9 +9955,9 @@ var require_stringifyNumber = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/float.js
+// ../../main/node_modules/yaml/dist/schema/core/float.js
 var require_float = __commonJS({
-  "node_modules/yaml/dist/schema/core/float.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10001,9 +10001,9 @@ var require_float = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/int.js
+// ../../main/node_modules/yaml/dist/schema/core/int.js
 var require_int = __commonJS({
-  "node_modules/yaml/dist/schema/core/int.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10046,9 +10046,9 @@ var require_int = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/schema.js
+// ../../main/node_modules/yaml/dist/schema/core/schema.js
 var require_schema = __commonJS({
-  "node_modules/yaml/dist/schema/core/schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10074,9 +10074,9 @@ var require_schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/json/schema.js
+// ../../main/node_modules/yaml/dist/schema/json/schema.js
 var require_schema2 = __commonJS({
-  "node_modules/yaml/dist/schema/json/schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/json/schema.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var map2 = require_map();
@@ -10141,9 +10141,9 @@ var require_schema2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/binary.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js
 var require_binary = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
     "use strict";
     var node_buffer = __require("buffer");
     var Scalar = require_Scalar();
@@ -10183,10 +10183,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
-          let s = "";
+          let s2 = "";
           for (let i2 = 0; i2 < buf.length; ++i2)
-            s += String.fromCharCode(buf[i2]);
-          str = btoa(s);
+            s2 += String.fromCharCode(buf[i2]);
+          str = btoa(s2);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
@@ -10207,9 +10207,9 @@ var require_binary = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/pairs.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js
 var require_pairs = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10285,9 +10285,9 @@ ${cn.comment}` : item.comment;
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/omap.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js
 var require_omap = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var toJS = require_toJS();
@@ -10363,9 +10363,9 @@ var require_omap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/bool.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js
 var require_bool2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function boolStringify({ value, source }, ctx) {
@@ -10395,9 +10395,9 @@ var require_bool2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/float.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js
 var require_float2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10444,9 +10444,9 @@ var require_float2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/int.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js
 var require_int2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10523,9 +10523,9 @@ var require_int2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/set.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js
 var require_set = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10612,9 +10612,9 @@ var require_set = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
 var require_timestamp = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     function parseSexagesimal(str, asBigInt) {
@@ -10700,9 +10700,9 @@ var require_timestamp = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/schema.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js
 var require_schema3 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10744,9 +10744,9 @@ var require_schema3 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/tags.js
+// ../../main/node_modules/yaml/dist/schema/tags.js
 var require_tags = __commonJS({
-  "node_modules/yaml/dist/schema/tags.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/tags.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10838,9 +10838,9 @@ var require_tags = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/Schema.js
+// ../../main/node_modules/yaml/dist/schema/Schema.js
 var require_Schema = __commonJS({
-  "node_modules/yaml/dist/schema/Schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/Schema.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var map2 = require_map();
@@ -10870,9 +10870,9 @@ var require_Schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyDocument.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyDocument.js
 var require_stringifyDocument = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -10950,9 +10950,9 @@ var require_stringifyDocument = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/Document.js
+// ../../main/node_modules/yaml/dist/doc/Document.js
 var require_Document = __commonJS({
-  "node_modules/yaml/dist/doc/Document.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/Document.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var Collection = require_Collection();
@@ -11244,8 +11244,8 @@ var require_Document = __commonJS({
         if (this.errors.length > 0)
           throw new Error("Document with errors cannot be stringified");
         if ("indent" in options && (!Number.isInteger(options.indent) || Number(options.indent) <= 0)) {
-          const s = JSON.stringify(options.indent);
-          throw new Error(`"indent" option must be a positive integer, not ${s}`);
+          const s2 = JSON.stringify(options.indent);
+          throw new Error(`"indent" option must be a positive integer, not ${s2}`);
         }
         return stringifyDocument.stringifyDocument(this, options);
       }
@@ -11259,9 +11259,9 @@ var require_Document = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/errors.js
+// ../../main/node_modules/yaml/dist/errors.js
 var require_errors = __commonJS({
-  "node_modules/yaml/dist/errors.js"(exports2) {
+  "../../main/node_modules/yaml/dist/errors.js"(exports2) {
     "use strict";
     var YAMLError = class extends Error {
       constructor(name2, pos, code, message) {
@@ -11324,9 +11324,9 @@ ${pointer}
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-props.js
+// ../../main/node_modules/yaml/dist/compose/resolve-props.js
 var require_resolve_props = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
     "use strict";
     function resolveProps(tokens, { flow, indicator, next, offset, onError, parentIndent, startOnNewline }) {
       let spaceBefore = false;
@@ -11458,9 +11458,9 @@ var require_resolve_props = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-contains-newline.js
+// ../../main/node_modules/yaml/dist/compose/util-contains-newline.js
 var require_util_contains_newline = __commonJS({
-  "node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
     "use strict";
     function containsNewline(key) {
       if (!key)
@@ -11500,9 +11500,9 @@ var require_util_contains_newline = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-flow-indent-check.js
+// ../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js
 var require_util_flow_indent_check = __commonJS({
-  "node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
     "use strict";
     var utilContainsNewline = require_util_contains_newline();
     function flowIndentCheck(indent, fc, onError) {
@@ -11518,9 +11518,9 @@ var require_util_flow_indent_check = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-map-includes.js
+// ../../main/node_modules/yaml/dist/compose/util-map-includes.js
 var require_util_map_includes = __commonJS({
-  "node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function mapIncludes(ctx, items, search) {
@@ -11534,9 +11534,9 @@ var require_util_map_includes = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-map.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-map.js
 var require_resolve_block_map = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
     "use strict";
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
@@ -11642,9 +11642,9 @@ var require_resolve_block_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-seq.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-seq.js
 var require_resolve_block_seq = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
     "use strict";
     var YAMLSeq = require_YAMLSeq();
     var resolveProps = require_resolve_props();
@@ -11693,9 +11693,9 @@ var require_resolve_block_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-end.js
+// ../../main/node_modules/yaml/dist/compose/resolve-end.js
 var require_resolve_end = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
     "use strict";
     function resolveEnd(end, offset, reqSpace, onError) {
       let comment = "";
@@ -11736,9 +11736,9 @@ var require_resolve_end = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-collection.js
+// ../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js
 var require_resolve_flow_collection = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -11930,9 +11930,9 @@ var require_resolve_flow_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-collection.js
+// ../../main/node_modules/yaml/dist/compose/compose-collection.js
 var require_compose_collection = __commonJS({
-  "node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -11995,9 +11995,9 @@ var require_compose_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-scalar.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js
 var require_resolve_block_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
@@ -12178,9 +12178,9 @@ var require_resolve_block_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-scalar.js
+// ../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js
 var require_resolve_flow_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var resolveEnd = require_resolve_end();
@@ -12399,9 +12399,9 @@ var require_resolve_flow_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-scalar.js
+// ../../main/node_modules/yaml/dist/compose/compose-scalar.js
 var require_compose_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -12480,9 +12480,9 @@ var require_compose_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-empty-scalar-position.js
+// ../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js
 var require_util_empty_scalar_position = __commonJS({
-  "node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
     "use strict";
     function emptyScalarPosition(offset, before, pos) {
       if (before) {
@@ -12510,9 +12510,9 @@ var require_util_empty_scalar_position = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-node.js
+// ../../main/node_modules/yaml/dist/compose/compose-node.js
 var require_compose_node = __commonJS({
-  "node_modules/yaml/dist/compose/compose-node.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-node.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -12616,9 +12616,9 @@ var require_compose_node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-doc.js
+// ../../main/node_modules/yaml/dist/compose/compose-doc.js
 var require_compose_doc = __commonJS({
-  "node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
     "use strict";
     var Document = require_Document();
     var composeNode = require_compose_node();
@@ -12659,9 +12659,9 @@ var require_compose_doc = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/composer.js
+// ../../main/node_modules/yaml/dist/compose/composer.js
 var require_composer = __commonJS({
-  "node_modules/yaml/dist/compose/composer.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/composer.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var directives = require_directives();
@@ -12867,9 +12867,9 @@ ${end.comment}` : end.comment;
   }
 });
 
-// node_modules/yaml/dist/parse/cst-scalar.js
+// ../../main/node_modules/yaml/dist/parse/cst-scalar.js
 var require_cst_scalar = __commonJS({
-  "node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
     "use strict";
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
@@ -13052,9 +13052,9 @@ var require_cst_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-stringify.js
+// ../../main/node_modules/yaml/dist/parse/cst-stringify.js
 var require_cst_stringify = __commonJS({
-  "node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
     "use strict";
     var stringify = (cst) => "type" in cst ? stringifyToken(cst) : stringifyItem(cst);
     function stringifyToken(token) {
@@ -13113,9 +13113,9 @@ var require_cst_stringify = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-visit.js
+// ../../main/node_modules/yaml/dist/parse/cst-visit.js
 var require_cst_visit = __commonJS({
-  "node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
@@ -13175,9 +13175,9 @@ var require_cst_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst.js
+// ../../main/node_modules/yaml/dist/parse/cst.js
 var require_cst = __commonJS({
-  "node_modules/yaml/dist/parse/cst.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst.js"(exports2) {
     "use strict";
     var cstScalar = require_cst_scalar();
     var cstStringify = require_cst_stringify();
@@ -13277,9 +13277,9 @@ var require_cst = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/lexer.js
+// ../../main/node_modules/yaml/dist/parse/lexer.js
 var require_lexer = __commonJS({
-  "node_modules/yaml/dist/parse/lexer.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/lexer.js"(exports2) {
     "use strict";
     var cst = require_cst();
     function isEmpty(ch) {
@@ -13458,12 +13458,12 @@ var require_lexer = __commonJS({
         if (ch === "-" || ch === ".") {
           if (!this.atEnd && !this.hasChars(4))
             return this.setNext("line-start");
-          const s = this.peek(3);
-          if ((s === "---" || s === "...") && isEmpty(this.charAt(3))) {
+          const s2 = this.peek(3);
+          if ((s2 === "---" || s2 === "...") && isEmpty(this.charAt(3))) {
             yield* this.pushCount(3);
             this.indentValue = 0;
             this.indentNext = 0;
-            return s === "---" ? "doc" : "stream";
+            return s2 === "---" ? "doc" : "stream";
           }
         }
         this.indentValue = yield* this.pushSpaces(false);
@@ -13768,11 +13768,11 @@ var require_lexer = __commonJS({
         return 0;
       }
       *pushToIndex(i2, allowEmpty) {
-        const s = this.buffer.slice(this.pos, i2);
-        if (s) {
-          yield s;
-          this.pos += s.length;
-          return s.length;
+        const s2 = this.buffer.slice(this.pos, i2);
+        if (s2) {
+          yield s2;
+          this.pos += s2.length;
+          return s2.length;
         } else if (allowEmpty)
           yield "";
         return 0;
@@ -13866,9 +13866,9 @@ var require_lexer = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/line-counter.js
+// ../../main/node_modules/yaml/dist/parse/line-counter.js
 var require_line_counter = __commonJS({
-  "node_modules/yaml/dist/parse/line-counter.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/line-counter.js"(exports2) {
     "use strict";
     var LineCounter2 = class {
       constructor() {
@@ -13897,22 +13897,22 @@ var require_line_counter = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/parser.js
+// ../../main/node_modules/yaml/dist/parse/parser.js
 var require_parser = __commonJS({
-  "node_modules/yaml/dist/parse/parser.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/parser.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var cst = require_cst();
     var lexer = require_lexer();
-    function includesToken(list, type) {
-      for (let i2 = 0; i2 < list.length; ++i2)
-        if (list[i2].type === type)
+    function includesToken(list2, type) {
+      for (let i2 = 0; i2 < list2.length; ++i2)
+        if (list2[i2].type === type)
           return true;
       return false;
     }
-    function findNonEmptyIndex(list) {
-      for (let i2 = 0; i2 < list.length; ++i2) {
-        switch (list[i2].type) {
+    function findNonEmptyIndex(list2) {
+      for (let i2 = 0; i2 < list2.length; ++i2) {
+        switch (list2[i2].type) {
           case "space":
           case "comment":
           case "newline":
@@ -14771,9 +14771,9 @@ var require_parser = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/public-api.js
+// ../../main/node_modules/yaml/dist/public-api.js
 var require_public_api = __commonJS({
-  "node_modules/yaml/dist/public-api.js"(exports2) {
+  "../../main/node_modules/yaml/dist/public-api.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14868,9 +14868,9 @@ var require_public_api = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/index.js
+// ../../main/node_modules/yaml/dist/index.js
 var require_dist2 = __commonJS({
-  "node_modules/yaml/dist/index.js"(exports2) {
+  "../../main/node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14920,9 +14920,9 @@ var require_dist2 = __commonJS({
   }
 });
 
-// node_modules/isexe/windows.js
+// ../../main/node_modules/isexe/windows.js
 var require_windows = __commonJS({
-  "node_modules/isexe/windows.js"(exports2, module2) {
+  "../../main/node_modules/isexe/windows.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14960,9 +14960,9 @@ var require_windows = __commonJS({
   }
 });
 
-// node_modules/isexe/mode.js
+// ../../main/node_modules/isexe/mode.js
 var require_mode = __commonJS({
-  "node_modules/isexe/mode.js"(exports2, module2) {
+  "../../main/node_modules/isexe/mode.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14993,9 +14993,9 @@ var require_mode = __commonJS({
   }
 });
 
-// node_modules/isexe/index.js
+// ../../main/node_modules/isexe/index.js
 var require_isexe = __commonJS({
-  "node_modules/isexe/index.js"(exports2, module2) {
+  "../../main/node_modules/isexe/index.js"(exports2, module2) {
     var fs = __require("fs");
     var core;
     if (process.platform === "win32" || global.TESTING_WINDOWS) {
@@ -15048,9 +15048,9 @@ var require_isexe = __commonJS({
   }
 });
 
-// node_modules/which/which.js
+// ../../main/node_modules/which/which.js
 var require_which = __commonJS({
-  "node_modules/which/which.js"(exports2, module2) {
+  "../../main/node_modules/which/which.js"(exports2, module2) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
     var path6 = __require("path");
     var COLON = isWindows ? ";" : ":";
@@ -15144,9 +15144,9 @@ var require_which = __commonJS({
   }
 });
 
-// node_modules/path-key/index.js
+// ../../main/node_modules/path-key/index.js
 var require_path_key = __commonJS({
-  "node_modules/path-key/index.js"(exports2, module2) {
+  "../../main/node_modules/path-key/index.js"(exports2, module2) {
     "use strict";
     var pathKey2 = (options = {}) => {
       const environment = options.env || process.env;
@@ -15161,9 +15161,9 @@ var require_path_key = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/util/resolveCommand.js
+// ../../main/node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand = __commonJS({
-  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
+  "../../main/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var which = require_which();
@@ -15203,9 +15203,9 @@ var require_resolveCommand = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/util/escape.js
+// ../../main/node_modules/cross-spawn/lib/util/escape.js
 var require_escape = __commonJS({
-  "node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
+  "../../main/node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
     "use strict";
     var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
     function escapeCommand(arg) {
@@ -15228,17 +15228,17 @@ var require_escape = __commonJS({
   }
 });
 
-// node_modules/shebang-regex/index.js
+// ../../main/node_modules/shebang-regex/index.js
 var require_shebang_regex = __commonJS({
-  "node_modules/shebang-regex/index.js"(exports2, module2) {
+  "../../main/node_modules/shebang-regex/index.js"(exports2, module2) {
     "use strict";
     module2.exports = /^#!(.*)/;
   }
 });
 
-// node_modules/shebang-command/index.js
+// ../../main/node_modules/shebang-command/index.js
 var require_shebang_command = __commonJS({
-  "node_modules/shebang-command/index.js"(exports2, module2) {
+  "../../main/node_modules/shebang-command/index.js"(exports2, module2) {
     "use strict";
     var shebangRegex = require_shebang_regex();
     module2.exports = (string4 = "") => {
@@ -15256,9 +15256,9 @@ var require_shebang_command = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/util/readShebang.js
+// ../../main/node_modules/cross-spawn/lib/util/readShebang.js
 var require_readShebang = __commonJS({
-  "node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
+  "../../main/node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
     "use strict";
     var fs = __require("fs");
     var shebangCommand = require_shebang_command();
@@ -15278,9 +15278,9 @@ var require_readShebang = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/parse.js
+// ../../main/node_modules/cross-spawn/lib/parse.js
 var require_parse = __commonJS({
-  "node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
+  "../../main/node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var resolveCommand = require_resolveCommand();
@@ -15340,9 +15340,9 @@ var require_parse = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/lib/enoent.js
+// ../../main/node_modules/cross-spawn/lib/enoent.js
 var require_enoent = __commonJS({
-  "node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
+  "../../main/node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
     "use strict";
     var isWin = process.platform === "win32";
     function notFoundError(original, syscall) {
@@ -15390,9 +15390,9 @@ var require_enoent = __commonJS({
   }
 });
 
-// node_modules/cross-spawn/index.js
+// ../../main/node_modules/cross-spawn/index.js
 var require_cross_spawn = __commonJS({
-  "node_modules/cross-spawn/index.js"(exports2, module2) {
+  "../../main/node_modules/cross-spawn/index.js"(exports2, module2) {
     "use strict";
     var cp = __require("child_process");
     var parse3 = require_parse();
@@ -15428,30 +15428,30 @@ var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
 };
 
-// node_modules/simple-statistics/dist/simple-statistics.mjs
+// ../../main/node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
     return 0;
   }
-  var sum2 = x[0];
+  var sum3 = x[0];
   var correction = 0;
   var transition;
-  if (typeof sum2 !== "number") {
+  if (typeof sum3 !== "number") {
     return Number.NaN;
   }
   for (var i2 = 1; i2 < x.length; i2++) {
     if (typeof x[i2] !== "number") {
       return Number.NaN;
     }
-    transition = sum2 + x[i2];
-    if (Math.abs(sum2) >= Math.abs(x[i2])) {
-      correction += sum2 - transition + x[i2];
+    transition = sum3 + x[i2];
+    if (Math.abs(sum3) >= Math.abs(x[i2])) {
+      correction += sum3 - transition + x[i2];
     } else {
-      correction += x[i2] - transition + sum2;
+      correction += x[i2] - transition + sum3;
     }
-    sum2 = transition;
+    sum3 = transition;
   }
-  return sum2 + correction;
+  return sum3 + correction;
 }
 function mean(x) {
   if (x.length === 0) {
@@ -15461,20 +15461,20 @@ function mean(x) {
 }
 function sumNthPowerDeviations(x, n2) {
   var meanValue = mean(x);
-  var sum2 = 0;
+  var sum3 = 0;
   var tempValue;
   var i2;
   if (n2 === 2) {
     for (i2 = 0; i2 < x.length; i2++) {
       tempValue = x[i2] - meanValue;
-      sum2 += tempValue * tempValue;
+      sum3 += tempValue * tempValue;
     }
   } else {
     for (i2 = 0; i2 < x.length; i2++) {
-      sum2 += Math.pow(x[i2] - meanValue, n2);
+      sum3 += Math.pow(x[i2] - meanValue, n2);
     }
   }
-  return sum2;
+  return sum3;
 }
 function sampleVariance(x) {
   if (x.length < 2) {
@@ -15537,13 +15537,13 @@ var g = 607 / 128;
 var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
 var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
 function cumulativeDistribution(z3) {
-  var sum2 = z3;
+  var sum3 = z3;
   var tmp = z3;
   for (var i2 = 1; i2 < 30; i2++) {
     tmp *= z3 * z3 / (2 * i2 + 1);
-    sum2 += tmp;
+    sum3 += tmp;
   }
-  return Math.round((0.5 + sum2 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+  return Math.round((0.5 + sum3 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
 }
 var standardNormalTable = [];
 for (z = 0; z <= 3.09; z += 0.01) {
@@ -15594,9 +15594,9 @@ function bootstrapMeanInterval(d, confidence, resamples, rand) {
   const n2 = d.length;
   const means = new Float64Array(resamples);
   for (let b = 0; b < resamples; b++) {
-    let sum2 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum2 += d[Math.floor(rand() * n2)];
-    means[b] = sum2 / n2;
+    let sum3 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum3 += d[Math.floor(rand() * n2)];
+    means[b] = sum3 / n2;
   }
   means.sort();
   const alpha = 1 - confidence;
@@ -15609,7 +15609,7 @@ function quantileSorted(sorted, q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-// node_modules/zod/v4/classic/external.js
+// ../../main/node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -15872,7 +15872,7 @@ __export(external_exports, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/core/index.js
+// ../../main/node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -16189,7 +16189,7 @@ __export(core_exports2, {
   withParser: () => withParser
 });
 
-// node_modules/zod/v4/core/util.js
+// ../../main/node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -17045,7 +17045,7 @@ function constantCatch(value) {
   return fn;
 }
 
-// node_modules/zod/v4/core/core.js
+// ../../main/node_modules/zod/v4/core/core.js
 var _a;
 var NEVER = /* @__PURE__ */ Object.freeze({
   status: "aborted"
@@ -17167,7 +17167,7 @@ function config(newConfig) {
   return globalConfig;
 }
 
-// node_modules/zod/v4/core/errors.js
+// ../../main/node_modules/zod/v4/core/errors.js
 function _getMessage() {
   const internals = this._zod;
   internals.message ?? (internals.message = JSON.stringify(internals.def, jsonStringifyReplacer, 2));
@@ -17359,7 +17359,7 @@ function prettifyError(error62) {
   return lines.join("\n");
 }
 
-// node_modules/zod/v4/core/parse.js
+// ../../main/node_modules/zod/v4/core/parse.js
 function finalizeParams(callee, params) {
   return { callee: params?.callee ?? callee, Err: params?.Err };
 }
@@ -17519,7 +17519,7 @@ var _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 var safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync($ZodRealError);
 
-// node_modules/zod/v4/core/regexes.js
+// ../../main/node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   anyString: () => anyString,
@@ -17691,7 +17691,7 @@ var sha512_hex = /^[0-9a-fA-F]{128}$/;
 var sha512_base64 = /* @__PURE__ */ fixedBase64(86, "==");
 var sha512_base64url = /* @__PURE__ */ fixedBase64url(86);
 
-// node_modules/zod/v4/core/checks.js
+// ../../main/node_modules/zod/v4/core/checks.js
 var $ZodCheck = /* @__PURE__ */ $constructor("$ZodCheck", (inst, def) => {
   var _a3;
   inst._zod ?? (inst._zod = {});
@@ -18167,7 +18167,7 @@ var $ZodCheckOverwrite = /* @__PURE__ */ $constructor("$ZodCheckOverwrite", (ins
   };
 });
 
-// node_modules/zod/v4/core/doc.js
+// ../../main/node_modules/zod/v4/core/doc.js
 var Doc = class {
   constructor(args = [], closed = {}) {
     this.content = [];
@@ -18208,14 +18208,14 @@ ${content.join("\n")}
   }
 };
 
-// node_modules/zod/v4/core/versions.js
+// ../../main/node_modules/zod/v4/core/versions.js
 var version2 = {
   major: 4,
   minor: 6,
   patch: 7
 };
 
-// node_modules/zod/v4/core/schemas.js
+// ../../main/node_modules/zod/v4/core/schemas.js
 var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   var _a3;
   inst ?? (inst = {});
@@ -18678,13 +18678,13 @@ var CC_SANITIZE = /[- ]/g;
 function isLuhnAlgo(digits) {
   let length = digits.length;
   let bit = 1;
-  let sum2 = 0;
+  let sum3 = 0;
   while (length) {
     const value = digits.charCodeAt(--length) - 48;
     bit ^= 1;
-    sum2 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
+    sum3 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
   }
-  return sum2 % 10 === 0;
+  return sum3 % 10 === 0;
 }
 function isValidCreditCard(input2) {
   if (!creditCard.test(input2))
@@ -20478,7 +20478,7 @@ function partPattern(schema) {
   if (def.options) {
     const sources = def.options.map(partPattern);
     if (sources.every(Boolean))
-      return `^(${sources.map((s) => cleanRegex(s)).join("|")})$`;
+      return `^(${sources.map((s2) => cleanRegex(s2)).join("|")})$`;
   }
   return leafPattern(schema);
 }
@@ -20657,7 +20657,7 @@ function handleRefineResult(result, payload, input2, inst) {
   }
 }
 
-// node_modules/zod/v4/core/memoizer.js
+// ../../main/node_modules/zod/v4/core/memoizer.js
 var $ZodCyclicError = class extends Error {
   constructor() {
     super(`Cannot parse a reference cycle that closes through a transform`);
@@ -20934,7 +20934,7 @@ function isBackEdge(ctx, value) {
   return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
 
-// node_modules/zod/v4/locales/index.js
+// ../../main/node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -21002,7 +21002,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 
-// node_modules/zod/v4/locales/ar.js
+// ../../main/node_modules/zod/v4/locales/ar.js
 var error = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0641", verb: "\u0623\u0646 \u064A\u062D\u0648\u064A" },
@@ -21114,7 +21114,7 @@ function ar_default() {
   };
 }
 
-// node_modules/zod/v4/locales/az.js
+// ../../main/node_modules/zod/v4/locales/az.js
 var error2 = () => {
   const Sizable = {
     string: { unit: "simvol", verb: "olmal\u0131d\u0131r" },
@@ -21225,7 +21225,7 @@ function az_default() {
   };
 }
 
-// node_modules/zod/v4/locales/be.js
+// ../../main/node_modules/zod/v4/locales/be.js
 function getBelarusianPlural(count4, one2, few, many) {
   const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
@@ -21394,7 +21394,7 @@ function be_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bg.js
+// ../../main/node_modules/zod/v4/locales/bg.js
 var error4 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0430", verb: "\u0434\u0430 \u0441\u044A\u0434\u044A\u0440\u0436\u0430" },
@@ -21520,7 +21520,7 @@ function bg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bn.js
+// ../../main/node_modules/zod/v4/locales/bn.js
 var error5 = () => {
   const Sizable = {
     string: { unit: "\u0985\u0995\u09CD\u09B7\u09B0", verb: "\u09A5\u09BE\u0995\u09A4\u09C7 \u09B9\u09AC\u09C7" },
@@ -21634,7 +21634,7 @@ function bn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ca.js
+// ../../main/node_modules/zod/v4/locales/ca.js
 var error6 = () => {
   const Sizable = {
     string: { unit: "car\xE0cters", verb: "contenir" },
@@ -21748,7 +21748,7 @@ function ca_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ckb.js
+// ../../main/node_modules/zod/v4/locales/ckb.js
 var error7 = () => {
   const Sizable = {
     string: { unit: "\u067E\u06CC\u062A", verb: "\u0628\u06CE\u062A" },
@@ -21881,7 +21881,7 @@ function ckb_default() {
   };
 }
 
-// node_modules/zod/v4/locales/cs.js
+// ../../main/node_modules/zod/v4/locales/cs.js
 var error8 = () => {
   const Sizable = {
     string: { unit: "znak\u016F", verb: "m\xEDt" },
@@ -21998,7 +21998,7 @@ function cs_default() {
   };
 }
 
-// node_modules/zod/v4/locales/da.js
+// ../../main/node_modules/zod/v4/locales/da.js
 var error9 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "havde" },
@@ -22119,7 +22119,7 @@ function da_default() {
   };
 }
 
-// node_modules/zod/v4/locales/de.js
+// ../../main/node_modules/zod/v4/locales/de.js
 var error10 = () => {
   const Sizable = {
     string: { unit: "Zeichen", verb: "zu haben" },
@@ -22233,7 +22233,7 @@ function de_default() {
   };
 }
 
-// node_modules/zod/v4/locales/el.js
+// ../../main/node_modules/zod/v4/locales/el.js
 var error11 = () => {
   const Sizable = {
     string: { unit: "\u03C7\u03B1\u03C1\u03B1\u03BA\u03C4\u03AE\u03C1\u03B5\u03C2", verb: "\u03BD\u03B1 \u03AD\u03C7\u03B5\u03B9" },
@@ -22346,7 +22346,7 @@ function el_default() {
   };
 }
 
-// node_modules/zod/v4/locales/en.js
+// ../../main/node_modules/zod/v4/locales/en.js
 var error12 = () => {
   const Sizable = {
     string: { unit: "characters", verb: "to have" },
@@ -22471,7 +22471,7 @@ function en_default() {
   };
 }
 
-// node_modules/zod/v4/locales/eo.js
+// ../../main/node_modules/zod/v4/locales/eo.js
 var error13 = () => {
   const Sizable = {
     string: { unit: "karaktrojn", verb: "havi" },
@@ -22586,7 +22586,7 @@ function eo_default() {
   };
 }
 
-// node_modules/zod/v4/locales/es.js
+// ../../main/node_modules/zod/v4/locales/es.js
 var error14 = () => {
   const Sizable = {
     string: { unit: "caracteres", verb: "tener" },
@@ -22723,7 +22723,7 @@ function es_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fa.js
+// ../../main/node_modules/zod/v4/locales/fa.js
 var error15 = () => {
   const Sizable = {
     string: { unit: "\u06A9\u0627\u0631\u0627\u06A9\u062A\u0631", verb: "\u062F\u0627\u0634\u062A\u0647 \u0628\u0627\u0634\u062F" },
@@ -22843,7 +22843,7 @@ function fa_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fi.js
+// ../../main/node_modules/zod/v4/locales/fi.js
 var error16 = () => {
   const Sizable = {
     string: { unit: "merkki\xE4", subject: "merkkijonon" },
@@ -22961,7 +22961,7 @@ function fi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr.js
+// ../../main/node_modules/zod/v4/locales/fr.js
 var error17 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23091,7 +23091,7 @@ function fr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr-CA.js
+// ../../main/node_modules/zod/v4/locales/fr-CA.js
 var error18 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23204,7 +23204,7 @@ function fr_CA_default() {
   };
 }
 
-// node_modules/zod/v4/locales/gu.js
+// ../../main/node_modules/zod/v4/locales/gu.js
 var error19 = () => {
   const Sizable = {
     string: { unit: "\u0A85\u0A95\u0ACD\u0AB7\u0AB0", verb: "\u0AB9\u0ACB\u0AB5\u0ABE \u0A9C\u0ACB\u0A88\u0A8F" },
@@ -23318,7 +23318,7 @@ function gu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/he.js
+// ../../main/node_modules/zod/v4/locales/he.js
 var error20 = () => {
   const TypeNames = {
     string: { label: "\u05DE\u05D7\u05E8\u05D5\u05D6\u05EA", gender: "f" },
@@ -23520,7 +23520,7 @@ function he_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hi.js
+// ../../main/node_modules/zod/v4/locales/hi.js
 var error21 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0930\u0916\u0928\u0947 \u0915\u0947 \u0932\u093F\u090F" },
@@ -23632,7 +23632,7 @@ function hi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hr.js
+// ../../main/node_modules/zod/v4/locales/hr.js
 var error22 = () => {
   const Sizable = {
     string: { unit: "znakova", verb: "imati" },
@@ -23759,7 +23759,7 @@ function hr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hu.js
+// ../../main/node_modules/zod/v4/locales/hu.js
 var error23 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "legyen" },
@@ -23873,7 +23873,7 @@ function hu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hy.js
+// ../../main/node_modules/zod/v4/locales/hy.js
 function getArmenianPlural(count4, one2, many) {
   return Math.abs(count4) === 1 ? one2 : many;
 }
@@ -24032,7 +24032,7 @@ function hy_default() {
   };
 }
 
-// node_modules/zod/v4/locales/id.js
+// ../../main/node_modules/zod/v4/locales/id.js
 var error25 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "memiliki" },
@@ -24144,7 +24144,7 @@ function id_default() {
   };
 }
 
-// node_modules/zod/v4/locales/is.js
+// ../../main/node_modules/zod/v4/locales/is.js
 var error26 = () => {
   const Sizable = {
     string: { unit: "stafi", verb: "a\xF0 hafa" },
@@ -24259,7 +24259,7 @@ function is_default() {
   };
 }
 
-// node_modules/zod/v4/locales/it.js
+// ../../main/node_modules/zod/v4/locales/it.js
 var error27 = () => {
   const Sizable = {
     string: { unit: "caratteri", verb: "avere" },
@@ -24373,7 +24373,7 @@ function it_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ja.js
+// ../../main/node_modules/zod/v4/locales/ja.js
 var error28 = () => {
   const Sizable = {
     string: { unit: "\u6587\u5B57", verb: "\u3067\u3042\u308B" },
@@ -24486,7 +24486,7 @@ function ja_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ka.js
+// ../../main/node_modules/zod/v4/locales/ka.js
 var error29 = () => {
   const Sizable = {
     string: { unit: "\u10E1\u10D8\u10DB\u10D1\u10DD\u10DA\u10DD", verb: "\u10E3\u10DC\u10D3\u10D0 \u10E8\u10D4\u10D8\u10EA\u10D0\u10D5\u10D3\u10D4\u10E1" },
@@ -24604,7 +24604,7 @@ function ka_default() {
   };
 }
 
-// node_modules/zod/v4/locales/km.js
+// ../../main/node_modules/zod/v4/locales/km.js
 var error30 = () => {
   const Sizable = {
     string: { unit: "\u178F\u17BD\u17A2\u1780\u17D2\u179F\u179A", verb: "\u1782\u17BD\u179A\u1798\u17B6\u1793" },
@@ -24720,12 +24720,12 @@ function km_default() {
   };
 }
 
-// node_modules/zod/v4/locales/kh.js
+// ../../main/node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 
-// node_modules/zod/v4/locales/kn.js
+// ../../main/node_modules/zod/v4/locales/kn.js
 var error31 = () => {
   const Sizable = {
     string: { unit: "\u0C85\u0C95\u0CCD\u0CB7\u0CB0\u0C97\u0CB3\u0CC1", verb: "\u0CB9\u0CCA\u0C82\u0CA6\u0CB2\u0CC1" },
@@ -24841,7 +24841,7 @@ function kn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ko.js
+// ../../main/node_modules/zod/v4/locales/ko.js
 var error32 = () => {
   const Sizable = {
     string: { unit: "\uBB38\uC790", verb: "to have" },
@@ -24958,7 +24958,7 @@ function ko_default() {
   };
 }
 
-// node_modules/zod/v4/locales/lt.js
+// ../../main/node_modules/zod/v4/locales/lt.js
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
@@ -25166,7 +25166,7 @@ function lt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/mk.js
+// ../../main/node_modules/zod/v4/locales/mk.js
 var error34 = () => {
   const Sizable = {
     string: { unit: "\u0437\u043D\u0430\u0446\u0438", verb: "\u0434\u0430 \u0438\u043C\u0430\u0430\u0442" },
@@ -25281,7 +25281,7 @@ function mk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ms.js
+// ../../main/node_modules/zod/v4/locales/ms.js
 var error35 = () => {
   const Sizable = {
     string: { unit: "aksara", verb: "mempunyai" },
@@ -25394,7 +25394,7 @@ function ms_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ne.js
+// ../../main/node_modules/zod/v4/locales/ne.js
 var error36 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0939\u0941\u0928\u0941\u092A\u0930\u094D\u091B" },
@@ -25506,7 +25506,7 @@ function ne_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nl.js
+// ../../main/node_modules/zod/v4/locales/nl.js
 var error37 = () => {
   const Sizable = {
     string: { unit: "tekens", verb: "heeft" },
@@ -25622,7 +25622,7 @@ function nl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nn.js
+// ../../main/node_modules/zod/v4/locales/nn.js
 var error38 = () => {
   const Sizable = {
     string: { unit: "teikn", verb: "\xE5 ha" },
@@ -25736,7 +25736,7 @@ function nn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/no.js
+// ../../main/node_modules/zod/v4/locales/no.js
 var error39 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "\xE5 ha" },
@@ -25850,7 +25850,7 @@ function no_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ota.js
+// ../../main/node_modules/zod/v4/locales/ota.js
 var error40 = () => {
   const Sizable = {
     string: { unit: "harf", verb: "olmal\u0131d\u0131r" },
@@ -25965,7 +25965,7 @@ function ota_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ps.js
+// ../../main/node_modules/zod/v4/locales/ps.js
 var error41 = () => {
   const Sizable = {
     string: { unit: "\u062A\u0648\u06A9\u064A", verb: "\u0648\u0644\u0631\u064A" },
@@ -26085,7 +26085,7 @@ function ps_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pl.js
+// ../../main/node_modules/zod/v4/locales/pl.js
 var error42 = () => {
   const Sizable = {
     string: { unit: "znak\xF3w", verb: "mie\u0107" },
@@ -26200,7 +26200,7 @@ function pl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt.js
+// ../../main/node_modules/zod/v4/locales/pt.js
 var error43 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -26344,7 +26344,7 @@ function pt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt-BR.js
+// ../../main/node_modules/zod/v4/locales/pt-BR.js
 var error44 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -26489,7 +26489,7 @@ function pt_BR_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ro.js
+// ../../main/node_modules/zod/v4/locales/ro.js
 var error45 = () => {
   const Sizable = {
     string: { unit: "caractere", verb: "s\u0103 aib\u0103" },
@@ -26612,7 +26612,7 @@ function ro_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ru.js
+// ../../main/node_modules/zod/v4/locales/ru.js
 function getRussianPlural(count4, one2, few, many) {
   const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
@@ -26781,7 +26781,7 @@ function ru_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sk.js
+// ../../main/node_modules/zod/v4/locales/sk.js
 var error47 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "ma\u0165" },
@@ -26898,7 +26898,7 @@ function sk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sl.js
+// ../../main/node_modules/zod/v4/locales/sl.js
 var error48 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "imeti" },
@@ -27013,7 +27013,7 @@ function sl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sv.js
+// ../../main/node_modules/zod/v4/locales/sv.js
 var error49 = () => {
   const Sizable = {
     string: { unit: "tecken", verb: "att ha" },
@@ -27129,7 +27129,7 @@ function sv_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ta.js
+// ../../main/node_modules/zod/v4/locales/ta.js
 var error50 = () => {
   const Sizable = {
     string: { unit: "\u0B8E\u0BB4\u0BC1\u0BA4\u0BCD\u0BA4\u0BC1\u0B95\u0BCD\u0B95\u0BB3\u0BCD", verb: "\u0B95\u0BCA\u0BA3\u0BCD\u0B9F\u0BBF\u0BB0\u0BC1\u0B95\u0BCD\u0B95 \u0BB5\u0BC7\u0BA3\u0BCD\u0B9F\u0BC1\u0BAE\u0BCD" },
@@ -27245,7 +27245,7 @@ function ta_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tg.js
+// ../../main/node_modules/zod/v4/locales/tg.js
 var error51 = () => {
   const Sizable = {
     string: { unit: "\u0430\u043B\u043E\u043C\u0430\u0442", verb: "\u0434\u043E\u0448\u0442\u0430 \u0431\u043E\u0448\u0430\u0434" },
@@ -27362,7 +27362,7 @@ function tg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/th.js
+// ../../main/node_modules/zod/v4/locales/th.js
 var error52 = () => {
   const Sizable = {
     string: { unit: "\u0E15\u0E31\u0E27\u0E2D\u0E31\u0E01\u0E29\u0E23", verb: "\u0E04\u0E27\u0E23\u0E21\u0E35" },
@@ -27478,7 +27478,7 @@ function th_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tk.js
+// ../../main/node_modules/zod/v4/locales/tk.js
 var error53 = () => {
   const Sizable = {
     string: { unit: "simwol", verb: "bolmaly" },
@@ -27586,7 +27586,7 @@ function tk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tr.js
+// ../../main/node_modules/zod/v4/locales/tr.js
 var error54 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "olmal\u0131" },
@@ -27697,7 +27697,7 @@ function tr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uk.js
+// ../../main/node_modules/zod/v4/locales/uk.js
 var error55 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0456\u0432", verb: "\u043C\u0430\u0442\u0438\u043C\u0435" },
@@ -27811,12 +27811,12 @@ function uk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ua.js
+// ../../main/node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 
-// node_modules/zod/v4/locales/ur.js
+// ../../main/node_modules/zod/v4/locales/ur.js
 var error56 = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0648\u0641", verb: "\u06C1\u0648\u0646\u0627" },
@@ -27932,7 +27932,7 @@ function ur_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uz.js
+// ../../main/node_modules/zod/v4/locales/uz.js
 var error57 = () => {
   const Sizable = {
     string: { unit: "belgi", verb: "bo\u2018lishi kerak" },
@@ -28046,7 +28046,7 @@ function uz_default() {
   };
 }
 
-// node_modules/zod/v4/locales/vi.js
+// ../../main/node_modules/zod/v4/locales/vi.js
 var error58 = () => {
   const Sizable = {
     string: { unit: "k\xFD t\u1EF1", verb: "c\xF3" },
@@ -28160,7 +28160,7 @@ function vi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-CN.js
+// ../../main/node_modules/zod/v4/locales/zh-CN.js
 var error59 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u7B26", verb: "\u5305\u542B" },
@@ -28275,7 +28275,7 @@ function zh_CN_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-TW.js
+// ../../main/node_modules/zod/v4/locales/zh-TW.js
 var error60 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u5143", verb: "\u64C1\u6709" },
@@ -28388,7 +28388,7 @@ function zh_TW_default() {
   };
 }
 
-// node_modules/zod/v4/locales/yo.js
+// ../../main/node_modules/zod/v4/locales/yo.js
 var error61 = () => {
   const Sizable = {
     string: { unit: "\xE0mi", verb: "n\xED" },
@@ -28501,7 +28501,7 @@ function yo_default() {
   };
 }
 
-// node_modules/zod/v4/core/registries.js
+// ../../main/node_modules/zod/v4/core/registries.js
 var _a2;
 var $output = /* @__PURE__ */ Symbol("ZodOutput");
 var $input = /* @__PURE__ */ Symbol("ZodInput");
@@ -28551,7 +28551,7 @@ function registry() {
 (_a2 = globalThis).__zod_globalRegistry ?? (_a2.__zod_globalRegistry = registry());
 var globalRegistry = globalThis.__zod_globalRegistry;
 
-// node_modules/zod/v4/core/compile.js
+// ../../main/node_modules/zod/v4/core/compile.js
 var INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
 var FALLBACK_FLAG = /* @__PURE__ */ Symbol.for("zod.compile.fallback");
 var ZodCompileAsyncError = class extends Error {
@@ -30161,7 +30161,7 @@ function generateTransformCheck(doc, ctx, schema, accessor) {
   return accessor;
 }
 
-// node_modules/zod/v4/core/api.js
+// ../../main/node_modules/zod/v4/core/api.js
 function snapshotChecks(def) {
   if (def.checks)
     def.checks = [...def.checks];
@@ -31220,7 +31220,7 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
   return inst;
 }
 
-// node_modules/zod/v4/core/to-json-schema.js
+// ../../main/node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target2, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
@@ -31750,7 +31750,7 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
   return finalize(ctx, schema);
 };
 
-// node_modules/zod/v4/core/json-schema-processors.js
+// ../../main/node_modules/zod/v4/core/json-schema-processors.js
 var narrowMin = (agg, key, value) => {
   if (agg[key] === void 0 || value > agg[key])
     agg[key] = value;
@@ -31814,8 +31814,8 @@ var contributors = {
 function aggregateChecks(schema) {
   const agg = {};
   const def = schema._zod.def;
-  const list = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
-  for (const ch of list)
+  const list2 = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
+  for (const ch of list2)
     contributors[ch._zod.def.check]?.(agg, ch._zod.def);
   const bag = schema._zod.bag;
   if (bag.minimum !== void 0)
@@ -32498,7 +32498,7 @@ function toJSONSchema(input2, params) {
   return finalize(ctx, input2);
 }
 
-// node_modules/zod/v4/core/json-schema-generator.js
+// ../../main/node_modules/zod/v4/core/json-schema-generator.js
 var JSONSchemaGenerator = class {
   /** @deprecated Access via ctx instead */
   get metadataRegistry() {
@@ -32576,10 +32576,10 @@ var JSONSchemaGenerator = class {
   }
 };
 
-// node_modules/zod/v4/core/json-schema.js
+// ../../main/node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 
-// node_modules/zod/v4/classic/schemas.js
+// ../../main/node_modules/zod/v4/classic/schemas.js
 var schemas_exports2 = {};
 __export(schemas_exports2, {
   ZodAny: () => ZodAny,
@@ -32760,7 +32760,7 @@ __export(schemas_exports2, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/classic/checks.js
+// ../../main/node_modules/zod/v4/classic/checks.js
 var checks_exports2 = {};
 __export(checks_exports2, {
   endsWith: () => _endsWith,
@@ -32795,7 +32795,7 @@ __export(checks_exports2, {
   uppercase: () => _uppercase
 });
 
-// node_modules/zod/v4/classic/errors.js
+// ../../main/node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
 function _lazyMethod(proto, key, make) {
   Object.defineProperty(proto, key, {
@@ -32841,7 +32841,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
   Parent: Error
 });
 
-// node_modules/zod/v4/classic/parse.js
+// ../../main/node_modules/zod/v4/classic/parse.js
 var parse2 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -32855,7 +32855,7 @@ var safeDecode2 = /* @__PURE__ */ _safeDecode(ZodRealError);
 var safeEncodeAsync2 = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-// node_modules/zod/v4/classic/schemas.js
+// ../../main/node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
     config(en_default());
@@ -34320,7 +34320,7 @@ function preprocess(fn, schema) {
   });
 }
 
-// node_modules/zod/v4/classic/compat.js
+// ../../main/node_modules/zod/v4/classic/compat.js
 var ZodIssueCode = {
   invalid_type: "invalid_type",
   too_big: "too_big",
@@ -34346,7 +34346,7 @@ var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
 })(ZodFirstPartyTypeKind || (ZodFirstPartyTypeKind = {}));
 
-// node_modules/zod/v4/classic/iso.js
+// ../../main/node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -34371,7 +34371,7 @@ function duration2(params) {
   return _isoDuration(ZodISODuration, params);
 }
 
-// node_modules/zod/v4/classic/from-json-schema.js
+// ../../main/node_modules/zod/v4/classic/from-json-schema.js
 var z2 = {
   ...schemas_exports2,
   ...checks_exports2,
@@ -35007,12 +35007,12 @@ function convertSchema(schema, ctx) {
   let baseSchema = convertBaseSchema(schema, ctx);
   const hasExplicitType = schema.type || schema.enum !== void 0 || schema.const !== void 0;
   if (schema.anyOf && Array.isArray(schema.anyOf)) {
-    const options = schema.anyOf.map((s) => convertSchema(s, ctx));
+    const options = schema.anyOf.map((s2) => convertSchema(s2, ctx));
     const anyOfUnion = z2.union(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, anyOfUnion) : anyOfUnion;
   }
   if (schema.oneOf && Array.isArray(schema.oneOf)) {
-    const options = schema.oneOf.map((s) => convertSchema(s, ctx));
+    const options = schema.oneOf.map((s2) => convertSchema(s2, ctx));
     const oneOfUnion = z2.xor(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, oneOfUnion) : oneOfUnion;
   }
@@ -35104,7 +35104,7 @@ function fromJSONSchema(schema, params) {
   return convertSchema(normalized, ctx);
 }
 
-// node_modules/zod/v4/core/visit.js
+// ../../main/node_modules/zod/v4/core/visit.js
 var RESOLVING = /* @__PURE__ */ Symbol("z.visit/resolving");
 function visit(schema, fnOrHandlers) {
   const fn = typeof fnOrHandlers === "function" ? fnOrHandlers : (node2, rewritten) => {
@@ -35112,24 +35112,24 @@ function visit(schema, fnOrHandlers) {
     return h2 ? h2(node2, rewritten) : node2;
   };
   const cache = /* @__PURE__ */ new Map();
-  function run(s) {
-    const cached2 = cache.get(s);
+  function run(s2) {
+    const cached2 = cache.get(s2);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s)
+        getter: () => cache.get(s2)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s, RESOLVING);
-    const inner = mapInner(s);
-    const mapped = fn(inner, inner !== s);
-    cache.set(s, mapped);
+    cache.set(s2, RESOLVING);
+    const inner = mapInner(s2);
+    const mapped = fn(inner, inner !== s2);
+    cache.set(s2, mapped);
     return mapped;
   }
-  function mapInner(s) {
-    const def = s._zod.def;
+  function mapInner(s2) {
+    const def = s2._zod.def;
     const kind = def.type;
     switch (kind) {
       case "object": {
@@ -35149,11 +35149,11 @@ function visit(schema, fnOrHandlers) {
           if (newCatchall !== def.catchall)
             changed = true;
         }
-        return changed ? clone(s, { ...def, shape: newShape, catchall: newCatchall }) : s;
+        return changed ? clone(s2, { ...def, shape: newShape, catchall: newCatchall }) : s2;
       }
       case "array": {
         const mapped = run(def.element);
-        return mapped === def.element ? s : clone(s, { ...def, element: mapped });
+        return mapped === def.element ? s2 : clone(s2, { ...def, element: mapped });
       }
       case "tuple": {
         const oldItems = def.items;
@@ -35171,17 +35171,17 @@ function visit(schema, fnOrHandlers) {
           if (newRest !== def.rest)
             changed = true;
         }
-        return changed ? clone(s, { ...def, items: newItems, rest: newRest }) : s;
+        return changed ? clone(s2, { ...def, items: newItems, rest: newRest }) : s2;
       }
       case "record":
       case "map": {
         const newKey = run(def.keyType);
         const newVal = run(def.valueType);
-        return newKey === def.keyType && newVal === def.valueType ? s : clone(s, { ...def, keyType: newKey, valueType: newVal });
+        return newKey === def.keyType && newVal === def.valueType ? s2 : clone(s2, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
         const newVal = run(def.valueType);
-        return newVal === def.valueType ? s : clone(s, { ...def, valueType: newVal });
+        return newVal === def.valueType ? s2 : clone(s2, { ...def, valueType: newVal });
       }
       case "union": {
         const oldOptions = def.options;
@@ -35193,12 +35193,12 @@ function visit(schema, fnOrHandlers) {
             changed = true;
           newOptions.push(mapped);
         }
-        return changed ? clone(s, { ...def, options: newOptions }) : s;
+        return changed ? clone(s2, { ...def, options: newOptions }) : s2;
       }
       case "intersection": {
         const newLeft = run(def.left);
         const newRight = run(def.right);
-        return newLeft === def.left && newRight === def.right ? s : clone(s, { ...def, left: newLeft, right: newRight });
+        return newLeft === def.left && newRight === def.right ? s2 : clone(s2, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
       case "nullable":
@@ -35210,22 +35210,22 @@ function visit(schema, fnOrHandlers) {
       case "promise":
       case "success": {
         const newInner = run(def.innerType);
-        return newInner === def.innerType ? s : clone(s, { ...def, innerType: newInner });
+        return newInner === def.innerType ? s2 : clone(s2, { ...def, innerType: newInner });
       }
       case "pipe": {
         const newIn = run(def.in);
         const newOut = run(def.out);
-        return newIn === def.in && newOut === def.out ? s : clone(s, { ...def, in: newIn, out: newOut });
+        return newIn === def.in && newOut === def.out ? s2 : clone(s2, { ...def, in: newIn, out: newOut });
       }
       case "function": {
         const newInput = run(def.input);
         const newOutput = run(def.output);
-        return newInput === def.input && newOutput === def.output ? s : clone(s, { ...def, input: newInput, output: newOutput });
+        return newInput === def.input && newOutput === def.output ? s2 : clone(s2, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s, { ...rest, getter: () => run(original()) });
+        return clone(s2, { ...rest, getter: () => run(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -35249,29 +35249,29 @@ function visit(schema, fnOrHandlers) {
       case "file":
       case "transform":
       case "custom":
-        return s;
+        return s2;
       default: {
         kind;
-        return s;
+        return s2;
       }
     }
   }
   return run(schema);
 }
 
-// node_modules/zod/v4/classic/deep-partial.js
+// ../../main/node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
-    object: (s) => s.partial(),
+    object: (s2) => s2.partial(),
     // Every partialed option now admits `undefined`, which the constructor rejects as a duplicate.
-    union: (s) => {
-      const def = s._zod.def;
-      return def.discriminator === void 0 ? s : union(def.options);
+    union: (s2) => {
+      const def = s2._zod.def;
+      return def.discriminator === void 0 ? s2 : union(def.options);
     }
   });
 }
 
-// node_modules/zod/v4/classic/in-out.js
+// ../../main/node_modules/zod/v4/classic/in-out.js
 function withChecks(side, checks) {
   if (!checks?.length)
     return side;
@@ -35286,22 +35286,22 @@ function inSide(def) {
 }
 function input(schema) {
   return visit(schema, {
-    pipe: (s) => inSide(s._zod.def),
+    pipe: (s2) => inSide(s2._zod.def),
     // A default value belongs to the output side, so a rewritten inner type leaves it stranded. `.default()` widens the declared input type with `undefined`, and `optional` is what carries that across.
-    default: (s, rewritten) => rewritten ? optional(s._zod.def.innerType) : s,
+    default: (s2, rewritten) => rewritten ? optional(s2._zod.def.innerType) : s2,
     // A catch value is output-side too, but `.catch()` leaves the declared input type alone, so the inner schema stands on its own.
-    catch: (s, rewritten) => rewritten ? s._zod.def.innerType : s
+    catch: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
   });
 }
 function output(schema) {
   return visit(schema, {
-    pipe: (s) => outSide(s._zod.def),
+    pipe: (s2) => outSide(s2._zod.def),
     // A prefault value is fed through the schema, which makes it input-side, so a rewritten inner type leaves it stranded.
-    prefault: (s, rewritten) => rewritten ? s._zod.def.innerType : s
+    prefault: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
   });
 }
 
-// node_modules/zod/v4/classic/coerce.js
+// ../../main/node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -35757,14 +35757,14 @@ function upperIncompleteGammaHalf(z3) {
   if (z3 === 0) return 1;
   const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
   if (z3 < a2 + 1) {
-    let sum2 = 1 / a2;
-    let term = sum2;
+    let sum3 = 1 / a2;
+    let term = sum3;
     for (let n2 = 1; n2 < 500; n2++) {
       term *= z3 / (a2 + n2);
-      sum2 += term;
-      if (term < sum2 * 1e-16) break;
+      sum3 += term;
+      if (term < sum3 * 1e-16) break;
     }
-    return 1 - sum2 * Math.exp(lnPre);
+    return 1 - sum3 * Math.exp(lnPre);
   }
   const tiny = 1e-300;
   let b = z3 + 1 - a2;
@@ -35840,9 +35840,9 @@ function wilcoxonSignedRank(d) {
   if (n2 <= 50 && tieSizes.length === 0) {
     const counts = new Float64Array(total + 1);
     counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
+    for (let r = 1; r <= n2; r++) for (let s2 = total; s2 >= r; s2--) counts[s2] += counts[s2 - r];
     let lower = 0;
-    for (let s = 0; s <= statistic; s++) lower += counts[s];
+    for (let s2 = 0; s2 <= statistic; s2++) lower += counts[s2];
     return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
   }
   const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
@@ -35864,13 +35864,13 @@ function holmAdjust(p) {
 function binomialUpperTail(k, n2, p) {
   if (k <= 0) return 1;
   if (k > n2) return 0;
-  let sum2 = 0;
+  let sum3 = 0;
   for (let i2 = k; i2 <= n2; i2++) {
     let logC = 0;
     for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+    sum3 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
   }
-  return Math.min(1, sum2);
+  return Math.min(1, sum3);
 }
 
 // src/analysis/unmeasured.ts
@@ -35898,12 +35898,12 @@ var ChampionFailedError = class extends CouldNotMeasureError {
 var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
 function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
-  for (const s of slices) {
-    for (const [code, n2] of Object.entries(s.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s2) => acc + s2.errors[c3], 0)]));
+  for (const s2 of slices) {
+    for (const [code, n2] of Object.entries(s2.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
   }
   return {
-    requests: slices.reduce((acc, s) => acc + s.completed, 0),
+    requests: slices.reduce((acc, s2) => acc + s2.completed, 0),
     errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
     byClass
   };
@@ -35960,26 +35960,26 @@ function namedPercentileAtOrAbove(percentile2) {
   const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
   return namedPercentiles[String(at)];
 }
-function slicePercentileUs(s, percentile2) {
+function slicePercentileUs(s2, percentile2) {
   const named = namedPercentiles[String(percentile2)];
-  if (named) return s.latency_us[named];
-  return histogramOf(s).getValueAtPercentile(percentile2);
+  if (named) return s2.latency_us[named];
+  return histogramOf(s2).getValueAtPercentile(percentile2);
 }
-function sliceValuesUs(s) {
-  const h2 = histogramOf(s);
+function sliceValuesUs(s2) {
+  const h2 = histogramOf(s2);
   const out = new Float64Array(h2.totalCount);
   let k = 0;
-  eachBucket(s, (value, count4) => {
+  eachBucket(s2, (value, count4) => {
     out.fill(value, k, k + count4);
     k += count4;
   });
   return out;
 }
-function hasHistogram(s) {
-  return s.histogram !== "";
+function hasHistogram(s2) {
+  return s2.histogram !== "";
 }
-function eachBucket(s, visit2) {
-  const h2 = histogramOf(s);
+function eachBucket(s2, visit2) {
+  const h2 = histogramOf(s2);
   const it = h2.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
@@ -35988,11 +35988,11 @@ function eachBucket(s, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s) {
-  let h2 = decoded.get(s);
+function histogramOf(s2) {
+  let h2 = decoded.get(s2);
   if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram);
-    decoded.set(s, h2);
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s2.histogram);
+    decoded.set(s2, h2);
   }
   return h2;
 }
@@ -36006,29 +36006,29 @@ function plannedLagUs(plan2) {
   const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
   return Math.floor(plan2.send_window_us / gapUs) * gapUs;
 }
-function disturbance(s, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2)) + plannedUs;
+function disturbance(s2, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s2, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s.dispatch_lag_us[lagAt];
+  const lagUs = s2.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
-  const achieved = s.achieved_rps * sliceSeconds;
-  const offBy = achieved - s.scheduled;
-  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  const achieved = s2.achieved_rps * sliceSeconds;
+  const offBy = achieved - s2.scheduled;
+  const offRate = s2.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s2.scheduled, RATE_TOLERANCE_REQUESTS);
   if (!lagging && !offRate) return null;
   return {
-    arm: s.arm,
-    index: s.index,
+    arm: s2.arm,
+    index: s2.index,
     lagAt,
     lagMs: lagUs / 1e3,
     lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
+    rateErrorPercent: s2.scheduled > 0 ? 100 * offBy / s2.scheduled : 0,
     lagging,
     offRate
   };
 }
-function hostDisturbance(s) {
-  if (!s.host_disturbance) return null;
-  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, foreignConnections: s.foreign_connections ?? 0, reason: s.host_disturbance };
+function hostDisturbance(s2) {
+  if (!s2.host_disturbance) return null;
+  return { arm: s2.arm, index: s2.index, foreignCores: s2.foreign_cpu_cores ?? null, foreignConnections: s2.foreign_connections ?? 0, reason: s2.host_disturbance };
 }
 function describeHostDisturbance(d) {
   return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
@@ -36048,16 +36048,16 @@ function isDisturbed(d) {
 }
 function extractPairs(run, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  for (const s2 of result.slices) byPair.set(s2.pair, [...byPair.get(s2.pair) ?? [], s2]);
   const pairs = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s2) => s2.index).join(", ")}), expected 2`);
     }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
+    const champion = slices.find((s2) => s2.arm === "champion");
+    const challenger = slices.find((s2) => s2.arm === "challenger");
     if (slices.length === 2 && (!champion || !challenger)) {
       throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
     }
@@ -36065,13 +36065,13 @@ function extractPairs(run, result, percentile2) {
       dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
       continue;
     }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
+    const invalid = [champion, challenger].filter((s2) => !s2.valid);
     if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      dropped.push({ run, pair, reason: invalid.map((s2) => `${s2.arm} slice ${s2.index}: ${s2.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
-    const hostDisturbances = [champion, challenger].flatMap((s) => hostDisturbance(s) ?? []);
+    const disturbances = [champion, challenger].flatMap((s2) => disturbance(s2, result.plan.slice_seconds, percentile2, planned) ?? []);
+    const hostDisturbances = [champion, challenger].flatMap((s2) => hostDisturbance(s2) ?? []);
     if (disturbances.length > 0 || hostDisturbances.length > 0) {
       const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
       dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
@@ -36096,7 +36096,7 @@ function pooledPairs(key, runs2, percentile2) {
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
     const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
     const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s2) => s2?.startsWith("default"));
     const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
@@ -36165,9 +36165,9 @@ function armSample(pairs) {
   }
   return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
 }
-function weightedPercentile(s, q, weight, requestWeight) {
+function weightedPercentile(s2, q, weight, requestWeight) {
   let total = 0;
-  for (let i2 = 0; i2 < s.perPair.length; i2++) total += weight(i2) * s.perPair[i2];
+  for (let i2 = 0; i2 < s2.perPair.length; i2++) total += weight(i2) * s2.perPair[i2];
   if (total <= 0) throw new RangeError("weightedPercentile: no requests");
   const pos = q * (total - 1);
   const fromTop = q >= 0.5;
@@ -36175,29 +36175,29 @@ function weightedPercentile(s, q, weight, requestWeight) {
   const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
   let seen = 0;
   let first = NaN;
-  const n2 = s.values.length;
+  const n2 = s2.values.length;
   for (let k = 0; k < n2; k++) {
     const e = fromTop ? n2 - 1 - k : k;
-    const w = weight(s.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    const w = weight(s2.owner[e]) * (requestWeight ? requestWeight[e] : 1);
     if (w === 0) continue;
     seen += w;
-    if (Number.isNaN(first) && seen > lowRank) first = s.values[e];
+    if (Number.isNaN(first) && seen > lowRank) first = s2.values[e];
     if (seen > highRank) {
-      const second = s.values[e];
+      const second = s2.values[e];
       const frac = pos - Math.floor(pos);
       return fromTop ? second + frac * (first - second) : first + frac * (second - first);
     }
   }
   throw new RangeError("weightedPercentile: rank past the sample");
 }
-function leaveOnePairOut(s, q) {
-  const n2 = s.values.length;
+function leaveOnePairOut(s2, q) {
+  const n2 = s2.values.length;
   const fromTop = q >= 0.5;
   const at = (k) => fromTop ? n2 - 1 - k : k;
-  const positions = Array.from({ length: s.perPair.length }, () => []);
-  for (let k = 0; k < n2; k++) positions[s.owner[at(k)]].push(k);
-  const out = new Float64Array(s.perPair.length);
-  for (let i2 = 0; i2 < s.perPair.length; i2++) {
+  const positions = Array.from({ length: s2.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s2.owner[at(k)]].push(k);
+  const out = new Float64Array(s2.perPair.length);
+  for (let i2 = 0; i2 < s2.perPair.length; i2++) {
     const mine = positions[i2];
     const upTo = (k) => {
       let lo = 0;
@@ -36212,15 +36212,15 @@ function leaveOnePairOut(s, q) {
     const position = (r) => {
       let k = r;
       for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
-      while (s.owner[at(k)] === i2) k--;
+      while (s2.owner[at(k)] === i2) k--;
       return k;
     };
     const total = n2 - mine.length;
     if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
     const pos = q * (total - 1);
     const frac = pos - Math.floor(pos);
-    const first = s.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
-    const second = s.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    const first = s2.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s2.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
     out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
   }
   return out;
@@ -36302,9 +36302,9 @@ function meanSlicePercentile(a2, q, requestWeight) {
     seen[pair] += requestWeight[e];
     if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
   }
-  let sum2 = 0;
-  for (const v of at) sum2 += v;
-  return sum2 / at.length;
+  let sum3 = 0;
+  for (const v of at) sum3 += v;
+  return sum3 / at.length;
 }
 
 // src/analysis/sequential.ts
@@ -36382,12 +36382,12 @@ var trapezoid = (i2, n2) => i2 === 0 || i2 === n2 - 1 ? 0.5 : 1;
 function carryFrom(xs, fs, dx, sd, bound) {
   const next = grid(bound);
   const out = next.map((y) => {
-    let sum2 = 0;
+    let sum3 = 0;
     for (let i2 = 0; i2 < xs.length; i2++) {
       const z3 = (y - xs[i2]) / sd;
-      sum2 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
+      sum3 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
     }
-    return sum2 * dx / (sd * Math.sqrt(2 * Math.PI));
+    return sum3 * dx / (sd * Math.sqrt(2 * Math.PI));
   });
   return [next, out];
 }
@@ -36396,7 +36396,7 @@ function grid(bound) {
 }
 
 // src/analysis/looks.ts
-function looksOf(group, pairs, d, s) {
+function looksOf(group, pairs, d, s2) {
   const runs2 = [];
   let total = 0;
   for (const g2 of group) {
@@ -36405,7 +36405,7 @@ function looksOf(group, pairs, d, s) {
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s.confidence, runs2.map((r) => r.pairs));
+  const alphas = nominalAlphas(1 - s2.confidence, runs2.map((r) => r.pairs));
   const seen = /* @__PURE__ */ new Set();
   return runs2.map((r, k) => {
     seen.add(r.run);
@@ -36413,7 +36413,7 @@ function looksOf(group, pairs, d, s) {
     const keep = pairs.map((p) => seen.has(p.run));
     const upTo = pairs.filter((_2, i2) => keep[i2]);
     if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s.percentile, 0, () => 0);
+    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s2.percentile, 0, () => 0);
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });
@@ -36421,10 +36421,10 @@ function looksOf(group, pairs, d, s) {
 
 // src/analysis/random.ts
 function seededRandom(seed) {
-  let s = seed >>> 0 || 2654435769;
+  let s2 = seed >>> 0 || 2654435769;
   const next32 = () => {
-    s = s + 2654435769 >>> 0;
-    let z3 = s;
+    s2 = s2 + 2654435769 >>> 0;
+    let z3 = s2;
     z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
     z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
     return (z3 ^ z3 >>> 16) >>> 0;
@@ -36553,17 +36553,17 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
-function validateSettings(s) {
+function validateSettings(s2) {
   const bad = (field, want, got) => {
     throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
   };
-  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
-  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
-  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
-  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
-  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-  if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
+  if (!(s2.percentile > 0 && s2.percentile < 100)) bad("percentile", "in (0, 100)", s2.percentile);
+  if (!(s2.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s2.sloBudgetMs);
+  if (!(s2.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s2.blockThresholdPercent);
+  if (!(s2.confidence > 0.5 && s2.confidence < 1)) bad("confidence", "in (0.5, 1)", s2.confidence);
+  if (!(Number.isInteger(s2.bootstrapResamples) && s2.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s2.bootstrapResamples);
+  if (!(Number.isInteger(s2.seed) && s2.seed >= 0)) bad("seed", "a non-negative integer", s2.seed);
+  if (s2.blockCpuPercent !== void 0 && !(s2.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s2.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -36573,8 +36573,8 @@ function checkSameBuilds(results) {
       if (value) seen.set(value, name2);
     }
     if (seen.size > 1) {
-      const list = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+      const list2 = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list2}); analyse them separately with --each`);
     }
   }
 }
@@ -36587,29 +36587,29 @@ function checkOneIdentity(key, group) {
     }
   }
 }
-function compare(key, group, s, rand) {
+function compare(key, group, s2, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
   checkOneIdentity(key, group);
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
-  const { pairs, dropped } = pooledPairs(key, group, s.percentile);
+  const { pairs, dropped } = pooledPairs(key, group, s2.percentile);
   const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s.percentile);
+  const d = at(s2.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = estimateLatency(pairs, d, s.percentile, s.samplingResamples, rand);
-  const lookHistory = looksOf(group, pairs, d, s);
+  const primary = estimateLatency(pairs, d, s2.percentile, s2.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs, d, s2);
   const confidence = lookHistory.at(-1).confidence;
-  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s.confidence);
-  const sdMs = pairedT(d, s.confidence).sd;
-  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s2.confidence);
+  const sdMs = pairedT(d, s2.confidence).sd;
+  const boot = bootstrapMeanInterval(d, confidence, s2.bootstrapResamples, rand);
   const secondary = (values) => {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs, "champion", s.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs, "challenger", s.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
-  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s.percentile)];
+  const champion = { ...armSummary(pairs, "champion", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs, "challenger", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s2.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -36617,8 +36617,8 @@ function compare(key, group, s, rand) {
       message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
     });
   }
-  const thresholdMs = s.blockThresholdPercent / 100 * s.sloBudgetMs;
-  const floor = floorOf(key, s, thresholdMs);
+  const thresholdMs = s2.blockThresholdPercent / 100 * s2.sloBudgetMs;
+  const floor = floorOf(key, s2, thresholdMs);
   flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
@@ -36645,7 +36645,7 @@ function compare(key, group, s, rand) {
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
     errorRegression: errors,
     resources: pairedResources(pairs, confidence),
-    cpuLimitPercent: s.blockCpuPercent ?? null,
+    cpuLimitPercent: s2.blockCpuPercent ?? null,
     champion,
     challenger,
     floorMs: floor.ms,
@@ -36654,8 +36654,8 @@ function compare(key, group, s, rand) {
     detail: pairs.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
+      championMs: ms(slicePercentileUs(x.champion, s2.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s2.percentile)),
       dMs: d[i2]
     }))
   };
@@ -36732,9 +36732,9 @@ var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
 function briefDisturbance(d) {
   return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
-function floorOf(key, s, thresholdMs) {
-  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
-  const bias = s.hostBiasMs?.[key];
+function floorOf(key, s2, thresholdMs) {
+  const recorded = typeof s2.floorMs === "number" ? s2.floorMs : s2.floorMs?.[key];
+  const bias = s2.hostBiasMs?.[key];
   const flags = [];
   let floor = recorded ?? null;
   if (bias) {
@@ -36745,14 +36745,14 @@ function floorOf(key, s, thresholdMs) {
       message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
     });
   }
-  if (recorded !== void 0 && s.floorPercentileAssumed?.includes(key)) {
+  if (recorded !== void 0 && s2.floorPercentileAssumed?.includes(key)) {
     flags.push({
       code: "floor_percentile_assumed",
-      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s2.percentile}`
     });
   }
   if (floor !== null && floor > thresholdMs) {
-    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s2.percentile, thresholdMs) });
   }
   return { ms: floor, flags };
 }
@@ -36974,7 +36974,7 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
 function forArms(c3, arms) {
   return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
 }
-var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const width = 760;
   const height = 340;
@@ -37085,10 +37085,12 @@ function comparisonJson(c3) {
     pairs_detail: c3.detail
   };
 }
-function analysisJson(a2) {
+function analysisJson(a2, host = null) {
   const h2 = a2.headline;
   return {
     verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
     grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
     blocking: a2.blocking,
     blocked_by: h2.blockedBy,
@@ -37297,7 +37299,7 @@ function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
   const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
   if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
@@ -37343,12 +37345,13 @@ function headline(a2, arms) {
   const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
-function compared(a2, arms, runUrl) {
-  const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
+function compared(a2, arms, runUrl, host) {
+  const sha2 = (s2) => s2 ? `\`${s2.slice(0, 7)}\`` : "(unknown)";
+  const on6 = host ? ` on host \`${host}\`` : "";
   const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${on6}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -37375,8 +37378,8 @@ function blockReason(c3, reason, budget) {
   return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
 }
 function preflightWarning(flags) {
-  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
-  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
+  const list2 = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list2}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
   const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
@@ -37385,8 +37388,8 @@ function aaSentence(a2, arms) {
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
 }
 function hostBiasWarning(bias) {
-  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
-  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
+  const list2 = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
+  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list2}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 function comparisonSection(c3, percentile2, arms, several, maxRows) {
   const p = percentLabel(percentile2);
@@ -37441,8 +37444,8 @@ function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
-function tableCell(s) {
-  return s.replace(/[|\n\r]/g, " ");
+function tableCell(s2) {
+  return s2.replace(/[|\n\r]/g, " ");
 }
 
 // src/cli/usage.ts
@@ -37561,97 +37564,101 @@ function readJson(file2) {
   }
 }
 
-// src/cli/run.ts
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync as readFileSync4, statSync as statSync3 } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname, join as join3, relative, resolve } from "node:path";
-import { fileURLToPath as fileURLToPath3 } from "node:url";
+// src/cli/capacity.ts
+import { readFileSync as readFileSync2 } from "node:fs";
 
-// src/report/calibration.ts
-var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+// src/analysis/capacity.ts
+function runSeconds(r, o2) {
+  return r.warmupSeconds + 2 * r.pairs * r.sliceSeconds + o2.runSeconds;
+}
+function gateHostTime(runs2, o2) {
+  if (!(o2.extensionRate >= 0 && o2.extensionRate <= 1))
+    throw new Error(`extensionRate: a share in [0, 1], got ${o2.extensionRate}`);
+  const each = runs2.map((r) => runSeconds(r, o2));
+  const seconds = sum2(each);
+  const n2 = o2.maxExtensions;
+  const q = o2.extensionRate;
+  return {
+    runs: each,
+    seconds,
+    maxSeconds: seconds * (1 + n2),
+    meanSeconds: seconds + sum2(each.map((s2) => s2 * n2 * q)),
+    varianceSeconds2: sum2(each.map((s2) => s2 * s2 * n2 * q * (1 - q)))
+  };
+}
+function queueEstimate(q) {
+  const lambda = q.arrivalsPerHour / 3600;
+  const reserved = q.reservedShare ?? 0;
+  if (!(reserved >= 0 && reserved < 1)) throw new Error(`reservedShare: a share in [0, 1), got ${reserved}`);
+  const stretch = 1 / (1 - reserved);
+  const utilization = lambda * q.meanSeconds / q.hosts + reserved;
+  const infinite = {
+    utilization,
+    waitProbability: 1,
+    meanWaitSeconds: Number.POSITIVE_INFINITY,
+    meanWaitOfWaitingSeconds: Number.POSITIVE_INFINITY
+  };
+  if (utilization >= 1) return infinite;
+  let c3 = erlangC(q.hosts, lambda * q.meanSeconds * stretch);
+  let held = q.meanSeconds * stretch;
+  for (let i2 = 0; i2 < 50; i2++) {
+    held = q.meanSeconds * stretch + c3 * q.landingSeconds;
+    if (lambda * held >= q.hosts) return infinite;
+    c3 = erlangC(q.hosts, lambda * held);
   }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+  const offered = lambda * held;
+  const cs2 = q.varianceSeconds2 * stretch * stretch / (held * held);
+  const mmcWait = c3 * held / (q.hosts - offered);
+  const meanWaitSeconds = mmcWait * (1 + cs2) / 2 + c3 * q.landingSeconds;
+  return {
+    utilization,
+    waitProbability: c3,
+    meanWaitSeconds,
+    meanWaitOfWaitingSeconds: c3 > 0 ? meanWaitSeconds / c3 : 0
+  };
 }
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  const oneIn = Math.round(1 / (1 - c3.confidence));
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+function erlangC(c3, a2) {
+  let term = 1;
+  let below = 0;
+  for (let k = 0; k < c3; k++) {
+    below += term;
+    term *= a2 / (k + 1);
   }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
+  const top = term * (c3 / (c3 - a2));
+  return top / (below + top);
 }
-var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+function hostsNeeded(q, maxWaitSeconds, limit = 64) {
+  for (let hosts = 1; hosts <= limit; hosts++) {
+    if (queueEstimate({ ...q, hosts }).meanWaitSeconds <= maxWaitSeconds) return hosts;
+  }
+  return null;
+}
+var sum2 = (xs) => xs.reduce((a2, b) => a2 + b, 0);
 
 // src/config/gate-config.ts
 var import_yaml = __toESM(require_dist2(), 1);
 
 // src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
-function servicePortNames(s) {
-  return [...s.ports ?? [], ...(s.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
+function servicePortNames(s2) {
+  return [...s2.ports ?? [], ...(s2.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
 }
 function usesMainPort(arg) {
   return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
 }
-function dependencyIssues(s, vars) {
+function dependencyIssues(s2, vars) {
   const issues = [];
-  if (s.port_env !== void 0) {
-    const problem = portEnvError(s.port_env);
+  if (s2.port_env !== void 0) {
+    const problem = portEnvError(s2.port_env);
     if (problem) issues.push({ path: ["port_env"], message: problem });
   }
-  const owner = new Map((s.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
+  const owner = new Map((s2.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
   const claim2 = (path6, field, name2) => {
     const prev = owner.get(name2);
     if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
     else owner.set(name2, field);
   };
-  (s.dependencies ?? []).forEach((d, i2) => {
+  (s2.dependencies ?? []).forEach((d, i2) => {
     claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
     (d.ports ?? []).forEach((p, j) => {
       claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
@@ -37664,7 +37671,7 @@ function dependencyIssues(s, vars) {
     if (problem) issues.push({ path: [...path6, i2], message: problem });
     else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
   });
-  (s.dependencies ?? []).forEach((d, i2) => {
+  (s2.dependencies ?? []).forEach((d, i2) => {
     const at = ["dependencies", i2];
     if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
     checkArgv([...at, "command"], d.command);
@@ -37750,24 +37757,24 @@ var workload = external_exports.strictObject({
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
-var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
-  const vars = serviceVariables(servicePortNames(s));
-  const clashes = dependencyIssues(s, vars);
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s2, ctx) => {
+  const vars = serviceVariables(servicePortNames(s2));
+  const clashes = dependencyIssues(s2, vars);
   for (const issue2 of clashes) ctx.addIssue({ code: "custom", ...issue2 });
   if (clashes.length > 0) return;
   for (const field of ["command", "setup"]) {
-    (s[field] ?? []).forEach((arg, i2) => {
+    (s2[field] ?? []).forEach((arg, i2) => {
       const problem = serviceArgError(arg, vars);
       if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
     });
   }
-  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
-  s.ports?.forEach((p, i2) => {
-    if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  if (s2.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s2.ports?.forEach((p, i2) => {
+    if (s2.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
   });
-  for (const [k, v] of Object.entries(s.env ?? {})) {
+  for (const [k, v] of Object.entries(s2.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (hostSetsEnv(k, s2.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s2.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
     else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
@@ -37903,6 +37910,245 @@ function planRuns(config2, builds, seed) {
   return runs2;
 }
 
+// src/report/capacity.ts
+var s = (x) => `${Math.round(x)} s`;
+function wait(e) {
+  if (!Number.isFinite(e.meanWaitSeconds)) return `over capacity (${Math.round(e.utilization * 100)}% busy)`;
+  const w = e.meanWaitSeconds < 90 ? `${Math.round(e.meanWaitSeconds)} s` : `${(e.meanWaitSeconds / 60).toFixed(1)} min`;
+  return `${Math.round(e.utilization * 100)}% busy: ${w} (${Math.round(e.waitProbability * 100)}% wait)`;
+}
+function capacityMarkdown(p) {
+  const busyDay = p.busyHours * 3600;
+  const promotionShare = p.promotionsPerDay * p.promotion.seconds / busyDay;
+  const hosts = p.rows[0]?.cells.map((c3) => c3.hosts) ?? [];
+  const mean2 = p.gate.meanSeconds;
+  return [
+    `Host time per gate, from the planned runs of ${p.config} (each run also holds its host ${s(p.runOverheadSeconds)}: the wait for quiet CPUs, both arms' fresh starts and health checks, stopping them):`,
+    "",
+    "| run | warm-up | slices | overhead | host time |",
+    "| --- | ---: | ---: | ---: | ---: |",
+    ...p.runs.map(
+      (r) => `| ${r.key} | ${s(r.warmupSeconds)} | ${r.pairs} pairs \xD7 2 \xD7 ${r.sliceSeconds} s = ${s(2 * r.pairs * r.sliceSeconds)} | ${s(p.runOverheadSeconds)} | ${s(r.seconds)} |`
+    ),
+    `| **a gate** | | | | **${s(p.gate.seconds)}** |`,
+    "",
+    `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s(p.gate.maxSeconds)} if every one did. With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s(mean2)} on average. Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) and each week's calibration (every comparison's A/A run: ${s(p.calibrationSeconds)}, scheduled outside the busy hours).`,
+    "",
+    `A host runs at most ${Math.floor(busyDay * (1 - promotionShare) / mean2)} such gates in ${p.busyHours} busy hours, back to back; a queue stays short below ~70% of that, ${Math.floor(0.7 * busyDay * (1 - promotionShare) / mean2)}.`,
+    "",
+    `Mean wait for a host, gates arriving at random in the busy hours (M/G/c, checked against a simulation of the pool's landing; a waiting gate starts on the first host freed ${s(p.landingSeconds)} after):`,
+    "",
+    `| gates a day | ${hosts.map((h2) => `${h2} host${h2 === 1 ? "" : "s"}`).join(" | ")} | hosts for a mean wait under ${p.maxWaitMinutes} min |`,
+    `| ---: | ${hosts.map(() => "---").join(" | ")} | ---: |`,
+    ...p.rows.map(
+      (r) => `| ${r.gatesPerDay} | ${r.cells.map((c3) => wait(c3.estimate)).join(" | ")} | ${r.hostsNeeded ?? "more than 64"} |`
+    )
+  ].join("\n");
+}
+
+// src/cli/capacity.ts
+var RUN_OVERHEAD_SECONDS = 2;
+var EXTENSION_RATE = 0.2;
+var LANDING_SECONDS = 3;
+var capacityUsage = `usage: perf-gate capacity [options]
+  --config FILE              the gate config (default .github/perf-gate.yml)
+  --gates-per-day LIST       gates a busy day, pushes and reruns included (default 10,20,40,80,160)
+  --hosts LIST               pool sizes to compare (default 1,2,3,4)
+  --busy-hours H             the hours of the day the gates arrive in (default 8)
+  --promotions-per-day N     merges a day, each an A/A check on every host (default 5)
+  --run-overhead-seconds S   what each run holds its host besides warm-up and slices: the wait
+                             for quiet CPUs, the arms' starts and health checks (default ${RUN_OVERHEAD_SECONDS};
+                             read yours in a run's log: perf-host wait RUN-ID)
+  --extension-rate X         the share of the possible extensions gates take (default ${EXTENSION_RATE})
+  --landing-seconds S        from a host coming free to a waiting gate's run starting there
+                             (default ${LANDING_SECONDS}: it looks, deploys and starts)
+  --max-wait-minutes M       the mean wait the last column sizes the pool for (default 5)
+  --json                     print the numbers as JSON instead of Markdown
+  -h, --help                 this text
+exit codes: 0, 2 error (a bad config or option)`;
+function capacityCommand(argv, out) {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        config: { type: "string", default: ".github/perf-gate.yml" },
+        "gates-per-day": { type: "string", default: "10,20,40,80,160" },
+        hosts: { type: "string", default: "1,2,3,4" },
+        "busy-hours": { type: "string", default: "8" },
+        "promotions-per-day": { type: "string", default: "5" },
+        "run-overhead-seconds": { type: "string", default: String(RUN_OVERHEAD_SECONDS) },
+        "extension-rate": { type: "string", default: String(EXTENSION_RATE) },
+        "landing-seconds": { type: "string", default: String(LANDING_SECONDS) },
+        "max-wait-minutes": { type: "string", default: "5" },
+        json: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    capacityUsage
+  );
+  if (v.help) {
+    out(capacityUsage);
+    return 0;
+  }
+  const plan2 = capacityPlan(v.config, readConfig(v.config), {
+    gatesPerDay: list(v, "gates-per-day", 0, 1e5),
+    hosts: list(v, "hosts", 1, 64).map(Math.round),
+    busyHours: bounded(v, "busy-hours", 0.5, 24),
+    promotionsPerDay: bounded(v, "promotions-per-day", 0, 1e3),
+    runOverheadSeconds: bounded(v, "run-overhead-seconds", 0, 3600),
+    extensionRate: bounded(v, "extension-rate", 0, 1),
+    landingSeconds: bounded(v, "landing-seconds", 0, 3600),
+    maxWaitMinutes: bounded(v, "max-wait-minutes", 0, 1440)
+  });
+  out(v.json ? JSON.stringify(plan2, null, 2) : capacityMarkdown(plan2));
+  return 0;
+}
+function capacityPlan(source, config2, a2) {
+  const shapes = planRuns(config2, {}, 0).map((r) => ({
+    key: comparisonKey(r.workload, r.rate),
+    warmupSeconds: r.request.loadgen.warmup_seconds ?? config2.warmup_seconds,
+    sliceSeconds: r.request.loadgen.slice_seconds,
+    pairs: r.request.loadgen.pairs
+  }));
+  const overheads = { runSeconds: a2.runOverheadSeconds };
+  const gate2 = gateHostTime(shapes, {
+    ...overheads,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate
+  });
+  const first = planRuns(config2, {}, 0)[0];
+  const verify = {
+    warmupSeconds: config2.warmup_seconds,
+    sliceSeconds: sliceDesign(config2, first.rate).seconds,
+    pairs: config2.promotion.verify_pairs
+  };
+  const promotionSeconds = runSeconds(verify, overheads);
+  const reservedShare = Math.min(0.99, a2.promotionsPerDay * promotionSeconds / (a2.busyHours * 3600));
+  const queue = (gatesPerDay, hosts) => queueEstimate({
+    arrivalsPerHour: gatesPerDay / a2.busyHours,
+    meanSeconds: gate2.meanSeconds,
+    varianceSeconds2: gate2.varianceSeconds2,
+    hosts,
+    landingSeconds: a2.landingSeconds,
+    reservedShare
+  });
+  return {
+    config: source,
+    runs: shapes.map((r, i2) => ({ ...r, seconds: gate2.runs[i2] })),
+    runOverheadSeconds: a2.runOverheadSeconds,
+    gate: gate2,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate,
+    promotion: { key: comparisonKey(first.workload, first.rate), pairs: verify.pairs, seconds: promotionSeconds },
+    promotionsPerDay: a2.promotionsPerDay,
+    calibrationSeconds: gate2.seconds,
+    busyHours: a2.busyHours,
+    landingSeconds: a2.landingSeconds,
+    maxWaitMinutes: a2.maxWaitMinutes,
+    rows: a2.gatesPerDay.map((gatesPerDay) => ({
+      gatesPerDay,
+      cells: a2.hosts.map((hosts) => ({ hosts, estimate: queue(gatesPerDay, hosts) })),
+      hostsNeeded: hostsNeeded(
+        {
+          arrivalsPerHour: gatesPerDay / a2.busyHours,
+          meanSeconds: gate2.meanSeconds,
+          varianceSeconds2: gate2.varianceSeconds2,
+          landingSeconds: a2.landingSeconds,
+          reservedShare
+        },
+        a2.maxWaitMinutes * 60
+      )
+    }))
+  };
+}
+function readConfig(path6) {
+  let text;
+  try {
+    text = readFileSync2(path6, "utf8");
+  } catch (e) {
+    throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
+  }
+  return parseConfig(text, path6);
+}
+function bounded(v, flag, lo, hi) {
+  const n2 = numberOption(flag, v[flag], capacityUsage);
+  if (n2 < lo || n2 > hi)
+    throw new UsageError(`--${flag}: expected a number from ${lo} to ${hi}, got ${n2}`, capacityUsage);
+  return n2;
+}
+function list(v, flag, lo, hi) {
+  const parts = String(v[flag]).split(",");
+  if (parts.length > 20) throw new UsageError(`--${flag}: at most 20 values`, capacityUsage);
+  return parts.map((p) => bounded({ [flag]: p.trim() }, flag, lo, hi));
+}
+
+// src/cli/run.ts
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync as readFileSync5, statSync as statSync3 } from "node:fs";
+import { userInfo } from "node:os";
+import { dirname, join as join3, relative, resolve } from "node:path";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
+
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
+
 // src/experiment/artifacts.ts
 import { mkdirSync, writeFileSync as writeFileSync2 } from "node:fs";
 import { join } from "node:path";
@@ -37915,7 +38161,7 @@ function writeArtifacts(dir, a2) {
   };
   writeFiles(dir, [
     [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
     [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
   ]);
   return paths;
@@ -37970,7 +38216,7 @@ function unmeasuredReport(error62, results, percentile2) {
 }
 function runOf({ name: name2, result }, percentile2) {
   const { pairs, dropped } = extractPairs(name2, result, percentile2);
-  const of = (arm) => armErrors(result.slices.filter((s) => s.arm === arm));
+  const of = (arm) => armErrors(result.slices.filter((s2) => s2.arm === arm));
   const armStarts = result.arms;
   const logs = {};
   for (const arm of ARMS2) {
@@ -38066,7 +38312,7 @@ import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileS
 import { tmpdir } from "node:os";
 import { join as join2 } from "node:path";
 
-// node_modules/is-plain-obj/index.js
+// ../../main/node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
   if (typeof value !== "object" || value === null) {
     return false;
@@ -38075,7 +38321,7 @@ function isPlainObject2(value) {
   return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
 }
 
-// node_modules/execa/lib/arguments/file-url.js
+// ../../main/node_modules/execa/lib/arguments/file-url.js
 import { fileURLToPath } from "node:url";
 var safeNormalizeFileUrl = (file2, name2) => {
   const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
@@ -38088,7 +38334,7 @@ var normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() 
 var isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
 var normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath(file2) : file2;
 
-// node_modules/execa/lib/methods/parameters.js
+// ../../main/node_modules/execa/lib/methods/parameters.js
 var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   const filePath = safeNormalizeFileUrl(rawFile, "First argument");
   const [commandArguments, options] = isPlainObject2(rawArguments) ? [[], rawArguments] : [rawArguments, rawOptions];
@@ -38109,10 +38355,10 @@ var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   return [filePath, normalizedArguments, options];
 };
 
-// node_modules/execa/lib/methods/template.js
+// ../../main/node_modules/execa/lib/methods/template.js
 import { ChildProcess } from "node:child_process";
 
-// node_modules/execa/lib/utils/uint-array.js
+// ../../main/node_modules/execa/lib/utils/uint-array.js
 import { StringDecoder } from "node:string_decoder";
 var { toString: objectToString } = Object.prototype;
 var isArrayBuffer = (value) => objectToString.call(value) === "[object ArrayBuffer]";
@@ -38159,7 +38405,7 @@ var getJoinLength = (uint8Arrays) => {
   return joinLength;
 };
 
-// node_modules/execa/lib/methods/template.js
+// ../../main/node_modules/execa/lib/methods/template.js
 var isTemplateString = (templates) => Array.isArray(templates) && Array.isArray(templates.raw);
 var parseTemplates = (templates, expressions) => {
   let tokens = [];
@@ -38259,20 +38505,20 @@ var getSubprocessResult = ({ stdout }) => {
   throw new TypeError(`Unexpected "${typeof stdout}" stdout in template expression`);
 };
 
-// node_modules/execa/lib/methods/main-sync.js
+// ../../main/node_modules/execa/lib/methods/main-sync.js
 import { spawnSync } from "node:child_process";
 
-// node_modules/execa/lib/arguments/specific.js
+// ../../main/node_modules/execa/lib/arguments/specific.js
 import { debuglog } from "node:util";
 
-// node_modules/execa/lib/utils/standard-stream.js
+// ../../main/node_modules/execa/lib/utils/standard-stream.js
 import process2 from "node:process";
 var isStandardStream = (stream) => STANDARD_STREAMS.includes(stream);
 var STANDARD_STREAMS = [process2.stdin, process2.stdout, process2.stderr];
 var STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
 var getStreamName = (fdNumber) => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
-// node_modules/execa/lib/arguments/specific.js
+// ../../main/node_modules/execa/lib/arguments/specific.js
 var normalizeFdSpecificOptions = (options) => {
   const optionsCopy = { ...options };
   for (const optionName of FD_SPECIFIC_OPTIONS) {
@@ -38342,7 +38588,7 @@ var DEFAULT_OPTIONS = {
 var FD_SPECIFIC_OPTIONS = ["lines", "buffer", "maxBuffer", "verbose", "stripFinalNewline"];
 var getFdSpecificValue = (optionArray, fdNumber) => fdNumber === "ipc" ? optionArray.at(-1) : optionArray[fdNumber];
 
-// node_modules/execa/lib/verbose/values.js
+// ../../main/node_modules/execa/lib/verbose/values.js
 var isVerbose = ({ verbose }, fdNumber) => getFdVerbose(verbose, fdNumber) !== "none";
 var isFullVerbose = ({ verbose }, fdNumber) => !["none", "short"].includes(getFdVerbose(verbose, fdNumber));
 var getVerboseFunction = ({ verbose }, fdNumber) => {
@@ -38354,10 +38600,10 @@ var getFdGenericVerbose = (verbose) => verbose.find((fdVerbose) => isVerboseFunc
 var isVerboseFunction = (fdVerbose) => typeof fdVerbose === "function";
 var VERBOSE_VALUES = ["none", "short", "full"];
 
-// node_modules/execa/lib/verbose/log.js
+// ../../main/node_modules/execa/lib/verbose/log.js
 import { inspect } from "node:util";
 
-// node_modules/execa/lib/arguments/escape.js
+// ../../main/node_modules/execa/lib/arguments/escape.js
 import { platform } from "node:process";
 import { stripVTControlCharacters } from "node:util";
 var joinCommand = (filePath, rawArguments) => {
@@ -38402,7 +38648,7 @@ var quoteString = (escapedArgument) => {
 };
 var NO_ESCAPE_REGEXP = /^[\w./-]+$/;
 
-// node_modules/is-unicode-supported/index.js
+// ../../main/node_modules/is-unicode-supported/index.js
 import process3 from "node:process";
 function isUnicodeSupported() {
   const { env } = process3;
@@ -38413,7 +38659,7 @@ function isUnicodeSupported() {
   return Boolean(env.WT_SESSION) || Boolean(env.TERMINUS_SUBLIME) || env.ConEmuTask === "{cmd::Cmder}" || TERM_PROGRAM === "Terminus-Sublime" || TERM_PROGRAM === "vscode" || TERM === "xterm-256color" || TERM === "alacritty" || TERM === "rxvt-unicode" || TERM === "rxvt-unicode-256color" || env.TERMINAL_EMULATOR === "JetBrains-JediTerm";
 }
 
-// node_modules/figures/index.js
+// ../../main/node_modules/figures/index.js
 var common = {
   circleQuestionMark: "(?)",
   questionMarkPrefix: "(?)",
@@ -38689,7 +38935,7 @@ var figures = shouldUseMain ? mainSymbols : fallbackSymbols;
 var figures_default = figures;
 var replacements = Object.entries(specialMainSymbols);
 
-// node_modules/yoctocolors/base.js
+// ../../main/node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
 var format = (open2, close) => {
@@ -38779,7 +39025,7 @@ var underlineMagentaBright = format("58;5;13", 59);
 var underlineCyanBright = format("58;5;14", 59);
 var underlineWhiteBright = format("58;5;15", 59);
 
-// node_modules/execa/lib/verbose/default.js
+// ../../main/node_modules/execa/lib/verbose/default.js
 var defaultVerboseFunction = ({
   type,
   message,
@@ -38818,7 +39064,7 @@ var COLORS = {
   duration: () => gray
 };
 
-// node_modules/execa/lib/verbose/custom.js
+// ../../main/node_modules/execa/lib/verbose/custom.js
 var applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
   const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
   return printedLines.map(({ verboseLine, verboseObject }) => applyVerboseFunction(verboseLine, verboseObject, verboseFunction)).filter((printedLine) => printedLine !== void 0).map((printedLine) => appendNewline(printedLine)).join("");
@@ -38835,7 +39081,7 @@ var applyVerboseFunction = (verboseLine, verboseObject, verboseFunction) => {
 var appendNewline = (printedLine) => printedLine.endsWith("\n") ? printedLine : `${printedLine}
 `;
 
-// node_modules/execa/lib/verbose/log.js
+// ../../main/node_modules/execa/lib/verbose/log.js
 var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result }) => {
   const verboseObject = getVerboseObject({ type, result, verboseInfo });
   const printedLines = getPrintedLines(verboseMessage, verboseObject);
@@ -38869,7 +39115,7 @@ var serializeVerboseMessage = (message) => {
 };
 var TAB_SIZE = 2;
 
-// node_modules/execa/lib/verbose/start.js
+// ../../main/node_modules/execa/lib/verbose/start.js
 var logCommand = (escapedCommand, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -38881,7 +39127,7 @@ var logCommand = (escapedCommand, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/verbose/info.js
+// ../../main/node_modules/execa/lib/verbose/info.js
 var getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
   validateVerbose(verbose);
   const commandId = getCommandId(verbose);
@@ -38909,12 +39155,12 @@ var validateVerbose = (verbose) => {
   }
 };
 
-// node_modules/execa/lib/return/duration.js
+// ../../main/node_modules/execa/lib/return/duration.js
 import { hrtime } from "node:process";
 var getStartTime = () => hrtime.bigint();
 var getDurationMs = (startTime) => Number(hrtime.bigint() - startTime) / 1e6;
 
-// node_modules/execa/lib/arguments/command.js
+// ../../main/node_modules/execa/lib/arguments/command.js
 var handleCommand = (filePath, rawArguments, rawOptions) => {
   const startTime = getStartTime();
   const { command, escapedCommand } = joinCommand(filePath, rawArguments);
@@ -38929,16 +39175,16 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
   };
 };
 
-// node_modules/execa/lib/arguments/options.js
+// ../../main/node_modules/execa/lib/arguments/options.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 import path5 from "node:path";
 import process6 from "node:process";
 
-// node_modules/npm-run-path/index.js
+// ../../main/node_modules/npm-run-path/index.js
 import process4 from "node:process";
 import path2 from "node:path";
 
-// node_modules/npm-run-path/node_modules/path-key/index.js
+// ../../main/node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
   const {
     env = process.env,
@@ -38950,7 +39196,7 @@ function pathKey(options = {}) {
   return Object.keys(env).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
 }
 
-// node_modules/unicorn-magic/node.js
+// ../../main/node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
 import path from "node:path";
@@ -38974,7 +39220,7 @@ function traversePathUp(startPath) {
 }
 var TEN_MEGABYTES_IN_BYTES = 10 * 1024 * 1024;
 
-// node_modules/npm-run-path/index.js
+// ../../main/node_modules/npm-run-path/index.js
 var npmRunPath = ({
   cwd = process4.cwd(),
   path: pathOption = process4.env[pathKey()],
@@ -39015,10 +39261,10 @@ var npmRunPathEnv = ({ env = process4.env, ...options } = {}) => {
   return env;
 };
 
-// node_modules/execa/lib/terminate/kill.js
+// ../../main/node_modules/execa/lib/terminate/kill.js
 import { setTimeout as setTimeout2 } from "node:timers/promises";
 
-// node_modules/execa/lib/return/final-error.js
+// ../../main/node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
   const ErrorClass = isSync ? ExecaSyncError : ExecaError;
   const options = originalError instanceof DiscardedError ? {} : { cause: originalError };
@@ -39050,13 +39296,13 @@ var ExecaSyncError = class extends Error {
 };
 setErrorName(ExecaSyncError, ExecaSyncError.name);
 
-// node_modules/execa/lib/terminate/signal.js
+// ../../main/node_modules/execa/lib/terminate/signal.js
 import { constants as constants3 } from "node:os";
 
-// node_modules/human-signals/build/src/main.js
+// ../../main/node_modules/human-signals/build/src/main.js
 import { constants as constants2 } from "node:os";
 
-// node_modules/human-signals/build/src/realtime.js
+// ../../main/node_modules/human-signals/build/src/realtime.js
 var getRealtimeSignals = () => {
   const length = SIGRTMAX - SIGRTMIN + 1;
   return Array.from({ length }, getRealtimeSignal);
@@ -39071,10 +39317,10 @@ var getRealtimeSignal = (value, index) => ({
 var SIGRTMIN = 34;
 var SIGRTMAX = 64;
 
-// node_modules/human-signals/build/src/signals.js
+// ../../main/node_modules/human-signals/build/src/signals.js
 import { constants } from "node:os";
 
-// node_modules/human-signals/build/src/core.js
+// ../../main/node_modules/human-signals/build/src/core.js
 var SIGNALS = [
   {
     name: "SIGHUP",
@@ -39347,7 +39593,7 @@ var SIGNALS = [
   }
 ];
 
-// node_modules/human-signals/build/src/signals.js
+// ../../main/node_modules/human-signals/build/src/signals.js
 var getSignals = () => {
   const realtimeSignals = getRealtimeSignals();
   const signals2 = [...SIGNALS, ...realtimeSignals].map(normalizeSignal);
@@ -39369,7 +39615,7 @@ var normalizeSignal = ({
   return { name: name2, number: number4, description, supported, action, forced, standard };
 };
 
-// node_modules/human-signals/build/src/main.js
+// ../../main/node_modules/human-signals/build/src/main.js
 var getSignalsByName = () => {
   const signals2 = getSignals();
   return Object.fromEntries(signals2.map(getSignalByName));
@@ -39420,7 +39666,7 @@ var findSignalByNumber = (number4, signals2) => {
 };
 var signalsByNumber = getSignalsByNumber();
 
-// node_modules/execa/lib/terminate/signal.js
+// ../../main/node_modules/execa/lib/terminate/signal.js
 var normalizeKillSignal = (killSignal) => {
   const optionName = "option `killSignal`";
   if (killSignal === 0) {
@@ -39464,7 +39710,7 @@ var getAvailableSignalNames = () => Object.keys(constants3.signals).sort().map((
 var getAvailableSignalIntegers = () => [...new Set(Object.values(constants3.signals).sort((signalInteger, signalIntegerTwo) => signalInteger - signalIntegerTwo))].join(", ");
 var getSignalDescription = (signal) => signalsByName[signal].description;
 
-// node_modules/execa/lib/terminate/kill.js
+// ../../main/node_modules/execa/lib/terminate/kill.js
 var normalizeForceKillAfterDelay = (forceKillAfterDelay) => {
   if (forceKillAfterDelay === false) {
     return forceKillAfterDelay;
@@ -39531,7 +39777,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
   }
 };
 
-// node_modules/execa/lib/utils/abort-signal.js
+// ../../main/node_modules/execa/lib/utils/abort-signal.js
 import { once } from "node:events";
 var onAbortedSignal = async (mainSignal, stopSignal) => {
   if (!mainSignal.aborted) {
@@ -39539,7 +39785,7 @@ var onAbortedSignal = async (mainSignal, stopSignal) => {
   }
 };
 
-// node_modules/execa/lib/terminate/cancel.js
+// ../../main/node_modules/execa/lib/terminate/cancel.js
 var validateCancelSignal = ({ cancelSignal }) => {
   if (cancelSignal !== void 0 && Object.prototype.toString.call(cancelSignal) !== "[object AbortSignal]") {
     throw new Error(`The \`cancelSignal\` option must be an AbortSignal: ${String(cancelSignal)}`);
@@ -39553,13 +39799,13 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
   throw cancelSignal.reason;
 };
 
-// node_modules/execa/lib/ipc/graceful.js
+// ../../main/node_modules/execa/lib/ipc/graceful.js
 import { scheduler as scheduler2 } from "node:timers/promises";
 
-// node_modules/execa/lib/ipc/send.js
+// ../../main/node_modules/execa/lib/ipc/send.js
 import { promisify as promisify2 } from "node:util";
 
-// node_modules/execa/lib/ipc/validation.js
+// ../../main/node_modules/execa/lib/ipc/validation.js
 var validateIpcMethod = ({ methodName, isSubprocess, ipc, isConnected: isConnected2 }) => {
   validateIpcOption(methodName, isSubprocess, ipc);
   validateConnection(methodName, isSubprocess, isConnected2);
@@ -39631,7 +39877,7 @@ var disconnect = (anyProcess) => {
   }
 };
 
-// node_modules/execa/lib/utils/deferred.js
+// ../../main/node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
   const promise2 = new Promise((resolve2, reject) => {
@@ -39640,7 +39886,7 @@ var createDeferred = () => {
   return Object.assign(promise2, methods);
 };
 
-// node_modules/execa/lib/arguments/fd-options.js
+// ../../main/node_modules/execa/lib/arguments/fd-options.js
 var getToStream = (destination, to = "stdin") => {
   const isWritable = true;
   const { options, fileDescriptors } = SUBPROCESS_OPTIONS.get(destination);
@@ -39720,10 +39966,10 @@ var serializeOptionValue = (value) => {
   return typeof value === "number" ? `${value}` : "Stream";
 };
 
-// node_modules/execa/lib/ipc/strict.js
+// ../../main/node_modules/execa/lib/ipc/strict.js
 import { once as once3 } from "node:events";
 
-// node_modules/execa/lib/utils/max-listeners.js
+// ../../main/node_modules/execa/lib/utils/max-listeners.js
 import { addAbortListener } from "node:events";
 var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   const maxListeners = eventEmitter.getMaxListeners();
@@ -39736,14 +39982,14 @@ var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   });
 };
 
-// node_modules/execa/lib/ipc/forward.js
+// ../../main/node_modules/execa/lib/ipc/forward.js
 import { EventEmitter } from "node:events";
 
-// node_modules/execa/lib/ipc/incoming.js
+// ../../main/node_modules/execa/lib/ipc/incoming.js
 import { once as once2 } from "node:events";
 import { scheduler } from "node:timers/promises";
 
-// node_modules/execa/lib/ipc/reference.js
+// ../../main/node_modules/execa/lib/ipc/reference.js
 var addReference = (channel, reference) => {
   if (reference) {
     addReferenceCount(channel);
@@ -39773,7 +40019,7 @@ var redoAddedReferences = (channel, isSubprocess) => {
   }
 };
 
-// node_modules/execa/lib/ipc/incoming.js
+// ../../main/node_modules/execa/lib/ipc/incoming.js
 var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappedMessage) => {
   if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
     return;
@@ -39814,7 +40060,7 @@ var onDisconnect = async ({ anyProcess, channel, isSubprocess, ipcEmitter, bound
 };
 var INCOMING_MESSAGES = /* @__PURE__ */ new WeakMap();
 
-// node_modules/execa/lib/ipc/forward.js
+// ../../main/node_modules/execa/lib/ipc/forward.js
 var getIpcEmitter = (anyProcess, channel, isSubprocess) => {
   if (IPC_EMITTERS.has(anyProcess)) {
     return IPC_EMITTERS.get(anyProcess);
@@ -39853,7 +40099,7 @@ var isConnected = (anyProcess) => {
   return ipcEmitter === void 0 ? anyProcess.channel !== null : ipcEmitter.connected;
 };
 
-// node_modules/execa/lib/ipc/strict.js
+// ../../main/node_modules/execa/lib/ipc/strict.js
 var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) => {
   if (!strict) {
     return message;
@@ -39936,7 +40182,7 @@ var throwOnDisconnect = async (anyProcess, isSubprocess, { signal }) => {
 var REQUEST_TYPE = "execa:ipc:request";
 var RESPONSE_TYPE = "execa:ipc:response";
 
-// node_modules/execa/lib/ipc/outgoing.js
+// ../../main/node_modules/execa/lib/ipc/outgoing.js
 var startSendMessage = (anyProcess, wrappedMessage, strict) => {
   if (!OUTGOING_MESSAGES.has(anyProcess)) {
     OUTGOING_MESSAGES.set(anyProcess, /* @__PURE__ */ new Set());
@@ -39963,7 +40209,7 @@ var OUTGOING_MESSAGES = /* @__PURE__ */ new WeakMap();
 var hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount("message") > getMinListenerCount(anyProcess);
 var getMinListenerCount = (anyProcess) => SUBPROCESS_OPTIONS.has(anyProcess) && !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, "ipc") ? 1 : 0;
 
-// node_modules/execa/lib/ipc/send.js
+// ../../main/node_modules/execa/lib/ipc/send.js
 var sendMessage = ({ anyProcess, channel, isSubprocess, ipc }, message, { strict = false } = {}) => {
   const methodName = "sendMessage";
   validateIpcMethod({
@@ -40033,7 +40279,7 @@ var getSendMethod = (anyProcess) => {
 };
 var PROCESS_SEND_METHODS = /* @__PURE__ */ new WeakMap();
 
-// node_modules/execa/lib/ipc/graceful.js
+// ../../main/node_modules/execa/lib/ipc/graceful.js
 var sendAbort = (subprocess, message) => {
   const methodName = "cancelSignal";
   validateConnection(methodName, false, subprocess.connected);
@@ -40084,7 +40330,7 @@ var abortOnDisconnect = () => {
 };
 var cancelController = new AbortController();
 
-// node_modules/execa/lib/terminate/graceful.js
+// ../../main/node_modules/execa/lib/terminate/graceful.js
 var validateGracefulCancel = ({ gracefulCancel, cancelSignal, ipc, serialization }) => {
   if (!gracefulCancel) {
     return;
@@ -40140,7 +40386,7 @@ var getReason = ({ reason }) => {
   return error62;
 };
 
-// node_modules/execa/lib/terminate/timeout.js
+// ../../main/node_modules/execa/lib/terminate/timeout.js
 import { setTimeout as setTimeout3 } from "node:timers/promises";
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
@@ -40155,7 +40401,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
   throw new DiscardedError();
 };
 
-// node_modules/execa/lib/methods/node.js
+// ../../main/node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
 import path3 from "node:path";
 var mapNode = ({ options }) => {
@@ -40196,7 +40442,7 @@ var handleNodeOption = (file2, commandArguments, {
   ];
 };
 
-// node_modules/execa/lib/ipc/ipc-input.js
+// ../../main/node_modules/execa/lib/ipc/ipc-input.js
 import { serialize } from "node:v8";
 var validateIpcInputOption = ({ ipcInput, ipc, serialization }) => {
   if (ipcInput === void 0) {
@@ -40232,7 +40478,7 @@ var sendIpcInput = async (subprocess, ipcInput) => {
   await subprocess.sendMessage(ipcInput);
 };
 
-// node_modules/execa/lib/arguments/encoding-option.js
+// ../../main/node_modules/execa/lib/arguments/encoding-option.js
 var validateEncoding = ({ encoding }) => {
   if (ENCODINGS.has(encoding)) {
     return;
@@ -40274,7 +40520,7 @@ var ENCODING_ALIASES = {
 };
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
-// node_modules/execa/lib/arguments/cwd.js
+// ../../main/node_modules/execa/lib/arguments/cwd.js
 import { statSync } from "node:fs";
 import path4 from "node:path";
 import process5 from "node:process";
@@ -40310,7 +40556,7 @@ ${originalMessage}`;
   return originalMessage;
 };
 
-// node_modules/execa/lib/arguments/options.js
+// ../../main/node_modules/execa/lib/arguments/options.js
 var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   rawOptions.cwd = normalizeCwd(rawOptions.cwd);
   const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
@@ -40381,13 +40627,13 @@ var getEnv = ({ env: envOption, extendEnv, preferLocal, node: node2, localDirect
   return env;
 };
 
-// node_modules/execa/lib/arguments/shell.js
+// ../../main/node_modules/execa/lib/arguments/shell.js
 var concatenateShell = (file2, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file2, ...commandArguments].join(" "), [], options] : [file2, commandArguments, options];
 
-// node_modules/execa/lib/return/message.js
+// ../../main/node_modules/execa/lib/return/message.js
 import { inspect as inspect2 } from "node:util";
 
-// node_modules/strip-final-newline/index.js
+// ../../main/node_modules/strip-final-newline/index.js
 function stripFinalNewline(input2) {
   if (typeof input2 === "string") {
     return stripFinalNewlineString(input2);
@@ -40404,11 +40650,11 @@ var LF_BINARY = LF.codePointAt(0);
 var CR = "\r";
 var CR_BINARY = CR.codePointAt(0);
 
-// node_modules/get-stream/source/index.js
+// ../../main/node_modules/get-stream/source/index.js
 import { on } from "node:events";
 import { finished } from "node:stream/promises";
 
-// node_modules/is-stream/index.js
+// ../../main/node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
   return stream !== null && typeof stream === "object" && (stream.writable || stream.readable || !checkOpen || stream.writable === void 0 && stream.readable === void 0) && typeof stream.pipe === "function";
 }
@@ -40422,7 +40668,7 @@ function isDuplexStream(stream, options) {
   return isWritableStream(stream, options) && isReadableStream(stream, options);
 }
 
-// node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+// ../../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 var a = Object.getPrototypeOf(
   Object.getPrototypeOf(
     /* istanbul ignore next */
@@ -40506,11 +40752,11 @@ function h({ preventCancel: r = false } = {}) {
   const e = this.getReader(), t = new c(
     e,
     r
-  ), s = Object.create(u);
-  return s[n] = t, s;
+  ), s2 = Object.create(u);
+  return s2[n] = t, s2;
 }
 
-// node_modules/get-stream/source/stream.js
+// ../../main/node_modules/get-stream/source/stream.js
 var getAsyncIterable = (stream) => {
   if (isReadableStream(stream, { checkOpen: false }) && nodeImports.on !== void 0) {
     return getStreamIterable(stream);
@@ -40558,7 +40804,7 @@ var handleStreamEnd = async (stream, controller, state) => {
 };
 var nodeImports = {};
 
-// node_modules/get-stream/source/contents.js
+// ../../main/node_modules/get-stream/source/contents.js
 var getStreamContents = async (stream, { init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize: finalize2 }, { maxBuffer = Number.POSITIVE_INFINITY } = {}) => {
   const asyncIterable = getAsyncIterable(stream);
   const state = init();
@@ -40653,7 +40899,7 @@ var MaxBufferError = class extends Error {
   }
 };
 
-// node_modules/get-stream/source/utils.js
+// ../../main/node_modules/get-stream/source/utils.js
 var identity2 = (value) => value;
 var noop = () => void 0;
 var getContentsProperty = ({ contents }) => contents;
@@ -40662,7 +40908,7 @@ var throwObjectStream = (chunk) => {
 };
 var getLengthProperty = (convertedChunk) => convertedChunk.length;
 
-// node_modules/get-stream/source/array.js
+// ../../main/node_modules/get-stream/source/array.js
 async function getStreamAsArray(stream, options) {
   return getStreamContents(stream, arrayMethods, options);
 }
@@ -40689,7 +40935,7 @@ var arrayMethods = {
   finalize: getContentsProperty
 };
 
-// node_modules/get-stream/source/array-buffer.js
+// ../../main/node_modules/get-stream/source/array-buffer.js
 async function getStreamAsArrayBuffer(stream, options) {
   return getStreamContents(stream, arrayBufferMethods, options);
 }
@@ -40742,7 +40988,7 @@ var arrayBufferMethods = {
   finalize: finalizeArrayBuffer
 };
 
-// node_modules/get-stream/source/string.js
+// ../../main/node_modules/get-stream/source/string.js
 async function getStreamAsString(stream, options) {
   return getStreamContents(stream, stringMethods, options);
 }
@@ -40771,10 +41017,10 @@ var stringMethods = {
   finalize: getContentsProperty
 };
 
-// node_modules/get-stream/source/index.js
+// ../../main/node_modules/get-stream/source/index.js
 Object.assign(nodeImports, { on, finished });
 
-// node_modules/execa/lib/io/max-buffer.js
+// ../../main/node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error62, stream, readableObjectMode, lines, encoding, fdNumber }) => {
   if (!(error62 instanceof MaxBufferError)) {
     throw error62;
@@ -40833,7 +41079,7 @@ var truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
 };
 var getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
-// node_modules/execa/lib/return/message.js
+// ../../main/node_modules/execa/lib/return/message.js
 var createMessages = ({
   stdio,
   all: all2,
@@ -40951,7 +41197,7 @@ var serializeMessageItem = (messageItem) => {
   return "";
 };
 
-// node_modules/execa/lib/return/result.js
+// ../../main/node_modules/execa/lib/return/result.js
 var makeSuccessResult = ({
   command,
   escapedCommand,
@@ -41124,7 +41370,7 @@ var normalizeExitPayload = (rawExitCode, rawSignal) => {
   return { exitCode, signal, signalDescription };
 };
 
-// node_modules/parse-ms/index.js
+// ../../main/node_modules/parse-ms/index.js
 var toZeroIfInfinity = (value) => Number.isFinite(value) ? value : 0;
 function parseNumber(milliseconds) {
   return {
@@ -41163,7 +41409,7 @@ function parseMilliseconds(milliseconds) {
   throw new TypeError("Expected a finite number or bigint");
 }
 
-// node_modules/pretty-ms/index.js
+// ../../main/node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
 var pluralize = (word, count4) => count4 === 1 || count4 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
@@ -41263,7 +41509,7 @@ function prettyMilliseconds(milliseconds, options) {
   return sign + result.join(separator);
 }
 
-// node_modules/execa/lib/verbose/error.js
+// ../../main/node_modules/execa/lib/verbose/error.js
 var logError = (result, verboseInfo) => {
   if (result.failed) {
     verboseLog({
@@ -41275,7 +41521,7 @@ var logError = (result, verboseInfo) => {
   }
 };
 
-// node_modules/execa/lib/verbose/complete.js
+// ../../main/node_modules/execa/lib/verbose/complete.js
 var logResult = (result, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -41293,7 +41539,7 @@ var logDuration = (result, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/return/reject.js
+// ../../main/node_modules/execa/lib/return/reject.js
 var handleResult = (result, verboseInfo, { reject }) => {
   logResult(result, verboseInfo);
   if (result.failed && reject) {
@@ -41302,10 +41548,10 @@ var handleResult = (result, verboseInfo, { reject }) => {
   return result;
 };
 
-// node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync3 } from "node:fs";
+// ../../main/node_modules/execa/lib/stdio/handle-sync.js
+import { readFileSync as readFileSync4 } from "node:fs";
 
-// node_modules/execa/lib/stdio/type.js
+// ../../main/node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
   if (isAsyncGenerator(value)) {
     return "asyncGenerator";
@@ -41431,7 +41677,7 @@ var TYPE_TO_MESSAGE = {
   uint8Array: "a Uint8Array"
 };
 
-// node_modules/execa/lib/transform/object-mode.js
+// ../../main/node_modules/execa/lib/transform/object-mode.js
 var getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === "output" ? getOutputObjectModes(objectMode, index, newTransforms) : getInputObjectModes(objectMode, index, newTransforms);
 var getOutputObjectModes = (objectMode, index, newTransforms) => {
   const writableObjectMode = index !== 0 && newTransforms[index - 1].value.readableObjectMode;
@@ -41451,7 +41697,7 @@ var getFdObjectMode = (stdioItems, direction) => {
   return direction === "input" ? lastTransform.value.writableObjectMode : lastTransform.value.readableObjectMode;
 };
 
-// node_modules/execa/lib/transform/normalize.js
+// ../../main/node_modules/execa/lib/transform/normalize.js
 var normalizeTransforms = (stdioItems, optionName, direction, options) => [
   ...stdioItems.filter(({ type }) => !TRANSFORM_TYPES.has(type)),
   ...getTransforms(stdioItems, optionName, direction, options)
@@ -41545,7 +41791,7 @@ var normalizeGenerator = ({ stdioItem, stdioItem: { value }, index, newTransform
 };
 var sortTransforms = (newTransforms, direction) => direction === "input" ? newTransforms.reverse() : newTransforms;
 
-// node_modules/execa/lib/stdio/direction.js
+// ../../main/node_modules/execa/lib/stdio/direction.js
 import process7 from "node:process";
 var getStreamDirection = (stdioItems, fdNumber, optionName) => {
   const directions = stdioItems.map((stdioItem) => getStdioItemDirection(stdioItem, fdNumber));
@@ -41595,10 +41841,10 @@ var getStandardStreamDirection = (value) => {
 };
 var DEFAULT_DIRECTION = "output";
 
-// node_modules/execa/lib/ipc/array.js
+// ../../main/node_modules/execa/lib/ipc/array.js
 var normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes("ipc") ? [...stdioArray, "ipc"] : stdioArray;
 
-// node_modules/execa/lib/stdio/stdio-option.js
+// ../../main/node_modules/execa/lib/stdio/stdio-option.js
 var normalizeStdioOption = ({ stdio, ipc, buffer, ...options }, verboseInfo, isSync) => {
   const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => addDefaultValue2(stdioOption, fdNumber));
   return isSync ? normalizeStdioSync(stdioArray, buffer, verboseInfo) : normalizeIpcStdioArray(stdioArray, ipc);
@@ -41632,8 +41878,8 @@ var addDefaultValue2 = (stdioOption, fdNumber) => {
 var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((stdioOption, fdNumber) => !buffer[fdNumber] && fdNumber !== 0 && !isFullVerbose(verboseInfo, fdNumber) && isOutputPipeOnly(stdioOption) ? "ignore" : stdioOption);
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
-// node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync2 } from "node:fs";
+// ../../main/node_modules/execa/lib/stdio/native.js
+import { readFileSync as readFileSync3 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -41667,7 +41913,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync2(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync3(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -41701,7 +41947,7 @@ var getStandardStream = (fdNumber, value, optionName) => {
   return standardStream;
 };
 
-// node_modules/execa/lib/stdio/input-option.js
+// ../../main/node_modules/execa/lib/stdio/input-option.js
 var handleInputOptions = ({ input: input2, inputFile }, fdNumber) => fdNumber === 0 ? [
   ...handleInputOption(input2),
   ...handleInputFileOption(inputFile)
@@ -41737,7 +41983,7 @@ var getInputFileType = (inputFile) => {
   throw new Error("The `inputFile` option must be a file path string or a file URL.");
 };
 
-// node_modules/execa/lib/stdio/duplicate.js
+// ../../main/node_modules/execa/lib/stdio/duplicate.js
 var filterDuplicates = (stdioItems) => stdioItems.filter((stdioItemOne, indexOne) => stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value || indexOne >= indexTwo || stdioItemOne.type === "generator" || stdioItemOne.type === "asyncGenerator"));
 var getDuplicateStream = ({ stdioItem: { type, value, optionName }, direction, fileDescriptors, isSync }) => {
   const otherStdioItems = getOtherStdioItems(fileDescriptors, type);
@@ -41812,7 +42058,7 @@ var throwOnDuplicateStream = (stdioItem, optionName, type) => {
   }
 };
 
-// node_modules/execa/lib/stdio/handle.js
+// ../../main/node_modules/execa/lib/stdio/handle.js
 var handleStdio = (addProperties3, options, verboseInfo, isSync) => {
   const stdio = normalizeStdioOption(options, verboseInfo, isSync);
   const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
@@ -41972,7 +42218,7 @@ var forwardStdio = (stdioItems) => {
   return type === "native" ? value : "pipe";
 };
 
-// node_modules/execa/lib/stdio/handle-sync.js
+// ../../main/node_modules/execa/lib/stdio/handle-sync.js
 var handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
 var forbiddenIfSync = ({ type, optionName }) => {
   throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
@@ -42000,8 +42246,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync3(value))] }),
-    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync3(file2))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync4(value))] }),
+    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync4(file2))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -42018,14 +42264,14 @@ var addPropertiesSync = {
   }
 };
 
-// node_modules/execa/lib/io/strip-newline.js
+// ../../main/node_modules/execa/lib/io/strip-newline.js
 var stripNewline = (value, { stripFinalNewline: stripFinalNewline2 }, fdNumber) => getStripFinalNewline(stripFinalNewline2, fdNumber) && value !== void 0 && !Array.isArray(value) ? stripFinalNewline(value) : value;
 var getStripFinalNewline = (stripFinalNewline2, fdNumber) => fdNumber === "all" ? stripFinalNewline2[1] || stripFinalNewline2[2] : stripFinalNewline2[fdNumber];
 
-// node_modules/execa/lib/transform/generator.js
+// ../../main/node_modules/execa/lib/transform/generator.js
 import { Transform, getDefaultHighWaterMark } from "node:stream";
 
-// node_modules/execa/lib/transform/split.js
+// ../../main/node_modules/execa/lib/transform/split.js
 var getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped ? void 0 : initializeSplitLines(preserveNewlines, state);
 var splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode ? chunk.flatMap((item) => splitLinesItemSync(item, preserveNewlines)) : splitLinesItemSync(chunk, preserveNewlines);
 var splitLinesItemSync = (chunk, preserveNewlines) => {
@@ -42105,7 +42351,7 @@ var linesUint8ArrayInfo = {
   concatBytes: concatUint8Array
 };
 
-// node_modules/execa/lib/transform/validate.js
+// ../../main/node_modules/execa/lib/transform/validate.js
 import { Buffer as Buffer2 } from "node:buffer";
 var getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode ? void 0 : validateStringTransformInput.bind(void 0, optionName);
 var validateStringTransformInput = function* (optionName, chunk) {
@@ -42134,7 +42380,7 @@ Instead, \`yield\` should either be called with a value, or not be called at all
   }
 };
 
-// node_modules/execa/lib/transform/encoding-transform.js
+// ../../main/node_modules/execa/lib/transform/encoding-transform.js
 import { Buffer as Buffer3 } from "node:buffer";
 import { StringDecoder as StringDecoder2 } from "node:string_decoder";
 var getEncodingTransformGenerator = (binary, encoding, skipped) => {
@@ -42169,7 +42415,7 @@ var encodingStringFinal = function* (stringDecoder) {
   }
 };
 
-// node_modules/execa/lib/transform/run-async.js
+// ../../main/node_modules/execa/lib/transform/run-async.js
 import { callbackify } from "node:util";
 var pushChunks = callbackify(async (getChunks, state, getChunksArguments, transformStream) => {
   state.currentIterable = getChunks(...getChunksArguments);
@@ -42217,7 +42463,7 @@ var identityGenerator = function* (chunk) {
   yield chunk;
 };
 
-// node_modules/execa/lib/transform/run-sync.js
+// ../../main/node_modules/execa/lib/transform/run-sync.js
 var pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
   try {
     for (const chunk of getChunksSync(...getChunksArguments)) {
@@ -42259,7 +42505,7 @@ var identityGenerator2 = function* (chunk) {
   yield chunk;
 };
 
-// node_modules/execa/lib/transform/generator.js
+// ../../main/node_modules/execa/lib/transform/generator.js
 var generatorToStream = ({
   value,
   value: { transform: transform2, final, writableObjectMode, readableObjectMode },
@@ -42313,7 +42559,7 @@ var addInternalGenerators = ({ transform: transform2, final, binary, writableObj
   ].filter(Boolean);
 };
 
-// node_modules/execa/lib/io/input-sync.js
+// ../../main/node_modules/execa/lib/io/input-sync.js
 var addInputOptionsSync = (fileDescriptors, options) => {
   for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
     addInputOptionSync(fileDescriptors, fdNumber, options);
@@ -42346,10 +42592,10 @@ var validateSerializable = (newContents) => {
   }
 };
 
-// node_modules/execa/lib/io/output-sync.js
+// ../../main/node_modules/execa/lib/io/output-sync.js
 import { writeFileSync as writeFileSync3, appendFileSync } from "node:fs";
 
-// node_modules/execa/lib/verbose/output.js
+// ../../main/node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
 var fdUsesVerbose = (fdNumber) => fdNumber === 1 || fdNumber === 2;
 var PIPED_STDIO_VALUES = /* @__PURE__ */ new Set(["pipe", "overlapped"]);
@@ -42376,7 +42622,7 @@ var logLine = (line, fdNumber, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/io/output-sync.js
+// ../../main/node_modules/execa/lib/io/output-sync.js
 var transformOutputSync = ({ fileDescriptors, syncResult: { output: output2 }, options, isMaxBuffer, verboseInfo }) => {
   if (output2 === null) {
     return { output: Array.from({ length: 3 }) };
@@ -42479,7 +42725,7 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
   }
 };
 
-// node_modules/execa/lib/resolve/all-sync.js
+// ../../main/node_modules/execa/lib/resolve/all-sync.js
 var getAllSync = ([, stdout, stderr], options) => {
   if (!options.all) {
     return;
@@ -42502,7 +42748,7 @@ var getAllSync = ([, stdout, stderr], options) => {
   return `${stdout}${stderr}`;
 };
 
-// node_modules/execa/lib/resolve/exit-async.js
+// ../../main/node_modules/execa/lib/resolve/exit-async.js
 import { once as once4 } from "node:events";
 var waitForExit = async (subprocess, context) => {
   const [exitCode, signal] = await waitForExitOrError(subprocess);
@@ -42536,7 +42782,7 @@ var waitForSuccessfulExit = async (exitPromise) => {
 var isSubprocessErrorExit = (exitCode, signal) => exitCode === void 0 && signal === void 0;
 var isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
 
-// node_modules/execa/lib/resolve/exit-sync.js
+// ../../main/node_modules/execa/lib/resolve/exit-sync.js
 var getExitResultSync = ({ error: error62, status: exitCode, signal, output: output2 }, { maxBuffer }) => {
   const resultError = getResultError(error62, exitCode, signal);
   const timedOut = resultError?.code === "ETIMEDOUT";
@@ -42556,7 +42802,7 @@ var getResultError = (error62, exitCode, signal) => {
   return isFailedExit(exitCode, signal) ? new DiscardedError() : void 0;
 };
 
-// node_modules/execa/lib/methods/main-sync.js
+// ../../main/node_modules/execa/lib/methods/main-sync.js
 var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
   const result = spawnSubprocessSync({
@@ -42688,14 +42934,14 @@ var getSyncResult = ({ error: error62, exitCode, signal, timedOut, isMaxBuffer, 
   isSync: true
 });
 
-// node_modules/execa/lib/methods/main-async.js
+// ../../main/node_modules/execa/lib/methods/main-async.js
 import { setMaxListeners } from "node:events";
 import { spawn } from "node:child_process";
 
-// node_modules/execa/lib/ipc/methods.js
+// ../../main/node_modules/execa/lib/ipc/methods.js
 import process8 from "node:process";
 
-// node_modules/execa/lib/ipc/get-one.js
+// ../../main/node_modules/execa/lib/ipc/get-one.js
 import { once as once5, on as on2 } from "node:events";
 var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true, filter } = {}) => {
   validateIpcMethod({
@@ -42750,7 +42996,7 @@ var throwOnStrictError = async (ipcEmitter, isSubprocess, { signal }) => {
   throw getStrictResponseError(error62, isSubprocess);
 };
 
-// node_modules/execa/lib/ipc/get-each.js
+// ../../main/node_modules/execa/lib/ipc/get-each.js
 import { once as once6, on as on3 } from "node:events";
 var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
   anyProcess,
@@ -42829,7 +43075,7 @@ var throwIfStrictError = ({ error: error62 }) => {
   }
 };
 
-// node_modules/execa/lib/ipc/methods.js
+// ../../main/node_modules/execa/lib/ipc/methods.js
 var addIpcMethods = (subprocess, { ipc }) => {
   Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
 };
@@ -42868,7 +43114,7 @@ var getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
   })
 });
 
-// node_modules/execa/lib/return/early-error.js
+// ../../main/node_modules/execa/lib/return/early-error.js
 import { ChildProcess as ChildProcess2 } from "node:child_process";
 import {
   PassThrough,
@@ -42922,7 +43168,7 @@ var duplex = () => new Duplex({ read() {
 } });
 var handleDummyPromise = async (error62, verboseInfo, options) => handleResult(error62, verboseInfo, options);
 
-// node_modules/execa/lib/stdio/handle-async.js
+// ../../main/node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
 import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
@@ -42967,7 +43213,7 @@ var addPropertiesAsync = {
   }
 };
 
-// node_modules/@sindresorhus/merge-streams/index.js
+// ../../main/node_modules/@sindresorhus/merge-streams/index.js
 import { on as on4, once as once7 } from "node:events";
 import { PassThrough as PassThroughStream, getDefaultHighWaterMark as getDefaultHighWaterMark2 } from "node:stream";
 import { finished as finished2 } from "node:stream/promises";
@@ -43184,7 +43430,7 @@ var updateMaxListeners = (passThroughStream, increment2) => {
 var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
-// node_modules/execa/lib/io/pipeline.js
+// ../../main/node_modules/execa/lib/io/pipeline.js
 import { finished as finished3 } from "node:stream/promises";
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
@@ -43222,7 +43468,7 @@ var abortSourceStream = (source) => {
   }
 };
 
-// node_modules/execa/lib/io/output-async.js
+// ../../main/node_modules/execa/lib/io/output-async.js
 var pipeOutputAsync = (subprocess, fileDescriptors, controller) => {
   const pipeGroups = /* @__PURE__ */ new Map();
   for (const [fdNumber, { stdioItems, direction }] of Object.entries(fileDescriptors)) {
@@ -43274,10 +43520,10 @@ var setStandardStreamMaxListeners = (stream, { signal }) => {
 };
 var MAX_LISTENERS_INCREMENT = 2;
 
-// node_modules/execa/lib/terminate/cleanup.js
+// ../../main/node_modules/execa/lib/terminate/cleanup.js
 import { addAbortListener as addAbortListener2 } from "node:events";
 
-// node_modules/signal-exit/dist/mjs/signals.js
+// ../../main/node_modules/signal-exit/dist/mjs/signals.js
 var signals = [];
 signals.push("SIGHUP", "SIGINT", "SIGTERM");
 if (process.platform !== "win32") {
@@ -43301,7 +43547,7 @@ if (process.platform === "linux") {
   signals.push("SIGIO", "SIGPOLL", "SIGPWR", "SIGSTKFLT");
 }
 
-// node_modules/signal-exit/dist/mjs/index.js
+// ../../main/node_modules/signal-exit/dist/mjs/index.js
 var processOk = (process10) => !!process10 && typeof process10 === "object" && typeof process10.removeListener === "function" && typeof process10.emit === "function" && typeof process10.reallyExit === "function" && typeof process10.listeners === "function" && typeof process10.kill === "function" && typeof process10.pid === "number" && typeof process10.on === "function";
 var kExitEmitter = /* @__PURE__ */ Symbol.for("signal-exit emitter");
 var global2 = globalThis;
@@ -43332,15 +43578,15 @@ var Emitter = class {
     this.listeners[ev].push(fn);
   }
   removeListener(ev, fn) {
-    const list = this.listeners[ev];
-    const i2 = list.indexOf(fn);
+    const list2 = this.listeners[ev];
+    const i2 = list2.indexOf(fn);
     if (i2 === -1) {
       return;
     }
-    if (i2 === 0 && list.length === 1) {
-      list.length = 0;
+    if (i2 === 0 && list2.length === 1) {
+      list2.length = 0;
     } else {
-      list.splice(i2, 1);
+      list2.splice(i2, 1);
     }
   }
   emit(ev, code, signal) {
@@ -43410,9 +43656,9 @@ var SignalExit = class extends SignalExitBase {
         if (listeners.length === count4) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
-          const s = sig === "SIGHUP" ? this.#hupSig : sig;
+          const s2 = sig === "SIGHUP" ? this.#hupSig : sig;
           if (!ret)
-            process10.kill(process10.pid, s);
+            process10.kill(process10.pid, s2);
         }
       };
     }
@@ -43528,7 +43774,7 @@ var {
   unload
 } = signalExitWrap(processOk(process9) ? new SignalExit(process9) : new SignalExitFallback());
 
-// node_modules/execa/lib/terminate/cleanup.js
+// ../../main/node_modules/execa/lib/terminate/cleanup.js
 var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   if (!cleanup || detached) {
     return;
@@ -43541,7 +43787,7 @@ var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   });
 };
 
-// node_modules/execa/lib/pipe/pipe-arguments.js
+// ../../main/node_modules/execa/lib/pipe/pipe-arguments.js
 var normalizePipeArguments = ({ source, sourcePromise, boundOptions, createNested }, ...pipeArguments) => {
   const startTime = getStartTime();
   const {
@@ -43614,7 +43860,7 @@ var getSourceStream = (source, from) => {
   }
 };
 
-// node_modules/execa/lib/pipe/throw.js
+// ../../main/node_modules/execa/lib/pipe/throw.js
 var handlePipeArgumentsError = ({
   sourceStream,
   sourceError,
@@ -43663,7 +43909,7 @@ var createNonCommandError = ({ error: error62, fileDescriptors, sourceOptions, s
 });
 var PIPE_COMMAND_MESSAGE = "source.pipe(destination)";
 
-// node_modules/execa/lib/pipe/sequence.js
+// ../../main/node_modules/execa/lib/pipe/sequence.js
 var waitForBothSubprocesses = async (subprocessPromises) => {
   const [
     { status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason },
@@ -43681,7 +43927,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
   return destinationResult;
 };
 
-// node_modules/execa/lib/pipe/streaming.js
+// ../../main/node_modules/execa/lib/pipe/streaming.js
 import { finished as finished4 } from "node:stream/promises";
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
@@ -43712,7 +43958,7 @@ var MERGED_STREAMS = /* @__PURE__ */ new WeakMap();
 var SOURCE_LISTENERS_PER_PIPE = 2;
 var DESTINATION_LISTENERS_PER_PIPE = 1;
 
-// node_modules/execa/lib/pipe/abort.js
+// ../../main/node_modules/execa/lib/pipe/abort.js
 import { aborted as aborted2 } from "node:util";
 var unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === void 0 ? [] : [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
 var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime }) => {
@@ -43727,7 +43973,7 @@ var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fil
   });
 };
 
-// node_modules/execa/lib/pipe/setup.js
+// ../../main/node_modules/execa/lib/pipe/setup.js
 var pipeToSubprocess = (sourceInfo, ...pipeArguments) => {
   if (isPlainObject2(pipeArguments[0])) {
     return pipeToSubprocess.bind(void 0, {
@@ -43786,10 +44032,10 @@ var handlePipePromise = async ({
 };
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
-// node_modules/execa/lib/io/contents.js
+// ../../main/node_modules/execa/lib/io/contents.js
 import { setImmediate } from "node:timers/promises";
 
-// node_modules/execa/lib/io/iterate.js
+// ../../main/node_modules/execa/lib/io/iterate.js
 import { on as on5 } from "node:events";
 import { getDefaultHighWaterMark as getDefaultHighWaterMark3 } from "node:stream";
 var iterateOnSubprocessStream = ({ subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines }) => {
@@ -43882,7 +44128,7 @@ var getGenerators = ({ binary, shouldEncode, encoding, shouldSplit, preserveNewl
   getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {})
 ].filter(Boolean);
 
-// node_modules/execa/lib/io/contents.js
+// ../../main/node_modules/execa/lib/io/contents.js
 var getStreamOutput = async ({ stream, onStreamEnd, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => {
   const logPromise = logOutputAsync({
     stream,
@@ -43973,7 +44219,7 @@ var getBufferedData = async (streamPromise) => {
 };
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
-// node_modules/execa/lib/resolve/wait-stream.js
+// ../../main/node_modules/execa/lib/resolve/wait-stream.js
 import { finished as finished5 } from "node:stream/promises";
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
@@ -44026,7 +44272,7 @@ var isInputFileDescriptor = ({ fileDescriptors }, fdNumber) => fdNumber !== "all
 var isStreamAbort = (error62) => error62?.code === "ERR_STREAM_PREMATURE_CLOSE";
 var isStreamEpipe = (error62) => error62?.code === "EPIPE";
 
-// node_modules/execa/lib/resolve/stdio.js
+// ../../main/node_modules/execa/lib/resolve/stdio.js
 var waitForStdioStreams = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
   stream,
   fdNumber,
@@ -44067,7 +44313,7 @@ var waitForSubprocessStream = async ({ stream, fdNumber, encoding, buffer, maxBu
   return output2;
 };
 
-// node_modules/execa/lib/resolve/all-async.js
+// ../../main/node_modules/execa/lib/resolve/all-async.js
 var makeAllStream = ({ stdout, stderr }, { all: all2 }) => all2 && (stdout || stderr) ? mergeStreams([stdout, stderr].filter(Boolean)) : void 0;
 var waitForAllStream = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => waitForSubprocessStream({
   ...getAllStream(subprocess, buffer),
@@ -44095,10 +44341,10 @@ var getAllStream = ({ stdout, stderr, all: all2 }, [, bufferStdout, bufferStderr
 };
 var getAllMixed = ({ all: all2, stdout, stderr }) => all2 && stdout && stderr && stdout.readableObjectMode !== stderr.readableObjectMode;
 
-// node_modules/execa/lib/resolve/wait-subprocess.js
+// ../../main/node_modules/execa/lib/resolve/wait-subprocess.js
 import { once as once8 } from "node:events";
 
-// node_modules/execa/lib/verbose/ipc.js
+// ../../main/node_modules/execa/lib/verbose/ipc.js
 var shouldLogIpc = (verboseInfo) => isFullVerbose(verboseInfo, "ipc");
 var logIpcOutput = (message, verboseInfo) => {
   const verboseMessage = serializeVerboseMessage(message);
@@ -44110,7 +44356,7 @@ var logIpcOutput = (message, verboseInfo) => {
   });
 };
 
-// node_modules/execa/lib/ipc/buffer-messages.js
+// ../../main/node_modules/execa/lib/ipc/buffer-messages.js
 var waitForIpcOutput = async ({
   subprocess,
   buffer: bufferArray,
@@ -44148,7 +44394,7 @@ var getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
   return ipcOutput;
 };
 
-// node_modules/execa/lib/resolve/wait-subprocess.js
+// ../../main/node_modules/execa/lib/resolve/wait-subprocess.js
 var waitForSubprocessResult = async ({
   subprocess,
   options: {
@@ -44264,7 +44510,7 @@ var throwOnSubprocessError = async (subprocess, { signal }) => {
   throw error62;
 };
 
-// node_modules/execa/lib/convert/concurrent.js
+// ../../main/node_modules/execa/lib/convert/concurrent.js
 var initializeConcurrentStreams = () => ({
   readableDestroy: /* @__PURE__ */ new WeakMap(),
   writableFinal: /* @__PURE__ */ new WeakMap(),
@@ -44290,11 +44536,11 @@ var waitForConcurrentStreams = async ({ resolve: resolve2, promises }, subproces
   return !isSubprocessExit;
 };
 
-// node_modules/execa/lib/convert/readable.js
+// ../../main/node_modules/execa/lib/convert/readable.js
 import { Readable as Readable3 } from "node:stream";
 import { callbackify as callbackify2 } from "node:util";
 
-// node_modules/execa/lib/convert/shared.js
+// ../../main/node_modules/execa/lib/convert/shared.js
 import { finished as finished6 } from "node:stream/promises";
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
@@ -44334,7 +44580,7 @@ var destroyOtherStream = (stream, isOpen, error62) => {
   }
 };
 
-// node_modules/execa/lib/convert/readable.js
+// ../../main/node_modules/execa/lib/convert/readable.js
 var createReadable = ({ subprocess, concurrentStreams, encoding }, { from, binary: binaryOption = true, preserveNewlines = true } = {}) => {
   const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
   const { subprocessStdout, waitReadableDestroy } = getSubprocessStdout(subprocess, from, concurrentStreams);
@@ -44419,7 +44665,7 @@ var destroyOtherReadable = (stream, error62) => {
   destroyOtherStream(stream, stream.readable, error62);
 };
 
-// node_modules/execa/lib/convert/writable.js
+// ../../main/node_modules/execa/lib/convert/writable.js
 import { Writable as Writable3 } from "node:stream";
 import { callbackify as callbackify3 } from "node:util";
 var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
@@ -44485,7 +44731,7 @@ var destroyOtherWritable = (stream, error62) => {
   destroyOtherStream(stream, stream.writable, error62);
 };
 
-// node_modules/execa/lib/convert/duplex.js
+// ../../main/node_modules/execa/lib/convert/duplex.js
 import { Duplex as Duplex3 } from "node:stream";
 import { callbackify as callbackify4 } from "node:util";
 var createDuplex = ({ subprocess, concurrentStreams, encoding }, { from, to, binary: binaryOption = true, preserveNewlines = true } = {}) => {
@@ -44539,7 +44785,7 @@ var onDuplexDestroy = async ({ subprocessStdout, subprocessStdin, subprocess, wa
   ]);
 };
 
-// node_modules/execa/lib/convert/iterable.js
+// ../../main/node_modules/execa/lib/convert/iterable.js
 var createIterable = (subprocess, encoding, {
   from,
   binary: binaryOption = false,
@@ -44568,7 +44814,7 @@ var iterateOnStdoutData = async function* (onStdoutData, subprocessStdout, subpr
   }
 };
 
-// node_modules/execa/lib/convert/add.js
+// ../../main/node_modules/execa/lib/convert/add.js
 var addConvertedStreams = (subprocess, { encoding }) => {
   const concurrentStreams = initializeConcurrentStreams();
   subprocess.readable = createReadable.bind(void 0, { subprocess, concurrentStreams, encoding });
@@ -44578,7 +44824,7 @@ var addConvertedStreams = (subprocess, { encoding }) => {
   subprocess[Symbol.asyncIterator] = createIterable.bind(void 0, subprocess, encoding, {});
 };
 
-// node_modules/execa/lib/methods/promise.js
+// ../../main/node_modules/execa/lib/methods/promise.js
 var mergePromise = (subprocess, promise2) => {
   for (const [property, descriptor] of descriptors) {
     const value = descriptor.value.bind(promise2);
@@ -44592,7 +44838,7 @@ var descriptors = ["then", "catch", "finally"].map((property) => [
   Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property)
 ]);
 
-// node_modules/execa/lib/methods/main-async.js
+// ../../main/node_modules/execa/lib/methods/main-async.js
 var execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
   const { subprocess, promise: promise2 } = spawnSubprocessAsync({
@@ -44747,7 +44993,7 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all: all2, ipcOutput
   startTime
 });
 
-// node_modules/execa/lib/methods/bind.js
+// ../../main/node_modules/execa/lib/methods/bind.js
 var mergeOptions = (boundOptions, options) => {
   const newOptions = Object.fromEntries(
     Object.entries(options).map(([optionName, optionValue]) => [
@@ -44765,7 +45011,7 @@ var mergeOption = (optionName, boundOptionValue, optionValue) => {
 };
 var DEEP_OPTIONS = /* @__PURE__ */ new Set(["env", ...FD_SPECIFIC_OPTIONS]);
 
-// node_modules/execa/lib/methods/create.js
+// ../../main/node_modules/execa/lib/methods/create.js
 var createExeca = (mapArguments, boundOptions, deepOptions, setBoundExeca) => {
   const createNested = (mapArguments2, boundOptions2, setBoundExeca2) => createExeca(mapArguments2, boundOptions2, deepOptions, setBoundExeca2);
   const boundExeca = (...execaArguments) => callBoundExeca({
@@ -44811,7 +45057,7 @@ var parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions,
   };
 };
 
-// node_modules/execa/lib/methods/command.js
+// ../../main/node_modules/execa/lib/methods/command.js
 var mapCommandAsync = ({ file: file2, commandArguments }) => parseCommand(file2, commandArguments);
 var mapCommandSync = ({ file: file2, commandArguments }) => ({ ...parseCommand(file2, commandArguments), isSync: true });
 var parseCommand = (command, unusedArguments) => {
@@ -44842,7 +45088,7 @@ var parseCommandString = (command) => {
 };
 var SPACES_REGEXP = / +/g;
 
-// node_modules/execa/lib/methods/script.js
+// ../../main/node_modules/execa/lib/methods/script.js
 var setScriptSync = (boundExeca, createNested, boundOptions) => {
   boundExeca.sync = createNested(mapScriptSync, boundOptions);
   boundExeca.s = boundExeca.sync;
@@ -44853,7 +45099,7 @@ var getScriptOptions = (options) => ({ options: { ...getScriptStdinOption(option
 var getScriptStdinOption = ({ input: input2, inputFile, stdio }) => input2 === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
 var deepScriptOptions = { preferLocal: true };
 
-// node_modules/execa/index.js
+// ../../main/node_modules/execa/index.js
 var execa = createExeca(() => ({}));
 var execaSync = createExeca(() => ({ isSync: true }));
 var execaCommand = createExeca(mapCommandAsync);
@@ -44898,6 +45144,8 @@ var runSummarySchema = external_exports.looseObject({
 var hostStatusSchema = external_exports.looseObject({
   perf_host_version: external_exports.string(),
   champion: external_exports.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: external_exports.string().optional(),
   previous: external_exports.string(),
   champion_supervised: external_exports.boolean(),
   lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
@@ -44938,6 +45186,7 @@ var HostClient = class {
     this.log = o2.log ?? (() => {
     });
     this.busyPollMs = o2.busyPollMs ?? 15e3;
+    this.claiming = false;
   }
   o;
   dir;
@@ -44947,6 +45196,24 @@ var HostClient = class {
   backoffMs;
   log;
   busyPollMs;
+  claiming;
+  firstLockAt = null;
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock() {
+    this.claiming = true;
+  }
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed() {
+    return !this.claiming;
+  }
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt() {
+    return this.firstLockAt;
+  }
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -45054,9 +45321,13 @@ var HostClient = class {
   async whenFree(command, busyDeadline, stdin) {
     for (; ; ) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -45079,6 +45350,16 @@ var HostClient = class {
       throw new HostError("protocol", `${command}: unexpected answer at ${i2.path.join(".") || "(top)"}: ${i2.message}`);
     }
     return { document, message: r.data };
+  }
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId2, signal) {
+    const [file2, args] = this.argv(`wait ${runId2}`);
+    await execa(file2, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
@@ -45277,12 +45558,322 @@ async function measureAndDecide(host, config2, m, keep) {
 
 // src/experiment/gate.ts
 async function gate(host, config2, r) {
-  const { outDir, notes: given = [], runUrl, ...measurement } = r;
+  const { outDir, notes: caller = [], runUrl, host: hostName, ...measurement } = r;
   const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
   const sha2 = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
   const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion)];
-  const report = markdownReport(analysis, { notes, runUrl });
-  return { analysis, evidence, notes, report, artifacts: writeArtifacts(outDir, { analysis, report, documents: evidence.documents }) };
+  const report = markdownReport(analysis, { notes, runUrl, host: hostName });
+  return { analysis, evidence, notes, report, artifacts: writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName }) };
+}
+
+// src/host/pool.ts
+var HostPool = class _HostPool {
+  constructor(members2) {
+    this.members = members2;
+  }
+  members;
+  /** Every host over SSH with the same login, key and known-hosts lines. */
+  static overSsh(hosts, login, o2 = {}) {
+    const log = o2.log ?? (() => {
+    });
+    return new _HostPool(
+      hosts.map((h2) => ({
+        name: h2.name,
+        client: new HostClient({
+          ...login,
+          ...h2.user ? { user: h2.user } : {},
+          host: h2.host,
+          port: h2.port,
+          ...o2,
+          log: hosts.length > 1 ? (l) => log(`${h2.name}: ${l}`) : log
+        })
+      }))
+    );
+  }
+  /** A pool of one, for a host reached another way (perf-host run locally). */
+  static single(name2, client) {
+    return new _HostPool([{ name: name2, client }]);
+  }
+  get size() {
+    return this.members.length;
+  }
+  member(name2) {
+    const m = this.members.find((x) => x.name === name2);
+    if (!m) throw new Error(`no host ${name2} in the pool`);
+    return m;
+  }
+  /** Asks every host at once. A host's HostError is its reading; any other error is a bug and thrown. */
+  async ask(question) {
+    return Promise.all(
+      this.members.map(async ({ name: name2, client }) => {
+        try {
+          return { name: name2, ok: true, value: await question(client, name2) };
+        } catch (e) {
+          if (e instanceof HostError) return { name: name2, ok: false, error: e };
+          throw e;
+        }
+      })
+    );
+  }
+  /**
+   * Does the same on every host at once, each its own instrument: one host's failure is its
+   * outcome, and leaves the others to finish.
+   */
+  async each(work) {
+    return Promise.all(
+      this.members.map(async (m) => {
+        try {
+          return { name: m.name, ok: true, value: await work(m) };
+        } catch (e) {
+          return { name: m.name, ok: false, error: e };
+        }
+      })
+    );
+  }
+  /** Removes every host's key from disk. */
+  close() {
+    for (const m of this.members) m.client.close();
+  }
+};
+
+// src/host/targets.ts
+var MAX_POOL_HOSTS = 32;
+var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+function parseHostList(text, defaultPort, field) {
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  if (entries.length > MAX_POOL_HOSTS)
+    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
+  const out = [];
+  for (const entry of entries) {
+    const a2 = parseEntry(entry, defaultPort);
+    if (!a2) {
+      throw new Error(
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
+      );
+    }
+    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
+      throw new Error(`${field}: ${a2.name} is listed twice`);
+    out.push(a2);
+  }
+  return out;
+}
+function parseEntry(given, defaultPort) {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : void 0;
+  if (user !== void 0 && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
+  const port = portText === void 0 ? defaultPort : Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const v6 = host.includes(":");
+  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
+  const shown = v6 ? `[${host}]` : host;
+  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
+}
+function splitPort(entry) {
+  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
+  return m ? [m[1], m[2]] : [entry, void 0];
+}
+function knownHostsPattern(a2) {
+  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
+}
+function checkKnownHosts(text, hosts, field) {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  if (lines.some((l) => l.startsWith("|"))) return;
+  const patterns = lines.flatMap(
+    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
+  );
+  for (const h2 of hosts) {
+    const wanted = knownHostsPattern(h2);
+    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
+      throw new Error(
+        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
+      );
+    }
+  }
+}
+function globMatches(pattern, name2) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`, "i").test(name2);
+}
+
+// src/experiment/pool-gate.ts
+import { setTimeout as sleep2 } from "node:timers/promises";
+
+// src/experiment/landing.ts
+function poolChampion(surveys) {
+  const serving = surveys.flatMap(
+    (s2) => s2.status?.champion ? [{ sha: s2.status.champion, since: s2.status.champion_since ?? null }] : []
+  );
+  if (serving.length === 0) return null;
+  const count4 = (sha2) => serving.filter((x) => x.sha === sha2).length;
+  const time3 = (since) => since ? Date.parse(since) : -1;
+  return serving.reduce((best, x) => {
+    const later = time3(x.since) - time3(best.since);
+    return later > 0 || later === 0 && count4(x.sha) > count4(best.sha) ? x : best;
+  });
+}
+function standings(surveys, champion) {
+  return surveys.map((s2) => {
+    const st = s2.status;
+    if (!st) return { name: s2.name, state: "unreachable", reason: s2.unreachable ?? "no status" };
+    if (!st.champion)
+      return { name: s2.name, state: "refused", reason: "it has no champion yet: promote one (perf-promote.yml)" };
+    if (champion && st.champion !== champion.sha) {
+      return {
+        name: s2.name,
+        state: "refused",
+        reason: `it serves champion ${st.champion.slice(0, 7)}, not the pool's ${champion.sha.slice(0, 7)}${champion.since ? ` (champion since ${champion.since})` : ""}: refused for gates until it is promoted`
+      };
+    }
+    if (st.lock) {
+      const run = /^(?:ab|aa) ([a-z0-9][a-z0-9-]{2,63})$/.exec(st.lock.holder)?.[1] ?? null;
+      return {
+        name: s2.name,
+        state: "busy",
+        holder: `${st.lock.holder} since ${st.lock.since} (${Math.round(st.lock.age_seconds)} s)`,
+        run
+      };
+    }
+    return { name: s2.name, state: "free" };
+  });
+}
+function chooseHost(surveys, o2) {
+  const champion = poolChampion(surveys);
+  const stand = standings(surveys, champion);
+  const eligible = stand.filter((s2) => s2.state === "free" || s2.state === "busy");
+  const against = new Set([champion?.sha, o2.mergeBase].filter(Boolean));
+  const earlierOn = (name2) => (surveys.find((s2) => s2.name === name2)?.runs ?? []).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && against.has(r.champion_sha)
+  ).length;
+  const earlier = eligible.map((s2) => s2.name).filter((n2) => earlierOn(n2) > 0);
+  const base = { champion, standings: stand, earlier };
+  if (earlier.length > 0) {
+    const home = earlier.reduce((a2, b) => earlierOn(b) > earlierOn(a2) ? b : a2);
+    return { ...base, host: home, stay: true, waitable: true };
+  }
+  const free = stand.filter((s2) => s2.state === "free").map((s2) => s2.name);
+  const [first] = free.sort((a2, b) => draw(o2.key, a2) - draw(o2.key, b) || a2.localeCompare(b));
+  return { ...base, host: first ?? null, stay: false, waitable: eligible.length > 0 };
+}
+function draw(key, name2) {
+  let h2 = 2166136261;
+  for (const ch of `${key}\0${name2}`) h2 = Math.imul(h2 ^ ch.charCodeAt(0), 16777619) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 16, 2246822507) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 13, 3266489909) >>> 0;
+  return (h2 ^ h2 >>> 16) >>> 0;
+}
+function standingLine(s2) {
+  switch (s2.state) {
+    case "free":
+      return `${s2.name}: free`;
+    case "busy":
+      return `${s2.name}: busy (${s2.holder})`;
+    default:
+      return `${s2.name}: ${s2.state} (${s2.reason})`;
+  }
+}
+
+// src/experiment/pool-gate.ts
+async function onPool(pool, o2, work) {
+  if (pool.size === 1) {
+    const only = pool.members[0];
+    return { host: only.name, value: await work(only, { host: only.name, notes: () => [] }), waitedMs: 0 };
+  }
+  const pollMs = o2.pollMs ?? 15e3;
+  const started = Date.now();
+  const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
+  let said = "";
+  const unwatchable = /* @__PURE__ */ new Set();
+  for (; ; ) {
+    const choice = chooseHost(await survey(pool, runs2), {
+      key: o2.key,
+      ...o2.mergeBase ? { mergeBase: o2.mergeBase } : {}
+    });
+    const seen = choice.standings.map(standingLine).join("; ");
+    if (seen !== said) o2.say(`pool: ${seen}`);
+    said = seen;
+    const held = (name2) => choice.standings.find((s2) => s2.name === name2)?.state === "busy";
+    if (choice.host && !(choice.stay && held(choice.host))) {
+      const member = pool.member(choice.host);
+      if (!choice.stay) member.client.claimNextLock();
+      o2.say(
+        choice.stay ? `pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy` : `pool: ${choice.host} is free: measuring there`
+      );
+      const unasked = o2.sha ? pool.members.map((m) => m.name).filter((n2) => !runs2.has(n2)) : [];
+      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
+      try {
+        const value = await work(member, landing);
+        return { host: choice.host, value, waitedMs: waited() };
+      } catch (e) {
+        if (!lostTheHost(member.client, e)) throw e;
+        o2.say(`pool: another gate took ${choice.host} first (${e.message}); looking again`);
+        continue;
+      }
+    }
+    if (!choice.waitable || Date.now() >= o2.busyDeadline) throw noHost(choice);
+    const awaited = choice.standings.filter(
+      (s2) => s2.state === "busy" && (!choice.stay || s2.name === choice.host)
+    );
+    if (choice.stay)
+      o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
+  }
+}
+async function untilOneFrees(pool, busy, o2) {
+  const done = new AbortController();
+  const pause = (ms3) => sleep2(Math.max(0, ms3), void 0, { signal: done.signal }).catch(() => {
+  });
+  const started = Date.now();
+  const waits = busy.map(async (s2) => {
+    if (!s2.run || o2.unwatchable.has(s2.run)) return pause(o2.pollMs);
+    await pool.member(s2.name).client.watch(s2.run, done.signal);
+    if (Date.now() - started < 1e3) o2.unwatchable.add(s2.run);
+  });
+  await Promise.race([...waits, pause(o2.deadline - Date.now())]);
+  done.abort();
+}
+function lostTheHost(client, e) {
+  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+}
+async function earlierRuns(pool, sha2) {
+  const readings = await pool.ask((c3) => c3.runsOf(sha2));
+  return new Map(readings.flatMap((r) => r.ok ? [[r.name, r.value]] : []));
+}
+async function survey(pool, runs2) {
+  const readings = await pool.ask((c3) => c3.status());
+  return readings.map(
+    (r) => r.ok ? { name: r.name, status: r.value, runs: runs2.get(r.name) ?? [] } : { name: r.name, status: null, unreachable: r.error.message }
+  );
+}
+function noHost(choice) {
+  const lines = choice.standings.map(standingLine).join("; ");
+  if (choice.stay)
+    return new HostError("busy", `${choice.host}, the host of this build's earlier runs, stayed busy: ${lines}`);
+  if (choice.waitable)
+    return new HostError("busy", `every host of the pool that can take this gate stayed busy: ${lines}`);
+  const kind = choice.standings.every((s2) => s2.state === "unreachable") ? "unreachable" : "refused";
+  return new HostError(kind, `no host of the pool can take this gate: ${lines}`);
+}
+function landingNotes(choice, size, waitedMs, unasked) {
+  const others = choice.standings.filter((s2) => s2.name !== choice.host);
+  const waited = waitedMs >= 1e3 ? `, after waiting ${Math.round(waitedMs / 1e3)} s for it` : "";
+  const notes = [
+    `\u{1F5A5}\uFE0F **Host**: measured on \`${choice.host}\` (a pool of ${size}${waited}); ${others.map(otherLine).join("; ")}.`
+  ];
+  if (unasked.length > 0)
+    notes.push(
+      `Earlier runs of this build on ${unasked.map((n2) => `\`${n2}\``).join(", ")} could not be asked for (unreachable): any there are not pooled with this gate.`
+    );
+  return notes;
+}
+function otherLine(s2) {
+  return s2.state === "free" ? `\`${s2.name}\` free` : s2.state === "busy" ? `\`${s2.name}\` busy` : `\`${s2.name}\` ${s2.state}: ${s2.reason}`;
 }
 
 // src/cli/run.ts
@@ -45312,11 +45903,13 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          first waits for the machine to be that quiet
     --settle-seconds N   how long it waits (default 30); past it the run is flagged,
                          and --aa records no floor
-  --host H               a benchmark host over SSH instead:
-    --port N  --user U  --key FILE  --known-hosts FILE
+  --host H[,H\u2026]          a benchmark host over SSH instead, or a pool of them (repeat --host, or
+                         separate with commas; H:PORT for a port of its own): the gate runs on
+                         a free host, --champion and --aa reach every host
+    --port N  --user U  --key FILE  --known-hosts FILE (a line for each host)
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
-this one (a rerun), as in the action.
+this one (a rerun), as in the action; in a pool, the gate goes to the host of those runs.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
 a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
@@ -45332,18 +45925,20 @@ async function runCommand(argv, io) {
   }
   const say = o2.json ? io.err : io.out;
   const config2 = parseConfig(readText(o2.config, "--config"), o2.config);
-  const host = new HostClient({ ...o2.target, log: say });
-  const local = localHost(host, o2, say);
+  const pool = "local" in o2.target ? HostPool.single("local", new HostClient({ ...o2.target.local, log: say })) : HostPool.overSsh(o2.target.hosts, o2.target.login, { log: say });
+  let current = pool.members[0].client;
+  const local = localHost(() => current, o2, say);
   try {
     await local.begin();
-    if (o2.champion) await installChampion(host, config2, o2.champion, say);
+    if (o2.champion) await installChampion(pool, config2, o2.champion, say);
     const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
-    const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger") });
-    printVerdict(done, say);
-    if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
-    if (done.error) io.err(`perf-gate run: ${done.error}`);
-    return done.exitCode;
+    const onHost = (c3) => current = c3;
+    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
+    if (o2.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
+    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
+    return exitCodeOf(dones);
   } catch (e) {
     if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
     if (e instanceof CouldNotMeasureError && e.explained) {
@@ -45354,11 +45949,14 @@ async function runCommand(argv, io) {
     throw e;
   } finally {
     await local.end();
-    host.close();
+    pool.close();
   }
 }
-function localHost(host, o2, say) {
-  const isLocal = "perfHost" in o2.target;
+function exitCodeOf(dones) {
+  return Math.max(...dones.map((d) => d.exitCode));
+}
+function localHost(hostNow, o2, say) {
+  const isLocal = "local" in o2.target;
   let stopOnExit = false;
   let inFlight;
   let abortedRun;
@@ -45369,14 +45967,14 @@ function localHost(host, o2, say) {
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
       abortedRun = `run ${inFlight} was aborted`;
-      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
+      hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
     }
   };
   return {
     async begin() {
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
-      stopOnExit = isLocal && !o2.keepHost && !(await host.status()).champion_supervised;
+      stopOnExit = isLocal && !o2.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p) {
       return {
@@ -45399,7 +45997,7 @@ function localHost(host, o2, say) {
       process.removeListener("SIGTERM", onSignal);
       if (!stopOnExit) return;
       try {
-        say(await host.stopChampion());
+        say(await hostNow().stopChampion());
       } catch (e) {
         say(`could not stop the local host's champion: ${e.message}`);
       }
@@ -45426,7 +46024,7 @@ function runOptions(argv) {
       "settle-seconds": { type: "string", default: "30" },
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
-      host: { type: "string" },
+      host: { type: "string", multiple: true },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
       key: { type: "string" },
@@ -45441,24 +46039,28 @@ function runOptions(argv) {
   return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
 }
 function target(v) {
-  if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
-    return {
-      host: v.host,
-      port: Number(v.port),
-      user: String(v.user),
-      privateKey: readText(String(v.key), "--key"),
-      knownHosts: readText(String(v["known-hosts"]), "--known-hosts")
-    };
+  if (Array.isArray(v.host)) {
+    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)", runUsage);
+    const port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, runUsage);
+    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts");
+    try {
+      const hosts = parseHostList(v.host.join(","), port, "--host");
+      checkKnownHosts(knownHosts, hosts, "--known-hosts");
+      return { hosts, login: { user: String(v.user), privateKey: readText(String(v.key), "--key"), knownHosts } };
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message, runUsage);
+    }
   }
   const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
   const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
-    return [`--${flag}`, list];
+    const list2 = v[flag];
+    if (typeof list2 !== "string") return [];
+    if (!isCpuList(list2)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`, runUsage);
+    return [`--${flag}`, list2];
   });
-  return {
+  return { local: {
     perfHost,
     flags: [
       "--root",
@@ -45482,7 +46084,7 @@ function target(v) {
       "--hold-cpus-awake",
       ...placement
     ]
-  };
+  } };
 }
 function nonNegative(v, flag) {
   const text = String(v[flag]);
@@ -45490,8 +46092,8 @@ function nonNegative(v, flag) {
   return text;
 }
 var MAX_CPU = 1023;
-function isCpuList(list) {
-  return list.split(",").every((part) => {
+function isCpuList(list2) {
+  return list2.split(",").every((part) => {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part);
     if (!m) return false;
     const lo = Number(m[1]);
@@ -45499,39 +46101,69 @@ function isCpuList(list) {
     return lo <= hi && hi <= MAX_CPU;
   });
 }
-async function installChampion(host, config2, build, say) {
+async function installChampion(pool, config2, build, say) {
   const sha2 = digestOf(build);
-  if ((await host.status()).champion === sha2) return;
-  say(await host.deploy("champion", sha2, build));
-  say(await host.promote(sha2, config2.service));
+  const outcomes = await pool.each(async ({ client }) => {
+    if ((await client.status()).champion === sha2) return;
+    say(await client.deploy("champion", sha2, build));
+    say(await client.promote(sha2, config2.service));
+  });
+  const failed2 = outcomes.flatMap((o2) => o2.ok ? [] : [o2]);
+  if (failed2.length === 0) return;
+  if (pool.size === 1) throw failed2[0].error;
+  const promoted = outcomes.filter((o2) => o2.ok).map((o2) => o2.name);
+  throw new Error(`--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
 }
-async function gateHere(host, config2, o2, s) {
+async function gateHere(pool, config2, o2, s2, onHost, say) {
   const sha2 = digestOf(o2.challenger);
-  const { analysis, artifacts, notes, evidence } = await gate(host, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha2), outDir: o2.out, ...s });
-  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+  const key = runIdPrefix("run");
+  const remote = !("local" in o2.target);
+  const { value, host } = await onPool(pool, { key, sha: sha2, busyDeadline: s2.busyDeadline, say }, ({ client }, landing) => {
+    onHost(client);
+    return gate(client, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: key, seed: seedOf(sha2), outDir: o2.out, ...s2, notes: landing.notes, ...remote ? { host: landing.host } : {} });
+  });
+  const { analysis, artifacts, notes, evidence } = value;
+  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
-async function calibrateHere(host, config2, o2, s) {
-  const { champion } = await host.status();
-  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrateAndReport(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o2.out, champion, ...s });
+async function calibrateHere(pool, config2, o2, s2, onHost) {
+  const dones = [];
+  for (const { name: name2, client } of pool.members) {
+    onHost(client);
+    const host = "local" in o2.target ? null : name2;
+    try {
+      dones.push(await calibrateOne(client, host, config2, pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out, s2));
+    } catch (e) {
+      if (pool.size === 1 || e instanceof Interrupted) throw e;
+      dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });
+    }
+  }
+  return dones;
+}
+async function calibrateOne(client, host, config2, outDir, s2) {
+  const { champion } = await client.status();
+  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s2 });
   const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
   const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
   return done;
 }
 var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
-function printVerdict(d, say) {
+function printVerdict(d, say, named) {
+  if (named) say(`host ${d.host}:`);
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
 }
 function summaryJson(d) {
+  if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
   const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
+    host: d.host,
     grey_kind,
     blocking,
     blocked_by,
@@ -45575,7 +46207,7 @@ function summaryJson(d) {
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath }
   };
 }
-function progressBar(label2, say, draw) {
+function progressBar(label2, say, draw2) {
   let total = 0;
   let done = 0;
   return {
@@ -45589,7 +46221,7 @@ function progressBar(label2, say, draw) {
       const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);
       if (flagged) return say(`host flagged before measuring: ${flagged[1]}: ${flagged[2]}`);
       if (/ slice \d+\/\d+ /.test(line)) done++;
-      draw(`${bar(done, total)} ${text}`, done === total);
+      draw2(`${bar(done, total)} ${text}`, done === total);
     }
   };
 }
@@ -45605,7 +46237,7 @@ function digestOf(path6) {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync4(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync5(p));
     }
   };
   if (!existsSync(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
@@ -45614,7 +46246,7 @@ function digestOf(path6) {
 }
 function readText(path6, flag) {
   try {
-    return readFileSync4(path6, "utf8");
+    return readFileSync5(path6, "utf8");
   } catch (e) {
     if (flag === "--config") throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
     throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, runUsage);
@@ -45638,6 +46270,7 @@ var usage = `usage: perf-gate <command> [options]
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+  capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 var tty3 = process.stdout.isTTY === true;
@@ -45669,12 +46302,14 @@ async function main(argv) {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "capacity":
+        return capacityCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage }[rest[0] ?? ""] ?? usage);
         return 0;
       case "-h":
       case "--help":
@@ -45687,7 +46322,7 @@ async function main(argv) {
     }
   } catch (e) {
     endDrawn();
-    const name2 = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    const name2 = command && !command.startsWith("-") && ["run", "analyze", "capacity"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name2}: ${e.message}
 
