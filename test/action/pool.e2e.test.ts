@@ -3,13 +3,17 @@
 // and the GitHub fake: promotion and calibration reach every host; gates spread over the pool
 // while another run holds one host; a rerun goes back to the host of its earlier runs and waits
 // for it; with one host's sshd down, promotion names it and leaves the rest promoted, gates go to
-// the others, and once it is back it is refused for gates until it is promoted. Each test prints
-// the pool's timeline (which gate ran where, and how long it waited).
-import { readFileSync } from "node:fs";
+// the others, and once it is back it is refused for gates until it is promoted; perf-gate run
+// --host over the pool gates on a free host and calibrates every host. Each test prints the
+// pool's timeline (which gate ran where, and how long it waited).
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { examplePayload, REPOSITORY } from "../support/action-harness";
 import type { ActionRun } from "../support/action-runner";
 import { asRoot } from "../support/bench-host";
+import { perfGate } from "../support/cli";
 import { PoolHarness } from "../support/pool-harness";
 
 // Three hosts share two cores here: each run's own measurement is not what these tests check,
@@ -299,5 +303,51 @@ describe.skipIf(!asRoot)("a pool of three hosts", () => {
     );
     expect((await p.status(2)).champion).toBe(NEXT);
     expect(await p.championVersion(2)).toBe("fast v3");
+  });
+
+  it("perf-gate run --host over the pool: a gate on a free host, named; --aa calibrates every host in turn", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "perf-gate-pool-cli-"));
+    const files = { config: join(dir, "perf-gate.yml"), known: join(dir, "known_hosts") };
+    writeFileSync(files.config, POOL_CONFIG);
+    writeFileSync(files.known, `${p.hosts.map((h) => h.info.known_hosts_line).join("\n")}\n`);
+    const flags = [
+      "--host",
+      p.hosts.map((_, i) => p.entry(i)).join(","),
+      "--key",
+      p.hosts[0]!.info.key,
+      "--known-hosts",
+      files.known,
+      "--config",
+      files.config,
+    ];
+    await hold(1, "hold-3", 30);
+    const r = await perfGate([
+      "run",
+      ...flags,
+      "--challenger",
+      p.hosts[0]!.release("slow", "cli"),
+      "--out",
+      join(dir, "gate"),
+      "--json",
+    ]);
+    console.log(
+      `[pool] perf-gate run: ${r.stderr
+        .split("\n")
+        .filter((l) => l.startsWith("pool:"))
+        .join(" | ")}`,
+    );
+    expect(r.code, r.stderr).toBeLessThan(2);
+    const summary = JSON.parse(r.stdout);
+    expect([p.name(0), p.name(2)]).toContain(summary.host);
+    expect(r.stderr).toMatch(/pool: .*busy \(aa hold-3 since/);
+    await finished(1, "hold-3");
+
+    const aa = await perfGate(["run", ...flags, "--aa", "--out", join(dir, "aa"), "--json"]);
+    expect(aa.code, aa.stderr).toBeLessThan(2);
+    const calibrated = JSON.parse(aa.stdout) as {
+      hosts: { host: string; calibrations: { key: string; recorded: boolean }[] }[];
+    };
+    expect(calibrated.hosts.map((h) => h.host)).toEqual([0, 1, 2].map((i) => p.name(i)));
+    for (const h of calibrated.hosts) expect(h.calibrations.map((c) => c.key)).toEqual(["work@100"]);
   });
 });
