@@ -14,6 +14,7 @@ import { examplePayload, REPOSITORY } from "../support/action-harness";
 import type { ActionRun } from "../support/action-runner";
 import { asRoot } from "../support/bench-host";
 import { perfGate } from "../support/cli";
+import { disturbedIn, untilQuiet } from "../support/machine-too-busy";
 import { PoolHarness } from "../support/pool-harness";
 
 // Three hosts share two cores here: each run's own measurement is not what these tests check,
@@ -159,8 +160,14 @@ describe.skipIf(!asRoot)("a pool of three hosts", () => {
     }
   });
 
-  it("calibration records each host's own floor", async () => {
-    const r = await p.run(p.inputs("calibrate"), "schedule", { schedule: "17 4 * * 1" }, { GITHUB_SHA: MERGED });
+  it("calibration records each host's own floor", async (ctx) => {
+    // Three hosts measuring at once on two cores: a host whose generator fell behind records no
+    // floor (it says so and fails the job); that is the machine, so measure again.
+    const r = await untilQuiet<ActionRun>(ctx, async () => {
+      const run = await p.run(p.inputs("calibrate"), "schedule", { schedule: "17 4 * * 1" }, { GITHUB_SHA: MERGED });
+      const busy = disturbedIn(run.stdout);
+      return busy ? { busy } : { value: run };
+    });
     // An unbiased host still fails a calibration by chance (two runs excluding 0, 1 in 400): then the job fails.
     expect(r.code, r.stdout).toBe(r.outputs["host-biased"] === "true" ? 1 : 0);
     const report = readFileSync(r.outputs["report-path"]!, "utf8");
