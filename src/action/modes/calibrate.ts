@@ -6,15 +6,15 @@
 // (the host flagged the run, or the load generator fell behind), or when a host could not be
 // calibrated at all, naming it; the other hosts' floors are recorded all the same.
 import * as core from "@actions/core";
-import { CouldNotMeasureError } from "../../analysis/unmeasured";
 import { biasedCalibrations } from "../../analysis/floors";
-import { calibrationLine } from "../../report/calibration";
+import { CouldNotMeasureError } from "../../analysis/unmeasured";
+import type { GateConfig } from "../../config/gate-config";
 import { writeCalibrationReport, writeUnmeasured } from "../../experiment/artifacts";
 import { calibrateAndReport, type ReportedCalibration } from "../../experiment/calibrate";
 import { seedOf } from "../../experiment/measure";
-import type { GateConfig } from "../../config/gate-config";
 import type { HostClient } from "../../host/client";
 import type { Outcome } from "../../host/pool";
+import { calibrationLine } from "../../report/calibration";
 import { GitHub } from "../github/client";
 import { connectPool, hostProgress, type Job, outputDirFor, sayFor } from "../job";
 import { configAt } from "../repo-config";
@@ -59,7 +59,10 @@ function failuresOf(run: HostCalibration): string[] {
   const biased = biasedCalibrations(run.calibrations);
   // A calibration that records no floor leaves the host's verdicts on an older one (or none).
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
-  return [...(biased.length > 0 ? [`biased host: ${biased.map(calibrationLine).join("; ")}`] : []), ...unrecorded.map(calibrationLine)];
+  return [
+    ...(biased.length > 0 ? [`biased host: ${biased.map(calibrationLine).join("; ")}`] : []),
+    ...unrecorded.map(calibrationLine),
+  ];
 }
 
 /** One host: its report is the job's summary, its files the outputs. */
@@ -97,6 +100,10 @@ async function reportPool(outcomes: Outcome<HostCalibration>[], job: Job): Promi
   core.setOutput("report-path", writeCalibrationReport(job.outputDir, report));
   // Every host's calibration.md, report.md, analysis.json and result.json, in its folder.
   core.setOutput("result-path", job.outputDir);
-  const failures = outcomes.flatMap((o) => (o.ok ? failuresOf(o.value).map((f) => `${o.name}: ${f}`) : [`${o.name}: not calibrated: ${o.error.message.split("\n")[0]}`]));
+  const failures = outcomes.flatMap((o) =>
+    o.ok
+      ? failuresOf(o.value).map((f) => `${o.name}: ${f}`)
+      : [`${o.name}: not calibrated: ${o.error.message.split("\n")[0]}`],
+  );
   if (failures.length > 0) core.setFailed(`perf-gate: ${failures.join("; ")}`);
 }
