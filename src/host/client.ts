@@ -201,6 +201,10 @@ export class HostClient {
 
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   private async whenFree(command: string, busyDeadline: number, stdin?: { input?: string }): Promise<string> {
+    // A claim looks first: a host another gate took since the pool's look is given up at once,
+    // not after the host's lock wait (10 s by default) while another host may be free.
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (;;) {
       const r = await this.call(command, stdin);
       if (r.exitCode === 0) {

@@ -199,11 +199,11 @@ describe.skipIf(!asRoot)("a pool of three hosts", () => {
       expect(r.stdout).toMatch(/pool: .*busy \(aa hold-1 since/);
       expect(checksOn(HEADS[i]!).at(-1)!.output.summary).toContain(`on host \`${p.name(timeline[i]!.host)}\``);
     }
-    // Two start at once on the two free hosts; the third once one of them is free again, never on
-    // the held one, and it waited longest.
-    expect(timeline.map((l) => l.host)).not.toContain(0);
+    // Both free hosts are used, never the held one; the third gate starts only once one of the first
+    // two is done, and it waited longest. (Gates that start together may pick the same host: the
+    // one that finds it taken when it claims it looks again, and takes the other if it is free.)
+    expect(new Set(timeline.map((l) => l.host))).toEqual(new Set([1, 2]));
     const [a, b, third] = [...timeline].sort((x, y) => x.start - y.start);
-    expect(a!.host).not.toBe(b!.host);
     expect(third!.start).toBeGreaterThanOrEqual(Math.min(a!.end, b!.end) - 1000);
     expect(third!.waited).toBeGreaterThan(Math.max(a!.waited, b!.waited));
     await finished(0, "hold-1");
