@@ -64335,6 +64335,8 @@ var HostClient = class {
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (; ; ) {
       const r = await this.call(command, stdin);
       if (r.exitCode === 0) {
@@ -69806,27 +69808,6 @@ async function accessOf(gh, event) {
   return decideAccess(event, { permission, headNow: now.headSha });
 }
 
-// src/analysis/unmeasured.ts
-var CouldNotMeasureError = class extends Error {
-  name = "CouldNotMeasureError";
-  explained;
-  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
-  brief;
-  constructor(message, brief) {
-    super(message);
-    this.brief = brief;
-  }
-};
-var GeneratorDisturbedError = class extends CouldNotMeasureError {
-  name = "GeneratorDisturbedError";
-};
-var FailingWorkloadError = class extends Error {
-  name = "FailingWorkloadError";
-};
-var ChampionFailedError = class extends CouldNotMeasureError {
-  name = "ChampionFailedError";
-};
-
 // src/analysis/statistic.ts
 var import_hdr_histogram_js = __toESM(require_dist2(), 1);
 
@@ -70038,6 +70019,27 @@ var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
 };
 
+// src/analysis/unmeasured.ts
+var CouldNotMeasureError = class extends Error {
+  name = "CouldNotMeasureError";
+  explained;
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  brief;
+  constructor(message, brief) {
+    super(message);
+    this.brief = brief;
+  }
+};
+var GeneratorDisturbedError = class extends CouldNotMeasureError {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+var ChampionFailedError = class extends CouldNotMeasureError {
+  name = "ChampionFailedError";
+};
+
 // src/analysis/pairs.ts
 function isDisturbed(d) {
   return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
@@ -70178,6 +70180,365 @@ function floorSettings(floors, percentile2) {
     if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
   }
   return { floorMs, hostBiasMs, floorPercentileAssumed };
+}
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join3 } from "node:path";
+
+// src/report/arms.ts
+var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
+function armsOf(a2) {
+  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
+  const champion = portName2(a2.targets?.champion, "the champion's port");
+  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
+  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
+}
+function portName2(target, otherwise) {
+  if (!target) return otherwise;
+  try {
+    const u2 = new URL(target);
+    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return otherwise;
+  }
+}
+
+// src/report/format.ts
+function ms(x) {
+  const a2 = Math.abs(x);
+  if (a2 >= 10) return x.toFixed(1);
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
+}
+function signedMs(x) {
+  const text = ms(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
+}
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+function percentLabel(p) {
+  return `p${p}`;
+}
+function confidenceLabel(c3) {
+  return `${Number((c3 * 100).toFixed(2))}%`;
+}
+function pValue(p) {
+  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
+}
+function rps(x) {
+  return x.toFixed(1);
+}
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us) {
+  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
+}
+
+// src/report/scale.ts
+function niceTicks(lo, hi, target = 5) {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (lo === hi) {
+    const pad = Math.abs(lo) * 0.1 || 0.01;
+    [lo, hi] = [lo - pad, hi + pad];
+  }
+  const raw = (hi - lo) / target;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks = [];
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
+  return { ticks, step, decimals };
+}
+function chartScale(values, c3) {
+  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
+  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
+  let lo = Math.min(...data);
+  let hi = Math.max(...data);
+  const reach = Math.max(Math.abs(lo), Math.abs(hi));
+  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
+  if (threshold !== null) hi = Math.max(hi, threshold);
+  const span = hi - lo || reach || 0.01;
+  lo -= lo < 0 ? span * 0.03 : 0;
+  hi += hi > 0 ? span * 0.03 : 0;
+  const t = niceTicks(lo, hi, 6);
+  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
+}
+function tickLabel(v, decimals) {
+  if (v === 0) return "0";
+  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
+}
+
+// src/report/chart.ts
+var MAX_BARS = 60;
+function bars(d, maxBars = MAX_BARS) {
+  const per = Math.ceil(d.length / maxBars);
+  const out = [];
+  for (let i2 = 0; i2 < d.length; i2 += per) {
+    const bin = d.slice(i2, i2 + per);
+    const last = Math.min(i2 + per, d.length);
+    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
+  }
+  return { bars: out, per };
+}
+function title(c3, percentile2, arms, per) {
+  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
+}
+function marks(c3, scale) {
+  return {
+    floor: scale.floor === null ? null : `A/A floor \xB1${ms(scale.floor)} ms`,
+    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
+    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
+  };
+}
+var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
+var PLOT_COLUMNS = 48;
+function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
+  const zero = col(0);
+  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
+  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
+  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
+  const canvas = () => {
+    const line = Array(PLOT_COLUMNS).fill(" ");
+    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
+    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
+    line[zero] = "\u2502";
+    return line;
+  };
+  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
+  const axis = Array(PLOT_COLUMNS).fill("\u2500");
+  let free = 0;
+  for (const t of scale.ticks) {
+    const text = tickLabel(t, scale.decimals);
+    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
+    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    if (at < free) continue;
+    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
+    free = at + text.length + 1;
+  }
+  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  for (const r of rows2) {
+    const line = canvas();
+    const to = col(r.value);
+    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
+    out.push(row(r.label, signedMs(r.value), line));
+  }
+  const ci = canvas();
+  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
+  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
+  ci[lo] = "\u251C";
+  ci[hi] = "\u2524";
+  ci[col(c3.estimateMs)] = "\u25CF";
+  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
+  const m = marks(c3, scale);
+  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
+  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
+  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
+}
+function forArms(c3, arms) {
+  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
+}
+var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const width = 760;
+  const height = 340;
+  const m = { top: 44, right: 190, bottom: 46, left: 64 };
+  const plotW = width - m.left - m.right;
+  const plotH = height - m.top - m.bottom;
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
+  const slot = plotW / Math.max(1, rows2.length);
+  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
+  const f = (v) => v.toFixed(1);
+  const right = m.left + plotW;
+  const grid2 = scale.ticks.map((t) => [
+    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
+  ].join("\n  ")).join("\n  ");
+  const barRects = rows2.map((r, i2) => {
+    const top = Math.min(y(r.value), y(0));
+    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
+    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
+  }).join("\n  ");
+  const everyNth = Math.ceil(rows2.length / 15);
+  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
+  const mk = marks(c3, scale);
+  const lines = [
+    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
+    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
+  ];
+  const placed = [];
+  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
+    let at = y(l.v) + 4;
+    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
+    placed.push(at);
+    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
+  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
+  }).join("\n  ");
+  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
+  <title>${esc2(title(c3, percentile2, arms, per))}</title>
+  <rect width="100%" height="100%" fill="#ffffff"/>
+  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
+  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
+  ${band}
+  ${grid2}
+  ${barRects}
+  ${labels}
+  ${xLabels}
+  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
+</svg>
+`;
+}
+
+// src/report/json.ts
+function amountJson(r) {
+  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
+function comparisonJson(c3) {
+  return {
+    key: c3.key,
+    workload: c3.workload,
+    rate: c3.rate,
+    verdict: c3.verdict,
+    grey_kind: c3.greyKind,
+    latency: c3.latency,
+    blocking: c3.blocking,
+    blocked_by: c3.blockedBy,
+    blocking_decisive: c3.blockingDecisive,
+    estimate_ms: c3.estimateMs,
+    ci_ms: c3.ciMs,
+    confidence: c3.confidence,
+    estimator: c3.estimator.kind,
+    estimator_fallback: c3.estimator.fallback,
+    se_ms: c3.seMs,
+    efficiency: c3.efficiency && {
+      half_width_ms: c3.efficiency.halfWidthMs,
+      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
+      host_adds_percent: c3.efficiency.hostAddsPercent,
+      narrowed_by: c3.efficiency.narrowedBy
+    },
+    pairs: c3.pairs,
+    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
+    looks: c3.looks,
+    look_history: c3.lookHistory.map((l) => ({ look: l.look, run: l.run, pairs: l.pairs, estimate_ms: l.estimateMs, ci_ms: l.ciMs, confidence: l.confidence })),
+    runs: c3.runs,
+    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
+    bootstrap_ci_ms: c3.bootstrapCiMs,
+    sign_test: c3.signTest,
+    sign_test_p: c3.signTest.p,
+    wilcoxon: c3.wilcoxon,
+    wilcoxon_p: c3.wilcoxon.p,
+    p50_ms: c3.p50Ms,
+    p999_ms: c3.p999Ms,
+    throughput_rps: c3.throughput,
+    error_regression: c3.errorRegression,
+    resources: c3.resources && {
+      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c3.resources.cpuCores),
+      rss_bytes: amountJson(c3.resources.rssBytes)
+    },
+    cpu_limit_percent: c3.cpuLimitPercent,
+    champion: c3.champion,
+    challenger: c3.challenger,
+    floor_ms: c3.floorMs,
+    threshold_ms: c3.thresholdMs,
+    flags: c3.flags,
+    pairs_detail: c3.detail
+  };
+}
+function analysisJson(a2, host = null) {
+  const h2 = a2.headline;
+  return {
+    verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
+    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
+    blocking: a2.blocking,
+    blocked_by: h2.blockedBy,
+    estimate_ms: h2.estimateMs,
+    ci_ms: h2.ciMs,
+    pairs: h2.pairs,
+    percentile: a2.percentile,
+    floor_ms: h2.floorMs,
+    threshold_ms: h2.thresholdMs,
+    method: a2.method,
+    sign_test_p: h2.signTest.p,
+    wilcoxon_p: h2.wilcoxon.p,
+    seed: a2.seed,
+    headline: h2.key,
+    comparisons: a2.comparisons.map(comparisonJson),
+    runs: a2.runs,
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a2.preflight
+  };
+}
+function droppedPairJson(d) {
+  return {
+    run: d.run,
+    pair: d.pair,
+    reason: d.reason,
+    disturbances: d.disturbances.map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      lag_at: x.lagAt,
+      lag_ms: x.lagMs,
+      lag_limit_ms: x.lagLimitMs,
+      rate_error_percent: x.rateErrorPercent,
+      lagging: x.lagging,
+      off_rate: x.offRate
+    })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, foreign_connections: x.foreignConnections, reason: x.reason }))
+  };
+}
+
+// src/experiment/artifacts.ts
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join3(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join3(dir, "analysis.json"),
+    chartPath: join3(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join3(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeUnmeasured(dir, e) {
+  const paths = { reportPath: join3(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join3(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
+function writeCalibrationReport(dir, report) {
+  const path6 = join3(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync3(path6, text);
 }
 
 // ../../main/node_modules/simple-statistics/dist/simple-statistics.mjs
@@ -70996,7 +71357,7 @@ function compare(key, group, s, rand) {
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
   const { pairs, dropped } = pooledPairs(key, group, s.percentile);
-  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const at = (p) => pairs.map((x) => ms2(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = estimateLatency(pairs, d, s.percentile, s.samplingResamples, rand);
@@ -71057,20 +71418,20 @@ function compare(key, group, s, rand) {
     detail: pairs.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
+      championMs: ms2(slicePercentileUs(x.champion, s.percentile)),
+      challengerMs: ms2(slicePercentileUs(x.challenger, s.percentile)),
       dMs: d[i2]
     }))
   };
 }
-var ms = (us) => us / 1e3;
+var ms2 = (us) => us / 1e3;
 function armSummary(pairs, arm, percentile2) {
   const slices = pairs.map((x) => x[arm]);
   const e = armErrors(slices);
   return {
-    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
-    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile2)))),
-    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
+    p50Ms: mean(slices.map((x) => ms2(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms2(slicePercentileUs(x, percentile2)))),
+    p999Ms: mean(slices.map((x) => ms2(x.latency_us.p999))),
     okRps: mean(slices.map((x) => x.ok_rps)),
     requests: e.requests,
     errors: e.errors,
@@ -71213,439 +71574,6 @@ function label(c3, holmP, alpha, m) {
   };
 }
 
-// src/report/format.ts
-function ms2(x) {
-  const a2 = Math.abs(x);
-  if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1) return x.toFixed(2);
-  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
-  return Number(text) === 0 ? "0.00" : text;
-}
-function signedMs(x) {
-  const text = ms2(x);
-  return (x > 0 && text !== "0.00" ? "+" : "") + text;
-}
-function msInterval([lo, hi]) {
-  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
-}
-function percentLabel(p) {
-  return `p${p}`;
-}
-function confidenceLabel(c3) {
-  return `${Number((c3 * 100).toFixed(2))}%`;
-}
-function pValue(p) {
-  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
-}
-function rps(x) {
-  return x.toFixed(1);
-}
-function signedPercent(x) {
-  const text = x.toFixed(1);
-  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
-}
-function mib(bytes) {
-  const m = bytes / (1 << 20);
-  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
-}
-function micros(us) {
-  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
-}
-
-// src/report/calibration.ts
-var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
-}
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  const oneIn = Math.round(1 / (1 - c3.confidence));
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
-  }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
-}
-var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
-function championCheck(a2) {
-  const findings = [];
-  const notes = [];
-  for (const c3 of a2.comparisons) {
-    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
-      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
-    }
-    const [lo, hi] = c3.ciMs;
-    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)})`;
-    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms`);
-    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
-  }
-  return { passed: findings.length === 0, findings, notes };
-}
-
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join3 } from "node:path";
-
-// src/report/arms.ts
-var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
-function armsOf(a2) {
-  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
-  const champion = portName2(a2.targets?.champion, "the champion's port");
-  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
-  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
-}
-function portName2(target, otherwise) {
-  if (!target) return otherwise;
-  try {
-    const u2 = new URL(target);
-    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
-  } catch {
-    return otherwise;
-  }
-}
-
-// src/report/scale.ts
-function niceTicks(lo, hi, target = 5) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
-  if (lo === hi) {
-    const pad = Math.abs(lo) * 0.1 || 0.01;
-    [lo, hi] = [lo - pad, hi + pad];
-  }
-  const raw = (hi - lo) / target;
-  const power = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
-  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
-  const ticks = [];
-  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
-  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
-  return { ticks, step, decimals };
-}
-function chartScale(values, c3) {
-  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
-  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
-  let lo = Math.min(...data);
-  let hi = Math.max(...data);
-  const reach = Math.max(Math.abs(lo), Math.abs(hi));
-  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
-  if (threshold !== null) hi = Math.max(hi, threshold);
-  const span = hi - lo || reach || 0.01;
-  lo -= lo < 0 ? span * 0.03 : 0;
-  hi += hi > 0 ? span * 0.03 : 0;
-  const t = niceTicks(lo, hi, 6);
-  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
-}
-function tickLabel(v, decimals) {
-  if (v === 0) return "0";
-  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
-}
-
-// src/report/chart.ts
-var MAX_BARS = 60;
-function bars(d, maxBars = MAX_BARS) {
-  const per = Math.ceil(d.length / maxBars);
-  const out = [];
-  for (let i2 = 0; i2 < d.length; i2 += per) {
-    const bin = d.slice(i2, i2 + per);
-    const last = Math.min(i2 + per, d.length);
-    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
-  }
-  return { bars: out, per };
-}
-function title(c3, percentile2, arms, per) {
-  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
-}
-function marks(c3, scale) {
-  return {
-    floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
-    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
-    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
-  };
-}
-var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
-var PLOT_COLUMNS = 48;
-function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
-  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
-  const zero = col(0);
-  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
-  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
-  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
-  const canvas = () => {
-    const line = Array(PLOT_COLUMNS).fill(" ");
-    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
-    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
-    line[zero] = "\u2502";
-    return line;
-  };
-  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
-  const axis = Array(PLOT_COLUMNS).fill("\u2500");
-  let free = 0;
-  for (const t of scale.ticks) {
-    const text = tickLabel(t, scale.decimals);
-    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
-    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
-    if (at < free) continue;
-    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
-    free = at + text.length + 1;
-  }
-  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
-  for (const r of rows2) {
-    const line = canvas();
-    const to = col(r.value);
-    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
-    out.push(row(r.label, signedMs(r.value), line));
-  }
-  const ci = canvas();
-  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
-  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
-  ci[lo] = "\u251C";
-  ci[hi] = "\u2524";
-  ci[col(c3.estimateMs)] = "\u25CF";
-  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
-  const m = marks(c3, scale);
-  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
-  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
-  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
-}
-function forArms(c3, arms) {
-  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
-}
-var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const width = 760;
-  const height = 340;
-  const m = { top: 44, right: 190, bottom: 46, left: 64 };
-  const plotW = width - m.left - m.right;
-  const plotH = height - m.top - m.bottom;
-  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
-  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
-  const slot = plotW / Math.max(1, rows2.length);
-  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
-  const f = (v) => v.toFixed(1);
-  const right = m.left + plotW;
-  const grid2 = scale.ticks.map((t) => [
-    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
-    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
-  ].join("\n  ")).join("\n  ");
-  const barRects = rows2.map((r, i2) => {
-    const top = Math.min(y(r.value), y(0));
-    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
-    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
-  }).join("\n  ");
-  const everyNth = Math.ceil(rows2.length / 15);
-  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
-  const mk = marks(c3, scale);
-  const lines = [
-    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
-    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
-    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
-  ];
-  const placed = [];
-  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
-    let at = y(l.v) + 4;
-    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
-    placed.push(at);
-    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
-  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
-  }).join("\n  ");
-  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
-  <title>${esc2(title(c3, percentile2, arms, per))}</title>
-  <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
-  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
-  ${band}
-  ${grid2}
-  ${barRects}
-  ${labels}
-  ${xLabels}
-  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
-</svg>
-`;
-}
-
-// src/report/json.ts
-function amountJson(r) {
-  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
-}
-function comparisonJson(c3) {
-  return {
-    key: c3.key,
-    workload: c3.workload,
-    rate: c3.rate,
-    verdict: c3.verdict,
-    grey_kind: c3.greyKind,
-    latency: c3.latency,
-    blocking: c3.blocking,
-    blocked_by: c3.blockedBy,
-    blocking_decisive: c3.blockingDecisive,
-    estimate_ms: c3.estimateMs,
-    ci_ms: c3.ciMs,
-    confidence: c3.confidence,
-    estimator: c3.estimator.kind,
-    estimator_fallback: c3.estimator.fallback,
-    se_ms: c3.seMs,
-    efficiency: c3.efficiency && {
-      half_width_ms: c3.efficiency.halfWidthMs,
-      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
-      host_adds_percent: c3.efficiency.hostAddsPercent,
-      narrowed_by: c3.efficiency.narrowedBy
-    },
-    pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
-    looks: c3.looks,
-    look_history: c3.lookHistory.map((l) => ({ look: l.look, run: l.run, pairs: l.pairs, estimate_ms: l.estimateMs, ci_ms: l.ciMs, confidence: l.confidence })),
-    runs: c3.runs,
-    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
-    bootstrap_ci_ms: c3.bootstrapCiMs,
-    sign_test: c3.signTest,
-    sign_test_p: c3.signTest.p,
-    wilcoxon: c3.wilcoxon,
-    wilcoxon_p: c3.wilcoxon.p,
-    p50_ms: c3.p50Ms,
-    p999_ms: c3.p999Ms,
-    throughput_rps: c3.throughput,
-    error_regression: c3.errorRegression,
-    resources: c3.resources && {
-      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
-      cpu_cores: amountJson(c3.resources.cpuCores),
-      rss_bytes: amountJson(c3.resources.rssBytes)
-    },
-    cpu_limit_percent: c3.cpuLimitPercent,
-    champion: c3.champion,
-    challenger: c3.challenger,
-    floor_ms: c3.floorMs,
-    threshold_ms: c3.thresholdMs,
-    flags: c3.flags,
-    pairs_detail: c3.detail
-  };
-}
-function analysisJson(a2, host = null) {
-  const h2 = a2.headline;
-  return {
-    verdict: a2.verdict,
-    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
-    host,
-    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
-    blocking: a2.blocking,
-    blocked_by: h2.blockedBy,
-    estimate_ms: h2.estimateMs,
-    ci_ms: h2.ciMs,
-    pairs: h2.pairs,
-    percentile: a2.percentile,
-    floor_ms: h2.floorMs,
-    threshold_ms: h2.thresholdMs,
-    method: a2.method,
-    sign_test_p: h2.signTest.p,
-    wilcoxon_p: h2.wilcoxon.p,
-    seed: a2.seed,
-    headline: h2.key,
-    comparisons: a2.comparisons.map(comparisonJson),
-    runs: a2.runs,
-    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
-    preflight_flags: a2.preflight
-  };
-}
-function droppedPairJson(d) {
-  return {
-    run: d.run,
-    pair: d.pair,
-    reason: d.reason,
-    disturbances: d.disturbances.map((x) => ({
-      arm: x.arm,
-      index: x.index,
-      lag_at: x.lagAt,
-      lag_ms: x.lagMs,
-      lag_limit_ms: x.lagLimitMs,
-      rate_error_percent: x.rateErrorPercent,
-      lagging: x.lagging,
-      off_rate: x.offRate
-    })),
-    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, foreign_connections: x.foreignConnections, reason: x.reason }))
-  };
-}
-
-// src/experiment/artifacts.ts
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join3(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join3(dir, "analysis.json"),
-    chartPath: join3(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
-  ]);
-  return paths;
-}
-function writeResults(dir, documents) {
-  const path6 = join3(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
-}
-function writeUnmeasured(dir, e) {
-  const paths = { reportPath: join3(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join3(dir, "analysis.json") };
-  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
-  return paths;
-}
-function writeCalibrationReport(dir, report) {
-  const path6 = join3(dir, "calibration.md");
-  writeFiles(dir, [[path6, report]]);
-  return path6;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync3(path6, text);
-}
-
 // src/analysis/extension.ts
 function unclear(ci, thresholdMs) {
   return ci[0] <= thresholdMs && ci[1] >= thresholdMs || ci[0] <= -thresholdMs && ci[1] >= -thresholdMs;
@@ -71668,17 +71596,17 @@ function extensionWanted(c3, alpha, blocks) {
 function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const at = percentLabel(percentile2);
   if (arms.aa) return aaQuartet(c3, at, arms);
-  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
+  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
   if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
   return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
 }
 function aaQuartet(c3, at, arms) {
-  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
   const [lo, hi] = c3.ciMs;
   if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
+  return `${arms.challenger} measures ${ms(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
 }
 
 // src/report/resources.ts
@@ -71804,19 +71732,19 @@ function compared(a2, arms, runUrl2, host) {
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
-  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
+  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms(a2.settings.sloBudgetMs)} ms SLO budget`;
   if (a2.blocking) {
     const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
     return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
-  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
   if (a2.verdict === "green") return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
-  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
+  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms(h2.thresholdMs)} ms, the block threshold.`;
   if (kind === "within floor") {
-    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
+    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
   }
-  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
+  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
 }
 function blockReason(c3, reason, budget) {
   if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
@@ -71824,14 +71752,14 @@ function blockReason(c3, reason, budget) {
     const cpu = c3.resources.cpuUsPerRequest;
     return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
   }
-  return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
+  return `the regression exceeds the block threshold of ${ms(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
 }
 function preflightWarning(flags) {
   const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
   return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
-  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
+  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms(c3.floorMs)} ms)`}`).join(", ");
   const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
   const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
@@ -71850,9 +71778,9 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
   out.push(
     `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
-    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| p50 | ${ms(c3.champion.p50Ms)} ms | ${ms(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms(c3.champion.sloMs)} ms | ${ms(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms(c3.champion.p999Ms)} ms | ${ms(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     ...resourceRows(c3)
@@ -71865,7 +71793,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
     "",
     `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
     "",
-    `Tests at ${p}: the interval's t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; on the ${c3.pairs} paired differences (${arms.difference}), bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.`
+    `Tests at ${p}: the interval's t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; on the ${c3.pairs} paired differences (${arms.difference}), bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms(c3.thresholdMs)} ms.`
   );
   if (maxRows > 0) {
     const rows2 = c3.detail.slice(0, maxRows);
@@ -71873,7 +71801,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
       "",
       `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
       `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
-      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
       ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
     );
   }
@@ -71982,6 +71910,80 @@ function settingsFor(config2, d) {
     ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
     ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
   };
+}
+
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+function championCheck(a2) {
+  const findings = [];
+  const notes = [];
+  for (const c3 of a2.comparisons) {
+    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
+      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
+    }
+    const [lo, hi] = c3.ciMs;
+    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)})`;
+    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
+    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
+  }
+  return { passed: findings.length === 0, findings, notes };
 }
 
 // src/report/notes.ts
@@ -72142,7 +72144,10 @@ function writeWhyNot(e, dir) {
 function failuresOf(run2) {
   const biased = biasedCalibrations(run2.calibrations);
   const unrecorded = run2.calibrations.filter((c3) => c3.notRecorded !== null);
-  return [...biased.length > 0 ? [`biased host: ${biased.map(calibrationLine).join("; ")}`] : [], ...unrecorded.map(calibrationLine)];
+  return [
+    ...biased.length > 0 ? [`biased host: ${biased.map(calibrationLine).join("; ")}`] : [],
+    ...unrecorded.map(calibrationLine)
+  ];
 }
 async function reportHost(o2, job) {
   if (!o2.ok) {
@@ -72183,7 +72188,9 @@ ${what}`;
   setOutput("host-biased", String(done.some((r) => biasedCalibrations(r.calibrations).length > 0)));
   setOutput("report-path", writeCalibrationReport(job.outputDir, report));
   setOutput("result-path", job.outputDir);
-  const failures = outcomes.flatMap((o2) => o2.ok ? failuresOf(o2.value).map((f) => `${o2.name}: ${f}`) : [`${o2.name}: not calibrated: ${o2.error.message.split("\n")[0]}`]);
+  const failures = outcomes.flatMap(
+    (o2) => o2.ok ? failuresOf(o2.value).map((f) => `${o2.name}: ${f}`) : [`${o2.name}: not calibrated: ${o2.error.message.split("\n")[0]}`]
+  );
   if (failures.length > 0) setFailed(`perf-gate: ${failures.join("; ")}`);
 }
 
@@ -72658,12 +72665,17 @@ ${verdict.body}`).write();
     else info(verdict.title);
   } catch (e) {
     const now = await championsNow(pool);
-    await gh.finishCheck(check2, "failure", "perf-gate: promotion failed", `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
+    await gh.finishCheck(
+      check2,
+      "failure",
+      "perf-gate: promotion failed",
+      `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
 
 \`\`\`
 ${e.message}
 \`\`\`
-`).catch((ghError) => warning(`could not report the failure on GitHub: ${ghError.message}`));
+`
+    ).catch((ghError) => warning(`could not report the failure on GitHub: ${ghError.message}`));
     throw e;
   } finally {
     pool.close();
@@ -72673,11 +72685,19 @@ async function promoteOn(host, name2, config2, job, sha2, artifact) {
   const say = sayFor(job, name2);
   const before = await host.status();
   if (before.champion === sha2) {
-    return { state: "already", said: await host.promote(sha2, config2.service, job.busyDeadline), previous: before.previous };
+    return {
+      state: "already",
+      said: await host.promote(sha2, config2.service, job.busyDeadline),
+      previous: before.previous
+    };
   }
   say(await host.deploy("champion", sha2, artifact));
   say(await host.promote(sha2, config2.service, job.busyDeadline));
-  return { state: "promoted", previous: before.champion, verification: await verify(host, name2, config2, job, "promote", sha2) };
+  return {
+    state: "promoted",
+    previous: before.champion,
+    verification: await verify(host, name2, config2, job, "promote", sha2)
+  };
 }
 async function settlePromotion(pool, job, sha2, outcomes) {
   const short = sha2.slice(0, 7);
@@ -72690,27 +72710,52 @@ async function settlePromotion(pool, job, sha2, outcomes) {
 ${d.verification.text}`).join("\n\n");
   const failedChecks = swapped.filter((d) => !d.verification.passed);
   if (failedChecks.length > 0) {
-    const restored = await pool.each(async ({ name: name2, client }) => swapped.some((d) => d.name === name2) ? client.rollback(job.busyDeadline) : null);
-    const said = restored.flatMap((r) => r.ok ? r.value === null ? [] : [one2 ? r.value : `${r.name}: ${r.value}`] : [`${r.name}: the rollback failed: ${r.error.message}`]);
+    const restored = await pool.each(
+      async ({ name: name2, client }) => swapped.some((d) => d.name === name2) ? client.rollback(job.busyDeadline) : null
+    );
+    const said = restored.flatMap(
+      (r) => r.ok ? r.value === null ? [] : [one2 ? r.value : `${r.name}: ${r.value}`] : [`${r.name}: the rollback failed: ${r.error.message}`]
+    );
     const title3 = one2 ? `promotion of ${short} failed its A/A check; rolled back` : `promotion of ${short} failed its A/A check on ${names(failedChecks)}; rolled back on ${names(swapped)}`;
     const failures = failedChecks.flatMap((d) => d.verification.findings.map((f) => one2 ? f : `${d.name}: ${f}`));
-    return { conclusion: "failure", title: title3, body: `**${title3}.** ${said.join("; ")}
+    return {
+      conclusion: "failure",
+      title: title3,
+      body: `**${title3}.** ${said.join("; ")}
 
-${checks}`, promoted: false, previous, failures };
+${checks}`,
+      promoted: false,
+      previous,
+      failures
+    };
   }
   const unmeasured = swapped.filter((d) => d.verification.unmeasured);
   const failed2 = outcomes.flatMap((o2) => o2.ok ? [] : [{ name: o2.name, error: o2.error }]);
   if (failed2.length === 0) {
     if (swapped.length === 0) {
       const said = done.map((d) => d.state === "already" ? one2 ? d.said : `${d.name}: ${d.said}` : "").join("\n");
-      return { conclusion: "success", title: `${short} is already the champion${one2 ? "" : " on every host"}`, body: said, promoted: true, previous, failures: [] };
+      return {
+        conclusion: "success",
+        title: `${short} is already the champion${one2 ? "" : " on every host"}`,
+        body: said,
+        promoted: true,
+        previous,
+        failures: []
+      };
     }
     const where = one2 ? "" : ` on all ${outcomes.length} hosts`;
     const how = unmeasured.length === 0 ? one2 ? "passed" : "passed on each" : `could not measure${one2 ? "" : ` on ${names(unmeasured)}`}`;
     const title3 = `champion is now ${short}${where} (previous ${orNone(previous)} kept for rollback); A/A check ${how}`;
-    return { conclusion: unmeasured.length > 0 ? "neutral" : "success", title: title3, body: `**${title3}.**
+    return {
+      conclusion: unmeasured.length > 0 ? "neutral" : "success",
+      title: title3,
+      body: `**${title3}.**
 
-${checks}`, promoted: true, previous, failures: [] };
+${checks}`,
+      promoted: true,
+      previous,
+      failures: []
+    };
   }
   const serving = await pool.ask((c3) => c3.status());
   const left = failed2.map(({ name: name2, error: error63 }) => {
@@ -72744,25 +72789,43 @@ async function runRollback(job) {
     const outcomes = await pool.each(async ({ name: name2, client }) => {
       const before = statuses.find((s) => s.name === name2);
       if (!before.ok) throw before.error;
-      if (pool.size > 1 && before.value.champion !== champion) return { state: "skipped", why: `it serves ${orNone(before.value.champion)}, not the pool's ${orNone(champion)}: left as it is` };
+      if (pool.size > 1 && before.value.champion !== champion)
+        return {
+          state: "skipped",
+          why: `it serves ${orNone(before.value.champion)}, not the pool's ${orNone(champion)}: left as it is`
+        };
       sayFor(job, name2)(await client.rollback(job.busyDeadline));
       const after = await client.status();
-      return { state: "rolled", from: before.value.champion, after, verification: await verify(client, name2, config2, job, "rollback", after.champion) };
+      return {
+        state: "rolled",
+        from: before.value.champion,
+        after,
+        verification: await verify(client, name2, config2, job, "rollback", after.champion)
+      };
     });
     if (pool.size === 1 && !outcomes[0].ok) throw outcomes[0].error;
     const rolled = outcomes.flatMap((o2) => o2.ok && o2.value.state === "rolled" ? [{ name: o2.name, ...o2.value }] : []);
     const first = rolled[0];
     const verdictOf = (v) => v.unmeasured ? "could not measure" : v.passed ? "passed" : "failed";
     const title2 = first ? `champion is ${orNone(first.after.champion)} again${pool.size > 1 ? ` on ${names(rolled)}` : ""} (rolled back from ${orNone(first.from)}); A/A check ${rolled.map((r) => pool.size > 1 ? `${r.name} ${verdictOf(r.verification)}` : verdictOf(r.verification)).join(", ")}` : "no host was rolled back";
-    const others = outcomes.flatMap((o2) => !o2.ok ? [`- \`${o2.name}\`: ${o2.error.message.split("\n")[0]}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`] : o2.value.state === "skipped" ? [`- \`${o2.name}\`: ${o2.value.why}.`] : []);
-    const checks = rolled.map((r) => pool.size > 1 ? `#### ${r.name}
+    const others = outcomes.flatMap(
+      (o2) => !o2.ok ? [
+        `- \`${o2.name}\`: ${o2.error.message.split("\n")[0]}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`
+      ] : o2.value.state === "skipped" ? [`- \`${o2.name}\`: ${o2.value.why}.`] : []
+    );
+    const checks = rolled.map(
+      (r) => pool.size > 1 ? `#### ${r.name}
 
-${r.verification.text}` : r.verification.text);
+${r.verification.text}` : r.verification.text
+    );
     await summary.addRaw(`## perf-gate: ${title2}
 
 ${[...others, ...checks].join("\n\n")}`).write();
     if (first) setChampionOutputs(first.after.champion, first.after.previous);
-    const failures = [...rolled.flatMap((r) => r.verification.findings.map((f) => pool.size > 1 ? `${r.name}: ${f}` : f)), ...outcomes.flatMap((o2) => o2.ok ? [] : [`${o2.name}: ${o2.error.message.split("\n")[0]}`])];
+    const failures = [
+      ...rolled.flatMap((r) => r.verification.findings.map((f) => pool.size > 1 ? `${r.name}: ${f}` : f)),
+      ...outcomes.flatMap((o2) => o2.ok ? [] : [`${o2.name}: ${o2.error.message.split("\n")[0]}`])
+    ];
     if (failures.length > 0) setFailed(`perf-gate: ${title2}: ${failures.join("; ")}`);
     else info(title2);
   } finally {
@@ -72772,7 +72835,8 @@ ${[...others, ...checks].join("\n\n")}`).write();
 function promotedSha(job) {
   if (job.sha) return job.sha;
   if (job.runner.eventName === "push") return parsePushToDefaultBranch(readEvent(job.runner));
-  if (!/^[0-9a-f]{40}$/.test(job.runner.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
+  if (!/^[0-9a-f]{40}$/.test(job.runner.sha))
+    throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
   return job.runner.sha;
 }
 async function verify(host, name2, config2, job, verb, sha2) {
@@ -72792,24 +72856,40 @@ async function verify(host, name2, config2, job, verb, sha2) {
     });
     const analysis = decide(evidence.results, short, { seed, floors: (await host.status()).floors });
     const on6 = job.hosts.length > 1 ? name2 : null;
-    writeArtifacts(outDir, { analysis, report: markdownReport(analysis, { runUrl: job.runUrl, host: on6 }), documents: evidence.documents, host: on6 });
+    writeArtifacts(outDir, {
+      analysis,
+      report: markdownReport(analysis, { runUrl: job.runUrl, host: on6 }),
+      documents: evidence.documents,
+      host: on6
+    });
     const { passed, findings, notes } = championCheck(analysis);
     const result = quartet(analysis.headline, analysis.percentile, armsOf(analysis));
     const listed = [...findings, ...notes.map((n2) => `Note: ${n2}`)];
-    return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `
+    return {
+      passed,
+      findings,
+      text: `A/A check, the champion on both ports: ${result}.${listed.length ? `
 
-${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
+${listed.map((f) => `- ${f}`).join("\n")}` : ""}`
+    };
   } catch (e) {
     const message = e.message;
     if (e instanceof CouldNotMeasureError) {
-      warning(`perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${message.split("\n")[0]}`);
+      warning(
+        `perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${message.split("\n")[0]}`
+      );
       if (e.explained) writeUnmeasured(outDir, e.explained);
       const what = e.explained?.markdown ?? `\`\`\`
 ${message}
 \`\`\``;
-      return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:
+      return {
+        passed: true,
+        unmeasured: true,
+        findings: [],
+        text: `The A/A check could not measure, so it neither passes nor fails the champion:
 
-${what}` };
+${what}`
+      };
     }
     return { passed: false, findings: [message], text: `The A/A check could not run:
 
@@ -72820,7 +72900,8 @@ ${message}
 }
 async function championsNow(pool) {
   const now = await pool.ask((c3) => c3.status());
-  if (now.length === 1) return now[0].ok ? `the host's champion is ${orNone(now[0].value.champion)}` : "the host's champion could not be read";
+  if (now.length === 1)
+    return now[0].ok ? `the host's champion is ${orNone(now[0].value.champion)}` : "the host's champion could not be read";
   return `the hosts' champions: ${now.map((s) => `${s.name} ${s.ok ? orNone(s.value.champion) : "could not be read"}`).join(", ")}`;
 }
 function setChampionOutputs(champion, previous) {
