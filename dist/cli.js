@@ -1373,24 +1373,24 @@ var require_trees = __commonJS({
     function d_code(dist) {
       return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
     }
-    function put_short(s2, w) {
-      s2.pending_buf[s2.pending++] = w & 255;
-      s2.pending_buf[s2.pending++] = w >>> 8 & 255;
+    function put_short(s3, w) {
+      s3.pending_buf[s3.pending++] = w & 255;
+      s3.pending_buf[s3.pending++] = w >>> 8 & 255;
     }
-    function send_bits(s2, value, length) {
-      if (s2.bi_valid > Buf_size - length) {
-        s2.bi_buf |= value << s2.bi_valid & 65535;
-        put_short(s2, s2.bi_buf);
-        s2.bi_buf = value >> Buf_size - s2.bi_valid;
-        s2.bi_valid += length - Buf_size;
+    function send_bits(s3, value, length) {
+      if (s3.bi_valid > Buf_size - length) {
+        s3.bi_buf |= value << s3.bi_valid & 65535;
+        put_short(s3, s3.bi_buf);
+        s3.bi_buf = value >> Buf_size - s3.bi_valid;
+        s3.bi_valid += length - Buf_size;
       } else {
-        s2.bi_buf |= value << s2.bi_valid & 65535;
-        s2.bi_valid += length;
+        s3.bi_buf |= value << s3.bi_valid & 65535;
+        s3.bi_valid += length;
       }
     }
-    function send_code(s2, c3, tree) {
+    function send_code(s3, c3, tree) {
       send_bits(
-        s2,
+        s3,
         tree[c3 * 2],
         tree[c3 * 2 + 1]
         /*.Len*/
@@ -1405,18 +1405,18 @@ var require_trees = __commonJS({
       } while (--len > 0);
       return res >>> 1;
     }
-    function bi_flush(s2) {
-      if (s2.bi_valid === 16) {
-        put_short(s2, s2.bi_buf);
-        s2.bi_buf = 0;
-        s2.bi_valid = 0;
-      } else if (s2.bi_valid >= 8) {
-        s2.pending_buf[s2.pending++] = s2.bi_buf & 255;
-        s2.bi_buf >>= 8;
-        s2.bi_valid -= 8;
+    function bi_flush(s3) {
+      if (s3.bi_valid === 16) {
+        put_short(s3, s3.bi_buf);
+        s3.bi_buf = 0;
+        s3.bi_valid = 0;
+      } else if (s3.bi_valid >= 8) {
+        s3.pending_buf[s3.pending++] = s3.bi_buf & 255;
+        s3.bi_buf >>= 8;
+        s3.bi_valid -= 8;
       }
     }
-    function gen_bitlen(s2, desc) {
+    function gen_bitlen(s3, desc) {
       var tree = desc.dyn_tree;
       var max_code = desc.max_code;
       var stree = desc.stat_desc.static_tree;
@@ -1431,11 +1431,11 @@ var require_trees = __commonJS({
       var f;
       var overflow = 0;
       for (bits = 0; bits <= MAX_BITS; bits++) {
-        s2.bl_count[bits] = 0;
+        s3.bl_count[bits] = 0;
       }
-      tree[s2.heap[s2.heap_max] * 2 + 1] = 0;
-      for (h2 = s2.heap_max + 1; h2 < HEAP_SIZE; h2++) {
-        n2 = s2.heap[h2];
+      tree[s3.heap[s3.heap_max] * 2 + 1] = 0;
+      for (h2 = s3.heap_max + 1; h2 < HEAP_SIZE; h2++) {
+        n2 = s3.heap[h2];
         bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
         if (bits > max_length) {
           bits = max_length;
@@ -1445,15 +1445,15 @@ var require_trees = __commonJS({
         if (n2 > max_code) {
           continue;
         }
-        s2.bl_count[bits]++;
+        s3.bl_count[bits]++;
         xbits = 0;
         if (n2 >= base) {
           xbits = extra[n2 - base];
         }
         f = tree[n2 * 2];
-        s2.opt_len += f * (bits + xbits);
+        s3.opt_len += f * (bits + xbits);
         if (has_stree) {
-          s2.static_len += f * (stree[n2 * 2 + 1] + xbits);
+          s3.static_len += f * (stree[n2 * 2 + 1] + xbits);
         }
       }
       if (overflow === 0) {
@@ -1461,23 +1461,23 @@ var require_trees = __commonJS({
       }
       do {
         bits = max_length - 1;
-        while (s2.bl_count[bits] === 0) {
+        while (s3.bl_count[bits] === 0) {
           bits--;
         }
-        s2.bl_count[bits]--;
-        s2.bl_count[bits + 1] += 2;
-        s2.bl_count[max_length]--;
+        s3.bl_count[bits]--;
+        s3.bl_count[bits + 1] += 2;
+        s3.bl_count[max_length]--;
         overflow -= 2;
       } while (overflow > 0);
       for (bits = max_length; bits !== 0; bits--) {
-        n2 = s2.bl_count[bits];
+        n2 = s3.bl_count[bits];
         while (n2 !== 0) {
-          m = s2.heap[--h2];
+          m = s3.heap[--h2];
           if (m > max_code) {
             continue;
           }
           if (tree[m * 2 + 1] !== bits) {
-            s2.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
+            s3.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
             tree[m * 2 + 1] = bits;
           }
           n2--;
@@ -1562,95 +1562,95 @@ var require_trees = __commonJS({
       static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
       static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
     }
-    function init_block(s2) {
+    function init_block(s3) {
       var n2;
       for (n2 = 0; n2 < L_CODES; n2++) {
-        s2.dyn_ltree[n2 * 2] = 0;
+        s3.dyn_ltree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < D_CODES; n2++) {
-        s2.dyn_dtree[n2 * 2] = 0;
+        s3.dyn_dtree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < BL_CODES; n2++) {
-        s2.bl_tree[n2 * 2] = 0;
+        s3.bl_tree[n2 * 2] = 0;
       }
-      s2.dyn_ltree[END_BLOCK * 2] = 1;
-      s2.opt_len = s2.static_len = 0;
-      s2.last_lit = s2.matches = 0;
+      s3.dyn_ltree[END_BLOCK * 2] = 1;
+      s3.opt_len = s3.static_len = 0;
+      s3.last_lit = s3.matches = 0;
     }
-    function bi_windup(s2) {
-      if (s2.bi_valid > 8) {
-        put_short(s2, s2.bi_buf);
-      } else if (s2.bi_valid > 0) {
-        s2.pending_buf[s2.pending++] = s2.bi_buf;
+    function bi_windup(s3) {
+      if (s3.bi_valid > 8) {
+        put_short(s3, s3.bi_buf);
+      } else if (s3.bi_valid > 0) {
+        s3.pending_buf[s3.pending++] = s3.bi_buf;
       }
-      s2.bi_buf = 0;
-      s2.bi_valid = 0;
+      s3.bi_buf = 0;
+      s3.bi_valid = 0;
     }
-    function copy_block(s2, buf, len, header) {
-      bi_windup(s2);
+    function copy_block(s3, buf, len, header) {
+      bi_windup(s3);
       if (header) {
-        put_short(s2, len);
-        put_short(s2, ~len);
+        put_short(s3, len);
+        put_short(s3, ~len);
       }
-      utils.arraySet(s2.pending_buf, s2.window, buf, len, s2.pending);
-      s2.pending += len;
+      utils.arraySet(s3.pending_buf, s3.window, buf, len, s3.pending);
+      s3.pending += len;
     }
     function smaller(tree, n2, m, depth) {
       var _n2 = n2 * 2;
       var _m2 = m * 2;
       return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
     }
-    function pqdownheap(s2, tree, k) {
-      var v = s2.heap[k];
+    function pqdownheap(s3, tree, k) {
+      var v = s3.heap[k];
       var j = k << 1;
-      while (j <= s2.heap_len) {
-        if (j < s2.heap_len && smaller(tree, s2.heap[j + 1], s2.heap[j], s2.depth)) {
+      while (j <= s3.heap_len) {
+        if (j < s3.heap_len && smaller(tree, s3.heap[j + 1], s3.heap[j], s3.depth)) {
           j++;
         }
-        if (smaller(tree, v, s2.heap[j], s2.depth)) {
+        if (smaller(tree, v, s3.heap[j], s3.depth)) {
           break;
         }
-        s2.heap[k] = s2.heap[j];
+        s3.heap[k] = s3.heap[j];
         k = j;
         j <<= 1;
       }
-      s2.heap[k] = v;
+      s3.heap[k] = v;
     }
-    function compress_block(s2, ltree, dtree) {
+    function compress_block(s3, ltree, dtree) {
       var dist;
       var lc;
       var lx = 0;
       var code;
       var extra;
-      if (s2.last_lit !== 0) {
+      if (s3.last_lit !== 0) {
         do {
-          dist = s2.pending_buf[s2.d_buf + lx * 2] << 8 | s2.pending_buf[s2.d_buf + lx * 2 + 1];
-          lc = s2.pending_buf[s2.l_buf + lx];
+          dist = s3.pending_buf[s3.d_buf + lx * 2] << 8 | s3.pending_buf[s3.d_buf + lx * 2 + 1];
+          lc = s3.pending_buf[s3.l_buf + lx];
           lx++;
           if (dist === 0) {
-            send_code(s2, lc, ltree);
+            send_code(s3, lc, ltree);
           } else {
             code = _length_code[lc];
-            send_code(s2, code + LITERALS + 1, ltree);
+            send_code(s3, code + LITERALS + 1, ltree);
             extra = extra_lbits[code];
             if (extra !== 0) {
               lc -= base_length[code];
-              send_bits(s2, lc, extra);
+              send_bits(s3, lc, extra);
             }
             dist--;
             code = d_code(dist);
-            send_code(s2, code, dtree);
+            send_code(s3, code, dtree);
             extra = extra_dbits[code];
             if (extra !== 0) {
               dist -= base_dist[code];
-              send_bits(s2, dist, extra);
+              send_bits(s3, dist, extra);
             }
           }
-        } while (lx < s2.last_lit);
+        } while (lx < s3.last_lit);
       }
-      send_code(s2, END_BLOCK, ltree);
+      send_code(s3, END_BLOCK, ltree);
     }
-    function build_tree(s2, desc) {
+    function build_tree(s3, desc) {
       var tree = desc.dyn_tree;
       var stree = desc.stat_desc.static_tree;
       var has_stree = desc.stat_desc.has_stree;
@@ -1658,73 +1658,73 @@ var require_trees = __commonJS({
       var n2, m;
       var max_code = -1;
       var node2;
-      s2.heap_len = 0;
-      s2.heap_max = HEAP_SIZE;
+      s3.heap_len = 0;
+      s3.heap_max = HEAP_SIZE;
       for (n2 = 0; n2 < elems; n2++) {
         if (tree[n2 * 2] !== 0) {
-          s2.heap[++s2.heap_len] = max_code = n2;
-          s2.depth[n2] = 0;
+          s3.heap[++s3.heap_len] = max_code = n2;
+          s3.depth[n2] = 0;
         } else {
           tree[n2 * 2 + 1] = 0;
         }
       }
-      while (s2.heap_len < 2) {
-        node2 = s2.heap[++s2.heap_len] = max_code < 2 ? ++max_code : 0;
+      while (s3.heap_len < 2) {
+        node2 = s3.heap[++s3.heap_len] = max_code < 2 ? ++max_code : 0;
         tree[node2 * 2] = 1;
-        s2.depth[node2] = 0;
-        s2.opt_len--;
+        s3.depth[node2] = 0;
+        s3.opt_len--;
         if (has_stree) {
-          s2.static_len -= stree[node2 * 2 + 1];
+          s3.static_len -= stree[node2 * 2 + 1];
         }
       }
       desc.max_code = max_code;
-      for (n2 = s2.heap_len >> 1; n2 >= 1; n2--) {
-        pqdownheap(s2, tree, n2);
+      for (n2 = s3.heap_len >> 1; n2 >= 1; n2--) {
+        pqdownheap(s3, tree, n2);
       }
       node2 = elems;
       do {
-        n2 = s2.heap[
+        n2 = s3.heap[
           1
           /*SMALLEST*/
         ];
-        s2.heap[
+        s3.heap[
           1
           /*SMALLEST*/
-        ] = s2.heap[s2.heap_len--];
+        ] = s3.heap[s3.heap_len--];
         pqdownheap(
-          s2,
+          s3,
           tree,
           1
           /*SMALLEST*/
         );
-        m = s2.heap[
+        m = s3.heap[
           1
           /*SMALLEST*/
         ];
-        s2.heap[--s2.heap_max] = n2;
-        s2.heap[--s2.heap_max] = m;
+        s3.heap[--s3.heap_max] = n2;
+        s3.heap[--s3.heap_max] = m;
         tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
-        s2.depth[node2] = (s2.depth[n2] >= s2.depth[m] ? s2.depth[n2] : s2.depth[m]) + 1;
+        s3.depth[node2] = (s3.depth[n2] >= s3.depth[m] ? s3.depth[n2] : s3.depth[m]) + 1;
         tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
-        s2.heap[
+        s3.heap[
           1
           /*SMALLEST*/
         ] = node2++;
         pqdownheap(
-          s2,
+          s3,
           tree,
           1
           /*SMALLEST*/
         );
-      } while (s2.heap_len >= 2);
-      s2.heap[--s2.heap_max] = s2.heap[
+      } while (s3.heap_len >= 2);
+      s3.heap[--s3.heap_max] = s3.heap[
         1
         /*SMALLEST*/
       ];
-      gen_bitlen(s2, desc);
-      gen_codes(tree, max_code, s2.bl_count);
+      gen_bitlen(s3, desc);
+      gen_codes(tree, max_code, s3.bl_count);
     }
-    function scan_tree(s2, tree, max_code) {
+    function scan_tree(s3, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -1743,16 +1743,16 @@ var require_trees = __commonJS({
         if (++count4 < max_count && curlen === nextlen) {
           continue;
         } else if (count4 < min_count) {
-          s2.bl_tree[curlen * 2] += count4;
+          s3.bl_tree[curlen * 2] += count4;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            s2.bl_tree[curlen * 2]++;
+            s3.bl_tree[curlen * 2]++;
           }
-          s2.bl_tree[REP_3_6 * 2]++;
+          s3.bl_tree[REP_3_6 * 2]++;
         } else if (count4 <= 10) {
-          s2.bl_tree[REPZ_3_10 * 2]++;
+          s3.bl_tree[REPZ_3_10 * 2]++;
         } else {
-          s2.bl_tree[REPZ_11_138 * 2]++;
+          s3.bl_tree[REPZ_11_138 * 2]++;
         }
         count4 = 0;
         prevlen = curlen;
@@ -1768,7 +1768,7 @@ var require_trees = __commonJS({
         }
       }
     }
-    function send_tree(s2, tree, max_code) {
+    function send_tree(s3, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -1787,21 +1787,21 @@ var require_trees = __commonJS({
           continue;
         } else if (count4 < min_count) {
           do {
-            send_code(s2, curlen, s2.bl_tree);
+            send_code(s3, curlen, s3.bl_tree);
           } while (--count4 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            send_code(s2, curlen, s2.bl_tree);
+            send_code(s3, curlen, s3.bl_tree);
             count4--;
           }
-          send_code(s2, REP_3_6, s2.bl_tree);
-          send_bits(s2, count4 - 3, 2);
+          send_code(s3, REP_3_6, s3.bl_tree);
+          send_bits(s3, count4 - 3, 2);
         } else if (count4 <= 10) {
-          send_code(s2, REPZ_3_10, s2.bl_tree);
-          send_bits(s2, count4 - 3, 3);
+          send_code(s3, REPZ_3_10, s3.bl_tree);
+          send_bits(s3, count4 - 3, 3);
         } else {
-          send_code(s2, REPZ_11_138, s2.bl_tree);
-          send_bits(s2, count4 - 11, 7);
+          send_code(s3, REPZ_11_138, s3.bl_tree);
+          send_bits(s3, count4 - 11, 7);
         }
         count4 = 0;
         prevlen = curlen;
@@ -1817,82 +1817,82 @@ var require_trees = __commonJS({
         }
       }
     }
-    function build_bl_tree(s2) {
+    function build_bl_tree(s3) {
       var max_blindex;
-      scan_tree(s2, s2.dyn_ltree, s2.l_desc.max_code);
-      scan_tree(s2, s2.dyn_dtree, s2.d_desc.max_code);
-      build_tree(s2, s2.bl_desc);
+      scan_tree(s3, s3.dyn_ltree, s3.l_desc.max_code);
+      scan_tree(s3, s3.dyn_dtree, s3.d_desc.max_code);
+      build_tree(s3, s3.bl_desc);
       for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
-        if (s2.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
+        if (s3.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
           break;
         }
       }
-      s2.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
+      s3.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
       return max_blindex;
     }
-    function send_all_trees(s2, lcodes, dcodes, blcodes) {
+    function send_all_trees(s3, lcodes, dcodes, blcodes) {
       var rank;
-      send_bits(s2, lcodes - 257, 5);
-      send_bits(s2, dcodes - 1, 5);
-      send_bits(s2, blcodes - 4, 4);
+      send_bits(s3, lcodes - 257, 5);
+      send_bits(s3, dcodes - 1, 5);
+      send_bits(s3, blcodes - 4, 4);
       for (rank = 0; rank < blcodes; rank++) {
-        send_bits(s2, s2.bl_tree[bl_order[rank] * 2 + 1], 3);
+        send_bits(s3, s3.bl_tree[bl_order[rank] * 2 + 1], 3);
       }
-      send_tree(s2, s2.dyn_ltree, lcodes - 1);
-      send_tree(s2, s2.dyn_dtree, dcodes - 1);
+      send_tree(s3, s3.dyn_ltree, lcodes - 1);
+      send_tree(s3, s3.dyn_dtree, dcodes - 1);
     }
-    function detect_data_type(s2) {
+    function detect_data_type(s3) {
       var black_mask = 4093624447;
       var n2;
       for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
-        if (black_mask & 1 && s2.dyn_ltree[n2 * 2] !== 0) {
+        if (black_mask & 1 && s3.dyn_ltree[n2 * 2] !== 0) {
           return Z_BINARY;
         }
       }
-      if (s2.dyn_ltree[9 * 2] !== 0 || s2.dyn_ltree[10 * 2] !== 0 || s2.dyn_ltree[13 * 2] !== 0) {
+      if (s3.dyn_ltree[9 * 2] !== 0 || s3.dyn_ltree[10 * 2] !== 0 || s3.dyn_ltree[13 * 2] !== 0) {
         return Z_TEXT;
       }
       for (n2 = 32; n2 < LITERALS; n2++) {
-        if (s2.dyn_ltree[n2 * 2] !== 0) {
+        if (s3.dyn_ltree[n2 * 2] !== 0) {
           return Z_TEXT;
         }
       }
       return Z_BINARY;
     }
     var static_init_done = false;
-    function _tr_init(s2) {
+    function _tr_init(s3) {
       if (!static_init_done) {
         tr_static_init();
         static_init_done = true;
       }
-      s2.l_desc = new TreeDesc(s2.dyn_ltree, static_l_desc);
-      s2.d_desc = new TreeDesc(s2.dyn_dtree, static_d_desc);
-      s2.bl_desc = new TreeDesc(s2.bl_tree, static_bl_desc);
-      s2.bi_buf = 0;
-      s2.bi_valid = 0;
-      init_block(s2);
+      s3.l_desc = new TreeDesc(s3.dyn_ltree, static_l_desc);
+      s3.d_desc = new TreeDesc(s3.dyn_dtree, static_d_desc);
+      s3.bl_desc = new TreeDesc(s3.bl_tree, static_bl_desc);
+      s3.bi_buf = 0;
+      s3.bi_valid = 0;
+      init_block(s3);
     }
-    function _tr_stored_block(s2, buf, stored_len, last) {
-      send_bits(s2, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
-      copy_block(s2, buf, stored_len, true);
+    function _tr_stored_block(s3, buf, stored_len, last) {
+      send_bits(s3, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
+      copy_block(s3, buf, stored_len, true);
     }
-    function _tr_align(s2) {
-      send_bits(s2, STATIC_TREES << 1, 3);
-      send_code(s2, END_BLOCK, static_ltree);
-      bi_flush(s2);
+    function _tr_align(s3) {
+      send_bits(s3, STATIC_TREES << 1, 3);
+      send_code(s3, END_BLOCK, static_ltree);
+      bi_flush(s3);
     }
-    function _tr_flush_block(s2, buf, stored_len, last) {
+    function _tr_flush_block(s3, buf, stored_len, last) {
       var opt_lenb, static_lenb;
       var max_blindex = 0;
-      if (s2.level > 0) {
-        if (s2.strm.data_type === Z_UNKNOWN) {
-          s2.strm.data_type = detect_data_type(s2);
+      if (s3.level > 0) {
+        if (s3.strm.data_type === Z_UNKNOWN) {
+          s3.strm.data_type = detect_data_type(s3);
         }
-        build_tree(s2, s2.l_desc);
-        build_tree(s2, s2.d_desc);
-        max_blindex = build_bl_tree(s2);
-        opt_lenb = s2.opt_len + 3 + 7 >>> 3;
-        static_lenb = s2.static_len + 3 + 7 >>> 3;
+        build_tree(s3, s3.l_desc);
+        build_tree(s3, s3.d_desc);
+        max_blindex = build_bl_tree(s3);
+        opt_lenb = s3.opt_len + 3 + 7 >>> 3;
+        static_lenb = s3.static_len + 3 + 7 >>> 3;
         if (static_lenb <= opt_lenb) {
           opt_lenb = static_lenb;
         }
@@ -1900,34 +1900,34 @@ var require_trees = __commonJS({
         opt_lenb = static_lenb = stored_len + 5;
       }
       if (stored_len + 4 <= opt_lenb && buf !== -1) {
-        _tr_stored_block(s2, buf, stored_len, last);
-      } else if (s2.strategy === Z_FIXED || static_lenb === opt_lenb) {
-        send_bits(s2, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
-        compress_block(s2, static_ltree, static_dtree);
+        _tr_stored_block(s3, buf, stored_len, last);
+      } else if (s3.strategy === Z_FIXED || static_lenb === opt_lenb) {
+        send_bits(s3, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
+        compress_block(s3, static_ltree, static_dtree);
       } else {
-        send_bits(s2, (DYN_TREES << 1) + (last ? 1 : 0), 3);
-        send_all_trees(s2, s2.l_desc.max_code + 1, s2.d_desc.max_code + 1, max_blindex + 1);
-        compress_block(s2, s2.dyn_ltree, s2.dyn_dtree);
+        send_bits(s3, (DYN_TREES << 1) + (last ? 1 : 0), 3);
+        send_all_trees(s3, s3.l_desc.max_code + 1, s3.d_desc.max_code + 1, max_blindex + 1);
+        compress_block(s3, s3.dyn_ltree, s3.dyn_dtree);
       }
-      init_block(s2);
+      init_block(s3);
       if (last) {
-        bi_windup(s2);
+        bi_windup(s3);
       }
     }
-    function _tr_tally(s2, dist, lc) {
-      s2.pending_buf[s2.d_buf + s2.last_lit * 2] = dist >>> 8 & 255;
-      s2.pending_buf[s2.d_buf + s2.last_lit * 2 + 1] = dist & 255;
-      s2.pending_buf[s2.l_buf + s2.last_lit] = lc & 255;
-      s2.last_lit++;
+    function _tr_tally(s3, dist, lc) {
+      s3.pending_buf[s3.d_buf + s3.last_lit * 2] = dist >>> 8 & 255;
+      s3.pending_buf[s3.d_buf + s3.last_lit * 2 + 1] = dist & 255;
+      s3.pending_buf[s3.l_buf + s3.last_lit] = lc & 255;
+      s3.last_lit++;
       if (dist === 0) {
-        s2.dyn_ltree[lc * 2]++;
+        s3.dyn_ltree[lc * 2]++;
       } else {
-        s2.matches++;
+        s3.matches++;
         dist--;
-        s2.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
-        s2.dyn_dtree[d_code(dist) * 2]++;
+        s3.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
+        s3.dyn_dtree[d_code(dist) * 2]++;
       }
-      return s2.last_lit === s2.lit_bufsize - 1;
+      return s3.last_lit === s3.lit_bufsize - 1;
     }
     exports2._tr_init = _tr_init;
     exports2._tr_stored_block = _tr_stored_block;
@@ -1942,18 +1942,18 @@ var require_adler32 = __commonJS({
   "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
     "use strict";
     function adler32(adler, buf, len, pos) {
-      var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
+      var s1 = adler & 65535 | 0, s22 = adler >>> 16 & 65535 | 0, n2 = 0;
       while (len !== 0) {
         n2 = len > 2e3 ? 2e3 : len;
         len -= n2;
         do {
           s1 = s1 + buf[pos++] | 0;
-          s2 = s2 + s1 | 0;
+          s22 = s22 + s1 | 0;
         } while (--n2);
         s1 %= 65521;
-        s2 %= 65521;
+        s22 %= 65521;
       }
-      return s1 | s2 << 16 | 0;
+      return s1 | s22 << 16 | 0;
     }
     module2.exports = adler32;
   }
@@ -2081,35 +2081,35 @@ var require_deflate = __commonJS({
       }
     }
     function flush_pending(strm) {
-      var s2 = strm.state;
-      var len = s2.pending;
+      var s3 = strm.state;
+      var len = s3.pending;
       if (len > strm.avail_out) {
         len = strm.avail_out;
       }
       if (len === 0) {
         return;
       }
-      utils.arraySet(strm.output, s2.pending_buf, s2.pending_out, len, strm.next_out);
+      utils.arraySet(strm.output, s3.pending_buf, s3.pending_out, len, strm.next_out);
       strm.next_out += len;
-      s2.pending_out += len;
+      s3.pending_out += len;
       strm.total_out += len;
       strm.avail_out -= len;
-      s2.pending -= len;
-      if (s2.pending === 0) {
-        s2.pending_out = 0;
+      s3.pending -= len;
+      if (s3.pending === 0) {
+        s3.pending_out = 0;
       }
     }
-    function flush_block_only(s2, last) {
-      trees._tr_flush_block(s2, s2.block_start >= 0 ? s2.block_start : -1, s2.strstart - s2.block_start, last);
-      s2.block_start = s2.strstart;
-      flush_pending(s2.strm);
+    function flush_block_only(s3, last) {
+      trees._tr_flush_block(s3, s3.block_start >= 0 ? s3.block_start : -1, s3.strstart - s3.block_start, last);
+      s3.block_start = s3.strstart;
+      flush_pending(s3.strm);
     }
-    function put_byte(s2, b) {
-      s2.pending_buf[s2.pending++] = b;
+    function put_byte(s3, b) {
+      s3.pending_buf[s3.pending++] = b;
     }
-    function putShortMSB(s2, b) {
-      s2.pending_buf[s2.pending++] = b >>> 8 & 255;
-      s2.pending_buf[s2.pending++] = b & 255;
+    function putShortMSB(s3, b) {
+      s3.pending_buf[s3.pending++] = b >>> 8 & 255;
+      s3.pending_buf[s3.pending++] = b & 255;
     }
     function read_buf(strm, buf, start, size) {
       var len = strm.avail_in;
@@ -2130,25 +2130,25 @@ var require_deflate = __commonJS({
       strm.total_in += len;
       return len;
     }
-    function longest_match(s2, cur_match) {
-      var chain_length = s2.max_chain_length;
-      var scan = s2.strstart;
+    function longest_match(s3, cur_match) {
+      var chain_length = s3.max_chain_length;
+      var scan = s3.strstart;
       var match;
       var len;
-      var best_len = s2.prev_length;
-      var nice_match = s2.nice_match;
-      var limit = s2.strstart > s2.w_size - MIN_LOOKAHEAD ? s2.strstart - (s2.w_size - MIN_LOOKAHEAD) : 0;
-      var _win = s2.window;
-      var wmask = s2.w_mask;
-      var prev = s2.prev;
-      var strend = s2.strstart + MAX_MATCH;
+      var best_len = s3.prev_length;
+      var nice_match = s3.nice_match;
+      var limit = s3.strstart > s3.w_size - MIN_LOOKAHEAD ? s3.strstart - (s3.w_size - MIN_LOOKAHEAD) : 0;
+      var _win = s3.window;
+      var wmask = s3.w_mask;
+      var prev = s3.prev;
+      var strend = s3.strstart + MAX_MATCH;
       var scan_end1 = _win[scan + best_len - 1];
       var scan_end = _win[scan + best_len];
-      if (s2.prev_length >= s2.good_match) {
+      if (s3.prev_length >= s3.good_match) {
         chain_length >>= 2;
       }
-      if (nice_match > s2.lookahead) {
-        nice_match = s2.lookahead;
+      if (nice_match > s3.lookahead) {
+        nice_match = s3.lookahead;
       }
       do {
         match = cur_match;
@@ -2162,7 +2162,7 @@ var require_deflate = __commonJS({
         len = MAX_MATCH - (strend - scan);
         scan = strend - MAX_MATCH;
         if (len > best_len) {
-          s2.match_start = cur_match;
+          s3.match_start = cur_match;
           best_len = len;
           if (len >= nice_match) {
             break;
@@ -2171,356 +2171,356 @@ var require_deflate = __commonJS({
           scan_end = _win[scan + best_len];
         }
       } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
-      if (best_len <= s2.lookahead) {
+      if (best_len <= s3.lookahead) {
         return best_len;
       }
-      return s2.lookahead;
+      return s3.lookahead;
     }
-    function fill_window(s2) {
-      var _w_size = s2.w_size;
+    function fill_window(s3) {
+      var _w_size = s3.w_size;
       var p, n2, m, more, str;
       do {
-        more = s2.window_size - s2.lookahead - s2.strstart;
-        if (s2.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
-          utils.arraySet(s2.window, s2.window, _w_size, _w_size, 0);
-          s2.match_start -= _w_size;
-          s2.strstart -= _w_size;
-          s2.block_start -= _w_size;
-          n2 = s2.hash_size;
+        more = s3.window_size - s3.lookahead - s3.strstart;
+        if (s3.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
+          utils.arraySet(s3.window, s3.window, _w_size, _w_size, 0);
+          s3.match_start -= _w_size;
+          s3.strstart -= _w_size;
+          s3.block_start -= _w_size;
+          n2 = s3.hash_size;
           p = n2;
           do {
-            m = s2.head[--p];
-            s2.head[p] = m >= _w_size ? m - _w_size : 0;
+            m = s3.head[--p];
+            s3.head[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           n2 = _w_size;
           p = n2;
           do {
-            m = s2.prev[--p];
-            s2.prev[p] = m >= _w_size ? m - _w_size : 0;
+            m = s3.prev[--p];
+            s3.prev[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           more += _w_size;
         }
-        if (s2.strm.avail_in === 0) {
+        if (s3.strm.avail_in === 0) {
           break;
         }
-        n2 = read_buf(s2.strm, s2.window, s2.strstart + s2.lookahead, more);
-        s2.lookahead += n2;
-        if (s2.lookahead + s2.insert >= MIN_MATCH) {
-          str = s2.strstart - s2.insert;
-          s2.ins_h = s2.window[str];
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + 1]) & s2.hash_mask;
-          while (s2.insert) {
-            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
-            s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
-            s2.head[s2.ins_h] = str;
+        n2 = read_buf(s3.strm, s3.window, s3.strstart + s3.lookahead, more);
+        s3.lookahead += n2;
+        if (s3.lookahead + s3.insert >= MIN_MATCH) {
+          str = s3.strstart - s3.insert;
+          s3.ins_h = s3.window[str];
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + 1]) & s3.hash_mask;
+          while (s3.insert) {
+            s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + MIN_MATCH - 1]) & s3.hash_mask;
+            s3.prev[str & s3.w_mask] = s3.head[s3.ins_h];
+            s3.head[s3.ins_h] = str;
             str++;
-            s2.insert--;
-            if (s2.lookahead + s2.insert < MIN_MATCH) {
+            s3.insert--;
+            if (s3.lookahead + s3.insert < MIN_MATCH) {
               break;
             }
           }
         }
-      } while (s2.lookahead < MIN_LOOKAHEAD && s2.strm.avail_in !== 0);
+      } while (s3.lookahead < MIN_LOOKAHEAD && s3.strm.avail_in !== 0);
     }
-    function deflate_stored(s2, flush) {
+    function deflate_stored(s3, flush) {
       var max_block_size = 65535;
-      if (max_block_size > s2.pending_buf_size - 5) {
-        max_block_size = s2.pending_buf_size - 5;
+      if (max_block_size > s3.pending_buf_size - 5) {
+        max_block_size = s3.pending_buf_size - 5;
       }
       for (; ; ) {
-        if (s2.lookahead <= 1) {
-          fill_window(s2);
-          if (s2.lookahead === 0 && flush === Z_NO_FLUSH) {
+        if (s3.lookahead <= 1) {
+          fill_window(s3);
+          if (s3.lookahead === 0 && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
-        s2.strstart += s2.lookahead;
-        s2.lookahead = 0;
-        var max_start = s2.block_start + max_block_size;
-        if (s2.strstart === 0 || s2.strstart >= max_start) {
-          s2.lookahead = s2.strstart - max_start;
-          s2.strstart = max_start;
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+        s3.strstart += s3.lookahead;
+        s3.lookahead = 0;
+        var max_start = s3.block_start + max_block_size;
+        if (s3.strstart === 0 || s3.strstart >= max_start) {
+          s3.lookahead = s3.strstart - max_start;
+          s3.strstart = max_start;
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
-        if (s2.strstart - s2.block_start >= s2.w_size - MIN_LOOKAHEAD) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+        if (s3.strstart - s3.block_start >= s3.w_size - MIN_LOOKAHEAD) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.strstart > s2.block_start) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.strstart > s3.block_start) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_NEED_MORE;
     }
-    function deflate_fast(s2, flush) {
+    function deflate_fast(s3, flush) {
       var hash_head;
       var bflush;
       for (; ; ) {
-        if (s2.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s2);
-          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s3.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s3);
+          if (s3.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s2.lookahead >= MIN_MATCH) {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = s2.strstart;
+        if (s3.lookahead >= MIN_MATCH) {
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+          hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = s3.strstart;
         }
-        if (hash_head !== 0 && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
-          s2.match_length = longest_match(s2, hash_head);
+        if (hash_head !== 0 && s3.strstart - hash_head <= s3.w_size - MIN_LOOKAHEAD) {
+          s3.match_length = longest_match(s3, hash_head);
         }
-        if (s2.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s2, s2.strstart - s2.match_start, s2.match_length - MIN_MATCH);
-          s2.lookahead -= s2.match_length;
-          if (s2.match_length <= s2.max_lazy_match && s2.lookahead >= MIN_MATCH) {
-            s2.match_length--;
+        if (s3.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s3, s3.strstart - s3.match_start, s3.match_length - MIN_MATCH);
+          s3.lookahead -= s3.match_length;
+          if (s3.match_length <= s3.max_lazy_match && s3.lookahead >= MIN_MATCH) {
+            s3.match_length--;
             do {
-              s2.strstart++;
-              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-              s2.head[s2.ins_h] = s2.strstart;
-            } while (--s2.match_length !== 0);
-            s2.strstart++;
+              s3.strstart++;
+              s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+              hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+              s3.head[s3.ins_h] = s3.strstart;
+            } while (--s3.match_length !== 0);
+            s3.strstart++;
           } else {
-            s2.strstart += s2.match_length;
-            s2.match_length = 0;
-            s2.ins_h = s2.window[s2.strstart];
-            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + 1]) & s2.hash_mask;
+            s3.strstart += s3.match_length;
+            s3.match_length = 0;
+            s3.ins_h = s3.window[s3.strstart];
+            s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + 1]) & s3.hash_mask;
           }
         } else {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-          s2.lookahead--;
-          s2.strstart++;
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+          s3.lookahead--;
+          s3.strstart++;
         }
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
+      s3.insert = s3.strstart < MIN_MATCH - 1 ? s3.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_slow(s2, flush) {
+    function deflate_slow(s3, flush) {
       var hash_head;
       var bflush;
       var max_insert;
       for (; ; ) {
-        if (s2.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s2);
-          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s3.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s3);
+          if (s3.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s2.lookahead >= MIN_MATCH) {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = s2.strstart;
+        if (s3.lookahead >= MIN_MATCH) {
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+          hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = s3.strstart;
         }
-        s2.prev_length = s2.match_length;
-        s2.prev_match = s2.match_start;
-        s2.match_length = MIN_MATCH - 1;
-        if (hash_head !== 0 && s2.prev_length < s2.max_lazy_match && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
-          s2.match_length = longest_match(s2, hash_head);
-          if (s2.match_length <= 5 && (s2.strategy === Z_FILTERED || s2.match_length === MIN_MATCH && s2.strstart - s2.match_start > 4096)) {
-            s2.match_length = MIN_MATCH - 1;
+        s3.prev_length = s3.match_length;
+        s3.prev_match = s3.match_start;
+        s3.match_length = MIN_MATCH - 1;
+        if (hash_head !== 0 && s3.prev_length < s3.max_lazy_match && s3.strstart - hash_head <= s3.w_size - MIN_LOOKAHEAD) {
+          s3.match_length = longest_match(s3, hash_head);
+          if (s3.match_length <= 5 && (s3.strategy === Z_FILTERED || s3.match_length === MIN_MATCH && s3.strstart - s3.match_start > 4096)) {
+            s3.match_length = MIN_MATCH - 1;
           }
         }
-        if (s2.prev_length >= MIN_MATCH && s2.match_length <= s2.prev_length) {
-          max_insert = s2.strstart + s2.lookahead - MIN_MATCH;
-          bflush = trees._tr_tally(s2, s2.strstart - 1 - s2.prev_match, s2.prev_length - MIN_MATCH);
-          s2.lookahead -= s2.prev_length - 1;
-          s2.prev_length -= 2;
+        if (s3.prev_length >= MIN_MATCH && s3.match_length <= s3.prev_length) {
+          max_insert = s3.strstart + s3.lookahead - MIN_MATCH;
+          bflush = trees._tr_tally(s3, s3.strstart - 1 - s3.prev_match, s3.prev_length - MIN_MATCH);
+          s3.lookahead -= s3.prev_length - 1;
+          s3.prev_length -= 2;
           do {
-            if (++s2.strstart <= max_insert) {
-              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-              s2.head[s2.ins_h] = s2.strstart;
+            if (++s3.strstart <= max_insert) {
+              s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+              hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+              s3.head[s3.ins_h] = s3.strstart;
             }
-          } while (--s2.prev_length !== 0);
-          s2.match_available = 0;
-          s2.match_length = MIN_MATCH - 1;
-          s2.strstart++;
+          } while (--s3.prev_length !== 0);
+          s3.match_available = 0;
+          s3.match_length = MIN_MATCH - 1;
+          s3.strstart++;
           if (bflush) {
-            flush_block_only(s2, false);
-            if (s2.strm.avail_out === 0) {
+            flush_block_only(s3, false);
+            if (s3.strm.avail_out === 0) {
               return BS_NEED_MORE;
             }
           }
-        } else if (s2.match_available) {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
+        } else if (s3.match_available) {
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart - 1]);
           if (bflush) {
-            flush_block_only(s2, false);
+            flush_block_only(s3, false);
           }
-          s2.strstart++;
-          s2.lookahead--;
-          if (s2.strm.avail_out === 0) {
+          s3.strstart++;
+          s3.lookahead--;
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         } else {
-          s2.match_available = 1;
-          s2.strstart++;
-          s2.lookahead--;
+          s3.match_available = 1;
+          s3.strstart++;
+          s3.lookahead--;
         }
       }
-      if (s2.match_available) {
-        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
-        s2.match_available = 0;
+      if (s3.match_available) {
+        bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart - 1]);
+        s3.match_available = 0;
       }
-      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
+      s3.insert = s3.strstart < MIN_MATCH - 1 ? s3.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_rle(s2, flush) {
+    function deflate_rle(s3, flush) {
       var bflush;
       var prev;
       var scan, strend;
-      var _win = s2.window;
+      var _win = s3.window;
       for (; ; ) {
-        if (s2.lookahead <= MAX_MATCH) {
-          fill_window(s2);
-          if (s2.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
+        if (s3.lookahead <= MAX_MATCH) {
+          fill_window(s3);
+          if (s3.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
-        s2.match_length = 0;
-        if (s2.lookahead >= MIN_MATCH && s2.strstart > 0) {
-          scan = s2.strstart - 1;
+        s3.match_length = 0;
+        if (s3.lookahead >= MIN_MATCH && s3.strstart > 0) {
+          scan = s3.strstart - 1;
           prev = _win[scan];
           if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
-            strend = s2.strstart + MAX_MATCH;
+            strend = s3.strstart + MAX_MATCH;
             do {
             } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
-            s2.match_length = MAX_MATCH - (strend - scan);
-            if (s2.match_length > s2.lookahead) {
-              s2.match_length = s2.lookahead;
+            s3.match_length = MAX_MATCH - (strend - scan);
+            if (s3.match_length > s3.lookahead) {
+              s3.match_length = s3.lookahead;
             }
           }
         }
-        if (s2.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s2, 1, s2.match_length - MIN_MATCH);
-          s2.lookahead -= s2.match_length;
-          s2.strstart += s2.match_length;
-          s2.match_length = 0;
+        if (s3.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s3, 1, s3.match_length - MIN_MATCH);
+          s3.lookahead -= s3.match_length;
+          s3.strstart += s3.match_length;
+          s3.match_length = 0;
         } else {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-          s2.lookahead--;
-          s2.strstart++;
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+          s3.lookahead--;
+          s3.strstart++;
         }
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_huff(s2, flush) {
+    function deflate_huff(s3, flush) {
       var bflush;
       for (; ; ) {
-        if (s2.lookahead === 0) {
-          fill_window(s2);
-          if (s2.lookahead === 0) {
+        if (s3.lookahead === 0) {
+          fill_window(s3);
+          if (s3.lookahead === 0) {
             if (flush === Z_NO_FLUSH) {
               return BS_NEED_MORE;
             }
             break;
           }
         }
-        s2.match_length = 0;
-        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-        s2.lookahead--;
-        s2.strstart++;
+        s3.match_length = 0;
+        bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+        s3.lookahead--;
+        s3.strstart++;
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
@@ -2557,20 +2557,20 @@ var require_deflate = __commonJS({
       new Config(32, 258, 258, 4096, deflate_slow)
       /* 9 max compression */
     ];
-    function lm_init(s2) {
-      s2.window_size = 2 * s2.w_size;
-      zero(s2.head);
-      s2.max_lazy_match = configuration_table[s2.level].max_lazy;
-      s2.good_match = configuration_table[s2.level].good_length;
-      s2.nice_match = configuration_table[s2.level].nice_length;
-      s2.max_chain_length = configuration_table[s2.level].max_chain;
-      s2.strstart = 0;
-      s2.block_start = 0;
-      s2.lookahead = 0;
-      s2.insert = 0;
-      s2.match_length = s2.prev_length = MIN_MATCH - 1;
-      s2.match_available = 0;
-      s2.ins_h = 0;
+    function lm_init(s3) {
+      s3.window_size = 2 * s3.w_size;
+      zero(s3.head);
+      s3.max_lazy_match = configuration_table[s3.level].max_lazy;
+      s3.good_match = configuration_table[s3.level].good_length;
+      s3.nice_match = configuration_table[s3.level].nice_length;
+      s3.max_chain_length = configuration_table[s3.level].max_chain;
+      s3.strstart = 0;
+      s3.block_start = 0;
+      s3.lookahead = 0;
+      s3.insert = 0;
+      s3.match_length = s3.prev_length = MIN_MATCH - 1;
+      s3.match_available = 0;
+      s3.ins_h = 0;
     }
     function DeflateState() {
       this.strm = null;
@@ -2638,22 +2638,22 @@ var require_deflate = __commonJS({
       this.bi_valid = 0;
     }
     function deflateResetKeep(strm) {
-      var s2;
+      var s3;
       if (!strm || !strm.state) {
         return err(strm, Z_STREAM_ERROR);
       }
       strm.total_in = strm.total_out = 0;
       strm.data_type = Z_UNKNOWN;
-      s2 = strm.state;
-      s2.pending = 0;
-      s2.pending_out = 0;
-      if (s2.wrap < 0) {
-        s2.wrap = -s2.wrap;
+      s3 = strm.state;
+      s3.pending = 0;
+      s3.pending_out = 0;
+      if (s3.wrap < 0) {
+        s3.wrap = -s3.wrap;
       }
-      s2.status = s2.wrap ? INIT_STATE : BUSY_STATE;
-      strm.adler = s2.wrap === 2 ? 0 : 1;
-      s2.last_flush = Z_NO_FLUSH;
-      trees._tr_init(s2);
+      s3.status = s3.wrap ? INIT_STATE : BUSY_STATE;
+      strm.adler = s3.wrap === 2 ? 0 : 1;
+      s3.last_flush = Z_NO_FLUSH;
+      trees._tr_init(s3);
       return Z_OK;
     }
     function deflateReset(strm) {
@@ -2694,257 +2694,257 @@ var require_deflate = __commonJS({
       if (windowBits === 8) {
         windowBits = 9;
       }
-      var s2 = new DeflateState();
-      strm.state = s2;
-      s2.strm = strm;
-      s2.wrap = wrap;
-      s2.gzhead = null;
-      s2.w_bits = windowBits;
-      s2.w_size = 1 << s2.w_bits;
-      s2.w_mask = s2.w_size - 1;
-      s2.hash_bits = memLevel + 7;
-      s2.hash_size = 1 << s2.hash_bits;
-      s2.hash_mask = s2.hash_size - 1;
-      s2.hash_shift = ~~((s2.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
-      s2.window = new utils.Buf8(s2.w_size * 2);
-      s2.head = new utils.Buf16(s2.hash_size);
-      s2.prev = new utils.Buf16(s2.w_size);
-      s2.lit_bufsize = 1 << memLevel + 6;
-      s2.pending_buf_size = s2.lit_bufsize * 4;
-      s2.pending_buf = new utils.Buf8(s2.pending_buf_size);
-      s2.d_buf = 1 * s2.lit_bufsize;
-      s2.l_buf = (1 + 2) * s2.lit_bufsize;
-      s2.level = level;
-      s2.strategy = strategy;
-      s2.method = method;
+      var s3 = new DeflateState();
+      strm.state = s3;
+      s3.strm = strm;
+      s3.wrap = wrap;
+      s3.gzhead = null;
+      s3.w_bits = windowBits;
+      s3.w_size = 1 << s3.w_bits;
+      s3.w_mask = s3.w_size - 1;
+      s3.hash_bits = memLevel + 7;
+      s3.hash_size = 1 << s3.hash_bits;
+      s3.hash_mask = s3.hash_size - 1;
+      s3.hash_shift = ~~((s3.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
+      s3.window = new utils.Buf8(s3.w_size * 2);
+      s3.head = new utils.Buf16(s3.hash_size);
+      s3.prev = new utils.Buf16(s3.w_size);
+      s3.lit_bufsize = 1 << memLevel + 6;
+      s3.pending_buf_size = s3.lit_bufsize * 4;
+      s3.pending_buf = new utils.Buf8(s3.pending_buf_size);
+      s3.d_buf = 1 * s3.lit_bufsize;
+      s3.l_buf = (1 + 2) * s3.lit_bufsize;
+      s3.level = level;
+      s3.strategy = strategy;
+      s3.method = method;
       return deflateReset(strm);
     }
     function deflateInit(strm, level) {
       return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
     }
     function deflate(strm, flush) {
-      var old_flush, s2;
+      var old_flush, s3;
       var beg, val;
       if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
         return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
       }
-      s2 = strm.state;
-      if (!strm.output || !strm.input && strm.avail_in !== 0 || s2.status === FINISH_STATE && flush !== Z_FINISH) {
+      s3 = strm.state;
+      if (!strm.output || !strm.input && strm.avail_in !== 0 || s3.status === FINISH_STATE && flush !== Z_FINISH) {
         return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
       }
-      s2.strm = strm;
-      old_flush = s2.last_flush;
-      s2.last_flush = flush;
-      if (s2.status === INIT_STATE) {
-        if (s2.wrap === 2) {
+      s3.strm = strm;
+      old_flush = s3.last_flush;
+      s3.last_flush = flush;
+      if (s3.status === INIT_STATE) {
+        if (s3.wrap === 2) {
           strm.adler = 0;
-          put_byte(s2, 31);
-          put_byte(s2, 139);
-          put_byte(s2, 8);
-          if (!s2.gzhead) {
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
-            put_byte(s2, OS_CODE);
-            s2.status = BUSY_STATE;
+          put_byte(s3, 31);
+          put_byte(s3, 139);
+          put_byte(s3, 8);
+          if (!s3.gzhead) {
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, s3.level === 9 ? 2 : s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2 ? 4 : 0);
+            put_byte(s3, OS_CODE);
+            s3.status = BUSY_STATE;
           } else {
             put_byte(
-              s2,
-              (s2.gzhead.text ? 1 : 0) + (s2.gzhead.hcrc ? 2 : 0) + (!s2.gzhead.extra ? 0 : 4) + (!s2.gzhead.name ? 0 : 8) + (!s2.gzhead.comment ? 0 : 16)
+              s3,
+              (s3.gzhead.text ? 1 : 0) + (s3.gzhead.hcrc ? 2 : 0) + (!s3.gzhead.extra ? 0 : 4) + (!s3.gzhead.name ? 0 : 8) + (!s3.gzhead.comment ? 0 : 16)
             );
-            put_byte(s2, s2.gzhead.time & 255);
-            put_byte(s2, s2.gzhead.time >> 8 & 255);
-            put_byte(s2, s2.gzhead.time >> 16 & 255);
-            put_byte(s2, s2.gzhead.time >> 24 & 255);
-            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
-            put_byte(s2, s2.gzhead.os & 255);
-            if (s2.gzhead.extra && s2.gzhead.extra.length) {
-              put_byte(s2, s2.gzhead.extra.length & 255);
-              put_byte(s2, s2.gzhead.extra.length >> 8 & 255);
+            put_byte(s3, s3.gzhead.time & 255);
+            put_byte(s3, s3.gzhead.time >> 8 & 255);
+            put_byte(s3, s3.gzhead.time >> 16 & 255);
+            put_byte(s3, s3.gzhead.time >> 24 & 255);
+            put_byte(s3, s3.level === 9 ? 2 : s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2 ? 4 : 0);
+            put_byte(s3, s3.gzhead.os & 255);
+            if (s3.gzhead.extra && s3.gzhead.extra.length) {
+              put_byte(s3, s3.gzhead.extra.length & 255);
+              put_byte(s3, s3.gzhead.extra.length >> 8 & 255);
             }
-            if (s2.gzhead.hcrc) {
-              strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending, 0);
+            if (s3.gzhead.hcrc) {
+              strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending, 0);
             }
-            s2.gzindex = 0;
-            s2.status = EXTRA_STATE;
+            s3.gzindex = 0;
+            s3.status = EXTRA_STATE;
           }
         } else {
-          var header = Z_DEFLATED + (s2.w_bits - 8 << 4) << 8;
+          var header = Z_DEFLATED + (s3.w_bits - 8 << 4) << 8;
           var level_flags = -1;
-          if (s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2) {
+          if (s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2) {
             level_flags = 0;
-          } else if (s2.level < 6) {
+          } else if (s3.level < 6) {
             level_flags = 1;
-          } else if (s2.level === 6) {
+          } else if (s3.level === 6) {
             level_flags = 2;
           } else {
             level_flags = 3;
           }
           header |= level_flags << 6;
-          if (s2.strstart !== 0) {
+          if (s3.strstart !== 0) {
             header |= PRESET_DICT;
           }
           header += 31 - header % 31;
-          s2.status = BUSY_STATE;
-          putShortMSB(s2, header);
-          if (s2.strstart !== 0) {
-            putShortMSB(s2, strm.adler >>> 16);
-            putShortMSB(s2, strm.adler & 65535);
+          s3.status = BUSY_STATE;
+          putShortMSB(s3, header);
+          if (s3.strstart !== 0) {
+            putShortMSB(s3, strm.adler >>> 16);
+            putShortMSB(s3, strm.adler & 65535);
           }
           strm.adler = 1;
         }
       }
-      if (s2.status === EXTRA_STATE) {
-        if (s2.gzhead.extra) {
-          beg = s2.pending;
-          while (s2.gzindex < (s2.gzhead.extra.length & 65535)) {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+      if (s3.status === EXTRA_STATE) {
+        if (s3.gzhead.extra) {
+          beg = s3.pending;
+          while (s3.gzindex < (s3.gzhead.extra.length & 65535)) {
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 break;
               }
             }
-            put_byte(s2, s2.gzhead.extra[s2.gzindex] & 255);
-            s2.gzindex++;
+            put_byte(s3, s3.gzhead.extra[s3.gzindex] & 255);
+            s3.gzindex++;
           }
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
-          if (s2.gzindex === s2.gzhead.extra.length) {
-            s2.gzindex = 0;
-            s2.status = NAME_STATE;
+          if (s3.gzindex === s3.gzhead.extra.length) {
+            s3.gzindex = 0;
+            s3.status = NAME_STATE;
           }
         } else {
-          s2.status = NAME_STATE;
+          s3.status = NAME_STATE;
         }
       }
-      if (s2.status === NAME_STATE) {
-        if (s2.gzhead.name) {
-          beg = s2.pending;
+      if (s3.status === NAME_STATE) {
+        if (s3.gzhead.name) {
+          beg = s3.pending;
           do {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s2.gzindex < s2.gzhead.name.length) {
-              val = s2.gzhead.name.charCodeAt(s2.gzindex++) & 255;
+            if (s3.gzindex < s3.gzhead.name.length) {
+              val = s3.gzhead.name.charCodeAt(s3.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s2, val);
+            put_byte(s3, val);
           } while (val !== 0);
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
           if (val === 0) {
-            s2.gzindex = 0;
-            s2.status = COMMENT_STATE;
+            s3.gzindex = 0;
+            s3.status = COMMENT_STATE;
           }
         } else {
-          s2.status = COMMENT_STATE;
+          s3.status = COMMENT_STATE;
         }
       }
-      if (s2.status === COMMENT_STATE) {
-        if (s2.gzhead.comment) {
-          beg = s2.pending;
+      if (s3.status === COMMENT_STATE) {
+        if (s3.gzhead.comment) {
+          beg = s3.pending;
           do {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s2.gzindex < s2.gzhead.comment.length) {
-              val = s2.gzhead.comment.charCodeAt(s2.gzindex++) & 255;
+            if (s3.gzindex < s3.gzhead.comment.length) {
+              val = s3.gzhead.comment.charCodeAt(s3.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s2, val);
+            put_byte(s3, val);
           } while (val !== 0);
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
           if (val === 0) {
-            s2.status = HCRC_STATE;
+            s3.status = HCRC_STATE;
           }
         } else {
-          s2.status = HCRC_STATE;
+          s3.status = HCRC_STATE;
         }
       }
-      if (s2.status === HCRC_STATE) {
-        if (s2.gzhead.hcrc) {
-          if (s2.pending + 2 > s2.pending_buf_size) {
+      if (s3.status === HCRC_STATE) {
+        if (s3.gzhead.hcrc) {
+          if (s3.pending + 2 > s3.pending_buf_size) {
             flush_pending(strm);
           }
-          if (s2.pending + 2 <= s2.pending_buf_size) {
-            put_byte(s2, strm.adler & 255);
-            put_byte(s2, strm.adler >> 8 & 255);
+          if (s3.pending + 2 <= s3.pending_buf_size) {
+            put_byte(s3, strm.adler & 255);
+            put_byte(s3, strm.adler >> 8 & 255);
             strm.adler = 0;
-            s2.status = BUSY_STATE;
+            s3.status = BUSY_STATE;
           }
         } else {
-          s2.status = BUSY_STATE;
+          s3.status = BUSY_STATE;
         }
       }
-      if (s2.pending !== 0) {
+      if (s3.pending !== 0) {
         flush_pending(strm);
         if (strm.avail_out === 0) {
-          s2.last_flush = -1;
+          s3.last_flush = -1;
           return Z_OK;
         }
       } else if (strm.avail_in === 0 && rank(flush) <= rank(old_flush) && flush !== Z_FINISH) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (s2.status === FINISH_STATE && strm.avail_in !== 0) {
+      if (s3.status === FINISH_STATE && strm.avail_in !== 0) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (strm.avail_in !== 0 || s2.lookahead !== 0 || flush !== Z_NO_FLUSH && s2.status !== FINISH_STATE) {
-        var bstate = s2.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s2, flush) : s2.strategy === Z_RLE ? deflate_rle(s2, flush) : configuration_table[s2.level].func(s2, flush);
+      if (strm.avail_in !== 0 || s3.lookahead !== 0 || flush !== Z_NO_FLUSH && s3.status !== FINISH_STATE) {
+        var bstate = s3.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s3, flush) : s3.strategy === Z_RLE ? deflate_rle(s3, flush) : configuration_table[s3.level].func(s3, flush);
         if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
-          s2.status = FINISH_STATE;
+          s3.status = FINISH_STATE;
         }
         if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
           if (strm.avail_out === 0) {
-            s2.last_flush = -1;
+            s3.last_flush = -1;
           }
           return Z_OK;
         }
         if (bstate === BS_BLOCK_DONE) {
           if (flush === Z_PARTIAL_FLUSH) {
-            trees._tr_align(s2);
+            trees._tr_align(s3);
           } else if (flush !== Z_BLOCK) {
-            trees._tr_stored_block(s2, 0, 0, false);
+            trees._tr_stored_block(s3, 0, 0, false);
             if (flush === Z_FULL_FLUSH) {
-              zero(s2.head);
-              if (s2.lookahead === 0) {
-                s2.strstart = 0;
-                s2.block_start = 0;
-                s2.insert = 0;
+              zero(s3.head);
+              if (s3.lookahead === 0) {
+                s3.strstart = 0;
+                s3.block_start = 0;
+                s3.insert = 0;
               }
             }
           }
           flush_pending(strm);
           if (strm.avail_out === 0) {
-            s2.last_flush = -1;
+            s3.last_flush = -1;
             return Z_OK;
           }
         }
@@ -2952,27 +2952,27 @@ var require_deflate = __commonJS({
       if (flush !== Z_FINISH) {
         return Z_OK;
       }
-      if (s2.wrap <= 0) {
+      if (s3.wrap <= 0) {
         return Z_STREAM_END;
       }
-      if (s2.wrap === 2) {
-        put_byte(s2, strm.adler & 255);
-        put_byte(s2, strm.adler >> 8 & 255);
-        put_byte(s2, strm.adler >> 16 & 255);
-        put_byte(s2, strm.adler >> 24 & 255);
-        put_byte(s2, strm.total_in & 255);
-        put_byte(s2, strm.total_in >> 8 & 255);
-        put_byte(s2, strm.total_in >> 16 & 255);
-        put_byte(s2, strm.total_in >> 24 & 255);
+      if (s3.wrap === 2) {
+        put_byte(s3, strm.adler & 255);
+        put_byte(s3, strm.adler >> 8 & 255);
+        put_byte(s3, strm.adler >> 16 & 255);
+        put_byte(s3, strm.adler >> 24 & 255);
+        put_byte(s3, strm.total_in & 255);
+        put_byte(s3, strm.total_in >> 8 & 255);
+        put_byte(s3, strm.total_in >> 16 & 255);
+        put_byte(s3, strm.total_in >> 24 & 255);
       } else {
-        putShortMSB(s2, strm.adler >>> 16);
-        putShortMSB(s2, strm.adler & 65535);
+        putShortMSB(s3, strm.adler >>> 16);
+        putShortMSB(s3, strm.adler & 65535);
       }
       flush_pending(strm);
-      if (s2.wrap > 0) {
-        s2.wrap = -s2.wrap;
+      if (s3.wrap > 0) {
+        s3.wrap = -s3.wrap;
       }
-      return s2.pending !== 0 ? Z_OK : Z_STREAM_END;
+      return s3.pending !== 0 ? Z_OK : Z_STREAM_END;
     }
     function deflateEnd(strm) {
       var status;
@@ -2988,7 +2988,7 @@ var require_deflate = __commonJS({
     }
     function deflateSetDictionary(strm, dictionary) {
       var dictLength = dictionary.length;
-      var s2;
+      var s3;
       var str, n2;
       var wrap;
       var avail;
@@ -2998,26 +2998,26 @@ var require_deflate = __commonJS({
       if (!strm || !strm.state) {
         return Z_STREAM_ERROR;
       }
-      s2 = strm.state;
-      wrap = s2.wrap;
-      if (wrap === 2 || wrap === 1 && s2.status !== INIT_STATE || s2.lookahead) {
+      s3 = strm.state;
+      wrap = s3.wrap;
+      if (wrap === 2 || wrap === 1 && s3.status !== INIT_STATE || s3.lookahead) {
         return Z_STREAM_ERROR;
       }
       if (wrap === 1) {
         strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
       }
-      s2.wrap = 0;
-      if (dictLength >= s2.w_size) {
+      s3.wrap = 0;
+      if (dictLength >= s3.w_size) {
         if (wrap === 0) {
-          zero(s2.head);
-          s2.strstart = 0;
-          s2.block_start = 0;
-          s2.insert = 0;
+          zero(s3.head);
+          s3.strstart = 0;
+          s3.block_start = 0;
+          s3.insert = 0;
         }
-        tmpDict = new utils.Buf8(s2.w_size);
-        utils.arraySet(tmpDict, dictionary, dictLength - s2.w_size, s2.w_size, 0);
+        tmpDict = new utils.Buf8(s3.w_size);
+        utils.arraySet(tmpDict, dictionary, dictLength - s3.w_size, s3.w_size, 0);
         dictionary = tmpDict;
-        dictLength = s2.w_size;
+        dictLength = s3.w_size;
       }
       avail = strm.avail_in;
       next = strm.next_in;
@@ -3025,30 +3025,30 @@ var require_deflate = __commonJS({
       strm.avail_in = dictLength;
       strm.next_in = 0;
       strm.input = dictionary;
-      fill_window(s2);
-      while (s2.lookahead >= MIN_MATCH) {
-        str = s2.strstart;
-        n2 = s2.lookahead - (MIN_MATCH - 1);
+      fill_window(s3);
+      while (s3.lookahead >= MIN_MATCH) {
+        str = s3.strstart;
+        n2 = s3.lookahead - (MIN_MATCH - 1);
         do {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
-          s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = str;
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + MIN_MATCH - 1]) & s3.hash_mask;
+          s3.prev[str & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = str;
           str++;
         } while (--n2);
-        s2.strstart = str;
-        s2.lookahead = MIN_MATCH - 1;
-        fill_window(s2);
+        s3.strstart = str;
+        s3.lookahead = MIN_MATCH - 1;
+        fill_window(s3);
       }
-      s2.strstart += s2.lookahead;
-      s2.block_start = s2.strstart;
-      s2.insert = s2.lookahead;
-      s2.lookahead = 0;
-      s2.match_length = s2.prev_length = MIN_MATCH - 1;
-      s2.match_available = 0;
+      s3.strstart += s3.lookahead;
+      s3.block_start = s3.strstart;
+      s3.insert = s3.lookahead;
+      s3.lookahead = 0;
+      s3.match_length = s3.prev_length = MIN_MATCH - 1;
+      s3.match_available = 0;
       strm.next_in = next;
       strm.input = input2;
       strm.avail_in = avail;
-      s2.wrap = wrap;
+      s3.wrap = wrap;
       return Z_OK;
     }
     exports2.deflateInit = deflateInit;
@@ -3962,7 +3962,7 @@ var require_inflate = __commonJS({
     var OS = 4;
     var EXLEN = 5;
     var EXTRA = 6;
-    var NAME = 7;
+    var NAME2 = 7;
     var COMMENT = 8;
     var HCRC = 9;
     var DICTID = 10;
@@ -4418,9 +4418,9 @@ var require_inflate = __commonJS({
                 }
               }
               state.length = 0;
-              state.mode = NAME;
+              state.mode = NAME2;
             /* falls through */
-            case NAME:
+            case NAME2:
               if (state.flags & 2048) {
                 if (have === 0) {
                   break inf_leave;
@@ -9520,7 +9520,7 @@ ${indent}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum3, line) => sum3 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum4, line) => sum4 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -9536,7 +9536,7 @@ ${indent}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum3, line) => sum3 + line.length + 2, 2);
+          const len = lines.reduce((sum4, line) => sum4 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -10183,10 +10183,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
-          let s2 = "";
+          let s3 = "";
           for (let i2 = 0; i2 < buf.length; ++i2)
-            s2 += String.fromCharCode(buf[i2]);
-          str = btoa(s2);
+            s3 += String.fromCharCode(buf[i2]);
+          str = btoa(s3);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
@@ -11244,8 +11244,8 @@ var require_Document = __commonJS({
         if (this.errors.length > 0)
           throw new Error("Document with errors cannot be stringified");
         if ("indent" in options && (!Number.isInteger(options.indent) || Number(options.indent) <= 0)) {
-          const s2 = JSON.stringify(options.indent);
-          throw new Error(`"indent" option must be a positive integer, not ${s2}`);
+          const s3 = JSON.stringify(options.indent);
+          throw new Error(`"indent" option must be a positive integer, not ${s3}`);
         }
         return stringifyDocument.stringifyDocument(this, options);
       }
@@ -13458,12 +13458,12 @@ var require_lexer = __commonJS({
         if (ch === "-" || ch === ".") {
           if (!this.atEnd && !this.hasChars(4))
             return this.setNext("line-start");
-          const s2 = this.peek(3);
-          if ((s2 === "---" || s2 === "...") && isEmpty(this.charAt(3))) {
+          const s3 = this.peek(3);
+          if ((s3 === "---" || s3 === "...") && isEmpty(this.charAt(3))) {
             yield* this.pushCount(3);
             this.indentValue = 0;
             this.indentNext = 0;
-            return s2 === "---" ? "doc" : "stream";
+            return s3 === "---" ? "doc" : "stream";
           }
         }
         this.indentValue = yield* this.pushSpaces(false);
@@ -13768,11 +13768,11 @@ var require_lexer = __commonJS({
         return 0;
       }
       *pushToIndex(i2, allowEmpty) {
-        const s2 = this.buffer.slice(this.pos, i2);
-        if (s2) {
-          yield s2;
-          this.pos += s2.length;
-          return s2.length;
+        const s3 = this.buffer.slice(this.pos, i2);
+        if (s3) {
+          yield s3;
+          this.pos += s3.length;
+          return s3.length;
         } else if (allowEmpty)
           yield "";
         return 0;
@@ -13904,15 +13904,15 @@ var require_parser = __commonJS({
     var node_process = __require("process");
     var cst = require_cst();
     var lexer = require_lexer();
-    function includesToken(list, type) {
-      for (let i2 = 0; i2 < list.length; ++i2)
-        if (list[i2].type === type)
+    function includesToken(list2, type) {
+      for (let i2 = 0; i2 < list2.length; ++i2)
+        if (list2[i2].type === type)
           return true;
       return false;
     }
-    function findNonEmptyIndex(list) {
-      for (let i2 = 0; i2 < list.length; ++i2) {
-        switch (list[i2].type) {
+    function findNonEmptyIndex(list2) {
+      for (let i2 = 0; i2 < list2.length; ++i2) {
+        switch (list2[i2].type) {
           case "space":
           case "comment":
           case "newline":
@@ -15433,25 +15433,25 @@ function sum(x) {
   if (x.length === 0) {
     return 0;
   }
-  var sum3 = x[0];
+  var sum4 = x[0];
   var correction = 0;
   var transition;
-  if (typeof sum3 !== "number") {
+  if (typeof sum4 !== "number") {
     return Number.NaN;
   }
   for (var i2 = 1; i2 < x.length; i2++) {
     if (typeof x[i2] !== "number") {
       return Number.NaN;
     }
-    transition = sum3 + x[i2];
-    if (Math.abs(sum3) >= Math.abs(x[i2])) {
-      correction += sum3 - transition + x[i2];
+    transition = sum4 + x[i2];
+    if (Math.abs(sum4) >= Math.abs(x[i2])) {
+      correction += sum4 - transition + x[i2];
     } else {
-      correction += x[i2] - transition + sum3;
+      correction += x[i2] - transition + sum4;
     }
-    sum3 = transition;
+    sum4 = transition;
   }
-  return sum3 + correction;
+  return sum4 + correction;
 }
 function mean(x) {
   if (x.length === 0) {
@@ -15461,20 +15461,20 @@ function mean(x) {
 }
 function sumNthPowerDeviations(x, n2) {
   var meanValue = mean(x);
-  var sum3 = 0;
+  var sum4 = 0;
   var tempValue;
   var i2;
   if (n2 === 2) {
     for (i2 = 0; i2 < x.length; i2++) {
       tempValue = x[i2] - meanValue;
-      sum3 += tempValue * tempValue;
+      sum4 += tempValue * tempValue;
     }
   } else {
     for (i2 = 0; i2 < x.length; i2++) {
-      sum3 += Math.pow(x[i2] - meanValue, n2);
+      sum4 += Math.pow(x[i2] - meanValue, n2);
     }
   }
-  return sum3;
+  return sum4;
 }
 function sampleVariance(x) {
   if (x.length < 2) {
@@ -15537,13 +15537,13 @@ var g = 607 / 128;
 var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
 var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
 function cumulativeDistribution(z3) {
-  var sum3 = z3;
+  var sum4 = z3;
   var tmp = z3;
   for (var i2 = 1; i2 < 30; i2++) {
     tmp *= z3 * z3 / (2 * i2 + 1);
-    sum3 += tmp;
+    sum4 += tmp;
   }
-  return Math.round((0.5 + sum3 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+  return Math.round((0.5 + sum4 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
 }
 var standardNormalTable = [];
 for (z = 0; z <= 3.09; z += 0.01) {
@@ -15594,9 +15594,9 @@ function bootstrapMeanInterval(d, confidence, resamples, rand) {
   const n2 = d.length;
   const means = new Float64Array(resamples);
   for (let b = 0; b < resamples; b++) {
-    let sum3 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum3 += d[Math.floor(rand() * n2)];
-    means[b] = sum3 / n2;
+    let sum4 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum4 += d[Math.floor(rand() * n2)];
+    means[b] = sum4 / n2;
   }
   means.sort();
   const alpha = 1 - confidence;
@@ -15749,14 +15749,14 @@ function upperIncompleteGammaHalf(z3) {
   if (z3 === 0) return 1;
   const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
   if (z3 < a2 + 1) {
-    let sum3 = 1 / a2;
-    let term = sum3;
+    let sum4 = 1 / a2;
+    let term = sum4;
     for (let n2 = 1; n2 < 500; n2++) {
       term *= z3 / (a2 + n2);
-      sum3 += term;
-      if (term < sum3 * 1e-16) break;
+      sum4 += term;
+      if (term < sum4 * 1e-16) break;
     }
-    return 1 - sum3 * Math.exp(lnPre);
+    return 1 - sum4 * Math.exp(lnPre);
   }
   const tiny = 1e-300;
   let b = z3 + 1 - a2;
@@ -15816,9 +15816,9 @@ function armSample(pairs) {
   }
   return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
 }
-function weightedPercentile(s2, q, weight, requestWeight) {
+function weightedPercentile(s3, q, weight, requestWeight) {
   let total = 0;
-  for (let i2 = 0; i2 < s2.perPair.length; i2++) total += weight(i2) * s2.perPair[i2];
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) total += weight(i2) * s3.perPair[i2];
   if (total <= 0) throw new RangeError("weightedPercentile: no requests");
   const pos = q * (total - 1);
   const fromTop = q >= 0.5;
@@ -15826,29 +15826,29 @@ function weightedPercentile(s2, q, weight, requestWeight) {
   const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
   let seen = 0;
   let first = NaN;
-  const n2 = s2.values.length;
+  const n2 = s3.values.length;
   for (let k = 0; k < n2; k++) {
     const e = fromTop ? n2 - 1 - k : k;
-    const w = weight(s2.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    const w = weight(s3.owner[e]) * (requestWeight ? requestWeight[e] : 1);
     if (w === 0) continue;
     seen += w;
-    if (Number.isNaN(first) && seen > lowRank) first = s2.values[e];
+    if (Number.isNaN(first) && seen > lowRank) first = s3.values[e];
     if (seen > highRank) {
-      const second = s2.values[e];
+      const second = s3.values[e];
       const frac = pos - Math.floor(pos);
       return fromTop ? second + frac * (first - second) : first + frac * (second - first);
     }
   }
   throw new RangeError("weightedPercentile: rank past the sample");
 }
-function leaveOnePairOut(s2, q) {
-  const n2 = s2.values.length;
+function leaveOnePairOut(s3, q) {
+  const n2 = s3.values.length;
   const fromTop = q >= 0.5;
   const at = (k) => fromTop ? n2 - 1 - k : k;
-  const positions = Array.from({ length: s2.perPair.length }, () => []);
-  for (let k = 0; k < n2; k++) positions[s2.owner[at(k)]].push(k);
-  const out = new Float64Array(s2.perPair.length);
-  for (let i2 = 0; i2 < s2.perPair.length; i2++) {
+  const positions = Array.from({ length: s3.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s3.owner[at(k)]].push(k);
+  const out = new Float64Array(s3.perPair.length);
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) {
     const mine = positions[i2];
     const upTo = (k) => {
       let lo = 0;
@@ -15863,15 +15863,15 @@ function leaveOnePairOut(s2, q) {
     const position = (r) => {
       let k = r;
       for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
-      while (s2.owner[at(k)] === i2) k--;
+      while (s3.owner[at(k)] === i2) k--;
       return k;
     };
     const total = n2 - mine.length;
     if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
     const pos = q * (total - 1);
     const frac = pos - Math.floor(pos);
-    const first = s2.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
-    const second = s2.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    const first = s3.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s3.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
     out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
   }
   return out;
@@ -15903,26 +15903,26 @@ function namedPercentileAtOrAbove(percentile2) {
   const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
   return namedPercentiles[String(at)];
 }
-function slicePercentileUs(s2, percentile2) {
+function slicePercentileUs(s3, percentile2) {
   const named = namedPercentiles[String(percentile2)];
-  if (named) return s2.latency_us[named];
-  return histogramOf(s2).getValueAtPercentile(percentile2);
+  if (named) return s3.latency_us[named];
+  return histogramOf(s3).getValueAtPercentile(percentile2);
 }
-function sliceValuesUs(s2) {
-  const h2 = histogramOf(s2);
+function sliceValuesUs(s3) {
+  const h2 = histogramOf(s3);
   const out = new Float64Array(h2.totalCount);
   let k = 0;
-  eachBucket(s2, (value, count4) => {
+  eachBucket(s3, (value, count4) => {
     out.fill(value, k, k + count4);
     k += count4;
   });
   return out;
 }
-function hasHistogram(s2) {
-  return s2.histogram !== "";
+function hasHistogram(s3) {
+  return s3.histogram !== "";
 }
-function eachBucket(s2, visit2) {
-  const h2 = histogramOf(s2);
+function eachBucket(s3, visit2) {
+  const h2 = histogramOf(s3);
   const it = h2.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
@@ -15931,11 +15931,11 @@ function eachBucket(s2, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s2) {
-  let h2 = decoded.get(s2);
+function histogramOf(s3) {
+  let h2 = decoded.get(s3);
   if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s2.histogram);
-    decoded.set(s2, h2);
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s3.histogram);
+    decoded.set(s3, h2);
   }
   return h2;
 }
@@ -15991,9 +15991,9 @@ function wilcoxonSignedRank(d) {
   if (n2 <= 50 && tieSizes.length === 0) {
     const counts = new Float64Array(total + 1);
     counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s2 = total; s2 >= r; s2--) counts[s2] += counts[s2 - r];
+    for (let r = 1; r <= n2; r++) for (let s3 = total; s3 >= r; s3--) counts[s3] += counts[s3 - r];
     let lower = 0;
-    for (let s2 = 0; s2 <= statistic; s2++) lower += counts[s2];
+    for (let s3 = 0; s3 <= statistic; s3++) lower += counts[s3];
     return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
   }
   const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
@@ -16015,13 +16015,13 @@ function holmAdjust(p) {
 function binomialUpperTail(k, n2, p) {
   if (k <= 0) return 1;
   if (k > n2) return 0;
-  let sum3 = 0;
+  let sum4 = 0;
   for (let i2 = k; i2 <= n2; i2++) {
     let logC = 0;
     for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum3 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+    sum4 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
   }
-  return Math.min(1, sum3);
+  return Math.min(1, sum4);
 }
 
 // src/analysis/latency-estimator.ts
@@ -16081,9 +16081,9 @@ function meanSlicePercentile(a2, q, requestWeight) {
     seen[pair] += requestWeight[e];
     if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
   }
-  let sum3 = 0;
-  for (const v of at) sum3 += v;
-  return sum3 / at.length;
+  let sum4 = 0;
+  for (const v of at) sum4 += v;
+  return sum4 / at.length;
 }
 
 // src/analysis/classes.ts
@@ -16133,7 +16133,7 @@ function measureClass(name2, index, pairs, percentile2, confidence, rand) {
     champion: p.champion.classes[index],
     challenger: p.challenger.classes[index]
   }));
-  const sum3 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
+  const sum4 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
   const failures = (c3) => c3.completed - c3.ok;
   const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
   const at = (q) => {
@@ -16165,8 +16165,8 @@ function measureClass(name2, index, pairs, percentile2, confidence, rand) {
   return {
     name: name2,
     index,
-    requests: { champion: sum3("champion", (c3) => c3.completed), challenger: sum3("challenger", (c3) => c3.completed) },
-    errors: { champion: sum3("champion", failures), challenger: sum3("challenger", failures) },
+    requests: { champion: sum4("champion", (c3) => c3.completed), challenger: sum4("challenger", (c3) => c3.completed) },
+    errors: { champion: sum4("champion", failures), challenger: sum4("challenger", failures) },
     percentile: percentile2,
     recordedPerSlice: perSlice,
     slo: slo.estimate,
@@ -16175,9 +16175,9 @@ function measureClass(name2, index, pairs, percentile2, confidence, rand) {
   };
 }
 function median(xs) {
-  const s2 = [...xs].sort((a2, b) => a2 - b);
-  const m = s2.length >> 1;
-  return s2.length % 2 ? s2[m] : (s2[m - 1] + s2[m]) / 2;
+  const s3 = [...xs].sort((a2, b) => a2 - b);
+  const m = s3.length >> 1;
+  return s3.length % 2 ? s3[m] : (s3[m - 1] + s3[m]) / 2;
 }
 var formatCount = (n2) => n2.toLocaleString("en-US", { maximumFractionDigits: 1 });
 
@@ -19250,13 +19250,13 @@ var CC_SANITIZE = /[- ]/g;
 function isLuhnAlgo(digits) {
   let length = digits.length;
   let bit = 1;
-  let sum3 = 0;
+  let sum4 = 0;
   while (length) {
     const value = digits.charCodeAt(--length) - 48;
     bit ^= 1;
-    sum3 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
+    sum4 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
   }
-  return sum3 % 10 === 0;
+  return sum4 % 10 === 0;
 }
 function isValidCreditCard(input2) {
   if (!creditCard.test(input2))
@@ -21050,7 +21050,7 @@ function partPattern(schema) {
   if (def.options) {
     const sources = def.options.map(partPattern);
     if (sources.every(Boolean))
-      return `^(${sources.map((s2) => cleanRegex(s2)).join("|")})$`;
+      return `^(${sources.map((s3) => cleanRegex(s3)).join("|")})$`;
   }
   return leafPattern(schema);
 }
@@ -32386,8 +32386,8 @@ var contributors = {
 function aggregateChecks(schema) {
   const agg = {};
   const def = schema._zod.def;
-  const list = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
-  for (const ch of list)
+  const list2 = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
+  for (const ch of list2)
     contributors[ch._zod.def.check]?.(agg, ch._zod.def);
   const bag = schema._zod.bag;
   if (bag.minimum !== void 0)
@@ -35579,12 +35579,12 @@ function convertSchema(schema, ctx) {
   let baseSchema = convertBaseSchema(schema, ctx);
   const hasExplicitType = schema.type || schema.enum !== void 0 || schema.const !== void 0;
   if (schema.anyOf && Array.isArray(schema.anyOf)) {
-    const options = schema.anyOf.map((s2) => convertSchema(s2, ctx));
+    const options = schema.anyOf.map((s3) => convertSchema(s3, ctx));
     const anyOfUnion = z2.union(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, anyOfUnion) : anyOfUnion;
   }
   if (schema.oneOf && Array.isArray(schema.oneOf)) {
-    const options = schema.oneOf.map((s2) => convertSchema(s2, ctx));
+    const options = schema.oneOf.map((s3) => convertSchema(s3, ctx));
     const oneOfUnion = z2.xor(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, oneOfUnion) : oneOfUnion;
   }
@@ -35684,24 +35684,24 @@ function visit(schema, fnOrHandlers) {
     return h2 ? h2(node2, rewritten) : node2;
   };
   const cache = /* @__PURE__ */ new Map();
-  function run(s2) {
-    const cached2 = cache.get(s2);
+  function run(s3) {
+    const cached2 = cache.get(s3);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s2)
+        getter: () => cache.get(s3)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s2, RESOLVING);
-    const inner = mapInner(s2);
-    const mapped = fn(inner, inner !== s2);
-    cache.set(s2, mapped);
+    cache.set(s3, RESOLVING);
+    const inner = mapInner(s3);
+    const mapped = fn(inner, inner !== s3);
+    cache.set(s3, mapped);
     return mapped;
   }
-  function mapInner(s2) {
-    const def = s2._zod.def;
+  function mapInner(s3) {
+    const def = s3._zod.def;
     const kind = def.type;
     switch (kind) {
       case "object": {
@@ -35721,11 +35721,11 @@ function visit(schema, fnOrHandlers) {
           if (newCatchall !== def.catchall)
             changed = true;
         }
-        return changed ? clone(s2, { ...def, shape: newShape, catchall: newCatchall }) : s2;
+        return changed ? clone(s3, { ...def, shape: newShape, catchall: newCatchall }) : s3;
       }
       case "array": {
         const mapped = run(def.element);
-        return mapped === def.element ? s2 : clone(s2, { ...def, element: mapped });
+        return mapped === def.element ? s3 : clone(s3, { ...def, element: mapped });
       }
       case "tuple": {
         const oldItems = def.items;
@@ -35743,17 +35743,17 @@ function visit(schema, fnOrHandlers) {
           if (newRest !== def.rest)
             changed = true;
         }
-        return changed ? clone(s2, { ...def, items: newItems, rest: newRest }) : s2;
+        return changed ? clone(s3, { ...def, items: newItems, rest: newRest }) : s3;
       }
       case "record":
       case "map": {
         const newKey = run(def.keyType);
         const newVal = run(def.valueType);
-        return newKey === def.keyType && newVal === def.valueType ? s2 : clone(s2, { ...def, keyType: newKey, valueType: newVal });
+        return newKey === def.keyType && newVal === def.valueType ? s3 : clone(s3, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
         const newVal = run(def.valueType);
-        return newVal === def.valueType ? s2 : clone(s2, { ...def, valueType: newVal });
+        return newVal === def.valueType ? s3 : clone(s3, { ...def, valueType: newVal });
       }
       case "union": {
         const oldOptions = def.options;
@@ -35765,12 +35765,12 @@ function visit(schema, fnOrHandlers) {
             changed = true;
           newOptions.push(mapped);
         }
-        return changed ? clone(s2, { ...def, options: newOptions }) : s2;
+        return changed ? clone(s3, { ...def, options: newOptions }) : s3;
       }
       case "intersection": {
         const newLeft = run(def.left);
         const newRight = run(def.right);
-        return newLeft === def.left && newRight === def.right ? s2 : clone(s2, { ...def, left: newLeft, right: newRight });
+        return newLeft === def.left && newRight === def.right ? s3 : clone(s3, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
       case "nullable":
@@ -35782,22 +35782,22 @@ function visit(schema, fnOrHandlers) {
       case "promise":
       case "success": {
         const newInner = run(def.innerType);
-        return newInner === def.innerType ? s2 : clone(s2, { ...def, innerType: newInner });
+        return newInner === def.innerType ? s3 : clone(s3, { ...def, innerType: newInner });
       }
       case "pipe": {
         const newIn = run(def.in);
         const newOut = run(def.out);
-        return newIn === def.in && newOut === def.out ? s2 : clone(s2, { ...def, in: newIn, out: newOut });
+        return newIn === def.in && newOut === def.out ? s3 : clone(s3, { ...def, in: newIn, out: newOut });
       }
       case "function": {
         const newInput = run(def.input);
         const newOutput = run(def.output);
-        return newInput === def.input && newOutput === def.output ? s2 : clone(s2, { ...def, input: newInput, output: newOutput });
+        return newInput === def.input && newOutput === def.output ? s3 : clone(s3, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s2, { ...rest, getter: () => run(original()) });
+        return clone(s3, { ...rest, getter: () => run(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -35821,10 +35821,10 @@ function visit(schema, fnOrHandlers) {
       case "file":
       case "transform":
       case "custom":
-        return s2;
+        return s3;
       default: {
         kind;
-        return s2;
+        return s3;
       }
     }
   }
@@ -35834,11 +35834,11 @@ function visit(schema, fnOrHandlers) {
 // node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
-    object: (s2) => s2.partial(),
+    object: (s3) => s3.partial(),
     // Every partialed option now admits `undefined`, which the constructor rejects as a duplicate.
-    union: (s2) => {
-      const def = s2._zod.def;
-      return def.discriminator === void 0 ? s2 : union(def.options);
+    union: (s3) => {
+      const def = s3._zod.def;
+      return def.discriminator === void 0 ? s3 : union(def.options);
     }
   });
 }
@@ -35858,18 +35858,18 @@ function inSide(def) {
 }
 function input(schema) {
   return visit(schema, {
-    pipe: (s2) => inSide(s2._zod.def),
+    pipe: (s3) => inSide(s3._zod.def),
     // A default value belongs to the output side, so a rewritten inner type leaves it stranded. `.default()` widens the declared input type with `undefined`, and `optional` is what carries that across.
-    default: (s2, rewritten) => rewritten ? optional(s2._zod.def.innerType) : s2,
+    default: (s3, rewritten) => rewritten ? optional(s3._zod.def.innerType) : s3,
     // A catch value is output-side too, but `.catch()` leaves the declared input type alone, so the inner schema stands on its own.
-    catch: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
+    catch: (s3, rewritten) => rewritten ? s3._zod.def.innerType : s3
   });
 }
 function output(schema) {
   return visit(schema, {
-    pipe: (s2) => outSide(s2._zod.def),
+    pipe: (s3) => outSide(s3._zod.def),
     // A prefault value is fed through the schema, which makes it input-side, so a rewritten inner type leaves it stranded.
-    prefault: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
+    prefault: (s3, rewritten) => rewritten ? s3._zod.def.innerType : s3
   });
 }
 
@@ -36241,11 +36241,11 @@ function malformed(p) {
     const bad = callers.find((j) => !(j >= 0 && j < n2));
     if (bad !== void 0) return `callers[${i2}] names function ${bad} of ${n2}`;
   }
-  for (const [k, s2] of (p.slices ?? []).entries()) {
-    for (const [f, [i2, cum, flat]] of s2.functions.entries()) {
+  for (const [k, s3] of (p.slices ?? []).entries()) {
+    for (const [f, [i2, cum, flat]] of s3.functions.entries()) {
       if (!(i2 >= 0 && i2 < n2)) return `slices[${k}].functions[${f}] names function ${i2} of ${n2}`;
-      if (!(flat >= 0 && flat <= cum && cum <= s2.samples))
-        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s2.samples} samples`;
+      if (!(flat >= 0 && flat <= cum && cum <= s3.samples))
+        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s3.samples} samples`;
     }
   }
   return null;
@@ -36278,12 +36278,12 @@ function functionBreakdown(group, pairs, confidence) {
   const counts = pairs.flatMap((p) => {
     const prof = byRun.get(p.run);
     if (prof?.status !== "recorded") return [];
-    const at = (index) => prof.slices?.find((s2) => s2.index === index);
+    const at = (index) => prof.slices?.find((s3) => s3.index === index);
     const c3 = at(p.champion.index);
     const h2 = at(p.challenger.index);
     if (!c3 || !h2) return [];
     const fns = prof.functions ?? [];
-    const read = (s2) => new Map(s2.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
+    const read = (s3) => new Map(s3.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
     return [
       {
         champion: { requests: p.champion.completed, samples: s(c3), by: read(c3) },
@@ -36353,9 +36353,9 @@ function callersOf(runs2) {
   const out = /* @__PURE__ */ new Map();
   for (const p of runs2) {
     const fns = p.functions ?? [];
-    (p.callers ?? []).forEach((list, i2) => {
+    (p.callers ?? []).forEach((list2, i2) => {
       const set2 = out.get(fns[i2]) ?? /* @__PURE__ */ new Set();
-      for (const j of list) set2.add(fns[j]);
+      for (const j of list2) set2.add(fns[j]);
       out.set(fns[i2], set2);
     });
   }
@@ -36410,12 +36410,12 @@ var ChampionFailedError = class extends CouldNotMeasureError {
 var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
 function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s2) => acc + s2.errors[c3], 0)]));
-  for (const s2 of slices) {
-    for (const [code, n2] of Object.entries(s2.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s3) => acc + s3.errors[c3], 0)]));
+  for (const s3 of slices) {
+    for (const [code, n2] of Object.entries(s3.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
   }
   return {
-    requests: slices.reduce((acc, s2) => acc + s2.completed, 0),
+    requests: slices.reduce((acc, s3) => acc + s3.completed, 0),
     errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
     byClass
   };
@@ -36474,29 +36474,29 @@ function plannedLagUs(plan2) {
   const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
   return Math.floor(plan2.send_window_us / gapUs) * gapUs;
 }
-function disturbance(s2, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s2, percentile2)) + plannedUs;
+function disturbance(s3, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s3, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s2.dispatch_lag_us[lagAt];
+  const lagUs = s3.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
-  const achieved = s2.achieved_rps * sliceSeconds;
-  const offBy = achieved - s2.scheduled;
-  const offRate = s2.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s2.scheduled, RATE_TOLERANCE_REQUESTS);
+  const achieved = s3.achieved_rps * sliceSeconds;
+  const offBy = achieved - s3.scheduled;
+  const offRate = s3.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s3.scheduled, RATE_TOLERANCE_REQUESTS);
   if (!lagging && !offRate) return null;
   return {
-    arm: s2.arm,
-    index: s2.index,
+    arm: s3.arm,
+    index: s3.index,
     lagAt,
     lagMs: lagUs / 1e3,
     lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s2.scheduled > 0 ? 100 * offBy / s2.scheduled : 0,
+    rateErrorPercent: s3.scheduled > 0 ? 100 * offBy / s3.scheduled : 0,
     lagging,
     offRate
   };
 }
-function hostDisturbance(s2) {
-  if (!s2.host_disturbance) return null;
-  return { arm: s2.arm, index: s2.index, foreignCores: s2.foreign_cpu_cores ?? null, foreignConnections: s2.foreign_connections ?? 0, reason: s2.host_disturbance };
+function hostDisturbance(s3) {
+  if (!s3.host_disturbance) return null;
+  return { arm: s3.arm, index: s3.index, foreignCores: s3.foreign_cpu_cores ?? null, foreignConnections: s3.foreign_connections ?? 0, reason: s3.host_disturbance };
 }
 function describeHostDisturbance(d) {
   return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
@@ -36516,16 +36516,16 @@ function isDisturbed(d) {
 }
 function extractPairs(run, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
-  for (const s2 of result.slices) byPair.set(s2.pair, [...byPair.get(s2.pair) ?? [], s2]);
+  for (const s3 of result.slices) byPair.set(s3.pair, [...byPair.get(s3.pair) ?? [], s3]);
   const pairs = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s2) => s2.index).join(", ")}), expected 2`);
+      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s3) => s3.index).join(", ")}), expected 2`);
     }
-    const champion = slices.find((s2) => s2.arm === "champion");
-    const challenger = slices.find((s2) => s2.arm === "challenger");
+    const champion = slices.find((s3) => s3.arm === "champion");
+    const challenger = slices.find((s3) => s3.arm === "challenger");
     if (slices.length === 2 && (!champion || !challenger)) {
       throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
     }
@@ -36533,13 +36533,13 @@ function extractPairs(run, result, percentile2) {
       dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
       continue;
     }
-    const invalid = [champion, challenger].filter((s2) => !s2.valid);
+    const invalid = [champion, challenger].filter((s3) => !s3.valid);
     if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s2) => `${s2.arm} slice ${s2.index}: ${s2.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      dropped.push({ run, pair, reason: invalid.map((s3) => `${s3.arm} slice ${s3.index}: ${s3.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s2) => disturbance(s2, result.plan.slice_seconds, percentile2, planned) ?? []);
-    const hostDisturbances = [champion, challenger].flatMap((s2) => hostDisturbance(s2) ?? []);
+    const disturbances = [champion, challenger].flatMap((s3) => disturbance(s3, result.plan.slice_seconds, percentile2, planned) ?? []);
+    const hostDisturbances = [champion, challenger].flatMap((s3) => hostDisturbance(s3) ?? []);
     if (disturbances.length > 0 || hostDisturbances.length > 0) {
       const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
       dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
@@ -36564,7 +36564,7 @@ function pooledPairs(key, runs2, percentile2) {
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
     const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
     const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s2) => s2?.startsWith("default"));
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s3) => s3?.startsWith("default"));
     const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
@@ -36673,12 +36673,12 @@ var trapezoid = (i2, n2) => i2 === 0 || i2 === n2 - 1 ? 0.5 : 1;
 function carryFrom(xs, fs, dx, sd, bound) {
   const next = grid(bound);
   const out = next.map((y) => {
-    let sum3 = 0;
+    let sum4 = 0;
     for (let i2 = 0; i2 < xs.length; i2++) {
       const z3 = (y - xs[i2]) / sd;
-      sum3 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
+      sum4 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
     }
-    return sum3 * dx / (sd * Math.sqrt(2 * Math.PI));
+    return sum4 * dx / (sd * Math.sqrt(2 * Math.PI));
   });
   return [next, out];
 }
@@ -36687,7 +36687,7 @@ function grid(bound) {
 }
 
 // src/analysis/looks.ts
-function looksOf(group, pairs, d, s2) {
+function looksOf(group, pairs, d, s3) {
   const runs2 = [];
   let total = 0;
   for (const g2 of group) {
@@ -36696,7 +36696,7 @@ function looksOf(group, pairs, d, s2) {
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s2.confidence, runs2.map((r) => r.pairs));
+  const alphas = nominalAlphas(1 - s3.confidence, runs2.map((r) => r.pairs));
   const seen = /* @__PURE__ */ new Set();
   return runs2.map((r, k) => {
     seen.add(r.run);
@@ -36704,7 +36704,7 @@ function looksOf(group, pairs, d, s2) {
     const keep = pairs.map((p) => seen.has(p.run));
     const upTo = pairs.filter((_2, i2) => keep[i2]);
     if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s2.percentile, 0, () => 0);
+    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s3.percentile, 0, () => 0);
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });
@@ -36712,10 +36712,10 @@ function looksOf(group, pairs, d, s2) {
 
 // src/analysis/random.ts
 function seededRandom(seed) {
-  let s2 = seed >>> 0 || 2654435769;
+  let s3 = seed >>> 0 || 2654435769;
   const next32 = () => {
-    s2 = s2 + 2654435769 >>> 0;
-    let z3 = s2;
+    s3 = s3 + 2654435769 >>> 0;
+    let z3 = s3;
     z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
     z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
     return (z3 ^ z3 >>> 16) >>> 0;
@@ -36844,17 +36844,17 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
-function validateSettings(s2) {
+function validateSettings(s3) {
   const bad = (field, want, got) => {
     throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
   };
-  if (!(s2.percentile > 0 && s2.percentile < 100)) bad("percentile", "in (0, 100)", s2.percentile);
-  if (!(s2.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s2.sloBudgetMs);
-  if (!(s2.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s2.blockThresholdPercent);
-  if (!(s2.confidence > 0.5 && s2.confidence < 1)) bad("confidence", "in (0.5, 1)", s2.confidence);
-  if (!(Number.isInteger(s2.bootstrapResamples) && s2.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s2.bootstrapResamples);
-  if (!(Number.isInteger(s2.seed) && s2.seed >= 0)) bad("seed", "a non-negative integer", s2.seed);
-  if (s2.blockCpuPercent !== void 0 && !(s2.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s2.blockCpuPercent);
+  if (!(s3.percentile > 0 && s3.percentile < 100)) bad("percentile", "in (0, 100)", s3.percentile);
+  if (!(s3.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s3.sloBudgetMs);
+  if (!(s3.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s3.blockThresholdPercent);
+  if (!(s3.confidence > 0.5 && s3.confidence < 1)) bad("confidence", "in (0.5, 1)", s3.confidence);
+  if (!(Number.isInteger(s3.bootstrapResamples) && s3.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s3.bootstrapResamples);
+  if (!(Number.isInteger(s3.seed) && s3.seed >= 0)) bad("seed", "a non-negative integer", s3.seed);
+  if (s3.blockCpuPercent !== void 0 && !(s3.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s3.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -36864,8 +36864,8 @@ function checkSameBuilds(results) {
       if (value) seen.set(value, name2);
     }
     if (seen.size > 1) {
-      const list = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+      const list2 = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list2}); analyse them separately with --each`);
     }
   }
 }
@@ -36878,29 +36878,29 @@ function checkOneIdentity(key, group) {
     }
   }
 }
-function compare(key, group, s2, rand) {
+function compare(key, group, s3, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
   checkOneIdentity(key, group);
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
-  const { pairs, dropped } = pooledPairs(key, group, s2.percentile);
+  const { pairs, dropped } = pooledPairs(key, group, s3.percentile);
   const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s2.percentile);
+  const d = at(s3.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = estimateLatency(pairs, d, s2.percentile, s2.samplingResamples, rand);
-  const lookHistory = looksOf(group, pairs, d, s2);
+  const primary = estimateLatency(pairs, d, s3.percentile, s3.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs, d, s3);
   const confidence = lookHistory.at(-1).confidence;
-  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s2.confidence);
-  const sdMs = pairedT(d, s2.confidence).sd;
-  const boot = bootstrapMeanInterval(d, confidence, s2.bootstrapResamples, rand);
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s3.confidence);
+  const sdMs = pairedT(d, s3.confidence).sd;
+  const boot = bootstrapMeanInterval(d, confidence, s3.bootstrapResamples, rand);
   const secondary = (values) => {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs, "champion", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs, "challenger", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
-  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s2.percentile)];
+  const champion = { ...armSummary(pairs, "champion", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs, "challenger", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s3.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -36908,8 +36908,8 @@ function compare(key, group, s2, rand) {
       message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
     });
   }
-  const thresholdMs = s2.blockThresholdPercent / 100 * s2.sloBudgetMs;
-  const floor = floorOf(key, s2, thresholdMs);
+  const thresholdMs = s3.blockThresholdPercent / 100 * s3.sloBudgetMs;
+  const floor = floorOf(key, s3, thresholdMs);
   flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
@@ -36936,8 +36936,8 @@ function compare(key, group, s2, rand) {
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
     errorRegression: errors,
     resources: pairedResources(pairs, confidence),
-    cpuLimitPercent: s2.blockCpuPercent ?? null,
-    classes: classBreakdown(group[0].result.plan, pairs, s2.percentile, confidence, rand),
+    cpuLimitPercent: s3.blockCpuPercent ?? null,
+    classes: classBreakdown(group[0].result.plan, pairs, s3.percentile, confidence, rand),
     functions: functionBreakdown(group, pairs, confidence),
     champion,
     challenger,
@@ -36947,8 +36947,8 @@ function compare(key, group, s2, rand) {
     detail: pairs.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s2.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s2.percentile)),
+      championMs: ms(slicePercentileUs(x.champion, s3.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s3.percentile)),
       dMs: d[i2]
     }))
   };
@@ -37025,9 +37025,9 @@ var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
 function briefDisturbance(d) {
   return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
-function floorOf(key, s2, thresholdMs) {
-  const recorded = typeof s2.floorMs === "number" ? s2.floorMs : s2.floorMs?.[key];
-  const bias = s2.hostBiasMs?.[key];
+function floorOf(key, s3, thresholdMs) {
+  const recorded = typeof s3.floorMs === "number" ? s3.floorMs : s3.floorMs?.[key];
+  const bias = s3.hostBiasMs?.[key];
   const flags = [];
   let floor = recorded ?? null;
   if (bias) {
@@ -37038,14 +37038,14 @@ function floorOf(key, s2, thresholdMs) {
       message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
     });
   }
-  if (recorded !== void 0 && s2.floorPercentileAssumed?.includes(key)) {
+  if (recorded !== void 0 && s3.floorPercentileAssumed?.includes(key)) {
     flags.push({
       code: "floor_percentile_assumed",
-      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s2.percentile}`
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s3.percentile}`
     });
   }
   if (floor !== null && floor > thresholdMs) {
-    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s2.percentile, thresholdMs) });
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s3.percentile, thresholdMs) });
   }
   return { ms: floor, flags };
 }
@@ -37270,7 +37270,7 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
 function forArms(c3, arms) {
   return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
 }
-var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+var esc2 = (s3) => s3.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const width = 760;
   const height = 340;
@@ -37420,10 +37420,12 @@ function comparisonJson(c3) {
     pairs_detail: c3.detail
   };
 }
-function analysisJson(a2) {
+function analysisJson(a2, host = null) {
   const h2 = a2.headline;
   return {
     verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
     grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
     blocking: a2.blocking,
     blocked_by: h2.blockedBy,
@@ -37654,11 +37656,11 @@ function functionsSentence(c3, prefix, arms, runs2) {
   if (f.grew.length === 0 && f.shrank.length === 0) {
     return `**Functions${prefix}:** no function's CPU per request moved past its noise (${f.tested} functions, each at ${confidenceLabel(f.confidence)}; median noise \xB1${us(f.medianNoiseUs ?? 0)} per request)${files}.`;
   }
-  const list = (xs) => xs.slice(0, TOP).map(
+  const list2 = (xs) => xs.slice(0, TOP).map(
     (x) => `${codeSpan(x.name)} ${signedUs(x.estimateUs)} [${signedUs(x.ciUs[0])}, ${signedUs(x.ciUs[1])}] (${us(x.championUs)} \u2192 ${us(x.challengerUs)})`
   ).join("; ");
-  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list(f.grew)}` : "";
-  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list(f.shrank)}` : "";
+  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list2(f.grew)}` : "";
+  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list2(f.shrank)}` : "";
   return `**Functions that moved${prefix}** (CPU per request with what each calls, each past its own noise at ${confidenceLabel(f.confidence)} over ${f.tested} functions): ${grew}${shrank}${files}.`;
 }
 function functionsTable(c3, arms) {
@@ -37728,7 +37730,7 @@ function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
   const showFunctions = opts.functions ?? true;
   const runs2 = profiledRuns(a2.comparisons);
   for (const c3 of a2.comparisons) {
@@ -37780,12 +37782,13 @@ function headline(a2, arms) {
   const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
-function compared(a2, arms, runUrl) {
-  const sha2 = (s2) => s2 ? `\`${s2.slice(0, 7)}\`` : "(unknown)";
+function compared(a2, arms, runUrl, host) {
+  const sha2 = (s3) => s3 ? `\`${s3.slice(0, 7)}\`` : "(unknown)";
+  const on6 = host ? ` on host \`${host}\`` : "";
   const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${on6}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -37812,8 +37815,8 @@ function blockReason(c3, reason, budget) {
   return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
 }
 function preflightWarning(flags) {
-  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
-  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
+  const list2 = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list2}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
   const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
@@ -37822,8 +37825,8 @@ function aaSentence(a2, arms) {
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
 }
 function hostBiasWarning(bias) {
-  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
-  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
+  const list2 = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
+  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list2}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 function comparisonSection(c3, percentile2, arms, several, maxRows, showFunctions) {
   const p = percentLabel(percentile2);
@@ -37879,8 +37882,8 @@ function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
-function tableCell(s2) {
-  return s2.replace(/[|\n\r]/g, " ");
+function tableCell(s3) {
+  return s3.replace(/[|\n\r]/g, " ");
 }
 
 // src/cli/usage.ts
@@ -37999,97 +38002,101 @@ function readJson(file2) {
   }
 }
 
-// src/cli/run.ts
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync as readFileSync4, statSync as statSync3 } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname as dirname2, join as join3, relative, resolve } from "node:path";
-import { fileURLToPath as fileURLToPath3 } from "node:url";
+// src/cli/capacity.ts
+import { readFileSync as readFileSync2 } from "node:fs";
 
-// src/report/calibration.ts
-var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+// src/analysis/capacity.ts
+function runSeconds(r, o2) {
+  return r.warmupSeconds + 2 * r.pairs * r.sliceSeconds + o2.runSeconds;
+}
+function gateHostTime(runs2, o2) {
+  if (!(o2.extensionRate >= 0 && o2.extensionRate <= 1))
+    throw new Error(`extensionRate: a share in [0, 1], got ${o2.extensionRate}`);
+  const each = runs2.map((r) => runSeconds(r, o2));
+  const seconds = sum3(each);
+  const n2 = o2.maxExtensions;
+  const q = o2.extensionRate;
+  return {
+    runs: each,
+    seconds,
+    maxSeconds: seconds * (1 + n2),
+    meanSeconds: seconds + sum3(each.map((s3) => s3 * n2 * q)),
+    varianceSeconds2: sum3(each.map((s3) => s3 * s3 * n2 * q * (1 - q)))
+  };
+}
+function queueEstimate(q) {
+  const lambda = q.arrivalsPerHour / 3600;
+  const reserved = q.reservedShare ?? 0;
+  if (!(reserved >= 0 && reserved < 1)) throw new Error(`reservedShare: a share in [0, 1), got ${reserved}`);
+  const stretch = 1 / (1 - reserved);
+  const utilization = lambda * q.meanSeconds / q.hosts + reserved;
+  const infinite = {
+    utilization,
+    waitProbability: 1,
+    meanWaitSeconds: Number.POSITIVE_INFINITY,
+    meanWaitOfWaitingSeconds: Number.POSITIVE_INFINITY
+  };
+  if (utilization >= 1) return infinite;
+  let c3 = erlangC(q.hosts, lambda * q.meanSeconds * stretch);
+  let held = q.meanSeconds * stretch;
+  for (let i2 = 0; i2 < 50; i2++) {
+    held = q.meanSeconds * stretch + c3 * q.landingSeconds;
+    if (lambda * held >= q.hosts) return infinite;
+    c3 = erlangC(q.hosts, lambda * held);
   }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+  const offered = lambda * held;
+  const cs2 = q.varianceSeconds2 * stretch * stretch / (held * held);
+  const mmcWait = c3 * held / (q.hosts - offered);
+  const meanWaitSeconds = mmcWait * (1 + cs2) / 2 + c3 * q.landingSeconds;
+  return {
+    utilization,
+    waitProbability: c3,
+    meanWaitSeconds,
+    meanWaitOfWaitingSeconds: c3 > 0 ? meanWaitSeconds / c3 : 0
+  };
 }
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  const oneIn = Math.round(1 / (1 - c3.confidence));
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+function erlangC(c3, a2) {
+  let term = 1;
+  let below = 0;
+  for (let k = 0; k < c3; k++) {
+    below += term;
+    term *= a2 / (k + 1);
   }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
+  const top = term * (c3 / (c3 - a2));
+  return top / (below + top);
 }
-var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
+function hostsNeeded(q, maxWaitSeconds, limit = 64) {
+  for (let hosts = 1; hosts <= limit; hosts++) {
+    if (queueEstimate({ ...q, hosts }).meanWaitSeconds <= maxWaitSeconds) return hosts;
+  }
+  return null;
+}
+var sum3 = (xs) => xs.reduce((a2, b) => a2 + b, 0);
 
 // src/config/gate-config.ts
 var import_yaml = __toESM(require_dist2(), 1);
 
 // src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
-function servicePortNames(s2) {
-  return [...s2.ports ?? [], ...(s2.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
+function servicePortNames(s3) {
+  return [...s3.ports ?? [], ...(s3.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
 }
 function usesMainPort(arg) {
   return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
 }
-function dependencyIssues(s2, vars) {
+function dependencyIssues(s3, vars) {
   const issues = [];
-  if (s2.port_env !== void 0) {
-    const problem = portEnvError(s2.port_env);
+  if (s3.port_env !== void 0) {
+    const problem = portEnvError(s3.port_env);
     if (problem) issues.push({ path: ["port_env"], message: problem });
   }
-  const owner = new Map((s2.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
+  const owner = new Map((s3.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
   const claim2 = (path6, field, name2) => {
     const prev = owner.get(name2);
     if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
     else owner.set(name2, field);
   };
-  (s2.dependencies ?? []).forEach((d, i2) => {
+  (s3.dependencies ?? []).forEach((d, i2) => {
     claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
     (d.ports ?? []).forEach((p, j) => {
       claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
@@ -38102,7 +38109,7 @@ function dependencyIssues(s2, vars) {
     if (problem) issues.push({ path: [...path6, i2], message: problem });
     else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
   });
-  (s2.dependencies ?? []).forEach((d, i2) => {
+  (s3.dependencies ?? []).forEach((d, i2) => {
     const at = ["dependencies", i2];
     if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
     checkArgv([...at, "command"], d.command);
@@ -38190,24 +38197,24 @@ var workload = external_exports.strictObject({
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
-var service = external_exports.strictObject(serviceSchema.shape).superRefine((s2, ctx) => {
-  const vars = serviceVariables(servicePortNames(s2));
-  const clashes = dependencyIssues(s2, vars);
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s3, ctx) => {
+  const vars = serviceVariables(servicePortNames(s3));
+  const clashes = dependencyIssues(s3, vars);
   for (const issue2 of clashes) ctx.addIssue({ code: "custom", ...issue2 });
   if (clashes.length > 0) return;
   for (const field of ["command", "setup"]) {
-    (s2[field] ?? []).forEach((arg, i2) => {
+    (s3[field] ?? []).forEach((arg, i2) => {
       const problem = serviceArgError(arg, vars);
       if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
     });
   }
-  if (s2.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
-  s2.ports?.forEach((p, i2) => {
-    if (s2.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  if (s3.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s3.ports?.forEach((p, i2) => {
+    if (s3.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
   });
-  for (const [k, v] of Object.entries(s2.env ?? {})) {
+  for (const [k, v] of Object.entries(s3.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s2.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s2.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (hostSetsEnv(k, s3.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s3.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
     else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
@@ -38242,7 +38249,7 @@ var configSchema = external_exports.strictObject({
      * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
      */
     discard_ms: plan.slice_warmup_ms.unwrap().optional()
-  }).refine((s2) => s2.seconds === void 0 || s2.discard_ms === void 0 || s2.discard_ms < s2.seconds * 1e3, {
+  }).refine((s3) => s3.seconds === void 0 || s3.discard_ms === void 0 || s3.discard_ms < s3.seconds * 1e3, {
     path: ["discard_ms"],
     message: "must be shorter than the slice (slices.seconds)"
   }).default({ order: "abba", max_extensions: 2 }),
@@ -38360,6 +38367,245 @@ function planRuns(config2, builds, seed) {
   return runs2;
 }
 
+// src/report/capacity.ts
+var s2 = (x) => `${Math.round(x)} s`;
+function wait(e) {
+  if (!Number.isFinite(e.meanWaitSeconds)) return `over capacity (${Math.round(e.utilization * 100)}% busy)`;
+  const w = e.meanWaitSeconds < 90 ? `${Math.round(e.meanWaitSeconds)} s` : `${(e.meanWaitSeconds / 60).toFixed(1)} min`;
+  return `${Math.round(e.utilization * 100)}% busy: ${w} (${Math.round(e.waitProbability * 100)}% wait)`;
+}
+function capacityMarkdown(p) {
+  const busyDay = p.busyHours * 3600;
+  const promotionShare = p.promotionsPerDay * p.promotion.seconds / busyDay;
+  const hosts = p.rows[0]?.cells.map((c3) => c3.hosts) ?? [];
+  const mean2 = p.gate.meanSeconds;
+  return [
+    `Host time per gate, from the planned runs of ${p.config} (each run also holds its host ${s2(p.runOverheadSeconds)}: the wait for quiet CPUs, both arms' fresh starts and health checks, stopping them):`,
+    "",
+    "| run | warm-up | slices | overhead | host time |",
+    "| --- | ---: | ---: | ---: | ---: |",
+    ...p.runs.map(
+      (r) => `| ${r.key} | ${s2(r.warmupSeconds)} | ${r.pairs} pairs \xD7 2 \xD7 ${r.sliceSeconds} s = ${s2(2 * r.pairs * r.sliceSeconds)} | ${s2(p.runOverheadSeconds)} | ${s2(r.seconds)} |`
+    ),
+    `| **a gate** | | | | **${s2(p.gate.seconds)}** |`,
+    "",
+    `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s2(p.gate.maxSeconds)} if every one did. With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s2(mean2)} on average. Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s2(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) and each week's calibration (every comparison's A/A run: ${s2(p.calibrationSeconds)}, scheduled outside the busy hours).`,
+    "",
+    `A host runs at most ${Math.floor(busyDay * (1 - promotionShare) / mean2)} such gates in ${p.busyHours} busy hours, back to back; a queue stays short below ~70% of that, ${Math.floor(0.7 * busyDay * (1 - promotionShare) / mean2)}.`,
+    "",
+    `Mean wait for a host, gates arriving at random in the busy hours (M/G/c, checked against a simulation of the pool's landing; a waiting gate starts on the first host freed ${s2(p.landingSeconds)} after):`,
+    "",
+    `| gates a day | ${hosts.map((h2) => `${h2} host${h2 === 1 ? "" : "s"}`).join(" | ")} | hosts for a mean wait under ${p.maxWaitMinutes} min |`,
+    `| ---: | ${hosts.map(() => "---").join(" | ")} | ---: |`,
+    ...p.rows.map(
+      (r) => `| ${r.gatesPerDay} | ${r.cells.map((c3) => wait(c3.estimate)).join(" | ")} | ${r.hostsNeeded ?? "more than 64"} |`
+    )
+  ].join("\n");
+}
+
+// src/cli/capacity.ts
+var RUN_OVERHEAD_SECONDS = 2;
+var EXTENSION_RATE = 0.2;
+var LANDING_SECONDS = 3;
+var capacityUsage = `usage: perf-gate capacity [options]
+  --config FILE              the gate config (default .github/perf-gate.yml)
+  --gates-per-day LIST       gates a busy day, pushes and reruns included (default 10,20,40,80,160)
+  --hosts LIST               pool sizes to compare (default 1,2,3,4)
+  --busy-hours H             the hours of the day the gates arrive in (default 8)
+  --promotions-per-day N     merges a day, each an A/A check on every host (default 5)
+  --run-overhead-seconds S   what each run holds its host besides warm-up and slices: the wait
+                             for quiet CPUs, the arms' starts and health checks (default ${RUN_OVERHEAD_SECONDS};
+                             read yours in a run's log: perf-host wait RUN-ID)
+  --extension-rate X         the share of the possible extensions gates take (default ${EXTENSION_RATE})
+  --landing-seconds S        from a host coming free to a waiting gate's run starting there
+                             (default ${LANDING_SECONDS}: it looks, deploys and starts)
+  --max-wait-minutes M       the mean wait the last column sizes the pool for (default 5)
+  --json                     print the numbers as JSON instead of Markdown
+  -h, --help                 this text
+exit codes: 0, 2 error (a bad config or option)`;
+function capacityCommand(argv, out) {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        config: { type: "string", default: ".github/perf-gate.yml" },
+        "gates-per-day": { type: "string", default: "10,20,40,80,160" },
+        hosts: { type: "string", default: "1,2,3,4" },
+        "busy-hours": { type: "string", default: "8" },
+        "promotions-per-day": { type: "string", default: "5" },
+        "run-overhead-seconds": { type: "string", default: String(RUN_OVERHEAD_SECONDS) },
+        "extension-rate": { type: "string", default: String(EXTENSION_RATE) },
+        "landing-seconds": { type: "string", default: String(LANDING_SECONDS) },
+        "max-wait-minutes": { type: "string", default: "5" },
+        json: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    capacityUsage
+  );
+  if (v.help) {
+    out(capacityUsage);
+    return 0;
+  }
+  const plan2 = capacityPlan(v.config, readConfig(v.config), {
+    gatesPerDay: list(v, "gates-per-day", 0, 1e5),
+    hosts: list(v, "hosts", 1, 64).map(Math.round),
+    busyHours: bounded(v, "busy-hours", 0.5, 24),
+    promotionsPerDay: bounded(v, "promotions-per-day", 0, 1e3),
+    runOverheadSeconds: bounded(v, "run-overhead-seconds", 0, 3600),
+    extensionRate: bounded(v, "extension-rate", 0, 1),
+    landingSeconds: bounded(v, "landing-seconds", 0, 3600),
+    maxWaitMinutes: bounded(v, "max-wait-minutes", 0, 1440)
+  });
+  out(v.json ? JSON.stringify(plan2, null, 2) : capacityMarkdown(plan2));
+  return 0;
+}
+function capacityPlan(source, config2, a2) {
+  const shapes = planRuns(config2, {}, 0).map((r) => ({
+    key: comparisonKey(r.workload, r.rate),
+    warmupSeconds: r.request.loadgen.warmup_seconds ?? config2.warmup_seconds,
+    sliceSeconds: r.request.loadgen.slice_seconds,
+    pairs: r.request.loadgen.pairs
+  }));
+  const overheads = { runSeconds: a2.runOverheadSeconds };
+  const gate2 = gateHostTime(shapes, {
+    ...overheads,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate
+  });
+  const first = planRuns(config2, {}, 0)[0];
+  const verify = {
+    warmupSeconds: config2.warmup_seconds,
+    sliceSeconds: sliceDesign(config2, first.rate).seconds,
+    pairs: config2.promotion.verify_pairs
+  };
+  const promotionSeconds = runSeconds(verify, overheads);
+  const reservedShare = Math.min(0.99, a2.promotionsPerDay * promotionSeconds / (a2.busyHours * 3600));
+  const queue = (gatesPerDay, hosts) => queueEstimate({
+    arrivalsPerHour: gatesPerDay / a2.busyHours,
+    meanSeconds: gate2.meanSeconds,
+    varianceSeconds2: gate2.varianceSeconds2,
+    hosts,
+    landingSeconds: a2.landingSeconds,
+    reservedShare
+  });
+  return {
+    config: source,
+    runs: shapes.map((r, i2) => ({ ...r, seconds: gate2.runs[i2] })),
+    runOverheadSeconds: a2.runOverheadSeconds,
+    gate: gate2,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate,
+    promotion: { key: comparisonKey(first.workload, first.rate), pairs: verify.pairs, seconds: promotionSeconds },
+    promotionsPerDay: a2.promotionsPerDay,
+    calibrationSeconds: gate2.seconds,
+    busyHours: a2.busyHours,
+    landingSeconds: a2.landingSeconds,
+    maxWaitMinutes: a2.maxWaitMinutes,
+    rows: a2.gatesPerDay.map((gatesPerDay) => ({
+      gatesPerDay,
+      cells: a2.hosts.map((hosts) => ({ hosts, estimate: queue(gatesPerDay, hosts) })),
+      hostsNeeded: hostsNeeded(
+        {
+          arrivalsPerHour: gatesPerDay / a2.busyHours,
+          meanSeconds: gate2.meanSeconds,
+          varianceSeconds2: gate2.varianceSeconds2,
+          landingSeconds: a2.landingSeconds,
+          reservedShare
+        },
+        a2.maxWaitMinutes * 60
+      )
+    }))
+  };
+}
+function readConfig(path6) {
+  let text;
+  try {
+    text = readFileSync2(path6, "utf8");
+  } catch (e) {
+    throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
+  }
+  return parseConfig(text, path6);
+}
+function bounded(v, flag, lo, hi) {
+  const n2 = numberOption(flag, v[flag], capacityUsage);
+  if (n2 < lo || n2 > hi)
+    throw new UsageError(`--${flag}: expected a number from ${lo} to ${hi}, got ${n2}`, capacityUsage);
+  return n2;
+}
+function list(v, flag, lo, hi) {
+  const parts = String(v[flag]).split(",");
+  if (parts.length > 20) throw new UsageError(`--${flag}: at most 20 values`, capacityUsage);
+  return parts.map((p) => bounded({ [flag]: p.trim() }, flag, lo, hi));
+}
+
+// src/cli/run.ts
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync as readFileSync5, statSync as statSync3 } from "node:fs";
+import { userInfo } from "node:os";
+import { dirname as dirname2, join as join3, relative, resolve } from "node:path";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
+
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s3) => s3.charAt(0).toUpperCase() + s3.slice(1);
+
 // src/experiment/artifacts.ts
 import { mkdirSync, writeFileSync as writeFileSync2 } from "node:fs";
 import { dirname, join } from "node:path";
@@ -38372,7 +38618,7 @@ function writeArtifacts(dir, a2) {
   };
   writeFiles(dir, [
     [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
     [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
   ]);
   return paths;
@@ -38435,7 +38681,7 @@ function unmeasuredReport(error62, results, percentile2) {
 }
 function runOf({ name: name2, result }, percentile2) {
   const { pairs, dropped } = extractPairs(name2, result, percentile2);
-  const of = (arm) => armErrors(result.slices.filter((s2) => s2.arm === arm));
+  const of = (arm) => armErrors(result.slices.filter((s3) => s3.arm === arm));
   const armStarts = result.arms;
   const logs = {};
   for (const arm of ARMS2) {
@@ -40971,8 +41217,8 @@ function h({ preventCancel: r = false } = {}) {
   const e = this.getReader(), t = new c(
     e,
     r
-  ), s2 = Object.create(u);
-  return s2[n] = t, s2;
+  ), s3 = Object.create(u);
+  return s3[n] = t, s3;
 }
 
 // node_modules/get-stream/source/stream.js
@@ -41768,7 +42014,7 @@ var handleResult = (result, verboseInfo, { reject }) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync3 } from "node:fs";
+import { readFileSync as readFileSync4 } from "node:fs";
 
 // node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
@@ -42098,7 +42344,7 @@ var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((st
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync2 } from "node:fs";
+import { readFileSync as readFileSync3 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -42132,7 +42378,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync2(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync3(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -42465,8 +42711,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync3(value))] }),
-    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync3(file2))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync4(value))] }),
+    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync4(file2))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -43797,15 +44043,15 @@ var Emitter = class {
     this.listeners[ev].push(fn);
   }
   removeListener(ev, fn) {
-    const list = this.listeners[ev];
-    const i2 = list.indexOf(fn);
+    const list2 = this.listeners[ev];
+    const i2 = list2.indexOf(fn);
     if (i2 === -1) {
       return;
     }
-    if (i2 === 0 && list.length === 1) {
-      list.length = 0;
+    if (i2 === 0 && list2.length === 1) {
+      list2.length = 0;
     } else {
-      list.splice(i2, 1);
+      list2.splice(i2, 1);
     }
   }
   emit(ev, code, signal) {
@@ -43875,9 +44121,9 @@ var SignalExit = class extends SignalExitBase {
         if (listeners.length === count4) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
-          const s2 = sig === "SIGHUP" ? this.#hupSig : sig;
+          const s3 = sig === "SIGHUP" ? this.#hupSig : sig;
           if (!ret)
-            process10.kill(process10.pid, s2);
+            process10.kill(process10.pid, s3);
         }
       };
     }
@@ -45363,6 +45609,8 @@ var runSummarySchema = external_exports.looseObject({
 var hostStatusSchema = external_exports.looseObject({
   perf_host_version: external_exports.string(),
   champion: external_exports.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: external_exports.string().optional(),
   previous: external_exports.string(),
   champion_supervised: external_exports.boolean(),
   lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
@@ -45404,6 +45652,7 @@ var HostClient = class {
     this.log = o2.log ?? (() => {
     });
     this.busyPollMs = o2.busyPollMs ?? 15e3;
+    this.claiming = false;
   }
   o;
   dir;
@@ -45413,6 +45662,24 @@ var HostClient = class {
   backoffMs;
   log;
   busyPollMs;
+  claiming;
+  firstLockAt = null;
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock() {
+    this.claiming = true;
+  }
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed() {
+    return !this.claiming;
+  }
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt() {
+    return this.firstLockAt;
+  }
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -45518,11 +45785,17 @@ var HostClient = class {
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (; ; ) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -45545,6 +45818,16 @@ var HostClient = class {
       throw new HostError("protocol", `${command}: unexpected answer at ${i2.path.join(".") || "(top)"}: ${i2.message}`);
     }
     return { document, message: r.data };
+  }
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId2, signal) {
+    const [file2, args] = this.argv(`wait ${runId2}`);
+    await execa(file2, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
@@ -45755,14 +46038,15 @@ async function measureAndDecide(host, config2, m, keep) {
 
 // src/experiment/gate.ts
 async function gate(host, config2, r) {
-  const { outDir, notes: given = [], runUrl, ...measurement } = r;
+  const { outDir, notes: caller = [], runUrl, host: hostName, ...measurement } = r;
   const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
   const sha2 = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config2, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
   const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...fetched.notes];
-  const report = markdownReport(analysis, { notes, runUrl, functions });
-  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
   return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
 }
 function showsFunctions(config2, analysis) {
@@ -45780,6 +46064,315 @@ async function fetchProfiles(host, analysis) {
     }
   }
   return { profiles, notes: [] };
+}
+
+// src/host/pool.ts
+var HostPool = class _HostPool {
+  constructor(members2) {
+    this.members = members2;
+  }
+  members;
+  /** Every host over SSH with the same login, key and known-hosts lines. */
+  static overSsh(hosts, login, o2 = {}) {
+    const log = o2.log ?? (() => {
+    });
+    return new _HostPool(
+      hosts.map((h2) => ({
+        name: h2.name,
+        client: new HostClient({
+          ...login,
+          ...h2.user ? { user: h2.user } : {},
+          host: h2.host,
+          port: h2.port,
+          ...o2,
+          log: hosts.length > 1 ? (l) => log(`${h2.name}: ${l}`) : log
+        })
+      }))
+    );
+  }
+  /** A pool of one, for a host reached another way (perf-host run locally). */
+  static single(name2, client) {
+    return new _HostPool([{ name: name2, client }]);
+  }
+  get size() {
+    return this.members.length;
+  }
+  member(name2) {
+    const m = this.members.find((x) => x.name === name2);
+    if (!m) throw new Error(`no host ${name2} in the pool`);
+    return m;
+  }
+  /** Asks every host at once. A host's HostError is its reading; any other error is a bug and thrown. */
+  async ask(question) {
+    return Promise.all(
+      this.members.map(async ({ name: name2, client }) => {
+        try {
+          return { name: name2, ok: true, value: await question(client, name2) };
+        } catch (e) {
+          if (e instanceof HostError) return { name: name2, ok: false, error: e };
+          throw e;
+        }
+      })
+    );
+  }
+  /**
+   * Does the same on every host at once, each its own instrument: one host's failure is its
+   * outcome, and leaves the others to finish.
+   */
+  async each(work) {
+    return Promise.all(
+      this.members.map(async (m) => {
+        try {
+          return { name: m.name, ok: true, value: await work(m) };
+        } catch (e) {
+          return { name: m.name, ok: false, error: e };
+        }
+      })
+    );
+  }
+  /** Removes every host's key from disk. */
+  close() {
+    for (const m of this.members) m.client.close();
+  }
+};
+
+// src/host/targets.ts
+var MAX_POOL_HOSTS = 32;
+var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+function parseHostList(text, defaultPort, field) {
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  if (entries.length > MAX_POOL_HOSTS)
+    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
+  const out = [];
+  for (const entry of entries) {
+    const a2 = parseEntry(entry, defaultPort);
+    if (!a2) {
+      throw new Error(
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
+      );
+    }
+    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
+      throw new Error(`${field}: ${a2.name} is listed twice`);
+    out.push(a2);
+  }
+  return out;
+}
+function parseEntry(given, defaultPort) {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : void 0;
+  if (user !== void 0 && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
+  const port = portText === void 0 ? defaultPort : Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const v6 = host.includes(":");
+  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
+  const shown = v6 ? `[${host}]` : host;
+  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
+}
+function splitPort(entry) {
+  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
+  return m ? [m[1], m[2]] : [entry, void 0];
+}
+function knownHostsPattern(a2) {
+  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
+}
+function checkKnownHosts(text, hosts, field) {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  if (lines.some((l) => l.startsWith("|"))) return;
+  const patterns = lines.flatMap(
+    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
+  );
+  for (const h2 of hosts) {
+    const wanted = knownHostsPattern(h2);
+    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
+      throw new Error(
+        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
+      );
+    }
+  }
+}
+function globMatches(pattern, name2) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`, "i").test(name2);
+}
+
+// src/experiment/pool-gate.ts
+import { setTimeout as sleep2 } from "node:timers/promises";
+
+// src/experiment/landing.ts
+function poolChampion(surveys) {
+  const serving = surveys.flatMap(
+    (s3) => s3.status?.champion ? [{ sha: s3.status.champion, since: s3.status.champion_since ?? null }] : []
+  );
+  if (serving.length === 0) return null;
+  const count4 = (sha2) => serving.filter((x) => x.sha === sha2).length;
+  const time3 = (since) => since ? Date.parse(since) : -1;
+  return serving.reduce((best, x) => {
+    const later = time3(x.since) - time3(best.since);
+    return later > 0 || later === 0 && count4(x.sha) > count4(best.sha) ? x : best;
+  });
+}
+function standings(surveys, champion) {
+  return surveys.map((s3) => {
+    const st = s3.status;
+    if (!st) return { name: s3.name, state: "unreachable", reason: s3.unreachable ?? "no status" };
+    if (!st.champion)
+      return { name: s3.name, state: "refused", reason: "it has no champion yet: promote one (perf-promote.yml)" };
+    if (champion && st.champion !== champion.sha) {
+      return {
+        name: s3.name,
+        state: "refused",
+        reason: `it serves champion ${st.champion.slice(0, 7)}, not the pool's ${champion.sha.slice(0, 7)}${champion.since ? ` (champion since ${champion.since})` : ""}: refused for gates until it is promoted`
+      };
+    }
+    if (st.lock) {
+      const run = /^(?:ab|aa) ([a-z0-9][a-z0-9-]{2,63})$/.exec(st.lock.holder)?.[1] ?? null;
+      return {
+        name: s3.name,
+        state: "busy",
+        holder: `${st.lock.holder} since ${st.lock.since} (${Math.round(st.lock.age_seconds)} s)`,
+        run
+      };
+    }
+    return { name: s3.name, state: "free" };
+  });
+}
+function chooseHost(surveys, o2) {
+  const champion = poolChampion(surveys);
+  const stand = standings(surveys, champion);
+  const eligible = stand.filter((s3) => s3.state === "free" || s3.state === "busy");
+  const against = new Set([champion?.sha, o2.mergeBase].filter(Boolean));
+  const earlierOn = (name2) => (surveys.find((s3) => s3.name === name2)?.runs ?? []).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && against.has(r.champion_sha)
+  ).length;
+  const earlier = eligible.map((s3) => s3.name).filter((n2) => earlierOn(n2) > 0);
+  const base = { champion, standings: stand, earlier };
+  if (earlier.length > 0) {
+    const home = earlier.reduce((a2, b) => earlierOn(b) > earlierOn(a2) ? b : a2);
+    return { ...base, host: home, stay: true, waitable: true };
+  }
+  const free = stand.filter((s3) => s3.state === "free").map((s3) => s3.name);
+  const [first] = free.sort((a2, b) => draw(o2.key, a2) - draw(o2.key, b) || a2.localeCompare(b));
+  return { ...base, host: first ?? null, stay: false, waitable: eligible.length > 0 };
+}
+function draw(key, name2) {
+  let h2 = 2166136261;
+  for (const ch of `${key}\0${name2}`) h2 = Math.imul(h2 ^ ch.charCodeAt(0), 16777619) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 16, 2246822507) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 13, 3266489909) >>> 0;
+  return (h2 ^ h2 >>> 16) >>> 0;
+}
+function standingLine(s3) {
+  switch (s3.state) {
+    case "free":
+      return `${s3.name}: free`;
+    case "busy":
+      return `${s3.name}: busy (${s3.holder})`;
+    default:
+      return `${s3.name}: ${s3.state} (${s3.reason})`;
+  }
+}
+
+// src/experiment/pool-gate.ts
+async function onPool(pool, o2, work) {
+  if (pool.size === 1) {
+    const only = pool.members[0];
+    return { host: only.name, value: await work(only, { host: only.name, notes: () => [] }), waitedMs: 0 };
+  }
+  const pollMs = o2.pollMs ?? 15e3;
+  const started = Date.now();
+  const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
+  let said = "";
+  const unwatchable = /* @__PURE__ */ new Set();
+  for (; ; ) {
+    const choice = chooseHost(await survey(pool, runs2), {
+      key: o2.key,
+      ...o2.mergeBase ? { mergeBase: o2.mergeBase } : {}
+    });
+    const seen = choice.standings.map(standingLine).join("; ");
+    if (seen !== said) o2.say(`pool: ${seen}`);
+    said = seen;
+    const held = (name2) => choice.standings.find((s3) => s3.name === name2)?.state === "busy";
+    if (choice.host && !(choice.stay && held(choice.host))) {
+      const member = pool.member(choice.host);
+      if (!choice.stay) member.client.claimNextLock();
+      o2.say(
+        choice.stay ? `pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy` : `pool: ${choice.host} is free: measuring there`
+      );
+      const unasked = o2.sha ? pool.members.map((m) => m.name).filter((n2) => !runs2.has(n2)) : [];
+      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
+      try {
+        const value = await work(member, landing);
+        return { host: choice.host, value, waitedMs: waited() };
+      } catch (e) {
+        if (!lostTheHost(member.client, e)) throw e;
+        o2.say(`pool: another gate took ${choice.host} first (${e.message}); looking again`);
+        continue;
+      }
+    }
+    if (!choice.waitable || Date.now() >= o2.busyDeadline) throw noHost(choice);
+    const awaited = choice.standings.filter(
+      (s3) => s3.state === "busy" && (!choice.stay || s3.name === choice.host)
+    );
+    if (choice.stay)
+      o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
+  }
+}
+async function untilOneFrees(pool, busy, o2) {
+  const done = new AbortController();
+  const pause = (ms3) => sleep2(Math.max(0, ms3), void 0, { signal: done.signal }).catch(() => {
+  });
+  const started = Date.now();
+  const waits = busy.map(async (s3) => {
+    if (!s3.run || o2.unwatchable.has(s3.run)) return pause(o2.pollMs);
+    await pool.member(s3.name).client.watch(s3.run, done.signal);
+    if (Date.now() - started < 1e3) o2.unwatchable.add(s3.run);
+  });
+  await Promise.race([...waits, pause(o2.deadline - Date.now())]);
+  done.abort();
+}
+function lostTheHost(client, e) {
+  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+}
+async function earlierRuns(pool, sha2) {
+  const readings = await pool.ask((c3) => c3.runsOf(sha2));
+  return new Map(readings.flatMap((r) => r.ok ? [[r.name, r.value]] : []));
+}
+async function survey(pool, runs2) {
+  const readings = await pool.ask((c3) => c3.status());
+  return readings.map(
+    (r) => r.ok ? { name: r.name, status: r.value, runs: runs2.get(r.name) ?? [] } : { name: r.name, status: null, unreachable: r.error.message }
+  );
+}
+function noHost(choice) {
+  const lines = choice.standings.map(standingLine).join("; ");
+  if (choice.stay)
+    return new HostError("busy", `${choice.host}, the host of this build's earlier runs, stayed busy: ${lines}`);
+  if (choice.waitable)
+    return new HostError("busy", `every host of the pool that can take this gate stayed busy: ${lines}`);
+  const kind = choice.standings.every((s3) => s3.state === "unreachable") ? "unreachable" : "refused";
+  return new HostError(kind, `no host of the pool can take this gate: ${lines}`);
+}
+function landingNotes(choice, size, waitedMs, unasked) {
+  const others = choice.standings.filter((s3) => s3.name !== choice.host);
+  const waited = waitedMs >= 1e3 ? `, after waiting ${Math.round(waitedMs / 1e3)} s for it` : "";
+  const notes = [
+    `\u{1F5A5}\uFE0F **Host**: measured on \`${choice.host}\` (a pool of ${size}${waited}); ${others.map(otherLine).join("; ")}.`
+  ];
+  if (unasked.length > 0)
+    notes.push(
+      `Earlier runs of this build on ${unasked.map((n2) => `\`${n2}\``).join(", ")} could not be asked for (unreachable): any there are not pooled with this gate.`
+    );
+  return notes;
+}
+function otherLine(s3) {
+  return s3.state === "free" ? `\`${s3.name}\` free` : s3.state === "busy" ? `\`${s3.name}\` busy` : `\`${s3.name}\` ${s3.state}: ${s3.reason}`;
 }
 
 // src/cli/run.ts
@@ -45811,11 +46404,13 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          and --aa records no floor
     --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
                          CPU read per arm, and the arms' CPU profiles (the config's profile)
-  --host H               a benchmark host over SSH instead:
-    --port N  --user U  --key FILE  --known-hosts FILE
+  --host H[,H\u2026]          a benchmark host over SSH instead, or a pool of them (repeat --host, or
+                         separate with commas; H:PORT for a port of its own): the gate runs on
+                         a free host, --champion and --aa reach every host
+    --port N  --user U  --key FILE  --known-hosts FILE (a line for each host)
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
-this one (a rerun), as in the action.
+this one (a rerun), as in the action; in a pool, the gate goes to the host of those runs.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
 a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
@@ -45831,18 +46426,20 @@ async function runCommand(argv, io) {
   }
   const say = o2.json ? io.err : io.out;
   const config2 = parseConfig(readText(o2.config, "--config"), o2.config);
-  const host = new HostClient({ ...o2.target, log: say });
-  const local = localHost(host, o2, say);
+  const pool = "local" in o2.target ? HostPool.single("local", new HostClient({ ...o2.target.local, log: say })) : HostPool.overSsh(o2.target.hosts, o2.target.login, { log: say });
+  let current = pool.members[0].client;
+  const local = localHost(() => current, o2, say);
   try {
     await local.begin();
-    if (o2.champion) await installChampion(host, config2, o2.champion, say);
+    if (o2.champion) await installChampion(pool, config2, o2.champion, say);
     const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
-    const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger") });
-    printVerdict(done, say);
-    if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
-    if (done.error) io.err(`perf-gate run: ${done.error}`);
-    return done.exitCode;
+    const onHost = (c3) => current = c3;
+    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
+    if (o2.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
+    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
+    return exitCodeOf(dones);
   } catch (e) {
     if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
     if (e instanceof CouldNotMeasureError && e.explained) {
@@ -45853,11 +46450,14 @@ async function runCommand(argv, io) {
     throw e;
   } finally {
     await local.end();
-    host.close();
+    pool.close();
   }
 }
-function localHost(host, o2, say) {
-  const isLocal = "perfHost" in o2.target;
+function exitCodeOf(dones) {
+  return Math.max(...dones.map((d) => d.exitCode));
+}
+function localHost(hostNow, o2, say) {
+  const isLocal = "local" in o2.target;
   let stopOnExit = false;
   let inFlight;
   let abortedRun;
@@ -45868,14 +46468,14 @@ function localHost(host, o2, say) {
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
       abortedRun = `run ${inFlight} was aborted`;
-      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
+      hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
     }
   };
   return {
     async begin() {
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
-      stopOnExit = isLocal && !o2.keepHost && !(await host.status()).champion_supervised;
+      stopOnExit = isLocal && !o2.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p) {
       return {
@@ -45898,7 +46498,7 @@ function localHost(host, o2, say) {
       process.removeListener("SIGTERM", onSignal);
       if (!stopOnExit) return;
       try {
-        say(await host.stopChampion());
+        say(await hostNow().stopChampion());
       } catch (e) {
         say(`could not stop the local host's champion: ${e.message}`);
       }
@@ -45926,7 +46526,7 @@ function runOptions(argv) {
       "loadgen-cpus": { type: "string" },
       "arm-cpus": { type: "string" },
       cgroup: { type: "string" },
-      host: { type: "string" },
+      host: { type: "string", multiple: true },
       port: { type: "string", default: "22" },
       user: { type: "string", default: "perf-gate-ci" },
       key: { type: "string" },
@@ -45941,24 +46541,28 @@ function runOptions(argv) {
   return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
 }
 function target(v) {
-  if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
-    return {
-      host: v.host,
-      port: Number(v.port),
-      user: String(v.user),
-      privateKey: readText(String(v.key), "--key"),
-      knownHosts: readText(String(v["known-hosts"]), "--known-hosts")
-    };
+  if (Array.isArray(v.host)) {
+    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)", runUsage);
+    const port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, runUsage);
+    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts");
+    try {
+      const hosts = parseHostList(v.host.join(","), port, "--host");
+      checkKnownHosts(knownHosts, hosts, "--known-hosts");
+      return { hosts, login: { user: String(v.user), privateKey: readText(String(v.key), "--key"), knownHosts } };
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message, runUsage);
+    }
   }
   const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
   const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
-    return [`--${flag}`, list];
+    const list2 = v[flag];
+    if (typeof list2 !== "string") return [];
+    if (!isCpuList(list2)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`, runUsage);
+    return [`--${flag}`, list2];
   });
-  return {
+  return { local: {
     perfHost,
     flags: [
       "--root",
@@ -45983,7 +46587,7 @@ function target(v) {
       ...placement,
       ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
     ]
-  };
+  } };
 }
 function nonNegative(v, flag) {
   const text = String(v[flag]);
@@ -45991,8 +46595,8 @@ function nonNegative(v, flag) {
   return text;
 }
 var MAX_CPU = 1023;
-function isCpuList(list) {
-  return list.split(",").every((part) => {
+function isCpuList(list2) {
+  return list2.split(",").every((part) => {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part);
     if (!m) return false;
     const lo = Number(m[1]);
@@ -46000,31 +46604,59 @@ function isCpuList(list) {
     return lo <= hi && hi <= MAX_CPU;
   });
 }
-async function installChampion(host, config2, build, say) {
+async function installChampion(pool, config2, build, say) {
   const sha2 = digestOf(build);
-  if ((await host.status()).champion === sha2) return;
-  say(await host.deploy("champion", sha2, build));
-  say(await host.promote(sha2, config2.service));
+  const outcomes = await pool.each(async ({ client }) => {
+    if ((await client.status()).champion === sha2) return;
+    say(await client.deploy("champion", sha2, build));
+    say(await client.promote(sha2, config2.service));
+  });
+  const failed2 = outcomes.flatMap((o2) => o2.ok ? [] : [o2]);
+  if (failed2.length === 0) return;
+  if (pool.size === 1) throw failed2[0].error;
+  const promoted = outcomes.filter((o2) => o2.ok).map((o2) => o2.name);
+  throw new Error(`--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
 }
-async function gateHere(host, config2, o2, s2) {
+async function gateHere(pool, config2, o2, s3, onHost, say) {
   const sha2 = digestOf(o2.challenger);
-  const { analysis, artifacts, notes, evidence } = await gate(host, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha2), outDir: o2.out, ...s2 });
-  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+  const key = runIdPrefix("run");
+  const remote = !("local" in o2.target);
+  const { value, host } = await onPool(pool, { key, sha: sha2, busyDeadline: s3.busyDeadline, say }, ({ client }, landing) => {
+    onHost(client);
+    return gate(client, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: key, seed: seedOf(sha2), outDir: o2.out, ...s3, notes: landing.notes, ...remote ? { host: landing.host } : {} });
+  });
+  const { analysis, artifacts, notes, evidence } = value;
+  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
-async function calibrateHere(host, config2, o2, s2) {
-  const { champion } = await host.status();
-  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrateAndReport(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o2.out, champion, ...s2 });
+async function calibrateHere(pool, config2, o2, s3, onHost) {
+  const dones = [];
+  for (const { name: name2, client } of pool.members) {
+    onHost(client);
+    const host = "local" in o2.target ? null : name2;
+    try {
+      dones.push(await calibrateOne(client, host, config2, pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out, s3));
+    } catch (e) {
+      if (pool.size === 1 || e instanceof Interrupted) throw e;
+      dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });
+    }
+  }
+  return dones;
+}
+async function calibrateOne(client, host, config2, outDir, s3) {
+  const { champion } = await client.status();
+  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s3 });
   const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
   const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
   return done;
 }
 var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
-function printVerdict(d, say) {
+function printVerdict(d, say, named) {
+  if (named) say(`host ${d.host}:`);
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
@@ -46032,9 +46664,11 @@ function printVerdict(d, say) {
   if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 function summaryJson(d) {
+  if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
   const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
+    host: d.host,
     grey_kind,
     blocking,
     blocked_by,
@@ -46078,7 +46712,7 @@ function summaryJson(d) {
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] }
   };
 }
-function progressBar(label2, say, draw) {
+function progressBar(label2, say, draw2) {
   let total = 0;
   let done = 0;
   return {
@@ -46092,7 +46726,7 @@ function progressBar(label2, say, draw) {
       const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);
       if (flagged) return say(`host flagged before measuring: ${flagged[1]}: ${flagged[2]}`);
       if (/ slice \d+\/\d+ /.test(line)) done++;
-      draw(`${bar(done, total)} ${text}`, done === total);
+      draw2(`${bar(done, total)} ${text}`, done === total);
     }
   };
 }
@@ -46108,7 +46742,7 @@ function digestOf(path6) {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync4(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync5(p));
     }
   };
   if (!existsSync(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
@@ -46117,7 +46751,7 @@ function digestOf(path6) {
 }
 function readText(path6, flag) {
   try {
-    return readFileSync4(path6, "utf8");
+    return readFileSync5(path6, "utf8");
   } catch (e) {
     if (flag === "--config") throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
     throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, runUsage);
@@ -46141,6 +46775,7 @@ var usage = `usage: perf-gate <command> [options]
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+  capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 var tty3 = process.stdout.isTTY === true;
@@ -46172,12 +46807,14 @@ async function main(argv) {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "capacity":
+        return capacityCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage }[rest[0] ?? ""] ?? usage);
         return 0;
       case "-h":
       case "--help":
@@ -46190,7 +46827,7 @@ async function main(argv) {
     }
   } catch (e) {
     endDrawn();
-    const name2 = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    const name2 = command && !command.startsWith("-") && ["run", "analyze", "capacity"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name2}: ${e.message}
 

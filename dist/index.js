@@ -12285,13 +12285,13 @@ var require_headers = __commonJS({
           return this.#headersList[kHeadersSortedMap];
         }
         const headers = [];
-        const names = this.#headersList.toSortedArray();
+        const names2 = this.#headersList.toSortedArray();
         const cookies = this.#headersList.cookies;
         if (cookies === null || cookies.length === 1) {
-          return this.#headersList[kHeadersSortedMap] = names;
+          return this.#headersList[kHeadersSortedMap] = names2;
         }
-        for (let i2 = 0; i2 < names.length; ++i2) {
-          const { 0: name2, 1: value } = names[i2];
+        for (let i2 = 0; i2 < names2.length; ++i2) {
+          const { 0: name2, 1: value } = names2[i2];
           if (name2 === "set-cookie") {
             for (let j = 0; j < cookies.length; ++j) {
               headers.push([name2, cookies[j]]);
@@ -32993,7 +32993,7 @@ var require_inflate = __commonJS({
     var OS = 4;
     var EXLEN = 5;
     var EXTRA = 6;
-    var NAME = 7;
+    var NAME2 = 7;
     var COMMENT = 8;
     var HCRC = 9;
     var DICTID = 10;
@@ -33449,9 +33449,9 @@ var require_inflate = __commonJS({
                 }
               }
               state.length = 0;
-              state.mode = NAME;
+              state.mode = NAME2;
             /* falls through */
-            case NAME:
+            case NAME2:
               if (state.flags & 2048) {
                 if (have === 0) {
                   break inf_leave;
@@ -53847,12 +53847,12 @@ function rewriteKeyNames(ctx) {
   const rewrites = /* @__PURE__ */ new Map();
   for (const record2 of pendingRecords.get(ctx) ?? []) {
     const seen = ctx.seen.get(record2);
-    const names = (seen?.def ?? seen?.schema)?.propertyNames;
-    if (!names || names === true || rewrites.has(names))
+    const names2 = (seen?.def ?? seen?.schema)?.propertyNames;
+    if (!names2 || names2 === true || rewrites.has(names2))
       continue;
-    const rewritten = stringifyKeyNames(bySchema, names, /* @__PURE__ */ new Set());
-    if (rewritten !== names)
-      rewrites.set(names, rewritten);
+    const rewritten = stringifyKeyNames(bySchema, names2, /* @__PURE__ */ new Set());
+    if (rewritten !== names2)
+      rewrites.set(names2, rewritten);
   }
   if (!rewrites.size)
     return;
@@ -56909,11 +56909,76 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/host/targets.ts
+var MAX_POOL_HOSTS = 32;
+var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+function parseHostList(text, defaultPort, field) {
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  if (entries.length > MAX_POOL_HOSTS)
+    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
+  const out = [];
+  for (const entry of entries) {
+    const a2 = parseEntry(entry, defaultPort);
+    if (!a2) {
+      throw new Error(
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
+      );
+    }
+    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
+      throw new Error(`${field}: ${a2.name} is listed twice`);
+    out.push(a2);
+  }
+  return out;
+}
+function parseEntry(given, defaultPort) {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : void 0;
+  if (user !== void 0 && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
+  const port = portText === void 0 ? defaultPort : Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const v6 = host.includes(":");
+  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
+  const shown = v6 ? `[${host}]` : host;
+  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
+}
+function splitPort(entry) {
+  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
+  return m ? [m[1], m[2]] : [entry, void 0];
+}
+function knownHostsPattern(a2) {
+  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
+}
+function checkKnownHosts(text, hosts, field) {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  if (lines.some((l) => l.startsWith("|"))) return;
+  const patterns = lines.flatMap(
+    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
+  );
+  for (const h2 of hosts) {
+    const wanted = knownHostsPattern(h2);
+    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
+      throw new Error(
+        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
+      );
+    }
+  }
+}
+function globMatches(pattern, name2) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`, "i").test(name2);
+}
+
 // src/action/inputs.ts
 var MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"];
 var needsHost = (mode) => mode !== "access" && mode !== "command";
 var schema = external_exports.object({
-  host: external_exports.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
+  // One host, or a pool: several separated by commas (parsed below, into hosts).
+  host: external_exports.string(),
   port: external_exports.coerce.number().int().min(1).max(65535),
   user: external_exports.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
   "ssh-key": external_exports.string().refine((s2) => s2 === "" || s2.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----\u2026)"),
@@ -56945,12 +57010,20 @@ function getInputs() {
     throw new InputError(`input ${name2}: expected ${i2.message}${given}`);
   }
   const inputs = parsed.data;
-  if (needsHost(inputs.mode)) {
-    for (const name2 of ["host", "ssh-key", "known-hosts"]) {
-      if (!inputs[name2]) throw new InputError(`input ${name2}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
-    }
+  if (!needsHost(inputs.mode)) return { ...inputs, hosts: [] };
+  for (const name2 of ["host", "ssh-key", "known-hosts"]) {
+    if (!inputs[name2]) throw new InputError(`input ${name2}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
   }
-  return inputs;
+  return { ...inputs, hosts: poolOf(inputs) };
+}
+function poolOf(inputs) {
+  try {
+    const hosts = parseHostList(inputs.host, inputs.port, "input host");
+    checkKnownHosts(inputs["known-hosts"], hosts, "input known-hosts");
+    return hosts;
+  } catch (e) {
+    throw new InputError(e.message);
+  }
 }
 
 // src/action/job.ts
@@ -60088,8 +60161,8 @@ function prettyMilliseconds(milliseconds, options) {
     const flooredValue = Math.round(flooredInterimValue) / 10 ** decimalDigits;
     return flooredValue.toFixed(decimalDigits);
   };
-  const add = (value, long, short2, valueString) => {
-    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short2 === "m")) {
+  const add = (value, long, short, valueString) => {
+    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short === "m")) {
       return;
     }
     valueString ??= String(value);
@@ -60098,7 +60171,7 @@ function prettyMilliseconds(milliseconds, options) {
       const minLength = result.length > 0 ? 2 : 1;
       valueString = "0".repeat(Math.max(0, minLength - wholeDigits)) + valueString;
     } else {
-      valueString += options.verbose ? " " + pluralize(long, value) : short2;
+      valueString += options.verbose ? " " + pluralize(long, value) : short;
     }
     result.push(valueString);
   };
@@ -64118,6 +64191,8 @@ var runSummarySchema = external_exports.looseObject({
 var hostStatusSchema = external_exports.looseObject({
   perf_host_version: external_exports.string(),
   champion: external_exports.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: external_exports.string().optional(),
   previous: external_exports.string(),
   champion_supervised: external_exports.boolean(),
   lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
@@ -64159,6 +64234,7 @@ var HostClient = class {
     this.log = o2.log ?? (() => {
     });
     this.busyPollMs = o2.busyPollMs ?? 15e3;
+    this.claiming = false;
   }
   o;
   dir;
@@ -64168,6 +64244,24 @@ var HostClient = class {
   backoffMs;
   log;
   busyPollMs;
+  claiming;
+  firstLockAt = null;
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock() {
+    this.claiming = true;
+  }
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed() {
+    return !this.claiming;
+  }
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt() {
+    return this.firstLockAt;
+  }
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -64273,11 +64367,17 @@ var HostClient = class {
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (; ; ) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -64300,6 +64400,16 @@ var HostClient = class {
       throw new HostError("protocol", `${command}: unexpected answer at ${i2.path.join(".") || "(top)"}: ${i2.message}`);
     }
     return { document, message: r.data };
+  }
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId2, signal) {
+    const [file2, args] = this.argv(`wait ${runId2}`);
+    await execa(file2, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
@@ -64377,6 +64487,76 @@ function verbError(command, code, stderr) {
 }
 var sleep = (ms3) => new Promise((r) => setTimeout(r, ms3));
 
+// src/host/pool.ts
+var HostPool = class _HostPool {
+  constructor(members2) {
+    this.members = members2;
+  }
+  members;
+  /** Every host over SSH with the same login, key and known-hosts lines. */
+  static overSsh(hosts, login, o2 = {}) {
+    const log = o2.log ?? (() => {
+    });
+    return new _HostPool(
+      hosts.map((h2) => ({
+        name: h2.name,
+        client: new HostClient({
+          ...login,
+          ...h2.user ? { user: h2.user } : {},
+          host: h2.host,
+          port: h2.port,
+          ...o2,
+          log: hosts.length > 1 ? (l) => log(`${h2.name}: ${l}`) : log
+        })
+      }))
+    );
+  }
+  /** A pool of one, for a host reached another way (perf-host run locally). */
+  static single(name2, client) {
+    return new _HostPool([{ name: name2, client }]);
+  }
+  get size() {
+    return this.members.length;
+  }
+  member(name2) {
+    const m = this.members.find((x) => x.name === name2);
+    if (!m) throw new Error(`no host ${name2} in the pool`);
+    return m;
+  }
+  /** Asks every host at once. A host's HostError is its reading; any other error is a bug and thrown. */
+  async ask(question) {
+    return Promise.all(
+      this.members.map(async ({ name: name2, client }) => {
+        try {
+          return { name: name2, ok: true, value: await question(client, name2) };
+        } catch (e) {
+          if (e instanceof HostError) return { name: name2, ok: false, error: e };
+          throw e;
+        }
+      })
+    );
+  }
+  /**
+   * Does the same on every host at once, each its own instrument: one host's failure is its
+   * outcome, and leaves the others to finish.
+   */
+  async each(work) {
+    return Promise.all(
+      this.members.map(async (m) => {
+        try {
+          return { name: m.name, ok: true, value: await work(m) };
+        } catch (e) {
+          return { name: m.name, ok: false, error: e };
+        }
+      })
+    );
+  }
+  /** Removes every host's key from disk. */
+  close() {
+    for (const m of this.members) m.client.close();
+  }
+};
+
 // src/action/runner.ts
 import { readFileSync as readFileSync3 } from "node:fs";
 function runnerEnv(env = process.env) {
@@ -64422,21 +64602,16 @@ function resolveJob(inputs, runner, now = Date.now()) {
     onInfrastructureFailure: inputs["on-infrastructure-failure"],
     busyDeadline: now + inputs["busy-timeout-minutes"] * 6e4,
     outputDir: inputs["output-dir"] || join2(runner.runnerTemp, "perf-gate", attempt),
-    host: !needsHost(inputs.mode) ? null : {
-      host: inputs.host,
-      port: inputs.port,
-      user: inputs.user,
-      privateKey: inputs["ssh-key"],
-      knownHosts: inputs["known-hosts"]
-    },
+    hosts: inputs.hosts,
+    login: !needsHost(inputs.mode) ? null : { user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"] },
     runner,
     runUrl: runUrl(runner),
     attempt
   };
 }
-function connectHost(job) {
-  if (!job.host) throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
-  return new HostClient({ ...job.host, log: (l) => info(l) });
+function connectPool(job) {
+  if (!job.login || job.hosts.length === 0) throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
+  return HostPool.overSsh(job.hosts, job.login, { log: (l) => info(l) });
 }
 function requireArtifact(job, exists2) {
   if (!job.artifact) throw new InputError(`input artifact: mode ${job.mode} deploys a build; give the built release (a directory, a .tar.gz or a container image: docker save's .tar, an OCI archive or layout)`);
@@ -64449,6 +64624,21 @@ function logProgress(label2) {
     line: (line) => info(line),
     runStart: (run2, runId2) => startGroup(`${label2}${run2.workload} @ ${run2.rate} req/s (run ${runId2})`),
     runEnd: () => endGroup()
+  };
+}
+function outputDirFor(job, host) {
+  return job.hosts.length > 1 ? join2(job.outputDir, host.replace(/[^A-Za-z0-9._-]/g, "_")) : job.outputDir;
+}
+function sayFor(job, host) {
+  return job.hosts.length > 1 ? (line) => info(`${host}: ${line}`) : (line) => info(line);
+}
+function hostProgress(job, host, label2) {
+  if (job.hosts.length <= 1) return logProgress(label2);
+  const say = sayFor(job, host);
+  return {
+    note: say,
+    line: say,
+    runStart: (run2, runId2) => say(`${label2}${run2.workload} @ ${run2.rate} req/s (run ${runId2})`)
   };
 }
 
@@ -64895,11 +65085,11 @@ function merge2(defaults2, route, options) {
 }
 function addQueryParameters(url2, parameters) {
   const separator = /\?/.test(url2) ? "&" : "?";
-  const names = Object.keys(parameters);
-  if (names.length === 0) {
+  const names2 = Object.keys(parameters);
+  if (names2.length === 0) {
     return url2;
   }
-  return url2 + separator + names.map((name2) => {
+  return url2 + separator + names2.map((name2) => {
     if (name2 === "q") {
       return "q=" + parameters.q.split("+").map(encodeURIComponent).join("+");
     }
@@ -69630,16 +69820,18 @@ async function mergeBaseToBuild(gh, job, pr) {
   info(`comparison_base merge-base: the merge base of ${pr.headSha.slice(0, 7)} is ${sha2.slice(0, 7)}`);
   return sha2;
 }
-async function mergeBaseBuild(gh, host, config2, pr, job, exists2) {
-  if (config2.comparison_base !== "merge-base") return {};
-  const sha2 = await gh.mergeBase(pr.baseSha, pr.headSha);
-  const short2 = sha2.slice(0, 7);
+async function comparedMergeBase(gh, config2, pr) {
+  return config2.comparison_base === "merge-base" ? gh.mergeBase(pr.baseSha, pr.headSha) : void 0;
+}
+async function mergeBaseBuild(host, sha2, pr, job, exists2) {
+  if (!sha2) return {};
+  const short = sha2.slice(0, 7);
   const { champion } = await host.status();
-  if (sha2 === champion) return { note: `Compared with the merge base \`${short2}\`, which is the host's champion.` };
-  const why = `comparison_base is merge-base and the merge base ${short2} of ${pr.headSha.slice(0, 7)} is not the host's champion ${champion.slice(0, 7)}, so the gate measures a build of it`;
+  if (sha2 === champion) return { note: `Compared with the merge base \`${short}\`, which is the host's champion.` };
+  const why = `comparison_base is merge-base and the merge base ${short} of ${pr.headSha.slice(0, 7)} is not the host's champion ${champion.slice(0, 7)}, so the gate measures a build of it`;
   if (!job.baseArtifact) throw new ConfigError(`input base-artifact: ${why}; give its build as base-artifact and its SHA as base-sha (perf-gate.yml's build-base job makes it from the access job's merge-base-sha)`);
   if (job.baseSha !== sha2) throw new ConfigError(`input base-sha: ${why}, but base-artifact is a build of ${job.baseSha || "(base-sha not given)"}`);
-  if (!exists2(job.baseArtifact)) throw new InputError(`input base-artifact: ${job.baseArtifact} does not exist (build the merge base ${short2} first)`);
+  if (!exists2(job.baseArtifact)) throw new InputError(`input base-artifact: ${job.baseArtifact} does not exist (build the merge base ${short} first)`);
   return { build: { sha: sha2, artifact: job.baseArtifact } };
 }
 
@@ -69669,27 +69861,6 @@ async function accessOf(gh, event) {
   const [permission, now] = await Promise.all([gh.permission(event.sender), gh.pullRequest(event.number)]);
   return decideAccess(event, { permission, headNow: now.headSha });
 }
-
-// src/analysis/unmeasured.ts
-var CouldNotMeasureError = class extends Error {
-  name = "CouldNotMeasureError";
-  explained;
-  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
-  brief;
-  constructor(message, brief) {
-    super(message);
-    this.brief = brief;
-  }
-};
-var GeneratorDisturbedError = class extends CouldNotMeasureError {
-  name = "GeneratorDisturbedError";
-};
-var FailingWorkloadError = class extends Error {
-  name = "FailingWorkloadError";
-};
-var ChampionFailedError = class extends CouldNotMeasureError {
-  name = "ChampionFailedError";
-};
 
 // src/analysis/statistic.ts
 var import_hdr_histogram_js = __toESM(require_dist2(), 1);
@@ -69902,6 +70073,27 @@ var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
 };
 
+// src/analysis/unmeasured.ts
+var CouldNotMeasureError = class extends Error {
+  name = "CouldNotMeasureError";
+  explained;
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  brief;
+  constructor(message, brief) {
+    super(message);
+    this.brief = brief;
+  }
+};
+var GeneratorDisturbedError = class extends CouldNotMeasureError {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+var ChampionFailedError = class extends CouldNotMeasureError {
+  name = "ChampionFailedError";
+};
+
 // src/analysis/pairs.ts
 function isDisturbed(d) {
   return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
@@ -70042,6 +70234,415 @@ function floorSettings(floors, percentile2) {
     if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
   }
   return { floorMs, hostBiasMs, floorPercentileAssumed };
+}
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { dirname, join as join3 } from "node:path";
+
+// src/report/arms.ts
+var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
+function armsOf(a2) {
+  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
+  const champion = portName2(a2.targets?.champion, "the champion's port");
+  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
+  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
+}
+function portName2(target, otherwise) {
+  if (!target) return otherwise;
+  try {
+    const u2 = new URL(target);
+    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return otherwise;
+  }
+}
+
+// src/report/format.ts
+function ms(x) {
+  const a2 = Math.abs(x);
+  if (a2 >= 10) return x.toFixed(1);
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
+}
+function signedMs(x) {
+  const text = ms(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
+}
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+function percentLabel(p) {
+  return `p${p}`;
+}
+function confidenceLabel(c3) {
+  return `${Number((c3 * 100).toFixed(2))}%`;
+}
+function pValue(p) {
+  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
+}
+function rps(x) {
+  return x.toFixed(1);
+}
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us2) {
+  return `${Math.abs(us2) >= 100 ? us2.toFixed(0) : Math.abs(us2) >= 10 ? us2.toFixed(1) : us2.toFixed(2)} \xB5s`;
+}
+function codeSpan(name2) {
+  return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
+}
+
+// src/report/scale.ts
+function niceTicks(lo, hi, target = 5) {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (lo === hi) {
+    const pad = Math.abs(lo) * 0.1 || 0.01;
+    [lo, hi] = [lo - pad, hi + pad];
+  }
+  const raw = (hi - lo) / target;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks = [];
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
+  return { ticks, step, decimals };
+}
+function chartScale(values, c3) {
+  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
+  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
+  let lo = Math.min(...data);
+  let hi = Math.max(...data);
+  const reach = Math.max(Math.abs(lo), Math.abs(hi));
+  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
+  if (threshold !== null) hi = Math.max(hi, threshold);
+  const span = hi - lo || reach || 0.01;
+  lo -= lo < 0 ? span * 0.03 : 0;
+  hi += hi > 0 ? span * 0.03 : 0;
+  const t = niceTicks(lo, hi, 6);
+  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
+}
+function tickLabel(v, decimals) {
+  if (v === 0) return "0";
+  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
+}
+
+// src/report/chart.ts
+var MAX_BARS = 60;
+function bars(d, maxBars = MAX_BARS) {
+  const per = Math.ceil(d.length / maxBars);
+  const out = [];
+  for (let i2 = 0; i2 < d.length; i2 += per) {
+    const bin = d.slice(i2, i2 + per);
+    const last = Math.min(i2 + per, d.length);
+    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
+  }
+  return { bars: out, per };
+}
+function title(c3, percentile2, arms, per) {
+  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
+}
+function marks(c3, scale) {
+  return {
+    floor: scale.floor === null ? null : `A/A floor \xB1${ms(scale.floor)} ms`,
+    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
+    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
+  };
+}
+var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
+var PLOT_COLUMNS = 48;
+function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
+  const zero = col(0);
+  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
+  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
+  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
+  const canvas = () => {
+    const line = Array(PLOT_COLUMNS).fill(" ");
+    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
+    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
+    line[zero] = "\u2502";
+    return line;
+  };
+  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
+  const axis = Array(PLOT_COLUMNS).fill("\u2500");
+  let free = 0;
+  for (const t of scale.ticks) {
+    const text = tickLabel(t, scale.decimals);
+    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
+    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    if (at < free) continue;
+    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
+    free = at + text.length + 1;
+  }
+  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  for (const r of rows2) {
+    const line = canvas();
+    const to = col(r.value);
+    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
+    out.push(row(r.label, signedMs(r.value), line));
+  }
+  const ci = canvas();
+  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
+  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
+  ci[lo] = "\u251C";
+  ci[hi] = "\u2524";
+  ci[col(c3.estimateMs)] = "\u25CF";
+  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
+  const m = marks(c3, scale);
+  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
+  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
+  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
+}
+function forArms(c3, arms) {
+  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
+}
+var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const width = 760;
+  const height = 340;
+  const m = { top: 44, right: 190, bottom: 46, left: 64 };
+  const plotW = width - m.left - m.right;
+  const plotH = height - m.top - m.bottom;
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
+  const slot = plotW / Math.max(1, rows2.length);
+  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
+  const f = (v) => v.toFixed(1);
+  const right = m.left + plotW;
+  const grid2 = scale.ticks.map((t) => [
+    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
+  ].join("\n  ")).join("\n  ");
+  const barRects = rows2.map((r, i2) => {
+    const top = Math.min(y(r.value), y(0));
+    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
+    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
+  }).join("\n  ");
+  const everyNth = Math.ceil(rows2.length / 15);
+  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
+  const mk = marks(c3, scale);
+  const lines = [
+    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
+    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
+  ];
+  const placed = [];
+  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
+    let at = y(l.v) + 4;
+    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
+    placed.push(at);
+    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
+  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
+  }).join("\n  ");
+  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
+  <title>${esc2(title(c3, percentile2, arms, per))}</title>
+  <rect width="100%" height="100%" fill="#ffffff"/>
+  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
+  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
+  ${band}
+  ${grid2}
+  ${barRects}
+  ${labels}
+  ${xLabels}
+  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
+</svg>
+`;
+}
+
+// src/report/json.ts
+function amountJson(r) {
+  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
+function classEstimateJson(e) {
+  return e && { percentile: e.percentile, estimate_ms: e.estimateMs, ci_ms: e.ciMs, p: e.p, holm_p: e.holmP, estimator: e.estimator, moved: e.moved };
+}
+function classesJson(b) {
+  return {
+    missing: b.missing,
+    classes: b.classes.map((k) => ({
+      name: k.name,
+      index: k.index,
+      requests: k.requests,
+      errors: k.errors,
+      percentile: k.percentile,
+      recorded_per_slice: k.recordedPerSlice,
+      slo: classEstimateJson(k.slo),
+      p50: classEstimateJson(k.p50),
+      short: k.short
+    }))
+  };
+}
+function functionChangeJson(x) {
+  return { name: x.name, champion_us: x.championUs, challenger_us: x.challengerUs, estimate_us: x.estimateUs, ci_us: x.ciUs, noise_us: x.noiseUs, self_estimate_us: x.selfEstimateUs };
+}
+function functionsJson(f) {
+  return {
+    status: f.status,
+    reason: f.reason,
+    grew: f.grew.map(functionChangeJson),
+    shrank: f.shrank.map(functionChangeJson),
+    tested: f.tested,
+    confidence: f.confidence,
+    median_noise_us: f.medianNoiseUs,
+    samples: f.samples,
+    sampler_cpu_seconds: f.samplerCpuSeconds,
+    frequency_hz: f.frequencyHz,
+    files: f.files
+  };
+}
+function comparisonJson(c3) {
+  return {
+    key: c3.key,
+    workload: c3.workload,
+    rate: c3.rate,
+    verdict: c3.verdict,
+    grey_kind: c3.greyKind,
+    latency: c3.latency,
+    blocking: c3.blocking,
+    blocked_by: c3.blockedBy,
+    blocking_decisive: c3.blockingDecisive,
+    estimate_ms: c3.estimateMs,
+    ci_ms: c3.ciMs,
+    confidence: c3.confidence,
+    estimator: c3.estimator.kind,
+    estimator_fallback: c3.estimator.fallback,
+    se_ms: c3.seMs,
+    efficiency: c3.efficiency && {
+      half_width_ms: c3.efficiency.halfWidthMs,
+      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
+      host_adds_percent: c3.efficiency.hostAddsPercent,
+      narrowed_by: c3.efficiency.narrowedBy
+    },
+    pairs: c3.pairs,
+    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
+    looks: c3.looks,
+    look_history: c3.lookHistory.map((l) => ({ look: l.look, run: l.run, pairs: l.pairs, estimate_ms: l.estimateMs, ci_ms: l.ciMs, confidence: l.confidence })),
+    runs: c3.runs,
+    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
+    bootstrap_ci_ms: c3.bootstrapCiMs,
+    sign_test: c3.signTest,
+    sign_test_p: c3.signTest.p,
+    wilcoxon: c3.wilcoxon,
+    wilcoxon_p: c3.wilcoxon.p,
+    p50_ms: c3.p50Ms,
+    p999_ms: c3.p999Ms,
+    throughput_rps: c3.throughput,
+    error_regression: c3.errorRegression,
+    resources: c3.resources && {
+      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c3.resources.cpuCores),
+      rss_bytes: amountJson(c3.resources.rssBytes)
+    },
+    cpu_limit_percent: c3.cpuLimitPercent,
+    classes: classesJson(c3.classes),
+    functions: functionsJson(c3.functions),
+    champion: c3.champion,
+    challenger: c3.challenger,
+    floor_ms: c3.floorMs,
+    threshold_ms: c3.thresholdMs,
+    flags: c3.flags,
+    pairs_detail: c3.detail
+  };
+}
+function analysisJson(a2, host = null) {
+  const h2 = a2.headline;
+  return {
+    verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
+    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
+    blocking: a2.blocking,
+    blocked_by: h2.blockedBy,
+    estimate_ms: h2.estimateMs,
+    ci_ms: h2.ciMs,
+    pairs: h2.pairs,
+    percentile: a2.percentile,
+    floor_ms: h2.floorMs,
+    threshold_ms: h2.thresholdMs,
+    method: a2.method,
+    sign_test_p: h2.signTest.p,
+    wilcoxon_p: h2.wilcoxon.p,
+    seed: a2.seed,
+    headline: h2.key,
+    comparisons: a2.comparisons.map(comparisonJson),
+    runs: a2.runs,
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a2.preflight
+  };
+}
+function droppedPairJson(d) {
+  return {
+    run: d.run,
+    pair: d.pair,
+    reason: d.reason,
+    disturbances: d.disturbances.map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      lag_at: x.lagAt,
+      lag_ms: x.lagMs,
+      lag_limit_ms: x.lagLimitMs,
+      rate_error_percent: x.rateErrorPercent,
+      lagging: x.lagging,
+      off_rate: x.offRate
+    })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, foreign_connections: x.foreignConnections, reason: x.reason }))
+  };
+}
+
+// src/experiment/artifacts.ts
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join3(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join3(dir, "analysis.json"),
+    chartPath: join3(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join3(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeUnmeasured(dir, e) {
+  const paths = { reportPath: join3(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join3(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
+function writeProfiles(dir, profiles) {
+  return profiles.map(({ path: path6, bytes }) => {
+    const to = join3(dir, path6);
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync3(to, bytes);
+    return to;
+  });
+}
+function writeCalibrationReport(dir, report) {
+  const path6 = join3(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync3(path6, text);
 }
 
 // node_modules/simple-statistics/dist/simple-statistics.mjs
@@ -70508,8 +71109,8 @@ function classBreakdown(plan2, pairs, percentile2, confidence, rand) {
       missing: pairs.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
     };
   }
-  const names = classNames(plan2);
-  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs, percentile2, confidence, rand));
+  const names2 = classNames(plan2);
+  const unheld = names2.map((name2, i2) => measureClass(name2, i2, pairs, percentile2, confidence, rand));
   for (const at of ["slo", "p50"]) {
     const tested = unheld.filter((c3) => c3[at] !== null);
     const adjusted = holmAdjust(tested.map((c3) => c3[at].p));
@@ -70644,7 +71245,7 @@ function functionBreakdown(group, pairs, confidence) {
       }
     ];
   });
-  const names = [...new Set(recorded.flatMap((p) => p.functions ?? []))];
+  const names2 = [...new Set(recorded.flatMap((p) => p.functions ?? []))];
   const base = {
     ...empty,
     status: "recorded",
@@ -70660,10 +71261,10 @@ function functionBreakdown(group, pairs, confidence) {
     )
   };
   const n2 = counts.length;
-  if (n2 < 2 || names.length === 0) return { ...base, reason: n2 < 2 ? "fewer than 2 pairs with profiles" : null };
-  const level = 1 - (1 - confidence) / names.length;
+  if (n2 < 2 || names2.length === 0) return { ...base, reason: n2 < 2 ? "fewer than 2 pairs with profiles" : null };
+  const level = 1 - (1 - confidence) / names2.length;
   const q = studentTQuantile(1 - (1 - level) / 2, n2 - 1);
-  const changes = names.map((name2) => {
+  const changes = names2.map((name2) => {
     const cum = (arm) => counts.map((x) => x[arm].by.get(name2)?.cum ?? 0);
     const req = (arm) => counts.map((x) => x[arm].requests);
     const flat = (arm) => counts.map((x) => x[arm].by.get(name2)?.flat ?? 0);
@@ -70695,7 +71296,7 @@ function functionBreakdown(group, pairs, confidence) {
     ...base,
     grew: pick2(1),
     shrank: pick2(-1),
-    tested: names.length,
+    tested: names2.length,
     confidence: level,
     medianNoiseUs: noises[noises.length >> 1]
   };
@@ -71100,7 +71701,7 @@ function compare(key, group, s2, rand) {
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
   const { pairs, dropped } = pooledPairs(key, group, s2.percentile);
-  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const at = (p) => pairs.map((x) => ms2(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s2.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = estimateLatency(pairs, d, s2.percentile, s2.samplingResamples, rand);
@@ -71163,20 +71764,20 @@ function compare(key, group, s2, rand) {
     detail: pairs.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s2.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s2.percentile)),
+      championMs: ms2(slicePercentileUs(x.champion, s2.percentile)),
+      challengerMs: ms2(slicePercentileUs(x.challenger, s2.percentile)),
       dMs: d[i2]
     }))
   };
 }
-var ms = (us2) => us2 / 1e3;
+var ms2 = (us2) => us2 / 1e3;
 function armSummary(pairs, arm, percentile2) {
   const slices = pairs.map((x) => x[arm]);
   const e = armErrors(slices);
   return {
-    p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
-    sloMs: mean(slices.map((x) => ms(slicePercentileUs(x, percentile2)))),
-    p999Ms: mean(slices.map((x) => ms(x.latency_us.p999))),
+    p50Ms: mean(slices.map((x) => ms2(x.latency_us.p50))),
+    sloMs: mean(slices.map((x) => ms2(slicePercentileUs(x, percentile2)))),
+    p999Ms: mean(slices.map((x) => ms2(x.latency_us.p999))),
     okRps: mean(slices.map((x) => x.ok_rps)),
     requests: e.requests,
     errors: e.errors,
@@ -71195,11 +71796,11 @@ function runFlags(group) {
 function measurementFlags(pairs, dropped, percentile2) {
   const flags = [];
   const budget = sampleBudget(percentile2);
-  const short2 = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short2.length > 0) {
+  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short2.length} slice${short2.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short2.map((x) => x.recorded))}); lengthen slices or raise the rate`
+      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
     });
   }
   const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
@@ -71319,487 +71920,6 @@ function label(c3, holmP, alpha, m) {
   };
 }
 
-// src/report/format.ts
-function ms2(x) {
-  const a2 = Math.abs(x);
-  if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1) return x.toFixed(2);
-  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
-  return Number(text) === 0 ? "0.00" : text;
-}
-function signedMs(x) {
-  const text = ms2(x);
-  return (x > 0 && text !== "0.00" ? "+" : "") + text;
-}
-function msInterval([lo, hi]) {
-  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
-}
-function percentLabel(p) {
-  return `p${p}`;
-}
-function confidenceLabel(c3) {
-  return `${Number((c3 * 100).toFixed(2))}%`;
-}
-function pValue(p) {
-  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
-}
-function rps(x) {
-  return x.toFixed(1);
-}
-function signedPercent(x) {
-  const text = x.toFixed(1);
-  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
-}
-function mib(bytes) {
-  const m = bytes / (1 << 20);
-  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
-}
-function micros(us2) {
-  return `${Math.abs(us2) >= 100 ? us2.toFixed(0) : Math.abs(us2) >= 10 ? us2.toFixed(1) : us2.toFixed(2)} \xB5s`;
-}
-function codeSpan(name2) {
-  return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
-}
-
-// src/report/calibration.ts
-var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
-}
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  const oneIn = Math.round(1 / (1 - c3.confidence));
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
-  }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
-}
-var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
-function championCheck(a2) {
-  const findings = [];
-  const notes = [];
-  for (const c3 of a2.comparisons) {
-    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
-      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
-    }
-    const [lo, hi] = c3.ciMs;
-    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)})`;
-    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms`);
-    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms2(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
-  }
-  return { passed: findings.length === 0, findings, notes };
-}
-
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname, join as join3 } from "node:path";
-
-// src/report/arms.ts
-var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
-function armsOf(a2) {
-  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
-  const champion = portName2(a2.targets?.champion, "the champion's port");
-  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
-  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
-}
-function portName2(target, otherwise) {
-  if (!target) return otherwise;
-  try {
-    const u2 = new URL(target);
-    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
-  } catch {
-    return otherwise;
-  }
-}
-
-// src/report/scale.ts
-function niceTicks(lo, hi, target = 5) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
-  if (lo === hi) {
-    const pad = Math.abs(lo) * 0.1 || 0.01;
-    [lo, hi] = [lo - pad, hi + pad];
-  }
-  const raw = (hi - lo) / target;
-  const power = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
-  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
-  const ticks = [];
-  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
-  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
-  return { ticks, step, decimals };
-}
-function chartScale(values, c3) {
-  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
-  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
-  let lo = Math.min(...data);
-  let hi = Math.max(...data);
-  const reach = Math.max(Math.abs(lo), Math.abs(hi));
-  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
-  if (threshold !== null) hi = Math.max(hi, threshold);
-  const span = hi - lo || reach || 0.01;
-  lo -= lo < 0 ? span * 0.03 : 0;
-  hi += hi > 0 ? span * 0.03 : 0;
-  const t = niceTicks(lo, hi, 6);
-  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
-}
-function tickLabel(v, decimals) {
-  if (v === 0) return "0";
-  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
-}
-
-// src/report/chart.ts
-var MAX_BARS = 60;
-function bars(d, maxBars = MAX_BARS) {
-  const per = Math.ceil(d.length / maxBars);
-  const out = [];
-  for (let i2 = 0; i2 < d.length; i2 += per) {
-    const bin = d.slice(i2, i2 + per);
-    const last = Math.min(i2 + per, d.length);
-    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
-  }
-  return { bars: out, per };
-}
-function title(c3, percentile2, arms, per) {
-  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
-}
-function marks(c3, scale) {
-  return {
-    floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
-    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
-    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
-  };
-}
-var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
-var PLOT_COLUMNS = 48;
-function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
-  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
-  const zero = col(0);
-  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
-  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
-  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
-  const canvas = () => {
-    const line = Array(PLOT_COLUMNS).fill(" ");
-    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
-    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
-    line[zero] = "\u2502";
-    return line;
-  };
-  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
-  const axis = Array(PLOT_COLUMNS).fill("\u2500");
-  let free = 0;
-  for (const t of scale.ticks) {
-    const text = tickLabel(t, scale.decimals);
-    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
-    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
-    if (at < free) continue;
-    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
-    free = at + text.length + 1;
-  }
-  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
-  for (const r of rows2) {
-    const line = canvas();
-    const to = col(r.value);
-    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
-    out.push(row(r.label, signedMs(r.value), line));
-  }
-  const ci = canvas();
-  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
-  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
-  ci[lo] = "\u251C";
-  ci[hi] = "\u2524";
-  ci[col(c3.estimateMs)] = "\u25CF";
-  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
-  const m = marks(c3, scale);
-  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
-  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
-  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
-}
-function forArms(c3, arms) {
-  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
-}
-var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const width = 760;
-  const height = 340;
-  const m = { top: 44, right: 190, bottom: 46, left: 64 };
-  const plotW = width - m.left - m.right;
-  const plotH = height - m.top - m.bottom;
-  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
-  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
-  const slot = plotW / Math.max(1, rows2.length);
-  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
-  const f = (v) => v.toFixed(1);
-  const right = m.left + plotW;
-  const grid2 = scale.ticks.map((t) => [
-    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
-    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
-  ].join("\n  ")).join("\n  ");
-  const barRects = rows2.map((r, i2) => {
-    const top = Math.min(y(r.value), y(0));
-    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
-    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
-  }).join("\n  ");
-  const everyNth = Math.ceil(rows2.length / 15);
-  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
-  const mk = marks(c3, scale);
-  const lines = [
-    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
-    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
-    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
-  ];
-  const placed = [];
-  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
-    let at = y(l.v) + 4;
-    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
-    placed.push(at);
-    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
-  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
-  }).join("\n  ");
-  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
-  <title>${esc2(title(c3, percentile2, arms, per))}</title>
-  <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
-  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
-  ${band}
-  ${grid2}
-  ${barRects}
-  ${labels}
-  ${xLabels}
-  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
-</svg>
-`;
-}
-
-// src/report/json.ts
-function amountJson(r) {
-  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
-}
-function classEstimateJson(e) {
-  return e && { percentile: e.percentile, estimate_ms: e.estimateMs, ci_ms: e.ciMs, p: e.p, holm_p: e.holmP, estimator: e.estimator, moved: e.moved };
-}
-function classesJson(b) {
-  return {
-    missing: b.missing,
-    classes: b.classes.map((k) => ({
-      name: k.name,
-      index: k.index,
-      requests: k.requests,
-      errors: k.errors,
-      percentile: k.percentile,
-      recorded_per_slice: k.recordedPerSlice,
-      slo: classEstimateJson(k.slo),
-      p50: classEstimateJson(k.p50),
-      short: k.short
-    }))
-  };
-}
-function functionChangeJson(x) {
-  return { name: x.name, champion_us: x.championUs, challenger_us: x.challengerUs, estimate_us: x.estimateUs, ci_us: x.ciUs, noise_us: x.noiseUs, self_estimate_us: x.selfEstimateUs };
-}
-function functionsJson(f) {
-  return {
-    status: f.status,
-    reason: f.reason,
-    grew: f.grew.map(functionChangeJson),
-    shrank: f.shrank.map(functionChangeJson),
-    tested: f.tested,
-    confidence: f.confidence,
-    median_noise_us: f.medianNoiseUs,
-    samples: f.samples,
-    sampler_cpu_seconds: f.samplerCpuSeconds,
-    frequency_hz: f.frequencyHz,
-    files: f.files
-  };
-}
-function comparisonJson(c3) {
-  return {
-    key: c3.key,
-    workload: c3.workload,
-    rate: c3.rate,
-    verdict: c3.verdict,
-    grey_kind: c3.greyKind,
-    latency: c3.latency,
-    blocking: c3.blocking,
-    blocked_by: c3.blockedBy,
-    blocking_decisive: c3.blockingDecisive,
-    estimate_ms: c3.estimateMs,
-    ci_ms: c3.ciMs,
-    confidence: c3.confidence,
-    estimator: c3.estimator.kind,
-    estimator_fallback: c3.estimator.fallback,
-    se_ms: c3.seMs,
-    efficiency: c3.efficiency && {
-      half_width_ms: c3.efficiency.halfWidthMs,
-      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
-      host_adds_percent: c3.efficiency.hostAddsPercent,
-      narrowed_by: c3.efficiency.narrowedBy
-    },
-    pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
-    looks: c3.looks,
-    look_history: c3.lookHistory.map((l) => ({ look: l.look, run: l.run, pairs: l.pairs, estimate_ms: l.estimateMs, ci_ms: l.ciMs, confidence: l.confidence })),
-    runs: c3.runs,
-    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
-    bootstrap_ci_ms: c3.bootstrapCiMs,
-    sign_test: c3.signTest,
-    sign_test_p: c3.signTest.p,
-    wilcoxon: c3.wilcoxon,
-    wilcoxon_p: c3.wilcoxon.p,
-    p50_ms: c3.p50Ms,
-    p999_ms: c3.p999Ms,
-    throughput_rps: c3.throughput,
-    error_regression: c3.errorRegression,
-    resources: c3.resources && {
-      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
-      cpu_cores: amountJson(c3.resources.cpuCores),
-      rss_bytes: amountJson(c3.resources.rssBytes)
-    },
-    cpu_limit_percent: c3.cpuLimitPercent,
-    classes: classesJson(c3.classes),
-    functions: functionsJson(c3.functions),
-    champion: c3.champion,
-    challenger: c3.challenger,
-    floor_ms: c3.floorMs,
-    threshold_ms: c3.thresholdMs,
-    flags: c3.flags,
-    pairs_detail: c3.detail
-  };
-}
-function analysisJson(a2) {
-  const h2 = a2.headline;
-  return {
-    verdict: a2.verdict,
-    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
-    blocking: a2.blocking,
-    blocked_by: h2.blockedBy,
-    estimate_ms: h2.estimateMs,
-    ci_ms: h2.ciMs,
-    pairs: h2.pairs,
-    percentile: a2.percentile,
-    floor_ms: h2.floorMs,
-    threshold_ms: h2.thresholdMs,
-    method: a2.method,
-    sign_test_p: h2.signTest.p,
-    wilcoxon_p: h2.wilcoxon.p,
-    seed: a2.seed,
-    headline: h2.key,
-    comparisons: a2.comparisons.map(comparisonJson),
-    runs: a2.runs,
-    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
-    preflight_flags: a2.preflight
-  };
-}
-function droppedPairJson(d) {
-  return {
-    run: d.run,
-    pair: d.pair,
-    reason: d.reason,
-    disturbances: d.disturbances.map((x) => ({
-      arm: x.arm,
-      index: x.index,
-      lag_at: x.lagAt,
-      lag_ms: x.lagMs,
-      lag_limit_ms: x.lagLimitMs,
-      rate_error_percent: x.rateErrorPercent,
-      lagging: x.lagging,
-      off_rate: x.offRate
-    })),
-    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, foreign_connections: x.foreignConnections, reason: x.reason }))
-  };
-}
-
-// src/experiment/artifacts.ts
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join3(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join3(dir, "analysis.json"),
-    chartPath: join3(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
-  ]);
-  return paths;
-}
-function writeResults(dir, documents) {
-  const path6 = join3(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
-}
-function writeUnmeasured(dir, e) {
-  const paths = { reportPath: join3(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join3(dir, "analysis.json") };
-  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
-  return paths;
-}
-function writeProfiles(dir, profiles) {
-  return profiles.map(({ path: path6, bytes }) => {
-    const to = join3(dir, path6);
-    mkdirSync(dirname(to), { recursive: true });
-    writeFileSync3(to, bytes);
-    return to;
-  });
-}
-function writeCalibrationReport(dir, report) {
-  const path6 = join3(dir, "calibration.md");
-  writeFiles(dir, [[path6, report]]);
-  return path6;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync3(path6, text);
-}
-
 // src/analysis/extension.ts
 function unclear(ci, thresholdMs) {
   return ci[0] <= thresholdMs && ci[1] >= thresholdMs || ci[0] <= -thresholdMs && ci[1] >= -thresholdMs;
@@ -71839,7 +71959,7 @@ function classesTable(c3, arms) {
   if (classes.length === 0)
     return missing && !missing.startsWith("the workload has one") ? ["", `Request classes: none to show (${missing}).`] : [];
   const p = classes[0].percentile;
-  const cell = (e, short2) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short2})`;
+  const cell = (e, short) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short})`;
   return [
     "",
     `<details><summary>Request classes: each class's paired difference (${arms.difference}), at ${confidenceLabel(c3.confidence)}, Holm across classes</summary>`,
@@ -71918,17 +72038,17 @@ var kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const at = percentLabel(percentile2);
   if (arms.aa) return aaQuartet(c3, at, arms);
-  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
+  const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
   if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
   return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
 }
 function aaQuartet(c3, at, arms) {
-  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
+  const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
   const [lo, hi] = c3.ciMs;
   if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
+  return `${arms.challenger} measures ${ms(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
 }
 
 // src/report/resources.ts
@@ -71998,7 +72118,7 @@ function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
   const showFunctions = opts.functions ?? true;
   const runs2 = profiledRuns(a2.comparisons);
   for (const c3 of a2.comparisons) {
@@ -72050,28 +72170,29 @@ function headline(a2, arms) {
   const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
-function compared(a2, arms, runUrl2) {
+function compared(a2, arms, runUrl2, host) {
   const sha2 = (s2) => s2 ? `\`${s2.slice(0, 7)}\`` : "(unknown)";
+  const on6 = host ? ` on host \`${host}\`` : "";
   const links = runUrl2 ? ` \xB7 [workflow run](${runUrl2}) \xB7 [report and results](${runUrl2}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${on6}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
-  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms2(a2.settings.sloBudgetMs)} ms SLO budget`;
+  const budget = `${a2.settings.blockThresholdPercent}% of the ${ms(a2.settings.sloBudgetMs)} ms SLO budget`;
   if (a2.blocking) {
     const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
     return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
-  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
   if (a2.verdict === "green") return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
-  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
+  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms(h2.thresholdMs)} ms, the block threshold.`;
   if (kind === "within floor") {
-    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
+    return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
   }
-  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
+  return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
 }
 function blockReason(c3, reason, budget) {
   if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
@@ -72079,14 +72200,14 @@ function blockReason(c3, reason, budget) {
     const cpu = c3.resources.cpuUsPerRequest;
     return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
   }
-  return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
+  return `the regression exceeds the block threshold of ${ms(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
 }
 function preflightWarning(flags) {
   const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
   return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
-  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
+  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms(c3.floorMs)} ms)`}`).join(", ");
   const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
   const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
@@ -72105,9 +72226,9 @@ function comparisonSection(c3, percentile2, arms, several, maxRows, showFunction
   out.push(
     `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
-    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| p50 | ${ms(c3.champion.p50Ms)} ms | ${ms(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms(c3.champion.sloMs)} ms | ${ms(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms(c3.champion.p999Ms)} ms | ${ms(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     ...resourceRows(c3)
@@ -72121,7 +72242,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows, showFunction
     "",
     `<details><summary>Statistics: the tests, and ${p} of each of the ${c3.detail.length} pairs</summary>`,
     "",
-    `Tests at ${p}: the interval's t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; on the ${c3.pairs} paired differences (${arms.difference}), bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms2(c3.thresholdMs)} ms.`
+    `Tests at ${p}: the interval's t = ${c3.t.t.toFixed(2)} (df ${c3.t.df}), p = ${pValue(c3.t.p)}${c3.t.holmP !== c3.t.p ? `, Holm-adjusted p = ${pValue(c3.t.holmP)}` : ""}; on the ${c3.pairs} paired differences (${arms.difference}), bootstrap ${confidenceLabel(c3.confidence)} CI ${ci(...c3.bootstrapCiMs)} ms; sign test ${c3.signTest.positive}+/${c3.signTest.negative}\u2212, p = ${pValue(c3.signTest.p)}; Wilcoxon signed-rank W = ${c3.wilcoxon.statistic}, p = ${pValue(c3.wilcoxon.p)} (${c3.wilcoxon.method}); throughput paired t p = ${pValue(c3.throughput.p)}. Block threshold ${ms(c3.thresholdMs)} ms.`
   );
   if (maxRows > 0) {
     const rows2 = c3.detail.slice(0, maxRows);
@@ -72129,7 +72250,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows, showFunction
       "",
       `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
       `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
-      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms(r.championMs)} ms | ${ms(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
       ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
     );
   }
@@ -72240,19 +72361,93 @@ function settingsFor(config2, d) {
   };
 }
 
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning2 = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning2}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
+function championCheck(a2) {
+  const findings = [];
+  const notes = [];
+  for (const c3 of a2.comparisons) {
+    if (c3.errorRegression && c3.errorRegression.p < 1 - c3.confidence) {
+      findings.push(`${c3.key}: the ports fail differently (${c3.champion.errors} and ${c3.challenger.errors} errors)`);
+    }
+    const [lo, hi] = c3.ciMs;
+    const difference = `${c3.key}: the ports differ by ${signedMs(c3.estimateMs)} ms at ${percentLabel(a2.percentile)} (${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)})`;
+    if (lo > c3.thresholdMs || hi < -c3.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold \xB1${ms(c3.thresholdMs)} ms`);
+    else if (excludesZero(c3.ciMs)) notes.push(`${difference}: not beyond the block threshold \xB1${ms(c3.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
+  }
+  return { passed: findings.length === 0, findings, notes };
+}
+
 // src/report/notes.ts
 var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
 function evidenceNotes(sha2, e) {
-  const short2 = sha2.slice(0, 7);
+  const short = sha2.slice(0, 7);
   const out = [];
   if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short2} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
   }
   if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short2} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
   }
   for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short2} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
   }
   return out;
 }
@@ -72370,38 +72565,82 @@ async function calibrateAndReport(host, config2, o2) {
 async function runCalibrate(job) {
   const gh = new GitHub2(job.githubToken, ...ownerAndRepo(job.runner), (l) => info(l));
   const config2 = await configAt(gh, job.configPath, job.runner.sha);
-  const host = connectHost(job);
+  const pool = connectPool(job);
   try {
-    const { champion } = await host.status();
-    const run2 = await calibrateAndReport(host, config2, {
-      runIdPrefix: `calibrate-${job.attempt}`,
-      seed: seedOf(champion || job.runner.sha),
-      busyDeadline: job.busyDeadline,
-      progress: logProgress("A/A: "),
-      outDir: job.outputDir,
-      champion
-    });
-    await summary.addRaw(run2.report).write();
-    for (const c3 of run2.calibrations) info(calibrationLine(c3));
-    const biased = biasedCalibrations(run2.calibrations);
-    const unrecorded = run2.calibrations.filter((c3) => c3.notRecorded !== null);
-    setOutput("champion", champion);
-    setOutput("host-biased", String(biased.length > 0));
-    setOutput("report-path", run2.artifacts.calibrationPath);
-    setOutput("result-path", run2.artifacts.resultPath);
-    if (biased.length > 0) setFailed(`perf-gate: biased host: ${biased.map(calibrationLine).join("; ")}`);
-    if (unrecorded.length > 0) setFailed(`perf-gate: ${unrecorded.map(calibrationLine).join("; ")}`);
-  } catch (e) {
-    if (e instanceof CouldNotMeasureError && e.explained) {
-      const written = writeUnmeasured(job.outputDir, e.explained);
-      await summary.addRaw(e.explained.markdown).write();
-      setOutput("report-path", written.reportPath);
-      setOutput("result-path", written.resultPath);
-    }
-    throw e;
+    const outcomes = await pool.each(({ name: name2, client }) => calibrateOn(client, name2, config2, job));
+    await (outcomes.length === 1 ? reportHost(outcomes[0], job) : reportPool(outcomes, job));
   } finally {
-    host.close();
+    pool.close();
   }
+}
+async function calibrateOn(host, name2, config2, job) {
+  const { champion } = await host.status();
+  const run2 = await calibrateAndReport(host, config2, {
+    runIdPrefix: `calibrate-${job.attempt}`,
+    seed: seedOf(champion || job.runner.sha),
+    busyDeadline: job.busyDeadline,
+    progress: hostProgress(job, name2, "A/A: "),
+    outDir: outputDirFor(job, name2),
+    champion
+  });
+  for (const c3 of run2.calibrations) sayFor(job, name2)(calibrationLine(c3));
+  return { ...run2, champion };
+}
+function writeWhyNot(e, dir) {
+  if (!(e instanceof CouldNotMeasureError && e.explained)) return null;
+  return { markdown: e.explained.markdown, written: writeUnmeasured(dir, e.explained) };
+}
+function failuresOf(run2) {
+  const biased = biasedCalibrations(run2.calibrations);
+  const unrecorded = run2.calibrations.filter((c3) => c3.notRecorded !== null);
+  return [
+    ...biased.length > 0 ? [`biased host: ${biased.map(calibrationLine).join("; ")}`] : [],
+    ...unrecorded.map(calibrationLine)
+  ];
+}
+async function reportHost(o2, job) {
+  if (!o2.ok) {
+    const whyNot = writeWhyNot(o2.error, job.outputDir);
+    if (whyNot) {
+      await summary.addRaw(whyNot.markdown).write();
+      setOutput("report-path", whyNot.written.reportPath);
+      setOutput("result-path", whyNot.written.resultPath);
+    }
+    throw o2.error;
+  }
+  const run2 = o2.value;
+  await summary.addRaw(run2.report).write();
+  setOutput("champion", run2.champion);
+  setOutput("host-biased", String(biasedCalibrations(run2.calibrations).length > 0));
+  setOutput("report-path", run2.artifacts.calibrationPath);
+  setOutput("result-path", run2.artifacts.resultPath);
+  for (const failure2 of failuresOf(run2)) setFailed(`perf-gate: ${failure2}`);
+}
+async function reportPool(outcomes, job) {
+  const sections = outcomes.map((o2) => {
+    if (o2.ok) return `## ${o2.name}
+
+${o2.value.report}`;
+    const what = writeWhyNot(o2.error, outputDirFor(job, o2.name))?.markdown ?? `\`\`\`
+${o2.error.message}
+\`\`\``;
+    return `## ${o2.name}
+
+**Not calibrated**: its floors stay as they were.
+
+${what}`;
+  });
+  const report = sections.join("\n\n");
+  await summary.addRaw(report).write();
+  const done = outcomes.flatMap((o2) => o2.ok ? [o2.value] : []);
+  setOutput("champion", done[0]?.champion ?? "");
+  setOutput("host-biased", String(done.some((r) => biasedCalibrations(r.calibrations).length > 0)));
+  setOutput("report-path", writeCalibrationReport(job.outputDir, report));
+  setOutput("result-path", job.outputDir);
+  const failures = outcomes.flatMap(
+    (o2) => o2.ok ? failuresOf(o2.value).map((f) => `${o2.name}: ${f}`) : [`${o2.name}: not calibrated: ${o2.error.message.split("\n")[0]}`]
+  );
+  if (failures.length > 0) setFailed(`perf-gate: ${failures.join("; ")}`);
 }
 
 // src/action/slash-command.ts
@@ -72551,14 +72790,15 @@ async function measureAndDecide(host, config2, m, keep) {
 
 // src/experiment/gate.ts
 async function gate(host, config2, r) {
-  const { outDir, notes: given = [], runUrl: runUrl2, ...measurement } = r;
+  const { outDir, notes: caller = [], runUrl: runUrl2, host: hostName, ...measurement } = r;
   const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
   const sha2 = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config2, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
   const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...fetched.notes];
-  const report = markdownReport(analysis, { notes, runUrl: runUrl2, functions });
-  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  const report = markdownReport(analysis, { notes, runUrl: runUrl2, functions, host: hostName });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
   return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
 }
 function showsFunctions(config2, analysis) {
@@ -72578,6 +72818,181 @@ async function fetchProfiles(host, analysis) {
   return { profiles, notes: [] };
 }
 
+// src/experiment/pool-gate.ts
+import { setTimeout as sleep2 } from "node:timers/promises";
+
+// src/experiment/landing.ts
+function poolChampion(surveys) {
+  const serving = surveys.flatMap(
+    (s2) => s2.status?.champion ? [{ sha: s2.status.champion, since: s2.status.champion_since ?? null }] : []
+  );
+  if (serving.length === 0) return null;
+  const count4 = (sha2) => serving.filter((x) => x.sha === sha2).length;
+  const time3 = (since) => since ? Date.parse(since) : -1;
+  return serving.reduce((best, x) => {
+    const later = time3(x.since) - time3(best.since);
+    return later > 0 || later === 0 && count4(x.sha) > count4(best.sha) ? x : best;
+  });
+}
+function standings(surveys, champion) {
+  return surveys.map((s2) => {
+    const st = s2.status;
+    if (!st) return { name: s2.name, state: "unreachable", reason: s2.unreachable ?? "no status" };
+    if (!st.champion)
+      return { name: s2.name, state: "refused", reason: "it has no champion yet: promote one (perf-promote.yml)" };
+    if (champion && st.champion !== champion.sha) {
+      return {
+        name: s2.name,
+        state: "refused",
+        reason: `it serves champion ${st.champion.slice(0, 7)}, not the pool's ${champion.sha.slice(0, 7)}${champion.since ? ` (champion since ${champion.since})` : ""}: refused for gates until it is promoted`
+      };
+    }
+    if (st.lock) {
+      const run2 = /^(?:ab|aa) ([a-z0-9][a-z0-9-]{2,63})$/.exec(st.lock.holder)?.[1] ?? null;
+      return {
+        name: s2.name,
+        state: "busy",
+        holder: `${st.lock.holder} since ${st.lock.since} (${Math.round(st.lock.age_seconds)} s)`,
+        run: run2
+      };
+    }
+    return { name: s2.name, state: "free" };
+  });
+}
+function chooseHost(surveys, o2) {
+  const champion = poolChampion(surveys);
+  const stand = standings(surveys, champion);
+  const eligible = stand.filter((s2) => s2.state === "free" || s2.state === "busy");
+  const against = new Set([champion?.sha, o2.mergeBase].filter(Boolean));
+  const earlierOn = (name2) => (surveys.find((s2) => s2.name === name2)?.runs ?? []).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && against.has(r.champion_sha)
+  ).length;
+  const earlier = eligible.map((s2) => s2.name).filter((n2) => earlierOn(n2) > 0);
+  const base = { champion, standings: stand, earlier };
+  if (earlier.length > 0) {
+    const home = earlier.reduce((a2, b) => earlierOn(b) > earlierOn(a2) ? b : a2);
+    return { ...base, host: home, stay: true, waitable: true };
+  }
+  const free = stand.filter((s2) => s2.state === "free").map((s2) => s2.name);
+  const [first] = free.sort((a2, b) => draw(o2.key, a2) - draw(o2.key, b) || a2.localeCompare(b));
+  return { ...base, host: first ?? null, stay: false, waitable: eligible.length > 0 };
+}
+function draw(key, name2) {
+  let h2 = 2166136261;
+  for (const ch of `${key}\0${name2}`) h2 = Math.imul(h2 ^ ch.charCodeAt(0), 16777619) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 16, 2246822507) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 13, 3266489909) >>> 0;
+  return (h2 ^ h2 >>> 16) >>> 0;
+}
+function standingLine(s2) {
+  switch (s2.state) {
+    case "free":
+      return `${s2.name}: free`;
+    case "busy":
+      return `${s2.name}: busy (${s2.holder})`;
+    default:
+      return `${s2.name}: ${s2.state} (${s2.reason})`;
+  }
+}
+
+// src/experiment/pool-gate.ts
+async function onPool(pool, o2, work) {
+  if (pool.size === 1) {
+    const only = pool.members[0];
+    return { host: only.name, value: await work(only, { host: only.name, notes: () => [] }), waitedMs: 0 };
+  }
+  const pollMs = o2.pollMs ?? 15e3;
+  const started = Date.now();
+  const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
+  let said = "";
+  const unwatchable = /* @__PURE__ */ new Set();
+  for (; ; ) {
+    const choice = chooseHost(await survey(pool, runs2), {
+      key: o2.key,
+      ...o2.mergeBase ? { mergeBase: o2.mergeBase } : {}
+    });
+    const seen = choice.standings.map(standingLine).join("; ");
+    if (seen !== said) o2.say(`pool: ${seen}`);
+    said = seen;
+    const held = (name2) => choice.standings.find((s2) => s2.name === name2)?.state === "busy";
+    if (choice.host && !(choice.stay && held(choice.host))) {
+      const member = pool.member(choice.host);
+      if (!choice.stay) member.client.claimNextLock();
+      o2.say(
+        choice.stay ? `pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy` : `pool: ${choice.host} is free: measuring there`
+      );
+      const unasked = o2.sha ? pool.members.map((m) => m.name).filter((n2) => !runs2.has(n2)) : [];
+      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
+      try {
+        const value = await work(member, landing);
+        return { host: choice.host, value, waitedMs: waited() };
+      } catch (e) {
+        if (!lostTheHost(member.client, e)) throw e;
+        o2.say(`pool: another gate took ${choice.host} first (${e.message}); looking again`);
+        continue;
+      }
+    }
+    if (!choice.waitable || Date.now() >= o2.busyDeadline) throw noHost(choice);
+    const awaited = choice.standings.filter(
+      (s2) => s2.state === "busy" && (!choice.stay || s2.name === choice.host)
+    );
+    if (choice.stay)
+      o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
+  }
+}
+async function untilOneFrees(pool, busy, o2) {
+  const done = new AbortController();
+  const pause = (ms3) => sleep2(Math.max(0, ms3), void 0, { signal: done.signal }).catch(() => {
+  });
+  const started = Date.now();
+  const waits = busy.map(async (s2) => {
+    if (!s2.run || o2.unwatchable.has(s2.run)) return pause(o2.pollMs);
+    await pool.member(s2.name).client.watch(s2.run, done.signal);
+    if (Date.now() - started < 1e3) o2.unwatchable.add(s2.run);
+  });
+  await Promise.race([...waits, pause(o2.deadline - Date.now())]);
+  done.abort();
+}
+function lostTheHost(client, e) {
+  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+}
+async function earlierRuns(pool, sha2) {
+  const readings = await pool.ask((c3) => c3.runsOf(sha2));
+  return new Map(readings.flatMap((r) => r.ok ? [[r.name, r.value]] : []));
+}
+async function survey(pool, runs2) {
+  const readings = await pool.ask((c3) => c3.status());
+  return readings.map(
+    (r) => r.ok ? { name: r.name, status: r.value, runs: runs2.get(r.name) ?? [] } : { name: r.name, status: null, unreachable: r.error.message }
+  );
+}
+function noHost(choice) {
+  const lines = choice.standings.map(standingLine).join("; ");
+  if (choice.stay)
+    return new HostError("busy", `${choice.host}, the host of this build's earlier runs, stayed busy: ${lines}`);
+  if (choice.waitable)
+    return new HostError("busy", `every host of the pool that can take this gate stayed busy: ${lines}`);
+  const kind = choice.standings.every((s2) => s2.state === "unreachable") ? "unreachable" : "refused";
+  return new HostError(kind, `no host of the pool can take this gate: ${lines}`);
+}
+function landingNotes(choice, size, waitedMs, unasked) {
+  const others = choice.standings.filter((s2) => s2.name !== choice.host);
+  const waited = waitedMs >= 1e3 ? `, after waiting ${Math.round(waitedMs / 1e3)} s for it` : "";
+  const notes = [
+    `\u{1F5A5}\uFE0F **Host**: measured on \`${choice.host}\` (a pool of ${size}${waited}); ${others.map(otherLine).join("; ")}.`
+  ];
+  if (unasked.length > 0)
+    notes.push(
+      `Earlier runs of this build on ${unasked.map((n2) => `\`${n2}\``).join(", ")} could not be asked for (unreachable): any there are not pooled with this gate.`
+    );
+  return notes;
+}
+function otherLine(s2) {
+  return s2.state === "free" ? `\`${s2.name}\` free` : s2.state === "busy" ? `\`${s2.name}\` busy` : `\`${s2.name}\` ${s2.state}: ${s2.reason}`;
+}
+
 // src/action/modes/gate.ts
 async function runGate(job) {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -72591,37 +73006,44 @@ async function runGate(job) {
 }
 async function gatePullRequest(gh, pr, job, o2) {
   const check2 = await gh.startCheck(pr.headSha, "perf-gate: measuring", void 0, job.runUrl);
-  let host = null;
+  let pool = null;
   try {
     const access2 = await o2.authorize();
     if (!access2.allowed) return await refuseAccess(gh, pr.number, check2, access2);
     info(`access: ${access2.reason}`);
     const config2 = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
     const artifact = requireArtifact(job, existsSync3);
-    host = connectHost(job);
-    const judged = await judgePullRequest(gh, host, config2, pr, artifact, job, o2.notes ?? []);
+    pool = connectPool(job);
+    const judged = await judgePullRequest(gh, pool, config2, pr, artifact, job, o2.notes ?? []);
     await publishVerdict(gh, check2, pr, judged);
-    setVerdictOutputs(judged.analysis, judged.artifacts);
+    setVerdictOutputs(judged);
   } catch (e) {
     await reportFailure(gh, check2, pr, job, e);
   } finally {
-    host?.close();
+    pool?.close();
   }
 }
-async function judgePullRequest(gh, host, config2, pr, artifact, job, notes) {
+async function judgePullRequest(gh, pool, config2, pr, artifact, job, notes) {
   const sha2 = pr.headSha;
-  const base = await mergeBaseBuild(gh, host, config2, pr, job, existsSync3);
-  return gate(host, config2, {
-    challenger: { sha: sha2, artifact },
-    mergeBase: base.build,
-    runIdPrefix: `pr${pr.number}-${sha2.slice(0, 7)}-${job.attempt}`,
-    seed: seedOf(sha2),
-    busyDeadline: job.busyDeadline,
-    progress: logProgress(""),
-    outDir: job.outputDir,
-    notes: [...notes, ...base.note ? [base.note] : []],
-    runUrl: job.runUrl
+  const runIdPrefix = `pr${pr.number}-${sha2.slice(0, 7)}-${job.attempt}`;
+  const mergeBase = await comparedMergeBase(gh, config2, pr);
+  const landed = await onPool(pool, { key: runIdPrefix, sha: sha2, mergeBase, busyDeadline: job.busyDeadline, say: (l) => info(l) }, async ({ client }, landing) => {
+    setOutput("host", landing.host);
+    const base = await mergeBaseBuild(client, mergeBase, pr, job, existsSync3);
+    return gate(client, config2, {
+      challenger: { sha: sha2, artifact },
+      mergeBase: base.build,
+      runIdPrefix,
+      seed: seedOf(sha2),
+      busyDeadline: job.busyDeadline,
+      progress: logProgress(""),
+      outDir: job.outputDir,
+      notes: () => [...notes, ...landing.notes(), ...base.note ? [base.note] : []],
+      runUrl: job.runUrl,
+      host: landing.host
+    });
   });
+  return landed.value;
 }
 async function publishVerdict(gh, check2, pr, { analysis, report }) {
   const outcome = gateOutcome(analysis);
@@ -72634,7 +73056,7 @@ async function publishVerdict(gh, check2, pr, { analysis, report }) {
   info(outcome.title);
   if (analysis.blocking) setFailed(`perf-gate: ${outcome.title}`);
 }
-function setVerdictOutputs(analysis, artifacts) {
+function setVerdictOutputs({ analysis, artifacts }) {
   const h2 = analysis.headline;
   setOutput("verdict", analysis.verdict);
   setOutput("blocking", String(analysis.blocking));
@@ -72695,111 +73117,248 @@ async function runPromote(job) {
   const sha2 = promotedSha(job);
   const gh = new GitHub2(job.githubToken, ...ownerAndRepo(job.runner), (l) => info(l));
   const check2 = await gh.startCheck(sha2, "perf-gate: promoting to champion", PROMOTION_CHECK, job.runUrl);
-  const host = connectHost(job);
+  const pool = connectPool(job);
   try {
     const config2 = await configAt(gh, job.configPath, sha2);
     const artifact = requireArtifact(job, existsSync4);
-    const before = await host.status();
-    if (before.champion === sha2) {
-      const said = await host.promote(sha2, config2.service, job.busyDeadline);
-      await gh.finishCheck(check2, "success", `${sha2.slice(0, 7)} is already the champion`, said);
-      setChampionOutputs(sha2, before.previous);
-      return;
-    }
-    info(await host.deploy("champion", sha2, artifact));
-    info(await host.promote(sha2, config2.service, job.busyDeadline));
-    const verification = await verify(host, config2, job, "promote", sha2);
-    const finish = async (conclusion, title3, detail) => {
-      await gh.finishCheck(check2, conclusion, title3, `**${title3}.**${detail}
+    const outcomes = await pool.each(({ name: name2, client }) => promoteOn(client, name2, config2, job, sha2, artifact));
+    const one2 = outcomes.length === 1 ? outcomes[0] : null;
+    if (one2 && !one2.ok) throw one2.error;
+    const verdict = await settlePromotion(pool, job, sha2, outcomes);
+    await gh.finishCheck(check2, verdict.conclusion, verdict.title, verdict.body);
+    await summary.addRaw(`## perf-gate: ${verdict.title}
 
-${verification.text}`);
-      await summary.addRaw(`## perf-gate: ${title3}
-
-${verification.text}`).write();
-    };
-    if (!verification.passed) {
-      const restored = await host.rollback(job.busyDeadline);
-      const title3 = `promotion of ${sha2.slice(0, 7)} failed its A/A check; rolled back`;
-      await finish("failure", title3, ` ${restored}`);
-      setFailed(`perf-gate: ${title3}: ${verification.findings.join("; ")}`);
-      return;
-    }
-    const title2 = `champion is now ${sha2.slice(0, 7)} (previous ${short(before.champion)} kept for rollback); A/A check ${verification.unmeasured ? "could not measure" : "passed"}`;
-    await finish(verification.unmeasured ? "neutral" : "success", title2, "");
-    setChampionOutputs(sha2, before.champion);
-    info(title2);
+${verdict.body}`).write();
+    if (verdict.promoted) setChampionOutputs(sha2, verdict.previous);
+    if (verdict.conclusion === "failure") setFailed(`perf-gate: ${verdict.title}: ${verdict.failures.join("; ")}`);
+    else info(verdict.title);
   } catch (e) {
-    const now = await host.status().then((s2) => `the host's champion is ${short(s2.champion)}`, () => "the host's champion could not be read");
-    await gh.finishCheck(check2, "failure", "perf-gate: promotion failed", `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
+    const now = await championsNow(pool);
+    await gh.finishCheck(
+      check2,
+      "failure",
+      "perf-gate: promotion failed",
+      `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
 
 \`\`\`
 ${e.message}
 \`\`\`
-`).catch((ghError) => warning(`could not report the failure on GitHub: ${ghError.message}`));
+`
+    ).catch((ghError) => warning(`could not report the failure on GitHub: ${ghError.message}`));
     throw e;
   } finally {
-    host.close();
+    pool.close();
   }
+}
+async function promoteOn(host, name2, config2, job, sha2, artifact) {
+  const say = sayFor(job, name2);
+  const before = await host.status();
+  if (before.champion === sha2) {
+    return {
+      state: "already",
+      said: await host.promote(sha2, config2.service, job.busyDeadline),
+      previous: before.previous
+    };
+  }
+  say(await host.deploy("champion", sha2, artifact));
+  say(await host.promote(sha2, config2.service, job.busyDeadline));
+  return {
+    state: "promoted",
+    previous: before.champion,
+    verification: await verify(host, name2, config2, job, "promote", sha2)
+  };
+}
+async function settlePromotion(pool, job, sha2, outcomes) {
+  const short = sha2.slice(0, 7);
+  const one2 = outcomes.length === 1;
+  const done = outcomes.flatMap((o2) => o2.ok ? [{ name: o2.name, ...o2.value }] : []);
+  const swapped = done.flatMap((d) => d.state === "promoted" ? [d] : []);
+  const previous = swapped[0]?.previous ?? done[0]?.previous ?? "";
+  const checks = swapped.map((d) => one2 ? d.verification.text : `#### ${d.name}
+
+${d.verification.text}`).join("\n\n");
+  const failedChecks = swapped.filter((d) => !d.verification.passed);
+  if (failedChecks.length > 0) {
+    const restored = await pool.each(
+      async ({ name: name2, client }) => swapped.some((d) => d.name === name2) ? client.rollback(job.busyDeadline) : null
+    );
+    const said = restored.flatMap(
+      (r) => r.ok ? r.value === null ? [] : [one2 ? r.value : `${r.name}: ${r.value}`] : [`${r.name}: the rollback failed: ${r.error.message}`]
+    );
+    const title3 = one2 ? `promotion of ${short} failed its A/A check; rolled back` : `promotion of ${short} failed its A/A check on ${names(failedChecks)}; rolled back on ${names(swapped)}`;
+    const failures = failedChecks.flatMap((d) => d.verification.findings.map((f) => one2 ? f : `${d.name}: ${f}`));
+    return {
+      conclusion: "failure",
+      title: title3,
+      body: `**${title3}.** ${said.join("; ")}
+
+${checks}`,
+      promoted: false,
+      previous,
+      failures
+    };
+  }
+  const unmeasured = swapped.filter((d) => d.verification.unmeasured);
+  const failed2 = outcomes.flatMap((o2) => o2.ok ? [] : [{ name: o2.name, error: o2.error }]);
+  if (failed2.length === 0) {
+    if (swapped.length === 0) {
+      const said = done.map((d) => d.state === "already" ? one2 ? d.said : `${d.name}: ${d.said}` : "").join("\n");
+      return {
+        conclusion: "success",
+        title: `${short} is already the champion${one2 ? "" : " on every host"}`,
+        body: said,
+        promoted: true,
+        previous,
+        failures: []
+      };
+    }
+    const where = one2 ? "" : ` on all ${outcomes.length} hosts`;
+    const how = unmeasured.length === 0 ? one2 ? "passed" : "passed on each" : `could not measure${one2 ? "" : ` on ${names(unmeasured)}`}`;
+    const title3 = `champion is now ${short}${where} (previous ${orNone(previous)} kept for rollback); A/A check ${how}`;
+    return {
+      conclusion: unmeasured.length > 0 ? "neutral" : "success",
+      title: title3,
+      body: `**${title3}.**
+
+${checks}`,
+      promoted: true,
+      previous,
+      failures: []
+    };
+  }
+  const serving = await pool.ask((c3) => c3.status());
+  const left = failed2.map(({ name: name2, error: error63 }) => {
+    const s2 = serving.find((r) => r.name === name2);
+    const now = s2?.ok ? `it still serves ${orNone(s2.value.champion)} and is refused for gates until it is promoted` : "what it serves could not be read; it is refused for gates until it is promoted";
+    return `- \`${name2}\`: ${error63.message.split("\n")[0]}; ${now} (run this workflow again when it is back).`;
+  });
+  const title2 = done.length > 0 ? `champion is now ${short} on ${names(done)}; promotion failed on ${names(failed2)}` : `promotion of ${short} failed on every host`;
+  return {
+    conclusion: "failure",
+    title: title2,
+    body: `**${title2}.**
+
+${left.join("\n")}
+
+${checks}`,
+    promoted: done.length > 0,
+    previous,
+    failures: failed2.map((f) => `${f.name}: ${f.error.message.split("\n")[0]}`)
+  };
 }
 async function runRollback(job) {
   const gh = new GitHub2(job.githubToken, ...ownerAndRepo(job.runner), (l) => info(l));
-  const host = connectHost(job);
+  const pool = connectPool(job);
   try {
     const config2 = await configAt(gh, job.configPath, job.runner.sha);
-    const before = await host.status();
-    info(await host.rollback(job.busyDeadline));
-    const after = await host.status();
-    const verification = await verify(host, config2, job, "rollback", after.champion);
-    const title2 = `champion is ${short(after.champion)} again (rolled back from ${short(before.champion)}); A/A check ${verification.unmeasured ? "could not measure" : verification.passed ? "passed" : "failed"}`;
+    const statuses = await pool.ask((c3) => c3.status());
+    const unreachable = statuses.flatMap((s2) => s2.ok ? [] : [s2]);
+    if (pool.size === 1 && unreachable[0]) throw unreachable[0].error;
+    const champion = poolChampion(statuses.flatMap((s2) => s2.ok ? [{ name: s2.name, status: s2.value }] : []))?.sha ?? "";
+    const outcomes = await pool.each(async ({ name: name2, client }) => {
+      const before = statuses.find((s2) => s2.name === name2);
+      if (!before.ok) throw before.error;
+      if (pool.size > 1 && before.value.champion !== champion)
+        return {
+          state: "skipped",
+          why: `it serves ${orNone(before.value.champion)}, not the pool's ${orNone(champion)}: left as it is`
+        };
+      sayFor(job, name2)(await client.rollback(job.busyDeadline));
+      const after = await client.status();
+      return {
+        state: "rolled",
+        from: before.value.champion,
+        after,
+        verification: await verify(client, name2, config2, job, "rollback", after.champion)
+      };
+    });
+    if (pool.size === 1 && !outcomes[0].ok) throw outcomes[0].error;
+    const rolled = outcomes.flatMap((o2) => o2.ok && o2.value.state === "rolled" ? [{ name: o2.name, ...o2.value }] : []);
+    const first = rolled[0];
+    const verdictOf = (v) => v.unmeasured ? "could not measure" : v.passed ? "passed" : "failed";
+    const title2 = first ? `champion is ${orNone(first.after.champion)} again${pool.size > 1 ? ` on ${names(rolled)}` : ""} (rolled back from ${orNone(first.from)}); A/A check ${rolled.map((r) => pool.size > 1 ? `${r.name} ${verdictOf(r.verification)}` : verdictOf(r.verification)).join(", ")}` : "no host was rolled back";
+    const others = outcomes.flatMap(
+      (o2) => !o2.ok ? [
+        `- \`${o2.name}\`: ${o2.error.message.split("\n")[0]}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`
+      ] : o2.value.state === "skipped" ? [`- \`${o2.name}\`: ${o2.value.why}.`] : []
+    );
+    const checks = rolled.map(
+      (r) => pool.size > 1 ? `#### ${r.name}
+
+${r.verification.text}` : r.verification.text
+    );
     await summary.addRaw(`## perf-gate: ${title2}
 
-${verification.text}`).write();
-    setChampionOutputs(after.champion, after.previous);
-    if (!verification.passed) setFailed(`perf-gate: ${title2}: ${verification.findings.join("; ")}`);
+${[...others, ...checks].join("\n\n")}`).write();
+    if (first) setChampionOutputs(first.after.champion, first.after.previous);
+    const failures = [
+      ...rolled.flatMap((r) => r.verification.findings.map((f) => pool.size > 1 ? `${r.name}: ${f}` : f)),
+      ...outcomes.flatMap((o2) => o2.ok ? [] : [`${o2.name}: ${o2.error.message.split("\n")[0]}`])
+    ];
+    if (failures.length > 0) setFailed(`perf-gate: ${title2}: ${failures.join("; ")}`);
     else info(title2);
   } finally {
-    host.close();
+    pool.close();
   }
 }
 function promotedSha(job) {
   if (job.sha) return job.sha;
   if (job.runner.eventName === "push") return parsePushToDefaultBranch(readEvent(job.runner));
-  if (!/^[0-9a-f]{40}$/.test(job.runner.sha)) throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
+  if (!/^[0-9a-f]{40}$/.test(job.runner.sha))
+    throw new InputError("input sha: give the commit to promote (GITHUB_SHA is not a commit SHA either)");
   return job.runner.sha;
 }
-async function verify(host, config2, job, verb, sha2) {
+async function verify(host, name2, config2, job, verb, sha2) {
   const first = planRuns(config2, {}, 0)[0];
   const narrowed = configFor(config2, first.workload, first.rate);
-  const short2 = { ...narrowed, slices: { ...config2.slices, pairs: config2.promotion.verify_pairs } };
+  const short = { ...narrowed, slices: { ...config2.slices, pairs: config2.promotion.verify_pairs } };
   const seed = seedOf(sha2);
+  const outDir = outputDirFor(job, name2);
   try {
-    const evidence = await measure(host, short2, {
+    const evidence = await measure(host, short, {
       kind: "aa",
       runIdPrefix: `${verb}-${sha2.slice(0, 7)}-${job.attempt}`,
       seed,
       busyDeadline: job.busyDeadline,
       pool: false,
-      progress: logProgress("A/A check: ")
+      progress: hostProgress(job, name2, "A/A check: ")
     });
-    const analysis = decide(evidence.results, short2, { seed, floors: (await host.status()).floors });
-    writeArtifacts(job.outputDir, { analysis, report: markdownReport(analysis, { runUrl: job.runUrl }), documents: evidence.documents });
+    const analysis = decide(evidence.results, short, { seed, floors: (await host.status()).floors });
+    const on6 = job.hosts.length > 1 ? name2 : null;
+    writeArtifacts(outDir, {
+      analysis,
+      report: markdownReport(analysis, { runUrl: job.runUrl, host: on6 }),
+      documents: evidence.documents,
+      host: on6
+    });
     const { passed, findings, notes } = championCheck(analysis);
     const result = quartet(analysis.headline, analysis.percentile, armsOf(analysis));
     const listed = [...findings, ...notes.map((n2) => `Note: ${n2}`)];
-    return { passed, findings, text: `A/A check, the champion on both ports: ${result}.${listed.length ? `
+    return {
+      passed,
+      findings,
+      text: `A/A check, the champion on both ports: ${result}.${listed.length ? `
 
-${listed.map((f) => `- ${f}`).join("\n")}` : ""}` };
+${listed.map((f) => `- ${f}`).join("\n")}` : ""}`
+    };
   } catch (e) {
     const message = e.message;
     if (e instanceof CouldNotMeasureError) {
-      warning(`perf-gate: the A/A check of ${sha2.slice(0, 7)} could not measure: ${message.split("\n")[0]}`);
-      if (e.explained) writeUnmeasured(job.outputDir, e.explained);
+      warning(
+        `perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${message.split("\n")[0]}`
+      );
+      if (e.explained) writeUnmeasured(outDir, e.explained);
       const what = e.explained?.markdown ?? `\`\`\`
 ${message}
 \`\`\``;
-      return { passed: true, unmeasured: true, findings: [], text: `The A/A check could not measure, so it neither passes nor fails the champion:
+      return {
+        passed: true,
+        unmeasured: true,
+        findings: [],
+        text: `The A/A check could not measure, so it neither passes nor fails the champion:
 
-${what}` };
+${what}`
+      };
     }
     return { passed: false, findings: [message], text: `The A/A check could not run:
 
@@ -72808,11 +73367,18 @@ ${message}
 \`\`\`` };
   }
 }
+async function championsNow(pool) {
+  const now = await pool.ask((c3) => c3.status());
+  if (now.length === 1)
+    return now[0].ok ? `the host's champion is ${orNone(now[0].value.champion)}` : "the host's champion could not be read";
+  return `the hosts' champions: ${now.map((s2) => `${s2.name} ${s2.ok ? orNone(s2.value.champion) : "could not be read"}`).join(", ")}`;
+}
 function setChampionOutputs(champion, previous) {
   setOutput("champion", champion);
   setOutput("previous-champion", previous);
 }
-function short(sha2) {
+var names = (hosts) => hosts.map((h2) => h2.name).join(", ");
+function orNone(sha2) {
   return sha2 ? sha2.slice(0, 7) : "none";
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/armstart"
@@ -128,6 +129,7 @@ func (c *Champions) swap(ctx context.Context, old, next store.State) error {
 		}
 		return fmt.Errorf("promotion refused (%s): %v", kept, err)
 	}
+	next = next.Replacing(old, time.Now())
 	if err := c.store.SaveState(next); err != nil {
 		return err
 	}
