@@ -183,6 +183,25 @@ var (
 	// Percentile is a latency percentile: the SLO's, and the one a floor was measured at.
 	Percentile = Range{Min: 0, Max: 100, MinExclusive: true, MaxExclusive: true}
 
+	// PullRequest is a pull request's number.
+	PullRequest = Range{Min: 1, Max: 999_999_999}
+	// URL is a link a report gives (a workflow run): no spaces, so it cannot break a line or an attribute.
+	URL = pattern(`^https?://[^\s"'<>]{1,1000}$`, "an http(s) URL of at most 1,000 characters, without spaces or quotes")
+	// SHA256 is a SHA-256 in hex (a run's identity).
+	SHA256 = pattern(`^[0-9a-f]{64}$`, "64 lowercase hex characters (a SHA-256)")
+	// Ms is a difference in latency: challenger minus champion, or an interval's end.
+	Ms = Range{Min: -1e6, Max: 1e6}
+	// LevelMs is an arm's latency at a percentile: positive, since percents are of it.
+	LevelMs = Range{Min: 0, Max: 1e6, MinExclusive: true}
+	// PercentChange is a change in percent of what it changed from: no less than -100.
+	PercentChange = Range{Min: -100, Max: 1e6}
+	// BudgetPercent is the monthly regression budget, in percent of main's level.
+	BudgetPercent = Range{Min: 0, Max: 100, MinExclusive: true}
+	// Comparisons: one per workload and rate of a gate.
+	Comparisons = Items{Min: 1, Max: 256}
+	// RunIDs are the runs a verdict rests on (a gate's, its extensions and the reruns it pooled).
+	RunIDs = Names{Max: 1024, Item: RunID}
+
 	// FloorPairs: an interval needs at least two paired differences.
 	FloorPairs  = Range{Min: 2, Max: 10_000}
 	HalfWidthMs = Range{Min: 0, Max: 1e6}
@@ -203,12 +222,16 @@ var (
 	PlacementMethod = Enum{"cpuset", "sched_setaffinity", "none"}
 	MaxProcsBy      = Enum{"pids.max", "RLIMIT_NPROC", "none"}
 	States          = Enum{StateFresh, StatePersistent}
+	Verdicts        = Enum{VerdictGreen, VerdictRed, VerdictGrey}
+	BlockReasons    = Enum{BlockedByLatency, BlockedByErrors, BlockedByCPU, BlockedByBudget}
+	HistoryKinds    = Enum{HistoryGate, HistoryPromotion, HistoryRollback, HistoryCalibration, HistoryDrift}
 
 	AtLeastOne = Items{Min: 1}
 	// Dependencies: a few services beside the one under test, each started in both arms.
 	Dependencies = Items{Max: 4}
 
 	ResultSchemaVersion = Const{Value: SchemaVersion}
+	HistoryVersion      = Const{Value: HistorySchemaVersion}
 )
 
 // Limits maps the name in a field's `limit` tag to its limit, for the schema generator.
@@ -226,4 +249,7 @@ var Limits = map[string]any{
 	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,
+	"pull_request":   PullRequest, "url": URL, "digest": SHA256, "ms": Ms, "level_ms": LevelMs, "percent_change": PercentChange,
+	"budget_percent": BudgetPercent, "comparisons": Comparisons, "run_ids": RunIDs, "verdict": Verdicts, "blocked_by": BlockReasons,
+	"history_kind": HistoryKinds, "history_schema_version": HistoryVersion,
 }
