@@ -11,6 +11,7 @@ import type { Analysis, ArmSummary, Comparison, Look } from "../analysis/verdict
 import { type Arms, armsOf } from "./arms";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
+import { budgetWords } from "./budget";
 import { blockedByNote } from "./gate-outcome";
 import { halfWidth } from "../analysis/floors";
 import { quartet } from "./quartet";
@@ -115,6 +116,9 @@ function verdictSentence(a: Analysis): string {
 
 /** Why a comparison blocks, one reason. */
 function blockReason(c: Comparison, reason: Comparison["blockedBy"][number], budget: string): string {
+  if (reason === "budget") {
+    return `the regression would take main past its monthly regression budget (${budgetWords(c.budget!)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+  }
   if (reason === "errors") return `the challenger fails more requests than the champion (${c.errorRegression!.challenger} vs ${c.errorRegression!.champion})`;
   if (reason === "cpu") {
     const cpu = c.resources!.cpuUsPerRequest!;
