@@ -215,7 +215,7 @@ var (
 	HealthChecks    = Enum{HealthHTTP, HealthGRPC}
 	Arms            = Enum{Champion, Challenger}
 	Kinds           = Enum{KindAB, KindAA}
-	Bases           = Enum{BaseChampion, BaseMergeBase}
+	Bases           = Enum{BaseChampion, BaseMergeBase, BaseAncestor}
 	RunStatuses     = Enum{StatusOK, StatusError, StatusAborted}
 	FindingStatuses = Enum{FindingOK, FindingFlag, FindingRefuse}
 	CgroupModes     = Enum{CgroupControllers, CgroupCore, CgroupNone}
