@@ -3,6 +3,7 @@
 // esbuild inlines only this field of package.json into the bundle.
 import { version } from "../../package.json";
 import { analyzeCommand, analyzeUsage } from "./analyze";
+import { historyCommand, historyUsage } from "./history";
 import { Interrupted, runCommand, runUsage } from "./run";
 import { UsageError } from "./usage";
 
@@ -13,6 +14,7 @@ const usage = `usage: perf-gate <command> [options]
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+  history   main over time: the host's history as one HTML page (and JSON)
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 
@@ -48,12 +50,14 @@ async function main(argv: string[]): Promise<number> {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "history":
+        return await historyCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : rest[0] === "history" ? historyUsage : usage);
         return 0;
       case "-h":
       case "--help":
@@ -66,7 +70,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     endDrawn();
-    const name = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    const name = command && !command.startsWith("-") && ["run", "analyze", "history"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name}: ${e.message}\n\n${e.usage}`);
       return 2;

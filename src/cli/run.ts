@@ -4,13 +4,13 @@
 // drives the load generator and the analysis.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, relative } from "node:path";
 import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration } from "../analysis/floors";
 import { calibrationLine } from "../report/calibration";
-import { ConfigError, type GateConfig, parseConfig } from "../config/gate-config";
+import { changePointLine, driftLine } from "../report/drift";
+import type { DriftRun } from "../experiment/history";
+import { type GateConfig, parseConfig } from "../config/gate-config";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
@@ -20,6 +20,7 @@ import { HostClient, type HostOptions } from "../host/client";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
+import { HOST_OPTIONS, hostTarget, readText } from "./host-flags";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
@@ -90,7 +91,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   }
   // With --json, stdout carries the summary alone.
   const say = o.json ? io.err : io.out;
-  const config = parseConfig(readText(o.config, "--config"), o.config);
+  const config = parseConfig(readText(o.config, "--config", runUsage), o.config);
   const host = new HostClient({ ...o.target, log: say });
   const local = localHost(host, o, say);
   try {
@@ -99,7 +100,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     const progress = (label: string) => local.track(progressBar(label, say, o.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const done = o.aa
-      ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") })
+      ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") })
       : await gateHere(host, config, o, { busyDeadline, progress: progress("champion vs challenger") });
     printVerdict(done, say);
     if (o.json) io.out(JSON.stringify(summaryJson(done), null, 2));
@@ -189,21 +190,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
       "keep-host": { type: "boolean", default: false },
-      root: { type: "string", default: ".perf-gate/host" },
-      "perf-host": { type: "string" },
-      "champion-port": { type: "string", default: "8001" },
-      "challenger-port": { type: "string", default: "8002" },
-      "max-foreign-cores": { type: "string", default: "0.25" },
-      "settle-seconds": { type: "string", default: "30" },
-      "loadgen-cpus": { type: "string" },
-      "arm-cpus": { type: "string" },
-      host: { type: "string" },
-      port: { type: "string", default: "22" },
-      user: { type: "string", default: "perf-gate-ci" },
-      key: { type: "string" },
-      "known-hosts": { type: "string" },
+      ...HOST_OPTIONS,
       help: { type: "boolean", short: "h", default: false },
     },
   }, runUsage);
@@ -211,62 +199,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
-}
-
-function target(v: Record<string, string | boolean | undefined>): HostOptions {
-  if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
-    return {
-      host: v.host, port: Number(v.port), user: String(v.user),
-      privateKey: readText(String(v.key), "--key"), knownHosts: readText(String(v["known-hosts"]), "--known-hosts"),
-    };
-  }
-  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
-  const placement = (["loadgen-cpus", "arm-cpus"] as const).flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
-    return [`--${flag}`, list];
-  });
-  return {
-    perfHost,
-    flags: [
-      "--root", resolve(String(v.root)),
-      "--service-user", userInfo().username,
-      "--champion-port", String(v["champion-port"]),
-      "--challenger-port", String(v["challenger-port"]),
-      "--max-foreign-cores", nonNegative(v, "max-foreign-cores"),
-      "--settle-seconds", nonNegative(v, "settle-seconds"),
-      "--lock-wait", "1s",
-      "--min-free-disk", String(256 << 20),
-      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-      // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake",
-      ...placement,
-    ],
-  };
-}
-
-/** A flag's value as a non-negative number, or a usage error naming the flag. */
-function nonNegative(v: Record<string, string | boolean | undefined>, flag: string): string {
-  const text = String(v[flag]);
-  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
-  return text;
-}
-
-/** The highest CPU number perf-host's placement takes (its affinity mask is 1,024 bits). */
-const MAX_CPU = 1023;
-
-/** A CPU list as perf-host's --loadgen-cpus and --arm-cpus take it (the kernel's cpulist form). */
-function isCpuList(list: string): boolean {
-  return list.split(",").every((part) => {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!m) return false;
-    const lo = Number(m[1]);
-    const hi = Number(m[2] ?? m[1]);
-    return lo <= hi && hi <= MAX_CPU;
-  });
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
 }
 
 /** Deploys and promotes a build as the champion, unless it already is. */
@@ -283,6 +216,8 @@ interface Done {
   artifacts: Artifacts;
   notes: string[];
   calibrations: Calibration[] | null;
+  /** With --aa: the drift run against an ancestor, or why there was none. */
+  drift?: DriftRun;
   pooled: string[];
   exitCode: number;
   /** Why it exits 2 after all (a calibration that recorded no floor), in one line. */
@@ -299,16 +234,17 @@ async function gateHere(host: HostClient, config: GateConfig, o: RunOptions, s: 
 }
 
 /** The A/A protocol: the champion on both ports, each interval recorded as the host's floor. */
-async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }): Promise<Done> {
+async function calibrateHere(host: HostClient, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress; driftProgress: Progress }): Promise<Done> {
   const { champion } = await host.status();
   if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
   const run = await calibrateAndReport(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o.out, champion, ...s });
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
+  const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
   const { artifacts } = run;
   // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done: Done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done: Done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c) => c.key).join(", ")}: ${unrecorded[0]!.notRecorded}`;
   return done;
 }
@@ -337,6 +273,11 @@ function summaryJson(d: Done) {
       key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
       previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
     })) ?? null,
+    drift: d.drift && {
+      skipped: d.drift.skipped,
+      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
+      change_points: d.drift.changePoints.map((c) => ({ key: c.key, percentile: c.percentile, sum_ms: c.sumMs, sum_percent: c.sumPercent, threshold_ms: c.thresholdMs, pull_requests: c.steps.map((x) => x.pullRequest), shas: c.steps.map((x) => x.sha) })),
+    },
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath },
   };
 }
@@ -364,14 +305,6 @@ function progressBar(label: string, say: (line: string) => void, draw: (line: st
   };
 }
 
-/** perf-host beside this package (a checkout), else on PATH. */
-function defaultPerfHost(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
-  if (existsSync(candidate)) return candidate;
-  return "perf-host";
-}
-
 /** A content digest names a local build, as a commit SHA names a CI build. */
 export function digestOf(path: string): string {
   const h = createHash("sha1");
@@ -385,15 +318,6 @@ export function digestOf(path: string): string {
   if (!existsSync(path)) throw new UsageError(`${path}: no such build`, runUsage);
   walk(path);
   return h.digest("hex");
-}
-
-function readText(path: string, flag: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (e) {
-    if (flag === "--config") throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
-    throw new UsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, runUsage);
-  }
 }
 
 function bar(done: number, total: number): string {

@@ -80,6 +80,7 @@ async function judgePullRequest(gh: GitHub, host: HostClient, config: GateConfig
     outDir: job.outputDir,
     notes: [...notes, ...(base.note ? [base.note] : [])],
     runUrl: job.runUrl,
+    pullRequest: pr.number,
   });
 }
 

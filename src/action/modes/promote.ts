@@ -41,7 +41,12 @@ export async function runPromote(job: Job): Promise<void> {
       return;
     }
     core.info(await host.deploy("champion", sha, artifact));
-    core.info(await host.promote(sha, config.service, job.busyDeadline));
+    // The host records the step main takes: the merged pull request's last gate on it.
+    const merged = await gh.mergedPullRequest(sha).catch((e: Error) => {
+      core.warning(`perf-gate: which pull request made ${sha.slice(0, 7)} could not be read (${e.message}); the host records the step of the build's own last gate, if any`);
+      return null;
+    });
+    core.info(await host.promote(sha, config.service, job.busyDeadline, merged ?? undefined));
     const verification = await verify(host, config, job, "promote", sha);
     const finish = async (conclusion: "success" | "failure" | "neutral", title: string, detail: string) => {
       await gh.finishCheck(check, conclusion, title, `**${title}.**${detail}\n\n${verification.text}`);
