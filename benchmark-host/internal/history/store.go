@@ -20,9 +20,10 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 )
 
-// DefaultBoundBytes is the history's default bound: at ~2 KB a gate, some 8,000 gates (years of
-// a busy repository's pull requests), and a size `history` prints in well under a second.
-const DefaultBoundBytes = 16 << 20
+// DefaultBoundBytes is the history's default bound: at ~700 bytes a one-comparison gate, about
+// 4,500 gates kept (three to four years of a repository's 100 pull requests a month with their
+// reruns), read back in a fraction of a second (docs/design/0023-history.md).
+const DefaultBoundBytes = 4 << 20
 
 // MaxEntryBytes bounds one line: a gate of 256 comparisons with 1,024 pooled runs fits.
 const MaxEntryBytes = 512 << 10

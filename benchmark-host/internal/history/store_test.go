@@ -223,3 +223,32 @@ func TestOpenRefusesATinyBound(t *testing.T) {
 		t.Fatal("a bound of 1000 bytes was accepted")
 	}
 }
+
+// BenchmarkAppend and BenchmarkReadFullHistory measure what docs/design/0023-history.md quotes:
+// an append (fsynced) and reading a history filled to the default bound, with the bytes a
+// one-comparison gate takes.
+func BenchmarkAppend(b *testing.B) {
+	s, _ := Open(b.TempDir(), DefaultBoundBytes, fixedClock(t0, time.Second))
+	e := contract.HistoryEntry{Kind: contract.HistoryGate, RunID: "pr7-abc1234-1-0", Gate: gate(7, "abc1234")}
+	line, _ := json.Marshal(e)
+	b.ReportMetric(float64(len(line)+1), "bytes/entry")
+	for b.Loop() {
+		if _, err := s.Append(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadFullHistory(b *testing.B) {
+	s, _ := Open(b.TempDir(), DefaultBoundBytes, fixedClock(t0, time.Second))
+	line, _ := json.Marshal(contract.HistoryEntry{SchemaVersion: 1, Kind: contract.HistoryGate, Time: t0, RunID: "pr7-abc1234-1-0", Gate: gate(7, "abc1234")})
+	line = append(line, '\n')
+	n := int(DefaultBoundBytes*3/4) / len(line)
+	os.WriteFile(s.path, bytes.Repeat(line, n), 0o600)
+	b.ReportMetric(float64(n), "entries")
+	for b.Loop() {
+		if got, _, err := s.Read(); err != nil || len(got) != n {
+			b.Fatal(len(got), err)
+		}
+	}
+}
