@@ -22,6 +22,12 @@ const (
 	VerdictGrey  = "grey"
 )
 
+// What main's 30-day change rests on (BudgetAccount.Basis).
+const (
+	BudgetBasisDrift = "drift"
+	BudgetBasisSteps = "steps"
+)
+
 // Reasons a comparison blocks.
 const (
 	BlockedByLatency = "latency"
@@ -87,6 +93,10 @@ type BudgetAccount struct {
 	LimitPercent float64 `json:"limit_percent" limit:"budget_percent"`
 	// Main's change over the trailing 30 days: the latest drift run's, and the steps since it.
 	MainPercent float64 `json:"main_percent" limit:"percent_change"`
+	// What main's change rests on: drift, the latest drift run in the window and the steps
+	// since; steps, the window's steps alone (no drift run in it, or one whose interval is wider
+	// than the budget, which could not tell it).
+	Basis string `json:"basis" limit:"budget_basis"`
 	// This change.
 	ChangePercent float64 `json:"change_percent" limit:"percent_change"`
 	// The change is red and would take main past the limit: it blocks.

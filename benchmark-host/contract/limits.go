@@ -225,6 +225,7 @@ var (
 	Verdicts        = Enum{VerdictGreen, VerdictRed, VerdictGrey}
 	BlockReasons    = Enum{BlockedByLatency, BlockedByErrors, BlockedByCPU, BlockedByBudget}
 	HistoryKinds    = Enum{HistoryGate, HistoryPromotion, HistoryRollback, HistoryCalibration, HistoryDrift}
+	BudgetBases     = Enum{BudgetBasisDrift, BudgetBasisSteps}
 
 	AtLeastOne = Items{Min: 1}
 	// Dependencies: a few services beside the one under test, each started in both arms.
@@ -251,5 +252,5 @@ var Limits = map[string]any{
 	"schema_version": ResultSchemaVersion,
 	"pull_request":   PullRequest, "url": URL, "digest": SHA256, "ms": Ms, "level_ms": LevelMs, "percent_change": PercentChange,
 	"budget_percent": BudgetPercent, "comparisons": Comparisons, "run_ids": RunIDs, "verdict": Verdicts, "blocked_by": BlockReasons,
-	"history_kind": HistoryKinds, "history_schema_version": HistoryVersion,
+	"history_kind": HistoryKinds, "budget_basis": BudgetBases, "history_schema_version": HistoryVersion,
 }

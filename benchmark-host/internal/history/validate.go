@@ -115,6 +115,7 @@ func validateComparison(at string, c *contract.ComparisonRecord) error {
 			f("budget.limit_percent", contract.BudgetPercent.Check(b.LimitPercent)),
 			f("budget.main_percent", contract.PercentChange.Check(b.MainPercent)),
 			f("budget.change_percent", contract.PercentChange.Check(b.ChangePercent)),
+			f("budget.basis", contract.BudgetBases.Check(b.Basis)),
 		); err != nil {
 			return err
 		}
