@@ -3,7 +3,7 @@
 // that would take main's change over the trailing 30 days past the budget blocks like a red
 // past the threshold, with the numbers; a green pays back. Pure.
 import type { BudgetAccount, History } from "../contract/history";
-import { mainChange } from "./main-history";
+import { type MainChange, mainChange } from "./main-history";
 import { type Analysis, type Comparison, headlineOf } from "./verdict";
 
 /** A comparison's change in percent of main's level (the champion arm's latency at the percentile). */
@@ -12,13 +12,18 @@ export function changePercent(c: Comparison): number {
 }
 
 /** The budget's account of one comparison against main's change so far. */
-export function budgetAccount(c: Comparison, mainPercent: number, limitPercent: number): BudgetAccount {
+export function budgetAccount(
+  c: Comparison,
+  main: Pick<MainChange, "percent" | "drift">,
+  limitPercent: number,
+): BudgetAccount {
   const change = changePercent(c);
   return {
     limit_percent: limitPercent,
-    main_percent: mainPercent,
+    main_percent: main.percent,
+    basis: main.drift ? "drift" : "steps",
     change_percent: change,
-    exceeded: c.verdict === "red" && mainPercent + change > limitPercent,
+    exceeded: c.verdict === "red" && main.percent + change > limitPercent,
   };
 }
 
@@ -30,8 +35,9 @@ export function budgetAccount(c: Comparison, mainPercent: number, limitPercent: 
 export function withBudget(a: Analysis, history: History, limitPercent: number): Analysis {
   const now = Date.parse(history.time);
   const comparisons = a.comparisons.map((c): Comparison => {
-    const main = mainChange(history, c.key, a.percentile, now);
-    const budget = budgetAccount(c, main.percent, limitPercent);
+    // A drift run that cannot resolve the budget's size is set aside for the steps alone.
+    const main = mainChange(history, c.key, a.percentile, now, { maxDriftHalfWidthPercent: limitPercent });
+    const budget = budgetAccount(c, main, limitPercent);
     if (!budget.exceeded) return { ...c, budget };
     return { ...c, budget, blocking: true, blockedBy: [...c.blockedBy, "budget"] };
   });

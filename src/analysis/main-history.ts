@@ -126,8 +126,10 @@ export function driftPoints(h: History, key: string, percentile: number): DriftP
 /** Main's change over the trailing window at a moment, and what it rests on. */
 export interface MainChange {
   percent: number;
-  /** The latest drift run in the window, which the change starts from; null when there was none. */
+  /** The latest drift run in the window, which the change starts from; null when there was none (or it was set aside). */
   drift: DriftPoint | null;
+  /** A drift run in the window set aside: its interval was wider than maxDriftHalfWidthPercent. */
+  setAside: DriftPoint | null;
   /** The steps since that drift run (or in the whole window, without one). */
   steps: MainStep[];
   windowDays: number;
@@ -136,20 +138,34 @@ export interface MainChange {
 /**
  * Main's change over the `windowDays` before `now`: the latest drift run measured in the window
  * (a paired interval against the ancestor of 30 or more days before it), plus every step since;
- * without one, the sum of the window's steps. A green's step is negative: it pays back.
+ * without one, the sum of the window's steps. A green's step is negative: it pays back. A drift
+ * run whose interval is wider than `maxDriftHalfWidthPercent` either way cannot tell a change of
+ * that size and is set aside (the budget passes its limit here).
  */
 export function mainChange(
   h: History,
   key: string,
   percentile: number,
   now: number,
-  windowDays = BUDGET_WINDOW_DAYS,
+  o: { windowDays?: number; maxDriftHalfWidthPercent?: number } = {},
 ): MainChange {
+  const windowDays = o.windowDays ?? BUDGET_WINDOW_DAYS;
   const start = now - windowDays * DAY_MS;
-  const drift = driftPoints(h, key, percentile).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const latest = driftPoints(h, key, percentile).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const tooWide =
+    latest !== null &&
+    o.maxDriftHalfWidthPercent !== undefined &&
+    (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o.maxDriftHalfWidthPercent;
+  const drift = tooWide ? null : latest;
   const from = drift?.time ?? start;
   const steps = mainSteps(h.entries, key, percentile).filter((s) => s.time > from && s.time <= now);
-  return { percent: (drift?.percent ?? 0) + steps.reduce((sum, s) => sum + s.percent, 0), drift, steps, windowDays };
+  return {
+    percent: (drift?.percent ?? 0) + steps.reduce((sum, s) => sum + s.percent, 0),
+    drift,
+    setAside: tooWide ? latest : null,
+    steps,
+    windowDays,
+  };
 }
 
 /** Several small reds in a row that together moved main past the block threshold, though none did alone. */

@@ -264,7 +264,7 @@ function summaryJson(d: Done) {
     verdict, grey_kind, blocking, blocked_by, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
     comparisons: comparisons.map((c) => ({
       key: c.key, verdict: c.verdict, latency: c.latency, blocking: c.blocking, estimate_ms: c.estimate_ms, ci_ms: c.ci_ms, floor_ms: c.floor_ms, pairs: c.pairs,
-      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources,
+      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources, budget: c.budget,
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c) => c.flags.map((f) => ({ key: c.key, ...f }))),

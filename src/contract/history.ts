@@ -32,6 +32,8 @@ const count = z.number().int().min(0);
 export const budgetAccountSchema = z.looseObject({
   limit_percent: z.number().gt(0).max(100),
   main_percent: percentChange,
+  /** What main's change rests on: the latest drift run and the steps since (drift), or the steps alone. */
+  basis: z.enum(["drift", "steps"]),
   change_percent: percentChange,
   exceeded: z.boolean(),
 });
@@ -131,7 +133,7 @@ export const historySchema = z.looseObject({
 });
 export type History = z.infer<typeof historySchema>;
 
-/** The largest history document read: four times the host's default bound, in JSON. */
+/** The largest history document read: far above what a host keeps (4 MiB of entries by default). */
 export const MAX_HISTORY_BYTES = 64 << 20;
 
 /**

@@ -7,7 +7,7 @@ const signed = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}%
 
 /** "this change +0.40%, main +0.80% in 30 days, budget 1%": the account in words. */
 export function budgetWords(b: BudgetAccount): string {
-  return `this change ${signed(b.change_percent)}, main ${signed(b.main_percent)} in 30 days, budget ${b.limit_percent}%`;
+  return `this change ${signed(b.change_percent)}, main ${signed(b.main_percent)} in 30 days${b.basis === "drift" ? " (measured by the latest drift run, and the steps since)" : ""}, budget ${b.limit_percent}%`;
 }
 
 /** A report line per comparison with a budget account: where main stands against its budget. */

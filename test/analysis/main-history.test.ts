@@ -47,7 +47,7 @@ describe("main's steps", () => {
     const steps = mainSteps(h.entries, KEY, 99);
     expect(steps.at(-1)).toMatchObject({ kind: "rollback", sha: shaOf(1) });
     expect(steps.at(-1)!.percent).toBeCloseTo(-0.5, 9);
-    expect(mainChange(h, KEY, 99, h.entries.length && Date.parse(h.time)).percent).toBeCloseTo(0, 9);
+    expect(mainChange(h, KEY, 99, Date.parse(h.time)).percent).toBeCloseTo(0, 9);
   });
 });
 
@@ -78,6 +78,21 @@ describe("main's change over 30 days", () => {
     expect(d!.stepsPercent).toBeCloseTo(0.4, 9);
     expect(d!.ciPercent[0]).toBeCloseTo(0.8, 9);
     expect(d!.ancestorSince).toBe(T0);
+  });
+});
+
+describe("a drift run too wide for the budget", () => {
+  it("is set aside: its interval cannot tell a change of the budget's size, so the steps alone count", () => {
+    const b = new HistoryBuilder().promote(shaOf(1));
+    b.after(31).merge({ estimateMs: 0.02 }).after(1).drift(shaOf(1), 0.05, 0.5); // +0.5% ± 5%
+    b.after(1).merge({ estimateMs: 0.03 });
+    const h = b.after(1).build();
+    const now = Date.parse(h.time);
+    expect(mainChange(h, KEY, 99, now).drift).not.toBeNull();
+    const set = mainChange(h, KEY, 99, now, { maxDriftHalfWidthPercent: 1 });
+    expect(set.drift).toBeNull();
+    expect(set.setAside?.percent).toBeCloseTo(0.5, 9);
+    expect(set.percent).toBeCloseTo(0.2 + 0.3, 9);
   });
 });
 
@@ -145,7 +160,7 @@ describe("the regression budget", () => {
     b.after(5).merge({ estimateMs: 0.04 }).after(5).merge({ estimateMs: 0.04 }); // main +0.8%
     const within = withBudget(red, b.build(), 1.5);
     expect(within.blocking).toBe(false);
-    expect(within.headline.budget).toMatchObject({ limit_percent: 1.5, exceeded: false });
+    expect(within.headline.budget).toMatchObject({ limit_percent: 1.5, exceeded: false, basis: "steps" });
     const past = withBudget(red, b.build(), 1);
     expect(past.blocking).toBe(true);
     expect(past.headline.blockedBy).toEqual(["budget"]);
@@ -157,7 +172,7 @@ describe("the regression budget", () => {
     const b = new HistoryBuilder().promote(shaOf(1));
     b.after(5).merge({ estimateMs: 0.04 }).after(5).merge({ estimateMs: 0.04 }).after(5).merge({ estimateMs: -0.05 }); // +0.3%
     expect(withBudget(red, b.build(), 1).blocking).toBe(false);
-    expect(budgetAccount(green.headline, 5, 1).exceeded).toBe(false);
+    expect(budgetAccount(green.headline, { percent: 5, drift: null }, 1).exceeded).toBe(false);
   });
 
   it("a step older than 30 days no longer counts", () => {
