@@ -37283,7 +37283,7 @@ function extensionWanted(c3, alpha, blocks) {
 // src/report/budget.ts
 var signed2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
 function budgetWords(b) {
-  return `this change ${signed2(b.change_percent)}, main ${signed2(b.main_percent)} in 30 days, budget ${b.limit_percent}%`;
+  return `this change ${signed2(b.change_percent)}, main ${signed2(b.main_percent)} in 30 days${b.basis === "drift" ? " (measured by the latest drift run, and the steps since)" : ""}, budget ${b.limit_percent}%`;
 }
 function budgetNotes(a2) {
   return a2.comparisons.flatMap((c3) => {
@@ -37657,6 +37657,8 @@ var count3 = external_exports.number().int().min(0);
 var budgetAccountSchema = external_exports.looseObject({
   limit_percent: external_exports.number().gt(0).max(100),
   main_percent: percentChange,
+  /** What main's change rests on: the latest drift run and the steps since (drift), or the steps alone. */
+  basis: external_exports.enum(["drift", "steps"]),
   change_percent: percentChange,
   exceeded: external_exports.boolean()
 });
@@ -44930,12 +44932,21 @@ function driftPoints(h2, key, percentile2) {
     ];
   });
 }
-function mainChange(h2, key, percentile2, now, windowDays = BUDGET_WINDOW_DAYS) {
+function mainChange(h2, key, percentile2, now, o2 = {}) {
+  const windowDays = o2.windowDays ?? BUDGET_WINDOW_DAYS;
   const start = now - windowDays * DAY_MS;
-  const drift = driftPoints(h2, key, percentile2).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const latest = driftPoints(h2, key, percentile2).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
+  const drift = tooWide ? null : latest;
   const from = drift?.time ?? start;
   const steps = mainSteps(h2.entries, key, percentile2).filter((s) => s.time > from && s.time <= now);
-  return { percent: (drift?.percent ?? 0) + steps.reduce((sum2, s) => sum2 + s.percent, 0), drift, steps, windowDays };
+  return {
+    percent: (drift?.percent ?? 0) + steps.reduce((sum2, s) => sum2 + s.percent, 0),
+    drift,
+    setAside: tooWide ? latest : null,
+    steps,
+    windowDays
+  };
 }
 function changePoints(steps, key, percentile2) {
   const out = [];
@@ -45955,20 +45966,21 @@ function candidateNote(a2, sha2, champion) {
 function changePercent(c3) {
   return 100 * c3.estimateMs / c3.champion.sloMs;
 }
-function budgetAccount(c3, mainPercent, limitPercent) {
+function budgetAccount(c3, main2, limitPercent) {
   const change = changePercent(c3);
   return {
     limit_percent: limitPercent,
-    main_percent: mainPercent,
+    main_percent: main2.percent,
+    basis: main2.drift ? "drift" : "steps",
     change_percent: change,
-    exceeded: c3.verdict === "red" && mainPercent + change > limitPercent
+    exceeded: c3.verdict === "red" && main2.percent + change > limitPercent
   };
 }
 function withBudget(a2, history, limitPercent) {
   const now = Date.parse(history.time);
   const comparisons = a2.comparisons.map((c3) => {
-    const main2 = mainChange(history, c3.key, a2.percentile, now);
-    const budget = budgetAccount(c3, main2.percent, limitPercent);
+    const main2 = mainChange(history, c3.key, a2.percentile, now, { maxDriftHalfWidthPercent: limitPercent });
+    const budget = budgetAccount(c3, main2, limitPercent);
     if (!budget.exceeded) return { ...c3, budget };
     return { ...c3, budget, blocking: true, blockedBy: [...c3.blockedBy, "budget"] };
   });
@@ -46446,7 +46458,8 @@ function summaryJson(d) {
       pairs: c3.pairs,
       dropped_pairs: c3.dropped_pairs,
       runs: c3.runs,
-      resources: c3.resources
+      resources: c3.resources,
+      budget: c3.budget
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c3) => c3.flags.map((f) => ({ key: c3.key, ...f }))),
