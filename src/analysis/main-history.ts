@@ -98,16 +98,22 @@ export function mainSteps(entries: readonly HistoryEntry[], key: string, percent
 /** The drift runs at a key and percentile, oldest first, each with the steps it spans. */
 export function driftPoints(h: History, key: string, percentile: number): DriftPoint[] {
   const steps = mainSteps(h.entries, key, percentile);
-  const since = new Map<string, number>();
-  for (const a of h.ancestors) since.set(a.sha, time(a.since));
-  // A promotion's own entry dates an ancestor the host no longer keeps.
-  for (const s of steps) if (s.kind === "promotion" && !since.has(s.sha)) since.set(s.sha, s.time);
+  const since = new Map(h.ancestors.map((a) => [a.sha, time(a.since)]));
   return h.entries.flatMap((e) => {
     const d = e.drift;
     if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile) return [];
     const t = time(e.time);
-    const from = since.get(d.ancestor_sha) ?? null;
-    const between = from === null ? [] : steps.filter((s) => s.time > from && s.time <= t);
+    // The ancestor's reign began with the change that made it champion (its promotion, or a
+    // rollback to it); the steps after that change are the ones the drift run spans. A history
+    // that no longer holds that change dates it by the host's ancestors.
+    const made = steps.findLastIndex((s) => s.sha === d.ancestor_sha && s.time <= t);
+    const from = made >= 0 ? steps[made]!.time : (since.get(d.ancestor_sha) ?? null);
+    const between =
+      made >= 0
+        ? steps.slice(made + 1).filter((s) => s.time <= t)
+        : from === null
+          ? []
+          : steps.filter((s) => s.time > from && s.time <= t);
     return [
       {
         time: t,

@@ -96,6 +96,22 @@ describe("a drift run too wide for the budget", () => {
   });
 });
 
+describe("a drift run's span", () => {
+  it("starts after the change that made the ancestor champion, however the host dated its reign", () => {
+    const b = new HistoryBuilder().promote(shaOf(1)).after(3).merge({ estimateMs: 0.02 });
+    const ancestor = b.champion;
+    b.after(31).merge({ estimateMs: 0.03 }).after(1).drift(ancestor, 0.04, 0.01);
+    const h = b.build();
+    // The host stamps a reign a moment before the promotion's own entry.
+    const early = { ...h, ancestors: h.ancestors.map((a) => (a.sha === ancestor ? { ...a, since: new Date(Date.parse(a.since) - 1000).toISOString() } : a)) };
+    for (const history of [h, early]) {
+      const [d] = driftPoints(history, KEY, 99);
+      expect(d!.steps.map((s) => s.sha)).toEqual([h.champion]);
+      expect(d!.stepsPercent).toBeCloseTo(0.3, 9);
+    }
+  });
+});
+
 describe("the drift ancestor", () => {
   it("is the newest kept champion promoted 30 or more days before the history's time, never the champion itself", () => {
     const b = new HistoryBuilder().promote(shaOf(1)).after(10).promote(shaOf(2)).after(15).promote(shaOf(3));
