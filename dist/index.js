@@ -71596,15 +71596,14 @@ function mainSteps(entries, key, percentile2) {
 }
 function driftPoints(h2, key, percentile2) {
   const steps = mainSteps(h2.entries, key, percentile2);
-  const since = /* @__PURE__ */ new Map();
-  for (const a2 of h2.ancestors) since.set(a2.sha, time3(a2.since));
-  for (const s of steps) if (s.kind === "promotion" && !since.has(s.sha)) since.set(s.sha, s.time);
+  const since = new Map(h2.ancestors.map((a2) => [a2.sha, time3(a2.since)]));
   return h2.entries.flatMap((e) => {
     const d = e.drift;
     if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
     const t = time3(e.time);
-    const from = since.get(d.ancestor_sha) ?? null;
-    const between = from === null ? [] : steps.filter((s) => s.time > from && s.time <= t);
+    const made = steps.findLastIndex((s) => s.sha === d.ancestor_sha && s.time <= t);
+    const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
+    const between = made >= 0 ? steps.slice(made + 1).filter((s) => s.time <= t) : from === null ? [] : steps.filter((s) => s.time > from && s.time <= t);
     return [
       {
         time: t,
