@@ -35601,11 +35601,31 @@ var resultSchema = external_exports.looseObject({
   slices: external_exports.array(sliceSchema)
 });
 var RUN_STATUSES = ["ok", "error", "aborted"];
+var ERROR_KINDS = [
+  "preflight",
+  "plan",
+  "loadgen",
+  "overran",
+  "aborted",
+  "write_failed",
+  "executor_died",
+  "internal",
+  "champion_unhealthy",
+  "challenger_unhealthy",
+  "champion_crashed",
+  "challenger_crashed",
+  "champion_out_of_memory",
+  "challenger_out_of_memory",
+  "champion_out_of_disk",
+  "challenger_out_of_disk",
+  "champion_not_stopped",
+  "challenger_not_stopped"
+];
 var outcomeSchema = external_exports.looseObject({
   run_id: external_exports.string(),
   kind: external_exports.enum(KINDS).optional(),
   status: external_exports.enum(RUN_STATUSES),
-  error_kind: external_exports.string().optional(),
+  error_kind: external_exports.enum(ERROR_KINDS).optional(),
   message: external_exports.string().optional(),
   started: external_exports.string(),
   ended: external_exports.string()

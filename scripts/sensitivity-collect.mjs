@@ -79,9 +79,35 @@ const CELLS = [
   { name: "aa-0.5-abba-mixed-extending", slice: 0.5, order: "abba", shift: 0, blocks: 9, profile: "mixed" },
   { name: "ab2-0.5-abba-mixed-extending", slice: 0.5, order: "abba", shift: 2, blocks: 9, profile: "mixed" },
 ];
+
+/**
+ * The cells that choose the defaults for the pooled estimator (one p99 per arm over every kept
+ * request, docs/design/0008-pooled-percentile.md), `npm run bench:sensitivity`'s default set: the
+ * last default design (0.5 s, 200 ms discarded per slice) at no change and +2/+5/+10%, nine blocks
+ * of the A/A and +2% for the extending gate; and the designs the pooled estimator opens, since it no
+ * longer needs each slice to hold its percentile's sample: less discarded per slice, shorter
+ * slices, longer ones. The older cells above stay runnable by name (--cells).
+ */
+const POOLED_CELLS = [
+  { name: "pooled-aa-0.5-d200", slice: 0.5, discard_ms: 200, order: "abba", shift: 0, blocks: 9, profile: "mixed" },
+  { name: "pooled-ab5-0.5-d200", slice: 0.5, discard_ms: 200, order: "abba", shift: 5, blocks: 4, profile: "mixed" },
+  { name: "pooled-aa-0.5-d50", slice: 0.5, discard_ms: 50, order: "abba", shift: 0, blocks: 4, profile: "mixed" },
+  { name: "pooled-ab5-0.5-d50", slice: 0.5, discard_ms: 50, order: "abba", shift: 5, blocks: 4, profile: "mixed" },
+  { name: "pooled-aa-0.25-d50", slice: 0.25, discard_ms: 50, order: "abba", shift: 0, blocks: 4, profile: "mixed" },
+  { name: "pooled-ab5-0.25-d50", slice: 0.25, discard_ms: 50, order: "abba", shift: 5, blocks: 4, profile: "mixed" },
+  { name: "pooled-aa-1-d200", slice: 1, discard_ms: 200, order: "abba", shift: 0, blocks: 3, profile: "mixed" },
+  { name: "pooled-ab5-1-d200", slice: 1, discard_ms: 200, order: "abba", shift: 5, blocks: 3, profile: "mixed" },
+  { name: "pooled-ab2-0.5-d200", slice: 0.5, discard_ms: 200, order: "abba", shift: 2, blocks: 9, profile: "mixed" },
+  { name: "pooled-ab10-0.5-d200", slice: 0.5, discard_ms: 200, order: "abba", shift: 10, blocks: 3, profile: "mixed" },
+];
 const PLACEMENT = ["--loadgen-cpus", "0", "--arm-cpus", "1"];
 
-const chosen = opt.cells ? CELLS.filter((c) => opt.cells.split(",").includes(c.name)) : CELLS;
+const ALL = [...CELLS, ...POOLED_CELLS];
+const chosen = opt.cells ? opt.cells.split(",").map((name) => ALL.find((c) => c.name === name) ?? die(`--cells: no cell ${name} (cells: ${ALL.map((c) => c.name).join(", ")})`)) : POOLED_CELLS;
+function die(message) {
+  console.error(`sensitivity-collect: ${message}`);
+  process.exit(2);
+}
 const say = (m) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
 
 mkdirSync(out, { recursive: true });
@@ -118,7 +144,7 @@ for (const cell of chosen) {
     "slo: {percentile: 99, budget_ms: 100}",
     // One long run per cell, never extended: step 2 cuts it into gates, and plays the extending
     // gate on consecutive blocks.
-    `slices: {seconds: ${cell.slice}, pairs: ${pairs}, order: ${cell.order}, max_extensions: 0}`,
+    `slices: {seconds: ${cell.slice}, pairs: ${pairs}, order: ${cell.order}, max_extensions: 0${cell.discard_ms === undefined ? "" : `, discard_ms: ${cell.discard_ms}`}}`,
     "warmup_seconds: 5",
     "workloads:",
     `  - {name: work, rates: [${RATE}], connections: 10, requests: ${profile.requests}}`,
@@ -134,7 +160,7 @@ for (const cell of chosen) {
     "--config", config, "--champion", champion, "--challenger", challenger, "--out", cellOut, "--json",
     ...(cell.placed ? PLACEMENT : [])],
   { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
-  const meta = { ...cell, profile: cell.profile ?? "uniform", placed: cell.placed ?? false, pairs, rate: RATE, base_rounds: BASE_ROUNDS, extra_rounds: extraRounds, exit: r.status, wall_seconds: (Date.now() - started) / 1000 };
+  const meta = { ...cell, profile: cell.profile ?? "uniform", placed: cell.placed ?? false, discard_ms: cell.discard_ms ?? 200, pairs, rate: RATE, base_rounds: BASE_ROUNDS, extra_rounds: extraRounds, exit: r.status, wall_seconds: (Date.now() - started) / 1000 };
   writeFileSync(join(cellOut, "cell.json"), `${JSON.stringify(meta, null, 2)}\n`);
   say(`${cell.name}: exit ${r.status} after ${meta.wall_seconds.toFixed(0)} s`);
 }

@@ -26,8 +26,11 @@ import { parseResult, type LoadgenResult, type Slice } from "../src/contract/res
 const dir = process.argv[2] ?? ".perf-gate/sensitivity";
 const PERCENTILE = 99;
 const CONFIDENCE = 0.95;
-/** The block threshold of sensitivity-collect.mjs's config: 1% of its 100 ms budget, in µs. */
-const THRESHOLD_US = 1000;
+/**
+ * Block thresholds the extending gate is played at, in µs: sensitivity-collect.mjs's config's (1% of
+ * its 100 ms budget), and one about the interval's half-width, where extensions decide most.
+ */
+const THRESHOLDS_US = [1000, 300];
 /** slices.max_extensions' default. */
 const MAX_EXTENSIONS = 2;
 
@@ -41,6 +44,8 @@ interface Cell {
   order: string;
   shift: number;
   pairs: number;
+  /** Each slice's unrecorded start, ms (slices.discard_ms; 200 before cells said). */
+  discard_ms: number;
   wall_seconds: number;
   result: LoadgenResult;
 }
@@ -71,7 +76,7 @@ function loadCells(): Cell[] {
     if (!existsSync(resultFile)) return [];
     const meta = JSON.parse(readFileSync(join(root, name, "cell.json"), "utf8")) as Omit<Cell, "result">;
     const docs = JSON.parse(readFileSync(resultFile, "utf8")) as unknown[];
-    return [{ ...meta, profile: meta.profile ?? "uniform", placed: meta.placed ?? false, result: parseResult(resultFile, docs[0]) }];
+    return [{ ...meta, profile: meta.profile ?? "uniform", placed: meta.placed ?? false, discard_ms: meta.discard_ms ?? 200, result: parseResult(resultFile, docs[0]) }];
   });
 }
 
@@ -128,32 +133,45 @@ function cellPairs(c: Cell, m: Method): SlicePair[] {
  * pools the next while the product's rule wants it (src/analysis/extension.ts), up to
  * MAX_EXTENSIONS, each look at its group-sequential level, the pooled p99 estimate.
  */
-function extendingGates(c: Cell): { label: Label; blocks: number }[] {
+function extendingGates(c: Cell, thresholdUs: number): { label: Label; blocks: number }[] {
   const bs = blocks(c);
   const gates: { label: Label; blocks: number }[] = [];
   for (let from = 0; from < bs.length; ) {
-    const pairs: SlicePair[] = [];
-    const looks: { pairs: number }[] = [];
-    let label: Label = "not measured";
-    let used = 0;
-    while (from + used < bs.length) {
-      const kept = keptPairs(bs[from + used]!);
-      used++;
-      if (!kept) break;
-      pairs.push(...kept);
-      looks.push({ pairs: pairs.length });
-      const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0);
-      const level = nominalAlphas(1 - CONFIDENCE, looks.map((l) => l.pairs)).at(-1)!;
-      const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, 1 - level);
-      label = ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey";
-      const look = { ciMs: [ci.lo, ci.hi] as [number, number], thresholdMs: THRESHOLD_US, estimateMs: e.estimateMs * 1000, seMs: e.seMs * 1000, pairs: pairs.length, lookHistory: looks };
-      if (!extensionWanted(look, 1 - CONFIDENCE, blocksLeft(MAX_EXTENSIONS, used - 1, looks.length))) break;
-    }
-    gates.push({ label, blocks: used });
-    from += used;
+    const next = (used: number) => (from + used < bs.length ? keptPairs(bs[from + used]!) : undefined);
+    const g = extendingGate(next, thresholdUs);
+    gates.push(g);
+    from += g.blocks;
   }
   return gates;
 }
+
+/**
+ * One extending gate over the blocks next(0), next(1), …: undefined when none is left, null for
+ * one the host could not measure (the gate ends there, its earlier looks standing).
+ */
+function extendingGate(next: (used: number) => SlicePair[] | null | undefined, thresholdUs: number): { label: Label; blocks: number } {
+  const pairs: SlicePair[] = [];
+  const looks: { pairs: number }[] = [];
+  let label: Label = "not measured";
+  let used = 0;
+  for (let kept = next(0); kept !== undefined; kept = next(used)) {
+    used++;
+    if (!kept) break;
+    pairs.push(...kept.map((p) => ({ ...p, pair: pairs.length + p.pair })));
+    looks.push({ pairs: pairs.length });
+    const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0);
+    const level = nominalAlphas(1 - CONFIDENCE, looks.map((l) => l.pairs)).at(-1)!;
+    const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, 1 - level);
+    label = ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey";
+    const look = { ciMs: [ci.lo, ci.hi] as [number, number], thresholdMs: thresholdUs, estimateMs: e.estimateMs * 1000, seMs: e.seMs * 1000, pairs: pairs.length, lookHistory: looks };
+    if (!extensionWanted(look, 1 - CONFIDENCE, blocksLeft(MAX_EXTENSIONS, used - 1, looks.length))) break;
+  }
+  return { label, blocks: used };
+}
+
+/** Resamples of a cell's blocks for a resampled rate's interval, and extending gates drawn per rate. */
+const BLOCK_RESAMPLES = 40;
+const EXTENDING_DRAWS = 200;
 
 const usDifference = (p: SlicePair) => (slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE)) / 1000;
 
@@ -253,7 +271,7 @@ function efficiencyRatios(c: Cell): number[] {
 }
 
 const cells = loadCells();
-const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}${c.profile === "uniform" ? "" : `, ${c.profile} workload`}${c.placed ? ", placed" : ""}`;
+const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}${c.discard_ms === 200 ? "" : `, discard ${c.discard_ms} ms`}${c.profile === "uniform" ? "" : `, ${c.profile} workload`}${c.placed ? ", placed" : ""}`;
 const designs = [...new Set(cells.filter((c) => !c.name.startsWith("truth")).map(designKey))];
 
 console.log(`# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_MEASURED_SECONDS} s of slices per gate (${dir})\n`);
@@ -277,16 +295,75 @@ for (const design of designs) {
 }
 
 // The gate that extends itself, on the same blocks, and each interval against its sampling limit.
-console.log(`\n## The extending gate (pooled p99, up to ${MAX_EXTENSIONS} extensions at a ${THRESHOLD_US / 1000} ms block threshold) and the sampling limit\n`);
-console.log("| design | extra cost | gates | labels | host s/gate (mean, max) | half-width / sampling limit (median, one 90 s gate) |");
-console.log("| --- | --- | --- | --- | --- | --- |");
-for (const c of cells.filter((x) => !x.name.startsWith("truth")).sort((a, b) => designKey(a).localeCompare(designKey(b)) || a.shift - b.shift)) {
-  const gates = extendingGates(c).filter((g) => g.label !== "not measured");
-  const aa = c.shift === 0;
-  const hits = gates.filter((g) => (aa ? g.label !== "grey" : g.label === "red")).length;
-  const seconds = gates.map((g) => g.blocks * hostSecondsPerBlock(c));
-  const ratios = efficiencyRatios(c);
-  console.log(`| ${designKey(c)} | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${aa ? "false " : "red "}${rate(hits, gates.length)} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} |`);
+for (const thresholdUs of THRESHOLDS_US) {
+  console.log(`\n## The extending gate (pooled p99, up to ${MAX_EXTENSIONS} extensions at a ${thresholdUs / 1000} ms block threshold) and the sampling limit\n`);
+  console.log("| design | extra cost | gates | labels | host s/gate (mean, max) | half-width / sampling limit (median, one 90 s gate) |");
+  console.log("| --- | --- | --- | --- | --- | --- |");
+  for (const c of cells.filter((x) => !x.name.startsWith("truth")).sort((a, b) => designKey(a).localeCompare(designKey(b)) || a.shift - b.shift)) {
+    const gates = extendingGates(c, thresholdUs).filter((g) => g.label !== "not measured");
+    const aa = c.shift === 0;
+    const hits = gates.filter((g) => (aa ? g.label !== "grey" : g.label === "red")).length;
+    const seconds = gates.map((g) => g.blocks * hostSecondsPerBlock(c));
+    const ratios = efficiencyRatios(c);
+    console.log(`| ${designKey(c)} | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${aa ? "false " : "red "}${rate(hits, gates.length)} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} |`);
+  }
+}
+
+// The defaults before and after: the last default (per-slice HDR p99, Student t, one 95% look)
+// and the product's gate (pooled p99 with the jackknife over pairs, 97.5% on its first look,
+// extending itself), on the same cells. Resampled rates come with an interval from resampling the
+// cell's blocks (the measurement's own uncertainty, which the draws within it do not show).
+const before = METHODS.find((m) => m.estimator === "HDR pNN (today)" && m.interval === "t")!;
+const pooled = METHODS.find((m) => m.estimator.startsWith("pooled"))!;
+for (const design of designs) {
+  const designCells = cells.filter((c) => designKey(c) === design).sort((a, b) => a.shift - b.shift);
+  if (!designCells.some((c) => c.shift === 0) || !designCells.some((c) => c.shift > 0)) continue;
+  console.log(`\n## Before and after: ${design}, ${THRESHOLDS_US[0]! / 1000} ms block threshold\n`);
+  console.log("| gate | extra cost | gates | labels (measured) | resampled [blocks resampled] | half-width, % of p99 (median) | half-width / sampling limit (median) | host s/gate (mean, max) |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const c of designCells) {
+    const aa = c.shift === 0;
+    const n = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
+    const wanted = aa ? (l: Label) => l === "red" || l === "green" : (l: Label) => l === "red";
+    const per = hostSecondsPerBlock(c);
+    // Before: one gate per block.
+    const judged = blocks(c).map((b) => judge(b, before)).filter((j) => j.label !== "not measured");
+    const beforeDraw = (ps: readonly SlicePair[]) => resampledRate(ps, n, before, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
+    console.log(`| per-slice p99, t, one look (before) | ${aa ? "A/A" : `+${c.shift}%`} | ${judged.length} | ${rate(judged.filter((j) => wanted(j.label)).length, judged.length)} | ${withBlockInterval(c, before, beforeDraw)} | ${judged.length > 0 ? median(judged.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | – | ${per.toFixed(0)}, ${per.toFixed(0)} |`);
+    // After: the product's extending gate.
+    const gates = extendingGates(c, THRESHOLDS_US[0]!).filter((g) => g.label !== "not measured");
+    const firstLooks = blocks(c).map((b) => judge(b, pooled)).filter((j) => j.label !== "not measured");
+    const seconds = gates.map((g) => g.blocks * per);
+    const afterDraw = (ps: readonly SlicePair[]) => resampledExtendingRate(ps, n, THRESHOLDS_US[0]!, wanted);
+    const ratios = efficiencyRatios(c);
+    console.log(`| pooled p99, jackknife, extending (after) | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${rate(gates.filter((g) => wanted(g.label)).length, gates.length)} | ${withBlockInterval(c, pooled, afterDraw)} | ${firstLooks.length > 0 ? median(firstLooks.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} |`);
+  }
+}
+
+/** A resampled rate, and its 95% interval over resamples of the cell's blocks (each block's kept pairs a cluster). */
+function withBlockInterval(c: Cell, m: Method, rateOf: (pairs: readonly SlicePair[]) => number): string {
+  const kept = blocks(c).map((b) => keptPairs(b, m.keep)).filter((p): p is SlicePair[] => p !== null);
+  if (kept.length === 0) return "–";
+  const point = rateOf(kept.flat());
+  const rand = seededRandom(29);
+  const rates: number[] = [];
+  for (let r = 0; r < BLOCK_RESAMPLES; r++) {
+    rates.push(rateOf(Array.from({ length: kept.length }, () => kept[Math.floor(rand() * kept.length)]!).flat()));
+  }
+  rates.sort((a, b) => a - b);
+  return `${pct(point)} [${pct(rates[Math.floor(0.025 * (BLOCK_RESAMPLES - 1))]!)}, ${pct(rates[Math.ceil(0.975 * (BLOCK_RESAMPLES - 1))]!)}]`;
+}
+
+/** The extending gate's label rate when every block it measures is n pairs drawn from the cell's kept pairs. */
+function resampledExtendingRate(pairs: readonly SlicePair[], n: number, thresholdUs: number, wanted: (l: Label) => boolean): number {
+  if (pairs.length < 2) return NaN;
+  const rand = seededRandom(31);
+  let hits = 0;
+  for (let k = 0; k < EXTENDING_DRAWS; k++) {
+    const draw = () => Array.from({ length: n }, (_, i) => ({ ...pairs[Math.floor(rand() * pairs.length)]!, pair: i }));
+    if (wanted(extendingGate((used) => (used <= MAX_EXTENSIONS ? draw() : undefined), thresholdUs).label)) hits++;
+  }
+  return hits / EXTENDING_DRAWS;
 }
 
 // The order's port bias at p50 (and the SLO percentile): every A/A pair of a cell, and split by

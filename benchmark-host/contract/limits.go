@@ -246,7 +246,7 @@ var Limits = map[string]any{
 	"dependencies": Dependencies, "ready_timeout_seconds": ReadyTimeoutSeconds,
 	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
-	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "base": Bases, "run_status": RunStatuses, "finding_status": FindingStatuses,
+	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "base": Bases, "run_status": RunStatuses, "error_kind": ErrorKinds, "finding_status": FindingStatuses,
 	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,

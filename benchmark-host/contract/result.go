@@ -178,10 +178,8 @@ type Outcome struct {
 	// Left out when the run died before its kind was read.
 	Kind   string `json:"kind,omitempty" limit:"kind"`
 	Status string `json:"status" limit:"run_status"`
-	// Why it failed: preflight, champion_unhealthy, challenger_unhealthy, champion_crashed,
-	// challenger_crashed, champion_not_stopped, challenger_not_stopped, write_failed, loadgen,
-	// overran, aborted, executor_died or internal.
-	ErrorKind string    `json:"error_kind,omitempty"`
+	// Why it failed, when it did; a failure of one arm names the arm (challenger_crashed).
+	ErrorKind ErrorKind `json:"error_kind,omitempty" limit:"error_kind"`
 	Message   string    `json:"message,omitempty"`
 	Started   time.Time `json:"started"`
 	Ended     time.Time `json:"ended"`
@@ -202,6 +200,17 @@ type Finding struct {
 	Check  string `json:"check"`
 	Status string `json:"status" limit:"finding_status"`
 	Detail string `json:"detail"`
+}
+
+// FindingsWith lists "check: detail" of the findings of one status, in their order.
+func FindingsWith(findings []Finding, status string) []string {
+	var out []string
+	for _, f := range findings {
+		if f.Status == status {
+			out = append(out, f.Check+": "+f.Detail)
+		}
+	}
+	return out
 }
 
 // HostResult is what `perf-host result` prints for a run that sent load: the load generator's

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/store"
 )
 
 func decodeResult(t *testing.T, raw string) contract.HostResult {
@@ -252,7 +252,7 @@ func TestChallengerFailuresNameTheCauseAndLeaveTheChampionServing(t *testing.T) 
 		raw := h.must(nil, "result "+id)
 		var r struct{ Outcome contract.Outcome }
 		json.Unmarshal([]byte(raw), &r)
-		if r.Outcome.ErrorKind != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
+		if string(r.Outcome.ErrorKind) != c.kind || !strings.Contains(r.Outcome.Message, c.logLine) {
 			t.Errorf("%s: outcome %+v; want the kind and the log tail line %q\n%s", c.kind, r.Outcome, c.logLine, progress)
 		}
 		t.Logf("%s: %s", c.kind, strings.ReplaceAll(r.Outcome.Message, "\n", " | "))
@@ -400,7 +400,7 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	}
 	// The rolled-back champion runs with its own service spec again, not its successor's, and
 	// the build rolled back from is forgotten: nothing is left to roll back to.
-	var state agent.State
+	var state store.State
 	if b, err := os.ReadFile(filepath.Join(h.Root, "state.json")); err != nil || json.Unmarshal(b, &state) != nil || state.Service.HealthPath != "/health" || len(state.History) != 0 {
 		t.Errorf("after rollback the state is %+v (%v)", state, err)
 	}

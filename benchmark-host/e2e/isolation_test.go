@@ -264,7 +264,7 @@ func TestHostileChallengersCannotTouchTheChampionTheLockOrTheHost(t *testing.T) 
 				t.Fatal(err)
 			}
 			log, _ := os.ReadFile(filepath.Join(root, "runs", id, "challenger.log"))
-			if r.Outcome.Status != "ok" && !(r.Outcome.Status == "error" && contains(c.kinds, r.Outcome.ErrorKind)) {
+			if r.Outcome.Status != "ok" && !(r.Outcome.Status == "error" && contains(c.kinds, string(r.Outcome.ErrorKind))) {
 				t.Errorf("outcome %+v\n%s", r.Outcome, progress)
 			}
 			t.Logf("outcome %s %s; champion stopped in %d samples; challenger tasks at most %d; CPUs: executor %s, champion %s, challenger %s",

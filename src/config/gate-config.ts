@@ -104,6 +104,15 @@ export const configSchema = z.strictObject({
        * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
        */
       max_extensions: z.number().int().min(0).max(MAX_EXTENSIONS).default(2),
+      /**
+       * The unrecorded start of every slice, in ms (the plan's slice_warmup_ms): the requests sent
+       * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
+       */
+      discard_ms: plan.slice_warmup_ms.unwrap().optional(),
+    })
+    .refine((s) => s.seconds === undefined || s.discard_ms === undefined || s.discard_ms < s.seconds * 1000, {
+      path: ["discard_ms"],
+      message: "must be shorter than the slice (slices.seconds)",
     })
     .default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
@@ -216,8 +225,8 @@ export const GATE_MEASURED_SECONDS = 90;
 const MIN_DEFAULT_SLICE_SECONDS = 0.5;
 /** The longest slice the defaults choose, for low rates: 5 pairs still make an interval. */
 const MAX_DEFAULT_SLICE_SECONDS = 9;
-/** A slice's unrecorded start (the plan's slice_warmup_ms default). */
-const SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(undefined) / 1000;
+/** A slice's unrecorded start when the config leaves slices.discard_ms out (the plan's slice_warmup_ms default). */
+const DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(undefined);
 
 /**
  * A run's slice length and pairs. What the config leaves out is chosen for the rate: each slice
@@ -227,7 +236,7 @@ const SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(undefined) /
  * 300 req/s, 36 pairs of 1.25 s.
  */
 export function sliceDesign(config: GateConfig, rate: number): { seconds: number; pairs: number } {
-  const needed = sampleBudget(config.slo.percentile) / rate + SLICE_WARMUP_SECONDS;
+  const needed = sampleBudget(config.slo.percentile) / rate + (config.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1000;
   const seconds = config.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
   const pairs = config.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs };
@@ -254,6 +263,7 @@ export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): P
             slice_seconds: design.seconds,
             pairs: design.pairs,
             order: config.slices.order,
+            ...(config.slices.discard_ms !== undefined ? { slice_warmup_ms: config.slices.discard_ms } : {}),
             seed,
             warmup_seconds: config.warmup_seconds,
             ...(w.connections ? { connections: w.connections } : {}),

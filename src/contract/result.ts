@@ -97,11 +97,34 @@ export type LoadgenResult = z.infer<typeof resultSchema>;
 
 export const RUN_STATUSES = ["ok", "error", "aborted"] as const;
 
+/** Why a run failed (Go's contract.ErrorKinds): a failure of one arm names the arm. */
+export const ERROR_KINDS = [
+  "preflight",
+  "plan",
+  "loadgen",
+  "overran",
+  "aborted",
+  "write_failed",
+  "executor_died",
+  "internal",
+  "champion_unhealthy",
+  "challenger_unhealthy",
+  "champion_crashed",
+  "challenger_crashed",
+  "champion_out_of_memory",
+  "challenger_out_of_memory",
+  "champion_out_of_disk",
+  "challenger_out_of_disk",
+  "champion_not_stopped",
+  "challenger_not_stopped",
+] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
 export const outcomeSchema = z.looseObject({
   run_id: z.string(),
   kind: z.enum(KINDS).optional(),
   status: z.enum(RUN_STATUSES),
-  error_kind: z.string().optional(),
+  error_kind: z.enum(ERROR_KINDS).optional(),
   message: z.string().optional(),
   started: z.string(),
   ended: z.string(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig, planRuns } from "../../src/config/gate-config";
+import { ConfigError, parseConfig, planRuns, sliceDesign } from "../../src/config/gate-config";
 
 const good = `service:
   command: ["./start.sh"]
@@ -107,6 +107,18 @@ describe("repo config", () => {
     for (const bad of ["9", "-1", "1.5", "two"]) {
       expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", `slices: {seconds: 9, pairs: 10, max_extensions: ${bad}}`))).toMatch(/^\.github\/perf-gate\.yml:\d+: slices\.max_extensions: /);
     }
+  });
+
+  it("takes each slice's unrecorded start as slices.discard_ms into the plan, sizes default slices by it, and names one as long as the slice", () => {
+    const withDiscard = (slices: string) => parseConfig(good.replace("slices: {seconds: 9, pairs: 10}", `slices: ${slices}`), "x");
+    expect(planRuns(withDiscard("{seconds: 9, pairs: 10, discard_ms: 50}"), {}, 7)[0]!.request.loadgen).toMatchObject({ slice_warmup_ms: 50 });
+    expect(planRuns(parseConfig(good, "x"), {}, 7)[0]!.request.loadgen.slice_warmup_ms).toBeUndefined(); // the plan's own default
+    // At 1,000 req/s and p99 a slice records 300 requests past its discard: 0.5 s at the default
+    // 200 ms, and still the shortest default, 0.5 s, at 50 ms.
+    expect(sliceDesign(withDiscard("{}"), 1000)).toEqual({ seconds: 0.5, pairs: 90 });
+    expect(sliceDesign(withDiscard("{discard_ms: 450}"), 1000)).toEqual({ seconds: 0.75, pairs: 60 });
+    expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {seconds: 0.5, discard_ms: 500}"))).toMatch(/^\.github\/perf-gate\.yml:\d+: slices\.discard_ms: must be shorter than the slice/);
+    expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {discard_ms: -1}"))).toMatch(/slices\.discard_ms: /);
   });
 
   it("names a negative SLO and its line", () => {

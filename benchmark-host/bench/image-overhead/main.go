@@ -45,28 +45,8 @@ func run(rate, pairs int, seconds float64, ports []string, swap bool, foreign st
 	}
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "bare", "bin", "service")
-	build := exec.Command("go", "build", "-o", bin, "./examples/service")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	// The image holds the same binary at /app/bin/service and runs from /app: the config's
-	// command ./bin/service names it in both arms.
-	layer, err := imagetest.LayerFromFile(bin, "app/bin/service")
+	imageTar, err := buildBoth(dir)
 	if err != nil {
-		return err
-	}
-	img, err := imagetest.Build([]v1.Layer{layer}, v1.Config{WorkingDir: "/app"}, "")
-	if err != nil {
-		return err
-	}
-	var archive bytes.Buffer
-	if err := imagetest.WriteArchive(&archive, img, "perf-gate.bench/service:bare"); err != nil {
-		return err
-	}
-	imageTar := filepath.Join(dir, "image.tar")
-	if err := os.WriteFile(imageTar, archive.Bytes(), 0o644); err != nil {
 		return err
 	}
 	config := filepath.Join(dir, "perf-gate.yml")
@@ -87,7 +67,41 @@ func run(rate, pairs int, seconds float64, ports []string, swap bool, foreign st
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		return err
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "result.json"))
+	header := fmt.Sprintf("%d pairs of %g s at %d req/s, one run", pairs, seconds, rate)
+	return printArms(filepath.Join(out, "result.json"), header, what, string(verdict))
+}
+
+// buildBoth builds the example service into dir/bare (bin/service) and the same binary as a
+// container image, dir/image.tar, whose path it returns.
+func buildBoth(dir string) (string, error) {
+	bin := filepath.Join(dir, "bare", "bin", "service")
+	build := exec.Command("go", "build", "-o", bin, "./examples/service")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	// The image holds the same binary at /app/bin/service and runs from /app: the config's
+	// command ./bin/service names it in both arms.
+	layer, err := imagetest.LayerFromFile(bin, "app/bin/service")
+	if err != nil {
+		return "", err
+	}
+	img, err := imagetest.Build([]v1.Layer{layer}, v1.Config{WorkingDir: "/app"}, "")
+	if err != nil {
+		return "", err
+	}
+	var archive bytes.Buffer
+	if err := imagetest.WriteArchive(&archive, img, "perf-gate.bench/service:bare"); err != nil {
+		return "", err
+	}
+	imageTar := filepath.Join(dir, "image.tar")
+	return imageTar, os.WriteFile(imageTar, archive.Bytes(), 0o644)
+}
+
+// printArms prints, under header, each arm's median slice p50 and p99 from the last run's
+// result, and the verdict's lines.
+func printArms(resultFile, header string, what map[string]string, verdict string) error {
+	raw, err := os.ReadFile(resultFile)
 	if err != nil {
 		return err
 	}
@@ -100,11 +114,11 @@ func run(rate, pairs int, seconds float64, ports []string, swap bool, foreign st
 		p50[s.Arm] = append(p50[s.Arm], float64(s.LatencyUs.P50))
 		p99[s.Arm] = append(p99[s.Arm], float64(s.LatencyUs.P99))
 	}
-	fmt.Printf("%d pairs of %g s at %d req/s, one run\n", pairs, seconds, rate)
+	fmt.Println(header)
 	for _, arm := range []string{"champion", "challenger"} {
 		fmt.Printf("%-10s %-13s median of slice p50 %6.0f µs, median of slice p99 %6.0f µs\n", arm, what[arm], median(p50[arm]), median(p99[arm]))
 	}
-	for _, line := range strings.Split(string(verdict), "\n") {
+	for _, line := range strings.Split(verdict, "\n") {
 		if strings.HasPrefix(line, "GREY") || strings.HasPrefix(line, "RED") || strings.HasPrefix(line, "GREEN") {
 			fmt.Println(line)
 		}

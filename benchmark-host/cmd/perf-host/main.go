@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +19,9 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/config"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/floor"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/refused"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/grammar"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
@@ -46,7 +48,7 @@ func run(args []string) int {
 		return 0
 	}
 	fs := flag.NewFlagSet("perf-host "+verb, flag.ContinueOnError)
-	cfg := agent.BindFlags(fs)
+	cfg := config.BindFlags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return contract.ExitRefused
 	}
@@ -55,13 +57,8 @@ func run(args []string) int {
 		defer stop()
 		return report(cgroup.Hold(ctx))
 	}
-	exe, err := os.Executable()
+	h, err := newHost(*cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "perf-host:", err)
-		return contract.ExitFailed
-	}
-	h := &agent.Host{Config: *cfg, Exe: exe}
-	if err := h.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "perf-host:", err)
 		return contract.ExitFailed
 	}
@@ -74,29 +71,19 @@ func run(args []string) int {
 			return usage()
 		}
 		signal.Ignore(syscall.SIGHUP)
-		return report(h.Execute(ctx, fs.Arg(0)))
+		return report(h.Runs.Execute(ctx, fs.Arg(0)))
 	case "champion-daemon":
 		signal.Ignore(syscall.SIGHUP)
-		return report(h.ChampionDaemon(ctx))
+		return report(h.Supervisor.Daemon(ctx))
 	case "stop":
 		// From a terminal only: the grammar of the forced command has no such verb, so a CI key
 		// can never stop the champion.
 		if fs.NArg() != 0 {
 			return usage()
 		}
-		return say(h.StopChampion())
+		return say(h.Supervisor.Stop())
 	case "ssh":
-		raw := os.Getenv("SSH_ORIGINAL_COMMAND")
-		client := sshClient(os.Getenv("SSH_CONNECTION"))
-		cmd, err := grammar.Parse(raw)
-		if err != nil {
-			h.Audit(client, raw, "refused: "+err.Error())
-			fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
-			return contract.ExitRefused
-		}
-		code := dispatch(ctx, h, cmd)
-		h.Audit(client, raw, fmt.Sprintf("exit %d", code))
-		return code
+		return forcedCommand(ctx, h)
 	default:
 		cmd, err := grammar.Parse(strings.Join(append([]string{verb}, fs.Args()...), " "))
 		if err != nil {
@@ -105,6 +92,32 @@ func run(args []string) int {
 		}
 		return dispatch(ctx, h, cmd)
 	}
+}
+
+// newHost is the agent on this configuration, its detached processes started from this
+// executable.
+func newHost(cfg config.Config) (*agent.Host, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return agent.New(cfg, exe)
+}
+
+// forcedCommand runs the verb the CI key's connection asked for (SSH_ORIGINAL_COMMAND),
+// through the grammar, and writes who asked what to the audit log.
+func forcedCommand(ctx context.Context, h *agent.Host) int {
+	raw := os.Getenv("SSH_ORIGINAL_COMMAND")
+	client := sshClient(os.Getenv("SSH_CONNECTION"))
+	cmd, err := grammar.Parse(raw)
+	if err != nil {
+		h.Store.Audit(client, raw, "refused: "+err.Error())
+		fmt.Fprintln(os.Stderr, "perf-host: refused:", err)
+		return contract.ExitRefused
+	}
+	code := dispatch(ctx, h, cmd)
+	h.Store.Audit(client, raw, fmt.Sprintf("exit %d", code))
+	return code
 }
 
 // sshClient is "address:port" of the client, from SSH_CONNECTION ("addr port addr port").
@@ -119,13 +132,13 @@ func sshClient(conn string) string {
 func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 	switch c.Verb {
 	case "deploy":
-		return say(h.Deploy(c.Role, c.SHA, os.Stdin))
+		return say(h.Champions.Deploy(c.Role, c.SHA, os.Stdin))
 	case "run":
-		return started(c.RunID, h.StartRun(c.RunID, contract.KindAB, os.Stdin))
+		return started(c.RunID, h.Runs.Start(c.RunID, contract.KindAB, os.Stdin))
 	case "aa":
-		return started(c.RunID, h.StartRun(c.RunID, contract.KindAA, os.Stdin))
+		return started(c.RunID, h.Runs.Start(c.RunID, contract.KindAA, os.Stdin))
 	case "wait":
-		out, err := h.Wait(ctx, c.RunID, os.Stdout)
+		out, err := h.Runs.Wait(ctx, c.RunID, os.Stdout)
 		if err != nil {
 			return report(err)
 		}
@@ -134,33 +147,33 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 		}
 		return 0
 	case "result":
-		b, err := h.Result(c.RunID)
+		b, err := h.Runs.Result(c.RunID)
 		if err != nil {
 			return report(err)
 		}
 		os.Stdout.Write(append(b, '\n'))
 		return 0
 	case "abort":
-		return say(fmt.Sprintf("run %s aborted", c.RunID), h.Abort(c.RunID))
+		return say(fmt.Sprintf("run %s aborted", c.RunID), h.Runs.Abort(c.RunID))
 	case "promote":
 		spec, err := specFromStdin()
 		if err != nil {
 			return report(err)
 		}
-		return say(h.Promote(ctx, c.SHA, spec))
+		return say(h.Champions.Promote(ctx, c.SHA, spec))
 	case "rollback":
-		return say(h.Rollback(ctx))
+		return say(h.Champions.Rollback(ctx))
 	case "status":
 		return printJSON(h.Status())
 	case "gc":
-		removed, err := h.GC()
+		removed, err := h.Store.GC(h.Config.KeepReleases, h.Config.KeepRuns, h.Config.LockWait)
 		return printJSON(map[string]any{"removed": removed}, err)
 	case "floors":
-		return printJSON(h.FloorHistory())
+		return printJSON(floor.History(h.Store))
 	case "runs":
-		return printJSON(h.Runs(c.SHA))
+		return printJSON(h.Store.Runs(c.SHA))
 	case "floor-record":
-		return say(fmt.Sprintf("floor recorded from %s", c.RunID), h.RecordFloor(c.RunID, os.Stdin))
+		return say(fmt.Sprintf("floor recorded from %s", c.RunID), floor.Record(h.Store, c.RunID, os.Stdin))
 	}
 	return usage()
 }
@@ -176,10 +189,10 @@ func specFromStdin() (*contract.ServiceSpec, error) {
 	}
 	var spec contract.ServiceSpec
 	if err := contract.Decode(strings.NewReader(string(b)), &spec); err != nil {
-		return nil, &agent.RefusedError{Err: fmt.Errorf("service spec on stdin: %v", err)}
+		return nil, refused.Errorf("service spec on stdin: %v", err)
 	}
 	if err := service.Validate(&spec); err != nil {
-		return nil, &agent.RefusedError{Err: err}
+		return nil, &refused.Error{Err: err}
 	}
 	return &spec, nil
 }
@@ -215,14 +228,5 @@ func report(err error) int {
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "perf-host:", err)
-	var refused *agent.RefusedError
-	switch {
-	case errors.Is(err, agent.ErrBusy):
-		return contract.ExitBusy
-	case errors.Is(err, agent.ErrNotFinished):
-		return contract.ExitNotFinished
-	case errors.As(err, &refused):
-		return contract.ExitRefused
-	}
-	return contract.ExitFailed
+	return agent.ExitCode(err)
 }

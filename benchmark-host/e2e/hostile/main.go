@@ -78,6 +78,7 @@ func main() {
 	case "burn":
 		for range runtime.GOMAXPROCS(0) {
 			go func() {
+				//lint:ignore SA5002 spinning is the point: a challenger that takes every CPU it can
 				for {
 				}
 			}()

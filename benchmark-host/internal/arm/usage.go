@@ -15,6 +15,15 @@ type Usage struct {
 	OK       bool   // false when the CPU time could not be read
 }
 
+// CPUUsSince is the CPU time used between from and u; a counter that went back (the group
+// was made anew) gives none.
+func (u Usage) CPUUsSince(from Usage) (float64, bool) {
+	if !from.OK || !u.OK || u.CPUUs < from.CPUUs {
+		return 0, false
+	}
+	return float64(u.CPUUs - from.CPUUs), true
+}
+
 // Accounting describes the sources Sample reads.
 func (a *Arm) Accounting() contract.ResourceAccounting {
 	var acc contract.ResourceAccounting

@@ -53,64 +53,29 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	if progress == nil {
 		progress = io.Discard
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := applyOptions(opts)
 	release, cpuIdle := holdCPUsAwake(o.openDevice)
 	generatorSlice, restoreSlice := shortenGeneratorSlice()
 	defer restoreSlice()
 	defer release()
-	var targets [2]endpoint
-	for arm, name := range armNames {
-		e, err := resolveEndpoint(ctx, name, p.Target(name))
-		if err != nil {
-			return nil, err
-		}
-		targets[arm] = e
+	targets, err := resolveTargets(ctx, p)
+	if err != nil {
+		return nil, err
 	}
-	n := p.GeneratorCPUs
-	defer raiseGOMAXPROCS(n)()
+	defer raiseGOMAXPROCS(p.GeneratorCPUs)()
 
 	order := p.SliceOrder()
 	clock := newMonoClock()
 	var stop atomic.Int64
-	published := make(chan *sliceShard, n*(len(order)+1))
+	published := make(chan *sliceShard, p.GeneratorCPUs*(len(order)+1))
 	lanes, err := newLanes(ctx, p, targets, clock, &stop, published)
 	if err != nil {
 		return nil, err
 	}
-
-	// Each lane primes its connections on its own thread, then waits for the schedule.
-	primed := make(chan runLane, n)
-	start := make(chan *schedule, n)
-	exited := make(chan struct{}, n)
-	for _, l := range lanes {
-		go func() {
-			defer func() { l.release(); exited <- struct{}{} }()
-			setTimerSlack()
-			l.prime()
-			primed <- l
-			if s := <-start; s != nil {
-				l.run(s)
-			}
-		}()
-	}
-	var unreachable error
-	for range lanes {
-		w := (<-primed).base()
-		for arm, class := range w.primeErr {
-			if class != errNone && unreachable == nil {
-				unreachable = fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", armNames[arm], targets[arm].url, class)
-			}
-		}
-	}
-	if unreachable != nil {
-		close(start)
-		for range lanes {
-			<-exited
-		}
-		return nil, unreachable
+	crew := launchLanes(lanes)
+	if err := crew.primed(targets); err != nil {
+		crew.abandon()
+		return nil, err
 	}
 
 	started := time.Now()
@@ -119,11 +84,110 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 	if o.observer != nil {
 		obs = watchBoundaries(ctx, sched, o.observer)
 	}
-	for range lanes {
-		start <- sched
+	crew.begin(sched)
+	finished := stopOnCancel(ctx, clock, &stop, lanes)
+	rep := reporter{sched: sched, lanes: p.GeneratorCPUs, published: published, observer: obs}
+	slices := rep.collect(order, progress)
+	close(finished)
+	crew.wait()
+	if obs != nil {
+		// The observer is done with every boundary before Run returns, even in a run
+		// stopped before its first slice.
+		<-obs.boundaries[len(obs.boundaries)-1]
 	}
-	// A cancelled run stops the schedule where it is; the lanes wake to see it.
-	finished := make(chan struct{})
+
+	res := newResult(ctx, p, order, started, slices, lanes, rep.interrupted)
+	res.Host.CPUIdle = cpuIdle
+	res.Host.GeneratorSlice = generatorSlice
+	return res, nil
+}
+
+func applyOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// resolveTargets resolves both arms' targets, in the order of armNames.
+func resolveTargets(ctx context.Context, p *plan.Plan) ([2]endpoint, error) {
+	var targets [2]endpoint
+	for arm, name := range armNames {
+		e, err := resolveEndpoint(ctx, name, p.Target(name))
+		if err != nil {
+			return targets, err
+		}
+		targets[arm] = e
+	}
+	return targets, nil
+}
+
+// laneCrew is the lanes' goroutines: each primes its connections on its own thread, then
+// waits for the schedule, runs it, and releases what it holds.
+type laneCrew struct {
+	lanes  []runLane
+	ready  chan runLane
+	start  chan *schedule
+	exited chan struct{}
+}
+
+func launchLanes(lanes []runLane) *laneCrew {
+	n := len(lanes)
+	c := &laneCrew{lanes: lanes, ready: make(chan runLane, n), start: make(chan *schedule, n), exited: make(chan struct{}, n)}
+	for _, l := range lanes {
+		go func() {
+			defer func() { l.release(); c.exited <- struct{}{} }()
+			setTimerSlack()
+			l.prime()
+			c.ready <- l
+			if s := <-c.start; s != nil {
+				l.run(s)
+			}
+		}()
+	}
+	return c
+}
+
+// primed waits until every lane has primed its connections; the error names the first
+// target a lane could not reach.
+func (c *laneCrew) primed(targets [2]endpoint) error {
+	var unreachable error
+	for range c.lanes {
+		w := (<-c.ready).base()
+		for arm, class := range w.primeErr {
+			if class != errNone && unreachable == nil {
+				unreachable = fmt.Errorf("plan: targets.%s: %s is unreachable (%s)", armNames[arm], targets[arm].url, class)
+			}
+		}
+	}
+	return unreachable
+}
+
+// begin hands every lane the schedule.
+func (c *laneCrew) begin(s *schedule) {
+	for range c.lanes {
+		c.start <- s
+	}
+}
+
+// abandon sends the primed lanes home without a schedule.
+func (c *laneCrew) abandon() {
+	close(c.start)
+	c.wait()
+}
+
+// wait returns when every lane has released what it holds.
+func (c *laneCrew) wait() {
+	for range c.lanes {
+		<-c.exited
+	}
+}
+
+// stopOnCancel stops the schedule where it is when ctx ends, and wakes the lanes to see it,
+// until finished is closed.
+func stopOnCancel(ctx context.Context, clock monoClock, stop *atomic.Int64, lanes []runLane) (finished chan struct{}) {
+	finished = make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -134,18 +198,12 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		case <-finished:
 		}
 	}()
-	rep := reporter{sched: sched, lanes: n, published: published, observer: obs}
-	slices := rep.collect(order, progress)
-	close(finished)
-	for range lanes {
-		<-exited
-	}
-	if obs != nil {
-		// The observer is done with every boundary before Run returns, even in a run
-		// stopped before its first slice.
-		<-obs.boundaries[len(obs.boundaries)-1]
-	}
+	return finished
+}
 
+// newResult is the run's result document, its warm-up counts summed over the lanes; a run
+// stopped early, or interrupted in a slice, is partial.
+func newResult(ctx context.Context, p *plan.Plan, order []string, started time.Time, slices []contract.Slice, lanes []runLane, interrupted bool) *contract.Result {
 	res := &contract.Result{
 		SchemaVersion: contract.SchemaVersion,
 		Generator:     Generator,
@@ -158,8 +216,6 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		Warmup:        contract.Warmup{Seconds: p.WarmupSeconds},
 		Slices:        slices,
 	}
-	res.Host.CPUIdle = cpuIdle
-	res.Host.GeneratorSlice = generatorSlice
 	for _, l := range lanes {
 		l := l.base()
 		res.Warmup.Sent += l.warm.sent
@@ -167,11 +223,11 @@ func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) 
 		res.Warmup.Errors += l.warm.errs
 		res.Warmup.Overflow += l.warm.overflow
 	}
-	if len(slices) < len(order) || rep.interrupted {
+	if len(slices) < len(order) || interrupted {
 		res.Partial = true
 		res.PartialReason = fmt.Sprintf("stopped after %d of %d slices: %v", len(slices), len(order), context.Cause(ctx))
 	}
-	return res, nil
+	return res
 }
 
 // runLane is one lane of either carrier.

@@ -2,9 +2,7 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -234,29 +231,5 @@ func reflectionStream(ctx context.Context, cc *grpc.ClientConn) (func(*reflectio
 		}
 	}
 	// An older server: v1alpha has the same messages under another name.
-	alpha, err := reflectionv1alpha.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return func(r *reflectionv1.ServerReflectionRequest) ([][]byte, error) {
-		b, _ := proto.Marshal(r)
-		ar := &reflectionv1alpha.ServerReflectionRequest{}
-		if err := proto.Unmarshal(b, ar); err != nil {
-			return nil, err
-		}
-		if err := alpha.Send(ar); err != nil {
-			return nil, err
-		}
-		resp, err := alpha.Recv()
-		if errors.Is(err, io.EOF) || status.Code(err) == codes.Unimplemented {
-			return nil, errors.New("the server does not serve reflection")
-		}
-		if err != nil {
-			return nil, err
-		}
-		if e := resp.GetErrorResponse(); e != nil {
-			return nil, fmt.Errorf("%s", e.GetErrorMessage())
-		}
-		return resp.GetFileDescriptorResponse().GetFileDescriptorProto(), nil
-	}, nil
+	return reflectionV1alpha(ctx, cc)
 }

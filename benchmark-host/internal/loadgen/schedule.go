@@ -93,6 +93,3 @@ func (s *schedule) sliceOf(off time.Duration) int {
 
 // sliceStart is the offset where slice i begins (i = len(order) gives the end).
 func (s *schedule) sliceStart(i int) time.Duration { return s.warmupEnd + time.Duration(i)*s.sliceDur }
-
-// now is the current offset on the run's clock.
-func (s *schedule) now() time.Duration { return time.Since(s.clock.base) }

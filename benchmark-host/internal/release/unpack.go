@@ -79,10 +79,9 @@ func unpack(r io.Reader, counted *limitedReader, dir string, lim Limits, kind Ro
 		return err
 	}
 	defer root.Close()
-	tr := tar.NewReader(r)
-	var written int64
+	u := &unpacking{root: root, tr: tar.NewReader(r), counted: counted, lim: lim}
 	for entries := 0; ; entries++ {
-		h, err := tr.Next()
+		h, err := u.tr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -95,48 +94,8 @@ func unpack(r io.Reader, counted *limitedReader, dir string, lim Limits, kind Ro
 		if kind == Image {
 			fromRoot(h)
 		}
-		name, err := safeName(h.Name)
-		if err != nil {
+		if err := u.entry(h); err != nil {
 			return err
-		}
-		if name == "." {
-			continue
-		}
-		if err := checkParents(root, name); err != nil {
-			return err
-		}
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return contained(name, err)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o755); err != nil {
-				return contained(name, err)
-			}
-		case tar.TypeReg:
-			if written += h.Size; written > lim.MaxUncompressed {
-				return fmt.Errorf("unpacks to more than %d bytes: %w", lim.MaxUncompressed, ErrTooLarge)
-			}
-			if err := writeFile(root, name, tr, h); err != nil {
-				return fmt.Errorf("%s: %w", name, orTooLarge(counted, err))
-			}
-		case tar.TypeSymlink:
-			if err := checkLink(name, h.Linkname); err != nil {
-				return err
-			}
-			if err := root.Symlink(h.Linkname, name); err != nil {
-				return contained(name, err)
-			}
-		case tar.TypeLink:
-			linked, err := safeName(h.Linkname)
-			if err != nil {
-				return fmt.Errorf("hard link %s: %w", name, err)
-			}
-			if err := root.Link(linked, name); err != nil {
-				return fmt.Errorf("hard link %s -> %s: %w", name, linked, contained(linked, err))
-			}
-		default:
-			return fmt.Errorf("%s: entries of type %q (devices, fifos) are not allowed", name, h.Typeflag)
 		}
 	}
 	// Drain so that trailing garbage past the size limit is still detected.
@@ -144,6 +103,63 @@ func unpack(r io.Reader, counted *limitedReader, dir string, lim Limits, kind Ro
 		return fmt.Errorf("tarball: %w", orTooLarge(counted, err))
 	}
 	return checkLinksResolveInside(root)
+}
+
+// unpacking is one tarball being written into its root.
+type unpacking struct {
+	root    *os.Root
+	tr      *tar.Reader
+	counted *limitedReader
+	lim     Limits
+	written int64 // the regular files' bytes so far
+}
+
+// entry writes the entry h, whose content the reader is at, inside the root.
+func (u *unpacking) entry(h *tar.Header) error {
+	name, err := safeName(h.Name)
+	if err != nil {
+		return err
+	}
+	if name == "." {
+		return nil
+	}
+	if err := checkParents(u.root, name); err != nil {
+		return err
+	}
+	if err := u.root.MkdirAll(path.Dir(name), 0o755); err != nil {
+		return contained(name, err)
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if err := u.root.MkdirAll(name, 0o755); err != nil {
+			return contained(name, err)
+		}
+	case tar.TypeReg:
+		if u.written += h.Size; u.written > u.lim.MaxUncompressed {
+			return fmt.Errorf("unpacks to more than %d bytes: %w", u.lim.MaxUncompressed, ErrTooLarge)
+		}
+		if err := writeFile(u.root, name, u.tr, h); err != nil {
+			return fmt.Errorf("%s: %w", name, orTooLarge(u.counted, err))
+		}
+	case tar.TypeSymlink:
+		if err := checkLink(name, h.Linkname); err != nil {
+			return err
+		}
+		if err := u.root.Symlink(h.Linkname, name); err != nil {
+			return contained(name, err)
+		}
+	case tar.TypeLink:
+		linked, err := safeName(h.Linkname)
+		if err != nil {
+			return fmt.Errorf("hard link %s: %w", name, err)
+		}
+		if err := u.root.Link(linked, name); err != nil {
+			return fmt.Errorf("hard link %s -> %s: %w", name, linked, contained(linked, err))
+		}
+	default:
+		return fmt.Errorf("%s: entries of type %q (devices, fifos) are not allowed", name, h.Typeflag)
+	}
+	return nil
 }
 
 // fromRoot turns an image entry's absolute name, hard link and symlink target into paths

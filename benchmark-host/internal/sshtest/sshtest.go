@@ -46,23 +46,10 @@ type Host struct {
 
 // Start sets up and starts the host. It needs root (sshd switches to the login user).
 func Start(opt Options) (*Host, error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("sshtest: sshd needs root")
+	if err := checkTools(); err != nil {
+		return nil, err
 	}
-	for _, bin := range []string{"/usr/sbin/sshd", "ssh", "ssh-keygen"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return nil, fmt.Errorf("sshtest: %s not found: install openssh-server and openssh-client", bin)
-		}
-	}
-	if opt.LockWait == 0 {
-		opt.LockWait = 60 * time.Second
-	}
-	if opt.MaxDeployBytes == 0 {
-		opt.MaxDeployBytes = 64 << 20
-	}
-	if opt.ServiceUser == "" {
-		opt.ServiceUser = "nobody"
-	}
+	opt = opt.withDefaults()
 	dir, err := os.MkdirTemp("", "perf-gate-host-")
 	if err != nil {
 		return nil, err
@@ -79,7 +66,6 @@ func Start(opt Options) (*Host, error) {
 			return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
 		}
 	}
-	pub, _ := os.ReadFile(h.Key + ".pub")
 	// A cgroup subtree of its own, as install.sh makes one, so that hosts never share groups.
 	if mount := cgroup.Mount(); mount != "" {
 		h.Cgroup = filepath.Join(mount, filepath.Base(dir))
@@ -87,6 +73,50 @@ func Start(opt Options) (*Host, error) {
 			return nil, err
 		}
 	}
+	if err := h.writeConfig(opt); err != nil {
+		return nil, err
+	}
+	if err := h.startSSHD(); err != nil {
+		return nil, err
+	}
+	if err := WaitPort(h.SSHPort); err != nil {
+		h.Close(true)
+		return nil, err
+	}
+	return h, nil
+}
+
+// checkTools says what a host needs that this machine lacks: root (sshd switches to the login
+// user) and OpenSSH.
+func checkTools() error {
+	if os.Geteuid() != 0 {
+		return errors.New("sshtest: sshd needs root")
+	}
+	for _, bin := range []string{"/usr/sbin/sshd", "ssh", "ssh-keygen"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("sshtest: %s not found: install openssh-server and openssh-client", bin)
+		}
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.LockWait == 0 {
+		o.LockWait = 60 * time.Second
+	}
+	if o.MaxDeployBytes == 0 {
+		o.MaxDeployBytes = 64 << 20
+	}
+	if o.ServiceUser == "" {
+		o.ServiceUser = "nobody"
+	}
+	return o
+}
+
+// writeConfig writes sshd's configuration and the authorized_keys entry that forces perf-host
+// with the host's flags.
+func (h *Host) writeConfig(opt Options) error {
+	pub, _ := os.ReadFile(h.Key + ".pub")
 	forced := fmt.Sprintf("%s ssh --root %s --service-user %s --champion-port %d --challenger-port %d --lock-wait %s --max-deploy-bytes %d --min-free-disk 1 --max-foreign-cores 64 --settle-seconds 0 --cgroup %q %s",
 		opt.PerfHost, h.Root, opt.ServiceUser, h.ChampionPort, h.ChallengerPort, opt.LockWait, opt.MaxDeployBytes, h.Cgroup, strings.Join(opt.ExtraFlags, " "))
 	files := map[string]string{
@@ -94,9 +124,9 @@ func Start(opt Options) (*Host, error) {
 		"sshd_config": strings.Join([]string{
 			fmt.Sprintf("Port %d", h.SSHPort),
 			"ListenAddress 127.0.0.1",
-			"HostKey " + filepath.Join(dir, "hostkey"),
-			"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-			"PidFile " + filepath.Join(dir, "sshd.pid"),
+			"HostKey " + filepath.Join(h.Dir, "hostkey"),
+			"AuthorizedKeysFile " + filepath.Join(h.Dir, "authorized_keys"),
+			"PidFile " + filepath.Join(h.Dir, "sshd.pid"),
 			"UsePAM no",
 			"StrictModes no",
 			"PermitRootLogin forced-commands-only",
@@ -108,29 +138,27 @@ func Start(opt Options) (*Host, error) {
 		}, "\n") + "\n",
 	}
 	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			return nil, err
+		if err := os.WriteFile(filepath.Join(h.Dir, name), []byte(body), 0o600); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// startSSHD starts sshd and pins its host key for the client.
+func (h *Host) startSSHD() error {
 	os.MkdirAll("/run/sshd", 0o755)
-	h.sshd = exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
+	h.sshd = exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(h.Dir, "sshd_config"))
+	logf, _ := os.Create(filepath.Join(h.Dir, "sshd.log"))
 	h.sshd.Stdout, h.sshd.Stderr = logf, logf
 	if err := h.sshd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	h.SSHDPid = h.sshd.Process.Pid
-	hostPub, _ := os.ReadFile(filepath.Join(dir, "hostkey.pub"))
+	hostPub, _ := os.ReadFile(filepath.Join(h.Dir, "hostkey.pub"))
 	fields := strings.Fields(string(hostPub))
 	h.KnownHostsLine = fmt.Sprintf("[127.0.0.1]:%d %s %s", h.SSHPort, fields[0], fields[1])
-	if err := os.WriteFile(h.KnownHosts, []byte(h.KnownHostsLine+"\n"), 0o600); err != nil {
-		return nil, err
-	}
-	if err := WaitPort(h.SSHPort); err != nil {
-		h.Close(true)
-		return nil, err
-	}
-	return h, nil
+	return os.WriteFile(h.KnownHosts, []byte(h.KnownHostsLine+"\n"), 0o600)
 }
 
 // SSHCommand is the client command for one remote command, as the action runs it.

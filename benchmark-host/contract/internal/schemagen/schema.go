@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"math"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -67,43 +68,66 @@ func marshal(v any) ([]byte, error) {
 type docs map[string]string
 
 func readDocs(dir string) (docs, error) {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, nil, parser.ParseComments)
+	files, err := contractFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := docs{}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					ts := spec.(*ast.TypeSpec)
-					doc := ts.Doc
-					if doc == nil && len(gd.Specs) == 1 {
-						doc = gd.Doc
-					}
-					out[ts.Name.Name] = sentence(doc)
-					st, ok := ts.Type.(*ast.StructType)
-					if !ok {
-						continue
-					}
-					for _, field := range st.Fields.List {
-						text := sentence(field.Doc)
-						if text == "" {
-							text = sentence(field.Comment)
-						}
-						for _, name := range field.Names {
-							out[ts.Name.Name+"."+name.Name] = text
-						}
-					}
-				}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.TYPE {
+				typeDocs(gd, out)
 			}
 		}
 	}
 	return out, nil
+}
+
+// typeDocs adds the doc comments of a type declaration's types and of their fields.
+func typeDocs(gd *ast.GenDecl, out docs) {
+	for _, spec := range gd.Specs {
+		ts := spec.(*ast.TypeSpec)
+		doc := ts.Doc
+		if doc == nil && len(gd.Specs) == 1 {
+			doc = gd.Doc
+		}
+		out[ts.Name.Name] = sentence(doc)
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			continue
+		}
+		for _, field := range st.Fields.List {
+			text := sentence(field.Doc)
+			if text == "" {
+				text = sentence(field.Comment)
+			}
+			for _, name := range field.Names {
+				out[ts.Name.Name+"."+name.Name] = text
+			}
+		}
+	}
+}
+
+// contractFiles parses the package's Go files in dir, tests left out (parser.ParseDir, which
+// read them all, is deprecated).
+func contractFiles(dir string) ([]*ast.File, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 func sentence(g *ast.CommentGroup) string {
@@ -294,35 +318,14 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 	}
 	switch l := limit.(type) {
 	case contract.Range:
-		if kind != reflect.Float64 && kind != reflect.Int && kind != reflect.Int64 {
-			return fmt.Errorf("a range on a %s", t)
-		}
-		key := "minimum"
-		if l.MinExclusive {
-			key = "exclusiveMinimum"
-		}
-		s.set(key, l.Min)
-		switch {
-		case math.IsInf(l.Max, 1):
-		case l.MaxExclusive:
-			s.set("exclusiveMaximum", l.Max)
-		default:
-			s.set("maximum", l.Max)
-		}
+		return applyRange(s, t, l)
 	case contract.Pattern:
 		if kind != reflect.String {
 			return fmt.Errorf("a pattern on a %s", t)
 		}
 		s.set("pattern", l.Expr)
 	case contract.Enum:
-		switch {
-		case kind == reflect.String:
-			s.set("enum", []string(l))
-		case kind == reflect.Slice && t.Elem().Kind() == reflect.String:
-			s.values["items"].(*object).set("enum", []string(l))
-		default:
-			return fmt.Errorf("an enum on a %s", t)
-		}
+		return applyEnum(s, t, l)
 	case contract.Items:
 		if kind != reflect.Slice {
 			return fmt.Errorf("an item count on a %s", t)
@@ -343,6 +346,39 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 		s.set("const", l.Value)
 	default:
 		return fmt.Errorf("unknown kind of limit %T", limit)
+	}
+	return nil
+}
+
+// applyRange bounds a number (minimum, maximum, or their exclusive forms).
+func applyRange(s *object, t reflect.Type, l contract.Range) error {
+	if kind := t.Kind(); kind != reflect.Float64 && kind != reflect.Int && kind != reflect.Int64 {
+		return fmt.Errorf("a range on a %s", t)
+	}
+	key := "minimum"
+	if l.MinExclusive {
+		key = "exclusiveMinimum"
+	}
+	s.set(key, l.Min)
+	switch {
+	case math.IsInf(l.Max, 1):
+	case l.MaxExclusive:
+		s.set("exclusiveMaximum", l.Max)
+	default:
+		s.set("maximum", l.Max)
+	}
+	return nil
+}
+
+// applyEnum closes a string, or the strings of a list, to the enum's values.
+func applyEnum(s *object, t reflect.Type, l contract.Enum) error {
+	switch {
+	case t.Kind() == reflect.String:
+		s.set("enum", []string(l))
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		s.values["items"].(*object).set("enum", []string(l))
+	default:
+		return fmt.Errorf("an enum on a %s", t)
 	}
 	return nil
 }

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"os"
+	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+)
+
+// State is the champion pointer and the service spec it runs with.
+type State struct {
+	Champion string               `json:"champion,omitempty"`
+	Service  contract.ServiceSpec `json:"service"`
+	// History holds the earlier champions, oldest first, each with the spec it ran with; a
+	// rollback restores the last one and drops it, so a failed promotion leaves no trace.
+	History []Reign `json:"history,omitempty"`
+	// LegacyPrevious is the one earlier champion a state written before History named;
+	// LoadState moves it into History.
+	LegacyPrevious string    `json:"previous,omitempty"`
+	Updated        time.Time `json:"updated"`
+}
+
+// Reign is one earlier champion.
+type Reign struct {
+	SHA     string               `json:"sha"`
+	Service contract.ServiceSpec `json:"service"`
+}
+
+// MaxHistory bounds the champions kept for rollback (their releases are never pruned).
+const MaxHistory = 5
+
+// LastReign is the champion a rollback would restore, or "".
+func LastReign(history []Reign) string {
+	if len(history) == 0 {
+		return ""
+	}
+	return history[len(history)-1].SHA
+}
+
+// Protected reports whether sha is the champion or one a rollback may restore.
+func (s State) Protected(sha string) bool {
+	if sha == s.Champion {
+		return true
+	}
+	for _, r := range s.History {
+		if r.SHA == sha {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadState reads the champion pointer; a missing file is the empty state.
+func (s *Store) LoadState() (State, error) {
+	var st State
+	err := ReadJSON(s.Path("state.json"), &st)
+	if os.IsNotExist(err) {
+		return st, nil
+	}
+	service.FillDefaults(&st.Service)
+	for i := range st.History {
+		service.FillDefaults(&st.History[i].Service)
+	}
+	if len(st.History) == 0 && st.LegacyPrevious != "" {
+		// A state written before champions were kept as a history: its previous champion ran
+		// with the only spec it recorded.
+		st.History = []Reign{{SHA: st.LegacyPrevious, Service: st.Service}}
+		st.LegacyPrevious = ""
+	}
+	return st, err
+}
+
+// SaveState replaces the champion pointer.
+func (s *Store) SaveState(st State) error {
+	st.Updated = time.Now().UTC()
+	return WriteJSONAtomic(s.Path("state.json"), st)
+}
