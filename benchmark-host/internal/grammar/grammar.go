@@ -110,31 +110,38 @@ func Parse(raw string) (Command, error) {
 		return c, fmt.Errorf("%s takes %d to %d arguments, got %d", c.Verb, least, len(v.args), len(args))
 	}
 	for i, k := range v.args[:len(args)] {
-		a := args[i]
-		switch k {
-		case argRole:
-			if a != "champion" && a != "challenger" {
-				return c, fmt.Errorf("%s: role must be champion or challenger, got %q", c.Verb, a)
-			}
-			c.Role = a
-		case argSHA:
-			if !contract.SHA.MatchString(a) {
-				return c, fmt.Errorf("%s: sha must be 7 to 40 lowercase hex characters, got %q", c.Verb, a)
-			}
-			c.SHA = a
-		case argRunID:
-			if !contract.RunID.MatchString(a) {
-				return c, fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, contract.RunID.Expr, a)
-			}
-			c.RunID = a
-		case argPullRequest:
-			if !pullRequest.MatchString(a) {
-				return c, fmt.Errorf("%s: pull request must be its number (1 to 999999999, no leading 0), got %q", c.Verb, a)
-			}
-			c.PullRequest, _ = strconv.Atoi(a)
+		if err := c.set(k, args[i]); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
+}
+
+// set checks one argument of the command's verb against its kind and keeps it.
+func (c *Command) set(k argKind, a string) error {
+	switch k {
+	case argRole:
+		if a != "champion" && a != "challenger" {
+			return fmt.Errorf("%s: role must be champion or challenger, got %q", c.Verb, a)
+		}
+		c.Role = a
+	case argSHA:
+		if !contract.SHA.MatchString(a) {
+			return fmt.Errorf("%s: sha must be 7 to 40 lowercase hex characters, got %q", c.Verb, a)
+		}
+		c.SHA = a
+	case argRunID:
+		if !contract.RunID.MatchString(a) {
+			return fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, contract.RunID.Expr, a)
+		}
+		c.RunID = a
+	case argPullRequest:
+		if !pullRequest.MatchString(a) {
+			return fmt.Errorf("%s: pull request must be its number (1 to 999999999, no leading 0), got %q", c.Verb, a)
+		}
+		c.PullRequest, _ = strconv.Atoi(a)
+	}
+	return nil
 }
 
 // ValidRunID reports whether s is a well-formed run-id.
