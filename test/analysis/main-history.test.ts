@@ -103,7 +103,12 @@ describe("a drift run's span", () => {
     b.after(31).merge({ estimateMs: 0.03 }).after(1).drift(ancestor, 0.04, 0.01);
     const h = b.build();
     // The host stamps a reign a moment before the promotion's own entry.
-    const early = { ...h, ancestors: h.ancestors.map((a) => (a.sha === ancestor ? { ...a, since: new Date(Date.parse(a.since) - 1000).toISOString() } : a)) };
+    const early = {
+      ...h,
+      ancestors: h.ancestors.map((a) =>
+        a.sha === ancestor ? { ...a, since: new Date(Date.parse(a.since) - 1000).toISOString() } : a,
+      ),
+    };
     for (const history of [h, early]) {
       const [d] = driftPoints(history, KEY, 99);
       expect(d!.steps.map((s) => s.sha)).toEqual([h.champion]);

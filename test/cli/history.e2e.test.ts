@@ -12,8 +12,8 @@ import { digestOf } from "../../src/cli/run";
 import { parseHistory } from "../../src/contract/history";
 import { buildServiceBinaries } from "../support/bench-host";
 import { perfGate as cliRun } from "../support/cli";
-import { LocalGate } from "../support/local-gate";
 import { buildHostBinaries } from "../support/loadgen";
+import { LocalGate } from "../support/local-gate";
 import { skipTooBusy } from "../support/machine-too-busy";
 
 /** Each build spins this many µs per request beyond the service's hashing: a step of 0.2 ms is about 25% of main's level. */
@@ -38,7 +38,9 @@ beforeAll(async () => {
     copyFileSync(join(bin, "service-fast"), join(release, "bin/service-bin"));
     chmodSync(join(release, "bin/service-bin"), 0o755);
     // The build's own code path: a fixed wait per request, its known cost.
-    writeFileSync(join(release, "bin/service"), `#!/bin/sh\nexec env SPIN_US=${delay} ./bin/service-bin\n`, { mode: 0o755 });
+    writeFileSync(join(release, "bin/service"), `#!/bin/sh\nexec env SPIN_US=${delay} ./bin/service-bin\n`, {
+      mode: 0o755,
+    });
     writeFileSync(join(release, "VERSION"), `${name}\n`);
     builds[name] = release;
   }
@@ -46,7 +48,10 @@ beforeAll(async () => {
   // p50 at 300 req/s, 20 pairs of 0.5 s (the pooled estimator), no extensions: the mechanics of
   // the history and the budget are this test's subject, and the median is steady on a busy
   // machine. The block threshold, 1% of 40 ms, is 0.4 ms: a 0.2 ms step is an advisory red.
-  writeFileSync(config, `service:\n  command: ["./bin/service"]\n  health_timeout_seconds: 10\nslo: {percentile: 50, budget_ms: 40}\nblock_threshold_percent: 1\nbudget: {percent_per_30_days: ${LIMIT_PERCENT}}\nslices: {seconds: 0.5, pairs: 20, max_extensions: 0}\nwarmup_seconds: 2\nworkloads:\n  - name: work\n    rates: [300]\n    connections: 8\n    requests: [{path: "/work?key={{rand 1000}}"}]\n`);
+  writeFileSync(
+    config,
+    `service:\n  command: ["./bin/service"]\n  health_timeout_seconds: 10\nslo: {percentile: 50, budget_ms: 40}\nblock_threshold_percent: 1\nbudget: {percent_per_30_days: ${LIMIT_PERCENT}}\nslices: {seconds: 0.5, pairs: 20, max_extensions: 0}\nwarmup_seconds: 2\nworkloads:\n  - name: work\n    rates: [300]\n    connections: 8\n    requests: [{path: "/work?key={{rand 1000}}"}]\n`,
+  );
   local = await LocalGate.onFreePorts(dir);
 });
 
@@ -59,17 +64,48 @@ interface Summary {
   blocking: boolean;
   blocked_by: string[];
   estimate_ms: number;
-  comparisons: { budget: { main_percent: number; change_percent: number; limit_percent: number; exceeded: boolean } | null }[];
-  drift: { skipped: string | null; runs: { estimate_ms: number; ci_ms: [number, number]; ancestor_sha: string; steps: number; steps_percent: number; percent: number }[] } | null;
+  comparisons: {
+    budget: { main_percent: number; change_percent: number; limit_percent: number; exceeded: boolean } | null;
+  }[];
+  drift: {
+    skipped: string | null;
+    runs: {
+      estimate_ms: number;
+      ci_ms: [number, number];
+      ancestor_sha: string;
+      steps: number;
+      steps_percent: number;
+      percent: number;
+    }[];
+  } | null;
 }
 
 /** perf-gate run on the local host `days` after the first promotion, as --json summarises it. */
-async function run(days: number, ...args: string[]): Promise<{ code: number; summary: Summary | null; stderr: string }> {
-  const r = await cliRun([...local.argv(root).slice(1), "--config", config, "--json", "--out", join(dir, `out-${days}`), "--max-foreign-cores", "64", "--settle-seconds", "1", "--keep-host", ...args], {
-    cwd: dir,
-    timeout: 300_000,
-    env: { ...process.env, PERF_GATE_CLOCK_OFFSET: `${days * 24}h` },
-  });
+async function run(
+  days: number,
+  ...args: string[]
+): Promise<{ code: number; summary: Summary | null; stderr: string }> {
+  const r = await cliRun(
+    [
+      ...local.argv(root).slice(1),
+      "--config",
+      config,
+      "--json",
+      "--out",
+      join(dir, `out-${days}`),
+      "--max-foreign-cores",
+      "64",
+      "--settle-seconds",
+      "1",
+      "--keep-host",
+      ...args,
+    ],
+    {
+      cwd: dir,
+      timeout: 300_000,
+      env: { ...process.env, PERF_GATE_CLOCK_OFFSET: `${days * 24}h` },
+    },
+  );
   let summary: Summary | null = null;
   try {
     summary = JSON.parse(r.stdout) as Summary;
@@ -110,19 +146,25 @@ describe("the history on a local host", () => {
     // Day 40: E is merged; a month after D, the calibration measures E against D: +0.2 ms by construction.
     const aa = await run(40, "--champion", digest("E"), "--aa");
     const drift = aa.summary?.drift;
-    if (!drift || drift.runs.length === 0) return skipTooBusy(ctx, `the drift run could not measure: ${drift?.skipped ?? aa.stderr}`);
+    if (!drift || drift.runs.length === 0)
+      return skipTooBusy(ctx, `the drift run could not measure: ${drift?.skipped ?? aa.stderr}`);
     const [measured] = drift.runs;
     expect(measured!.ancestor_sha).toBe(sha("D"));
     const shiftMs = (DELAYS.E - DELAYS.D) / 1000;
     expect(measured!.ci_ms[0]).toBeLessThanOrEqual(shiftMs);
     expect(measured!.ci_ms[1]).toBeGreaterThanOrEqual(shiftMs);
     expect(measured!.steps).toBe(1); // E's promotion, whose gate measured the same +0.2 ms
-    console.log(`[history] drift of E against D: ${measured!.estimate_ms.toFixed(3)} ms [${measured!.ci_ms.map((x) => x.toFixed(3)).join(", ")}] (known shift +${shiftMs} ms); steps between: ${measured!.steps_percent.toFixed(2)}%, measured ${measured!.percent.toFixed(2)}%`);
+    console.log(
+      `[history] drift of E against D: ${measured!.estimate_ms.toFixed(3)} ms [${measured!.ci_ms.map((x) => x.toFixed(3)).join(", ")}] (known shift +${shiftMs} ms); steps between: ${measured!.steps_percent.toFixed(2)}%, measured ${measured!.percent.toFixed(2)}%`,
+    );
 
     // The history holds each: five gates, the promotions of A, B, D and E with their steps, the calibration and the drift run.
     const page = join(dir, "history.html");
     const json = join(dir, "history.json");
-    const h = await cliRun(["history", ...local.argv(root).slice(2), "--out", page, "--json", json], { cwd: dir, env: { ...process.env, PERF_GATE_CLOCK_OFFSET: "960h" } });
+    const h = await cliRun(["history", ...local.argv(root).slice(2), "--out", page, "--json", json], {
+      cwd: dir,
+      env: { ...process.env, PERF_GATE_CLOCK_OFFSET: "960h" },
+    });
     expect(h.code, h.stderr).toBe(0);
     const history = parseHistory(json, JSON.parse(readFileSync(json, "utf8")));
     const kinds = history.entries.map((x) => x.kind);
