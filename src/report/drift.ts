@@ -10,7 +10,7 @@ const day = (t: number) => new Date(t).toISOString().slice(0, 10);
 /** One line per drift run, for a terminal or a log. */
 export function driftLine(d: DriftPoint): string {
   const r = d.record;
-  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; the ${d.steps.length} steps merged in between add up to ${pct(d.stepsPercent)}`;
+  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
 }
 
 /** One line per change point. */
