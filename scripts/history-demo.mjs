@@ -88,18 +88,13 @@ const stop = () =>
   });
 stop();
 rmSync(host, { recursive: true, force: true });
+/** perf-gate COMMAND on the local host, before its own arguments. */
+const perfGate = (command) => [cli, command, "--local", "--root", host, "--perf-host", perfHost, ...ports];
 const run = (day, ...args) => {
   const r = spawnSync(
     process.execPath,
     [
-      cli,
-      "run",
-      "--local",
-      "--root",
-      host,
-      "--perf-host",
-      perfHost,
-      ...ports,
+      ...perfGate("run"),
       "--config",
       config,
       "--keep-host",
@@ -158,40 +153,14 @@ try {
   const page = join(work, "history.html");
   execFileSync(
     process.execPath,
-    [
-      cli,
-      "history",
-      "--local",
-      "--root",
-      host,
-      "--perf-host",
-      perfHost,
-      ...ports,
-      "--out",
-      page,
-      "--json",
-      join(work, "history.json"),
-      "--repository",
-      "example/service",
-    ],
+    [...perfGate("history"), "--out", page, "--json", join(work, "history.json"), "--repository", "example/service"],
     {
       stdio: "inherit",
       env: { ...process.env, PERF_GATE_CLOCK_OFFSET: `${43 * 24}h` },
     },
   );
   console.log(`page: ${page}, ${statSync(page).size} bytes`);
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
+  const browser = await chromium.launch(JSON.parse(readFileSync(join(root, "test/support/chromium.json"), "utf8")));
   const tab = await browser.newPage({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
   await tab.goto(`file://${page}`);
   await tab.waitForFunction(() => document.body.dataset.charts !== undefined);

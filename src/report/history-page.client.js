@@ -79,6 +79,26 @@
     return u;
   };
 
+  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).
+  const dots = (column, label, colorName, format, size = 7) => ({
+    column,
+    label,
+    stroke: color(colorName),
+    paths: none,
+    points: points(color(colorName), size),
+    value: (_, v) => format(v),
+  });
+  const steps = (column, label, colorName, format, dash) => ({
+    column,
+    label,
+    stroke: color(colorName),
+    ...(dash ? { dash } : { width: 2 }),
+    paths: uPlot.paths.stepped({ align: 1 }),
+    spanGaps: true,
+    points: { show: false },
+    value: (_, v) => format(v),
+  });
+
   for (const k of data.keys) {
     const level = k.level.columns;
     make(
@@ -87,32 +107,9 @@
       "Main's level: the steps summed, and the drift measured",
       "% of the first champion",
       [
-        {
-          column: "summed",
-          label: "steps summed",
-          stroke: color("grey"),
-          width: 2,
-          paths: uPlot.paths.stepped({ align: 1 }),
-          spanGaps: true,
-          points: { show: false },
-          value: (_, v) => pct(v),
-        },
-        {
-          column: "promoted",
-          label: "promotion",
-          stroke: color("accent"),
-          paths: none,
-          points: points(color("accent"), 7),
-          value: (_, v) => pct(v),
-        },
-        {
-          column: "drift",
-          label: "measured drift (95% CI)",
-          stroke: color("drift"),
-          paths: none,
-          points: points(color("drift"), 9),
-          value: (_, v) => pct(v),
-        },
+        steps("summed", "steps summed", "grey", pct),
+        dots("promoted", "promotion", "accent", pct),
+        dots("drift", "measured drift (95% CI)", "drift", pct, 9),
       ],
       { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },
     );
@@ -125,78 +122,28 @@
       "Every gate: estimate and interval, floor and block threshold",
       "challenger − champion, ms",
       [
+        dots("red", "red", "red", msv),
+        dots("green", "green", "green", msv),
+        dots("grey", "grey", "grey", msv),
         {
-          column: "red",
-          label: "red",
-          stroke: color("red"),
-          paths: none,
-          points: points(color("red"), 7),
-          value: (_, v) => msv(v),
-        },
-        {
-          column: "green",
-          label: "green",
-          stroke: color("green"),
-          paths: none,
-          points: points(color("green"), 7),
-          value: (_, v) => msv(v),
-        },
-        {
-          column: "grey",
-          label: "grey",
-          stroke: color("grey"),
-          paths: none,
-          points: points(color("grey"), 7),
-          value: (_, v) => msv(v),
-        },
-        {
-          column: "merged",
-          label: "red merged",
-          stroke: color("red"),
-          paths: none,
+          ...dots("merged", "red merged", "red", msv),
           points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },
-          value: (_, v) => msv(v),
         },
-        {
-          column: "floor",
-          label: "A/A floor ±",
-          stroke: color("floor"),
-          dash: [4, 4],
-          paths: uPlot.paths.stepped({ align: 1 }),
-          spanGaps: true,
-          points: { show: false },
-          value: (_, v) => msv(v),
-        },
-        {
-          column: "floorNegative",
-          label: "A/A floor −",
-          stroke: color("floor"),
-          dash: [4, 4],
-          paths: uPlot.paths.stepped({ align: 1 }),
-          spanGaps: true,
-          points: { show: false },
-          value: (_, v) => msv(v),
-        },
-        {
-          column: "threshold",
-          label: "block threshold",
-          stroke: color("red"),
-          dash: [8, 4],
-          paths: uPlot.paths.stepped({ align: 1 }),
-          spanGaps: true,
-          points: { show: false },
-          value: (_, v) => msv(v),
-        },
+        steps("floor", "A/A floor ±", "floor", msv, [4, 4]),
+        steps("floorNegative", "A/A floor −", "floor", msv, [4, 4]),
+        steps("threshold", "block threshold", "red", msv, [8, 4]),
       ],
       { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },
     );
 
+    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;
     make(
       document.getElementById(`budget-${k.id}`),
       k.budget,
-      `Main's change over the trailing 30 days${k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`}`,
+      `Main's change over the trailing 30 days${limit}`,
       "% of main's level",
       [
+        // Main's 30 days change between the moments it is read at: a plain line, not steps.
         {
           column: "main",
           label: "main, 30 days",

@@ -1,6 +1,7 @@
 // Histories built by hand, as perf-host writes them, for the pure tests of the budget, the
 // change points and the page: every document is checked against the contract (parseHistory).
 import { type GateRecord, type History, type HistoryEntry, parseHistory } from "../../src/contract/history";
+import chromium from "./chromium.json";
 
 export const DAY = 24 * 3600 * 1000;
 export const T0 = Date.parse("2026-09-01T00:00:00Z");
@@ -172,17 +173,9 @@ export class HistoryBuilder {
   }
 }
 
-/** Debian's chromium, and the flags a headless test runs it with. */
-export const CHROMIUM = "/usr/bin/chromium";
-export const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
+/** Debian's chromium, and the flags a headless page is opened with (scripts/history-demo.mjs reads the same file). */
+export const CHROMIUM = chromium.executablePath;
+export const CHROMIUM_FLAGS = chromium.args;
 
 /**
  * 24 gates, 6 promotions (reds merged, a green, a grey), a rollback, two calibrations, two keys
