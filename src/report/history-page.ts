@@ -43,10 +43,13 @@ const pct = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}%`;
 const when = (iso: string) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
 const short = (sha: string) => `<code>${escapeHtml(sha.slice(0, 7))}</code>`;
 
-/** https://github.com/owner/name, from the gates' workflow links or the option. */
+/**
+ * The repository's address, from the gates' workflow links (https://SERVER/owner/name/actions/runs/N,
+ * on github.com or a GitHub Enterprise server), else github.com and the option.
+ */
 function repositoryUrl(h: History, o: PageOptions): string | null {
   for (const e of h.entries) {
-    const m = /^(https:\/\/github\.com\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\//.exec(
+    const m = /^(https:\/\/[A-Za-z0-9.-]+(?::\d+)?\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/runs\//.exec(
       e.gate?.url ?? e.change?.step?.gate.url ?? "",
     );
     if (m) return m[1]!;
