@@ -71839,7 +71839,7 @@ var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 
 var short2 = (sha2) => `<code>${escapeHtml(sha2.slice(0, 7))}</code>`;
 function repositoryUrl(h2, o2) {
   for (const e of h2.entries) {
-    const m = /^(https:\/\/github\.com\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\//.exec(
+    const m = /^(https:\/\/[A-Za-z0-9.-]+(?::\d+)?\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/runs\//.exec(
       e.gate?.url ?? e.change?.step?.gate.url ?? ""
     );
     if (m) return m[1];
