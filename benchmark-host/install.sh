@@ -234,6 +234,8 @@ ensure_packages() {
   command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
   if [ "$NET_ISOLATION" = yes ]; then [ -x /usr/sbin/nft ] || missing+=(nftables); fi
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  # The arms' CPU profiles (the config's profile): without perf a run says why it has none.
+  command -v perf >/dev/null || missing+=(linux-perf)
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
@@ -262,9 +264,11 @@ install_binaries() {
   # operation (internal/privilege). dac_override lets it start a process into its cgroup
   # subtree from outside it (the kernel asks for write access to the root cgroup's cgroup.procs);
   # net_admin goes, as an ambient capability, to the one nft process that rewrites an arm's
-  # packet filter when the arm starts (internal/netguard).
+  # packet filter when the arm starts (internal/netguard); perfmon and sys_ptrace to the one perf
+  # record process that samples the arms' cgroups during a run that asks for profiles
+  # (internal/profile; docs/design/0021-profiles.md).
   install -m 0750 -o root -g "$(id -gn "$CI_USER")" "$here/bin/perf-host" "$PREFIX/"
-  setcap cap_setuid,cap_setgid,cap_kill,cap_dac_override,cap_net_admin+p "$PREFIX/perf-host"
+  setcap cap_setuid,cap_setgid,cap_kill,cap_dac_override,cap_net_admin,cap_sys_ptrace,cap_perfmon+p "$PREFIX/perf-host"
   echo "installed $("$PREFIX/perf-host" --version) in $PREFIX"
 }
 

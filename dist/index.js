@@ -23672,7 +23672,7 @@ ${indent}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum2, line) => sum2 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum3, line) => sum3 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -23688,7 +23688,7 @@ ${indent}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum2, line) => sum2 + line.length + 2, 2);
+          const len = lines.reduce((sum3, line) => sum3 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -24335,10 +24335,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
-          let s = "";
+          let s2 = "";
           for (let i2 = 0; i2 < buf.length; ++i2)
-            s += String.fromCharCode(buf[i2]);
-          str = btoa(s);
+            s2 += String.fromCharCode(buf[i2]);
+          str = btoa(s2);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
@@ -25396,8 +25396,8 @@ var require_Document = __commonJS({
         if (this.errors.length > 0)
           throw new Error("Document with errors cannot be stringified");
         if ("indent" in options && (!Number.isInteger(options.indent) || Number(options.indent) <= 0)) {
-          const s = JSON.stringify(options.indent);
-          throw new Error(`"indent" option must be a positive integer, not ${s}`);
+          const s2 = JSON.stringify(options.indent);
+          throw new Error(`"indent" option must be a positive integer, not ${s2}`);
         }
         return stringifyDocument.stringifyDocument(this, options);
       }
@@ -27610,12 +27610,12 @@ var require_lexer = __commonJS({
         if (ch === "-" || ch === ".") {
           if (!this.atEnd && !this.hasChars(4))
             return this.setNext("line-start");
-          const s = this.peek(3);
-          if ((s === "---" || s === "...") && isEmpty(this.charAt(3))) {
+          const s2 = this.peek(3);
+          if ((s2 === "---" || s2 === "...") && isEmpty(this.charAt(3))) {
             yield* this.pushCount(3);
             this.indentValue = 0;
             this.indentNext = 0;
-            return s === "---" ? "doc" : "stream";
+            return s2 === "---" ? "doc" : "stream";
           }
         }
         this.indentValue = yield* this.pushSpaces(false);
@@ -27920,11 +27920,11 @@ var require_lexer = __commonJS({
         return 0;
       }
       *pushToIndex(i2, allowEmpty) {
-        const s = this.buffer.slice(this.pos, i2);
-        if (s) {
-          yield s;
-          this.pos += s.length;
-          return s.length;
+        const s2 = this.buffer.slice(this.pos, i2);
+        if (s2) {
+          yield s2;
+          this.pos += s2.length;
+          return s2.length;
         } else if (allowEmpty)
           yield "";
         return 0;
@@ -30404,24 +30404,24 @@ var require_trees = __commonJS({
     function d_code(dist) {
       return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
     }
-    function put_short(s, w) {
-      s.pending_buf[s.pending++] = w & 255;
-      s.pending_buf[s.pending++] = w >>> 8 & 255;
+    function put_short(s2, w) {
+      s2.pending_buf[s2.pending++] = w & 255;
+      s2.pending_buf[s2.pending++] = w >>> 8 & 255;
     }
-    function send_bits(s, value, length) {
-      if (s.bi_valid > Buf_size - length) {
-        s.bi_buf |= value << s.bi_valid & 65535;
-        put_short(s, s.bi_buf);
-        s.bi_buf = value >> Buf_size - s.bi_valid;
-        s.bi_valid += length - Buf_size;
+    function send_bits(s2, value, length) {
+      if (s2.bi_valid > Buf_size - length) {
+        s2.bi_buf |= value << s2.bi_valid & 65535;
+        put_short(s2, s2.bi_buf);
+        s2.bi_buf = value >> Buf_size - s2.bi_valid;
+        s2.bi_valid += length - Buf_size;
       } else {
-        s.bi_buf |= value << s.bi_valid & 65535;
-        s.bi_valid += length;
+        s2.bi_buf |= value << s2.bi_valid & 65535;
+        s2.bi_valid += length;
       }
     }
-    function send_code(s, c3, tree) {
+    function send_code(s2, c3, tree) {
       send_bits(
-        s,
+        s2,
         tree[c3 * 2],
         tree[c3 * 2 + 1]
         /*.Len*/
@@ -30436,18 +30436,18 @@ var require_trees = __commonJS({
       } while (--len > 0);
       return res >>> 1;
     }
-    function bi_flush(s) {
-      if (s.bi_valid === 16) {
-        put_short(s, s.bi_buf);
-        s.bi_buf = 0;
-        s.bi_valid = 0;
-      } else if (s.bi_valid >= 8) {
-        s.pending_buf[s.pending++] = s.bi_buf & 255;
-        s.bi_buf >>= 8;
-        s.bi_valid -= 8;
+    function bi_flush(s2) {
+      if (s2.bi_valid === 16) {
+        put_short(s2, s2.bi_buf);
+        s2.bi_buf = 0;
+        s2.bi_valid = 0;
+      } else if (s2.bi_valid >= 8) {
+        s2.pending_buf[s2.pending++] = s2.bi_buf & 255;
+        s2.bi_buf >>= 8;
+        s2.bi_valid -= 8;
       }
     }
-    function gen_bitlen(s, desc) {
+    function gen_bitlen(s2, desc) {
       var tree = desc.dyn_tree;
       var max_code = desc.max_code;
       var stree = desc.stat_desc.static_tree;
@@ -30462,11 +30462,11 @@ var require_trees = __commonJS({
       var f;
       var overflow = 0;
       for (bits = 0; bits <= MAX_BITS; bits++) {
-        s.bl_count[bits] = 0;
+        s2.bl_count[bits] = 0;
       }
-      tree[s.heap[s.heap_max] * 2 + 1] = 0;
-      for (h2 = s.heap_max + 1; h2 < HEAP_SIZE; h2++) {
-        n2 = s.heap[h2];
+      tree[s2.heap[s2.heap_max] * 2 + 1] = 0;
+      for (h2 = s2.heap_max + 1; h2 < HEAP_SIZE; h2++) {
+        n2 = s2.heap[h2];
         bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
         if (bits > max_length) {
           bits = max_length;
@@ -30476,15 +30476,15 @@ var require_trees = __commonJS({
         if (n2 > max_code) {
           continue;
         }
-        s.bl_count[bits]++;
+        s2.bl_count[bits]++;
         xbits = 0;
         if (n2 >= base) {
           xbits = extra[n2 - base];
         }
         f = tree[n2 * 2];
-        s.opt_len += f * (bits + xbits);
+        s2.opt_len += f * (bits + xbits);
         if (has_stree) {
-          s.static_len += f * (stree[n2 * 2 + 1] + xbits);
+          s2.static_len += f * (stree[n2 * 2 + 1] + xbits);
         }
       }
       if (overflow === 0) {
@@ -30492,23 +30492,23 @@ var require_trees = __commonJS({
       }
       do {
         bits = max_length - 1;
-        while (s.bl_count[bits] === 0) {
+        while (s2.bl_count[bits] === 0) {
           bits--;
         }
-        s.bl_count[bits]--;
-        s.bl_count[bits + 1] += 2;
-        s.bl_count[max_length]--;
+        s2.bl_count[bits]--;
+        s2.bl_count[bits + 1] += 2;
+        s2.bl_count[max_length]--;
         overflow -= 2;
       } while (overflow > 0);
       for (bits = max_length; bits !== 0; bits--) {
-        n2 = s.bl_count[bits];
+        n2 = s2.bl_count[bits];
         while (n2 !== 0) {
-          m = s.heap[--h2];
+          m = s2.heap[--h2];
           if (m > max_code) {
             continue;
           }
           if (tree[m * 2 + 1] !== bits) {
-            s.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
+            s2.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
             tree[m * 2 + 1] = bits;
           }
           n2--;
@@ -30593,95 +30593,95 @@ var require_trees = __commonJS({
       static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
       static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
     }
-    function init_block(s) {
+    function init_block(s2) {
       var n2;
       for (n2 = 0; n2 < L_CODES; n2++) {
-        s.dyn_ltree[n2 * 2] = 0;
+        s2.dyn_ltree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < D_CODES; n2++) {
-        s.dyn_dtree[n2 * 2] = 0;
+        s2.dyn_dtree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < BL_CODES; n2++) {
-        s.bl_tree[n2 * 2] = 0;
+        s2.bl_tree[n2 * 2] = 0;
       }
-      s.dyn_ltree[END_BLOCK * 2] = 1;
-      s.opt_len = s.static_len = 0;
-      s.last_lit = s.matches = 0;
+      s2.dyn_ltree[END_BLOCK * 2] = 1;
+      s2.opt_len = s2.static_len = 0;
+      s2.last_lit = s2.matches = 0;
     }
-    function bi_windup(s) {
-      if (s.bi_valid > 8) {
-        put_short(s, s.bi_buf);
-      } else if (s.bi_valid > 0) {
-        s.pending_buf[s.pending++] = s.bi_buf;
+    function bi_windup(s2) {
+      if (s2.bi_valid > 8) {
+        put_short(s2, s2.bi_buf);
+      } else if (s2.bi_valid > 0) {
+        s2.pending_buf[s2.pending++] = s2.bi_buf;
       }
-      s.bi_buf = 0;
-      s.bi_valid = 0;
+      s2.bi_buf = 0;
+      s2.bi_valid = 0;
     }
-    function copy_block(s, buf, len, header) {
-      bi_windup(s);
+    function copy_block(s2, buf, len, header) {
+      bi_windup(s2);
       if (header) {
-        put_short(s, len);
-        put_short(s, ~len);
+        put_short(s2, len);
+        put_short(s2, ~len);
       }
-      utils.arraySet(s.pending_buf, s.window, buf, len, s.pending);
-      s.pending += len;
+      utils.arraySet(s2.pending_buf, s2.window, buf, len, s2.pending);
+      s2.pending += len;
     }
     function smaller(tree, n2, m, depth) {
       var _n2 = n2 * 2;
       var _m2 = m * 2;
       return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
     }
-    function pqdownheap(s, tree, k) {
-      var v = s.heap[k];
+    function pqdownheap(s2, tree, k) {
+      var v = s2.heap[k];
       var j = k << 1;
-      while (j <= s.heap_len) {
-        if (j < s.heap_len && smaller(tree, s.heap[j + 1], s.heap[j], s.depth)) {
+      while (j <= s2.heap_len) {
+        if (j < s2.heap_len && smaller(tree, s2.heap[j + 1], s2.heap[j], s2.depth)) {
           j++;
         }
-        if (smaller(tree, v, s.heap[j], s.depth)) {
+        if (smaller(tree, v, s2.heap[j], s2.depth)) {
           break;
         }
-        s.heap[k] = s.heap[j];
+        s2.heap[k] = s2.heap[j];
         k = j;
         j <<= 1;
       }
-      s.heap[k] = v;
+      s2.heap[k] = v;
     }
-    function compress_block(s, ltree, dtree) {
+    function compress_block(s2, ltree, dtree) {
       var dist;
       var lc;
       var lx = 0;
       var code;
       var extra;
-      if (s.last_lit !== 0) {
+      if (s2.last_lit !== 0) {
         do {
-          dist = s.pending_buf[s.d_buf + lx * 2] << 8 | s.pending_buf[s.d_buf + lx * 2 + 1];
-          lc = s.pending_buf[s.l_buf + lx];
+          dist = s2.pending_buf[s2.d_buf + lx * 2] << 8 | s2.pending_buf[s2.d_buf + lx * 2 + 1];
+          lc = s2.pending_buf[s2.l_buf + lx];
           lx++;
           if (dist === 0) {
-            send_code(s, lc, ltree);
+            send_code(s2, lc, ltree);
           } else {
             code = _length_code[lc];
-            send_code(s, code + LITERALS + 1, ltree);
+            send_code(s2, code + LITERALS + 1, ltree);
             extra = extra_lbits[code];
             if (extra !== 0) {
               lc -= base_length[code];
-              send_bits(s, lc, extra);
+              send_bits(s2, lc, extra);
             }
             dist--;
             code = d_code(dist);
-            send_code(s, code, dtree);
+            send_code(s2, code, dtree);
             extra = extra_dbits[code];
             if (extra !== 0) {
               dist -= base_dist[code];
-              send_bits(s, dist, extra);
+              send_bits(s2, dist, extra);
             }
           }
-        } while (lx < s.last_lit);
+        } while (lx < s2.last_lit);
       }
-      send_code(s, END_BLOCK, ltree);
+      send_code(s2, END_BLOCK, ltree);
     }
-    function build_tree(s, desc) {
+    function build_tree(s2, desc) {
       var tree = desc.dyn_tree;
       var stree = desc.stat_desc.static_tree;
       var has_stree = desc.stat_desc.has_stree;
@@ -30689,73 +30689,73 @@ var require_trees = __commonJS({
       var n2, m;
       var max_code = -1;
       var node2;
-      s.heap_len = 0;
-      s.heap_max = HEAP_SIZE;
+      s2.heap_len = 0;
+      s2.heap_max = HEAP_SIZE;
       for (n2 = 0; n2 < elems; n2++) {
         if (tree[n2 * 2] !== 0) {
-          s.heap[++s.heap_len] = max_code = n2;
-          s.depth[n2] = 0;
+          s2.heap[++s2.heap_len] = max_code = n2;
+          s2.depth[n2] = 0;
         } else {
           tree[n2 * 2 + 1] = 0;
         }
       }
-      while (s.heap_len < 2) {
-        node2 = s.heap[++s.heap_len] = max_code < 2 ? ++max_code : 0;
+      while (s2.heap_len < 2) {
+        node2 = s2.heap[++s2.heap_len] = max_code < 2 ? ++max_code : 0;
         tree[node2 * 2] = 1;
-        s.depth[node2] = 0;
-        s.opt_len--;
+        s2.depth[node2] = 0;
+        s2.opt_len--;
         if (has_stree) {
-          s.static_len -= stree[node2 * 2 + 1];
+          s2.static_len -= stree[node2 * 2 + 1];
         }
       }
       desc.max_code = max_code;
-      for (n2 = s.heap_len >> 1; n2 >= 1; n2--) {
-        pqdownheap(s, tree, n2);
+      for (n2 = s2.heap_len >> 1; n2 >= 1; n2--) {
+        pqdownheap(s2, tree, n2);
       }
       node2 = elems;
       do {
-        n2 = s.heap[
+        n2 = s2.heap[
           1
           /*SMALLEST*/
         ];
-        s.heap[
+        s2.heap[
           1
           /*SMALLEST*/
-        ] = s.heap[s.heap_len--];
+        ] = s2.heap[s2.heap_len--];
         pqdownheap(
-          s,
+          s2,
           tree,
           1
           /*SMALLEST*/
         );
-        m = s.heap[
+        m = s2.heap[
           1
           /*SMALLEST*/
         ];
-        s.heap[--s.heap_max] = n2;
-        s.heap[--s.heap_max] = m;
+        s2.heap[--s2.heap_max] = n2;
+        s2.heap[--s2.heap_max] = m;
         tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
-        s.depth[node2] = (s.depth[n2] >= s.depth[m] ? s.depth[n2] : s.depth[m]) + 1;
+        s2.depth[node2] = (s2.depth[n2] >= s2.depth[m] ? s2.depth[n2] : s2.depth[m]) + 1;
         tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
-        s.heap[
+        s2.heap[
           1
           /*SMALLEST*/
         ] = node2++;
         pqdownheap(
-          s,
+          s2,
           tree,
           1
           /*SMALLEST*/
         );
-      } while (s.heap_len >= 2);
-      s.heap[--s.heap_max] = s.heap[
+      } while (s2.heap_len >= 2);
+      s2.heap[--s2.heap_max] = s2.heap[
         1
         /*SMALLEST*/
       ];
-      gen_bitlen(s, desc);
-      gen_codes(tree, max_code, s.bl_count);
+      gen_bitlen(s2, desc);
+      gen_codes(tree, max_code, s2.bl_count);
     }
-    function scan_tree(s, tree, max_code) {
+    function scan_tree(s2, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -30774,16 +30774,16 @@ var require_trees = __commonJS({
         if (++count5 < max_count && curlen === nextlen) {
           continue;
         } else if (count5 < min_count) {
-          s.bl_tree[curlen * 2] += count5;
+          s2.bl_tree[curlen * 2] += count5;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            s.bl_tree[curlen * 2]++;
+            s2.bl_tree[curlen * 2]++;
           }
-          s.bl_tree[REP_3_6 * 2]++;
+          s2.bl_tree[REP_3_6 * 2]++;
         } else if (count5 <= 10) {
-          s.bl_tree[REPZ_3_10 * 2]++;
+          s2.bl_tree[REPZ_3_10 * 2]++;
         } else {
-          s.bl_tree[REPZ_11_138 * 2]++;
+          s2.bl_tree[REPZ_11_138 * 2]++;
         }
         count5 = 0;
         prevlen = curlen;
@@ -30799,7 +30799,7 @@ var require_trees = __commonJS({
         }
       }
     }
-    function send_tree(s, tree, max_code) {
+    function send_tree(s2, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -30818,21 +30818,21 @@ var require_trees = __commonJS({
           continue;
         } else if (count5 < min_count) {
           do {
-            send_code(s, curlen, s.bl_tree);
+            send_code(s2, curlen, s2.bl_tree);
           } while (--count5 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            send_code(s, curlen, s.bl_tree);
+            send_code(s2, curlen, s2.bl_tree);
             count5--;
           }
-          send_code(s, REP_3_6, s.bl_tree);
-          send_bits(s, count5 - 3, 2);
+          send_code(s2, REP_3_6, s2.bl_tree);
+          send_bits(s2, count5 - 3, 2);
         } else if (count5 <= 10) {
-          send_code(s, REPZ_3_10, s.bl_tree);
-          send_bits(s, count5 - 3, 3);
+          send_code(s2, REPZ_3_10, s2.bl_tree);
+          send_bits(s2, count5 - 3, 3);
         } else {
-          send_code(s, REPZ_11_138, s.bl_tree);
-          send_bits(s, count5 - 11, 7);
+          send_code(s2, REPZ_11_138, s2.bl_tree);
+          send_bits(s2, count5 - 11, 7);
         }
         count5 = 0;
         prevlen = curlen;
@@ -30848,82 +30848,82 @@ var require_trees = __commonJS({
         }
       }
     }
-    function build_bl_tree(s) {
+    function build_bl_tree(s2) {
       var max_blindex;
-      scan_tree(s, s.dyn_ltree, s.l_desc.max_code);
-      scan_tree(s, s.dyn_dtree, s.d_desc.max_code);
-      build_tree(s, s.bl_desc);
+      scan_tree(s2, s2.dyn_ltree, s2.l_desc.max_code);
+      scan_tree(s2, s2.dyn_dtree, s2.d_desc.max_code);
+      build_tree(s2, s2.bl_desc);
       for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
-        if (s.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
+        if (s2.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
           break;
         }
       }
-      s.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
+      s2.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
       return max_blindex;
     }
-    function send_all_trees(s, lcodes, dcodes, blcodes) {
+    function send_all_trees(s2, lcodes, dcodes, blcodes) {
       var rank2;
-      send_bits(s, lcodes - 257, 5);
-      send_bits(s, dcodes - 1, 5);
-      send_bits(s, blcodes - 4, 4);
+      send_bits(s2, lcodes - 257, 5);
+      send_bits(s2, dcodes - 1, 5);
+      send_bits(s2, blcodes - 4, 4);
       for (rank2 = 0; rank2 < blcodes; rank2++) {
-        send_bits(s, s.bl_tree[bl_order[rank2] * 2 + 1], 3);
+        send_bits(s2, s2.bl_tree[bl_order[rank2] * 2 + 1], 3);
       }
-      send_tree(s, s.dyn_ltree, lcodes - 1);
-      send_tree(s, s.dyn_dtree, dcodes - 1);
+      send_tree(s2, s2.dyn_ltree, lcodes - 1);
+      send_tree(s2, s2.dyn_dtree, dcodes - 1);
     }
-    function detect_data_type(s) {
+    function detect_data_type(s2) {
       var black_mask = 4093624447;
       var n2;
       for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
-        if (black_mask & 1 && s.dyn_ltree[n2 * 2] !== 0) {
+        if (black_mask & 1 && s2.dyn_ltree[n2 * 2] !== 0) {
           return Z_BINARY;
         }
       }
-      if (s.dyn_ltree[9 * 2] !== 0 || s.dyn_ltree[10 * 2] !== 0 || s.dyn_ltree[13 * 2] !== 0) {
+      if (s2.dyn_ltree[9 * 2] !== 0 || s2.dyn_ltree[10 * 2] !== 0 || s2.dyn_ltree[13 * 2] !== 0) {
         return Z_TEXT;
       }
       for (n2 = 32; n2 < LITERALS; n2++) {
-        if (s.dyn_ltree[n2 * 2] !== 0) {
+        if (s2.dyn_ltree[n2 * 2] !== 0) {
           return Z_TEXT;
         }
       }
       return Z_BINARY;
     }
     var static_init_done = false;
-    function _tr_init(s) {
+    function _tr_init(s2) {
       if (!static_init_done) {
         tr_static_init();
         static_init_done = true;
       }
-      s.l_desc = new TreeDesc(s.dyn_ltree, static_l_desc);
-      s.d_desc = new TreeDesc(s.dyn_dtree, static_d_desc);
-      s.bl_desc = new TreeDesc(s.bl_tree, static_bl_desc);
-      s.bi_buf = 0;
-      s.bi_valid = 0;
-      init_block(s);
+      s2.l_desc = new TreeDesc(s2.dyn_ltree, static_l_desc);
+      s2.d_desc = new TreeDesc(s2.dyn_dtree, static_d_desc);
+      s2.bl_desc = new TreeDesc(s2.bl_tree, static_bl_desc);
+      s2.bi_buf = 0;
+      s2.bi_valid = 0;
+      init_block(s2);
     }
-    function _tr_stored_block(s, buf, stored_len, last) {
-      send_bits(s, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
-      copy_block(s, buf, stored_len, true);
+    function _tr_stored_block(s2, buf, stored_len, last) {
+      send_bits(s2, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
+      copy_block(s2, buf, stored_len, true);
     }
-    function _tr_align(s) {
-      send_bits(s, STATIC_TREES << 1, 3);
-      send_code(s, END_BLOCK, static_ltree);
-      bi_flush(s);
+    function _tr_align(s2) {
+      send_bits(s2, STATIC_TREES << 1, 3);
+      send_code(s2, END_BLOCK, static_ltree);
+      bi_flush(s2);
     }
-    function _tr_flush_block(s, buf, stored_len, last) {
+    function _tr_flush_block(s2, buf, stored_len, last) {
       var opt_lenb, static_lenb;
       var max_blindex = 0;
-      if (s.level > 0) {
-        if (s.strm.data_type === Z_UNKNOWN) {
-          s.strm.data_type = detect_data_type(s);
+      if (s2.level > 0) {
+        if (s2.strm.data_type === Z_UNKNOWN) {
+          s2.strm.data_type = detect_data_type(s2);
         }
-        build_tree(s, s.l_desc);
-        build_tree(s, s.d_desc);
-        max_blindex = build_bl_tree(s);
-        opt_lenb = s.opt_len + 3 + 7 >>> 3;
-        static_lenb = s.static_len + 3 + 7 >>> 3;
+        build_tree(s2, s2.l_desc);
+        build_tree(s2, s2.d_desc);
+        max_blindex = build_bl_tree(s2);
+        opt_lenb = s2.opt_len + 3 + 7 >>> 3;
+        static_lenb = s2.static_len + 3 + 7 >>> 3;
         if (static_lenb <= opt_lenb) {
           opt_lenb = static_lenb;
         }
@@ -30931,34 +30931,34 @@ var require_trees = __commonJS({
         opt_lenb = static_lenb = stored_len + 5;
       }
       if (stored_len + 4 <= opt_lenb && buf !== -1) {
-        _tr_stored_block(s, buf, stored_len, last);
-      } else if (s.strategy === Z_FIXED || static_lenb === opt_lenb) {
-        send_bits(s, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
-        compress_block(s, static_ltree, static_dtree);
+        _tr_stored_block(s2, buf, stored_len, last);
+      } else if (s2.strategy === Z_FIXED || static_lenb === opt_lenb) {
+        send_bits(s2, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
+        compress_block(s2, static_ltree, static_dtree);
       } else {
-        send_bits(s, (DYN_TREES << 1) + (last ? 1 : 0), 3);
-        send_all_trees(s, s.l_desc.max_code + 1, s.d_desc.max_code + 1, max_blindex + 1);
-        compress_block(s, s.dyn_ltree, s.dyn_dtree);
+        send_bits(s2, (DYN_TREES << 1) + (last ? 1 : 0), 3);
+        send_all_trees(s2, s2.l_desc.max_code + 1, s2.d_desc.max_code + 1, max_blindex + 1);
+        compress_block(s2, s2.dyn_ltree, s2.dyn_dtree);
       }
-      init_block(s);
+      init_block(s2);
       if (last) {
-        bi_windup(s);
+        bi_windup(s2);
       }
     }
-    function _tr_tally(s, dist, lc) {
-      s.pending_buf[s.d_buf + s.last_lit * 2] = dist >>> 8 & 255;
-      s.pending_buf[s.d_buf + s.last_lit * 2 + 1] = dist & 255;
-      s.pending_buf[s.l_buf + s.last_lit] = lc & 255;
-      s.last_lit++;
+    function _tr_tally(s2, dist, lc) {
+      s2.pending_buf[s2.d_buf + s2.last_lit * 2] = dist >>> 8 & 255;
+      s2.pending_buf[s2.d_buf + s2.last_lit * 2 + 1] = dist & 255;
+      s2.pending_buf[s2.l_buf + s2.last_lit] = lc & 255;
+      s2.last_lit++;
       if (dist === 0) {
-        s.dyn_ltree[lc * 2]++;
+        s2.dyn_ltree[lc * 2]++;
       } else {
-        s.matches++;
+        s2.matches++;
         dist--;
-        s.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
-        s.dyn_dtree[d_code(dist) * 2]++;
+        s2.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
+        s2.dyn_dtree[d_code(dist) * 2]++;
       }
-      return s.last_lit === s.lit_bufsize - 1;
+      return s2.last_lit === s2.lit_bufsize - 1;
     }
     exports2._tr_init = _tr_init;
     exports2._tr_stored_block = _tr_stored_block;
@@ -31112,35 +31112,35 @@ var require_deflate = __commonJS({
       }
     }
     function flush_pending(strm) {
-      var s = strm.state;
-      var len = s.pending;
+      var s2 = strm.state;
+      var len = s2.pending;
       if (len > strm.avail_out) {
         len = strm.avail_out;
       }
       if (len === 0) {
         return;
       }
-      utils.arraySet(strm.output, s.pending_buf, s.pending_out, len, strm.next_out);
+      utils.arraySet(strm.output, s2.pending_buf, s2.pending_out, len, strm.next_out);
       strm.next_out += len;
-      s.pending_out += len;
+      s2.pending_out += len;
       strm.total_out += len;
       strm.avail_out -= len;
-      s.pending -= len;
-      if (s.pending === 0) {
-        s.pending_out = 0;
+      s2.pending -= len;
+      if (s2.pending === 0) {
+        s2.pending_out = 0;
       }
     }
-    function flush_block_only(s, last) {
-      trees._tr_flush_block(s, s.block_start >= 0 ? s.block_start : -1, s.strstart - s.block_start, last);
-      s.block_start = s.strstart;
-      flush_pending(s.strm);
+    function flush_block_only(s2, last) {
+      trees._tr_flush_block(s2, s2.block_start >= 0 ? s2.block_start : -1, s2.strstart - s2.block_start, last);
+      s2.block_start = s2.strstart;
+      flush_pending(s2.strm);
     }
-    function put_byte(s, b) {
-      s.pending_buf[s.pending++] = b;
+    function put_byte(s2, b) {
+      s2.pending_buf[s2.pending++] = b;
     }
-    function putShortMSB(s, b) {
-      s.pending_buf[s.pending++] = b >>> 8 & 255;
-      s.pending_buf[s.pending++] = b & 255;
+    function putShortMSB(s2, b) {
+      s2.pending_buf[s2.pending++] = b >>> 8 & 255;
+      s2.pending_buf[s2.pending++] = b & 255;
     }
     function read_buf(strm, buf, start, size) {
       var len = strm.avail_in;
@@ -31161,25 +31161,25 @@ var require_deflate = __commonJS({
       strm.total_in += len;
       return len;
     }
-    function longest_match(s, cur_match) {
-      var chain_length = s.max_chain_length;
-      var scan = s.strstart;
+    function longest_match(s2, cur_match) {
+      var chain_length = s2.max_chain_length;
+      var scan = s2.strstart;
       var match;
       var len;
-      var best_len = s.prev_length;
-      var nice_match = s.nice_match;
-      var limit = s.strstart > s.w_size - MIN_LOOKAHEAD ? s.strstart - (s.w_size - MIN_LOOKAHEAD) : 0;
-      var _win = s.window;
-      var wmask = s.w_mask;
-      var prev = s.prev;
-      var strend = s.strstart + MAX_MATCH;
+      var best_len = s2.prev_length;
+      var nice_match = s2.nice_match;
+      var limit = s2.strstart > s2.w_size - MIN_LOOKAHEAD ? s2.strstart - (s2.w_size - MIN_LOOKAHEAD) : 0;
+      var _win = s2.window;
+      var wmask = s2.w_mask;
+      var prev = s2.prev;
+      var strend = s2.strstart + MAX_MATCH;
       var scan_end1 = _win[scan + best_len - 1];
       var scan_end = _win[scan + best_len];
-      if (s.prev_length >= s.good_match) {
+      if (s2.prev_length >= s2.good_match) {
         chain_length >>= 2;
       }
-      if (nice_match > s.lookahead) {
-        nice_match = s.lookahead;
+      if (nice_match > s2.lookahead) {
+        nice_match = s2.lookahead;
       }
       do {
         match = cur_match;
@@ -31193,7 +31193,7 @@ var require_deflate = __commonJS({
         len = MAX_MATCH - (strend - scan);
         scan = strend - MAX_MATCH;
         if (len > best_len) {
-          s.match_start = cur_match;
+          s2.match_start = cur_match;
           best_len = len;
           if (len >= nice_match) {
             break;
@@ -31202,356 +31202,356 @@ var require_deflate = __commonJS({
           scan_end = _win[scan + best_len];
         }
       } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
-      if (best_len <= s.lookahead) {
+      if (best_len <= s2.lookahead) {
         return best_len;
       }
-      return s.lookahead;
+      return s2.lookahead;
     }
-    function fill_window(s) {
-      var _w_size = s.w_size;
+    function fill_window(s2) {
+      var _w_size = s2.w_size;
       var p, n2, m, more, str;
       do {
-        more = s.window_size - s.lookahead - s.strstart;
-        if (s.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
-          utils.arraySet(s.window, s.window, _w_size, _w_size, 0);
-          s.match_start -= _w_size;
-          s.strstart -= _w_size;
-          s.block_start -= _w_size;
-          n2 = s.hash_size;
+        more = s2.window_size - s2.lookahead - s2.strstart;
+        if (s2.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
+          utils.arraySet(s2.window, s2.window, _w_size, _w_size, 0);
+          s2.match_start -= _w_size;
+          s2.strstart -= _w_size;
+          s2.block_start -= _w_size;
+          n2 = s2.hash_size;
           p = n2;
           do {
-            m = s.head[--p];
-            s.head[p] = m >= _w_size ? m - _w_size : 0;
+            m = s2.head[--p];
+            s2.head[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           n2 = _w_size;
           p = n2;
           do {
-            m = s.prev[--p];
-            s.prev[p] = m >= _w_size ? m - _w_size : 0;
+            m = s2.prev[--p];
+            s2.prev[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           more += _w_size;
         }
-        if (s.strm.avail_in === 0) {
+        if (s2.strm.avail_in === 0) {
           break;
         }
-        n2 = read_buf(s.strm, s.window, s.strstart + s.lookahead, more);
-        s.lookahead += n2;
-        if (s.lookahead + s.insert >= MIN_MATCH) {
-          str = s.strstart - s.insert;
-          s.ins_h = s.window[str];
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + 1]) & s.hash_mask;
-          while (s.insert) {
-            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
-            s.prev[str & s.w_mask] = s.head[s.ins_h];
-            s.head[s.ins_h] = str;
+        n2 = read_buf(s2.strm, s2.window, s2.strstart + s2.lookahead, more);
+        s2.lookahead += n2;
+        if (s2.lookahead + s2.insert >= MIN_MATCH) {
+          str = s2.strstart - s2.insert;
+          s2.ins_h = s2.window[str];
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + 1]) & s2.hash_mask;
+          while (s2.insert) {
+            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
+            s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
+            s2.head[s2.ins_h] = str;
             str++;
-            s.insert--;
-            if (s.lookahead + s.insert < MIN_MATCH) {
+            s2.insert--;
+            if (s2.lookahead + s2.insert < MIN_MATCH) {
               break;
             }
           }
         }
-      } while (s.lookahead < MIN_LOOKAHEAD && s.strm.avail_in !== 0);
+      } while (s2.lookahead < MIN_LOOKAHEAD && s2.strm.avail_in !== 0);
     }
-    function deflate_stored(s, flush) {
+    function deflate_stored(s2, flush) {
       var max_block_size = 65535;
-      if (max_block_size > s.pending_buf_size - 5) {
-        max_block_size = s.pending_buf_size - 5;
+      if (max_block_size > s2.pending_buf_size - 5) {
+        max_block_size = s2.pending_buf_size - 5;
       }
       for (; ; ) {
-        if (s.lookahead <= 1) {
-          fill_window(s);
-          if (s.lookahead === 0 && flush === Z_NO_FLUSH) {
+        if (s2.lookahead <= 1) {
+          fill_window(s2);
+          if (s2.lookahead === 0 && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
-        s.strstart += s.lookahead;
-        s.lookahead = 0;
-        var max_start = s.block_start + max_block_size;
-        if (s.strstart === 0 || s.strstart >= max_start) {
-          s.lookahead = s.strstart - max_start;
-          s.strstart = max_start;
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+        s2.strstart += s2.lookahead;
+        s2.lookahead = 0;
+        var max_start = s2.block_start + max_block_size;
+        if (s2.strstart === 0 || s2.strstart >= max_start) {
+          s2.lookahead = s2.strstart - max_start;
+          s2.strstart = max_start;
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
-        if (s.strstart - s.block_start >= s.w_size - MIN_LOOKAHEAD) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+        if (s2.strstart - s2.block_start >= s2.w_size - MIN_LOOKAHEAD) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = 0;
+      s2.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.strstart > s.block_start) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.strstart > s2.block_start) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_NEED_MORE;
     }
-    function deflate_fast(s, flush) {
+    function deflate_fast(s2, flush) {
       var hash_head;
       var bflush;
       for (; ; ) {
-        if (s.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s);
-          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s2.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s2);
+          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s.lookahead >= MIN_MATCH) {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = s.strstart;
+        if (s2.lookahead >= MIN_MATCH) {
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+          s2.head[s2.ins_h] = s2.strstart;
         }
-        if (hash_head !== 0 && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
-          s.match_length = longest_match(s, hash_head);
+        if (hash_head !== 0 && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
+          s2.match_length = longest_match(s2, hash_head);
         }
-        if (s.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s, s.strstart - s.match_start, s.match_length - MIN_MATCH);
-          s.lookahead -= s.match_length;
-          if (s.match_length <= s.max_lazy_match && s.lookahead >= MIN_MATCH) {
-            s.match_length--;
+        if (s2.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s2, s2.strstart - s2.match_start, s2.match_length - MIN_MATCH);
+          s2.lookahead -= s2.match_length;
+          if (s2.match_length <= s2.max_lazy_match && s2.lookahead >= MIN_MATCH) {
+            s2.match_length--;
             do {
-              s.strstart++;
-              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-              s.head[s.ins_h] = s.strstart;
-            } while (--s.match_length !== 0);
-            s.strstart++;
+              s2.strstart++;
+              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+              s2.head[s2.ins_h] = s2.strstart;
+            } while (--s2.match_length !== 0);
+            s2.strstart++;
           } else {
-            s.strstart += s.match_length;
-            s.match_length = 0;
-            s.ins_h = s.window[s.strstart];
-            s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + 1]) & s.hash_mask;
+            s2.strstart += s2.match_length;
+            s2.match_length = 0;
+            s2.ins_h = s2.window[s2.strstart];
+            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + 1]) & s2.hash_mask;
           }
         } else {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-          s.lookahead--;
-          s.strstart++;
+          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
+          s2.lookahead--;
+          s2.strstart++;
         }
         if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
+      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_slow(s, flush) {
+    function deflate_slow(s2, flush) {
       var hash_head;
       var bflush;
       var max_insert;
       for (; ; ) {
-        if (s.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s);
-          if (s.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s2.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s2);
+          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s.lookahead >= MIN_MATCH) {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-          hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = s.strstart;
+        if (s2.lookahead >= MIN_MATCH) {
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+          s2.head[s2.ins_h] = s2.strstart;
         }
-        s.prev_length = s.match_length;
-        s.prev_match = s.match_start;
-        s.match_length = MIN_MATCH - 1;
-        if (hash_head !== 0 && s.prev_length < s.max_lazy_match && s.strstart - hash_head <= s.w_size - MIN_LOOKAHEAD) {
-          s.match_length = longest_match(s, hash_head);
-          if (s.match_length <= 5 && (s.strategy === Z_FILTERED || s.match_length === MIN_MATCH && s.strstart - s.match_start > 4096)) {
-            s.match_length = MIN_MATCH - 1;
+        s2.prev_length = s2.match_length;
+        s2.prev_match = s2.match_start;
+        s2.match_length = MIN_MATCH - 1;
+        if (hash_head !== 0 && s2.prev_length < s2.max_lazy_match && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
+          s2.match_length = longest_match(s2, hash_head);
+          if (s2.match_length <= 5 && (s2.strategy === Z_FILTERED || s2.match_length === MIN_MATCH && s2.strstart - s2.match_start > 4096)) {
+            s2.match_length = MIN_MATCH - 1;
           }
         }
-        if (s.prev_length >= MIN_MATCH && s.match_length <= s.prev_length) {
-          max_insert = s.strstart + s.lookahead - MIN_MATCH;
-          bflush = trees._tr_tally(s, s.strstart - 1 - s.prev_match, s.prev_length - MIN_MATCH);
-          s.lookahead -= s.prev_length - 1;
-          s.prev_length -= 2;
+        if (s2.prev_length >= MIN_MATCH && s2.match_length <= s2.prev_length) {
+          max_insert = s2.strstart + s2.lookahead - MIN_MATCH;
+          bflush = trees._tr_tally(s2, s2.strstart - 1 - s2.prev_match, s2.prev_length - MIN_MATCH);
+          s2.lookahead -= s2.prev_length - 1;
+          s2.prev_length -= 2;
           do {
-            if (++s.strstart <= max_insert) {
-              s.ins_h = (s.ins_h << s.hash_shift ^ s.window[s.strstart + MIN_MATCH - 1]) & s.hash_mask;
-              hash_head = s.prev[s.strstart & s.w_mask] = s.head[s.ins_h];
-              s.head[s.ins_h] = s.strstart;
+            if (++s2.strstart <= max_insert) {
+              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
+              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
+              s2.head[s2.ins_h] = s2.strstart;
             }
-          } while (--s.prev_length !== 0);
-          s.match_available = 0;
-          s.match_length = MIN_MATCH - 1;
-          s.strstart++;
+          } while (--s2.prev_length !== 0);
+          s2.match_available = 0;
+          s2.match_length = MIN_MATCH - 1;
+          s2.strstart++;
           if (bflush) {
-            flush_block_only(s, false);
-            if (s.strm.avail_out === 0) {
+            flush_block_only(s2, false);
+            if (s2.strm.avail_out === 0) {
               return BS_NEED_MORE;
             }
           }
-        } else if (s.match_available) {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
+        } else if (s2.match_available) {
+          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
           if (bflush) {
-            flush_block_only(s, false);
+            flush_block_only(s2, false);
           }
-          s.strstart++;
-          s.lookahead--;
-          if (s.strm.avail_out === 0) {
+          s2.strstart++;
+          s2.lookahead--;
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         } else {
-          s.match_available = 1;
-          s.strstart++;
-          s.lookahead--;
+          s2.match_available = 1;
+          s2.strstart++;
+          s2.lookahead--;
         }
       }
-      if (s.match_available) {
-        bflush = trees._tr_tally(s, 0, s.window[s.strstart - 1]);
-        s.match_available = 0;
+      if (s2.match_available) {
+        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
+        s2.match_available = 0;
       }
-      s.insert = s.strstart < MIN_MATCH - 1 ? s.strstart : MIN_MATCH - 1;
+      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_rle(s, flush) {
+    function deflate_rle(s2, flush) {
       var bflush;
       var prev;
       var scan, strend;
-      var _win = s.window;
+      var _win = s2.window;
       for (; ; ) {
-        if (s.lookahead <= MAX_MATCH) {
-          fill_window(s);
-          if (s.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
+        if (s2.lookahead <= MAX_MATCH) {
+          fill_window(s2);
+          if (s2.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s.lookahead === 0) {
+          if (s2.lookahead === 0) {
             break;
           }
         }
-        s.match_length = 0;
-        if (s.lookahead >= MIN_MATCH && s.strstart > 0) {
-          scan = s.strstart - 1;
+        s2.match_length = 0;
+        if (s2.lookahead >= MIN_MATCH && s2.strstart > 0) {
+          scan = s2.strstart - 1;
           prev = _win[scan];
           if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
-            strend = s.strstart + MAX_MATCH;
+            strend = s2.strstart + MAX_MATCH;
             do {
             } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
-            s.match_length = MAX_MATCH - (strend - scan);
-            if (s.match_length > s.lookahead) {
-              s.match_length = s.lookahead;
+            s2.match_length = MAX_MATCH - (strend - scan);
+            if (s2.match_length > s2.lookahead) {
+              s2.match_length = s2.lookahead;
             }
           }
         }
-        if (s.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s, 1, s.match_length - MIN_MATCH);
-          s.lookahead -= s.match_length;
-          s.strstart += s.match_length;
-          s.match_length = 0;
+        if (s2.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s2, 1, s2.match_length - MIN_MATCH);
+          s2.lookahead -= s2.match_length;
+          s2.strstart += s2.match_length;
+          s2.match_length = 0;
         } else {
-          bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-          s.lookahead--;
-          s.strstart++;
+          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
+          s2.lookahead--;
+          s2.strstart++;
         }
         if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = 0;
+      s2.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_huff(s, flush) {
+    function deflate_huff(s2, flush) {
       var bflush;
       for (; ; ) {
-        if (s.lookahead === 0) {
-          fill_window(s);
-          if (s.lookahead === 0) {
+        if (s2.lookahead === 0) {
+          fill_window(s2);
+          if (s2.lookahead === 0) {
             if (flush === Z_NO_FLUSH) {
               return BS_NEED_MORE;
             }
             break;
           }
         }
-        s.match_length = 0;
-        bflush = trees._tr_tally(s, 0, s.window[s.strstart]);
-        s.lookahead--;
-        s.strstart++;
+        s2.match_length = 0;
+        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
+        s2.lookahead--;
+        s2.strstart++;
         if (bflush) {
-          flush_block_only(s, false);
-          if (s.strm.avail_out === 0) {
+          flush_block_only(s2, false);
+          if (s2.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s.insert = 0;
+      s2.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s, true);
-        if (s.strm.avail_out === 0) {
+        flush_block_only(s2, true);
+        if (s2.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s.last_lit) {
-        flush_block_only(s, false);
-        if (s.strm.avail_out === 0) {
+      if (s2.last_lit) {
+        flush_block_only(s2, false);
+        if (s2.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
@@ -31588,20 +31588,20 @@ var require_deflate = __commonJS({
       new Config(32, 258, 258, 4096, deflate_slow)
       /* 9 max compression */
     ];
-    function lm_init(s) {
-      s.window_size = 2 * s.w_size;
-      zero(s.head);
-      s.max_lazy_match = configuration_table[s.level].max_lazy;
-      s.good_match = configuration_table[s.level].good_length;
-      s.nice_match = configuration_table[s.level].nice_length;
-      s.max_chain_length = configuration_table[s.level].max_chain;
-      s.strstart = 0;
-      s.block_start = 0;
-      s.lookahead = 0;
-      s.insert = 0;
-      s.match_length = s.prev_length = MIN_MATCH - 1;
-      s.match_available = 0;
-      s.ins_h = 0;
+    function lm_init(s2) {
+      s2.window_size = 2 * s2.w_size;
+      zero(s2.head);
+      s2.max_lazy_match = configuration_table[s2.level].max_lazy;
+      s2.good_match = configuration_table[s2.level].good_length;
+      s2.nice_match = configuration_table[s2.level].nice_length;
+      s2.max_chain_length = configuration_table[s2.level].max_chain;
+      s2.strstart = 0;
+      s2.block_start = 0;
+      s2.lookahead = 0;
+      s2.insert = 0;
+      s2.match_length = s2.prev_length = MIN_MATCH - 1;
+      s2.match_available = 0;
+      s2.ins_h = 0;
     }
     function DeflateState() {
       this.strm = null;
@@ -31669,22 +31669,22 @@ var require_deflate = __commonJS({
       this.bi_valid = 0;
     }
     function deflateResetKeep(strm) {
-      var s;
+      var s2;
       if (!strm || !strm.state) {
         return err(strm, Z_STREAM_ERROR);
       }
       strm.total_in = strm.total_out = 0;
       strm.data_type = Z_UNKNOWN;
-      s = strm.state;
-      s.pending = 0;
-      s.pending_out = 0;
-      if (s.wrap < 0) {
-        s.wrap = -s.wrap;
+      s2 = strm.state;
+      s2.pending = 0;
+      s2.pending_out = 0;
+      if (s2.wrap < 0) {
+        s2.wrap = -s2.wrap;
       }
-      s.status = s.wrap ? INIT_STATE : BUSY_STATE;
-      strm.adler = s.wrap === 2 ? 0 : 1;
-      s.last_flush = Z_NO_FLUSH;
-      trees._tr_init(s);
+      s2.status = s2.wrap ? INIT_STATE : BUSY_STATE;
+      strm.adler = s2.wrap === 2 ? 0 : 1;
+      s2.last_flush = Z_NO_FLUSH;
+      trees._tr_init(s2);
       return Z_OK;
     }
     function deflateReset(strm) {
@@ -31725,257 +31725,257 @@ var require_deflate = __commonJS({
       if (windowBits === 8) {
         windowBits = 9;
       }
-      var s = new DeflateState();
-      strm.state = s;
-      s.strm = strm;
-      s.wrap = wrap;
-      s.gzhead = null;
-      s.w_bits = windowBits;
-      s.w_size = 1 << s.w_bits;
-      s.w_mask = s.w_size - 1;
-      s.hash_bits = memLevel + 7;
-      s.hash_size = 1 << s.hash_bits;
-      s.hash_mask = s.hash_size - 1;
-      s.hash_shift = ~~((s.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
-      s.window = new utils.Buf8(s.w_size * 2);
-      s.head = new utils.Buf16(s.hash_size);
-      s.prev = new utils.Buf16(s.w_size);
-      s.lit_bufsize = 1 << memLevel + 6;
-      s.pending_buf_size = s.lit_bufsize * 4;
-      s.pending_buf = new utils.Buf8(s.pending_buf_size);
-      s.d_buf = 1 * s.lit_bufsize;
-      s.l_buf = (1 + 2) * s.lit_bufsize;
-      s.level = level;
-      s.strategy = strategy;
-      s.method = method;
+      var s2 = new DeflateState();
+      strm.state = s2;
+      s2.strm = strm;
+      s2.wrap = wrap;
+      s2.gzhead = null;
+      s2.w_bits = windowBits;
+      s2.w_size = 1 << s2.w_bits;
+      s2.w_mask = s2.w_size - 1;
+      s2.hash_bits = memLevel + 7;
+      s2.hash_size = 1 << s2.hash_bits;
+      s2.hash_mask = s2.hash_size - 1;
+      s2.hash_shift = ~~((s2.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
+      s2.window = new utils.Buf8(s2.w_size * 2);
+      s2.head = new utils.Buf16(s2.hash_size);
+      s2.prev = new utils.Buf16(s2.w_size);
+      s2.lit_bufsize = 1 << memLevel + 6;
+      s2.pending_buf_size = s2.lit_bufsize * 4;
+      s2.pending_buf = new utils.Buf8(s2.pending_buf_size);
+      s2.d_buf = 1 * s2.lit_bufsize;
+      s2.l_buf = (1 + 2) * s2.lit_bufsize;
+      s2.level = level;
+      s2.strategy = strategy;
+      s2.method = method;
       return deflateReset(strm);
     }
     function deflateInit(strm, level) {
       return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
     }
     function deflate(strm, flush) {
-      var old_flush, s;
+      var old_flush, s2;
       var beg, val;
       if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
         return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
       }
-      s = strm.state;
-      if (!strm.output || !strm.input && strm.avail_in !== 0 || s.status === FINISH_STATE && flush !== Z_FINISH) {
+      s2 = strm.state;
+      if (!strm.output || !strm.input && strm.avail_in !== 0 || s2.status === FINISH_STATE && flush !== Z_FINISH) {
         return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
       }
-      s.strm = strm;
-      old_flush = s.last_flush;
-      s.last_flush = flush;
-      if (s.status === INIT_STATE) {
-        if (s.wrap === 2) {
+      s2.strm = strm;
+      old_flush = s2.last_flush;
+      s2.last_flush = flush;
+      if (s2.status === INIT_STATE) {
+        if (s2.wrap === 2) {
           strm.adler = 0;
-          put_byte(s, 31);
-          put_byte(s, 139);
-          put_byte(s, 8);
-          if (!s.gzhead) {
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, 0);
-            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
-            put_byte(s, OS_CODE);
-            s.status = BUSY_STATE;
+          put_byte(s2, 31);
+          put_byte(s2, 139);
+          put_byte(s2, 8);
+          if (!s2.gzhead) {
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, 0);
+            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
+            put_byte(s2, OS_CODE);
+            s2.status = BUSY_STATE;
           } else {
             put_byte(
-              s,
-              (s.gzhead.text ? 1 : 0) + (s.gzhead.hcrc ? 2 : 0) + (!s.gzhead.extra ? 0 : 4) + (!s.gzhead.name ? 0 : 8) + (!s.gzhead.comment ? 0 : 16)
+              s2,
+              (s2.gzhead.text ? 1 : 0) + (s2.gzhead.hcrc ? 2 : 0) + (!s2.gzhead.extra ? 0 : 4) + (!s2.gzhead.name ? 0 : 8) + (!s2.gzhead.comment ? 0 : 16)
             );
-            put_byte(s, s.gzhead.time & 255);
-            put_byte(s, s.gzhead.time >> 8 & 255);
-            put_byte(s, s.gzhead.time >> 16 & 255);
-            put_byte(s, s.gzhead.time >> 24 & 255);
-            put_byte(s, s.level === 9 ? 2 : s.strategy >= Z_HUFFMAN_ONLY || s.level < 2 ? 4 : 0);
-            put_byte(s, s.gzhead.os & 255);
-            if (s.gzhead.extra && s.gzhead.extra.length) {
-              put_byte(s, s.gzhead.extra.length & 255);
-              put_byte(s, s.gzhead.extra.length >> 8 & 255);
+            put_byte(s2, s2.gzhead.time & 255);
+            put_byte(s2, s2.gzhead.time >> 8 & 255);
+            put_byte(s2, s2.gzhead.time >> 16 & 255);
+            put_byte(s2, s2.gzhead.time >> 24 & 255);
+            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
+            put_byte(s2, s2.gzhead.os & 255);
+            if (s2.gzhead.extra && s2.gzhead.extra.length) {
+              put_byte(s2, s2.gzhead.extra.length & 255);
+              put_byte(s2, s2.gzhead.extra.length >> 8 & 255);
             }
-            if (s.gzhead.hcrc) {
-              strm.adler = crc32(strm.adler, s.pending_buf, s.pending, 0);
+            if (s2.gzhead.hcrc) {
+              strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending, 0);
             }
-            s.gzindex = 0;
-            s.status = EXTRA_STATE;
+            s2.gzindex = 0;
+            s2.status = EXTRA_STATE;
           }
         } else {
-          var header = Z_DEFLATED + (s.w_bits - 8 << 4) << 8;
+          var header = Z_DEFLATED + (s2.w_bits - 8 << 4) << 8;
           var level_flags = -1;
-          if (s.strategy >= Z_HUFFMAN_ONLY || s.level < 2) {
+          if (s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2) {
             level_flags = 0;
-          } else if (s.level < 6) {
+          } else if (s2.level < 6) {
             level_flags = 1;
-          } else if (s.level === 6) {
+          } else if (s2.level === 6) {
             level_flags = 2;
           } else {
             level_flags = 3;
           }
           header |= level_flags << 6;
-          if (s.strstart !== 0) {
+          if (s2.strstart !== 0) {
             header |= PRESET_DICT;
           }
           header += 31 - header % 31;
-          s.status = BUSY_STATE;
-          putShortMSB(s, header);
-          if (s.strstart !== 0) {
-            putShortMSB(s, strm.adler >>> 16);
-            putShortMSB(s, strm.adler & 65535);
+          s2.status = BUSY_STATE;
+          putShortMSB(s2, header);
+          if (s2.strstart !== 0) {
+            putShortMSB(s2, strm.adler >>> 16);
+            putShortMSB(s2, strm.adler & 65535);
           }
           strm.adler = 1;
         }
       }
-      if (s.status === EXTRA_STATE) {
-        if (s.gzhead.extra) {
-          beg = s.pending;
-          while (s.gzindex < (s.gzhead.extra.length & 65535)) {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+      if (s2.status === EXTRA_STATE) {
+        if (s2.gzhead.extra) {
+          beg = s2.pending;
+          while (s2.gzindex < (s2.gzhead.extra.length & 65535)) {
+            if (s2.pending === s2.pending_buf_size) {
+              if (s2.gzhead.hcrc && s2.pending > beg) {
+                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
+              beg = s2.pending;
+              if (s2.pending === s2.pending_buf_size) {
                 break;
               }
             }
-            put_byte(s, s.gzhead.extra[s.gzindex] & 255);
-            s.gzindex++;
+            put_byte(s2, s2.gzhead.extra[s2.gzindex] & 255);
+            s2.gzindex++;
           }
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          if (s2.gzhead.hcrc && s2.pending > beg) {
+            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
           }
-          if (s.gzindex === s.gzhead.extra.length) {
-            s.gzindex = 0;
-            s.status = NAME_STATE;
+          if (s2.gzindex === s2.gzhead.extra.length) {
+            s2.gzindex = 0;
+            s2.status = NAME_STATE;
           }
         } else {
-          s.status = NAME_STATE;
+          s2.status = NAME_STATE;
         }
       }
-      if (s.status === NAME_STATE) {
-        if (s.gzhead.name) {
-          beg = s.pending;
+      if (s2.status === NAME_STATE) {
+        if (s2.gzhead.name) {
+          beg = s2.pending;
           do {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+            if (s2.pending === s2.pending_buf_size) {
+              if (s2.gzhead.hcrc && s2.pending > beg) {
+                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
+              beg = s2.pending;
+              if (s2.pending === s2.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s.gzindex < s.gzhead.name.length) {
-              val = s.gzhead.name.charCodeAt(s.gzindex++) & 255;
+            if (s2.gzindex < s2.gzhead.name.length) {
+              val = s2.gzhead.name.charCodeAt(s2.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s, val);
+            put_byte(s2, val);
           } while (val !== 0);
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          if (s2.gzhead.hcrc && s2.pending > beg) {
+            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
           }
           if (val === 0) {
-            s.gzindex = 0;
-            s.status = COMMENT_STATE;
+            s2.gzindex = 0;
+            s2.status = COMMENT_STATE;
           }
         } else {
-          s.status = COMMENT_STATE;
+          s2.status = COMMENT_STATE;
         }
       }
-      if (s.status === COMMENT_STATE) {
-        if (s.gzhead.comment) {
-          beg = s.pending;
+      if (s2.status === COMMENT_STATE) {
+        if (s2.gzhead.comment) {
+          beg = s2.pending;
           do {
-            if (s.pending === s.pending_buf_size) {
-              if (s.gzhead.hcrc && s.pending > beg) {
-                strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+            if (s2.pending === s2.pending_buf_size) {
+              if (s2.gzhead.hcrc && s2.pending > beg) {
+                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s.pending;
-              if (s.pending === s.pending_buf_size) {
+              beg = s2.pending;
+              if (s2.pending === s2.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s.gzindex < s.gzhead.comment.length) {
-              val = s.gzhead.comment.charCodeAt(s.gzindex++) & 255;
+            if (s2.gzindex < s2.gzhead.comment.length) {
+              val = s2.gzhead.comment.charCodeAt(s2.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s, val);
+            put_byte(s2, val);
           } while (val !== 0);
-          if (s.gzhead.hcrc && s.pending > beg) {
-            strm.adler = crc32(strm.adler, s.pending_buf, s.pending - beg, beg);
+          if (s2.gzhead.hcrc && s2.pending > beg) {
+            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
           }
           if (val === 0) {
-            s.status = HCRC_STATE;
+            s2.status = HCRC_STATE;
           }
         } else {
-          s.status = HCRC_STATE;
+          s2.status = HCRC_STATE;
         }
       }
-      if (s.status === HCRC_STATE) {
-        if (s.gzhead.hcrc) {
-          if (s.pending + 2 > s.pending_buf_size) {
+      if (s2.status === HCRC_STATE) {
+        if (s2.gzhead.hcrc) {
+          if (s2.pending + 2 > s2.pending_buf_size) {
             flush_pending(strm);
           }
-          if (s.pending + 2 <= s.pending_buf_size) {
-            put_byte(s, strm.adler & 255);
-            put_byte(s, strm.adler >> 8 & 255);
+          if (s2.pending + 2 <= s2.pending_buf_size) {
+            put_byte(s2, strm.adler & 255);
+            put_byte(s2, strm.adler >> 8 & 255);
             strm.adler = 0;
-            s.status = BUSY_STATE;
+            s2.status = BUSY_STATE;
           }
         } else {
-          s.status = BUSY_STATE;
+          s2.status = BUSY_STATE;
         }
       }
-      if (s.pending !== 0) {
+      if (s2.pending !== 0) {
         flush_pending(strm);
         if (strm.avail_out === 0) {
-          s.last_flush = -1;
+          s2.last_flush = -1;
           return Z_OK;
         }
       } else if (strm.avail_in === 0 && rank2(flush) <= rank2(old_flush) && flush !== Z_FINISH) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (s.status === FINISH_STATE && strm.avail_in !== 0) {
+      if (s2.status === FINISH_STATE && strm.avail_in !== 0) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (strm.avail_in !== 0 || s.lookahead !== 0 || flush !== Z_NO_FLUSH && s.status !== FINISH_STATE) {
-        var bstate = s.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s, flush) : s.strategy === Z_RLE ? deflate_rle(s, flush) : configuration_table[s.level].func(s, flush);
+      if (strm.avail_in !== 0 || s2.lookahead !== 0 || flush !== Z_NO_FLUSH && s2.status !== FINISH_STATE) {
+        var bstate = s2.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s2, flush) : s2.strategy === Z_RLE ? deflate_rle(s2, flush) : configuration_table[s2.level].func(s2, flush);
         if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
-          s.status = FINISH_STATE;
+          s2.status = FINISH_STATE;
         }
         if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
           if (strm.avail_out === 0) {
-            s.last_flush = -1;
+            s2.last_flush = -1;
           }
           return Z_OK;
         }
         if (bstate === BS_BLOCK_DONE) {
           if (flush === Z_PARTIAL_FLUSH) {
-            trees._tr_align(s);
+            trees._tr_align(s2);
           } else if (flush !== Z_BLOCK) {
-            trees._tr_stored_block(s, 0, 0, false);
+            trees._tr_stored_block(s2, 0, 0, false);
             if (flush === Z_FULL_FLUSH) {
-              zero(s.head);
-              if (s.lookahead === 0) {
-                s.strstart = 0;
-                s.block_start = 0;
-                s.insert = 0;
+              zero(s2.head);
+              if (s2.lookahead === 0) {
+                s2.strstart = 0;
+                s2.block_start = 0;
+                s2.insert = 0;
               }
             }
           }
           flush_pending(strm);
           if (strm.avail_out === 0) {
-            s.last_flush = -1;
+            s2.last_flush = -1;
             return Z_OK;
           }
         }
@@ -31983,27 +31983,27 @@ var require_deflate = __commonJS({
       if (flush !== Z_FINISH) {
         return Z_OK;
       }
-      if (s.wrap <= 0) {
+      if (s2.wrap <= 0) {
         return Z_STREAM_END;
       }
-      if (s.wrap === 2) {
-        put_byte(s, strm.adler & 255);
-        put_byte(s, strm.adler >> 8 & 255);
-        put_byte(s, strm.adler >> 16 & 255);
-        put_byte(s, strm.adler >> 24 & 255);
-        put_byte(s, strm.total_in & 255);
-        put_byte(s, strm.total_in >> 8 & 255);
-        put_byte(s, strm.total_in >> 16 & 255);
-        put_byte(s, strm.total_in >> 24 & 255);
+      if (s2.wrap === 2) {
+        put_byte(s2, strm.adler & 255);
+        put_byte(s2, strm.adler >> 8 & 255);
+        put_byte(s2, strm.adler >> 16 & 255);
+        put_byte(s2, strm.adler >> 24 & 255);
+        put_byte(s2, strm.total_in & 255);
+        put_byte(s2, strm.total_in >> 8 & 255);
+        put_byte(s2, strm.total_in >> 16 & 255);
+        put_byte(s2, strm.total_in >> 24 & 255);
       } else {
-        putShortMSB(s, strm.adler >>> 16);
-        putShortMSB(s, strm.adler & 65535);
+        putShortMSB(s2, strm.adler >>> 16);
+        putShortMSB(s2, strm.adler & 65535);
       }
       flush_pending(strm);
-      if (s.wrap > 0) {
-        s.wrap = -s.wrap;
+      if (s2.wrap > 0) {
+        s2.wrap = -s2.wrap;
       }
-      return s.pending !== 0 ? Z_OK : Z_STREAM_END;
+      return s2.pending !== 0 ? Z_OK : Z_STREAM_END;
     }
     function deflateEnd(strm) {
       var status;
@@ -32019,7 +32019,7 @@ var require_deflate = __commonJS({
     }
     function deflateSetDictionary(strm, dictionary) {
       var dictLength = dictionary.length;
-      var s;
+      var s2;
       var str, n2;
       var wrap;
       var avail;
@@ -32029,26 +32029,26 @@ var require_deflate = __commonJS({
       if (!strm || !strm.state) {
         return Z_STREAM_ERROR;
       }
-      s = strm.state;
-      wrap = s.wrap;
-      if (wrap === 2 || wrap === 1 && s.status !== INIT_STATE || s.lookahead) {
+      s2 = strm.state;
+      wrap = s2.wrap;
+      if (wrap === 2 || wrap === 1 && s2.status !== INIT_STATE || s2.lookahead) {
         return Z_STREAM_ERROR;
       }
       if (wrap === 1) {
         strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
       }
-      s.wrap = 0;
-      if (dictLength >= s.w_size) {
+      s2.wrap = 0;
+      if (dictLength >= s2.w_size) {
         if (wrap === 0) {
-          zero(s.head);
-          s.strstart = 0;
-          s.block_start = 0;
-          s.insert = 0;
+          zero(s2.head);
+          s2.strstart = 0;
+          s2.block_start = 0;
+          s2.insert = 0;
         }
-        tmpDict = new utils.Buf8(s.w_size);
-        utils.arraySet(tmpDict, dictionary, dictLength - s.w_size, s.w_size, 0);
+        tmpDict = new utils.Buf8(s2.w_size);
+        utils.arraySet(tmpDict, dictionary, dictLength - s2.w_size, s2.w_size, 0);
         dictionary = tmpDict;
-        dictLength = s.w_size;
+        dictLength = s2.w_size;
       }
       avail = strm.avail_in;
       next = strm.next_in;
@@ -32056,30 +32056,30 @@ var require_deflate = __commonJS({
       strm.avail_in = dictLength;
       strm.next_in = 0;
       strm.input = dictionary;
-      fill_window(s);
-      while (s.lookahead >= MIN_MATCH) {
-        str = s.strstart;
-        n2 = s.lookahead - (MIN_MATCH - 1);
+      fill_window(s2);
+      while (s2.lookahead >= MIN_MATCH) {
+        str = s2.strstart;
+        n2 = s2.lookahead - (MIN_MATCH - 1);
         do {
-          s.ins_h = (s.ins_h << s.hash_shift ^ s.window[str + MIN_MATCH - 1]) & s.hash_mask;
-          s.prev[str & s.w_mask] = s.head[s.ins_h];
-          s.head[s.ins_h] = str;
+          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
+          s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
+          s2.head[s2.ins_h] = str;
           str++;
         } while (--n2);
-        s.strstart = str;
-        s.lookahead = MIN_MATCH - 1;
-        fill_window(s);
+        s2.strstart = str;
+        s2.lookahead = MIN_MATCH - 1;
+        fill_window(s2);
       }
-      s.strstart += s.lookahead;
-      s.block_start = s.strstart;
-      s.insert = s.lookahead;
-      s.lookahead = 0;
-      s.match_length = s.prev_length = MIN_MATCH - 1;
-      s.match_available = 0;
+      s2.strstart += s2.lookahead;
+      s2.block_start = s2.strstart;
+      s2.insert = s2.lookahead;
+      s2.lookahead = 0;
+      s2.match_length = s2.prev_length = MIN_MATCH - 1;
+      s2.match_available = 0;
       strm.next_in = next;
       strm.input = input2;
       strm.avail_in = avail;
-      s.wrap = wrap;
+      s2.wrap = wrap;
       return Z_OK;
     }
     exports2.deflateInit = deflateInit;
@@ -33003,7 +33003,7 @@ var require_inflate = __commonJS({
     var STORED = 14;
     var COPY_ = 15;
     var COPY = 16;
-    var TABLE = 17;
+    var TABLE2 = 17;
     var LENLENS = 18;
     var CODELENS = 19;
     var LEN_ = 20;
@@ -33591,7 +33591,7 @@ var require_inflate = __commonJS({
                   }
                   break;
                 case 2:
-                  state.mode = TABLE;
+                  state.mode = TABLE2;
                   break;
                 case 3:
                   strm.msg = "invalid block type";
@@ -33649,7 +33649,7 @@ var require_inflate = __commonJS({
               }
               state.mode = TYPE;
               break;
-            case TABLE:
+            case TABLE2:
               while (bits < 14) {
                 if (have === 0) {
                   break inf_leave;
@@ -34777,8 +34777,8 @@ var require_umd = __commonJS({
           let name2 = parts[0];
           let hash2 = name2.indexOf("#");
           if (hash2 >= 0) {
-            const className = name2.substring(0, hash2);
-            const classElem = curr[className];
+            const className2 = name2.substring(0, hash2);
+            const classElem = curr[className2];
             if (typeof classElem === "undefined" || !classElem.prototype) {
               const ctor = function(...args) {
                 return ctor.wrap(ctor.prototype.constructor(0, ...args));
@@ -34797,10 +34797,10 @@ var require_umd = __commonJS({
                 });
               };
               if (classElem) Object.getOwnPropertyNames(classElem).forEach((name3) => Object.defineProperty(ctor, name3, Object.getOwnPropertyDescriptor(classElem, name3)));
-              curr[className] = ctor;
+              curr[className2] = ctor;
             }
             name2 = name2.substring(hash2 + 1);
-            curr = curr[className].prototype;
+            curr = curr[className2].prototype;
             if (/^(get|set):/.test(name2)) {
               if (!Object.hasOwn(curr, name2 = name2.substring(4))) {
                 let getter = exports4[internalName.replace("set:", "get:")];
@@ -36688,11 +36688,11 @@ var Command = class {
     return cmdStr;
   }
 };
-function escapeData(s) {
-  return toCommandValue(s).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+function escapeData(s2) {
+  return toCommandValue(s2).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
 }
-function escapeProperty(s) {
-  return toCommandValue(s).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A").replace(/:/g, "%3A").replace(/,/g, "%2C");
+function escapeProperty(s2) {
+  return toCommandValue(s2).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A").replace(/:/g, "%3A").replace(/,/g, "%2C");
 }
 
 // node_modules/@actions/core/lib/file-command.js
@@ -40261,13 +40261,13 @@ var CC_SANITIZE = /[- ]/g;
 function isLuhnAlgo(digits) {
   let length = digits.length;
   let bit = 1;
-  let sum2 = 0;
+  let sum3 = 0;
   while (length) {
     const value = digits.charCodeAt(--length) - 48;
     bit ^= 1;
-    sum2 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
+    sum3 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
   }
-  return sum2 % 10 === 0;
+  return sum3 % 10 === 0;
 }
 function isValidCreditCard(input2) {
   if (!creditCard.test(input2))
@@ -42061,7 +42061,7 @@ function partPattern(schema2) {
   if (def.options) {
     const sources = def.options.map(partPattern);
     if (sources.every(Boolean))
-      return `^(${sources.map((s) => cleanRegex(s)).join("|")})$`;
+      return `^(${sources.map((s2) => cleanRegex(s2)).join("|")})$`;
   }
   return leafPattern(schema2);
 }
@@ -56590,12 +56590,12 @@ function convertSchema(schema2, ctx) {
   let baseSchema = convertBaseSchema(schema2, ctx);
   const hasExplicitType = schema2.type || schema2.enum !== void 0 || schema2.const !== void 0;
   if (schema2.anyOf && Array.isArray(schema2.anyOf)) {
-    const options = schema2.anyOf.map((s) => convertSchema(s, ctx));
+    const options = schema2.anyOf.map((s2) => convertSchema(s2, ctx));
     const anyOfUnion = z.union(options);
     baseSchema = hasExplicitType ? z.intersection(baseSchema, anyOfUnion) : anyOfUnion;
   }
   if (schema2.oneOf && Array.isArray(schema2.oneOf)) {
-    const options = schema2.oneOf.map((s) => convertSchema(s, ctx));
+    const options = schema2.oneOf.map((s2) => convertSchema(s2, ctx));
     const oneOfUnion = z.xor(options);
     baseSchema = hasExplicitType ? z.intersection(baseSchema, oneOfUnion) : oneOfUnion;
   }
@@ -56695,24 +56695,24 @@ function visit(schema2, fnOrHandlers) {
     return h2 ? h2(node2, rewritten) : node2;
   };
   const cache = /* @__PURE__ */ new Map();
-  function run2(s) {
-    const cached2 = cache.get(s);
+  function run2(s2) {
+    const cached2 = cache.get(s2);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s)
+        getter: () => cache.get(s2)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s, RESOLVING);
-    const inner = mapInner(s);
-    const mapped = fn(inner, inner !== s);
-    cache.set(s, mapped);
+    cache.set(s2, RESOLVING);
+    const inner = mapInner(s2);
+    const mapped = fn(inner, inner !== s2);
+    cache.set(s2, mapped);
     return mapped;
   }
-  function mapInner(s) {
-    const def = s._zod.def;
+  function mapInner(s2) {
+    const def = s2._zod.def;
     const kind = def.type;
     switch (kind) {
       case "object": {
@@ -56732,11 +56732,11 @@ function visit(schema2, fnOrHandlers) {
           if (newCatchall !== def.catchall)
             changed = true;
         }
-        return changed ? clone(s, { ...def, shape: newShape, catchall: newCatchall }) : s;
+        return changed ? clone(s2, { ...def, shape: newShape, catchall: newCatchall }) : s2;
       }
       case "array": {
         const mapped = run2(def.element);
-        return mapped === def.element ? s : clone(s, { ...def, element: mapped });
+        return mapped === def.element ? s2 : clone(s2, { ...def, element: mapped });
       }
       case "tuple": {
         const oldItems = def.items;
@@ -56754,17 +56754,17 @@ function visit(schema2, fnOrHandlers) {
           if (newRest !== def.rest)
             changed = true;
         }
-        return changed ? clone(s, { ...def, items: newItems, rest: newRest }) : s;
+        return changed ? clone(s2, { ...def, items: newItems, rest: newRest }) : s2;
       }
       case "record":
       case "map": {
         const newKey = run2(def.keyType);
         const newVal = run2(def.valueType);
-        return newKey === def.keyType && newVal === def.valueType ? s : clone(s, { ...def, keyType: newKey, valueType: newVal });
+        return newKey === def.keyType && newVal === def.valueType ? s2 : clone(s2, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
         const newVal = run2(def.valueType);
-        return newVal === def.valueType ? s : clone(s, { ...def, valueType: newVal });
+        return newVal === def.valueType ? s2 : clone(s2, { ...def, valueType: newVal });
       }
       case "union": {
         const oldOptions = def.options;
@@ -56776,12 +56776,12 @@ function visit(schema2, fnOrHandlers) {
             changed = true;
           newOptions.push(mapped);
         }
-        return changed ? clone(s, { ...def, options: newOptions }) : s;
+        return changed ? clone(s2, { ...def, options: newOptions }) : s2;
       }
       case "intersection": {
         const newLeft = run2(def.left);
         const newRight = run2(def.right);
-        return newLeft === def.left && newRight === def.right ? s : clone(s, { ...def, left: newLeft, right: newRight });
+        return newLeft === def.left && newRight === def.right ? s2 : clone(s2, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
       case "nullable":
@@ -56793,22 +56793,22 @@ function visit(schema2, fnOrHandlers) {
       case "promise":
       case "success": {
         const newInner = run2(def.innerType);
-        return newInner === def.innerType ? s : clone(s, { ...def, innerType: newInner });
+        return newInner === def.innerType ? s2 : clone(s2, { ...def, innerType: newInner });
       }
       case "pipe": {
         const newIn = run2(def.in);
         const newOut = run2(def.out);
-        return newIn === def.in && newOut === def.out ? s : clone(s, { ...def, in: newIn, out: newOut });
+        return newIn === def.in && newOut === def.out ? s2 : clone(s2, { ...def, in: newIn, out: newOut });
       }
       case "function": {
         const newInput = run2(def.input);
         const newOutput = run2(def.output);
-        return newInput === def.input && newOutput === def.output ? s : clone(s, { ...def, input: newInput, output: newOutput });
+        return newInput === def.input && newOutput === def.output ? s2 : clone(s2, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s, { ...rest, getter: () => run2(original()) });
+        return clone(s2, { ...rest, getter: () => run2(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -56832,10 +56832,10 @@ function visit(schema2, fnOrHandlers) {
       case "file":
       case "transform":
       case "custom":
-        return s;
+        return s2;
       default: {
         kind;
-        return s;
+        return s2;
       }
     }
   }
@@ -56845,11 +56845,11 @@ function visit(schema2, fnOrHandlers) {
 // node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema2) {
   return visit(schema2, {
-    object: (s) => s.partial(),
+    object: (s2) => s2.partial(),
     // Every partialed option now admits `undefined`, which the constructor rejects as a duplicate.
-    union: (s) => {
-      const def = s._zod.def;
-      return def.discriminator === void 0 ? s : union(def.options);
+    union: (s2) => {
+      const def = s2._zod.def;
+      return def.discriminator === void 0 ? s2 : union(def.options);
     }
   });
 }
@@ -56869,18 +56869,18 @@ function inSide(def) {
 }
 function input(schema2) {
   return visit(schema2, {
-    pipe: (s) => inSide(s._zod.def),
+    pipe: (s2) => inSide(s2._zod.def),
     // A default value belongs to the output side, so a rewritten inner type leaves it stranded. `.default()` widens the declared input type with `undefined`, and `optional` is what carries that across.
-    default: (s, rewritten) => rewritten ? optional(s._zod.def.innerType) : s,
+    default: (s2, rewritten) => rewritten ? optional(s2._zod.def.innerType) : s2,
     // A catch value is output-side too, but `.catch()` leaves the declared input type alone, so the inner schema stands on its own.
-    catch: (s, rewritten) => rewritten ? s._zod.def.innerType : s
+    catch: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
   });
 }
 function output(schema2) {
   return visit(schema2, {
-    pipe: (s) => outSide(s._zod.def),
+    pipe: (s2) => outSide(s2._zod.def),
     // A prefault value is fed through the schema, which makes it input-side, so a rewritten inner type leaves it stranded.
-    prefault: (s, rewritten) => rewritten ? s._zod.def.innerType : s
+    prefault: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
   });
 }
 
@@ -56916,8 +56916,8 @@ var schema = external_exports.object({
   host: external_exports.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
   port: external_exports.coerce.number().int().min(1).max(65535),
   user: external_exports.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
-  "ssh-key": external_exports.string().refine((s) => s === "" || s.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----\u2026)"),
-  "known-hosts": external_exports.string().refine((s) => s === "" || s.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())), "the pinned host key line, 'HOST ssh-ed25519 AAAA\u2026' (from install.sh)"),
+  "ssh-key": external_exports.string().refine((s2) => s2 === "" || s2.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----\u2026)"),
+  "known-hosts": external_exports.string().refine((s2) => s2 === "" || s2.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())), "the pinned host key line, 'HOST ssh-ed25519 AAAA\u2026' (from install.sh)"),
   "github-token": external_exports.string().min(1, "a token (the default github.token will do)"),
   config: external_exports.string().regex(/^[^/][^\0]*$/, "a path relative to the repository root"),
   artifact: external_exports.string(),
@@ -59401,8 +59401,8 @@ function h({ preventCancel: r = false } = {}) {
   const e = this.getReader(), t = new c(
     e,
     r
-  ), s = Object.create(u);
-  return s[n] = t, s;
+  ), s2 = Object.create(u);
+  return s2[n] = t, s2;
 }
 
 // node_modules/get-stream/source/stream.js
@@ -62305,9 +62305,9 @@ var SignalExit = class extends SignalExitBase {
         if (listeners.length === count5) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
-          const s = sig === "SIGHUP" ? this.#hupSig : sig;
+          const s2 = sig === "SIGHUP" ? this.#hupSig : sig;
           if (!ret)
-            process10.kill(process10.pid, s);
+            process10.kill(process10.pid, s2);
         }
       };
     }
@@ -63772,6 +63772,7 @@ var constants_default = {
     refused: 2
   },
   history_schema_version: 1,
+  max_classes: 16,
   outcome_marker: "perf-gate-outcome ",
   run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
   schema_version: 1
@@ -63795,7 +63796,10 @@ var grpcCallSchema = external_exports.looseObject({
   metadata: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var PROTOCOLS = ["http1", "h2c", "grpc"];
+var className = external_exports.string().regex(/^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /");
 var requestSchema = external_exports.looseObject({
+  /** The request class this entry is; default its method and path, or its gRPC method. */
+  name: className.optional(),
   method: external_exports.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
   /** Required for http1; a grpc request has none. */
   path: urlPath.optional(),
@@ -63865,6 +63869,8 @@ var runRequestSchema = external_exports.looseObject({
   /** A drift run: an earlier champion the host kept, run in the champion arm against the champion. */
   ancestor_sha: sha.optional(),
   service: serviceSchema,
+  /** Sample both arms' CPU stacks during the run (config profile: on-red or always). */
+  profile: external_exports.boolean().optional(),
   loadgen: planSchema
 });
 
@@ -63960,6 +63966,24 @@ var hostInfoSchema = external_exports.looseObject({
   cpu_idle: external_exports.string(),
   generator_slice: external_exports.string().optional()
 });
+var errorCounts = external_exports.looseObject({
+  connect: count3,
+  timeout: count3,
+  "4xx": count3,
+  "5xx": count3,
+  other: count3,
+  /** gRPC calls answered with a status other than OK, by code name. */
+  grpc: external_exports.record(external_exports.string(), count3).optional()
+});
+var classSliceSchema = external_exports.looseObject({
+  completed: count3,
+  ok: count3,
+  recorded: count3,
+  errors: errorCounts,
+  latency_us: percentiles,
+  histogram: external_exports.string(),
+  short_of_budget: external_exports.array(external_exports.string())
+});
 var sliceSchema = external_exports.looseObject({
   index: count3,
   pair: count3,
@@ -63971,15 +63995,7 @@ var sliceSchema = external_exports.looseObject({
   completed: count3,
   ok: count3,
   recorded: count3,
-  errors: external_exports.looseObject({
-    connect: count3,
-    timeout: count3,
-    "4xx": count3,
-    "5xx": count3,
-    other: count3,
-    /** gRPC calls answered with a status other than OK, by code name. */
-    grpc: external_exports.record(external_exports.string(), count3).optional()
-  }),
+  errors: errorCounts,
   overflow: count3,
   new_connections: count3,
   achieved_rps: amount,
@@ -63990,6 +64006,8 @@ var sliceSchema = external_exports.looseObject({
   connection_wait_us: external_exports.looseObject({ p50: count3, p99: count3 }),
   histogram: external_exports.string(),
   short_of_budget: external_exports.array(external_exports.string()),
+  /** Per request class, one per entry of the plan's requests; absent for one entry or more than MAX_CLASSES. */
+  classes: external_exports.array(classSliceSchema).optional(),
   // What the measured arm used during the slice, from its cgroup (the host result's
   // resource_accounting says from where); absent from the load generator alone.
   service_cpu_us_per_request: amount.optional(),
@@ -64068,13 +64086,26 @@ var identitySchema = external_exports.looseObject({
   generator: external_exports.string(),
   champion_spec_changed: external_exports.boolean().optional()
 });
+var PROFILE_STATUSES = ["recorded", "not_available"];
+var profilesSchema = external_exports.looseObject({
+  status: external_exports.enum(PROFILE_STATUSES),
+  reason: external_exports.string().optional(),
+  event: external_exports.string().optional(),
+  frequency_hz: count3.optional(),
+  cpu_seconds: amount.optional(),
+  arms: external_exports.record(external_exports.string(), external_exports.looseObject({ file: external_exports.string(), bytes: count3, samples: count3 })).optional(),
+  functions: external_exports.array(external_exports.string()).optional(),
+  callers: external_exports.array(external_exports.array(external_exports.number().int())).optional(),
+  slices: external_exports.array(external_exports.looseObject({ index: count3, samples: count3, functions: external_exports.array(external_exports.tuple([external_exports.number().int(), external_exports.number().int(), external_exports.number().int()])) })).optional()
+});
 var hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
   preflight: external_exports.array(findingSchema),
   isolation: isolationSchema.optional(),
   resource_accounting: external_exports.record(external_exports.string(), resourceAccountingSchema).optional(),
   arms: external_exports.record(external_exports.string(), armStartSchema).optional(),
-  identity: identitySchema.optional()
+  identity: identitySchema.optional(),
+  profiles: profilesSchema.optional()
 });
 
 // src/contract/host.ts
@@ -64241,9 +64272,9 @@ var RECORD_OF = {
 };
 function historyProblems(h2) {
   const out = [];
-  const date5 = (at, s) => {
-    if (s !== void 0 && Number.isNaN(Date.parse(s)))
-      out.push(`${at}: not a date: ${JSON.stringify(s.slice(0, 40))}`);
+  const date5 = (at, s2) => {
+    if (s2 !== void 0 && Number.isNaN(Date.parse(s2)))
+      out.push(`${at}: not a date: ${JSON.stringify(s2.slice(0, 40))}`);
   };
   const around = (at, estimate, [lo, hi]) => {
     if (!(lo <= estimate && estimate <= hi))
@@ -64276,6 +64307,7 @@ function historyProblems(h2) {
 }
 
 // src/host/client.ts
+var MAX_PROFILE_BYTES = 64 << 20;
 var HostError = class extends Error {
   constructor(kind, message) {
     super(message);
@@ -64501,6 +64533,18 @@ var HostClient = class {
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId3) {
     return this.document(`result ${runId3}`, hostResultSchema);
+  }
+  /**
+   * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run
+   * request asked for profiles: bytes, checked to be gzip, never a path the host chose.
+   */
+  async profile(runId3, arm) {
+    const [file2, args] = this.argv(`profile ${runId3} ${arm}`);
+    const r = await execa(file2, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 6e4 });
+    if (r.exitCode !== 0) throw verbError(`profile ${runId3} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    const bytes = r.stdout;
+    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139) throw new HostError("protocol", `profile ${runId3} ${arm}: the host did not answer with a gzipped profile`);
+    return bytes;
   }
   async status() {
     return this.parsed("status", hostStatusSchema);
@@ -69485,25 +69529,25 @@ function portEnvError(name2) {
 
 // src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
-function servicePortNames(s) {
-  return [...s.ports ?? [], ...(s.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
+function servicePortNames(s2) {
+  return [...s2.ports ?? [], ...(s2.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
 }
 function usesMainPort(arg) {
   return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
 }
-function dependencyIssues(s, vars) {
+function dependencyIssues(s2, vars) {
   const issues = [];
-  if (s.port_env !== void 0) {
-    const problem = portEnvError(s.port_env);
+  if (s2.port_env !== void 0) {
+    const problem = portEnvError(s2.port_env);
     if (problem) issues.push({ path: ["port_env"], message: problem });
   }
-  const owner = new Map((s.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
+  const owner = new Map((s2.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
   const claim2 = (path6, field, name2) => {
     const prev = owner.get(name2);
     if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
     else owner.set(name2, field);
   };
-  (s.dependencies ?? []).forEach((d, i2) => {
+  (s2.dependencies ?? []).forEach((d, i2) => {
     claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
     (d.ports ?? []).forEach((p, j) => {
       claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
@@ -69516,7 +69560,7 @@ function dependencyIssues(s, vars) {
     if (problem) issues.push({ path: [...path6, i2], message: problem });
     else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
   });
-  (s.dependencies ?? []).forEach((d, i2) => {
+  (s2.dependencies ?? []).forEach((d, i2) => {
     const at = ["dependencies", i2];
     if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
     checkArgv([...at, "command"], d.command);
@@ -69590,6 +69634,8 @@ var workload = external_exports.strictObject({
   requests: external_exports.array(request2).min(1)
 }).superRefine((w, ctx) => {
   w.requests.forEach((r, i2) => {
+    const first = w.requests.findIndex((x) => x.name !== void 0 && x.name === r.name);
+    if (first !== i2 && r.name !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "name"], message: `"${r.name}" names requests.${first} too: each request class needs a name of its own` });
     if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {\u2026} }" });
     if (w.protocol === "grpc" && r.path !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "a gRPC call has no path; name it in grpc.method" });
     if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
@@ -69602,27 +69648,28 @@ var workload = external_exports.strictObject({
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
-var service = external_exports.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
-  const vars = serviceVariables(servicePortNames(s));
-  const clashes = dependencyIssues(s, vars);
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s2, ctx) => {
+  const vars = serviceVariables(servicePortNames(s2));
+  const clashes = dependencyIssues(s2, vars);
   for (const issue3 of clashes) ctx.addIssue({ code: "custom", ...issue3 });
   if (clashes.length > 0) return;
   for (const field of ["command", "setup"]) {
-    (s[field] ?? []).forEach((arg, i2) => {
+    (s2[field] ?? []).forEach((arg, i2) => {
       const problem = serviceArgError(arg, vars);
       if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
     });
   }
-  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
-  s.ports?.forEach((p, i2) => {
-    if (s.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  if (s2.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s2.ports?.forEach((p, i2) => {
+    if (s2.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
   });
-  for (const [k, v] of Object.entries(s.env ?? {})) {
+  for (const [k, v] of Object.entries(s2.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (hostSetsEnv(k, s2.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s2.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
     else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
+var PROFILE_MODES = ["on-red", "always", "never"];
 var MAX_EXTENSIONS = 5;
 var configSchema = external_exports.strictObject({
   service,
@@ -69653,7 +69700,7 @@ var configSchema = external_exports.strictObject({
      * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
      */
     discard_ms: plan.slice_warmup_ms.unwrap().optional()
-  }).refine((s) => s.seconds === void 0 || s.discard_ms === void 0 || s.discard_ms < s.seconds * 1e3, {
+  }).refine((s2) => s2.seconds === void 0 || s2.discard_ms === void 0 || s2.discard_ms < s2.seconds * 1e3, {
     path: ["discard_ms"],
     message: "must be shorter than the slice (slices.seconds)"
   }).default({ order: "abba", max_extensions: 2 }),
@@ -69671,6 +69718,12 @@ var configSchema = external_exports.strictObject({
   budget: external_exports.strictObject({
     percent_per_30_days: external_exports.number().gt(0).max(100)
   }).optional(),
+  /**
+   * Sample both arms' CPU stacks during every run and list the functions whose CPU per request
+   * moved (docs/design/0021-profiles.md): on a red verdict (on-red), on every verdict (always),
+   * or never (no sampling at all).
+   */
+  profile: external_exports.enum(PROFILE_MODES).default("on-red"),
   promotion: external_exports.strictObject({
     /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
     verify_pairs: plan.pairs.min(2).max(100).default(4)
@@ -69748,6 +69801,7 @@ function planRuns(config2, builds, seed) {
           ...builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {},
           ...builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {},
           service: config2.service,
+          ...config2.profile !== "never" ? { profile: true } : {},
           loadgen: {
             workload: w.name,
             rate: rate2,
@@ -69940,14 +69994,14 @@ function upperIncompleteGammaHalf(z3) {
   if (z3 === 0) return 1;
   const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
   if (z3 < a2 + 1) {
-    let sum2 = 1 / a2;
-    let term = sum2;
+    let sum3 = 1 / a2;
+    let term = sum3;
     for (let n2 = 1; n2 < 500; n2++) {
       term *= z3 / (a2 + n2);
-      sum2 += term;
-      if (term < sum2 * 1e-16) break;
+      sum3 += term;
+      if (term < sum3 * 1e-16) break;
     }
-    return 1 - sum2 * Math.exp(lnPre);
+    return 1 - sum3 * Math.exp(lnPre);
   }
   const tiny = 1e-300;
   let b = z3 + 1 - a2;
@@ -69978,26 +70032,26 @@ function namedPercentileAtOrAbove(percentile2) {
   const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
   return namedPercentiles[String(at)];
 }
-function slicePercentileUs(s, percentile2) {
+function slicePercentileUs(s2, percentile2) {
   const named = namedPercentiles[String(percentile2)];
-  if (named) return s.latency_us[named];
-  return histogramOf(s).getValueAtPercentile(percentile2);
+  if (named) return s2.latency_us[named];
+  return histogramOf(s2).getValueAtPercentile(percentile2);
 }
-function sliceValuesUs(s) {
-  const h2 = histogramOf(s);
+function sliceValuesUs(s2) {
+  const h2 = histogramOf(s2);
   const out = new Float64Array(h2.totalCount);
   let k = 0;
-  eachBucket(s, (value, count5) => {
+  eachBucket(s2, (value, count5) => {
     out.fill(value, k, k + count5);
     k += count5;
   });
   return out;
 }
-function hasHistogram(s) {
-  return s.histogram !== "";
+function hasHistogram(s2) {
+  return s2.histogram !== "";
 }
-function eachBucket(s, visit2) {
-  const h2 = histogramOf(s);
+function eachBucket(s2, visit2) {
+  const h2 = histogramOf(s2);
   const it = h2.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
@@ -70006,11 +70060,11 @@ function eachBucket(s, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s) {
-  let h2 = decoded.get(s);
+function histogramOf(s2) {
+  let h2 = decoded.get(s2);
   if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s.histogram);
-    decoded.set(s, h2);
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s2.histogram);
+    decoded.set(s2, h2);
   }
   return h2;
 }
@@ -70024,29 +70078,29 @@ function plannedLagUs(plan2) {
   const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
   return Math.floor(plan2.send_window_us / gapUs) * gapUs;
 }
-function disturbance(s, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, percentile2)) + plannedUs;
+function disturbance(s2, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s2, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s.dispatch_lag_us[lagAt];
+  const lagUs = s2.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
-  const achieved = s.achieved_rps * sliceSeconds;
-  const offBy = achieved - s.scheduled;
-  const offRate = s.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s.scheduled, RATE_TOLERANCE_REQUESTS);
+  const achieved = s2.achieved_rps * sliceSeconds;
+  const offBy = achieved - s2.scheduled;
+  const offRate = s2.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s2.scheduled, RATE_TOLERANCE_REQUESTS);
   if (!lagging && !offRate) return null;
   return {
-    arm: s.arm,
-    index: s.index,
+    arm: s2.arm,
+    index: s2.index,
     lagAt,
     lagMs: lagUs / 1e3,
     lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s.scheduled > 0 ? 100 * offBy / s.scheduled : 0,
+    rateErrorPercent: s2.scheduled > 0 ? 100 * offBy / s2.scheduled : 0,
     lagging,
     offRate
   };
 }
-function hostDisturbance(s) {
-  if (!s.host_disturbance) return null;
-  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, foreignConnections: s.foreign_connections ?? 0, reason: s.host_disturbance };
+function hostDisturbance(s2) {
+  if (!s2.host_disturbance) return null;
+  return { arm: s2.arm, index: s2.index, foreignCores: s2.foreign_cpu_cores ?? null, foreignConnections: s2.foreign_connections ?? 0, reason: s2.host_disturbance };
 }
 function describeHostDisturbance(d) {
   return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
@@ -70071,16 +70125,16 @@ function isDisturbed(d) {
 }
 function extractPairs(run2, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
-  for (const s of result.slices) byPair.set(s.pair, [...byPair.get(s.pair) ?? [], s]);
+  for (const s2 of result.slices) byPair.set(s2.pair, [...byPair.get(s2.pair) ?? [], s2]);
   const pairs2 = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
-      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+      throw new AnalysisInputError(`${run2}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s2) => s2.index).join(", ")}), expected 2`);
     }
-    const champion = slices.find((s) => s.arm === "champion");
-    const challenger = slices.find((s) => s.arm === "challenger");
+    const champion = slices.find((s2) => s2.arm === "champion");
+    const challenger = slices.find((s2) => s2.arm === "challenger");
     if (slices.length === 2 && (!champion || !challenger)) {
       throw new AnalysisInputError(`${run2}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
     }
@@ -70088,13 +70142,13 @@ function extractPairs(run2, result, percentile2) {
       dropped.push({ run: run2, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
       continue;
     }
-    const invalid = [champion, challenger].filter((s) => !s.valid);
+    const invalid = [champion, challenger].filter((s2) => !s2.valid);
     if (invalid.length > 0) {
-      dropped.push({ run: run2, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      dropped.push({ run: run2, pair, reason: invalid.map((s2) => `${s2.arm} slice ${s2.index}: ${s2.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile2, planned) ?? []);
-    const hostDisturbances = [champion, challenger].flatMap((s) => hostDisturbance(s) ?? []);
+    const disturbances = [champion, challenger].flatMap((s2) => disturbance(s2, result.plan.slice_seconds, percentile2, planned) ?? []);
+    const hostDisturbances = [champion, challenger].flatMap((s2) => hostDisturbance(s2) ?? []);
     if (disturbances.length > 0 || hostDisturbances.length > 0) {
       const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
       dropped.push({ run: run2, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
@@ -70119,7 +70173,7 @@ function pooledPairs(key, runs2, percentile2) {
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
     const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
     const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s2) => s2?.startsWith("default"));
     const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
@@ -70212,25 +70266,25 @@ function sum(x) {
   if (x.length === 0) {
     return 0;
   }
-  var sum2 = x[0];
+  var sum3 = x[0];
   var correction = 0;
   var transition;
-  if (typeof sum2 !== "number") {
+  if (typeof sum3 !== "number") {
     return Number.NaN;
   }
   for (var i2 = 1; i2 < x.length; i2++) {
     if (typeof x[i2] !== "number") {
       return Number.NaN;
     }
-    transition = sum2 + x[i2];
-    if (Math.abs(sum2) >= Math.abs(x[i2])) {
-      correction += sum2 - transition + x[i2];
+    transition = sum3 + x[i2];
+    if (Math.abs(sum3) >= Math.abs(x[i2])) {
+      correction += sum3 - transition + x[i2];
     } else {
-      correction += x[i2] - transition + sum2;
+      correction += x[i2] - transition + sum3;
     }
-    sum2 = transition;
+    sum3 = transition;
   }
-  return sum2 + correction;
+  return sum3 + correction;
 }
 function mean(x) {
   if (x.length === 0) {
@@ -70240,20 +70294,20 @@ function mean(x) {
 }
 function sumNthPowerDeviations(x, n2) {
   var meanValue = mean(x);
-  var sum2 = 0;
+  var sum3 = 0;
   var tempValue;
   var i2;
   if (n2 === 2) {
     for (i2 = 0; i2 < x.length; i2++) {
       tempValue = x[i2] - meanValue;
-      sum2 += tempValue * tempValue;
+      sum3 += tempValue * tempValue;
     }
   } else {
     for (i2 = 0; i2 < x.length; i2++) {
-      sum2 += Math.pow(x[i2] - meanValue, n2);
+      sum3 += Math.pow(x[i2] - meanValue, n2);
     }
   }
-  return sum2;
+  return sum3;
 }
 function sampleVariance(x) {
   if (x.length < 2) {
@@ -70316,13 +70370,13 @@ var g = 607 / 128;
 var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
 var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
 function cumulativeDistribution(z3) {
-  var sum2 = z3;
+  var sum3 = z3;
   var tmp = z3;
   for (var i2 = 1; i2 < 30; i2++) {
     tmp *= z3 * z3 / (2 * i2 + 1);
-    sum2 += tmp;
+    sum3 += tmp;
   }
-  return Math.round((0.5 + sum2 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+  return Math.round((0.5 + sum3 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
 }
 var standardNormalTable = [];
 for (z2 = 0; z2 <= 3.09; z2 += 0.01) {
@@ -70373,9 +70427,9 @@ function bootstrapMeanInterval(d, confidence, resamples, rand) {
   const n2 = d.length;
   const means = new Float64Array(resamples);
   for (let b = 0; b < resamples; b++) {
-    let sum2 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum2 += d[Math.floor(rand() * n2)];
-    means[b] = sum2 / n2;
+    let sum3 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum3 += d[Math.floor(rand() * n2)];
+    means[b] = sum3 / n2;
   }
   means.sort();
   const alpha = 1 - confidence;
@@ -70388,16 +70442,119 @@ function quantileSorted(sorted, q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-// src/analysis/dependencies.ts
-var armsSchema = external_exports.record(external_exports.string(), armStartSchema);
-function dependencyUsage(results) {
-  return results.flatMap(({ name: name2, result }) => {
-    const arms = armsSchema.safeParse(result.arms);
-    if (!arms.success) return [];
-    return Object.entries(arms.data).sort(([a2], [b]) => Number(b === "champion") - Number(a2 === "champion")).flatMap(
-      ([arm, start]) => (start.dependencies ?? []).map((d) => ({ run: name2, arm, name: d.name, readySeconds: d.ready_seconds, cpuSeconds: d.cpu_seconds ?? null, rssBytes: d.rss_bytes ?? null }))
-    );
-  });
+// src/analysis/pooled-quantile.ts
+function armSample(pairs2) {
+  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
+  const total = runs2.reduce((acc, r) => acc + r.length, 0);
+  const values = new Float64Array(total);
+  const owner = new Int32Array(total);
+  const next = new Int32Array(runs2.length);
+  const heap = runs2.flatMap((r, i2) => r.length > 0 ? [i2] : []);
+  const head = (i2) => runs2[i2][next[i2]];
+  const less = (a2, b) => head(heap[a2]) < head(heap[b]);
+  const down = (from) => {
+    for (let i2 = from; ; ) {
+      const l = 2 * i2 + 1;
+      const r = l + 1;
+      let m = i2;
+      if (l < heap.length && less(l, m)) m = l;
+      if (r < heap.length && less(r, m)) m = r;
+      if (m === i2) return;
+      [heap[i2], heap[m]] = [heap[m], heap[i2]];
+      i2 = m;
+    }
+  };
+  for (let i2 = (heap.length >> 1) - 1; i2 >= 0; i2--) down(i2);
+  for (let k = 0; k < total; k++) {
+    const i2 = heap[0];
+    values[k] = head(i2);
+    owner[k] = i2;
+    if (++next[i2] === runs2[i2].length) {
+      const last = heap.pop();
+      if (heap.length > 0) heap[0] = last;
+    }
+    if (heap.length > 0) down(0);
+  }
+  return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
+}
+function weightedPercentile(s2, q, weight, requestWeight) {
+  let total = 0;
+  for (let i2 = 0; i2 < s2.perPair.length; i2++) total += weight(i2) * s2.perPair[i2];
+  if (total <= 0) throw new RangeError("weightedPercentile: no requests");
+  const pos = q * (total - 1);
+  const fromTop = q >= 0.5;
+  const lowRank = fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos);
+  const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
+  let seen = 0;
+  let first = NaN;
+  const n2 = s2.values.length;
+  for (let k = 0; k < n2; k++) {
+    const e = fromTop ? n2 - 1 - k : k;
+    const w = weight(s2.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    if (w === 0) continue;
+    seen += w;
+    if (Number.isNaN(first) && seen > lowRank) first = s2.values[e];
+    if (seen > highRank) {
+      const second = s2.values[e];
+      const frac = pos - Math.floor(pos);
+      return fromTop ? second + frac * (first - second) : first + frac * (second - first);
+    }
+  }
+  throw new RangeError("weightedPercentile: rank past the sample");
+}
+function leaveOnePairOut(s2, q) {
+  const n2 = s2.values.length;
+  const fromTop = q >= 0.5;
+  const at = (k) => fromTop ? n2 - 1 - k : k;
+  const positions = Array.from({ length: s2.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s2.owner[at(k)]].push(k);
+  const out = new Float64Array(s2.perPair.length);
+  for (let i2 = 0; i2 < s2.perPair.length; i2++) {
+    const mine = positions[i2];
+    const upTo = (k) => {
+      let lo = 0;
+      let hi = mine.length;
+      while (lo < hi) {
+        const mid = lo + hi >> 1;
+        if (mine[mid] <= k) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const position = (r) => {
+      let k = r;
+      for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
+      while (s2.owner[at(k)] === i2) k--;
+      return k;
+    };
+    const total = n2 - mine.length;
+    if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
+    const pos = q * (total - 1);
+    const frac = pos - Math.floor(pos);
+    const first = s2.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s2.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
+  }
+  return out;
+}
+var all = () => 1;
+function pooledDifference(champion, challenger, q) {
+  const n2 = champion.perPair.length;
+  if (n2 !== challenger.perPair.length) throw new RangeError("pooledDifference: the arms have different numbers of pairs");
+  if (n2 < 2) throw new RangeError(`pooledDifference: need at least 2 pairs, got ${n2}`);
+  const estimate = weightedPercentile(challenger, q, all) - weightedPercentile(champion, q, all);
+  const [a2, b] = [leaveOnePairOut(champion, q), leaveOnePairOut(challenger, q)];
+  const leaveOneOut = b.map((x, i2) => x - a2[i2]);
+  let m = 0;
+  for (const x of leaveOneOut) m += x / n2;
+  let ss = 0;
+  for (const x of leaveOneOut) ss += (x - m) ** 2;
+  return { estimate, se: Math.sqrt((n2 - 1) / n2 * ss), df: n2 - 1, leaveOneOut };
+}
+function tInterval(estimate, se, df, confidence) {
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? estimate === 0 ? 0 : Math.sign(estimate) * Infinity : estimate / se;
+  return { lo: estimate - q * se, hi: estimate + q * se, t, p: studentTTwoSidedP(t, df) };
 }
 
 // src/analysis/tests.ts
@@ -70451,9 +70608,9 @@ function wilcoxonSignedRank(d) {
   if (n2 <= 50 && tieSizes.length === 0) {
     const counts = new Float64Array(total + 1);
     counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s = total; s >= r; s--) counts[s] += counts[s - r];
+    for (let r = 1; r <= n2; r++) for (let s2 = total; s2 >= r; s2--) counts[s2] += counts[s2 - r];
     let lower = 0;
-    for (let s = 0; s <= statistic; s++) lower += counts[s];
+    for (let s2 = 0; s2 <= statistic; s2++) lower += counts[s2];
     return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
   }
   const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
@@ -70475,25 +70632,339 @@ function holmAdjust(p) {
 function binomialUpperTail(k, n2, p) {
   if (k <= 0) return 1;
   if (k > n2) return 0;
-  let sum2 = 0;
+  let sum3 = 0;
   for (let i2 = k; i2 <= n2; i2++) {
     let logC = 0;
     for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum2 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+    sum3 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
   }
-  return Math.min(1, sum2);
+  return Math.min(1, sum3);
+}
+
+// src/analysis/latency-estimator.ts
+var MIN_POOLED_PAIRS = 20;
+var ESTIMATOR_DESCRIPTION = {
+  pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
+  "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
+};
+function estimateLatency(pairs2, d, percentile2, resamples, rand) {
+  const withHistograms = pairs2.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
+  const q = percentile2 / 100;
+  const arms = withHistograms ? [armSample(pairs2.map((p) => sliceValuesUs(p.champion))), armSample(pairs2.map((p) => sliceValuesUs(p.challenger)))] : null;
+  const fallback = !arms ? "the slices carry no histograms" : pairs2.length < MIN_POOLED_PAIRS ? `${pairs2.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
+  if (arms && fallback === null) {
+    const r = pooledDifference(arms[0], arms[1], q);
+    const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
+    const pooledMs = { champion: weightedPercentile(arms[0], q, one) / 1e3, challenger: weightedPercentile(arms[1], q, one) / 1e3 };
+    return { kind: "pooled", fallback, estimateMs: r.estimate / 1e3, seMs: r.se / 1e3, df: r.df, pooledMs, samplingSeMs: sampling2 === null ? null : sampling2 / 1e3 };
+  }
+  const t = pairedT(d, 0.95);
+  const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => meanSlicePercentile(a2, q, w)) : null;
+  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, pooledMs: null, samplingSeMs: sampling === null ? null : sampling / 1e3 };
+}
+var one = () => 1;
+function samplingSe(arms, resamples, rand, stat2) {
+  const members2 = arms.map(membersByPair);
+  const draws = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    const [champion, challenger] = arms.map((a2, i2) => stat2(a2, resample(members2[i2], a2.values.length, rand)));
+    draws[b] = challenger - champion;
+  }
+  let m = 0;
+  for (const x of draws) m += x / resamples;
+  let ss = 0;
+  for (const x of draws) ss += (x - m) ** 2;
+  return Math.sqrt(ss / (resamples - 1));
+}
+function membersByPair(a2) {
+  const lists = Array.from({ length: a2.perPair.length }, () => []);
+  a2.owner.forEach((pair, i2) => {
+    lists[pair].push(i2);
+  });
+  return lists.map((l) => Int32Array.from(l));
+}
+function resample(members2, size, rand) {
+  const w = new Float64Array(size);
+  for (const m of members2) for (let k = 0; k < m.length; k++) w[m[Math.floor(rand() * m.length)]] += 1;
+  return w;
+}
+function meanSlicePercentile(a2, q, requestWeight) {
+  const rank2 = Array.from(a2.perPair, (n2) => Math.max(1, Math.ceil(q * n2)));
+  const seen = new Float64Array(a2.perPair.length);
+  const at = new Float64Array(a2.perPair.length).fill(NaN);
+  for (let e = 0; e < a2.values.length; e++) {
+    const pair = a2.owner[e];
+    if (!Number.isNaN(at[pair])) continue;
+    seen[pair] += requestWeight[e];
+    if (seen[pair] >= rank2[pair]) at[pair] = a2.values[e];
+  }
+  let sum3 = 0;
+  for (const v of at) sum3 += v;
+  return sum3 / at.length;
+}
+
+// src/analysis/classes.ts
+function classNames(plan2) {
+  const seen = /* @__PURE__ */ new Map();
+  return plan2.requests.map((r) => {
+    const base = r.name ?? (r.grpc ? r.grpc.method : `${r.method} ${r.path ?? ""}`);
+    const n2 = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n2);
+    return n2 === 1 ? base : `${base} (${n2})`;
+  });
+}
+function classBreakdown(plan2, pairs2, percentile2, confidence, rand) {
+  const entries = plan2.requests.length;
+  if (entries < 2) return { classes: [], missing: "the workload has one request class: the verdict is its" };
+  const withClasses = pairs2.every(
+    (p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries
+  );
+  if (!withClasses || pairs2.length < 2) {
+    return {
+      classes: [],
+      missing: pairs2.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
+    };
+  }
+  const names = classNames(plan2);
+  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs2, percentile2, confidence, rand));
+  for (const at of ["slo", "p50"]) {
+    const tested = unheld.filter((c3) => c3[at] !== null);
+    const adjusted = holmAdjust(tested.map((c3) => c3[at].p));
+    tested.forEach((c3, i2) => {
+      const e = c3[at];
+      e.holmP = adjusted[i2];
+      e.moved = e.holmP < 1 - confidence && (e.ciMs[0] > 0 || e.ciMs[1] < 0);
+    });
+  }
+  const size = (c3) => Math.abs((c3.slo ?? c3.p50)?.estimateMs ?? 0);
+  return {
+    classes: [...unheld].sort((a2, b) => Number(moved(b)) - Number(moved(a2)) || size(b) - size(a2)),
+    missing: null
+  };
+}
+function moved(c3) {
+  return !!(c3.slo?.moved || c3.p50?.moved);
+}
+function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
+  const classPairs = pairs2.map((p) => ({
+    champion: p.champion.classes[index],
+    challenger: p.challenger.classes[index]
+  }));
+  const sum3 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
+  const failures = (c3) => c3.completed - c3.ok;
+  const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
+  const at = (q) => {
+    const budget = sampleBudget(q);
+    if (perSlice < budget) {
+      return {
+        estimate: null,
+        short: `${formatCount(perSlice)} of its requests per slice, fewer than the ${formatCount(budget)} a slice's p${q} is read from`
+      };
+    }
+    const d = classPairs.map((p) => (slicePercentileUs(p.challenger, q) - slicePercentileUs(p.champion, q)) / 1e3);
+    const e = estimateLatency(classPairs, d, q, 0, rand);
+    const t = tInterval(e.estimateMs, e.seMs, e.df, confidence);
+    return {
+      estimate: {
+        percentile: q,
+        estimateMs: e.estimateMs,
+        ciMs: [t.lo, t.hi],
+        p: t.p,
+        holmP: t.p,
+        estimator: e.kind,
+        moved: false
+      },
+      short: null
+    };
+  };
+  const slo = at(percentile2);
+  const p50 = at(50);
+  return {
+    name: name2,
+    index,
+    requests: { champion: sum3("champion", (c3) => c3.completed), challenger: sum3("challenger", (c3) => c3.completed) },
+    errors: { champion: sum3("champion", failures), challenger: sum3("challenger", failures) },
+    percentile: percentile2,
+    recordedPerSlice: perSlice,
+    slo: slo.estimate,
+    p50: p50.estimate,
+    short: { slo: slo.short, p50: p50.short }
+  };
+}
+function median(xs) {
+  const s2 = [...xs].sort((a2, b) => a2 - b);
+  const m = s2.length >> 1;
+  return s2.length % 2 ? s2[m] : (s2[m - 1] + s2[m]) / 2;
+}
+var formatCount = (n2) => n2.toLocaleString("en-US", { maximumFractionDigits: 1 });
+
+// src/analysis/functions.ts
+var profilesOf = (r) => {
+  const p = profilesSchema.safeParse(r.profiles);
+  if (!p.success) return null;
+  const problem = malformed(p.data);
+  return problem ? { status: "not_available", reason: `the host's profiles are malformed: ${problem}` } : p.data;
+};
+function malformed(p) {
+  const n2 = p.functions?.length ?? 0;
+  for (const [i2, callers] of (p.callers ?? []).entries()) {
+    const bad = callers.find((j) => !(j >= 0 && j < n2));
+    if (bad !== void 0) return `callers[${i2}] names function ${bad} of ${n2}`;
+  }
+  for (const [k, s2] of (p.slices ?? []).entries()) {
+    for (const [f, [i2, cum, flat]] of s2.functions.entries()) {
+      if (!(i2 >= 0 && i2 < n2)) return `slices[${k}].functions[${f}] names function ${i2} of ${n2}`;
+      if (!(flat >= 0 && flat <= cum && cum <= s2.samples))
+        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s2.samples} samples`;
+    }
+  }
+  return null;
+}
+var CARRIED = 0.9;
+function functionBreakdown(group, pairs2, confidence) {
+  const byRun = new Map(group.map((g2) => [g2.name, profilesOf(g2.result)]));
+  const recorded = [...byRun.values()].filter((p) => p?.status === "recorded");
+  const empty = {
+    status: "not_asked",
+    reason: null,
+    grew: [],
+    shrank: [],
+    tested: 0,
+    confidence,
+    medianNoiseUs: null,
+    samples: { champion: 0, challenger: 0 },
+    samplerCpuSeconds: 0,
+    frequencyHz: null,
+    files: []
+  };
+  const unavailable = [...byRun.values()].find((p) => p?.status === "not_available");
+  if (recorded.length === 0)
+    return unavailable ? { ...empty, status: "not_available", reason: unavailable.reason ?? "the host did not say why" } : empty;
+  const hz = recorded[0].frequency_hz ?? 0;
+  if (!(hz > 0) || recorded.some((p) => p.frequency_hz !== hz)) {
+    return { ...empty, status: "not_available", reason: "the runs sampled at different rates and cannot be pooled" };
+  }
+  const usPerSample = 1e6 / hz;
+  const counts = pairs2.flatMap((p) => {
+    const prof = byRun.get(p.run);
+    if (prof?.status !== "recorded") return [];
+    const at = (index) => prof.slices?.find((s2) => s2.index === index);
+    const c3 = at(p.champion.index);
+    const h2 = at(p.challenger.index);
+    if (!c3 || !h2) return [];
+    const fns = prof.functions ?? [];
+    const read = (s2) => new Map(s2.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
+    return [
+      {
+        champion: { requests: p.champion.completed, samples: s(c3), by: read(c3) },
+        challenger: { requests: p.challenger.completed, samples: s(h2), by: read(h2) }
+      }
+    ];
+  });
+  const names = [...new Set(recorded.flatMap((p) => p.functions ?? []))];
+  const base = {
+    ...empty,
+    status: "recorded",
+    samples: {
+      champion: sum2(counts.map((x) => x.champion.samples)),
+      challenger: sum2(counts.map((x) => x.challenger.samples))
+    },
+    samplerCpuSeconds: sum2(recorded.map((p) => p.cpu_seconds ?? 0)),
+    frequencyHz: hz,
+    // Named by the arm, never by what the host wrote: the file lands in the report's directory.
+    files: group.flatMap(
+      (g2) => Object.entries(byRun.get(g2.name)?.arms ?? {}).filter((e) => e[0] === "champion" || e[0] === "challenger").map(([arm, f]) => ({ run: g2.name, arm, file: `${arm}.pb.gz`, bytes: f.bytes })).sort((a2, b) => a2.arm === b.arm ? 0 : a2.arm === "champion" ? -1 : 1)
+    )
+  };
+  const n2 = counts.length;
+  if (n2 < 2 || names.length === 0) return { ...base, reason: n2 < 2 ? "fewer than 2 pairs with profiles" : null };
+  const level = 1 - (1 - confidence) / names.length;
+  const q = studentTQuantile(1 - (1 - level) / 2, n2 - 1);
+  const changes = names.map((name2) => {
+    const cum = (arm) => counts.map((x) => x[arm].by.get(name2)?.cum ?? 0);
+    const req = (arm) => counts.map((x) => x[arm].requests);
+    const flat = (arm) => counts.map((x) => x[arm].by.get(name2)?.flat ?? 0);
+    const r = ratioDifference(cum("champion"), req("champion"), cum("challenger"), req("challenger"));
+    const self2 = ratioDifference(flat("champion"), req("champion"), flat("challenger"), req("challenger"));
+    const noise = q * r.se * usPerSample;
+    const estimate = r.estimate * usPerSample;
+    return {
+      name: name2,
+      championUs: r.champion * usPerSample,
+      challengerUs: r.challenger * usPerSample,
+      estimateUs: estimate,
+      ciUs: [estimate - noise, estimate + noise],
+      noiseUs: noise,
+      selfEstimateUs: self2.estimate * usPerSample,
+      moved: Math.abs(estimate) > noise && noise >= 0
+    };
+  });
+  const callers = callersOf(recorded);
+  const pick2 = (sign) => {
+    const moved2 = changes.filter((c3) => c3.moved && sign * c3.estimateUs > 0);
+    const carried = (f) => moved2.some(
+      (g2) => g2 !== f && callers.get(g2.name)?.has(f.name) && sign * g2.estimateUs >= CARRIED * sign * f.estimateUs
+    );
+    return moved2.filter((f) => !carried(f)).sort((a2, b) => sign * (b.estimateUs - a2.estimateUs));
+  };
+  const noises = changes.map((c3) => c3.noiseUs).sort((a2, b) => a2 - b);
+  return {
+    ...base,
+    grew: pick2(1),
+    shrank: pick2(-1),
+    tested: names.length,
+    confidence: level,
+    medianNoiseUs: noises[noises.length >> 1]
+  };
+}
+var s = (slice) => slice.samples;
+var sum2 = (xs) => xs.reduce((a2, b) => a2 + b, 0);
+function callersOf(runs2) {
+  const out = /* @__PURE__ */ new Map();
+  for (const p of runs2) {
+    const fns = p.functions ?? [];
+    (p.callers ?? []).forEach((list, i2) => {
+      const set2 = out.get(fns[i2]) ?? /* @__PURE__ */ new Set();
+      for (const j of list) set2.add(fns[j]);
+      out.set(fns[i2], set2);
+    });
+  }
+  return out;
+}
+function ratioDifference(champion, championRequests, challenger, challengerRequests) {
+  const n2 = champion.length;
+  const [sc, nc, sh, nh] = [sum2(champion), sum2(championRequests), sum2(challenger), sum2(challengerRequests)];
+  const ratio = (a2, b) => b > 0 ? a2 / b : 0;
+  const loo = champion.map(
+    (_2, i2) => ratio(sh - challenger[i2], nh - challengerRequests[i2]) - ratio(sc - champion[i2], nc - championRequests[i2])
+  );
+  const m = sum2(loo) / n2;
+  const se = Math.sqrt((n2 - 1) / n2 * sum2(loo.map((x) => (x - m) ** 2)));
+  return { estimate: ratio(sh, nh) - ratio(sc, nc), se, champion: ratio(sc, nc), challenger: ratio(sh, nh) };
+}
+
+// src/analysis/dependencies.ts
+var armsSchema = external_exports.record(external_exports.string(), armStartSchema);
+function dependencyUsage(results) {
+  return results.flatMap(({ name: name2, result }) => {
+    const arms = armsSchema.safeParse(result.arms);
+    if (!arms.success) return [];
+    return Object.entries(arms.data).sort(([a2], [b]) => Number(b === "champion") - Number(a2 === "champion")).flatMap(
+      ([arm, start]) => (start.dependencies ?? []).map((d) => ({ run: name2, arm, name: d.name, readySeconds: d.ready_seconds, cpuSeconds: d.cpu_seconds ?? null, rssBytes: d.rss_bytes ?? null }))
+    );
+  });
 }
 
 // src/analysis/failures.ts
 var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
 function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s) => acc + s.errors[c3], 0)]));
-  for (const s of slices) {
-    for (const [code, n2] of Object.entries(s.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s2) => acc + s2.errors[c3], 0)]));
+  for (const s2 of slices) {
+    for (const [code, n2] of Object.entries(s2.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
   }
   return {
-    requests: slices.reduce((acc, s) => acc + s.completed, 0),
+    requests: slices.reduce((acc, s2) => acc + s2.completed, 0),
     errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
     byClass
   };
@@ -70558,183 +71029,6 @@ function efficiencySentence(e) {
   const limit = `the same requests with no host noise would give \xB1${e.samplingHalfWidthMs.toFixed(3)} ms`;
   if (e.hostAddsPercent < 0.5) return `${limit}: the interval is at its sampling limit; more requests would narrow it, a quieter host would not`;
   return e.narrowedBy === "quieter host" ? `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; a quieter host would narrow it, more requests would not` : `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; more requests would narrow it, a quieter host would not`;
-}
-
-// src/analysis/pooled-quantile.ts
-function armSample(pairs2) {
-  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
-  const total = runs2.reduce((acc, r) => acc + r.length, 0);
-  const values = new Float64Array(total);
-  const owner = new Int32Array(total);
-  const next = new Int32Array(runs2.length);
-  const heap = runs2.flatMap((r, i2) => r.length > 0 ? [i2] : []);
-  const head = (i2) => runs2[i2][next[i2]];
-  const less = (a2, b) => head(heap[a2]) < head(heap[b]);
-  const down = (from) => {
-    for (let i2 = from; ; ) {
-      const l = 2 * i2 + 1;
-      const r = l + 1;
-      let m = i2;
-      if (l < heap.length && less(l, m)) m = l;
-      if (r < heap.length && less(r, m)) m = r;
-      if (m === i2) return;
-      [heap[i2], heap[m]] = [heap[m], heap[i2]];
-      i2 = m;
-    }
-  };
-  for (let i2 = (heap.length >> 1) - 1; i2 >= 0; i2--) down(i2);
-  for (let k = 0; k < total; k++) {
-    const i2 = heap[0];
-    values[k] = head(i2);
-    owner[k] = i2;
-    if (++next[i2] === runs2[i2].length) {
-      const last = heap.pop();
-      if (heap.length > 0) heap[0] = last;
-    }
-    if (heap.length > 0) down(0);
-  }
-  return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
-}
-function weightedPercentile(s, q, weight, requestWeight) {
-  let total = 0;
-  for (let i2 = 0; i2 < s.perPair.length; i2++) total += weight(i2) * s.perPair[i2];
-  if (total <= 0) throw new RangeError("weightedPercentile: no requests");
-  const pos = q * (total - 1);
-  const fromTop = q >= 0.5;
-  const lowRank = fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos);
-  const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
-  let seen = 0;
-  let first = NaN;
-  const n2 = s.values.length;
-  for (let k = 0; k < n2; k++) {
-    const e = fromTop ? n2 - 1 - k : k;
-    const w = weight(s.owner[e]) * (requestWeight ? requestWeight[e] : 1);
-    if (w === 0) continue;
-    seen += w;
-    if (Number.isNaN(first) && seen > lowRank) first = s.values[e];
-    if (seen > highRank) {
-      const second = s.values[e];
-      const frac = pos - Math.floor(pos);
-      return fromTop ? second + frac * (first - second) : first + frac * (second - first);
-    }
-  }
-  throw new RangeError("weightedPercentile: rank past the sample");
-}
-function leaveOnePairOut(s, q) {
-  const n2 = s.values.length;
-  const fromTop = q >= 0.5;
-  const at = (k) => fromTop ? n2 - 1 - k : k;
-  const positions = Array.from({ length: s.perPair.length }, () => []);
-  for (let k = 0; k < n2; k++) positions[s.owner[at(k)]].push(k);
-  const out = new Float64Array(s.perPair.length);
-  for (let i2 = 0; i2 < s.perPair.length; i2++) {
-    const mine = positions[i2];
-    const upTo = (k) => {
-      let lo = 0;
-      let hi = mine.length;
-      while (lo < hi) {
-        const mid = lo + hi >> 1;
-        if (mine[mid] <= k) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo;
-    };
-    const position = (r) => {
-      let k = r;
-      for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
-      while (s.owner[at(k)] === i2) k--;
-      return k;
-    };
-    const total = n2 - mine.length;
-    if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
-    const pos = q * (total - 1);
-    const frac = pos - Math.floor(pos);
-    const first = s.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
-    const second = s.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
-    out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
-  }
-  return out;
-}
-var all = () => 1;
-function pooledDifference(champion, challenger, q) {
-  const n2 = champion.perPair.length;
-  if (n2 !== challenger.perPair.length) throw new RangeError("pooledDifference: the arms have different numbers of pairs");
-  if (n2 < 2) throw new RangeError(`pooledDifference: need at least 2 pairs, got ${n2}`);
-  const estimate = weightedPercentile(challenger, q, all) - weightedPercentile(champion, q, all);
-  const [a2, b] = [leaveOnePairOut(champion, q), leaveOnePairOut(challenger, q)];
-  const leaveOneOut = b.map((x, i2) => x - a2[i2]);
-  let m = 0;
-  for (const x of leaveOneOut) m += x / n2;
-  let ss = 0;
-  for (const x of leaveOneOut) ss += (x - m) ** 2;
-  return { estimate, se: Math.sqrt((n2 - 1) / n2 * ss), df: n2 - 1, leaveOneOut };
-}
-function tInterval(estimate, se, df, confidence) {
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  const t = se === 0 ? estimate === 0 ? 0 : Math.sign(estimate) * Infinity : estimate / se;
-  return { lo: estimate - q * se, hi: estimate + q * se, t, p: studentTTwoSidedP(t, df) };
-}
-
-// src/analysis/latency-estimator.ts
-var MIN_POOLED_PAIRS = 20;
-var ESTIMATOR_DESCRIPTION = {
-  pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
-  "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
-};
-function estimateLatency(pairs2, d, percentile2, resamples, rand) {
-  const withHistograms = pairs2.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
-  const q = percentile2 / 100;
-  const arms = withHistograms ? [armSample(pairs2.map((p) => sliceValuesUs(p.champion))), armSample(pairs2.map((p) => sliceValuesUs(p.challenger)))] : null;
-  const fallback = !arms ? "the slices carry no histograms" : pairs2.length < MIN_POOLED_PAIRS ? `${pairs2.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
-  if (arms && fallback === null) {
-    const r = pooledDifference(arms[0], arms[1], q);
-    const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
-    const pooledMs = { champion: weightedPercentile(arms[0], q, one) / 1e3, challenger: weightedPercentile(arms[1], q, one) / 1e3 };
-    return { kind: "pooled", fallback, estimateMs: r.estimate / 1e3, seMs: r.se / 1e3, df: r.df, pooledMs, samplingSeMs: sampling2 === null ? null : sampling2 / 1e3 };
-  }
-  const t = pairedT(d, 0.95);
-  const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => meanSlicePercentile(a2, q, w)) : null;
-  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, pooledMs: null, samplingSeMs: sampling === null ? null : sampling / 1e3 };
-}
-var one = () => 1;
-function samplingSe(arms, resamples, rand, stat2) {
-  const members2 = arms.map(membersByPair);
-  const draws = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b++) {
-    const [champion, challenger] = arms.map((a2, i2) => stat2(a2, resample(members2[i2], a2.values.length, rand)));
-    draws[b] = challenger - champion;
-  }
-  let m = 0;
-  for (const x of draws) m += x / resamples;
-  let ss = 0;
-  for (const x of draws) ss += (x - m) ** 2;
-  return Math.sqrt(ss / (resamples - 1));
-}
-function membersByPair(a2) {
-  const lists = Array.from({ length: a2.perPair.length }, () => []);
-  a2.owner.forEach((pair, i2) => {
-    lists[pair].push(i2);
-  });
-  return lists.map((l) => Int32Array.from(l));
-}
-function resample(members2, size, rand) {
-  const w = new Float64Array(size);
-  for (const m of members2) for (let k = 0; k < m.length; k++) w[m[Math.floor(rand() * m.length)]] += 1;
-  return w;
-}
-function meanSlicePercentile(a2, q, requestWeight) {
-  const rank2 = Array.from(a2.perPair, (n2) => Math.max(1, Math.ceil(q * n2)));
-  const seen = new Float64Array(a2.perPair.length);
-  const at = new Float64Array(a2.perPair.length).fill(NaN);
-  for (let e = 0; e < a2.values.length; e++) {
-    const pair = a2.owner[e];
-    if (!Number.isNaN(at[pair])) continue;
-    seen[pair] += requestWeight[e];
-    if (seen[pair] >= rank2[pair]) at[pair] = a2.values[e];
-  }
-  let sum2 = 0;
-  for (const v of at) sum2 += v;
-  return sum2 / at.length;
 }
 
 // src/analysis/sequential.ts
@@ -70812,12 +71106,12 @@ var trapezoid = (i2, n2) => i2 === 0 || i2 === n2 - 1 ? 0.5 : 1;
 function carryFrom(xs, fs3, dx, sd, bound) {
   const next = grid(bound);
   const out = next.map((y) => {
-    let sum2 = 0;
+    let sum3 = 0;
     for (let i2 = 0; i2 < xs.length; i2++) {
       const z3 = (y - xs[i2]) / sd;
-      sum2 += fs3[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
+      sum3 += fs3[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
     }
-    return sum2 * dx / (sd * Math.sqrt(2 * Math.PI));
+    return sum3 * dx / (sd * Math.sqrt(2 * Math.PI));
   });
   return [next, out];
 }
@@ -70826,7 +71120,7 @@ function grid(bound) {
 }
 
 // src/analysis/looks.ts
-function looksOf(group, pairs2, d, s) {
+function looksOf(group, pairs2, d, s2) {
   const runs2 = [];
   let total = 0;
   for (const g2 of group) {
@@ -70835,7 +71129,7 @@ function looksOf(group, pairs2, d, s) {
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s.confidence, runs2.map((r) => r.pairs));
+  const alphas = nominalAlphas(1 - s2.confidence, runs2.map((r) => r.pairs));
   const seen = /* @__PURE__ */ new Set();
   return runs2.map((r, k) => {
     seen.add(r.run);
@@ -70843,7 +71137,7 @@ function looksOf(group, pairs2, d, s) {
     const keep = pairs2.map((p) => seen.has(p.run));
     const upTo = pairs2.filter((_2, i2) => keep[i2]);
     if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s.percentile, 0, () => 0);
+    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s2.percentile, 0, () => 0);
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });
@@ -70851,10 +71145,10 @@ function looksOf(group, pairs2, d, s) {
 
 // src/analysis/random.ts
 function seededRandom(seed) {
-  let s = seed >>> 0 || 2654435769;
+  let s2 = seed >>> 0 || 2654435769;
   const next32 = () => {
-    s = s + 2654435769 >>> 0;
-    let z3 = s;
+    s2 = s2 + 2654435769 >>> 0;
+    let z3 = s2;
     z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
     z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
     return (z3 ^ z3 >>> 16) >>> 0;
@@ -70986,17 +71280,17 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
-function validateSettings(s) {
+function validateSettings(s2) {
   const bad = (field, want, got) => {
     throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
   };
-  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
-  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
-  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
-  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s.bootstrapResamples);
-  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-  if (s.blockCpuPercent !== void 0 && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
+  if (!(s2.percentile > 0 && s2.percentile < 100)) bad("percentile", "in (0, 100)", s2.percentile);
+  if (!(s2.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s2.sloBudgetMs);
+  if (!(s2.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s2.blockThresholdPercent);
+  if (!(s2.confidence > 0.5 && s2.confidence < 1)) bad("confidence", "in (0.5, 1)", s2.confidence);
+  if (!(Number.isInteger(s2.bootstrapResamples) && s2.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s2.bootstrapResamples);
+  if (!(Number.isInteger(s2.seed) && s2.seed >= 0)) bad("seed", "a non-negative integer", s2.seed);
+  if (s2.blockCpuPercent !== void 0 && !(s2.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s2.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -71020,29 +71314,29 @@ function checkOneIdentity(key, group) {
     }
   }
 }
-function compare(key, group, s, rand) {
+function compare(key, group, s2, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
   checkOneIdentity(key, group);
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
-  const { pairs: pairs2, dropped } = pooledPairs(key, group, s.percentile);
+  const { pairs: pairs2, dropped } = pooledPairs(key, group, s2.percentile);
   const at = (p) => pairs2.map((x) => ms2(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s.percentile);
+  const d = at(s2.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = estimateLatency(pairs2, d, s.percentile, s.samplingResamples, rand);
-  const lookHistory = looksOf(group, pairs2, d, s);
+  const primary = estimateLatency(pairs2, d, s2.percentile, s2.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs2, d, s2);
   const confidence = lookHistory.at(-1).confidence;
-  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s.confidence);
-  const sdMs = pairedT(d, s.confidence).sd;
-  const boot = bootstrapMeanInterval(d, confidence, s.bootstrapResamples, rand);
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s2.confidence);
+  const sdMs = pairedT(d, s2.confidence).sd;
+  const boot = bootstrapMeanInterval(d, confidence, s2.bootstrapResamples, rand);
   const secondary = (values) => {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs2.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs2, "champion", s.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs2, "challenger", s.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
-  const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s.percentile)];
+  const champion = { ...armSummary(pairs2, "champion", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs2, "challenger", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s2.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -71050,8 +71344,8 @@ function compare(key, group, s, rand) {
       message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
     });
   }
-  const thresholdMs = s.blockThresholdPercent / 100 * s.sloBudgetMs;
-  const floor = floorOf(key, s, thresholdMs);
+  const thresholdMs = s2.blockThresholdPercent / 100 * s2.sloBudgetMs;
+  const floor = floorOf(key, s2, thresholdMs);
   flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
@@ -71078,7 +71372,9 @@ function compare(key, group, s, rand) {
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
     errorRegression: errors,
     resources: pairedResources(pairs2, confidence),
-    cpuLimitPercent: s.blockCpuPercent ?? null,
+    cpuLimitPercent: s2.blockCpuPercent ?? null,
+    classes: classBreakdown(group[0].result.plan, pairs2, s2.percentile, confidence, rand),
+    functions: functionBreakdown(group, pairs2, confidence),
     champion,
     challenger,
     floorMs: floor.ms,
@@ -71087,13 +71383,13 @@ function compare(key, group, s, rand) {
     detail: pairs2.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms2(slicePercentileUs(x.champion, s.percentile)),
-      challengerMs: ms2(slicePercentileUs(x.challenger, s.percentile)),
+      championMs: ms2(slicePercentileUs(x.champion, s2.percentile)),
+      challengerMs: ms2(slicePercentileUs(x.challenger, s2.percentile)),
       dMs: d[i2]
     }))
   };
 }
-var ms2 = (us) => us / 1e3;
+var ms2 = (us2) => us2 / 1e3;
 function armSummary(pairs2, arm, percentile2) {
   const slices = pairs2.map((x) => x[arm]);
   const e = armErrors(slices);
@@ -71165,9 +71461,9 @@ var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
 function briefDisturbance(d) {
   return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
-function floorOf(key, s, thresholdMs) {
-  const recorded = typeof s.floorMs === "number" ? s.floorMs : s.floorMs?.[key];
-  const bias = s.hostBiasMs?.[key];
+function floorOf(key, s2, thresholdMs) {
+  const recorded = typeof s2.floorMs === "number" ? s2.floorMs : s2.floorMs?.[key];
+  const bias = s2.hostBiasMs?.[key];
   const flags = [];
   let floor = recorded ?? null;
   if (bias) {
@@ -71178,14 +71474,14 @@ function floorOf(key, s, thresholdMs) {
       message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
     });
   }
-  if (recorded !== void 0 && s.floorPercentileAssumed?.includes(key)) {
+  if (recorded !== void 0 && s2.floorPercentileAssumed?.includes(key)) {
     flags.push({
       code: "floor_percentile_assumed",
-      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s.percentile}`
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s2.percentile}`
     });
   }
   if (floor !== null && floor > thresholdMs) {
-    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s.percentile, thresholdMs) });
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s2.percentile, thresholdMs) });
   }
   return { ms: floor, flags };
 }
@@ -71279,8 +71575,11 @@ function mib(bytes) {
   const m = bytes / (1 << 20);
   return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
 }
-function micros(us) {
-  return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} \xB5s`;
+function micros(us2) {
+  return `${Math.abs(us2) >= 100 ? us2.toFixed(0) : Math.abs(us2) >= 10 ? us2.toFixed(1) : us2.toFixed(2)} \xB5s`;
+}
+function codeSpan(name2) {
+  return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
 }
 
 // src/report/calibration.ts
@@ -71341,7 +71640,7 @@ function calibrationReport(cs, o2) {
   out.push("", "### Floor history", "", ...trend, "");
   return out.join("\n");
 }
-var capitalized = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
 function championCheck(a2) {
   const findings = [];
   const notes = [];
@@ -71366,7 +71665,7 @@ function driftLine(d) {
   return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
 }
 function changePointLine(c3) {
-  const prs = c3.steps.map((s) => s.pullRequest ? `#${s.pullRequest}` : short(s.sha).replace(/`/g, "")).join(", ");
+  const prs = c3.steps.map((s2) => s2.pullRequest ? `#${s2.pullRequest}` : short(s2.sha).replace(/`/g, "")).join(", ");
   return `change point on ${c3.key} at ${percentLabel(c3.percentile)}: ${c3.steps.length} advisory reds in a row (${prs}, ${day(c3.steps[0].time)} to ${day(c3.steps.at(-1).time)}) add up to ${signedMs(c3.sumMs)} ms (${pct(c3.sumPercent)}), past the block threshold of ${ms3(c3.thresholdMs)} ms that none crossed alone`;
 }
 function driftReport(points, changes, skipped) {
@@ -71390,7 +71689,7 @@ function driftReport(points, changes, skipped) {
 
 // src/experiment/artifacts.ts
 import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join3 } from "node:path";
+import { dirname, join as join3 } from "node:path";
 
 // src/report/arms.ts
 var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
@@ -71517,7 +71816,7 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
 function forArms(c3, arms) {
   return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
 }
-var esc2 = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const width = 760;
   const height = 340;
@@ -71605,7 +71904,7 @@ function mainSteps(entries, key, percentile2) {
     if (!c3 || e.kind !== "promotion" && e.kind !== "rollback") continue;
     const base = { time: time3(e.time), sha: c3.sha, previous: c3.previous ?? null, pullRequest: c3.pull_request ?? null };
     if (e.kind === "rollback") {
-      const undone = steps.findLast((s) => s.kind === "promotion" && s.sha === c3.previous);
+      const undone = steps.findLast((s2) => s2.kind === "promotion" && s2.sha === c3.previous);
       steps.push({
         kind: "rollback",
         ...base,
@@ -71630,9 +71929,9 @@ function driftPoints(h2, key, percentile2) {
     const d = e.drift;
     if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
     const t = time3(e.time);
-    const made = steps.findLastIndex((s) => s.sha === d.ancestor_sha && s.time <= t);
+    const made = steps.findLastIndex((s2) => s2.sha === d.ancestor_sha && s2.time <= t);
     const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
-    const between = made >= 0 ? steps.slice(made + 1).filter((s) => s.time <= t) : from === null ? [] : steps.filter((s) => s.time > from && s.time <= t);
+    const between = made >= 0 ? steps.slice(made + 1).filter((s2) => s2.time <= t) : from === null ? [] : steps.filter((s2) => s2.time > from && s2.time <= t);
     return [
       {
         time: t,
@@ -71641,7 +71940,7 @@ function driftPoints(h2, key, percentile2) {
         ancestorSince: from,
         percent: percentOf(d.estimate_ms, d.ancestor_ms),
         ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
-        stepsPercent: between.reduce((sum2, s) => sum2 + s.percent, 0),
+        stepsPercent: between.reduce((sum3, s2) => sum3 + s2.percent, 0),
         steps: between
       }
     ];
@@ -71654,9 +71953,9 @@ function mainChange(h2, key, percentile2, now, o2 = {}) {
   const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
   const drift = tooWide ? null : latest;
   const from = drift?.time ?? start;
-  const steps = mainSteps(h2.entries, key, percentile2).filter((s) => s.time > from && s.time <= now);
+  const steps = mainSteps(h2.entries, key, percentile2).filter((s2) => s2.time > from && s2.time <= now);
   return {
-    percent: (drift?.percent ?? 0) + steps.reduce((sum2, s) => sum2 + s.percent, 0),
+    percent: (drift?.percent ?? 0) + steps.reduce((sum3, s2) => sum3 + s2.percent, 0),
     drift,
     setAside: tooWide ? latest : null,
     steps,
@@ -71667,7 +71966,7 @@ function changePoints(steps, key, percentile2) {
   const out = [];
   let run2 = [];
   const close = () => {
-    const sumMs = run2.reduce((sum2, s) => sum2 + s.ms, 0);
+    const sumMs = run2.reduce((sum3, s2) => sum3 + s2.ms, 0);
     const thresholdMs = run2.at(-1)?.gate?.comparison.threshold_ms ?? Number.POSITIVE_INFINITY;
     if (run2.length >= 2 && sumMs >= thresholdMs) {
       out.push({
@@ -71675,15 +71974,15 @@ function changePoints(steps, key, percentile2) {
         percentile: percentile2,
         steps: run2,
         sumMs,
-        sumPercent: run2.reduce((sum2, s) => sum2 + s.percent, 0),
+        sumPercent: run2.reduce((sum3, s2) => sum3 + s2.percent, 0),
         thresholdMs
       });
     }
     run2 = [];
   };
-  for (const s of steps) {
-    const c3 = s.gate?.comparison;
-    if (s.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run2.push(s);
+  for (const s2 of steps) {
+    const c3 = s2.gate?.comparison;
+    if (s2.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run2.push(s2);
     else close();
   }
   close();
@@ -71705,7 +72004,7 @@ var history_page_client_default = '// The history page\'s script, inlined into t
 var sec = (t) => t / 1e3;
 var pct2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
 var day2 = (t) => new Date(t).toISOString().slice(0, 16).replace("T", " ");
-var who = (s) => s.pullRequest ? `#${s.pullRequest} (${s.sha.slice(0, 7)})` : s.sha.slice(0, 7);
+var who = (s2) => s2.pullRequest ? `#${s2.pullRequest} (${s2.sha.slice(0, 7)})` : s2.sha.slice(0, 7);
 function axis(events) {
   const sorted = [...events].sort((a2, b) => a2.time - b.time);
   const x = [];
@@ -71721,7 +72020,7 @@ function axis(events) {
 var column = (n2) => new Array(n2).fill(null);
 function levelChart(steps, drifts) {
   const { x, at } = axis([
-    ...steps.map((s) => ({ time: s.time, event: { kind: "step", s } })),
+    ...steps.map((s2) => ({ time: s2.time, event: { kind: "step", s: s2 } })),
     ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
   ]);
   const cols = {
@@ -71732,15 +72031,15 @@ function levelChart(steps, drifts) {
     driftHigh: column(x.length)
   };
   const labels = new Array(x.length).fill("");
-  const summedAt = (t) => steps.filter((s) => s.time <= t).reduce((sum2, s) => sum2 + s.percent, 0);
+  const summedAt = (t) => steps.filter((s2) => s2.time <= t).reduce((sum3, s2) => sum3 + s2.percent, 0);
   for (const { index, event } of at) {
     if (event.kind === "step") {
-      const s = event.s;
-      const level = summedAt(s.time);
+      const s2 = event.s;
+      const level = summedAt(s2.time);
       cols.summed[index] = level;
       cols.promoted[index] = level;
-      const gate2 = s.gate ? `${s.gate.comparison.verdict} ${signedMs(s.gate.comparison.estimate_ms)} ms (${pct2(s.percent)})` : "no gate on this host";
-      labels[index] = `${day2(s.time)} ${s.kind === "rollback" ? "rollback to" : "promoted"} ${who(s)}: ${s.kind === "rollback" ? `undoes ${pct2(-s.percent)}` : gate2}; summed ${pct2(level)}`;
+      const gate2 = s2.gate ? `${s2.gate.comparison.verdict} ${signedMs(s2.gate.comparison.estimate_ms)} ms (${pct2(s2.percent)})` : "no gate on this host";
+      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; summed ${pct2(level)}`;
       continue;
     }
     const d = event.d;
@@ -71771,7 +72070,7 @@ function gatesChart(h2, key, percentile2, steps) {
   const labels = new Array(x.length).fill("");
   const mergedRuns = new Set(
     steps.flatMap(
-      (s) => s.kind === "promotion" && s.gate?.comparison.verdict === "red" ? [s.gate.record.runs[0]] : []
+      (s2) => s2.kind === "promotion" && s2.gate?.comparison.verdict === "red" ? [s2.gate.record.runs[0]] : []
     )
   );
   let floor = null;
@@ -71802,7 +72101,7 @@ function gatesChart(h2, key, percentile2, steps) {
 function budgetChart(h2, key, percentile2, steps, drifts) {
   const gateTimes = h2.entries.filter((e) => e.gate?.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key)).map((e) => Date.parse(e.time));
   const times = [
-    .../* @__PURE__ */ new Set([...steps.map((s) => s.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
+    .../* @__PURE__ */ new Set([...steps.map((s2) => s2.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
   ];
   const { x, at } = axis(times.map((time4) => ({ time: time4, event: time4 })));
   const main = column(x.length);
@@ -71832,7 +72131,7 @@ function keySeries(h2, key, percentile2) {
 }
 
 // src/report/history-page.ts
-var escapeHtml = (s) => s.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
+var escapeHtml = (s2) => s2.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
 var scriptJson = (v) => JSON.stringify(v).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
 var pct3 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
 var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
@@ -71917,17 +72216,17 @@ function historyPage(h2, o2) {
   const count5 = (kind) => h2.entries.filter((e) => e.kind === kind).length;
   const changes = historyChangePoints(h2);
   const sections = keys.map(({ key, percentile: percentile2 }) => {
-    const s = keySeries(h2, key, percentile2);
+    const s2 = keySeries(h2, key, percentile2);
     const main = mainChange(h2, key, percentile2, now);
-    const limit = s.budget.limitPercent;
+    const limit = s2.budget.limitPercent;
     const state = limit === null ? "no budget set (budget.percent_per_30_days)" : main.percent > limit ? `<span class="budget-past">past its budget of ${limit}%</span>` : `within its budget of ${limit}%`;
     const promotions = mainSteps(h2.entries, key, percentile2).filter((x) => x.kind === "promotion").length;
-    return `<section class="key" id="key-${s.id}">
+    return `<section class="key" id="key-${s2.id}">
 <h2>${escapeHtml(key.replace("@", " @ "))} req/s, p${percentile2}</h2>
-<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main.percent}">${pct3(main.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
-<div class="chart" id="level-${s.id}" data-key="${s.id}"></div>
-<div class="chart" id="gates-${s.id}" data-key="${s.id}"></div>
-<div class="chart" id="budget-${s.id}" data-key="${s.id}"></div>
+<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main.percent}">${pct3(main.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s2.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
+<div class="chart" id="level-${s2.id}" data-key="${s2.id}"></div>
+<div class="chart" id="gates-${s2.id}" data-key="${s2.id}"></div>
+<div class="chart" id="budget-${s2.id}" data-key="${s2.id}"></div>
 <h3>Drift runs</h3>${driftTable(h2, key, percentile2)}
 <details><summary>Every gate (${escapeHtml(key)}, p${percentile2})</summary>${gatesTable(h2, key, percentile2, repo2)}</details>
 </section>`;
@@ -71958,6 +72257,43 @@ ${sections.join("\n")}
 // src/report/json.ts
 function amountJson(r) {
   return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
+function classEstimateJson(e) {
+  return e && { percentile: e.percentile, estimate_ms: e.estimateMs, ci_ms: e.ciMs, p: e.p, holm_p: e.holmP, estimator: e.estimator, moved: e.moved };
+}
+function classesJson(b) {
+  return {
+    missing: b.missing,
+    classes: b.classes.map((k) => ({
+      name: k.name,
+      index: k.index,
+      requests: k.requests,
+      errors: k.errors,
+      percentile: k.percentile,
+      recorded_per_slice: k.recordedPerSlice,
+      slo: classEstimateJson(k.slo),
+      p50: classEstimateJson(k.p50),
+      short: k.short
+    }))
+  };
+}
+function functionChangeJson(x) {
+  return { name: x.name, champion_us: x.championUs, challenger_us: x.challengerUs, estimate_us: x.estimateUs, ci_us: x.ciUs, noise_us: x.noiseUs, self_estimate_us: x.selfEstimateUs };
+}
+function functionsJson(f) {
+  return {
+    status: f.status,
+    reason: f.reason,
+    grew: f.grew.map(functionChangeJson),
+    shrank: f.shrank.map(functionChangeJson),
+    tested: f.tested,
+    confidence: f.confidence,
+    median_noise_us: f.medianNoiseUs,
+    samples: f.samples,
+    sampler_cpu_seconds: f.samplerCpuSeconds,
+    frequency_hz: f.frequencyHz,
+    files: f.files
+  };
 }
 function comparisonJson(c3) {
   return {
@@ -72004,6 +72340,8 @@ function comparisonJson(c3) {
       rss_bytes: amountJson(c3.resources.rssBytes)
     },
     cpu_limit_percent: c3.cpuLimitPercent,
+    classes: classesJson(c3.classes),
+    functions: functionsJson(c3.functions),
     champion: c3.champion,
     challenger: c3.challenger,
     floor_ms: c3.floorMs,
@@ -72086,6 +72424,14 @@ function writeHistoryPage(dir, history, document, o2) {
 `]]);
   return paths;
 }
+function writeProfiles(dir, profiles) {
+  return profiles.map(({ path: path6, bytes }) => {
+    const to = join3(dir, path6);
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync3(to, bytes);
+    return to;
+  });
+}
 function writeCalibrationReport(dir, report) {
   const path6 = join3(dir, "calibration.md");
   writeFiles(dir, [[path6, report]]);
@@ -72113,6 +72459,102 @@ function extensionWanted(c3, alpha, blocks) {
   const projected = tInterval(c3.estimateMs, se, future.at(-1) - 1, 1 - last);
   return !unclear([projected.lo, projected.hi], c3.thresholdMs);
 }
+
+// src/report/classes.ts
+function classesSentence(c3, prefix) {
+  if (c3.classes.classes.length === 0) return null;
+  return `**Request classes${prefix}:** ${c3.classes.classes.map(classPhrase).join("; ")}.`;
+}
+function classPhrase(k) {
+  const name2 = codeSpan(k.name);
+  const change = (e) => `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}] at p${e.percentile}`;
+  const p50 = k.p50?.moved ? change(k.p50) : null;
+  if (k.slo?.moved) return `${name2} ${change(k.slo)}`;
+  if (k.slo) return `${name2} no detectable change at p${k.percentile}${p50 ? `; ${p50}` : ""}`;
+  const thin = `(too few requests per slice for p${k.percentile})`;
+  if (p50) return `${name2} ${p50} ${thin}`;
+  if (k.p50) return `${name2} no detectable change at p50 ${thin}`;
+  return `${name2} too few requests per slice to compare (${k.recordedPerSlice} recorded)`;
+}
+function classesTable(c3, arms) {
+  const { classes, missing } = c3.classes;
+  if (classes.length === 0)
+    return missing && !missing.startsWith("the workload has one") ? ["", `Request classes: none to show (${missing}).`] : [];
+  const p = classes[0].percentile;
+  const cell = (e, short4) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short4})`;
+  return [
+    "",
+    `<details><summary>Request classes: each class's paired difference (${arms.difference}), at ${confidenceLabel(c3.confidence)}, Holm across classes</summary>`,
+    "",
+    `| class | requests ${arms.champion} / ${arms.challenger} | failed | per slice | p${p} | p50 |`,
+    "|---|---:|---:|---:|---|---|",
+    ...classes.map(
+      (k) => `| ${codeSpan(k.name)} | ${k.requests.champion} / ${k.requests.challenger} | ${k.errors.champion} / ${k.errors.challenger} | ${k.recordedPerSlice} | ${cell(k.slo, k.short.slo)} | ${cell(k.p50, k.short.p50)} |`
+    ),
+    "",
+    "</details>"
+  ];
+}
+
+// src/report/functions.ts
+var TOP = 5;
+var TABLE = 15;
+function functionsSentence(c3, prefix, arms, runs2) {
+  const f = c3.functions;
+  if (f.status === "not_asked") return null;
+  if (f.status === "not_available")
+    return `**Profiles${prefix}:** not available (${f.reason}); the verdict is the same without them.`;
+  const files = profileFiles(f, runs2);
+  if (f.grew.length === 0 && f.shrank.length === 0) {
+    return `**Functions${prefix}:** no function's CPU per request moved past its noise (${f.tested} functions, each at ${confidenceLabel(f.confidence)}; median noise \xB1${us(f.medianNoiseUs ?? 0)} per request)${files}.`;
+  }
+  const list = (xs) => xs.slice(0, TOP).map(
+    (x) => `${codeSpan(x.name)} ${signedUs(x.estimateUs)} [${signedUs(x.ciUs[0])}, ${signedUs(x.ciUs[1])}] (${us(x.championUs)} \u2192 ${us(x.challengerUs)})`
+  ).join("; ");
+  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list(f.grew)}` : "";
+  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list(f.shrank)}` : "";
+  return `**Functions that moved${prefix}** (CPU per request with what each calls, each past its own noise at ${confidenceLabel(f.confidence)} over ${f.tested} functions): ${grew}${shrank}${files}.`;
+}
+function functionsTable(c3, arms) {
+  const f = c3.functions;
+  if (f.status !== "recorded") return [];
+  const rows2 = [...f.grew.slice(0, TABLE), ...f.shrank.slice(0, TABLE)];
+  const cost = `Sampled with perf (cpu-clock, ${f.frequencyHz} Hz per CPU) on each arm's cgroup in its own slices: ${f.samples.champion.toLocaleString("en-US")} samples of the ${arms.champion}, ${f.samples.challenger.toLocaleString("en-US")} of the ${arms.challenger}; perf itself used ${f.samplerCpuSeconds.toFixed(2)} CPU s, counted as neither arm's.`;
+  return [
+    "",
+    `<details><summary>Functions: CPU per request (\xB5s) with what each calls, ${arms.difference}, at ${confidenceLabel(f.confidence)} each</summary>`,
+    "",
+    ...rows2.length === 0 ? ["No function moved past its noise."] : [
+      `| function | ${arms.champion} | ${arms.challenger} | change | own time change | noise |`,
+      "|---|---:|---:|---|---:|---:|",
+      ...rows2.map(
+        (x) => `| ${codeSpan(x.name)} | ${us(x.championUs)} | ${us(x.challengerUs)} | ${signedUs(x.estimateUs)} [${signedUs(x.ciUs[0])}, ${signedUs(x.ciUs[1])}] | ${signedUs(x.selfEstimateUs)} | \xB1${us(x.noiseUs)} |`
+      )
+    ],
+    "",
+    cost,
+    "",
+    "</details>"
+  ];
+}
+function profilePath(run2, file2, profiledRuns2) {
+  return profiledRuns2 > 1 ? `${run2}/${file2}` : file2;
+}
+function profiledRuns(comparisons) {
+  return new Set(comparisons.flatMap((c3) => c3.functions.files.map((x) => x.run))).size;
+}
+function profileFiles(f, runs2) {
+  if (f.files.length === 0) return "";
+  const name2 = (x) => profilePath(x.run, x.file, runs2);
+  const champion = f.files.find((x) => x.arm === "champion");
+  const challenger = f.files.find((x) => x.arm === "challenger");
+  const sizes = f.files.map((x) => `${name2(x)} ${kib(x.bytes)}`).join(", ");
+  const diff = champion && challenger ? `: \`go tool pprof -diff_base ${name2(champion)} ${name2(challenger)}\`` : "";
+  return `; profiles ${sizes}${diff}`;
+}
+var us = (x) => `${Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2)} \xB5s`;
+var signedUs = (x) => `${x > 0 ? "+" : ""}${us(x)}`;
+var kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 
 // src/report/budget.ts
 var signed = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
@@ -72218,12 +72660,18 @@ function render(a2, opts, maxRows) {
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
   out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  const showFunctions = opts.functions ?? true;
+  const runs2 = profiledRuns(a2.comparisons);
+  for (const c3 of a2.comparisons) {
+    const prefix = several ? ` (${c3.key})` : "";
+    for (const line of [classesSentence(c3, prefix), showFunctions ? functionsSentence(c3, prefix, arms, runs2) : null]) if (line) out.push("", line);
+  }
   const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
   if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
   if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows));
+  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows, showFunctions));
   out.push(
     "",
     "<details><summary>Runs and method</summary>",
@@ -72264,7 +72712,7 @@ function headline(a2, arms) {
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
 function compared(a2, arms, runUrl2) {
-  const sha2 = (s) => s ? `\`${s.slice(0, 7)}\`` : "(unknown)";
+  const sha2 = (s2) => s2 ? `\`${s2.slice(0, 7)}\`` : "(unknown)";
   const links = runUrl2 ? ` \xB7 [workflow run](${runUrl2}) \xB7 [report and results](${runUrl2}#artifacts)` : "";
   if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
@@ -72311,7 +72759,7 @@ function hostBiasWarning(bias) {
   const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
   return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
-function comparisonSection(c3, percentile2, arms, several, maxRows) {
+function comparisonSection(c3, percentile2, arms, several, maxRows, showFunctions) {
   const p = percentLabel(percentile2);
   const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
   const pct4 = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
@@ -72329,6 +72777,7 @@ function comparisonSection(c3, percentile2, arms, several, maxRows) {
     ...resourceRows(c3)
   );
   out.push("", ...intervalLines(c3, p));
+  out.push(...classesTable(c3, arms), ...showFunctions ? functionsTable(c3, arms) : []);
   if (c3.flags.length > 0) out.push("", ...c3.flags.map((f) => `> \u26A0\uFE0F **${f.code.replace(/_/g, " ")}**: ${f.message}`));
   out.push("", textChart(c3, percentile2, arms));
   const pooled = c3.runs.length > 1;
@@ -72364,8 +72813,8 @@ function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
-function tableCell(s) {
-  return s.replace(/[|\n\r]/g, " ");
+function tableCell(s2) {
+  return s2.replace(/[|\n\r]/g, " ");
 }
 
 // src/report/unmeasured.ts
@@ -72398,7 +72847,7 @@ function unmeasuredReport(error63, results, percentile2) {
 }
 function runOf({ name: name2, result }, percentile2) {
   const { pairs: pairs2, dropped } = extractPairs(name2, result, percentile2);
-  const of = (arm) => armErrors(result.slices.filter((s) => s.arm === arm));
+  const of = (arm) => armErrors(result.slices.filter((s2) => s2.arm === arm));
   const armStarts = result.arms;
   const logs = {};
   for (const arm of ARMS2) {
@@ -72816,11 +73265,11 @@ function authorizeCommand(kind, author, permission) {
   if (permission && atLeast(permission, needed)) return { allowed: true };
   return { allowed: false, reason: `@${author.login} has ${permission ?? "no"} permission on this repository; \`/perf ${kind}\` needs ${needed} or higher` };
 }
-function clip(s) {
-  return s.slice(0, 40).replace(/[`@<>\r\n]/g, "");
+function clip(s2) {
+  return s2.slice(0, 40).replace(/[`@<>\r\n]/g, "");
 }
-function quoted(s) {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function quoted(s2) {
+  return s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 // src/action/modes/command.ts
@@ -72940,9 +73389,28 @@ async function gate(host, config2, r) {
   const analysis = await withBudgetOf(host, config2, judged.analysis);
   const kept = await keepGate(host, analysis, evidence, { pullRequest: pullRequest2, url: runUrl2 });
   const sha2 = r.challenger.sha;
-  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...kept];
-  const report = markdownReport(analysis, { notes, runUrl: runUrl2 });
-  return { analysis, evidence, notes, report, artifacts: writeArtifacts(outDir, { analysis, report, documents: evidence.documents }) };
+  const functions = showsFunctions(config2, analysis);
+  const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
+  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...kept, ...fetched.notes];
+  const report = markdownReport(analysis, { notes, runUrl: runUrl2, functions });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
+}
+function showsFunctions(config2, analysis) {
+  return config2.profile === "always" || config2.profile === "on-red" && analysis.verdict === "red";
+}
+async function fetchProfiles(host, analysis) {
+  const runs2 = profiledRuns(analysis.comparisons);
+  const files = analysis.comparisons.flatMap((c3) => c3.functions.files);
+  const profiles = [];
+  for (const f of files) {
+    try {
+      profiles.push({ path: profilePath(f.run, f.file, runs2), bytes: await host.profile(f.run, f.arm) });
+    } catch (e) {
+      return { profiles: [], notes: [`> \u26A0\uFE0F The profiles could not be fetched from the host (${e.message}); the functions that moved are listed from the result.`] };
+    }
+  }
+  return { profiles, notes: [] };
 }
 
 // src/action/modes/gate.ts
@@ -73012,6 +73480,7 @@ function setVerdictOutputs(analysis, artifacts) {
   setOutput("pairs", String(h2.pairs));
   setOutput("report-path", artifacts.reportPath);
   setOutput("result-path", artifacts.resultPath);
+  setOutput("profile-paths", (artifacts.profilePaths ?? []).join("\n"));
 }
 async function stillHead(gh, pr) {
   const now = await gh.pullRequest(pr.number);
@@ -73100,7 +73569,7 @@ ${verification.text}`).write();
     setChampionOutputs(sha2, before.champion);
     info(title2);
   } catch (e) {
-    const now = await host.status().then((s) => `the host's champion is ${short3(s.champion)}`, () => "the host's champion could not be read");
+    const now = await host.status().then((s2) => `the host's champion is ${short3(s2.champion)}`, () => "the host's champion could not be read");
     await gh.finishCheck(check2, "failure", "perf-gate: promotion failed", `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
 
 \`\`\`

@@ -3,10 +3,11 @@
 // code, the Markdown is rendered with a GFM renderer (marked) and GitHub's own stylesheet
 // (github-markdown-css), and Debian's headless Chromium (apt-get install chromium) photographs it.
 //
-//   node scripts/report-screenshot.mjs [--config FILE] [--aa AA-RESULT.json] [--out docs/report.png] [RESULT.json…]
+//   node scripts/report-screenshot.mjs [--config FILE] [--aa AA-RESULT.json | --no-aa] [--out docs/report.png] [RESULT.json…]
 //
 // With --aa, the A/A run's half-width is the floor the report quotes (as calibration records it),
-// and a second screenshot shows the A/A report itself (OUT with -aa before .png).
+// and a second screenshot shows the A/A report itself (OUT with -aa before .png); with --no-aa
+// the report quotes no floor (a host not yet calibrated) and there is one screenshot.
 // The renderer and the browser driver are installed on demand into a cache in the temp directory.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -24,12 +25,13 @@ const { values, positionals } = parseArgs({
   options: {
     config: { type: "string", default: "benchmark-host/examples/service/perf-gate.yml" },
     aa: { type: "string", default: ".perf-gate/demo/report-aa/result.json" },
+    "no-aa": { type: "boolean", default: false },
     out: { type: "string", default: "docs/report.png" },
     "run-url": { type: "string", default: "https://github.com/example/service/actions/runs/1" },
   },
 });
 const results = positionals.length > 0 ? positionals : [".perf-gate/demo/report-ab/result.json"];
-for (const f of [...results, values.aa, values.config]) if (!existsSync(f)) throw new Error(`${f}: not found (run \`npm run demo\` first, or name result files)`);
+for (const f of [...results, ...(values["no-aa"] ? [] : [values.aa]), values.config]) if (!existsSync(f)) throw new Error(`${f}: not found (run \`npm run demo\` first, or name result files)`);
 if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM}: not found (apt-get install chromium)`);
 
 // The action's own analysis and report code, bundled from src/ for this script.
@@ -39,7 +41,7 @@ try {
   await build({
     stdin: {
       contents: `export { analyze } from "./src/analysis/verdict"; export { settingsFor } from "./src/experiment/decide"; export { parseResult } from "./src/contract/result";
-        export { parseConfig } from "./src/config/gate-config"; export { markdownReport } from "./src/report/markdown"; export { halfWidth } from "./src/report/quartet";`,
+        export { parseConfig } from "./src/config/gate-config"; export { markdownReport } from "./src/report/markdown"; export { halfWidth } from "./src/analysis/floors";`,
       resolveDir: process.cwd(), loader: "ts",
     },
     bundle: true, platform: "node", format: "esm", outfile: entry, logLevel: "warning",
@@ -49,8 +51,8 @@ try {
   const config = r.parseConfig(readFileSync(values.config, "utf8"), values.config);
   const settings = r.settingsFor(config, { seed: 1 });
   const load = (file) => JSON.parse(readFileSync(file, "utf8")).map((doc, i) => ({ name: doc.plan?.run_id ?? `${file}#${i}`, result: r.parseResult(file, doc) }));
-  const aa = r.analyze(load(values.aa), settings);
-  const floorMs = Object.fromEntries(aa.comparisons.map((c) => [c.key, r.halfWidth(c.ciMs)]));
+  const aa = values["no-aa"] ? null : r.analyze(load(values.aa), settings);
+  const floorMs = Object.fromEntries((aa?.comparisons ?? []).map((c) => [c.key, r.halfWidth(c.ciMs)]));
   const ab = r.analyze(results.flatMap(load), { ...settings, floorMs });
 
   const deps = join(tmpdir(), `perf-gate-screenshot-deps-${Object.values(DEPS).join("-")}`);
@@ -67,7 +69,7 @@ try {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--disable-component-update", "--disable-sync"],
   });
   try {
-    const shots = [[values.out, r.markdownReport(ab, { runUrl: values["run-url"] })], [values.out.replace(/\.png$/, "-aa.png"), r.markdownReport(aa, { runUrl: values["run-url"] })]];
+    const shots = [[values.out, r.markdownReport(ab, { runUrl: values["run-url"] })], ...(aa ? [[values.out.replace(/\.png$/, "-aa.png"), r.markdownReport(aa, { runUrl: values["run-url"] })]] : [])];
     for (const [out, markdown] of shots) {
       // As GitHub shows a comment: its stylesheet, a column about 900 px wide.
       const html = `<!doctype html><meta charset="utf-8"><style>${css}\nbody{margin:0;background:#fff}.markdown-body{box-sizing:border-box;max-width:920px;padding:24px 32px}</style><article class="markdown-body">${marked.parse(markdown, { gfm: true })}</article>`;

@@ -16,6 +16,13 @@
 #   - where loadgen's CPU went (pprof of its 10k run).
 #
 #   WRK2=/path/to/wrk bash benchmark-host/bench/compare.sh
+#   BASELINE=/tmp/loadgen-main MIX=classes CPU_RATES=5000 LADDER=5000 TOOLS= GRPC_RATE=0 bash benchmark-host/bench/compare.sh
+#
+# The second form measures a change to loadgen itself: BASELINE is another loadgen build (say
+# main's: `git worktree add /tmp/main main && make -C /tmp/main/benchmark-host loadgen`), run
+# beside this one with the same plans; without WRK2 the ratios are to it. MIX=classes gives
+# loadgen's plans two request classes (/work and /report, 49:1), which each slice tallies on
+# its own (docs/design/0020-request-classes.md); the default is /work alone.
 #
 # Environment: WRK2 (a wrk2 binary; required), DURATION (seconds per CPU run, default 10),
 # LADDER (rates to climb, default "2000 5000 10000 15000 20000 25000 30000 40000 50000"),
@@ -51,16 +58,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -z "${WRK2:-}" ] || [ ! -x "$WRK2" ]; then
+if [ -n "${BASELINE:-}" ] && [ ! -x "$BASELINE" ]; then
+  echo "compare.sh: BASELINE ($BASELINE) is not a loadgen binary" >&2; exit 2
+fi
+if { [ -z "${WRK2:-}" ] || [ ! -x "$WRK2" ]; } && [ -z "${BASELINE:-}" ]; then
   sed -n '/^# wrk2 is not/,/^# (.make. in a clone/p' "$0" | sed 's/^# //' >&2
-  echo "compare.sh: set WRK2 to a wrk2 binary" >&2
+  echo "compare.sh: set WRK2 to a wrk2 binary (or BASELINE to another loadgen to compare with)" >&2
   exit 2
 fi
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 command -v taskset >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux >/dev/null; }
 make -s -C "$hostdir" loadgen
 go build -C "$hostdir" -o "$work/service" ./examples/service
-TOOLS="loadgen loadgen@1ms wrk2 ${TOOLS-vegeta k6}"
+TOOLS="loadgen loadgen@1ms${WRK2:+ wrk2}${BASELINE:+ baseline} ${TOOLS-vegeta k6}"
+case ${MIX:-work} in
+  work) mix='{"path":"/work?key=bench"}' ;;
+  classes) mix='{"path":"/work?key=bench","weight":49},{"path":"/report?key=bench","weight":1}' ;;
+  *) echo "compare.sh: MIX must be work or classes, got $MIX" >&2; exit 2 ;;
+esac
 mkdir -p "$tools"
 if [[ " $TOOLS " == *" vegeta "* && ! -x "$tools/vegeta" ]]; then
   # The module proxy refuses vegeta's version list, so `go install …@v12.13.0` fails; a
@@ -102,12 +117,13 @@ JS
 run() {
   local tool=$1 rate=$2 secs=$3 tag=$4
   case $tool in
-    loadgen*)
-      local half window=""; half=$(awk "BEGIN{print $secs/2}")
-      [ "$tool" = loadgen ] || window='"send_window_us":1000,'
-      printf '{"targets":{"champion":"http://127.0.0.1:%s","challenger":"http://127.0.0.1:%s"},"rate":%s,"slice_seconds":%s,"pairs":1,"seed":1,"warmup_seconds":0,"slice_warmup_ms":0,"connections":%s,"generator_cpus":1,%s"requests":[{"path":"/work?key=bench"}]}' \
-        "${5:-$port}" "${6:-$port}" "$rate" "$half" "$CONNS" "$window" >"$work/$tag.plan"
-      timed "$work/$tag.cpu" "${gen[@]}" "$hostdir/bin/loadgen" --plan "$work/$tag.plan" --cpuprofile "$work/$tag.pprof" \
+    loadgen*|baseline)
+      local half window="" bin=$hostdir/bin/loadgen; half=$(awk "BEGIN{print $secs/2}")
+      [ "$tool" != loadgen@1ms ] || window='"send_window_us":1000,'
+      [ "$tool" != baseline ] || bin=$BASELINE
+      printf '{"targets":{"champion":"http://127.0.0.1:%s","challenger":"http://127.0.0.1:%s"},"rate":%s,"slice_seconds":%s,"pairs":1,"seed":1,"warmup_seconds":0,"slice_warmup_ms":0,"connections":%s,"generator_cpus":1,%s"requests":[%s]}' \
+        "${5:-$port}" "${6:-$port}" "$rate" "$half" "$CONNS" "$window" "$mix" >"$work/$tag.plan"
+      timed "$work/$tag.cpu" "${gen[@]}" "$bin" --plan "$work/$tag.plan" --cpuprofile "$work/$tag.pprof" \
         >"$work/$tag.json" 2>/dev/null || true ;;
     wrk2)
       timed "$work/$tag.cpu" "${gen[@]}" "$WRK2" -t1 -c"$CONNS" -d"${secs}s" -R"$rate" --latency "$url" >"$work/$tag.txt" 2>&1 || true ;;
@@ -128,7 +144,7 @@ import json, re, statistics, sys
 tool, work, tag, rate = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 def off(got): return abs(got - rate) / rate
 try:
-    if tool.startswith("loadgen"):
+    if tool.startswith("loadgen") or tool == "baseline":
         r = json.load(open(f"{work}/{tag}.json")); sl = r["slices"]
         n = sum(s["sent"] for s in sl) + r["warmup"]["sent"] + 2 * r["plan"]["connections"]
         worst = max(off(s["achieved_rps"]) for s in sl)
@@ -195,14 +211,15 @@ for line in open(f"{work}/rows"):
         p50[(tool, rate)] = float(f[10])
     else:
         ceil[f[1]] = (int(f[2]), f[3], float(f[4]))
-names = {"loadgen": "perf-gate loadgen", "loadgen@1ms": "loadgen@1ms", "wrk2": "wrk2", "vegeta": "vegeta v12.13.0", "k6": "k6 v1.3.0"}
+names = {"loadgen": "perf-gate loadgen", "loadgen@1ms": "loadgen@1ms", "baseline": "loadgen (BASELINE)", "wrk2": "wrk2", "vegeta": "vegeta v12.13.0", "k6": "k6 v1.3.0"}
 tools = [t for t in names if (t, rates[0]) in cpu]
-print(f"CPU s per 1,000 requests (generator process only) at {' / '.join(rates)} req/s; ratio to wrk2 in brackets")
+ref = "wrk2" if ("wrk2", rates[0]) in cpu else "baseline"
+print(f"CPU s per 1,000 requests (generator process only) at {' / '.join(rates)} req/s; ratio to {names[ref]} in brackets")
 print(f"{'tool':<20}" + "".join(f"{r + '/s':>18}" for r in rates) + f"{'held within 0.5%':>20}{'  (next rung)':<24}")
 for tool in tools:
-    cells = "".join(f"{cpu[(tool, r)]:>9.4f} [{cpu[(tool, r)] / cpu[('wrk2', r)]:>4.2f}x] " for r in rates)
+    cells = "".join(f"{cpu[(tool, r)]:>9.4f} [{cpu[(tool, r)] / cpu[(ref, r)]:>4.2f}x] " for r in rates)
     c, nxt, err = ceil.get(tool, (0, "", 0))
-    ratio = f"[{c / ceil['wrk2'][0]:.2f}x]" if ceil["wrk2"][0] else ""
+    ratio = f"[{c / ceil[ref][0]:.2f}x]" if ceil.get(ref, (0,))[0] else ""
     held = f"{'–':>12}" if tool not in ceil else f"{c:>12,} {ratio:<8}  " + (f"{int(nxt):,}: {err * 100:.1f}% off" if nxt != "-" else "top of the ladder")
     print(f"{names[tool]:<20}{cells}{held}")
 print(f"\nSleeps per request (voluntary context switches) and the p50 each reported for the same service (µs)")

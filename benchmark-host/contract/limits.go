@@ -144,6 +144,9 @@ var (
 	RunID = pattern(`^[a-z0-9][a-z0-9-]{2,63}$`, "3-64 characters of a-z 0-9 -, starting with a letter or digit")
 	// SHA names a build: a commit SHA, or a content digest for local builds.
 	SHA = pattern(`^[0-9a-f]{7,40}$`, "7-40 lowercase hex characters")
+	// ClassName names a request class (requests[].name): safe in a Markdown table cell and a
+	// code span, and long enough for "POST /orders/{id}".
+	ClassName = pattern(`^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$`, "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /")
 	// Token is an HTTP token (RFC 9110): a method, a header name.
 	Token = pattern("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "an HTTP token such as GET or Content-Type")
 	// GRPCMethod is a full gRPC method name.
@@ -226,6 +229,7 @@ var (
 	BlockReasons    = Enum{BlockedByLatency, BlockedByErrors, BlockedByCPU, BlockedByBudget}
 	HistoryKinds    = Enum{HistoryGate, HistoryPromotion, HistoryRollback, HistoryCalibration, HistoryDrift}
 	BudgetBases     = Enum{BudgetBasisDrift, BudgetBasisSteps}
+	ProfileStatuses = Enum{ProfilesRecorded, ProfilesNotAvailable}
 
 	AtLeastOne = Items{Min: 1}
 	// Dependencies: a few services beside the one under test, each started in both arms.
@@ -237,7 +241,7 @@ var (
 
 // Limits maps the name in a field's `limit` tag to its limit, for the schema generator.
 var Limits = map[string]any{
-	"name": Name, "run_id": RunID, "sha": SHA, "token": Token, "url_path": URLPath,
+	"name": Name, "class_name": ClassName, "run_id": RunID, "sha": SHA, "token": Token, "url_path": URLPath,
 	"rate": Rate, "slice_seconds": SliceSeconds, "pairs": Pairs, "warmup_seconds": WarmupSeconds,
 	"slice_warmup_ms": SliceWarmupMs, "connections": Connections, "generator_cpus": GeneratorCPUs, "send_window_us": SendWindowUs, "timeout_ms": TimeoutMs,
 	"max_queue": MaxQueue, "weight": Weight, "seed": Seed,
@@ -247,7 +251,7 @@ var Limits = map[string]any{
 	"floor_pairs": FloorPairs, "half_width_ms": HalfWidthMs, "percentile": Percentile,
 	"count": Count, "amount": Amount,
 	"order": Orders, "protocol": Protocols, "health_check": HealthChecks, "grpc_method": GRPCMethod, "arm": Arms, "kind": Kinds, "base": Bases, "run_status": RunStatuses, "error_kind": ErrorKinds, "finding_status": FindingStatuses,
-	"cgroup_mode": CgroupModes, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
+	"cgroup_mode": CgroupModes, "profile_status": ProfileStatuses, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,
 	"pull_request":   PullRequest, "url": URL, "digest": SHA256, "ms": Ms, "level_ms": LevelMs, "percent_change": PercentChange,

@@ -35,4 +35,5 @@ var Constants = map[string]any{
 		"ok": ExitOK, "failed": ExitFailed, "refused": ExitRefused, "not_finished": ExitNotFinished, "busy": ExitBusy,
 	},
 	"run_id_pattern": RunID.Expr,
+	"max_classes":    MaxClasses,
 }

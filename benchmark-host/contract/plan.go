@@ -138,6 +138,10 @@ type Builds struct {
 // Request is one entry of the workload mix. Paths, header values, bodies and gRPC messages
 // may hold templates: {{seq}} {{rand}} {{rand N}} {{run}} {{arm}} {{slice}}.
 type Request struct {
+	// The request class this entry is (docs/design/0020-request-classes.md): the report breaks a
+	// verdict down by class. Default: the method and path ("GET /items/{{rand 1000}}"), or the
+	// gRPC method. Unique within a workload.
+	Name   string `json:"name,omitempty" limit:"class_name"`
 	Method string `json:"method,omitempty" limit:"token" default:"GET"`
 	// Required for http1 and h2c; a grpc request has none.
 	Path    string            `json:"path,omitempty" limit:"url_path"`
@@ -222,6 +226,10 @@ type RunRequest struct {
 	// leaves it out.
 	AncestorSHA string      `json:"ancestor_sha,omitempty" limit:"sha"`
 	Service     ServiceSpec `json:"service"`
+	// Sample both arms' CPU stacks during the run, each in its own slices, and keep them as
+	// profiles beside the result (docs/design/0021-profiles.md). A host without perf runs the
+	// run all the same and says why there are none.
+	Profile bool `json:"profile,omitempty"`
 	// The load generator's plan, without targets and builds: the host sets them.
 	Loadgen Plan `json:"loadgen"`
 }

@@ -96,6 +96,10 @@ type Slice struct {
 	Histogram string `json:"histogram"`
 	// The named percentiles the slice recorded too few requests for (see SampleBudget).
 	ShortOfBudget []string `json:"short_of_budget"`
+	// Each request class's share of the slice, one per entry of the plan's requests, in order
+	// (docs/design/0020-request-classes.md): its counts add up to the slice's. Absent for a
+	// workload of one entry (the slice is its class) or of more than MaxClasses.
+	Classes []ClassSlice `json:"classes,omitempty"`
 	// What the measured arm's processes used during the slice, filled by perf-host from the
 	// arm's cgroup (the host result's resource_accounting says from where); absent from the load
 	// generator alone, or when it could not be read. CPU µs per completed request:
@@ -126,6 +130,25 @@ type Slice struct {
 	HostDisturbance string `json:"host_disturbance,omitempty"`
 	Valid           bool   `json:"valid"`
 	InvalidReason   string `json:"invalid_reason,omitempty"`
+}
+
+// MaxClasses is the most request classes a slice records one by one: each is a latency
+// histogram per slice, and a mix of more entries is a workload to split.
+const MaxClasses = 16
+
+// ClassSlice is one request class's share of a slice: the requests drawn from one entry of
+// the plan's requests, counted and recorded as the slice is.
+type ClassSlice struct {
+	// Requests answered or failed, answered 2xx/3xx, and in the latency histogram.
+	Completed int64       `json:"completed" limit:"count"`
+	OK        int64       `json:"ok" limit:"count"`
+	Recorded  int64       `json:"recorded" limit:"count"`
+	Errors    ErrorCounts `json:"errors"`
+	LatencyUs Latency     `json:"latency_us"`
+	// Corrected latency in µs, HdrHistogram compressed base64 V2.
+	Histogram string `json:"histogram"`
+	// The named percentiles the class recorded too few requests for in this slice.
+	ShortOfBudget []string `json:"short_of_budget"`
 }
 
 // ErrorCounts counts failed requests by class.
@@ -229,6 +252,56 @@ type HostResult struct {
 	Arms map[string]ArmStart `json:"arms,omitempty"`
 	// What the run measured: only runs of one identity are pooled.
 	Identity *Identity `json:"identity,omitempty"`
+	// Both arms' CPU stacks, sampled in their own slices, when the run request asked for them.
+	Profiles *Profiles `json:"profiles,omitempty"`
+}
+
+// Profile statuses.
+const (
+	ProfilesRecorded     = "recorded"
+	ProfilesNotAvailable = "not_available"
+)
+
+// Profiles is what a run's CPU sampling found (docs/design/0021-profiles.md): each arm's
+// profile (a pprof file `perf-host profile RUN-ID ARM` prints), and per slice the samples of the
+// functions that carry most of either arm's CPU, for the client to tell which functions' CPU per
+// request moved and by how much more than their noise.
+type Profiles struct {
+	// recorded, or not_available with the reason (no perf on the host, no permission, no cgroup
+	// per arm); the run and its verdict are the same either way.
+	Status string `json:"status" limit:"profile_status"`
+	Reason string `json:"reason,omitempty"`
+	// The sampler: perf's event, cpu-clock, at this rate per CPU while an arm runs there.
+	Event       string `json:"event,omitempty"`
+	FrequencyHz int    `json:"frequency_hz,omitempty" limit:"count"`
+	// The CPU perf itself used over the run, which the host counts as neither arm's (nor as
+	// foreign load): reading the kernel's sample buffers and writing them.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty" limit:"amount"`
+	// Each arm's profile: its file, size and samples (only those in the arm's own slices).
+	Arms map[string]ProfileFile `json:"arms,omitempty"`
+	// The functions the slices count, by index: those past a small share of either arm's samples.
+	Functions []string `json:"functions,omitempty"`
+	// For each function, the functions above it on the stack in nearly all (99%) of its samples,
+	// by index: what calls it, up to the root.
+	Callers [][]int `json:"callers,omitempty"`
+	// Per measured slice, the samples of the arm it measured.
+	Slices []ProfileSlice `json:"slices,omitempty"`
+}
+
+// ProfileFile is one arm's pprof profile, gzipped.
+type ProfileFile struct {
+	File    string `json:"file"`
+	Bytes   int64  `json:"bytes" limit:"count"`
+	Samples int64  `json:"samples" limit:"count"`
+}
+
+// ProfileSlice is one slice's samples of the arm it measured.
+type ProfileSlice struct {
+	Index   int   `json:"index" limit:"count"`
+	Samples int64 `json:"samples" limit:"count"`
+	// [function index, samples with the function anywhere on the stack, samples with it on top],
+	// for the functions with any.
+	Functions [][3]int64 `json:"functions"`
 }
 
 // ArmStart is how one arm started for a run: a new process in a fresh copy of its build.

@@ -212,7 +212,7 @@ func TestInstallScriptSeparatesTheCIUserFromTheArms(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o750 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("perf-host is %v (%v); want 0750, owned by root, group of the CI user", fi.Mode(), err)
 	}
-	if caps, _ := exec.Command("getcap", filepath.Join(h.prefix, "perf-host")).Output(); !strings.Contains(string(caps), "cap_dac_override,cap_kill,cap_setgid,cap_setuid,cap_net_admin=p") {
+	if caps, _ := exec.Command("getcap", filepath.Join(h.prefix, "perf-host")).Output(); !strings.Contains(string(caps), "cap_dac_override,cap_kill,cap_setgid,cap_setuid,cap_net_admin,cap_sys_ptrace,cap_perfmon=p") {
 		t.Errorf("perf-host's capabilities: %q; want the five, permitted only", caps)
 	}
 }

@@ -3,9 +3,8 @@
 // enough pairs: one percentile per arm over all kept pairs, its standard error from the
 // jackknife over pairs. Otherwise (the promotion check's 4 pairs, a result without histograms):
 // the mean of the per-pair differences of each slice's own percentile, with Student t.
-import type { SlicePair } from "./pairs";
 import { type ArmSample, armSample, pooledDifference, weightedPercentile } from "./pooled-quantile";
-import { hasHistogram, sliceValuesUs } from "./statistic";
+import { hasHistogram, type LatencyRecord, sliceValuesUs } from "./statistic";
 import { pairedT } from "./tests";
 
 /**
@@ -42,7 +41,7 @@ export interface LatencyEstimate {
  * The estimate from the kept pairs; d is each pair's difference of per-slice percentiles (ms).
  * `resamples` requests resamples for the sampling limit (0: not computed).
  */
-export function estimateLatency(pairs: readonly SlicePair[], d: readonly number[], percentile: number, resamples: number, rand: () => number): LatencyEstimate {
+export function estimateLatency(pairs: readonly { champion: LatencyRecord; challenger: LatencyRecord }[], d: readonly number[], percentile: number, resamples: number, rand: () => number): LatencyEstimate {
   const withHistograms = pairs.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
   const q = percentile / 100;
   const arms = withHistograms ? ([armSample(pairs.map((p) => sliceValuesUs(p.champion))), armSample(pairs.map((p) => sliceValuesUs(p.challenger)))] as const) : null;

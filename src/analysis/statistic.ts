@@ -4,6 +4,9 @@ import { decodeFromCompressedBase64, type Histogram, type JsHistogram } from "hd
 import type { Slice } from "../contract/result";
 import { incompleteBeta } from "./distributions";
 
+/** What a percentile is read from: a slice's recorded latency, or one request class's share of it. */
+export type LatencyRecord = Pick<Slice, "latency_us" | "histogram">;
+
 const namedPercentiles: Record<string, "p50" | "p90" | "p99" | "p999"> = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
 
 /**
@@ -16,7 +19,7 @@ export function namedPercentileAtOrAbove(percentile: number): "p50" | "p90" | "p
 }
 
 /** The slice's corrected latency at a percentile, in µs; other than p50/90/99/99.9 it reads the histogram. */
-export function slicePercentileUs(s: Slice, percentile: number): number {
+export function slicePercentileUs(s: LatencyRecord, percentile: number): number {
   const named = namedPercentiles[String(percentile)];
   if (named) return s.latency_us[named];
   return histogramOf(s).getValueAtPercentile(percentile);
@@ -30,7 +33,7 @@ export function slicePercentileUs(s: Slice, percentile: number): number {
  * 13 compares both). Read from the HDR histogram: each recorded value's bucket is weighted as a
  * run of equal order statistics, so the estimate is exact to the histogram's 3 digits.
  */
-export function sliceHarrellDavisUs(s: Slice, percentile: number): number {
+export function sliceHarrellDavisUs(s: LatencyRecord, percentile: number): number {
   const values: number[] = [];
   const counts: number[] = [];
   eachBucket(s, (value, count) => {
@@ -73,7 +76,7 @@ export function harrellDavis(values: ArrayLike<number>, counts: ArrayLike<number
 }
 
 /** Every request a slice recorded, in µs, ascending: each histogram bucket's middle value, as often as it was counted. */
-export function sliceValuesUs(s: Slice): Float64Array {
+export function sliceValuesUs(s: LatencyRecord): Float64Array {
   const h = histogramOf(s);
   const out = new Float64Array(h.totalCount);
   let k = 0;
@@ -85,12 +88,12 @@ export function sliceValuesUs(s: Slice): Float64Array {
 }
 
 /** Whether a slice carries its histogram (a result built by hand may not). */
-export function hasHistogram(s: Slice): boolean {
+export function hasHistogram(s: LatencyRecord): boolean {
   return s.histogram !== "";
 }
 
 /** A slice's recorded buckets, ascending: each one's middle value and its count. */
-function eachBucket(s: Slice, visit: (valueUs: number, count: number) => void): void {
+function eachBucket(s: LatencyRecord, visit: (valueUs: number, count: number) => void): void {
   // decodeFromCompressedBase64 makes the JavaScript histogram (WebAssembly is never initialised).
   const h = histogramOf(s) as JsHistogram;
   const it = h.recordedValuesIterator;
@@ -103,9 +106,9 @@ function eachBucket(s: Slice, visit: (valueUs: number, count: number) => void): 
 
 // A verdict reads each slice several times (its pair's difference, its arm's summary, its
 // health, the report's detail): the histogram is decoded once per slice, and goes with it.
-const decoded = new WeakMap<Slice, Histogram>();
+const decoded = new WeakMap<LatencyRecord, Histogram>();
 
-function histogramOf(s: Slice): Histogram {
+function histogramOf(s: LatencyRecord): Histogram {
   let h = decoded.get(s);
   if (!h) {
     h = decodeFromCompressedBase64(s.histogram);

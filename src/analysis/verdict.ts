@@ -3,6 +3,8 @@
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
 import type { BudgetAccount } from "../contract/history";
+import { type ClassBreakdown, classBreakdown } from "./classes";
+import { type FunctionBreakdown, functionBreakdown } from "./functions";
 import { type DependencyUsage, dependencyUsage } from "./dependencies";
 import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
@@ -172,6 +174,10 @@ export interface Comparison {
   cpuLimitPercent: number | null;
   /** The monthly regression budget's account (budget.ts), when the config sets a budget. */
   budget: BudgetAccount | null;
+  /** Each request class's difference at the SLO percentile and p50, beside the verdict on the whole. */
+  classes: ClassBreakdown;
+  /** The functions whose CPU per request moved, from both arms' sampled stacks, when the runs have them. */
+  functions: FunctionBreakdown;
   champion: ArmSummary;
   challenger: ArmSummary;
   floorMs: number | null;
@@ -401,6 +407,8 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     errorRegression: errors,
     resources: pairedResources(pairs, confidence),
     cpuLimitPercent: s.blockCpuPercent ?? null,
+    classes: classBreakdown(group[0]!.result.plan, pairs, s.percentile, confidence, rand),
+    functions: functionBreakdown(group, pairs, confidence),
     champion, challenger,
     floorMs: floor.ms,
     thresholdMs,

@@ -19,6 +19,7 @@ export const HOST_OPTIONS = {
   "settle-seconds": { type: "string", default: "30" },
   "loadgen-cpus": { type: "string" },
   "arm-cpus": { type: "string" },
+  cgroup: { type: "string" },
   host: { type: "string" },
   port: { type: "string", default: "22" },
   user: { type: "string", default: "perf-gate-ci" },
@@ -72,6 +73,7 @@ export function hostTarget(v: Record<string, string | boolean | undefined>, usag
       // enough here to drop most pairs of a short run (benchmark-host/README.md).
       "--hold-cpus-awake",
       ...placement,
+      ...(typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []),
     ],
   };
 }

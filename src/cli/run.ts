@@ -49,6 +49,8 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          first waits for the machine to be that quiet
     --settle-seconds N   how long it waits (default 30); past it the run is flagged,
                          and --aa records no floor
+    --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
+                         CPU read per arm, and the arms' CPU profiles (the config's profile)
   --host H               a benchmark host over SSH instead:
     --port N  --user U  --key FILE  --known-hosts FILE
   -h, --help             this text
@@ -255,6 +257,8 @@ function printVerdict(d: Done, say: (line: string) => void): void {
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n of d.notes) say(n.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
+  const profiles = d.artifacts.profilePaths ?? [];
+  if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 
 /** run --json: one object a script can act on; the headline's fields are analysis.json's. */
@@ -278,7 +282,7 @@ function summaryJson(d: Done) {
       runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
       change_points: d.drift.changePoints.map((c) => ({ key: c.key, percentile: c.percentile, sum_ms: c.sumMs, sum_percent: c.sumPercent, threshold_ms: c.thresholdMs, pull_requests: c.steps.map((x) => x.pullRequest), shas: c.steps.map((x) => x.sha) })),
     },
-    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath },
+    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] },
   };
 }
 

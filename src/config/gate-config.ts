@@ -37,6 +37,8 @@ const workload = z.strictObject({
 }).superRefine((w, ctx) => {
   // A grpc workload calls methods; an http1 one requests paths. Said here, with the line, not by the host.
   w.requests.forEach((r, i) => {
+    const first = w.requests.findIndex((x) => x.name !== undefined && x.name === r.name);
+    if (first !== i && r.name !== undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "name"], message: `"${r.name}" names requests.${first} too: each request class needs a name of its own` });
     if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {…} }" });
     if (w.protocol === "grpc" && r.path !== undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "a gRPC call has no path; name it in grpc.method" });
     if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
@@ -75,6 +77,8 @@ const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
     else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars)! });
   }
 });
+
+export const PROFILE_MODES = ["on-red", "always", "never"] as const;
 
 /** The most extensions a config may ask for: each is another 90 s of the host per workload and rate. */
 const MAX_EXTENSIONS = 5;
@@ -133,6 +137,12 @@ export const configSchema = z.strictObject({
       percent_per_30_days: z.number().gt(0).max(100),
     })
     .optional(),
+  /**
+   * Sample both arms' CPU stacks during every run and list the functions whose CPU per request
+   * moved (docs/design/0021-profiles.md): on a red verdict (on-red), on every verdict (always),
+   * or never (no sampling at all).
+   */
+  profile: z.enum(PROFILE_MODES).default("on-red"),
   promotion: z
     .strictObject({
       /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
@@ -257,6 +267,7 @@ export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): P
           ...(builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {}),
           ...(builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {}),
           service: config.service,
+          ...(config.profile !== "never" ? { profile: true } : {}),
           loadgen: {
             workload: w.name,
             rate,

@@ -44,7 +44,12 @@ export const grpcCallSchema = z.looseObject({
 
 export const PROTOCOLS = ["http1", "h2c", "grpc"] as const;
 
+/** A request class's name (requests[].name): safe in a Markdown table cell and a code span. */
+export const className = z.string().regex(/^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /");
+
 export const requestSchema = z.looseObject({
+  /** The request class this entry is; default its method and path, or its gRPC method. */
+  name: className.optional(),
   method: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
   /** Required for http1; a grpc request has none. */
   path: urlPath.optional(),
@@ -129,6 +134,8 @@ export const runRequestSchema = z.looseObject({
   /** A drift run: an earlier champion the host kept, run in the champion arm against the champion. */
   ancestor_sha: sha.optional(),
   service: serviceSchema,
+  /** Sample both arms' CPU stacks during the run (config profile: on-red or always). */
+  profile: z.boolean().optional(),
   loadgen: planSchema,
 });
 /** A run request as the action writes it: defaults may be left to the host. */

@@ -27,6 +27,28 @@ export const hostInfoSchema = z.looseObject({
   generator_slice: z.string().optional(),
 });
 
+const errorCounts = z.looseObject({
+  connect: count,
+  timeout: count,
+  "4xx": count,
+  "5xx": count,
+  other: count,
+  /** gRPC calls answered with a status other than OK, by code name. */
+  grpc: z.record(z.string(), count).optional(),
+});
+
+/** One request class's share of a slice (an entry of the plan's requests); the classes add up to the slice. */
+export const classSliceSchema = z.looseObject({
+  completed: count,
+  ok: count,
+  recorded: count,
+  errors: errorCounts,
+  latency_us: percentiles,
+  histogram: z.string(),
+  short_of_budget: z.array(z.string()),
+});
+export type ClassSlice = z.infer<typeof classSliceSchema>;
+
 export const sliceSchema = z.looseObject({
   index: count,
   pair: count,
@@ -38,15 +60,7 @@ export const sliceSchema = z.looseObject({
   completed: count,
   ok: count,
   recorded: count,
-  errors: z.looseObject({
-    connect: count,
-    timeout: count,
-    "4xx": count,
-    "5xx": count,
-    other: count,
-    /** gRPC calls answered with a status other than OK, by code name. */
-    grpc: z.record(z.string(), count).optional(),
-  }),
+  errors: errorCounts,
   overflow: count,
   new_connections: count,
   achieved_rps: amount,
@@ -57,6 +71,8 @@ export const sliceSchema = z.looseObject({
   connection_wait_us: z.looseObject({ p50: count, p99: count }),
   histogram: z.string(),
   short_of_budget: z.array(z.string()),
+  /** Per request class, one per entry of the plan's requests; absent for one entry or more than MAX_CLASSES. */
+  classes: z.array(classSliceSchema).optional(),
   // What the measured arm used during the slice, from its cgroup (the host result's
   // resource_accounting says from where); absent from the load generator alone.
   service_cpu_us_per_request: amount.optional(),
@@ -153,6 +169,25 @@ export const identitySchema = z.looseObject({
 });
 export type Identity = z.infer<typeof identitySchema>;
 
+export const PROFILE_STATUSES = ["recorded", "not_available"] as const;
+
+/**
+ * Both arms' CPU stacks, sampled in their own slices (Go's contract.Profiles): each arm's pprof
+ * file, and per slice the samples of the functions carrying most of either arm's CPU.
+ */
+export const profilesSchema = z.looseObject({
+  status: z.enum(PROFILE_STATUSES),
+  reason: z.string().optional(),
+  event: z.string().optional(),
+  frequency_hz: count.optional(),
+  cpu_seconds: amount.optional(),
+  arms: z.record(z.string(), z.looseObject({ file: z.string(), bytes: count, samples: count })).optional(),
+  functions: z.array(z.string()).optional(),
+  callers: z.array(z.array(z.number().int())).optional(),
+  slices: z.array(z.looseObject({ index: count, samples: count, functions: z.array(z.tuple([z.number().int(), z.number().int(), z.number().int()])) })).optional(),
+});
+export type Profiles = z.infer<typeof profilesSchema>;
+
 /** What perf-host result prints for a run that sent load. */
 export const hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
@@ -161,6 +196,7 @@ export const hostResultSchema = resultSchema.extend({
   resource_accounting: z.record(z.string(), resourceAccountingSchema).optional(),
   arms: z.record(z.string(), armStartSchema).optional(),
   identity: identitySchema.optional(),
+  profiles: profilesSchema.optional(),
 });
 export type HostResult = z.infer<typeof hostResultSchema>;
 

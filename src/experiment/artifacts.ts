@@ -1,7 +1,7 @@
 // The files a job leaves behind, apart from judging: what the action's output-dir and the
 // CLI's --out hold.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { armsOf } from "../report/arms";
@@ -12,6 +12,8 @@ import { analysisJson } from "../report/json";
 
 export interface Artifacts {
   reportPath: string;
+  /** The profiles written beside the report (none unless the report shows the functions that moved). */
+  profilePaths?: string[];
   resultPath: string;
   analysisPath: string;
   chartPath: string;
@@ -58,6 +60,16 @@ export function writeHistoryPage(dir: string, history: History, document: unknow
   const paths = { pagePath: join(dir, "history.html"), jsonPath: join(dir, "history.json") };
   writeFiles(dir, [[paths.pagePath, historyPage(history, o)], [paths.jsonPath, `${JSON.stringify(document, null, 2)}\n`]]);
   return paths;
+}
+
+/** Each profile at its path under dir (champion.pb.gz, or RUN-ID/champion.pb.gz); the paths written. */
+export function writeProfiles(dir: string, profiles: readonly { path: string; bytes: Uint8Array }[]): string[] {
+  return profiles.map(({ path, bytes }) => {
+    const to = join(dir, path);
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync(to, bytes);
+    return to;
+  });
 }
 
 /** calibration.md: the calibration report. */

@@ -5,9 +5,10 @@ import type { Analysis } from "../analysis/verdict";
 import type { GateConfig } from "../config/gate-config";
 import type { HostClient } from "../host/client";
 import { budgetNotes } from "../report/budget";
+import { profilePath, profiledRuns } from "../report/functions";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
-import { type Artifacts, writeArtifacts, writeResults } from "./artifacts";
+import { type Artifacts, writeArtifacts, writeProfiles, writeResults } from "./artifacts";
 import { measureAndDecide } from "./extend";
 import { keepGate, withBudgetOf } from "./history";
 import type { Evidence, Measurement } from "./measure";
@@ -42,7 +43,30 @@ export async function gate(host: HostClient, config: GateConfig, r: GateRun): Pr
   const analysis = await withBudgetOf(host, config, judged.analysis);
   const kept = await keepGate(host, analysis, evidence, { pullRequest, url: runUrl });
   const sha = r.challenger.sha;
-  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion), ...kept];
-  const report = markdownReport(analysis, { notes, runUrl });
-  return { analysis, evidence, notes, report, artifacts: writeArtifacts(outDir, { analysis, report, documents: evidence.documents }) };
+  const functions = showsFunctions(config, analysis);
+  const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
+  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion), ...kept, ...fetched.notes];
+  const report = markdownReport(analysis, { notes, runUrl, functions });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
+}
+
+/** Whether the report shows the functions that moved: on a red verdict (profile: on-red), on every one (always). */
+export function showsFunctions(config: Pick<GateConfig, "profile">, analysis: Pick<Analysis, "verdict">): boolean {
+  return config.profile === "always" || (config.profile === "on-red" && analysis.verdict === "red");
+}
+
+/** Each profiled run's two profiles, from the host, at the paths the report names. */
+async function fetchProfiles(host: HostClient, analysis: Analysis): Promise<{ profiles: { path: string; bytes: Uint8Array }[]; notes: string[] }> {
+  const runs = profiledRuns(analysis.comparisons);
+  const files = analysis.comparisons.flatMap((c) => c.functions.files);
+  const profiles: { path: string; bytes: Uint8Array }[] = [];
+  for (const f of files) {
+    try {
+      profiles.push({ path: profilePath(f.run, f.file, runs), bytes: await host.profile(f.run, f.arm) });
+    } catch (e) {
+      return { profiles: [], notes: [`> ⚠️ The profiles could not be fetched from the host (${(e as Error).message}); the functions that moved are listed from the result.`] };
+    }
+  }
+  return { profiles, notes: [] };
 }

@@ -11,6 +11,9 @@ import { EXIT, type FloorRecord, floorSchema, hostStatusSchema, type HostStatus,
 import type { RunRequest, ServiceSpec } from "../contract/plan";
 import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
 
+/** The largest profile the client takes from a host: a 90 s run's are tens of KiB. */
+const MAX_PROFILE_BYTES = 64 << 20;
+
 export type HostErrorKind = "unreachable" | "host_key" | "auth" | "busy" | "refused" | "run_failed" | "protocol";
 
 /** An infrastructure failure: reported as such, never as a performance verdict. */
@@ -273,6 +276,19 @@ export class HostClient {
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId: string): Promise<{ document: unknown; message: HostResult }> {
     return this.document(`result ${runId}`, hostResultSchema);
+  }
+
+  /**
+   * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run
+   * request asked for profiles: bytes, checked to be gzip, never a path the host chose.
+   */
+  async profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array> {
+    const [file, args] = this.argv(`profile ${runId} ${arm}`);
+    const r = await execa(file, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 60_000 });
+    if (r.exitCode !== 0) throw verbError(`profile ${runId} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    const bytes = r.stdout;
+    if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) throw new HostError("protocol", `profile ${runId} ${arm}: the host did not answer with a gzipped profile`);
+    return bytes;
   }
 
   async status(): Promise<HostStatus> {

@@ -53,3 +53,8 @@ export function mib(bytes: number): string {
 export function micros(us: number): string {
   return `${Math.abs(us) >= 100 ? us.toFixed(0) : Math.abs(us) >= 10 ? us.toFixed(1) : us.toFixed(2)} µs`;
 }
+
+/** A name as inline code that neither a backtick nor a pipe or line break can break out of. */
+export function codeSpan(name: string): string {
+  return `\`${name.replace(/[`|\n\r]/g, "'")}\``;
+}

@@ -1,10 +1,40 @@
 // The analysis as the stable, snake_case JSON the CLI prints and the action writes.
+import type { ClassBreakdown, ClassEstimate } from "../analysis/classes";
+import type { FunctionBreakdown, FunctionChange } from "../analysis/functions";
 import type { PairedAmount } from "../analysis/resources";
 import type { DroppedPair } from "../analysis/pairs";
 import type { Analysis, Comparison } from "../analysis/verdict";
 
 function amountJson(r: PairedAmount | null) {
   return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+}
+
+function classEstimateJson(e: ClassEstimate | null) {
+  return e && { percentile: e.percentile, estimate_ms: e.estimateMs, ci_ms: e.ciMs, p: e.p, holm_p: e.holmP, estimator: e.estimator, moved: e.moved };
+}
+
+/** Each request class's difference, in the order the report lists them (moved first, then by size). */
+function classesJson(b: ClassBreakdown) {
+  return {
+    missing: b.missing,
+    classes: b.classes.map((k) => ({
+      name: k.name, index: k.index, requests: k.requests, errors: k.errors, percentile: k.percentile, recorded_per_slice: k.recordedPerSlice,
+      slo: classEstimateJson(k.slo), p50: classEstimateJson(k.p50), short: k.short,
+    })),
+  };
+}
+
+function functionChangeJson(x: FunctionChange) {
+  return { name: x.name, champion_us: x.championUs, challenger_us: x.challengerUs, estimate_us: x.estimateUs, ci_us: x.ciUs, noise_us: x.noiseUs, self_estimate_us: x.selfEstimateUs };
+}
+
+/** The functions whose CPU per request moved, and what the sampling took. */
+function functionsJson(f: FunctionBreakdown) {
+  return {
+    status: f.status, reason: f.reason, grew: f.grew.map(functionChangeJson), shrank: f.shrank.map(functionChangeJson),
+    tested: f.tested, confidence: f.confidence, median_noise_us: f.medianNoiseUs, samples: f.samples,
+    sampler_cpu_seconds: f.samplerCpuSeconds, frequency_hz: f.frequencyHz, files: f.files,
+  };
 }
 
 export function comparisonJson(c: Comparison) {
@@ -52,6 +82,8 @@ export function comparisonJson(c: Comparison) {
       rss_bytes: amountJson(c.resources.rssBytes),
     },
     cpu_limit_percent: c.cpuLimitPercent,
+    classes: classesJson(c.classes),
+    functions: functionsJson(c.functions),
     champion: c.champion,
     challenger: c.challenger,
     floor_ms: c.floorMs,

@@ -9,6 +9,8 @@ import { errorClasses } from "../analysis/failures";
 import { ESTIMATOR_DESCRIPTION } from "../analysis/latency-estimator";
 import type { Analysis, ArmSummary, Comparison, Look } from "../analysis/verdict";
 import { type Arms, armsOf } from "./arms";
+import { classesSentence, classesTable } from "./classes";
+import { functionsSentence, functionsTable, profiledRuns } from "./functions";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
 import { budgetWords } from "./budget";
@@ -26,6 +28,11 @@ export interface ReportOptions {
   preamble?: string[];
   /** Lines placed after the verdict (e.g. an override, a candidate-champion note). */
   notes?: string[];
+  /**
+   * Whether to show the functions that moved and where the profiles are (default: whenever the
+   * runs have them); the gate shows them on a red verdict with the config's profile: on-red.
+   */
+  functions?: boolean;
   /** The workflow run's page; its artifacts are at #artifacts. The CLI has none. */
   runUrl?: string | null;
   limit?: number;
@@ -47,12 +54,19 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
   const several = a.comparisons.length > 1;
   const out: string[] = [...(opts.preamble ?? [])];
   out.push(`### ${headline(a, arms)}`, "", compared(a, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a, arms) : verdictSentence(a));
+  // Where the time went, before what it cost: the classes that moved, then the functions.
+  const showFunctions = opts.functions ?? true;
+  const runs = profiledRuns(a.comparisons);
+  for (const c of a.comparisons) {
+    const prefix = several ? ` (${c.key})` : "";
+    for (const line of [classesSentence(c, prefix), showFunctions ? functionsSentence(c, prefix, arms, runs) : null]) if (line) out.push("", line);
+  }
   const costs = a.comparisons.flatMap((c) => resourceChanges(c).map((r) => (several ? `${c.key}: ${r}` : r)));
   if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a.preflight.length > 0) out.push("", preflightWarning(a.preflight));
   if (a.hostBias.length > 0) out.push("", hostBiasWarning(a.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, arms, several, maxRows));
+  for (const c of a.comparisons) out.push("", ...comparisonSection(c, a.percentile, arms, several, maxRows, showFunctions));
   out.push(
     "", "<details><summary>Runs and method</summary>", "",
     "| run | id | workload | rate | started | pairs used | pairs dropped |", "|---|---|---|---:|---|---:|---:|",
@@ -149,7 +163,7 @@ export function hostBiasWarning(bias: Analysis["hostBias"]): string {
   return `> ⚠️ **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 
-function comparisonSection(c: Comparison, percentile: number, arms: Arms, several: boolean, maxRows: number): string[] {
+function comparisonSection(c: Comparison, percentile: number, arms: Arms, several: boolean, maxRows: number, showFunctions: boolean): string[] {
   const p = percentLabel(percentile);
   const state = arms.aa ? "" : ` — ${c.verdict === "grey" ? `grey (${c.greyKind})` : `${c.verdict}${c.blocking ? ", blocking" : ""}`}`;
   const pct = (delta: number, base: number) => (base > 0 ? ` (${delta > 0 ? "+" : ""}${((100 * delta) / base).toFixed(1)}%)` : "");
@@ -168,6 +182,7 @@ function comparisonSection(c: Comparison, percentile: number, arms: Arms, severa
     ...resourceRows(c),
   );
   out.push("", ...intervalLines(c, p));
+  out.push(...classesTable(c, arms), ...(showFunctions ? functionsTable(c, arms) : []));
   if (c.flags.length > 0) out.push("", ...c.flags.map((f) => `> ⚠️ **${f.code.replace(/_/g, " ")}**: ${f.message}`));
   out.push("", textChart(c, percentile, arms));
   const pooled = c.runs.length > 1;

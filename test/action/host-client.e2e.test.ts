@@ -5,9 +5,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { asRoot } from "../support/bench-host";
 import { HostClient, HostError } from "../../src/host/client";
-import { TestHost } from "../support/bench-host";
+import { asRoot, TestHost } from "../support/bench-host";
 
 let host: TestHost;
 let client: HostClient;
@@ -20,8 +19,12 @@ beforeAll(async () => {
   await host.ssh("deploy champion 0000000", readFileSync(tarball));
   await host.ssh("promote 0000000", '{"command":["./start.sh"]}');
   client = new HostClient({
-    host: "127.0.0.1", port: host.info.ssh_port, user: host.info.user,
-    privateKey: readFileSync(host.info.key, "utf8"), knownHosts: host.info.known_hosts_line, backoffMs: 200,
+    host: "127.0.0.1",
+    port: host.info.ssh_port,
+    user: host.info.user,
+    privateKey: readFileSync(host.info.key, "utf8"),
+    knownHosts: host.info.known_hosts_line,
+    backoffMs: 200,
   });
 });
 afterAll(() => {
@@ -53,7 +56,19 @@ function safeRead(path: string): string {
 
 describe.skipIf(!asRoot)("HostClient", () => {
   it("reconnects a wait whose connection drops, losing and repeating nothing", async () => {
-    const plan = { challenger_sha: "1234567", service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 100, slice_seconds: 0.8, pairs: 4, seed: 1, warmup_seconds: 0, requests: [{ path: "/work" }] } };
+    const plan = {
+      challenger_sha: "1234567",
+      service: { command: ["./start.sh"] },
+      loadgen: {
+        workload: "w",
+        rate: 100,
+        slice_seconds: 0.8,
+        pairs: 4,
+        seed: 1,
+        warmup_seconds: 0,
+        requests: [{ path: "/work" }],
+      },
+    };
     await client.deploy("challenger", "1234567", host.release("fast", "challenger"));
     await client.start("run", "drop-1", plan, Date.now() + 60_000);
     const lines: string[] = [];
@@ -69,16 +84,67 @@ describe.skipIf(!asRoot)("HostClient", () => {
     expect(new Set(lines).size).toBe(lines.length);
   });
 
+  it("takes each arm's profile of a run that asked for one, through the forced command, and nothing else", async () => {
+    const plan = {
+      challenger_sha: "1234567",
+      profile: true,
+      service: { command: ["./start.sh"] },
+      loadgen: {
+        workload: "w",
+        rate: 100,
+        slice_seconds: 0.5,
+        pairs: 4,
+        seed: 1,
+        warmup_seconds: 0,
+        requests: [{ path: "/work" }, { path: "/report", weight: 0.1 }],
+      },
+    };
+    await client.deploy("challenger", "1234567", host.release("fast", "challenger"));
+    await client.start("run", "profiled-1", plan, Date.now() + 60_000);
+    expect((await client.wait("profiled-1", () => {})).status).toBe("ok");
+    const { message } = await client.result("profiled-1");
+    // An installed host samples as the CI login, with the capabilities install.sh granted.
+    expect(message.profiles?.status, message.profiles?.reason).toBe("recorded");
+    expect(message.slices.every((s) => s.classes?.length === 2)).toBe(true);
+    for (const arm of ["champion", "challenger"] as const) {
+      const bytes = await client.profile("profiled-1", arm);
+      expect(bytes.length).toBe(message.profiles!.arms![arm]!.bytes);
+    }
+    // The grammar names a run and an arm, never a file.
+    for (const bad of [
+      "profile profiled-1 ../champion",
+      "profile profiled-1 champion.pb.gz",
+      "profile profiled-1 loadgen",
+    ]) {
+      const r = await host.ssh(bad);
+      expect(r.code, `${bad}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/refused/);
+    }
+  });
+
   it("refuses a host whose key does not match the pinned one", async () => {
-    const other = host.info.known_hosts_line.replace(/ \S+$/, " AAAAC3NzaC1lZDI1NTE5AAAAIE1FSBbwvIJUHhCvL6LzaSd3oF2KJ3CV63rAda+S/ktX");
-    const c = new HostClient({ host: "127.0.0.1", port: host.info.ssh_port, user: host.info.user, privateKey: readFileSync(host.info.key, "utf8"), knownHosts: other });
+    const other = host.info.known_hosts_line.replace(
+      / \S+$/,
+      " AAAAC3NzaC1lZDI1NTE5AAAAIE1FSBbwvIJUHhCvL6LzaSd3oF2KJ3CV63rAda+S/ktX",
+    );
+    const c = new HostClient({
+      host: "127.0.0.1",
+      port: host.info.ssh_port,
+      user: host.info.user,
+      privateKey: readFileSync(host.info.key, "utf8"),
+      knownHosts: other,
+    });
     await expect(c.status()).rejects.toMatchObject({ kind: "host_key" });
     await expect(c.status()).rejects.toThrow(/known-hosts input does not match/);
     c.close();
   });
 
   it("names a busy host after the bounded wait", async () => {
-    const plan = { challenger_sha: "1234567", service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 1, pairs: 3, seed: 1, requests: [{ path: "/work" }] } };
+    const plan = {
+      challenger_sha: "1234567",
+      service: { command: ["./start.sh"] },
+      loadgen: { workload: "w", rate: 50, slice_seconds: 1, pairs: 3, seed: 1, requests: [{ path: "/work" }] },
+    };
     await client.start("run", "busy-1", plan, Date.now());
     const err = await client.start("run", "busy-2", plan, Date.now()).catch((e) => e as HostError);
     expect(err).toBeInstanceOf(HostError);
@@ -89,10 +155,25 @@ describe.skipIf(!asRoot)("HostClient", () => {
 
   it("a promotion waits for a running experiment instead of cutting it off, then swaps", async () => {
     const waiting = new HostClient({
-      host: "127.0.0.1", port: host.info.ssh_port, user: host.info.user,
-      privateKey: readFileSync(host.info.key, "utf8"), knownHosts: host.info.known_hosts_line, busyPollMs: 300,
+      host: "127.0.0.1",
+      port: host.info.ssh_port,
+      user: host.info.user,
+      privateKey: readFileSync(host.info.key, "utf8"),
+      knownHosts: host.info.known_hosts_line,
+      busyPollMs: 300,
     });
-    const plan = { service: { command: ["./start.sh"] }, loadgen: { workload: "w", rate: 50, slice_seconds: 1, pairs: 2, seed: 1, warmup_seconds: 0, requests: [{ path: "/work" }] } };
+    const plan = {
+      service: { command: ["./start.sh"] },
+      loadgen: {
+        workload: "w",
+        rate: 50,
+        slice_seconds: 1,
+        pairs: 2,
+        seed: 1,
+        warmup_seconds: 0,
+        requests: [{ path: "/work" }],
+      },
+    };
     await waiting.deploy("champion", "7654321", host.release("fast", "next"));
     await waiting.start("aa", "hold-aa-1", plan, Date.now());
     const promoted = await waiting.promote("7654321", { command: ["./start.sh"] }, Date.now() + 60_000);

@@ -173,6 +173,40 @@ export function resultWithRequests(pairs: readonly { champion: ArrayLike<number>
   });
 }
 
+/** One request class of a workload: its entry, and its latencies (µs) in each arm of each pair. */
+export interface ClassSpec {
+  request: LoadgenResult["plan"]["requests"][number];
+  pairs: readonly { champion: ArrayLike<number>; challenger: ArrayLike<number> }[];
+}
+
+/**
+ * A result of a workload of several request classes: each slice's histogram holds every class's
+ * requests, and its classes[] each one's, as the load generator records them.
+ */
+export function resultWithClasses(classes: readonly ClassSpec[], runId = "run-1", builds?: Builds): LoadgenResult {
+  const pairs = classes[0]!.pairs.map((_, i) => ({
+    champion: classes.flatMap((c) => Array.from(c.pairs[i]!.champion)),
+    challenger: classes.flatMap((c) => Array.from(c.pairs[i]!.challenger)),
+  }));
+  const result = resultWithRequests(pairs, runId, builds);
+  result.plan.requests = classes.map((c) => c.request);
+  for (const s of result.slices) {
+    s.classes = classes.map((c) => {
+      const values = Array.from(c.pairs[s.pair]![s.arm]);
+      const h = build({ numberOfSignificantValueDigits: 3, useWebAssembly: false });
+      for (const v of values) h.recordValue(Math.round(v));
+      return {
+        completed: values.length, ok: values.length, recorded: values.length,
+        errors: { connect: 0, timeout: 0, "4xx": 0, "5xx": 0, other: 0 },
+        latency_us: { p50: h.getValueAtPercentile(50), p90: h.getValueAtPercentile(90), p99: h.getValueAtPercentile(99), p999: h.getValueAtPercentile(99.9), max: h.maxValue },
+        histogram: encodeIntoCompressedBase64(h),
+        short_of_budget: [],
+      };
+    });
+  }
+  return result;
+}
+
 /**
  * Settings whose first look is at 95% (the whole procedure of looks at 90%: a first look spends
  * half of α, src/analysis/sequential.ts): rule and report tests written against 95% intervals

@@ -29,13 +29,14 @@ export interface BenchHost {
 export const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.warn("not root: the tests through a real sshd are skipped (CI runs them as root)");
 
-/** Builds the example service's fast and slow variants into a new directory. */
+/** Builds the example service's fast, slow and slowreport (only /report slower) variants into a new directory. */
 export async function buildServiceBinaries(): Promise<string> {
   const bin = mkdtempSync(join(tmpdir(), "perf-gate-test-bin-"));
   chmodSync(bin, 0o755);
   await Promise.all([
     exec("go", ["build", "-o", join(bin, "service-fast"), "./examples/service"], { cwd: hostDir }),
     exec("go", ["build", "-tags", "slow", "-o", join(bin, "service-slow"), "./examples/service"], { cwd: hostDir }),
+    exec("go", ["build", "-tags", "slowreport", "-o", join(bin, "service-slowreport"), "./examples/service"], { cwd: hostDir }),
   ]);
   return bin;
 }

@@ -148,11 +148,9 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 		return 0
 	case "result":
 		b, err := h.Runs.Result(c.RunID)
-		if err != nil {
-			return report(err)
-		}
-		os.Stdout.Write(append(b, '\n'))
-		return 0
+		return write(append(b, '\n'), err)
+	case "profile":
+		return write(h.Runs.Profile(c.RunID, c.Role))
 	case "abort":
 		return say(fmt.Sprintf("run %s aborted", c.RunID), h.Runs.Abort(c.RunID))
 	case "promote":
@@ -226,6 +224,15 @@ func say(msg string, err error) int {
 		return report(err)
 	}
 	fmt.Println(msg)
+	return 0
+}
+
+// write copies a verb's bytes to stdout, unless err says there are none.
+func write(b []byte, err error) int {
+	if err != nil {
+		return report(err)
+	}
+	os.Stdout.Write(b)
 	return 0
 }
 

@@ -1,7 +1,8 @@
 // Command service is the example service the demo and the tests deploy: a small HTTP API
 // that does a fixed amount of hashing per request. Built with -tags slow it does extra work
 // per request (see work_slow.go), the kind of regression the gate exists to catch; built with
-// -tags cold it is slow for its first seconds of serving (see work_cold.go).
+// -tags cold it is slow for its first seconds of serving (see work_cold.go); built with
+// -tags slowreport only its /report endpoint does extra work (see report_slow.go).
 package main
 
 import (
@@ -43,13 +44,13 @@ func main() {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	hashing := func(rounds int) http.HandlerFunc {
+	hashing := func(rounds int, finish func([32]byte) [32]byte) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			sum := sha256.Sum256([]byte(r.URL.Query().Get("key")))
 			for range rounds {
 				sum = sha256.Sum256(sum[:])
 			}
-			sum = extraWork(sum)
+			sum = finish(extraWork(sum))
 			if delay > 0 {
 				time.Sleep(delay)
 			}
@@ -59,8 +60,8 @@ func main() {
 			fmt.Fprintf(w, `{"digest":%q}`+"\n", hex.EncodeToString(sum[:8]))
 		}
 	}
-	mux.HandleFunc("/work", hashing(rounds))
-	mux.HandleFunc("/report", hashing(reportRounds))
+	mux.HandleFunc("/work", hashing(rounds, func(sum [32]byte) [32]byte { return sum }))
+	mux.HandleFunc("/report", hashing(reportRounds, summarizeReport))
 	srv := &http.Server{Addr: "127.0.0.1:" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

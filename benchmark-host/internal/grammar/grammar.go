@@ -21,7 +21,7 @@ var pullRequest = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
 // Command is a parsed, validated request.
 type Command struct {
 	Verb  string
-	Role  string // deploy: champion or challenger
+	Role  string // deploy and profile: champion or challenger
 	SHA   string
 	RunID string
 	// promote: the pull request merged, whose last gate is the step main takes; 0 when not given.
@@ -62,6 +62,9 @@ var verbs = map[string]verb{
 	"gate-record":  {args: []argKind{argRunID}},
 	"drift-record": {args: []argKind{argRunID}},
 	"history":      {},
+	// An arm's CPU profile of a run (pprof, gzipped), written beside the result when the run
+	// request asked for profiles; only a role names the file, never a path.
+	"profile": {args: []argKind{argRunID, argRole}},
 }
 
 // Verbs returns the accepted verbs, for help texts.

@@ -18,6 +18,8 @@ func TestAccepts(t *testing.T) {
 		"gc":                                         {Verb: "gc"},
 		"floor-record calibrate-1":                   {Verb: "floor-record", RunID: "calibrate-1"},
 		"floors":                                     {Verb: "floors"},
+		"profile pr-42-abc1234-1 challenger":         {Verb: "profile", RunID: "pr-42-abc1234-1", Role: "challenger"},
+		"profile calibrate-1 champion":               {Verb: "profile", RunID: "calibrate-1", Role: "champion"},
 		"runs 0123456789abcdef0123456789abcdef01234567": {Verb: "runs", SHA: "0123456789abcdef0123456789abcdef01234567"},
 		"promote abc1234 42":                            {Verb: "promote", SHA: "abc1234", PullRequest: 42},
 		"promote abc1234 999999999":                     {Verb: "promote", SHA: "abc1234", PullRequest: 999999999},
@@ -76,6 +78,15 @@ func TestRefuses(t *testing.T) {
 		"gate-record ../../history.jsonl":              "'..'",
 		"gate-record pr1 x":                            "takes 1",
 		"drift-record " + strings.Repeat("a", 65):      "run-id",
+		// The profile verb names a run and an arm, never a file.
+		"profile pr-1-abc1234-1":                  "takes 2",
+		"profile pr-1-abc1234-1 challenger.pb.gz": "not allowed",
+		"profile pr-1-abc1234-1 ../champion":      "'..'",
+		"profile pr-1-abc1234-1 /etc/shadow":      "not allowed",
+		"profile pr-1-abc1234-1 loadgen":          "role",
+		"profile pr-1-abc1234-1 challenger extra": "takes 2",
+		"profile champion pr-1-abc1234-1":         "role",
+		"profile x challenger":                    "run-id",
 	}
 	for raw, want := range cases {
 		if _, err := Parse(raw); err == nil || !strings.Contains(err.Error(), want) {

@@ -45,6 +45,7 @@ func (c *grpcConn) close() { c.cc.Close() }
 // before grpc-go writes.
 func (c *grpcConn) do(j *job, o *outcome, now func() time.Duration) {
 	entry := j.entry(c.calls.plan, c.calls.seed)
+	o.entry = entry
 	msg, md, err := c.calls.encode(entry, j)
 	o.sent = now()
 	if err != nil {

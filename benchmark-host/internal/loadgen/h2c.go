@@ -46,7 +46,8 @@ func (c *h2cConn) close() { c.transport.CloseIdleConnections() }
 func (c *h2cConn) do(j *job, o *outcome, now func() time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	req, err := c.reqs.build(ctx, j)
+	o.entry = j.entry(c.reqs.plan, c.reqs.seed)
+	req, err := c.reqs.build(ctx, j, o.entry)
 	o.sent = now()
 	if err != nil {
 		o.done, o.errClass = o.sent, errOther
@@ -90,9 +91,9 @@ func newH2CRequests(p *plan.Plan, targets [2]endpoint) *h2cRequests {
 	return &h2cRequests{plan: p, seed: uint64(*p.Seed), targets: targets}
 }
 
-func (w *h2cRequests) build(ctx context.Context, j *job) (*http.Request, error) {
+func (w *h2cRequests) build(ctx context.Context, j *job, entry int) (*http.Request, error) {
 	t := &w.targets[j.arm]
-	c := &w.plan.Compiled()[j.entry(w.plan, w.seed)]
+	c := &w.plan.Compiled()[entry]
 	v := j.vars(w.seed, w.plan.RunID, t.arm)
 	url := appendPath([]byte("http://"+t.hostPort()+t.prefix), c.Path, &v)
 	var body io.Reader = http.NoBody

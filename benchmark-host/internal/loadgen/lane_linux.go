@@ -450,7 +450,7 @@ func (l *lane) closeConn(c *conn) {
 func (l *lane) complete(c *conn, class errClass, status int, done time.Duration) {
 	j := &c.job
 	o := outcome{intended: j.intended, dispatched: j.dispatched, sent: c.sent, done: done, status: status, errClass: class,
-		record: j.record, newConn: c.fresh}
+		record: j.record, newConn: c.fresh, entry: c.entry}
 	c.fresh = false
 	l.finish(j, &o, c.arm)
 	if c.fd >= 0 {

@@ -21,6 +21,9 @@ type schedule struct {
 	sliceWarm time.Duration
 	window    time.Duration // how late a request may leave to share a wake-up (send_window_us)
 	firstK    []uint64      // the first request of every slice
+	// Request classes each slice tallies on their own: the plan's entries, or 0 when there is one
+	// or more than contract.MaxClasses (docs/design/0020-request-classes.md).
+	classes int
 }
 
 func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration) *schedule {
@@ -31,6 +34,9 @@ func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration
 		sliceDur:  time.Duration(p.SliceSeconds * float64(time.Second)),
 		sliceWarm: time.Duration(*p.SliceWarmupMs) * time.Millisecond,
 		window:    time.Duration(*p.SendWindowUs) * time.Microsecond,
+	}
+	if n := len(p.Requests); n > 1 && n <= contract.MaxClasses {
+		s.classes = n
 	}
 	for _, arm := range order {
 		s.order = append(s.order, armIndex(arm))

@@ -40,22 +40,35 @@ type sliceShard struct {
 
 	scheduled, overflow int64
 	// Requests finished (answered or failed): a request is accounted once, when it finishes, so
-	// the slice's sent and completed counts are both this.
-	completed, inWindow int64
-	ok                  int64
-	recorded, newConns  int64
-	early               int64 // sent before their intended time
-	errs                contract.ErrorCounts
-	// Corrected latency, service time, the generator's own lag, and the wait for a connection.
-	latency, svc, lag, wait *hdrhistogram.Histogram
+	// the slice's sent and completed counts are both tally.completed.
+	tally
+	inWindow int64
+	newConns int64
+	early    int64 // sent before their intended time
+	// Service time, the generator's own lag, and the wait for a connection.
+	svc, lag, wait *hdrhistogram.Histogram
+	// Each request class's tally (the plan's requests, in order); nil for a workload of one
+	// entry or of more than contract.MaxClasses (docs/design/0020-request-classes.md).
+	classes []tally
 }
 
-// newHistograms allocates one shard's histograms.
+// tally is what a slice and each of its request classes count: requests finished, answered
+// with success, failed by kind, and the corrected latency of those recorded.
+type tally struct {
+	completed, ok, recorded int64
+	errs                    contract.ErrorCounts
+	latency                 *hdrhistogram.Histogram
+}
+
+// allocate makes one shard's histograms.
 func (a *sliceShard) allocate() {
 	a.latency = hdrhistogram.New(1, maxLatencyUs, 3)
 	a.svc = hdrhistogram.New(1, maxServiceUs, 2)
 	a.lag = hdrhistogram.New(1, maxServiceUs, 2)
 	a.wait = hdrhistogram.New(1, maxServiceUs, 2)
+	for i := range a.classes {
+		a.classes[i].latency = hdrhistogram.New(1, maxLatencyUs, 3)
+	}
 }
 
 // outcome is one finished request; times are offsets on the run's clock. A request is
@@ -68,6 +81,7 @@ type outcome struct {
 	grpcCode                         uint32 // the gRPC status of an errGRPC
 	record                           bool
 	newConn                          bool
+	entry                            int // the workload entry (request class) it was drawn from
 }
 
 // ok reports whether the request was answered with success.
@@ -91,7 +105,6 @@ func (a *sliceShard) add(o *outcome) {
 	if a.latency == nil {
 		a.allocate()
 	}
-	a.completed++
 	// The generator's pace: what it dispatched in the window, whether or not a connection was
 	// free (a slow service holding every connection is measured, not the generator's fault).
 	if o.dispatched < a.end {
@@ -103,33 +116,88 @@ func (a *sliceShard) add(o *outcome) {
 	if o.intended-o.sent > earlyTolerance {
 		a.early++
 	}
-	switch {
-	case o.errClass == errConnect:
-		a.errs.Connect++
-	case o.errClass == errTimeout:
-		a.errs.Timeout++
-	case o.errClass == errOther:
-		a.errs.Other++
-	case o.errClass == errGRPC:
-		if a.errs.GRPC == nil {
-			a.errs.GRPC = map[string]int64{}
-		}
-		a.errs.GRPC[grpcCodeName(o.grpcCode)]++
-	case o.status >= 500:
-		a.errs.Status5++
-	case o.status >= 400:
-		a.errs.Status4++
-	default:
-		a.ok++
-	}
-	// Any answer and any timeout is latency a user felt; a refused connection is not.
-	if o.record && o.errClass != errConnect && o.errClass != errOther {
-		a.recorded++
-		a.latency.RecordValue(clampUs(o.done-o.intended, maxLatencyUs))
+	if a.tally.add(o) {
 		a.svc.RecordValue(clampUs(o.done-o.sent, maxServiceUs))
 		a.lag.RecordValue(clampUs(o.dispatched-o.intended, maxServiceUs))
 		a.wait.RecordValue(clampUs(o.sent-o.dispatched, maxServiceUs))
 	}
+	if a.classes != nil {
+		a.classes[o.entry].add(o)
+	}
+}
+
+// add counts one finished request and records its latency when it is to be recorded, which it
+// reports.
+func (t *tally) add(o *outcome) bool {
+	t.completed++
+	switch {
+	case o.errClass == errConnect:
+		t.errs.Connect++
+	case o.errClass == errTimeout:
+		t.errs.Timeout++
+	case o.errClass == errOther:
+		t.errs.Other++
+	case o.errClass == errGRPC:
+		if t.errs.GRPC == nil {
+			t.errs.GRPC = map[string]int64{}
+		}
+		t.errs.GRPC[grpcCodeName(o.grpcCode)]++
+	case o.status >= 500:
+		t.errs.Status5++
+	case o.status >= 400:
+		t.errs.Status4++
+	default:
+		t.ok++
+	}
+	// Any answer and any timeout is latency a user felt; a refused connection is not.
+	if !o.record || o.errClass == errConnect || o.errClass == errOther {
+		return false
+	}
+	t.recorded++
+	t.latency.RecordValue(clampUs(o.done-o.intended, maxLatencyUs))
+	return true
+}
+
+// merge adds b's counts and latencies to t's.
+func (t *tally) merge(b *tally) {
+	t.completed += b.completed
+	t.ok += b.ok
+	t.recorded += b.recorded
+	t.errs.Connect += b.errs.Connect
+	t.errs.Timeout += b.errs.Timeout
+	t.errs.Status4 += b.errs.Status4
+	t.errs.Status5 += b.errs.Status5
+	t.errs.Other += b.errs.Other
+	for code, n := range b.errs.GRPC {
+		if t.errs.GRPC == nil {
+			t.errs.GRPC = map[string]int64{}
+		}
+		t.errs.GRPC[code] += n
+	}
+	if b.latency != nil {
+		t.latency.Merge(b.latency)
+	}
+}
+
+// shortOfBudget names the percentiles too few of the tally's requests were recorded for.
+func (t *tally) shortOfBudget() []string {
+	short := []string{}
+	for _, b := range contract.BudgetedPercentiles {
+		if t.recorded < contract.SampleBudget(b.Percentile) {
+			short = append(short, b.Name)
+		}
+	}
+	return short
+}
+
+// class is the result record of one request class's tally.
+func (t *tally) class() contract.ClassSlice {
+	c := contract.ClassSlice{Completed: t.completed, OK: t.ok, Recorded: t.recorded, Errors: t.errs,
+		LatencyUs: percentiles(t.latency), ShortOfBudget: t.shortOfBudget()}
+	if enc, err := t.latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+		c.Histogram = string(enc)
+	}
+	return c
 }
 
 // earlyTolerance is how far before its intended time a request may leave; earlier means the
@@ -163,24 +231,13 @@ func mergeShards(shards []*sliceShard) *sliceShard {
 		a.scheduled += b.scheduled
 		a.overflow += b.overflow
 		a.inWindow += b.inWindow
-		a.completed += b.completed
-		a.ok += b.ok
-		a.recorded += b.recorded
 		a.newConns += b.newConns
 		a.early += b.early
-		a.errs.Connect += b.errs.Connect
-		a.errs.Timeout += b.errs.Timeout
-		a.errs.Status4 += b.errs.Status4
-		a.errs.Status5 += b.errs.Status5
-		a.errs.Other += b.errs.Other
-		for code, n := range b.errs.GRPC {
-			if a.errs.GRPC == nil {
-				a.errs.GRPC = map[string]int64{}
-			}
-			a.errs.GRPC[code] += n
+		a.tally.merge(&b.tally)
+		for i := range b.classes {
+			a.classes[i].merge(&b.classes[i])
 		}
 		if b.latency != nil {
-			a.latency.Merge(b.latency)
 			a.svc.Merge(b.svc)
 			a.lag.Merge(b.lag)
 			a.wait.Merge(b.wait)
@@ -208,7 +265,6 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 		ServiceTimeUs:    contract.Quantiles2{P50: a.svc.ValueAtQuantile(50), P99: a.svc.ValueAtQuantile(99)},
 		DispatchLagUs:    percentiles(a.lag),
 		ConnectionWaitUs: contract.Quantiles2{P50: a.wait.ValueAtQuantile(50), P99: a.wait.ValueAtQuantile(99)},
-		ShortOfBudget:    []string{},
 	}
 	if seconds > 0 {
 		s.AchievedRPS = float64(a.inWindow) / seconds
@@ -224,10 +280,9 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 	if enc, err := a.latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
 		s.Histogram = string(enc)
 	}
-	for _, b := range contract.BudgetedPercentiles {
-		if a.recorded < contract.SampleBudget(b.Percentile) {
-			s.ShortOfBudget = append(s.ShortOfBudget, b.Name)
-		}
+	s.ShortOfBudget = a.shortOfBudget()
+	for i := range a.classes {
+		s.Classes = append(s.Classes, a.classes[i].class())
 	}
 	var reasons []string
 	if interrupted {
@@ -245,7 +300,7 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 	s.Valid = len(reasons) == 0
 	s.InvalidReason = strings.Join(reasons, "; ")
 	// The histograms are encoded; free them so long runs stay small.
-	a.latency, a.svc, a.lag, a.wait = nil, nil, nil, nil
+	a.latency, a.svc, a.lag, a.wait, a.classes = nil, nil, nil, nil, nil
 	return s
 }
 

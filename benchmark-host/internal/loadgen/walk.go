@@ -157,8 +157,12 @@ func (l *walk) cross(now time.Duration) {
 		l.maybePublish(prev)
 	}
 	if i < len(l.sched.order) {
-		l.shards = append(l.shards, &sliceShard{slice: i, lane: l.index, start: l.sched.sliceStart(i),
-			end: l.sched.sliceStart(i + 1), cpuIn: cpu, wallIn: now, known: true})
+		sh := &sliceShard{slice: i, lane: l.index, start: l.sched.sliceStart(i),
+			end: l.sched.sliceStart(i + 1), cpuIn: cpu, wallIn: now, known: true}
+		if l.sched.classes > 0 {
+			sh.classes = make([]tally, l.sched.classes)
+		}
+		l.shards = append(l.shards, sh)
 	}
 }
 

@@ -258,9 +258,13 @@ func (p *Plan) compileRequests(baseDir string) error {
 	}
 	total := 0.0
 	p.compiled = make([]CompiledRequest, len(p.Requests))
+	named := map[string]int{}
 	for i := range p.Requests {
 		r := &p.Requests[i]
 		field := fmt.Sprintf("requests[%d]", i)
+		if err := checkClassName(r.Name, field, i, named); err != nil {
+			return err
+		}
 		var c CompiledRequest
 		var err error
 		if p.Protocol == contract.ProtocolGRPC {
@@ -287,6 +291,22 @@ func (p *Plan) compileRequests(baseDir string) error {
 		p.weights[i] = acc
 	}
 	p.weights[len(p.weights)-1] = 1
+	return nil
+}
+
+// checkClassName refuses a request class name of the wrong form or one that an earlier entry
+// (named holds their indices by name) already has: the report tells classes apart by name.
+func checkClassName(name, field string, i int, named map[string]int) error {
+	if name == "" {
+		return nil
+	}
+	if err := check(field+".name", contract.ClassName.Check(name)); err != nil {
+		return err
+	}
+	if j, ok := named[name]; ok {
+		return fieldErr(field+".name", "%q names requests[%d] too: each request class needs a name of its own", name, j)
+	}
+	named[name] = i
 	return nil
 }
 

@@ -30,9 +30,14 @@ const (
 	// Not raised by Do: handed to the one nft child that rewrites an arm's packet filter, as
 	// an ambient capability (internal/netguard).
 	NetAdmin Cap = 12
+	// Not raised by Do either: handed to the one perf record child that samples the arms'
+	// cgroups (internal/profile), as ambient capabilities: perfmon to open system-wide events,
+	// sys_ptrace to read the maps of the arms' processes already running.
+	SysPtrace Cap = 19
+	Perfmon   Cap = 38
 )
 
-var capNames = map[Cap]string{DACOverride: "CAP_DAC_OVERRIDE", Kill: "CAP_KILL", SetGID: "CAP_SETGID", SetUID: "CAP_SETUID", NetAdmin: "CAP_NET_ADMIN"}
+var capNames = map[Cap]string{DACOverride: "CAP_DAC_OVERRIDE", Kill: "CAP_KILL", SetGID: "CAP_SETGID", SetUID: "CAP_SETUID", NetAdmin: "CAP_NET_ADMIN", SysPtrace: "CAP_SYS_PTRACE", Perfmon: "CAP_PERFMON"}
 
 func (c Cap) String() string { return capNames[c] }
 

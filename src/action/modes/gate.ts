@@ -107,6 +107,7 @@ function setVerdictOutputs(analysis: Analysis, artifacts: Artifacts): void {
   core.setOutput("pairs", String(h.pairs));
   core.setOutput("report-path", artifacts.reportPath);
   core.setOutput("result-path", artifacts.resultPath);
+  core.setOutput("profile-paths", (artifacts.profilePaths ?? []).join("\n"));
 }
 
 /**

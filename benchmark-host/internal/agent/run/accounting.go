@@ -36,6 +36,9 @@ type sliceAccounting struct {
 	fail       func(arm string, failure contract.ArmFailure, message string)
 	pids       map[string]map[int]bool // the arms' processes at the last boundary
 	oomKills   func() int64            // the kernel's count (isolation.OOMKills)
+	// sampler is the CPU the run's profiler has used so far (nil: none); like the load
+	// generator's own, it is neither arm's nor foreign load (docs/design/0021-profiles.md).
+	sampler func() time.Duration
 
 	mu      sync.Mutex
 	samples map[int]boundarySample
@@ -67,6 +70,9 @@ func (a *sliceAccounting) Boundary(i int) {
 		}
 	}
 	b.host, b.self = hostinfo.ReadCPUTime(), hostinfo.SelfCPUUs()
+	if a.sampler != nil {
+		b.self += uint64(a.sampler().Microseconds())
+	}
 	b.foreign = isolation.ForeignConns(a.arms)
 	for name, x := range a.arms {
 		x.PreferForOOM()

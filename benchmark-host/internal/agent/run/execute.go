@@ -15,6 +15,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/store"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/plan"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/profile"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
@@ -44,8 +45,9 @@ type execution struct {
 	rec      *runRecord
 	outcome  contract.Outcome
 	result   contract.HostResult
-	measured bool       // the load generator ran: there is a result to keep
-	wipe     []*arm.Arm // arms that filled their disk: everything they wrote goes after the stop
+	measured bool         // the load generator ran: there is a result to keep
+	wipe     []*arm.Arm   // arms that filled their disk: everything they wrote goes after the stop
+	profiles *profile.Run // both arms' CPU sampling, when the run request asked for it
 }
 
 // Execute is the detached run: it ends by writing outcome.json, and its exit frees the lock.
@@ -102,7 +104,43 @@ func (e *execution) run(ctx context.Context) error {
 		return err
 	}
 	e.result.Identity = e.identity(iso, lp, arms, specChanged)
+	if req.Profile {
+		// After the start: each arm's cgroup is the one its processes live in for the run.
+		e.profiles = profile.StartRun(e.profileConfig(arms))
+	}
 	return e.measureAndStop(ctx, iso, lp, arms)
+}
+
+// profileConfig samples each arm's cgroup, naming its frames from the release it runs.
+func (e *execution) profileConfig(arms []*armstart.Start) profile.Config {
+	cfg := profile.Config{Dir: e.store.RunDir(e.runID), FrequencyHz: profile.DefaultFrequencyHz}
+	for _, s := range arms {
+		a := profile.Arm{Name: s.Arm.Name, Work: s.Arm.WorkDir(), Release: e.store.ReleaseDir(s.SHA)}
+		if s.Arm.Group != nil {
+			a.Cgroup = profile.CgroupName(s.Arm.Group.Path)
+		}
+		cfg.Arms = append(cfg.Arms, a)
+	}
+	return cfg
+}
+
+// finishProfiles stops the sampling once the load is over and, when the run measured, writes
+// each arm's profile beside the result (a host that could not sample says why).
+func (e *execution) finishProfiles() {
+	if e.profiles == nil {
+		return
+	}
+	p := e.profiles.Finish(e.result.Slices, e.store.RunDir(e.runID))
+	if !e.measured {
+		return
+	}
+	e.result.Profiles = p
+	if p.Status != contract.ProfilesRecorded {
+		e.logf("profiles: not available (%s)", p.Reason)
+		return
+	}
+	e.logf("profiles: champion %d samples (%d bytes), challenger %d samples (%d bytes); perf used %.2f CPU s",
+		p.Arms[contract.Champion].Samples, p.Arms[contract.Champion].Bytes, p.Arms[contract.Challenger].Samples, p.Arms[contract.Challenger].Bytes, p.CPUSeconds)
 }
 
 // prepare reads the run's request and compiles its plan, with each arm's descriptor sets.
@@ -146,6 +184,7 @@ func (e *execution) measureAndStop(ctx context.Context, iso *isolation.Isolation
 	stop := sync.OnceValue(func() error { return e.stopArms(arms) })
 	defer stop()
 	measureErr := e.measure(ctx, iso, lp, arms)
+	e.finishProfiles()
 	if err := armstart.Each((*armstart.Start).OwnsPorts)(arms); err != nil && measureErr == nil {
 		var ae *armstart.ArmError
 		errors.As(err, &ae)

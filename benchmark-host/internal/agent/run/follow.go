@@ -15,6 +15,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/detached"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/store"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/profile"
 )
 
 // Wait streams a run's progress from its start and returns its outcome. It only reads files,
@@ -89,6 +90,15 @@ func (r *Runs) executorAlive(runID string) bool {
 
 // ErrNotFinished is returned by Result while the run is going.
 var ErrNotFinished = errors.New("not finished")
+
+// Profile is an arm's CPU profile of a finished run that asked for profiles (gzipped pprof):
+// `perf-host profile RUN-ID ARM`.
+func (r *Runs) Profile(runID, arm string) ([]byte, error) {
+	if _, err := os.Stat(r.store.RunDir(runID)); err != nil {
+		return nil, fmt.Errorf("no run %s", runID)
+	}
+	return profile.Read(r.store.RunDir(runID), arm)
+}
 
 // Result returns the run's result document.
 func (r *Runs) Result(runID string) ([]byte, error) {

@@ -54,6 +54,9 @@ func (e *execution) measure(ctx context.Context, iso *isolation.Isolation, lp *p
 		cancel(&armFailed{byName[name], failure, message})
 	}
 	acc := newSliceAccounting(e.cfg, iso, failArm)
+	if e.profiles != nil {
+		acc.sampler = e.profiles.CPU
+	}
 	oomBefore := acc.oomKills()
 	res, err := loadgen.Run(loadCtx, lp, lineWriter{e.logf}, e.loadOptions(acc)...)
 	if loadCtx.Err() == nil && err == nil {
