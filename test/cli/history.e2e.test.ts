@@ -7,19 +7,21 @@
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { digestOf } from "../../src/cli/run";
 import { parseHistory } from "../../src/contract/history";
 import { buildServiceBinaries } from "../support/bench-host";
 import { perfGate as cliRun } from "../support/cli";
 import { buildHostBinaries } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
-import { skipTooBusy } from "../support/machine-too-busy";
+import { machineTooBusy, skipTooBusy } from "../support/machine-too-busy";
 
 /** Each build spins this many µs per request beyond the service's hashing: a step of 0.2 ms is about 25% of main's level. */
 const DELAYS = { A: 500, B: 700, C: 900, D: 500, E: 700 } as const;
 type Build = keyof typeof DELAYS;
 const LIMIT_PERCENT = 40;
+/** The step between consecutive builds, in ms. */
+const STEP_MS = 0.2;
 
 let dir: string;
 let root: string;
@@ -64,6 +66,7 @@ interface Summary {
   blocking: boolean;
   blocked_by: string[];
   estimate_ms: number;
+  ci_ms?: [number, number];
   comparisons: {
     budget: { main_percent: number; change_percent: number; limit_percent: number; exceeded: boolean } | null;
   }[];
@@ -80,8 +83,13 @@ interface Summary {
   } | null;
 }
 
-/** perf-gate run on the local host `days` after the first promotion, as --json summarises it. */
+/**
+ * perf-gate run on the local host `days` after the first promotion, as --json summarises it. A
+ * run the machine was too busy to measure skips the test (the shared rule): every later step
+ * stands on this one's verdict.
+ */
 async function run(
+  ctx: TestContext,
   days: number,
   ...args: string[]
 ): Promise<{ code: number; summary: Summary | null; stderr: string }> {
@@ -106,10 +114,20 @@ async function run(
       env: { ...process.env, PERF_GATE_CLOCK_OFFSET: `${days * 24}h` },
     },
   );
+  const busy = machineTooBusy(r);
+  if (busy) skipTooBusy(ctx, `day ${days}: ${busy}`);
   let summary: Summary | null = null;
   try {
     summary = JSON.parse(r.stdout) as Summary;
   } catch {}
+  // The premise: the machine resolves a 0.2 ms step. An interval wider than half of it cannot
+  // tell a step from none, whatever it is labelled.
+  const half = summary?.ci_ms && args.includes("--challenger") ? (summary.ci_ms[1] - summary.ci_ms[0]) / 2 : 0;
+  if (half > STEP_MS / 2)
+    skipTooBusy(
+      ctx,
+      `day ${days}: the interval is ±${half.toFixed(3)} ms, wider than half the ${STEP_MS} ms step each build takes`,
+    );
   return { code: r.code, summary, stderr: r.stderr };
 }
 
@@ -120,7 +138,7 @@ const sha = (b: Build) => digestOf(builds[b]);
 describe("the history on a local host", () => {
   it("holds every gate, promotion and drift run; the budget blocks the red that crosses it; the drift interval holds the known shift", async (ctx) => {
     // Day 0: A becomes the champion; B (+0.2 ms, about +25% of main's level) is an advisory red, within the budget.
-    const b = await run(0, "--champion", digest("A"), "--challenger", digest("B"));
+    const b = await run(ctx, 0, "--champion", digest("A"), "--challenger", digest("B"));
     expect(b.code, b.stderr).toBe(0);
     expect(b.summary).toMatchObject({ verdict: "red", blocking: false });
     const bBudget = b.summary!.comparisons[0]!.budget!;
@@ -128,7 +146,7 @@ describe("the history on a local host", () => {
     expect(bBudget.change_percent).toBeGreaterThan(3);
 
     // Day 2: B is merged (its gate is the step). C, another +0.2 ms, would take main past 40%: it blocks, for the budget alone.
-    const c = await run(2, "--champion", digest("B"), "--challenger", digest("C"));
+    const c = await run(ctx, 2, "--champion", digest("B"), "--challenger", digest("C"));
     expect(c.code, c.stderr).toBe(1);
     expect(c.summary).toMatchObject({ verdict: "red", blocking: true, blocked_by: ["budget"] });
     const cBudget = c.summary!.comparisons[0]!.budget!;
@@ -136,19 +154,25 @@ describe("the history on a local host", () => {
     expect(cBudget.main_percent + cBudget.change_percent).toBeGreaterThan(LIMIT_PERCENT);
 
     // Day 4: D (back to A's wait) is green against B; merged, it pays back, and E's +0.2 ms passes where C's did not.
-    const d = await run(4, "--champion", digest("B"), "--challenger", digest("D"));
+    const d = await run(ctx, 4, "--champion", digest("B"), "--challenger", digest("D"));
     expect(d.summary).toMatchObject({ verdict: "green", blocking: false });
-    const e = await run(6, "--champion", digest("D"), "--challenger", digest("E"));
+    const e = await run(ctx, 6, "--champion", digest("D"), "--challenger", digest("E"));
     expect(e.code, e.stderr).toBe(0);
     expect(e.summary).toMatchObject({ verdict: "red", blocking: false });
     expect(e.summary!.comparisons[0]!.budget!.main_percent).toBeLessThan(cBudget.main_percent);
 
     // Day 40: E is merged; a month after D, the calibration measures E against D: +0.2 ms by construction.
-    const aa = await run(40, "--champion", digest("E"), "--aa");
+    const aa = await run(ctx, 40, "--champion", digest("E"), "--aa");
     const drift = aa.summary?.drift;
     if (!drift || drift.runs.length === 0)
       return skipTooBusy(ctx, `the drift run could not measure: ${drift?.skipped ?? aa.stderr}`);
     const [measured] = drift.runs;
+    const driftHalf = (measured!.ci_ms[1] - measured!.ci_ms[0]) / 2;
+    if (driftHalf > STEP_MS / 2)
+      return skipTooBusy(
+        ctx,
+        `the drift run's interval is ±${driftHalf.toFixed(3)} ms, wider than half the ${STEP_MS} ms shift`,
+      );
     expect(measured!.ancestor_sha).toBe(sha("D"));
     const shiftMs = (DELAYS.E - DELAYS.D) / 1000;
     expect(measured!.ci_ms[0]).toBeLessThanOrEqual(shiftMs);
