@@ -1373,24 +1373,24 @@ var require_trees = __commonJS({
     function d_code(dist) {
       return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
     }
-    function put_short(s2, w) {
-      s2.pending_buf[s2.pending++] = w & 255;
-      s2.pending_buf[s2.pending++] = w >>> 8 & 255;
+    function put_short(s3, w) {
+      s3.pending_buf[s3.pending++] = w & 255;
+      s3.pending_buf[s3.pending++] = w >>> 8 & 255;
     }
-    function send_bits(s2, value, length) {
-      if (s2.bi_valid > Buf_size - length) {
-        s2.bi_buf |= value << s2.bi_valid & 65535;
-        put_short(s2, s2.bi_buf);
-        s2.bi_buf = value >> Buf_size - s2.bi_valid;
-        s2.bi_valid += length - Buf_size;
+    function send_bits(s3, value, length) {
+      if (s3.bi_valid > Buf_size - length) {
+        s3.bi_buf |= value << s3.bi_valid & 65535;
+        put_short(s3, s3.bi_buf);
+        s3.bi_buf = value >> Buf_size - s3.bi_valid;
+        s3.bi_valid += length - Buf_size;
       } else {
-        s2.bi_buf |= value << s2.bi_valid & 65535;
-        s2.bi_valid += length;
+        s3.bi_buf |= value << s3.bi_valid & 65535;
+        s3.bi_valid += length;
       }
     }
-    function send_code(s2, c3, tree) {
+    function send_code(s3, c3, tree) {
       send_bits(
-        s2,
+        s3,
         tree[c3 * 2],
         tree[c3 * 2 + 1]
         /*.Len*/
@@ -1405,18 +1405,18 @@ var require_trees = __commonJS({
       } while (--len > 0);
       return res >>> 1;
     }
-    function bi_flush(s2) {
-      if (s2.bi_valid === 16) {
-        put_short(s2, s2.bi_buf);
-        s2.bi_buf = 0;
-        s2.bi_valid = 0;
-      } else if (s2.bi_valid >= 8) {
-        s2.pending_buf[s2.pending++] = s2.bi_buf & 255;
-        s2.bi_buf >>= 8;
-        s2.bi_valid -= 8;
+    function bi_flush(s3) {
+      if (s3.bi_valid === 16) {
+        put_short(s3, s3.bi_buf);
+        s3.bi_buf = 0;
+        s3.bi_valid = 0;
+      } else if (s3.bi_valid >= 8) {
+        s3.pending_buf[s3.pending++] = s3.bi_buf & 255;
+        s3.bi_buf >>= 8;
+        s3.bi_valid -= 8;
       }
     }
-    function gen_bitlen(s2, desc) {
+    function gen_bitlen(s3, desc) {
       var tree = desc.dyn_tree;
       var max_code = desc.max_code;
       var stree = desc.stat_desc.static_tree;
@@ -1431,11 +1431,11 @@ var require_trees = __commonJS({
       var f;
       var overflow = 0;
       for (bits = 0; bits <= MAX_BITS; bits++) {
-        s2.bl_count[bits] = 0;
+        s3.bl_count[bits] = 0;
       }
-      tree[s2.heap[s2.heap_max] * 2 + 1] = 0;
-      for (h2 = s2.heap_max + 1; h2 < HEAP_SIZE; h2++) {
-        n2 = s2.heap[h2];
+      tree[s3.heap[s3.heap_max] * 2 + 1] = 0;
+      for (h2 = s3.heap_max + 1; h2 < HEAP_SIZE; h2++) {
+        n2 = s3.heap[h2];
         bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
         if (bits > max_length) {
           bits = max_length;
@@ -1445,15 +1445,15 @@ var require_trees = __commonJS({
         if (n2 > max_code) {
           continue;
         }
-        s2.bl_count[bits]++;
+        s3.bl_count[bits]++;
         xbits = 0;
         if (n2 >= base) {
           xbits = extra[n2 - base];
         }
         f = tree[n2 * 2];
-        s2.opt_len += f * (bits + xbits);
+        s3.opt_len += f * (bits + xbits);
         if (has_stree) {
-          s2.static_len += f * (stree[n2 * 2 + 1] + xbits);
+          s3.static_len += f * (stree[n2 * 2 + 1] + xbits);
         }
       }
       if (overflow === 0) {
@@ -1461,23 +1461,23 @@ var require_trees = __commonJS({
       }
       do {
         bits = max_length - 1;
-        while (s2.bl_count[bits] === 0) {
+        while (s3.bl_count[bits] === 0) {
           bits--;
         }
-        s2.bl_count[bits]--;
-        s2.bl_count[bits + 1] += 2;
-        s2.bl_count[max_length]--;
+        s3.bl_count[bits]--;
+        s3.bl_count[bits + 1] += 2;
+        s3.bl_count[max_length]--;
         overflow -= 2;
       } while (overflow > 0);
       for (bits = max_length; bits !== 0; bits--) {
-        n2 = s2.bl_count[bits];
+        n2 = s3.bl_count[bits];
         while (n2 !== 0) {
-          m = s2.heap[--h2];
+          m = s3.heap[--h2];
           if (m > max_code) {
             continue;
           }
           if (tree[m * 2 + 1] !== bits) {
-            s2.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
+            s3.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
             tree[m * 2 + 1] = bits;
           }
           n2--;
@@ -1562,95 +1562,95 @@ var require_trees = __commonJS({
       static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
       static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
     }
-    function init_block(s2) {
+    function init_block(s3) {
       var n2;
       for (n2 = 0; n2 < L_CODES; n2++) {
-        s2.dyn_ltree[n2 * 2] = 0;
+        s3.dyn_ltree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < D_CODES; n2++) {
-        s2.dyn_dtree[n2 * 2] = 0;
+        s3.dyn_dtree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < BL_CODES; n2++) {
-        s2.bl_tree[n2 * 2] = 0;
+        s3.bl_tree[n2 * 2] = 0;
       }
-      s2.dyn_ltree[END_BLOCK * 2] = 1;
-      s2.opt_len = s2.static_len = 0;
-      s2.last_lit = s2.matches = 0;
+      s3.dyn_ltree[END_BLOCK * 2] = 1;
+      s3.opt_len = s3.static_len = 0;
+      s3.last_lit = s3.matches = 0;
     }
-    function bi_windup(s2) {
-      if (s2.bi_valid > 8) {
-        put_short(s2, s2.bi_buf);
-      } else if (s2.bi_valid > 0) {
-        s2.pending_buf[s2.pending++] = s2.bi_buf;
+    function bi_windup(s3) {
+      if (s3.bi_valid > 8) {
+        put_short(s3, s3.bi_buf);
+      } else if (s3.bi_valid > 0) {
+        s3.pending_buf[s3.pending++] = s3.bi_buf;
       }
-      s2.bi_buf = 0;
-      s2.bi_valid = 0;
+      s3.bi_buf = 0;
+      s3.bi_valid = 0;
     }
-    function copy_block(s2, buf, len, header) {
-      bi_windup(s2);
+    function copy_block(s3, buf, len, header) {
+      bi_windup(s3);
       if (header) {
-        put_short(s2, len);
-        put_short(s2, ~len);
+        put_short(s3, len);
+        put_short(s3, ~len);
       }
-      utils.arraySet(s2.pending_buf, s2.window, buf, len, s2.pending);
-      s2.pending += len;
+      utils.arraySet(s3.pending_buf, s3.window, buf, len, s3.pending);
+      s3.pending += len;
     }
     function smaller(tree, n2, m, depth) {
       var _n2 = n2 * 2;
       var _m2 = m * 2;
       return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
     }
-    function pqdownheap(s2, tree, k) {
-      var v = s2.heap[k];
+    function pqdownheap(s3, tree, k) {
+      var v = s3.heap[k];
       var j = k << 1;
-      while (j <= s2.heap_len) {
-        if (j < s2.heap_len && smaller(tree, s2.heap[j + 1], s2.heap[j], s2.depth)) {
+      while (j <= s3.heap_len) {
+        if (j < s3.heap_len && smaller(tree, s3.heap[j + 1], s3.heap[j], s3.depth)) {
           j++;
         }
-        if (smaller(tree, v, s2.heap[j], s2.depth)) {
+        if (smaller(tree, v, s3.heap[j], s3.depth)) {
           break;
         }
-        s2.heap[k] = s2.heap[j];
+        s3.heap[k] = s3.heap[j];
         k = j;
         j <<= 1;
       }
-      s2.heap[k] = v;
+      s3.heap[k] = v;
     }
-    function compress_block(s2, ltree, dtree) {
+    function compress_block(s3, ltree, dtree) {
       var dist;
       var lc;
       var lx = 0;
       var code;
       var extra;
-      if (s2.last_lit !== 0) {
+      if (s3.last_lit !== 0) {
         do {
-          dist = s2.pending_buf[s2.d_buf + lx * 2] << 8 | s2.pending_buf[s2.d_buf + lx * 2 + 1];
-          lc = s2.pending_buf[s2.l_buf + lx];
+          dist = s3.pending_buf[s3.d_buf + lx * 2] << 8 | s3.pending_buf[s3.d_buf + lx * 2 + 1];
+          lc = s3.pending_buf[s3.l_buf + lx];
           lx++;
           if (dist === 0) {
-            send_code(s2, lc, ltree);
+            send_code(s3, lc, ltree);
           } else {
             code = _length_code[lc];
-            send_code(s2, code + LITERALS + 1, ltree);
+            send_code(s3, code + LITERALS + 1, ltree);
             extra = extra_lbits[code];
             if (extra !== 0) {
               lc -= base_length[code];
-              send_bits(s2, lc, extra);
+              send_bits(s3, lc, extra);
             }
             dist--;
             code = d_code(dist);
-            send_code(s2, code, dtree);
+            send_code(s3, code, dtree);
             extra = extra_dbits[code];
             if (extra !== 0) {
               dist -= base_dist[code];
-              send_bits(s2, dist, extra);
+              send_bits(s3, dist, extra);
             }
           }
-        } while (lx < s2.last_lit);
+        } while (lx < s3.last_lit);
       }
-      send_code(s2, END_BLOCK, ltree);
+      send_code(s3, END_BLOCK, ltree);
     }
-    function build_tree(s2, desc) {
+    function build_tree(s3, desc) {
       var tree = desc.dyn_tree;
       var stree = desc.stat_desc.static_tree;
       var has_stree = desc.stat_desc.has_stree;
@@ -1658,73 +1658,73 @@ var require_trees = __commonJS({
       var n2, m;
       var max_code = -1;
       var node2;
-      s2.heap_len = 0;
-      s2.heap_max = HEAP_SIZE;
+      s3.heap_len = 0;
+      s3.heap_max = HEAP_SIZE;
       for (n2 = 0; n2 < elems; n2++) {
         if (tree[n2 * 2] !== 0) {
-          s2.heap[++s2.heap_len] = max_code = n2;
-          s2.depth[n2] = 0;
+          s3.heap[++s3.heap_len] = max_code = n2;
+          s3.depth[n2] = 0;
         } else {
           tree[n2 * 2 + 1] = 0;
         }
       }
-      while (s2.heap_len < 2) {
-        node2 = s2.heap[++s2.heap_len] = max_code < 2 ? ++max_code : 0;
+      while (s3.heap_len < 2) {
+        node2 = s3.heap[++s3.heap_len] = max_code < 2 ? ++max_code : 0;
         tree[node2 * 2] = 1;
-        s2.depth[node2] = 0;
-        s2.opt_len--;
+        s3.depth[node2] = 0;
+        s3.opt_len--;
         if (has_stree) {
-          s2.static_len -= stree[node2 * 2 + 1];
+          s3.static_len -= stree[node2 * 2 + 1];
         }
       }
       desc.max_code = max_code;
-      for (n2 = s2.heap_len >> 1; n2 >= 1; n2--) {
-        pqdownheap(s2, tree, n2);
+      for (n2 = s3.heap_len >> 1; n2 >= 1; n2--) {
+        pqdownheap(s3, tree, n2);
       }
       node2 = elems;
       do {
-        n2 = s2.heap[
+        n2 = s3.heap[
           1
           /*SMALLEST*/
         ];
-        s2.heap[
+        s3.heap[
           1
           /*SMALLEST*/
-        ] = s2.heap[s2.heap_len--];
+        ] = s3.heap[s3.heap_len--];
         pqdownheap(
-          s2,
+          s3,
           tree,
           1
           /*SMALLEST*/
         );
-        m = s2.heap[
+        m = s3.heap[
           1
           /*SMALLEST*/
         ];
-        s2.heap[--s2.heap_max] = n2;
-        s2.heap[--s2.heap_max] = m;
+        s3.heap[--s3.heap_max] = n2;
+        s3.heap[--s3.heap_max] = m;
         tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
-        s2.depth[node2] = (s2.depth[n2] >= s2.depth[m] ? s2.depth[n2] : s2.depth[m]) + 1;
+        s3.depth[node2] = (s3.depth[n2] >= s3.depth[m] ? s3.depth[n2] : s3.depth[m]) + 1;
         tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
-        s2.heap[
+        s3.heap[
           1
           /*SMALLEST*/
         ] = node2++;
         pqdownheap(
-          s2,
+          s3,
           tree,
           1
           /*SMALLEST*/
         );
-      } while (s2.heap_len >= 2);
-      s2.heap[--s2.heap_max] = s2.heap[
+      } while (s3.heap_len >= 2);
+      s3.heap[--s3.heap_max] = s3.heap[
         1
         /*SMALLEST*/
       ];
-      gen_bitlen(s2, desc);
-      gen_codes(tree, max_code, s2.bl_count);
+      gen_bitlen(s3, desc);
+      gen_codes(tree, max_code, s3.bl_count);
     }
-    function scan_tree(s2, tree, max_code) {
+    function scan_tree(s3, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -1743,16 +1743,16 @@ var require_trees = __commonJS({
         if (++count5 < max_count && curlen === nextlen) {
           continue;
         } else if (count5 < min_count) {
-          s2.bl_tree[curlen * 2] += count5;
+          s3.bl_tree[curlen * 2] += count5;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            s2.bl_tree[curlen * 2]++;
+            s3.bl_tree[curlen * 2]++;
           }
-          s2.bl_tree[REP_3_6 * 2]++;
+          s3.bl_tree[REP_3_6 * 2]++;
         } else if (count5 <= 10) {
-          s2.bl_tree[REPZ_3_10 * 2]++;
+          s3.bl_tree[REPZ_3_10 * 2]++;
         } else {
-          s2.bl_tree[REPZ_11_138 * 2]++;
+          s3.bl_tree[REPZ_11_138 * 2]++;
         }
         count5 = 0;
         prevlen = curlen;
@@ -1768,7 +1768,7 @@ var require_trees = __commonJS({
         }
       }
     }
-    function send_tree(s2, tree, max_code) {
+    function send_tree(s3, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
@@ -1787,21 +1787,21 @@ var require_trees = __commonJS({
           continue;
         } else if (count5 < min_count) {
           do {
-            send_code(s2, curlen, s2.bl_tree);
+            send_code(s3, curlen, s3.bl_tree);
           } while (--count5 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            send_code(s2, curlen, s2.bl_tree);
+            send_code(s3, curlen, s3.bl_tree);
             count5--;
           }
-          send_code(s2, REP_3_6, s2.bl_tree);
-          send_bits(s2, count5 - 3, 2);
+          send_code(s3, REP_3_6, s3.bl_tree);
+          send_bits(s3, count5 - 3, 2);
         } else if (count5 <= 10) {
-          send_code(s2, REPZ_3_10, s2.bl_tree);
-          send_bits(s2, count5 - 3, 3);
+          send_code(s3, REPZ_3_10, s3.bl_tree);
+          send_bits(s3, count5 - 3, 3);
         } else {
-          send_code(s2, REPZ_11_138, s2.bl_tree);
-          send_bits(s2, count5 - 11, 7);
+          send_code(s3, REPZ_11_138, s3.bl_tree);
+          send_bits(s3, count5 - 11, 7);
         }
         count5 = 0;
         prevlen = curlen;
@@ -1817,82 +1817,82 @@ var require_trees = __commonJS({
         }
       }
     }
-    function build_bl_tree(s2) {
+    function build_bl_tree(s3) {
       var max_blindex;
-      scan_tree(s2, s2.dyn_ltree, s2.l_desc.max_code);
-      scan_tree(s2, s2.dyn_dtree, s2.d_desc.max_code);
-      build_tree(s2, s2.bl_desc);
+      scan_tree(s3, s3.dyn_ltree, s3.l_desc.max_code);
+      scan_tree(s3, s3.dyn_dtree, s3.d_desc.max_code);
+      build_tree(s3, s3.bl_desc);
       for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
-        if (s2.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
+        if (s3.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
           break;
         }
       }
-      s2.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
+      s3.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
       return max_blindex;
     }
-    function send_all_trees(s2, lcodes, dcodes, blcodes) {
+    function send_all_trees(s3, lcodes, dcodes, blcodes) {
       var rank;
-      send_bits(s2, lcodes - 257, 5);
-      send_bits(s2, dcodes - 1, 5);
-      send_bits(s2, blcodes - 4, 4);
+      send_bits(s3, lcodes - 257, 5);
+      send_bits(s3, dcodes - 1, 5);
+      send_bits(s3, blcodes - 4, 4);
       for (rank = 0; rank < blcodes; rank++) {
-        send_bits(s2, s2.bl_tree[bl_order[rank] * 2 + 1], 3);
+        send_bits(s3, s3.bl_tree[bl_order[rank] * 2 + 1], 3);
       }
-      send_tree(s2, s2.dyn_ltree, lcodes - 1);
-      send_tree(s2, s2.dyn_dtree, dcodes - 1);
+      send_tree(s3, s3.dyn_ltree, lcodes - 1);
+      send_tree(s3, s3.dyn_dtree, dcodes - 1);
     }
-    function detect_data_type(s2) {
+    function detect_data_type(s3) {
       var black_mask = 4093624447;
       var n2;
       for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
-        if (black_mask & 1 && s2.dyn_ltree[n2 * 2] !== 0) {
+        if (black_mask & 1 && s3.dyn_ltree[n2 * 2] !== 0) {
           return Z_BINARY;
         }
       }
-      if (s2.dyn_ltree[9 * 2] !== 0 || s2.dyn_ltree[10 * 2] !== 0 || s2.dyn_ltree[13 * 2] !== 0) {
+      if (s3.dyn_ltree[9 * 2] !== 0 || s3.dyn_ltree[10 * 2] !== 0 || s3.dyn_ltree[13 * 2] !== 0) {
         return Z_TEXT;
       }
       for (n2 = 32; n2 < LITERALS; n2++) {
-        if (s2.dyn_ltree[n2 * 2] !== 0) {
+        if (s3.dyn_ltree[n2 * 2] !== 0) {
           return Z_TEXT;
         }
       }
       return Z_BINARY;
     }
     var static_init_done = false;
-    function _tr_init(s2) {
+    function _tr_init(s3) {
       if (!static_init_done) {
         tr_static_init();
         static_init_done = true;
       }
-      s2.l_desc = new TreeDesc(s2.dyn_ltree, static_l_desc);
-      s2.d_desc = new TreeDesc(s2.dyn_dtree, static_d_desc);
-      s2.bl_desc = new TreeDesc(s2.bl_tree, static_bl_desc);
-      s2.bi_buf = 0;
-      s2.bi_valid = 0;
-      init_block(s2);
+      s3.l_desc = new TreeDesc(s3.dyn_ltree, static_l_desc);
+      s3.d_desc = new TreeDesc(s3.dyn_dtree, static_d_desc);
+      s3.bl_desc = new TreeDesc(s3.bl_tree, static_bl_desc);
+      s3.bi_buf = 0;
+      s3.bi_valid = 0;
+      init_block(s3);
     }
-    function _tr_stored_block(s2, buf, stored_len, last) {
-      send_bits(s2, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
-      copy_block(s2, buf, stored_len, true);
+    function _tr_stored_block(s3, buf, stored_len, last) {
+      send_bits(s3, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
+      copy_block(s3, buf, stored_len, true);
     }
-    function _tr_align(s2) {
-      send_bits(s2, STATIC_TREES << 1, 3);
-      send_code(s2, END_BLOCK, static_ltree);
-      bi_flush(s2);
+    function _tr_align(s3) {
+      send_bits(s3, STATIC_TREES << 1, 3);
+      send_code(s3, END_BLOCK, static_ltree);
+      bi_flush(s3);
     }
-    function _tr_flush_block(s2, buf, stored_len, last) {
+    function _tr_flush_block(s3, buf, stored_len, last) {
       var opt_lenb, static_lenb;
       var max_blindex = 0;
-      if (s2.level > 0) {
-        if (s2.strm.data_type === Z_UNKNOWN) {
-          s2.strm.data_type = detect_data_type(s2);
+      if (s3.level > 0) {
+        if (s3.strm.data_type === Z_UNKNOWN) {
+          s3.strm.data_type = detect_data_type(s3);
         }
-        build_tree(s2, s2.l_desc);
-        build_tree(s2, s2.d_desc);
-        max_blindex = build_bl_tree(s2);
-        opt_lenb = s2.opt_len + 3 + 7 >>> 3;
-        static_lenb = s2.static_len + 3 + 7 >>> 3;
+        build_tree(s3, s3.l_desc);
+        build_tree(s3, s3.d_desc);
+        max_blindex = build_bl_tree(s3);
+        opt_lenb = s3.opt_len + 3 + 7 >>> 3;
+        static_lenb = s3.static_len + 3 + 7 >>> 3;
         if (static_lenb <= opt_lenb) {
           opt_lenb = static_lenb;
         }
@@ -1900,34 +1900,34 @@ var require_trees = __commonJS({
         opt_lenb = static_lenb = stored_len + 5;
       }
       if (stored_len + 4 <= opt_lenb && buf !== -1) {
-        _tr_stored_block(s2, buf, stored_len, last);
-      } else if (s2.strategy === Z_FIXED || static_lenb === opt_lenb) {
-        send_bits(s2, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
-        compress_block(s2, static_ltree, static_dtree);
+        _tr_stored_block(s3, buf, stored_len, last);
+      } else if (s3.strategy === Z_FIXED || static_lenb === opt_lenb) {
+        send_bits(s3, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
+        compress_block(s3, static_ltree, static_dtree);
       } else {
-        send_bits(s2, (DYN_TREES << 1) + (last ? 1 : 0), 3);
-        send_all_trees(s2, s2.l_desc.max_code + 1, s2.d_desc.max_code + 1, max_blindex + 1);
-        compress_block(s2, s2.dyn_ltree, s2.dyn_dtree);
+        send_bits(s3, (DYN_TREES << 1) + (last ? 1 : 0), 3);
+        send_all_trees(s3, s3.l_desc.max_code + 1, s3.d_desc.max_code + 1, max_blindex + 1);
+        compress_block(s3, s3.dyn_ltree, s3.dyn_dtree);
       }
-      init_block(s2);
+      init_block(s3);
       if (last) {
-        bi_windup(s2);
+        bi_windup(s3);
       }
     }
-    function _tr_tally(s2, dist, lc) {
-      s2.pending_buf[s2.d_buf + s2.last_lit * 2] = dist >>> 8 & 255;
-      s2.pending_buf[s2.d_buf + s2.last_lit * 2 + 1] = dist & 255;
-      s2.pending_buf[s2.l_buf + s2.last_lit] = lc & 255;
-      s2.last_lit++;
+    function _tr_tally(s3, dist, lc) {
+      s3.pending_buf[s3.d_buf + s3.last_lit * 2] = dist >>> 8 & 255;
+      s3.pending_buf[s3.d_buf + s3.last_lit * 2 + 1] = dist & 255;
+      s3.pending_buf[s3.l_buf + s3.last_lit] = lc & 255;
+      s3.last_lit++;
       if (dist === 0) {
-        s2.dyn_ltree[lc * 2]++;
+        s3.dyn_ltree[lc * 2]++;
       } else {
-        s2.matches++;
+        s3.matches++;
         dist--;
-        s2.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
-        s2.dyn_dtree[d_code(dist) * 2]++;
+        s3.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
+        s3.dyn_dtree[d_code(dist) * 2]++;
       }
-      return s2.last_lit === s2.lit_bufsize - 1;
+      return s3.last_lit === s3.lit_bufsize - 1;
     }
     exports2._tr_init = _tr_init;
     exports2._tr_stored_block = _tr_stored_block;
@@ -1942,18 +1942,18 @@ var require_adler32 = __commonJS({
   "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
     "use strict";
     function adler32(adler, buf, len, pos) {
-      var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
+      var s1 = adler & 65535 | 0, s22 = adler >>> 16 & 65535 | 0, n2 = 0;
       while (len !== 0) {
         n2 = len > 2e3 ? 2e3 : len;
         len -= n2;
         do {
           s1 = s1 + buf[pos++] | 0;
-          s2 = s2 + s1 | 0;
+          s22 = s22 + s1 | 0;
         } while (--n2);
         s1 %= 65521;
-        s2 %= 65521;
+        s22 %= 65521;
       }
-      return s1 | s2 << 16 | 0;
+      return s1 | s22 << 16 | 0;
     }
     module2.exports = adler32;
   }
@@ -2081,35 +2081,35 @@ var require_deflate = __commonJS({
       }
     }
     function flush_pending(strm) {
-      var s2 = strm.state;
-      var len = s2.pending;
+      var s3 = strm.state;
+      var len = s3.pending;
       if (len > strm.avail_out) {
         len = strm.avail_out;
       }
       if (len === 0) {
         return;
       }
-      utils.arraySet(strm.output, s2.pending_buf, s2.pending_out, len, strm.next_out);
+      utils.arraySet(strm.output, s3.pending_buf, s3.pending_out, len, strm.next_out);
       strm.next_out += len;
-      s2.pending_out += len;
+      s3.pending_out += len;
       strm.total_out += len;
       strm.avail_out -= len;
-      s2.pending -= len;
-      if (s2.pending === 0) {
-        s2.pending_out = 0;
+      s3.pending -= len;
+      if (s3.pending === 0) {
+        s3.pending_out = 0;
       }
     }
-    function flush_block_only(s2, last) {
-      trees._tr_flush_block(s2, s2.block_start >= 0 ? s2.block_start : -1, s2.strstart - s2.block_start, last);
-      s2.block_start = s2.strstart;
-      flush_pending(s2.strm);
+    function flush_block_only(s3, last) {
+      trees._tr_flush_block(s3, s3.block_start >= 0 ? s3.block_start : -1, s3.strstart - s3.block_start, last);
+      s3.block_start = s3.strstart;
+      flush_pending(s3.strm);
     }
-    function put_byte(s2, b) {
-      s2.pending_buf[s2.pending++] = b;
+    function put_byte(s3, b) {
+      s3.pending_buf[s3.pending++] = b;
     }
-    function putShortMSB(s2, b) {
-      s2.pending_buf[s2.pending++] = b >>> 8 & 255;
-      s2.pending_buf[s2.pending++] = b & 255;
+    function putShortMSB(s3, b) {
+      s3.pending_buf[s3.pending++] = b >>> 8 & 255;
+      s3.pending_buf[s3.pending++] = b & 255;
     }
     function read_buf(strm, buf, start, size) {
       var len = strm.avail_in;
@@ -2130,25 +2130,25 @@ var require_deflate = __commonJS({
       strm.total_in += len;
       return len;
     }
-    function longest_match(s2, cur_match) {
-      var chain_length = s2.max_chain_length;
-      var scan = s2.strstart;
+    function longest_match(s3, cur_match) {
+      var chain_length = s3.max_chain_length;
+      var scan = s3.strstart;
       var match;
       var len;
-      var best_len = s2.prev_length;
-      var nice_match = s2.nice_match;
-      var limit = s2.strstart > s2.w_size - MIN_LOOKAHEAD ? s2.strstart - (s2.w_size - MIN_LOOKAHEAD) : 0;
-      var _win = s2.window;
-      var wmask = s2.w_mask;
-      var prev = s2.prev;
-      var strend = s2.strstart + MAX_MATCH;
+      var best_len = s3.prev_length;
+      var nice_match = s3.nice_match;
+      var limit = s3.strstart > s3.w_size - MIN_LOOKAHEAD ? s3.strstart - (s3.w_size - MIN_LOOKAHEAD) : 0;
+      var _win = s3.window;
+      var wmask = s3.w_mask;
+      var prev = s3.prev;
+      var strend = s3.strstart + MAX_MATCH;
       var scan_end1 = _win[scan + best_len - 1];
       var scan_end = _win[scan + best_len];
-      if (s2.prev_length >= s2.good_match) {
+      if (s3.prev_length >= s3.good_match) {
         chain_length >>= 2;
       }
-      if (nice_match > s2.lookahead) {
-        nice_match = s2.lookahead;
+      if (nice_match > s3.lookahead) {
+        nice_match = s3.lookahead;
       }
       do {
         match = cur_match;
@@ -2162,7 +2162,7 @@ var require_deflate = __commonJS({
         len = MAX_MATCH - (strend - scan);
         scan = strend - MAX_MATCH;
         if (len > best_len) {
-          s2.match_start = cur_match;
+          s3.match_start = cur_match;
           best_len = len;
           if (len >= nice_match) {
             break;
@@ -2171,356 +2171,356 @@ var require_deflate = __commonJS({
           scan_end = _win[scan + best_len];
         }
       } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
-      if (best_len <= s2.lookahead) {
+      if (best_len <= s3.lookahead) {
         return best_len;
       }
-      return s2.lookahead;
+      return s3.lookahead;
     }
-    function fill_window(s2) {
-      var _w_size = s2.w_size;
+    function fill_window(s3) {
+      var _w_size = s3.w_size;
       var p, n2, m, more, str;
       do {
-        more = s2.window_size - s2.lookahead - s2.strstart;
-        if (s2.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
-          utils.arraySet(s2.window, s2.window, _w_size, _w_size, 0);
-          s2.match_start -= _w_size;
-          s2.strstart -= _w_size;
-          s2.block_start -= _w_size;
-          n2 = s2.hash_size;
+        more = s3.window_size - s3.lookahead - s3.strstart;
+        if (s3.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
+          utils.arraySet(s3.window, s3.window, _w_size, _w_size, 0);
+          s3.match_start -= _w_size;
+          s3.strstart -= _w_size;
+          s3.block_start -= _w_size;
+          n2 = s3.hash_size;
           p = n2;
           do {
-            m = s2.head[--p];
-            s2.head[p] = m >= _w_size ? m - _w_size : 0;
+            m = s3.head[--p];
+            s3.head[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           n2 = _w_size;
           p = n2;
           do {
-            m = s2.prev[--p];
-            s2.prev[p] = m >= _w_size ? m - _w_size : 0;
+            m = s3.prev[--p];
+            s3.prev[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           more += _w_size;
         }
-        if (s2.strm.avail_in === 0) {
+        if (s3.strm.avail_in === 0) {
           break;
         }
-        n2 = read_buf(s2.strm, s2.window, s2.strstart + s2.lookahead, more);
-        s2.lookahead += n2;
-        if (s2.lookahead + s2.insert >= MIN_MATCH) {
-          str = s2.strstart - s2.insert;
-          s2.ins_h = s2.window[str];
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + 1]) & s2.hash_mask;
-          while (s2.insert) {
-            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
-            s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
-            s2.head[s2.ins_h] = str;
+        n2 = read_buf(s3.strm, s3.window, s3.strstart + s3.lookahead, more);
+        s3.lookahead += n2;
+        if (s3.lookahead + s3.insert >= MIN_MATCH) {
+          str = s3.strstart - s3.insert;
+          s3.ins_h = s3.window[str];
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + 1]) & s3.hash_mask;
+          while (s3.insert) {
+            s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + MIN_MATCH - 1]) & s3.hash_mask;
+            s3.prev[str & s3.w_mask] = s3.head[s3.ins_h];
+            s3.head[s3.ins_h] = str;
             str++;
-            s2.insert--;
-            if (s2.lookahead + s2.insert < MIN_MATCH) {
+            s3.insert--;
+            if (s3.lookahead + s3.insert < MIN_MATCH) {
               break;
             }
           }
         }
-      } while (s2.lookahead < MIN_LOOKAHEAD && s2.strm.avail_in !== 0);
+      } while (s3.lookahead < MIN_LOOKAHEAD && s3.strm.avail_in !== 0);
     }
-    function deflate_stored(s2, flush) {
+    function deflate_stored(s3, flush) {
       var max_block_size = 65535;
-      if (max_block_size > s2.pending_buf_size - 5) {
-        max_block_size = s2.pending_buf_size - 5;
+      if (max_block_size > s3.pending_buf_size - 5) {
+        max_block_size = s3.pending_buf_size - 5;
       }
       for (; ; ) {
-        if (s2.lookahead <= 1) {
-          fill_window(s2);
-          if (s2.lookahead === 0 && flush === Z_NO_FLUSH) {
+        if (s3.lookahead <= 1) {
+          fill_window(s3);
+          if (s3.lookahead === 0 && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
-        s2.strstart += s2.lookahead;
-        s2.lookahead = 0;
-        var max_start = s2.block_start + max_block_size;
-        if (s2.strstart === 0 || s2.strstart >= max_start) {
-          s2.lookahead = s2.strstart - max_start;
-          s2.strstart = max_start;
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+        s3.strstart += s3.lookahead;
+        s3.lookahead = 0;
+        var max_start = s3.block_start + max_block_size;
+        if (s3.strstart === 0 || s3.strstart >= max_start) {
+          s3.lookahead = s3.strstart - max_start;
+          s3.strstart = max_start;
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
-        if (s2.strstart - s2.block_start >= s2.w_size - MIN_LOOKAHEAD) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+        if (s3.strstart - s3.block_start >= s3.w_size - MIN_LOOKAHEAD) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.strstart > s2.block_start) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.strstart > s3.block_start) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_NEED_MORE;
     }
-    function deflate_fast(s2, flush) {
+    function deflate_fast(s3, flush) {
       var hash_head;
       var bflush;
       for (; ; ) {
-        if (s2.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s2);
-          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s3.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s3);
+          if (s3.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s2.lookahead >= MIN_MATCH) {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = s2.strstart;
+        if (s3.lookahead >= MIN_MATCH) {
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+          hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = s3.strstart;
         }
-        if (hash_head !== 0 && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
-          s2.match_length = longest_match(s2, hash_head);
+        if (hash_head !== 0 && s3.strstart - hash_head <= s3.w_size - MIN_LOOKAHEAD) {
+          s3.match_length = longest_match(s3, hash_head);
         }
-        if (s2.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s2, s2.strstart - s2.match_start, s2.match_length - MIN_MATCH);
-          s2.lookahead -= s2.match_length;
-          if (s2.match_length <= s2.max_lazy_match && s2.lookahead >= MIN_MATCH) {
-            s2.match_length--;
+        if (s3.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s3, s3.strstart - s3.match_start, s3.match_length - MIN_MATCH);
+          s3.lookahead -= s3.match_length;
+          if (s3.match_length <= s3.max_lazy_match && s3.lookahead >= MIN_MATCH) {
+            s3.match_length--;
             do {
-              s2.strstart++;
-              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-              s2.head[s2.ins_h] = s2.strstart;
-            } while (--s2.match_length !== 0);
-            s2.strstart++;
+              s3.strstart++;
+              s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+              hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+              s3.head[s3.ins_h] = s3.strstart;
+            } while (--s3.match_length !== 0);
+            s3.strstart++;
           } else {
-            s2.strstart += s2.match_length;
-            s2.match_length = 0;
-            s2.ins_h = s2.window[s2.strstart];
-            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + 1]) & s2.hash_mask;
+            s3.strstart += s3.match_length;
+            s3.match_length = 0;
+            s3.ins_h = s3.window[s3.strstart];
+            s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + 1]) & s3.hash_mask;
           }
         } else {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-          s2.lookahead--;
-          s2.strstart++;
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+          s3.lookahead--;
+          s3.strstart++;
         }
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
+      s3.insert = s3.strstart < MIN_MATCH - 1 ? s3.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_slow(s2, flush) {
+    function deflate_slow(s3, flush) {
       var hash_head;
       var bflush;
       var max_insert;
       for (; ; ) {
-        if (s2.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s2);
-          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s3.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s3);
+          if (s3.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s2.lookahead >= MIN_MATCH) {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = s2.strstart;
+        if (s3.lookahead >= MIN_MATCH) {
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+          hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = s3.strstart;
         }
-        s2.prev_length = s2.match_length;
-        s2.prev_match = s2.match_start;
-        s2.match_length = MIN_MATCH - 1;
-        if (hash_head !== 0 && s2.prev_length < s2.max_lazy_match && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
-          s2.match_length = longest_match(s2, hash_head);
-          if (s2.match_length <= 5 && (s2.strategy === Z_FILTERED || s2.match_length === MIN_MATCH && s2.strstart - s2.match_start > 4096)) {
-            s2.match_length = MIN_MATCH - 1;
+        s3.prev_length = s3.match_length;
+        s3.prev_match = s3.match_start;
+        s3.match_length = MIN_MATCH - 1;
+        if (hash_head !== 0 && s3.prev_length < s3.max_lazy_match && s3.strstart - hash_head <= s3.w_size - MIN_LOOKAHEAD) {
+          s3.match_length = longest_match(s3, hash_head);
+          if (s3.match_length <= 5 && (s3.strategy === Z_FILTERED || s3.match_length === MIN_MATCH && s3.strstart - s3.match_start > 4096)) {
+            s3.match_length = MIN_MATCH - 1;
           }
         }
-        if (s2.prev_length >= MIN_MATCH && s2.match_length <= s2.prev_length) {
-          max_insert = s2.strstart + s2.lookahead - MIN_MATCH;
-          bflush = trees._tr_tally(s2, s2.strstart - 1 - s2.prev_match, s2.prev_length - MIN_MATCH);
-          s2.lookahead -= s2.prev_length - 1;
-          s2.prev_length -= 2;
+        if (s3.prev_length >= MIN_MATCH && s3.match_length <= s3.prev_length) {
+          max_insert = s3.strstart + s3.lookahead - MIN_MATCH;
+          bflush = trees._tr_tally(s3, s3.strstart - 1 - s3.prev_match, s3.prev_length - MIN_MATCH);
+          s3.lookahead -= s3.prev_length - 1;
+          s3.prev_length -= 2;
           do {
-            if (++s2.strstart <= max_insert) {
-              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-              s2.head[s2.ins_h] = s2.strstart;
+            if (++s3.strstart <= max_insert) {
+              s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+              hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+              s3.head[s3.ins_h] = s3.strstart;
             }
-          } while (--s2.prev_length !== 0);
-          s2.match_available = 0;
-          s2.match_length = MIN_MATCH - 1;
-          s2.strstart++;
+          } while (--s3.prev_length !== 0);
+          s3.match_available = 0;
+          s3.match_length = MIN_MATCH - 1;
+          s3.strstart++;
           if (bflush) {
-            flush_block_only(s2, false);
-            if (s2.strm.avail_out === 0) {
+            flush_block_only(s3, false);
+            if (s3.strm.avail_out === 0) {
               return BS_NEED_MORE;
             }
           }
-        } else if (s2.match_available) {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
+        } else if (s3.match_available) {
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart - 1]);
           if (bflush) {
-            flush_block_only(s2, false);
+            flush_block_only(s3, false);
           }
-          s2.strstart++;
-          s2.lookahead--;
-          if (s2.strm.avail_out === 0) {
+          s3.strstart++;
+          s3.lookahead--;
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         } else {
-          s2.match_available = 1;
-          s2.strstart++;
-          s2.lookahead--;
+          s3.match_available = 1;
+          s3.strstart++;
+          s3.lookahead--;
         }
       }
-      if (s2.match_available) {
-        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
-        s2.match_available = 0;
+      if (s3.match_available) {
+        bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart - 1]);
+        s3.match_available = 0;
       }
-      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
+      s3.insert = s3.strstart < MIN_MATCH - 1 ? s3.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_rle(s2, flush) {
+    function deflate_rle(s3, flush) {
       var bflush;
       var prev;
       var scan, strend;
-      var _win = s2.window;
+      var _win = s3.window;
       for (; ; ) {
-        if (s2.lookahead <= MAX_MATCH) {
-          fill_window(s2);
-          if (s2.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
+        if (s3.lookahead <= MAX_MATCH) {
+          fill_window(s3);
+          if (s3.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
-        s2.match_length = 0;
-        if (s2.lookahead >= MIN_MATCH && s2.strstart > 0) {
-          scan = s2.strstart - 1;
+        s3.match_length = 0;
+        if (s3.lookahead >= MIN_MATCH && s3.strstart > 0) {
+          scan = s3.strstart - 1;
           prev = _win[scan];
           if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
-            strend = s2.strstart + MAX_MATCH;
+            strend = s3.strstart + MAX_MATCH;
             do {
             } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
-            s2.match_length = MAX_MATCH - (strend - scan);
-            if (s2.match_length > s2.lookahead) {
-              s2.match_length = s2.lookahead;
+            s3.match_length = MAX_MATCH - (strend - scan);
+            if (s3.match_length > s3.lookahead) {
+              s3.match_length = s3.lookahead;
             }
           }
         }
-        if (s2.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s2, 1, s2.match_length - MIN_MATCH);
-          s2.lookahead -= s2.match_length;
-          s2.strstart += s2.match_length;
-          s2.match_length = 0;
+        if (s3.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s3, 1, s3.match_length - MIN_MATCH);
+          s3.lookahead -= s3.match_length;
+          s3.strstart += s3.match_length;
+          s3.match_length = 0;
         } else {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-          s2.lookahead--;
-          s2.strstart++;
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+          s3.lookahead--;
+          s3.strstart++;
         }
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_huff(s2, flush) {
+    function deflate_huff(s3, flush) {
       var bflush;
       for (; ; ) {
-        if (s2.lookahead === 0) {
-          fill_window(s2);
-          if (s2.lookahead === 0) {
+        if (s3.lookahead === 0) {
+          fill_window(s3);
+          if (s3.lookahead === 0) {
             if (flush === Z_NO_FLUSH) {
               return BS_NEED_MORE;
             }
             break;
           }
         }
-        s2.match_length = 0;
-        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-        s2.lookahead--;
-        s2.strstart++;
+        s3.match_length = 0;
+        bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+        s3.lookahead--;
+        s3.strstart++;
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
@@ -2557,20 +2557,20 @@ var require_deflate = __commonJS({
       new Config(32, 258, 258, 4096, deflate_slow)
       /* 9 max compression */
     ];
-    function lm_init(s2) {
-      s2.window_size = 2 * s2.w_size;
-      zero(s2.head);
-      s2.max_lazy_match = configuration_table[s2.level].max_lazy;
-      s2.good_match = configuration_table[s2.level].good_length;
-      s2.nice_match = configuration_table[s2.level].nice_length;
-      s2.max_chain_length = configuration_table[s2.level].max_chain;
-      s2.strstart = 0;
-      s2.block_start = 0;
-      s2.lookahead = 0;
-      s2.insert = 0;
-      s2.match_length = s2.prev_length = MIN_MATCH - 1;
-      s2.match_available = 0;
-      s2.ins_h = 0;
+    function lm_init(s3) {
+      s3.window_size = 2 * s3.w_size;
+      zero(s3.head);
+      s3.max_lazy_match = configuration_table[s3.level].max_lazy;
+      s3.good_match = configuration_table[s3.level].good_length;
+      s3.nice_match = configuration_table[s3.level].nice_length;
+      s3.max_chain_length = configuration_table[s3.level].max_chain;
+      s3.strstart = 0;
+      s3.block_start = 0;
+      s3.lookahead = 0;
+      s3.insert = 0;
+      s3.match_length = s3.prev_length = MIN_MATCH - 1;
+      s3.match_available = 0;
+      s3.ins_h = 0;
     }
     function DeflateState() {
       this.strm = null;
@@ -2638,22 +2638,22 @@ var require_deflate = __commonJS({
       this.bi_valid = 0;
     }
     function deflateResetKeep(strm) {
-      var s2;
+      var s3;
       if (!strm || !strm.state) {
         return err(strm, Z_STREAM_ERROR);
       }
       strm.total_in = strm.total_out = 0;
       strm.data_type = Z_UNKNOWN;
-      s2 = strm.state;
-      s2.pending = 0;
-      s2.pending_out = 0;
-      if (s2.wrap < 0) {
-        s2.wrap = -s2.wrap;
+      s3 = strm.state;
+      s3.pending = 0;
+      s3.pending_out = 0;
+      if (s3.wrap < 0) {
+        s3.wrap = -s3.wrap;
       }
-      s2.status = s2.wrap ? INIT_STATE : BUSY_STATE;
-      strm.adler = s2.wrap === 2 ? 0 : 1;
-      s2.last_flush = Z_NO_FLUSH;
-      trees._tr_init(s2);
+      s3.status = s3.wrap ? INIT_STATE : BUSY_STATE;
+      strm.adler = s3.wrap === 2 ? 0 : 1;
+      s3.last_flush = Z_NO_FLUSH;
+      trees._tr_init(s3);
       return Z_OK;
     }
     function deflateReset(strm) {
@@ -2694,257 +2694,257 @@ var require_deflate = __commonJS({
       if (windowBits === 8) {
         windowBits = 9;
       }
-      var s2 = new DeflateState();
-      strm.state = s2;
-      s2.strm = strm;
-      s2.wrap = wrap;
-      s2.gzhead = null;
-      s2.w_bits = windowBits;
-      s2.w_size = 1 << s2.w_bits;
-      s2.w_mask = s2.w_size - 1;
-      s2.hash_bits = memLevel + 7;
-      s2.hash_size = 1 << s2.hash_bits;
-      s2.hash_mask = s2.hash_size - 1;
-      s2.hash_shift = ~~((s2.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
-      s2.window = new utils.Buf8(s2.w_size * 2);
-      s2.head = new utils.Buf16(s2.hash_size);
-      s2.prev = new utils.Buf16(s2.w_size);
-      s2.lit_bufsize = 1 << memLevel + 6;
-      s2.pending_buf_size = s2.lit_bufsize * 4;
-      s2.pending_buf = new utils.Buf8(s2.pending_buf_size);
-      s2.d_buf = 1 * s2.lit_bufsize;
-      s2.l_buf = (1 + 2) * s2.lit_bufsize;
-      s2.level = level;
-      s2.strategy = strategy;
-      s2.method = method;
+      var s3 = new DeflateState();
+      strm.state = s3;
+      s3.strm = strm;
+      s3.wrap = wrap;
+      s3.gzhead = null;
+      s3.w_bits = windowBits;
+      s3.w_size = 1 << s3.w_bits;
+      s3.w_mask = s3.w_size - 1;
+      s3.hash_bits = memLevel + 7;
+      s3.hash_size = 1 << s3.hash_bits;
+      s3.hash_mask = s3.hash_size - 1;
+      s3.hash_shift = ~~((s3.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
+      s3.window = new utils.Buf8(s3.w_size * 2);
+      s3.head = new utils.Buf16(s3.hash_size);
+      s3.prev = new utils.Buf16(s3.w_size);
+      s3.lit_bufsize = 1 << memLevel + 6;
+      s3.pending_buf_size = s3.lit_bufsize * 4;
+      s3.pending_buf = new utils.Buf8(s3.pending_buf_size);
+      s3.d_buf = 1 * s3.lit_bufsize;
+      s3.l_buf = (1 + 2) * s3.lit_bufsize;
+      s3.level = level;
+      s3.strategy = strategy;
+      s3.method = method;
       return deflateReset(strm);
     }
     function deflateInit(strm, level) {
       return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
     }
     function deflate(strm, flush) {
-      var old_flush, s2;
+      var old_flush, s3;
       var beg, val;
       if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
         return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
       }
-      s2 = strm.state;
-      if (!strm.output || !strm.input && strm.avail_in !== 0 || s2.status === FINISH_STATE && flush !== Z_FINISH) {
+      s3 = strm.state;
+      if (!strm.output || !strm.input && strm.avail_in !== 0 || s3.status === FINISH_STATE && flush !== Z_FINISH) {
         return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
       }
-      s2.strm = strm;
-      old_flush = s2.last_flush;
-      s2.last_flush = flush;
-      if (s2.status === INIT_STATE) {
-        if (s2.wrap === 2) {
+      s3.strm = strm;
+      old_flush = s3.last_flush;
+      s3.last_flush = flush;
+      if (s3.status === INIT_STATE) {
+        if (s3.wrap === 2) {
           strm.adler = 0;
-          put_byte(s2, 31);
-          put_byte(s2, 139);
-          put_byte(s2, 8);
-          if (!s2.gzhead) {
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
-            put_byte(s2, OS_CODE);
-            s2.status = BUSY_STATE;
+          put_byte(s3, 31);
+          put_byte(s3, 139);
+          put_byte(s3, 8);
+          if (!s3.gzhead) {
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, s3.level === 9 ? 2 : s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2 ? 4 : 0);
+            put_byte(s3, OS_CODE);
+            s3.status = BUSY_STATE;
           } else {
             put_byte(
-              s2,
-              (s2.gzhead.text ? 1 : 0) + (s2.gzhead.hcrc ? 2 : 0) + (!s2.gzhead.extra ? 0 : 4) + (!s2.gzhead.name ? 0 : 8) + (!s2.gzhead.comment ? 0 : 16)
+              s3,
+              (s3.gzhead.text ? 1 : 0) + (s3.gzhead.hcrc ? 2 : 0) + (!s3.gzhead.extra ? 0 : 4) + (!s3.gzhead.name ? 0 : 8) + (!s3.gzhead.comment ? 0 : 16)
             );
-            put_byte(s2, s2.gzhead.time & 255);
-            put_byte(s2, s2.gzhead.time >> 8 & 255);
-            put_byte(s2, s2.gzhead.time >> 16 & 255);
-            put_byte(s2, s2.gzhead.time >> 24 & 255);
-            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
-            put_byte(s2, s2.gzhead.os & 255);
-            if (s2.gzhead.extra && s2.gzhead.extra.length) {
-              put_byte(s2, s2.gzhead.extra.length & 255);
-              put_byte(s2, s2.gzhead.extra.length >> 8 & 255);
+            put_byte(s3, s3.gzhead.time & 255);
+            put_byte(s3, s3.gzhead.time >> 8 & 255);
+            put_byte(s3, s3.gzhead.time >> 16 & 255);
+            put_byte(s3, s3.gzhead.time >> 24 & 255);
+            put_byte(s3, s3.level === 9 ? 2 : s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2 ? 4 : 0);
+            put_byte(s3, s3.gzhead.os & 255);
+            if (s3.gzhead.extra && s3.gzhead.extra.length) {
+              put_byte(s3, s3.gzhead.extra.length & 255);
+              put_byte(s3, s3.gzhead.extra.length >> 8 & 255);
             }
-            if (s2.gzhead.hcrc) {
-              strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending, 0);
+            if (s3.gzhead.hcrc) {
+              strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending, 0);
             }
-            s2.gzindex = 0;
-            s2.status = EXTRA_STATE;
+            s3.gzindex = 0;
+            s3.status = EXTRA_STATE;
           }
         } else {
-          var header = Z_DEFLATED + (s2.w_bits - 8 << 4) << 8;
+          var header = Z_DEFLATED + (s3.w_bits - 8 << 4) << 8;
           var level_flags = -1;
-          if (s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2) {
+          if (s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2) {
             level_flags = 0;
-          } else if (s2.level < 6) {
+          } else if (s3.level < 6) {
             level_flags = 1;
-          } else if (s2.level === 6) {
+          } else if (s3.level === 6) {
             level_flags = 2;
           } else {
             level_flags = 3;
           }
           header |= level_flags << 6;
-          if (s2.strstart !== 0) {
+          if (s3.strstart !== 0) {
             header |= PRESET_DICT;
           }
           header += 31 - header % 31;
-          s2.status = BUSY_STATE;
-          putShortMSB(s2, header);
-          if (s2.strstart !== 0) {
-            putShortMSB(s2, strm.adler >>> 16);
-            putShortMSB(s2, strm.adler & 65535);
+          s3.status = BUSY_STATE;
+          putShortMSB(s3, header);
+          if (s3.strstart !== 0) {
+            putShortMSB(s3, strm.adler >>> 16);
+            putShortMSB(s3, strm.adler & 65535);
           }
           strm.adler = 1;
         }
       }
-      if (s2.status === EXTRA_STATE) {
-        if (s2.gzhead.extra) {
-          beg = s2.pending;
-          while (s2.gzindex < (s2.gzhead.extra.length & 65535)) {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+      if (s3.status === EXTRA_STATE) {
+        if (s3.gzhead.extra) {
+          beg = s3.pending;
+          while (s3.gzindex < (s3.gzhead.extra.length & 65535)) {
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 break;
               }
             }
-            put_byte(s2, s2.gzhead.extra[s2.gzindex] & 255);
-            s2.gzindex++;
+            put_byte(s3, s3.gzhead.extra[s3.gzindex] & 255);
+            s3.gzindex++;
           }
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
-          if (s2.gzindex === s2.gzhead.extra.length) {
-            s2.gzindex = 0;
-            s2.status = NAME_STATE;
+          if (s3.gzindex === s3.gzhead.extra.length) {
+            s3.gzindex = 0;
+            s3.status = NAME_STATE;
           }
         } else {
-          s2.status = NAME_STATE;
+          s3.status = NAME_STATE;
         }
       }
-      if (s2.status === NAME_STATE) {
-        if (s2.gzhead.name) {
-          beg = s2.pending;
+      if (s3.status === NAME_STATE) {
+        if (s3.gzhead.name) {
+          beg = s3.pending;
           do {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s2.gzindex < s2.gzhead.name.length) {
-              val = s2.gzhead.name.charCodeAt(s2.gzindex++) & 255;
+            if (s3.gzindex < s3.gzhead.name.length) {
+              val = s3.gzhead.name.charCodeAt(s3.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s2, val);
+            put_byte(s3, val);
           } while (val !== 0);
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
           if (val === 0) {
-            s2.gzindex = 0;
-            s2.status = COMMENT_STATE;
+            s3.gzindex = 0;
+            s3.status = COMMENT_STATE;
           }
         } else {
-          s2.status = COMMENT_STATE;
+          s3.status = COMMENT_STATE;
         }
       }
-      if (s2.status === COMMENT_STATE) {
-        if (s2.gzhead.comment) {
-          beg = s2.pending;
+      if (s3.status === COMMENT_STATE) {
+        if (s3.gzhead.comment) {
+          beg = s3.pending;
           do {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s2.gzindex < s2.gzhead.comment.length) {
-              val = s2.gzhead.comment.charCodeAt(s2.gzindex++) & 255;
+            if (s3.gzindex < s3.gzhead.comment.length) {
+              val = s3.gzhead.comment.charCodeAt(s3.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s2, val);
+            put_byte(s3, val);
           } while (val !== 0);
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
           if (val === 0) {
-            s2.status = HCRC_STATE;
+            s3.status = HCRC_STATE;
           }
         } else {
-          s2.status = HCRC_STATE;
+          s3.status = HCRC_STATE;
         }
       }
-      if (s2.status === HCRC_STATE) {
-        if (s2.gzhead.hcrc) {
-          if (s2.pending + 2 > s2.pending_buf_size) {
+      if (s3.status === HCRC_STATE) {
+        if (s3.gzhead.hcrc) {
+          if (s3.pending + 2 > s3.pending_buf_size) {
             flush_pending(strm);
           }
-          if (s2.pending + 2 <= s2.pending_buf_size) {
-            put_byte(s2, strm.adler & 255);
-            put_byte(s2, strm.adler >> 8 & 255);
+          if (s3.pending + 2 <= s3.pending_buf_size) {
+            put_byte(s3, strm.adler & 255);
+            put_byte(s3, strm.adler >> 8 & 255);
             strm.adler = 0;
-            s2.status = BUSY_STATE;
+            s3.status = BUSY_STATE;
           }
         } else {
-          s2.status = BUSY_STATE;
+          s3.status = BUSY_STATE;
         }
       }
-      if (s2.pending !== 0) {
+      if (s3.pending !== 0) {
         flush_pending(strm);
         if (strm.avail_out === 0) {
-          s2.last_flush = -1;
+          s3.last_flush = -1;
           return Z_OK;
         }
       } else if (strm.avail_in === 0 && rank(flush) <= rank(old_flush) && flush !== Z_FINISH) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (s2.status === FINISH_STATE && strm.avail_in !== 0) {
+      if (s3.status === FINISH_STATE && strm.avail_in !== 0) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (strm.avail_in !== 0 || s2.lookahead !== 0 || flush !== Z_NO_FLUSH && s2.status !== FINISH_STATE) {
-        var bstate = s2.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s2, flush) : s2.strategy === Z_RLE ? deflate_rle(s2, flush) : configuration_table[s2.level].func(s2, flush);
+      if (strm.avail_in !== 0 || s3.lookahead !== 0 || flush !== Z_NO_FLUSH && s3.status !== FINISH_STATE) {
+        var bstate = s3.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s3, flush) : s3.strategy === Z_RLE ? deflate_rle(s3, flush) : configuration_table[s3.level].func(s3, flush);
         if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
-          s2.status = FINISH_STATE;
+          s3.status = FINISH_STATE;
         }
         if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
           if (strm.avail_out === 0) {
-            s2.last_flush = -1;
+            s3.last_flush = -1;
           }
           return Z_OK;
         }
         if (bstate === BS_BLOCK_DONE) {
           if (flush === Z_PARTIAL_FLUSH) {
-            trees._tr_align(s2);
+            trees._tr_align(s3);
           } else if (flush !== Z_BLOCK) {
-            trees._tr_stored_block(s2, 0, 0, false);
+            trees._tr_stored_block(s3, 0, 0, false);
             if (flush === Z_FULL_FLUSH) {
-              zero(s2.head);
-              if (s2.lookahead === 0) {
-                s2.strstart = 0;
-                s2.block_start = 0;
-                s2.insert = 0;
+              zero(s3.head);
+              if (s3.lookahead === 0) {
+                s3.strstart = 0;
+                s3.block_start = 0;
+                s3.insert = 0;
               }
             }
           }
           flush_pending(strm);
           if (strm.avail_out === 0) {
-            s2.last_flush = -1;
+            s3.last_flush = -1;
             return Z_OK;
           }
         }
@@ -2952,27 +2952,27 @@ var require_deflate = __commonJS({
       if (flush !== Z_FINISH) {
         return Z_OK;
       }
-      if (s2.wrap <= 0) {
+      if (s3.wrap <= 0) {
         return Z_STREAM_END;
       }
-      if (s2.wrap === 2) {
-        put_byte(s2, strm.adler & 255);
-        put_byte(s2, strm.adler >> 8 & 255);
-        put_byte(s2, strm.adler >> 16 & 255);
-        put_byte(s2, strm.adler >> 24 & 255);
-        put_byte(s2, strm.total_in & 255);
-        put_byte(s2, strm.total_in >> 8 & 255);
-        put_byte(s2, strm.total_in >> 16 & 255);
-        put_byte(s2, strm.total_in >> 24 & 255);
+      if (s3.wrap === 2) {
+        put_byte(s3, strm.adler & 255);
+        put_byte(s3, strm.adler >> 8 & 255);
+        put_byte(s3, strm.adler >> 16 & 255);
+        put_byte(s3, strm.adler >> 24 & 255);
+        put_byte(s3, strm.total_in & 255);
+        put_byte(s3, strm.total_in >> 8 & 255);
+        put_byte(s3, strm.total_in >> 16 & 255);
+        put_byte(s3, strm.total_in >> 24 & 255);
       } else {
-        putShortMSB(s2, strm.adler >>> 16);
-        putShortMSB(s2, strm.adler & 65535);
+        putShortMSB(s3, strm.adler >>> 16);
+        putShortMSB(s3, strm.adler & 65535);
       }
       flush_pending(strm);
-      if (s2.wrap > 0) {
-        s2.wrap = -s2.wrap;
+      if (s3.wrap > 0) {
+        s3.wrap = -s3.wrap;
       }
-      return s2.pending !== 0 ? Z_OK : Z_STREAM_END;
+      return s3.pending !== 0 ? Z_OK : Z_STREAM_END;
     }
     function deflateEnd(strm) {
       var status;
@@ -2988,7 +2988,7 @@ var require_deflate = __commonJS({
     }
     function deflateSetDictionary(strm, dictionary) {
       var dictLength = dictionary.length;
-      var s2;
+      var s3;
       var str, n2;
       var wrap;
       var avail;
@@ -2998,26 +2998,26 @@ var require_deflate = __commonJS({
       if (!strm || !strm.state) {
         return Z_STREAM_ERROR;
       }
-      s2 = strm.state;
-      wrap = s2.wrap;
-      if (wrap === 2 || wrap === 1 && s2.status !== INIT_STATE || s2.lookahead) {
+      s3 = strm.state;
+      wrap = s3.wrap;
+      if (wrap === 2 || wrap === 1 && s3.status !== INIT_STATE || s3.lookahead) {
         return Z_STREAM_ERROR;
       }
       if (wrap === 1) {
         strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
       }
-      s2.wrap = 0;
-      if (dictLength >= s2.w_size) {
+      s3.wrap = 0;
+      if (dictLength >= s3.w_size) {
         if (wrap === 0) {
-          zero(s2.head);
-          s2.strstart = 0;
-          s2.block_start = 0;
-          s2.insert = 0;
+          zero(s3.head);
+          s3.strstart = 0;
+          s3.block_start = 0;
+          s3.insert = 0;
         }
-        tmpDict = new utils.Buf8(s2.w_size);
-        utils.arraySet(tmpDict, dictionary, dictLength - s2.w_size, s2.w_size, 0);
+        tmpDict = new utils.Buf8(s3.w_size);
+        utils.arraySet(tmpDict, dictionary, dictLength - s3.w_size, s3.w_size, 0);
         dictionary = tmpDict;
-        dictLength = s2.w_size;
+        dictLength = s3.w_size;
       }
       avail = strm.avail_in;
       next = strm.next_in;
@@ -3025,30 +3025,30 @@ var require_deflate = __commonJS({
       strm.avail_in = dictLength;
       strm.next_in = 0;
       strm.input = dictionary;
-      fill_window(s2);
-      while (s2.lookahead >= MIN_MATCH) {
-        str = s2.strstart;
-        n2 = s2.lookahead - (MIN_MATCH - 1);
+      fill_window(s3);
+      while (s3.lookahead >= MIN_MATCH) {
+        str = s3.strstart;
+        n2 = s3.lookahead - (MIN_MATCH - 1);
         do {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
-          s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = str;
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + MIN_MATCH - 1]) & s3.hash_mask;
+          s3.prev[str & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = str;
           str++;
         } while (--n2);
-        s2.strstart = str;
-        s2.lookahead = MIN_MATCH - 1;
-        fill_window(s2);
+        s3.strstart = str;
+        s3.lookahead = MIN_MATCH - 1;
+        fill_window(s3);
       }
-      s2.strstart += s2.lookahead;
-      s2.block_start = s2.strstart;
-      s2.insert = s2.lookahead;
-      s2.lookahead = 0;
-      s2.match_length = s2.prev_length = MIN_MATCH - 1;
-      s2.match_available = 0;
+      s3.strstart += s3.lookahead;
+      s3.block_start = s3.strstart;
+      s3.insert = s3.lookahead;
+      s3.lookahead = 0;
+      s3.match_length = s3.prev_length = MIN_MATCH - 1;
+      s3.match_available = 0;
       strm.next_in = next;
       strm.input = input2;
       strm.avail_in = avail;
-      s2.wrap = wrap;
+      s3.wrap = wrap;
       return Z_OK;
     }
     exports2.deflateInit = deflateInit;
@@ -3962,7 +3962,7 @@ var require_inflate = __commonJS({
     var OS = 4;
     var EXLEN = 5;
     var EXTRA = 6;
-    var NAME = 7;
+    var NAME2 = 7;
     var COMMENT = 8;
     var HCRC = 9;
     var DICTID = 10;
@@ -4418,9 +4418,9 @@ var require_inflate = __commonJS({
                 }
               }
               state.length = 0;
-              state.mode = NAME;
+              state.mode = NAME2;
             /* falls through */
-            case NAME:
+            case NAME2:
               if (state.flags & 2048) {
                 if (have === 0) {
                   break inf_leave;
@@ -7590,503 +7590,6 @@ var require_dist = __commonJS({
   }
 });
 
-// node_modules/isexe/windows.js
-var require_windows = __commonJS({
-  "node_modules/isexe/windows.js"(exports2, module2) {
-    module2.exports = isexe;
-    isexe.sync = sync;
-    var fs = __require("fs");
-    function checkPathExt(path6, options) {
-      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
-      if (!pathext) {
-        return true;
-      }
-      pathext = pathext.split(";");
-      if (pathext.indexOf("") !== -1) {
-        return true;
-      }
-      for (var i2 = 0; i2 < pathext.length; i2++) {
-        var p = pathext[i2].toLowerCase();
-        if (p && path6.substr(-p.length).toLowerCase() === p) {
-          return true;
-        }
-      }
-      return false;
-    }
-    function checkStat(stat, path6, options) {
-      if (!stat.isSymbolicLink() && !stat.isFile()) {
-        return false;
-      }
-      return checkPathExt(path6, options);
-    }
-    function isexe(path6, options, cb) {
-      fs.stat(path6, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path6, options));
-      });
-    }
-    function sync(path6, options) {
-      return checkStat(fs.statSync(path6), path6, options);
-    }
-  }
-});
-
-// node_modules/isexe/mode.js
-var require_mode = __commonJS({
-  "node_modules/isexe/mode.js"(exports2, module2) {
-    module2.exports = isexe;
-    isexe.sync = sync;
-    var fs = __require("fs");
-    function isexe(path6, options, cb) {
-      fs.stat(path6, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, options));
-      });
-    }
-    function sync(path6, options) {
-      return checkStat(fs.statSync(path6), options);
-    }
-    function checkStat(stat, options) {
-      return stat.isFile() && checkMode(stat, options);
-    }
-    function checkMode(stat, options) {
-      var mod = stat.mode;
-      var uid = stat.uid;
-      var gid = stat.gid;
-      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
-      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
-      var u2 = parseInt("100", 8);
-      var g2 = parseInt("010", 8);
-      var o2 = parseInt("001", 8);
-      var ug = u2 | g2;
-      var ret = mod & o2 || mod & g2 && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
-      return ret;
-    }
-  }
-});
-
-// node_modules/isexe/index.js
-var require_isexe = __commonJS({
-  "node_modules/isexe/index.js"(exports2, module2) {
-    var fs = __require("fs");
-    var core;
-    if (process.platform === "win32" || global.TESTING_WINDOWS) {
-      core = require_windows();
-    } else {
-      core = require_mode();
-    }
-    module2.exports = isexe;
-    isexe.sync = sync;
-    function isexe(path6, options, cb) {
-      if (typeof options === "function") {
-        cb = options;
-        options = {};
-      }
-      if (!cb) {
-        if (typeof Promise !== "function") {
-          throw new TypeError("callback not provided");
-        }
-        return new Promise(function(resolve2, reject) {
-          isexe(path6, options || {}, function(er, is) {
-            if (er) {
-              reject(er);
-            } else {
-              resolve2(is);
-            }
-          });
-        });
-      }
-      core(path6, options || {}, function(er, is) {
-        if (er) {
-          if (er.code === "EACCES" || options && options.ignoreErrors) {
-            er = null;
-            is = false;
-          }
-        }
-        cb(er, is);
-      });
-    }
-    function sync(path6, options) {
-      try {
-        return core.sync(path6, options || {});
-      } catch (er) {
-        if (options && options.ignoreErrors || er.code === "EACCES") {
-          return false;
-        } else {
-          throw er;
-        }
-      }
-    }
-  }
-});
-
-// node_modules/which/which.js
-var require_which = __commonJS({
-  "node_modules/which/which.js"(exports2, module2) {
-    var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path6 = __require("path");
-    var COLON = isWindows ? ";" : ":";
-    var isexe = require_isexe();
-    var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
-    var getPathInfo = (cmd, opt) => {
-      const colon = opt.colon || COLON;
-      const pathEnv = cmd.match(/\//) || isWindows && cmd.match(/\\/) ? [""] : [
-        // windows always checks the cwd first
-        ...isWindows ? [process.cwd()] : [],
-        ...(opt.path || process.env.PATH || /* istanbul ignore next: very unusual */
-        "").split(colon)
-      ];
-      const pathExtExe = isWindows ? opt.pathExt || process.env.PATHEXT || ".EXE;.CMD;.BAT;.COM" : "";
-      const pathExt = isWindows ? pathExtExe.split(colon) : [""];
-      if (isWindows) {
-        if (cmd.indexOf(".") !== -1 && pathExt[0] !== "")
-          pathExt.unshift("");
-      }
-      return {
-        pathEnv,
-        pathExt,
-        pathExtExe
-      };
-    };
-    var which = (cmd, opt, cb) => {
-      if (typeof opt === "function") {
-        cb = opt;
-        opt = {};
-      }
-      if (!opt)
-        opt = {};
-      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
-      const found = [];
-      const step = (i2) => new Promise((resolve2, reject) => {
-        if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve2(found) : reject(getNotFoundError(cmd));
-        const ppRaw = pathEnv[i2];
-        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path6.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve2(subStep(p, i2, 0));
-      });
-      const subStep = (p, i2, ii) => new Promise((resolve2, reject) => {
-        if (ii === pathExt.length)
-          return resolve2(step(i2 + 1));
-        const ext = pathExt[ii];
-        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
-          if (!er && is) {
-            if (opt.all)
-              found.push(p + ext);
-            else
-              return resolve2(p + ext);
-          }
-          return resolve2(subStep(p, i2, ii + 1));
-        });
-      });
-      return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
-    };
-    var whichSync = (cmd, opt) => {
-      opt = opt || {};
-      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
-      const found = [];
-      for (let i2 = 0; i2 < pathEnv.length; i2++) {
-        const ppRaw = pathEnv[i2];
-        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path6.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        for (let j = 0; j < pathExt.length; j++) {
-          const cur = p + pathExt[j];
-          try {
-            const is = isexe.sync(cur, { pathExt: pathExtExe });
-            if (is) {
-              if (opt.all)
-                found.push(cur);
-              else
-                return cur;
-            }
-          } catch (ex) {
-          }
-        }
-      }
-      if (opt.all && found.length)
-        return found;
-      if (opt.nothrow)
-        return null;
-      throw getNotFoundError(cmd);
-    };
-    module2.exports = which;
-    which.sync = whichSync;
-  }
-});
-
-// node_modules/path-key/index.js
-var require_path_key = __commonJS({
-  "node_modules/path-key/index.js"(exports2, module2) {
-    "use strict";
-    var pathKey2 = (options = {}) => {
-      const environment = options.env || process.env;
-      const platform2 = options.platform || process.platform;
-      if (platform2 !== "win32") {
-        return "PATH";
-      }
-      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
-    };
-    module2.exports = pathKey2;
-    module2.exports.default = pathKey2;
-  }
-});
-
-// node_modules/cross-spawn/lib/util/resolveCommand.js
-var require_resolveCommand = __commonJS({
-  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
-    "use strict";
-    var path6 = __require("path");
-    var which = require_which();
-    var getPathKey = require_path_key();
-    function resolveCommandAttempt(parsed, withoutPathExt) {
-      const env = parsed.options.env || process.env;
-      const cwd = process.cwd();
-      const hasCustomCwd = parsed.options.cwd != null;
-      const shouldSwitchCwd = hasCustomCwd && process.chdir !== void 0 && !process.chdir.disabled;
-      if (shouldSwitchCwd) {
-        try {
-          process.chdir(parsed.options.cwd);
-        } catch (err) {
-        }
-      }
-      let resolved;
-      try {
-        resolved = which.sync(parsed.command, {
-          path: env[getPathKey({ env })],
-          pathExt: withoutPathExt ? path6.delimiter : void 0
-        });
-      } catch (e) {
-      } finally {
-        if (shouldSwitchCwd) {
-          process.chdir(cwd);
-        }
-      }
-      if (resolved) {
-        resolved = path6.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
-      }
-      return resolved;
-    }
-    function resolveCommand(parsed) {
-      return resolveCommandAttempt(parsed) || resolveCommandAttempt(parsed, true);
-    }
-    module2.exports = resolveCommand;
-  }
-});
-
-// node_modules/cross-spawn/lib/util/escape.js
-var require_escape = __commonJS({
-  "node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
-    "use strict";
-    var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
-    function escapeCommand(arg) {
-      arg = arg.replace(metaCharsRegExp, "^$1");
-      return arg;
-    }
-    function escapeArgument(arg, doubleEscapeMetaChars) {
-      arg = `${arg}`;
-      arg = arg.replace(/(?=(\\+?)?)\1"/g, '$1$1\\"');
-      arg = arg.replace(/(?=(\\+?)?)\1$/, "$1$1");
-      arg = `"${arg}"`;
-      arg = arg.replace(metaCharsRegExp, "^$1");
-      if (doubleEscapeMetaChars) {
-        arg = arg.replace(metaCharsRegExp, "^$1");
-      }
-      return arg;
-    }
-    module2.exports.command = escapeCommand;
-    module2.exports.argument = escapeArgument;
-  }
-});
-
-// node_modules/shebang-regex/index.js
-var require_shebang_regex = __commonJS({
-  "node_modules/shebang-regex/index.js"(exports2, module2) {
-    "use strict";
-    module2.exports = /^#!(.*)/;
-  }
-});
-
-// node_modules/shebang-command/index.js
-var require_shebang_command = __commonJS({
-  "node_modules/shebang-command/index.js"(exports2, module2) {
-    "use strict";
-    var shebangRegex = require_shebang_regex();
-    module2.exports = (string4 = "") => {
-      const match = string4.match(shebangRegex);
-      if (!match) {
-        return null;
-      }
-      const [path6, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path6.split("/").pop();
-      if (binary === "env") {
-        return argument;
-      }
-      return argument ? `${binary} ${argument}` : binary;
-    };
-  }
-});
-
-// node_modules/cross-spawn/lib/util/readShebang.js
-var require_readShebang = __commonJS({
-  "node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
-    "use strict";
-    var fs = __require("fs");
-    var shebangCommand = require_shebang_command();
-    function readShebang(command) {
-      const size = 150;
-      const buffer = Buffer.alloc(size);
-      let fd;
-      try {
-        fd = fs.openSync(command, "r");
-        fs.readSync(fd, buffer, 0, size, 0);
-        fs.closeSync(fd);
-      } catch (e) {
-      }
-      return shebangCommand(buffer.toString());
-    }
-    module2.exports = readShebang;
-  }
-});
-
-// node_modules/cross-spawn/lib/parse.js
-var require_parse = __commonJS({
-  "node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
-    "use strict";
-    var path6 = __require("path");
-    var resolveCommand = require_resolveCommand();
-    var escape = require_escape();
-    var readShebang = require_readShebang();
-    var isWin = process.platform === "win32";
-    var isExecutableRegExp = /\.(?:com|exe)$/i;
-    var isCmdShimRegExp = /node_modules[\\/].bin[\\/][^\\/]+\.cmd$/i;
-    function detectShebang(parsed) {
-      parsed.file = resolveCommand(parsed);
-      const shebang = parsed.file && readShebang(parsed.file);
-      if (shebang) {
-        parsed.args.unshift(parsed.file);
-        parsed.command = shebang;
-        return resolveCommand(parsed);
-      }
-      return parsed.file;
-    }
-    function parseNonShell(parsed) {
-      if (!isWin) {
-        return parsed;
-      }
-      const commandFile = detectShebang(parsed);
-      const needsShell = !isExecutableRegExp.test(commandFile);
-      if (parsed.options.forceShell || needsShell) {
-        const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path6.normalize(parsed.command);
-        parsed.command = escape.command(parsed.command);
-        parsed.args = parsed.args.map((arg) => escape.argument(arg, needsDoubleEscapeMetaChars));
-        const shellCommand = [parsed.command].concat(parsed.args).join(" ");
-        parsed.args = ["/d", "/s", "/c", `"${shellCommand}"`];
-        parsed.command = process.env.comspec || "cmd.exe";
-        parsed.options.windowsVerbatimArguments = true;
-      }
-      return parsed;
-    }
-    function parse3(command, args, options) {
-      if (args && !Array.isArray(args)) {
-        options = args;
-        args = null;
-      }
-      args = args ? args.slice(0) : [];
-      options = Object.assign({}, options);
-      const parsed = {
-        command,
-        args,
-        options,
-        file: void 0,
-        original: {
-          command,
-          args
-        }
-      };
-      return options.shell ? parsed : parseNonShell(parsed);
-    }
-    module2.exports = parse3;
-  }
-});
-
-// node_modules/cross-spawn/lib/enoent.js
-var require_enoent = __commonJS({
-  "node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
-    "use strict";
-    var isWin = process.platform === "win32";
-    function notFoundError(original, syscall) {
-      return Object.assign(new Error(`${syscall} ${original.command} ENOENT`), {
-        code: "ENOENT",
-        errno: "ENOENT",
-        syscall: `${syscall} ${original.command}`,
-        path: original.command,
-        spawnargs: original.args
-      });
-    }
-    function hookChildProcess(cp, parsed) {
-      if (!isWin) {
-        return;
-      }
-      const originalEmit = cp.emit;
-      cp.emit = function(name2, arg1) {
-        if (name2 === "exit") {
-          const err = verifyENOENT(arg1, parsed);
-          if (err) {
-            return originalEmit.call(cp, "error", err);
-          }
-        }
-        return originalEmit.apply(cp, arguments);
-      };
-    }
-    function verifyENOENT(status, parsed) {
-      if (isWin && status === 1 && !parsed.file) {
-        return notFoundError(parsed.original, "spawn");
-      }
-      return null;
-    }
-    function verifyENOENTSync(status, parsed) {
-      if (isWin && status === 1 && !parsed.file) {
-        return notFoundError(parsed.original, "spawnSync");
-      }
-      return null;
-    }
-    module2.exports = {
-      hookChildProcess,
-      verifyENOENT,
-      verifyENOENTSync,
-      notFoundError
-    };
-  }
-});
-
-// node_modules/cross-spawn/index.js
-var require_cross_spawn = __commonJS({
-  "node_modules/cross-spawn/index.js"(exports2, module2) {
-    "use strict";
-    var cp = __require("child_process");
-    var parse3 = require_parse();
-    var enoent = require_enoent();
-    function spawn2(command, args, options) {
-      const parsed = parse3(command, args, options);
-      const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
-      enoent.hookChildProcess(spawned, parsed);
-      return spawned;
-    }
-    function spawnSync2(command, args, options) {
-      const parsed = parse3(command, args, options);
-      const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
-      result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
-      return result;
-    }
-    module2.exports = spawn2;
-    module2.exports.spawn = spawn2;
-    module2.exports.sync = spawnSync2;
-    module2.exports._parse = parse3;
-    module2.exports._enoent = enoent;
-  }
-});
-
 // node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
   "node_modules/yaml/dist/nodes/identity.js"(exports2) {
@@ -10017,7 +9520,7 @@ ${indent}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum3, line) => sum3 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum4, line) => sum4 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -10033,7 +9536,7 @@ ${indent}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum3, line) => sum3 + line.length + 2, 2);
+          const len = lines.reduce((sum4, line) => sum4 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -10680,10 +10183,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
-          let s2 = "";
+          let s3 = "";
           for (let i2 = 0; i2 < buf.length; ++i2)
-            s2 += String.fromCharCode(buf[i2]);
-          str = btoa(s2);
+            s3 += String.fromCharCode(buf[i2]);
+          str = btoa(s3);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
@@ -11741,8 +11244,8 @@ var require_Document = __commonJS({
         if (this.errors.length > 0)
           throw new Error("Document with errors cannot be stringified");
         if ("indent" in options && (!Number.isInteger(options.indent) || Number(options.indent) <= 0)) {
-          const s2 = JSON.stringify(options.indent);
-          throw new Error(`"indent" option must be a positive integer, not ${s2}`);
+          const s3 = JSON.stringify(options.indent);
+          throw new Error(`"indent" option must be a positive integer, not ${s3}`);
         }
         return stringifyDocument.stringifyDocument(this, options);
       }
@@ -13955,12 +13458,12 @@ var require_lexer = __commonJS({
         if (ch === "-" || ch === ".") {
           if (!this.atEnd && !this.hasChars(4))
             return this.setNext("line-start");
-          const s2 = this.peek(3);
-          if ((s2 === "---" || s2 === "...") && isEmpty(this.charAt(3))) {
+          const s3 = this.peek(3);
+          if ((s3 === "---" || s3 === "...") && isEmpty(this.charAt(3))) {
             yield* this.pushCount(3);
             this.indentValue = 0;
             this.indentNext = 0;
-            return s2 === "---" ? "doc" : "stream";
+            return s3 === "---" ? "doc" : "stream";
           }
         }
         this.indentValue = yield* this.pushSpaces(false);
@@ -14265,11 +13768,11 @@ var require_lexer = __commonJS({
         return 0;
       }
       *pushToIndex(i2, allowEmpty) {
-        const s2 = this.buffer.slice(this.pos, i2);
-        if (s2) {
-          yield s2;
-          this.pos += s2.length;
-          return s2.length;
+        const s3 = this.buffer.slice(this.pos, i2);
+        if (s3) {
+          yield s3;
+          this.pos += s3.length;
+          return s3.length;
         } else if (allowEmpty)
           yield "";
         return 0;
@@ -14401,15 +13904,15 @@ var require_parser = __commonJS({
     var node_process = __require("process");
     var cst = require_cst();
     var lexer = require_lexer();
-    function includesToken(list, type) {
-      for (let i2 = 0; i2 < list.length; ++i2)
-        if (list[i2].type === type)
+    function includesToken(list2, type) {
+      for (let i2 = 0; i2 < list2.length; ++i2)
+        if (list2[i2].type === type)
           return true;
       return false;
     }
-    function findNonEmptyIndex(list) {
-      for (let i2 = 0; i2 < list.length; ++i2) {
-        switch (list[i2].type) {
+    function findNonEmptyIndex(list2) {
+      for (let i2 = 0; i2 < list2.length; ++i2) {
+        switch (list2[i2].type) {
           case "space":
           case "comment":
           case "newline":
@@ -15417,6 +14920,503 @@ var require_dist2 = __commonJS({
   }
 });
 
+// node_modules/isexe/windows.js
+var require_windows = __commonJS({
+  "node_modules/isexe/windows.js"(exports2, module2) {
+    module2.exports = isexe;
+    isexe.sync = sync;
+    var fs = __require("fs");
+    function checkPathExt(path6, options) {
+      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
+      if (!pathext) {
+        return true;
+      }
+      pathext = pathext.split(";");
+      if (pathext.indexOf("") !== -1) {
+        return true;
+      }
+      for (var i2 = 0; i2 < pathext.length; i2++) {
+        var p = pathext[i2].toLowerCase();
+        if (p && path6.substr(-p.length).toLowerCase() === p) {
+          return true;
+        }
+      }
+      return false;
+    }
+    function checkStat(stat, path6, options) {
+      if (!stat.isSymbolicLink() && !stat.isFile()) {
+        return false;
+      }
+      return checkPathExt(path6, options);
+    }
+    function isexe(path6, options, cb) {
+      fs.stat(path6, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path6, options));
+      });
+    }
+    function sync(path6, options) {
+      return checkStat(fs.statSync(path6), path6, options);
+    }
+  }
+});
+
+// node_modules/isexe/mode.js
+var require_mode = __commonJS({
+  "node_modules/isexe/mode.js"(exports2, module2) {
+    module2.exports = isexe;
+    isexe.sync = sync;
+    var fs = __require("fs");
+    function isexe(path6, options, cb) {
+      fs.stat(path6, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, options));
+      });
+    }
+    function sync(path6, options) {
+      return checkStat(fs.statSync(path6), options);
+    }
+    function checkStat(stat, options) {
+      return stat.isFile() && checkMode(stat, options);
+    }
+    function checkMode(stat, options) {
+      var mod = stat.mode;
+      var uid = stat.uid;
+      var gid = stat.gid;
+      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
+      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
+      var u2 = parseInt("100", 8);
+      var g2 = parseInt("010", 8);
+      var o2 = parseInt("001", 8);
+      var ug = u2 | g2;
+      var ret = mod & o2 || mod & g2 && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
+      return ret;
+    }
+  }
+});
+
+// node_modules/isexe/index.js
+var require_isexe = __commonJS({
+  "node_modules/isexe/index.js"(exports2, module2) {
+    var fs = __require("fs");
+    var core;
+    if (process.platform === "win32" || global.TESTING_WINDOWS) {
+      core = require_windows();
+    } else {
+      core = require_mode();
+    }
+    module2.exports = isexe;
+    isexe.sync = sync;
+    function isexe(path6, options, cb) {
+      if (typeof options === "function") {
+        cb = options;
+        options = {};
+      }
+      if (!cb) {
+        if (typeof Promise !== "function") {
+          throw new TypeError("callback not provided");
+        }
+        return new Promise(function(resolve2, reject) {
+          isexe(path6, options || {}, function(er, is) {
+            if (er) {
+              reject(er);
+            } else {
+              resolve2(is);
+            }
+          });
+        });
+      }
+      core(path6, options || {}, function(er, is) {
+        if (er) {
+          if (er.code === "EACCES" || options && options.ignoreErrors) {
+            er = null;
+            is = false;
+          }
+        }
+        cb(er, is);
+      });
+    }
+    function sync(path6, options) {
+      try {
+        return core.sync(path6, options || {});
+      } catch (er) {
+        if (options && options.ignoreErrors || er.code === "EACCES") {
+          return false;
+        } else {
+          throw er;
+        }
+      }
+    }
+  }
+});
+
+// node_modules/which/which.js
+var require_which = __commonJS({
+  "node_modules/which/which.js"(exports2, module2) {
+    var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
+    var path6 = __require("path");
+    var COLON = isWindows ? ";" : ":";
+    var isexe = require_isexe();
+    var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
+    var getPathInfo = (cmd, opt) => {
+      const colon = opt.colon || COLON;
+      const pathEnv = cmd.match(/\//) || isWindows && cmd.match(/\\/) ? [""] : [
+        // windows always checks the cwd first
+        ...isWindows ? [process.cwd()] : [],
+        ...(opt.path || process.env.PATH || /* istanbul ignore next: very unusual */
+        "").split(colon)
+      ];
+      const pathExtExe = isWindows ? opt.pathExt || process.env.PATHEXT || ".EXE;.CMD;.BAT;.COM" : "";
+      const pathExt = isWindows ? pathExtExe.split(colon) : [""];
+      if (isWindows) {
+        if (cmd.indexOf(".") !== -1 && pathExt[0] !== "")
+          pathExt.unshift("");
+      }
+      return {
+        pathEnv,
+        pathExt,
+        pathExtExe
+      };
+    };
+    var which = (cmd, opt, cb) => {
+      if (typeof opt === "function") {
+        cb = opt;
+        opt = {};
+      }
+      if (!opt)
+        opt = {};
+      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
+      const found = [];
+      const step = (i2) => new Promise((resolve2, reject) => {
+        if (i2 === pathEnv.length)
+          return opt.all && found.length ? resolve2(found) : reject(getNotFoundError(cmd));
+        const ppRaw = pathEnv[i2];
+        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
+        const pCmd = path6.join(pathPart, cmd);
+        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        resolve2(subStep(p, i2, 0));
+      });
+      const subStep = (p, i2, ii) => new Promise((resolve2, reject) => {
+        if (ii === pathExt.length)
+          return resolve2(step(i2 + 1));
+        const ext = pathExt[ii];
+        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
+          if (!er && is) {
+            if (opt.all)
+              found.push(p + ext);
+            else
+              return resolve2(p + ext);
+          }
+          return resolve2(subStep(p, i2, ii + 1));
+        });
+      });
+      return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
+    };
+    var whichSync = (cmd, opt) => {
+      opt = opt || {};
+      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
+      const found = [];
+      for (let i2 = 0; i2 < pathEnv.length; i2++) {
+        const ppRaw = pathEnv[i2];
+        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
+        const pCmd = path6.join(pathPart, cmd);
+        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        for (let j = 0; j < pathExt.length; j++) {
+          const cur = p + pathExt[j];
+          try {
+            const is = isexe.sync(cur, { pathExt: pathExtExe });
+            if (is) {
+              if (opt.all)
+                found.push(cur);
+              else
+                return cur;
+            }
+          } catch (ex) {
+          }
+        }
+      }
+      if (opt.all && found.length)
+        return found;
+      if (opt.nothrow)
+        return null;
+      throw getNotFoundError(cmd);
+    };
+    module2.exports = which;
+    which.sync = whichSync;
+  }
+});
+
+// node_modules/path-key/index.js
+var require_path_key = __commonJS({
+  "node_modules/path-key/index.js"(exports2, module2) {
+    "use strict";
+    var pathKey2 = (options = {}) => {
+      const environment = options.env || process.env;
+      const platform2 = options.platform || process.platform;
+      if (platform2 !== "win32") {
+        return "PATH";
+      }
+      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
+    };
+    module2.exports = pathKey2;
+    module2.exports.default = pathKey2;
+  }
+});
+
+// node_modules/cross-spawn/lib/util/resolveCommand.js
+var require_resolveCommand = __commonJS({
+  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
+    "use strict";
+    var path6 = __require("path");
+    var which = require_which();
+    var getPathKey = require_path_key();
+    function resolveCommandAttempt(parsed, withoutPathExt) {
+      const env = parsed.options.env || process.env;
+      const cwd = process.cwd();
+      const hasCustomCwd = parsed.options.cwd != null;
+      const shouldSwitchCwd = hasCustomCwd && process.chdir !== void 0 && !process.chdir.disabled;
+      if (shouldSwitchCwd) {
+        try {
+          process.chdir(parsed.options.cwd);
+        } catch (err) {
+        }
+      }
+      let resolved;
+      try {
+        resolved = which.sync(parsed.command, {
+          path: env[getPathKey({ env })],
+          pathExt: withoutPathExt ? path6.delimiter : void 0
+        });
+      } catch (e) {
+      } finally {
+        if (shouldSwitchCwd) {
+          process.chdir(cwd);
+        }
+      }
+      if (resolved) {
+        resolved = path6.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+      }
+      return resolved;
+    }
+    function resolveCommand(parsed) {
+      return resolveCommandAttempt(parsed) || resolveCommandAttempt(parsed, true);
+    }
+    module2.exports = resolveCommand;
+  }
+});
+
+// node_modules/cross-spawn/lib/util/escape.js
+var require_escape = __commonJS({
+  "node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
+    "use strict";
+    var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
+    function escapeCommand(arg) {
+      arg = arg.replace(metaCharsRegExp, "^$1");
+      return arg;
+    }
+    function escapeArgument(arg, doubleEscapeMetaChars) {
+      arg = `${arg}`;
+      arg = arg.replace(/(?=(\\+?)?)\1"/g, '$1$1\\"');
+      arg = arg.replace(/(?=(\\+?)?)\1$/, "$1$1");
+      arg = `"${arg}"`;
+      arg = arg.replace(metaCharsRegExp, "^$1");
+      if (doubleEscapeMetaChars) {
+        arg = arg.replace(metaCharsRegExp, "^$1");
+      }
+      return arg;
+    }
+    module2.exports.command = escapeCommand;
+    module2.exports.argument = escapeArgument;
+  }
+});
+
+// node_modules/shebang-regex/index.js
+var require_shebang_regex = __commonJS({
+  "node_modules/shebang-regex/index.js"(exports2, module2) {
+    "use strict";
+    module2.exports = /^#!(.*)/;
+  }
+});
+
+// node_modules/shebang-command/index.js
+var require_shebang_command = __commonJS({
+  "node_modules/shebang-command/index.js"(exports2, module2) {
+    "use strict";
+    var shebangRegex = require_shebang_regex();
+    module2.exports = (string4 = "") => {
+      const match = string4.match(shebangRegex);
+      if (!match) {
+        return null;
+      }
+      const [path6, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path6.split("/").pop();
+      if (binary === "env") {
+        return argument;
+      }
+      return argument ? `${binary} ${argument}` : binary;
+    };
+  }
+});
+
+// node_modules/cross-spawn/lib/util/readShebang.js
+var require_readShebang = __commonJS({
+  "node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
+    "use strict";
+    var fs = __require("fs");
+    var shebangCommand = require_shebang_command();
+    function readShebang(command) {
+      const size = 150;
+      const buffer = Buffer.alloc(size);
+      let fd;
+      try {
+        fd = fs.openSync(command, "r");
+        fs.readSync(fd, buffer, 0, size, 0);
+        fs.closeSync(fd);
+      } catch (e) {
+      }
+      return shebangCommand(buffer.toString());
+    }
+    module2.exports = readShebang;
+  }
+});
+
+// node_modules/cross-spawn/lib/parse.js
+var require_parse = __commonJS({
+  "node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
+    "use strict";
+    var path6 = __require("path");
+    var resolveCommand = require_resolveCommand();
+    var escape = require_escape();
+    var readShebang = require_readShebang();
+    var isWin = process.platform === "win32";
+    var isExecutableRegExp = /\.(?:com|exe)$/i;
+    var isCmdShimRegExp = /node_modules[\\/].bin[\\/][^\\/]+\.cmd$/i;
+    function detectShebang(parsed) {
+      parsed.file = resolveCommand(parsed);
+      const shebang = parsed.file && readShebang(parsed.file);
+      if (shebang) {
+        parsed.args.unshift(parsed.file);
+        parsed.command = shebang;
+        return resolveCommand(parsed);
+      }
+      return parsed.file;
+    }
+    function parseNonShell(parsed) {
+      if (!isWin) {
+        return parsed;
+      }
+      const commandFile = detectShebang(parsed);
+      const needsShell = !isExecutableRegExp.test(commandFile);
+      if (parsed.options.forceShell || needsShell) {
+        const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
+        parsed.command = path6.normalize(parsed.command);
+        parsed.command = escape.command(parsed.command);
+        parsed.args = parsed.args.map((arg) => escape.argument(arg, needsDoubleEscapeMetaChars));
+        const shellCommand = [parsed.command].concat(parsed.args).join(" ");
+        parsed.args = ["/d", "/s", "/c", `"${shellCommand}"`];
+        parsed.command = process.env.comspec || "cmd.exe";
+        parsed.options.windowsVerbatimArguments = true;
+      }
+      return parsed;
+    }
+    function parse3(command, args, options) {
+      if (args && !Array.isArray(args)) {
+        options = args;
+        args = null;
+      }
+      args = args ? args.slice(0) : [];
+      options = Object.assign({}, options);
+      const parsed = {
+        command,
+        args,
+        options,
+        file: void 0,
+        original: {
+          command,
+          args
+        }
+      };
+      return options.shell ? parsed : parseNonShell(parsed);
+    }
+    module2.exports = parse3;
+  }
+});
+
+// node_modules/cross-spawn/lib/enoent.js
+var require_enoent = __commonJS({
+  "node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
+    "use strict";
+    var isWin = process.platform === "win32";
+    function notFoundError(original, syscall) {
+      return Object.assign(new Error(`${syscall} ${original.command} ENOENT`), {
+        code: "ENOENT",
+        errno: "ENOENT",
+        syscall: `${syscall} ${original.command}`,
+        path: original.command,
+        spawnargs: original.args
+      });
+    }
+    function hookChildProcess(cp, parsed) {
+      if (!isWin) {
+        return;
+      }
+      const originalEmit = cp.emit;
+      cp.emit = function(name2, arg1) {
+        if (name2 === "exit") {
+          const err = verifyENOENT(arg1, parsed);
+          if (err) {
+            return originalEmit.call(cp, "error", err);
+          }
+        }
+        return originalEmit.apply(cp, arguments);
+      };
+    }
+    function verifyENOENT(status, parsed) {
+      if (isWin && status === 1 && !parsed.file) {
+        return notFoundError(parsed.original, "spawn");
+      }
+      return null;
+    }
+    function verifyENOENTSync(status, parsed) {
+      if (isWin && status === 1 && !parsed.file) {
+        return notFoundError(parsed.original, "spawnSync");
+      }
+      return null;
+    }
+    module2.exports = {
+      hookChildProcess,
+      verifyENOENT,
+      verifyENOENTSync,
+      notFoundError
+    };
+  }
+});
+
+// node_modules/cross-spawn/index.js
+var require_cross_spawn = __commonJS({
+  "node_modules/cross-spawn/index.js"(exports2, module2) {
+    "use strict";
+    var cp = __require("child_process");
+    var parse3 = require_parse();
+    var enoent = require_enoent();
+    function spawn2(command, args, options) {
+      const parsed = parse3(command, args, options);
+      const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
+      enoent.hookChildProcess(spawned, parsed);
+      return spawned;
+    }
+    function spawnSync2(command, args, options) {
+      const parsed = parse3(command, args, options);
+      const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
+      result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
+      return result;
+    }
+    module2.exports = spawn2;
+    module2.exports.spawn = spawn2;
+    module2.exports.sync = spawnSync2;
+    module2.exports._parse = parse3;
+    module2.exports._enoent = enoent;
+  }
+});
+
 // package.json
 var version = "1.0.0";
 
@@ -15433,25 +15433,25 @@ function sum(x) {
   if (x.length === 0) {
     return 0;
   }
-  var sum3 = x[0];
+  var sum4 = x[0];
   var correction = 0;
   var transition;
-  if (typeof sum3 !== "number") {
+  if (typeof sum4 !== "number") {
     return Number.NaN;
   }
   for (var i2 = 1; i2 < x.length; i2++) {
     if (typeof x[i2] !== "number") {
       return Number.NaN;
     }
-    transition = sum3 + x[i2];
-    if (Math.abs(sum3) >= Math.abs(x[i2])) {
-      correction += sum3 - transition + x[i2];
+    transition = sum4 + x[i2];
+    if (Math.abs(sum4) >= Math.abs(x[i2])) {
+      correction += sum4 - transition + x[i2];
     } else {
-      correction += x[i2] - transition + sum3;
+      correction += x[i2] - transition + sum4;
     }
-    sum3 = transition;
+    sum4 = transition;
   }
-  return sum3 + correction;
+  return sum4 + correction;
 }
 function mean(x) {
   if (x.length === 0) {
@@ -15461,20 +15461,20 @@ function mean(x) {
 }
 function sumNthPowerDeviations(x, n2) {
   var meanValue = mean(x);
-  var sum3 = 0;
+  var sum4 = 0;
   var tempValue;
   var i2;
   if (n2 === 2) {
     for (i2 = 0; i2 < x.length; i2++) {
       tempValue = x[i2] - meanValue;
-      sum3 += tempValue * tempValue;
+      sum4 += tempValue * tempValue;
     }
   } else {
     for (i2 = 0; i2 < x.length; i2++) {
-      sum3 += Math.pow(x[i2] - meanValue, n2);
+      sum4 += Math.pow(x[i2] - meanValue, n2);
     }
   }
-  return sum3;
+  return sum4;
 }
 function sampleVariance(x) {
   if (x.length < 2) {
@@ -15537,13 +15537,13 @@ var g = 607 / 128;
 var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
 var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
 function cumulativeDistribution(z3) {
-  var sum3 = z3;
+  var sum4 = z3;
   var tmp = z3;
   for (var i2 = 1; i2 < 30; i2++) {
     tmp *= z3 * z3 / (2 * i2 + 1);
-    sum3 += tmp;
+    sum4 += tmp;
   }
-  return Math.round((0.5 + sum3 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+  return Math.round((0.5 + sum4 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
 }
 var standardNormalTable = [];
 for (z = 0; z <= 3.09; z += 0.01) {
@@ -15594,9 +15594,9 @@ function bootstrapMeanInterval(d, confidence, resamples, rand) {
   const n2 = d.length;
   const means = new Float64Array(resamples);
   for (let b = 0; b < resamples; b++) {
-    let sum3 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum3 += d[Math.floor(rand() * n2)];
-    means[b] = sum3 / n2;
+    let sum4 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum4 += d[Math.floor(rand() * n2)];
+    means[b] = sum4 / n2;
   }
   means.sort();
   const alpha = 1 - confidence;
@@ -15750,14 +15750,14 @@ function upperIncompleteGammaHalf(z3) {
   if (z3 === 0) return 1;
   const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
   if (z3 < a2 + 1) {
-    let sum3 = 1 / a2;
-    let term = sum3;
+    let sum4 = 1 / a2;
+    let term = sum4;
     for (let n2 = 1; n2 < 500; n2++) {
       term *= z3 / (a2 + n2);
-      sum3 += term;
-      if (term < sum3 * 1e-16) break;
+      sum4 += term;
+      if (term < sum4 * 1e-16) break;
     }
-    return 1 - sum3 * Math.exp(lnPre);
+    return 1 - sum4 * Math.exp(lnPre);
   }
   const tiny = 1e-300;
   let b = z3 + 1 - a2;
@@ -15817,9 +15817,9 @@ function armSample(pairs2) {
   }
   return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
 }
-function weightedPercentile(s2, q, weight, requestWeight) {
+function weightedPercentile(s3, q, weight, requestWeight) {
   let total = 0;
-  for (let i2 = 0; i2 < s2.perPair.length; i2++) total += weight(i2) * s2.perPair[i2];
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) total += weight(i2) * s3.perPair[i2];
   if (total <= 0) throw new RangeError("weightedPercentile: no requests");
   const pos = q * (total - 1);
   const fromTop = q >= 0.5;
@@ -15827,29 +15827,29 @@ function weightedPercentile(s2, q, weight, requestWeight) {
   const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
   let seen = 0;
   let first = NaN;
-  const n2 = s2.values.length;
+  const n2 = s3.values.length;
   for (let k = 0; k < n2; k++) {
     const e = fromTop ? n2 - 1 - k : k;
-    const w = weight(s2.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    const w = weight(s3.owner[e]) * (requestWeight ? requestWeight[e] : 1);
     if (w === 0) continue;
     seen += w;
-    if (Number.isNaN(first) && seen > lowRank) first = s2.values[e];
+    if (Number.isNaN(first) && seen > lowRank) first = s3.values[e];
     if (seen > highRank) {
-      const second = s2.values[e];
+      const second = s3.values[e];
       const frac = pos - Math.floor(pos);
       return fromTop ? second + frac * (first - second) : first + frac * (second - first);
     }
   }
   throw new RangeError("weightedPercentile: rank past the sample");
 }
-function leaveOnePairOut(s2, q) {
-  const n2 = s2.values.length;
+function leaveOnePairOut(s3, q) {
+  const n2 = s3.values.length;
   const fromTop = q >= 0.5;
   const at = (k) => fromTop ? n2 - 1 - k : k;
-  const positions = Array.from({ length: s2.perPair.length }, () => []);
-  for (let k = 0; k < n2; k++) positions[s2.owner[at(k)]].push(k);
-  const out = new Float64Array(s2.perPair.length);
-  for (let i2 = 0; i2 < s2.perPair.length; i2++) {
+  const positions = Array.from({ length: s3.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s3.owner[at(k)]].push(k);
+  const out = new Float64Array(s3.perPair.length);
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) {
     const mine = positions[i2];
     const upTo = (k) => {
       let lo = 0;
@@ -15864,15 +15864,15 @@ function leaveOnePairOut(s2, q) {
     const position = (r) => {
       let k = r;
       for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
-      while (s2.owner[at(k)] === i2) k--;
+      while (s3.owner[at(k)] === i2) k--;
       return k;
     };
     const total = n2 - mine.length;
     if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
     const pos = q * (total - 1);
     const frac = pos - Math.floor(pos);
-    const first = s2.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
-    const second = s2.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    const first = s3.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s3.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
     out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
   }
   return out;
@@ -15904,26 +15904,26 @@ function namedPercentileAtOrAbove(percentile2) {
   const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
   return namedPercentiles[String(at)];
 }
-function slicePercentileUs(s2, percentile2) {
+function slicePercentileUs(s3, percentile2) {
   const named = namedPercentiles[String(percentile2)];
-  if (named) return s2.latency_us[named];
-  return histogramOf(s2).getValueAtPercentile(percentile2);
+  if (named) return s3.latency_us[named];
+  return histogramOf(s3).getValueAtPercentile(percentile2);
 }
-function sliceValuesUs(s2) {
-  const h2 = histogramOf(s2);
+function sliceValuesUs(s3) {
+  const h2 = histogramOf(s3);
   const out = new Float64Array(h2.totalCount);
   let k = 0;
-  eachBucket(s2, (value, count5) => {
+  eachBucket(s3, (value, count5) => {
     out.fill(value, k, k + count5);
     k += count5;
   });
   return out;
 }
-function hasHistogram(s2) {
-  return s2.histogram !== "";
+function hasHistogram(s3) {
+  return s3.histogram !== "";
 }
-function eachBucket(s2, visit2) {
-  const h2 = histogramOf(s2);
+function eachBucket(s3, visit2) {
+  const h2 = histogramOf(s3);
   const it = h2.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
@@ -15932,11 +15932,11 @@ function eachBucket(s2, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s2) {
-  let h2 = decoded.get(s2);
+function histogramOf(s3) {
+  let h2 = decoded.get(s3);
   if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s2.histogram);
-    decoded.set(s2, h2);
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s3.histogram);
+    decoded.set(s3, h2);
   }
   return h2;
 }
@@ -15992,9 +15992,9 @@ function wilcoxonSignedRank(d) {
   if (n2 <= 50 && tieSizes.length === 0) {
     const counts = new Float64Array(total + 1);
     counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s2 = total; s2 >= r; s2--) counts[s2] += counts[s2 - r];
+    for (let r = 1; r <= n2; r++) for (let s3 = total; s3 >= r; s3--) counts[s3] += counts[s3 - r];
     let lower = 0;
-    for (let s2 = 0; s2 <= statistic; s2++) lower += counts[s2];
+    for (let s3 = 0; s3 <= statistic; s3++) lower += counts[s3];
     return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
   }
   const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
@@ -16016,13 +16016,13 @@ function holmAdjust(p) {
 function binomialUpperTail(k, n2, p) {
   if (k <= 0) return 1;
   if (k > n2) return 0;
-  let sum3 = 0;
+  let sum4 = 0;
   for (let i2 = k; i2 <= n2; i2++) {
     let logC = 0;
     for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum3 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+    sum4 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
   }
-  return Math.min(1, sum3);
+  return Math.min(1, sum4);
 }
 
 // src/analysis/latency-estimator.ts
@@ -16082,9 +16082,9 @@ function meanSlicePercentile(a2, q, requestWeight) {
     seen[pair] += requestWeight[e];
     if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
   }
-  let sum3 = 0;
-  for (const v of at) sum3 += v;
-  return sum3 / at.length;
+  let sum4 = 0;
+  for (const v of at) sum4 += v;
+  return sum4 / at.length;
 }
 
 // src/analysis/classes.ts
@@ -16134,7 +16134,7 @@ function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
     champion: p.champion.classes[index],
     challenger: p.challenger.classes[index]
   }));
-  const sum3 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
+  const sum4 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
   const failures = (c3) => c3.completed - c3.ok;
   const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
   const at = (q) => {
@@ -16166,8 +16166,8 @@ function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
   return {
     name: name2,
     index,
-    requests: { champion: sum3("champion", (c3) => c3.completed), challenger: sum3("challenger", (c3) => c3.completed) },
-    errors: { champion: sum3("champion", failures), challenger: sum3("challenger", failures) },
+    requests: { champion: sum4("champion", (c3) => c3.completed), challenger: sum4("challenger", (c3) => c3.completed) },
+    errors: { champion: sum4("champion", failures), challenger: sum4("challenger", failures) },
     percentile: percentile2,
     recordedPerSlice: perSlice,
     slo: slo.estimate,
@@ -16176,9 +16176,9 @@ function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
   };
 }
 function median(xs) {
-  const s2 = [...xs].sort((a2, b) => a2 - b);
-  const m = s2.length >> 1;
-  return s2.length % 2 ? s2[m] : (s2[m - 1] + s2[m]) / 2;
+  const s3 = [...xs].sort((a2, b) => a2 - b);
+  const m = s3.length >> 1;
+  return s3.length % 2 ? s3[m] : (s3[m - 1] + s3[m]) / 2;
 }
 var formatCount = (n2) => n2.toLocaleString("en-US", { maximumFractionDigits: 1 });
 
@@ -19251,13 +19251,13 @@ var CC_SANITIZE = /[- ]/g;
 function isLuhnAlgo(digits) {
   let length = digits.length;
   let bit = 1;
-  let sum3 = 0;
+  let sum4 = 0;
   while (length) {
     const value = digits.charCodeAt(--length) - 48;
     bit ^= 1;
-    sum3 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
+    sum4 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
   }
-  return sum3 % 10 === 0;
+  return sum4 % 10 === 0;
 }
 function isValidCreditCard(input2) {
   if (!creditCard.test(input2))
@@ -21051,7 +21051,7 @@ function partPattern(schema) {
   if (def.options) {
     const sources = def.options.map(partPattern);
     if (sources.every(Boolean))
-      return `^(${sources.map((s2) => cleanRegex(s2)).join("|")})$`;
+      return `^(${sources.map((s3) => cleanRegex(s3)).join("|")})$`;
   }
   return leafPattern(schema);
 }
@@ -32387,8 +32387,8 @@ var contributors = {
 function aggregateChecks(schema) {
   const agg = {};
   const def = schema._zod.def;
-  const list = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
-  for (const ch of list)
+  const list2 = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
+  for (const ch of list2)
     contributors[ch._zod.def.check]?.(agg, ch._zod.def);
   const bag = schema._zod.bag;
   if (bag.minimum !== void 0)
@@ -35580,12 +35580,12 @@ function convertSchema(schema, ctx) {
   let baseSchema = convertBaseSchema(schema, ctx);
   const hasExplicitType = schema.type || schema.enum !== void 0 || schema.const !== void 0;
   if (schema.anyOf && Array.isArray(schema.anyOf)) {
-    const options = schema.anyOf.map((s2) => convertSchema(s2, ctx));
+    const options = schema.anyOf.map((s3) => convertSchema(s3, ctx));
     const anyOfUnion = z2.union(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, anyOfUnion) : anyOfUnion;
   }
   if (schema.oneOf && Array.isArray(schema.oneOf)) {
-    const options = schema.oneOf.map((s2) => convertSchema(s2, ctx));
+    const options = schema.oneOf.map((s3) => convertSchema(s3, ctx));
     const oneOfUnion = z2.xor(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, oneOfUnion) : oneOfUnion;
   }
@@ -35685,24 +35685,24 @@ function visit(schema, fnOrHandlers) {
     return h2 ? h2(node2, rewritten) : node2;
   };
   const cache = /* @__PURE__ */ new Map();
-  function run(s2) {
-    const cached2 = cache.get(s2);
+  function run(s3) {
+    const cached2 = cache.get(s3);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s2)
+        getter: () => cache.get(s3)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s2, RESOLVING);
-    const inner = mapInner(s2);
-    const mapped = fn(inner, inner !== s2);
-    cache.set(s2, mapped);
+    cache.set(s3, RESOLVING);
+    const inner = mapInner(s3);
+    const mapped = fn(inner, inner !== s3);
+    cache.set(s3, mapped);
     return mapped;
   }
-  function mapInner(s2) {
-    const def = s2._zod.def;
+  function mapInner(s3) {
+    const def = s3._zod.def;
     const kind = def.type;
     switch (kind) {
       case "object": {
@@ -35722,11 +35722,11 @@ function visit(schema, fnOrHandlers) {
           if (newCatchall !== def.catchall)
             changed = true;
         }
-        return changed ? clone(s2, { ...def, shape: newShape, catchall: newCatchall }) : s2;
+        return changed ? clone(s3, { ...def, shape: newShape, catchall: newCatchall }) : s3;
       }
       case "array": {
         const mapped = run(def.element);
-        return mapped === def.element ? s2 : clone(s2, { ...def, element: mapped });
+        return mapped === def.element ? s3 : clone(s3, { ...def, element: mapped });
       }
       case "tuple": {
         const oldItems = def.items;
@@ -35744,17 +35744,17 @@ function visit(schema, fnOrHandlers) {
           if (newRest !== def.rest)
             changed = true;
         }
-        return changed ? clone(s2, { ...def, items: newItems, rest: newRest }) : s2;
+        return changed ? clone(s3, { ...def, items: newItems, rest: newRest }) : s3;
       }
       case "record":
       case "map": {
         const newKey = run(def.keyType);
         const newVal = run(def.valueType);
-        return newKey === def.keyType && newVal === def.valueType ? s2 : clone(s2, { ...def, keyType: newKey, valueType: newVal });
+        return newKey === def.keyType && newVal === def.valueType ? s3 : clone(s3, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
         const newVal = run(def.valueType);
-        return newVal === def.valueType ? s2 : clone(s2, { ...def, valueType: newVal });
+        return newVal === def.valueType ? s3 : clone(s3, { ...def, valueType: newVal });
       }
       case "union": {
         const oldOptions = def.options;
@@ -35766,12 +35766,12 @@ function visit(schema, fnOrHandlers) {
             changed = true;
           newOptions.push(mapped);
         }
-        return changed ? clone(s2, { ...def, options: newOptions }) : s2;
+        return changed ? clone(s3, { ...def, options: newOptions }) : s3;
       }
       case "intersection": {
         const newLeft = run(def.left);
         const newRight = run(def.right);
-        return newLeft === def.left && newRight === def.right ? s2 : clone(s2, { ...def, left: newLeft, right: newRight });
+        return newLeft === def.left && newRight === def.right ? s3 : clone(s3, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
       case "nullable":
@@ -35783,22 +35783,22 @@ function visit(schema, fnOrHandlers) {
       case "promise":
       case "success": {
         const newInner = run(def.innerType);
-        return newInner === def.innerType ? s2 : clone(s2, { ...def, innerType: newInner });
+        return newInner === def.innerType ? s3 : clone(s3, { ...def, innerType: newInner });
       }
       case "pipe": {
         const newIn = run(def.in);
         const newOut = run(def.out);
-        return newIn === def.in && newOut === def.out ? s2 : clone(s2, { ...def, in: newIn, out: newOut });
+        return newIn === def.in && newOut === def.out ? s3 : clone(s3, { ...def, in: newIn, out: newOut });
       }
       case "function": {
         const newInput = run(def.input);
         const newOutput = run(def.output);
-        return newInput === def.input && newOutput === def.output ? s2 : clone(s2, { ...def, input: newInput, output: newOutput });
+        return newInput === def.input && newOutput === def.output ? s3 : clone(s3, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s2, { ...rest, getter: () => run(original()) });
+        return clone(s3, { ...rest, getter: () => run(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -35822,10 +35822,10 @@ function visit(schema, fnOrHandlers) {
       case "file":
       case "transform":
       case "custom":
-        return s2;
+        return s3;
       default: {
         kind;
-        return s2;
+        return s3;
       }
     }
   }
@@ -35835,11 +35835,11 @@ function visit(schema, fnOrHandlers) {
 // node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
-    object: (s2) => s2.partial(),
+    object: (s3) => s3.partial(),
     // Every partialed option now admits `undefined`, which the constructor rejects as a duplicate.
-    union: (s2) => {
-      const def = s2._zod.def;
-      return def.discriminator === void 0 ? s2 : union(def.options);
+    union: (s3) => {
+      const def = s3._zod.def;
+      return def.discriminator === void 0 ? s3 : union(def.options);
     }
   });
 }
@@ -35859,18 +35859,18 @@ function inSide(def) {
 }
 function input(schema) {
   return visit(schema, {
-    pipe: (s2) => inSide(s2._zod.def),
+    pipe: (s3) => inSide(s3._zod.def),
     // A default value belongs to the output side, so a rewritten inner type leaves it stranded. `.default()` widens the declared input type with `undefined`, and `optional` is what carries that across.
-    default: (s2, rewritten) => rewritten ? optional(s2._zod.def.innerType) : s2,
+    default: (s3, rewritten) => rewritten ? optional(s3._zod.def.innerType) : s3,
     // A catch value is output-side too, but `.catch()` leaves the declared input type alone, so the inner schema stands on its own.
-    catch: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
+    catch: (s3, rewritten) => rewritten ? s3._zod.def.innerType : s3
   });
 }
 function output(schema) {
   return visit(schema, {
-    pipe: (s2) => outSide(s2._zod.def),
+    pipe: (s3) => outSide(s3._zod.def),
     // A prefault value is fed through the schema, which makes it input-side, so a rewritten inner type leaves it stranded.
-    prefault: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
+    prefault: (s3, rewritten) => rewritten ? s3._zod.def.innerType : s3
   });
 }
 
@@ -36245,11 +36245,11 @@ function malformed(p) {
     const bad = callers.find((j) => !(j >= 0 && j < n2));
     if (bad !== void 0) return `callers[${i2}] names function ${bad} of ${n2}`;
   }
-  for (const [k, s2] of (p.slices ?? []).entries()) {
-    for (const [f, [i2, cum, flat]] of s2.functions.entries()) {
+  for (const [k, s3] of (p.slices ?? []).entries()) {
+    for (const [f, [i2, cum, flat]] of s3.functions.entries()) {
       if (!(i2 >= 0 && i2 < n2)) return `slices[${k}].functions[${f}] names function ${i2} of ${n2}`;
-      if (!(flat >= 0 && flat <= cum && cum <= s2.samples))
-        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s2.samples} samples`;
+      if (!(flat >= 0 && flat <= cum && cum <= s3.samples))
+        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s3.samples} samples`;
     }
   }
   return null;
@@ -36282,12 +36282,12 @@ function functionBreakdown(group, pairs2, confidence) {
   const counts = pairs2.flatMap((p) => {
     const prof = byRun.get(p.run);
     if (prof?.status !== "recorded") return [];
-    const at = (index) => prof.slices?.find((s2) => s2.index === index);
+    const at = (index) => prof.slices?.find((s3) => s3.index === index);
     const c3 = at(p.champion.index);
     const h2 = at(p.challenger.index);
     if (!c3 || !h2) return [];
     const fns = prof.functions ?? [];
-    const read = (s2) => new Map(s2.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
+    const read = (s3) => new Map(s3.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
     return [
       {
         champion: { requests: p.champion.completed, samples: s(c3), by: read(c3) },
@@ -36357,9 +36357,9 @@ function callersOf(runs2) {
   const out = /* @__PURE__ */ new Map();
   for (const p of runs2) {
     const fns = p.functions ?? [];
-    (p.callers ?? []).forEach((list, i2) => {
+    (p.callers ?? []).forEach((list2, i2) => {
       const set2 = out.get(fns[i2]) ?? /* @__PURE__ */ new Set();
-      for (const j of list) set2.add(fns[j]);
+      for (const j of list2) set2.add(fns[j]);
       out.set(fns[i2], set2);
     });
   }
@@ -36414,12 +36414,12 @@ var ChampionFailedError = class extends CouldNotMeasureError {
 var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
 function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s2) => acc + s2.errors[c3], 0)]));
-  for (const s2 of slices) {
-    for (const [code, n2] of Object.entries(s2.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s3) => acc + s3.errors[c3], 0)]));
+  for (const s3 of slices) {
+    for (const [code, n2] of Object.entries(s3.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
   }
   return {
-    requests: slices.reduce((acc, s2) => acc + s2.completed, 0),
+    requests: slices.reduce((acc, s3) => acc + s3.completed, 0),
     errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
     byClass
   };
@@ -36478,29 +36478,29 @@ function plannedLagUs(plan2) {
   const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
   return Math.floor(plan2.send_window_us / gapUs) * gapUs;
 }
-function disturbance(s2, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s2, percentile2)) + plannedUs;
+function disturbance(s3, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s3, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s2.dispatch_lag_us[lagAt];
+  const lagUs = s3.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
-  const achieved = s2.achieved_rps * sliceSeconds;
-  const offBy = achieved - s2.scheduled;
-  const offRate = s2.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s2.scheduled, RATE_TOLERANCE_REQUESTS);
+  const achieved = s3.achieved_rps * sliceSeconds;
+  const offBy = achieved - s3.scheduled;
+  const offRate = s3.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s3.scheduled, RATE_TOLERANCE_REQUESTS);
   if (!lagging && !offRate) return null;
   return {
-    arm: s2.arm,
-    index: s2.index,
+    arm: s3.arm,
+    index: s3.index,
     lagAt,
     lagMs: lagUs / 1e3,
     lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s2.scheduled > 0 ? 100 * offBy / s2.scheduled : 0,
+    rateErrorPercent: s3.scheduled > 0 ? 100 * offBy / s3.scheduled : 0,
     lagging,
     offRate
   };
 }
-function hostDisturbance(s2) {
-  if (!s2.host_disturbance) return null;
-  return { arm: s2.arm, index: s2.index, foreignCores: s2.foreign_cpu_cores ?? null, foreignConnections: s2.foreign_connections ?? 0, reason: s2.host_disturbance };
+function hostDisturbance(s3) {
+  if (!s3.host_disturbance) return null;
+  return { arm: s3.arm, index: s3.index, foreignCores: s3.foreign_cpu_cores ?? null, foreignConnections: s3.foreign_connections ?? 0, reason: s3.host_disturbance };
 }
 function describeHostDisturbance(d) {
   return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
@@ -36520,16 +36520,16 @@ function isDisturbed(d) {
 }
 function extractPairs(run, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
-  for (const s2 of result.slices) byPair.set(s2.pair, [...byPair.get(s2.pair) ?? [], s2]);
+  for (const s3 of result.slices) byPair.set(s3.pair, [...byPair.get(s3.pair) ?? [], s3]);
   const pairs2 = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s2) => s2.index).join(", ")}), expected 2`);
+      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s3) => s3.index).join(", ")}), expected 2`);
     }
-    const champion = slices.find((s2) => s2.arm === "champion");
-    const challenger = slices.find((s2) => s2.arm === "challenger");
+    const champion = slices.find((s3) => s3.arm === "champion");
+    const challenger = slices.find((s3) => s3.arm === "challenger");
     if (slices.length === 2 && (!champion || !challenger)) {
       throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
     }
@@ -36537,13 +36537,13 @@ function extractPairs(run, result, percentile2) {
       dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
       continue;
     }
-    const invalid = [champion, challenger].filter((s2) => !s2.valid);
+    const invalid = [champion, challenger].filter((s3) => !s3.valid);
     if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s2) => `${s2.arm} slice ${s2.index}: ${s2.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      dropped.push({ run, pair, reason: invalid.map((s3) => `${s3.arm} slice ${s3.index}: ${s3.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s2) => disturbance(s2, result.plan.slice_seconds, percentile2, planned) ?? []);
-    const hostDisturbances = [champion, challenger].flatMap((s2) => hostDisturbance(s2) ?? []);
+    const disturbances = [champion, challenger].flatMap((s3) => disturbance(s3, result.plan.slice_seconds, percentile2, planned) ?? []);
+    const hostDisturbances = [champion, challenger].flatMap((s3) => hostDisturbance(s3) ?? []);
     if (disturbances.length > 0 || hostDisturbances.length > 0) {
       const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
       dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
@@ -36568,7 +36568,7 @@ function pooledPairs(key, runs2, percentile2) {
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
     const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
     const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s2) => s2?.startsWith("default"));
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s3) => s3?.startsWith("default"));
     const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
@@ -36677,12 +36677,12 @@ var trapezoid = (i2, n2) => i2 === 0 || i2 === n2 - 1 ? 0.5 : 1;
 function carryFrom(xs, fs, dx, sd, bound) {
   const next = grid(bound);
   const out = next.map((y) => {
-    let sum3 = 0;
+    let sum4 = 0;
     for (let i2 = 0; i2 < xs.length; i2++) {
       const z3 = (y - xs[i2]) / sd;
-      sum3 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
+      sum4 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
     }
-    return sum3 * dx / (sd * Math.sqrt(2 * Math.PI));
+    return sum4 * dx / (sd * Math.sqrt(2 * Math.PI));
   });
   return [next, out];
 }
@@ -36691,7 +36691,7 @@ function grid(bound) {
 }
 
 // src/analysis/looks.ts
-function looksOf(group, pairs2, d, s2) {
+function looksOf(group, pairs2, d, s3) {
   const runs2 = [];
   let total = 0;
   for (const g2 of group) {
@@ -36700,7 +36700,7 @@ function looksOf(group, pairs2, d, s2) {
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s2.confidence, runs2.map((r) => r.pairs));
+  const alphas = nominalAlphas(1 - s3.confidence, runs2.map((r) => r.pairs));
   const seen = /* @__PURE__ */ new Set();
   return runs2.map((r, k) => {
     seen.add(r.run);
@@ -36708,7 +36708,7 @@ function looksOf(group, pairs2, d, s2) {
     const keep = pairs2.map((p) => seen.has(p.run));
     const upTo = pairs2.filter((_2, i2) => keep[i2]);
     if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s2.percentile, 0, () => 0);
+    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s3.percentile, 0, () => 0);
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });
@@ -36716,10 +36716,10 @@ function looksOf(group, pairs2, d, s2) {
 
 // src/analysis/random.ts
 function seededRandom(seed) {
-  let s2 = seed >>> 0 || 2654435769;
+  let s3 = seed >>> 0 || 2654435769;
   const next32 = () => {
-    s2 = s2 + 2654435769 >>> 0;
-    let z3 = s2;
+    s3 = s3 + 2654435769 >>> 0;
+    let z3 = s3;
     z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
     z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
     return (z3 ^ z3 >>> 16) >>> 0;
@@ -36851,17 +36851,17 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
-function validateSettings(s2) {
+function validateSettings(s3) {
   const bad = (field, want, got) => {
     throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
   };
-  if (!(s2.percentile > 0 && s2.percentile < 100)) bad("percentile", "in (0, 100)", s2.percentile);
-  if (!(s2.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s2.sloBudgetMs);
-  if (!(s2.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s2.blockThresholdPercent);
-  if (!(s2.confidence > 0.5 && s2.confidence < 1)) bad("confidence", "in (0.5, 1)", s2.confidence);
-  if (!(Number.isInteger(s2.bootstrapResamples) && s2.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s2.bootstrapResamples);
-  if (!(Number.isInteger(s2.seed) && s2.seed >= 0)) bad("seed", "a non-negative integer", s2.seed);
-  if (s2.blockCpuPercent !== void 0 && !(s2.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s2.blockCpuPercent);
+  if (!(s3.percentile > 0 && s3.percentile < 100)) bad("percentile", "in (0, 100)", s3.percentile);
+  if (!(s3.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s3.sloBudgetMs);
+  if (!(s3.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s3.blockThresholdPercent);
+  if (!(s3.confidence > 0.5 && s3.confidence < 1)) bad("confidence", "in (0.5, 1)", s3.confidence);
+  if (!(Number.isInteger(s3.bootstrapResamples) && s3.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s3.bootstrapResamples);
+  if (!(Number.isInteger(s3.seed) && s3.seed >= 0)) bad("seed", "a non-negative integer", s3.seed);
+  if (s3.blockCpuPercent !== void 0 && !(s3.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s3.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -36871,8 +36871,8 @@ function checkSameBuilds(results) {
       if (value) seen.set(value, name2);
     }
     if (seen.size > 1) {
-      const list = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+      const list2 = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list2}); analyse them separately with --each`);
     }
   }
 }
@@ -36885,29 +36885,29 @@ function checkOneIdentity(key, group) {
     }
   }
 }
-function compare(key, group, s2, rand) {
+function compare(key, group, s3, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
   checkOneIdentity(key, group);
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
-  const { pairs: pairs2, dropped } = pooledPairs(key, group, s2.percentile);
+  const { pairs: pairs2, dropped } = pooledPairs(key, group, s3.percentile);
   const at = (p) => pairs2.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s2.percentile);
+  const d = at(s3.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = estimateLatency(pairs2, d, s2.percentile, s2.samplingResamples, rand);
-  const lookHistory = looksOf(group, pairs2, d, s2);
+  const primary = estimateLatency(pairs2, d, s3.percentile, s3.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs2, d, s3);
   const confidence = lookHistory.at(-1).confidence;
-  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s2.confidence);
-  const sdMs = pairedT(d, s2.confidence).sd;
-  const boot = bootstrapMeanInterval(d, confidence, s2.bootstrapResamples, rand);
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s3.confidence);
+  const sdMs = pairedT(d, s3.confidence).sd;
+  const boot = bootstrapMeanInterval(d, confidence, s3.bootstrapResamples, rand);
   const secondary = (values) => {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs2.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs2, "champion", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs2, "challenger", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
-  const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s2.percentile)];
+  const champion = { ...armSummary(pairs2, "champion", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs2, "challenger", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s3.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -36915,8 +36915,8 @@ function compare(key, group, s2, rand) {
       message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
     });
   }
-  const thresholdMs = s2.blockThresholdPercent / 100 * s2.sloBudgetMs;
-  const floor = floorOf(key, s2, thresholdMs);
+  const thresholdMs = s3.blockThresholdPercent / 100 * s3.sloBudgetMs;
+  const floor = floorOf(key, s3, thresholdMs);
   flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
@@ -36943,8 +36943,8 @@ function compare(key, group, s2, rand) {
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
     errorRegression: errors,
     resources: pairedResources(pairs2, confidence),
-    cpuLimitPercent: s2.blockCpuPercent ?? null,
-    classes: classBreakdown(group[0].result.plan, pairs2, s2.percentile, confidence, rand),
+    cpuLimitPercent: s3.blockCpuPercent ?? null,
+    classes: classBreakdown(group[0].result.plan, pairs2, s3.percentile, confidence, rand),
     functions: functionBreakdown(group, pairs2, confidence),
     champion,
     challenger,
@@ -36954,8 +36954,8 @@ function compare(key, group, s2, rand) {
     detail: pairs2.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s2.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s2.percentile)),
+      championMs: ms(slicePercentileUs(x.champion, s3.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s3.percentile)),
       dMs: d[i2]
     }))
   };
@@ -37032,9 +37032,9 @@ var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
 function briefDisturbance(d) {
   return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
-function floorOf(key, s2, thresholdMs) {
-  const recorded = typeof s2.floorMs === "number" ? s2.floorMs : s2.floorMs?.[key];
-  const bias = s2.hostBiasMs?.[key];
+function floorOf(key, s3, thresholdMs) {
+  const recorded = typeof s3.floorMs === "number" ? s3.floorMs : s3.floorMs?.[key];
+  const bias = s3.hostBiasMs?.[key];
   const flags = [];
   let floor = recorded ?? null;
   if (bias) {
@@ -37045,14 +37045,14 @@ function floorOf(key, s2, thresholdMs) {
       message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
     });
   }
-  if (recorded !== void 0 && s2.floorPercentileAssumed?.includes(key)) {
+  if (recorded !== void 0 && s3.floorPercentileAssumed?.includes(key)) {
     flags.push({
       code: "floor_percentile_assumed",
-      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s2.percentile}`
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s3.percentile}`
     });
   }
   if (floor !== null && floor > thresholdMs) {
-    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s2.percentile, thresholdMs) });
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s3.percentile, thresholdMs) });
   }
   return { ms: floor, flags };
 }
@@ -37278,7 +37278,7 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
 function forArms(c3, arms) {
   return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
 }
-var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+var esc2 = (s3) => s3.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const width = 760;
   const height = 340;
@@ -37429,10 +37429,12 @@ function comparisonJson(c3) {
     pairs_detail: c3.detail
   };
 }
-function analysisJson(a2) {
+function analysisJson(a2, host = null) {
   const h2 = a2.headline;
   return {
     verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
     grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
     blocking: a2.blocking,
     blocked_by: h2.blockedBy,
@@ -37663,11 +37665,11 @@ function functionsSentence(c3, prefix, arms, runs2) {
   if (f.grew.length === 0 && f.shrank.length === 0) {
     return `**Functions${prefix}:** no function's CPU per request moved past its noise (${f.tested} functions, each at ${confidenceLabel(f.confidence)}; median noise \xB1${us(f.medianNoiseUs ?? 0)} per request)${files}.`;
   }
-  const list = (xs) => xs.slice(0, TOP).map(
+  const list2 = (xs) => xs.slice(0, TOP).map(
     (x) => `${codeSpan(x.name)} ${signedUs(x.estimateUs)} [${signedUs(x.ciUs[0])}, ${signedUs(x.ciUs[1])}] (${us(x.championUs)} \u2192 ${us(x.challengerUs)})`
   ).join("; ");
-  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list(f.grew)}` : "";
-  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list(f.shrank)}` : "";
+  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list2(f.grew)}` : "";
+  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list2(f.shrank)}` : "";
   return `**Functions that moved${prefix}** (CPU per request with what each calls, each past its own noise at ${confidenceLabel(f.confidence)} over ${f.tested} functions): ${grew}${shrank}${files}.`;
 }
 function functionsTable(c3, arms) {
@@ -37756,7 +37758,7 @@ function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
   const showFunctions = opts.functions ?? true;
   const runs2 = profiledRuns(a2.comparisons);
   for (const c3 of a2.comparisons) {
@@ -37808,12 +37810,13 @@ function headline(a2, arms) {
   const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
-function compared(a2, arms, runUrl) {
-  const sha2 = (s2) => s2 ? `\`${s2.slice(0, 7)}\`` : "(unknown)";
+function compared(a2, arms, runUrl, host) {
+  const sha2 = (s3) => s3 ? `\`${s3.slice(0, 7)}\`` : "(unknown)";
+  const on6 = host ? ` on host \`${host}\`` : "";
   const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${on6}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -37843,8 +37846,8 @@ function blockReason(c3, reason, budget) {
   return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
 }
 function preflightWarning(flags) {
-  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
-  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
+  const list2 = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list2}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
   const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
@@ -37853,8 +37856,8 @@ function aaSentence(a2, arms) {
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
 }
 function hostBiasWarning(bias) {
-  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
-  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
+  const list2 = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
+  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list2}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 function comparisonSection(c3, percentile2, arms, several, maxRows, showFunctions) {
   const p = percentLabel(percentile2);
@@ -37910,8 +37913,8 @@ function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
-function tableCell(s2) {
-  return s2.replace(/[|\n\r]/g, " ");
+function tableCell(s3) {
+  return s3.replace(/[|\n\r]/g, " ");
 }
 
 // src/cli/usage.ts
@@ -38030,6 +38033,551 @@ function readJson(file2) {
   }
 }
 
+// src/cli/capacity.ts
+import { readFileSync as readFileSync2 } from "node:fs";
+
+// src/analysis/capacity.ts
+function runSeconds(r, o2) {
+  return r.warmupSeconds + 2 * r.pairs * r.sliceSeconds + o2.runSeconds;
+}
+function gateHostTime(runs2, o2) {
+  if (!(o2.extensionRate >= 0 && o2.extensionRate <= 1))
+    throw new Error(`extensionRate: a share in [0, 1], got ${o2.extensionRate}`);
+  const each = runs2.map((r) => runSeconds(r, o2));
+  const seconds = sum3(each);
+  const n2 = o2.maxExtensions;
+  const q = o2.extensionRate;
+  return {
+    runs: each,
+    seconds,
+    maxSeconds: seconds * (1 + n2),
+    meanSeconds: seconds + sum3(each.map((s3) => s3 * n2 * q)),
+    varianceSeconds2: sum3(each.map((s3) => s3 * s3 * n2 * q * (1 - q)))
+  };
+}
+function queueEstimate(q) {
+  const lambda = q.arrivalsPerHour / 3600;
+  const reserved = q.reservedShare ?? 0;
+  if (!(reserved >= 0 && reserved < 1)) throw new Error(`reservedShare: a share in [0, 1), got ${reserved}`);
+  const stretch = 1 / (1 - reserved);
+  const utilization = lambda * q.meanSeconds / q.hosts + reserved;
+  const infinite = {
+    utilization,
+    waitProbability: 1,
+    meanWaitSeconds: Number.POSITIVE_INFINITY,
+    meanWaitOfWaitingSeconds: Number.POSITIVE_INFINITY
+  };
+  if (utilization >= 1) return infinite;
+  let c3 = erlangC(q.hosts, lambda * q.meanSeconds * stretch);
+  let held = q.meanSeconds * stretch;
+  for (let i2 = 0; i2 < 50; i2++) {
+    held = q.meanSeconds * stretch + c3 * q.landingSeconds;
+    if (lambda * held >= q.hosts) return infinite;
+    c3 = erlangC(q.hosts, lambda * held);
+  }
+  const offered = lambda * held;
+  const cs2 = q.varianceSeconds2 * stretch * stretch / (held * held);
+  const mmcWait = c3 * held / (q.hosts - offered);
+  const meanWaitSeconds = mmcWait * (1 + cs2) / 2 + c3 * q.landingSeconds;
+  return {
+    utilization,
+    waitProbability: c3,
+    meanWaitSeconds,
+    meanWaitOfWaitingSeconds: c3 > 0 ? meanWaitSeconds / c3 : 0
+  };
+}
+function erlangC(c3, a2) {
+  let term = 1;
+  let below = 0;
+  for (let k = 0; k < c3; k++) {
+    below += term;
+    term *= a2 / (k + 1);
+  }
+  const top = term * (c3 / (c3 - a2));
+  return top / (below + top);
+}
+function hostsNeeded(q, maxWaitSeconds, limit = 64) {
+  for (let hosts = 1; hosts <= limit; hosts++) {
+    if (queueEstimate({ ...q, hosts }).meanWaitSeconds <= maxWaitSeconds) return hosts;
+  }
+  return null;
+}
+var sum3 = (xs) => xs.reduce((a2, b) => a2 + b, 0);
+
+// src/config/gate-config.ts
+var import_yaml = __toESM(require_dist2(), 1);
+
+// src/config/dependencies.ts
+var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
+function servicePortNames(s3) {
+  return [...s3.ports ?? [], ...(s3.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
+}
+function usesMainPort(arg) {
+  return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
+}
+function dependencyIssues(s3, vars) {
+  const issues = [];
+  if (s3.port_env !== void 0) {
+    const problem = portEnvError(s3.port_env);
+    if (problem) issues.push({ path: ["port_env"], message: problem });
+  }
+  const owner = new Map((s3.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
+  const claim2 = (path6, field, name2) => {
+    const prev = owner.get(name2);
+    if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
+    else owner.set(name2, field);
+  };
+  (s3.dependencies ?? []).forEach((d, i2) => {
+    claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
+    (d.ports ?? []).forEach((p, j) => {
+      claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
+    });
+  });
+  if (issues.length > 0) return issues;
+  const depVars = vars.filter((v) => v !== "PORT");
+  const checkArgv = (path6, argv) => argv.forEach((arg, i2) => {
+    const problem = serviceArgError(arg, depVars);
+    if (problem) issues.push({ path: [...path6, i2], message: problem });
+    else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
+  });
+  (s3.dependencies ?? []).forEach((d, i2) => {
+    const at = ["dependencies", i2];
+    if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
+    checkArgv([...at, "command"], d.command);
+    for (const [k, v] of Object.entries(d.env ?? {})) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) issues.push({ path: [...at, "env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+      else if (k !== "PORT" && hostSetsEnv(k)) issues.push({ path: [...at, "env", k], message: "set by the host (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
+      else if (serviceArgError(v, depVars)) issues.push({ path: [...at, "env", k], message: serviceArgError(v, depVars) });
+      else if (usesMainPort(v)) issues.push({ path: [...at, "env", k], message: `$PORT is the service's port, not a dependency's: use its own $${portVariable(d.name)}` });
+    }
+    const own2 = [d.name, ...d.ports ?? []].map(portVariable);
+    const { tcp, command } = d.ready;
+    if (tcp !== void 0 && command !== void 0) issues.push({ path: [...at, "ready"], message: "one of tcp or command, not both" });
+    else if (tcp !== void 0 && !own2.includes(tcp)) issues.push({ path: [...at, "ready", "tcp"], message: `${JSON.stringify(tcp)} is not a port of this dependency: name one of ${own2.join(", ")} (the variable, as command names it)` });
+    else if (command !== void 0) {
+      if (command.length === 0 || command[0] === "") issues.push({ path: [...at, "ready", "command"], message: "the program to run, such as /usr/bin/redis-cli" });
+      checkArgv([...at, "ready", "command"], command);
+    } else if (tcp === void 0) issues.push({ path: [...at, "ready"], message: `required: {tcp: ${own2[0]}} (a TCP connect to it succeeds) or {command: [...]} (exits 0)` });
+  });
+  return issues;
+}
+
+// src/config/proto-files.ts
+function insideBuild(p) {
+  if (p === "" || p.startsWith("/") || p.includes("\0")) return false;
+  let depth = 0;
+  for (const part of p.split("/")) {
+    if (part === "..") depth--;
+    else if (part !== "." && part !== "") depth++;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+var insideMessage = (p) => `must be a relative path inside the build (each arm's release), got ${JSON.stringify(p)}`;
+function protoFileIssues(w) {
+  const files = w.proto_files ?? [];
+  if (w.proto_import_paths && files.length === 0) return [{ path: ["proto_import_paths"], message: "only with proto_files, which it finds them in" }];
+  if (files.length === 0) return [];
+  if (w.protocol !== "grpc") return [{ path: ["proto_files"], message: `only a grpc workload describes its methods (protocol is ${JSON.stringify(w.protocol)})` }];
+  if (w.proto_descriptor_set !== void 0) return [{ path: ["proto_files"], message: "give proto_files or proto_descriptor_set, not both" }];
+  const issues = [];
+  files.forEach((f, i2) => {
+    if (!insideBuild(f)) issues.push({ path: ["proto_files", i2], message: insideMessage(f) });
+    else if (!f.endsWith(".proto")) issues.push({ path: ["proto_files", i2], message: `must name a .proto file, got ${JSON.stringify(f)}` });
+  });
+  (w.proto_import_paths ?? []).forEach((d, i2) => {
+    if (!insideBuild(d)) issues.push({ path: ["proto_import_paths", i2], message: insideMessage(d) });
+  });
+  return issues;
+}
+
+// src/config/gate-config.ts
+var plan = planSchema.shape;
+var { body_file: _, ...requestFields } = requestSchema.shape;
+var request = external_exports.strictObject(requestFields);
+var rates = external_exports.union([
+  external_exports.array(rate).min(1),
+  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
+], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
+var workload = external_exports.strictObject({
+  name,
+  rates,
+  connections: plan.connections.unwrap().optional(),
+  timeout_ms: plan.timeout_ms.unwrap().optional(),
+  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (docs/design/0015-grpc-and-h2c.md). */
+  protocol: plan.protocol,
+  /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
+  proto_descriptor_set: plan.proto_descriptor_set,
+  /** grpc: .proto files in the build, each relative to one of proto_import_paths (default: the build's root), compiled on the host. */
+  proto_files: plan.proto_files,
+  proto_import_paths: plan.proto_import_paths,
+  requests: external_exports.array(request).min(1)
+}).superRefine((w, ctx) => {
+  w.requests.forEach((r, i2) => {
+    const first = w.requests.findIndex((x) => x.name !== void 0 && x.name === r.name);
+    if (first !== i2 && r.name !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "name"], message: `"${r.name}" names requests.${first} too: each request class needs a name of its own` });
+    if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {\u2026} }" });
+    if (w.protocol === "grpc" && r.path !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "a gRPC call has no path; name it in grpc.method" });
+    if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
+    if (w.protocol !== "grpc" && r.path === void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "required (a path starting with /)" });
+  });
+  if (w.proto_descriptor_set !== void 0 && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
+  for (const issue2 of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue2 });
+  for (const r of resolvedRates(w)) {
+    const checked = rate.safeParse(r);
+    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+  }
+});
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s3, ctx) => {
+  const vars = serviceVariables(servicePortNames(s3));
+  const clashes = dependencyIssues(s3, vars);
+  for (const issue2 of clashes) ctx.addIssue({ code: "custom", ...issue2 });
+  if (clashes.length > 0) return;
+  for (const field of ["command", "setup"]) {
+    (s3[field] ?? []).forEach((arg, i2) => {
+      const problem = serviceArgError(arg, vars);
+      if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
+    });
+  }
+  if (s3.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s3.ports?.forEach((p, i2) => {
+    if (s3.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  });
+  for (const [k, v] of Object.entries(s3.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
+    else if (hostSetsEnv(k, s3.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s3.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
+  }
+});
+var PROFILE_MODES = ["on-red", "always", "never"];
+var MAX_EXTENSIONS = 5;
+var configSchema = external_exports.strictObject({
+  service,
+  workloads: external_exports.array(workload).min(1),
+  slo: external_exports.strictObject({
+    percentile: percentile.default(99),
+    budget_ms: external_exports.number().positive()
+  }),
+  block_threshold_percent: external_exports.number().nonnegative().default(1),
+  /**
+   * What a pull request is measured against: the host's champion (main's HEAD as last
+   * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
+   */
+  comparison_base: external_exports.enum(COMPARISON_BASES).default("champion"),
+  // Left out, slices are sized per rate (sliceDesign below); the order counterbalances the arms.
+  slices: external_exports.strictObject({
+    seconds: plan.slice_seconds.optional(),
+    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
+    pairs: plan.pairs.min(2).optional(),
+    order: plan.order.unwrap().default("abba"),
+    /**
+     * Further runs of the same size a gate measures by itself while its interval is unclear
+     * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
+     */
+    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2),
+    /**
+     * The unrecorded start of every slice, in ms (the plan's slice_warmup_ms): the requests sent
+     * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
+     */
+    discard_ms: plan.slice_warmup_ms.unwrap().optional()
+  }).refine((s3) => s3.seconds === void 0 || s3.discard_ms === void 0 || s3.discard_ms < s3.seconds * 1e3, {
+    path: ["discard_ms"],
+    message: "must be shorter than the slice (slices.seconds)"
+  }).default({ order: "abba", max_extensions: 2 }),
+  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
+  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
+  /** Gates on what the builds cost, from the host's per-slice accounting. */
+  resources: external_exports.strictObject({
+    /** Block when CPU per request regresses past this percent over the whole interval. */
+    block_cpu_percent: external_exports.number().positive().max(1e3).optional()
+  }).optional(),
+  /**
+   * The monthly regression budget (docs/design/0024-regression-budget.md): a red that would take
+   * main's change over the trailing 30 days past this percent of its level blocks. Off unless set.
+   */
+  budget: external_exports.strictObject({
+    percent_per_30_days: external_exports.number().gt(0).max(100)
+  }).optional(),
+  /**
+   * Sample both arms' CPU stacks during every run and list the functions whose CPU per request
+   * moved (docs/design/0021-profiles.md): on a red verdict (on-red), on every verdict (always),
+   * or never (no sampling at all).
+   */
+  profile: external_exports.enum(PROFILE_MODES).default("on-red"),
+  promotion: external_exports.strictObject({
+    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
+    verify_pairs: plan.pairs.min(2).max(100).default(4)
+  }).default({ verify_pairs: 4 })
+});
+var ConfigError = class extends Error {
+  name = "ConfigError";
+};
+function parseConfig(text, source) {
+  const lines = new import_yaml.LineCounter();
+  const doc = (0, import_yaml.parseDocument)(text, { lineCounter: lines, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const at = lines.linePos(e.pos[0]);
+    throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
+  }
+  const parsed = configSchema.safeParse(doc.toJS());
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.slice(0, 5).map((issue2) => {
+    const path6 = issue2.path.map(String);
+    if (issue2.code === "unrecognized_keys") {
+      return issue2.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");
+    }
+    return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue2.message}`;
+  });
+  throw new ConfigError(problems.join("\n"));
+}
+function lineOf(doc, lines, path6, keyNode) {
+  for (let n2 = path6.length; n2 > 0; n2--) {
+    const prefix = path6.slice(0, n2).map((p) => /^\d+$/.test(p) ? Number(p) : p);
+    if (keyNode && n2 === path6.length) {
+      const parent = doc.getIn(prefix.slice(0, -1), true);
+      if ((0, import_yaml.isMap)(parent)) {
+        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
+        const range = pair?.key?.range;
+        if (range) return lines.linePos(range[0]).line;
+      }
+      continue;
+    }
+    const node2 = doc.getIn(prefix, true);
+    if (node2?.range) return lines.linePos(node2.range[0]).line;
+  }
+  return 1;
+}
+function configFor(config2, workload2, rate2) {
+  const w = config2.workloads.find((x) => x.name === workload2);
+  if (!w) throw new Error(`no workload ${workload2} in the config`);
+  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
+}
+function resolvedRates(w) {
+  const r = w.rates;
+  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
+}
+var GATE_MEASURED_SECONDS = 90;
+var MIN_DEFAULT_SLICE_SECONDS = 0.5;
+var MAX_DEFAULT_SLICE_SECONDS = 9;
+var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
+function sliceDesign(config2, rate2) {
+  const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
+  const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
+  const pairs2 = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
+  return { seconds, pairs: pairs2 };
+}
+function planRuns(config2, builds, seed) {
+  const runs2 = [];
+  for (const w of config2.workloads) {
+    for (const rate2 of resolvedRates(w)) {
+      const design = sliceDesign(config2, rate2);
+      runs2.push({
+        index: runs2.length,
+        workload: w.name,
+        rate: rate2,
+        request: {
+          ...builds.challengerSha ? { challenger_sha: builds.challengerSha } : {},
+          ...builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {},
+          ...builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {},
+          service: config2.service,
+          ...config2.profile !== "never" ? { profile: true } : {},
+          loadgen: {
+            workload: w.name,
+            rate: rate2,
+            slice_seconds: design.seconds,
+            pairs: design.pairs,
+            order: config2.slices.order,
+            ...config2.slices.discard_ms !== void 0 ? { slice_warmup_ms: config2.slices.discard_ms } : {},
+            seed,
+            warmup_seconds: config2.warmup_seconds,
+            ...w.connections ? { connections: w.connections } : {},
+            ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
+            ...w.protocol !== "http1" ? { protocol: w.protocol } : {},
+            ...w.proto_descriptor_set ? { proto_descriptor_set: w.proto_descriptor_set } : {},
+            ...w.proto_files ? { proto_files: w.proto_files } : {},
+            ...w.proto_import_paths ? { proto_import_paths: w.proto_import_paths } : {},
+            requests: w.requests.map(({ method, ...r }) => r.grpc ? r : { method, ...r })
+          }
+        }
+      });
+    }
+  }
+  return runs2;
+}
+
+// src/report/capacity.ts
+var s2 = (x) => `${Math.round(x)} s`;
+function wait(e) {
+  if (!Number.isFinite(e.meanWaitSeconds)) return `over capacity (${Math.round(e.utilization * 100)}% busy)`;
+  const w = e.meanWaitSeconds < 90 ? `${Math.round(e.meanWaitSeconds)} s` : `${(e.meanWaitSeconds / 60).toFixed(1)} min`;
+  return `${Math.round(e.utilization * 100)}% busy: ${w} (${Math.round(e.waitProbability * 100)}% wait)`;
+}
+function capacityMarkdown(p) {
+  const busyDay = p.busyHours * 3600;
+  const promotionShare = p.promotionsPerDay * p.promotion.seconds / busyDay;
+  const hosts = p.rows[0]?.cells.map((c3) => c3.hosts) ?? [];
+  const mean2 = p.gate.meanSeconds;
+  return [
+    `Host time per gate, from the planned runs of ${p.config} (each run also holds its host ${s2(p.runOverheadSeconds)}: the wait for quiet CPUs, both arms' fresh starts and health checks, stopping them):`,
+    "",
+    "| run | warm-up | slices | overhead | host time |",
+    "| --- | ---: | ---: | ---: | ---: |",
+    ...p.runs.map(
+      (r) => `| ${r.key} | ${s2(r.warmupSeconds)} | ${r.pairs} pairs \xD7 2 \xD7 ${r.sliceSeconds} s = ${s2(2 * r.pairs * r.sliceSeconds)} | ${s2(p.runOverheadSeconds)} | ${s2(r.seconds)} |`
+    ),
+    `| **a gate** | | | | **${s2(p.gate.seconds)}** |`,
+    "",
+    `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s2(p.gate.maxSeconds)} if every one did. With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s2(mean2)} on average. Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s2(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) and each week's calibration (every comparison's A/A run: ${s2(p.calibrationSeconds)}, scheduled outside the busy hours).`,
+    "",
+    `A host runs at most ${Math.floor(busyDay * (1 - promotionShare) / mean2)} such gates in ${p.busyHours} busy hours, back to back; a queue stays short below ~70% of that, ${Math.floor(0.7 * busyDay * (1 - promotionShare) / mean2)}.`,
+    "",
+    `Mean wait for a host, gates arriving at random in the busy hours (M/G/c, checked against a simulation of the pool's landing; a waiting gate starts on the first host freed ${s2(p.landingSeconds)} after):`,
+    "",
+    `| gates a day | ${hosts.map((h2) => `${h2} host${h2 === 1 ? "" : "s"}`).join(" | ")} | hosts for a mean wait under ${p.maxWaitMinutes} min |`,
+    `| ---: | ${hosts.map(() => "---").join(" | ")} | ---: |`,
+    ...p.rows.map(
+      (r) => `| ${r.gatesPerDay} | ${r.cells.map((c3) => wait(c3.estimate)).join(" | ")} | ${r.hostsNeeded ?? "more than 64"} |`
+    )
+  ].join("\n");
+}
+
+// src/cli/capacity.ts
+var RUN_OVERHEAD_SECONDS = 2;
+var EXTENSION_RATE = 0.2;
+var LANDING_SECONDS = 3;
+var capacityUsage = `usage: perf-gate capacity [options]
+  --config FILE              the gate config (default .github/perf-gate.yml)
+  --gates-per-day LIST       gates a busy day, pushes and reruns included (default 10,20,40,80,160)
+  --hosts LIST               pool sizes to compare (default 1,2,3,4)
+  --busy-hours H             the hours of the day the gates arrive in (default 8)
+  --promotions-per-day N     merges a day, each an A/A check on every host (default 5)
+  --run-overhead-seconds S   what each run holds its host besides warm-up and slices: the wait
+                             for quiet CPUs, the arms' starts and health checks (default ${RUN_OVERHEAD_SECONDS};
+                             read yours in a run's log: perf-host wait RUN-ID)
+  --extension-rate X         the share of the possible extensions gates take (default ${EXTENSION_RATE})
+  --landing-seconds S        from a host coming free to a waiting gate's run starting there
+                             (default ${LANDING_SECONDS}: it looks, deploys and starts)
+  --max-wait-minutes M       the mean wait the last column sizes the pool for (default 5)
+  --json                     print the numbers as JSON instead of Markdown
+  -h, --help                 this text
+exit codes: 0, 2 error (a bad config or option)`;
+function capacityCommand(argv, out) {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        config: { type: "string", default: ".github/perf-gate.yml" },
+        "gates-per-day": { type: "string", default: "10,20,40,80,160" },
+        hosts: { type: "string", default: "1,2,3,4" },
+        "busy-hours": { type: "string", default: "8" },
+        "promotions-per-day": { type: "string", default: "5" },
+        "run-overhead-seconds": { type: "string", default: String(RUN_OVERHEAD_SECONDS) },
+        "extension-rate": { type: "string", default: String(EXTENSION_RATE) },
+        "landing-seconds": { type: "string", default: String(LANDING_SECONDS) },
+        "max-wait-minutes": { type: "string", default: "5" },
+        json: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    capacityUsage
+  );
+  if (v.help) {
+    out(capacityUsage);
+    return 0;
+  }
+  const plan2 = capacityPlan(v.config, readConfig(v.config), {
+    gatesPerDay: list(v, "gates-per-day", 0, 1e5),
+    hosts: list(v, "hosts", 1, 64).map(Math.round),
+    busyHours: bounded(v, "busy-hours", 0.5, 24),
+    promotionsPerDay: bounded(v, "promotions-per-day", 0, 1e3),
+    runOverheadSeconds: bounded(v, "run-overhead-seconds", 0, 3600),
+    extensionRate: bounded(v, "extension-rate", 0, 1),
+    landingSeconds: bounded(v, "landing-seconds", 0, 3600),
+    maxWaitMinutes: bounded(v, "max-wait-minutes", 0, 1440)
+  });
+  out(v.json ? JSON.stringify(plan2, null, 2) : capacityMarkdown(plan2));
+  return 0;
+}
+function capacityPlan(source, config2, a2) {
+  const shapes = planRuns(config2, {}, 0).map((r) => ({
+    key: comparisonKey(r.workload, r.rate),
+    warmupSeconds: r.request.loadgen.warmup_seconds ?? config2.warmup_seconds,
+    sliceSeconds: r.request.loadgen.slice_seconds,
+    pairs: r.request.loadgen.pairs
+  }));
+  const overheads = { runSeconds: a2.runOverheadSeconds };
+  const gate2 = gateHostTime(shapes, {
+    ...overheads,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate
+  });
+  const first = planRuns(config2, {}, 0)[0];
+  const verify = {
+    warmupSeconds: config2.warmup_seconds,
+    sliceSeconds: sliceDesign(config2, first.rate).seconds,
+    pairs: config2.promotion.verify_pairs
+  };
+  const promotionSeconds = runSeconds(verify, overheads);
+  const reservedShare = Math.min(0.99, a2.promotionsPerDay * promotionSeconds / (a2.busyHours * 3600));
+  const queue = (gatesPerDay, hosts) => queueEstimate({
+    arrivalsPerHour: gatesPerDay / a2.busyHours,
+    meanSeconds: gate2.meanSeconds,
+    varianceSeconds2: gate2.varianceSeconds2,
+    hosts,
+    landingSeconds: a2.landingSeconds,
+    reservedShare
+  });
+  return {
+    config: source,
+    runs: shapes.map((r, i2) => ({ ...r, seconds: gate2.runs[i2] })),
+    runOverheadSeconds: a2.runOverheadSeconds,
+    gate: gate2,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate,
+    promotion: { key: comparisonKey(first.workload, first.rate), pairs: verify.pairs, seconds: promotionSeconds },
+    promotionsPerDay: a2.promotionsPerDay,
+    calibrationSeconds: gate2.seconds,
+    busyHours: a2.busyHours,
+    landingSeconds: a2.landingSeconds,
+    maxWaitMinutes: a2.maxWaitMinutes,
+    rows: a2.gatesPerDay.map((gatesPerDay) => ({
+      gatesPerDay,
+      cells: a2.hosts.map((hosts) => ({ hosts, estimate: queue(gatesPerDay, hosts) })),
+      hostsNeeded: hostsNeeded(
+        {
+          arrivalsPerHour: gatesPerDay / a2.busyHours,
+          meanSeconds: gate2.meanSeconds,
+          varianceSeconds2: gate2.varianceSeconds2,
+          landingSeconds: a2.landingSeconds,
+          reservedShare
+        },
+        a2.maxWaitMinutes * 60
+      )
+    }))
+  };
+}
+function readConfig(path6) {
+  let text;
+  try {
+    text = readFileSync2(path6, "utf8");
+  } catch (e) {
+    throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
+  }
+  return parseConfig(text, path6);
+}
+function bounded(v, flag, lo, hi) {
+  const n2 = numberOption(flag, v[flag], capacityUsage);
+  if (n2 < lo || n2 > hi)
+    throw new UsageError(`--${flag}: expected a number from ${lo} to ${hi}, got ${n2}`, capacityUsage);
+  return n2;
+}
+function list(v, flag, lo, hi) {
+  const parts = String(v[flag]).split(",");
+  if (parts.length > 20) throw new UsageError(`--${flag}: at most 20 values`, capacityUsage);
+  return parts.map((p) => bounded({ [flag]: p.trim() }, flag, lo, hi));
+}
+
 // src/cli/history.ts
 import { closeSync, fstatSync, openSync, readSync, writeFileSync as writeFileSync4 } from "node:fs";
 
@@ -38064,6 +38612,8 @@ var runSummarySchema = external_exports.looseObject({
 var hostStatusSchema = external_exports.looseObject({
   perf_host_version: external_exports.string(),
   champion: external_exports.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: external_exports.string().optional(),
   previous: external_exports.string(),
   champion_supervised: external_exports.boolean(),
   lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
@@ -38197,9 +38747,9 @@ var RECORD_OF = {
 };
 function historyProblems(h2) {
   const out = [];
-  const date5 = (at, s2) => {
-    if (s2 !== void 0 && Number.isNaN(Date.parse(s2)))
-      out.push(`${at}: not a date: ${JSON.stringify(s2.slice(0, 40))}`);
+  const date5 = (at, s3) => {
+    if (s3 !== void 0 && Number.isNaN(Date.parse(s3)))
+      out.push(`${at}: not a date: ${JSON.stringify(s3.slice(0, 40))}`);
   };
   const around = (at, estimate, [lo, hi]) => {
     if (!(lo <= estimate && estimate <= hi))
@@ -40676,8 +41226,8 @@ function h({ preventCancel: r = false } = {}) {
   const e = this.getReader(), t = new c(
     e,
     r
-  ), s2 = Object.create(u);
-  return s2[n] = t, s2;
+  ), s3 = Object.create(u);
+  return s3[n] = t, s3;
 }
 
 // node_modules/get-stream/source/stream.js
@@ -41473,7 +42023,7 @@ var handleResult = (result, verboseInfo, { reject }) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync3 } from "node:fs";
+import { readFileSync as readFileSync4 } from "node:fs";
 
 // node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
@@ -41803,7 +42353,7 @@ var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((st
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync2 } from "node:fs";
+import { readFileSync as readFileSync3 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -41837,7 +42387,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync2(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync3(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -42170,8 +42720,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync3(value))] }),
-    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync3(file2))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync4(value))] }),
+    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync4(file2))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -43502,15 +44052,15 @@ var Emitter = class {
     this.listeners[ev].push(fn);
   }
   removeListener(ev, fn) {
-    const list = this.listeners[ev];
-    const i2 = list.indexOf(fn);
+    const list2 = this.listeners[ev];
+    const i2 = list2.indexOf(fn);
     if (i2 === -1) {
       return;
     }
-    if (i2 === 0 && list.length === 1) {
-      list.length = 0;
+    if (i2 === 0 && list2.length === 1) {
+      list2.length = 0;
     } else {
-      list.splice(i2, 1);
+      list2.splice(i2, 1);
     }
   }
   emit(ev, code, signal) {
@@ -43580,9 +44130,9 @@ var SignalExit = class extends SignalExitBase {
         if (listeners.length === count5) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
-          const s2 = sig === "SIGHUP" ? this.#hupSig : sig;
+          const s3 = sig === "SIGHUP" ? this.#hupSig : sig;
           if (!ret)
-            process10.kill(process10.pid, s2);
+            process10.kill(process10.pid, s3);
         }
       };
     }
@@ -45064,6 +45614,7 @@ var HostClient = class {
     this.log = o2.log ?? (() => {
     });
     this.busyPollMs = o2.busyPollMs ?? 15e3;
+    this.claiming = false;
   }
   o;
   dir;
@@ -45073,6 +45624,24 @@ var HostClient = class {
   backoffMs;
   log;
   busyPollMs;
+  claiming;
+  firstLockAt = null;
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock() {
+    this.claiming = true;
+  }
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed() {
+    return !this.claiming;
+  }
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt() {
+    return this.firstLockAt;
+  }
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -45203,11 +45772,17 @@ var HostClient = class {
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (; ; ) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -45230,6 +45805,16 @@ var HostClient = class {
       throw new HostError("protocol", `${command}: unexpected answer at ${i2.path.join(".") || "(top)"}: ${i2.message}`);
     }
     return { document, message: r.data };
+  }
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId3, signal) {
+    const [file2, args] = this.argv(`wait ${runId3}`);
+    await execa(file2, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
@@ -45307,6 +45892,76 @@ function verbError(command, code, stderr) {
 }
 var sleep = (ms4) => new Promise((r) => setTimeout(r, ms4));
 
+// src/host/pool.ts
+var HostPool = class _HostPool {
+  constructor(members2) {
+    this.members = members2;
+  }
+  members;
+  /** Every host over SSH with the same login, key and known-hosts lines. */
+  static overSsh(hosts, login, o2 = {}) {
+    const log = o2.log ?? (() => {
+    });
+    return new _HostPool(
+      hosts.map((h2) => ({
+        name: h2.name,
+        client: new HostClient({
+          ...login,
+          ...h2.user ? { user: h2.user } : {},
+          host: h2.host,
+          port: h2.port,
+          ...o2,
+          log: hosts.length > 1 ? (l) => log(`${h2.name}: ${l}`) : log
+        })
+      }))
+    );
+  }
+  /** A pool of one, for a host reached another way (perf-host run locally). */
+  static single(name2, client) {
+    return new _HostPool([{ name: name2, client }]);
+  }
+  get size() {
+    return this.members.length;
+  }
+  member(name2) {
+    const m = this.members.find((x) => x.name === name2);
+    if (!m) throw new Error(`no host ${name2} in the pool`);
+    return m;
+  }
+  /** Asks every host at once. A host's HostError is its reading; any other error is a bug and thrown. */
+  async ask(question) {
+    return Promise.all(
+      this.members.map(async ({ name: name2, client }) => {
+        try {
+          return { name: name2, ok: true, value: await question(client, name2) };
+        } catch (e) {
+          if (e instanceof HostError) return { name: name2, ok: false, error: e };
+          throw e;
+        }
+      })
+    );
+  }
+  /**
+   * Does the same on every host at once, each its own instrument: one host's failure is its
+   * outcome, and leaves the others to finish.
+   */
+  async each(work) {
+    return Promise.all(
+      this.members.map(async (m) => {
+        try {
+          return { name: m.name, ok: true, value: await work(m) };
+        } catch (e) {
+          return { name: m.name, ok: false, error: e };
+        }
+      })
+    );
+  }
+  /** Removes every host's key from disk. */
+  close() {
+    for (const m of this.members) m.client.close();
+  }
+};
+
 // node_modules/uplot/dist/uPlot.iife.min.js?raw
 var uPlot_iife_min_default = '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot=function(){"use strict";const l="u-off",e="u-label",t="width",n="height",i="top",o="bottom",s="left",r="right",u="#000",a=u+"0",f="mousemove",c="mousedown",h="mouseup",d="mouseenter",p="mouseleave",m="dblclick",g="change",x="dppxchange",w="--",_="undefined"!=typeof window,b=_?document:null,v=_?window:null,k=_?navigator:null;let y,M;function S(l,e){if(null!=e){let t=l.classList;!t.contains(e)&&t.add(e)}}function T(l,e){let t=l.classList;t.contains(e)&&t.remove(e)}function E(l,e,t){l.style[e]=t+"px"}function z(l,e,t,n){let i=b.createElement(l);return null!=e&&S(i,e),null!=t&&t.insertBefore(i,n),i}function D(l,e){return z("div",l,e)}const P=new WeakMap;function A(e,t,n,i,o){let s="translate("+t+"px,"+n+"px)";s!=P.get(e)&&(e.style.transform=s,P.set(e,s),0>t||0>n||t>i||n>o?S(e,l):T(e,l))}const W=new WeakMap;function Y(l,e,t){let n=e+t;n!=W.get(l)&&(W.set(l,n),l.style.background=e,l.style.borderColor=t)}const C=new WeakMap;function H(l,e,t,n){let i=e+""+t;i!=C.get(l)&&(C.set(l,i),l.style.height=t+"px",l.style.width=e+"px",l.style.marginLeft=n?-e/2+"px":0,l.style.marginTop=n?-t/2+"px":0)}const F={passive:!0},R={...F,capture:!0};function G(l,e,t,n){e.addEventListener(l,t,n?R:F)}function I(l,e,t){e.removeEventListener(l,t,F)}function L(l,e,t,n){let i;t=t||0;let o=2147483647>=(n=n||e.length-1);for(;n-t>1;)i=o?t+n>>1:sl((t+n)/2),l>e[i]?t=i:n=i;return l-e[t]>e[n]-l?n:t}function O(l){return(e,t,n)=>{let i=-1,o=-1;for(let o=t;n>=o;o++)if(l(e[o])){i=o;break}for(let i=n;i>=t;i--)if(l(e[i])){o=i;break}return[i,o]}}_&&function l(){let e=devicePixelRatio;y!=e&&(y=e,M&&I(g,M,l),M=matchMedia(`(min-resolution: ${y-.001}dppx) and (max-resolution: ${y+.001}dppx)`),G(g,M,l),v.dispatchEvent(new CustomEvent(x)))}();const N=l=>null!=l,j=l=>null!=l&&l>0,U=O(N),V=O(j);function B(l,e,t,n){let i=hl(l),o=hl(e);l==e&&(-1==i?(l*=t,e/=t):(l/=t,e*=t));let s=10==t?dl:pl,r=1==o?ul:sl,u=(1==i?sl:ul)(s(ol(l))),a=r(s(ol(e))),f=cl(t,u),c=cl(t,a);return 10==t&&(0>u&&(f=Al(f,-u)),0>a&&(c=Al(c,-a))),n||2==t?(l=f*i,e=c*o):(l=Pl(l,f),e=Dl(e,c)),[l,e]}function $(l,e,t,n){let i=B(l,e,t,n);return 0==l&&(i[0]=0),0==e&&(i[1]=0),i}const J=.1,q={mode:3,pad:J},K={pad:0,soft:null,mode:0},X={min:K,max:K};function Z(l,e,t,n){return Ol(t)?ll(l,e,t):(K.pad=t,K.soft=n?0:null,K.mode=n?3:0,ll(l,e,X))}function Q(l,e){return null==l?e:l}function ll(l,e,t){let n=t.min,i=t.max,o=Q(n.pad,0),s=Q(i.pad,0),r=Q(n.hard,-gl),u=Q(i.hard,gl),a=Q(n.soft,gl),f=Q(i.soft,-gl),c=Q(n.mode,0),h=Q(i.mode,0),d=e-l,p=dl(d),m=fl(ol(l),ol(e)),g=dl(m),x=ol(g-p);(1e-24>d||x>10)&&(d=0,0!=l&&0!=e||(d=1e-24,2==c&&a!=gl&&(o=0),2==h&&f!=-gl&&(s=0)));let w=d||m||1e3,_=dl(w),b=cl(10,sl(_)),v=Al(Pl(l-w*(0==d?0==l?.1:1:o),b/10),24),k=a>l||1!=c&&(3!=c||v>a)&&(2!=c||a>v)?gl:a,y=fl(r,k>v&&l>=k?k:al(k,v)),M=Al(Dl(e+w*(0==d?0==e?.1:1:s),b/10),24),S=e>f||1!=h&&(3!=h||f>M)&&(2!=h||M>f)?-gl:f,T=al(u,M>S&&S>=e?S:fl(S,M));return y==T&&0==y&&(T=100),[y,T]}const el=new Intl.NumberFormat(_?k.language:"en-US"),tl=l=>el.format(l),nl=Math,il=nl.PI,ol=nl.abs,sl=nl.floor,rl=nl.round,ul=nl.ceil,al=nl.min,fl=nl.max,cl=nl.pow,hl=nl.sign,dl=nl.log10,pl=nl.log2,ml=(l,e=1)=>nl.asinh(l/e),gl=1/0;function xl(l){return 1+(0|dl((l^l>>31)-(l>>31)))}function wl(l,e,t){return al(fl(l,e),t)}function _l(l){return"function"==typeof l}function bl(l){return _l(l)?l:()=>l}const vl=l=>l,kl=(l,e)=>e,yl=()=>null,Ml=()=>!0,Sl=(l,e)=>l==e,Tl=/\\.\\d*?(?=9{6,}|0{6,})/gm,El=l=>{if(Il(l)||Wl.has(l))return l;const e=""+l,t=e.match(Tl);if(null==t)return l;let n=t[0].length-1;if(-1!=e.indexOf("e-")){let[l,t]=e.split("e");return+`${El(l)}e${t}`}return Al(l,n)};function zl(l,e){return El(Al(El(l/e))*e)}function Dl(l,e){return El(ul(El(l/e))*e)}function Pl(l,e){return El(sl(El(l/e))*e)}function Al(l,e=0){if(Il(l))return l;let t=10**e;return rl(l*t*(1+Number.EPSILON))/t}const Wl=new Map;function Yl(l){return((""+l).split(".")[1]||"").length}function Cl(l,e,t,n){let i=[],o=n.map(Yl);for(let s=e;t>s;s++){let e=ol(s),t=Al(cl(l,s),e);for(let r=0;n.length>r;r++){let u=10==l?+`${n[r]}e${s}`:n[r]*t,a=(0>s?e:0)+(o[r]>s?o[r]:0),f=10==l?u:Al(u,a);i.push(f),Wl.set(f,a)}}return i}const Hl={},Fl=[],Rl=[null,null],Gl=Array.isArray,Il=Number.isInteger;function Ll(l){return"string"==typeof l}function Ol(l){let e=!1;if(null!=l){let t=l.constructor;e=null==t||t==Object}return e}function Nl(l){return null!=l&&"object"==typeof l}const jl=Object.getPrototypeOf(Uint8Array),Ul="__proto__";function Vl(l,e=Ol){let t;if(Gl(l)){let n=l.find((l=>null!=l));if(Gl(n)||e(n)){t=Array(l.length);for(let n=0;l.length>n;n++)t[n]=Vl(l[n],e)}else t=l.slice()}else if(l instanceof jl)t=l.slice();else if(e(l)){t={};for(let n in l)n!=Ul&&(t[n]=Vl(l[n],e))}else t=l;return t}function Bl(l){let e=arguments;for(let t=1;e.length>t;t++){let n=e[t];for(let e in n)e!=Ul&&(Ol(l[e])?Bl(l[e],Vl(n[e])):l[e]=Vl(n[e]))}return l}function $l(l,e,t){for(let n,i=0,o=-1;e.length>i;i++){let s=e[i];if(s>o){for(n=s-1;n>=0&&null==l[n];)l[n--]=null;for(n=s+1;t>n&&null==l[n];)l[o=n++]=null}}}const Jl="undefined"==typeof queueMicrotask?l=>Promise.resolve().then(l):queueMicrotask,ql=["January","February","March","April","May","June","July","August","September","October","November","December"],Kl=["Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"];function Xl(l){return l.slice(0,3)}const Zl=Kl.map(Xl),Ql=ql.map(Xl),le={MMMM:ql,MMM:Ql,WWWW:Kl,WWW:Zl};function ee(l){return(10>l?"0":"")+l}const te={YYYY:l=>l.getFullYear(),YY:l=>(l.getFullYear()+"").slice(2),MMMM:(l,e)=>e.MMMM[l.getMonth()],MMM:(l,e)=>e.MMM[l.getMonth()],MM:l=>ee(l.getMonth()+1),M:l=>l.getMonth()+1,DD:l=>ee(l.getDate()),D:l=>l.getDate(),WWWW:(l,e)=>e.WWWW[l.getDay()],WWW:(l,e)=>e.WWW[l.getDay()],HH:l=>ee(l.getHours()),H:l=>l.getHours(),h:l=>{let e=l.getHours();return 0==e?12:e>12?e-12:e},AA:l=>12>l.getHours()?"AM":"PM",aa:l=>12>l.getHours()?"am":"pm",a:l=>12>l.getHours()?"a":"p",mm:l=>ee(l.getMinutes()),m:l=>l.getMinutes(),ss:l=>ee(l.getSeconds()),s:l=>l.getSeconds(),fff:l=>function(l){return(10>l?"00":100>l?"0":"")+l}(l.getMilliseconds())};function ne(l,e){e=e||le;let t,n=[],i=/\\{([a-z]+)\\}|[^{]+/gi;for(;t=i.exec(l);)n.push("{"==t[0][0]?te[t[1]]:t[0]);return l=>{let t="";for(let i=0;n.length>i;i++)t+="string"==typeof n[i]?n[i]:n[i](l,e);return t}}const ie=(new Intl.DateTimeFormat).resolvedOptions().timeZone,oe=l=>l%1==0,se=[1,2,2.5,5],re=Cl(10,-32,0,se),ue=Cl(10,0,32,se),ae=ue.filter(oe),fe=re.concat(ue),ce="{YYYY}",he="\\n"+ce,de="{M}/{D}",pe="\\n"+de,me=pe+"/{YY}",ge="{aa}",xe="{h}:{mm}"+ge,we="\\n"+xe,_e=":{ss}",be=null;function ve(l){let e=1e3*l,t=60*e,n=60*t,i=24*n,o=30*i,s=365*i;return[(1==l?Cl(10,0,3,se).filter(oe):Cl(10,-3,0,se)).concat([e,5*e,10*e,15*e,30*e,t,5*t,10*t,15*t,30*t,n,2*n,3*n,4*n,6*n,8*n,12*n,i,2*i,3*i,4*i,5*i,6*i,7*i,8*i,9*i,10*i,15*i,o,2*o,3*o,4*o,6*o,s,2*s,5*s,10*s,25*s,50*s,100*s]),[[s,ce,be,be,be,be,be,be,1],[28*i,"{MMM}",he,be,be,be,be,be,1],[i,de,he,be,be,be,be,be,1],[n,"{h}"+ge,me,be,pe,be,be,be,1],[t,xe,me,be,pe,be,be,be,1],[e,_e,me+" "+xe,be,pe+" "+xe,be,we,be,1],[l,_e+".{fff}",me+" "+xe,be,pe+" "+xe,be,we,be,1]],function(e){return(r,u,a,f,c,h)=>{let d=[],p=c>=s,m=c>=o&&s>c,g=e(a),x=Al(g*l,3),w=Pe(g.getFullYear(),p?0:g.getMonth(),m||p?1:g.getDate()),_=Al(w*l,3);if(m||p){let t=m?c/o:0,n=p?c/s:0,i=x==_?x:Al(Pe(w.getFullYear()+n,w.getMonth()+t,1)*l,3),r=new Date(rl(i/l)),u=r.getFullYear(),a=r.getMonth();for(let o=0;f>=i;o++){let s=Pe(u+n*o,a+t*o,1),r=s-e(Al(s*l,3));i=Al((+s+r)*l,3),i>f||d.push(i)}}else{let o=i>c?c:i,s=_+(sl(a)-sl(x))+Dl(x-_,o);d.push(s);let p=e(s),m=p.getHours()+p.getMinutes()/t+p.getSeconds()/n,g=c/n,w=h/r.axes[u]._space;for(;s=Al(s+c,1==l?0:3),f>=s;)if(g>1){let l=sl(Al(m+g,6))%24,t=e(s).getHours()-l;t>1&&(t=-1),s-=t*n,m=(m+g)%24,.7>Al((s-d[d.length-1])/c,3)*w||d.push(s)}else d.push(s)}return d}}]}const[ke,ye,Me]=ve(1),[Se,Te,Ee]=ve(.001);function ze(l,e){return l.map((l=>l.map(((t,n)=>0==n||8==n||null==t?t:e(1==n||0==l[8]?t:l[1]+t)))))}function De(l,e){return(t,n,i,o,s)=>{let r,u,a,f,c,h,d=e.find((l=>s>=l[0]))||e[e.length-1];return n.map((e=>{let t=l(e),n=t.getFullYear(),i=t.getMonth(),o=t.getDate(),s=t.getHours(),p=t.getMinutes(),m=t.getSeconds(),g=n!=r&&d[2]||i!=u&&d[3]||o!=a&&d[4]||s!=f&&d[5]||p!=c&&d[6]||m!=h&&d[7]||d[1];return r=n,u=i,a=o,f=s,c=p,h=m,g(t)}))}}function Pe(l,e,t){return new Date(l,e,t)}function Ae(l,e){return e(l)}function We(l,e){return(t,n,i,o)=>null==o?w:e(l(n))}Cl(2,-53,53,[1]);const Ye={show:!0,live:!0,isolate:!1,mount:()=>{},markers:{show:!0,width:2,stroke:function(l,e){let t=l.series[e];return t.width?t.stroke(l,e):t.points.width?t.points.stroke(l,e):null},fill:function(l,e){return l.series[e].fill(l,e)},dash:"solid"},idx:null,idxs:null,values:[]},Ce=[0,0];function He(l,e,t,n=!0){return l=>{0==l.button&&(!n||l.target==e)&&t(l)}}function Fe(l,e,t,n=!0){return l=>{(!n||l.target==e)&&t(l)}}const Re={show:!0,x:!0,y:!0,lock:!1,move:function(l,e,t){return Ce[0]=e,Ce[1]=t,Ce},points:{one:!1,show:function(l,e){let i=l.cursor.points,o=D(),s=i.size(l,e);E(o,t,s),E(o,n,s);let r=s/-2;E(o,"marginLeft",r),E(o,"marginTop",r);let u=i.width(l,e,s);return u&&E(o,"borderWidth",u),o},size:function(l,e){return l.series[e].points.size},width:0,stroke:function(l,e){let t=l.series[e].points;return t._stroke||t._fill},fill:function(l,e){let t=l.series[e].points;return t._fill||t._stroke}},bind:{mousedown:He,mouseup:He,click:He,dblclick:He,mousemove:Fe,mouseleave:Fe,mouseenter:Fe},drag:{setScale:!0,x:!0,y:!1,dist:0,uni:null,click:(l,e)=>{e.stopPropagation(),e.stopImmediatePropagation()},_x:!1,_y:!1},focus:{dist:(l,e,t,n,i)=>n-i,prox:-1,bias:0},hover:{skip:[void 0],prox:null,bias:0},left:-10,top:-10,idx:null,dataIdx:null,idxs:null,event:null},Ge={show:!0,stroke:"rgba(0,0,0,0.07)",width:2},Ie=Bl({},Ge,{filter:kl}),Le=Bl({},Ie,{size:10}),Oe=Bl({},Ge,{show:!1}),Ne=\'12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji"\',je="bold "+Ne,Ue={show:!0,scale:"x",stroke:u,space:50,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:2,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},Ve={show:!0,scale:"x",auto:!1,sorted:1,min:gl,max:-gl,idxs:[]};function Be(l,e){return e.map((l=>null==l?"":tl(l)))}function $e(l,e,t,n,i,o,s){let r=[],u=Wl.get(i)||0;for(let l=t=s?t:Al(Dl(t,i),u);n>=l;l=Al(l+i,u))r.push(Object.is(l,-0)?0:l);return r}function Je(l,e,t,n,i){const o=[],s=l.scales[l.axes[e].scale].log,r=sl((10==s?dl:pl)(t));i=cl(s,r),10==s&&(i=fe[L(i,fe)]);let u=t,a=i*s;10==s&&(a=fe[L(a,fe)]);do{o.push(u),u+=i,10!=s||Wl.has(u)||(u=Al(u,Wl.get(i))),a>u||(a=(i=u)*s,10==s&&(a=fe[L(a,fe)]))}while(n>=u);return o}function qe(l,e,t,n,i){let o=l.scales[l.axes[e].scale].asinh,s=n>o?Je(l,e,fl(o,t),n,i):[o],r=0>n||t>0?[]:[0];return(-o>t?Je(l,e,fl(o,-n),-t,i):[o]).reverse().map((l=>-l)).concat(r,s)}const Ke=/./,Xe=/[12357]/,Ze=/[125]/,Qe=/1/,lt=(l,e,t,n)=>l.map(((l,i)=>4==e&&0==l||i%n==0&&t.test(l.toExponential()[0>l?1:0])?l:null));function et(l,e,t){let n=l.axes[t],i=n.scale,o=l.scales[i],s=l.valToPos,r=n._space,u=s(10,i),a=s(9,i)-u<r?s(7,i)-u<r?s(5,i)-u<r?Qe:Ze:Xe:Ke;if(a==Qe){let l=ol(s(1,i)-u);if(r>l)return lt(e.slice().reverse(),o.distr,a,ul(r/l)).reverse()}return lt(e,o.distr,a,1)}function tt(l,e,t){let n=l.axes[t],i=n.scale,o=n._space,s=l.valToPos,r=ol(s(1,i)-s(2,i));return o>r?lt(e.slice().reverse(),3,Ke,ul(o/r)).reverse():e}function nt(l,e,t,n){return null==n?w:null==e?"":tl(e)}const it={show:!0,scale:"y",stroke:u,space:30,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:3,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},ot={scale:null,auto:!0,sorted:0,min:gl,max:-gl},st=(l,e,t,n,i)=>i,rt={show:!0,auto:!0,sorted:0,gaps:st,alpha:1,facets:[Bl({},ot,{scale:"x"}),Bl({},ot,{scale:"y"})]},ut={scale:"y",auto:!0,sorted:0,show:!0,spanGaps:!1,gaps:st,alpha:1,points:{show:function(l,e){let{scale:t,idxs:n}=l.series[0],i=l._data[0],o=l.valToPos(i[n[0]],t,!0),s=l.valToPos(i[n[1]],t,!0);return ol(s-o)/(l.series[e].points.space*y)>=n[1]-n[0]},filter:null},values:null,min:gl,max:-gl,idxs:[],path:null,clip:null};function at(l,e,t){return t/10}const ft={time:!0,auto:!0,distr:1,log:10,asinh:1,min:null,max:null,dir:1,ori:0},ct=Bl({},ft,{time:!1,ori:1}),ht={};function dt(l){let e=ht[l];return e||(e={key:l,plots:[],sub(l){e.plots.push(l)},unsub(l){e.plots=e.plots.filter((e=>e!=l))},pub(l,t,n,i,o,s,r){for(let u=0;e.plots.length>u;u++)e.plots[u]!=t&&e.plots[u].pub(l,t,n,i,o,s,r)}},null!=l&&(ht[l]=e)),e}function pt(l,e,t){const n=l.mode,i=l.series[e],o=2==n?l._data[e]:l._data,s=l.scales,r=l.bbox;let u=o[0],a=2==n?o[1]:o[e],f=2==n?s[i.facets[0].scale]:s[l.series[0].scale],c=2==n?s[i.facets[1].scale]:s[i.scale],h=r.left,d=r.top,p=r.width,m=r.height,g=l.valToPosH,x=l.valToPosV;return 0==f.ori?t(i,u,a,f,c,g,x,h,d,p,m,kt,Mt,Tt,zt,Pt):t(i,u,a,f,c,x,g,d,h,m,p,yt,St,Et,Dt,At)}function mt(l,e){let t=0,n=0,i=Q(l.bands,Fl);for(let l=0;i.length>l;l++){let o=i[l];o.series[0]==e?t=o.dir:o.series[1]==e&&(n|=1==o.dir?1:2)}return[t,1==n?-1:2==n?1:3==n?2:0]}function gt(l,e,t,n,i){let o=l.series[e],s=l.scales[2==l.mode?o.facets[1].scale:o.scale];return-1==i?s.min:1==i?s.max:3==s.distr?1==s.dir?s.min:s.max:0}function xt(l,e,t,n,i,o){return pt(l,e,((l,e,s,r,u,a,f,c,h,d,p)=>{let m=l.pxRound;const g=0==r.ori?Mt:St;let x,w;1==r.dir*(0==r.ori?1:-1)?(x=t,w=n):(x=n,w=t);let _=m(a(e[x],r,d,c)),b=m(f(s[x],u,p,h)),v=m(a(e[w],r,d,c)),k=m(f(1==o?u.max:u.min,u,p,h)),y=new Path2D(i);return g(y,v,k),g(y,_,k),g(y,_,b),y}))}function wt(l,e,t,n,i,o){let s=null;if(l.length>0){s=new Path2D;const r=0==e?Tt:Et;let u=t;for(let e=0;l.length>e;e++){let t=l[e];if(t[1]>t[0]){let l=t[0]-u;l>0&&r(s,u,n,l,n+o),u=t[1]}}let a=t+i-u,f=10;a>0&&r(s,u,n-f/2,a,n+o+f)}return s}function _t(l,e,t,n,i,o,s){let r=[],u=l.length;for(let a=1==i?t:n;a>=t&&n>=a;a+=i)if(null===e[a]){let f=a,c=a;if(1==i)for(;++a<=n&&null===e[a];)c=a;else for(;--a>=t&&null===e[a];)c=a;let h=o(l[f]),d=c==f?h:o(l[c]),p=f-i;h=s>0||0>p||p>=u?h:o(l[p]);let m=c+i;d=0>s||0>m||m>=u?d:o(l[m]),h>d||r.push([h,d])}return r}function bt(l){return 0==l?vl:1==l?rl:e=>zl(e,l)}function vt(l){let e=0==l?kt:yt,t=0==l?(l,e,t,n,i,o)=>{l.arcTo(e,t,n,i,o)}:(l,e,t,n,i,o)=>{l.arcTo(t,e,i,n,o)},n=0==l?(l,e,t,n,i)=>{l.rect(e,t,n,i)}:(l,e,t,n,i)=>{l.rect(t,e,i,n)};return(l,i,o,s,r,u=0,a=0)=>{0==u&&0==a?n(l,i,o,s,r):(u=al(u,s/2,r/2),a=al(a,s/2,r/2),e(l,i+u,o),t(l,i+s,o,i+s,o+r,u),t(l,i+s,o+r,i,o+r,a),t(l,i,o+r,i,o,a),t(l,i,o,i+s,o,u),l.closePath())}}const kt=(l,e,t)=>{l.moveTo(e,t)},yt=(l,e,t)=>{l.moveTo(t,e)},Mt=(l,e,t)=>{l.lineTo(e,t)},St=(l,e,t)=>{l.lineTo(t,e)},Tt=vt(0),Et=vt(1),zt=(l,e,t,n,i,o)=>{l.arc(e,t,n,i,o)},Dt=(l,e,t,n,i,o)=>{l.arc(t,e,n,i,o)},Pt=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(e,t,n,i,o,s)},At=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(t,e,i,n,s,o)};function Wt(){return(l,e,t,n,i)=>pt(l,e,((e,o,s,r,u,a,f,c,h,d,p)=>{let m,g,{pxRound:x,points:w}=e;0==r.ori?(m=kt,g=zt):(m=yt,g=Dt);const _=Al(w.width*y,3);let b=(w.size-w.width)/2*y,v=Al(2*b,3),k=new Path2D,M=new Path2D,{left:S,top:T,width:E,height:z}=l.bbox;Tt(M,S-v,T-v,E+2*v,z+2*v);const D=l=>{if(null!=s[l]){let e=x(a(o[l],r,d,c)),t=x(f(s[l],u,p,h));m(k,e+b,t),g(k,e,t,b,0,2*il)}};if(i)i.forEach(D);else for(let l=t;n>=l;l++)D(l);return{stroke:_>0?k:null,fill:k,clip:M,flags:3}}))}function Yt(l){return(e,t,n,i,o,s)=>{n!=i&&(o!=n&&s!=n&&l(e,t,n),o!=i&&s!=i&&l(e,t,i),l(e,t,s))}}const Ct=Yt(Mt),Ht=Yt(St);function Ft(l){const e=Q(l?.alignGaps,0);return(l,t,n,i)=>pt(l,t,((o,s,r,u,a,f,c,h,d,p,m)=>{[n,i]=U(r,n,i);let g,x,w=o.pxRound,_=l=>w(f(l,u,p,h)),b=l=>w(c(l,a,m,d));0==u.ori?(g=Mt,x=Ct):(g=St,x=Ht);const v=u.dir*(0==u.ori?1:-1),k={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},y=k.stroke;let M=!1;if(i-n<4*p)for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let e=r[l];null===e?M=!0:null!=e&&g(y,_(s[l]),b(e))}else{let e,t,o,a=e=>l.posToVal(e,u.key,!0),f=null,c=null,h=_(s[1==v?n:i]),d=_(s[n]),p=_(s[i]),m=a(1==v?d+1:p-1);for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let n=s[l],i=(1==v?m>n:n>m)?h:_(n),o=r[l];i==h?null!=o?(t=o,null==f?(g(y,i,b(t)),e=f=c=t):f>t?f=t:t>c&&(c=t)):null===o&&(M=!0):(null!=f&&x(y,h,b(f),b(c),b(e),b(t)),null!=o?(t=o,g(y,i,b(t)),f=c=e=t):(f=c=null,null===o&&(M=!0)),h=i,m=a(h+v))}null!=f&&f!=c&&o!=h&&x(y,h,b(f),b(c),b(e),b(t))}let[S,T]=mt(l,t);if(null!=o.fill||0!=S){let e=k.fill=new Path2D(y),r=b(o.fillTo(l,t,o.min,o.max,S)),u=_(s[n]),a=_(s[i]);-1==v&&([a,u]=[u,a]),g(e,a,r),g(e,u,r)}if(!o.spanGaps){let a=[];M&&a.push(..._t(s,r,n,i,v,_,e)),k.gaps=a=o.gaps(l,t,n,i,a),k.clip=wt(a,u.ori,h,d,p,m)}return 0!=T&&(k.band=2==T?[xt(l,t,n,i,y,-1),xt(l,t,n,i,y,1)]:xt(l,t,n,i,y,T)),k}))}function Rt(l,e,t,n,i,o,s=gl){if(l.length>1){let r=null;for(let u=0,a=1/0;l.length>u;u++)if(void 0!==e[u]){if(null!=r){let e=ol(l[u]-l[r]);a>e&&(a=e,s=ol(t(l[u],n,i,o)-t(l[r],n,i,o)))}r=u}}return s}function Gt(l,e,t,n,i){const o=l.length;if(2>o)return null;const s=new Path2D;if(t(s,l[0],e[0]),2==o)n(s,l[1],e[1]);else{let t=Array(o),n=Array(o-1),r=Array(o-1),u=Array(o-1);for(let t=0;o-1>t;t++)r[t]=e[t+1]-e[t],u[t]=l[t+1]-l[t],n[t]=r[t]/u[t];t[0]=n[0];for(let l=1;o-1>l;l++)0===n[l]||0===n[l-1]||n[l-1]>0!=n[l]>0?t[l]=0:(t[l]=3*(u[l-1]+u[l])/((2*u[l]+u[l-1])/n[l-1]+(u[l]+2*u[l-1])/n[l]),isFinite(t[l])||(t[l]=0));t[o-1]=n[o-2];for(let n=0;o-1>n;n++)i(s,l[n]+u[n]/3,e[n]+t[n]*u[n]/3,l[n+1]-u[n]/3,e[n+1]-t[n+1]*u[n]/3,l[n+1],e[n+1])}return s}const It=new Set;function Lt(){for(let l of It)l.syncRect(!0)}_&&(G("resize",v,Lt),G("scroll",v,Lt,!0),G(x,v,(()=>{en.pxRatio=y})));const Ot=Ft(),Nt=Wt();function jt(l,e,t,n){return(n?[l[0],l[1]].concat(l.slice(2)):[l[0]].concat(l.slice(1))).map(((l,n)=>Ut(l,n,e,t)))}function Ut(l,e,t,n){return Bl({},0==e?t:n,l)}function Vt(l,e,t){return null==e?Rl:[e,t]}const Bt=Vt;function $t(l,e,t){return null==e?Rl:Z(e,t,J,!0)}function Jt(l,e,t,n){return null==e?Rl:B(e,t,l.scales[n].log,!1)}const qt=Jt;function Kt(l,e,t,n){return null==e?Rl:$(e,t,l.scales[n].log,!1)}const Xt=Kt;function Zt(l,e,t,n,i){let o=fl(xl(l),xl(e)),s=e-l,r=L(i/n*s,t);do{let l=t[r],e=n*l/s;if(e>=i&&17>=o+(5>l?Wl.get(l):0))return[l,e]}while(++r<t.length);return[0,0]}function Qt(l){let e,t;return[l=l.replace(/(\\d+)px/,((l,n)=>(e=rl((t=+n)*y))+"px")),e,t]}function ln(l){l.show&&[l.font,l.labelFont].forEach((l=>{let e=Al(l[2]*y,1);l[0]=l[0].replace(/[0-9.]+px/,e+"px"),l[1]=e}))}function en(u,g,_){const k={mode:Q(u.mode,1)},M=k.mode;function P(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?1-i:i)}function W(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?i:1-i)}function C(l,e,t,n){return 0==e.ori?P(l,e,t,n):W(l,e,t,n)}k.valToPosH=P,k.valToPosV=W;let F=!1;k.status=0;const R=k.root=D("uplot");null!=u.id&&(R.id=u.id),S(R,u.class),u.title&&(D("u-title",R).textContent=u.title);const O=z("canvas"),K=k.ctx=O.getContext("2d"),X=D("u-wrap",R);G("click",X,(l=>{l.target===el&&(Nn!=Gn||jn!=In)&&Zn.click(k,l)}),!0);const ll=k.under=D("u-under",X);X.appendChild(O);const el=k.over=D("u-over",X),tl=+Q((u=Vl(u)).pxAlign,1),sl=bt(tl);(u.plugins||[]).forEach((l=>{l.opts&&(u=l.opts(k,u)||u)}));const hl=u.ms||.001,pl=k.series=1==M?jt(u.series||[],Ve,ut,!1):function(l,e){return l.map(((l,t)=>0==t?{}:Bl({},e,l)))}(u.series||[null],rt),xl=k.axes=jt(u.axes||[],Ue,it,!0),vl=k.scales={},Tl=k.bands=u.bands||[];Tl.forEach((l=>{l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1)}));const El=2==M?pl[1].facets[0].scale:pl[0].scale,Dl={axes:function(){for(let l=0;xl.length>l;l++){let e=xl[l];if(!e.show||!e._show)continue;let t,n,u=e.side,a=u%2,f=e.stroke(k,l),c=0==u||3==u?-1:1,[h,d]=e._found;if(null!=e.label){let s=rl((e._lpos+e.labelGap*c)*y);_n(e.labelFont[0],f,"center",2==u?i:o),K.save(),1==a?(t=n=0,K.translate(s,rl(lt+st/2)),K.rotate((3==u?-il:il)/2)):(t=rl(Qe+ot/2),n=s);let r=_l(e.label)?e.label(k,l,h,d):e.label;K.fillText(r,t,n),K.restore()}if(0==d)continue;let p=vl[e.scale],m=0==a?ot:st,g=0==a?Qe:lt,x=e._splits,w=2==p.distr?x.map((l=>pn[l])):x,_=2==p.distr?pn[x[1]]-pn[x[0]]:h,b=e.ticks,v=e.border,M=b.show?b.size:0,S=rl(M*y),T=rl((2==e.alignTo?e._size-M-e.gap:e.gap)*y),E=e._rotate*-il/180,z=sl(e._pos*y),D=z+(S+T)*c;n=0==a?D:0,t=1==a?D:0,_n(e.font[0],f,1==e.align?s:2==e.align?r:E>0?s:0>E?r:0==a?"center":3==u?r:s,E||1==a?"middle":2==u?i:o);let P=e.font[1]*e.lineGap,A=x.map((l=>sl(C(l,p,m,g)))),W=e._values;for(let l=0;W.length>l;l++){let e=W[l];if(null!=e){0==a?t=A[l]:n=A[l],e=""+e;let i=-1==e.indexOf("\\n")?[e]:e.split(/\\n/gm);for(let l=0;i.length>l;l++){let e=i[l];E?(K.save(),K.translate(t,n+l*P),K.rotate(E),K.fillText(e,0,0),K.restore()):K.fillText(e,t,n+l*P)}}}b.show&&zn(A,b.filter(k,w,l,d,_),a,u,z,S,Al(b.width*y,3),b.stroke(k,l),b.dash,b.cap);let Y=e.grid;Y.show&&zn(A,Y.filter(k,w,l,d,_),a,0==a?2:1,0==a?lt:Qe,0==a?st:ot,Al(Y.width*y,3),Y.stroke(k,l),Y.dash,Y.cap),v.show&&zn([z],[1],0==a?1:0,0==a?1:2,1==a?lt:Qe,1==a?st:ot,Al(v.width*y,3),v.stroke(k,l),v.dash,v.cap)}Ci("drawAxes")},series:function(){if(Gt>0){let l=pl.some((l=>l._focus))&&dn!=Tt.alpha;l&&(K.globalAlpha=dn=Tt.alpha),pl.forEach(((l,e)=>{if(e>0&&l.show&&(kn(e,!1),kn(e,!0),null==l._paths)){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha);let n=2==M?[0,g[e][0].length-1]:function(l){let e=wl(Lt-1,0,Gt-1),t=wl(en+1,0,Gt-1);for(;null==l[e]&&e>0;)e--;for(;null==l[t]&&Gt-1>t;)t++;return[e,t]}(g[e]);l._paths=l.paths(k,e,n[0],n[1]),dn!=t&&(K.globalAlpha=dn=t)}})),pl.forEach(((l,e)=>{if(e>0&&l.show){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha),null!=l._paths&&yn(e,!1);{let t=null!=l._paths?l._paths.gaps:null,n=l.points.show(k,e,Lt,en,t),i=l.points.filter(k,e,n,t);(n||i)&&(l.points._paths=l.points.paths(k,e,Lt,en,i),yn(e,!0))}dn!=t&&(K.globalAlpha=dn=t),Ci("drawSeries",e)}})),l&&(K.globalAlpha=dn=1)}}},Pl=(u.drawOrder||["axes","series"]).map((l=>Dl[l]));function Cl(l){const e=3==l.distr?e=>dl(e>0?e:l.clamp(k,e,l.min,l.max,l.key)):4==l.distr?e=>ml(e,l.asinh):100==l.distr?e=>l.fwd(e):l=>l;return t=>{let n=e(t),{_min:i,_max:o}=l;return(n-i)/(o-i)}}function Il(l){let e=vl[l];if(null==e){let t=(u.scales||Hl)[l]||Hl;if(null!=t.from){Il(t.from);let e=Bl({},vl[t.from],t,{key:l});e.valToPct=Cl(e),vl[l]=e}else{e=vl[l]=Bl({},l==El?ft:ct,t),e.key=l;let n=e.time,i=e.range,o=Gl(i);if((l!=El||2==M&&!n)&&(!o||null!=i[0]&&null!=i[1]||(i={min:null==i[0]?q:{mode:1,hard:i[0],soft:i[0]},max:null==i[1]?q:{mode:1,hard:i[1],soft:i[1]}},o=!1),!o&&Ol(i))){let l=i;i=(e,t,n)=>null==t?Rl:Z(t,n,l)}e.range=bl(i||(n?Bt:l==El?3==e.distr?qt:4==e.distr?Xt:Vt:3==e.distr?Jt:4==e.distr?Kt:$t)),e.auto=bl(!o&&e.auto),e.clamp=bl(e.clamp||at),e._min=e._max=null,e.valToPct=Cl(e)}}}Il("x"),Il("y"),1==M&&pl.forEach((l=>{Il(l.scale)})),xl.forEach((l=>{Il(l.scale)}));for(let l in u.scales)Il(l);const jl=vl[El],Ul=jl.distr;let $l,ql;0==jl.ori?(S(R,"u-hz"),$l=P,ql=W):(S(R,"u-vt"),$l=W,ql=P);const Kl={};for(let l in vl){let e=vl[l];null==e.min&&null==e.max||(Kl[l]={min:e.min,max:e.max},e.min=e.max=null)}const Xl=u.tzDate||(l=>new Date(rl(l/hl))),Zl=u.fmtDate||ne,Ql=1==hl?Me(Xl):Ee(Xl),le=De(Xl,ze(1==hl?ye:Te,Zl)),ee=We(Xl,Ae("{YYYY}-{MM}-{DD} {h}:{mm}{aa}",Zl)),te=[],ie=k.legend=Bl({},Ye,u.legend),oe=k.cursor=Bl({},Re,{drag:{y:2==M}},u.cursor),se=ie.show,re=oe.show,ue=ie.markers;let ce,he,de;ie.idxs=te,ue.width=bl(ue.width),ue.dash=bl(ue.dash),ue.stroke=bl(ue.stroke),ue.fill=bl(ue.fill);let pe,me=[],ge=[],xe=!1,we={};if(ie.live){const l=pl[1]?pl[1].values:null;xe=null!=l,pe=xe?l(k,1,0):{_:0};for(let l in pe)we[l]=w}if(se)if(ce=z("table","u-legend",R),de=z("tbody",null,ce),ie.mount(k,ce),xe){he=z("thead",null,ce,de);let l=z("tr",null,he);for(var _e in z("th",null,l),pe)z("th",e,l).textContent=_e}else S(ce,"u-inline"),ie.live&&S(ce,"u-live");const be={show:!0},ve={show:!1},Pe=new Map;function Ce(l,e,t,n=!0){const i=Pe.get(e)||{},o=oe.bind[l](k,e,t,n);o&&(G(l,e,i[l]=o),Pe.set(e,i))}function He(l,e){const t=Pe.get(e)||{};for(let n in t)null!=l&&n!=l||(I(n,e,t[n]),delete t[n]);null==l&&Pe.delete(e)}let Fe=0,Ge=0,Ie=0,Le=0,Oe=0,Ne=0,je=Oe,Ke=Ne,Xe=Ie,Ze=Le,Qe=0,lt=0,ot=0,st=0;k.bbox={};let ht=!1,pt=!1,mt=!1,xt=!1,wt=!1,_t=!1;function vt(l,e,t){(t||l!=k.width||e!=k.height)&&kt(l,e),An(!1),mt=!0,pt=!0,Jn()}function kt(l,e){k.width=Fe=Ie=l,k.height=Ge=Le=e,Oe=Ne=0,function(){let l=!1,e=!1,t=!1,n=!1;xl.forEach((i=>{if(i.show&&i._show){let{side:o,_size:s}=i,r=s+(null!=i.label?i.labelSize:0);r>0&&(o%2?(Ie-=r,3==o?(Oe+=r,n=!0):t=!0):(Le-=r,0==o?(Ne+=r,l=!0):e=!0))}})),Ct[0]=l,Ct[1]=t,Ct[2]=e,Ct[3]=n,Ie-=Rt[1]+Rt[3],Oe+=Rt[3],Le-=Rt[2]+Rt[0],Ne+=Rt[0]}(),function(){let l=Oe+Ie,e=Ne+Le,t=Oe,n=Ne;function i(i,o){switch(i){case 1:return l+=o,l-o;case 2:return e+=o,e-o;case 3:return t-=o,t+o;case 0:return n-=o,n+o}}xl.forEach((l=>{if(l.show&&l._show){let e=l.side;l._pos=i(e,l._size),null!=l.label&&(l._lpos=i(e,l.labelSize))}}))}();let t=k.bbox;Qe=t.left=zl(Oe*y,.5),lt=t.top=zl(Ne*y,.5),ot=t.width=zl(Ie*y,.5),st=t.height=zl(Le*y,.5)}const yt=3;if(k.setSize=function({width:l,height:e}){vt(l,e)},null==oe.dataIdx){let l=oe.hover,e=l.skip=new Set(l.skip??[]);e.add(void 0);let t=l.prox=bl(l.prox),n=l.bias??=0;oe.dataIdx=(l,i,o,s)=>{if(0==i)return o;let r=o,u=t(l,i,o,s)??gl,a=u>=0&&gl>u,f=0==jl.ori?Ie:Le,c=oe.left,h=g[0],d=g[i];if(e.has(d[o])){r=null;let l,t=null,i=null;if(0==n||-1==n)for(l=o;null==t&&l-- >0;)e.has(d[l])||(t=l);if(0==n||1==n)for(l=o;null==i&&l++<d.length;)e.has(d[l])||(i=l);if(null!=t||null!=i)if(a){let l=c-(null==t?-1/0:$l(h[t],jl,f,0)),e=(null==i?1/0:$l(h[i],jl,f,0))-c;l>e?e>u||(r=i):l>u||(r=t)}else r=null==i?t:null==t||o-t>i-o?i:t}else a&&ol(c-$l(h[o],jl,f,0))>u&&(r=null);return r}}const Mt=l=>{oe.event=l};oe.idxs=te,oe._lock=!1;let St=oe.points;St.show=bl(St.show),St.size=bl(St.size),St.stroke=bl(St.stroke),St.width=bl(St.width),St.fill=bl(St.fill);const Tt=k.focus=Bl({},u.focus||{alpha:.3},oe.focus),Et=Tt.prox>=0,zt=Et&&St.one;let Dt=[],Pt=[],At=[];function Wt(l,e){let t=St.show(k,e);if(t instanceof HTMLElement)return S(t,"u-cursor-pt"),S(t,l.class),A(t,-10,-10,Ie,Le),el.insertBefore(t,Dt[e]),t}function Yt(t,n){if(1==M||n>0){let l=1==M&&vl[t.scale].time,e=t.value;t.value=l?Ll(e)?We(Xl,Ae(e,Zl)):e||ee:e||nt,t.label=t.label||(l?"Time":"Value")}if(zt||n>0){t.width=null==t.width?1:t.width,t.paths=t.paths||Ot||yl,t.fillTo=bl(t.fillTo||gt),t.pxAlign=+Q(t.pxAlign,tl),t.pxRound=bt(t.pxAlign),t.stroke=bl(t.stroke||null),t.fill=bl(t.fill||null),t._stroke=t._fill=t._paths=t._focus=null;let l=function(l){return Al(1*(3+2*(l||1)),3)}(fl(1,t.width)),e=t.points=Bl({},{size:l,width:fl(1,.2*l),stroke:t.stroke,space:2*l,paths:Nt,_stroke:null,_fill:null},t.points);e.show=bl(e.show),e.filter=bl(e.filter),e.fill=bl(e.fill),e.stroke=bl(e.stroke),e.paths=bl(e.paths),e.pxAlign=t.pxAlign}if(se){let i=function(t,n){if(0==n&&(xe||!ie.live||2==M))return Rl;let i=[],o=z("tr","u-series",de,de.childNodes[n]);S(o,t.class),t.show||S(o,l);let s=z("th",null,o);if(ue.show){let l=D("u-marker",s);if(n>0){let e=ue.width(k,n);e&&(l.style.border=e+"px "+ue.dash(k,n)+" "+ue.stroke(k,n)),l.style.background=ue.fill(k,n)}}let r=D(e,s);for(var u in t.label instanceof HTMLElement?r.appendChild(t.label):r.textContent=t.label,n>0&&(ue.show||(r.style.color=t.width>0?ue.stroke(k,n):ue.fill(k,n)),Ce("click",s,(l=>{if(oe._lock)return;Mt(l);let e=pl.indexOf(t);if((l.ctrlKey||l.metaKey)!=ie.isolate){let l=pl.some(((l,t)=>t>0&&t!=e&&l.show));pl.forEach(((t,n)=>{n>0&&oi(n,l?n==e?be:ve:be,!0,Fi.setSeries)}))}else oi(e,{show:!t.show},!0,Fi.setSeries)}),!1),Et&&Ce(d,s,(l=>{oe._lock||(Mt(l),oi(pl.indexOf(t),ai,!0,Fi.setSeries))}),!1)),pe){let l=z("td","u-value",o);l.textContent="--",i.push(l)}return[o,i]}(t,n);me.splice(n,0,i[0]),ge.splice(n,0,i[1]),ie.values.push(null)}if(re){te.splice(n,0,null);let l=null;zt?0==n&&(l=Wt(t,n)):n>0&&(l=Wt(t,n)),Dt.splice(n,0,l),Pt.splice(n,0,0),At.splice(n,0,0)}Ci("addSeries",n)}k.addSeries=function(l,e){e=null==e?pl.length:e,l=1==M?Ut(l,e,Ve,ut):Ut(l,e,{},rt),pl.splice(e,0,l),Yt(pl[e],e)},k.delSeries=function(l){if(pl.splice(l,1),se){ie.values.splice(l,1),ge.splice(l,1);let e=me.splice(l,1)[0];He(null,e.firstChild),e.remove()}re&&(te.splice(l,1),Dt.splice(l,1)[0].remove(),Pt.splice(l,1),At.splice(l,1)),Ci("delSeries",l)};const Ct=[!1,!1,!1,!1];function Ht(l,e,t){let[n,i,o,s]=t,r=e%2,u=0;return 0==r&&(s||i)&&(u=0==e&&!n||2==e&&!o?rl(Ue.size/3):0),1==r&&(n||o)&&(u=1==e&&!i||3==e&&!s?rl(it.size/2):0),u}const Ft=k.padding=(u.padding||[Ht,Ht,Ht,Ht]).map((l=>bl(Q(l,Ht)))),Rt=k._padding=Ft.map(((l,e)=>l(k,e,Ct,0)));let Gt,Lt=null,en=null;const tn=1==M?pl[0].idxs:null;let nn,on,sn,rn,un,an,fn,cn,hn,dn,pn=null,mn=!1;function gn(l,e){if(k.data=k._data=g=null==l?[]:l,2==M){Gt=0;for(let l=1;pl.length>l;l++)Gt+=g[l][0].length}else{0==g.length&&(k.data=k._data=g=[[]]),pn=g[0],Gt=pn.length;let l=g;if(2==Ul){l=g.slice();let e=l[0]=Array(Gt);for(let l=0;Gt>l;l++)e[l]=l}k._data=g=l}if(An(!0),Ci("setData"),2==Ul&&(mt=!0),!1!==e){let l=jl;l.auto(k,mn)?xn():ii(El,l.min,l.max),xt=xt||oe.left>=0,_t=!0,Jn()}}function xn(){let l,e;mn=!0,1==M&&(Gt>0?(Lt=tn[0]=0,en=tn[1]=Gt-1,l=g[0][Lt],e=g[0][en],2==Ul?(l=Lt,e=en):l==e&&(3==Ul?[l,e]=B(l,l,jl.log,!1):4==Ul?[l,e]=$(l,l,jl.log,!1):jl.time?e=l+rl(86400/hl):[l,e]=Z(l,e,J,!0))):(Lt=tn[0]=l=null,en=tn[1]=e=null)),ii(El,l,e)}function wn(l,e,t,n,i,o){l??=a,t??=Fl,n??="butt",i??=a,o??="round",l!=nn&&(K.strokeStyle=nn=l),i!=on&&(K.fillStyle=on=i),e!=sn&&(K.lineWidth=sn=e),o!=un&&(K.lineJoin=un=o),n!=an&&(K.lineCap=an=n),t!=rn&&K.setLineDash(rn=t)}function _n(l,e,t,n){e!=on&&(K.fillStyle=on=e),l!=fn&&(K.font=fn=l),t!=cn&&(K.textAlign=cn=t),n!=hn&&(K.textBaseline=hn=n)}function bn(l,e,t,n,i=0){if(n.length>0&&l.auto(k,mn)&&(null==e||null==e.min)){let e=Q(Lt,0),o=Q(en,n.length-1),s=null==t.min?function(l,e,t,n=0,i=!1){let o=i?V:U,s=i?j:N;[e,t]=o(l,e,t);let r=l[e],u=l[e];if(e>-1)if(1==n)r=l[e],u=l[t];else if(-1==n)r=l[t],u=l[e];else for(let n=e;t>=n;n++){let e=l[n];s(e)&&(r>e?r=e:e>u&&(u=e))}return[r??gl,u??-gl]}(n,e,o,i,3==l.distr):[t.min,t.max];l.min=al(l.min,t.min=s[0]),l.max=fl(l.max,t.max=s[1])}}k.setData=gn;const vn={min:null,max:null};function kn(l,e){let t=e?pl[l].points:pl[l];t._stroke=t.stroke(k,l),t._fill=t.fill(k,l)}function yn(l,e){let t=e?pl[l].points:pl[l],{stroke:n,fill:i,clip:o,flags:s,_stroke:r=t._stroke,_fill:u=t._fill,_width:a=t.width}=t._paths;a=Al(a*y,3);let f=null,c=a%2/2;e&&null==u&&(u=a>0?"#fff":r);let h=1==t.pxAlign&&c>0;if(h&&K.translate(c,c),!e){let l=Qe-a/2,e=lt-a/2,t=ot+a,n=st+a;f=new Path2D,f.rect(l,e,t,n)}e?Sn(r,a,t.dash,t.cap,u,n,i,s,o):function(l,e,t,n,i,o,s,r,u,a,f){let c=!1;0!=u&&Tl.forEach(((h,d)=>{if(h.series[0]==l){let l,p=pl[h.series[1]],m=g[h.series[1]],x=(p._paths||Hl).band;Gl(x)&&(x=1==h.dir?x[0]:x[1]);let w=null;p.show&&x&&function(l,e,t){for(e=Q(e,0),t=Q(t,l.length-1);t>=e;){if(null!=l[e])return!0;e++}return!1}(m,Lt,en)?(w=h.fill(k,d)||o,l=p._paths.clip):x=null,Sn(e,t,n,i,w,s,r,u,a,f,l,x),c=!0}})),c||Sn(e,t,n,i,o,s,r,u,a,f)}(l,r,a,t.dash,t.cap,u,n,i,s,f,o),h&&K.translate(-c,-c)}const Mn=3;function Sn(l,e,t,n,i,o,s,r,u,a,f,c){wn(l,e,t,n,i),(u||a||c)&&(K.save(),u&&K.clip(u),a&&K.clip(a)),c?(r&Mn)==Mn?(K.clip(c),f&&K.clip(f),En(i,s),Tn(l,o,e)):2&r?(En(i,s),K.clip(c),Tn(l,o,e)):1&r&&(K.save(),K.clip(c),f&&K.clip(f),En(i,s),K.restore(),Tn(l,o,e)):(En(i,s),Tn(l,o,e)),(u||a||c)&&K.restore()}function Tn(l,e,t){t>0&&(e instanceof Map?e.forEach(((l,e)=>{K.strokeStyle=nn=e,K.stroke(l)})):null!=e&&l&&K.stroke(e))}function En(l,e){e instanceof Map?e.forEach(((l,e)=>{K.fillStyle=on=e,K.fill(l)})):null!=e&&l&&K.fill(e)}function zn(l,e,t,n,i,o,s,r,u,a){let f=s%2/2;1==tl&&K.translate(f,f),wn(r,s,u,a,r),K.beginPath();let c,h,d,p,m=i+(0==n||3==n?-o:o);0==t?(h=i,p=m):(c=i,d=m);for(let n=0;l.length>n;n++)null!=e[n]&&(0==t?c=d=l[n]:h=p=l[n],K.moveTo(c,h),K.lineTo(d,p));K.stroke(),1==tl&&K.translate(-f,-f)}function Dn(l){let e=!0;return xl.forEach(((t,n)=>{if(!t.show)return;let i=vl[t.scale];if(null==i.min)return void(t._show&&(e=!1,t._show=!1,An(!1)));t._show||(e=!1,t._show=!0,An(!1));let o=t.side,s=o%2,{min:r,max:u}=i,[a,f]=function(l,e,t,n){let i,o=xl[l];if(n>0){let s=o._space=o.space(k,l,e,t,n);i=Zt(e,t,o._incrs=o.incrs(k,l,e,t,n,s),n,s)}else i=[0,0];return o._found=i}(n,r,u,0==s?Ie:Le);if(0==f)return;let c=t._splits=t.splits(k,n,r,u,a,f,2==i.distr),h=2==i.distr?c.map((l=>pn[l])):c,d=2==i.distr?pn[c[1]]-pn[c[0]]:a,p=t._values=t.values(k,t.filter(k,h,n,f,d),n,f,d);t._rotate=2==o?t.rotate(k,p,n,f):0;let m=t._size;t._size=ul(t.size(k,p,n,l)),null!=m&&t._size!=m&&(e=!1)})),e}function Pn(l){let e=!0;return Ft.forEach(((t,n)=>{let i=t(k,n,Ct,l);i!=Rt[n]&&(e=!1),Rt[n]=i})),e}function An(l){pl.forEach(((e,t)=>{t>0&&(e._paths=null,l&&(1==M?(e.min=null,e.max=null):e.facets.forEach((l=>{l.min=null,l.max=null}))))}))}let Wn,Yn,Cn,Hn,Fn,Rn,Gn,In,Ln,On,Nn,jn,Un=!1,Vn=!1,Bn=[];function $n(){Vn=!1;for(let l=0;Bn.length>l;l++)Ci(...Bn[l]);Bn.length=0}function Jn(){Un||(Jl(qn),Un=!0)}function qn(){if(ht&&(function(){for(let l in vl){let e=vl[l];null==Kl[l]&&(null==e.min||null!=Kl[El]&&e.auto(k,mn))&&(Kl[l]=vn)}for(let l in vl){let e=vl[l];null==Kl[l]&&null!=e.from&&null!=Kl[e.from]&&(Kl[l]=vn)}null!=Kl[El]&&An(!0);let l={};for(let e in Kl){let t=Kl[e];if(null!=t){let n=l[e]=Vl(vl[e],Nl);if(null!=t.min)Bl(n,t);else if(e!=El||2==M)if(0==Gt&&null==n.from){let l=n.range(k,null,null,e);n.min=l[0],n.max=l[1]}else n.min=gl,n.max=-gl}}if(Gt>0){pl.forEach(((e,t)=>{if(1==M){let n=e.scale,i=Kl[n];if(null==i)return;let o=l[n];if(0==t){let l=o.range(k,o.min,o.max,n);o.min=l[0],o.max=l[1],Lt=L(o.min,g[0]),en=L(o.max,g[0]),en-Lt>1&&(o.min>g[0][Lt]&&Lt++,g[0][en]>o.max&&en--),e.min=pn[Lt],e.max=pn[en]}else e.show&&e.auto&&bn(o,i,e,g[t],e.sorted);e.idxs[0]=Lt,e.idxs[1]=en}else if(t>0&&e.show&&e.auto){let[n,i]=e.facets,o=n.scale,s=i.scale,[r,u]=g[t],a=l[o],f=l[s];null!=a&&bn(a,Kl[o],n,r,n.sorted),null!=f&&bn(f,Kl[s],i,u,i.sorted),e.min=i.min,e.max=i.max}}));for(let e in l){let t=l[e],n=Kl[e];if(null==t.from&&(null==n||null==n.min)){let l=t.range(k,t.min==gl?null:t.min,t.max==-gl?null:t.max,e);t.min=l[0],t.max=l[1]}}}for(let e in l){let t=l[e];if(null!=t.from){let n=l[t.from];if(null==n.min)t.min=t.max=null;else{let l=t.range(k,n.min,n.max,e);t.min=l[0],t.max=l[1]}}}let e={},t=!1;for(let n in l){let i=l[n],o=vl[n];if(o.min!=i.min||o.max!=i.max){o.min=i.min,o.max=i.max;let l=o.distr;o._min=3==l?dl(o.min):4==l?ml(o.min,o.asinh):100==l?o.fwd(o.min):o.min,o._max=3==l?dl(o.max):4==l?ml(o.max,o.asinh):100==l?o.fwd(o.max):o.max,e[n]=t=!0}}if(t){pl.forEach(((l,t)=>{2==M?t>0&&e.y&&(l._paths=null):e[l.scale]&&(l._paths=null)}));for(let l in e)mt=!0,Ci("setScale",l);re&&oe.left>=0&&(xt=_t=!0)}for(let l in Kl)Kl[l]=null}(),ht=!1),mt&&(function(){let l=!1,e=0;for(;!l;){e++;let t=Dn(e),n=Pn(e);l=e==yt||t&&n,l||(kt(k.width,k.height),pt=!0)}}(),mt=!1),pt){if(E(ll,s,Oe),E(ll,i,Ne),E(ll,t,Ie),E(ll,n,Le),E(el,s,Oe),E(el,i,Ne),E(el,t,Ie),E(el,n,Le),E(X,t,Fe),E(X,n,Ge),O.width=rl(Fe*y),O.height=rl(Ge*y),xl.forEach((({_el:e,_show:t,_size:n,_pos:i,side:o})=>{if(null!=e)if(t){let t=o%2==1;E(e,t?"left":"top",i-(3===o||0===o?n:0)),E(e,t?"width":"height",n),E(e,t?"top":"left",t?Ne:Oe),E(e,t?"height":"width",t?Le:Ie),T(e,l)}else S(e,l)})),nn=on=sn=un=an=fn=cn=hn=rn=null,dn=1,_i(!0),Oe!=je||Ne!=Ke||Ie!=Xe||Le!=Ze){An(!1);let l=Ie/Xe,e=Le/Ze;if(re&&!xt&&oe.left>=0){oe.left*=l,oe.top*=e,Cn&&A(Cn,rl(oe.left),0,Ie,Le),Hn&&A(Hn,0,rl(oe.top),Ie,Le);for(let t=0;Dt.length>t;t++){let n=Dt[t];null!=n&&(Pt[t]*=l,At[t]*=e,A(n,ul(Pt[t]),ul(At[t]),Ie,Le))}}if(ei.show&&!wt&&ei.left>=0&&ei.width>0){ei.left*=l,ei.width*=l,ei.top*=e,ei.height*=e;for(let l in ki)E(ti,l,ei[l])}je=Oe,Ke=Ne,Xe=Ie,Ze=Le}Ci("setSize"),pt=!1}Fe>0&&Ge>0&&(K.clearRect(0,0,O.width,O.height),Ci("drawClear"),Pl.forEach((l=>l())),Ci("draw")),ei.show&&wt&&(ni(ei),wt=!1),re&&xt&&(xi(null,!0,!1),xt=!1),ie.show&&ie.live&&_t&&(mi(),_t=!1),F||(F=!0,k.status=1,Ci("ready")),mn=!1,Un=!1}function Kn(l,e){let t=vl[l];if(null==t.from){if(0==Gt){let n=t.range(k,e.min,e.max,l);e.min=n[0],e.max=n[1]}if(e.min>e.max){let l=e.min;e.min=e.max,e.max=l}if(Gt>1&&null!=e.min&&null!=e.max&&1e-16>e.max-e.min)return;l==El&&2==t.distr&&Gt>0&&(e.min=L(e.min,g[0]),e.max=L(e.max,g[0]),e.min==e.max&&e.max++),Kl[l]=e,ht=!0,Jn()}}k.batch=function(l,e=!1){Un=!0,Vn=e,l(k),qn(),e&&Bn.length>0&&queueMicrotask($n)},k.redraw=(l,e)=>{mt=e||!1,!1!==l?ii(El,jl.min,jl.max):Jn()},k.setScale=Kn;let Xn=!1;const Zn=oe.drag;let Qn=Zn.x,li=Zn.y;re&&(oe.x&&(Wn=D("u-cursor-x",el)),oe.y&&(Yn=D("u-cursor-y",el)),0==jl.ori?(Cn=Wn,Hn=Yn):(Cn=Yn,Hn=Wn),Nn=oe.left,jn=oe.top);const ei=k.select=Bl({show:!0,over:!0,left:0,width:0,top:0,height:0},u.select),ti=ei.show?D("u-select",ei.over?el:ll):null;function ni(l,e){if(ei.show){for(let e in l)ei[e]=l[e],e in ki&&E(ti,e,l[e]);!1!==e&&Ci("setSelect")}}function ii(l,e,t){Kn(l,{min:e,max:t})}function oi(e,t,n,i){null!=t.focus&&function(l){if(l!=ui){let e=null==l,t=1!=Tt.alpha;pl.forEach(((n,i)=>{if(1==M||i>0){let o=e||0==i||i==l;n._focus=e?null:o,t&&function(l,e){pl[l].alpha=e,re&&null!=Dt[l]&&(Dt[l].style.opacity=e),se&&me[l]&&(me[l].style.opacity=e)}(i,o?1:Tt.alpha)}})),ui=l,t&&Jn()}}(e),null!=t.show&&pl.forEach(((n,i)=>{0>=i||e!=i&&null!=e||(n.show=t.show,function(e){if(pl[e].show)se&&T(me[e],l);else if(se&&S(me[e],l),re){let l=zt?Dt[0]:Dt[e];null!=l&&A(l,-10,-10,Ie,Le)}}(i),2==M?(ii(n.facets[0].scale,null,null),ii(n.facets[1].scale,null,null)):ii(n.scale,null,null),Jn())})),!1!==n&&Ci("setSeries",e,t),i&&Ii("setSeries",k,e,t)}let si,ri,ui;k.setSelect=ni,k.setSeries=oi,k.addBand=function(l,e){l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1),Tl.splice(e=null==e?Tl.length:e,0,l)},k.setBand=function(l,e){Bl(Tl[l],e)},k.delBand=function(l){null==l?Tl.length=0:Tl.splice(l,1)};const ai={focus:!0};function fi(l,e,t){let n=vl[e];t&&(l=l/y-(1==n.ori?Ne:Oe));let i=Ie;1==n.ori&&(i=Le,l=i-l),-1==n.dir&&(l=i-l);let o=n._min,s=o+l/i*(n._max-o),r=n.distr;return 3==r?cl(10,s):4==r?((l,e=1)=>nl.sinh(l)*e)(s,n.asinh):100==r?n.bwd(s):s}function ci(l,e){E(ti,s,ei.left=l),E(ti,t,ei.width=e)}function hi(l,e){E(ti,i,ei.top=l),E(ti,n,ei.height=e)}se&&Et&&Ce(p,ce,(l=>{oe._lock||(Mt(l),null!=ui&&oi(null,ai,!0,Fi.setSeries))})),k.valToIdx=l=>L(l,g[0]),k.posToIdx=function(l,e){return L(fi(l,El,e),g[0],Lt,en)},k.posToVal=fi,k.valToPos=(l,e,t)=>0==vl[e].ori?P(l,vl[e],t?ot:Ie,t?Qe:0):W(l,vl[e],t?st:Le,t?lt:0),k.setCursor=(l,e,t)=>{Nn=l.left,jn=l.top,xi(null,e,t)};let di=0==jl.ori?ci:hi,pi=1==jl.ori?ci:hi;function mi(l,e){if(null!=l&&(l.idxs?l.idxs.forEach(((l,e)=>{te[e]=l})):(l=>void 0===l)(l.idx)||te.fill(l.idx),ie.idx=te[0]),se&&ie.live){for(let l=0;pl.length>l;l++)(l>0||1==M&&!xe)&&gi(l,te[l]);!function(){if(se&&ie.live)for(let l=2==M?1:0;pl.length>l;l++){if(0==l&&xe)continue;let e=ie.values[l],t=0;for(let n in e)ge[l][t++].firstChild.nodeValue=e[n]}}()}_t=!1,!1!==e&&Ci("setLegend")}function gi(l,e){let t,n=pl[l],i=0==l&&2==Ul?pn:g[l];xe?t=n.values(k,l,e)??we:(t=n.value(k,null==e?null:i[e],l,e),t=null==t?we:{_:t}),ie.values[l]=t}function xi(l,e,t){let n;Ln=Nn,On=jn,[Nn,jn]=oe.move(k,Nn,jn),oe.left=Nn,oe.top=jn,re&&(Cn&&A(Cn,rl(Nn),0,Ie,Le),Hn&&A(Hn,0,rl(jn),Ie,Le)),si=gl,ri=null;let i=0==jl.ori?Ie:Le,o=1==jl.ori?Ie:Le;if(0>Nn||0==Gt||Lt>en){n=oe.idx=null;for(let l=0;pl.length>l;l++){let e=Dt[l];null!=e&&A(e,-10,-10,Ie,Le)}Et&&oi(null,ai,!0,null==l&&Fi.setSeries),ie.live&&(te.fill(n),_t=!0)}else{let l,e,t;1==M&&(l=0==jl.ori?Nn:jn,e=fi(l,El),n=oe.idx=L(e,g[0],Lt,en),t=$l(g[0][n],jl,i,0));let s=-10,r=-10,u=0,a=0,f=!0,c="",h="";for(let l=2==M?1:0;pl.length>l;l++){let d=pl[l],p=te[l],m=null==p?null:1==M?g[l][p]:g[l][1][p],x=oe.dataIdx(k,l,n,e),w=null==x?null:1==M?g[l][x]:g[l][1][x];if(_t=_t||w!=m||x!=p,te[l]=x,l>0&&d.show){let e=null==x?-10:x==n?t:$l(1==M?g[0][x]:g[l][0][x],jl,i,0),p=null==w?-10:ql(w,1==M?vl[d.scale]:vl[d.facets[1].scale],o,0);if(Et&&null!=w){let e=1==jl.ori?Nn:jn,t=ol(Tt.dist(k,l,x,p,e));if(si>t){let n=Tt.bias;if(0!=n){let i=fi(e,d.scale),o=0>i?-1:1;o!=(0>w?-1:1)||(1==o?1==n?i>w:w>i:1==n?w>i:i>w)||(si=t,ri=l)}else si=t,ri=l}}if(_t||zt){let t,n;0==jl.ori?(t=e,n=p):(t=p,n=e);let i,o,d,m,g,x,w=!0,_=St.bbox;if(null!=_){w=!1;let e=_(k,l);d=e.left,m=e.top,i=e.width,o=e.height}else d=t,m=n,i=o=St.size(k,l);if(x=St.fill(k,l),g=St.stroke(k,l),zt)l!=ri||si>Tt.prox||(s=d,r=m,u=i,a=o,f=w,c=x,h=g);else{let e=Dt[l];null!=e&&(Pt[l]=d,At[l]=m,H(e,i,o,w),Y(e,x,g),A(e,ul(d),ul(m),Ie,Le))}}}}if(zt){let l=Tt.prox;if(_t||(null==ui?l>=si:si>l||ri!=ui)){let l=Dt[0];null!=l&&(Pt[0]=s,At[0]=r,H(l,u,a,f),Y(l,c,h),A(l,ul(s),ul(r),Ie,Le))}}}if(ei.show&&Xn)if(null!=l){let[e,t]=Fi.scales,[n,s]=Fi.match,[r,u]=l.cursor.sync.scales,a=l.cursor.drag;if(Qn=a._x,li=a._y,Qn||li){let a,f,c,h,d,{left:p,top:m,width:g,height:x}=l.select,w=l.scales[r].ori,_=l.posToVal,b=null!=e&&n(e,r),v=null!=t&&s(t,u);b&&Qn?(0==w?(a=p,f=g):(a=m,f=x),c=vl[e],h=$l(_(a,r),c,i,0),d=$l(_(a+f,r),c,i,0),di(al(h,d),ol(d-h))):di(0,i),v&&li?(1==w?(a=p,f=g):(a=m,f=x),c=vl[t],h=ql(_(a,u),c,o,0),d=ql(_(a+f,u),c,o,0),pi(al(h,d),ol(d-h))):pi(0,o)}else yi()}else{let l=ol(Ln-Fn),e=ol(On-Rn);if(1==jl.ori){let t=l;l=e,e=t}Qn=Zn.x&&l>=Zn.dist,li=Zn.y&&e>=Zn.dist;let t,n,s=Zn.uni;null!=s?Qn&&li&&(Qn=l>=s,li=e>=s,Qn||li||(e>l?li=!0:Qn=!0)):Zn.x&&Zn.y&&(Qn||li)&&(Qn=li=!0),Qn&&(0==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),di(al(t,n),ol(n-t)),li||pi(0,o)),li&&(1==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),pi(al(t,n),ol(n-t)),Qn||di(0,i)),Qn||li||(di(0,0),pi(0,0))}if(Zn._x=Qn,Zn._y=li,null==l){if(t){if(null!=Ri){let[l,e]=Fi.scales;Fi.values[0]=null!=l?fi(0==jl.ori?Nn:jn,l):null,Fi.values[1]=null!=e?fi(1==jl.ori?Nn:jn,e):null}Ii(f,k,Nn,jn,Ie,Le,n)}if(Et){let l=t&&Fi.setSeries,e=Tt.prox;null==ui?si>e||oi(ri,ai,!0,l):si>e?oi(null,ai,!0,l):ri!=ui&&oi(ri,ai,!0,l)}}_t&&(ie.idx=n,mi()),!1!==e&&Ci("setCursor")}k.setLegend=mi;let wi=null;function _i(l=!1){l?wi=null:(wi=el.getBoundingClientRect(),Ci("syncRect",wi))}function bi(l,e,t,n,i,o){oe._lock||Xn&&null!=l&&0==l.movementX&&0==l.movementY||(vi(l,e,t,n,i,o,0,!1,null!=l),null!=l?xi(null,!0,!0):xi(e,!0,!1))}function vi(l,e,t,n,i,o,s,r,u){if(null==wi&&_i(!1),Mt(l),null!=l)t=l.clientX-wi.left,n=l.clientY-wi.top;else{if(0>t||0>n)return Nn=-10,void(jn=-10);let[l,s]=Fi.scales,r=e.cursor.sync,[u,a]=r.values,[f,c]=r.scales,[h,d]=Fi.match,p=e.axes[0].side%2==1,m=0==jl.ori?Ie:Le,g=1==jl.ori?Ie:Le,x=p?o:i,w=p?i:o,_=p?n:t,b=p?t:n;if(t=null!=f?h(l,f)?C(u,vl[l],m,0):-10:m*(_/x),n=null!=c?d(s,c)?C(a,vl[s],g,0):-10:g*(b/w),1==jl.ori){let l=t;t=n,n=l}}!u||null!=e&&e.cursor.event.type!=f||(t>1&&Ie-1>t||(t=zl(t,Ie)),n>1&&Le-1>n||(n=zl(n,Le))),r?(Fn=t,Rn=n,[Gn,In]=oe.move(k,t,n)):(Nn=t,jn=n)}Object.defineProperty(k,"rect",{get:()=>(null==wi&&_i(!1),wi)});const ki={width:0,height:0,left:0,top:0};function yi(){ni(ki,!1)}let Mi,Si,Ti,Ei;function zi(l,e,t,n,i,o){Xn=!0,Qn=li=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!0,!1),null!=l&&(Ce(h,b,Di,!1),Ii(c,k,Gn,In,Ie,Le,null));let{left:s,top:r,width:u,height:a}=ei;Mi=s,Si=r,Ti=u,Ei=a}function Di(l,e,t,n,i,o){Xn=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!1,!0);let{left:s,top:r,width:u,height:a}=ei,f=u>0||a>0,c=Mi!=s||Si!=r||Ti!=u||Ei!=a;if(f&&c&&ni(ei),Zn.setScale&&f&&c){let l=s,e=u,t=r,n=a;if(1==jl.ori&&(l=r,e=a,t=s,n=u),Qn&&ii(El,fi(l,El),fi(l+e,El)),li)for(let l in vl){let e=vl[l];l!=El&&null==e.from&&e.min!=gl&&ii(l,fi(t+n,l),fi(t,l))}yi()}else oe.lock&&(oe._lock=!oe._lock,xi(e,!0,null!=l));null!=l&&(He(h,b),Ii(h,k,Nn,jn,Ie,Le,null))}function Pi(l){oe._lock||(Mt(l),xn(),yi(),null!=l&&Ii(m,k,Nn,jn,Ie,Le,null))}function Ai(){xl.forEach(ln),vt(k.width,k.height,!0)}G(x,v,Ai);const Wi={};Wi.mousedown=zi,Wi.mousemove=bi,Wi.mouseup=Di,Wi.dblclick=Pi,Wi.setSeries=(l,e,t,n)=>{-1!=(t=(0,Fi.match[2])(k,e,t))&&oi(t,n,!0,!1)},re&&(Ce(c,el,zi),Ce(f,el,bi),Ce(d,el,(l=>{Mt(l),_i(!1)})),Ce(p,el,(function(l){if(oe._lock)return;Mt(l);let e=Xn;if(Xn){let l,e,t=!0,n=!0,i=10;0==jl.ori?(l=Qn,e=li):(l=li,e=Qn),l&&e&&(t=i>=Nn||Nn>=Ie-i,n=i>=jn||jn>=Le-i),l&&t&&(Nn=Gn>Nn?0:Ie),e&&n&&(jn=In>jn?0:Le),xi(null,!0,!0),Xn=!1}Nn=-10,jn=-10,te.fill(null),xi(null,!0,!0),e&&(Xn=e)})),Ce(m,el,Pi),It.add(k),k.syncRect=_i);const Yi=k.hooks=u.hooks||{};function Ci(l,e,t){Vn?Bn.push([l,e,t]):l in Yi&&Yi[l].forEach((l=>{l.call(null,k,e,t)}))}(u.plugins||[]).forEach((l=>{for(let e in l.hooks)Yi[e]=(Yi[e]||[]).concat(l.hooks[e])}));const Hi=(l,e,t)=>t,Fi=Bl({key:null,setSeries:!1,filters:{pub:Ml,sub:Ml},scales:[El,pl[1]?pl[1].scale:null],match:[Sl,Sl,Hi],values:[null,null]},oe.sync);2==Fi.match.length&&Fi.match.push(Hi),oe.sync=Fi;const Ri=Fi.key,Gi=dt(Ri);function Ii(l,e,t,n,i,o,s){Fi.filters.pub(l,e,t,n,i,o,s)&&Gi.pub(l,e,t,n,i,o,s)}function Li(){Ci("init",u,g),gn(g||u.data,!1),Kl[El]?Kn(El,Kl[El]):xn(),wt=ei.show&&(ei.width>0||ei.height>0),xt=_t=!0,vt(u.width,u.height)}return Gi.sub(k),k.pub=function(l,e,t,n,i,o,s){Fi.filters.sub(l,e,t,n,i,o,s)&&Wi[l](null,e,t,n,i,o,s)},k.destroy=function(){Gi.unsub(k),It.delete(k),Pe.clear(),I(x,v,Ai),R.remove(),ce?.remove(),Ci("destroy")},pl.forEach(Yt),xl.forEach((function(l,e){if(l._show=l.show,l.show){let t=vl[l.scale];null==t&&(l.scale=l.side%2?pl[1].scale:El,t=vl[l.scale]);let n=t.time;l.size=bl(l.size),l.space=bl(l.space),l.rotate=bl(l.rotate),Gl(l.incrs)&&l.incrs.forEach((l=>{!Wl.has(l)&&Wl.set(l,Yl(l))})),l.incrs=bl(l.incrs||(2==t.distr?ae:n?1==hl?ke:Se:fe)),l.splits=bl(l.splits||(n&&1==t.distr?Ql:3==t.distr?Je:4==t.distr?qe:$e)),l.stroke=bl(l.stroke),l.grid.stroke=bl(l.grid.stroke),l.ticks.stroke=bl(l.ticks.stroke),l.border.stroke=bl(l.border.stroke);let i=l.values;l.values=Gl(i)&&!Gl(i[0])?bl(i):n?Gl(i)?De(Xl,ze(i,Zl)):Ll(i)?function(l,e){let t=ne(e);return(e,n)=>n.map((e=>t(l(e))))}(Xl,i):i||le:i||Be,l.filter=bl(l.filter||(3>t.distr||10!=t.log?3==t.distr&&2==t.log?tt:kl:et)),l.font=Qt(l.font),l.labelFont=Qt(l.labelFont),l._size=l.size(k,null,e,0),l._space=l._rotate=l._incrs=l._found=l._splits=l._values=null,l._size>0&&(Ct[e]=!0,l._el=D("u-axis",X))}})),_?_ instanceof HTMLElement?(_.appendChild(R),Li()):_(k,Li):Li(),k}en.assign=Bl,en.fmtNum=tl,en.rangeNum=Z,en.rangeLog=B,en.rangeAsinh=$,en.orient=pt,en.pxRatio=y,en.join=function(l,e){if(function(l){let e=l[0][0],t=e.length;for(let n=1;l.length>n;n++){let i=l[n][0];if(i.length!=t)return!1;if(i!=e)for(let l=0;t>l;l++)if(i[l]!=e[l])return!1}return!0}(l)){let e=l[0].slice();for(let t=1;l.length>t;t++)e.push(...l[t].slice(1));return function(l,e=100){const t=l.length;if(1>=t)return!0;let n=0,i=t-1;for(;i>=n&&null==l[n];)n++;for(;i>=n&&null==l[i];)i--;if(n>=i)return!0;const o=fl(1,sl((i-n+1)/e));for(let e=l[n],t=n+o;i>=t;t+=o){const n=l[t];if(null!=n){if(e>=n)return!1;e=n}}return!0}(e[0])||(e=function(l){let e=l[0],t=e.length,n=Array(t);for(let l=0;n.length>l;l++)n[l]=l;n.sort(((l,t)=>e[l]-e[t]));let i=[];for(let e=0;l.length>e;e++){let o=l[e],s=Array(t);for(let l=0;t>l;l++)s[l]=o[n[l]];i.push(s)}return i}(e)),e}let t=new Set;for(let e=0;l.length>e;e++){let n=l[e][0],i=n.length;for(let l=0;i>l;l++)t.add(n[l])}let n=[Array.from(t).sort(((l,e)=>l-e))],i=n[0].length,o=new Map;for(let l=0;i>l;l++)o.set(n[0][l],l);for(let t=0;l.length>t;t++){let s=l[t],r=s[0];for(let l=1;s.length>l;l++){let u=s[l],a=Array(i).fill(void 0),f=e?e[t][l]:1,c=[];for(let l=0;u.length>l;l++){let e=u[l],t=o.get(r[l]);null===e?0!=f&&(a[t]=e,2==f&&c.push(t)):a[t]=e}$l(a,c,i),n.push(a)}}return n},en.fmtDate=ne,en.tzDate=function(l,e){let t;return"UTC"==e||"Etc/UTC"==e?t=new Date(+l+6e4*l.getTimezoneOffset()):e==ie?t=l:(t=new Date(l.toLocaleString("en-US",{timeZone:e})),t.setMilliseconds(l.getMilliseconds())),t},en.sync=dt;{en.addGap=function(l,e,t){let n=l[l.length-1];n&&n[0]==e?n[1]=t:l.push([e,t])},en.clipGaps=wt;let l=en.paths={points:Wt};l.linear=Ft,l.stepped=function(l){const e=Q(l.align,1),t=Q(l.ascDesc,!1),n=Q(l.alignGaps,0),i=Q(l.extend,!1);return(l,o,s,r)=>pt(l,o,((u,a,f,c,h,d,p,m,g,x,w)=>{[s,r]=U(f,s,r);let _=u.pxRound,{left:b,width:v}=l.bbox,k=l=>_(d(l,c,x,m)),M=l=>_(p(l,h,w,g)),S=0==c.ori?Mt:St;const T={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},E=T.stroke,z=c.dir*(0==c.ori?1:-1);let D=M(f[1==z?s:r]),P=k(a[1==z?s:r]),A=P,W=P;i&&-1==e&&(W=b,S(E,W,D)),S(E,P,D);for(let l=1==z?s:r;l>=s&&r>=l;l+=z){let t=f[l];if(null==t)continue;let n=k(a[l]),i=M(t);1==e?S(E,n,D):S(E,A,i),S(E,n,i),D=i,A=n}let Y=A;i&&1==e&&(Y=b+v,S(E,Y,D));let[C,H]=mt(l,o);if(null!=u.fill||0!=C){let e=T.fill=new Path2D(E),t=M(u.fillTo(l,o,u.min,u.max,C));S(e,Y,t),S(e,W,t)}if(!u.spanGaps){let i=[];i.push(..._t(a,f,s,r,z,k,n));let h=u.width*y/2,d=t||1==e?h:-h,p=t||-1==e?-h:h;i.forEach((l=>{l[0]+=d,l[1]+=p})),T.gaps=i=u.gaps(l,o,s,r,i),T.clip=wt(i,c.ori,m,g,x,w)}return 0!=H&&(T.band=2==H?[xt(l,o,s,r,E,-1),xt(l,o,s,r,E,1)]:xt(l,o,s,r,E,H)),T}))},l.bars=function(l){const e=Q((l=l||Hl).size,[.6,gl,1]),t=l.align||0,n=l.gap||0;let i=l.radius;i=null==i?[0,0]:"number"==typeof i?[i,0]:i;const o=bl(i),s=1-e[0],r=Q(e[1],gl),u=Q(e[2],1),a=Q(l.disp,Hl),f=Q(l.each,(()=>{})),{fill:c,stroke:h}=a;return(l,e,i,d)=>pt(l,e,((p,m,g,x,w,_,b,v,k,M,S)=>{let T,E,z=p.pxRound,D=t,P=n*y,A=r*y,W=u*y;0==x.ori?[T,E]=o(l,e):[E,T]=o(l,e);const Y=x.dir*(0==x.ori?1:-1);let C,H,F,R=0==x.ori?Tt:Et,G=0==x.ori?f:(l,e,t,n,i,o,s)=>{f(l,e,t,i,n,s,o)},I=Q(l.bands,Fl).find((l=>l.series[0]==e)),L=p.fillTo(l,e,p.min,p.max,null!=I?I.dir:0),O=z(b(L,w,S,k)),N=M,j=z(p.width*y),U=!1,V=null,B=null,$=null,J=null;null==c||0!=j&&null==h||(U=!0,V=c.values(l,e,i,d),B=new Map,new Set(V).forEach((l=>{null!=l&&B.set(l,new Path2D)})),j>0&&($=h.values(l,e,i,d),J=new Map,new Set($).forEach((l=>{null!=l&&J.set(l,new Path2D)}))));let{x0:q,size:K}=a;if(null!=q&&null!=K){D=1,m=q.values(l,e,i,d),2==q.unit&&(m=m.map((e=>l.posToVal(v+e*M,x.key,!0))));let t=K.values(l,e,i,d);H=2==K.unit?t[0]*M:_(t[0],x,M,v)-_(0,x,M,v),N=Rt(m,g,_,x,M,v,N),F=N-H+P}else N=Rt(m,g,_,x,M,v,N),F=N*s+P,H=N-F;1>F&&(F=0),H/2>j||(j=0),5>F&&(z=vl);let X=F>0;H=z(wl(N-F-(X?j:0),W,A)),C=(0==D?H/2:D==Y?0:H)-D*Y*((0==D?P/2:0)+(X?j/2:0));const Z={stroke:null,fill:null,clip:null,band:null,gaps:null,flags:0},ll=U?null:new Path2D;let el=null;if(null!=I)el=l.data[I.series[1]];else{let{y0:t,y1:n}=a;null!=t&&null!=n&&(g=n.values(l,e,i,d),el=t.values(l,e,i,d))}let tl=T*H,nl=E*H;for(let t=1==Y?i:d;t>=i&&d>=t;t+=Y){let n=g[t];if(null==n)continue;if(null!=el){let l=el[t]??0;if(n-l==0)continue;O=b(l,w,S,k)}let i=_(2!=x.distr||null!=a?m[t]:t,x,M,v),o=b(Q(n,L),w,S,k),s=z(i-C),r=z(fl(o,O)),u=z(al(o,O)),f=r-u;if(null!=n){let i=0>n?nl:tl,o=0>n?tl:nl;U?(j>0&&null!=$[t]&&R(J.get($[t]),s,u+sl(j/2),H,fl(0,f-j),i,o),null!=V[t]&&R(B.get(V[t]),s,u+sl(j/2),H,fl(0,f-j),i,o)):R(ll,s,u+sl(j/2),H,fl(0,f-j),i,o),G(l,e,t,s-j/2,u,H+j,f)}}return j>0?Z.stroke=U?J:ll:U||(Z._fill=0==p.width?p._fill:p._stroke??p._fill,Z.width=0),Z.fill=U?B:ll,Z}))},l.spline=function(l){return function(l,e){const t=Q(e?.alignGaps,0);return(e,n,i,o)=>pt(e,n,((s,r,u,a,f,c,h,d,p,m,g)=>{[i,o]=U(u,i,o);let x,w,_,b=s.pxRound,v=l=>b(c(l,a,m,d)),k=l=>b(h(l,f,g,p));0==a.ori?(x=kt,_=Mt,w=Pt):(x=yt,_=St,w=At);const y=a.dir*(0==a.ori?1:-1);let M=v(r[1==y?i:o]),S=M,T=[],E=[];for(let l=1==y?i:o;l>=i&&o>=l;l+=y)if(null!=u[l]){let e=v(r[l]);T.push(S=e),E.push(k(u[l]))}const z={stroke:l(T,E,x,_,w,b),fill:null,clip:null,band:null,gaps:null,flags:1},D=z.stroke;let[P,A]=mt(e,n);if(null!=s.fill||0!=P){let l=z.fill=new Path2D(D),t=k(s.fillTo(e,n,s.min,s.max,P));_(l,S,t),_(l,M,t)}if(!s.spanGaps){let l=[];l.push(..._t(r,u,i,o,y,v,t)),z.gaps=l=s.gaps(e,n,i,o,l),z.clip=wt(l,a.ori,d,p,m,g)}return 0!=A&&(z.band=2==A?[xt(e,n,i,o,D,-1),xt(e,n,i,o,D,1)]:xt(e,n,i,o,D,A)),z}))}(Gt,l)}}return en}();\n';
 
@@ -45340,7 +45995,7 @@ function mainSteps(entries, key, percentile2) {
     if (!c3 || e.kind !== "promotion" && e.kind !== "rollback") continue;
     const base = { time: time3(e.time), sha: c3.sha, previous: c3.previous ?? null, pullRequest: c3.pull_request ?? null };
     if (e.kind === "rollback") {
-      const undone = steps.findLast((s2) => s2.kind === "promotion" && s2.sha === c3.previous);
+      const undone = steps.findLast((s3) => s3.kind === "promotion" && s3.sha === c3.previous);
       steps.push({
         kind: "rollback",
         ...base,
@@ -45365,9 +46020,9 @@ function driftPoints(h2, key, percentile2) {
     const d = e.drift;
     if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
     const t = time3(e.time);
-    const made = steps.findLastIndex((s2) => s2.sha === d.ancestor_sha && s2.time <= t);
+    const made = steps.findLastIndex((s3) => s3.sha === d.ancestor_sha && s3.time <= t);
     const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
-    const between = made >= 0 ? steps.slice(made + 1).filter((s2) => s2.time <= t) : from === null ? [] : steps.filter((s2) => s2.time > from && s2.time <= t);
+    const between = made >= 0 ? steps.slice(made + 1).filter((s3) => s3.time <= t) : from === null ? [] : steps.filter((s3) => s3.time > from && s3.time <= t);
     return [
       {
         time: t,
@@ -45376,7 +46031,7 @@ function driftPoints(h2, key, percentile2) {
         ancestorSince: from,
         percent: percentOf(d.estimate_ms, d.ancestor_ms),
         ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
-        stepsPercent: between.reduce((sum3, s2) => sum3 + s2.percent, 0),
+        stepsPercent: between.reduce((sum4, s3) => sum4 + s3.percent, 0),
         steps: between
       }
     ];
@@ -45389,9 +46044,9 @@ function mainChange(h2, key, percentile2, now, o2 = {}) {
   const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
   const drift = tooWide ? null : latest;
   const from = drift?.time ?? start;
-  const steps = mainSteps(h2.entries, key, percentile2).filter((s2) => s2.time > from && s2.time <= now);
+  const steps = mainSteps(h2.entries, key, percentile2).filter((s3) => s3.time > from && s3.time <= now);
   return {
-    percent: (drift?.percent ?? 0) + steps.reduce((sum3, s2) => sum3 + s2.percent, 0),
+    percent: (drift?.percent ?? 0) + steps.reduce((sum4, s3) => sum4 + s3.percent, 0),
     drift,
     setAside: tooWide ? latest : null,
     steps,
@@ -45402,7 +46057,7 @@ function changePoints(steps, key, percentile2) {
   const out = [];
   let run = [];
   const close = () => {
-    const sumMs = run.reduce((sum3, s2) => sum3 + s2.ms, 0);
+    const sumMs = run.reduce((sum4, s3) => sum4 + s3.ms, 0);
     const thresholdMs = run.at(-1)?.gate?.comparison.threshold_ms ?? Number.POSITIVE_INFINITY;
     if (run.length >= 2 && sumMs >= thresholdMs) {
       out.push({
@@ -45410,15 +46065,15 @@ function changePoints(steps, key, percentile2) {
         percentile: percentile2,
         steps: run,
         sumMs,
-        sumPercent: run.reduce((sum3, s2) => sum3 + s2.percent, 0),
+        sumPercent: run.reduce((sum4, s3) => sum4 + s3.percent, 0),
         thresholdMs
       });
     }
     run = [];
   };
-  for (const s2 of steps) {
-    const c3 = s2.gate?.comparison;
-    if (s2.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run.push(s2);
+  for (const s3 of steps) {
+    const c3 = s3.gate?.comparison;
+    if (s3.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run.push(s3);
     else close();
   }
   close();
@@ -45442,7 +46097,7 @@ function driftLine(d) {
   return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
 }
 function changePointLine(c3) {
-  const prs = c3.steps.map((s2) => s2.pullRequest ? `#${s2.pullRequest}` : short(s2.sha).replace(/`/g, "")).join(", ");
+  const prs = c3.steps.map((s3) => s3.pullRequest ? `#${s3.pullRequest}` : short(s3.sha).replace(/`/g, "")).join(", ");
   return `change point on ${c3.key} at ${percentLabel(c3.percentile)}: ${c3.steps.length} advisory reds in a row (${prs}, ${day(c3.steps[0].time)} to ${day(c3.steps.at(-1).time)}) add up to ${signedMs(c3.sumMs)} ms (${pct(c3.sumPercent)}), past the block threshold of ${ms2(c3.thresholdMs)} ms that none crossed alone`;
 }
 function driftReport(points, changes, skipped) {
@@ -45471,7 +46126,7 @@ var history_page_client_default = '// The history page\'s script, inlined into t
 var sec = (t) => t / 1e3;
 var pct2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
 var day2 = (t) => new Date(t).toISOString().slice(0, 16).replace("T", " ");
-var who = (s2) => s2.pullRequest ? `#${s2.pullRequest} (${s2.sha.slice(0, 7)})` : s2.sha.slice(0, 7);
+var who = (s3) => s3.pullRequest ? `#${s3.pullRequest} (${s3.sha.slice(0, 7)})` : s3.sha.slice(0, 7);
 function axis(events) {
   const sorted = [...events].sort((a2, b) => a2.time - b.time);
   const x = [];
@@ -45487,7 +46142,7 @@ function axis(events) {
 var column = (n2) => new Array(n2).fill(null);
 function levelChart(steps, drifts) {
   const { x, at } = axis([
-    ...steps.map((s2) => ({ time: s2.time, event: { kind: "step", s: s2 } })),
+    ...steps.map((s3) => ({ time: s3.time, event: { kind: "step", s: s3 } })),
     ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
   ]);
   const cols = {
@@ -45498,15 +46153,15 @@ function levelChart(steps, drifts) {
     driftHigh: column(x.length)
   };
   const labels = new Array(x.length).fill("");
-  const summedAt = (t) => steps.filter((s2) => s2.time <= t).reduce((sum3, s2) => sum3 + s2.percent, 0);
+  const summedAt = (t) => steps.filter((s3) => s3.time <= t).reduce((sum4, s3) => sum4 + s3.percent, 0);
   for (const { index, event } of at) {
     if (event.kind === "step") {
-      const s2 = event.s;
-      const level = summedAt(s2.time);
+      const s3 = event.s;
+      const level = summedAt(s3.time);
       cols.summed[index] = level;
       cols.promoted[index] = level;
-      const gate2 = s2.gate ? `${s2.gate.comparison.verdict} ${signedMs(s2.gate.comparison.estimate_ms)} ms (${pct2(s2.percent)})` : "no gate on this host";
-      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; summed ${pct2(level)}`;
+      const gate2 = s3.gate ? `${s3.gate.comparison.verdict} ${signedMs(s3.gate.comparison.estimate_ms)} ms (${pct2(s3.percent)})` : "no gate on this host";
+      labels[index] = `${day2(s3.time)} ${s3.kind === "rollback" ? "rollback to" : "promoted"} ${who(s3)}: ${s3.kind === "rollback" ? `undoes ${pct2(-s3.percent)}` : gate2}; summed ${pct2(level)}`;
       continue;
     }
     const d = event.d;
@@ -45537,7 +46192,7 @@ function gatesChart(h2, key, percentile2, steps) {
   const labels = new Array(x.length).fill("");
   const mergedRuns = new Set(
     steps.flatMap(
-      (s2) => s2.kind === "promotion" && s2.gate?.comparison.verdict === "red" ? [s2.gate.record.runs[0]] : []
+      (s3) => s3.kind === "promotion" && s3.gate?.comparison.verdict === "red" ? [s3.gate.record.runs[0]] : []
     )
   );
   let floor = null;
@@ -45568,7 +46223,7 @@ function gatesChart(h2, key, percentile2, steps) {
 function budgetChart(h2, key, percentile2, steps, drifts) {
   const gateTimes = h2.entries.filter((e) => e.gate?.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key)).map((e) => Date.parse(e.time));
   const times = [
-    .../* @__PURE__ */ new Set([...steps.map((s2) => s2.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
+    .../* @__PURE__ */ new Set([...steps.map((s3) => s3.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
   ];
   const { x, at } = axis(times.map((time4) => ({ time: time4, event: time4 })));
   const main2 = column(x.length);
@@ -45598,7 +46253,7 @@ function keySeries(h2, key, percentile2) {
 }
 
 // src/report/history-page.ts
-var escapeHtml = (s2) => s2.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
+var escapeHtml = (s3) => s3.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
 var scriptJson = (v) => JSON.stringify(v).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
 var pct3 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
 var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
@@ -45683,17 +46338,17 @@ function historyPage(h2, o2) {
   const count5 = (kind) => h2.entries.filter((e) => e.kind === kind).length;
   const changes = historyChangePoints(h2);
   const sections = keys.map(({ key, percentile: percentile2 }) => {
-    const s2 = keySeries(h2, key, percentile2);
+    const s3 = keySeries(h2, key, percentile2);
     const main2 = mainChange(h2, key, percentile2, now);
-    const limit = s2.budget.limitPercent;
+    const limit = s3.budget.limitPercent;
     const state = limit === null ? "no budget set (budget.percent_per_30_days)" : main2.percent > limit ? `<span class="budget-past">past its budget of ${limit}%</span>` : `within its budget of ${limit}%`;
     const promotions = mainSteps(h2.entries, key, percentile2).filter((x) => x.kind === "promotion").length;
-    return `<section class="key" id="key-${s2.id}">
+    return `<section class="key" id="key-${s3.id}">
 <h2>${escapeHtml(key.replace("@", " @ "))} req/s, p${percentile2}</h2>
-<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main2.percent}">${pct3(main2.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s2.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
-<div class="chart" id="level-${s2.id}" data-key="${s2.id}"></div>
-<div class="chart" id="gates-${s2.id}" data-key="${s2.id}"></div>
-<div class="chart" id="budget-${s2.id}" data-key="${s2.id}"></div>
+<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main2.percent}">${pct3(main2.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s3.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
+<div class="chart" id="level-${s3.id}" data-key="${s3.id}"></div>
+<div class="chart" id="gates-${s3.id}" data-key="${s3.id}"></div>
+<div class="chart" id="budget-${s3.id}" data-key="${s3.id}"></div>
 <h3>Drift runs</h3>${driftTable(h2, key, percentile2)}
 <details><summary>Every gate (${escapeHtml(key)}, p${percentile2})</summary>${gatesTable(h2, key, percentile2, repo)}</details>
 </section>`;
@@ -45722,311 +46377,73 @@ ${sections.join("\n")}
 }
 
 // src/cli/host-flags.ts
-import { existsSync, readFileSync as readFileSync4 } from "node:fs";
+import { existsSync, readFileSync as readFileSync5 } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 
-// src/config/gate-config.ts
-var import_yaml = __toESM(require_dist2(), 1);
-
-// src/config/dependencies.ts
-var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
-function servicePortNames(s2) {
-  return [...s2.ports ?? [], ...(s2.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
-}
-function usesMainPort(arg) {
-  return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
-}
-function dependencyIssues(s2, vars) {
-  const issues = [];
-  if (s2.port_env !== void 0) {
-    const problem = portEnvError(s2.port_env);
-    if (problem) issues.push({ path: ["port_env"], message: problem });
-  }
-  const owner = new Map((s2.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
-  const claim2 = (path6, field, name2) => {
-    const prev = owner.get(name2);
-    if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
-    else owner.set(name2, field);
-  };
-  (s2.dependencies ?? []).forEach((d, i2) => {
-    claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
-    (d.ports ?? []).forEach((p, j) => {
-      claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
-    });
-  });
-  if (issues.length > 0) return issues;
-  const depVars = vars.filter((v) => v !== "PORT");
-  const checkArgv = (path6, argv) => argv.forEach((arg, i2) => {
-    const problem = serviceArgError(arg, depVars);
-    if (problem) issues.push({ path: [...path6, i2], message: problem });
-    else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
-  });
-  (s2.dependencies ?? []).forEach((d, i2) => {
-    const at = ["dependencies", i2];
-    if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
-    checkArgv([...at, "command"], d.command);
-    for (const [k, v] of Object.entries(d.env ?? {})) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) issues.push({ path: [...at, "env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-      else if (k !== "PORT" && hostSetsEnv(k)) issues.push({ path: [...at, "env", k], message: "set by the host (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
-      else if (serviceArgError(v, depVars)) issues.push({ path: [...at, "env", k], message: serviceArgError(v, depVars) });
-      else if (usesMainPort(v)) issues.push({ path: [...at, "env", k], message: `$PORT is the service's port, not a dependency's: use its own $${portVariable(d.name)}` });
+// src/host/targets.ts
+var MAX_POOL_HOSTS = 32;
+var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+function parseHostList(text, defaultPort, field) {
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  if (entries.length > MAX_POOL_HOSTS)
+    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
+  const out = [];
+  for (const entry of entries) {
+    const a2 = parseEntry(entry, defaultPort);
+    if (!a2) {
+      throw new Error(
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
+      );
     }
-    const own2 = [d.name, ...d.ports ?? []].map(portVariable);
-    const { tcp, command } = d.ready;
-    if (tcp !== void 0 && command !== void 0) issues.push({ path: [...at, "ready"], message: "one of tcp or command, not both" });
-    else if (tcp !== void 0 && !own2.includes(tcp)) issues.push({ path: [...at, "ready", "tcp"], message: `${JSON.stringify(tcp)} is not a port of this dependency: name one of ${own2.join(", ")} (the variable, as command names it)` });
-    else if (command !== void 0) {
-      if (command.length === 0 || command[0] === "") issues.push({ path: [...at, "ready", "command"], message: "the program to run, such as /usr/bin/redis-cli" });
-      checkArgv([...at, "ready", "command"], command);
-    } else if (tcp === void 0) issues.push({ path: [...at, "ready"], message: `required: {tcp: ${own2[0]}} (a TCP connect to it succeeds) or {command: [...]} (exits 0)` });
-  });
-  return issues;
-}
-
-// src/config/proto-files.ts
-function insideBuild(p) {
-  if (p === "" || p.startsWith("/") || p.includes("\0")) return false;
-  let depth = 0;
-  for (const part of p.split("/")) {
-    if (part === "..") depth--;
-    else if (part !== "." && part !== "") depth++;
-    if (depth < 0) return false;
+    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
+      throw new Error(`${field}: ${a2.name} is listed twice`);
+    out.push(a2);
   }
-  return true;
+  return out;
 }
-var insideMessage = (p) => `must be a relative path inside the build (each arm's release), got ${JSON.stringify(p)}`;
-function protoFileIssues(w) {
-  const files = w.proto_files ?? [];
-  if (w.proto_import_paths && files.length === 0) return [{ path: ["proto_import_paths"], message: "only with proto_files, which it finds them in" }];
-  if (files.length === 0) return [];
-  if (w.protocol !== "grpc") return [{ path: ["proto_files"], message: `only a grpc workload describes its methods (protocol is ${JSON.stringify(w.protocol)})` }];
-  if (w.proto_descriptor_set !== void 0) return [{ path: ["proto_files"], message: "give proto_files or proto_descriptor_set, not both" }];
-  const issues = [];
-  files.forEach((f, i2) => {
-    if (!insideBuild(f)) issues.push({ path: ["proto_files", i2], message: insideMessage(f) });
-    else if (!f.endsWith(".proto")) issues.push({ path: ["proto_files", i2], message: `must name a .proto file, got ${JSON.stringify(f)}` });
-  });
-  (w.proto_import_paths ?? []).forEach((d, i2) => {
-    if (!insideBuild(d)) issues.push({ path: ["proto_import_paths", i2], message: insideMessage(d) });
-  });
-  return issues;
+function parseEntry(given, defaultPort) {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : void 0;
+  if (user !== void 0 && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
+  const port = portText === void 0 ? defaultPort : Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const v6 = host.includes(":");
+  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
+  const shown = v6 ? `[${host}]` : host;
+  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
 }
-
-// src/config/gate-config.ts
-var plan = planSchema.shape;
-var { body_file: _, ...requestFields } = requestSchema.shape;
-var request = external_exports.strictObject(requestFields);
-var rates = external_exports.union([
-  external_exports.array(rate).min(1),
-  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
-], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
-var workload = external_exports.strictObject({
-  name,
-  rates,
-  connections: plan.connections.unwrap().optional(),
-  timeout_ms: plan.timeout_ms.unwrap().optional(),
-  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (docs/design/0015-grpc-and-h2c.md). */
-  protocol: plan.protocol,
-  /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
-  proto_descriptor_set: plan.proto_descriptor_set,
-  /** grpc: .proto files in the build, each relative to one of proto_import_paths (default: the build's root), compiled on the host. */
-  proto_files: plan.proto_files,
-  proto_import_paths: plan.proto_import_paths,
-  requests: external_exports.array(request).min(1)
-}).superRefine((w, ctx) => {
-  w.requests.forEach((r, i2) => {
-    const first = w.requests.findIndex((x) => x.name !== void 0 && x.name === r.name);
-    if (first !== i2 && r.name !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "name"], message: `"${r.name}" names requests.${first} too: each request class needs a name of its own` });
-    if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {\u2026} }" });
-    if (w.protocol === "grpc" && r.path !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "a gRPC call has no path; name it in grpc.method" });
-    if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
-    if (w.protocol !== "grpc" && r.path === void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "required (a path starting with /)" });
-  });
-  if (w.proto_descriptor_set !== void 0 && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
-  for (const issue2 of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue2 });
-  for (const r of resolvedRates(w)) {
-    const checked = rate.safeParse(r);
-    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
-  }
-});
-var service = external_exports.strictObject(serviceSchema.shape).superRefine((s2, ctx) => {
-  const vars = serviceVariables(servicePortNames(s2));
-  const clashes = dependencyIssues(s2, vars);
-  for (const issue2 of clashes) ctx.addIssue({ code: "custom", ...issue2 });
-  if (clashes.length > 0) return;
-  for (const field of ["command", "setup"]) {
-    (s2[field] ?? []).forEach((arg, i2) => {
-      const problem = serviceArgError(arg, vars);
-      if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
-    });
-  }
-  if (s2.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
-  s2.ports?.forEach((p, i2) => {
-    if (s2.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
-  });
-  for (const [k, v] of Object.entries(s2.env ?? {})) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s2.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s2.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
-    else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
-  }
-});
-var PROFILE_MODES = ["on-red", "always", "never"];
-var MAX_EXTENSIONS = 5;
-var configSchema = external_exports.strictObject({
-  service,
-  workloads: external_exports.array(workload).min(1),
-  slo: external_exports.strictObject({
-    percentile: percentile.default(99),
-    budget_ms: external_exports.number().positive()
-  }),
-  block_threshold_percent: external_exports.number().nonnegative().default(1),
-  /**
-   * What a pull request is measured against: the host's champion (main's HEAD as last
-   * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
-   */
-  comparison_base: external_exports.enum(COMPARISON_BASES).default("champion"),
-  // Left out, slices are sized per rate (sliceDesign below); the order counterbalances the arms.
-  slices: external_exports.strictObject({
-    seconds: plan.slice_seconds.optional(),
-    // Stricter than the wire's 1: a verdict's interval needs at least two pairs.
-    pairs: plan.pairs.min(2).optional(),
-    order: plan.order.unwrap().default("abba"),
-    /**
-     * Further runs of the same size a gate measures by itself while its interval is unclear
-     * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
-     */
-    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2),
-    /**
-     * The unrecorded start of every slice, in ms (the plan's slice_warmup_ms): the requests sent
-     * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
-     */
-    discard_ms: plan.slice_warmup_ms.unwrap().optional()
-  }).refine((s2) => s2.seconds === void 0 || s2.discard_ms === void 0 || s2.discard_ms < s2.seconds * 1e3, {
-    path: ["discard_ms"],
-    message: "must be shorter than the slice (slices.seconds)"
-  }).default({ order: "abba", max_extensions: 2 }),
-  // The gate warms up for 10 s unless told otherwise; the wire's default is none.
-  warmup_seconds: plan.warmup_seconds.unwrap().default(10),
-  /** Gates on what the builds cost, from the host's per-slice accounting. */
-  resources: external_exports.strictObject({
-    /** Block when CPU per request regresses past this percent over the whole interval. */
-    block_cpu_percent: external_exports.number().positive().max(1e3).optional()
-  }).optional(),
-  /**
-   * The monthly regression budget (docs/design/0024-regression-budget.md): a red that would take
-   * main's change over the trailing 30 days past this percent of its level blocks. Off unless set.
-   */
-  budget: external_exports.strictObject({
-    percent_per_30_days: external_exports.number().gt(0).max(100)
-  }).optional(),
-  /**
-   * Sample both arms' CPU stacks during every run and list the functions whose CPU per request
-   * moved (docs/design/0021-profiles.md): on a red verdict (on-red), on every verdict (always),
-   * or never (no sampling at all).
-   */
-  profile: external_exports.enum(PROFILE_MODES).default("on-red"),
-  promotion: external_exports.strictObject({
-    /** Pairs of the short A/A run that verifies a new champion (first workload, first rate); a check, so at most 100. */
-    verify_pairs: plan.pairs.min(2).max(100).default(4)
-  }).default({ verify_pairs: 4 })
-});
-var ConfigError = class extends Error {
-  name = "ConfigError";
-};
-function parseConfig(text, source) {
-  const lines = new import_yaml.LineCounter();
-  const doc = (0, import_yaml.parseDocument)(text, { lineCounter: lines, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const at = lines.linePos(e.pos[0]);
-    throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
-  }
-  const parsed = configSchema.safeParse(doc.toJS());
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.slice(0, 5).map((issue2) => {
-    const path6 = issue2.path.map(String);
-    if (issue2.code === "unrecognized_keys") {
-      return issue2.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");
-    }
-    return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue2.message}`;
-  });
-  throw new ConfigError(problems.join("\n"));
+function splitPort(entry) {
+  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
+  return m ? [m[1], m[2]] : [entry, void 0];
 }
-function lineOf(doc, lines, path6, keyNode) {
-  for (let n2 = path6.length; n2 > 0; n2--) {
-    const prefix = path6.slice(0, n2).map((p) => /^\d+$/.test(p) ? Number(p) : p);
-    if (keyNode && n2 === path6.length) {
-      const parent = doc.getIn(prefix.slice(0, -1), true);
-      if ((0, import_yaml.isMap)(parent)) {
-        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
-        const range = pair?.key?.range;
-        if (range) return lines.linePos(range[0]).line;
-      }
-      continue;
-    }
-    const node2 = doc.getIn(prefix, true);
-    if (node2?.range) return lines.linePos(node2.range[0]).line;
-  }
-  return 1;
+function knownHostsPattern(a2) {
+  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
 }
-function configFor(config2, workload2, rate2) {
-  const w = config2.workloads.find((x) => x.name === workload2);
-  if (!w) throw new Error(`no workload ${workload2} in the config`);
-  return { ...config2, workloads: [{ ...w, rates: [rate2] }] };
-}
-function resolvedRates(w) {
-  const r = w.rates;
-  return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
-}
-var GATE_MEASURED_SECONDS = 90;
-var MIN_DEFAULT_SLICE_SECONDS = 0.5;
-var MAX_DEFAULT_SLICE_SECONDS = 9;
-var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
-function sliceDesign(config2, rate2) {
-  const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
-  const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
-  const pairs2 = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
-  return { seconds, pairs: pairs2 };
-}
-function planRuns(config2, builds, seed) {
-  const runs2 = [];
-  for (const w of config2.workloads) {
-    for (const rate2 of resolvedRates(w)) {
-      const design = sliceDesign(config2, rate2);
-      runs2.push({
-        index: runs2.length,
-        workload: w.name,
-        rate: rate2,
-        request: {
-          ...builds.challengerSha ? { challenger_sha: builds.challengerSha } : {},
-          ...builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {},
-          ...builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {},
-          service: config2.service,
-          ...config2.profile !== "never" ? { profile: true } : {},
-          loadgen: {
-            workload: w.name,
-            rate: rate2,
-            slice_seconds: design.seconds,
-            pairs: design.pairs,
-            order: config2.slices.order,
-            ...config2.slices.discard_ms !== void 0 ? { slice_warmup_ms: config2.slices.discard_ms } : {},
-            seed,
-            warmup_seconds: config2.warmup_seconds,
-            ...w.connections ? { connections: w.connections } : {},
-            ...w.timeout_ms ? { timeout_ms: w.timeout_ms } : {},
-            ...w.protocol !== "http1" ? { protocol: w.protocol } : {},
-            ...w.proto_descriptor_set ? { proto_descriptor_set: w.proto_descriptor_set } : {},
-            ...w.proto_files ? { proto_files: w.proto_files } : {},
-            ...w.proto_import_paths ? { proto_import_paths: w.proto_import_paths } : {},
-            requests: w.requests.map(({ method, ...r }) => r.grpc ? r : { method, ...r })
-          }
-        }
-      });
+function checkKnownHosts(text, hosts, field) {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  if (lines.some((l) => l.startsWith("|"))) return;
+  const patterns = lines.flatMap(
+    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
+  );
+  for (const h2 of hosts) {
+    const wanted = knownHostsPattern(h2);
+    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
+      throw new Error(
+        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
+      );
     }
   }
-  return runs2;
+}
+function globMatches(pattern, name2) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`, "i").test(name2);
 }
 
 // src/cli/host-flags.ts
@@ -46041,60 +46458,73 @@ var HOST_OPTIONS = {
   "loadgen-cpus": { type: "string" },
   "arm-cpus": { type: "string" },
   cgroup: { type: "string" },
-  host: { type: "string" },
+  host: { type: "string", multiple: true },
   port: { type: "string", default: "22" },
   user: { type: "string", default: "perf-gate-ci" },
   key: { type: "string" },
   "known-hosts": { type: "string" }
 };
 function hostTarget(v, usage2) {
-  if (typeof v.host === "string") {
+  if (Array.isArray(v.host)) {
     if (!v.key || !v["known-hosts"])
-      throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", usage2);
-    return {
-      host: v.host,
-      port: Number(v.port),
-      user: String(v.user),
-      privateKey: readText(String(v.key), "--key", usage2),
-      knownHosts: readText(String(v["known-hosts"]), "--known-hosts", usage2)
-    };
+      throw new UsageError(
+        "--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)",
+        usage2
+      );
+    const port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, usage2);
+    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts", usage2);
+    try {
+      const hosts = parseHostList(v.host.join(","), port, "--host");
+      checkKnownHosts(knownHosts, hosts, "--known-hosts");
+      return {
+        hosts,
+        login: { user: String(v.user), privateKey: readText(String(v.key), "--key", usage2), knownHosts }
+      };
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message, usage2);
+    }
   }
   const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
   const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list))
+    const list2 = v[flag];
+    if (typeof list2 !== "string") return [];
+    if (!isCpuList(list2))
       throw new UsageError(
-        `--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`,
+        `--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`,
         usage2
       );
-    return [`--${flag}`, list];
+    return [`--${flag}`, list2];
   });
   return {
-    perfHost,
-    flags: [
-      "--root",
-      resolve(String(v.root)),
-      "--service-user",
-      userInfo().username,
-      "--champion-port",
-      String(v["champion-port"]),
-      "--challenger-port",
-      String(v["challenger-port"]),
-      "--max-foreign-cores",
-      nonNegative(v, "max-foreign-cores", usage2),
-      "--settle-seconds",
-      nonNegative(v, "settle-seconds", usage2),
-      "--lock-wait",
-      "1s",
-      "--min-free-disk",
-      String(256 << 20),
-      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-      // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake",
-      ...placement,
-      ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
-    ]
+    local: {
+      perfHost,
+      flags: [
+        "--root",
+        resolve(String(v.root)),
+        "--service-user",
+        userInfo().username,
+        "--champion-port",
+        String(v["champion-port"]),
+        "--challenger-port",
+        String(v["challenger-port"]),
+        "--max-foreign-cores",
+        nonNegative(v, "max-foreign-cores", usage2),
+        "--settle-seconds",
+        nonNegative(v, "settle-seconds", usage2),
+        "--lock-wait",
+        "1s",
+        "--min-free-disk",
+        String(256 << 20),
+        // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
+        // enough here to drop most pairs of a short run (benchmark-host/README.md).
+        "--hold-cpus-awake",
+        ...placement,
+        ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
+      ]
+    }
   };
 }
 function nonNegative(v, flag, usage2) {
@@ -46104,8 +46534,8 @@ function nonNegative(v, flag, usage2) {
   return text;
 }
 var MAX_CPU = 1023;
-function isCpuList(list) {
-  return list.split(",").every((part) => {
+function isCpuList(list2) {
+  return list2.split(",").every((part) => {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part);
     if (!m) return false;
     const lo = Number(m[1]);
@@ -46121,7 +46551,7 @@ function defaultPerfHost() {
 }
 function readText(path6, flag, usage2) {
   try {
-    return readFileSync4(path6, "utf8");
+    return readFileSync5(path6, "utf8");
   } catch (e) {
     if (flag === "--config")
       throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
@@ -46166,7 +46596,7 @@ async function historyCommand(argv, say) {
   if (v.from && (v.host || v.local)) throw new UsageError("--from reads a file; it takes no host flags", historyUsage);
   if (v.repository !== void 0 && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(v.repository))
     throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
-  const { history, document, source } = v.from ? { ...fromFile(v.from), source: v.from } : await fromHost(hostTarget(v, historyUsage), v.host ?? "the local host");
+  const { history, document, source } = v.from ? { ...fromFile(v.from), source: v.from } : await fromHost(hostTarget(v, historyUsage));
   const page = historyPage(history, { source, ...v.repository ? { repository: v.repository } : {} });
   writeFileSync4(v.out, page);
   if (v.json) writeFileSync4(v.json, `${JSON.stringify(document, null, 2)}
@@ -46176,13 +46606,19 @@ async function historyCommand(argv, say) {
   );
   return 0;
 }
-async function fromHost(target, where) {
-  const host = new HostClient(target);
+async function fromHost(target) {
+  const pool = "local" in target ? HostPool.single("the local host", new HostClient(target.local)) : HostPool.overSsh(target.hosts, target.login);
   try {
-    const { message, document } = await host.history();
-    return { history: message, document, source: `the history of ${where}` };
+    if (pool.size !== 1)
+      throw new UsageError(
+        `--host: one host at a time (each host of a pool keeps its own history), got ${pool.size}`,
+        historyUsage
+      );
+    const { name: name2, client } = pool.members[0];
+    const { message, document } = await client.history();
+    return { history: message, document, source: `the history of ${name2}` };
   } finally {
-    host.close();
+    pool.close();
   }
 }
 function fromFile(path6) {
@@ -46212,7 +46648,7 @@ function fromFile(path6) {
 
 // src/cli/run.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync5, statSync as statSync3 } from "node:fs";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync6, statSync as statSync3 } from "node:fs";
 import { join as join3, relative } from "node:path";
 
 // src/report/calibration.ts
@@ -46273,7 +46709,7 @@ function calibrationReport(cs, o2) {
   out.push("", "### Floor history", "", ...trend, "");
   return out.join("\n");
 }
-var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
+var capitalized = (s3) => s3.charAt(0).toUpperCase() + s3.slice(1);
 
 // src/experiment/artifacts.ts
 import { mkdirSync, writeFileSync as writeFileSync5 } from "node:fs";
@@ -46287,7 +46723,7 @@ function writeArtifacts(dir, a2) {
   };
   writeFiles(dir, [
     [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
     [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
   ]);
   return paths;
@@ -46350,7 +46786,7 @@ function unmeasuredReport(error62, results, percentile2) {
 }
 function runOf({ name: name2, result }, percentile2) {
   const { pairs: pairs2, dropped } = extractPairs(name2, result, percentile2);
-  const of = (arm) => armErrors(result.slices.filter((s2) => s2.arm === arm));
+  const of = (arm) => armErrors(result.slices.filter((s3) => s3.arm === arm));
   const armStarts = result.arms;
   const logs = {};
   for (const arm of ARMS2) {
@@ -46727,17 +47163,18 @@ async function measureAndDecide(host, config2, m, keep) {
 
 // src/experiment/gate.ts
 async function gate(host, config2, r) {
-  const { outDir, notes: given = [], runUrl, pullRequest: pullRequest2, ...measurement } = r;
+  const { outDir, notes: caller = [], runUrl, host: hostName, pullRequest: pullRequest2, ...measurement } = r;
   const judged = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
   const { evidence, status } = judged;
   const analysis = await withBudgetOf(host, config2, judged.analysis);
   const kept = await keepGate(host, analysis, evidence, { pullRequest: pullRequest2, url: runUrl });
   const sha2 = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config2, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
   const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...kept, ...fetched.notes];
-  const report = markdownReport(analysis, { notes, runUrl, functions });
-  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
   return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
 }
 function showsFunctions(config2, analysis) {
@@ -46755,6 +47192,181 @@ async function fetchProfiles(host, analysis) {
     }
   }
   return { profiles, notes: [] };
+}
+
+// src/experiment/pool-gate.ts
+import { setTimeout as sleep2 } from "node:timers/promises";
+
+// src/experiment/landing.ts
+function poolChampion(surveys) {
+  const serving = surveys.flatMap(
+    (s3) => s3.status?.champion ? [{ sha: s3.status.champion, since: s3.status.champion_since ?? null }] : []
+  );
+  if (serving.length === 0) return null;
+  const count5 = (sha2) => serving.filter((x) => x.sha === sha2).length;
+  const time4 = (since) => since ? Date.parse(since) : -1;
+  return serving.reduce((best, x) => {
+    const later = time4(x.since) - time4(best.since);
+    return later > 0 || later === 0 && count5(x.sha) > count5(best.sha) ? x : best;
+  });
+}
+function standings(surveys, champion) {
+  return surveys.map((s3) => {
+    const st = s3.status;
+    if (!st) return { name: s3.name, state: "unreachable", reason: s3.unreachable ?? "no status" };
+    if (!st.champion)
+      return { name: s3.name, state: "refused", reason: "it has no champion yet: promote one (perf-promote.yml)" };
+    if (champion && st.champion !== champion.sha) {
+      return {
+        name: s3.name,
+        state: "refused",
+        reason: `it serves champion ${st.champion.slice(0, 7)}, not the pool's ${champion.sha.slice(0, 7)}${champion.since ? ` (champion since ${champion.since})` : ""}: refused for gates until it is promoted`
+      };
+    }
+    if (st.lock) {
+      const run = /^(?:ab|aa) ([a-z0-9][a-z0-9-]{2,63})$/.exec(st.lock.holder)?.[1] ?? null;
+      return {
+        name: s3.name,
+        state: "busy",
+        holder: `${st.lock.holder} since ${st.lock.since} (${Math.round(st.lock.age_seconds)} s)`,
+        run
+      };
+    }
+    return { name: s3.name, state: "free" };
+  });
+}
+function chooseHost(surveys, o2) {
+  const champion = poolChampion(surveys);
+  const stand = standings(surveys, champion);
+  const eligible = stand.filter((s3) => s3.state === "free" || s3.state === "busy");
+  const against = new Set([champion?.sha, o2.mergeBase].filter(Boolean));
+  const earlierOn = (name2) => (surveys.find((s3) => s3.name === name2)?.runs ?? []).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && against.has(r.champion_sha)
+  ).length;
+  const earlier = eligible.map((s3) => s3.name).filter((n2) => earlierOn(n2) > 0);
+  const base = { champion, standings: stand, earlier };
+  if (earlier.length > 0) {
+    const home = earlier.reduce((a2, b) => earlierOn(b) > earlierOn(a2) ? b : a2);
+    return { ...base, host: home, stay: true, waitable: true };
+  }
+  const free = stand.filter((s3) => s3.state === "free").map((s3) => s3.name);
+  const [first] = free.sort((a2, b) => draw(o2.key, a2) - draw(o2.key, b) || a2.localeCompare(b));
+  return { ...base, host: first ?? null, stay: false, waitable: eligible.length > 0 };
+}
+function draw(key, name2) {
+  let h2 = 2166136261;
+  for (const ch of `${key}\0${name2}`) h2 = Math.imul(h2 ^ ch.charCodeAt(0), 16777619) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 16, 2246822507) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 13, 3266489909) >>> 0;
+  return (h2 ^ h2 >>> 16) >>> 0;
+}
+function standingLine(s3) {
+  switch (s3.state) {
+    case "free":
+      return `${s3.name}: free`;
+    case "busy":
+      return `${s3.name}: busy (${s3.holder})`;
+    default:
+      return `${s3.name}: ${s3.state} (${s3.reason})`;
+  }
+}
+
+// src/experiment/pool-gate.ts
+async function onPool(pool, o2, work) {
+  if (pool.size === 1) {
+    const only = pool.members[0];
+    return { host: only.name, value: await work(only, { host: only.name, notes: () => [] }), waitedMs: 0 };
+  }
+  const pollMs = o2.pollMs ?? 15e3;
+  const started = Date.now();
+  const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
+  let said = "";
+  const unwatchable = /* @__PURE__ */ new Set();
+  for (; ; ) {
+    const choice = chooseHost(await survey(pool, runs2), {
+      key: o2.key,
+      ...o2.mergeBase ? { mergeBase: o2.mergeBase } : {}
+    });
+    const seen = choice.standings.map(standingLine).join("; ");
+    if (seen !== said) o2.say(`pool: ${seen}`);
+    said = seen;
+    const held = (name2) => choice.standings.find((s3) => s3.name === name2)?.state === "busy";
+    if (choice.host && !(choice.stay && held(choice.host))) {
+      const member = pool.member(choice.host);
+      if (!choice.stay) member.client.claimNextLock();
+      o2.say(
+        choice.stay ? `pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy` : `pool: ${choice.host} is free: measuring there`
+      );
+      const unasked = o2.sha ? pool.members.map((m) => m.name).filter((n2) => !runs2.has(n2)) : [];
+      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
+      try {
+        const value = await work(member, landing);
+        return { host: choice.host, value, waitedMs: waited() };
+      } catch (e) {
+        if (!lostTheHost(member.client, e)) throw e;
+        o2.say(`pool: another gate took ${choice.host} first (${e.message}); looking again`);
+        continue;
+      }
+    }
+    if (!choice.waitable || Date.now() >= o2.busyDeadline) throw noHost(choice);
+    const awaited = choice.standings.filter(
+      (s3) => s3.state === "busy" && (!choice.stay || s3.name === choice.host)
+    );
+    if (choice.stay)
+      o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
+  }
+}
+async function untilOneFrees(pool, busy, o2) {
+  const done = new AbortController();
+  const pause = (ms4) => sleep2(Math.max(0, ms4), void 0, { signal: done.signal }).catch(() => {
+  });
+  const started = Date.now();
+  const waits = busy.map(async (s3) => {
+    if (!s3.run || o2.unwatchable.has(s3.run)) return pause(o2.pollMs);
+    await pool.member(s3.name).client.watch(s3.run, done.signal);
+    if (Date.now() - started < 1e3) o2.unwatchable.add(s3.run);
+  });
+  await Promise.race([...waits, pause(o2.deadline - Date.now())]);
+  done.abort();
+}
+function lostTheHost(client, e) {
+  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+}
+async function earlierRuns(pool, sha2) {
+  const readings = await pool.ask((c3) => c3.runsOf(sha2));
+  return new Map(readings.flatMap((r) => r.ok ? [[r.name, r.value]] : []));
+}
+async function survey(pool, runs2) {
+  const readings = await pool.ask((c3) => c3.status());
+  return readings.map(
+    (r) => r.ok ? { name: r.name, status: r.value, runs: runs2.get(r.name) ?? [] } : { name: r.name, status: null, unreachable: r.error.message }
+  );
+}
+function noHost(choice) {
+  const lines = choice.standings.map(standingLine).join("; ");
+  if (choice.stay)
+    return new HostError("busy", `${choice.host}, the host of this build's earlier runs, stayed busy: ${lines}`);
+  if (choice.waitable)
+    return new HostError("busy", `every host of the pool that can take this gate stayed busy: ${lines}`);
+  const kind = choice.standings.every((s3) => s3.state === "unreachable") ? "unreachable" : "refused";
+  return new HostError(kind, `no host of the pool can take this gate: ${lines}`);
+}
+function landingNotes(choice, size, waitedMs, unasked) {
+  const others = choice.standings.filter((s3) => s3.name !== choice.host);
+  const waited = waitedMs >= 1e3 ? `, after waiting ${Math.round(waitedMs / 1e3)} s for it` : "";
+  const notes = [
+    `\u{1F5A5}\uFE0F **Host**: measured on \`${choice.host}\` (a pool of ${size}${waited}); ${others.map(otherLine).join("; ")}.`
+  ];
+  if (unasked.length > 0)
+    notes.push(
+      `Earlier runs of this build on ${unasked.map((n2) => `\`${n2}\``).join(", ")} could not be asked for (unreachable): any there are not pooled with this gate.`
+    );
+  return notes;
+}
+function otherLine(s3) {
+  return s3.state === "free" ? `\`${s3.name}\` free` : s3.state === "busy" ? `\`${s3.name}\` busy` : `\`${s3.name}\` ${s3.state}: ${s3.reason}`;
 }
 
 // src/cli/run.ts
@@ -46786,11 +47398,13 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          and --aa records no floor
     --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
                          CPU read per arm, and the arms' CPU profiles (the config's profile)
-  --host H               a benchmark host over SSH instead:
-    --port N  --user U  --key FILE  --known-hosts FILE
+  --host H[,H\u2026]          a benchmark host over SSH instead, or a pool of them (repeat --host, or
+                         separate with commas; H:PORT for a port of its own): the gate runs on
+                         a free host, --champion and --aa reach every host
+    --port N  --user U  --key FILE  --known-hosts FILE (a line for each host)
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
-this one (a rerun), as in the action.
+this one (a rerun), as in the action; in a pool, the gate goes to the host of those runs.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
 a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
@@ -46806,18 +47420,20 @@ async function runCommand(argv, io) {
   }
   const say = o2.json ? io.err : io.out;
   const config2 = parseConfig(readText(o2.config, "--config", runUsage), o2.config);
-  const host = new HostClient({ ...o2.target, log: say });
-  const local = localHost(host, o2, say);
+  const pool = "local" in o2.target ? HostPool.single("local", new HostClient({ ...o2.target.local, log: say })) : HostPool.overSsh(o2.target.hosts, o2.target.login, { log: say });
+  let current = pool.members[0].client;
+  const local = localHost(() => current, o2, say);
   try {
     await local.begin();
-    if (o2.champion) await installChampion(host, config2, o2.champion, say);
+    if (o2.champion) await installChampion(pool, config2, o2.champion, say);
     const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
-    const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger") });
-    printVerdict(done, say);
-    if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
-    if (done.error) io.err(`perf-gate run: ${done.error}`);
-    return done.exitCode;
+    const onHost = (c3) => current = c3;
+    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
+    if (o2.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
+    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
+    return exitCodeOf(dones);
   } catch (e) {
     if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
     if (e instanceof CouldNotMeasureError && e.explained) {
@@ -46828,11 +47444,14 @@ async function runCommand(argv, io) {
     throw e;
   } finally {
     await local.end();
-    host.close();
+    pool.close();
   }
 }
-function localHost(host, o2, say) {
-  const isLocal = "perfHost" in o2.target;
+function exitCodeOf(dones) {
+  return Math.max(...dones.map((d) => d.exitCode));
+}
+function localHost(hostNow, o2, say) {
+  const isLocal = "local" in o2.target;
   let stopOnExit = false;
   let inFlight;
   let abortedRun;
@@ -46843,14 +47462,14 @@ function localHost(host, o2, say) {
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
       abortedRun = `run ${inFlight} was aborted`;
-      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
+      hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
     }
   };
   return {
     async begin() {
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
-      stopOnExit = isLocal && !o2.keepHost && !(await host.status()).champion_supervised;
+      stopOnExit = isLocal && !o2.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p) {
       return {
@@ -46873,7 +47492,7 @@ function localHost(host, o2, say) {
       process.removeListener("SIGTERM", onSignal);
       if (!stopOnExit) return;
       try {
-        say(await host.stopChampion());
+        say(await hostNow().stopChampion());
       } catch (e) {
         say(`could not stop the local host's champion: ${e.message}`);
       }
@@ -46901,32 +47520,60 @@ function runOptions(argv) {
   if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
   return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
 }
-async function installChampion(host, config2, build, say) {
+async function installChampion(pool, config2, build, say) {
   const sha2 = digestOf(build);
-  if ((await host.status()).champion === sha2) return;
-  say(await host.deploy("champion", sha2, build));
-  say(await host.promote(sha2, config2.service));
+  const outcomes = await pool.each(async ({ client }) => {
+    if ((await client.status()).champion === sha2) return;
+    say(await client.deploy("champion", sha2, build));
+    say(await client.promote(sha2, config2.service));
+  });
+  const failed2 = outcomes.flatMap((o2) => o2.ok ? [] : [o2]);
+  if (failed2.length === 0) return;
+  if (pool.size === 1) throw failed2[0].error;
+  const promoted = outcomes.filter((o2) => o2.ok).map((o2) => o2.name);
+  throw new Error(`--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
 }
-async function gateHere(host, config2, o2, s2) {
+async function gateHere(pool, config2, o2, s3, onHost, say) {
   const sha2 = digestOf(o2.challenger);
-  const { analysis, artifacts, notes, evidence } = await gate(host, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha2), outDir: o2.out, ...s2 });
-  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+  const key = runIdPrefix("run");
+  const remote = !("local" in o2.target);
+  const { value, host } = await onPool(pool, { key, sha: sha2, busyDeadline: s3.busyDeadline, say }, ({ client }, landing) => {
+    onHost(client);
+    return gate(client, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: key, seed: seedOf(sha2), outDir: o2.out, ...s3, notes: landing.notes, ...remote ? { host: landing.host } : {} });
+  });
+  const { analysis, artifacts, notes, evidence } = value;
+  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
-async function calibrateHere(host, config2, o2, s2) {
-  const { champion } = await host.status();
-  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrateAndReport(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o2.out, champion, ...s2 });
+async function calibrateHere(pool, config2, o2, s3, onHost) {
+  const dones = [];
+  for (const { name: name2, client } of pool.members) {
+    onHost(client);
+    const host = "local" in o2.target ? null : name2;
+    try {
+      dones.push(await calibrateOne(client, host, config2, pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out, s3));
+    } catch (e) {
+      if (pool.size === 1 || e instanceof Interrupted) throw e;
+      dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });
+    }
+  }
+  return dones;
+}
+async function calibrateOne(client, host, config2, outDir, s3) {
+  const { champion } = await client.status();
+  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s3 });
   const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
   const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
   const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
   return done;
 }
 var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
-function printVerdict(d, say) {
+function printVerdict(d, say, named) {
+  if (named) say(`host ${d.host}:`);
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
@@ -46934,9 +47581,11 @@ function printVerdict(d, say) {
   if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 function summaryJson(d) {
+  if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
   const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs: pairs2, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
+    host: d.host,
     grey_kind,
     blocking,
     blocked_by,
@@ -46986,7 +47635,7 @@ function summaryJson(d) {
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] }
   };
 }
-function progressBar(label2, say, draw) {
+function progressBar(label2, say, draw2) {
   let total = 0;
   let done = 0;
   return {
@@ -47000,7 +47649,7 @@ function progressBar(label2, say, draw) {
       const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);
       if (flagged) return say(`host flagged before measuring: ${flagged[1]}: ${flagged[2]}`);
       if (/ slice \d+\/\d+ /.test(line)) done++;
-      draw(`${bar(done, total)} ${text}`, done === total);
+      draw2(`${bar(done, total)} ${text}`, done === total);
     }
   };
 }
@@ -47010,7 +47659,7 @@ function digestOf(path6) {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync5(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync6(p));
     }
   };
   if (!existsSync2(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
@@ -47035,6 +47684,7 @@ var usage = `usage: perf-gate <command> [options]
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+  capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
   history   main over time: the host's history as one HTML page (and JSON)
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
@@ -47067,6 +47717,8 @@ async function main(argv) {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "capacity":
+        return capacityCommand(rest, (line) => console.log(line));
       case "history":
         return await historyCommand(rest, (line) => console.log(line));
       case "--version":
@@ -47074,7 +47726,7 @@ async function main(argv) {
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : rest[0] === "history" ? historyUsage : usage);
+        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage }[rest[0] ?? ""] ?? usage);
         return 0;
       case "-h":
       case "--help":
@@ -47087,7 +47739,7 @@ async function main(argv) {
     }
   } catch (e) {
     endDrawn();
-    const name2 = command && !command.startsWith("-") && ["run", "analyze", "history"].includes(command) ? ` ${command}` : "";
+    const name2 = command && !command.startsWith("-") && ["run", "analyze", "capacity", "history"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name2}: ${e.message}
 

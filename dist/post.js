@@ -46205,7 +46205,8 @@ function date4(params) {
 // src/action/inputs.ts
 var MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"];
 var schema = external_exports.object({
-  host: external_exports.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
+  // One host, or a pool: several separated by commas (parsed below, into hosts).
+  host: external_exports.string(),
   port: external_exports.coerce.number().int().min(1).max(65535),
   user: external_exports.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
   "ssh-key": external_exports.string().refine((s) => s === "" || s.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----\u2026)"),

@@ -4,8 +4,9 @@
 import { closeSync, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
 import { type History, MAX_HISTORY_BYTES, parseHistory } from "../contract/history";
 import { HostClient } from "../host/client";
+import { HostPool } from "../host/pool";
 import { historyPage } from "../report/history-page";
-import { HOST_OPTIONS, hostTarget } from "./host-flags";
+import { HOST_OPTIONS, hostTarget, type Target } from "./host-flags";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--repository OWNER/NAME] [host flags]
@@ -47,7 +48,7 @@ export async function historyCommand(argv: string[], say: (line: string) => void
     throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
   const { history, document, source } = v.from
     ? { ...fromFile(v.from), source: v.from }
-    : await fromHost(hostTarget(v, historyUsage), v.host ?? "the local host");
+    : await fromHost(hostTarget(v, historyUsage));
   const page = historyPage(history, { source, ...(v.repository ? { repository: v.repository } : {}) });
   writeFileSync(v.out, page);
   if (v.json) writeFileSync(v.json, `${JSON.stringify(document, null, 2)}\n`);
@@ -57,16 +58,23 @@ export async function historyCommand(argv: string[], say: (line: string) => void
   return 0;
 }
 
-async function fromHost(
-  target: ReturnType<typeof hostTarget>,
-  where: string,
-): Promise<{ history: History; document: unknown; source: string }> {
-  const host = new HostClient(target);
+/** One host's history: a pool's hosts each keep their own, so the command reads one at a time. */
+async function fromHost(target: Target): Promise<{ history: History; document: unknown; source: string }> {
+  const pool =
+    "local" in target
+      ? HostPool.single("the local host", new HostClient(target.local))
+      : HostPool.overSsh(target.hosts, target.login);
   try {
-    const { message, document } = await host.history();
-    return { history: message, document, source: `the history of ${where}` };
+    if (pool.size !== 1)
+      throw new UsageError(
+        `--host: one host at a time (each host of a pool keeps its own history), got ${pool.size}`,
+        historyUsage,
+      );
+    const { name, client } = pool.members[0]!;
+    const { message, document } = await client.history();
+    return { history: message, document, source: `the history of ${name}` };
   } finally {
-    host.close();
+    pool.close();
   }
 }
 

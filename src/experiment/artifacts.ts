@@ -20,7 +20,7 @@ export interface Artifacts {
 }
 
 /** report.md, analysis.json, chart.svg, and result.json: the host's documents, as received. */
-export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[] }): Artifacts {
+export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[]; host?: string | null }): Artifacts {
   const paths = {
     reportPath: join(dir, "report.md"),
     resultPath: writeResults(dir, a.documents),
@@ -29,7 +29,7 @@ export function writeArtifacts(dir: string, a: { analysis: Analysis; report: str
   };
   writeFiles(dir, [
     [paths.reportPath, a.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a.analysis), null, 2)],
+    [paths.analysisPath, JSON.stringify(analysisJson(a.analysis, a.host ?? null), null, 2)],
     [paths.chartPath, svgChart(a.analysis.headline, a.analysis.percentile, armsOf(a.analysis))],
   ]);
   return paths;

@@ -60,6 +60,8 @@ export class HostClient {
   private readonly backoffMs: number;
   private readonly log: (line: string) => void;
   private readonly busyPollMs: number;
+  private claiming: boolean;
+  private firstLockAt: number | null = null;
 
   constructor(private readonly o: HostOptions) {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
@@ -73,6 +75,26 @@ export class HostClient {
     this.backoffMs = o.backoffMs ?? 2000;
     this.log = o.log ?? (() => {});
     this.busyPollMs = o.busyPollMs ?? 15_000;
+    this.claiming = false;
+  }
+
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock(): void {
+    this.claiming = true;
+  }
+
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed(): boolean {
+    return !this.claiming;
+  }
+
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt(): number | null {
+    return this.firstLockAt;
   }
 
   /** Removes the key from disk. */
@@ -211,11 +233,19 @@ export class HostClient {
 
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   private async whenFree(command: string, busyDeadline: number, stdin?: { input?: string }): Promise<string> {
+    // A claim looks first: a host another gate took since the pool's look is given up at once,
+    // not after the host's lock wait (10 s by default) while another host may be free.
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (;;) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -240,6 +270,17 @@ export class HostClient {
       throw new HostError("protocol", `${command}: unexpected answer at ${i.path.join(".") || "(top)"}: ${i.message}`);
     }
     return { document, message: r.data };
+  }
+
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId: string, signal: AbortSignal): Promise<void> {
+    const [file, args] = this.argv(`wait ${runId}`);
+    await execa(file, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
 
   /**

@@ -93,10 +93,12 @@ export function comparisonJson(c: Comparison) {
   };
 }
 
-export function analysisJson(a: Analysis) {
+export function analysisJson(a: Analysis, host: string | null = null) {
   const h = a.headline;
   return {
     verdict: a.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
     grey_kind: a.verdict === "grey" ? h.greyKind : null,
     blocking: a.blocking,
     blocked_by: h.blockedBy,

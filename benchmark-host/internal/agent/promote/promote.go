@@ -148,6 +148,8 @@ func (c *Champions) swap(ctx context.Context, old, next store.State) error {
 		}
 		return fmt.Errorf("promotion refused (%s): %v", kept, err)
 	}
+	// The history's clock: a champion's reign and its time as champion are one moment.
+	next = next.Replacing(old, c.timeline.Now())
 	if err := c.store.SaveState(next); err != nil {
 		return err
 	}

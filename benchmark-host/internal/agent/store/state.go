@@ -23,6 +23,21 @@ type State struct {
 	// week for 13 weeks (history.KeptAncestors); their releases are never pruned.
 	Ancestors []contract.Ancestor `json:"ancestors,omitempty"`
 	Updated   time.Time           `json:"updated"`
+	// ChampionSince is when Champion became the champion here, promoted or rolled back to; a
+	// new spec for the same champion, or a restore after a failed promotion, keeps it. A pool's
+	// champion is the one made most recently on any of its hosts
+	// (docs/design/0026-a-pool-of-hosts.md).
+	ChampionSince time.Time `json:"champion_since"`
+}
+
+// Replacing is st as it replaces old, with its ChampionSince: now for another champion, old's
+// for the same one.
+func (st State) Replacing(old State, now time.Time) State {
+	st.ChampionSince = old.ChampionSince
+	if st.Champion != old.Champion {
+		st.ChampionSince = now.UTC()
+	}
+	return st
 }
 
 // Reign is one earlier champion.
@@ -64,6 +79,11 @@ func (s *Store) LoadState() (State, error) {
 	service.FillDefaults(&st.Service)
 	for i := range st.History {
 		service.FillDefaults(&st.History[i].Service)
+	}
+	if st.ChampionSince.IsZero() && st.Champion != "" {
+		// A state written before it kept the time: its last change, which is its champion's
+		// unless a failed promotion restored it.
+		st.ChampionSince = st.Updated
 	}
 	if len(st.History) == 0 && st.LegacyPrevious != "" {
 		// A state written before champions were kept as a history: its previous champion ran
