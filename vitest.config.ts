@@ -8,6 +8,8 @@ export default defineConfig({
   test: {
     benchmark: { include: ["test/**/*.bench.ts"] },
     testTimeout: 300_000,
+    // The history page inlines uPlot's stylesheet as text (?raw); vitest empties CSS unless told.
+    css: { include: [/uPlot\.min\.css/] },
     hookTimeout: 120_000,
     projects: [
       {

@@ -20,9 +20,9 @@ var __commonJS = (cb, mod) => function __require2() {
     throw mod = 0, e;
   }
 };
-var __export = (target2, all2) => {
+var __export = (target, all2) => {
   for (var name2 in all2)
-    __defProp(target2, name2, { get: all2[name2], enumerable: true });
+    __defProp(target, name2, { get: all2[name2], enumerable: true });
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
@@ -32,12 +32,12 @@ var __copyProps = (to, from, except, desc) => {
   }
   return to;
 };
-var __toESM = (mod, isNodeMode, target2) => (target2 = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
   // If the importer is in node compatibility mode or this is not an ESM
   // file that has been converted to a CommonJS file using a Babel-
   // compatible transform (i.e. "__esModule" has not been set), then set
   // "default" to the CommonJS "module.exports" for node compatibility.
-  isNodeMode || !mod || !mod.__esModule ? __defProp(target2, "default", { value: mod, enumerable: true }) : target2,
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
   mod
 ));
 
@@ -575,13 +575,13 @@ var require_JsHistogram = __commonJS({
         this.updateMinAndMax(value);
         this.incrementTotalCount();
       }
-      handleRecordException(count4, value) {
+      handleRecordException(count5, value) {
         if (!this.autoResize) {
           throw new Error("Value " + value + " is outside of histogram covered range");
         }
         this.resize(value);
         var countsIndex = this.countsArrayIndex(value);
-        this.addToCountAtIndex(countsIndex, count4);
+        this.addToCountAtIndex(countsIndex, count5);
         this.highestTrackableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
       }
       countsArrayIndex(value) {
@@ -864,15 +864,15 @@ var require_JsHistogram = __commonJS({
           this.recordSingleValue(missingValue);
         }
       }
-      recordCountAtValue(count4, value) {
+      recordCountAtValue(count5, value) {
         const countsIndex = this.countsArrayIndex(value);
         if (countsIndex >= this.countsArrayLength) {
-          this.handleRecordException(count4, value);
+          this.handleRecordException(count5, value);
         } else {
-          this.addToCountAtIndex(countsIndex, count4);
+          this.addToCountAtIndex(countsIndex, count5);
         }
         this.updateMinAndMax(value);
-        this.addToTotalCount(count4);
+        this.addToTotalCount(count5);
       }
       /**
        * Record a value in the histogram (adding to the value's current count)
@@ -881,8 +881,8 @@ var require_JsHistogram = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count4) {
-        this.recordCountAtValue(count4, value);
+      recordValueWithCount(value, count5) {
+        this.recordCountAtValue(count5, value);
       }
       /**
        * Record a value in the histogram.
@@ -908,13 +908,13 @@ var require_JsHistogram = __commonJS({
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this.recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
       }
-      recordValueWithCountAndExpectedInterval(value, count4, expectedIntervalBetweenValueSamples) {
-        this.recordCountAtValue(count4, value);
+      recordValueWithCountAndExpectedInterval(value, count5, expectedIntervalBetweenValueSamples) {
+        this.recordCountAtValue(count5, value);
         if (expectedIntervalBetweenValueSamples <= 0) {
           return;
         }
         for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
-          this.recordCountAtValue(count4, missingValue);
+          this.recordCountAtValue(count5, missingValue);
         }
       }
       /**
@@ -1729,7 +1729,7 @@ var require_trees = __commonJS({
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count4 = 0;
+      var count5 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -1740,21 +1740,21 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count4 < max_count && curlen === nextlen) {
+        if (++count5 < max_count && curlen === nextlen) {
           continue;
-        } else if (count4 < min_count) {
-          s3.bl_tree[curlen * 2] += count4;
+        } else if (count5 < min_count) {
+          s3.bl_tree[curlen * 2] += count5;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
             s3.bl_tree[curlen * 2]++;
           }
           s3.bl_tree[REP_3_6 * 2]++;
-        } else if (count4 <= 10) {
+        } else if (count5 <= 10) {
           s3.bl_tree[REPZ_3_10 * 2]++;
         } else {
           s3.bl_tree[REPZ_11_138 * 2]++;
         }
-        count4 = 0;
+        count5 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -1773,7 +1773,7 @@ var require_trees = __commonJS({
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count4 = 0;
+      var count5 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -1783,27 +1783,27 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count4 < max_count && curlen === nextlen) {
+        if (++count5 < max_count && curlen === nextlen) {
           continue;
-        } else if (count4 < min_count) {
+        } else if (count5 < min_count) {
           do {
             send_code(s3, curlen, s3.bl_tree);
-          } while (--count4 !== 0);
+          } while (--count5 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
             send_code(s3, curlen, s3.bl_tree);
-            count4--;
+            count5--;
           }
           send_code(s3, REP_3_6, s3.bl_tree);
-          send_bits(s3, count4 - 3, 2);
-        } else if (count4 <= 10) {
+          send_bits(s3, count5 - 3, 2);
+        } else if (count5 <= 10) {
           send_code(s3, REPZ_3_10, s3.bl_tree);
-          send_bits(s3, count4 - 3, 3);
+          send_bits(s3, count5 - 3, 3);
         } else {
           send_code(s3, REPZ_11_138, s3.bl_tree);
-          send_bits(s3, count4 - 11, 7);
+          send_bits(s3, count5 - 11, 7);
         }
-        count4 = 0;
+        count5 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -3785,20 +3785,20 @@ var require_inftrees = __commonJS({
       var base = null;
       var base_index = 0;
       var end;
-      var count4 = new utils.Buf16(MAXBITS + 1);
+      var count5 = new utils.Buf16(MAXBITS + 1);
       var offs = new utils.Buf16(MAXBITS + 1);
       var extra = null;
       var extra_index = 0;
       var here_bits, here_op, here_val;
       for (len = 0; len <= MAXBITS; len++) {
-        count4[len] = 0;
+        count5[len] = 0;
       }
       for (sym = 0; sym < codes; sym++) {
-        count4[lens[lens_index + sym]]++;
+        count5[lens[lens_index + sym]]++;
       }
       root = bits;
       for (max2 = MAXBITS; max2 >= 1; max2--) {
-        if (count4[max2] !== 0) {
+        if (count5[max2] !== 0) {
           break;
         }
       }
@@ -3812,7 +3812,7 @@ var require_inftrees = __commonJS({
         return 0;
       }
       for (min = 1; min < max2; min++) {
-        if (count4[min] !== 0) {
+        if (count5[min] !== 0) {
           break;
         }
       }
@@ -3822,7 +3822,7 @@ var require_inftrees = __commonJS({
       left = 1;
       for (len = 1; len <= MAXBITS; len++) {
         left <<= 1;
-        left -= count4[len];
+        left -= count5[len];
         if (left < 0) {
           return -1;
         }
@@ -3832,7 +3832,7 @@ var require_inftrees = __commonJS({
       }
       offs[1] = 0;
       for (len = 1; len < MAXBITS; len++) {
-        offs[len + 1] = offs[len] + count4[len];
+        offs[len + 1] = offs[len] + count5[len];
       }
       for (sym = 0; sym < codes; sym++) {
         if (lens[lens_index + sym] !== 0) {
@@ -3895,7 +3895,7 @@ var require_inftrees = __commonJS({
           huff = 0;
         }
         sym++;
-        if (--count4[len] === 0) {
+        if (--count5[len] === 0) {
           if (len === max2) {
             break;
           }
@@ -3909,7 +3909,7 @@ var require_inftrees = __commonJS({
           curr = len - drop;
           left = 1 << curr;
           while (curr + drop < max2) {
-            left -= count4[curr + drop];
+            left -= count5[curr + drop];
             if (left <= 0) {
               break;
             }
@@ -5564,7 +5564,7 @@ var require_umd = __commonJS({
           return getStringImpl(buffer, ptr);
         }
         extendedExports.__getString = __getString;
-        function getView(alignLog2, signed2, float) {
+        function getView(alignLog2, signed3, float) {
           const buffer = memory.buffer;
           if (float) {
             switch (alignLog2) {
@@ -5576,13 +5576,13 @@ var require_umd = __commonJS({
           } else {
             switch (alignLog2) {
               case 0:
-                return new (signed2 ? Int8Array : Uint8Array)(buffer);
+                return new (signed3 ? Int8Array : Uint8Array)(buffer);
               case 1:
-                return new (signed2 ? Int16Array : Uint16Array)(buffer);
+                return new (signed3 ? Int16Array : Uint16Array)(buffer);
               case 2:
-                return new (signed2 ? Int32Array : Uint32Array)(buffer);
+                return new (signed3 ? Int32Array : Uint32Array)(buffer);
               case 3:
-                return new (signed2 ? BigInt64Array : BigUint64Array)(buffer);
+                return new (signed3 ? BigInt64Array : BigUint64Array)(buffer);
             }
           }
           throw Error(`unsupported align: ${alignLog2}`);
@@ -5990,8 +5990,8 @@ var require_wasm = __commonJS({
       recordValue(value) {
         this._wasmHistogram.recordValue(value);
       }
-      recordValueWithCount(value, count4) {
-        this._wasmHistogram.recordValueWithCount(value, count4);
+      recordValueWithCount(value, count5) {
+        this._wasmHistogram.recordValueWithCount(value, count5);
       }
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
@@ -6990,12 +6990,12 @@ var require_JsHistogram_encoding = __commonJS({
       const countsLimit = self.countsArrayIndex(self.maxValue) + 1;
       let srcIndex = 0;
       while (srcIndex < countsLimit) {
-        const count4 = self.getCountAtIndex(srcIndex++);
-        if (count4 < 0) {
-          throw new Error("Cannot encode histogram containing negative counts (" + count4 + ") at index " + srcIndex + ", corresponding the value range [" + self.lowestEquivalentValue(self.valueFromIndex(srcIndex)) + "," + self.nextNonEquivalentValue(self.valueFromIndex(srcIndex)) + ")");
+        const count5 = self.getCountAtIndex(srcIndex++);
+        if (count5 < 0) {
+          throw new Error("Cannot encode histogram containing negative counts (" + count5 + ") at index " + srcIndex + ", corresponding the value range [" + self.lowestEquivalentValue(self.valueFromIndex(srcIndex)) + "," + self.nextNonEquivalentValue(self.valueFromIndex(srcIndex)) + ")");
         }
         let zerosCount = 0;
-        if (count4 == 0) {
+        if (count5 == 0) {
           zerosCount = 1;
           while (srcIndex < countsLimit && self.getCountAtIndex(srcIndex) == 0) {
             zerosCount++;
@@ -7005,7 +7005,7 @@ var require_JsHistogram_encoding = __commonJS({
         if (zerosCount > 1) {
           ZigZagEncoding_1.default.encode(buffer, -zerosCount);
         } else {
-          ZigZagEncoding_1.default.encode(buffer, count4);
+          ZigZagEncoding_1.default.encode(buffer, count5);
         }
       }
     }
@@ -7034,12 +7034,12 @@ var require_JsHistogram_encoding = __commonJS({
       const endPosition = sourceBuffer.position + lengthInBytes;
       while (sourceBuffer.position < endPosition) {
         let zerosCount = 0;
-        let count4 = ZigZagEncoding_1.default.decode(sourceBuffer);
-        if (count4 < 0) {
-          zerosCount = -count4;
+        let count5 = ZigZagEncoding_1.default.decode(sourceBuffer);
+        if (count5 < 0) {
+          zerosCount = -count5;
           dstIndex += zerosCount;
         } else {
-          self.setCountAtIndex(dstIndex++, count4);
+          self.setCountAtIndex(dstIndex++, count5);
         }
       }
       return dstIndex;
@@ -7422,8 +7422,8 @@ var require_Recorder = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count4) {
-        this.activeHistogram.recordValueWithCount(value, count4);
+      recordValueWithCount(value, count5) {
+        this.activeHistogram.recordValueWithCount(value, count5);
       }
       /**
        * Record a value
@@ -8158,8 +8158,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count4, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count4);
+          for (const { count: count5, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count5);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -8267,13 +8267,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity3.isCollection(node2)) {
-        let count4 = 0;
+        let count5 = 0;
         for (const item of node2.items) {
           const c3 = getAliasCount(doc, item, anchors2);
-          if (c3 > count4)
-            count4 = c3;
+          if (c3 > count5)
+            count5 = c3;
         }
-        return count4;
+        return count5;
       } else if (identity3.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -10243,8 +10243,8 @@ ${cn.comment}` : item.comment;
     }
     function createPairs(schema, iterable, ctx) {
       const { replacer } = ctx;
-      const pairs2 = new YAMLSeq.YAMLSeq(schema);
-      pairs2.tag = "tag:yaml.org,2002:pairs";
+      const pairs3 = new YAMLSeq.YAMLSeq(schema);
+      pairs3.tag = "tag:yaml.org,2002:pairs";
       let i2 = 0;
       if (iterable && Symbol.iterator in Object(iterable))
         for (let it of iterable) {
@@ -10268,11 +10268,11 @@ ${cn.comment}` : item.comment;
           } else {
             key = it;
           }
-          pairs2.items.push(Pair.createPair(key, value, ctx));
+          pairs3.items.push(Pair.createPair(key, value, ctx));
         }
-      return pairs2;
+      return pairs3;
     }
-    var pairs = {
+    var pairs2 = {
       collection: "seq",
       default: false,
       tag: "tag:yaml.org,2002:pairs",
@@ -10280,7 +10280,7 @@ ${cn.comment}` : item.comment;
       createNode: createPairs
     };
     exports2.createPairs = createPairs;
-    exports2.pairs = pairs;
+    exports2.pairs = pairs2;
     exports2.resolvePairs = resolvePairs;
   }
 });
@@ -10293,7 +10293,7 @@ var require_omap = __commonJS({
     var toJS = require_toJS();
     var YAMLMap = require_YAMLMap();
     var YAMLSeq = require_YAMLSeq();
-    var pairs = require_pairs();
+    var pairs2 = require_pairs();
     var YAMLOMap = class _YAMLOMap extends YAMLSeq.YAMLSeq {
       constructor() {
         super();
@@ -10329,7 +10329,7 @@ var require_omap = __commonJS({
         return map2;
       }
       static from(schema, iterable, ctx) {
-        const pairs$1 = pairs.createPairs(schema, iterable, ctx);
+        const pairs$1 = pairs2.createPairs(schema, iterable, ctx);
         const omap2 = new this();
         omap2.items = pairs$1.items;
         return omap2;
@@ -10343,7 +10343,7 @@ var require_omap = __commonJS({
       default: false,
       tag: "tag:yaml.org,2002:omap",
       resolve(seq, onError) {
-        const pairs$1 = pairs.resolvePairs(seq, onError);
+        const pairs$1 = pairs2.resolvePairs(seq, onError);
         const seenKeys = [];
         for (const { key } of pairs$1.items) {
           if (identity3.isScalar(key)) {
@@ -10680,9 +10680,9 @@ var require_timestamp = __commonJS({
         const match = str.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
-        const [, year, month, day, hour, minute, second] = match.map(Number);
+        const [, year, month, day3, hour, minute, second] = match.map(Number);
         const millisec = match[7] ? Number((match[7] + "00").substr(1, 3)) : 0;
-        let date5 = Date.UTC(year, month - 1, day, hour || 0, minute || 0, second || 0, millisec);
+        let date5 = Date.UTC(year, month - 1, day3, hour || 0, minute || 0, second || 0, millisec);
         const tz = match[8];
         if (tz && tz !== "Z") {
           let d = parseSexagesimal(tz, false);
@@ -10714,7 +10714,7 @@ var require_schema3 = __commonJS({
     var int2 = require_int2();
     var merge2 = require_merge();
     var omap = require_omap();
-    var pairs = require_pairs();
+    var pairs2 = require_pairs();
     var set2 = require_set();
     var timestamp = require_timestamp();
     var schema = [
@@ -10734,7 +10734,7 @@ var require_schema3 = __commonJS({
       binary.binary,
       merge2.merge,
       omap.omap,
-      pairs.pairs,
+      pairs2.pairs,
       set2.set,
       timestamp.intTime,
       timestamp.floatTime,
@@ -10760,7 +10760,7 @@ var require_tags = __commonJS({
     var binary = require_binary();
     var merge2 = require_merge();
     var omap = require_omap();
-    var pairs = require_pairs();
+    var pairs2 = require_pairs();
     var schema$2 = require_schema3();
     var set2 = require_set();
     var timestamp = require_timestamp();
@@ -10786,7 +10786,7 @@ var require_tags = __commonJS({
       merge: merge2.merge,
       null: _null4.nullTag,
       omap: omap.omap,
-      pairs: pairs.pairs,
+      pairs: pairs2.pairs,
       seq: seq.seq,
       set: set2.set,
       timestamp: timestamp.timestamp
@@ -10795,7 +10795,7 @@ var require_tags = __commonJS({
       "tag:yaml.org,2002:binary": binary.binary,
       "tag:yaml.org,2002:merge": merge2.merge,
       "tag:yaml.org,2002:omap": omap.omap,
-      "tag:yaml.org,2002:pairs": pairs.pairs,
+      "tag:yaml.org,2002:pairs": pairs2.pairs,
       "tag:yaml.org,2002:set": set2.set,
       "tag:yaml.org,2002:timestamp": timestamp.timestamp
     };
@@ -11226,8 +11226,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count4, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count4);
+          for (const { count: count5, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count5);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -11304,12 +11304,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count4 = 1;
+        let count5 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count4 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count5 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count4);
+        const pointer = " ".repeat(ci) + "^".repeat(count5);
         error62.message += `:
 
 ${lineStr}
@@ -13968,12 +13968,12 @@ var require_parser = __commonJS({
       }
       return prev.splice(i2, prev.length);
     }
-    function arrayPushArray(target2, source) {
+    function arrayPushArray(target, source) {
       if (source.length < 1e5)
-        Array.prototype.push.apply(target2, source);
+        Array.prototype.push.apply(target, source);
       else
         for (let i2 = 0; i2 < source.length; ++i2)
-          target2.push(source[i2]);
+          target.push(source[i2]);
     }
     function fixFlowSeqItems(fc) {
       if (fc.start.type === "flow-seq-start") {
@@ -15618,6 +15618,7 @@ var constants_default = {
     ok: 0,
     refused: 2
   },
+  history_schema_version: 1,
   max_classes: 16,
   outcome_marker: "perf-gate-outcome ",
   run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
@@ -15782,8 +15783,8 @@ function normalCdf(z3) {
 }
 
 // src/analysis/pooled-quantile.ts
-function armSample(pairs) {
-  const runs2 = pairs.map((p) => Float64Array.from(p).sort());
+function armSample(pairs2) {
+  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
   const total = runs2.reduce((acc, r) => acc + r.length, 0);
   const values = new Float64Array(total);
   const owner = new Int32Array(total);
@@ -15912,9 +15913,9 @@ function sliceValuesUs(s3) {
   const h2 = histogramOf(s3);
   const out = new Float64Array(h2.totalCount);
   let k = 0;
-  eachBucket(s3, (value, count4) => {
-    out.fill(value, k, k + count4);
-    k += count4;
+  eachBucket(s3, (value, count5) => {
+    out.fill(value, k, k + count5);
+    k += count5;
   });
   return out;
 }
@@ -16030,11 +16031,11 @@ var ESTIMATOR_DESCRIPTION = {
   pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
   "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
 };
-function estimateLatency(pairs, d, percentile2, resamples, rand) {
-  const withHistograms = pairs.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
+function estimateLatency(pairs2, d, percentile2, resamples, rand) {
+  const withHistograms = pairs2.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
   const q = percentile2 / 100;
-  const arms = withHistograms ? [armSample(pairs.map((p) => sliceValuesUs(p.champion))), armSample(pairs.map((p) => sliceValuesUs(p.challenger)))] : null;
-  const fallback = !arms ? "the slices carry no histograms" : pairs.length < MIN_POOLED_PAIRS ? `${pairs.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
+  const arms = withHistograms ? [armSample(pairs2.map((p) => sliceValuesUs(p.champion))), armSample(pairs2.map((p) => sliceValuesUs(p.challenger)))] : null;
+  const fallback = !arms ? "the slices carry no histograms" : pairs2.length < MIN_POOLED_PAIRS ? `${pairs2.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
   if (arms && fallback === null) {
     const r = pooledDifference(arms[0], arms[1], q);
     const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
@@ -16096,20 +16097,20 @@ function classNames(plan2) {
     return n2 === 1 ? base : `${base} (${n2})`;
   });
 }
-function classBreakdown(plan2, pairs, percentile2, confidence, rand) {
+function classBreakdown(plan2, pairs2, percentile2, confidence, rand) {
   const entries = plan2.requests.length;
   if (entries < 2) return { classes: [], missing: "the workload has one request class: the verdict is its" };
-  const withClasses = pairs.every(
+  const withClasses = pairs2.every(
     (p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries
   );
-  if (!withClasses || pairs.length < 2) {
+  if (!withClasses || pairs2.length < 2) {
     return {
       classes: [],
-      missing: pairs.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
+      missing: pairs2.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
     };
   }
   const names = classNames(plan2);
-  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs, percentile2, confidence, rand));
+  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs2, percentile2, confidence, rand));
   for (const at of ["slo", "p50"]) {
     const tested = unheld.filter((c3) => c3[at] !== null);
     const adjusted = holmAdjust(tested.map((c3) => c3[at].p));
@@ -16128,8 +16129,8 @@ function classBreakdown(plan2, pairs, percentile2, confidence, rand) {
 function moved(c3) {
   return !!(c3.slo?.moved || c3.p50?.moved);
 }
-function measureClass(name2, index, pairs, percentile2, confidence, rand) {
-  const classPairs = pairs.map((p) => ({
+function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
+  const classPairs = pairs2.map((p) => ({
     champion: p.champion.classes[index],
     challenger: p.challenger.classes[index]
   }));
@@ -16929,8 +16930,8 @@ function defineLazy(object2, key, getter) {
 function objectClone(obj) {
   return Object.create(Object.getPrototypeOf(obj), Object.getOwnPropertyDescriptors(obj));
 }
-function assignProp(target2, prop, value) {
-  Object.defineProperty(target2, prop, {
+function assignProp(target, prop, value) {
+  Object.defineProperty(target, prop, {
     value,
     writable: true,
     enumerable: true,
@@ -16944,8 +16945,8 @@ function rawShape(def) {
 function sourceShape(schema) {
   return rawShape(schema._zod.def) ?? schema._zod.def.shape;
 }
-function deferProp(target2, key, getter) {
-  Object.defineProperty(target2, key, {
+function deferProp(target, key, getter) {
+  Object.defineProperty(target, key, {
     get() {
       const value = getter();
       assignProp(this, key, value);
@@ -16955,36 +16956,36 @@ function deferProp(target2, key, getter) {
     configurable: true
   });
 }
-function putProp(target2, key, value) {
-  if (key in target2)
-    assignProp(target2, key, value);
+function putProp(target, key, value) {
+  if (key in target)
+    assignProp(target, key, value);
   else
-    target2[key] = value;
+    target[key] = value;
 }
-function mirrorShape(target2, source, keys, wrap) {
+function mirrorShape(target, source, keys, wrap) {
   const raw = sourceShape(source);
   for (const key of keys) {
     const desc = Object.getOwnPropertyDescriptor(raw, key);
     if (!desc.enumerable)
       continue;
     if (desc.get) {
-      deferProp(target2, key, () => {
+      deferProp(target, key, () => {
         const value = source._zod.def.shape[key];
         return wrap ? wrap(value, key) : value;
       });
     } else
-      putProp(target2, key, wrap ? wrap(desc.value, key) : desc.value);
+      putProp(target, key, wrap ? wrap(desc.value, key) : desc.value);
   }
 }
-function mirrorProps(target2, source) {
+function mirrorProps(target, source) {
   for (const key of Reflect.ownKeys(source)) {
     const desc = Object.getOwnPropertyDescriptor(source, key);
     if (!desc.enumerable)
       continue;
     if (desc.get)
-      deferProp(target2, key, () => source[key]);
+      deferProp(target, key, () => source[key]);
     else
-      putProp(target2, key, desc.value);
+      putProp(target, key, desc.value);
   }
 }
 function mergeDefs(...defs) {
@@ -17163,35 +17164,35 @@ function normalizeParams(_params) {
   return params;
 }
 function createTransparentProxy(getter) {
-  let target2;
+  let target;
   return new Proxy({}, {
     get(_2, prop, receiver) {
-      target2 ?? (target2 = getter());
-      return Reflect.get(target2, prop, receiver);
+      target ?? (target = getter());
+      return Reflect.get(target, prop, receiver);
     },
     set(_2, prop, value, receiver) {
-      target2 ?? (target2 = getter());
-      return Reflect.set(target2, prop, value, receiver);
+      target ?? (target = getter());
+      return Reflect.set(target, prop, value, receiver);
     },
     has(_2, prop) {
-      target2 ?? (target2 = getter());
-      return Reflect.has(target2, prop);
+      target ?? (target = getter());
+      return Reflect.has(target, prop);
     },
     deleteProperty(_2, prop) {
-      target2 ?? (target2 = getter());
-      return Reflect.deleteProperty(target2, prop);
+      target ?? (target = getter());
+      return Reflect.deleteProperty(target, prop);
     },
     ownKeys(_2) {
-      target2 ?? (target2 = getter());
-      return Reflect.ownKeys(target2);
+      target ?? (target = getter());
+      return Reflect.ownKeys(target);
     },
     getOwnPropertyDescriptor(_2, prop) {
-      target2 ?? (target2 = getter());
-      return Reflect.getOwnPropertyDescriptor(target2, prop);
+      target ?? (target = getter());
+      return Reflect.getOwnPropertyDescriptor(target, prop);
     },
     defineProperty(_2, prop, descriptor) {
-      target2 ?? (target2 = getter());
-      return Reflect.defineProperty(target2, prop, descriptor);
+      target ?? (target = getter());
+      return Reflect.defineProperty(target, prop, descriptor);
     }
   });
 }
@@ -17408,14 +17409,14 @@ function codePointLength(str) {
   const units = str.length;
   if (!highSurrogate.test(str))
     return units;
-  let count4 = units;
+  let count5 = units;
   for (let i2 = 0; i2 < units - 1; i2++) {
     if ((str.charCodeAt(i2) & 64512) === 55296 && (str.charCodeAt(i2 + 1) & 64512) === 56320) {
-      count4--;
+      count5--;
       i2++;
     }
   }
-  return count4;
+  return count5;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -17674,10 +17675,10 @@ function $constructor(name2, initializer3, proto, params) {
       let up = own2;
       while (up && up !== ctorProto)
         up = Object.getPrototypeOf(up);
-      const target2 = up ?? own2;
-      if (!initialized.has(target2)) {
-        initialized.add(target2);
-        members(target2, protoMembers);
+      const target = up ?? own2;
+      if (!initialized.has(target)) {
+        initialized.add(target);
+        members(target, protoMembers);
       }
     }
     const proto2 = _2.prototype;
@@ -21798,8 +21799,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count4, one2, few, many) {
-  const absCount = Math.abs(count4);
+function getBelarusianPlural(count5, one2, few, many) {
+  const absCount = Math.abs(count5);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -24446,8 +24447,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count4, one2, many) {
-  return Math.abs(count4) === 1 ? one2 : many;
+function getArmenianPlural(count5, one2, many) {
+  return Math.abs(count5) === 1 ? one2 : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -27185,8 +27186,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count4, one2, few, many) {
-  const absCount = Math.abs(count4);
+function getRussianPlural(count5, one2, few, many) {
+  const absCount = Math.abs(count5);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -29189,8 +29190,8 @@ function withParser(schema, parser) {
     installCompiledUserMethods(clone2, schema, parser);
   return clone2;
 }
-function installCompiledUserMethods(target2, source, parser) {
-  const targetAny = target2;
+function installCompiledUserMethods(target, source, parser) {
+  const targetAny = target;
   const sourceAny = source;
   if (typeof sourceAny.safeParse === "function") {
     const originalSafeParse = sourceAny.safeParse;
@@ -31793,26 +31794,26 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
 }
 
 // node_modules/zod/v4/core/to-json-schema.js
-function assignProps(target2, ...sources) {
+function assignProps(target, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
       if (Object.prototype.propertyIsEnumerable.call(source, key)) {
-        assignProp(target2, key, source[key]);
+        assignProp(target, key, source[key]);
       }
     }
   }
-  return target2;
+  return target;
 }
 function initializeContext(params) {
-  let target2 = params?.target ?? "draft-2020-12";
-  if (target2 === "draft-4")
-    target2 = "draft-04";
-  if (target2 === "draft-7")
-    target2 = "draft-07";
+  let target = params?.target ?? "draft-2020-12";
+  if (target === "draft-4")
+    target = "draft-04";
+  if (target === "draft-7")
+    target = "draft-07";
   return {
     processors: params.processors ?? {},
     metadataRegistry: params?.metadata ?? globalRegistry,
-    target: target2,
+    target,
     unrepresentable: params?.unrepresentable ?? "throw",
     override: params?.override ?? (() => {
     }),
@@ -32315,8 +32316,8 @@ var createToJSONSchemaMethod = (schema, processors = {}) => (params) => {
   return finalize(ctx, schema);
 };
 var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) => {
-  const { libraryOptions, target: target2 } = params ?? {};
-  const ctx = initializeContext({ ...libraryOptions ?? {}, target: target2, io, processors });
+  const { libraryOptions, target } = params ?? {};
+  const ctx = initializeContext({ ...libraryOptions ?? {}, target, io, processors });
   processSchema(schema, ctx);
   extractDefs(ctx, schema);
   return finalize(ctx, schema);
@@ -33510,8 +33511,8 @@ var ZodType = /* @__PURE__ */ $constructor("ZodType", (inst, def) => {
   catch(params) {
     return _catch2(this, params);
   },
-  pipe(target2) {
-    return pipe(this, target2);
+  pipe(target) {
+    return pipe(this, target);
   },
   readonly() {
     return readonly(this);
@@ -35907,7 +35908,8 @@ var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
 var KINDS = ["ab", "aa"];
 var targetsSchema = external_exports.looseObject({ champion: external_exports.string(), challenger: external_exports.string() });
-var BASES = ["champion", "merge-base"];
+var COMPARISON_BASES = ["champion", "merge-base"];
+var BASES = [...COMPARISON_BASES, "ancestor"];
 var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: external_exports.enum(BASES).optional() });
 var grpcCallSchema = external_exports.looseObject({
   method: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
@@ -35985,6 +35987,8 @@ var runRequestSchema = external_exports.looseObject({
   champion_sha: sha.optional(),
   /** comparison_base merge-base: a deployed build the champion arm runs instead of the champion. */
   merge_base_sha: sha.optional(),
+  /** A drift run: an earlier champion the host kept, run in the champion arm against the champion. */
+  ancestor_sha: sha.optional(),
   service: serviceSchema,
   /** Sample both arms' CPU stacks during the run (config profile: on-red or always). */
   profile: external_exports.boolean().optional(),
@@ -36251,7 +36255,7 @@ function malformed(p) {
   return null;
 }
 var CARRIED = 0.9;
-function functionBreakdown(group, pairs, confidence) {
+function functionBreakdown(group, pairs2, confidence) {
   const byRun = new Map(group.map((g2) => [g2.name, profilesOf(g2.result)]));
   const recorded = [...byRun.values()].filter((p) => p?.status === "recorded");
   const empty = {
@@ -36275,7 +36279,7 @@ function functionBreakdown(group, pairs, confidence) {
     return { ...empty, status: "not_available", reason: "the runs sampled at different rates and cannot be pooled" };
   }
   const usPerSample = 1e6 / hz;
-  const counts = pairs.flatMap((p) => {
+  const counts = pairs2.flatMap((p) => {
     const prof = byRun.get(p.run);
     if (prof?.status !== "recorded") return [];
     const at = (index) => prof.slices?.find((s3) => s3.index === index);
@@ -36517,7 +36521,7 @@ function isDisturbed(d) {
 function extractPairs(run, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
   for (const s3 of result.slices) byPair.set(s3.pair, [...byPair.get(s3.pair) ?? [], s3]);
-  const pairs = [];
+  const pairs2 = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
@@ -36545,22 +36549,22 @@ function extractPairs(run, result, percentile2) {
       dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
       continue;
     }
-    pairs.push({ run, pair, champion, challenger });
+    pairs2.push({ run, pair, champion, challenger });
   }
-  return { pairs, dropped };
+  return { pairs: pairs2, dropped };
 }
 function pooledPairs(key, runs2, percentile2) {
-  const pairs = [];
+  const pairs2 = [];
   const dropped = [];
   for (const { name: name2, result } of runs2) {
     const extracted = extractPairs(name2, result, percentile2);
-    pairs.push(...extracted.pairs);
+    pairs2.push(...extracted.pairs);
     dropped.push(...extracted.dropped);
   }
   const disturbed = dropped.filter(isDisturbed);
-  const total = pairs.length + dropped.length;
-  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
-    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+  const total = pairs2.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs2.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs2.length}, and a verdict needs 2`;
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
     const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
     const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
@@ -36572,22 +36576,22 @@ function pooledPairs(key, runs2, percentile2) {
       reached > 0 ? "an arm served others than the load generator" : foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work"
     );
   }
-  if (pairs.length < 2) {
+  if (pairs2.length < 2) {
     const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
     throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+      `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
     );
   }
-  return { pairs, dropped };
+  return { pairs: pairs2, dropped };
 }
 
 // src/analysis/efficiency.ts
 function efficiencyOf(ci, seMs, samplingSeMs) {
-  const halfWidthMs = (ci[1] - ci[0]) / 2;
+  const halfWidthMs2 = (ci[1] - ci[0]) / 2;
   const ratio = samplingSeMs > 0 ? seMs / samplingSeMs : 1;
   return {
-    halfWidthMs,
-    samplingHalfWidthMs: halfWidthMs / ratio,
+    halfWidthMs: halfWidthMs2,
+    samplingHalfWidthMs: halfWidthMs2 / ratio,
     hostAddsPercent: Math.max(0, 100 * (ratio - 1)),
     narrowedBy: ratio > Math.SQRT2 ? "quieter host" : "more requests"
   };
@@ -36615,38 +36619,38 @@ function normalQuantile(p) {
   return (lo + hi) / 2;
 }
 var GRID = 401;
-function nominalAlphas(alpha, pairs) {
-  const key = `${alpha}:${pairs.join(",")}`;
+function nominalAlphas(alpha, pairs2) {
+  const key = `${alpha}:${pairs2.join(",")}`;
   let levels = computed.get(key);
   if (!levels) {
-    levels = computeNominalAlphas(alpha, pairs);
+    levels = computeNominalAlphas(alpha, pairs2);
     if (computed.size >= 512) computed.delete(computed.keys().next().value);
     computed.set(key, levels);
   }
   return [...levels];
 }
 var computed = /* @__PURE__ */ new Map();
-function computeNominalAlphas(alpha, pairs) {
+function computeNominalAlphas(alpha, pairs2) {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
-  pairs.forEach((n2, k) => {
-    if (!(n2 > 0) || k > 0 && n2 <= pairs[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
+  pairs2.forEach((n2, k) => {
+    if (!(n2 > 0) || k > 0 && n2 <= pairs2[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs2.join(", ")}`);
   });
   const out = [];
   let xs = new Float64Array(0);
   let fs = new Float64Array(0);
-  for (let k = 0; k < pairs.length; k++) {
+  for (let k = 0; k < pairs2.length; k++) {
     const spend = spentAlpha(alpha, k + 1) - spentAlpha(alpha, k);
     if (k === 0) {
       const c4 = normalQuantile(1 - spend / 2);
       out.push(spend);
-      xs = grid(c4 * Math.sqrt(pairs[0]));
-      const sd1 = Math.sqrt(pairs[0]);
+      xs = grid(c4 * Math.sqrt(pairs2[0]));
+      const sd1 = Math.sqrt(pairs2[0]);
       fs = xs.map((x) => Math.exp(-0.5 * (x / sd1) ** 2) / (sd1 * Math.sqrt(2 * Math.PI)));
       continue;
     }
-    const step = pairs[k] - pairs[k - 1];
+    const step = pairs2[k] - pairs2[k - 1];
     const sd = Math.sqrt(step);
-    const root = Math.sqrt(pairs[k]);
+    const root = Math.sqrt(pairs2[k]);
     const dx = xs[1] - xs[0];
     const crossing = (c4) => {
       let p = 0;
@@ -36687,11 +36691,11 @@ function grid(bound) {
 }
 
 // src/analysis/looks.ts
-function looksOf(group, pairs, d, s3) {
+function looksOf(group, pairs2, d, s3) {
   const runs2 = [];
   let total = 0;
   for (const g2 of group) {
-    const kept = pairs.filter((p) => p.run === g2.name).length;
+    const kept = pairs2.filter((p) => p.run === g2.name).length;
     if (kept === 0) continue;
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
@@ -36701,8 +36705,8 @@ function looksOf(group, pairs, d, s3) {
   return runs2.map((r, k) => {
     seen.add(r.run);
     const confidence = 1 - alphas[k];
-    const keep = pairs.map((p) => seen.has(p.run));
-    const upTo = pairs.filter((_2, i2) => keep[i2]);
+    const keep = pairs2.map((p) => seen.has(p.run));
+    const upTo = pairs2.filter((_2, i2) => keep[i2]);
     if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
     const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s3.percentile, 0, () => 0);
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
@@ -36743,28 +36747,28 @@ var fields = {
   cpuCores: "service_cpu_cores",
   rssBytes: "service_rss_bytes"
 };
-function pairedResources(pairs, confidence) {
+function pairedResources(pairs2, confidence) {
   const out = Object.fromEntries(
-    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs, field, confidence)])
+    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs2, field, confidence)])
   );
   return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
 }
-function pairedAmount(pairs, field, confidence) {
-  const both = pairs.flatMap((x) => {
+function pairedAmount(pairs2, field, confidence) {
+  const both = pairs2.flatMap((x) => {
     const [a2, b] = [x.champion[field], x.challenger[field]];
     return a2 === void 0 || b === void 0 ? [] : [[a2, b]];
   });
   if (both.length < 2) return null;
   const champion = mean(both.map(([a2]) => a2));
   const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
-  const pct = (x) => champion > 0 ? 100 * x / champion : 0;
+  const pct4 = (x) => champion > 0 ? 100 * x / champion : 0;
   return {
     champion,
     challenger: mean(both.map(([, b]) => b)),
     estimate: t.mean,
     ci: [t.ci.lo, t.ci.hi],
-    percent: pct(t.mean),
-    percentCi: [pct(t.ci.lo), pct(t.ci.hi)],
+    percent: pct4(t.mean),
+    percentCi: [pct4(t.ci.lo), pct4(t.ci.hi)],
     p: t.p,
     pairs: both.length
   };
@@ -36794,8 +36798,7 @@ function analyze(results, settings = defaultSettings) {
   const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
   const holm = holmAdjust(partial2.map((c3) => c3.t.p));
   const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], 1 - c3.confidence, partial2.length));
-  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
-  const headline2 = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
+  const headline2 = headlineOf(comparisons);
   const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
   return {
     verdict,
@@ -36809,14 +36812,14 @@ function analyze(results, settings = defaultSettings) {
     seed: settings.seed,
     settings,
     runs: results.map(({ name: name2, result }) => {
-      const { pairs, dropped } = extractPairs(name2, result, settings.percentile);
+      const { pairs: pairs2, dropped } = extractPairs(name2, result, settings.percentile);
       return {
         name: name2,
         runId: result.plan.run_id,
         workload: result.plan.workload,
         rate: result.plan.rate,
         started: result.started,
-        pairs: pairs.length,
+        pairs: pairs2.length,
         dropped: dropped.length,
         disturbed: dropped.filter(isDisturbed).length,
         partial: result.partial
@@ -36826,6 +36829,10 @@ function analyze(results, settings = defaultSettings) {
     preflight: preflightFlags(results),
     dependencies: dependencyUsage(results)
   };
+}
+function headlineOf(comparisons) {
+  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
+  return [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
 }
 var findingsSchema = findingSchema.array();
 function preflightFlags(results) {
@@ -36883,12 +36890,12 @@ function compare(key, group, s3, rand) {
   checkOneIdentity(key, group);
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
-  const { pairs, dropped } = pooledPairs(key, group, s3.percentile);
-  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const { pairs: pairs2, dropped } = pooledPairs(key, group, s3.percentile);
+  const at = (p) => pairs2.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s3.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = estimateLatency(pairs, d, s3.percentile, s3.samplingResamples, rand);
-  const lookHistory = looksOf(group, pairs, d, s3);
+  const primary = estimateLatency(pairs2, d, s3.percentile, s3.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs2, d, s3);
   const confidence = lookHistory.at(-1).confidence;
   const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s3.confidence);
   const sdMs = pairedT(d, s3.confidence).sd;
@@ -36897,10 +36904,10 @@ function compare(key, group, s3, rand) {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
-  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs, "champion", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs, "challenger", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
-  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s3.percentile)];
+  const tp = secondary(pairs2.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
+  const champion = { ...armSummary(pairs2, "champion", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs2, "challenger", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s3.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -36922,7 +36929,7 @@ function compare(key, group, s3, rand) {
     estimator: { kind: primary.kind, fallback: primary.fallback },
     seMs: primary.seMs,
     samplingSeMs: primary.samplingSeMs,
-    pairs: pairs.length,
+    pairs: pairs2.length,
     droppedPairs: dropped,
     runs: group.map((g2) => g2.name),
     looks: lookHistory.length,
@@ -36935,16 +36942,16 @@ function compare(key, group, s3, rand) {
     p999Ms: secondary(at(99.9)),
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
     errorRegression: errors,
-    resources: pairedResources(pairs, confidence),
+    resources: pairedResources(pairs2, confidence),
     cpuLimitPercent: s3.blockCpuPercent ?? null,
-    classes: classBreakdown(group[0].result.plan, pairs, s3.percentile, confidence, rand),
-    functions: functionBreakdown(group, pairs, confidence),
+    classes: classBreakdown(group[0].result.plan, pairs2, s3.percentile, confidence, rand),
+    functions: functionBreakdown(group, pairs2, confidence),
     champion,
     challenger,
     floorMs: floor.ms,
     thresholdMs,
     flags,
-    detail: pairs.map((x, i2) => ({
+    detail: pairs2.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
       championMs: ms(slicePercentileUs(x.champion, s3.percentile)),
@@ -36954,8 +36961,8 @@ function compare(key, group, s3, rand) {
   };
 }
 var ms = (us2) => us2 / 1e3;
-function armSummary(pairs, arm, percentile2) {
-  const slices = pairs.map((x) => x[arm]);
+function armSummary(pairs2, arm, percentile2) {
+  const slices = pairs2.map((x) => x[arm]);
   const e = armErrors(slices);
   return {
     p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
@@ -36976,17 +36983,17 @@ function runFlags(group) {
     }))
   ];
 }
-function measurementFlags(pairs, dropped, percentile2) {
+function measurementFlags(pairs2, dropped, percentile2) {
   const flags = [];
   const budget = sampleBudget(percentile2);
-  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short.length > 0) {
+  const short3 = pairs2.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short3.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
+      message: `${short3.length} slice${short3.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short3.map((x) => x.recorded))}); lengthen slices or raise the rate`
     });
   }
-  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  const midRun = pairs2.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
   if (midRun.length > 0) {
     const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
     flags.push({
@@ -37097,6 +37104,7 @@ function label(c3, holmP, alpha, m) {
     blocking: blockedBy.length > 0,
     blockedBy,
     blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
+    budget: null,
     ciMs: ci,
     t: { ...t, holmP },
     flags
@@ -37111,10 +37119,10 @@ function armsOf(a2) {
   const challenger = portName2(a2.targets?.challenger, "the challenger's port");
   return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
 }
-function portName2(target2, otherwise) {
-  if (!target2) return otherwise;
+function portName2(target, otherwise) {
+  if (!target) return otherwise;
   try {
-    const u2 = new URL(target2);
+    const u2 = new URL(target);
     return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
   } catch {
     return otherwise;
@@ -37164,13 +37172,13 @@ function codeSpan(name2) {
 }
 
 // src/report/scale.ts
-function niceTicks(lo, hi, target2 = 5) {
+function niceTicks(lo, hi, target = 5) {
   if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
   if (lo === hi) {
     const pad = Math.abs(lo) * 0.1 || 0.01;
     [lo, hi] = [lo - pad, hi + pad];
   }
-  const raw = (hi - lo) / target2;
+  const raw = (hi - lo) / target;
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
   const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
@@ -37238,17 +37246,17 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
     return line;
   };
   const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
-  const axis = Array(PLOT_COLUMNS).fill("\u2500");
+  const axis2 = Array(PLOT_COLUMNS).fill("\u2500");
   let free = 0;
   for (const t of scale.ticks) {
     const text = tickLabel(t, scale.decimals);
     const at = Math.max(0, col(t) - Math.floor(text.length / 2));
-    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    axis2[col(t)] = t === 0 ? "\u253C" : "\u252C";
     if (at < free) continue;
     for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
     free = at + text.length + 1;
   }
-  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis2)];
   for (const r of rows2) {
     const line = canvas();
     const to = col(r.value);
@@ -37377,6 +37385,7 @@ function comparisonJson(c3) {
     blocking: c3.blocking,
     blocked_by: c3.blockedBy,
     blocking_decisive: c3.blockingDecisive,
+    budget: c3.budget,
     estimate_ms: c3.estimateMs,
     ci_ms: c3.ciMs,
     confidence: c3.confidence,
@@ -37478,9 +37487,9 @@ function calibrations(aa, previous, o2) {
   const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
   return aa.map((c3) => {
     const [lo, hi] = c3.ciMs;
-    const halfWidthMs = halfWidth(c3.ciMs);
+    const halfWidthMs2 = halfWidth(c3.ciMs);
     const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
-    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    const driftMs = prev ? halfWidthMs2 - prev.half_width_ms : null;
     return {
       key: c3.key,
       workload: c3.workload,
@@ -37490,7 +37499,7 @@ function calibrations(aa, previous, o2) {
       estimateMs: c3.estimateMs,
       ciMs: [lo, hi],
       confidence: c3.confidence,
-      halfWidthMs,
+      halfWidthMs: halfWidthMs2,
       pairs: c3.pairs,
       unbiased: !excludesZero(c3.ciMs),
       previous: prev,
@@ -37629,7 +37638,7 @@ function classesTable(c3, arms) {
   if (classes.length === 0)
     return missing && !missing.startsWith("the workload has one") ? ["", `Request classes: none to show (${missing}).`] : [];
   const p = classes[0].percentile;
-  const cell = (e, short) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short})`;
+  const cell = (e, short3) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short3})`;
   return [
     "",
     `<details><summary>Request classes: each class's paired difference (${arms.difference}), at ${confidenceLabel(c3.confidence)}, Holm across classes</summary>`,
@@ -37704,10 +37713,29 @@ var us = (x) => `${Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toF
 var signedUs = (x) => `${x > 0 ? "+" : ""}${us(x)}`;
 var kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 
+// src/report/budget.ts
+var signed2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+function budgetWords(b) {
+  return `this change ${signed2(b.change_percent)}, main ${signed2(b.main_percent)} in 30 days${b.basis === "drift" ? " (measured by the latest drift run, and the steps since)" : ""}, budget ${b.limit_percent}%`;
+}
+function budgetNotes(a2) {
+  return a2.comparisons.flatMap((c3) => {
+    if (!c3.budget) return [];
+    const where = a2.comparisons.length > 1 ? ` (${c3.key})` : "";
+    const verdict = c3.budget.exceeded ? "**past it: blocks the merge**" : c3.verdict === "red" ? "within it" : c3.verdict === "green" ? "a green pays back" : "no detected change";
+    return [`**Regression budget**${where}: ${budgetWords(c3.budget)}; ${verdict}.`];
+  });
+}
+
 // src/report/gate-outcome.ts
-var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
+var reasonTitle = {
+  latency: () => "",
+  errors: () => "more errors",
+  cpu: () => "more CPU per request",
+  budget: (c3) => `past the regression budget: ${c3.budget ? budgetWords(c3.budget) : "see the report"}`
+};
 function blockedByNote(c3) {
-  const why = c3.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  const why = c3.blockedBy.map((r) => reasonTitle[r](c3)).filter(Boolean);
   return why.length ? ` (${why.join(", ")})` : "";
 }
 
@@ -37807,6 +37835,9 @@ function verdictSentence(a2) {
   return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
 }
 function blockReason(c3, reason, budget) {
+  if (reason === "budget") {
+    return `the regression would take main past its monthly regression budget (${budgetWords(c3.budget)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+  }
   if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
   if (reason === "cpu") {
     const cpu = c3.resources.cpuUsPerRequest;
@@ -37831,16 +37862,16 @@ function hostBiasWarning(bias) {
 function comparisonSection(c3, percentile2, arms, several, maxRows, showFunctions) {
   const p = percentLabel(percentile2);
   const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
-  const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
+  const pct4 = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
   const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
   const out = [`#### ${c3.workload} @ ${c3.rate} req/s${several ? state : ""}`, ""];
   if (several) out.push(quartet(c3, percentile2, arms), "");
   out.push(
     `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
-    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct4(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct4(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct4(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     ...resourceRows(c3)
@@ -38232,7 +38263,7 @@ var configSchema = external_exports.strictObject({
    * What a pull request is measured against: the host's champion (main's HEAD as last
    * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
    */
-  comparison_base: external_exports.enum(BASES).default("champion"),
+  comparison_base: external_exports.enum(COMPARISON_BASES).default("champion"),
   // Left out, slices are sized per rate (sliceDesign below); the order counterbalances the arms.
   slices: external_exports.strictObject({
     seconds: plan.slice_seconds.optional(),
@@ -38259,6 +38290,13 @@ var configSchema = external_exports.strictObject({
   resources: external_exports.strictObject({
     /** Block when CPU per request regresses past this percent over the whole interval. */
     block_cpu_percent: external_exports.number().positive().max(1e3).optional()
+  }).optional(),
+  /**
+   * The monthly regression budget (docs/design/0024-regression-budget.md): a red that would take
+   * main's change over the trailing 30 days past this percent of its level blocks. Off unless set.
+   */
+  budget: external_exports.strictObject({
+    percent_per_30_days: external_exports.number().gt(0).max(100)
   }).optional(),
   /**
    * Sample both arms' CPU stacks during every run and list the functions whose CPU per request
@@ -38326,8 +38364,8 @@ var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
 function sliceDesign(config2, rate2) {
   const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
   const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
-  const pairs = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
-  return { seconds, pairs };
+  const pairs2 = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
+  return { seconds, pairs: pairs2 };
 }
 function planRuns(config2, builds, seed) {
   const runs2 = [];
@@ -38341,6 +38379,7 @@ function planRuns(config2, builds, seed) {
         request: {
           ...builds.challengerSha ? { challenger_sha: builds.challengerSha } : {},
           ...builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {},
+          ...builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {},
           service: config2.service,
           ...config2.profile !== "never" ? { profile: true } : {},
           loadgen: {
@@ -38539,243 +38578,213 @@ function list(v, flag, lo, hi) {
   return parts.map((p) => bounded({ [flag]: p.trim() }, flag, lo, hi));
 }
 
-// src/cli/run.ts
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync as readFileSync5, statSync as statSync3 } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname as dirname2, join as join3, relative, resolve } from "node:path";
-import { fileURLToPath as fileURLToPath3 } from "node:url";
+// src/cli/history.ts
+import { closeSync, fstatSync, openSync, readSync, writeFileSync as writeFileSync4 } from "node:fs";
 
-// src/report/calibration.ts
-var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
-  }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
-}
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  const oneIn = Math.round(1 / (1 - c3.confidence));
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
-  }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
-}
-var capitalized = (s3) => s3.charAt(0).toUpperCase() + s3.slice(1);
+// src/contract/host.ts
+var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
+var floorRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
+  percentile,
+  half_width_ms: external_exports.number().min(0).max(1e6),
+  ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
+  pairs: external_exports.number().int().min(2).max(1e4)
+});
+var floorSchema = floorRecordSchema.extend({
+  run_id: runId,
+  time: external_exports.string(),
+  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
+  percentile_assumed: external_exports.boolean().optional()
+});
+var runSummarySchema = external_exports.looseObject({
+  run_id: runId,
+  kind: external_exports.enum(KINDS),
+  status: external_exports.enum(RUN_STATUSES),
+  champion_sha: sha,
+  challenger_sha: sha,
+  workload: name,
+  rate,
+  started: external_exports.string(),
+  ended: external_exports.string()
+});
+var hostStatusSchema = external_exports.looseObject({
+  perf_host_version: external_exports.string(),
+  champion: external_exports.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: external_exports.string().optional(),
+  previous: external_exports.string(),
+  champion_supervised: external_exports.boolean(),
+  lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
+  floors: external_exports.record(external_exports.string(), floorSchema),
+  disk_free_bytes: external_exports.number().int().nonnegative(),
+  memory_available_bytes: external_exports.number().int().nonnegative(),
+  load_avg: external_exports.array(external_exports.number()).length(3),
+  releases: external_exports.array(external_exports.string()),
+  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+  isolation: isolationSchema.optional()
+});
+var EXIT = constants_default.exit_codes;
+var OUTCOME_MARKER = constants_default.outcome_marker;
 
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync2 } from "node:fs";
-import { dirname, join } from "node:path";
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join(dir, "analysis.json"),
-    chartPath: join(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
-  ]);
-  return paths;
-}
-function writeResults(dir, documents) {
-  const path6 = join(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
-}
-function writeUnmeasured(dir, e) {
-  const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
-  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
-  return paths;
-}
-function writeProfiles(dir, profiles) {
-  return profiles.map(({ path: path6, bytes }) => {
-    const to = join(dir, path6);
-    mkdirSync(dirname(to), { recursive: true });
-    writeFileSync2(to, bytes);
-    return to;
-  });
-}
-function writeCalibrationReport(dir, report) {
-  const path6 = join(dir, "calibration.md");
-  writeFiles(dir, [[path6, report]]);
-  return path6;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync2(path6, text);
-}
-
-// src/report/unmeasured.ts
-var ARMS2 = ["champion", "challenger"];
-function unmeasuredReport(error62, results, percentile2) {
-  const runs2 = results.map((r) => runOf(r, percentile2));
-  const [first] = error62.message.split("\n");
-  const out = [
-    "### \u26A0\uFE0F perf-gate could not measure",
-    "",
-    `${first}`,
-    "",
-    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
-    "",
-    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
-    "|---|---|---:|---:|---:|---:|---:|",
-    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
-  ];
-  const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
-  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
-  for (const r of runs2) {
-    for (const arm of ARMS2) {
-      const log = r.logs[arm];
-      if (!log) continue;
-      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
-    }
+// src/contract/history.ts
+var HISTORY_SCHEMA_VERSION = constants_default.history_schema_version;
+var VERDICTS = ["green", "red", "grey"];
+var BLOCK_REASONS = ["latency", "errors", "cpu", "budget"];
+var HISTORY_KINDS = ["gate", "promotion", "rollback", "calibration", "drift"];
+var runId2 = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
+var pullRequest = external_exports.number().int().min(1).max(999999999);
+var ms3 = external_exports.number().min(-1e6).max(1e6);
+var levelMs = external_exports.number().gt(0).max(1e6);
+var halfWidthMs = external_exports.number().min(0).max(1e6);
+var pairs = external_exports.number().int().min(2).max(1e4);
+var percentChange = external_exports.number().min(-100).max(1e6);
+var interval = external_exports.tuple([ms3, ms3]);
+var count3 = external_exports.number().int().min(0);
+var budgetAccountSchema = external_exports.looseObject({
+  limit_percent: external_exports.number().gt(0).max(100),
+  main_percent: percentChange,
+  /** What main's change rests on: the latest drift run and the steps since (drift), or the steps alone. */
+  basis: external_exports.enum(["drift", "steps"]),
+  change_percent: percentChange,
+  exceeded: external_exports.boolean()
+});
+var comparisonRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  verdict: external_exports.enum(VERDICTS),
+  blocking: external_exports.boolean(),
+  blocked_by: external_exports.array(external_exports.enum(BLOCK_REASONS)).optional(),
+  estimate_ms: ms3,
+  ci_ms: interval,
+  /** The champion arm's latency at the percentile: main's level, the unit of the budget's percents. */
+  champion_ms: levelMs,
+  floor_ms: halfWidthMs.optional(),
+  threshold_ms: halfWidthMs,
+  pairs,
+  cpu_percent: percentChange.optional(),
+  rss_percent: percentChange.optional(),
+  identity: external_exports.string().regex(/^[0-9a-f]{64}$/).optional(),
+  budget: budgetAccountSchema.optional()
+});
+var gateRecordSchema = external_exports.looseObject({
+  pull_request: pullRequest.optional(),
+  challenger_sha: sha,
+  champion_sha: sha,
+  base: external_exports.enum(BASES),
+  verdict: external_exports.enum(VERDICTS),
+  blocking: external_exports.boolean(),
+  percentile,
+  comparisons: external_exports.array(comparisonRecordSchema).min(1).max(256),
+  runs: external_exports.array(runId2).max(1024),
+  url: external_exports.string().regex(/^https?:\/\/[^\s"'<>]{1,1000}$/).optional()
+});
+var driftRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  percentile,
+  champion_sha: sha,
+  ancestor_sha: sha,
+  estimate_ms: ms3,
+  ci_ms: interval,
+  ancestor_ms: levelMs,
+  pairs
+});
+var championChangeSchema = external_exports.looseObject({
+  sha,
+  previous: sha.optional(),
+  pull_request: pullRequest.optional(),
+  /** The promoted build's last gate on the host: the step main took. */
+  step: external_exports.looseObject({ gated: external_exports.string(), gate: gateRecordSchema }).optional()
+});
+var historyVersion = external_exports.literal(HISTORY_SCHEMA_VERSION);
+var historyEntrySchema = external_exports.looseObject({
+  schema_version: historyVersion,
+  kind: external_exports.enum(HISTORY_KINDS),
+  time: external_exports.string(),
+  run_id: runId2.optional(),
+  gate: gateRecordSchema.optional(),
+  change: championChangeSchema.optional(),
+  calibration: floorRecordSchema.optional(),
+  drift: driftRecordSchema.optional()
+});
+var ancestorSchema = external_exports.looseObject({ sha, since: external_exports.string(), until: external_exports.string().optional() });
+var historySchema = external_exports.looseObject({
+  schema_version: historyVersion,
+  /** The host's clock when it was read: the history's "now". */
+  time: external_exports.string(),
+  champion: external_exports.string(),
+  ancestors: external_exports.array(ancestorSchema),
+  entries: external_exports.array(historyEntrySchema),
+  bound_bytes: count3,
+  dropped: count3
+});
+var MAX_HISTORY_BYTES = 64 << 20;
+function parseHistory(source, doc) {
+  const version3 = doc?.schema_version;
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new MessageError(`${source}: not a perf-gate history (a JSON object with schema_version, entries, \u2026)`);
+  if (typeof version3 !== "number")
+    throw new MessageError(`${source}: not a perf-gate history: schema_version: required`);
+  if (version3 > HISTORY_SCHEMA_VERSION) {
+    throw new MessageError(
+      `${source}: history schema_version ${version3} is newer than this perf-gate reads (${HISTORY_SCHEMA_VERSION}): it was written by a newer perf-host; upgrade perf-gate`
+    );
   }
-  return { markdown: `${out.join("\n")}
-`, json: unmeasuredJson(error62, runs2) };
+  const h2 = parseMessage(historySchema, source, doc, "a perf-gate history");
+  const problems = historyProblems(h2);
+  if (problems.length > 0)
+    throw new MessageError(`${source}: not a perf-gate history: ${problems.slice(0, 5).join("; ")}`);
+  return h2;
 }
-function runOf({ name: name2, result }, percentile2) {
-  const { pairs, dropped } = extractPairs(name2, result, percentile2);
-  const of = (arm) => armErrors(result.slices.filter((s3) => s3.arm === arm));
-  const armStarts = result.arms;
-  const logs = {};
-  for (const arm of ARMS2) {
-    const a2 = armStarts?.[arm];
-    if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
-  }
-  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
-}
-function failed(e) {
-  return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
-}
-function unmeasuredJson(error62, runs2) {
-  return {
-    verdict: "could_not_measure",
-    error: error62.message,
-    runs: runs2.map((r) => ({
-      name: r.name,
-      workload: r.workload,
-      rate: r.rate,
-      pairs_kept: r.kept,
-      dropped_pairs: r.dropped.map(droppedPairJson),
-      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
-        requests: r.arms[arm].requests,
-        errors: r.arms[arm].errors,
-        errors_by_class: r.arms[arm].byClass,
-        log_tail: r.logs[arm]?.tail ?? null,
-        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
-      }]))
-    }))
-  };
-}
-
-// src/experiment/decide.ts
-function decide(results, config2, d) {
-  try {
-    return analyze(results, settingsFor(config2, d));
-  } catch (e) {
-    if (e instanceof CouldNotMeasureError) {
-      const { markdown, json: json2 } = unmeasuredReport(e, results, config2.slo.percentile);
-      e.explained = { markdown, json: json2, results: results.map((r) => r.result) };
-    }
-    throw e;
-  }
-}
-function settingsFor(config2, d) {
-  return {
-    ...defaultSettings,
-    percentile: config2.slo.percentile,
-    sloBudgetMs: config2.slo.budget_ms,
-    blockThresholdPercent: config2.block_threshold_percent,
-    seed: d.seed,
-    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
-    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
-  };
-}
-
-// src/report/notes.ts
-var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
-function evidenceNotes(sha2, e) {
-  const short = sha2.slice(0, 7);
+var RECORD_OF = {
+  gate: "gate",
+  promotion: "change",
+  rollback: "change",
+  calibration: "calibration",
+  drift: "drift"
+};
+function historyProblems(h2) {
   const out = [];
-  if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
-  }
-  if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
-  }
+  const date5 = (at, s3) => {
+    if (s3 !== void 0 && Number.isNaN(Date.parse(s3)))
+      out.push(`${at}: not a date: ${JSON.stringify(s3.slice(0, 40))}`);
+  };
+  const around = (at, estimate, [lo, hi]) => {
+    if (!(lo <= estimate && estimate <= hi))
+      out.push(`${at}.ci_ms: [${lo}, ${hi}] does not hold the estimate ${estimate}`);
+  };
+  const gate2 = (at, g2) => {
+    for (const [j, c3] of g2.comparisons.entries()) around(`${at}.comparisons[${j}]`, c3.estimate_ms, c3.ci_ms);
+  };
+  date5("time", h2.time);
+  h2.ancestors.forEach((a2, i2) => {
+    date5(`ancestors[${i2}].since`, a2.since);
+    date5(`ancestors[${i2}].until`, a2.until);
+  });
+  h2.entries.forEach((e, i2) => {
+    const at = `entries[${i2}]`;
+    date5(`${at}.time`, e.time);
+    const carried = ["gate", "change", "calibration", "drift"].filter((k) => e[k] !== void 0);
+    if (carried.length !== 1 || carried[0] !== RECORD_OF[e.kind])
+      out.push(
+        `${at}: a ${e.kind} entry carries ${RECORD_OF[e.kind]} and nothing else (it carries ${carried.join(", ") || "nothing"})`
+      );
+    if (e.gate) gate2(`${at}.gate`, e.gate);
+    if (e.change?.step) {
+      date5(`${at}.change.step.gated`, e.change.step.gated);
+      gate2(`${at}.change.step.gate`, e.change.step.gate);
+    }
+    if (e.drift) around(`${at}.drift`, e.drift.estimate_ms, e.drift.ci_ms);
+  });
   return out;
-}
-function groupBy(other) {
-  const out = /* @__PURE__ */ new Map();
-  for (const { runId: runId2, differs } of other) {
-    const key = differs.join(", ");
-    out.set(key, [...out.get(key) ?? [], runId2]);
-  }
-  return out;
-}
-function identityNotes(a2, documents) {
-  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
-  if (!changed || !a2.builds) return [];
-  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
-}
-function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
-  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
 // src/host/client.ts
-import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join as join2 } from "node:path";
+import { join } from "node:path";
 
 // node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
@@ -40572,13 +40581,13 @@ var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) 
   const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
   const hasListeners = hasMessageListeners(anyProcess, ipcEmitter);
   return {
-    id: count3++,
+    id: count4++,
     type: REQUEST_TYPE,
     message,
     hasListeners
   };
 };
-var count3 = 0n;
+var count4 = 0n;
 var validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
   if (wrappedMessage?.type !== REQUEST_TYPE || wrappedMessage.hasListeners) {
     return;
@@ -41876,7 +41885,7 @@ function parseMilliseconds(milliseconds) {
 
 // node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
-var pluralize = (word, count4) => count4 === 1 || count4 === 1n ? word : `${word}s`;
+var pluralize = (word, count5) => count5 === 1 || count5 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
 function prettyMilliseconds(milliseconds, options) {
@@ -41904,8 +41913,8 @@ function prettyMilliseconds(milliseconds, options) {
     const flooredValue = Math.round(flooredInterimValue) / 10 ** decimalDigits;
     return flooredValue.toFixed(decimalDigits);
   };
-  const add = (value, long, short, valueString) => {
-    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short === "m")) {
+  const add = (value, long, short3, valueString) => {
+    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short3 === "m")) {
       return;
     }
     valueString ??= String(value);
@@ -41914,7 +41923,7 @@ function prettyMilliseconds(milliseconds, options) {
       const minLength = result.length > 0 ? 2 : 1;
       valueString = "0".repeat(Math.max(0, minLength - wholeDigits)) + valueString;
     } else {
-      valueString += options.verbose ? " " + pluralize(long, value) : short;
+      valueString += options.verbose ? " " + pluralize(long, value) : short3;
     }
     result.push(valueString);
   };
@@ -43058,7 +43067,7 @@ var validateSerializable = (newContents) => {
 };
 
 // node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync3, appendFileSync } from "node:fs";
+import { writeFileSync as writeFileSync2, appendFileSync } from "node:fs";
 
 // node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
@@ -43185,7 +43194,7 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
       appendFileSync(path6, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync3(path6, serializedResult);
+      writeFileSync2(path6, serializedResult);
     }
   }
 };
@@ -44113,12 +44122,12 @@ var SignalExit = class extends SignalExitBase {
     for (const sig of signals) {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
-        let { count: count4 } = this.#emitter;
+        let { count: count5 } = this.#emitter;
         const p = process10;
         if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count4 += p.__signal_exit_emitter__.count;
+          count5 += p.__signal_exit_emitter__.count;
         }
-        if (listeners.length === count4) {
+        if (listeners.length === count5) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
           const s3 = sig === "SIGHUP" ? this.#hupSig : sig;
@@ -45578,53 +45587,6 @@ var {
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
 
-// src/contract/host.ts
-var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
-var floorRecordSchema = external_exports.looseObject({
-  workload: name,
-  rate,
-  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
-  percentile,
-  half_width_ms: external_exports.number().min(0).max(1e6),
-  ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
-  pairs: external_exports.number().int().min(2).max(1e4)
-});
-var floorSchema = floorRecordSchema.extend({
-  run_id: runId,
-  time: external_exports.string(),
-  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
-  percentile_assumed: external_exports.boolean().optional()
-});
-var runSummarySchema = external_exports.looseObject({
-  run_id: runId,
-  kind: external_exports.enum(KINDS),
-  status: external_exports.enum(RUN_STATUSES),
-  champion_sha: sha,
-  challenger_sha: sha,
-  workload: name,
-  rate,
-  started: external_exports.string(),
-  ended: external_exports.string()
-});
-var hostStatusSchema = external_exports.looseObject({
-  perf_host_version: external_exports.string(),
-  champion: external_exports.string(),
-  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
-  champion_since: external_exports.string().optional(),
-  previous: external_exports.string(),
-  champion_supervised: external_exports.boolean(),
-  lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
-  floors: external_exports.record(external_exports.string(), floorSchema),
-  disk_free_bytes: external_exports.number().int().nonnegative(),
-  memory_available_bytes: external_exports.number().int().nonnegative(),
-  load_avg: external_exports.array(external_exports.number()).length(3),
-  releases: external_exports.array(external_exports.string()),
-  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
-  isolation: isolationSchema.optional()
-});
-var EXIT = constants_default.exit_codes;
-var OUTCOME_MARKER = constants_default.outcome_marker;
-
 // src/host/client.ts
 var MAX_PROFILE_BYTES = 64 << 20;
 var HostError = class extends Error {
@@ -45638,13 +45600,13 @@ var HostError = class extends Error {
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
-    this.dir = mkdtempSync(join2(tmpdir(), "perf-gate-ssh-"));
-    this.keyFile = join2(this.dir, "id");
-    this.knownHostsFile = join2(this.dir, "known_hosts");
+    this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    this.keyFile = join(this.dir, "id");
+    this.knownHostsFile = join(this.dir, "known_hosts");
     if ("privateKey" in o2) {
-      writeFileSync4(this.keyFile, `${o2.privateKey.trim()}
+      writeFileSync3(this.keyFile, `${o2.privateKey.trim()}
 `, { mode: 384 });
-      writeFileSync4(this.knownHostsFile, `${o2.knownHosts.trim()}
+      writeFileSync3(this.knownHostsFile, `${o2.knownHosts.trim()}
 `, { mode: 384 });
     }
     this.attempts = o2.attempts ?? 3;
@@ -45742,7 +45704,7 @@ var HostClient = class {
   async deploy(role, sha2, artifact) {
     let file2 = artifact;
     if (statSync2(artifact).isDirectory()) {
-      file2 = join2(this.dir, "artifact.tar.gz");
+      file2 = join(this.dir, "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
     return (await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim();
@@ -45750,26 +45712,51 @@ var HostClient = class {
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
    * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
-   * absolute time in ms).
+   * absolute time in ms). `pullRequest`, the pull request merged, lets the host record the
+   * step main took: that pull request's last gate (without it, the last gate of the build).
    */
-  async promote(sha2, service2, busyDeadline = 0) {
-    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service2) })).trim();
+  async promote(sha2, service2, busyDeadline = 0, pullRequest2) {
+    const command = pullRequest2 === void 0 ? `promote ${sha2}` : `promote ${sha2} ${pullRequest2}`;
+    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service2) })).trim();
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
     return (await this.whenFree("rollback", busyDeadline)).trim();
   }
   /** Stops a run; its finished slices are kept, marked partial. */
-  async abort(runId2) {
-    await this.must(`abort ${runId2}`);
+  async abort(runId3) {
+    await this.must(`abort ${runId3}`);
   }
   /** Stops the champion supervisor and its champion: `perf-host stop`, which only a local perf-host knows (a CI key's forced command refuses it). */
   async stopChampion() {
     return (await this.must("stop")).trim();
   }
   /** Records an A/A calibration as the host's floor for a workload and rate. */
-  async recordFloor(runId2, floor) {
-    await this.must(`floor-record ${runId2}`, { input: JSON.stringify(floor) });
+  async recordFloor(runId3, floor) {
+    await this.must(`floor-record ${runId3}`, { input: JSON.stringify(floor) });
+  }
+  /** Keeps a finished gate's verdict in the host's history; `runId` is one of its runs. */
+  async recordGate(runId3, gate2) {
+    await this.must(`gate-record ${runId3}`, { input: JSON.stringify(gate2) });
+  }
+  /** Keeps a drift run's interval (the champion against an ancestor) in the host's history. */
+  async recordDrift(runId3, drift) {
+    await this.must(`drift-record ${runId3}`, { input: JSON.stringify(drift) });
+  }
+  /** The host's history: every gate, promotion, rollback, calibration and drift run, and its ancestors. */
+  async history() {
+    const text = await this.must("history");
+    let document;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", "history: the host did not answer with JSON");
+    }
+    try {
+      return { document, message: parseHistory("history", document) };
+    } catch (e) {
+      throw new HostError("protocol", e.message);
+    }
   }
   /** Every floor the host has recorded, oldest first. */
   async floorHistory() {
@@ -45780,8 +45767,8 @@ var HostClient = class {
     return this.parsed(`runs ${sha2}`, external_exports.array(runSummarySchema));
   }
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
-  async start(kind, runId2, request2, busyDeadline) {
-    await this.whenFree(`${kind} ${runId2}`, busyDeadline, { input: JSON.stringify(request2) });
+  async start(kind, runId3, request2, busyDeadline) {
+    await this.whenFree(`${kind} ${runId3}`, busyDeadline, { input: JSON.stringify(request2) });
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
@@ -45825,18 +45812,18 @@ var HostClient = class {
    * costs the host ~0.17 s of CPU here; following costs it next to nothing
    * (docs/design/0026-a-pool-of-hosts.md).
    */
-  async watch(runId2, signal) {
-    const [file2, args] = this.argv(`wait ${runId2}`);
+  async watch(runId3, signal) {
+    const [file2, args] = this.argv(`wait ${runId3}`);
     await execa(file2, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
   /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
    * wait, so after a dropped connection this reconnects and skips the lines already shown.
    */
-  async wait(runId2, onLine, maxReconnects = 20) {
+  async wait(runId3, onLine, maxReconnects = 20) {
     let seen = 0;
     for (let attempt = 0; ; attempt++) {
-      const [file2, args] = this.argv(`wait ${runId2}`);
+      const [file2, args] = this.argv(`wait ${runId3}`);
       const sub = execa(file2, args, { reject: false, buffer: { stdout: false, stderr: true } });
       let index = 0;
       let outcome = null;
@@ -45852,27 +45839,27 @@ var HostClient = class {
       if (r.exitCode === 255 && "host" in this.o && attempt < maxReconnects) {
         const err = classifySshFailure(String(r.stderr), this.o);
         if (err.kind !== "unreachable") throw err;
-        this.log(`the connection dropped while waiting for ${runId2}; reconnecting (${attempt + 1}/${maxReconnects})`);
+        this.log(`the connection dropped while waiting for ${runId3}; reconnecting (${attempt + 1}/${maxReconnects})`);
         await sleep(Math.min(this.backoffMs * 2 ** attempt, 3e4));
         continue;
       }
-      throw verbError(`wait ${runId2}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
+      throw verbError(`wait ${runId3}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
     }
   }
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
-  async result(runId2) {
-    return this.document(`result ${runId2}`, hostResultSchema);
+  async result(runId3) {
+    return this.document(`result ${runId3}`, hostResultSchema);
   }
   /**
    * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run
    * request asked for profiles: bytes, checked to be gzip, never a path the host chose.
    */
-  async profile(runId2, arm) {
-    const [file2, args] = this.argv(`profile ${runId2} ${arm}`);
+  async profile(runId3, arm) {
+    const [file2, args] = this.argv(`profile ${runId3} ${arm}`);
     const r = await execa(file2, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 6e4 });
-    if (r.exitCode !== 0) throw verbError(`profile ${runId2} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    if (r.exitCode !== 0) throw verbError(`profile ${runId3} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
     const bytes = r.stdout;
-    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139) throw new HostError("protocol", `profile ${runId2} ${arm}: the host did not answer with a gzipped profile`);
+    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139) throw new HostError("protocol", `profile ${runId3} ${arm}: the host did not answer with a gzipped profile`);
     return bytes;
   }
   async status() {
@@ -45903,168 +45890,7 @@ function verbError(command, code, stderr) {
       return new HostError("protocol", message);
   }
 }
-var sleep = (ms3) => new Promise((r) => setTimeout(r, ms3));
-
-// src/experiment/measure.ts
-async function measure(host, config2, m) {
-  const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
-  if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
-  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
-  if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
-  for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
-    const runId2 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
-    m.progress.runStart?.(run, runId2);
-    try {
-      await host.start(m.kind === "ab" ? "run" : "aa", runId2, run.request, m.busyDeadline);
-      const outcome = await host.wait(runId2, m.progress.line);
-      if (outcome.status !== "ok") {
-        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
-      }
-      const { document, message } = await host.result(runId2);
-      fresh.documents.push(document);
-      fresh.results.push({ name: runId2, result: message });
-    } finally {
-      m.progress.runEnd?.();
-    }
-  }
-  return m.pool && challengerSha ? withEarlierRuns(host, challengerSha, fresh) : fresh;
-}
-async function withEarlierRuns(host, challengerSha, fresh) {
-  const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
-  const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
-  const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
-  const earlier = (await host.runsOf(challengerSha)).filter(
-    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
-  );
-  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
-  for (const r of earlier) {
-    if (r.champion_sha !== champion) {
-      out.otherChampion.push(r.run_id);
-      continue;
-    }
-    const { document, message } = await host.result(r.run_id);
-    const differs = identityDifferences(message, byKey.get(resultKey(message)));
-    if (differs.length > 0) {
-      out.otherIdentity.push({ runId: r.run_id, differs });
-      continue;
-    }
-    out.documents.push(document);
-    out.results.push({ name: r.run_id, result: message });
-    out.pooled.push(r.run_id);
-  }
-  out.results.push(...fresh.results);
-  out.documents.push(...fresh.documents);
-  return out;
-}
-function seedOf(sha2) {
-  return Number.parseInt(sha2.slice(0, 12), 16);
-}
-
-// src/experiment/calibrate.ts
-async function calibrate(host, config2, o2) {
-  const aa = (c3, runIdPrefix2, progress) => measure(host, c3, { ...o2, runIdPrefix: runIdPrefix2, progress, kind: "aa", pool: false });
-  const first = await aa(config2, o2.runIdPrefix, o2.progress);
-  const analysis = decide(first.results, config2, { seed: o2.seed });
-  const history = await host.floorHistory();
-  const documents = [...first.documents];
-  const firstRuns = /* @__PURE__ */ new Map();
-  const latest = [];
-  const preflight = [...analysis.preflight];
-  const confirmProgress = o2.confirmProgress ?? o2.progress;
-  for (const [i2, c3] of analysis.comparisons.entries()) {
-    if (!excludesZero(c3.ciMs)) {
-      latest.push(c3);
-      continue;
-    }
-    const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
-    documents.push(...again.documents);
-    firstRuns.set(c3.key, c3);
-    const confirmation = decide(again.results, config2, { seed: o2.seed });
-    latest.push(confirmation.comparisons[0]);
-    preflight.push(...confirmation.preflight);
-  }
-  const cs = calibrations(latest, history, { percentile: config2.slo.percentile, preflight, firstRuns });
-  for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
-  return { analysis, calibrations: cs, history, documents };
-}
-async function calibrateAndReport(host, config2, o2) {
-  const { outDir, champion, ...options } = o2;
-  const run = await calibrate(host, config2, options);
-  const identity3 = identityNotes(run.analysis, run.documents);
-  const report = [...identity3, calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
-  const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity3, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
-  return { ...run, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
-}
-
-// src/experiment/extend.ts
-async function measureAndDecide(host, config2, m, keep) {
-  let evidence = await measure(host, config2, m);
-  keep(evidence.documents);
-  const status = await host.status();
-  const judge = () => decide(evidence.results, config2, { seed: m.seed, floors: status.floors });
-  let analysis = judge();
-  const max2 = config2.slices.max_extensions;
-  for (let extension = 1; extension <= max2; extension++) {
-    const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, blocksLeft(max2, extension - 1, c3.looks)));
-    if (wanted.length === 0) break;
-    const before = evidence;
-    for (const [i2, c3] of wanted.entries()) {
-      m.progress.note(`${c3.key}: the interval [${c3.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold \xB1${c3.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max2}`);
-      const more = await measure(host, configFor(config2, c3.workload, c3.rate), {
-        ...m,
-        // Deployed already; a further run of the same builds.
-        challenger: m.challenger && { sha: m.challenger.sha },
-        mergeBase: m.mergeBase && { sha: m.mergeBase.sha },
-        runIdPrefix: `${m.runIdPrefix}-x${extension}c${i2}`,
-        // New requests: the same seed would replay the first run's draws, and their sampling error with them.
-        seed: m.seed + extension,
-        pool: false
-      });
-      evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
-    }
-    keep(evidence.documents);
-    try {
-      analysis = judge();
-    } catch (e) {
-      if (!(e instanceof CouldNotMeasureError)) throw e;
-      m.progress.note(`extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`);
-      evidence = before;
-      break;
-    }
-  }
-  return { evidence, analysis, status };
-}
-
-// src/experiment/gate.ts
-async function gate(host, config2, r) {
-  const { outDir, notes: caller = [], runUrl, host: hostName, ...measurement } = r;
-  const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
-  const sha2 = r.challenger.sha;
-  const given = typeof caller === "function" ? caller() : caller;
-  const functions = showsFunctions(config2, analysis);
-  const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
-  const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...fetched.notes];
-  const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
-  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
-  return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
-}
-function showsFunctions(config2, analysis) {
-  return config2.profile === "always" || config2.profile === "on-red" && analysis.verdict === "red";
-}
-async function fetchProfiles(host, analysis) {
-  const runs2 = profiledRuns(analysis.comparisons);
-  const files = analysis.comparisons.flatMap((c3) => c3.functions.files);
-  const profiles = [];
-  for (const f of files) {
-    try {
-      profiles.push({ path: profilePath(f.run, f.file, runs2), bytes: await host.profile(f.run, f.arm) });
-    } catch (e) {
-      return { profiles: [], notes: [`> \u26A0\uFE0F The profiles could not be fetched from the host (${e.message}); the functions that moved are listed from the result.`] };
-    }
-  }
-  return { profiles, notes: [] };
-}
+var sleep = (ms4) => new Promise((r) => setTimeout(r, ms4));
 
 // src/host/pool.ts
 var HostPool = class _HostPool {
@@ -46136,6 +45962,426 @@ var HostPool = class _HostPool {
   }
 };
 
+// node_modules/uplot/dist/uPlot.iife.min.js?raw
+var uPlot_iife_min_default = '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot=function(){"use strict";const l="u-off",e="u-label",t="width",n="height",i="top",o="bottom",s="left",r="right",u="#000",a=u+"0",f="mousemove",c="mousedown",h="mouseup",d="mouseenter",p="mouseleave",m="dblclick",g="change",x="dppxchange",w="--",_="undefined"!=typeof window,b=_?document:null,v=_?window:null,k=_?navigator:null;let y,M;function S(l,e){if(null!=e){let t=l.classList;!t.contains(e)&&t.add(e)}}function T(l,e){let t=l.classList;t.contains(e)&&t.remove(e)}function E(l,e,t){l.style[e]=t+"px"}function z(l,e,t,n){let i=b.createElement(l);return null!=e&&S(i,e),null!=t&&t.insertBefore(i,n),i}function D(l,e){return z("div",l,e)}const P=new WeakMap;function A(e,t,n,i,o){let s="translate("+t+"px,"+n+"px)";s!=P.get(e)&&(e.style.transform=s,P.set(e,s),0>t||0>n||t>i||n>o?S(e,l):T(e,l))}const W=new WeakMap;function Y(l,e,t){let n=e+t;n!=W.get(l)&&(W.set(l,n),l.style.background=e,l.style.borderColor=t)}const C=new WeakMap;function H(l,e,t,n){let i=e+""+t;i!=C.get(l)&&(C.set(l,i),l.style.height=t+"px",l.style.width=e+"px",l.style.marginLeft=n?-e/2+"px":0,l.style.marginTop=n?-t/2+"px":0)}const F={passive:!0},R={...F,capture:!0};function G(l,e,t,n){e.addEventListener(l,t,n?R:F)}function I(l,e,t){e.removeEventListener(l,t,F)}function L(l,e,t,n){let i;t=t||0;let o=2147483647>=(n=n||e.length-1);for(;n-t>1;)i=o?t+n>>1:sl((t+n)/2),l>e[i]?t=i:n=i;return l-e[t]>e[n]-l?n:t}function O(l){return(e,t,n)=>{let i=-1,o=-1;for(let o=t;n>=o;o++)if(l(e[o])){i=o;break}for(let i=n;i>=t;i--)if(l(e[i])){o=i;break}return[i,o]}}_&&function l(){let e=devicePixelRatio;y!=e&&(y=e,M&&I(g,M,l),M=matchMedia(`(min-resolution: ${y-.001}dppx) and (max-resolution: ${y+.001}dppx)`),G(g,M,l),v.dispatchEvent(new CustomEvent(x)))}();const N=l=>null!=l,j=l=>null!=l&&l>0,U=O(N),V=O(j);function B(l,e,t,n){let i=hl(l),o=hl(e);l==e&&(-1==i?(l*=t,e/=t):(l/=t,e*=t));let s=10==t?dl:pl,r=1==o?ul:sl,u=(1==i?sl:ul)(s(ol(l))),a=r(s(ol(e))),f=cl(t,u),c=cl(t,a);return 10==t&&(0>u&&(f=Al(f,-u)),0>a&&(c=Al(c,-a))),n||2==t?(l=f*i,e=c*o):(l=Pl(l,f),e=Dl(e,c)),[l,e]}function $(l,e,t,n){let i=B(l,e,t,n);return 0==l&&(i[0]=0),0==e&&(i[1]=0),i}const J=.1,q={mode:3,pad:J},K={pad:0,soft:null,mode:0},X={min:K,max:K};function Z(l,e,t,n){return Ol(t)?ll(l,e,t):(K.pad=t,K.soft=n?0:null,K.mode=n?3:0,ll(l,e,X))}function Q(l,e){return null==l?e:l}function ll(l,e,t){let n=t.min,i=t.max,o=Q(n.pad,0),s=Q(i.pad,0),r=Q(n.hard,-gl),u=Q(i.hard,gl),a=Q(n.soft,gl),f=Q(i.soft,-gl),c=Q(n.mode,0),h=Q(i.mode,0),d=e-l,p=dl(d),m=fl(ol(l),ol(e)),g=dl(m),x=ol(g-p);(1e-24>d||x>10)&&(d=0,0!=l&&0!=e||(d=1e-24,2==c&&a!=gl&&(o=0),2==h&&f!=-gl&&(s=0)));let w=d||m||1e3,_=dl(w),b=cl(10,sl(_)),v=Al(Pl(l-w*(0==d?0==l?.1:1:o),b/10),24),k=a>l||1!=c&&(3!=c||v>a)&&(2!=c||a>v)?gl:a,y=fl(r,k>v&&l>=k?k:al(k,v)),M=Al(Dl(e+w*(0==d?0==e?.1:1:s),b/10),24),S=e>f||1!=h&&(3!=h||f>M)&&(2!=h||M>f)?-gl:f,T=al(u,M>S&&S>=e?S:fl(S,M));return y==T&&0==y&&(T=100),[y,T]}const el=new Intl.NumberFormat(_?k.language:"en-US"),tl=l=>el.format(l),nl=Math,il=nl.PI,ol=nl.abs,sl=nl.floor,rl=nl.round,ul=nl.ceil,al=nl.min,fl=nl.max,cl=nl.pow,hl=nl.sign,dl=nl.log10,pl=nl.log2,ml=(l,e=1)=>nl.asinh(l/e),gl=1/0;function xl(l){return 1+(0|dl((l^l>>31)-(l>>31)))}function wl(l,e,t){return al(fl(l,e),t)}function _l(l){return"function"==typeof l}function bl(l){return _l(l)?l:()=>l}const vl=l=>l,kl=(l,e)=>e,yl=()=>null,Ml=()=>!0,Sl=(l,e)=>l==e,Tl=/\\.\\d*?(?=9{6,}|0{6,})/gm,El=l=>{if(Il(l)||Wl.has(l))return l;const e=""+l,t=e.match(Tl);if(null==t)return l;let n=t[0].length-1;if(-1!=e.indexOf("e-")){let[l,t]=e.split("e");return+`${El(l)}e${t}`}return Al(l,n)};function zl(l,e){return El(Al(El(l/e))*e)}function Dl(l,e){return El(ul(El(l/e))*e)}function Pl(l,e){return El(sl(El(l/e))*e)}function Al(l,e=0){if(Il(l))return l;let t=10**e;return rl(l*t*(1+Number.EPSILON))/t}const Wl=new Map;function Yl(l){return((""+l).split(".")[1]||"").length}function Cl(l,e,t,n){let i=[],o=n.map(Yl);for(let s=e;t>s;s++){let e=ol(s),t=Al(cl(l,s),e);for(let r=0;n.length>r;r++){let u=10==l?+`${n[r]}e${s}`:n[r]*t,a=(0>s?e:0)+(o[r]>s?o[r]:0),f=10==l?u:Al(u,a);i.push(f),Wl.set(f,a)}}return i}const Hl={},Fl=[],Rl=[null,null],Gl=Array.isArray,Il=Number.isInteger;function Ll(l){return"string"==typeof l}function Ol(l){let e=!1;if(null!=l){let t=l.constructor;e=null==t||t==Object}return e}function Nl(l){return null!=l&&"object"==typeof l}const jl=Object.getPrototypeOf(Uint8Array),Ul="__proto__";function Vl(l,e=Ol){let t;if(Gl(l)){let n=l.find((l=>null!=l));if(Gl(n)||e(n)){t=Array(l.length);for(let n=0;l.length>n;n++)t[n]=Vl(l[n],e)}else t=l.slice()}else if(l instanceof jl)t=l.slice();else if(e(l)){t={};for(let n in l)n!=Ul&&(t[n]=Vl(l[n],e))}else t=l;return t}function Bl(l){let e=arguments;for(let t=1;e.length>t;t++){let n=e[t];for(let e in n)e!=Ul&&(Ol(l[e])?Bl(l[e],Vl(n[e])):l[e]=Vl(n[e]))}return l}function $l(l,e,t){for(let n,i=0,o=-1;e.length>i;i++){let s=e[i];if(s>o){for(n=s-1;n>=0&&null==l[n];)l[n--]=null;for(n=s+1;t>n&&null==l[n];)l[o=n++]=null}}}const Jl="undefined"==typeof queueMicrotask?l=>Promise.resolve().then(l):queueMicrotask,ql=["January","February","March","April","May","June","July","August","September","October","November","December"],Kl=["Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"];function Xl(l){return l.slice(0,3)}const Zl=Kl.map(Xl),Ql=ql.map(Xl),le={MMMM:ql,MMM:Ql,WWWW:Kl,WWW:Zl};function ee(l){return(10>l?"0":"")+l}const te={YYYY:l=>l.getFullYear(),YY:l=>(l.getFullYear()+"").slice(2),MMMM:(l,e)=>e.MMMM[l.getMonth()],MMM:(l,e)=>e.MMM[l.getMonth()],MM:l=>ee(l.getMonth()+1),M:l=>l.getMonth()+1,DD:l=>ee(l.getDate()),D:l=>l.getDate(),WWWW:(l,e)=>e.WWWW[l.getDay()],WWW:(l,e)=>e.WWW[l.getDay()],HH:l=>ee(l.getHours()),H:l=>l.getHours(),h:l=>{let e=l.getHours();return 0==e?12:e>12?e-12:e},AA:l=>12>l.getHours()?"AM":"PM",aa:l=>12>l.getHours()?"am":"pm",a:l=>12>l.getHours()?"a":"p",mm:l=>ee(l.getMinutes()),m:l=>l.getMinutes(),ss:l=>ee(l.getSeconds()),s:l=>l.getSeconds(),fff:l=>function(l){return(10>l?"00":100>l?"0":"")+l}(l.getMilliseconds())};function ne(l,e){e=e||le;let t,n=[],i=/\\{([a-z]+)\\}|[^{]+/gi;for(;t=i.exec(l);)n.push("{"==t[0][0]?te[t[1]]:t[0]);return l=>{let t="";for(let i=0;n.length>i;i++)t+="string"==typeof n[i]?n[i]:n[i](l,e);return t}}const ie=(new Intl.DateTimeFormat).resolvedOptions().timeZone,oe=l=>l%1==0,se=[1,2,2.5,5],re=Cl(10,-32,0,se),ue=Cl(10,0,32,se),ae=ue.filter(oe),fe=re.concat(ue),ce="{YYYY}",he="\\n"+ce,de="{M}/{D}",pe="\\n"+de,me=pe+"/{YY}",ge="{aa}",xe="{h}:{mm}"+ge,we="\\n"+xe,_e=":{ss}",be=null;function ve(l){let e=1e3*l,t=60*e,n=60*t,i=24*n,o=30*i,s=365*i;return[(1==l?Cl(10,0,3,se).filter(oe):Cl(10,-3,0,se)).concat([e,5*e,10*e,15*e,30*e,t,5*t,10*t,15*t,30*t,n,2*n,3*n,4*n,6*n,8*n,12*n,i,2*i,3*i,4*i,5*i,6*i,7*i,8*i,9*i,10*i,15*i,o,2*o,3*o,4*o,6*o,s,2*s,5*s,10*s,25*s,50*s,100*s]),[[s,ce,be,be,be,be,be,be,1],[28*i,"{MMM}",he,be,be,be,be,be,1],[i,de,he,be,be,be,be,be,1],[n,"{h}"+ge,me,be,pe,be,be,be,1],[t,xe,me,be,pe,be,be,be,1],[e,_e,me+" "+xe,be,pe+" "+xe,be,we,be,1],[l,_e+".{fff}",me+" "+xe,be,pe+" "+xe,be,we,be,1]],function(e){return(r,u,a,f,c,h)=>{let d=[],p=c>=s,m=c>=o&&s>c,g=e(a),x=Al(g*l,3),w=Pe(g.getFullYear(),p?0:g.getMonth(),m||p?1:g.getDate()),_=Al(w*l,3);if(m||p){let t=m?c/o:0,n=p?c/s:0,i=x==_?x:Al(Pe(w.getFullYear()+n,w.getMonth()+t,1)*l,3),r=new Date(rl(i/l)),u=r.getFullYear(),a=r.getMonth();for(let o=0;f>=i;o++){let s=Pe(u+n*o,a+t*o,1),r=s-e(Al(s*l,3));i=Al((+s+r)*l,3),i>f||d.push(i)}}else{let o=i>c?c:i,s=_+(sl(a)-sl(x))+Dl(x-_,o);d.push(s);let p=e(s),m=p.getHours()+p.getMinutes()/t+p.getSeconds()/n,g=c/n,w=h/r.axes[u]._space;for(;s=Al(s+c,1==l?0:3),f>=s;)if(g>1){let l=sl(Al(m+g,6))%24,t=e(s).getHours()-l;t>1&&(t=-1),s-=t*n,m=(m+g)%24,.7>Al((s-d[d.length-1])/c,3)*w||d.push(s)}else d.push(s)}return d}}]}const[ke,ye,Me]=ve(1),[Se,Te,Ee]=ve(.001);function ze(l,e){return l.map((l=>l.map(((t,n)=>0==n||8==n||null==t?t:e(1==n||0==l[8]?t:l[1]+t)))))}function De(l,e){return(t,n,i,o,s)=>{let r,u,a,f,c,h,d=e.find((l=>s>=l[0]))||e[e.length-1];return n.map((e=>{let t=l(e),n=t.getFullYear(),i=t.getMonth(),o=t.getDate(),s=t.getHours(),p=t.getMinutes(),m=t.getSeconds(),g=n!=r&&d[2]||i!=u&&d[3]||o!=a&&d[4]||s!=f&&d[5]||p!=c&&d[6]||m!=h&&d[7]||d[1];return r=n,u=i,a=o,f=s,c=p,h=m,g(t)}))}}function Pe(l,e,t){return new Date(l,e,t)}function Ae(l,e){return e(l)}function We(l,e){return(t,n,i,o)=>null==o?w:e(l(n))}Cl(2,-53,53,[1]);const Ye={show:!0,live:!0,isolate:!1,mount:()=>{},markers:{show:!0,width:2,stroke:function(l,e){let t=l.series[e];return t.width?t.stroke(l,e):t.points.width?t.points.stroke(l,e):null},fill:function(l,e){return l.series[e].fill(l,e)},dash:"solid"},idx:null,idxs:null,values:[]},Ce=[0,0];function He(l,e,t,n=!0){return l=>{0==l.button&&(!n||l.target==e)&&t(l)}}function Fe(l,e,t,n=!0){return l=>{(!n||l.target==e)&&t(l)}}const Re={show:!0,x:!0,y:!0,lock:!1,move:function(l,e,t){return Ce[0]=e,Ce[1]=t,Ce},points:{one:!1,show:function(l,e){let i=l.cursor.points,o=D(),s=i.size(l,e);E(o,t,s),E(o,n,s);let r=s/-2;E(o,"marginLeft",r),E(o,"marginTop",r);let u=i.width(l,e,s);return u&&E(o,"borderWidth",u),o},size:function(l,e){return l.series[e].points.size},width:0,stroke:function(l,e){let t=l.series[e].points;return t._stroke||t._fill},fill:function(l,e){let t=l.series[e].points;return t._fill||t._stroke}},bind:{mousedown:He,mouseup:He,click:He,dblclick:He,mousemove:Fe,mouseleave:Fe,mouseenter:Fe},drag:{setScale:!0,x:!0,y:!1,dist:0,uni:null,click:(l,e)=>{e.stopPropagation(),e.stopImmediatePropagation()},_x:!1,_y:!1},focus:{dist:(l,e,t,n,i)=>n-i,prox:-1,bias:0},hover:{skip:[void 0],prox:null,bias:0},left:-10,top:-10,idx:null,dataIdx:null,idxs:null,event:null},Ge={show:!0,stroke:"rgba(0,0,0,0.07)",width:2},Ie=Bl({},Ge,{filter:kl}),Le=Bl({},Ie,{size:10}),Oe=Bl({},Ge,{show:!1}),Ne=\'12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji"\',je="bold "+Ne,Ue={show:!0,scale:"x",stroke:u,space:50,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:2,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},Ve={show:!0,scale:"x",auto:!1,sorted:1,min:gl,max:-gl,idxs:[]};function Be(l,e){return e.map((l=>null==l?"":tl(l)))}function $e(l,e,t,n,i,o,s){let r=[],u=Wl.get(i)||0;for(let l=t=s?t:Al(Dl(t,i),u);n>=l;l=Al(l+i,u))r.push(Object.is(l,-0)?0:l);return r}function Je(l,e,t,n,i){const o=[],s=l.scales[l.axes[e].scale].log,r=sl((10==s?dl:pl)(t));i=cl(s,r),10==s&&(i=fe[L(i,fe)]);let u=t,a=i*s;10==s&&(a=fe[L(a,fe)]);do{o.push(u),u+=i,10!=s||Wl.has(u)||(u=Al(u,Wl.get(i))),a>u||(a=(i=u)*s,10==s&&(a=fe[L(a,fe)]))}while(n>=u);return o}function qe(l,e,t,n,i){let o=l.scales[l.axes[e].scale].asinh,s=n>o?Je(l,e,fl(o,t),n,i):[o],r=0>n||t>0?[]:[0];return(-o>t?Je(l,e,fl(o,-n),-t,i):[o]).reverse().map((l=>-l)).concat(r,s)}const Ke=/./,Xe=/[12357]/,Ze=/[125]/,Qe=/1/,lt=(l,e,t,n)=>l.map(((l,i)=>4==e&&0==l||i%n==0&&t.test(l.toExponential()[0>l?1:0])?l:null));function et(l,e,t){let n=l.axes[t],i=n.scale,o=l.scales[i],s=l.valToPos,r=n._space,u=s(10,i),a=s(9,i)-u<r?s(7,i)-u<r?s(5,i)-u<r?Qe:Ze:Xe:Ke;if(a==Qe){let l=ol(s(1,i)-u);if(r>l)return lt(e.slice().reverse(),o.distr,a,ul(r/l)).reverse()}return lt(e,o.distr,a,1)}function tt(l,e,t){let n=l.axes[t],i=n.scale,o=n._space,s=l.valToPos,r=ol(s(1,i)-s(2,i));return o>r?lt(e.slice().reverse(),3,Ke,ul(o/r)).reverse():e}function nt(l,e,t,n){return null==n?w:null==e?"":tl(e)}const it={show:!0,scale:"y",stroke:u,space:30,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:3,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},ot={scale:null,auto:!0,sorted:0,min:gl,max:-gl},st=(l,e,t,n,i)=>i,rt={show:!0,auto:!0,sorted:0,gaps:st,alpha:1,facets:[Bl({},ot,{scale:"x"}),Bl({},ot,{scale:"y"})]},ut={scale:"y",auto:!0,sorted:0,show:!0,spanGaps:!1,gaps:st,alpha:1,points:{show:function(l,e){let{scale:t,idxs:n}=l.series[0],i=l._data[0],o=l.valToPos(i[n[0]],t,!0),s=l.valToPos(i[n[1]],t,!0);return ol(s-o)/(l.series[e].points.space*y)>=n[1]-n[0]},filter:null},values:null,min:gl,max:-gl,idxs:[],path:null,clip:null};function at(l,e,t){return t/10}const ft={time:!0,auto:!0,distr:1,log:10,asinh:1,min:null,max:null,dir:1,ori:0},ct=Bl({},ft,{time:!1,ori:1}),ht={};function dt(l){let e=ht[l];return e||(e={key:l,plots:[],sub(l){e.plots.push(l)},unsub(l){e.plots=e.plots.filter((e=>e!=l))},pub(l,t,n,i,o,s,r){for(let u=0;e.plots.length>u;u++)e.plots[u]!=t&&e.plots[u].pub(l,t,n,i,o,s,r)}},null!=l&&(ht[l]=e)),e}function pt(l,e,t){const n=l.mode,i=l.series[e],o=2==n?l._data[e]:l._data,s=l.scales,r=l.bbox;let u=o[0],a=2==n?o[1]:o[e],f=2==n?s[i.facets[0].scale]:s[l.series[0].scale],c=2==n?s[i.facets[1].scale]:s[i.scale],h=r.left,d=r.top,p=r.width,m=r.height,g=l.valToPosH,x=l.valToPosV;return 0==f.ori?t(i,u,a,f,c,g,x,h,d,p,m,kt,Mt,Tt,zt,Pt):t(i,u,a,f,c,x,g,d,h,m,p,yt,St,Et,Dt,At)}function mt(l,e){let t=0,n=0,i=Q(l.bands,Fl);for(let l=0;i.length>l;l++){let o=i[l];o.series[0]==e?t=o.dir:o.series[1]==e&&(n|=1==o.dir?1:2)}return[t,1==n?-1:2==n?1:3==n?2:0]}function gt(l,e,t,n,i){let o=l.series[e],s=l.scales[2==l.mode?o.facets[1].scale:o.scale];return-1==i?s.min:1==i?s.max:3==s.distr?1==s.dir?s.min:s.max:0}function xt(l,e,t,n,i,o){return pt(l,e,((l,e,s,r,u,a,f,c,h,d,p)=>{let m=l.pxRound;const g=0==r.ori?Mt:St;let x,w;1==r.dir*(0==r.ori?1:-1)?(x=t,w=n):(x=n,w=t);let _=m(a(e[x],r,d,c)),b=m(f(s[x],u,p,h)),v=m(a(e[w],r,d,c)),k=m(f(1==o?u.max:u.min,u,p,h)),y=new Path2D(i);return g(y,v,k),g(y,_,k),g(y,_,b),y}))}function wt(l,e,t,n,i,o){let s=null;if(l.length>0){s=new Path2D;const r=0==e?Tt:Et;let u=t;for(let e=0;l.length>e;e++){let t=l[e];if(t[1]>t[0]){let l=t[0]-u;l>0&&r(s,u,n,l,n+o),u=t[1]}}let a=t+i-u,f=10;a>0&&r(s,u,n-f/2,a,n+o+f)}return s}function _t(l,e,t,n,i,o,s){let r=[],u=l.length;for(let a=1==i?t:n;a>=t&&n>=a;a+=i)if(null===e[a]){let f=a,c=a;if(1==i)for(;++a<=n&&null===e[a];)c=a;else for(;--a>=t&&null===e[a];)c=a;let h=o(l[f]),d=c==f?h:o(l[c]),p=f-i;h=s>0||0>p||p>=u?h:o(l[p]);let m=c+i;d=0>s||0>m||m>=u?d:o(l[m]),h>d||r.push([h,d])}return r}function bt(l){return 0==l?vl:1==l?rl:e=>zl(e,l)}function vt(l){let e=0==l?kt:yt,t=0==l?(l,e,t,n,i,o)=>{l.arcTo(e,t,n,i,o)}:(l,e,t,n,i,o)=>{l.arcTo(t,e,i,n,o)},n=0==l?(l,e,t,n,i)=>{l.rect(e,t,n,i)}:(l,e,t,n,i)=>{l.rect(t,e,i,n)};return(l,i,o,s,r,u=0,a=0)=>{0==u&&0==a?n(l,i,o,s,r):(u=al(u,s/2,r/2),a=al(a,s/2,r/2),e(l,i+u,o),t(l,i+s,o,i+s,o+r,u),t(l,i+s,o+r,i,o+r,a),t(l,i,o+r,i,o,a),t(l,i,o,i+s,o,u),l.closePath())}}const kt=(l,e,t)=>{l.moveTo(e,t)},yt=(l,e,t)=>{l.moveTo(t,e)},Mt=(l,e,t)=>{l.lineTo(e,t)},St=(l,e,t)=>{l.lineTo(t,e)},Tt=vt(0),Et=vt(1),zt=(l,e,t,n,i,o)=>{l.arc(e,t,n,i,o)},Dt=(l,e,t,n,i,o)=>{l.arc(t,e,n,i,o)},Pt=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(e,t,n,i,o,s)},At=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(t,e,i,n,s,o)};function Wt(){return(l,e,t,n,i)=>pt(l,e,((e,o,s,r,u,a,f,c,h,d,p)=>{let m,g,{pxRound:x,points:w}=e;0==r.ori?(m=kt,g=zt):(m=yt,g=Dt);const _=Al(w.width*y,3);let b=(w.size-w.width)/2*y,v=Al(2*b,3),k=new Path2D,M=new Path2D,{left:S,top:T,width:E,height:z}=l.bbox;Tt(M,S-v,T-v,E+2*v,z+2*v);const D=l=>{if(null!=s[l]){let e=x(a(o[l],r,d,c)),t=x(f(s[l],u,p,h));m(k,e+b,t),g(k,e,t,b,0,2*il)}};if(i)i.forEach(D);else for(let l=t;n>=l;l++)D(l);return{stroke:_>0?k:null,fill:k,clip:M,flags:3}}))}function Yt(l){return(e,t,n,i,o,s)=>{n!=i&&(o!=n&&s!=n&&l(e,t,n),o!=i&&s!=i&&l(e,t,i),l(e,t,s))}}const Ct=Yt(Mt),Ht=Yt(St);function Ft(l){const e=Q(l?.alignGaps,0);return(l,t,n,i)=>pt(l,t,((o,s,r,u,a,f,c,h,d,p,m)=>{[n,i]=U(r,n,i);let g,x,w=o.pxRound,_=l=>w(f(l,u,p,h)),b=l=>w(c(l,a,m,d));0==u.ori?(g=Mt,x=Ct):(g=St,x=Ht);const v=u.dir*(0==u.ori?1:-1),k={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},y=k.stroke;let M=!1;if(i-n<4*p)for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let e=r[l];null===e?M=!0:null!=e&&g(y,_(s[l]),b(e))}else{let e,t,o,a=e=>l.posToVal(e,u.key,!0),f=null,c=null,h=_(s[1==v?n:i]),d=_(s[n]),p=_(s[i]),m=a(1==v?d+1:p-1);for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let n=s[l],i=(1==v?m>n:n>m)?h:_(n),o=r[l];i==h?null!=o?(t=o,null==f?(g(y,i,b(t)),e=f=c=t):f>t?f=t:t>c&&(c=t)):null===o&&(M=!0):(null!=f&&x(y,h,b(f),b(c),b(e),b(t)),null!=o?(t=o,g(y,i,b(t)),f=c=e=t):(f=c=null,null===o&&(M=!0)),h=i,m=a(h+v))}null!=f&&f!=c&&o!=h&&x(y,h,b(f),b(c),b(e),b(t))}let[S,T]=mt(l,t);if(null!=o.fill||0!=S){let e=k.fill=new Path2D(y),r=b(o.fillTo(l,t,o.min,o.max,S)),u=_(s[n]),a=_(s[i]);-1==v&&([a,u]=[u,a]),g(e,a,r),g(e,u,r)}if(!o.spanGaps){let a=[];M&&a.push(..._t(s,r,n,i,v,_,e)),k.gaps=a=o.gaps(l,t,n,i,a),k.clip=wt(a,u.ori,h,d,p,m)}return 0!=T&&(k.band=2==T?[xt(l,t,n,i,y,-1),xt(l,t,n,i,y,1)]:xt(l,t,n,i,y,T)),k}))}function Rt(l,e,t,n,i,o,s=gl){if(l.length>1){let r=null;for(let u=0,a=1/0;l.length>u;u++)if(void 0!==e[u]){if(null!=r){let e=ol(l[u]-l[r]);a>e&&(a=e,s=ol(t(l[u],n,i,o)-t(l[r],n,i,o)))}r=u}}return s}function Gt(l,e,t,n,i){const o=l.length;if(2>o)return null;const s=new Path2D;if(t(s,l[0],e[0]),2==o)n(s,l[1],e[1]);else{let t=Array(o),n=Array(o-1),r=Array(o-1),u=Array(o-1);for(let t=0;o-1>t;t++)r[t]=e[t+1]-e[t],u[t]=l[t+1]-l[t],n[t]=r[t]/u[t];t[0]=n[0];for(let l=1;o-1>l;l++)0===n[l]||0===n[l-1]||n[l-1]>0!=n[l]>0?t[l]=0:(t[l]=3*(u[l-1]+u[l])/((2*u[l]+u[l-1])/n[l-1]+(u[l]+2*u[l-1])/n[l]),isFinite(t[l])||(t[l]=0));t[o-1]=n[o-2];for(let n=0;o-1>n;n++)i(s,l[n]+u[n]/3,e[n]+t[n]*u[n]/3,l[n+1]-u[n]/3,e[n+1]-t[n+1]*u[n]/3,l[n+1],e[n+1])}return s}const It=new Set;function Lt(){for(let l of It)l.syncRect(!0)}_&&(G("resize",v,Lt),G("scroll",v,Lt,!0),G(x,v,(()=>{en.pxRatio=y})));const Ot=Ft(),Nt=Wt();function jt(l,e,t,n){return(n?[l[0],l[1]].concat(l.slice(2)):[l[0]].concat(l.slice(1))).map(((l,n)=>Ut(l,n,e,t)))}function Ut(l,e,t,n){return Bl({},0==e?t:n,l)}function Vt(l,e,t){return null==e?Rl:[e,t]}const Bt=Vt;function $t(l,e,t){return null==e?Rl:Z(e,t,J,!0)}function Jt(l,e,t,n){return null==e?Rl:B(e,t,l.scales[n].log,!1)}const qt=Jt;function Kt(l,e,t,n){return null==e?Rl:$(e,t,l.scales[n].log,!1)}const Xt=Kt;function Zt(l,e,t,n,i){let o=fl(xl(l),xl(e)),s=e-l,r=L(i/n*s,t);do{let l=t[r],e=n*l/s;if(e>=i&&17>=o+(5>l?Wl.get(l):0))return[l,e]}while(++r<t.length);return[0,0]}function Qt(l){let e,t;return[l=l.replace(/(\\d+)px/,((l,n)=>(e=rl((t=+n)*y))+"px")),e,t]}function ln(l){l.show&&[l.font,l.labelFont].forEach((l=>{let e=Al(l[2]*y,1);l[0]=l[0].replace(/[0-9.]+px/,e+"px"),l[1]=e}))}function en(u,g,_){const k={mode:Q(u.mode,1)},M=k.mode;function P(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?1-i:i)}function W(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?i:1-i)}function C(l,e,t,n){return 0==e.ori?P(l,e,t,n):W(l,e,t,n)}k.valToPosH=P,k.valToPosV=W;let F=!1;k.status=0;const R=k.root=D("uplot");null!=u.id&&(R.id=u.id),S(R,u.class),u.title&&(D("u-title",R).textContent=u.title);const O=z("canvas"),K=k.ctx=O.getContext("2d"),X=D("u-wrap",R);G("click",X,(l=>{l.target===el&&(Nn!=Gn||jn!=In)&&Zn.click(k,l)}),!0);const ll=k.under=D("u-under",X);X.appendChild(O);const el=k.over=D("u-over",X),tl=+Q((u=Vl(u)).pxAlign,1),sl=bt(tl);(u.plugins||[]).forEach((l=>{l.opts&&(u=l.opts(k,u)||u)}));const hl=u.ms||.001,pl=k.series=1==M?jt(u.series||[],Ve,ut,!1):function(l,e){return l.map(((l,t)=>0==t?{}:Bl({},e,l)))}(u.series||[null],rt),xl=k.axes=jt(u.axes||[],Ue,it,!0),vl=k.scales={},Tl=k.bands=u.bands||[];Tl.forEach((l=>{l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1)}));const El=2==M?pl[1].facets[0].scale:pl[0].scale,Dl={axes:function(){for(let l=0;xl.length>l;l++){let e=xl[l];if(!e.show||!e._show)continue;let t,n,u=e.side,a=u%2,f=e.stroke(k,l),c=0==u||3==u?-1:1,[h,d]=e._found;if(null!=e.label){let s=rl((e._lpos+e.labelGap*c)*y);_n(e.labelFont[0],f,"center",2==u?i:o),K.save(),1==a?(t=n=0,K.translate(s,rl(lt+st/2)),K.rotate((3==u?-il:il)/2)):(t=rl(Qe+ot/2),n=s);let r=_l(e.label)?e.label(k,l,h,d):e.label;K.fillText(r,t,n),K.restore()}if(0==d)continue;let p=vl[e.scale],m=0==a?ot:st,g=0==a?Qe:lt,x=e._splits,w=2==p.distr?x.map((l=>pn[l])):x,_=2==p.distr?pn[x[1]]-pn[x[0]]:h,b=e.ticks,v=e.border,M=b.show?b.size:0,S=rl(M*y),T=rl((2==e.alignTo?e._size-M-e.gap:e.gap)*y),E=e._rotate*-il/180,z=sl(e._pos*y),D=z+(S+T)*c;n=0==a?D:0,t=1==a?D:0,_n(e.font[0],f,1==e.align?s:2==e.align?r:E>0?s:0>E?r:0==a?"center":3==u?r:s,E||1==a?"middle":2==u?i:o);let P=e.font[1]*e.lineGap,A=x.map((l=>sl(C(l,p,m,g)))),W=e._values;for(let l=0;W.length>l;l++){let e=W[l];if(null!=e){0==a?t=A[l]:n=A[l],e=""+e;let i=-1==e.indexOf("\\n")?[e]:e.split(/\\n/gm);for(let l=0;i.length>l;l++){let e=i[l];E?(K.save(),K.translate(t,n+l*P),K.rotate(E),K.fillText(e,0,0),K.restore()):K.fillText(e,t,n+l*P)}}}b.show&&zn(A,b.filter(k,w,l,d,_),a,u,z,S,Al(b.width*y,3),b.stroke(k,l),b.dash,b.cap);let Y=e.grid;Y.show&&zn(A,Y.filter(k,w,l,d,_),a,0==a?2:1,0==a?lt:Qe,0==a?st:ot,Al(Y.width*y,3),Y.stroke(k,l),Y.dash,Y.cap),v.show&&zn([z],[1],0==a?1:0,0==a?1:2,1==a?lt:Qe,1==a?st:ot,Al(v.width*y,3),v.stroke(k,l),v.dash,v.cap)}Ci("drawAxes")},series:function(){if(Gt>0){let l=pl.some((l=>l._focus))&&dn!=Tt.alpha;l&&(K.globalAlpha=dn=Tt.alpha),pl.forEach(((l,e)=>{if(e>0&&l.show&&(kn(e,!1),kn(e,!0),null==l._paths)){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha);let n=2==M?[0,g[e][0].length-1]:function(l){let e=wl(Lt-1,0,Gt-1),t=wl(en+1,0,Gt-1);for(;null==l[e]&&e>0;)e--;for(;null==l[t]&&Gt-1>t;)t++;return[e,t]}(g[e]);l._paths=l.paths(k,e,n[0],n[1]),dn!=t&&(K.globalAlpha=dn=t)}})),pl.forEach(((l,e)=>{if(e>0&&l.show){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha),null!=l._paths&&yn(e,!1);{let t=null!=l._paths?l._paths.gaps:null,n=l.points.show(k,e,Lt,en,t),i=l.points.filter(k,e,n,t);(n||i)&&(l.points._paths=l.points.paths(k,e,Lt,en,i),yn(e,!0))}dn!=t&&(K.globalAlpha=dn=t),Ci("drawSeries",e)}})),l&&(K.globalAlpha=dn=1)}}},Pl=(u.drawOrder||["axes","series"]).map((l=>Dl[l]));function Cl(l){const e=3==l.distr?e=>dl(e>0?e:l.clamp(k,e,l.min,l.max,l.key)):4==l.distr?e=>ml(e,l.asinh):100==l.distr?e=>l.fwd(e):l=>l;return t=>{let n=e(t),{_min:i,_max:o}=l;return(n-i)/(o-i)}}function Il(l){let e=vl[l];if(null==e){let t=(u.scales||Hl)[l]||Hl;if(null!=t.from){Il(t.from);let e=Bl({},vl[t.from],t,{key:l});e.valToPct=Cl(e),vl[l]=e}else{e=vl[l]=Bl({},l==El?ft:ct,t),e.key=l;let n=e.time,i=e.range,o=Gl(i);if((l!=El||2==M&&!n)&&(!o||null!=i[0]&&null!=i[1]||(i={min:null==i[0]?q:{mode:1,hard:i[0],soft:i[0]},max:null==i[1]?q:{mode:1,hard:i[1],soft:i[1]}},o=!1),!o&&Ol(i))){let l=i;i=(e,t,n)=>null==t?Rl:Z(t,n,l)}e.range=bl(i||(n?Bt:l==El?3==e.distr?qt:4==e.distr?Xt:Vt:3==e.distr?Jt:4==e.distr?Kt:$t)),e.auto=bl(!o&&e.auto),e.clamp=bl(e.clamp||at),e._min=e._max=null,e.valToPct=Cl(e)}}}Il("x"),Il("y"),1==M&&pl.forEach((l=>{Il(l.scale)})),xl.forEach((l=>{Il(l.scale)}));for(let l in u.scales)Il(l);const jl=vl[El],Ul=jl.distr;let $l,ql;0==jl.ori?(S(R,"u-hz"),$l=P,ql=W):(S(R,"u-vt"),$l=W,ql=P);const Kl={};for(let l in vl){let e=vl[l];null==e.min&&null==e.max||(Kl[l]={min:e.min,max:e.max},e.min=e.max=null)}const Xl=u.tzDate||(l=>new Date(rl(l/hl))),Zl=u.fmtDate||ne,Ql=1==hl?Me(Xl):Ee(Xl),le=De(Xl,ze(1==hl?ye:Te,Zl)),ee=We(Xl,Ae("{YYYY}-{MM}-{DD} {h}:{mm}{aa}",Zl)),te=[],ie=k.legend=Bl({},Ye,u.legend),oe=k.cursor=Bl({},Re,{drag:{y:2==M}},u.cursor),se=ie.show,re=oe.show,ue=ie.markers;let ce,he,de;ie.idxs=te,ue.width=bl(ue.width),ue.dash=bl(ue.dash),ue.stroke=bl(ue.stroke),ue.fill=bl(ue.fill);let pe,me=[],ge=[],xe=!1,we={};if(ie.live){const l=pl[1]?pl[1].values:null;xe=null!=l,pe=xe?l(k,1,0):{_:0};for(let l in pe)we[l]=w}if(se)if(ce=z("table","u-legend",R),de=z("tbody",null,ce),ie.mount(k,ce),xe){he=z("thead",null,ce,de);let l=z("tr",null,he);for(var _e in z("th",null,l),pe)z("th",e,l).textContent=_e}else S(ce,"u-inline"),ie.live&&S(ce,"u-live");const be={show:!0},ve={show:!1},Pe=new Map;function Ce(l,e,t,n=!0){const i=Pe.get(e)||{},o=oe.bind[l](k,e,t,n);o&&(G(l,e,i[l]=o),Pe.set(e,i))}function He(l,e){const t=Pe.get(e)||{};for(let n in t)null!=l&&n!=l||(I(n,e,t[n]),delete t[n]);null==l&&Pe.delete(e)}let Fe=0,Ge=0,Ie=0,Le=0,Oe=0,Ne=0,je=Oe,Ke=Ne,Xe=Ie,Ze=Le,Qe=0,lt=0,ot=0,st=0;k.bbox={};let ht=!1,pt=!1,mt=!1,xt=!1,wt=!1,_t=!1;function vt(l,e,t){(t||l!=k.width||e!=k.height)&&kt(l,e),An(!1),mt=!0,pt=!0,Jn()}function kt(l,e){k.width=Fe=Ie=l,k.height=Ge=Le=e,Oe=Ne=0,function(){let l=!1,e=!1,t=!1,n=!1;xl.forEach((i=>{if(i.show&&i._show){let{side:o,_size:s}=i,r=s+(null!=i.label?i.labelSize:0);r>0&&(o%2?(Ie-=r,3==o?(Oe+=r,n=!0):t=!0):(Le-=r,0==o?(Ne+=r,l=!0):e=!0))}})),Ct[0]=l,Ct[1]=t,Ct[2]=e,Ct[3]=n,Ie-=Rt[1]+Rt[3],Oe+=Rt[3],Le-=Rt[2]+Rt[0],Ne+=Rt[0]}(),function(){let l=Oe+Ie,e=Ne+Le,t=Oe,n=Ne;function i(i,o){switch(i){case 1:return l+=o,l-o;case 2:return e+=o,e-o;case 3:return t-=o,t+o;case 0:return n-=o,n+o}}xl.forEach((l=>{if(l.show&&l._show){let e=l.side;l._pos=i(e,l._size),null!=l.label&&(l._lpos=i(e,l.labelSize))}}))}();let t=k.bbox;Qe=t.left=zl(Oe*y,.5),lt=t.top=zl(Ne*y,.5),ot=t.width=zl(Ie*y,.5),st=t.height=zl(Le*y,.5)}const yt=3;if(k.setSize=function({width:l,height:e}){vt(l,e)},null==oe.dataIdx){let l=oe.hover,e=l.skip=new Set(l.skip??[]);e.add(void 0);let t=l.prox=bl(l.prox),n=l.bias??=0;oe.dataIdx=(l,i,o,s)=>{if(0==i)return o;let r=o,u=t(l,i,o,s)??gl,a=u>=0&&gl>u,f=0==jl.ori?Ie:Le,c=oe.left,h=g[0],d=g[i];if(e.has(d[o])){r=null;let l,t=null,i=null;if(0==n||-1==n)for(l=o;null==t&&l-- >0;)e.has(d[l])||(t=l);if(0==n||1==n)for(l=o;null==i&&l++<d.length;)e.has(d[l])||(i=l);if(null!=t||null!=i)if(a){let l=c-(null==t?-1/0:$l(h[t],jl,f,0)),e=(null==i?1/0:$l(h[i],jl,f,0))-c;l>e?e>u||(r=i):l>u||(r=t)}else r=null==i?t:null==t||o-t>i-o?i:t}else a&&ol(c-$l(h[o],jl,f,0))>u&&(r=null);return r}}const Mt=l=>{oe.event=l};oe.idxs=te,oe._lock=!1;let St=oe.points;St.show=bl(St.show),St.size=bl(St.size),St.stroke=bl(St.stroke),St.width=bl(St.width),St.fill=bl(St.fill);const Tt=k.focus=Bl({},u.focus||{alpha:.3},oe.focus),Et=Tt.prox>=0,zt=Et&&St.one;let Dt=[],Pt=[],At=[];function Wt(l,e){let t=St.show(k,e);if(t instanceof HTMLElement)return S(t,"u-cursor-pt"),S(t,l.class),A(t,-10,-10,Ie,Le),el.insertBefore(t,Dt[e]),t}function Yt(t,n){if(1==M||n>0){let l=1==M&&vl[t.scale].time,e=t.value;t.value=l?Ll(e)?We(Xl,Ae(e,Zl)):e||ee:e||nt,t.label=t.label||(l?"Time":"Value")}if(zt||n>0){t.width=null==t.width?1:t.width,t.paths=t.paths||Ot||yl,t.fillTo=bl(t.fillTo||gt),t.pxAlign=+Q(t.pxAlign,tl),t.pxRound=bt(t.pxAlign),t.stroke=bl(t.stroke||null),t.fill=bl(t.fill||null),t._stroke=t._fill=t._paths=t._focus=null;let l=function(l){return Al(1*(3+2*(l||1)),3)}(fl(1,t.width)),e=t.points=Bl({},{size:l,width:fl(1,.2*l),stroke:t.stroke,space:2*l,paths:Nt,_stroke:null,_fill:null},t.points);e.show=bl(e.show),e.filter=bl(e.filter),e.fill=bl(e.fill),e.stroke=bl(e.stroke),e.paths=bl(e.paths),e.pxAlign=t.pxAlign}if(se){let i=function(t,n){if(0==n&&(xe||!ie.live||2==M))return Rl;let i=[],o=z("tr","u-series",de,de.childNodes[n]);S(o,t.class),t.show||S(o,l);let s=z("th",null,o);if(ue.show){let l=D("u-marker",s);if(n>0){let e=ue.width(k,n);e&&(l.style.border=e+"px "+ue.dash(k,n)+" "+ue.stroke(k,n)),l.style.background=ue.fill(k,n)}}let r=D(e,s);for(var u in t.label instanceof HTMLElement?r.appendChild(t.label):r.textContent=t.label,n>0&&(ue.show||(r.style.color=t.width>0?ue.stroke(k,n):ue.fill(k,n)),Ce("click",s,(l=>{if(oe._lock)return;Mt(l);let e=pl.indexOf(t);if((l.ctrlKey||l.metaKey)!=ie.isolate){let l=pl.some(((l,t)=>t>0&&t!=e&&l.show));pl.forEach(((t,n)=>{n>0&&oi(n,l?n==e?be:ve:be,!0,Fi.setSeries)}))}else oi(e,{show:!t.show},!0,Fi.setSeries)}),!1),Et&&Ce(d,s,(l=>{oe._lock||(Mt(l),oi(pl.indexOf(t),ai,!0,Fi.setSeries))}),!1)),pe){let l=z("td","u-value",o);l.textContent="--",i.push(l)}return[o,i]}(t,n);me.splice(n,0,i[0]),ge.splice(n,0,i[1]),ie.values.push(null)}if(re){te.splice(n,0,null);let l=null;zt?0==n&&(l=Wt(t,n)):n>0&&(l=Wt(t,n)),Dt.splice(n,0,l),Pt.splice(n,0,0),At.splice(n,0,0)}Ci("addSeries",n)}k.addSeries=function(l,e){e=null==e?pl.length:e,l=1==M?Ut(l,e,Ve,ut):Ut(l,e,{},rt),pl.splice(e,0,l),Yt(pl[e],e)},k.delSeries=function(l){if(pl.splice(l,1),se){ie.values.splice(l,1),ge.splice(l,1);let e=me.splice(l,1)[0];He(null,e.firstChild),e.remove()}re&&(te.splice(l,1),Dt.splice(l,1)[0].remove(),Pt.splice(l,1),At.splice(l,1)),Ci("delSeries",l)};const Ct=[!1,!1,!1,!1];function Ht(l,e,t){let[n,i,o,s]=t,r=e%2,u=0;return 0==r&&(s||i)&&(u=0==e&&!n||2==e&&!o?rl(Ue.size/3):0),1==r&&(n||o)&&(u=1==e&&!i||3==e&&!s?rl(it.size/2):0),u}const Ft=k.padding=(u.padding||[Ht,Ht,Ht,Ht]).map((l=>bl(Q(l,Ht)))),Rt=k._padding=Ft.map(((l,e)=>l(k,e,Ct,0)));let Gt,Lt=null,en=null;const tn=1==M?pl[0].idxs:null;let nn,on,sn,rn,un,an,fn,cn,hn,dn,pn=null,mn=!1;function gn(l,e){if(k.data=k._data=g=null==l?[]:l,2==M){Gt=0;for(let l=1;pl.length>l;l++)Gt+=g[l][0].length}else{0==g.length&&(k.data=k._data=g=[[]]),pn=g[0],Gt=pn.length;let l=g;if(2==Ul){l=g.slice();let e=l[0]=Array(Gt);for(let l=0;Gt>l;l++)e[l]=l}k._data=g=l}if(An(!0),Ci("setData"),2==Ul&&(mt=!0),!1!==e){let l=jl;l.auto(k,mn)?xn():ii(El,l.min,l.max),xt=xt||oe.left>=0,_t=!0,Jn()}}function xn(){let l,e;mn=!0,1==M&&(Gt>0?(Lt=tn[0]=0,en=tn[1]=Gt-1,l=g[0][Lt],e=g[0][en],2==Ul?(l=Lt,e=en):l==e&&(3==Ul?[l,e]=B(l,l,jl.log,!1):4==Ul?[l,e]=$(l,l,jl.log,!1):jl.time?e=l+rl(86400/hl):[l,e]=Z(l,e,J,!0))):(Lt=tn[0]=l=null,en=tn[1]=e=null)),ii(El,l,e)}function wn(l,e,t,n,i,o){l??=a,t??=Fl,n??="butt",i??=a,o??="round",l!=nn&&(K.strokeStyle=nn=l),i!=on&&(K.fillStyle=on=i),e!=sn&&(K.lineWidth=sn=e),o!=un&&(K.lineJoin=un=o),n!=an&&(K.lineCap=an=n),t!=rn&&K.setLineDash(rn=t)}function _n(l,e,t,n){e!=on&&(K.fillStyle=on=e),l!=fn&&(K.font=fn=l),t!=cn&&(K.textAlign=cn=t),n!=hn&&(K.textBaseline=hn=n)}function bn(l,e,t,n,i=0){if(n.length>0&&l.auto(k,mn)&&(null==e||null==e.min)){let e=Q(Lt,0),o=Q(en,n.length-1),s=null==t.min?function(l,e,t,n=0,i=!1){let o=i?V:U,s=i?j:N;[e,t]=o(l,e,t);let r=l[e],u=l[e];if(e>-1)if(1==n)r=l[e],u=l[t];else if(-1==n)r=l[t],u=l[e];else for(let n=e;t>=n;n++){let e=l[n];s(e)&&(r>e?r=e:e>u&&(u=e))}return[r??gl,u??-gl]}(n,e,o,i,3==l.distr):[t.min,t.max];l.min=al(l.min,t.min=s[0]),l.max=fl(l.max,t.max=s[1])}}k.setData=gn;const vn={min:null,max:null};function kn(l,e){let t=e?pl[l].points:pl[l];t._stroke=t.stroke(k,l),t._fill=t.fill(k,l)}function yn(l,e){let t=e?pl[l].points:pl[l],{stroke:n,fill:i,clip:o,flags:s,_stroke:r=t._stroke,_fill:u=t._fill,_width:a=t.width}=t._paths;a=Al(a*y,3);let f=null,c=a%2/2;e&&null==u&&(u=a>0?"#fff":r);let h=1==t.pxAlign&&c>0;if(h&&K.translate(c,c),!e){let l=Qe-a/2,e=lt-a/2,t=ot+a,n=st+a;f=new Path2D,f.rect(l,e,t,n)}e?Sn(r,a,t.dash,t.cap,u,n,i,s,o):function(l,e,t,n,i,o,s,r,u,a,f){let c=!1;0!=u&&Tl.forEach(((h,d)=>{if(h.series[0]==l){let l,p=pl[h.series[1]],m=g[h.series[1]],x=(p._paths||Hl).band;Gl(x)&&(x=1==h.dir?x[0]:x[1]);let w=null;p.show&&x&&function(l,e,t){for(e=Q(e,0),t=Q(t,l.length-1);t>=e;){if(null!=l[e])return!0;e++}return!1}(m,Lt,en)?(w=h.fill(k,d)||o,l=p._paths.clip):x=null,Sn(e,t,n,i,w,s,r,u,a,f,l,x),c=!0}})),c||Sn(e,t,n,i,o,s,r,u,a,f)}(l,r,a,t.dash,t.cap,u,n,i,s,f,o),h&&K.translate(-c,-c)}const Mn=3;function Sn(l,e,t,n,i,o,s,r,u,a,f,c){wn(l,e,t,n,i),(u||a||c)&&(K.save(),u&&K.clip(u),a&&K.clip(a)),c?(r&Mn)==Mn?(K.clip(c),f&&K.clip(f),En(i,s),Tn(l,o,e)):2&r?(En(i,s),K.clip(c),Tn(l,o,e)):1&r&&(K.save(),K.clip(c),f&&K.clip(f),En(i,s),K.restore(),Tn(l,o,e)):(En(i,s),Tn(l,o,e)),(u||a||c)&&K.restore()}function Tn(l,e,t){t>0&&(e instanceof Map?e.forEach(((l,e)=>{K.strokeStyle=nn=e,K.stroke(l)})):null!=e&&l&&K.stroke(e))}function En(l,e){e instanceof Map?e.forEach(((l,e)=>{K.fillStyle=on=e,K.fill(l)})):null!=e&&l&&K.fill(e)}function zn(l,e,t,n,i,o,s,r,u,a){let f=s%2/2;1==tl&&K.translate(f,f),wn(r,s,u,a,r),K.beginPath();let c,h,d,p,m=i+(0==n||3==n?-o:o);0==t?(h=i,p=m):(c=i,d=m);for(let n=0;l.length>n;n++)null!=e[n]&&(0==t?c=d=l[n]:h=p=l[n],K.moveTo(c,h),K.lineTo(d,p));K.stroke(),1==tl&&K.translate(-f,-f)}function Dn(l){let e=!0;return xl.forEach(((t,n)=>{if(!t.show)return;let i=vl[t.scale];if(null==i.min)return void(t._show&&(e=!1,t._show=!1,An(!1)));t._show||(e=!1,t._show=!0,An(!1));let o=t.side,s=o%2,{min:r,max:u}=i,[a,f]=function(l,e,t,n){let i,o=xl[l];if(n>0){let s=o._space=o.space(k,l,e,t,n);i=Zt(e,t,o._incrs=o.incrs(k,l,e,t,n,s),n,s)}else i=[0,0];return o._found=i}(n,r,u,0==s?Ie:Le);if(0==f)return;let c=t._splits=t.splits(k,n,r,u,a,f,2==i.distr),h=2==i.distr?c.map((l=>pn[l])):c,d=2==i.distr?pn[c[1]]-pn[c[0]]:a,p=t._values=t.values(k,t.filter(k,h,n,f,d),n,f,d);t._rotate=2==o?t.rotate(k,p,n,f):0;let m=t._size;t._size=ul(t.size(k,p,n,l)),null!=m&&t._size!=m&&(e=!1)})),e}function Pn(l){let e=!0;return Ft.forEach(((t,n)=>{let i=t(k,n,Ct,l);i!=Rt[n]&&(e=!1),Rt[n]=i})),e}function An(l){pl.forEach(((e,t)=>{t>0&&(e._paths=null,l&&(1==M?(e.min=null,e.max=null):e.facets.forEach((l=>{l.min=null,l.max=null}))))}))}let Wn,Yn,Cn,Hn,Fn,Rn,Gn,In,Ln,On,Nn,jn,Un=!1,Vn=!1,Bn=[];function $n(){Vn=!1;for(let l=0;Bn.length>l;l++)Ci(...Bn[l]);Bn.length=0}function Jn(){Un||(Jl(qn),Un=!0)}function qn(){if(ht&&(function(){for(let l in vl){let e=vl[l];null==Kl[l]&&(null==e.min||null!=Kl[El]&&e.auto(k,mn))&&(Kl[l]=vn)}for(let l in vl){let e=vl[l];null==Kl[l]&&null!=e.from&&null!=Kl[e.from]&&(Kl[l]=vn)}null!=Kl[El]&&An(!0);let l={};for(let e in Kl){let t=Kl[e];if(null!=t){let n=l[e]=Vl(vl[e],Nl);if(null!=t.min)Bl(n,t);else if(e!=El||2==M)if(0==Gt&&null==n.from){let l=n.range(k,null,null,e);n.min=l[0],n.max=l[1]}else n.min=gl,n.max=-gl}}if(Gt>0){pl.forEach(((e,t)=>{if(1==M){let n=e.scale,i=Kl[n];if(null==i)return;let o=l[n];if(0==t){let l=o.range(k,o.min,o.max,n);o.min=l[0],o.max=l[1],Lt=L(o.min,g[0]),en=L(o.max,g[0]),en-Lt>1&&(o.min>g[0][Lt]&&Lt++,g[0][en]>o.max&&en--),e.min=pn[Lt],e.max=pn[en]}else e.show&&e.auto&&bn(o,i,e,g[t],e.sorted);e.idxs[0]=Lt,e.idxs[1]=en}else if(t>0&&e.show&&e.auto){let[n,i]=e.facets,o=n.scale,s=i.scale,[r,u]=g[t],a=l[o],f=l[s];null!=a&&bn(a,Kl[o],n,r,n.sorted),null!=f&&bn(f,Kl[s],i,u,i.sorted),e.min=i.min,e.max=i.max}}));for(let e in l){let t=l[e],n=Kl[e];if(null==t.from&&(null==n||null==n.min)){let l=t.range(k,t.min==gl?null:t.min,t.max==-gl?null:t.max,e);t.min=l[0],t.max=l[1]}}}for(let e in l){let t=l[e];if(null!=t.from){let n=l[t.from];if(null==n.min)t.min=t.max=null;else{let l=t.range(k,n.min,n.max,e);t.min=l[0],t.max=l[1]}}}let e={},t=!1;for(let n in l){let i=l[n],o=vl[n];if(o.min!=i.min||o.max!=i.max){o.min=i.min,o.max=i.max;let l=o.distr;o._min=3==l?dl(o.min):4==l?ml(o.min,o.asinh):100==l?o.fwd(o.min):o.min,o._max=3==l?dl(o.max):4==l?ml(o.max,o.asinh):100==l?o.fwd(o.max):o.max,e[n]=t=!0}}if(t){pl.forEach(((l,t)=>{2==M?t>0&&e.y&&(l._paths=null):e[l.scale]&&(l._paths=null)}));for(let l in e)mt=!0,Ci("setScale",l);re&&oe.left>=0&&(xt=_t=!0)}for(let l in Kl)Kl[l]=null}(),ht=!1),mt&&(function(){let l=!1,e=0;for(;!l;){e++;let t=Dn(e),n=Pn(e);l=e==yt||t&&n,l||(kt(k.width,k.height),pt=!0)}}(),mt=!1),pt){if(E(ll,s,Oe),E(ll,i,Ne),E(ll,t,Ie),E(ll,n,Le),E(el,s,Oe),E(el,i,Ne),E(el,t,Ie),E(el,n,Le),E(X,t,Fe),E(X,n,Ge),O.width=rl(Fe*y),O.height=rl(Ge*y),xl.forEach((({_el:e,_show:t,_size:n,_pos:i,side:o})=>{if(null!=e)if(t){let t=o%2==1;E(e,t?"left":"top",i-(3===o||0===o?n:0)),E(e,t?"width":"height",n),E(e,t?"top":"left",t?Ne:Oe),E(e,t?"height":"width",t?Le:Ie),T(e,l)}else S(e,l)})),nn=on=sn=un=an=fn=cn=hn=rn=null,dn=1,_i(!0),Oe!=je||Ne!=Ke||Ie!=Xe||Le!=Ze){An(!1);let l=Ie/Xe,e=Le/Ze;if(re&&!xt&&oe.left>=0){oe.left*=l,oe.top*=e,Cn&&A(Cn,rl(oe.left),0,Ie,Le),Hn&&A(Hn,0,rl(oe.top),Ie,Le);for(let t=0;Dt.length>t;t++){let n=Dt[t];null!=n&&(Pt[t]*=l,At[t]*=e,A(n,ul(Pt[t]),ul(At[t]),Ie,Le))}}if(ei.show&&!wt&&ei.left>=0&&ei.width>0){ei.left*=l,ei.width*=l,ei.top*=e,ei.height*=e;for(let l in ki)E(ti,l,ei[l])}je=Oe,Ke=Ne,Xe=Ie,Ze=Le}Ci("setSize"),pt=!1}Fe>0&&Ge>0&&(K.clearRect(0,0,O.width,O.height),Ci("drawClear"),Pl.forEach((l=>l())),Ci("draw")),ei.show&&wt&&(ni(ei),wt=!1),re&&xt&&(xi(null,!0,!1),xt=!1),ie.show&&ie.live&&_t&&(mi(),_t=!1),F||(F=!0,k.status=1,Ci("ready")),mn=!1,Un=!1}function Kn(l,e){let t=vl[l];if(null==t.from){if(0==Gt){let n=t.range(k,e.min,e.max,l);e.min=n[0],e.max=n[1]}if(e.min>e.max){let l=e.min;e.min=e.max,e.max=l}if(Gt>1&&null!=e.min&&null!=e.max&&1e-16>e.max-e.min)return;l==El&&2==t.distr&&Gt>0&&(e.min=L(e.min,g[0]),e.max=L(e.max,g[0]),e.min==e.max&&e.max++),Kl[l]=e,ht=!0,Jn()}}k.batch=function(l,e=!1){Un=!0,Vn=e,l(k),qn(),e&&Bn.length>0&&queueMicrotask($n)},k.redraw=(l,e)=>{mt=e||!1,!1!==l?ii(El,jl.min,jl.max):Jn()},k.setScale=Kn;let Xn=!1;const Zn=oe.drag;let Qn=Zn.x,li=Zn.y;re&&(oe.x&&(Wn=D("u-cursor-x",el)),oe.y&&(Yn=D("u-cursor-y",el)),0==jl.ori?(Cn=Wn,Hn=Yn):(Cn=Yn,Hn=Wn),Nn=oe.left,jn=oe.top);const ei=k.select=Bl({show:!0,over:!0,left:0,width:0,top:0,height:0},u.select),ti=ei.show?D("u-select",ei.over?el:ll):null;function ni(l,e){if(ei.show){for(let e in l)ei[e]=l[e],e in ki&&E(ti,e,l[e]);!1!==e&&Ci("setSelect")}}function ii(l,e,t){Kn(l,{min:e,max:t})}function oi(e,t,n,i){null!=t.focus&&function(l){if(l!=ui){let e=null==l,t=1!=Tt.alpha;pl.forEach(((n,i)=>{if(1==M||i>0){let o=e||0==i||i==l;n._focus=e?null:o,t&&function(l,e){pl[l].alpha=e,re&&null!=Dt[l]&&(Dt[l].style.opacity=e),se&&me[l]&&(me[l].style.opacity=e)}(i,o?1:Tt.alpha)}})),ui=l,t&&Jn()}}(e),null!=t.show&&pl.forEach(((n,i)=>{0>=i||e!=i&&null!=e||(n.show=t.show,function(e){if(pl[e].show)se&&T(me[e],l);else if(se&&S(me[e],l),re){let l=zt?Dt[0]:Dt[e];null!=l&&A(l,-10,-10,Ie,Le)}}(i),2==M?(ii(n.facets[0].scale,null,null),ii(n.facets[1].scale,null,null)):ii(n.scale,null,null),Jn())})),!1!==n&&Ci("setSeries",e,t),i&&Ii("setSeries",k,e,t)}let si,ri,ui;k.setSelect=ni,k.setSeries=oi,k.addBand=function(l,e){l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1),Tl.splice(e=null==e?Tl.length:e,0,l)},k.setBand=function(l,e){Bl(Tl[l],e)},k.delBand=function(l){null==l?Tl.length=0:Tl.splice(l,1)};const ai={focus:!0};function fi(l,e,t){let n=vl[e];t&&(l=l/y-(1==n.ori?Ne:Oe));let i=Ie;1==n.ori&&(i=Le,l=i-l),-1==n.dir&&(l=i-l);let o=n._min,s=o+l/i*(n._max-o),r=n.distr;return 3==r?cl(10,s):4==r?((l,e=1)=>nl.sinh(l)*e)(s,n.asinh):100==r?n.bwd(s):s}function ci(l,e){E(ti,s,ei.left=l),E(ti,t,ei.width=e)}function hi(l,e){E(ti,i,ei.top=l),E(ti,n,ei.height=e)}se&&Et&&Ce(p,ce,(l=>{oe._lock||(Mt(l),null!=ui&&oi(null,ai,!0,Fi.setSeries))})),k.valToIdx=l=>L(l,g[0]),k.posToIdx=function(l,e){return L(fi(l,El,e),g[0],Lt,en)},k.posToVal=fi,k.valToPos=(l,e,t)=>0==vl[e].ori?P(l,vl[e],t?ot:Ie,t?Qe:0):W(l,vl[e],t?st:Le,t?lt:0),k.setCursor=(l,e,t)=>{Nn=l.left,jn=l.top,xi(null,e,t)};let di=0==jl.ori?ci:hi,pi=1==jl.ori?ci:hi;function mi(l,e){if(null!=l&&(l.idxs?l.idxs.forEach(((l,e)=>{te[e]=l})):(l=>void 0===l)(l.idx)||te.fill(l.idx),ie.idx=te[0]),se&&ie.live){for(let l=0;pl.length>l;l++)(l>0||1==M&&!xe)&&gi(l,te[l]);!function(){if(se&&ie.live)for(let l=2==M?1:0;pl.length>l;l++){if(0==l&&xe)continue;let e=ie.values[l],t=0;for(let n in e)ge[l][t++].firstChild.nodeValue=e[n]}}()}_t=!1,!1!==e&&Ci("setLegend")}function gi(l,e){let t,n=pl[l],i=0==l&&2==Ul?pn:g[l];xe?t=n.values(k,l,e)??we:(t=n.value(k,null==e?null:i[e],l,e),t=null==t?we:{_:t}),ie.values[l]=t}function xi(l,e,t){let n;Ln=Nn,On=jn,[Nn,jn]=oe.move(k,Nn,jn),oe.left=Nn,oe.top=jn,re&&(Cn&&A(Cn,rl(Nn),0,Ie,Le),Hn&&A(Hn,0,rl(jn),Ie,Le)),si=gl,ri=null;let i=0==jl.ori?Ie:Le,o=1==jl.ori?Ie:Le;if(0>Nn||0==Gt||Lt>en){n=oe.idx=null;for(let l=0;pl.length>l;l++){let e=Dt[l];null!=e&&A(e,-10,-10,Ie,Le)}Et&&oi(null,ai,!0,null==l&&Fi.setSeries),ie.live&&(te.fill(n),_t=!0)}else{let l,e,t;1==M&&(l=0==jl.ori?Nn:jn,e=fi(l,El),n=oe.idx=L(e,g[0],Lt,en),t=$l(g[0][n],jl,i,0));let s=-10,r=-10,u=0,a=0,f=!0,c="",h="";for(let l=2==M?1:0;pl.length>l;l++){let d=pl[l],p=te[l],m=null==p?null:1==M?g[l][p]:g[l][1][p],x=oe.dataIdx(k,l,n,e),w=null==x?null:1==M?g[l][x]:g[l][1][x];if(_t=_t||w!=m||x!=p,te[l]=x,l>0&&d.show){let e=null==x?-10:x==n?t:$l(1==M?g[0][x]:g[l][0][x],jl,i,0),p=null==w?-10:ql(w,1==M?vl[d.scale]:vl[d.facets[1].scale],o,0);if(Et&&null!=w){let e=1==jl.ori?Nn:jn,t=ol(Tt.dist(k,l,x,p,e));if(si>t){let n=Tt.bias;if(0!=n){let i=fi(e,d.scale),o=0>i?-1:1;o!=(0>w?-1:1)||(1==o?1==n?i>w:w>i:1==n?w>i:i>w)||(si=t,ri=l)}else si=t,ri=l}}if(_t||zt){let t,n;0==jl.ori?(t=e,n=p):(t=p,n=e);let i,o,d,m,g,x,w=!0,_=St.bbox;if(null!=_){w=!1;let e=_(k,l);d=e.left,m=e.top,i=e.width,o=e.height}else d=t,m=n,i=o=St.size(k,l);if(x=St.fill(k,l),g=St.stroke(k,l),zt)l!=ri||si>Tt.prox||(s=d,r=m,u=i,a=o,f=w,c=x,h=g);else{let e=Dt[l];null!=e&&(Pt[l]=d,At[l]=m,H(e,i,o,w),Y(e,x,g),A(e,ul(d),ul(m),Ie,Le))}}}}if(zt){let l=Tt.prox;if(_t||(null==ui?l>=si:si>l||ri!=ui)){let l=Dt[0];null!=l&&(Pt[0]=s,At[0]=r,H(l,u,a,f),Y(l,c,h),A(l,ul(s),ul(r),Ie,Le))}}}if(ei.show&&Xn)if(null!=l){let[e,t]=Fi.scales,[n,s]=Fi.match,[r,u]=l.cursor.sync.scales,a=l.cursor.drag;if(Qn=a._x,li=a._y,Qn||li){let a,f,c,h,d,{left:p,top:m,width:g,height:x}=l.select,w=l.scales[r].ori,_=l.posToVal,b=null!=e&&n(e,r),v=null!=t&&s(t,u);b&&Qn?(0==w?(a=p,f=g):(a=m,f=x),c=vl[e],h=$l(_(a,r),c,i,0),d=$l(_(a+f,r),c,i,0),di(al(h,d),ol(d-h))):di(0,i),v&&li?(1==w?(a=p,f=g):(a=m,f=x),c=vl[t],h=ql(_(a,u),c,o,0),d=ql(_(a+f,u),c,o,0),pi(al(h,d),ol(d-h))):pi(0,o)}else yi()}else{let l=ol(Ln-Fn),e=ol(On-Rn);if(1==jl.ori){let t=l;l=e,e=t}Qn=Zn.x&&l>=Zn.dist,li=Zn.y&&e>=Zn.dist;let t,n,s=Zn.uni;null!=s?Qn&&li&&(Qn=l>=s,li=e>=s,Qn||li||(e>l?li=!0:Qn=!0)):Zn.x&&Zn.y&&(Qn||li)&&(Qn=li=!0),Qn&&(0==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),di(al(t,n),ol(n-t)),li||pi(0,o)),li&&(1==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),pi(al(t,n),ol(n-t)),Qn||di(0,i)),Qn||li||(di(0,0),pi(0,0))}if(Zn._x=Qn,Zn._y=li,null==l){if(t){if(null!=Ri){let[l,e]=Fi.scales;Fi.values[0]=null!=l?fi(0==jl.ori?Nn:jn,l):null,Fi.values[1]=null!=e?fi(1==jl.ori?Nn:jn,e):null}Ii(f,k,Nn,jn,Ie,Le,n)}if(Et){let l=t&&Fi.setSeries,e=Tt.prox;null==ui?si>e||oi(ri,ai,!0,l):si>e?oi(null,ai,!0,l):ri!=ui&&oi(ri,ai,!0,l)}}_t&&(ie.idx=n,mi()),!1!==e&&Ci("setCursor")}k.setLegend=mi;let wi=null;function _i(l=!1){l?wi=null:(wi=el.getBoundingClientRect(),Ci("syncRect",wi))}function bi(l,e,t,n,i,o){oe._lock||Xn&&null!=l&&0==l.movementX&&0==l.movementY||(vi(l,e,t,n,i,o,0,!1,null!=l),null!=l?xi(null,!0,!0):xi(e,!0,!1))}function vi(l,e,t,n,i,o,s,r,u){if(null==wi&&_i(!1),Mt(l),null!=l)t=l.clientX-wi.left,n=l.clientY-wi.top;else{if(0>t||0>n)return Nn=-10,void(jn=-10);let[l,s]=Fi.scales,r=e.cursor.sync,[u,a]=r.values,[f,c]=r.scales,[h,d]=Fi.match,p=e.axes[0].side%2==1,m=0==jl.ori?Ie:Le,g=1==jl.ori?Ie:Le,x=p?o:i,w=p?i:o,_=p?n:t,b=p?t:n;if(t=null!=f?h(l,f)?C(u,vl[l],m,0):-10:m*(_/x),n=null!=c?d(s,c)?C(a,vl[s],g,0):-10:g*(b/w),1==jl.ori){let l=t;t=n,n=l}}!u||null!=e&&e.cursor.event.type!=f||(t>1&&Ie-1>t||(t=zl(t,Ie)),n>1&&Le-1>n||(n=zl(n,Le))),r?(Fn=t,Rn=n,[Gn,In]=oe.move(k,t,n)):(Nn=t,jn=n)}Object.defineProperty(k,"rect",{get:()=>(null==wi&&_i(!1),wi)});const ki={width:0,height:0,left:0,top:0};function yi(){ni(ki,!1)}let Mi,Si,Ti,Ei;function zi(l,e,t,n,i,o){Xn=!0,Qn=li=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!0,!1),null!=l&&(Ce(h,b,Di,!1),Ii(c,k,Gn,In,Ie,Le,null));let{left:s,top:r,width:u,height:a}=ei;Mi=s,Si=r,Ti=u,Ei=a}function Di(l,e,t,n,i,o){Xn=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!1,!0);let{left:s,top:r,width:u,height:a}=ei,f=u>0||a>0,c=Mi!=s||Si!=r||Ti!=u||Ei!=a;if(f&&c&&ni(ei),Zn.setScale&&f&&c){let l=s,e=u,t=r,n=a;if(1==jl.ori&&(l=r,e=a,t=s,n=u),Qn&&ii(El,fi(l,El),fi(l+e,El)),li)for(let l in vl){let e=vl[l];l!=El&&null==e.from&&e.min!=gl&&ii(l,fi(t+n,l),fi(t,l))}yi()}else oe.lock&&(oe._lock=!oe._lock,xi(e,!0,null!=l));null!=l&&(He(h,b),Ii(h,k,Nn,jn,Ie,Le,null))}function Pi(l){oe._lock||(Mt(l),xn(),yi(),null!=l&&Ii(m,k,Nn,jn,Ie,Le,null))}function Ai(){xl.forEach(ln),vt(k.width,k.height,!0)}G(x,v,Ai);const Wi={};Wi.mousedown=zi,Wi.mousemove=bi,Wi.mouseup=Di,Wi.dblclick=Pi,Wi.setSeries=(l,e,t,n)=>{-1!=(t=(0,Fi.match[2])(k,e,t))&&oi(t,n,!0,!1)},re&&(Ce(c,el,zi),Ce(f,el,bi),Ce(d,el,(l=>{Mt(l),_i(!1)})),Ce(p,el,(function(l){if(oe._lock)return;Mt(l);let e=Xn;if(Xn){let l,e,t=!0,n=!0,i=10;0==jl.ori?(l=Qn,e=li):(l=li,e=Qn),l&&e&&(t=i>=Nn||Nn>=Ie-i,n=i>=jn||jn>=Le-i),l&&t&&(Nn=Gn>Nn?0:Ie),e&&n&&(jn=In>jn?0:Le),xi(null,!0,!0),Xn=!1}Nn=-10,jn=-10,te.fill(null),xi(null,!0,!0),e&&(Xn=e)})),Ce(m,el,Pi),It.add(k),k.syncRect=_i);const Yi=k.hooks=u.hooks||{};function Ci(l,e,t){Vn?Bn.push([l,e,t]):l in Yi&&Yi[l].forEach((l=>{l.call(null,k,e,t)}))}(u.plugins||[]).forEach((l=>{for(let e in l.hooks)Yi[e]=(Yi[e]||[]).concat(l.hooks[e])}));const Hi=(l,e,t)=>t,Fi=Bl({key:null,setSeries:!1,filters:{pub:Ml,sub:Ml},scales:[El,pl[1]?pl[1].scale:null],match:[Sl,Sl,Hi],values:[null,null]},oe.sync);2==Fi.match.length&&Fi.match.push(Hi),oe.sync=Fi;const Ri=Fi.key,Gi=dt(Ri);function Ii(l,e,t,n,i,o,s){Fi.filters.pub(l,e,t,n,i,o,s)&&Gi.pub(l,e,t,n,i,o,s)}function Li(){Ci("init",u,g),gn(g||u.data,!1),Kl[El]?Kn(El,Kl[El]):xn(),wt=ei.show&&(ei.width>0||ei.height>0),xt=_t=!0,vt(u.width,u.height)}return Gi.sub(k),k.pub=function(l,e,t,n,i,o,s){Fi.filters.sub(l,e,t,n,i,o,s)&&Wi[l](null,e,t,n,i,o,s)},k.destroy=function(){Gi.unsub(k),It.delete(k),Pe.clear(),I(x,v,Ai),R.remove(),ce?.remove(),Ci("destroy")},pl.forEach(Yt),xl.forEach((function(l,e){if(l._show=l.show,l.show){let t=vl[l.scale];null==t&&(l.scale=l.side%2?pl[1].scale:El,t=vl[l.scale]);let n=t.time;l.size=bl(l.size),l.space=bl(l.space),l.rotate=bl(l.rotate),Gl(l.incrs)&&l.incrs.forEach((l=>{!Wl.has(l)&&Wl.set(l,Yl(l))})),l.incrs=bl(l.incrs||(2==t.distr?ae:n?1==hl?ke:Se:fe)),l.splits=bl(l.splits||(n&&1==t.distr?Ql:3==t.distr?Je:4==t.distr?qe:$e)),l.stroke=bl(l.stroke),l.grid.stroke=bl(l.grid.stroke),l.ticks.stroke=bl(l.ticks.stroke),l.border.stroke=bl(l.border.stroke);let i=l.values;l.values=Gl(i)&&!Gl(i[0])?bl(i):n?Gl(i)?De(Xl,ze(i,Zl)):Ll(i)?function(l,e){let t=ne(e);return(e,n)=>n.map((e=>t(l(e))))}(Xl,i):i||le:i||Be,l.filter=bl(l.filter||(3>t.distr||10!=t.log?3==t.distr&&2==t.log?tt:kl:et)),l.font=Qt(l.font),l.labelFont=Qt(l.labelFont),l._size=l.size(k,null,e,0),l._space=l._rotate=l._incrs=l._found=l._splits=l._values=null,l._size>0&&(Ct[e]=!0,l._el=D("u-axis",X))}})),_?_ instanceof HTMLElement?(_.appendChild(R),Li()):_(k,Li):Li(),k}en.assign=Bl,en.fmtNum=tl,en.rangeNum=Z,en.rangeLog=B,en.rangeAsinh=$,en.orient=pt,en.pxRatio=y,en.join=function(l,e){if(function(l){let e=l[0][0],t=e.length;for(let n=1;l.length>n;n++){let i=l[n][0];if(i.length!=t)return!1;if(i!=e)for(let l=0;t>l;l++)if(i[l]!=e[l])return!1}return!0}(l)){let e=l[0].slice();for(let t=1;l.length>t;t++)e.push(...l[t].slice(1));return function(l,e=100){const t=l.length;if(1>=t)return!0;let n=0,i=t-1;for(;i>=n&&null==l[n];)n++;for(;i>=n&&null==l[i];)i--;if(n>=i)return!0;const o=fl(1,sl((i-n+1)/e));for(let e=l[n],t=n+o;i>=t;t+=o){const n=l[t];if(null!=n){if(e>=n)return!1;e=n}}return!0}(e[0])||(e=function(l){let e=l[0],t=e.length,n=Array(t);for(let l=0;n.length>l;l++)n[l]=l;n.sort(((l,t)=>e[l]-e[t]));let i=[];for(let e=0;l.length>e;e++){let o=l[e],s=Array(t);for(let l=0;t>l;l++)s[l]=o[n[l]];i.push(s)}return i}(e)),e}let t=new Set;for(let e=0;l.length>e;e++){let n=l[e][0],i=n.length;for(let l=0;i>l;l++)t.add(n[l])}let n=[Array.from(t).sort(((l,e)=>l-e))],i=n[0].length,o=new Map;for(let l=0;i>l;l++)o.set(n[0][l],l);for(let t=0;l.length>t;t++){let s=l[t],r=s[0];for(let l=1;s.length>l;l++){let u=s[l],a=Array(i).fill(void 0),f=e?e[t][l]:1,c=[];for(let l=0;u.length>l;l++){let e=u[l],t=o.get(r[l]);null===e?0!=f&&(a[t]=e,2==f&&c.push(t)):a[t]=e}$l(a,c,i),n.push(a)}}return n},en.fmtDate=ne,en.tzDate=function(l,e){let t;return"UTC"==e||"Etc/UTC"==e?t=new Date(+l+6e4*l.getTimezoneOffset()):e==ie?t=l:(t=new Date(l.toLocaleString("en-US",{timeZone:e})),t.setMilliseconds(l.getMilliseconds())),t},en.sync=dt;{en.addGap=function(l,e,t){let n=l[l.length-1];n&&n[0]==e?n[1]=t:l.push([e,t])},en.clipGaps=wt;let l=en.paths={points:Wt};l.linear=Ft,l.stepped=function(l){const e=Q(l.align,1),t=Q(l.ascDesc,!1),n=Q(l.alignGaps,0),i=Q(l.extend,!1);return(l,o,s,r)=>pt(l,o,((u,a,f,c,h,d,p,m,g,x,w)=>{[s,r]=U(f,s,r);let _=u.pxRound,{left:b,width:v}=l.bbox,k=l=>_(d(l,c,x,m)),M=l=>_(p(l,h,w,g)),S=0==c.ori?Mt:St;const T={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},E=T.stroke,z=c.dir*(0==c.ori?1:-1);let D=M(f[1==z?s:r]),P=k(a[1==z?s:r]),A=P,W=P;i&&-1==e&&(W=b,S(E,W,D)),S(E,P,D);for(let l=1==z?s:r;l>=s&&r>=l;l+=z){let t=f[l];if(null==t)continue;let n=k(a[l]),i=M(t);1==e?S(E,n,D):S(E,A,i),S(E,n,i),D=i,A=n}let Y=A;i&&1==e&&(Y=b+v,S(E,Y,D));let[C,H]=mt(l,o);if(null!=u.fill||0!=C){let e=T.fill=new Path2D(E),t=M(u.fillTo(l,o,u.min,u.max,C));S(e,Y,t),S(e,W,t)}if(!u.spanGaps){let i=[];i.push(..._t(a,f,s,r,z,k,n));let h=u.width*y/2,d=t||1==e?h:-h,p=t||-1==e?-h:h;i.forEach((l=>{l[0]+=d,l[1]+=p})),T.gaps=i=u.gaps(l,o,s,r,i),T.clip=wt(i,c.ori,m,g,x,w)}return 0!=H&&(T.band=2==H?[xt(l,o,s,r,E,-1),xt(l,o,s,r,E,1)]:xt(l,o,s,r,E,H)),T}))},l.bars=function(l){const e=Q((l=l||Hl).size,[.6,gl,1]),t=l.align||0,n=l.gap||0;let i=l.radius;i=null==i?[0,0]:"number"==typeof i?[i,0]:i;const o=bl(i),s=1-e[0],r=Q(e[1],gl),u=Q(e[2],1),a=Q(l.disp,Hl),f=Q(l.each,(()=>{})),{fill:c,stroke:h}=a;return(l,e,i,d)=>pt(l,e,((p,m,g,x,w,_,b,v,k,M,S)=>{let T,E,z=p.pxRound,D=t,P=n*y,A=r*y,W=u*y;0==x.ori?[T,E]=o(l,e):[E,T]=o(l,e);const Y=x.dir*(0==x.ori?1:-1);let C,H,F,R=0==x.ori?Tt:Et,G=0==x.ori?f:(l,e,t,n,i,o,s)=>{f(l,e,t,i,n,s,o)},I=Q(l.bands,Fl).find((l=>l.series[0]==e)),L=p.fillTo(l,e,p.min,p.max,null!=I?I.dir:0),O=z(b(L,w,S,k)),N=M,j=z(p.width*y),U=!1,V=null,B=null,$=null,J=null;null==c||0!=j&&null==h||(U=!0,V=c.values(l,e,i,d),B=new Map,new Set(V).forEach((l=>{null!=l&&B.set(l,new Path2D)})),j>0&&($=h.values(l,e,i,d),J=new Map,new Set($).forEach((l=>{null!=l&&J.set(l,new Path2D)}))));let{x0:q,size:K}=a;if(null!=q&&null!=K){D=1,m=q.values(l,e,i,d),2==q.unit&&(m=m.map((e=>l.posToVal(v+e*M,x.key,!0))));let t=K.values(l,e,i,d);H=2==K.unit?t[0]*M:_(t[0],x,M,v)-_(0,x,M,v),N=Rt(m,g,_,x,M,v,N),F=N-H+P}else N=Rt(m,g,_,x,M,v,N),F=N*s+P,H=N-F;1>F&&(F=0),H/2>j||(j=0),5>F&&(z=vl);let X=F>0;H=z(wl(N-F-(X?j:0),W,A)),C=(0==D?H/2:D==Y?0:H)-D*Y*((0==D?P/2:0)+(X?j/2:0));const Z={stroke:null,fill:null,clip:null,band:null,gaps:null,flags:0},ll=U?null:new Path2D;let el=null;if(null!=I)el=l.data[I.series[1]];else{let{y0:t,y1:n}=a;null!=t&&null!=n&&(g=n.values(l,e,i,d),el=t.values(l,e,i,d))}let tl=T*H,nl=E*H;for(let t=1==Y?i:d;t>=i&&d>=t;t+=Y){let n=g[t];if(null==n)continue;if(null!=el){let l=el[t]??0;if(n-l==0)continue;O=b(l,w,S,k)}let i=_(2!=x.distr||null!=a?m[t]:t,x,M,v),o=b(Q(n,L),w,S,k),s=z(i-C),r=z(fl(o,O)),u=z(al(o,O)),f=r-u;if(null!=n){let i=0>n?nl:tl,o=0>n?tl:nl;U?(j>0&&null!=$[t]&&R(J.get($[t]),s,u+sl(j/2),H,fl(0,f-j),i,o),null!=V[t]&&R(B.get(V[t]),s,u+sl(j/2),H,fl(0,f-j),i,o)):R(ll,s,u+sl(j/2),H,fl(0,f-j),i,o),G(l,e,t,s-j/2,u,H+j,f)}}return j>0?Z.stroke=U?J:ll:U||(Z._fill=0==p.width?p._fill:p._stroke??p._fill,Z.width=0),Z.fill=U?B:ll,Z}))},l.spline=function(l){return function(l,e){const t=Q(e?.alignGaps,0);return(e,n,i,o)=>pt(e,n,((s,r,u,a,f,c,h,d,p,m,g)=>{[i,o]=U(u,i,o);let x,w,_,b=s.pxRound,v=l=>b(c(l,a,m,d)),k=l=>b(h(l,f,g,p));0==a.ori?(x=kt,_=Mt,w=Pt):(x=yt,_=St,w=At);const y=a.dir*(0==a.ori?1:-1);let M=v(r[1==y?i:o]),S=M,T=[],E=[];for(let l=1==y?i:o;l>=i&&o>=l;l+=y)if(null!=u[l]){let e=v(r[l]);T.push(S=e),E.push(k(u[l]))}const z={stroke:l(T,E,x,_,w,b),fill:null,clip:null,band:null,gaps:null,flags:1},D=z.stroke;let[P,A]=mt(e,n);if(null!=s.fill||0!=P){let l=z.fill=new Path2D(D),t=k(s.fillTo(e,n,s.min,s.max,P));_(l,S,t),_(l,M,t)}if(!s.spanGaps){let l=[];l.push(..._t(r,u,i,o,y,v,t)),z.gaps=l=s.gaps(e,n,i,o,l),z.clip=wt(l,a.ori,d,p,m,g)}return 0!=A&&(z.band=2==A?[xt(e,n,i,o,D,-1),xt(e,n,i,o,D,1)]:xt(e,n,i,o,D,A)),z}))}(Gt,l)}}return en}();\n';
+
+// node_modules/uplot/dist/uPlot.min.css?raw
+var uPlot_min_default = '.uplot, .uplot *, .uplot *::before, .uplot *::after {box-sizing: border-box;}.uplot {font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji";line-height: 1.5;width: min-content;}.u-title {text-align: center;font-size: 18px;font-weight: bold;}.u-wrap {position: relative;user-select: none;}.u-over, .u-under {position: absolute;}.u-under {overflow: hidden;}.uplot canvas {display: block;position: relative;width: 100%;height: 100%;}.u-axis {position: absolute;}.u-legend {font-size: 14px;margin: auto;text-align: center;}.u-inline {display: block;}.u-inline * {display: inline-block;}.u-inline tr {margin-right: 16px;}.u-legend th {font-weight: 600;}.u-legend th > * {vertical-align: middle;display: inline-block;}.u-legend .u-marker {width: 1em;height: 1em;margin-right: 4px;background-clip: padding-box !important;}.u-inline.u-live th::after {content: ":";vertical-align: middle;}.u-inline:not(.u-live) .u-value {display: none;}.u-series > * {padding: 4px;}.u-series th {cursor: pointer;}.u-legend .u-off > * {opacity: 0.3;}.u-select {background: rgba(0,0,0,0.07);position: absolute;pointer-events: none;}.u-cursor-x, .u-cursor-y {position: absolute;left: 0;top: 0;pointer-events: none;will-change: transform;}.u-hz .u-cursor-x, .u-vt .u-cursor-y {height: 100%;border-right: 1px dashed #607D8B;}.u-hz .u-cursor-y, .u-vt .u-cursor-x {width: 100%;border-bottom: 1px dashed #607D8B;}.u-cursor-pt {position: absolute;top: 0;left: 0;border-radius: 50%;border: 0 solid;pointer-events: none;will-change: transform;/*this has to be !important since we set inline "background" shorthand */background-clip: padding-box !important;}.u-axis.u-off, .u-select.u-off, .u-cursor-x.u-off, .u-cursor-y.u-off, .u-cursor-pt.u-off {display: none;}';
+
+// src/analysis/main-history.ts
+var DAY_MS = 24 * 3600 * 1e3;
+var BUDGET_WINDOW_DAYS = 30;
+var time3 = (iso) => Date.parse(iso);
+var percentOf = (ms4, levelMs2) => 100 * ms4 / levelMs2;
+function comparisonAt(g2, key, percentile2) {
+  return g2.percentile === percentile2 ? g2.comparisons.find((c3) => comparisonKey(c3.workload, c3.rate) === key) : void 0;
+}
+function historyKeys(h2) {
+  const seen = /* @__PURE__ */ new Map();
+  const add = (workload2, rate2, percentile2) => {
+    const key = comparisonKey(workload2, rate2);
+    seen.set(`${key}/p${percentile2}`, { key, percentile: percentile2 });
+  };
+  for (const e of h2.entries) {
+    for (const c3 of e.gate?.comparisons ?? []) add(c3.workload, c3.rate, e.gate.percentile);
+    if (e.drift) add(e.drift.workload, e.drift.rate, e.drift.percentile);
+  }
+  return [...seen.values()].sort((a2, b) => a2.key.localeCompare(b.key) || a2.percentile - b.percentile);
+}
+function mainSteps(entries, key, percentile2) {
+  const steps = [];
+  for (const e of entries) {
+    const c3 = e.change;
+    if (!c3 || e.kind !== "promotion" && e.kind !== "rollback") continue;
+    const base = { time: time3(e.time), sha: c3.sha, previous: c3.previous ?? null, pullRequest: c3.pull_request ?? null };
+    if (e.kind === "rollback") {
+      const undone = steps.findLast((s3) => s3.kind === "promotion" && s3.sha === c3.previous);
+      steps.push({
+        kind: "rollback",
+        ...base,
+        gate: undone?.gate ?? null,
+        percent: -(undone?.percent ?? 0),
+        ms: -(undone?.ms ?? 0)
+      });
+      continue;
+    }
+    const comparison = c3.step && comparisonAt(c3.step.gate, key, percentile2);
+    const gate2 = c3.step && comparison ? { time: time3(c3.step.gated), record: c3.step.gate, comparison } : null;
+    const detected = comparison !== void 0 && comparison.verdict !== "grey";
+    const ms4 = detected ? comparison.estimate_ms : 0;
+    steps.push({ kind: "promotion", ...base, gate: gate2, ms: ms4, percent: detected ? percentOf(ms4, comparison.champion_ms) : 0 });
+  }
+  return steps;
+}
+function driftPoints(h2, key, percentile2) {
+  const steps = mainSteps(h2.entries, key, percentile2);
+  const since = new Map(h2.ancestors.map((a2) => [a2.sha, time3(a2.since)]));
+  return h2.entries.flatMap((e) => {
+    const d = e.drift;
+    if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
+    const t = time3(e.time);
+    const made = steps.findLastIndex((s3) => s3.sha === d.ancestor_sha && s3.time <= t);
+    const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
+    const between = made >= 0 ? steps.slice(made + 1).filter((s3) => s3.time <= t) : from === null ? [] : steps.filter((s3) => s3.time > from && s3.time <= t);
+    return [
+      {
+        time: t,
+        runId: e.run_id ?? null,
+        record: d,
+        ancestorSince: from,
+        percent: percentOf(d.estimate_ms, d.ancestor_ms),
+        ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
+        stepsPercent: between.reduce((sum4, s3) => sum4 + s3.percent, 0),
+        steps: between
+      }
+    ];
+  });
+}
+function mainChange(h2, key, percentile2, now, o2 = {}) {
+  const windowDays = o2.windowDays ?? BUDGET_WINDOW_DAYS;
+  const start = now - windowDays * DAY_MS;
+  const latest = driftPoints(h2, key, percentile2).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
+  const drift = tooWide ? null : latest;
+  const from = drift?.time ?? start;
+  const steps = mainSteps(h2.entries, key, percentile2).filter((s3) => s3.time > from && s3.time <= now);
+  return {
+    percent: (drift?.percent ?? 0) + steps.reduce((sum4, s3) => sum4 + s3.percent, 0),
+    drift,
+    setAside: tooWide ? latest : null,
+    steps,
+    windowDays
+  };
+}
+function changePoints(steps, key, percentile2) {
+  const out = [];
+  let run = [];
+  const close = () => {
+    const sumMs = run.reduce((sum4, s3) => sum4 + s3.ms, 0);
+    const thresholdMs = run.at(-1)?.gate?.comparison.threshold_ms ?? Number.POSITIVE_INFINITY;
+    if (run.length >= 2 && sumMs >= thresholdMs) {
+      out.push({
+        key,
+        percentile: percentile2,
+        steps: run,
+        sumMs,
+        sumPercent: run.reduce((sum4, s3) => sum4 + s3.percent, 0),
+        thresholdMs
+      });
+    }
+    run = [];
+  };
+  for (const s3 of steps) {
+    const c3 = s3.gate?.comparison;
+    if (s3.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run.push(s3);
+    else close();
+  }
+  close();
+  return out;
+}
+function driftAncestor(h2, ageDays = BUDGET_WINDOW_DAYS) {
+  const latest = Date.parse(h2.time) - ageDays * DAY_MS;
+  const newest = h2.ancestors.filter((a2) => Date.parse(a2.since) <= latest).sort((a2, b) => Date.parse(b.since) - Date.parse(a2.since))[0];
+  return newest && newest.sha !== h2.champion ? newest : null;
+}
+function historyChangePoints(h2) {
+  return historyKeys(h2).flatMap(({ key, percentile: percentile2 }) => changePoints(mainSteps(h2.entries, key, percentile2), key, percentile2)).sort((a2, b) => a2.steps[0].time - b.steps[0].time);
+}
+
+// src/report/drift.ts
+var pct = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var short = (sha2) => `\`${sha2.slice(0, 7)}\``;
+var day = (t) => new Date(t).toISOString().slice(0, 10);
+function driftLine(d) {
+  const r = d.record;
+  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
+}
+function changePointLine(c3) {
+  const prs = c3.steps.map((s3) => s3.pullRequest ? `#${s3.pullRequest}` : short(s3.sha).replace(/`/g, "")).join(", ");
+  return `change point on ${c3.key} at ${percentLabel(c3.percentile)}: ${c3.steps.length} advisory reds in a row (${prs}, ${day(c3.steps[0].time)} to ${day(c3.steps.at(-1).time)}) add up to ${signedMs(c3.sumMs)} ms (${pct(c3.sumPercent)}), past the block threshold of ${ms2(c3.thresholdMs)} ms that none crossed alone`;
+}
+function driftReport(points, changes, skipped) {
+  const out = ["## Main's drift against an ancestor", ""];
+  if (points.length === 0) out.push(skipped ?? "No drift run.");
+  else {
+    out.push(
+      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the sum of the steps the gates measured in between.",
+      "",
+      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | their sum |",
+      "|---|---|---:|---|---:|---:|---:|",
+      ...points.map((d) => {
+        const r = d.record;
+        return `| ${r.workload}@${r.rate} | ${short(r.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`} | ${signedMs(r.estimate_ms)} ms | ${msInterval(r.ci_ms)} | ${pct(d.percent)} [${pct(d.ciPercent[0])}, ${pct(d.ciPercent[1])}] | ${d.steps.length} | ${pct(d.stepsPercent)} |`;
+      })
+    );
+  }
+  if (changes.length > 0) out.push("", "### \u26A0\uFE0F Change points", "", ...changes.map((c3) => `- ${changePointLine(c3)}`));
+  return out.join("\n");
+}
+
+// src/report/history-page.client.js?raw
+var history_page_client_default = '// The history page\'s script, inlined into the page after uPlot (docs/design/0025-history-page.md):\n// it draws each key\'s three charts from the page\'s embedded data, with zoom (drag across a\n// chart; double-click resets), cursors synced per key, and a tooltip that says what each point\n// is. It reads only the page; the page\'s Content-Security-Policy forbids any request.\n(() => {\n  const data = JSON.parse(document.getElementById("chart-data").textContent);\n  const css = getComputedStyle(document.documentElement);\n  const color = (name) => css.getPropertyValue(`--${name}`).trim();\n  const points = (stroke, size) => ({ show: true, size, stroke, fill: stroke });\n  const none = () => null;\n  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(2)}%`);\n  const msv = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(3)} ms`);\n\n  // Vertical whiskers from low to high columns, for every x that has them, in the series\' colour.\n  const whiskers = (low, high, pick) => (u) => {\n    const ctx = u.ctx;\n    ctx.save();\n    ctx.lineWidth = 1.5 * devicePixelRatio;\n    for (let i = 0; i < u.data[0].length; i++) {\n      if (low[i] === null || high[i] === null) continue;\n      ctx.strokeStyle = pick(i);\n      const x = u.valToPos(u.data[0][i], "x", true);\n      ctx.beginPath();\n      ctx.moveTo(x, u.valToPos(low[i], "y", true));\n      ctx.lineTo(x, u.valToPos(high[i], "y", true));\n      ctx.stroke();\n    }\n    ctx.restore();\n  };\n\n  // The hovered point\'s own words, beside the cursor.\n  const tooltip = (labels) => (u) => {\n    const tip = u.root.querySelector(".tip");\n    const i = u.cursor.idx;\n    if (i === null || i === undefined || !labels[i]) {\n      tip.style.display = "none";\n      return;\n    }\n    tip.textContent = labels[i];\n    tip.style.display = "block";\n    const left = u.cursor.left ?? 0;\n    tip.style.left = `${Math.min(left + 12, u.over.clientWidth - tip.offsetWidth)}px`;\n    tip.style.top = `${(u.cursor.top ?? 0) + 12}px`;\n  };\n\n  const charts = [];\n  const make = (target, chart, title, yLabel, series, extra = {}) => {\n    const columns = series.map((s) => chart.columns[s.column]);\n    const u = new uPlot(\n      {\n        title,\n        width: target.clientWidth || 800,\n        height: 260,\n        scales: { x: { time: true } },\n        axes: [{}, { label: yLabel, size: 70 }],\n        cursor: { sync: { key: target.dataset.key }, drag: { x: true, y: false } },\n        series: [{}, ...series.map(({ column: _, ...s }) => s)],\n        hooks: {\n          setCursor: [tooltip(chart.labels)],\n          // The x range shown, on the chart\'s element: what a zoom changed, for a reader\'s tools.\n          setScale: [\n            (u, key) =>\n              key === "x" &&\n              Object.assign(target.dataset, { xMin: String(u.scales.x.min), xMax: String(u.scales.x.max) }),\n          ],\n          ...(extra.hooks ?? {}),\n        },\n      },\n      [chart.x, ...columns],\n      target,\n    );\n    const tip = document.createElement("div");\n    tip.className = "tip";\n    u.over.appendChild(tip);\n    u.over.addEventListener("mouseleave", () => {\n      tip.style.display = "none";\n    });\n    charts.push([u, target]);\n    return u;\n  };\n\n  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).\n  const dots = (column, label, colorName, format, size = 7) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    paths: none,\n    points: points(color(colorName), size),\n    value: (_, v) => format(v),\n  });\n  const steps = (column, label, colorName, format, dash) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    ...(dash ? { dash } : { width: 2 }),\n    paths: uPlot.paths.stepped({ align: 1 }),\n    spanGaps: true,\n    points: { show: false },\n    value: (_, v) => format(v),\n  });\n\n  for (const k of data.keys) {\n    const level = k.level.columns;\n    make(\n      document.getElementById(`level-${k.id}`),\n      k.level,\n      "Main\'s level: the steps summed, and the drift measured",\n      "% of the first champion",\n      [\n        steps("summed", "steps summed", "grey", pct),\n        dots("promoted", "promotion", "accent", pct),\n        dots("drift", "measured drift (95% CI)", "drift", pct, 9),\n      ],\n      { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },\n    );\n\n    const g = k.gates.columns;\n    const verdictOf = (i) => (g.red[i] !== null ? "red" : g.green[i] !== null ? "green" : "grey");\n    make(\n      document.getElementById(`gates-${k.id}`),\n      k.gates,\n      "Every gate: estimate and interval, floor and block threshold",\n      "challenger \u2212 champion, ms",\n      [\n        dots("red", "red", "red", msv),\n        dots("green", "green", "green", msv),\n        dots("grey", "grey", "grey", msv),\n        {\n          ...dots("merged", "red merged", "red", msv),\n          points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },\n        },\n        steps("floor", "A/A floor \xB1", "floor", msv, [4, 4]),\n        steps("floorNegative", "A/A floor \u2212", "floor", msv, [4, 4]),\n        steps("threshold", "block threshold", "red", msv, [8, 4]),\n      ],\n      { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },\n    );\n\n    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;\n    make(\n      document.getElementById(`budget-${k.id}`),\n      k.budget,\n      `Main\'s change over the trailing 30 days${limit}`,\n      "% of main\'s level",\n      [\n        // Main\'s 30 days change between the moments it is read at: a plain line, not steps.\n        {\n          column: "main",\n          label: "main, 30 days",\n          stroke: color("accent"),\n          width: 2,\n          spanGaps: true,\n          points: points(color("accent"), 5),\n          value: (_, v) => pct(v),\n        },\n        {\n          column: "limit",\n          label: "budget",\n          stroke: color("red"),\n          dash: [8, 4],\n          spanGaps: true,\n          points: { show: false },\n          value: (_, v) => pct(v),\n        },\n      ],\n    );\n  }\n\n  window.addEventListener("resize", () => {\n    for (const [u, target] of charts) u.setSize({ width: target.clientWidth, height: 260 });\n  });\n  document.body.dataset.charts = String(charts.length);\n})();\n';
+
+// src/report/history-series.ts
+var sec = (t) => t / 1e3;
+var pct2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var day2 = (t) => new Date(t).toISOString().slice(0, 16).replace("T", " ");
+var who = (s3) => s3.pullRequest ? `#${s3.pullRequest} (${s3.sha.slice(0, 7)})` : s3.sha.slice(0, 7);
+function axis(events) {
+  const sorted = [...events].sort((a2, b) => a2.time - b.time);
+  const x = [];
+  let last = Number.NEGATIVE_INFINITY;
+  const at = sorted.map((e) => {
+    const t = Math.max(e.time, last + 1);
+    last = t;
+    x.push(sec(t));
+    return { index: x.length - 1, event: e.event };
+  });
+  return { x, at };
+}
+var column = (n2) => new Array(n2).fill(null);
+function levelChart(steps, drifts) {
+  const { x, at } = axis([
+    ...steps.map((s3) => ({ time: s3.time, event: { kind: "step", s: s3 } })),
+    ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
+  ]);
+  const cols = {
+    summed: column(x.length),
+    promoted: column(x.length),
+    drift: column(x.length),
+    driftLow: column(x.length),
+    driftHigh: column(x.length)
+  };
+  const labels = new Array(x.length).fill("");
+  const summedAt = (t) => steps.filter((s3) => s3.time <= t).reduce((sum4, s3) => sum4 + s3.percent, 0);
+  for (const { index, event } of at) {
+    if (event.kind === "step") {
+      const s3 = event.s;
+      const level = summedAt(s3.time);
+      cols.summed[index] = level;
+      cols.promoted[index] = level;
+      const gate2 = s3.gate ? `${s3.gate.comparison.verdict} ${signedMs(s3.gate.comparison.estimate_ms)} ms (${pct2(s3.percent)})` : "no gate on this host";
+      labels[index] = `${day2(s3.time)} ${s3.kind === "rollback" ? "rollback to" : "promoted"} ${who(s3)}: ${s3.kind === "rollback" ? `undoes ${pct2(-s3.percent)}` : gate2}; summed ${pct2(level)}`;
+      continue;
+    }
+    const d = event.d;
+    const base = d.ancestorSince === null ? null : summedAt(d.ancestorSince);
+    cols.summed[index] = summedAt(d.time);
+    if (base !== null) {
+      cols.drift[index] = base + d.percent;
+      cols.driftLow[index] = base + d.ciPercent[0];
+      cols.driftHigh[index] = base + d.ciPercent[1];
+    }
+    labels[index] = `${day2(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct2(d.percent)}); the ${d.steps.length} steps between add up to ${pct2(d.stepsPercent)}`;
+  }
+  return { x, columns: cols, labels };
+}
+function gatesChart(h2, key, percentile2, steps) {
+  const events = [];
+  h2.entries.forEach((e, i2) => {
+    const t = Date.parse(e.time);
+    if (e.gate?.percentile === percentile2 && e.gate.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key))
+      events.push({ time: t, event: { kind: "gate", i: i2 } });
+    const f = e.calibration;
+    if (f && f.percentile === percentile2 && comparisonKey(f.workload, f.rate) === key)
+      events.push({ time: t, event: { kind: "floor", i: i2 } });
+  });
+  const { x, at } = axis(events);
+  const names = ["green", "grey", "red", "merged", "low", "high", "floor", "floorNegative", "threshold"];
+  const cols = Object.fromEntries(names.map((n2) => [n2, column(x.length)]));
+  const labels = new Array(x.length).fill("");
+  const mergedRuns = new Set(
+    steps.flatMap(
+      (s3) => s3.kind === "promotion" && s3.gate?.comparison.verdict === "red" ? [s3.gate.record.runs[0]] : []
+    )
+  );
+  let floor = null;
+  let threshold = null;
+  for (const { index, event } of at) {
+    const e = h2.entries[event.i];
+    if (event.kind === "floor") {
+      floor = e.calibration.half_width_ms;
+      labels[index] = `${day2(Date.parse(e.time))} A/A floor \xB1${ms2(floor)} ms (${e.run_id ?? "calibration"})`;
+    } else {
+      const g2 = e.gate;
+      const c3 = g2.comparisons.find((x2) => comparisonKey(x2.workload, x2.rate) === key);
+      threshold = c3.threshold_ms;
+      cols[c3.verdict][index] = c3.estimate_ms;
+      cols.low[index] = c3.ci_ms[0];
+      cols.high[index] = c3.ci_ms[1];
+      const merged = mergedRuns.has(g2.runs[0]);
+      if (merged) cols.merged[index] = c3.estimate_ms;
+      const state = c3.blocking ? `${c3.verdict}, blocking` : c3.verdict;
+      labels[index] = `${day2(Date.parse(e.time))} ${g2.pull_request ? `#${g2.pull_request} ` : ""}${g2.challenger_sha.slice(0, 7)}: ${state} ${signedMs(c3.estimate_ms)} ms [${signedMs(c3.ci_ms[0])}, ${signedMs(c3.ci_ms[1])}], n=${c3.pairs}${merged ? "; merged" : ""}`;
+    }
+    cols.floor[index] = floor;
+    cols.floorNegative[index] = floor === null ? null : -floor;
+    cols.threshold[index] = threshold;
+  }
+  return { x, columns: cols, labels };
+}
+function budgetChart(h2, key, percentile2, steps, drifts) {
+  const gateTimes = h2.entries.filter((e) => e.gate?.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key)).map((e) => Date.parse(e.time));
+  const times = [
+    .../* @__PURE__ */ new Set([...steps.map((s3) => s3.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
+  ];
+  const { x, at } = axis(times.map((time4) => ({ time: time4, event: time4 })));
+  const main2 = column(x.length);
+  const labels = new Array(x.length).fill("");
+  for (const { index, event } of at) {
+    const c3 = mainChange(h2, key, percentile2, event);
+    main2[index] = c3.percent;
+    labels[index] = `${day2(event)} main ${pct2(c3.percent)} over ${BUDGET_WINDOW_DAYS} days (${c3.drift ? `drift run ${pct2(c3.drift.percent)} + ` : ""}${c3.steps.length} steps)`;
+  }
+  const limits = h2.entries.flatMap(
+    (e) => e.gate?.comparisons.filter((c3) => comparisonKey(c3.workload, c3.rate) === key && c3.budget).map((c3) => c3.budget.limit_percent) ?? []
+  );
+  const limitPercent = limits.at(-1) ?? null;
+  return { x, columns: { main: main2, limit: x.map(() => limitPercent) }, labels, limitPercent };
+}
+function keySeries(h2, key, percentile2) {
+  const steps = mainSteps(h2.entries, key, percentile2);
+  const drifts = driftPoints(h2, key, percentile2);
+  return {
+    id: `${key}-p${percentile2}`.replace(/[^A-Za-z0-9_-]/g, "-"),
+    key,
+    percentile: percentile2,
+    level: levelChart(steps, drifts),
+    gates: gatesChart(h2, key, percentile2, steps),
+    budget: budgetChart(h2, key, percentile2, steps, drifts)
+  };
+}
+
+// src/report/history-page.ts
+var escapeHtml = (s3) => s3.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
+var scriptJson = (v) => JSON.stringify(v).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+var pct3 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
+var short2 = (sha2) => `<code>${escapeHtml(sha2.slice(0, 7))}</code>`;
+function repositoryUrl(h2, o2) {
+  for (const e of h2.entries) {
+    const m = /^(https:\/\/[A-Za-z0-9.-]+(?::\d+)?\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/runs\//.exec(
+      e.gate?.url ?? e.change?.step?.gate.url ?? ""
+    );
+    if (m) return m[1];
+  }
+  return o2.repository && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(o2.repository) ? `https://github.com/${o2.repository}` : null;
+}
+function pullLink(pr, repo) {
+  if (!pr) return "\u2014";
+  return repo ? `<a href="${escapeHtml(`${repo}/pull/${pr}`)}">#${pr}</a>` : `#${pr}`;
+}
+var VERDICT = { red: "\u25CF red", green: "\u25CF green", grey: "\u25CB grey" };
+function verdictCell(c3) {
+  const blocked = c3.blocking ? `, blocking${c3.blocked_by?.some((r) => r !== "latency") ? ` (${c3.blocked_by.join(", ")})` : ""}` : c3.verdict === "red" ? ", advisory" : "";
+  return `<span class="v-${c3.verdict}">${VERDICT[c3.verdict]}${blocked}</span>`;
+}
+function promotionsTable(h2, keys, repo) {
+  const changes = h2.entries.filter(
+    (e) => e.change !== void 0
+  );
+  const rows2 = changes.map((e) => {
+    const c3 = e.change;
+    const gate2 = c3.step?.gate;
+    const steps = keys.map(({ key, percentile: percentile2 }) => {
+      const cmp = gate2?.percentile === percentile2 ? gate2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
+      if (!cmp) return "";
+      return `<div data-key="${escapeHtml(key)}" data-estimate="${cmp.estimate_ms}">${escapeHtml(key)} p${percentile2}: ${verdictCell(cmp)} <span class="num">${escapeHtml(signedMs(cmp.estimate_ms))} ms</span> ${escapeHtml(msInterval(cmp.ci_ms))} (${pct3(100 * cmp.estimate_ms / cmp.champion_ms)})</div>`;
+    });
+    const step = e.kind === "rollback" ? `rolled back from ${short2(c3.previous ?? "")}` : gate2 ? steps.join("") : "no gate of it on this host";
+    const runLink = gate2?.url ? ` <a href="${escapeHtml(gate2.url)}">gate run</a>` : "";
+    return `<tr class="change" data-kind="${e.kind}" data-sha="${escapeHtml(c3.sha)}" data-pr="${c3.pull_request ?? gate2?.pull_request ?? ""}"><td>${when(e.time)}</td><td>${e.kind}</td><td>${short2(c3.sha)}</td><td>${c3.previous ? short2(c3.previous) : "\u2014"}</td><td>${pullLink(c3.pull_request ?? gate2?.pull_request, repo)}${runLink}</td><td>${step}</td></tr>`;
+  });
+  return `<table class="data" id="promotions"><thead><tr><th>when</th><th></th><th>champion</th><th>before</th><th>pull request</th><th>the step main took (the pull request's last gate)</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+}
+function gatesTable(h2, key, percentile2, repo) {
+  const rows2 = h2.entries.flatMap((e) => {
+    const g2 = e.gate;
+    const c3 = g2?.percentile === percentile2 ? g2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
+    if (!g2 || !c3) return [];
+    const budget = c3.budget ? `${pct3(c3.budget.change_percent)} on ${pct3(c3.budget.main_percent)} of ${c3.budget.limit_percent}%` : "\u2014";
+    return [
+      `<tr class="gate" data-run="${escapeHtml(e.run_id ?? "")}" data-estimate="${c3.estimate_ms}"><td>${when(e.time)}</td><td>${pullLink(g2.pull_request, repo)}</td><td>${short2(g2.challenger_sha)}</td><td>${verdictCell(c3)}</td><td class="num">${escapeHtml(signedMs(c3.estimate_ms))} ms</td><td>${escapeHtml(msInterval(c3.ci_ms))}</td><td class="num">${c3.floor_ms === void 0 ? "\u2014" : `\xB1${escapeHtml(ms2(c3.floor_ms))} ms`}</td><td class="num">${c3.pairs}</td><td>${budget}</td></tr>`
+    ];
+  });
+  return `<table class="data gates"><thead><tr><th>when</th><th>pull request</th><th>head</th><th>verdict</th><th>estimate</th><th>95% CI</th><th>floor</th><th>pairs</th><th>budget: change on main of limit</th></tr></thead><tbody>${rows2.reverse().join("")}</tbody></table>`;
+}
+function driftTable(h2, key, percentile2) {
+  const points = driftPoints(h2, key, percentile2);
+  if (points.length === 0)
+    return `<p class="none">No drift run yet: the calibration runs the champion against the champion of 30 or more days before, once the host keeps one.</p>`;
+  const rows2 = points.map(
+    (d) => `<tr class="drift" data-run="${escapeHtml(d.runId ?? "")}" data-estimate="${d.record.estimate_ms}"><td>${when(new Date(d.time).toISOString())}</td><td>${short2(d.record.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${when(new Date(d.ancestorSince).toISOString())})`}</td><td class="num">${escapeHtml(signedMs(d.record.estimate_ms))} ms</td><td>${escapeHtml(msInterval(d.record.ci_ms))}</td><td class="num">${pct3(d.percent)}</td><td class="num">${d.steps.length}</td><td class="num">${pct3(d.stepsPercent)}</td></tr>`
+  );
+  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>their sum</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+}
+function changePointsBox(points) {
+  if (points.length === 0) return "";
+  return `<section class="callout" id="change-points"><h2>\u26A0\uFE0F Change points</h2><p>Runs of advisory reds merged one after another: each passed below the block threshold, together they moved main past it.</p><ul>${points.map((c3) => `<li data-key="${escapeHtml(c3.key)}">${escapeHtml(changePointLine(c3))}</li>`).join("")}</ul></section>`;
+}
+var STYLE = `
+:root { --red: #cf222e; --green: #1a7f37; --grey: #6e7781; --accent: #0969da; --drift: #8250df; --floor: #bf8700; font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2328; }
+body { max-width: 1200px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d1d9e0; padding-bottom: 0.2em; } .sub { color: #59636e; margin-top: 0; }
+table.data { border-collapse: collapse; width: 100%; font-size: 0.9em; margin: 0.5em 0 1.5em; } .data th, .data td { border: 1px solid #d1d9e0; padding: 4px 8px; text-align: left; vertical-align: top; } .data th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; } code { font-size: 0.95em; }
+.v-red { color: var(--red); } .v-green { color: var(--green); } .v-grey { color: var(--grey); }
+.callout { border: 1px solid #d4a72c; background: #fff8c5; padding: 0.5em 1em; border-radius: 6px; } .callout h2 { border: 0; margin: 0.3em 0; }
+.summary { display: flex; gap: 2em; flex-wrap: wrap; } .summary div { background: #f6f8fa; border-radius: 6px; padding: 0.4em 0.8em; }
+.chart { position: relative; margin: 1em 0; } .tip { position: absolute; display: none; z-index: 10; pointer-events: none; background: #1f2328; color: #fff; padding: 4px 8px; border-radius: 4px; font-size: 12px; max-width: 480px; }
+.budget-past { color: var(--red); font-weight: 600; } .none { color: #59636e; }
+`;
+function historyPage(h2, o2) {
+  const keys = historyKeys(h2);
+  const repo = repositoryUrl(h2, o2);
+  const now = Date.parse(h2.time);
+  const count5 = (kind) => h2.entries.filter((e) => e.kind === kind).length;
+  const changes = historyChangePoints(h2);
+  const sections = keys.map(({ key, percentile: percentile2 }) => {
+    const s3 = keySeries(h2, key, percentile2);
+    const main2 = mainChange(h2, key, percentile2, now);
+    const limit = s3.budget.limitPercent;
+    const state = limit === null ? "no budget set (budget.percent_per_30_days)" : main2.percent > limit ? `<span class="budget-past">past its budget of ${limit}%</span>` : `within its budget of ${limit}%`;
+    const promotions = mainSteps(h2.entries, key, percentile2).filter((x) => x.kind === "promotion").length;
+    return `<section class="key" id="key-${s3.id}">
+<h2>${escapeHtml(key.replace("@", " @ "))} req/s, p${percentile2}</h2>
+<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main2.percent}">${pct3(main2.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s3.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
+<div class="chart" id="level-${s3.id}" data-key="${s3.id}"></div>
+<div class="chart" id="gates-${s3.id}" data-key="${s3.id}"></div>
+<div class="chart" id="budget-${s3.id}" data-key="${s3.id}"></div>
+<h3>Drift runs</h3>${driftTable(h2, key, percentile2)}
+<details><summary>Every gate (${escapeHtml(key)}, p${percentile2})</summary>${gatesTable(h2, key, percentile2, repo)}</details>
+</section>`;
+  });
+  const data = { keys: keys.map(({ key, percentile: percentile2 }) => keySeries(h2, key, percentile2)) };
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>perf-gate: main over time</title>
+<style>${uPlot_min_default}${STYLE}</style></head>
+<body>
+<h1>perf-gate: main over time</h1>
+<p class="sub">${escapeHtml(o2.source)} \xB7 champion ${h2.champion ? short2(h2.champion) : "none"} \xB7 as of ${when(h2.time)} UTC \xB7 ${count5("gate")} gates, ${count5("promotion")} promotions, ${count5("rollback")} rollbacks, ${count5("drift")} drift runs, ${count5("calibration")} calibrations${h2.dropped > 0 ? ` \xB7 the ${h2.dropped} oldest entries were dropped to keep the history within ${Math.round(h2.bound_bytes / (1 << 20))} MiB` : ""}</p>
+<p>Drag across a chart to zoom, double-click to zoom out; hover for the numbers. Percents are of main's latency at the percentile; a step is the promoted pull request's last gate (a grey's estimate counts as 0).</p>
+${changePointsBox(changes)}
+<h2>Promotions</h2>
+${promotionsTable(h2, keys, repo)}
+${sections.join("\n")}
+<script type="application/json" id="chart-data">${scriptJson(data)}</script>
+<script type="application/json" id="history">${scriptJson(h2)}</script>
+<script>${uPlot_iife_min_default}</script>
+<script>${history_page_client_default}</script>
+</body></html>
+`;
+}
+
+// src/cli/host-flags.ts
+import { existsSync, readFileSync as readFileSync5 } from "node:fs";
+import { userInfo } from "node:os";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
+
 // src/host/targets.ts
 var MAX_POOL_HOSTS = 32;
 var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
@@ -46200,6 +46446,754 @@ function globMatches(pattern, name2) {
   return new RegExp(`^${re}$`, "i").test(name2);
 }
 
+// src/cli/host-flags.ts
+var HOST_OPTIONS = {
+  local: { type: "boolean", default: false },
+  root: { type: "string", default: ".perf-gate/host" },
+  "perf-host": { type: "string" },
+  "champion-port": { type: "string", default: "8001" },
+  "challenger-port": { type: "string", default: "8002" },
+  "max-foreign-cores": { type: "string", default: "0.25" },
+  "settle-seconds": { type: "string", default: "30" },
+  "loadgen-cpus": { type: "string" },
+  "arm-cpus": { type: "string" },
+  cgroup: { type: "string" },
+  host: { type: "string", multiple: true },
+  port: { type: "string", default: "22" },
+  user: { type: "string", default: "perf-gate-ci" },
+  key: { type: "string" },
+  "known-hosts": { type: "string" }
+};
+function hostTarget(v, usage2) {
+  if (Array.isArray(v.host)) {
+    if (!v.key || !v["known-hosts"])
+      throw new UsageError(
+        "--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)",
+        usage2
+      );
+    const port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, usage2);
+    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts", usage2);
+    try {
+      const hosts = parseHostList(v.host.join(","), port, "--host");
+      checkKnownHosts(knownHosts, hosts, "--known-hosts");
+      return {
+        hosts,
+        login: { user: String(v.user), privateKey: readText(String(v.key), "--key", usage2), knownHosts }
+      };
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message, usage2);
+    }
+  }
+  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
+  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
+    const list2 = v[flag];
+    if (typeof list2 !== "string") return [];
+    if (!isCpuList(list2))
+      throw new UsageError(
+        `--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`,
+        usage2
+      );
+    return [`--${flag}`, list2];
+  });
+  return {
+    local: {
+      perfHost,
+      flags: [
+        "--root",
+        resolve(String(v.root)),
+        "--service-user",
+        userInfo().username,
+        "--champion-port",
+        String(v["champion-port"]),
+        "--challenger-port",
+        String(v["challenger-port"]),
+        "--max-foreign-cores",
+        nonNegative(v, "max-foreign-cores", usage2),
+        "--settle-seconds",
+        nonNegative(v, "settle-seconds", usage2),
+        "--lock-wait",
+        "1s",
+        "--min-free-disk",
+        String(256 << 20),
+        // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
+        // enough here to drop most pairs of a short run (benchmark-host/README.md).
+        "--hold-cpus-awake",
+        ...placement,
+        ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
+      ]
+    }
+  };
+}
+function nonNegative(v, flag, usage2) {
+  const text = String(v[flag]);
+  if (!/^\d+(\.\d+)?$/.test(text))
+    throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, usage2);
+  return text;
+}
+var MAX_CPU = 1023;
+function isCpuList(list2) {
+  return list2.split(",").every((part) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) return false;
+    const lo = Number(m[1]);
+    const hi = Number(m[2] ?? m[1]);
+    return lo <= hi && hi <= MAX_CPU;
+  });
+}
+function defaultPerfHost() {
+  const here = dirname(fileURLToPath3(import.meta.url));
+  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
+  if (existsSync(candidate)) return candidate;
+  return "perf-host";
+}
+function readText(path6, flag, usage2) {
+  try {
+    return readFileSync5(path6, "utf8");
+  } catch (e) {
+    if (flag === "--config")
+      throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
+    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, usage2);
+  }
+}
+
+// src/cli/history.ts
+var historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--repository OWNER/NAME] [host flags]
+       perf-gate history --out FILE.html --from HISTORY.json
+  --out FILE.html        the page: main over time per workload, rate and percentile (one file,
+                         no network needed to view it)
+  --json FILE            also write the history document as the host sent it
+  --from HISTORY.json    read a history file (from --json, or the calibration job's artifact)
+                         instead of a host
+  --repository O/N       the GitHub repository, for pull request links the gates do not carry
+  host flags, as perf-gate run takes them:
+  --local --root DIR [--perf-host PATH]   perf-host on this machine (the default)
+  --host H --port N --user U --key FILE --known-hosts FILE   a host over SSH
+  -h, --help             this text
+exit codes: 0 written, 2 error (a host that cannot be read, a history file that is not one)`;
+async function historyCommand(argv, say) {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        out: { type: "string" },
+        json: { type: "string" },
+        from: { type: "string" },
+        repository: { type: "string" },
+        ...HOST_OPTIONS,
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    historyUsage
+  );
+  if (v.help) {
+    say(historyUsage);
+    return 0;
+  }
+  if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
+  if (v.from && (v.host || v.local)) throw new UsageError("--from reads a file; it takes no host flags", historyUsage);
+  if (v.repository !== void 0 && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(v.repository))
+    throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
+  const { history, document, source } = v.from ? { ...fromFile(v.from), source: v.from } : await fromHost(hostTarget(v, historyUsage));
+  const page = historyPage(history, { source, ...v.repository ? { repository: v.repository } : {} });
+  writeFileSync4(v.out, page);
+  if (v.json) writeFileSync4(v.json, `${JSON.stringify(document, null, 2)}
+`);
+  say(
+    `${v.out}: ${history.entries.length} entries (${(Buffer.byteLength(page) / 1024).toFixed(0)} KiB)${v.json ? `; ${v.json}: the history` : ""}`
+  );
+  return 0;
+}
+async function fromHost(target) {
+  const pool = "local" in target ? HostPool.single("the local host", new HostClient(target.local)) : HostPool.overSsh(target.hosts, target.login);
+  try {
+    if (pool.size !== 1)
+      throw new UsageError(
+        `--host: one host at a time (each host of a pool keeps its own history), got ${pool.size}`,
+        historyUsage
+      );
+    const { name: name2, client } = pool.members[0];
+    const { message, document } = await client.history();
+    return { history: message, document, source: `the history of ${name2}` };
+  } finally {
+    pool.close();
+  }
+}
+function fromFile(path6) {
+  let fd;
+  try {
+    fd = openSync(path6, "r");
+  } catch (e) {
+    throw new UsageError(`--from ${path6}: cannot read (${e.code})`, historyUsage);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_HISTORY_BYTES)
+      throw new Error(`${path6}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
+    const buffer = Buffer.alloc(size);
+    readSync(fd, buffer, 0, size, 0);
+    let document;
+    try {
+      document = JSON.parse(buffer.toString("utf8"));
+    } catch (e) {
+      throw new Error(`${path6}: not valid JSON (${e.message})`);
+    }
+    return { history: parseHistory(path6, document), document };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// src/cli/run.ts
+import { createHash } from "node:crypto";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync6, statSync as statSync3 } from "node:fs";
+import { join as join3, relative } from "node:path";
+
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s3) => s3.charAt(0).toUpperCase() + s3.slice(1);
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname2, join as join2 } from "node:path";
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join2(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join2(dir, "analysis.json"),
+    chartPath: join2(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join2(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeUnmeasured(dir, e) {
+  const paths = { reportPath: join2(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join2(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
+function writeProfiles(dir, profiles) {
+  return profiles.map(({ path: path6, bytes }) => {
+    const to = join2(dir, path6);
+    mkdirSync(dirname2(to), { recursive: true });
+    writeFileSync5(to, bytes);
+    return to;
+  });
+}
+function writeCalibrationReport(dir, report) {
+  const path6 = join2(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync5(path6, text);
+}
+
+// src/report/unmeasured.ts
+var ARMS2 = ["champion", "challenger"];
+function unmeasuredReport(error62, results, percentile2) {
+  const runs2 = results.map((r) => runOf(r, percentile2));
+  const [first] = error62.message.split("\n");
+  const out = [
+    "### \u26A0\uFE0F perf-gate could not measure",
+    "",
+    `${first}`,
+    "",
+    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
+    "",
+    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
+    "|---|---|---:|---:|---:|---:|---:|",
+    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
+  ];
+  const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
+  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
+  for (const r of runs2) {
+    for (const arm of ARMS2) {
+      const log = r.logs[arm];
+      if (!log) continue;
+      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
+    }
+  }
+  return { markdown: `${out.join("\n")}
+`, json: unmeasuredJson(error62, runs2) };
+}
+function runOf({ name: name2, result }, percentile2) {
+  const { pairs: pairs2, dropped } = extractPairs(name2, result, percentile2);
+  const of = (arm) => armErrors(result.slices.filter((s3) => s3.arm === arm));
+  const armStarts = result.arms;
+  const logs = {};
+  for (const arm of ARMS2) {
+    const a2 = armStarts?.[arm];
+    if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
+  }
+  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs2.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
+}
+function failed(e) {
+  return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
+}
+function unmeasuredJson(error62, runs2) {
+  return {
+    verdict: "could_not_measure",
+    error: error62.message,
+    runs: runs2.map((r) => ({
+      name: r.name,
+      workload: r.workload,
+      rate: r.rate,
+      pairs_kept: r.kept,
+      dropped_pairs: r.dropped.map(droppedPairJson),
+      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
+        requests: r.arms[arm].requests,
+        errors: r.arms[arm].errors,
+        errors_by_class: r.arms[arm].byClass,
+        log_tail: r.logs[arm]?.tail ?? null,
+        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
+      }]))
+    }))
+  };
+}
+
+// src/experiment/decide.ts
+function decide(results, config2, d) {
+  try {
+    return analyze(results, settingsFor(config2, d));
+  } catch (e) {
+    if (e instanceof CouldNotMeasureError) {
+      const { markdown, json: json2 } = unmeasuredReport(e, results, config2.slo.percentile);
+      e.explained = { markdown, json: json2, results: results.map((r) => r.result) };
+    }
+    throw e;
+  }
+}
+function settingsFor(config2, d) {
+  return {
+    ...defaultSettings,
+    percentile: config2.slo.percentile,
+    sloBudgetMs: config2.slo.budget_ms,
+    blockThresholdPercent: config2.block_threshold_percent,
+    seed: d.seed,
+    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
+    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
+  };
+}
+
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short3 = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short3} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(`${runs(e.otherChampion.length)} of ${short3} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short3} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId3, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId3]);
+  }
+  return out;
+}
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
+}
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
+  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+}
+
+// src/analysis/budget.ts
+function changePercent(c3) {
+  return 100 * c3.estimateMs / c3.champion.sloMs;
+}
+function budgetAccount(c3, main2, limitPercent) {
+  const change = changePercent(c3);
+  return {
+    limit_percent: limitPercent,
+    main_percent: main2.percent,
+    basis: main2.drift ? "drift" : "steps",
+    change_percent: change,
+    exceeded: c3.verdict === "red" && main2.percent + change > limitPercent
+  };
+}
+function withBudget(a2, history, limitPercent) {
+  const now = Date.parse(history.time);
+  const comparisons = a2.comparisons.map((c3) => {
+    const main2 = mainChange(history, c3.key, a2.percentile, now, { maxDriftHalfWidthPercent: limitPercent });
+    const budget = budgetAccount(c3, main2, limitPercent);
+    if (!budget.exceeded) return { ...c3, budget };
+    return { ...c3, budget, blocking: true, blockedBy: [...c3.blockedBy, "budget"] };
+  });
+  return { ...a2, comparisons, headline: headlineOf(comparisons), blocking: comparisons.some((c3) => c3.blocking) };
+}
+
+// src/analysis/gate-record.ts
+function gateRecord(a2, results, o2 = {}) {
+  if (a2.builds?.kind !== "ab") throw new Error("gate record: only an A/B gate's analysis is a gate");
+  const identity3 = new Map(results.map((r) => [resultKey(r.result), identityOf(r.result)?.digest]));
+  const comparisons = a2.comparisons.map((c3) => {
+    const digest = identity3.get(c3.key);
+    const cpu = c3.resources?.cpuUsPerRequest?.percent;
+    const rss = c3.resources?.rssBytes?.percent;
+    return {
+      workload: c3.workload,
+      rate: c3.rate,
+      verdict: c3.verdict,
+      blocking: c3.blocking,
+      ...c3.blockedBy.length > 0 ? { blocked_by: c3.blockedBy } : {},
+      estimate_ms: c3.estimateMs,
+      ci_ms: c3.ciMs,
+      champion_ms: c3.champion.sloMs,
+      ...c3.floorMs !== null ? { floor_ms: c3.floorMs } : {},
+      threshold_ms: c3.thresholdMs,
+      pairs: c3.pairs,
+      ...cpu !== void 0 ? { cpu_percent: cpu } : {},
+      ...rss !== void 0 ? { rss_percent: rss } : {},
+      ...digest && /^[0-9a-f]{64}$/.test(digest) ? { identity: digest } : {},
+      ...c3.budget ? { budget: c3.budget } : {}
+    };
+  });
+  return {
+    ...o2.pullRequest !== void 0 ? { pull_request: o2.pullRequest } : {},
+    challenger_sha: a2.builds.challenger_sha,
+    champion_sha: a2.builds.champion_sha,
+    base: a2.builds.base ?? "champion",
+    verdict: a2.verdict,
+    blocking: a2.blocking,
+    percentile: a2.percentile,
+    comparisons,
+    runs: [...new Set(a2.runs.map((r) => r.runId))],
+    ...o2.url && /^https?:\/\/[^\s"'<>]{1,1000}$/.test(o2.url) ? { url: o2.url } : {}
+  };
+}
+
+// src/experiment/measure.ts
+async function measure(host, config2, m) {
+  const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
+  if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
+  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
+  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
+  for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha }, m.seed)) {
+    const runId3 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
+    m.progress.runStart?.(run, runId3);
+    try {
+      await host.start(m.kind === "ab" ? "run" : "aa", runId3, run.request, m.busyDeadline);
+      const outcome = await host.wait(runId3, m.progress.line);
+      if (outcome.status !== "ok") {
+        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
+      }
+      const { document, message } = await host.result(runId3);
+      fresh.documents.push(document);
+      fresh.results.push({ name: runId3, result: message });
+    } finally {
+      m.progress.runEnd?.();
+    }
+  }
+  return m.pool && challengerSha ? withEarlierRuns(host, challengerSha, fresh) : fresh;
+}
+async function withEarlierRuns(host, challengerSha, fresh) {
+  const newIds = new Set(fresh.results.map((r) => r.result.plan.run_id));
+  const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
+  const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
+  const earlier = (await host.runsOf(challengerSha)).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
+  );
+  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
+  for (const r of earlier) {
+    if (r.champion_sha !== champion) {
+      out.otherChampion.push(r.run_id);
+      continue;
+    }
+    const { document, message } = await host.result(r.run_id);
+    const differs = identityDifferences(message, byKey.get(resultKey(message)));
+    if (differs.length > 0) {
+      out.otherIdentity.push({ runId: r.run_id, differs });
+      continue;
+    }
+    out.documents.push(document);
+    out.results.push({ name: r.run_id, result: message });
+    out.pooled.push(r.run_id);
+  }
+  out.results.push(...fresh.results);
+  out.documents.push(...fresh.documents);
+  return out;
+}
+function seedOf(sha2) {
+  return Number.parseInt(sha2.slice(0, 12), 16);
+}
+
+// src/experiment/history.ts
+async function withBudgetOf(host, config2, analysis) {
+  const limit = config2.budget?.percent_per_30_days;
+  if (limit === void 0) return analysis;
+  let history;
+  try {
+    history = (await host.history()).message;
+  } catch (e) {
+    throw new Error(
+      `budget: the host's history could not be read, so the regression budget cannot be kept (${e.message}); a perf-host that keeps a history is needed, or leave budget out of the config`
+    );
+  }
+  return withBudget(analysis, history, limit);
+}
+async function keepGate(host, analysis, evidence, o2) {
+  const anchor2 = evidence.results.at(-1)?.result.plan.run_id;
+  if (!anchor2) return [];
+  try {
+    await host.recordGate(anchor2, gateRecord(analysis, evidence.results, o2));
+    return [];
+  } catch (e) {
+    return [
+      `**History**: this gate is not in the host's history (${e.message.split("\n")[0]}); its verdict stands on its runs, but the regression budget and the history page will not count it.`
+    ];
+  }
+}
+async function measureDrift(host, config2, o2) {
+  const skip = (skipped, history2) => ({
+    points: [],
+    changePoints: history2 ? historyChangePoints(history2) : [],
+    skipped,
+    documents: []
+  });
+  let history;
+  try {
+    history = (await host.history()).message;
+  } catch (e) {
+    return skip(`No drift run: the host's history could not be read (${e.message.split("\n")[0]}).`);
+  }
+  const ancestor = driftAncestor(history);
+  if (!ancestor || !history.champion) {
+    return skip(
+      "No drift run: the host keeps no champion promoted 30 or more days ago, or main has not changed since then.",
+      history
+    );
+  }
+  let analysis;
+  let evidence;
+  try {
+    evidence = await measure(host, config2, {
+      ...o2,
+      kind: "ab",
+      challenger: { sha: history.champion },
+      ancestor: { sha: ancestor.sha },
+      pool: false
+    });
+    analysis = decide(evidence.results, config2, { seed: o2.seed });
+  } catch (e) {
+    if (!(e instanceof CouldNotMeasureError)) throw e;
+    return skip(
+      `No drift recorded: the drift run against \`${ancestor.sha.slice(0, 7)}\` could not measure (${e.brief}).`,
+      history
+    );
+  }
+  for (const c3 of analysis.comparisons) {
+    const record2 = {
+      workload: c3.workload,
+      rate: c3.rate,
+      percentile: analysis.percentile,
+      champion_sha: history.champion,
+      ancestor_sha: ancestor.sha,
+      estimate_ms: c3.estimateMs,
+      ci_ms: c3.ciMs,
+      ancestor_ms: c3.champion.sloMs,
+      pairs: c3.pairs
+    };
+    await host.recordDrift(c3.runs.at(-1), record2);
+  }
+  const after = (await host.history()).message;
+  const recorded = new Set(analysis.comparisons.map((c3) => c3.runs.at(-1)));
+  const points = analysis.comparisons.flatMap(
+    (c3) => driftPoints(after, c3.key, analysis.percentile).filter((d) => d.runId !== null && recorded.has(d.runId))
+  );
+  return { points, changePoints: historyChangePoints(after), skipped: null, documents: evidence.documents };
+}
+
+// src/experiment/calibrate.ts
+async function calibrate(host, config2, o2) {
+  const aa = (c3, runIdPrefix2, progress) => measure(host, c3, { ...o2, runIdPrefix: runIdPrefix2, progress, kind: "aa", pool: false });
+  const first = await aa(config2, o2.runIdPrefix, o2.progress);
+  const analysis = decide(first.results, config2, { seed: o2.seed });
+  const history = await host.floorHistory();
+  const documents = [...first.documents];
+  const firstRuns = /* @__PURE__ */ new Map();
+  const latest = [];
+  const preflight = [...analysis.preflight];
+  const confirmProgress = o2.confirmProgress ?? o2.progress;
+  for (const [i2, c3] of analysis.comparisons.entries()) {
+    if (!excludesZero(c3.ciMs)) {
+      latest.push(c3);
+      continue;
+    }
+    const again = await aa(configFor(config2, c3.workload, c3.rate), `${o2.runIdPrefix}-confirm${i2}`, confirmProgress);
+    documents.push(...again.documents);
+    firstRuns.set(c3.key, c3);
+    const confirmation = decide(again.results, config2, { seed: o2.seed });
+    latest.push(confirmation.comparisons[0]);
+    preflight.push(...confirmation.preflight);
+  }
+  const cs = calibrations(latest, history, { percentile: config2.slo.percentile, preflight, firstRuns });
+  for (const c3 of cs.filter((x) => x.notRecorded === null)) await host.recordFloor(c3.runId, floorRecord(c3));
+  return { analysis, calibrations: cs, history, documents };
+}
+async function calibrateAndReport(host, config2, o2) {
+  const { outDir, champion, driftProgress, ...options } = o2;
+  const run = await calibrate(host, config2, options);
+  const { confirmProgress: _2, ...measurement } = options;
+  const drift = await measureDrift(host, config2, { ...measurement, runIdPrefix: `${o2.runIdPrefix}-drift`, progress: driftProgress ?? o2.progress });
+  const identity3 = identityNotes(run.analysis, run.documents);
+  const report = [...identity3, calibrationReport(run.calibrations, { champion, history: run.history }), driftReport(drift.points, drift.changePoints, drift.skipped)].join("\n\n");
+  const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity3, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
+  return { ...run, drift, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
+}
+
+// src/experiment/extend.ts
+async function measureAndDecide(host, config2, m, keep) {
+  let evidence = await measure(host, config2, m);
+  keep(evidence.documents);
+  const status = await host.status();
+  const judge = () => decide(evidence.results, config2, { seed: m.seed, floors: status.floors });
+  let analysis = judge();
+  const max2 = config2.slices.max_extensions;
+  for (let extension = 1; extension <= max2; extension++) {
+    const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, blocksLeft(max2, extension - 1, c3.looks)));
+    if (wanted.length === 0) break;
+    const before = evidence;
+    for (const [i2, c3] of wanted.entries()) {
+      m.progress.note(`${c3.key}: the interval [${c3.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold \xB1${c3.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max2}`);
+      const more = await measure(host, configFor(config2, c3.workload, c3.rate), {
+        ...m,
+        // Deployed already; a further run of the same builds.
+        challenger: m.challenger && { sha: m.challenger.sha },
+        mergeBase: m.mergeBase && { sha: m.mergeBase.sha },
+        runIdPrefix: `${m.runIdPrefix}-x${extension}c${i2}`,
+        // New requests: the same seed would replay the first run's draws, and their sampling error with them.
+        seed: m.seed + extension,
+        pool: false
+      });
+      evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
+    }
+    keep(evidence.documents);
+    try {
+      analysis = judge();
+    } catch (e) {
+      if (!(e instanceof CouldNotMeasureError)) throw e;
+      m.progress.note(`extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`);
+      evidence = before;
+      break;
+    }
+  }
+  return { evidence, analysis, status };
+}
+
+// src/experiment/gate.ts
+async function gate(host, config2, r) {
+  const { outDir, notes: caller = [], runUrl, host: hostName, pullRequest: pullRequest2, ...measurement } = r;
+  const judged = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const { evidence, status } = judged;
+  const analysis = await withBudgetOf(host, config2, judged.analysis);
+  const kept = await keepGate(host, analysis, evidence, { pullRequest: pullRequest2, url: runUrl });
+  const sha2 = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
+  const functions = showsFunctions(config2, analysis);
+  const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
+  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...kept, ...fetched.notes];
+  const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
+  return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
+}
+function showsFunctions(config2, analysis) {
+  return config2.profile === "always" || config2.profile === "on-red" && analysis.verdict === "red";
+}
+async function fetchProfiles(host, analysis) {
+  const runs2 = profiledRuns(analysis.comparisons);
+  const files = analysis.comparisons.flatMap((c3) => c3.functions.files);
+  const profiles = [];
+  for (const f of files) {
+    try {
+      profiles.push({ path: profilePath(f.run, f.file, runs2), bytes: await host.profile(f.run, f.arm) });
+    } catch (e) {
+      return { profiles: [], notes: [`> \u26A0\uFE0F The profiles could not be fetched from the host (${e.message}); the functions that moved are listed from the result.`] };
+    }
+  }
+  return { profiles, notes: [] };
+}
+
 // src/experiment/pool-gate.ts
 import { setTimeout as sleep2 } from "node:timers/promises";
 
@@ -46209,11 +47203,11 @@ function poolChampion(surveys) {
     (s3) => s3.status?.champion ? [{ sha: s3.status.champion, since: s3.status.champion_since ?? null }] : []
   );
   if (serving.length === 0) return null;
-  const count4 = (sha2) => serving.filter((x) => x.sha === sha2).length;
-  const time3 = (since) => since ? Date.parse(since) : -1;
+  const count5 = (sha2) => serving.filter((x) => x.sha === sha2).length;
+  const time4 = (since) => since ? Date.parse(since) : -1;
   return serving.reduce((best, x) => {
-    const later = time3(x.since) - time3(best.since);
-    return later > 0 || later === 0 && count4(x.sha) > count4(best.sha) ? x : best;
+    const later = time4(x.since) - time4(best.since);
+    return later > 0 || later === 0 && count5(x.sha) > count5(best.sha) ? x : best;
   });
 }
 function standings(surveys, champion) {
@@ -46326,7 +47320,7 @@ async function onPool(pool, o2, work) {
 }
 async function untilOneFrees(pool, busy, o2) {
   const done = new AbortController();
-  const pause = (ms3) => sleep2(Math.max(0, ms3), void 0, { signal: done.signal }).catch(() => {
+  const pause = (ms4) => sleep2(Math.max(0, ms4), void 0, { signal: done.signal }).catch(() => {
   });
   const started = Date.now();
   const waits = busy.map(async (s3) => {
@@ -46425,7 +47419,7 @@ async function runCommand(argv, io) {
     return 0;
   }
   const say = o2.json ? io.err : io.out;
-  const config2 = parseConfig(readText(o2.config, "--config"), o2.config);
+  const config2 = parseConfig(readText(o2.config, "--config", runUsage), o2.config);
   const pool = "local" in o2.target ? HostPool.single("local", new HostClient({ ...o2.target.local, log: say })) : HostPool.overSsh(o2.target.hosts, o2.target.login, { log: say });
   let current = pool.members[0].client;
   const local = localHost(() => current, o2, say);
@@ -46435,7 +47429,7 @@ async function runCommand(argv, io) {
     const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
     const onHost = (c3) => current = c3;
-    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
     for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
     if (o2.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
     for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
@@ -46480,10 +47474,10 @@ function localHost(hostNow, o2, say) {
     track(p) {
       return {
         ...p,
-        runStart: (run, runId2) => {
+        runStart: (run, runId3) => {
           if (signalled) throw new Interrupted("interrupted before a run started");
-          inFlight = runId2;
-          p.runStart?.(run, runId2);
+          inFlight = runId3;
+          p.runStart?.(run, runId3);
         },
         runEnd: () => {
           inFlight = void 0;
@@ -46515,22 +47509,8 @@ function runOptions(argv) {
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
       "keep-host": { type: "boolean", default: false },
-      root: { type: "string", default: ".perf-gate/host" },
-      "perf-host": { type: "string" },
-      "champion-port": { type: "string", default: "8001" },
-      "challenger-port": { type: "string", default: "8002" },
-      "max-foreign-cores": { type: "string", default: "0.25" },
-      "settle-seconds": { type: "string", default: "30" },
-      "loadgen-cpus": { type: "string" },
-      "arm-cpus": { type: "string" },
-      cgroup: { type: "string" },
-      host: { type: "string", multiple: true },
-      port: { type: "string", default: "22" },
-      user: { type: "string", default: "perf-gate-ci" },
-      key: { type: "string" },
-      "known-hosts": { type: "string" },
+      ...HOST_OPTIONS,
       help: { type: "boolean", short: "h", default: false }
     }
   }, runUsage);
@@ -46538,71 +47518,7 @@ function runOptions(argv) {
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
-}
-function target(v) {
-  if (Array.isArray(v.host)) {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)", runUsage);
-    const port = Number(v.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, runUsage);
-    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts");
-    try {
-      const hosts = parseHostList(v.host.join(","), port, "--host");
-      checkKnownHosts(knownHosts, hosts, "--known-hosts");
-      return { hosts, login: { user: String(v.user), privateKey: readText(String(v.key), "--key"), knownHosts } };
-    } catch (e) {
-      if (e instanceof UsageError) throw e;
-      throw new UsageError(e.message, runUsage);
-    }
-  }
-  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
-  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
-    const list2 = v[flag];
-    if (typeof list2 !== "string") return [];
-    if (!isCpuList(list2)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`, runUsage);
-    return [`--${flag}`, list2];
-  });
-  return { local: {
-    perfHost,
-    flags: [
-      "--root",
-      resolve(String(v.root)),
-      "--service-user",
-      userInfo().username,
-      "--champion-port",
-      String(v["champion-port"]),
-      "--challenger-port",
-      String(v["challenger-port"]),
-      "--max-foreign-cores",
-      nonNegative(v, "max-foreign-cores"),
-      "--settle-seconds",
-      nonNegative(v, "settle-seconds"),
-      "--lock-wait",
-      "1s",
-      "--min-free-disk",
-      String(256 << 20),
-      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-      // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake",
-      ...placement,
-      ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
-    ]
-  } };
-}
-function nonNegative(v, flag) {
-  const text = String(v[flag]);
-  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
-  return text;
-}
-var MAX_CPU = 1023;
-function isCpuList(list2) {
-  return list2.split(",").every((part) => {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!m) return false;
-    const lo = Number(m[1]);
-    const hi = Number(m[2] ?? m[1]);
-    return lo <= hi && hi <= MAX_CPU;
-  });
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
 }
 async function installChampion(pool, config2, build, say) {
   const sha2 = digestOf(build);
@@ -46646,11 +47562,12 @@ async function calibrateOne(client, host, config2, outDir, s3) {
   const { champion } = await client.status();
   if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
   const run = await calibrateAndReport(client, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s3 });
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
+  const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
   const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
   return done;
 }
@@ -46665,7 +47582,7 @@ function printVerdict(d, say, named) {
 }
 function summaryJson(d) {
   if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
-  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
+  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs: pairs2, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
     host: d.host,
@@ -46679,7 +47596,7 @@ function summaryJson(d) {
     confidence: d.analysis.headline.confidence,
     floor_ms,
     threshold_ms,
-    pairs,
+    pairs: pairs2,
     headline: headline2,
     comparisons: comparisons.map((c3) => ({
       key: c3.key,
@@ -46692,7 +47609,8 @@ function summaryJson(d) {
       pairs: c3.pairs,
       dropped_pairs: c3.dropped_pairs,
       runs: c3.runs,
-      resources: c3.resources
+      resources: c3.resources,
+      budget: c3.budget
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c3) => c3.flags.map((f) => ({ key: c3.key, ...f }))),
@@ -46709,6 +47627,11 @@ function summaryJson(d) {
       recorded: c3.notRecorded === null,
       not_recorded: c3.notRecorded
     })) ?? null,
+    drift: d.drift && {
+      skipped: d.drift.skipped,
+      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
+      change_points: d.drift.changePoints.map((c3) => ({ key: c3.key, percentile: c3.percentile, sum_ms: c3.sumMs, sum_percent: c3.sumPercent, threshold_ms: c3.thresholdMs, pull_requests: c3.steps.map((x) => x.pullRequest), shas: c3.steps.map((x) => x.sha) }))
+    },
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] }
   };
 }
@@ -46730,32 +47653,18 @@ function progressBar(label2, say, draw2) {
     }
   };
 }
-function defaultPerfHost() {
-  const here = dirname2(fileURLToPath3(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
-  if (existsSync(candidate)) return candidate;
-  return "perf-host";
-}
 function digestOf(path6) {
   const h2 = createHash("sha1");
   const walk = (p) => {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync5(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync6(p));
     }
   };
-  if (!existsSync(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
+  if (!existsSync2(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
   walk(path6);
   return h2.digest("hex");
-}
-function readText(path6, flag) {
-  try {
-    return readFileSync5(path6, "utf8");
-  } catch (e) {
-    if (flag === "--config") throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
-    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, runUsage);
-  }
 }
 function bar(done, total) {
   const width = 20;
@@ -46776,6 +47685,7 @@ commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
   capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
+  history   main over time: the host's history as one HTML page (and JSON)
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 var tty3 = process.stdout.isTTY === true;
@@ -46809,12 +47719,14 @@ async function main(argv) {
         return analyzeCommand(rest, (line) => console.log(line));
       case "capacity":
         return capacityCommand(rest, (line) => console.log(line));
+      case "history":
+        return await historyCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage }[rest[0] ?? ""] ?? usage);
+        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage }[rest[0] ?? ""] ?? usage);
         return 0;
       case "-h":
       case "--help":
@@ -46827,7 +47739,7 @@ async function main(argv) {
     }
   } catch (e) {
     endDrawn();
-    const name2 = command && !command.startsWith("-") && ["run", "analyze", "capacity"].includes(command) ? ` ${command}` : "";
+    const name2 = command && !command.startsWith("-") && ["run", "analyze", "capacity", "history"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name2}: ${e.message}
 

@@ -4,25 +4,25 @@
 // drives the load generator and the analysis.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, relative } from "node:path";
 import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration } from "../analysis/floors";
 import { calibrationLine } from "../report/calibration";
-import { ConfigError, type GateConfig, parseConfig } from "../config/gate-config";
+import { changePointLine, driftLine } from "../report/drift";
+import type { DriftRun } from "../experiment/history";
+import { type GateConfig, parseConfig } from "../config/gate-config";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
 import { gate } from "../experiment/gate";
 import { type Progress, seedOf } from "../experiment/measure";
-import { HostClient, type LocalTarget, type SshTarget } from "../host/client";
+import { HostClient } from "../host/client";
 import { HostPool } from "../host/pool";
-import { checkKnownHosts, type HostAddress, parseHostList } from "../host/targets";
 import { onPool } from "../experiment/pool-gate";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
+import { HOST_OPTIONS, hostTarget, readText, type Target } from "./host-flags";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
@@ -84,9 +84,6 @@ interface RunOptions {
   target: Target;
 }
 
-/** perf-host on this machine, or one or more hosts over SSH. */
-type Target = { local: LocalTarget } | { hosts: HostAddress[]; login: Omit<SshTarget, "host" | "port"> };
-
 /** Ctrl-C (or SIGTERM) during a run: the run was aborted and the host left as it was found. */
 export class Interrupted extends Error {
   override name = "Interrupted";
@@ -100,7 +97,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   }
   // With --json, stdout carries the summary alone.
   const say = o.json ? io.err : io.out;
-  const config = parseConfig(readText(o.config, "--config"), o.config);
+  const config = parseConfig(readText(o.config, "--config", runUsage), o.config);
   const pool = "local" in o.target ? HostPool.single("local", new HostClient({ ...o.target.local, log: say })) : HostPool.overSsh(o.target.hosts, o.target.login, { log: say });
   // The host whose run is in flight: the one Ctrl-C aborts.
   let current = pool.members[0]!.client;
@@ -112,7 +109,7 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const onHost = (c: HostClient) => (current = c);
     const dones = o.aa
-      ? await calibrateHere(pool, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }, onHost)
+      ? await calibrateHere(pool, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost)
       : [await gateHere(pool, config, o, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
     for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
     if (o.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]!) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
@@ -207,22 +204,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
       "keep-host": { type: "boolean", default: false },
-      root: { type: "string", default: ".perf-gate/host" },
-      "perf-host": { type: "string" },
-      "champion-port": { type: "string", default: "8001" },
-      "challenger-port": { type: "string", default: "8002" },
-      "max-foreign-cores": { type: "string", default: "0.25" },
-      "settle-seconds": { type: "string", default: "30" },
-      "loadgen-cpus": { type: "string" },
-      "arm-cpus": { type: "string" },
-      cgroup: { type: "string" },
-      host: { type: "string", multiple: true },
-      port: { type: "string", default: "22" },
-      user: { type: "string", default: "perf-gate-ci" },
-      key: { type: "string" },
-      "known-hosts": { type: "string" },
+      ...HOST_OPTIONS,
       help: { type: "boolean", short: "h", default: false },
     },
   }, runUsage);
@@ -230,70 +213,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
-}
-
-function target(v: Record<string, string | boolean | string[] | undefined>): Target {
-  if (Array.isArray(v.host)) {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)", runUsage);
-    const port = Number(v.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, runUsage);
-    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts");
-    try {
-      const hosts = parseHostList(v.host.join(","), port, "--host");
-      checkKnownHosts(knownHosts, hosts, "--known-hosts");
-      return { hosts, login: { user: String(v.user), privateKey: readText(String(v.key), "--key"), knownHosts } };
-    } catch (e) {
-      if (e instanceof UsageError) throw e;
-      throw new UsageError((e as Error).message, runUsage);
-    }
-  }
-  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
-  const placement = (["loadgen-cpus", "arm-cpus"] as const).flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
-    return [`--${flag}`, list];
-  });
-  return { local: {
-    perfHost,
-    flags: [
-      "--root", resolve(String(v.root)),
-      "--service-user", userInfo().username,
-      "--champion-port", String(v["champion-port"]),
-      "--challenger-port", String(v["challenger-port"]),
-      "--max-foreign-cores", nonNegative(v, "max-foreign-cores"),
-      "--settle-seconds", nonNegative(v, "settle-seconds"),
-      "--lock-wait", "1s",
-      "--min-free-disk", String(256 << 20),
-      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-      // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake",
-      ...placement,
-      ...(typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []),
-    ],
-  } };
-}
-
-/** A flag's value as a non-negative number, or a usage error naming the flag. */
-function nonNegative(v: Record<string, string | boolean | string[] | undefined>, flag: string): string {
-  const text = String(v[flag]);
-  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
-  return text;
-}
-
-/** The highest CPU number perf-host's placement takes (its affinity mask is 1,024 bits). */
-const MAX_CPU = 1023;
-
-/** A CPU list as perf-host's --loadgen-cpus and --arm-cpus take it (the kernel's cpulist form). */
-function isCpuList(list: string): boolean {
-  return list.split(",").every((part) => {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!m) return false;
-    const lo = Number(m[1]);
-    const hi = Number(m[2] ?? m[1]);
-    return lo <= hi && hi <= MAX_CPU;
-  });
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
 }
 
 /**
@@ -322,6 +242,8 @@ interface Done {
   artifacts: Artifacts;
   notes: string[];
   calibrations: Calibration[] | null;
+  /** With --aa: the drift run against an ancestor, or why there was none. */
+  drift?: DriftRun;
   pooled: string[];
   exitCode: number;
   /** Why it exits 2 after all (a calibration that recorded no floor), in one line. */
@@ -360,7 +282,7 @@ async function gateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Sh
  * that host's floor. In a pool each host's files go to a folder of its own under --out, and a
  * host that cannot be calibrated is said and exits 2, after the others.
  */
-async function calibrateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }, onHost: (c: HostClient) => void): Promise<Finished[]> {
+async function calibrateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress; driftProgress: Progress }, onHost: (c: HostClient) => void): Promise<Finished[]> {
   const dones: Finished[] = [];
   for (const { name, client } of pool.members) {
     onHost(client);
@@ -375,16 +297,17 @@ async function calibrateHere(pool: HostPool, config: GateConfig, o: RunOptions, 
   return dones;
 }
 
-async function calibrateOne(client: HostClient, host: string | null, config: GateConfig, outDir: string, s: Shared & { confirmProgress: Progress }): Promise<Done> {
+async function calibrateOne(client: HostClient, host: string | null, config: GateConfig, outDir: string, s: Shared & { confirmProgress: Progress; driftProgress: Progress }): Promise<Done> {
   const { champion } = await client.status();
   if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
   const run = await calibrateAndReport(client, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s });
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
+  const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
   const { artifacts } = run;
   // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done: Done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done: Done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c) => c.key).join(", ")}: ${unrecorded[0]!.notRecorded}`;
   return done;
 }
@@ -408,7 +331,7 @@ function summaryJson(d: Finished) {
     verdict, host: d.host, grey_kind, blocking, blocked_by, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
     comparisons: comparisons.map((c) => ({
       key: c.key, verdict: c.verdict, latency: c.latency, blocking: c.blocking, estimate_ms: c.estimate_ms, ci_ms: c.ci_ms, floor_ms: c.floor_ms, pairs: c.pairs,
-      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources,
+      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources, budget: c.budget,
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c) => c.flags.map((f) => ({ key: c.key, ...f }))),
@@ -417,6 +340,11 @@ function summaryJson(d: Finished) {
       key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
       previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
     })) ?? null,
+    drift: d.drift && {
+      skipped: d.drift.skipped,
+      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
+      change_points: d.drift.changePoints.map((c) => ({ key: c.key, percentile: c.percentile, sum_ms: c.sumMs, sum_percent: c.sumPercent, threshold_ms: c.thresholdMs, pull_requests: c.steps.map((x) => x.pullRequest), shas: c.steps.map((x) => x.sha) })),
+    },
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] },
   };
 }
@@ -444,14 +372,6 @@ function progressBar(label: string, say: (line: string) => void, draw: (line: st
   };
 }
 
-/** perf-host beside this package (a checkout), else on PATH. */
-function defaultPerfHost(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
-  if (existsSync(candidate)) return candidate;
-  return "perf-host";
-}
-
 /** A content digest names a local build, as a commit SHA names a CI build. */
 export function digestOf(path: string): string {
   const h = createHash("sha1");
@@ -465,15 +385,6 @@ export function digestOf(path: string): string {
   if (!existsSync(path)) throw new UsageError(`${path}: no such build`, runUsage);
   walk(path);
   return h.digest("hex");
-}
-
-function readText(path: string, flag: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (e) {
-    if (flag === "--config") throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
-    throw new UsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, runUsage);
-  }
 }
 
 function bar(done: number, total: number): string {

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
+import { type DriftRecord, type GateRecord, type History, parseHistory } from "../contract/history";
 import { EXIT, type FloorRecord, floorSchema, hostStatusSchema, type HostStatus, OUTCOME_MARKER, type RunSummary, runSummarySchema, type StoredFloor } from "../contract/host";
 import type { RunRequest, ServiceSpec } from "../contract/plan";
 import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
@@ -161,10 +162,12 @@ export class HostClient {
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
    * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
-   * absolute time in ms).
+   * absolute time in ms). `pullRequest`, the pull request merged, lets the host record the
+   * step main took: that pull request's last gate (without it, the last gate of the build).
    */
-  async promote(sha: string, service: ServiceSpec, busyDeadline = 0): Promise<string> {
-    return (await this.whenFree(`promote ${sha}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  async promote(sha: string, service: ServiceSpec, busyDeadline = 0, pullRequest?: number): Promise<string> {
+    const command = pullRequest === undefined ? `promote ${sha}` : `promote ${sha} ${pullRequest}`;
+    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service) })).trim();
   }
 
   /** Makes the previous champion the champion again (waiting for a running experiment). */
@@ -185,6 +188,32 @@ export class HostClient {
   /** Records an A/A calibration as the host's floor for a workload and rate. */
   async recordFloor(runId: string, floor: FloorRecord): Promise<void> {
     await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
+  }
+
+  /** Keeps a finished gate's verdict in the host's history; `runId` is one of its runs. */
+  async recordGate(runId: string, gate: GateRecord): Promise<void> {
+    await this.must(`gate-record ${runId}`, { input: JSON.stringify(gate) });
+  }
+
+  /** Keeps a drift run's interval (the champion against an ancestor) in the host's history. */
+  async recordDrift(runId: string, drift: DriftRecord): Promise<void> {
+    await this.must(`drift-record ${runId}`, { input: JSON.stringify(drift) });
+  }
+
+  /** The host's history: every gate, promotion, rollback, calibration and drift run, and its ancestors. */
+  async history(): Promise<{ document: unknown; message: History }> {
+    const text = await this.must("history");
+    let document: unknown;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", "history: the host did not answer with JSON");
+    }
+    try {
+      return { document, message: parseHistory("history", document) };
+    } catch (e) {
+      throw new HostError("protocol", (e as Error).message);
+    }
   }
 
   /** Every floor the host has recorded, oldest first. */

@@ -48,6 +48,7 @@ export function comparisonJson(c: Comparison) {
     blocking: c.blocking,
     blocked_by: c.blockedBy,
     blocking_decisive: c.blockingDecisive,
+    budget: c.budget,
     estimate_ms: c.estimateMs,
     ci_ms: c.ciMs,
     confidence: c.confidence,

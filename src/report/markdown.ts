@@ -13,6 +13,7 @@ import { classesSentence, classesTable } from "./classes";
 import { functionsSentence, functionsTable, profiledRuns } from "./functions";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
+import { budgetWords } from "./budget";
 import { blockedByNote } from "./gate-outcome";
 import { halfWidth } from "../analysis/floors";
 import { quartet } from "./quartet";
@@ -132,6 +133,9 @@ function verdictSentence(a: Analysis): string {
 
 /** Why a comparison blocks, one reason. */
 function blockReason(c: Comparison, reason: Comparison["blockedBy"][number], budget: string): string {
+  if (reason === "budget") {
+    return `the regression would take main past its monthly regression budget (${budgetWords(c.budget!)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+  }
   if (reason === "errors") return `the challenger fails more requests than the champion (${c.errorRegression!.challenger} vs ${c.errorRegression!.champion})`;
   if (reason === "cpu") {
     const cpu = c.resources!.cpuUsPerRequest!;

@@ -4,23 +4,28 @@
 // floor, the A/A interval (it must contain 0, or a confirmation run's must) and the drift since
 // the last calibration; fails the job when a host is biased, when a floor could not be recorded
 // (the host flagged the run, or the load generator fell behind), or when a host could not be
-// calibrated at all, naming it; the other hosts' floors are recorded all the same.
+// calibrated at all, naming it; the other hosts' floors are recorded all the same. Each host
+// also measures its champion against the champion of a month before (drift), and writes its
+// history page (history.html) and history (history.json) beside its report.
 import * as core from "@actions/core";
 import { biasedCalibrations } from "../../analysis/floors";
 import { CouldNotMeasureError } from "../../analysis/unmeasured";
 import type { GateConfig } from "../../config/gate-config";
-import { writeCalibrationReport, writeUnmeasured } from "../../experiment/artifacts";
+import { writeCalibrationReport, writeHistoryPage, writeUnmeasured } from "../../experiment/artifacts";
 import { calibrateAndReport, type ReportedCalibration } from "../../experiment/calibrate";
 import { seedOf } from "../../experiment/measure";
 import type { HostClient } from "../../host/client";
 import type { Outcome } from "../../host/pool";
 import { calibrationLine } from "../../report/calibration";
+import { changePointLine, driftLine } from "../../report/drift";
 import { GitHub } from "../github/client";
 import { connectPool, hostProgress, type Job, outputDirFor, sayFor } from "../job";
 import { configAt } from "../repo-config";
 import { ownerAndRepo } from "../runner";
 
-type HostCalibration = ReportedCalibration & { champion: string };
+type HostCalibration = ReportedCalibration & { champion: string; page: WrittenHistory | null };
+
+type WrittenHistory = ReturnType<typeof writeHistoryPage>;
 
 export async function runCalibrate(job: Job): Promise<void> {
   const gh = new GitHub(job.githubToken, ...ownerAndRepo(job.runner), (l) => core.info(l));
@@ -41,11 +46,36 @@ async function calibrateOn(host: HostClient, name: string, config: GateConfig, j
     seed: seedOf(champion || job.runner.sha),
     busyDeadline: job.busyDeadline,
     progress: hostProgress(job, name, "A/A: "),
+    driftProgress: hostProgress(job, name, "drift: "),
     outDir: outputDirFor(job, name),
     champion,
   });
-  for (const c of run.calibrations) sayFor(job, name)(calibrationLine(c));
-  return { ...run, champion };
+  const say = sayFor(job, name);
+  for (const c of run.calibrations) say(calibrationLine(c));
+  for (const d of run.drift.points) say(driftLine(d));
+  if (run.drift.skipped) say(run.drift.skipped);
+  // A change point is main's own drift: said where the job's page shows it, not a failure.
+  for (const c of run.drift.changePoints) core.warning(`perf-gate: ${ofHost(job, name)}${changePointLine(c)}`);
+  return { ...run, champion, page: await writeHistory(host, name, job) };
+}
+
+/** "host-2: " before a line about one host of a pool; nothing for a single host. */
+const ofHost = (job: Job, name: string) => (job.hosts.length > 1 ? `${name}: ` : "");
+
+/**
+ * The host's history page and document beside its report: the job uploads them, and a Pages
+ * workflow can publish the page. A host that cannot give its history is a warning here: the
+ * calibration it measured stands.
+ */
+async function writeHistory(host: HostClient, name: string, job: Job): Promise<WrittenHistory | null> {
+  try {
+    const { message, document } = await host.history();
+    const source = job.hosts.length > 1 ? `the history of the benchmark host ${name}` : "the benchmark host's history";
+    return writeHistoryPage(outputDirFor(job, name), message, document, { source, repository: ownerAndRepo(job.runner).join("/") });
+  } catch (e) {
+    core.warning(`perf-gate: ${ofHost(job, name)}the history page was not written: ${(e as Error).message}`);
+    return null;
+  }
 }
 
 /** No floor, but what was measured and why not, in the host's files; the report, or null. */
@@ -82,6 +112,10 @@ async function reportHost(o: Outcome<HostCalibration>, job: Job): Promise<void> 
   core.setOutput("host-biased", String(biasedCalibrations(run.calibrations).length > 0));
   core.setOutput("report-path", run.artifacts.calibrationPath);
   core.setOutput("result-path", run.artifacts.resultPath);
+  if (run.page) {
+    core.setOutput("history-path", run.page.pagePath);
+    core.setOutput("history-json-path", run.page.jsonPath);
+  }
   for (const failure of failuresOf(run)) core.setFailed(`perf-gate: ${failure}`);
 }
 

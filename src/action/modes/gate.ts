@@ -90,6 +90,7 @@ async function judgePullRequest(gh: GitHub, pool: HostPool, config: GateConfig, 
       notes: () => [...notes, ...landing.notes(), ...(base.note ? [base.note] : [])],
       runUrl: job.runUrl,
       host: landing.host,
+      pullRequest: pr.number,
     });
   });
   return landed.value;

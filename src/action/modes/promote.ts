@@ -54,7 +54,12 @@ export async function runPromote(job: Job): Promise<void> {
   try {
     const config = await configAt(gh, job.configPath, sha);
     const artifact = requireArtifact(job, existsSync);
-    const outcomes = await pool.each(({ name, client }) => promoteOn(client, name, config, job, sha, artifact));
+    // Each host records the step main takes: the merged pull request's last gate there.
+    const merged = await gh.mergedPullRequest(sha).catch((e: Error) => {
+      core.warning(`perf-gate: which pull request made ${sha.slice(0, 7)} could not be read (${e.message}); each host records the step of the build's own last gate, if any`);
+      return null;
+    });
+    const outcomes = await pool.each(({ name, client }) => promoteOn(client, name, config, job, { sha, artifact, pullRequest: merged ?? undefined }));
     const one = outcomes.length === 1 ? outcomes[0]! : null;
     // One host that could not be promoted: said as it always was (below).
     if (one && !one.ok) throw one.error;
@@ -87,8 +92,7 @@ async function promoteOn(
   name: string,
   config: GateConfig,
   job: Job,
-  sha: string,
-  artifact: string,
+  { sha, artifact, pullRequest }: { sha: string; artifact: string; pullRequest?: number },
 ): Promise<Promotion> {
   const say = sayFor(job, name);
   const before = await host.status();
@@ -102,7 +106,7 @@ async function promoteOn(
     };
   }
   say(await host.deploy("champion", sha, artifact));
-  say(await host.promote(sha, config.service, job.busyDeadline));
+  say(await host.promote(sha, config.service, job.busyDeadline, pullRequest));
   return {
     state: "promoted",
     previous: before.champion,
