@@ -2,8 +2,8 @@ import { defineConfig } from "vitest/config";
 
 // ALONE: the files that measure, a verdict, a latency or a CPU cost read from a real run being
 // their premise (each says "machine too busy" when the host could not vouch for it:
-// test/support/machine-too-busy.ts). They run alone, one at a time, after every other file. Every other file,
-// unit (pure code, simulations, the GitHub contract, the workflows' linters, the modes in-process)
+// test/support/machine-too-busy.ts). They run alone, one at a time, after every other file.
+// Every other file, unit (pure code, simulations, the GitHub contract, the workflows' linters, the modes in-process)
 // or end to end (*.e2e.test.ts: a real sshd, real services, the real load generator, asserting on
 // behaviour only), runs in parallel with the rest: the simulations keep the CPUs busy while the
 // end-to-end files mostly wait on slices and health checks
@@ -12,12 +12,14 @@ const ALONE = [
   "test/action/etcd.e2e.test.ts",
   "test/action/gate.e2e.test.ts",
   "test/action/modes.e2e.test.ts",
+  "test/action/pool.e2e.test.ts",
   "test/analysis/loadgen-output.e2e.test.ts",
   "test/analysis/port-bias.e2e.test.ts",
   "test/cli/cold-start.e2e.test.ts",
   "test/cli/dependencies-gate.e2e.test.ts",
   "test/cli/explain.e2e.test.ts",
   "test/cli/grpc-gate.e2e.test.ts",
+  "test/cli/history.e2e.test.ts",
   "test/cli/image.e2e.test.ts",
   "test/cli/measured.e2e.test.ts",
   "test/cli/run.e2e.test.ts",
@@ -27,6 +29,8 @@ export default defineConfig({
   test: {
     benchmark: { include: ["test/**/*.bench.ts"] },
     testTimeout: 300_000,
+    // The history page inlines uPlot's stylesheet as text (?raw); vitest empties CSS unless told.
+    css: { include: [/uPlot\.min\.css/] },
     hookTimeout: 120_000,
     projects: [
       {

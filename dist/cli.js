@@ -20,9 +20,9 @@ var __commonJS = (cb, mod) => function __require2() {
     throw mod = 0, e;
   }
 };
-var __export = (target2, all2) => {
+var __export = (target, all2) => {
   for (var name2 in all2)
-    __defProp(target2, name2, { get: all2[name2], enumerable: true });
+    __defProp(target, name2, { get: all2[name2], enumerable: true });
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
@@ -32,18 +32,18 @@ var __copyProps = (to, from, except, desc) => {
   }
   return to;
 };
-var __toESM = (mod, isNodeMode, target2) => (target2 = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
   // If the importer is in node compatibility mode or this is not an ESM
   // file that has been converted to a CommonJS file using a Babel-
   // compatible transform (i.e. "__esModule" has not been set), then set
   // "default" to the CommonJS "module.exports" for node compatibility.
-  isNodeMode || !mod || !mod.__esModule ? __defProp(target2, "default", { value: mod, enumerable: true }) : target2,
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
   mod
 ));
 
-// ../../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js
+// node_modules/hdr-histogram-js/dist/ByteBuffer.js
 var require_ByteBuffer = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -114,9 +114,9 @@ var require_ByteBuffer = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
+// node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
 var require_HistogramIterationValue = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue = class {
@@ -138,9 +138,9 @@ var require_HistogramIterationValue = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
+// node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
 var require_JsHistogramIterator = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue_1 = require_HistogramIterationValue();
@@ -235,9 +235,9 @@ var require_JsHistogramIterator = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
+// node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
 var require_RecordedValuesIterator = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -271,9 +271,9 @@ var require_RecordedValuesIterator = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js
+// node_modules/hdr-histogram-js/dist/PercentileIterator.js
 var require_PercentileIterator = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -339,9 +339,9 @@ var require_PercentileIterator = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/formatters.js
+// node_modules/hdr-histogram-js/dist/formatters.js
 var require_formatters = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.floatFormatter = exports2.keepSignificantDigits = exports2.integerFormatter = void 0;
@@ -383,9 +383,9 @@ var require_formatters = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/ulp.js
+// node_modules/hdr-histogram-js/dist/ulp.js
 var require_ulp = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var ulp = (x) => Math.pow(2, Math.floor(Math.log2(x)) - 52);
@@ -393,9 +393,9 @@ var require_ulp = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Histogram.js
+// node_modules/hdr-histogram-js/dist/Histogram.js
 var require_Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.toSummary = exports2.NO_TAG = void 0;
@@ -421,9 +421,9 @@ var require_Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogram.js
+// node_modules/hdr-histogram-js/dist/JsHistogram.js
 var require_JsHistogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.default = exports2.JsHistogram = void 0;
@@ -575,13 +575,13 @@ var require_JsHistogram = __commonJS({
         this.updateMinAndMax(value);
         this.incrementTotalCount();
       }
-      handleRecordException(count4, value) {
+      handleRecordException(count5, value) {
         if (!this.autoResize) {
           throw new Error("Value " + value + " is outside of histogram covered range");
         }
         this.resize(value);
         var countsIndex = this.countsArrayIndex(value);
-        this.addToCountAtIndex(countsIndex, count4);
+        this.addToCountAtIndex(countsIndex, count5);
         this.highestTrackableValue = this.highestEquivalentValue(this.valueFromIndex(this.countsArrayLength - 1));
       }
       countsArrayIndex(value) {
@@ -864,15 +864,15 @@ var require_JsHistogram = __commonJS({
           this.recordSingleValue(missingValue);
         }
       }
-      recordCountAtValue(count4, value) {
+      recordCountAtValue(count5, value) {
         const countsIndex = this.countsArrayIndex(value);
         if (countsIndex >= this.countsArrayLength) {
-          this.handleRecordException(count4, value);
+          this.handleRecordException(count5, value);
         } else {
-          this.addToCountAtIndex(countsIndex, count4);
+          this.addToCountAtIndex(countsIndex, count5);
         }
         this.updateMinAndMax(value);
-        this.addToTotalCount(count4);
+        this.addToTotalCount(count5);
       }
       /**
        * Record a value in the histogram (adding to the value's current count)
@@ -881,8 +881,8 @@ var require_JsHistogram = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count4) {
-        this.recordCountAtValue(count4, value);
+      recordValueWithCount(value, count5) {
+        this.recordCountAtValue(count5, value);
       }
       /**
        * Record a value in the histogram.
@@ -908,13 +908,13 @@ var require_JsHistogram = __commonJS({
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this.recordSingleValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
       }
-      recordValueWithCountAndExpectedInterval(value, count4, expectedIntervalBetweenValueSamples) {
-        this.recordCountAtValue(count4, value);
+      recordValueWithCountAndExpectedInterval(value, count5, expectedIntervalBetweenValueSamples) {
+        this.recordCountAtValue(count5, value);
         if (expectedIntervalBetweenValueSamples <= 0) {
           return;
         }
         for (let missingValue = value - expectedIntervalBetweenValueSamples; missingValue >= expectedIntervalBetweenValueSamples; missingValue -= expectedIntervalBetweenValueSamples) {
-          this.recordCountAtValue(count4, missingValue);
+          this.recordCountAtValue(count5, missingValue);
         }
       }
       /**
@@ -1093,9 +1093,9 @@ var require_JsHistogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
+// node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
 var require_generated_wasm = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.BINARY = void 0;
@@ -1103,9 +1103,9 @@ var require_generated_wasm = __commonJS({
   }
 });
 
-// ../../main/node_modules/base64-js/index.js
+// node_modules/base64-js/index.js
 var require_base64_js = __commonJS({
-  "../../main/node_modules/base64-js/index.js"(exports2) {
+  "node_modules/base64-js/index.js"(exports2) {
     "use strict";
     exports2.byteLength = byteLength;
     exports2.toByteArray = toByteArray;
@@ -1204,9 +1204,9 @@ var require_base64_js = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/utils/common.js
+// node_modules/pako/lib/utils/common.js
 var require_common = __commonJS({
-  "../../main/node_modules/pako/lib/utils/common.js"(exports2) {
+  "node_modules/pako/lib/utils/common.js"(exports2) {
     "use strict";
     var TYPED_OK = typeof Uint8Array !== "undefined" && typeof Uint16Array !== "undefined" && typeof Int32Array !== "undefined";
     function _has(obj, key) {
@@ -1295,9 +1295,9 @@ var require_common = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/trees.js
+// node_modules/pako/lib/zlib/trees.js
 var require_trees = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/trees.js"(exports2) {
+  "node_modules/pako/lib/zlib/trees.js"(exports2) {
     "use strict";
     var utils = require_common();
     var Z_FIXED = 4;
@@ -1373,24 +1373,24 @@ var require_trees = __commonJS({
     function d_code(dist) {
       return dist < 256 ? _dist_code[dist] : _dist_code[256 + (dist >>> 7)];
     }
-    function put_short(s2, w) {
-      s2.pending_buf[s2.pending++] = w & 255;
-      s2.pending_buf[s2.pending++] = w >>> 8 & 255;
+    function put_short(s3, w) {
+      s3.pending_buf[s3.pending++] = w & 255;
+      s3.pending_buf[s3.pending++] = w >>> 8 & 255;
     }
-    function send_bits(s2, value, length) {
-      if (s2.bi_valid > Buf_size - length) {
-        s2.bi_buf |= value << s2.bi_valid & 65535;
-        put_short(s2, s2.bi_buf);
-        s2.bi_buf = value >> Buf_size - s2.bi_valid;
-        s2.bi_valid += length - Buf_size;
+    function send_bits(s3, value, length) {
+      if (s3.bi_valid > Buf_size - length) {
+        s3.bi_buf |= value << s3.bi_valid & 65535;
+        put_short(s3, s3.bi_buf);
+        s3.bi_buf = value >> Buf_size - s3.bi_valid;
+        s3.bi_valid += length - Buf_size;
       } else {
-        s2.bi_buf |= value << s2.bi_valid & 65535;
-        s2.bi_valid += length;
+        s3.bi_buf |= value << s3.bi_valid & 65535;
+        s3.bi_valid += length;
       }
     }
-    function send_code(s2, c3, tree) {
+    function send_code(s3, c3, tree) {
       send_bits(
-        s2,
+        s3,
         tree[c3 * 2],
         tree[c3 * 2 + 1]
         /*.Len*/
@@ -1405,18 +1405,18 @@ var require_trees = __commonJS({
       } while (--len > 0);
       return res >>> 1;
     }
-    function bi_flush(s2) {
-      if (s2.bi_valid === 16) {
-        put_short(s2, s2.bi_buf);
-        s2.bi_buf = 0;
-        s2.bi_valid = 0;
-      } else if (s2.bi_valid >= 8) {
-        s2.pending_buf[s2.pending++] = s2.bi_buf & 255;
-        s2.bi_buf >>= 8;
-        s2.bi_valid -= 8;
+    function bi_flush(s3) {
+      if (s3.bi_valid === 16) {
+        put_short(s3, s3.bi_buf);
+        s3.bi_buf = 0;
+        s3.bi_valid = 0;
+      } else if (s3.bi_valid >= 8) {
+        s3.pending_buf[s3.pending++] = s3.bi_buf & 255;
+        s3.bi_buf >>= 8;
+        s3.bi_valid -= 8;
       }
     }
-    function gen_bitlen(s2, desc) {
+    function gen_bitlen(s3, desc) {
       var tree = desc.dyn_tree;
       var max_code = desc.max_code;
       var stree = desc.stat_desc.static_tree;
@@ -1431,11 +1431,11 @@ var require_trees = __commonJS({
       var f;
       var overflow = 0;
       for (bits = 0; bits <= MAX_BITS; bits++) {
-        s2.bl_count[bits] = 0;
+        s3.bl_count[bits] = 0;
       }
-      tree[s2.heap[s2.heap_max] * 2 + 1] = 0;
-      for (h2 = s2.heap_max + 1; h2 < HEAP_SIZE; h2++) {
-        n2 = s2.heap[h2];
+      tree[s3.heap[s3.heap_max] * 2 + 1] = 0;
+      for (h2 = s3.heap_max + 1; h2 < HEAP_SIZE; h2++) {
+        n2 = s3.heap[h2];
         bits = tree[tree[n2 * 2 + 1] * 2 + 1] + 1;
         if (bits > max_length) {
           bits = max_length;
@@ -1445,15 +1445,15 @@ var require_trees = __commonJS({
         if (n2 > max_code) {
           continue;
         }
-        s2.bl_count[bits]++;
+        s3.bl_count[bits]++;
         xbits = 0;
         if (n2 >= base) {
           xbits = extra[n2 - base];
         }
         f = tree[n2 * 2];
-        s2.opt_len += f * (bits + xbits);
+        s3.opt_len += f * (bits + xbits);
         if (has_stree) {
-          s2.static_len += f * (stree[n2 * 2 + 1] + xbits);
+          s3.static_len += f * (stree[n2 * 2 + 1] + xbits);
         }
       }
       if (overflow === 0) {
@@ -1461,23 +1461,23 @@ var require_trees = __commonJS({
       }
       do {
         bits = max_length - 1;
-        while (s2.bl_count[bits] === 0) {
+        while (s3.bl_count[bits] === 0) {
           bits--;
         }
-        s2.bl_count[bits]--;
-        s2.bl_count[bits + 1] += 2;
-        s2.bl_count[max_length]--;
+        s3.bl_count[bits]--;
+        s3.bl_count[bits + 1] += 2;
+        s3.bl_count[max_length]--;
         overflow -= 2;
       } while (overflow > 0);
       for (bits = max_length; bits !== 0; bits--) {
-        n2 = s2.bl_count[bits];
+        n2 = s3.bl_count[bits];
         while (n2 !== 0) {
-          m = s2.heap[--h2];
+          m = s3.heap[--h2];
           if (m > max_code) {
             continue;
           }
           if (tree[m * 2 + 1] !== bits) {
-            s2.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
+            s3.opt_len += (bits - tree[m * 2 + 1]) * tree[m * 2];
             tree[m * 2 + 1] = bits;
           }
           n2--;
@@ -1562,95 +1562,95 @@ var require_trees = __commonJS({
       static_d_desc = new StaticTreeDesc(static_dtree, extra_dbits, 0, D_CODES, MAX_BITS);
       static_bl_desc = new StaticTreeDesc(new Array(0), extra_blbits, 0, BL_CODES, MAX_BL_BITS);
     }
-    function init_block(s2) {
+    function init_block(s3) {
       var n2;
       for (n2 = 0; n2 < L_CODES; n2++) {
-        s2.dyn_ltree[n2 * 2] = 0;
+        s3.dyn_ltree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < D_CODES; n2++) {
-        s2.dyn_dtree[n2 * 2] = 0;
+        s3.dyn_dtree[n2 * 2] = 0;
       }
       for (n2 = 0; n2 < BL_CODES; n2++) {
-        s2.bl_tree[n2 * 2] = 0;
+        s3.bl_tree[n2 * 2] = 0;
       }
-      s2.dyn_ltree[END_BLOCK * 2] = 1;
-      s2.opt_len = s2.static_len = 0;
-      s2.last_lit = s2.matches = 0;
+      s3.dyn_ltree[END_BLOCK * 2] = 1;
+      s3.opt_len = s3.static_len = 0;
+      s3.last_lit = s3.matches = 0;
     }
-    function bi_windup(s2) {
-      if (s2.bi_valid > 8) {
-        put_short(s2, s2.bi_buf);
-      } else if (s2.bi_valid > 0) {
-        s2.pending_buf[s2.pending++] = s2.bi_buf;
+    function bi_windup(s3) {
+      if (s3.bi_valid > 8) {
+        put_short(s3, s3.bi_buf);
+      } else if (s3.bi_valid > 0) {
+        s3.pending_buf[s3.pending++] = s3.bi_buf;
       }
-      s2.bi_buf = 0;
-      s2.bi_valid = 0;
+      s3.bi_buf = 0;
+      s3.bi_valid = 0;
     }
-    function copy_block(s2, buf, len, header) {
-      bi_windup(s2);
+    function copy_block(s3, buf, len, header) {
+      bi_windup(s3);
       if (header) {
-        put_short(s2, len);
-        put_short(s2, ~len);
+        put_short(s3, len);
+        put_short(s3, ~len);
       }
-      utils.arraySet(s2.pending_buf, s2.window, buf, len, s2.pending);
-      s2.pending += len;
+      utils.arraySet(s3.pending_buf, s3.window, buf, len, s3.pending);
+      s3.pending += len;
     }
     function smaller(tree, n2, m, depth) {
       var _n2 = n2 * 2;
       var _m2 = m * 2;
       return tree[_n2] < tree[_m2] || tree[_n2] === tree[_m2] && depth[n2] <= depth[m];
     }
-    function pqdownheap(s2, tree, k) {
-      var v = s2.heap[k];
+    function pqdownheap(s3, tree, k) {
+      var v = s3.heap[k];
       var j = k << 1;
-      while (j <= s2.heap_len) {
-        if (j < s2.heap_len && smaller(tree, s2.heap[j + 1], s2.heap[j], s2.depth)) {
+      while (j <= s3.heap_len) {
+        if (j < s3.heap_len && smaller(tree, s3.heap[j + 1], s3.heap[j], s3.depth)) {
           j++;
         }
-        if (smaller(tree, v, s2.heap[j], s2.depth)) {
+        if (smaller(tree, v, s3.heap[j], s3.depth)) {
           break;
         }
-        s2.heap[k] = s2.heap[j];
+        s3.heap[k] = s3.heap[j];
         k = j;
         j <<= 1;
       }
-      s2.heap[k] = v;
+      s3.heap[k] = v;
     }
-    function compress_block(s2, ltree, dtree) {
+    function compress_block(s3, ltree, dtree) {
       var dist;
       var lc;
       var lx = 0;
       var code;
       var extra;
-      if (s2.last_lit !== 0) {
+      if (s3.last_lit !== 0) {
         do {
-          dist = s2.pending_buf[s2.d_buf + lx * 2] << 8 | s2.pending_buf[s2.d_buf + lx * 2 + 1];
-          lc = s2.pending_buf[s2.l_buf + lx];
+          dist = s3.pending_buf[s3.d_buf + lx * 2] << 8 | s3.pending_buf[s3.d_buf + lx * 2 + 1];
+          lc = s3.pending_buf[s3.l_buf + lx];
           lx++;
           if (dist === 0) {
-            send_code(s2, lc, ltree);
+            send_code(s3, lc, ltree);
           } else {
             code = _length_code[lc];
-            send_code(s2, code + LITERALS + 1, ltree);
+            send_code(s3, code + LITERALS + 1, ltree);
             extra = extra_lbits[code];
             if (extra !== 0) {
               lc -= base_length[code];
-              send_bits(s2, lc, extra);
+              send_bits(s3, lc, extra);
             }
             dist--;
             code = d_code(dist);
-            send_code(s2, code, dtree);
+            send_code(s3, code, dtree);
             extra = extra_dbits[code];
             if (extra !== 0) {
               dist -= base_dist[code];
-              send_bits(s2, dist, extra);
+              send_bits(s3, dist, extra);
             }
           }
-        } while (lx < s2.last_lit);
+        } while (lx < s3.last_lit);
       }
-      send_code(s2, END_BLOCK, ltree);
+      send_code(s3, END_BLOCK, ltree);
     }
-    function build_tree(s2, desc) {
+    function build_tree(s3, desc) {
       var tree = desc.dyn_tree;
       var stree = desc.stat_desc.static_tree;
       var has_stree = desc.stat_desc.has_stree;
@@ -1658,78 +1658,78 @@ var require_trees = __commonJS({
       var n2, m;
       var max_code = -1;
       var node2;
-      s2.heap_len = 0;
-      s2.heap_max = HEAP_SIZE;
+      s3.heap_len = 0;
+      s3.heap_max = HEAP_SIZE;
       for (n2 = 0; n2 < elems; n2++) {
         if (tree[n2 * 2] !== 0) {
-          s2.heap[++s2.heap_len] = max_code = n2;
-          s2.depth[n2] = 0;
+          s3.heap[++s3.heap_len] = max_code = n2;
+          s3.depth[n2] = 0;
         } else {
           tree[n2 * 2 + 1] = 0;
         }
       }
-      while (s2.heap_len < 2) {
-        node2 = s2.heap[++s2.heap_len] = max_code < 2 ? ++max_code : 0;
+      while (s3.heap_len < 2) {
+        node2 = s3.heap[++s3.heap_len] = max_code < 2 ? ++max_code : 0;
         tree[node2 * 2] = 1;
-        s2.depth[node2] = 0;
-        s2.opt_len--;
+        s3.depth[node2] = 0;
+        s3.opt_len--;
         if (has_stree) {
-          s2.static_len -= stree[node2 * 2 + 1];
+          s3.static_len -= stree[node2 * 2 + 1];
         }
       }
       desc.max_code = max_code;
-      for (n2 = s2.heap_len >> 1; n2 >= 1; n2--) {
-        pqdownheap(s2, tree, n2);
+      for (n2 = s3.heap_len >> 1; n2 >= 1; n2--) {
+        pqdownheap(s3, tree, n2);
       }
       node2 = elems;
       do {
-        n2 = s2.heap[
+        n2 = s3.heap[
           1
           /*SMALLEST*/
         ];
-        s2.heap[
+        s3.heap[
           1
           /*SMALLEST*/
-        ] = s2.heap[s2.heap_len--];
+        ] = s3.heap[s3.heap_len--];
         pqdownheap(
-          s2,
+          s3,
           tree,
           1
           /*SMALLEST*/
         );
-        m = s2.heap[
+        m = s3.heap[
           1
           /*SMALLEST*/
         ];
-        s2.heap[--s2.heap_max] = n2;
-        s2.heap[--s2.heap_max] = m;
+        s3.heap[--s3.heap_max] = n2;
+        s3.heap[--s3.heap_max] = m;
         tree[node2 * 2] = tree[n2 * 2] + tree[m * 2];
-        s2.depth[node2] = (s2.depth[n2] >= s2.depth[m] ? s2.depth[n2] : s2.depth[m]) + 1;
+        s3.depth[node2] = (s3.depth[n2] >= s3.depth[m] ? s3.depth[n2] : s3.depth[m]) + 1;
         tree[n2 * 2 + 1] = tree[m * 2 + 1] = node2;
-        s2.heap[
+        s3.heap[
           1
           /*SMALLEST*/
         ] = node2++;
         pqdownheap(
-          s2,
+          s3,
           tree,
           1
           /*SMALLEST*/
         );
-      } while (s2.heap_len >= 2);
-      s2.heap[--s2.heap_max] = s2.heap[
+      } while (s3.heap_len >= 2);
+      s3.heap[--s3.heap_max] = s3.heap[
         1
         /*SMALLEST*/
       ];
-      gen_bitlen(s2, desc);
-      gen_codes(tree, max_code, s2.bl_count);
+      gen_bitlen(s3, desc);
+      gen_codes(tree, max_code, s3.bl_count);
     }
-    function scan_tree(s2, tree, max_code) {
+    function scan_tree(s3, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count4 = 0;
+      var count5 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -1740,21 +1740,21 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count4 < max_count && curlen === nextlen) {
+        if (++count5 < max_count && curlen === nextlen) {
           continue;
-        } else if (count4 < min_count) {
-          s2.bl_tree[curlen * 2] += count4;
+        } else if (count5 < min_count) {
+          s3.bl_tree[curlen * 2] += count5;
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            s2.bl_tree[curlen * 2]++;
+            s3.bl_tree[curlen * 2]++;
           }
-          s2.bl_tree[REP_3_6 * 2]++;
-        } else if (count4 <= 10) {
-          s2.bl_tree[REPZ_3_10 * 2]++;
+          s3.bl_tree[REP_3_6 * 2]++;
+        } else if (count5 <= 10) {
+          s3.bl_tree[REPZ_3_10 * 2]++;
         } else {
-          s2.bl_tree[REPZ_11_138 * 2]++;
+          s3.bl_tree[REPZ_11_138 * 2]++;
         }
-        count4 = 0;
+        count5 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -1768,12 +1768,12 @@ var require_trees = __commonJS({
         }
       }
     }
-    function send_tree(s2, tree, max_code) {
+    function send_tree(s3, tree, max_code) {
       var n2;
       var prevlen = -1;
       var curlen;
       var nextlen = tree[0 * 2 + 1];
-      var count4 = 0;
+      var count5 = 0;
       var max_count = 7;
       var min_count = 4;
       if (nextlen === 0) {
@@ -1783,27 +1783,27 @@ var require_trees = __commonJS({
       for (n2 = 0; n2 <= max_code; n2++) {
         curlen = nextlen;
         nextlen = tree[(n2 + 1) * 2 + 1];
-        if (++count4 < max_count && curlen === nextlen) {
+        if (++count5 < max_count && curlen === nextlen) {
           continue;
-        } else if (count4 < min_count) {
+        } else if (count5 < min_count) {
           do {
-            send_code(s2, curlen, s2.bl_tree);
-          } while (--count4 !== 0);
+            send_code(s3, curlen, s3.bl_tree);
+          } while (--count5 !== 0);
         } else if (curlen !== 0) {
           if (curlen !== prevlen) {
-            send_code(s2, curlen, s2.bl_tree);
-            count4--;
+            send_code(s3, curlen, s3.bl_tree);
+            count5--;
           }
-          send_code(s2, REP_3_6, s2.bl_tree);
-          send_bits(s2, count4 - 3, 2);
-        } else if (count4 <= 10) {
-          send_code(s2, REPZ_3_10, s2.bl_tree);
-          send_bits(s2, count4 - 3, 3);
+          send_code(s3, REP_3_6, s3.bl_tree);
+          send_bits(s3, count5 - 3, 2);
+        } else if (count5 <= 10) {
+          send_code(s3, REPZ_3_10, s3.bl_tree);
+          send_bits(s3, count5 - 3, 3);
         } else {
-          send_code(s2, REPZ_11_138, s2.bl_tree);
-          send_bits(s2, count4 - 11, 7);
+          send_code(s3, REPZ_11_138, s3.bl_tree);
+          send_bits(s3, count5 - 11, 7);
         }
-        count4 = 0;
+        count5 = 0;
         prevlen = curlen;
         if (nextlen === 0) {
           max_count = 138;
@@ -1817,82 +1817,82 @@ var require_trees = __commonJS({
         }
       }
     }
-    function build_bl_tree(s2) {
+    function build_bl_tree(s3) {
       var max_blindex;
-      scan_tree(s2, s2.dyn_ltree, s2.l_desc.max_code);
-      scan_tree(s2, s2.dyn_dtree, s2.d_desc.max_code);
-      build_tree(s2, s2.bl_desc);
+      scan_tree(s3, s3.dyn_ltree, s3.l_desc.max_code);
+      scan_tree(s3, s3.dyn_dtree, s3.d_desc.max_code);
+      build_tree(s3, s3.bl_desc);
       for (max_blindex = BL_CODES - 1; max_blindex >= 3; max_blindex--) {
-        if (s2.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
+        if (s3.bl_tree[bl_order[max_blindex] * 2 + 1] !== 0) {
           break;
         }
       }
-      s2.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
+      s3.opt_len += 3 * (max_blindex + 1) + 5 + 5 + 4;
       return max_blindex;
     }
-    function send_all_trees(s2, lcodes, dcodes, blcodes) {
+    function send_all_trees(s3, lcodes, dcodes, blcodes) {
       var rank;
-      send_bits(s2, lcodes - 257, 5);
-      send_bits(s2, dcodes - 1, 5);
-      send_bits(s2, blcodes - 4, 4);
+      send_bits(s3, lcodes - 257, 5);
+      send_bits(s3, dcodes - 1, 5);
+      send_bits(s3, blcodes - 4, 4);
       for (rank = 0; rank < blcodes; rank++) {
-        send_bits(s2, s2.bl_tree[bl_order[rank] * 2 + 1], 3);
+        send_bits(s3, s3.bl_tree[bl_order[rank] * 2 + 1], 3);
       }
-      send_tree(s2, s2.dyn_ltree, lcodes - 1);
-      send_tree(s2, s2.dyn_dtree, dcodes - 1);
+      send_tree(s3, s3.dyn_ltree, lcodes - 1);
+      send_tree(s3, s3.dyn_dtree, dcodes - 1);
     }
-    function detect_data_type(s2) {
+    function detect_data_type(s3) {
       var black_mask = 4093624447;
       var n2;
       for (n2 = 0; n2 <= 31; n2++, black_mask >>>= 1) {
-        if (black_mask & 1 && s2.dyn_ltree[n2 * 2] !== 0) {
+        if (black_mask & 1 && s3.dyn_ltree[n2 * 2] !== 0) {
           return Z_BINARY;
         }
       }
-      if (s2.dyn_ltree[9 * 2] !== 0 || s2.dyn_ltree[10 * 2] !== 0 || s2.dyn_ltree[13 * 2] !== 0) {
+      if (s3.dyn_ltree[9 * 2] !== 0 || s3.dyn_ltree[10 * 2] !== 0 || s3.dyn_ltree[13 * 2] !== 0) {
         return Z_TEXT;
       }
       for (n2 = 32; n2 < LITERALS; n2++) {
-        if (s2.dyn_ltree[n2 * 2] !== 0) {
+        if (s3.dyn_ltree[n2 * 2] !== 0) {
           return Z_TEXT;
         }
       }
       return Z_BINARY;
     }
     var static_init_done = false;
-    function _tr_init(s2) {
+    function _tr_init(s3) {
       if (!static_init_done) {
         tr_static_init();
         static_init_done = true;
       }
-      s2.l_desc = new TreeDesc(s2.dyn_ltree, static_l_desc);
-      s2.d_desc = new TreeDesc(s2.dyn_dtree, static_d_desc);
-      s2.bl_desc = new TreeDesc(s2.bl_tree, static_bl_desc);
-      s2.bi_buf = 0;
-      s2.bi_valid = 0;
-      init_block(s2);
+      s3.l_desc = new TreeDesc(s3.dyn_ltree, static_l_desc);
+      s3.d_desc = new TreeDesc(s3.dyn_dtree, static_d_desc);
+      s3.bl_desc = new TreeDesc(s3.bl_tree, static_bl_desc);
+      s3.bi_buf = 0;
+      s3.bi_valid = 0;
+      init_block(s3);
     }
-    function _tr_stored_block(s2, buf, stored_len, last) {
-      send_bits(s2, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
-      copy_block(s2, buf, stored_len, true);
+    function _tr_stored_block(s3, buf, stored_len, last) {
+      send_bits(s3, (STORED_BLOCK << 1) + (last ? 1 : 0), 3);
+      copy_block(s3, buf, stored_len, true);
     }
-    function _tr_align(s2) {
-      send_bits(s2, STATIC_TREES << 1, 3);
-      send_code(s2, END_BLOCK, static_ltree);
-      bi_flush(s2);
+    function _tr_align(s3) {
+      send_bits(s3, STATIC_TREES << 1, 3);
+      send_code(s3, END_BLOCK, static_ltree);
+      bi_flush(s3);
     }
-    function _tr_flush_block(s2, buf, stored_len, last) {
+    function _tr_flush_block(s3, buf, stored_len, last) {
       var opt_lenb, static_lenb;
       var max_blindex = 0;
-      if (s2.level > 0) {
-        if (s2.strm.data_type === Z_UNKNOWN) {
-          s2.strm.data_type = detect_data_type(s2);
+      if (s3.level > 0) {
+        if (s3.strm.data_type === Z_UNKNOWN) {
+          s3.strm.data_type = detect_data_type(s3);
         }
-        build_tree(s2, s2.l_desc);
-        build_tree(s2, s2.d_desc);
-        max_blindex = build_bl_tree(s2);
-        opt_lenb = s2.opt_len + 3 + 7 >>> 3;
-        static_lenb = s2.static_len + 3 + 7 >>> 3;
+        build_tree(s3, s3.l_desc);
+        build_tree(s3, s3.d_desc);
+        max_blindex = build_bl_tree(s3);
+        opt_lenb = s3.opt_len + 3 + 7 >>> 3;
+        static_lenb = s3.static_len + 3 + 7 >>> 3;
         if (static_lenb <= opt_lenb) {
           opt_lenb = static_lenb;
         }
@@ -1900,34 +1900,34 @@ var require_trees = __commonJS({
         opt_lenb = static_lenb = stored_len + 5;
       }
       if (stored_len + 4 <= opt_lenb && buf !== -1) {
-        _tr_stored_block(s2, buf, stored_len, last);
-      } else if (s2.strategy === Z_FIXED || static_lenb === opt_lenb) {
-        send_bits(s2, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
-        compress_block(s2, static_ltree, static_dtree);
+        _tr_stored_block(s3, buf, stored_len, last);
+      } else if (s3.strategy === Z_FIXED || static_lenb === opt_lenb) {
+        send_bits(s3, (STATIC_TREES << 1) + (last ? 1 : 0), 3);
+        compress_block(s3, static_ltree, static_dtree);
       } else {
-        send_bits(s2, (DYN_TREES << 1) + (last ? 1 : 0), 3);
-        send_all_trees(s2, s2.l_desc.max_code + 1, s2.d_desc.max_code + 1, max_blindex + 1);
-        compress_block(s2, s2.dyn_ltree, s2.dyn_dtree);
+        send_bits(s3, (DYN_TREES << 1) + (last ? 1 : 0), 3);
+        send_all_trees(s3, s3.l_desc.max_code + 1, s3.d_desc.max_code + 1, max_blindex + 1);
+        compress_block(s3, s3.dyn_ltree, s3.dyn_dtree);
       }
-      init_block(s2);
+      init_block(s3);
       if (last) {
-        bi_windup(s2);
+        bi_windup(s3);
       }
     }
-    function _tr_tally(s2, dist, lc) {
-      s2.pending_buf[s2.d_buf + s2.last_lit * 2] = dist >>> 8 & 255;
-      s2.pending_buf[s2.d_buf + s2.last_lit * 2 + 1] = dist & 255;
-      s2.pending_buf[s2.l_buf + s2.last_lit] = lc & 255;
-      s2.last_lit++;
+    function _tr_tally(s3, dist, lc) {
+      s3.pending_buf[s3.d_buf + s3.last_lit * 2] = dist >>> 8 & 255;
+      s3.pending_buf[s3.d_buf + s3.last_lit * 2 + 1] = dist & 255;
+      s3.pending_buf[s3.l_buf + s3.last_lit] = lc & 255;
+      s3.last_lit++;
       if (dist === 0) {
-        s2.dyn_ltree[lc * 2]++;
+        s3.dyn_ltree[lc * 2]++;
       } else {
-        s2.matches++;
+        s3.matches++;
         dist--;
-        s2.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
-        s2.dyn_dtree[d_code(dist) * 2]++;
+        s3.dyn_ltree[(_length_code[lc] + LITERALS + 1) * 2]++;
+        s3.dyn_dtree[d_code(dist) * 2]++;
       }
-      return s2.last_lit === s2.lit_bufsize - 1;
+      return s3.last_lit === s3.lit_bufsize - 1;
     }
     exports2._tr_init = _tr_init;
     exports2._tr_stored_block = _tr_stored_block;
@@ -1937,31 +1937,31 @@ var require_trees = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/adler32.js
+// node_modules/pako/lib/zlib/adler32.js
 var require_adler32 = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
     "use strict";
     function adler32(adler, buf, len, pos) {
-      var s1 = adler & 65535 | 0, s2 = adler >>> 16 & 65535 | 0, n2 = 0;
+      var s1 = adler & 65535 | 0, s22 = adler >>> 16 & 65535 | 0, n2 = 0;
       while (len !== 0) {
         n2 = len > 2e3 ? 2e3 : len;
         len -= n2;
         do {
           s1 = s1 + buf[pos++] | 0;
-          s2 = s2 + s1 | 0;
+          s22 = s22 + s1 | 0;
         } while (--n2);
         s1 %= 65521;
-        s2 %= 65521;
+        s22 %= 65521;
       }
-      return s1 | s2 << 16 | 0;
+      return s1 | s22 << 16 | 0;
     }
     module2.exports = adler32;
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/crc32.js
+// node_modules/pako/lib/zlib/crc32.js
 var require_crc32 = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
     "use strict";
     function makeTable() {
       var c3, table = [];
@@ -1987,9 +1987,9 @@ var require_crc32 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/messages.js
+// node_modules/pako/lib/zlib/messages.js
 var require_messages = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       2: "need dictionary",
@@ -2014,9 +2014,9 @@ var require_messages = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/deflate.js
+// node_modules/pako/lib/zlib/deflate.js
 var require_deflate = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/deflate.js"(exports2) {
+  "node_modules/pako/lib/zlib/deflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var trees = require_trees();
@@ -2081,35 +2081,35 @@ var require_deflate = __commonJS({
       }
     }
     function flush_pending(strm) {
-      var s2 = strm.state;
-      var len = s2.pending;
+      var s3 = strm.state;
+      var len = s3.pending;
       if (len > strm.avail_out) {
         len = strm.avail_out;
       }
       if (len === 0) {
         return;
       }
-      utils.arraySet(strm.output, s2.pending_buf, s2.pending_out, len, strm.next_out);
+      utils.arraySet(strm.output, s3.pending_buf, s3.pending_out, len, strm.next_out);
       strm.next_out += len;
-      s2.pending_out += len;
+      s3.pending_out += len;
       strm.total_out += len;
       strm.avail_out -= len;
-      s2.pending -= len;
-      if (s2.pending === 0) {
-        s2.pending_out = 0;
+      s3.pending -= len;
+      if (s3.pending === 0) {
+        s3.pending_out = 0;
       }
     }
-    function flush_block_only(s2, last) {
-      trees._tr_flush_block(s2, s2.block_start >= 0 ? s2.block_start : -1, s2.strstart - s2.block_start, last);
-      s2.block_start = s2.strstart;
-      flush_pending(s2.strm);
+    function flush_block_only(s3, last) {
+      trees._tr_flush_block(s3, s3.block_start >= 0 ? s3.block_start : -1, s3.strstart - s3.block_start, last);
+      s3.block_start = s3.strstart;
+      flush_pending(s3.strm);
     }
-    function put_byte(s2, b) {
-      s2.pending_buf[s2.pending++] = b;
+    function put_byte(s3, b) {
+      s3.pending_buf[s3.pending++] = b;
     }
-    function putShortMSB(s2, b) {
-      s2.pending_buf[s2.pending++] = b >>> 8 & 255;
-      s2.pending_buf[s2.pending++] = b & 255;
+    function putShortMSB(s3, b) {
+      s3.pending_buf[s3.pending++] = b >>> 8 & 255;
+      s3.pending_buf[s3.pending++] = b & 255;
     }
     function read_buf(strm, buf, start, size) {
       var len = strm.avail_in;
@@ -2130,25 +2130,25 @@ var require_deflate = __commonJS({
       strm.total_in += len;
       return len;
     }
-    function longest_match(s2, cur_match) {
-      var chain_length = s2.max_chain_length;
-      var scan = s2.strstart;
+    function longest_match(s3, cur_match) {
+      var chain_length = s3.max_chain_length;
+      var scan = s3.strstart;
       var match;
       var len;
-      var best_len = s2.prev_length;
-      var nice_match = s2.nice_match;
-      var limit = s2.strstart > s2.w_size - MIN_LOOKAHEAD ? s2.strstart - (s2.w_size - MIN_LOOKAHEAD) : 0;
-      var _win = s2.window;
-      var wmask = s2.w_mask;
-      var prev = s2.prev;
-      var strend = s2.strstart + MAX_MATCH;
+      var best_len = s3.prev_length;
+      var nice_match = s3.nice_match;
+      var limit = s3.strstart > s3.w_size - MIN_LOOKAHEAD ? s3.strstart - (s3.w_size - MIN_LOOKAHEAD) : 0;
+      var _win = s3.window;
+      var wmask = s3.w_mask;
+      var prev = s3.prev;
+      var strend = s3.strstart + MAX_MATCH;
       var scan_end1 = _win[scan + best_len - 1];
       var scan_end = _win[scan + best_len];
-      if (s2.prev_length >= s2.good_match) {
+      if (s3.prev_length >= s3.good_match) {
         chain_length >>= 2;
       }
-      if (nice_match > s2.lookahead) {
-        nice_match = s2.lookahead;
+      if (nice_match > s3.lookahead) {
+        nice_match = s3.lookahead;
       }
       do {
         match = cur_match;
@@ -2162,7 +2162,7 @@ var require_deflate = __commonJS({
         len = MAX_MATCH - (strend - scan);
         scan = strend - MAX_MATCH;
         if (len > best_len) {
-          s2.match_start = cur_match;
+          s3.match_start = cur_match;
           best_len = len;
           if (len >= nice_match) {
             break;
@@ -2171,356 +2171,356 @@ var require_deflate = __commonJS({
           scan_end = _win[scan + best_len];
         }
       } while ((cur_match = prev[cur_match & wmask]) > limit && --chain_length !== 0);
-      if (best_len <= s2.lookahead) {
+      if (best_len <= s3.lookahead) {
         return best_len;
       }
-      return s2.lookahead;
+      return s3.lookahead;
     }
-    function fill_window(s2) {
-      var _w_size = s2.w_size;
+    function fill_window(s3) {
+      var _w_size = s3.w_size;
       var p, n2, m, more, str;
       do {
-        more = s2.window_size - s2.lookahead - s2.strstart;
-        if (s2.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
-          utils.arraySet(s2.window, s2.window, _w_size, _w_size, 0);
-          s2.match_start -= _w_size;
-          s2.strstart -= _w_size;
-          s2.block_start -= _w_size;
-          n2 = s2.hash_size;
+        more = s3.window_size - s3.lookahead - s3.strstart;
+        if (s3.strstart >= _w_size + (_w_size - MIN_LOOKAHEAD)) {
+          utils.arraySet(s3.window, s3.window, _w_size, _w_size, 0);
+          s3.match_start -= _w_size;
+          s3.strstart -= _w_size;
+          s3.block_start -= _w_size;
+          n2 = s3.hash_size;
           p = n2;
           do {
-            m = s2.head[--p];
-            s2.head[p] = m >= _w_size ? m - _w_size : 0;
+            m = s3.head[--p];
+            s3.head[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           n2 = _w_size;
           p = n2;
           do {
-            m = s2.prev[--p];
-            s2.prev[p] = m >= _w_size ? m - _w_size : 0;
+            m = s3.prev[--p];
+            s3.prev[p] = m >= _w_size ? m - _w_size : 0;
           } while (--n2);
           more += _w_size;
         }
-        if (s2.strm.avail_in === 0) {
+        if (s3.strm.avail_in === 0) {
           break;
         }
-        n2 = read_buf(s2.strm, s2.window, s2.strstart + s2.lookahead, more);
-        s2.lookahead += n2;
-        if (s2.lookahead + s2.insert >= MIN_MATCH) {
-          str = s2.strstart - s2.insert;
-          s2.ins_h = s2.window[str];
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + 1]) & s2.hash_mask;
-          while (s2.insert) {
-            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
-            s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
-            s2.head[s2.ins_h] = str;
+        n2 = read_buf(s3.strm, s3.window, s3.strstart + s3.lookahead, more);
+        s3.lookahead += n2;
+        if (s3.lookahead + s3.insert >= MIN_MATCH) {
+          str = s3.strstart - s3.insert;
+          s3.ins_h = s3.window[str];
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + 1]) & s3.hash_mask;
+          while (s3.insert) {
+            s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + MIN_MATCH - 1]) & s3.hash_mask;
+            s3.prev[str & s3.w_mask] = s3.head[s3.ins_h];
+            s3.head[s3.ins_h] = str;
             str++;
-            s2.insert--;
-            if (s2.lookahead + s2.insert < MIN_MATCH) {
+            s3.insert--;
+            if (s3.lookahead + s3.insert < MIN_MATCH) {
               break;
             }
           }
         }
-      } while (s2.lookahead < MIN_LOOKAHEAD && s2.strm.avail_in !== 0);
+      } while (s3.lookahead < MIN_LOOKAHEAD && s3.strm.avail_in !== 0);
     }
-    function deflate_stored(s2, flush) {
+    function deflate_stored(s3, flush) {
       var max_block_size = 65535;
-      if (max_block_size > s2.pending_buf_size - 5) {
-        max_block_size = s2.pending_buf_size - 5;
+      if (max_block_size > s3.pending_buf_size - 5) {
+        max_block_size = s3.pending_buf_size - 5;
       }
       for (; ; ) {
-        if (s2.lookahead <= 1) {
-          fill_window(s2);
-          if (s2.lookahead === 0 && flush === Z_NO_FLUSH) {
+        if (s3.lookahead <= 1) {
+          fill_window(s3);
+          if (s3.lookahead === 0 && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
-        s2.strstart += s2.lookahead;
-        s2.lookahead = 0;
-        var max_start = s2.block_start + max_block_size;
-        if (s2.strstart === 0 || s2.strstart >= max_start) {
-          s2.lookahead = s2.strstart - max_start;
-          s2.strstart = max_start;
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+        s3.strstart += s3.lookahead;
+        s3.lookahead = 0;
+        var max_start = s3.block_start + max_block_size;
+        if (s3.strstart === 0 || s3.strstart >= max_start) {
+          s3.lookahead = s3.strstart - max_start;
+          s3.strstart = max_start;
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
-        if (s2.strstart - s2.block_start >= s2.w_size - MIN_LOOKAHEAD) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+        if (s3.strstart - s3.block_start >= s3.w_size - MIN_LOOKAHEAD) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.strstart > s2.block_start) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.strstart > s3.block_start) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_NEED_MORE;
     }
-    function deflate_fast(s2, flush) {
+    function deflate_fast(s3, flush) {
       var hash_head;
       var bflush;
       for (; ; ) {
-        if (s2.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s2);
-          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s3.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s3);
+          if (s3.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s2.lookahead >= MIN_MATCH) {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = s2.strstart;
+        if (s3.lookahead >= MIN_MATCH) {
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+          hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = s3.strstart;
         }
-        if (hash_head !== 0 && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
-          s2.match_length = longest_match(s2, hash_head);
+        if (hash_head !== 0 && s3.strstart - hash_head <= s3.w_size - MIN_LOOKAHEAD) {
+          s3.match_length = longest_match(s3, hash_head);
         }
-        if (s2.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s2, s2.strstart - s2.match_start, s2.match_length - MIN_MATCH);
-          s2.lookahead -= s2.match_length;
-          if (s2.match_length <= s2.max_lazy_match && s2.lookahead >= MIN_MATCH) {
-            s2.match_length--;
+        if (s3.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s3, s3.strstart - s3.match_start, s3.match_length - MIN_MATCH);
+          s3.lookahead -= s3.match_length;
+          if (s3.match_length <= s3.max_lazy_match && s3.lookahead >= MIN_MATCH) {
+            s3.match_length--;
             do {
-              s2.strstart++;
-              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-              s2.head[s2.ins_h] = s2.strstart;
-            } while (--s2.match_length !== 0);
-            s2.strstart++;
+              s3.strstart++;
+              s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+              hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+              s3.head[s3.ins_h] = s3.strstart;
+            } while (--s3.match_length !== 0);
+            s3.strstart++;
           } else {
-            s2.strstart += s2.match_length;
-            s2.match_length = 0;
-            s2.ins_h = s2.window[s2.strstart];
-            s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + 1]) & s2.hash_mask;
+            s3.strstart += s3.match_length;
+            s3.match_length = 0;
+            s3.ins_h = s3.window[s3.strstart];
+            s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + 1]) & s3.hash_mask;
           }
         } else {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-          s2.lookahead--;
-          s2.strstart++;
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+          s3.lookahead--;
+          s3.strstart++;
         }
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
+      s3.insert = s3.strstart < MIN_MATCH - 1 ? s3.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_slow(s2, flush) {
+    function deflate_slow(s3, flush) {
       var hash_head;
       var bflush;
       var max_insert;
       for (; ; ) {
-        if (s2.lookahead < MIN_LOOKAHEAD) {
-          fill_window(s2);
-          if (s2.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
+        if (s3.lookahead < MIN_LOOKAHEAD) {
+          fill_window(s3);
+          if (s3.lookahead < MIN_LOOKAHEAD && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
         hash_head = 0;
-        if (s2.lookahead >= MIN_MATCH) {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-          hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = s2.strstart;
+        if (s3.lookahead >= MIN_MATCH) {
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+          hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = s3.strstart;
         }
-        s2.prev_length = s2.match_length;
-        s2.prev_match = s2.match_start;
-        s2.match_length = MIN_MATCH - 1;
-        if (hash_head !== 0 && s2.prev_length < s2.max_lazy_match && s2.strstart - hash_head <= s2.w_size - MIN_LOOKAHEAD) {
-          s2.match_length = longest_match(s2, hash_head);
-          if (s2.match_length <= 5 && (s2.strategy === Z_FILTERED || s2.match_length === MIN_MATCH && s2.strstart - s2.match_start > 4096)) {
-            s2.match_length = MIN_MATCH - 1;
+        s3.prev_length = s3.match_length;
+        s3.prev_match = s3.match_start;
+        s3.match_length = MIN_MATCH - 1;
+        if (hash_head !== 0 && s3.prev_length < s3.max_lazy_match && s3.strstart - hash_head <= s3.w_size - MIN_LOOKAHEAD) {
+          s3.match_length = longest_match(s3, hash_head);
+          if (s3.match_length <= 5 && (s3.strategy === Z_FILTERED || s3.match_length === MIN_MATCH && s3.strstart - s3.match_start > 4096)) {
+            s3.match_length = MIN_MATCH - 1;
           }
         }
-        if (s2.prev_length >= MIN_MATCH && s2.match_length <= s2.prev_length) {
-          max_insert = s2.strstart + s2.lookahead - MIN_MATCH;
-          bflush = trees._tr_tally(s2, s2.strstart - 1 - s2.prev_match, s2.prev_length - MIN_MATCH);
-          s2.lookahead -= s2.prev_length - 1;
-          s2.prev_length -= 2;
+        if (s3.prev_length >= MIN_MATCH && s3.match_length <= s3.prev_length) {
+          max_insert = s3.strstart + s3.lookahead - MIN_MATCH;
+          bflush = trees._tr_tally(s3, s3.strstart - 1 - s3.prev_match, s3.prev_length - MIN_MATCH);
+          s3.lookahead -= s3.prev_length - 1;
+          s3.prev_length -= 2;
           do {
-            if (++s2.strstart <= max_insert) {
-              s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[s2.strstart + MIN_MATCH - 1]) & s2.hash_mask;
-              hash_head = s2.prev[s2.strstart & s2.w_mask] = s2.head[s2.ins_h];
-              s2.head[s2.ins_h] = s2.strstart;
+            if (++s3.strstart <= max_insert) {
+              s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[s3.strstart + MIN_MATCH - 1]) & s3.hash_mask;
+              hash_head = s3.prev[s3.strstart & s3.w_mask] = s3.head[s3.ins_h];
+              s3.head[s3.ins_h] = s3.strstart;
             }
-          } while (--s2.prev_length !== 0);
-          s2.match_available = 0;
-          s2.match_length = MIN_MATCH - 1;
-          s2.strstart++;
+          } while (--s3.prev_length !== 0);
+          s3.match_available = 0;
+          s3.match_length = MIN_MATCH - 1;
+          s3.strstart++;
           if (bflush) {
-            flush_block_only(s2, false);
-            if (s2.strm.avail_out === 0) {
+            flush_block_only(s3, false);
+            if (s3.strm.avail_out === 0) {
               return BS_NEED_MORE;
             }
           }
-        } else if (s2.match_available) {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
+        } else if (s3.match_available) {
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart - 1]);
           if (bflush) {
-            flush_block_only(s2, false);
+            flush_block_only(s3, false);
           }
-          s2.strstart++;
-          s2.lookahead--;
-          if (s2.strm.avail_out === 0) {
+          s3.strstart++;
+          s3.lookahead--;
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         } else {
-          s2.match_available = 1;
-          s2.strstart++;
-          s2.lookahead--;
+          s3.match_available = 1;
+          s3.strstart++;
+          s3.lookahead--;
         }
       }
-      if (s2.match_available) {
-        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart - 1]);
-        s2.match_available = 0;
+      if (s3.match_available) {
+        bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart - 1]);
+        s3.match_available = 0;
       }
-      s2.insert = s2.strstart < MIN_MATCH - 1 ? s2.strstart : MIN_MATCH - 1;
+      s3.insert = s3.strstart < MIN_MATCH - 1 ? s3.strstart : MIN_MATCH - 1;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_rle(s2, flush) {
+    function deflate_rle(s3, flush) {
       var bflush;
       var prev;
       var scan, strend;
-      var _win = s2.window;
+      var _win = s3.window;
       for (; ; ) {
-        if (s2.lookahead <= MAX_MATCH) {
-          fill_window(s2);
-          if (s2.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
+        if (s3.lookahead <= MAX_MATCH) {
+          fill_window(s3);
+          if (s3.lookahead <= MAX_MATCH && flush === Z_NO_FLUSH) {
             return BS_NEED_MORE;
           }
-          if (s2.lookahead === 0) {
+          if (s3.lookahead === 0) {
             break;
           }
         }
-        s2.match_length = 0;
-        if (s2.lookahead >= MIN_MATCH && s2.strstart > 0) {
-          scan = s2.strstart - 1;
+        s3.match_length = 0;
+        if (s3.lookahead >= MIN_MATCH && s3.strstart > 0) {
+          scan = s3.strstart - 1;
           prev = _win[scan];
           if (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan]) {
-            strend = s2.strstart + MAX_MATCH;
+            strend = s3.strstart + MAX_MATCH;
             do {
             } while (prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && prev === _win[++scan] && scan < strend);
-            s2.match_length = MAX_MATCH - (strend - scan);
-            if (s2.match_length > s2.lookahead) {
-              s2.match_length = s2.lookahead;
+            s3.match_length = MAX_MATCH - (strend - scan);
+            if (s3.match_length > s3.lookahead) {
+              s3.match_length = s3.lookahead;
             }
           }
         }
-        if (s2.match_length >= MIN_MATCH) {
-          bflush = trees._tr_tally(s2, 1, s2.match_length - MIN_MATCH);
-          s2.lookahead -= s2.match_length;
-          s2.strstart += s2.match_length;
-          s2.match_length = 0;
+        if (s3.match_length >= MIN_MATCH) {
+          bflush = trees._tr_tally(s3, 1, s3.match_length - MIN_MATCH);
+          s3.lookahead -= s3.match_length;
+          s3.strstart += s3.match_length;
+          s3.match_length = 0;
         } else {
-          bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-          s2.lookahead--;
-          s2.strstart++;
+          bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+          s3.lookahead--;
+          s3.strstart++;
         }
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
       return BS_BLOCK_DONE;
     }
-    function deflate_huff(s2, flush) {
+    function deflate_huff(s3, flush) {
       var bflush;
       for (; ; ) {
-        if (s2.lookahead === 0) {
-          fill_window(s2);
-          if (s2.lookahead === 0) {
+        if (s3.lookahead === 0) {
+          fill_window(s3);
+          if (s3.lookahead === 0) {
             if (flush === Z_NO_FLUSH) {
               return BS_NEED_MORE;
             }
             break;
           }
         }
-        s2.match_length = 0;
-        bflush = trees._tr_tally(s2, 0, s2.window[s2.strstart]);
-        s2.lookahead--;
-        s2.strstart++;
+        s3.match_length = 0;
+        bflush = trees._tr_tally(s3, 0, s3.window[s3.strstart]);
+        s3.lookahead--;
+        s3.strstart++;
         if (bflush) {
-          flush_block_only(s2, false);
-          if (s2.strm.avail_out === 0) {
+          flush_block_only(s3, false);
+          if (s3.strm.avail_out === 0) {
             return BS_NEED_MORE;
           }
         }
       }
-      s2.insert = 0;
+      s3.insert = 0;
       if (flush === Z_FINISH) {
-        flush_block_only(s2, true);
-        if (s2.strm.avail_out === 0) {
+        flush_block_only(s3, true);
+        if (s3.strm.avail_out === 0) {
           return BS_FINISH_STARTED;
         }
         return BS_FINISH_DONE;
       }
-      if (s2.last_lit) {
-        flush_block_only(s2, false);
-        if (s2.strm.avail_out === 0) {
+      if (s3.last_lit) {
+        flush_block_only(s3, false);
+        if (s3.strm.avail_out === 0) {
           return BS_NEED_MORE;
         }
       }
@@ -2557,20 +2557,20 @@ var require_deflate = __commonJS({
       new Config(32, 258, 258, 4096, deflate_slow)
       /* 9 max compression */
     ];
-    function lm_init(s2) {
-      s2.window_size = 2 * s2.w_size;
-      zero(s2.head);
-      s2.max_lazy_match = configuration_table[s2.level].max_lazy;
-      s2.good_match = configuration_table[s2.level].good_length;
-      s2.nice_match = configuration_table[s2.level].nice_length;
-      s2.max_chain_length = configuration_table[s2.level].max_chain;
-      s2.strstart = 0;
-      s2.block_start = 0;
-      s2.lookahead = 0;
-      s2.insert = 0;
-      s2.match_length = s2.prev_length = MIN_MATCH - 1;
-      s2.match_available = 0;
-      s2.ins_h = 0;
+    function lm_init(s3) {
+      s3.window_size = 2 * s3.w_size;
+      zero(s3.head);
+      s3.max_lazy_match = configuration_table[s3.level].max_lazy;
+      s3.good_match = configuration_table[s3.level].good_length;
+      s3.nice_match = configuration_table[s3.level].nice_length;
+      s3.max_chain_length = configuration_table[s3.level].max_chain;
+      s3.strstart = 0;
+      s3.block_start = 0;
+      s3.lookahead = 0;
+      s3.insert = 0;
+      s3.match_length = s3.prev_length = MIN_MATCH - 1;
+      s3.match_available = 0;
+      s3.ins_h = 0;
     }
     function DeflateState() {
       this.strm = null;
@@ -2638,22 +2638,22 @@ var require_deflate = __commonJS({
       this.bi_valid = 0;
     }
     function deflateResetKeep(strm) {
-      var s2;
+      var s3;
       if (!strm || !strm.state) {
         return err(strm, Z_STREAM_ERROR);
       }
       strm.total_in = strm.total_out = 0;
       strm.data_type = Z_UNKNOWN;
-      s2 = strm.state;
-      s2.pending = 0;
-      s2.pending_out = 0;
-      if (s2.wrap < 0) {
-        s2.wrap = -s2.wrap;
+      s3 = strm.state;
+      s3.pending = 0;
+      s3.pending_out = 0;
+      if (s3.wrap < 0) {
+        s3.wrap = -s3.wrap;
       }
-      s2.status = s2.wrap ? INIT_STATE : BUSY_STATE;
-      strm.adler = s2.wrap === 2 ? 0 : 1;
-      s2.last_flush = Z_NO_FLUSH;
-      trees._tr_init(s2);
+      s3.status = s3.wrap ? INIT_STATE : BUSY_STATE;
+      strm.adler = s3.wrap === 2 ? 0 : 1;
+      s3.last_flush = Z_NO_FLUSH;
+      trees._tr_init(s3);
       return Z_OK;
     }
     function deflateReset(strm) {
@@ -2694,257 +2694,257 @@ var require_deflate = __commonJS({
       if (windowBits === 8) {
         windowBits = 9;
       }
-      var s2 = new DeflateState();
-      strm.state = s2;
-      s2.strm = strm;
-      s2.wrap = wrap;
-      s2.gzhead = null;
-      s2.w_bits = windowBits;
-      s2.w_size = 1 << s2.w_bits;
-      s2.w_mask = s2.w_size - 1;
-      s2.hash_bits = memLevel + 7;
-      s2.hash_size = 1 << s2.hash_bits;
-      s2.hash_mask = s2.hash_size - 1;
-      s2.hash_shift = ~~((s2.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
-      s2.window = new utils.Buf8(s2.w_size * 2);
-      s2.head = new utils.Buf16(s2.hash_size);
-      s2.prev = new utils.Buf16(s2.w_size);
-      s2.lit_bufsize = 1 << memLevel + 6;
-      s2.pending_buf_size = s2.lit_bufsize * 4;
-      s2.pending_buf = new utils.Buf8(s2.pending_buf_size);
-      s2.d_buf = 1 * s2.lit_bufsize;
-      s2.l_buf = (1 + 2) * s2.lit_bufsize;
-      s2.level = level;
-      s2.strategy = strategy;
-      s2.method = method;
+      var s3 = new DeflateState();
+      strm.state = s3;
+      s3.strm = strm;
+      s3.wrap = wrap;
+      s3.gzhead = null;
+      s3.w_bits = windowBits;
+      s3.w_size = 1 << s3.w_bits;
+      s3.w_mask = s3.w_size - 1;
+      s3.hash_bits = memLevel + 7;
+      s3.hash_size = 1 << s3.hash_bits;
+      s3.hash_mask = s3.hash_size - 1;
+      s3.hash_shift = ~~((s3.hash_bits + MIN_MATCH - 1) / MIN_MATCH);
+      s3.window = new utils.Buf8(s3.w_size * 2);
+      s3.head = new utils.Buf16(s3.hash_size);
+      s3.prev = new utils.Buf16(s3.w_size);
+      s3.lit_bufsize = 1 << memLevel + 6;
+      s3.pending_buf_size = s3.lit_bufsize * 4;
+      s3.pending_buf = new utils.Buf8(s3.pending_buf_size);
+      s3.d_buf = 1 * s3.lit_bufsize;
+      s3.l_buf = (1 + 2) * s3.lit_bufsize;
+      s3.level = level;
+      s3.strategy = strategy;
+      s3.method = method;
       return deflateReset(strm);
     }
     function deflateInit(strm, level) {
       return deflateInit2(strm, level, Z_DEFLATED, MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY);
     }
     function deflate(strm, flush) {
-      var old_flush, s2;
+      var old_flush, s3;
       var beg, val;
       if (!strm || !strm.state || flush > Z_BLOCK || flush < 0) {
         return strm ? err(strm, Z_STREAM_ERROR) : Z_STREAM_ERROR;
       }
-      s2 = strm.state;
-      if (!strm.output || !strm.input && strm.avail_in !== 0 || s2.status === FINISH_STATE && flush !== Z_FINISH) {
+      s3 = strm.state;
+      if (!strm.output || !strm.input && strm.avail_in !== 0 || s3.status === FINISH_STATE && flush !== Z_FINISH) {
         return err(strm, strm.avail_out === 0 ? Z_BUF_ERROR : Z_STREAM_ERROR);
       }
-      s2.strm = strm;
-      old_flush = s2.last_flush;
-      s2.last_flush = flush;
-      if (s2.status === INIT_STATE) {
-        if (s2.wrap === 2) {
+      s3.strm = strm;
+      old_flush = s3.last_flush;
+      s3.last_flush = flush;
+      if (s3.status === INIT_STATE) {
+        if (s3.wrap === 2) {
           strm.adler = 0;
-          put_byte(s2, 31);
-          put_byte(s2, 139);
-          put_byte(s2, 8);
-          if (!s2.gzhead) {
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, 0);
-            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
-            put_byte(s2, OS_CODE);
-            s2.status = BUSY_STATE;
+          put_byte(s3, 31);
+          put_byte(s3, 139);
+          put_byte(s3, 8);
+          if (!s3.gzhead) {
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, 0);
+            put_byte(s3, s3.level === 9 ? 2 : s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2 ? 4 : 0);
+            put_byte(s3, OS_CODE);
+            s3.status = BUSY_STATE;
           } else {
             put_byte(
-              s2,
-              (s2.gzhead.text ? 1 : 0) + (s2.gzhead.hcrc ? 2 : 0) + (!s2.gzhead.extra ? 0 : 4) + (!s2.gzhead.name ? 0 : 8) + (!s2.gzhead.comment ? 0 : 16)
+              s3,
+              (s3.gzhead.text ? 1 : 0) + (s3.gzhead.hcrc ? 2 : 0) + (!s3.gzhead.extra ? 0 : 4) + (!s3.gzhead.name ? 0 : 8) + (!s3.gzhead.comment ? 0 : 16)
             );
-            put_byte(s2, s2.gzhead.time & 255);
-            put_byte(s2, s2.gzhead.time >> 8 & 255);
-            put_byte(s2, s2.gzhead.time >> 16 & 255);
-            put_byte(s2, s2.gzhead.time >> 24 & 255);
-            put_byte(s2, s2.level === 9 ? 2 : s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2 ? 4 : 0);
-            put_byte(s2, s2.gzhead.os & 255);
-            if (s2.gzhead.extra && s2.gzhead.extra.length) {
-              put_byte(s2, s2.gzhead.extra.length & 255);
-              put_byte(s2, s2.gzhead.extra.length >> 8 & 255);
+            put_byte(s3, s3.gzhead.time & 255);
+            put_byte(s3, s3.gzhead.time >> 8 & 255);
+            put_byte(s3, s3.gzhead.time >> 16 & 255);
+            put_byte(s3, s3.gzhead.time >> 24 & 255);
+            put_byte(s3, s3.level === 9 ? 2 : s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2 ? 4 : 0);
+            put_byte(s3, s3.gzhead.os & 255);
+            if (s3.gzhead.extra && s3.gzhead.extra.length) {
+              put_byte(s3, s3.gzhead.extra.length & 255);
+              put_byte(s3, s3.gzhead.extra.length >> 8 & 255);
             }
-            if (s2.gzhead.hcrc) {
-              strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending, 0);
+            if (s3.gzhead.hcrc) {
+              strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending, 0);
             }
-            s2.gzindex = 0;
-            s2.status = EXTRA_STATE;
+            s3.gzindex = 0;
+            s3.status = EXTRA_STATE;
           }
         } else {
-          var header = Z_DEFLATED + (s2.w_bits - 8 << 4) << 8;
+          var header = Z_DEFLATED + (s3.w_bits - 8 << 4) << 8;
           var level_flags = -1;
-          if (s2.strategy >= Z_HUFFMAN_ONLY || s2.level < 2) {
+          if (s3.strategy >= Z_HUFFMAN_ONLY || s3.level < 2) {
             level_flags = 0;
-          } else if (s2.level < 6) {
+          } else if (s3.level < 6) {
             level_flags = 1;
-          } else if (s2.level === 6) {
+          } else if (s3.level === 6) {
             level_flags = 2;
           } else {
             level_flags = 3;
           }
           header |= level_flags << 6;
-          if (s2.strstart !== 0) {
+          if (s3.strstart !== 0) {
             header |= PRESET_DICT;
           }
           header += 31 - header % 31;
-          s2.status = BUSY_STATE;
-          putShortMSB(s2, header);
-          if (s2.strstart !== 0) {
-            putShortMSB(s2, strm.adler >>> 16);
-            putShortMSB(s2, strm.adler & 65535);
+          s3.status = BUSY_STATE;
+          putShortMSB(s3, header);
+          if (s3.strstart !== 0) {
+            putShortMSB(s3, strm.adler >>> 16);
+            putShortMSB(s3, strm.adler & 65535);
           }
           strm.adler = 1;
         }
       }
-      if (s2.status === EXTRA_STATE) {
-        if (s2.gzhead.extra) {
-          beg = s2.pending;
-          while (s2.gzindex < (s2.gzhead.extra.length & 65535)) {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+      if (s3.status === EXTRA_STATE) {
+        if (s3.gzhead.extra) {
+          beg = s3.pending;
+          while (s3.gzindex < (s3.gzhead.extra.length & 65535)) {
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 break;
               }
             }
-            put_byte(s2, s2.gzhead.extra[s2.gzindex] & 255);
-            s2.gzindex++;
+            put_byte(s3, s3.gzhead.extra[s3.gzindex] & 255);
+            s3.gzindex++;
           }
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
-          if (s2.gzindex === s2.gzhead.extra.length) {
-            s2.gzindex = 0;
-            s2.status = NAME_STATE;
+          if (s3.gzindex === s3.gzhead.extra.length) {
+            s3.gzindex = 0;
+            s3.status = NAME_STATE;
           }
         } else {
-          s2.status = NAME_STATE;
+          s3.status = NAME_STATE;
         }
       }
-      if (s2.status === NAME_STATE) {
-        if (s2.gzhead.name) {
-          beg = s2.pending;
+      if (s3.status === NAME_STATE) {
+        if (s3.gzhead.name) {
+          beg = s3.pending;
           do {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s2.gzindex < s2.gzhead.name.length) {
-              val = s2.gzhead.name.charCodeAt(s2.gzindex++) & 255;
+            if (s3.gzindex < s3.gzhead.name.length) {
+              val = s3.gzhead.name.charCodeAt(s3.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s2, val);
+            put_byte(s3, val);
           } while (val !== 0);
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
           if (val === 0) {
-            s2.gzindex = 0;
-            s2.status = COMMENT_STATE;
+            s3.gzindex = 0;
+            s3.status = COMMENT_STATE;
           }
         } else {
-          s2.status = COMMENT_STATE;
+          s3.status = COMMENT_STATE;
         }
       }
-      if (s2.status === COMMENT_STATE) {
-        if (s2.gzhead.comment) {
-          beg = s2.pending;
+      if (s3.status === COMMENT_STATE) {
+        if (s3.gzhead.comment) {
+          beg = s3.pending;
           do {
-            if (s2.pending === s2.pending_buf_size) {
-              if (s2.gzhead.hcrc && s2.pending > beg) {
-                strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+            if (s3.pending === s3.pending_buf_size) {
+              if (s3.gzhead.hcrc && s3.pending > beg) {
+                strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
               }
               flush_pending(strm);
-              beg = s2.pending;
-              if (s2.pending === s2.pending_buf_size) {
+              beg = s3.pending;
+              if (s3.pending === s3.pending_buf_size) {
                 val = 1;
                 break;
               }
             }
-            if (s2.gzindex < s2.gzhead.comment.length) {
-              val = s2.gzhead.comment.charCodeAt(s2.gzindex++) & 255;
+            if (s3.gzindex < s3.gzhead.comment.length) {
+              val = s3.gzhead.comment.charCodeAt(s3.gzindex++) & 255;
             } else {
               val = 0;
             }
-            put_byte(s2, val);
+            put_byte(s3, val);
           } while (val !== 0);
-          if (s2.gzhead.hcrc && s2.pending > beg) {
-            strm.adler = crc32(strm.adler, s2.pending_buf, s2.pending - beg, beg);
+          if (s3.gzhead.hcrc && s3.pending > beg) {
+            strm.adler = crc32(strm.adler, s3.pending_buf, s3.pending - beg, beg);
           }
           if (val === 0) {
-            s2.status = HCRC_STATE;
+            s3.status = HCRC_STATE;
           }
         } else {
-          s2.status = HCRC_STATE;
+          s3.status = HCRC_STATE;
         }
       }
-      if (s2.status === HCRC_STATE) {
-        if (s2.gzhead.hcrc) {
-          if (s2.pending + 2 > s2.pending_buf_size) {
+      if (s3.status === HCRC_STATE) {
+        if (s3.gzhead.hcrc) {
+          if (s3.pending + 2 > s3.pending_buf_size) {
             flush_pending(strm);
           }
-          if (s2.pending + 2 <= s2.pending_buf_size) {
-            put_byte(s2, strm.adler & 255);
-            put_byte(s2, strm.adler >> 8 & 255);
+          if (s3.pending + 2 <= s3.pending_buf_size) {
+            put_byte(s3, strm.adler & 255);
+            put_byte(s3, strm.adler >> 8 & 255);
             strm.adler = 0;
-            s2.status = BUSY_STATE;
+            s3.status = BUSY_STATE;
           }
         } else {
-          s2.status = BUSY_STATE;
+          s3.status = BUSY_STATE;
         }
       }
-      if (s2.pending !== 0) {
+      if (s3.pending !== 0) {
         flush_pending(strm);
         if (strm.avail_out === 0) {
-          s2.last_flush = -1;
+          s3.last_flush = -1;
           return Z_OK;
         }
       } else if (strm.avail_in === 0 && rank(flush) <= rank(old_flush) && flush !== Z_FINISH) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (s2.status === FINISH_STATE && strm.avail_in !== 0) {
+      if (s3.status === FINISH_STATE && strm.avail_in !== 0) {
         return err(strm, Z_BUF_ERROR);
       }
-      if (strm.avail_in !== 0 || s2.lookahead !== 0 || flush !== Z_NO_FLUSH && s2.status !== FINISH_STATE) {
-        var bstate = s2.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s2, flush) : s2.strategy === Z_RLE ? deflate_rle(s2, flush) : configuration_table[s2.level].func(s2, flush);
+      if (strm.avail_in !== 0 || s3.lookahead !== 0 || flush !== Z_NO_FLUSH && s3.status !== FINISH_STATE) {
+        var bstate = s3.strategy === Z_HUFFMAN_ONLY ? deflate_huff(s3, flush) : s3.strategy === Z_RLE ? deflate_rle(s3, flush) : configuration_table[s3.level].func(s3, flush);
         if (bstate === BS_FINISH_STARTED || bstate === BS_FINISH_DONE) {
-          s2.status = FINISH_STATE;
+          s3.status = FINISH_STATE;
         }
         if (bstate === BS_NEED_MORE || bstate === BS_FINISH_STARTED) {
           if (strm.avail_out === 0) {
-            s2.last_flush = -1;
+            s3.last_flush = -1;
           }
           return Z_OK;
         }
         if (bstate === BS_BLOCK_DONE) {
           if (flush === Z_PARTIAL_FLUSH) {
-            trees._tr_align(s2);
+            trees._tr_align(s3);
           } else if (flush !== Z_BLOCK) {
-            trees._tr_stored_block(s2, 0, 0, false);
+            trees._tr_stored_block(s3, 0, 0, false);
             if (flush === Z_FULL_FLUSH) {
-              zero(s2.head);
-              if (s2.lookahead === 0) {
-                s2.strstart = 0;
-                s2.block_start = 0;
-                s2.insert = 0;
+              zero(s3.head);
+              if (s3.lookahead === 0) {
+                s3.strstart = 0;
+                s3.block_start = 0;
+                s3.insert = 0;
               }
             }
           }
           flush_pending(strm);
           if (strm.avail_out === 0) {
-            s2.last_flush = -1;
+            s3.last_flush = -1;
             return Z_OK;
           }
         }
@@ -2952,27 +2952,27 @@ var require_deflate = __commonJS({
       if (flush !== Z_FINISH) {
         return Z_OK;
       }
-      if (s2.wrap <= 0) {
+      if (s3.wrap <= 0) {
         return Z_STREAM_END;
       }
-      if (s2.wrap === 2) {
-        put_byte(s2, strm.adler & 255);
-        put_byte(s2, strm.adler >> 8 & 255);
-        put_byte(s2, strm.adler >> 16 & 255);
-        put_byte(s2, strm.adler >> 24 & 255);
-        put_byte(s2, strm.total_in & 255);
-        put_byte(s2, strm.total_in >> 8 & 255);
-        put_byte(s2, strm.total_in >> 16 & 255);
-        put_byte(s2, strm.total_in >> 24 & 255);
+      if (s3.wrap === 2) {
+        put_byte(s3, strm.adler & 255);
+        put_byte(s3, strm.adler >> 8 & 255);
+        put_byte(s3, strm.adler >> 16 & 255);
+        put_byte(s3, strm.adler >> 24 & 255);
+        put_byte(s3, strm.total_in & 255);
+        put_byte(s3, strm.total_in >> 8 & 255);
+        put_byte(s3, strm.total_in >> 16 & 255);
+        put_byte(s3, strm.total_in >> 24 & 255);
       } else {
-        putShortMSB(s2, strm.adler >>> 16);
-        putShortMSB(s2, strm.adler & 65535);
+        putShortMSB(s3, strm.adler >>> 16);
+        putShortMSB(s3, strm.adler & 65535);
       }
       flush_pending(strm);
-      if (s2.wrap > 0) {
-        s2.wrap = -s2.wrap;
+      if (s3.wrap > 0) {
+        s3.wrap = -s3.wrap;
       }
-      return s2.pending !== 0 ? Z_OK : Z_STREAM_END;
+      return s3.pending !== 0 ? Z_OK : Z_STREAM_END;
     }
     function deflateEnd(strm) {
       var status;
@@ -2988,7 +2988,7 @@ var require_deflate = __commonJS({
     }
     function deflateSetDictionary(strm, dictionary) {
       var dictLength = dictionary.length;
-      var s2;
+      var s3;
       var str, n2;
       var wrap;
       var avail;
@@ -2998,26 +2998,26 @@ var require_deflate = __commonJS({
       if (!strm || !strm.state) {
         return Z_STREAM_ERROR;
       }
-      s2 = strm.state;
-      wrap = s2.wrap;
-      if (wrap === 2 || wrap === 1 && s2.status !== INIT_STATE || s2.lookahead) {
+      s3 = strm.state;
+      wrap = s3.wrap;
+      if (wrap === 2 || wrap === 1 && s3.status !== INIT_STATE || s3.lookahead) {
         return Z_STREAM_ERROR;
       }
       if (wrap === 1) {
         strm.adler = adler32(strm.adler, dictionary, dictLength, 0);
       }
-      s2.wrap = 0;
-      if (dictLength >= s2.w_size) {
+      s3.wrap = 0;
+      if (dictLength >= s3.w_size) {
         if (wrap === 0) {
-          zero(s2.head);
-          s2.strstart = 0;
-          s2.block_start = 0;
-          s2.insert = 0;
+          zero(s3.head);
+          s3.strstart = 0;
+          s3.block_start = 0;
+          s3.insert = 0;
         }
-        tmpDict = new utils.Buf8(s2.w_size);
-        utils.arraySet(tmpDict, dictionary, dictLength - s2.w_size, s2.w_size, 0);
+        tmpDict = new utils.Buf8(s3.w_size);
+        utils.arraySet(tmpDict, dictionary, dictLength - s3.w_size, s3.w_size, 0);
         dictionary = tmpDict;
-        dictLength = s2.w_size;
+        dictLength = s3.w_size;
       }
       avail = strm.avail_in;
       next = strm.next_in;
@@ -3025,30 +3025,30 @@ var require_deflate = __commonJS({
       strm.avail_in = dictLength;
       strm.next_in = 0;
       strm.input = dictionary;
-      fill_window(s2);
-      while (s2.lookahead >= MIN_MATCH) {
-        str = s2.strstart;
-        n2 = s2.lookahead - (MIN_MATCH - 1);
+      fill_window(s3);
+      while (s3.lookahead >= MIN_MATCH) {
+        str = s3.strstart;
+        n2 = s3.lookahead - (MIN_MATCH - 1);
         do {
-          s2.ins_h = (s2.ins_h << s2.hash_shift ^ s2.window[str + MIN_MATCH - 1]) & s2.hash_mask;
-          s2.prev[str & s2.w_mask] = s2.head[s2.ins_h];
-          s2.head[s2.ins_h] = str;
+          s3.ins_h = (s3.ins_h << s3.hash_shift ^ s3.window[str + MIN_MATCH - 1]) & s3.hash_mask;
+          s3.prev[str & s3.w_mask] = s3.head[s3.ins_h];
+          s3.head[s3.ins_h] = str;
           str++;
         } while (--n2);
-        s2.strstart = str;
-        s2.lookahead = MIN_MATCH - 1;
-        fill_window(s2);
+        s3.strstart = str;
+        s3.lookahead = MIN_MATCH - 1;
+        fill_window(s3);
       }
-      s2.strstart += s2.lookahead;
-      s2.block_start = s2.strstart;
-      s2.insert = s2.lookahead;
-      s2.lookahead = 0;
-      s2.match_length = s2.prev_length = MIN_MATCH - 1;
-      s2.match_available = 0;
+      s3.strstart += s3.lookahead;
+      s3.block_start = s3.strstart;
+      s3.insert = s3.lookahead;
+      s3.lookahead = 0;
+      s3.match_length = s3.prev_length = MIN_MATCH - 1;
+      s3.match_available = 0;
       strm.next_in = next;
       strm.input = input2;
       strm.avail_in = avail;
-      s2.wrap = wrap;
+      s3.wrap = wrap;
       return Z_OK;
     }
     exports2.deflateInit = deflateInit;
@@ -3063,9 +3063,9 @@ var require_deflate = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/utils/strings.js
+// node_modules/pako/lib/utils/strings.js
 var require_strings = __commonJS({
-  "../../main/node_modules/pako/lib/utils/strings.js"(exports2) {
+  "node_modules/pako/lib/utils/strings.js"(exports2) {
     "use strict";
     var utils = require_common();
     var STR_APPLY_OK = true;
@@ -3205,9 +3205,9 @@ var require_strings = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/zstream.js
+// node_modules/pako/lib/zlib/zstream.js
 var require_zstream = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
     "use strict";
     function ZStream() {
       this.input = null;
@@ -3227,9 +3227,9 @@ var require_zstream = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/deflate.js
+// node_modules/pako/lib/deflate.js
 var require_deflate2 = __commonJS({
-  "../../main/node_modules/pako/lib/deflate.js"(exports2) {
+  "node_modules/pako/lib/deflate.js"(exports2) {
     "use strict";
     var zlib_deflate = require_deflate();
     var utils = require_common();
@@ -3388,9 +3388,9 @@ var require_deflate2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/inffast.js
+// node_modules/pako/lib/zlib/inffast.js
 var require_inffast = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
     "use strict";
     var BAD = 30;
     var TYPE = 12;
@@ -3617,9 +3617,9 @@ var require_inffast = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/inftrees.js
+// node_modules/pako/lib/zlib/inftrees.js
 var require_inftrees = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
     "use strict";
     var utils = require_common();
     var MAXBITS = 15;
@@ -3785,20 +3785,20 @@ var require_inftrees = __commonJS({
       var base = null;
       var base_index = 0;
       var end;
-      var count4 = new utils.Buf16(MAXBITS + 1);
+      var count5 = new utils.Buf16(MAXBITS + 1);
       var offs = new utils.Buf16(MAXBITS + 1);
       var extra = null;
       var extra_index = 0;
       var here_bits, here_op, here_val;
       for (len = 0; len <= MAXBITS; len++) {
-        count4[len] = 0;
+        count5[len] = 0;
       }
       for (sym = 0; sym < codes; sym++) {
-        count4[lens[lens_index + sym]]++;
+        count5[lens[lens_index + sym]]++;
       }
       root = bits;
       for (max2 = MAXBITS; max2 >= 1; max2--) {
-        if (count4[max2] !== 0) {
+        if (count5[max2] !== 0) {
           break;
         }
       }
@@ -3812,7 +3812,7 @@ var require_inftrees = __commonJS({
         return 0;
       }
       for (min = 1; min < max2; min++) {
-        if (count4[min] !== 0) {
+        if (count5[min] !== 0) {
           break;
         }
       }
@@ -3822,7 +3822,7 @@ var require_inftrees = __commonJS({
       left = 1;
       for (len = 1; len <= MAXBITS; len++) {
         left <<= 1;
-        left -= count4[len];
+        left -= count5[len];
         if (left < 0) {
           return -1;
         }
@@ -3832,7 +3832,7 @@ var require_inftrees = __commonJS({
       }
       offs[1] = 0;
       for (len = 1; len < MAXBITS; len++) {
-        offs[len + 1] = offs[len] + count4[len];
+        offs[len + 1] = offs[len] + count5[len];
       }
       for (sym = 0; sym < codes; sym++) {
         if (lens[lens_index + sym] !== 0) {
@@ -3895,7 +3895,7 @@ var require_inftrees = __commonJS({
           huff = 0;
         }
         sym++;
-        if (--count4[len] === 0) {
+        if (--count5[len] === 0) {
           if (len === max2) {
             break;
           }
@@ -3909,7 +3909,7 @@ var require_inftrees = __commonJS({
           curr = len - drop;
           left = 1 << curr;
           while (curr + drop < max2) {
-            left -= count4[curr + drop];
+            left -= count5[curr + drop];
             if (left <= 0) {
               break;
             }
@@ -3933,9 +3933,9 @@ var require_inftrees = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/inflate.js
+// node_modules/pako/lib/zlib/inflate.js
 var require_inflate = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/inflate.js"(exports2) {
+  "node_modules/pako/lib/zlib/inflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var adler32 = require_adler32();
@@ -3962,7 +3962,7 @@ var require_inflate = __commonJS({
     var OS = 4;
     var EXLEN = 5;
     var EXTRA = 6;
-    var NAME = 7;
+    var NAME2 = 7;
     var COMMENT = 8;
     var HCRC = 9;
     var DICTID = 10;
@@ -4418,9 +4418,9 @@ var require_inflate = __commonJS({
                 }
               }
               state.length = 0;
-              state.mode = NAME;
+              state.mode = NAME2;
             /* falls through */
-            case NAME:
+            case NAME2:
               if (state.flags & 2048) {
                 if (have === 0) {
                   break inf_leave;
@@ -5172,9 +5172,9 @@ var require_inflate = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/constants.js
+// node_modules/pako/lib/zlib/constants.js
 var require_constants = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       /* Allowed flush values; see deflate() and inflate() below for details */
@@ -5219,9 +5219,9 @@ var require_constants = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/gzheader.js
+// node_modules/pako/lib/zlib/gzheader.js
 var require_gzheader = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
     "use strict";
     function GZheader() {
       this.text = 0;
@@ -5239,9 +5239,9 @@ var require_gzheader = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/inflate.js
+// node_modules/pako/lib/inflate.js
 var require_inflate2 = __commonJS({
-  "../../main/node_modules/pako/lib/inflate.js"(exports2) {
+  "node_modules/pako/lib/inflate.js"(exports2) {
     "use strict";
     var zlib_inflate = require_inflate();
     var utils = require_common();
@@ -5413,9 +5413,9 @@ var require_inflate2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/index.js
+// node_modules/pako/index.js
 var require_pako = __commonJS({
-  "../../main/node_modules/pako/index.js"(exports2, module2) {
+  "node_modules/pako/index.js"(exports2, module2) {
     "use strict";
     var assign = require_common().assign;
     var deflate = require_deflate2();
@@ -5427,9 +5427,9 @@ var require_pako = __commonJS({
   }
 });
 
-// ../../main/node_modules/@assemblyscript/loader/umd/index.js
+// node_modules/@assemblyscript/loader/umd/index.js
 var require_umd = __commonJS({
-  "../../main/node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
+  "node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
     var loader = (function(exports3) {
       "use strict";
       Object.defineProperty(exports3, "__esModule", {
@@ -5564,7 +5564,7 @@ var require_umd = __commonJS({
           return getStringImpl(buffer, ptr);
         }
         extendedExports.__getString = __getString;
-        function getView(alignLog2, signed2, float) {
+        function getView(alignLog2, signed3, float) {
           const buffer = memory.buffer;
           if (float) {
             switch (alignLog2) {
@@ -5576,13 +5576,13 @@ var require_umd = __commonJS({
           } else {
             switch (alignLog2) {
               case 0:
-                return new (signed2 ? Int8Array : Uint8Array)(buffer);
+                return new (signed3 ? Int8Array : Uint8Array)(buffer);
               case 1:
-                return new (signed2 ? Int16Array : Uint16Array)(buffer);
+                return new (signed3 ? Int16Array : Uint16Array)(buffer);
               case 2:
-                return new (signed2 ? Int32Array : Uint32Array)(buffer);
+                return new (signed3 ? Int32Array : Uint32Array)(buffer);
               case 3:
-                return new (signed2 ? BigInt64Array : BigUint64Array)(buffer);
+                return new (signed3 ? BigInt64Array : BigUint64Array)(buffer);
             }
           }
           throw Error(`unsupported align: ${alignLog2}`);
@@ -5834,9 +5834,9 @@ var require_umd = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/wasm/index.js
+// node_modules/hdr-histogram-js/dist/wasm/index.js
 var require_wasm = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
     "use strict";
     var __awaiter = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
@@ -5990,8 +5990,8 @@ var require_wasm = __commonJS({
       recordValue(value) {
         this._wasmHistogram.recordValue(value);
       }
-      recordValueWithCount(value, count4) {
-        this._wasmHistogram.recordValueWithCount(value, count4);
+      recordValueWithCount(value, count5) {
+        this._wasmHistogram.recordValueWithCount(value, count5);
       }
       recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples) {
         this._wasmHistogram.recordValueWithExpectedInterval(value, expectedIntervalBetweenValueSamples);
@@ -6063,9 +6063,9 @@ var require_wasm = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
+// node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
 var require_PackedArrayContext = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArrayContext = exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = void 0;
@@ -6506,9 +6506,9 @@ var require_PackedArrayContext = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
+// node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
 var require_PackedArray = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArray = void 0;
@@ -6643,9 +6643,9 @@ var require_PackedArray = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js
+// node_modules/hdr-histogram-js/dist/PackedHistogram.js
 var require_PackedHistogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6691,9 +6691,9 @@ var require_PackedHistogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
+// node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
 var require_TypedArrayHistogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6754,9 +6754,9 @@ var require_TypedArrayHistogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js
+// node_modules/hdr-histogram-js/dist/Int8Histogram.js
 var require_Int8Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6769,9 +6769,9 @@ var require_Int8Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js
+// node_modules/hdr-histogram-js/dist/Int16Histogram.js
 var require_Int16Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6784,9 +6784,9 @@ var require_Int16Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js
+// node_modules/hdr-histogram-js/dist/Int32Histogram.js
 var require_Int32Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6799,9 +6799,9 @@ var require_Int32Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js
+// node_modules/hdr-histogram-js/dist/Float64Histogram.js
 var require_Float64Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6814,9 +6814,9 @@ var require_Float64Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
+// node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
 var require_JsHistogramFactory = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.constructorFromBucketSize = constructorFromBucketSize;
@@ -6844,9 +6844,9 @@ var require_JsHistogramFactory = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
+// node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
 var require_ZigZagEncoding = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -6966,9 +6966,9 @@ var require_ZigZagEncoding = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
+// node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
 var require_JsHistogram_encoding = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
+  "node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.inflate = exports.deflate = void 0;
@@ -6990,12 +6990,12 @@ var require_JsHistogram_encoding = __commonJS({
       const countsLimit = self.countsArrayIndex(self.maxValue) + 1;
       let srcIndex = 0;
       while (srcIndex < countsLimit) {
-        const count4 = self.getCountAtIndex(srcIndex++);
-        if (count4 < 0) {
-          throw new Error("Cannot encode histogram containing negative counts (" + count4 + ") at index " + srcIndex + ", corresponding the value range [" + self.lowestEquivalentValue(self.valueFromIndex(srcIndex)) + "," + self.nextNonEquivalentValue(self.valueFromIndex(srcIndex)) + ")");
+        const count5 = self.getCountAtIndex(srcIndex++);
+        if (count5 < 0) {
+          throw new Error("Cannot encode histogram containing negative counts (" + count5 + ") at index " + srcIndex + ", corresponding the value range [" + self.lowestEquivalentValue(self.valueFromIndex(srcIndex)) + "," + self.nextNonEquivalentValue(self.valueFromIndex(srcIndex)) + ")");
         }
         let zerosCount = 0;
-        if (count4 == 0) {
+        if (count5 == 0) {
           zerosCount = 1;
           while (srcIndex < countsLimit && self.getCountAtIndex(srcIndex) == 0) {
             zerosCount++;
@@ -7005,7 +7005,7 @@ var require_JsHistogram_encoding = __commonJS({
         if (zerosCount > 1) {
           ZigZagEncoding_1.default.encode(buffer, -zerosCount);
         } else {
-          ZigZagEncoding_1.default.encode(buffer, count4);
+          ZigZagEncoding_1.default.encode(buffer, count5);
         }
       }
     }
@@ -7034,12 +7034,12 @@ var require_JsHistogram_encoding = __commonJS({
       const endPosition = sourceBuffer.position + lengthInBytes;
       while (sourceBuffer.position < endPosition) {
         let zerosCount = 0;
-        let count4 = ZigZagEncoding_1.default.decode(sourceBuffer);
-        if (count4 < 0) {
-          zerosCount = -count4;
+        let count5 = ZigZagEncoding_1.default.decode(sourceBuffer);
+        if (count5 < 0) {
+          zerosCount = -count5;
           dstIndex += zerosCount;
         } else {
-          self.setCountAtIndex(dstIndex++, count4);
+          self.setCountAtIndex(dstIndex++, count5);
         }
       }
       return dstIndex;
@@ -7130,9 +7130,9 @@ var require_JsHistogram_encoding = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/encoding.js
+// node_modules/hdr-histogram-js/dist/encoding.js
 var require_encoding = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = void 0;
@@ -7189,9 +7189,9 @@ var require_encoding = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js
+// node_modules/hdr-histogram-js/dist/HistogramLogReader.js
 var require_HistogramLogReader = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.listTags = void 0;
@@ -7281,9 +7281,9 @@ var require_HistogramLogReader = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
+// node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
 var require_HistogramLogWriter = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var Histogram_1 = require_Histogram();
@@ -7354,9 +7354,9 @@ var require_HistogramLogWriter = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js
+// node_modules/hdr-histogram-js/dist/HistogramBuilder.js
 var require_HistogramBuilder = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.build = exports2.defaultRequest = void 0;
@@ -7384,9 +7384,9 @@ var require_HistogramBuilder = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Recorder.js
+// node_modules/hdr-histogram-js/dist/Recorder.js
 var require_Recorder = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramBuilder_1 = require_HistogramBuilder();
@@ -7422,8 +7422,8 @@ var require_Recorder = __commonJS({
        * @param count The number of occurrences of this value to record
        * @throws ArrayIndexOutOfBoundsException (may throw) if value is exceeds highestTrackableValue
        */
-      recordValueWithCount(value, count4) {
-        this.activeHistogram.recordValueWithCount(value, count4);
+      recordValueWithCount(value, count5) {
+        this.activeHistogram.recordValueWithCount(value, count5);
       }
       /**
        * Record a value
@@ -7537,9 +7537,9 @@ var require_Recorder = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/index.js
+// node_modules/hdr-histogram-js/dist/index.js
 var require_dist = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/index.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.JsHistogram = exports2.WasmHistogram = exports2.Recorder = exports2.HistogramLogWriter = exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = exports2.ByteBuffer = exports2.build = exports2.listTags = exports2.HistogramLogReader = exports2.PackedHistogram = exports2.Float64Histogram = exports2.Int32Histogram = exports2.Int16Histogram = exports2.Int8Histogram = exports2.initWebAssemblySync = exports2.initWebAssembly = void 0;
@@ -7590,9 +7590,9 @@ var require_dist = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/identity.js
+// node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/identity.js"(exports2) {
+  "node_modules/yaml/dist/nodes/identity.js"(exports2) {
     "use strict";
     var ALIAS = /* @__PURE__ */ Symbol.for("yaml.alias");
     var DOC = /* @__PURE__ */ Symbol.for("yaml.document");
@@ -7647,9 +7647,9 @@ var require_identity = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/visit.js
+// node_modules/yaml/dist/visit.js
 var require_visit = __commonJS({
-  "../../main/node_modules/yaml/dist/visit.js"(exports2) {
+  "node_modules/yaml/dist/visit.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
@@ -7805,9 +7805,9 @@ var require_visit = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/directives.js
+// node_modules/yaml/dist/doc/directives.js
 var require_directives = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/directives.js"(exports2) {
+  "node_modules/yaml/dist/doc/directives.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -7976,9 +7976,9 @@ var require_directives = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/anchors.js
+// node_modules/yaml/dist/doc/anchors.js
 var require_anchors = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/anchors.js"(exports2) {
+  "node_modules/yaml/dist/doc/anchors.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -8046,9 +8046,9 @@ var require_anchors = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/applyReviver.js
+// node_modules/yaml/dist/doc/applyReviver.js
 var require_applyReviver = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
+  "node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
     "use strict";
     function applyReviver(reviver, obj, key, val) {
       if (val && typeof val === "object") {
@@ -8096,9 +8096,9 @@ var require_applyReviver = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/toJS.js
+// node_modules/yaml/dist/nodes/toJS.js
 var require_toJS = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/toJS.js"(exports2) {
+  "node_modules/yaml/dist/nodes/toJS.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function toJS(value, arg, ctx) {
@@ -8126,9 +8126,9 @@ var require_toJS = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Node.js
+// node_modules/yaml/dist/nodes/Node.js
 var require_Node = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Node.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Node.js"(exports2) {
     "use strict";
     var applyReviver = require_applyReviver();
     var identity3 = require_identity();
@@ -8158,8 +8158,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count4, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count4);
+          for (const { count: count5, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count5);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -8167,9 +8167,9 @@ var require_Node = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Alias.js
+// node_modules/yaml/dist/nodes/Alias.js
 var require_Alias = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Alias.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Alias.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var visit2 = require_visit();
@@ -8267,13 +8267,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity3.isCollection(node2)) {
-        let count4 = 0;
+        let count5 = 0;
         for (const item of node2.items) {
           const c3 = getAliasCount(doc, item, anchors2);
-          if (c3 > count4)
-            count4 = c3;
+          if (c3 > count5)
+            count5 = c3;
         }
-        return count4;
+        return count5;
       } else if (identity3.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -8285,9 +8285,9 @@ var require_Alias = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Scalar.js
+// node_modules/yaml/dist/nodes/Scalar.js
 var require_Scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Node = require_Node();
@@ -8315,9 +8315,9 @@ var require_Scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/createNode.js
+// node_modules/yaml/dist/doc/createNode.js
 var require_createNode = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/createNode.js"(exports2) {
+  "node_modules/yaml/dist/doc/createNode.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -8390,9 +8390,9 @@ var require_createNode = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Collection.js
+// node_modules/yaml/dist/nodes/Collection.js
 var require_Collection = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Collection.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Collection.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var identity3 = require_identity();
@@ -8533,9 +8533,9 @@ var require_Collection = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyComment.js
+// node_modules/yaml/dist/stringify/stringifyComment.js
 var require_stringifyComment = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
     "use strict";
     var stringifyComment = (str) => str.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
@@ -8550,9 +8550,9 @@ var require_stringifyComment = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/foldFlowLines.js
+// node_modules/yaml/dist/stringify/foldFlowLines.js
 var require_foldFlowLines = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
+  "node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
     "use strict";
     var FOLD_FLOW = "flow";
     var FOLD_BLOCK = "block";
@@ -8686,9 +8686,9 @@ ${indent}${text.slice(fold + 1, end2)}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyString.js
+// node_modules/yaml/dist/stringify/stringifyString.js
 var require_stringifyString = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var foldFlowLines = require_foldFlowLines();
@@ -8969,9 +8969,9 @@ ${indent}`);
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringify.js
+// node_modules/yaml/dist/stringify/stringify.js
 var require_stringify = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringify.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringify.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var identity3 = require_identity();
@@ -9093,9 +9093,9 @@ ${ctx.indent}${str}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyPair.js
+// node_modules/yaml/dist/stringify/stringifyPair.js
 var require_stringifyPair = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9226,9 +9226,9 @@ ${ctx.indent}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/log.js
+// node_modules/yaml/dist/log.js
 var require_log = __commonJS({
-  "../../main/node_modules/yaml/dist/log.js"(exports2) {
+  "node_modules/yaml/dist/log.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     function debug(logLevel, ...messages) {
@@ -9248,9 +9248,9 @@ var require_log = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js
+// node_modules/yaml/dist/schema/yaml-1.1/merge.js
 var require_merge = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9308,9 +9308,9 @@ var require_merge = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js
+// node_modules/yaml/dist/nodes/addPairToJSMap.js
 var require_addPairToJSMap = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
+  "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
     "use strict";
     var log = require_log();
     var merge2 = require_merge();
@@ -9372,9 +9372,9 @@ var require_addPairToJSMap = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Pair.js
+// node_modules/yaml/dist/nodes/Pair.js
 var require_Pair = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Pair.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Pair.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyPair = require_stringifyPair();
@@ -9412,9 +9412,9 @@ var require_Pair = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyCollection.js
+// node_modules/yaml/dist/stringify/stringifyCollection.js
 var require_stringifyCollection = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -9520,7 +9520,7 @@ ${indent}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum3, line) => sum3 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum4, line) => sum4 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -9536,7 +9536,7 @@ ${indent}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum3, line) => sum3 + line.length + 2, 2);
+          const len = lines.reduce((sum4, line) => sum4 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -9563,9 +9563,9 @@ ${indent}${end}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/YAMLMap.js
+// node_modules/yaml/dist/nodes/YAMLMap.js
 var require_YAMLMap = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
+  "node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
     "use strict";
     var stringifyCollection = require_stringifyCollection();
     var addPairToJSMap = require_addPairToJSMap();
@@ -9707,9 +9707,9 @@ var require_YAMLMap = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/map.js
+// node_modules/yaml/dist/schema/common/map.js
 var require_map = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/map.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/map.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLMap = require_YAMLMap();
@@ -9729,9 +9729,9 @@ var require_map = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/YAMLSeq.js
+// node_modules/yaml/dist/nodes/YAMLSeq.js
 var require_YAMLSeq = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
+  "node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyCollection = require_stringifyCollection();
@@ -9845,9 +9845,9 @@ var require_YAMLSeq = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/seq.js
+// node_modules/yaml/dist/schema/common/seq.js
 var require_seq = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/seq.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/seq.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLSeq = require_YAMLSeq();
@@ -9867,9 +9867,9 @@ var require_seq = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/string.js
+// node_modules/yaml/dist/schema/common/string.js
 var require_string = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/string.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/string.js"(exports2) {
     "use strict";
     var stringifyString = require_stringifyString();
     var string4 = {
@@ -9886,9 +9886,9 @@ var require_string = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/null.js
+// node_modules/yaml/dist/schema/common/null.js
 var require_null = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/null.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/null.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
@@ -9904,9 +9904,9 @@ var require_null = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/bool.js
+// node_modules/yaml/dist/schema/core/bool.js
 var require_bool = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/bool.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
@@ -9928,9 +9928,9 @@ var require_bool = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyNumber.js
+// node_modules/yaml/dist/stringify/stringifyNumber.js
 var require_stringifyNumber = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
     "use strict";
     function stringifyNumber({ format: format2, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
@@ -9955,9 +9955,9 @@ var require_stringifyNumber = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/float.js
+// node_modules/yaml/dist/schema/core/float.js
 var require_float = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/float.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10001,9 +10001,9 @@ var require_float = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/int.js
+// node_modules/yaml/dist/schema/core/int.js
 var require_int = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/int.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10046,9 +10046,9 @@ var require_int = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/schema.js
+// node_modules/yaml/dist/schema/core/schema.js
 var require_schema = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10074,9 +10074,9 @@ var require_schema = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/json/schema.js
+// node_modules/yaml/dist/schema/json/schema.js
 var require_schema2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/json/schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/json/schema.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var map2 = require_map();
@@ -10141,9 +10141,9 @@ var require_schema2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js
+// node_modules/yaml/dist/schema/yaml-1.1/binary.js
 var require_binary = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
     "use strict";
     var node_buffer = __require("buffer");
     var Scalar = require_Scalar();
@@ -10183,10 +10183,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
-          let s2 = "";
+          let s3 = "";
           for (let i2 = 0; i2 < buf.length; ++i2)
-            s2 += String.fromCharCode(buf[i2]);
-          str = btoa(s2);
+            s3 += String.fromCharCode(buf[i2]);
+          str = btoa(s3);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
@@ -10207,9 +10207,9 @@ var require_binary = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js
+// node_modules/yaml/dist/schema/yaml-1.1/pairs.js
 var require_pairs = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10243,8 +10243,8 @@ ${cn.comment}` : item.comment;
     }
     function createPairs(schema, iterable, ctx) {
       const { replacer } = ctx;
-      const pairs2 = new YAMLSeq.YAMLSeq(schema);
-      pairs2.tag = "tag:yaml.org,2002:pairs";
+      const pairs3 = new YAMLSeq.YAMLSeq(schema);
+      pairs3.tag = "tag:yaml.org,2002:pairs";
       let i2 = 0;
       if (iterable && Symbol.iterator in Object(iterable))
         for (let it of iterable) {
@@ -10268,11 +10268,11 @@ ${cn.comment}` : item.comment;
           } else {
             key = it;
           }
-          pairs2.items.push(Pair.createPair(key, value, ctx));
+          pairs3.items.push(Pair.createPair(key, value, ctx));
         }
-      return pairs2;
+      return pairs3;
     }
-    var pairs = {
+    var pairs2 = {
       collection: "seq",
       default: false,
       tag: "tag:yaml.org,2002:pairs",
@@ -10280,20 +10280,20 @@ ${cn.comment}` : item.comment;
       createNode: createPairs
     };
     exports2.createPairs = createPairs;
-    exports2.pairs = pairs;
+    exports2.pairs = pairs2;
     exports2.resolvePairs = resolvePairs;
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js
+// node_modules/yaml/dist/schema/yaml-1.1/omap.js
 var require_omap = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var toJS = require_toJS();
     var YAMLMap = require_YAMLMap();
     var YAMLSeq = require_YAMLSeq();
-    var pairs = require_pairs();
+    var pairs2 = require_pairs();
     var YAMLOMap = class _YAMLOMap extends YAMLSeq.YAMLSeq {
       constructor() {
         super();
@@ -10329,7 +10329,7 @@ var require_omap = __commonJS({
         return map2;
       }
       static from(schema, iterable, ctx) {
-        const pairs$1 = pairs.createPairs(schema, iterable, ctx);
+        const pairs$1 = pairs2.createPairs(schema, iterable, ctx);
         const omap2 = new this();
         omap2.items = pairs$1.items;
         return omap2;
@@ -10343,7 +10343,7 @@ var require_omap = __commonJS({
       default: false,
       tag: "tag:yaml.org,2002:omap",
       resolve(seq, onError) {
-        const pairs$1 = pairs.resolvePairs(seq, onError);
+        const pairs$1 = pairs2.resolvePairs(seq, onError);
         const seenKeys = [];
         for (const { key } of pairs$1.items) {
           if (identity3.isScalar(key)) {
@@ -10363,9 +10363,9 @@ var require_omap = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js
+// node_modules/yaml/dist/schema/yaml-1.1/bool.js
 var require_bool2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function boolStringify({ value, source }, ctx) {
@@ -10395,9 +10395,9 @@ var require_bool2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js
+// node_modules/yaml/dist/schema/yaml-1.1/float.js
 var require_float2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10444,9 +10444,9 @@ var require_float2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js
+// node_modules/yaml/dist/schema/yaml-1.1/int.js
 var require_int2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10523,9 +10523,9 @@ var require_int2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js
+// node_modules/yaml/dist/schema/yaml-1.1/set.js
 var require_set = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10612,9 +10612,9 @@ var require_set = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
+// node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
 var require_timestamp = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     function parseSexagesimal(str, asBigInt) {
@@ -10680,9 +10680,9 @@ var require_timestamp = __commonJS({
         const match = str.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
-        const [, year, month, day, hour, minute, second] = match.map(Number);
+        const [, year, month, day3, hour, minute, second] = match.map(Number);
         const millisec = match[7] ? Number((match[7] + "00").substr(1, 3)) : 0;
-        let date5 = Date.UTC(year, month - 1, day, hour || 0, minute || 0, second || 0, millisec);
+        let date5 = Date.UTC(year, month - 1, day3, hour || 0, minute || 0, second || 0, millisec);
         const tz = match[8];
         if (tz && tz !== "Z") {
           let d = parseSexagesimal(tz, false);
@@ -10700,9 +10700,9 @@ var require_timestamp = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js
+// node_modules/yaml/dist/schema/yaml-1.1/schema.js
 var require_schema3 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10714,7 +10714,7 @@ var require_schema3 = __commonJS({
     var int2 = require_int2();
     var merge2 = require_merge();
     var omap = require_omap();
-    var pairs = require_pairs();
+    var pairs2 = require_pairs();
     var set2 = require_set();
     var timestamp = require_timestamp();
     var schema = [
@@ -10734,7 +10734,7 @@ var require_schema3 = __commonJS({
       binary.binary,
       merge2.merge,
       omap.omap,
-      pairs.pairs,
+      pairs2.pairs,
       set2.set,
       timestamp.intTime,
       timestamp.floatTime,
@@ -10744,9 +10744,9 @@ var require_schema3 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/tags.js
+// node_modules/yaml/dist/schema/tags.js
 var require_tags = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/tags.js"(exports2) {
+  "node_modules/yaml/dist/schema/tags.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10760,7 +10760,7 @@ var require_tags = __commonJS({
     var binary = require_binary();
     var merge2 = require_merge();
     var omap = require_omap();
-    var pairs = require_pairs();
+    var pairs2 = require_pairs();
     var schema$2 = require_schema3();
     var set2 = require_set();
     var timestamp = require_timestamp();
@@ -10786,7 +10786,7 @@ var require_tags = __commonJS({
       merge: merge2.merge,
       null: _null4.nullTag,
       omap: omap.omap,
-      pairs: pairs.pairs,
+      pairs: pairs2.pairs,
       seq: seq.seq,
       set: set2.set,
       timestamp: timestamp.timestamp
@@ -10795,7 +10795,7 @@ var require_tags = __commonJS({
       "tag:yaml.org,2002:binary": binary.binary,
       "tag:yaml.org,2002:merge": merge2.merge,
       "tag:yaml.org,2002:omap": omap.omap,
-      "tag:yaml.org,2002:pairs": pairs.pairs,
+      "tag:yaml.org,2002:pairs": pairs2.pairs,
       "tag:yaml.org,2002:set": set2.set,
       "tag:yaml.org,2002:timestamp": timestamp.timestamp
     };
@@ -10838,9 +10838,9 @@ var require_tags = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/Schema.js
+// node_modules/yaml/dist/schema/Schema.js
 var require_Schema = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/Schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/Schema.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var map2 = require_map();
@@ -10870,9 +10870,9 @@ var require_Schema = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyDocument.js
+// node_modules/yaml/dist/stringify/stringifyDocument.js
 var require_stringifyDocument = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -10950,9 +10950,9 @@ var require_stringifyDocument = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/Document.js
+// node_modules/yaml/dist/doc/Document.js
 var require_Document = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/Document.js"(exports2) {
+  "node_modules/yaml/dist/doc/Document.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var Collection = require_Collection();
@@ -11226,8 +11226,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count4, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count4);
+          for (const { count: count5, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count5);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -11244,8 +11244,8 @@ var require_Document = __commonJS({
         if (this.errors.length > 0)
           throw new Error("Document with errors cannot be stringified");
         if ("indent" in options && (!Number.isInteger(options.indent) || Number(options.indent) <= 0)) {
-          const s2 = JSON.stringify(options.indent);
-          throw new Error(`"indent" option must be a positive integer, not ${s2}`);
+          const s3 = JSON.stringify(options.indent);
+          throw new Error(`"indent" option must be a positive integer, not ${s3}`);
         }
         return stringifyDocument.stringifyDocument(this, options);
       }
@@ -11259,9 +11259,9 @@ var require_Document = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/errors.js
+// node_modules/yaml/dist/errors.js
 var require_errors = __commonJS({
-  "../../main/node_modules/yaml/dist/errors.js"(exports2) {
+  "node_modules/yaml/dist/errors.js"(exports2) {
     "use strict";
     var YAMLError = class extends Error {
       constructor(name2, pos, code, message) {
@@ -11304,12 +11304,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count4 = 1;
+        let count5 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count4 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count5 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count4);
+        const pointer = " ".repeat(ci) + "^".repeat(count5);
         error62.message += `:
 
 ${lineStr}
@@ -11324,9 +11324,9 @@ ${pointer}
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-props.js
+// node_modules/yaml/dist/compose/resolve-props.js
 var require_resolve_props = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
     "use strict";
     function resolveProps(tokens, { flow, indicator, next, offset, onError, parentIndent, startOnNewline }) {
       let spaceBefore = false;
@@ -11458,9 +11458,9 @@ var require_resolve_props = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-contains-newline.js
+// node_modules/yaml/dist/compose/util-contains-newline.js
 var require_util_contains_newline = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
     "use strict";
     function containsNewline(key) {
       if (!key)
@@ -11500,9 +11500,9 @@ var require_util_contains_newline = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js
+// node_modules/yaml/dist/compose/util-flow-indent-check.js
 var require_util_flow_indent_check = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
     "use strict";
     var utilContainsNewline = require_util_contains_newline();
     function flowIndentCheck(indent, fc, onError) {
@@ -11518,9 +11518,9 @@ var require_util_flow_indent_check = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-map-includes.js
+// node_modules/yaml/dist/compose/util-map-includes.js
 var require_util_map_includes = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function mapIncludes(ctx, items, search) {
@@ -11534,9 +11534,9 @@ var require_util_map_includes = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-block-map.js
+// node_modules/yaml/dist/compose/resolve-block-map.js
 var require_resolve_block_map = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
     "use strict";
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
@@ -11642,9 +11642,9 @@ var require_resolve_block_map = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-block-seq.js
+// node_modules/yaml/dist/compose/resolve-block-seq.js
 var require_resolve_block_seq = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
     "use strict";
     var YAMLSeq = require_YAMLSeq();
     var resolveProps = require_resolve_props();
@@ -11693,9 +11693,9 @@ var require_resolve_block_seq = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-end.js
+// node_modules/yaml/dist/compose/resolve-end.js
 var require_resolve_end = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
     "use strict";
     function resolveEnd(end, offset, reqSpace, onError) {
       let comment = "";
@@ -11736,9 +11736,9 @@ var require_resolve_end = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js
+// node_modules/yaml/dist/compose/resolve-flow-collection.js
 var require_resolve_flow_collection = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -11930,9 +11930,9 @@ var require_resolve_flow_collection = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-collection.js
+// node_modules/yaml/dist/compose/compose-collection.js
 var require_compose_collection = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -11995,9 +11995,9 @@ var require_compose_collection = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js
+// node_modules/yaml/dist/compose/resolve-block-scalar.js
 var require_resolve_block_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
@@ -12178,9 +12178,9 @@ var require_resolve_block_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js
+// node_modules/yaml/dist/compose/resolve-flow-scalar.js
 var require_resolve_flow_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var resolveEnd = require_resolve_end();
@@ -12399,9 +12399,9 @@ var require_resolve_flow_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-scalar.js
+// node_modules/yaml/dist/compose/compose-scalar.js
 var require_compose_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -12480,9 +12480,9 @@ var require_compose_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js
+// node_modules/yaml/dist/compose/util-empty-scalar-position.js
 var require_util_empty_scalar_position = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
     "use strict";
     function emptyScalarPosition(offset, before, pos) {
       if (before) {
@@ -12510,9 +12510,9 @@ var require_util_empty_scalar_position = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-node.js
+// node_modules/yaml/dist/compose/compose-node.js
 var require_compose_node = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-node.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-node.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -12616,9 +12616,9 @@ var require_compose_node = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-doc.js
+// node_modules/yaml/dist/compose/compose-doc.js
 var require_compose_doc = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
     "use strict";
     var Document = require_Document();
     var composeNode = require_compose_node();
@@ -12659,9 +12659,9 @@ var require_compose_doc = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/composer.js
+// node_modules/yaml/dist/compose/composer.js
 var require_composer = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/composer.js"(exports2) {
+  "node_modules/yaml/dist/compose/composer.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var directives = require_directives();
@@ -12867,9 +12867,9 @@ ${end.comment}` : end.comment;
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst-scalar.js
+// node_modules/yaml/dist/parse/cst-scalar.js
 var require_cst_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
     "use strict";
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
@@ -13052,9 +13052,9 @@ var require_cst_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst-stringify.js
+// node_modules/yaml/dist/parse/cst-stringify.js
 var require_cst_stringify = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
     "use strict";
     var stringify = (cst) => "type" in cst ? stringifyToken(cst) : stringifyItem(cst);
     function stringifyToken(token) {
@@ -13113,9 +13113,9 @@ var require_cst_stringify = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst-visit.js
+// node_modules/yaml/dist/parse/cst-visit.js
 var require_cst_visit = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
@@ -13175,9 +13175,9 @@ var require_cst_visit = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst.js
+// node_modules/yaml/dist/parse/cst.js
 var require_cst = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst.js"(exports2) {
     "use strict";
     var cstScalar = require_cst_scalar();
     var cstStringify = require_cst_stringify();
@@ -13277,9 +13277,9 @@ var require_cst = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/lexer.js
+// node_modules/yaml/dist/parse/lexer.js
 var require_lexer = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/lexer.js"(exports2) {
+  "node_modules/yaml/dist/parse/lexer.js"(exports2) {
     "use strict";
     var cst = require_cst();
     function isEmpty(ch) {
@@ -13458,12 +13458,12 @@ var require_lexer = __commonJS({
         if (ch === "-" || ch === ".") {
           if (!this.atEnd && !this.hasChars(4))
             return this.setNext("line-start");
-          const s2 = this.peek(3);
-          if ((s2 === "---" || s2 === "...") && isEmpty(this.charAt(3))) {
+          const s3 = this.peek(3);
+          if ((s3 === "---" || s3 === "...") && isEmpty(this.charAt(3))) {
             yield* this.pushCount(3);
             this.indentValue = 0;
             this.indentNext = 0;
-            return s2 === "---" ? "doc" : "stream";
+            return s3 === "---" ? "doc" : "stream";
           }
         }
         this.indentValue = yield* this.pushSpaces(false);
@@ -13768,11 +13768,11 @@ var require_lexer = __commonJS({
         return 0;
       }
       *pushToIndex(i2, allowEmpty) {
-        const s2 = this.buffer.slice(this.pos, i2);
-        if (s2) {
-          yield s2;
-          this.pos += s2.length;
-          return s2.length;
+        const s3 = this.buffer.slice(this.pos, i2);
+        if (s3) {
+          yield s3;
+          this.pos += s3.length;
+          return s3.length;
         } else if (allowEmpty)
           yield "";
         return 0;
@@ -13866,9 +13866,9 @@ var require_lexer = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/line-counter.js
+// node_modules/yaml/dist/parse/line-counter.js
 var require_line_counter = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/line-counter.js"(exports2) {
+  "node_modules/yaml/dist/parse/line-counter.js"(exports2) {
     "use strict";
     var LineCounter2 = class {
       constructor() {
@@ -13897,22 +13897,22 @@ var require_line_counter = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/parser.js
+// node_modules/yaml/dist/parse/parser.js
 var require_parser = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/parser.js"(exports2) {
+  "node_modules/yaml/dist/parse/parser.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var cst = require_cst();
     var lexer = require_lexer();
-    function includesToken(list, type) {
-      for (let i2 = 0; i2 < list.length; ++i2)
-        if (list[i2].type === type)
+    function includesToken(list2, type) {
+      for (let i2 = 0; i2 < list2.length; ++i2)
+        if (list2[i2].type === type)
           return true;
       return false;
     }
-    function findNonEmptyIndex(list) {
-      for (let i2 = 0; i2 < list.length; ++i2) {
-        switch (list[i2].type) {
+    function findNonEmptyIndex(list2) {
+      for (let i2 = 0; i2 < list2.length; ++i2) {
+        switch (list2[i2].type) {
           case "space":
           case "comment":
           case "newline":
@@ -13968,12 +13968,12 @@ var require_parser = __commonJS({
       }
       return prev.splice(i2, prev.length);
     }
-    function arrayPushArray(target2, source) {
+    function arrayPushArray(target, source) {
       if (source.length < 1e5)
-        Array.prototype.push.apply(target2, source);
+        Array.prototype.push.apply(target, source);
       else
         for (let i2 = 0; i2 < source.length; ++i2)
-          target2.push(source[i2]);
+          target.push(source[i2]);
     }
     function fixFlowSeqItems(fc) {
       if (fc.start.type === "flow-seq-start") {
@@ -14771,9 +14771,9 @@ var require_parser = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/public-api.js
+// node_modules/yaml/dist/public-api.js
 var require_public_api = __commonJS({
-  "../../main/node_modules/yaml/dist/public-api.js"(exports2) {
+  "node_modules/yaml/dist/public-api.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14868,9 +14868,9 @@ var require_public_api = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/index.js
+// node_modules/yaml/dist/index.js
 var require_dist2 = __commonJS({
-  "../../main/node_modules/yaml/dist/index.js"(exports2) {
+  "node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14920,9 +14920,9 @@ var require_dist2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/isexe/windows.js
+// node_modules/isexe/windows.js
 var require_windows = __commonJS({
-  "../../main/node_modules/isexe/windows.js"(exports2, module2) {
+  "node_modules/isexe/windows.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14960,9 +14960,9 @@ var require_windows = __commonJS({
   }
 });
 
-// ../../main/node_modules/isexe/mode.js
+// node_modules/isexe/mode.js
 var require_mode = __commonJS({
-  "../../main/node_modules/isexe/mode.js"(exports2, module2) {
+  "node_modules/isexe/mode.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14993,9 +14993,9 @@ var require_mode = __commonJS({
   }
 });
 
-// ../../main/node_modules/isexe/index.js
+// node_modules/isexe/index.js
 var require_isexe = __commonJS({
-  "../../main/node_modules/isexe/index.js"(exports2, module2) {
+  "node_modules/isexe/index.js"(exports2, module2) {
     var fs = __require("fs");
     var core;
     if (process.platform === "win32" || global.TESTING_WINDOWS) {
@@ -15048,9 +15048,9 @@ var require_isexe = __commonJS({
   }
 });
 
-// ../../main/node_modules/which/which.js
+// node_modules/which/which.js
 var require_which = __commonJS({
-  "../../main/node_modules/which/which.js"(exports2, module2) {
+  "node_modules/which/which.js"(exports2, module2) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
     var path6 = __require("path");
     var COLON = isWindows ? ";" : ":";
@@ -15144,9 +15144,9 @@ var require_which = __commonJS({
   }
 });
 
-// ../../main/node_modules/path-key/index.js
+// node_modules/path-key/index.js
 var require_path_key = __commonJS({
-  "../../main/node_modules/path-key/index.js"(exports2, module2) {
+  "node_modules/path-key/index.js"(exports2, module2) {
     "use strict";
     var pathKey2 = (options = {}) => {
       const environment = options.env || process.env;
@@ -15161,9 +15161,9 @@ var require_path_key = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/util/resolveCommand.js
+// node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var which = require_which();
@@ -15203,9 +15203,9 @@ var require_resolveCommand = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/util/escape.js
+// node_modules/cross-spawn/lib/util/escape.js
 var require_escape = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
     "use strict";
     var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
     function escapeCommand(arg) {
@@ -15228,17 +15228,17 @@ var require_escape = __commonJS({
   }
 });
 
-// ../../main/node_modules/shebang-regex/index.js
+// node_modules/shebang-regex/index.js
 var require_shebang_regex = __commonJS({
-  "../../main/node_modules/shebang-regex/index.js"(exports2, module2) {
+  "node_modules/shebang-regex/index.js"(exports2, module2) {
     "use strict";
     module2.exports = /^#!(.*)/;
   }
 });
 
-// ../../main/node_modules/shebang-command/index.js
+// node_modules/shebang-command/index.js
 var require_shebang_command = __commonJS({
-  "../../main/node_modules/shebang-command/index.js"(exports2, module2) {
+  "node_modules/shebang-command/index.js"(exports2, module2) {
     "use strict";
     var shebangRegex = require_shebang_regex();
     module2.exports = (string4 = "") => {
@@ -15256,9 +15256,9 @@ var require_shebang_command = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/util/readShebang.js
+// node_modules/cross-spawn/lib/util/readShebang.js
 var require_readShebang = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
     "use strict";
     var fs = __require("fs");
     var shebangCommand = require_shebang_command();
@@ -15278,9 +15278,9 @@ var require_readShebang = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/parse.js
+// node_modules/cross-spawn/lib/parse.js
 var require_parse = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var resolveCommand = require_resolveCommand();
@@ -15340,9 +15340,9 @@ var require_parse = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/enoent.js
+// node_modules/cross-spawn/lib/enoent.js
 var require_enoent = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
     "use strict";
     var isWin = process.platform === "win32";
     function notFoundError(original, syscall) {
@@ -15390,9 +15390,9 @@ var require_enoent = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/index.js
+// node_modules/cross-spawn/index.js
 var require_cross_spawn = __commonJS({
-  "../../main/node_modules/cross-spawn/index.js"(exports2, module2) {
+  "node_modules/cross-spawn/index.js"(exports2, module2) {
     "use strict";
     var cp = __require("child_process");
     var parse3 = require_parse();
@@ -15428,30 +15428,30 @@ var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
 };
 
-// ../../main/node_modules/simple-statistics/dist/simple-statistics.mjs
+// node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
     return 0;
   }
-  var sum3 = x[0];
+  var sum4 = x[0];
   var correction = 0;
   var transition;
-  if (typeof sum3 !== "number") {
+  if (typeof sum4 !== "number") {
     return Number.NaN;
   }
   for (var i2 = 1; i2 < x.length; i2++) {
     if (typeof x[i2] !== "number") {
       return Number.NaN;
     }
-    transition = sum3 + x[i2];
-    if (Math.abs(sum3) >= Math.abs(x[i2])) {
-      correction += sum3 - transition + x[i2];
+    transition = sum4 + x[i2];
+    if (Math.abs(sum4) >= Math.abs(x[i2])) {
+      correction += sum4 - transition + x[i2];
     } else {
-      correction += x[i2] - transition + sum3;
+      correction += x[i2] - transition + sum4;
     }
-    sum3 = transition;
+    sum4 = transition;
   }
-  return sum3 + correction;
+  return sum4 + correction;
 }
 function mean(x) {
   if (x.length === 0) {
@@ -15461,20 +15461,20 @@ function mean(x) {
 }
 function sumNthPowerDeviations(x, n2) {
   var meanValue = mean(x);
-  var sum3 = 0;
+  var sum4 = 0;
   var tempValue;
   var i2;
   if (n2 === 2) {
     for (i2 = 0; i2 < x.length; i2++) {
       tempValue = x[i2] - meanValue;
-      sum3 += tempValue * tempValue;
+      sum4 += tempValue * tempValue;
     }
   } else {
     for (i2 = 0; i2 < x.length; i2++) {
-      sum3 += Math.pow(x[i2] - meanValue, n2);
+      sum4 += Math.pow(x[i2] - meanValue, n2);
     }
   }
-  return sum3;
+  return sum4;
 }
 function sampleVariance(x) {
   if (x.length < 2) {
@@ -15537,13 +15537,13 @@ var g = 607 / 128;
 var LOGSQRT2PI = Math.log(Math.sqrt(2 * Math.PI));
 var SQRT_2PI$1 = Math.sqrt(2 * Math.PI);
 function cumulativeDistribution(z3) {
-  var sum3 = z3;
+  var sum4 = z3;
   var tmp = z3;
   for (var i2 = 1; i2 < 30; i2++) {
     tmp *= z3 * z3 / (2 * i2 + 1);
-    sum3 += tmp;
+    sum4 += tmp;
   }
-  return Math.round((0.5 + sum3 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
+  return Math.round((0.5 + sum4 / SQRT_2PI$1 * Math.exp(-z3 * z3 / 2)) * 1e4) / 1e4;
 }
 var standardNormalTable = [];
 for (z = 0; z <= 3.09; z += 0.01) {
@@ -15594,9 +15594,9 @@ function bootstrapMeanInterval(d, confidence, resamples, rand) {
   const n2 = d.length;
   const means = new Float64Array(resamples);
   for (let b = 0; b < resamples; b++) {
-    let sum3 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum3 += d[Math.floor(rand() * n2)];
-    means[b] = sum3 / n2;
+    let sum4 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum4 += d[Math.floor(rand() * n2)];
+    means[b] = sum4 / n2;
   }
   means.sort();
   const alpha = 1 - confidence;
@@ -15618,6 +15618,7 @@ var constants_default = {
     ok: 0,
     refused: 2
   },
+  history_schema_version: 1,
   max_classes: 16,
   outcome_marker: "perf-gate-outcome ",
   run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
@@ -15749,14 +15750,14 @@ function upperIncompleteGammaHalf(z3) {
   if (z3 === 0) return 1;
   const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
   if (z3 < a2 + 1) {
-    let sum3 = 1 / a2;
-    let term = sum3;
+    let sum4 = 1 / a2;
+    let term = sum4;
     for (let n2 = 1; n2 < 500; n2++) {
       term *= z3 / (a2 + n2);
-      sum3 += term;
-      if (term < sum3 * 1e-16) break;
+      sum4 += term;
+      if (term < sum4 * 1e-16) break;
     }
-    return 1 - sum3 * Math.exp(lnPre);
+    return 1 - sum4 * Math.exp(lnPre);
   }
   const tiny = 1e-300;
   let b = z3 + 1 - a2;
@@ -15782,8 +15783,8 @@ function normalCdf(z3) {
 }
 
 // src/analysis/pooled-quantile.ts
-function armSample(pairs) {
-  const runs2 = pairs.map((p) => Float64Array.from(p).sort());
+function armSample(pairs2) {
+  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
   const total = runs2.reduce((acc, r) => acc + r.length, 0);
   const values = new Float64Array(total);
   const owner = new Int32Array(total);
@@ -15816,9 +15817,9 @@ function armSample(pairs) {
   }
   return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
 }
-function weightedPercentile(s2, q, weight, requestWeight) {
+function weightedPercentile(s3, q, weight, requestWeight) {
   let total = 0;
-  for (let i2 = 0; i2 < s2.perPair.length; i2++) total += weight(i2) * s2.perPair[i2];
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) total += weight(i2) * s3.perPair[i2];
   if (total <= 0) throw new RangeError("weightedPercentile: no requests");
   const pos = q * (total - 1);
   const fromTop = q >= 0.5;
@@ -15826,29 +15827,29 @@ function weightedPercentile(s2, q, weight, requestWeight) {
   const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
   let seen = 0;
   let first = NaN;
-  const n2 = s2.values.length;
+  const n2 = s3.values.length;
   for (let k = 0; k < n2; k++) {
     const e = fromTop ? n2 - 1 - k : k;
-    const w = weight(s2.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    const w = weight(s3.owner[e]) * (requestWeight ? requestWeight[e] : 1);
     if (w === 0) continue;
     seen += w;
-    if (Number.isNaN(first) && seen > lowRank) first = s2.values[e];
+    if (Number.isNaN(first) && seen > lowRank) first = s3.values[e];
     if (seen > highRank) {
-      const second = s2.values[e];
+      const second = s3.values[e];
       const frac = pos - Math.floor(pos);
       return fromTop ? second + frac * (first - second) : first + frac * (second - first);
     }
   }
   throw new RangeError("weightedPercentile: rank past the sample");
 }
-function leaveOnePairOut(s2, q) {
-  const n2 = s2.values.length;
+function leaveOnePairOut(s3, q) {
+  const n2 = s3.values.length;
   const fromTop = q >= 0.5;
   const at = (k) => fromTop ? n2 - 1 - k : k;
-  const positions = Array.from({ length: s2.perPair.length }, () => []);
-  for (let k = 0; k < n2; k++) positions[s2.owner[at(k)]].push(k);
-  const out = new Float64Array(s2.perPair.length);
-  for (let i2 = 0; i2 < s2.perPair.length; i2++) {
+  const positions = Array.from({ length: s3.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s3.owner[at(k)]].push(k);
+  const out = new Float64Array(s3.perPair.length);
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) {
     const mine = positions[i2];
     const upTo = (k) => {
       let lo = 0;
@@ -15863,15 +15864,15 @@ function leaveOnePairOut(s2, q) {
     const position = (r) => {
       let k = r;
       for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
-      while (s2.owner[at(k)] === i2) k--;
+      while (s3.owner[at(k)] === i2) k--;
       return k;
     };
     const total = n2 - mine.length;
     if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
     const pos = q * (total - 1);
     const frac = pos - Math.floor(pos);
-    const first = s2.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
-    const second = s2.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    const first = s3.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s3.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
     out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
   }
   return out;
@@ -15903,26 +15904,26 @@ function namedPercentileAtOrAbove(percentile2) {
   const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
   return namedPercentiles[String(at)];
 }
-function slicePercentileUs(s2, percentile2) {
+function slicePercentileUs(s3, percentile2) {
   const named = namedPercentiles[String(percentile2)];
-  if (named) return s2.latency_us[named];
-  return histogramOf(s2).getValueAtPercentile(percentile2);
+  if (named) return s3.latency_us[named];
+  return histogramOf(s3).getValueAtPercentile(percentile2);
 }
-function sliceValuesUs(s2) {
-  const h2 = histogramOf(s2);
+function sliceValuesUs(s3) {
+  const h2 = histogramOf(s3);
   const out = new Float64Array(h2.totalCount);
   let k = 0;
-  eachBucket(s2, (value, count4) => {
-    out.fill(value, k, k + count4);
-    k += count4;
+  eachBucket(s3, (value, count5) => {
+    out.fill(value, k, k + count5);
+    k += count5;
   });
   return out;
 }
-function hasHistogram(s2) {
-  return s2.histogram !== "";
+function hasHistogram(s3) {
+  return s3.histogram !== "";
 }
-function eachBucket(s2, visit2) {
-  const h2 = histogramOf(s2);
+function eachBucket(s3, visit2) {
+  const h2 = histogramOf(s3);
   const it = h2.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
@@ -15931,11 +15932,11 @@ function eachBucket(s2, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s2) {
-  let h2 = decoded.get(s2);
+function histogramOf(s3) {
+  let h2 = decoded.get(s3);
   if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s2.histogram);
-    decoded.set(s2, h2);
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s3.histogram);
+    decoded.set(s3, h2);
   }
   return h2;
 }
@@ -15991,9 +15992,9 @@ function wilcoxonSignedRank(d) {
   if (n2 <= 50 && tieSizes.length === 0) {
     const counts = new Float64Array(total + 1);
     counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s2 = total; s2 >= r; s2--) counts[s2] += counts[s2 - r];
+    for (let r = 1; r <= n2; r++) for (let s3 = total; s3 >= r; s3--) counts[s3] += counts[s3 - r];
     let lower = 0;
-    for (let s2 = 0; s2 <= statistic; s2++) lower += counts[s2];
+    for (let s3 = 0; s3 <= statistic; s3++) lower += counts[s3];
     return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
   }
   const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
@@ -16015,13 +16016,13 @@ function holmAdjust(p) {
 function binomialUpperTail(k, n2, p) {
   if (k <= 0) return 1;
   if (k > n2) return 0;
-  let sum3 = 0;
+  let sum4 = 0;
   for (let i2 = k; i2 <= n2; i2++) {
     let logC = 0;
     for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum3 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+    sum4 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
   }
-  return Math.min(1, sum3);
+  return Math.min(1, sum4);
 }
 
 // src/analysis/latency-estimator.ts
@@ -16030,11 +16031,11 @@ var ESTIMATOR_DESCRIPTION = {
   pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
   "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
 };
-function estimateLatency(pairs, d, percentile2, resamples, rand) {
-  const withHistograms = pairs.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
+function estimateLatency(pairs2, d, percentile2, resamples, rand) {
+  const withHistograms = pairs2.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
   const q = percentile2 / 100;
-  const arms = withHistograms ? [armSample(pairs.map((p) => sliceValuesUs(p.champion))), armSample(pairs.map((p) => sliceValuesUs(p.challenger)))] : null;
-  const fallback = !arms ? "the slices carry no histograms" : pairs.length < MIN_POOLED_PAIRS ? `${pairs.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
+  const arms = withHistograms ? [armSample(pairs2.map((p) => sliceValuesUs(p.champion))), armSample(pairs2.map((p) => sliceValuesUs(p.challenger)))] : null;
+  const fallback = !arms ? "the slices carry no histograms" : pairs2.length < MIN_POOLED_PAIRS ? `${pairs2.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
   if (arms && fallback === null) {
     const r = pooledDifference(arms[0], arms[1], q);
     const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
@@ -16081,9 +16082,9 @@ function meanSlicePercentile(a2, q, requestWeight) {
     seen[pair] += requestWeight[e];
     if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
   }
-  let sum3 = 0;
-  for (const v of at) sum3 += v;
-  return sum3 / at.length;
+  let sum4 = 0;
+  for (const v of at) sum4 += v;
+  return sum4 / at.length;
 }
 
 // src/analysis/classes.ts
@@ -16096,20 +16097,20 @@ function classNames(plan2) {
     return n2 === 1 ? base : `${base} (${n2})`;
   });
 }
-function classBreakdown(plan2, pairs, percentile2, confidence, rand) {
+function classBreakdown(plan2, pairs2, percentile2, confidence, rand) {
   const entries = plan2.requests.length;
   if (entries < 2) return { classes: [], missing: "the workload has one request class: the verdict is its" };
-  const withClasses = pairs.every(
+  const withClasses = pairs2.every(
     (p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries
   );
-  if (!withClasses || pairs.length < 2) {
+  if (!withClasses || pairs2.length < 2) {
     return {
       classes: [],
-      missing: pairs.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
+      missing: pairs2.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
     };
   }
   const names = classNames(plan2);
-  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs, percentile2, confidence, rand));
+  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs2, percentile2, confidence, rand));
   for (const at of ["slo", "p50"]) {
     const tested = unheld.filter((c3) => c3[at] !== null);
     const adjusted = holmAdjust(tested.map((c3) => c3[at].p));
@@ -16128,12 +16129,12 @@ function classBreakdown(plan2, pairs, percentile2, confidence, rand) {
 function moved(c3) {
   return !!(c3.slo?.moved || c3.p50?.moved);
 }
-function measureClass(name2, index, pairs, percentile2, confidence, rand) {
-  const classPairs = pairs.map((p) => ({
+function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
+  const classPairs = pairs2.map((p) => ({
     champion: p.champion.classes[index],
     challenger: p.challenger.classes[index]
   }));
-  const sum3 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
+  const sum4 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
   const failures = (c3) => c3.completed - c3.ok;
   const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
   const at = (q) => {
@@ -16165,8 +16166,8 @@ function measureClass(name2, index, pairs, percentile2, confidence, rand) {
   return {
     name: name2,
     index,
-    requests: { champion: sum3("champion", (c3) => c3.completed), challenger: sum3("challenger", (c3) => c3.completed) },
-    errors: { champion: sum3("champion", failures), challenger: sum3("challenger", failures) },
+    requests: { champion: sum4("champion", (c3) => c3.completed), challenger: sum4("challenger", (c3) => c3.completed) },
+    errors: { champion: sum4("champion", failures), challenger: sum4("challenger", failures) },
     percentile: percentile2,
     recordedPerSlice: perSlice,
     slo: slo.estimate,
@@ -16175,13 +16176,13 @@ function measureClass(name2, index, pairs, percentile2, confidence, rand) {
   };
 }
 function median(xs) {
-  const s2 = [...xs].sort((a2, b) => a2 - b);
-  const m = s2.length >> 1;
-  return s2.length % 2 ? s2[m] : (s2[m - 1] + s2[m]) / 2;
+  const s3 = [...xs].sort((a2, b) => a2 - b);
+  const m = s3.length >> 1;
+  return s3.length % 2 ? s3[m] : (s3[m - 1] + s3[m]) / 2;
 }
 var formatCount = (n2) => n2.toLocaleString("en-US", { maximumFractionDigits: 1 });
 
-// ../../main/node_modules/zod/v4/classic/external.js
+// node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -16444,7 +16445,7 @@ __export(external_exports, {
   xor: () => xor
 });
 
-// ../../main/node_modules/zod/v4/core/index.js
+// node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -16761,7 +16762,7 @@ __export(core_exports2, {
   withParser: () => withParser
 });
 
-// ../../main/node_modules/zod/v4/core/util.js
+// node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -16929,8 +16930,8 @@ function defineLazy(object2, key, getter) {
 function objectClone(obj) {
   return Object.create(Object.getPrototypeOf(obj), Object.getOwnPropertyDescriptors(obj));
 }
-function assignProp(target2, prop, value) {
-  Object.defineProperty(target2, prop, {
+function assignProp(target, prop, value) {
+  Object.defineProperty(target, prop, {
     value,
     writable: true,
     enumerable: true,
@@ -16944,8 +16945,8 @@ function rawShape(def) {
 function sourceShape(schema) {
   return rawShape(schema._zod.def) ?? schema._zod.def.shape;
 }
-function deferProp(target2, key, getter) {
-  Object.defineProperty(target2, key, {
+function deferProp(target, key, getter) {
+  Object.defineProperty(target, key, {
     get() {
       const value = getter();
       assignProp(this, key, value);
@@ -16955,36 +16956,36 @@ function deferProp(target2, key, getter) {
     configurable: true
   });
 }
-function putProp(target2, key, value) {
-  if (key in target2)
-    assignProp(target2, key, value);
+function putProp(target, key, value) {
+  if (key in target)
+    assignProp(target, key, value);
   else
-    target2[key] = value;
+    target[key] = value;
 }
-function mirrorShape(target2, source, keys, wrap) {
+function mirrorShape(target, source, keys, wrap) {
   const raw = sourceShape(source);
   for (const key of keys) {
     const desc = Object.getOwnPropertyDescriptor(raw, key);
     if (!desc.enumerable)
       continue;
     if (desc.get) {
-      deferProp(target2, key, () => {
+      deferProp(target, key, () => {
         const value = source._zod.def.shape[key];
         return wrap ? wrap(value, key) : value;
       });
     } else
-      putProp(target2, key, wrap ? wrap(desc.value, key) : desc.value);
+      putProp(target, key, wrap ? wrap(desc.value, key) : desc.value);
   }
 }
-function mirrorProps(target2, source) {
+function mirrorProps(target, source) {
   for (const key of Reflect.ownKeys(source)) {
     const desc = Object.getOwnPropertyDescriptor(source, key);
     if (!desc.enumerable)
       continue;
     if (desc.get)
-      deferProp(target2, key, () => source[key]);
+      deferProp(target, key, () => source[key]);
     else
-      putProp(target2, key, desc.value);
+      putProp(target, key, desc.value);
   }
 }
 function mergeDefs(...defs) {
@@ -17163,35 +17164,35 @@ function normalizeParams(_params) {
   return params;
 }
 function createTransparentProxy(getter) {
-  let target2;
+  let target;
   return new Proxy({}, {
     get(_2, prop, receiver) {
-      target2 ?? (target2 = getter());
-      return Reflect.get(target2, prop, receiver);
+      target ?? (target = getter());
+      return Reflect.get(target, prop, receiver);
     },
     set(_2, prop, value, receiver) {
-      target2 ?? (target2 = getter());
-      return Reflect.set(target2, prop, value, receiver);
+      target ?? (target = getter());
+      return Reflect.set(target, prop, value, receiver);
     },
     has(_2, prop) {
-      target2 ?? (target2 = getter());
-      return Reflect.has(target2, prop);
+      target ?? (target = getter());
+      return Reflect.has(target, prop);
     },
     deleteProperty(_2, prop) {
-      target2 ?? (target2 = getter());
-      return Reflect.deleteProperty(target2, prop);
+      target ?? (target = getter());
+      return Reflect.deleteProperty(target, prop);
     },
     ownKeys(_2) {
-      target2 ?? (target2 = getter());
-      return Reflect.ownKeys(target2);
+      target ?? (target = getter());
+      return Reflect.ownKeys(target);
     },
     getOwnPropertyDescriptor(_2, prop) {
-      target2 ?? (target2 = getter());
-      return Reflect.getOwnPropertyDescriptor(target2, prop);
+      target ?? (target = getter());
+      return Reflect.getOwnPropertyDescriptor(target, prop);
     },
     defineProperty(_2, prop, descriptor) {
-      target2 ?? (target2 = getter());
-      return Reflect.defineProperty(target2, prop, descriptor);
+      target ?? (target = getter());
+      return Reflect.defineProperty(target, prop, descriptor);
     }
   });
 }
@@ -17408,14 +17409,14 @@ function codePointLength(str) {
   const units = str.length;
   if (!highSurrogate.test(str))
     return units;
-  let count4 = units;
+  let count5 = units;
   for (let i2 = 0; i2 < units - 1; i2++) {
     if ((str.charCodeAt(i2) & 64512) === 55296 && (str.charCodeAt(i2 + 1) & 64512) === 56320) {
-      count4--;
+      count5--;
       i2++;
     }
   }
-  return count4;
+  return count5;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -17617,7 +17618,7 @@ function constantCatch(value) {
   return fn;
 }
 
-// ../../main/node_modules/zod/v4/core/core.js
+// node_modules/zod/v4/core/core.js
 var _a;
 var NEVER = /* @__PURE__ */ Object.freeze({
   status: "aborted"
@@ -17674,10 +17675,10 @@ function $constructor(name2, initializer3, proto, params) {
       let up = own2;
       while (up && up !== ctorProto)
         up = Object.getPrototypeOf(up);
-      const target2 = up ?? own2;
-      if (!initialized.has(target2)) {
-        initialized.add(target2);
-        members(target2, protoMembers);
+      const target = up ?? own2;
+      if (!initialized.has(target)) {
+        initialized.add(target);
+        members(target, protoMembers);
       }
     }
     const proto2 = _2.prototype;
@@ -17739,7 +17740,7 @@ function config(newConfig) {
   return globalConfig;
 }
 
-// ../../main/node_modules/zod/v4/core/errors.js
+// node_modules/zod/v4/core/errors.js
 function _getMessage() {
   const internals = this._zod;
   internals.message ?? (internals.message = JSON.stringify(internals.def, jsonStringifyReplacer, 2));
@@ -17931,7 +17932,7 @@ function prettifyError(error62) {
   return lines.join("\n");
 }
 
-// ../../main/node_modules/zod/v4/core/parse.js
+// node_modules/zod/v4/core/parse.js
 function finalizeParams(callee, params) {
   return { callee: params?.callee ?? callee, Err: params?.Err };
 }
@@ -18091,7 +18092,7 @@ var _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 var safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync($ZodRealError);
 
-// ../../main/node_modules/zod/v4/core/regexes.js
+// node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   anyString: () => anyString,
@@ -18263,7 +18264,7 @@ var sha512_hex = /^[0-9a-fA-F]{128}$/;
 var sha512_base64 = /* @__PURE__ */ fixedBase64(86, "==");
 var sha512_base64url = /* @__PURE__ */ fixedBase64url(86);
 
-// ../../main/node_modules/zod/v4/core/checks.js
+// node_modules/zod/v4/core/checks.js
 var $ZodCheck = /* @__PURE__ */ $constructor("$ZodCheck", (inst, def) => {
   var _a3;
   inst._zod ?? (inst._zod = {});
@@ -18739,7 +18740,7 @@ var $ZodCheckOverwrite = /* @__PURE__ */ $constructor("$ZodCheckOverwrite", (ins
   };
 });
 
-// ../../main/node_modules/zod/v4/core/doc.js
+// node_modules/zod/v4/core/doc.js
 var Doc = class {
   constructor(args = [], closed = {}) {
     this.content = [];
@@ -18780,14 +18781,14 @@ ${content.join("\n")}
   }
 };
 
-// ../../main/node_modules/zod/v4/core/versions.js
+// node_modules/zod/v4/core/versions.js
 var version2 = {
   major: 4,
   minor: 6,
   patch: 7
 };
 
-// ../../main/node_modules/zod/v4/core/schemas.js
+// node_modules/zod/v4/core/schemas.js
 var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   var _a3;
   inst ?? (inst = {});
@@ -19250,13 +19251,13 @@ var CC_SANITIZE = /[- ]/g;
 function isLuhnAlgo(digits) {
   let length = digits.length;
   let bit = 1;
-  let sum3 = 0;
+  let sum4 = 0;
   while (length) {
     const value = digits.charCodeAt(--length) - 48;
     bit ^= 1;
-    sum3 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
+    sum4 += bit ? [0, 2, 4, 6, 8, 1, 3, 5, 7, 9][value] : value;
   }
-  return sum3 % 10 === 0;
+  return sum4 % 10 === 0;
 }
 function isValidCreditCard(input2) {
   if (!creditCard.test(input2))
@@ -21050,7 +21051,7 @@ function partPattern(schema) {
   if (def.options) {
     const sources = def.options.map(partPattern);
     if (sources.every(Boolean))
-      return `^(${sources.map((s2) => cleanRegex(s2)).join("|")})$`;
+      return `^(${sources.map((s3) => cleanRegex(s3)).join("|")})$`;
   }
   return leafPattern(schema);
 }
@@ -21229,7 +21230,7 @@ function handleRefineResult(result, payload, input2, inst) {
   }
 }
 
-// ../../main/node_modules/zod/v4/core/memoizer.js
+// node_modules/zod/v4/core/memoizer.js
 var $ZodCyclicError = class extends Error {
   constructor() {
     super(`Cannot parse a reference cycle that closes through a transform`);
@@ -21506,7 +21507,7 @@ function isBackEdge(ctx, value) {
   return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
 
-// ../../main/node_modules/zod/v4/locales/index.js
+// node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -21574,7 +21575,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 
-// ../../main/node_modules/zod/v4/locales/ar.js
+// node_modules/zod/v4/locales/ar.js
 var error = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0641", verb: "\u0623\u0646 \u064A\u062D\u0648\u064A" },
@@ -21686,7 +21687,7 @@ function ar_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/az.js
+// node_modules/zod/v4/locales/az.js
 var error2 = () => {
   const Sizable = {
     string: { unit: "simvol", verb: "olmal\u0131d\u0131r" },
@@ -21797,9 +21798,9 @@ function az_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count4, one2, few, many) {
-  const absCount = Math.abs(count4);
+// node_modules/zod/v4/locales/be.js
+function getBelarusianPlural(count5, one2, few, many) {
+  const absCount = Math.abs(count5);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -21966,7 +21967,7 @@ function be_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/bg.js
+// node_modules/zod/v4/locales/bg.js
 var error4 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0430", verb: "\u0434\u0430 \u0441\u044A\u0434\u044A\u0440\u0436\u0430" },
@@ -22092,7 +22093,7 @@ function bg_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/bn.js
+// node_modules/zod/v4/locales/bn.js
 var error5 = () => {
   const Sizable = {
     string: { unit: "\u0985\u0995\u09CD\u09B7\u09B0", verb: "\u09A5\u09BE\u0995\u09A4\u09C7 \u09B9\u09AC\u09C7" },
@@ -22206,7 +22207,7 @@ function bn_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ca.js
+// node_modules/zod/v4/locales/ca.js
 var error6 = () => {
   const Sizable = {
     string: { unit: "car\xE0cters", verb: "contenir" },
@@ -22320,7 +22321,7 @@ function ca_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ckb.js
+// node_modules/zod/v4/locales/ckb.js
 var error7 = () => {
   const Sizable = {
     string: { unit: "\u067E\u06CC\u062A", verb: "\u0628\u06CE\u062A" },
@@ -22453,7 +22454,7 @@ function ckb_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/cs.js
+// node_modules/zod/v4/locales/cs.js
 var error8 = () => {
   const Sizable = {
     string: { unit: "znak\u016F", verb: "m\xEDt" },
@@ -22570,7 +22571,7 @@ function cs_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/da.js
+// node_modules/zod/v4/locales/da.js
 var error9 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "havde" },
@@ -22691,7 +22692,7 @@ function da_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/de.js
+// node_modules/zod/v4/locales/de.js
 var error10 = () => {
   const Sizable = {
     string: { unit: "Zeichen", verb: "zu haben" },
@@ -22805,7 +22806,7 @@ function de_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/el.js
+// node_modules/zod/v4/locales/el.js
 var error11 = () => {
   const Sizable = {
     string: { unit: "\u03C7\u03B1\u03C1\u03B1\u03BA\u03C4\u03AE\u03C1\u03B5\u03C2", verb: "\u03BD\u03B1 \u03AD\u03C7\u03B5\u03B9" },
@@ -22918,7 +22919,7 @@ function el_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/en.js
+// node_modules/zod/v4/locales/en.js
 var error12 = () => {
   const Sizable = {
     string: { unit: "characters", verb: "to have" },
@@ -23043,7 +23044,7 @@ function en_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/eo.js
+// node_modules/zod/v4/locales/eo.js
 var error13 = () => {
   const Sizable = {
     string: { unit: "karaktrojn", verb: "havi" },
@@ -23158,7 +23159,7 @@ function eo_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/es.js
+// node_modules/zod/v4/locales/es.js
 var error14 = () => {
   const Sizable = {
     string: { unit: "caracteres", verb: "tener" },
@@ -23295,7 +23296,7 @@ function es_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fa.js
+// node_modules/zod/v4/locales/fa.js
 var error15 = () => {
   const Sizable = {
     string: { unit: "\u06A9\u0627\u0631\u0627\u06A9\u062A\u0631", verb: "\u062F\u0627\u0634\u062A\u0647 \u0628\u0627\u0634\u062F" },
@@ -23415,7 +23416,7 @@ function fa_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fi.js
+// node_modules/zod/v4/locales/fi.js
 var error16 = () => {
   const Sizable = {
     string: { unit: "merkki\xE4", subject: "merkkijonon" },
@@ -23533,7 +23534,7 @@ function fi_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fr.js
+// node_modules/zod/v4/locales/fr.js
 var error17 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23663,7 +23664,7 @@ function fr_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fr-CA.js
+// node_modules/zod/v4/locales/fr-CA.js
 var error18 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23776,7 +23777,7 @@ function fr_CA_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/gu.js
+// node_modules/zod/v4/locales/gu.js
 var error19 = () => {
   const Sizable = {
     string: { unit: "\u0A85\u0A95\u0ACD\u0AB7\u0AB0", verb: "\u0AB9\u0ACB\u0AB5\u0ABE \u0A9C\u0ACB\u0A88\u0A8F" },
@@ -23890,7 +23891,7 @@ function gu_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/he.js
+// node_modules/zod/v4/locales/he.js
 var error20 = () => {
   const TypeNames = {
     string: { label: "\u05DE\u05D7\u05E8\u05D5\u05D6\u05EA", gender: "f" },
@@ -24092,7 +24093,7 @@ function he_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hi.js
+// node_modules/zod/v4/locales/hi.js
 var error21 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0930\u0916\u0928\u0947 \u0915\u0947 \u0932\u093F\u090F" },
@@ -24204,7 +24205,7 @@ function hi_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hr.js
+// node_modules/zod/v4/locales/hr.js
 var error22 = () => {
   const Sizable = {
     string: { unit: "znakova", verb: "imati" },
@@ -24331,7 +24332,7 @@ function hr_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hu.js
+// node_modules/zod/v4/locales/hu.js
 var error23 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "legyen" },
@@ -24445,9 +24446,9 @@ function hu_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count4, one2, many) {
-  return Math.abs(count4) === 1 ? one2 : many;
+// node_modules/zod/v4/locales/hy.js
+function getArmenianPlural(count5, one2, many) {
+  return Math.abs(count5) === 1 ? one2 : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -24604,7 +24605,7 @@ function hy_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/id.js
+// node_modules/zod/v4/locales/id.js
 var error25 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "memiliki" },
@@ -24716,7 +24717,7 @@ function id_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/is.js
+// node_modules/zod/v4/locales/is.js
 var error26 = () => {
   const Sizable = {
     string: { unit: "stafi", verb: "a\xF0 hafa" },
@@ -24831,7 +24832,7 @@ function is_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/it.js
+// node_modules/zod/v4/locales/it.js
 var error27 = () => {
   const Sizable = {
     string: { unit: "caratteri", verb: "avere" },
@@ -24945,7 +24946,7 @@ function it_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ja.js
+// node_modules/zod/v4/locales/ja.js
 var error28 = () => {
   const Sizable = {
     string: { unit: "\u6587\u5B57", verb: "\u3067\u3042\u308B" },
@@ -25058,7 +25059,7 @@ function ja_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ka.js
+// node_modules/zod/v4/locales/ka.js
 var error29 = () => {
   const Sizable = {
     string: { unit: "\u10E1\u10D8\u10DB\u10D1\u10DD\u10DA\u10DD", verb: "\u10E3\u10DC\u10D3\u10D0 \u10E8\u10D4\u10D8\u10EA\u10D0\u10D5\u10D3\u10D4\u10E1" },
@@ -25176,7 +25177,7 @@ function ka_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/km.js
+// node_modules/zod/v4/locales/km.js
 var error30 = () => {
   const Sizable = {
     string: { unit: "\u178F\u17BD\u17A2\u1780\u17D2\u179F\u179A", verb: "\u1782\u17BD\u179A\u1798\u17B6\u1793" },
@@ -25292,12 +25293,12 @@ function km_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/kh.js
+// node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 
-// ../../main/node_modules/zod/v4/locales/kn.js
+// node_modules/zod/v4/locales/kn.js
 var error31 = () => {
   const Sizable = {
     string: { unit: "\u0C85\u0C95\u0CCD\u0CB7\u0CB0\u0C97\u0CB3\u0CC1", verb: "\u0CB9\u0CCA\u0C82\u0CA6\u0CB2\u0CC1" },
@@ -25413,7 +25414,7 @@ function kn_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ko.js
+// node_modules/zod/v4/locales/ko.js
 var error32 = () => {
   const Sizable = {
     string: { unit: "\uBB38\uC790", verb: "to have" },
@@ -25530,7 +25531,7 @@ function ko_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/lt.js
+// node_modules/zod/v4/locales/lt.js
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
@@ -25738,7 +25739,7 @@ function lt_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/mk.js
+// node_modules/zod/v4/locales/mk.js
 var error34 = () => {
   const Sizable = {
     string: { unit: "\u0437\u043D\u0430\u0446\u0438", verb: "\u0434\u0430 \u0438\u043C\u0430\u0430\u0442" },
@@ -25853,7 +25854,7 @@ function mk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ms.js
+// node_modules/zod/v4/locales/ms.js
 var error35 = () => {
   const Sizable = {
     string: { unit: "aksara", verb: "mempunyai" },
@@ -25966,7 +25967,7 @@ function ms_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ne.js
+// node_modules/zod/v4/locales/ne.js
 var error36 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0939\u0941\u0928\u0941\u092A\u0930\u094D\u091B" },
@@ -26078,7 +26079,7 @@ function ne_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/nl.js
+// node_modules/zod/v4/locales/nl.js
 var error37 = () => {
   const Sizable = {
     string: { unit: "tekens", verb: "heeft" },
@@ -26194,7 +26195,7 @@ function nl_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/nn.js
+// node_modules/zod/v4/locales/nn.js
 var error38 = () => {
   const Sizable = {
     string: { unit: "teikn", verb: "\xE5 ha" },
@@ -26308,7 +26309,7 @@ function nn_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/no.js
+// node_modules/zod/v4/locales/no.js
 var error39 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "\xE5 ha" },
@@ -26422,7 +26423,7 @@ function no_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ota.js
+// node_modules/zod/v4/locales/ota.js
 var error40 = () => {
   const Sizable = {
     string: { unit: "harf", verb: "olmal\u0131d\u0131r" },
@@ -26537,7 +26538,7 @@ function ota_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ps.js
+// node_modules/zod/v4/locales/ps.js
 var error41 = () => {
   const Sizable = {
     string: { unit: "\u062A\u0648\u06A9\u064A", verb: "\u0648\u0644\u0631\u064A" },
@@ -26657,7 +26658,7 @@ function ps_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/pl.js
+// node_modules/zod/v4/locales/pl.js
 var error42 = () => {
   const Sizable = {
     string: { unit: "znak\xF3w", verb: "mie\u0107" },
@@ -26772,7 +26773,7 @@ function pl_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/pt.js
+// node_modules/zod/v4/locales/pt.js
 var error43 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -26916,7 +26917,7 @@ function pt_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/pt-BR.js
+// node_modules/zod/v4/locales/pt-BR.js
 var error44 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -27061,7 +27062,7 @@ function pt_BR_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ro.js
+// node_modules/zod/v4/locales/ro.js
 var error45 = () => {
   const Sizable = {
     string: { unit: "caractere", verb: "s\u0103 aib\u0103" },
@@ -27184,9 +27185,9 @@ function ro_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count4, one2, few, many) {
-  const absCount = Math.abs(count4);
+// node_modules/zod/v4/locales/ru.js
+function getRussianPlural(count5, one2, few, many) {
+  const absCount = Math.abs(count5);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -27353,7 +27354,7 @@ function ru_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/sk.js
+// node_modules/zod/v4/locales/sk.js
 var error47 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "ma\u0165" },
@@ -27470,7 +27471,7 @@ function sk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/sl.js
+// node_modules/zod/v4/locales/sl.js
 var error48 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "imeti" },
@@ -27585,7 +27586,7 @@ function sl_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/sv.js
+// node_modules/zod/v4/locales/sv.js
 var error49 = () => {
   const Sizable = {
     string: { unit: "tecken", verb: "att ha" },
@@ -27701,7 +27702,7 @@ function sv_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ta.js
+// node_modules/zod/v4/locales/ta.js
 var error50 = () => {
   const Sizable = {
     string: { unit: "\u0B8E\u0BB4\u0BC1\u0BA4\u0BCD\u0BA4\u0BC1\u0B95\u0BCD\u0B95\u0BB3\u0BCD", verb: "\u0B95\u0BCA\u0BA3\u0BCD\u0B9F\u0BBF\u0BB0\u0BC1\u0B95\u0BCD\u0B95 \u0BB5\u0BC7\u0BA3\u0BCD\u0B9F\u0BC1\u0BAE\u0BCD" },
@@ -27817,7 +27818,7 @@ function ta_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/tg.js
+// node_modules/zod/v4/locales/tg.js
 var error51 = () => {
   const Sizable = {
     string: { unit: "\u0430\u043B\u043E\u043C\u0430\u0442", verb: "\u0434\u043E\u0448\u0442\u0430 \u0431\u043E\u0448\u0430\u0434" },
@@ -27934,7 +27935,7 @@ function tg_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/th.js
+// node_modules/zod/v4/locales/th.js
 var error52 = () => {
   const Sizable = {
     string: { unit: "\u0E15\u0E31\u0E27\u0E2D\u0E31\u0E01\u0E29\u0E23", verb: "\u0E04\u0E27\u0E23\u0E21\u0E35" },
@@ -28050,7 +28051,7 @@ function th_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/tk.js
+// node_modules/zod/v4/locales/tk.js
 var error53 = () => {
   const Sizable = {
     string: { unit: "simwol", verb: "bolmaly" },
@@ -28158,7 +28159,7 @@ function tk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/tr.js
+// node_modules/zod/v4/locales/tr.js
 var error54 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "olmal\u0131" },
@@ -28269,7 +28270,7 @@ function tr_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/uk.js
+// node_modules/zod/v4/locales/uk.js
 var error55 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0456\u0432", verb: "\u043C\u0430\u0442\u0438\u043C\u0435" },
@@ -28383,12 +28384,12 @@ function uk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ua.js
+// node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 
-// ../../main/node_modules/zod/v4/locales/ur.js
+// node_modules/zod/v4/locales/ur.js
 var error56 = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0648\u0641", verb: "\u06C1\u0648\u0646\u0627" },
@@ -28504,7 +28505,7 @@ function ur_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/uz.js
+// node_modules/zod/v4/locales/uz.js
 var error57 = () => {
   const Sizable = {
     string: { unit: "belgi", verb: "bo\u2018lishi kerak" },
@@ -28618,7 +28619,7 @@ function uz_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/vi.js
+// node_modules/zod/v4/locales/vi.js
 var error58 = () => {
   const Sizable = {
     string: { unit: "k\xFD t\u1EF1", verb: "c\xF3" },
@@ -28732,7 +28733,7 @@ function vi_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/zh-CN.js
+// node_modules/zod/v4/locales/zh-CN.js
 var error59 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u7B26", verb: "\u5305\u542B" },
@@ -28847,7 +28848,7 @@ function zh_CN_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/zh-TW.js
+// node_modules/zod/v4/locales/zh-TW.js
 var error60 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u5143", verb: "\u64C1\u6709" },
@@ -28960,7 +28961,7 @@ function zh_TW_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/yo.js
+// node_modules/zod/v4/locales/yo.js
 var error61 = () => {
   const Sizable = {
     string: { unit: "\xE0mi", verb: "n\xED" },
@@ -29073,7 +29074,7 @@ function yo_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/core/registries.js
+// node_modules/zod/v4/core/registries.js
 var _a2;
 var $output = /* @__PURE__ */ Symbol("ZodOutput");
 var $input = /* @__PURE__ */ Symbol("ZodInput");
@@ -29123,7 +29124,7 @@ function registry() {
 (_a2 = globalThis).__zod_globalRegistry ?? (_a2.__zod_globalRegistry = registry());
 var globalRegistry = globalThis.__zod_globalRegistry;
 
-// ../../main/node_modules/zod/v4/core/compile.js
+// node_modules/zod/v4/core/compile.js
 var INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
 var FALLBACK_FLAG = /* @__PURE__ */ Symbol.for("zod.compile.fallback");
 var ZodCompileAsyncError = class extends Error {
@@ -29189,8 +29190,8 @@ function withParser(schema, parser) {
     installCompiledUserMethods(clone2, schema, parser);
   return clone2;
 }
-function installCompiledUserMethods(target2, source, parser) {
-  const targetAny = target2;
+function installCompiledUserMethods(target, source, parser) {
+  const targetAny = target;
   const sourceAny = source;
   if (typeof sourceAny.safeParse === "function") {
     const originalSafeParse = sourceAny.safeParse;
@@ -30733,7 +30734,7 @@ function generateTransformCheck(doc, ctx, schema, accessor) {
   return accessor;
 }
 
-// ../../main/node_modules/zod/v4/core/api.js
+// node_modules/zod/v4/core/api.js
 function snapshotChecks(def) {
   if (def.checks)
     def.checks = [...def.checks];
@@ -31792,27 +31793,27 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
   return inst;
 }
 
-// ../../main/node_modules/zod/v4/core/to-json-schema.js
-function assignProps(target2, ...sources) {
+// node_modules/zod/v4/core/to-json-schema.js
+function assignProps(target, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
       if (Object.prototype.propertyIsEnumerable.call(source, key)) {
-        assignProp(target2, key, source[key]);
+        assignProp(target, key, source[key]);
       }
     }
   }
-  return target2;
+  return target;
 }
 function initializeContext(params) {
-  let target2 = params?.target ?? "draft-2020-12";
-  if (target2 === "draft-4")
-    target2 = "draft-04";
-  if (target2 === "draft-7")
-    target2 = "draft-07";
+  let target = params?.target ?? "draft-2020-12";
+  if (target === "draft-4")
+    target = "draft-04";
+  if (target === "draft-7")
+    target = "draft-07";
   return {
     processors: params.processors ?? {},
     metadataRegistry: params?.metadata ?? globalRegistry,
-    target: target2,
+    target,
     unrepresentable: params?.unrepresentable ?? "throw",
     override: params?.override ?? (() => {
     }),
@@ -32315,14 +32316,14 @@ var createToJSONSchemaMethod = (schema, processors = {}) => (params) => {
   return finalize(ctx, schema);
 };
 var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) => {
-  const { libraryOptions, target: target2 } = params ?? {};
-  const ctx = initializeContext({ ...libraryOptions ?? {}, target: target2, io, processors });
+  const { libraryOptions, target } = params ?? {};
+  const ctx = initializeContext({ ...libraryOptions ?? {}, target, io, processors });
   processSchema(schema, ctx);
   extractDefs(ctx, schema);
   return finalize(ctx, schema);
 };
 
-// ../../main/node_modules/zod/v4/core/json-schema-processors.js
+// node_modules/zod/v4/core/json-schema-processors.js
 var narrowMin = (agg, key, value) => {
   if (agg[key] === void 0 || value > agg[key])
     agg[key] = value;
@@ -32386,8 +32387,8 @@ var contributors = {
 function aggregateChecks(schema) {
   const agg = {};
   const def = schema._zod.def;
-  const list = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
-  for (const ch of list)
+  const list2 = schema._zod.traits.has("$ZodCheck") ? [schema, ...def.checks ?? []] : def.checks ?? [];
+  for (const ch of list2)
     contributors[ch._zod.def.check]?.(agg, ch._zod.def);
   const bag = schema._zod.bag;
   if (bag.minimum !== void 0)
@@ -33070,7 +33071,7 @@ function toJSONSchema(input2, params) {
   return finalize(ctx, input2);
 }
 
-// ../../main/node_modules/zod/v4/core/json-schema-generator.js
+// node_modules/zod/v4/core/json-schema-generator.js
 var JSONSchemaGenerator = class {
   /** @deprecated Access via ctx instead */
   get metadataRegistry() {
@@ -33148,10 +33149,10 @@ var JSONSchemaGenerator = class {
   }
 };
 
-// ../../main/node_modules/zod/v4/core/json-schema.js
+// node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 
-// ../../main/node_modules/zod/v4/classic/schemas.js
+// node_modules/zod/v4/classic/schemas.js
 var schemas_exports2 = {};
 __export(schemas_exports2, {
   ZodAny: () => ZodAny,
@@ -33332,7 +33333,7 @@ __export(schemas_exports2, {
   xor: () => xor
 });
 
-// ../../main/node_modules/zod/v4/classic/checks.js
+// node_modules/zod/v4/classic/checks.js
 var checks_exports2 = {};
 __export(checks_exports2, {
   endsWith: () => _endsWith,
@@ -33367,7 +33368,7 @@ __export(checks_exports2, {
   uppercase: () => _uppercase
 });
 
-// ../../main/node_modules/zod/v4/classic/errors.js
+// node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
 function _lazyMethod(proto, key, make) {
   Object.defineProperty(proto, key, {
@@ -33413,7 +33414,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
   Parent: Error
 });
 
-// ../../main/node_modules/zod/v4/classic/parse.js
+// node_modules/zod/v4/classic/parse.js
 var parse2 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -33427,7 +33428,7 @@ var safeDecode2 = /* @__PURE__ */ _safeDecode(ZodRealError);
 var safeEncodeAsync2 = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-// ../../main/node_modules/zod/v4/classic/schemas.js
+// node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
     config(en_default());
@@ -33510,8 +33511,8 @@ var ZodType = /* @__PURE__ */ $constructor("ZodType", (inst, def) => {
   catch(params) {
     return _catch2(this, params);
   },
-  pipe(target2) {
-    return pipe(this, target2);
+  pipe(target) {
+    return pipe(this, target);
   },
   readonly() {
     return readonly(this);
@@ -34892,7 +34893,7 @@ function preprocess(fn, schema) {
   });
 }
 
-// ../../main/node_modules/zod/v4/classic/compat.js
+// node_modules/zod/v4/classic/compat.js
 var ZodIssueCode = {
   invalid_type: "invalid_type",
   too_big: "too_big",
@@ -34918,7 +34919,7 @@ var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
 })(ZodFirstPartyTypeKind || (ZodFirstPartyTypeKind = {}));
 
-// ../../main/node_modules/zod/v4/classic/iso.js
+// node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -34943,7 +34944,7 @@ function duration2(params) {
   return _isoDuration(ZodISODuration, params);
 }
 
-// ../../main/node_modules/zod/v4/classic/from-json-schema.js
+// node_modules/zod/v4/classic/from-json-schema.js
 var z2 = {
   ...schemas_exports2,
   ...checks_exports2,
@@ -35579,12 +35580,12 @@ function convertSchema(schema, ctx) {
   let baseSchema = convertBaseSchema(schema, ctx);
   const hasExplicitType = schema.type || schema.enum !== void 0 || schema.const !== void 0;
   if (schema.anyOf && Array.isArray(schema.anyOf)) {
-    const options = schema.anyOf.map((s2) => convertSchema(s2, ctx));
+    const options = schema.anyOf.map((s3) => convertSchema(s3, ctx));
     const anyOfUnion = z2.union(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, anyOfUnion) : anyOfUnion;
   }
   if (schema.oneOf && Array.isArray(schema.oneOf)) {
-    const options = schema.oneOf.map((s2) => convertSchema(s2, ctx));
+    const options = schema.oneOf.map((s3) => convertSchema(s3, ctx));
     const oneOfUnion = z2.xor(options);
     baseSchema = hasExplicitType ? z2.intersection(baseSchema, oneOfUnion) : oneOfUnion;
   }
@@ -35676,7 +35677,7 @@ function fromJSONSchema(schema, params) {
   return convertSchema(normalized, ctx);
 }
 
-// ../../main/node_modules/zod/v4/core/visit.js
+// node_modules/zod/v4/core/visit.js
 var RESOLVING = /* @__PURE__ */ Symbol("z.visit/resolving");
 function visit(schema, fnOrHandlers) {
   const fn = typeof fnOrHandlers === "function" ? fnOrHandlers : (node2, rewritten) => {
@@ -35684,24 +35685,24 @@ function visit(schema, fnOrHandlers) {
     return h2 ? h2(node2, rewritten) : node2;
   };
   const cache = /* @__PURE__ */ new Map();
-  function run(s2) {
-    const cached2 = cache.get(s2);
+  function run(s3) {
+    const cached2 = cache.get(s3);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s2)
+        getter: () => cache.get(s3)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s2, RESOLVING);
-    const inner = mapInner(s2);
-    const mapped = fn(inner, inner !== s2);
-    cache.set(s2, mapped);
+    cache.set(s3, RESOLVING);
+    const inner = mapInner(s3);
+    const mapped = fn(inner, inner !== s3);
+    cache.set(s3, mapped);
     return mapped;
   }
-  function mapInner(s2) {
-    const def = s2._zod.def;
+  function mapInner(s3) {
+    const def = s3._zod.def;
     const kind = def.type;
     switch (kind) {
       case "object": {
@@ -35721,11 +35722,11 @@ function visit(schema, fnOrHandlers) {
           if (newCatchall !== def.catchall)
             changed = true;
         }
-        return changed ? clone(s2, { ...def, shape: newShape, catchall: newCatchall }) : s2;
+        return changed ? clone(s3, { ...def, shape: newShape, catchall: newCatchall }) : s3;
       }
       case "array": {
         const mapped = run(def.element);
-        return mapped === def.element ? s2 : clone(s2, { ...def, element: mapped });
+        return mapped === def.element ? s3 : clone(s3, { ...def, element: mapped });
       }
       case "tuple": {
         const oldItems = def.items;
@@ -35743,17 +35744,17 @@ function visit(schema, fnOrHandlers) {
           if (newRest !== def.rest)
             changed = true;
         }
-        return changed ? clone(s2, { ...def, items: newItems, rest: newRest }) : s2;
+        return changed ? clone(s3, { ...def, items: newItems, rest: newRest }) : s3;
       }
       case "record":
       case "map": {
         const newKey = run(def.keyType);
         const newVal = run(def.valueType);
-        return newKey === def.keyType && newVal === def.valueType ? s2 : clone(s2, { ...def, keyType: newKey, valueType: newVal });
+        return newKey === def.keyType && newVal === def.valueType ? s3 : clone(s3, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
         const newVal = run(def.valueType);
-        return newVal === def.valueType ? s2 : clone(s2, { ...def, valueType: newVal });
+        return newVal === def.valueType ? s3 : clone(s3, { ...def, valueType: newVal });
       }
       case "union": {
         const oldOptions = def.options;
@@ -35765,12 +35766,12 @@ function visit(schema, fnOrHandlers) {
             changed = true;
           newOptions.push(mapped);
         }
-        return changed ? clone(s2, { ...def, options: newOptions }) : s2;
+        return changed ? clone(s3, { ...def, options: newOptions }) : s3;
       }
       case "intersection": {
         const newLeft = run(def.left);
         const newRight = run(def.right);
-        return newLeft === def.left && newRight === def.right ? s2 : clone(s2, { ...def, left: newLeft, right: newRight });
+        return newLeft === def.left && newRight === def.right ? s3 : clone(s3, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
       case "nullable":
@@ -35782,22 +35783,22 @@ function visit(schema, fnOrHandlers) {
       case "promise":
       case "success": {
         const newInner = run(def.innerType);
-        return newInner === def.innerType ? s2 : clone(s2, { ...def, innerType: newInner });
+        return newInner === def.innerType ? s3 : clone(s3, { ...def, innerType: newInner });
       }
       case "pipe": {
         const newIn = run(def.in);
         const newOut = run(def.out);
-        return newIn === def.in && newOut === def.out ? s2 : clone(s2, { ...def, in: newIn, out: newOut });
+        return newIn === def.in && newOut === def.out ? s3 : clone(s3, { ...def, in: newIn, out: newOut });
       }
       case "function": {
         const newInput = run(def.input);
         const newOutput = run(def.output);
-        return newInput === def.input && newOutput === def.output ? s2 : clone(s2, { ...def, input: newInput, output: newOutput });
+        return newInput === def.input && newOutput === def.output ? s3 : clone(s3, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s2, { ...rest, getter: () => run(original()) });
+        return clone(s3, { ...rest, getter: () => run(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -35821,29 +35822,29 @@ function visit(schema, fnOrHandlers) {
       case "file":
       case "transform":
       case "custom":
-        return s2;
+        return s3;
       default: {
         kind;
-        return s2;
+        return s3;
       }
     }
   }
   return run(schema);
 }
 
-// ../../main/node_modules/zod/v4/classic/deep-partial.js
+// node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
-    object: (s2) => s2.partial(),
+    object: (s3) => s3.partial(),
     // Every partialed option now admits `undefined`, which the constructor rejects as a duplicate.
-    union: (s2) => {
-      const def = s2._zod.def;
-      return def.discriminator === void 0 ? s2 : union(def.options);
+    union: (s3) => {
+      const def = s3._zod.def;
+      return def.discriminator === void 0 ? s3 : union(def.options);
     }
   });
 }
 
-// ../../main/node_modules/zod/v4/classic/in-out.js
+// node_modules/zod/v4/classic/in-out.js
 function withChecks(side, checks) {
   if (!checks?.length)
     return side;
@@ -35858,22 +35859,22 @@ function inSide(def) {
 }
 function input(schema) {
   return visit(schema, {
-    pipe: (s2) => inSide(s2._zod.def),
+    pipe: (s3) => inSide(s3._zod.def),
     // A default value belongs to the output side, so a rewritten inner type leaves it stranded. `.default()` widens the declared input type with `undefined`, and `optional` is what carries that across.
-    default: (s2, rewritten) => rewritten ? optional(s2._zod.def.innerType) : s2,
+    default: (s3, rewritten) => rewritten ? optional(s3._zod.def.innerType) : s3,
     // A catch value is output-side too, but `.catch()` leaves the declared input type alone, so the inner schema stands on its own.
-    catch: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
+    catch: (s3, rewritten) => rewritten ? s3._zod.def.innerType : s3
   });
 }
 function output(schema) {
   return visit(schema, {
-    pipe: (s2) => outSide(s2._zod.def),
+    pipe: (s3) => outSide(s3._zod.def),
     // A prefault value is fed through the schema, which makes it input-side, so a rewritten inner type leaves it stranded.
-    prefault: (s2, rewritten) => rewritten ? s2._zod.def.innerType : s2
+    prefault: (s3, rewritten) => rewritten ? s3._zod.def.innerType : s3
   });
 }
 
-// ../../main/node_modules/zod/v4/classic/coerce.js
+// node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -35907,7 +35908,8 @@ var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
 var KINDS = ["ab", "aa"];
 var targetsSchema = external_exports.looseObject({ champion: external_exports.string(), challenger: external_exports.string() });
-var BASES = ["champion", "merge-base"];
+var COMPARISON_BASES = ["champion", "merge-base"];
+var BASES = [...COMPARISON_BASES, "ancestor"];
 var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: external_exports.enum(BASES).optional() });
 var grpcCallSchema = external_exports.looseObject({
   method: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
@@ -35985,6 +35987,8 @@ var runRequestSchema = external_exports.looseObject({
   champion_sha: sha.optional(),
   /** comparison_base merge-base: a deployed build the champion arm runs instead of the champion. */
   merge_base_sha: sha.optional(),
+  /** A drift run: an earlier champion the host kept, run in the champion arm against the champion. */
+  ancestor_sha: sha.optional(),
   service: serviceSchema,
   /** Sample both arms' CPU stacks during the run (config profile: on-red or always). */
   profile: external_exports.boolean().optional(),
@@ -36241,17 +36245,17 @@ function malformed(p) {
     const bad = callers.find((j) => !(j >= 0 && j < n2));
     if (bad !== void 0) return `callers[${i2}] names function ${bad} of ${n2}`;
   }
-  for (const [k, s2] of (p.slices ?? []).entries()) {
-    for (const [f, [i2, cum, flat]] of s2.functions.entries()) {
+  for (const [k, s3] of (p.slices ?? []).entries()) {
+    for (const [f, [i2, cum, flat]] of s3.functions.entries()) {
       if (!(i2 >= 0 && i2 < n2)) return `slices[${k}].functions[${f}] names function ${i2} of ${n2}`;
-      if (!(flat >= 0 && flat <= cum && cum <= s2.samples))
-        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s2.samples} samples`;
+      if (!(flat >= 0 && flat <= cum && cum <= s3.samples))
+        return `slices[${k}].functions[${f}]: counts ${cum} and ${flat} of ${s3.samples} samples`;
     }
   }
   return null;
 }
 var CARRIED = 0.9;
-function functionBreakdown(group, pairs, confidence) {
+function functionBreakdown(group, pairs2, confidence) {
   const byRun = new Map(group.map((g2) => [g2.name, profilesOf(g2.result)]));
   const recorded = [...byRun.values()].filter((p) => p?.status === "recorded");
   const empty = {
@@ -36275,15 +36279,15 @@ function functionBreakdown(group, pairs, confidence) {
     return { ...empty, status: "not_available", reason: "the runs sampled at different rates and cannot be pooled" };
   }
   const usPerSample = 1e6 / hz;
-  const counts = pairs.flatMap((p) => {
+  const counts = pairs2.flatMap((p) => {
     const prof = byRun.get(p.run);
     if (prof?.status !== "recorded") return [];
-    const at = (index) => prof.slices?.find((s2) => s2.index === index);
+    const at = (index) => prof.slices?.find((s3) => s3.index === index);
     const c3 = at(p.champion.index);
     const h2 = at(p.challenger.index);
     if (!c3 || !h2) return [];
     const fns = prof.functions ?? [];
-    const read = (s2) => new Map(s2.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
+    const read = (s3) => new Map(s3.functions.map(([i2, cum, flat]) => [fns[i2], { cum, flat }]));
     return [
       {
         champion: { requests: p.champion.completed, samples: s(c3), by: read(c3) },
@@ -36353,9 +36357,9 @@ function callersOf(runs2) {
   const out = /* @__PURE__ */ new Map();
   for (const p of runs2) {
     const fns = p.functions ?? [];
-    (p.callers ?? []).forEach((list, i2) => {
+    (p.callers ?? []).forEach((list2, i2) => {
       const set2 = out.get(fns[i2]) ?? /* @__PURE__ */ new Set();
-      for (const j of list) set2.add(fns[j]);
+      for (const j of list2) set2.add(fns[j]);
       out.set(fns[i2], set2);
     });
   }
@@ -36410,12 +36414,12 @@ var ChampionFailedError = class extends CouldNotMeasureError {
 var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
 var FAILING_SHARE = 0.5;
 function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s2) => acc + s2.errors[c3], 0)]));
-  for (const s2 of slices) {
-    for (const [code, n2] of Object.entries(s2.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s3) => acc + s3.errors[c3], 0)]));
+  for (const s3 of slices) {
+    for (const [code, n2] of Object.entries(s3.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
   }
   return {
-    requests: slices.reduce((acc, s2) => acc + s2.completed, 0),
+    requests: slices.reduce((acc, s3) => acc + s3.completed, 0),
     errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
     byClass
   };
@@ -36474,29 +36478,29 @@ function plannedLagUs(plan2) {
   const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
   return Math.floor(plan2.send_window_us / gapUs) * gapUs;
 }
-function disturbance(s2, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s2, percentile2)) + plannedUs;
+function disturbance(s3, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s3, percentile2)) + plannedUs;
   const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s2.dispatch_lag_us[lagAt];
+  const lagUs = s3.dispatch_lag_us[lagAt];
   const lagging = lagUs > limitUs;
-  const achieved = s2.achieved_rps * sliceSeconds;
-  const offBy = achieved - s2.scheduled;
-  const offRate = s2.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s2.scheduled, RATE_TOLERANCE_REQUESTS);
+  const achieved = s3.achieved_rps * sliceSeconds;
+  const offBy = achieved - s3.scheduled;
+  const offRate = s3.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s3.scheduled, RATE_TOLERANCE_REQUESTS);
   if (!lagging && !offRate) return null;
   return {
-    arm: s2.arm,
-    index: s2.index,
+    arm: s3.arm,
+    index: s3.index,
     lagAt,
     lagMs: lagUs / 1e3,
     lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s2.scheduled > 0 ? 100 * offBy / s2.scheduled : 0,
+    rateErrorPercent: s3.scheduled > 0 ? 100 * offBy / s3.scheduled : 0,
     lagging,
     offRate
   };
 }
-function hostDisturbance(s2) {
-  if (!s2.host_disturbance) return null;
-  return { arm: s2.arm, index: s2.index, foreignCores: s2.foreign_cpu_cores ?? null, foreignConnections: s2.foreign_connections ?? 0, reason: s2.host_disturbance };
+function hostDisturbance(s3) {
+  if (!s3.host_disturbance) return null;
+  return { arm: s3.arm, index: s3.index, foreignCores: s3.foreign_cpu_cores ?? null, foreignConnections: s3.foreign_connections ?? 0, reason: s3.host_disturbance };
 }
 function describeHostDisturbance(d) {
   return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
@@ -36516,16 +36520,16 @@ function isDisturbed(d) {
 }
 function extractPairs(run, result, percentile2) {
   const byPair = /* @__PURE__ */ new Map();
-  for (const s2 of result.slices) byPair.set(s2.pair, [...byPair.get(s2.pair) ?? [], s2]);
-  const pairs = [];
+  for (const s3 of result.slices) byPair.set(s3.pair, [...byPair.get(s3.pair) ?? [], s3]);
+  const pairs2 = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s2) => s2.index).join(", ")}), expected 2`);
+      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s3) => s3.index).join(", ")}), expected 2`);
     }
-    const champion = slices.find((s2) => s2.arm === "champion");
-    const challenger = slices.find((s2) => s2.arm === "challenger");
+    const champion = slices.find((s3) => s3.arm === "champion");
+    const challenger = slices.find((s3) => s3.arm === "challenger");
     if (slices.length === 2 && (!champion || !challenger)) {
       throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
     }
@@ -36533,38 +36537,38 @@ function extractPairs(run, result, percentile2) {
       dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
       continue;
     }
-    const invalid = [champion, challenger].filter((s2) => !s2.valid);
+    const invalid = [champion, challenger].filter((s3) => !s3.valid);
     if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s2) => `${s2.arm} slice ${s2.index}: ${s2.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      dropped.push({ run, pair, reason: invalid.map((s3) => `${s3.arm} slice ${s3.index}: ${s3.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s2) => disturbance(s2, result.plan.slice_seconds, percentile2, planned) ?? []);
-    const hostDisturbances = [champion, challenger].flatMap((s2) => hostDisturbance(s2) ?? []);
+    const disturbances = [champion, challenger].flatMap((s3) => disturbance(s3, result.plan.slice_seconds, percentile2, planned) ?? []);
+    const hostDisturbances = [champion, challenger].flatMap((s3) => hostDisturbance(s3) ?? []);
     if (disturbances.length > 0 || hostDisturbances.length > 0) {
       const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
       dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
       continue;
     }
-    pairs.push({ run, pair, champion, challenger });
+    pairs2.push({ run, pair, champion, challenger });
   }
-  return { pairs, dropped };
+  return { pairs: pairs2, dropped };
 }
 function pooledPairs(key, runs2, percentile2) {
-  const pairs = [];
+  const pairs2 = [];
   const dropped = [];
   for (const { name: name2, result } of runs2) {
     const extracted = extractPairs(name2, result, percentile2);
-    pairs.push(...extracted.pairs);
+    pairs2.push(...extracted.pairs);
     dropped.push(...extracted.dropped);
   }
   const disturbed = dropped.filter(isDisturbed);
-  const total = pairs.length + dropped.length;
-  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs.length < 2) {
-    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs.length}, and a verdict needs 2`;
+  const total = pairs2.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs2.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs2.length}, and a verdict needs 2`;
     const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
     const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
     const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s2) => s2?.startsWith("default"));
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s3) => s3?.startsWith("default"));
     const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
     const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
@@ -36572,22 +36576,22 @@ function pooledPairs(key, runs2, percentile2) {
       reached > 0 ? "an arm served others than the load generator" : foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work"
     );
   }
-  if (pairs.length < 2) {
+  if (pairs2.length < 2) {
     const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
     throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+      `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
     );
   }
-  return { pairs, dropped };
+  return { pairs: pairs2, dropped };
 }
 
 // src/analysis/efficiency.ts
 function efficiencyOf(ci, seMs, samplingSeMs) {
-  const halfWidthMs = (ci[1] - ci[0]) / 2;
+  const halfWidthMs2 = (ci[1] - ci[0]) / 2;
   const ratio = samplingSeMs > 0 ? seMs / samplingSeMs : 1;
   return {
-    halfWidthMs,
-    samplingHalfWidthMs: halfWidthMs / ratio,
+    halfWidthMs: halfWidthMs2,
+    samplingHalfWidthMs: halfWidthMs2 / ratio,
     hostAddsPercent: Math.max(0, 100 * (ratio - 1)),
     narrowedBy: ratio > Math.SQRT2 ? "quieter host" : "more requests"
   };
@@ -36615,38 +36619,38 @@ function normalQuantile(p) {
   return (lo + hi) / 2;
 }
 var GRID = 401;
-function nominalAlphas(alpha, pairs) {
-  const key = `${alpha}:${pairs.join(",")}`;
+function nominalAlphas(alpha, pairs2) {
+  const key = `${alpha}:${pairs2.join(",")}`;
   let levels = computed.get(key);
   if (!levels) {
-    levels = computeNominalAlphas(alpha, pairs);
+    levels = computeNominalAlphas(alpha, pairs2);
     if (computed.size >= 512) computed.delete(computed.keys().next().value);
     computed.set(key, levels);
   }
   return [...levels];
 }
 var computed = /* @__PURE__ */ new Map();
-function computeNominalAlphas(alpha, pairs) {
+function computeNominalAlphas(alpha, pairs2) {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
-  pairs.forEach((n2, k) => {
-    if (!(n2 > 0) || k > 0 && n2 <= pairs[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
+  pairs2.forEach((n2, k) => {
+    if (!(n2 > 0) || k > 0 && n2 <= pairs2[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs2.join(", ")}`);
   });
   const out = [];
   let xs = new Float64Array(0);
   let fs = new Float64Array(0);
-  for (let k = 0; k < pairs.length; k++) {
+  for (let k = 0; k < pairs2.length; k++) {
     const spend = spentAlpha(alpha, k + 1) - spentAlpha(alpha, k);
     if (k === 0) {
       const c4 = normalQuantile(1 - spend / 2);
       out.push(spend);
-      xs = grid(c4 * Math.sqrt(pairs[0]));
-      const sd1 = Math.sqrt(pairs[0]);
+      xs = grid(c4 * Math.sqrt(pairs2[0]));
+      const sd1 = Math.sqrt(pairs2[0]);
       fs = xs.map((x) => Math.exp(-0.5 * (x / sd1) ** 2) / (sd1 * Math.sqrt(2 * Math.PI)));
       continue;
     }
-    const step = pairs[k] - pairs[k - 1];
+    const step = pairs2[k] - pairs2[k - 1];
     const sd = Math.sqrt(step);
-    const root = Math.sqrt(pairs[k]);
+    const root = Math.sqrt(pairs2[k]);
     const dx = xs[1] - xs[0];
     const crossing = (c4) => {
       let p = 0;
@@ -36673,12 +36677,12 @@ var trapezoid = (i2, n2) => i2 === 0 || i2 === n2 - 1 ? 0.5 : 1;
 function carryFrom(xs, fs, dx, sd, bound) {
   const next = grid(bound);
   const out = next.map((y) => {
-    let sum3 = 0;
+    let sum4 = 0;
     for (let i2 = 0; i2 < xs.length; i2++) {
       const z3 = (y - xs[i2]) / sd;
-      sum3 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
+      sum4 += fs[i2] * trapezoid(i2, xs.length) * Math.exp(-0.5 * z3 * z3);
     }
-    return sum3 * dx / (sd * Math.sqrt(2 * Math.PI));
+    return sum4 * dx / (sd * Math.sqrt(2 * Math.PI));
   });
   return [next, out];
 }
@@ -36687,24 +36691,24 @@ function grid(bound) {
 }
 
 // src/analysis/looks.ts
-function looksOf(group, pairs, d, s2) {
+function looksOf(group, pairs2, d, s3) {
   const runs2 = [];
   let total = 0;
   for (const g2 of group) {
-    const kept = pairs.filter((p) => p.run === g2.name).length;
+    const kept = pairs2.filter((p) => p.run === g2.name).length;
     if (kept === 0) continue;
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s2.confidence, runs2.map((r) => r.pairs));
+  const alphas = nominalAlphas(1 - s3.confidence, runs2.map((r) => r.pairs));
   const seen = /* @__PURE__ */ new Set();
   return runs2.map((r, k) => {
     seen.add(r.run);
     const confidence = 1 - alphas[k];
-    const keep = pairs.map((p) => seen.has(p.run));
-    const upTo = pairs.filter((_2, i2) => keep[i2]);
+    const keep = pairs2.map((p) => seen.has(p.run));
+    const upTo = pairs2.filter((_2, i2) => keep[i2]);
     if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s2.percentile, 0, () => 0);
+    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s3.percentile, 0, () => 0);
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });
@@ -36712,10 +36716,10 @@ function looksOf(group, pairs, d, s2) {
 
 // src/analysis/random.ts
 function seededRandom(seed) {
-  let s2 = seed >>> 0 || 2654435769;
+  let s3 = seed >>> 0 || 2654435769;
   const next32 = () => {
-    s2 = s2 + 2654435769 >>> 0;
-    let z3 = s2;
+    s3 = s3 + 2654435769 >>> 0;
+    let z3 = s3;
     z3 = Math.imul(z3 ^ z3 >>> 16, 2246822507) >>> 0;
     z3 = Math.imul(z3 ^ z3 >>> 13, 3266489909) >>> 0;
     return (z3 ^ z3 >>> 16) >>> 0;
@@ -36743,28 +36747,28 @@ var fields = {
   cpuCores: "service_cpu_cores",
   rssBytes: "service_rss_bytes"
 };
-function pairedResources(pairs, confidence) {
+function pairedResources(pairs2, confidence) {
   const out = Object.fromEntries(
-    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs, field, confidence)])
+    Object.entries(fields).map(([key, field]) => [key, pairedAmount(pairs2, field, confidence)])
   );
   return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
 }
-function pairedAmount(pairs, field, confidence) {
-  const both = pairs.flatMap((x) => {
+function pairedAmount(pairs2, field, confidence) {
+  const both = pairs2.flatMap((x) => {
     const [a2, b] = [x.champion[field], x.challenger[field]];
     return a2 === void 0 || b === void 0 ? [] : [[a2, b]];
   });
   if (both.length < 2) return null;
   const champion = mean(both.map(([a2]) => a2));
   const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
-  const pct = (x) => champion > 0 ? 100 * x / champion : 0;
+  const pct4 = (x) => champion > 0 ? 100 * x / champion : 0;
   return {
     champion,
     challenger: mean(both.map(([, b]) => b)),
     estimate: t.mean,
     ci: [t.ci.lo, t.ci.hi],
-    percent: pct(t.mean),
-    percentCi: [pct(t.ci.lo), pct(t.ci.hi)],
+    percent: pct4(t.mean),
+    percentCi: [pct4(t.ci.lo), pct4(t.ci.hi)],
     p: t.p,
     pairs: both.length
   };
@@ -36794,8 +36798,7 @@ function analyze(results, settings = defaultSettings) {
   const partial2 = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
   const holm = holmAdjust(partial2.map((c3) => c3.t.p));
   const comparisons = partial2.map((c3, i2) => label(c3, holm[i2], 1 - c3.confidence, partial2.length));
-  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
-  const headline2 = [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
+  const headline2 = headlineOf(comparisons);
   const verdict = comparisons.some((c3) => c3.verdict === "red") ? "red" : comparisons.some((c3) => c3.verdict === "green") ? "green" : "grey";
   return {
     verdict,
@@ -36809,14 +36812,14 @@ function analyze(results, settings = defaultSettings) {
     seed: settings.seed,
     settings,
     runs: results.map(({ name: name2, result }) => {
-      const { pairs, dropped } = extractPairs(name2, result, settings.percentile);
+      const { pairs: pairs2, dropped } = extractPairs(name2, result, settings.percentile);
       return {
         name: name2,
         runId: result.plan.run_id,
         workload: result.plan.workload,
         rate: result.plan.rate,
         started: result.started,
-        pairs: pairs.length,
+        pairs: pairs2.length,
         dropped: dropped.length,
         disturbed: dropped.filter(isDisturbed).length,
         partial: result.partial
@@ -36826,6 +36829,10 @@ function analyze(results, settings = defaultSettings) {
     preflight: preflightFlags(results),
     dependencies: dependencyUsage(results)
   };
+}
+function headlineOf(comparisons) {
+  const rank = (c3) => c3.blocking ? 3 : c3.verdict === "red" ? 2 : c3.verdict === "green" ? 1 : 0;
+  return [...comparisons].sort((a2, b) => rank(b) - rank(a2) || Math.abs(b.estimateMs) - Math.abs(a2.estimateMs))[0];
 }
 var findingsSchema = findingSchema.array();
 function preflightFlags(results) {
@@ -36844,17 +36851,17 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
-function validateSettings(s2) {
+function validateSettings(s3) {
   const bad = (field, want, got) => {
     throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
   };
-  if (!(s2.percentile > 0 && s2.percentile < 100)) bad("percentile", "in (0, 100)", s2.percentile);
-  if (!(s2.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s2.sloBudgetMs);
-  if (!(s2.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s2.blockThresholdPercent);
-  if (!(s2.confidence > 0.5 && s2.confidence < 1)) bad("confidence", "in (0.5, 1)", s2.confidence);
-  if (!(Number.isInteger(s2.bootstrapResamples) && s2.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s2.bootstrapResamples);
-  if (!(Number.isInteger(s2.seed) && s2.seed >= 0)) bad("seed", "a non-negative integer", s2.seed);
-  if (s2.blockCpuPercent !== void 0 && !(s2.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s2.blockCpuPercent);
+  if (!(s3.percentile > 0 && s3.percentile < 100)) bad("percentile", "in (0, 100)", s3.percentile);
+  if (!(s3.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s3.sloBudgetMs);
+  if (!(s3.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s3.blockThresholdPercent);
+  if (!(s3.confidence > 0.5 && s3.confidence < 1)) bad("confidence", "in (0.5, 1)", s3.confidence);
+  if (!(Number.isInteger(s3.bootstrapResamples) && s3.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s3.bootstrapResamples);
+  if (!(Number.isInteger(s3.seed) && s3.seed >= 0)) bad("seed", "a non-negative integer", s3.seed);
+  if (s3.blockCpuPercent !== void 0 && !(s3.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s3.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -36864,8 +36871,8 @@ function checkSameBuilds(results) {
       if (value) seen.set(value, name2);
     }
     if (seen.size > 1) {
-      const list = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+      const list2 = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
+      throw new AnalysisInputError(`results are of different builds (${field}: ${list2}); analyse them separately with --each`);
     }
   }
 }
@@ -36878,29 +36885,29 @@ function checkOneIdentity(key, group) {
     }
   }
 }
-function compare(key, group, s2, rand) {
+function compare(key, group, s3, rand) {
   const { workload: workload2, rate: rate2 } = group[0].result.plan;
   checkOneIdentity(key, group);
   const all2 = (arm) => armErrors(group.flatMap((g2) => g2.result.slices.filter((x) => x.arm === arm)));
   checkWorkloadAnswers(workload2, rate2, all2("champion"), all2("challenger"));
-  const { pairs, dropped } = pooledPairs(key, group, s2.percentile);
-  const at = (p) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
-  const d = at(s2.percentile);
+  const { pairs: pairs2, dropped } = pooledPairs(key, group, s3.percentile);
+  const at = (p) => pairs2.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
+  const d = at(s3.percentile);
   for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
-  const primary = estimateLatency(pairs, d, s2.percentile, s2.samplingResamples, rand);
-  const lookHistory = looksOf(group, pairs, d, s2);
+  const primary = estimateLatency(pairs2, d, s3.percentile, s3.samplingResamples, rand);
+  const lookHistory = looksOf(group, pairs2, d, s3);
   const confidence = lookHistory.at(-1).confidence;
-  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s2.confidence);
-  const sdMs = pairedT(d, s2.confidence).sd;
-  const boot = bootstrapMeanInterval(d, confidence, s2.bootstrapResamples, rand);
+  const test = tInterval(primary.estimateMs, primary.seMs, primary.df, s3.confidence);
+  const sdMs = pairedT(d, s3.confidence).sd;
+  const boot = bootstrapMeanInterval(d, confidence, s3.bootstrapResamples, rand);
   const secondary = (values) => {
     const r = pairedT(values, confidence);
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
-  const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs, "champion", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs, "challenger", s2.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
-  const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s2.percentile)];
+  const tp = secondary(pairs2.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
+  const champion = { ...armSummary(pairs2, "champion", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
+  const challenger = { ...armSummary(pairs2, "challenger", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s3.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
     flags.push({
@@ -36908,8 +36915,8 @@ function compare(key, group, s2, rand) {
       message: `challenger failed ${errors.challenger} of ${challenger.requests} requests, champion ${errors.champion} of ${champion.requests} (one-sided binomial p=${errors.p.toPrecision(2)})`
     });
   }
-  const thresholdMs = s2.blockThresholdPercent / 100 * s2.sloBudgetMs;
-  const floor = floorOf(key, s2, thresholdMs);
+  const thresholdMs = s3.blockThresholdPercent / 100 * s3.sloBudgetMs;
+  const floor = floorOf(key, s3, thresholdMs);
   flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
@@ -36922,7 +36929,7 @@ function compare(key, group, s2, rand) {
     estimator: { kind: primary.kind, fallback: primary.fallback },
     seMs: primary.seMs,
     samplingSeMs: primary.samplingSeMs,
-    pairs: pairs.length,
+    pairs: pairs2.length,
     droppedPairs: dropped,
     runs: group.map((g2) => g2.name),
     looks: lookHistory.length,
@@ -36935,27 +36942,27 @@ function compare(key, group, s2, rand) {
     p999Ms: secondary(at(99.9)),
     throughput: { ...tp, percent: champion.okRps > 0 ? 100 * tp.estimate / champion.okRps : 0 },
     errorRegression: errors,
-    resources: pairedResources(pairs, confidence),
-    cpuLimitPercent: s2.blockCpuPercent ?? null,
-    classes: classBreakdown(group[0].result.plan, pairs, s2.percentile, confidence, rand),
-    functions: functionBreakdown(group, pairs, confidence),
+    resources: pairedResources(pairs2, confidence),
+    cpuLimitPercent: s3.blockCpuPercent ?? null,
+    classes: classBreakdown(group[0].result.plan, pairs2, s3.percentile, confidence, rand),
+    functions: functionBreakdown(group, pairs2, confidence),
     champion,
     challenger,
     floorMs: floor.ms,
     thresholdMs,
     flags,
-    detail: pairs.map((x, i2) => ({
+    detail: pairs2.map((x, i2) => ({
       run: x.run,
       pair: x.pair,
-      championMs: ms(slicePercentileUs(x.champion, s2.percentile)),
-      challengerMs: ms(slicePercentileUs(x.challenger, s2.percentile)),
+      championMs: ms(slicePercentileUs(x.champion, s3.percentile)),
+      challengerMs: ms(slicePercentileUs(x.challenger, s3.percentile)),
       dMs: d[i2]
     }))
   };
 }
 var ms = (us2) => us2 / 1e3;
-function armSummary(pairs, arm, percentile2) {
-  const slices = pairs.map((x) => x[arm]);
+function armSummary(pairs2, arm, percentile2) {
+  const slices = pairs2.map((x) => x[arm]);
   const e = armErrors(slices);
   return {
     p50Ms: mean(slices.map((x) => ms(x.latency_us.p50))),
@@ -36976,17 +36983,17 @@ function runFlags(group) {
     }))
   ];
 }
-function measurementFlags(pairs, dropped, percentile2) {
+function measurementFlags(pairs2, dropped, percentile2) {
   const flags = [];
   const budget = sampleBudget(percentile2);
-  const short = pairs.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
-  if (short.length > 0) {
+  const short3 = pairs2.flatMap((x) => [x.champion, x.challenger]).filter((x) => x.recorded < budget);
+  if (short3.length > 0) {
     flags.push({
       code: "short_of_budget",
-      message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`
+      message: `${short3.length} slice${short3.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile2} is read from (fewest: ${Math.min(...short3.map((x) => x.recorded))}); lengthen slices or raise the rate`
     });
   }
-  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  const midRun = pairs2.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
   if (midRun.length > 0) {
     const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
     flags.push({
@@ -37025,9 +37032,9 @@ var plural2 = (n2, word) => `${n2} ${word}${n2 === 1 ? "" : "s"}`;
 function briefDisturbance(d) {
   return `${d.arm} slice ${d.index} (dispatch lag ${d.lagAt} ${d.lagMs.toFixed(d.lagMs >= 10 ? 0 : 1)} ms, limit ${d.lagLimitMs.toFixed(1)} ms; rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}%)`;
 }
-function floorOf(key, s2, thresholdMs) {
-  const recorded = typeof s2.floorMs === "number" ? s2.floorMs : s2.floorMs?.[key];
-  const bias = s2.hostBiasMs?.[key];
+function floorOf(key, s3, thresholdMs) {
+  const recorded = typeof s3.floorMs === "number" ? s3.floorMs : s3.floorMs?.[key];
+  const bias = s3.hostBiasMs?.[key];
   const flags = [];
   let floor = recorded ?? null;
   if (bias) {
@@ -37038,14 +37045,14 @@ function floorOf(key, s2, thresholdMs) {
       message: `the host's last A/A calibration of ${key} gave [${lo.toFixed(3)}, ${hi.toFixed(3)}] ms, which excludes 0: the ports differ with the same build on both; differences within \xB1${floor.toFixed(3)} ms are treated as noise until a calibration contains 0`
     });
   }
-  if (recorded !== void 0 && s2.floorPercentileAssumed?.includes(key)) {
+  if (recorded !== void 0 && s3.floorPercentileAssumed?.includes(key)) {
     flags.push({
       code: "floor_percentile_assumed",
-      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s2.percentile}`
+      message: `the host's floor for ${key} was recorded before floors named their percentile and is taken to be at p99; calibrate again to measure it at p${s3.percentile}`
     });
   }
   if (floor !== null && floor > thresholdMs) {
-    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s2.percentile, thresholdMs) });
+    flags.push({ code: "floor_above_threshold", message: floorAboveThreshold(floor, s3.percentile, thresholdMs) });
   }
   return { ms: floor, flags };
 }
@@ -37097,6 +37104,7 @@ function label(c3, holmP, alpha, m) {
     blocking: blockedBy.length > 0,
     blockedBy,
     blockingDecisive: blockedBy.includes("latency") && ci[0] > c3.thresholdMs,
+    budget: null,
     ciMs: ci,
     t: { ...t, holmP },
     flags
@@ -37111,10 +37119,10 @@ function armsOf(a2) {
   const challenger = portName2(a2.targets?.challenger, "the challenger's port");
   return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
 }
-function portName2(target2, otherwise) {
-  if (!target2) return otherwise;
+function portName2(target, otherwise) {
+  if (!target) return otherwise;
   try {
-    const u2 = new URL(target2);
+    const u2 = new URL(target);
     return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
   } catch {
     return otherwise;
@@ -37164,13 +37172,13 @@ function codeSpan(name2) {
 }
 
 // src/report/scale.ts
-function niceTicks(lo, hi, target2 = 5) {
+function niceTicks(lo, hi, target = 5) {
   if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
   if (lo === hi) {
     const pad = Math.abs(lo) * 0.1 || 0.01;
     [lo, hi] = [lo - pad, hi + pad];
   }
-  const raw = (hi - lo) / target2;
+  const raw = (hi - lo) / target;
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
   const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
@@ -37238,17 +37246,17 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
     return line;
   };
   const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
-  const axis = Array(PLOT_COLUMNS).fill("\u2500");
+  const axis2 = Array(PLOT_COLUMNS).fill("\u2500");
   let free = 0;
   for (const t of scale.ticks) {
     const text = tickLabel(t, scale.decimals);
     const at = Math.max(0, col(t) - Math.floor(text.length / 2));
-    axis[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    axis2[col(t)] = t === 0 ? "\u253C" : "\u252C";
     if (at < free) continue;
     for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
     free = at + text.length + 1;
   }
-  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis2)];
   for (const r of rows2) {
     const line = canvas();
     const to = col(r.value);
@@ -37270,7 +37278,7 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
 function forArms(c3, arms) {
   return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
 }
-var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+var esc2 = (s3) => s3.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const width = 760;
   const height = 340;
@@ -37377,6 +37385,7 @@ function comparisonJson(c3) {
     blocking: c3.blocking,
     blocked_by: c3.blockedBy,
     blocking_decisive: c3.blockingDecisive,
+    budget: c3.budget,
     estimate_ms: c3.estimateMs,
     ci_ms: c3.ciMs,
     confidence: c3.confidence,
@@ -37420,10 +37429,12 @@ function comparisonJson(c3) {
     pairs_detail: c3.detail
   };
 }
-function analysisJson(a2) {
+function analysisJson(a2, host = null) {
   const h2 = a2.headline;
   return {
     verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
     grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
     blocking: a2.blocking,
     blocked_by: h2.blockedBy,
@@ -37476,9 +37487,9 @@ function calibrations(aa, previous, o2) {
   const latest = new Map(previous.map((f) => [floorKeyOf(f), f]));
   return aa.map((c3) => {
     const [lo, hi] = c3.ciMs;
-    const halfWidthMs = halfWidth(c3.ciMs);
+    const halfWidthMs2 = halfWidth(c3.ciMs);
     const prev = latest.get(floorKey(c3.workload, c3.rate, o2.percentile)) ?? null;
-    const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
+    const driftMs = prev ? halfWidthMs2 - prev.half_width_ms : null;
     return {
       key: c3.key,
       workload: c3.workload,
@@ -37488,7 +37499,7 @@ function calibrations(aa, previous, o2) {
       estimateMs: c3.estimateMs,
       ciMs: [lo, hi],
       confidence: c3.confidence,
-      halfWidthMs,
+      halfWidthMs: halfWidthMs2,
       pairs: c3.pairs,
       unbiased: !excludesZero(c3.ciMs),
       previous: prev,
@@ -37627,7 +37638,7 @@ function classesTable(c3, arms) {
   if (classes.length === 0)
     return missing && !missing.startsWith("the workload has one") ? ["", `Request classes: none to show (${missing}).`] : [];
   const p = classes[0].percentile;
-  const cell = (e, short) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short})`;
+  const cell = (e, short3) => e ? `${signedMs(e.estimateMs)} ms [${signedMs(e.ciMs[0])}, ${signedMs(e.ciMs[1])}]${e.moved ? " **moved**" : ""}, Holm p ${pValue(e.holmP)}` : `\u2014 (${short3})`;
   return [
     "",
     `<details><summary>Request classes: each class's paired difference (${arms.difference}), at ${confidenceLabel(c3.confidence)}, Holm across classes</summary>`,
@@ -37654,11 +37665,11 @@ function functionsSentence(c3, prefix, arms, runs2) {
   if (f.grew.length === 0 && f.shrank.length === 0) {
     return `**Functions${prefix}:** no function's CPU per request moved past its noise (${f.tested} functions, each at ${confidenceLabel(f.confidence)}; median noise \xB1${us(f.medianNoiseUs ?? 0)} per request)${files}.`;
   }
-  const list = (xs) => xs.slice(0, TOP).map(
+  const list2 = (xs) => xs.slice(0, TOP).map(
     (x) => `${codeSpan(x.name)} ${signedUs(x.estimateUs)} [${signedUs(x.ciUs[0])}, ${signedUs(x.ciUs[1])}] (${us(x.championUs)} \u2192 ${us(x.challengerUs)})`
   ).join("; ");
-  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list(f.grew)}` : "";
-  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list(f.shrank)}` : "";
+  const grew = f.grew.length > 0 ? `grew in the ${arms.challenger}: ${list2(f.grew)}` : "";
+  const shrank = f.shrank.length > 0 ? `${grew ? "; " : ""}shrank: ${list2(f.shrank)}` : "";
   return `**Functions that moved${prefix}** (CPU per request with what each calls, each past its own noise at ${confidenceLabel(f.confidence)} over ${f.tested} functions): ${grew}${shrank}${files}.`;
 }
 function functionsTable(c3, arms) {
@@ -37702,10 +37713,29 @@ var us = (x) => `${Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toF
 var signedUs = (x) => `${x > 0 ? "+" : ""}${us(x)}`;
 var kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 
+// src/report/budget.ts
+var signed2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+function budgetWords(b) {
+  return `this change ${signed2(b.change_percent)}, main ${signed2(b.main_percent)} in 30 days${b.basis === "drift" ? " (measured by the latest drift run, and the steps since)" : ""}, budget ${b.limit_percent}%`;
+}
+function budgetNotes(a2) {
+  return a2.comparisons.flatMap((c3) => {
+    if (!c3.budget) return [];
+    const where = a2.comparisons.length > 1 ? ` (${c3.key})` : "";
+    const verdict = c3.budget.exceeded ? "**past it: blocks the merge**" : c3.verdict === "red" ? "within it" : c3.verdict === "green" ? "a green pays back" : "no detected change";
+    return [`**Regression budget**${where}: ${budgetWords(c3.budget)}; ${verdict}.`];
+  });
+}
+
 // src/report/gate-outcome.ts
-var reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" };
+var reasonTitle = {
+  latency: () => "",
+  errors: () => "more errors",
+  cpu: () => "more CPU per request",
+  budget: (c3) => `past the regression budget: ${c3.budget ? budgetWords(c3.budget) : "see the report"}`
+};
 function blockedByNote(c3) {
-  const why = c3.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  const why = c3.blockedBy.map((r) => reasonTitle[r](c3)).filter(Boolean);
   return why.length ? ` (${why.join(", ")})` : "";
 }
 
@@ -37728,7 +37758,7 @@ function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
   const showFunctions = opts.functions ?? true;
   const runs2 = profiledRuns(a2.comparisons);
   for (const c3 of a2.comparisons) {
@@ -37780,12 +37810,13 @@ function headline(a2, arms) {
   const state = `${badge[a2.verdict]}${a2.blocking ? `, blocking${blockedByNote(h2)}` : a2.verdict === "red" ? ", advisory" : ""}`;
   return `perf-gate: ${state} \u2014 ${quartet(h2, a2.percentile)}`;
 }
-function compared(a2, arms, runUrl) {
-  const sha2 = (s2) => s2 ? `\`${s2.slice(0, 7)}\`` : "(unknown)";
+function compared(a2, arms, runUrl, host) {
+  const sha2 = (s3) => s3 ? `\`${s3.slice(0, 7)}\`` : "(unknown)";
+  const on6 = host ? ` on host \`${host}\`` : "";
   const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${links}`;
+  return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${on6}${links}`;
 }
 function verdictSentence(a2) {
   const h2 = a2.headline;
@@ -37804,6 +37835,9 @@ function verdictSentence(a2) {
   return `Inconclusive: the interval ${msInterval(h2.ciMs)} contains 0 but reaches past \xB1${ms2(h2.thresholdMs)} ms (the block threshold), so a regression of that size cannot be ruled out. More pairs would narrow it.`;
 }
 function blockReason(c3, reason, budget) {
+  if (reason === "budget") {
+    return `the regression would take main past its monthly regression budget (${budgetWords(c3.budget)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+  }
   if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
   if (reason === "cpu") {
     const cpu = c3.resources.cpuUsPerRequest;
@@ -37812,8 +37846,8 @@ function blockReason(c3, reason, budget) {
   return `the regression exceeds the block threshold of ${ms2(c3.thresholdMs)} ms (${budget}); ${c3.blockingDecisive ? "the whole interval lies beyond it" : "the interval reaches below it, so the regression may be smaller than the threshold"}`;
 }
 function preflightWarning(flags) {
-  const list = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
-  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
+  const list2 = flags.map((f) => `${f.check}: ${f.detail} (${f.runs.length === 1 ? `run ${f.runs[0]}` : `${f.runs.length} runs`})`).join("; ");
+  return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list2}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
   const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
@@ -37822,22 +37856,22 @@ function aaSentence(a2, arms) {
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
 }
 function hostBiasWarning(bias) {
-  const list = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
-  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
+  const list2 = bias.map((b) => `${b.key} ${msInterval(b.ciMs)}`).join(", ");
+  return `> \u26A0\uFE0F **Biased host.** The last A/A calibration found an interval that excludes 0 (${list2}): with the same build on both ports, the ports measure differently. Verdicts on this host are suspect until a calibration's interval contains 0 again; check the host (CPU pinning, other load, port-specific settings) and rerun the calibration workflow.`;
 }
 function comparisonSection(c3, percentile2, arms, several, maxRows, showFunctions) {
   const p = percentLabel(percentile2);
   const state = arms.aa ? "" : ` \u2014 ${c3.verdict === "grey" ? `grey (${c3.greyKind})` : `${c3.verdict}${c3.blocking ? ", blocking" : ""}`}`;
-  const pct = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
+  const pct4 = (delta, base) => base > 0 ? ` (${delta > 0 ? "+" : ""}${(100 * delta / base).toFixed(1)}%)` : "";
   const ci = (lo, hi) => `[${signedMs(lo)}, ${signedMs(hi)}]`;
   const out = [`#### ${c3.workload} @ ${c3.rate} req/s${several ? state : ""}`, ""];
   if (several) out.push(quartet(c3, percentile2, arms), "");
   out.push(
     `| metric | ${arms.champion} | ${arms.challenger} | delta | ${confidenceLabel(c3.confidence)} CI of delta |`,
     "|---|---:|---:|---:|---|",
-    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
-    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct4(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
+    `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct4(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
+    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct4(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     ...resourceRows(c3)
@@ -37879,8 +37913,8 @@ function armErrorsCell(arm) {
   const classes = errorClasses({ requests: arm.requests, errors: arm.errors, byClass: arm.errorsByClass });
   return `${arm.errors} of ${arm.requests}${classes ? ` (${classes})` : ""}`;
 }
-function tableCell(s2) {
-  return s2.replace(/[|\n\r]/g, " ");
+function tableCell(s3) {
+  return s3.replace(/[|\n\r]/g, " ");
 }
 
 // src/cli/usage.ts
@@ -37999,97 +38033,101 @@ function readJson(file2) {
   }
 }
 
-// src/cli/run.ts
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync as readFileSync4, statSync as statSync3 } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname as dirname2, join as join3, relative, resolve } from "node:path";
-import { fileURLToPath as fileURLToPath3 } from "node:url";
+// src/cli/capacity.ts
+import { readFileSync as readFileSync2 } from "node:fs";
 
-// src/report/calibration.ts
-var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
-function calibrationLine(c3) {
-  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
-  if (!c3.unbiased) {
-    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
-    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+// src/analysis/capacity.ts
+function runSeconds(r, o2) {
+  return r.warmupSeconds + 2 * r.pairs * r.sliceSeconds + o2.runSeconds;
+}
+function gateHostTime(runs2, o2) {
+  if (!(o2.extensionRate >= 0 && o2.extensionRate <= 1))
+    throw new Error(`extensionRate: a share in [0, 1], got ${o2.extensionRate}`);
+  const each = runs2.map((r) => runSeconds(r, o2));
+  const seconds = sum3(each);
+  const n2 = o2.maxExtensions;
+  const q = o2.extensionRate;
+  return {
+    runs: each,
+    seconds,
+    maxSeconds: seconds * (1 + n2),
+    meanSeconds: seconds + sum3(each.map((s3) => s3 * n2 * q)),
+    varianceSeconds2: sum3(each.map((s3) => s3 * s3 * n2 * q * (1 - q)))
+  };
+}
+function queueEstimate(q) {
+  const lambda = q.arrivalsPerHour / 3600;
+  const reserved = q.reservedShare ?? 0;
+  if (!(reserved >= 0 && reserved < 1)) throw new Error(`reservedShare: a share in [0, 1), got ${reserved}`);
+  const stretch = 1 / (1 - reserved);
+  const utilization = lambda * q.meanSeconds / q.hosts + reserved;
+  const infinite = {
+    utilization,
+    waitProbability: 1,
+    meanWaitSeconds: Number.POSITIVE_INFINITY,
+    meanWaitOfWaitingSeconds: Number.POSITIVE_INFINITY
+  };
+  if (utilization >= 1) return infinite;
+  let c3 = erlangC(q.hosts, lambda * q.meanSeconds * stretch);
+  let held = q.meanSeconds * stretch;
+  for (let i2 = 0; i2 < 50; i2++) {
+    held = q.meanSeconds * stretch + c3 * q.landingSeconds;
+    if (lambda * held >= q.hosts) return infinite;
+    c3 = erlangC(q.hosts, lambda * held);
   }
-  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
-  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
-  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+  const offered = lambda * held;
+  const cs2 = q.varianceSeconds2 * stretch * stretch / (held * held);
+  const mmcWait = c3 * held / (q.hosts - offered);
+  const meanWaitSeconds = mmcWait * (1 + cs2) / 2 + c3 * q.landingSeconds;
+  return {
+    utilization,
+    waitProbability: c3,
+    meanWaitSeconds,
+    meanWaitOfWaitingSeconds: c3 > 0 ? meanWaitSeconds / c3 : 0
+  };
 }
-function cannotBlock(c3) {
-  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
-}
-function confirmationNote(c3) {
-  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
-  const oneIn = Math.round(1 / (1 - c3.confidence));
-  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
-}
-function calibrationReport(cs, o2) {
-  const biased = biasedCalibrations(cs);
-  const unrecorded = cs.filter((c3) => c3.notRecorded);
-  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
-  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
-  const out = [
-    `## perf-gate calibration: ${state}`,
-    "",
-    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
-    "",
-    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
-    "|---|---:|---:|---|---|---:|---|---:|",
-    ...cs.map((c3) => {
-      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
-      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
-      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
-      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
-    })
-  ];
-  if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+function erlangC(c3, a2) {
+  let term = 1;
+  let below = 0;
+  for (let k = 0; k < c3; k++) {
+    below += term;
+    term *= a2 / (k + 1);
   }
-  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
-  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
-  const confirmed = cs.filter((c3) => c3.firstRun);
-  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
-  if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
-  }
-  const trend = cs.map((c3) => {
-    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
-    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
-  });
-  out.push("", "### Floor history", "", ...trend, "");
-  return out.join("\n");
+  const top = term * (c3 / (c3 - a2));
+  return top / (below + top);
 }
-var capitalized = (s2) => s2.charAt(0).toUpperCase() + s2.slice(1);
+function hostsNeeded(q, maxWaitSeconds, limit = 64) {
+  for (let hosts = 1; hosts <= limit; hosts++) {
+    if (queueEstimate({ ...q, hosts }).meanWaitSeconds <= maxWaitSeconds) return hosts;
+  }
+  return null;
+}
+var sum3 = (xs) => xs.reduce((a2, b) => a2 + b, 0);
 
 // src/config/gate-config.ts
 var import_yaml = __toESM(require_dist2(), 1);
 
 // src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
-function servicePortNames(s2) {
-  return [...s2.ports ?? [], ...(s2.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
+function servicePortNames(s3) {
+  return [...s3.ports ?? [], ...(s3.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
 }
 function usesMainPort(arg) {
   return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
 }
-function dependencyIssues(s2, vars) {
+function dependencyIssues(s3, vars) {
   const issues = [];
-  if (s2.port_env !== void 0) {
-    const problem = portEnvError(s2.port_env);
+  if (s3.port_env !== void 0) {
+    const problem = portEnvError(s3.port_env);
     if (problem) issues.push({ path: ["port_env"], message: problem });
   }
-  const owner = new Map((s2.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
+  const owner = new Map((s3.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
   const claim2 = (path6, field, name2) => {
     const prev = owner.get(name2);
     if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
     else owner.set(name2, field);
   };
-  (s2.dependencies ?? []).forEach((d, i2) => {
+  (s3.dependencies ?? []).forEach((d, i2) => {
     claim2(["dependencies", i2, "name"], `service.dependencies[${i2}].name`, d.name);
     (d.ports ?? []).forEach((p, j) => {
       claim2(["dependencies", i2, "ports", j], `service.dependencies[${i2}].ports[${j}]`, p);
@@ -38102,7 +38140,7 @@ function dependencyIssues(s2, vars) {
     if (problem) issues.push({ path: [...path6, i2], message: problem });
     else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
   });
-  (s2.dependencies ?? []).forEach((d, i2) => {
+  (s3.dependencies ?? []).forEach((d, i2) => {
     const at = ["dependencies", i2];
     if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
     checkArgv([...at, "command"], d.command);
@@ -38190,24 +38228,24 @@ var workload = external_exports.strictObject({
     if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
-var service = external_exports.strictObject(serviceSchema.shape).superRefine((s2, ctx) => {
-  const vars = serviceVariables(servicePortNames(s2));
-  const clashes = dependencyIssues(s2, vars);
+var service = external_exports.strictObject(serviceSchema.shape).superRefine((s3, ctx) => {
+  const vars = serviceVariables(servicePortNames(s3));
+  const clashes = dependencyIssues(s3, vars);
   for (const issue2 of clashes) ctx.addIssue({ code: "custom", ...issue2 });
   if (clashes.length > 0) return;
   for (const field of ["command", "setup"]) {
-    (s2[field] ?? []).forEach((arg, i2) => {
+    (s3[field] ?? []).forEach((arg, i2) => {
       const problem = serviceArgError(arg, vars);
       if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
     });
   }
-  if (s2.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
-  s2.ports?.forEach((p, i2) => {
-    if (s2.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+  if (s3.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  s3.ports?.forEach((p, i2) => {
+    if (s3.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
   });
-  for (const [k, v] of Object.entries(s2.env ?? {})) {
+  for (const [k, v] of Object.entries(s3.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s2.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s2.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
+    else if (hostSetsEnv(k, s3.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s3.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
     else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
@@ -38225,7 +38263,7 @@ var configSchema = external_exports.strictObject({
    * What a pull request is measured against: the host's champion (main's HEAD as last
    * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
    */
-  comparison_base: external_exports.enum(BASES).default("champion"),
+  comparison_base: external_exports.enum(COMPARISON_BASES).default("champion"),
   // Left out, slices are sized per rate (sliceDesign below); the order counterbalances the arms.
   slices: external_exports.strictObject({
     seconds: plan.slice_seconds.optional(),
@@ -38242,7 +38280,7 @@ var configSchema = external_exports.strictObject({
      * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
      */
     discard_ms: plan.slice_warmup_ms.unwrap().optional()
-  }).refine((s2) => s2.seconds === void 0 || s2.discard_ms === void 0 || s2.discard_ms < s2.seconds * 1e3, {
+  }).refine((s3) => s3.seconds === void 0 || s3.discard_ms === void 0 || s3.discard_ms < s3.seconds * 1e3, {
     path: ["discard_ms"],
     message: "must be shorter than the slice (slices.seconds)"
   }).default({ order: "abba", max_extensions: 2 }),
@@ -38252,6 +38290,13 @@ var configSchema = external_exports.strictObject({
   resources: external_exports.strictObject({
     /** Block when CPU per request regresses past this percent over the whole interval. */
     block_cpu_percent: external_exports.number().positive().max(1e3).optional()
+  }).optional(),
+  /**
+   * The monthly regression budget (docs/design/0024-regression-budget.md): a red that would take
+   * main's change over the trailing 30 days past this percent of its level blocks. Off unless set.
+   */
+  budget: external_exports.strictObject({
+    percent_per_30_days: external_exports.number().gt(0).max(100)
   }).optional(),
   /**
    * Sample both arms' CPU stacks during every run and list the functions whose CPU per request
@@ -38319,8 +38364,8 @@ var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
 function sliceDesign(config2, rate2) {
   const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
   const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
-  const pairs = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
-  return { seconds, pairs };
+  const pairs2 = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
+  return { seconds, pairs: pairs2 };
 }
 function planRuns(config2, builds, seed) {
   const runs2 = [];
@@ -38334,6 +38379,7 @@ function planRuns(config2, builds, seed) {
         request: {
           ...builds.challengerSha ? { challenger_sha: builds.challengerSha } : {},
           ...builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {},
+          ...builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {},
           service: config2.service,
           ...config2.profile !== "never" ? { profile: true } : {},
           loadgen: {
@@ -38360,178 +38406,387 @@ function planRuns(config2, builds, seed) {
   return runs2;
 }
 
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync2 } from "node:fs";
-import { dirname, join } from "node:path";
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join(dir, "analysis.json"),
-    chartPath: join(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
-  ]);
-  return paths;
+// src/report/capacity.ts
+var s2 = (x) => `${Math.round(x)} s`;
+function wait(e) {
+  if (!Number.isFinite(e.meanWaitSeconds)) return `over capacity (${Math.round(e.utilization * 100)}% busy)`;
+  const w = e.meanWaitSeconds < 90 ? `${Math.round(e.meanWaitSeconds)} s` : `${(e.meanWaitSeconds / 60).toFixed(1)} min`;
+  return `${Math.round(e.utilization * 100)}% busy: ${w} (${Math.round(e.waitProbability * 100)}% wait)`;
 }
-function writeResults(dir, documents) {
-  const path6 = join(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
-}
-function writeUnmeasured(dir, e) {
-  const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
-  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
-  return paths;
-}
-function writeProfiles(dir, profiles) {
-  return profiles.map(({ path: path6, bytes }) => {
-    const to = join(dir, path6);
-    mkdirSync(dirname(to), { recursive: true });
-    writeFileSync2(to, bytes);
-    return to;
-  });
-}
-function writeCalibrationReport(dir, report) {
-  const path6 = join(dir, "calibration.md");
-  writeFiles(dir, [[path6, report]]);
-  return path6;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync2(path6, text);
+function capacityMarkdown(p) {
+  const busyDay = p.busyHours * 3600;
+  const promotionShare = p.promotionsPerDay * p.promotion.seconds / busyDay;
+  const hosts = p.rows[0]?.cells.map((c3) => c3.hosts) ?? [];
+  const mean2 = p.gate.meanSeconds;
+  return [
+    `Host time per gate, from the planned runs of ${p.config} (each run also holds its host ${s2(p.runOverheadSeconds)}: the wait for quiet CPUs, both arms' fresh starts and health checks, stopping them):`,
+    "",
+    "| run | warm-up | slices | overhead | host time |",
+    "| --- | ---: | ---: | ---: | ---: |",
+    ...p.runs.map(
+      (r) => `| ${r.key} | ${s2(r.warmupSeconds)} | ${r.pairs} pairs \xD7 2 \xD7 ${r.sliceSeconds} s = ${s2(2 * r.pairs * r.sliceSeconds)} | ${s2(p.runOverheadSeconds)} | ${s2(r.seconds)} |`
+    ),
+    `| **a gate** | | | | **${s2(p.gate.seconds)}** |`,
+    "",
+    `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s2(p.gate.maxSeconds)} if every one did. With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s2(mean2)} on average. Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s2(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) and each week's calibration (every comparison's A/A run: ${s2(p.calibrationSeconds)}, scheduled outside the busy hours).`,
+    "",
+    `A host runs at most ${Math.floor(busyDay * (1 - promotionShare) / mean2)} such gates in ${p.busyHours} busy hours, back to back; a queue stays short below ~70% of that, ${Math.floor(0.7 * busyDay * (1 - promotionShare) / mean2)}.`,
+    "",
+    `Mean wait for a host, gates arriving at random in the busy hours (M/G/c, checked against a simulation of the pool's landing; a waiting gate starts on the first host freed ${s2(p.landingSeconds)} after):`,
+    "",
+    `| gates a day | ${hosts.map((h2) => `${h2} host${h2 === 1 ? "" : "s"}`).join(" | ")} | hosts for a mean wait under ${p.maxWaitMinutes} min |`,
+    `| ---: | ${hosts.map(() => "---").join(" | ")} | ---: |`,
+    ...p.rows.map(
+      (r) => `| ${r.gatesPerDay} | ${r.cells.map((c3) => wait(c3.estimate)).join(" | ")} | ${r.hostsNeeded ?? "more than 64"} |`
+    )
+  ].join("\n");
 }
 
-// src/report/unmeasured.ts
-var ARMS2 = ["champion", "challenger"];
-function unmeasuredReport(error62, results, percentile2) {
-  const runs2 = results.map((r) => runOf(r, percentile2));
-  const [first] = error62.message.split("\n");
-  const out = [
-    "### \u26A0\uFE0F perf-gate could not measure",
-    "",
-    `${first}`,
-    "",
-    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
-    "",
-    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
-    "|---|---|---:|---:|---:|---:|---:|",
-    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
-  ];
-  const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
-  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
-  for (const r of runs2) {
-    for (const arm of ARMS2) {
-      const log = r.logs[arm];
-      if (!log) continue;
-      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
-    }
+// src/cli/capacity.ts
+var RUN_OVERHEAD_SECONDS = 2;
+var EXTENSION_RATE = 0.2;
+var LANDING_SECONDS = 3;
+var capacityUsage = `usage: perf-gate capacity [options]
+  --config FILE              the gate config (default .github/perf-gate.yml)
+  --gates-per-day LIST       gates a busy day, pushes and reruns included (default 10,20,40,80,160)
+  --hosts LIST               pool sizes to compare (default 1,2,3,4)
+  --busy-hours H             the hours of the day the gates arrive in (default 8)
+  --promotions-per-day N     merges a day, each an A/A check on every host (default 5)
+  --run-overhead-seconds S   what each run holds its host besides warm-up and slices: the wait
+                             for quiet CPUs, the arms' starts and health checks (default ${RUN_OVERHEAD_SECONDS};
+                             read yours in a run's log: perf-host wait RUN-ID)
+  --extension-rate X         the share of the possible extensions gates take (default ${EXTENSION_RATE})
+  --landing-seconds S        from a host coming free to a waiting gate's run starting there
+                             (default ${LANDING_SECONDS}: it looks, deploys and starts)
+  --max-wait-minutes M       the mean wait the last column sizes the pool for (default 5)
+  --json                     print the numbers as JSON instead of Markdown
+  -h, --help                 this text
+exit codes: 0, 2 error (a bad config or option)`;
+function capacityCommand(argv, out) {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        config: { type: "string", default: ".github/perf-gate.yml" },
+        "gates-per-day": { type: "string", default: "10,20,40,80,160" },
+        hosts: { type: "string", default: "1,2,3,4" },
+        "busy-hours": { type: "string", default: "8" },
+        "promotions-per-day": { type: "string", default: "5" },
+        "run-overhead-seconds": { type: "string", default: String(RUN_OVERHEAD_SECONDS) },
+        "extension-rate": { type: "string", default: String(EXTENSION_RATE) },
+        "landing-seconds": { type: "string", default: String(LANDING_SECONDS) },
+        "max-wait-minutes": { type: "string", default: "5" },
+        json: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    capacityUsage
+  );
+  if (v.help) {
+    out(capacityUsage);
+    return 0;
   }
-  return { markdown: `${out.join("\n")}
-`, json: unmeasuredJson(error62, runs2) };
+  const plan2 = capacityPlan(v.config, readConfig(v.config), {
+    gatesPerDay: list(v, "gates-per-day", 0, 1e5),
+    hosts: list(v, "hosts", 1, 64).map(Math.round),
+    busyHours: bounded(v, "busy-hours", 0.5, 24),
+    promotionsPerDay: bounded(v, "promotions-per-day", 0, 1e3),
+    runOverheadSeconds: bounded(v, "run-overhead-seconds", 0, 3600),
+    extensionRate: bounded(v, "extension-rate", 0, 1),
+    landingSeconds: bounded(v, "landing-seconds", 0, 3600),
+    maxWaitMinutes: bounded(v, "max-wait-minutes", 0, 1440)
+  });
+  out(v.json ? JSON.stringify(plan2, null, 2) : capacityMarkdown(plan2));
+  return 0;
 }
-function runOf({ name: name2, result }, percentile2) {
-  const { pairs, dropped } = extractPairs(name2, result, percentile2);
-  const of = (arm) => armErrors(result.slices.filter((s2) => s2.arm === arm));
-  const armStarts = result.arms;
-  const logs = {};
-  for (const arm of ARMS2) {
-    const a2 = armStarts?.[arm];
-    if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
-  }
-  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
-}
-function failed(e) {
-  return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
-}
-function unmeasuredJson(error62, runs2) {
+function capacityPlan(source, config2, a2) {
+  const shapes = planRuns(config2, {}, 0).map((r) => ({
+    key: comparisonKey(r.workload, r.rate),
+    warmupSeconds: r.request.loadgen.warmup_seconds ?? config2.warmup_seconds,
+    sliceSeconds: r.request.loadgen.slice_seconds,
+    pairs: r.request.loadgen.pairs
+  }));
+  const overheads = { runSeconds: a2.runOverheadSeconds };
+  const gate2 = gateHostTime(shapes, {
+    ...overheads,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate
+  });
+  const first = planRuns(config2, {}, 0)[0];
+  const verify = {
+    warmupSeconds: config2.warmup_seconds,
+    sliceSeconds: sliceDesign(config2, first.rate).seconds,
+    pairs: config2.promotion.verify_pairs
+  };
+  const promotionSeconds = runSeconds(verify, overheads);
+  const reservedShare = Math.min(0.99, a2.promotionsPerDay * promotionSeconds / (a2.busyHours * 3600));
+  const queue = (gatesPerDay, hosts) => queueEstimate({
+    arrivalsPerHour: gatesPerDay / a2.busyHours,
+    meanSeconds: gate2.meanSeconds,
+    varianceSeconds2: gate2.varianceSeconds2,
+    hosts,
+    landingSeconds: a2.landingSeconds,
+    reservedShare
+  });
   return {
-    verdict: "could_not_measure",
-    error: error62.message,
-    runs: runs2.map((r) => ({
-      name: r.name,
-      workload: r.workload,
-      rate: r.rate,
-      pairs_kept: r.kept,
-      dropped_pairs: r.dropped.map(droppedPairJson),
-      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
-        requests: r.arms[arm].requests,
-        errors: r.arms[arm].errors,
-        errors_by_class: r.arms[arm].byClass,
-        log_tail: r.logs[arm]?.tail ?? null,
-        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
-      }]))
+    config: source,
+    runs: shapes.map((r, i2) => ({ ...r, seconds: gate2.runs[i2] })),
+    runOverheadSeconds: a2.runOverheadSeconds,
+    gate: gate2,
+    maxExtensions: config2.slices.max_extensions,
+    extensionRate: a2.extensionRate,
+    promotion: { key: comparisonKey(first.workload, first.rate), pairs: verify.pairs, seconds: promotionSeconds },
+    promotionsPerDay: a2.promotionsPerDay,
+    calibrationSeconds: gate2.seconds,
+    busyHours: a2.busyHours,
+    landingSeconds: a2.landingSeconds,
+    maxWaitMinutes: a2.maxWaitMinutes,
+    rows: a2.gatesPerDay.map((gatesPerDay) => ({
+      gatesPerDay,
+      cells: a2.hosts.map((hosts) => ({ hosts, estimate: queue(gatesPerDay, hosts) })),
+      hostsNeeded: hostsNeeded(
+        {
+          arrivalsPerHour: gatesPerDay / a2.busyHours,
+          meanSeconds: gate2.meanSeconds,
+          varianceSeconds2: gate2.varianceSeconds2,
+          landingSeconds: a2.landingSeconds,
+          reservedShare
+        },
+        a2.maxWaitMinutes * 60
+      )
     }))
   };
 }
-
-// src/experiment/decide.ts
-function decide(results, config2, d) {
+function readConfig(path6) {
+  let text;
   try {
-    return analyze(results, settingsFor(config2, d));
+    text = readFileSync2(path6, "utf8");
   } catch (e) {
-    if (e instanceof CouldNotMeasureError) {
-      const { markdown, json: json2 } = unmeasuredReport(e, results, config2.slo.percentile);
-      e.explained = { markdown, json: json2, results: results.map((r) => r.result) };
-    }
-    throw e;
+    throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
   }
+  return parseConfig(text, path6);
 }
-function settingsFor(config2, d) {
-  return {
-    ...defaultSettings,
-    percentile: config2.slo.percentile,
-    sloBudgetMs: config2.slo.budget_ms,
-    blockThresholdPercent: config2.block_threshold_percent,
-    seed: d.seed,
-    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
-    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
-  };
+function bounded(v, flag, lo, hi) {
+  const n2 = numberOption(flag, v[flag], capacityUsage);
+  if (n2 < lo || n2 > hi)
+    throw new UsageError(`--${flag}: expected a number from ${lo} to ${hi}, got ${n2}`, capacityUsage);
+  return n2;
+}
+function list(v, flag, lo, hi) {
+  const parts = String(v[flag]).split(",");
+  if (parts.length > 20) throw new UsageError(`--${flag}: at most 20 values`, capacityUsage);
+  return parts.map((p) => bounded({ [flag]: p.trim() }, flag, lo, hi));
 }
 
-// src/report/notes.ts
-var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
-function evidenceNotes(sha2, e) {
-  const short = sha2.slice(0, 7);
+// src/cli/history.ts
+import { closeSync, fstatSync, openSync, readSync, writeFileSync as writeFileSync4 } from "node:fs";
+
+// src/contract/host.ts
+var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
+var floorRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
+  percentile,
+  half_width_ms: external_exports.number().min(0).max(1e6),
+  ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
+  pairs: external_exports.number().int().min(2).max(1e4)
+});
+var floorSchema = floorRecordSchema.extend({
+  run_id: runId,
+  time: external_exports.string(),
+  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
+  percentile_assumed: external_exports.boolean().optional()
+});
+var runSummarySchema = external_exports.looseObject({
+  run_id: runId,
+  kind: external_exports.enum(KINDS),
+  status: external_exports.enum(RUN_STATUSES),
+  champion_sha: sha,
+  challenger_sha: sha,
+  workload: name,
+  rate,
+  started: external_exports.string(),
+  ended: external_exports.string()
+});
+var hostStatusSchema = external_exports.looseObject({
+  perf_host_version: external_exports.string(),
+  champion: external_exports.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: external_exports.string().optional(),
+  previous: external_exports.string(),
+  champion_supervised: external_exports.boolean(),
+  lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
+  floors: external_exports.record(external_exports.string(), floorSchema),
+  disk_free_bytes: external_exports.number().int().nonnegative(),
+  memory_available_bytes: external_exports.number().int().nonnegative(),
+  load_avg: external_exports.array(external_exports.number()).length(3),
+  releases: external_exports.array(external_exports.string()),
+  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
+  isolation: isolationSchema.optional()
+});
+var EXIT = constants_default.exit_codes;
+var OUTCOME_MARKER = constants_default.outcome_marker;
+
+// src/contract/history.ts
+var HISTORY_SCHEMA_VERSION = constants_default.history_schema_version;
+var VERDICTS = ["green", "red", "grey"];
+var BLOCK_REASONS = ["latency", "errors", "cpu", "budget"];
+var HISTORY_KINDS = ["gate", "promotion", "rollback", "calibration", "drift"];
+var runId2 = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
+var pullRequest = external_exports.number().int().min(1).max(999999999);
+var ms3 = external_exports.number().min(-1e6).max(1e6);
+var levelMs = external_exports.number().gt(0).max(1e6);
+var halfWidthMs = external_exports.number().min(0).max(1e6);
+var pairs = external_exports.number().int().min(2).max(1e4);
+var percentChange = external_exports.number().min(-100).max(1e6);
+var interval = external_exports.tuple([ms3, ms3]);
+var count3 = external_exports.number().int().min(0);
+var budgetAccountSchema = external_exports.looseObject({
+  limit_percent: external_exports.number().gt(0).max(100),
+  main_percent: percentChange,
+  /** What main's change rests on: the latest drift run and the steps since (drift), or the steps alone. */
+  basis: external_exports.enum(["drift", "steps"]),
+  change_percent: percentChange,
+  exceeded: external_exports.boolean()
+});
+var comparisonRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  verdict: external_exports.enum(VERDICTS),
+  blocking: external_exports.boolean(),
+  blocked_by: external_exports.array(external_exports.enum(BLOCK_REASONS)).optional(),
+  estimate_ms: ms3,
+  ci_ms: interval,
+  /** The champion arm's latency at the percentile: main's level, the unit of the budget's percents. */
+  champion_ms: levelMs,
+  floor_ms: halfWidthMs.optional(),
+  threshold_ms: halfWidthMs,
+  pairs,
+  cpu_percent: percentChange.optional(),
+  rss_percent: percentChange.optional(),
+  identity: external_exports.string().regex(/^[0-9a-f]{64}$/).optional(),
+  budget: budgetAccountSchema.optional()
+});
+var gateRecordSchema = external_exports.looseObject({
+  pull_request: pullRequest.optional(),
+  challenger_sha: sha,
+  champion_sha: sha,
+  base: external_exports.enum(BASES),
+  verdict: external_exports.enum(VERDICTS),
+  blocking: external_exports.boolean(),
+  percentile,
+  comparisons: external_exports.array(comparisonRecordSchema).min(1).max(256),
+  runs: external_exports.array(runId2).max(1024),
+  url: external_exports.string().regex(/^https?:\/\/[^\s"'<>]{1,1000}$/).optional()
+});
+var driftRecordSchema = external_exports.looseObject({
+  workload: name,
+  rate,
+  percentile,
+  champion_sha: sha,
+  ancestor_sha: sha,
+  estimate_ms: ms3,
+  ci_ms: interval,
+  ancestor_ms: levelMs,
+  pairs
+});
+var championChangeSchema = external_exports.looseObject({
+  sha,
+  previous: sha.optional(),
+  pull_request: pullRequest.optional(),
+  /** The promoted build's last gate on the host: the step main took. */
+  step: external_exports.looseObject({ gated: external_exports.string(), gate: gateRecordSchema }).optional()
+});
+var historyVersion = external_exports.literal(HISTORY_SCHEMA_VERSION);
+var historyEntrySchema = external_exports.looseObject({
+  schema_version: historyVersion,
+  kind: external_exports.enum(HISTORY_KINDS),
+  time: external_exports.string(),
+  run_id: runId2.optional(),
+  gate: gateRecordSchema.optional(),
+  change: championChangeSchema.optional(),
+  calibration: floorRecordSchema.optional(),
+  drift: driftRecordSchema.optional()
+});
+var ancestorSchema = external_exports.looseObject({ sha, since: external_exports.string(), until: external_exports.string().optional() });
+var historySchema = external_exports.looseObject({
+  schema_version: historyVersion,
+  /** The host's clock when it was read: the history's "now". */
+  time: external_exports.string(),
+  champion: external_exports.string(),
+  ancestors: external_exports.array(ancestorSchema),
+  entries: external_exports.array(historyEntrySchema),
+  bound_bytes: count3,
+  dropped: count3
+});
+var MAX_HISTORY_BYTES = 64 << 20;
+function parseHistory(source, doc) {
+  const version3 = doc?.schema_version;
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new MessageError(`${source}: not a perf-gate history (a JSON object with schema_version, entries, \u2026)`);
+  if (typeof version3 !== "number")
+    throw new MessageError(`${source}: not a perf-gate history: schema_version: required`);
+  if (version3 > HISTORY_SCHEMA_VERSION) {
+    throw new MessageError(
+      `${source}: history schema_version ${version3} is newer than this perf-gate reads (${HISTORY_SCHEMA_VERSION}): it was written by a newer perf-host; upgrade perf-gate`
+    );
+  }
+  const h2 = parseMessage(historySchema, source, doc, "a perf-gate history");
+  const problems = historyProblems(h2);
+  if (problems.length > 0)
+    throw new MessageError(`${source}: not a perf-gate history: ${problems.slice(0, 5).join("; ")}`);
+  return h2;
+}
+var RECORD_OF = {
+  gate: "gate",
+  promotion: "change",
+  rollback: "change",
+  calibration: "calibration",
+  drift: "drift"
+};
+function historyProblems(h2) {
   const out = [];
-  if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
-  }
-  if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
-  }
+  const date5 = (at, s3) => {
+    if (s3 !== void 0 && Number.isNaN(Date.parse(s3)))
+      out.push(`${at}: not a date: ${JSON.stringify(s3.slice(0, 40))}`);
+  };
+  const around = (at, estimate, [lo, hi]) => {
+    if (!(lo <= estimate && estimate <= hi))
+      out.push(`${at}.ci_ms: [${lo}, ${hi}] does not hold the estimate ${estimate}`);
+  };
+  const gate2 = (at, g2) => {
+    for (const [j, c3] of g2.comparisons.entries()) around(`${at}.comparisons[${j}]`, c3.estimate_ms, c3.ci_ms);
+  };
+  date5("time", h2.time);
+  h2.ancestors.forEach((a2, i2) => {
+    date5(`ancestors[${i2}].since`, a2.since);
+    date5(`ancestors[${i2}].until`, a2.until);
+  });
+  h2.entries.forEach((e, i2) => {
+    const at = `entries[${i2}]`;
+    date5(`${at}.time`, e.time);
+    const carried = ["gate", "change", "calibration", "drift"].filter((k) => e[k] !== void 0);
+    if (carried.length !== 1 || carried[0] !== RECORD_OF[e.kind])
+      out.push(
+        `${at}: a ${e.kind} entry carries ${RECORD_OF[e.kind]} and nothing else (it carries ${carried.join(", ") || "nothing"})`
+      );
+    if (e.gate) gate2(`${at}.gate`, e.gate);
+    if (e.change?.step) {
+      date5(`${at}.change.step.gated`, e.change.step.gated);
+      gate2(`${at}.change.step.gate`, e.change.step.gate);
+    }
+    if (e.drift) around(`${at}.drift`, e.drift.estimate_ms, e.drift.ci_ms);
+  });
   return out;
-}
-function groupBy(other) {
-  const out = /* @__PURE__ */ new Map();
-  for (const { runId: runId2, differs } of other) {
-    const key = differs.join(", ");
-    out.set(key, [...out.get(key) ?? [], runId2]);
-  }
-  return out;
-}
-function identityNotes(a2, documents) {
-  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
-  if (!changed || !a2.builds) return [];
-  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
-}
-function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
-  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
 // src/host/client.ts
-import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join as join2 } from "node:path";
+import { join } from "node:path";
 
-// ../../main/node_modules/is-plain-obj/index.js
+// node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
   if (typeof value !== "object" || value === null) {
     return false;
@@ -38540,7 +38795,7 @@ function isPlainObject2(value) {
   return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
 }
 
-// ../../main/node_modules/execa/lib/arguments/file-url.js
+// node_modules/execa/lib/arguments/file-url.js
 import { fileURLToPath } from "node:url";
 var safeNormalizeFileUrl = (file2, name2) => {
   const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
@@ -38553,7 +38808,7 @@ var normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() 
 var isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
 var normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath(file2) : file2;
 
-// ../../main/node_modules/execa/lib/methods/parameters.js
+// node_modules/execa/lib/methods/parameters.js
 var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   const filePath = safeNormalizeFileUrl(rawFile, "First argument");
   const [commandArguments, options] = isPlainObject2(rawArguments) ? [[], rawArguments] : [rawArguments, rawOptions];
@@ -38574,10 +38829,10 @@ var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   return [filePath, normalizedArguments, options];
 };
 
-// ../../main/node_modules/execa/lib/methods/template.js
+// node_modules/execa/lib/methods/template.js
 import { ChildProcess } from "node:child_process";
 
-// ../../main/node_modules/execa/lib/utils/uint-array.js
+// node_modules/execa/lib/utils/uint-array.js
 import { StringDecoder } from "node:string_decoder";
 var { toString: objectToString } = Object.prototype;
 var isArrayBuffer = (value) => objectToString.call(value) === "[object ArrayBuffer]";
@@ -38624,7 +38879,7 @@ var getJoinLength = (uint8Arrays) => {
   return joinLength;
 };
 
-// ../../main/node_modules/execa/lib/methods/template.js
+// node_modules/execa/lib/methods/template.js
 var isTemplateString = (templates) => Array.isArray(templates) && Array.isArray(templates.raw);
 var parseTemplates = (templates, expressions) => {
   let tokens = [];
@@ -38724,20 +38979,20 @@ var getSubprocessResult = ({ stdout }) => {
   throw new TypeError(`Unexpected "${typeof stdout}" stdout in template expression`);
 };
 
-// ../../main/node_modules/execa/lib/methods/main-sync.js
+// node_modules/execa/lib/methods/main-sync.js
 import { spawnSync } from "node:child_process";
 
-// ../../main/node_modules/execa/lib/arguments/specific.js
+// node_modules/execa/lib/arguments/specific.js
 import { debuglog } from "node:util";
 
-// ../../main/node_modules/execa/lib/utils/standard-stream.js
+// node_modules/execa/lib/utils/standard-stream.js
 import process2 from "node:process";
 var isStandardStream = (stream) => STANDARD_STREAMS.includes(stream);
 var STANDARD_STREAMS = [process2.stdin, process2.stdout, process2.stderr];
 var STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
 var getStreamName = (fdNumber) => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
-// ../../main/node_modules/execa/lib/arguments/specific.js
+// node_modules/execa/lib/arguments/specific.js
 var normalizeFdSpecificOptions = (options) => {
   const optionsCopy = { ...options };
   for (const optionName of FD_SPECIFIC_OPTIONS) {
@@ -38807,7 +39062,7 @@ var DEFAULT_OPTIONS = {
 var FD_SPECIFIC_OPTIONS = ["lines", "buffer", "maxBuffer", "verbose", "stripFinalNewline"];
 var getFdSpecificValue = (optionArray, fdNumber) => fdNumber === "ipc" ? optionArray.at(-1) : optionArray[fdNumber];
 
-// ../../main/node_modules/execa/lib/verbose/values.js
+// node_modules/execa/lib/verbose/values.js
 var isVerbose = ({ verbose }, fdNumber) => getFdVerbose(verbose, fdNumber) !== "none";
 var isFullVerbose = ({ verbose }, fdNumber) => !["none", "short"].includes(getFdVerbose(verbose, fdNumber));
 var getVerboseFunction = ({ verbose }, fdNumber) => {
@@ -38819,10 +39074,10 @@ var getFdGenericVerbose = (verbose) => verbose.find((fdVerbose) => isVerboseFunc
 var isVerboseFunction = (fdVerbose) => typeof fdVerbose === "function";
 var VERBOSE_VALUES = ["none", "short", "full"];
 
-// ../../main/node_modules/execa/lib/verbose/log.js
+// node_modules/execa/lib/verbose/log.js
 import { inspect } from "node:util";
 
-// ../../main/node_modules/execa/lib/arguments/escape.js
+// node_modules/execa/lib/arguments/escape.js
 import { platform } from "node:process";
 import { stripVTControlCharacters } from "node:util";
 var joinCommand = (filePath, rawArguments) => {
@@ -38867,7 +39122,7 @@ var quoteString = (escapedArgument) => {
 };
 var NO_ESCAPE_REGEXP = /^[\w./-]+$/;
 
-// ../../main/node_modules/is-unicode-supported/index.js
+// node_modules/is-unicode-supported/index.js
 import process3 from "node:process";
 function isUnicodeSupported() {
   const { env } = process3;
@@ -38878,7 +39133,7 @@ function isUnicodeSupported() {
   return Boolean(env.WT_SESSION) || Boolean(env.TERMINUS_SUBLIME) || env.ConEmuTask === "{cmd::Cmder}" || TERM_PROGRAM === "Terminus-Sublime" || TERM_PROGRAM === "vscode" || TERM === "xterm-256color" || TERM === "alacritty" || TERM === "rxvt-unicode" || TERM === "rxvt-unicode-256color" || env.TERMINAL_EMULATOR === "JetBrains-JediTerm";
 }
 
-// ../../main/node_modules/figures/index.js
+// node_modules/figures/index.js
 var common = {
   circleQuestionMark: "(?)",
   questionMarkPrefix: "(?)",
@@ -39154,7 +39409,7 @@ var figures = shouldUseMain ? mainSymbols : fallbackSymbols;
 var figures_default = figures;
 var replacements = Object.entries(specialMainSymbols);
 
-// ../../main/node_modules/yoctocolors/base.js
+// node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
 var format = (open2, close) => {
@@ -39244,7 +39499,7 @@ var underlineMagentaBright = format("58;5;13", 59);
 var underlineCyanBright = format("58;5;14", 59);
 var underlineWhiteBright = format("58;5;15", 59);
 
-// ../../main/node_modules/execa/lib/verbose/default.js
+// node_modules/execa/lib/verbose/default.js
 var defaultVerboseFunction = ({
   type,
   message,
@@ -39283,7 +39538,7 @@ var COLORS = {
   duration: () => gray
 };
 
-// ../../main/node_modules/execa/lib/verbose/custom.js
+// node_modules/execa/lib/verbose/custom.js
 var applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
   const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
   return printedLines.map(({ verboseLine, verboseObject }) => applyVerboseFunction(verboseLine, verboseObject, verboseFunction)).filter((printedLine) => printedLine !== void 0).map((printedLine) => appendNewline(printedLine)).join("");
@@ -39300,7 +39555,7 @@ var applyVerboseFunction = (verboseLine, verboseObject, verboseFunction) => {
 var appendNewline = (printedLine) => printedLine.endsWith("\n") ? printedLine : `${printedLine}
 `;
 
-// ../../main/node_modules/execa/lib/verbose/log.js
+// node_modules/execa/lib/verbose/log.js
 var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result }) => {
   const verboseObject = getVerboseObject({ type, result, verboseInfo });
   const printedLines = getPrintedLines(verboseMessage, verboseObject);
@@ -39334,7 +39589,7 @@ var serializeVerboseMessage = (message) => {
 };
 var TAB_SIZE = 2;
 
-// ../../main/node_modules/execa/lib/verbose/start.js
+// node_modules/execa/lib/verbose/start.js
 var logCommand = (escapedCommand, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -39346,7 +39601,7 @@ var logCommand = (escapedCommand, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/verbose/info.js
+// node_modules/execa/lib/verbose/info.js
 var getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
   validateVerbose(verbose);
   const commandId = getCommandId(verbose);
@@ -39374,12 +39629,12 @@ var validateVerbose = (verbose) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/return/duration.js
+// node_modules/execa/lib/return/duration.js
 import { hrtime } from "node:process";
 var getStartTime = () => hrtime.bigint();
 var getDurationMs = (startTime) => Number(hrtime.bigint() - startTime) / 1e6;
 
-// ../../main/node_modules/execa/lib/arguments/command.js
+// node_modules/execa/lib/arguments/command.js
 var handleCommand = (filePath, rawArguments, rawOptions) => {
   const startTime = getStartTime();
   const { command, escapedCommand } = joinCommand(filePath, rawArguments);
@@ -39394,16 +39649,16 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
   };
 };
 
-// ../../main/node_modules/execa/lib/arguments/options.js
+// node_modules/execa/lib/arguments/options.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 import path5 from "node:path";
 import process6 from "node:process";
 
-// ../../main/node_modules/npm-run-path/index.js
+// node_modules/npm-run-path/index.js
 import process4 from "node:process";
 import path2 from "node:path";
 
-// ../../main/node_modules/npm-run-path/node_modules/path-key/index.js
+// node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
   const {
     env = process.env,
@@ -39415,7 +39670,7 @@ function pathKey(options = {}) {
   return Object.keys(env).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
 }
 
-// ../../main/node_modules/unicorn-magic/node.js
+// node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
 import path from "node:path";
@@ -39439,7 +39694,7 @@ function traversePathUp(startPath) {
 }
 var TEN_MEGABYTES_IN_BYTES = 10 * 1024 * 1024;
 
-// ../../main/node_modules/npm-run-path/index.js
+// node_modules/npm-run-path/index.js
 var npmRunPath = ({
   cwd = process4.cwd(),
   path: pathOption = process4.env[pathKey()],
@@ -39480,10 +39735,10 @@ var npmRunPathEnv = ({ env = process4.env, ...options } = {}) => {
   return env;
 };
 
-// ../../main/node_modules/execa/lib/terminate/kill.js
+// node_modules/execa/lib/terminate/kill.js
 import { setTimeout as setTimeout2 } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/return/final-error.js
+// node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
   const ErrorClass = isSync ? ExecaSyncError : ExecaError;
   const options = originalError instanceof DiscardedError ? {} : { cause: originalError };
@@ -39515,13 +39770,13 @@ var ExecaSyncError = class extends Error {
 };
 setErrorName(ExecaSyncError, ExecaSyncError.name);
 
-// ../../main/node_modules/execa/lib/terminate/signal.js
+// node_modules/execa/lib/terminate/signal.js
 import { constants as constants3 } from "node:os";
 
-// ../../main/node_modules/human-signals/build/src/main.js
+// node_modules/human-signals/build/src/main.js
 import { constants as constants2 } from "node:os";
 
-// ../../main/node_modules/human-signals/build/src/realtime.js
+// node_modules/human-signals/build/src/realtime.js
 var getRealtimeSignals = () => {
   const length = SIGRTMAX - SIGRTMIN + 1;
   return Array.from({ length }, getRealtimeSignal);
@@ -39536,10 +39791,10 @@ var getRealtimeSignal = (value, index) => ({
 var SIGRTMIN = 34;
 var SIGRTMAX = 64;
 
-// ../../main/node_modules/human-signals/build/src/signals.js
+// node_modules/human-signals/build/src/signals.js
 import { constants } from "node:os";
 
-// ../../main/node_modules/human-signals/build/src/core.js
+// node_modules/human-signals/build/src/core.js
 var SIGNALS = [
   {
     name: "SIGHUP",
@@ -39812,7 +40067,7 @@ var SIGNALS = [
   }
 ];
 
-// ../../main/node_modules/human-signals/build/src/signals.js
+// node_modules/human-signals/build/src/signals.js
 var getSignals = () => {
   const realtimeSignals = getRealtimeSignals();
   const signals2 = [...SIGNALS, ...realtimeSignals].map(normalizeSignal);
@@ -39834,7 +40089,7 @@ var normalizeSignal = ({
   return { name: name2, number: number4, description, supported, action, forced, standard };
 };
 
-// ../../main/node_modules/human-signals/build/src/main.js
+// node_modules/human-signals/build/src/main.js
 var getSignalsByName = () => {
   const signals2 = getSignals();
   return Object.fromEntries(signals2.map(getSignalByName));
@@ -39885,7 +40140,7 @@ var findSignalByNumber = (number4, signals2) => {
 };
 var signalsByNumber = getSignalsByNumber();
 
-// ../../main/node_modules/execa/lib/terminate/signal.js
+// node_modules/execa/lib/terminate/signal.js
 var normalizeKillSignal = (killSignal) => {
   const optionName = "option `killSignal`";
   if (killSignal === 0) {
@@ -39929,7 +40184,7 @@ var getAvailableSignalNames = () => Object.keys(constants3.signals).sort().map((
 var getAvailableSignalIntegers = () => [...new Set(Object.values(constants3.signals).sort((signalInteger, signalIntegerTwo) => signalInteger - signalIntegerTwo))].join(", ");
 var getSignalDescription = (signal) => signalsByName[signal].description;
 
-// ../../main/node_modules/execa/lib/terminate/kill.js
+// node_modules/execa/lib/terminate/kill.js
 var normalizeForceKillAfterDelay = (forceKillAfterDelay) => {
   if (forceKillAfterDelay === false) {
     return forceKillAfterDelay;
@@ -39996,7 +40251,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
   }
 };
 
-// ../../main/node_modules/execa/lib/utils/abort-signal.js
+// node_modules/execa/lib/utils/abort-signal.js
 import { once } from "node:events";
 var onAbortedSignal = async (mainSignal, stopSignal) => {
   if (!mainSignal.aborted) {
@@ -40004,7 +40259,7 @@ var onAbortedSignal = async (mainSignal, stopSignal) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/terminate/cancel.js
+// node_modules/execa/lib/terminate/cancel.js
 var validateCancelSignal = ({ cancelSignal }) => {
   if (cancelSignal !== void 0 && Object.prototype.toString.call(cancelSignal) !== "[object AbortSignal]") {
     throw new Error(`The \`cancelSignal\` option must be an AbortSignal: ${String(cancelSignal)}`);
@@ -40018,13 +40273,13 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
   throw cancelSignal.reason;
 };
 
-// ../../main/node_modules/execa/lib/ipc/graceful.js
+// node_modules/execa/lib/ipc/graceful.js
 import { scheduler as scheduler2 } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/ipc/send.js
+// node_modules/execa/lib/ipc/send.js
 import { promisify as promisify2 } from "node:util";
 
-// ../../main/node_modules/execa/lib/ipc/validation.js
+// node_modules/execa/lib/ipc/validation.js
 var validateIpcMethod = ({ methodName, isSubprocess, ipc, isConnected: isConnected2 }) => {
   validateIpcOption(methodName, isSubprocess, ipc);
   validateConnection(methodName, isSubprocess, isConnected2);
@@ -40096,7 +40351,7 @@ var disconnect = (anyProcess) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/utils/deferred.js
+// node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
   const promise2 = new Promise((resolve2, reject) => {
@@ -40105,7 +40360,7 @@ var createDeferred = () => {
   return Object.assign(promise2, methods);
 };
 
-// ../../main/node_modules/execa/lib/arguments/fd-options.js
+// node_modules/execa/lib/arguments/fd-options.js
 var getToStream = (destination, to = "stdin") => {
   const isWritable = true;
   const { options, fileDescriptors } = SUBPROCESS_OPTIONS.get(destination);
@@ -40185,10 +40440,10 @@ var serializeOptionValue = (value) => {
   return typeof value === "number" ? `${value}` : "Stream";
 };
 
-// ../../main/node_modules/execa/lib/ipc/strict.js
+// node_modules/execa/lib/ipc/strict.js
 import { once as once3 } from "node:events";
 
-// ../../main/node_modules/execa/lib/utils/max-listeners.js
+// node_modules/execa/lib/utils/max-listeners.js
 import { addAbortListener } from "node:events";
 var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   const maxListeners = eventEmitter.getMaxListeners();
@@ -40201,14 +40456,14 @@ var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/ipc/forward.js
+// node_modules/execa/lib/ipc/forward.js
 import { EventEmitter } from "node:events";
 
-// ../../main/node_modules/execa/lib/ipc/incoming.js
+// node_modules/execa/lib/ipc/incoming.js
 import { once as once2 } from "node:events";
 import { scheduler } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/ipc/reference.js
+// node_modules/execa/lib/ipc/reference.js
 var addReference = (channel, reference) => {
   if (reference) {
     addReferenceCount(channel);
@@ -40238,7 +40493,7 @@ var redoAddedReferences = (channel, isSubprocess) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/ipc/incoming.js
+// node_modules/execa/lib/ipc/incoming.js
 var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappedMessage) => {
   if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
     return;
@@ -40279,7 +40534,7 @@ var onDisconnect = async ({ anyProcess, channel, isSubprocess, ipcEmitter, bound
 };
 var INCOMING_MESSAGES = /* @__PURE__ */ new WeakMap();
 
-// ../../main/node_modules/execa/lib/ipc/forward.js
+// node_modules/execa/lib/ipc/forward.js
 var getIpcEmitter = (anyProcess, channel, isSubprocess) => {
   if (IPC_EMITTERS.has(anyProcess)) {
     return IPC_EMITTERS.get(anyProcess);
@@ -40318,7 +40573,7 @@ var isConnected = (anyProcess) => {
   return ipcEmitter === void 0 ? anyProcess.channel !== null : ipcEmitter.connected;
 };
 
-// ../../main/node_modules/execa/lib/ipc/strict.js
+// node_modules/execa/lib/ipc/strict.js
 var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) => {
   if (!strict) {
     return message;
@@ -40326,13 +40581,13 @@ var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) 
   const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
   const hasListeners = hasMessageListeners(anyProcess, ipcEmitter);
   return {
-    id: count3++,
+    id: count4++,
     type: REQUEST_TYPE,
     message,
     hasListeners
   };
 };
-var count3 = 0n;
+var count4 = 0n;
 var validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
   if (wrappedMessage?.type !== REQUEST_TYPE || wrappedMessage.hasListeners) {
     return;
@@ -40401,7 +40656,7 @@ var throwOnDisconnect = async (anyProcess, isSubprocess, { signal }) => {
 var REQUEST_TYPE = "execa:ipc:request";
 var RESPONSE_TYPE = "execa:ipc:response";
 
-// ../../main/node_modules/execa/lib/ipc/outgoing.js
+// node_modules/execa/lib/ipc/outgoing.js
 var startSendMessage = (anyProcess, wrappedMessage, strict) => {
   if (!OUTGOING_MESSAGES.has(anyProcess)) {
     OUTGOING_MESSAGES.set(anyProcess, /* @__PURE__ */ new Set());
@@ -40428,7 +40683,7 @@ var OUTGOING_MESSAGES = /* @__PURE__ */ new WeakMap();
 var hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount("message") > getMinListenerCount(anyProcess);
 var getMinListenerCount = (anyProcess) => SUBPROCESS_OPTIONS.has(anyProcess) && !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, "ipc") ? 1 : 0;
 
-// ../../main/node_modules/execa/lib/ipc/send.js
+// node_modules/execa/lib/ipc/send.js
 var sendMessage = ({ anyProcess, channel, isSubprocess, ipc }, message, { strict = false } = {}) => {
   const methodName = "sendMessage";
   validateIpcMethod({
@@ -40498,7 +40753,7 @@ var getSendMethod = (anyProcess) => {
 };
 var PROCESS_SEND_METHODS = /* @__PURE__ */ new WeakMap();
 
-// ../../main/node_modules/execa/lib/ipc/graceful.js
+// node_modules/execa/lib/ipc/graceful.js
 var sendAbort = (subprocess, message) => {
   const methodName = "cancelSignal";
   validateConnection(methodName, false, subprocess.connected);
@@ -40549,7 +40804,7 @@ var abortOnDisconnect = () => {
 };
 var cancelController = new AbortController();
 
-// ../../main/node_modules/execa/lib/terminate/graceful.js
+// node_modules/execa/lib/terminate/graceful.js
 var validateGracefulCancel = ({ gracefulCancel, cancelSignal, ipc, serialization }) => {
   if (!gracefulCancel) {
     return;
@@ -40605,7 +40860,7 @@ var getReason = ({ reason }) => {
   return error62;
 };
 
-// ../../main/node_modules/execa/lib/terminate/timeout.js
+// node_modules/execa/lib/terminate/timeout.js
 import { setTimeout as setTimeout3 } from "node:timers/promises";
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
@@ -40620,7 +40875,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
   throw new DiscardedError();
 };
 
-// ../../main/node_modules/execa/lib/methods/node.js
+// node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
 import path3 from "node:path";
 var mapNode = ({ options }) => {
@@ -40661,7 +40916,7 @@ var handleNodeOption = (file2, commandArguments, {
   ];
 };
 
-// ../../main/node_modules/execa/lib/ipc/ipc-input.js
+// node_modules/execa/lib/ipc/ipc-input.js
 import { serialize } from "node:v8";
 var validateIpcInputOption = ({ ipcInput, ipc, serialization }) => {
   if (ipcInput === void 0) {
@@ -40697,7 +40952,7 @@ var sendIpcInput = async (subprocess, ipcInput) => {
   await subprocess.sendMessage(ipcInput);
 };
 
-// ../../main/node_modules/execa/lib/arguments/encoding-option.js
+// node_modules/execa/lib/arguments/encoding-option.js
 var validateEncoding = ({ encoding }) => {
   if (ENCODINGS.has(encoding)) {
     return;
@@ -40739,7 +40994,7 @@ var ENCODING_ALIASES = {
 };
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
-// ../../main/node_modules/execa/lib/arguments/cwd.js
+// node_modules/execa/lib/arguments/cwd.js
 import { statSync } from "node:fs";
 import path4 from "node:path";
 import process5 from "node:process";
@@ -40775,7 +41030,7 @@ ${originalMessage}`;
   return originalMessage;
 };
 
-// ../../main/node_modules/execa/lib/arguments/options.js
+// node_modules/execa/lib/arguments/options.js
 var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   rawOptions.cwd = normalizeCwd(rawOptions.cwd);
   const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
@@ -40846,13 +41101,13 @@ var getEnv = ({ env: envOption, extendEnv, preferLocal, node: node2, localDirect
   return env;
 };
 
-// ../../main/node_modules/execa/lib/arguments/shell.js
+// node_modules/execa/lib/arguments/shell.js
 var concatenateShell = (file2, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file2, ...commandArguments].join(" "), [], options] : [file2, commandArguments, options];
 
-// ../../main/node_modules/execa/lib/return/message.js
+// node_modules/execa/lib/return/message.js
 import { inspect as inspect2 } from "node:util";
 
-// ../../main/node_modules/strip-final-newline/index.js
+// node_modules/strip-final-newline/index.js
 function stripFinalNewline(input2) {
   if (typeof input2 === "string") {
     return stripFinalNewlineString(input2);
@@ -40869,11 +41124,11 @@ var LF_BINARY = LF.codePointAt(0);
 var CR = "\r";
 var CR_BINARY = CR.codePointAt(0);
 
-// ../../main/node_modules/get-stream/source/index.js
+// node_modules/get-stream/source/index.js
 import { on } from "node:events";
 import { finished } from "node:stream/promises";
 
-// ../../main/node_modules/is-stream/index.js
+// node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
   return stream !== null && typeof stream === "object" && (stream.writable || stream.readable || !checkOpen || stream.writable === void 0 && stream.readable === void 0) && typeof stream.pipe === "function";
 }
@@ -40887,7 +41142,7 @@ function isDuplexStream(stream, options) {
   return isWritableStream(stream, options) && isReadableStream(stream, options);
 }
 
-// ../../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+// node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 var a = Object.getPrototypeOf(
   Object.getPrototypeOf(
     /* istanbul ignore next */
@@ -40971,11 +41226,11 @@ function h({ preventCancel: r = false } = {}) {
   const e = this.getReader(), t = new c(
     e,
     r
-  ), s2 = Object.create(u);
-  return s2[n] = t, s2;
+  ), s3 = Object.create(u);
+  return s3[n] = t, s3;
 }
 
-// ../../main/node_modules/get-stream/source/stream.js
+// node_modules/get-stream/source/stream.js
 var getAsyncIterable = (stream) => {
   if (isReadableStream(stream, { checkOpen: false }) && nodeImports.on !== void 0) {
     return getStreamIterable(stream);
@@ -41023,7 +41278,7 @@ var handleStreamEnd = async (stream, controller, state) => {
 };
 var nodeImports = {};
 
-// ../../main/node_modules/get-stream/source/contents.js
+// node_modules/get-stream/source/contents.js
 var getStreamContents = async (stream, { init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize: finalize2 }, { maxBuffer = Number.POSITIVE_INFINITY } = {}) => {
   const asyncIterable = getAsyncIterable(stream);
   const state = init();
@@ -41118,7 +41373,7 @@ var MaxBufferError = class extends Error {
   }
 };
 
-// ../../main/node_modules/get-stream/source/utils.js
+// node_modules/get-stream/source/utils.js
 var identity2 = (value) => value;
 var noop = () => void 0;
 var getContentsProperty = ({ contents }) => contents;
@@ -41127,7 +41382,7 @@ var throwObjectStream = (chunk) => {
 };
 var getLengthProperty = (convertedChunk) => convertedChunk.length;
 
-// ../../main/node_modules/get-stream/source/array.js
+// node_modules/get-stream/source/array.js
 async function getStreamAsArray(stream, options) {
   return getStreamContents(stream, arrayMethods, options);
 }
@@ -41154,7 +41409,7 @@ var arrayMethods = {
   finalize: getContentsProperty
 };
 
-// ../../main/node_modules/get-stream/source/array-buffer.js
+// node_modules/get-stream/source/array-buffer.js
 async function getStreamAsArrayBuffer(stream, options) {
   return getStreamContents(stream, arrayBufferMethods, options);
 }
@@ -41207,7 +41462,7 @@ var arrayBufferMethods = {
   finalize: finalizeArrayBuffer
 };
 
-// ../../main/node_modules/get-stream/source/string.js
+// node_modules/get-stream/source/string.js
 async function getStreamAsString(stream, options) {
   return getStreamContents(stream, stringMethods, options);
 }
@@ -41236,10 +41491,10 @@ var stringMethods = {
   finalize: getContentsProperty
 };
 
-// ../../main/node_modules/get-stream/source/index.js
+// node_modules/get-stream/source/index.js
 Object.assign(nodeImports, { on, finished });
 
-// ../../main/node_modules/execa/lib/io/max-buffer.js
+// node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error62, stream, readableObjectMode, lines, encoding, fdNumber }) => {
   if (!(error62 instanceof MaxBufferError)) {
     throw error62;
@@ -41298,7 +41553,7 @@ var truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
 };
 var getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
-// ../../main/node_modules/execa/lib/return/message.js
+// node_modules/execa/lib/return/message.js
 var createMessages = ({
   stdio,
   all: all2,
@@ -41416,7 +41671,7 @@ var serializeMessageItem = (messageItem) => {
   return "";
 };
 
-// ../../main/node_modules/execa/lib/return/result.js
+// node_modules/execa/lib/return/result.js
 var makeSuccessResult = ({
   command,
   escapedCommand,
@@ -41589,7 +41844,7 @@ var normalizeExitPayload = (rawExitCode, rawSignal) => {
   return { exitCode, signal, signalDescription };
 };
 
-// ../../main/node_modules/parse-ms/index.js
+// node_modules/parse-ms/index.js
 var toZeroIfInfinity = (value) => Number.isFinite(value) ? value : 0;
 function parseNumber(milliseconds) {
   return {
@@ -41628,9 +41883,9 @@ function parseMilliseconds(milliseconds) {
   throw new TypeError("Expected a finite number or bigint");
 }
 
-// ../../main/node_modules/pretty-ms/index.js
+// node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
-var pluralize = (word, count4) => count4 === 1 || count4 === 1n ? word : `${word}s`;
+var pluralize = (word, count5) => count5 === 1 || count5 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
 function prettyMilliseconds(milliseconds, options) {
@@ -41658,8 +41913,8 @@ function prettyMilliseconds(milliseconds, options) {
     const flooredValue = Math.round(flooredInterimValue) / 10 ** decimalDigits;
     return flooredValue.toFixed(decimalDigits);
   };
-  const add = (value, long, short, valueString) => {
-    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short === "m")) {
+  const add = (value, long, short3, valueString) => {
+    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short3 === "m")) {
       return;
     }
     valueString ??= String(value);
@@ -41668,7 +41923,7 @@ function prettyMilliseconds(milliseconds, options) {
       const minLength = result.length > 0 ? 2 : 1;
       valueString = "0".repeat(Math.max(0, minLength - wholeDigits)) + valueString;
     } else {
-      valueString += options.verbose ? " " + pluralize(long, value) : short;
+      valueString += options.verbose ? " " + pluralize(long, value) : short3;
     }
     result.push(valueString);
   };
@@ -41728,7 +41983,7 @@ function prettyMilliseconds(milliseconds, options) {
   return sign + result.join(separator);
 }
 
-// ../../main/node_modules/execa/lib/verbose/error.js
+// node_modules/execa/lib/verbose/error.js
 var logError = (result, verboseInfo) => {
   if (result.failed) {
     verboseLog({
@@ -41740,7 +41995,7 @@ var logError = (result, verboseInfo) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/verbose/complete.js
+// node_modules/execa/lib/verbose/complete.js
 var logResult = (result, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -41758,7 +42013,7 @@ var logDuration = (result, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/return/reject.js
+// node_modules/execa/lib/return/reject.js
 var handleResult = (result, verboseInfo, { reject }) => {
   logResult(result, verboseInfo);
   if (result.failed && reject) {
@@ -41767,10 +42022,10 @@ var handleResult = (result, verboseInfo, { reject }) => {
   return result;
 };
 
-// ../../main/node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync3 } from "node:fs";
+// node_modules/execa/lib/stdio/handle-sync.js
+import { readFileSync as readFileSync4 } from "node:fs";
 
-// ../../main/node_modules/execa/lib/stdio/type.js
+// node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
   if (isAsyncGenerator(value)) {
     return "asyncGenerator";
@@ -41896,7 +42151,7 @@ var TYPE_TO_MESSAGE = {
   uint8Array: "a Uint8Array"
 };
 
-// ../../main/node_modules/execa/lib/transform/object-mode.js
+// node_modules/execa/lib/transform/object-mode.js
 var getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === "output" ? getOutputObjectModes(objectMode, index, newTransforms) : getInputObjectModes(objectMode, index, newTransforms);
 var getOutputObjectModes = (objectMode, index, newTransforms) => {
   const writableObjectMode = index !== 0 && newTransforms[index - 1].value.readableObjectMode;
@@ -41916,7 +42171,7 @@ var getFdObjectMode = (stdioItems, direction) => {
   return direction === "input" ? lastTransform.value.writableObjectMode : lastTransform.value.readableObjectMode;
 };
 
-// ../../main/node_modules/execa/lib/transform/normalize.js
+// node_modules/execa/lib/transform/normalize.js
 var normalizeTransforms = (stdioItems, optionName, direction, options) => [
   ...stdioItems.filter(({ type }) => !TRANSFORM_TYPES.has(type)),
   ...getTransforms(stdioItems, optionName, direction, options)
@@ -42010,7 +42265,7 @@ var normalizeGenerator = ({ stdioItem, stdioItem: { value }, index, newTransform
 };
 var sortTransforms = (newTransforms, direction) => direction === "input" ? newTransforms.reverse() : newTransforms;
 
-// ../../main/node_modules/execa/lib/stdio/direction.js
+// node_modules/execa/lib/stdio/direction.js
 import process7 from "node:process";
 var getStreamDirection = (stdioItems, fdNumber, optionName) => {
   const directions = stdioItems.map((stdioItem) => getStdioItemDirection(stdioItem, fdNumber));
@@ -42060,10 +42315,10 @@ var getStandardStreamDirection = (value) => {
 };
 var DEFAULT_DIRECTION = "output";
 
-// ../../main/node_modules/execa/lib/ipc/array.js
+// node_modules/execa/lib/ipc/array.js
 var normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes("ipc") ? [...stdioArray, "ipc"] : stdioArray;
 
-// ../../main/node_modules/execa/lib/stdio/stdio-option.js
+// node_modules/execa/lib/stdio/stdio-option.js
 var normalizeStdioOption = ({ stdio, ipc, buffer, ...options }, verboseInfo, isSync) => {
   const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => addDefaultValue2(stdioOption, fdNumber));
   return isSync ? normalizeStdioSync(stdioArray, buffer, verboseInfo) : normalizeIpcStdioArray(stdioArray, ipc);
@@ -42097,8 +42352,8 @@ var addDefaultValue2 = (stdioOption, fdNumber) => {
 var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((stdioOption, fdNumber) => !buffer[fdNumber] && fdNumber !== 0 && !isFullVerbose(verboseInfo, fdNumber) && isOutputPipeOnly(stdioOption) ? "ignore" : stdioOption);
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
-// ../../main/node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync2 } from "node:fs";
+// node_modules/execa/lib/stdio/native.js
+import { readFileSync as readFileSync3 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -42132,7 +42387,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync2(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync3(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -42166,7 +42421,7 @@ var getStandardStream = (fdNumber, value, optionName) => {
   return standardStream;
 };
 
-// ../../main/node_modules/execa/lib/stdio/input-option.js
+// node_modules/execa/lib/stdio/input-option.js
 var handleInputOptions = ({ input: input2, inputFile }, fdNumber) => fdNumber === 0 ? [
   ...handleInputOption(input2),
   ...handleInputFileOption(inputFile)
@@ -42202,7 +42457,7 @@ var getInputFileType = (inputFile) => {
   throw new Error("The `inputFile` option must be a file path string or a file URL.");
 };
 
-// ../../main/node_modules/execa/lib/stdio/duplicate.js
+// node_modules/execa/lib/stdio/duplicate.js
 var filterDuplicates = (stdioItems) => stdioItems.filter((stdioItemOne, indexOne) => stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value || indexOne >= indexTwo || stdioItemOne.type === "generator" || stdioItemOne.type === "asyncGenerator"));
 var getDuplicateStream = ({ stdioItem: { type, value, optionName }, direction, fileDescriptors, isSync }) => {
   const otherStdioItems = getOtherStdioItems(fileDescriptors, type);
@@ -42277,7 +42532,7 @@ var throwOnDuplicateStream = (stdioItem, optionName, type) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/stdio/handle.js
+// node_modules/execa/lib/stdio/handle.js
 var handleStdio = (addProperties3, options, verboseInfo, isSync) => {
   const stdio = normalizeStdioOption(options, verboseInfo, isSync);
   const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
@@ -42437,7 +42692,7 @@ var forwardStdio = (stdioItems) => {
   return type === "native" ? value : "pipe";
 };
 
-// ../../main/node_modules/execa/lib/stdio/handle-sync.js
+// node_modules/execa/lib/stdio/handle-sync.js
 var handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
 var forbiddenIfSync = ({ type, optionName }) => {
   throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
@@ -42465,8 +42720,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync3(value))] }),
-    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync3(file2))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync4(value))] }),
+    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync4(file2))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -42483,14 +42738,14 @@ var addPropertiesSync = {
   }
 };
 
-// ../../main/node_modules/execa/lib/io/strip-newline.js
+// node_modules/execa/lib/io/strip-newline.js
 var stripNewline = (value, { stripFinalNewline: stripFinalNewline2 }, fdNumber) => getStripFinalNewline(stripFinalNewline2, fdNumber) && value !== void 0 && !Array.isArray(value) ? stripFinalNewline(value) : value;
 var getStripFinalNewline = (stripFinalNewline2, fdNumber) => fdNumber === "all" ? stripFinalNewline2[1] || stripFinalNewline2[2] : stripFinalNewline2[fdNumber];
 
-// ../../main/node_modules/execa/lib/transform/generator.js
+// node_modules/execa/lib/transform/generator.js
 import { Transform, getDefaultHighWaterMark } from "node:stream";
 
-// ../../main/node_modules/execa/lib/transform/split.js
+// node_modules/execa/lib/transform/split.js
 var getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped ? void 0 : initializeSplitLines(preserveNewlines, state);
 var splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode ? chunk.flatMap((item) => splitLinesItemSync(item, preserveNewlines)) : splitLinesItemSync(chunk, preserveNewlines);
 var splitLinesItemSync = (chunk, preserveNewlines) => {
@@ -42570,7 +42825,7 @@ var linesUint8ArrayInfo = {
   concatBytes: concatUint8Array
 };
 
-// ../../main/node_modules/execa/lib/transform/validate.js
+// node_modules/execa/lib/transform/validate.js
 import { Buffer as Buffer2 } from "node:buffer";
 var getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode ? void 0 : validateStringTransformInput.bind(void 0, optionName);
 var validateStringTransformInput = function* (optionName, chunk) {
@@ -42599,7 +42854,7 @@ Instead, \`yield\` should either be called with a value, or not be called at all
   }
 };
 
-// ../../main/node_modules/execa/lib/transform/encoding-transform.js
+// node_modules/execa/lib/transform/encoding-transform.js
 import { Buffer as Buffer3 } from "node:buffer";
 import { StringDecoder as StringDecoder2 } from "node:string_decoder";
 var getEncodingTransformGenerator = (binary, encoding, skipped) => {
@@ -42634,7 +42889,7 @@ var encodingStringFinal = function* (stringDecoder) {
   }
 };
 
-// ../../main/node_modules/execa/lib/transform/run-async.js
+// node_modules/execa/lib/transform/run-async.js
 import { callbackify } from "node:util";
 var pushChunks = callbackify(async (getChunks, state, getChunksArguments, transformStream) => {
   state.currentIterable = getChunks(...getChunksArguments);
@@ -42682,7 +42937,7 @@ var identityGenerator = function* (chunk) {
   yield chunk;
 };
 
-// ../../main/node_modules/execa/lib/transform/run-sync.js
+// node_modules/execa/lib/transform/run-sync.js
 var pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
   try {
     for (const chunk of getChunksSync(...getChunksArguments)) {
@@ -42724,7 +42979,7 @@ var identityGenerator2 = function* (chunk) {
   yield chunk;
 };
 
-// ../../main/node_modules/execa/lib/transform/generator.js
+// node_modules/execa/lib/transform/generator.js
 var generatorToStream = ({
   value,
   value: { transform: transform2, final, writableObjectMode, readableObjectMode },
@@ -42778,7 +43033,7 @@ var addInternalGenerators = ({ transform: transform2, final, binary, writableObj
   ].filter(Boolean);
 };
 
-// ../../main/node_modules/execa/lib/io/input-sync.js
+// node_modules/execa/lib/io/input-sync.js
 var addInputOptionsSync = (fileDescriptors, options) => {
   for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
     addInputOptionSync(fileDescriptors, fdNumber, options);
@@ -42811,10 +43066,10 @@ var validateSerializable = (newContents) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync3, appendFileSync } from "node:fs";
+// node_modules/execa/lib/io/output-sync.js
+import { writeFileSync as writeFileSync2, appendFileSync } from "node:fs";
 
-// ../../main/node_modules/execa/lib/verbose/output.js
+// node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
 var fdUsesVerbose = (fdNumber) => fdNumber === 1 || fdNumber === 2;
 var PIPED_STDIO_VALUES = /* @__PURE__ */ new Set(["pipe", "overlapped"]);
@@ -42841,7 +43096,7 @@ var logLine = (line, fdNumber, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/io/output-sync.js
+// node_modules/execa/lib/io/output-sync.js
 var transformOutputSync = ({ fileDescriptors, syncResult: { output: output2 }, options, isMaxBuffer, verboseInfo }) => {
   if (output2 === null) {
     return { output: Array.from({ length: 3 }) };
@@ -42939,12 +43194,12 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
       appendFileSync(path6, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync3(path6, serializedResult);
+      writeFileSync2(path6, serializedResult);
     }
   }
 };
 
-// ../../main/node_modules/execa/lib/resolve/all-sync.js
+// node_modules/execa/lib/resolve/all-sync.js
 var getAllSync = ([, stdout, stderr], options) => {
   if (!options.all) {
     return;
@@ -42967,7 +43222,7 @@ var getAllSync = ([, stdout, stderr], options) => {
   return `${stdout}${stderr}`;
 };
 
-// ../../main/node_modules/execa/lib/resolve/exit-async.js
+// node_modules/execa/lib/resolve/exit-async.js
 import { once as once4 } from "node:events";
 var waitForExit = async (subprocess, context) => {
   const [exitCode, signal] = await waitForExitOrError(subprocess);
@@ -43001,7 +43256,7 @@ var waitForSuccessfulExit = async (exitPromise) => {
 var isSubprocessErrorExit = (exitCode, signal) => exitCode === void 0 && signal === void 0;
 var isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
 
-// ../../main/node_modules/execa/lib/resolve/exit-sync.js
+// node_modules/execa/lib/resolve/exit-sync.js
 var getExitResultSync = ({ error: error62, status: exitCode, signal, output: output2 }, { maxBuffer }) => {
   const resultError = getResultError(error62, exitCode, signal);
   const timedOut = resultError?.code === "ETIMEDOUT";
@@ -43021,7 +43276,7 @@ var getResultError = (error62, exitCode, signal) => {
   return isFailedExit(exitCode, signal) ? new DiscardedError() : void 0;
 };
 
-// ../../main/node_modules/execa/lib/methods/main-sync.js
+// node_modules/execa/lib/methods/main-sync.js
 var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
   const result = spawnSubprocessSync({
@@ -43153,14 +43408,14 @@ var getSyncResult = ({ error: error62, exitCode, signal, timedOut, isMaxBuffer, 
   isSync: true
 });
 
-// ../../main/node_modules/execa/lib/methods/main-async.js
+// node_modules/execa/lib/methods/main-async.js
 import { setMaxListeners } from "node:events";
 import { spawn } from "node:child_process";
 
-// ../../main/node_modules/execa/lib/ipc/methods.js
+// node_modules/execa/lib/ipc/methods.js
 import process8 from "node:process";
 
-// ../../main/node_modules/execa/lib/ipc/get-one.js
+// node_modules/execa/lib/ipc/get-one.js
 import { once as once5, on as on2 } from "node:events";
 var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true, filter } = {}) => {
   validateIpcMethod({
@@ -43215,7 +43470,7 @@ var throwOnStrictError = async (ipcEmitter, isSubprocess, { signal }) => {
   throw getStrictResponseError(error62, isSubprocess);
 };
 
-// ../../main/node_modules/execa/lib/ipc/get-each.js
+// node_modules/execa/lib/ipc/get-each.js
 import { once as once6, on as on3 } from "node:events";
 var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
   anyProcess,
@@ -43294,7 +43549,7 @@ var throwIfStrictError = ({ error: error62 }) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/ipc/methods.js
+// node_modules/execa/lib/ipc/methods.js
 var addIpcMethods = (subprocess, { ipc }) => {
   Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
 };
@@ -43333,7 +43588,7 @@ var getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
   })
 });
 
-// ../../main/node_modules/execa/lib/return/early-error.js
+// node_modules/execa/lib/return/early-error.js
 import { ChildProcess as ChildProcess2 } from "node:child_process";
 import {
   PassThrough,
@@ -43387,7 +43642,7 @@ var duplex = () => new Duplex({ read() {
 } });
 var handleDummyPromise = async (error62, verboseInfo, options) => handleResult(error62, verboseInfo, options);
 
-// ../../main/node_modules/execa/lib/stdio/handle-async.js
+// node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
 import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
@@ -43432,7 +43687,7 @@ var addPropertiesAsync = {
   }
 };
 
-// ../../main/node_modules/@sindresorhus/merge-streams/index.js
+// node_modules/@sindresorhus/merge-streams/index.js
 import { on as on4, once as once7 } from "node:events";
 import { PassThrough as PassThroughStream, getDefaultHighWaterMark as getDefaultHighWaterMark2 } from "node:stream";
 import { finished as finished2 } from "node:stream/promises";
@@ -43649,7 +43904,7 @@ var updateMaxListeners = (passThroughStream, increment2) => {
 var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
-// ../../main/node_modules/execa/lib/io/pipeline.js
+// node_modules/execa/lib/io/pipeline.js
 import { finished as finished3 } from "node:stream/promises";
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
@@ -43687,7 +43942,7 @@ var abortSourceStream = (source) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/io/output-async.js
+// node_modules/execa/lib/io/output-async.js
 var pipeOutputAsync = (subprocess, fileDescriptors, controller) => {
   const pipeGroups = /* @__PURE__ */ new Map();
   for (const [fdNumber, { stdioItems, direction }] of Object.entries(fileDescriptors)) {
@@ -43739,10 +43994,10 @@ var setStandardStreamMaxListeners = (stream, { signal }) => {
 };
 var MAX_LISTENERS_INCREMENT = 2;
 
-// ../../main/node_modules/execa/lib/terminate/cleanup.js
+// node_modules/execa/lib/terminate/cleanup.js
 import { addAbortListener as addAbortListener2 } from "node:events";
 
-// ../../main/node_modules/signal-exit/dist/mjs/signals.js
+// node_modules/signal-exit/dist/mjs/signals.js
 var signals = [];
 signals.push("SIGHUP", "SIGINT", "SIGTERM");
 if (process.platform !== "win32") {
@@ -43766,7 +44021,7 @@ if (process.platform === "linux") {
   signals.push("SIGIO", "SIGPOLL", "SIGPWR", "SIGSTKFLT");
 }
 
-// ../../main/node_modules/signal-exit/dist/mjs/index.js
+// node_modules/signal-exit/dist/mjs/index.js
 var processOk = (process10) => !!process10 && typeof process10 === "object" && typeof process10.removeListener === "function" && typeof process10.emit === "function" && typeof process10.reallyExit === "function" && typeof process10.listeners === "function" && typeof process10.kill === "function" && typeof process10.pid === "number" && typeof process10.on === "function";
 var kExitEmitter = /* @__PURE__ */ Symbol.for("signal-exit emitter");
 var global2 = globalThis;
@@ -43797,15 +44052,15 @@ var Emitter = class {
     this.listeners[ev].push(fn);
   }
   removeListener(ev, fn) {
-    const list = this.listeners[ev];
-    const i2 = list.indexOf(fn);
+    const list2 = this.listeners[ev];
+    const i2 = list2.indexOf(fn);
     if (i2 === -1) {
       return;
     }
-    if (i2 === 0 && list.length === 1) {
-      list.length = 0;
+    if (i2 === 0 && list2.length === 1) {
+      list2.length = 0;
     } else {
-      list.splice(i2, 1);
+      list2.splice(i2, 1);
     }
   }
   emit(ev, code, signal) {
@@ -43867,17 +44122,17 @@ var SignalExit = class extends SignalExitBase {
     for (const sig of signals) {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
-        let { count: count4 } = this.#emitter;
+        let { count: count5 } = this.#emitter;
         const p = process10;
         if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count4 += p.__signal_exit_emitter__.count;
+          count5 += p.__signal_exit_emitter__.count;
         }
-        if (listeners.length === count4) {
+        if (listeners.length === count5) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
-          const s2 = sig === "SIGHUP" ? this.#hupSig : sig;
+          const s3 = sig === "SIGHUP" ? this.#hupSig : sig;
           if (!ret)
-            process10.kill(process10.pid, s2);
+            process10.kill(process10.pid, s3);
         }
       };
     }
@@ -43993,7 +44248,7 @@ var {
   unload
 } = signalExitWrap(processOk(process9) ? new SignalExit(process9) : new SignalExitFallback());
 
-// ../../main/node_modules/execa/lib/terminate/cleanup.js
+// node_modules/execa/lib/terminate/cleanup.js
 var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   if (!cleanup || detached) {
     return;
@@ -44006,7 +44261,7 @@ var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/pipe/pipe-arguments.js
+// node_modules/execa/lib/pipe/pipe-arguments.js
 var normalizePipeArguments = ({ source, sourcePromise, boundOptions, createNested }, ...pipeArguments) => {
   const startTime = getStartTime();
   const {
@@ -44079,7 +44334,7 @@ var getSourceStream = (source, from) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/pipe/throw.js
+// node_modules/execa/lib/pipe/throw.js
 var handlePipeArgumentsError = ({
   sourceStream,
   sourceError,
@@ -44128,7 +44383,7 @@ var createNonCommandError = ({ error: error62, fileDescriptors, sourceOptions, s
 });
 var PIPE_COMMAND_MESSAGE = "source.pipe(destination)";
 
-// ../../main/node_modules/execa/lib/pipe/sequence.js
+// node_modules/execa/lib/pipe/sequence.js
 var waitForBothSubprocesses = async (subprocessPromises) => {
   const [
     { status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason },
@@ -44146,7 +44401,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
   return destinationResult;
 };
 
-// ../../main/node_modules/execa/lib/pipe/streaming.js
+// node_modules/execa/lib/pipe/streaming.js
 import { finished as finished4 } from "node:stream/promises";
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
@@ -44177,7 +44432,7 @@ var MERGED_STREAMS = /* @__PURE__ */ new WeakMap();
 var SOURCE_LISTENERS_PER_PIPE = 2;
 var DESTINATION_LISTENERS_PER_PIPE = 1;
 
-// ../../main/node_modules/execa/lib/pipe/abort.js
+// node_modules/execa/lib/pipe/abort.js
 import { aborted as aborted2 } from "node:util";
 var unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === void 0 ? [] : [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
 var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime }) => {
@@ -44192,7 +44447,7 @@ var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fil
   });
 };
 
-// ../../main/node_modules/execa/lib/pipe/setup.js
+// node_modules/execa/lib/pipe/setup.js
 var pipeToSubprocess = (sourceInfo, ...pipeArguments) => {
   if (isPlainObject2(pipeArguments[0])) {
     return pipeToSubprocess.bind(void 0, {
@@ -44251,10 +44506,10 @@ var handlePipePromise = async ({
 };
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
-// ../../main/node_modules/execa/lib/io/contents.js
+// node_modules/execa/lib/io/contents.js
 import { setImmediate } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/io/iterate.js
+// node_modules/execa/lib/io/iterate.js
 import { on as on5 } from "node:events";
 import { getDefaultHighWaterMark as getDefaultHighWaterMark3 } from "node:stream";
 var iterateOnSubprocessStream = ({ subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines }) => {
@@ -44347,7 +44602,7 @@ var getGenerators = ({ binary, shouldEncode, encoding, shouldSplit, preserveNewl
   getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {})
 ].filter(Boolean);
 
-// ../../main/node_modules/execa/lib/io/contents.js
+// node_modules/execa/lib/io/contents.js
 var getStreamOutput = async ({ stream, onStreamEnd, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => {
   const logPromise = logOutputAsync({
     stream,
@@ -44438,7 +44693,7 @@ var getBufferedData = async (streamPromise) => {
 };
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
-// ../../main/node_modules/execa/lib/resolve/wait-stream.js
+// node_modules/execa/lib/resolve/wait-stream.js
 import { finished as finished5 } from "node:stream/promises";
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
@@ -44491,7 +44746,7 @@ var isInputFileDescriptor = ({ fileDescriptors }, fdNumber) => fdNumber !== "all
 var isStreamAbort = (error62) => error62?.code === "ERR_STREAM_PREMATURE_CLOSE";
 var isStreamEpipe = (error62) => error62?.code === "EPIPE";
 
-// ../../main/node_modules/execa/lib/resolve/stdio.js
+// node_modules/execa/lib/resolve/stdio.js
 var waitForStdioStreams = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
   stream,
   fdNumber,
@@ -44532,7 +44787,7 @@ var waitForSubprocessStream = async ({ stream, fdNumber, encoding, buffer, maxBu
   return output2;
 };
 
-// ../../main/node_modules/execa/lib/resolve/all-async.js
+// node_modules/execa/lib/resolve/all-async.js
 var makeAllStream = ({ stdout, stderr }, { all: all2 }) => all2 && (stdout || stderr) ? mergeStreams([stdout, stderr].filter(Boolean)) : void 0;
 var waitForAllStream = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => waitForSubprocessStream({
   ...getAllStream(subprocess, buffer),
@@ -44560,10 +44815,10 @@ var getAllStream = ({ stdout, stderr, all: all2 }, [, bufferStdout, bufferStderr
 };
 var getAllMixed = ({ all: all2, stdout, stderr }) => all2 && stdout && stderr && stdout.readableObjectMode !== stderr.readableObjectMode;
 
-// ../../main/node_modules/execa/lib/resolve/wait-subprocess.js
+// node_modules/execa/lib/resolve/wait-subprocess.js
 import { once as once8 } from "node:events";
 
-// ../../main/node_modules/execa/lib/verbose/ipc.js
+// node_modules/execa/lib/verbose/ipc.js
 var shouldLogIpc = (verboseInfo) => isFullVerbose(verboseInfo, "ipc");
 var logIpcOutput = (message, verboseInfo) => {
   const verboseMessage = serializeVerboseMessage(message);
@@ -44575,7 +44830,7 @@ var logIpcOutput = (message, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/ipc/buffer-messages.js
+// node_modules/execa/lib/ipc/buffer-messages.js
 var waitForIpcOutput = async ({
   subprocess,
   buffer: bufferArray,
@@ -44613,7 +44868,7 @@ var getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
   return ipcOutput;
 };
 
-// ../../main/node_modules/execa/lib/resolve/wait-subprocess.js
+// node_modules/execa/lib/resolve/wait-subprocess.js
 var waitForSubprocessResult = async ({
   subprocess,
   options: {
@@ -44729,7 +44984,7 @@ var throwOnSubprocessError = async (subprocess, { signal }) => {
   throw error62;
 };
 
-// ../../main/node_modules/execa/lib/convert/concurrent.js
+// node_modules/execa/lib/convert/concurrent.js
 var initializeConcurrentStreams = () => ({
   readableDestroy: /* @__PURE__ */ new WeakMap(),
   writableFinal: /* @__PURE__ */ new WeakMap(),
@@ -44755,11 +45010,11 @@ var waitForConcurrentStreams = async ({ resolve: resolve2, promises }, subproces
   return !isSubprocessExit;
 };
 
-// ../../main/node_modules/execa/lib/convert/readable.js
+// node_modules/execa/lib/convert/readable.js
 import { Readable as Readable3 } from "node:stream";
 import { callbackify as callbackify2 } from "node:util";
 
-// ../../main/node_modules/execa/lib/convert/shared.js
+// node_modules/execa/lib/convert/shared.js
 import { finished as finished6 } from "node:stream/promises";
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
@@ -44799,7 +45054,7 @@ var destroyOtherStream = (stream, isOpen, error62) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/convert/readable.js
+// node_modules/execa/lib/convert/readable.js
 var createReadable = ({ subprocess, concurrentStreams, encoding }, { from, binary: binaryOption = true, preserveNewlines = true } = {}) => {
   const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
   const { subprocessStdout, waitReadableDestroy } = getSubprocessStdout(subprocess, from, concurrentStreams);
@@ -44884,7 +45139,7 @@ var destroyOtherReadable = (stream, error62) => {
   destroyOtherStream(stream, stream.readable, error62);
 };
 
-// ../../main/node_modules/execa/lib/convert/writable.js
+// node_modules/execa/lib/convert/writable.js
 import { Writable as Writable3 } from "node:stream";
 import { callbackify as callbackify3 } from "node:util";
 var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
@@ -44950,7 +45205,7 @@ var destroyOtherWritable = (stream, error62) => {
   destroyOtherStream(stream, stream.writable, error62);
 };
 
-// ../../main/node_modules/execa/lib/convert/duplex.js
+// node_modules/execa/lib/convert/duplex.js
 import { Duplex as Duplex3 } from "node:stream";
 import { callbackify as callbackify4 } from "node:util";
 var createDuplex = ({ subprocess, concurrentStreams, encoding }, { from, to, binary: binaryOption = true, preserveNewlines = true } = {}) => {
@@ -45004,7 +45259,7 @@ var onDuplexDestroy = async ({ subprocessStdout, subprocessStdin, subprocess, wa
   ]);
 };
 
-// ../../main/node_modules/execa/lib/convert/iterable.js
+// node_modules/execa/lib/convert/iterable.js
 var createIterable = (subprocess, encoding, {
   from,
   binary: binaryOption = false,
@@ -45033,7 +45288,7 @@ var iterateOnStdoutData = async function* (onStdoutData, subprocessStdout, subpr
   }
 };
 
-// ../../main/node_modules/execa/lib/convert/add.js
+// node_modules/execa/lib/convert/add.js
 var addConvertedStreams = (subprocess, { encoding }) => {
   const concurrentStreams = initializeConcurrentStreams();
   subprocess.readable = createReadable.bind(void 0, { subprocess, concurrentStreams, encoding });
@@ -45043,7 +45298,7 @@ var addConvertedStreams = (subprocess, { encoding }) => {
   subprocess[Symbol.asyncIterator] = createIterable.bind(void 0, subprocess, encoding, {});
 };
 
-// ../../main/node_modules/execa/lib/methods/promise.js
+// node_modules/execa/lib/methods/promise.js
 var mergePromise = (subprocess, promise2) => {
   for (const [property, descriptor] of descriptors) {
     const value = descriptor.value.bind(promise2);
@@ -45057,7 +45312,7 @@ var descriptors = ["then", "catch", "finally"].map((property) => [
   Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property)
 ]);
 
-// ../../main/node_modules/execa/lib/methods/main-async.js
+// node_modules/execa/lib/methods/main-async.js
 var execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
   const { subprocess, promise: promise2 } = spawnSubprocessAsync({
@@ -45212,7 +45467,7 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all: all2, ipcOutput
   startTime
 });
 
-// ../../main/node_modules/execa/lib/methods/bind.js
+// node_modules/execa/lib/methods/bind.js
 var mergeOptions = (boundOptions, options) => {
   const newOptions = Object.fromEntries(
     Object.entries(options).map(([optionName, optionValue]) => [
@@ -45230,7 +45485,7 @@ var mergeOption = (optionName, boundOptionValue, optionValue) => {
 };
 var DEEP_OPTIONS = /* @__PURE__ */ new Set(["env", ...FD_SPECIFIC_OPTIONS]);
 
-// ../../main/node_modules/execa/lib/methods/create.js
+// node_modules/execa/lib/methods/create.js
 var createExeca = (mapArguments, boundOptions, deepOptions, setBoundExeca) => {
   const createNested = (mapArguments2, boundOptions2, setBoundExeca2) => createExeca(mapArguments2, boundOptions2, deepOptions, setBoundExeca2);
   const boundExeca = (...execaArguments) => callBoundExeca({
@@ -45276,7 +45531,7 @@ var parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions,
   };
 };
 
-// ../../main/node_modules/execa/lib/methods/command.js
+// node_modules/execa/lib/methods/command.js
 var mapCommandAsync = ({ file: file2, commandArguments }) => parseCommand(file2, commandArguments);
 var mapCommandSync = ({ file: file2, commandArguments }) => ({ ...parseCommand(file2, commandArguments), isSync: true });
 var parseCommand = (command, unusedArguments) => {
@@ -45307,7 +45562,7 @@ var parseCommandString = (command) => {
 };
 var SPACES_REGEXP = / +/g;
 
-// ../../main/node_modules/execa/lib/methods/script.js
+// node_modules/execa/lib/methods/script.js
 var setScriptSync = (boundExeca, createNested, boundOptions) => {
   boundExeca.sync = createNested(mapScriptSync, boundOptions);
   boundExeca.s = boundExeca.sync;
@@ -45318,7 +45573,7 @@ var getScriptOptions = (options) => ({ options: { ...getScriptStdinOption(option
 var getScriptStdinOption = ({ input: input2, inputFile, stdio }) => input2 === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
 var deepScriptOptions = { preferLocal: true };
 
-// ../../main/node_modules/execa/index.js
+// node_modules/execa/index.js
 var execa = createExeca(() => ({}));
 var execaSync = createExeca(() => ({ isSync: true }));
 var execaCommand = createExeca(mapCommandAsync);
@@ -45331,51 +45586,6 @@ var {
   getEachMessage: getEachMessage2,
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
-
-// src/contract/host.ts
-var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
-var floorRecordSchema = external_exports.looseObject({
-  workload: name,
-  rate,
-  /** The percentile the A/A interval was computed at: a verdict at pNN quotes the floor at pNN. */
-  percentile,
-  half_width_ms: external_exports.number().min(0).max(1e6),
-  ci_ms: external_exports.tuple([external_exports.number(), external_exports.number()]),
-  pairs: external_exports.number().int().min(2).max(1e4)
-});
-var floorSchema = floorRecordSchema.extend({
-  run_id: runId,
-  time: external_exports.string(),
-  /** Recorded before floors named their percentile: taken to be at LEGACY_FLOOR_PERCENTILE. */
-  percentile_assumed: external_exports.boolean().optional()
-});
-var runSummarySchema = external_exports.looseObject({
-  run_id: runId,
-  kind: external_exports.enum(KINDS),
-  status: external_exports.enum(RUN_STATUSES),
-  champion_sha: sha,
-  challenger_sha: sha,
-  workload: name,
-  rate,
-  started: external_exports.string(),
-  ended: external_exports.string()
-});
-var hostStatusSchema = external_exports.looseObject({
-  perf_host_version: external_exports.string(),
-  champion: external_exports.string(),
-  previous: external_exports.string(),
-  champion_supervised: external_exports.boolean(),
-  lock: external_exports.looseObject({ holder: external_exports.string(), pid: external_exports.number().int(), since: external_exports.string(), age_seconds: external_exports.number() }).nullable(),
-  floors: external_exports.record(external_exports.string(), floorSchema),
-  disk_free_bytes: external_exports.number().int().nonnegative(),
-  memory_available_bytes: external_exports.number().int().nonnegative(),
-  load_avg: external_exports.array(external_exports.number()).length(3),
-  releases: external_exports.array(external_exports.string()),
-  ports: external_exports.record(external_exports.string(), external_exports.number().int()),
-  isolation: isolationSchema.optional()
-});
-var EXIT = constants_default.exit_codes;
-var OUTCOME_MARKER = constants_default.outcome_marker;
 
 // src/host/client.ts
 var MAX_PROFILE_BYTES = 64 << 20;
@@ -45390,13 +45600,13 @@ var HostError = class extends Error {
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
-    this.dir = mkdtempSync(join2(tmpdir(), "perf-gate-ssh-"));
-    this.keyFile = join2(this.dir, "id");
-    this.knownHostsFile = join2(this.dir, "known_hosts");
+    this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    this.keyFile = join(this.dir, "id");
+    this.knownHostsFile = join(this.dir, "known_hosts");
     if ("privateKey" in o2) {
-      writeFileSync4(this.keyFile, `${o2.privateKey.trim()}
+      writeFileSync3(this.keyFile, `${o2.privateKey.trim()}
 `, { mode: 384 });
-      writeFileSync4(this.knownHostsFile, `${o2.knownHosts.trim()}
+      writeFileSync3(this.knownHostsFile, `${o2.knownHosts.trim()}
 `, { mode: 384 });
     }
     this.attempts = o2.attempts ?? 3;
@@ -45404,6 +45614,7 @@ var HostClient = class {
     this.log = o2.log ?? (() => {
     });
     this.busyPollMs = o2.busyPollMs ?? 15e3;
+    this.claiming = false;
   }
   o;
   dir;
@@ -45413,6 +45624,24 @@ var HostClient = class {
   backoffMs;
   log;
   busyPollMs;
+  claiming;
+  firstLockAt = null;
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock() {
+    this.claiming = true;
+  }
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed() {
+    return !this.claiming;
+  }
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt() {
+    return this.firstLockAt;
+  }
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -45475,7 +45704,7 @@ var HostClient = class {
   async deploy(role, sha2, artifact) {
     let file2 = artifact;
     if (statSync2(artifact).isDirectory()) {
-      file2 = join2(this.dir, "artifact.tar.gz");
+      file2 = join(this.dir, "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
     return (await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim();
@@ -45483,26 +45712,51 @@ var HostClient = class {
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
    * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
-   * absolute time in ms).
+   * absolute time in ms). `pullRequest`, the pull request merged, lets the host record the
+   * step main took: that pull request's last gate (without it, the last gate of the build).
    */
-  async promote(sha2, service2, busyDeadline = 0) {
-    return (await this.whenFree(`promote ${sha2}`, busyDeadline, { input: JSON.stringify(service2) })).trim();
+  async promote(sha2, service2, busyDeadline = 0, pullRequest2) {
+    const command = pullRequest2 === void 0 ? `promote ${sha2}` : `promote ${sha2} ${pullRequest2}`;
+    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service2) })).trim();
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
     return (await this.whenFree("rollback", busyDeadline)).trim();
   }
   /** Stops a run; its finished slices are kept, marked partial. */
-  async abort(runId2) {
-    await this.must(`abort ${runId2}`);
+  async abort(runId3) {
+    await this.must(`abort ${runId3}`);
   }
   /** Stops the champion supervisor and its champion: `perf-host stop`, which only a local perf-host knows (a CI key's forced command refuses it). */
   async stopChampion() {
     return (await this.must("stop")).trim();
   }
   /** Records an A/A calibration as the host's floor for a workload and rate. */
-  async recordFloor(runId2, floor) {
-    await this.must(`floor-record ${runId2}`, { input: JSON.stringify(floor) });
+  async recordFloor(runId3, floor) {
+    await this.must(`floor-record ${runId3}`, { input: JSON.stringify(floor) });
+  }
+  /** Keeps a finished gate's verdict in the host's history; `runId` is one of its runs. */
+  async recordGate(runId3, gate2) {
+    await this.must(`gate-record ${runId3}`, { input: JSON.stringify(gate2) });
+  }
+  /** Keeps a drift run's interval (the champion against an ancestor) in the host's history. */
+  async recordDrift(runId3, drift) {
+    await this.must(`drift-record ${runId3}`, { input: JSON.stringify(drift) });
+  }
+  /** The host's history: every gate, promotion, rollback, calibration and drift run, and its ancestors. */
+  async history() {
+    const text = await this.must("history");
+    let document;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", "history: the host did not answer with JSON");
+    }
+    try {
+      return { document, message: parseHistory("history", document) };
+    } catch (e) {
+      throw new HostError("protocol", e.message);
+    }
   }
   /** Every floor the host has recorded, oldest first. */
   async floorHistory() {
@@ -45513,16 +45767,22 @@ var HostClient = class {
     return this.parsed(`runs ${sha2}`, external_exports.array(runSummarySchema));
   }
   /** Starts a run (or an A/A run), waiting out a busy host until `busyDeadline`. */
-  async start(kind, runId2, request2, busyDeadline) {
-    await this.whenFree(`${kind} ${runId2}`, busyDeadline, { input: JSON.stringify(request2) });
+  async start(kind, runId3, request2, busyDeadline) {
+    await this.whenFree(`${kind} ${runId3}`, busyDeadline, { input: JSON.stringify(request2) });
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (; ; ) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -45547,13 +45807,23 @@ var HostClient = class {
     return { document, message: r.data };
   }
   /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId3, signal) {
+    const [file2, args] = this.argv(`wait ${runId3}`);
+    await execa(file2, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
+  }
+  /**
    * Streams a run's progress until it ends. perf-host replays the log from the start on every
    * wait, so after a dropped connection this reconnects and skips the lines already shown.
    */
-  async wait(runId2, onLine, maxReconnects = 20) {
+  async wait(runId3, onLine, maxReconnects = 20) {
     let seen = 0;
     for (let attempt = 0; ; attempt++) {
-      const [file2, args] = this.argv(`wait ${runId2}`);
+      const [file2, args] = this.argv(`wait ${runId3}`);
       const sub = execa(file2, args, { reject: false, buffer: { stdout: false, stderr: true } });
       let index = 0;
       let outcome = null;
@@ -45569,27 +45839,27 @@ var HostClient = class {
       if (r.exitCode === 255 && "host" in this.o && attempt < maxReconnects) {
         const err = classifySshFailure(String(r.stderr), this.o);
         if (err.kind !== "unreachable") throw err;
-        this.log(`the connection dropped while waiting for ${runId2}; reconnecting (${attempt + 1}/${maxReconnects})`);
+        this.log(`the connection dropped while waiting for ${runId3}; reconnecting (${attempt + 1}/${maxReconnects})`);
         await sleep(Math.min(this.backoffMs * 2 ** attempt, 3e4));
         continue;
       }
-      throw verbError(`wait ${runId2}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
+      throw verbError(`wait ${runId3}`, r.exitCode ?? -1, String(r.stderr) || "the host ended wait without an outcome");
     }
   }
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
-  async result(runId2) {
-    return this.document(`result ${runId2}`, hostResultSchema);
+  async result(runId3) {
+    return this.document(`result ${runId3}`, hostResultSchema);
   }
   /**
    * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run
    * request asked for profiles: bytes, checked to be gzip, never a path the host chose.
    */
-  async profile(runId2, arm) {
-    const [file2, args] = this.argv(`profile ${runId2} ${arm}`);
+  async profile(runId3, arm) {
+    const [file2, args] = this.argv(`profile ${runId3} ${arm}`);
     const r = await execa(file2, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 6e4 });
-    if (r.exitCode !== 0) throw verbError(`profile ${runId2} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    if (r.exitCode !== 0) throw verbError(`profile ${runId3} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
     const bytes = r.stdout;
-    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139) throw new HostError("protocol", `profile ${runId2} ${arm}: the host did not answer with a gzipped profile`);
+    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139) throw new HostError("protocol", `profile ${runId3} ${arm}: the host did not answer with a gzipped profile`);
     return bytes;
   }
   async status() {
@@ -45620,7 +45890,1057 @@ function verbError(command, code, stderr) {
       return new HostError("protocol", message);
   }
 }
-var sleep = (ms3) => new Promise((r) => setTimeout(r, ms3));
+var sleep = (ms4) => new Promise((r) => setTimeout(r, ms4));
+
+// src/host/pool.ts
+var HostPool = class _HostPool {
+  constructor(members2) {
+    this.members = members2;
+  }
+  members;
+  /** Every host over SSH with the same login, key and known-hosts lines. */
+  static overSsh(hosts, login, o2 = {}) {
+    const log = o2.log ?? (() => {
+    });
+    return new _HostPool(
+      hosts.map((h2) => ({
+        name: h2.name,
+        client: new HostClient({
+          ...login,
+          ...h2.user ? { user: h2.user } : {},
+          host: h2.host,
+          port: h2.port,
+          ...o2,
+          log: hosts.length > 1 ? (l) => log(`${h2.name}: ${l}`) : log
+        })
+      }))
+    );
+  }
+  /** A pool of one, for a host reached another way (perf-host run locally). */
+  static single(name2, client) {
+    return new _HostPool([{ name: name2, client }]);
+  }
+  get size() {
+    return this.members.length;
+  }
+  member(name2) {
+    const m = this.members.find((x) => x.name === name2);
+    if (!m) throw new Error(`no host ${name2} in the pool`);
+    return m;
+  }
+  /** Asks every host at once. A host's HostError is its reading; any other error is a bug and thrown. */
+  async ask(question) {
+    return Promise.all(
+      this.members.map(async ({ name: name2, client }) => {
+        try {
+          return { name: name2, ok: true, value: await question(client, name2) };
+        } catch (e) {
+          if (e instanceof HostError) return { name: name2, ok: false, error: e };
+          throw e;
+        }
+      })
+    );
+  }
+  /**
+   * Does the same on every host at once, each its own instrument: one host's failure is its
+   * outcome, and leaves the others to finish.
+   */
+  async each(work) {
+    return Promise.all(
+      this.members.map(async (m) => {
+        try {
+          return { name: m.name, ok: true, value: await work(m) };
+        } catch (e) {
+          return { name: m.name, ok: false, error: e };
+        }
+      })
+    );
+  }
+  /** Removes every host's key from disk. */
+  close() {
+    for (const m of this.members) m.client.close();
+  }
+};
+
+// node_modules/uplot/dist/uPlot.iife.min.js?raw
+var uPlot_iife_min_default = '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot=function(){"use strict";const l="u-off",e="u-label",t="width",n="height",i="top",o="bottom",s="left",r="right",u="#000",a=u+"0",f="mousemove",c="mousedown",h="mouseup",d="mouseenter",p="mouseleave",m="dblclick",g="change",x="dppxchange",w="--",_="undefined"!=typeof window,b=_?document:null,v=_?window:null,k=_?navigator:null;let y,M;function S(l,e){if(null!=e){let t=l.classList;!t.contains(e)&&t.add(e)}}function T(l,e){let t=l.classList;t.contains(e)&&t.remove(e)}function E(l,e,t){l.style[e]=t+"px"}function z(l,e,t,n){let i=b.createElement(l);return null!=e&&S(i,e),null!=t&&t.insertBefore(i,n),i}function D(l,e){return z("div",l,e)}const P=new WeakMap;function A(e,t,n,i,o){let s="translate("+t+"px,"+n+"px)";s!=P.get(e)&&(e.style.transform=s,P.set(e,s),0>t||0>n||t>i||n>o?S(e,l):T(e,l))}const W=new WeakMap;function Y(l,e,t){let n=e+t;n!=W.get(l)&&(W.set(l,n),l.style.background=e,l.style.borderColor=t)}const C=new WeakMap;function H(l,e,t,n){let i=e+""+t;i!=C.get(l)&&(C.set(l,i),l.style.height=t+"px",l.style.width=e+"px",l.style.marginLeft=n?-e/2+"px":0,l.style.marginTop=n?-t/2+"px":0)}const F={passive:!0},R={...F,capture:!0};function G(l,e,t,n){e.addEventListener(l,t,n?R:F)}function I(l,e,t){e.removeEventListener(l,t,F)}function L(l,e,t,n){let i;t=t||0;let o=2147483647>=(n=n||e.length-1);for(;n-t>1;)i=o?t+n>>1:sl((t+n)/2),l>e[i]?t=i:n=i;return l-e[t]>e[n]-l?n:t}function O(l){return(e,t,n)=>{let i=-1,o=-1;for(let o=t;n>=o;o++)if(l(e[o])){i=o;break}for(let i=n;i>=t;i--)if(l(e[i])){o=i;break}return[i,o]}}_&&function l(){let e=devicePixelRatio;y!=e&&(y=e,M&&I(g,M,l),M=matchMedia(`(min-resolution: ${y-.001}dppx) and (max-resolution: ${y+.001}dppx)`),G(g,M,l),v.dispatchEvent(new CustomEvent(x)))}();const N=l=>null!=l,j=l=>null!=l&&l>0,U=O(N),V=O(j);function B(l,e,t,n){let i=hl(l),o=hl(e);l==e&&(-1==i?(l*=t,e/=t):(l/=t,e*=t));let s=10==t?dl:pl,r=1==o?ul:sl,u=(1==i?sl:ul)(s(ol(l))),a=r(s(ol(e))),f=cl(t,u),c=cl(t,a);return 10==t&&(0>u&&(f=Al(f,-u)),0>a&&(c=Al(c,-a))),n||2==t?(l=f*i,e=c*o):(l=Pl(l,f),e=Dl(e,c)),[l,e]}function $(l,e,t,n){let i=B(l,e,t,n);return 0==l&&(i[0]=0),0==e&&(i[1]=0),i}const J=.1,q={mode:3,pad:J},K={pad:0,soft:null,mode:0},X={min:K,max:K};function Z(l,e,t,n){return Ol(t)?ll(l,e,t):(K.pad=t,K.soft=n?0:null,K.mode=n?3:0,ll(l,e,X))}function Q(l,e){return null==l?e:l}function ll(l,e,t){let n=t.min,i=t.max,o=Q(n.pad,0),s=Q(i.pad,0),r=Q(n.hard,-gl),u=Q(i.hard,gl),a=Q(n.soft,gl),f=Q(i.soft,-gl),c=Q(n.mode,0),h=Q(i.mode,0),d=e-l,p=dl(d),m=fl(ol(l),ol(e)),g=dl(m),x=ol(g-p);(1e-24>d||x>10)&&(d=0,0!=l&&0!=e||(d=1e-24,2==c&&a!=gl&&(o=0),2==h&&f!=-gl&&(s=0)));let w=d||m||1e3,_=dl(w),b=cl(10,sl(_)),v=Al(Pl(l-w*(0==d?0==l?.1:1:o),b/10),24),k=a>l||1!=c&&(3!=c||v>a)&&(2!=c||a>v)?gl:a,y=fl(r,k>v&&l>=k?k:al(k,v)),M=Al(Dl(e+w*(0==d?0==e?.1:1:s),b/10),24),S=e>f||1!=h&&(3!=h||f>M)&&(2!=h||M>f)?-gl:f,T=al(u,M>S&&S>=e?S:fl(S,M));return y==T&&0==y&&(T=100),[y,T]}const el=new Intl.NumberFormat(_?k.language:"en-US"),tl=l=>el.format(l),nl=Math,il=nl.PI,ol=nl.abs,sl=nl.floor,rl=nl.round,ul=nl.ceil,al=nl.min,fl=nl.max,cl=nl.pow,hl=nl.sign,dl=nl.log10,pl=nl.log2,ml=(l,e=1)=>nl.asinh(l/e),gl=1/0;function xl(l){return 1+(0|dl((l^l>>31)-(l>>31)))}function wl(l,e,t){return al(fl(l,e),t)}function _l(l){return"function"==typeof l}function bl(l){return _l(l)?l:()=>l}const vl=l=>l,kl=(l,e)=>e,yl=()=>null,Ml=()=>!0,Sl=(l,e)=>l==e,Tl=/\\.\\d*?(?=9{6,}|0{6,})/gm,El=l=>{if(Il(l)||Wl.has(l))return l;const e=""+l,t=e.match(Tl);if(null==t)return l;let n=t[0].length-1;if(-1!=e.indexOf("e-")){let[l,t]=e.split("e");return+`${El(l)}e${t}`}return Al(l,n)};function zl(l,e){return El(Al(El(l/e))*e)}function Dl(l,e){return El(ul(El(l/e))*e)}function Pl(l,e){return El(sl(El(l/e))*e)}function Al(l,e=0){if(Il(l))return l;let t=10**e;return rl(l*t*(1+Number.EPSILON))/t}const Wl=new Map;function Yl(l){return((""+l).split(".")[1]||"").length}function Cl(l,e,t,n){let i=[],o=n.map(Yl);for(let s=e;t>s;s++){let e=ol(s),t=Al(cl(l,s),e);for(let r=0;n.length>r;r++){let u=10==l?+`${n[r]}e${s}`:n[r]*t,a=(0>s?e:0)+(o[r]>s?o[r]:0),f=10==l?u:Al(u,a);i.push(f),Wl.set(f,a)}}return i}const Hl={},Fl=[],Rl=[null,null],Gl=Array.isArray,Il=Number.isInteger;function Ll(l){return"string"==typeof l}function Ol(l){let e=!1;if(null!=l){let t=l.constructor;e=null==t||t==Object}return e}function Nl(l){return null!=l&&"object"==typeof l}const jl=Object.getPrototypeOf(Uint8Array),Ul="__proto__";function Vl(l,e=Ol){let t;if(Gl(l)){let n=l.find((l=>null!=l));if(Gl(n)||e(n)){t=Array(l.length);for(let n=0;l.length>n;n++)t[n]=Vl(l[n],e)}else t=l.slice()}else if(l instanceof jl)t=l.slice();else if(e(l)){t={};for(let n in l)n!=Ul&&(t[n]=Vl(l[n],e))}else t=l;return t}function Bl(l){let e=arguments;for(let t=1;e.length>t;t++){let n=e[t];for(let e in n)e!=Ul&&(Ol(l[e])?Bl(l[e],Vl(n[e])):l[e]=Vl(n[e]))}return l}function $l(l,e,t){for(let n,i=0,o=-1;e.length>i;i++){let s=e[i];if(s>o){for(n=s-1;n>=0&&null==l[n];)l[n--]=null;for(n=s+1;t>n&&null==l[n];)l[o=n++]=null}}}const Jl="undefined"==typeof queueMicrotask?l=>Promise.resolve().then(l):queueMicrotask,ql=["January","February","March","April","May","June","July","August","September","October","November","December"],Kl=["Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"];function Xl(l){return l.slice(0,3)}const Zl=Kl.map(Xl),Ql=ql.map(Xl),le={MMMM:ql,MMM:Ql,WWWW:Kl,WWW:Zl};function ee(l){return(10>l?"0":"")+l}const te={YYYY:l=>l.getFullYear(),YY:l=>(l.getFullYear()+"").slice(2),MMMM:(l,e)=>e.MMMM[l.getMonth()],MMM:(l,e)=>e.MMM[l.getMonth()],MM:l=>ee(l.getMonth()+1),M:l=>l.getMonth()+1,DD:l=>ee(l.getDate()),D:l=>l.getDate(),WWWW:(l,e)=>e.WWWW[l.getDay()],WWW:(l,e)=>e.WWW[l.getDay()],HH:l=>ee(l.getHours()),H:l=>l.getHours(),h:l=>{let e=l.getHours();return 0==e?12:e>12?e-12:e},AA:l=>12>l.getHours()?"AM":"PM",aa:l=>12>l.getHours()?"am":"pm",a:l=>12>l.getHours()?"a":"p",mm:l=>ee(l.getMinutes()),m:l=>l.getMinutes(),ss:l=>ee(l.getSeconds()),s:l=>l.getSeconds(),fff:l=>function(l){return(10>l?"00":100>l?"0":"")+l}(l.getMilliseconds())};function ne(l,e){e=e||le;let t,n=[],i=/\\{([a-z]+)\\}|[^{]+/gi;for(;t=i.exec(l);)n.push("{"==t[0][0]?te[t[1]]:t[0]);return l=>{let t="";for(let i=0;n.length>i;i++)t+="string"==typeof n[i]?n[i]:n[i](l,e);return t}}const ie=(new Intl.DateTimeFormat).resolvedOptions().timeZone,oe=l=>l%1==0,se=[1,2,2.5,5],re=Cl(10,-32,0,se),ue=Cl(10,0,32,se),ae=ue.filter(oe),fe=re.concat(ue),ce="{YYYY}",he="\\n"+ce,de="{M}/{D}",pe="\\n"+de,me=pe+"/{YY}",ge="{aa}",xe="{h}:{mm}"+ge,we="\\n"+xe,_e=":{ss}",be=null;function ve(l){let e=1e3*l,t=60*e,n=60*t,i=24*n,o=30*i,s=365*i;return[(1==l?Cl(10,0,3,se).filter(oe):Cl(10,-3,0,se)).concat([e,5*e,10*e,15*e,30*e,t,5*t,10*t,15*t,30*t,n,2*n,3*n,4*n,6*n,8*n,12*n,i,2*i,3*i,4*i,5*i,6*i,7*i,8*i,9*i,10*i,15*i,o,2*o,3*o,4*o,6*o,s,2*s,5*s,10*s,25*s,50*s,100*s]),[[s,ce,be,be,be,be,be,be,1],[28*i,"{MMM}",he,be,be,be,be,be,1],[i,de,he,be,be,be,be,be,1],[n,"{h}"+ge,me,be,pe,be,be,be,1],[t,xe,me,be,pe,be,be,be,1],[e,_e,me+" "+xe,be,pe+" "+xe,be,we,be,1],[l,_e+".{fff}",me+" "+xe,be,pe+" "+xe,be,we,be,1]],function(e){return(r,u,a,f,c,h)=>{let d=[],p=c>=s,m=c>=o&&s>c,g=e(a),x=Al(g*l,3),w=Pe(g.getFullYear(),p?0:g.getMonth(),m||p?1:g.getDate()),_=Al(w*l,3);if(m||p){let t=m?c/o:0,n=p?c/s:0,i=x==_?x:Al(Pe(w.getFullYear()+n,w.getMonth()+t,1)*l,3),r=new Date(rl(i/l)),u=r.getFullYear(),a=r.getMonth();for(let o=0;f>=i;o++){let s=Pe(u+n*o,a+t*o,1),r=s-e(Al(s*l,3));i=Al((+s+r)*l,3),i>f||d.push(i)}}else{let o=i>c?c:i,s=_+(sl(a)-sl(x))+Dl(x-_,o);d.push(s);let p=e(s),m=p.getHours()+p.getMinutes()/t+p.getSeconds()/n,g=c/n,w=h/r.axes[u]._space;for(;s=Al(s+c,1==l?0:3),f>=s;)if(g>1){let l=sl(Al(m+g,6))%24,t=e(s).getHours()-l;t>1&&(t=-1),s-=t*n,m=(m+g)%24,.7>Al((s-d[d.length-1])/c,3)*w||d.push(s)}else d.push(s)}return d}}]}const[ke,ye,Me]=ve(1),[Se,Te,Ee]=ve(.001);function ze(l,e){return l.map((l=>l.map(((t,n)=>0==n||8==n||null==t?t:e(1==n||0==l[8]?t:l[1]+t)))))}function De(l,e){return(t,n,i,o,s)=>{let r,u,a,f,c,h,d=e.find((l=>s>=l[0]))||e[e.length-1];return n.map((e=>{let t=l(e),n=t.getFullYear(),i=t.getMonth(),o=t.getDate(),s=t.getHours(),p=t.getMinutes(),m=t.getSeconds(),g=n!=r&&d[2]||i!=u&&d[3]||o!=a&&d[4]||s!=f&&d[5]||p!=c&&d[6]||m!=h&&d[7]||d[1];return r=n,u=i,a=o,f=s,c=p,h=m,g(t)}))}}function Pe(l,e,t){return new Date(l,e,t)}function Ae(l,e){return e(l)}function We(l,e){return(t,n,i,o)=>null==o?w:e(l(n))}Cl(2,-53,53,[1]);const Ye={show:!0,live:!0,isolate:!1,mount:()=>{},markers:{show:!0,width:2,stroke:function(l,e){let t=l.series[e];return t.width?t.stroke(l,e):t.points.width?t.points.stroke(l,e):null},fill:function(l,e){return l.series[e].fill(l,e)},dash:"solid"},idx:null,idxs:null,values:[]},Ce=[0,0];function He(l,e,t,n=!0){return l=>{0==l.button&&(!n||l.target==e)&&t(l)}}function Fe(l,e,t,n=!0){return l=>{(!n||l.target==e)&&t(l)}}const Re={show:!0,x:!0,y:!0,lock:!1,move:function(l,e,t){return Ce[0]=e,Ce[1]=t,Ce},points:{one:!1,show:function(l,e){let i=l.cursor.points,o=D(),s=i.size(l,e);E(o,t,s),E(o,n,s);let r=s/-2;E(o,"marginLeft",r),E(o,"marginTop",r);let u=i.width(l,e,s);return u&&E(o,"borderWidth",u),o},size:function(l,e){return l.series[e].points.size},width:0,stroke:function(l,e){let t=l.series[e].points;return t._stroke||t._fill},fill:function(l,e){let t=l.series[e].points;return t._fill||t._stroke}},bind:{mousedown:He,mouseup:He,click:He,dblclick:He,mousemove:Fe,mouseleave:Fe,mouseenter:Fe},drag:{setScale:!0,x:!0,y:!1,dist:0,uni:null,click:(l,e)=>{e.stopPropagation(),e.stopImmediatePropagation()},_x:!1,_y:!1},focus:{dist:(l,e,t,n,i)=>n-i,prox:-1,bias:0},hover:{skip:[void 0],prox:null,bias:0},left:-10,top:-10,idx:null,dataIdx:null,idxs:null,event:null},Ge={show:!0,stroke:"rgba(0,0,0,0.07)",width:2},Ie=Bl({},Ge,{filter:kl}),Le=Bl({},Ie,{size:10}),Oe=Bl({},Ge,{show:!1}),Ne=\'12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji"\',je="bold "+Ne,Ue={show:!0,scale:"x",stroke:u,space:50,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:2,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},Ve={show:!0,scale:"x",auto:!1,sorted:1,min:gl,max:-gl,idxs:[]};function Be(l,e){return e.map((l=>null==l?"":tl(l)))}function $e(l,e,t,n,i,o,s){let r=[],u=Wl.get(i)||0;for(let l=t=s?t:Al(Dl(t,i),u);n>=l;l=Al(l+i,u))r.push(Object.is(l,-0)?0:l);return r}function Je(l,e,t,n,i){const o=[],s=l.scales[l.axes[e].scale].log,r=sl((10==s?dl:pl)(t));i=cl(s,r),10==s&&(i=fe[L(i,fe)]);let u=t,a=i*s;10==s&&(a=fe[L(a,fe)]);do{o.push(u),u+=i,10!=s||Wl.has(u)||(u=Al(u,Wl.get(i))),a>u||(a=(i=u)*s,10==s&&(a=fe[L(a,fe)]))}while(n>=u);return o}function qe(l,e,t,n,i){let o=l.scales[l.axes[e].scale].asinh,s=n>o?Je(l,e,fl(o,t),n,i):[o],r=0>n||t>0?[]:[0];return(-o>t?Je(l,e,fl(o,-n),-t,i):[o]).reverse().map((l=>-l)).concat(r,s)}const Ke=/./,Xe=/[12357]/,Ze=/[125]/,Qe=/1/,lt=(l,e,t,n)=>l.map(((l,i)=>4==e&&0==l||i%n==0&&t.test(l.toExponential()[0>l?1:0])?l:null));function et(l,e,t){let n=l.axes[t],i=n.scale,o=l.scales[i],s=l.valToPos,r=n._space,u=s(10,i),a=s(9,i)-u<r?s(7,i)-u<r?s(5,i)-u<r?Qe:Ze:Xe:Ke;if(a==Qe){let l=ol(s(1,i)-u);if(r>l)return lt(e.slice().reverse(),o.distr,a,ul(r/l)).reverse()}return lt(e,o.distr,a,1)}function tt(l,e,t){let n=l.axes[t],i=n.scale,o=n._space,s=l.valToPos,r=ol(s(1,i)-s(2,i));return o>r?lt(e.slice().reverse(),3,Ke,ul(o/r)).reverse():e}function nt(l,e,t,n){return null==n?w:null==e?"":tl(e)}const it={show:!0,scale:"y",stroke:u,space:30,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:3,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},ot={scale:null,auto:!0,sorted:0,min:gl,max:-gl},st=(l,e,t,n,i)=>i,rt={show:!0,auto:!0,sorted:0,gaps:st,alpha:1,facets:[Bl({},ot,{scale:"x"}),Bl({},ot,{scale:"y"})]},ut={scale:"y",auto:!0,sorted:0,show:!0,spanGaps:!1,gaps:st,alpha:1,points:{show:function(l,e){let{scale:t,idxs:n}=l.series[0],i=l._data[0],o=l.valToPos(i[n[0]],t,!0),s=l.valToPos(i[n[1]],t,!0);return ol(s-o)/(l.series[e].points.space*y)>=n[1]-n[0]},filter:null},values:null,min:gl,max:-gl,idxs:[],path:null,clip:null};function at(l,e,t){return t/10}const ft={time:!0,auto:!0,distr:1,log:10,asinh:1,min:null,max:null,dir:1,ori:0},ct=Bl({},ft,{time:!1,ori:1}),ht={};function dt(l){let e=ht[l];return e||(e={key:l,plots:[],sub(l){e.plots.push(l)},unsub(l){e.plots=e.plots.filter((e=>e!=l))},pub(l,t,n,i,o,s,r){for(let u=0;e.plots.length>u;u++)e.plots[u]!=t&&e.plots[u].pub(l,t,n,i,o,s,r)}},null!=l&&(ht[l]=e)),e}function pt(l,e,t){const n=l.mode,i=l.series[e],o=2==n?l._data[e]:l._data,s=l.scales,r=l.bbox;let u=o[0],a=2==n?o[1]:o[e],f=2==n?s[i.facets[0].scale]:s[l.series[0].scale],c=2==n?s[i.facets[1].scale]:s[i.scale],h=r.left,d=r.top,p=r.width,m=r.height,g=l.valToPosH,x=l.valToPosV;return 0==f.ori?t(i,u,a,f,c,g,x,h,d,p,m,kt,Mt,Tt,zt,Pt):t(i,u,a,f,c,x,g,d,h,m,p,yt,St,Et,Dt,At)}function mt(l,e){let t=0,n=0,i=Q(l.bands,Fl);for(let l=0;i.length>l;l++){let o=i[l];o.series[0]==e?t=o.dir:o.series[1]==e&&(n|=1==o.dir?1:2)}return[t,1==n?-1:2==n?1:3==n?2:0]}function gt(l,e,t,n,i){let o=l.series[e],s=l.scales[2==l.mode?o.facets[1].scale:o.scale];return-1==i?s.min:1==i?s.max:3==s.distr?1==s.dir?s.min:s.max:0}function xt(l,e,t,n,i,o){return pt(l,e,((l,e,s,r,u,a,f,c,h,d,p)=>{let m=l.pxRound;const g=0==r.ori?Mt:St;let x,w;1==r.dir*(0==r.ori?1:-1)?(x=t,w=n):(x=n,w=t);let _=m(a(e[x],r,d,c)),b=m(f(s[x],u,p,h)),v=m(a(e[w],r,d,c)),k=m(f(1==o?u.max:u.min,u,p,h)),y=new Path2D(i);return g(y,v,k),g(y,_,k),g(y,_,b),y}))}function wt(l,e,t,n,i,o){let s=null;if(l.length>0){s=new Path2D;const r=0==e?Tt:Et;let u=t;for(let e=0;l.length>e;e++){let t=l[e];if(t[1]>t[0]){let l=t[0]-u;l>0&&r(s,u,n,l,n+o),u=t[1]}}let a=t+i-u,f=10;a>0&&r(s,u,n-f/2,a,n+o+f)}return s}function _t(l,e,t,n,i,o,s){let r=[],u=l.length;for(let a=1==i?t:n;a>=t&&n>=a;a+=i)if(null===e[a]){let f=a,c=a;if(1==i)for(;++a<=n&&null===e[a];)c=a;else for(;--a>=t&&null===e[a];)c=a;let h=o(l[f]),d=c==f?h:o(l[c]),p=f-i;h=s>0||0>p||p>=u?h:o(l[p]);let m=c+i;d=0>s||0>m||m>=u?d:o(l[m]),h>d||r.push([h,d])}return r}function bt(l){return 0==l?vl:1==l?rl:e=>zl(e,l)}function vt(l){let e=0==l?kt:yt,t=0==l?(l,e,t,n,i,o)=>{l.arcTo(e,t,n,i,o)}:(l,e,t,n,i,o)=>{l.arcTo(t,e,i,n,o)},n=0==l?(l,e,t,n,i)=>{l.rect(e,t,n,i)}:(l,e,t,n,i)=>{l.rect(t,e,i,n)};return(l,i,o,s,r,u=0,a=0)=>{0==u&&0==a?n(l,i,o,s,r):(u=al(u,s/2,r/2),a=al(a,s/2,r/2),e(l,i+u,o),t(l,i+s,o,i+s,o+r,u),t(l,i+s,o+r,i,o+r,a),t(l,i,o+r,i,o,a),t(l,i,o,i+s,o,u),l.closePath())}}const kt=(l,e,t)=>{l.moveTo(e,t)},yt=(l,e,t)=>{l.moveTo(t,e)},Mt=(l,e,t)=>{l.lineTo(e,t)},St=(l,e,t)=>{l.lineTo(t,e)},Tt=vt(0),Et=vt(1),zt=(l,e,t,n,i,o)=>{l.arc(e,t,n,i,o)},Dt=(l,e,t,n,i,o)=>{l.arc(t,e,n,i,o)},Pt=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(e,t,n,i,o,s)},At=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(t,e,i,n,s,o)};function Wt(){return(l,e,t,n,i)=>pt(l,e,((e,o,s,r,u,a,f,c,h,d,p)=>{let m,g,{pxRound:x,points:w}=e;0==r.ori?(m=kt,g=zt):(m=yt,g=Dt);const _=Al(w.width*y,3);let b=(w.size-w.width)/2*y,v=Al(2*b,3),k=new Path2D,M=new Path2D,{left:S,top:T,width:E,height:z}=l.bbox;Tt(M,S-v,T-v,E+2*v,z+2*v);const D=l=>{if(null!=s[l]){let e=x(a(o[l],r,d,c)),t=x(f(s[l],u,p,h));m(k,e+b,t),g(k,e,t,b,0,2*il)}};if(i)i.forEach(D);else for(let l=t;n>=l;l++)D(l);return{stroke:_>0?k:null,fill:k,clip:M,flags:3}}))}function Yt(l){return(e,t,n,i,o,s)=>{n!=i&&(o!=n&&s!=n&&l(e,t,n),o!=i&&s!=i&&l(e,t,i),l(e,t,s))}}const Ct=Yt(Mt),Ht=Yt(St);function Ft(l){const e=Q(l?.alignGaps,0);return(l,t,n,i)=>pt(l,t,((o,s,r,u,a,f,c,h,d,p,m)=>{[n,i]=U(r,n,i);let g,x,w=o.pxRound,_=l=>w(f(l,u,p,h)),b=l=>w(c(l,a,m,d));0==u.ori?(g=Mt,x=Ct):(g=St,x=Ht);const v=u.dir*(0==u.ori?1:-1),k={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},y=k.stroke;let M=!1;if(i-n<4*p)for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let e=r[l];null===e?M=!0:null!=e&&g(y,_(s[l]),b(e))}else{let e,t,o,a=e=>l.posToVal(e,u.key,!0),f=null,c=null,h=_(s[1==v?n:i]),d=_(s[n]),p=_(s[i]),m=a(1==v?d+1:p-1);for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let n=s[l],i=(1==v?m>n:n>m)?h:_(n),o=r[l];i==h?null!=o?(t=o,null==f?(g(y,i,b(t)),e=f=c=t):f>t?f=t:t>c&&(c=t)):null===o&&(M=!0):(null!=f&&x(y,h,b(f),b(c),b(e),b(t)),null!=o?(t=o,g(y,i,b(t)),f=c=e=t):(f=c=null,null===o&&(M=!0)),h=i,m=a(h+v))}null!=f&&f!=c&&o!=h&&x(y,h,b(f),b(c),b(e),b(t))}let[S,T]=mt(l,t);if(null!=o.fill||0!=S){let e=k.fill=new Path2D(y),r=b(o.fillTo(l,t,o.min,o.max,S)),u=_(s[n]),a=_(s[i]);-1==v&&([a,u]=[u,a]),g(e,a,r),g(e,u,r)}if(!o.spanGaps){let a=[];M&&a.push(..._t(s,r,n,i,v,_,e)),k.gaps=a=o.gaps(l,t,n,i,a),k.clip=wt(a,u.ori,h,d,p,m)}return 0!=T&&(k.band=2==T?[xt(l,t,n,i,y,-1),xt(l,t,n,i,y,1)]:xt(l,t,n,i,y,T)),k}))}function Rt(l,e,t,n,i,o,s=gl){if(l.length>1){let r=null;for(let u=0,a=1/0;l.length>u;u++)if(void 0!==e[u]){if(null!=r){let e=ol(l[u]-l[r]);a>e&&(a=e,s=ol(t(l[u],n,i,o)-t(l[r],n,i,o)))}r=u}}return s}function Gt(l,e,t,n,i){const o=l.length;if(2>o)return null;const s=new Path2D;if(t(s,l[0],e[0]),2==o)n(s,l[1],e[1]);else{let t=Array(o),n=Array(o-1),r=Array(o-1),u=Array(o-1);for(let t=0;o-1>t;t++)r[t]=e[t+1]-e[t],u[t]=l[t+1]-l[t],n[t]=r[t]/u[t];t[0]=n[0];for(let l=1;o-1>l;l++)0===n[l]||0===n[l-1]||n[l-1]>0!=n[l]>0?t[l]=0:(t[l]=3*(u[l-1]+u[l])/((2*u[l]+u[l-1])/n[l-1]+(u[l]+2*u[l-1])/n[l]),isFinite(t[l])||(t[l]=0));t[o-1]=n[o-2];for(let n=0;o-1>n;n++)i(s,l[n]+u[n]/3,e[n]+t[n]*u[n]/3,l[n+1]-u[n]/3,e[n+1]-t[n+1]*u[n]/3,l[n+1],e[n+1])}return s}const It=new Set;function Lt(){for(let l of It)l.syncRect(!0)}_&&(G("resize",v,Lt),G("scroll",v,Lt,!0),G(x,v,(()=>{en.pxRatio=y})));const Ot=Ft(),Nt=Wt();function jt(l,e,t,n){return(n?[l[0],l[1]].concat(l.slice(2)):[l[0]].concat(l.slice(1))).map(((l,n)=>Ut(l,n,e,t)))}function Ut(l,e,t,n){return Bl({},0==e?t:n,l)}function Vt(l,e,t){return null==e?Rl:[e,t]}const Bt=Vt;function $t(l,e,t){return null==e?Rl:Z(e,t,J,!0)}function Jt(l,e,t,n){return null==e?Rl:B(e,t,l.scales[n].log,!1)}const qt=Jt;function Kt(l,e,t,n){return null==e?Rl:$(e,t,l.scales[n].log,!1)}const Xt=Kt;function Zt(l,e,t,n,i){let o=fl(xl(l),xl(e)),s=e-l,r=L(i/n*s,t);do{let l=t[r],e=n*l/s;if(e>=i&&17>=o+(5>l?Wl.get(l):0))return[l,e]}while(++r<t.length);return[0,0]}function Qt(l){let e,t;return[l=l.replace(/(\\d+)px/,((l,n)=>(e=rl((t=+n)*y))+"px")),e,t]}function ln(l){l.show&&[l.font,l.labelFont].forEach((l=>{let e=Al(l[2]*y,1);l[0]=l[0].replace(/[0-9.]+px/,e+"px"),l[1]=e}))}function en(u,g,_){const k={mode:Q(u.mode,1)},M=k.mode;function P(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?1-i:i)}function W(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?i:1-i)}function C(l,e,t,n){return 0==e.ori?P(l,e,t,n):W(l,e,t,n)}k.valToPosH=P,k.valToPosV=W;let F=!1;k.status=0;const R=k.root=D("uplot");null!=u.id&&(R.id=u.id),S(R,u.class),u.title&&(D("u-title",R).textContent=u.title);const O=z("canvas"),K=k.ctx=O.getContext("2d"),X=D("u-wrap",R);G("click",X,(l=>{l.target===el&&(Nn!=Gn||jn!=In)&&Zn.click(k,l)}),!0);const ll=k.under=D("u-under",X);X.appendChild(O);const el=k.over=D("u-over",X),tl=+Q((u=Vl(u)).pxAlign,1),sl=bt(tl);(u.plugins||[]).forEach((l=>{l.opts&&(u=l.opts(k,u)||u)}));const hl=u.ms||.001,pl=k.series=1==M?jt(u.series||[],Ve,ut,!1):function(l,e){return l.map(((l,t)=>0==t?{}:Bl({},e,l)))}(u.series||[null],rt),xl=k.axes=jt(u.axes||[],Ue,it,!0),vl=k.scales={},Tl=k.bands=u.bands||[];Tl.forEach((l=>{l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1)}));const El=2==M?pl[1].facets[0].scale:pl[0].scale,Dl={axes:function(){for(let l=0;xl.length>l;l++){let e=xl[l];if(!e.show||!e._show)continue;let t,n,u=e.side,a=u%2,f=e.stroke(k,l),c=0==u||3==u?-1:1,[h,d]=e._found;if(null!=e.label){let s=rl((e._lpos+e.labelGap*c)*y);_n(e.labelFont[0],f,"center",2==u?i:o),K.save(),1==a?(t=n=0,K.translate(s,rl(lt+st/2)),K.rotate((3==u?-il:il)/2)):(t=rl(Qe+ot/2),n=s);let r=_l(e.label)?e.label(k,l,h,d):e.label;K.fillText(r,t,n),K.restore()}if(0==d)continue;let p=vl[e.scale],m=0==a?ot:st,g=0==a?Qe:lt,x=e._splits,w=2==p.distr?x.map((l=>pn[l])):x,_=2==p.distr?pn[x[1]]-pn[x[0]]:h,b=e.ticks,v=e.border,M=b.show?b.size:0,S=rl(M*y),T=rl((2==e.alignTo?e._size-M-e.gap:e.gap)*y),E=e._rotate*-il/180,z=sl(e._pos*y),D=z+(S+T)*c;n=0==a?D:0,t=1==a?D:0,_n(e.font[0],f,1==e.align?s:2==e.align?r:E>0?s:0>E?r:0==a?"center":3==u?r:s,E||1==a?"middle":2==u?i:o);let P=e.font[1]*e.lineGap,A=x.map((l=>sl(C(l,p,m,g)))),W=e._values;for(let l=0;W.length>l;l++){let e=W[l];if(null!=e){0==a?t=A[l]:n=A[l],e=""+e;let i=-1==e.indexOf("\\n")?[e]:e.split(/\\n/gm);for(let l=0;i.length>l;l++){let e=i[l];E?(K.save(),K.translate(t,n+l*P),K.rotate(E),K.fillText(e,0,0),K.restore()):K.fillText(e,t,n+l*P)}}}b.show&&zn(A,b.filter(k,w,l,d,_),a,u,z,S,Al(b.width*y,3),b.stroke(k,l),b.dash,b.cap);let Y=e.grid;Y.show&&zn(A,Y.filter(k,w,l,d,_),a,0==a?2:1,0==a?lt:Qe,0==a?st:ot,Al(Y.width*y,3),Y.stroke(k,l),Y.dash,Y.cap),v.show&&zn([z],[1],0==a?1:0,0==a?1:2,1==a?lt:Qe,1==a?st:ot,Al(v.width*y,3),v.stroke(k,l),v.dash,v.cap)}Ci("drawAxes")},series:function(){if(Gt>0){let l=pl.some((l=>l._focus))&&dn!=Tt.alpha;l&&(K.globalAlpha=dn=Tt.alpha),pl.forEach(((l,e)=>{if(e>0&&l.show&&(kn(e,!1),kn(e,!0),null==l._paths)){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha);let n=2==M?[0,g[e][0].length-1]:function(l){let e=wl(Lt-1,0,Gt-1),t=wl(en+1,0,Gt-1);for(;null==l[e]&&e>0;)e--;for(;null==l[t]&&Gt-1>t;)t++;return[e,t]}(g[e]);l._paths=l.paths(k,e,n[0],n[1]),dn!=t&&(K.globalAlpha=dn=t)}})),pl.forEach(((l,e)=>{if(e>0&&l.show){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha),null!=l._paths&&yn(e,!1);{let t=null!=l._paths?l._paths.gaps:null,n=l.points.show(k,e,Lt,en,t),i=l.points.filter(k,e,n,t);(n||i)&&(l.points._paths=l.points.paths(k,e,Lt,en,i),yn(e,!0))}dn!=t&&(K.globalAlpha=dn=t),Ci("drawSeries",e)}})),l&&(K.globalAlpha=dn=1)}}},Pl=(u.drawOrder||["axes","series"]).map((l=>Dl[l]));function Cl(l){const e=3==l.distr?e=>dl(e>0?e:l.clamp(k,e,l.min,l.max,l.key)):4==l.distr?e=>ml(e,l.asinh):100==l.distr?e=>l.fwd(e):l=>l;return t=>{let n=e(t),{_min:i,_max:o}=l;return(n-i)/(o-i)}}function Il(l){let e=vl[l];if(null==e){let t=(u.scales||Hl)[l]||Hl;if(null!=t.from){Il(t.from);let e=Bl({},vl[t.from],t,{key:l});e.valToPct=Cl(e),vl[l]=e}else{e=vl[l]=Bl({},l==El?ft:ct,t),e.key=l;let n=e.time,i=e.range,o=Gl(i);if((l!=El||2==M&&!n)&&(!o||null!=i[0]&&null!=i[1]||(i={min:null==i[0]?q:{mode:1,hard:i[0],soft:i[0]},max:null==i[1]?q:{mode:1,hard:i[1],soft:i[1]}},o=!1),!o&&Ol(i))){let l=i;i=(e,t,n)=>null==t?Rl:Z(t,n,l)}e.range=bl(i||(n?Bt:l==El?3==e.distr?qt:4==e.distr?Xt:Vt:3==e.distr?Jt:4==e.distr?Kt:$t)),e.auto=bl(!o&&e.auto),e.clamp=bl(e.clamp||at),e._min=e._max=null,e.valToPct=Cl(e)}}}Il("x"),Il("y"),1==M&&pl.forEach((l=>{Il(l.scale)})),xl.forEach((l=>{Il(l.scale)}));for(let l in u.scales)Il(l);const jl=vl[El],Ul=jl.distr;let $l,ql;0==jl.ori?(S(R,"u-hz"),$l=P,ql=W):(S(R,"u-vt"),$l=W,ql=P);const Kl={};for(let l in vl){let e=vl[l];null==e.min&&null==e.max||(Kl[l]={min:e.min,max:e.max},e.min=e.max=null)}const Xl=u.tzDate||(l=>new Date(rl(l/hl))),Zl=u.fmtDate||ne,Ql=1==hl?Me(Xl):Ee(Xl),le=De(Xl,ze(1==hl?ye:Te,Zl)),ee=We(Xl,Ae("{YYYY}-{MM}-{DD} {h}:{mm}{aa}",Zl)),te=[],ie=k.legend=Bl({},Ye,u.legend),oe=k.cursor=Bl({},Re,{drag:{y:2==M}},u.cursor),se=ie.show,re=oe.show,ue=ie.markers;let ce,he,de;ie.idxs=te,ue.width=bl(ue.width),ue.dash=bl(ue.dash),ue.stroke=bl(ue.stroke),ue.fill=bl(ue.fill);let pe,me=[],ge=[],xe=!1,we={};if(ie.live){const l=pl[1]?pl[1].values:null;xe=null!=l,pe=xe?l(k,1,0):{_:0};for(let l in pe)we[l]=w}if(se)if(ce=z("table","u-legend",R),de=z("tbody",null,ce),ie.mount(k,ce),xe){he=z("thead",null,ce,de);let l=z("tr",null,he);for(var _e in z("th",null,l),pe)z("th",e,l).textContent=_e}else S(ce,"u-inline"),ie.live&&S(ce,"u-live");const be={show:!0},ve={show:!1},Pe=new Map;function Ce(l,e,t,n=!0){const i=Pe.get(e)||{},o=oe.bind[l](k,e,t,n);o&&(G(l,e,i[l]=o),Pe.set(e,i))}function He(l,e){const t=Pe.get(e)||{};for(let n in t)null!=l&&n!=l||(I(n,e,t[n]),delete t[n]);null==l&&Pe.delete(e)}let Fe=0,Ge=0,Ie=0,Le=0,Oe=0,Ne=0,je=Oe,Ke=Ne,Xe=Ie,Ze=Le,Qe=0,lt=0,ot=0,st=0;k.bbox={};let ht=!1,pt=!1,mt=!1,xt=!1,wt=!1,_t=!1;function vt(l,e,t){(t||l!=k.width||e!=k.height)&&kt(l,e),An(!1),mt=!0,pt=!0,Jn()}function kt(l,e){k.width=Fe=Ie=l,k.height=Ge=Le=e,Oe=Ne=0,function(){let l=!1,e=!1,t=!1,n=!1;xl.forEach((i=>{if(i.show&&i._show){let{side:o,_size:s}=i,r=s+(null!=i.label?i.labelSize:0);r>0&&(o%2?(Ie-=r,3==o?(Oe+=r,n=!0):t=!0):(Le-=r,0==o?(Ne+=r,l=!0):e=!0))}})),Ct[0]=l,Ct[1]=t,Ct[2]=e,Ct[3]=n,Ie-=Rt[1]+Rt[3],Oe+=Rt[3],Le-=Rt[2]+Rt[0],Ne+=Rt[0]}(),function(){let l=Oe+Ie,e=Ne+Le,t=Oe,n=Ne;function i(i,o){switch(i){case 1:return l+=o,l-o;case 2:return e+=o,e-o;case 3:return t-=o,t+o;case 0:return n-=o,n+o}}xl.forEach((l=>{if(l.show&&l._show){let e=l.side;l._pos=i(e,l._size),null!=l.label&&(l._lpos=i(e,l.labelSize))}}))}();let t=k.bbox;Qe=t.left=zl(Oe*y,.5),lt=t.top=zl(Ne*y,.5),ot=t.width=zl(Ie*y,.5),st=t.height=zl(Le*y,.5)}const yt=3;if(k.setSize=function({width:l,height:e}){vt(l,e)},null==oe.dataIdx){let l=oe.hover,e=l.skip=new Set(l.skip??[]);e.add(void 0);let t=l.prox=bl(l.prox),n=l.bias??=0;oe.dataIdx=(l,i,o,s)=>{if(0==i)return o;let r=o,u=t(l,i,o,s)??gl,a=u>=0&&gl>u,f=0==jl.ori?Ie:Le,c=oe.left,h=g[0],d=g[i];if(e.has(d[o])){r=null;let l,t=null,i=null;if(0==n||-1==n)for(l=o;null==t&&l-- >0;)e.has(d[l])||(t=l);if(0==n||1==n)for(l=o;null==i&&l++<d.length;)e.has(d[l])||(i=l);if(null!=t||null!=i)if(a){let l=c-(null==t?-1/0:$l(h[t],jl,f,0)),e=(null==i?1/0:$l(h[i],jl,f,0))-c;l>e?e>u||(r=i):l>u||(r=t)}else r=null==i?t:null==t||o-t>i-o?i:t}else a&&ol(c-$l(h[o],jl,f,0))>u&&(r=null);return r}}const Mt=l=>{oe.event=l};oe.idxs=te,oe._lock=!1;let St=oe.points;St.show=bl(St.show),St.size=bl(St.size),St.stroke=bl(St.stroke),St.width=bl(St.width),St.fill=bl(St.fill);const Tt=k.focus=Bl({},u.focus||{alpha:.3},oe.focus),Et=Tt.prox>=0,zt=Et&&St.one;let Dt=[],Pt=[],At=[];function Wt(l,e){let t=St.show(k,e);if(t instanceof HTMLElement)return S(t,"u-cursor-pt"),S(t,l.class),A(t,-10,-10,Ie,Le),el.insertBefore(t,Dt[e]),t}function Yt(t,n){if(1==M||n>0){let l=1==M&&vl[t.scale].time,e=t.value;t.value=l?Ll(e)?We(Xl,Ae(e,Zl)):e||ee:e||nt,t.label=t.label||(l?"Time":"Value")}if(zt||n>0){t.width=null==t.width?1:t.width,t.paths=t.paths||Ot||yl,t.fillTo=bl(t.fillTo||gt),t.pxAlign=+Q(t.pxAlign,tl),t.pxRound=bt(t.pxAlign),t.stroke=bl(t.stroke||null),t.fill=bl(t.fill||null),t._stroke=t._fill=t._paths=t._focus=null;let l=function(l){return Al(1*(3+2*(l||1)),3)}(fl(1,t.width)),e=t.points=Bl({},{size:l,width:fl(1,.2*l),stroke:t.stroke,space:2*l,paths:Nt,_stroke:null,_fill:null},t.points);e.show=bl(e.show),e.filter=bl(e.filter),e.fill=bl(e.fill),e.stroke=bl(e.stroke),e.paths=bl(e.paths),e.pxAlign=t.pxAlign}if(se){let i=function(t,n){if(0==n&&(xe||!ie.live||2==M))return Rl;let i=[],o=z("tr","u-series",de,de.childNodes[n]);S(o,t.class),t.show||S(o,l);let s=z("th",null,o);if(ue.show){let l=D("u-marker",s);if(n>0){let e=ue.width(k,n);e&&(l.style.border=e+"px "+ue.dash(k,n)+" "+ue.stroke(k,n)),l.style.background=ue.fill(k,n)}}let r=D(e,s);for(var u in t.label instanceof HTMLElement?r.appendChild(t.label):r.textContent=t.label,n>0&&(ue.show||(r.style.color=t.width>0?ue.stroke(k,n):ue.fill(k,n)),Ce("click",s,(l=>{if(oe._lock)return;Mt(l);let e=pl.indexOf(t);if((l.ctrlKey||l.metaKey)!=ie.isolate){let l=pl.some(((l,t)=>t>0&&t!=e&&l.show));pl.forEach(((t,n)=>{n>0&&oi(n,l?n==e?be:ve:be,!0,Fi.setSeries)}))}else oi(e,{show:!t.show},!0,Fi.setSeries)}),!1),Et&&Ce(d,s,(l=>{oe._lock||(Mt(l),oi(pl.indexOf(t),ai,!0,Fi.setSeries))}),!1)),pe){let l=z("td","u-value",o);l.textContent="--",i.push(l)}return[o,i]}(t,n);me.splice(n,0,i[0]),ge.splice(n,0,i[1]),ie.values.push(null)}if(re){te.splice(n,0,null);let l=null;zt?0==n&&(l=Wt(t,n)):n>0&&(l=Wt(t,n)),Dt.splice(n,0,l),Pt.splice(n,0,0),At.splice(n,0,0)}Ci("addSeries",n)}k.addSeries=function(l,e){e=null==e?pl.length:e,l=1==M?Ut(l,e,Ve,ut):Ut(l,e,{},rt),pl.splice(e,0,l),Yt(pl[e],e)},k.delSeries=function(l){if(pl.splice(l,1),se){ie.values.splice(l,1),ge.splice(l,1);let e=me.splice(l,1)[0];He(null,e.firstChild),e.remove()}re&&(te.splice(l,1),Dt.splice(l,1)[0].remove(),Pt.splice(l,1),At.splice(l,1)),Ci("delSeries",l)};const Ct=[!1,!1,!1,!1];function Ht(l,e,t){let[n,i,o,s]=t,r=e%2,u=0;return 0==r&&(s||i)&&(u=0==e&&!n||2==e&&!o?rl(Ue.size/3):0),1==r&&(n||o)&&(u=1==e&&!i||3==e&&!s?rl(it.size/2):0),u}const Ft=k.padding=(u.padding||[Ht,Ht,Ht,Ht]).map((l=>bl(Q(l,Ht)))),Rt=k._padding=Ft.map(((l,e)=>l(k,e,Ct,0)));let Gt,Lt=null,en=null;const tn=1==M?pl[0].idxs:null;let nn,on,sn,rn,un,an,fn,cn,hn,dn,pn=null,mn=!1;function gn(l,e){if(k.data=k._data=g=null==l?[]:l,2==M){Gt=0;for(let l=1;pl.length>l;l++)Gt+=g[l][0].length}else{0==g.length&&(k.data=k._data=g=[[]]),pn=g[0],Gt=pn.length;let l=g;if(2==Ul){l=g.slice();let e=l[0]=Array(Gt);for(let l=0;Gt>l;l++)e[l]=l}k._data=g=l}if(An(!0),Ci("setData"),2==Ul&&(mt=!0),!1!==e){let l=jl;l.auto(k,mn)?xn():ii(El,l.min,l.max),xt=xt||oe.left>=0,_t=!0,Jn()}}function xn(){let l,e;mn=!0,1==M&&(Gt>0?(Lt=tn[0]=0,en=tn[1]=Gt-1,l=g[0][Lt],e=g[0][en],2==Ul?(l=Lt,e=en):l==e&&(3==Ul?[l,e]=B(l,l,jl.log,!1):4==Ul?[l,e]=$(l,l,jl.log,!1):jl.time?e=l+rl(86400/hl):[l,e]=Z(l,e,J,!0))):(Lt=tn[0]=l=null,en=tn[1]=e=null)),ii(El,l,e)}function wn(l,e,t,n,i,o){l??=a,t??=Fl,n??="butt",i??=a,o??="round",l!=nn&&(K.strokeStyle=nn=l),i!=on&&(K.fillStyle=on=i),e!=sn&&(K.lineWidth=sn=e),o!=un&&(K.lineJoin=un=o),n!=an&&(K.lineCap=an=n),t!=rn&&K.setLineDash(rn=t)}function _n(l,e,t,n){e!=on&&(K.fillStyle=on=e),l!=fn&&(K.font=fn=l),t!=cn&&(K.textAlign=cn=t),n!=hn&&(K.textBaseline=hn=n)}function bn(l,e,t,n,i=0){if(n.length>0&&l.auto(k,mn)&&(null==e||null==e.min)){let e=Q(Lt,0),o=Q(en,n.length-1),s=null==t.min?function(l,e,t,n=0,i=!1){let o=i?V:U,s=i?j:N;[e,t]=o(l,e,t);let r=l[e],u=l[e];if(e>-1)if(1==n)r=l[e],u=l[t];else if(-1==n)r=l[t],u=l[e];else for(let n=e;t>=n;n++){let e=l[n];s(e)&&(r>e?r=e:e>u&&(u=e))}return[r??gl,u??-gl]}(n,e,o,i,3==l.distr):[t.min,t.max];l.min=al(l.min,t.min=s[0]),l.max=fl(l.max,t.max=s[1])}}k.setData=gn;const vn={min:null,max:null};function kn(l,e){let t=e?pl[l].points:pl[l];t._stroke=t.stroke(k,l),t._fill=t.fill(k,l)}function yn(l,e){let t=e?pl[l].points:pl[l],{stroke:n,fill:i,clip:o,flags:s,_stroke:r=t._stroke,_fill:u=t._fill,_width:a=t.width}=t._paths;a=Al(a*y,3);let f=null,c=a%2/2;e&&null==u&&(u=a>0?"#fff":r);let h=1==t.pxAlign&&c>0;if(h&&K.translate(c,c),!e){let l=Qe-a/2,e=lt-a/2,t=ot+a,n=st+a;f=new Path2D,f.rect(l,e,t,n)}e?Sn(r,a,t.dash,t.cap,u,n,i,s,o):function(l,e,t,n,i,o,s,r,u,a,f){let c=!1;0!=u&&Tl.forEach(((h,d)=>{if(h.series[0]==l){let l,p=pl[h.series[1]],m=g[h.series[1]],x=(p._paths||Hl).band;Gl(x)&&(x=1==h.dir?x[0]:x[1]);let w=null;p.show&&x&&function(l,e,t){for(e=Q(e,0),t=Q(t,l.length-1);t>=e;){if(null!=l[e])return!0;e++}return!1}(m,Lt,en)?(w=h.fill(k,d)||o,l=p._paths.clip):x=null,Sn(e,t,n,i,w,s,r,u,a,f,l,x),c=!0}})),c||Sn(e,t,n,i,o,s,r,u,a,f)}(l,r,a,t.dash,t.cap,u,n,i,s,f,o),h&&K.translate(-c,-c)}const Mn=3;function Sn(l,e,t,n,i,o,s,r,u,a,f,c){wn(l,e,t,n,i),(u||a||c)&&(K.save(),u&&K.clip(u),a&&K.clip(a)),c?(r&Mn)==Mn?(K.clip(c),f&&K.clip(f),En(i,s),Tn(l,o,e)):2&r?(En(i,s),K.clip(c),Tn(l,o,e)):1&r&&(K.save(),K.clip(c),f&&K.clip(f),En(i,s),K.restore(),Tn(l,o,e)):(En(i,s),Tn(l,o,e)),(u||a||c)&&K.restore()}function Tn(l,e,t){t>0&&(e instanceof Map?e.forEach(((l,e)=>{K.strokeStyle=nn=e,K.stroke(l)})):null!=e&&l&&K.stroke(e))}function En(l,e){e instanceof Map?e.forEach(((l,e)=>{K.fillStyle=on=e,K.fill(l)})):null!=e&&l&&K.fill(e)}function zn(l,e,t,n,i,o,s,r,u,a){let f=s%2/2;1==tl&&K.translate(f,f),wn(r,s,u,a,r),K.beginPath();let c,h,d,p,m=i+(0==n||3==n?-o:o);0==t?(h=i,p=m):(c=i,d=m);for(let n=0;l.length>n;n++)null!=e[n]&&(0==t?c=d=l[n]:h=p=l[n],K.moveTo(c,h),K.lineTo(d,p));K.stroke(),1==tl&&K.translate(-f,-f)}function Dn(l){let e=!0;return xl.forEach(((t,n)=>{if(!t.show)return;let i=vl[t.scale];if(null==i.min)return void(t._show&&(e=!1,t._show=!1,An(!1)));t._show||(e=!1,t._show=!0,An(!1));let o=t.side,s=o%2,{min:r,max:u}=i,[a,f]=function(l,e,t,n){let i,o=xl[l];if(n>0){let s=o._space=o.space(k,l,e,t,n);i=Zt(e,t,o._incrs=o.incrs(k,l,e,t,n,s),n,s)}else i=[0,0];return o._found=i}(n,r,u,0==s?Ie:Le);if(0==f)return;let c=t._splits=t.splits(k,n,r,u,a,f,2==i.distr),h=2==i.distr?c.map((l=>pn[l])):c,d=2==i.distr?pn[c[1]]-pn[c[0]]:a,p=t._values=t.values(k,t.filter(k,h,n,f,d),n,f,d);t._rotate=2==o?t.rotate(k,p,n,f):0;let m=t._size;t._size=ul(t.size(k,p,n,l)),null!=m&&t._size!=m&&(e=!1)})),e}function Pn(l){let e=!0;return Ft.forEach(((t,n)=>{let i=t(k,n,Ct,l);i!=Rt[n]&&(e=!1),Rt[n]=i})),e}function An(l){pl.forEach(((e,t)=>{t>0&&(e._paths=null,l&&(1==M?(e.min=null,e.max=null):e.facets.forEach((l=>{l.min=null,l.max=null}))))}))}let Wn,Yn,Cn,Hn,Fn,Rn,Gn,In,Ln,On,Nn,jn,Un=!1,Vn=!1,Bn=[];function $n(){Vn=!1;for(let l=0;Bn.length>l;l++)Ci(...Bn[l]);Bn.length=0}function Jn(){Un||(Jl(qn),Un=!0)}function qn(){if(ht&&(function(){for(let l in vl){let e=vl[l];null==Kl[l]&&(null==e.min||null!=Kl[El]&&e.auto(k,mn))&&(Kl[l]=vn)}for(let l in vl){let e=vl[l];null==Kl[l]&&null!=e.from&&null!=Kl[e.from]&&(Kl[l]=vn)}null!=Kl[El]&&An(!0);let l={};for(let e in Kl){let t=Kl[e];if(null!=t){let n=l[e]=Vl(vl[e],Nl);if(null!=t.min)Bl(n,t);else if(e!=El||2==M)if(0==Gt&&null==n.from){let l=n.range(k,null,null,e);n.min=l[0],n.max=l[1]}else n.min=gl,n.max=-gl}}if(Gt>0){pl.forEach(((e,t)=>{if(1==M){let n=e.scale,i=Kl[n];if(null==i)return;let o=l[n];if(0==t){let l=o.range(k,o.min,o.max,n);o.min=l[0],o.max=l[1],Lt=L(o.min,g[0]),en=L(o.max,g[0]),en-Lt>1&&(o.min>g[0][Lt]&&Lt++,g[0][en]>o.max&&en--),e.min=pn[Lt],e.max=pn[en]}else e.show&&e.auto&&bn(o,i,e,g[t],e.sorted);e.idxs[0]=Lt,e.idxs[1]=en}else if(t>0&&e.show&&e.auto){let[n,i]=e.facets,o=n.scale,s=i.scale,[r,u]=g[t],a=l[o],f=l[s];null!=a&&bn(a,Kl[o],n,r,n.sorted),null!=f&&bn(f,Kl[s],i,u,i.sorted),e.min=i.min,e.max=i.max}}));for(let e in l){let t=l[e],n=Kl[e];if(null==t.from&&(null==n||null==n.min)){let l=t.range(k,t.min==gl?null:t.min,t.max==-gl?null:t.max,e);t.min=l[0],t.max=l[1]}}}for(let e in l){let t=l[e];if(null!=t.from){let n=l[t.from];if(null==n.min)t.min=t.max=null;else{let l=t.range(k,n.min,n.max,e);t.min=l[0],t.max=l[1]}}}let e={},t=!1;for(let n in l){let i=l[n],o=vl[n];if(o.min!=i.min||o.max!=i.max){o.min=i.min,o.max=i.max;let l=o.distr;o._min=3==l?dl(o.min):4==l?ml(o.min,o.asinh):100==l?o.fwd(o.min):o.min,o._max=3==l?dl(o.max):4==l?ml(o.max,o.asinh):100==l?o.fwd(o.max):o.max,e[n]=t=!0}}if(t){pl.forEach(((l,t)=>{2==M?t>0&&e.y&&(l._paths=null):e[l.scale]&&(l._paths=null)}));for(let l in e)mt=!0,Ci("setScale",l);re&&oe.left>=0&&(xt=_t=!0)}for(let l in Kl)Kl[l]=null}(),ht=!1),mt&&(function(){let l=!1,e=0;for(;!l;){e++;let t=Dn(e),n=Pn(e);l=e==yt||t&&n,l||(kt(k.width,k.height),pt=!0)}}(),mt=!1),pt){if(E(ll,s,Oe),E(ll,i,Ne),E(ll,t,Ie),E(ll,n,Le),E(el,s,Oe),E(el,i,Ne),E(el,t,Ie),E(el,n,Le),E(X,t,Fe),E(X,n,Ge),O.width=rl(Fe*y),O.height=rl(Ge*y),xl.forEach((({_el:e,_show:t,_size:n,_pos:i,side:o})=>{if(null!=e)if(t){let t=o%2==1;E(e,t?"left":"top",i-(3===o||0===o?n:0)),E(e,t?"width":"height",n),E(e,t?"top":"left",t?Ne:Oe),E(e,t?"height":"width",t?Le:Ie),T(e,l)}else S(e,l)})),nn=on=sn=un=an=fn=cn=hn=rn=null,dn=1,_i(!0),Oe!=je||Ne!=Ke||Ie!=Xe||Le!=Ze){An(!1);let l=Ie/Xe,e=Le/Ze;if(re&&!xt&&oe.left>=0){oe.left*=l,oe.top*=e,Cn&&A(Cn,rl(oe.left),0,Ie,Le),Hn&&A(Hn,0,rl(oe.top),Ie,Le);for(let t=0;Dt.length>t;t++){let n=Dt[t];null!=n&&(Pt[t]*=l,At[t]*=e,A(n,ul(Pt[t]),ul(At[t]),Ie,Le))}}if(ei.show&&!wt&&ei.left>=0&&ei.width>0){ei.left*=l,ei.width*=l,ei.top*=e,ei.height*=e;for(let l in ki)E(ti,l,ei[l])}je=Oe,Ke=Ne,Xe=Ie,Ze=Le}Ci("setSize"),pt=!1}Fe>0&&Ge>0&&(K.clearRect(0,0,O.width,O.height),Ci("drawClear"),Pl.forEach((l=>l())),Ci("draw")),ei.show&&wt&&(ni(ei),wt=!1),re&&xt&&(xi(null,!0,!1),xt=!1),ie.show&&ie.live&&_t&&(mi(),_t=!1),F||(F=!0,k.status=1,Ci("ready")),mn=!1,Un=!1}function Kn(l,e){let t=vl[l];if(null==t.from){if(0==Gt){let n=t.range(k,e.min,e.max,l);e.min=n[0],e.max=n[1]}if(e.min>e.max){let l=e.min;e.min=e.max,e.max=l}if(Gt>1&&null!=e.min&&null!=e.max&&1e-16>e.max-e.min)return;l==El&&2==t.distr&&Gt>0&&(e.min=L(e.min,g[0]),e.max=L(e.max,g[0]),e.min==e.max&&e.max++),Kl[l]=e,ht=!0,Jn()}}k.batch=function(l,e=!1){Un=!0,Vn=e,l(k),qn(),e&&Bn.length>0&&queueMicrotask($n)},k.redraw=(l,e)=>{mt=e||!1,!1!==l?ii(El,jl.min,jl.max):Jn()},k.setScale=Kn;let Xn=!1;const Zn=oe.drag;let Qn=Zn.x,li=Zn.y;re&&(oe.x&&(Wn=D("u-cursor-x",el)),oe.y&&(Yn=D("u-cursor-y",el)),0==jl.ori?(Cn=Wn,Hn=Yn):(Cn=Yn,Hn=Wn),Nn=oe.left,jn=oe.top);const ei=k.select=Bl({show:!0,over:!0,left:0,width:0,top:0,height:0},u.select),ti=ei.show?D("u-select",ei.over?el:ll):null;function ni(l,e){if(ei.show){for(let e in l)ei[e]=l[e],e in ki&&E(ti,e,l[e]);!1!==e&&Ci("setSelect")}}function ii(l,e,t){Kn(l,{min:e,max:t})}function oi(e,t,n,i){null!=t.focus&&function(l){if(l!=ui){let e=null==l,t=1!=Tt.alpha;pl.forEach(((n,i)=>{if(1==M||i>0){let o=e||0==i||i==l;n._focus=e?null:o,t&&function(l,e){pl[l].alpha=e,re&&null!=Dt[l]&&(Dt[l].style.opacity=e),se&&me[l]&&(me[l].style.opacity=e)}(i,o?1:Tt.alpha)}})),ui=l,t&&Jn()}}(e),null!=t.show&&pl.forEach(((n,i)=>{0>=i||e!=i&&null!=e||(n.show=t.show,function(e){if(pl[e].show)se&&T(me[e],l);else if(se&&S(me[e],l),re){let l=zt?Dt[0]:Dt[e];null!=l&&A(l,-10,-10,Ie,Le)}}(i),2==M?(ii(n.facets[0].scale,null,null),ii(n.facets[1].scale,null,null)):ii(n.scale,null,null),Jn())})),!1!==n&&Ci("setSeries",e,t),i&&Ii("setSeries",k,e,t)}let si,ri,ui;k.setSelect=ni,k.setSeries=oi,k.addBand=function(l,e){l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1),Tl.splice(e=null==e?Tl.length:e,0,l)},k.setBand=function(l,e){Bl(Tl[l],e)},k.delBand=function(l){null==l?Tl.length=0:Tl.splice(l,1)};const ai={focus:!0};function fi(l,e,t){let n=vl[e];t&&(l=l/y-(1==n.ori?Ne:Oe));let i=Ie;1==n.ori&&(i=Le,l=i-l),-1==n.dir&&(l=i-l);let o=n._min,s=o+l/i*(n._max-o),r=n.distr;return 3==r?cl(10,s):4==r?((l,e=1)=>nl.sinh(l)*e)(s,n.asinh):100==r?n.bwd(s):s}function ci(l,e){E(ti,s,ei.left=l),E(ti,t,ei.width=e)}function hi(l,e){E(ti,i,ei.top=l),E(ti,n,ei.height=e)}se&&Et&&Ce(p,ce,(l=>{oe._lock||(Mt(l),null!=ui&&oi(null,ai,!0,Fi.setSeries))})),k.valToIdx=l=>L(l,g[0]),k.posToIdx=function(l,e){return L(fi(l,El,e),g[0],Lt,en)},k.posToVal=fi,k.valToPos=(l,e,t)=>0==vl[e].ori?P(l,vl[e],t?ot:Ie,t?Qe:0):W(l,vl[e],t?st:Le,t?lt:0),k.setCursor=(l,e,t)=>{Nn=l.left,jn=l.top,xi(null,e,t)};let di=0==jl.ori?ci:hi,pi=1==jl.ori?ci:hi;function mi(l,e){if(null!=l&&(l.idxs?l.idxs.forEach(((l,e)=>{te[e]=l})):(l=>void 0===l)(l.idx)||te.fill(l.idx),ie.idx=te[0]),se&&ie.live){for(let l=0;pl.length>l;l++)(l>0||1==M&&!xe)&&gi(l,te[l]);!function(){if(se&&ie.live)for(let l=2==M?1:0;pl.length>l;l++){if(0==l&&xe)continue;let e=ie.values[l],t=0;for(let n in e)ge[l][t++].firstChild.nodeValue=e[n]}}()}_t=!1,!1!==e&&Ci("setLegend")}function gi(l,e){let t,n=pl[l],i=0==l&&2==Ul?pn:g[l];xe?t=n.values(k,l,e)??we:(t=n.value(k,null==e?null:i[e],l,e),t=null==t?we:{_:t}),ie.values[l]=t}function xi(l,e,t){let n;Ln=Nn,On=jn,[Nn,jn]=oe.move(k,Nn,jn),oe.left=Nn,oe.top=jn,re&&(Cn&&A(Cn,rl(Nn),0,Ie,Le),Hn&&A(Hn,0,rl(jn),Ie,Le)),si=gl,ri=null;let i=0==jl.ori?Ie:Le,o=1==jl.ori?Ie:Le;if(0>Nn||0==Gt||Lt>en){n=oe.idx=null;for(let l=0;pl.length>l;l++){let e=Dt[l];null!=e&&A(e,-10,-10,Ie,Le)}Et&&oi(null,ai,!0,null==l&&Fi.setSeries),ie.live&&(te.fill(n),_t=!0)}else{let l,e,t;1==M&&(l=0==jl.ori?Nn:jn,e=fi(l,El),n=oe.idx=L(e,g[0],Lt,en),t=$l(g[0][n],jl,i,0));let s=-10,r=-10,u=0,a=0,f=!0,c="",h="";for(let l=2==M?1:0;pl.length>l;l++){let d=pl[l],p=te[l],m=null==p?null:1==M?g[l][p]:g[l][1][p],x=oe.dataIdx(k,l,n,e),w=null==x?null:1==M?g[l][x]:g[l][1][x];if(_t=_t||w!=m||x!=p,te[l]=x,l>0&&d.show){let e=null==x?-10:x==n?t:$l(1==M?g[0][x]:g[l][0][x],jl,i,0),p=null==w?-10:ql(w,1==M?vl[d.scale]:vl[d.facets[1].scale],o,0);if(Et&&null!=w){let e=1==jl.ori?Nn:jn,t=ol(Tt.dist(k,l,x,p,e));if(si>t){let n=Tt.bias;if(0!=n){let i=fi(e,d.scale),o=0>i?-1:1;o!=(0>w?-1:1)||(1==o?1==n?i>w:w>i:1==n?w>i:i>w)||(si=t,ri=l)}else si=t,ri=l}}if(_t||zt){let t,n;0==jl.ori?(t=e,n=p):(t=p,n=e);let i,o,d,m,g,x,w=!0,_=St.bbox;if(null!=_){w=!1;let e=_(k,l);d=e.left,m=e.top,i=e.width,o=e.height}else d=t,m=n,i=o=St.size(k,l);if(x=St.fill(k,l),g=St.stroke(k,l),zt)l!=ri||si>Tt.prox||(s=d,r=m,u=i,a=o,f=w,c=x,h=g);else{let e=Dt[l];null!=e&&(Pt[l]=d,At[l]=m,H(e,i,o,w),Y(e,x,g),A(e,ul(d),ul(m),Ie,Le))}}}}if(zt){let l=Tt.prox;if(_t||(null==ui?l>=si:si>l||ri!=ui)){let l=Dt[0];null!=l&&(Pt[0]=s,At[0]=r,H(l,u,a,f),Y(l,c,h),A(l,ul(s),ul(r),Ie,Le))}}}if(ei.show&&Xn)if(null!=l){let[e,t]=Fi.scales,[n,s]=Fi.match,[r,u]=l.cursor.sync.scales,a=l.cursor.drag;if(Qn=a._x,li=a._y,Qn||li){let a,f,c,h,d,{left:p,top:m,width:g,height:x}=l.select,w=l.scales[r].ori,_=l.posToVal,b=null!=e&&n(e,r),v=null!=t&&s(t,u);b&&Qn?(0==w?(a=p,f=g):(a=m,f=x),c=vl[e],h=$l(_(a,r),c,i,0),d=$l(_(a+f,r),c,i,0),di(al(h,d),ol(d-h))):di(0,i),v&&li?(1==w?(a=p,f=g):(a=m,f=x),c=vl[t],h=ql(_(a,u),c,o,0),d=ql(_(a+f,u),c,o,0),pi(al(h,d),ol(d-h))):pi(0,o)}else yi()}else{let l=ol(Ln-Fn),e=ol(On-Rn);if(1==jl.ori){let t=l;l=e,e=t}Qn=Zn.x&&l>=Zn.dist,li=Zn.y&&e>=Zn.dist;let t,n,s=Zn.uni;null!=s?Qn&&li&&(Qn=l>=s,li=e>=s,Qn||li||(e>l?li=!0:Qn=!0)):Zn.x&&Zn.y&&(Qn||li)&&(Qn=li=!0),Qn&&(0==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),di(al(t,n),ol(n-t)),li||pi(0,o)),li&&(1==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),pi(al(t,n),ol(n-t)),Qn||di(0,i)),Qn||li||(di(0,0),pi(0,0))}if(Zn._x=Qn,Zn._y=li,null==l){if(t){if(null!=Ri){let[l,e]=Fi.scales;Fi.values[0]=null!=l?fi(0==jl.ori?Nn:jn,l):null,Fi.values[1]=null!=e?fi(1==jl.ori?Nn:jn,e):null}Ii(f,k,Nn,jn,Ie,Le,n)}if(Et){let l=t&&Fi.setSeries,e=Tt.prox;null==ui?si>e||oi(ri,ai,!0,l):si>e?oi(null,ai,!0,l):ri!=ui&&oi(ri,ai,!0,l)}}_t&&(ie.idx=n,mi()),!1!==e&&Ci("setCursor")}k.setLegend=mi;let wi=null;function _i(l=!1){l?wi=null:(wi=el.getBoundingClientRect(),Ci("syncRect",wi))}function bi(l,e,t,n,i,o){oe._lock||Xn&&null!=l&&0==l.movementX&&0==l.movementY||(vi(l,e,t,n,i,o,0,!1,null!=l),null!=l?xi(null,!0,!0):xi(e,!0,!1))}function vi(l,e,t,n,i,o,s,r,u){if(null==wi&&_i(!1),Mt(l),null!=l)t=l.clientX-wi.left,n=l.clientY-wi.top;else{if(0>t||0>n)return Nn=-10,void(jn=-10);let[l,s]=Fi.scales,r=e.cursor.sync,[u,a]=r.values,[f,c]=r.scales,[h,d]=Fi.match,p=e.axes[0].side%2==1,m=0==jl.ori?Ie:Le,g=1==jl.ori?Ie:Le,x=p?o:i,w=p?i:o,_=p?n:t,b=p?t:n;if(t=null!=f?h(l,f)?C(u,vl[l],m,0):-10:m*(_/x),n=null!=c?d(s,c)?C(a,vl[s],g,0):-10:g*(b/w),1==jl.ori){let l=t;t=n,n=l}}!u||null!=e&&e.cursor.event.type!=f||(t>1&&Ie-1>t||(t=zl(t,Ie)),n>1&&Le-1>n||(n=zl(n,Le))),r?(Fn=t,Rn=n,[Gn,In]=oe.move(k,t,n)):(Nn=t,jn=n)}Object.defineProperty(k,"rect",{get:()=>(null==wi&&_i(!1),wi)});const ki={width:0,height:0,left:0,top:0};function yi(){ni(ki,!1)}let Mi,Si,Ti,Ei;function zi(l,e,t,n,i,o){Xn=!0,Qn=li=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!0,!1),null!=l&&(Ce(h,b,Di,!1),Ii(c,k,Gn,In,Ie,Le,null));let{left:s,top:r,width:u,height:a}=ei;Mi=s,Si=r,Ti=u,Ei=a}function Di(l,e,t,n,i,o){Xn=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!1,!0);let{left:s,top:r,width:u,height:a}=ei,f=u>0||a>0,c=Mi!=s||Si!=r||Ti!=u||Ei!=a;if(f&&c&&ni(ei),Zn.setScale&&f&&c){let l=s,e=u,t=r,n=a;if(1==jl.ori&&(l=r,e=a,t=s,n=u),Qn&&ii(El,fi(l,El),fi(l+e,El)),li)for(let l in vl){let e=vl[l];l!=El&&null==e.from&&e.min!=gl&&ii(l,fi(t+n,l),fi(t,l))}yi()}else oe.lock&&(oe._lock=!oe._lock,xi(e,!0,null!=l));null!=l&&(He(h,b),Ii(h,k,Nn,jn,Ie,Le,null))}function Pi(l){oe._lock||(Mt(l),xn(),yi(),null!=l&&Ii(m,k,Nn,jn,Ie,Le,null))}function Ai(){xl.forEach(ln),vt(k.width,k.height,!0)}G(x,v,Ai);const Wi={};Wi.mousedown=zi,Wi.mousemove=bi,Wi.mouseup=Di,Wi.dblclick=Pi,Wi.setSeries=(l,e,t,n)=>{-1!=(t=(0,Fi.match[2])(k,e,t))&&oi(t,n,!0,!1)},re&&(Ce(c,el,zi),Ce(f,el,bi),Ce(d,el,(l=>{Mt(l),_i(!1)})),Ce(p,el,(function(l){if(oe._lock)return;Mt(l);let e=Xn;if(Xn){let l,e,t=!0,n=!0,i=10;0==jl.ori?(l=Qn,e=li):(l=li,e=Qn),l&&e&&(t=i>=Nn||Nn>=Ie-i,n=i>=jn||jn>=Le-i),l&&t&&(Nn=Gn>Nn?0:Ie),e&&n&&(jn=In>jn?0:Le),xi(null,!0,!0),Xn=!1}Nn=-10,jn=-10,te.fill(null),xi(null,!0,!0),e&&(Xn=e)})),Ce(m,el,Pi),It.add(k),k.syncRect=_i);const Yi=k.hooks=u.hooks||{};function Ci(l,e,t){Vn?Bn.push([l,e,t]):l in Yi&&Yi[l].forEach((l=>{l.call(null,k,e,t)}))}(u.plugins||[]).forEach((l=>{for(let e in l.hooks)Yi[e]=(Yi[e]||[]).concat(l.hooks[e])}));const Hi=(l,e,t)=>t,Fi=Bl({key:null,setSeries:!1,filters:{pub:Ml,sub:Ml},scales:[El,pl[1]?pl[1].scale:null],match:[Sl,Sl,Hi],values:[null,null]},oe.sync);2==Fi.match.length&&Fi.match.push(Hi),oe.sync=Fi;const Ri=Fi.key,Gi=dt(Ri);function Ii(l,e,t,n,i,o,s){Fi.filters.pub(l,e,t,n,i,o,s)&&Gi.pub(l,e,t,n,i,o,s)}function Li(){Ci("init",u,g),gn(g||u.data,!1),Kl[El]?Kn(El,Kl[El]):xn(),wt=ei.show&&(ei.width>0||ei.height>0),xt=_t=!0,vt(u.width,u.height)}return Gi.sub(k),k.pub=function(l,e,t,n,i,o,s){Fi.filters.sub(l,e,t,n,i,o,s)&&Wi[l](null,e,t,n,i,o,s)},k.destroy=function(){Gi.unsub(k),It.delete(k),Pe.clear(),I(x,v,Ai),R.remove(),ce?.remove(),Ci("destroy")},pl.forEach(Yt),xl.forEach((function(l,e){if(l._show=l.show,l.show){let t=vl[l.scale];null==t&&(l.scale=l.side%2?pl[1].scale:El,t=vl[l.scale]);let n=t.time;l.size=bl(l.size),l.space=bl(l.space),l.rotate=bl(l.rotate),Gl(l.incrs)&&l.incrs.forEach((l=>{!Wl.has(l)&&Wl.set(l,Yl(l))})),l.incrs=bl(l.incrs||(2==t.distr?ae:n?1==hl?ke:Se:fe)),l.splits=bl(l.splits||(n&&1==t.distr?Ql:3==t.distr?Je:4==t.distr?qe:$e)),l.stroke=bl(l.stroke),l.grid.stroke=bl(l.grid.stroke),l.ticks.stroke=bl(l.ticks.stroke),l.border.stroke=bl(l.border.stroke);let i=l.values;l.values=Gl(i)&&!Gl(i[0])?bl(i):n?Gl(i)?De(Xl,ze(i,Zl)):Ll(i)?function(l,e){let t=ne(e);return(e,n)=>n.map((e=>t(l(e))))}(Xl,i):i||le:i||Be,l.filter=bl(l.filter||(3>t.distr||10!=t.log?3==t.distr&&2==t.log?tt:kl:et)),l.font=Qt(l.font),l.labelFont=Qt(l.labelFont),l._size=l.size(k,null,e,0),l._space=l._rotate=l._incrs=l._found=l._splits=l._values=null,l._size>0&&(Ct[e]=!0,l._el=D("u-axis",X))}})),_?_ instanceof HTMLElement?(_.appendChild(R),Li()):_(k,Li):Li(),k}en.assign=Bl,en.fmtNum=tl,en.rangeNum=Z,en.rangeLog=B,en.rangeAsinh=$,en.orient=pt,en.pxRatio=y,en.join=function(l,e){if(function(l){let e=l[0][0],t=e.length;for(let n=1;l.length>n;n++){let i=l[n][0];if(i.length!=t)return!1;if(i!=e)for(let l=0;t>l;l++)if(i[l]!=e[l])return!1}return!0}(l)){let e=l[0].slice();for(let t=1;l.length>t;t++)e.push(...l[t].slice(1));return function(l,e=100){const t=l.length;if(1>=t)return!0;let n=0,i=t-1;for(;i>=n&&null==l[n];)n++;for(;i>=n&&null==l[i];)i--;if(n>=i)return!0;const o=fl(1,sl((i-n+1)/e));for(let e=l[n],t=n+o;i>=t;t+=o){const n=l[t];if(null!=n){if(e>=n)return!1;e=n}}return!0}(e[0])||(e=function(l){let e=l[0],t=e.length,n=Array(t);for(let l=0;n.length>l;l++)n[l]=l;n.sort(((l,t)=>e[l]-e[t]));let i=[];for(let e=0;l.length>e;e++){let o=l[e],s=Array(t);for(let l=0;t>l;l++)s[l]=o[n[l]];i.push(s)}return i}(e)),e}let t=new Set;for(let e=0;l.length>e;e++){let n=l[e][0],i=n.length;for(let l=0;i>l;l++)t.add(n[l])}let n=[Array.from(t).sort(((l,e)=>l-e))],i=n[0].length,o=new Map;for(let l=0;i>l;l++)o.set(n[0][l],l);for(let t=0;l.length>t;t++){let s=l[t],r=s[0];for(let l=1;s.length>l;l++){let u=s[l],a=Array(i).fill(void 0),f=e?e[t][l]:1,c=[];for(let l=0;u.length>l;l++){let e=u[l],t=o.get(r[l]);null===e?0!=f&&(a[t]=e,2==f&&c.push(t)):a[t]=e}$l(a,c,i),n.push(a)}}return n},en.fmtDate=ne,en.tzDate=function(l,e){let t;return"UTC"==e||"Etc/UTC"==e?t=new Date(+l+6e4*l.getTimezoneOffset()):e==ie?t=l:(t=new Date(l.toLocaleString("en-US",{timeZone:e})),t.setMilliseconds(l.getMilliseconds())),t},en.sync=dt;{en.addGap=function(l,e,t){let n=l[l.length-1];n&&n[0]==e?n[1]=t:l.push([e,t])},en.clipGaps=wt;let l=en.paths={points:Wt};l.linear=Ft,l.stepped=function(l){const e=Q(l.align,1),t=Q(l.ascDesc,!1),n=Q(l.alignGaps,0),i=Q(l.extend,!1);return(l,o,s,r)=>pt(l,o,((u,a,f,c,h,d,p,m,g,x,w)=>{[s,r]=U(f,s,r);let _=u.pxRound,{left:b,width:v}=l.bbox,k=l=>_(d(l,c,x,m)),M=l=>_(p(l,h,w,g)),S=0==c.ori?Mt:St;const T={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},E=T.stroke,z=c.dir*(0==c.ori?1:-1);let D=M(f[1==z?s:r]),P=k(a[1==z?s:r]),A=P,W=P;i&&-1==e&&(W=b,S(E,W,D)),S(E,P,D);for(let l=1==z?s:r;l>=s&&r>=l;l+=z){let t=f[l];if(null==t)continue;let n=k(a[l]),i=M(t);1==e?S(E,n,D):S(E,A,i),S(E,n,i),D=i,A=n}let Y=A;i&&1==e&&(Y=b+v,S(E,Y,D));let[C,H]=mt(l,o);if(null!=u.fill||0!=C){let e=T.fill=new Path2D(E),t=M(u.fillTo(l,o,u.min,u.max,C));S(e,Y,t),S(e,W,t)}if(!u.spanGaps){let i=[];i.push(..._t(a,f,s,r,z,k,n));let h=u.width*y/2,d=t||1==e?h:-h,p=t||-1==e?-h:h;i.forEach((l=>{l[0]+=d,l[1]+=p})),T.gaps=i=u.gaps(l,o,s,r,i),T.clip=wt(i,c.ori,m,g,x,w)}return 0!=H&&(T.band=2==H?[xt(l,o,s,r,E,-1),xt(l,o,s,r,E,1)]:xt(l,o,s,r,E,H)),T}))},l.bars=function(l){const e=Q((l=l||Hl).size,[.6,gl,1]),t=l.align||0,n=l.gap||0;let i=l.radius;i=null==i?[0,0]:"number"==typeof i?[i,0]:i;const o=bl(i),s=1-e[0],r=Q(e[1],gl),u=Q(e[2],1),a=Q(l.disp,Hl),f=Q(l.each,(()=>{})),{fill:c,stroke:h}=a;return(l,e,i,d)=>pt(l,e,((p,m,g,x,w,_,b,v,k,M,S)=>{let T,E,z=p.pxRound,D=t,P=n*y,A=r*y,W=u*y;0==x.ori?[T,E]=o(l,e):[E,T]=o(l,e);const Y=x.dir*(0==x.ori?1:-1);let C,H,F,R=0==x.ori?Tt:Et,G=0==x.ori?f:(l,e,t,n,i,o,s)=>{f(l,e,t,i,n,s,o)},I=Q(l.bands,Fl).find((l=>l.series[0]==e)),L=p.fillTo(l,e,p.min,p.max,null!=I?I.dir:0),O=z(b(L,w,S,k)),N=M,j=z(p.width*y),U=!1,V=null,B=null,$=null,J=null;null==c||0!=j&&null==h||(U=!0,V=c.values(l,e,i,d),B=new Map,new Set(V).forEach((l=>{null!=l&&B.set(l,new Path2D)})),j>0&&($=h.values(l,e,i,d),J=new Map,new Set($).forEach((l=>{null!=l&&J.set(l,new Path2D)}))));let{x0:q,size:K}=a;if(null!=q&&null!=K){D=1,m=q.values(l,e,i,d),2==q.unit&&(m=m.map((e=>l.posToVal(v+e*M,x.key,!0))));let t=K.values(l,e,i,d);H=2==K.unit?t[0]*M:_(t[0],x,M,v)-_(0,x,M,v),N=Rt(m,g,_,x,M,v,N),F=N-H+P}else N=Rt(m,g,_,x,M,v,N),F=N*s+P,H=N-F;1>F&&(F=0),H/2>j||(j=0),5>F&&(z=vl);let X=F>0;H=z(wl(N-F-(X?j:0),W,A)),C=(0==D?H/2:D==Y?0:H)-D*Y*((0==D?P/2:0)+(X?j/2:0));const Z={stroke:null,fill:null,clip:null,band:null,gaps:null,flags:0},ll=U?null:new Path2D;let el=null;if(null!=I)el=l.data[I.series[1]];else{let{y0:t,y1:n}=a;null!=t&&null!=n&&(g=n.values(l,e,i,d),el=t.values(l,e,i,d))}let tl=T*H,nl=E*H;for(let t=1==Y?i:d;t>=i&&d>=t;t+=Y){let n=g[t];if(null==n)continue;if(null!=el){let l=el[t]??0;if(n-l==0)continue;O=b(l,w,S,k)}let i=_(2!=x.distr||null!=a?m[t]:t,x,M,v),o=b(Q(n,L),w,S,k),s=z(i-C),r=z(fl(o,O)),u=z(al(o,O)),f=r-u;if(null!=n){let i=0>n?nl:tl,o=0>n?tl:nl;U?(j>0&&null!=$[t]&&R(J.get($[t]),s,u+sl(j/2),H,fl(0,f-j),i,o),null!=V[t]&&R(B.get(V[t]),s,u+sl(j/2),H,fl(0,f-j),i,o)):R(ll,s,u+sl(j/2),H,fl(0,f-j),i,o),G(l,e,t,s-j/2,u,H+j,f)}}return j>0?Z.stroke=U?J:ll:U||(Z._fill=0==p.width?p._fill:p._stroke??p._fill,Z.width=0),Z.fill=U?B:ll,Z}))},l.spline=function(l){return function(l,e){const t=Q(e?.alignGaps,0);return(e,n,i,o)=>pt(e,n,((s,r,u,a,f,c,h,d,p,m,g)=>{[i,o]=U(u,i,o);let x,w,_,b=s.pxRound,v=l=>b(c(l,a,m,d)),k=l=>b(h(l,f,g,p));0==a.ori?(x=kt,_=Mt,w=Pt):(x=yt,_=St,w=At);const y=a.dir*(0==a.ori?1:-1);let M=v(r[1==y?i:o]),S=M,T=[],E=[];for(let l=1==y?i:o;l>=i&&o>=l;l+=y)if(null!=u[l]){let e=v(r[l]);T.push(S=e),E.push(k(u[l]))}const z={stroke:l(T,E,x,_,w,b),fill:null,clip:null,band:null,gaps:null,flags:1},D=z.stroke;let[P,A]=mt(e,n);if(null!=s.fill||0!=P){let l=z.fill=new Path2D(D),t=k(s.fillTo(e,n,s.min,s.max,P));_(l,S,t),_(l,M,t)}if(!s.spanGaps){let l=[];l.push(..._t(r,u,i,o,y,v,t)),z.gaps=l=s.gaps(e,n,i,o,l),z.clip=wt(l,a.ori,d,p,m,g)}return 0!=A&&(z.band=2==A?[xt(e,n,i,o,D,-1),xt(e,n,i,o,D,1)]:xt(e,n,i,o,D,A)),z}))}(Gt,l)}}return en}();\n';
+
+// node_modules/uplot/dist/uPlot.min.css?raw
+var uPlot_min_default = '.uplot, .uplot *, .uplot *::before, .uplot *::after {box-sizing: border-box;}.uplot {font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji";line-height: 1.5;width: min-content;}.u-title {text-align: center;font-size: 18px;font-weight: bold;}.u-wrap {position: relative;user-select: none;}.u-over, .u-under {position: absolute;}.u-under {overflow: hidden;}.uplot canvas {display: block;position: relative;width: 100%;height: 100%;}.u-axis {position: absolute;}.u-legend {font-size: 14px;margin: auto;text-align: center;}.u-inline {display: block;}.u-inline * {display: inline-block;}.u-inline tr {margin-right: 16px;}.u-legend th {font-weight: 600;}.u-legend th > * {vertical-align: middle;display: inline-block;}.u-legend .u-marker {width: 1em;height: 1em;margin-right: 4px;background-clip: padding-box !important;}.u-inline.u-live th::after {content: ":";vertical-align: middle;}.u-inline:not(.u-live) .u-value {display: none;}.u-series > * {padding: 4px;}.u-series th {cursor: pointer;}.u-legend .u-off > * {opacity: 0.3;}.u-select {background: rgba(0,0,0,0.07);position: absolute;pointer-events: none;}.u-cursor-x, .u-cursor-y {position: absolute;left: 0;top: 0;pointer-events: none;will-change: transform;}.u-hz .u-cursor-x, .u-vt .u-cursor-y {height: 100%;border-right: 1px dashed #607D8B;}.u-hz .u-cursor-y, .u-vt .u-cursor-x {width: 100%;border-bottom: 1px dashed #607D8B;}.u-cursor-pt {position: absolute;top: 0;left: 0;border-radius: 50%;border: 0 solid;pointer-events: none;will-change: transform;/*this has to be !important since we set inline "background" shorthand */background-clip: padding-box !important;}.u-axis.u-off, .u-select.u-off, .u-cursor-x.u-off, .u-cursor-y.u-off, .u-cursor-pt.u-off {display: none;}';
+
+// src/analysis/main-history.ts
+var DAY_MS = 24 * 3600 * 1e3;
+var BUDGET_WINDOW_DAYS = 30;
+var time3 = (iso) => Date.parse(iso);
+var percentOf = (ms4, levelMs2) => 100 * ms4 / levelMs2;
+function comparisonAt(g2, key, percentile2) {
+  return g2.percentile === percentile2 ? g2.comparisons.find((c3) => comparisonKey(c3.workload, c3.rate) === key) : void 0;
+}
+function historyKeys(h2) {
+  const seen = /* @__PURE__ */ new Map();
+  const add = (workload2, rate2, percentile2) => {
+    const key = comparisonKey(workload2, rate2);
+    seen.set(`${key}/p${percentile2}`, { key, percentile: percentile2 });
+  };
+  for (const e of h2.entries) {
+    for (const c3 of e.gate?.comparisons ?? []) add(c3.workload, c3.rate, e.gate.percentile);
+    if (e.drift) add(e.drift.workload, e.drift.rate, e.drift.percentile);
+  }
+  return [...seen.values()].sort((a2, b) => a2.key.localeCompare(b.key) || a2.percentile - b.percentile);
+}
+function mainSteps(entries, key, percentile2) {
+  const steps = [];
+  for (const e of entries) {
+    const c3 = e.change;
+    if (!c3 || e.kind !== "promotion" && e.kind !== "rollback") continue;
+    const base = { time: time3(e.time), sha: c3.sha, previous: c3.previous ?? null, pullRequest: c3.pull_request ?? null };
+    if (e.kind === "rollback") {
+      const undone = steps.findLast((s3) => s3.kind === "promotion" && s3.sha === c3.previous);
+      steps.push({
+        kind: "rollback",
+        ...base,
+        gate: undone?.gate ?? null,
+        percent: -(undone?.percent ?? 0),
+        ms: -(undone?.ms ?? 0)
+      });
+      continue;
+    }
+    const comparison = c3.step && comparisonAt(c3.step.gate, key, percentile2);
+    const gate2 = c3.step && comparison ? { time: time3(c3.step.gated), record: c3.step.gate, comparison } : null;
+    const detected = comparison !== void 0 && comparison.verdict !== "grey";
+    const ms4 = detected ? comparison.estimate_ms : 0;
+    steps.push({ kind: "promotion", ...base, gate: gate2, ms: ms4, percent: detected ? percentOf(ms4, comparison.champion_ms) : 0 });
+  }
+  return steps;
+}
+function driftPoints(h2, key, percentile2) {
+  const steps = mainSteps(h2.entries, key, percentile2);
+  const since = new Map(h2.ancestors.map((a2) => [a2.sha, time3(a2.since)]));
+  return h2.entries.flatMap((e) => {
+    const d = e.drift;
+    if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
+    const t = time3(e.time);
+    const made = steps.findLastIndex((s3) => s3.sha === d.ancestor_sha && s3.time <= t);
+    const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
+    const between = made >= 0 ? steps.slice(made + 1).filter((s3) => s3.time <= t) : from === null ? [] : steps.filter((s3) => s3.time > from && s3.time <= t);
+    return [
+      {
+        time: t,
+        runId: e.run_id ?? null,
+        record: d,
+        ancestorSince: from,
+        percent: percentOf(d.estimate_ms, d.ancestor_ms),
+        ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
+        stepsPercent: between.reduce((sum4, s3) => sum4 + s3.percent, 0),
+        steps: between
+      }
+    ];
+  });
+}
+function mainChange(h2, key, percentile2, now, o2 = {}) {
+  const windowDays = o2.windowDays ?? BUDGET_WINDOW_DAYS;
+  const start = now - windowDays * DAY_MS;
+  const latest = driftPoints(h2, key, percentile2).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
+  const drift = tooWide ? null : latest;
+  const from = drift?.time ?? start;
+  const steps = mainSteps(h2.entries, key, percentile2).filter((s3) => s3.time > from && s3.time <= now);
+  return {
+    percent: (drift?.percent ?? 0) + steps.reduce((sum4, s3) => sum4 + s3.percent, 0),
+    drift,
+    setAside: tooWide ? latest : null,
+    steps,
+    windowDays
+  };
+}
+function changePoints(steps, key, percentile2) {
+  const out = [];
+  let run = [];
+  const close = () => {
+    const sumMs = run.reduce((sum4, s3) => sum4 + s3.ms, 0);
+    const thresholdMs = run.at(-1)?.gate?.comparison.threshold_ms ?? Number.POSITIVE_INFINITY;
+    if (run.length >= 2 && sumMs >= thresholdMs) {
+      out.push({
+        key,
+        percentile: percentile2,
+        steps: run,
+        sumMs,
+        sumPercent: run.reduce((sum4, s3) => sum4 + s3.percent, 0),
+        thresholdMs
+      });
+    }
+    run = [];
+  };
+  for (const s3 of steps) {
+    const c3 = s3.gate?.comparison;
+    if (s3.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run.push(s3);
+    else close();
+  }
+  close();
+  return out;
+}
+function driftAncestor(h2, ageDays = BUDGET_WINDOW_DAYS) {
+  const latest = Date.parse(h2.time) - ageDays * DAY_MS;
+  const newest = h2.ancestors.filter((a2) => Date.parse(a2.since) <= latest).sort((a2, b) => Date.parse(b.since) - Date.parse(a2.since))[0];
+  return newest && newest.sha !== h2.champion ? newest : null;
+}
+function historyChangePoints(h2) {
+  return historyKeys(h2).flatMap(({ key, percentile: percentile2 }) => changePoints(mainSteps(h2.entries, key, percentile2), key, percentile2)).sort((a2, b) => a2.steps[0].time - b.steps[0].time);
+}
+
+// src/report/drift.ts
+var pct = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var short = (sha2) => `\`${sha2.slice(0, 7)}\``;
+var day = (t) => new Date(t).toISOString().slice(0, 10);
+function driftLine(d) {
+  const r = d.record;
+  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
+}
+function changePointLine(c3) {
+  const prs = c3.steps.map((s3) => s3.pullRequest ? `#${s3.pullRequest}` : short(s3.sha).replace(/`/g, "")).join(", ");
+  return `change point on ${c3.key} at ${percentLabel(c3.percentile)}: ${c3.steps.length} advisory reds in a row (${prs}, ${day(c3.steps[0].time)} to ${day(c3.steps.at(-1).time)}) add up to ${signedMs(c3.sumMs)} ms (${pct(c3.sumPercent)}), past the block threshold of ${ms2(c3.thresholdMs)} ms that none crossed alone`;
+}
+function driftReport(points, changes, skipped) {
+  const out = ["## Main's drift against an ancestor", ""];
+  if (points.length === 0) out.push(skipped ?? "No drift run.");
+  else {
+    out.push(
+      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the sum of the steps the gates measured in between.",
+      "",
+      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | their sum |",
+      "|---|---|---:|---|---:|---:|---:|",
+      ...points.map((d) => {
+        const r = d.record;
+        return `| ${r.workload}@${r.rate} | ${short(r.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`} | ${signedMs(r.estimate_ms)} ms | ${msInterval(r.ci_ms)} | ${pct(d.percent)} [${pct(d.ciPercent[0])}, ${pct(d.ciPercent[1])}] | ${d.steps.length} | ${pct(d.stepsPercent)} |`;
+      })
+    );
+  }
+  if (changes.length > 0) out.push("", "### \u26A0\uFE0F Change points", "", ...changes.map((c3) => `- ${changePointLine(c3)}`));
+  return out.join("\n");
+}
+
+// src/report/history-page.client.js?raw
+var history_page_client_default = '// The history page\'s script, inlined into the page after uPlot (docs/design/0025-history-page.md):\n// it draws each key\'s three charts from the page\'s embedded data, with zoom (drag across a\n// chart; double-click resets), cursors synced per key, and a tooltip that says what each point\n// is. It reads only the page; the page\'s Content-Security-Policy forbids any request.\n(() => {\n  const data = JSON.parse(document.getElementById("chart-data").textContent);\n  const css = getComputedStyle(document.documentElement);\n  const color = (name) => css.getPropertyValue(`--${name}`).trim();\n  const points = (stroke, size) => ({ show: true, size, stroke, fill: stroke });\n  const none = () => null;\n  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(2)}%`);\n  const msv = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(3)} ms`);\n\n  // Vertical whiskers from low to high columns, for every x that has them, in the series\' colour.\n  const whiskers = (low, high, pick) => (u) => {\n    const ctx = u.ctx;\n    ctx.save();\n    ctx.lineWidth = 1.5 * devicePixelRatio;\n    for (let i = 0; i < u.data[0].length; i++) {\n      if (low[i] === null || high[i] === null) continue;\n      ctx.strokeStyle = pick(i);\n      const x = u.valToPos(u.data[0][i], "x", true);\n      ctx.beginPath();\n      ctx.moveTo(x, u.valToPos(low[i], "y", true));\n      ctx.lineTo(x, u.valToPos(high[i], "y", true));\n      ctx.stroke();\n    }\n    ctx.restore();\n  };\n\n  // The hovered point\'s own words, beside the cursor.\n  const tooltip = (labels) => (u) => {\n    const tip = u.root.querySelector(".tip");\n    const i = u.cursor.idx;\n    if (i === null || i === undefined || !labels[i]) {\n      tip.style.display = "none";\n      return;\n    }\n    tip.textContent = labels[i];\n    tip.style.display = "block";\n    const left = u.cursor.left ?? 0;\n    tip.style.left = `${Math.min(left + 12, u.over.clientWidth - tip.offsetWidth)}px`;\n    tip.style.top = `${(u.cursor.top ?? 0) + 12}px`;\n  };\n\n  const charts = [];\n  const make = (target, chart, title, yLabel, series, extra = {}) => {\n    const columns = series.map((s) => chart.columns[s.column]);\n    const u = new uPlot(\n      {\n        title,\n        width: target.clientWidth || 800,\n        height: 260,\n        scales: { x: { time: true } },\n        axes: [{}, { label: yLabel, size: 70 }],\n        cursor: { sync: { key: target.dataset.key }, drag: { x: true, y: false } },\n        series: [{}, ...series.map(({ column: _, ...s }) => s)],\n        hooks: {\n          setCursor: [tooltip(chart.labels)],\n          // The x range shown, on the chart\'s element: what a zoom changed, for a reader\'s tools.\n          setScale: [\n            (u, key) =>\n              key === "x" &&\n              Object.assign(target.dataset, { xMin: String(u.scales.x.min), xMax: String(u.scales.x.max) }),\n          ],\n          ...(extra.hooks ?? {}),\n        },\n      },\n      [chart.x, ...columns],\n      target,\n    );\n    const tip = document.createElement("div");\n    tip.className = "tip";\n    u.over.appendChild(tip);\n    u.over.addEventListener("mouseleave", () => {\n      tip.style.display = "none";\n    });\n    charts.push([u, target]);\n    return u;\n  };\n\n  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).\n  const dots = (column, label, colorName, format, size = 7) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    paths: none,\n    points: points(color(colorName), size),\n    value: (_, v) => format(v),\n  });\n  const steps = (column, label, colorName, format, dash) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    ...(dash ? { dash } : { width: 2 }),\n    paths: uPlot.paths.stepped({ align: 1 }),\n    spanGaps: true,\n    points: { show: false },\n    value: (_, v) => format(v),\n  });\n\n  for (const k of data.keys) {\n    const level = k.level.columns;\n    make(\n      document.getElementById(`level-${k.id}`),\n      k.level,\n      "Main\'s level: the steps summed, and the drift measured",\n      "% of the first champion",\n      [\n        steps("summed", "steps summed", "grey", pct),\n        dots("promoted", "promotion", "accent", pct),\n        dots("drift", "measured drift (95% CI)", "drift", pct, 9),\n      ],\n      { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },\n    );\n\n    const g = k.gates.columns;\n    const verdictOf = (i) => (g.red[i] !== null ? "red" : g.green[i] !== null ? "green" : "grey");\n    make(\n      document.getElementById(`gates-${k.id}`),\n      k.gates,\n      "Every gate: estimate and interval, floor and block threshold",\n      "challenger \u2212 champion, ms",\n      [\n        dots("red", "red", "red", msv),\n        dots("green", "green", "green", msv),\n        dots("grey", "grey", "grey", msv),\n        {\n          ...dots("merged", "red merged", "red", msv),\n          points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },\n        },\n        steps("floor", "A/A floor \xB1", "floor", msv, [4, 4]),\n        steps("floorNegative", "A/A floor \u2212", "floor", msv, [4, 4]),\n        steps("threshold", "block threshold", "red", msv, [8, 4]),\n      ],\n      { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },\n    );\n\n    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;\n    make(\n      document.getElementById(`budget-${k.id}`),\n      k.budget,\n      `Main\'s change over the trailing 30 days${limit}`,\n      "% of main\'s level",\n      [\n        // Main\'s 30 days change between the moments it is read at: a plain line, not steps.\n        {\n          column: "main",\n          label: "main, 30 days",\n          stroke: color("accent"),\n          width: 2,\n          spanGaps: true,\n          points: points(color("accent"), 5),\n          value: (_, v) => pct(v),\n        },\n        {\n          column: "limit",\n          label: "budget",\n          stroke: color("red"),\n          dash: [8, 4],\n          spanGaps: true,\n          points: { show: false },\n          value: (_, v) => pct(v),\n        },\n      ],\n    );\n  }\n\n  window.addEventListener("resize", () => {\n    for (const [u, target] of charts) u.setSize({ width: target.clientWidth, height: 260 });\n  });\n  document.body.dataset.charts = String(charts.length);\n})();\n';
+
+// src/report/history-series.ts
+var sec = (t) => t / 1e3;
+var pct2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var day2 = (t) => new Date(t).toISOString().slice(0, 16).replace("T", " ");
+var who = (s3) => s3.pullRequest ? `#${s3.pullRequest} (${s3.sha.slice(0, 7)})` : s3.sha.slice(0, 7);
+function axis(events) {
+  const sorted = [...events].sort((a2, b) => a2.time - b.time);
+  const x = [];
+  let last = Number.NEGATIVE_INFINITY;
+  const at = sorted.map((e) => {
+    const t = Math.max(e.time, last + 1);
+    last = t;
+    x.push(sec(t));
+    return { index: x.length - 1, event: e.event };
+  });
+  return { x, at };
+}
+var column = (n2) => new Array(n2).fill(null);
+function levelChart(steps, drifts) {
+  const { x, at } = axis([
+    ...steps.map((s3) => ({ time: s3.time, event: { kind: "step", s: s3 } })),
+    ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
+  ]);
+  const cols = {
+    summed: column(x.length),
+    promoted: column(x.length),
+    drift: column(x.length),
+    driftLow: column(x.length),
+    driftHigh: column(x.length)
+  };
+  const labels = new Array(x.length).fill("");
+  const summedAt = (t) => steps.filter((s3) => s3.time <= t).reduce((sum4, s3) => sum4 + s3.percent, 0);
+  for (const { index, event } of at) {
+    if (event.kind === "step") {
+      const s3 = event.s;
+      const level = summedAt(s3.time);
+      cols.summed[index] = level;
+      cols.promoted[index] = level;
+      const gate2 = s3.gate ? `${s3.gate.comparison.verdict} ${signedMs(s3.gate.comparison.estimate_ms)} ms (${pct2(s3.percent)})` : "no gate on this host";
+      labels[index] = `${day2(s3.time)} ${s3.kind === "rollback" ? "rollback to" : "promoted"} ${who(s3)}: ${s3.kind === "rollback" ? `undoes ${pct2(-s3.percent)}` : gate2}; summed ${pct2(level)}`;
+      continue;
+    }
+    const d = event.d;
+    const base = d.ancestorSince === null ? null : summedAt(d.ancestorSince);
+    cols.summed[index] = summedAt(d.time);
+    if (base !== null) {
+      cols.drift[index] = base + d.percent;
+      cols.driftLow[index] = base + d.ciPercent[0];
+      cols.driftHigh[index] = base + d.ciPercent[1];
+    }
+    labels[index] = `${day2(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct2(d.percent)}); the ${d.steps.length} steps between add up to ${pct2(d.stepsPercent)}`;
+  }
+  return { x, columns: cols, labels };
+}
+function gatesChart(h2, key, percentile2, steps) {
+  const events = [];
+  h2.entries.forEach((e, i2) => {
+    const t = Date.parse(e.time);
+    if (e.gate?.percentile === percentile2 && e.gate.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key))
+      events.push({ time: t, event: { kind: "gate", i: i2 } });
+    const f = e.calibration;
+    if (f && f.percentile === percentile2 && comparisonKey(f.workload, f.rate) === key)
+      events.push({ time: t, event: { kind: "floor", i: i2 } });
+  });
+  const { x, at } = axis(events);
+  const names = ["green", "grey", "red", "merged", "low", "high", "floor", "floorNegative", "threshold"];
+  const cols = Object.fromEntries(names.map((n2) => [n2, column(x.length)]));
+  const labels = new Array(x.length).fill("");
+  const mergedRuns = new Set(
+    steps.flatMap(
+      (s3) => s3.kind === "promotion" && s3.gate?.comparison.verdict === "red" ? [s3.gate.record.runs[0]] : []
+    )
+  );
+  let floor = null;
+  let threshold = null;
+  for (const { index, event } of at) {
+    const e = h2.entries[event.i];
+    if (event.kind === "floor") {
+      floor = e.calibration.half_width_ms;
+      labels[index] = `${day2(Date.parse(e.time))} A/A floor \xB1${ms2(floor)} ms (${e.run_id ?? "calibration"})`;
+    } else {
+      const g2 = e.gate;
+      const c3 = g2.comparisons.find((x2) => comparisonKey(x2.workload, x2.rate) === key);
+      threshold = c3.threshold_ms;
+      cols[c3.verdict][index] = c3.estimate_ms;
+      cols.low[index] = c3.ci_ms[0];
+      cols.high[index] = c3.ci_ms[1];
+      const merged = mergedRuns.has(g2.runs[0]);
+      if (merged) cols.merged[index] = c3.estimate_ms;
+      const state = c3.blocking ? `${c3.verdict}, blocking` : c3.verdict;
+      labels[index] = `${day2(Date.parse(e.time))} ${g2.pull_request ? `#${g2.pull_request} ` : ""}${g2.challenger_sha.slice(0, 7)}: ${state} ${signedMs(c3.estimate_ms)} ms [${signedMs(c3.ci_ms[0])}, ${signedMs(c3.ci_ms[1])}], n=${c3.pairs}${merged ? "; merged" : ""}`;
+    }
+    cols.floor[index] = floor;
+    cols.floorNegative[index] = floor === null ? null : -floor;
+    cols.threshold[index] = threshold;
+  }
+  return { x, columns: cols, labels };
+}
+function budgetChart(h2, key, percentile2, steps, drifts) {
+  const gateTimes = h2.entries.filter((e) => e.gate?.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key)).map((e) => Date.parse(e.time));
+  const times = [
+    .../* @__PURE__ */ new Set([...steps.map((s3) => s3.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
+  ];
+  const { x, at } = axis(times.map((time4) => ({ time: time4, event: time4 })));
+  const main2 = column(x.length);
+  const labels = new Array(x.length).fill("");
+  for (const { index, event } of at) {
+    const c3 = mainChange(h2, key, percentile2, event);
+    main2[index] = c3.percent;
+    labels[index] = `${day2(event)} main ${pct2(c3.percent)} over ${BUDGET_WINDOW_DAYS} days (${c3.drift ? `drift run ${pct2(c3.drift.percent)} + ` : ""}${c3.steps.length} steps)`;
+  }
+  const limits = h2.entries.flatMap(
+    (e) => e.gate?.comparisons.filter((c3) => comparisonKey(c3.workload, c3.rate) === key && c3.budget).map((c3) => c3.budget.limit_percent) ?? []
+  );
+  const limitPercent = limits.at(-1) ?? null;
+  return { x, columns: { main: main2, limit: x.map(() => limitPercent) }, labels, limitPercent };
+}
+function keySeries(h2, key, percentile2) {
+  const steps = mainSteps(h2.entries, key, percentile2);
+  const drifts = driftPoints(h2, key, percentile2);
+  return {
+    id: `${key}-p${percentile2}`.replace(/[^A-Za-z0-9_-]/g, "-"),
+    key,
+    percentile: percentile2,
+    level: levelChart(steps, drifts),
+    gates: gatesChart(h2, key, percentile2, steps),
+    budget: budgetChart(h2, key, percentile2, steps, drifts)
+  };
+}
+
+// src/report/history-page.ts
+var escapeHtml = (s3) => s3.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
+var scriptJson = (v) => JSON.stringify(v).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+var pct3 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
+var short2 = (sha2) => `<code>${escapeHtml(sha2.slice(0, 7))}</code>`;
+function repositoryUrl(h2, o2) {
+  for (const e of h2.entries) {
+    const m = /^(https:\/\/[A-Za-z0-9.-]+(?::\d+)?\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/runs\//.exec(
+      e.gate?.url ?? e.change?.step?.gate.url ?? ""
+    );
+    if (m) return m[1];
+  }
+  return o2.repository && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(o2.repository) ? `https://github.com/${o2.repository}` : null;
+}
+function pullLink(pr, repo) {
+  if (!pr) return "\u2014";
+  return repo ? `<a href="${escapeHtml(`${repo}/pull/${pr}`)}">#${pr}</a>` : `#${pr}`;
+}
+var VERDICT = { red: "\u25CF red", green: "\u25CF green", grey: "\u25CB grey" };
+function verdictCell(c3) {
+  const blocked = c3.blocking ? `, blocking${c3.blocked_by?.some((r) => r !== "latency") ? ` (${c3.blocked_by.join(", ")})` : ""}` : c3.verdict === "red" ? ", advisory" : "";
+  return `<span class="v-${c3.verdict}">${VERDICT[c3.verdict]}${blocked}</span>`;
+}
+function promotionsTable(h2, keys, repo) {
+  const changes = h2.entries.filter(
+    (e) => e.change !== void 0
+  );
+  const rows2 = changes.map((e) => {
+    const c3 = e.change;
+    const gate2 = c3.step?.gate;
+    const steps = keys.map(({ key, percentile: percentile2 }) => {
+      const cmp = gate2?.percentile === percentile2 ? gate2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
+      if (!cmp) return "";
+      return `<div data-key="${escapeHtml(key)}" data-estimate="${cmp.estimate_ms}">${escapeHtml(key)} p${percentile2}: ${verdictCell(cmp)} <span class="num">${escapeHtml(signedMs(cmp.estimate_ms))} ms</span> ${escapeHtml(msInterval(cmp.ci_ms))} (${pct3(100 * cmp.estimate_ms / cmp.champion_ms)})</div>`;
+    });
+    const step = e.kind === "rollback" ? `rolled back from ${short2(c3.previous ?? "")}` : gate2 ? steps.join("") : "no gate of it on this host";
+    const runLink = gate2?.url ? ` <a href="${escapeHtml(gate2.url)}">gate run</a>` : "";
+    return `<tr class="change" data-kind="${e.kind}" data-sha="${escapeHtml(c3.sha)}" data-pr="${c3.pull_request ?? gate2?.pull_request ?? ""}"><td>${when(e.time)}</td><td>${e.kind}</td><td>${short2(c3.sha)}</td><td>${c3.previous ? short2(c3.previous) : "\u2014"}</td><td>${pullLink(c3.pull_request ?? gate2?.pull_request, repo)}${runLink}</td><td>${step}</td></tr>`;
+  });
+  return `<table class="data" id="promotions"><thead><tr><th>when</th><th></th><th>champion</th><th>before</th><th>pull request</th><th>the step main took (the pull request's last gate)</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+}
+function gatesTable(h2, key, percentile2, repo) {
+  const rows2 = h2.entries.flatMap((e) => {
+    const g2 = e.gate;
+    const c3 = g2?.percentile === percentile2 ? g2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
+    if (!g2 || !c3) return [];
+    const budget = c3.budget ? `${pct3(c3.budget.change_percent)} on ${pct3(c3.budget.main_percent)} of ${c3.budget.limit_percent}%` : "\u2014";
+    return [
+      `<tr class="gate" data-run="${escapeHtml(e.run_id ?? "")}" data-estimate="${c3.estimate_ms}"><td>${when(e.time)}</td><td>${pullLink(g2.pull_request, repo)}</td><td>${short2(g2.challenger_sha)}</td><td>${verdictCell(c3)}</td><td class="num">${escapeHtml(signedMs(c3.estimate_ms))} ms</td><td>${escapeHtml(msInterval(c3.ci_ms))}</td><td class="num">${c3.floor_ms === void 0 ? "\u2014" : `\xB1${escapeHtml(ms2(c3.floor_ms))} ms`}</td><td class="num">${c3.pairs}</td><td>${budget}</td></tr>`
+    ];
+  });
+  return `<table class="data gates"><thead><tr><th>when</th><th>pull request</th><th>head</th><th>verdict</th><th>estimate</th><th>95% CI</th><th>floor</th><th>pairs</th><th>budget: change on main of limit</th></tr></thead><tbody>${rows2.reverse().join("")}</tbody></table>`;
+}
+function driftTable(h2, key, percentile2) {
+  const points = driftPoints(h2, key, percentile2);
+  if (points.length === 0)
+    return `<p class="none">No drift run yet: the calibration runs the champion against the champion of 30 or more days before, once the host keeps one.</p>`;
+  const rows2 = points.map(
+    (d) => `<tr class="drift" data-run="${escapeHtml(d.runId ?? "")}" data-estimate="${d.record.estimate_ms}"><td>${when(new Date(d.time).toISOString())}</td><td>${short2(d.record.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${when(new Date(d.ancestorSince).toISOString())})`}</td><td class="num">${escapeHtml(signedMs(d.record.estimate_ms))} ms</td><td>${escapeHtml(msInterval(d.record.ci_ms))}</td><td class="num">${pct3(d.percent)}</td><td class="num">${d.steps.length}</td><td class="num">${pct3(d.stepsPercent)}</td></tr>`
+  );
+  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>their sum</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+}
+function changePointsBox(points) {
+  if (points.length === 0) return "";
+  return `<section class="callout" id="change-points"><h2>\u26A0\uFE0F Change points</h2><p>Runs of advisory reds merged one after another: each passed below the block threshold, together they moved main past it.</p><ul>${points.map((c3) => `<li data-key="${escapeHtml(c3.key)}">${escapeHtml(changePointLine(c3))}</li>`).join("")}</ul></section>`;
+}
+var STYLE = `
+:root { --red: #cf222e; --green: #1a7f37; --grey: #6e7781; --accent: #0969da; --drift: #8250df; --floor: #bf8700; font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2328; }
+body { max-width: 1200px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d1d9e0; padding-bottom: 0.2em; } .sub { color: #59636e; margin-top: 0; }
+table.data { border-collapse: collapse; width: 100%; font-size: 0.9em; margin: 0.5em 0 1.5em; } .data th, .data td { border: 1px solid #d1d9e0; padding: 4px 8px; text-align: left; vertical-align: top; } .data th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; } code { font-size: 0.95em; }
+.v-red { color: var(--red); } .v-green { color: var(--green); } .v-grey { color: var(--grey); }
+.callout { border: 1px solid #d4a72c; background: #fff8c5; padding: 0.5em 1em; border-radius: 6px; } .callout h2 { border: 0; margin: 0.3em 0; }
+.summary { display: flex; gap: 2em; flex-wrap: wrap; } .summary div { background: #f6f8fa; border-radius: 6px; padding: 0.4em 0.8em; }
+.chart { position: relative; margin: 1em 0; } .tip { position: absolute; display: none; z-index: 10; pointer-events: none; background: #1f2328; color: #fff; padding: 4px 8px; border-radius: 4px; font-size: 12px; max-width: 480px; }
+.budget-past { color: var(--red); font-weight: 600; } .none { color: #59636e; }
+`;
+function historyPage(h2, o2) {
+  const keys = historyKeys(h2);
+  const repo = repositoryUrl(h2, o2);
+  const now = Date.parse(h2.time);
+  const count5 = (kind) => h2.entries.filter((e) => e.kind === kind).length;
+  const changes = historyChangePoints(h2);
+  const sections = keys.map(({ key, percentile: percentile2 }) => {
+    const s3 = keySeries(h2, key, percentile2);
+    const main2 = mainChange(h2, key, percentile2, now);
+    const limit = s3.budget.limitPercent;
+    const state = limit === null ? "no budget set (budget.percent_per_30_days)" : main2.percent > limit ? `<span class="budget-past">past its budget of ${limit}%</span>` : `within its budget of ${limit}%`;
+    const promotions = mainSteps(h2.entries, key, percentile2).filter((x) => x.kind === "promotion").length;
+    return `<section class="key" id="key-${s3.id}">
+<h2>${escapeHtml(key.replace("@", " @ "))} req/s, p${percentile2}</h2>
+<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main2.percent}">${pct3(main2.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s3.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
+<div class="chart" id="level-${s3.id}" data-key="${s3.id}"></div>
+<div class="chart" id="gates-${s3.id}" data-key="${s3.id}"></div>
+<div class="chart" id="budget-${s3.id}" data-key="${s3.id}"></div>
+<h3>Drift runs</h3>${driftTable(h2, key, percentile2)}
+<details><summary>Every gate (${escapeHtml(key)}, p${percentile2})</summary>${gatesTable(h2, key, percentile2, repo)}</details>
+</section>`;
+  });
+  const data = { keys: keys.map(({ key, percentile: percentile2 }) => keySeries(h2, key, percentile2)) };
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>perf-gate: main over time</title>
+<style>${uPlot_min_default}${STYLE}</style></head>
+<body>
+<h1>perf-gate: main over time</h1>
+<p class="sub">${escapeHtml(o2.source)} \xB7 champion ${h2.champion ? short2(h2.champion) : "none"} \xB7 as of ${when(h2.time)} UTC \xB7 ${count5("gate")} gates, ${count5("promotion")} promotions, ${count5("rollback")} rollbacks, ${count5("drift")} drift runs, ${count5("calibration")} calibrations${h2.dropped > 0 ? ` \xB7 the ${h2.dropped} oldest entries were dropped to keep the history within ${Math.round(h2.bound_bytes / (1 << 20))} MiB` : ""}</p>
+<p>Drag across a chart to zoom, double-click to zoom out; hover for the numbers. Percents are of main's latency at the percentile; a step is the promoted pull request's last gate (a grey's estimate counts as 0).</p>
+${changePointsBox(changes)}
+<h2>Promotions</h2>
+${promotionsTable(h2, keys, repo)}
+${sections.join("\n")}
+<script type="application/json" id="chart-data">${scriptJson(data)}</script>
+<script type="application/json" id="history">${scriptJson(h2)}</script>
+<script>${uPlot_iife_min_default}</script>
+<script>${history_page_client_default}</script>
+</body></html>
+`;
+}
+
+// src/cli/host-flags.ts
+import { existsSync, readFileSync as readFileSync5 } from "node:fs";
+import { userInfo } from "node:os";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
+
+// src/host/targets.ts
+var MAX_POOL_HOSTS = 32;
+var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+function parseHostList(text, defaultPort, field) {
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  if (entries.length > MAX_POOL_HOSTS)
+    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
+  const out = [];
+  for (const entry of entries) {
+    const a2 = parseEntry(entry, defaultPort);
+    if (!a2) {
+      throw new Error(
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
+      );
+    }
+    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
+      throw new Error(`${field}: ${a2.name} is listed twice`);
+    out.push(a2);
+  }
+  return out;
+}
+function parseEntry(given, defaultPort) {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : void 0;
+  if (user !== void 0 && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
+  const port = portText === void 0 ? defaultPort : Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const v6 = host.includes(":");
+  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
+  const shown = v6 ? `[${host}]` : host;
+  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
+}
+function splitPort(entry) {
+  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
+  return m ? [m[1], m[2]] : [entry, void 0];
+}
+function knownHostsPattern(a2) {
+  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
+}
+function checkKnownHosts(text, hosts, field) {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  if (lines.some((l) => l.startsWith("|"))) return;
+  const patterns = lines.flatMap(
+    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
+  );
+  for (const h2 of hosts) {
+    const wanted = knownHostsPattern(h2);
+    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
+      throw new Error(
+        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
+      );
+    }
+  }
+}
+function globMatches(pattern, name2) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`, "i").test(name2);
+}
+
+// src/cli/host-flags.ts
+var HOST_OPTIONS = {
+  local: { type: "boolean", default: false },
+  root: { type: "string", default: ".perf-gate/host" },
+  "perf-host": { type: "string" },
+  "champion-port": { type: "string", default: "8001" },
+  "challenger-port": { type: "string", default: "8002" },
+  "max-foreign-cores": { type: "string", default: "0.25" },
+  "settle-seconds": { type: "string", default: "30" },
+  "loadgen-cpus": { type: "string" },
+  "arm-cpus": { type: "string" },
+  cgroup: { type: "string" },
+  host: { type: "string", multiple: true },
+  port: { type: "string", default: "22" },
+  user: { type: "string", default: "perf-gate-ci" },
+  key: { type: "string" },
+  "known-hosts": { type: "string" }
+};
+function hostTarget(v, usage2) {
+  if (Array.isArray(v.host)) {
+    if (!v.key || !v["known-hosts"])
+      throw new UsageError(
+        "--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)",
+        usage2
+      );
+    const port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, usage2);
+    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts", usage2);
+    try {
+      const hosts = parseHostList(v.host.join(","), port, "--host");
+      checkKnownHosts(knownHosts, hosts, "--known-hosts");
+      return {
+        hosts,
+        login: { user: String(v.user), privateKey: readText(String(v.key), "--key", usage2), knownHosts }
+      };
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message, usage2);
+    }
+  }
+  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
+  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
+    const list2 = v[flag];
+    if (typeof list2 !== "string") return [];
+    if (!isCpuList(list2))
+      throw new UsageError(
+        `--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`,
+        usage2
+      );
+    return [`--${flag}`, list2];
+  });
+  return {
+    local: {
+      perfHost,
+      flags: [
+        "--root",
+        resolve(String(v.root)),
+        "--service-user",
+        userInfo().username,
+        "--champion-port",
+        String(v["champion-port"]),
+        "--challenger-port",
+        String(v["challenger-port"]),
+        "--max-foreign-cores",
+        nonNegative(v, "max-foreign-cores", usage2),
+        "--settle-seconds",
+        nonNegative(v, "settle-seconds", usage2),
+        "--lock-wait",
+        "1s",
+        "--min-free-disk",
+        String(256 << 20),
+        // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
+        // enough here to drop most pairs of a short run (benchmark-host/README.md).
+        "--hold-cpus-awake",
+        ...placement,
+        ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
+      ]
+    }
+  };
+}
+function nonNegative(v, flag, usage2) {
+  const text = String(v[flag]);
+  if (!/^\d+(\.\d+)?$/.test(text))
+    throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, usage2);
+  return text;
+}
+var MAX_CPU = 1023;
+function isCpuList(list2) {
+  return list2.split(",").every((part) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) return false;
+    const lo = Number(m[1]);
+    const hi = Number(m[2] ?? m[1]);
+    return lo <= hi && hi <= MAX_CPU;
+  });
+}
+function defaultPerfHost() {
+  const here = dirname(fileURLToPath3(import.meta.url));
+  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
+  if (existsSync(candidate)) return candidate;
+  return "perf-host";
+}
+function readText(path6, flag, usage2) {
+  try {
+    return readFileSync5(path6, "utf8");
+  } catch (e) {
+    if (flag === "--config")
+      throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
+    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, usage2);
+  }
+}
+
+// src/cli/history.ts
+var historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--repository OWNER/NAME] [host flags]
+       perf-gate history --out FILE.html --from HISTORY.json
+  --out FILE.html        the page: main over time per workload, rate and percentile (one file,
+                         no network needed to view it)
+  --json FILE            also write the history document as the host sent it
+  --from HISTORY.json    read a history file (from --json, or the calibration job's artifact)
+                         instead of a host
+  --repository O/N       the GitHub repository, for pull request links the gates do not carry
+  host flags, as perf-gate run takes them:
+  --local --root DIR [--perf-host PATH]   perf-host on this machine (the default)
+  --host H --port N --user U --key FILE --known-hosts FILE   a host over SSH
+  -h, --help             this text
+exit codes: 0 written, 2 error (a host that cannot be read, a history file that is not one)`;
+async function historyCommand(argv, say) {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        out: { type: "string" },
+        json: { type: "string" },
+        from: { type: "string" },
+        repository: { type: "string" },
+        ...HOST_OPTIONS,
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    historyUsage
+  );
+  if (v.help) {
+    say(historyUsage);
+    return 0;
+  }
+  if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
+  if (v.from && (v.host || v.local)) throw new UsageError("--from reads a file; it takes no host flags", historyUsage);
+  if (v.repository !== void 0 && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(v.repository))
+    throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
+  const { history, document, source } = v.from ? { ...fromFile(v.from), source: v.from } : await fromHost(hostTarget(v, historyUsage));
+  const page = historyPage(history, { source, ...v.repository ? { repository: v.repository } : {} });
+  writeFileSync4(v.out, page);
+  if (v.json) writeFileSync4(v.json, `${JSON.stringify(document, null, 2)}
+`);
+  say(
+    `${v.out}: ${history.entries.length} entries (${(Buffer.byteLength(page) / 1024).toFixed(0)} KiB)${v.json ? `; ${v.json}: the history` : ""}`
+  );
+  return 0;
+}
+async function fromHost(target) {
+  const pool = "local" in target ? HostPool.single("the local host", new HostClient(target.local)) : HostPool.overSsh(target.hosts, target.login);
+  try {
+    if (pool.size !== 1)
+      throw new UsageError(
+        `--host: one host at a time (each host of a pool keeps its own history), got ${pool.size}`,
+        historyUsage
+      );
+    const { name: name2, client } = pool.members[0];
+    const { message, document } = await client.history();
+    return { history: message, document, source: `the history of ${name2}` };
+  } finally {
+    pool.close();
+  }
+}
+function fromFile(path6) {
+  let fd;
+  try {
+    fd = openSync(path6, "r");
+  } catch (e) {
+    throw new UsageError(`--from ${path6}: cannot read (${e.code})`, historyUsage);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_HISTORY_BYTES)
+      throw new Error(`${path6}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
+    const buffer = Buffer.alloc(size);
+    readSync(fd, buffer, 0, size, 0);
+    let document;
+    try {
+      document = JSON.parse(buffer.toString("utf8"));
+    } catch (e) {
+      throw new Error(`${path6}: not valid JSON (${e.message})`);
+    }
+    return { history: parseHistory(path6, document), document };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// src/cli/run.ts
+import { createHash } from "node:crypto";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync6, statSync as statSync3 } from "node:fs";
+import { join as join3, relative } from "node:path";
+
+// src/report/calibration.ts
+var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
+function calibrationLine(c3) {
+  const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
+  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
+  if (!c3.unbiased) {
+    const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
+    return `A/A interval for ${at} excludes 0 ${runs2}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
+  }
+  const cleared = c3.firstRun ? `; a first run's interval ${msInterval(c3.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const warning = cannotBlock(c3) ? `; warning: ${cannotBlock(c3)}` : "";
+  return `A/A floor for ${at}: \xB1${ms2(c3.halfWidthMs)} ms (A/A ${msInterval(c3.ciMs)}, n=${c3.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
+}
+function cannotBlock(c3) {
+  return c3.halfWidthMs > c3.thresholdMs ? floorAboveThreshold(c3.halfWidthMs, c3.percentile, c3.thresholdMs) : null;
+}
+function confirmationNote(c3) {
+  const first = `- ${c3.key}: the first run's interval ${msInterval(c3.firstRun.ciMs)} (\`${c3.firstRun.runId}\`) excluded 0, so it was measured again`;
+  const oneIn = Math.round(1 / (1 - c3.confidence));
+  return c3.unbiased ? `${first}; the confirmation run's interval contains 0: chance, not bias (an unbiased host excludes 0 in 1 run of ${oneIn}). The confirmation run is the floor.` : `${first}; the confirmation run's excludes 0 too (both would happen by chance in 1 calibration of ${(oneIn ** 2).toLocaleString("en-US")}): the host is biased.`;
+}
+function calibrationReport(cs, o2) {
+  const biased = biasedCalibrations(cs);
+  const unrecorded = cs.filter((c3) => c3.notRecorded);
+  const state = biased.length > 0 ? "\u26A0\uFE0F biased host" : unrecorded.length > 0 ? "\u26A0\uFE0F floors not recorded" : "\u2705 unbiased";
+  const percentiles2 = [...new Set(cs.map((c3) => percentLabel(c3.percentile)))].join(", ");
+  const out = [
+    `## perf-gate calibration: ${state}`,
+    "",
+    `A/A runs of the champion \`${o2.champion.slice(0, 7)}\` on both ports, at ${percentiles2}. The floor is the half-width of the A/A 95% interval; verdicts at the same percentile treat differences within it as noise.`,
+    "",
+    "| workload @ rate | floor | A/A estimate | A/A 95% CI | contains 0 | pairs | previous floor | drift |",
+    "|---|---:|---:|---|---|---:|---|---:|",
+    ...cs.map((c3) => {
+      const prev = c3.previous ? `\xB1${ms2(c3.previous.half_width_ms)} ms (${c3.previous.time.slice(0, 10)})` : "none";
+      const drift = c3.driftMs === null ? "\u2014" : `${signedMs(c3.driftMs)} ms${c3.driftPercent === null ? "" : ` (${c3.driftPercent > 0 ? "+" : ""}${c3.driftPercent.toFixed(0)}%)`}`;
+      const floor = c3.notRecorded ? `~~\xB1${ms2(c3.halfWidthMs)} ms~~ not recorded` : `\xB1${ms2(c3.halfWidthMs)} ms`;
+      return `| ${c3.key} | ${floor} | ${signedMs(c3.estimateMs)} ms | ${msInterval(c3.ciMs)} | ${c3.unbiased ? "yes" : "**no**"} | ${c3.pairs} | ${prev} | ${drift} |`;
+    })
+  ];
+  if (unrecorded.length > 0) {
+    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+  }
+  const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
+  if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
+  const confirmed = cs.filter((c3) => c3.firstRun);
+  if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
+  if (biased.length > 0) {
+    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+  }
+  const trend = cs.map((c3) => {
+    const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
+    return `- ${c3.key} at ${percentLabel(c3.percentile)}: ${[...past.map((f) => `\xB1${ms2(f.half_width_ms)} (${f.time.slice(0, 10)})`), `\xB1${ms2(c3.halfWidthMs)} (now${c3.notRecorded ? ", not recorded" : ""})`].join(" \u2192 ")}`;
+  });
+  out.push("", "### Floor history", "", ...trend, "");
+  return out.join("\n");
+}
+var capitalized = (s3) => s3.charAt(0).toUpperCase() + s3.slice(1);
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname2, join as join2 } from "node:path";
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join2(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join2(dir, "analysis.json"),
+    chartPath: join2(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join2(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeUnmeasured(dir, e) {
+  const paths = { reportPath: join2(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join2(dir, "analysis.json") };
+  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
+function writeProfiles(dir, profiles) {
+  return profiles.map(({ path: path6, bytes }) => {
+    const to = join2(dir, path6);
+    mkdirSync(dirname2(to), { recursive: true });
+    writeFileSync5(to, bytes);
+    return to;
+  });
+}
+function writeCalibrationReport(dir, report) {
+  const path6 = join2(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync5(path6, text);
+}
+
+// src/report/unmeasured.ts
+var ARMS2 = ["champion", "challenger"];
+function unmeasuredReport(error62, results, percentile2) {
+  const runs2 = results.map((r) => runOf(r, percentile2));
+  const [first] = error62.message.split("\n");
+  const out = [
+    "### \u26A0\uFE0F perf-gate could not measure",
+    "",
+    `${first}`,
+    "",
+    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
+    "",
+    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
+    "|---|---|---:|---:|---:|---:|---:|",
+    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
+  ];
+  const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
+  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
+  for (const r of runs2) {
+    for (const arm of ARMS2) {
+      const log = r.logs[arm];
+      if (!log) continue;
+      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
+    }
+  }
+  return { markdown: `${out.join("\n")}
+`, json: unmeasuredJson(error62, runs2) };
+}
+function runOf({ name: name2, result }, percentile2) {
+  const { pairs: pairs2, dropped } = extractPairs(name2, result, percentile2);
+  const of = (arm) => armErrors(result.slices.filter((s3) => s3.arm === arm));
+  const armStarts = result.arms;
+  const logs = {};
+  for (const arm of ARMS2) {
+    const a2 = armStarts?.[arm];
+    if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
+  }
+  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs2.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
+}
+function failed(e) {
+  return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
+}
+function unmeasuredJson(error62, runs2) {
+  return {
+    verdict: "could_not_measure",
+    error: error62.message,
+    runs: runs2.map((r) => ({
+      name: r.name,
+      workload: r.workload,
+      rate: r.rate,
+      pairs_kept: r.kept,
+      dropped_pairs: r.dropped.map(droppedPairJson),
+      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
+        requests: r.arms[arm].requests,
+        errors: r.arms[arm].errors,
+        errors_by_class: r.arms[arm].byClass,
+        log_tail: r.logs[arm]?.tail ?? null,
+        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
+      }]))
+    }))
+  };
+}
+
+// src/experiment/decide.ts
+function decide(results, config2, d) {
+  try {
+    return analyze(results, settingsFor(config2, d));
+  } catch (e) {
+    if (e instanceof CouldNotMeasureError) {
+      const { markdown, json: json2 } = unmeasuredReport(e, results, config2.slo.percentile);
+      e.explained = { markdown, json: json2, results: results.map((r) => r.result) };
+    }
+    throw e;
+  }
+}
+function settingsFor(config2, d) {
+  return {
+    ...defaultSettings,
+    percentile: config2.slo.percentile,
+    sloBudgetMs: config2.slo.budget_ms,
+    blockThresholdPercent: config2.block_threshold_percent,
+    seed: d.seed,
+    ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
+    ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
+  };
+}
+
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short3 = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short3} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(`${runs(e.otherChampion.length)} of ${short3} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(`${runs(ids.length)} of ${short3} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+  }
+  return out;
+}
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId3, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId3]);
+  }
+  return out;
+}
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
+}
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
+  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+}
+
+// src/analysis/budget.ts
+function changePercent(c3) {
+  return 100 * c3.estimateMs / c3.champion.sloMs;
+}
+function budgetAccount(c3, main2, limitPercent) {
+  const change = changePercent(c3);
+  return {
+    limit_percent: limitPercent,
+    main_percent: main2.percent,
+    basis: main2.drift ? "drift" : "steps",
+    change_percent: change,
+    exceeded: c3.verdict === "red" && main2.percent + change > limitPercent
+  };
+}
+function withBudget(a2, history, limitPercent) {
+  const now = Date.parse(history.time);
+  const comparisons = a2.comparisons.map((c3) => {
+    const main2 = mainChange(history, c3.key, a2.percentile, now, { maxDriftHalfWidthPercent: limitPercent });
+    const budget = budgetAccount(c3, main2, limitPercent);
+    if (!budget.exceeded) return { ...c3, budget };
+    return { ...c3, budget, blocking: true, blockedBy: [...c3.blockedBy, "budget"] };
+  });
+  return { ...a2, comparisons, headline: headlineOf(comparisons), blocking: comparisons.some((c3) => c3.blocking) };
+}
+
+// src/analysis/gate-record.ts
+function gateRecord(a2, results, o2 = {}) {
+  if (a2.builds?.kind !== "ab") throw new Error("gate record: only an A/B gate's analysis is a gate");
+  const identity3 = new Map(results.map((r) => [resultKey(r.result), identityOf(r.result)?.digest]));
+  const comparisons = a2.comparisons.map((c3) => {
+    const digest = identity3.get(c3.key);
+    const cpu = c3.resources?.cpuUsPerRequest?.percent;
+    const rss = c3.resources?.rssBytes?.percent;
+    return {
+      workload: c3.workload,
+      rate: c3.rate,
+      verdict: c3.verdict,
+      blocking: c3.blocking,
+      ...c3.blockedBy.length > 0 ? { blocked_by: c3.blockedBy } : {},
+      estimate_ms: c3.estimateMs,
+      ci_ms: c3.ciMs,
+      champion_ms: c3.champion.sloMs,
+      ...c3.floorMs !== null ? { floor_ms: c3.floorMs } : {},
+      threshold_ms: c3.thresholdMs,
+      pairs: c3.pairs,
+      ...cpu !== void 0 ? { cpu_percent: cpu } : {},
+      ...rss !== void 0 ? { rss_percent: rss } : {},
+      ...digest && /^[0-9a-f]{64}$/.test(digest) ? { identity: digest } : {},
+      ...c3.budget ? { budget: c3.budget } : {}
+    };
+  });
+  return {
+    ...o2.pullRequest !== void 0 ? { pull_request: o2.pullRequest } : {},
+    challenger_sha: a2.builds.challenger_sha,
+    champion_sha: a2.builds.champion_sha,
+    base: a2.builds.base ?? "champion",
+    verdict: a2.verdict,
+    blocking: a2.blocking,
+    percentile: a2.percentile,
+    comparisons,
+    runs: [...new Set(a2.runs.map((r) => r.runId))],
+    ...o2.url && /^https?:\/\/[^\s"'<>]{1,1000}$/.test(o2.url) ? { url: o2.url } : {}
+  };
+}
 
 // src/experiment/measure.ts
 async function measure(host, config2, m) {
@@ -45629,18 +46949,18 @@ async function measure(host, config2, m) {
   if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
   const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
-  for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
-    const runId2 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
-    m.progress.runStart?.(run, runId2);
+  for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha }, m.seed)) {
+    const runId3 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
+    m.progress.runStart?.(run, runId3);
     try {
-      await host.start(m.kind === "ab" ? "run" : "aa", runId2, run.request, m.busyDeadline);
-      const outcome = await host.wait(runId2, m.progress.line);
+      await host.start(m.kind === "ab" ? "run" : "aa", runId3, run.request, m.busyDeadline);
+      const outcome = await host.wait(runId3, m.progress.line);
       if (outcome.status !== "ok") {
         throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
       }
-      const { document, message } = await host.result(runId2);
+      const { document, message } = await host.result(runId3);
       fresh.documents.push(document);
-      fresh.results.push({ name: runId2, result: message });
+      fresh.results.push({ name: runId3, result: message });
     } finally {
       m.progress.runEnd?.();
     }
@@ -45678,6 +46998,92 @@ function seedOf(sha2) {
   return Number.parseInt(sha2.slice(0, 12), 16);
 }
 
+// src/experiment/history.ts
+async function withBudgetOf(host, config2, analysis) {
+  const limit = config2.budget?.percent_per_30_days;
+  if (limit === void 0) return analysis;
+  let history;
+  try {
+    history = (await host.history()).message;
+  } catch (e) {
+    throw new Error(
+      `budget: the host's history could not be read, so the regression budget cannot be kept (${e.message}); a perf-host that keeps a history is needed, or leave budget out of the config`
+    );
+  }
+  return withBudget(analysis, history, limit);
+}
+async function keepGate(host, analysis, evidence, o2) {
+  const anchor2 = evidence.results.at(-1)?.result.plan.run_id;
+  if (!anchor2) return [];
+  try {
+    await host.recordGate(anchor2, gateRecord(analysis, evidence.results, o2));
+    return [];
+  } catch (e) {
+    return [
+      `**History**: this gate is not in the host's history (${e.message.split("\n")[0]}); its verdict stands on its runs, but the regression budget and the history page will not count it.`
+    ];
+  }
+}
+async function measureDrift(host, config2, o2) {
+  const skip = (skipped, history2) => ({
+    points: [],
+    changePoints: history2 ? historyChangePoints(history2) : [],
+    skipped,
+    documents: []
+  });
+  let history;
+  try {
+    history = (await host.history()).message;
+  } catch (e) {
+    return skip(`No drift run: the host's history could not be read (${e.message.split("\n")[0]}).`);
+  }
+  const ancestor = driftAncestor(history);
+  if (!ancestor || !history.champion) {
+    return skip(
+      "No drift run: the host keeps no champion promoted 30 or more days ago, or main has not changed since then.",
+      history
+    );
+  }
+  let analysis;
+  let evidence;
+  try {
+    evidence = await measure(host, config2, {
+      ...o2,
+      kind: "ab",
+      challenger: { sha: history.champion },
+      ancestor: { sha: ancestor.sha },
+      pool: false
+    });
+    analysis = decide(evidence.results, config2, { seed: o2.seed });
+  } catch (e) {
+    if (!(e instanceof CouldNotMeasureError)) throw e;
+    return skip(
+      `No drift recorded: the drift run against \`${ancestor.sha.slice(0, 7)}\` could not measure (${e.brief}).`,
+      history
+    );
+  }
+  for (const c3 of analysis.comparisons) {
+    const record2 = {
+      workload: c3.workload,
+      rate: c3.rate,
+      percentile: analysis.percentile,
+      champion_sha: history.champion,
+      ancestor_sha: ancestor.sha,
+      estimate_ms: c3.estimateMs,
+      ci_ms: c3.ciMs,
+      ancestor_ms: c3.champion.sloMs,
+      pairs: c3.pairs
+    };
+    await host.recordDrift(c3.runs.at(-1), record2);
+  }
+  const after = (await host.history()).message;
+  const recorded = new Set(analysis.comparisons.map((c3) => c3.runs.at(-1)));
+  const points = analysis.comparisons.flatMap(
+    (c3) => driftPoints(after, c3.key, analysis.percentile).filter((d) => d.runId !== null && recorded.has(d.runId))
+  );
+  return { points, changePoints: historyChangePoints(after), skipped: null, documents: evidence.documents };
+}
+
 // src/experiment/calibrate.ts
 async function calibrate(host, config2, o2) {
   const aa = (c3, runIdPrefix2, progress) => measure(host, c3, { ...o2, runIdPrefix: runIdPrefix2, progress, kind: "aa", pool: false });
@@ -45706,12 +47112,14 @@ async function calibrate(host, config2, o2) {
   return { analysis, calibrations: cs, history, documents };
 }
 async function calibrateAndReport(host, config2, o2) {
-  const { outDir, champion, ...options } = o2;
+  const { outDir, champion, driftProgress, ...options } = o2;
   const run = await calibrate(host, config2, options);
+  const { confirmProgress: _2, ...measurement } = options;
+  const drift = await measureDrift(host, config2, { ...measurement, runIdPrefix: `${o2.runIdPrefix}-drift`, progress: driftProgress ?? o2.progress });
   const identity3 = identityNotes(run.analysis, run.documents);
-  const report = [...identity3, calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
+  const report = [...identity3, calibrationReport(run.calibrations, { champion, history: run.history }), driftReport(drift.points, drift.changePoints, drift.skipped)].join("\n\n");
   const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity3, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
-  return { ...run, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
+  return { ...run, drift, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
 }
 
 // src/experiment/extend.ts
@@ -45755,14 +47163,18 @@ async function measureAndDecide(host, config2, m, keep) {
 
 // src/experiment/gate.ts
 async function gate(host, config2, r) {
-  const { outDir, notes: given = [], runUrl, ...measurement } = r;
-  const { evidence, analysis, status } = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const { outDir, notes: caller = [], runUrl, host: hostName, pullRequest: pullRequest2, ...measurement } = r;
+  const judged = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const { evidence, status } = judged;
+  const analysis = await withBudgetOf(host, config2, judged.analysis);
+  const kept = await keepGate(host, analysis, evidence, { pullRequest: pullRequest2, url: runUrl });
   const sha2 = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config2, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
-  const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...fetched.notes];
-  const report = markdownReport(analysis, { notes, runUrl, functions });
-  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...kept, ...fetched.notes];
+  const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
   return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
 }
 function showsFunctions(config2, analysis) {
@@ -45780,6 +47192,181 @@ async function fetchProfiles(host, analysis) {
     }
   }
   return { profiles, notes: [] };
+}
+
+// src/experiment/pool-gate.ts
+import { setTimeout as sleep2 } from "node:timers/promises";
+
+// src/experiment/landing.ts
+function poolChampion(surveys) {
+  const serving = surveys.flatMap(
+    (s3) => s3.status?.champion ? [{ sha: s3.status.champion, since: s3.status.champion_since ?? null }] : []
+  );
+  if (serving.length === 0) return null;
+  const count5 = (sha2) => serving.filter((x) => x.sha === sha2).length;
+  const time4 = (since) => since ? Date.parse(since) : -1;
+  return serving.reduce((best, x) => {
+    const later = time4(x.since) - time4(best.since);
+    return later > 0 || later === 0 && count5(x.sha) > count5(best.sha) ? x : best;
+  });
+}
+function standings(surveys, champion) {
+  return surveys.map((s3) => {
+    const st = s3.status;
+    if (!st) return { name: s3.name, state: "unreachable", reason: s3.unreachable ?? "no status" };
+    if (!st.champion)
+      return { name: s3.name, state: "refused", reason: "it has no champion yet: promote one (perf-promote.yml)" };
+    if (champion && st.champion !== champion.sha) {
+      return {
+        name: s3.name,
+        state: "refused",
+        reason: `it serves champion ${st.champion.slice(0, 7)}, not the pool's ${champion.sha.slice(0, 7)}${champion.since ? ` (champion since ${champion.since})` : ""}: refused for gates until it is promoted`
+      };
+    }
+    if (st.lock) {
+      const run = /^(?:ab|aa) ([a-z0-9][a-z0-9-]{2,63})$/.exec(st.lock.holder)?.[1] ?? null;
+      return {
+        name: s3.name,
+        state: "busy",
+        holder: `${st.lock.holder} since ${st.lock.since} (${Math.round(st.lock.age_seconds)} s)`,
+        run
+      };
+    }
+    return { name: s3.name, state: "free" };
+  });
+}
+function chooseHost(surveys, o2) {
+  const champion = poolChampion(surveys);
+  const stand = standings(surveys, champion);
+  const eligible = stand.filter((s3) => s3.state === "free" || s3.state === "busy");
+  const against = new Set([champion?.sha, o2.mergeBase].filter(Boolean));
+  const earlierOn = (name2) => (surveys.find((s3) => s3.name === name2)?.runs ?? []).filter(
+    (r) => r.kind === "ab" && r.status === "ok" && against.has(r.champion_sha)
+  ).length;
+  const earlier = eligible.map((s3) => s3.name).filter((n2) => earlierOn(n2) > 0);
+  const base = { champion, standings: stand, earlier };
+  if (earlier.length > 0) {
+    const home = earlier.reduce((a2, b) => earlierOn(b) > earlierOn(a2) ? b : a2);
+    return { ...base, host: home, stay: true, waitable: true };
+  }
+  const free = stand.filter((s3) => s3.state === "free").map((s3) => s3.name);
+  const [first] = free.sort((a2, b) => draw(o2.key, a2) - draw(o2.key, b) || a2.localeCompare(b));
+  return { ...base, host: first ?? null, stay: false, waitable: eligible.length > 0 };
+}
+function draw(key, name2) {
+  let h2 = 2166136261;
+  for (const ch of `${key}\0${name2}`) h2 = Math.imul(h2 ^ ch.charCodeAt(0), 16777619) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 16, 2246822507) >>> 0;
+  h2 = Math.imul(h2 ^ h2 >>> 13, 3266489909) >>> 0;
+  return (h2 ^ h2 >>> 16) >>> 0;
+}
+function standingLine(s3) {
+  switch (s3.state) {
+    case "free":
+      return `${s3.name}: free`;
+    case "busy":
+      return `${s3.name}: busy (${s3.holder})`;
+    default:
+      return `${s3.name}: ${s3.state} (${s3.reason})`;
+  }
+}
+
+// src/experiment/pool-gate.ts
+async function onPool(pool, o2, work) {
+  if (pool.size === 1) {
+    const only = pool.members[0];
+    return { host: only.name, value: await work(only, { host: only.name, notes: () => [] }), waitedMs: 0 };
+  }
+  const pollMs = o2.pollMs ?? 15e3;
+  const started = Date.now();
+  const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
+  let said = "";
+  const unwatchable = /* @__PURE__ */ new Set();
+  for (; ; ) {
+    const choice = chooseHost(await survey(pool, runs2), {
+      key: o2.key,
+      ...o2.mergeBase ? { mergeBase: o2.mergeBase } : {}
+    });
+    const seen = choice.standings.map(standingLine).join("; ");
+    if (seen !== said) o2.say(`pool: ${seen}`);
+    said = seen;
+    const held = (name2) => choice.standings.find((s3) => s3.name === name2)?.state === "busy";
+    if (choice.host && !(choice.stay && held(choice.host))) {
+      const member = pool.member(choice.host);
+      if (!choice.stay) member.client.claimNextLock();
+      o2.say(
+        choice.stay ? `pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy` : `pool: ${choice.host} is free: measuring there`
+      );
+      const unasked = o2.sha ? pool.members.map((m) => m.name).filter((n2) => !runs2.has(n2)) : [];
+      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
+      try {
+        const value = await work(member, landing);
+        return { host: choice.host, value, waitedMs: waited() };
+      } catch (e) {
+        if (!lostTheHost(member.client, e)) throw e;
+        o2.say(`pool: another gate took ${choice.host} first (${e.message}); looking again`);
+        continue;
+      }
+    }
+    if (!choice.waitable || Date.now() >= o2.busyDeadline) throw noHost(choice);
+    const awaited = choice.standings.filter(
+      (s3) => s3.state === "busy" && (!choice.stay || s3.name === choice.host)
+    );
+    if (choice.stay)
+      o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
+  }
+}
+async function untilOneFrees(pool, busy, o2) {
+  const done = new AbortController();
+  const pause = (ms4) => sleep2(Math.max(0, ms4), void 0, { signal: done.signal }).catch(() => {
+  });
+  const started = Date.now();
+  const waits = busy.map(async (s3) => {
+    if (!s3.run || o2.unwatchable.has(s3.run)) return pause(o2.pollMs);
+    await pool.member(s3.name).client.watch(s3.run, done.signal);
+    if (Date.now() - started < 1e3) o2.unwatchable.add(s3.run);
+  });
+  await Promise.race([...waits, pause(o2.deadline - Date.now())]);
+  done.abort();
+}
+function lostTheHost(client, e) {
+  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+}
+async function earlierRuns(pool, sha2) {
+  const readings = await pool.ask((c3) => c3.runsOf(sha2));
+  return new Map(readings.flatMap((r) => r.ok ? [[r.name, r.value]] : []));
+}
+async function survey(pool, runs2) {
+  const readings = await pool.ask((c3) => c3.status());
+  return readings.map(
+    (r) => r.ok ? { name: r.name, status: r.value, runs: runs2.get(r.name) ?? [] } : { name: r.name, status: null, unreachable: r.error.message }
+  );
+}
+function noHost(choice) {
+  const lines = choice.standings.map(standingLine).join("; ");
+  if (choice.stay)
+    return new HostError("busy", `${choice.host}, the host of this build's earlier runs, stayed busy: ${lines}`);
+  if (choice.waitable)
+    return new HostError("busy", `every host of the pool that can take this gate stayed busy: ${lines}`);
+  const kind = choice.standings.every((s3) => s3.state === "unreachable") ? "unreachable" : "refused";
+  return new HostError(kind, `no host of the pool can take this gate: ${lines}`);
+}
+function landingNotes(choice, size, waitedMs, unasked) {
+  const others = choice.standings.filter((s3) => s3.name !== choice.host);
+  const waited = waitedMs >= 1e3 ? `, after waiting ${Math.round(waitedMs / 1e3)} s for it` : "";
+  const notes = [
+    `\u{1F5A5}\uFE0F **Host**: measured on \`${choice.host}\` (a pool of ${size}${waited}); ${others.map(otherLine).join("; ")}.`
+  ];
+  if (unasked.length > 0)
+    notes.push(
+      `Earlier runs of this build on ${unasked.map((n2) => `\`${n2}\``).join(", ")} could not be asked for (unreachable): any there are not pooled with this gate.`
+    );
+  return notes;
+}
+function otherLine(s3) {
+  return s3.state === "free" ? `\`${s3.name}\` free` : s3.state === "busy" ? `\`${s3.name}\` busy` : `\`${s3.name}\` ${s3.state}: ${s3.reason}`;
 }
 
 // src/cli/run.ts
@@ -45811,11 +47398,13 @@ var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          and --aa records no floor
     --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
                          CPU read per arm, and the arms' CPU profiles (the config's profile)
-  --host H               a benchmark host over SSH instead:
-    --port N  --user U  --key FILE  --known-hosts FILE
+  --host H[,H\u2026]          a benchmark host over SSH instead, or a pool of them (repeat --host, or
+                         separate with commas; H:PORT for a port of its own): the gate runs on
+                         a free host, --champion and --aa reach every host
+    --port N  --user U  --key FILE  --known-hosts FILE (a line for each host)
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
-this one (a rerun), as in the action.
+this one (a rerun), as in the action; in a pool, the gate goes to the host of those runs.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
 a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
@@ -45830,19 +47419,21 @@ async function runCommand(argv, io) {
     return 0;
   }
   const say = o2.json ? io.err : io.out;
-  const config2 = parseConfig(readText(o2.config, "--config"), o2.config);
-  const host = new HostClient({ ...o2.target, log: say });
-  const local = localHost(host, o2, say);
+  const config2 = parseConfig(readText(o2.config, "--config", runUsage), o2.config);
+  const pool = "local" in o2.target ? HostPool.single("local", new HostClient({ ...o2.target.local, log: say })) : HostPool.overSsh(o2.target.hosts, o2.target.login, { log: say });
+  let current = pool.members[0].client;
+  const local = localHost(() => current, o2, say);
   try {
     await local.begin();
-    if (o2.champion) await installChampion(host, config2, o2.champion, say);
+    if (o2.champion) await installChampion(pool, config2, o2.champion, say);
     const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
-    const done = o2.aa ? await calibrateHere(host, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") }) : await gateHere(host, config2, o2, { busyDeadline, progress: progress("champion vs challenger") });
-    printVerdict(done, say);
-    if (o2.json) io.out(JSON.stringify(summaryJson(done), null, 2));
-    if (done.error) io.err(`perf-gate run: ${done.error}`);
-    return done.exitCode;
+    const onHost = (c3) => current = c3;
+    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
+    if (o2.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
+    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
+    return exitCodeOf(dones);
   } catch (e) {
     if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
     if (e instanceof CouldNotMeasureError && e.explained) {
@@ -45853,11 +47444,14 @@ async function runCommand(argv, io) {
     throw e;
   } finally {
     await local.end();
-    host.close();
+    pool.close();
   }
 }
-function localHost(host, o2, say) {
-  const isLocal = "perfHost" in o2.target;
+function exitCodeOf(dones) {
+  return Math.max(...dones.map((d) => d.exitCode));
+}
+function localHost(hostNow, o2, say) {
+  const isLocal = "local" in o2.target;
   let stopOnExit = false;
   let inFlight;
   let abortedRun;
@@ -45868,22 +47462,22 @@ function localHost(host, o2, say) {
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
       abortedRun = `run ${inFlight} was aborted`;
-      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
+      hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
     }
   };
   return {
     async begin() {
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
-      stopOnExit = isLocal && !o2.keepHost && !(await host.status()).champion_supervised;
+      stopOnExit = isLocal && !o2.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p) {
       return {
         ...p,
-        runStart: (run, runId2) => {
+        runStart: (run, runId3) => {
           if (signalled) throw new Interrupted("interrupted before a run started");
-          inFlight = runId2;
-          p.runStart?.(run, runId2);
+          inFlight = runId3;
+          p.runStart?.(run, runId3);
         },
         runEnd: () => {
           inFlight = void 0;
@@ -45898,7 +47492,7 @@ function localHost(host, o2, say) {
       process.removeListener("SIGTERM", onSignal);
       if (!stopOnExit) return;
       try {
-        say(await host.stopChampion());
+        say(await hostNow().stopChampion());
       } catch (e) {
         say(`could not stop the local host's champion: ${e.message}`);
       }
@@ -45915,22 +47509,8 @@ function runOptions(argv) {
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
       "keep-host": { type: "boolean", default: false },
-      root: { type: "string", default: ".perf-gate/host" },
-      "perf-host": { type: "string" },
-      "champion-port": { type: "string", default: "8001" },
-      "challenger-port": { type: "string", default: "8002" },
-      "max-foreign-cores": { type: "string", default: "0.25" },
-      "settle-seconds": { type: "string", default: "30" },
-      "loadgen-cpus": { type: "string" },
-      "arm-cpus": { type: "string" },
-      cgroup: { type: "string" },
-      host: { type: "string" },
-      port: { type: "string", default: "22" },
-      user: { type: "string", default: "perf-gate-ci" },
-      key: { type: "string" },
-      "known-hosts": { type: "string" },
+      ...HOST_OPTIONS,
       help: { type: "boolean", short: "h", default: false }
     }
   }, runUsage);
@@ -45938,93 +47518,62 @@ function runOptions(argv) {
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
 }
-function target(v) {
-  if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
-    return {
-      host: v.host,
-      port: Number(v.port),
-      user: String(v.user),
-      privateKey: readText(String(v.key), "--key"),
-      knownHosts: readText(String(v["known-hosts"]), "--known-hosts")
-    };
-  }
-  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
-  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
-    return [`--${flag}`, list];
-  });
-  return {
-    perfHost,
-    flags: [
-      "--root",
-      resolve(String(v.root)),
-      "--service-user",
-      userInfo().username,
-      "--champion-port",
-      String(v["champion-port"]),
-      "--challenger-port",
-      String(v["challenger-port"]),
-      "--max-foreign-cores",
-      nonNegative(v, "max-foreign-cores"),
-      "--settle-seconds",
-      nonNegative(v, "settle-seconds"),
-      "--lock-wait",
-      "1s",
-      "--min-free-disk",
-      String(256 << 20),
-      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-      // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake",
-      ...placement,
-      ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
-    ]
-  };
-}
-function nonNegative(v, flag) {
-  const text = String(v[flag]);
-  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
-  return text;
-}
-var MAX_CPU = 1023;
-function isCpuList(list) {
-  return list.split(",").every((part) => {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!m) return false;
-    const lo = Number(m[1]);
-    const hi = Number(m[2] ?? m[1]);
-    return lo <= hi && hi <= MAX_CPU;
-  });
-}
-async function installChampion(host, config2, build, say) {
+async function installChampion(pool, config2, build, say) {
   const sha2 = digestOf(build);
-  if ((await host.status()).champion === sha2) return;
-  say(await host.deploy("champion", sha2, build));
-  say(await host.promote(sha2, config2.service));
+  const outcomes = await pool.each(async ({ client }) => {
+    if ((await client.status()).champion === sha2) return;
+    say(await client.deploy("champion", sha2, build));
+    say(await client.promote(sha2, config2.service));
+  });
+  const failed2 = outcomes.flatMap((o2) => o2.ok ? [] : [o2]);
+  if (failed2.length === 0) return;
+  if (pool.size === 1) throw failed2[0].error;
+  const promoted = outcomes.filter((o2) => o2.ok).map((o2) => o2.name);
+  throw new Error(`--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
 }
-async function gateHere(host, config2, o2, s2) {
+async function gateHere(pool, config2, o2, s3, onHost, say) {
   const sha2 = digestOf(o2.challenger);
-  const { analysis, artifacts, notes, evidence } = await gate(host, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha2), outDir: o2.out, ...s2 });
-  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+  const key = runIdPrefix("run");
+  const remote = !("local" in o2.target);
+  const { value, host } = await onPool(pool, { key, sha: sha2, busyDeadline: s3.busyDeadline, say }, ({ client }, landing) => {
+    onHost(client);
+    return gate(client, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: key, seed: seedOf(sha2), outDir: o2.out, ...s3, notes: landing.notes, ...remote ? { host: landing.host } : {} });
+  });
+  const { analysis, artifacts, notes, evidence } = value;
+  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
 }
-async function calibrateHere(host, config2, o2, s2) {
-  const { champion } = await host.status();
-  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrateAndReport(host, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o2.out, champion, ...s2 });
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
+async function calibrateHere(pool, config2, o2, s3, onHost) {
+  const dones = [];
+  for (const { name: name2, client } of pool.members) {
+    onHost(client);
+    const host = "local" in o2.target ? null : name2;
+    try {
+      dones.push(await calibrateOne(client, host, config2, pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out, s3));
+    } catch (e) {
+      if (pool.size === 1 || e instanceof Interrupted) throw e;
+      dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });
+    }
+  }
+  return dones;
+}
+async function calibrateOne(client, host, config2, outDir, s3) {
+  const { champion } = await client.status();
+  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s3 });
+  const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
   const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
   return done;
 }
 var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
-function printVerdict(d, say) {
+function printVerdict(d, say, named) {
+  if (named) say(`host ${d.host}:`);
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
@@ -46032,9 +47581,11 @@ function printVerdict(d, say) {
   if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 function summaryJson(d) {
-  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
+  if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
+  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs: pairs2, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
     verdict,
+    host: d.host,
     grey_kind,
     blocking,
     blocked_by,
@@ -46045,7 +47596,7 @@ function summaryJson(d) {
     confidence: d.analysis.headline.confidence,
     floor_ms,
     threshold_ms,
-    pairs,
+    pairs: pairs2,
     headline: headline2,
     comparisons: comparisons.map((c3) => ({
       key: c3.key,
@@ -46058,7 +47609,8 @@ function summaryJson(d) {
       pairs: c3.pairs,
       dropped_pairs: c3.dropped_pairs,
       runs: c3.runs,
-      resources: c3.resources
+      resources: c3.resources,
+      budget: c3.budget
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c3) => c3.flags.map((f) => ({ key: c3.key, ...f }))),
@@ -46075,10 +47627,15 @@ function summaryJson(d) {
       recorded: c3.notRecorded === null,
       not_recorded: c3.notRecorded
     })) ?? null,
+    drift: d.drift && {
+      skipped: d.drift.skipped,
+      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
+      change_points: d.drift.changePoints.map((c3) => ({ key: c3.key, percentile: c3.percentile, sum_ms: c3.sumMs, sum_percent: c3.sumPercent, threshold_ms: c3.thresholdMs, pull_requests: c3.steps.map((x) => x.pullRequest), shas: c3.steps.map((x) => x.sha) }))
+    },
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] }
   };
 }
-function progressBar(label2, say, draw) {
+function progressBar(label2, say, draw2) {
   let total = 0;
   let done = 0;
   return {
@@ -46092,15 +47649,9 @@ function progressBar(label2, say, draw) {
       const flagged = /^preflight (\S+): flag: (.*)$/.exec(text);
       if (flagged) return say(`host flagged before measuring: ${flagged[1]}: ${flagged[2]}`);
       if (/ slice \d+\/\d+ /.test(line)) done++;
-      draw(`${bar(done, total)} ${text}`, done === total);
+      draw2(`${bar(done, total)} ${text}`, done === total);
     }
   };
-}
-function defaultPerfHost() {
-  const here = dirname2(fileURLToPath3(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
-  if (existsSync(candidate)) return candidate;
-  return "perf-host";
 }
 function digestOf(path6) {
   const h2 = createHash("sha1");
@@ -46108,20 +47659,12 @@ function digestOf(path6) {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync4(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync6(p));
     }
   };
-  if (!existsSync(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
+  if (!existsSync2(path6)) throw new UsageError(`${path6}: no such build`, runUsage);
   walk(path6);
   return h2.digest("hex");
-}
-function readText(path6, flag) {
-  try {
-    return readFileSync4(path6, "utf8");
-  } catch (e) {
-    if (flag === "--config") throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
-    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, runUsage);
-  }
 }
 function bar(done, total) {
   const width = 20;
@@ -46141,6 +47684,8 @@ var usage = `usage: perf-gate <command> [options]
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+  capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
+  history   main over time: the host's history as one HTML page (and JSON)
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 var tty3 = process.stdout.isTTY === true;
@@ -46172,12 +47717,16 @@ async function main(argv) {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "capacity":
+        return capacityCommand(rest, (line) => console.log(line));
+      case "history":
+        return await historyCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage }[rest[0] ?? ""] ?? usage);
         return 0;
       case "-h":
       case "--help":
@@ -46190,7 +47739,7 @@ async function main(argv) {
     }
   } catch (e) {
     endDrawn();
-    const name2 = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    const name2 = command && !command.startsWith("-") && ["run", "analyze", "capacity", "history"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name2}: ${e.message}
 

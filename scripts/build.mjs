@@ -13,7 +13,22 @@ const check = process.argv.includes("--check");
 const outdir = check ? mkdtempSync(join(tmpdir(), "perf-gate-dist-")) : "dist";
 const entries = { index: "src/action/index.ts", post: "src/action/post.ts", cli: "src/cli/main.ts" };
 
+// `import text from "file?raw"`: the file's text, as Vite reads it in the tests (the history page
+// inlines uPlot and its own script). The path keeps the suffix, so a file imported both ways is
+// two modules; the licence list below finds the package from the path as for any other.
+const rawText = {
+  name: "raw-text",
+  setup(b) {
+    b.onResolve({ filter: /\?raw$/ }, async (args) => {
+      const r = await b.resolve(args.path.slice(0, -"?raw".length), { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer });
+      return r.errors.length > 0 ? { errors: r.errors } : { path: r.path, suffix: "?raw" };
+    });
+    b.onLoad({ filter: /.*/ }, (args) => (args.suffix === "?raw" ? { contents: readFileSync(args.path, "utf8"), loader: "text" } : undefined));
+  },
+};
+
 const { metafile } = await build({
+  plugins: [rawText],
   entryPoints: Object.fromEntries(Object.entries(entries).filter(([, f]) => existsSync(f))),
   outdir,
   bundle: true,
@@ -70,6 +85,6 @@ function licenses({ outputs }) {
 function packageDir(file) {
   const at = file.lastIndexOf("node_modules/");
   if (at < 0) return undefined;
-  const [scope, name] = file.slice(at + "node_modules/".length).split("/");
+  const [scope, name] = file.replace(/\?raw$/, "").slice(at + "node_modules/".length).split("/");
   return `${file.slice(0, at)}node_modules/${scope.startsWith("@") ? `${scope}/${name}` : scope}`;
 }

@@ -18,6 +18,7 @@ export const OPERATIONS = [
   "repos/get-collaborator-permission-level",
   "pulls/get",
   "repos/compare-commits-with-basehead",
+  "repos/list-pull-requests-associated-with-commit",
   "checks/create",
   "checks/update",
   "checks/get",

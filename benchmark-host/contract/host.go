@@ -54,6 +54,10 @@ type Status struct {
 	PerfHostVersion string `json:"perf_host_version"`
 	// The champion's build; empty before the first promotion.
 	Champion string `json:"champion"`
+	// When it became the champion here, promoted or rolled back to (RFC 3339): a pool's champion
+	// is the one made most recently on any of its hosts (docs/design/0026-a-pool-of-hosts.md).
+	// Empty before the first promotion, and for a champion made before perf-host kept the time.
+	ChampionSince string `json:"champion_since,omitempty"`
 	// The champion a rollback would restore; empty when there is none.
 	Previous string `json:"previous"`
 	// The champion supervisor is running.

@@ -186,6 +186,25 @@ var (
 	// Percentile is a latency percentile: the SLO's, and the one a floor was measured at.
 	Percentile = Range{Min: 0, Max: 100, MinExclusive: true, MaxExclusive: true}
 
+	// PullRequest is a pull request's number.
+	PullRequest = Range{Min: 1, Max: 999_999_999}
+	// URL is a link a report gives (a workflow run): no spaces, so it cannot break a line or an attribute.
+	URL = pattern(`^https?://[^\s"'<>]{1,1000}$`, "an http(s) URL of at most 1,000 characters, without spaces or quotes")
+	// SHA256 is a SHA-256 in hex (a run's identity).
+	SHA256 = pattern(`^[0-9a-f]{64}$`, "64 lowercase hex characters (a SHA-256)")
+	// Ms is a difference in latency: challenger minus champion, or an interval's end.
+	Ms = Range{Min: -1e6, Max: 1e6}
+	// LevelMs is an arm's latency at a percentile: positive, since percents are of it.
+	LevelMs = Range{Min: 0, Max: 1e6, MinExclusive: true}
+	// PercentChange is a change in percent of what it changed from: no less than -100.
+	PercentChange = Range{Min: -100, Max: 1e6}
+	// BudgetPercent is the monthly regression budget, in percent of main's level.
+	BudgetPercent = Range{Min: 0, Max: 100, MinExclusive: true}
+	// Comparisons: one per workload and rate of a gate.
+	Comparisons = Items{Min: 1, Max: 256}
+	// RunIDs are the runs a verdict rests on (a gate's, its extensions and the reruns it pooled).
+	RunIDs = Names{Max: 1024, Item: RunID}
+
 	// FloorPairs: an interval needs at least two paired differences.
 	FloorPairs  = Range{Min: 2, Max: 10_000}
 	HalfWidthMs = Range{Min: 0, Max: 1e6}
@@ -199,13 +218,17 @@ var (
 	HealthChecks    = Enum{HealthHTTP, HealthGRPC}
 	Arms            = Enum{Champion, Challenger}
 	Kinds           = Enum{KindAB, KindAA}
-	Bases           = Enum{BaseChampion, BaseMergeBase}
+	Bases           = Enum{BaseChampion, BaseMergeBase, BaseAncestor}
 	RunStatuses     = Enum{StatusOK, StatusError, StatusAborted}
 	FindingStatuses = Enum{FindingOK, FindingFlag, FindingRefuse}
 	CgroupModes     = Enum{CgroupControllers, CgroupCore, CgroupNone}
 	PlacementMethod = Enum{"cpuset", "sched_setaffinity", "none"}
 	MaxProcsBy      = Enum{"pids.max", "RLIMIT_NPROC", "none"}
 	States          = Enum{StateFresh, StatePersistent}
+	Verdicts        = Enum{VerdictGreen, VerdictRed, VerdictGrey}
+	BlockReasons    = Enum{BlockedByLatency, BlockedByErrors, BlockedByCPU, BlockedByBudget}
+	HistoryKinds    = Enum{HistoryGate, HistoryPromotion, HistoryRollback, HistoryCalibration, HistoryDrift}
+	BudgetBases     = Enum{BudgetBasisDrift, BudgetBasisSteps}
 	ProfileStatuses = Enum{ProfilesRecorded, ProfilesNotAvailable}
 
 	AtLeastOne = Items{Min: 1}
@@ -213,6 +236,7 @@ var (
 	Dependencies = Items{Max: 4}
 
 	ResultSchemaVersion = Const{Value: SchemaVersion}
+	HistoryVersion      = Const{Value: HistorySchemaVersion}
 )
 
 // Limits maps the name in a field's `limit` tag to its limit, for the schema generator.
@@ -230,4 +254,7 @@ var Limits = map[string]any{
 	"cgroup_mode": CgroupModes, "profile_status": ProfileStatuses, "placement_method": PlacementMethod, "max_procs_by": MaxProcsBy,
 	"at_least_one":   AtLeastOne,
 	"schema_version": ResultSchemaVersion,
+	"pull_request":   PullRequest, "url": URL, "digest": SHA256, "ms": Ms, "level_ms": LevelMs, "percent_change": PercentChange,
+	"budget_percent": BudgetPercent, "comparisons": Comparisons, "run_ids": RunIDs, "verdict": Verdicts, "blocked_by": BlockReasons,
+	"history_kind": HistoryKinds, "budget_basis": BudgetBases, "history_schema_version": HistoryVersion,
 }

@@ -20,13 +20,17 @@ var Messages = []Message{
 	{"floor", "a recorded A/A floor: perf-host floors and status", Floor{}},
 	{"run-summary", "a finished run: perf-host runs", RunSummary{}},
 	{"status", "what perf-host status prints", Status{}},
+	{"gate-record", "what perf-host gate-record reads on stdin", GateRecord{}},
+	{"drift-record", "what perf-host drift-record reads on stdin", DriftRecord{}},
+	{"history", "what perf-host history prints", History{}},
 }
 
 // Constants are the values besides the messages that both halves use, written to
 // schema/constants.json.
 var Constants = map[string]any{
-	"schema_version": SchemaVersion,
-	"outcome_marker": OutcomeMarker,
+	"schema_version":         SchemaVersion,
+	"history_schema_version": HistorySchemaVersion,
+	"outcome_marker":         OutcomeMarker,
 	"exit_codes": map[string]int{
 		"ok": ExitOK, "failed": ExitFailed, "refused": ExitRefused, "not_finished": ExitNotFinished, "busy": ExitBusy,
 	},

@@ -49,6 +49,9 @@ const (
 	BaseChampion = "champion"
 	// BaseMergeBase is the pull request's merge base, deployed for the run.
 	BaseMergeBase = "merge-base"
+	// BaseAncestor is an earlier champion the host kept: a drift run measures the champion
+	// against it (docs/design/0023-history.md).
+	BaseAncestor = "ancestor"
 )
 
 // Plan is the load generator's input: one interleaved champion/challenger experiment
@@ -127,8 +130,8 @@ type Builds struct {
 	ChampionSHA   string `json:"champion_sha" limit:"sha"`
 	ChallengerSHA string `json:"challenger_sha" limit:"sha"`
 	// champion: the host's champion; merge-base: the pull request's merge base, which the
-	// champion arm ran instead (merge_base_sha of the run request). Absent in results of hosts
-	// before it: the champion.
+	// champion arm ran instead (merge_base_sha of the run request); ancestor: an earlier
+	// champion (ancestor_sha), in a drift run. Absent in results of hosts before it: the champion.
 	Base string `json:"base,omitempty" limit:"base"`
 }
 
@@ -217,8 +220,12 @@ type RunRequest struct {
 	// The config's comparison_base merge-base: a deployed build (the pull request's merge base)
 	// that the champion arm runs instead of the host's champion, started with this request's
 	// service spec. An A/A run leaves it out.
-	MergeBaseSHA string      `json:"merge_base_sha,omitempty" limit:"sha"`
-	Service      ServiceSpec `json:"service"`
+	MergeBaseSHA string `json:"merge_base_sha,omitempty" limit:"sha"`
+	// A drift run: an ancestor the host kept (history's ancestors) that the champion arm runs,
+	// against the champion in the challenger arm, which challenger_sha must name. An A/A run
+	// leaves it out.
+	AncestorSHA string      `json:"ancestor_sha,omitempty" limit:"sha"`
+	Service     ServiceSpec `json:"service"`
 	// Sample both arms' CPU stacks during the run, each in its own slices, and keep them as
 	// profiles beside the result (docs/design/0021-profiles.md). A host without perf runs the
 	// run all the same and says why there are none.

@@ -392,6 +392,18 @@ func (p *poller) downDuring(from, to time.Time) [][2]time.Time {
 	return out
 }
 
+// championSince is status's champion_since.
+func championSince(t *testing.T, h *host) time.Time {
+	t.Helper()
+	var st contract.Status
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	since, err := time.Parse(time.RFC3339Nano, st.ChampionSince)
+	if err != nil {
+		t.Errorf("status champion_since %q: %v", st.ChampionSince, err)
+	}
+	return since
+}
+
 func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, hostOptions{lockWait: 2 * time.Second})
@@ -409,6 +421,11 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	if st.Champion != "bbbbbbb" || st.Previous != "aaaaaaa" {
 		t.Errorf("status champion %s previous %s", st.Champion, st.Previous)
 	}
+	// When each champion was made: a pool's champion is the newest of its hosts'.
+	promoted := championSince(t, h)
+	if time.Since(promoted) > time.Minute {
+		t.Errorf("status champion_since %v: want the promotion's time", promoted)
+	}
 	t.Logf("promote: :%d did not answer for at most %v (%d failed polls)", h.ChampionPort, window, p.fails.Load())
 	fmt.Printf("[e2e] promote: champion port unanswered for at most %v\n", window.Round(time.Millisecond))
 
@@ -417,6 +434,9 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 	window = p.finish()
 	if v := version(h.ChampionPort); v != "fast v1" {
 		t.Errorf("after rollback the champion answers %q, want v1", v)
+	}
+	if rolledBack := championSince(t, h); !rolledBack.After(promoted) {
+		t.Errorf("after rollback champion_since %v, want later than the promotion's %v", rolledBack, promoted)
 	}
 	// The rolled-back champion runs with its own service spec again, not its successor's, and
 	// the build rolled back from is forgotten: nothing is left to roll back to.
@@ -442,6 +462,7 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 
 	// The champion promoted again with a changed spec (its config changed service:) serves
 	// with that spec; the same spec again changes nothing; the champion kept answering.
+	beforeRespec := championSince(t, h)
 	p = startPoller(h.ChampionPort)
 	respec := strings.Replace(serviceSpec, `"/health"`, `"/version"`, 1)
 	if out := h.must(strings.NewReader(respec), "promote aaaaaaa"); !strings.Contains(out, "aaaaaaa is already the champion; it serves with the new service spec now") {
@@ -451,6 +472,9 @@ func TestPromoteAndRollbackKeepServingAndTakeTheLock(t *testing.T) {
 		t.Errorf("promote of the champion with its own spec said %q", out)
 	}
 	window = p.finish()
+	if since := championSince(t, h); !since.Equal(beforeRespec) {
+		t.Errorf("a new spec for the same champion moved champion_since from %v to %v", beforeRespec, since)
+	}
 	if b, err := os.ReadFile(filepath.Join(h.Root, "state.json")); err != nil || json.Unmarshal(b, &state) != nil || state.Service.HealthPath != "/version" || state.Champion != "aaaaaaa" || version(h.ChampionPort) != "fast v1" {
 		t.Errorf("after the new spec the state is %+v (%v), serving %q", state, err, version(h.ChampionPort))
 	}

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,16 +12,16 @@ import (
 	"testing"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
-// installedHost is a host as an install.sh sets it up for real: the three users it creates and
-// its cgroup subtree (named for this test, so concurrent runs never collide), perf-host under a
-// scratch prefix with its state under a scratch root, and a real sshd that reads the CI user's
-// authorized_keys.
+// installedHost is a host as an install.sh sets it up for real (sshtest.Installed: the three
+// users it creates and its cgroup subtree, named for this test so that concurrent runs never
+// collide, perf-host under a scratch prefix with its state under a scratch root, and a real sshd
+// that reads the CI user's authorized_keys), with the test's helpers.
 type installedHost struct {
 	t                                    *testing.T
+	inst                                 *sshtest.Installed
 	dir, root, prefix                    string
 	ciUser, championUser, challengerUser string
 	cgroupName, cgroup                   string // cgroup: the subtree ("" without cgroup v2)
@@ -38,55 +35,25 @@ func newInstalledHost(t *testing.T) *installedHost {
 	if os.Geteuid() != 0 {
 		t.Skip("install.sh needs root (as in CI)")
 	}
-	suffix := make([]byte, 3)
-	rand.Read(suffix)
-	id := hex.EncodeToString(suffix)
-	dir, _ := os.MkdirTemp("", "perf-gate-install-")
-	os.Chmod(dir, 0o755)
-	ports := freePorts(t, 3)
-	h := &installedHost{t: t, dir: dir, root: filepath.Join(dir, "root"), prefix: filepath.Join(dir, "prefix"),
-		ciUser: "pgci" + id, championUser: "pgch" + id, challengerUser: "pgcl" + id, cgroupName: "perf-gate-test-" + id,
-		championPort: ports[0], challengerPort: ports[1], sshPort: ports[2],
-		key: filepath.Join(dir, "id"), knownHosts: filepath.Join(dir, "known")}
-	if mount := cgroup.Mount(); mount != "" {
-		h.cgroup = filepath.Join(mount, h.cgroupName)
+	inst, err := sshtest.NewInstalled("")
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, u := range []string{h.ciUser, h.championUser, h.challengerUser} {
-			exec.Command("pkill", "-9", "-u", u).Run() // the test's own users only
-		}
-		sshtest.KillUnder(h.root)
-		sshtest.RemoveCgroup(h.cgroup)
-		// The arms' own filesystems (loop mounts) and the packet filter's table.
-		for _, a := range []string{"champion", "challenger"} {
-			exec.Command("umount", filepath.Join(h.root, "arms", a)).Run()
-		}
-		exec.Command("nft", "delete", "table", "inet", strings.ReplaceAll(h.cgroupName, "-", "_")).Run()
-		exec.Command("userdel", "-r", h.ciUser).Run()
-		exec.Command("userdel", h.championUser).Run()
-		exec.Command("userdel", h.challengerUser).Run()
+		inst.Remove(t.Failed())
 		if t.Failed() {
-			t.Logf("state kept in %s", dir)
-		} else {
-			os.RemoveAll(dir)
+			t.Logf("state kept in %s", inst.Dir)
 		}
 	})
-	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", h.key)
-	return h
+	return &installedHost{t: t, inst: inst, dir: inst.Dir, root: inst.Root, prefix: inst.Prefix,
+		ciUser: inst.CIUser, championUser: inst.ChampionUser, challengerUser: inst.ChallengerUser, cgroupName: inst.CgroupName, cgroup: inst.Cgroup,
+		championPort: inst.ChampionPort, challengerPort: inst.ChallengerPort, sshPort: inst.SSHPort, key: inst.Key, knownHosts: inst.KnownHosts}
 }
 
 // install runs an install.sh with the host's options after extra (the source: --release …),
 // in env (nil: this process's).
 func (h *installedHost) install(script string, env []string, extra ...string) (string, error) {
-	pub, _ := os.ReadFile(h.key + ".pub")
-	args := append(extra, "--ci-key", strings.TrimSpace(string(pub)), "--root", h.root, "--prefix", h.prefix,
-		"--ci-user", h.ciUser, "--champion-user", h.championUser, "--challenger-user", h.challengerUser,
-		"--champion-port", strconv.Itoa(h.championPort), "--challenger-port", strconv.Itoa(h.challengerPort),
-		"--cgroup-name", h.cgroupName, "--no-systemd")
-	cmd := exec.Command(script, args...)
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return h.inst.Install(script, env, extra...)
 }
 
 // sharedMachine is the install option of a host that shares its machine with other tests, as
@@ -110,22 +77,9 @@ func installHost(t *testing.T, extra ...string) (*installedHost, string) {
 
 // startSSHD starts sshd on the host's port with its own host key, pinned in knownHosts.
 func (h *installedHost) startSSHD() {
-	t := h.t
-	hostKey := filepath.Join(h.dir, "hostkey")
-	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
-	writeFile(t, filepath.Join(h.dir, "sshd_config"), fmt.Sprintf(
-		"Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s\nUsePAM no\nStrictModes no\nPasswordAuthentication no\n",
-		h.sshPort, hostKey, filepath.Join(h.dir, "sshd.pid")))
-	os.MkdirAll("/run/sshd", 0o755)
-	sshd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(h.dir, "sshd_config"))
-	if err := sshd.Start(); err != nil {
-		t.Fatal(err)
+	if err := h.inst.StartSSHD(); err != nil {
+		h.t.Fatal(err)
 	}
-	t.Cleanup(func() { sshd.Process.Kill(); sshd.Wait() })
-	hostPub, _ := os.ReadFile(hostKey + ".pub")
-	f := strings.Fields(string(hostPub))
-	writeFile(t, h.knownHosts, fmt.Sprintf("[127.0.0.1]:%d %s %s\n", h.sshPort, f[0], f[1]))
-	waitPort(t, h.sshPort)
 }
 
 // sshCommand is the client command for one command as the CI key, through the forced command

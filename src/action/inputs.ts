@@ -1,6 +1,7 @@
 // The action's inputs, read and validated once: errors name the input and the expected form.
 import * as core from "@actions/core";
 import { z } from "zod";
+import { checkKnownHosts, type HostAddress, parseHostList } from "../host/targets";
 
 export const MODES = ["access", "gate", "command", "rerun", "promote", "rollback", "calibrate"] as const;
 export type Mode = (typeof MODES)[number];
@@ -9,7 +10,8 @@ export type Mode = (typeof MODES)[number];
 export const needsHost = (mode: Mode) => mode !== "access" && mode !== "command";
 
 const schema = z.object({
-  host: z.string().regex(/^([A-Za-z0-9.:[\]-]+)?$/, "a host name or IP address"),
+  // One host, or a pool: several separated by commas (parsed below, into hosts).
+  host: z.string(),
   port: z.coerce.number().int().min(1).max(65535),
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
   "ssh-key": z.string().refine((s) => s === "" || s.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----…)"),
@@ -28,7 +30,10 @@ const schema = z.object({
   "output-dir": z.string(),
 });
 
-export type Inputs = z.infer<typeof schema>;
+export type Inputs = z.infer<typeof schema> & {
+  /** The benchmark hosts of the host input, each with its port (empty in modes that never touch a host). */
+  hosts: HostAddress[];
+};
 
 export class InputError extends Error {
   override name = "InputError";
@@ -49,10 +54,20 @@ export function getInputs(): Inputs {
     throw new InputError(`input ${name}: expected ${i.message}${given}`);
   }
   const inputs = parsed.data;
-  if (needsHost(inputs.mode)) {
-    for (const name of ["host", "ssh-key", "known-hosts"] as const) {
-      if (!inputs[name]) throw new InputError(`input ${name}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
-    }
+  if (!needsHost(inputs.mode)) return { ...inputs, hosts: [] };
+  for (const name of ["host", "ssh-key", "known-hosts"] as const) {
+    if (!inputs[name]) throw new InputError(`input ${name}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
   }
-  return inputs;
+  return { ...inputs, hosts: poolOf(inputs) };
+}
+
+/** The host input's hosts, each pinned by a line of known-hosts. */
+export function poolOf(inputs: Pick<Inputs, "host" | "port" | "known-hosts">): HostAddress[] {
+  try {
+    const hosts = parseHostList(inputs.host, inputs.port, "input host");
+    checkKnownHosts(inputs["known-hosts"], hosts, "input known-hosts");
+    return hosts;
+  } catch (e) {
+    throw new InputError((e as Error).message);
+  }
 }

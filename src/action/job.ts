@@ -4,7 +4,9 @@
 import { join } from "node:path";
 import * as core from "@actions/core";
 import type { PlannedRun } from "../config/gate-config";
-import { type BenchmarkHost, HostClient, type SshTarget } from "../host/client";
+import { type Connect, connectHostClient, type SshTarget } from "../host/client";
+import { HostPool } from "../host/pool";
+import type { HostAddress } from "../host/targets";
 import { InputError, type Inputs, type Mode, needsHost } from "./inputs";
 import { type RunnerEnv, runUrl } from "./runner";
 
@@ -25,23 +27,20 @@ export interface Job {
   busyDeadline: number;
   /** Where the report, chart and results go. */
   outputDir: string;
-  /** The benchmark host; null in modes access and command, which never touch it. */
-  host: SshTarget | null;
+  /** The benchmark hosts: one, or a pool (none in modes access and command, which never touch one). */
+  hosts: HostAddress[];
+  /** How every host is logged in to; null in modes access and command. */
+  login: Omit<SshTarget, "host" | "port"> | null;
   runner: RunnerEnv;
   /** The workflow run's page: the check runs' details_url and the reports' links. */
   runUrl: string;
   /** Unique per workflow run attempt: `${runId}-${runAttempt}`. */
   attempt: string;
-  /** How the modes reach the host: over SSH (the action), or in memory (the modes' tests). */
+  /** How each host is reached: over SSH (the action), or in memory (the modes' tests). */
   connect: Connect;
 }
 
-/** Opens the benchmark host at a target. */
-export type Connect = (target: SshTarget, log: (line: string) => void) => BenchmarkHost;
-
-export const overSsh: Connect = (target, log) => new HostClient({ ...target, log });
-
-export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), connect = overSsh): Job {
+export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), connect = connectHostClient): Job {
   const attempt = `${runner.runId}-${runner.runAttempt}`;
   return {
     mode: inputs.mode,
@@ -54,9 +53,8 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), 
     onInfrastructureFailure: inputs["on-infrastructure-failure"],
     busyDeadline: now + inputs["busy-timeout-minutes"] * 60_000,
     outputDir: inputs["output-dir"] || join(runner.runnerTemp, "perf-gate", attempt),
-    host: !needsHost(inputs.mode) ? null : {
-      host: inputs.host, port: inputs.port, user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"],
-    },
+    hosts: inputs.hosts,
+    login: !needsHost(inputs.mode) ? null : { user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"] },
     runner,
     runUrl: runUrl(runner),
     attempt,
@@ -64,9 +62,10 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), 
   };
 }
 
-export function connectHost(job: Job): BenchmarkHost {
-  if (!job.host) throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
-  return job.connect(job.host, (l) => core.info(l));
+/** The job's hosts: one, or a pool, each its own instrument (docs/design/0026-a-pool-of-hosts.md). */
+export function connectPool(job: Job): HostPool {
+  if (!job.login || job.hosts.length === 0) throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
+  return HostPool.overSsh(job.hosts, job.login, { log: (l) => core.info(l), connect: job.connect });
 }
 
 /** The build a mode deploys; checked when it is about to be used. */
@@ -83,5 +82,26 @@ export function logProgress(label: string) {
     line: (line: string) => core.info(line),
     runStart: (run: PlannedRun, runId: string) => core.startGroup(`${label}${run.workload} @ ${run.rate} req/s (run ${runId})`),
     runEnd: () => core.endGroup(),
+  };
+}
+
+/** Where one host's files go: the output dir itself for one host, a folder per host in a pool. */
+export function outputDirFor(job: Job, host: string): string {
+  return job.hosts.length > 1 ? join(job.outputDir, host.replace(/[^A-Za-z0-9._-]/g, "_")) : job.outputDir;
+}
+
+/** A line about one host's work; in a pool, whose hosts work side by side, it starts with the host. */
+export function sayFor(job: Job, host: string): (line: string) => void {
+  return job.hosts.length > 1 ? (line) => core.info(`${host}: ${line}`) : (line) => core.info(line);
+}
+
+/** Progress of one host's runs: a group per run for one host, lines that name the host in a pool. */
+export function hostProgress(job: Job, host: string, label: string) {
+  if (job.hosts.length <= 1) return logProgress(label);
+  const say = sayFor(job, host);
+  return {
+    note: say,
+    line: say,
+    runStart: (run: PlannedRun, runId: string) => say(`${label}${run.workload} @ ${run.rate} req/s (run ${runId})`),
   };
 }

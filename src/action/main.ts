@@ -3,7 +3,8 @@
 import * as core from "@actions/core";
 import { cancelOpenChecksOnSignal } from "./github/open-checks";
 import { getInputs, type Mode } from "./inputs";
-import { type Connect, type Job, overSsh, resolveJob } from "./job";
+import { type Connect, connectHostClient } from "../host/client";
+import { type Job, resolveJob } from "./job";
 import { runAccess } from "./modes/access";
 import { runCalibrate } from "./modes/calibrate";
 import { runCommand } from "./modes/command";
@@ -22,8 +23,8 @@ const modes: Record<Mode, (job: Job) => Promise<void>> = {
   calibrate: runCalibrate,
 };
 
-/** The main step; `connect` reaches the host (over SSH, or the modes' tests' host in memory). */
-export async function run(connect: Connect = overSsh): Promise<void> {
+/** The main step; `connect` reaches each host (over SSH, or the modes' tests' host in memory). */
+export async function run(connect: Connect = connectHostClient): Promise<void> {
   let stopCancelling = () => {};
   try {
     const job = resolveJob(getInputs(), runnerEnv(), Date.now(), connect);

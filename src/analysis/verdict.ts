@@ -2,6 +2,7 @@
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
 import { bootstrapMeanInterval } from "./bootstrap";
+import type { BudgetAccount } from "../contract/history";
 import { type ClassBreakdown, classBreakdown } from "./classes";
 import { type FunctionBreakdown, functionBreakdown } from "./functions";
 import { type DependencyUsage, dependencyUsage } from "./dependencies";
@@ -33,8 +34,11 @@ export type Verdict = "green" | "red" | "grey";
 export type GreyKind = "equivalent" | "inconclusive" | "within floor";
 /** What the latency alone says, whatever else labels the comparison (errors, CPU). */
 export type LatencyFinding = "slower" | "faster" | GreyKind;
-/** What made a red comparison block: its latency past the threshold, more errors, more CPU. */
-export type BlockReason = "latency" | "errors" | "cpu";
+/**
+ * What made a red comparison block: its latency past the threshold, more errors, more CPU, or
+ * (budget.ts) a red that would take main past the monthly regression budget.
+ */
+export type BlockReason = "latency" | "errors" | "cpu" | "budget";
 
 export interface GateSettings {
   /** The SLO's latency percentile, e.g. 99. */
@@ -168,6 +172,8 @@ export interface Comparison {
   resources: Resources | null;
   /** resources.block_cpu_percent, when set. */
   cpuLimitPercent: number | null;
+  /** The monthly regression budget's account (budget.ts), when the config sets a budget. */
+  budget: BudgetAccount | null;
   /** Each request class's difference at the SLO percentile and p50, beside the verdict on the whole. */
   classes: ClassBreakdown;
   /** The functions whose CPU per request moved, from both arms' sampled stacks, when the runs have them. */
@@ -231,8 +237,7 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
   const partial = [...groups.entries()].map(([key, group]) => compare(key, group, settings, rand));
   const holm = holmAdjust(partial.map((c) => c.t.p));
   const comparisons = partial.map((c, i) => label(c, holm[i]!, 1 - c.confidence, partial.length));
-  const rank = (c: Comparison) => (c.blocking ? 3 : c.verdict === "red" ? 2 : c.verdict === "green" ? 1 : 0);
-  const headline = [...comparisons].sort((a, b) => rank(b) - rank(a) || Math.abs(b.estimateMs) - Math.abs(a.estimateMs))[0]!;
+  const headline = headlineOf(comparisons);
   const verdict: Verdict = comparisons.some((c) => c.verdict === "red")
     ? "red"
     : comparisons.some((c) => c.verdict === "green")
@@ -260,6 +265,12 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
     preflight: preflightFlags(results),
     dependencies: dependencyUsage(results),
   };
+}
+
+/** The comparison a verdict leads with: a blocking one, else a red, a green, a grey; the largest estimate first. */
+export function headlineOf(comparisons: readonly Comparison[]): Comparison {
+  const rank = (c: Comparison) => (c.blocking ? 3 : c.verdict === "red" ? 2 : c.verdict === "green" ? 1 : 0);
+  return [...comparisons].sort((a, b) => rank(b) - rank(a) || Math.abs(b.estimateMs) - Math.abs(a.estimateMs))[0]!;
 }
 
 const findingsSchema = findingSchema.array();
@@ -330,7 +341,7 @@ function checkOneIdentity(key: string, group: readonly NamedResult[]): void {
   }
 }
 
-type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "ciMs" | "t" | "efficiency"> & {
+type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "ciMs" | "t" | "efficiency" | "budget"> & {
   t: { t: number; df: number; p: number; sdMs: number };
   d: number[];
   samplingSeMs: number | null;
@@ -582,6 +593,7 @@ function label(c: Undecided, holmP: number, alpha: number, m: number): Compariso
     blocking: blockedBy.length > 0,
     blockedBy,
     blockingDecisive: blockedBy.includes("latency") && ci[0] > c.thresholdMs,
+    budget: null,
     ciMs: ci,
     t: { ...t, holmP },
     flags,

@@ -3,6 +3,8 @@
 // esbuild inlines only this field of package.json into the bundle.
 import { version } from "../../package.json";
 import { analyzeCommand, analyzeUsage } from "./analyze";
+import { capacityCommand, capacityUsage } from "./capacity";
+import { historyCommand, historyUsage } from "./history";
 import { Interrupted, runCommand, runUsage } from "./run";
 import { UsageError } from "./usage";
 
@@ -13,6 +15,8 @@ const usage = `usage: perf-gate <command> [options]
 commands:
   run       the whole gate: deploy, interleaved runs, verdict and report (local or over SSH)
   analyze   compute the verdict from load generator result files
+  capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
+  history   main over time: the host's history as one HTML page (and JSON)
 
 exit codes: 0 pass, 1 blocking regression, 2 error`;
 
@@ -48,12 +52,16 @@ async function main(argv: string[]): Promise<number> {
         return await runCommand(rest, runIo);
       case "analyze":
         return analyzeCommand(rest, (line) => console.log(line));
+      case "capacity":
+        return capacityCommand(rest, (line) => console.log(line));
+      case "history":
+        return await historyCommand(rest, (line) => console.log(line));
       case "--version":
       case "-V":
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(rest[0] === "run" ? runUsage : rest[0] === "analyze" ? analyzeUsage : usage);
+        console.log(({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage } as Record<string, string>)[rest[0] ?? ""] ?? usage);
         return 0;
       case "-h":
       case "--help":
@@ -66,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     endDrawn();
-    const name = command && !command.startsWith("-") && ["run", "analyze"].includes(command) ? ` ${command}` : "";
+    const name = command && !command.startsWith("-") && ["run", "analyze", "capacity", "history"].includes(command) ? ` ${command}` : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name}: ${e.message}\n\n${e.usage}`);
       return 2;

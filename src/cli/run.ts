@@ -4,22 +4,25 @@
 // drives the load generator and the analysis.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, relative } from "node:path";
 import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration } from "../analysis/floors";
 import { calibrationLine } from "../report/calibration";
-import { ConfigError, type GateConfig, parseConfig } from "../config/gate-config";
+import { changePointLine, driftLine } from "../report/drift";
+import type { DriftRun } from "../experiment/history";
+import { type GateConfig, parseConfig } from "../config/gate-config";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
 import { gate } from "../experiment/gate";
 import { type Progress, seedOf } from "../experiment/measure";
-import { type BenchmarkHost, HostClient, type HostOptions } from "../host/client";
+import { type BenchmarkHost, HostClient } from "../host/client";
+import { HostPool } from "../host/pool";
+import { onPool } from "../experiment/pool-gate";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
+import { HOST_OPTIONS, hostTarget, readText, type Target } from "./host-flags";
 import { parseCommandLine, UsageError } from "./usage";
 
 export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
@@ -50,11 +53,13 @@ export const runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
                          and --aa records no floor
     --cgroup DIR         (as root) a cgroup v2 directory for each arm's group, as a host's:
                          CPU read per arm, and the arms' CPU profiles (the config's profile)
-  --host H               a benchmark host over SSH instead:
-    --port N  --user U  --key FILE  --known-hosts FILE
+  --host H[,H…]          a benchmark host over SSH instead, or a pool of them (repeat --host, or
+                         separate with commas; H:PORT for a port of its own): the gate runs on
+                         a free host, --champion and --aa reach every host
+    --port N  --user U  --key FILE  --known-hosts FILE (a line for each host)
   -h, --help             this text
 Earlier runs of the same challenger against the same champion on the host are pooled with
-this one (a rerun), as in the action.
+this one (a rerun), as in the action; in a pool, the gate goes to the host of those runs.
 exit codes: 0 pass, 1 blocking regression (with --aa: a biased host, confirmed by a second run),
 2 error: a bad config, a host that could not measure (unreachable, busy, a disturbed load generator),
 a workload whose requests mostly fail, or (with --aa) a floor that could not be recorded,
@@ -76,7 +81,7 @@ interface RunOptions {
   out: string;
   json: boolean;
   keepHost: boolean;
-  target: HostOptions;
+  target: Target;
 }
 
 /** Ctrl-C (or SIGTERM) during a run: the run was aborted and the host left as it was found. */
@@ -92,22 +97,25 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   }
   // With --json, stdout carries the summary alone.
   const say = o.json ? io.err : io.out;
-  const config = parseConfig(readText(o.config, "--config"), o.config);
-  const host = new HostClient({ ...o.target, log: say });
-  const local = localHost(host, o, say);
+  const config = parseConfig(readText(o.config, "--config", runUsage), o.config);
+  const pool = "local" in o.target ? HostPool.single("local", new HostClient({ ...o.target.local, log: say })) : HostPool.overSsh(o.target.hosts, o.target.login, { log: say });
+  // The host whose run is in flight: the one Ctrl-C aborts.
+  let current = pool.members[0]!.client;
+  const local = localHost(() => current, o, say);
   try {
     await local.begin();
-    if (o.champion) await installChampion(host, config, o.champion, say);
+    if (o.champion) await installChampion(pool, config, o.champion, say);
     const progress = (label: string) => local.track(progressBar(label, say, o.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
-    const done = o.aa
-      ? await calibrateHere(host, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)") })
-      : await gateHere(host, config, o, { busyDeadline, progress: progress("champion vs challenger") });
-    printVerdict(done, say);
-    if (o.json) io.out(JSON.stringify(summaryJson(done), null, 2));
-    if (done.error) io.err(`perf-gate run: ${done.error}`);
+    const onHost = (c: BenchmarkHost) => (current = c);
+    const dones = o.aa
+      ? await calibrateHere(pool, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost)
+      : [await gateHere(pool, config, o, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
+    if (o.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]!) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
+    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
     // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
-    return done.exitCode;
+    return exitCodeOf(dones);
   } catch (e) {
     if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
     // No verdict, but what was measured and why not: the report says (exit 2 all the same).
@@ -119,8 +127,13 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     throw e;
   } finally {
     await local.end();
-    host.close();
+    pool.close();
   }
+}
+
+/** The worst of the hosts': an error (2) before a regression or a biased host (1) before a pass. */
+function exitCodeOf(dones: readonly Finished[]): number {
+  return Math.max(...dones.map((d) => d.exitCode));
 }
 
 /**
@@ -129,8 +142,8 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
  * The first Ctrl-C (or SIGTERM) aborts the run in flight and starts no other; a second one
  * ends the command at once.
  */
-function localHost(host: BenchmarkHost, o: RunOptions, say: (line: string) => void) {
-  const isLocal = "perfHost" in o.target;
+function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: string) => void) {
+  const isLocal = "local" in o.target;
   let stopOnExit = false;
   let inFlight: string | undefined;
   let abortedRun: string | undefined;
@@ -143,14 +156,14 @@ function localHost(host: BenchmarkHost, o: RunOptions, say: (line: string) => vo
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
       abortedRun = `run ${inFlight} was aborted`;
-      host.abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${(e as Error).message}`));
+      hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${(e as Error).message}`));
     }
   };
   return {
     async begin() {
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
-      stopOnExit = isLocal && !o.keepHost && !(await host.status()).champion_supervised;
+      stopOnExit = isLocal && !o.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p: Progress): Progress {
       return {
@@ -173,7 +186,7 @@ function localHost(host: BenchmarkHost, o: RunOptions, say: (line: string) => vo
       process.removeListener("SIGTERM", onSignal);
       if (!stopOnExit) return;
       try {
-        say(await host.stopChampion());
+        say(await hostNow().stopChampion());
       } catch (e) {
         say(`could not stop the local host's champion: ${(e as Error).message}`);
       }
@@ -191,22 +204,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
       aa: { type: "boolean", default: false },
       out: { type: "string", default: "perf-gate-out" },
       json: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
       "keep-host": { type: "boolean", default: false },
-      root: { type: "string", default: ".perf-gate/host" },
-      "perf-host": { type: "string" },
-      "champion-port": { type: "string", default: "8001" },
-      "challenger-port": { type: "string", default: "8002" },
-      "max-foreign-cores": { type: "string", default: "0.25" },
-      "settle-seconds": { type: "string", default: "30" },
-      "loadgen-cpus": { type: "string" },
-      "arm-cpus": { type: "string" },
-      cgroup: { type: "string" },
-      host: { type: "string" },
-      port: { type: "string", default: "22" },
-      user: { type: "string", default: "perf-gate-ci" },
-      key: { type: "string" },
-      "known-hosts": { type: "string" },
+      ...HOST_OPTIONS,
       help: { type: "boolean", short: "h", default: false },
     },
   }, runUsage);
@@ -214,112 +213,109 @@ function runOptions(argv: string[]): RunOptions | "help" {
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: target(v) };
+  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
 }
 
-function target(v: Record<string, string | boolean | undefined>): HostOptions {
-  if (typeof v.host === "string") {
-    if (!v.key || !v["known-hosts"]) throw new UsageError("--host needs --key FILE and --known-hosts FILE (the pinned host key line)", runUsage);
-    return {
-      host: v.host, port: Number(v.port), user: String(v.user),
-      privateKey: readText(String(v.key), "--key"), knownHosts: readText(String(v["known-hosts"]), "--known-hosts"),
-    };
-  }
-  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
-  const placement = (["loadgen-cpus", "arm-cpus"] as const).flatMap((flag) => {
-    const list = v[flag];
-    if (typeof list !== "string") return [];
-    if (!isCpuList(list)) throw new UsageError(`--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list}"`, runUsage);
-    return [`--${flag}`, list];
-  });
-  return {
-    perfHost,
-    flags: [
-      "--root", resolve(String(v.root)),
-      "--service-user", userInfo().username,
-      "--champion-port", String(v["champion-port"]),
-      "--challenger-port", String(v["challenger-port"]),
-      "--max-foreign-cores", nonNegative(v, "max-foreign-cores"),
-      "--settle-seconds", nonNegative(v, "settle-seconds"),
-      "--lock-wait", "1s",
-      "--min-free-disk", String(256 << 20),
-      // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-      // enough here to drop most pairs of a short run (benchmark-host/README.md).
-      "--hold-cpus-awake",
-      ...placement,
-      ...(typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []),
-    ],
-  };
-}
-
-/** A flag's value as a non-negative number, or a usage error naming the flag. */
-function nonNegative(v: Record<string, string | boolean | undefined>, flag: string): string {
-  const text = String(v[flag]);
-  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, runUsage);
-  return text;
-}
-
-/** The highest CPU number perf-host's placement takes (its affinity mask is 1,024 bits). */
-const MAX_CPU = 1023;
-
-/** A CPU list as perf-host's --loadgen-cpus and --arm-cpus take it (the kernel's cpulist form). */
-function isCpuList(list: string): boolean {
-  return list.split(",").every((part) => {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!m) return false;
-    const lo = Number(m[1]);
-    const hi = Number(m[2] ?? m[1]);
-    return lo <= hi && hi <= MAX_CPU;
-  });
-}
-
-/** Deploys and promotes a build as the champion, unless it already is. */
-async function installChampion(host: BenchmarkHost, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {
+/**
+ * Deploys and promotes a build as the champion on every host where it is not already. A host
+ * that fails is named and the others are left promoted; the command then fails.
+ */
+async function installChampion(pool: HostPool, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {
   const sha = digestOf(build);
-  if ((await host.status()).champion === sha) return;
-  say(await host.deploy("champion", sha, build));
-  say(await host.promote(sha, config.service));
+  const outcomes = await pool.each(async ({ client }) => {
+    if ((await client.status()).champion === sha) return;
+    say(await client.deploy("champion", sha, build));
+    say(await client.promote(sha, config.service));
+  });
+  const failed = outcomes.flatMap((o) => (o.ok ? [] : [o]));
+  if (failed.length === 0) return;
+  if (pool.size === 1) throw failed[0]!.error;
+  const promoted = outcomes.filter((o) => o.ok).map((o) => o.name);
+  throw new Error(`--champion: promotion failed on ${failed.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
 }
 
 /** What a run did: its verdict, and what a terminal and the JSON summary say about it. */
 interface Done {
+  /** The host that measured it; null for perf-host on this machine. */
+  host: string | null;
   analysis: Analysis;
   artifacts: Artifacts;
   notes: string[];
   calibrations: Calibration[] | null;
+  /** With --aa: the drift run against an ancestor, or why there was none. */
+  drift?: DriftRun;
   pooled: string[];
   exitCode: number;
   /** Why it exits 2 after all (a calibration that recorded no floor), in one line. */
   error?: string;
 }
 
-type Shared = { busyDeadline: number; progress: Progress };
-
-/** The challenger against the champion, pooled with its earlier runs, judged against the host's floors. */
-async function gateHere(host: BenchmarkHost, config: GateConfig, o: RunOptions, s: Shared): Promise<Done> {
-  const sha = digestOf(o.challenger!);
-  const { analysis, artifacts, notes, evidence } = await gate(host, config, { challenger: { sha, artifact: o.challenger }, runIdPrefix: runIdPrefix("run"), seed: seedOf(sha), outDir: o.out, ...s });
-  return { analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+/** A host of a pool that could not do its part (unreachable, no champion): said, exit 2. */
+interface NotDone {
+  host: string;
+  exitCode: 2;
+  error: string;
 }
 
-/** The A/A protocol: the champion on both ports, each interval recorded as the host's floor. */
-async function calibrateHere(host: BenchmarkHost, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress }): Promise<Done> {
-  const { champion } = await host.status();
-  if (!champion) throw new UsageError("the host has no champion to calibrate: give --champion PATH", runUsage);
-  const run = await calibrateAndReport(host, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir: o.out, champion, ...s });
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine)];
+type Finished = Done | NotDone;
+
+type Shared = { busyDeadline: number; progress: Progress };
+
+/**
+ * The challenger against the champion, on the host of its earlier runs or a free one of the
+ * pool, pooled with those runs, judged against that host's floors.
+ */
+async function gateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Shared, onHost: (c: BenchmarkHost) => void, say: (line: string) => void): Promise<Done> {
+  const sha = digestOf(o.challenger!);
+  const key = runIdPrefix("run");
+  const remote = !("local" in o.target);
+  const { value, host } = await onPool(pool, { key, sha, busyDeadline: s.busyDeadline, say }, ({ client }, landing) => {
+    onHost(client);
+    return gate(client, config, { challenger: { sha, artifact: o.challenger }, runIdPrefix: key, seed: seedOf(sha), outDir: o.out, ...s, notes: landing.notes, ...(remote ? { host: landing.host } : {}) });
+  });
+  const { analysis, artifacts, notes, evidence } = value;
+  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+}
+
+/**
+ * The A/A protocol on every host in turn: the champion on both ports, each interval recorded as
+ * that host's floor. In a pool each host's files go to a folder of its own under --out, and a
+ * host that cannot be calibrated is said and exits 2, after the others.
+ */
+async function calibrateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress; driftProgress: Progress }, onHost: (c: BenchmarkHost) => void): Promise<Finished[]> {
+  const dones: Finished[] = [];
+  for (const { name, client } of pool.members) {
+    onHost(client);
+    const host = "local" in o.target ? null : name;
+    try {
+      dones.push(await calibrateOne(client, host, config, pool.size > 1 ? join(o.out, name.replace(/[^A-Za-z0-9._-]/g, "_")) : o.out, s));
+    } catch (e) {
+      if (pool.size === 1 || e instanceof Interrupted) throw e;
+      dones.push({ host: name, exitCode: 2, error: `not calibrated: ${(e as Error).message.split("\n")[0]}` });
+    }
+  }
+  return dones;
+}
+
+async function calibrateOne(client: BenchmarkHost, host: string | null, config: GateConfig, outDir: string, s: Shared & { confirmProgress: Progress; driftProgress: Progress }): Promise<Done> {
+  const { champion } = await client.status();
+  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s });
+  const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
+  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
   const { artifacts } = run;
   // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done: Done = { analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
+  const done: Done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
   if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c) => c.key).join(", ")}: ${unrecorded[0]!.notRecorded}`;
   return done;
 }
 
 const runIdPrefix = (kind: string) => `${kind}-${Date.now().toString(36)}`;
 
-function printVerdict(d: Done, say: (line: string) => void): void {
+function printVerdict(d: Done, say: (line: string) => void, named: boolean): void {
+  if (named) say(`host ${d.host}:`);
   for (const line of verdictLines(d.analysis)) say(line);
   for (const n of d.notes) say(n.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
@@ -328,13 +324,14 @@ function printVerdict(d: Done, say: (line: string) => void): void {
 }
 
 /** run --json: one object a script can act on; the headline's fields are analysis.json's. */
-function summaryJson(d: Done) {
+function summaryJson(d: Finished) {
+  if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
   const { verdict, grey_kind, blocking, blocked_by, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline, comparisons, preflight_flags } = analysisJson(d.analysis);
   return {
-    verdict, grey_kind, blocking, blocked_by, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
+    verdict, host: d.host, grey_kind, blocking, blocked_by, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
     comparisons: comparisons.map((c) => ({
       key: c.key, verdict: c.verdict, latency: c.latency, blocking: c.blocking, estimate_ms: c.estimate_ms, ci_ms: c.ci_ms, floor_ms: c.floor_ms, pairs: c.pairs,
-      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources,
+      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources, budget: c.budget,
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c) => c.flags.map((f) => ({ key: c.key, ...f }))),
@@ -343,6 +340,11 @@ function summaryJson(d: Done) {
       key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
       previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
     })) ?? null,
+    drift: d.drift && {
+      skipped: d.drift.skipped,
+      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
+      change_points: d.drift.changePoints.map((c) => ({ key: c.key, percentile: c.percentile, sum_ms: c.sumMs, sum_percent: c.sumPercent, threshold_ms: c.thresholdMs, pull_requests: c.steps.map((x) => x.pullRequest), shas: c.steps.map((x) => x.sha) })),
+    },
     report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] },
   };
 }
@@ -370,14 +372,6 @@ function progressBar(label: string, say: (line: string) => void, draw: (line: st
   };
 }
 
-/** perf-host beside this package (a checkout), else on PATH. */
-function defaultPerfHost(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
-  if (existsSync(candidate)) return candidate;
-  return "perf-host";
-}
-
 /** A content digest names a local build, as a commit SHA names a CI build. */
 export function digestOf(path: string): string {
   const h = createHash("sha1");
@@ -391,15 +385,6 @@ export function digestOf(path: string): string {
   if (!existsSync(path)) throw new UsageError(`${path}: no such build`, runUsage);
   walk(path);
   return h.digest("hex");
-}
-
-function readText(path: string, flag: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (e) {
-    if (flag === "--config") throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
-    throw new UsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, runUsage);
-  }
 }
 
 function bar(done: number, total: number): string {

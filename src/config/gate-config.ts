@@ -2,7 +2,7 @@
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "../contract/plan";
+import { COMPARISON_BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "../contract/plan";
 import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "../contract/rules";
 import { dependencyIssues, servicePortNames } from "./dependencies";
 import { protoFileIssues } from "./proto-files";
@@ -95,7 +95,7 @@ export const configSchema = z.strictObject({
    * What a pull request is measured against: the host's champion (main's HEAD as last
    * promoted), or its merge base, which the workflow then builds too and the champion arm runs.
    */
-  comparison_base: z.enum(BASES).default("champion"),
+  comparison_base: z.enum(COMPARISON_BASES).default("champion"),
   // Left out, slices are sized per rate (sliceDesign below); the order counterbalances the arms.
   slices: z
     .strictObject({
@@ -126,6 +126,15 @@ export const configSchema = z.strictObject({
     .strictObject({
       /** Block when CPU per request regresses past this percent over the whole interval. */
       block_cpu_percent: z.number().positive().max(1000).optional(),
+    })
+    .optional(),
+  /**
+   * The monthly regression budget (docs/design/0024-regression-budget.md): a red that would take
+   * main's change over the trailing 30 days past this percent of its level blocks. Off unless set.
+   */
+  budget: z
+    .strictObject({
+      percent_per_30_days: z.number().gt(0).max(100),
     })
     .optional(),
   /**
@@ -209,10 +218,11 @@ function resolvedRates(w: { rates: z.infer<typeof rates> }): number[] {
   return Array.isArray(r) ? r : r.multiples.map((m) => Number((m * r.production_rps).toFixed(3)));
 }
 
-/** The builds of a gate's runs: the challenger (none in an A/A run), and a merge base to run in the champion arm. */
+/** The builds of a gate's runs: the challenger (none in an A/A run), and a merge base or an ancestor to run in the champion arm. */
 export interface RunBuilds {
   challengerSha?: string;
   mergeBaseSha?: string;
+  ancestorSha?: string;
 }
 
 /** Seconds of slices, both arms together, in one gate's run of a workload and rate: the mission's 90 s. */
@@ -255,6 +265,7 @@ export function planRuns(config: GateConfig, builds: RunBuilds, seed: number): P
         request: {
           ...(builds.challengerSha ? { challenger_sha: builds.challengerSha } : {}),
           ...(builds.mergeBaseSha ? { merge_base_sha: builds.mergeBaseSha } : {}),
+          ...(builds.ancestorSha ? { ancestor_sha: builds.ancestorSha } : {}),
           service: config.service,
           ...(config.profile !== "never" ? { profile: true } : {}),
           loadgen: {

@@ -47,6 +47,8 @@ export type RunSummary = z.infer<typeof runSummarySchema>;
 export const hostStatusSchema = z.looseObject({
   perf_host_version: z.string(),
   champion: z.string(),
+  /** When it became the champion there (RFC 3339); absent before perf-host kept it. */
+  champion_since: z.string().optional(),
   previous: z.string(),
   champion_supervised: z.boolean(),
   lock: z.looseObject({ holder: z.string(), pid: z.number().int(), since: z.string(), age_seconds: z.number() }).nullable(),

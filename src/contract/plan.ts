@@ -21,8 +21,13 @@ export type Kind = (typeof KINDS)[number];
 export const targetsSchema = z.looseObject({ champion: z.string(), challenger: z.string() });
 export type Targets = z.infer<typeof targetsSchema>;
 
-/** What an A/B run's champion arm ran: the host's champion, or the pull request's merge base (comparison_base); absent in results of hosts before it: the champion. */
-export const BASES = ["champion", "merge-base"] as const;
+/** What a pull request is compared with (the config's comparison_base): the host's champion, or its merge base. */
+export const COMPARISON_BASES = ["champion", "merge-base"] as const;
+/**
+ * What an A/B run's champion arm ran: a comparison base, or an earlier champion the host kept
+ * (a drift run); absent in results of hosts before it: the champion.
+ */
+export const BASES = [...COMPARISON_BASES, "ancestor"] as const;
 
 export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: z.enum(BASES).optional() });
 export type Builds = z.infer<typeof buildsSchema>;
@@ -126,6 +131,8 @@ export const runRequestSchema = z.looseObject({
   champion_sha: sha.optional(),
   /** comparison_base merge-base: a deployed build the champion arm runs instead of the champion. */
   merge_base_sha: sha.optional(),
+  /** A drift run: an earlier champion the host kept, run in the champion arm against the champion. */
+  ancestor_sha: sha.optional(),
   service: serviceSchema,
   /** Sample both arms' CPU stacks during the run (config profile: on-red or always). */
   profile: z.boolean().optional(),

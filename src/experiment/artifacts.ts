@@ -6,6 +6,8 @@ import type { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { armsOf } from "../report/arms";
 import { svgChart } from "../report/chart";
+import type { History } from "../contract/history";
+import { historyPage, type PageOptions } from "../report/history-page";
 import { analysisJson } from "../report/json";
 
 export interface Artifacts {
@@ -18,7 +20,7 @@ export interface Artifacts {
 }
 
 /** report.md, analysis.json, chart.svg, and result.json: the host's documents, as received. */
-export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[] }): Artifacts {
+export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[]; host?: string | null }): Artifacts {
   const paths = {
     reportPath: join(dir, "report.md"),
     resultPath: writeResults(dir, a.documents),
@@ -27,7 +29,7 @@ export function writeArtifacts(dir: string, a: { analysis: Analysis; report: str
   };
   writeFiles(dir, [
     [paths.reportPath, a.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a.analysis), null, 2)],
+    [paths.analysisPath, JSON.stringify(analysisJson(a.analysis, a.host ?? null), null, 2)],
     [paths.chartPath, svgChart(a.analysis.headline, a.analysis.percentile, armsOf(a.analysis))],
   ]);
   return paths;
@@ -50,6 +52,13 @@ export function writeResults(dir: string, documents: readonly unknown[]): string
 export function writeUnmeasured(dir: string, e: NonNullable<CouldNotMeasureError["explained"]>): Omit<Artifacts, "chartPath"> {
   const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
   writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+  return paths;
+}
+
+/** history.html, the history page, and history.json, the document it was made from. */
+export function writeHistoryPage(dir: string, history: History, document: unknown, o: PageOptions): { pagePath: string; jsonPath: string } {
+  const paths = { pagePath: join(dir, "history.html"), jsonPath: join(dir, "history.json") };
+  writeFiles(dir, [[paths.pagePath, historyPage(history, o)], [paths.jsonPath, `${JSON.stringify(document, null, 2)}\n`]]);
   return paths;
 }
 

@@ -14,7 +14,9 @@ import { decide } from "./decide";
 import { calibrationLine, calibrationReport } from "../report/calibration";
 import { markdownReport } from "../report/markdown";
 import { identityNotes } from "../report/notes";
+import { driftReport } from "../report/drift";
 import { type Artifacts, writeArtifacts, writeCalibrationReport } from "./artifacts";
+import { type DriftRun, measureDrift } from "./history";
 import { measure, type Measurement } from "./measure";
 
 export interface CalibrationRun {
@@ -61,9 +63,11 @@ export async function calibrate(host: BenchmarkHost, config: GateConfig, o: Cali
 }
 
 export interface ReportedCalibration extends CalibrationRun {
-  /** The calibration report: identity notes, floors, drift, the floor history. */
+  /** The calibration report: identity notes, floors, drift, the floor history, main's drift against an ancestor. */
   report: string;
   artifacts: Artifacts & { calibrationPath: string };
+  /** The champion against an ancestor of 30 or more days ago (or why not), and the history's change points. */
+  drift: DriftRun;
 }
 
 /**
@@ -71,11 +75,18 @@ export interface ReportedCalibration extends CalibrationRun {
  * `perf-gate run --aa`: calibration.md (the calibration report) beside the verdict files every
  * run leaves (report.md, analysis.json, chart.svg, result.json).
  */
-export async function calibrateAndReport(host: BenchmarkHost, config: GateConfig, o: CalibrationOptions & { outDir: string; champion: string }): Promise<ReportedCalibration> {
-  const { outDir, champion, ...options } = o;
+export async function calibrateAndReport(
+  host: BenchmarkHost,
+  config: GateConfig,
+  o: CalibrationOptions & { outDir: string; champion: string; driftProgress?: Measurement["progress"] },
+): Promise<ReportedCalibration> {
+  const { outDir, champion, driftProgress, ...options } = o;
   const run = await calibrate(host, config, options);
+  // Then main against where it was a month ago, on the same host while it is calibrated.
+  const { confirmProgress: _, ...measurement } = options;
+  const drift = await measureDrift(host, config, { ...measurement, runIdPrefix: `${o.runIdPrefix}-drift`, progress: driftProgress ?? o.progress });
   const identity = identityNotes(run.analysis, run.documents);
-  const report = [...identity, calibrationReport(run.calibrations, { champion, history: run.history })].join("\n\n");
+  const report = [...identity, calibrationReport(run.calibrations, { champion, history: run.history }), driftReport(drift.points, drift.changePoints, drift.skipped)].join("\n\n");
   const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
-  return { ...run, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
+  return { ...run, drift, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
 }

@@ -4,20 +4,29 @@
 import type { Analysis } from "../analysis/verdict";
 import type { GateConfig } from "../config/gate-config";
 import type { BenchmarkHost } from "../host/client";
+import { budgetNotes } from "../report/budget";
 import { profilePath, profiledRuns } from "../report/functions";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
 import { type Artifacts, writeArtifacts, writeProfiles, writeResults } from "./artifacts";
 import { measureAndDecide } from "./extend";
+import { keepGate, withBudgetOf } from "./history";
 import type { Evidence, Measurement } from "./measure";
 
 export interface GateRun extends Omit<Measurement, "kind" | "pool" | "challenger"> {
   challenger: { sha: string; artifact?: string };
   /** Where report.md, analysis.json, chart.svg and result.json go. */
   outDir: string;
-  /** Lines for the report, before the gate's own notes. */
-  notes?: string[];
+  /**
+   * Lines for the report, before the gate's own notes; a function is asked once the gate has
+   * measured (a pool's note says how long the gate waited for its host).
+   */
+  notes?: string[] | (() => string[]);
   runUrl?: string;
+  /** The pull request measured, for the host's history. */
+  pullRequest?: number;
+  /** The host it runs on, as the pool names it: the report and analysis.json say where it was measured. */
+  host?: string;
 }
 
 export interface GateVerdict {
@@ -31,15 +40,20 @@ export interface GateVerdict {
 
 /** A challenger against the champion, pooled with its earlier runs, judged and reported. */
 export async function gate(host: BenchmarkHost, config: GateConfig, r: GateRun): Promise<GateVerdict> {
-  const { outDir, notes: given = [], runUrl, ...measurement } = r;
+  const { outDir, notes: caller = [], runUrl, host: hostName, pullRequest, ...measurement } = r;
   // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
-  const { evidence, analysis, status } = await measureAndDecide(host, config, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const judged = await measureAndDecide(host, config, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const { evidence, status } = judged;
+  // The budget needs main's last 30 days from the host's history; then the gate joins that history.
+  const analysis = await withBudgetOf(host, config, judged.analysis);
+  const kept = await keepGate(host, analysis, evidence, { pullRequest, url: runUrl });
   const sha = r.challenger.sha;
+  const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
-  const notes = [...given, ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion), ...fetched.notes];
-  const report = markdownReport(analysis, { notes, runUrl, functions });
-  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents });
+  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion), ...kept, ...fetched.notes];
+  const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
+  const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
   return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
 }
 

@@ -26,6 +26,8 @@ export interface Measurement {
   challenger?: { sha: string; artifact?: string };
   /** comparison_base merge-base: the build the champion arm runs instead of the champion, deployed first when given. */
   mergeBase?: { sha: string; artifact?: string };
+  /** A drift run: an earlier champion the host kept, run in the champion arm (the champion is the challenger). */
+  ancestor?: { sha: string };
   /** Unique per job; run ids are `${runIdPrefix}-${index}`. */
   runIdPrefix: string;
   /** One seed per job: the load generator's and the analysis's. */
@@ -56,7 +58,7 @@ export async function measure(host: BenchmarkHost, config: GateConfig, m: Measur
   // The merge base is main's code, as a champion is: it runs in the champion's arm.
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
   const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
-  for (const run of planRuns(config, { challengerSha, mergeBaseSha: m.mergeBase?.sha }, m.seed)) {
+  for (const run of planRuns(config, { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha }, m.seed)) {
     const runId = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run, runId);
     try {

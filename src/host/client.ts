@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
+import { type DriftRecord, type GateRecord, type History, parseHistory } from "../contract/history";
 import { EXIT, type FloorRecord, floorSchema, hostStatusSchema, type HostStatus, OUTCOME_MARKER, type RunSummary, runSummarySchema, type StoredFloor } from "../contract/host";
 import type { RunRequest, ServiceSpec } from "../contract/plan";
 import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
@@ -58,22 +59,42 @@ export type HostOptions = (SshTarget | LocalTarget) & {
  */
 export interface BenchmarkHost {
   deploy(role: "challenger" | "champion", sha: string, artifact: string): Promise<string>;
-  promote(sha: string, service: ServiceSpec, busyDeadline?: number): Promise<string>;
+  promote(sha: string, service: ServiceSpec, busyDeadline?: number, pullRequest?: number): Promise<string>;
   rollback(busyDeadline?: number): Promise<string>;
   abort(runId: string): Promise<void>;
   stopChampion(): Promise<string>;
   recordFloor(runId: string, floor: FloorRecord): Promise<void>;
+  recordGate(runId: string, gate: GateRecord): Promise<void>;
+  recordDrift(runId: string, drift: DriftRecord): Promise<void>;
+  history(): Promise<{ document: unknown; message: History }>;
   floorHistory(): Promise<StoredFloor[]>;
   runsOf(sha: string): Promise<RunSummary[]>;
   start(kind: "run" | "aa", runId: string, request: RunRequest, busyDeadline: number): Promise<void>;
+  /** Returns when the run ends, or `signal` aborts (a gate watching the run that holds its host). */
+  watch(runId: string, signal: AbortSignal): Promise<void>;
   wait(runId: string, onLine: (line: string) => void): Promise<RunOutcome>;
   result(runId: string): Promise<{ document: unknown; message: HostResult }>;
-  status(): Promise<HostStatus>;
   /** An arm's CPU profile of a finished run that asked for profiles (pprof, gzipped). */
   profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array>;
+  status(): Promise<HostStatus>;
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock(): void;
+  /** False from claimNextLock until a verb took the host's lock. */
+  readonly claimed: boolean;
+  /** When a verb first took the host's lock (ms since the epoch), or null. */
+  readonly lockedAt: number | null;
   /** Releases what the connection holds (the key on disk). */
   close(): void;
 }
+
+/** Opens a host: perf-host over SSH or on this machine (HostClient), or a test's host in memory. */
+export type Connect = (options: HostOptions) => BenchmarkHost;
+
+export const connectHostClient: Connect = (options) => new HostClient(options);
+
 
 export class HostClient implements BenchmarkHost {
   private readonly dir: string;
@@ -83,6 +104,8 @@ export class HostClient implements BenchmarkHost {
   private readonly backoffMs: number;
   private readonly log: (line: string) => void;
   private readonly busyPollMs: number;
+  private claiming: boolean;
+  private firstLockAt: number | null = null;
 
   constructor(private readonly o: HostOptions) {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
@@ -96,6 +119,26 @@ export class HostClient implements BenchmarkHost {
     this.backoffMs = o.backoffMs ?? 2000;
     this.log = o.log ?? (() => {});
     this.busyPollMs = o.busyPollMs ?? 15_000;
+    this.claiming = false;
+  }
+
+  /**
+   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
+   * host is reported at once rather than waited out, so that the pool can look for another
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  claimNextLock(): void {
+    this.claiming = true;
+  }
+
+  /** False from claimNextLock until a verb took the host's lock. */
+  get claimed(): boolean {
+    return !this.claiming;
+  }
+
+  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
+  get lockedAt(): number | null {
+    return this.firstLockAt;
   }
 
   /** Removes the key from disk. */
@@ -163,10 +206,12 @@ export class HostClient implements BenchmarkHost {
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
    * experiment is never cut off: the host's lock makes this wait, until `busyDeadline` (an
-   * absolute time in ms).
+   * absolute time in ms). `pullRequest`, the pull request merged, lets the host record the
+   * step main took: that pull request's last gate (without it, the last gate of the build).
    */
-  async promote(sha: string, service: ServiceSpec, busyDeadline = 0): Promise<string> {
-    return (await this.whenFree(`promote ${sha}`, busyDeadline, { input: JSON.stringify(service) })).trim();
+  async promote(sha: string, service: ServiceSpec, busyDeadline = 0, pullRequest?: number): Promise<string> {
+    const command = pullRequest === undefined ? `promote ${sha}` : `promote ${sha} ${pullRequest}`;
+    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service) })).trim();
   }
 
   /** Makes the previous champion the champion again (waiting for a running experiment). */
@@ -189,6 +234,32 @@ export class HostClient implements BenchmarkHost {
     await this.must(`floor-record ${runId}`, { input: JSON.stringify(floor) });
   }
 
+  /** Keeps a finished gate's verdict in the host's history; `runId` is one of its runs. */
+  async recordGate(runId: string, gate: GateRecord): Promise<void> {
+    await this.must(`gate-record ${runId}`, { input: JSON.stringify(gate) });
+  }
+
+  /** Keeps a drift run's interval (the champion against an ancestor) in the host's history. */
+  async recordDrift(runId: string, drift: DriftRecord): Promise<void> {
+    await this.must(`drift-record ${runId}`, { input: JSON.stringify(drift) });
+  }
+
+  /** The host's history: every gate, promotion, rollback, calibration and drift run, and its ancestors. */
+  async history(): Promise<{ document: unknown; message: History }> {
+    const text = await this.must("history");
+    let document: unknown;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      throw new HostError("protocol", "history: the host did not answer with JSON");
+    }
+    try {
+      return { document, message: parseHistory("history", document) };
+    } catch (e) {
+      throw new HostError("protocol", (e as Error).message);
+    }
+  }
+
   /** Every floor the host has recorded, oldest first. */
   async floorHistory(): Promise<StoredFloor[]> {
     return this.parsed("floors", z.array(floorSchema));
@@ -206,11 +277,19 @@ export class HostClient implements BenchmarkHost {
 
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   private async whenFree(command: string, busyDeadline: number, stdin?: { input?: string }): Promise<string> {
+    // A claim looks first: a host another gate took since the pool's look is given up at once,
+    // not after the host's lock wait (10 s by default) while another host may be free.
+    const taken = this.claiming ? (await this.status()).lock : null;
+    if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (;;) {
       const r = await this.call(command, stdin);
-      if (r.exitCode === 0) return String(r.stdout);
+      if (r.exitCode === 0) {
+        this.claiming = false;
+        this.firstLockAt ??= Date.now();
+        return String(r.stdout);
+      }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -235,6 +314,17 @@ export class HostClient implements BenchmarkHost {
       throw new HostError("protocol", `${command}: unexpected answer at ${i.path.join(".") || "(top)"}: ${i.message}`);
     }
     return { document, message: r.data };
+  }
+
+  /**
+   * Returns when a run ends, or the connection does, or `signal` aborts: one session that follows
+   * the run's log (perf-host wait), for a gate waiting for the host it holds. A session's start
+   * costs the host ~0.17 s of CPU here; following costs it next to nothing
+   * (docs/design/0026-a-pool-of-hosts.md).
+   */
+  async watch(runId: string, signal: AbortSignal): Promise<void> {
+    const [file, args] = this.argv(`wait ${runId}`);
+    await execa(file, args, { reject: false, stdout: "ignore", stderr: "ignore", cancelSignal: signal });
   }
 
   /**

@@ -1,5 +1,6 @@
 // How a verdict shows on GitHub: the check's conclusion, the label and the title. Pure.
 import type { Analysis, Comparison } from "../analysis/verdict";
+import { budgetWords } from "./budget";
 import { quartet } from "./quartet";
 import { resourceTitle } from "./resources";
 
@@ -11,14 +12,19 @@ export interface GateOutcome {
   title: string;
 }
 
-const reasonTitle = { latency: "", errors: "more errors", cpu: "more CPU per request" } as const;
+const reasonTitle = {
+  latency: () => "",
+  errors: () => "more errors",
+  cpu: () => "more CPU per request",
+  budget: (c: Comparison) => `past the regression budget: ${c.budget ? budgetWords(c.budget) : "see the report"}`,
+} as const;
 
 /**
  * " (more CPU per request)" when a comparison blocks for a reason beside its latency, which its
  * quartet (a latency sentence) does not say; "" otherwise.
  */
 export function blockedByNote(c: Comparison): string {
-  const why = c.blockedBy.map((r) => reasonTitle[r]).filter(Boolean);
+  const why = c.blockedBy.map((r) => reasonTitle[r](c)).filter(Boolean);
   return why.length ? ` (${why.join(", ")})` : "";
 }
 

@@ -48,6 +48,7 @@ export function comparisonJson(c: Comparison) {
     blocking: c.blocking,
     blocked_by: c.blockedBy,
     blocking_decisive: c.blockingDecisive,
+    budget: c.budget,
     estimate_ms: c.estimateMs,
     ci_ms: c.ciMs,
     confidence: c.confidence,
@@ -92,10 +93,12 @@ export function comparisonJson(c: Comparison) {
   };
 }
 
-export function analysisJson(a: Analysis) {
+export function analysisJson(a: Analysis, host: string | null = null) {
   const h = a.headline;
   return {
     verdict: a.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
     grey_kind: a.verdict === "grey" ? h.greyKind : null,
     blocking: a.blocking,
     blocked_by: h.blockedBy,

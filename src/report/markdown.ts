@@ -13,6 +13,7 @@ import { classesSentence, classesTable } from "./classes";
 import { functionsSentence, functionsTable, profiledRuns } from "./functions";
 import { textChart } from "./chart";
 import { confidenceLabel, mib, ms, msInterval, percentLabel, pValue, rps, signedMs, signedPercent } from "./format";
+import { budgetWords } from "./budget";
 import { blockedByNote } from "./gate-outcome";
 import { halfWidth } from "../analysis/floors";
 import { quartet } from "./quartet";
@@ -34,6 +35,8 @@ export interface ReportOptions {
   functions?: boolean;
   /** The workflow run's page; its artifacts are at #artifacts. The CLI has none. */
   runUrl?: string | null;
+  /** The benchmark host that measured it, as the pool names it; a local host has none. */
+  host?: string | null;
   limit?: number;
 }
 
@@ -52,7 +55,7 @@ function render(a: Analysis, opts: ReportOptions, maxRows: number): string {
   const arms = armsOf(a);
   const several = a.comparisons.length > 1;
   const out: string[] = [...(opts.preamble ?? [])];
-  out.push(`### ${headline(a, arms)}`, "", compared(a, arms, opts.runUrl ?? null), "", arms.aa ? aaSentence(a, arms) : verdictSentence(a));
+  out.push(`### ${headline(a, arms)}`, "", compared(a, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a, arms) : verdictSentence(a));
   // Where the time went, before what it cost: the classes that moved, then the functions.
   const showFunctions = opts.functions ?? true;
   const runs = profiledRuns(a.comparisons);
@@ -101,13 +104,14 @@ function headline(a: Analysis, arms: Arms): string {
   return `perf-gate: ${state} — ${quartet(h, a.percentile)}`;
 }
 
-/** The second line: which builds, and where the run and its files are. */
-function compared(a: Analysis, arms: Arms, runUrl: string | null): string {
+/** The second line: which builds, on which host, and where the run and its files are. */
+function compared(a: Analysis, arms: Arms, runUrl: string | null, host: string | null): string {
   const sha = (s: string | undefined) => (s ? `\`${s.slice(0, 7)}\`` : "(unknown)");
+  const on = host ? ` on host \`${host}\`` : "";
   const links = runUrl ? ` · [workflow run](${runUrl}) · [report and results](${runUrl}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha(a.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${links}`;
+  if (arms.aa) return `A/A run: champion ${sha(a.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on}${links}`;
   const base = a.builds?.base === "merge-base" ? "merge base" : "champion";
-  return `challenger ${sha(a.builds?.challenger_sha)} vs ${base} ${sha(a.builds?.champion_sha)}${links}`;
+  return `challenger ${sha(a.builds?.challenger_sha)} vs ${base} ${sha(a.builds?.champion_sha)}${on}${links}`;
 }
 
 function verdictSentence(a: Analysis): string {
@@ -129,6 +133,9 @@ function verdictSentence(a: Analysis): string {
 
 /** Why a comparison blocks, one reason. */
 function blockReason(c: Comparison, reason: Comparison["blockedBy"][number], budget: string): string {
+  if (reason === "budget") {
+    return `the regression would take main past its monthly regression budget (${budgetWords(c.budget!)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+  }
   if (reason === "errors") return `the challenger fails more requests than the champion (${c.errorRegression!.challenger} vs ${c.errorRegression!.champion})`;
   if (reason === "cpu") {
     const cpu = c.resources!.cpuUsPerRequest!;

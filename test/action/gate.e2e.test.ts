@@ -84,7 +84,10 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(fake.comments.get(PR)).toHaveLength(1);
     expect(fake.comments.get(PR)![0]!.body).toMatch(/^<!-- perf-gate:sticky -->\n### perf-gate: 🔴 red, blocking — challenger is [\d.]+ ms slower at p90/);
     expect(check.details_url).toMatch(/^https:\/\/github.com\/Codertocat\/Hello-World\/actions\/runs\/\d+$/);
-    expect(check.output.summary).toContain(`challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` · [workflow run](${check.details_url})`);
+    // The verdict names the host that measured it, as the host input names it.
+    const measuredOn = `127.0.0.1:${host.info.ssh_port}`;
+    expect(run.outputs.host).toBe(measuredOn);
+    expect(check.output.summary).toContain(`challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` on host \`${measuredOn}\` · [workflow run](${check.details_url})`);
 
     const again = await gate(real("synchronize"), slow);
     skipIfDisturbed(ctx, again);
@@ -265,7 +268,9 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     const p = real("opened");
     fake.setLabels(PR, ["perf:green"]); // a verdict about an earlier head
     syncPull(p);
-    const run = await h.run({ ...inputs(host.release("fast", "x")), port: "1", "on-infrastructure-failure": "neutral" }, "pull_request", p);
+    // Port 1, pinned (the key checked up front is the host's; nothing listens there).
+    const pinned = host.info.known_hosts_line.replace(/^\[127\.0\.0\.1\]:\d+/, "[127.0.0.1]:1");
+    const run = await h.run({ ...inputs(host.release("fast", "x")), port: "1", "known-hosts": pinned, "on-infrastructure-failure": "neutral" }, "pull_request", p);
     expect(run.code).toBe(0);
     expect(run.outputs.verdict).toBe("error");
     expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate could not measure (unreachable)" } });

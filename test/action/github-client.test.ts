@@ -67,6 +67,19 @@ describe("the merge base", () => {
   });
 });
 
+describe("the merged pull request of a commit", () => {
+  it("is the merged pull request whose merge made the commit, as GitHub associates them; none for a direct push", async () => {
+    const merge = "4".repeat(40);
+    fake.pulls.set(41, { headSha: "5".repeat(40), baseSha: "b".repeat(40), baseRef: "master", state: "closed", headRepo: "Codertocat/Hello-World", headPushedAt: "2026-11-21T09:00:00Z", mergeCommitSha: merge });
+    // Another pull request holds the commit but was not merged by it (still open).
+    fake.pulls.set(42, { headSha: merge, baseSha: "b".repeat(40), baseRef: "master", state: "open", headRepo: "Codertocat/Hello-World", headPushedAt: "2026-11-21T09:00:00Z" });
+    expect(await client().mergedPullRequest(merge)).toBe(41);
+    expect(calls("repos/list-pull-requests-associated-with-commit").at(-1)!.path).toBe(`/repos/Codertocat/Hello-World/commits/${merge}/pulls?per_page=100`);
+    expect(await client().mergedPullRequest("6".repeat(40))).toBeNull();
+    expect(fake.violations).toEqual([]);
+  });
+});
+
 describe("labels", () => {
   it("compare case-insensitively, as GitHub's names do, and an existing label keeps its spelling", async () => {
     fake.addLabel(issue, "PERF:RED");

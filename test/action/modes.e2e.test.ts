@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type History, parseHistory } from "../../src/contract/history";
 import { ms } from "../../src/report/format";
 import { ActionHarness, type CommentPayload, E2E_CONFIG, examplePayload, REPOSITORY } from "../support/action-harness";
 import { asRoot } from "../support/bench-host";
@@ -183,9 +184,18 @@ describe.skipIf(!asRoot)("promotion", () => {
   const dispatch = () => examplePayload<object>("workflow_dispatch");
 
   it("a merge makes main's HEAD the champion, verified by an A/A check, the previous kept; rollback restores it", async (ctx) => {
+    // Pull request 1 was merged as MERGED: GitHub names it, and its last gate is the step main took.
+    h.fake.pulls.set(PR, { ...h.fake.pulls.get(PR)!, state: "closed", mergeCommitSha: MERGED });
     const promoted = await h.run(h.inputs("promote", { artifact: h.host.release("fast", "v2") }), "push", push(), { GITHUB_SHA: MERGED });
+    setHead(HEAD);
     skipIfDisturbed(ctx, promoted);
     expect(promoted.code, promoted.stdout).toBe(0);
+    const { entries } = JSON.parse((await h.host.ssh("history")).stdout) as History;
+    const promotion = entries.findLast((e) => e.kind === "promotion")!.change!;
+    expect(promotion).toMatchObject({ sha: MERGED, previous: CHAMPION, pull_request: PR });
+    // The step is pull request 1's last gate in the host's history (the reruns' and the fork's above), whichever head it measured.
+    const lastGate = entries.findLast((e) => e.gate?.pull_request === PR)?.gate;
+    expect(promotion.step?.gate).toEqual(lastGate);
     expect(promoted.outputs).toMatchObject({ champion: MERGED, "previous-champion": CHAMPION });
     expect(await h.championVersion()).toBe("fast v2");
     const status = await h.hostStatus();
@@ -250,6 +260,12 @@ describe.skipIf(!asRoot)("calibration", () => {
     expect(floor.run_id).toMatch(/^calibrate-\d+-1-(confirm0-)?0$/); // a confirmation run when the first excluded 0
     const report = readFileSync(first.outputs["report-path"]!, "utf8");
     expect(report).toContain(`| work@200 | ±${ms(floor.half_width_ms)} ms |`);
+    // The history page and the history beside the report: the promotions and gates of this file.
+    const page = readFileSync(first.outputs["history-path"]!, "utf8");
+    const history = parseHistory("history.json", JSON.parse(readFileSync(first.outputs["history-json-path"]!, "utf8")));
+    expect(history.entries.filter((e) => e.kind === "calibration").length).toBeGreaterThan(0);
+    expect(page).toContain('id="promotions"');
+    expect(report).toMatch(/## Main's drift against an ancestor\n\nNo drift run: the host keeps no champion promoted 30 or more days ago/);
     expect(report).toContain("| none | — |"); // no previous floor, no drift
 
     const fresh = "5234567890abcdef1234567890abcdef12345678";

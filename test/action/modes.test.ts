@@ -69,7 +69,7 @@ describe("mode gate: the labels", () => {
     expect(check).toMatchObject({ head_sha: HEAD, status: "completed", conclusion: "failure" });
     expect(check.output.title).toMatch(/^red, blocking: challenger is [\d.]+ ms slower at p90 \(97\.5% CI/);
     expect(check.output.summary).toContain(
-      `challenger \`1234567\` vs champion \`ccccccc\` · [workflow run](${check.details_url})`,
+      `challenger \`1234567\` vs champion \`ccccccc\` on host \`bench.example.com\` · [workflow run](${check.details_url})`,
     );
     expect(h.fake.labelsOn(PR)).toEqual(["perf:red"]);
     expect(h.sticky(PR).map((c) => c.body.split("\n")[1])).toEqual([
@@ -89,7 +89,14 @@ describe("mode gate: the labels", () => {
       "wait pr1-1234567-1000-1-0",
       "result pr1-1234567-1000-1-0",
       `runs ${HEAD}`,
+      "gate-record pr1-1234567-1000-1-0",
     ]);
+    // The gate is kept in the host's history, as the verdict says.
+    expect(host.entries.at(-1)).toMatchObject({
+      kind: "gate",
+      run_id: "pr1-1234567-1000-1-0",
+      gate: { pull_request: PR, challenger_sha: HEAD, champion_sha: CHAMPION, verdict: "red", blocking: true },
+    });
   });
 
   it("a red within the block threshold is advisory: the check is neutral and the merge allowed", async () => {

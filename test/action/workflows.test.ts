@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { poolOf } from "../../src/action/inputs";
 import { examplePayload, GitHubHarness, REPOSITORY } from "../support/action-harness";
 import { GITHUB_ACTIONS } from "../support/github-fake";
 import { repoRoot } from "../support/loadgen";
@@ -218,6 +219,44 @@ describe("perf-gate.yml concurrency", () => {
     const ctx = { github: { event: p, event_name: "issue_comment" }, vars: { PERF_GATE_HOST: "bench-1.example.com" } };
     expect(render(rerun.group, ctx)).toBe(plan("synchronize").group);
     expect(rerun["cancel-in-progress"]).toBe(false);
+  });
+});
+
+describe("a pool of hosts in the shipped workflows", () => {
+  const vars = {
+    PERF_GATE_HOST: "bench-1.example.com, bench-2.example.com, perf-ci@bench-3.example.com:2222",
+    PERF_GATE_KNOWN_HOSTS: "bench-1.example.com ssh-ed25519 AAAA1\nbench-2.example.com ssh-ed25519 AAAA2\n[bench-3.example.com]:2222 ssh-ed25519 AAAA3",
+  };
+  const steps = shipped.flatMap((f) =>
+    Object.entries(load(join("workflows", f)).jobs).flatMap(([job, j]) => (j.steps ?? []).filter((s) => s.uses?.startsWith("perf-gate/perf-gate@") && s.with?.host).map((s) => ({ where: `${f} ${job}`, with: s.with! }))),
+  );
+
+  it("every step that talks to the hosts gives the action the whole pool, each host pinned", () => {
+    expect(steps.map((s) => s.where).sort()).toEqual(["perf-calibrate.yml calibrate", "perf-gate.yml gate", "perf-promote.yml promote", "perf-promote.yml rollback", "perf-rerun.yml gate"]);
+    for (const s of steps) {
+      const ctx = { vars, secrets: { PERF_GATE_SSH_KEY: "-----BEGIN OPENSSH PRIVATE KEY-----" } };
+      const rendered = { host: render(s.with.host!, ctx), port: Number(s.with.port ?? "22"), "known-hosts": render(s.with["known-hosts"]!, ctx) };
+      expect(poolOf(rendered).map((h) => h.name), s.where).toEqual(["bench-1.example.com", "bench-2.example.com", "bench-3.example.com:2222"]);
+      expect(poolOf(rendered)[2]!.user, s.where).toBe("perf-ci");
+    }
+    // A known-hosts variable missing a host's line is refused before anything runs, naming the host.
+    const short = { ...vars, PERF_GATE_KNOWN_HOSTS: vars.PERF_GATE_KNOWN_HOSTS.split("\n").slice(0, 2).join("\n") };
+    const gate = steps.find((s) => s.where === "perf-gate.yml gate")!;
+    expect(() => poolOf({ host: render(gate.with.host!, { vars: short }), port: 22, "known-hosts": render(gate.with["known-hosts"]!, { vars: short }) })).toThrow(
+      `input known-hosts: no line pins bench-3.example.com:2222's host key: give one line per host of the pool, as install.sh prints it ("[bench-3.example.com]:2222 ssh-ed25519 AAAA…")`,
+    );
+  });
+
+  it("a pool's gates and reruns share a concurrency group per pull request, and promotions one for the pool", () => {
+    const pr = examplePayload<PrPayload>("pull_request", (e) => (e as unknown as { action: string }).action === "synchronize");
+    pr.pull_request.number = 2;
+    const gate = render(load("workflows/perf-gate.yml").concurrency!.group, { github: { event: { ...pr, action: "synchronize" }, repository: REPOSITORY, run_id: 1 }, vars });
+    const comment = examplePayload<{ issue: { number: number } }>("issue_comment");
+    comment.issue.number = 2;
+    const rerun = render(load("workflows/perf-rerun.yml").jobs.gate!.concurrency!.group, { github: { event: comment }, vars });
+    expect(gate).toBe(`perf-gate-${vars.PERF_GATE_HOST}-pr-2`);
+    expect(rerun).toBe(gate);
+    expect(render(load("workflows/perf-promote.yml").concurrency!.group, { vars })).toBe(`perf-gate-${vars.PERF_GATE_HOST}-champion`);
   });
 });
 

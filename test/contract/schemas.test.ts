@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { configSchema } from "../../src/config/gate-config";
+import { driftRecordSchema, gateRecordSchema, historySchema } from "../../src/contract/history";
 import { floorRecordSchema, floorSchema, hostStatusSchema, runSummarySchema } from "../../src/contract/host";
 import { planSchema, runRequestSchema, serviceSchema } from "../../src/contract/plan";
 import { hostResultSchema, outcomeSchema, resultSchema, sliceSchema } from "../../src/contract/result";
@@ -26,6 +27,9 @@ const messages: Record<string, [z.ZodType, string]> = {
   floor: [floorSchema, "src/contract/host.ts"],
   "run-summary": [runSummarySchema, "src/contract/host.ts"],
   status: [hostStatusSchema, "src/contract/host.ts"],
+  "gate-record": [gateRecordSchema, "src/contract/history.ts"],
+  "drift-record": [driftRecordSchema, "src/contract/history.ts"],
+  history: [historySchema, "src/contract/history.ts"],
 };
 
 const goSchema = (name: string) => JSON.parse(readFileSync(join(schemaDir, `${name}.schema.json`), "utf8")) as Record<string, unknown>;

@@ -4,6 +4,7 @@ import { armsOf } from "../../src/report/arms";
 import { textChart, svgChart } from "../../src/report/chart";
 import { gateOutcome } from "../../src/report/gate-outcome";
 import { ms, signedMs } from "../../src/report/format";
+import { analysisJson } from "../../src/report/json";
 import { GITHUB_SUMMARY_LIMIT, markdownReport } from "../../src/report/markdown";
 import { candidateNote } from "../../src/report/notes";
 import { quartet } from "../../src/report/quartet";
@@ -59,6 +60,15 @@ describe("markdown report", () => {
     expect(md.split(quartet(a.headline, 99)).length - 1).toBe(1);
     expect(md.split("The challenger is faster").length - 1).toBe(1);
     expect(markdownReport(a)).toContain("challenger `02711bd` vs champion `89bd5b9`\n"); // no links without a run
+  });
+
+  it("names the host that measured it, in the report and in analysis.json", () => {
+    const a = karan();
+    expect(markdownReport(a, { runUrl: RUN, host: "bench-2.example:2222" }).split("\n")[2]).toBe(
+      `challenger \`02711bd\` vs champion \`89bd5b9\` on host \`bench-2.example:2222\` · [workflow run](${RUN}) · [report and results](${RUN}#artifacts)`,
+    );
+    expect(analysisJson(a, "bench-2.example:2222").host).toBe("bench-2.example:2222");
+    expect(analysisJson(a).host).toBeNull();
   });
 
   it("names the merge base as what the challenger was compared with when the champion arm ran it (comparison_base)", () => {

@@ -6,7 +6,7 @@
 import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Connect } from "../../src/action/job";
+import type { Connect } from "../../src/host/client";
 import { GitHubHarness } from "./action-harness";
 import { type ActionRun, type RunOptions, stepEnv, stepFiles, stepRun } from "./action-runner";
 import type { FakeHost } from "./fake-host";

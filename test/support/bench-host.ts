@@ -74,11 +74,30 @@ export class TestHost {
 
   /** Builds perf-host, testhost and both example service variants, then starts a host. */
   static async start(opts: { lockWait?: string } = {}): Promise<TestHost> {
+    const bin = await TestHost.build();
+    // The host holds its CPUs awake while measuring, as one on a VM whose idle CPUs halt should.
+    return TestHost.launch(bin, ["--perf-host", join(hostDir, "bin/perf-host"), "--lock-wait", opts.lockWait ?? "60s", "--hold-cpus-awake"]);
+  }
+
+  /** Builds perf-host, testhost and both example service variants into a new directory. */
+  static async build(): Promise<string> {
     await buildHostBinaries();
     const bin = await buildServiceBinaries();
     await exec("go", ["build", "-o", join(bin, "testhost"), "./e2e/testhost"], { cwd: hostDir });
-    // The host holds its CPUs awake while measuring, as one on a VM whose idle CPUs halt should.
-    const proc = spawn(join(bin, "testhost"), ["--perf-host", join(hostDir, "bin/perf-host"), "--lock-wait", opts.lockWait ?? "60s", "--hold-cpus-awake"], { stdio: ["pipe", "pipe", "inherit"] });
+    return bin;
+  }
+
+  /**
+   * A host installed by this checkout's install.sh, as on a real machine: users, a cgroup subtree,
+   * a packet filter and a sshd of its own (several make a pool). `key` is the CI key to accept
+   * (another host's: one key for a pool); `args` are more install.sh options.
+   */
+  static install(bin: string, o: { key?: string; args?: string[] } = {}): Promise<TestHost> {
+    return TestHost.launch(bin, ["--install", join(hostDir, "install.sh"), "--install-args", (o.args ?? []).join(" "), ...(o.key ? ["--key", o.key] : [])]);
+  }
+
+  private static async launch(bin: string, args: string[]): Promise<TestHost> {
+    const proc = spawn(join(bin, "testhost"), args, { stdio: ["pipe", "pipe", "inherit"] });
     const line = await new Promise<string>((resolve, reject) => {
       createInterface({ input: proc.stdout! }).once("line", resolve);
       proc.once("exit", (code) => reject(new Error(`testhost exited ${code}`)));
@@ -86,8 +105,12 @@ export class TestHost {
     return new TestHost(JSON.parse(line) as BenchHost, proc, bin);
   }
 
-  stop(): void {
+  /** Takes the host down; resolves when testhost has removed it (an installed host's users, cgroups, mounts, table). */
+  stop(): Promise<void> {
+    if (this.proc.exitCode !== null) return Promise.resolve();
+    const exited = new Promise<void>((resolve) => this.proc.once("exit", () => resolve()));
     this.proc.stdin?.end();
+    return exited;
   }
 
   /** Runs a perf-host verb over ssh, as an operator would. */

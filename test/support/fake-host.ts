@@ -15,6 +15,17 @@ import constants from "../../benchmark-host/contract/schema/constants.json";
 import { extractPairs, isDisturbed } from "../../src/analysis/pairs";
 import { sliceValuesUs } from "../../src/analysis/statistic";
 import {
+  type Ancestor,
+  type DriftRecord,
+  driftRecordSchema,
+  type GateRecord,
+  gateRecordSchema,
+  HISTORY_SCHEMA_VERSION,
+  type History,
+  type HistoryEntry,
+  parseHistory,
+} from "../../src/contract/history";
+import {
   type FloorRecord,
   floorRecordSchema,
   floorSchema,
@@ -97,6 +108,12 @@ export class FakeHost implements BenchmarkHost {
   private readonly runs = new Map<string, Run>();
   /** The floors recorded, oldest first. */
   readonly floors: StoredFloor[] = [];
+  /** The history's entries, oldest first, and every champion's reign (oldest first) for its ancestors. */
+  readonly entries: HistoryEntry[] = [];
+  private readonly reignLog: Ancestor[] = [];
+  /** A pool's claim (claimNextLock): a busy host is said at once, not waited out. */
+  private claiming = false;
+  private firstLockAt: number | null = null;
   /** Pairs of the recording the runs so far replayed: the next run takes the ones after them. */
   private replayed = 0;
   readonly builds = new Map<string, FakeBuild>();
@@ -121,10 +138,12 @@ export class FakeHost implements BenchmarkHost {
   closed = 0;
 
   /** A host whose champion is `sha` (deployed and promoted, as an operator would). */
-  static withChampion(sha: string, service: ServiceSpec = { command: ["./start.sh"] }): FakeHost {
+  static withChampion(sha: string, service: ServiceSpec = { command: ["./start.sh"] }, since = new Date()): FakeHost {
     const h = new FakeHost();
     h.releases.add(sha);
     h.reigns = [{ sha, service }];
+    h.reignLog.push({ sha, since: since.toISOString() });
+    h.record("promotion", { change: { sha } }); // as a host records its first champion
     return h;
   }
 
@@ -154,7 +173,7 @@ export class FakeHost implements BenchmarkHost {
     return `deployed ${role} ${sha}`;
   }
 
-  async promote(sha: string, service: ServiceSpec, busyDeadline = 0): Promise<string> {
+  async promote(sha: string, service: ServiceSpec, busyDeadline = 0, pullRequest?: number): Promise<string> {
     this.locked(`promote ${sha}`, busyDeadline);
     if (!this.releases.has(sha))
       throw new HostError(
@@ -178,13 +197,29 @@ export class FakeHost implements BenchmarkHost {
     }
     const previous = this.champion;
     this.reigns.unshift({ sha, service });
-    return `champion is now ${sha} (previous ${previous || "none"})`;
+    this.reign(sha);
+    // The step main took: the pull request's last gate on this host, else the build's own.
+    const step = this.entries.findLast(
+      (e) =>
+        e.gate && (pullRequest === undefined ? e.gate.challenger_sha === sha : e.gate.pull_request === pullRequest),
+    );
+    this.record("promotion", {
+      change: {
+        sha,
+        ...(previous ? { previous } : {}),
+        ...(pullRequest !== undefined ? { pull_request: pullRequest } : {}),
+        ...(step?.gate ? { step: { gated: step.time, gate: step.gate } } : {}),
+      },
+    });
+    return `champion is now ${sha} (previous ${previous || "none"}); ${step?.gate ? `its step is the gate of ${sha} recorded ${step.time} (${step.gate.verdict})` : "no gate of it on this host: its step counts 0"}`;
   }
 
   async rollback(busyDeadline = 0): Promise<string> {
     this.locked("rollback", busyDeadline);
     if (this.reigns.length < 2) throw new HostError("run_failed", "rollback: rollback: there is no previous champion");
     const was = this.reigns.shift()!.sha;
+    this.reign(this.champion);
+    this.record("rollback", { change: { sha: this.champion, previous: was } });
     return `champion is ${this.champion} again (was ${was}; previous ${this.reigns[1]?.sha ?? "none"})`;
   }
 
@@ -205,6 +240,88 @@ export class FakeHost implements BenchmarkHost {
     if (run?.kind !== "aa" || run.outcome.status !== "ok")
       throw new HostError("refused", `floor-record ${runId}: not a finished A/A run`);
     this.floors.push(floorSchema.parse({ ...parsed.data, run_id: runId, time: new Date().toISOString() }));
+    this.record("calibration", { run_id: runId, calibration: parsed.data });
+  }
+
+  async recordGate(runId: string, gate: GateRecord): Promise<void> {
+    this.verb(`gate-record ${runId}`);
+    const g = this.recordable("gate", runId, gateRecordSchema.safeParse(gate));
+    const run = this.runs.get(runId)!.summary;
+    if (
+      run.kind !== "ab" ||
+      run.status !== "ok" ||
+      run.challenger_sha !== g.challenger_sha ||
+      run.champion_sha !== g.champion_sha ||
+      !g.runs.includes(runId)
+    ) {
+      throw new HostError(
+        "refused",
+        `gate-record ${runId}: gate: run ${runId} measured ${run.challenger_sha} against ${run.champion_sha}, not what the record says`,
+      );
+    }
+    this.record("gate", { run_id: runId, gate: g });
+  }
+
+  async recordDrift(runId: string, drift: DriftRecord): Promise<void> {
+    this.verb(`drift-record ${runId}`);
+    const d = this.recordable("drift", runId, driftRecordSchema.safeParse(drift));
+    const run = this.runs.get(runId)!;
+    if (
+      run.request.ancestor_sha !== d.ancestor_sha ||
+      run.summary.challenger_sha !== d.champion_sha ||
+      run.outcome.status !== "ok"
+    ) {
+      throw new HostError(
+        "refused",
+        `drift-record ${runId}: drift: run ${runId} measured ${run.summary.challenger_sha} against ${run.summary.champion_sha}, not champion ${d.champion_sha} against ancestor ${d.ancestor_sha}`,
+      );
+    }
+    this.record("drift", { run_id: runId, drift: d });
+  }
+
+  async history(): Promise<{ document: unknown; message: History }> {
+    this.verb("history");
+    const document = structuredClone({
+      schema_version: HISTORY_SCHEMA_VERSION,
+      time: new Date().toISOString(),
+      champion: this.champion,
+      ancestors: [...this.reignLog].reverse(),
+      entries: this.entries,
+      bound_bytes: 4 << 20,
+      dropped: 0,
+    });
+    return { document, message: parseHistory("history", document) };
+  }
+
+  /** A record the history keeps from a run: valid as the contract says, of a run of this host, and not kept before. */
+  private recordable<T>(
+    kind: "gate" | "drift",
+    runId: string,
+    parsed:
+      | { success: true; data: T }
+      | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } },
+  ): T {
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      throw new HostError("refused", `${kind}-record ${runId}: ${kind}: ${i.path.join(".")}: ${i.message}`);
+    }
+    if (!this.runs.has(runId))
+      throw new HostError("refused", `${kind}-record ${runId}: ${kind}: run ${runId}: no run of that id on this host`);
+    if (this.entries.some((e) => e.kind === kind && e.run_id === runId))
+      throw new HostError("refused", `${kind}-record ${runId}: ${kind}: run ${runId} is already recorded`);
+    return parsed.data;
+  }
+
+  private record(kind: HistoryEntry["kind"], entry: Omit<HistoryEntry, "schema_version" | "kind" | "time">): void {
+    this.entries.push({ schema_version: HISTORY_SCHEMA_VERSION, kind, time: new Date().toISOString(), ...entry });
+  }
+
+  /** A new reign begins now (a promotion, a rollback): the one before ends. */
+  private reign(sha: string): void {
+    const now = new Date().toISOString();
+    const last = this.reignLog.at(-1);
+    if (last) last.until = now;
+    this.reignLog.push({ sha, since: now });
   }
 
   async floorHistory(): Promise<StoredFloor[]> {
@@ -240,12 +357,17 @@ export class FakeHost implements BenchmarkHost {
       if (sha && !this.releases.has(sha))
         throw refuse(`plan: ${field}: release "${sha}" is not deployed (deploy ${field.split("_")[0]} SHA first)`);
     }
-    const champion = request.merge_base_sha ?? this.champion;
+    // A drift run's ancestor must be a champion this host kept.
+    if (request.ancestor_sha && !this.reignLog.some((r) => r.sha === request.ancestor_sha)) {
+      throw refuse(`plan: ancestor_sha: ${request.ancestor_sha} is not an ancestor this host keeps`);
+    }
+    const champion = request.merge_base_sha ?? request.ancestor_sha ?? this.champion;
+    const base = request.merge_base_sha ? "merge-base" : request.ancestor_sha ? "ancestor" : "champion";
     const builds = {
       kind: kind === "aa" ? "aa" : "ab",
       champion_sha: champion,
       challenger_sha: challenger,
-      base: request.merge_base_sha ? "merge-base" : "champion",
+      base,
     } as const;
     const started = new Date().toISOString();
     const failure = this.failure(builds.champion_sha, builds.challenger_sha);
@@ -272,6 +394,23 @@ export class FakeHost implements BenchmarkHost {
     this.runs.set(runId, { kind: builds.kind, request, outcome, document, summary });
   }
 
+  /** A run here ends when it starts: there is nothing to wait for. */
+  async watch(runId: string, _signal: AbortSignal): Promise<void> {
+    this.known(`wait ${runId}`, runId);
+  }
+
+  claimNextLock(): void {
+    this.claiming = true;
+  }
+
+  get claimed(): boolean {
+    return !this.claiming;
+  }
+
+  get lockedAt(): number | null {
+    return this.firstLockAt;
+  }
+
   async wait(runId: string, onLine: (line: string) => void): Promise<RunOutcome> {
     const run = this.known(`wait ${runId}`, runId);
     const slices = (run.document as HostResult | null)?.slices ?? [];
@@ -290,7 +429,10 @@ export class FakeHost implements BenchmarkHost {
   async profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array> {
     this.known(`profile ${runId} ${arm}`, runId);
     // The recordings were made without profiles, so their results list none to fetch.
-    throw new HostError("refused", `profile ${runId} ${arm}: run ${runId} kept no profiles (its request did not ask for them)`);
+    throw new HostError(
+      "refused",
+      `profile ${runId} ${arm}: run ${runId} kept no profiles (its request did not ask for them)`,
+    );
   }
 
   async status(): Promise<HostStatus> {
@@ -338,6 +480,10 @@ export class FakeHost implements BenchmarkHost {
   private locked(call: string, busyDeadline: number): void {
     this.verb(call);
     this.busyDeadlines.push(busyDeadline);
+    if (!this.heldBy) {
+      this.claiming = false;
+      this.firstLockAt ??= Date.now();
+    }
     if (this.heldBy)
       throw new HostError("busy", `${call}: host busy: ${this.heldBy} since ${new Date().toISOString()} (1s ago)`);
   }

@@ -70,6 +70,8 @@ export interface PullRequest {
   /** The head repository's full name; another than the base's makes a fork. */
   headRepo: string;
   headPushedAt: string;
+  /** The commit its merge made on the base branch (a merge, squash or rebase commit); unmerged when left out. */
+  mergeCommitSha?: string;
 }
 
 export interface Comment {
@@ -257,6 +259,11 @@ export class GitHubFake {
       case "pulls/get": {
         const pr = this.pulls.get(Number(p.pull_number));
         return pr ? ok(200, this.pull(Number(p.pull_number), pr)) : error(404, "Not Found");
+      }
+      case "repos/list-pull-requests-associated-with-commit": {
+        // GitHub lists the pull requests a commit is part of: its head's commits, and the commit its merge made.
+        const listed = [...this.pulls].filter(([, pr]) => pr.headSha === p.commit_sha || pr.mergeCommitSha === p.commit_sha);
+        return ok(200, listed.map(([n, pr]) => this.pull(n, pr)));
       }
       case "repos/compare-commits-with-basehead": {
         const [base, head] = p.basehead!.split("...");
@@ -479,6 +486,7 @@ export class GitHubFake {
     const fork = pr.headRepo !== this.repository;
     return {
       ...t, number, state: pr.state, url: this.api(`/pulls/${number}`), auto_merge: null,
+      merged_at: pr.mergeCommitSha ? "2026-11-21T10:00:00Z" : null, merge_commit_sha: pr.mergeCommitSha ?? null,
       head: { ...t.head, sha: pr.headSha, repo: { ...t.head.repo, full_name: pr.headRepo, fork, pushed_at: pr.headPushedAt } },
       base: { ...t.base, sha: pr.baseSha, ref: pr.baseRef, repo: { ...t.base.repo, full_name: this.repository } },
     };

@@ -6,8 +6,8 @@
 import type { TestContext } from "vitest";
 
 /**
- * How perf-gate says a run was disturbed, in a CLI's output or an action's log: a gate that
- * could not measure, or a calibration that recorded no floor from the run.
+ * How perf-gate says a run was disturbed, in a CLI's output or an action's log: a gate that could
+ * not measure, or a calibration that recorded no floor, for it.
  */
 const DISTURBED = /could not measure: the (load generator|host) was disturbed[^\n%]*|not recorded: (the load generator fell behind|other work took the host's CPU)[^\n;]*/;
 

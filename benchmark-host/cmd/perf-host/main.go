@@ -148,18 +148,9 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 		return 0
 	case "result":
 		b, err := h.Runs.Result(c.RunID)
-		if err != nil {
-			return report(err)
-		}
-		os.Stdout.Write(append(b, '\n'))
-		return 0
+		return write(append(b, '\n'), err)
 	case "profile":
-		b, err := h.Runs.Profile(c.RunID, c.Role)
-		if err != nil {
-			return report(err)
-		}
-		os.Stdout.Write(b)
-		return 0
+		return write(h.Runs.Profile(c.RunID, c.Role))
 	case "abort":
 		return say(fmt.Sprintf("run %s aborted", c.RunID), h.Runs.Abort(c.RunID))
 	case "promote":
@@ -167,7 +158,7 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 		if err != nil {
 			return report(err)
 		}
-		return say(h.Champions.Promote(ctx, c.SHA, spec))
+		return say(h.Champions.Promote(ctx, c.SHA, spec, c.PullRequest))
 	case "rollback":
 		return say(h.Champions.Rollback(ctx))
 	case "status":
@@ -180,9 +171,29 @@ func dispatch(ctx context.Context, h *agent.Host, c grammar.Command) int {
 	case "runs":
 		return printJSON(h.Store.Runs(c.SHA))
 	case "floor-record":
-		return say(fmt.Sprintf("floor recorded from %s", c.RunID), floor.Record(h.Store, c.RunID, os.Stdin))
+		return say(recordFloor(h, c.RunID))
+	case "gate-record":
+		return say(h.Timeline.RecordGate(c.RunID, os.Stdin))
+	case "drift-record":
+		return say(h.Timeline.RecordDrift(c.RunID, os.Stdin))
+	case "history":
+		return printJSON(h.Timeline.Document())
 	}
 	return usage()
+}
+
+// recordFloor records an A/A floor, and the calibration in the history: the floor stands
+// whether or not the history could keep it, and says so.
+func recordFloor(h *agent.Host, runID string) (string, error) {
+	rec, err := floor.Record(h.Store, runID, os.Stdin)
+	if err != nil {
+		return "", err
+	}
+	said := fmt.Sprintf("floor recorded from %s", runID)
+	if err := h.Timeline.Calibrated(runID, rec); err != nil {
+		return said + fmt.Sprintf("; not in the host's history: %v", err), nil
+	}
+	return said, nil
 }
 
 // specFromStdin reads an optional service spec for promote; an empty stdin keeps the stored one.
@@ -213,6 +224,15 @@ func say(msg string, err error) int {
 		return report(err)
 	}
 	fmt.Println(msg)
+	return 0
+}
+
+// write copies a verb's bytes to stdout, unless err says there are none.
+func write(b []byte, err error) int {
+	if err != nil {
+		return report(err)
+	}
+	os.Stdout.Write(b)
 	return 0
 }
 

@@ -31,6 +31,10 @@ func main() {
 	reportRounds := rounds * envInt("REPORT_FACTOR", 20)
 	// DELAY_US adds a fixed wait per request (/work and /report): a known shift for bench/compare.sh.
 	delay := time.Duration(envInt("DELAY_US", 0)) * time.Microsecond
+	// SPIN_US adds a fixed busy wait after it: a known cost to the microsecond, where a sleep ends
+	// on the timer's next tick (about a millisecond here) and so moves latency by a step that
+	// depends on when the request arrived. The history's tests give builds their cost by it.
+	spin := time.Duration(envInt("SPIN_US", 0)) * time.Microsecond
 	// A release may carry a VERSION file, so that which build serves a port can be checked.
 	version, _ := os.ReadFile("VERSION")
 	mux := http.NewServeMux()
@@ -49,6 +53,8 @@ func main() {
 			sum = finish(extraWork(sum))
 			if delay > 0 {
 				time.Sleep(delay)
+			}
+			for start := time.Now(); time.Since(start) < spin; {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"digest":%q}`+"\n", hex.EncodeToString(sum[:8]))

@@ -12,6 +12,7 @@
 //	run         a run: its request checked, the detached executor that measures, wait/result/abort
 //	promote     deploy, promote, rollback
 //	floor       the A/A floors and the CPU state they were measured in
+//	timeline    main's history: gates, promotions, calibrations, drift runs; the champions kept for drift
 //	status      the host's state for `status`
 //	detached    perf-host's own long-lived processes; refused: a request refused as sent
 package agent
@@ -29,6 +30,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/status"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/store"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/supervisor"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/timeline"
 )
 
 // Host is the agent bound to its root directory: its parts, wired to each other. perf-host
@@ -40,6 +42,7 @@ type Host struct {
 	Supervisor *supervisor.Supervisor
 	Runs       *run.Runs
 	Champions  *promote.Champions
+	Timeline   *timeline.Timeline
 }
 
 // New checks the configuration, lays out the root and binds the parts to it; exe is
@@ -52,12 +55,16 @@ func New(cfg config.Config, exe string) (*Host, error) {
 	if err := st.Init(); err != nil {
 		return nil, err
 	}
+	tl, err := timeline.New(st, cfg.HistoryBoundBytes)
+	if err != nil {
+		return nil, err
+	}
 	iso := isolation.NewLazy(cfg, st.Path("arms"))
 	launch := detached.Launcher{Exe: exe, Flags: cfg.Flags(), Dir: cfg.Root}
 	champion := supervisor.New(cfg, st, iso, launch)
-	return &Host{Config: cfg, Store: st, Isolation: iso, Supervisor: champion,
+	return &Host{Config: cfg, Store: st, Isolation: iso, Supervisor: champion, Timeline: tl,
 		Runs:      run.New(cfg, st, iso, champion, launch),
-		Champions: promote.New(cfg, st, iso, champion)}, nil
+		Champions: promote.New(cfg, st, iso, champion, tl)}, nil
 }
 
 // Status reports the host's state.

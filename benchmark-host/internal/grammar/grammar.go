@@ -5,6 +5,8 @@ package grammar
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
@@ -13,12 +15,17 @@ import (
 // MaxLength bounds the whole command.
 const MaxLength = 200
 
+// pullRequest is a pull request's number as a command gives it.
+var pullRequest = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
+
 // Command is a parsed, validated request.
 type Command struct {
 	Verb  string
 	Role  string // deploy and profile: champion or challenger
 	SHA   string
 	RunID string
+	// promote: the pull request merged, whose last gate is the step main takes; 0 when not given.
+	PullRequest int
 }
 
 // argKind is what a verb's positional argument must be.
@@ -28,26 +35,36 @@ const (
 	argRole argKind = iota
 	argSHA
 	argRunID
+	argPullRequest
 )
 
-// verbs lists every verb the CI key may run and its arguments, in order.
-var verbs = map[string][]argKind{
-	"deploy":       {argRole, argSHA},
-	"run":          {argRunID},
-	"aa":           {argRunID},
-	"wait":         {argRunID},
-	"result":       {argRunID},
-	"abort":        {argRunID},
-	"promote":      {argSHA},
+// verb is what a verb takes: its arguments, in order, of which the last `optional` may be left out.
+type verb struct {
+	args     []argKind
+	optional int
+}
+
+// verbs lists every verb the CI key may run and its arguments.
+var verbs = map[string]verb{
+	"deploy":       {args: []argKind{argRole, argSHA}},
+	"run":          {args: []argKind{argRunID}},
+	"aa":           {args: []argKind{argRunID}},
+	"wait":         {args: []argKind{argRunID}},
+	"result":       {args: []argKind{argRunID}},
+	"abort":        {args: []argKind{argRunID}},
+	"promote":      {args: []argKind{argSHA, argPullRequest}, optional: 1},
 	"rollback":     {},
 	"status":       {},
 	"gc":           {},
-	"floor-record": {argRunID},
+	"floor-record": {args: []argKind{argRunID}},
 	"floors":       {},
-	"runs":         {argSHA},
+	"runs":         {args: []argKind{argSHA}},
+	"gate-record":  {args: []argKind{argRunID}},
+	"drift-record": {args: []argKind{argRunID}},
+	"history":      {},
 	// An arm's CPU profile of a run (pprof, gzipped), written beside the result when the run
 	// request asked for profiles; only a role names the file, never a path.
-	"profile": {argRunID, argRole},
+	"profile": {args: []argKind{argRunID, argRole}},
 }
 
 // Verbs returns the accepted verbs, for help texts.
@@ -83,36 +100,51 @@ func Parse(raw string) (Command, error) {
 			return c, fmt.Errorf("words must be separated by single spaces")
 		}
 	}
-	kinds, ok := verbs[words[0]]
+	v, ok := verbs[words[0]]
 	if !ok {
 		return c, fmt.Errorf("unknown verb %q", words[0])
 	}
 	c.Verb = words[0]
 	args := words[1:]
-	if len(args) != len(kinds) {
-		return c, fmt.Errorf("%s takes %d argument(s), got %d", c.Verb, len(kinds), len(args))
+	if least := len(v.args) - v.optional; len(args) < least || len(args) > len(v.args) {
+		if v.optional == 0 {
+			return c, fmt.Errorf("%s takes %d argument(s), got %d", c.Verb, len(v.args), len(args))
+		}
+		return c, fmt.Errorf("%s takes %d to %d arguments, got %d", c.Verb, least, len(v.args), len(args))
 	}
-	for i, k := range kinds {
-		a := args[i]
-		switch k {
-		case argRole:
-			if a != "champion" && a != "challenger" {
-				return c, fmt.Errorf("%s: role must be champion or challenger, got %q", c.Verb, a)
-			}
-			c.Role = a
-		case argSHA:
-			if !contract.SHA.MatchString(a) {
-				return c, fmt.Errorf("%s: sha must be 7 to 40 lowercase hex characters, got %q", c.Verb, a)
-			}
-			c.SHA = a
-		case argRunID:
-			if !contract.RunID.MatchString(a) {
-				return c, fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, contract.RunID.Expr, a)
-			}
-			c.RunID = a
+	for i, k := range v.args[:len(args)] {
+		if err := c.set(k, args[i]); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
+}
+
+// set checks one argument of the command's verb against its kind and keeps it.
+func (c *Command) set(k argKind, a string) error {
+	switch k {
+	case argRole:
+		if a != "champion" && a != "challenger" {
+			return fmt.Errorf("%s: role must be champion or challenger, got %q", c.Verb, a)
+		}
+		c.Role = a
+	case argSHA:
+		if !contract.SHA.MatchString(a) {
+			return fmt.Errorf("%s: sha must be 7 to 40 lowercase hex characters, got %q", c.Verb, a)
+		}
+		c.SHA = a
+	case argRunID:
+		if !contract.RunID.MatchString(a) {
+			return fmt.Errorf("%s: run-id must match %s, got %q", c.Verb, contract.RunID.Expr, a)
+		}
+		c.RunID = a
+	case argPullRequest:
+		if !pullRequest.MatchString(a) {
+			return fmt.Errorf("%s: pull request must be its number (1 to 999999999, no leading 0), got %q", c.Verb, a)
+		}
+		c.PullRequest, _ = strconv.Atoi(a)
+	}
+	return nil
 }
 
 // ValidRunID reports whether s is a well-formed run-id.

@@ -21,6 +21,11 @@ func TestAccepts(t *testing.T) {
 		"profile pr-42-abc1234-1 challenger":         {Verb: "profile", RunID: "pr-42-abc1234-1", Role: "challenger"},
 		"profile calibrate-1 champion":               {Verb: "profile", RunID: "calibrate-1", Role: "champion"},
 		"runs 0123456789abcdef0123456789abcdef01234567": {Verb: "runs", SHA: "0123456789abcdef0123456789abcdef01234567"},
+		"promote abc1234 42":                            {Verb: "promote", SHA: "abc1234", PullRequest: 42},
+		"promote abc1234 999999999":                     {Verb: "promote", SHA: "abc1234", PullRequest: 999999999},
+		"gate-record pr42-abc1234-1-0":                  {Verb: "gate-record", RunID: "pr42-abc1234-1-0"},
+		"drift-record drift-1-0":                        {Verb: "drift-record", RunID: "drift-1-0"},
+		"history":                                       {Verb: "history"},
 	}
 	for raw, want := range cases {
 		got, err := Parse(raw)
@@ -59,7 +64,20 @@ func TestRefuses(t *testing.T) {
 		"status extra":                                 "takes 0",
 		"wait " + strings.Repeat("a", 300):             "longer than",
 		"run pr/1":                                     "not allowed",
-		"promote abc1234 --force":                      "takes 1",
+		"promote abc1234 --force":                      "pull request must be its number",
+		"promote abc1234 42 43":                        "takes 1 to 2 arguments, got 3",
+		"promote abc1234 0":                            "pull request must be its number",
+		"promote abc1234 042":                          "pull request must be its number",
+		"promote abc1234 1000000000":                   "pull request must be its number",
+		"promote abc1234 -1":                           "pull request must be its number",
+		"promote 42":                                   "7 to 40",
+		"promote":                                      "takes 1 to 2 arguments, got 0",
+		"history all":                                  "takes 0",
+		"history --since 30d":                          "takes 0",
+		"gate-record":                                  "takes 1",
+		"gate-record ../../history.jsonl":              "'..'",
+		"gate-record pr1 x":                            "takes 1",
+		"drift-record " + strings.Repeat("a", 65):      "run-id",
 		// The profile verb names a run and an arm, never a file.
 		"profile pr-1-abc1234-1":                  "takes 2",
 		"profile pr-1-abc1234-1 challenger.pb.gz": "not allowed",

@@ -142,6 +142,17 @@ export class GitHub {
   }
 
   /**
+   * The pull request whose merge made `sha` on the base branch (a merge, squash or rebase
+   * commit), as GitHub associates commits with pull requests; null for a commit no merged pull
+   * request made (a direct push).
+   */
+  async mergedPullRequest(sha: string): Promise<number | null> {
+    const { data } = await this.octokit.rest.repos.listPullRequestsAssociatedWithCommit({ ...this.r, commit_sha: sha, per_page: 100 });
+    const merged = data.filter((pr) => pr.merged_at !== null);
+    return (merged.find((pr) => pr.merge_commit_sha === sha) ?? merged[0])?.number ?? null;
+  }
+
+  /**
    * The merge base of a pull request: the commit where its head left the base branch (GitHub's
    * compare API, which also reaches a fork's commits through the base repository).
    */

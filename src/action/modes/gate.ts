@@ -5,21 +5,22 @@ import { existsSync } from "node:fs";
 import * as core from "@actions/core";
 import { type Access, decidesNothing } from "../approval";
 import { CouldNotMeasureError, FailingWorkloadError } from "../../analysis/unmeasured";
-import type { Analysis } from "../../analysis/verdict";
 import { ConfigError, type GateConfig } from "../../config/gate-config";
 import { parsePullRequestEvent } from "../event";
-import { type Artifacts, writeUnmeasured } from "../../experiment/artifacts";
+import { writeUnmeasured } from "../../experiment/artifacts";
 import { gate, type GateVerdict } from "../../experiment/gate";
 import { seedOf } from "../../experiment/measure";
 import { GitHub, type PullRequestState } from "../github/client";
-import { type BenchmarkHost, HostError } from "../../host/client";
+import { HostError } from "../../host/client";
+import type { HostPool } from "../../host/pool";
+import { onPool } from "../../experiment/pool-gate";
 import { InputError } from "../inputs";
-import { connectHost, type Job, logProgress, requireArtifact } from "../job";
+import { connectPool, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
 import { gateOutcome } from "../../report/gate-outcome";
 import { readEvent } from "../runner";
 import { accessOf, refuseAccess } from "./access";
-import { mergeBaseBuild } from "./merge-base";
+import { comparedMergeBase, mergeBaseBuild } from "./merge-base";
 
 export async function runGate(job: Job): Promise<void> {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -45,7 +46,7 @@ export interface GateOptions {
 /** Measures a pull request's head against the champion and reports on the check run, labels and comment. */
 export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, o: GateOptions): Promise<void> {
   const check = await gh.startCheck(pr.headSha, "perf-gate: measuring", undefined, job.runUrl);
-  let host: BenchmarkHost | null = null;
+  let pool: HostPool | null = null;
   try {
     const access = await o.authorize();
     if (!access.allowed) return await refuseAccess(gh, pr.number, check, access);
@@ -53,34 +54,46 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
     // From the base branch's commit: a pull request cannot loosen its own gate.
     const config = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
     const artifact = requireArtifact(job, existsSync);
-    host = connectHost(job);
-    const judged = await judgePullRequest(gh, host, config, pr, artifact, job, o.notes ?? []);
+    pool = connectPool(job);
+    const judged = await judgePullRequest(gh, pool, config, pr, artifact, job, o.notes ?? []);
     await publishVerdict(gh, check, pr, judged);
-    setVerdictOutputs(judged.analysis, judged.artifacts);
+    setVerdictOutputs(judged);
   } catch (e) {
     await reportFailure(gh, check, pr, job, e as Error);
   } finally {
-    host?.close();
+    pool?.close();
   }
 }
 
 type Judged = Pick<GateVerdict, "analysis" | "report" | "artifacts">;
 
-/** Deploys and measures the head, pooled with its earlier runs, and judges it against the host's floors. */
-async function judgePullRequest(gh: GitHub, host: BenchmarkHost, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
+/**
+ * Deploys and measures the head on the host it lands on (the host of its earlier runs, else a
+ * free one of the pool), pooled with its earlier runs there, and judges it against that host's floors.
+ */
+async function judgePullRequest(gh: GitHub, pool: HostPool, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
   const sha = pr.headSha;
-  const base = await mergeBaseBuild(gh, host, config, pr, job, existsSync);
-  return gate(host, config, {
-    challenger: { sha, artifact },
-    mergeBase: base.build,
-    runIdPrefix: `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`,
-    seed: seedOf(sha),
-    busyDeadline: job.busyDeadline,
-    progress: logProgress(""),
-    outDir: job.outputDir,
-    notes: [...notes, ...(base.note ? [base.note] : [])],
-    runUrl: job.runUrl,
+  const runIdPrefix = `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`;
+  const mergeBase = await comparedMergeBase(gh, config, pr);
+  const landed = await onPool(pool, { key: runIdPrefix, sha, mergeBase, busyDeadline: job.busyDeadline, say: (l) => core.info(l) }, async ({ client }, landing) => {
+    // Where it measures, also when it then cannot: a failure's report names no host otherwise.
+    core.setOutput("host", landing.host);
+    const base = await mergeBaseBuild(client, mergeBase, pr, job, existsSync);
+    return gate(client, config, {
+      challenger: { sha, artifact },
+      mergeBase: base.build,
+      runIdPrefix,
+      seed: seedOf(sha),
+      busyDeadline: job.busyDeadline,
+      progress: logProgress(""),
+      outDir: job.outputDir,
+      notes: () => [...notes, ...landing.notes(), ...(base.note ? [base.note] : [])],
+      runUrl: job.runUrl,
+      host: landing.host,
+      pullRequest: pr.number,
+    });
   });
+  return landed.value;
 }
 
 /** The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment. */
@@ -96,7 +109,7 @@ async function publishVerdict(gh: GitHub, check: number, pr: PullRequestRef, { a
   if (analysis.blocking) core.setFailed(`perf-gate: ${outcome.title}`);
 }
 
-function setVerdictOutputs(analysis: Analysis, artifacts: Artifacts): void {
+function setVerdictOutputs({ analysis, artifacts }: Judged): void {
   const h = analysis.headline;
   core.setOutput("verdict", analysis.verdict);
   core.setOutput("blocking", String(analysis.blocking));

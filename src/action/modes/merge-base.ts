@@ -42,10 +42,14 @@ export interface MergeBaseBuild {
   note?: string;
 }
 
-/** What the champion arm runs for a gate of this pull request under config. */
-export async function mergeBaseBuild(gh: GitHub, host: BenchmarkHost, config: GateConfig, pr: PullRequestCommits, job: Job, exists: (path: string) => boolean): Promise<MergeBaseBuild> {
-  if (config.comparison_base !== "merge-base") return {};
-  const sha = await gh.mergeBase(pr.baseSha, pr.headSha);
+/** The merge base the gate compares with (asked of GitHub again), or undefined when the config compares with the champion. */
+export async function comparedMergeBase(gh: GitHub, config: GateConfig, pr: PullRequestCommits): Promise<string | undefined> {
+  return config.comparison_base === "merge-base" ? gh.mergeBase(pr.baseSha, pr.headSha) : undefined;
+}
+
+/** What the champion arm runs on this host for a gate of this pull request: the merge base's build, unless it is the host's champion. */
+export async function mergeBaseBuild(host: BenchmarkHost, sha: string | undefined, pr: PullRequestCommits, job: Job, exists: (path: string) => boolean): Promise<MergeBaseBuild> {
+  if (!sha) return {};
   const short = sha.slice(0, 7);
   const { champion } = await host.status();
   if (sha === champion) return { note: `Compared with the merge base \`${short}\`, which is the host's champion.` };

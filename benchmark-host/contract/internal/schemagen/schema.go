@@ -312,6 +312,10 @@ func applyLimit(s *object, t reflect.Type, limit any) error {
 		// A map of numbers: the range bounds each value.
 		return applyLimit(s.values["additionalProperties"].(*object), t.Elem(), r)
 	}
+	if r, ok := limit.(contract.Range); ok && (kind == reflect.Array || kind == reflect.Slice) {
+		// A list of numbers (an interval): the range bounds each item.
+		return applyLimit(s.values["items"].(*object), t.Elem(), r)
+	}
 	switch l := limit.(type) {
 	case contract.Range:
 		return applyRange(s, t, l)

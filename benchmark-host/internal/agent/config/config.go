@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/history"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/netguard"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/release"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
@@ -42,6 +43,8 @@ type Config struct {
 	MaxArmLogBytes  int64   // the most of an arm's log kept per start
 	KeepReleases    int
 	KeepRuns        int
+	// The most bytes the history keeps (docs/design/0023-history.md).
+	HistoryBoundBytes int64
 }
 
 // DefaultMaxForeignCores is --max-foreign-cores when the host sets none: well above what a
@@ -86,6 +89,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.Int64Var(&c.MaxArmLogBytes, "max-arm-log-bytes", service.DefaultMaxLogBytes, "the most of an arm's log kept per start: its first and last halves, with the cut said (0: no cap)")
 	fs.IntVar(&c.KeepReleases, "keep-releases", 5, "releases gc keeps besides the champion and previous champion")
 	fs.IntVar(&c.KeepRuns, "keep-runs", 50, "runs gc keeps")
+	fs.Int64Var(&c.HistoryBoundBytes, "history-bound-bytes", history.DefaultBoundBytes, "the most bytes the history (history.jsonl) keeps; past it the oldest entries go")
 	return c
 }
 
@@ -126,6 +130,7 @@ func (c Config) Flags() []string {
 		"--max-arm-log-bytes", strconv.FormatInt(c.MaxArmLogBytes, 10),
 		"--keep-releases", strconv.Itoa(c.KeepReleases),
 		"--keep-runs", strconv.Itoa(c.KeepRuns),
+		"--history-bound-bytes", strconv.FormatInt(c.HistoryBoundBytes, 10),
 	}
 }
 

@@ -32,11 +32,12 @@ func ReadCalibration(st *store.Store) (Calibration, error) {
 }
 
 // Record appends an A/A calibration (a contract.FloorRecord on r) to the floor history, and
-// keeps the CPU state it was measured in as the one later runs are checked against.
-func Record(st *store.Store, runID string, r io.Reader) error {
+// keeps the CPU state it was measured in as the one later runs are checked against. It returns
+// the floor recorded.
+func Record(st *store.Store, runID string, r io.Reader) (contract.FloorRecord, error) {
 	var rec contract.FloorRecord
 	if err := contract.Decode(io.LimitReader(r, 64<<10), &rec); err != nil {
-		return refused.Errorf("floor: %v", err)
+		return rec, refused.Errorf("floor: %v", err)
 	}
 	if err := cmp.Or(
 		checkField("workload", contract.Name.Check(rec.Workload)),
@@ -45,24 +46,24 @@ func Record(st *store.Store, runID string, r io.Reader) error {
 		checkField("half_width_ms", contract.HalfWidthMs.Check(rec.HalfWidthMs)),
 		checkField("pairs", contract.FloorPairs.Check(float64(rec.Pairs))),
 	); err != nil {
-		return refused.Errorf("floor: %w", err)
+		return rec, refused.Errorf("floor: %w", err)
 	}
 	result, err := measuredBy(st, runID, rec)
 	if err != nil {
-		return err
+		return rec, err
 	}
 	f := contract.Floor{FloorRecord: rec, RunID: runID, Time: time.Now().UTC()}
 	line, _ := json.Marshal(f)
 	file, err := os.OpenFile(st.Path("floors.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return rec, err
 	}
 	defer file.Close()
 	if _, err := file.Write(append(line, '\n')); err != nil {
-		return err
+		return rec, err
 	}
 	info := result.Host
-	return store.WriteJSONAtomic(st.Path("calibration.json"), Calibration{Governor: info.Governor, MaxFreqKHz: info.MaxFreqKHz, CPUModel: info.CPUModel})
+	return rec, store.WriteJSONAtomic(st.Path("calibration.json"), Calibration{Governor: info.Governor, MaxFreqKHz: info.MaxFreqKHz, CPUModel: info.CPUModel})
 }
 
 // measuredBy is the result of the run a floor stands for: an A/A run that happened on this

@@ -16,6 +16,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/isolation"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/store"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/supervisor"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/timeline"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
@@ -25,19 +26,23 @@ type Champions struct {
 	store    *store.Store
 	iso      *isolation.Lazy
 	champion *supervisor.Supervisor
+	timeline *timeline.Timeline
 }
 
-// New is the champion changes of a host, whose supervisor serves the champion they name.
-func New(cfg config.Config, st *store.Store, iso *isolation.Lazy, champion *supervisor.Supervisor) *Champions {
-	return &Champions{cfg: cfg, store: st, iso: iso, champion: champion}
+// New is the champion changes of a host, whose supervisor serves the champion they name, and
+// whose history records each.
+func New(cfg config.Config, st *store.Store, iso *isolation.Lazy, champion *supervisor.Supervisor, tl *timeline.Timeline) *Champions {
+	return &Champions{cfg: cfg, store: st, iso: iso, champion: champion, timeline: tl}
 }
 
 // Promote makes a deployed release the champion. The new build must first pass its health
 // check on the challenger port; then the supervisor is restarted on it. If the new champion
-// then fails, the previous one is restored. spec, when non-nil, replaces the stored spec.
-func (c *Champions) Promote(ctx context.Context, sha string, spec *contract.ServiceSpec) (string, error) {
+// then fails, the previous one is restored. spec, when non-nil, replaces the stored spec. The
+// history records the promotion with the step it took: pull request pr's last gate (0: the
+// build's own last gate).
+func (c *Champions) Promote(ctx context.Context, sha string, spec *contract.ServiceSpec, pr int) (string, error) {
 	return c.change("promote "+sha, func(old store.State) (string, error) {
-		next := store.State{Champion: sha, Service: old.Service, History: old.History}
+		next := store.State{Champion: sha, Service: old.Service, History: old.History, Ancestors: old.Ancestors}
 		if spec != nil {
 			next.Service = *spec
 		}
@@ -57,11 +62,25 @@ func (c *Champions) Promote(ctx context.Context, sha string, spec *contract.Serv
 			next.History = append(append([]store.Reign{}, old.History...), store.Reign{SHA: old.Champion, Service: old.Service})
 			next.History = next.History[max(0, len(next.History)-store.MaxHistory):]
 		}
+		next.Ancestors = c.timeline.Succession(old, sha)
 		if err := c.swap(ctx, old, next); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion)), nil
+		said := fmt.Sprintf("champion is now %s (previous %s)", sha, orNone(old.Champion))
+		return said + c.recorded(c.timeline.Promoted(sha, old.Champion, pr)), nil
 	})
+}
+
+// recorded is what a champion change adds about the history: the change stands whether or not
+// the history could keep it, and says so.
+func (c *Champions) recorded(note string, err error) string {
+	if err != nil {
+		return fmt.Sprintf("; not in the host's history: %v", err)
+	}
+	if note == "" {
+		return ""
+	}
+	return "; " + note
 }
 
 // Rollback makes the previous champion the champion again, with the spec it ran with, and
@@ -73,11 +92,12 @@ func (c *Champions) Rollback(ctx context.Context) (string, error) {
 			return "", errors.New("rollback: there is no previous champion")
 		}
 		last := old.History[n-1]
-		next := store.State{Champion: last.SHA, Service: last.Service, History: old.History[:n-1]}
+		next := store.State{Champion: last.SHA, Service: last.Service, History: old.History[:n-1], Ancestors: c.timeline.Succession(old, last.SHA)}
 		if err := c.swap(ctx, old, next); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("champion is %s again (was %s; previous %s)", last.SHA, old.Champion, orNone(store.LastReign(next.History))), nil
+		said := fmt.Sprintf("champion is %s again (was %s; previous %s)", last.SHA, old.Champion, orNone(store.LastReign(next.History)))
+		return said + c.recorded("", c.timeline.RolledBack(last.SHA, old.Champion)), nil
 	})
 }
 
@@ -128,6 +148,8 @@ func (c *Champions) swap(ctx context.Context, old, next store.State) error {
 		}
 		return fmt.Errorf("promotion refused (%s): %v", kept, err)
 	}
+	// The history's clock: a champion's reign and its time as champion are one moment.
+	next = next.Replacing(old, c.timeline.Now())
 	if err := c.store.SaveState(next); err != nil {
 		return err
 	}

@@ -163,10 +163,10 @@ func (e *execution) prepare(ctx context.Context) (contract.RunRequest, *plan.Pla
 // championSpec checks that the champion is still the one the run was asked for, and says
 // whether the champion arm runs it with another spec than it was promoted with. Both arms run
 // with the run's service spec, the config that asked for the run: the champion's build (or the
-// merge base) as the challenger's. The spec it was promoted with stays the supervisor's,
+// merge base, or an ancestor in a drift run) as the challenger's. The spec it was promoted with stays the supervisor's,
 // between runs.
 func (e *execution) championSpec(req contract.RunRequest, st store.State) (changed bool, err error) {
-	if req.Loadgen.Builds.Base == contract.BaseMergeBase {
+	if base := req.Loadgen.Builds.Base; base == contract.BaseMergeBase || base == contract.BaseAncestor {
 		return false, nil
 	}
 	if st.Champion != req.Loadgen.Builds.ChampionSHA {

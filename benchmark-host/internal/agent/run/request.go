@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +102,15 @@ func (c requestCheck) buildsOf(kind string, req *contract.RunRequest, st store.S
 			}
 			b.ChampionSHA, b.Base = req.MergeBaseSHA, contract.BaseMergeBase
 		}
+		if req.AncestorSHA != "" {
+			if req.MergeBaseSHA != "" {
+				return nil, refused.Errorf("plan: ancestor_sha: a drift run's champion arm runs the ancestor, so merge_base_sha cannot be asked for too")
+			}
+			if err := cmp.Or(ancestorOf(req, st), c.deployed("ancestor_sha", req.AncestorSHA, "champion")); err != nil {
+				return nil, err
+			}
+			b.ChampionSHA, b.Base = req.AncestorSHA, contract.BaseAncestor
+		}
 	case contract.KindAA:
 		if req.ChallengerSHA != "" {
 			return nil, refused.Errorf("plan: challenger_sha: an A/A run uses the champion on both ports; leave it out")
@@ -108,9 +118,25 @@ func (c requestCheck) buildsOf(kind string, req *contract.RunRequest, st store.S
 		if req.MergeBaseSHA != "" {
 			return nil, refused.Errorf("plan: merge_base_sha: an A/A run measures the champion against itself; leave it out")
 		}
+		if req.AncestorSHA != "" {
+			return nil, refused.Errorf("plan: ancestor_sha: an A/A run measures the champion against itself; leave it out")
+		}
 		b.ChallengerSHA = st.Champion
 	}
 	return b, nil
+}
+
+// ancestorOf refuses a drift run that is not the champion against an ancestor the host keeps
+// (docs/design/0023-history.md): a drift run measures main, so neither arm runs a pull
+// request's build, and the ancestor's release is one gc never prunes.
+func ancestorOf(req *contract.RunRequest, st store.State) error {
+	switch {
+	case req.ChallengerSHA != st.Champion:
+		return refused.Errorf("plan: ancestor_sha: a drift run measures the champion %s against an ancestor; challenger_sha must name it, not %s", st.Champion, req.ChallengerSHA)
+	case req.AncestorSHA == st.Champion || !st.Ancestor(req.AncestorSHA):
+		return refused.Errorf("plan: ancestor_sha: %s is not an earlier champion this host keeps (perf-host history lists its ancestors)", req.AncestorSHA)
+	}
+	return nil
 }
 
 // deployed refuses a run request whose field names no deployed release (role: how to deploy it).

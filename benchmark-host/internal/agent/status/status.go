@@ -26,6 +26,9 @@ func Read(cfg config.Config, st *store.Store, iso *isolation.Lazy, champion *sup
 	}
 	s := contract.Status{PerfHostVersion: version.String(), Champion: state.Champion, Previous: store.LastReign(state.History), LoadAvg: hostinfo.LoadAvg(),
 		Releases: []string{}, Ports: map[string]int{contract.Champion: cfg.ChampionPort, contract.Challenger: cfg.ChallengerPort}}
+	if state.Champion != "" && !state.ChampionSince.IsZero() {
+		s.ChampionSince = state.ChampionSince.Format(time.RFC3339Nano)
+	}
 	s.ChampionSupervised = champion.Supervised()
 	s.Isolation = &iso.Get().Info
 	if holder, held := st.CurrentHolder(); held {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"os"
+	"slices"
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
@@ -17,8 +18,26 @@ type State struct {
 	History []Reign `json:"history,omitempty"`
 	// LegacyPrevious is the one earlier champion a state written before History named;
 	// LoadState moves it into History.
-	LegacyPrevious string    `json:"previous,omitempty"`
-	Updated        time.Time `json:"updated"`
+	LegacyPrevious string `json:"previous,omitempty"`
+	// Ancestors are the champions kept for drift runs, oldest first, the champion last: one per
+	// week for 13 weeks (history.KeptAncestors); their releases are never pruned.
+	Ancestors []contract.Ancestor `json:"ancestors,omitempty"`
+	Updated   time.Time           `json:"updated"`
+	// ChampionSince is when Champion became the champion here, promoted or rolled back to; a
+	// new spec for the same champion, or a restore after a failed promotion, keeps it. A pool's
+	// champion is the one made most recently on any of its hosts
+	// (docs/design/0026-a-pool-of-hosts.md).
+	ChampionSince time.Time `json:"champion_since"`
+}
+
+// Replacing is st as it replaces old, with its ChampionSince: now for another champion, old's
+// for the same one.
+func (st State) Replacing(old State, now time.Time) State {
+	st.ChampionSince = old.ChampionSince
+	if st.Champion != old.Champion {
+		st.ChampionSince = now.UTC()
+	}
+	return st
 }
 
 // Reign is one earlier champion.
@@ -38,17 +57,16 @@ func LastReign(history []Reign) string {
 	return history[len(history)-1].SHA
 }
 
-// Protected reports whether sha is the champion or one a rollback may restore.
+// Protected reports whether sha is the champion, one a rollback may restore, or an ancestor a
+// drift run may measure against.
 func (s State) Protected(sha string) bool {
-	if sha == s.Champion {
-		return true
-	}
-	for _, r := range s.History {
-		if r.SHA == sha {
-			return true
-		}
-	}
-	return false
+	return sha == s.Champion || s.Ancestor(sha) ||
+		slices.ContainsFunc(s.History, func(r Reign) bool { return r.SHA == sha })
+}
+
+// Ancestor reports whether sha is a champion the host keeps for drift runs.
+func (s State) Ancestor(sha string) bool {
+	return slices.ContainsFunc(s.Ancestors, func(a contract.Ancestor) bool { return a.SHA == sha })
 }
 
 // LoadState reads the champion pointer; a missing file is the empty state.
@@ -61,6 +79,11 @@ func (s *Store) LoadState() (State, error) {
 	service.FillDefaults(&st.Service)
 	for i := range st.History {
 		service.FillDefaults(&st.History[i].Service)
+	}
+	if st.ChampionSince.IsZero() && st.Champion != "" {
+		// A state written before it kept the time: its last change, which is its champion's
+		// unless a failed promotion restored it.
+		st.ChampionSince = st.Updated
 	}
 	if len(st.History) == 0 && st.LegacyPrevious != "" {
 		// A state written before champions were kept as a history: its previous champion ran

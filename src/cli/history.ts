@@ -1,0 +1,105 @@
+// `perf-gate history`: the host's history as one self-contained HTML page (and, with --json, the
+// history document itself), read from a host (the host flags of `perf-gate run`) or from a
+// history file exported earlier (--from). It reads; it never measures or changes the host.
+import { closeSync, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
+import { type History, MAX_HISTORY_BYTES, parseHistory } from "../contract/history";
+import { HostClient } from "../host/client";
+import { HostPool } from "../host/pool";
+import { historyPage } from "../report/history-page";
+import { HOST_OPTIONS, hostTarget, type Target } from "./host-flags";
+import { parseCommandLine, UsageError } from "./usage";
+
+export const historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--repository OWNER/NAME] [host flags]
+       perf-gate history --out FILE.html --from HISTORY.json
+  --out FILE.html        the page: main over time per workload, rate and percentile (one file,
+                         no network needed to view it)
+  --json FILE            also write the history document as the host sent it
+  --from HISTORY.json    read a history file (from --json, or the calibration job's artifact)
+                         instead of a host
+  --repository O/N       the GitHub repository, for pull request links the gates do not carry
+  host flags, as perf-gate run takes them:
+  --local --root DIR [--perf-host PATH]   perf-host on this machine (the default)
+  --host H --port N --user U --key FILE --known-hosts FILE   a host over SSH
+  -h, --help             this text
+exit codes: 0 written, 2 error (a host that cannot be read, a history file that is not one)`;
+
+export async function historyCommand(argv: string[], say: (line: string) => void): Promise<number> {
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        out: { type: "string" },
+        json: { type: "string" },
+        from: { type: "string" },
+        repository: { type: "string" },
+        ...HOST_OPTIONS,
+        help: { type: "boolean", short: "h", default: false },
+      },
+    },
+    historyUsage,
+  );
+  if (v.help) {
+    say(historyUsage);
+    return 0;
+  }
+  if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
+  if (v.from && (v.host || v.local)) throw new UsageError("--from reads a file; it takes no host flags", historyUsage);
+  if (v.repository !== undefined && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(v.repository))
+    throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
+  const { history, document, source } = v.from
+    ? { ...fromFile(v.from), source: v.from }
+    : await fromHost(hostTarget(v, historyUsage));
+  const page = historyPage(history, { source, ...(v.repository ? { repository: v.repository } : {}) });
+  writeFileSync(v.out, page);
+  if (v.json) writeFileSync(v.json, `${JSON.stringify(document, null, 2)}\n`);
+  say(
+    `${v.out}: ${history.entries.length} entries (${(Buffer.byteLength(page) / 1024).toFixed(0)} KiB)${v.json ? `; ${v.json}: the history` : ""}`,
+  );
+  return 0;
+}
+
+/** One host's history: a pool's hosts each keep their own, so the command reads one at a time. */
+async function fromHost(target: Target): Promise<{ history: History; document: unknown; source: string }> {
+  const pool =
+    "local" in target
+      ? HostPool.single("the local host", new HostClient(target.local))
+      : HostPool.overSsh(target.hosts, target.login);
+  try {
+    if (pool.size !== 1)
+      throw new UsageError(
+        `--host: one host at a time (each host of a pool keeps its own history), got ${pool.size}`,
+        historyUsage,
+      );
+    const { name, client } = pool.members[0]!;
+    const { message, document } = await client.history();
+    return { history: message, document, source: `the history of ${name}` };
+  } finally {
+    pool.close();
+  }
+}
+
+/** A history file, refused before it is read whole when it is larger than any history. */
+export function fromFile(path: string): { history: History; document: unknown } {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (e) {
+    throw new UsageError(`--from ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, historyUsage);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_HISTORY_BYTES)
+      throw new Error(`${path}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
+    const buffer = Buffer.alloc(size);
+    readSync(fd, buffer, 0, size, 0);
+    let document: unknown;
+    try {
+      document = JSON.parse(buffer.toString("utf8"));
+    } catch (e) {
+      throw new Error(`${path}: not valid JSON (${(e as Error).message})`);
+    }
+    return { history: parseHistory(path, document), document };
+  } finally {
+    closeSync(fd);
+  }
+}
