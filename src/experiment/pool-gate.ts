@@ -63,14 +63,14 @@ export async function onPool<T>(
     const held = (name: string) => choice.standings.find((s) => s.name === name)?.state === "busy";
     if (choice.host && !(choice.stay && held(choice.host))) {
       const member = pool.member(choice.host);
-      if (!choice.stay) member.client.claimNextLock();
+      if (!choice.stay) member.client.claim.claimNext();
       o.say(
         choice.stay
           ? `pool: ${choice.host} holds the earlier runs of ${o.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy`
           : `pool: ${choice.host} is free: measuring there`,
       );
       const unasked = o.sha ? pool.members.map((m) => m.name).filter((n) => !runs.has(n)) : [];
-      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const waited = () => (member.client.claim.lockedAt ?? Date.now()) - started;
       const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
       try {
         const value = await work(member, landing);
@@ -119,7 +119,7 @@ async function untilOneFrees(
 
 /** A claim lost to another gate: the host was free when looked at and busy when the run started. */
 function lostTheHost(client: BenchmarkHost, e: unknown): boolean {
-  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+  return e instanceof HostError && e.kind === "busy" && client.claim.claiming;
 }
 
 async function earlierRuns(pool: HostPool, sha: string): Promise<Map<string, HostSurvey["runs"]>> {

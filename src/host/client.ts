@@ -77,15 +77,8 @@ export interface BenchmarkHost {
   /** An arm's CPU profile of a finished run that asked for profiles (pprof, gzipped). */
   profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array>;
   status(): Promise<HostStatus>;
-  /**
-   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
-   * host is reported at once rather than waited out (docs/design/0026-a-pool-of-hosts.md).
-   */
-  claimNextLock(): void;
-  /** False from claimNextLock until a verb took the host's lock. */
-  readonly claimed: boolean;
-  /** When a verb first took the host's lock (ms since the epoch), or null. */
-  readonly lockedAt: number | null;
+  /** A pool's claim on this host's lock: the verbs that take the lock keep it. */
+  readonly claim: LockClaim;
   /** Releases what the connection holds (the key on disk). */
   close(): void;
 }
@@ -96,6 +89,36 @@ export type Connect = (options: HostOptions) => BenchmarkHost;
 export const connectHostClient: Connect = (options) => new HostClient(options);
 
 
+/**
+ * A pool's claim on a host's lock (docs/design/0026-a-pool-of-hosts.md): a pool's host being
+ * landed on, from claimNext until a verb that takes the host's lock next succeeds, reports a busy
+ * host at once rather than waiting it out, so that the pool can look for another; and when a
+ * verb first took the lock.
+ */
+export class LockClaim {
+  private pending = false;
+  private firstAt: number | null = null;
+
+  claimNext(): void {
+    this.pending = true;
+  }
+
+  /** Whether a claim waits for its first lock. */
+  get claiming(): boolean {
+    return this.pending;
+  }
+
+  /** A verb took the host's lock. */
+  took(): void {
+    this.pending = false;
+    this.firstAt ??= Date.now();
+  }
+
+  get lockedAt(): number | null {
+    return this.firstAt;
+  }
+}
+
 export class HostClient implements BenchmarkHost {
   private readonly dir: string;
   private readonly keyFile: string;
@@ -104,8 +127,7 @@ export class HostClient implements BenchmarkHost {
   private readonly backoffMs: number;
   private readonly log: (line: string) => void;
   private readonly busyPollMs: number;
-  private claiming: boolean;
-  private firstLockAt: number | null = null;
+  readonly claim = new LockClaim();
 
   constructor(private readonly o: HostOptions) {
     this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
@@ -119,26 +141,6 @@ export class HostClient implements BenchmarkHost {
     this.backoffMs = o.backoffMs ?? 2000;
     this.log = o.log ?? (() => {});
     this.busyPollMs = o.busyPollMs ?? 15_000;
-    this.claiming = false;
-  }
-
-  /**
-   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
-   * host is reported at once rather than waited out, so that the pool can look for another
-   * (docs/design/0026-a-pool-of-hosts.md).
-   */
-  claimNextLock(): void {
-    this.claiming = true;
-  }
-
-  /** False from claimNextLock until a verb took the host's lock. */
-  get claimed(): boolean {
-    return !this.claiming;
-  }
-
-  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
-  get lockedAt(): number | null {
-    return this.firstLockAt;
   }
 
   /** Removes the key from disk. */
@@ -279,17 +281,16 @@ export class HostClient implements BenchmarkHost {
   private async whenFree(command: string, busyDeadline: number, stdin?: { input?: string }): Promise<string> {
     // A claim looks first: a host another gate took since the pool's look is given up at once,
     // not after the host's lock wait (10 s by default) while another host may be free.
-    const taken = this.claiming ? (await this.status()).lock : null;
+    const taken = this.claim.claiming ? (await this.status()).lock : null;
     if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (;;) {
       const r = await this.call(command, stdin);
       if (r.exitCode === 0) {
-        this.claiming = false;
-        this.firstLockAt ??= Date.now();
+        this.claim.took();
         return String(r.stdout);
       }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claim.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }

@@ -54,30 +54,28 @@ export class InProcessHarness extends GitHubHarness {
     o: RunOptions,
   ): Promise<ActionRun> {
     if (o.script === "post" || o.started) throw new Error("the post step and cancellation run the bundle (runAction)");
-    return runInProcess(inputs, env, payload, () => this.host.connect());
+    return runInProcess({ inputs, env, event: payload, connect: () => this.host.connect() });
   }
+}
+
+/** A step: its inputs, its environment beside the runner's, its event, and how it reaches the host. */
+interface Step {
+  inputs: Record<string, string>;
+  env: Record<string, string>;
+  event: unknown;
+  connect: Connect;
 }
 
 /** One step at a time: a step owns process.env, process.stdout and process.exitCode while it runs. */
 let running: Promise<unknown> = Promise.resolve();
 
-function runInProcess(
-  inputs: Record<string, string>,
-  env: Record<string, string>,
-  event: unknown,
-  connect: Connect,
-): Promise<ActionRun> {
-  const step = running.then(() => runStep(inputs, env, event, connect));
-  running = step.catch(() => {});
-  return step;
+function runInProcess(step: Step): Promise<ActionRun> {
+  const done = running.then(() => runStep(step));
+  running = done.catch(() => {});
+  return done;
 }
 
-async function runStep(
-  inputs: Record<string, string>,
-  env: Record<string, string>,
-  event: unknown,
-  connect: Connect,
-): Promise<ActionRun> {
+async function runStep({ inputs, env, event, connect }: Step): Promise<ActionRun> {
   const files = stepFiles(event);
   writeFileSync(summaryFile, "");
   const set = { ...stepEnv(files, inputs, env), GITHUB_STEP_SUMMARY: summaryFile };

@@ -45,7 +45,7 @@ import {
   type Slice,
 } from "../../src/contract/result";
 import { floorKey } from "../../src/contract/rules";
-import { type BenchmarkHost, HostError } from "../../src/host/client";
+import { type BenchmarkHost, HostError, LockClaim } from "../../src/host/client";
 
 /** The host's recordings a run replays (testdata/README.md), and which of their pairs. */
 export const RECORDINGS = {
@@ -111,9 +111,8 @@ export class FakeHost implements BenchmarkHost {
   /** The history's entries, oldest first, and every champion's reign (oldest first) for its ancestors. */
   readonly entries: HistoryEntry[] = [];
   private readonly reignLog: Ancestor[] = [];
-  /** A pool's claim (claimNextLock): a busy host is said at once, not waited out. */
-  private claiming = false;
-  private firstLockAt: number | null = null;
+  /** A pool's claim: a busy host is said at once, not waited out. */
+  readonly claim = new LockClaim();
   /** Pairs of the recording the runs so far replayed: the next run takes the ones after them. */
   private replayed = 0;
   readonly builds = new Map<string, FakeBuild>();
@@ -399,18 +398,6 @@ export class FakeHost implements BenchmarkHost {
     this.known(`wait ${runId}`, runId);
   }
 
-  claimNextLock(): void {
-    this.claiming = true;
-  }
-
-  get claimed(): boolean {
-    return !this.claiming;
-  }
-
-  get lockedAt(): number | null {
-    return this.firstLockAt;
-  }
-
   async wait(runId: string, onLine: (line: string) => void): Promise<RunOutcome> {
     const run = this.known(`wait ${runId}`, runId);
     const slices = (run.document as HostResult | null)?.slices ?? [];
@@ -480,10 +467,7 @@ export class FakeHost implements BenchmarkHost {
   private locked(call: string, busyDeadline: number): void {
     this.verb(call);
     this.busyDeadlines.push(busyDeadline);
-    if (!this.heldBy) {
-      this.claiming = false;
-      this.firstLockAt ??= Date.now();
-    }
+    if (!this.heldBy) this.claim.took();
     if (this.heldBy)
       throw new HostError("busy", `${call}: host busy: ${this.heldBy} since ${new Date().toISOString()} (1s ago)`);
   }
