@@ -13,7 +13,15 @@
 //	hostile knock PORT             send requests to PORT (the champion's) whenever its own service
 //	                               is quiet, that is while the generator measures the champion
 //	hostile flood PORT N           hold N idle connections to PORT, with bursts of half-requests
-//	hostile fill DIR               write DIR full, then keep the service running
+//	hostile fill DIR [MIB]         write DIR (made if missing) full, or MIB MiB into it, and exit
+//	hostile plant                  leave a secret where a careless service leaves things: a file
+//	                               in /tmp and in /dev/shm, a SysV shared memory segment, an
+//	                               abstract unix socket; and keep them
+//	hostile peek                   look for another arm's secrets in those places and in /proc,
+//	                               and leave a file of its own in /tmp and /dev/shm
+//	hostile sysv MIB               leave MIB MiB of SysV shared memory behind, and exit
+//	hostile pin CPU CORES          move a thread onto CPU (the load generator's) and burn CORES of
+//	                               it whenever its own service is quiet (the other arm measured)
 //	hostile swarm N MIB            start N processes of MIB MiB each, every one smaller than
 //	                               the champion, and keep them
 //	hostile spin CORES             burn CORES of a CPU in a background thread (a legitimate
@@ -33,6 +41,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -64,7 +74,22 @@ func main() {
 		n, _ := strconv.Atoi(os.Args[3])
 		flood(os.Args[2], n)
 	case "fill":
-		fill(os.Args[2])
+		mib := -1
+		if len(os.Args) > 3 {
+			mib, _ = strconv.Atoi(os.Args[3])
+		}
+		fill(os.Args[2], mib)
+	case "plant":
+		plant()
+	case "peek":
+		peek()
+	case "sysv":
+		mib, _ := strconv.Atoi(os.Args[2])
+		sysv(mib)
+	case "pin":
+		cpu, _ := strconv.Atoi(os.Args[2])
+		cores, _ := strconv.ParseFloat(os.Args[3], 64)
+		pin(cpu, cores)
 	case "swarm":
 		n, _ := strconv.Atoi(os.Args[2])
 		mib, _ := strconv.Atoi(os.Args[3])
@@ -325,29 +350,212 @@ func flood(port string, n int) {
 	}
 }
 
-// fill writes dir full, 1 MiB at a time, and says how far it got.
-func fill(dir string) {
+// fill writes dir full (or limit MiB into it, when limit >= 0), 1 MiB at a time, and says how
+// far it got.
+func fill(dir string, limit int) {
 	chunk := make([]byte, 1<<20)
 	for i := range chunk {
 		chunk[i] = byte(i * 7)
 	}
 	written := 0
-	for i := 0; ; i++ {
-		f, err := os.Create(fmt.Sprintf("%s/fill-%d", dir, i))
-		if err == nil {
-			for range 64 {
-				if _, err = f.Write(chunk); err != nil {
-					break
-				}
-				written++
+	err := os.MkdirAll(dir, 0o700)
+	for i := 0; err == nil && written != limit; i++ {
+		var f *os.File
+		if f, err = os.Create(fmt.Sprintf("%s/fill-%d", dir, i)); err != nil {
+			break
+		}
+		for range 64 {
+			if written == limit {
+				break
 			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
+			if _, err = f.Write(chunk); err != nil {
+				break
+			}
+			written++
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = fmt.Errorf("stopped at the %d MiB asked for", limit)
+	}
+	fmt.Printf("fill: wrote %d MiB into %s: %v\n", written, dir, err)
+}
+
+// Where plant leaves its secret: names (a file's, an abstract socket's) ending in its uid, and
+// a SysV key of plantKey plus its uid.
+const (
+	plantName = "hostile-plant-"
+	plantKey  = 0x5ec00000
+	secret    = "the-champion's-secret"
+)
+
+// plant leaves a secret, readable by anyone, in each place the host's users share: what a
+// careless service does with its temporary files, its shared memory and its sockets.
+func plant() {
+	name := plantName + strconv.Itoa(os.Getuid())
+	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		err := os.WriteFile(dir+"/"+name, []byte(secret), 0o644)
+		fmt.Printf("plant: %s/%s: %v\n", dir, name, err)
+	}
+	id, err := unix.SysvShmGet(plantKey+os.Getuid(), 4096, 0o644|unix.IPC_CREAT)
+	if err == nil {
+		var mem []byte
+		if mem, err = unix.SysvShmAttach(id, 0, 0); err == nil {
+			copy(mem, secret)
+		}
+	}
+	fmt.Printf("plant: SysV shared memory key %#x: %v\n", plantKey+os.Getuid(), err)
+	l, err := net.Listen("unix", "@"+name)
+	fmt.Printf("plant: abstract socket @%s: %v\n", name, err)
+	if err == nil {
+		for {
+			c, err := l.Accept()
+			if err == nil {
+				c.Write([]byte(secret))
+				c.Close()
+			}
+		}
+	}
+	select {}
+}
+
+// peek looks for what another user's plant left where users share, and reads what it finds:
+// READ marks each secret it got. It also leaves files of its own there, for the other arm to
+// find.
+func peek() {
+	own := plantName + strconv.Itoa(os.Getuid())
+	others := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if strings.HasPrefix(n, plantName) && n != own {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		entries, err := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		fmt.Printf("peek: %s: %d entries, %d another user planted (%v)\n", dir, len(names), len(others(names)), err)
+		for _, n := range others(names) {
+			if b, err := os.ReadFile(dir + "/" + n); err == nil {
+				fmt.Printf("peek: READ %s/%s: %q\n", dir, n, b)
+			} else {
+				fmt.Printf("peek: %s/%s: %v\n", dir, n, err)
+			}
+		}
+		err = os.WriteFile(fmt.Sprintf("%s/hostile-left-by-%d", dir, os.Getuid()), []byte("left"), 0o644)
+		fmt.Printf("peek: left a file in %s: %v\n", dir, err)
+	}
+	// /proc/sysvipc/shm lists the segments of this IPC namespace, whoever owns them.
+	b, _ := os.ReadFile("/proc/sysvipc/shm")
+	segments := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		key, _ := strconv.ParseInt(f[0], 10, 64)
+		if key&^0xffff != plantKey || f[7] == strconv.Itoa(os.Getuid()) {
+			continue
+		}
+		segments++
+		id, _ := strconv.Atoi(f[1])
+		mem, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
+		if err != nil {
+			fmt.Printf("peek: SysV segment %#x: %v\n", key, err)
+			continue
+		}
+		fmt.Printf("peek: READ SysV segment %#x: %q\n", key, mem[:len(secret)])
+	}
+	fmt.Printf("peek: %d SysV segments another user planted in this IPC namespace\n", segments)
+	// Abstract unix sockets are named in /proc/net/unix, whoever bound them.
+	b, _ = os.ReadFile("/proc/net/unix")
+	sockets := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.HasPrefix(f[7], "@"+plantName) || f[7] == "@"+own {
+			continue
+		}
+		sockets++
+		c, err := net.Dial("unix", f[7])
+		if err != nil {
+			fmt.Printf("peek: abstract socket %s: %v\n", f[7], err)
+			continue
+		}
+		got, _ := io.ReadAll(c)
+		c.Close()
+		fmt.Printf("peek: READ abstract socket %s: %q\n", f[7], got)
+	}
+	fmt.Printf("peek: %d abstract sockets another user planted\n", sockets)
+	// What /proc shows of the other arm's processes (their environment needs ptrace access).
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var st syscall.Stat_t
+		if _, err := strconv.Atoi(e.Name()); err != nil || syscall.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) == os.Getuid() {
+			continue
+		}
+		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), "hostile\x00plant") {
+			_, envErr := os.ReadFile("/proc/" + e.Name() + "/environ")
+			stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+			fmt.Printf("peek: /proc/%s of uid %d: cmdline %q, stat readable %v, environ %v\n", e.Name(), st.Uid, cmd, len(stat) > 0, envErr)
+		}
+	}
+	select {}
+}
+
+// sysv leaves mib MiB of SysV shared memory, touched, and exits: the segments outlive it
+// unless its IPC namespace dies with it.
+func sysv(mib int) {
+	for i := range mib {
+		id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 1<<20, 0o600|unix.IPC_CREAT)
+		if err == nil {
+			var mem []byte
+			if mem, err = unix.SysvShmAttach(id, 0, 0); err == nil {
+				for j := 0; j < len(mem); j += 4096 {
+					mem[j] = 1
+				}
 			}
 		}
 		if err != nil {
-			fmt.Printf("fill: wrote %d MiB into %s: %v\n", written, dir, err)
+			fmt.Printf("sysv: left %d MiB of shared memory: %v\n", i, err)
 			return
+		}
+	}
+	fmt.Printf("sysv: left %d MiB of shared memory\n", mib)
+}
+
+// pin moves one thread onto cpu and, whenever its own service used no CPU for the last 20 ms
+// (the generator is measuring the other arm), burns cores of it there: on the load generator's
+// CPU, that delays the other arm's requests alone.
+func pin(cpu int, cores float64) {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		fmt.Printf("pin: onto CPU %d: %v\n", cpu, err)
+		return
+	}
+	fmt.Printf("pin: onto CPU %d: ok\n", cpu)
+	own := ownService()
+	busy := time.Duration(cores * float64(20*time.Millisecond))
+	last, bursts := cpuTicks(own), 0
+	for round := 0; ; round++ {
+		time.Sleep(20*time.Millisecond - busy)
+		now := cpuTicks(own)
+		if now == last {
+			for start := time.Now(); time.Since(start) < busy; {
+			}
+			bursts++
+		}
+		last = now
+		if round%100 == 0 {
+			fmt.Printf("pin: %d bursts on CPU %d\n", bursts, cpu)
 		}
 	}
 }
