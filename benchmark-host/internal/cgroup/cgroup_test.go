@@ -6,10 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 )
 
 // subtree makes a cgroup v2 directory of the test's own, as install.sh would, and removes it.
@@ -129,5 +133,107 @@ func TestCPUUsageCountsTheGroupsProcesses(t *testing.T) {
 	t.Logf("a shell loop used %d µs of CPU", after-before)
 	if after-before < 10_000 {
 		t.Errorf("the group's CPU grew by %d µs only", after-before)
+	}
+}
+
+// v1Subtree makes a subtree of the test's own in the v1 hierarchy of controller, as install.sh
+// does on a hybrid host, and removes it.
+func v1Subtree(t *testing.T, controller string) string {
+	t.Helper()
+	root := "/sys/fs/cgroup/" + controller
+	if _, err := v1Controller(root); err != nil {
+		t.Skipf("no cgroup v1 %s hierarchy: %v", controller, err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	dir := filepath.Join(root, "perf-gate-unit-"+hex.EncodeToString(b))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if controller == "cpuset" {
+		for _, f := range []string{"cpuset.mems", "cpuset.cpus"} {
+			os.WriteFile(filepath.Join(dir, f), []byte(readString(filepath.Join(root, f))), 0)
+		}
+	}
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+		os.Remove(dir)
+	})
+	return dir
+}
+
+// On a hybrid host the v1 memory and cpuset controllers stand in for v2's: a process started
+// from a thread that joined the group's v1 directories is born in them (and in its v2 group),
+// the starting process is not moved, and the memory limit kills inside the group, counted.
+func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
+	s := Open(subtree(t), true)
+	if s.Has("memory") {
+		t.Skip("cgroup v2 has the memory controller here: v1 is not used")
+	}
+	memory, cpuset := v1Subtree(t, "memory"), v1Subtree(t, "cpuset")
+	s.OpenV1([]string{memory, cpuset, t.TempDir()})
+	t.Logf("%s", s.Note)
+	if s.V1("memory") != memory || s.V1("cpuset") != cpuset || !s.Has("memory") || !s.Has("cpuset") {
+		t.Fatalf("the v1 subtrees were not taken: %s", s.Note)
+	}
+	if !strings.Contains(s.Note, "not on a cgroup v1 file system") {
+		t.Errorf("a plain directory is not refused by name: %s", s.Note)
+	}
+	g, err := s.Group("arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetMemoryMax(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(readString(filepath.Join(memory, "arm", "memory.limit_in_bytes"))); got != strconv.Itoa(64<<20) {
+		t.Errorf("memory.limit_in_bytes %s", got)
+	}
+	// Raising it again must pass memsw's ordering.
+	if err := g.SetMemoryMax(128 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetMemoryMax(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	online, _ := placement.Online()
+	if err := g.SetCPUs(strconv.Itoa(online[len(online)-1])); err != nil {
+		t.Fatal(err)
+	}
+	selfBefore, _ := os.ReadFile("/proc/self/cgroup")
+	// tail holds the one 96 MiB line it reads, more than the limit: the kernel kills it inside
+	// the group.
+	cmd := exec.Command("/bin/sh", "-c", `cat /proc/self/cgroup; grep Cpus_allowed_list /proc/self/status; head -c 100663296 /dev/zero | tail`)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	dir, err := g.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	if err := privilege.Do(privilege.Thread{JoinV1: g.V1Dirs()}, cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	t.Logf("%v\n%s", err, out.String())
+	for _, want := range []string{"memory:/" + filepath.Base(memory) + "/arm\n", "cpuset:/" + filepath.Base(cpuset) + "/arm\n", "0::/" + filepath.Base(filepath.Dir(g.Path)) + "/arm\n"} {
+		if !strings.Contains(out.String(), want[:len(want)-1]) {
+			t.Errorf("the process was not born in %q", want)
+		}
+	}
+	if !strings.Contains(out.String(), "Cpus_allowed_list:\t"+strconv.Itoa(online[len(online)-1])) {
+		t.Errorf("the process was not held to CPU %d by the cpuset", online[len(online)-1])
+	}
+	if n, ok := g.OOMKills(); !ok || n != 1 || err == nil {
+		t.Errorf("the group's OOM kills: %d %v; the process ended %v", n, ok, err)
+	}
+	if selfAfter, _ := os.ReadFile("/proc/self/cgroup"); string(selfAfter) != string(selfBefore) {
+		t.Errorf("the starting process moved:\n%s\nwas\n%s", selfAfter, selfBefore)
 	}
 }

@@ -9,8 +9,12 @@
 package privilege
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -40,7 +44,14 @@ func (c Cap) String() string { return capNames[c] }
 type Thread struct {
 	Caps []Cap          // raised in the effective set, when not already in effect
 	CPUs placement.CPUs // the thread's CPUs (empty: unchanged)
+	// Cgroup v1 groups the thread joins (their tasks files), so that a process it starts is
+	// born in them (package cgroup). Such a thread is never restored: it ends with the
+	// operation, and no other work of perf-host runs in the arm's groups.
+	JoinV1 []string
 }
+
+// errJoined makes Do discard a thread that joined an arm's v1 groups.
+var errJoined = errors.New("the thread joined cgroup v1 groups")
 
 type capHeader struct {
 	version uint32
@@ -83,6 +94,13 @@ func Do(t Thread, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		if len(t.JoinV1) > 0 && syscall.Gettid() == syscall.Getpid() {
+			// The main thread: in v1's eyes the process's memory is its group's, and Go never
+			// ends it. Another thread takes the operation (this one, locked, cannot run it).
+			errc <- Do(t, fn)
+			runtime.UnlockOSThread()
+			return
+		}
 		restore, err := prepare(t)
 		if err == nil {
 			err = fn()
@@ -104,6 +122,9 @@ func prepare(t Thread) (restore func() error, err error) {
 	}
 	var savedCPUs placement.CPUs
 	restore = func() error {
+		if len(t.JoinV1) > 0 {
+			return errJoined
+		}
 		if err := capset(saved); err != nil {
 			return err
 		}
@@ -135,6 +156,11 @@ func prepare(t Thread) (restore func() error, err error) {
 			return restore, err
 		}
 		savedCPUs = cur
+	}
+	for _, dir := range t.JoinV1 {
+		if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(syscall.Gettid())), 0); err != nil {
+			return restore, fmt.Errorf("joining cgroup %s: %w", dir, err)
+		}
 	}
 	if next != saved {
 		if err := capset(next); err != nil {
