@@ -244,37 +244,31 @@ func TestAHostWithoutThePacketFilterNamesTheSlicesWhereTheChampionServedOthers(t
 	h.afterwards(t, "knock-open")
 }
 
-// Many small processes, each smaller than the champion, exhaust the host's memory: the OOM
-// killer takes the challenger's, which fails named, and the champion, perf-host, the load
-// generator and sshd live on. On a host whose arms have cgroup v2's memory controller, the
-// challenger's memory.max holds it; on a hybrid one (v1 memory controller), the whole installed
-// host (its sshd and everything that starts) is held to 476 MiB, as a small machine is.
+// Many small processes, each smaller than the champion, exhaust the host's memory: the
+// challenger's own limit holds them (cgroup v2's memory.max, or on a hybrid host the v1 memory
+// controller's limit), the kernel kills inside the challenger's group, the run fails named, and
+// the champion, perf-host, the load generator and sshd live on. On a hybrid host the whole
+// installed host (its sshd and everything that starts, the arms included) is also held to
+// 476 MiB, as a small machine is: the install's v1 memory subtree is that machine.
 func TestChallengerThatExhaustsMemoryFailsAloneAndTheChampionServes(t *testing.T) {
-	v1 := "/sys/fs/cgroup/memory"
-	extra := []string{"--arm-memory-bytes", strconv.Itoa(300 << 20), "--arm-max-procs", "1500"}
-	h := crossArmHost(t, extra...)
+	h := crossArmHost(t, "--arm-memory-bytes", strconv.Itoa(300<<20), "--arm-max-procs", "1500")
 	var st contract.Status
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
 	t.Logf("memory: %s", st.Isolation.Memory)
-	if !strings.HasPrefix(st.Isolation.Memory, "memory.max") {
-		if _, err := os.Stat(filepath.Join(v1, "memory.limit_in_bytes")); err != nil {
-			t.Skip("neither a cgroup v2 memory controller for the arms nor a v1 one to hold the host to")
-		}
-		group := filepath.Join(v1, h.cgroupName)
-		if err := os.Mkdir(group, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(group) })
-		writeFile(t, filepath.Join(group, "memory.limit_in_bytes"), strconv.Itoa(476<<20))
+	if strings.HasPrefix(st.Isolation.Memory, "not limited") {
+		t.Fatalf("the arms' memory is not limited on this host: %s", st.Isolation.Memory)
+	}
+	if machine := filepath.Join("/sys/fs/cgroup/memory", h.cgroupName); strings.Contains(st.Isolation.Memory, machine) {
+		writeFile(t, filepath.Join(machine, "memory.limit_in_bytes"), strconv.Itoa(476<<20))
 		pid, _ := os.ReadFile(filepath.Join(h.dir, "sshd.pid"))
-		writeFile(t, filepath.Join(group, "cgroup.procs"), strings.TrimSpace(string(pid)))
+		writeFile(t, filepath.Join(machine, "cgroup.procs"), strings.TrimSpace(string(pid)))
 		// The supervisor started before sshd was held: start it again from inside.
 		h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
 	}
 	before := readVMStat("oom_kill")
 	c := h.crossArmRun(t, "swarm", "(sleep 2.5; exec ./hostile swarm 150 7) & exec ./service", 10)
 	t.Logf("the kernel killed %d processes for memory; challenger log: %s", readVMStat("oom_kill")-before, c.log)
-	if c.r.Outcome.ErrorKind != "challenger_out_of_memory" || !strings.Contains(c.r.Outcome.Message, "challenger: killed for memory") {
+	if c.r.Outcome.ErrorKind != "challenger_out_of_memory" || !strings.Contains(c.r.Outcome.Message, "challenger: killed for memory: over its memory limit") {
 		t.Errorf("outcome %+v\n%s", c.r.Outcome, c.progress)
 	}
 	h.afterwards(t, "swarm")

@@ -41,7 +41,12 @@ func newInstalledHost(t *testing.T) *installedHost {
 	suffix := make([]byte, 3)
 	rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
-	dir, _ := os.MkdirTemp("", "perf-gate-install-")
+	// Not under /tmp: each arm's programs see a /tmp of their own, where the arm's home, which
+	// lies under the root, would be out of their sight (install.sh refuses such a root).
+	dir, err := os.MkdirTemp("/var/lib", "perf-gate-install-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	os.Chmod(dir, 0o755)
 	h := &installedHost{t: t, dir: dir, root: filepath.Join(dir, "root"), prefix: filepath.Join(dir, "prefix"),
 		ciUser: "pgci" + id, championUser: "pgch" + id, challengerUser: "pgcl" + id, cgroupName: "perf-gate-test-" + id,
@@ -56,6 +61,9 @@ func newInstalledHost(t *testing.T) *installedHost {
 		}
 		sshtest.KillUnder(h.root)
 		sshtest.RemoveCgroup(h.cgroup)
+		for _, c := range cgroup.V1Controllers { // a hybrid host's v1 subtrees
+			sshtest.RemoveCgroup(filepath.Join("/sys/fs/cgroup", c, h.cgroupName))
+		}
 		// The arms' own filesystems (loop mounts) and the packet filter's table.
 		for _, a := range []string{"champion", "challenger"} {
 			exec.Command("umount", filepath.Join(h.root, "arms", a)).Run()

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/armns"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
@@ -81,8 +82,11 @@ type Arm struct {
 	// Every process of the arm gets this oom_score_adj (OOMChallenger, OOMChampion; 0: left
 	// alone), so that the OOM killer takes the arms before the host (see PreferForOOM).
 	OOMScoreAdj int
-	main        int          // the running service's pid
-	deps        []dependency // its running dependencies, in the order they started
+	// How the arm's own programs (its service, dependencies, setup) get a /tmp, /var/tmp,
+	// /dev/shm and IPC of their own (package armns); nil: they share the host's.
+	Private *armns.Spec
+	main    int          // the running service's pid
+	deps    []dependency // its running dependencies, in the order they started
 
 	image      *image.Config // the installed build's container image; nil for a tarball build
 	containers int           // containers started, for their names
@@ -93,6 +97,9 @@ func (a *Arm) WorkDir() string { return filepath.Join(a.Home, "work") }
 
 // StateDir is the service's STATE_DIR.
 func (a *Arm) StateDir() string { return filepath.Join(a.Home, "state") }
+
+// TmpDir is what the arm's programs see as /tmp and /var/tmp (with Private).
+func (a *Arm) TmpDir() string { return filepath.Join(a.Home, "tmp") }
 
 // Install stops whatever the arm still runs and replaces its working directory with a fresh
 // copy of release, written by the arm's own user (so it owns its copy, and nothing but the copy
@@ -190,7 +197,9 @@ func writeTar(w io.Writer, dir string) error {
 }
 
 // Launch starts cmd as the arm's user, in the arm's cgroup, on the arm's CPUs (by affinity
-// when the cgroup has no cpuset), raising only the capabilities that takes.
+// when the cgroup has no cpuset), raising only the capabilities that takes. It is how perf-host
+// runs its own work in the arm (copying a build in, measuring and removing what the arm wrote);
+// the arm's own programs start through launchProgram.
 func (a *Arm) Launch(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -210,6 +219,7 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 		if !cgroup.Inside(filepath.Dir(a.Group.Path)) {
 			thread.Caps = append(thread.Caps, privilege.DACOverride)
 		}
+		thread.JoinV1 = a.Group.V1Dirs()
 	}
 	if a.Group == nil || !a.Group.Has("cpuset") {
 		thread.CPUs = a.CPUs
@@ -218,6 +228,24 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 		return err
 	}
 	return a.PreferForOOM()
+}
+
+// launchProgram starts one of the arm's own programs as Launch does, in mounts and IPC of its
+// own when the host gives them (Private).
+func (a *Arm) launchProgram(cmd *exec.Cmd) error {
+	if a.Private != nil {
+		a.Private.Wrap(cmd)
+	}
+	return a.Launch(cmd)
+}
+
+// launchService starts the arm's service or setup: a container image's through runc, which
+// gives the container mounts and IPC of its own; a tarball build's as launchProgram does.
+func (a *Arm) launchService(cmd *exec.Cmd) error {
+	if a.image != nil {
+		return a.Launch(cmd)
+	}
+	return a.launchProgram(cmd)
 }
 
 // Started records the arm's running service, whose descendants are the arm's processes when
@@ -349,7 +377,7 @@ func (a *Arm) Instance(ports map[string]int) service.Instance {
 
 // StartService starts spec in the arm's working directory on the arm's ports.
 func (a *Arm) StartService(name string, spec contract.ServiceSpec, ports map[string]int, log service.Log) (*service.Process, error) {
-	p, err := service.Start(name, spec, a.Instance(ports), log, a.Launch)
+	p, err := service.Start(name, spec, a.Instance(ports), log, a.launchService)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +400,7 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, log service
 	}
 	cmd.Stdout, cmd.Stderr = out.W, out.W
 	start := time.Now()
-	err = a.runBounded(cmd, time.Duration(spec.SetupTimeoutSeconds*float64(time.Second)))
+	err = a.runBounded(a.launchService, cmd, time.Duration(spec.SetupTimeoutSeconds*float64(time.Second)))
 	took := time.Since(start)
 	out.W.Close()
 	if errors.Is(err, errTimedOut) {
@@ -389,10 +417,11 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, log service
 
 var errTimedOut = errors.New("timed out")
 
-// runBounded runs cmd in the arm (as Launch does) until it exits, or kills everything of the
-// arm at timeout (errTimedOut). A failed exit is its status, "exit status 3".
-func (a *Arm) runBounded(cmd *exec.Cmd, timeout time.Duration) error {
-	if err := a.Launch(cmd); err != nil {
+// runBounded runs cmd in the arm (started by launch: Launch, or launchService) until it
+// exits, or kills everything of the arm at timeout (errTimedOut). A failed exit is its status,
+// "exit status 3".
+func (a *Arm) runBounded(launch func(*exec.Cmd) error, cmd *exec.Cmd, timeout time.Duration) error {
+	if err := launch(cmd); err != nil {
 		return fmt.Errorf("cannot start %q in %s: %w", cmd.Path, cmd.Dir, err)
 	}
 	a.Started(cmd.Process.Pid)
@@ -419,7 +448,7 @@ func (a *Arm) DiskUsage() (work, state int64, err error) {
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var out limitedBuffer
 	cmd.Stdout = &out
-	if err := a.runBounded(cmd, 10*time.Second); err != nil {
+	if err := a.runBounded(a.Launch, cmd, 10*time.Second); err != nil {
 		return 0, 0, fmt.Errorf("du: %w", err)
 	}
 	sizes := map[string]int64{}
