@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,9 @@ func medianDiffP90(r contract.HostResult) float64 {
 		if len(p) == 2 {
 			d = append(d, float64(p[contract.Challenger]-p[contract.Champion])/1000)
 		}
+	}
+	if len(d) == 0 {
+		return math.NaN() // no valid pair: the attack was seen
 	}
 	return median(d)
 }
