@@ -205,6 +205,11 @@ func (g *Group) Procs() ([]int, error) {
 // the parent's cgroup and the new one); a fresh group has never been killed.
 func (g *Group) Kill(wait time.Duration) ([]int, error) {
 	if procs, err := g.Procs(); err != nil || len(procs) == 0 {
+		if n, _ := g.OOMKills(); err == nil && n > 0 && !g.populated() {
+			// The kernel killed in it for memory (all of it, with memory.oom.group): a fresh
+			// group counts the next run's kills from 0.
+			return nil, g.renew()
+		}
 		return procs, err
 	}
 	if err := os.WriteFile(filepath.Join(g.Path, "cgroup.kill"), []byte("1"), 0); err != nil {
@@ -230,15 +235,17 @@ func (g *Group) populated() bool {
 	return strings.Contains(readString(filepath.Join(g.Path, "cgroup.events")), "populated 1")
 }
 
-// renew replaces the empty group by a fresh one with the same settings.
+// renew replaces the empty group by a fresh one with the same settings, its v1 directories too.
 func (g *Group) renew() error {
-	if err := os.Remove(g.Path); err != nil {
-		return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", g.Path, err)
+	for _, dir := range append([]string{g.Path}, g.V1Dirs()...) {
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", dir, err)
+		}
 	}
 	if err := os.Mkdir(g.Path, 0o755); err != nil {
 		return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", g.Path, err)
 	}
-	var errs []error
+	errs := []error{g.makeV1(filepath.Base(g.Path))}
 	if g.cpus != "" {
 		errs = append(errs, g.SetCPUs(g.cpus))
 	}
@@ -282,11 +289,12 @@ func (g *Group) MemoryBytes() (uint64, bool) {
 
 // SetCPUs confines the group to cpus (cpuset.cpus), when the cpuset controller is enabled.
 func (g *Group) SetCPUs(cpus string) error {
-	if dir := g.v1["cpuset"]; dir != "" {
-		return os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte(cpus), 0)
-	}
 	g.cpus = cpus
-	return os.WriteFile(filepath.Join(g.Path, "cpuset.cpus"), []byte(cpus), 0)
+	dir := g.Path
+	if v1 := g.v1["cpuset"]; v1 != "" {
+		dir = v1
+	}
+	return os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte(cpus), 0)
 }
 
 // SetMaxProcs bounds the group's tasks (pids.max), when the pids controller is enabled.
@@ -300,10 +308,10 @@ func (g *Group) SetMaxProcs(n int) error {
 // (memory.oom.group): an arm out of memory fails whole rather than limping. On v1, which kills
 // one process at a time, perf-host kills the rest when it sees the first go.
 func (g *Group) SetMemoryMax(bytes int64) error {
+	g.maxMem = bytes
 	if dir := g.v1["memory"]; dir != "" {
 		return setMemoryMaxV1(dir, bytes)
 	}
-	g.maxMem = bytes
 	var errs []error
 	for file, v := range map[string]string{"memory.max": strconv.FormatInt(bytes, 10), "memory.swap.max": "0", "memory.oom.group": "1"} {
 		if err := os.WriteFile(filepath.Join(g.Path, file), []byte(v), 0); err != nil && !(file == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {

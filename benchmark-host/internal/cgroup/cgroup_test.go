@@ -236,4 +236,18 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	if selfAfter, _ := os.ReadFile("/proc/self/cgroup"); string(selfAfter) != string(selfBefore) {
 		t.Errorf("the starting process moved:\n%s\nwas\n%s", selfAfter, selfBefore)
 	}
+	// Stopping the emptied arm makes its groups anew, so the next run counts its own kills, with
+	// the same limit and CPUs.
+	if _, err := g.Kill(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := g.OOMKills(); n != 0 {
+		t.Errorf("after Kill the group still counts %d OOM kills", n)
+	}
+	if got := strings.TrimSpace(readString(filepath.Join(memory, "arm", "memory.limit_in_bytes"))); got != strconv.Itoa(64<<20) {
+		t.Errorf("the group made anew has memory.limit_in_bytes %s", got)
+	}
+	if got := strings.TrimSpace(readString(filepath.Join(cpuset, "arm", "cpuset.cpus"))); got != strconv.Itoa(online[len(online)-1]) {
+		t.Errorf("the group made anew has cpuset.cpus %q", got)
+	}
 }
