@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -223,6 +224,11 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 	}
 	if a.Group == nil || !a.Group.Has("cpuset") {
 		thread.CPUs = a.CPUs
+	}
+	if cmd.SysProcAttr.UidMappings != nil && !slices.Contains(thread.Caps, privilege.DACOverride) {
+		// The child's ID maps (armns) are written from here before it runs: its /proc files are
+		// root's until it executes, as perf-host's file capabilities make it not dumpable.
+		thread.Caps = append(thread.Caps, privilege.DACOverride)
 	}
 	if err := privilege.Do(thread, cmd.Start); err != nil {
 		return err

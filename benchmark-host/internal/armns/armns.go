@@ -73,7 +73,10 @@ func Enter(args []string) error {
 	if err := mountPrivate(tmp, shm); err != nil {
 		return err
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+	// Every set emptied, the inheritable one too (the clone put CAP_SYS_ADMIN there to make it
+	// ambient), so no program it executes can get the capability back.
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
 		return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
 	}
 	return syscall.Exec(path, argv, os.Environ())

@@ -38,7 +38,7 @@ r = ctypes.CDLL(None, use_errno=True).umount2(b"/tmp", 2)
 print("umount2", r, os.strerror(ctypes.get_errno()), os.listdir("/tmp"))`
 	script := `echo mine > /tmp/written-by-arm; echo shm > /dev/shm/x
 ls /tmp; echo ---
-grep -E '^(CapEff|CapPrm|CapAmb|Groups):' /proc/self/status
+grep -E '^(CapInh|CapEff|CapPrm|CapAmb|Groups):' /proc/self/status
 grep -E ' /dev/shm | /tmp ' /proc/self/mountinfo
 chage -l nobody 2>&1 | head -1
 wc -l < /proc/sysvipc/shm
@@ -64,7 +64,7 @@ unshare -Urm python3 -c "$UMOUNT2" 2>&1`
 		t.Errorf("the program saw the host's /tmp")
 	}
 	// chage is set-group-ID shadow, which reads /etc/shadow outside; the group is not mapped.
-	for _, want := range []string{"chage: cannot open /etc/shadow", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapAmb:\t0000000000000000", "Groups:\t \n", "size=8192k", "\n1\n"} {
+	for _, want := range []string{"chage: cannot open /etc/shadow", "CapInh:\t0000000000000000", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapAmb:\t0000000000000000", "Groups:\t \n", "size=8192k", "\n1\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("want %q in the program's view", want)
 		}
