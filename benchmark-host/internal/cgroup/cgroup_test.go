@@ -236,6 +236,13 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	if selfAfter, _ := os.ReadFile("/proc/self/cgroup"); string(selfAfter) != string(selfBefore) {
 		t.Errorf("the starting process moved:\n%s\nwas\n%s", selfAfter, selfBefore)
 	}
+	// The thread that started it went back to the test's own groups.
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		if cg, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/cgroup"); strings.Contains(string(cg), "/arm\n") {
+			t.Errorf("thread %s stayed in the arm's groups:\n%s", task.Name(), cg)
+		}
+	}
 	// Stopping the emptied arm makes its groups anew, so the next run counts its own kills, with
 	// the same limit and CPUs.
 	if _, err := g.Kill(time.Second); err != nil {

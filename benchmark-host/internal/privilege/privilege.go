@@ -9,12 +9,8 @@
 package privilege
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -44,14 +40,10 @@ func (c Cap) String() string { return capNames[c] }
 type Thread struct {
 	Caps []Cap          // raised in the effective set, when not already in effect
 	CPUs placement.CPUs // the thread's CPUs (empty: unchanged)
-	// Cgroup v1 groups the thread joins (their tasks files), so that a process it starts is
-	// born in them (package cgroup). Such a thread is never restored: it ends with the
-	// operation, and no other work of perf-host runs in the arm's groups.
+	// Cgroup v1 groups the thread joins (their tasks files) for the operation, so that a
+	// process it starts is born in them (package cgroup); it goes back to its own groups after.
 	JoinV1 []string
 }
-
-// errJoined makes Do discard a thread that joined an arm's v1 groups.
-var errJoined = errors.New("the thread joined cgroup v1 groups")
 
 type capHeader struct {
 	version uint32
@@ -95,8 +87,9 @@ func Do(t Thread, fn func() error) error {
 	go func() {
 		runtime.LockOSThread()
 		if len(t.JoinV1) > 0 && syscall.Gettid() == syscall.Getpid() {
-			// The main thread: in v1's eyes the process's memory is its group's, and Go never
-			// ends it. Another thread takes the operation (this one, locked, cannot run it).
+			// The main thread: in v1's eyes the process's memory is its group's, even for the
+			// moment it is in an arm's. Another thread takes the operation (this one, locked,
+			// cannot run it).
 			errc <- Do(t, fn)
 			runtime.UnlockOSThread()
 			return
@@ -121,9 +114,11 @@ func prepare(t Thread) (restore func() error, err error) {
 		return func() error { return nil }, err
 	}
 	var savedCPUs placement.CPUs
+	back := func() error { return nil }
 	restore = func() error {
-		if len(t.JoinV1) > 0 {
-			return errJoined
+		// Back to its own v1 groups first, while the capabilities raised for it are in effect.
+		if err := back(); err != nil {
+			return err
 		}
 		if err := capset(saved); err != nil {
 			return err
@@ -147,6 +142,10 @@ func prepare(t Thread) (restore func() error, err error) {
 	if len(missing) > 0 {
 		return restore, fmt.Errorf("perf-host lacks %s (install.sh grants it with setcap)", strings.Join(missing, ", "))
 	}
+	if len(t.JoinV1) > 0 && has(saved[0].permitted, saved[1].permitted, DACOverride) {
+		// The way back is into the groups perf-host was started in: root's, on a host.
+		next[0].effective |= 1 << uint(DACOverride)
+	}
 	if len(t.CPUs) > 0 {
 		cur, err := placement.ThreadAffinity()
 		if err != nil {
@@ -157,13 +156,13 @@ func prepare(t Thread) (restore func() error, err error) {
 		}
 		savedCPUs = cur
 	}
-	for _, dir := range t.JoinV1 {
-		if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(syscall.Gettid())), 0); err != nil {
-			return restore, fmt.Errorf("joining cgroup %s: %w", dir, err)
-		}
-	}
 	if next != saved {
 		if err := capset(next); err != nil {
+			return restore, err
+		}
+	}
+	if len(t.JoinV1) > 0 {
+		if back, err = joinV1(t.JoinV1); err != nil {
 			return restore, err
 		}
 	}
