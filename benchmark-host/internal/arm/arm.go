@@ -111,6 +111,13 @@ func (a *Arm) Install(release, state string) error {
 	if err := a.Clear(); err != nil {
 		return err
 	}
+	if a.Group != nil {
+		// This start counts its own kills for memory: a run reads them to tell a kill for
+		// memory from a crash.
+		if err := a.Group.ForgetOOMKills(); err != nil {
+			return err
+		}
+	}
 	if err := a.checkHome(); err != nil {
 		return err
 	}

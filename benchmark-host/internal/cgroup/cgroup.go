@@ -167,6 +167,8 @@ type Group struct {
 	maxProcs int    // pids.max as set
 	maxMem   int64  // memory.max as set
 	v1       map[string]string
+	// OOM kills counted in the directories this group replaced since ForgetOOMKills.
+	oomCarried int64
 }
 
 // Has reports whether a controller is enabled in the group.
@@ -205,11 +207,6 @@ func (g *Group) Procs() ([]int, error) {
 // the parent's cgroup and the new one); a fresh group has never been killed.
 func (g *Group) Kill(wait time.Duration) ([]int, error) {
 	if procs, err := g.Procs(); err != nil || len(procs) == 0 {
-		if n, _ := g.OOMKills(); err == nil && n > 0 && !g.populated() {
-			// The kernel killed in it for memory (all of it, with memory.oom.group): a fresh
-			// group counts the next run's kills from 0.
-			return nil, g.renew()
-		}
 		return procs, err
 	}
 	if err := os.WriteFile(filepath.Join(g.Path, "cgroup.kill"), []byte("1"), 0); err != nil {
@@ -235,8 +232,12 @@ func (g *Group) populated() bool {
 	return strings.Contains(readString(filepath.Join(g.Path, "cgroup.events")), "populated 1")
 }
 
-// renew replaces the empty group by a fresh one with the same settings, its v1 directories too.
+// renew replaces the empty group by a fresh one with the same settings, its v1 directories too,
+// and carries its count of OOM kills over.
 func (g *Group) renew() error {
+	if n, ok := g.oomKillsHere(); ok {
+		g.oomCarried += n
+	}
 	for _, dir := range append([]string{g.Path}, g.V1Dirs()...) {
 		if err := os.Remove(dir); err != nil {
 			return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", dir, err)
@@ -322,8 +323,25 @@ func (g *Group) SetMemoryMax(bytes int64) error {
 }
 
 // OOMKills is how many processes of the group the kernel killed for memory (memory.events
-// oom_kill; v1: memory.oom_control), when the memory controller is enabled.
+// oom_kill; v1: memory.oom_control) since ForgetOOMKills, when the memory controller is enabled.
 func (g *Group) OOMKills() (int64, bool) {
+	n, ok := g.oomKillsHere()
+	return g.oomCarried + n, ok
+}
+
+// ForgetOOMKills starts the count of OOM kills afresh, for an arm about to start: the empty
+// group is made anew if the kernel killed in it (a directory's count lasts as long as it does).
+func (g *Group) ForgetOOMKills() error {
+	var err error
+	if n, _ := g.oomKillsHere(); n > 0 && !g.populated() {
+		err = g.renew()
+	}
+	g.oomCarried = 0
+	return err
+}
+
+// oomKillsHere is OOMKills of the group's present directory.
+func (g *Group) oomKillsHere() (int64, bool) {
 	if dir := g.v1["memory"]; dir != "" {
 		return oomKillsV1(dir)
 	}

@@ -217,9 +217,16 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	}
 	defer dir.Close()
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
-	if err := privilege.Do(privilege.Thread{JoinV1: g.V1Dirs()}, cmd.Start); err != nil {
-		t.Fatal(err)
+	// A second process, which outlives the first's kill: stopping the arm kills it and makes
+	// the group anew.
+	sleeper := exec.Command("/bin/sleep", "30")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	for _, c := range []*exec.Cmd{sleeper, cmd} {
+		if err := privilege.Do(privilege.Thread{JoinV1: g.V1Dirs()}, c.Start); err != nil {
+			t.Fatal(err)
+		}
 	}
+	go sleeper.Wait()
 	err = cmd.Wait()
 	t.Logf("%v\n%s", err, out.String())
 	for _, want := range []string{"memory:/" + filepath.Base(memory) + "/arm\n", "cpuset:/" + filepath.Base(cpuset) + "/arm\n", "0::/" + filepath.Base(filepath.Dir(g.Path)) + "/arm\n"} {
@@ -243,13 +250,19 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 			t.Errorf("thread %s stayed in the arm's groups:\n%s", task.Name(), cg)
 		}
 	}
-	// Stopping the emptied arm makes its groups anew, so the next run counts its own kills, with
-	// the same limit and CPUs.
+	// The count lasts across stopping the arm, which makes the group anew (a run reads it
+	// after), and the next start forgets it, with the same limit and CPUs.
 	if _, err := g.Kill(time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if n, _ := g.OOMKills(); n != 1 {
+		t.Errorf("after Kill the group counts %d OOM kills, want 1", n)
+	}
+	if err := g.ForgetOOMKills(); err != nil {
+		t.Fatal(err)
+	}
 	if n, _ := g.OOMKills(); n != 0 {
-		t.Errorf("after Kill the group still counts %d OOM kills", n)
+		t.Errorf("after ForgetOOMKills the group still counts %d OOM kills", n)
 	}
 	if got := strings.TrimSpace(readString(filepath.Join(memory, "arm", "memory.limit_in_bytes"))); got != strconv.Itoa(64<<20) {
 		t.Errorf("the group made anew has memory.limit_in_bytes %s", got)
