@@ -497,3 +497,29 @@ func (a *Arm) Stop(p *service.Process, grace time.Duration) error {
 	}
 	return err
 }
+
+// CheckPrivate starts /bin/true as the arm's programs start (through arm-exec, in namespaces of
+// its own), and says why it could not: user namespaces off or restricted on the host, arm-exec
+// missing. Nothing of the arm may run meanwhile (it is cleared on a timeout).
+func (a *Arm) CheckPrivate() error {
+	if a.Private == nil {
+		return errors.New("no arm-exec set up")
+	}
+	if _, err := os.Stat(a.Private.Exec); err != nil {
+		return fmt.Errorf("%v (install.sh installs arm-exec beside perf-host)", err)
+	}
+	for _, dir := range append(slices.Clone(armns.Shared), "/dev/shm") {
+		if a.Home == dir || strings.HasPrefix(a.Home, dir+"/") {
+			return fmt.Errorf("the arm's home %s is under %s, which its programs see as their own (re-run install.sh with a --root elsewhere)", a.Home, dir)
+		}
+	}
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = a.Home
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	var out limitedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := a.runBounded(a.launchProgram, cmd, 10*time.Second); err != nil {
+		return fmt.Errorf("%v %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}

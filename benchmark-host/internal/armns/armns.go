@@ -27,9 +27,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shared are the host's directories that everyone may write, which the arm's programs see as
+// Shared are the host's directories that everyone may write, which the arm's programs see as
 // its own directory instead.
-var shared = []string{"/tmp", "/var/tmp", "/run/lock"}
+var Shared = []string{"/tmp", "/var/tmp", "/run/lock"}
 
 // Spec is how one arm's programs are started.
 type Spec struct {
@@ -97,7 +97,7 @@ func mountPrivate(tmp string, shm int64) error {
 		return fmt.Errorf("%s: %w", tmp, err)
 	}
 	defer unix.Close(fd)
-	for _, dir := range shared {
+	for _, dir := range Shared {
 		if !isDir(dir) {
 			continue
 		}
