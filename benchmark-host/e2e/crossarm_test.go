@@ -26,10 +26,17 @@ type crossRun struct {
 // champion, through the real sshd.
 func (h *installedHost) crossArmRun(t *testing.T, id, script string, pairs int) crossRun {
 	t.Helper()
-	sha := fmt.Sprintf("%07x", 0xc0de000+len(id)*131+int(id[len(id)-1]))
 	script = strings.ReplaceAll(script, "CHAMPION_PORT", strconv.Itoa(h.championPort))
-	h.must(buildTarball(t, "fast", "v1", script), "deploy challenger "+sha)
-	plan := strings.Replace(runPlan(sha, pairs, 0.5), `"health_timeout_seconds":5`, `"health_timeout_seconds":10`, 1)
+	return h.crossArmRunBuild(t, id, buildTarball(t, "fast", "v1", script), serviceSpec, pairs)
+}
+
+// crossArmRunBuild is crossArmRun of a build (a tarball or a container image) and its spec.
+func (h *installedHost) crossArmRunBuild(t *testing.T, id string, build []byte, spec string, pairs int) crossRun {
+	t.Helper()
+	sha := fmt.Sprintf("%07x", 0xc0de000+len(id)*131+int(id[len(id)-1]))
+	h.must(build, "deploy challenger "+sha)
+	spec = strings.Replace(spec, `"health_timeout_seconds":5`, `"health_timeout_seconds":10`, 1)
+	plan := strings.Replace(runPlan(sha, pairs, 0.5), serviceSpec, spec, 1)
 	h.must([]byte(plan), "run "+id)
 	progress, _, _ := h.call(nil, "wait "+id)
 	var c crossRun

@@ -3,15 +3,20 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/image/imagetest"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
 )
 
@@ -86,7 +91,7 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		h.must(buildTarball(t, "fast", "v1", "./hostile plant & exec ./service"), "deploy champion bbbbbbb")
 		h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote bbbbbbb")
 		defer h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
-		c := h.crossArmRun(t, "peek", "(sleep 1; exec ./hostile peek) & exec ./service", 4)
+		c := h.crossArmRun(t, "peek", "./hostile peek & exec ./service", 4)
 		champ, _ := os.ReadFile(filepath.Join(h.root, "runs", "peek", "champion.log"))
 		t.Logf("champion log: %s\nchallenger log: %s", champ, c.log)
 		if !strings.Contains(c.log, "peek: left a file") || !strings.Contains(string(champ), "plant: /tmp/hostile-plant-"+strconv.Itoa(int(champion.UID))+": <nil>") {
@@ -104,6 +109,32 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		}
 		if c.r.Outcome.Status != contract.StatusOK {
 			t.Errorf("outcome %+v", c.r.Outcome)
+		}
+	})
+
+	t.Run("a container image fills its /dev/shm and /tmp and looks for the champion's secrets", func(t *testing.T) {
+		if _, err := image.Runc(); err != nil {
+			t.Skip(err)
+		}
+		h.must(buildTarball(t, "fast", "v1", "./hostile plant & exec ./service"), "deploy champion bbbbbbb")
+		h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote bbbbbbb")
+		defer h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
+		// runc gives the container its own mounts: /dev/shm of 64 MiB, /tmp in its root
+		// filesystem, which is on the arm's own disk.
+		c := h.crossArmRunBuild(t, "img-shm", hostileImage(t, "peek", "--", "fill", "/dev/shm/hostile", "128"), imageSpec, 4)
+		t.Logf("challenger log: %s", c.log)
+		if !strings.Contains(c.log, "peek: left a file") || !strings.Contains(c.log, "fill: wrote") {
+			t.Fatalf("the attacks never ran")
+		}
+		if strings.Contains(c.log, "peek: READ") && !strings.Contains(c.log, "peek: READ abstract socket") || strings.Contains(c.log, "fill: wrote 128 MiB") {
+			t.Errorf("the container read the champion's secrets, or filled more than its /dev/shm")
+		}
+		if c.r.Outcome.Status != contract.StatusOK {
+			t.Errorf("outcome %+v\n%s", c.r.Outcome, c.progress)
+		}
+		c = h.crossArmRunBuild(t, "img-tmp", hostileImage(t, "fill", "/tmp/hostile", "256"), imageSpec, 10)
+		if n := onHost("/tmp/hostile"); n > 0 || c.r.Outcome.ErrorKind != "challenger_out_of_disk" {
+			t.Errorf("outcome %+v (the host's /tmp/hostile holds %d bytes)\n%s", c.r.Outcome, n, c.log)
 		}
 	})
 
@@ -140,6 +171,49 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		}
 		h.afterwards(t, "pin")
 	})
+}
+
+var (
+	staticHostileOnce sync.Once
+	staticHostile     string
+	staticHostileErr  error
+)
+
+// hostileImage is a FROM scratch image of the example service with the hostile program beside
+// it (static builds of both), which starts attack ("MODE ARGS [-- MODE ARGS…]") and then the
+// service: a docker-archive, as deploy takes it.
+func hostileImage(t *testing.T, attack ...string) []byte {
+	t.Helper()
+	staticHostileOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "perf-gate-e2e-hostile-")
+		if staticHostileErr = err; err != nil {
+			return
+		}
+		staticHostile = filepath.Join(dir, "hostile")
+		cmd := exec.Command("go", "build", "-o", staticHostile, "./hostile")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			staticHostileErr = fmt.Errorf("go build hostile: %v\n%s", err, out)
+		}
+	})
+	if staticHostileErr != nil {
+		t.Fatal(staticHostileErr)
+	}
+	var layers []v1.Layer
+	for file, path := range map[string]string{staticService(t, "fast"): "app/server", staticHostile: "app/hostile"} {
+		l, err := imagetest.LayerFromFile(file, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+	}
+	cfg := v1.Config{WorkingDir: "/app", Env: []string{"PATH=/app", "GOMAXPROCS=2"},
+		Entrypoint: append([]string{"/app/hostile", "beside", "/app/server", "--"}, attack...)}
+	img, err := imagetest.Build(layers, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dockerSave(t, img)
 }
 
 // dirBytes is the size of the files under dir.

@@ -26,6 +26,9 @@
 //	                               the champion, and keep them
 //	hostile spin CORES             burn CORES of a CPU in a background thread (a legitimate
 //	                               change that costs CPU, not latency)
+//	hostile beside PROG -- MODE ARGS [-- MODE ARGS…]
+//	                               start each attack in the background, then execute PROG (a
+//	                               container image has no shell to do it)
 package main
 
 import (
@@ -97,6 +100,8 @@ func main() {
 	case "hold":
 		mib, _ := strconv.Atoi(os.Args[2])
 		hold(mib)
+	case "beside":
+		beside(os.Args[2], os.Args[3:])
 	case "spin":
 		cores, _ := strconv.ParseFloat(os.Args[2], 64)
 		spin(cores)
@@ -425,6 +430,7 @@ func plant() {
 // READ marks each secret it got. It also leaves files of its own there, for the other arm to
 // find.
 func peek() {
+	time.Sleep(time.Second) // both arms start together: the other's plant first
 	own := plantName + strconv.Itoa(os.Getuid())
 	others := func(names []string) []string {
 		var out []string
@@ -584,6 +590,29 @@ func hold(mib int) {
 		time.Sleep(time.Hour)
 		b[0]++
 	}
+}
+
+// beside starts each attack in args ("-- MODE ARGS…", repeated) as a process of its own and
+// executes prog in its place.
+func beside(prog string, args []string) {
+	var attack []string
+	for _, a := range append(args, "--") {
+		if a != "--" {
+			attack = append(attack, a)
+			continue
+		}
+		if len(attack) > 0 {
+			cmd := exec.Command(os.Args[0], attack...)
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			if err := cmd.Start(); err != nil {
+				fmt.Printf("beside: %v: %v\n", attack, err)
+			}
+		}
+		attack = nil
+	}
+	err := syscall.Exec(prog, []string{prog}, os.Environ())
+	fmt.Printf("beside: exec %s: %v\n", prog, err)
+	os.Exit(1)
 }
 
 // spin burns cores of one CPU: busy for cores of every 10 ms, asleep for the rest.
