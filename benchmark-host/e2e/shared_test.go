@@ -138,6 +138,24 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		}
 	})
 
+	t.Run("a dependency shares the arm's own /tmp with its service", func(t *testing.T) {
+		const redis = "/usr/bin/redis-server"
+		if _, err := os.Stat(redis); err != nil {
+			t.Skip(err)
+		}
+		// Redis puts its unix socket in /tmp, which the service lists: the arm's programs share
+		// the arm's /tmp, and the host's never sees it.
+		sock := "/tmp/redis-" + uid + ".sock"
+		spec := strings.Replace(serviceSpec, `{`, `{"dependencies":[{"name":"redis","command":["`+redis+`","--port","$PORT_REDIS","--bind","127.0.0.1","--unixsocket","`+sock+`","--save","","--appendonly","no","--dir","$STATE_DIR"],"ready":{"tcp":"PORT_REDIS"}}],`, 1)
+		c := h.crossArmRunBuild(t, "deps", buildTarball(t, "fast", "v1", "ls /tmp; exec ./service"), spec, 3)
+		if c.r.Outcome.Status != contract.StatusOK || !strings.Contains(c.log, filepath.Base(sock)) {
+			t.Errorf("outcome %+v; the service did not see the dependency's socket in its /tmp:\n%s", c.r.Outcome, c.log)
+		}
+		if _, err := os.Stat(sock); err == nil {
+			t.Errorf("the dependency's socket is in the host's /tmp")
+		}
+	})
+
 	t.Run("leaves SysV shared memory behind", func(t *testing.T) {
 		c := h.crossArmRun(t, "sysv", "(sleep 1; ./hostile sysv 64) & exec ./service", 4)
 		t.Logf("challenger log: %s", c.log)
