@@ -116,8 +116,9 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		if _, err := image.Runc(); err != nil {
 			t.Skip(err)
 		}
-		h.must(buildTarball(t, "fast", "v1", "./hostile plant & exec ./service"), "deploy champion bbbbbbb")
-		h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote bbbbbbb")
+		// One service spec for both arms: the champion is an image too, which plants.
+		h.must(hostileImage(t, "plant"), "deploy champion ccccccc")
+		h.must([]byte(imageSpec), "promote ccccccc")
 		defer h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
 		// runc gives the container its own mounts: /dev/shm of 64 MiB, /tmp in its root
 		// filesystem, which is on the arm's own disk.
