@@ -394,7 +394,7 @@ net_table() {
 print_isolation() {
   echo
   echo "isolation on this host:"
-  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by|network|disk|memory)":' | sed 's/^ */  /'
+  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by|network|disk|memory|private_mounts)":' | sed 's/^ */  /'
   if id perf-gate >/dev/null 2>&1 && [ "$CHAMPION_USER" != perf-gate ] && [ "$CHALLENGER_USER" != perf-gate ]; then
     echo "  the single service user of an older install, perf-gate, is no longer used: userdel perf-gate once nothing runs as it"
   fi

@@ -134,7 +134,7 @@ func crossArmHost(t *testing.T, extra ...string) *installedHost {
 		extra = append(extra, "--loadgen-cpus", strconv.Itoa(online[0]), "--arm-cpus", online[1:].String())
 	}
 	h, out := installHost(t, append([]string{"--arm-max-procs", "300"}, extra...)...)
-	t.Logf("install.sh: %s", grepLines(out, "network", "disk", "memory"))
+	t.Logf("install.sh: %s", grepLines(out, "network", "disk", "memory", "private_mounts"))
 	h.must(buildTarball(t, "fast", "v1", "exec ./service"), "deploy champion aaaaaaa")
 	h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
 	return h
@@ -281,6 +281,9 @@ func TestChallengerThatExhaustsMemoryFailsAloneAndTheChampionServes(t *testing.T
 	t.Logf("the kernel killed %d processes for memory; challenger log: %s", readVMStat("oom_kill")-before, c.log)
 	if c.r.Outcome.ErrorKind != "challenger_out_of_memory" || !strings.Contains(c.r.Outcome.Message, "challenger: killed for memory: over its memory limit") {
 		t.Errorf("outcome %+v\n%s", c.r.Outcome, c.progress)
+	}
+	if f := finding(c.r.Preflight, "arm_memory"); f.Detail != st.Isolation.Memory || strings.HasPrefix(f.Detail, "not limited") {
+		t.Errorf("pre-flight arm_memory does not name what holds the limit: %+v", f)
 	}
 	h.afterwards(t, "swarm")
 }

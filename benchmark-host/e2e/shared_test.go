@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,6 +53,12 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		n, _ := dirBytes(path)
 		return n
 	}
+	var st contract.Status
+	json.Unmarshal([]byte(h.must(nil, "status")), &st)
+	t.Logf("private mounts: %s", st.Isolation.PrivateMounts)
+	if !strings.HasPrefix(st.Isolation.PrivateMounts, "arm-exec:") {
+		t.Errorf("status says the arms' programs have no mounts of their own: %q %q", st.Isolation.PrivateMounts, st.Isolation.Notes)
+	}
 
 	t.Run("fills the host's disk through /tmp", func(t *testing.T) {
 		c := h.crossArmRun(t, "tmpfill", `(sleep 2.5; exec ./hostile fill /tmp/hostile-$(id -u) 256) & exec ./service`, 10)
@@ -67,6 +74,9 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		}
 		if len(c.r.Slices) == 0 {
 			t.Errorf("the run's measurements up to the fill were not kept")
+		}
+		if f := finding(c.r.Preflight, "arm_private_mounts"); f.Status != contract.FindingOK || !strings.HasPrefix(f.Detail, "arm-exec:") {
+			t.Errorf("pre-flight arm_private_mounts: %+v", f)
 		}
 		h.afterwards(t, "tmpfill")
 	})
@@ -233,6 +243,16 @@ func hostileImage(t *testing.T, attack ...string) []byte {
 		t.Fatal(err)
 	}
 	return dockerSave(t, img)
+}
+
+// finding is the pre-flight finding of check, or a zero one.
+func finding(findings []contract.Finding, check string) contract.Finding {
+	for _, f := range findings {
+		if f.Check == check {
+			return f
+		}
+	}
+	return contract.Finding{}
 }
 
 // dirBytes is the size of the files under dir.
