@@ -48,6 +48,9 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 			}
 		}
 		removeSysVSegments(challenger.UID, champion.UID)
+		for _, u := range []arm.Identity{challenger, champion} {
+			os.Remove(fmt.Sprintf("/tmp/redis-%d.sock", u.UID))
+		}
 	})
 	onHost := func(path string) int64 {
 		n, _ := dirBytes(path)
