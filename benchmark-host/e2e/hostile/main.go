@@ -1,7 +1,7 @@
 // Command hostile is what a hostile pull request would run beside its service on the benchmark
-// host, for the isolation tests (e2e/isolation_test.go). Each mode is one attack; every
-// outcome is printed on stdout (the challenger's log), and what it manages to read is printed
-// whole, so that a test can look for it.
+// host, for the isolation tests (e2e/isolation_test.go, crossarm_test.go, shared_test.go). Each
+// mode is one attack; every outcome is printed on stdout (the challenger's log), and what it
+// manages to read is printed whole, so that a test can look for it.
 //
 //	hostile linger                 start a process in a new session that ignores SIGTERM and stays
 //	hostile signal                 SIGSTOP/SIGCONT bursts at every other "./service" process
@@ -17,7 +17,7 @@
 //	hostile plant                  leave a secret where a careless service leaves things: a file
 //	                               in /tmp and in /dev/shm, a SysV shared memory segment, an
 //	                               abstract unix socket; and keep them
-//	hostile peek                   look for another arm's secrets in those places and in /proc,
+//	hostile peek                   look for what plant left in those places and in /proc,
 //	                               and leave a file of its own in /tmp and /dev/shm
 //	hostile sysv MIB               leave MIB MiB of SysV shared memory behind, and exit
 //	hostile pin CPU CORES          move a thread onto CPU (the load generator's) and burn CORES of
@@ -44,8 +44,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -76,23 +74,6 @@ func main() {
 	case "flood":
 		n, _ := strconv.Atoi(os.Args[3])
 		flood(os.Args[2], n)
-	case "fill":
-		mib := -1
-		if len(os.Args) > 3 {
-			mib, _ = strconv.Atoi(os.Args[3])
-		}
-		fill(os.Args[2], mib)
-	case "plant":
-		plant()
-	case "peek":
-		peek()
-	case "sysv":
-		mib, _ := strconv.Atoi(os.Args[2])
-		sysv(mib)
-	case "pin":
-		cpu, _ := strconv.Atoi(os.Args[2])
-		cores, _ := strconv.ParseFloat(os.Args[3], 64)
-		pin(cpu, cores)
 	case "swarm":
 		n, _ := strconv.Atoi(os.Args[2])
 		mib, _ := strconv.Atoi(os.Args[3])
@@ -100,8 +81,6 @@ func main() {
 	case "hold":
 		mib, _ := strconv.Atoi(os.Args[2])
 		hold(mib)
-	case "beside":
-		beside(os.Args[2], os.Args[3:])
 	case "spin":
 		cores, _ := strconv.ParseFloat(os.Args[2], 64)
 		spin(cores)
@@ -114,6 +93,8 @@ func main() {
 			}()
 		}
 		select {}
+	default:
+		sharedAttack(os.Args[1], os.Args[2:])
 	}
 }
 
@@ -355,220 +336,6 @@ func flood(port string, n int) {
 	}
 }
 
-// fill writes dir full (or limit MiB into it, when limit >= 0), 1 MiB at a time, and says how
-// far it got.
-func fill(dir string, limit int) {
-	chunk := make([]byte, 1<<20)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
-	written := 0
-	err := os.MkdirAll(dir, 0o700)
-	for i := 0; err == nil && written != limit; i++ {
-		var f *os.File
-		if f, err = os.Create(fmt.Sprintf("%s/fill-%d", dir, i)); err != nil {
-			break
-		}
-		for range 64 {
-			if written == limit {
-				break
-			}
-			if _, err = f.Write(chunk); err != nil {
-				break
-			}
-			written++
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = fmt.Errorf("stopped at the %d MiB asked for", limit)
-	}
-	fmt.Printf("fill: wrote %d MiB into %s: %v\n", written, dir, err)
-}
-
-// Where plant leaves its secret: names (a file's, an abstract socket's) ending in its uid, and
-// a SysV key of plantKey plus its uid.
-const (
-	plantName = "hostile-plant-"
-	plantKey  = 0x5ec00000
-	secret    = "the-champion's-secret"
-)
-
-// plant leaves a secret, readable by anyone, in each place the host's users share: what a
-// careless service does with its temporary files, its shared memory and its sockets.
-func plant() {
-	name := plantName + strconv.Itoa(os.Getuid())
-	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
-		err := os.WriteFile(dir+"/"+name, []byte(secret), 0o644)
-		fmt.Printf("plant: %s/%s: %v\n", dir, name, err)
-	}
-	id, err := unix.SysvShmGet(plantKey+os.Getuid(), 4096, 0o644|unix.IPC_CREAT)
-	if err == nil {
-		var mem []byte
-		if mem, err = unix.SysvShmAttach(id, 0, 0); err == nil {
-			copy(mem, secret)
-		}
-	}
-	fmt.Printf("plant: SysV shared memory key %#x: %v\n", plantKey+os.Getuid(), err)
-	l, err := net.Listen("unix", "@"+name)
-	fmt.Printf("plant: abstract socket @%s: %v\n", name, err)
-	if err == nil {
-		for {
-			c, err := l.Accept()
-			if err == nil {
-				c.Write([]byte(secret))
-				c.Close()
-			}
-		}
-	}
-	for {
-		time.Sleep(time.Hour) // a static build has no other goroutine: select {} would deadlock
-	}
-}
-
-// peek looks for what plant left where users share (it plants nothing itself), and reads what
-// it finds: READ marks each secret it got. It also leaves files of its own there, for the other
-// arm to find.
-func peek() {
-	time.Sleep(time.Second) // both arms start together: the other's plant first
-	others := func(names []string) []string {
-		var out []string
-		for _, n := range names {
-			if strings.HasPrefix(n, plantName) {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
-	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
-		entries, err := os.ReadDir(dir)
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		fmt.Printf("peek: %s: %d entries, %d planted (%v)\n", dir, len(names), len(others(names)), err)
-		for _, n := range others(names) {
-			if b, err := os.ReadFile(dir + "/" + n); err == nil {
-				fmt.Printf("peek: READ %s/%s: %q\n", dir, n, b)
-			} else {
-				fmt.Printf("peek: %s/%s: %v\n", dir, n, err)
-			}
-		}
-		err = os.WriteFile(fmt.Sprintf("%s/hostile-left-by-%d", dir, os.Getuid()), []byte("left"), 0o644)
-		fmt.Printf("peek: left a file in %s: %v\n", dir, err)
-	}
-	// /proc/sysvipc/shm lists the segments of this IPC namespace, whoever owns them.
-	b, _ := os.ReadFile("/proc/sysvipc/shm")
-	segments := 0
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 8 {
-			continue
-		}
-		key, _ := strconv.ParseInt(f[0], 10, 64)
-		if key&^0xffff != plantKey {
-			continue
-		}
-		segments++
-		id, _ := strconv.Atoi(f[1])
-		mem, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
-		if err != nil {
-			fmt.Printf("peek: SysV segment %#x: %v\n", key, err)
-			continue
-		}
-		fmt.Printf("peek: READ SysV segment %#x: %q\n", key, mem[:len(secret)])
-	}
-	fmt.Printf("peek: %d SysV segments planted in this IPC namespace\n", segments)
-	// Abstract unix sockets are named in /proc/net/unix, whoever bound them.
-	b, _ = os.ReadFile("/proc/net/unix")
-	sockets := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 8 || !strings.HasPrefix(f[7], "@"+plantName) {
-			continue
-		}
-		sockets++
-		c, err := net.Dial("unix", f[7])
-		if err != nil {
-			fmt.Printf("peek: abstract socket %s: %v\n", f[7], err)
-			continue
-		}
-		got, _ := io.ReadAll(c)
-		c.Close()
-		fmt.Printf("peek: READ abstract socket %s: %q\n", f[7], got)
-	}
-	fmt.Printf("peek: %d abstract sockets planted\n", sockets)
-	// What /proc shows of the other arm's processes (their environment needs ptrace access).
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var st syscall.Stat_t
-		if _, err := strconv.Atoi(e.Name()); err != nil || syscall.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) == os.Getuid() {
-			continue
-		}
-		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), "hostile\x00plant") {
-			_, envErr := os.ReadFile("/proc/" + e.Name() + "/environ")
-			stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-			fmt.Printf("peek: /proc/%s of uid %d: cmdline %q, stat readable %v, environ %v\n", e.Name(), st.Uid, cmd, len(stat) > 0, envErr)
-		}
-	}
-	for {
-		time.Sleep(time.Hour) // a static build has no other goroutine: select {} would deadlock
-	}
-}
-
-// sysv leaves mib MiB of SysV shared memory, touched, and exits: the segments outlive it
-// unless its IPC namespace dies with it.
-func sysv(mib int) {
-	for i := range mib {
-		id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 1<<20, 0o600|unix.IPC_CREAT)
-		if err == nil {
-			var mem []byte
-			if mem, err = unix.SysvShmAttach(id, 0, 0); err == nil {
-				for j := 0; j < len(mem); j += 4096 {
-					mem[j] = 1
-				}
-			}
-		}
-		if err != nil {
-			fmt.Printf("sysv: left %d MiB of shared memory: %v\n", i, err)
-			return
-		}
-	}
-	fmt.Printf("sysv: left %d MiB of shared memory\n", mib)
-}
-
-// pin moves one thread onto cpu and, whenever its own service used no CPU for the last 20 ms
-// (the generator is measuring the other arm), burns cores of it there: on the load generator's
-// CPU, that delays the other arm's requests alone.
-func pin(cpu int, cores float64) {
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		fmt.Printf("pin: onto CPU %d: %v\n", cpu, err)
-		return
-	}
-	fmt.Printf("pin: onto CPU %d: ok\n", cpu)
-	own := ownService()
-	busy := time.Duration(cores * float64(20*time.Millisecond))
-	last, bursts := cpuTicks(own), 0
-	for round := 0; ; round++ {
-		time.Sleep(20*time.Millisecond - busy)
-		now := cpuTicks(own)
-		if now == last {
-			for start := time.Now(); time.Since(start) < busy; {
-			}
-			bursts++
-		}
-		last = now
-		if round%100 == 0 {
-			fmt.Printf("pin: %d bursts on CPU %d\n", bursts, cpu)
-		}
-	}
-}
-
 // swarm starts n processes that each hold mib MiB, and keeps them.
 func swarm(n, mib int) {
 	started := 0
@@ -593,29 +360,6 @@ func hold(mib int) {
 		time.Sleep(time.Hour)
 		b[0]++
 	}
-}
-
-// beside starts each attack in args ("-- MODE ARGS…", repeated) as a process of its own and
-// executes prog in its place.
-func beside(prog string, args []string) {
-	var attack []string
-	for _, a := range append(args, "--") {
-		if a != "--" {
-			attack = append(attack, a)
-			continue
-		}
-		if len(attack) > 0 {
-			cmd := exec.Command(os.Args[0], attack...)
-			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-			if err := cmd.Start(); err != nil {
-				fmt.Printf("beside: %v: %v\n", attack, err)
-			}
-		}
-		attack = nil
-	}
-	err := syscall.Exec(prog, []string{prog}, os.Environ())
-	fmt.Printf("beside: exec %s: %v\n", prog, err)
-	os.Exit(1)
 }
 
 // spin burns cores of one CPU: busy for cores of every 10 ms, asleep for the rest.
