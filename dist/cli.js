@@ -37816,7 +37816,15 @@ var configSchema = external_exports.strictObject({
      * Further runs of the same size a gate measures by itself while its interval is unclear
      * (it holds ± the block threshold), each a further look (docs/design/0009-extending-gate.md).
      */
-    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2)
+    max_extensions: external_exports.number().int().min(0).max(MAX_EXTENSIONS).default(2),
+    /**
+     * The unrecorded start of every slice, in ms (the plan's slice_warmup_ms): the requests sent
+     * while the arm just switched to wakes up are not recorded (docs/design/0012-slice-design.md).
+     */
+    discard_ms: plan.slice_warmup_ms.unwrap().optional()
+  }).refine((s) => s.seconds === void 0 || s.discard_ms === void 0 || s.discard_ms < s.seconds * 1e3, {
+    path: ["discard_ms"],
+    message: "must be shorter than the slice (slices.seconds)"
   }).default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
@@ -37881,9 +37889,9 @@ function resolvedRates(w) {
 var GATE_MEASURED_SECONDS = 90;
 var MIN_DEFAULT_SLICE_SECONDS = 0.5;
 var MAX_DEFAULT_SLICE_SECONDS = 9;
-var SLICE_WARMUP_SECONDS = planSchema.shape.slice_warmup_ms.parse(void 0) / 1e3;
+var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
 function sliceDesign(config2, rate2) {
-  const needed = sampleBudget(config2.slo.percentile) / rate2 + SLICE_WARMUP_SECONDS;
+  const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
   const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
   const pairs = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs };
@@ -37907,6 +37915,7 @@ function planRuns(config2, builds, seed) {
             slice_seconds: design.seconds,
             pairs: design.pairs,
             order: config2.slices.order,
+            ...config2.slices.discard_ms !== void 0 ? { slice_warmup_ms: config2.slices.discard_ms } : {},
             seed,
             warmup_seconds: config2.warmup_seconds,
             ...w.connections ? { connections: w.connections } : {},
