@@ -66,7 +66,8 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 	t.Run("fills the host's disk through /tmp", func(t *testing.T) {
 		c := h.crossArmRun(t, "tmpfill", `(sleep 2.5; exec ./hostile fill /tmp/hostile-$(id -u) 256) & exec ./service`, 10)
 		t.Logf("challenger log: %s", c.log)
-		if !strings.Contains(c.log, "fill: wrote") {
+		// The arm may be stopped for its full disk before the fill says how far it got.
+		if !strings.Contains(c.log, "fill: wrote") && c.r.Outcome.ErrorKind != "challenger_out_of_disk" {
 			t.Fatalf("the fill never ran:\n%s", c.log)
 		}
 		if n := onHost("/tmp/hostile-" + uid); n > 0 {
