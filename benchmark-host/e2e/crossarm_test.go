@@ -285,6 +285,23 @@ func TestChallengerThatExhaustsMemoryFailsAloneAndTheChampionServes(t *testing.T
 	if f := finding(c.r.Preflight, "arm_memory"); f.Detail != st.Isolation.Memory || strings.HasPrefix(f.Detail, "not limited") {
 		t.Errorf("pre-flight arm_memory does not name what holds the limit: %+v", f)
 	}
+	// The challenger's own limit held it: every kill the kernel logged for this host's groups was
+	// inside the challenger's, never one the host (the machine's 476 MiB) ran out of, where the
+	// OOM killer chooses among the host's processes.
+	if log, err := exec.Command("dmesg").Output(); err != nil {
+		t.Logf("dmesg: %v: which group each OOM kill was in is not checked", err)
+	} else {
+		kills := 0
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "oom-kill:") && strings.Contains(line, "oom_memcg=/"+h.cgroupName) {
+				kills++
+				if !strings.Contains(line, "oom_memcg=/"+h.cgroupName+"/challenger,") {
+					t.Errorf("an OOM kill outside the challenger's own limit: %s", line)
+				}
+			}
+		}
+		t.Logf("the kernel logged %d OOM kills in this host's groups", kills)
+	}
 	h.afterwards(t, "swarm")
 }
 
