@@ -16,8 +16,8 @@
 # can run nothing but perf-host; and one user per arm, CHAMPION_USER and CHALLENGER_USER, which
 # the services (code from pull requests) run as: neither can read the state, the releases or
 # the other arm's files, or signal the other arm. It gives perf-host a cgroup v2 subtree (one
-# group per arm and one for the load generator; on a hybrid host also a subtree of the v1 memory
-# and cpuset hierarchies, which hold the arms' memory limit and CPUs), installs arm-exec (which
+# group per arm and one for the load generator; on a hybrid host also a subtree of the v1 memory,
+# cpuset and pids hierarchies, which hold the arms' memory limit, CPUs and tasks), installs arm-exec (which
 # gives each arm's programs a /tmp, /dev/shm and IPC of their own), perf-host executable by CI_USER alone
 # with the capabilities it raises one operation at a time (setuid, setgid, kill, dac_override:
 # see the README's security model), the authorized_keys line with the forced command, the
@@ -320,8 +320,8 @@ make_arm_disks() {
 
 # make_cgroup sets CGROUP to the subtree perf-host gets ("" for none) and, without systemd,
 # makes it and gives it to CI_USER as systemd would delegate it. On a hybrid host (the v2 mount
-# has no memory controller), it also makes CGROUP_V1: a subtree of the v1 memory and cpuset
-# hierarchies, CI_USER's, where perf-host puts each arm's memory limit and CPUs.
+# has no memory controller), it also makes CGROUP_V1: a subtree of the v1 memory, cpuset and pids
+# hierarchies, CI_USER's, where perf-host puts each arm's memory limit, CPUs and task bound.
 make_cgroup() {
   local mount c
   mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
@@ -349,7 +349,7 @@ make_cgroup() {
 CGROUP_V1=""
 make_cgroup_v1() {
   local c dir f dirs=()
-  for c in memory cpuset; do
+  for c in memory cpuset pids; do
     # The hierarchy of that controller alone, where Debian's hybrid layout mounts it.
     awk -v m="/sys/fs/cgroup/$c" '$2 == m && $3 == "cgroup"' /proc/mounts | grep -q . || continue
     dir=/sys/fs/cgroup/$c/$CGROUP_NAME

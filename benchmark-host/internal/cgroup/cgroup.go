@@ -141,7 +141,7 @@ func Inside(dir string) bool {
 }
 
 // Has reports whether a controller is enabled for perf-host's groups, in cgroup v2 or, for
-// memory and cpuset on a hybrid host, in v1.
+// memory, cpuset and pids on a hybrid host, in v1.
 func (s *Setup) Has(controller string) bool {
 	return s.Mode != ModeNone && (slices.Contains(s.Controllers, controller) || s.v1[controller] != "")
 }
@@ -301,7 +301,11 @@ func (g *Group) SetCPUs(cpus string) error {
 // SetMaxProcs bounds the group's tasks (pids.max), when the pids controller is enabled.
 func (g *Group) SetMaxProcs(n int) error {
 	g.maxProcs = n
-	return os.WriteFile(filepath.Join(g.Path, "pids.max"), []byte(strconv.Itoa(n)), 0)
+	dir := g.Path
+	if v1 := g.v1["pids"]; v1 != "" {
+		dir = v1
+	}
+	return os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n)), 0)
 }
 
 // SetMemoryMax bounds the group's memory (memory.max, no swap beyond it) when the memory

@@ -141,8 +141,8 @@ func TestCPUUsageCountsTheGroupsProcesses(t *testing.T) {
 func v1Subtree(t *testing.T, controller string) string {
 	t.Helper()
 	root := "/sys/fs/cgroup/" + controller
-	if _, err := v1Controller(root); err != nil {
-		t.Skipf("no cgroup v1 %s hierarchy: %v", controller, err)
+	if mounts := readString("/proc/self/mounts"); os.Geteuid() != 0 || !strings.Contains(mounts, " "+root+" cgroup ") {
+		t.Skipf("no cgroup v1 %s hierarchy at %s (or not root)", controller, root)
 	}
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -175,10 +175,10 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	if s.Has("memory") {
 		t.Skip("cgroup v2 has the memory controller here: v1 is not used")
 	}
-	memory, cpuset := v1Subtree(t, "memory"), v1Subtree(t, "cpuset")
-	s.OpenV1([]string{memory, cpuset, t.TempDir()})
+	memory, cpuset, pids := v1Subtree(t, "memory"), v1Subtree(t, "cpuset"), v1Subtree(t, "pids")
+	s.OpenV1([]string{memory, cpuset, pids, t.TempDir()})
 	t.Logf("%s", s.Note)
-	if s.V1("memory") != memory || s.V1("cpuset") != cpuset || !s.Has("memory") || !s.Has("cpuset") {
+	if s.V1("memory") != memory || s.V1("cpuset") != cpuset || s.V1("pids") != pids || !s.Has("memory") || !s.Has("cpuset") || !s.Has("pids") {
 		t.Fatalf("the v1 subtrees were not taken: %s", s.Note)
 	}
 	if !strings.Contains(s.Note, "not on a cgroup v1 file system") {
@@ -205,6 +205,9 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	if err := g.SetCPUs(strconv.Itoa(online[len(online)-1])); err != nil {
 		t.Fatal(err)
 	}
+	if err := g.SetMaxProcs(50); err != nil {
+		t.Fatal(err)
+	}
 	selfBefore, _ := os.ReadFile("/proc/self/cgroup")
 	// tail holds the one 96 MiB line it reads, more than the limit: the kernel kills it inside
 	// the group.
@@ -229,7 +232,7 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	go sleeper.Wait()
 	err = cmd.Wait()
 	t.Logf("%v\n%s", err, out.String())
-	for _, want := range []string{"memory:/" + filepath.Base(memory) + "/arm\n", "cpuset:/" + filepath.Base(cpuset) + "/arm\n", "0::/" + filepath.Base(filepath.Dir(g.Path)) + "/arm\n"} {
+	for _, want := range []string{"memory:/" + filepath.Base(memory) + "/arm\n", "cpuset:/" + filepath.Base(cpuset) + "/arm\n", "pids:/" + filepath.Base(pids) + "/arm\n", "0::/" + filepath.Base(filepath.Dir(g.Path)) + "/arm\n"} {
 		if !strings.Contains(out.String(), want[:len(want)-1]) {
 			t.Errorf("the process was not born in %q", want)
 		}
@@ -269,5 +272,8 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	}
 	if got := strings.TrimSpace(readString(filepath.Join(cpuset, "arm", "cpuset.cpus"))); got != strconv.Itoa(online[len(online)-1]) {
 		t.Errorf("the group made anew has cpuset.cpus %q", got)
+	}
+	if got := strings.TrimSpace(readString(filepath.Join(pids, "arm", "pids.max"))); got != "50" {
+		t.Errorf("the group made anew has pids.max %q", got)
 	}
 }

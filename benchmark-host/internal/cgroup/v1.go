@@ -13,14 +13,17 @@ import (
 )
 
 // A hybrid host (cgroup v1 controllers beside a v2 mount that has none of them) limits the
-// arms' memory and CPUs with the v1 controllers: install.sh makes a subtree in each v1 hierarchy
+// arms' memory, CPUs and tasks with the v1 controllers: install.sh makes a subtree in each v1 hierarchy
 // and gives it to the CI user (--cgroup-v1), perf-host makes each group in it beside the v2 one,
 // and a process the arm starts is born in them: the thread that starts it joins them first
 // (v1 has no CLONE_INTO_CGROUP; a child is born in its parent thread's v1 groups). See
 // docs/design/0002-arm-disk-and-memory.md.
 
-// V1Controllers are the v1 controllers perf-host uses where the v2 subtree lacks them.
-var V1Controllers = []string{"memory", "cpuset"}
+// V1Controllers are the v1 controllers perf-host uses where the v2 subtree lacks them, and the
+// file each has in a group.
+var V1Controllers = []string{"memory", "cpuset", "pids"}
+
+var v1File = map[string]string{"memory": "memory.limit_in_bytes", "cpuset": "cpuset.cpus", "pids": "pids.max"}
 
 const cgroupV1Magic = 0x27e0eb
 
@@ -66,7 +69,7 @@ func v1Controller(dir string) (string, error) {
 		return "", fmt.Errorf("%s is not on a cgroup v1 file system", dir)
 	}
 	for _, c := range V1Controllers {
-		if _, err := os.Stat(filepath.Join(dir, c+"."+map[string]string{"memory": "limit_in_bytes", "cpuset": "cpus"}[c])); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, v1File[c])); err == nil {
 			if err := syscall.Access(filepath.Join(dir, "tasks"), 2 /* W_OK */); err != nil {
 				return "", fmt.Errorf("cgroup v1 %s is not writable by this user (%v; install.sh gives it to the CI user)", dir, err)
 			}

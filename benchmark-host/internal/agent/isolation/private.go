@@ -19,8 +19,18 @@ import (
 // host's defences, not the measurement.
 func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
 	info := &iso.Info
-	if !iso.Champion.Dedicated || !iso.Challenger.Dedicated {
-		info.PrivateMounts = "none: the arms do not run as users of their own (local mode?); their programs share the host's /tmp, /var/tmp, /run/lock, /dev/shm and IPC"
+	shared := "; their programs share the host's /tmp, /var/tmp, /run/lock, /dev/shm and IPC"
+	switch {
+	case !iso.Champion.Dedicated || !iso.Challenger.Dedicated:
+		info.PrivateMounts = "none: the arms do not run as users of their own (local mode?)" + shared
+		return
+	case info.MaxProcs.By == "RLIMIT_NPROC":
+		// The kernel counts a process in a user namespace against the namespace's owner too:
+		// perf-host's user, whose RLIMIT_NPROC is the arms' bound here. One arm's fork bomb
+		// would leave perf-host and the other arm no process to start (measured: the run's
+		// executor died, unable to start a thread).
+		info.PrivateMounts = "none: the arms' tasks are bounded by RLIMIT_NPROC, which their programs in namespaces of their own would take from perf-host's user (a pids controller, cgroup v2's or v1's, bounds them instead)" + shared
+		info.Notes = append(info.Notes, "the arms' programs share the host's /tmp, /var/tmp, /run/lock, /dev/shm and SysV IPC: no cgroup pids controller (re-run install.sh)")
 		return
 	}
 	exe, err := os.Executable()
