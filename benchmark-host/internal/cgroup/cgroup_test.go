@@ -243,6 +243,7 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	if n, ok := g.OOMKills(); !ok || n != 1 || err == nil {
 		t.Errorf("the group's OOM kills: %d %v; the process ended %v", n, ok, err)
 	}
+	outOfMemory(t, s)
 	if selfAfter, _ := os.ReadFile("/proc/self/cgroup"); string(selfAfter) != string(selfBefore) {
 		t.Errorf("the starting process moved:\n%s\nwas\n%s", selfAfter, selfBefore)
 	}
@@ -275,5 +276,35 @@ func TestV1ControllersHoldWhatTheV2SubtreeLacks(t *testing.T) {
 	}
 	if got := strings.TrimSpace(readString(filepath.Join(pids, "arm", "pids.max"))); got != "50" {
 		t.Errorf("the group made anew has pids.max %q", got)
+	}
+}
+
+// outOfMemory: a group whose memory that cannot be reclaimed (here 58 MiB of a tmpfs file its
+// process wrote) is within 8 MiB of its 64 MiB limit is out of memory, before the kernel kills.
+func outOfMemory(t *testing.T, s *Setup) {
+	g, err := s.Group("hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetMemoryMax(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if pinned, out := g.OutOfMemory(); out {
+		t.Errorf("an empty group is out of memory, holding %d MiB", pinned>>20)
+	}
+	file := "/dev/shm/" + filepath.Base(s.Path)
+	t.Cleanup(func() { os.Remove(file) })
+	dir, err := g.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cmd := exec.Command("/bin/sh", "-c", "head -c 60817408 /dev/zero > "+file)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	if err := privilege.Do(privilege.Thread{JoinV1: g.V1Dirs()}, cmd.Run); err != nil {
+		t.Fatal(err)
+	}
+	if pinned, out := g.OutOfMemory(); !out {
+		t.Errorf("a group holding %d MiB of its 64 MiB is not out of memory", pinned>>20)
 	}
 }

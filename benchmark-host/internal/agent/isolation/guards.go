@@ -226,6 +226,19 @@ func OOMKills() int64 {
 	return 0
 }
 
+// OutOfMemory words an arm whose memory that cannot be reclaimed has reached its limit: it is
+// out of memory whether or not the kernel has killed yet (see cgroup.Group.OutOfMemory).
+func OutOfMemory(a *arm.Arm) (string, bool) {
+	if a.Group == nil {
+		return "", false
+	}
+	pinned, out := a.Group.OutOfMemory()
+	if !out {
+		return "", false
+	}
+	return fmt.Sprintf("%s: killed for memory: over its memory limit (its processes hold %s that cannot be reclaimed, all of it; perf-host stopped the arm)", a.Name, SizeString(pinned)), true
+}
+
 // KilledForMemory words an arm's processes killed for memory: by its cgroup's memory limit
 // (memory.events or v1's memory.oom_control, exact), or by the OOM killer of the whole host when
 // byHost (the kernel's count of kills rose while the arm lost processes: the arms'
