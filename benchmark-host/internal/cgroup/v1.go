@@ -147,30 +147,36 @@ func oomKillsV1(dir string) (int64, bool) {
 	return 0, false
 }
 
-// PinnedBytes is the group's memory the kernel cannot reclaim without swap: anonymous and shared
-// memory (memory.stat anon and shmem; v1: total_rss and total_shmem), when the memory controller
-// is enabled.
+// PinnedBytes is the group's memory the kernel cannot reclaim without swap: all it holds but
+// file pages (memory.current less memory.stat's active_file and inactive_file; v1:
+// memory.usage_in_bytes less total_active_file and total_inactive_file), so anonymous and shared
+// memory and the kernel's own for the group (page tables, stacks), when the memory controller is
+// enabled.
 func (g *Group) PinnedBytes() (uint64, bool) {
-	file, keys := filepath.Join(g.Path, "memory.stat"), []string{"anon", "shmem"}
+	dir, usage, keys := g.Path, "memory.current", []string{"active_file", "inactive_file"}
 	switch {
 	case g.v1["memory"] != "":
-		file, keys = filepath.Join(g.v1["memory"], "memory.stat"), []string{"total_rss", "total_shmem"}
+		dir, usage, keys = g.v1["memory"], "memory.usage_in_bytes", []string{"total_active_file", "total_inactive_file"}
 	case !g.Has("memory"):
 		return 0, false
 	}
-	var sum uint64
+	used, err := strconv.ParseUint(strings.TrimSpace(readString(filepath.Join(dir, usage))), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	var files uint64
 	found := 0
-	for _, line := range strings.Split(readString(file), "\n") {
+	for _, line := range strings.Split(readString(filepath.Join(dir, "memory.stat")), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok && slices.Contains(keys, k) {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			if err != nil {
 				return 0, false
 			}
-			sum += n
+			files += n
 			found++
 		}
 	}
-	return sum, found == len(keys)
+	return used - min(files, used), found == len(keys)
 }
 
 // OutOfMemory says whether the group's memory that cannot be reclaimed has reached its limit
