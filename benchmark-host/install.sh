@@ -16,7 +16,9 @@
 # can run nothing but perf-host; and one user per arm, CHAMPION_USER and CHALLENGER_USER, which
 # the services (code from pull requests) run as: neither can read the state, the releases or
 # the other arm's files, or signal the other arm. It gives perf-host a cgroup v2 subtree (one
-# group per arm and one for the load generator), installs perf-host executable by CI_USER alone
+# group per arm and one for the load generator; on a hybrid host also a subtree of the v1 memory,
+# cpuset and pids hierarchies, which hold the arms' memory limit, CPUs and tasks), installs arm-exec (which
+# gives each arm's programs a /tmp, /dev/shm and IPC of their own), perf-host executable by CI_USER alone
 # with the capabilities it raises one operation at a time (setuid, setgid, kill, dac_override:
 # see the README's security model), the authorized_keys line with the forced command, the
 # systemd units where systemd runs, and prints how the arms are isolated and the host key to pin.
@@ -136,6 +138,9 @@ validate_args() {
   [[ $MAX_FOREIGN_CORES =~ ^([0-9]{1,3}(\.[0-9]{1,3})?)?$ ]] || die "--max-foreign-cores is a number of CPU cores such as 0.25" 2
   case "$ROOT$PREFIX" in *[!A-Za-z0-9/._-]*) die "--root and --prefix must be plain absolute paths" 2 ;; esac
   case "$ROOT" in /*) ;; *) die "--root must be an absolute path" 2 ;; esac
+  # The arms' homes are under ROOT, and each arm's programs see /tmp, /var/tmp, /run/lock and
+  # /dev/shm of their own: a home under one of them would be out of their sight.
+  case "$ROOT/" in /tmp/* | /var/tmp/* | /run/lock/* | /dev/shm/*) die "--root must not be under /tmp, /var/tmp, /run/lock or /dev/shm (the arms get their own there)" 2 ;; esac
   case "$PREFIX" in /*) ;; *) die "--prefix must be an absolute path" 2 ;; esac
   if [ -n "$RELEASE" ] && [ -n "$ARCHIVE" ]; then die "--release and --archive exclude each other" 2; fi
   if [ -z "$RELEASE" ] && [ -n "$DOWNLOAD_URL" ]; then die "--download-url goes with --release" 2; fi
@@ -204,8 +209,8 @@ install_from_release() {
   verify_archive "$ARCHIVE" "${SUMS:-$(dirname "$ARCHIVE")/SHA256SUMS}"
   tar -xzf "$ARCHIVE" -C "$UNPACKED" --no-same-owner
   local src=$UNPACKED/${name%.tar.gz}
-  if [ ! -x "$src/install.sh" ] || [ ! -x "$src/bin/perf-host" ] || [ ! -x "$src/bin/loadgen" ]; then
-    die "$name does not hold install.sh, bin/perf-host and bin/loadgen"
+  if [ ! -x "$src/install.sh" ] || [ ! -x "$src/bin/perf-host" ] || [ ! -x "$src/bin/loadgen" ] || [ ! -x "$src/bin/arm-exec" ]; then
+    die "$name does not hold install.sh, bin/perf-host, bin/loadgen and bin/arm-exec"
   fi
   # The archive's own install.sh installs it, so the install steps always match the binaries.
   "$src/install.sh" "${HOST_ARGS[@]}"
@@ -218,7 +223,7 @@ install_from_release() {
 binaries_here() {
   if [ -f "$here/go.mod" ] && command -v go >/dev/null; then
     make -s -C "$here"
-  elif [ ! -x "$here/bin/perf-host" ] || [ ! -x "$here/bin/loadgen" ]; then
+  elif [ ! -x "$here/bin/perf-host" ] || [ ! -x "$here/bin/loadgen" ] || [ ! -x "$here/bin/arm-exec" ]; then
     local v
     v=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$here/../package.json" 2>/dev/null || true)
     die "no Go here to build this checkout: install a release instead (no Go needed):
@@ -259,6 +264,9 @@ create_users() {
 install_binaries() {
   install -d -m 0755 "$PREFIX"
   install -m 0755 "$here/bin/loadgen" "$PREFIX/"
+  # arm-exec carries no privilege of its own: perf-host starts each arm's program through it, as
+  # the arm's user, in namespaces of the program's own (internal/armns).
+  install -m 0755 "$here/bin/arm-exec" "$PREFIX/"
   # perf-host carries capabilities: only CI_USER (its group) and root may run it, never an arm.
   # They are permitted, not effective (+p): perf-host raises one on one thread for one
   # operation (internal/privilege). dac_override lets it start a process into its cgroup
@@ -315,7 +323,9 @@ make_arm_disks() {
 }
 
 # make_cgroup sets CGROUP to the subtree perf-host gets ("" for none) and, without systemd,
-# makes it and gives it to CI_USER as systemd would delegate it.
+# makes it and gives it to CI_USER as systemd would delegate it. On a hybrid host (the v2 mount
+# has no memory controller), it also makes CGROUP_V1: a subtree of the v1 memory, cpuset and pids
+# hierarchies, CI_USER's, where perf-host puts each arm's memory limit, CPUs and task bound.
 make_cgroup() {
   local mount c
   mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
@@ -337,6 +347,27 @@ make_cgroup() {
     mkdir -p "$CGROUP"
     chown "$CI_USER" "$CGROUP" "$CGROUP/cgroup.procs" "$CGROUP/cgroup.subtree_control" "$CGROUP/cgroup.threads"
   fi
+  if [ -n "$CGROUP" ] && ! grep -qw memory "$mount/cgroup.controllers"; then make_cgroup_v1; fi
+}
+
+CGROUP_V1=""
+make_cgroup_v1() {
+  local c dir f dirs=()
+  for c in memory cpuset pids; do
+    # The hierarchy of that controller alone, where Debian's hybrid layout mounts it.
+    awk -v m="/sys/fs/cgroup/$c" '$2 == m && $3 == "cgroup"' /proc/mounts | grep -q . || continue
+    dir=/sys/fs/cgroup/$c/$CGROUP_NAME
+    mkdir -p "$dir"
+    if [ "$c" = cpuset ]; then
+      # A new cpuset has no CPUs and no memory nodes, and takes no task until it has.
+      for f in cpuset.mems cpuset.cpus; do
+        [ -n "$(cat "$dir/$f")" ] || cat "/sys/fs/cgroup/$c/$f" >"$dir/$f"
+      done
+    fi
+    chown "$CI_USER" "$dir" "$dir/tasks" "$dir/cgroup.procs"
+    dirs+=("$dir")
+  done
+  CGROUP_V1=$(IFS=,; echo "${dirs[*]}")
 }
 
 # host_flags are perf-host's flags for this host, in the forced command and the units.
@@ -345,6 +376,7 @@ host_flags() {
   flags+=" --champion-port $CHAMPION_PORT --challenger-port $CHALLENGER_PORT --arm-max-procs $ARM_MAX_PROCS"
   flags+=" --arm-disk-bytes $ARM_DISK_BYTES --arm-memory-bytes $ARM_MEMORY_BYTES --net-table=$(net_table)"
   if [ -n "$CGROUP" ]; then flags+=" --cgroup $CGROUP"; fi
+  if [ -n "$CGROUP_V1" ]; then flags+=" --cgroup-v1 $CGROUP_V1"; fi
   if [ -n "$LOADGEN_CPUS" ]; then flags+=" --loadgen-cpus $LOADGEN_CPUS"; fi
   if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
   if [ -n "$SERVICE_PORTS" ]; then flags+=" --service-ports $SERVICE_PORTS"; fi
@@ -366,7 +398,7 @@ net_table() {
 print_isolation() {
   echo
   echo "isolation on this host:"
-  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by|network|disk|memory)":' | sed 's/^ */  /'
+  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by|network|disk|memory|private_mounts)":' | sed 's/^ */  /'
   if id perf-gate >/dev/null 2>&1 && [ "$CHAMPION_USER" != perf-gate ] && [ "$CHALLENGER_USER" != perf-gate ]; then
     echo "  the single service user of an older install, perf-gate, is no longer used: userdel perf-gate once nothing runs as it"
   fi

@@ -5,9 +5,9 @@
 #   benchmark-host/release.sh VERSION OUTDIR [ARCH...]     ARCH: amd64, arm64 (default: both)
 #
 # For each ARCH, OUTDIR/perf-gate-host-VERSION-linux-ARCH.tar.gz holds, under a directory of
-# the same name: bin/perf-host and bin/loadgen (static, -trimpath, VERSION stamped: `perf-host
-# --version`), install.sh, systemd/, plan.schema.json, README.md (benchmark-host's) and
-# LICENSE. OUTDIR/install.sh is the installer on its own, for hosts that fetch a release
+# the same name: bin/perf-host, bin/loadgen and bin/arm-exec (static, -trimpath, VERSION
+# stamped: `perf-host --version`), install.sh, systemd/, plan.schema.json, README.md
+# (benchmark-host's) and LICENSE. OUTDIR/install.sh is the installer on its own, for hosts that fetch a release
 # (`install.sh --release VERSION`), and OUTDIR/SHA256SUMS lists the sums of all of them.
 # The archives are reproducible: the same source and VERSION give the same bytes (names
 # sorted, owner 0, every mtime the commit's time, gzip without a timestamp).

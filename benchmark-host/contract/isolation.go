@@ -13,6 +13,9 @@ type Isolation struct {
 	Network string `json:"network,omitempty"`
 	Disk    string `json:"disk,omitempty"`
 	Memory  string `json:"memory,omitempty"`
+	// What keeps each arm's programs off the host's /tmp, /var/tmp, /run/lock, /dev/shm and IPC,
+	// and the other arm's, in one line ("arm-exec: …", "none: …").
+	PrivateMounts string `json:"private_mounts,omitempty"`
 	// perf-host's capabilities: permitted, raised one operation at a time.
 	Capabilities []string `json:"capabilities"`
 	// What is weaker than it should be on this host, and what to do about it.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,10 +26,17 @@ type crossRun struct {
 // champion, through the real sshd.
 func (h *installedHost) crossArmRun(t *testing.T, id, script string, pairs int) crossRun {
 	t.Helper()
-	sha := fmt.Sprintf("%07x", 0xc0de000+len(id)*131+int(id[len(id)-1]))
 	script = strings.ReplaceAll(script, "CHAMPION_PORT", strconv.Itoa(h.championPort))
-	h.must(buildTarball(t, "fast", "v1", script), "deploy challenger "+sha)
-	plan := strings.Replace(runPlan(sha, pairs, 0.5), `"health_timeout_seconds":5`, `"health_timeout_seconds":10`, 1)
+	return h.crossArmRunBuild(t, id, buildTarball(t, "fast", "v1", script), serviceSpec, pairs)
+}
+
+// crossArmRunBuild is crossArmRun of a build (a tarball or a container image) and its spec.
+func (h *installedHost) crossArmRunBuild(t *testing.T, id string, build []byte, spec string, pairs int) crossRun {
+	t.Helper()
+	sha := fmt.Sprintf("%07x", 0xc0de000+len(id)*131+int(id[len(id)-1]))
+	h.must(build, "deploy challenger "+sha)
+	spec = strings.Replace(spec, `"health_timeout_seconds":5`, `"health_timeout_seconds":10`, 1)
+	plan := strings.Replace(runPlan(sha, pairs, 0.5), serviceSpec, spec, 1)
 	h.must([]byte(plan), "run "+id)
 	progress, _, _ := h.call(nil, "wait "+id)
 	var c crossRun
@@ -65,6 +73,9 @@ func medianDiffP90(r contract.HostResult) float64 {
 		if len(p) == 2 {
 			d = append(d, float64(p[contract.Challenger]-p[contract.Champion])/1000)
 		}
+	}
+	if len(d) == 0 {
+		return math.NaN() // no valid pair: the attack was seen
 	}
 	return median(d)
 }
@@ -123,7 +134,7 @@ func crossArmHost(t *testing.T, extra ...string) *installedHost {
 		extra = append(extra, "--loadgen-cpus", strconv.Itoa(online[0]), "--arm-cpus", online[1:].String())
 	}
 	h, out := installHost(t, append([]string{"--arm-max-procs", "300"}, extra...)...)
-	t.Logf("install.sh: %s", grepLines(out, "network", "disk", "memory"))
+	t.Logf("install.sh: %s", grepLines(out, "network", "disk", "memory", "private_mounts"))
 	h.must(buildTarball(t, "fast", "v1", "exec ./service"), "deploy champion aaaaaaa")
 	h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
 	return h
@@ -246,38 +257,52 @@ func TestAHostWithoutThePacketFilterNamesTheSlicesWhereTheChampionServedOthers(t
 	h.afterwards(t, "knock-open")
 }
 
-// Many small processes, each smaller than the champion, exhaust the host's memory: the OOM
-// killer takes the challenger's, which fails named, and the champion, perf-host, the load
-// generator and sshd live on. On a host whose arms have cgroup v2's memory controller, the
-// challenger's memory.max holds it; on a hybrid one (v1 memory controller), the whole installed
-// host (its sshd and everything that starts) is held to 476 MiB, as a small machine is.
+// Many small processes, each smaller than the champion, exhaust the host's memory: the
+// challenger's own limit holds them (cgroup v2's memory.max, or on a hybrid host the v1 memory
+// controller's limit), the kernel kills inside the challenger's group, the run fails named, and
+// the champion, perf-host, the load generator and sshd live on. On a hybrid host the whole
+// installed host (its sshd and everything that starts, the arms included) is also held to
+// 476 MiB, as a small machine is: the install's v1 memory subtree is that machine.
 func TestChallengerThatExhaustsMemoryFailsAloneAndTheChampionServes(t *testing.T) {
-	v1 := "/sys/fs/cgroup/memory"
-	extra := []string{"--arm-memory-bytes", strconv.Itoa(300 << 20), "--arm-max-procs", "1500"}
-	h := crossArmHost(t, extra...)
+	h := crossArmHost(t, "--arm-memory-bytes", strconv.Itoa(300<<20), "--arm-max-procs", "1500")
 	var st contract.Status
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
 	t.Logf("memory: %s", st.Isolation.Memory)
-	if !strings.HasPrefix(st.Isolation.Memory, "memory.max") {
-		if _, err := os.Stat(filepath.Join(v1, "memory.limit_in_bytes")); err != nil {
-			t.Skip("neither a cgroup v2 memory controller for the arms nor a v1 one to hold the host to")
-		}
-		group := filepath.Join(v1, h.cgroupName)
-		if err := os.Mkdir(group, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(group) })
-		writeFile(t, filepath.Join(group, "memory.limit_in_bytes"), strconv.Itoa(476<<20))
+	if strings.HasPrefix(st.Isolation.Memory, "not limited") {
+		t.Fatalf("the arms' memory is not limited on this host: %s", st.Isolation.Memory)
+	}
+	if machine := filepath.Join("/sys/fs/cgroup/memory", h.cgroupName); strings.Contains(st.Isolation.Memory, machine) {
+		writeFile(t, filepath.Join(machine, "memory.limit_in_bytes"), strconv.Itoa(476<<20))
 		pid, _ := os.ReadFile(filepath.Join(h.dir, "sshd.pid"))
-		writeFile(t, filepath.Join(group, "cgroup.procs"), strings.TrimSpace(string(pid)))
+		writeFile(t, filepath.Join(machine, "cgroup.procs"), strings.TrimSpace(string(pid)))
 		// The supervisor started before sshd was held: start it again from inside.
 		h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
 	}
 	before := readVMStat("oom_kill")
 	c := h.crossArmRun(t, "swarm", "(sleep 2.5; exec ./hostile swarm 150 7) & exec ./service", 10)
 	t.Logf("the kernel killed %d processes for memory; challenger log: %s", readVMStat("oom_kill")-before, c.log)
-	if c.r.Outcome.ErrorKind != "challenger_out_of_memory" || !strings.Contains(c.r.Outcome.Message, "challenger: killed for memory") {
+	if c.r.Outcome.ErrorKind != "challenger_out_of_memory" || !strings.Contains(c.r.Outcome.Message, "challenger: killed for memory: over its memory limit") {
 		t.Errorf("outcome %+v\n%s", c.r.Outcome, c.progress)
+	}
+	if f := finding(c.r.Preflight, "arm_memory"); f.Detail != st.Isolation.Memory || strings.HasPrefix(f.Detail, "not limited") {
+		t.Errorf("pre-flight arm_memory does not name what holds the limit: %+v", f)
+	}
+	// The challenger's own limit held it: every kill the kernel logged for this host's groups was
+	// inside the challenger's, never one the host (the machine's 476 MiB) ran out of, where the
+	// OOM killer chooses among the host's processes.
+	if log, err := exec.Command("dmesg").Output(); err != nil {
+		t.Logf("dmesg: %v: which group each OOM kill was in is not checked", err)
+	} else {
+		kills := 0
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "oom-kill:") && strings.Contains(line, "oom_memcg=/"+h.cgroupName) {
+				kills++
+				if !strings.Contains(line, "oom_memcg=/"+h.cgroupName+"/challenger,") {
+					t.Errorf("an OOM kill outside the challenger's own limit: %s", line)
+				}
+			}
+		}
+		t.Logf("the kernel logged %d OOM kills in this host's groups", kills)
 	}
 	h.afterwards(t, "swarm")
 }

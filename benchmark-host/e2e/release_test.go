@@ -157,12 +157,12 @@ func checkReleaseAssets(t *testing.T, assets string) {
 			got = append(got, strings.TrimPrefix(f, dir))
 		}
 		slices.Sort(got)
-		want := []string{"LICENSE", "README.md", "bin/loadgen", "bin/perf-host", "install.sh", "plan.schema.json",
+		want := []string{"LICENSE", "README.md", "bin/arm-exec", "bin/loadgen", "bin/perf-host", "install.sh", "plan.schema.json",
 			"systemd/perf-gate-cgroups.service", "systemd/perf-gate-champion.service", "systemd/perf-gate-gc.service", "systemd/perf-gate-gc.timer"}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s holds %v, want %v", name, got, want)
 		}
-		for _, bin := range []string{"bin/perf-host", "bin/loadgen"} {
+		for _, bin := range []string{"bin/perf-host", "bin/loadgen", "bin/arm-exec"} {
 			info, err := buildinfo.Read(bytes.NewReader(files[dir+bin]))
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, bin, err)

@@ -33,6 +33,7 @@ export const isolationSchema = z.looseObject({
   network: z.string().optional(),
   disk: z.string().optional(),
   memory: z.string().optional(),
+  private_mounts: z.string().optional(),
   capabilities: z.array(z.string()),
   notes: z.array(z.string()),
 });

@@ -1,7 +1,7 @@
 // Command hostile is what a hostile pull request would run beside its service on the benchmark
-// host, for the isolation tests (e2e/isolation_test.go). Each mode is one attack; every
-// outcome is printed on stdout (the challenger's log), and what it manages to read is printed
-// whole, so that a test can look for it.
+// host, for the isolation tests (e2e/isolation_test.go, crossarm_test.go, shared_test.go). Each
+// mode is one attack; every outcome is printed on stdout (the challenger's log), and what it
+// manages to read is printed whole, so that a test can look for it.
 //
 //	hostile linger                 start a process in a new session that ignores SIGTERM and stays
 //	hostile signal                 SIGSTOP/SIGCONT bursts at every other "./service" process
@@ -13,11 +13,22 @@
 //	hostile knock PORT             send requests to PORT (the champion's) whenever its own service
 //	                               is quiet, that is while the generator measures the champion
 //	hostile flood PORT N           hold N idle connections to PORT, with bursts of half-requests
-//	hostile fill DIR               write DIR full, then keep the service running
+//	hostile fill DIR [MIB]         write DIR (made if missing) full, or MIB MiB into it, and exit
+//	hostile plant                  leave a secret where a careless service leaves things: a file
+//	                               in /tmp and in /dev/shm, a SysV shared memory segment, an
+//	                               abstract unix socket; and keep them
+//	hostile peek                   look for what plant left in those places and in /proc,
+//	                               and leave a file of its own in /tmp and /dev/shm
+//	hostile sysv MIB               leave MIB MiB of SysV shared memory behind, and exit
+//	hostile pin CPU CORES          move a thread onto CPU (the load generator's) and burn CORES of
+//	                               it whenever its own service is quiet (the other arm measured)
 //	hostile swarm N MIB            start N processes of MIB MiB each, every one smaller than
 //	                               the champion, and keep them
 //	hostile spin CORES             burn CORES of a CPU in a background thread (a legitimate
 //	                               change that costs CPU, not latency)
+//	hostile beside PROG -- MODE ARGS [-- MODE ARGS…]
+//	                               start each attack in the background, then execute PROG (a
+//	                               container image has no shell to do it)
 package main
 
 import (
@@ -63,8 +74,6 @@ func main() {
 	case "flood":
 		n, _ := strconv.Atoi(os.Args[3])
 		flood(os.Args[2], n)
-	case "fill":
-		fill(os.Args[2])
 	case "swarm":
 		n, _ := strconv.Atoi(os.Args[2])
 		mib, _ := strconv.Atoi(os.Args[3])
@@ -84,6 +93,8 @@ func main() {
 			}()
 		}
 		select {}
+	default:
+		sharedAttack(os.Args[1], os.Args[2:])
 	}
 }
 
@@ -322,35 +333,6 @@ func flood(port string, n int) {
 			fmt.Printf("flood: :%s %d connections open, %d refused (%v)\n", port, len(conns), refused, lastErr)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// fill writes dir full, 1 MiB at a time, and says how far it got.
-func fill(dir string) {
-	// Said first: the host may stop it the moment the disk is full, before it can say more.
-	fmt.Printf("fill: filling %s\n", dir)
-	chunk := make([]byte, 1<<20)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
-	written := 0
-	for i := 0; ; i++ {
-		f, err := os.Create(fmt.Sprintf("%s/fill-%d", dir, i))
-		if err == nil {
-			for range 64 {
-				if _, err = f.Write(chunk); err != nil {
-					break
-				}
-				written++
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Printf("fill: wrote %d MiB into %s: %v\n", written, dir, err)
-			return
-		}
 	}
 }
 

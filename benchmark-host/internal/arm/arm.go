@@ -21,12 +21,14 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/armns"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
@@ -81,8 +83,11 @@ type Arm struct {
 	// Every process of the arm gets this oom_score_adj (OOMChallenger, OOMChampion; 0: left
 	// alone), so that the OOM killer takes the arms before the host (see PreferForOOM).
 	OOMScoreAdj int
-	main        int          // the running service's pid
-	deps        []dependency // its running dependencies, in the order they started
+	// How the arm's own programs (its service, dependencies, setup) get a /tmp, /var/tmp,
+	// /dev/shm and IPC of their own (package armns); nil: they share the host's.
+	Private *armns.Spec
+	main    int          // the running service's pid
+	deps    []dependency // its running dependencies, in the order they started
 
 	image      *image.Config // the installed build's container image; nil for a tarball build
 	containers int           // containers started, for their names
@@ -94,6 +99,9 @@ func (a *Arm) WorkDir() string { return filepath.Join(a.Home, "work") }
 // StateDir is the service's STATE_DIR.
 func (a *Arm) StateDir() string { return filepath.Join(a.Home, "state") }
 
+// TmpDir is what the arm's programs see as /tmp and /var/tmp (with Private).
+func (a *Arm) TmpDir() string { return filepath.Join(a.Home, "tmp") }
+
 // Install stops whatever the arm still runs and replaces its working directory with a fresh
 // copy of release, written by the arm's own user (so it owns its copy, and nothing but the copy
 // is readable to it: the releases and the host's state are not). STATE_DIR is emptied too,
@@ -102,6 +110,13 @@ func (a *Arm) Install(release, state string) error {
 	a.image = nil
 	if err := a.Clear(); err != nil {
 		return err
+	}
+	if a.Group != nil {
+		// This start counts its own kills for memory: a run reads them to tell a kill for
+		// memory from a crash.
+		if err := a.Group.ForgetOOMKills(); err != nil {
+			return err
+		}
 	}
 	if err := a.checkHome(); err != nil {
 		return err
@@ -190,7 +205,9 @@ func writeTar(w io.Writer, dir string) error {
 }
 
 // Launch starts cmd as the arm's user, in the arm's cgroup, on the arm's CPUs (by affinity
-// when the cgroup has no cpuset), raising only the capabilities that takes.
+// when the cgroup has no cpuset), raising only the capabilities that takes. It is how perf-host
+// runs its own work in the arm (copying a build in, measuring and removing what the arm wrote);
+// the arm's own programs start through launchProgram.
 func (a *Arm) Launch(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -210,14 +227,38 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 		if !cgroup.Inside(filepath.Dir(a.Group.Path)) {
 			thread.Caps = append(thread.Caps, privilege.DACOverride)
 		}
+		thread.JoinV1 = a.Group.V1Dirs()
 	}
 	if a.Group == nil || !a.Group.Has("cpuset") {
 		thread.CPUs = a.CPUs
+	}
+	if cmd.SysProcAttr.UidMappings != nil && !slices.Contains(thread.Caps, privilege.DACOverride) {
+		// The child's ID maps (armns) are written from here before it runs: its /proc files are
+		// root's until it executes, as perf-host's file capabilities make it not dumpable.
+		thread.Caps = append(thread.Caps, privilege.DACOverride)
 	}
 	if err := privilege.Do(thread, cmd.Start); err != nil {
 		return err
 	}
 	return a.PreferForOOM()
+}
+
+// launchProgram starts one of the arm's own programs as Launch does, in mounts and IPC of its
+// own when the host gives them (Private).
+func (a *Arm) launchProgram(cmd *exec.Cmd) error {
+	if a.Private != nil {
+		a.Private.Wrap(cmd)
+	}
+	return a.Launch(cmd)
+}
+
+// launchService starts the arm's service or setup: a container image's through runc, which
+// gives the container mounts and IPC of its own; a tarball build's as launchProgram does.
+func (a *Arm) launchService(cmd *exec.Cmd) error {
+	if a.image != nil {
+		return a.Launch(cmd)
+	}
+	return a.launchProgram(cmd)
 }
 
 // Started records the arm's running service, whose descendants are the arm's processes when
@@ -349,7 +390,7 @@ func (a *Arm) Instance(ports map[string]int) service.Instance {
 
 // StartService starts spec in the arm's working directory on the arm's ports.
 func (a *Arm) StartService(name string, spec contract.ServiceSpec, ports map[string]int, log service.Log) (*service.Process, error) {
-	p, err := service.Start(name, spec, a.Instance(ports), log, a.Launch)
+	p, err := service.Start(name, spec, a.Instance(ports), log, a.launchService)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +413,7 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, log service
 	}
 	cmd.Stdout, cmd.Stderr = out.W, out.W
 	start := time.Now()
-	err = a.runBounded(cmd, time.Duration(spec.SetupTimeoutSeconds*float64(time.Second)))
+	err = a.runBounded(a.launchService, cmd, time.Duration(spec.SetupTimeoutSeconds*float64(time.Second)))
 	took := time.Since(start)
 	out.W.Close()
 	if errors.Is(err, errTimedOut) {
@@ -389,10 +430,11 @@ func (a *Arm) Setup(spec contract.ServiceSpec, ports map[string]int, log service
 
 var errTimedOut = errors.New("timed out")
 
-// runBounded runs cmd in the arm (as Launch does) until it exits, or kills everything of the
-// arm at timeout (errTimedOut). A failed exit is its status, "exit status 3".
-func (a *Arm) runBounded(cmd *exec.Cmd, timeout time.Duration) error {
-	if err := a.Launch(cmd); err != nil {
+// runBounded runs cmd in the arm (started by launch: Launch, or launchService) until it
+// exits, or kills everything of the arm at timeout (errTimedOut). A failed exit is its status,
+// "exit status 3".
+func (a *Arm) runBounded(launch func(*exec.Cmd) error, cmd *exec.Cmd, timeout time.Duration) error {
+	if err := launch(cmd); err != nil {
 		return fmt.Errorf("cannot start %q in %s: %w", cmd.Path, cmd.Dir, err)
 	}
 	a.Started(cmd.Process.Pid)
@@ -419,7 +461,7 @@ func (a *Arm) DiskUsage() (work, state int64, err error) {
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var out limitedBuffer
 	cmd.Stdout = &out
-	if err := a.runBounded(cmd, 10*time.Second); err != nil {
+	if err := a.runBounded(a.Launch, cmd, 10*time.Second); err != nil {
 		return 0, 0, fmt.Errorf("du: %w", err)
 	}
 	sizes := map[string]int64{}
@@ -454,4 +496,30 @@ func (a *Arm) Stop(p *service.Process, grace time.Duration) error {
 		err = errors.Join(err, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", a.Name, p.Pid()))
 	}
 	return err
+}
+
+// CheckPrivate starts /bin/true as the arm's programs start (through arm-exec, in namespaces of
+// its own), and says why it could not: user namespaces off or restricted on the host, arm-exec
+// missing. Nothing of the arm may run meanwhile (it is cleared on a timeout).
+func (a *Arm) CheckPrivate() error {
+	if a.Private == nil {
+		return errors.New("no arm-exec set up")
+	}
+	if _, err := os.Stat(a.Private.Exec); err != nil {
+		return fmt.Errorf("%v (install.sh installs arm-exec beside perf-host)", err)
+	}
+	for _, dir := range append(slices.Clone(armns.Shared), "/dev/shm") {
+		if a.Home == dir || strings.HasPrefix(a.Home, dir+"/") {
+			return fmt.Errorf("the arm's home %s is under %s, which its programs see as their own (re-run install.sh with a --root elsewhere)", a.Home, dir)
+		}
+	}
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = a.Home
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	var out limitedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := a.runBounded(a.launchProgram, cmd, 10*time.Second); err != nil {
+		return fmt.Errorf("%v %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/armns"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 	"os"
 	"os/exec"
@@ -184,4 +185,52 @@ func TestSetupRunsAsTheArmAndLeavesNothingRunning(t *testing.T) {
 	if left := OfUser(id.UID); len(left) > 0 {
 		t.Errorf("after the timeout %s still runs", Describe(left))
 	}
+}
+
+// An arm's programs start through arm-exec when the host gives them mounts of their own; where
+// it cannot, CheckPrivate says why: arm-exec missing, or a home the programs would not see.
+func TestCheckPrivateStartsThroughArmExecOrSaysWhyNot(t *testing.T) {
+	id := testUser(t)
+	dir, err := os.MkdirTemp("/var/lib", "arm-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe := filepath.Join(dir, "arm-exec")
+	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/arm-exec").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	arm := func(home string, exe string) *Arm {
+		os.Mkdir(home, 0o700)
+		os.Chown(home, int(id.UID), int(id.GID))
+		a := &Arm{Name: "challenger", User: id, Dedicated: true, Home: home}
+		a.Private = &armns.Spec{Exec: exe, Tmp: a.TmpDir(), UID: id.UID, GID: id.GID}
+		return a
+	}
+	if err := arm(filepath.Join(dir, "home"), exe).CheckPrivate(); err != nil {
+		t.Errorf("a home outside the shared directories, arm-exec installed: %v", err)
+	}
+	if err := arm(filepath.Join(dir, "home"), filepath.Join(dir, "missing")).CheckPrivate(); err == nil || !strings.Contains(err.Error(), "install.sh installs arm-exec") {
+		t.Errorf("arm-exec missing: %v", err)
+	}
+	if err := arm(filepath.Join(scratch(t), "home"), exe).CheckPrivate(); err == nil || !strings.Contains(err.Error(), "--root elsewhere") {
+		t.Errorf("a home under /tmp: %v", err)
+	}
+	// The arm's service sees its home's tmp as /tmp; perf-host's own work in the arm does not.
+	a := arm(filepath.Join(dir, "home"), exe)
+	for _, launch := range []func(*exec.Cmd) error{a.launchProgram, a.Launch} {
+		cmd := exec.Command("/bin/sh", "-c", "echo x > /tmp/"+id.Name)
+		cmd.Dir = a.Home
+		if err := a.runBounded(launch, cmd, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(a.TmpDir(), id.Name)); err != nil {
+		t.Errorf("the program's /tmp was not the arm's: %v", err)
+	}
+	if _, err := os.Stat("/tmp/" + id.Name); err != nil {
+		t.Errorf("perf-host's own work in the arm did not see the host's /tmp: %v", err)
+	}
+	os.Remove("/tmp/" + id.Name)
 }

@@ -55,7 +55,7 @@ func (a *Arm) StartDependencies(ctx context.Context, spec contract.ServiceSpec, 
 		}
 		start := time.Now()
 		var err error
-		if p, err = service.StartDependency(d, din, log, a.Launch); err != nil {
+		if p, err = service.StartDependency(d, din, log, a.launchProgram); err != nil {
 			return out, fail(err)
 		}
 		a.deps = append(a.deps, dependency{name: d.Name, proc: p})
@@ -105,7 +105,7 @@ func (a *Arm) makeDependencyDirs(in service.Instance, deps []contract.Dependency
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var out limitedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := a.runBounded(cmd, 10*time.Second); err != nil {
+	if err := a.runBounded(a.Launch, cmd, 10*time.Second); err != nil {
 		return fmt.Errorf("%s: creating the dependencies' STATE_DIR: %v %s", a.Name, err, out.String())
 	}
 	return nil
@@ -123,7 +123,7 @@ func (a *Arm) waitReadyCommand(ctx context.Context, d contract.Dependency, in se
 		}
 		var out limitedBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := a.Launch(cmd); err != nil {
+		if err := a.launchProgram(cmd); err != nil {
 			return fmt.Errorf("ready.command: cannot start %q: %w", cmd.Path, err)
 		}
 		done := make(chan error, 1)

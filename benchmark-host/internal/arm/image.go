@@ -41,7 +41,7 @@ func (a *Arm) container(argv, env []string) (*exec.Cmd, error) {
 	write.Stdin = bytes.NewReader(spec)
 	var out limitedBuffer
 	write.Stdout, write.Stderr = &out, &out
-	if err := a.runBounded(write, 10*time.Second); err != nil {
+	if err := a.runBounded(a.Launch, write, 10*time.Second); err != nil {
 		return nil, fmt.Errorf("%s: writing the container's configuration: %v %s", a.Name, err, out.String())
 	}
 	a.containers++

@@ -1,10 +1,12 @@
 package arm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 )
@@ -39,7 +41,8 @@ func (a *Arm) PreferForOOM() error {
 			if err != nil || strings.TrimSpace(string(b)) == want {
 				continue // gone, or done
 			}
-			if err := os.WriteFile(path, []byte(want), 0); err != nil && !os.IsNotExist(err) {
+			// Gone meanwhile: ENOENT, or ESRCH for a process that is exiting.
+			if err := os.WriteFile(path, []byte(want), 0); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ESRCH) {
 				return fmt.Errorf("%s: oom_score_adj of pid %d: %w", a.Name, p.Pid, err)
 			}
 		}

@@ -24,7 +24,7 @@ func (a *Arm) Wipe() error {
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var out limitedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := a.runBounded(cmd, time.Minute); err != nil {
+	if err := a.runBounded(a.Launch, cmd, time.Minute); err != nil {
 		return fmt.Errorf("%s: removing what it wrote in %s: %v %s", a.Name, a.Home, err, out.String())
 	}
 	return nil

@@ -36,7 +36,10 @@ const (
 var Wanted = []string{"cpu", "cpuset", "memory", "pids"}
 
 // Setup is the host's subtree as perf-host found it.
-type Setup struct{ contract.CgroupSetup }
+type Setup struct {
+	contract.CgroupSetup
+	v1 map[string]string // controller: the v1 subtree that stands in for it (see OpenV1)
+}
 
 const cgroup2Magic = 0x63677270
 
@@ -68,10 +71,10 @@ func Open(dir string, canEnter bool) *Setup {
 		if m := Mount(); m == "" {
 			note = "no cgroup v2 mount on this host: arms are contained by their user ids; CPU from /proc"
 		}
-		return &Setup{contract.CgroupSetup{Mode: ModeNone, Controllers: []string{}, Note: note}}
+		return &Setup{CgroupSetup: contract.CgroupSetup{Mode: ModeNone, Controllers: []string{}, Note: note}}
 	}
 	none := func(format string, args ...any) *Setup {
-		return &Setup{contract.CgroupSetup{Mode: ModeNone, Path: dir, Controllers: []string{}, Note: fmt.Sprintf(format, args...) + ": arms are contained by their user ids; CPU from /proc"}}
+		return &Setup{CgroupSetup: contract.CgroupSetup{Mode: ModeNone, Path: dir, Controllers: []string{}, Note: fmt.Sprintf(format, args...) + ": arms are contained by their user ids; CPU from /proc"}}
 	}
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
@@ -86,7 +89,7 @@ func Open(dir string, canEnter bool) *Setup {
 	if !canEnter && !Inside(dir) {
 		return none("perf-host lacks CAP_DAC_OVERRIDE to start processes into %s from outside it (re-run install.sh)", dir)
 	}
-	s := &Setup{contract.CgroupSetup{Mode: ModeCore, Path: dir, Controllers: []string{}}}
+	s := &Setup{CgroupSetup: contract.CgroupSetup{Mode: ModeCore, Path: dir, Controllers: []string{}}}
 	available := strings.Fields(readString(filepath.Join(dir, "cgroup.controllers")))
 	enabled := strings.Fields(readString(filepath.Join(dir, "cgroup.subtree_control")))
 	var missing []string
@@ -109,7 +112,7 @@ func Open(dir string, canEnter bool) *Setup {
 	case len(missing) == 0:
 		s.Note = "cgroup v2 " + dir + " with " + strings.Join(s.Controllers, ", ")
 	case len(s.Controllers) == 0:
-		s.Note = "cgroup v2 " + dir + " without controllers (a hybrid host?): membership, cgroup.kill and cpu.stat only; memory from RSS, CPUs by sched_setaffinity, processes bounded by RLIMIT_NPROC"
+		s.Note = "cgroup v2 " + dir + " without controllers (a hybrid host?): membership, cgroup.kill and cpu.stat; processes bounded by RLIMIT_NPROC"
 	default:
 		s.Note = "cgroup v2 " + dir + " with " + strings.Join(s.Controllers, ", ") + "; missing " + strings.Join(missing, ", ")
 	}
@@ -137,9 +140,10 @@ func Inside(dir string) bool {
 	return self != "" && (self == dir || strings.HasPrefix(self, dir+"/"))
 }
 
-// Has reports whether a controller is enabled for perf-host's groups.
+// Has reports whether a controller is enabled for perf-host's groups, in cgroup v2 or, for
+// memory, cpuset and pids on a hybrid host, in v1.
 func (s *Setup) Has(controller string) bool {
-	return s.Mode != ModeNone && slices.Contains(s.Controllers, controller)
+	return s.Mode != ModeNone && (slices.Contains(s.Controllers, controller) || s.v1[controller] != "")
 }
 
 // Group creates (if needed) and returns the child group name; nil with ModeNone.
@@ -151,7 +155,8 @@ func (s *Setup) Group(name string) (*Group, error) {
 	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("cgroup %s: %w", p, err)
 	}
-	return &Group{Path: p, setup: s}, nil
+	g := &Group{Path: p, setup: s}
+	return g, g.makeV1(name)
 }
 
 // Group is one cgroup v2 directory.
@@ -161,6 +166,9 @@ type Group struct {
 	cpus     string // cpuset.cpus as set, for a group made anew
 	maxProcs int    // pids.max as set
 	maxMem   int64  // memory.max as set
+	v1       map[string]string
+	// OOM kills counted in the directories this group replaced since ForgetOOMKills.
+	oomCarried int64
 }
 
 // Has reports whether a controller is enabled in the group.
@@ -224,15 +232,21 @@ func (g *Group) populated() bool {
 	return strings.Contains(readString(filepath.Join(g.Path, "cgroup.events")), "populated 1")
 }
 
-// renew replaces the empty group by a fresh one with the same settings.
+// renew replaces the empty group by a fresh one with the same settings, its v1 directories too,
+// and carries its count of OOM kills over.
 func (g *Group) renew() error {
-	if err := os.Remove(g.Path); err != nil {
-		return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", g.Path, err)
+	if n, ok := g.oomKillsHere(); ok {
+		g.oomCarried += n
+	}
+	for _, dir := range append([]string{g.Path}, g.V1Dirs()...) {
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", dir, err)
+		}
 	}
 	if err := os.Mkdir(g.Path, 0o755); err != nil {
 		return fmt.Errorf("cgroup %s: making it anew after cgroup.kill: %w", g.Path, err)
 	}
-	var errs []error
+	errs := []error{g.makeV1(filepath.Base(g.Path))}
 	if g.cpus != "" {
 		errs = append(errs, g.SetCPUs(g.cpus))
 	}
@@ -260,32 +274,49 @@ func (g *Group) CPUUsageUs() (uint64, error) {
 	return 0, fmt.Errorf("%s/cpu.stat: no usage_usec", g.Path)
 }
 
-// MemoryBytes is memory.current, when the memory controller is enabled.
+// MemoryBytes is memory.current (v1: memory.usage_in_bytes), when the memory controller is
+// enabled.
 func (g *Group) MemoryBytes() (uint64, bool) {
-	if !g.Has("memory") {
+	file := filepath.Join(g.Path, "memory.current")
+	switch {
+	case g.v1["memory"] != "":
+		file = filepath.Join(g.v1["memory"], "memory.usage_in_bytes")
+	case !g.Has("memory"):
 		return 0, false
 	}
-	v, err := strconv.ParseUint(strings.TrimSpace(readString(filepath.Join(g.Path, "memory.current"))), 10, 64)
+	v, err := strconv.ParseUint(strings.TrimSpace(readString(file)), 10, 64)
 	return v, err == nil
 }
 
 // SetCPUs confines the group to cpus (cpuset.cpus), when the cpuset controller is enabled.
 func (g *Group) SetCPUs(cpus string) error {
 	g.cpus = cpus
-	return os.WriteFile(filepath.Join(g.Path, "cpuset.cpus"), []byte(cpus), 0)
+	dir := g.Path
+	if v1 := g.v1["cpuset"]; v1 != "" {
+		dir = v1
+	}
+	return os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte(cpus), 0)
 }
 
 // SetMaxProcs bounds the group's tasks (pids.max), when the pids controller is enabled.
 func (g *Group) SetMaxProcs(n int) error {
 	g.maxProcs = n
-	return os.WriteFile(filepath.Join(g.Path, "pids.max"), []byte(strconv.Itoa(n)), 0)
+	dir := g.Path
+	if v1 := g.v1["pids"]; v1 != "" {
+		dir = v1
+	}
+	return os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n)), 0)
 }
 
 // SetMemoryMax bounds the group's memory (memory.max, no swap beyond it) when the memory
 // controller is enabled, and has the kernel kill the whole group when it runs out
-// (memory.oom.group): an arm out of memory fails whole rather than limping.
+// (memory.oom.group): an arm out of memory fails whole rather than limping. On v1, which kills
+// one process at a time, perf-host kills the rest when it sees the first go.
 func (g *Group) SetMemoryMax(bytes int64) error {
 	g.maxMem = bytes
+	if dir := g.v1["memory"]; dir != "" {
+		return setMemoryMaxV1(dir, bytes)
+	}
 	var errs []error
 	for file, v := range map[string]string{"memory.max": strconv.FormatInt(bytes, 10), "memory.swap.max": "0", "memory.oom.group": "1"} {
 		if err := os.WriteFile(filepath.Join(g.Path, file), []byte(v), 0); err != nil && !(file == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {
@@ -296,8 +327,28 @@ func (g *Group) SetMemoryMax(bytes int64) error {
 }
 
 // OOMKills is how many processes of the group the kernel killed for memory (memory.events
-// oom_kill), when the memory controller is enabled.
+// oom_kill; v1: memory.oom_control) since ForgetOOMKills, when the memory controller is enabled.
 func (g *Group) OOMKills() (int64, bool) {
+	n, ok := g.oomKillsHere()
+	return g.oomCarried + n, ok
+}
+
+// ForgetOOMKills starts the count of OOM kills afresh, for an arm about to start: the empty
+// group is made anew if the kernel killed in it (a directory's count lasts as long as it does).
+func (g *Group) ForgetOOMKills() error {
+	var err error
+	if n, _ := g.oomKillsHere(); n > 0 && !g.populated() {
+		err = g.renew()
+	}
+	g.oomCarried = 0
+	return err
+}
+
+// oomKillsHere is OOMKills of the group's present directory.
+func (g *Group) oomKillsHere() (int64, bool) {
+	if dir := g.v1["memory"]; dir != "" {
+		return oomKillsV1(dir)
+	}
 	if !g.Has("memory") {
 		return 0, false
 	}

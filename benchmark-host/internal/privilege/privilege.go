@@ -45,6 +45,9 @@ func (c Cap) String() string { return capNames[c] }
 type Thread struct {
 	Caps []Cap          // raised in the effective set, when not already in effect
 	CPUs placement.CPUs // the thread's CPUs (empty: unchanged)
+	// Cgroup v1 groups the thread joins (their tasks files) for the operation, so that a
+	// process it starts is born in them (package cgroup); it goes back to its own groups after.
+	JoinV1 []string
 }
 
 type capHeader struct {
@@ -88,6 +91,14 @@ func Do(t Thread, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		if len(t.JoinV1) > 0 && syscall.Gettid() == syscall.Getpid() {
+			// The main thread: in v1's eyes the process's memory is its group's, even for the
+			// moment it is in an arm's. Another thread takes the operation (this one, locked,
+			// cannot run it).
+			errc <- Do(t, fn)
+			runtime.UnlockOSThread()
+			return
+		}
 		restore, err := prepare(t)
 		if err == nil {
 			err = fn()
@@ -108,7 +119,12 @@ func prepare(t Thread) (restore func() error, err error) {
 		return func() error { return nil }, err
 	}
 	var savedCPUs placement.CPUs
+	back := func() error { return nil }
 	restore = func() error {
+		// Back to its own v1 groups first, while the capabilities raised for it are in effect.
+		if err := back(); err != nil {
+			return err
+		}
 		if err := capset(saved); err != nil {
 			return err
 		}
@@ -131,6 +147,10 @@ func prepare(t Thread) (restore func() error, err error) {
 	if len(missing) > 0 {
 		return restore, fmt.Errorf("perf-host lacks %s (install.sh grants it with setcap)", strings.Join(missing, ", "))
 	}
+	if len(t.JoinV1) > 0 && has(saved[0].permitted, saved[1].permitted, DACOverride) {
+		// The way back is into the groups perf-host was started in: root's, on a host.
+		next[0].effective |= 1 << uint(DACOverride)
+	}
 	if len(t.CPUs) > 0 {
 		cur, err := placement.ThreadAffinity()
 		if err != nil {
@@ -143,6 +163,11 @@ func prepare(t Thread) (restore func() error, err error) {
 	}
 	if next != saved {
 		if err := capset(next); err != nil {
+			return restore, err
+		}
+	}
+	if len(t.JoinV1) > 0 {
+		if back, err = joinV1(t.JoinV1); err != nil {
 			return restore, err
 		}
 	}

@@ -48,7 +48,9 @@ func NewInstalled(key string) (*Installed, error) {
 	suffix := make([]byte, 3)
 	rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
-	dir, err := os.MkdirTemp("", "perf-gate-install-")
+	// Not under /tmp: each arm's programs see a /tmp of their own, where the arm's home, which
+	// lies under the root, would be out of their sight (install.sh refuses such a root).
+	dir, err := os.MkdirTemp("/var/lib", "perf-gate-install-")
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +147,9 @@ func (h *Installed) Remove(keep bool) {
 	}
 	KillUnder(h.Root)
 	RemoveCgroup(h.Cgroup)
+	for _, c := range cgroup.V1Controllers { // a hybrid host's v1 subtrees
+		RemoveCgroup(filepath.Join("/sys/fs/cgroup", c, h.CgroupName))
+	}
 	for _, a := range []string{"champion", "challenger"} {
 		exec.Command("umount", filepath.Join(h.Root, "arms", a)).Run()
 	}

@@ -22,6 +22,7 @@ type Config struct {
 	ChampionUser    string // the champion arm runs as this user
 	ChallengerUser  string // the challenger arm runs as this user
 	Cgroup          string // the cgroup v2 directory delegated to perf-host ("" = none)
+	CgroupV1        string // a hybrid host's cgroup v1 subtrees for memory and cpuset, comma-separated
 	LoadgenCPUs     string // cpulist for the load generator ("" = anywhere)
 	ArmCPUs         string // cpulist both arms share ("" = anywhere)
 	ArmMaxProcs     int
@@ -68,6 +69,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 		return nil
 	})
 	fs.StringVar(&c.Cgroup, "cgroup", "", "the cgroup v2 directory delegated to perf-host (install.sh sets it up); empty: arms are contained by user id only")
+	fs.StringVar(&c.CgroupV1, "cgroup-v1", "", "on a hybrid host, the cgroup v1 directories delegated to perf-host that hold the arms' memory limit and CPUs, comma-separated (install.sh sets them up)")
 	fs.StringVar(&c.LoadgenCPUs, "loadgen-cpus", "", "CPUs for the load generator, e.g. 0-1 (empty: anywhere)")
 	fs.StringVar(&c.ArmCPUs, "arm-cpus", "", "CPUs both arms share, e.g. 2-14 (empty: anywhere)")
 	fs.IntVar(&c.ArmMaxProcs, "arm-max-procs", 1024, "most tasks an arm may run (pids.max, else RLIMIT_NPROC of its user)")
@@ -79,7 +81,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.ServicePorts, "service-ports", "", "where each arm's extra ports (service.ports) come from, LO-HI such as 18100-18199 (empty: ports the kernel finds free)")
 	fs.StringVar(&c.NetTable, "net-table", "perf_gate", "nftables table (family inet) that keeps each arm to its own ports; empty: no packet filter (the host still drops the pairs of slices where an arm served anyone but the load generator)")
 	fs.Uint64Var(&c.ArmDiskBytes, "arm-disk-bytes", 2<<30, "size of each arm's own filesystem (install.sh mounts one per arm of this size; pre-flight checks it)")
-	fs.Int64Var(&c.ArmMemoryBytes, "arm-memory-bytes", 4<<30, "memory.max of each arm's cgroup, its dependencies included (with cgroup v2's memory controller)")
+	fs.Int64Var(&c.ArmMemoryBytes, "arm-memory-bytes", 4<<30, "the memory limit of each arm's cgroup, its dependencies and its /dev/shm included (memory.max, or on a hybrid host the v1 memory controller's)")
 	fs.DurationVar(&c.LockWait, "lock-wait", 10*time.Second, "how long run, promote, rollback and gc wait for a busy host")
 	fs.Int64Var(&c.DeployLimits.MaxCompressed, "max-deploy-bytes", release.DefaultLimits.MaxCompressed, "largest tarball deploy accepts")
 	fs.Uint64Var(&c.MinFreeDisk, "min-free-disk", 1<<30, "refuse runs with less free disk (bytes)")
@@ -109,6 +111,7 @@ func (c Config) Flags() []string {
 		"--champion-user", c.ChampionUser,
 		"--challenger-user", c.ChallengerUser,
 		"--cgroup", c.Cgroup,
+		"--cgroup-v1", c.CgroupV1,
 		"--loadgen-cpus", c.LoadgenCPUs,
 		"--arm-cpus", c.ArmCPUs,
 		"--arm-max-procs", strconv.Itoa(c.ArmMaxProcs),

@@ -20,8 +20,9 @@ import (
 
 // What keeps one arm off the other through what they share besides the CPUs: the host's
 // network (netguard), its disk (a filesystem of its own per arm, mounted by install.sh) and its
-// memory (memory.max, and the OOM killer's order). See docs/design/0001-network-between-arms.md
-// and docs/design/0002-arm-disk-and-memory.md.
+// memory (a memory limit per arm, and the OOM killer's order); private.go adds the directories
+// and IPC every user shares. See docs/design/0001-network-between-arms.md,
+// docs/design/0002-arm-disk-and-memory.md and docs/design/0029-cgroup-v1-on-hybrid-hosts.md.
 
 // setUpGuards fills the isolation's network, disk and memory lines and sets the arms' limits;
 // the error is a limit that could not be set.
@@ -58,14 +59,19 @@ func setUpGuards(cfg config.Config, iso *Isolation, setup *cgroup.Setup) error {
 	switch {
 	case cfg.ArmMemoryBytes <= 0:
 		info.Memory = "no limit (--arm-memory-bytes 0); " + order
+	case setup.V1("memory") != "":
+		for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
+			err = errors.Join(err, a.Group.SetMemoryMax(cfg.ArmMemoryBytes))
+		}
+		info.Memory = fmt.Sprintf("memory.limit_in_bytes %s per arm (cgroup v1 %s; its dependencies and its /dev/shm included), the rest of the arm killed when the kernel kills one of its processes for it; %s", SizeString(uint64(cfg.ArmMemoryBytes)), setup.V1("memory"), order)
 	case setup.Has("memory"):
 		for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
 			err = errors.Join(err, a.Group.SetMemoryMax(cfg.ArmMemoryBytes))
 		}
-		info.Memory = fmt.Sprintf("memory.max %s per arm (its dependencies included), the whole arm killed when it runs out; %s", SizeString(uint64(cfg.ArmMemoryBytes)), order)
+		info.Memory = fmt.Sprintf("memory.max %s per arm (its dependencies and its /dev/shm included), the whole arm killed when it runs out; %s", SizeString(uint64(cfg.ArmMemoryBytes)), order)
 	default:
-		info.Memory = "not limited: no cgroup memory controller for perf-host's groups (a hybrid host?); " + order
-		info.Notes = append(info.Notes, "an arm's memory is not limited on this host (no cgroup v2 memory controller); the OOM killer takes the arms first")
+		info.Memory = "not limited: no cgroup memory controller for perf-host's groups (a hybrid host installed without --cgroup-v1? re-run install.sh); " + order
+		info.Notes = append(info.Notes, "an arm's memory is not limited on this host (no cgroup memory controller for perf-host's groups); the OOM killer takes the arms first")
 	}
 	return err
 }
@@ -144,6 +150,13 @@ func (iso *Isolation) ArmDiskFindings(cfg config.Config) []contract.Finding {
 	return out
 }
 
+// MemoryFinding is the pre-flight check that names what holds each arm's memory limit (the
+// isolation's memory line), or that nothing does. Never a flag: a host without a memory
+// controller still measures; status notes the weakness.
+func (iso *Isolation) MemoryFinding() contract.Finding {
+	return contract.Finding{Check: "arm_memory", Status: contract.FindingOK, Detail: iso.Info.Memory}
+}
+
 // OutOfDisk says whether an arm has (all but) filled its own filesystem of limit bytes, and in
 // what words.
 func OutOfDisk(a *arm.Arm, limit uint64) (string, bool) {
@@ -213,13 +226,27 @@ func OOMKills() int64 {
 	return 0
 }
 
-// KilledForMemory words an arm's processes killed for memory: by its cgroup's memory.max
-// (memory.events, exact), or by the OOM killer of the whole host when byHost (the kernel's count
-// of kills rose while the arm lost processes: the arms' oom_score_adj makes them its first picks).
+// OutOfMemory words an arm whose memory that cannot be reclaimed has reached its limit: it is
+// out of memory whether or not the kernel has killed yet (see cgroup.Group.OutOfMemory).
+func OutOfMemory(a *arm.Arm) (string, bool) {
+	if a.Group == nil {
+		return "", false
+	}
+	pinned, out := a.Group.OutOfMemory()
+	if !out {
+		return "", false
+	}
+	return fmt.Sprintf("%s: killed for memory: over its memory limit (its processes hold %s that cannot be reclaimed, all of it; perf-host stopped the arm)", a.Name, SizeString(pinned)), true
+}
+
+// KilledForMemory words an arm's processes killed for memory: by its cgroup's memory limit
+// (memory.events or v1's memory.oom_control, exact), or by the OOM killer of the whole host when
+// byHost (the kernel's count of kills rose while the arm lost processes: the arms'
+// oom_score_adj makes them its first picks).
 func KilledForMemory(a *arm.Arm, byHost bool) (string, bool) {
 	if g := a.Group; g != nil {
 		if n, ok := g.OOMKills(); ok && n > 0 {
-			return fmt.Sprintf("%s: killed for memory: over its memory.max (the kernel killed %d of its processes)", a.Name, n), true
+			return fmt.Sprintf("%s: killed for memory: over its memory limit (the kernel killed %d of its processes)", a.Name, n), true
 		}
 	}
 	if byHost {

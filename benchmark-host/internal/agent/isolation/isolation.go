@@ -1,7 +1,7 @@
 // Package isolation sets up what keeps the two arms apart from each other and from the host:
 // a user, a cgroup and CPUs per arm, groups of perf-host's own (the load generator, the
 // champion supervisor), and the guards on what they share besides the CPUs (the network, the
-// disk, memory). It is set up once per perf-host process, the first time it is asked for.
+// disk, memory, the directories and IPC every user of a host shares). It is set up once per perf-host process, the first time it is asked for.
 package isolation
 
 import (
@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -71,6 +72,9 @@ func setUp(cfg config.Config, armsDir string) *Isolation {
 	info.Capabilities = privilege.Permitted()
 	canEnter := os.Geteuid() == 0 || slices.Contains(info.Capabilities, privilege.DACOverride.String())
 	b.setup = cgroup.Open(cfg.Cgroup, canEnter)
+	if cfg.CgroupV1 != "" {
+		b.setup.OpenV1(strings.Split(cfg.CgroupV1, ","))
+	}
 	info.Cgroup = b.setup.CgroupSetup
 	loadgenCPUs, armCPUs := b.place()
 	self, err := arm.Current()
@@ -80,6 +84,7 @@ func setUp(cfg config.Config, armsDir string) *Isolation {
 	b.limitProcs()
 	if b.iso.Champion != nil && b.iso.Challenger != nil {
 		b.check(setUpGuards(cfg, b.iso, b.setup))
+		setUpPrivateMounts(cfg, b.iso)
 	}
 	b.noteSharing(self)
 	b.iso.err = errors.Join(b.errs...)

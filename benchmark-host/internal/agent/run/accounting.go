@@ -61,6 +61,9 @@ func newSliceAccounting(cfg config.Config, iso *isolation.Isolation, fail func(a
 
 // Boundary samples both arms.
 func (a *sliceAccounting) Boundary(i int) {
+	if a.outOfMemory() {
+		return
+	}
 	b := boundarySample{at: time.Now(), usage: map[string]arm.Usage{}, pids: map[string]map[int]bool{}}
 	for name, x := range a.arms {
 		b.usage[name] = x.Sample()
@@ -84,6 +87,19 @@ func (a *sliceAccounting) Boundary(i int) {
 	a.mu.Lock()
 	a.samples[i] = b
 	a.mu.Unlock()
+}
+
+// outOfMemory fails an arm whose unreclaimable memory reached its limit, before anything reads
+// its processes: under such pressure every read of them waits on their memory.
+func (a *sliceAccounting) outOfMemory() bool {
+	for _, name := range []string{contract.Challenger, contract.Champion} {
+		if why, out := isolation.OutOfMemory(a.arms[name]); out {
+			a.fail(name, contract.ArmOutOfMemory, why)
+			a.arms[name].Clear()
+			return true
+		}
+	}
+	return false
 }
 
 // checkMemory fails an arm that lost processes to the OOM killer: it fails whole, named,
@@ -114,6 +130,9 @@ func (a *sliceAccounting) checkMemory(i int, pids map[string]map[int]bool) {
 // AfterLoad checks the arms' memory once more when the load is over: the OOM killer may have
 // struck while the last requests were answered, after the last boundary.
 func (a *sliceAccounting) AfterLoad(slices int) {
+	if a.outOfMemory() {
+		return
+	}
 	pids := map[string]map[int]bool{}
 	for name, x := range a.arms {
 		pids[name] = map[int]bool{}

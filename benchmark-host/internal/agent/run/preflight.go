@@ -44,6 +44,7 @@ func hostChecks(cfg config.Config, st *store.Store, iso *isolation.Isolation, ki
 	}
 	if iso.Champion != nil && iso.Challenger != nil {
 		out = append(out, iso.ArmDiskFindings(cfg)...)
+		out = append(out, iso.MemoryFinding(), iso.PrivateMountsFinding())
 	}
 	info := hostinfo.Read()
 	cal, err := floor.ReadCalibration(st)

@@ -1,0 +1,128 @@
+// Package armns gives the programs an arm runs (its service, its dependencies, its setup) their
+// own of what every user of a host otherwise shares: the directories everyone may write (/tmp,
+// /var/tmp, /run/lock), /dev/shm, SysV IPC and POSIX message queues. perf-host starts each such
+// program through arm-exec (Wrap), as the arm's user, in new user, mount and IPC namespaces; the
+// user namespace maps the arm's user and group to themselves alone, and gives arm-exec
+// CAP_SYS_ADMIN over those namespaces only, as an ambient capability. arm-exec (Enter) binds the
+// arm's own directory on its own filesystem over the shared directories, mounts a fresh tmpfs of
+// the arm's memory limit on /dev/shm and a fresh mqueue on /dev/mqueue, drops the capability and
+// executes the program, which runs without any.
+//
+// What it mounted stays in its mount namespace: the host never sees it, and it all goes when
+// the arm's last process exits (the tmpfs's pages, the IPC objects). What the program cannot do:
+// undo the mounts (no capability; a namespace it makes itself copies them locked), reach the
+// host's /tmp or the other arm's, or gain privilege from a set-user-ID program of the host (root
+// is not mapped in its namespace). See docs/design/0028-arm-private-mounts.md.
+package armns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Shared are the host's directories that everyone may write, which the arm's programs see as
+// its own directory instead.
+var Shared = []string{"/tmp", "/var/tmp", "/run/lock"}
+
+// Spec is how one arm's programs are started.
+type Spec struct {
+	Exec     string // the arm-exec program, installed beside perf-host
+	Tmp      string // the arm's directory that becomes /tmp, /var/tmp and /run/lock
+	ShmBytes int64  // /dev/shm's size; 0: the kernel's default, half the memory
+	UID, GID uint32 // the arm's user and group
+}
+
+// Wrap makes cmd start through arm-exec in namespaces of its own. Credentials, the cgroup and
+// the rest of cmd's SysProcAttr are kept; the parent writing the namespace's ID maps needs
+// CAP_SETUID and CAP_SETGID, which starting an arm's program as its user needs anyway.
+func (s Spec) Wrap(cmd *exec.Cmd) {
+	args := []string{s.Exec, "--tmp", s.Tmp, "--shm-bytes", strconv.FormatInt(s.ShmBytes, 10), "--", cmd.Path}
+	cmd.Path, cmd.Args = s.Exec, append(args, cmd.Args...)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(s.UID), HostID: int(s.UID), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(s.GID), HostID: int(s.GID), Size: 1}}
+	// Allowed, so that the child can drop perf-host's supplementary groups (Credential.Groups).
+	a.GidMappingsEnableSetgroups = true
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+}
+
+// Enter is arm-exec: args are "--tmp DIR --shm-bytes N -- PATH ARGV0 ARGS…". It mounts, drops
+// its capability and executes PATH; it returns only on failure.
+func Enter(args []string) error {
+	if len(args) < 7 || args[0] != "--tmp" || args[2] != "--shm-bytes" || args[4] != "--" {
+		return errors.New("usage: arm-exec --tmp DIR --shm-bytes N -- PATH ARGV0 [ARGS…]")
+	}
+	tmp, path, argv := args[1], args[5], args[6:]
+	shm, err := strconv.ParseInt(args[3], 10, 64)
+	if err != nil || shm < 0 {
+		return fmt.Errorf("--shm-bytes: a size in bytes, not %q", args[3])
+	}
+	// Capabilities are per thread: the one that mounts, drops and executes is one.
+	runtime.LockOSThread()
+	if err := mountPrivate(tmp, shm); err != nil {
+		return err
+	}
+	// Every set emptied, the inheritable one too (the clone put CAP_SYS_ADMIN there to make it
+	// ambient), so no program it executes can get the capability back.
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
+		return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
+	}
+	return syscall.Exec(path, argv, os.Environ())
+}
+
+// mountPrivate makes the mounts: nothing propagates to the host, the shared directories are tmp,
+// /dev/shm and /dev/mqueue are fresh.
+func mountPrivate(tmp string, shm int64) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the mounts private: %w", err)
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	// Bound by descriptor: once /tmp is covered, a path under it no longer leads there.
+	fd, err := unix.Open(tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tmp, err)
+	}
+	defer unix.Close(fd)
+	for _, dir := range Shared {
+		if !isDir(dir) {
+			continue
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dir, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding %s on %s: %w", tmp, dir, err)
+		}
+	}
+	if isDir("/dev/shm") {
+		opts := "mode=1777"
+		if shm > 0 {
+			opts += ",size=" + strconv.FormatInt(shm, 10)
+		}
+		if err := unix.Mount("shm", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting a tmpfs on /dev/shm: %w", err)
+		}
+	}
+	if isDir("/dev/mqueue") {
+		if err := unix.Mount("mqueue", "/dev/mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mounting /dev/mqueue: %w", err)
+		}
+	}
+	return nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
