@@ -41,9 +41,9 @@ var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__ge
   mod
 ));
 
-// ../../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js
+// node_modules/hdr-histogram-js/dist/ByteBuffer.js
 var require_ByteBuffer = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/ByteBuffer.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -114,9 +114,9 @@ var require_ByteBuffer = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
+// node_modules/hdr-histogram-js/dist/HistogramIterationValue.js
 var require_HistogramIterationValue = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramIterationValue.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue = class {
@@ -138,9 +138,9 @@ var require_HistogramIterationValue = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
+// node_modules/hdr-histogram-js/dist/JsHistogramIterator.js
 var require_JsHistogramIterator = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/JsHistogramIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramIterationValue_1 = require_HistogramIterationValue();
@@ -235,9 +235,9 @@ var require_JsHistogramIterator = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
+// node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js
 var require_RecordedValuesIterator = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/RecordedValuesIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -271,9 +271,9 @@ var require_RecordedValuesIterator = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js
+// node_modules/hdr-histogram-js/dist/PercentileIterator.js
 var require_PercentileIterator = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/PercentileIterator.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogramIterator_1 = require_JsHistogramIterator();
@@ -339,9 +339,9 @@ var require_PercentileIterator = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/formatters.js
+// node_modules/hdr-histogram-js/dist/formatters.js
 var require_formatters = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/formatters.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.floatFormatter = exports2.keepSignificantDigits = exports2.integerFormatter = void 0;
@@ -383,9 +383,9 @@ var require_formatters = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/ulp.js
+// node_modules/hdr-histogram-js/dist/ulp.js
 var require_ulp = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/ulp.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var ulp = (x) => Math.pow(2, Math.floor(Math.log2(x)) - 52);
@@ -393,9 +393,9 @@ var require_ulp = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Histogram.js
+// node_modules/hdr-histogram-js/dist/Histogram.js
 var require_Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.toSummary = exports2.NO_TAG = void 0;
@@ -421,9 +421,9 @@ var require_Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogram.js
+// node_modules/hdr-histogram-js/dist/JsHistogram.js
 var require_JsHistogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/JsHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.default = exports2.JsHistogram = void 0;
@@ -1093,9 +1093,9 @@ var require_JsHistogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
+// node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js
 var require_generated_wasm = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/wasm/generated-wasm.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.BINARY = void 0;
@@ -1103,9 +1103,9 @@ var require_generated_wasm = __commonJS({
   }
 });
 
-// ../../main/node_modules/base64-js/index.js
+// node_modules/base64-js/index.js
 var require_base64_js = __commonJS({
-  "../../main/node_modules/base64-js/index.js"(exports2) {
+  "node_modules/base64-js/index.js"(exports2) {
     "use strict";
     exports2.byteLength = byteLength;
     exports2.toByteArray = toByteArray;
@@ -1204,9 +1204,9 @@ var require_base64_js = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/utils/common.js
+// node_modules/pako/lib/utils/common.js
 var require_common = __commonJS({
-  "../../main/node_modules/pako/lib/utils/common.js"(exports2) {
+  "node_modules/pako/lib/utils/common.js"(exports2) {
     "use strict";
     var TYPED_OK = typeof Uint8Array !== "undefined" && typeof Uint16Array !== "undefined" && typeof Int32Array !== "undefined";
     function _has(obj, key) {
@@ -1295,9 +1295,9 @@ var require_common = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/trees.js
+// node_modules/pako/lib/zlib/trees.js
 var require_trees = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/trees.js"(exports2) {
+  "node_modules/pako/lib/zlib/trees.js"(exports2) {
     "use strict";
     var utils = require_common();
     var Z_FIXED = 4;
@@ -1937,9 +1937,9 @@ var require_trees = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/adler32.js
+// node_modules/pako/lib/zlib/adler32.js
 var require_adler32 = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/adler32.js"(exports2, module2) {
     "use strict";
     function adler32(adler, buf, len, pos) {
       var s1 = adler & 65535 | 0, s22 = adler >>> 16 & 65535 | 0, n2 = 0;
@@ -1959,9 +1959,9 @@ var require_adler32 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/crc32.js
+// node_modules/pako/lib/zlib/crc32.js
 var require_crc32 = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/crc32.js"(exports2, module2) {
     "use strict";
     function makeTable() {
       var c3, table = [];
@@ -1987,9 +1987,9 @@ var require_crc32 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/messages.js
+// node_modules/pako/lib/zlib/messages.js
 var require_messages = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/messages.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       2: "need dictionary",
@@ -2014,9 +2014,9 @@ var require_messages = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/deflate.js
+// node_modules/pako/lib/zlib/deflate.js
 var require_deflate = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/deflate.js"(exports2) {
+  "node_modules/pako/lib/zlib/deflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var trees = require_trees();
@@ -3063,9 +3063,9 @@ var require_deflate = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/utils/strings.js
+// node_modules/pako/lib/utils/strings.js
 var require_strings = __commonJS({
-  "../../main/node_modules/pako/lib/utils/strings.js"(exports2) {
+  "node_modules/pako/lib/utils/strings.js"(exports2) {
     "use strict";
     var utils = require_common();
     var STR_APPLY_OK = true;
@@ -3205,9 +3205,9 @@ var require_strings = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/zstream.js
+// node_modules/pako/lib/zlib/zstream.js
 var require_zstream = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/zstream.js"(exports2, module2) {
     "use strict";
     function ZStream() {
       this.input = null;
@@ -3227,9 +3227,9 @@ var require_zstream = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/deflate.js
+// node_modules/pako/lib/deflate.js
 var require_deflate2 = __commonJS({
-  "../../main/node_modules/pako/lib/deflate.js"(exports2) {
+  "node_modules/pako/lib/deflate.js"(exports2) {
     "use strict";
     var zlib_deflate = require_deflate();
     var utils = require_common();
@@ -3388,9 +3388,9 @@ var require_deflate2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/inffast.js
+// node_modules/pako/lib/zlib/inffast.js
 var require_inffast = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/inffast.js"(exports2, module2) {
     "use strict";
     var BAD = 30;
     var TYPE = 12;
@@ -3617,9 +3617,9 @@ var require_inffast = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/inftrees.js
+// node_modules/pako/lib/zlib/inftrees.js
 var require_inftrees = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/inftrees.js"(exports2, module2) {
     "use strict";
     var utils = require_common();
     var MAXBITS = 15;
@@ -3933,9 +3933,9 @@ var require_inftrees = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/inflate.js
+// node_modules/pako/lib/zlib/inflate.js
 var require_inflate = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/inflate.js"(exports2) {
+  "node_modules/pako/lib/zlib/inflate.js"(exports2) {
     "use strict";
     var utils = require_common();
     var adler32 = require_adler32();
@@ -5172,9 +5172,9 @@ var require_inflate = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/constants.js
+// node_modules/pako/lib/zlib/constants.js
 var require_constants = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/constants.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       /* Allowed flush values; see deflate() and inflate() below for details */
@@ -5219,9 +5219,9 @@ var require_constants = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/zlib/gzheader.js
+// node_modules/pako/lib/zlib/gzheader.js
 var require_gzheader = __commonJS({
-  "../../main/node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
+  "node_modules/pako/lib/zlib/gzheader.js"(exports2, module2) {
     "use strict";
     function GZheader() {
       this.text = 0;
@@ -5239,9 +5239,9 @@ var require_gzheader = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/lib/inflate.js
+// node_modules/pako/lib/inflate.js
 var require_inflate2 = __commonJS({
-  "../../main/node_modules/pako/lib/inflate.js"(exports2) {
+  "node_modules/pako/lib/inflate.js"(exports2) {
     "use strict";
     var zlib_inflate = require_inflate();
     var utils = require_common();
@@ -5413,9 +5413,9 @@ var require_inflate2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/pako/index.js
+// node_modules/pako/index.js
 var require_pako = __commonJS({
-  "../../main/node_modules/pako/index.js"(exports2, module2) {
+  "node_modules/pako/index.js"(exports2, module2) {
     "use strict";
     var assign = require_common().assign;
     var deflate = require_deflate2();
@@ -5427,9 +5427,9 @@ var require_pako = __commonJS({
   }
 });
 
-// ../../main/node_modules/@assemblyscript/loader/umd/index.js
+// node_modules/@assemblyscript/loader/umd/index.js
 var require_umd = __commonJS({
-  "../../main/node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
+  "node_modules/@assemblyscript/loader/umd/index.js"(exports2, module2) {
     var loader = (function(exports3) {
       "use strict";
       Object.defineProperty(exports3, "__esModule", {
@@ -5834,9 +5834,9 @@ var require_umd = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/wasm/index.js
+// node_modules/hdr-histogram-js/dist/wasm/index.js
 var require_wasm = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/wasm/index.js"(exports2) {
     "use strict";
     var __awaiter = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
@@ -6063,9 +6063,9 @@ var require_wasm = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
+// node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js
 var require_PackedArrayContext = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/packedarray/PackedArrayContext.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArrayContext = exports2.MINIMUM_INITIAL_PACKED_ARRAY_CAPACITY = void 0;
@@ -6506,9 +6506,9 @@ var require_PackedArrayContext = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
+// node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js
 var require_PackedArray = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/packedarray/PackedArray.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.PackedArray = void 0;
@@ -6643,9 +6643,9 @@ var require_PackedArray = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js
+// node_modules/hdr-histogram-js/dist/PackedHistogram.js
 var require_PackedHistogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/PackedHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6691,9 +6691,9 @@ var require_PackedHistogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
+// node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js
 var require_TypedArrayHistogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/TypedArrayHistogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var JsHistogram_12 = require_JsHistogram();
@@ -6754,9 +6754,9 @@ var require_TypedArrayHistogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js
+// node_modules/hdr-histogram-js/dist/Int8Histogram.js
 var require_Int8Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Int8Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6769,9 +6769,9 @@ var require_Int8Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js
+// node_modules/hdr-histogram-js/dist/Int16Histogram.js
 var require_Int16Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Int16Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6784,9 +6784,9 @@ var require_Int16Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js
+// node_modules/hdr-histogram-js/dist/Int32Histogram.js
 var require_Int32Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Int32Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6799,9 +6799,9 @@ var require_Int32Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js
+// node_modules/hdr-histogram-js/dist/Float64Histogram.js
 var require_Float64Histogram = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Float64Histogram.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var TypedArrayHistogram_1 = require_TypedArrayHistogram();
@@ -6814,9 +6814,9 @@ var require_Float64Histogram = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
+// node_modules/hdr-histogram-js/dist/JsHistogramFactory.js
 var require_JsHistogramFactory = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/JsHistogramFactory.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.constructorFromBucketSize = constructorFromBucketSize;
@@ -6844,9 +6844,9 @@ var require_JsHistogramFactory = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
+// node_modules/hdr-histogram-js/dist/ZigZagEncoding.js
 var require_ZigZagEncoding = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/ZigZagEncoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var { pow, floor } = Math;
@@ -6966,9 +6966,9 @@ var require_ZigZagEncoding = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
+// node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js
 var require_JsHistogram_encoding = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
+  "node_modules/hdr-histogram-js/dist/JsHistogram.encoding.js"(exports, module) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.inflate = exports.deflate = void 0;
@@ -7130,9 +7130,9 @@ var require_JsHistogram_encoding = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/encoding.js
+// node_modules/hdr-histogram-js/dist/encoding.js
 var require_encoding = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/encoding.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = void 0;
@@ -7189,9 +7189,9 @@ var require_encoding = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js
+// node_modules/hdr-histogram-js/dist/HistogramLogReader.js
 var require_HistogramLogReader = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramLogReader.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.listTags = void 0;
@@ -7281,9 +7281,9 @@ var require_HistogramLogReader = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
+// node_modules/hdr-histogram-js/dist/HistogramLogWriter.js
 var require_HistogramLogWriter = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramLogWriter.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var Histogram_1 = require_Histogram();
@@ -7354,9 +7354,9 @@ var require_HistogramLogWriter = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js
+// node_modules/hdr-histogram-js/dist/HistogramBuilder.js
 var require_HistogramBuilder = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/HistogramBuilder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.build = exports2.defaultRequest = void 0;
@@ -7384,9 +7384,9 @@ var require_HistogramBuilder = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/Recorder.js
+// node_modules/hdr-histogram-js/dist/Recorder.js
 var require_Recorder = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/Recorder.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var HistogramBuilder_1 = require_HistogramBuilder();
@@ -7537,9 +7537,9 @@ var require_Recorder = __commonJS({
   }
 });
 
-// ../../main/node_modules/hdr-histogram-js/dist/index.js
+// node_modules/hdr-histogram-js/dist/index.js
 var require_dist = __commonJS({
-  "../../main/node_modules/hdr-histogram-js/dist/index.js"(exports2) {
+  "node_modules/hdr-histogram-js/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.JsHistogram = exports2.WasmHistogram = exports2.Recorder = exports2.HistogramLogWriter = exports2.encodeIntoCompressedBase64 = exports2.decodeFromCompressedBase64 = exports2.ByteBuffer = exports2.build = exports2.listTags = exports2.HistogramLogReader = exports2.PackedHistogram = exports2.Float64Histogram = exports2.Int32Histogram = exports2.Int16Histogram = exports2.Int8Histogram = exports2.initWebAssemblySync = exports2.initWebAssembly = void 0;
@@ -7590,9 +7590,9 @@ var require_dist = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/identity.js
+// node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/identity.js"(exports2) {
+  "node_modules/yaml/dist/nodes/identity.js"(exports2) {
     "use strict";
     var ALIAS = /* @__PURE__ */ Symbol.for("yaml.alias");
     var DOC = /* @__PURE__ */ Symbol.for("yaml.document");
@@ -7647,9 +7647,9 @@ var require_identity = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/visit.js
+// node_modules/yaml/dist/visit.js
 var require_visit = __commonJS({
-  "../../main/node_modules/yaml/dist/visit.js"(exports2) {
+  "node_modules/yaml/dist/visit.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
@@ -7805,9 +7805,9 @@ var require_visit = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/directives.js
+// node_modules/yaml/dist/doc/directives.js
 var require_directives = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/directives.js"(exports2) {
+  "node_modules/yaml/dist/doc/directives.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -7976,9 +7976,9 @@ var require_directives = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/anchors.js
+// node_modules/yaml/dist/doc/anchors.js
 var require_anchors = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/anchors.js"(exports2) {
+  "node_modules/yaml/dist/doc/anchors.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var visit2 = require_visit();
@@ -8046,9 +8046,9 @@ var require_anchors = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/applyReviver.js
+// node_modules/yaml/dist/doc/applyReviver.js
 var require_applyReviver = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
+  "node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
     "use strict";
     function applyReviver(reviver, obj, key, val) {
       if (val && typeof val === "object") {
@@ -8096,9 +8096,9 @@ var require_applyReviver = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/toJS.js
+// node_modules/yaml/dist/nodes/toJS.js
 var require_toJS = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/toJS.js"(exports2) {
+  "node_modules/yaml/dist/nodes/toJS.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function toJS(value, arg, ctx) {
@@ -8126,9 +8126,9 @@ var require_toJS = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Node.js
+// node_modules/yaml/dist/nodes/Node.js
 var require_Node = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Node.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Node.js"(exports2) {
     "use strict";
     var applyReviver = require_applyReviver();
     var identity3 = require_identity();
@@ -8167,9 +8167,9 @@ var require_Node = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Alias.js
+// node_modules/yaml/dist/nodes/Alias.js
 var require_Alias = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Alias.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Alias.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var visit2 = require_visit();
@@ -8285,9 +8285,9 @@ var require_Alias = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Scalar.js
+// node_modules/yaml/dist/nodes/Scalar.js
 var require_Scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Node = require_Node();
@@ -8315,9 +8315,9 @@ var require_Scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/createNode.js
+// node_modules/yaml/dist/doc/createNode.js
 var require_createNode = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/createNode.js"(exports2) {
+  "node_modules/yaml/dist/doc/createNode.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -8390,9 +8390,9 @@ var require_createNode = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Collection.js
+// node_modules/yaml/dist/nodes/Collection.js
 var require_Collection = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Collection.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Collection.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var identity3 = require_identity();
@@ -8533,9 +8533,9 @@ var require_Collection = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyComment.js
+// node_modules/yaml/dist/stringify/stringifyComment.js
 var require_stringifyComment = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
     "use strict";
     var stringifyComment = (str) => str.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
@@ -8550,9 +8550,9 @@ var require_stringifyComment = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/foldFlowLines.js
+// node_modules/yaml/dist/stringify/foldFlowLines.js
 var require_foldFlowLines = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
+  "node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
     "use strict";
     var FOLD_FLOW = "flow";
     var FOLD_BLOCK = "block";
@@ -8686,9 +8686,9 @@ ${indent}${text.slice(fold + 1, end2)}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyString.js
+// node_modules/yaml/dist/stringify/stringifyString.js
 var require_stringifyString = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var foldFlowLines = require_foldFlowLines();
@@ -8969,9 +8969,9 @@ ${indent}`);
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringify.js
+// node_modules/yaml/dist/stringify/stringify.js
 var require_stringify = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringify.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringify.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var identity3 = require_identity();
@@ -9093,9 +9093,9 @@ ${ctx.indent}${str}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyPair.js
+// node_modules/yaml/dist/stringify/stringifyPair.js
 var require_stringifyPair = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9226,9 +9226,9 @@ ${ctx.indent}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/log.js
+// node_modules/yaml/dist/log.js
 var require_log = __commonJS({
-  "../../main/node_modules/yaml/dist/log.js"(exports2) {
+  "node_modules/yaml/dist/log.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     function debug(logLevel, ...messages) {
@@ -9248,9 +9248,9 @@ var require_log = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js
+// node_modules/yaml/dist/schema/yaml-1.1/merge.js
 var require_merge = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -9308,9 +9308,9 @@ var require_merge = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js
+// node_modules/yaml/dist/nodes/addPairToJSMap.js
 var require_addPairToJSMap = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
+  "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
     "use strict";
     var log = require_log();
     var merge2 = require_merge();
@@ -9372,9 +9372,9 @@ var require_addPairToJSMap = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/Pair.js
+// node_modules/yaml/dist/nodes/Pair.js
 var require_Pair = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/Pair.js"(exports2) {
+  "node_modules/yaml/dist/nodes/Pair.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyPair = require_stringifyPair();
@@ -9412,9 +9412,9 @@ var require_Pair = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyCollection.js
+// node_modules/yaml/dist/stringify/stringifyCollection.js
 var require_stringifyCollection = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -9563,9 +9563,9 @@ ${indent}${end}`;
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/YAMLMap.js
+// node_modules/yaml/dist/nodes/YAMLMap.js
 var require_YAMLMap = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
+  "node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
     "use strict";
     var stringifyCollection = require_stringifyCollection();
     var addPairToJSMap = require_addPairToJSMap();
@@ -9707,9 +9707,9 @@ var require_YAMLMap = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/map.js
+// node_modules/yaml/dist/schema/common/map.js
 var require_map = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/map.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/map.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLMap = require_YAMLMap();
@@ -9729,9 +9729,9 @@ var require_map = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/nodes/YAMLSeq.js
+// node_modules/yaml/dist/nodes/YAMLSeq.js
 var require_YAMLSeq = __commonJS({
-  "../../main/node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
+  "node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyCollection = require_stringifyCollection();
@@ -9845,9 +9845,9 @@ var require_YAMLSeq = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/seq.js
+// node_modules/yaml/dist/schema/common/seq.js
 var require_seq = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/seq.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/seq.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var YAMLSeq = require_YAMLSeq();
@@ -9867,9 +9867,9 @@ var require_seq = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/string.js
+// node_modules/yaml/dist/schema/common/string.js
 var require_string = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/string.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/string.js"(exports2) {
     "use strict";
     var stringifyString = require_stringifyString();
     var string4 = {
@@ -9886,9 +9886,9 @@ var require_string = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/common/null.js
+// node_modules/yaml/dist/schema/common/null.js
 var require_null = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/common/null.js"(exports2) {
+  "node_modules/yaml/dist/schema/common/null.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
@@ -9904,9 +9904,9 @@ var require_null = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/bool.js
+// node_modules/yaml/dist/schema/core/bool.js
 var require_bool = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/bool.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
@@ -9928,9 +9928,9 @@ var require_bool = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyNumber.js
+// node_modules/yaml/dist/stringify/stringifyNumber.js
 var require_stringifyNumber = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
     "use strict";
     function stringifyNumber({ format: format2, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
@@ -9955,9 +9955,9 @@ var require_stringifyNumber = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/float.js
+// node_modules/yaml/dist/schema/core/float.js
 var require_float = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/float.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10001,9 +10001,9 @@ var require_float = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/int.js
+// node_modules/yaml/dist/schema/core/int.js
 var require_int = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/int.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10046,9 +10046,9 @@ var require_int = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/core/schema.js
+// node_modules/yaml/dist/schema/core/schema.js
 var require_schema = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/core/schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/core/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10074,9 +10074,9 @@ var require_schema = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/json/schema.js
+// node_modules/yaml/dist/schema/json/schema.js
 var require_schema2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/json/schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/json/schema.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var map2 = require_map();
@@ -10141,9 +10141,9 @@ var require_schema2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js
+// node_modules/yaml/dist/schema/yaml-1.1/binary.js
 var require_binary = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
     "use strict";
     var node_buffer = __require("buffer");
     var Scalar = require_Scalar();
@@ -10207,9 +10207,9 @@ var require_binary = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js
+// node_modules/yaml/dist/schema/yaml-1.1/pairs.js
 var require_pairs = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10285,9 +10285,9 @@ ${cn.comment}` : item.comment;
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js
+// node_modules/yaml/dist/schema/yaml-1.1/omap.js
 var require_omap = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var toJS = require_toJS();
@@ -10363,9 +10363,9 @@ var require_omap = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js
+// node_modules/yaml/dist/schema/yaml-1.1/bool.js
 var require_bool2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function boolStringify({ value, source }, ctx) {
@@ -10395,9 +10395,9 @@ var require_bool2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js
+// node_modules/yaml/dist/schema/yaml-1.1/float.js
 var require_float2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -10444,9 +10444,9 @@ var require_float2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js
+// node_modules/yaml/dist/schema/yaml-1.1/int.js
 var require_int2 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -10523,9 +10523,9 @@ var require_int2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js
+// node_modules/yaml/dist/schema/yaml-1.1/set.js
 var require_set = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -10612,9 +10612,9 @@ var require_set = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
+// node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
 var require_timestamp = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     function parseSexagesimal(str, asBigInt) {
@@ -10700,9 +10700,9 @@ var require_timestamp = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js
+// node_modules/yaml/dist/schema/yaml-1.1/schema.js
 var require_schema3 = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10744,9 +10744,9 @@ var require_schema3 = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/tags.js
+// node_modules/yaml/dist/schema/tags.js
 var require_tags = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/tags.js"(exports2) {
+  "node_modules/yaml/dist/schema/tags.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -10838,9 +10838,9 @@ var require_tags = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/schema/Schema.js
+// node_modules/yaml/dist/schema/Schema.js
 var require_Schema = __commonJS({
-  "../../main/node_modules/yaml/dist/schema/Schema.js"(exports2) {
+  "node_modules/yaml/dist/schema/Schema.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var map2 = require_map();
@@ -10870,9 +10870,9 @@ var require_Schema = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/stringify/stringifyDocument.js
+// node_modules/yaml/dist/stringify/stringifyDocument.js
 var require_stringifyDocument = __commonJS({
-  "../../main/node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
+  "node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var stringify = require_stringify();
@@ -10950,9 +10950,9 @@ var require_stringifyDocument = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/doc/Document.js
+// node_modules/yaml/dist/doc/Document.js
 var require_Document = __commonJS({
-  "../../main/node_modules/yaml/dist/doc/Document.js"(exports2) {
+  "node_modules/yaml/dist/doc/Document.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var Collection = require_Collection();
@@ -11259,9 +11259,9 @@ var require_Document = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/errors.js
+// node_modules/yaml/dist/errors.js
 var require_errors = __commonJS({
-  "../../main/node_modules/yaml/dist/errors.js"(exports2) {
+  "node_modules/yaml/dist/errors.js"(exports2) {
     "use strict";
     var YAMLError = class extends Error {
       constructor(name2, pos, code, message) {
@@ -11324,9 +11324,9 @@ ${pointer}
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-props.js
+// node_modules/yaml/dist/compose/resolve-props.js
 var require_resolve_props = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
     "use strict";
     function resolveProps(tokens, { flow, indicator, next, offset, onError, parentIndent, startOnNewline }) {
       let spaceBefore = false;
@@ -11458,9 +11458,9 @@ var require_resolve_props = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-contains-newline.js
+// node_modules/yaml/dist/compose/util-contains-newline.js
 var require_util_contains_newline = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
     "use strict";
     function containsNewline(key) {
       if (!key)
@@ -11500,9 +11500,9 @@ var require_util_contains_newline = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js
+// node_modules/yaml/dist/compose/util-flow-indent-check.js
 var require_util_flow_indent_check = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
     "use strict";
     var utilContainsNewline = require_util_contains_newline();
     function flowIndentCheck(indent, fc, onError) {
@@ -11518,9 +11518,9 @@ var require_util_flow_indent_check = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-map-includes.js
+// node_modules/yaml/dist/compose/util-map-includes.js
 var require_util_map_includes = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     function mapIncludes(ctx, items, search) {
@@ -11534,9 +11534,9 @@ var require_util_map_includes = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-block-map.js
+// node_modules/yaml/dist/compose/resolve-block-map.js
 var require_resolve_block_map = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
     "use strict";
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
@@ -11642,9 +11642,9 @@ var require_resolve_block_map = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-block-seq.js
+// node_modules/yaml/dist/compose/resolve-block-seq.js
 var require_resolve_block_seq = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
     "use strict";
     var YAMLSeq = require_YAMLSeq();
     var resolveProps = require_resolve_props();
@@ -11693,9 +11693,9 @@ var require_resolve_block_seq = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-end.js
+// node_modules/yaml/dist/compose/resolve-end.js
 var require_resolve_end = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
     "use strict";
     function resolveEnd(end, offset, reqSpace, onError) {
       let comment = "";
@@ -11736,9 +11736,9 @@ var require_resolve_end = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js
+// node_modules/yaml/dist/compose/resolve-flow-collection.js
 var require_resolve_flow_collection = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Pair = require_Pair();
@@ -11930,9 +11930,9 @@ var require_resolve_flow_collection = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-collection.js
+// node_modules/yaml/dist/compose/compose-collection.js
 var require_compose_collection = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -11995,9 +11995,9 @@ var require_compose_collection = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js
+// node_modules/yaml/dist/compose/resolve-block-scalar.js
 var require_resolve_block_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
@@ -12178,9 +12178,9 @@ var require_resolve_block_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js
+// node_modules/yaml/dist/compose/resolve-flow-scalar.js
 var require_resolve_flow_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
+  "node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var resolveEnd = require_resolve_end();
@@ -12399,9 +12399,9 @@ var require_resolve_flow_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-scalar.js
+// node_modules/yaml/dist/compose/compose-scalar.js
 var require_compose_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
     var Scalar = require_Scalar();
@@ -12480,9 +12480,9 @@ var require_compose_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js
+// node_modules/yaml/dist/compose/util-empty-scalar-position.js
 var require_util_empty_scalar_position = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
+  "node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
     "use strict";
     function emptyScalarPosition(offset, before, pos) {
       if (before) {
@@ -12510,9 +12510,9 @@ var require_util_empty_scalar_position = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-node.js
+// node_modules/yaml/dist/compose/compose-node.js
 var require_compose_node = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-node.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-node.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity3 = require_identity();
@@ -12616,9 +12616,9 @@ var require_compose_node = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/compose-doc.js
+// node_modules/yaml/dist/compose/compose-doc.js
 var require_compose_doc = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
+  "node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
     "use strict";
     var Document = require_Document();
     var composeNode = require_compose_node();
@@ -12659,9 +12659,9 @@ var require_compose_doc = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/compose/composer.js
+// node_modules/yaml/dist/compose/composer.js
 var require_composer = __commonJS({
-  "../../main/node_modules/yaml/dist/compose/composer.js"(exports2) {
+  "node_modules/yaml/dist/compose/composer.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var directives = require_directives();
@@ -12867,9 +12867,9 @@ ${end.comment}` : end.comment;
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst-scalar.js
+// node_modules/yaml/dist/parse/cst-scalar.js
 var require_cst_scalar = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
     "use strict";
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
@@ -13052,9 +13052,9 @@ var require_cst_scalar = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst-stringify.js
+// node_modules/yaml/dist/parse/cst-stringify.js
 var require_cst_stringify = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
     "use strict";
     var stringify = (cst) => "type" in cst ? stringifyToken(cst) : stringifyItem(cst);
     function stringifyToken(token) {
@@ -13113,9 +13113,9 @@ var require_cst_stringify = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst-visit.js
+// node_modules/yaml/dist/parse/cst-visit.js
 var require_cst_visit = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
@@ -13175,9 +13175,9 @@ var require_cst_visit = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/cst.js
+// node_modules/yaml/dist/parse/cst.js
 var require_cst = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/cst.js"(exports2) {
+  "node_modules/yaml/dist/parse/cst.js"(exports2) {
     "use strict";
     var cstScalar = require_cst_scalar();
     var cstStringify = require_cst_stringify();
@@ -13277,9 +13277,9 @@ var require_cst = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/lexer.js
+// node_modules/yaml/dist/parse/lexer.js
 var require_lexer = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/lexer.js"(exports2) {
+  "node_modules/yaml/dist/parse/lexer.js"(exports2) {
     "use strict";
     var cst = require_cst();
     function isEmpty(ch) {
@@ -13866,9 +13866,9 @@ var require_lexer = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/line-counter.js
+// node_modules/yaml/dist/parse/line-counter.js
 var require_line_counter = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/line-counter.js"(exports2) {
+  "node_modules/yaml/dist/parse/line-counter.js"(exports2) {
     "use strict";
     var LineCounter2 = class {
       constructor() {
@@ -13897,9 +13897,9 @@ var require_line_counter = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/parse/parser.js
+// node_modules/yaml/dist/parse/parser.js
 var require_parser = __commonJS({
-  "../../main/node_modules/yaml/dist/parse/parser.js"(exports2) {
+  "node_modules/yaml/dist/parse/parser.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var cst = require_cst();
@@ -14771,9 +14771,9 @@ var require_parser = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/public-api.js
+// node_modules/yaml/dist/public-api.js
 var require_public_api = __commonJS({
-  "../../main/node_modules/yaml/dist/public-api.js"(exports2) {
+  "node_modules/yaml/dist/public-api.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14868,9 +14868,9 @@ var require_public_api = __commonJS({
   }
 });
 
-// ../../main/node_modules/yaml/dist/index.js
+// node_modules/yaml/dist/index.js
 var require_dist2 = __commonJS({
-  "../../main/node_modules/yaml/dist/index.js"(exports2) {
+  "node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -14920,9 +14920,9 @@ var require_dist2 = __commonJS({
   }
 });
 
-// ../../main/node_modules/isexe/windows.js
+// node_modules/isexe/windows.js
 var require_windows = __commonJS({
-  "../../main/node_modules/isexe/windows.js"(exports2, module2) {
+  "node_modules/isexe/windows.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14960,9 +14960,9 @@ var require_windows = __commonJS({
   }
 });
 
-// ../../main/node_modules/isexe/mode.js
+// node_modules/isexe/mode.js
 var require_mode = __commonJS({
-  "../../main/node_modules/isexe/mode.js"(exports2, module2) {
+  "node_modules/isexe/mode.js"(exports2, module2) {
     module2.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -14993,9 +14993,9 @@ var require_mode = __commonJS({
   }
 });
 
-// ../../main/node_modules/isexe/index.js
+// node_modules/isexe/index.js
 var require_isexe = __commonJS({
-  "../../main/node_modules/isexe/index.js"(exports2, module2) {
+  "node_modules/isexe/index.js"(exports2, module2) {
     var fs = __require("fs");
     var core;
     if (process.platform === "win32" || global.TESTING_WINDOWS) {
@@ -15048,9 +15048,9 @@ var require_isexe = __commonJS({
   }
 });
 
-// ../../main/node_modules/which/which.js
+// node_modules/which/which.js
 var require_which = __commonJS({
-  "../../main/node_modules/which/which.js"(exports2, module2) {
+  "node_modules/which/which.js"(exports2, module2) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
     var path6 = __require("path");
     var COLON = isWindows ? ";" : ":";
@@ -15144,9 +15144,9 @@ var require_which = __commonJS({
   }
 });
 
-// ../../main/node_modules/path-key/index.js
+// node_modules/path-key/index.js
 var require_path_key = __commonJS({
-  "../../main/node_modules/path-key/index.js"(exports2, module2) {
+  "node_modules/path-key/index.js"(exports2, module2) {
     "use strict";
     var pathKey2 = (options = {}) => {
       const environment = options.env || process.env;
@@ -15161,9 +15161,9 @@ var require_path_key = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/util/resolveCommand.js
+// node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var which = require_which();
@@ -15203,9 +15203,9 @@ var require_resolveCommand = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/util/escape.js
+// node_modules/cross-spawn/lib/util/escape.js
 var require_escape = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/util/escape.js"(exports2, module2) {
     "use strict";
     var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
     function escapeCommand(arg) {
@@ -15228,17 +15228,17 @@ var require_escape = __commonJS({
   }
 });
 
-// ../../main/node_modules/shebang-regex/index.js
+// node_modules/shebang-regex/index.js
 var require_shebang_regex = __commonJS({
-  "../../main/node_modules/shebang-regex/index.js"(exports2, module2) {
+  "node_modules/shebang-regex/index.js"(exports2, module2) {
     "use strict";
     module2.exports = /^#!(.*)/;
   }
 });
 
-// ../../main/node_modules/shebang-command/index.js
+// node_modules/shebang-command/index.js
 var require_shebang_command = __commonJS({
-  "../../main/node_modules/shebang-command/index.js"(exports2, module2) {
+  "node_modules/shebang-command/index.js"(exports2, module2) {
     "use strict";
     var shebangRegex = require_shebang_regex();
     module2.exports = (string4 = "") => {
@@ -15256,9 +15256,9 @@ var require_shebang_command = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/util/readShebang.js
+// node_modules/cross-spawn/lib/util/readShebang.js
 var require_readShebang = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/util/readShebang.js"(exports2, module2) {
     "use strict";
     var fs = __require("fs");
     var shebangCommand = require_shebang_command();
@@ -15278,9 +15278,9 @@ var require_readShebang = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/parse.js
+// node_modules/cross-spawn/lib/parse.js
 var require_parse = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/parse.js"(exports2, module2) {
     "use strict";
     var path6 = __require("path");
     var resolveCommand = require_resolveCommand();
@@ -15340,9 +15340,9 @@ var require_parse = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/lib/enoent.js
+// node_modules/cross-spawn/lib/enoent.js
 var require_enoent = __commonJS({
-  "../../main/node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
+  "node_modules/cross-spawn/lib/enoent.js"(exports2, module2) {
     "use strict";
     var isWin = process.platform === "win32";
     function notFoundError(original, syscall) {
@@ -15390,9 +15390,9 @@ var require_enoent = __commonJS({
   }
 });
 
-// ../../main/node_modules/cross-spawn/index.js
+// node_modules/cross-spawn/index.js
 var require_cross_spawn = __commonJS({
-  "../../main/node_modules/cross-spawn/index.js"(exports2, module2) {
+  "node_modules/cross-spawn/index.js"(exports2, module2) {
     "use strict";
     var cp = __require("child_process");
     var parse3 = require_parse();
@@ -15428,7 +15428,7 @@ var AnalysisInputError = class extends Error {
   name = "AnalysisInputError";
 };
 
-// ../../main/node_modules/simple-statistics/dist/simple-statistics.mjs
+// node_modules/simple-statistics/dist/simple-statistics.mjs
 function sum(x) {
   if (x.length === 0) {
     return 0;
@@ -15589,600 +15589,7 @@ PerceptronModel.prototype.train = function train2(features, label2) {
   return this;
 };
 
-// src/analysis/bootstrap.ts
-function bootstrapMeanInterval(d, confidence, resamples, rand) {
-  const n2 = d.length;
-  const means = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b++) {
-    let sum4 = 0;
-    for (let i2 = 0; i2 < n2; i2++) sum4 += d[Math.floor(rand() * n2)];
-    means[b] = sum4 / n2;
-  }
-  means.sort();
-  const alpha = 1 - confidence;
-  return { lo: quantileSorted(means, alpha / 2), hi: quantileSorted(means, 1 - alpha / 2) };
-}
-function quantileSorted(sorted, q) {
-  const pos = q * (sorted.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
-}
-
-// benchmark-host/contract/schema/constants.json
-var constants_default = {
-  exit_codes: {
-    busy: 4,
-    failed: 1,
-    not_finished: 3,
-    ok: 0,
-    refused: 2
-  },
-  history_schema_version: 1,
-  max_classes: 16,
-  outcome_marker: "perf-gate-outcome ",
-  run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
-  schema_version: 1
-};
-
-// src/contract/rules.ts
-function comparisonKey(workload2, rate2) {
-  return `${workload2}@${plainDecimal(rate2)}`;
-}
-function floorKey(workload2, rate2, percentile2) {
-  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
-}
-function plainDecimal(x) {
-  const text = String(x);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (!m) return text;
-  const [, sign, lead, frac = "", exp] = m;
-  const digits = lead + frac;
-  const point = 1 + Number(exp);
-  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-  return `${sign}${digits.padEnd(point, "0")}`;
-}
-function sampleBudget(percentile2) {
-  return Math.ceil(Math.round(3 / (1 - percentile2 / 100) * 1e6) / 1e6);
-}
-function serviceVariables(ports = []) {
-  return [.../* @__PURE__ */ new Set(["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)])];
-}
-function serviceArgError(arg, vars) {
-  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
-    const name2 = m[1] ?? m[2];
-    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
-      const known = vars.map((v) => `$${v}`).sort().join(", ");
-      return `${JSON.stringify(arg)}: $${name2} is not a port of service.ports or service.dependencies (${known} expand here)`;
-    }
-  }
-  return void 0;
-}
-function hostSetsEnv(name2, portEnv = "PORT") {
-  return ["PATH", "HOME", portEnv || "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
-}
-function portEnvError(name2) {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name2)) return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name2)}`;
-  if (name2 !== "PORT" && hostSetsEnv(name2)) return `${JSON.stringify(name2)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
-  return void 0;
-}
-
-// src/analysis/distributions.ts
-function logGamma(x) {
-  const c3 = [
-    0.9999999999998099,
-    676.5203681218851,
-    -1259.1392167224028,
-    771.3234287776531,
-    -176.6150291621406,
-    12.507343278686905,
-    -0.13857109526572012,
-    9984369578019572e-21,
-    15056327351493116e-23
-  ];
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  x -= 1;
-  let a2 = c3[0];
-  const t = x + 7.5;
-  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
-  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
-}
-function incompleteBeta(x, a2, b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
-  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
-  const tiny = 1e-300;
-  let c3 = 1;
-  let d = 1 - (a2 + b) * x / (a2 + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let f = d;
-  for (let m = 1; m <= 300; m++) {
-    const m2 = 2 * m;
-    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    f *= d * c3;
-    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
-    d = 1 + num * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = 1 + num / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    f *= delta;
-    if (Math.abs(delta - 1) < 1e-15) break;
-  }
-  return front * f / a2;
-}
-function studentTCdf(t, df) {
-  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
-  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
-  return t > 0 ? 1 - tail : tail;
-}
-function studentTQuantile(p, df) {
-  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
-  if (p === 0.5) return 0;
-  let lo = -1;
-  let hi = 1;
-  while (studentTCdf(lo, df) > p) lo *= 2;
-  while (studentTCdf(hi, df) < p) hi *= 2;
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, df) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
-function studentTTwoSidedP(t, df) {
-  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
-}
-function erfc(x) {
-  if (x < 0) return 2 - erfc(-x);
-  return upperIncompleteGammaHalf(x * x);
-}
-function upperIncompleteGammaHalf(z3) {
-  const a2 = 0.5;
-  if (z3 === 0) return 1;
-  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
-  if (z3 < a2 + 1) {
-    let sum4 = 1 / a2;
-    let term = sum4;
-    for (let n2 = 1; n2 < 500; n2++) {
-      term *= z3 / (a2 + n2);
-      sum4 += term;
-      if (term < sum4 * 1e-16) break;
-    }
-    return 1 - sum4 * Math.exp(lnPre);
-  }
-  const tiny = 1e-300;
-  let b = z3 + 1 - a2;
-  let c3 = 1 / tiny;
-  let d = 1 / b;
-  let h2 = d;
-  for (let i2 = 1; i2 < 500; i2++) {
-    const an = -i2 * (i2 - a2);
-    b += 2;
-    d = an * d + b;
-    if (Math.abs(d) < tiny) d = tiny;
-    c3 = b + an / c3;
-    if (Math.abs(c3) < tiny) c3 = tiny;
-    d = 1 / d;
-    const delta = d * c3;
-    h2 *= delta;
-    if (Math.abs(delta - 1) < 1e-16) break;
-  }
-  return Math.exp(lnPre) * h2;
-}
-function normalCdf(z3) {
-  return 0.5 * erfc(-z3 / Math.SQRT2);
-}
-
-// src/analysis/pooled-quantile.ts
-function armSample(pairs2) {
-  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
-  const total = runs2.reduce((acc, r) => acc + r.length, 0);
-  const values = new Float64Array(total);
-  const owner = new Int32Array(total);
-  const next = new Int32Array(runs2.length);
-  const heap = runs2.flatMap((r, i2) => r.length > 0 ? [i2] : []);
-  const head = (i2) => runs2[i2][next[i2]];
-  const less = (a2, b) => head(heap[a2]) < head(heap[b]);
-  const down = (from) => {
-    for (let i2 = from; ; ) {
-      const l = 2 * i2 + 1;
-      const r = l + 1;
-      let m = i2;
-      if (l < heap.length && less(l, m)) m = l;
-      if (r < heap.length && less(r, m)) m = r;
-      if (m === i2) return;
-      [heap[i2], heap[m]] = [heap[m], heap[i2]];
-      i2 = m;
-    }
-  };
-  for (let i2 = (heap.length >> 1) - 1; i2 >= 0; i2--) down(i2);
-  for (let k = 0; k < total; k++) {
-    const i2 = heap[0];
-    values[k] = head(i2);
-    owner[k] = i2;
-    if (++next[i2] === runs2[i2].length) {
-      const last = heap.pop();
-      if (heap.length > 0) heap[0] = last;
-    }
-    if (heap.length > 0) down(0);
-  }
-  return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
-}
-function weightedPercentile(s3, q, weight, requestWeight) {
-  let total = 0;
-  for (let i2 = 0; i2 < s3.perPair.length; i2++) total += weight(i2) * s3.perPair[i2];
-  if (total <= 0) throw new RangeError("weightedPercentile: no requests");
-  const pos = q * (total - 1);
-  const fromTop = q >= 0.5;
-  const lowRank = fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos);
-  const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
-  let seen = 0;
-  let first = NaN;
-  const n2 = s3.values.length;
-  for (let k = 0; k < n2; k++) {
-    const e = fromTop ? n2 - 1 - k : k;
-    const w = weight(s3.owner[e]) * (requestWeight ? requestWeight[e] : 1);
-    if (w === 0) continue;
-    seen += w;
-    if (Number.isNaN(first) && seen > lowRank) first = s3.values[e];
-    if (seen > highRank) {
-      const second = s3.values[e];
-      const frac = pos - Math.floor(pos);
-      return fromTop ? second + frac * (first - second) : first + frac * (second - first);
-    }
-  }
-  throw new RangeError("weightedPercentile: rank past the sample");
-}
-function leaveOnePairOut(s3, q) {
-  const n2 = s3.values.length;
-  const fromTop = q >= 0.5;
-  const at = (k) => fromTop ? n2 - 1 - k : k;
-  const positions = Array.from({ length: s3.perPair.length }, () => []);
-  for (let k = 0; k < n2; k++) positions[s3.owner[at(k)]].push(k);
-  const out = new Float64Array(s3.perPair.length);
-  for (let i2 = 0; i2 < s3.perPair.length; i2++) {
-    const mine = positions[i2];
-    const upTo = (k) => {
-      let lo = 0;
-      let hi = mine.length;
-      while (lo < hi) {
-        const mid = lo + hi >> 1;
-        if (mine[mid] <= k) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo;
-    };
-    const position = (r) => {
-      let k = r;
-      for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
-      while (s3.owner[at(k)] === i2) k--;
-      return k;
-    };
-    const total = n2 - mine.length;
-    if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
-    const pos = q * (total - 1);
-    const frac = pos - Math.floor(pos);
-    const first = s3.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
-    const second = s3.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
-    out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
-  }
-  return out;
-}
-var all = () => 1;
-function pooledDifference(champion, challenger, q) {
-  const n2 = champion.perPair.length;
-  if (n2 !== challenger.perPair.length) throw new RangeError("pooledDifference: the arms have different numbers of pairs");
-  if (n2 < 2) throw new RangeError(`pooledDifference: need at least 2 pairs, got ${n2}`);
-  const estimate = weightedPercentile(challenger, q, all) - weightedPercentile(champion, q, all);
-  const [a2, b] = [leaveOnePairOut(champion, q), leaveOnePairOut(challenger, q)];
-  const leaveOneOut = b.map((x, i2) => x - a2[i2]);
-  let m = 0;
-  for (const x of leaveOneOut) m += x / n2;
-  let ss = 0;
-  for (const x of leaveOneOut) ss += (x - m) ** 2;
-  return { estimate, se: Math.sqrt((n2 - 1) / n2 * ss), df: n2 - 1, leaveOneOut };
-}
-function tInterval(estimate, se, df, confidence) {
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  const t = se === 0 ? estimate === 0 ? 0 : Math.sign(estimate) * Infinity : estimate / se;
-  return { lo: estimate - q * se, hi: estimate + q * se, t, p: studentTTwoSidedP(t, df) };
-}
-
-// src/analysis/statistic.ts
-var import_hdr_histogram_js = __toESM(require_dist(), 1);
-var namedPercentiles = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
-function namedPercentileAtOrAbove(percentile2) {
-  const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
-  return namedPercentiles[String(at)];
-}
-function slicePercentileUs(s3, percentile2) {
-  const named = namedPercentiles[String(percentile2)];
-  if (named) return s3.latency_us[named];
-  return histogramOf(s3).getValueAtPercentile(percentile2);
-}
-function sliceValuesUs(s3) {
-  const h2 = histogramOf(s3);
-  const out = new Float64Array(h2.totalCount);
-  let k = 0;
-  eachBucket(s3, (value, count5) => {
-    out.fill(value, k, k + count5);
-    k += count5;
-  });
-  return out;
-}
-function hasHistogram(s3) {
-  return s3.histogram !== "";
-}
-function eachBucket(s3, visit2) {
-  const h2 = histogramOf(s3);
-  const it = h2.recordedValuesIterator;
-  it.reset();
-  while (it.hasNext()) {
-    const v = it.next();
-    visit2(h2.medianEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo);
-  }
-}
-var decoded = /* @__PURE__ */ new WeakMap();
-function histogramOf(s3) {
-  let h2 = decoded.get(s3);
-  if (!h2) {
-    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s3.histogram);
-    decoded.set(s3, h2);
-  }
-  return h2;
-}
-
-// src/analysis/tests.ts
-function pairedT(d, confidence) {
-  const n2 = d.length;
-  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
-  const m = mean(d);
-  const sd = sampleStandardDeviation(d);
-  const se = sd / Math.sqrt(n2);
-  const df = n2 - 1;
-  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
-  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
-  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
-}
-function signTest(d) {
-  const positive = d.filter((x) => x > 0).length;
-  const negative = d.filter((x) => x < 0).length;
-  const n2 = positive + negative;
-  if (n2 === 0) return { positive, negative, p: 1 };
-  const k = Math.min(positive, negative);
-  let tail = 0;
-  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
-  return { positive, negative, p: Math.min(1, 2 * tail) };
-}
-function binomialPmfHalf(n2, k) {
-  let logC = 0;
-  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
-  return Math.exp(logC - n2 * Math.LN2);
-}
-function wilcoxonSignedRank(d) {
-  const nz = d.filter((x) => x !== 0);
-  const n2 = nz.length;
-  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
-  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
-  const ranks = new Array(n2);
-  const tieSizes = [];
-  for (let i2 = 0; i2 < n2; ) {
-    let j = i2;
-    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
-    const avg = (i2 + j + 2) / 2;
-    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
-    if (j > i2) tieSizes.push(j - i2 + 1);
-    i2 = j + 1;
-  }
-  let wPlus = 0;
-  nz.forEach((x, i2) => {
-    if (x > 0) wPlus += ranks[i2];
-  });
-  const total = n2 * (n2 + 1) / 2;
-  const statistic = Math.min(wPlus, total - wPlus);
-  if (n2 <= 50 && tieSizes.length === 0) {
-    const counts = new Float64Array(total + 1);
-    counts[0] = 1;
-    for (let r = 1; r <= n2; r++) for (let s3 = total; s3 >= r; s3--) counts[s3] += counts[s3 - r];
-    let lower = 0;
-    for (let s3 = 0; s3 <= statistic; s3++) lower += counts[s3];
-    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
-  }
-  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
-  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
-  const z3 = (statistic - total / 2) / sd;
-  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
-}
-function holmAdjust(p) {
-  const m = p.length;
-  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
-  const adjusted = new Array(m);
-  let running = 0;
-  order.forEach(({ v, i: i2 }, rank) => {
-    running = Math.max(running, Math.min(1, (m - rank) * v));
-    adjusted[i2] = running;
-  });
-  return adjusted;
-}
-function binomialUpperTail(k, n2, p) {
-  if (k <= 0) return 1;
-  if (k > n2) return 0;
-  let sum4 = 0;
-  for (let i2 = k; i2 <= n2; i2++) {
-    let logC = 0;
-    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
-    sum4 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
-  }
-  return Math.min(1, sum4);
-}
-
-// src/analysis/latency-estimator.ts
-var MIN_POOLED_PAIRS = 20;
-var ESTIMATOR_DESCRIPTION = {
-  pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
-  "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
-};
-function estimateLatency(pairs2, d, percentile2, resamples, rand) {
-  const withHistograms = pairs2.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
-  const q = percentile2 / 100;
-  const arms = withHistograms ? [armSample(pairs2.map((p) => sliceValuesUs(p.champion))), armSample(pairs2.map((p) => sliceValuesUs(p.challenger)))] : null;
-  const fallback = !arms ? "the slices carry no histograms" : pairs2.length < MIN_POOLED_PAIRS ? `${pairs2.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
-  if (arms && fallback === null) {
-    const r = pooledDifference(arms[0], arms[1], q);
-    const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
-    const pooledMs = { champion: weightedPercentile(arms[0], q, one) / 1e3, challenger: weightedPercentile(arms[1], q, one) / 1e3 };
-    return { kind: "pooled", fallback, estimateMs: r.estimate / 1e3, seMs: r.se / 1e3, df: r.df, pooledMs, samplingSeMs: sampling2 === null ? null : sampling2 / 1e3 };
-  }
-  const t = pairedT(d, 0.95);
-  const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => meanSlicePercentile(a2, q, w)) : null;
-  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, pooledMs: null, samplingSeMs: sampling === null ? null : sampling / 1e3 };
-}
-var one = () => 1;
-function samplingSe(arms, resamples, rand, stat) {
-  const members2 = arms.map(membersByPair);
-  const draws = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b++) {
-    const [champion, challenger] = arms.map((a2, i2) => stat(a2, resample(members2[i2], a2.values.length, rand)));
-    draws[b] = challenger - champion;
-  }
-  let m = 0;
-  for (const x of draws) m += x / resamples;
-  let ss = 0;
-  for (const x of draws) ss += (x - m) ** 2;
-  return Math.sqrt(ss / (resamples - 1));
-}
-function membersByPair(a2) {
-  const lists = Array.from({ length: a2.perPair.length }, () => []);
-  a2.owner.forEach((pair, i2) => {
-    lists[pair].push(i2);
-  });
-  return lists.map((l) => Int32Array.from(l));
-}
-function resample(members2, size, rand) {
-  const w = new Float64Array(size);
-  for (const m of members2) for (let k = 0; k < m.length; k++) w[m[Math.floor(rand() * m.length)]] += 1;
-  return w;
-}
-function meanSlicePercentile(a2, q, requestWeight) {
-  const rank = Array.from(a2.perPair, (n2) => Math.max(1, Math.ceil(q * n2)));
-  const seen = new Float64Array(a2.perPair.length);
-  const at = new Float64Array(a2.perPair.length).fill(NaN);
-  for (let e = 0; e < a2.values.length; e++) {
-    const pair = a2.owner[e];
-    if (!Number.isNaN(at[pair])) continue;
-    seen[pair] += requestWeight[e];
-    if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
-  }
-  let sum4 = 0;
-  for (const v of at) sum4 += v;
-  return sum4 / at.length;
-}
-
-// src/analysis/classes.ts
-function classNames(plan2) {
-  const seen = /* @__PURE__ */ new Map();
-  return plan2.requests.map((r) => {
-    const base = r.name ?? (r.grpc ? r.grpc.method : `${r.method} ${r.path ?? ""}`);
-    const n2 = (seen.get(base) ?? 0) + 1;
-    seen.set(base, n2);
-    return n2 === 1 ? base : `${base} (${n2})`;
-  });
-}
-function classBreakdown(plan2, pairs2, percentile2, confidence, rand) {
-  const entries = plan2.requests.length;
-  if (entries < 2) return { classes: [], missing: "the workload has one request class: the verdict is its" };
-  const withClasses = pairs2.every(
-    (p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries
-  );
-  if (!withClasses || pairs2.length < 2) {
-    return {
-      classes: [],
-      missing: pairs2.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
-    };
-  }
-  const names = classNames(plan2);
-  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs2, percentile2, confidence, rand));
-  for (const at of ["slo", "p50"]) {
-    const tested = unheld.filter((c3) => c3[at] !== null);
-    const adjusted = holmAdjust(tested.map((c3) => c3[at].p));
-    tested.forEach((c3, i2) => {
-      const e = c3[at];
-      e.holmP = adjusted[i2];
-      e.moved = e.holmP < 1 - confidence && (e.ciMs[0] > 0 || e.ciMs[1] < 0);
-    });
-  }
-  const size = (c3) => Math.abs((c3.slo ?? c3.p50)?.estimateMs ?? 0);
-  return {
-    classes: [...unheld].sort((a2, b) => Number(moved(b)) - Number(moved(a2)) || size(b) - size(a2)),
-    missing: null
-  };
-}
-function moved(c3) {
-  return !!(c3.slo?.moved || c3.p50?.moved);
-}
-function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
-  const classPairs = pairs2.map((p) => ({
-    champion: p.champion.classes[index],
-    challenger: p.challenger.classes[index]
-  }));
-  const sum4 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
-  const failures = (c3) => c3.completed - c3.ok;
-  const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
-  const at = (q) => {
-    const budget = sampleBudget(q);
-    if (perSlice < budget) {
-      return {
-        estimate: null,
-        short: `${formatCount(perSlice)} of its requests per slice, fewer than the ${formatCount(budget)} a slice's p${q} is read from`
-      };
-    }
-    const d = classPairs.map((p) => (slicePercentileUs(p.challenger, q) - slicePercentileUs(p.champion, q)) / 1e3);
-    const e = estimateLatency(classPairs, d, q, 0, rand);
-    const t = tInterval(e.estimateMs, e.seMs, e.df, confidence);
-    return {
-      estimate: {
-        percentile: q,
-        estimateMs: e.estimateMs,
-        ciMs: [t.lo, t.hi],
-        p: t.p,
-        holmP: t.p,
-        estimator: e.kind,
-        moved: false
-      },
-      short: null
-    };
-  };
-  const slo = at(percentile2);
-  const p50 = at(50);
-  return {
-    name: name2,
-    index,
-    requests: { champion: sum4("champion", (c3) => c3.completed), challenger: sum4("challenger", (c3) => c3.completed) },
-    errors: { champion: sum4("champion", failures), challenger: sum4("challenger", failures) },
-    percentile: percentile2,
-    recordedPerSlice: perSlice,
-    slo: slo.estimate,
-    p50: p50.estimate,
-    short: { slo: slo.short, p50: p50.short }
-  };
-}
-function median(xs) {
-  const s3 = [...xs].sort((a2, b) => a2 - b);
-  const m = s3.length >> 1;
-  return s3.length % 2 ? s3[m] : (s3[m - 1] + s3[m]) / 2;
-}
-var formatCount = (n2) => n2.toLocaleString("en-US", { maximumFractionDigits: 1 });
-
-// ../../main/node_modules/zod/v4/classic/external.js
+// node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -16445,7 +15852,7 @@ __export(external_exports, {
   xor: () => xor
 });
 
-// ../../main/node_modules/zod/v4/core/index.js
+// node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -16762,7 +16169,7 @@ __export(core_exports2, {
   withParser: () => withParser
 });
 
-// ../../main/node_modules/zod/v4/core/util.js
+// node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -17618,7 +17025,7 @@ function constantCatch(value) {
   return fn;
 }
 
-// ../../main/node_modules/zod/v4/core/core.js
+// node_modules/zod/v4/core/core.js
 var _a;
 var NEVER = /* @__PURE__ */ Object.freeze({
   status: "aborted"
@@ -17740,7 +17147,7 @@ function config(newConfig) {
   return globalConfig;
 }
 
-// ../../main/node_modules/zod/v4/core/errors.js
+// node_modules/zod/v4/core/errors.js
 function _getMessage() {
   const internals = this._zod;
   internals.message ?? (internals.message = JSON.stringify(internals.def, jsonStringifyReplacer, 2));
@@ -17932,7 +17339,7 @@ function prettifyError(error62) {
   return lines.join("\n");
 }
 
-// ../../main/node_modules/zod/v4/core/parse.js
+// node_modules/zod/v4/core/parse.js
 function finalizeParams(callee, params) {
   return { callee: params?.callee ?? callee, Err: params?.Err };
 }
@@ -18092,7 +17499,7 @@ var _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 var safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync($ZodRealError);
 
-// ../../main/node_modules/zod/v4/core/regexes.js
+// node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   anyString: () => anyString,
@@ -18264,7 +17671,7 @@ var sha512_hex = /^[0-9a-fA-F]{128}$/;
 var sha512_base64 = /* @__PURE__ */ fixedBase64(86, "==");
 var sha512_base64url = /* @__PURE__ */ fixedBase64url(86);
 
-// ../../main/node_modules/zod/v4/core/checks.js
+// node_modules/zod/v4/core/checks.js
 var $ZodCheck = /* @__PURE__ */ $constructor("$ZodCheck", (inst, def) => {
   var _a3;
   inst._zod ?? (inst._zod = {});
@@ -18740,7 +18147,7 @@ var $ZodCheckOverwrite = /* @__PURE__ */ $constructor("$ZodCheckOverwrite", (ins
   };
 });
 
-// ../../main/node_modules/zod/v4/core/doc.js
+// node_modules/zod/v4/core/doc.js
 var Doc = class {
   constructor(args = [], closed = {}) {
     this.content = [];
@@ -18781,14 +18188,14 @@ ${content.join("\n")}
   }
 };
 
-// ../../main/node_modules/zod/v4/core/versions.js
+// node_modules/zod/v4/core/versions.js
 var version2 = {
   major: 4,
   minor: 6,
   patch: 7
 };
 
-// ../../main/node_modules/zod/v4/core/schemas.js
+// node_modules/zod/v4/core/schemas.js
 var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   var _a3;
   inst ?? (inst = {});
@@ -21230,7 +20637,7 @@ function handleRefineResult(result, payload, input2, inst) {
   }
 }
 
-// ../../main/node_modules/zod/v4/core/memoizer.js
+// node_modules/zod/v4/core/memoizer.js
 var $ZodCyclicError = class extends Error {
   constructor() {
     super(`Cannot parse a reference cycle that closes through a transform`);
@@ -21507,7 +20914,7 @@ function isBackEdge(ctx, value) {
   return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
 
-// ../../main/node_modules/zod/v4/locales/index.js
+// node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -21575,7 +20982,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 
-// ../../main/node_modules/zod/v4/locales/ar.js
+// node_modules/zod/v4/locales/ar.js
 var error = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0641", verb: "\u0623\u0646 \u064A\u062D\u0648\u064A" },
@@ -21687,7 +21094,7 @@ function ar_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/az.js
+// node_modules/zod/v4/locales/az.js
 var error2 = () => {
   const Sizable = {
     string: { unit: "simvol", verb: "olmal\u0131d\u0131r" },
@@ -21798,7 +21205,7 @@ function az_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/be.js
+// node_modules/zod/v4/locales/be.js
 function getBelarusianPlural(count5, one2, few, many) {
   const absCount = Math.abs(count5);
   const lastDigit = absCount % 10;
@@ -21967,7 +21374,7 @@ function be_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/bg.js
+// node_modules/zod/v4/locales/bg.js
 var error4 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0430", verb: "\u0434\u0430 \u0441\u044A\u0434\u044A\u0440\u0436\u0430" },
@@ -22093,7 +21500,7 @@ function bg_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/bn.js
+// node_modules/zod/v4/locales/bn.js
 var error5 = () => {
   const Sizable = {
     string: { unit: "\u0985\u0995\u09CD\u09B7\u09B0", verb: "\u09A5\u09BE\u0995\u09A4\u09C7 \u09B9\u09AC\u09C7" },
@@ -22207,7 +21614,7 @@ function bn_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ca.js
+// node_modules/zod/v4/locales/ca.js
 var error6 = () => {
   const Sizable = {
     string: { unit: "car\xE0cters", verb: "contenir" },
@@ -22321,7 +21728,7 @@ function ca_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ckb.js
+// node_modules/zod/v4/locales/ckb.js
 var error7 = () => {
   const Sizable = {
     string: { unit: "\u067E\u06CC\u062A", verb: "\u0628\u06CE\u062A" },
@@ -22454,7 +21861,7 @@ function ckb_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/cs.js
+// node_modules/zod/v4/locales/cs.js
 var error8 = () => {
   const Sizable = {
     string: { unit: "znak\u016F", verb: "m\xEDt" },
@@ -22571,7 +21978,7 @@ function cs_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/da.js
+// node_modules/zod/v4/locales/da.js
 var error9 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "havde" },
@@ -22692,7 +22099,7 @@ function da_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/de.js
+// node_modules/zod/v4/locales/de.js
 var error10 = () => {
   const Sizable = {
     string: { unit: "Zeichen", verb: "zu haben" },
@@ -22806,7 +22213,7 @@ function de_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/el.js
+// node_modules/zod/v4/locales/el.js
 var error11 = () => {
   const Sizable = {
     string: { unit: "\u03C7\u03B1\u03C1\u03B1\u03BA\u03C4\u03AE\u03C1\u03B5\u03C2", verb: "\u03BD\u03B1 \u03AD\u03C7\u03B5\u03B9" },
@@ -22919,7 +22326,7 @@ function el_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/en.js
+// node_modules/zod/v4/locales/en.js
 var error12 = () => {
   const Sizable = {
     string: { unit: "characters", verb: "to have" },
@@ -23044,7 +22451,7 @@ function en_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/eo.js
+// node_modules/zod/v4/locales/eo.js
 var error13 = () => {
   const Sizable = {
     string: { unit: "karaktrojn", verb: "havi" },
@@ -23159,7 +22566,7 @@ function eo_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/es.js
+// node_modules/zod/v4/locales/es.js
 var error14 = () => {
   const Sizable = {
     string: { unit: "caracteres", verb: "tener" },
@@ -23296,7 +22703,7 @@ function es_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fa.js
+// node_modules/zod/v4/locales/fa.js
 var error15 = () => {
   const Sizable = {
     string: { unit: "\u06A9\u0627\u0631\u0627\u06A9\u062A\u0631", verb: "\u062F\u0627\u0634\u062A\u0647 \u0628\u0627\u0634\u062F" },
@@ -23416,7 +22823,7 @@ function fa_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fi.js
+// node_modules/zod/v4/locales/fi.js
 var error16 = () => {
   const Sizable = {
     string: { unit: "merkki\xE4", subject: "merkkijonon" },
@@ -23534,7 +22941,7 @@ function fi_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fr.js
+// node_modules/zod/v4/locales/fr.js
 var error17 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23664,7 +23071,7 @@ function fr_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/fr-CA.js
+// node_modules/zod/v4/locales/fr-CA.js
 var error18 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -23777,7 +23184,7 @@ function fr_CA_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/gu.js
+// node_modules/zod/v4/locales/gu.js
 var error19 = () => {
   const Sizable = {
     string: { unit: "\u0A85\u0A95\u0ACD\u0AB7\u0AB0", verb: "\u0AB9\u0ACB\u0AB5\u0ABE \u0A9C\u0ACB\u0A88\u0A8F" },
@@ -23891,7 +23298,7 @@ function gu_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/he.js
+// node_modules/zod/v4/locales/he.js
 var error20 = () => {
   const TypeNames = {
     string: { label: "\u05DE\u05D7\u05E8\u05D5\u05D6\u05EA", gender: "f" },
@@ -24093,7 +23500,7 @@ function he_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hi.js
+// node_modules/zod/v4/locales/hi.js
 var error21 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0930\u0916\u0928\u0947 \u0915\u0947 \u0932\u093F\u090F" },
@@ -24205,7 +23612,7 @@ function hi_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hr.js
+// node_modules/zod/v4/locales/hr.js
 var error22 = () => {
   const Sizable = {
     string: { unit: "znakova", verb: "imati" },
@@ -24332,7 +23739,7 @@ function hr_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hu.js
+// node_modules/zod/v4/locales/hu.js
 var error23 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "legyen" },
@@ -24446,7 +23853,7 @@ function hu_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/hy.js
+// node_modules/zod/v4/locales/hy.js
 function getArmenianPlural(count5, one2, many) {
   return Math.abs(count5) === 1 ? one2 : many;
 }
@@ -24605,7 +24012,7 @@ function hy_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/id.js
+// node_modules/zod/v4/locales/id.js
 var error25 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "memiliki" },
@@ -24717,7 +24124,7 @@ function id_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/is.js
+// node_modules/zod/v4/locales/is.js
 var error26 = () => {
   const Sizable = {
     string: { unit: "stafi", verb: "a\xF0 hafa" },
@@ -24832,7 +24239,7 @@ function is_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/it.js
+// node_modules/zod/v4/locales/it.js
 var error27 = () => {
   const Sizable = {
     string: { unit: "caratteri", verb: "avere" },
@@ -24946,7 +24353,7 @@ function it_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ja.js
+// node_modules/zod/v4/locales/ja.js
 var error28 = () => {
   const Sizable = {
     string: { unit: "\u6587\u5B57", verb: "\u3067\u3042\u308B" },
@@ -25059,7 +24466,7 @@ function ja_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ka.js
+// node_modules/zod/v4/locales/ka.js
 var error29 = () => {
   const Sizable = {
     string: { unit: "\u10E1\u10D8\u10DB\u10D1\u10DD\u10DA\u10DD", verb: "\u10E3\u10DC\u10D3\u10D0 \u10E8\u10D4\u10D8\u10EA\u10D0\u10D5\u10D3\u10D4\u10E1" },
@@ -25177,7 +24584,7 @@ function ka_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/km.js
+// node_modules/zod/v4/locales/km.js
 var error30 = () => {
   const Sizable = {
     string: { unit: "\u178F\u17BD\u17A2\u1780\u17D2\u179F\u179A", verb: "\u1782\u17BD\u179A\u1798\u17B6\u1793" },
@@ -25293,12 +24700,12 @@ function km_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/kh.js
+// node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 
-// ../../main/node_modules/zod/v4/locales/kn.js
+// node_modules/zod/v4/locales/kn.js
 var error31 = () => {
   const Sizable = {
     string: { unit: "\u0C85\u0C95\u0CCD\u0CB7\u0CB0\u0C97\u0CB3\u0CC1", verb: "\u0CB9\u0CCA\u0C82\u0CA6\u0CB2\u0CC1" },
@@ -25414,7 +24821,7 @@ function kn_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ko.js
+// node_modules/zod/v4/locales/ko.js
 var error32 = () => {
   const Sizable = {
     string: { unit: "\uBB38\uC790", verb: "to have" },
@@ -25531,7 +24938,7 @@ function ko_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/lt.js
+// node_modules/zod/v4/locales/lt.js
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
@@ -25739,7 +25146,7 @@ function lt_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/mk.js
+// node_modules/zod/v4/locales/mk.js
 var error34 = () => {
   const Sizable = {
     string: { unit: "\u0437\u043D\u0430\u0446\u0438", verb: "\u0434\u0430 \u0438\u043C\u0430\u0430\u0442" },
@@ -25854,7 +25261,7 @@ function mk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ms.js
+// node_modules/zod/v4/locales/ms.js
 var error35 = () => {
   const Sizable = {
     string: { unit: "aksara", verb: "mempunyai" },
@@ -25967,7 +25374,7 @@ function ms_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ne.js
+// node_modules/zod/v4/locales/ne.js
 var error36 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0939\u0941\u0928\u0941\u092A\u0930\u094D\u091B" },
@@ -26079,7 +25486,7 @@ function ne_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/nl.js
+// node_modules/zod/v4/locales/nl.js
 var error37 = () => {
   const Sizable = {
     string: { unit: "tekens", verb: "heeft" },
@@ -26195,7 +25602,7 @@ function nl_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/nn.js
+// node_modules/zod/v4/locales/nn.js
 var error38 = () => {
   const Sizable = {
     string: { unit: "teikn", verb: "\xE5 ha" },
@@ -26309,7 +25716,7 @@ function nn_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/no.js
+// node_modules/zod/v4/locales/no.js
 var error39 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "\xE5 ha" },
@@ -26423,7 +25830,7 @@ function no_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ota.js
+// node_modules/zod/v4/locales/ota.js
 var error40 = () => {
   const Sizable = {
     string: { unit: "harf", verb: "olmal\u0131d\u0131r" },
@@ -26538,7 +25945,7 @@ function ota_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ps.js
+// node_modules/zod/v4/locales/ps.js
 var error41 = () => {
   const Sizable = {
     string: { unit: "\u062A\u0648\u06A9\u064A", verb: "\u0648\u0644\u0631\u064A" },
@@ -26658,7 +26065,7 @@ function ps_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/pl.js
+// node_modules/zod/v4/locales/pl.js
 var error42 = () => {
   const Sizable = {
     string: { unit: "znak\xF3w", verb: "mie\u0107" },
@@ -26773,7 +26180,7 @@ function pl_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/pt.js
+// node_modules/zod/v4/locales/pt.js
 var error43 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -26917,7 +26324,7 @@ function pt_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/pt-BR.js
+// node_modules/zod/v4/locales/pt-BR.js
 var error44 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -27062,7 +26469,7 @@ function pt_BR_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ro.js
+// node_modules/zod/v4/locales/ro.js
 var error45 = () => {
   const Sizable = {
     string: { unit: "caractere", verb: "s\u0103 aib\u0103" },
@@ -27185,7 +26592,7 @@ function ro_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ru.js
+// node_modules/zod/v4/locales/ru.js
 function getRussianPlural(count5, one2, few, many) {
   const absCount = Math.abs(count5);
   const lastDigit = absCount % 10;
@@ -27354,7 +26761,7 @@ function ru_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/sk.js
+// node_modules/zod/v4/locales/sk.js
 var error47 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "ma\u0165" },
@@ -27471,7 +26878,7 @@ function sk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/sl.js
+// node_modules/zod/v4/locales/sl.js
 var error48 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "imeti" },
@@ -27586,7 +26993,7 @@ function sl_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/sv.js
+// node_modules/zod/v4/locales/sv.js
 var error49 = () => {
   const Sizable = {
     string: { unit: "tecken", verb: "att ha" },
@@ -27702,7 +27109,7 @@ function sv_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ta.js
+// node_modules/zod/v4/locales/ta.js
 var error50 = () => {
   const Sizable = {
     string: { unit: "\u0B8E\u0BB4\u0BC1\u0BA4\u0BCD\u0BA4\u0BC1\u0B95\u0BCD\u0B95\u0BB3\u0BCD", verb: "\u0B95\u0BCA\u0BA3\u0BCD\u0B9F\u0BBF\u0BB0\u0BC1\u0B95\u0BCD\u0B95 \u0BB5\u0BC7\u0BA3\u0BCD\u0B9F\u0BC1\u0BAE\u0BCD" },
@@ -27818,7 +27225,7 @@ function ta_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/tg.js
+// node_modules/zod/v4/locales/tg.js
 var error51 = () => {
   const Sizable = {
     string: { unit: "\u0430\u043B\u043E\u043C\u0430\u0442", verb: "\u0434\u043E\u0448\u0442\u0430 \u0431\u043E\u0448\u0430\u0434" },
@@ -27935,7 +27342,7 @@ function tg_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/th.js
+// node_modules/zod/v4/locales/th.js
 var error52 = () => {
   const Sizable = {
     string: { unit: "\u0E15\u0E31\u0E27\u0E2D\u0E31\u0E01\u0E29\u0E23", verb: "\u0E04\u0E27\u0E23\u0E21\u0E35" },
@@ -28051,7 +27458,7 @@ function th_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/tk.js
+// node_modules/zod/v4/locales/tk.js
 var error53 = () => {
   const Sizable = {
     string: { unit: "simwol", verb: "bolmaly" },
@@ -28159,7 +27566,7 @@ function tk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/tr.js
+// node_modules/zod/v4/locales/tr.js
 var error54 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "olmal\u0131" },
@@ -28270,7 +27677,7 @@ function tr_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/uk.js
+// node_modules/zod/v4/locales/uk.js
 var error55 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0456\u0432", verb: "\u043C\u0430\u0442\u0438\u043C\u0435" },
@@ -28384,12 +27791,12 @@ function uk_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/ua.js
+// node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 
-// ../../main/node_modules/zod/v4/locales/ur.js
+// node_modules/zod/v4/locales/ur.js
 var error56 = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0648\u0641", verb: "\u06C1\u0648\u0646\u0627" },
@@ -28505,7 +27912,7 @@ function ur_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/uz.js
+// node_modules/zod/v4/locales/uz.js
 var error57 = () => {
   const Sizable = {
     string: { unit: "belgi", verb: "bo\u2018lishi kerak" },
@@ -28619,7 +28026,7 @@ function uz_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/vi.js
+// node_modules/zod/v4/locales/vi.js
 var error58 = () => {
   const Sizable = {
     string: { unit: "k\xFD t\u1EF1", verb: "c\xF3" },
@@ -28733,7 +28140,7 @@ function vi_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/zh-CN.js
+// node_modules/zod/v4/locales/zh-CN.js
 var error59 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u7B26", verb: "\u5305\u542B" },
@@ -28848,7 +28255,7 @@ function zh_CN_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/zh-TW.js
+// node_modules/zod/v4/locales/zh-TW.js
 var error60 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u5143", verb: "\u64C1\u6709" },
@@ -28961,7 +28368,7 @@ function zh_TW_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/locales/yo.js
+// node_modules/zod/v4/locales/yo.js
 var error61 = () => {
   const Sizable = {
     string: { unit: "\xE0mi", verb: "n\xED" },
@@ -29074,7 +28481,7 @@ function yo_default() {
   };
 }
 
-// ../../main/node_modules/zod/v4/core/registries.js
+// node_modules/zod/v4/core/registries.js
 var _a2;
 var $output = /* @__PURE__ */ Symbol("ZodOutput");
 var $input = /* @__PURE__ */ Symbol("ZodInput");
@@ -29124,7 +28531,7 @@ function registry() {
 (_a2 = globalThis).__zod_globalRegistry ?? (_a2.__zod_globalRegistry = registry());
 var globalRegistry = globalThis.__zod_globalRegistry;
 
-// ../../main/node_modules/zod/v4/core/compile.js
+// node_modules/zod/v4/core/compile.js
 var INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
 var FALLBACK_FLAG = /* @__PURE__ */ Symbol.for("zod.compile.fallback");
 var ZodCompileAsyncError = class extends Error {
@@ -30734,7 +30141,7 @@ function generateTransformCheck(doc, ctx, schema, accessor) {
   return accessor;
 }
 
-// ../../main/node_modules/zod/v4/core/api.js
+// node_modules/zod/v4/core/api.js
 function snapshotChecks(def) {
   if (def.checks)
     def.checks = [...def.checks];
@@ -31793,7 +31200,7 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
   return inst;
 }
 
-// ../../main/node_modules/zod/v4/core/to-json-schema.js
+// node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
@@ -32323,7 +31730,7 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
   return finalize(ctx, schema);
 };
 
-// ../../main/node_modules/zod/v4/core/json-schema-processors.js
+// node_modules/zod/v4/core/json-schema-processors.js
 var narrowMin = (agg, key, value) => {
   if (agg[key] === void 0 || value > agg[key])
     agg[key] = value;
@@ -33071,7 +32478,7 @@ function toJSONSchema(input2, params) {
   return finalize(ctx, input2);
 }
 
-// ../../main/node_modules/zod/v4/core/json-schema-generator.js
+// node_modules/zod/v4/core/json-schema-generator.js
 var JSONSchemaGenerator = class {
   /** @deprecated Access via ctx instead */
   get metadataRegistry() {
@@ -33149,10 +32556,10 @@ var JSONSchemaGenerator = class {
   }
 };
 
-// ../../main/node_modules/zod/v4/core/json-schema.js
+// node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 
-// ../../main/node_modules/zod/v4/classic/schemas.js
+// node_modules/zod/v4/classic/schemas.js
 var schemas_exports2 = {};
 __export(schemas_exports2, {
   ZodAny: () => ZodAny,
@@ -33333,7 +32740,7 @@ __export(schemas_exports2, {
   xor: () => xor
 });
 
-// ../../main/node_modules/zod/v4/classic/checks.js
+// node_modules/zod/v4/classic/checks.js
 var checks_exports2 = {};
 __export(checks_exports2, {
   endsWith: () => _endsWith,
@@ -33368,7 +32775,7 @@ __export(checks_exports2, {
   uppercase: () => _uppercase
 });
 
-// ../../main/node_modules/zod/v4/classic/errors.js
+// node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
 function _lazyMethod(proto, key, make) {
   Object.defineProperty(proto, key, {
@@ -33414,7 +32821,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
   Parent: Error
 });
 
-// ../../main/node_modules/zod/v4/classic/parse.js
+// node_modules/zod/v4/classic/parse.js
 var parse2 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -33428,7 +32835,7 @@ var safeDecode2 = /* @__PURE__ */ _safeDecode(ZodRealError);
 var safeEncodeAsync2 = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-// ../../main/node_modules/zod/v4/classic/schemas.js
+// node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
     config(en_default());
@@ -34893,7 +34300,7 @@ function preprocess(fn, schema) {
   });
 }
 
-// ../../main/node_modules/zod/v4/classic/compat.js
+// node_modules/zod/v4/classic/compat.js
 var ZodIssueCode = {
   invalid_type: "invalid_type",
   too_big: "too_big",
@@ -34919,7 +34326,7 @@ var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
 })(ZodFirstPartyTypeKind || (ZodFirstPartyTypeKind = {}));
 
-// ../../main/node_modules/zod/v4/classic/iso.js
+// node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -34944,7 +34351,7 @@ function duration2(params) {
   return _isoDuration(ZodISODuration, params);
 }
 
-// ../../main/node_modules/zod/v4/classic/from-json-schema.js
+// node_modules/zod/v4/classic/from-json-schema.js
 var z2 = {
   ...schemas_exports2,
   ...checks_exports2,
@@ -35677,7 +35084,7 @@ function fromJSONSchema(schema, params) {
   return convertSchema(normalized, ctx);
 }
 
-// ../../main/node_modules/zod/v4/core/visit.js
+// node_modules/zod/v4/core/visit.js
 var RESOLVING = /* @__PURE__ */ Symbol("z.visit/resolving");
 function visit(schema, fnOrHandlers) {
   const fn = typeof fnOrHandlers === "function" ? fnOrHandlers : (node2, rewritten) => {
@@ -35832,7 +35239,7 @@ function visit(schema, fnOrHandlers) {
   return run(schema);
 }
 
-// ../../main/node_modules/zod/v4/classic/deep-partial.js
+// node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
     object: (s3) => s3.partial(),
@@ -35844,7 +35251,7 @@ function deepPartial(schema) {
   });
 }
 
-// ../../main/node_modules/zod/v4/classic/in-out.js
+// node_modules/zod/v4/classic/in-out.js
 function withChecks(side, checks) {
   if (!checks?.length)
     return side;
@@ -35874,7 +35281,7 @@ function output(schema) {
   });
 }
 
-// ../../main/node_modules/zod/v4/classic/coerce.js
+// node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -35899,6 +35306,22 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// benchmark-host/contract/schema/constants.json
+var constants_default = {
+  exit_codes: {
+    busy: 4,
+    failed: 1,
+    not_finished: 3,
+    ok: 0,
+    refused: 2
+  },
+  history_schema_version: 1,
+  max_classes: 16,
+  outcome_marker: "perf-gate-outcome ",
+  run_id_pattern: "^[a-z0-9][a-z0-9-]{2,63}$",
+  schema_version: 1
+};
+
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
@@ -35910,14 +35333,22 @@ var KINDS = ["ab", "aa"];
 var targetsSchema = external_exports.looseObject({ champion: external_exports.string(), challenger: external_exports.string() });
 var COMPARISON_BASES = ["champion", "merge-base"];
 var BASES = [...COMPARISON_BASES, "ancestor"];
-var buildsSchema = external_exports.looseObject({ kind: external_exports.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: external_exports.enum(BASES).optional() });
+var buildsSchema = external_exports.looseObject({
+  kind: external_exports.enum(KINDS),
+  champion_sha: sha,
+  challenger_sha: sha,
+  base: external_exports.enum(BASES).optional()
+});
 var grpcCallSchema = external_exports.looseObject({
   method: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
   message: external_exports.record(external_exports.string(), external_exports.unknown()).optional(),
   metadata: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var PROTOCOLS = ["http1", "h2c", "grpc"];
-var className = external_exports.string().regex(/^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /");
+var className = external_exports.string().regex(
+  /^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$/,
+  "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /"
+);
 var requestSchema = external_exports.looseObject({
   /** The request class this entry is; default its method and path, or its gRPC method. */
   name: className.optional(),
@@ -35955,7 +35386,10 @@ var planSchema = external_exports.looseObject({
   requests: external_exports.array(requestSchema).min(1)
 });
 var SERVICE_STATES = ["fresh", "persistent"];
-var portName = external_exports.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)");
+var portName = external_exports.string().regex(
+  /^[a-z][a-z0-9_]{0,15}$/,
+  "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)"
+);
 var portNames = external_exports.array(portName).max(8);
 var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a variable name: letters, digits and _, not starting with a digit");
 var dependencySchema = external_exports.looseObject({
@@ -36024,6 +35458,7 @@ var isolationSchema = external_exports.looseObject({
   network: external_exports.string().optional(),
   disk: external_exports.string().optional(),
   memory: external_exports.string().optional(),
+  private_mounts: external_exports.string().optional(),
   capabilities: external_exports.array(external_exports.string()),
   notes: external_exports.array(external_exports.string())
 });
@@ -36217,7 +35652,13 @@ var profilesSchema = external_exports.looseObject({
   arms: external_exports.record(external_exports.string(), external_exports.looseObject({ file: external_exports.string(), bytes: count2, samples: count2 })).optional(),
   functions: external_exports.array(external_exports.string()).optional(),
   callers: external_exports.array(external_exports.array(external_exports.number().int())).optional(),
-  slices: external_exports.array(external_exports.looseObject({ index: count2, samples: count2, functions: external_exports.array(external_exports.tuple([external_exports.number().int(), external_exports.number().int(), external_exports.number().int()])) })).optional()
+  slices: external_exports.array(
+    external_exports.looseObject({
+      index: count2,
+      samples: count2,
+      functions: external_exports.array(external_exports.tuple([external_exports.number().int(), external_exports.number().int(), external_exports.number().int()]))
+    })
+  ).optional()
 });
 var hostResultSchema = resultSchema.extend({
   outcome: outcomeSchema,
@@ -36230,6 +35671,719 @@ var hostResultSchema = resultSchema.extend({
 });
 function parseResult(source, doc) {
   return parseMessage(resultSchema, source, doc, "a load generator result");
+}
+
+// src/contract/rules.ts
+function comparisonKey(workload2, rate2) {
+  return `${workload2}@${plainDecimal(rate2)}`;
+}
+function floorKey(workload2, rate2, percentile2) {
+  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
+}
+function plainDecimal(x) {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
+}
+function sampleBudget(percentile2) {
+  return Math.ceil(Math.round(3 / (1 - percentile2 / 100) * 1e6) / 1e6);
+}
+function serviceVariables(ports = []) {
+  return [.../* @__PURE__ */ new Set(["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)])];
+}
+function serviceArgError(arg, vars) {
+  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    const name2 = m[1] ?? m[2];
+    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
+      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      return `${JSON.stringify(arg)}: $${name2} is not a port of service.ports or service.dependencies (${known} expand here)`;
+    }
+  }
+  return void 0;
+}
+function hostSetsEnv(name2, portEnv = "PORT") {
+  return ["PATH", "HOME", portEnv || "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
+}
+function portEnvError(name2) {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name2))
+    return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name2)}`;
+  if (name2 !== "PORT" && hostSetsEnv(name2))
+    return `${JSON.stringify(name2)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
+  return void 0;
+}
+
+// src/analysis/bootstrap.ts
+function bootstrapMeanInterval(d, confidence, resamples, rand) {
+  const n2 = d.length;
+  const means = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    let sum4 = 0;
+    for (let i2 = 0; i2 < n2; i2++) sum4 += d[Math.floor(rand() * n2)];
+    means[b] = sum4 / n2;
+  }
+  means.sort();
+  const alpha = 1 - confidence;
+  return { lo: quantileSorted(means, alpha / 2), hi: quantileSorted(means, 1 - alpha / 2) };
+}
+function quantileSorted(sorted, q) {
+  const pos = q * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+// src/analysis/distributions.ts
+function logGamma(x) {
+  const c3 = [
+    0.9999999999998099,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.3234287776531,
+    -176.6150291621406,
+    12.507343278686905,
+    -0.13857109526572012,
+    9984369578019572e-21,
+    15056327351493116e-23
+  ];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  x -= 1;
+  let a2 = c3[0];
+  const t = x + 7.5;
+  for (let i2 = 1; i2 < 9; i2++) a2 += c3[i2] / (x + i2);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a2);
+}
+function incompleteBeta(x, a2, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log(1 - x));
+  if (x > (a2 + 1) / (a2 + b + 2)) return 1 - incompleteBeta(1 - x, b, a2);
+  const tiny = 1e-300;
+  let c3 = 1;
+  let d = 1 - (a2 + b) * x / (a2 + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let f = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let num = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    f *= d * c3;
+    num = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + num / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    f *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return front * f / a2;
+}
+function studentTCdf(t, df) {
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t > 0 ? 1 - tail : tail;
+}
+function studentTQuantile(p, df) {
+  if (!(p > 0 && p < 1)) throw new RangeError(`studentTQuantile: p must be in (0, 1), got ${p}`);
+  if (p === 0.5) return 0;
+  let lo = -1;
+  let hi = 1;
+  while (studentTCdf(lo, df) > p) lo *= 2;
+  while (studentTCdf(hi, df) < p) hi *= 2;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * Math.max(1, Math.abs(lo)); i2++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+function studentTTwoSidedP(t, df) {
+  return Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
+}
+function erfc(x) {
+  if (x < 0) return 2 - erfc(-x);
+  return upperIncompleteGammaHalf(x * x);
+}
+function upperIncompleteGammaHalf(z3) {
+  const a2 = 0.5;
+  if (z3 === 0) return 1;
+  const lnPre = -z3 + a2 * Math.log(z3) - logGamma(a2);
+  if (z3 < a2 + 1) {
+    let sum4 = 1 / a2;
+    let term = sum4;
+    for (let n2 = 1; n2 < 500; n2++) {
+      term *= z3 / (a2 + n2);
+      sum4 += term;
+      if (term < sum4 * 1e-16) break;
+    }
+    return 1 - sum4 * Math.exp(lnPre);
+  }
+  const tiny = 1e-300;
+  let b = z3 + 1 - a2;
+  let c3 = 1 / tiny;
+  let d = 1 / b;
+  let h2 = d;
+  for (let i2 = 1; i2 < 500; i2++) {
+    const an = -i2 * (i2 - a2);
+    b += 2;
+    d = an * d + b;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = b + an / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < 1e-16) break;
+  }
+  return Math.exp(lnPre) * h2;
+}
+function normalCdf(z3) {
+  return 0.5 * erfc(-z3 / Math.SQRT2);
+}
+
+// src/analysis/pooled-quantile.ts
+function armSample(pairs2) {
+  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
+  const total = runs2.reduce((acc, r) => acc + r.length, 0);
+  const values = new Float64Array(total);
+  const owner = new Int32Array(total);
+  const next = new Int32Array(runs2.length);
+  const heap = runs2.flatMap((r, i2) => r.length > 0 ? [i2] : []);
+  const head = (i2) => runs2[i2][next[i2]];
+  const less = (a2, b) => head(heap[a2]) < head(heap[b]);
+  const down = (from) => {
+    for (let i2 = from; ; ) {
+      const l = 2 * i2 + 1;
+      const r = l + 1;
+      let m = i2;
+      if (l < heap.length && less(l, m)) m = l;
+      if (r < heap.length && less(r, m)) m = r;
+      if (m === i2) return;
+      [heap[i2], heap[m]] = [heap[m], heap[i2]];
+      i2 = m;
+    }
+  };
+  for (let i2 = (heap.length >> 1) - 1; i2 >= 0; i2--) down(i2);
+  for (let k = 0; k < total; k++) {
+    const i2 = heap[0];
+    values[k] = head(i2);
+    owner[k] = i2;
+    if (++next[i2] === runs2[i2].length) {
+      const last = heap.pop();
+      if (heap.length > 0) heap[0] = last;
+    }
+    if (heap.length > 0) down(0);
+  }
+  return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
+}
+function weightedPercentile(s3, q, weight, requestWeight) {
+  let total = 0;
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) total += weight(i2) * s3.perPair[i2];
+  if (total <= 0) throw new RangeError("weightedPercentile: no requests");
+  const pos = q * (total - 1);
+  const fromTop = q >= 0.5;
+  const lowRank = fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos);
+  const highRank = fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos);
+  let seen = 0;
+  let first = NaN;
+  const n2 = s3.values.length;
+  for (let k = 0; k < n2; k++) {
+    const e = fromTop ? n2 - 1 - k : k;
+    const w = weight(s3.owner[e]) * (requestWeight ? requestWeight[e] : 1);
+    if (w === 0) continue;
+    seen += w;
+    if (Number.isNaN(first) && seen > lowRank) first = s3.values[e];
+    if (seen > highRank) {
+      const second = s3.values[e];
+      const frac = pos - Math.floor(pos);
+      return fromTop ? second + frac * (first - second) : first + frac * (second - first);
+    }
+  }
+  throw new RangeError("weightedPercentile: rank past the sample");
+}
+function leaveOnePairOut(s3, q) {
+  const n2 = s3.values.length;
+  const fromTop = q >= 0.5;
+  const at = (k) => fromTop ? n2 - 1 - k : k;
+  const positions = Array.from({ length: s3.perPair.length }, () => []);
+  for (let k = 0; k < n2; k++) positions[s3.owner[at(k)]].push(k);
+  const out = new Float64Array(s3.perPair.length);
+  for (let i2 = 0; i2 < s3.perPair.length; i2++) {
+    const mine = positions[i2];
+    const upTo = (k) => {
+      let lo = 0;
+      let hi = mine.length;
+      while (lo < hi) {
+        const mid = lo + hi >> 1;
+        if (mine[mid] <= k) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const position = (r) => {
+      let k = r;
+      for (let others = k + 1 - upTo(k); others < r + 1; others = k + 1 - upTo(k)) k += r + 1 - others;
+      while (s3.owner[at(k)] === i2) k--;
+      return k;
+    };
+    const total = n2 - mine.length;
+    if (total <= 0) throw new RangeError("leaveOnePairOut: no requests without the pair");
+    const pos = q * (total - 1);
+    const frac = pos - Math.floor(pos);
+    const first = s3.values[at(position(fromTop ? total - 1 - Math.ceil(pos) : Math.floor(pos)))];
+    const second = s3.values[at(position(fromTop ? total - 1 - Math.floor(pos) : Math.ceil(pos)))];
+    out[i2] = fromTop ? second + frac * (first - second) : first + frac * (second - first);
+  }
+  return out;
+}
+var all = () => 1;
+function pooledDifference(champion, challenger, q) {
+  const n2 = champion.perPair.length;
+  if (n2 !== challenger.perPair.length)
+    throw new RangeError("pooledDifference: the arms have different numbers of pairs");
+  if (n2 < 2) throw new RangeError(`pooledDifference: need at least 2 pairs, got ${n2}`);
+  const estimate = weightedPercentile(challenger, q, all) - weightedPercentile(champion, q, all);
+  const [a2, b] = [leaveOnePairOut(champion, q), leaveOnePairOut(challenger, q)];
+  const leaveOneOut = b.map((x, i2) => x - a2[i2]);
+  let m = 0;
+  for (const x of leaveOneOut) m += x / n2;
+  let ss = 0;
+  for (const x of leaveOneOut) ss += (x - m) ** 2;
+  return { estimate, se: Math.sqrt((n2 - 1) / n2 * ss), df: n2 - 1, leaveOneOut };
+}
+function tInterval(estimate, se, df, confidence) {
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? estimate === 0 ? 0 : Math.sign(estimate) * Infinity : estimate / se;
+  return { lo: estimate - q * se, hi: estimate + q * se, t, p: studentTTwoSidedP(t, df) };
+}
+
+// src/analysis/statistic.ts
+var import_hdr_histogram_js = __toESM(require_dist(), 1);
+var namedPercentiles = {
+  "50": "p50",
+  "90": "p90",
+  "99": "p99",
+  "99.9": "p999"
+};
+function namedPercentileAtOrAbove(percentile2) {
+  const at = [50, 90, 99, 99.9].find((p) => p >= percentile2) ?? 99.9;
+  return namedPercentiles[String(at)];
+}
+function slicePercentileUs(s3, percentile2) {
+  const named = namedPercentiles[String(percentile2)];
+  if (named) return s3.latency_us[named];
+  return histogramOf(s3).getValueAtPercentile(percentile2);
+}
+function sliceValuesUs(s3) {
+  const h2 = histogramOf(s3);
+  const out = new Float64Array(h2.totalCount);
+  let k = 0;
+  eachBucket(s3, (value, count5) => {
+    out.fill(value, k, k + count5);
+    k += count5;
+  });
+  return out;
+}
+function hasHistogram(s3) {
+  return s3.histogram !== "";
+}
+function eachBucket(s3, visit2) {
+  const h2 = histogramOf(s3);
+  const it = h2.recordedValuesIterator;
+  it.reset();
+  while (it.hasNext()) {
+    const v = it.next();
+    visit2(h2.medianEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo);
+  }
+}
+var decoded = /* @__PURE__ */ new WeakMap();
+function histogramOf(s3) {
+  let h2 = decoded.get(s3);
+  if (!h2) {
+    h2 = (0, import_hdr_histogram_js.decodeFromCompressedBase64)(s3.histogram);
+    decoded.set(s3, h2);
+  }
+  return h2;
+}
+
+// src/analysis/tests.ts
+function pairedT(d, confidence) {
+  const n2 = d.length;
+  if (n2 < 2) throw new RangeError(`pairedT: need at least 2 differences, got ${n2}`);
+  const m = mean(d);
+  const sd = sampleStandardDeviation(d);
+  const se = sd / Math.sqrt(n2);
+  const df = n2 - 1;
+  const q = studentTQuantile(1 - (1 - confidence) / 2, df);
+  const t = se === 0 ? m === 0 ? 0 : Math.sign(m) * Infinity : m / se;
+  return { mean: m, sd, se, df, t, p: studentTTwoSidedP(t, df), ci: { lo: m - q * se, hi: m + q * se } };
+}
+function signTest(d) {
+  const positive = d.filter((x) => x > 0).length;
+  const negative = d.filter((x) => x < 0).length;
+  const n2 = positive + negative;
+  if (n2 === 0) return { positive, negative, p: 1 };
+  const k = Math.min(positive, negative);
+  let tail = 0;
+  for (let i2 = 0; i2 <= k; i2++) tail += binomialPmfHalf(n2, i2);
+  return { positive, negative, p: Math.min(1, 2 * tail) };
+}
+function binomialPmfHalf(n2, k) {
+  let logC = 0;
+  for (let i2 = 1; i2 <= k; i2++) logC += Math.log(n2 - k + i2) - Math.log(i2);
+  return Math.exp(logC - n2 * Math.LN2);
+}
+function wilcoxonSignedRank(d) {
+  const nz = d.filter((x) => x !== 0);
+  const n2 = nz.length;
+  if (n2 === 0) return { statistic: 0, p: 1, method: "exact", n: n2 };
+  const order = nz.map((x, i2) => ({ a: Math.abs(x), i: i2 })).sort((x, y) => x.a - y.a);
+  const ranks = new Array(n2);
+  const tieSizes = [];
+  for (let i2 = 0; i2 < n2; ) {
+    let j = i2;
+    while (j + 1 < n2 && order[j + 1].a === order[i2].a) j++;
+    const avg = (i2 + j + 2) / 2;
+    for (let k = i2; k <= j; k++) ranks[order[k].i] = avg;
+    if (j > i2) tieSizes.push(j - i2 + 1);
+    i2 = j + 1;
+  }
+  let wPlus = 0;
+  nz.forEach((x, i2) => {
+    if (x > 0) wPlus += ranks[i2];
+  });
+  const total = n2 * (n2 + 1) / 2;
+  const statistic = Math.min(wPlus, total - wPlus);
+  if (n2 <= 50 && tieSizes.length === 0) {
+    const counts = new Float64Array(total + 1);
+    counts[0] = 1;
+    for (let r = 1; r <= n2; r++) for (let s3 = total; s3 >= r; s3--) counts[s3] += counts[s3 - r];
+    let lower = 0;
+    for (let s3 = 0; s3 <= statistic; s3++) lower += counts[s3];
+    return { statistic, p: Math.min(1, 2 * lower / 2 ** n2), method: "exact", n: n2 };
+  }
+  const tieTerm = tieSizes.reduce((acc, t) => acc + t ** 3 - t, 0);
+  const sd = Math.sqrt(n2 * (n2 + 1) * (2 * n2 + 1) / 24 - tieTerm / 48);
+  const z3 = (statistic - total / 2) / sd;
+  return { statistic, p: Math.min(1, 2 * normalCdf(-Math.abs(z3))), method: "normal", n: n2 };
+}
+function holmAdjust(p) {
+  const m = p.length;
+  const order = p.map((v, i2) => ({ v, i: i2 })).sort((a2, b) => a2.v - b.v);
+  const adjusted = new Array(m);
+  let running = 0;
+  order.forEach(({ v, i: i2 }, rank) => {
+    running = Math.max(running, Math.min(1, (m - rank) * v));
+    adjusted[i2] = running;
+  });
+  return adjusted;
+}
+function binomialUpperTail(k, n2, p) {
+  if (k <= 0) return 1;
+  if (k > n2) return 0;
+  let sum4 = 0;
+  for (let i2 = k; i2 <= n2; i2++) {
+    let logC = 0;
+    for (let j = 1; j <= i2; j++) logC += Math.log(n2 - i2 + j) - Math.log(j);
+    sum4 += Math.exp(logC + i2 * Math.log(p) + (n2 - i2) * Math.log1p(-p));
+  }
+  return Math.min(1, sum4);
+}
+
+// src/analysis/latency-estimator.ts
+var MIN_POOLED_PAIRS = 20;
+var ESTIMATOR_DESCRIPTION = {
+  pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs \u2212 1 df",
+  "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences"
+};
+function estimateLatency(pairs2, d, percentile2, resamples, rand) {
+  const withHistograms = pairs2.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
+  const q = percentile2 / 100;
+  const arms = withHistograms ? [
+    armSample(pairs2.map((p) => sliceValuesUs(p.champion))),
+    armSample(pairs2.map((p) => sliceValuesUs(p.challenger)))
+  ] : null;
+  const fallback = !arms ? "the slices carry no histograms" : pairs2.length < MIN_POOLED_PAIRS ? `${pairs2.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
+  if (arms && fallback === null) {
+    const r = pooledDifference(arms[0], arms[1], q);
+    const sampling2 = resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => weightedPercentile(a2, q, one, w)) : null;
+    const pooledMs = {
+      champion: weightedPercentile(arms[0], q, one) / 1e3,
+      challenger: weightedPercentile(arms[1], q, one) / 1e3
+    };
+    return {
+      kind: "pooled",
+      fallback,
+      estimateMs: r.estimate / 1e3,
+      seMs: r.se / 1e3,
+      df: r.df,
+      pooledMs,
+      samplingSeMs: sampling2 === null ? null : sampling2 / 1e3
+    };
+  }
+  const t = pairedT(d, 0.95);
+  const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a2, w) => meanSlicePercentile(a2, q, w)) : null;
+  return {
+    kind: "per-slice",
+    fallback,
+    estimateMs: t.mean,
+    seMs: t.se,
+    df: t.df,
+    pooledMs: null,
+    samplingSeMs: sampling === null ? null : sampling / 1e3
+  };
+}
+var one = () => 1;
+function samplingSe(arms, resamples, rand, stat) {
+  const members2 = arms.map(membersByPair);
+  const draws = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    const [champion, challenger] = arms.map((a2, i2) => stat(a2, resample(members2[i2], a2.values.length, rand)));
+    draws[b] = challenger - champion;
+  }
+  let m = 0;
+  for (const x of draws) m += x / resamples;
+  let ss = 0;
+  for (const x of draws) ss += (x - m) ** 2;
+  return Math.sqrt(ss / (resamples - 1));
+}
+function membersByPair(a2) {
+  const lists = Array.from({ length: a2.perPair.length }, () => []);
+  a2.owner.forEach((pair, i2) => {
+    lists[pair].push(i2);
+  });
+  return lists.map((l) => Int32Array.from(l));
+}
+function resample(members2, size, rand) {
+  const w = new Float64Array(size);
+  for (const m of members2) for (let k = 0; k < m.length; k++) w[m[Math.floor(rand() * m.length)]] += 1;
+  return w;
+}
+function meanSlicePercentile(a2, q, requestWeight) {
+  const rank = Array.from(a2.perPair, (n2) => Math.max(1, Math.ceil(q * n2)));
+  const seen = new Float64Array(a2.perPair.length);
+  const at = new Float64Array(a2.perPair.length).fill(NaN);
+  for (let e = 0; e < a2.values.length; e++) {
+    const pair = a2.owner[e];
+    if (!Number.isNaN(at[pair])) continue;
+    seen[pair] += requestWeight[e];
+    if (seen[pair] >= rank[pair]) at[pair] = a2.values[e];
+  }
+  let sum4 = 0;
+  for (const v of at) sum4 += v;
+  return sum4 / at.length;
+}
+
+// src/analysis/classes.ts
+function classNames(plan2) {
+  const seen = /* @__PURE__ */ new Map();
+  return plan2.requests.map((r) => {
+    const base = r.name ?? (r.grpc ? r.grpc.method : `${r.method} ${r.path ?? ""}`);
+    const n2 = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n2);
+    return n2 === 1 ? base : `${base} (${n2})`;
+  });
+}
+function classBreakdown(plan2, pairs2, percentile2, confidence, rand) {
+  const entries = plan2.requests.length;
+  if (entries < 2) return { classes: [], missing: "the workload has one request class: the verdict is its" };
+  const withClasses = pairs2.every(
+    (p) => p.champion.classes?.length === entries && p.challenger.classes?.length === entries
+  );
+  if (!withClasses || pairs2.length < 2) {
+    return {
+      classes: [],
+      missing: pairs2.length < 2 ? "fewer than 2 pairs" : `the slices carry no per-class records (a host older than them, or more than ${constants_default.max_classes} request classes)`
+    };
+  }
+  const names = classNames(plan2);
+  const unheld = names.map((name2, i2) => measureClass(name2, i2, pairs2, percentile2, confidence, rand));
+  for (const at of ["slo", "p50"]) {
+    const tested = unheld.filter((c3) => c3[at] !== null);
+    const adjusted = holmAdjust(tested.map((c3) => c3[at].p));
+    tested.forEach((c3, i2) => {
+      const e = c3[at];
+      e.holmP = adjusted[i2];
+      e.moved = e.holmP < 1 - confidence && (e.ciMs[0] > 0 || e.ciMs[1] < 0);
+    });
+  }
+  const size = (c3) => Math.abs((c3.slo ?? c3.p50)?.estimateMs ?? 0);
+  return {
+    classes: [...unheld].sort((a2, b) => Number(moved(b)) - Number(moved(a2)) || size(b) - size(a2)),
+    missing: null
+  };
+}
+function moved(c3) {
+  return !!(c3.slo?.moved || c3.p50?.moved);
+}
+function measureClass(name2, index, pairs2, percentile2, confidence, rand) {
+  const classPairs = pairs2.map((p) => ({
+    champion: p.champion.classes[index],
+    challenger: p.challenger.classes[index]
+  }));
+  const sum4 = (arm, f) => classPairs.reduce((acc, p) => acc + f(p[arm]), 0);
+  const failures = (c3) => c3.completed - c3.ok;
+  const perSlice = median(classPairs.flatMap((p) => [p.champion.recorded, p.challenger.recorded]));
+  const at = (q) => {
+    const budget = sampleBudget(q);
+    if (perSlice < budget) {
+      return {
+        estimate: null,
+        short: `${formatCount(perSlice)} of its requests per slice, fewer than the ${formatCount(budget)} a slice's p${q} is read from`
+      };
+    }
+    const d = classPairs.map((p) => (slicePercentileUs(p.challenger, q) - slicePercentileUs(p.champion, q)) / 1e3);
+    const e = estimateLatency(classPairs, d, q, 0, rand);
+    const t = tInterval(e.estimateMs, e.seMs, e.df, confidence);
+    return {
+      estimate: {
+        percentile: q,
+        estimateMs: e.estimateMs,
+        ciMs: [t.lo, t.hi],
+        p: t.p,
+        holmP: t.p,
+        estimator: e.kind,
+        moved: false
+      },
+      short: null
+    };
+  };
+  const slo = at(percentile2);
+  const p50 = at(50);
+  return {
+    name: name2,
+    index,
+    requests: { champion: sum4("champion", (c3) => c3.completed), challenger: sum4("challenger", (c3) => c3.completed) },
+    errors: { champion: sum4("champion", failures), challenger: sum4("challenger", failures) },
+    percentile: percentile2,
+    recordedPerSlice: perSlice,
+    slo: slo.estimate,
+    p50: p50.estimate,
+    short: { slo: slo.short, p50: p50.short }
+  };
+}
+function median(xs) {
+  const s3 = [...xs].sort((a2, b) => a2 - b);
+  const m = s3.length >> 1;
+  return s3.length % 2 ? s3[m] : (s3[m - 1] + s3[m]) / 2;
+}
+var formatCount = (n2) => n2.toLocaleString("en-US", { maximumFractionDigits: 1 });
+
+// src/analysis/dependencies.ts
+var armsSchema = external_exports.record(external_exports.string(), armStartSchema);
+function dependencyUsage(results) {
+  return results.flatMap(({ name: name2, result }) => {
+    const arms = armsSchema.safeParse(result.arms);
+    if (!arms.success) return [];
+    return Object.entries(arms.data).sort(([a2], [b]) => Number(b === "champion") - Number(a2 === "champion")).flatMap(
+      ([arm, start]) => (start.dependencies ?? []).map((d) => ({
+        run: name2,
+        arm,
+        name: d.name,
+        readySeconds: d.ready_seconds,
+        cpuSeconds: d.cpu_seconds ?? null,
+        rssBytes: d.rss_bytes ?? null
+      }))
+    );
+  });
+}
+
+// src/analysis/efficiency.ts
+function efficiencyOf(ci, seMs, samplingSeMs) {
+  const halfWidthMs2 = (ci[1] - ci[0]) / 2;
+  const ratio = samplingSeMs > 0 ? seMs / samplingSeMs : 1;
+  return {
+    halfWidthMs: halfWidthMs2,
+    samplingHalfWidthMs: halfWidthMs2 / ratio,
+    hostAddsPercent: Math.max(0, 100 * (ratio - 1)),
+    narrowedBy: ratio > Math.SQRT2 ? "quieter host" : "more requests"
+  };
+}
+function efficiencySentence(e) {
+  const limit = `the same requests with no host noise would give \xB1${e.samplingHalfWidthMs.toFixed(3)} ms`;
+  if (e.hostAddsPercent < 0.5)
+    return `${limit}: the interval is at its sampling limit; more requests would narrow it, a quieter host would not`;
+  return e.narrowedBy === "quieter host" ? `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; a quieter host would narrow it, more requests would not` : `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; more requests would narrow it, a quieter host would not`;
+}
+
+// src/analysis/unmeasured.ts
+var CouldNotMeasureError = class extends Error {
+  name = "CouldNotMeasureError";
+  explained;
+  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
+  brief;
+  constructor(message, brief) {
+    super(message);
+    this.brief = brief;
+  }
+};
+var GeneratorDisturbedError = class extends CouldNotMeasureError {
+  name = "GeneratorDisturbedError";
+};
+var FailingWorkloadError = class extends Error {
+  name = "FailingWorkloadError";
+};
+var ChampionFailedError = class extends CouldNotMeasureError {
+  name = "ChampionFailedError";
+};
+
+// src/analysis/failures.ts
+var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
+var FAILING_SHARE = 0.5;
+function armErrors(slices) {
+  const byClass = Object.fromEntries(
+    ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s3) => acc + s3.errors[c3], 0)])
+  );
+  for (const s3 of slices) {
+    for (const [code, n2] of Object.entries(s3.errors.grpc ?? {}))
+      byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
+  }
+  return {
+    requests: slices.reduce((acc, s3) => acc + s3.completed, 0),
+    errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
+    byClass
+  };
+}
+function errorClasses(e) {
+  return Object.keys(e.byClass).filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
+}
+function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
+  const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
+  const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  if (failing(champion) && !failing(challenger)) {
+    throw new ChampionFailedError(
+      `could not measure: the champion failed ${champion.errors} of ${champion.requests} requests of workload ${workload2} @ ${rate2} req/s (${errorClasses(champion)}), the challenger ${challenger.errors} of ${challenger.requests}: the champion did not serve this workload, so its latency is no baseline; promote a champion that serves it, or compare against the merge base (comparison_base: merge-base)`,
+      `the champion failed ${champion.errors} of ${champion.requests} requests`
+    );
+  }
+  if (!failing(champion) || !failing(challenger)) return;
+  throw new FailingWorkloadError(
+    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change`
+  );
+}
+function percent(share) {
+  const p = 100 * share;
+  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
+}
+function errorRegression(champion, challenger) {
+  if (challenger.errors <= champion.errors) return null;
+  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
+  return {
+    champion: champion.errors,
+    challenger: challenger.errors,
+    p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share)
+  };
 }
 
 // src/analysis/functions.ts
@@ -36377,80 +36531,6 @@ function ratioDifference(champion, championRequests, challenger, challengerReque
   return { estimate: ratio(sh, nh) - ratio(sc, nc), se, champion: ratio(sc, nc), challenger: ratio(sh, nh) };
 }
 
-// src/analysis/dependencies.ts
-var armsSchema = external_exports.record(external_exports.string(), armStartSchema);
-function dependencyUsage(results) {
-  return results.flatMap(({ name: name2, result }) => {
-    const arms = armsSchema.safeParse(result.arms);
-    if (!arms.success) return [];
-    return Object.entries(arms.data).sort(([a2], [b]) => Number(b === "champion") - Number(a2 === "champion")).flatMap(
-      ([arm, start]) => (start.dependencies ?? []).map((d) => ({ run: name2, arm, name: d.name, readySeconds: d.ready_seconds, cpuSeconds: d.cpu_seconds ?? null, rssBytes: d.rss_bytes ?? null }))
-    );
-  });
-}
-
-// src/analysis/unmeasured.ts
-var CouldNotMeasureError = class extends Error {
-  name = "CouldNotMeasureError";
-  explained;
-  /** What could not be vouched for, in a few words: "the load generator was disturbed". */
-  brief;
-  constructor(message, brief) {
-    super(message);
-    this.brief = brief;
-  }
-};
-var GeneratorDisturbedError = class extends CouldNotMeasureError {
-  name = "GeneratorDisturbedError";
-};
-var FailingWorkloadError = class extends Error {
-  name = "FailingWorkloadError";
-};
-var ChampionFailedError = class extends CouldNotMeasureError {
-  name = "ChampionFailedError";
-};
-
-// src/analysis/failures.ts
-var ERROR_CLASSES = ["connect", "timeout", "4xx", "5xx", "other"];
-var FAILING_SHARE = 0.5;
-function armErrors(slices) {
-  const byClass = Object.fromEntries(ERROR_CLASSES.map((c3) => [c3, slices.reduce((acc, s3) => acc + s3.errors[c3], 0)]));
-  for (const s3 of slices) {
-    for (const [code, n2] of Object.entries(s3.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n2;
-  }
-  return {
-    requests: slices.reduce((acc, s3) => acc + s3.completed, 0),
-    errors: Object.values(byClass).reduce((acc, n2) => acc + n2, 0),
-    byClass
-  };
-}
-function errorClasses(e) {
-  return Object.keys(e.byClass).filter((c3) => e.byClass[c3] > 0).sort((a2, b) => e.byClass[b] - e.byClass[a2]).map((c3) => `${c3} ${e.byClass[c3]}`).join(", ");
-}
-function checkWorkloadAnswers(workload2, rate2, champion, challenger) {
-  const failing = (e) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
-  const arm = (name2, e) => `${name2} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
-  if (failing(champion) && !failing(challenger)) {
-    throw new ChampionFailedError(
-      `could not measure: the champion failed ${champion.errors} of ${champion.requests} requests of workload ${workload2} @ ${rate2} req/s (${errorClasses(champion)}), the challenger ${challenger.errors} of ${challenger.requests}: the champion did not serve this workload, so its latency is no baseline; promote a champion that serves it, or compare against the merge base (comparison_base: merge-base)`,
-      `the champion failed ${champion.errors} of ${champion.requests} requests`
-    );
-  }
-  if (!failing(champion) || !failing(challenger)) return;
-  throw new FailingWorkloadError(
-    `workload ${workload2} @ ${rate2} req/s: most requests failed on both arms (${arm("champion", champion)}; ${arm("challenger", challenger)}): the workload does not fit the service (check its paths, methods, headers and body, or its gRPC methods and messages); a verdict would pass it as no change`
-  );
-}
-function percent(share) {
-  const p = 100 * share;
-  return `${p > 99.9 && p < 100 ? p.toFixed(2) : p.toFixed(1).replace(/\.0$/, "")}% failed`;
-}
-function errorRegression(champion, challenger) {
-  if (challenger.errors <= champion.errors) return null;
-  const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
-}
-
 // src/analysis/identity.ts
 function identityDifferences(a2, b) {
   const [x, y] = [identityOf(a2), identityOf(b)];
@@ -36468,139 +36548,6 @@ function identityDifferences(a2, b) {
   return differs.length > 0 ? differs : ["its identity"];
 }
 var identityOf = (r) => r.identity;
-
-// src/analysis/health.ts
-var LAG_SHARE = 0.1;
-var LAG_FLOOR_US = 1e3;
-var RATE_TOLERANCE = 0.01;
-var RATE_TOLERANCE_REQUESTS = 1;
-function plannedLagUs(plan2) {
-  const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
-  return Math.floor(plan2.send_window_us / gapUs) * gapUs;
-}
-function disturbance(s3, sliceSeconds, percentile2, plannedUs) {
-  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s3, percentile2)) + plannedUs;
-  const lagAt = namedPercentileAtOrAbove(percentile2);
-  const lagUs = s3.dispatch_lag_us[lagAt];
-  const lagging = lagUs > limitUs;
-  const achieved = s3.achieved_rps * sliceSeconds;
-  const offBy = achieved - s3.scheduled;
-  const offRate = s3.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s3.scheduled, RATE_TOLERANCE_REQUESTS);
-  if (!lagging && !offRate) return null;
-  return {
-    arm: s3.arm,
-    index: s3.index,
-    lagAt,
-    lagMs: lagUs / 1e3,
-    lagLimitMs: limitUs / 1e3,
-    rateErrorPercent: s3.scheduled > 0 ? 100 * offBy / s3.scheduled : 0,
-    lagging,
-    offRate
-  };
-}
-function hostDisturbance(s3) {
-  if (!s3.host_disturbance) return null;
-  return { arm: s3.arm, index: s3.index, foreignCores: s3.foreign_cpu_cores ?? null, foreignConnections: s3.foreign_connections ?? 0, reason: s3.host_disturbance };
-}
-function describeHostDisturbance(d) {
-  return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
-}
-function describeDisturbance(d) {
-  const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
-  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
-  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
-}
-function lagMs(x) {
-  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
-}
-
-// src/analysis/pairs.ts
-function isDisturbed(d) {
-  return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
-}
-function extractPairs(run, result, percentile2) {
-  const byPair = /* @__PURE__ */ new Map();
-  for (const s3 of result.slices) byPair.set(s3.pair, [...byPair.get(s3.pair) ?? [], s3]);
-  const pairs2 = [];
-  const dropped = [];
-  const planned = plannedLagUs(result.plan);
-  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
-    if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s3) => s3.index).join(", ")}), expected 2`);
-    }
-    const champion = slices.find((s3) => s3.arm === "champion");
-    const challenger = slices.find((s3) => s3.arm === "challenger");
-    if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`);
-    }
-    if (!champion || !challenger) {
-      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
-      continue;
-    }
-    const invalid = [champion, challenger].filter((s3) => !s3.valid);
-    if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s3) => `${s3.arm} slice ${s3.index}: ${s3.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
-      continue;
-    }
-    const disturbances = [champion, challenger].flatMap((s3) => disturbance(s3, result.plan.slice_seconds, percentile2, planned) ?? []);
-    const hostDisturbances = [champion, challenger].flatMap((s3) => hostDisturbance(s3) ?? []);
-    if (disturbances.length > 0 || hostDisturbances.length > 0) {
-      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
-      dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
-      continue;
-    }
-    pairs2.push({ run, pair, champion, challenger });
-  }
-  return { pairs: pairs2, dropped };
-}
-function pooledPairs(key, runs2, percentile2) {
-  const pairs2 = [];
-  const dropped = [];
-  for (const { name: name2, result } of runs2) {
-    const extracted = extractPairs(name2, result, percentile2);
-    pairs2.push(...extracted.pairs);
-    dropped.push(...extracted.dropped);
-  }
-  const disturbed = dropped.filter(isDisturbed);
-  const total = pairs2.length + dropped.length;
-  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs2.length < 2) {
-    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs2.length}, and a verdict needs 2`;
-    const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
-    const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
-    const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
-    const slice = runs2.map((r) => r.result.host.generator_slice).find((s3) => s3?.startsWith("default"));
-    const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
-    const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
-    throw new GeneratorDisturbedError(
-      [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
-      reached > 0 ? "an arm served others than the load generator" : foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work"
-    );
-  }
-  if (pairs2.length < 2) {
-    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
-    );
-  }
-  return { pairs: pairs2, dropped };
-}
-
-// src/analysis/efficiency.ts
-function efficiencyOf(ci, seMs, samplingSeMs) {
-  const halfWidthMs2 = (ci[1] - ci[0]) / 2;
-  const ratio = samplingSeMs > 0 ? seMs / samplingSeMs : 1;
-  return {
-    halfWidthMs: halfWidthMs2,
-    samplingHalfWidthMs: halfWidthMs2 / ratio,
-    hostAddsPercent: Math.max(0, 100 * (ratio - 1)),
-    narrowedBy: ratio > Math.SQRT2 ? "quieter host" : "more requests"
-  };
-}
-function efficiencySentence(e) {
-  const limit = `the same requests with no host noise would give \xB1${e.samplingHalfWidthMs.toFixed(3)} ms`;
-  if (e.hostAddsPercent < 0.5) return `${limit}: the interval is at its sampling limit; more requests would narrow it, a quieter host would not`;
-  return e.narrowedBy === "quieter host" ? `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; a quieter host would narrow it, more requests would not` : `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; more requests would narrow it, a quieter host would not`;
-}
 
 // src/analysis/sequential.ts
 var SPENDING_RATIO = 0.5;
@@ -36633,7 +36580,8 @@ var computed = /* @__PURE__ */ new Map();
 function computeNominalAlphas(alpha, pairs2) {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
   pairs2.forEach((n2, k) => {
-    if (!(n2 > 0) || k > 0 && n2 <= pairs2[k - 1]) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs2.join(", ")}`);
+    if (!(n2 > 0) || k > 0 && n2 <= pairs2[k - 1])
+      throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs2.join(", ")}`);
   });
   const out = [];
   let xs = new Float64Array(0);
@@ -36700,18 +36648,168 @@ function looksOf(group, pairs2, d, s3) {
     total += kept;
     runs2.push({ run: g2.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s3.confidence, runs2.map((r) => r.pairs));
+  const alphas = nominalAlphas(
+    1 - s3.confidence,
+    runs2.map((r) => r.pairs)
+  );
   const seen = /* @__PURE__ */ new Set();
   return runs2.map((r, k) => {
     seen.add(r.run);
     const confidence = 1 - alphas[k];
     const keep = pairs2.map((p) => seen.has(p.run));
     const upTo = pairs2.filter((_2, i2) => keep[i2]);
-    if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_2, i2) => keep[i2]), s3.percentile, 0, () => 0);
+    if (upTo.length < 2)
+      return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
+    const e = estimateLatency(
+      upTo,
+      d.filter((_2, i2) => keep[i2]),
+      s3.percentile,
+      0,
+      () => 0
+    );
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });
+}
+
+// src/analysis/health.ts
+var LAG_SHARE = 0.1;
+var LAG_FLOOR_US = 1e3;
+var RATE_TOLERANCE = 0.01;
+var RATE_TOLERANCE_REQUESTS = 1;
+function plannedLagUs(plan2) {
+  const gapUs = 1e6 / plan2.rate * (plan2.generator_cpus ?? 1);
+  return Math.floor(plan2.send_window_us / gapUs) * gapUs;
+}
+function disturbance(s3, sliceSeconds, percentile2, plannedUs) {
+  const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s3, percentile2)) + plannedUs;
+  const lagAt = namedPercentileAtOrAbove(percentile2);
+  const lagUs = s3.dispatch_lag_us[lagAt];
+  const lagging = lagUs > limitUs;
+  const achieved = s3.achieved_rps * sliceSeconds;
+  const offBy = achieved - s3.scheduled;
+  const offRate = s3.scheduled > 0 && Math.abs(offBy) > Math.max(RATE_TOLERANCE * s3.scheduled, RATE_TOLERANCE_REQUESTS);
+  if (!lagging && !offRate) return null;
+  return {
+    arm: s3.arm,
+    index: s3.index,
+    lagAt,
+    lagMs: lagUs / 1e3,
+    lagLimitMs: limitUs / 1e3,
+    rateErrorPercent: s3.scheduled > 0 ? 100 * offBy / s3.scheduled : 0,
+    lagging,
+    offRate
+  };
+}
+function hostDisturbance(s3) {
+  if (!s3.host_disturbance) return null;
+  return {
+    arm: s3.arm,
+    index: s3.index,
+    foreignCores: s3.foreign_cpu_cores ?? null,
+    foreignConnections: s3.foreign_connections ?? 0,
+    reason: s3.host_disturbance
+  };
+}
+function describeHostDisturbance(d) {
+  return `${d.arm} slice ${d.index}: the host was disturbed (${d.reason})`;
+}
+function describeDisturbance(d) {
+  const lag = `dispatch lag ${d.lagAt} ${lagMs(d.lagMs)} ms${d.lagging ? ` over its limit ${lagMs(d.lagLimitMs)} ms` : ""}`;
+  const rate2 = `rate ${d.rateErrorPercent > 0 ? "+" : ""}${d.rateErrorPercent.toFixed(1)}% off the schedule${d.offRate ? "" : " (within 1%)"}`;
+  return `${d.arm} slice ${d.index}: the load generator fell behind (${lag}; ${rate2})`;
+}
+function lagMs(x) {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
+
+// src/analysis/pairs.ts
+function isDisturbed(d) {
+  return d.disturbances.length > 0 || (d.hostDisturbances?.length ?? 0) > 0;
+}
+function extractPairs(run, result, percentile2) {
+  const byPair = /* @__PURE__ */ new Map();
+  for (const s3 of result.slices) byPair.set(s3.pair, [...byPair.get(s3.pair) ?? [], s3]);
+  const pairs2 = [];
+  const dropped = [];
+  const planned = plannedLagUs(result.plan);
+  for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
+    if (slices.length > 2) {
+      throw new AnalysisInputError(
+        `${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s3) => s3.index).join(", ")}), expected 2`
+      );
+    }
+    const champion = slices.find((s3) => s3.arm === "champion");
+    const challenger = slices.find((s3) => s3.arm === "challenger");
+    if (slices.length === 2 && (!champion || !challenger)) {
+      throw new AnalysisInputError(
+        `${run}: pair ${pair} has both slices on the ${slices[0].arm} arm (mismatched arms)`
+      );
+    }
+    if (!champion || !challenger) {
+      dropped.push({
+        run,
+        pair,
+        reason: "incomplete pair (the run stopped before its second slice)",
+        disturbances: []
+      });
+      continue;
+    }
+    const invalid = [champion, challenger].filter((s3) => !s3.valid);
+    if (invalid.length > 0) {
+      dropped.push({
+        run,
+        pair,
+        reason: invalid.map((s3) => `${s3.arm} slice ${s3.index}: ${s3.invalid_reason || "invalid"}`).join("; "),
+        disturbances: []
+      });
+      continue;
+    }
+    const disturbances = [champion, challenger].flatMap(
+      (s3) => disturbance(s3, result.plan.slice_seconds, percentile2, planned) ?? []
+    );
+    const hostDisturbances = [champion, challenger].flatMap((s3) => hostDisturbance(s3) ?? []);
+    if (disturbances.length > 0 || hostDisturbances.length > 0) {
+      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join(
+        "; "
+      );
+      dropped.push({ run, pair, reason, disturbances, ...hostDisturbances.length > 0 ? { hostDisturbances } : {} });
+      continue;
+    }
+    pairs2.push({ run, pair, champion, challenger });
+  }
+  return { pairs: pairs2, dropped };
+}
+function pooledPairs(key, runs2, percentile2) {
+  const pairs2 = [];
+  const dropped = [];
+  for (const { name: name2, result } of runs2) {
+    const extracted = extractPairs(name2, result, percentile2);
+    pairs2.push(...extracted.pairs);
+    dropped.push(...extracted.dropped);
+  }
+  const disturbed = dropped.filter(isDisturbed);
+  const total = pairs2.length + dropped.length;
+  if (disturbed.length > total / 2 || disturbed.length > 0 && pairs2.length < 2) {
+    const why = disturbed.length > total / 2 ? "more than half" : `leaving ${pairs2.length}, and a verdict needs 2`;
+    const generator = disturbed.filter((d) => d.disturbances.length > 0).length;
+    const reached = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0)).length;
+    const foreign = disturbed.filter((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0)).length;
+    const slice = runs2.map((r) => r.result.host.generator_slice).find((s3) => s3?.startsWith("default"));
+    const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
+    const what = reached > 0 ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)` : foreign === 0 ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}` : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
+    throw new GeneratorDisturbedError(
+      [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+      reached > 0 ? "an arm served others than the load generator" : foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work"
+    );
+  }
+  if (pairs2.length < 2) {
+    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    throw new AnalysisInputError(
+      `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
+    );
+  }
+  return { pairs: pairs2, dropped };
 }
 
 // src/analysis/random.ts
@@ -36760,7 +36858,10 @@ function pairedAmount(pairs2, field, confidence) {
   });
   if (both.length < 2) return null;
   const champion = mean(both.map(([a2]) => a2));
-  const t = pairedT(both.map(([a2, b]) => b - a2), confidence);
+  const t = pairedT(
+    both.map(([a2, b]) => b - a2),
+    confidence
+  );
   const pct4 = (x) => champion > 0 ? 100 * x / champion : 0;
   return {
     champion,
@@ -36859,9 +36960,11 @@ function validateSettings(s3) {
   if (!(s3.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s3.sloBudgetMs);
   if (!(s3.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s3.blockThresholdPercent);
   if (!(s3.confidence > 0.5 && s3.confidence < 1)) bad("confidence", "in (0.5, 1)", s3.confidence);
-  if (!(Number.isInteger(s3.bootstrapResamples) && s3.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer \u2265 100", s3.bootstrapResamples);
+  if (!(Number.isInteger(s3.bootstrapResamples) && s3.bootstrapResamples >= 100))
+    bad("bootstrapResamples", "an integer \u2265 100", s3.bootstrapResamples);
   if (!(Number.isInteger(s3.seed) && s3.seed >= 0)) bad("seed", "a non-negative integer", s3.seed);
-  if (s3.blockCpuPercent !== void 0 && !(s3.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s3.blockCpuPercent);
+  if (s3.blockCpuPercent !== void 0 && !(s3.blockCpuPercent > 0))
+    bad("blockCpuPercent", "a positive percent", s3.blockCpuPercent);
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -36872,7 +36975,9 @@ function checkSameBuilds(results) {
     }
     if (seen.size > 1) {
       const list2 = [...seen.entries()].map(([value, name2]) => `${value} (${name2})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list2}); analyse them separately with --each`);
+      throw new AnalysisInputError(
+        `results are of different builds (${field}: ${list2}); analyse them separately with --each`
+      );
     }
   }
 }
@@ -36881,7 +36986,9 @@ function checkOneIdentity(key, group) {
   for (const g2 of group.slice(1)) {
     const differs = identityDifferences(group[0].result, g2.result);
     if (differs.length > 0) {
-      throw new AnalysisInputError(`${key}: ${group[0].name} and ${g2.name} ran another way (${differs.join(", ")}) and cannot be pooled; analyse them separately with --each`);
+      throw new AnalysisInputError(
+        `${key}: ${group[0].name} and ${g2.name} ran another way (${differs.join(", ")}) and cannot be pooled; analyse them separately with --each`
+      );
     }
   }
 }
@@ -36893,7 +37000,8 @@ function compare(key, group, s3, rand) {
   const { pairs: pairs2, dropped } = pooledPairs(key, group, s3.percentile);
   const at = (p) => pairs2.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s3.percentile);
-  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
+  for (const v of d)
+    if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = estimateLatency(pairs2, d, s3.percentile, s3.samplingResamples, rand);
   const lookHistory = looksOf(group, pairs2, d, s3);
   const confidence = lookHistory.at(-1).confidence;
@@ -36905,8 +37013,14 @@ function compare(key, group, s3, rand) {
     return { estimate: r.mean, ci: [r.ci.lo, r.ci.hi], p: r.p };
   };
   const tp = secondary(pairs2.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
-  const champion = { ...armSummary(pairs2, "champion", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.champion } };
-  const challenger = { ...armSummary(pairs2, "challenger", s3.percentile), ...primary.pooledMs && { sloMs: primary.pooledMs.challenger } };
+  const champion = {
+    ...armSummary(pairs2, "champion", s3.percentile),
+    ...primary.pooledMs && { sloMs: primary.pooledMs.champion }
+  };
+  const challenger = {
+    ...armSummary(pairs2, "challenger", s3.percentile),
+    ...primary.pooledMs && { sloMs: primary.pooledMs.challenger }
+  };
   const flags = [...runFlags(group), ...measurementFlags(pairs2, dropped, s3.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
@@ -36976,11 +37090,18 @@ function armSummary(pairs2, arm, percentile2) {
 }
 function runFlags(group) {
   return [
-    ...group.filter((g2) => g2.result.partial).map((g2) => ({ code: "partial_run", message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g2) => g2.result.host.cpu_idle.startsWith("not held")).map((g2) => ({
-      code: "cpu_idle_not_held",
-      message: `${g2.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g2.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`
-    }))
+    ...group.filter((g2) => g2.result.partial).map(
+      (g2) => ({
+        code: "partial_run",
+        message: `${g2.name} stopped early: ${g2.result.partial_reason ?? "partial"}`
+      })
+    ),
+    ...group.filter((g2) => g2.result.host.cpu_idle.startsWith("not held")).map(
+      (g2) => ({
+        code: "cpu_idle_not_held",
+        message: `${g2.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g2.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`
+      })
+    )
   ];
 }
 function measurementFlags(pairs2, dropped, percentile2) {
@@ -37007,7 +37128,9 @@ function measurementFlags(pairs2, dropped, percentile2) {
   if (reached.length > 0) {
     flags.push({
       code: "arm_reached",
-      message: `${plural2(reached.length, "pair")} dropped because an arm served connections the load generator did not open: ${reached.map((x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances.filter((d) => d.foreignConnections > 0).map((d) => `${d.arm} slice ${d.index} (${d.reason})`).join(", ")}`).join("; ")}`
+      message: `${plural2(reached.length, "pair")} dropped because an arm served connections the load generator did not open: ${reached.map(
+        (x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances.filter((d) => d.foreignConnections > 0).map((d) => `${d.arm} slice ${d.index} (${d.reason})`).join(", ")}`
+      ).join("; ")}`
     });
   }
   const invalid = dropped.filter((x) => !isDisturbed(x));
@@ -37024,7 +37147,10 @@ function measurementFlags(pairs2, dropped, percentile2) {
     });
   }
   if (invalid.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${plural2(invalid.length, "pair")} dropped: ${invalid[0].reason}${invalid.length > 1 ? ", \u2026" : ""}` });
+    flags.push({
+      code: "dropped_pairs",
+      message: `${plural2(invalid.length, "pair")} dropped: ${invalid[0].reason}${invalid.length > 1 ? ", \u2026" : ""}`
+    });
   }
   return flags;
 }
@@ -37112,7 +37238,12 @@ function label(c3, holmP, alpha, m) {
 }
 
 // src/report/arms.ts
-var CHAMPION_VS_CHALLENGER = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger \u2212 champion" };
+var CHAMPION_VS_CHALLENGER = {
+  aa: false,
+  champion: "champion",
+  challenger: "challenger",
+  difference: "challenger \u2212 champion"
+};
 function armsOf(a2) {
   if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
   const champion = portName2(a2.targets?.champion, "the champion's port");
@@ -37173,7 +37304,8 @@ function codeSpan(name2) {
 
 // src/report/scale.ts
 function niceTicks(lo, hi, target = 5) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi)
+    throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
   if (lo === hi) {
     const pad = Math.abs(lo) * 0.1 || 0.01;
     [lo, hi] = [lo - pad, hi + pad];
@@ -37183,8 +37315,10 @@ function niceTicks(lo, hi, target = 5) {
   const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
   const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
   const ticks = [];
-  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
-  if (ticks[ticks.length - 1] < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++)
+    ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1] < hi - step * 1e-9)
+    ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
   return { ticks, step, decimals };
 }
 function chartScale(values, c3) {
@@ -37214,7 +37348,10 @@ function bars(d, maxBars = MAX_BARS) {
   for (let i2 = 0; i2 < d.length; i2 += per) {
     const bin = d.slice(i2, i2 + per);
     const last = Math.min(i2 + per, d.length);
-    out.push({ label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`, value: bin.reduce((a2, b) => a2 + b, 0) / bin.length });
+    out.push({
+      label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`,
+      value: bin.reduce((a2, b) => a2 + b, 0) / bin.length
+    });
   }
   return { bars: out, per };
 }
@@ -37232,7 +37369,10 @@ var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
 var PLOT_COLUMNS = 48;
 function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const scale = chartScale(
+    rows2.map((r) => r.value),
+    forArms(c3, arms)
+  );
   const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
   const zero = col(0);
   const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
@@ -37256,7 +37396,12 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
     for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
     free = at + text.length + 1;
   }
-  const out = [title(c3, percentile2, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis2)];
+  const out = [
+    title(c3, percentile2, arms, per),
+    "",
+    row("", "", tickRow),
+    row(per === 1 ? "pair" : "pairs", "ms", axis2)
+  ];
   for (const r of rows2) {
     const line = canvas();
     const to = col(r.value);
@@ -37271,7 +37416,12 @@ function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   ci[col(c3.estimateMs)] = "\u25CF";
   out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
   const m = marks(c3, scale);
-  const legend = [`\u2502 0`, `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`, ...m.floor ? [`\u2506 ${m.floor}`] : [], ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]];
+  const legend = [
+    `\u2502 0`,
+    `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`,
+    ...m.floor ? [`\u2506 ${m.floor}`] : [],
+    ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]
+  ];
   out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
   return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
 }
@@ -37286,27 +37436,39 @@ function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   const plotW = width - m.left - m.right;
   const plotH = height - m.top - m.bottom;
   const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(rows2.map((r) => r.value), forArms(c3, arms));
+  const scale = chartScale(
+    rows2.map((r) => r.value),
+    forArms(c3, arms)
+  );
   const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
   const slot = plotW / Math.max(1, rows2.length);
   const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
   const f = (v) => v.toFixed(1);
   const right = m.left + plotW;
-  const grid2 = scale.ticks.map((t) => [
-    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
-    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
-  ].join("\n  ")).join("\n  ");
+  const grid2 = scale.ticks.map(
+    (t) => [
+      `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+      `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
+    ].join("\n  ")
+  ).join("\n  ");
   const barRects = rows2.map((r, i2) => {
     const top = Math.min(y(r.value), y(0));
     const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
     return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
   }).join("\n  ");
   const everyNth = Math.ceil(rows2.length / 15);
-  const xLabels = rows2.map((r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : "").filter(Boolean).join("\n  ");
+  const xLabels = rows2.map(
+    (r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : ""
+  ).filter(Boolean).join("\n  ");
   const mk = marks(c3, scale);
   const lines = [
     { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
-    ...scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor, text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`, stroke: "#8250df", dash: "2 3" })),
+    ...scale.floor === null ? [] : [1, -1].map((sign) => ({
+      v: sign * scale.floor,
+      text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`,
+      stroke: "#8250df",
+      dash: "2 3"
+    })),
     ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
   ];
   const placed = [];
@@ -37335,10 +37497,27 @@ function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
 
 // src/report/json.ts
 function amountJson(r) {
-  return r && { champion: r.champion, challenger: r.challenger, estimate: r.estimate, ci: r.ci, percent: r.percent, percent_ci: r.percentCi, p: r.p, pairs: r.pairs };
+  return r && {
+    champion: r.champion,
+    challenger: r.challenger,
+    estimate: r.estimate,
+    ci: r.ci,
+    percent: r.percent,
+    percent_ci: r.percentCi,
+    p: r.p,
+    pairs: r.pairs
+  };
 }
 function classEstimateJson(e) {
-  return e && { percentile: e.percentile, estimate_ms: e.estimateMs, ci_ms: e.ciMs, p: e.p, holm_p: e.holmP, estimator: e.estimator, moved: e.moved };
+  return e && {
+    percentile: e.percentile,
+    estimate_ms: e.estimateMs,
+    ci_ms: e.ciMs,
+    p: e.p,
+    holm_p: e.holmP,
+    estimator: e.estimator,
+    moved: e.moved
+  };
 }
 function classesJson(b) {
   return {
@@ -37357,7 +37536,15 @@ function classesJson(b) {
   };
 }
 function functionChangeJson(x) {
-  return { name: x.name, champion_us: x.championUs, challenger_us: x.challengerUs, estimate_us: x.estimateUs, ci_us: x.ciUs, noise_us: x.noiseUs, self_estimate_us: x.selfEstimateUs };
+  return {
+    name: x.name,
+    champion_us: x.championUs,
+    challenger_us: x.challengerUs,
+    estimate_us: x.estimateUs,
+    ci_us: x.ciUs,
+    noise_us: x.noiseUs,
+    self_estimate_us: x.selfEstimateUs
+  };
 }
 function functionsJson(f) {
   return {
@@ -37401,7 +37588,14 @@ function comparisonJson(c3) {
     pairs: c3.pairs,
     dropped_pairs: c3.droppedPairs.map(droppedPairJson),
     looks: c3.looks,
-    look_history: c3.lookHistory.map((l) => ({ look: l.look, run: l.run, pairs: l.pairs, estimate_ms: l.estimateMs, ci_ms: l.ciMs, confidence: l.confidence })),
+    look_history: c3.lookHistory.map((l) => ({
+      look: l.look,
+      run: l.run,
+      pairs: l.pairs,
+      estimate_ms: l.estimateMs,
+      ci_ms: l.ciMs,
+      confidence: l.confidence
+    })),
     runs: c3.runs,
     t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
     bootstrap_ci_ms: c3.bootstrapCiMs,
@@ -37470,7 +37664,13 @@ function droppedPairJson(d) {
       lagging: x.lagging,
       off_rate: x.offRate
     })),
-    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({ arm: x.arm, index: x.index, foreign_cpu_cores: x.foreignCores, foreign_connections: x.foreignConnections, reason: x.reason }))
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      foreign_cpu_cores: x.foreignCores,
+      foreign_connections: x.foreignConnections,
+      reason: x.reason
+    }))
   };
 }
 
@@ -37513,13 +37713,18 @@ function calibrations(aa, previous, o2) {
 }
 function whyNotRecorded(c3, preflight) {
   const flagged = preflight.filter((f) => f.runs.some((r) => c3.runs.includes(r)));
-  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  if (flagged.length > 0)
+    return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
   const disturbed = c3.droppedPairs.filter(isDisturbed);
   if (disturbed.length > 0) {
     const generator = disturbed.some((d) => d.disturbances.length > 0);
     const foreign = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections === 0));
     const reached = disturbed.some((d) => d.hostDisturbances?.some((h2) => h2.foreignConnections > 0));
-    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
+    const what = [
+      generator ? "the load generator fell behind its schedule" : "",
+      foreign ? "other work took the host's CPU (foreign load)" : "",
+      reached ? "an arm served connections the load generator did not open" : ""
+    ].filter(Boolean).join(" or ");
     return `${what} in ${disturbed.length} of ${c3.pairs + c3.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
   }
   return null;
@@ -37531,7 +37736,14 @@ function biasedCalibrations(cs) {
   return cs.filter((c3) => !c3.unbiased && c3.notRecorded === null);
 }
 function floorRecord(c3) {
-  return { workload: c3.workload, rate: c3.rate, percentile: c3.percentile, half_width_ms: c3.halfWidthMs, ci_ms: c3.ciMs, pairs: c3.pairs };
+  return {
+    workload: c3.workload,
+    rate: c3.rate,
+    percentile: c3.percentile,
+    half_width_ms: c3.halfWidthMs,
+    ci_ms: c3.ciMs,
+    pairs: c3.pairs
+  };
 }
 function floorSettings(floors, percentile2) {
   const floorMs = {};
@@ -37551,14 +37763,17 @@ function quartet(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
   if (arms.aa) return aaQuartet(c3, at, arms);
   const floor = c3.floorMs === null ? "A/A floor unknown" : `A/A floor \xB1${ms2(c3.floorMs)} ms`;
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; ${floor}; n=${c3.pairs} pairs`;
-  if (c3.latency === "within floor") return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
-  if (c3.latency === "slower" || c3.latency === "faster") return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
+  if (c3.latency === "within floor")
+    return `within the host's noise floor at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  if (c3.latency === "slower" || c3.latency === "faster")
+    return `challenger is ${ms2(Math.abs(c3.estimateMs))} ms ${c3.latency} at ${at} (${detail})`;
   return `no detectable change at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
 }
 function aaQuartet(c3, at, arms) {
   const detail = `${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}; floor \xB1${ms2(halfWidth(c3.ciMs))} ms; n=${c3.pairs} pairs`;
   const [lo, hi] = c3.ciMs;
-  if (lo <= 0 && hi >= 0) return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
+  if (lo <= 0 && hi >= 0)
+    return `no detectable difference between the ports at ${at}: estimate ${signedMs(c3.estimateMs)} ms (${detail})`;
   return `${arms.challenger} measures ${ms2(Math.abs(c3.estimateMs))} ms ${c3.estimateMs > 0 ? "slower" : "faster"} than ${arms.champion} at ${at} with the same build (${detail})`;
 }
 
@@ -37576,7 +37791,9 @@ function resourceRows(c3) {
     const r = c3.resources[key];
     if (!r) return [];
     const limit = key === "cpuUsPerRequest" && c3.cpuLimitPercent !== null ? ` (blocks past ${signedPercent(c3.cpuLimitPercent)})` : "";
-    return [`| ${label2} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`];
+    return [
+      `| ${label2} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`
+    ];
   });
 }
 function resourceChanges(c3) {
@@ -37593,7 +37810,9 @@ function verdictLines(a2) {
   const state = a2.blocking ? ` (blocking${h2.blockedBy.some((r) => r !== "latency") ? `: ${h2.blockedBy.join(", ")}` : ""})` : a2.verdict === "red" ? " (advisory)" : "";
   return [
     `${a2.verdict.toUpperCase()}${state}: ${quartet(h2, a2.percentile, armsOf(a2))}`,
-    ...a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => `  resources${a2.comparisons.length > 1 ? ` ${c3.key}` : ""}: ${r}`)),
+    ...a2.comparisons.flatMap(
+      (c3) => resourceChanges(c3).map((r) => `  resources${a2.comparisons.length > 1 ? ` ${c3.key}` : ""}: ${r}`)
+    ),
     ...a2.preflight.map((f) => `  host flagged before measuring: ${f.check}: ${f.detail}`),
     ...a2.comparisons.flatMap((c3) => c3.flags).map((f) => `  note: ${f.code.replace(/_/g, " ")}: ${f.message}`)
   ];
@@ -37615,6 +37834,20 @@ function extensionWanted(c3, alpha, blocks) {
   const se = c3.seMs * Math.sqrt(c3.pairs / future.at(-1));
   const projected = tInterval(c3.estimateMs, se, future.at(-1) - 1, 1 - last);
   return !unclear([projected.lo, projected.hi], c3.thresholdMs);
+}
+
+// src/report/budget.ts
+var signed2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+function budgetWords(b) {
+  return `this change ${signed2(b.change_percent)}, main ${signed2(b.main_percent)} in 30 days${b.basis === "drift" ? " (measured by the latest drift run, and the steps since)" : ""}, budget ${b.limit_percent}%`;
+}
+function budgetNotes(a2) {
+  return a2.comparisons.flatMap((c3) => {
+    if (!c3.budget) return [];
+    const where = a2.comparisons.length > 1 ? ` (${c3.key})` : "";
+    const verdict = c3.budget.exceeded ? "**past it: blocks the merge**" : c3.verdict === "red" ? "within it" : c3.verdict === "green" ? "a green pays back" : "no detected change";
+    return [`**Regression budget**${where}: ${budgetWords(c3.budget)}; ${verdict}.`];
+  });
 }
 
 // src/report/classes.ts
@@ -37713,20 +37946,6 @@ var us = (x) => `${Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toF
 var signedUs = (x) => `${x > 0 ? "+" : ""}${us(x)}`;
 var kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 
-// src/report/budget.ts
-var signed2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
-function budgetWords(b) {
-  return `this change ${signed2(b.change_percent)}, main ${signed2(b.main_percent)} in 30 days${b.basis === "drift" ? " (measured by the latest drift run, and the steps since)" : ""}, budget ${b.limit_percent}%`;
-}
-function budgetNotes(a2) {
-  return a2.comparisons.flatMap((c3) => {
-    if (!c3.budget) return [];
-    const where = a2.comparisons.length > 1 ? ` (${c3.key})` : "";
-    const verdict = c3.budget.exceeded ? "**past it: blocks the merge**" : c3.verdict === "red" ? "within it" : c3.verdict === "green" ? "a green pays back" : "no detected change";
-    return [`**Regression budget**${where}: ${budgetWords(c3.budget)}; ${verdict}.`];
-  });
-}
-
 // src/report/gate-outcome.ts
 var reasonTitle = {
   latency: () => "",
@@ -37758,19 +37977,27 @@ function render(a2, opts, maxRows) {
   const arms = armsOf(a2);
   const several = a2.comparisons.length > 1;
   const out = [...opts.preamble ?? []];
-  out.push(`### ${headline(a2, arms)}`, "", compared(a2, arms, opts.runUrl ?? null, opts.host ?? null), "", arms.aa ? aaSentence(a2, arms) : verdictSentence(a2));
+  out.push(
+    `### ${headline(a2, arms)}`,
+    "",
+    compared(a2, arms, opts.runUrl ?? null, opts.host ?? null),
+    "",
+    arms.aa ? aaSentence(a2, arms) : verdictSentence(a2)
+  );
   const showFunctions = opts.functions ?? true;
   const runs2 = profiledRuns(a2.comparisons);
   for (const c3 of a2.comparisons) {
     const prefix = several ? ` (${c3.key})` : "";
-    for (const line of [classesSentence(c3, prefix), showFunctions ? functionsSentence(c3, prefix, arms, runs2) : null]) if (line) out.push("", line);
+    for (const line of [classesSentence(c3, prefix), showFunctions ? functionsSentence(c3, prefix, arms, runs2) : null])
+      if (line) out.push("", line);
   }
   const costs = a2.comparisons.flatMap((c3) => resourceChanges(c3).map((r) => several ? `${c3.key}: ${r}` : r));
   if (costs.length > 0) out.push("", `**Resources:** the ${arms.challenger}'s ${costs.join("; ")}.`);
   if (a2.preflight.length > 0) out.push("", preflightWarning(a2.preflight));
   if (a2.hostBias.length > 0) out.push("", hostBiasWarning(a2.hostBias));
   if (opts.notes?.length) out.push("", ...opts.notes);
-  for (const c3 of a2.comparisons) out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows, showFunctions));
+  for (const c3 of a2.comparisons)
+    out.push("", ...comparisonSection(c3, a2.percentile, arms, several, maxRows, showFunctions));
   out.push(
     "",
     "<details><summary>Runs and method</summary>",
@@ -37798,7 +38025,9 @@ function dependencyTable(a2) {
     "",
     "| run | arm | dependency | ready after | CPU used | memory at stop |",
     "|---|---|---|---:|---:|---:|",
-    ...a2.dependencies.map((d) => `| ${tableCell(d.run)} | ${d.arm} | ${tableCell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`)
+    ...a2.dependencies.map(
+      (d) => `| ${tableCell(d.run)} | ${d.arm} | ${tableCell(d.name)} | ${d.readySeconds.toFixed(2)} s | ${d.cpuSeconds === null ? "\u2014" : `${d.cpuSeconds.toFixed(2)} s`} | ${d.rssBytes === null ? "\u2014" : mib(d.rssBytes)} |`
+    )
   ];
 }
 function headline(a2, arms) {
@@ -37814,7 +38043,8 @@ function compared(a2, arms, runUrl, host) {
   const sha2 = (s3) => s3 ? `\`${s3.slice(0, 7)}\`` : "(unknown)";
   const on6 = host ? ` on host \`${host}\`` : "";
   const links = runUrl ? ` \xB7 [workflow run](${runUrl}) \xB7 [report and results](${runUrl}#artifacts)` : "";
-  if (arms.aa) return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
+  if (arms.aa)
+    return `A/A run: champion ${sha2(a2.builds?.champion_sha)} on both ports (${arms.champion} and ${arms.challenger})${on6}${links}`;
   const base = a2.builds?.base === "merge-base" ? "merge base" : "champion";
   return `challenger ${sha2(a2.builds?.challenger_sha)} vs ${base} ${sha2(a2.builds?.champion_sha)}${on6}${links}`;
 }
@@ -37825,10 +38055,13 @@ function verdictSentence(a2) {
     const why = h2.blockedBy.map((reason) => blockReason(h2, reason, budget));
     return `**Blocks the merge:** ${why.join("; and ")}.`;
   }
-  if (a2.verdict === "red") return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
-  if (a2.verdict === "green") return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
+  if (a2.verdict === "red")
+    return `Advisory: a detectable regression below the block threshold of ${ms2(h2.thresholdMs)} ms (${budget}); it does not block the merge.`;
+  if (a2.verdict === "green")
+    return a2.builds?.base === "merge-base" ? "The challenger is faster than its merge base." : "The challenger is faster: a candidate champion.";
   const kind = h2.greyKind;
-  if (kind === "equivalent") return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
+  if (kind === "equivalent")
+    return `No detectable change: the interval lies within \xB1${ms2(h2.thresholdMs)} ms, the block threshold.`;
   if (kind === "within floor") {
     return `Within the host's noise floor: the interval ${msInterval(h2.ciMs)} excludes 0, but the estimate ${signedMs(h2.estimateMs)} ms is inside the host's A/A floor of \xB1${ms2(h2.floorMs ?? 0)} ms at ${percentLabel(a2.percentile)}, so this host cannot tell it from its own noise. It does not block; a quieter host (a narrower floor) would decide it.`;
   }
@@ -37838,7 +38071,8 @@ function blockReason(c3, reason, budget) {
   if (reason === "budget") {
     return `the regression would take main past its monthly regression budget (${budgetWords(c3.budget)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
   }
-  if (reason === "errors") return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
+  if (reason === "errors")
+    return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
   if (reason === "cpu") {
     const cpu = c3.resources.cpuUsPerRequest;
     return `the challenger's CPU per request grew by ${signedPercent(cpu.percent)} (${confidenceLabel(c3.confidence)} CI [${signedPercent(cpu.percentCi[0])}, ${signedPercent(cpu.percentCi[1])}]), wholly past the limit of ${signedPercent(c3.cpuLimitPercent)} (resources.block_cpu_percent)`;
@@ -37850,7 +38084,9 @@ function preflightWarning(flags) {
   return `> \u26A0\uFE0F **The host flagged its own state before measuring**: ${list2}. A busy or changed host widens the noise and can bias a verdict; rerun when it is quiet if the verdict matters.`;
 }
 function aaSentence(a2, arms) {
-  const floors = a2.comparisons.map((c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`).join(", ");
+  const floors = a2.comparisons.map(
+    (c3) => `${c3.key} \xB1${ms2(halfWidth(c3.ciMs))} ms${c3.floorMs === null ? "" : ` (the host's floor before: \xB1${ms2(c3.floorMs)} ms)`}`
+  ).join(", ");
   const differ = a2.comparisons.filter((c3) => c3.ciMs[0] > 0 || c3.ciMs[1] < 0);
   const ports = differ.length === 0 ? "The two ports measure alike with the same build, as they should." : `With the same build on both, ${arms.challenger} and ${arms.champion} differ for ${differ.map((c3) => c3.key).join(", ")}: by chance in 1 run of 20 on a sound host, so calibration measures such a key again before it calls the host biased.`;
   return `The floor is the half-width of the A/A interval: **${floors}**, what calibration records and later verdicts quote. ${ports}`;
@@ -37871,7 +38107,9 @@ function comparisonSection(c3, percentile2, arms, several, maxRows, showFunction
     "|---|---:|---:|---:|---|",
     `| p50 | ${ms2(c3.champion.p50Ms)} ms | ${ms2(c3.challenger.p50Ms)} ms | ${signedMs(c3.p50Ms.estimate)} ms${pct4(c3.p50Ms.estimate, c3.champion.p50Ms)} | ${ci(...c3.p50Ms.ci)} ms |`,
     `| **${p} (SLO)** | ${ms2(c3.champion.sloMs)} ms | ${ms2(c3.challenger.sloMs)} ms | **${signedMs(c3.estimateMs)} ms**${pct4(c3.estimateMs, c3.champion.sloMs)} | **${ci(...c3.ciMs)} ms** |`,
-    ...percentile2 === 99.9 ? [] : [`| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct4(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`],
+    ...percentile2 === 99.9 ? [] : [
+      `| p99.9 | ${ms2(c3.champion.p999Ms)} ms | ${ms2(c3.challenger.p999Ms)} ms | ${signedMs(c3.p999Ms.estimate)} ms${pct4(c3.p999Ms.estimate, c3.champion.p999Ms)} | ${ci(...c3.p999Ms.ci)} ms |`
+    ],
     `| throughput | ${rps(c3.champion.okRps)} req/s | ${rps(c3.challenger.okRps)} req/s | ${c3.throughput.estimate > 0 ? "+" : ""}${rps(c3.throughput.estimate)} req/s (${c3.throughput.percent > 0 ? "+" : ""}${c3.throughput.percent.toFixed(2)}%) | [${rps(c3.throughput.ci[0])}, ${rps(c3.throughput.ci[1])}] req/s |`,
     `| errors | ${armErrorsCell(c3.champion)} | ${armErrorsCell(c3.challenger)} | ${c3.challenger.errors - c3.champion.errors > 0 ? "+" : ""}${c3.challenger.errors - c3.champion.errors} | |`,
     ...resourceRows(c3)
@@ -37893,7 +38131,9 @@ function comparisonSection(c3, percentile2, arms, several, maxRows, showFunction
       "",
       `| pair | ${pooled ? "run | " : ""}${arms.champion} ${p} | ${arms.challenger} ${p} | difference |`,
       `|---:|${pooled ? "---|" : ""}---:|---:|---:|`,
-      ...rows2.map((r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`),
+      ...rows2.map(
+        (r, i2) => `| ${i2 + 1} | ${pooled ? `${tableCell(r.run)} | ` : ""}${ms2(r.championMs)} ms | ${ms2(r.challengerMs)} ms | ${signedMs(r.dMs)} ms |`
+      ),
       ...rows2.length < c3.detail.length ? ["", `${c3.detail.length - rows2.length} more pairs in the JSON result.`] : []
     );
   }
@@ -37905,7 +38145,12 @@ function intervalLines(c3, p) {
   const lines = [`${how}${c3.efficiency ? `; ${efficiencySentence(c3.efficiency)}` : ""}.`];
   if (c3.lookHistory.length > 1) {
     const clear = (l) => unclear(l.ciMs, c3.thresholdMs) ? "unclear" : "clear";
-    lines.push("", `Looks at this build (each run pooled in turn, each at its group-sequential level): ${c3.lookHistory.map((l) => `${l.look}. ${tableCell(l.run)}, ${l.pairs} pairs: ${signedMs(l.estimateMs)} ms [${signedMs(l.ciMs[0])}, ${signedMs(l.ciMs[1])}] at ${confidenceLabel(l.confidence)}, ${clear(l)}`).join("; ")}.`);
+    lines.push(
+      "",
+      `Looks at this build (each run pooled in turn, each at its group-sequential level): ${c3.lookHistory.map(
+        (l) => `${l.look}. ${tableCell(l.run)}, ${l.pairs} pairs: ${signedMs(l.estimateMs)} ms [${signedMs(l.ciMs[0])}, ${signedMs(l.ciMs[1])}] at ${confidenceLabel(l.confidence)}, ${clear(l)}`
+      ).join("; ")}.`
+    );
   }
   return lines;
 }
@@ -37962,24 +38207,27 @@ var analyzeUsage = `usage: perf-gate analyze [options] RESULT.json\u2026
   -h, --help             this text
 exit codes: 0 pass, 1 blocking regression, 2 error (the message names the file and field)`;
 function analyzeCommand(argv, out) {
-  const { values, positionals } = parseCommandLine({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      "slo-ms": { type: "string" },
-      percentile: { type: "string" },
-      "block-threshold-percent": { type: "string" },
-      "floor-ms": { type: "string" },
-      "block-cpu-percent": { type: "string" },
-      confidence: { type: "string" },
-      seed: { type: "string" },
-      json: { type: "boolean", default: false },
-      markdown: { type: "string" },
-      svg: { type: "string" },
-      each: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false }
-    }
-  }, analyzeUsage);
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        "slo-ms": { type: "string" },
+        percentile: { type: "string" },
+        "block-threshold-percent": { type: "string" },
+        "floor-ms": { type: "string" },
+        "block-cpu-percent": { type: "string" },
+        confidence: { type: "string" },
+        seed: { type: "string" },
+        json: { type: "boolean", default: false },
+        markdown: { type: "string" },
+        svg: { type: "string" },
+        each: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    analyzeUsage
+  );
   if (values.help) {
     out(analyzeUsage);
     return 0;
@@ -38113,7 +38361,9 @@ function servicePortNames(s3) {
   return [...s3.ports ?? [], ...(s3.dependencies ?? []).flatMap((d) => [d.name, ...d.ports ?? []])];
 }
 function usesMainPort(arg) {
-  return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some((m) => (m[1] ?? m[2]) === "PORT");
+  return [...arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)].some(
+    (m) => (m[1] ?? m[2]) === "PORT"
+  );
 }
 function dependencyIssues(s3, vars) {
   const issues = [];
@@ -38124,7 +38374,11 @@ function dependencyIssues(s3, vars) {
   const owner = new Map((s3.ports ?? []).map((p, i2) => [p, `service.ports[${i2}]`]));
   const claim2 = (path6, field, name2) => {
     const prev = owner.get(name2);
-    if (prev) issues.push({ path: path6, message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own` });
+    if (prev)
+      issues.push({
+        path: path6,
+        message: `${JSON.stringify(name2)} is ${prev} already: each port (and each dependency, which is its own port $${portVariable(name2)}) needs a name of its own`
+      });
     else owner.set(name2, field);
   };
   (s3.dependencies ?? []).forEach((d, i2) => {
@@ -38138,26 +38392,57 @@ function dependencyIssues(s3, vars) {
   const checkArgv = (path6, argv) => argv.forEach((arg, i2) => {
     const problem = serviceArgError(arg, depVars);
     if (problem) issues.push({ path: [...path6, i2], message: problem });
-    else if (usesMainPort(arg)) issues.push({ path: [...path6, i2], message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>` });
+    else if (usesMainPort(arg))
+      issues.push({
+        path: [...path6, i2],
+        message: `${JSON.stringify(arg)}: $PORT is the service's port, not a dependency's: use its own $PORT_<NAME>`
+      });
   });
   (s3.dependencies ?? []).forEach((d, i2) => {
     const at = ["dependencies", i2];
-    if (d.command[0] === "") issues.push({ path: [...at, "command", 0], message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]` });
+    if (d.command[0] === "")
+      issues.push({
+        path: [...at, "command", 0],
+        message: `required, an argv list such as ["/usr/bin/redis-server", "--port", "$${portVariable(d.name)}"]`
+      });
     checkArgv([...at, "command"], d.command);
     for (const [k, v] of Object.entries(d.env ?? {})) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) issues.push({ path: [...at, "env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-      else if (k !== "PORT" && hostSetsEnv(k)) issues.push({ path: [...at, "env", k], message: "set by the host (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name another variable" });
-      else if (serviceArgError(v, depVars)) issues.push({ path: [...at, "env", k], message: serviceArgError(v, depVars) });
-      else if (usesMainPort(v)) issues.push({ path: [...at, "env", k], message: `$PORT is the service's port, not a dependency's: use its own $${portVariable(d.name)}` });
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+        issues.push({
+          path: [...at, "env", k],
+          message: "must be a variable name: letters, digits and _, not starting with a digit"
+        });
+      else if (k !== "PORT" && hostSetsEnv(k))
+        issues.push({
+          path: [...at, "env", k],
+          message: "set by the host (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name another variable"
+        });
+      else if (serviceArgError(v, depVars))
+        issues.push({ path: [...at, "env", k], message: serviceArgError(v, depVars) });
+      else if (usesMainPort(v))
+        issues.push({
+          path: [...at, "env", k],
+          message: `$PORT is the service's port, not a dependency's: use its own $${portVariable(d.name)}`
+        });
     }
     const own2 = [d.name, ...d.ports ?? []].map(portVariable);
     const { tcp, command } = d.ready;
-    if (tcp !== void 0 && command !== void 0) issues.push({ path: [...at, "ready"], message: "one of tcp or command, not both" });
-    else if (tcp !== void 0 && !own2.includes(tcp)) issues.push({ path: [...at, "ready", "tcp"], message: `${JSON.stringify(tcp)} is not a port of this dependency: name one of ${own2.join(", ")} (the variable, as command names it)` });
+    if (tcp !== void 0 && command !== void 0)
+      issues.push({ path: [...at, "ready"], message: "one of tcp or command, not both" });
+    else if (tcp !== void 0 && !own2.includes(tcp))
+      issues.push({
+        path: [...at, "ready", "tcp"],
+        message: `${JSON.stringify(tcp)} is not a port of this dependency: name one of ${own2.join(", ")} (the variable, as command names it)`
+      });
     else if (command !== void 0) {
-      if (command.length === 0 || command[0] === "") issues.push({ path: [...at, "ready", "command"], message: "the program to run, such as /usr/bin/redis-cli" });
+      if (command.length === 0 || command[0] === "")
+        issues.push({ path: [...at, "ready", "command"], message: "the program to run, such as /usr/bin/redis-cli" });
       checkArgv([...at, "ready", "command"], command);
-    } else if (tcp === void 0) issues.push({ path: [...at, "ready"], message: `required: {tcp: ${own2[0]}} (a TCP connect to it succeeds) or {command: [...]} (exits 0)` });
+    } else if (tcp === void 0)
+      issues.push({
+        path: [...at, "ready"],
+        message: `required: {tcp: ${own2[0]}} (a TCP connect to it succeeds) or {command: [...]} (exits 0)`
+      });
   });
   return issues;
 }
@@ -38176,14 +38461,23 @@ function insideBuild(p) {
 var insideMessage = (p) => `must be a relative path inside the build (each arm's release), got ${JSON.stringify(p)}`;
 function protoFileIssues(w) {
   const files = w.proto_files ?? [];
-  if (w.proto_import_paths && files.length === 0) return [{ path: ["proto_import_paths"], message: "only with proto_files, which it finds them in" }];
+  if (w.proto_import_paths && files.length === 0)
+    return [{ path: ["proto_import_paths"], message: "only with proto_files, which it finds them in" }];
   if (files.length === 0) return [];
-  if (w.protocol !== "grpc") return [{ path: ["proto_files"], message: `only a grpc workload describes its methods (protocol is ${JSON.stringify(w.protocol)})` }];
-  if (w.proto_descriptor_set !== void 0) return [{ path: ["proto_files"], message: "give proto_files or proto_descriptor_set, not both" }];
+  if (w.protocol !== "grpc")
+    return [
+      {
+        path: ["proto_files"],
+        message: `only a grpc workload describes its methods (protocol is ${JSON.stringify(w.protocol)})`
+      }
+    ];
+  if (w.proto_descriptor_set !== void 0)
+    return [{ path: ["proto_files"], message: "give proto_files or proto_descriptor_set, not both" }];
   const issues = [];
   files.forEach((f, i2) => {
     if (!insideBuild(f)) issues.push({ path: ["proto_files", i2], message: insideMessage(f) });
-    else if (!f.endsWith(".proto")) issues.push({ path: ["proto_files", i2], message: `must name a .proto file, got ${JSON.stringify(f)}` });
+    else if (!f.endsWith(".proto"))
+      issues.push({ path: ["proto_files", i2], message: `must name a .proto file, got ${JSON.stringify(f)}` });
   });
   (w.proto_import_paths ?? []).forEach((d, i2) => {
     if (!insideBuild(d)) issues.push({ path: ["proto_import_paths", i2], message: insideMessage(d) });
@@ -38195,10 +38489,10 @@ function protoFileIssues(w) {
 var plan = planSchema.shape;
 var { body_file: _, ...requestFields } = requestSchema.shape;
 var request = external_exports.strictObject(requestFields);
-var rates = external_exports.union([
-  external_exports.array(rate).min(1),
-  external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })
-], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
+var rates = external_exports.union(
+  [external_exports.array(rate).min(1), external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })],
+  { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" }
+);
 var workload = external_exports.strictObject({
   name,
   rates,
@@ -38215,17 +38509,44 @@ var workload = external_exports.strictObject({
 }).superRefine((w, ctx) => {
   w.requests.forEach((r, i2) => {
     const first = w.requests.findIndex((x) => x.name !== void 0 && x.name === r.name);
-    if (first !== i2 && r.name !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "name"], message: `"${r.name}" names requests.${first} too: each request class needs a name of its own` });
-    if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {\u2026} }" });
-    if (w.protocol === "grpc" && r.path !== void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "a gRPC call has no path; name it in grpc.method" });
-    if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i2, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
-    if (w.protocol !== "grpc" && r.path === void 0) ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "required (a path starting with /)" });
+    if (first !== i2 && r.name !== void 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["requests", i2, "name"],
+        message: `"${r.name}" names requests.${first} too: each request class needs a name of its own`
+      });
+    if (w.protocol === "grpc" && !r.grpc)
+      ctx.addIssue({
+        code: "custom",
+        path: ["requests", i2, "grpc"],
+        message: "required when protocol is grpc: { method: package.Service/Method, message: {\u2026} }"
+      });
+    if (w.protocol === "grpc" && r.path !== void 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["requests", i2, "path"],
+        message: "a gRPC call has no path; name it in grpc.method"
+      });
+    if (w.protocol !== "grpc" && r.grpc)
+      ctx.addIssue({
+        code: "custom",
+        path: ["requests", i2, "grpc"],
+        message: "only a workload with protocol: grpc makes gRPC calls"
+      });
+    if (w.protocol !== "grpc" && r.path === void 0)
+      ctx.addIssue({ code: "custom", path: ["requests", i2, "path"], message: "required (a path starting with /)" });
   });
-  if (w.proto_descriptor_set !== void 0 && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
+  if (w.proto_descriptor_set !== void 0 && w.protocol !== "grpc")
+    ctx.addIssue({
+      code: "custom",
+      path: ["proto_descriptor_set"],
+      message: "only a grpc workload describes its methods"
+    });
   for (const issue2 of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue2 });
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
-    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+    if (!checked.success)
+      ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
   }
 });
 var service = external_exports.strictObject(serviceSchema.shape).superRefine((s3, ctx) => {
@@ -38239,14 +38560,27 @@ var service = external_exports.strictObject(serviceSchema.shape).superRefine((s3
       if (problem) ctx.addIssue({ code: "custom", path: [field, i2], message: problem });
     });
   }
-  if (s3.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  if (s3.setup?.[0] === "")
+    ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
   s3.ports?.forEach((p, i2) => {
-    if (s3.ports.indexOf(p) !== i2) ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
+    if (s3.ports.indexOf(p) !== i2)
+      ctx.addIssue({ code: "custom", path: ["ports", i2], message: `"${p}" is named twice` });
   });
   for (const [k, v] of Object.entries(s3.env ?? {})) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s3.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s3.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
-    else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+      ctx.addIssue({
+        code: "custom",
+        path: ["env", k],
+        message: "must be a variable name: letters, digits and _, not starting with a digit"
+      });
+    else if (hostSetsEnv(k, s3.port_env))
+      ctx.addIssue({
+        code: "custom",
+        path: ["env", k],
+        message: `set by the host (PATH, HOME, ${s3.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable`
+      });
+    else if (serviceArgError(v, vars))
+      ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars) });
   }
 });
 var PROFILE_MODES = ["on-red", "always", "never"];
@@ -38337,7 +38671,9 @@ function lineOf(doc, lines, path6, keyNode) {
     if (keyNode && n2 === path6.length) {
       const parent = doc.getIn(prefix.slice(0, -1), true);
       if ((0, import_yaml.isMap)(parent)) {
-        const pair = parent.items.find((it) => String(it.key?.value) === String(prefix.at(-1)));
+        const pair = parent.items.find(
+          (it) => String(it.key?.value) === String(prefix.at(-1))
+        );
         const range = pair?.key?.range;
         if (range) return lines.linePos(range[0]).line;
       }
@@ -38363,7 +38699,10 @@ var MAX_DEFAULT_SLICE_SECONDS = 9;
 var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
 function sliceDesign(config2, rate2) {
   const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
-  const seconds = config2.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
+  const seconds = config2.slices.seconds ?? Math.min(
+    MAX_DEFAULT_SLICE_SECONDS,
+    Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4)
+  );
   const pairs2 = config2.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs: pairs2 };
 }
@@ -38786,7 +39125,7 @@ import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-// ../../main/node_modules/is-plain-obj/index.js
+// node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
   if (typeof value !== "object" || value === null) {
     return false;
@@ -38795,7 +39134,7 @@ function isPlainObject2(value) {
   return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
 }
 
-// ../../main/node_modules/execa/lib/arguments/file-url.js
+// node_modules/execa/lib/arguments/file-url.js
 import { fileURLToPath } from "node:url";
 var safeNormalizeFileUrl = (file2, name2) => {
   const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
@@ -38808,7 +39147,7 @@ var normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() 
 var isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
 var normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath(file2) : file2;
 
-// ../../main/node_modules/execa/lib/methods/parameters.js
+// node_modules/execa/lib/methods/parameters.js
 var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   const filePath = safeNormalizeFileUrl(rawFile, "First argument");
   const [commandArguments, options] = isPlainObject2(rawArguments) ? [[], rawArguments] : [rawArguments, rawOptions];
@@ -38829,10 +39168,10 @@ var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   return [filePath, normalizedArguments, options];
 };
 
-// ../../main/node_modules/execa/lib/methods/template.js
+// node_modules/execa/lib/methods/template.js
 import { ChildProcess } from "node:child_process";
 
-// ../../main/node_modules/execa/lib/utils/uint-array.js
+// node_modules/execa/lib/utils/uint-array.js
 import { StringDecoder } from "node:string_decoder";
 var { toString: objectToString } = Object.prototype;
 var isArrayBuffer = (value) => objectToString.call(value) === "[object ArrayBuffer]";
@@ -38879,7 +39218,7 @@ var getJoinLength = (uint8Arrays) => {
   return joinLength;
 };
 
-// ../../main/node_modules/execa/lib/methods/template.js
+// node_modules/execa/lib/methods/template.js
 var isTemplateString = (templates) => Array.isArray(templates) && Array.isArray(templates.raw);
 var parseTemplates = (templates, expressions) => {
   let tokens = [];
@@ -38979,20 +39318,20 @@ var getSubprocessResult = ({ stdout }) => {
   throw new TypeError(`Unexpected "${typeof stdout}" stdout in template expression`);
 };
 
-// ../../main/node_modules/execa/lib/methods/main-sync.js
+// node_modules/execa/lib/methods/main-sync.js
 import { spawnSync } from "node:child_process";
 
-// ../../main/node_modules/execa/lib/arguments/specific.js
+// node_modules/execa/lib/arguments/specific.js
 import { debuglog } from "node:util";
 
-// ../../main/node_modules/execa/lib/utils/standard-stream.js
+// node_modules/execa/lib/utils/standard-stream.js
 import process2 from "node:process";
 var isStandardStream = (stream) => STANDARD_STREAMS.includes(stream);
 var STANDARD_STREAMS = [process2.stdin, process2.stdout, process2.stderr];
 var STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
 var getStreamName = (fdNumber) => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
-// ../../main/node_modules/execa/lib/arguments/specific.js
+// node_modules/execa/lib/arguments/specific.js
 var normalizeFdSpecificOptions = (options) => {
   const optionsCopy = { ...options };
   for (const optionName of FD_SPECIFIC_OPTIONS) {
@@ -39062,7 +39401,7 @@ var DEFAULT_OPTIONS = {
 var FD_SPECIFIC_OPTIONS = ["lines", "buffer", "maxBuffer", "verbose", "stripFinalNewline"];
 var getFdSpecificValue = (optionArray, fdNumber) => fdNumber === "ipc" ? optionArray.at(-1) : optionArray[fdNumber];
 
-// ../../main/node_modules/execa/lib/verbose/values.js
+// node_modules/execa/lib/verbose/values.js
 var isVerbose = ({ verbose }, fdNumber) => getFdVerbose(verbose, fdNumber) !== "none";
 var isFullVerbose = ({ verbose }, fdNumber) => !["none", "short"].includes(getFdVerbose(verbose, fdNumber));
 var getVerboseFunction = ({ verbose }, fdNumber) => {
@@ -39074,10 +39413,10 @@ var getFdGenericVerbose = (verbose) => verbose.find((fdVerbose) => isVerboseFunc
 var isVerboseFunction = (fdVerbose) => typeof fdVerbose === "function";
 var VERBOSE_VALUES = ["none", "short", "full"];
 
-// ../../main/node_modules/execa/lib/verbose/log.js
+// node_modules/execa/lib/verbose/log.js
 import { inspect } from "node:util";
 
-// ../../main/node_modules/execa/lib/arguments/escape.js
+// node_modules/execa/lib/arguments/escape.js
 import { platform } from "node:process";
 import { stripVTControlCharacters } from "node:util";
 var joinCommand = (filePath, rawArguments) => {
@@ -39122,7 +39461,7 @@ var quoteString = (escapedArgument) => {
 };
 var NO_ESCAPE_REGEXP = /^[\w./-]+$/;
 
-// ../../main/node_modules/is-unicode-supported/index.js
+// node_modules/is-unicode-supported/index.js
 import process3 from "node:process";
 function isUnicodeSupported() {
   const { env } = process3;
@@ -39133,7 +39472,7 @@ function isUnicodeSupported() {
   return Boolean(env.WT_SESSION) || Boolean(env.TERMINUS_SUBLIME) || env.ConEmuTask === "{cmd::Cmder}" || TERM_PROGRAM === "Terminus-Sublime" || TERM_PROGRAM === "vscode" || TERM === "xterm-256color" || TERM === "alacritty" || TERM === "rxvt-unicode" || TERM === "rxvt-unicode-256color" || env.TERMINAL_EMULATOR === "JetBrains-JediTerm";
 }
 
-// ../../main/node_modules/figures/index.js
+// node_modules/figures/index.js
 var common = {
   circleQuestionMark: "(?)",
   questionMarkPrefix: "(?)",
@@ -39409,7 +39748,7 @@ var figures = shouldUseMain ? mainSymbols : fallbackSymbols;
 var figures_default = figures;
 var replacements = Object.entries(specialMainSymbols);
 
-// ../../main/node_modules/yoctocolors/base.js
+// node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
 var format = (open2, close) => {
@@ -39499,7 +39838,7 @@ var underlineMagentaBright = format("58;5;13", 59);
 var underlineCyanBright = format("58;5;14", 59);
 var underlineWhiteBright = format("58;5;15", 59);
 
-// ../../main/node_modules/execa/lib/verbose/default.js
+// node_modules/execa/lib/verbose/default.js
 var defaultVerboseFunction = ({
   type,
   message,
@@ -39538,7 +39877,7 @@ var COLORS = {
   duration: () => gray
 };
 
-// ../../main/node_modules/execa/lib/verbose/custom.js
+// node_modules/execa/lib/verbose/custom.js
 var applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
   const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
   return printedLines.map(({ verboseLine, verboseObject }) => applyVerboseFunction(verboseLine, verboseObject, verboseFunction)).filter((printedLine) => printedLine !== void 0).map((printedLine) => appendNewline(printedLine)).join("");
@@ -39555,7 +39894,7 @@ var applyVerboseFunction = (verboseLine, verboseObject, verboseFunction) => {
 var appendNewline = (printedLine) => printedLine.endsWith("\n") ? printedLine : `${printedLine}
 `;
 
-// ../../main/node_modules/execa/lib/verbose/log.js
+// node_modules/execa/lib/verbose/log.js
 var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result }) => {
   const verboseObject = getVerboseObject({ type, result, verboseInfo });
   const printedLines = getPrintedLines(verboseMessage, verboseObject);
@@ -39589,7 +39928,7 @@ var serializeVerboseMessage = (message) => {
 };
 var TAB_SIZE = 2;
 
-// ../../main/node_modules/execa/lib/verbose/start.js
+// node_modules/execa/lib/verbose/start.js
 var logCommand = (escapedCommand, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -39601,7 +39940,7 @@ var logCommand = (escapedCommand, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/verbose/info.js
+// node_modules/execa/lib/verbose/info.js
 var getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
   validateVerbose(verbose);
   const commandId = getCommandId(verbose);
@@ -39629,12 +39968,12 @@ var validateVerbose = (verbose) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/return/duration.js
+// node_modules/execa/lib/return/duration.js
 import { hrtime } from "node:process";
 var getStartTime = () => hrtime.bigint();
 var getDurationMs = (startTime) => Number(hrtime.bigint() - startTime) / 1e6;
 
-// ../../main/node_modules/execa/lib/arguments/command.js
+// node_modules/execa/lib/arguments/command.js
 var handleCommand = (filePath, rawArguments, rawOptions) => {
   const startTime = getStartTime();
   const { command, escapedCommand } = joinCommand(filePath, rawArguments);
@@ -39649,16 +39988,16 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
   };
 };
 
-// ../../main/node_modules/execa/lib/arguments/options.js
+// node_modules/execa/lib/arguments/options.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 import path5 from "node:path";
 import process6 from "node:process";
 
-// ../../main/node_modules/npm-run-path/index.js
+// node_modules/npm-run-path/index.js
 import process4 from "node:process";
 import path2 from "node:path";
 
-// ../../main/node_modules/npm-run-path/node_modules/path-key/index.js
+// node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
   const {
     env = process.env,
@@ -39670,7 +40009,7 @@ function pathKey(options = {}) {
   return Object.keys(env).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
 }
 
-// ../../main/node_modules/unicorn-magic/node.js
+// node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
 import path from "node:path";
@@ -39694,7 +40033,7 @@ function traversePathUp(startPath) {
 }
 var TEN_MEGABYTES_IN_BYTES = 10 * 1024 * 1024;
 
-// ../../main/node_modules/npm-run-path/index.js
+// node_modules/npm-run-path/index.js
 var npmRunPath = ({
   cwd = process4.cwd(),
   path: pathOption = process4.env[pathKey()],
@@ -39735,10 +40074,10 @@ var npmRunPathEnv = ({ env = process4.env, ...options } = {}) => {
   return env;
 };
 
-// ../../main/node_modules/execa/lib/terminate/kill.js
+// node_modules/execa/lib/terminate/kill.js
 import { setTimeout as setTimeout2 } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/return/final-error.js
+// node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
   const ErrorClass = isSync ? ExecaSyncError : ExecaError;
   const options = originalError instanceof DiscardedError ? {} : { cause: originalError };
@@ -39770,13 +40109,13 @@ var ExecaSyncError = class extends Error {
 };
 setErrorName(ExecaSyncError, ExecaSyncError.name);
 
-// ../../main/node_modules/execa/lib/terminate/signal.js
+// node_modules/execa/lib/terminate/signal.js
 import { constants as constants3 } from "node:os";
 
-// ../../main/node_modules/human-signals/build/src/main.js
+// node_modules/human-signals/build/src/main.js
 import { constants as constants2 } from "node:os";
 
-// ../../main/node_modules/human-signals/build/src/realtime.js
+// node_modules/human-signals/build/src/realtime.js
 var getRealtimeSignals = () => {
   const length = SIGRTMAX - SIGRTMIN + 1;
   return Array.from({ length }, getRealtimeSignal);
@@ -39791,10 +40130,10 @@ var getRealtimeSignal = (value, index) => ({
 var SIGRTMIN = 34;
 var SIGRTMAX = 64;
 
-// ../../main/node_modules/human-signals/build/src/signals.js
+// node_modules/human-signals/build/src/signals.js
 import { constants } from "node:os";
 
-// ../../main/node_modules/human-signals/build/src/core.js
+// node_modules/human-signals/build/src/core.js
 var SIGNALS = [
   {
     name: "SIGHUP",
@@ -40067,7 +40406,7 @@ var SIGNALS = [
   }
 ];
 
-// ../../main/node_modules/human-signals/build/src/signals.js
+// node_modules/human-signals/build/src/signals.js
 var getSignals = () => {
   const realtimeSignals = getRealtimeSignals();
   const signals2 = [...SIGNALS, ...realtimeSignals].map(normalizeSignal);
@@ -40089,7 +40428,7 @@ var normalizeSignal = ({
   return { name: name2, number: number4, description, supported, action, forced, standard };
 };
 
-// ../../main/node_modules/human-signals/build/src/main.js
+// node_modules/human-signals/build/src/main.js
 var getSignalsByName = () => {
   const signals2 = getSignals();
   return Object.fromEntries(signals2.map(getSignalByName));
@@ -40140,7 +40479,7 @@ var findSignalByNumber = (number4, signals2) => {
 };
 var signalsByNumber = getSignalsByNumber();
 
-// ../../main/node_modules/execa/lib/terminate/signal.js
+// node_modules/execa/lib/terminate/signal.js
 var normalizeKillSignal = (killSignal) => {
   const optionName = "option `killSignal`";
   if (killSignal === 0) {
@@ -40184,7 +40523,7 @@ var getAvailableSignalNames = () => Object.keys(constants3.signals).sort().map((
 var getAvailableSignalIntegers = () => [...new Set(Object.values(constants3.signals).sort((signalInteger, signalIntegerTwo) => signalInteger - signalIntegerTwo))].join(", ");
 var getSignalDescription = (signal) => signalsByName[signal].description;
 
-// ../../main/node_modules/execa/lib/terminate/kill.js
+// node_modules/execa/lib/terminate/kill.js
 var normalizeForceKillAfterDelay = (forceKillAfterDelay) => {
   if (forceKillAfterDelay === false) {
     return forceKillAfterDelay;
@@ -40251,7 +40590,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
   }
 };
 
-// ../../main/node_modules/execa/lib/utils/abort-signal.js
+// node_modules/execa/lib/utils/abort-signal.js
 import { once } from "node:events";
 var onAbortedSignal = async (mainSignal, stopSignal) => {
   if (!mainSignal.aborted) {
@@ -40259,7 +40598,7 @@ var onAbortedSignal = async (mainSignal, stopSignal) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/terminate/cancel.js
+// node_modules/execa/lib/terminate/cancel.js
 var validateCancelSignal = ({ cancelSignal }) => {
   if (cancelSignal !== void 0 && Object.prototype.toString.call(cancelSignal) !== "[object AbortSignal]") {
     throw new Error(`The \`cancelSignal\` option must be an AbortSignal: ${String(cancelSignal)}`);
@@ -40273,13 +40612,13 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
   throw cancelSignal.reason;
 };
 
-// ../../main/node_modules/execa/lib/ipc/graceful.js
+// node_modules/execa/lib/ipc/graceful.js
 import { scheduler as scheduler2 } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/ipc/send.js
+// node_modules/execa/lib/ipc/send.js
 import { promisify as promisify2 } from "node:util";
 
-// ../../main/node_modules/execa/lib/ipc/validation.js
+// node_modules/execa/lib/ipc/validation.js
 var validateIpcMethod = ({ methodName, isSubprocess, ipc, isConnected: isConnected2 }) => {
   validateIpcOption(methodName, isSubprocess, ipc);
   validateConnection(methodName, isSubprocess, isConnected2);
@@ -40351,7 +40690,7 @@ var disconnect = (anyProcess) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/utils/deferred.js
+// node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
   const promise2 = new Promise((resolve2, reject) => {
@@ -40360,7 +40699,7 @@ var createDeferred = () => {
   return Object.assign(promise2, methods);
 };
 
-// ../../main/node_modules/execa/lib/arguments/fd-options.js
+// node_modules/execa/lib/arguments/fd-options.js
 var getToStream = (destination, to = "stdin") => {
   const isWritable = true;
   const { options, fileDescriptors } = SUBPROCESS_OPTIONS.get(destination);
@@ -40440,10 +40779,10 @@ var serializeOptionValue = (value) => {
   return typeof value === "number" ? `${value}` : "Stream";
 };
 
-// ../../main/node_modules/execa/lib/ipc/strict.js
+// node_modules/execa/lib/ipc/strict.js
 import { once as once3 } from "node:events";
 
-// ../../main/node_modules/execa/lib/utils/max-listeners.js
+// node_modules/execa/lib/utils/max-listeners.js
 import { addAbortListener } from "node:events";
 var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   const maxListeners = eventEmitter.getMaxListeners();
@@ -40456,14 +40795,14 @@ var incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/ipc/forward.js
+// node_modules/execa/lib/ipc/forward.js
 import { EventEmitter } from "node:events";
 
-// ../../main/node_modules/execa/lib/ipc/incoming.js
+// node_modules/execa/lib/ipc/incoming.js
 import { once as once2 } from "node:events";
 import { scheduler } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/ipc/reference.js
+// node_modules/execa/lib/ipc/reference.js
 var addReference = (channel, reference) => {
   if (reference) {
     addReferenceCount(channel);
@@ -40493,7 +40832,7 @@ var redoAddedReferences = (channel, isSubprocess) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/ipc/incoming.js
+// node_modules/execa/lib/ipc/incoming.js
 var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappedMessage) => {
   if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
     return;
@@ -40534,7 +40873,7 @@ var onDisconnect = async ({ anyProcess, channel, isSubprocess, ipcEmitter, bound
 };
 var INCOMING_MESSAGES = /* @__PURE__ */ new WeakMap();
 
-// ../../main/node_modules/execa/lib/ipc/forward.js
+// node_modules/execa/lib/ipc/forward.js
 var getIpcEmitter = (anyProcess, channel, isSubprocess) => {
   if (IPC_EMITTERS.has(anyProcess)) {
     return IPC_EMITTERS.get(anyProcess);
@@ -40573,7 +40912,7 @@ var isConnected = (anyProcess) => {
   return ipcEmitter === void 0 ? anyProcess.channel !== null : ipcEmitter.connected;
 };
 
-// ../../main/node_modules/execa/lib/ipc/strict.js
+// node_modules/execa/lib/ipc/strict.js
 var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) => {
   if (!strict) {
     return message;
@@ -40656,7 +40995,7 @@ var throwOnDisconnect = async (anyProcess, isSubprocess, { signal }) => {
 var REQUEST_TYPE = "execa:ipc:request";
 var RESPONSE_TYPE = "execa:ipc:response";
 
-// ../../main/node_modules/execa/lib/ipc/outgoing.js
+// node_modules/execa/lib/ipc/outgoing.js
 var startSendMessage = (anyProcess, wrappedMessage, strict) => {
   if (!OUTGOING_MESSAGES.has(anyProcess)) {
     OUTGOING_MESSAGES.set(anyProcess, /* @__PURE__ */ new Set());
@@ -40683,7 +41022,7 @@ var OUTGOING_MESSAGES = /* @__PURE__ */ new WeakMap();
 var hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount("message") > getMinListenerCount(anyProcess);
 var getMinListenerCount = (anyProcess) => SUBPROCESS_OPTIONS.has(anyProcess) && !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, "ipc") ? 1 : 0;
 
-// ../../main/node_modules/execa/lib/ipc/send.js
+// node_modules/execa/lib/ipc/send.js
 var sendMessage = ({ anyProcess, channel, isSubprocess, ipc }, message, { strict = false } = {}) => {
   const methodName = "sendMessage";
   validateIpcMethod({
@@ -40753,7 +41092,7 @@ var getSendMethod = (anyProcess) => {
 };
 var PROCESS_SEND_METHODS = /* @__PURE__ */ new WeakMap();
 
-// ../../main/node_modules/execa/lib/ipc/graceful.js
+// node_modules/execa/lib/ipc/graceful.js
 var sendAbort = (subprocess, message) => {
   const methodName = "cancelSignal";
   validateConnection(methodName, false, subprocess.connected);
@@ -40804,7 +41143,7 @@ var abortOnDisconnect = () => {
 };
 var cancelController = new AbortController();
 
-// ../../main/node_modules/execa/lib/terminate/graceful.js
+// node_modules/execa/lib/terminate/graceful.js
 var validateGracefulCancel = ({ gracefulCancel, cancelSignal, ipc, serialization }) => {
   if (!gracefulCancel) {
     return;
@@ -40860,7 +41199,7 @@ var getReason = ({ reason }) => {
   return error62;
 };
 
-// ../../main/node_modules/execa/lib/terminate/timeout.js
+// node_modules/execa/lib/terminate/timeout.js
 import { setTimeout as setTimeout3 } from "node:timers/promises";
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
@@ -40875,7 +41214,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
   throw new DiscardedError();
 };
 
-// ../../main/node_modules/execa/lib/methods/node.js
+// node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
 import path3 from "node:path";
 var mapNode = ({ options }) => {
@@ -40916,7 +41255,7 @@ var handleNodeOption = (file2, commandArguments, {
   ];
 };
 
-// ../../main/node_modules/execa/lib/ipc/ipc-input.js
+// node_modules/execa/lib/ipc/ipc-input.js
 import { serialize } from "node:v8";
 var validateIpcInputOption = ({ ipcInput, ipc, serialization }) => {
   if (ipcInput === void 0) {
@@ -40952,7 +41291,7 @@ var sendIpcInput = async (subprocess, ipcInput) => {
   await subprocess.sendMessage(ipcInput);
 };
 
-// ../../main/node_modules/execa/lib/arguments/encoding-option.js
+// node_modules/execa/lib/arguments/encoding-option.js
 var validateEncoding = ({ encoding }) => {
   if (ENCODINGS.has(encoding)) {
     return;
@@ -40994,7 +41333,7 @@ var ENCODING_ALIASES = {
 };
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
-// ../../main/node_modules/execa/lib/arguments/cwd.js
+// node_modules/execa/lib/arguments/cwd.js
 import { statSync } from "node:fs";
 import path4 from "node:path";
 import process5 from "node:process";
@@ -41030,7 +41369,7 @@ ${originalMessage}`;
   return originalMessage;
 };
 
-// ../../main/node_modules/execa/lib/arguments/options.js
+// node_modules/execa/lib/arguments/options.js
 var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   rawOptions.cwd = normalizeCwd(rawOptions.cwd);
   const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
@@ -41101,13 +41440,13 @@ var getEnv = ({ env: envOption, extendEnv, preferLocal, node: node2, localDirect
   return env;
 };
 
-// ../../main/node_modules/execa/lib/arguments/shell.js
+// node_modules/execa/lib/arguments/shell.js
 var concatenateShell = (file2, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file2, ...commandArguments].join(" "), [], options] : [file2, commandArguments, options];
 
-// ../../main/node_modules/execa/lib/return/message.js
+// node_modules/execa/lib/return/message.js
 import { inspect as inspect2 } from "node:util";
 
-// ../../main/node_modules/strip-final-newline/index.js
+// node_modules/strip-final-newline/index.js
 function stripFinalNewline(input2) {
   if (typeof input2 === "string") {
     return stripFinalNewlineString(input2);
@@ -41124,11 +41463,11 @@ var LF_BINARY = LF.codePointAt(0);
 var CR = "\r";
 var CR_BINARY = CR.codePointAt(0);
 
-// ../../main/node_modules/get-stream/source/index.js
+// node_modules/get-stream/source/index.js
 import { on } from "node:events";
 import { finished } from "node:stream/promises";
 
-// ../../main/node_modules/is-stream/index.js
+// node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
   return stream !== null && typeof stream === "object" && (stream.writable || stream.readable || !checkOpen || stream.writable === void 0 && stream.readable === void 0) && typeof stream.pipe === "function";
 }
@@ -41142,7 +41481,7 @@ function isDuplexStream(stream, options) {
   return isWritableStream(stream, options) && isReadableStream(stream, options);
 }
 
-// ../../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+// node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 var a = Object.getPrototypeOf(
   Object.getPrototypeOf(
     /* istanbul ignore next */
@@ -41230,7 +41569,7 @@ function h({ preventCancel: r = false } = {}) {
   return s3[n] = t, s3;
 }
 
-// ../../main/node_modules/get-stream/source/stream.js
+// node_modules/get-stream/source/stream.js
 var getAsyncIterable = (stream) => {
   if (isReadableStream(stream, { checkOpen: false }) && nodeImports.on !== void 0) {
     return getStreamIterable(stream);
@@ -41278,7 +41617,7 @@ var handleStreamEnd = async (stream, controller, state) => {
 };
 var nodeImports = {};
 
-// ../../main/node_modules/get-stream/source/contents.js
+// node_modules/get-stream/source/contents.js
 var getStreamContents = async (stream, { init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize: finalize2 }, { maxBuffer = Number.POSITIVE_INFINITY } = {}) => {
   const asyncIterable = getAsyncIterable(stream);
   const state = init();
@@ -41373,7 +41712,7 @@ var MaxBufferError = class extends Error {
   }
 };
 
-// ../../main/node_modules/get-stream/source/utils.js
+// node_modules/get-stream/source/utils.js
 var identity2 = (value) => value;
 var noop = () => void 0;
 var getContentsProperty = ({ contents }) => contents;
@@ -41382,7 +41721,7 @@ var throwObjectStream = (chunk) => {
 };
 var getLengthProperty = (convertedChunk) => convertedChunk.length;
 
-// ../../main/node_modules/get-stream/source/array.js
+// node_modules/get-stream/source/array.js
 async function getStreamAsArray(stream, options) {
   return getStreamContents(stream, arrayMethods, options);
 }
@@ -41409,7 +41748,7 @@ var arrayMethods = {
   finalize: getContentsProperty
 };
 
-// ../../main/node_modules/get-stream/source/array-buffer.js
+// node_modules/get-stream/source/array-buffer.js
 async function getStreamAsArrayBuffer(stream, options) {
   return getStreamContents(stream, arrayBufferMethods, options);
 }
@@ -41462,7 +41801,7 @@ var arrayBufferMethods = {
   finalize: finalizeArrayBuffer
 };
 
-// ../../main/node_modules/get-stream/source/string.js
+// node_modules/get-stream/source/string.js
 async function getStreamAsString(stream, options) {
   return getStreamContents(stream, stringMethods, options);
 }
@@ -41491,10 +41830,10 @@ var stringMethods = {
   finalize: getContentsProperty
 };
 
-// ../../main/node_modules/get-stream/source/index.js
+// node_modules/get-stream/source/index.js
 Object.assign(nodeImports, { on, finished });
 
-// ../../main/node_modules/execa/lib/io/max-buffer.js
+// node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error62, stream, readableObjectMode, lines, encoding, fdNumber }) => {
   if (!(error62 instanceof MaxBufferError)) {
     throw error62;
@@ -41553,7 +41892,7 @@ var truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
 };
 var getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
-// ../../main/node_modules/execa/lib/return/message.js
+// node_modules/execa/lib/return/message.js
 var createMessages = ({
   stdio,
   all: all2,
@@ -41671,7 +42010,7 @@ var serializeMessageItem = (messageItem) => {
   return "";
 };
 
-// ../../main/node_modules/execa/lib/return/result.js
+// node_modules/execa/lib/return/result.js
 var makeSuccessResult = ({
   command,
   escapedCommand,
@@ -41844,7 +42183,7 @@ var normalizeExitPayload = (rawExitCode, rawSignal) => {
   return { exitCode, signal, signalDescription };
 };
 
-// ../../main/node_modules/parse-ms/index.js
+// node_modules/parse-ms/index.js
 var toZeroIfInfinity = (value) => Number.isFinite(value) ? value : 0;
 function parseNumber(milliseconds) {
   return {
@@ -41883,7 +42222,7 @@ function parseMilliseconds(milliseconds) {
   throw new TypeError("Expected a finite number or bigint");
 }
 
-// ../../main/node_modules/pretty-ms/index.js
+// node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
 var pluralize = (word, count5) => count5 === 1 || count5 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
@@ -41983,7 +42322,7 @@ function prettyMilliseconds(milliseconds, options) {
   return sign + result.join(separator);
 }
 
-// ../../main/node_modules/execa/lib/verbose/error.js
+// node_modules/execa/lib/verbose/error.js
 var logError = (result, verboseInfo) => {
   if (result.failed) {
     verboseLog({
@@ -41995,7 +42334,7 @@ var logError = (result, verboseInfo) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/verbose/complete.js
+// node_modules/execa/lib/verbose/complete.js
 var logResult = (result, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
@@ -42013,7 +42352,7 @@ var logDuration = (result, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/return/reject.js
+// node_modules/execa/lib/return/reject.js
 var handleResult = (result, verboseInfo, { reject }) => {
   logResult(result, verboseInfo);
   if (result.failed && reject) {
@@ -42022,10 +42361,10 @@ var handleResult = (result, verboseInfo, { reject }) => {
   return result;
 };
 
-// ../../main/node_modules/execa/lib/stdio/handle-sync.js
+// node_modules/execa/lib/stdio/handle-sync.js
 import { readFileSync as readFileSync4 } from "node:fs";
 
-// ../../main/node_modules/execa/lib/stdio/type.js
+// node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
   if (isAsyncGenerator(value)) {
     return "asyncGenerator";
@@ -42151,7 +42490,7 @@ var TYPE_TO_MESSAGE = {
   uint8Array: "a Uint8Array"
 };
 
-// ../../main/node_modules/execa/lib/transform/object-mode.js
+// node_modules/execa/lib/transform/object-mode.js
 var getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === "output" ? getOutputObjectModes(objectMode, index, newTransforms) : getInputObjectModes(objectMode, index, newTransforms);
 var getOutputObjectModes = (objectMode, index, newTransforms) => {
   const writableObjectMode = index !== 0 && newTransforms[index - 1].value.readableObjectMode;
@@ -42171,7 +42510,7 @@ var getFdObjectMode = (stdioItems, direction) => {
   return direction === "input" ? lastTransform.value.writableObjectMode : lastTransform.value.readableObjectMode;
 };
 
-// ../../main/node_modules/execa/lib/transform/normalize.js
+// node_modules/execa/lib/transform/normalize.js
 var normalizeTransforms = (stdioItems, optionName, direction, options) => [
   ...stdioItems.filter(({ type }) => !TRANSFORM_TYPES.has(type)),
   ...getTransforms(stdioItems, optionName, direction, options)
@@ -42265,7 +42604,7 @@ var normalizeGenerator = ({ stdioItem, stdioItem: { value }, index, newTransform
 };
 var sortTransforms = (newTransforms, direction) => direction === "input" ? newTransforms.reverse() : newTransforms;
 
-// ../../main/node_modules/execa/lib/stdio/direction.js
+// node_modules/execa/lib/stdio/direction.js
 import process7 from "node:process";
 var getStreamDirection = (stdioItems, fdNumber, optionName) => {
   const directions = stdioItems.map((stdioItem) => getStdioItemDirection(stdioItem, fdNumber));
@@ -42315,10 +42654,10 @@ var getStandardStreamDirection = (value) => {
 };
 var DEFAULT_DIRECTION = "output";
 
-// ../../main/node_modules/execa/lib/ipc/array.js
+// node_modules/execa/lib/ipc/array.js
 var normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes("ipc") ? [...stdioArray, "ipc"] : stdioArray;
 
-// ../../main/node_modules/execa/lib/stdio/stdio-option.js
+// node_modules/execa/lib/stdio/stdio-option.js
 var normalizeStdioOption = ({ stdio, ipc, buffer, ...options }, verboseInfo, isSync) => {
   const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => addDefaultValue2(stdioOption, fdNumber));
   return isSync ? normalizeStdioSync(stdioArray, buffer, verboseInfo) : normalizeIpcStdioArray(stdioArray, ipc);
@@ -42352,7 +42691,7 @@ var addDefaultValue2 = (stdioOption, fdNumber) => {
 var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((stdioOption, fdNumber) => !buffer[fdNumber] && fdNumber !== 0 && !isFullVerbose(verboseInfo, fdNumber) && isOutputPipeOnly(stdioOption) ? "ignore" : stdioOption);
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
-// ../../main/node_modules/execa/lib/stdio/native.js
+// node_modules/execa/lib/stdio/native.js
 import { readFileSync as readFileSync3 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
@@ -42421,7 +42760,7 @@ var getStandardStream = (fdNumber, value, optionName) => {
   return standardStream;
 };
 
-// ../../main/node_modules/execa/lib/stdio/input-option.js
+// node_modules/execa/lib/stdio/input-option.js
 var handleInputOptions = ({ input: input2, inputFile }, fdNumber) => fdNumber === 0 ? [
   ...handleInputOption(input2),
   ...handleInputFileOption(inputFile)
@@ -42457,7 +42796,7 @@ var getInputFileType = (inputFile) => {
   throw new Error("The `inputFile` option must be a file path string or a file URL.");
 };
 
-// ../../main/node_modules/execa/lib/stdio/duplicate.js
+// node_modules/execa/lib/stdio/duplicate.js
 var filterDuplicates = (stdioItems) => stdioItems.filter((stdioItemOne, indexOne) => stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value || indexOne >= indexTwo || stdioItemOne.type === "generator" || stdioItemOne.type === "asyncGenerator"));
 var getDuplicateStream = ({ stdioItem: { type, value, optionName }, direction, fileDescriptors, isSync }) => {
   const otherStdioItems = getOtherStdioItems(fileDescriptors, type);
@@ -42532,7 +42871,7 @@ var throwOnDuplicateStream = (stdioItem, optionName, type) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/stdio/handle.js
+// node_modules/execa/lib/stdio/handle.js
 var handleStdio = (addProperties3, options, verboseInfo, isSync) => {
   const stdio = normalizeStdioOption(options, verboseInfo, isSync);
   const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
@@ -42692,7 +43031,7 @@ var forwardStdio = (stdioItems) => {
   return type === "native" ? value : "pipe";
 };
 
-// ../../main/node_modules/execa/lib/stdio/handle-sync.js
+// node_modules/execa/lib/stdio/handle-sync.js
 var handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
 var forbiddenIfSync = ({ type, optionName }) => {
   throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
@@ -42738,14 +43077,14 @@ var addPropertiesSync = {
   }
 };
 
-// ../../main/node_modules/execa/lib/io/strip-newline.js
+// node_modules/execa/lib/io/strip-newline.js
 var stripNewline = (value, { stripFinalNewline: stripFinalNewline2 }, fdNumber) => getStripFinalNewline(stripFinalNewline2, fdNumber) && value !== void 0 && !Array.isArray(value) ? stripFinalNewline(value) : value;
 var getStripFinalNewline = (stripFinalNewline2, fdNumber) => fdNumber === "all" ? stripFinalNewline2[1] || stripFinalNewline2[2] : stripFinalNewline2[fdNumber];
 
-// ../../main/node_modules/execa/lib/transform/generator.js
+// node_modules/execa/lib/transform/generator.js
 import { Transform, getDefaultHighWaterMark } from "node:stream";
 
-// ../../main/node_modules/execa/lib/transform/split.js
+// node_modules/execa/lib/transform/split.js
 var getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped ? void 0 : initializeSplitLines(preserveNewlines, state);
 var splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode ? chunk.flatMap((item) => splitLinesItemSync(item, preserveNewlines)) : splitLinesItemSync(chunk, preserveNewlines);
 var splitLinesItemSync = (chunk, preserveNewlines) => {
@@ -42825,7 +43164,7 @@ var linesUint8ArrayInfo = {
   concatBytes: concatUint8Array
 };
 
-// ../../main/node_modules/execa/lib/transform/validate.js
+// node_modules/execa/lib/transform/validate.js
 import { Buffer as Buffer2 } from "node:buffer";
 var getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode ? void 0 : validateStringTransformInput.bind(void 0, optionName);
 var validateStringTransformInput = function* (optionName, chunk) {
@@ -42854,7 +43193,7 @@ Instead, \`yield\` should either be called with a value, or not be called at all
   }
 };
 
-// ../../main/node_modules/execa/lib/transform/encoding-transform.js
+// node_modules/execa/lib/transform/encoding-transform.js
 import { Buffer as Buffer3 } from "node:buffer";
 import { StringDecoder as StringDecoder2 } from "node:string_decoder";
 var getEncodingTransformGenerator = (binary, encoding, skipped) => {
@@ -42889,7 +43228,7 @@ var encodingStringFinal = function* (stringDecoder) {
   }
 };
 
-// ../../main/node_modules/execa/lib/transform/run-async.js
+// node_modules/execa/lib/transform/run-async.js
 import { callbackify } from "node:util";
 var pushChunks = callbackify(async (getChunks, state, getChunksArguments, transformStream) => {
   state.currentIterable = getChunks(...getChunksArguments);
@@ -42937,7 +43276,7 @@ var identityGenerator = function* (chunk) {
   yield chunk;
 };
 
-// ../../main/node_modules/execa/lib/transform/run-sync.js
+// node_modules/execa/lib/transform/run-sync.js
 var pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
   try {
     for (const chunk of getChunksSync(...getChunksArguments)) {
@@ -42979,7 +43318,7 @@ var identityGenerator2 = function* (chunk) {
   yield chunk;
 };
 
-// ../../main/node_modules/execa/lib/transform/generator.js
+// node_modules/execa/lib/transform/generator.js
 var generatorToStream = ({
   value,
   value: { transform: transform2, final, writableObjectMode, readableObjectMode },
@@ -43033,7 +43372,7 @@ var addInternalGenerators = ({ transform: transform2, final, binary, writableObj
   ].filter(Boolean);
 };
 
-// ../../main/node_modules/execa/lib/io/input-sync.js
+// node_modules/execa/lib/io/input-sync.js
 var addInputOptionsSync = (fileDescriptors, options) => {
   for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
     addInputOptionSync(fileDescriptors, fdNumber, options);
@@ -43066,10 +43405,10 @@ var validateSerializable = (newContents) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/io/output-sync.js
+// node_modules/execa/lib/io/output-sync.js
 import { writeFileSync as writeFileSync2, appendFileSync } from "node:fs";
 
-// ../../main/node_modules/execa/lib/verbose/output.js
+// node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
 var fdUsesVerbose = (fdNumber) => fdNumber === 1 || fdNumber === 2;
 var PIPED_STDIO_VALUES = /* @__PURE__ */ new Set(["pipe", "overlapped"]);
@@ -43096,7 +43435,7 @@ var logLine = (line, fdNumber, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/io/output-sync.js
+// node_modules/execa/lib/io/output-sync.js
 var transformOutputSync = ({ fileDescriptors, syncResult: { output: output2 }, options, isMaxBuffer, verboseInfo }) => {
   if (output2 === null) {
     return { output: Array.from({ length: 3 }) };
@@ -43199,7 +43538,7 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/resolve/all-sync.js
+// node_modules/execa/lib/resolve/all-sync.js
 var getAllSync = ([, stdout, stderr], options) => {
   if (!options.all) {
     return;
@@ -43222,7 +43561,7 @@ var getAllSync = ([, stdout, stderr], options) => {
   return `${stdout}${stderr}`;
 };
 
-// ../../main/node_modules/execa/lib/resolve/exit-async.js
+// node_modules/execa/lib/resolve/exit-async.js
 import { once as once4 } from "node:events";
 var waitForExit = async (subprocess, context) => {
   const [exitCode, signal] = await waitForExitOrError(subprocess);
@@ -43256,7 +43595,7 @@ var waitForSuccessfulExit = async (exitPromise) => {
 var isSubprocessErrorExit = (exitCode, signal) => exitCode === void 0 && signal === void 0;
 var isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
 
-// ../../main/node_modules/execa/lib/resolve/exit-sync.js
+// node_modules/execa/lib/resolve/exit-sync.js
 var getExitResultSync = ({ error: error62, status: exitCode, signal, output: output2 }, { maxBuffer }) => {
   const resultError = getResultError(error62, exitCode, signal);
   const timedOut = resultError?.code === "ETIMEDOUT";
@@ -43276,7 +43615,7 @@ var getResultError = (error62, exitCode, signal) => {
   return isFailedExit(exitCode, signal) ? new DiscardedError() : void 0;
 };
 
-// ../../main/node_modules/execa/lib/methods/main-sync.js
+// node_modules/execa/lib/methods/main-sync.js
 var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
   const result = spawnSubprocessSync({
@@ -43408,14 +43747,14 @@ var getSyncResult = ({ error: error62, exitCode, signal, timedOut, isMaxBuffer, 
   isSync: true
 });
 
-// ../../main/node_modules/execa/lib/methods/main-async.js
+// node_modules/execa/lib/methods/main-async.js
 import { setMaxListeners } from "node:events";
 import { spawn } from "node:child_process";
 
-// ../../main/node_modules/execa/lib/ipc/methods.js
+// node_modules/execa/lib/ipc/methods.js
 import process8 from "node:process";
 
-// ../../main/node_modules/execa/lib/ipc/get-one.js
+// node_modules/execa/lib/ipc/get-one.js
 import { once as once5, on as on2 } from "node:events";
 var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true, filter } = {}) => {
   validateIpcMethod({
@@ -43470,7 +43809,7 @@ var throwOnStrictError = async (ipcEmitter, isSubprocess, { signal }) => {
   throw getStrictResponseError(error62, isSubprocess);
 };
 
-// ../../main/node_modules/execa/lib/ipc/get-each.js
+// node_modules/execa/lib/ipc/get-each.js
 import { once as once6, on as on3 } from "node:events";
 var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
   anyProcess,
@@ -43549,7 +43888,7 @@ var throwIfStrictError = ({ error: error62 }) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/ipc/methods.js
+// node_modules/execa/lib/ipc/methods.js
 var addIpcMethods = (subprocess, { ipc }) => {
   Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
 };
@@ -43588,7 +43927,7 @@ var getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
   })
 });
 
-// ../../main/node_modules/execa/lib/return/early-error.js
+// node_modules/execa/lib/return/early-error.js
 import { ChildProcess as ChildProcess2 } from "node:child_process";
 import {
   PassThrough,
@@ -43642,7 +43981,7 @@ var duplex = () => new Duplex({ read() {
 } });
 var handleDummyPromise = async (error62, verboseInfo, options) => handleResult(error62, verboseInfo, options);
 
-// ../../main/node_modules/execa/lib/stdio/handle-async.js
+// node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
 import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
@@ -43687,7 +44026,7 @@ var addPropertiesAsync = {
   }
 };
 
-// ../../main/node_modules/@sindresorhus/merge-streams/index.js
+// node_modules/@sindresorhus/merge-streams/index.js
 import { on as on4, once as once7 } from "node:events";
 import { PassThrough as PassThroughStream, getDefaultHighWaterMark as getDefaultHighWaterMark2 } from "node:stream";
 import { finished as finished2 } from "node:stream/promises";
@@ -43904,7 +44243,7 @@ var updateMaxListeners = (passThroughStream, increment2) => {
 var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
-// ../../main/node_modules/execa/lib/io/pipeline.js
+// node_modules/execa/lib/io/pipeline.js
 import { finished as finished3 } from "node:stream/promises";
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
@@ -43942,7 +44281,7 @@ var abortSourceStream = (source) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/io/output-async.js
+// node_modules/execa/lib/io/output-async.js
 var pipeOutputAsync = (subprocess, fileDescriptors, controller) => {
   const pipeGroups = /* @__PURE__ */ new Map();
   for (const [fdNumber, { stdioItems, direction }] of Object.entries(fileDescriptors)) {
@@ -43994,10 +44333,10 @@ var setStandardStreamMaxListeners = (stream, { signal }) => {
 };
 var MAX_LISTENERS_INCREMENT = 2;
 
-// ../../main/node_modules/execa/lib/terminate/cleanup.js
+// node_modules/execa/lib/terminate/cleanup.js
 import { addAbortListener as addAbortListener2 } from "node:events";
 
-// ../../main/node_modules/signal-exit/dist/mjs/signals.js
+// node_modules/signal-exit/dist/mjs/signals.js
 var signals = [];
 signals.push("SIGHUP", "SIGINT", "SIGTERM");
 if (process.platform !== "win32") {
@@ -44021,7 +44360,7 @@ if (process.platform === "linux") {
   signals.push("SIGIO", "SIGPOLL", "SIGPWR", "SIGSTKFLT");
 }
 
-// ../../main/node_modules/signal-exit/dist/mjs/index.js
+// node_modules/signal-exit/dist/mjs/index.js
 var processOk = (process10) => !!process10 && typeof process10 === "object" && typeof process10.removeListener === "function" && typeof process10.emit === "function" && typeof process10.reallyExit === "function" && typeof process10.listeners === "function" && typeof process10.kill === "function" && typeof process10.pid === "number" && typeof process10.on === "function";
 var kExitEmitter = /* @__PURE__ */ Symbol.for("signal-exit emitter");
 var global2 = globalThis;
@@ -44248,7 +44587,7 @@ var {
   unload
 } = signalExitWrap(processOk(process9) ? new SignalExit(process9) : new SignalExitFallback());
 
-// ../../main/node_modules/execa/lib/terminate/cleanup.js
+// node_modules/execa/lib/terminate/cleanup.js
 var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   if (!cleanup || detached) {
     return;
@@ -44261,7 +44600,7 @@ var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/pipe/pipe-arguments.js
+// node_modules/execa/lib/pipe/pipe-arguments.js
 var normalizePipeArguments = ({ source, sourcePromise, boundOptions, createNested }, ...pipeArguments) => {
   const startTime = getStartTime();
   const {
@@ -44334,7 +44673,7 @@ var getSourceStream = (source, from) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/pipe/throw.js
+// node_modules/execa/lib/pipe/throw.js
 var handlePipeArgumentsError = ({
   sourceStream,
   sourceError,
@@ -44383,7 +44722,7 @@ var createNonCommandError = ({ error: error62, fileDescriptors, sourceOptions, s
 });
 var PIPE_COMMAND_MESSAGE = "source.pipe(destination)";
 
-// ../../main/node_modules/execa/lib/pipe/sequence.js
+// node_modules/execa/lib/pipe/sequence.js
 var waitForBothSubprocesses = async (subprocessPromises) => {
   const [
     { status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason },
@@ -44401,7 +44740,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
   return destinationResult;
 };
 
-// ../../main/node_modules/execa/lib/pipe/streaming.js
+// node_modules/execa/lib/pipe/streaming.js
 import { finished as finished4 } from "node:stream/promises";
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
@@ -44432,7 +44771,7 @@ var MERGED_STREAMS = /* @__PURE__ */ new WeakMap();
 var SOURCE_LISTENERS_PER_PIPE = 2;
 var DESTINATION_LISTENERS_PER_PIPE = 1;
 
-// ../../main/node_modules/execa/lib/pipe/abort.js
+// node_modules/execa/lib/pipe/abort.js
 import { aborted as aborted2 } from "node:util";
 var unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === void 0 ? [] : [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
 var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime }) => {
@@ -44447,7 +44786,7 @@ var unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fil
   });
 };
 
-// ../../main/node_modules/execa/lib/pipe/setup.js
+// node_modules/execa/lib/pipe/setup.js
 var pipeToSubprocess = (sourceInfo, ...pipeArguments) => {
   if (isPlainObject2(pipeArguments[0])) {
     return pipeToSubprocess.bind(void 0, {
@@ -44506,10 +44845,10 @@ var handlePipePromise = async ({
 };
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
-// ../../main/node_modules/execa/lib/io/contents.js
+// node_modules/execa/lib/io/contents.js
 import { setImmediate } from "node:timers/promises";
 
-// ../../main/node_modules/execa/lib/io/iterate.js
+// node_modules/execa/lib/io/iterate.js
 import { on as on5 } from "node:events";
 import { getDefaultHighWaterMark as getDefaultHighWaterMark3 } from "node:stream";
 var iterateOnSubprocessStream = ({ subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines }) => {
@@ -44602,7 +44941,7 @@ var getGenerators = ({ binary, shouldEncode, encoding, shouldSplit, preserveNewl
   getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {})
 ].filter(Boolean);
 
-// ../../main/node_modules/execa/lib/io/contents.js
+// node_modules/execa/lib/io/contents.js
 var getStreamOutput = async ({ stream, onStreamEnd, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => {
   const logPromise = logOutputAsync({
     stream,
@@ -44693,7 +45032,7 @@ var getBufferedData = async (streamPromise) => {
 };
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
-// ../../main/node_modules/execa/lib/resolve/wait-stream.js
+// node_modules/execa/lib/resolve/wait-stream.js
 import { finished as finished5 } from "node:stream/promises";
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
@@ -44746,7 +45085,7 @@ var isInputFileDescriptor = ({ fileDescriptors }, fdNumber) => fdNumber !== "all
 var isStreamAbort = (error62) => error62?.code === "ERR_STREAM_PREMATURE_CLOSE";
 var isStreamEpipe = (error62) => error62?.code === "EPIPE";
 
-// ../../main/node_modules/execa/lib/resolve/stdio.js
+// node_modules/execa/lib/resolve/stdio.js
 var waitForStdioStreams = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
   stream,
   fdNumber,
@@ -44787,7 +45126,7 @@ var waitForSubprocessStream = async ({ stream, fdNumber, encoding, buffer, maxBu
   return output2;
 };
 
-// ../../main/node_modules/execa/lib/resolve/all-async.js
+// node_modules/execa/lib/resolve/all-async.js
 var makeAllStream = ({ stdout, stderr }, { all: all2 }) => all2 && (stdout || stderr) ? mergeStreams([stdout, stderr].filter(Boolean)) : void 0;
 var waitForAllStream = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => waitForSubprocessStream({
   ...getAllStream(subprocess, buffer),
@@ -44815,10 +45154,10 @@ var getAllStream = ({ stdout, stderr, all: all2 }, [, bufferStdout, bufferStderr
 };
 var getAllMixed = ({ all: all2, stdout, stderr }) => all2 && stdout && stderr && stdout.readableObjectMode !== stderr.readableObjectMode;
 
-// ../../main/node_modules/execa/lib/resolve/wait-subprocess.js
+// node_modules/execa/lib/resolve/wait-subprocess.js
 import { once as once8 } from "node:events";
 
-// ../../main/node_modules/execa/lib/verbose/ipc.js
+// node_modules/execa/lib/verbose/ipc.js
 var shouldLogIpc = (verboseInfo) => isFullVerbose(verboseInfo, "ipc");
 var logIpcOutput = (message, verboseInfo) => {
   const verboseMessage = serializeVerboseMessage(message);
@@ -44830,7 +45169,7 @@ var logIpcOutput = (message, verboseInfo) => {
   });
 };
 
-// ../../main/node_modules/execa/lib/ipc/buffer-messages.js
+// node_modules/execa/lib/ipc/buffer-messages.js
 var waitForIpcOutput = async ({
   subprocess,
   buffer: bufferArray,
@@ -44868,7 +45207,7 @@ var getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
   return ipcOutput;
 };
 
-// ../../main/node_modules/execa/lib/resolve/wait-subprocess.js
+// node_modules/execa/lib/resolve/wait-subprocess.js
 var waitForSubprocessResult = async ({
   subprocess,
   options: {
@@ -44984,7 +45323,7 @@ var throwOnSubprocessError = async (subprocess, { signal }) => {
   throw error62;
 };
 
-// ../../main/node_modules/execa/lib/convert/concurrent.js
+// node_modules/execa/lib/convert/concurrent.js
 var initializeConcurrentStreams = () => ({
   readableDestroy: /* @__PURE__ */ new WeakMap(),
   writableFinal: /* @__PURE__ */ new WeakMap(),
@@ -45010,11 +45349,11 @@ var waitForConcurrentStreams = async ({ resolve: resolve2, promises }, subproces
   return !isSubprocessExit;
 };
 
-// ../../main/node_modules/execa/lib/convert/readable.js
+// node_modules/execa/lib/convert/readable.js
 import { Readable as Readable3 } from "node:stream";
 import { callbackify as callbackify2 } from "node:util";
 
-// ../../main/node_modules/execa/lib/convert/shared.js
+// node_modules/execa/lib/convert/shared.js
 import { finished as finished6 } from "node:stream/promises";
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
@@ -45054,7 +45393,7 @@ var destroyOtherStream = (stream, isOpen, error62) => {
   }
 };
 
-// ../../main/node_modules/execa/lib/convert/readable.js
+// node_modules/execa/lib/convert/readable.js
 var createReadable = ({ subprocess, concurrentStreams, encoding }, { from, binary: binaryOption = true, preserveNewlines = true } = {}) => {
   const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
   const { subprocessStdout, waitReadableDestroy } = getSubprocessStdout(subprocess, from, concurrentStreams);
@@ -45139,7 +45478,7 @@ var destroyOtherReadable = (stream, error62) => {
   destroyOtherStream(stream, stream.readable, error62);
 };
 
-// ../../main/node_modules/execa/lib/convert/writable.js
+// node_modules/execa/lib/convert/writable.js
 import { Writable as Writable3 } from "node:stream";
 import { callbackify as callbackify3 } from "node:util";
 var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
@@ -45205,7 +45544,7 @@ var destroyOtherWritable = (stream, error62) => {
   destroyOtherStream(stream, stream.writable, error62);
 };
 
-// ../../main/node_modules/execa/lib/convert/duplex.js
+// node_modules/execa/lib/convert/duplex.js
 import { Duplex as Duplex3 } from "node:stream";
 import { callbackify as callbackify4 } from "node:util";
 var createDuplex = ({ subprocess, concurrentStreams, encoding }, { from, to, binary: binaryOption = true, preserveNewlines = true } = {}) => {
@@ -45259,7 +45598,7 @@ var onDuplexDestroy = async ({ subprocessStdout, subprocessStdin, subprocess, wa
   ]);
 };
 
-// ../../main/node_modules/execa/lib/convert/iterable.js
+// node_modules/execa/lib/convert/iterable.js
 var createIterable = (subprocess, encoding, {
   from,
   binary: binaryOption = false,
@@ -45288,7 +45627,7 @@ var iterateOnStdoutData = async function* (onStdoutData, subprocessStdout, subpr
   }
 };
 
-// ../../main/node_modules/execa/lib/convert/add.js
+// node_modules/execa/lib/convert/add.js
 var addConvertedStreams = (subprocess, { encoding }) => {
   const concurrentStreams = initializeConcurrentStreams();
   subprocess.readable = createReadable.bind(void 0, { subprocess, concurrentStreams, encoding });
@@ -45298,7 +45637,7 @@ var addConvertedStreams = (subprocess, { encoding }) => {
   subprocess[Symbol.asyncIterator] = createIterable.bind(void 0, subprocess, encoding, {});
 };
 
-// ../../main/node_modules/execa/lib/methods/promise.js
+// node_modules/execa/lib/methods/promise.js
 var mergePromise = (subprocess, promise2) => {
   for (const [property, descriptor] of descriptors) {
     const value = descriptor.value.bind(promise2);
@@ -45312,7 +45651,7 @@ var descriptors = ["then", "catch", "finally"].map((property) => [
   Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property)
 ]);
 
-// ../../main/node_modules/execa/lib/methods/main-async.js
+// node_modules/execa/lib/methods/main-async.js
 var execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
   const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
   const { subprocess, promise: promise2 } = spawnSubprocessAsync({
@@ -45467,7 +45806,7 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all: all2, ipcOutput
   startTime
 });
 
-// ../../main/node_modules/execa/lib/methods/bind.js
+// node_modules/execa/lib/methods/bind.js
 var mergeOptions = (boundOptions, options) => {
   const newOptions = Object.fromEntries(
     Object.entries(options).map(([optionName, optionValue]) => [
@@ -45485,7 +45824,7 @@ var mergeOption = (optionName, boundOptionValue, optionValue) => {
 };
 var DEEP_OPTIONS = /* @__PURE__ */ new Set(["env", ...FD_SPECIFIC_OPTIONS]);
 
-// ../../main/node_modules/execa/lib/methods/create.js
+// node_modules/execa/lib/methods/create.js
 var createExeca = (mapArguments, boundOptions, deepOptions, setBoundExeca) => {
   const createNested = (mapArguments2, boundOptions2, setBoundExeca2) => createExeca(mapArguments2, boundOptions2, deepOptions, setBoundExeca2);
   const boundExeca = (...execaArguments) => callBoundExeca({
@@ -45531,7 +45870,7 @@ var parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions,
   };
 };
 
-// ../../main/node_modules/execa/lib/methods/command.js
+// node_modules/execa/lib/methods/command.js
 var mapCommandAsync = ({ file: file2, commandArguments }) => parseCommand(file2, commandArguments);
 var mapCommandSync = ({ file: file2, commandArguments }) => ({ ...parseCommand(file2, commandArguments), isSync: true });
 var parseCommand = (command, unusedArguments) => {
@@ -45562,7 +45901,7 @@ var parseCommandString = (command) => {
 };
 var SPACES_REGEXP = / +/g;
 
-// ../../main/node_modules/execa/lib/methods/script.js
+// node_modules/execa/lib/methods/script.js
 var setScriptSync = (boundExeca, createNested, boundOptions) => {
   boundExeca.sync = createNested(mapScriptSync, boundOptions);
   boundExeca.s = boundExeca.sync;
@@ -45573,7 +45912,7 @@ var getScriptOptions = (options) => ({ options: { ...getScriptStdinOption(option
 var getScriptStdinOption = ({ input: input2, inputFile, stdio }) => input2 === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
 var deepScriptOptions = { preferLocal: true };
 
-// ../../main/node_modules/execa/index.js
+// node_modules/execa/index.js
 var execa = createExeca(() => ({}));
 var execaSync = createExeca(() => ({ isSync: true }));
 var execaCommand = createExeca(mapCommandAsync);
@@ -45598,6 +45937,25 @@ var HostError = class extends Error {
   name = "HostError";
 };
 var connectHostClient = (options) => new HostClient(options);
+var LockClaim = class {
+  pending = false;
+  firstAt = null;
+  claimNext() {
+    this.pending = true;
+  }
+  /** Whether a claim waits for its first lock. */
+  get claiming() {
+    return this.pending;
+  }
+  /** A verb took the host's lock. */
+  took() {
+    this.pending = false;
+    this.firstAt ??= Date.now();
+  }
+  get lockedAt() {
+    return this.firstAt;
+  }
+};
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
@@ -45615,7 +45973,6 @@ var HostClient = class {
     this.log = o2.log ?? (() => {
     });
     this.busyPollMs = o2.busyPollMs ?? 15e3;
-    this.claiming = false;
   }
   o;
   dir;
@@ -45625,24 +45982,7 @@ var HostClient = class {
   backoffMs;
   log;
   busyPollMs;
-  claiming;
-  firstLockAt = null;
-  /**
-   * A pool's host being landed on: until a verb that takes the host's lock next succeeds, a busy
-   * host is reported at once rather than waited out, so that the pool can look for another
-   * (docs/design/0026-a-pool-of-hosts.md).
-   */
-  claimNextLock() {
-    this.claiming = true;
-  }
-  /** False from claimNextLock until a verb took the host's lock. */
-  get claimed() {
-    return !this.claiming;
-  }
-  /** When a verb of this client first took the host's lock (ms since the epoch), or null. */
-  get lockedAt() {
-    return this.firstLockAt;
-  }
+  claim = new LockClaim();
   /** Removes the key from disk. */
   close() {
     rmSync(this.dir, { recursive: true, force: true });
@@ -45773,17 +46113,16 @@ var HostClient = class {
   }
   /** A verb that takes the host's lock: while the host is busy, retry until `busyDeadline`. */
   async whenFree(command, busyDeadline, stdin) {
-    const taken = this.claiming ? (await this.status()).lock : null;
+    const taken = this.claim.claiming ? (await this.status()).lock : null;
     if (taken) throw new HostError("busy", `${command}: host busy: ${taken.holder} since ${taken.since}`);
     for (; ; ) {
       const r = await this.call(command, stdin);
       if (r.exitCode === 0) {
-        this.claiming = false;
-        this.firstLockAt ??= Date.now();
+        this.claim.took();
         return String(r.stdout);
       }
       const err = verbError(command, r.exitCode ?? -1, String(r.stderr));
-      if (err.kind !== "busy" || this.claiming || Date.now() > busyDeadline) throw err;
+      if (err.kind !== "busy" || this.claim.claiming || Date.now() > busyDeadline) throw err;
       this.log(`${err.message}; waiting`);
       await sleep(this.busyPollMs);
     }
@@ -45832,7 +46171,8 @@ var HostClient = class {
         const text = String(line);
         if (index++ < seen) continue;
         seen++;
-        if (text.startsWith(OUTCOME_MARKER)) outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
+        if (text.startsWith(OUTCOME_MARKER))
+          outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
         else onLine(text);
       }
       const r = await sub;
@@ -45857,10 +46197,17 @@ var HostClient = class {
    */
   async profile(runId3, arm) {
     const [file2, args] = this.argv(`profile ${runId3} ${arm}`);
-    const r = await execa(file2, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 6e4 });
-    if (r.exitCode !== 0) throw verbError(`profile ${runId3} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    const r = await execa(file2, args, {
+      reject: false,
+      encoding: "buffer",
+      maxBuffer: MAX_PROFILE_BYTES,
+      timeout: 5 * 6e4
+    });
+    if (r.exitCode !== 0)
+      throw verbError(`profile ${runId3} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
     const bytes = r.stdout;
-    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139) throw new HostError("protocol", `profile ${runId3} ${arm}: the host did not answer with a gzipped profile`);
+    if (bytes.length < 2 || bytes[0] !== 31 || bytes[1] !== 139)
+      throw new HostError("protocol", `profile ${runId3} ${arm}: the host did not answer with a gzipped profile`);
     return bytes;
   }
   async status() {
@@ -45871,7 +46218,10 @@ function classifySshFailure(stderr, o2) {
   const where = `${o2.user}@${o2.host}:${o2.port}`;
   const first = stderr.trim().split("\n").filter(Boolean).at(-1) ?? "no message";
   if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No .* host key is known/i.test(stderr)) {
-    return new HostError("host_key", `host key verification failed for ${where}: the known-hosts input does not match the host's key (${first})`);
+    return new HostError(
+      "host_key",
+      `host key verification failed for ${where}: the known-hosts input does not match the host's key (${first})`
+    );
   }
   if (/Permission denied/i.test(stderr)) {
     return new HostError("auth", `${where} refused the ssh-key input (${first})`);
@@ -45964,10 +46314,10 @@ var HostPool = class _HostPool {
   }
 };
 
-// ../../main/node_modules/uplot/dist/uPlot.iife.min.js?raw
+// node_modules/uplot/dist/uPlot.iife.min.js?raw
 var uPlot_iife_min_default = '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot=function(){"use strict";const l="u-off",e="u-label",t="width",n="height",i="top",o="bottom",s="left",r="right",u="#000",a=u+"0",f="mousemove",c="mousedown",h="mouseup",d="mouseenter",p="mouseleave",m="dblclick",g="change",x="dppxchange",w="--",_="undefined"!=typeof window,b=_?document:null,v=_?window:null,k=_?navigator:null;let y,M;function S(l,e){if(null!=e){let t=l.classList;!t.contains(e)&&t.add(e)}}function T(l,e){let t=l.classList;t.contains(e)&&t.remove(e)}function E(l,e,t){l.style[e]=t+"px"}function z(l,e,t,n){let i=b.createElement(l);return null!=e&&S(i,e),null!=t&&t.insertBefore(i,n),i}function D(l,e){return z("div",l,e)}const P=new WeakMap;function A(e,t,n,i,o){let s="translate("+t+"px,"+n+"px)";s!=P.get(e)&&(e.style.transform=s,P.set(e,s),0>t||0>n||t>i||n>o?S(e,l):T(e,l))}const W=new WeakMap;function Y(l,e,t){let n=e+t;n!=W.get(l)&&(W.set(l,n),l.style.background=e,l.style.borderColor=t)}const C=new WeakMap;function H(l,e,t,n){let i=e+""+t;i!=C.get(l)&&(C.set(l,i),l.style.height=t+"px",l.style.width=e+"px",l.style.marginLeft=n?-e/2+"px":0,l.style.marginTop=n?-t/2+"px":0)}const F={passive:!0},R={...F,capture:!0};function G(l,e,t,n){e.addEventListener(l,t,n?R:F)}function I(l,e,t){e.removeEventListener(l,t,F)}function L(l,e,t,n){let i;t=t||0;let o=2147483647>=(n=n||e.length-1);for(;n-t>1;)i=o?t+n>>1:sl((t+n)/2),l>e[i]?t=i:n=i;return l-e[t]>e[n]-l?n:t}function O(l){return(e,t,n)=>{let i=-1,o=-1;for(let o=t;n>=o;o++)if(l(e[o])){i=o;break}for(let i=n;i>=t;i--)if(l(e[i])){o=i;break}return[i,o]}}_&&function l(){let e=devicePixelRatio;y!=e&&(y=e,M&&I(g,M,l),M=matchMedia(`(min-resolution: ${y-.001}dppx) and (max-resolution: ${y+.001}dppx)`),G(g,M,l),v.dispatchEvent(new CustomEvent(x)))}();const N=l=>null!=l,j=l=>null!=l&&l>0,U=O(N),V=O(j);function B(l,e,t,n){let i=hl(l),o=hl(e);l==e&&(-1==i?(l*=t,e/=t):(l/=t,e*=t));let s=10==t?dl:pl,r=1==o?ul:sl,u=(1==i?sl:ul)(s(ol(l))),a=r(s(ol(e))),f=cl(t,u),c=cl(t,a);return 10==t&&(0>u&&(f=Al(f,-u)),0>a&&(c=Al(c,-a))),n||2==t?(l=f*i,e=c*o):(l=Pl(l,f),e=Dl(e,c)),[l,e]}function $(l,e,t,n){let i=B(l,e,t,n);return 0==l&&(i[0]=0),0==e&&(i[1]=0),i}const J=.1,q={mode:3,pad:J},K={pad:0,soft:null,mode:0},X={min:K,max:K};function Z(l,e,t,n){return Ol(t)?ll(l,e,t):(K.pad=t,K.soft=n?0:null,K.mode=n?3:0,ll(l,e,X))}function Q(l,e){return null==l?e:l}function ll(l,e,t){let n=t.min,i=t.max,o=Q(n.pad,0),s=Q(i.pad,0),r=Q(n.hard,-gl),u=Q(i.hard,gl),a=Q(n.soft,gl),f=Q(i.soft,-gl),c=Q(n.mode,0),h=Q(i.mode,0),d=e-l,p=dl(d),m=fl(ol(l),ol(e)),g=dl(m),x=ol(g-p);(1e-24>d||x>10)&&(d=0,0!=l&&0!=e||(d=1e-24,2==c&&a!=gl&&(o=0),2==h&&f!=-gl&&(s=0)));let w=d||m||1e3,_=dl(w),b=cl(10,sl(_)),v=Al(Pl(l-w*(0==d?0==l?.1:1:o),b/10),24),k=a>l||1!=c&&(3!=c||v>a)&&(2!=c||a>v)?gl:a,y=fl(r,k>v&&l>=k?k:al(k,v)),M=Al(Dl(e+w*(0==d?0==e?.1:1:s),b/10),24),S=e>f||1!=h&&(3!=h||f>M)&&(2!=h||M>f)?-gl:f,T=al(u,M>S&&S>=e?S:fl(S,M));return y==T&&0==y&&(T=100),[y,T]}const el=new Intl.NumberFormat(_?k.language:"en-US"),tl=l=>el.format(l),nl=Math,il=nl.PI,ol=nl.abs,sl=nl.floor,rl=nl.round,ul=nl.ceil,al=nl.min,fl=nl.max,cl=nl.pow,hl=nl.sign,dl=nl.log10,pl=nl.log2,ml=(l,e=1)=>nl.asinh(l/e),gl=1/0;function xl(l){return 1+(0|dl((l^l>>31)-(l>>31)))}function wl(l,e,t){return al(fl(l,e),t)}function _l(l){return"function"==typeof l}function bl(l){return _l(l)?l:()=>l}const vl=l=>l,kl=(l,e)=>e,yl=()=>null,Ml=()=>!0,Sl=(l,e)=>l==e,Tl=/\\.\\d*?(?=9{6,}|0{6,})/gm,El=l=>{if(Il(l)||Wl.has(l))return l;const e=""+l,t=e.match(Tl);if(null==t)return l;let n=t[0].length-1;if(-1!=e.indexOf("e-")){let[l,t]=e.split("e");return+`${El(l)}e${t}`}return Al(l,n)};function zl(l,e){return El(Al(El(l/e))*e)}function Dl(l,e){return El(ul(El(l/e))*e)}function Pl(l,e){return El(sl(El(l/e))*e)}function Al(l,e=0){if(Il(l))return l;let t=10**e;return rl(l*t*(1+Number.EPSILON))/t}const Wl=new Map;function Yl(l){return((""+l).split(".")[1]||"").length}function Cl(l,e,t,n){let i=[],o=n.map(Yl);for(let s=e;t>s;s++){let e=ol(s),t=Al(cl(l,s),e);for(let r=0;n.length>r;r++){let u=10==l?+`${n[r]}e${s}`:n[r]*t,a=(0>s?e:0)+(o[r]>s?o[r]:0),f=10==l?u:Al(u,a);i.push(f),Wl.set(f,a)}}return i}const Hl={},Fl=[],Rl=[null,null],Gl=Array.isArray,Il=Number.isInteger;function Ll(l){return"string"==typeof l}function Ol(l){let e=!1;if(null!=l){let t=l.constructor;e=null==t||t==Object}return e}function Nl(l){return null!=l&&"object"==typeof l}const jl=Object.getPrototypeOf(Uint8Array),Ul="__proto__";function Vl(l,e=Ol){let t;if(Gl(l)){let n=l.find((l=>null!=l));if(Gl(n)||e(n)){t=Array(l.length);for(let n=0;l.length>n;n++)t[n]=Vl(l[n],e)}else t=l.slice()}else if(l instanceof jl)t=l.slice();else if(e(l)){t={};for(let n in l)n!=Ul&&(t[n]=Vl(l[n],e))}else t=l;return t}function Bl(l){let e=arguments;for(let t=1;e.length>t;t++){let n=e[t];for(let e in n)e!=Ul&&(Ol(l[e])?Bl(l[e],Vl(n[e])):l[e]=Vl(n[e]))}return l}function $l(l,e,t){for(let n,i=0,o=-1;e.length>i;i++){let s=e[i];if(s>o){for(n=s-1;n>=0&&null==l[n];)l[n--]=null;for(n=s+1;t>n&&null==l[n];)l[o=n++]=null}}}const Jl="undefined"==typeof queueMicrotask?l=>Promise.resolve().then(l):queueMicrotask,ql=["January","February","March","April","May","June","July","August","September","October","November","December"],Kl=["Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"];function Xl(l){return l.slice(0,3)}const Zl=Kl.map(Xl),Ql=ql.map(Xl),le={MMMM:ql,MMM:Ql,WWWW:Kl,WWW:Zl};function ee(l){return(10>l?"0":"")+l}const te={YYYY:l=>l.getFullYear(),YY:l=>(l.getFullYear()+"").slice(2),MMMM:(l,e)=>e.MMMM[l.getMonth()],MMM:(l,e)=>e.MMM[l.getMonth()],MM:l=>ee(l.getMonth()+1),M:l=>l.getMonth()+1,DD:l=>ee(l.getDate()),D:l=>l.getDate(),WWWW:(l,e)=>e.WWWW[l.getDay()],WWW:(l,e)=>e.WWW[l.getDay()],HH:l=>ee(l.getHours()),H:l=>l.getHours(),h:l=>{let e=l.getHours();return 0==e?12:e>12?e-12:e},AA:l=>12>l.getHours()?"AM":"PM",aa:l=>12>l.getHours()?"am":"pm",a:l=>12>l.getHours()?"a":"p",mm:l=>ee(l.getMinutes()),m:l=>l.getMinutes(),ss:l=>ee(l.getSeconds()),s:l=>l.getSeconds(),fff:l=>function(l){return(10>l?"00":100>l?"0":"")+l}(l.getMilliseconds())};function ne(l,e){e=e||le;let t,n=[],i=/\\{([a-z]+)\\}|[^{]+/gi;for(;t=i.exec(l);)n.push("{"==t[0][0]?te[t[1]]:t[0]);return l=>{let t="";for(let i=0;n.length>i;i++)t+="string"==typeof n[i]?n[i]:n[i](l,e);return t}}const ie=(new Intl.DateTimeFormat).resolvedOptions().timeZone,oe=l=>l%1==0,se=[1,2,2.5,5],re=Cl(10,-32,0,se),ue=Cl(10,0,32,se),ae=ue.filter(oe),fe=re.concat(ue),ce="{YYYY}",he="\\n"+ce,de="{M}/{D}",pe="\\n"+de,me=pe+"/{YY}",ge="{aa}",xe="{h}:{mm}"+ge,we="\\n"+xe,_e=":{ss}",be=null;function ve(l){let e=1e3*l,t=60*e,n=60*t,i=24*n,o=30*i,s=365*i;return[(1==l?Cl(10,0,3,se).filter(oe):Cl(10,-3,0,se)).concat([e,5*e,10*e,15*e,30*e,t,5*t,10*t,15*t,30*t,n,2*n,3*n,4*n,6*n,8*n,12*n,i,2*i,3*i,4*i,5*i,6*i,7*i,8*i,9*i,10*i,15*i,o,2*o,3*o,4*o,6*o,s,2*s,5*s,10*s,25*s,50*s,100*s]),[[s,ce,be,be,be,be,be,be,1],[28*i,"{MMM}",he,be,be,be,be,be,1],[i,de,he,be,be,be,be,be,1],[n,"{h}"+ge,me,be,pe,be,be,be,1],[t,xe,me,be,pe,be,be,be,1],[e,_e,me+" "+xe,be,pe+" "+xe,be,we,be,1],[l,_e+".{fff}",me+" "+xe,be,pe+" "+xe,be,we,be,1]],function(e){return(r,u,a,f,c,h)=>{let d=[],p=c>=s,m=c>=o&&s>c,g=e(a),x=Al(g*l,3),w=Pe(g.getFullYear(),p?0:g.getMonth(),m||p?1:g.getDate()),_=Al(w*l,3);if(m||p){let t=m?c/o:0,n=p?c/s:0,i=x==_?x:Al(Pe(w.getFullYear()+n,w.getMonth()+t,1)*l,3),r=new Date(rl(i/l)),u=r.getFullYear(),a=r.getMonth();for(let o=0;f>=i;o++){let s=Pe(u+n*o,a+t*o,1),r=s-e(Al(s*l,3));i=Al((+s+r)*l,3),i>f||d.push(i)}}else{let o=i>c?c:i,s=_+(sl(a)-sl(x))+Dl(x-_,o);d.push(s);let p=e(s),m=p.getHours()+p.getMinutes()/t+p.getSeconds()/n,g=c/n,w=h/r.axes[u]._space;for(;s=Al(s+c,1==l?0:3),f>=s;)if(g>1){let l=sl(Al(m+g,6))%24,t=e(s).getHours()-l;t>1&&(t=-1),s-=t*n,m=(m+g)%24,.7>Al((s-d[d.length-1])/c,3)*w||d.push(s)}else d.push(s)}return d}}]}const[ke,ye,Me]=ve(1),[Se,Te,Ee]=ve(.001);function ze(l,e){return l.map((l=>l.map(((t,n)=>0==n||8==n||null==t?t:e(1==n||0==l[8]?t:l[1]+t)))))}function De(l,e){return(t,n,i,o,s)=>{let r,u,a,f,c,h,d=e.find((l=>s>=l[0]))||e[e.length-1];return n.map((e=>{let t=l(e),n=t.getFullYear(),i=t.getMonth(),o=t.getDate(),s=t.getHours(),p=t.getMinutes(),m=t.getSeconds(),g=n!=r&&d[2]||i!=u&&d[3]||o!=a&&d[4]||s!=f&&d[5]||p!=c&&d[6]||m!=h&&d[7]||d[1];return r=n,u=i,a=o,f=s,c=p,h=m,g(t)}))}}function Pe(l,e,t){return new Date(l,e,t)}function Ae(l,e){return e(l)}function We(l,e){return(t,n,i,o)=>null==o?w:e(l(n))}Cl(2,-53,53,[1]);const Ye={show:!0,live:!0,isolate:!1,mount:()=>{},markers:{show:!0,width:2,stroke:function(l,e){let t=l.series[e];return t.width?t.stroke(l,e):t.points.width?t.points.stroke(l,e):null},fill:function(l,e){return l.series[e].fill(l,e)},dash:"solid"},idx:null,idxs:null,values:[]},Ce=[0,0];function He(l,e,t,n=!0){return l=>{0==l.button&&(!n||l.target==e)&&t(l)}}function Fe(l,e,t,n=!0){return l=>{(!n||l.target==e)&&t(l)}}const Re={show:!0,x:!0,y:!0,lock:!1,move:function(l,e,t){return Ce[0]=e,Ce[1]=t,Ce},points:{one:!1,show:function(l,e){let i=l.cursor.points,o=D(),s=i.size(l,e);E(o,t,s),E(o,n,s);let r=s/-2;E(o,"marginLeft",r),E(o,"marginTop",r);let u=i.width(l,e,s);return u&&E(o,"borderWidth",u),o},size:function(l,e){return l.series[e].points.size},width:0,stroke:function(l,e){let t=l.series[e].points;return t._stroke||t._fill},fill:function(l,e){let t=l.series[e].points;return t._fill||t._stroke}},bind:{mousedown:He,mouseup:He,click:He,dblclick:He,mousemove:Fe,mouseleave:Fe,mouseenter:Fe},drag:{setScale:!0,x:!0,y:!1,dist:0,uni:null,click:(l,e)=>{e.stopPropagation(),e.stopImmediatePropagation()},_x:!1,_y:!1},focus:{dist:(l,e,t,n,i)=>n-i,prox:-1,bias:0},hover:{skip:[void 0],prox:null,bias:0},left:-10,top:-10,idx:null,dataIdx:null,idxs:null,event:null},Ge={show:!0,stroke:"rgba(0,0,0,0.07)",width:2},Ie=Bl({},Ge,{filter:kl}),Le=Bl({},Ie,{size:10}),Oe=Bl({},Ge,{show:!1}),Ne=\'12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji"\',je="bold "+Ne,Ue={show:!0,scale:"x",stroke:u,space:50,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:2,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},Ve={show:!0,scale:"x",auto:!1,sorted:1,min:gl,max:-gl,idxs:[]};function Be(l,e){return e.map((l=>null==l?"":tl(l)))}function $e(l,e,t,n,i,o,s){let r=[],u=Wl.get(i)||0;for(let l=t=s?t:Al(Dl(t,i),u);n>=l;l=Al(l+i,u))r.push(Object.is(l,-0)?0:l);return r}function Je(l,e,t,n,i){const o=[],s=l.scales[l.axes[e].scale].log,r=sl((10==s?dl:pl)(t));i=cl(s,r),10==s&&(i=fe[L(i,fe)]);let u=t,a=i*s;10==s&&(a=fe[L(a,fe)]);do{o.push(u),u+=i,10!=s||Wl.has(u)||(u=Al(u,Wl.get(i))),a>u||(a=(i=u)*s,10==s&&(a=fe[L(a,fe)]))}while(n>=u);return o}function qe(l,e,t,n,i){let o=l.scales[l.axes[e].scale].asinh,s=n>o?Je(l,e,fl(o,t),n,i):[o],r=0>n||t>0?[]:[0];return(-o>t?Je(l,e,fl(o,-n),-t,i):[o]).reverse().map((l=>-l)).concat(r,s)}const Ke=/./,Xe=/[12357]/,Ze=/[125]/,Qe=/1/,lt=(l,e,t,n)=>l.map(((l,i)=>4==e&&0==l||i%n==0&&t.test(l.toExponential()[0>l?1:0])?l:null));function et(l,e,t){let n=l.axes[t],i=n.scale,o=l.scales[i],s=l.valToPos,r=n._space,u=s(10,i),a=s(9,i)-u<r?s(7,i)-u<r?s(5,i)-u<r?Qe:Ze:Xe:Ke;if(a==Qe){let l=ol(s(1,i)-u);if(r>l)return lt(e.slice().reverse(),o.distr,a,ul(r/l)).reverse()}return lt(e,o.distr,a,1)}function tt(l,e,t){let n=l.axes[t],i=n.scale,o=n._space,s=l.valToPos,r=ol(s(1,i)-s(2,i));return o>r?lt(e.slice().reverse(),3,Ke,ul(o/r)).reverse():e}function nt(l,e,t,n){return null==n?w:null==e?"":tl(e)}const it={show:!0,scale:"y",stroke:u,space:30,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:3,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},ot={scale:null,auto:!0,sorted:0,min:gl,max:-gl},st=(l,e,t,n,i)=>i,rt={show:!0,auto:!0,sorted:0,gaps:st,alpha:1,facets:[Bl({},ot,{scale:"x"}),Bl({},ot,{scale:"y"})]},ut={scale:"y",auto:!0,sorted:0,show:!0,spanGaps:!1,gaps:st,alpha:1,points:{show:function(l,e){let{scale:t,idxs:n}=l.series[0],i=l._data[0],o=l.valToPos(i[n[0]],t,!0),s=l.valToPos(i[n[1]],t,!0);return ol(s-o)/(l.series[e].points.space*y)>=n[1]-n[0]},filter:null},values:null,min:gl,max:-gl,idxs:[],path:null,clip:null};function at(l,e,t){return t/10}const ft={time:!0,auto:!0,distr:1,log:10,asinh:1,min:null,max:null,dir:1,ori:0},ct=Bl({},ft,{time:!1,ori:1}),ht={};function dt(l){let e=ht[l];return e||(e={key:l,plots:[],sub(l){e.plots.push(l)},unsub(l){e.plots=e.plots.filter((e=>e!=l))},pub(l,t,n,i,o,s,r){for(let u=0;e.plots.length>u;u++)e.plots[u]!=t&&e.plots[u].pub(l,t,n,i,o,s,r)}},null!=l&&(ht[l]=e)),e}function pt(l,e,t){const n=l.mode,i=l.series[e],o=2==n?l._data[e]:l._data,s=l.scales,r=l.bbox;let u=o[0],a=2==n?o[1]:o[e],f=2==n?s[i.facets[0].scale]:s[l.series[0].scale],c=2==n?s[i.facets[1].scale]:s[i.scale],h=r.left,d=r.top,p=r.width,m=r.height,g=l.valToPosH,x=l.valToPosV;return 0==f.ori?t(i,u,a,f,c,g,x,h,d,p,m,kt,Mt,Tt,zt,Pt):t(i,u,a,f,c,x,g,d,h,m,p,yt,St,Et,Dt,At)}function mt(l,e){let t=0,n=0,i=Q(l.bands,Fl);for(let l=0;i.length>l;l++){let o=i[l];o.series[0]==e?t=o.dir:o.series[1]==e&&(n|=1==o.dir?1:2)}return[t,1==n?-1:2==n?1:3==n?2:0]}function gt(l,e,t,n,i){let o=l.series[e],s=l.scales[2==l.mode?o.facets[1].scale:o.scale];return-1==i?s.min:1==i?s.max:3==s.distr?1==s.dir?s.min:s.max:0}function xt(l,e,t,n,i,o){return pt(l,e,((l,e,s,r,u,a,f,c,h,d,p)=>{let m=l.pxRound;const g=0==r.ori?Mt:St;let x,w;1==r.dir*(0==r.ori?1:-1)?(x=t,w=n):(x=n,w=t);let _=m(a(e[x],r,d,c)),b=m(f(s[x],u,p,h)),v=m(a(e[w],r,d,c)),k=m(f(1==o?u.max:u.min,u,p,h)),y=new Path2D(i);return g(y,v,k),g(y,_,k),g(y,_,b),y}))}function wt(l,e,t,n,i,o){let s=null;if(l.length>0){s=new Path2D;const r=0==e?Tt:Et;let u=t;for(let e=0;l.length>e;e++){let t=l[e];if(t[1]>t[0]){let l=t[0]-u;l>0&&r(s,u,n,l,n+o),u=t[1]}}let a=t+i-u,f=10;a>0&&r(s,u,n-f/2,a,n+o+f)}return s}function _t(l,e,t,n,i,o,s){let r=[],u=l.length;for(let a=1==i?t:n;a>=t&&n>=a;a+=i)if(null===e[a]){let f=a,c=a;if(1==i)for(;++a<=n&&null===e[a];)c=a;else for(;--a>=t&&null===e[a];)c=a;let h=o(l[f]),d=c==f?h:o(l[c]),p=f-i;h=s>0||0>p||p>=u?h:o(l[p]);let m=c+i;d=0>s||0>m||m>=u?d:o(l[m]),h>d||r.push([h,d])}return r}function bt(l){return 0==l?vl:1==l?rl:e=>zl(e,l)}function vt(l){let e=0==l?kt:yt,t=0==l?(l,e,t,n,i,o)=>{l.arcTo(e,t,n,i,o)}:(l,e,t,n,i,o)=>{l.arcTo(t,e,i,n,o)},n=0==l?(l,e,t,n,i)=>{l.rect(e,t,n,i)}:(l,e,t,n,i)=>{l.rect(t,e,i,n)};return(l,i,o,s,r,u=0,a=0)=>{0==u&&0==a?n(l,i,o,s,r):(u=al(u,s/2,r/2),a=al(a,s/2,r/2),e(l,i+u,o),t(l,i+s,o,i+s,o+r,u),t(l,i+s,o+r,i,o+r,a),t(l,i,o+r,i,o,a),t(l,i,o,i+s,o,u),l.closePath())}}const kt=(l,e,t)=>{l.moveTo(e,t)},yt=(l,e,t)=>{l.moveTo(t,e)},Mt=(l,e,t)=>{l.lineTo(e,t)},St=(l,e,t)=>{l.lineTo(t,e)},Tt=vt(0),Et=vt(1),zt=(l,e,t,n,i,o)=>{l.arc(e,t,n,i,o)},Dt=(l,e,t,n,i,o)=>{l.arc(t,e,n,i,o)},Pt=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(e,t,n,i,o,s)},At=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(t,e,i,n,s,o)};function Wt(){return(l,e,t,n,i)=>pt(l,e,((e,o,s,r,u,a,f,c,h,d,p)=>{let m,g,{pxRound:x,points:w}=e;0==r.ori?(m=kt,g=zt):(m=yt,g=Dt);const _=Al(w.width*y,3);let b=(w.size-w.width)/2*y,v=Al(2*b,3),k=new Path2D,M=new Path2D,{left:S,top:T,width:E,height:z}=l.bbox;Tt(M,S-v,T-v,E+2*v,z+2*v);const D=l=>{if(null!=s[l]){let e=x(a(o[l],r,d,c)),t=x(f(s[l],u,p,h));m(k,e+b,t),g(k,e,t,b,0,2*il)}};if(i)i.forEach(D);else for(let l=t;n>=l;l++)D(l);return{stroke:_>0?k:null,fill:k,clip:M,flags:3}}))}function Yt(l){return(e,t,n,i,o,s)=>{n!=i&&(o!=n&&s!=n&&l(e,t,n),o!=i&&s!=i&&l(e,t,i),l(e,t,s))}}const Ct=Yt(Mt),Ht=Yt(St);function Ft(l){const e=Q(l?.alignGaps,0);return(l,t,n,i)=>pt(l,t,((o,s,r,u,a,f,c,h,d,p,m)=>{[n,i]=U(r,n,i);let g,x,w=o.pxRound,_=l=>w(f(l,u,p,h)),b=l=>w(c(l,a,m,d));0==u.ori?(g=Mt,x=Ct):(g=St,x=Ht);const v=u.dir*(0==u.ori?1:-1),k={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},y=k.stroke;let M=!1;if(i-n<4*p)for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let e=r[l];null===e?M=!0:null!=e&&g(y,_(s[l]),b(e))}else{let e,t,o,a=e=>l.posToVal(e,u.key,!0),f=null,c=null,h=_(s[1==v?n:i]),d=_(s[n]),p=_(s[i]),m=a(1==v?d+1:p-1);for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let n=s[l],i=(1==v?m>n:n>m)?h:_(n),o=r[l];i==h?null!=o?(t=o,null==f?(g(y,i,b(t)),e=f=c=t):f>t?f=t:t>c&&(c=t)):null===o&&(M=!0):(null!=f&&x(y,h,b(f),b(c),b(e),b(t)),null!=o?(t=o,g(y,i,b(t)),f=c=e=t):(f=c=null,null===o&&(M=!0)),h=i,m=a(h+v))}null!=f&&f!=c&&o!=h&&x(y,h,b(f),b(c),b(e),b(t))}let[S,T]=mt(l,t);if(null!=o.fill||0!=S){let e=k.fill=new Path2D(y),r=b(o.fillTo(l,t,o.min,o.max,S)),u=_(s[n]),a=_(s[i]);-1==v&&([a,u]=[u,a]),g(e,a,r),g(e,u,r)}if(!o.spanGaps){let a=[];M&&a.push(..._t(s,r,n,i,v,_,e)),k.gaps=a=o.gaps(l,t,n,i,a),k.clip=wt(a,u.ori,h,d,p,m)}return 0!=T&&(k.band=2==T?[xt(l,t,n,i,y,-1),xt(l,t,n,i,y,1)]:xt(l,t,n,i,y,T)),k}))}function Rt(l,e,t,n,i,o,s=gl){if(l.length>1){let r=null;for(let u=0,a=1/0;l.length>u;u++)if(void 0!==e[u]){if(null!=r){let e=ol(l[u]-l[r]);a>e&&(a=e,s=ol(t(l[u],n,i,o)-t(l[r],n,i,o)))}r=u}}return s}function Gt(l,e,t,n,i){const o=l.length;if(2>o)return null;const s=new Path2D;if(t(s,l[0],e[0]),2==o)n(s,l[1],e[1]);else{let t=Array(o),n=Array(o-1),r=Array(o-1),u=Array(o-1);for(let t=0;o-1>t;t++)r[t]=e[t+1]-e[t],u[t]=l[t+1]-l[t],n[t]=r[t]/u[t];t[0]=n[0];for(let l=1;o-1>l;l++)0===n[l]||0===n[l-1]||n[l-1]>0!=n[l]>0?t[l]=0:(t[l]=3*(u[l-1]+u[l])/((2*u[l]+u[l-1])/n[l-1]+(u[l]+2*u[l-1])/n[l]),isFinite(t[l])||(t[l]=0));t[o-1]=n[o-2];for(let n=0;o-1>n;n++)i(s,l[n]+u[n]/3,e[n]+t[n]*u[n]/3,l[n+1]-u[n]/3,e[n+1]-t[n+1]*u[n]/3,l[n+1],e[n+1])}return s}const It=new Set;function Lt(){for(let l of It)l.syncRect(!0)}_&&(G("resize",v,Lt),G("scroll",v,Lt,!0),G(x,v,(()=>{en.pxRatio=y})));const Ot=Ft(),Nt=Wt();function jt(l,e,t,n){return(n?[l[0],l[1]].concat(l.slice(2)):[l[0]].concat(l.slice(1))).map(((l,n)=>Ut(l,n,e,t)))}function Ut(l,e,t,n){return Bl({},0==e?t:n,l)}function Vt(l,e,t){return null==e?Rl:[e,t]}const Bt=Vt;function $t(l,e,t){return null==e?Rl:Z(e,t,J,!0)}function Jt(l,e,t,n){return null==e?Rl:B(e,t,l.scales[n].log,!1)}const qt=Jt;function Kt(l,e,t,n){return null==e?Rl:$(e,t,l.scales[n].log,!1)}const Xt=Kt;function Zt(l,e,t,n,i){let o=fl(xl(l),xl(e)),s=e-l,r=L(i/n*s,t);do{let l=t[r],e=n*l/s;if(e>=i&&17>=o+(5>l?Wl.get(l):0))return[l,e]}while(++r<t.length);return[0,0]}function Qt(l){let e,t;return[l=l.replace(/(\\d+)px/,((l,n)=>(e=rl((t=+n)*y))+"px")),e,t]}function ln(l){l.show&&[l.font,l.labelFont].forEach((l=>{let e=Al(l[2]*y,1);l[0]=l[0].replace(/[0-9.]+px/,e+"px"),l[1]=e}))}function en(u,g,_){const k={mode:Q(u.mode,1)},M=k.mode;function P(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?1-i:i)}function W(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?i:1-i)}function C(l,e,t,n){return 0==e.ori?P(l,e,t,n):W(l,e,t,n)}k.valToPosH=P,k.valToPosV=W;let F=!1;k.status=0;const R=k.root=D("uplot");null!=u.id&&(R.id=u.id),S(R,u.class),u.title&&(D("u-title",R).textContent=u.title);const O=z("canvas"),K=k.ctx=O.getContext("2d"),X=D("u-wrap",R);G("click",X,(l=>{l.target===el&&(Nn!=Gn||jn!=In)&&Zn.click(k,l)}),!0);const ll=k.under=D("u-under",X);X.appendChild(O);const el=k.over=D("u-over",X),tl=+Q((u=Vl(u)).pxAlign,1),sl=bt(tl);(u.plugins||[]).forEach((l=>{l.opts&&(u=l.opts(k,u)||u)}));const hl=u.ms||.001,pl=k.series=1==M?jt(u.series||[],Ve,ut,!1):function(l,e){return l.map(((l,t)=>0==t?{}:Bl({},e,l)))}(u.series||[null],rt),xl=k.axes=jt(u.axes||[],Ue,it,!0),vl=k.scales={},Tl=k.bands=u.bands||[];Tl.forEach((l=>{l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1)}));const El=2==M?pl[1].facets[0].scale:pl[0].scale,Dl={axes:function(){for(let l=0;xl.length>l;l++){let e=xl[l];if(!e.show||!e._show)continue;let t,n,u=e.side,a=u%2,f=e.stroke(k,l),c=0==u||3==u?-1:1,[h,d]=e._found;if(null!=e.label){let s=rl((e._lpos+e.labelGap*c)*y);_n(e.labelFont[0],f,"center",2==u?i:o),K.save(),1==a?(t=n=0,K.translate(s,rl(lt+st/2)),K.rotate((3==u?-il:il)/2)):(t=rl(Qe+ot/2),n=s);let r=_l(e.label)?e.label(k,l,h,d):e.label;K.fillText(r,t,n),K.restore()}if(0==d)continue;let p=vl[e.scale],m=0==a?ot:st,g=0==a?Qe:lt,x=e._splits,w=2==p.distr?x.map((l=>pn[l])):x,_=2==p.distr?pn[x[1]]-pn[x[0]]:h,b=e.ticks,v=e.border,M=b.show?b.size:0,S=rl(M*y),T=rl((2==e.alignTo?e._size-M-e.gap:e.gap)*y),E=e._rotate*-il/180,z=sl(e._pos*y),D=z+(S+T)*c;n=0==a?D:0,t=1==a?D:0,_n(e.font[0],f,1==e.align?s:2==e.align?r:E>0?s:0>E?r:0==a?"center":3==u?r:s,E||1==a?"middle":2==u?i:o);let P=e.font[1]*e.lineGap,A=x.map((l=>sl(C(l,p,m,g)))),W=e._values;for(let l=0;W.length>l;l++){let e=W[l];if(null!=e){0==a?t=A[l]:n=A[l],e=""+e;let i=-1==e.indexOf("\\n")?[e]:e.split(/\\n/gm);for(let l=0;i.length>l;l++){let e=i[l];E?(K.save(),K.translate(t,n+l*P),K.rotate(E),K.fillText(e,0,0),K.restore()):K.fillText(e,t,n+l*P)}}}b.show&&zn(A,b.filter(k,w,l,d,_),a,u,z,S,Al(b.width*y,3),b.stroke(k,l),b.dash,b.cap);let Y=e.grid;Y.show&&zn(A,Y.filter(k,w,l,d,_),a,0==a?2:1,0==a?lt:Qe,0==a?st:ot,Al(Y.width*y,3),Y.stroke(k,l),Y.dash,Y.cap),v.show&&zn([z],[1],0==a?1:0,0==a?1:2,1==a?lt:Qe,1==a?st:ot,Al(v.width*y,3),v.stroke(k,l),v.dash,v.cap)}Ci("drawAxes")},series:function(){if(Gt>0){let l=pl.some((l=>l._focus))&&dn!=Tt.alpha;l&&(K.globalAlpha=dn=Tt.alpha),pl.forEach(((l,e)=>{if(e>0&&l.show&&(kn(e,!1),kn(e,!0),null==l._paths)){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha);let n=2==M?[0,g[e][0].length-1]:function(l){let e=wl(Lt-1,0,Gt-1),t=wl(en+1,0,Gt-1);for(;null==l[e]&&e>0;)e--;for(;null==l[t]&&Gt-1>t;)t++;return[e,t]}(g[e]);l._paths=l.paths(k,e,n[0],n[1]),dn!=t&&(K.globalAlpha=dn=t)}})),pl.forEach(((l,e)=>{if(e>0&&l.show){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha),null!=l._paths&&yn(e,!1);{let t=null!=l._paths?l._paths.gaps:null,n=l.points.show(k,e,Lt,en,t),i=l.points.filter(k,e,n,t);(n||i)&&(l.points._paths=l.points.paths(k,e,Lt,en,i),yn(e,!0))}dn!=t&&(K.globalAlpha=dn=t),Ci("drawSeries",e)}})),l&&(K.globalAlpha=dn=1)}}},Pl=(u.drawOrder||["axes","series"]).map((l=>Dl[l]));function Cl(l){const e=3==l.distr?e=>dl(e>0?e:l.clamp(k,e,l.min,l.max,l.key)):4==l.distr?e=>ml(e,l.asinh):100==l.distr?e=>l.fwd(e):l=>l;return t=>{let n=e(t),{_min:i,_max:o}=l;return(n-i)/(o-i)}}function Il(l){let e=vl[l];if(null==e){let t=(u.scales||Hl)[l]||Hl;if(null!=t.from){Il(t.from);let e=Bl({},vl[t.from],t,{key:l});e.valToPct=Cl(e),vl[l]=e}else{e=vl[l]=Bl({},l==El?ft:ct,t),e.key=l;let n=e.time,i=e.range,o=Gl(i);if((l!=El||2==M&&!n)&&(!o||null!=i[0]&&null!=i[1]||(i={min:null==i[0]?q:{mode:1,hard:i[0],soft:i[0]},max:null==i[1]?q:{mode:1,hard:i[1],soft:i[1]}},o=!1),!o&&Ol(i))){let l=i;i=(e,t,n)=>null==t?Rl:Z(t,n,l)}e.range=bl(i||(n?Bt:l==El?3==e.distr?qt:4==e.distr?Xt:Vt:3==e.distr?Jt:4==e.distr?Kt:$t)),e.auto=bl(!o&&e.auto),e.clamp=bl(e.clamp||at),e._min=e._max=null,e.valToPct=Cl(e)}}}Il("x"),Il("y"),1==M&&pl.forEach((l=>{Il(l.scale)})),xl.forEach((l=>{Il(l.scale)}));for(let l in u.scales)Il(l);const jl=vl[El],Ul=jl.distr;let $l,ql;0==jl.ori?(S(R,"u-hz"),$l=P,ql=W):(S(R,"u-vt"),$l=W,ql=P);const Kl={};for(let l in vl){let e=vl[l];null==e.min&&null==e.max||(Kl[l]={min:e.min,max:e.max},e.min=e.max=null)}const Xl=u.tzDate||(l=>new Date(rl(l/hl))),Zl=u.fmtDate||ne,Ql=1==hl?Me(Xl):Ee(Xl),le=De(Xl,ze(1==hl?ye:Te,Zl)),ee=We(Xl,Ae("{YYYY}-{MM}-{DD} {h}:{mm}{aa}",Zl)),te=[],ie=k.legend=Bl({},Ye,u.legend),oe=k.cursor=Bl({},Re,{drag:{y:2==M}},u.cursor),se=ie.show,re=oe.show,ue=ie.markers;let ce,he,de;ie.idxs=te,ue.width=bl(ue.width),ue.dash=bl(ue.dash),ue.stroke=bl(ue.stroke),ue.fill=bl(ue.fill);let pe,me=[],ge=[],xe=!1,we={};if(ie.live){const l=pl[1]?pl[1].values:null;xe=null!=l,pe=xe?l(k,1,0):{_:0};for(let l in pe)we[l]=w}if(se)if(ce=z("table","u-legend",R),de=z("tbody",null,ce),ie.mount(k,ce),xe){he=z("thead",null,ce,de);let l=z("tr",null,he);for(var _e in z("th",null,l),pe)z("th",e,l).textContent=_e}else S(ce,"u-inline"),ie.live&&S(ce,"u-live");const be={show:!0},ve={show:!1},Pe=new Map;function Ce(l,e,t,n=!0){const i=Pe.get(e)||{},o=oe.bind[l](k,e,t,n);o&&(G(l,e,i[l]=o),Pe.set(e,i))}function He(l,e){const t=Pe.get(e)||{};for(let n in t)null!=l&&n!=l||(I(n,e,t[n]),delete t[n]);null==l&&Pe.delete(e)}let Fe=0,Ge=0,Ie=0,Le=0,Oe=0,Ne=0,je=Oe,Ke=Ne,Xe=Ie,Ze=Le,Qe=0,lt=0,ot=0,st=0;k.bbox={};let ht=!1,pt=!1,mt=!1,xt=!1,wt=!1,_t=!1;function vt(l,e,t){(t||l!=k.width||e!=k.height)&&kt(l,e),An(!1),mt=!0,pt=!0,Jn()}function kt(l,e){k.width=Fe=Ie=l,k.height=Ge=Le=e,Oe=Ne=0,function(){let l=!1,e=!1,t=!1,n=!1;xl.forEach((i=>{if(i.show&&i._show){let{side:o,_size:s}=i,r=s+(null!=i.label?i.labelSize:0);r>0&&(o%2?(Ie-=r,3==o?(Oe+=r,n=!0):t=!0):(Le-=r,0==o?(Ne+=r,l=!0):e=!0))}})),Ct[0]=l,Ct[1]=t,Ct[2]=e,Ct[3]=n,Ie-=Rt[1]+Rt[3],Oe+=Rt[3],Le-=Rt[2]+Rt[0],Ne+=Rt[0]}(),function(){let l=Oe+Ie,e=Ne+Le,t=Oe,n=Ne;function i(i,o){switch(i){case 1:return l+=o,l-o;case 2:return e+=o,e-o;case 3:return t-=o,t+o;case 0:return n-=o,n+o}}xl.forEach((l=>{if(l.show&&l._show){let e=l.side;l._pos=i(e,l._size),null!=l.label&&(l._lpos=i(e,l.labelSize))}}))}();let t=k.bbox;Qe=t.left=zl(Oe*y,.5),lt=t.top=zl(Ne*y,.5),ot=t.width=zl(Ie*y,.5),st=t.height=zl(Le*y,.5)}const yt=3;if(k.setSize=function({width:l,height:e}){vt(l,e)},null==oe.dataIdx){let l=oe.hover,e=l.skip=new Set(l.skip??[]);e.add(void 0);let t=l.prox=bl(l.prox),n=l.bias??=0;oe.dataIdx=(l,i,o,s)=>{if(0==i)return o;let r=o,u=t(l,i,o,s)??gl,a=u>=0&&gl>u,f=0==jl.ori?Ie:Le,c=oe.left,h=g[0],d=g[i];if(e.has(d[o])){r=null;let l,t=null,i=null;if(0==n||-1==n)for(l=o;null==t&&l-- >0;)e.has(d[l])||(t=l);if(0==n||1==n)for(l=o;null==i&&l++<d.length;)e.has(d[l])||(i=l);if(null!=t||null!=i)if(a){let l=c-(null==t?-1/0:$l(h[t],jl,f,0)),e=(null==i?1/0:$l(h[i],jl,f,0))-c;l>e?e>u||(r=i):l>u||(r=t)}else r=null==i?t:null==t||o-t>i-o?i:t}else a&&ol(c-$l(h[o],jl,f,0))>u&&(r=null);return r}}const Mt=l=>{oe.event=l};oe.idxs=te,oe._lock=!1;let St=oe.points;St.show=bl(St.show),St.size=bl(St.size),St.stroke=bl(St.stroke),St.width=bl(St.width),St.fill=bl(St.fill);const Tt=k.focus=Bl({},u.focus||{alpha:.3},oe.focus),Et=Tt.prox>=0,zt=Et&&St.one;let Dt=[],Pt=[],At=[];function Wt(l,e){let t=St.show(k,e);if(t instanceof HTMLElement)return S(t,"u-cursor-pt"),S(t,l.class),A(t,-10,-10,Ie,Le),el.insertBefore(t,Dt[e]),t}function Yt(t,n){if(1==M||n>0){let l=1==M&&vl[t.scale].time,e=t.value;t.value=l?Ll(e)?We(Xl,Ae(e,Zl)):e||ee:e||nt,t.label=t.label||(l?"Time":"Value")}if(zt||n>0){t.width=null==t.width?1:t.width,t.paths=t.paths||Ot||yl,t.fillTo=bl(t.fillTo||gt),t.pxAlign=+Q(t.pxAlign,tl),t.pxRound=bt(t.pxAlign),t.stroke=bl(t.stroke||null),t.fill=bl(t.fill||null),t._stroke=t._fill=t._paths=t._focus=null;let l=function(l){return Al(1*(3+2*(l||1)),3)}(fl(1,t.width)),e=t.points=Bl({},{size:l,width:fl(1,.2*l),stroke:t.stroke,space:2*l,paths:Nt,_stroke:null,_fill:null},t.points);e.show=bl(e.show),e.filter=bl(e.filter),e.fill=bl(e.fill),e.stroke=bl(e.stroke),e.paths=bl(e.paths),e.pxAlign=t.pxAlign}if(se){let i=function(t,n){if(0==n&&(xe||!ie.live||2==M))return Rl;let i=[],o=z("tr","u-series",de,de.childNodes[n]);S(o,t.class),t.show||S(o,l);let s=z("th",null,o);if(ue.show){let l=D("u-marker",s);if(n>0){let e=ue.width(k,n);e&&(l.style.border=e+"px "+ue.dash(k,n)+" "+ue.stroke(k,n)),l.style.background=ue.fill(k,n)}}let r=D(e,s);for(var u in t.label instanceof HTMLElement?r.appendChild(t.label):r.textContent=t.label,n>0&&(ue.show||(r.style.color=t.width>0?ue.stroke(k,n):ue.fill(k,n)),Ce("click",s,(l=>{if(oe._lock)return;Mt(l);let e=pl.indexOf(t);if((l.ctrlKey||l.metaKey)!=ie.isolate){let l=pl.some(((l,t)=>t>0&&t!=e&&l.show));pl.forEach(((t,n)=>{n>0&&oi(n,l?n==e?be:ve:be,!0,Fi.setSeries)}))}else oi(e,{show:!t.show},!0,Fi.setSeries)}),!1),Et&&Ce(d,s,(l=>{oe._lock||(Mt(l),oi(pl.indexOf(t),ai,!0,Fi.setSeries))}),!1)),pe){let l=z("td","u-value",o);l.textContent="--",i.push(l)}return[o,i]}(t,n);me.splice(n,0,i[0]),ge.splice(n,0,i[1]),ie.values.push(null)}if(re){te.splice(n,0,null);let l=null;zt?0==n&&(l=Wt(t,n)):n>0&&(l=Wt(t,n)),Dt.splice(n,0,l),Pt.splice(n,0,0),At.splice(n,0,0)}Ci("addSeries",n)}k.addSeries=function(l,e){e=null==e?pl.length:e,l=1==M?Ut(l,e,Ve,ut):Ut(l,e,{},rt),pl.splice(e,0,l),Yt(pl[e],e)},k.delSeries=function(l){if(pl.splice(l,1),se){ie.values.splice(l,1),ge.splice(l,1);let e=me.splice(l,1)[0];He(null,e.firstChild),e.remove()}re&&(te.splice(l,1),Dt.splice(l,1)[0].remove(),Pt.splice(l,1),At.splice(l,1)),Ci("delSeries",l)};const Ct=[!1,!1,!1,!1];function Ht(l,e,t){let[n,i,o,s]=t,r=e%2,u=0;return 0==r&&(s||i)&&(u=0==e&&!n||2==e&&!o?rl(Ue.size/3):0),1==r&&(n||o)&&(u=1==e&&!i||3==e&&!s?rl(it.size/2):0),u}const Ft=k.padding=(u.padding||[Ht,Ht,Ht,Ht]).map((l=>bl(Q(l,Ht)))),Rt=k._padding=Ft.map(((l,e)=>l(k,e,Ct,0)));let Gt,Lt=null,en=null;const tn=1==M?pl[0].idxs:null;let nn,on,sn,rn,un,an,fn,cn,hn,dn,pn=null,mn=!1;function gn(l,e){if(k.data=k._data=g=null==l?[]:l,2==M){Gt=0;for(let l=1;pl.length>l;l++)Gt+=g[l][0].length}else{0==g.length&&(k.data=k._data=g=[[]]),pn=g[0],Gt=pn.length;let l=g;if(2==Ul){l=g.slice();let e=l[0]=Array(Gt);for(let l=0;Gt>l;l++)e[l]=l}k._data=g=l}if(An(!0),Ci("setData"),2==Ul&&(mt=!0),!1!==e){let l=jl;l.auto(k,mn)?xn():ii(El,l.min,l.max),xt=xt||oe.left>=0,_t=!0,Jn()}}function xn(){let l,e;mn=!0,1==M&&(Gt>0?(Lt=tn[0]=0,en=tn[1]=Gt-1,l=g[0][Lt],e=g[0][en],2==Ul?(l=Lt,e=en):l==e&&(3==Ul?[l,e]=B(l,l,jl.log,!1):4==Ul?[l,e]=$(l,l,jl.log,!1):jl.time?e=l+rl(86400/hl):[l,e]=Z(l,e,J,!0))):(Lt=tn[0]=l=null,en=tn[1]=e=null)),ii(El,l,e)}function wn(l,e,t,n,i,o){l??=a,t??=Fl,n??="butt",i??=a,o??="round",l!=nn&&(K.strokeStyle=nn=l),i!=on&&(K.fillStyle=on=i),e!=sn&&(K.lineWidth=sn=e),o!=un&&(K.lineJoin=un=o),n!=an&&(K.lineCap=an=n),t!=rn&&K.setLineDash(rn=t)}function _n(l,e,t,n){e!=on&&(K.fillStyle=on=e),l!=fn&&(K.font=fn=l),t!=cn&&(K.textAlign=cn=t),n!=hn&&(K.textBaseline=hn=n)}function bn(l,e,t,n,i=0){if(n.length>0&&l.auto(k,mn)&&(null==e||null==e.min)){let e=Q(Lt,0),o=Q(en,n.length-1),s=null==t.min?function(l,e,t,n=0,i=!1){let o=i?V:U,s=i?j:N;[e,t]=o(l,e,t);let r=l[e],u=l[e];if(e>-1)if(1==n)r=l[e],u=l[t];else if(-1==n)r=l[t],u=l[e];else for(let n=e;t>=n;n++){let e=l[n];s(e)&&(r>e?r=e:e>u&&(u=e))}return[r??gl,u??-gl]}(n,e,o,i,3==l.distr):[t.min,t.max];l.min=al(l.min,t.min=s[0]),l.max=fl(l.max,t.max=s[1])}}k.setData=gn;const vn={min:null,max:null};function kn(l,e){let t=e?pl[l].points:pl[l];t._stroke=t.stroke(k,l),t._fill=t.fill(k,l)}function yn(l,e){let t=e?pl[l].points:pl[l],{stroke:n,fill:i,clip:o,flags:s,_stroke:r=t._stroke,_fill:u=t._fill,_width:a=t.width}=t._paths;a=Al(a*y,3);let f=null,c=a%2/2;e&&null==u&&(u=a>0?"#fff":r);let h=1==t.pxAlign&&c>0;if(h&&K.translate(c,c),!e){let l=Qe-a/2,e=lt-a/2,t=ot+a,n=st+a;f=new Path2D,f.rect(l,e,t,n)}e?Sn(r,a,t.dash,t.cap,u,n,i,s,o):function(l,e,t,n,i,o,s,r,u,a,f){let c=!1;0!=u&&Tl.forEach(((h,d)=>{if(h.series[0]==l){let l,p=pl[h.series[1]],m=g[h.series[1]],x=(p._paths||Hl).band;Gl(x)&&(x=1==h.dir?x[0]:x[1]);let w=null;p.show&&x&&function(l,e,t){for(e=Q(e,0),t=Q(t,l.length-1);t>=e;){if(null!=l[e])return!0;e++}return!1}(m,Lt,en)?(w=h.fill(k,d)||o,l=p._paths.clip):x=null,Sn(e,t,n,i,w,s,r,u,a,f,l,x),c=!0}})),c||Sn(e,t,n,i,o,s,r,u,a,f)}(l,r,a,t.dash,t.cap,u,n,i,s,f,o),h&&K.translate(-c,-c)}const Mn=3;function Sn(l,e,t,n,i,o,s,r,u,a,f,c){wn(l,e,t,n,i),(u||a||c)&&(K.save(),u&&K.clip(u),a&&K.clip(a)),c?(r&Mn)==Mn?(K.clip(c),f&&K.clip(f),En(i,s),Tn(l,o,e)):2&r?(En(i,s),K.clip(c),Tn(l,o,e)):1&r&&(K.save(),K.clip(c),f&&K.clip(f),En(i,s),K.restore(),Tn(l,o,e)):(En(i,s),Tn(l,o,e)),(u||a||c)&&K.restore()}function Tn(l,e,t){t>0&&(e instanceof Map?e.forEach(((l,e)=>{K.strokeStyle=nn=e,K.stroke(l)})):null!=e&&l&&K.stroke(e))}function En(l,e){e instanceof Map?e.forEach(((l,e)=>{K.fillStyle=on=e,K.fill(l)})):null!=e&&l&&K.fill(e)}function zn(l,e,t,n,i,o,s,r,u,a){let f=s%2/2;1==tl&&K.translate(f,f),wn(r,s,u,a,r),K.beginPath();let c,h,d,p,m=i+(0==n||3==n?-o:o);0==t?(h=i,p=m):(c=i,d=m);for(let n=0;l.length>n;n++)null!=e[n]&&(0==t?c=d=l[n]:h=p=l[n],K.moveTo(c,h),K.lineTo(d,p));K.stroke(),1==tl&&K.translate(-f,-f)}function Dn(l){let e=!0;return xl.forEach(((t,n)=>{if(!t.show)return;let i=vl[t.scale];if(null==i.min)return void(t._show&&(e=!1,t._show=!1,An(!1)));t._show||(e=!1,t._show=!0,An(!1));let o=t.side,s=o%2,{min:r,max:u}=i,[a,f]=function(l,e,t,n){let i,o=xl[l];if(n>0){let s=o._space=o.space(k,l,e,t,n);i=Zt(e,t,o._incrs=o.incrs(k,l,e,t,n,s),n,s)}else i=[0,0];return o._found=i}(n,r,u,0==s?Ie:Le);if(0==f)return;let c=t._splits=t.splits(k,n,r,u,a,f,2==i.distr),h=2==i.distr?c.map((l=>pn[l])):c,d=2==i.distr?pn[c[1]]-pn[c[0]]:a,p=t._values=t.values(k,t.filter(k,h,n,f,d),n,f,d);t._rotate=2==o?t.rotate(k,p,n,f):0;let m=t._size;t._size=ul(t.size(k,p,n,l)),null!=m&&t._size!=m&&(e=!1)})),e}function Pn(l){let e=!0;return Ft.forEach(((t,n)=>{let i=t(k,n,Ct,l);i!=Rt[n]&&(e=!1),Rt[n]=i})),e}function An(l){pl.forEach(((e,t)=>{t>0&&(e._paths=null,l&&(1==M?(e.min=null,e.max=null):e.facets.forEach((l=>{l.min=null,l.max=null}))))}))}let Wn,Yn,Cn,Hn,Fn,Rn,Gn,In,Ln,On,Nn,jn,Un=!1,Vn=!1,Bn=[];function $n(){Vn=!1;for(let l=0;Bn.length>l;l++)Ci(...Bn[l]);Bn.length=0}function Jn(){Un||(Jl(qn),Un=!0)}function qn(){if(ht&&(function(){for(let l in vl){let e=vl[l];null==Kl[l]&&(null==e.min||null!=Kl[El]&&e.auto(k,mn))&&(Kl[l]=vn)}for(let l in vl){let e=vl[l];null==Kl[l]&&null!=e.from&&null!=Kl[e.from]&&(Kl[l]=vn)}null!=Kl[El]&&An(!0);let l={};for(let e in Kl){let t=Kl[e];if(null!=t){let n=l[e]=Vl(vl[e],Nl);if(null!=t.min)Bl(n,t);else if(e!=El||2==M)if(0==Gt&&null==n.from){let l=n.range(k,null,null,e);n.min=l[0],n.max=l[1]}else n.min=gl,n.max=-gl}}if(Gt>0){pl.forEach(((e,t)=>{if(1==M){let n=e.scale,i=Kl[n];if(null==i)return;let o=l[n];if(0==t){let l=o.range(k,o.min,o.max,n);o.min=l[0],o.max=l[1],Lt=L(o.min,g[0]),en=L(o.max,g[0]),en-Lt>1&&(o.min>g[0][Lt]&&Lt++,g[0][en]>o.max&&en--),e.min=pn[Lt],e.max=pn[en]}else e.show&&e.auto&&bn(o,i,e,g[t],e.sorted);e.idxs[0]=Lt,e.idxs[1]=en}else if(t>0&&e.show&&e.auto){let[n,i]=e.facets,o=n.scale,s=i.scale,[r,u]=g[t],a=l[o],f=l[s];null!=a&&bn(a,Kl[o],n,r,n.sorted),null!=f&&bn(f,Kl[s],i,u,i.sorted),e.min=i.min,e.max=i.max}}));for(let e in l){let t=l[e],n=Kl[e];if(null==t.from&&(null==n||null==n.min)){let l=t.range(k,t.min==gl?null:t.min,t.max==-gl?null:t.max,e);t.min=l[0],t.max=l[1]}}}for(let e in l){let t=l[e];if(null!=t.from){let n=l[t.from];if(null==n.min)t.min=t.max=null;else{let l=t.range(k,n.min,n.max,e);t.min=l[0],t.max=l[1]}}}let e={},t=!1;for(let n in l){let i=l[n],o=vl[n];if(o.min!=i.min||o.max!=i.max){o.min=i.min,o.max=i.max;let l=o.distr;o._min=3==l?dl(o.min):4==l?ml(o.min,o.asinh):100==l?o.fwd(o.min):o.min,o._max=3==l?dl(o.max):4==l?ml(o.max,o.asinh):100==l?o.fwd(o.max):o.max,e[n]=t=!0}}if(t){pl.forEach(((l,t)=>{2==M?t>0&&e.y&&(l._paths=null):e[l.scale]&&(l._paths=null)}));for(let l in e)mt=!0,Ci("setScale",l);re&&oe.left>=0&&(xt=_t=!0)}for(let l in Kl)Kl[l]=null}(),ht=!1),mt&&(function(){let l=!1,e=0;for(;!l;){e++;let t=Dn(e),n=Pn(e);l=e==yt||t&&n,l||(kt(k.width,k.height),pt=!0)}}(),mt=!1),pt){if(E(ll,s,Oe),E(ll,i,Ne),E(ll,t,Ie),E(ll,n,Le),E(el,s,Oe),E(el,i,Ne),E(el,t,Ie),E(el,n,Le),E(X,t,Fe),E(X,n,Ge),O.width=rl(Fe*y),O.height=rl(Ge*y),xl.forEach((({_el:e,_show:t,_size:n,_pos:i,side:o})=>{if(null!=e)if(t){let t=o%2==1;E(e,t?"left":"top",i-(3===o||0===o?n:0)),E(e,t?"width":"height",n),E(e,t?"top":"left",t?Ne:Oe),E(e,t?"height":"width",t?Le:Ie),T(e,l)}else S(e,l)})),nn=on=sn=un=an=fn=cn=hn=rn=null,dn=1,_i(!0),Oe!=je||Ne!=Ke||Ie!=Xe||Le!=Ze){An(!1);let l=Ie/Xe,e=Le/Ze;if(re&&!xt&&oe.left>=0){oe.left*=l,oe.top*=e,Cn&&A(Cn,rl(oe.left),0,Ie,Le),Hn&&A(Hn,0,rl(oe.top),Ie,Le);for(let t=0;Dt.length>t;t++){let n=Dt[t];null!=n&&(Pt[t]*=l,At[t]*=e,A(n,ul(Pt[t]),ul(At[t]),Ie,Le))}}if(ei.show&&!wt&&ei.left>=0&&ei.width>0){ei.left*=l,ei.width*=l,ei.top*=e,ei.height*=e;for(let l in ki)E(ti,l,ei[l])}je=Oe,Ke=Ne,Xe=Ie,Ze=Le}Ci("setSize"),pt=!1}Fe>0&&Ge>0&&(K.clearRect(0,0,O.width,O.height),Ci("drawClear"),Pl.forEach((l=>l())),Ci("draw")),ei.show&&wt&&(ni(ei),wt=!1),re&&xt&&(xi(null,!0,!1),xt=!1),ie.show&&ie.live&&_t&&(mi(),_t=!1),F||(F=!0,k.status=1,Ci("ready")),mn=!1,Un=!1}function Kn(l,e){let t=vl[l];if(null==t.from){if(0==Gt){let n=t.range(k,e.min,e.max,l);e.min=n[0],e.max=n[1]}if(e.min>e.max){let l=e.min;e.min=e.max,e.max=l}if(Gt>1&&null!=e.min&&null!=e.max&&1e-16>e.max-e.min)return;l==El&&2==t.distr&&Gt>0&&(e.min=L(e.min,g[0]),e.max=L(e.max,g[0]),e.min==e.max&&e.max++),Kl[l]=e,ht=!0,Jn()}}k.batch=function(l,e=!1){Un=!0,Vn=e,l(k),qn(),e&&Bn.length>0&&queueMicrotask($n)},k.redraw=(l,e)=>{mt=e||!1,!1!==l?ii(El,jl.min,jl.max):Jn()},k.setScale=Kn;let Xn=!1;const Zn=oe.drag;let Qn=Zn.x,li=Zn.y;re&&(oe.x&&(Wn=D("u-cursor-x",el)),oe.y&&(Yn=D("u-cursor-y",el)),0==jl.ori?(Cn=Wn,Hn=Yn):(Cn=Yn,Hn=Wn),Nn=oe.left,jn=oe.top);const ei=k.select=Bl({show:!0,over:!0,left:0,width:0,top:0,height:0},u.select),ti=ei.show?D("u-select",ei.over?el:ll):null;function ni(l,e){if(ei.show){for(let e in l)ei[e]=l[e],e in ki&&E(ti,e,l[e]);!1!==e&&Ci("setSelect")}}function ii(l,e,t){Kn(l,{min:e,max:t})}function oi(e,t,n,i){null!=t.focus&&function(l){if(l!=ui){let e=null==l,t=1!=Tt.alpha;pl.forEach(((n,i)=>{if(1==M||i>0){let o=e||0==i||i==l;n._focus=e?null:o,t&&function(l,e){pl[l].alpha=e,re&&null!=Dt[l]&&(Dt[l].style.opacity=e),se&&me[l]&&(me[l].style.opacity=e)}(i,o?1:Tt.alpha)}})),ui=l,t&&Jn()}}(e),null!=t.show&&pl.forEach(((n,i)=>{0>=i||e!=i&&null!=e||(n.show=t.show,function(e){if(pl[e].show)se&&T(me[e],l);else if(se&&S(me[e],l),re){let l=zt?Dt[0]:Dt[e];null!=l&&A(l,-10,-10,Ie,Le)}}(i),2==M?(ii(n.facets[0].scale,null,null),ii(n.facets[1].scale,null,null)):ii(n.scale,null,null),Jn())})),!1!==n&&Ci("setSeries",e,t),i&&Ii("setSeries",k,e,t)}let si,ri,ui;k.setSelect=ni,k.setSeries=oi,k.addBand=function(l,e){l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1),Tl.splice(e=null==e?Tl.length:e,0,l)},k.setBand=function(l,e){Bl(Tl[l],e)},k.delBand=function(l){null==l?Tl.length=0:Tl.splice(l,1)};const ai={focus:!0};function fi(l,e,t){let n=vl[e];t&&(l=l/y-(1==n.ori?Ne:Oe));let i=Ie;1==n.ori&&(i=Le,l=i-l),-1==n.dir&&(l=i-l);let o=n._min,s=o+l/i*(n._max-o),r=n.distr;return 3==r?cl(10,s):4==r?((l,e=1)=>nl.sinh(l)*e)(s,n.asinh):100==r?n.bwd(s):s}function ci(l,e){E(ti,s,ei.left=l),E(ti,t,ei.width=e)}function hi(l,e){E(ti,i,ei.top=l),E(ti,n,ei.height=e)}se&&Et&&Ce(p,ce,(l=>{oe._lock||(Mt(l),null!=ui&&oi(null,ai,!0,Fi.setSeries))})),k.valToIdx=l=>L(l,g[0]),k.posToIdx=function(l,e){return L(fi(l,El,e),g[0],Lt,en)},k.posToVal=fi,k.valToPos=(l,e,t)=>0==vl[e].ori?P(l,vl[e],t?ot:Ie,t?Qe:0):W(l,vl[e],t?st:Le,t?lt:0),k.setCursor=(l,e,t)=>{Nn=l.left,jn=l.top,xi(null,e,t)};let di=0==jl.ori?ci:hi,pi=1==jl.ori?ci:hi;function mi(l,e){if(null!=l&&(l.idxs?l.idxs.forEach(((l,e)=>{te[e]=l})):(l=>void 0===l)(l.idx)||te.fill(l.idx),ie.idx=te[0]),se&&ie.live){for(let l=0;pl.length>l;l++)(l>0||1==M&&!xe)&&gi(l,te[l]);!function(){if(se&&ie.live)for(let l=2==M?1:0;pl.length>l;l++){if(0==l&&xe)continue;let e=ie.values[l],t=0;for(let n in e)ge[l][t++].firstChild.nodeValue=e[n]}}()}_t=!1,!1!==e&&Ci("setLegend")}function gi(l,e){let t,n=pl[l],i=0==l&&2==Ul?pn:g[l];xe?t=n.values(k,l,e)??we:(t=n.value(k,null==e?null:i[e],l,e),t=null==t?we:{_:t}),ie.values[l]=t}function xi(l,e,t){let n;Ln=Nn,On=jn,[Nn,jn]=oe.move(k,Nn,jn),oe.left=Nn,oe.top=jn,re&&(Cn&&A(Cn,rl(Nn),0,Ie,Le),Hn&&A(Hn,0,rl(jn),Ie,Le)),si=gl,ri=null;let i=0==jl.ori?Ie:Le,o=1==jl.ori?Ie:Le;if(0>Nn||0==Gt||Lt>en){n=oe.idx=null;for(let l=0;pl.length>l;l++){let e=Dt[l];null!=e&&A(e,-10,-10,Ie,Le)}Et&&oi(null,ai,!0,null==l&&Fi.setSeries),ie.live&&(te.fill(n),_t=!0)}else{let l,e,t;1==M&&(l=0==jl.ori?Nn:jn,e=fi(l,El),n=oe.idx=L(e,g[0],Lt,en),t=$l(g[0][n],jl,i,0));let s=-10,r=-10,u=0,a=0,f=!0,c="",h="";for(let l=2==M?1:0;pl.length>l;l++){let d=pl[l],p=te[l],m=null==p?null:1==M?g[l][p]:g[l][1][p],x=oe.dataIdx(k,l,n,e),w=null==x?null:1==M?g[l][x]:g[l][1][x];if(_t=_t||w!=m||x!=p,te[l]=x,l>0&&d.show){let e=null==x?-10:x==n?t:$l(1==M?g[0][x]:g[l][0][x],jl,i,0),p=null==w?-10:ql(w,1==M?vl[d.scale]:vl[d.facets[1].scale],o,0);if(Et&&null!=w){let e=1==jl.ori?Nn:jn,t=ol(Tt.dist(k,l,x,p,e));if(si>t){let n=Tt.bias;if(0!=n){let i=fi(e,d.scale),o=0>i?-1:1;o!=(0>w?-1:1)||(1==o?1==n?i>w:w>i:1==n?w>i:i>w)||(si=t,ri=l)}else si=t,ri=l}}if(_t||zt){let t,n;0==jl.ori?(t=e,n=p):(t=p,n=e);let i,o,d,m,g,x,w=!0,_=St.bbox;if(null!=_){w=!1;let e=_(k,l);d=e.left,m=e.top,i=e.width,o=e.height}else d=t,m=n,i=o=St.size(k,l);if(x=St.fill(k,l),g=St.stroke(k,l),zt)l!=ri||si>Tt.prox||(s=d,r=m,u=i,a=o,f=w,c=x,h=g);else{let e=Dt[l];null!=e&&(Pt[l]=d,At[l]=m,H(e,i,o,w),Y(e,x,g),A(e,ul(d),ul(m),Ie,Le))}}}}if(zt){let l=Tt.prox;if(_t||(null==ui?l>=si:si>l||ri!=ui)){let l=Dt[0];null!=l&&(Pt[0]=s,At[0]=r,H(l,u,a,f),Y(l,c,h),A(l,ul(s),ul(r),Ie,Le))}}}if(ei.show&&Xn)if(null!=l){let[e,t]=Fi.scales,[n,s]=Fi.match,[r,u]=l.cursor.sync.scales,a=l.cursor.drag;if(Qn=a._x,li=a._y,Qn||li){let a,f,c,h,d,{left:p,top:m,width:g,height:x}=l.select,w=l.scales[r].ori,_=l.posToVal,b=null!=e&&n(e,r),v=null!=t&&s(t,u);b&&Qn?(0==w?(a=p,f=g):(a=m,f=x),c=vl[e],h=$l(_(a,r),c,i,0),d=$l(_(a+f,r),c,i,0),di(al(h,d),ol(d-h))):di(0,i),v&&li?(1==w?(a=p,f=g):(a=m,f=x),c=vl[t],h=ql(_(a,u),c,o,0),d=ql(_(a+f,u),c,o,0),pi(al(h,d),ol(d-h))):pi(0,o)}else yi()}else{let l=ol(Ln-Fn),e=ol(On-Rn);if(1==jl.ori){let t=l;l=e,e=t}Qn=Zn.x&&l>=Zn.dist,li=Zn.y&&e>=Zn.dist;let t,n,s=Zn.uni;null!=s?Qn&&li&&(Qn=l>=s,li=e>=s,Qn||li||(e>l?li=!0:Qn=!0)):Zn.x&&Zn.y&&(Qn||li)&&(Qn=li=!0),Qn&&(0==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),di(al(t,n),ol(n-t)),li||pi(0,o)),li&&(1==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),pi(al(t,n),ol(n-t)),Qn||di(0,i)),Qn||li||(di(0,0),pi(0,0))}if(Zn._x=Qn,Zn._y=li,null==l){if(t){if(null!=Ri){let[l,e]=Fi.scales;Fi.values[0]=null!=l?fi(0==jl.ori?Nn:jn,l):null,Fi.values[1]=null!=e?fi(1==jl.ori?Nn:jn,e):null}Ii(f,k,Nn,jn,Ie,Le,n)}if(Et){let l=t&&Fi.setSeries,e=Tt.prox;null==ui?si>e||oi(ri,ai,!0,l):si>e?oi(null,ai,!0,l):ri!=ui&&oi(ri,ai,!0,l)}}_t&&(ie.idx=n,mi()),!1!==e&&Ci("setCursor")}k.setLegend=mi;let wi=null;function _i(l=!1){l?wi=null:(wi=el.getBoundingClientRect(),Ci("syncRect",wi))}function bi(l,e,t,n,i,o){oe._lock||Xn&&null!=l&&0==l.movementX&&0==l.movementY||(vi(l,e,t,n,i,o,0,!1,null!=l),null!=l?xi(null,!0,!0):xi(e,!0,!1))}function vi(l,e,t,n,i,o,s,r,u){if(null==wi&&_i(!1),Mt(l),null!=l)t=l.clientX-wi.left,n=l.clientY-wi.top;else{if(0>t||0>n)return Nn=-10,void(jn=-10);let[l,s]=Fi.scales,r=e.cursor.sync,[u,a]=r.values,[f,c]=r.scales,[h,d]=Fi.match,p=e.axes[0].side%2==1,m=0==jl.ori?Ie:Le,g=1==jl.ori?Ie:Le,x=p?o:i,w=p?i:o,_=p?n:t,b=p?t:n;if(t=null!=f?h(l,f)?C(u,vl[l],m,0):-10:m*(_/x),n=null!=c?d(s,c)?C(a,vl[s],g,0):-10:g*(b/w),1==jl.ori){let l=t;t=n,n=l}}!u||null!=e&&e.cursor.event.type!=f||(t>1&&Ie-1>t||(t=zl(t,Ie)),n>1&&Le-1>n||(n=zl(n,Le))),r?(Fn=t,Rn=n,[Gn,In]=oe.move(k,t,n)):(Nn=t,jn=n)}Object.defineProperty(k,"rect",{get:()=>(null==wi&&_i(!1),wi)});const ki={width:0,height:0,left:0,top:0};function yi(){ni(ki,!1)}let Mi,Si,Ti,Ei;function zi(l,e,t,n,i,o){Xn=!0,Qn=li=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!0,!1),null!=l&&(Ce(h,b,Di,!1),Ii(c,k,Gn,In,Ie,Le,null));let{left:s,top:r,width:u,height:a}=ei;Mi=s,Si=r,Ti=u,Ei=a}function Di(l,e,t,n,i,o){Xn=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!1,!0);let{left:s,top:r,width:u,height:a}=ei,f=u>0||a>0,c=Mi!=s||Si!=r||Ti!=u||Ei!=a;if(f&&c&&ni(ei),Zn.setScale&&f&&c){let l=s,e=u,t=r,n=a;if(1==jl.ori&&(l=r,e=a,t=s,n=u),Qn&&ii(El,fi(l,El),fi(l+e,El)),li)for(let l in vl){let e=vl[l];l!=El&&null==e.from&&e.min!=gl&&ii(l,fi(t+n,l),fi(t,l))}yi()}else oe.lock&&(oe._lock=!oe._lock,xi(e,!0,null!=l));null!=l&&(He(h,b),Ii(h,k,Nn,jn,Ie,Le,null))}function Pi(l){oe._lock||(Mt(l),xn(),yi(),null!=l&&Ii(m,k,Nn,jn,Ie,Le,null))}function Ai(){xl.forEach(ln),vt(k.width,k.height,!0)}G(x,v,Ai);const Wi={};Wi.mousedown=zi,Wi.mousemove=bi,Wi.mouseup=Di,Wi.dblclick=Pi,Wi.setSeries=(l,e,t,n)=>{-1!=(t=(0,Fi.match[2])(k,e,t))&&oi(t,n,!0,!1)},re&&(Ce(c,el,zi),Ce(f,el,bi),Ce(d,el,(l=>{Mt(l),_i(!1)})),Ce(p,el,(function(l){if(oe._lock)return;Mt(l);let e=Xn;if(Xn){let l,e,t=!0,n=!0,i=10;0==jl.ori?(l=Qn,e=li):(l=li,e=Qn),l&&e&&(t=i>=Nn||Nn>=Ie-i,n=i>=jn||jn>=Le-i),l&&t&&(Nn=Gn>Nn?0:Ie),e&&n&&(jn=In>jn?0:Le),xi(null,!0,!0),Xn=!1}Nn=-10,jn=-10,te.fill(null),xi(null,!0,!0),e&&(Xn=e)})),Ce(m,el,Pi),It.add(k),k.syncRect=_i);const Yi=k.hooks=u.hooks||{};function Ci(l,e,t){Vn?Bn.push([l,e,t]):l in Yi&&Yi[l].forEach((l=>{l.call(null,k,e,t)}))}(u.plugins||[]).forEach((l=>{for(let e in l.hooks)Yi[e]=(Yi[e]||[]).concat(l.hooks[e])}));const Hi=(l,e,t)=>t,Fi=Bl({key:null,setSeries:!1,filters:{pub:Ml,sub:Ml},scales:[El,pl[1]?pl[1].scale:null],match:[Sl,Sl,Hi],values:[null,null]},oe.sync);2==Fi.match.length&&Fi.match.push(Hi),oe.sync=Fi;const Ri=Fi.key,Gi=dt(Ri);function Ii(l,e,t,n,i,o,s){Fi.filters.pub(l,e,t,n,i,o,s)&&Gi.pub(l,e,t,n,i,o,s)}function Li(){Ci("init",u,g),gn(g||u.data,!1),Kl[El]?Kn(El,Kl[El]):xn(),wt=ei.show&&(ei.width>0||ei.height>0),xt=_t=!0,vt(u.width,u.height)}return Gi.sub(k),k.pub=function(l,e,t,n,i,o,s){Fi.filters.sub(l,e,t,n,i,o,s)&&Wi[l](null,e,t,n,i,o,s)},k.destroy=function(){Gi.unsub(k),It.delete(k),Pe.clear(),I(x,v,Ai),R.remove(),ce?.remove(),Ci("destroy")},pl.forEach(Yt),xl.forEach((function(l,e){if(l._show=l.show,l.show){let t=vl[l.scale];null==t&&(l.scale=l.side%2?pl[1].scale:El,t=vl[l.scale]);let n=t.time;l.size=bl(l.size),l.space=bl(l.space),l.rotate=bl(l.rotate),Gl(l.incrs)&&l.incrs.forEach((l=>{!Wl.has(l)&&Wl.set(l,Yl(l))})),l.incrs=bl(l.incrs||(2==t.distr?ae:n?1==hl?ke:Se:fe)),l.splits=bl(l.splits||(n&&1==t.distr?Ql:3==t.distr?Je:4==t.distr?qe:$e)),l.stroke=bl(l.stroke),l.grid.stroke=bl(l.grid.stroke),l.ticks.stroke=bl(l.ticks.stroke),l.border.stroke=bl(l.border.stroke);let i=l.values;l.values=Gl(i)&&!Gl(i[0])?bl(i):n?Gl(i)?De(Xl,ze(i,Zl)):Ll(i)?function(l,e){let t=ne(e);return(e,n)=>n.map((e=>t(l(e))))}(Xl,i):i||le:i||Be,l.filter=bl(l.filter||(3>t.distr||10!=t.log?3==t.distr&&2==t.log?tt:kl:et)),l.font=Qt(l.font),l.labelFont=Qt(l.labelFont),l._size=l.size(k,null,e,0),l._space=l._rotate=l._incrs=l._found=l._splits=l._values=null,l._size>0&&(Ct[e]=!0,l._el=D("u-axis",X))}})),_?_ instanceof HTMLElement?(_.appendChild(R),Li()):_(k,Li):Li(),k}en.assign=Bl,en.fmtNum=tl,en.rangeNum=Z,en.rangeLog=B,en.rangeAsinh=$,en.orient=pt,en.pxRatio=y,en.join=function(l,e){if(function(l){let e=l[0][0],t=e.length;for(let n=1;l.length>n;n++){let i=l[n][0];if(i.length!=t)return!1;if(i!=e)for(let l=0;t>l;l++)if(i[l]!=e[l])return!1}return!0}(l)){let e=l[0].slice();for(let t=1;l.length>t;t++)e.push(...l[t].slice(1));return function(l,e=100){const t=l.length;if(1>=t)return!0;let n=0,i=t-1;for(;i>=n&&null==l[n];)n++;for(;i>=n&&null==l[i];)i--;if(n>=i)return!0;const o=fl(1,sl((i-n+1)/e));for(let e=l[n],t=n+o;i>=t;t+=o){const n=l[t];if(null!=n){if(e>=n)return!1;e=n}}return!0}(e[0])||(e=function(l){let e=l[0],t=e.length,n=Array(t);for(let l=0;n.length>l;l++)n[l]=l;n.sort(((l,t)=>e[l]-e[t]));let i=[];for(let e=0;l.length>e;e++){let o=l[e],s=Array(t);for(let l=0;t>l;l++)s[l]=o[n[l]];i.push(s)}return i}(e)),e}let t=new Set;for(let e=0;l.length>e;e++){let n=l[e][0],i=n.length;for(let l=0;i>l;l++)t.add(n[l])}let n=[Array.from(t).sort(((l,e)=>l-e))],i=n[0].length,o=new Map;for(let l=0;i>l;l++)o.set(n[0][l],l);for(let t=0;l.length>t;t++){let s=l[t],r=s[0];for(let l=1;s.length>l;l++){let u=s[l],a=Array(i).fill(void 0),f=e?e[t][l]:1,c=[];for(let l=0;u.length>l;l++){let e=u[l],t=o.get(r[l]);null===e?0!=f&&(a[t]=e,2==f&&c.push(t)):a[t]=e}$l(a,c,i),n.push(a)}}return n},en.fmtDate=ne,en.tzDate=function(l,e){let t;return"UTC"==e||"Etc/UTC"==e?t=new Date(+l+6e4*l.getTimezoneOffset()):e==ie?t=l:(t=new Date(l.toLocaleString("en-US",{timeZone:e})),t.setMilliseconds(l.getMilliseconds())),t},en.sync=dt;{en.addGap=function(l,e,t){let n=l[l.length-1];n&&n[0]==e?n[1]=t:l.push([e,t])},en.clipGaps=wt;let l=en.paths={points:Wt};l.linear=Ft,l.stepped=function(l){const e=Q(l.align,1),t=Q(l.ascDesc,!1),n=Q(l.alignGaps,0),i=Q(l.extend,!1);return(l,o,s,r)=>pt(l,o,((u,a,f,c,h,d,p,m,g,x,w)=>{[s,r]=U(f,s,r);let _=u.pxRound,{left:b,width:v}=l.bbox,k=l=>_(d(l,c,x,m)),M=l=>_(p(l,h,w,g)),S=0==c.ori?Mt:St;const T={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},E=T.stroke,z=c.dir*(0==c.ori?1:-1);let D=M(f[1==z?s:r]),P=k(a[1==z?s:r]),A=P,W=P;i&&-1==e&&(W=b,S(E,W,D)),S(E,P,D);for(let l=1==z?s:r;l>=s&&r>=l;l+=z){let t=f[l];if(null==t)continue;let n=k(a[l]),i=M(t);1==e?S(E,n,D):S(E,A,i),S(E,n,i),D=i,A=n}let Y=A;i&&1==e&&(Y=b+v,S(E,Y,D));let[C,H]=mt(l,o);if(null!=u.fill||0!=C){let e=T.fill=new Path2D(E),t=M(u.fillTo(l,o,u.min,u.max,C));S(e,Y,t),S(e,W,t)}if(!u.spanGaps){let i=[];i.push(..._t(a,f,s,r,z,k,n));let h=u.width*y/2,d=t||1==e?h:-h,p=t||-1==e?-h:h;i.forEach((l=>{l[0]+=d,l[1]+=p})),T.gaps=i=u.gaps(l,o,s,r,i),T.clip=wt(i,c.ori,m,g,x,w)}return 0!=H&&(T.band=2==H?[xt(l,o,s,r,E,-1),xt(l,o,s,r,E,1)]:xt(l,o,s,r,E,H)),T}))},l.bars=function(l){const e=Q((l=l||Hl).size,[.6,gl,1]),t=l.align||0,n=l.gap||0;let i=l.radius;i=null==i?[0,0]:"number"==typeof i?[i,0]:i;const o=bl(i),s=1-e[0],r=Q(e[1],gl),u=Q(e[2],1),a=Q(l.disp,Hl),f=Q(l.each,(()=>{})),{fill:c,stroke:h}=a;return(l,e,i,d)=>pt(l,e,((p,m,g,x,w,_,b,v,k,M,S)=>{let T,E,z=p.pxRound,D=t,P=n*y,A=r*y,W=u*y;0==x.ori?[T,E]=o(l,e):[E,T]=o(l,e);const Y=x.dir*(0==x.ori?1:-1);let C,H,F,R=0==x.ori?Tt:Et,G=0==x.ori?f:(l,e,t,n,i,o,s)=>{f(l,e,t,i,n,s,o)},I=Q(l.bands,Fl).find((l=>l.series[0]==e)),L=p.fillTo(l,e,p.min,p.max,null!=I?I.dir:0),O=z(b(L,w,S,k)),N=M,j=z(p.width*y),U=!1,V=null,B=null,$=null,J=null;null==c||0!=j&&null==h||(U=!0,V=c.values(l,e,i,d),B=new Map,new Set(V).forEach((l=>{null!=l&&B.set(l,new Path2D)})),j>0&&($=h.values(l,e,i,d),J=new Map,new Set($).forEach((l=>{null!=l&&J.set(l,new Path2D)}))));let{x0:q,size:K}=a;if(null!=q&&null!=K){D=1,m=q.values(l,e,i,d),2==q.unit&&(m=m.map((e=>l.posToVal(v+e*M,x.key,!0))));let t=K.values(l,e,i,d);H=2==K.unit?t[0]*M:_(t[0],x,M,v)-_(0,x,M,v),N=Rt(m,g,_,x,M,v,N),F=N-H+P}else N=Rt(m,g,_,x,M,v,N),F=N*s+P,H=N-F;1>F&&(F=0),H/2>j||(j=0),5>F&&(z=vl);let X=F>0;H=z(wl(N-F-(X?j:0),W,A)),C=(0==D?H/2:D==Y?0:H)-D*Y*((0==D?P/2:0)+(X?j/2:0));const Z={stroke:null,fill:null,clip:null,band:null,gaps:null,flags:0},ll=U?null:new Path2D;let el=null;if(null!=I)el=l.data[I.series[1]];else{let{y0:t,y1:n}=a;null!=t&&null!=n&&(g=n.values(l,e,i,d),el=t.values(l,e,i,d))}let tl=T*H,nl=E*H;for(let t=1==Y?i:d;t>=i&&d>=t;t+=Y){let n=g[t];if(null==n)continue;if(null!=el){let l=el[t]??0;if(n-l==0)continue;O=b(l,w,S,k)}let i=_(2!=x.distr||null!=a?m[t]:t,x,M,v),o=b(Q(n,L),w,S,k),s=z(i-C),r=z(fl(o,O)),u=z(al(o,O)),f=r-u;if(null!=n){let i=0>n?nl:tl,o=0>n?tl:nl;U?(j>0&&null!=$[t]&&R(J.get($[t]),s,u+sl(j/2),H,fl(0,f-j),i,o),null!=V[t]&&R(B.get(V[t]),s,u+sl(j/2),H,fl(0,f-j),i,o)):R(ll,s,u+sl(j/2),H,fl(0,f-j),i,o),G(l,e,t,s-j/2,u,H+j,f)}}return j>0?Z.stroke=U?J:ll:U||(Z._fill=0==p.width?p._fill:p._stroke??p._fill,Z.width=0),Z.fill=U?B:ll,Z}))},l.spline=function(l){return function(l,e){const t=Q(e?.alignGaps,0);return(e,n,i,o)=>pt(e,n,((s,r,u,a,f,c,h,d,p,m,g)=>{[i,o]=U(u,i,o);let x,w,_,b=s.pxRound,v=l=>b(c(l,a,m,d)),k=l=>b(h(l,f,g,p));0==a.ori?(x=kt,_=Mt,w=Pt):(x=yt,_=St,w=At);const y=a.dir*(0==a.ori?1:-1);let M=v(r[1==y?i:o]),S=M,T=[],E=[];for(let l=1==y?i:o;l>=i&&o>=l;l+=y)if(null!=u[l]){let e=v(r[l]);T.push(S=e),E.push(k(u[l]))}const z={stroke:l(T,E,x,_,w,b),fill:null,clip:null,band:null,gaps:null,flags:1},D=z.stroke;let[P,A]=mt(e,n);if(null!=s.fill||0!=P){let l=z.fill=new Path2D(D),t=k(s.fillTo(e,n,s.min,s.max,P));_(l,S,t),_(l,M,t)}if(!s.spanGaps){let l=[];l.push(..._t(r,u,i,o,y,v,t)),z.gaps=l=s.gaps(e,n,i,o,l),z.clip=wt(l,a.ori,d,p,m,g)}return 0!=A&&(z.band=2==A?[xt(e,n,i,o,D,-1),xt(e,n,i,o,D,1)]:xt(e,n,i,o,D,A)),z}))}(Gt,l)}}return en}();\n';
 
-// ../../main/node_modules/uplot/dist/uPlot.min.css?raw
+// node_modules/uplot/dist/uPlot.min.css?raw
 var uPlot_min_default = '.uplot, .uplot *, .uplot *::before, .uplot *::after {box-sizing: border-box;}.uplot {font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji";line-height: 1.5;width: min-content;}.u-title {text-align: center;font-size: 18px;font-weight: bold;}.u-wrap {position: relative;user-select: none;}.u-over, .u-under {position: absolute;}.u-under {overflow: hidden;}.uplot canvas {display: block;position: relative;width: 100%;height: 100%;}.u-axis {position: absolute;}.u-legend {font-size: 14px;margin: auto;text-align: center;}.u-inline {display: block;}.u-inline * {display: inline-block;}.u-inline tr {margin-right: 16px;}.u-legend th {font-weight: 600;}.u-legend th > * {vertical-align: middle;display: inline-block;}.u-legend .u-marker {width: 1em;height: 1em;margin-right: 4px;background-clip: padding-box !important;}.u-inline.u-live th::after {content: ":";vertical-align: middle;}.u-inline:not(.u-live) .u-value {display: none;}.u-series > * {padding: 4px;}.u-series th {cursor: pointer;}.u-legend .u-off > * {opacity: 0.3;}.u-select {background: rgba(0,0,0,0.07);position: absolute;pointer-events: none;}.u-cursor-x, .u-cursor-y {position: absolute;left: 0;top: 0;pointer-events: none;will-change: transform;}.u-hz .u-cursor-x, .u-vt .u-cursor-y {height: 100%;border-right: 1px dashed #607D8B;}.u-hz .u-cursor-y, .u-vt .u-cursor-x {width: 100%;border-bottom: 1px dashed #607D8B;}.u-cursor-pt {position: absolute;top: 0;left: 0;border-radius: 50%;border: 0 solid;pointer-events: none;will-change: transform;/*this has to be !important since we set inline "background" shorthand */background-clip: padding-box !important;}.u-axis.u-off, .u-select.u-off, .u-cursor-x.u-off, .u-cursor-y.u-off, .u-cursor-pt.u-off {display: none;}';
 
 // src/analysis/main-history.ts
@@ -46653,11 +47003,64 @@ import { createHash } from "node:crypto";
 import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync6, statSync as statSync3 } from "node:fs";
 import { join as join3, relative } from "node:path";
 
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname2, join as join2 } from "node:path";
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join2(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join2(dir, "analysis.json"),
+    chartPath: join2(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join2(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeUnmeasured(dir, e) {
+  const paths = {
+    reportPath: join2(dir, "report.md"),
+    resultPath: writeResults(dir, e.results),
+    analysisPath: join2(dir, "analysis.json")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, e.markdown],
+    [paths.analysisPath, JSON.stringify(e.json, null, 2)]
+  ]);
+  return paths;
+}
+function writeProfiles(dir, profiles) {
+  return profiles.map(({ path: path6, bytes }) => {
+    const to = join2(dir, path6);
+    mkdirSync(dirname2(to), { recursive: true });
+    writeFileSync5(to, bytes);
+    return to;
+  });
+}
+function writeCalibrationReport(dir, report) {
+  const path6 = join2(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync5(path6, text);
+}
+
 // src/report/calibration.ts
 var floorKeyOf2 = (f) => floorKey(f.workload, f.rate, f.percentile);
 function calibrationLine(c3) {
   const at = `${c3.key} at ${percentLabel(c3.percentile)}`;
-  if (c3.notRecorded) return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  if (c3.notRecorded)
+    return `A/A floor for ${at} not recorded: ${c3.notRecorded}; the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
   const drift = c3.driftMs === null ? "first calibration" : `drift ${signedMs(c3.driftMs)} ms since ${c3.previous.time.slice(0, 10)}`;
   if (!c3.unbiased) {
     const runs2 = c3.firstRun ? `in two runs (${msInterval(c3.firstRun.ciMs)} and ${msInterval(c3.ciMs)})` : `(A/A ${msInterval(c3.ciMs)})`;
@@ -46695,14 +47098,22 @@ function calibrationReport(cs, o2) {
     })
   ];
   if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+    out.push(
+      "",
+      ...unrecorded.map(
+        (c3) => `- **${c3.key}: no floor recorded.** ${capitalized(c3.notRecorded)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c3.previous ? ` (\xB1${ms2(c3.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`
+      )
+    );
   }
   const warned = cs.filter((c3) => !c3.notRecorded && cannotBlock(c3));
   if (warned.length > 0) out.push("", ...warned.map((c3) => `> \u26A0\uFE0F **${c3.key}**: ${cannotBlock(c3)}.`));
   const confirmed = cs.filter((c3) => c3.firstRun);
   if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
   if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+    out.push(
+      "",
+      `**The host is biased** for ${biased.map((c3) => c3.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`
+    );
   }
   const trend = cs.map((c3) => {
     const past = o2.history.filter((f) => floorKeyOf2(f) === floorKey(c3.workload, c3.rate, c3.percentile)).slice(-5);
@@ -46713,49 +47124,48 @@ function calibrationReport(cs, o2) {
 }
 var capitalized = (s3) => s3.charAt(0).toUpperCase() + s3.slice(1);
 
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync5 } from "node:fs";
-import { dirname as dirname2, join as join2 } from "node:path";
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join2(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join2(dir, "analysis.json"),
-    chartPath: join2(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
-  ]);
-  return paths;
+// src/report/notes.ts
+var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
+function evidenceNotes(sha2, e) {
+  const short3 = sha2.slice(0, 7);
+  const out = [];
+  if (e.pooled.length > 0) {
+    out.push(
+      `\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short3} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`
+    );
+  }
+  if (e.otherChampion.length > 0) {
+    out.push(
+      `${runs(e.otherChampion.length)} of ${short3} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`
+    );
+  }
+  for (const [differs, ids] of groupBy(e.otherIdentity)) {
+    out.push(
+      `${runs(ids.length)} of ${short3} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`
+    );
+  }
+  return out;
 }
-function writeResults(dir, documents) {
-  const path6 = join2(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
+function groupBy(other) {
+  const out = /* @__PURE__ */ new Map();
+  for (const { runId: runId3, differs } of other) {
+    const key = differs.join(", ");
+    out.set(key, [...out.get(key) ?? [], runId3]);
+  }
+  return out;
 }
-function writeUnmeasured(dir, e) {
-  const paths = { reportPath: join2(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join2(dir, "analysis.json") };
-  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
-  return paths;
+function identityNotes(a2, documents) {
+  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
+  if (!changed || !a2.builds) return [];
+  return [
+    `\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`
+  ];
 }
-function writeProfiles(dir, profiles) {
-  return profiles.map(({ path: path6, bytes }) => {
-    const to = join2(dir, path6);
-    mkdirSync(dirname2(to), { recursive: true });
-    writeFileSync5(to, bytes);
-    return to;
-  });
-}
-function writeCalibrationReport(dir, report) {
-  const path6 = join2(dir, "calibration.md");
-  writeFiles(dir, [[path6, report]]);
-  return path6;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync5(path6, text);
+function candidateNote(a2, sha2, champion) {
+  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
+  return [
+    `\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`
+  ];
 }
 
 // src/report/unmeasured.ts
@@ -46772,15 +47182,36 @@ function unmeasuredReport(error62, results, percentile2) {
     "",
     "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
     "|---|---|---:|---:|---:|---:|---:|",
-    ...runs2.map((r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`)
+    ...runs2.map(
+      (r) => `| ${tableCell(r.name)} | ${tableCell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`
+    )
   ];
   const dropped = runs2.flatMap((r) => r.dropped.map((d) => `| ${tableCell(r.name)} | ${d.pair} | ${tableCell(d.reason)} |`));
-  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
+  if (dropped.length > 0)
+    out.push(
+      "",
+      "<details><summary>Dropped pairs and why</summary>",
+      "",
+      "| run | pair | why |",
+      "|---|---:|---|",
+      ...dropped,
+      "",
+      "</details>"
+    );
   for (const r of runs2) {
     for (const arm of ARMS2) {
       const log = r.logs[arm];
       if (!log) continue;
-      out.push("", `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
+      out.push(
+        "",
+        `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`,
+        "",
+        "```",
+        log.tail.replace(/```/g, "'''"),
+        "```",
+        "",
+        "</details>"
+      );
     }
   }
   return { markdown: `${out.join("\n")}
@@ -46795,7 +47226,15 @@ function runOf({ name: name2, result }, percentile2) {
     const a2 = armStarts?.[arm];
     if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
   }
-  return { name: name2, workload: result.plan.workload, rate: result.plan.rate, kept: pairs2.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
+  return {
+    name: name2,
+    workload: result.plan.workload,
+    rate: result.plan.rate,
+    kept: pairs2.length,
+    dropped,
+    arms: { champion: of("champion"), challenger: of("challenger") },
+    logs
+  };
 }
 function failed(e) {
   return e.errors === 0 ? `0 of ${e.requests}` : `${e.errors} of ${e.requests} (${errorClasses(e)})`;
@@ -46810,13 +47249,18 @@ function unmeasuredJson(error62, runs2) {
       rate: r.rate,
       pairs_kept: r.kept,
       dropped_pairs: r.dropped.map(droppedPairJson),
-      arms: Object.fromEntries(ARMS2.map((arm) => [arm, {
-        requests: r.arms[arm].requests,
-        errors: r.arms[arm].errors,
-        errors_by_class: r.arms[arm].byClass,
-        log_tail: r.logs[arm]?.tail ?? null,
-        log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
-      }]))
+      arms: Object.fromEntries(
+        ARMS2.map((arm) => [
+          arm,
+          {
+            requests: r.arms[arm].requests,
+            errors: r.arms[arm].errors,
+            errors_by_class: r.arms[arm].byClass,
+            log_tail: r.logs[arm]?.tail ?? null,
+            log_cut_bytes: r.logs[arm]?.cutBytes ?? 0
+          }
+        ])
+      )
     }))
   };
 }
@@ -46843,40 +47287,6 @@ function settingsFor(config2, d) {
     ...config2.resources?.block_cpu_percent ? { blockCpuPercent: config2.resources.block_cpu_percent } : {},
     ...d.floors ? floorSettings(d.floors, config2.slo.percentile) : {}
   };
-}
-
-// src/report/notes.ts
-var runs = (n2) => `${n2} earlier run${n2 === 1 ? "" : "s"}`;
-function evidenceNotes(sha2, e) {
-  const short3 = sha2.slice(0, 7);
-  const out = [];
-  if (e.pooled.length > 0) {
-    out.push(`\u{1F501} **Rerun**: pooled with ${runs(e.pooled.length)} of ${short3} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
-  }
-  if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short3} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short3} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
-  }
-  return out;
-}
-function groupBy(other) {
-  const out = /* @__PURE__ */ new Map();
-  for (const { runId: runId3, differs } of other) {
-    const key = differs.join(", ");
-    out.set(key, [...out.get(key) ?? [], runId3]);
-  }
-  return out;
-}
-function identityNotes(a2, documents) {
-  const changed = documents.some((d) => d?.identity?.champion_spec_changed);
-  if (!changed || !a2.builds) return [];
-  return [`\u2699\uFE0F **Service spec**: champion ${a2.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
-}
-function candidateNote(a2, sha2, champion) {
-  if (a2.verdict !== "green" || a2.builds?.base === "merge-base") return [];
-  return [`\u{1F3C6} **Candidate champion**: ${sha2.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
 }
 
 // src/analysis/budget.ts
@@ -46948,17 +47358,25 @@ function gateRecord(a2, results, o2 = {}) {
 async function measure(host, config2, m) {
   const challengerSha = m.kind === "ab" ? m.challenger?.sha : void 0;
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
-  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  if (challengerSha && m.challenger?.artifact)
+    m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
   const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
-  for (const run of planRuns(config2, { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha }, m.seed)) {
+  for (const run of planRuns(
+    config2,
+    { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha },
+    m.seed
+  )) {
     const runId3 = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run, runId3);
     try {
       await host.start(m.kind === "ab" ? "run" : "aa", runId3, run.request, m.busyDeadline);
       const outcome = await host.wait(runId3, m.progress.line);
       if (outcome.status !== "ok") {
-        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
+        throw new HostError(
+          "run_failed",
+          `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`
+        );
       }
       const { document, message } = await host.result(runId3);
       fresh.documents.push(document);
@@ -47117,11 +47535,28 @@ async function calibrateAndReport(host, config2, o2) {
   const { outDir, champion, driftProgress, ...options } = o2;
   const run = await calibrate(host, config2, options);
   const { confirmProgress: _2, ...measurement } = options;
-  const drift = await measureDrift(host, config2, { ...measurement, runIdPrefix: `${o2.runIdPrefix}-drift`, progress: driftProgress ?? o2.progress });
+  const drift = await measureDrift(host, config2, {
+    ...measurement,
+    runIdPrefix: `${o2.runIdPrefix}-drift`,
+    progress: driftProgress ?? o2.progress
+  });
   const identity3 = identityNotes(run.analysis, run.documents);
-  const report = [...identity3, calibrationReport(run.calibrations, { champion, history: run.history }), driftReport(drift.points, drift.changePoints, drift.skipped)].join("\n\n");
-  const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity3, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
-  return { ...run, drift, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
+  const report = [
+    ...identity3,
+    calibrationReport(run.calibrations, { champion, history: run.history }),
+    driftReport(drift.points, drift.changePoints, drift.skipped)
+  ].join("\n\n");
+  const artifacts = writeArtifacts(outDir, {
+    analysis: run.analysis,
+    report: markdownReport(run.analysis, { notes: [...identity3, ...run.calibrations.map(calibrationLine)] }),
+    documents: run.documents
+  });
+  return {
+    ...run,
+    drift,
+    report,
+    artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) }
+  };
 }
 
 // src/experiment/extend.ts
@@ -47133,11 +47568,15 @@ async function measureAndDecide(host, config2, m, keep) {
   let analysis = judge();
   const max2 = config2.slices.max_extensions;
   for (let extension = 1; extension <= max2; extension++) {
-    const wanted = analysis.comparisons.filter((c3) => extensionWanted(c3, 1 - analysis.settings.confidence, blocksLeft(max2, extension - 1, c3.looks)));
+    const wanted = analysis.comparisons.filter(
+      (c3) => extensionWanted(c3, 1 - analysis.settings.confidence, blocksLeft(max2, extension - 1, c3.looks))
+    );
     if (wanted.length === 0) break;
     const before = evidence;
     for (const [i2, c3] of wanted.entries()) {
-      m.progress.note(`${c3.key}: the interval [${c3.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold \xB1${c3.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max2}`);
+      m.progress.note(
+        `${c3.key}: the interval [${c3.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold \xB1${c3.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max2}`
+      );
       const more = await measure(host, configFor(config2, c3.workload, c3.rate), {
         ...m,
         // Deployed already; a further run of the same builds.
@@ -47148,14 +47587,20 @@ async function measureAndDecide(host, config2, m, keep) {
         seed: m.seed + extension,
         pool: false
       });
-      evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
+      evidence = {
+        ...evidence,
+        results: [...evidence.results, ...more.results],
+        documents: [...evidence.documents, ...more.documents]
+      };
     }
     keep(evidence.documents);
     try {
       analysis = judge();
     } catch (e) {
       if (!(e instanceof CouldNotMeasureError)) throw e;
-      m.progress.note(`extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`);
+      m.progress.note(
+        `extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`
+      );
       evidence = before;
       break;
     }
@@ -47166,7 +47611,12 @@ async function measureAndDecide(host, config2, m, keep) {
 // src/experiment/gate.ts
 async function gate(host, config2, r) {
   const { outDir, notes: caller = [], runUrl, host: hostName, pullRequest: pullRequest2, ...measurement } = r;
-  const judged = await measureAndDecide(host, config2, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const judged = await measureAndDecide(
+    host,
+    config2,
+    { ...measurement, kind: "ab", pool: true },
+    (documents) => writeResults(outDir, documents)
+  );
   const { evidence, status } = judged;
   const analysis = await withBudgetOf(host, config2, judged.analysis);
   const kept = await keepGate(host, analysis, evidence, { pullRequest: pullRequest2, url: runUrl });
@@ -47174,10 +47624,24 @@ async function gate(host, config2, r) {
   const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config2, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
-  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha2, evidence), ...candidateNote(analysis, sha2, status.champion), ...kept, ...fetched.notes];
+  const notes = [
+    ...given,
+    ...budgetNotes(analysis),
+    ...identityNotes(analysis, evidence.documents),
+    ...evidenceNotes(sha2, evidence),
+    ...candidateNote(analysis, sha2, status.champion),
+    ...kept,
+    ...fetched.notes
+  ];
   const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
   const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
-  return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
+  return {
+    analysis,
+    evidence,
+    notes,
+    report,
+    artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) }
+  };
 }
 function showsFunctions(config2, analysis) {
   return config2.profile === "always" || config2.profile === "on-red" && analysis.verdict === "red";
@@ -47190,7 +47654,12 @@ async function fetchProfiles(host, analysis) {
     try {
       profiles.push({ path: profilePath(f.run, f.file, runs2), bytes: await host.profile(f.run, f.arm) });
     } catch (e) {
-      return { profiles: [], notes: [`> \u26A0\uFE0F The profiles could not be fetched from the host (${e.message}); the functions that moved are listed from the result.`] };
+      return {
+        profiles: [],
+        notes: [
+          `> \u26A0\uFE0F The profiles could not be fetched from the host (${e.message}); the functions that moved are listed from the result.`
+        ]
+      };
     }
   }
   return { profiles, notes: [] };
@@ -47295,12 +47764,12 @@ async function onPool(pool, o2, work) {
     const held = (name2) => choice.standings.find((s3) => s3.name === name2)?.state === "busy";
     if (choice.host && !(choice.stay && held(choice.host))) {
       const member = pool.member(choice.host);
-      if (!choice.stay) member.client.claimNextLock();
+      if (!choice.stay) member.client.claim.claimNext();
       o2.say(
         choice.stay ? `pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: measuring there, waiting for it while it is busy` : `pool: ${choice.host} is free: measuring there`
       );
       const unasked = o2.sha ? pool.members.map((m) => m.name).filter((n2) => !runs2.has(n2)) : [];
-      const waited = () => (member.client.lockedAt ?? Date.now()) - started;
+      const waited = () => (member.client.claim.lockedAt ?? Date.now()) - started;
       const landing = { host: choice.host, notes: () => landingNotes(choice, pool.size, waited(), unasked) };
       try {
         const value = await work(member, landing);
@@ -47334,7 +47803,7 @@ async function untilOneFrees(pool, busy, o2) {
   done.abort();
 }
 function lostTheHost(client, e) {
-  return e instanceof HostError && e.kind === "busy" && !client.claimed;
+  return e instanceof HostError && e.kind === "busy" && client.claim.claiming;
 }
 async function earlierRuns(pool, sha2) {
   const readings = await pool.ask((c3) => c3.runsOf(sha2));
@@ -47431,17 +47900,49 @@ async function runCommand(argv, io) {
     const progress = (label2) => local.track(progressBar(label2, say, o2.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now();
     const onHost = (c3) => current = c3;
-    const dones = o2.aa ? await calibrateHere(pool, config2, o2, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
+    const dones = o2.aa ? await calibrateHere(
+      pool,
+      config2,
+      o2,
+      {
+        busyDeadline,
+        progress: progress("A/A"),
+        confirmProgress: progress("A/A confirmation (the interval excluded 0)"),
+        driftProgress: progress("drift: the champion against an ancestor")
+      },
+      onHost
+    ) : [await gateHere(pool, config2, o2, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
     for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
-    if (o2.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
-    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
+    if (o2.json)
+      io.out(
+        JSON.stringify(
+          dones.length === 1 ? summaryJson(dones[0]) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) },
+          null,
+          2
+        )
+      );
+    for (const done of dones)
+      if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
     return exitCodeOf(dones);
   } catch (e) {
     if (local.interrupted()) throw new Interrupted(`interrupted: ${local.aborted() ?? "no run was going"}`);
     if (e instanceof CouldNotMeasureError && e.explained) {
       const written = writeUnmeasured(o2.out, e.explained);
-      if (o2.json) io.out(JSON.stringify({ ...e.explained.json, exit_code: 2, report: { markdown: written.reportPath, analysis: written.analysisPath, result: written.resultPath } }, null, 2));
-      say(`report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`);
+      if (o2.json)
+        io.out(
+          JSON.stringify(
+            {
+              ...e.explained.json,
+              exit_code: 2,
+              report: { markdown: written.reportPath, analysis: written.analysisPath, result: written.resultPath }
+            },
+            null,
+            2
+          )
+        );
+      say(
+        `report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`
+      );
     }
     throw e;
   } finally {
@@ -47502,25 +48003,38 @@ function localHost(hostNow, o2, say) {
   };
 }
 function runOptions(argv) {
-  const { values: v } = parseCommandLine({
-    args: argv,
-    options: {
-      config: { type: "string", default: ".github/perf-gate.yml" },
-      challenger: { type: "string" },
-      champion: { type: "string" },
-      aa: { type: "boolean", default: false },
-      out: { type: "string", default: "perf-gate-out" },
-      json: { type: "boolean", default: false },
-      "keep-host": { type: "boolean", default: false },
-      ...HOST_OPTIONS,
-      help: { type: "boolean", short: "h", default: false }
-    }
-  }, runUsage);
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        config: { type: "string", default: ".github/perf-gate.yml" },
+        challenger: { type: "string" },
+        champion: { type: "string" },
+        aa: { type: "boolean", default: false },
+        out: { type: "string", default: "perf-gate-out" },
+        json: { type: "boolean", default: false },
+        "keep-host": { type: "boolean", default: false },
+        ...HOST_OPTIONS,
+        help: { type: "boolean", short: "h", default: false }
+      }
+    },
+    runUsage
+  );
   if (v.help) return "help";
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
-  if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
+  if (v["keep-host"] && v.host)
+    throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  return {
+    config: v.config,
+    challenger: v.challenger,
+    champion: v.champion,
+    aa: v.aa,
+    out: v.out,
+    json: v.json,
+    keepHost: v["keep-host"],
+    target: hostTarget(v, runUsage)
+  };
 }
 async function installChampion(pool, config2, build, say) {
   const sha2 = digestOf(build);
@@ -47533,7 +48047,9 @@ async function installChampion(pool, config2, build, say) {
   if (failed2.length === 0) return;
   if (pool.size === 1) throw failed2[0].error;
   const promoted = outcomes.filter((o2) => o2.ok).map((o2) => o2.name);
-  throw new Error(`--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
+  throw new Error(
+    `--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`
+  );
 }
 async function gateHere(pool, config2, o2, s3, onHost, say) {
   const sha2 = digestOf(o2.challenger);
@@ -47541,10 +48057,26 @@ async function gateHere(pool, config2, o2, s3, onHost, say) {
   const remote = !("local" in o2.target);
   const { value, host } = await onPool(pool, { key, sha: sha2, busyDeadline: s3.busyDeadline, say }, ({ client }, landing) => {
     onHost(client);
-    return gate(client, config2, { challenger: { sha: sha2, artifact: o2.challenger }, runIdPrefix: key, seed: seedOf(sha2), outDir: o2.out, ...s3, notes: landing.notes, ...remote ? { host: landing.host } : {} });
+    return gate(client, config2, {
+      challenger: { sha: sha2, artifact: o2.challenger },
+      runIdPrefix: key,
+      seed: seedOf(sha2),
+      outDir: o2.out,
+      ...s3,
+      notes: landing.notes,
+      ...remote ? { host: landing.host } : {}
+    });
   });
   const { analysis, artifacts, notes, evidence } = value;
-  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+  return {
+    host: remote ? host : null,
+    analysis,
+    artifacts,
+    notes,
+    calibrations: null,
+    pooled: evidence.pooled,
+    exitCode: analysis.blocking ? 1 : 0
+  };
 }
 async function calibrateHere(pool, config2, o2, s3, onHost) {
   const dones = [];
@@ -47552,7 +48084,15 @@ async function calibrateHere(pool, config2, o2, s3, onHost) {
     onHost(client);
     const host = "local" in o2.target ? null : name2;
     try {
-      dones.push(await calibrateOne(client, host, config2, pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out, s3));
+      dones.push(
+        await calibrateOne(
+          client,
+          host,
+          config2,
+          pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out,
+          s3
+        )
+      );
     } catch (e) {
       if (pool.size === 1 || e instanceof Interrupted) throw e;
       dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });
@@ -47562,15 +48102,37 @@ async function calibrateHere(pool, config2, o2, s3, onHost) {
 }
 async function calibrateOne(client, host, config2, outDir, s3) {
   const { champion } = await client.status();
-  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
-  const run = await calibrateAndReport(client, config2, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s3 });
+  if (!champion)
+    throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config2, {
+    runIdPrefix: runIdPrefix("aa"),
+    seed: seedOf(champion),
+    outDir,
+    champion,
+    ...s3
+  });
   const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
+  const notes = [
+    ...identityNotes(run.analysis, run.documents),
+    ...run.calibrations.map(calibrationLine),
+    ...drift,
+    ...run.drift.changePoints.map(changePointLine)
+  ];
   const { artifacts } = run;
   const unrecorded = run.calibrations.filter((c3) => c3.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
-  if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
+  const done = {
+    host,
+    analysis: run.analysis,
+    artifacts,
+    notes,
+    calibrations: run.calibrations,
+    drift: run.drift,
+    pooled: [],
+    exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0
+  };
+  if (unrecorded.length > 0)
+    done.error = `no floor recorded for ${unrecorded.map((c3) => c3.key).join(", ")}: ${unrecorded[0].notRecorded}`;
   return done;
 }
 var runIdPrefix = (kind) => `${kind}-${Date.now().toString(36)}`;
@@ -47580,11 +48142,26 @@ function printVerdict(d, say, named) {
   for (const n2 of d.notes) say(n2.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
   const profiles = d.artifacts.profilePaths ?? [];
-  if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
+  if (profiles.length > 0)
+    say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 function summaryJson(d) {
   if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
-  const { verdict, grey_kind, blocking, blocked_by, percentile: percentile2, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs: pairs2, headline: headline2, comparisons, preflight_flags } = analysisJson(d.analysis);
+  const {
+    verdict,
+    grey_kind,
+    blocking,
+    blocked_by,
+    percentile: percentile2,
+    estimate_ms,
+    ci_ms,
+    floor_ms,
+    threshold_ms,
+    pairs: pairs2,
+    headline: headline2,
+    comparisons,
+    preflight_flags
+  } = analysisJson(d.analysis);
   return {
     verdict,
     host: d.host,
@@ -47631,10 +48208,31 @@ function summaryJson(d) {
     })) ?? null,
     drift: d.drift && {
       skipped: d.drift.skipped,
-      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
-      change_points: d.drift.changePoints.map((c3) => ({ key: c3.key, percentile: c3.percentile, sum_ms: c3.sumMs, sum_percent: c3.sumPercent, threshold_ms: c3.thresholdMs, pull_requests: c3.steps.map((x) => x.pullRequest), shas: c3.steps.map((x) => x.sha) }))
+      runs: d.drift.points.map((p) => ({
+        ...p.record,
+        run_id: p.runId,
+        percent: p.percent,
+        ci_percent: p.ciPercent,
+        steps: p.steps.length,
+        steps_percent: p.stepsPercent
+      })),
+      change_points: d.drift.changePoints.map((c3) => ({
+        key: c3.key,
+        percentile: c3.percentile,
+        sum_ms: c3.sumMs,
+        sum_percent: c3.sumPercent,
+        threshold_ms: c3.thresholdMs,
+        pull_requests: c3.steps.map((x) => x.pullRequest),
+        shas: c3.steps.map((x) => x.sha)
+      }))
     },
-    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] }
+    report: {
+      markdown: d.artifacts.reportPath,
+      chart: d.artifacts.chartPath,
+      analysis: d.artifacts.analysisPath,
+      result: d.artifacts.resultPath,
+      profiles: d.artifacts.profilePaths ?? []
+    }
   };
 }
 function progressBar(label2, say, draw2) {
@@ -47728,7 +48326,9 @@ async function main(argv) {
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage }[rest[0] ?? ""] ?? usage);
+        console.log(
+          { run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage }[rest[0] ?? ""] ?? usage
+        );
         return 0;
       case "-h":
       case "--help":
@@ -47753,7 +48353,9 @@ ${e.usage}`);
       return 130;
     }
     const [first, ...more] = e.message.split("\n");
-    console.error(`perf-gate${name2}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
+    console.error(
+      `perf-gate${name2}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`
+    );
     if (process.env.PERF_GATE_DEBUG) console.error(more.join("\n"));
     return 2;
   }

@@ -4,10 +4,11 @@
 // bundles hold (from esbuild's metafile), since the bundles drop the packages' own files.
 // With --check it builds into a temporary directory and fails when the committed dist/
 // differs, so a stale bundle or licence list cannot land.
-import { build } from "esbuild";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from "node:fs";
+
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { build } from "esbuild";
 
 const check = process.argv.includes("--check");
 const outdir = check ? mkdtempSync(join(tmpdir(), "perf-gate-dist-")) : "dist";
@@ -20,10 +21,16 @@ const rawText = {
   name: "raw-text",
   setup(b) {
     b.onResolve({ filter: /\?raw$/ }, async (args) => {
-      const r = await b.resolve(args.path.slice(0, -"?raw".length), { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer });
+      const r = await b.resolve(args.path.slice(0, -"?raw".length), {
+        resolveDir: args.resolveDir,
+        kind: args.kind,
+        importer: args.importer,
+      });
       return r.errors.length > 0 ? { errors: r.errors } : { path: r.path, suffix: "?raw" };
     });
-    b.onLoad({ filter: /.*/ }, (args) => (args.suffix === "?raw" ? { contents: readFileSync(args.path, "utf8"), loader: "text" } : undefined));
+    b.onLoad({ filter: /.*/ }, (args) =>
+      args.suffix === "?raw" ? { contents: readFileSync(args.path, "utf8"), loader: "text" } : undefined,
+    );
   },
 };
 
@@ -39,7 +46,9 @@ const { metafile } = await build({
   metafile: true,
   logLevel: "warning",
   // ESM bundles of CommonJS dependencies still call require().
-  banner: { js: "import { createRequire as __perfGateCreateRequire } from 'node:module';\nconst require = __perfGateCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __perfGateCreateRequire } from 'node:module';\nconst require = __perfGateCreateRequire(import.meta.url);",
+  },
 });
 writeFileSync(join(outdir, "licenses.txt"), licenses(metafile));
 
@@ -68,12 +77,18 @@ function licenses({ outputs }) {
   }
   const sections = [...packages].map(([dir, bundles]) => {
     const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
-    const files = readdirSync(dir).filter((f) => /^(licen[cs]e|copying|notice)([.-]|$)/i.test(f)).sort();
+    const files = readdirSync(dir)
+      .filter((f) => /^(licen[cs]e|copying|notice)([.-]|$)/i.test(f))
+      .sort();
     const texts = files.map((f) => readFileSync(join(dir, f), "utf8").trim());
     const license = typeof pkg.license === "string" ? pkg.license : (pkg.license?.type ?? "UNKNOWN");
     return [
       `${pkg.name} ${pkg.version} · ${license} · in ${[...bundles].sort().join(", ")}`,
-      ...(texts.length > 0 ? texts : [`(the package ships no licence file; its package.json names ${license}: https://spdx.org/licenses/${license}.html)`]),
+      ...(texts.length > 0
+        ? texts
+        : [
+            `(the package ships no licence file; its package.json names ${license}: https://spdx.org/licenses/${license}.html)`,
+          ]),
     ].join("\n\n");
   });
   sections.sort();
@@ -85,6 +100,9 @@ function licenses({ outputs }) {
 function packageDir(file) {
   const at = file.lastIndexOf("node_modules/");
   if (at < 0) return undefined;
-  const [scope, name] = file.replace(/\?raw$/, "").slice(at + "node_modules/".length).split("/");
+  const [scope, name] = file
+    .replace(/\?raw$/, "")
+    .slice(at + "node_modules/".length)
+    .split("/");
   return `${file.slice(0, at)}node_modules/${scope.startsWith("@") ? `${scope}/${name}` : scope}`;
 }

@@ -17,10 +17,15 @@ const sh = (cmd, args, opts = {}) => execFileSync(cmd, args, { stdio: "inherit",
 
 step("building perf-host, the load generator and the example service");
 sh("make", ["-s", "-C", "benchmark-host"]);
-for (const [name, tags] of [["champion", []], ["challenger", ["-tags", "slow"]]]) {
+for (const [name, tags] of [
+  ["champion", []],
+  ["challenger", ["-tags", "slow"]],
+]) {
   const dir = join(work, "releases", name);
   mkdirSync(join(dir, "bin"), { recursive: true });
-  sh("go", ["build", ...tags, "-o", join(dir, "bin/service"), "./examples/service"], { cwd: join(root, "benchmark-host") });
+  sh("go", ["build", ...tags, "-o", join(dir, "bin/service"), "./examples/service"], {
+    cwd: join(root, "benchmark-host"),
+  });
   writeFileSync(join(dir, "VERSION"), `${name}\n`);
 }
 
@@ -28,13 +33,30 @@ for (const [name, tags] of [["champion", []], ["challenger", ["-tags", "slow"]]]
 // from a clean host. Each run below stops the champion it started when it ends.
 const perfHost = join(root, "benchmark-host/bin/perf-host");
 const ports = ["--champion-port", "18001", "--challenger-port", "18002"];
-if (existsSync(host)) spawnSync(perfHost, ["stop", "--root", host, "--service-user", userInfo().username, ...ports], { stdio: "ignore" });
+if (existsSync(host))
+  spawnSync(perfHost, ["stop", "--root", host, "--service-user", userInfo().username, ...ports], { stdio: "ignore" });
 rmSync(host, { recursive: true, force: true });
 
 const gate = (extra) =>
-  spawnSync(process.execPath, [join(root, "dist/cli.js"), "run", "--local", "--root", host, "--perf-host", perfHost, ...ports,
-    "--config", "benchmark-host/examples/service/perf-gate.yml", "--champion", join(work, "releases/champion"), ...extra],
-    { stdio: "inherit" }).status;
+  spawnSync(
+    process.execPath,
+    [
+      join(root, "dist/cli.js"),
+      "run",
+      "--local",
+      "--root",
+      host,
+      "--perf-host",
+      perfHost,
+      ...ports,
+      "--config",
+      "benchmark-host/examples/service/perf-gate.yml",
+      "--champion",
+      join(work, "releases/champion"),
+      ...extra,
+    ],
+    { stdio: "inherit" },
+  ).status;
 
 step("gate: champion (the example service) vs a challenger that hashes 6,000 more times per request");
 const ab = gate(["--challenger", join(work, "releases/challenger"), "--out", join(work, "report-ab")]);
@@ -42,5 +64,7 @@ step("A/A: the champion's build on both ports, to measure the host's noise floor
 const aa = gate(["--aa", "--out", join(work, "report-aa")]);
 
 step(`done: gate exit ${ab} (1 = blocking regression), A/A exit ${aa}`);
-console.log(`reports: ${join(".perf-gate/demo", "report-ab", "report.md")} and ${join(".perf-gate/demo", "report-aa", "report.md")}`);
+console.log(
+  `reports: ${join(".perf-gate/demo", "report-ab", "report.md")} and ${join(".perf-gate/demo", "report-aa", "report.md")}`,
+);
 process.exit(ab === 1 && aa === 0 ? 0 : 1);

@@ -30,9 +30,14 @@ spawnSync("make", ["-s", "-C", "benchmark-host"], { stdio: "inherit" });
 rmSync(work, { recursive: true, force: true });
 const champion = join(work, "champion");
 mkdirSync(join(champion, "bin"), { recursive: true });
-spawnSync("go", ["build", "-o", join(champion, "bin/service"), "./examples/service"], { cwd: join(root, "benchmark-host"), stdio: "inherit" });
+spawnSync("go", ["build", "-o", join(champion, "bin/service"), "./examples/service"], {
+  cwd: join(root, "benchmark-host"),
+  stdio: "inherit",
+});
 const config = join(work, "perf-gate.yml");
-writeFileSync(config, `service:
+writeFileSync(
+  config,
+  `service:
   command: ["./bin/service"]
 slo: {percentile: 90, budget_ms: 50}
 slices: {seconds: 0.5, pairs: 16}
@@ -41,7 +46,8 @@ workloads:
   - name: work
     rates: [300]
     requests: [{path: "/work?key={{rand 1000}}"}]
-`);
+`,
+);
 
 /** One A/A gate; with a neighbour, a busy loop on one core for the whole of it. */
 async function gate(i, neighbour) {
@@ -49,8 +55,31 @@ async function gate(i, neighbour) {
   const busy = neighbour ? spawn("sh", ["-c", "while :; do :; done"], { stdio: "ignore" }) : null;
   const host = join(work, `host-${neighbour ? "on" : "off"}-${i}`);
   const r = await new Promise((done) => {
-    const p = spawn(process.execPath, [cli, "run", "--local", "--root", host, "--perf-host", perfHost, "--champion-port", "18101", "--challenger-port", "18102",
-      "--config", config, "--champion", champion, "--aa", "--json", "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(
+      process.execPath,
+      [
+        cli,
+        "run",
+        "--local",
+        "--root",
+        host,
+        "--perf-host",
+        perfHost,
+        "--champion-port",
+        "18101",
+        "--challenger-port",
+        "18102",
+        "--config",
+        config,
+        "--champion",
+        champion,
+        "--aa",
+        "--json",
+        "--out",
+        out,
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d) => (stdout += d));
@@ -69,7 +98,9 @@ async function gate(i, neighbour) {
   const verdict = summary?.verdict ?? (r.code === 2 ? "could not measure" : `exit ${r.code}`);
   const dropped = summary?.comparisons?.[0]?.dropped_pairs?.length ?? summary?.runs?.[0]?.dropped_pairs?.length ?? 0;
   const meanForeign = slices.length ? slices.reduce((a, s) => a + (s.foreign_cpu_cores ?? 0), 0) / slices.length : NaN;
-  console.log(`${opt.label} neighbour ${neighbour ? "on " : "off"} gate ${i + 1}: ${verdict}; ${dropped} of ${pairs} pairs dropped, ${foreign} with foreign load; mean foreign ${meanForeign.toFixed(3)} cores; preflight ${/quiet: \w+/.exec(r.stderr + r.stdout)?.[0] ?? "-"}`);
+  console.log(
+    `${opt.label} neighbour ${neighbour ? "on " : "off"} gate ${i + 1}: ${verdict}; ${dropped} of ${pairs} pairs dropped, ${foreign} with foreign load; mean foreign ${meanForeign.toFixed(3)} cores; preflight ${/quiet: \w+/.exec(r.stderr + r.stdout)?.[0] ?? "-"}`,
+  );
   return { verdict, pairs, dropped, foreign, labelled: verdict === "red" || verdict === "green" };
 }
 
@@ -78,7 +109,19 @@ for (const neighbour of [false, true]) {
   const rows = [];
   for (let i = 0; i < gates; i++) rows.push(await gate(i, neighbour));
   const sum = (f) => rows.reduce((a, r) => a + f(r), 0);
-  table.push({ neighbour, labelled: sum((r) => (r.labelled ? 1 : 0)), unmeasured: sum((r) => (/could.not.measure/.test(r.verdict) ? 1 : 0)), pairs: sum((r) => r.pairs), dropped: sum((r) => r.dropped), foreign: sum((r) => r.foreign) });
+  table.push({
+    neighbour,
+    labelled: sum((r) => (r.labelled ? 1 : 0)),
+    unmeasured: sum((r) => (/could.not.measure/.test(r.verdict) ? 1 : 0)),
+    pairs: sum((r) => r.pairs),
+    dropped: sum((r) => r.dropped),
+    foreign: sum((r) => r.foreign),
+  });
 }
-console.log(`\n| ${opt.label} | A/A gates | labelled red or green | could not measure | pairs dropped | of them foreign load |\n|---|---:|---:|---:|---:|---:|`);
-for (const t of table) console.log(`| neighbour ${t.neighbour ? "on" : "off"} | ${gates} | ${t.labelled} | ${t.unmeasured} | ${t.dropped} of ${t.pairs} (${((100 * t.dropped) / Math.max(1, t.pairs)).toFixed(0)}%) | ${t.foreign} |`);
+console.log(
+  `\n| ${opt.label} | A/A gates | labelled red or green | could not measure | pairs dropped | of them foreign load |\n|---|---:|---:|---:|---:|---:|`,
+);
+for (const t of table)
+  console.log(
+    `| neighbour ${t.neighbour ? "on" : "off"} | ${gates} | ${t.labelled} | ${t.unmeasured} | ${t.dropped} of ${t.pairs} (${((100 * t.dropped) / Math.max(1, t.pairs)).toFixed(0)}%) | ${t.foreign} |`,
+  );

@@ -35,20 +35,38 @@ export const OPERATIONS = [
   "users/get-authenticated",
 ];
 
-const DOCUMENTATION = new Set(["description", "example", "examples", "summary", "externalDocs", "x-github", "x-multi-segment", "discriminator"]);
+const DOCUMENTATION = new Set([
+  "description",
+  "example",
+  "examples",
+  "summary",
+  "externalDocs",
+  "x-github",
+  "x-multi-segment",
+  "discriminator",
+]);
 
-const { values } = parseArgs({ options: { version: { type: "string", default: "23.0.2" }, out: { type: "string", default: "test/support/github-openapi.json" } } });
+const { values } = parseArgs({
+  options: {
+    version: { type: "string", default: "23.0.2" },
+    out: { type: "string", default: "test/support/github-openapi.json" },
+  },
+});
 const version = values.version;
 if (!/^\d+\.\d+\.\d+$/.test(version)) throw new Error(`--version: an exact version such as 23.0.2, got ${version}`);
 
 const work = mkdtempSync(join(tmpdir(), "perf-gate-openapi-"));
 try {
-  execFileSync("npm", ["pack", `@octokit/openapi@${version}`, "--silent", "--pack-destination", work], { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["pack", `@octokit/openapi@${version}`, "--silent", "--pack-destination", work], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const tarball = join(work, `octokit-openapi-${version}.tgz`);
   execFileSync("tar", ["-xzf", tarball, "-C", work, "package/generated/api.github.com.json"]);
   const spec = JSON.parse(readFileSync(join(work, "package/generated/api.github.com.json"), "utf8"));
   writeFileSync(values.out, `${JSON.stringify(extract(spec, version), null, 1)}\n`);
-  console.log(`${values.out}: ${OPERATIONS.length} operations from @octokit/openapi@${version} (${spec.info.title} ${spec.info.version})`);
+  console.log(
+    `${values.out}: ${OPERATIONS.length} operations from @octokit/openapi@${version} (${spec.info.title} ${spec.info.version})`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
@@ -56,7 +74,8 @@ try {
 function extract(spec, version) {
   const byId = new Map();
   for (const [path, item] of Object.entries(spec.paths)) {
-    for (const [method, op] of Object.entries(item)) if (op?.operationId) byId.set(op.operationId, { method, path, op });
+    for (const [method, op] of Object.entries(item))
+      if (op?.operationId) byId.set(op.operationId, { method, path, op });
   }
   const operations = {};
   for (const id of OPERATIONS) {
@@ -68,12 +87,24 @@ function extract(spec, version) {
     operations[id] = {
       method: method.toUpperCase(),
       path,
-      parameters: (resolved.parameters ?? []).map((p) => ({ name: p.name, in: p.in, required: p.required === true, schema: p.schema })),
-      requestBody: resolved.requestBody ? { required: resolved.requestBody.required === true, schema: json(resolved.requestBody.content) } : null,
+      parameters: (resolved.parameters ?? []).map((p) => ({
+        name: p.name,
+        in: p.in,
+        required: p.required === true,
+        schema: p.schema,
+      })),
+      requestBody: resolved.requestBody
+        ? { required: resolved.requestBody.required === true, schema: json(resolved.requestBody.content) }
+        : null,
       responses: Object.fromEntries(Object.entries(resolved.responses).map(([status, r]) => [status, json(r.content)])),
     };
   }
-  return { source: `@octokit/openapi@${version} generated/api.github.com.json`, openapi: spec.openapi, apiVersion: spec.info.version, operations };
+  return {
+    source: `@octokit/openapi@${version} generated/api.github.com.json`,
+    openapi: spec.openapi,
+    apiVersion: spec.info.version,
+    operations,
+  };
 }
 
 /** Inlines every $ref; documentation-only keys are dropped. A recursive schema would be an error here. */
@@ -82,7 +113,10 @@ function resolve(spec, node, stack, names = false) {
   if (node === null || typeof node !== "object") return node;
   if (typeof node.$ref === "string") {
     if (stack.includes(node.$ref)) throw new Error(`recursive $ref ${node.$ref} (via ${stack.join(" → ")})`);
-    const target = node.$ref.replace(/^#\//, "").split("/").reduce((o, k) => o[k.replace(/~1/g, "/").replace(/~0/g, "~")], spec);
+    const target = node.$ref
+      .replace(/^#\//, "")
+      .split("/")
+      .reduce((o, k) => o[k.replace(/~1/g, "/").replace(/~0/g, "~")], spec);
     return resolve(spec, target, [...stack, node.$ref]);
   }
   const out = {};

@@ -31,7 +31,8 @@ const { values, positionals } = parseArgs({
   },
 });
 const results = positionals.length > 0 ? positionals : [".perf-gate/demo/report-ab/result.json"];
-for (const f of [...results, ...(values["no-aa"] ? [] : [values.aa]), values.config]) if (!existsSync(f)) throw new Error(`${f}: not found (run \`npm run demo\` first, or name result files)`);
+for (const f of [...results, ...(values["no-aa"] ? [] : [values.aa]), values.config])
+  if (!existsSync(f)) throw new Error(`${f}: not found (run \`npm run demo\` first, or name result files)`);
 if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM}: not found (apt-get install chromium)`);
 
 // The action's own analysis and report code, bundled from src/ for this script.
@@ -42,15 +43,24 @@ try {
     stdin: {
       contents: `export { analyze } from "./src/analysis/verdict"; export { settingsFor } from "./src/experiment/decide"; export { parseResult } from "./src/contract/result";
         export { parseConfig } from "./src/config/gate-config"; export { markdownReport } from "./src/report/markdown"; export { halfWidth } from "./src/analysis/floors";`,
-      resolveDir: process.cwd(), loader: "ts",
+      resolveDir: process.cwd(),
+      loader: "ts",
     },
-    bundle: true, platform: "node", format: "esm", outfile: entry, logLevel: "warning",
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: entry,
+    logLevel: "warning",
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   });
   const r = await import(pathToFileURL(entry).href);
   const config = r.parseConfig(readFileSync(values.config, "utf8"), values.config);
   const settings = r.settingsFor(config, { seed: 1 });
-  const load = (file) => JSON.parse(readFileSync(file, "utf8")).map((doc, i) => ({ name: doc.plan?.run_id ?? `${file}#${i}`, result: r.parseResult(file, doc) }));
+  const load = (file) =>
+    JSON.parse(readFileSync(file, "utf8")).map((doc, i) => ({
+      name: doc.plan?.run_id ?? `${file}#${i}`,
+      result: r.parseResult(file, doc),
+    }));
   const aa = values["no-aa"] ? null : r.analyze(load(values.aa), settings);
   const floorMs = Object.fromEntries((aa?.comparisons ?? []).map((c) => [c.key, r.halfWidth(c.ciMs)]));
   const ab = r.analyze(results.flatMap(load), { ...settings, floorMs });
@@ -58,7 +68,19 @@ try {
   const deps = join(tmpdir(), `perf-gate-screenshot-deps-${Object.values(DEPS).join("-")}`);
   if (!existsSync(join(deps, "node_modules/playwright-core"))) {
     mkdirSync(deps, { recursive: true });
-    execFileSync("npm", ["install", "--prefix", deps, "--no-audit", "--no-fund", "--no-save", ...Object.entries(DEPS).map(([n, v]) => `${n}@${v}`)], { stdio: "inherit" });
+    execFileSync(
+      "npm",
+      [
+        "install",
+        "--prefix",
+        deps,
+        "--no-audit",
+        "--no-fund",
+        "--no-save",
+        ...Object.entries(DEPS).map(([n, v]) => `${n}@${v}`),
+      ],
+      { stdio: "inherit" },
+    );
   }
   const { marked } = await import(pathToFileURL(join(deps, "node_modules/marked/lib/marked.esm.js")).href);
   const { chromium } = await import(pathToFileURL(join(deps, "node_modules/playwright-core/index.mjs")).href);
@@ -66,10 +88,21 @@ try {
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--no-first-run",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   try {
-    const shots = [[values.out, r.markdownReport(ab, { runUrl: values["run-url"] })], ...(aa ? [[values.out.replace(/\.png$/, "-aa.png"), r.markdownReport(aa, { runUrl: values["run-url"] })]] : [])];
+    const shots = [
+      [values.out, r.markdownReport(ab, { runUrl: values["run-url"] })],
+      ...(aa ? [[values.out.replace(/\.png$/, "-aa.png"), r.markdownReport(aa, { runUrl: values["run-url"] })]] : []),
+    ];
     for (const [out, markdown] of shots) {
       // As GitHub shows a comment: its stylesheet, a column about 900 px wide.
       const html = `<!doctype html><meta charset="utf-8"><style>${css}\nbody{margin:0;background:#fff}.markdown-body{box-sizing:border-box;max-width:920px;padding:24px 32px}</style><article class="markdown-body">${marked.parse(markdown, { gfm: true })}</article>`;

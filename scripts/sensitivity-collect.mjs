@@ -17,7 +17,11 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({
-  options: { out: { type: "string", default: ".perf-gate/sensitivity" }, cells: { type: "string" }, blocks: { type: "string" } },
+  options: {
+    out: { type: "string", default: ".perf-gate/sensitivity" },
+    cells: { type: "string" },
+    blocks: { type: "string" },
+  },
 });
 const root = process.cwd();
 const out = join(root, opt.out);
@@ -103,7 +107,15 @@ const POOLED_CELLS = [
 const PLACEMENT = ["--loadgen-cpus", "0", "--arm-cpus", "1"];
 
 const ALL = [...CELLS, ...POOLED_CELLS];
-const chosen = opt.cells ? opt.cells.split(",").map((name) => ALL.find((c) => c.name === name) ?? die(`--cells: no cell ${name} (cells: ${ALL.map((c) => c.name).join(", ")})`)) : POOLED_CELLS;
+const chosen = opt.cells
+  ? opt.cells
+      .split(",")
+      .map(
+        (name) =>
+          ALL.find((c) => c.name === name) ??
+          die(`--cells: no cell ${name} (cells: ${ALL.map((c) => c.name).join(", ")})`),
+      )
+  : POOLED_CELLS;
 function die(message) {
   console.error(`sensitivity-collect: ${message}`);
   process.exit(2);
@@ -113,7 +125,10 @@ const say = (m) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${
 mkdirSync(out, { recursive: true });
 execFileSync("make", ["-s", "-C", "benchmark-host"], { stdio: "inherit" });
 const binary = join(out, "service-bin");
-execFileSync("go", ["build", "-o", binary, "./examples/service"], { cwd: join(root, "benchmark-host"), stdio: "inherit" });
+execFileSync("go", ["build", "-o", binary, "./examples/service"], {
+  cwd: join(root, "benchmark-host"),
+  stdio: "inherit",
+});
 
 /** A release of the example service whose work per request is BASE_ROUNDS + extra rounds. */
 function release(name, extraRounds) {
@@ -122,7 +137,11 @@ function release(name, extraRounds) {
   mkdirSync(join(dir, "bin"), { recursive: true });
   writeFileSync(join(dir, "bin/service-bin"), readFileSync(binary), { mode: 0o755 });
   // The same binary for every arm; the extra cost is its hashing rounds, set by the release.
-  writeFileSync(join(dir, "bin/service"), `#!/bin/sh\nHASH_ROUNDS=${BASE_ROUNDS + extraRounds} exec ./bin/service-bin\n`, { mode: 0o755 });
+  writeFileSync(
+    join(dir, "bin/service"),
+    `#!/bin/sh\nHASH_ROUNDS=${BASE_ROUNDS + extraRounds} exec ./bin/service-bin\n`,
+    { mode: 0o755 },
+  );
   writeFileSync(join(dir, "VERSION"), `${name}\n`); // a build of its own: runs are never pooled
   return dir;
 }
@@ -131,7 +150,8 @@ const champion = release("champion", 0);
 const perfHost = join(root, "benchmark-host/bin/perf-host");
 const host = join(out, "host");
 const ports = ["--champion-port", "18501", "--challenger-port", "18502"];
-if (existsSync(host)) spawnSync(perfHost, ["stop", "--root", host, "--service-user", userInfo().username, ...ports], { stdio: "ignore" });
+if (existsSync(host))
+  spawnSync(perfHost, ["stop", "--root", host, "--service-user", userInfo().username, ...ports], { stdio: "ignore" });
 rmSync(host, { recursive: true, force: true });
 
 for (const cell of chosen) {
@@ -139,28 +159,64 @@ for (const cell of chosen) {
   const blocks = Number(opt.blocks ?? cell.blocks ?? 1);
   const pairs = cell.pairs ?? blocks * Math.round(MEASURED_SECONDS / (2 * cell.slice));
   const config = join(out, `${cell.name}.yml`);
-  writeFileSync(config, [
-    "service: {command: [./bin/service], health_path: /health}",
-    "slo: {percentile: 99, budget_ms: 100}",
-    // One long run per cell, never extended: step 2 cuts it into gates, and plays the extending
-    // gate on consecutive blocks.
-    `slices: {seconds: ${cell.slice}, pairs: ${pairs}, order: ${cell.order}, max_extensions: 0${cell.discard_ms === undefined ? "" : `, discard_ms: ${cell.discard_ms}`}}`,
-    "warmup_seconds: 5",
-    "workloads:",
-    `  - {name: work, rates: [${RATE}], connections: 10, requests: ${profile.requests}}`,
-    "",
-  ].join("\n"));
+  writeFileSync(
+    config,
+    [
+      "service: {command: [./bin/service], health_path: /health}",
+      "slo: {percentile: 99, budget_ms: 100}",
+      // One long run per cell, never extended: step 2 cuts it into gates, and plays the extending
+      // gate on consecutive blocks.
+      `slices: {seconds: ${cell.slice}, pairs: ${pairs}, order: ${cell.order}, max_extensions: 0${cell.discard_ms === undefined ? "" : `, discard_ms: ${cell.discard_ms}`}}`,
+      "warmup_seconds: 5",
+      "workloads:",
+      `  - {name: work, rates: [${RATE}], connections: 10, requests: ${profile.requests}}`,
+      "",
+    ].join("\n"),
+  );
   const cellOut = join(out, "cells", cell.name);
   rmSync(cellOut, { recursive: true, force: true });
   const extraRounds = profile.shiftRounds[cell.shift];
   const challenger = release(`${cell.name}-${Date.now()}`, extraRounds);
-  say(`${cell.name}: ${pairs} pairs of ${cell.slice} s, ${cell.order}, challenger +${cell.shift}% (${(2 * pairs * cell.slice / 60).toFixed(1)} min)`);
+  say(
+    `${cell.name}: ${pairs} pairs of ${cell.slice} s, ${cell.order}, challenger +${cell.shift}% (${((2 * pairs * cell.slice) / 60).toFixed(1)} min)`,
+  );
   const started = Date.now();
-  const r = spawnSync(process.execPath, [join(root, "dist/cli.js"), "run", "--local", "--root", host, "--perf-host", perfHost, ...ports,
-    "--config", config, "--champion", champion, "--challenger", challenger, "--out", cellOut, "--json",
-    ...(cell.placed ? PLACEMENT : [])],
-  { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
-  const meta = { ...cell, profile: cell.profile ?? "uniform", placed: cell.placed ?? false, discard_ms: cell.discard_ms ?? 200, pairs, rate: RATE, base_rounds: BASE_ROUNDS, extra_rounds: extraRounds, exit: r.status, wall_seconds: (Date.now() - started) / 1000 };
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(root, "dist/cli.js"),
+      "run",
+      "--local",
+      "--root",
+      host,
+      "--perf-host",
+      perfHost,
+      ...ports,
+      "--config",
+      config,
+      "--champion",
+      champion,
+      "--challenger",
+      challenger,
+      "--out",
+      cellOut,
+      "--json",
+      ...(cell.placed ? PLACEMENT : []),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" },
+  );
+  const meta = {
+    ...cell,
+    profile: cell.profile ?? "uniform",
+    placed: cell.placed ?? false,
+    discard_ms: cell.discard_ms ?? 200,
+    pairs,
+    rate: RATE,
+    base_rounds: BASE_ROUNDS,
+    extra_rounds: extraRounds,
+    exit: r.status,
+    wall_seconds: (Date.now() - started) / 1000,
+  };
   writeFileSync(join(cellOut, "cell.json"), `${JSON.stringify(meta, null, 2)}\n`);
   say(`${cell.name}: exit ${r.status} after ${meta.wall_seconds.toFixed(0)} s`);
 }

@@ -6,22 +6,22 @@
 // for the gate that extends itself; the order's port bias at p50; the true shifts from the plain
 // runs; and what a quieter host would reach, by simulation from this host's measured noise
 // components.
-import { readdirSync, readFileSync, existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64, type JsHistogram } from "hdr-histogram-js";
 import { mean, median, sampleVariance as variance } from "simple-statistics";
 import { blocksLeft, extensionWanted } from "../src/analysis/extension";
+import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
 import { estimateLatency } from "../src/analysis/latency-estimator";
 import { extractPairs, isDisturbed, type SlicePair } from "../src/analysis/pairs";
 import { tInterval } from "../src/analysis/pooled-quantile";
-import { nominalAlphas } from "../src/analysis/sequential";
 import { normalDraw, seededRandom } from "../src/analysis/random";
-import { slicePercentileUs, sliceHarrellDavisUs } from "../src/analysis/statistic";
-import { hodgesLehmann } from "../src/analysis/hodges-lehmann";
-import { trimmedMean } from "../src/analysis/trimmed-mean";
+import { nominalAlphas } from "../src/analysis/sequential";
+import { sliceHarrellDavisUs, slicePercentileUs } from "../src/analysis/statistic";
 import { pairedT } from "../src/analysis/tests";
+import { trimmedMean } from "../src/analysis/trimmed-mean";
 import { GATE_MEASURED_SECONDS } from "../src/config/gate-config";
-import { parseResult, type LoadgenResult, type Slice } from "../src/contract/result";
+import { type LoadgenResult, parseResult, type Slice } from "../src/contract/result";
 
 const dir = process.argv[2] ?? ".perf-gate/sensitivity";
 const PERCENTILE = 99;
@@ -50,7 +50,12 @@ interface Cell {
   result: LoadgenResult;
 }
 
-type Estimator = { name: string; d: (p: SlicePair) => number; level: (s: Slice) => number; keep?: (p: SlicePair) => boolean };
+type Estimator = {
+  name: string;
+  d: (p: SlicePair) => number;
+  level: (s: Slice) => number;
+  keep?: (p: SlicePair) => boolean;
+};
 /**
  * A stricter instrument: a pair counts only when the generator's own dispatch lag p99 stayed
  * under 0.25 ms in both slices (calm slices here read 30-100 µs; the product's rule drops a pair
@@ -58,14 +63,36 @@ type Estimator = { name: string; d: (p: SlicePair) => number; level: (s: Slice) 
  * rule lets through are what widens the interval, and what dropping them would cost.
  */
 const CALM_LAG_US = 250;
-const calm = (p: SlicePair) => p.champion.dispatch_lag_us.p99 <= CALM_LAG_US && p.challenger.dispatch_lag_us.p99 <= CALM_LAG_US;
+const calm = (p: SlicePair) =>
+  p.champion.dispatch_lag_us.p99 <= CALM_LAG_US && p.challenger.dispatch_lag_us.p99 <= CALM_LAG_US;
 const ln = Math.log;
 const ESTIMATORS: Estimator[] = [
-  { name: "HDR pNN (today)", d: (p) => slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE), level: (s) => slicePercentileUs(s, PERCENTILE) },
-  { name: "Harrell-Davis", d: (p) => sliceHarrellDavisUs(p.challenger, PERCENTILE) - sliceHarrellDavisUs(p.champion, PERCENTILE), level: (s) => sliceHarrellDavisUs(s, PERCENTILE) },
-  { name: "log HDR pNN", d: (p) => ln(slicePercentileUs(p.challenger, PERCENTILE) / slicePercentileUs(p.champion, PERCENTILE)), level: () => 1 },
-  { name: "log Harrell-Davis", d: (p) => ln(sliceHarrellDavisUs(p.challenger, PERCENTILE) / sliceHarrellDavisUs(p.champion, PERCENTILE)), level: () => 1 },
-  { name: `log HDR pNN, calm pairs (lag p99 ≤ ${CALM_LAG_US} µs)`, d: (p) => ln(slicePercentileUs(p.challenger, PERCENTILE) / slicePercentileUs(p.champion, PERCENTILE)), level: () => 1, keep: calm },
+  {
+    name: "HDR pNN (today)",
+    d: (p) => slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE),
+    level: (s) => slicePercentileUs(s, PERCENTILE),
+  },
+  {
+    name: "Harrell-Davis",
+    d: (p) => sliceHarrellDavisUs(p.challenger, PERCENTILE) - sliceHarrellDavisUs(p.champion, PERCENTILE),
+    level: (s) => sliceHarrellDavisUs(s, PERCENTILE),
+  },
+  {
+    name: "log HDR pNN",
+    d: (p) => ln(slicePercentileUs(p.challenger, PERCENTILE) / slicePercentileUs(p.champion, PERCENTILE)),
+    level: () => 1,
+  },
+  {
+    name: "log Harrell-Davis",
+    d: (p) => ln(sliceHarrellDavisUs(p.challenger, PERCENTILE) / sliceHarrellDavisUs(p.champion, PERCENTILE)),
+    level: () => 1,
+  },
+  {
+    name: `log HDR pNN, calm pairs (lag p99 ≤ ${CALM_LAG_US} µs)`,
+    d: (p) => ln(slicePercentileUs(p.challenger, PERCENTILE) / slicePercentileUs(p.champion, PERCENTILE)),
+    level: () => 1,
+    keep: calm,
+  },
 ];
 
 function loadCells(): Cell[] {
@@ -76,7 +103,15 @@ function loadCells(): Cell[] {
     if (!existsSync(resultFile)) return [];
     const meta = JSON.parse(readFileSync(join(root, name, "cell.json"), "utf8")) as Omit<Cell, "result">;
     const docs = JSON.parse(readFileSync(resultFile, "utf8")) as unknown[];
-    return [{ ...meta, profile: meta.profile ?? "uniform", placed: meta.placed ?? false, discard_ms: meta.discard_ms ?? 200, result: parseResult(resultFile, docs[0]) }];
+    return [
+      {
+        ...meta,
+        profile: meta.profile ?? "uniform",
+        placed: meta.placed ?? false,
+        discard_ms: meta.discard_ms ?? 200,
+        result: parseResult(resultFile, docs[0]),
+      },
+    ];
   });
 }
 
@@ -92,7 +127,9 @@ function blocks(c: Cell): LoadgenResult[] {
   const total = Math.max(...c.result.slices.map((s) => s.pair)) + 1;
   const out: LoadgenResult[] = [];
   for (let from = 0; from + per <= total; from += per) {
-    const slices = c.result.slices.filter((s) => s.pair >= from && s.pair < from + per).map((s) => ({ ...s, pair: s.pair - from }));
+    const slices = c.result.slices
+      .filter((s) => s.pair >= from && s.pair < from + per)
+      .map((s) => ({ ...s, pair: s.pair - from }));
     out.push({ ...c.result, plan: { ...c.result.plan, pairs: per }, slices });
   }
   cut.set(c, out);
@@ -149,7 +186,10 @@ function extendingGates(c: Cell, thresholdUs: number): { label: Label; blocks: n
  * One extending gate over the blocks next(0), next(1), …: undefined when none is left, null for
  * one the host could not measure (the gate ends there, its earlier looks standing).
  */
-function extendingGate(next: (used: number) => SlicePair[] | null | undefined, thresholdUs: number): { label: Label; blocks: number } {
+function extendingGate(
+  next: (used: number) => SlicePair[] | null | undefined,
+  thresholdUs: number,
+): { label: Label; blocks: number } {
   const pairs: SlicePair[] = [];
   const looks: { pairs: number }[] = [];
   let label: Label = "not measured";
@@ -160,10 +200,20 @@ function extendingGate(next: (used: number) => SlicePair[] | null | undefined, t
     pairs.push(...kept.map((p) => ({ ...p, pair: pairs.length + p.pair })));
     looks.push({ pairs: pairs.length });
     const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0);
-    const level = nominalAlphas(1 - CONFIDENCE, looks.map((l) => l.pairs)).at(-1)!;
+    const level = nominalAlphas(
+      1 - CONFIDENCE,
+      looks.map((l) => l.pairs),
+    ).at(-1)!;
     const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, 1 - level);
     label = ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey";
-    const look = { ciMs: [ci.lo, ci.hi] as [number, number], thresholdMs: thresholdUs, estimateMs: e.estimateMs * 1000, seMs: e.seMs * 1000, pairs: pairs.length, lookHistory: looks };
+    const look = {
+      ciMs: [ci.lo, ci.hi] as [number, number],
+      thresholdMs: thresholdUs,
+      estimateMs: e.estimateMs * 1000,
+      seMs: e.seMs * 1000,
+      pairs: pairs.length,
+      lookHistory: looks,
+    };
     if (!extensionWanted(look, 1 - CONFIDENCE, blocksLeft(MAX_EXTENSIONS, used - 1, looks.length))) break;
   }
   return { label, blocks: used };
@@ -173,7 +223,8 @@ function extendingGate(next: (used: number) => SlicePair[] | null | undefined, t
 const BLOCK_RESAMPLES = 40;
 const EXTENDING_DRAWS = 200;
 
-const usDifference = (p: SlicePair) => (slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE)) / 1000;
+const usDifference = (p: SlicePair) =>
+  (slicePercentileUs(p.challenger, PERCENTILE) - slicePercentileUs(p.champion, PERCENTILE)) / 1000;
 
 const pct = (x: number) => (Number.isNaN(x) ? "–" : `${(100 * x).toFixed(0)}%`);
 
@@ -187,14 +238,20 @@ function wilson(k: number, n: number): [number, number] {
   return [Math.max(0, centre - half), Math.min(1, centre + half)];
 }
 
-const rate = (k: number, n: number) => (n === 0 ? "–" : `${k}/${n} (${pct(k / n)}, CI ${pct(wilson(k, n)[0])}-${pct(wilson(k, n)[1])})`);
+const rate = (k: number, n: number) =>
+  n === 0 ? "–" : `${k}/${n} (${pct(k / n)}, CI ${pct(wilson(k, n)[0])}-${pct(wilson(k, n)[1])})`;
 
 /**
  * The label rate of the design when its n pairs are drawn from all the cell's kept pairs: many
  * synthetic gates from one cell's measurements. It ignores drift between pairs, so it is a
  * second reading beside the measured blocks, not a replacement.
  */
-function resampledRate(pairs: readonly SlicePair[], n: number, m: Method, wanted: (lo: number, hi: number) => boolean): number {
+function resampledRate(
+  pairs: readonly SlicePair[],
+  n: number,
+  m: Method,
+  wanted: (lo: number, hi: number) => boolean,
+): number {
   if (pairs.length < 2) return NaN; // a cell the host could not measure
   const rand = seededRandom(13);
   let hits = 0;
@@ -243,20 +300,28 @@ function perPair(e: Estimator): (p: SlicePair) => number {
 const METHODS: Method[] = [
   ...ESTIMATORS.flatMap((e) => {
     const d = perPair(e);
-    return INTERVALS.map((i): Method => ({
-      estimator: e.name, interval: i.name, ...(e.keep ? { keep: e.keep } : {}), draws: 1000,
-      of: (pairs, c) => i.of(pairs.map(d), c),
-      level: (pairs) => mean(pairs.map((p) => e.level(p.champion))),
-    }));
+    return INTERVALS.map(
+      (i): Method => ({
+        estimator: e.name,
+        interval: i.name,
+        ...(e.keep ? { keep: e.keep } : {}),
+        draws: 1000,
+        of: (pairs, c) => i.of(pairs.map(d), c),
+        level: (pairs) => mean(pairs.map((p) => e.level(p.champion))),
+      }),
+    );
   }),
   {
-    estimator: "pooled p99 per arm (the product's)", interval: "jackknife over pairs, t", draws: 300,
+    estimator: "pooled p99 per arm (the product's)",
+    interval: "jackknife over pairs, t",
+    draws: 300,
     of: (pairs, c) => {
       const e = estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0);
       const ci = tInterval(e.estimateMs * 1000, e.seMs * 1000, e.df, c);
       return { lo: ci.lo, hi: ci.hi };
     },
-    level: (pairs) => (estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0).pooledMs?.champion ?? NaN) * 1000,
+    level: (pairs) =>
+      (estimateLatency(pairs, pairs.map(usDifference), PERCENTILE, 0, () => 0).pooledMs?.champion ?? NaN) * 1000,
   },
 ];
 
@@ -271,11 +336,16 @@ function efficiencyRatios(c: Cell): number[] {
 }
 
 const cells = loadCells();
-const designKey = (c: Cell) => `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}${c.discard_ms === 200 ? "" : `, discard ${c.discard_ms} ms`}${c.profile === "uniform" ? "" : `, ${c.profile} workload`}${c.placed ? ", placed" : ""}`;
+const designKey = (c: Cell) =>
+  `${c.slice} s x ${Math.round(GATE_MEASURED_SECONDS / (2 * c.slice))}, ${c.order}${c.discard_ms === 200 ? "" : `, discard ${c.discard_ms} ms`}${c.profile === "uniform" ? "" : `, ${c.profile} workload`}${c.placed ? ", placed" : ""}`;
 const designs = [...new Set(cells.filter((c) => !c.name.startsWith("truth")).map(designKey))];
 
-console.log(`# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_MEASURED_SECONDS} s of slices per gate (${dir})\n`);
-console.log("| design | estimator | interval | extra cost | gates | labels (measured) | resampled | half-width, % of p99 (median) | host s/gate |");
+console.log(
+  `# Sensitivity at ${cells[0]?.result.plan.rate ?? "?"} req/s, p${PERCENTILE}, ${GATE_MEASURED_SECONDS} s of slices per gate (${dir})\n`,
+);
+console.log(
+  "| design | estimator | interval | extra cost | gates | labels (measured) | resampled | half-width, % of p99 (median) | host s/gate |",
+);
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
 /** A gate's host time: its share of the run's start-up, and its slices. */
 const hostSecondsPerBlock = (c: Cell) => c.wall_seconds - 2 * c.pairs * c.slice + GATE_MEASURED_SECONDS;
@@ -289,23 +359,33 @@ for (const design of designs) {
       const hits = measured.filter((j) => (aa ? j.label !== "grey" : j.label === "red")).length;
       const n = Math.round(GATE_MEASURED_SECONDS / (2 * c.slice));
       const resampled = resampledRate(cellPairs(c, m), n, m, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
-      console.log(`| ${design} | ${m.estimator} | ${m.interval} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${measured.length > 0 ? median(measured.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${hostSecondsPerBlock(c).toFixed(0)} |`);
+      console.log(
+        `| ${design} | ${m.estimator} | ${m.interval} | ${aa ? "A/A" : `+${c.shift}%`} | ${bs.length} (${bs.length - measured.length} not measured) | ${aa ? "false " : "red "}${rate(hits, measured.length)} | ${pct(resampled)} | ${measured.length > 0 ? median(measured.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${hostSecondsPerBlock(c).toFixed(0)} |`,
+      );
     }
   }
 }
 
 // The gate that extends itself, on the same blocks, and each interval against its sampling limit.
 for (const thresholdUs of THRESHOLDS_US) {
-  console.log(`\n## The extending gate (pooled p99, up to ${MAX_EXTENSIONS} extensions at a ${thresholdUs / 1000} ms block threshold) and the sampling limit\n`);
-  console.log("| design | extra cost | gates | labels | host s/gate (mean, max) | half-width / sampling limit (median, one 90 s gate) |");
+  console.log(
+    `\n## The extending gate (pooled p99, up to ${MAX_EXTENSIONS} extensions at a ${thresholdUs / 1000} ms block threshold) and the sampling limit\n`,
+  );
+  console.log(
+    "| design | extra cost | gates | labels | host s/gate (mean, max) | half-width / sampling limit (median, one 90 s gate) |",
+  );
   console.log("| --- | --- | --- | --- | --- | --- |");
-  for (const c of cells.filter((x) => !x.name.startsWith("truth")).sort((a, b) => designKey(a).localeCompare(designKey(b)) || a.shift - b.shift)) {
+  for (const c of cells
+    .filter((x) => !x.name.startsWith("truth"))
+    .sort((a, b) => designKey(a).localeCompare(designKey(b)) || a.shift - b.shift)) {
     const gates = extendingGates(c, thresholdUs).filter((g) => g.label !== "not measured");
     const aa = c.shift === 0;
     const hits = gates.filter((g) => (aa ? g.label !== "grey" : g.label === "red")).length;
     const seconds = gates.map((g) => g.blocks * hostSecondsPerBlock(c));
     const ratios = efficiencyRatios(c);
-    console.log(`| ${designKey(c)} | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${aa ? "false " : "red "}${rate(hits, gates.length)} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} |`);
+    console.log(
+      `| ${designKey(c)} | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${aa ? "false " : "red "}${rate(hits, gates.length)} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} |`,
+    );
   }
 }
 
@@ -319,7 +399,9 @@ for (const design of designs) {
   const designCells = cells.filter((c) => designKey(c) === design).sort((a, b) => a.shift - b.shift);
   if (!designCells.some((c) => c.shift === 0) || !designCells.some((c) => c.shift > 0)) continue;
   console.log(`\n## Before and after: ${design}, ${THRESHOLDS_US[0]! / 1000} ms block threshold\n`);
-  console.log("| gate | extra cost | gates | labels (measured) | resampled [blocks resampled] | half-width, % of p99 (median) | half-width / sampling limit (median) | host s/gate (mean, max) |");
+  console.log(
+    "| gate | extra cost | gates | labels (measured) | resampled [blocks resampled] | half-width, % of p99 (median) | half-width / sampling limit (median) | host s/gate (mean, max) |",
+  );
   console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const c of designCells) {
     const aa = c.shift === 0;
@@ -327,22 +409,33 @@ for (const design of designs) {
     const wanted = aa ? (l: Label) => l === "red" || l === "green" : (l: Label) => l === "red";
     const per = hostSecondsPerBlock(c);
     // Before: one gate per block.
-    const judged = blocks(c).map((b) => judge(b, before)).filter((j) => j.label !== "not measured");
-    const beforeDraw = (ps: readonly SlicePair[]) => resampledRate(ps, n, before, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
-    console.log(`| per-slice p99, t, one look (before) | ${aa ? "A/A" : `+${c.shift}%`} | ${judged.length} | ${rate(judged.filter((j) => wanted(j.label)).length, judged.length)} | ${withBlockInterval(c, before, beforeDraw)} | ${judged.length > 0 ? median(judged.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | – | ${per.toFixed(0)}, ${per.toFixed(0)} |`);
+    const judged = blocks(c)
+      .map((b) => judge(b, before))
+      .filter((j) => j.label !== "not measured");
+    const beforeDraw = (ps: readonly SlicePair[]) =>
+      resampledRate(ps, n, before, aa ? (lo, hi) => lo > 0 || hi < 0 : (lo) => lo > 0);
+    console.log(
+      `| per-slice p99, t, one look (before) | ${aa ? "A/A" : `+${c.shift}%`} | ${judged.length} | ${rate(judged.filter((j) => wanted(j.label)).length, judged.length)} | ${withBlockInterval(c, before, beforeDraw)} | ${judged.length > 0 ? median(judged.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | – | ${per.toFixed(0)}, ${per.toFixed(0)} |`,
+    );
     // After: the product's extending gate.
     const gates = extendingGates(c, THRESHOLDS_US[0]!).filter((g) => g.label !== "not measured");
-    const firstLooks = blocks(c).map((b) => judge(b, pooled)).filter((j) => j.label !== "not measured");
+    const firstLooks = blocks(c)
+      .map((b) => judge(b, pooled))
+      .filter((j) => j.label !== "not measured");
     const seconds = gates.map((g) => g.blocks * per);
     const afterDraw = (ps: readonly SlicePair[]) => resampledExtendingRate(ps, n, THRESHOLDS_US[0]!, wanted);
     const ratios = efficiencyRatios(c);
-    console.log(`| pooled p99, jackknife, extending (after) | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${rate(gates.filter((g) => wanted(g.label)).length, gates.length)} | ${withBlockInterval(c, pooled, afterDraw)} | ${firstLooks.length > 0 ? median(firstLooks.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} |`);
+    console.log(
+      `| pooled p99, jackknife, extending (after) | ${aa ? "A/A" : `+${c.shift}%`} | ${gates.length} | ${rate(gates.filter((g) => wanted(g.label)).length, gates.length)} | ${withBlockInterval(c, pooled, afterDraw)} | ${firstLooks.length > 0 ? median(firstLooks.map((j) => j.halfWidthPercent)).toFixed(1) : "–"} | ${ratios.length > 0 ? median(ratios).toFixed(2) : "–"} | ${seconds.length > 0 ? `${mean(seconds).toFixed(0)}, ${Math.max(...seconds).toFixed(0)}` : "–"} |`,
+    );
   }
 }
 
 /** A resampled rate, and its 95% interval over resamples of the cell's blocks (each block's kept pairs a cluster). */
 function withBlockInterval(c: Cell, m: Method, rateOf: (pairs: readonly SlicePair[]) => number): string {
-  const kept = blocks(c).map((b) => keptPairs(b, m.keep)).filter((p): p is SlicePair[] => p !== null);
+  const kept = blocks(c)
+    .map((b) => keptPairs(b, m.keep))
+    .filter((p): p is SlicePair[] => p !== null);
   if (kept.length === 0) return "–";
   const point = rateOf(kept.flat());
   const rand = seededRandom(29);
@@ -355,7 +448,12 @@ function withBlockInterval(c: Cell, m: Method, rateOf: (pairs: readonly SlicePai
 }
 
 /** The extending gate's label rate when every block it measures is n pairs drawn from the cell's kept pairs. */
-function resampledExtendingRate(pairs: readonly SlicePair[], n: number, thresholdUs: number, wanted: (l: Label) => boolean): number {
+function resampledExtendingRate(
+  pairs: readonly SlicePair[],
+  n: number,
+  thresholdUs: number,
+  wanted: (l: Label) => boolean,
+): number {
   if (pairs.length < 2) return NaN;
   const rand = seededRandom(31);
   let hits = 0;
@@ -373,7 +471,8 @@ console.log("| design | pairs | p50 | p99 | p50, champion first | p50, challenge
 console.log("| --- | --- | --- | --- | --- | --- |");
 for (const c of cells.filter((x) => x.shift === 0)) {
   const pairs = blocks(c).flatMap((b) => extractPairs("block", b, PERCENTILE).pairs);
-  const at = (ps: SlicePair[], p: number) => ps.map((x) => slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p));
+  const at = (ps: SlicePair[], p: number) =>
+    ps.map((x) => slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p));
   const show = (d: number[]) => {
     if (d.length < 2) return "–";
     const t = pairedT(d, CONFIDENCE);
@@ -381,14 +480,20 @@ for (const c of cells.filter((x) => x.shift === 0)) {
   };
   const first = pairs.filter((x) => x.champion.index < x.challenger.index);
   const second = pairs.filter((x) => x.champion.index > x.challenger.index);
-  console.log(`| ${designKey(c)} | ${pairs.length} | ${show(at(pairs, 50))} | ${show(at(pairs, PERCENTILE))} | ${show(at(first, 50))} | ${show(at(second, 50))} |`);
+  console.log(
+    `| ${designKey(c)} | ${pairs.length} | ${show(at(pairs, 50))} | ${show(at(pairs, PERCENTILE))} | ${show(at(first, 50))} | ${show(at(second, 50))} |`,
+  );
 }
 
 // The truth: long plain runs, each arm's slices pooled into one histogram.
 console.log("\n## True shifts (plain runs: 10 s slices pooled per arm)\n");
-console.log("| workload | placed | extra cost | requests per arm | p50 champion → challenger | p99 champion → challenger | p99 shift | service CPU per request |");
+console.log(
+  "| workload | placed | extra cost | requests per arm | p50 champion → challenger | p99 champion → challenger | p99 shift | service CPU per request |",
+);
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
-for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a.profile.localeCompare(b.profile) || Number(a.placed) - Number(b.placed) || a.shift - b.shift)) {
+for (const c of cells
+  .filter((x) => x.name.startsWith("truth"))
+  .sort((a, b) => a.profile.localeCompare(b.profile) || Number(a.placed) - Number(b.placed) || a.shift - b.shift)) {
   const pooled = (arm: Slice["arm"]) => {
     const slices = c.result.slices.filter((s) => s.arm === arm && s.valid);
     const h = decodeFromCompressedBase64(slices[0]!.histogram);
@@ -400,8 +505,12 @@ for (const c of cells.filter((x) => x.name.startsWith("truth")).sort((a, b) => a
   const b = pooled("challenger");
   const p = (h: typeof a.h, q: number) => h.getValueAtPercentile(q);
   const shift = p(b.h, PERCENTILE) / p(a.h, PERCENTILE) - 1;
-  const cpu = Number.isNaN(a.cpu) ? "not accounted" : `${a.cpu.toFixed(0)} → ${b.cpu.toFixed(0)} µs (${(100 * (b.cpu / a.cpu - 1)).toFixed(1)}%)`;
-  console.log(`| ${c.profile} | ${c.placed ? "yes" : "no"} | +${c.shift}% | ${a.h.totalCount} | ${p(a.h, 50)} → ${p(b.h, 50)} µs | ${p(a.h, PERCENTILE)} → ${p(b.h, PERCENTILE)} µs | ${(100 * shift).toFixed(1)}% | ${cpu} |`);
+  const cpu = Number.isNaN(a.cpu)
+    ? "not accounted"
+    : `${a.cpu.toFixed(0)} → ${b.cpu.toFixed(0)} µs (${(100 * (b.cpu / a.cpu - 1)).toFixed(1)}%)`;
+  console.log(
+    `| ${c.profile} | ${c.placed ? "yes" : "no"} | +${c.shift}% | ${a.h.totalCount} | ${p(a.h, 50)} → ${p(b.h, 50)} µs | ${p(a.h, PERCENTILE)} → ${p(b.h, PERCENTILE)} µs | ${(100 * shift).toFixed(1)}% | ${cpu} |`,
+  );
 }
 
 // A quieter host, by simulation: the A/A differences of the likeliest default split into the part
@@ -414,18 +523,25 @@ for (const aaCell of cells.filter((c) => c.name.startsWith("aa-1.5-abba"))) {
   const sampling = samplingVariance(aaCell);
   const machine = Math.max(0, total - 2 * sampling);
   // A slice's sampling variance goes as 1/(requests it records): shorter slices record fewer.
-  const recordedAt = (seconds: number) => aaCell.result.plan.rate * (seconds - aaCell.result.plan.slice_warmup_ms / 1000);
+  const recordedAt = (seconds: number) =>
+    aaCell.result.plan.rate * (seconds - aaCell.result.plan.slice_warmup_ms / 1000);
   const measuredRecorded = recordedAt(aaCell.slice);
   console.log(`\n## A quieter host, by simulation (from ${aaCell.name}, ${e.name})\n`);
-  console.log(`sd of the paired difference: ${(100 * Math.sqrt(total)).toFixed(1)}% of p99; of it, each slice's finite sample explains sd ${(100 * Math.sqrt(2 * sampling)).toFixed(1)}% and this machine's noise the rest, sd ${(100 * Math.sqrt(machine)).toFixed(1)}%.\n`);
+  console.log(
+    `sd of the paired difference: ${(100 * Math.sqrt(total)).toFixed(1)}% of p99; of it, each slice's finite sample explains sd ${(100 * Math.sqrt(2 * sampling)).toFixed(1)}% and this machine's noise the rest, sd ${(100 * Math.sqrt(machine)).toFixed(1)}%.\n`,
+  );
   console.log("| machine noise left | pairs x slice | power at +2% | at +5% | at +10% |");
   console.log("| --- | --- | --- | --- | --- |");
   for (const left of [1, 0.25, 0.1, 0]) {
     for (const n of [30, 60, 90]) {
-      const sd = Math.sqrt((2 * sampling * measuredRecorded) / recordedAt(GATE_MEASURED_SECONDS / (2 * n)) + left * machine);
+      const sd = Math.sqrt(
+        (2 * sampling * measuredRecorded) / recordedAt(GATE_MEASURED_SECONDS / (2 * n)) + left * machine,
+      );
       // A shift of the nominal size at p99: the plain runs' pooled p99 is itself too noisy here to stand in for it.
       const cellPower = (shift: number) => simulatedPower(ln(1 + shift / 100), sd, n);
-      console.log(`| ${pct(left)} | ${n} x ${(GATE_MEASURED_SECONDS / (2 * n)).toFixed(2)} s | ${pct(cellPower(2))} | ${pct(cellPower(5))} | ${pct(cellPower(10))} |`);
+      console.log(
+        `| ${pct(left)} | ${n} x ${(GATE_MEASURED_SECONDS / (2 * n)).toFixed(2)} s | ${pct(cellPower(2))} | ${pct(cellPower(5))} | ${pct(cellPower(10))} |`,
+      );
     }
   }
 }
@@ -459,7 +575,13 @@ function simulatedPower(shift: number, sd: number, n: number, draws = 4000): num
   const rand = seededRandom(11);
   let red = 0;
   for (let k = 0; k < draws; k++) {
-    if (pairedT(Array.from({ length: n }, () => shift + sd * normalDraw(rand)), CONFIDENCE).ci.lo > 0) red++;
+    if (
+      pairedT(
+        Array.from({ length: n }, () => shift + sd * normalDraw(rand)),
+        CONFIDENCE,
+      ).ci.lo > 0
+    )
+      red++;
   }
   return red / draws;
 }

@@ -56,7 +56,9 @@ export function decideAccess(e: AccessEvent, approver: Approver | null): Access 
   if (approves(e) && approver) {
     const { permission, headNow } = approver;
     if (!atLeast(permission, "write")) {
-      return refused(`${APPROVAL_LABEL} was added by a user with ${permission} permission; write or higher is needed to approve a fork's code for the benchmark host`);
+      return refused(
+        `${APPROVAL_LABEL} was added by a user with ${permission} permission; write or higher is needed to approve a fork's code for the benchmark host`,
+      );
     }
     if (headNow !== e.headSha) {
       const now = headNow.slice(0, 7);
@@ -66,9 +68,14 @@ export function decideAccess(e: AccessEvent, approver: Approver | null): Access 
         reason: `${APPROVAL_LABEL} approved ${sha}, but the pull request's head is now ${now}: a push landed after the approval, so ${now} is code nobody approved and ${sha} is no longer the head. The label is removed; a user with write permission who has reviewed ${now} adds it again`,
       };
     }
-    return { allowed: true, reason: `a user with ${permission} permission approved ${sha} with ${APPROVAL_LABEL}, and it is still the head` };
+    return {
+      allowed: true,
+      reason: `a user with ${permission} permission approved ${sha} with ${APPROVAL_LABEL}, and it is still the head`,
+    };
   }
-  return refused(`this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`);
+  return refused(
+    `this pull request comes from a fork, so its code does not run on the benchmark host until a user with write permission approves head ${sha}: add the ${APPROVAL_LABEL} label (it is cleared on every new push)`,
+  );
 }
 
 function refused(reason: string): Refusal {

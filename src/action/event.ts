@@ -89,12 +89,14 @@ export interface CommentEvent {
 }
 
 export function parseCommentEvent(eventName: string, payload: unknown): CommentEvent {
-  if (eventName !== "issue_comment") throw new InputError(`/perf commands come as issue_comment events, not ${eventName}`);
+  if (eventName !== "issue_comment")
+    throw new InputError(`/perf commands come as issue_comment events, not ${eventName}`);
   const p = parsePayload(commentSchema, eventName, payload, "a comment event");
   const [owner, repo] = p.repository.full_name.split("/") as [string, string];
   const { login, type } = p.comment.user;
   return {
-    owner, repo,
+    owner,
+    repo,
     action: p.action,
     number: p.issue.number,
     onPullRequest: p.issue.pull_request != null,
@@ -117,7 +119,9 @@ export function parsePushToDefaultBranch(payload: unknown): string {
   const p = parsePayload(pushSchema, "push", payload, "a push event");
   const want = `refs/heads/${p.repository.default_branch}`;
   if (p.ref !== want || p.deleted) {
-    throw new InputError(`promotion follows pushes to the default branch (${want}); this push is to ${p.ref}${p.deleted ? " and deletes it" : ""}`);
+    throw new InputError(
+      `promotion follows pushes to the default branch (${want}); this push is to ${p.ref}${p.deleted ? " and deletes it" : ""}`,
+    );
   }
   return p.after;
 }

@@ -14,10 +14,18 @@ const schema = z.object({
   host: z.string(),
   port: z.coerce.number().int().min(1).max(65535),
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, "a user name such as perf-gate-ci"),
-  "ssh-key": z.string().refine((s) => s === "" || s.includes("PRIVATE KEY"), "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----…)"),
+  "ssh-key": z
+    .string()
+    .refine(
+      (s) => s === "" || s.includes("PRIVATE KEY"),
+      "an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----…)",
+    ),
   "known-hosts": z
     .string()
-    .refine((s) => s === "" || s.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())), "the pinned host key line, 'HOST ssh-ed25519 AAAA…' (from install.sh)"),
+    .refine(
+      (s) => s === "" || s.split("\n").some((l) => /^\S+ (ssh-ed25519|ecdsa-sha2-\S+|ssh-rsa) \S+/.test(l.trim())),
+      "the pinned host key line, 'HOST ssh-ed25519 AAAA…' (from install.sh)",
+    ),
   "github-token": z.string().min(1, "a token (the default github.token will do)"),
   config: z.string().regex(/^[^/][^\0]*$/, "a path relative to the repository root"),
   artifact: z.string(),
@@ -56,7 +64,8 @@ export function getInputs(): Inputs {
   const inputs = parsed.data;
   if (!needsHost(inputs.mode)) return { ...inputs, hosts: [] };
   for (const name of ["host", "ssh-key", "known-hosts"] as const) {
-    if (!inputs[name]) throw new InputError(`input ${name}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
+    if (!inputs[name])
+      throw new InputError(`input ${name}: mode ${inputs.mode} talks to the benchmark host and needs it (it is empty)`);
   }
   return { ...inputs, hosts: poolOf(inputs) };
 }

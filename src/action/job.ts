@@ -54,7 +54,9 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), 
     busyDeadline: now + inputs["busy-timeout-minutes"] * 60_000,
     outputDir: inputs["output-dir"] || join(runner.runnerTemp, "perf-gate", attempt),
     hosts: inputs.hosts,
-    login: !needsHost(inputs.mode) ? null : { user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"] },
+    login: !needsHost(inputs.mode)
+      ? null
+      : { user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"] },
     runner,
     runUrl: runUrl(runner),
     attempt,
@@ -64,14 +66,19 @@ export function resolveJob(inputs: Inputs, runner: RunnerEnv, now = Date.now(), 
 
 /** The job's hosts: one, or a pool, each its own instrument (docs/design/0026-a-pool-of-hosts.md). */
 export function connectPool(job: Job): HostPool {
-  if (!job.login || job.hosts.length === 0) throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
+  if (!job.login || job.hosts.length === 0)
+    throw new InputError(`mode ${job.mode} does not talk to the benchmark host`);
   return HostPool.overSsh(job.hosts, job.login, { log: (l) => core.info(l), connect: job.connect });
 }
 
 /** The build a mode deploys; checked when it is about to be used. */
 export function requireArtifact(job: Job, exists: (path: string) => boolean): string {
-  if (!job.artifact) throw new InputError(`input artifact: mode ${job.mode} deploys a build; give the built release (a directory, a .tar.gz or a container image: docker save's .tar, an OCI archive or layout)`);
-  if (!exists(job.artifact)) throw new InputError(`input artifact: ${job.artifact} does not exist (build the commit first)`);
+  if (!job.artifact)
+    throw new InputError(
+      `input artifact: mode ${job.mode} deploys a build; give the built release (a directory, a .tar.gz or a container image: docker save's .tar, an OCI archive or layout)`,
+    );
+  if (!exists(job.artifact))
+    throw new InputError(`input artifact: ${job.artifact} does not exist (build the commit first)`);
   return job.artifact;
 }
 
@@ -80,7 +87,8 @@ export function logProgress(label: string) {
   return {
     note: (line: string) => core.info(line),
     line: (line: string) => core.info(line),
-    runStart: (run: PlannedRun, runId: string) => core.startGroup(`${label}${run.workload} @ ${run.rate} req/s (run ${runId})`),
+    runStart: (run: PlannedRun, runId: string) =>
+      core.startGroup(`${label}${run.workload} @ ${run.rate} req/s (run ${runId})`),
     runEnd: () => core.endGroup(),
   };
 }

@@ -1,9 +1,9 @@
 // The action's entry: resolve the job's settings once, run the mode, and turn any error into
 // a failed step.
 import * as core from "@actions/core";
+import { type Connect, connectHostClient } from "../host/client";
 import { cancelOpenChecksOnSignal } from "./github/open-checks";
 import { getInputs, type Mode } from "./inputs";
-import { type Connect, connectHostClient } from "../host/client";
 import { type Job, resolveJob } from "./job";
 import { runAccess } from "./modes/access";
 import { runCalibrate } from "./modes/calibrate";

@@ -13,9 +13,16 @@ export async function post(): Promise<void> {
     if (ids.length === 0) return core.info("perf-gate: the main step left no check open");
     const env = runnerEnv();
     const gh = new GitHub(core.getInput("github-token", { required: true }), ...ownerAndRepo(env), (l) => core.info(l));
-    const summary = cancelledSummary("The workflow run was cancelled (a newer push, a person, or a timeout) while perf-gate was working.", runUrl(env));
+    const summary = cancelledSummary(
+      "The workflow run was cancelled (a newer push, a person, or a timeout) while perf-gate was working.",
+      runUrl(env),
+    );
     for (const id of ids) {
-      core.info(await gh.cancelCheckIfOpen(id, summary) ? `perf-gate: check ${id} completed as cancelled` : `perf-gate: check ${id} was already complete`);
+      core.info(
+        (await gh.cancelCheckIfOpen(id, summary))
+          ? `perf-gate: check ${id} completed as cancelled`
+          : `perf-gate: check ${id} was already complete`,
+      );
     }
   } catch (e) {
     core.warning(`perf-gate: could not complete the open check as cancelled: ${(e as Error).message}`);

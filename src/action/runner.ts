@@ -45,6 +45,7 @@ export function readEvent(env: RunnerEnv): unknown {
 
 export function ownerAndRepo(env: RunnerEnv): [string, string] {
   const [owner, repo] = env.repository.split("/");
-  if (!owner || !repo) throw new InputError(`environment GITHUB_REPOSITORY: expected owner/name, got ${env.repository}`);
+  if (!owner || !repo)
+    throw new InputError(`environment GITHUB_REPOSITORY: expected owner/name, got ${env.repository}`);
   return [owner, repo];
 }

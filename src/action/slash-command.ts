@@ -7,7 +7,8 @@ export type SlashCommand =
   | { kind: "override"; reason: string }
   | { kind: "invalid"; message: string };
 
-export const COMMAND_HELP = "`/perf rerun` (write permission) or `/perf override <reason>` (maintain or admin permission)";
+export const COMMAND_HELP =
+  "`/perf rerun` (write permission) or `/perf override <reason>` (maintain or admin permission)";
 const MAX_REASON = 500;
 
 /** Only the first line counts, so a command quoted or explained further down does nothing. */
@@ -19,10 +20,18 @@ export function parseSlashCommand(body: string): SlashCommand {
   const args = rest.trim();
   switch (verb) {
     case "rerun":
-      return args ? { kind: "invalid", message: `\`/perf rerun\` takes no arguments (got \`${clip(args)}\`)` } : { kind: "rerun" };
+      return args
+        ? { kind: "invalid", message: `\`/perf rerun\` takes no arguments (got \`${clip(args)}\`)` }
+        : { kind: "rerun" };
     case "override":
-      if (!args) return { kind: "invalid", message: "`/perf override` needs a reason, e.g. `/perf override the slowdown buys the new index; tracked in #123`" };
-      if (args.length > MAX_REASON) return { kind: "invalid", message: `the override reason is ${args.length} characters; at most ${MAX_REASON}` };
+      if (!args)
+        return {
+          kind: "invalid",
+          message:
+            "`/perf override` needs a reason, e.g. `/perf override the slowdown buys the new index; tracked in #123`",
+        };
+      if (args.length > MAX_REASON)
+        return { kind: "invalid", message: `the override reason is ${args.length} characters; at most ${MAX_REASON}` };
       return { kind: "override", reason: args };
     case undefined:
       return { kind: "invalid", message: `\`/perf\` needs a command: ${COMMAND_HELP}` };
@@ -36,11 +45,19 @@ export type CommandAccess = { allowed: true } | { allowed: false; reason: string
 /** The permission each command needs, checked against the collaborator permission API. */
 export const NEEDED: Record<"rerun" | "override", Permission> = { rerun: "write", override: "maintain" };
 
-export function authorizeCommand(kind: "rerun" | "override", author: { login: string; isBot: boolean }, permission: Permission | null): CommandAccess {
-  if (author.isBot) return { allowed: false, reason: `@${author.login} is a bot; /perf commands are taken only from people` };
+export function authorizeCommand(
+  kind: "rerun" | "override",
+  author: { login: string; isBot: boolean },
+  permission: Permission | null,
+): CommandAccess {
+  if (author.isBot)
+    return { allowed: false, reason: `@${author.login} is a bot; /perf commands are taken only from people` };
   const needed = NEEDED[kind];
   if (permission && atLeast(permission, needed)) return { allowed: true };
-  return { allowed: false, reason: `@${author.login} has ${permission ?? "no"} permission on this repository; \`/perf ${kind}\` needs ${needed} or higher` };
+  return {
+    allowed: false,
+    reason: `@${author.login} has ${permission ?? "no"} permission on this repository; \`/perf ${kind}\` needs ${needed} or higher`,
+  };
 }
 
 /**

@@ -25,7 +25,14 @@ export function dependencyUsage(results: readonly NamedResult[]): DependencyUsag
     return Object.entries(arms.data)
       .sort(([a], [b]) => Number(b === "champion") - Number(a === "champion"))
       .flatMap(([arm, start]) =>
-        (start.dependencies ?? []).map((d) => ({ run: name, arm, name: d.name, readySeconds: d.ready_seconds, cpuSeconds: d.cpu_seconds ?? null, rssBytes: d.rss_bytes ?? null })),
+        (start.dependencies ?? []).map((d) => ({
+          run: name,
+          arm,
+          name: d.name,
+          readySeconds: d.ready_seconds,
+          cpuSeconds: d.cpu_seconds ?? null,
+          rssBytes: d.rss_bytes ?? null,
+        })),
       );
   });
 }

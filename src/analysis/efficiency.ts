@@ -28,7 +28,8 @@ export function efficiencyOf(ci: readonly [number, number], seMs: number, sampli
 /** The sentence a report says it in. */
 export function efficiencySentence(e: Efficiency): string {
   const limit = `the same requests with no host noise would give ±${e.samplingHalfWidthMs.toFixed(3)} ms`;
-  if (e.hostAddsPercent < 0.5) return `${limit}: the interval is at its sampling limit; more requests would narrow it, a quieter host would not`;
+  if (e.hostAddsPercent < 0.5)
+    return `${limit}: the interval is at its sampling limit; more requests would narrow it, a quieter host would not`;
   return e.narrowedBy === "quieter host"
     ? `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; a quieter host would narrow it, more requests would not`
     : `${limit}: host noise adds ${e.hostAddsPercent.toFixed(0)}% to this interval; more requests would narrow it, a quieter host would not`;

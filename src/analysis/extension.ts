@@ -13,7 +13,9 @@ export function unclear(ci: readonly [number, number], thresholdMs: number): boo
 }
 
 /** What the rule reads of a comparison. */
-export type LookedAt = Pick<Comparison, "ciMs" | "thresholdMs" | "estimateMs" | "seMs" | "pairs"> & { lookHistory: readonly Pick<Look, "pairs">[] };
+export type LookedAt = Pick<Comparison, "ciMs" | "thresholdMs" | "estimateMs" | "seMs" | "pairs"> & {
+  lookHistory: readonly Pick<Look, "pairs">[];
+};
 
 /**
  * The blocks a gate may still add by itself: its own remaining extensions, and no more than

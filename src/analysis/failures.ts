@@ -21,9 +21,12 @@ export interface ArmErrors {
 export const FAILING_SHARE = 0.5;
 
 export function armErrors(slices: readonly Slice[]): ArmErrors {
-  const byClass: Record<string, number> = Object.fromEntries(ERROR_CLASSES.map((c) => [c, slices.reduce((acc, s) => acc + s.errors[c], 0)]));
+  const byClass: Record<string, number> = Object.fromEntries(
+    ERROR_CLASSES.map((c) => [c, slices.reduce((acc, s) => acc + s.errors[c], 0)]),
+  );
   for (const s of slices) {
-    for (const [code, n] of Object.entries(s.errors.grpc ?? {})) byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n;
+    for (const [code, n] of Object.entries(s.errors.grpc ?? {}))
+      byClass[`grpc ${code}`] = (byClass[`grpc ${code}`] ?? 0) + n;
   }
   return {
     requests: slices.reduce((acc, s) => acc + s.completed, 0),
@@ -48,7 +51,8 @@ export function errorClasses(e: ArmErrors): string {
  */
 export function checkWorkloadAnswers(workload: string, rate: number, champion: ArmErrors, challenger: ArmErrors): void {
   const failing = (e: ArmErrors) => e.requests > 0 && e.errors > FAILING_SHARE * e.requests;
-  const arm = (name: string, e: ArmErrors) => `${name} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
+  const arm = (name: string, e: ArmErrors) =>
+    `${name} ${percent(e.errors / e.requests)} of ${e.requests} (${errorClasses(e)})`;
   if (failing(champion) && !failing(challenger)) {
     throw new ChampionFailedError(
       `could not measure: the champion failed ${champion.errors} of ${champion.requests} requests of workload ${workload} @ ${rate} req/s (${errorClasses(champion)}), ` +
@@ -83,5 +87,9 @@ export interface ErrorRegression {
 export function errorRegression(champion: Totals, challenger: Totals): ErrorRegression | null {
   if (challenger.errors <= champion.errors) return null;
   const share = challenger.requests / Math.max(1, champion.requests + challenger.requests);
-  return { champion: champion.errors, challenger: challenger.errors, p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share) };
+  return {
+    champion: champion.errors,
+    challenger: challenger.errors,
+    p: binomialUpperTail(challenger.errors, champion.errors + challenger.errors, share),
+  };
 }

@@ -1,9 +1,10 @@
 // A/A calibration: what an A/A run says about the host (its floor, its bias, its drift), and
 // how the stored floors feed the verdict engine. Pure.
-import { isDisturbed } from "./pairs";
-import type { Comparison, GateSettings, PreflightFlag } from "./verdict";
+
 import type { FloorRecord, StoredFloor } from "../contract/host";
 import { comparisonKey, floorKey } from "../contract/rules";
+import { isDisturbed } from "./pairs";
+import type { Comparison, GateSettings, PreflightFlag } from "./verdict";
 
 export interface Calibration {
   key: string;
@@ -34,7 +35,8 @@ export interface Calibration {
 }
 
 const keyOf = (f: { workload: string; rate: number }) => comparisonKey(f.workload, f.rate);
-const floorKeyOf = (f: { workload: string; rate: number; percentile: number }) => floorKey(f.workload, f.rate, f.percentile);
+const floorKeyOf = (f: { workload: string; rate: number; percentile: number }) =>
+  floorKey(f.workload, f.rate, f.percentile);
 
 /** Whether an A/A interval says the ports differ with the same build. */
 /** The floor's definition: the half-width of the A/A interval. */
@@ -63,8 +65,16 @@ export function calibrations(
     const prev = latest.get(floorKey(c.workload, c.rate, o.percentile)) ?? null;
     const driftMs = prev ? halfWidthMs - prev.half_width_ms : null;
     return {
-      key: c.key, workload: c.workload, rate: c.rate, percentile: o.percentile, runId: c.runs[0]!,
-      estimateMs: c.estimateMs, ciMs: [lo, hi], confidence: c.confidence, halfWidthMs, pairs: c.pairs,
+      key: c.key,
+      workload: c.workload,
+      rate: c.rate,
+      percentile: o.percentile,
+      runId: c.runs[0]!,
+      estimateMs: c.estimateMs,
+      ciMs: [lo, hi],
+      confidence: c.confidence,
+      halfWidthMs,
+      pairs: c.pairs,
       unbiased: !excludesZero(c.ciMs),
       previous: prev,
       firstRun: firstOf(o.firstRuns?.get(c.key)),
@@ -84,13 +94,20 @@ export function calibrations(
  */
 function whyNotRecorded(c: Comparison, preflight: readonly PreflightFlag[]): string | null {
   const flagged = preflight.filter((f) => f.runs.some((r) => c.runs.includes(r)));
-  if (flagged.length > 0) return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
+  if (flagged.length > 0)
+    return `the host's pre-flight checks flagged the run (${flagged.map((f) => `${f.check}: ${f.detail}`).join("; ")})`;
   const disturbed = c.droppedPairs.filter(isDisturbed);
   if (disturbed.length > 0) {
     const generator = disturbed.some((d) => d.disturbances.length > 0);
     const foreign = disturbed.some((d) => d.hostDisturbances?.some((h) => h.foreignConnections === 0));
     const reached = disturbed.some((d) => d.hostDisturbances?.some((h) => h.foreignConnections > 0));
-    const what = [generator ? "the load generator fell behind its schedule" : "", foreign ? "other work took the host's CPU (foreign load)" : "", reached ? "an arm served connections the load generator did not open" : ""].filter(Boolean).join(" or ");
+    const what = [
+      generator ? "the load generator fell behind its schedule" : "",
+      foreign ? "other work took the host's CPU (foreign load)" : "",
+      reached ? "an arm served connections the load generator did not open" : "",
+    ]
+      .filter(Boolean)
+      .join(" or ");
     return `${what} in ${disturbed.length} of ${c.pairs + c.droppedPairs.length} pairs (${disturbed.map((d) => `${d.run} pair ${d.pair}`).join(", ")})`;
   }
   return null;
@@ -107,7 +124,14 @@ export function biasedCalibrations(cs: readonly Calibration[]): Calibration[] {
 
 /** What perf-host floor-record stores for a calibration (biased ones too: the bias must show). */
 export function floorRecord(c: Calibration): FloorRecord {
-  return { workload: c.workload, rate: c.rate, percentile: c.percentile, half_width_ms: c.halfWidthMs, ci_ms: c.ciMs, pairs: c.pairs };
+  return {
+    workload: c.workload,
+    rate: c.rate,
+    percentile: c.percentile,
+    half_width_ms: c.halfWidthMs,
+    ci_ms: c.ciMs,
+    pairs: c.pairs,
+  };
 }
 
 /**
@@ -116,7 +140,10 @@ export function floorRecord(c: Calibration): FloorRecord {
  * floor at another percentile is never quoted (p90 verdicts quoted the p99 floor, five
  * times the p90 one).
  */
-export function floorSettings(floors: Readonly<Record<string, StoredFloor>>, percentile: number): Pick<GateSettings, "floorMs" | "hostBiasMs" | "floorPercentileAssumed"> {
+export function floorSettings(
+  floors: Readonly<Record<string, StoredFloor>>,
+  percentile: number,
+): Pick<GateSettings, "floorMs" | "hostBiasMs" | "floorPercentileAssumed"> {
   const floorMs: Record<string, number> = {};
   const hostBiasMs: Record<string, [number, number]> = {};
   const floorPercentileAssumed: string[] = [];

@@ -90,7 +90,13 @@ export interface HostDisturbance {
 
 export function hostDisturbance(s: Slice): HostDisturbance | null {
   if (!s.host_disturbance) return null;
-  return { arm: s.arm, index: s.index, foreignCores: s.foreign_cpu_cores ?? null, foreignConnections: s.foreign_connections ?? 0, reason: s.host_disturbance };
+  return {
+    arm: s.arm,
+    index: s.index,
+    foreignCores: s.foreign_cpu_cores ?? null,
+    foreignConnections: s.foreign_connections ?? 0,
+    reason: s.host_disturbance,
+  };
 }
 
 /** "champion slice 4: the host was disturbed (foreign load: 1.02 CPU cores …)". */

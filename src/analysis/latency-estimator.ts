@@ -17,7 +17,8 @@ export const MIN_POOLED_PAIRS = 20;
 export type EstimatorKind = "pooled" | "per-slice";
 
 export const ESTIMATOR_DESCRIPTION: Record<EstimatorKind, string> = {
-  pooled: "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs − 1 df",
+  pooled:
+    "one percentile per arm over every request of the kept pairs, its standard error from the jackknife over pairs (each pair left out of both arms), Student t on pairs − 1 df",
   "per-slice": "each slice's own percentile, Student t on the mean of the per-pair differences",
 };
 
@@ -41,20 +42,56 @@ export interface LatencyEstimate {
  * The estimate from the kept pairs; d is each pair's difference of per-slice percentiles (ms).
  * `resamples` requests resamples for the sampling limit (0: not computed).
  */
-export function estimateLatency(pairs: readonly { champion: LatencyRecord; challenger: LatencyRecord }[], d: readonly number[], percentile: number, resamples: number, rand: () => number): LatencyEstimate {
+export function estimateLatency(
+  pairs: readonly { champion: LatencyRecord; challenger: LatencyRecord }[],
+  d: readonly number[],
+  percentile: number,
+  resamples: number,
+  rand: () => number,
+): LatencyEstimate {
   const withHistograms = pairs.every((p) => hasHistogram(p.champion) && hasHistogram(p.challenger));
   const q = percentile / 100;
-  const arms = withHistograms ? ([armSample(pairs.map((p) => sliceValuesUs(p.champion))), armSample(pairs.map((p) => sliceValuesUs(p.challenger)))] as const) : null;
-  const fallback = !arms ? "the slices carry no histograms" : pairs.length < MIN_POOLED_PAIRS ? `${pairs.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs` : null;
+  const arms = withHistograms
+    ? ([
+        armSample(pairs.map((p) => sliceValuesUs(p.champion))),
+        armSample(pairs.map((p) => sliceValuesUs(p.challenger))),
+      ] as const)
+    : null;
+  const fallback = !arms
+    ? "the slices carry no histograms"
+    : pairs.length < MIN_POOLED_PAIRS
+      ? `${pairs.length} pairs, fewer than the ${MIN_POOLED_PAIRS} its interval needs`
+      : null;
   if (arms && fallback === null) {
     const r = pooledDifference(arms[0], arms[1], q);
-    const sampling = resamples > 0 ? samplingSe(arms, resamples, rand, (a, w) => weightedPercentile(a, q, one, w)) : null;
-    const pooledMs = { champion: weightedPercentile(arms[0], q, one) / 1000, challenger: weightedPercentile(arms[1], q, one) / 1000 };
-    return { kind: "pooled", fallback, estimateMs: r.estimate / 1000, seMs: r.se / 1000, df: r.df, pooledMs, samplingSeMs: sampling === null ? null : sampling / 1000 };
+    const sampling =
+      resamples > 0 ? samplingSe(arms, resamples, rand, (a, w) => weightedPercentile(a, q, one, w)) : null;
+    const pooledMs = {
+      champion: weightedPercentile(arms[0], q, one) / 1000,
+      challenger: weightedPercentile(arms[1], q, one) / 1000,
+    };
+    return {
+      kind: "pooled",
+      fallback,
+      estimateMs: r.estimate / 1000,
+      seMs: r.se / 1000,
+      df: r.df,
+      pooledMs,
+      samplingSeMs: sampling === null ? null : sampling / 1000,
+    };
   }
   const t = pairedT(d, 0.95);
-  const sampling = arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a, w) => meanSlicePercentile(a, q, w)) : null;
-  return { kind: "per-slice", fallback, estimateMs: t.mean, seMs: t.se, df: t.df, pooledMs: null, samplingSeMs: sampling === null ? null : sampling / 1000 };
+  const sampling =
+    arms && resamples > 0 ? samplingSe(arms, resamples, rand, (a, w) => meanSlicePercentile(a, q, w)) : null;
+  return {
+    kind: "per-slice",
+    fallback,
+    estimateMs: t.mean,
+    seMs: t.se,
+    df: t.df,
+    pooledMs: null,
+    samplingSeMs: sampling === null ? null : sampling / 1000,
+  };
 }
 
 const one = () => 1;
@@ -63,7 +100,12 @@ const one = () => 1;
  * The sd of an arm-difference statistic over resamples of each slice's own requests (with
  * replacement, the slice's count kept): what the finite samples alone make it vary by.
  */
-function samplingSe(arms: readonly [ArmSample, ArmSample], resamples: number, rand: () => number, stat: (a: ArmSample, requestWeight: Float64Array) => number): number {
+function samplingSe(
+  arms: readonly [ArmSample, ArmSample],
+  resamples: number,
+  rand: () => number,
+  stat: (a: ArmSample, requestWeight: Float64Array) => number,
+): number {
   const members = arms.map(membersByPair);
   const draws = new Float64Array(resamples);
   for (let b = 0; b < resamples; b++) {

@@ -21,7 +21,12 @@ export interface Look {
  * judged at its group-sequential level (src/analysis/sequential.ts). A run that kept no pair adds
  * no information and is no look.
  */
-export function looksOf(group: readonly NamedResult[], pairs: readonly SlicePair[], d: readonly number[], s: GateSettings): Look[] {
+export function looksOf(
+  group: readonly NamedResult[],
+  pairs: readonly SlicePair[],
+  d: readonly number[],
+  s: GateSettings,
+): Look[] {
   const runs: { run: string; pairs: number }[] = [];
   let total = 0;
   for (const g of group) {
@@ -30,15 +35,25 @@ export function looksOf(group: readonly NamedResult[], pairs: readonly SlicePair
     total += kept;
     runs.push({ run: g.name, pairs: total });
   }
-  const alphas = nominalAlphas(1 - s.confidence, runs.map((r) => r.pairs));
+  const alphas = nominalAlphas(
+    1 - s.confidence,
+    runs.map((r) => r.pairs),
+  );
   const seen = new Set<string>();
   return runs.map((r, k) => {
     seen.add(r.run);
     const confidence = 1 - alphas[k]!;
     const keep = pairs.map((p) => seen.has(p.run));
     const upTo = pairs.filter((_, i) => keep[i]);
-    if (upTo.length < 2) return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
-    const e = estimateLatency(upTo, d.filter((_, i) => keep[i]), s.percentile, 0, () => 0);
+    if (upTo.length < 2)
+      return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: NaN, ciMs: [NaN, NaN], confidence };
+    const e = estimateLatency(
+      upTo,
+      d.filter((_, i) => keep[i]),
+      s.percentile,
+      0,
+      () => 0,
+    );
     const ci = tInterval(e.estimateMs, e.seMs, e.df, confidence);
     return { look: k + 1, run: r.run, pairs: upTo.length, estimateMs: e.estimateMs, ciMs: [ci.lo, ci.hi], confidence };
   });

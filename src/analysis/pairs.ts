@@ -2,7 +2,15 @@
 // pair with an invalid or missing slice, or a slice where the load generator fell behind
 // itself, is dropped whole, and the drop is recorded.
 import type { LoadgenResult, Slice } from "../contract/result";
-import { type Disturbance, describeDisturbance, describeHostDisturbance, disturbance, type HostDisturbance, hostDisturbance, plannedLagUs } from "./health";
+import {
+  type Disturbance,
+  describeDisturbance,
+  describeHostDisturbance,
+  disturbance,
+  type HostDisturbance,
+  hostDisturbance,
+  plannedLagUs,
+} from "./health";
 import { AnalysisInputError } from "./input-error";
 import { GeneratorDisturbedError } from "./unmeasured";
 
@@ -29,7 +37,11 @@ export function isDisturbed(d: DroppedPair): boolean {
 }
 
 /** The pairs of one result at an SLO percentile (the disturbance rule reads the slice's latency at it). */
-export function extractPairs(run: string, result: LoadgenResult, percentile: number): { pairs: SlicePair[]; dropped: DroppedPair[] } {
+export function extractPairs(
+  run: string,
+  result: LoadgenResult,
+  percentile: number,
+): { pairs: SlicePair[]; dropped: DroppedPair[] } {
   const byPair = new Map<number, Slice[]>();
   for (const s of result.slices) byPair.set(s.pair, [...(byPair.get(s.pair) ?? []), s]);
   const pairs: SlicePair[] = [];
@@ -37,26 +49,44 @@ export function extractPairs(run: string, result: LoadgenResult, percentile: num
   const planned = plannedLagUs(result.plan);
   for (const [pair, slices] of [...byPair.entries()].sort((a, b) => a[0] - b[0])) {
     if (slices.length > 2) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`);
+      throw new AnalysisInputError(
+        `${run}: pair ${pair} has ${slices.length} slices (indices ${slices.map((s) => s.index).join(", ")}), expected 2`,
+      );
     }
     const champion = slices.find((s) => s.arm === "champion");
     const challenger = slices.find((s) => s.arm === "challenger");
     if (slices.length === 2 && (!champion || !challenger)) {
-      throw new AnalysisInputError(`${run}: pair ${pair} has both slices on the ${slices[0]!.arm} arm (mismatched arms)`);
+      throw new AnalysisInputError(
+        `${run}: pair ${pair} has both slices on the ${slices[0]!.arm} arm (mismatched arms)`,
+      );
     }
     if (!champion || !challenger) {
-      dropped.push({ run, pair, reason: "incomplete pair (the run stopped before its second slice)", disturbances: [] });
+      dropped.push({
+        run,
+        pair,
+        reason: "incomplete pair (the run stopped before its second slice)",
+        disturbances: [],
+      });
       continue;
     }
     const invalid = [champion, challenger].filter((s) => !s.valid);
     if (invalid.length > 0) {
-      dropped.push({ run, pair, reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "), disturbances: [] });
+      dropped.push({
+        run,
+        pair,
+        reason: invalid.map((s) => `${s.arm} slice ${s.index}: ${s.invalid_reason || "invalid"}`).join("; "),
+        disturbances: [],
+      });
       continue;
     }
-    const disturbances = [champion, challenger].flatMap((s) => disturbance(s, result.plan.slice_seconds, percentile, planned) ?? []);
+    const disturbances = [champion, challenger].flatMap(
+      (s) => disturbance(s, result.plan.slice_seconds, percentile, planned) ?? [],
+    );
     const hostDisturbances = [champion, challenger].flatMap((s) => hostDisturbance(s) ?? []);
     if (disturbances.length > 0 || hostDisturbances.length > 0) {
-      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join("; ");
+      const reason = [...disturbances.map(describeDisturbance), ...hostDisturbances.map(describeHostDisturbance)].join(
+        "; ",
+      );
       dropped.push({ run, pair, reason, disturbances, ...(hostDisturbances.length > 0 ? { hostDisturbances } : {}) });
       continue;
     }
@@ -71,7 +101,11 @@ export function extractPairs(run: string, result: LoadgenResult, percentile: num
  * an infrastructure failure, never a verdict. Fewer than two usable pairs for other reasons is
  * an input the analysis refuses.
  */
-export function pooledPairs(key: string, runs: readonly { name: string; result: LoadgenResult }[], percentile: number): { pairs: SlicePair[]; dropped: DroppedPair[] } {
+export function pooledPairs(
+  key: string,
+  runs: readonly { name: string; result: LoadgenResult }[],
+  percentile: number,
+): { pairs: SlicePair[]; dropped: DroppedPair[] } {
   const pairs: SlicePair[] = [];
   const dropped: DroppedPair[] = [];
   for (const { name, result } of runs) {
@@ -89,19 +123,30 @@ export function pooledPairs(key: string, runs: readonly { name: string; result: 
     // Without the short slice, a service's long requests hold the generator's sends back by
     // the kernel's slice (1.4 ms on 2 CPUs): the likeliest cause, and one the host can remove.
     const slice = runs.map((r) => r.result.host.generator_slice).find((s) => s?.startsWith("default"));
-    const hint = generator > 0 && slice ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)` : "";
-    const what = reached > 0
-      ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)`
-      : foreign === 0
-      ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`
-      : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
+    const hint =
+      generator > 0 && slice
+        ? `; its threads ran with the kernel's CPU slice (${slice}), so the services' work delayed its sends: give it CPUs of its own (perf-host --loadgen-cpus)`
+        : "";
+    const what =
+      reached > 0
+        ? `an arm served connections the load generator did not open in ${reached} of ${total} pairs of ${key} (${disturbed.length} disturbed, ${why}): someone else loaded it; the host's packet filter between the arms is off or was bypassed (perf-host --net-table)`
+        : foreign === 0
+          ? `the load generator was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}); the host was too busy for its load generator to keep its schedule${hint}`
+          : `the host was disturbed in ${disturbed.length} of ${total} pairs of ${key} (${why}): other work on the host took CPU in ${foreign}${generator > 0 ? `, and the load generator fell behind in ${generator}${hint}` : ""}; another job is running on the host`;
     throw new GeneratorDisturbedError(
       [`could not measure: ${what}`, ...disturbed.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
-      reached > 0 ? "an arm served others than the load generator" : foreign === 0 ? "the load generator was disturbed" : "the host was disturbed by other work",
+      reached > 0
+        ? "an arm served others than the load generator"
+        : foreign === 0
+          ? "the load generator was disturbed"
+          : "the host was disturbed by other work",
     );
   }
   if (pairs.length < 2) {
-    const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
+    const why = dropped
+      .slice(0, 3)
+      .map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
+      .join("; ");
     throw new AnalysisInputError(
       `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`,
     );

@@ -16,7 +16,7 @@ export interface ArmSample {
 }
 
 /** Builds an arm's sample from each pair's recorded latencies (any order within a pair). */
-export function armSample(pairs: readonly (ArrayLike<number>)[]): ArmSample {
+export function armSample(pairs: readonly ArrayLike<number>[]): ArmSample {
   // Each pair sorted on its own (native numeric sort), then merged through a heap of the pairs'
   // next values: a gate's 54,000 values sort in a few milliseconds.
   const runs = pairs.map((p) => Float64Array.from(p).sort());
@@ -61,7 +61,12 @@ export function armSample(pairs: readonly (ArrayLike<number>)[]): ArmSample {
  * interpolation between the two ranks around q·(W−1) (numpy's default, Hyndman-Fan type 7).
  * Walked from the nearer end: a p99 reads ~1% of them.
  */
-export function weightedPercentile(s: ArmSample, q: number, weight: (pair: number) => number, requestWeight?: Float64Array): number {
+export function weightedPercentile(
+  s: ArmSample,
+  q: number,
+  weight: (pair: number) => number,
+  requestWeight?: Float64Array,
+): number {
   let total = 0;
   for (let i = 0; i < s.perPair.length; i++) total += weight(i) * s.perPair[i]!;
   if (total <= 0) throw new RangeError("weightedPercentile: no requests");
@@ -153,7 +158,8 @@ const all = () => 1;
  */
 export function pooledDifference(champion: ArmSample, challenger: ArmSample, q: number): PooledDifference {
   const n = champion.perPair.length;
-  if (n !== challenger.perPair.length) throw new RangeError("pooledDifference: the arms have different numbers of pairs");
+  if (n !== challenger.perPair.length)
+    throw new RangeError("pooledDifference: the arms have different numbers of pairs");
   if (n < 2) throw new RangeError(`pooledDifference: need at least 2 pairs, got ${n}`);
   const estimate = weightedPercentile(challenger, q, all) - weightedPercentile(champion, q, all);
   const [a, b] = [leaveOnePairOut(champion, q), leaveOnePairOut(challenger, q)];
@@ -166,7 +172,12 @@ export function pooledDifference(champion: ArmSample, challenger: ArmSample, q: 
 }
 
 /** The two-sided Student t interval and p-value of an estimate with a standard error. */
-export function tInterval(estimate: number, se: number, df: number, confidence: number): { lo: number; hi: number; t: number; p: number } {
+export function tInterval(
+  estimate: number,
+  se: number,
+  df: number,
+  confidence: number,
+): { lo: number; hi: number; t: number; p: number } {
   const q = studentTQuantile(1 - (1 - confidence) / 2, df);
   const t = se === 0 ? (estimate === 0 ? 0 : Math.sign(estimate) * Infinity) : estimate / se;
   return { lo: estimate - q * se, hi: estimate + q * se, t, p: studentTTwoSidedP(t, df) };

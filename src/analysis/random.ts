@@ -11,9 +11,12 @@ export function seededRandom(seed: number): () => number {
     z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
     return (z ^ (z >>> 16)) >>> 0;
   };
-  let a = next32(), b = next32(), c = next32(), d = next32();
+  let a = next32(),
+    b = next32(),
+    c = next32(),
+    d = next32();
   return () => {
-    const result = (Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0);
+    const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
     const t = (b << 9) >>> 0;
     c ^= a;
     d ^= b;

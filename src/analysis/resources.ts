@@ -44,14 +44,21 @@ export function pairedResources(pairs: readonly SlicePair[], confidence: number)
   return out.cpuUsPerRequest || out.cpuCores || out.rssBytes ? out : null;
 }
 
-function pairedAmount(pairs: readonly SlicePair[], field: (typeof fields)[keyof Resources], confidence: number): PairedAmount | null {
+function pairedAmount(
+  pairs: readonly SlicePair[],
+  field: (typeof fields)[keyof Resources],
+  confidence: number,
+): PairedAmount | null {
   const both = pairs.flatMap((x) => {
     const [a, b] = [x.champion[field], x.challenger[field]];
     return a === undefined || b === undefined ? [] : [[a, b] as const];
   });
   if (both.length < 2) return null;
   const champion = mean(both.map(([a]) => a));
-  const t = pairedT(both.map(([a, b]) => b - a), confidence);
+  const t = pairedT(
+    both.map(([a, b]) => b - a),
+    confidence,
+  );
   const pct = (x: number) => (champion > 0 ? (100 * x) / champion : 0);
   return {
     champion,

@@ -55,7 +55,8 @@ const computed = new Map<string, number[]>();
 function computeNominalAlphas(alpha: number, pairs: readonly number[]): number[] {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`nominalAlphas: alpha must be in (0, 1), got ${alpha}`);
   pairs.forEach((n, k) => {
-    if (!(n > 0) || (k > 0 && n <= pairs[k - 1]!)) throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
+    if (!(n > 0) || (k > 0 && n <= pairs[k - 1]!))
+      throw new RangeError(`nominalAlphas: pairs must be positive and increasing, got ${pairs.join(", ")}`);
   });
   const out: number[] = [];
   // The density of S on a grid over the continuation region of the last look.
@@ -102,7 +103,13 @@ function computeNominalAlphas(alpha: number, pairs: readonly number[]): number[]
 const trapezoid = (i: number, n: number) => (i === 0 || i === n - 1 ? 0.5 : 1);
 
 /** The density of S_k on (−bound, bound): the last density convolved with a N(0, sd²) step. */
-function carryFrom(xs: Float64Array, fs: Float64Array, dx: number, sd: number, bound: number): [Float64Array, Float64Array] {
+function carryFrom(
+  xs: Float64Array,
+  fs: Float64Array,
+  dx: number,
+  sd: number,
+  bound: number,
+): [Float64Array, Float64Array] {
   const next = grid(bound);
   const out = next.map((y) => {
     let sum = 0;

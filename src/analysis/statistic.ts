@@ -7,7 +7,12 @@ import { incompleteBeta } from "./distributions";
 /** What a percentile is read from: a slice's recorded latency, or one request class's share of it. */
 export type LatencyRecord = Pick<Slice, "latency_us" | "histogram">;
 
-const namedPercentiles: Record<string, "p50" | "p90" | "p99" | "p999"> = { "50": "p50", "90": "p90", "99": "p99", "99.9": "p999" };
+const namedPercentiles: Record<string, "p50" | "p90" | "p99" | "p999"> = {
+  "50": "p50",
+  "90": "p90",
+  "99": "p99",
+  "99.9": "p999",
+};
 
 /**
  * The named percentile a slice's other distributions (dispatch lag) are read at for a verdict at

@@ -1,21 +1,21 @@
 // The verdict engine: results in, a labelled, auditable analysis out. Pure: no I/O, and every
 // random choice comes from the seed recorded in the output.
 import { mean } from "simple-statistics";
-import { bootstrapMeanInterval } from "./bootstrap";
 import type { BudgetAccount } from "../contract/history";
-import { type ClassBreakdown, classBreakdown } from "./classes";
-import { type FunctionBreakdown, functionBreakdown } from "./functions";
-import { type DependencyUsage, dependencyUsage } from "./dependencies";
 import type { Builds, Targets } from "../contract/plan";
 import { findingSchema, type HostResult, type LoadgenResult, type Slice } from "../contract/result";
 import { comparisonKey, sampleBudget } from "../contract/rules";
+import { bootstrapMeanInterval } from "./bootstrap";
+import { type ClassBreakdown, classBreakdown } from "./classes";
+import { type DependencyUsage, dependencyUsage } from "./dependencies";
+import { type Efficiency, efficiencyOf } from "./efficiency";
 import { type ArmErrors, armErrors, checkWorkloadAnswers, type ErrorRegression, errorRegression } from "./failures";
+import { type FunctionBreakdown, functionBreakdown } from "./functions";
 import { identityDifferences, identityOf } from "./identity";
 import { AnalysisInputError } from "./input-error";
-import { type DroppedPair, extractPairs, isDisturbed, pooledPairs, type SlicePair } from "./pairs";
-import { efficiencyOf, type Efficiency } from "./efficiency";
-import { estimateLatency, type EstimatorKind } from "./latency-estimator";
+import { type EstimatorKind, estimateLatency } from "./latency-estimator";
 import { type Look, looksOf } from "./looks";
+import { type DroppedPair, extractPairs, isDisturbed, pooledPairs, type SlicePair } from "./pairs";
 import { tInterval } from "./pooled-quantile";
 import { seededRandom } from "./random";
 import { pairedResources, type Resources } from "./resources";
@@ -202,7 +202,17 @@ export interface Analysis {
   method: string;
   seed: number;
   settings: GateSettings;
-  runs: { name: string; runId: string; workload: string; rate: number; started: string; pairs: number; dropped: number; disturbed: number; partial: boolean }[];
+  runs: {
+    name: string;
+    runId: string;
+    workload: string;
+    rate: number;
+    started: string;
+    pairs: number;
+    dropped: number;
+    disturbed: number;
+    partial: boolean;
+  }[];
   /** Every biased calibration on the host, whichever comparisons it concerns. */
   hostBias: { key: string; ciMs: [number, number] }[];
   /** What the host's pre-flight checks flagged before the runs (load, CPU state), with the runs. */
@@ -257,8 +267,15 @@ export function analyze(results: readonly NamedResult[], settings: GateSettings 
     runs: results.map(({ name, result }) => {
       const { pairs, dropped } = extractPairs(name, result, settings.percentile);
       return {
-        name, runId: result.plan.run_id, workload: result.plan.workload, rate: result.plan.rate, started: result.started,
-        pairs: pairs.length, dropped: dropped.length, disturbed: dropped.filter(isDisturbed).length, partial: result.partial,
+        name,
+        runId: result.plan.run_id,
+        workload: result.plan.workload,
+        rate: result.plan.rate,
+        started: result.started,
+        pairs: pairs.length,
+        dropped: dropped.length,
+        disturbed: dropped.filter(isDisturbed).length,
+        partial: result.partial,
       };
     }),
     hostBias: Object.entries(settings.hostBiasMs ?? {}).map(([key, [lo, hi]]) => ({ key, ciMs: [lo, hi] })),
@@ -304,9 +321,11 @@ function validateSettings(s: GateSettings): void {
   if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
   if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
   if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100)) bad("bootstrapResamples", "an integer ≥ 100", s.bootstrapResamples);
+  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100))
+    bad("bootstrapResamples", "an integer ≥ 100", s.bootstrapResamples);
   if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-  if (s.blockCpuPercent !== undefined && !(s.blockCpuPercent > 0)) bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
+  if (s.blockCpuPercent !== undefined && !(s.blockCpuPercent > 0))
+    bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
 }
 
 /**
@@ -322,7 +341,9 @@ function checkSameBuilds(results: readonly NamedResult[]): void {
     }
     if (seen.size > 1) {
       const list = [...seen.entries()].map(([value, name]) => `${value} (${name})`).join(", ");
-      throw new AnalysisInputError(`results are of different builds (${field}: ${list}); analyse them separately with --each`);
+      throw new AnalysisInputError(
+        `results are of different builds (${field}: ${list}); analyse them separately with --each`,
+      );
     }
   }
 }
@@ -336,12 +357,26 @@ function checkOneIdentity(key: string, group: readonly NamedResult[]): void {
   for (const g of group.slice(1)) {
     const differs = identityDifferences(group[0]!.result, g.result);
     if (differs.length > 0) {
-      throw new AnalysisInputError(`${key}: ${group[0]!.name} and ${g.name} ran another way (${differs.join(", ")}) and cannot be pooled; analyse them separately with --each`);
+      throw new AnalysisInputError(
+        `${key}: ${group[0]!.name} and ${g.name} ran another way (${differs.join(", ")}) and cannot be pooled; analyse them separately with --each`,
+      );
     }
   }
 }
 
-type Undecided = Omit<Comparison, "verdict" | "greyKind" | "latency" | "blocking" | "blockedBy" | "blockingDecisive" | "ciMs" | "t" | "efficiency" | "budget"> & {
+type Undecided = Omit<
+  Comparison,
+  | "verdict"
+  | "greyKind"
+  | "latency"
+  | "blocking"
+  | "blockedBy"
+  | "blockingDecisive"
+  | "ciMs"
+  | "t"
+  | "efficiency"
+  | "budget"
+> & {
   t: { t: number; df: number; p: number; sdMs: number };
   d: number[];
   samplingSeMs: number | null;
@@ -357,7 +392,8 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   const { pairs, dropped } = pooledPairs(key, group, s.percentile);
   const at = (p: number) => pairs.map((x) => ms(slicePercentileUs(x.challenger, p) - slicePercentileUs(x.champion, p)));
   const d = at(s.percentile);
-  for (const v of d) if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
+  for (const v of d)
+    if (!Number.isFinite(v)) throw new AnalysisInputError(`${key}: a per-slice percentile is not a finite number`);
   const primary = estimateLatency(pairs, d, s.percentile, s.samplingResamples, rand);
   const lookHistory = looksOf(group, pairs, d, s);
   // The last look's group-sequential level; its secondary intervals are given at the same level.
@@ -371,8 +407,14 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   };
   const tp = secondary(pairs.map((x) => x.challenger.ok_rps - x.champion.ok_rps));
   // An arm's SLO latency is what the estimate is a difference of: its pooled percentile, when pooled.
-  const champion = { ...armSummary(pairs, "champion", s.percentile), ...(primary.pooledMs && { sloMs: primary.pooledMs.champion }) };
-  const challenger = { ...armSummary(pairs, "challenger", s.percentile), ...(primary.pooledMs && { sloMs: primary.pooledMs.challenger }) };
+  const champion = {
+    ...armSummary(pairs, "champion", s.percentile),
+    ...(primary.pooledMs && { sloMs: primary.pooledMs.champion }),
+  };
+  const challenger = {
+    ...armSummary(pairs, "challenger", s.percentile),
+    ...(primary.pooledMs && { sloMs: primary.pooledMs.challenger }),
+  };
   const flags = [...runFlags(group), ...measurementFlags(pairs, dropped, s.percentile)];
   const errors = errorRegression(champion, challenger);
   if (errors) {
@@ -386,7 +428,10 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
   flags.push(...floor.flags);
   const w = wilcoxonSignedRank(d);
   return {
-    key, workload, rate, d,
+    key,
+    workload,
+    rate,
+    d,
     estimateMs: primary.estimateMs,
     confidence,
     estimator: { kind: primary.kind, fallback: primary.fallback },
@@ -409,12 +454,14 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
     cpuLimitPercent: s.blockCpuPercent ?? null,
     classes: classBreakdown(group[0]!.result.plan, pairs, s.percentile, confidence, rand),
     functions: functionBreakdown(group, pairs, confidence),
-    champion, challenger,
+    champion,
+    challenger,
     floorMs: floor.ms,
     thresholdMs,
     flags,
     detail: pairs.map((x, i) => ({
-      run: x.run, pair: x.pair,
+      run: x.run,
+      pair: x.pair,
       championMs: ms(slicePercentileUs(x.champion, s.percentile)),
       challengerMs: ms(slicePercentileUs(x.challenger, s.percentile)),
       dMs: d[i]!,
@@ -423,7 +470,6 @@ function compare(key: string, group: NamedResult[], s: GateSettings, rand: () =>
 }
 
 const ms = (us: number) => us / 1000;
-
 
 /** One arm's means over the used slices, and its request and error totals. */
 function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): ArmSummary {
@@ -443,11 +489,22 @@ function armSummary(pairs: SlicePair[], arm: Slice["arm"], percentile: number): 
 /** What a run says of itself: that it stopped early, or ran with its CPUs free to sleep. */
 function runFlags(group: readonly NamedResult[]): Flag[] {
   return [
-    ...group.filter((g) => g.result.partial).map((g): Flag => ({ code: "partial_run", message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}` })),
-    ...group.filter((g) => g.result.host.cpu_idle.startsWith("not held")).map((g): Flag => ({
-      code: "cpu_idle_not_held",
-      message: `${g.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`,
-    })),
+    ...group
+      .filter((g) => g.result.partial)
+      .map(
+        (g): Flag => ({
+          code: "partial_run",
+          message: `${g.name} stopped early: ${g.result.partial_reason ?? "partial"}`,
+        }),
+      ),
+    ...group
+      .filter((g) => g.result.host.cpu_idle.startsWith("not held"))
+      .map(
+        (g): Flag => ({
+          code: "cpu_idle_not_held",
+          message: `${g.name}: the host asked to hold the CPUs awake but could not (PM QoS ${g.result.host.cpu_idle}); idle CPUs were free to halt, and waking one can stall the generator and both services (perf-host needs CAP_DAC_OVERRIDE, see the host install guide)`,
+        }),
+      ),
   ];
 }
 
@@ -462,7 +519,10 @@ function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile
       message: `${short.length} slice${short.length === 1 ? "" : "s"} recorded fewer than the ${budget.toLocaleString("en-US")} requests a slice's p${percentile} is read from (fewest: ${Math.min(...short.map((x) => x.recorded))}); lengthen slices or raise the rate`,
     });
   }
-  const midRun = pairs.filter((x) => x.pair > 0).flatMap((x) => [x.champion, x.challenger]).filter((x) => x.new_connections > 0);
+  const midRun = pairs
+    .filter((x) => x.pair > 0)
+    .flatMap((x) => [x.champion, x.challenger])
+    .filter((x) => x.new_connections > 0);
   if (midRun.length > 0) {
     const total = midRun.reduce((acc, x) => acc + x.new_connections, 0);
     flags.push({
@@ -476,7 +536,15 @@ function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile
   if (reached.length > 0) {
     flags.push({
       code: "arm_reached",
-      message: `${plural(reached.length, "pair")} dropped because an arm served connections the load generator did not open: ${reached.map((x) => `${x.run} pair ${x.pair}: ${x.hostDisturbances!.filter((d) => d.foreignConnections > 0).map((d) => `${d.arm} slice ${d.index} (${d.reason})`).join(", ")}`).join("; ")}`,
+      message: `${plural(reached.length, "pair")} dropped because an arm served connections the load generator did not open: ${reached
+        .map(
+          (x) =>
+            `${x.run} pair ${x.pair}: ${x
+              .hostDisturbances!.filter((d) => d.foreignConnections > 0)
+              .map((d) => `${d.arm} slice ${d.index} (${d.reason})`)
+              .join(", ")}`,
+        )
+        .join("; ")}`,
     });
   }
   const invalid = dropped.filter((x) => !isDisturbed(x));
@@ -493,7 +561,10 @@ function measurementFlags(pairs: SlicePair[], dropped: DroppedPair[], percentile
     });
   }
   if (invalid.length > 0) {
-    flags.push({ code: "dropped_pairs", message: `${plural(invalid.length, "pair")} dropped: ${invalid[0]!.reason}${invalid.length > 1 ? ", …" : ""}` });
+    flags.push({
+      code: "dropped_pairs",
+      message: `${plural(invalid.length, "pair")} dropped: ${invalid[0]!.reason}${invalid.length > 1 ? ", …" : ""}`,
+    });
   }
   return flags;
 }
@@ -552,16 +623,22 @@ function label(c: Undecided, holmP: number, alpha: number, m: number): Compariso
   const cpu = c.resources?.cpuUsPerRequest;
   const cpuRegressed = c.cpuLimitPercent !== null && !!cpu && cpu.percentCi[0] > c.cpuLimitPercent;
   const latency: LatencyFinding =
-    significant && !withinFloor ? (c.estimateMs > 0 ? "slower" : "faster")
-    : significant ? "within floor"
-    : ci[0] >= -c.thresholdMs && ci[1] <= c.thresholdMs ? "equivalent"
-    : "inconclusive";
+    significant && !withinFloor
+      ? c.estimateMs > 0
+        ? "slower"
+        : "faster"
+      : significant
+        ? "within floor"
+        : ci[0] >= -c.thresholdMs && ci[1] <= c.thresholdMs
+          ? "equivalent"
+          : "inconclusive";
   const blockedBy: BlockReason[] = [];
   if (latency === "slower" && c.estimateMs > c.thresholdMs) blockedBy.push("latency");
   if (errorsRegressed) blockedBy.push("errors");
   if (cpuRegressed) blockedBy.push("cpu");
   // More failures, or CPU past the config's limit, block whatever the latency says.
-  const verdict: Verdict = blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
+  const verdict: Verdict =
+    blockedBy.length > 0 || latency === "slower" ? "red" : latency === "faster" ? "green" : "grey";
   if (m > 1 && !significant && (ci[0] > 0 || ci[1] < 0)) {
     flags.push({
       code: "not_significant_after_holm",

@@ -30,30 +30,34 @@ exit codes: 0 pass, 1 blocking regression, 2 error (the message names the file a
 
 /** Runs the command; returns the exit code (0 pass, 1 blocking, 2 error). */
 export function analyzeCommand(argv: string[], out: (line: string) => void): number {
-  const { values, positionals } = parseCommandLine({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      "slo-ms": { type: "string" },
-      percentile: { type: "string" },
-      "block-threshold-percent": { type: "string" },
-      "floor-ms": { type: "string" },
-      "block-cpu-percent": { type: "string" },
-      confidence: { type: "string" },
-      seed: { type: "string" },
-      json: { type: "boolean", default: false },
-      markdown: { type: "string" },
-      svg: { type: "string" },
-      each: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        "slo-ms": { type: "string" },
+        percentile: { type: "string" },
+        "block-threshold-percent": { type: "string" },
+        "floor-ms": { type: "string" },
+        "block-cpu-percent": { type: "string" },
+        confidence: { type: "string" },
+        seed: { type: "string" },
+        json: { type: "boolean", default: false },
+        markdown: { type: "string" },
+        svg: { type: "string" },
+        each: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
     },
-  }, analyzeUsage);
+    analyzeUsage,
+  );
   if (values.help) {
     out(analyzeUsage);
     return 0;
   }
   if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
-  const num = (flag: keyof typeof values, fallback: number | undefined) => numberOption(flag, values[flag], analyzeUsage) ?? fallback;
+  const num = (flag: keyof typeof values, fallback: number | undefined) =>
+    numberOption(flag, values[flag], analyzeUsage) ?? fallback;
   const settings: GateSettings = {
     ...defaultSettings,
     sloBudgetMs: num("slo-ms", defaultSettings.sloBudgetMs)!,

@@ -61,7 +61,14 @@ async function main(argv: string[]): Promise<number> {
         console.log(`perf-gate ${version}`);
         return 0;
       case "help":
-        console.log(({ run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage } as Record<string, string>)[rest[0] ?? ""] ?? usage);
+        console.log(
+          (
+            { run: runUsage, analyze: analyzeUsage, capacity: capacityUsage, history: historyUsage } as Record<
+              string,
+              string
+            >
+          )[rest[0] ?? ""] ?? usage,
+        );
         return 0;
       case "-h":
       case "--help":
@@ -74,7 +81,10 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     endDrawn();
-    const name = command && !command.startsWith("-") && ["run", "analyze", "capacity", "history"].includes(command) ? ` ${command}` : "";
+    const name =
+      command && !command.startsWith("-") && ["run", "analyze", "capacity", "history"].includes(command)
+        ? ` ${command}`
+        : "";
     if (e instanceof UsageError) {
       console.error(`perf-gate${name}: ${e.message}\n\n${e.usage}`);
       return 2;
@@ -85,7 +95,9 @@ async function main(argv: string[]): Promise<number> {
     }
     // One line on the terminal; the rest (a log tail, say) stays available in the report dir.
     const [first, ...more] = (e as Error).message.split("\n");
-    console.error(`perf-gate${name}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`);
+    console.error(
+      `perf-gate${name}: ${first}${more.length > 0 ? ` (+${more.length} lines: rerun with PERF_GATE_DEBUG=1)` : ""}`,
+    );
     if (process.env.PERF_GATE_DEBUG) console.error(more.join("\n"));
     return 2;
   }

@@ -5,20 +5,20 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import type { Analysis } from "../analysis/verdict";
 import { biasedCalibrations, type Calibration } from "../analysis/floors";
-import { calibrationLine } from "../report/calibration";
-import { changePointLine, driftLine } from "../report/drift";
-import type { DriftRun } from "../experiment/history";
-import { type GateConfig, parseConfig } from "../config/gate-config";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
+import type { Analysis } from "../analysis/verdict";
+import { type GateConfig, parseConfig } from "../config/gate-config";
 import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
 import { gate } from "../experiment/gate";
+import type { DriftRun } from "../experiment/history";
 import { type Progress, seedOf } from "../experiment/measure";
+import { onPool } from "../experiment/pool-gate";
 import { type BenchmarkHost, HostClient } from "../host/client";
 import { HostPool } from "../host/pool";
-import { onPool } from "../experiment/pool-gate";
+import { calibrationLine } from "../report/calibration";
+import { changePointLine, driftLine } from "../report/drift";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
@@ -98,22 +98,45 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   // With --json, stdout carries the summary alone.
   const say = o.json ? io.err : io.out;
   const config = parseConfig(readText(o.config, "--config", runUsage), o.config);
-  const pool = "local" in o.target ? HostPool.single("local", new HostClient({ ...o.target.local, log: say })) : HostPool.overSsh(o.target.hosts, o.target.login, { log: say });
+  const pool =
+    "local" in o.target
+      ? HostPool.single("local", new HostClient({ ...o.target.local, log: say }))
+      : HostPool.overSsh(o.target.hosts, o.target.login, { log: say });
   // The host whose run is in flight: the one Ctrl-C aborts.
   let current = pool.members[0]!.client;
   const local = localHost(() => current, o, say);
   try {
     await local.begin();
     if (o.champion) await installChampion(pool, config, o.champion, say);
-    const progress = (label: string) => local.track(progressBar(label, say, o.json ? (line) => io.err(line) : io.progress));
+    const progress = (label: string) =>
+      local.track(progressBar(label, say, o.json ? (line) => io.err(line) : io.progress));
     const busyDeadline = Date.now(); // a terminal does not queue for a busy host: it says who holds it
     const onHost = (c: BenchmarkHost) => (current = c);
     const dones = o.aa
-      ? await calibrateHere(pool, config, o, { busyDeadline, progress: progress("A/A"), confirmProgress: progress("A/A confirmation (the interval excluded 0)"), driftProgress: progress("drift: the champion against an ancestor") }, onHost)
+      ? await calibrateHere(
+          pool,
+          config,
+          o,
+          {
+            busyDeadline,
+            progress: progress("A/A"),
+            confirmProgress: progress("A/A confirmation (the interval excluded 0)"),
+            driftProgress: progress("drift: the champion against an ancestor"),
+          },
+          onHost,
+        )
       : [await gateHere(pool, config, o, { busyDeadline, progress: progress("champion vs challenger") }, onHost, say)];
     for (const done of dones) if ("analysis" in done) printVerdict(done, say, dones.length > 1);
-    if (o.json) io.out(JSON.stringify(dones.length === 1 ? summaryJson(dones[0]!) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) }, null, 2));
-    for (const done of dones) if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
+    if (o.json)
+      io.out(
+        JSON.stringify(
+          dones.length === 1 ? summaryJson(dones[0]!) : { exit_code: exitCodeOf(dones), hosts: dones.map(summaryJson) },
+          null,
+          2,
+        ),
+      );
+    for (const done of dones)
+      if (done.error) io.err(`perf-gate run: ${dones.length > 1 ? `${done.host}: ` : ""}${done.error}`);
     // An A/A run fails on a confirmed bias, not on its own verdict: the two ports run one build.
     return exitCodeOf(dones);
   } catch (e) {
@@ -121,8 +144,21 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
     // No verdict, but what was measured and why not: the report says (exit 2 all the same).
     if (e instanceof CouldNotMeasureError && e.explained) {
       const written = writeUnmeasured(o.out, e.explained);
-      if (o.json) io.out(JSON.stringify({ ...(e.explained.json as object), exit_code: 2, report: { markdown: written.reportPath, analysis: written.analysisPath, result: written.resultPath } }, null, 2));
-      say(`report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`);
+      if (o.json)
+        io.out(
+          JSON.stringify(
+            {
+              ...(e.explained.json as object),
+              exit_code: 2,
+              report: { markdown: written.reportPath, analysis: written.analysisPath, result: written.resultPath },
+            },
+            null,
+            2,
+          ),
+        );
+      say(
+        `report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`,
+      );
     }
     throw e;
   } finally {
@@ -156,7 +192,9 @@ function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: stri
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
       abortedRun = `run ${inFlight} was aborted`;
-      hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${(e as Error).message}`));
+      hostNow()
+        .abort(inFlight)
+        .catch((e) => say(`could not abort run ${inFlight}: ${(e as Error).message}`));
     }
   };
   return {
@@ -195,32 +233,50 @@ function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: stri
 }
 
 function runOptions(argv: string[]): RunOptions | "help" {
-  const { values: v } = parseCommandLine({
-    args: argv,
-    options: {
-      config: { type: "string", default: ".github/perf-gate.yml" },
-      challenger: { type: "string" },
-      champion: { type: "string" },
-      aa: { type: "boolean", default: false },
-      out: { type: "string", default: "perf-gate-out" },
-      json: { type: "boolean", default: false },
-      "keep-host": { type: "boolean", default: false },
-      ...HOST_OPTIONS,
-      help: { type: "boolean", short: "h", default: false },
+  const { values: v } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        config: { type: "string", default: ".github/perf-gate.yml" },
+        challenger: { type: "string" },
+        champion: { type: "string" },
+        aa: { type: "boolean", default: false },
+        out: { type: "string", default: "perf-gate-out" },
+        json: { type: "boolean", default: false },
+        "keep-host": { type: "boolean", default: false },
+        ...HOST_OPTIONS,
+        help: { type: "boolean", short: "h", default: false },
+      },
     },
-  }, runUsage);
+    runUsage,
+  );
   if (v.help) return "help";
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
-  if (v["keep-host"] && v.host) throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
-  return { config: v.config, challenger: v.challenger, champion: v.champion, aa: v.aa, out: v.out, json: v.json, keepHost: v["keep-host"], target: hostTarget(v, runUsage) };
+  if (v["keep-host"] && v.host)
+    throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  return {
+    config: v.config,
+    challenger: v.challenger,
+    champion: v.champion,
+    aa: v.aa,
+    out: v.out,
+    json: v.json,
+    keepHost: v["keep-host"],
+    target: hostTarget(v, runUsage),
+  };
 }
 
 /**
  * Deploys and promotes a build as the champion on every host where it is not already. A host
  * that fails is named and the others are left promoted; the command then fails.
  */
-async function installChampion(pool: HostPool, config: GateConfig, build: string, say: (line: string) => void): Promise<void> {
+async function installChampion(
+  pool: HostPool,
+  config: GateConfig,
+  build: string,
+  say: (line: string) => void,
+): Promise<void> {
   const sha = digestOf(build);
   const outcomes = await pool.each(async ({ client }) => {
     if ((await client.status()).champion === sha) return;
@@ -231,7 +287,9 @@ async function installChampion(pool: HostPool, config: GateConfig, build: string
   if (failed.length === 0) return;
   if (pool.size === 1) throw failed[0]!.error;
   const promoted = outcomes.filter((o) => o.ok).map((o) => o.name);
-  throw new Error(`--champion: promotion failed on ${failed.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`);
+  throw new Error(
+    `--champion: promotion failed on ${failed.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`,
+  );
 }
 
 /** What a run did: its verdict, and what a terminal and the JSON summary say about it. */
@@ -265,16 +323,39 @@ type Shared = { busyDeadline: number; progress: Progress };
  * The challenger against the champion, on the host of its earlier runs or a free one of the
  * pool, pooled with those runs, judged against that host's floors.
  */
-async function gateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Shared, onHost: (c: BenchmarkHost) => void, say: (line: string) => void): Promise<Done> {
+async function gateHere(
+  pool: HostPool,
+  config: GateConfig,
+  o: RunOptions,
+  s: Shared,
+  onHost: (c: BenchmarkHost) => void,
+  say: (line: string) => void,
+): Promise<Done> {
   const sha = digestOf(o.challenger!);
   const key = runIdPrefix("run");
   const remote = !("local" in o.target);
   const { value, host } = await onPool(pool, { key, sha, busyDeadline: s.busyDeadline, say }, ({ client }, landing) => {
     onHost(client);
-    return gate(client, config, { challenger: { sha, artifact: o.challenger }, runIdPrefix: key, seed: seedOf(sha), outDir: o.out, ...s, notes: landing.notes, ...(remote ? { host: landing.host } : {}) });
+    return gate(client, config, {
+      challenger: { sha, artifact: o.challenger },
+      runIdPrefix: key,
+      seed: seedOf(sha),
+      outDir: o.out,
+      ...s,
+      notes: landing.notes,
+      ...(remote ? { host: landing.host } : {}),
+    });
   });
   const { analysis, artifacts, notes, evidence } = value;
-  return { host: remote ? host : null, analysis, artifacts, notes, calibrations: null, pooled: evidence.pooled, exitCode: analysis.blocking ? 1 : 0 };
+  return {
+    host: remote ? host : null,
+    analysis,
+    artifacts,
+    notes,
+    calibrations: null,
+    pooled: evidence.pooled,
+    exitCode: analysis.blocking ? 1 : 0,
+  };
 }
 
 /**
@@ -282,13 +363,27 @@ async function gateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Sh
  * that host's floor. In a pool each host's files go to a folder of its own under --out, and a
  * host that cannot be calibrated is said and exits 2, after the others.
  */
-async function calibrateHere(pool: HostPool, config: GateConfig, o: RunOptions, s: Shared & { confirmProgress: Progress; driftProgress: Progress }, onHost: (c: BenchmarkHost) => void): Promise<Finished[]> {
+async function calibrateHere(
+  pool: HostPool,
+  config: GateConfig,
+  o: RunOptions,
+  s: Shared & { confirmProgress: Progress; driftProgress: Progress },
+  onHost: (c: BenchmarkHost) => void,
+): Promise<Finished[]> {
   const dones: Finished[] = [];
   for (const { name, client } of pool.members) {
     onHost(client);
     const host = "local" in o.target ? null : name;
     try {
-      dones.push(await calibrateOne(client, host, config, pool.size > 1 ? join(o.out, name.replace(/[^A-Za-z0-9._-]/g, "_")) : o.out, s));
+      dones.push(
+        await calibrateOne(
+          client,
+          host,
+          config,
+          pool.size > 1 ? join(o.out, name.replace(/[^A-Za-z0-9._-]/g, "_")) : o.out,
+          s,
+        ),
+      );
     } catch (e) {
       if (pool.size === 1 || e instanceof Interrupted) throw e;
       dones.push({ host: name, exitCode: 2, error: `not calibrated: ${(e as Error).message.split("\n")[0]}` });
@@ -297,18 +392,46 @@ async function calibrateHere(pool: HostPool, config: GateConfig, o: RunOptions, 
   return dones;
 }
 
-async function calibrateOne(client: BenchmarkHost, host: string | null, config: GateConfig, outDir: string, s: Shared & { confirmProgress: Progress; driftProgress: Progress }): Promise<Done> {
+async function calibrateOne(
+  client: BenchmarkHost,
+  host: string | null,
+  config: GateConfig,
+  outDir: string,
+  s: Shared & { confirmProgress: Progress; driftProgress: Progress },
+): Promise<Done> {
   const { champion } = await client.status();
-  if (!champion) throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
-  const run = await calibrateAndReport(client, config, { runIdPrefix: runIdPrefix("aa"), seed: seedOf(champion), outDir, champion, ...s });
+  if (!champion)
+    throw new UsageError(`${host ?? "the host"} has no champion to calibrate: give --champion PATH`, runUsage);
+  const run = await calibrateAndReport(client, config, {
+    runIdPrefix: runIdPrefix("aa"),
+    seed: seedOf(champion),
+    outDir,
+    champion,
+    ...s,
+  });
   const drift = run.drift.skipped ? [run.drift.skipped] : run.drift.points.map(driftLine);
-  const notes = [...identityNotes(run.analysis, run.documents), ...run.calibrations.map(calibrationLine), ...drift, ...run.drift.changePoints.map(changePointLine)];
+  const notes = [
+    ...identityNotes(run.analysis, run.documents),
+    ...run.calibrations.map(calibrationLine),
+    ...drift,
+    ...run.drift.changePoints.map(changePointLine),
+  ];
   const { artifacts } = run;
   // A calibration that recorded no floor did not do its job (an error); a biased host is exit 1.
   const unrecorded = run.calibrations.filter((c) => c.notRecorded !== null);
   const biased = biasedCalibrations(run.calibrations).length > 0;
-  const done: Done = { host, analysis: run.analysis, artifacts, notes, calibrations: run.calibrations, drift: run.drift, pooled: [], exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0 };
-  if (unrecorded.length > 0) done.error = `no floor recorded for ${unrecorded.map((c) => c.key).join(", ")}: ${unrecorded[0]!.notRecorded}`;
+  const done: Done = {
+    host,
+    analysis: run.analysis,
+    artifacts,
+    notes,
+    calibrations: run.calibrations,
+    drift: run.drift,
+    pooled: [],
+    exitCode: unrecorded.length > 0 ? 2 : biased ? 1 : 0,
+  };
+  if (unrecorded.length > 0)
+    done.error = `no floor recorded for ${unrecorded.map((c) => c.key).join(", ")}: ${unrecorded[0]!.notRecorded}`;
   return done;
 }
 
@@ -320,32 +443,100 @@ function printVerdict(d: Done, say: (line: string) => void, named: boolean): voi
   for (const n of d.notes) say(n.replace(/\*\*/g, ""));
   say(`report: ${relativeOrAbsolute(d.artifacts.reportPath)} (chart.svg, analysis.json and result.json beside it)`);
   const profiles = d.artifacts.profilePaths ?? [];
-  if (profiles.length > 0) say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
+  if (profiles.length > 0)
+    say(`profiles: ${profiles.map(relativeOrAbsolute).join(", ")} (go tool pprof -diff_base CHAMPION CHALLENGER)`);
 }
 
 /** run --json: one object a script can act on; the headline's fields are analysis.json's. */
 function summaryJson(d: Finished) {
   if (!("analysis" in d)) return { host: d.host, exit_code: d.exitCode, error: d.error };
-  const { verdict, grey_kind, blocking, blocked_by, percentile, estimate_ms, ci_ms, floor_ms, threshold_ms, pairs, headline, comparisons, preflight_flags } = analysisJson(d.analysis);
+  const {
+    verdict,
+    grey_kind,
+    blocking,
+    blocked_by,
+    percentile,
+    estimate_ms,
+    ci_ms,
+    floor_ms,
+    threshold_ms,
+    pairs,
+    headline,
+    comparisons,
+    preflight_flags,
+  } = analysisJson(d.analysis);
   return {
-    verdict, host: d.host, grey_kind, blocking, blocked_by, exit_code: d.exitCode, percentile, estimate_ms, ci_ms, confidence: d.analysis.headline.confidence, floor_ms, threshold_ms, pairs, headline,
+    verdict,
+    host: d.host,
+    grey_kind,
+    blocking,
+    blocked_by,
+    exit_code: d.exitCode,
+    percentile,
+    estimate_ms,
+    ci_ms,
+    confidence: d.analysis.headline.confidence,
+    floor_ms,
+    threshold_ms,
+    pairs,
+    headline,
     comparisons: comparisons.map((c) => ({
-      key: c.key, verdict: c.verdict, latency: c.latency, blocking: c.blocking, estimate_ms: c.estimate_ms, ci_ms: c.ci_ms, floor_ms: c.floor_ms, pairs: c.pairs,
-      dropped_pairs: c.dropped_pairs, runs: c.runs, resources: c.resources, budget: c.budget,
+      key: c.key,
+      verdict: c.verdict,
+      latency: c.latency,
+      blocking: c.blocking,
+      estimate_ms: c.estimate_ms,
+      ci_ms: c.ci_ms,
+      floor_ms: c.floor_ms,
+      pairs: c.pairs,
+      dropped_pairs: c.dropped_pairs,
+      runs: c.runs,
+      resources: c.resources,
+      budget: c.budget,
     })),
     preflight_flags,
     flags: d.analysis.comparisons.flatMap((c) => c.flags.map((f) => ({ key: c.key, ...f }))),
     pooled: d.pooled,
-    calibrations: d.calibrations?.map((c) => ({
-      key: c.key, percentile: c.percentile, floor_ms: c.halfWidthMs, ci_ms: c.ciMs, unbiased: c.unbiased, run_id: c.runId,
-      previous_floor_ms: c.previous?.half_width_ms ?? null, drift_ms: c.driftMs, recorded: c.notRecorded === null, not_recorded: c.notRecorded,
-    })) ?? null,
+    calibrations:
+      d.calibrations?.map((c) => ({
+        key: c.key,
+        percentile: c.percentile,
+        floor_ms: c.halfWidthMs,
+        ci_ms: c.ciMs,
+        unbiased: c.unbiased,
+        run_id: c.runId,
+        previous_floor_ms: c.previous?.half_width_ms ?? null,
+        drift_ms: c.driftMs,
+        recorded: c.notRecorded === null,
+        not_recorded: c.notRecorded,
+      })) ?? null,
     drift: d.drift && {
       skipped: d.drift.skipped,
-      runs: d.drift.points.map((p) => ({ ...p.record, run_id: p.runId, percent: p.percent, ci_percent: p.ciPercent, steps: p.steps.length, steps_percent: p.stepsPercent })),
-      change_points: d.drift.changePoints.map((c) => ({ key: c.key, percentile: c.percentile, sum_ms: c.sumMs, sum_percent: c.sumPercent, threshold_ms: c.thresholdMs, pull_requests: c.steps.map((x) => x.pullRequest), shas: c.steps.map((x) => x.sha) })),
+      runs: d.drift.points.map((p) => ({
+        ...p.record,
+        run_id: p.runId,
+        percent: p.percent,
+        ci_percent: p.ciPercent,
+        steps: p.steps.length,
+        steps_percent: p.stepsPercent,
+      })),
+      change_points: d.drift.changePoints.map((c) => ({
+        key: c.key,
+        percentile: c.percentile,
+        sum_ms: c.sumMs,
+        sum_percent: c.sumPercent,
+        threshold_ms: c.thresholdMs,
+        pull_requests: c.steps.map((x) => x.pullRequest),
+        shas: c.steps.map((x) => x.sha),
+      })),
     },
-    report: { markdown: d.artifacts.reportPath, chart: d.artifacts.chartPath, analysis: d.artifacts.analysisPath, result: d.artifacts.resultPath, profiles: d.artifacts.profilePaths ?? [] },
+    report: {
+      markdown: d.artifacts.reportPath,
+      chart: d.artifacts.chartPath,
+      analysis: d.artifacts.analysisPath,
+      result: d.artifacts.resultPath,
+      profiles: d.artifacts.profilePaths ?? [],
+    },
   };
 }
 
@@ -353,7 +544,11 @@ function summaryJson(d: Finished) {
  * Progress: a line as each run starts, and a bar over that run's slices. What the host flagged
  * before measuring is kept on its own line, never drawn over.
  */
-function progressBar(label: string, say: (line: string) => void, draw: (line: string, done: boolean) => void): Progress {
+function progressBar(
+  label: string,
+  say: (line: string) => void,
+  draw: (line: string, done: boolean) => void,
+): Progress {
   let total = 0;
   let done = 0;
   return {

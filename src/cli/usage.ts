@@ -1,6 +1,6 @@
 // Usage errors: the command line itself is wrong. The CLI prints the message and the
 // command's usage, and exits 2.
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 
 export class UsageError extends Error {
   override name = "UsageError";

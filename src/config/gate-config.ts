@@ -2,7 +2,16 @@
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { COMPARISON_BASES, name, percentile, planSchema, rate, requestSchema, type RunRequest, serviceSchema } from "../contract/plan";
+import {
+  COMPARISON_BASES,
+  name,
+  percentile,
+  planSchema,
+  type RunRequest,
+  rate,
+  requestSchema,
+  serviceSchema,
+} from "../contract/plan";
 import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "../contract/rules";
 import { dependencyIssues, servicePortNames } from "./dependencies";
 import { protoFileIssues } from "./proto-files";
@@ -16,42 +25,71 @@ const plan = planSchema.shape;
 const { body_file: _, ...requestFields } = requestSchema.shape;
 const request = z.strictObject(requestFields);
 
-const rates = z.union([
-  z.array(rate).min(1),
-  z.strictObject({ production_rps: rate, multiples: z.array(z.number().positive()).min(1) }),
-], { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" });
+const rates = z.union(
+  [z.array(rate).min(1), z.strictObject({ production_rps: rate, multiples: z.array(z.number().positive()).min(1) })],
+  { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" },
+);
 
-const workload = z.strictObject({
-  name,
-  rates,
-  connections: plan.connections.unwrap().optional(),
-  timeout_ms: plan.timeout_ms.unwrap().optional(),
-  /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (docs/design/0015-grpc-and-h2c.md). */
-  protocol: plan.protocol,
-  /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
-  proto_descriptor_set: plan.proto_descriptor_set,
-  /** grpc: .proto files in the build, each relative to one of proto_import_paths (default: the build's root), compiled on the host. */
-  proto_files: plan.proto_files,
-  proto_import_paths: plan.proto_import_paths,
-  requests: z.array(request).min(1),
-}).superRefine((w, ctx) => {
-  // A grpc workload calls methods; an http1 one requests paths. Said here, with the line, not by the host.
-  w.requests.forEach((r, i) => {
-    const first = w.requests.findIndex((x) => x.name !== undefined && x.name === r.name);
-    if (first !== i && r.name !== undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "name"], message: `"${r.name}" names requests.${first} too: each request class needs a name of its own` });
-    if (w.protocol === "grpc" && !r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i, "grpc"], message: "required when protocol is grpc: { method: package.Service/Method, message: {…} }" });
-    if (w.protocol === "grpc" && r.path !== undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "a gRPC call has no path; name it in grpc.method" });
-    if (w.protocol !== "grpc" && r.grpc) ctx.addIssue({ code: "custom", path: ["requests", i, "grpc"], message: "only a workload with protocol: grpc makes gRPC calls" });
-    if (w.protocol !== "grpc" && r.path === undefined) ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "required (a path starting with /)" });
+const workload = z
+  .strictObject({
+    name,
+    rates,
+    connections: plan.connections.unwrap().optional(),
+    timeout_ms: plan.timeout_ms.unwrap().optional(),
+    /** http1 (default) or grpc: unary gRPC calls, requests[].grpc (docs/design/0015-grpc-and-h2c.md). */
+    protocol: plan.protocol,
+    /** grpc: a FileDescriptorSet in the build (read from each arm's release); else server reflection. */
+    proto_descriptor_set: plan.proto_descriptor_set,
+    /** grpc: .proto files in the build, each relative to one of proto_import_paths (default: the build's root), compiled on the host. */
+    proto_files: plan.proto_files,
+    proto_import_paths: plan.proto_import_paths,
+    requests: z.array(request).min(1),
+  })
+  .superRefine((w, ctx) => {
+    // A grpc workload calls methods; an http1 one requests paths. Said here, with the line, not by the host.
+    w.requests.forEach((r, i) => {
+      const first = w.requests.findIndex((x) => x.name !== undefined && x.name === r.name);
+      if (first !== i && r.name !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["requests", i, "name"],
+          message: `"${r.name}" names requests.${first} too: each request class needs a name of its own`,
+        });
+      if (w.protocol === "grpc" && !r.grpc)
+        ctx.addIssue({
+          code: "custom",
+          path: ["requests", i, "grpc"],
+          message: "required when protocol is grpc: { method: package.Service/Method, message: {…} }",
+        });
+      if (w.protocol === "grpc" && r.path !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["requests", i, "path"],
+          message: "a gRPC call has no path; name it in grpc.method",
+        });
+      if (w.protocol !== "grpc" && r.grpc)
+        ctx.addIssue({
+          code: "custom",
+          path: ["requests", i, "grpc"],
+          message: "only a workload with protocol: grpc makes gRPC calls",
+        });
+      if (w.protocol !== "grpc" && r.path === undefined)
+        ctx.addIssue({ code: "custom", path: ["requests", i, "path"], message: "required (a path starting with /)" });
+    });
+    if (w.proto_descriptor_set !== undefined && w.protocol !== "grpc")
+      ctx.addIssue({
+        code: "custom",
+        path: ["proto_descriptor_set"],
+        message: "only a grpc workload describes its methods",
+      });
+    for (const issue of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue });
+    // Multiples of the production rate must still be rates the host accepts.
+    for (const r of resolvedRates(w)) {
+      const checked = rate.safeParse(r);
+      if (!checked.success)
+        ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0]!.message}` });
+    }
   });
-  if (w.proto_descriptor_set !== undefined && w.protocol !== "grpc") ctx.addIssue({ code: "custom", path: ["proto_descriptor_set"], message: "only a grpc workload describes its methods" });
-  for (const issue of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue });
-  // Multiples of the production rate must still be rates the host accepts.
-  for (const r of resolvedRates(w)) {
-    const checked = rate.safeParse(r);
-    if (!checked.success) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0]!.message}` });
-  }
-});
 
 // What the host refuses in a service (service.Validate), found here with the key's line:
 // undeclared $PORT_<NAME>, names twice in ports, env that would shadow the host's variables,
@@ -67,14 +105,27 @@ const service = z.strictObject(serviceSchema.shape).superRefine((s, ctx) => {
       if (problem) ctx.addIssue({ code: "custom", path: [field, i], message: problem });
     });
   }
-  if (s.setup?.[0] === "") ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
+  if (s.setup?.[0] === "")
+    ctx.addIssue({ code: "custom", path: ["setup", 0], message: "the program to run, such as ./bin/migrate" });
   s.ports?.forEach((p, i) => {
-    if (s.ports!.indexOf(p) !== i) ctx.addIssue({ code: "custom", path: ["ports", i], message: `"${p}" is named twice` });
+    if (s.ports!.indexOf(p) !== i)
+      ctx.addIssue({ code: "custom", path: ["ports", i], message: `"${p}" is named twice` });
   });
   for (const [k, v] of Object.entries(s.env ?? {})) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ctx.addIssue({ code: "custom", path: ["env", k], message: "must be a variable name: letters, digits and _, not starting with a digit" });
-    else if (hostSetsEnv(k, s.port_env)) ctx.addIssue({ code: "custom", path: ["env", k], message: `set by the host (PATH, HOME, ${s.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable` });
-    else if (serviceArgError(v, vars)) ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars)! });
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+      ctx.addIssue({
+        code: "custom",
+        path: ["env", k],
+        message: "must be a variable name: letters, digits and _, not starting with a digit",
+      });
+    else if (hostSetsEnv(k, s.port_env))
+      ctx.addIssue({
+        code: "custom",
+        path: ["env", k],
+        message: `set by the host (PATH, HOME, ${s.port_env}, PORT_<NAME> and STATE_DIR are the host's); name another variable`,
+      });
+    else if (serviceArgError(v, vars))
+      ctx.addIssue({ code: "custom", path: ["env", k], message: serviceArgError(v, vars)! });
   }
 });
 
@@ -171,7 +222,9 @@ export function parseConfig(text: string, source: string): GateConfig {
   const problems = parsed.error.issues.slice(0, 5).map((issue) => {
     const path = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
-      return issue.keys.map((key) => `${source}:${lineOf(doc, lines, [...path, key], true)}: ${[...path, key].join(".")}: unknown key`).join("\n");
+      return issue.keys
+        .map((key) => `${source}:${lineOf(doc, lines, [...path, key], true)}: ${[...path, key].join(".")}: unknown key`)
+        .join("\n");
     }
     return `${source}:${lineOf(doc, lines, path, false)}: ${path.join(".") || "(top level)"}: ${issue.message}`;
   });
@@ -185,7 +238,9 @@ function lineOf(doc: ReturnType<typeof parseDocument>, lines: LineCounter, path:
     if (keyNode && n === path.length) {
       const parent = doc.getIn(prefix.slice(0, -1), true);
       if (isMap(parent)) {
-        const pair = parent.items.find((it) => String((it.key as { value?: unknown })?.value) === String(prefix.at(-1)));
+        const pair = parent.items.find(
+          (it) => String((it.key as { value?: unknown })?.value) === String(prefix.at(-1)),
+        );
         const range = (pair?.key as { range?: [number, number, number] })?.range;
         if (range) return lines.linePos(range[0]).line;
       }
@@ -247,7 +302,12 @@ const DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(undefined);
  */
 export function sliceDesign(config: GateConfig, rate: number): { seconds: number; pairs: number } {
   const needed = sampleBudget(config.slo.percentile) / rate + (config.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1000;
-  const seconds = config.slices.seconds ?? Math.min(MAX_DEFAULT_SLICE_SECONDS, Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4));
+  const seconds =
+    config.slices.seconds ??
+    Math.min(
+      MAX_DEFAULT_SLICE_SECONDS,
+      Math.max(MIN_DEFAULT_SLICE_SECONDS, Math.ceil(Math.round(needed * 4 * 1e6) / 1e6) / 4),
+    );
   const pairs = config.slices.pairs ?? Math.max(2, Math.round(GATE_MEASURED_SECONDS / (2 * seconds)));
   return { seconds, pairs };
 }

@@ -51,7 +51,9 @@ export const hostStatusSchema = z.looseObject({
   champion_since: z.string().optional(),
   previous: z.string(),
   champion_supervised: z.boolean(),
-  lock: z.looseObject({ holder: z.string(), pid: z.number().int(), since: z.string(), age_seconds: z.number() }).nullable(),
+  lock: z
+    .looseObject({ holder: z.string(), pid: z.number().int(), since: z.string(), age_seconds: z.number() })
+    .nullable(),
   floors: z.record(z.string(), floorSchema),
   disk_free_bytes: z.number().int().nonnegative(),
   memory_available_bytes: z.number().int().nonnegative(),

@@ -3,7 +3,9 @@
 // bound, pattern and default against the JSON Schemas generated from it.
 import { z } from "zod";
 
-export const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
+export const name = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 export const sha = z.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 const urlPath = z.string().regex(/^\//, "must start with /");
 
@@ -29,7 +31,12 @@ export const COMPARISON_BASES = ["champion", "merge-base"] as const;
  */
 export const BASES = [...COMPARISON_BASES, "ancestor"] as const;
 
-export const buildsSchema = z.looseObject({ kind: z.enum(KINDS), champion_sha: sha, challenger_sha: sha, base: z.enum(BASES).optional() });
+export const buildsSchema = z.looseObject({
+  kind: z.enum(KINDS),
+  champion_sha: sha,
+  challenger_sha: sha,
+  base: z.enum(BASES).optional(),
+});
 export type Builds = z.infer<typeof buildsSchema>;
 
 /**
@@ -37,7 +44,9 @@ export type Builds = z.infer<typeof buildsSchema>;
  * (docs/design/0015-grpc-and-h2c.md).
  */
 export const grpcCallSchema = z.looseObject({
-  method: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
+  method: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*\/[A-Za-z_][A-Za-z0-9_]*$/, "package.Service/Method"),
   message: z.record(z.string(), z.unknown()).optional(),
   metadata: z.record(z.string(), z.string()).optional(),
 });
@@ -45,12 +54,20 @@ export const grpcCallSchema = z.looseObject({
 export const PROTOCOLS = ["http1", "h2c", "grpc"] as const;
 
 /** A request class's name (requests[].name): safe in a Markdown table cell and a code span. */
-export const className = z.string().regex(/^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /");
+export const className = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9/][A-Za-z0-9 ._/:{}-]{0,63}$/,
+    "1-64 characters of A-Z a-z 0-9 space . _ / : { } -, starting with a letter, digit or /",
+  );
 
 export const requestSchema = z.looseObject({
   /** The request class this entry is; default its method and path, or its gRPC method. */
   name: className.optional(),
-  method: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
+  method: z
+    .string()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET")
+    .default("GET"),
   /** Required for http1; a grpc request has none. */
   path: urlPath.optional(),
   headers: z.record(z.string(), z.string()).optional(),
@@ -90,14 +107,23 @@ export type Plan = z.infer<typeof planSchema>;
 export const SERVICE_STATES = ["fresh", "persistent"] as const;
 
 /** A port's name, and a dependency's: the variable PORT_<NAME>. */
-export const portName = z.string().regex(/^[a-z][a-z0-9_]{0,15}$/, "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)");
+export const portName = z
+  .string()
+  .regex(
+    /^[a-z][a-z0-9_]{0,15}$/,
+    "a lowercase name such as peer, admin or redis (a-z, 0-9, _; at most 16, starting with a letter)",
+  );
 const portNames = z.array(portName).max(8);
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a variable name: letters, digits and _, not starting with a digit");
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a variable name: letters, digits and _, not starting with a digit");
 
 /** A service each arm runs its own fresh instance of (a Redis), ready before setup and the service. */
 export const dependencySchema = z.looseObject({
   name: portName,
-  command: z.array(z.string()).min(1, "the dependency's argv list, such as [/usr/bin/redis-server, --port, $PORT_REDIS]"),
+  command: z
+    .array(z.string())
+    .min(1, "the dependency's argv list, such as [/usr/bin/redis-server, --port, $PORT_REDIS]"),
   /** One of: a port of its own that accepts a TCP connection (PORT_REDIS), or a command that exits 0. */
   ready: z.looseObject({ tcp: envName.optional(), command: z.array(z.string()).optional() }),
   ports: portNames.optional(),

@@ -184,7 +184,15 @@ export const profilesSchema = z.looseObject({
   arms: z.record(z.string(), z.looseObject({ file: z.string(), bytes: count, samples: count })).optional(),
   functions: z.array(z.string()).optional(),
   callers: z.array(z.array(z.number().int())).optional(),
-  slices: z.array(z.looseObject({ index: count, samples: count, functions: z.array(z.tuple([z.number().int(), z.number().int(), z.number().int()])) })).optional(),
+  slices: z
+    .array(
+      z.looseObject({
+        index: count,
+        samples: count,
+        functions: z.array(z.tuple([z.number().int(), z.number().int(), z.number().int()])),
+      }),
+    )
+    .optional(),
 });
 export type Profiles = z.infer<typeof profilesSchema>;
 

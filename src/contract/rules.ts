@@ -36,7 +36,6 @@ function plainDecimal(x: number): string {
   return `${sign}${digits.padEnd(point, "0")}`;
 }
 
-
 /**
  * Fewest recorded requests a slice's percentile is read from: three beyond it (p99 → 300), as
  * contract.SampleBudget says why. Rounded to a millionth before the ceiling, as Go's is, since in
@@ -60,7 +59,10 @@ export function serviceArgError(arg: string, vars: readonly string[]): string | 
   for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
     const name = m[1] ?? m[2]!;
     if (!vars.includes(name) && name.startsWith("PORT_")) {
-      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      const known = vars
+        .map((v) => `$${v}`)
+        .sort()
+        .join(", ");
       return `${JSON.stringify(arg)}: $${name} is not a port of service.ports or service.dependencies (${known} expand here)`;
     }
   }
@@ -74,7 +76,9 @@ export function hostSetsEnv(name: string, portEnv = "PORT"): boolean {
 
 /** What is wrong with a service.port_env, or undefined (contract.PortEnvError). */
 export function portEnvError(name: string): string | undefined {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name)}`;
-  if (name !== "PORT" && hostSetsEnv(name)) return `${JSON.stringify(name)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name)}`;
+  if (name !== "PORT" && hostSetsEnv(name))
+    return `${JSON.stringify(name)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
   return undefined;
 }

@@ -4,9 +4,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
+import type { History } from "../contract/history";
 import { armsOf } from "../report/arms";
 import { svgChart } from "../report/chart";
-import type { History } from "../contract/history";
 import { historyPage, type PageOptions } from "../report/history-page";
 import { analysisJson } from "../report/json";
 
@@ -20,7 +20,10 @@ export interface Artifacts {
 }
 
 /** report.md, analysis.json, chart.svg, and result.json: the host's documents, as received. */
-export function writeArtifacts(dir: string, a: { analysis: Analysis; report: string; documents: readonly unknown[]; host?: string | null }): Artifacts {
+export function writeArtifacts(
+  dir: string,
+  a: { analysis: Analysis; report: string; documents: readonly unknown[]; host?: string | null },
+): Artifacts {
   const paths = {
     reportPath: join(dir, "report.md"),
     resultPath: writeResults(dir, a.documents),
@@ -49,16 +52,34 @@ export function writeResults(dir: string, documents: readonly unknown[]): string
  * A gate that could not measure: report.md and analysis.json say what was measured and why
  * there is no verdict, beside result.json (the results it was judged from).
  */
-export function writeUnmeasured(dir: string, e: NonNullable<CouldNotMeasureError["explained"]>): Omit<Artifacts, "chartPath"> {
-  const paths = { reportPath: join(dir, "report.md"), resultPath: writeResults(dir, e.results), analysisPath: join(dir, "analysis.json") };
-  writeFiles(dir, [[paths.reportPath, e.markdown], [paths.analysisPath, JSON.stringify(e.json, null, 2)]]);
+export function writeUnmeasured(
+  dir: string,
+  e: NonNullable<CouldNotMeasureError["explained"]>,
+): Omit<Artifacts, "chartPath"> {
+  const paths = {
+    reportPath: join(dir, "report.md"),
+    resultPath: writeResults(dir, e.results),
+    analysisPath: join(dir, "analysis.json"),
+  };
+  writeFiles(dir, [
+    [paths.reportPath, e.markdown],
+    [paths.analysisPath, JSON.stringify(e.json, null, 2)],
+  ]);
   return paths;
 }
 
 /** history.html, the history page, and history.json, the document it was made from. */
-export function writeHistoryPage(dir: string, history: History, document: unknown, o: PageOptions): { pagePath: string; jsonPath: string } {
+export function writeHistoryPage(
+  dir: string,
+  history: History,
+  document: unknown,
+  o: PageOptions,
+): { pagePath: string; jsonPath: string } {
   const paths = { pagePath: join(dir, "history.html"), jsonPath: join(dir, "history.json") };
-  writeFiles(dir, [[paths.pagePath, historyPage(history, o)], [paths.jsonPath, `${JSON.stringify(document, null, 2)}\n`]]);
+  writeFiles(dir, [
+    [paths.pagePath, historyPage(history, o)],
+    [paths.jsonPath, `${JSON.stringify(document, null, 2)}\n`],
+  ]);
   return paths;
 }
 

@@ -5,19 +5,20 @@
 // bias persists. A floor is never recorded from a run the host flagged or in which the load
 // generator fell behind (the calibration says why). Shared by mode calibrate and
 // `perf-gate run --aa`.
-import type { Analysis, Comparison } from "../analysis/verdict";
+
 import { type Calibration, calibrations, excludesZero, floorRecord } from "../analysis/floors";
+import type { Analysis, Comparison } from "../analysis/verdict";
 import { configFor, type GateConfig } from "../config/gate-config";
 import type { StoredFloor } from "../contract/host";
 import type { BenchmarkHost } from "../host/client";
-import { decide } from "./decide";
 import { calibrationLine, calibrationReport } from "../report/calibration";
+import { driftReport } from "../report/drift";
 import { markdownReport } from "../report/markdown";
 import { identityNotes } from "../report/notes";
-import { driftReport } from "../report/drift";
 import { type Artifacts, writeArtifacts, writeCalibrationReport } from "./artifacts";
+import { decide } from "./decide";
 import { type DriftRun, measureDrift } from "./history";
-import { measure, type Measurement } from "./measure";
+import { type Measurement, measure } from "./measure";
 
 export interface CalibrationRun {
   /** The A/A runs judged raw: no floor or earlier bias colours a calibration. */
@@ -34,7 +35,11 @@ export type CalibrationOptions = Omit<Measurement, "kind" | "challenger" | "pool
   confirmProgress?: Measurement["progress"];
 };
 
-export async function calibrate(host: BenchmarkHost, config: GateConfig, o: CalibrationOptions): Promise<CalibrationRun> {
+export async function calibrate(
+  host: BenchmarkHost,
+  config: GateConfig,
+  o: CalibrationOptions,
+): Promise<CalibrationRun> {
   const aa = (c: GateConfig, runIdPrefix: string, progress: Measurement["progress"]) =>
     measure(host, c, { ...o, runIdPrefix, progress, kind: "aa", pool: false });
   const first = await aa(config, o.runIdPrefix, o.progress);
@@ -84,9 +89,26 @@ export async function calibrateAndReport(
   const run = await calibrate(host, config, options);
   // Then main against where it was a month ago, on the same host while it is calibrated.
   const { confirmProgress: _, ...measurement } = options;
-  const drift = await measureDrift(host, config, { ...measurement, runIdPrefix: `${o.runIdPrefix}-drift`, progress: driftProgress ?? o.progress });
+  const drift = await measureDrift(host, config, {
+    ...measurement,
+    runIdPrefix: `${o.runIdPrefix}-drift`,
+    progress: driftProgress ?? o.progress,
+  });
   const identity = identityNotes(run.analysis, run.documents);
-  const report = [...identity, calibrationReport(run.calibrations, { champion, history: run.history }), driftReport(drift.points, drift.changePoints, drift.skipped)].join("\n\n");
-  const artifacts = writeArtifacts(outDir, { analysis: run.analysis, report: markdownReport(run.analysis, { notes: [...identity, ...run.calibrations.map(calibrationLine)] }), documents: run.documents });
-  return { ...run, drift, report, artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) } };
+  const report = [
+    ...identity,
+    calibrationReport(run.calibrations, { champion, history: run.history }),
+    driftReport(drift.points, drift.changePoints, drift.skipped),
+  ].join("\n\n");
+  const artifacts = writeArtifacts(outDir, {
+    analysis: run.analysis,
+    report: markdownReport(run.analysis, { notes: [...identity, ...run.calibrations.map(calibrationLine)] }),
+    documents: run.documents,
+  });
+  return {
+    ...run,
+    drift,
+    report,
+    artifacts: { ...artifacts, calibrationPath: writeCalibrationReport(outDir, report) },
+  };
 }

@@ -1,9 +1,10 @@
 // decide: the verdict engine on a gate's evidence, with the gate config's SLO and thresholds,
 // the job's seed and the host's A/A floors and bias, or the report of why there is none. Pure;
 // shared by every mode and the CLI.
+
+import { floorSettings } from "../analysis/floors";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
-import { floorSettings } from "../analysis/floors";
 import type { GateConfig } from "../config/gate-config";
 import type { StoredFloor } from "../contract/host";
 import { unmeasuredReport } from "../report/unmeasured";

@@ -22,7 +22,12 @@ export interface Judgement {
  * extends unclear comparisons up to slices.max_extensions times. `keep` gets every result
  * document so far before each decision: a run that cannot be judged is still evidence.
  */
-export async function measureAndDecide(host: BenchmarkHost, config: GateConfig, m: Measurement, keep: (documents: unknown[]) => void): Promise<Judgement> {
+export async function measureAndDecide(
+  host: BenchmarkHost,
+  config: GateConfig,
+  m: Measurement,
+  keep: (documents: unknown[]) => void,
+): Promise<Judgement> {
   let evidence = await measure(host, config, m);
   keep(evidence.documents);
   const status = await host.status();
@@ -30,11 +35,15 @@ export async function measureAndDecide(host: BenchmarkHost, config: GateConfig, 
   let analysis = judge();
   const max = config.slices.max_extensions;
   for (let extension = 1; extension <= max; extension++) {
-    const wanted = analysis.comparisons.filter((c) => extensionWanted(c, 1 - analysis.settings.confidence, blocksLeft(max, extension - 1, c.looks)));
+    const wanted = analysis.comparisons.filter((c) =>
+      extensionWanted(c, 1 - analysis.settings.confidence, blocksLeft(max, extension - 1, c.looks)),
+    );
     if (wanted.length === 0) break;
     const before = evidence;
     for (const [i, c] of wanted.entries()) {
-      m.progress.note(`${c.key}: the interval [${c.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold ±${c.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max}`);
+      m.progress.note(
+        `${c.key}: the interval [${c.ciMs.map((x) => x.toFixed(3)).join(", ")}] ms holds the block threshold ±${c.thresholdMs.toFixed(3)} ms: extension ${extension} of ${max}`,
+      );
       const more = await measure(host, configFor(config, c.workload, c.rate), {
         ...m,
         // Deployed already; a further run of the same builds.
@@ -45,7 +54,11 @@ export async function measureAndDecide(host: BenchmarkHost, config: GateConfig, 
         seed: m.seed + extension,
         pool: false,
       });
-      evidence = { ...evidence, results: [...evidence.results, ...more.results], documents: [...evidence.documents, ...more.documents] };
+      evidence = {
+        ...evidence,
+        results: [...evidence.results, ...more.results],
+        documents: [...evidence.documents, ...more.documents],
+      };
     }
     keep(evidence.documents);
     try {
@@ -54,7 +67,9 @@ export async function measureAndDecide(host: BenchmarkHost, config: GateConfig, 
       // An extension the host could not measure (most of the pooled pairs disturbed) must not
       // take away the verdict the looks before it gave: that verdict stands, and says so.
       if (!(e instanceof CouldNotMeasureError)) throw e;
-      m.progress.note(`extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`);
+      m.progress.note(
+        `extension ${extension} could not be judged (${e.brief}); the verdict stands on the looks before it`,
+      );
       evidence = before;
       break;
     }

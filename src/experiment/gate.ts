@@ -5,7 +5,7 @@ import type { Analysis } from "../analysis/verdict";
 import type { GateConfig } from "../config/gate-config";
 import type { BenchmarkHost } from "../host/client";
 import { budgetNotes } from "../report/budget";
-import { profilePath, profiledRuns } from "../report/functions";
+import { profiledRuns, profilePath } from "../report/functions";
 import { markdownReport } from "../report/markdown";
 import { candidateNote, evidenceNotes, identityNotes } from "../report/notes";
 import { type Artifacts, writeArtifacts, writeProfiles, writeResults } from "./artifacts";
@@ -42,7 +42,9 @@ export interface GateVerdict {
 export async function gate(host: BenchmarkHost, config: GateConfig, r: GateRun): Promise<GateVerdict> {
   const { outDir, notes: caller = [], runUrl, host: hostName, pullRequest, ...measurement } = r;
   // Each result is kept before deciding: a run that cannot be judged (a disturbed generator) is still evidence.
-  const judged = await measureAndDecide(host, config, { ...measurement, kind: "ab", pool: true }, (documents) => writeResults(outDir, documents));
+  const judged = await measureAndDecide(host, config, { ...measurement, kind: "ab", pool: true }, (documents) =>
+    writeResults(outDir, documents),
+  );
   const { evidence, status } = judged;
   // The budget needs main's last 30 days from the host's history; then the gate joins that history.
   const analysis = await withBudgetOf(host, config, judged.analysis);
@@ -51,10 +53,24 @@ export async function gate(host: BenchmarkHost, config: GateConfig, r: GateRun):
   const given = typeof caller === "function" ? caller() : caller;
   const functions = showsFunctions(config, analysis);
   const fetched = functions ? await fetchProfiles(host, analysis) : { profiles: [], notes: [] };
-  const notes = [...given, ...budgetNotes(analysis), ...identityNotes(analysis, evidence.documents), ...evidenceNotes(sha, evidence), ...candidateNote(analysis, sha, status.champion), ...kept, ...fetched.notes];
+  const notes = [
+    ...given,
+    ...budgetNotes(analysis),
+    ...identityNotes(analysis, evidence.documents),
+    ...evidenceNotes(sha, evidence),
+    ...candidateNote(analysis, sha, status.champion),
+    ...kept,
+    ...fetched.notes,
+  ];
   const report = markdownReport(analysis, { notes, runUrl, functions, host: hostName });
   const artifacts = writeArtifacts(outDir, { analysis, report, documents: evidence.documents, host: hostName });
-  return { analysis, evidence, notes, report, artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) } };
+  return {
+    analysis,
+    evidence,
+    notes,
+    report,
+    artifacts: { ...artifacts, profilePaths: writeProfiles(outDir, fetched.profiles) },
+  };
 }
 
 /** Whether the report shows the functions that moved: on a red verdict (profile: on-red), on every one (always). */
@@ -63,7 +79,10 @@ export function showsFunctions(config: Pick<GateConfig, "profile">, analysis: Pi
 }
 
 /** Each profiled run's two profiles, from the host, at the paths the report names. */
-async function fetchProfiles(host: BenchmarkHost, analysis: Analysis): Promise<{ profiles: { path: string; bytes: Uint8Array }[]; notes: string[] }> {
+async function fetchProfiles(
+  host: BenchmarkHost,
+  analysis: Analysis,
+): Promise<{ profiles: { path: string; bytes: Uint8Array }[]; notes: string[] }> {
   const runs = profiledRuns(analysis.comparisons);
   const files = analysis.comparisons.flatMap((c) => c.functions.files);
   const profiles: { path: string; bytes: Uint8Array }[] = [];
@@ -71,7 +90,12 @@ async function fetchProfiles(host: BenchmarkHost, analysis: Analysis): Promise<{
     try {
       profiles.push({ path: profilePath(f.run, f.file, runs), bytes: await host.profile(f.run, f.arm) });
     } catch (e) {
-      return { profiles: [], notes: [`> ⚠️ The profiles could not be fetched from the host (${(e as Error).message}); the functions that moved are listed from the result.`] };
+      return {
+        profiles: [],
+        notes: [
+          `> ⚠️ The profiles could not be fetched from the host (${(e as Error).message}); the functions that moved are listed from the result.`,
+        ],
+      };
     }
   }
   return { profiles, notes: [] };

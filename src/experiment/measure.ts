@@ -2,8 +2,9 @@
 // every workload and rate of the config (one run each), waits for each, reads its validated
 // result, and pools the host's earlier finished runs of the same build against the same
 // champion with the same identity. Shared by every action mode and the CLI.
-import type { NamedResult } from "../analysis/verdict";
+
 import { identityDifferences } from "../analysis/identity";
+import type { NamedResult } from "../analysis/verdict";
 import { resultKey } from "../analysis/verdict";
 import { type GateConfig, type PlannedRun, planRuns } from "../config/gate-config";
 import type { Kind } from "../contract/plan";
@@ -54,18 +55,26 @@ export interface Evidence {
 export async function measure(host: BenchmarkHost, config: GateConfig, m: Measurement): Promise<Evidence> {
   const challengerSha = m.kind === "ab" ? m.challenger?.sha : undefined;
   if (m.kind === "ab" && !challengerSha) throw new Error("measure: an A/B run needs a challenger");
-  if (challengerSha && m.challenger?.artifact) m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
+  if (challengerSha && m.challenger?.artifact)
+    m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   // The merge base is main's code, as a champion is: it runs in the champion's arm.
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
   const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
-  for (const run of planRuns(config, { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha }, m.seed)) {
+  for (const run of planRuns(
+    config,
+    { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha },
+    m.seed,
+  )) {
     const runId = `${m.runIdPrefix}-${run.index}`.toLowerCase();
     m.progress.runStart?.(run, runId);
     try {
       await host.start(m.kind === "ab" ? "run" : "aa", runId, run.request, m.busyDeadline);
       const outcome = await host.wait(runId, m.progress.line);
       if (outcome.status !== "ok") {
-        throw new HostError("run_failed", `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`);
+        throw new HostError(
+          "run_failed",
+          `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`,
+        );
       }
       const { document, message } = await host.result(runId);
       fresh.documents.push(document);
@@ -88,7 +97,8 @@ async function withEarlierRuns(host: BenchmarkHost, challengerSha: string, fresh
   const byKey = new Map(fresh.results.map((r) => [resultKey(r.result), r.result]));
   const champion = fresh.results[0]?.result.plan.builds?.champion_sha;
   const earlier = (await host.runsOf(challengerSha)).filter(
-    (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate)),
+    (r) =>
+      r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate)),
   );
   const out: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
   for (const r of earlier) {
@@ -110,7 +120,6 @@ async function withEarlierRuns(host: BenchmarkHost, challengerSha: string, fresh
   out.documents.push(...fresh.documents);
   return out;
 }
-
 
 /** A reproducible seed from a commit (or any hex digest). */
 export function seedOf(sha: string): number {

@@ -7,7 +7,17 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
 import { type DriftRecord, type GateRecord, type History, parseHistory } from "../contract/history";
-import { EXIT, type FloorRecord, floorSchema, hostStatusSchema, type HostStatus, OUTCOME_MARKER, type RunSummary, runSummarySchema, type StoredFloor } from "../contract/host";
+import {
+  EXIT,
+  type FloorRecord,
+  floorSchema,
+  type HostStatus,
+  hostStatusSchema,
+  OUTCOME_MARKER,
+  type RunSummary,
+  runSummarySchema,
+  type StoredFloor,
+} from "../contract/host";
 import type { RunRequest, ServiceSpec } from "../contract/plan";
 import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
 
@@ -88,7 +98,6 @@ export type Connect = (options: HostOptions) => BenchmarkHost;
 
 export const connectHostClient: Connect = (options) => new HostClient(options);
 
-
 /**
  * A pool's claim on a host's lock (docs/design/0026-a-pool-of-hosts.md): a pool's host being
  * landed on, from claimNext until a verb that takes the host's lock next succeeds, reports a busy
@@ -159,17 +168,28 @@ export class HostClient implements BenchmarkHost {
 
   private sshArgs(o: SshTarget, command: string): string[] {
     return [
-      "-i", this.keyFile,
-      "-p", String(o.port),
-      "-o", "BatchMode=yes",
-      "-o", "IdentitiesOnly=yes",
-      "-o", "StrictHostKeyChecking=yes",
-      "-o", `UserKnownHostsFile=${this.knownHostsFile}`,
-      "-o", "GlobalKnownHostsFile=/dev/null",
-      "-o", "ConnectTimeout=15",
-      "-o", "ServerAliveInterval=15",
-      "-o", "ServerAliveCountMax=4",
-      "-o", "LogLevel=ERROR",
+      "-i",
+      this.keyFile,
+      "-p",
+      String(o.port),
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "IdentitiesOnly=yes",
+      "-o",
+      "StrictHostKeyChecking=yes",
+      "-o",
+      `UserKnownHostsFile=${this.knownHostsFile}`,
+      "-o",
+      "GlobalKnownHostsFile=/dev/null",
+      "-o",
+      "ConnectTimeout=15",
+      "-o",
+      "ServerAliveInterval=15",
+      "-o",
+      "ServerAliveCountMax=4",
+      "-o",
+      "LogLevel=ERROR",
       `${o.user}@${o.host}`,
       "--",
       command,
@@ -343,7 +363,8 @@ export class HostClient implements BenchmarkHost {
         const text = String(line);
         if (index++ < seen) continue;
         seen++;
-        if (text.startsWith(OUTCOME_MARKER)) outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
+        if (text.startsWith(OUTCOME_MARKER))
+          outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
         else onLine(text);
       }
       const r = await sub;
@@ -370,10 +391,17 @@ export class HostClient implements BenchmarkHost {
    */
   async profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array> {
     const [file, args] = this.argv(`profile ${runId} ${arm}`);
-    const r = await execa(file, args, { reject: false, encoding: "buffer", maxBuffer: MAX_PROFILE_BYTES, timeout: 5 * 60_000 });
-    if (r.exitCode !== 0) throw verbError(`profile ${runId} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
+    const r = await execa(file, args, {
+      reject: false,
+      encoding: "buffer",
+      maxBuffer: MAX_PROFILE_BYTES,
+      timeout: 5 * 60_000,
+    });
+    if (r.exitCode !== 0)
+      throw verbError(`profile ${runId} ${arm}`, r.exitCode ?? -1, Buffer.from(r.stderr).toString());
     const bytes = r.stdout;
-    if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) throw new HostError("protocol", `profile ${runId} ${arm}: the host did not answer with a gzipped profile`);
+    if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b)
+      throw new HostError("protocol", `profile ${runId} ${arm}: the host did not answer with a gzipped profile`);
     return bytes;
   }
 
@@ -387,7 +415,10 @@ export function classifySshFailure(stderr: string, o: Pick<SshTarget, "host" | "
   const where = `${o.user}@${o.host}:${o.port}`;
   const first = stderr.trim().split("\n").filter(Boolean).at(-1) ?? "no message";
   if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No .* host key is known/i.test(stderr)) {
-    return new HostError("host_key", `host key verification failed for ${where}: the known-hosts input does not match the host's key (${first})`);
+    return new HostError(
+      "host_key",
+      `host key verification failed for ${where}: the known-hosts input does not match the host's key (${first})`,
+    );
   }
   if (/Permission denied/i.test(stderr)) {
     return new HostError("auth", `${where} refused the ssh-key input (${first})`);

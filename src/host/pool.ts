@@ -1,7 +1,14 @@
 // The hosts of a pool, each its own instrument behind its own perf-host: one client per host,
 // asked side by side. A thin adapter: which host a gate takes is decided in
 // src/experiment/landing.ts (docs/design/0026-a-pool-of-hosts.md).
-import { type BenchmarkHost, type Connect, connectHostClient, HostError, type HostOptions, type SshTarget } from "./client";
+import {
+  type BenchmarkHost,
+  type Connect,
+  connectHostClient,
+  HostError,
+  type HostOptions,
+  type SshTarget,
+} from "./client";
 import type { HostAddress } from "./targets";
 
 export interface PoolMember {

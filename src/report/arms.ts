@@ -11,7 +11,12 @@ export interface Arms {
   difference: string;
 }
 
-export const CHAMPION_VS_CHALLENGER: Arms = { aa: false, champion: "champion", challenger: "challenger", difference: "challenger − champion" };
+export const CHAMPION_VS_CHALLENGER: Arms = {
+  aa: false,
+  champion: "champion",
+  challenger: "challenger",
+  difference: "challenger − champion",
+};
 
 export function armsOf(a: Pick<Analysis, "builds" | "targets">): Arms {
   if (a.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;

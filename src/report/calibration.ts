@@ -1,23 +1,31 @@
 // The calibration's words: one line per floor for a log, the calibration report, and the
 // verdict on a new champion's short A/A check.
-import { type Analysis, floorAboveThreshold } from "../analysis/verdict";
+
 import { biasedCalibrations, type Calibration, excludesZero } from "../analysis/floors";
+import { type Analysis, floorAboveThreshold } from "../analysis/verdict";
 import type { StoredFloor } from "../contract/host";
 import { floorKey } from "../contract/rules";
-import { confidenceLabel, ms, msInterval as interval, percentLabel, signedMs } from "./format";
+import { confidenceLabel, msInterval as interval, ms, percentLabel, signedMs } from "./format";
 
-const floorKeyOf = (f: { workload: string; rate: number; percentile: number }) => floorKey(f.workload, f.rate, f.percentile);
+const floorKeyOf = (f: { workload: string; rate: number; percentile: number }) =>
+  floorKey(f.workload, f.rate, f.percentile);
 
 /** One line per calibration, for a terminal or a log. */
 export function calibrationLine(c: Calibration): string {
   const at = `${c.key} at ${percentLabel(c.percentile)}`;
-  if (c.notRecorded) return `A/A floor for ${at} not recorded: ${c.notRecorded}; the host keeps its previous floor${c.previous ? ` (±${ms(c.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
-  const drift = c.driftMs === null ? "first calibration" : `drift ${signedMs(c.driftMs)} ms since ${c.previous!.time.slice(0, 10)}`;
+  if (c.notRecorded)
+    return `A/A floor for ${at} not recorded: ${c.notRecorded}; the host keeps its previous floor${c.previous ? ` (±${ms(c.previous.half_width_ms)} ms)` : ""}; run the calibration again on a quiet host`;
+  const drift =
+    c.driftMs === null ? "first calibration" : `drift ${signedMs(c.driftMs)} ms since ${c.previous!.time.slice(0, 10)}`;
   if (!c.unbiased) {
-    const runs = c.firstRun ? `in two runs (${interval(c.firstRun.ciMs)} and ${interval(c.ciMs)})` : `(A/A ${interval(c.ciMs)})`;
+    const runs = c.firstRun
+      ? `in two runs (${interval(c.firstRun.ciMs)} and ${interval(c.ciMs)})`
+      : `(A/A ${interval(c.ciMs)})`;
     return `A/A interval for ${at} excludes 0 ${runs}: the two ports differ with the same build (biased host); every verdict will say so until a calibration contains 0`;
   }
-  const cleared = c.firstRun ? `; a first run's interval ${interval(c.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it` : "";
+  const cleared = c.firstRun
+    ? `; a first run's interval ${interval(c.firstRun.ciMs)} excluded 0 by chance: this confirmation run's contains it`
+    : "";
   const warning = cannotBlock(c) ? `; warning: ${cannotBlock(c)}` : "";
   return `A/A floor for ${at}: ±${ms(c.halfWidthMs)} ms (A/A ${interval(c.ciMs)}, n=${c.pairs} pairs; ${drift}${cleared}); later verdicts quote it${warning}`;
 }
@@ -37,7 +45,10 @@ function confirmationNote(c: Calibration): string {
 }
 
 /** The calibration report: floor, A/A interval and drift per workload and rate, and the history. */
-export function calibrationReport(cs: readonly Calibration[], o: { champion: string; history: readonly StoredFloor[] }): string {
+export function calibrationReport(
+  cs: readonly Calibration[],
+  o: { champion: string; history: readonly StoredFloor[] },
+): string {
   const biased = biasedCalibrations(cs);
   const unrecorded = cs.filter((c) => c.notRecorded);
   const state = biased.length > 0 ? "⚠️ biased host" : unrecorded.length > 0 ? "⚠️ floors not recorded" : "✅ unbiased";
@@ -51,20 +62,32 @@ export function calibrationReport(cs: readonly Calibration[], o: { champion: str
     "|---|---:|---:|---|---|---:|---|---:|",
     ...cs.map((c) => {
       const prev = c.previous ? `±${ms(c.previous.half_width_ms)} ms (${c.previous.time.slice(0, 10)})` : "none";
-      const drift = c.driftMs === null ? "—" : `${signedMs(c.driftMs)} ms${c.driftPercent === null ? "" : ` (${c.driftPercent > 0 ? "+" : ""}${c.driftPercent.toFixed(0)}%)`}`;
+      const drift =
+        c.driftMs === null
+          ? "—"
+          : `${signedMs(c.driftMs)} ms${c.driftPercent === null ? "" : ` (${c.driftPercent > 0 ? "+" : ""}${c.driftPercent.toFixed(0)}%)`}`;
       const floor = c.notRecorded ? `~~±${ms(c.halfWidthMs)} ms~~ not recorded` : `±${ms(c.halfWidthMs)} ms`;
       return `| ${c.key} | ${floor} | ${signedMs(c.estimateMs)} ms | ${interval(c.ciMs)} | ${c.unbiased ? "yes" : "**no**"} | ${c.pairs} | ${prev} | ${drift} |`;
     }),
   ];
   if (unrecorded.length > 0) {
-    out.push("", ...unrecorded.map((c) => `- **${c.key}: no floor recorded.** ${capitalized(c.notRecorded!)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c.previous ? ` (±${ms(c.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`));
+    out.push(
+      "",
+      ...unrecorded.map(
+        (c) =>
+          `- **${c.key}: no floor recorded.** ${capitalized(c.notRecorded!)}. A floor measured on a disturbed host would excuse real regressions as noise for as long as it stands, so the host keeps its previous floor${c.previous ? ` (±${ms(c.previous.half_width_ms)} ms)` : " (none)"}. Run the calibration again when the host is quiet.`,
+      ),
+    );
   }
   const warned = cs.filter((c) => !c.notRecorded && cannotBlock(c));
   if (warned.length > 0) out.push("", ...warned.map((c) => `> ⚠️ **${c.key}**: ${cannotBlock(c)}.`));
   const confirmed = cs.filter((c) => c.firstRun);
   if (confirmed.length > 0) out.push("", ...confirmed.map(confirmationNote));
   if (biased.length > 0) {
-    out.push("", `**The host is biased** for ${biased.map((c) => c.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`);
+    out.push(
+      "",
+      `**The host is biased** for ${biased.map((c) => c.key).join(", ")}: with the same build on both ports, the interval excludes 0 in two runs. Every verdict says so until a calibration contains 0 again. Check what differs between the ports (CPU pinning, other load, port-specific settings), then rerun this calibration.`,
+    );
   }
   const trend = cs.map((c) => {
     const past = o.history.filter((f) => floorKeyOf(f) === floorKey(c.workload, c.rate, c.percentile)).slice(-5);
@@ -92,8 +115,12 @@ export function championCheck(a: Analysis): { passed: boolean; findings: string[
     }
     const [lo, hi] = c.ciMs;
     const difference = `${c.key}: the ports differ by ${signedMs(c.estimateMs)} ms at ${percentLabel(a.percentile)} (${confidenceLabel(c.confidence)} CI ${interval(c.ciMs)})`;
-    if (lo > c.thresholdMs || hi < -c.thresholdMs) findings.push(`${difference}, wholly beyond the block threshold ±${ms(c.thresholdMs)} ms`);
-    else if (excludesZero(c.ciMs)) notes.push(`${difference}: not beyond the block threshold ±${ms(c.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`);
+    if (lo > c.thresholdMs || hi < -c.thresholdMs)
+      findings.push(`${difference}, wholly beyond the block threshold ±${ms(c.thresholdMs)} ms`);
+    else if (excludesZero(c.ciMs))
+      notes.push(
+        `${difference}: not beyond the block threshold ±${ms(c.thresholdMs)} ms, so no rollback; if the calibration workflow finds it too, the host is biased`,
+      );
   }
   return { passed: findings.length === 0, findings, notes };
 }

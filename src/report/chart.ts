@@ -26,7 +26,10 @@ function bars(d: readonly number[], maxBars = MAX_BARS): { bars: Bar[]; per: num
   for (let i = 0; i < d.length; i += per) {
     const bin = d.slice(i, i + per);
     const last = Math.min(i + per, d.length);
-    out.push({ label: per === 1 ? String(i + 1) : `${i + 1}-${last}`, value: bin.reduce((a, b) => a + b, 0) / bin.length });
+    out.push({
+      label: per === 1 ? String(i + 1) : `${i + 1}-${last}`,
+      value: bin.reduce((a, b) => a + b, 0) / bin.length,
+    });
   }
   return { bars: out, per };
 }
@@ -52,12 +55,16 @@ const PLOT_COLUMNS = 48;
 /** A text chart for Markdown: a row per pair, its bar drawn from the 0 column. */
 export function textChart(c: Comparison, percentile: number, arms: Arms = CHAMPION_VS_CHALLENGER): string {
   const { bars: rows, per } = bars(c.detail.map((x) => x.dMs));
-  const scale = chartScale(rows.map((r) => r.value), forArms(c, arms));
+  const scale = chartScale(
+    rows.map((r) => r.value),
+    forArms(c, arms),
+  );
   const col = (v: number) => Math.round(((v - scale.min) / (scale.max - scale.min)) * (PLOT_COLUMNS - 1));
   const zero = col(0);
   const nameWidth = Math.max(4, ...rows.map((r) => r.label.length));
   const valueWidth = Math.max(signedMs(c.estimateMs).length, ...rows.map((r) => signedMs(r.value).length));
-  const row = (label: string, value: string, plot: string[]) => `${label.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
+  const row = (label: string, value: string, plot: string[]) =>
+    `${label.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
 
   const canvas = (): string[] => {
     const line = Array<string>(PLOT_COLUMNS).fill(" ");
@@ -80,7 +87,12 @@ export function textChart(c: Comparison, percentile: number, arms: Arms = CHAMPI
     free = at + text.length + 1;
   }
 
-  const out = [title(c, percentile, arms, per), "", row("", "", tickRow), row(per === 1 ? "pair" : "pairs", "ms", axis)];
+  const out = [
+    title(c, percentile, arms, per),
+    "",
+    row("", "", tickRow),
+    row(per === 1 ? "pair" : "pairs", "ms", axis),
+  ];
   for (const r of rows) {
     const line = canvas();
     const to = col(r.value);
@@ -95,7 +107,12 @@ export function textChart(c: Comparison, percentile: number, arms: Arms = CHAMPI
   ci[col(c.estimateMs)] = "●";
   out.push(row(estimateName(c), signedMs(c.estimateMs), ci));
   const m = marks(c, scale);
-  const legend = [`│ 0`, `├─●─┤ ${m.interval}`, ...(m.floor ? [`┆ ${m.floor}`] : []), ...(arms.aa ? [] : [`${scale.threshold === null ? "" : "┃ "}${m.threshold}`])];
+  const legend = [
+    `│ 0`,
+    `├─●─┤ ${m.interval}`,
+    ...(m.floor ? [`┆ ${m.floor}`] : []),
+    ...(arms.aa ? [] : [`${scale.threshold === null ? "" : "┃ "}${m.threshold}`]),
+  ];
   out.push("", legend.slice(0, 2).join("   "), ...(legend.length > 2 ? [legend.slice(2).join("   ")] : []));
   return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
 }
@@ -115,39 +132,65 @@ export function svgChart(c: Comparison, percentile: number, arms: Arms = CHAMPIO
   const plotW = width - m.left - m.right;
   const plotH = height - m.top - m.bottom;
   const { bars: rows, per } = bars(c.detail.map((x) => x.dMs));
-  const scale = chartScale(rows.map((r) => r.value), forArms(c, arms));
+  const scale = chartScale(
+    rows.map((r) => r.value),
+    forArms(c, arms),
+  );
   const y = (v: number) => m.top + plotH - ((v - scale.min) / (scale.max - scale.min)) * plotH;
   const slot = plotW / Math.max(1, rows.length);
   const color = c.verdict === "red" ? "#cf222e" : c.verdict === "green" ? "#1a7f37" : "#6e7781";
   const f = (v: number) => v.toFixed(1);
   const right = m.left + plotW;
 
-  const grid = scale.ticks.map((t) => [
-    `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
-    `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc(tickLabel(t, scale.decimals))}</text>`,
-  ].join("\n  ")).join("\n  ");
-  const barRects = rows.map((r, i) => {
-    const top = Math.min(y(r.value), y(0));
-    const h = Math.max(1, Math.abs(y(r.value) - y(0)));
-    return `<rect x="${f(m.left + i * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
-  }).join("\n  ");
+  const grid = scale.ticks
+    .map((t) =>
+      [
+        `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+        `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc(tickLabel(t, scale.decimals))}</text>`,
+      ].join("\n  "),
+    )
+    .join("\n  ");
+  const barRects = rows
+    .map((r, i) => {
+      const top = Math.min(y(r.value), y(0));
+      const h = Math.max(1, Math.abs(y(r.value) - y(0)));
+      return `<rect x="${f(m.left + i * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
+    })
+    .join("\n  ");
   const everyNth = Math.ceil(rows.length / 15);
-  const xLabels = rows.map((r, i) => (i % everyNth === 0 || i === rows.length - 1 ? `<text x="${f(m.left + (i + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc(r.label)}</text>` : "")).filter(Boolean).join("\n  ");
+  const xLabels = rows
+    .map((r, i) =>
+      i % everyNth === 0 || i === rows.length - 1
+        ? `<text x="${f(m.left + (i + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc(r.label)}</text>`
+        : "",
+    )
+    .filter(Boolean)
+    .join("\n  ");
 
   // Horizontal lines, each labelled in the right margin (nudged apart where they would overlap).
   const mk = marks(c, scale);
   const lines: { v: number; text: string; stroke: string; dash: string }[] = [
     { v: c.estimateMs, text: `${estimateName(c)} ${signedMs(c.estimateMs)} ms`, stroke: color, dash: "6 3" },
-    ...(scale.floor === null ? [] : [1, -1].map((sign) => ({ v: sign * scale.floor!, text: `A/A floor ${sign > 0 ? "+" : "−"}${ms(scale.floor!)} ms`, stroke: "#8250df", dash: "2 3" }))),
+    ...(scale.floor === null
+      ? []
+      : [1, -1].map((sign) => ({
+          v: sign * scale.floor!,
+          text: `A/A floor ${sign > 0 ? "+" : "−"}${ms(scale.floor!)} ms`,
+          stroke: "#8250df",
+          dash: "2 3",
+        }))),
     ...(scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]),
   ];
   const placed: number[] = [];
-  const labels = [...lines].sort((a, b) => y(a.v) - y(b.v)).map((l) => {
-    let at = y(l.v) + 4;
-    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
-    placed.push(at);
-    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>\n  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc(l.text)}</text>`;
-  }).join("\n  ");
+  const labels = [...lines]
+    .sort((a, b) => y(a.v) - y(b.v))
+    .map((l) => {
+      let at = y(l.v) + 4;
+      for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
+      placed.push(at);
+      return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>\n  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc(l.text)}</text>`;
+    })
+    .join("\n  ");
   const band = `<rect x="${m.left}" y="${f(y(c.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c.ciMs[0]) - y(c.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
 
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">

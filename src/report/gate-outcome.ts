@@ -36,8 +36,14 @@ export function gateOutcome(a: Analysis): GateOutcome {
   // A cost change shows even when the latency did not move; what the host flagged, when it did.
   const notes = [
     resourceTitle(h),
-    a.preflight.length > 0 ? `host flagged ${[...new Set(a.preflight.map((f) => f.check))].join(", ")}: see the report` : null,
+    a.preflight.length > 0
+      ? `host flagged ${[...new Set(a.preflight.map((f) => f.check))].join(", ")}: see the report`
+      : null,
     a.hostBias.length > 0 ? "biased host: see the report" : null,
   ].filter(Boolean);
-  return { conclusion, label: `perf:${a.verdict}`, title: `${state}: ${quartet(h, a.percentile)}${notes.length ? ` (${notes.join("; ")})` : ""}`.slice(0, 255) };
+  return {
+    conclusion,
+    label: `perf:${a.verdict}`,
+    title: `${state}: ${quartet(h, a.percentile)}${notes.length ? ` (${notes.join("; ")})` : ""}`.slice(0, 255),
+  };
 }

@@ -8,10 +8,16 @@ import { resourceChanges } from "./resources";
 
 export function verdictLines(a: Analysis): string[] {
   const h = a.headline;
-  const state = a.blocking ? ` (blocking${h.blockedBy.some((r) => r !== "latency") ? `: ${h.blockedBy.join(", ")}` : ""})` : a.verdict === "red" ? " (advisory)" : "";
+  const state = a.blocking
+    ? ` (blocking${h.blockedBy.some((r) => r !== "latency") ? `: ${h.blockedBy.join(", ")}` : ""})`
+    : a.verdict === "red"
+      ? " (advisory)"
+      : "";
   return [
     `${a.verdict.toUpperCase()}${state}: ${quartet(h, a.percentile, armsOf(a))}`,
-    ...a.comparisons.flatMap((c) => resourceChanges(c).map((r) => `  resources${a.comparisons.length > 1 ? ` ${c.key}` : ""}: ${r}`)),
+    ...a.comparisons.flatMap((c) =>
+      resourceChanges(c).map((r) => `  resources${a.comparisons.length > 1 ? ` ${c.key}` : ""}: ${r}`),
+    ),
     ...a.preflight.map((f) => `  host flagged before measuring: ${f.check}: ${f.detail}`),
     ...a.comparisons.flatMap((c) => c.flags).map((f) => `  note: ${f.code.replace(/_/g, " ")}: ${f.message}`),
   ];

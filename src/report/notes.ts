@@ -10,13 +10,19 @@ export function evidenceNotes(sha: string, e: Pick<Evidence, "pooled" | "otherCh
   const short = sha.slice(0, 7);
   const out: string[] = [];
   if (e.pooled.length > 0) {
-    out.push(`🔁 **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`);
+    out.push(
+      `🔁 **Rerun**: pooled with ${runs(e.pooled.length)} of ${short} (${e.pooled.join(", ")}); the interval is at the lower confidence each further look needs.`,
+    );
   }
   if (e.otherChampion.length > 0) {
-    out.push(`${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`);
+    out.push(
+      `${runs(e.otherChampion.length)} of ${short} (${e.otherChampion.join(", ")}) measured another champion and ${e.otherChampion.length === 1 ? "is" : "are"} not pooled.`,
+    );
   }
   for (const [differs, ids] of groupBy(e.otherIdentity)) {
-    out.push(`${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`);
+    out.push(
+      `${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`,
+    );
   }
   return out;
 }
@@ -38,12 +44,16 @@ function groupBy(other: Evidence["otherIdentity"]): Map<string, string[]> {
 export function identityNotes(a: Pick<Analysis, "builds">, documents: readonly unknown[]): string[] {
   const changed = documents.some((d) => (d as Partial<HostResult> | null)?.identity?.champion_spec_changed);
   if (!changed || !a.builds) return [];
-  return [`⚙️ **Service spec**: champion ${a.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`];
+  return [
+    `⚙️ **Service spec**: champion ${a.builds.champion_sha.slice(0, 7)} ran with this config's service spec, not the one it was promoted with.`,
+  ];
 }
 
 /** A green challenger is a candidate champion: merging it makes it the champion. */
 export function candidateNote(a: Analysis, sha: string, champion: string): string[] {
   // Faster than its merge base says nothing about the champion, which main may have moved past.
   if (a.verdict !== "green" || a.builds?.base === "merge-base") return [];
-  return [`🏆 **Candidate champion**: ${sha.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`];
+  return [
+    `🏆 **Candidate champion**: ${sha.slice(0, 7)} is faster than the champion ${champion.slice(0, 7)}; merging it makes it the champion.`,
+  ];
 }

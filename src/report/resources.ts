@@ -1,9 +1,10 @@
 // What the builds cost, as the report, the check title and the CLI say it: table rows for CPU
 // per request, cores and memory, and one line when a cost differs beyond doubt, so a change in
 // CPU alone (same latency, more CPU) shows on every verdict. Pure.
-import type { Comparison } from "../analysis/verdict";
+
 import type { PairedAmount, Resources } from "../analysis/resources";
-import { confidenceLabel, micros, mib, signedPercent } from "./format";
+import type { Comparison } from "../analysis/verdict";
+import { confidenceLabel, mib, micros, signedPercent } from "./format";
 
 const rows: { key: keyof Resources; label: string; show: (x: number) => string }[] = [
   { key: "cpuUsPerRequest", label: "CPU per request", show: micros },
@@ -20,8 +21,13 @@ export function resourceRows(c: Comparison): string[] {
   return rows.flatMap(({ key, label, show }) => {
     const r = c.resources![key];
     if (!r) return [];
-    const limit = key === "cpuUsPerRequest" && c.cpuLimitPercent !== null ? ` (blocks past ${signedPercent(c.cpuLimitPercent)})` : "";
-    return [`| ${label} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`];
+    const limit =
+      key === "cpuUsPerRequest" && c.cpuLimitPercent !== null
+        ? ` (blocks past ${signedPercent(c.cpuLimitPercent)})`
+        : "";
+    return [
+      `| ${label} | ${show(r.champion)} | ${show(r.challenger)} | ${signed(show, r.estimate)} (${signedPercent(r.percent)}) | [${signed(show, r.ci[0])}, ${signed(show, r.ci[1])}], ${percentInterval(r.percentCi)}${limit} |`,
+    ];
   });
 }
 
@@ -32,7 +38,9 @@ export function resourceChanges(c: Comparison): string[] {
     .filter(({ key }) => key !== "cpuCores") // cores follow CPU per request at a fixed rate
     .flatMap(({ key, label }) => {
       const r = c.resources?.[key] ?? null;
-      return detected(r) ? [`${label} ${signedPercent(r.percent)} (${confidenceLabel(c.confidence)} CI ${percentInterval(r.percentCi)})`] : [];
+      return detected(r)
+        ? [`${label} ${signedPercent(r.percent)} (${confidenceLabel(c.confidence)} CI ${percentInterval(r.percentCi)})`]
+        : [];
     });
 }
 

@@ -12,7 +12,8 @@ export interface Ticks {
 
 /** Round ticks covering [lo, hi]: multiples of a 1-2-5 step, so 0 is a tick whenever lo ≤ 0 ≤ hi. */
 export function niceTicks(lo: number, hi: number, target = 5): Ticks {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi)
+    throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
   if (lo === hi) {
     const pad = Math.abs(lo) * 0.1 || 0.01;
     [lo, hi] = [lo - pad, hi + pad];
@@ -22,8 +23,10 @@ export function niceTicks(lo: number, hi: number, target = 5): Ticks {
   const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
   const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
   const ticks: number[] = [];
-  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++) ticks.push(Number((k * step).toFixed(decimals)) + 0);
-  if (ticks[ticks.length - 1]! < hi - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1]! + step).toFixed(decimals)) + 0);
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++)
+    ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1]! < hi - step * 1e-9)
+    ticks.push(Number((ticks[ticks.length - 1]! + step).toFixed(decimals)) + 0);
   return { ticks, step, decimals };
 }
 
@@ -40,7 +43,10 @@ export interface ChartScale extends Ticks {
  * threshold joins the range only within 3 times the data's reach, so a 2 ms threshold does
  * not squash differences of 0.05 ms into a line; the chart then says where it is instead.
  */
-export function chartScale(values: readonly number[], c: Pick<Comparison, "ciMs" | "floorMs" | "thresholdMs">): ChartScale {
+export function chartScale(
+  values: readonly number[],
+  c: Pick<Comparison, "ciMs" | "floorMs" | "thresholdMs">,
+): ChartScale {
   const floor = c.floorMs !== null && c.floorMs > 0 ? c.floorMs : null;
   const data = [0, ...values, ...c.ciMs, ...(floor ? [-floor, floor] : [])];
   let lo = Math.min(...data);

@@ -21,19 +21,45 @@ export function unmeasuredReport(error: Error, results: readonly NamedResult[], 
   // The rest of the message lists the dropped pairs, which the table below shows.
   const [first] = error.message.split("\n");
   const out = [
-    "### ⚠️ perf-gate could not measure", "",
-    `${first}`, "",
-    "This is no performance verdict: the measurement could not vouch for itself. What was measured:", "",
-    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |", "|---|---|---:|---:|---:|---:|---:|",
-    ...runs.map((r) => `| ${cell(r.name)} | ${cell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`),
+    "### ⚠️ perf-gate could not measure",
+    "",
+    `${first}`,
+    "",
+    "This is no performance verdict: the measurement could not vouch for itself. What was measured:",
+    "",
+    "| run | workload | rate | pairs kept | pairs dropped | champion failed | challenger failed |",
+    "|---|---|---:|---:|---:|---:|---:|",
+    ...runs.map(
+      (r) =>
+        `| ${cell(r.name)} | ${cell(r.workload)} | ${r.rate} | ${r.kept} | ${r.dropped.length} | ${failed(r.arms.champion)} | ${failed(r.arms.challenger)} |`,
+    ),
   ];
   const dropped = runs.flatMap((r) => r.dropped.map((d) => `| ${cell(r.name)} | ${d.pair} | ${cell(d.reason)} |`));
-  if (dropped.length > 0) out.push("", "<details><summary>Dropped pairs and why</summary>", "", "| run | pair | why |", "|---|---:|---|", ...dropped, "", "</details>");
+  if (dropped.length > 0)
+    out.push(
+      "",
+      "<details><summary>Dropped pairs and why</summary>",
+      "",
+      "| run | pair | why |",
+      "|---|---:|---|",
+      ...dropped,
+      "",
+      "</details>",
+    );
   for (const r of runs) {
     for (const arm of ARMS) {
       const log = r.logs[arm];
       if (!log) continue;
-      out.push("", `<details><summary>${arm}'s log tail (${cell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`, "", "```", log.tail.replace(/```/g, "'''"), "```", "", "</details>");
+      out.push(
+        "",
+        `<details><summary>${arm}'s log tail (${cell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`,
+        "",
+        "```",
+        log.tail.replace(/```/g, "'''"),
+        "```",
+        "",
+        "</details>",
+      );
     }
   }
   return { markdown: `${out.join("\n")}\n`, json: unmeasuredJson(error, runs) };
@@ -48,7 +74,15 @@ function runOf({ name, result }: NamedResult, percentile: number) {
     const a = armStarts?.[arm];
     if (a?.log_tail) logs[arm] = { tail: a.log_tail, cutBytes: a.log_cut_bytes ?? 0 };
   }
-  return { name, workload: result.plan.workload, rate: result.plan.rate, kept: pairs.length, dropped, arms: { champion: of("champion"), challenger: of("challenger") }, logs };
+  return {
+    name,
+    workload: result.plan.workload,
+    rate: result.plan.rate,
+    kept: pairs.length,
+    dropped,
+    arms: { champion: of("champion"), challenger: of("challenger") },
+    logs,
+  };
 }
 
 type Run = ReturnType<typeof runOf>;
@@ -62,13 +96,23 @@ function unmeasuredJson(error: Error, runs: Run[]) {
     verdict: "could_not_measure" as const,
     error: error.message,
     runs: runs.map((r) => ({
-      name: r.name, workload: r.workload, rate: r.rate, pairs_kept: r.kept,
+      name: r.name,
+      workload: r.workload,
+      rate: r.rate,
+      pairs_kept: r.kept,
       dropped_pairs: r.dropped.map(droppedPairJson),
-      arms: Object.fromEntries(ARMS.map((arm) => [arm, {
-        requests: r.arms[arm].requests, errors: r.arms[arm].errors, errors_by_class: r.arms[arm].byClass,
-        log_tail: r.logs[arm]?.tail ?? null, log_cut_bytes: r.logs[arm]?.cutBytes ?? 0,
-      }])),
+      arms: Object.fromEntries(
+        ARMS.map((arm) => [
+          arm,
+          {
+            requests: r.arms[arm].requests,
+            errors: r.arms[arm].errors,
+            errors_by_class: r.arms[arm].byClass,
+            log_tail: r.logs[arm]?.tail ?? null,
+            log_cut_bytes: r.logs[arm]?.cutBytes ?? 0,
+          },
+        ]),
+      ),
     })),
   };
 }
-

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { APPROVAL_LABEL, approves, atLeast, decideAccess, decidesNothing, effectivePermission, type Permission, sameLabel } from "../../src/action/approval";
+import {
+  APPROVAL_LABEL,
+  approves,
+  atLeast,
+  decideAccess,
+  decidesNothing,
+  effectivePermission,
+  type Permission,
+  sameLabel,
+} from "../../src/action/approval";
 
 const fork = { isFork: true, action: "opened", label: null, headSha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821" };
 /** The labeled event's sender, with the pull request's head unmoved since the label. */
@@ -25,22 +34,37 @@ describe("who may run code on the host", () => {
       expect(a.reason).toContain("approves head ec26c3e");
     }
     const labeled = { ...fork, action: "labeled", label: APPROVAL_LABEL };
-    for (const p of ["none", "read", "triage"] as Permission[]) expect(decideAccess(labeled, by(p))).toMatchObject({ allowed: false, title: "perf-gate: waiting for approval" });
-    for (const p of ["write", "maintain", "admin"] as Permission[]) expect(decideAccess(labeled, by(p)).allowed).toBe(true);
+    for (const p of ["none", "read", "triage"] as Permission[])
+      expect(decideAccess(labeled, by(p))).toMatchObject({ allowed: false, title: "perf-gate: waiting for approval" });
+    for (const p of ["write", "maintain", "admin"] as Permission[])
+      expect(decideAccess(labeled, by(p)).allowed).toBe(true);
     expect(decideAccess({ ...labeled, label: "bug" }, by("admin")).allowed).toBe(false);
   });
 
   it("approves only the head the label was added on: a push after it voids the approval", () => {
-    const labeled = { ...fork, action: "labeled", label: APPROVAL_LABEL, headSha: "1234567890abcdef1234567890abcdef12345678" };
+    const labeled = {
+      ...fork,
+      action: "labeled",
+      label: APPROVAL_LABEL,
+      headSha: "1234567890abcdef1234567890abcdef12345678",
+    };
     const moved = decideAccess(labeled, by("admin", "2234567890abcdef1234567890abcdef12345678"));
     expect(moved).toEqual({
       allowed: false,
       title: "perf-gate: approved 1234567, head is now 2234567: approve again",
-      reason: expect.stringMatching(/^perf:approved approved 1234567, but the pull request's head is now 2234567: a push landed after the approval, so 2234567 is code nobody approved/),
+      reason: expect.stringMatching(
+        /^perf:approved approved 1234567, but the pull request's head is now 2234567: a push landed after the approval, so 2234567 is code nobody approved/,
+      ),
     });
     // Permission is decided first: a triager's label on a moved head is refused for the permission.
-    expect(decideAccess(labeled, by("triage", "2234567890abcdef1234567890abcdef12345678"))).toMatchObject({ allowed: false, reason: expect.stringMatching(/triage permission/) });
-    expect(decideAccess(labeled, by("write", labeled.headSha))).toMatchObject({ allowed: true, reason: expect.stringContaining("approved 1234567 with perf:approved, and it is still the head") });
+    expect(decideAccess(labeled, by("triage", "2234567890abcdef1234567890abcdef12345678"))).toMatchObject({
+      allowed: false,
+      reason: expect.stringMatching(/triage permission/),
+    });
+    expect(decideAccess(labeled, by("write", labeled.headSha))).toMatchObject({
+      allowed: true,
+      reason: expect.stringContaining("approved 1234567 with perf:approved, and it is still the head"),
+    });
   });
 });
 

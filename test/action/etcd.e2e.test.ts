@@ -5,7 +5,7 @@
 // both), so neither the A/A calibration, nor a promotion's A/A check, nor a gate of the champion's
 // own build could run, and the champion's data grew with every gate. Now every run starts both arms
 // fresh, each with its own ports.
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -76,21 +76,35 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
       const busy = disturbedIn(stdout);
       if (busy) skipTooBusy(ctx, `${step}: ${busy}`);
     };
-    const calibrated = await h.run(h.inputs("calibrate"), "schedule", { schedule: "17 4 * * 1" }, { GITHUB_SHA: CHAMPION });
+    const calibrated = await h.run(
+      h.inputs("calibrate"),
+      "schedule",
+      { schedule: "17 4 * * 1" },
+      { GITHUB_SHA: CHAMPION },
+    );
     unlessTooBusy("calibrate", calibrated.stdout);
-    console.log(`[etcd calibrate] ${calibrated.stdout.split("\n").find((l) => l.startsWith("A/A ")) ?? calibrated.stdout}`);
+    console.log(
+      `[etcd calibrate] ${calibrated.stdout.split("\n").find((l) => l.startsWith("A/A ")) ?? calibrated.stdout}`,
+    );
     expect(calibrated.outputs["host-biased"], calibrated.stdout).toBeDefined();
     const floor = (await h.hostStatus()).floors["kv@200/p90"];
     expect(floor, calibrated.stdout).toBeDefined();
 
-    const push = examplePayload<{ ref: string; after: string; deleted: boolean }>("push", (e) => e.ref === "refs/heads/master" && !e.deleted);
+    const push = examplePayload<{ ref: string; after: string; deleted: boolean }>(
+      "push",
+      (e) => e.ref === "refs/heads/master" && !e.deleted,
+    );
     push.after = MERGED;
-    const promoted = await h.run(h.inputs("promote", { artifact: release("v2") }), "push", push, { GITHUB_SHA: MERGED });
+    const promoted = await h.run(h.inputs("promote", { artifact: release("v2") }), "push", push, {
+      GITHUB_SHA: MERGED,
+    });
     unlessTooBusy("promote", promoted.stdout);
     const check = h.fake.checkRuns.filter((c) => c.head_sha === MERGED && c.name === "perf-gate / champion").at(-1)!;
     console.log(`[etcd promote] ${check.output?.title}: ${check.output?.summary?.split("\n").at(-1)}`);
     expect(promoted.code, promoted.stdout).toBe(0);
-    expect(check.output!.title).toBe(`champion is now ${MERGED.slice(0, 7)} (previous ${CHAMPION.slice(0, 7)} kept for rollback); A/A check passed`);
+    expect(check.output!.title).toBe(
+      `champion is now ${MERGED.slice(0, 7)} (previous ${CHAMPION.slice(0, 7)} kept for rollback); A/A check passed`,
+    );
 
     // The first gate is of the champion's own build (the same SHA, so the same release on both
     // arms); the next two of the same content under other commits, so no gate pools another.
@@ -98,10 +112,20 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
     const estimates: string[] = [];
     const championData: number[] = [];
     for (const [i, head] of heads.entries()) {
-      const pr = examplePayload<{ pull_request: { number: number; head: { sha: string }; base: { sha: string } } }>("pull_request", (e) => (e as unknown as { action: string }).action === "synchronize");
+      const pr = examplePayload<{ pull_request: { number: number; head: { sha: string }; base: { sha: string } } }>(
+        "pull_request",
+        (e) => (e as unknown as { action: string }).action === "synchronize",
+      );
       pr.pull_request.head.sha = head;
       pr.pull_request.base.sha = BASE;
-      h.fake.pulls.set(pr.pull_request.number, { headSha: head, baseSha: BASE, baseRef: "master", state: "open", headRepo: "Codertocat/Hello-World", headPushedAt: "2026-11-21T09:00:00Z" });
+      h.fake.pulls.set(pr.pull_request.number, {
+        headSha: head,
+        baseSha: BASE,
+        baseRef: "master",
+        state: "open",
+        headRepo: "Codertocat/Hello-World",
+        headPushedAt: "2026-11-21T09:00:00Z",
+      });
       const gate = await h.run(h.inputs("gate", { artifact: release("v2") }), "pull_request", pr);
       const o = gate.outputs;
       unlessTooBusy(`gate ${i + 1}`, gate.stdout);
@@ -110,8 +134,10 @@ describe.skipIf(!asRoot || !haveEtcd)("etcd, a stateful multi-port service", () 
       const arms = r!.arms!;
       const quoted = `${n2(o["estimate-ms"])} ms (97.5% CI [${n2(o["ci-low-ms"])}, ${n2(o["ci-high-ms"])}])`;
       estimates.push(`${o.verdict} ${quoted}`);
-      console.log(`[etcd gate ${i + 1}] ${o.verdict}${o.blocking === "true" ? " (blocking)" : ""}: ${quoted} over ${o.pairs} pairs; ` +
-        `data left: champion ${mb(arms.champion!.work_bytes)}, challenger ${mb(arms.challenger!.work_bytes)}; ports ${JSON.stringify(arms.champion!.ports)} and ${JSON.stringify(arms.challenger!.ports)}`);
+      console.log(
+        `[etcd gate ${i + 1}] ${o.verdict}${o.blocking === "true" ? " (blocking)" : ""}: ${quoted} over ${o.pairs} pairs; ` +
+          `data left: champion ${mb(arms.champion!.work_bytes)}, challenger ${mb(arms.challenger!.work_bytes)}; ports ${JSON.stringify(arms.champion!.ports)} and ${JSON.stringify(arms.challenger!.ports)}`,
+      );
       expect(o.blocking, gate.stdout).toBe("false");
       expect(arms.champion!.ports.PORT_PEER).not.toBe(arms.challenger!.ports.PORT_PEER);
       championData.push(arms.champion!.work_bytes!);

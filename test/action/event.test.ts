@@ -10,8 +10,13 @@ describe("issue_comment", () => {
   it("tells a pull request's comment from an issue's, and a bot from a person", () => {
     const onIssue = examplePayload<Comment>("issue_comment", (e) => e.action === "created");
     expect(parseCommentEvent("issue_comment", onIssue)).toMatchObject({
-      owner: "Codertocat", repo: "Hello-World", action: "created", number: 1, onPullRequest: false,
-      body: "You are totally right! I'll get this fixed right away.", author: { login: "Codertocat", isBot: false },
+      owner: "Codertocat",
+      repo: "Hello-World",
+      action: "created",
+      number: 1,
+      onPullRequest: false,
+      body: "You are totally right! I'll get this fixed right away.",
+      author: { login: "Codertocat", isBot: false },
     });
     onIssue.issue.pull_request = { url: "https://api.github.com/repos/Codertocat/Hello-World/pulls/1" };
     expect(parseCommentEvent("issue_comment", onIssue).onPullRequest).toBe(true);
@@ -22,8 +27,12 @@ describe("issue_comment", () => {
   it("names the field a payload lacks, and the event a mode does not take", () => {
     const broken = examplePayload<{ comment: { id?: number } }>("issue_comment");
     delete broken.comment.id;
-    expect(() => parseCommentEvent("issue_comment", broken)).toThrow("the issue_comment payload is not a comment event: comment.id: ");
-    expect(() => parseCommentEvent("pull_request", {})).toThrow("/perf commands come as issue_comment events, not pull_request");
+    expect(() => parseCommentEvent("issue_comment", broken)).toThrow(
+      "the issue_comment payload is not a comment event: comment.id: ",
+    );
+    expect(() => parseCommentEvent("pull_request", {})).toThrow(
+      "/perf commands come as issue_comment events, not pull_request",
+    );
   });
 });
 
@@ -32,7 +41,9 @@ describe("push", () => {
     const toMaster = examplePayload<Push>("push", (e) => e.ref === "refs/heads/master" && !e.deleted);
     expect(parsePushToDefaultBranch(toMaster)).toBe("6113728f27ae82c7b1a177c8d03f9e96e0adf246");
     const tag = examplePayload<Push>("push", (e) => e.ref === "refs/tags/simple-tag" && !e.deleted);
-    expect(() => parsePushToDefaultBranch(tag)).toThrow("promotion follows pushes to the default branch (refs/heads/master); this push is to refs/tags/simple-tag");
+    expect(() => parsePushToDefaultBranch(tag)).toThrow(
+      "promotion follows pushes to the default branch (refs/heads/master); this push is to refs/tags/simple-tag",
+    );
     const deleted = { ...toMaster, deleted: true, after: "0".repeat(40) };
     expect(() => parsePushToDefaultBranch(deleted)).toThrow(/this push is to refs\/heads\/master and deletes it/);
   });

@@ -6,10 +6,19 @@ import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
-import { skipIfDisturbed } from "../support/machine-too-busy";
 import type { GitHubFake } from "../support/github-fake";
+import { skipIfDisturbed } from "../support/machine-too-busy";
 
-type Payload = { action: string; pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } }; label?: { name: string }; sender: { login: string } };
+type Payload = {
+  action: string;
+  pull_request: {
+    number: number;
+    head: { sha: string; repo: { full_name: string; fork: boolean } };
+    base: { sha: string };
+  };
+  label?: { name: string };
+  sender: { login: string };
+};
 const real = (action: string) => examplePayload<Payload>("pull_request", (e) => e.action === action);
 
 let h: ActionHarness;
@@ -24,15 +33,21 @@ const inputs = (artifact: string) => h.inputs("gate", { artifact });
 /** GitHub's view of the pull request follows the event, as it would after the push. */
 function syncPull(p: Payload) {
   fake.pulls.set(p.pull_request.number, {
-    headSha: p.pull_request.head.sha, baseSha: p.pull_request.base.sha, baseRef: "master", state: "open",
-    headRepo: p.pull_request.head.repo.full_name, headPushedAt: "2019-05-15T15:20:00Z",
+    headSha: p.pull_request.head.sha,
+    baseSha: p.pull_request.base.sha,
+    baseRef: "master",
+    state: "open",
+    headRepo: p.pull_request.head.repo.full_name,
+    headPushedAt: "2019-05-15T15:20:00Z",
   });
 }
 
 async function gate(payload: Payload, artifact: string, eventName = "pull_request") {
   syncPull(payload);
   const run = await h.run(inputs(artifact), eventName, payload);
-  console.log(`[gate] ${payload.action} ${payload.pull_request.head.sha.slice(0, 7)}: ${fake.checkRuns.at(-1)?.output.title}`);
+  console.log(
+    `[gate] ${payload.action} ${payload.pull_request.head.sha.slice(0, 7)}: ${fake.checkRuns.at(-1)?.output.title}`,
+  );
   return run;
 }
 
@@ -72,22 +87,35 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     // 6 measured; a pair the generator fell behind in is dropped and named, at most half.
     expect(Number(run.outputs.pairs)).toBeGreaterThanOrEqual(3);
     expect(Number(run.outputs.pairs)).toBeLessThanOrEqual(6);
-    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain("### perf-gate: 🔴 red, blocking — challenger is ");
-    expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds.challenger_sha).toBe(opened.pull_request.head.sha);
+    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(
+      "### perf-gate: 🔴 red, blocking — challenger is ",
+    );
+    expect(JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds.challenger_sha).toBe(
+      opened.pull_request.head.sha,
+    );
     expect(run.summary).toContain("perf-gate: 🔴 red");
 
     const check = lastCheck();
-    expect(check).toMatchObject({ name: "perf-gate", head_sha: opened.pull_request.head.sha, status: "completed", conclusion: "failure" });
+    expect(check).toMatchObject({
+      name: "perf-gate",
+      head_sha: opened.pull_request.head.sha,
+      status: "completed",
+      conclusion: "failure",
+    });
     expect(check.output!.title).toMatch(/^red, blocking: challenger is [\d.]+ ms slower at p90 \(97\.5% CI/);
     expect(check.output.summary!.length).toBeLessThanOrEqual(65_535);
     expect(fake.labelsOn(PR)).toEqual(["perf:red"]);
     expect(fake.comments.get(PR)).toHaveLength(1);
-    expect(fake.comments.get(PR)![0]!.body).toMatch(/^<!-- perf-gate:sticky -->\n### perf-gate: 🔴 red, blocking — challenger is [\d.]+ ms slower at p90/);
+    expect(fake.comments.get(PR)![0]!.body).toMatch(
+      /^<!-- perf-gate:sticky -->\n### perf-gate: 🔴 red, blocking — challenger is [\d.]+ ms slower at p90/,
+    );
     expect(check.details_url).toMatch(/^https:\/\/github.com\/Codertocat\/Hello-World\/actions\/runs\/\d+$/);
     // The verdict names the host that measured it, as the host input names it.
     const measuredOn = `127.0.0.1:${host.info.ssh_port}`;
     expect(run.outputs.host).toBe(measuredOn);
-    expect(check.output.summary).toContain(`challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` on host \`${measuredOn}\` · [workflow run](${check.details_url})`);
+    expect(check.output.summary).toContain(
+      `challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` on host \`${measuredOn}\` · [workflow run](${check.details_url})`,
+    );
 
     const again = await gate(real("synchronize"), slow);
     skipIfDisturbed(ctx, again);
@@ -124,7 +152,9 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(run.code).toBe(0);
     expect(run.outputs.verdict).toBe("skipped");
     expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate: waiting for approval" } });
-    expect(lastCheck().output!.summary).toMatch(/comes from a fork.*write permission approves head [0-9a-f]{7}: add the perf:approved label/);
+    expect(lastCheck().output!.summary).toMatch(
+      /comes from a fork.*write permission approves head [0-9a-f]{7}: add the perf:approved label/,
+    );
 
     // The label from a user without write permission does not approve.
     fake.setRole("Codertocat", "read");
@@ -168,7 +198,12 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(run.outputs.verdict).toBe("skipped");
     expect(acceptedLogins()).toBe(logins);
     const check = lastCheck();
-    expect(check).toMatchObject({ head_sha: approved, status: "completed", conclusion: "neutral", output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" } });
+    expect(check).toMatchObject({
+      head_sha: approved,
+      status: "completed",
+      conclusion: "neutral",
+      output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" },
+    });
     expect(check.output!.summary).toMatch(/head is now 2234567: a push landed after the approval/);
     expect(fake.labelsOn(PR)).not.toContain("perf:approved");
   });
@@ -195,8 +230,14 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     let run = await gate(branch("4".repeat(40)), slow);
     expect(run.code).toBe(1);
     expect(lastCheck().output).toMatchObject({ title: "perf-gate: configuration error" });
-    expect(lastCheck().output.summary).toMatch(/input base-artifact: comparison_base is merge-base and the merge base 3333333 of 4444444 is not the host's champion 0000000/);
-    run = await h.run(h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": "5".repeat(40) }), "pull_request", branch("4".repeat(40)));
+    expect(lastCheck().output.summary).toMatch(
+      /input base-artifact: comparison_base is merge-base and the merge base 3333333 of 4444444 is not the host's champion 0000000/,
+    );
+    run = await h.run(
+      h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": "5".repeat(40) }),
+      "pull_request",
+      branch("4".repeat(40)),
+    );
     expect(lastCheck().output.summary).toMatch(/input base-sha: .*but base-artifact is a build of 5555555/);
     expect(hostRuns()).toBe(runsBefore);
     expect(acceptedLogins()).toBeGreaterThan(logins); // it asked the host for its champion, and ran nothing
@@ -204,7 +245,11 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     let head = "4".repeat(40);
     for (let attempt = 0; attempt < 2; attempt++) {
       syncPull(branch(head));
-      run = await h.run(h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": mergeBase }), "pull_request", branch(head));
+      run = await h.run(
+        h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": mergeBase }),
+        "pull_request",
+        branch(head),
+      );
       skipIfDisturbed(ctx, run);
       // The interval's 2.5% false red (test/analysis/simulation.test.ts): an independent second run.
       if (run.outputs.verdict !== "red") break;
@@ -220,7 +265,10 @@ describe.skipIf(!asRoot)("the PR gate", () => {
 
   it("fails a bad config with an error that names it, before connecting to the host", async () => {
     const cases: [string, RegExp][] = [
-      [CONFIG.replace("warmup_seconds: 2", "warmup_seconds: 2\nwarmup_sconds: 3"), /\.github\/perf-gate\.yml:9: warmup_sconds: unknown key/],
+      [
+        CONFIG.replace("warmup_seconds: 2", "warmup_seconds: 2\nwarmup_sconds: 3"),
+        /\.github\/perf-gate\.yml:9: warmup_sconds: unknown key/,
+      ],
       [CONFIG.replace("budget_ms: 20", "budget_ms: -20"), /\.github\/perf-gate\.yml:6: slo\.budget_ms: /],
       [CONFIG.replace('command: ["./start.sh"]', "command: []"), /\.github\/perf-gate\.yml:2: service\.command: /],
     ];
@@ -243,12 +291,20 @@ describe.skipIf(!asRoot)("the PR gate", () => {
   it("a champion that fails every request is could not measure naming it, and the check's summary says what was measured", async () => {
     // The config asks for an endpoint the champion's build does not have; the pull request adds it.
     const base = "c".repeat(40);
-    fake.files.set(`.github/perf-gate.yml@${base}`, CONFIG.replace("path: /work?key={{rand 100}}", "path: /new-endpoint"));
+    fake.files.set(
+      `.github/perf-gate.yml@${base}`,
+      CONFIG.replace("path: /work?key={{rand 100}}", "path: /new-endpoint"),
+    );
     const p = withHead(real("opened"), "7".repeat(40));
     p.pull_request.base.sha = base;
     const adds = host.release("fast", "adds-endpoint");
-    writeFileSync(join(adds, "server.py"), 'import http.server,os\nclass H(http.server.BaseHTTPRequestHandler):\n  def do_GET(self):\n    self.send_response(200); self.end_headers(); self.wfile.write(b"ok")\n  def log_message(self,*a): pass\nhttp.server.ThreadingHTTPServer(("127.0.0.1",int(os.environ["PORT"])),H).serve_forever()\n');
-    writeFileSync(join(adds, "start.sh"), "#!/bin/sh\necho new endpoint served\nexec python3 server.py\n", { mode: 0o755 });
+    writeFileSync(
+      join(adds, "server.py"),
+      'import http.server,os\nclass H(http.server.BaseHTTPRequestHandler):\n  def do_GET(self):\n    self.send_response(200); self.end_headers(); self.wfile.write(b"ok")\n  def log_message(self,*a): pass\nhttp.server.ThreadingHTTPServer(("127.0.0.1",int(os.environ["PORT"])),H).serve_forever()\n',
+    );
+    writeFileSync(join(adds, "start.sh"), "#!/bin/sh\necho new endpoint served\nexec python3 server.py\n", {
+      mode: 0o755,
+    });
     const run = await gate(p, adds);
     expect(run.outputs.verdict, run.stdout).toBe("error");
     const check = lastCheck();
@@ -256,11 +312,15 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(check.output!.title).toMatch(/^perf-gate could not measure: the champion failed (\d+) of \1 requests$/);
     const summary = check.output!.summary!;
     expect(summary).toContain("an infrastructure failure, not a performance verdict");
-    expect(summary).toMatch(/### ⚠️ perf-gate could not measure\n\ncould not measure: the champion failed \d+ of \d+ requests of workload work @ 200 req\/s \(4xx \d+\)/);
+    expect(summary).toMatch(
+      /### ⚠️ perf-gate could not measure\n\ncould not measure: the champion failed \d+ of \d+ requests of workload work @ 200 req\/s \(4xx \d+\)/,
+    );
     expect(summary).toContain("challenger's log tail");
     expect(summary).toContain("new endpoint served");
     expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(summary.slice(summary.indexOf("### ⚠️")));
-    expect(JSON.parse(readFileSync(join(dirname(run.outputs["report-path"]!), "analysis.json"), "utf8"))).toMatchObject({ verdict: "could_not_measure" });
+    expect(JSON.parse(readFileSync(join(dirname(run.outputs["report-path"]!), "analysis.json"), "utf8"))).toMatchObject(
+      { verdict: "could_not_measure" },
+    );
     expect(fake.labelsOn(PR)).toEqual([]);
   });
 
@@ -270,10 +330,22 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     syncPull(p);
     // Port 1, pinned (the key checked up front is the host's; nothing listens there).
     const pinned = host.info.known_hosts_line.replace(/^\[127\.0\.0\.1\]:\d+/, "[127.0.0.1]:1");
-    const run = await h.run({ ...inputs(host.release("fast", "x")), port: "1", "known-hosts": pinned, "on-infrastructure-failure": "neutral" }, "pull_request", p);
+    const run = await h.run(
+      {
+        ...inputs(host.release("fast", "x")),
+        port: "1",
+        "known-hosts": pinned,
+        "on-infrastructure-failure": "neutral",
+      },
+      "pull_request",
+      p,
+    );
     expect(run.code).toBe(0);
     expect(run.outputs.verdict).toBe("error");
-    expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate could not measure (unreachable)" } });
+    expect(lastCheck()).toMatchObject({
+      conclusion: "neutral",
+      output: { title: "perf-gate could not measure (unreachable)" },
+    });
     expect(lastCheck().output!.summary).toContain("an infrastructure failure, not a performance verdict");
     expect(fake.labelsOn(PR)).toEqual([]);
   });

@@ -23,7 +23,8 @@ afterAll(async () => {
 
 afterEach(() => h.fake.assertContract());
 
-const prEvent = (action: string, head: string, o: { fork?: boolean; label?: string; sender?: string } = {}) => h.pullRequestEvent(action, pr, head, BASE, o);
+const prEvent = (action: string, head: string, o: { fork?: boolean; label?: string; sender?: string } = {}) =>
+  h.pullRequestEvent(action, pr, head, BASE, o);
 const access = (p: PullRequestPayload) => h.run(h.inputs("access"), "pull_request_target", p);
 /** GitHub's view of the fork's pull request now: its head is `head`. */
 const forkHeadIs = (head: string) => h.setPull(pr, head, { baseSha: BASE, headRepo: "forker/Hello-World" });
@@ -50,7 +51,10 @@ describe("mode access, before the build", () => {
       const run = await access(prEvent("opened", head));
       expect(run.outputs).toMatchObject({ allowed: "true", "merge-base-sha": "3".repeat(40) });
       h.fake.files.set(`.github/perf-gate.yml@${BASE}`, config);
-      expect((await access(prEvent("synchronize", head))).outputs).toMatchObject({ allowed: "true", "merge-base-sha": "" });
+      expect((await access(prEvent("synchronize", head))).outputs).toMatchObject({
+        allowed: "true",
+        "merge-base-sha": "",
+      });
     } finally {
       h.fake.files.delete(`.github/perf-gate.yml@${BASE}`);
     }
@@ -65,21 +69,31 @@ describe("mode access, before the build", () => {
     expect(opened.outputs).toMatchObject({ allowed: "false", verdict: "skipped" });
     expect(h.fake.labelsOn(pr)).toEqual([]);
     const [check] = checksOn(head);
-    expect(check).toMatchObject({ conclusion: "neutral", app: GITHUB_ACTIONS, output: { title: "perf-gate: waiting for approval" } });
+    expect(check).toMatchObject({
+      conclusion: "neutral",
+      app: GITHUB_ACTIONS,
+      output: { title: "perf-gate: waiting for approval" },
+    });
     expect(check!.details_url).toMatch(new RegExp(`^https://github.com/${REPOSITORY}/actions/runs/\\d+$`));
-    expect(check!.output.summary).toMatch(/comes from a fork.*until a user with write permission approves head f1f1f1f: add the perf:approved label/);
+    expect(check!.output.summary).toMatch(
+      /comes from a fork.*until a user with write permission approves head f1f1f1f: add the perf:approved label/,
+    );
 
     // A triager can add labels but cannot approve: the label goes again.
     h.fake.addLabel(pr, "perf:approved");
     const byTriager = await access(prEvent("labeled", head, { fork: true, label: "perf:approved", sender: "triager" }));
     expect(byTriager.outputs.allowed).toBe("false");
-    expect(checksOn(head).at(-1)!.output.summary).toContain("perf:approved was added by a user with triage permission; write or higher is needed");
+    expect(checksOn(head).at(-1)!.output.summary).toContain(
+      "perf:approved was added by a user with triage permission; write or higher is needed",
+    );
     expect(h.fake.labelsOn(pr)).toEqual([]);
 
     // A maintainer (GitHub's permission field says "write"), with the label spelt otherwise.
     h.fake.addLabel(pr, "Perf:Approved");
     const checks = h.fake.checkRuns.length;
-    const approved = await access(prEvent("labeled", head, { fork: true, label: "Perf:Approved", sender: "maintainer" }));
+    const approved = await access(
+      prEvent("labeled", head, { fork: true, label: "Perf:Approved", sender: "maintainer" }),
+    );
     expect(approved.outputs.allowed, approved.stdout).toBe("true");
     expect(approved.stdout).toContain("access: a user with maintain permission approved f1f1f1f with perf:approved");
     expect(h.fake.labelsOn(pr)).toEqual(["perf:approved"]); // the label keeps its first spelling: GitHub's names ignore case
@@ -100,15 +114,26 @@ describe("mode access, before the build", () => {
     expect(h.fake.labelsOn(pr)).toEqual([]);
     expect(checksOn(pushed)).toEqual([]); // the new head's own synchronize run says what it needs
     const [check] = checksOn(approved);
-    expect(check).toMatchObject({ status: "completed", conclusion: "neutral", app: GITHUB_ACTIONS, output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" } });
+    expect(check).toMatchObject({
+      status: "completed",
+      conclusion: "neutral",
+      app: GITHUB_ACTIONS,
+      output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" },
+    });
     expect(check!.details_url).toMatch(new RegExp(`^https://github.com/${REPOSITORY}/actions/runs/\\d+$`));
-    expect(check!.output.summary).toMatch(/^\*\*Not run\.\*\* perf:approved approved 1234567, but the pull request's head is now 2234567: a push landed after the approval, so 2234567 is code nobody approved/);
+    expect(check!.output.summary).toMatch(
+      /^\*\*Not run\.\*\* perf:approved approved 1234567, but the pull request's head is now 2234567: a push landed after the approval, so 2234567 is code nobody approved/,
+    );
 
     // Approved again on the head it now is, the label holds and the head may be built.
     h.fake.addLabel(pr, "perf:approved");
-    const again = await access(prEvent("labeled", pushed, { fork: true, label: "perf:approved", sender: "maintainer" }));
+    const again = await access(
+      prEvent("labeled", pushed, { fork: true, label: "perf:approved", sender: "maintainer" }),
+    );
     expect(again.outputs.allowed, again.stdout).toBe("true");
-    expect(again.stdout).toContain("access: a user with maintain permission approved 2234567 with perf:approved, and it is still the head");
+    expect(again.stdout).toContain(
+      "access: a user with maintain permission approved 2234567 with perf:approved, and it is still the head",
+    );
     expect(h.fake.labelsOn(pr)).toEqual(["perf:approved"]);
     expect(checksOn(pushed)).toEqual([]);
   });
@@ -117,7 +142,10 @@ describe("mode access, before the build", () => {
     pr++;
     h.fake.addLabel(pr, "perf:approved");
     const before = h.fake.requests.length;
-    for (const p of [prEvent("labeled", "f2".repeat(20), { fork: true, label: "documentation" }), prEvent("labeled", "a2".repeat(20), { label: "perf:approved" })]) {
+    for (const p of [
+      prEvent("labeled", "f2".repeat(20), { fork: true, label: "documentation" }),
+      prEvent("labeled", "a2".repeat(20), { label: "perf:approved" }),
+    ]) {
       const run = await access(p);
       expect(run.code, run.stdout).toBe(0);
       expect(run.outputs.allowed).toBe("false");
@@ -138,28 +166,75 @@ describe("mode command", () => {
 
   it("lets a real maintainer override this app's failed check, whatever another app's check of the same name says", async () => {
     pr++;
-    h.fake.pulls.set(pr, { headSha: HEAD, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
+    h.fake.pulls.set(pr, {
+      headSha: HEAD,
+      baseSha: BASE,
+      baseRef: "master",
+      state: "open",
+      headRepo: REPOSITORY,
+      headPushedAt: "2026-11-21T09:00:00Z",
+    });
     const output = (title: string) => ({ title, summary: `## perf-gate: ${title}` });
-    const mine = h.fake.addCheckRun({ name: "perf-gate", head_sha: HEAD, status: "completed", conclusion: "failure", output: output("red, blocking"), app: GITHUB_ACTIONS });
-    const theirs = h.fake.addCheckRun({ name: "perf-gate", head_sha: HEAD, status: "completed", conclusion: "success", output: output("green"), app: IMPOSTOR });
+    const mine = h.fake.addCheckRun({
+      name: "perf-gate",
+      head_sha: HEAD,
+      status: "completed",
+      conclusion: "failure",
+      output: output("red, blocking"),
+      app: GITHUB_ACTIONS,
+    });
+    const theirs = h.fake.addCheckRun({
+      name: "perf-gate",
+      head_sha: HEAD,
+      status: "completed",
+      conclusion: "success",
+      output: output("green"),
+      app: IMPOSTOR,
+    });
     h.fake.addComment(pr, `${MARKER}\n## perf-gate: 🔴 red — blocking`, ACTIONS_BOT);
     h.fake.addComment(pr, `${MARKER}\n## perf-gate: 🟢 green`, botOf(IMPOSTOR, 77));
 
     const run = await command(comment("/perf override the slowdown buys correct rounding", "maintainer"));
     expect(run.code, run.stdout).toBe(0);
     expect(run.outputs.command).toBe("override");
-    expect(mine).toMatchObject({ conclusion: "success", output: { title: "overridden by @maintainer: the slowdown buys correct rounding" } });
+    expect(mine).toMatchObject({
+      conclusion: "success",
+      output: { title: "overridden by @maintainer: the slowdown buys correct rounding" },
+    });
     expect(theirs).toMatchObject({ conclusion: "success", output: { title: "green" } });
-    expect(ours()[0]!.body).toMatch(new RegExp(`^${MARKER}\\n> \\*\\*Overridden\\*\\* by @maintainer on .* UTC: the slowdown buys correct rounding\\n\\n## perf-gate: 🔴 red`));
-    expect((h.fake.comments.get(pr) ?? []).find((c) => c.user.app?.id === IMPOSTOR.id)!.body).toBe(`${MARKER}\n## perf-gate: 🟢 green`);
-    const updated = (id: number) => h.fake.requests.filter((r) => r.operation === "checks/update" && r.path === `/repos/${REPOSITORY}/check-runs/${id}`);
+    expect(ours()[0]!.body).toMatch(
+      new RegExp(
+        `^${MARKER}\\n> \\*\\*Overridden\\*\\* by @maintainer on .* UTC: the slowdown buys correct rounding\\n\\n## perf-gate: 🔴 red`,
+      ),
+    );
+    expect((h.fake.comments.get(pr) ?? []).find((c) => c.user.app?.id === IMPOSTOR.id)!.body).toBe(
+      `${MARKER}\n## perf-gate: 🟢 green`,
+    );
+    const updated = (id: number) =>
+      h.fake.requests.filter(
+        (r) => r.operation === "checks/update" && r.path === `/repos/${REPOSITORY}/check-runs/${id}`,
+      );
     expect([updated(mine.id).length, updated(theirs.id).length]).toEqual([1, 0]);
   });
 
   it("never echoes an HTML comment into a reply, so no reply can pass for the sticky comment", async () => {
     pr++;
-    h.fake.pulls.set(pr, { headSha: HEAD, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
-    h.fake.addCheckRun({ name: "perf-gate", head_sha: HEAD, status: "completed", conclusion: "failure", output: { title: "red, blocking", summary: "measured" }, app: GITHUB_ACTIONS });
+    h.fake.pulls.set(pr, {
+      headSha: HEAD,
+      baseSha: BASE,
+      baseRef: "master",
+      state: "open",
+      headRepo: REPOSITORY,
+      headPushedAt: "2026-11-21T09:00:00Z",
+    });
+    h.fake.addCheckRun({
+      name: "perf-gate",
+      head_sha: HEAD,
+      status: "completed",
+      conclusion: "failure",
+      output: { title: "red, blocking", summary: "measured" },
+      app: GITHUB_ACTIONS,
+    });
     await command(comment(`/perf rerun ${MARKER}`, "Codertocat"));
     await command(comment(`/perf ${MARKER}`, "Codertocat"));
     await command(comment(`/perf override ${MARKER} and <b>bold</b>`, "maintainer"));
@@ -174,7 +249,14 @@ describe("mode command", () => {
 
   it("refuses a triager's rerun by the role GitHub names, and a writer's override", async () => {
     pr++;
-    h.fake.pulls.set(pr, { headSha: HEAD, baseSha: BASE, baseRef: "master", state: "open", headRepo: REPOSITORY, headPushedAt: "2026-11-21T09:00:00Z" });
+    h.fake.pulls.set(pr, {
+      headSha: HEAD,
+      baseSha: BASE,
+      baseRef: "master",
+      state: "open",
+      headRepo: REPOSITORY,
+      headPushedAt: "2026-11-21T09:00:00Z",
+    });
     await command(comment("/perf rerun", "triager"));
     await command(comment("/perf override fine", "Codertocat"));
     expect(ours().map((c) => c.body)).toEqual([

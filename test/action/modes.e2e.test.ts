@@ -22,13 +22,16 @@ const PR = 1;
 
 let h: ActionHarness;
 
-const comment = (body: string, login = "Codertocat", type: "User" | "Bot" = "User") => h.commentEvent(PR, body, login, type);
+const comment = (body: string, login = "Codertocat", type: "User" | "Bot" = "User") =>
+  h.commentEvent(PR, body, login, type);
 const command = (p: CommentPayload) => h.run(h.inputs("command"), "issue_comment", p);
-const rerun = (p: CommentPayload, artifact: string, sha = HEAD) => h.run(h.inputs("rerun", { artifact, sha }), "issue_comment", p);
+const rerun = (p: CommentPayload, artifact: string, sha = HEAD) =>
+  h.run(h.inputs("rerun", { artifact, sha }), "issue_comment", p);
 const replies = () => h.replies(PR);
 const sticky = () => h.sticky(PR);
 const checksOn = (sha: string, name = "perf-gate") => h.checksOn(sha, name);
-const setHead = (sha: string, headRepo = REPOSITORY, headPushedAt = "2026-11-21T09:00:00Z") => h.setPull(PR, sha, { baseSha: BASE, headRepo, headPushedAt });
+const setHead = (sha: string, headRepo = REPOSITORY, headPushedAt = "2026-11-21T09:00:00Z") =>
+  h.setPull(PR, sha, { baseSha: BASE, headRepo, headPushedAt });
 const prEvent = (action: string, head: string) => h.pullRequestEvent(action, PR, head, BASE);
 
 beforeAll(async () => {
@@ -69,7 +72,9 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
 
     const again = await rerun(asked, slow);
     skipIfDisturbed(ctx, again);
-    console.log(`[rerun] first: ${checksOn(HEAD)[0]!.output!.title}\n[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}`);
+    console.log(
+      `[rerun] first: ${checksOn(HEAD)[0]!.output!.title}\n[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}`,
+    );
     expect(again.outputs.verdict, again.stdout).toBe("red");
     // Both runs' pairs (6 each; a pair the generator fell behind in is dropped).
     expect(Number(again.outputs.pairs)).toBeGreaterThan(6);
@@ -78,7 +83,13 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     expect(secondRun).not.toBe(firstRun);
     const [only] = sticky();
     expect(sticky()).toHaveLength(1);
-    for (const text of [firstRun, secondRun, "Rerun requested by @Codertocat", "pooled with 1 earlier run of 1234567", "Looks at this build (each run pooled in turn"]) {
+    for (const text of [
+      firstRun,
+      secondRun,
+      "Rerun requested by @Codertocat",
+      "pooled with 1 earlier run of 1234567",
+      "Looks at this build (each run pooled in turn",
+    ]) {
       expect(only!.body).toContain(text);
     }
     expect(checksOn(HEAD).at(-1)).toMatchObject({ status: "completed", conclusion: "failure" });
@@ -93,7 +104,9 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     const refused = await rerun(byReader, slow);
     expect(refused.code).toBe(0);
     expect(refused.outputs.verdict).toBe("skipped");
-    expect(replies().at(-1)).toBe("@reader `/perf rerun` refused: @reader has read permission on this repository; `/perf rerun` needs write or higher.");
+    expect(replies().at(-1)).toBe(
+      "@reader `/perf rerun` refused: @reader has read permission on this repository; `/perf rerun` needs write or higher.",
+    );
     expect(h.fake.reactionsOn(byReader.comment.id)).toEqual([]);
 
     const byBot = comment("/perf rerun", "dependabot[bot]", "Bot");
@@ -105,7 +118,9 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     await command(comment("/perf rerun please"));
     expect(replies().at(-1)).toBe("@Codertocat `/perf rerun` takes no arguments (got `please`)");
     await command(comment("/perf benchmark"));
-    expect(replies().at(-1)).toMatch(/^@Codertocat unknown command `\/perf benchmark`; the commands are `\/perf rerun`/);
+    expect(replies().at(-1)).toMatch(
+      /^@Codertocat unknown command `\/perf benchmark`; the commands are `\/perf rerun`/,
+    );
     const before = h.fake.requests.length;
     const quoted = await command(comment("LGTM. Next time try\n/perf rerun"));
     expect(quoted.outputs.command).toBe("");
@@ -122,11 +137,12 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     const stale = await rerun(asked, h.host.release("slow", "slow"), HEAD);
     setHead(HEAD);
     expect(stale.outputs.verdict).toBe("skipped");
-    expect(replies().at(-1)).toMatch(/^@Codertocat the pull request moved since `\/perf rerun`: it pinned 1234567, and the head is now 2234567\. 1234567 was not rerun/);
+    expect(replies().at(-1)).toMatch(
+      /^@Codertocat the pull request moved since `\/perf rerun`: it pinned 1234567, and the head is now 2234567\. 1234567 was not rerun/,
+    );
     expect(h.acceptedLogins()).toBe(logins);
     expect(checksOn(PUSHED_LATER)).toEqual([]);
   });
-
 });
 
 describe.skipIf(!asRoot)("/perf override", () => {
@@ -144,7 +160,9 @@ describe.skipIf(!asRoot)("/perf override", () => {
     const check = checksOn(HEAD).at(-1)!;
     expect(check.conclusion).toBe("success");
     expect(check.output!.title).toBe(`overridden by @maintainer: ${reason}`);
-    expect(check.output!.summary).toMatch(new RegExp(`^\\*\\*Overridden\\*\\* by @maintainer on \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC: ${reason}`));
+    expect(check.output!.summary).toMatch(
+      new RegExp(`^\\*\\*Overridden\\*\\* by @maintainer on \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC: ${reason}`),
+    );
     expect(check.output.summary).toContain("### perf-gate: 🔴 red, blocking — "); // the measurement stays
     expect(sticky()[0]!.body).toMatch(/^<!-- perf-gate:sticky -->\n> \*\*Overridden\*\* by @maintainer/);
     expect(h.fake.labelsOn(PR)).toEqual(["perf:red"]); // the label still says what was measured
@@ -164,20 +182,27 @@ describe.skipIf(!asRoot)("/perf rerun on a fork", () => {
     const run = await rerun(asked, h.host.release("fast", "fork"), forkHead);
     skipIfDisturbed(ctx, run);
     expect(["grey", "green", "red"], run.stdout).toContain(run.outputs.verdict);
-    expect(run.stdout).toContain("access: /perf rerun by @Codertocat, who has write permission; it approves 7234567 of this fork");
+    expect(run.stdout).toContain(
+      "access: /perf rerun by @Codertocat, who has write permission; it approves 7234567 of this fork",
+    );
     expect(h.acceptedLogins()).toBeGreaterThan(logins);
 
     setHead(forkHead, "forker/Hello-World", "2026-11-21T10:00:05Z"); // pushed 5 s after the comment
     const late = await command(comment("/perf rerun"));
     expect(late.outputs.command).toBe("");
-    expect(replies().at(-1)).toMatch(/^@Codertocat the fork was pushed to after your comment, so the head you meant to approve is not certain\./);
+    expect(replies().at(-1)).toMatch(
+      /^@Codertocat the fork was pushed to after your comment, so the head you meant to approve is not certain\./,
+    );
     setHead(HEAD);
   });
 });
 
 describe.skipIf(!asRoot)("promotion", () => {
   const push = () => {
-    const p = examplePayload<{ ref: string; after: string; deleted: boolean }>("push", (e) => e.ref === "refs/heads/master" && !e.deleted);
+    const p = examplePayload<{ ref: string; after: string; deleted: boolean }>(
+      "push",
+      (e) => e.ref === "refs/heads/master" && !e.deleted,
+    );
     p.after = MERGED;
     return p;
   };
@@ -186,7 +211,9 @@ describe.skipIf(!asRoot)("promotion", () => {
   it("a merge makes main's HEAD the champion, verified by an A/A check, the previous kept; rollback restores it", async (ctx) => {
     // Pull request 1 was merged as MERGED: GitHub names it, and its last gate is the step main took.
     h.fake.pulls.set(PR, { ...h.fake.pulls.get(PR)!, state: "closed", mergeCommitSha: MERGED });
-    const promoted = await h.run(h.inputs("promote", { artifact: h.host.release("fast", "v2") }), "push", push(), { GITHUB_SHA: MERGED });
+    const promoted = await h.run(h.inputs("promote", { artifact: h.host.release("fast", "v2") }), "push", push(), {
+      GITHUB_SHA: MERGED,
+    });
     setHead(HEAD);
     skipIfDisturbed(ctx, promoted);
     expect(promoted.code, promoted.stdout).toBe(0);
@@ -205,14 +232,22 @@ describe.skipIf(!asRoot)("promotion", () => {
     console.log(`[promote] ${check.output.summary!.split("\n").at(-1)}`);
     expect(check.conclusion).toBe("success");
     expect(check.output!.title).toBe(`champion is now 3234567 (previous ccccccc kept for rollback); A/A check passed`);
-    expect(check.output.summary).toMatch(/A\/A check, the champion on both ports: (no detectable difference between the ports|port :\d+ measures [\d.]+ ms (slower|faster) than port :\d+) at p90/);
+    expect(check.output.summary).toMatch(
+      /A\/A check, the champion on both ports: (no detectable difference between the ports|port :\d+ measures [\d.]+ ms (slower|faster) than port :\d+) at p90/,
+    );
 
     // Earlier runs of a commit measured the old champion: a new gate of it does not pool them.
-    const after = await h.run(h.inputs("gate", { artifact: h.host.release("slow", "slow") }), "pull_request", prEvent("synchronize", HEAD));
+    const after = await h.run(
+      h.inputs("gate", { artifact: h.host.release("slow", "slow") }),
+      "pull_request",
+      prEvent("synchronize", HEAD),
+    );
     skipIfDisturbed(ctx, after);
     // This run alone, pooled with none of the earlier ones.
     expect(JSON.parse(readFileSync(after.outputs["result-path"]!, "utf8")), after.stdout).toHaveLength(1);
-    expect(checksOn(HEAD).at(-1)!.output!.summary).toMatch(/2 earlier runs of 1234567 \(pr1-1234567-\d+-1-0, pr1-1234567-\d+-1-0\) measured another champion and are not pooled/);
+    expect(checksOn(HEAD).at(-1)!.output!.summary).toMatch(
+      /2 earlier runs of 1234567 \(pr1-1234567-\d+-1-0, pr1-1234567-\d+-1-0\) measured another champion and are not pooled/,
+    );
 
     const rolledBack = await h.run(h.inputs("rollback"), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
     skipIfDisturbed(ctx, rolledBack);
@@ -226,10 +261,17 @@ describe.skipIf(!asRoot)("promotion", () => {
     // Healthy at first (it passes the host's pre-check and the swap), then it dies under load.
     const broken = h.host.release("fast", "broken");
     writeFileSync(join(broken, "start.sh"), "#!/bin/sh\nexec timeout 4 ./bin/service\n", { mode: 0o755 });
-    const r = await h.run(h.inputs("promote", { artifact: broken, sha: BROKEN }), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
+    const r = await h.run(h.inputs("promote", { artifact: broken, sha: BROKEN }), "workflow_dispatch", dispatch(), {
+      GITHUB_SHA: MERGED,
+    });
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/::error::perf-gate: promotion of 4234567 failed its A\/A check; rolled back: .*(crashed|unhealthy)/);
-    expect(checksOn(BROKEN, "perf-gate / champion").at(-1)).toMatchObject({ conclusion: "failure", output: { title: "promotion of 4234567 failed its A/A check; rolled back" } });
+    expect(r.stdout).toMatch(
+      /::error::perf-gate: promotion of 4234567 failed its A\/A check; rolled back: .*(crashed|unhealthy)/,
+    );
+    expect(checksOn(BROKEN, "perf-gate / champion").at(-1)).toMatchObject({
+      conclusion: "failure",
+      output: { title: "promotion of 4234567 failed its A/A check; rolled back" },
+    });
     // The failed build is not left behind as the champion a rollback would restore.
     expect(await h.hostStatus()).toMatchObject({ champion: CHAMPION, previous: "" });
     expect(await h.championVersion()).toBe("fast v1");
@@ -237,11 +279,15 @@ describe.skipIf(!asRoot)("promotion", () => {
     // A build that never becomes healthy is refused by the host before the swap.
     const dead = h.host.release("fast", "dead");
     writeFileSync(join(dead, "start.sh"), "#!/bin/sh\necho 'cannot open the database' >&2\nexit 3\n", { mode: 0o755 });
-    const refused = await h.run(h.inputs("promote", { artifact: dead, sha: DEAD }), "workflow_dispatch", dispatch(), { GITHUB_SHA: MERGED });
+    const refused = await h.run(h.inputs("promote", { artifact: dead, sha: DEAD }), "workflow_dispatch", dispatch(), {
+      GITHUB_SHA: MERGED,
+    });
     expect(refused.code, refused.stdout).toBe(1);
     const check = checksOn(DEAD, "perf-gate / champion").at(-1)!;
     expect(check).toMatchObject({ conclusion: "failure", output: { title: "perf-gate: promotion failed" } });
-    expect(check.output!.summary).toMatch(/^\*\*Promotion of 6234567 failed\*\*; the host's champion is ccccccc\.[\s\S]*promotion refused[\s\S]*cannot open the database/);
+    expect(check.output!.summary).toMatch(
+      /^\*\*Promotion of 6234567 failed\*\*; the host's champion is ccccccc\.[\s\S]*promotion refused[\s\S]*cannot open the database/,
+    );
     expect(await h.championVersion()).toBe("fast v1");
   });
 });
@@ -265,12 +311,18 @@ describe.skipIf(!asRoot)("calibration", () => {
     const history = parseHistory("history.json", JSON.parse(readFileSync(first.outputs["history-json-path"]!, "utf8")));
     expect(history.entries.filter((e) => e.kind === "calibration").length).toBeGreaterThan(0);
     expect(page).toContain('id="promotions"');
-    expect(report).toMatch(/## Main's drift against an ancestor\n\nNo drift run: the host keeps no champion promoted 30 or more days ago/);
+    expect(report).toMatch(
+      /## Main's drift against an ancestor\n\nNo drift run: the host keeps no champion promoted 30 or more days ago/,
+    );
     expect(report).toContain("| none | — |"); // no previous floor, no drift
 
     const fresh = "5234567890abcdef1234567890abcdef12345678";
     setHead(fresh);
-    const gate = await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", prEvent("synchronize", fresh));
+    const gate = await h.run(
+      h.inputs("gate", { artifact: h.host.release("fast", "same") }),
+      "pull_request",
+      prEvent("synchronize", fresh),
+    );
     setHead(HEAD);
     skipIfDisturbed(ctx, gate);
     const title = checksOn(fresh).at(-1)!.output.title!;
@@ -294,7 +346,11 @@ describe.skipIf(!asRoot)("calibration", () => {
   it("declares a really biased host only after a confirmation run, and every verdict then says so", async (ctx) => {
     // A champion that does ~2 ms of extra hashing on the challenger port only: the ports differ by design.
     const lopsided = h.host.release("fast", "lopsided");
-    writeFileSync(join(lopsided, "start.sh"), `#!/bin/sh\n[ "$PORT" = "${h.host.info.challenger_port}" ] && export HASH_ROUNDS=20000\nexec ./bin/service\n`, { mode: 0o755 });
+    writeFileSync(
+      join(lopsided, "start.sh"),
+      `#!/bin/sh\n[ "$PORT" = "${h.host.info.challenger_port}" ] && export HASH_ROUNDS=20000\nexec ./bin/service\n`,
+      { mode: 0o755 },
+    );
     await h.installChampion(LOPSIDED, lopsided);
 
     const run = await h.run(h.inputs("calibrate"), "schedule", schedule, { GITHUB_SHA: MERGED });
@@ -302,17 +358,30 @@ describe.skipIf(!asRoot)("calibration", () => {
     console.log(`[calibrate, biased] ${run.stdout.split("\n").find((l) => l.startsWith("A/A interval"))}`);
     expect(run.code, run.stdout).toBe(1);
     expect(run.outputs["host-biased"]).toBe("true");
-    expect(run.stdout).toMatch(/::error::perf-gate: biased host: A\/A interval for work@200 at p90 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\)/);
-    const runs = JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8")).map((d: { plan: { run_id: string } }) => d.plan.run_id);
-    expect(runs).toEqual([expect.stringMatching(/^calibrate-\d+-1-0$/), expect.stringMatching(/^calibrate-\d+-1-confirm0-0$/)]);
+    expect(run.stdout).toMatch(
+      /::error::perf-gate: biased host: A\/A interval for work@200 at p90 excludes 0 in two runs \(\[\+[\d.]+, \+[\d.]+\] ms and \[\+[\d.]+, \+[\d.]+\] ms\)/,
+    );
+    const runs = JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8")).map(
+      (d: { plan: { run_id: string } }) => d.plan.run_id,
+    );
+    expect(runs).toEqual([
+      expect.stringMatching(/^calibrate-\d+-1-0$/),
+      expect.stringMatching(/^calibrate-\d+-1-confirm0-0$/),
+    ]);
     const floor = (await h.hostStatus()).floors["work@200/p90"]!;
     expect(floor.run_id).toBe(runs[1]); // the confirmation run is the floor
     expect(floor.ci_ms[0]).toBeGreaterThan(0);
-    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(`excluded 0, so it was measured again; the confirmation run's excludes 0 too`);
+    expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(
+      `excluded 0, so it was measured again; the confirmation run's excludes 0 too`,
+    );
 
     const fresh = "7234567890abcdef1234567890abcdef12345678";
     setHead(fresh);
-    const gated = await h.run(h.inputs("gate", { artifact: h.host.release("fast", "same") }), "pull_request", prEvent("synchronize", fresh));
+    const gated = await h.run(
+      h.inputs("gate", { artifact: h.host.release("fast", "same") }),
+      "pull_request",
+      prEvent("synchronize", fresh),
+    );
     setHead(HEAD);
     skipIfDisturbed(ctx, gated);
     const check = checksOn(fresh).at(-1)!;

@@ -14,7 +14,10 @@ describe("parsing a /perf comment", () => {
   });
 
   it("takes the rest of the first line as the override's reason", () => {
-    expect(parseSlashCommand("/perf override the new index is worth 0.3 ms\nsecond line")).toEqual({ kind: "override", reason: "the new index is worth 0.3 ms" });
+    expect(parseSlashCommand("/perf override the new index is worth 0.3 ms\nsecond line")).toEqual({
+      kind: "override",
+      reason: "the new index is worth 0.3 ms",
+    });
   });
 
   it("answers bad syntax with what is wrong and what would be right", () => {
@@ -29,7 +32,9 @@ describe("parsing a /perf comment", () => {
     expect(invalid(`/perf override ${"x".repeat(501)}`)).toMatch(/501 characters; at most 500/);
     expect(invalid("/perf Rerun")).toMatch(/^unknown command `\/perf Rerun`/);
     // User text echoed back cannot ping anyone or break out of the code span.
-    expect(invalid("/perf @everyone`x`")).toBe("unknown command `/perf everyonex`; the commands are `/perf rerun` (write permission) or `/perf override <reason>` (maintain or admin permission)");
+    expect(invalid("/perf @everyone`x`")).toBe(
+      "unknown command `/perf everyonex`; the commands are `/perf rerun` (write permission) or `/perf override <reason>` (maintain or admin permission)",
+    );
   });
 });
 
@@ -42,10 +47,16 @@ describe("who may use a command", () => {
       expect(authorizeCommand("rerun", user, p).allowed).toBe(i >= 3);
       expect(authorizeCommand("override", user, p).allowed).toBe(i >= 4);
     });
-    expect(authorizeCommand("rerun", user, null)).toEqual({ allowed: false, reason: "@octocat has no permission on this repository; `/perf rerun` needs write or higher" });
+    expect(authorizeCommand("rerun", user, null)).toEqual({
+      allowed: false,
+      reason: "@octocat has no permission on this repository; `/perf rerun` needs write or higher",
+    });
   });
 
   it("never takes a command from a bot, whatever its permission", () => {
-    expect(authorizeCommand("rerun", { login: "renovate[bot]", isBot: true }, "admin")).toEqual({ allowed: false, reason: "@renovate[bot] is a bot; /perf commands are taken only from people" });
+    expect(authorizeCommand("rerun", { login: "renovate[bot]", isBot: true }, "admin")).toEqual({
+      allowed: false,
+      reason: "@renovate[bot] is a bot; /perf commands are taken only from people",
+    });
   });
 });

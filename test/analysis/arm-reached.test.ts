@@ -13,7 +13,8 @@ import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { type LoadgenResult, parseResult, type Slice } from "../../src/contract/result";
 
 const NAME = "aa-busy-vm.json";
-const recorded = (): LoadgenResult => parseResult(NAME, JSON.parse(readFileSync(join(import.meta.dirname, "testdata", NAME), "utf8")));
+const recorded = (): LoadgenResult =>
+  parseResult(NAME, JSON.parse(readFileSync(join(import.meta.dirname, "testdata", NAME), "utf8")));
 const run = (result: LoadgenResult) => analyze([{ name: NAME, result }], defaultSettings);
 const PEER = "user perf-gate-challenger (uid 998): 12";
 
@@ -37,19 +38,25 @@ describe("an arm reached by others than the load generator", () => {
     const s = reachedIn(1).slices.find((x) => (x.foreign_connections ?? 0) > 0)!;
     const d = hostDisturbance(s)!;
     expect(d).toMatchObject({ foreignConnections: 12 });
-    expect(describeHostDisturbance(d)).toBe(`champion slice ${s.index}: the host was disturbed (reached: the champion served 12 connections the load generator did not open (${PEER}))`);
+    expect(describeHostDisturbance(d)).toBe(
+      `champion slice ${s.index}: the host was disturbed (reached: the champion served 12 connections the load generator did not open (${PEER}))`,
+    );
   });
 
   it("drops the pair and flags it as reached, not as foreign load, when a few pairs are reached", () => {
     const a = run(reachedIn(1));
     const flag = a.headline.flags.find((f) => f.code === "arm_reached");
-    expect(flag?.message).toMatch(/^1 pair dropped because an arm served connections the load generator did not open: .* pair \d+: champion slice \d+ \(reached: the champion served 12 connections/);
+    expect(flag?.message).toMatch(
+      /^1 pair dropped because an arm served connections the load generator did not open: .* pair \d+: champion slice \d+ \(reached: the champion served 12 connections/,
+    );
     expect(a.headline.flags.find((f) => f.code === "host_disturbed")).toBeUndefined();
   });
 
   it("could not measure when most pairs are reached: no label", () => {
     const r = reachedIn(1000);
     expect(() => run(r)).toThrow(CouldNotMeasureError);
-    expect(() => run(r)).toThrow(/^could not measure: an arm served connections the load generator did not open in \d+ of \d+ pairs/);
+    expect(() => run(r)).toThrow(
+      /^could not measure: an arm served connections the load generator did not open in \d+ of \d+ pairs/,
+    );
   });
 });

@@ -21,23 +21,37 @@ export interface Interval {
   se: number;
   df: number;
 }
-export type Estimator = { name: string; of: (pairs: readonly SimulatedPair[]) => Interval; truth: (population: readonly SimulatedPair[]) => number };
+export type Estimator = {
+  name: string;
+  of: (pairs: readonly SimulatedPair[]) => Interval;
+  truth: (population: readonly SimulatedPair[]) => number;
+};
 
 const perSlice = (name: string, stat: (v: Float64Array) => number): Estimator => ({
   name,
   of: (ps) => {
-    const t = pairedT(ps.map((p) => stat(p.challenger) - stat(p.champion)), 0.95);
+    const t = pairedT(
+      ps.map((p) => stat(p.challenger) - stat(p.champion)),
+      0.95,
+    );
     return { estimate: t.mean, se: t.se, df: t.df };
   },
   truth: (ps) => ps.reduce((acc, p) => acc + stat(p.challenger) - stat(p.champion), 0) / ps.length,
 });
-export const pooledOf = (ps: readonly SimulatedPair[]) => pooledDifference(armSample(ps.map((p) => p.champion)), armSample(ps.map((p) => p.challenger)), Q);
+export const pooledOf = (ps: readonly SimulatedPair[]) =>
+  pooledDifference(armSample(ps.map((p) => p.champion)), armSample(ps.map((p) => p.challenger)), Q);
 export const POOLED: Estimator = {
   name: "pooled p99, jackknife over pairs",
   of: (ps) => pooledOf(ps),
-  truth: (ps) => weightedPercentile(armSample(ps.map((p) => p.challenger)), Q, all) - weightedPercentile(armSample(ps.map((p) => p.champion)), Q, all),
+  truth: (ps) =>
+    weightedPercentile(armSample(ps.map((p) => p.challenger)), Q, all) -
+    weightedPercentile(armSample(ps.map((p) => p.champion)), Q, all),
 };
-export const ESTIMATORS: Estimator[] = [perSlice("per-slice p99, t (before)", slicePercentile), perSlice("per-slice Harrell-Davis, t", hd), POOLED];
+export const ESTIMATORS: Estimator[] = [
+  perSlice("per-slice p99, t (before)", slicePercentile),
+  perSlice("per-slice Harrell-Davis, t", hd),
+  POOLED,
+];
 
 /** Each estimator's estimand under a model: its estimate over a population of pairs. */
 function truths(m: LatencyModel): number[] {

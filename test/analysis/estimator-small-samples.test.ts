@@ -17,4 +17,3 @@ describe("estimators with few pairs: heavy tails, shared noise, drift", () => {
     expect(four.tallies[0]!.covered / 800).toBeGreaterThanOrEqual(0.94);
   });
 });
-

@@ -15,7 +15,13 @@ import { DEFAULT_MODEL, type LatencyModel, type SimulatedPair, simulatePairs } f
  * hand (/perf rerun) while the last is grey and unclear, each with its own extensions, all pooled.
  * Returns the label and the blocks measured.
  */
-function extendingGate(rand: () => number, m: LatencyModel, thresholdUs: number, extensions: number, reruns: number): { label: "red" | "green" | "grey"; blocks: number } {
+function extendingGate(
+  rand: () => number,
+  m: LatencyModel,
+  thresholdUs: number,
+  extensions: number,
+  reruns: number,
+): { label: "red" | "green" | "grey"; blocks: number } {
   const pairs: SimulatedPair[] = [];
   const looks: { pairs: number }[] = [];
   const drift = { drift: 0 };
@@ -24,9 +30,19 @@ function extendingGate(rand: () => number, m: LatencyModel, thresholdUs: number,
       pairs.push(...simulatePairs(rand, m, drift));
       looks.push({ pairs: pairs.length });
       const r = pooledOf(pairs);
-      const level = nominalAlphas(ALPHA, looks.map((l) => l.pairs)).at(-1)!;
+      const level = nominalAlphas(
+        ALPHA,
+        looks.map((l) => l.pairs),
+      ).at(-1)!;
       const ci = tInterval(r.estimate, r.se, r.df, 1 - level);
-      const c = { ciMs: [ci.lo, ci.hi] as [number, number], thresholdMs: thresholdUs, estimateMs: r.estimate, seMs: r.se, pairs: pairs.length, lookHistory: looks };
+      const c = {
+        ciMs: [ci.lo, ci.hi] as [number, number],
+        thresholdMs: thresholdUs,
+        estimateMs: r.estimate,
+        seMs: r.se,
+        pairs: pairs.length,
+        lookHistory: looks,
+      };
       const label = ci.lo > 0 ? "red" : ci.hi < 0 ? "green" : "grey";
       const lastGate = gate === reruns;
       if (extensionWanted(c, ALPHA, blocksLeft(extensions, block, looks.length))) continue;
@@ -39,7 +55,12 @@ function extendingGate(rand: () => number, m: LatencyModel, thresholdUs: number,
 }
 
 /** Today's gate: one look of per-slice p99 and t, reruns by hand while grey and unclear at α/k on the k-th. */
-function todaysGate(rand: () => number, m: LatencyModel, thresholdUs: number, reruns: number): { label: "red" | "green" | "grey"; blocks: number } {
+function todaysGate(
+  rand: () => number,
+  m: LatencyModel,
+  thresholdUs: number,
+  reruns: number,
+): { label: "red" | "green" | "grey"; blocks: number } {
   const d: number[] = [];
   const drift = { drift: 0 };
   for (let k = 1; k <= reruns + 1; k++) {
@@ -81,9 +102,18 @@ describe("the extending gate (2 extensions, reruns by hand pooled into the same 
       const randPower = seededRandom(200 + i);
       const randOldPower = seededRandom(200 + i);
       const shifted = { ...DEFAULT_MODEL, shift: 0.05 };
-      const now = { gate: tally(() => extendingGate(randNew, DEFAULT_MODEL, thr, 2, 0), GATES), reruns: tally(() => extendingGate(randNew, DEFAULT_MODEL, thr, 2, 2), GATES) };
-      const before = { gate: tally(() => todaysGate(randOld, DEFAULT_MODEL, thr, 0), GATES), reruns: tally(() => todaysGate(randOld, DEFAULT_MODEL, thr, 2), GATES) };
-      const power = { now: tally(() => extendingGate(randPower, shifted, thr, 2, 0), GATES / 2), before: tally(() => todaysGate(randOldPower, shifted, thr, 0), GATES / 2) };
+      const now = {
+        gate: tally(() => extendingGate(randNew, DEFAULT_MODEL, thr, 2, 0), GATES),
+        reruns: tally(() => extendingGate(randNew, DEFAULT_MODEL, thr, 2, 2), GATES),
+      };
+      const before = {
+        gate: tally(() => todaysGate(randOld, DEFAULT_MODEL, thr, 0), GATES),
+        reruns: tally(() => todaysGate(randOld, DEFAULT_MODEL, thr, 2), GATES),
+      };
+      const power = {
+        now: tally(() => extendingGate(randPower, shifted, thr, 2, 0), GATES / 2),
+        before: tally(() => todaysGate(randOldPower, shifted, thr, 0), GATES / 2),
+      };
       rows.push(
         `| ${thr} µs | ${pct(before.gate.labelled)} (${pct(before.reruns.labelled)} with reruns) | ${pct(now.gate.labelled)} | ${pct(now.reruns.labelled)} | ${(90 * before.gate.blocks).toFixed(0)} s; ${(90 * before.reruns.blocks).toFixed(0)} s with reruns | ` +
           `${(90 * now.gate.blocks).toFixed(0)} s (max ${90 * now.gate.most}); ${(90 * now.reruns.blocks).toFixed(0)} s with reruns | ${pct(power.before.red)} | ${pct(power.now.red)} (${(90 * power.now.blocks).toFixed(0)} s) |`,

@@ -3,9 +3,9 @@
 // loadgen-output.e2e.test.ts.)
 import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
 import { normalDraw } from "../../src/analysis/random";
+import { defaultSettings, type GateSettings, type NamedResult } from "../../src/analysis/verdict";
 import type { Builds } from "../../src/contract/plan";
 import type { LoadgenResult, Slice } from "../../src/contract/result";
-import { defaultSettings, type GateSettings, type NamedResult } from "../../src/analysis/verdict";
 
 export interface PairSpec {
   championUs: number;
@@ -27,14 +27,28 @@ export function makeSlice(index: number, pair: number, arm: Slice["arm"], p99Us:
   const rate = spec.rate ?? 1000;
   const recorded = spec.recorded ?? 8000;
   const s: Slice = {
-    index, pair, arm,
+    index,
+    pair,
+    arm,
     start: new Date(Date.UTC(2026, 10, 21, 12, 0, index * 9)).toISOString(),
     end: new Date(Date.UTC(2026, 10, 21, 12, 0, index * 9 + 9)).toISOString(),
-    scheduled: rate * 9, sent: rate * 9, completed: rate * 9, ok: rate * 9, recorded,
+    scheduled: rate * 9,
+    sent: rate * 9,
+    completed: rate * 9,
+    ok: rate * 9,
+    recorded,
     errors: { connect: 0, timeout: 0, "4xx": 0, "5xx": 0, other: 0 },
-    overflow: 0, new_connections: index === 0 ? 10 : 0,
-    achieved_rps: rate, ok_rps: spec.okRps ? spec.okRps(arm, pair) : rate,
-    latency_us: { p50: Math.round(p99Us / 4), p90: Math.round(p99Us / 2), p99: p99Us, p999: Math.round(p99Us * 1.5), max: Math.round(p99Us * 2) },
+    overflow: 0,
+    new_connections: index === 0 ? 10 : 0,
+    achieved_rps: rate,
+    ok_rps: spec.okRps ? spec.okRps(arm, pair) : rate,
+    latency_us: {
+      p50: Math.round(p99Us / 4),
+      p90: Math.round(p99Us / 2),
+      p99: p99Us,
+      p999: Math.round(p99Us * 1.5),
+      max: Math.round(p99Us * 2),
+    },
     service_time_us: { p50: 100, p99: 400 },
     dispatch_lag_us: { p50: 60, p90: 150, p99: 300, p999: 500, max: 800 },
     connection_wait_us: { p50: 1, p99: 2 },
@@ -76,7 +90,17 @@ export function makeResult(spec: ResultSpec): LoadgenResult {
     },
     seed: 1,
     order: slices.map((s) => s.arm),
-    host: { hostname: "fixture", go_version: "go1.26.8", gomaxprocs: 2, num_cpu: 2, cpu_model: "", kernel: "", load_avg: [0, 0, 0], cpu_idle: "held", generator_slice: "0.1 ms" },
+    host: {
+      hostname: "fixture",
+      go_version: "go1.26.8",
+      gomaxprocs: 2,
+      num_cpu: 2,
+      cpu_model: "",
+      kernel: "",
+      load_avg: [0, 0, 0],
+      cpu_idle: "held",
+      generator_slice: "0.1 ms",
+    },
     started: "2026-11-21T12:00:00Z",
     ended: "2026-11-21T12:01:30Z",
     partial: false,
@@ -134,7 +158,10 @@ export function simulatedExperiment(
     const shock = rand() < 0.1 ? 5000 * rand() : 0;
     const shared = 12_000 + drift + shock + normalDraw(rand) * 1500;
     const e = () => o.sigmaEUs * (o.noise === "normal" ? normalDraw(rand) : t3(rand));
-    return { championUs: Math.round(shared + e() + stall(2 * i)), challengerUs: Math.round(shared + e() + o.shiftUs + stall(2 * i + 1)) };
+    return {
+      championUs: Math.round(shared + e() + stall(2 * i)),
+      challengerUs: Math.round(shared + e() + o.shiftUs + stall(2 * i + 1)),
+    };
   });
   const runId = o.runId ?? "run-1";
   const edit = (s: Slice) => {
@@ -148,7 +175,11 @@ export function simulatedExperiment(
  * A result whose slices carry HDR histograms of the given latencies (µs), each arm of each pair
  * its own, with the named percentiles read from them as the load generator does.
  */
-export function resultWithRequests(pairs: readonly { champion: ArrayLike<number>; challenger: ArrayLike<number> }[], runId = "run-1", builds?: Builds): LoadgenResult {
+export function resultWithRequests(
+  pairs: readonly { champion: ArrayLike<number>; challenger: ArrayLike<number> }[],
+  runId = "run-1",
+  builds?: Builds,
+): LoadgenResult {
   const histograms = new Map<string, { encoded: string; h: Histogram }>();
   const key = (arm: Slice["arm"], pair: number) => `${arm}/${pair}`;
   pairs.forEach((p, i) => {
@@ -160,14 +191,23 @@ export function resultWithRequests(pairs: readonly { champion: ArrayLike<number>
   });
   const at = (arm: Slice["arm"], i: number) => histograms.get(key(arm, i))!;
   return makeResult({
-    pairs: pairs.map((_, i) => ({ championUs: at("champion", i).h.getValueAtPercentile(99), challengerUs: at("challenger", i).h.getValueAtPercentile(99) })),
+    pairs: pairs.map((_, i) => ({
+      championUs: at("champion", i).h.getValueAtPercentile(99),
+      challengerUs: at("challenger", i).h.getValueAtPercentile(99),
+    })),
     runId,
     ...(builds ? { builds } : {}),
     edit: (s) => {
       const { h, encoded } = at(s.arm, s.pair);
       s.histogram = encoded;
       s.recorded = h.totalCount;
-      s.latency_us = { p50: h.getValueAtPercentile(50), p90: h.getValueAtPercentile(90), p99: h.getValueAtPercentile(99), p999: h.getValueAtPercentile(99.9), max: h.maxValue };
+      s.latency_us = {
+        p50: h.getValueAtPercentile(50),
+        p90: h.getValueAtPercentile(90),
+        p99: h.getValueAtPercentile(99),
+        p999: h.getValueAtPercentile(99.9),
+        max: h.maxValue,
+      };
       s.short_of_budget = [];
     },
   });
@@ -196,9 +236,17 @@ export function resultWithClasses(classes: readonly ClassSpec[], runId = "run-1"
       const h = build({ numberOfSignificantValueDigits: 3, useWebAssembly: false });
       for (const v of values) h.recordValue(Math.round(v));
       return {
-        completed: values.length, ok: values.length, recorded: values.length,
+        completed: values.length,
+        ok: values.length,
+        recorded: values.length,
         errors: { connect: 0, timeout: 0, "4xx": 0, "5xx": 0, other: 0 },
-        latency_us: { p50: h.getValueAtPercentile(50), p90: h.getValueAtPercentile(90), p99: h.getValueAtPercentile(99), p999: h.getValueAtPercentile(99.9), max: h.maxValue },
+        latency_us: {
+          p50: h.getValueAtPercentile(50),
+          p90: h.getValueAtPercentile(90),
+          p99: h.getValueAtPercentile(99),
+          p999: h.getValueAtPercentile(99.9),
+          max: h.maxValue,
+        },
         histogram: encodeIntoCompressedBase64(h),
         short_of_budget: [],
       };

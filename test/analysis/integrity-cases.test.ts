@@ -8,29 +8,36 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { calibrations, floorSettings } from "../../src/analysis/floors";
 import { describeDisturbance, disturbance, plannedLagUs } from "../../src/analysis/health";
 import { pairedT } from "../../src/analysis/tests";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, type GateSettings } from "../../src/analysis/verdict";
-import { firstLookAt95 } from "./fixtures";
-import { calibrations, floorSettings } from "../../src/analysis/floors";
-import { calibrationLine, calibrationReport } from "../../src/report/calibration";
 import type { StoredFloor } from "../../src/contract/host";
 import { type LoadgenResult, parseResult, type Slice } from "../../src/contract/result";
+import { calibrationLine, calibrationReport } from "../../src/report/calibration";
 import { markdownReport } from "../../src/report/markdown";
 import { quartet } from "../../src/report/quartet";
+import { firstLookAt95 } from "./fixtures";
 
 const NAME = "aa-busy-vm.json";
-const recorded = (): LoadgenResult => parseResult(NAME, JSON.parse(readFileSync(join(import.meta.dirname, "testdata", NAME), "utf8")));
-const run = (result: LoadgenResult, settings: Partial<GateSettings> = {}): Analysis => analyze([{ name: NAME, result }], { ...firstLookAt95, ...settings });
+const recorded = (): LoadgenResult =>
+  parseResult(NAME, JSON.parse(readFileSync(join(import.meta.dirname, "testdata", NAME), "utf8")));
+const run = (result: LoadgenResult, settings: Partial<GateSettings> = {}): Analysis =>
+  analyze([{ name: NAME, result }], { ...firstLookAt95, ...settings });
 const log = (what: string, a: Analysis) =>
-  console.log(`[integrity] ${what}: ${a.verdict}${a.headline.greyKind ? ` (${a.headline.greyKind})` : ""}, ${a.headline.estimateMs.toFixed(3)} ms, 95% CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${a.headline.pairs} pairs`);
+  console.log(
+    `[integrity] ${what}: ${a.verdict}${a.headline.greyKind ? ` (${a.headline.greyKind})` : ""}, ${a.headline.estimateMs.toFixed(3)} ms, 95% CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${a.headline.pairs} pairs`,
+  );
 
 const at = (s: Slice, percentile: number) => (percentile === 90 ? s.latency_us.p90 : s.latency_us.p99);
-const slicesOf = (r: LoadgenResult, pair: number, arm: Slice["arm"]) => r.slices.find((s) => s.pair === pair && s.arm === arm)!;
+const slicesOf = (r: LoadgenResult, pair: number, arm: Slice["arm"]) =>
+  r.slices.find((s) => s.pair === pair && s.arm === arm)!;
 /** Paired differences (challenger − champion) in ms at a percentile, by pair. */
 const diffsMs = (r: LoadgenResult, percentile = 99) =>
-  [...new Set(r.slices.map((s) => s.pair))].map((p) => (at(slicesOf(r, p, "challenger"), percentile) - at(slicesOf(r, p, "champion"), percentile)) / 1000);
+  [...new Set(r.slices.map((s) => s.pair))].map(
+    (p) => (at(slicesOf(r, p, "challenger"), percentile) - at(slicesOf(r, p, "champion"), percentile)) / 1000,
+  );
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2;
@@ -89,7 +96,9 @@ describe("a stalled generator", () => {
     // With the rule: four pairs dropped, each named with its lag; the rest measure nothing.
     expect(a.headline.droppedPairs.map((x) => x.pair)).toEqual([1, 4, 5, 7]);
     const flag = a.headline.flags.find((f) => f.code === "generator_disturbed")!;
-    expect(flag.message).toContain(`4 pairs dropped because the load generator fell behind its schedule: ${NAME} pair 1: champion slice 2 (dispatch lag p99 56 ms, limit 14.6 ms; rate 0.0%)`);
+    expect(flag.message).toContain(
+      `4 pairs dropped because the load generator fell behind its schedule: ${NAME} pair 1: champion slice 2 (dispatch lag p99 56 ms, limit 14.6 ms; rate 0.0%)`,
+    );
     expect(a.verdict).toBe("grey");
     expect(Math.abs(a.headline.estimateMs)).toBeLessThan(2);
     expect(a.headline.ciMs[0]).toBeLessThan(0);
@@ -114,7 +123,9 @@ describe("a stalled generator", () => {
     expect(unread.headline.estimateMs).toBeCloseTo(-23.5, 3);
     expect(unread.verdict).toBe("grey"); // what the busy VM's gate saw: the stall hid everything
     expect(a.headline.droppedPairs).toHaveLength(1);
-    expect(a.headline.droppedPairs[0]!.reason).toMatch(/^champion slice \d+: the load generator fell behind \(dispatch lag p99 893 ms over its limit \d+(\.\d)? ms; rate 0\.0% off the schedule \(within 1%\)\)$/);
+    expect(a.headline.droppedPairs[0]!.reason).toMatch(
+      /^champion slice \d+: the load generator fell behind \(dispatch lag p99 893 ms over its limit \d+(\.\d)? ms; rate 0\.0% off the schedule \(within 1%\)\)$/,
+    );
     const others = { ...r, slices: r.slices.filter((s) => s.pair !== stalled.pair) };
     expect(a.headline.estimateMs).toBeCloseTo(run(others).headline.estimateMs, 12);
     expect(a.headline.ciMs).toEqual(run(others).headline.ciMs);
@@ -168,9 +179,13 @@ describe("a stalled generator", () => {
     stall(slicesOf(r, 0, "champion"), 29_000);
     stall(slicesOf(r, 2, "challenger"), 260_000);
     expect(() => run(r)).toThrow(GeneratorDisturbedError);
-    expect(() => run(r)).toThrow(/^could not measure: the load generator was disturbed in 6 of 10 pairs of work@500 \(more than half\)/);
+    expect(() => run(r)).toThrow(
+      /^could not measure: the load generator was disturbed in 6 of 10 pairs of work@500 \(more than half\)/,
+    );
     // This run's generator had the kernel's slice: the message says so, and what to do.
-    expect(() => run(r)).toThrow(/its threads ran with the kernel's CPU slice \(default: .*\).*perf-host --loadgen-cpus/);
+    expect(() => run(r)).toThrow(
+      /its threads ran with the kernel's CPU slice \(default: .*\).*perf-host --loadgen-cpus/,
+    );
     r.host.generator_slice = "0.1 ms";
     expect(() => run(r)).not.toThrow(/kernel's CPU slice/);
     expect(() => run(r)).toThrow(GeneratorDisturbedError);
@@ -182,7 +197,9 @@ describe("failures on both arms", () => {
     const r = calm();
     for (const s of r.slices) s.errors["5xx"] = Math.round(0.6 * s.completed);
     expect(() => run(r)).toThrow(FailingWorkloadError);
-    expect(() => run(r)).toThrow(/^workload work @ 500 req\/s: most requests failed on both arms \(champion 60% failed of \d+ \(5xx \d+\); challenger 60% failed of \d+ \(5xx \d+\)\)/);
+    expect(() => run(r)).toThrow(
+      /^workload work @ 500 req\/s: most requests failed on both arms \(champion 60% failed of \d+ \(5xx \d+\); challenger 60% failed of \d+ \(5xx \d+\)\)/,
+    );
     for (const s of r.slices.filter((x) => x.arm === "champion")) s.errors["5xx"] = 0;
     const a = run(r);
     expect(a.blocking).toBe(true); // the challenger's failures are a regression of their own
@@ -198,33 +215,57 @@ describe("floors that mean what they say", () => {
     expect(a.headline.ciMs[0]).toBeCloseTo(1.8, 3); // µs-rounded latencies
     expect(a.headline.ciMs[1]).toBeCloseTo(18.9, 3);
     expect([a.verdict, a.headline.greyKind]).toEqual(["grey", "within floor"]);
-    expect(quartet(a.headline, 99)).toBe(`within the host's noise floor at p99: estimate +10.3 ms (95% CI [+1.80, +18.9] ms; A/A floor ±23.8 ms; n=${a.headline.pairs} pairs)`);
+    expect(quartet(a.headline, 99)).toBe(
+      `within the host's noise floor at p99: estimate +10.3 ms (95% CI [+1.80, +18.9] ms; A/A floor ±23.8 ms; n=${a.headline.pairs} pairs)`,
+    );
     const md = markdownReport(a);
     expect(md).not.toContain("no detectable change");
-    expect(md).toContain("Within the host's noise floor: the interval [+1.80, +18.9] ms excludes 0, but the estimate +10.3 ms is inside the host's A/A floor of ±23.8 ms at p99");
+    expect(md).toContain(
+      "Within the host's noise floor: the interval [+1.80, +18.9] ms excludes 0, but the estimate +10.3 ms is inside the host's A/A floor of ±23.8 ms at p99",
+    );
     expect(a.headline.flags.find((f) => f.code === "floor_above_threshold")!.message).toBe(
       "this host cannot block regressions under 23.8 ms at p99 (its A/A floor ±23.8 ms is wider than the block threshold 2.00 ms); lengthen the run or quiet the host",
     );
     // Without that floor the same interval is a blocking regression.
     expect(run(r)).toMatchObject({ verdict: "red", blocking: true });
     // The floor is never recorded from a run the host flagged, nor from one whose generator fell behind.
-    const quiet = { check: "quiet", detail: "1.93 CPU cores busy with other work after waiting 30 s (limit --max-foreign-cores 0.25): another job is running on the host", runs: [NAME] };
+    const quiet = {
+      check: "quiet",
+      detail:
+        "1.93 CPU cores busy with other work after waiting 30 s (limit --max-foreign-cores 0.25): another job is running on the host",
+      runs: [NAME],
+    };
     const [flagged] = calibrations(run(calm()).comparisons, [], { percentile: 99, preflight: [quiet] });
     expect(flagged!.notRecorded).toBe(`the host's pre-flight checks flagged the run (quiet: ${quiet.detail})`);
     const [disturbed] = calibrations(run(recorded()).comparisons, [], { percentile: 99, preflight: [] });
-    expect(disturbed!.notRecorded).toBe(`the load generator fell behind its schedule in 4 of 10 pairs (${[1, 4, 5, 7].map((p) => `${NAME} pair ${p}`).join(", ")})`);
-    expect(calibrationLine(disturbed!)).toMatch(/^A\/A floor for work@500 at p99 not recorded: the load generator fell behind .*; run the calibration again on a quiet host$/);
+    expect(disturbed!.notRecorded).toBe(
+      `the load generator fell behind its schedule in 4 of 10 pairs (${[1, 4, 5, 7].map((p) => `${NAME} pair ${p}`).join(", ")})`,
+    );
+    expect(calibrationLine(disturbed!)).toMatch(
+      /^A\/A floor for work@500 at p99 not recorded: the load generator fell behind .*; run the calibration again on a quiet host$/,
+    );
   });
 
   it("a p90 verdict never quotes the p99 floor (±0.30 ms): the clean [+0.020, +0.052] detection stays red; at the p90 floor it is judged against that one", () => {
     const r = withInterval(90, [0.02, 0.052]);
     const floors: Record<string, StoredFloor> = {
-      "work@500/p99": { workload: "work", rate: 500, percentile: 99, half_width_ms: 0.3, ci_ms: [-0.29, 0.31], pairs: 10, run_id: "calibrate-1", time: "2026-11-14T04:17:00Z" },
+      "work@500/p99": {
+        workload: "work",
+        rate: 500,
+        percentile: 99,
+        half_width_ms: 0.3,
+        ci_ms: [-0.29, 0.31],
+        pairs: 10,
+        run_id: "calibrate-1",
+        time: "2026-11-14T04:17:00Z",
+      },
     };
     const onlyP99 = run(r, { percentile: 90, ...floorSettings(floors, 90) });
     log("p90 [+0.020, +0.052] with only a p99 floor", onlyP99);
     expect([onlyP99.verdict, onlyP99.headline.latency, onlyP99.headline.floorMs]).toEqual(["red", "slower", null]);
-    expect(quartet(onlyP99.headline, 90)).toMatch(/^challenger is 0\.036 ms slower at p90 \(95% CI \[\+0\.02, \+0\.052\] ms; A\/A floor unknown; n=\d+ pairs\)$/);
+    expect(quartet(onlyP99.headline, 90)).toMatch(
+      /^challenger is 0\.036 ms slower at p90 \(95% CI \[\+0\.02, \+0\.052\] ms; A\/A floor unknown; n=\d+ pairs\)$/,
+    );
     // The issue's p90 floor was a fifth of the p99 one; the verdict quotes it, with the estimate.
     floors["work@500/p90"] = { ...floors["work@500/p99"]!, percentile: 90, half_width_ms: 0.06, ci_ms: [-0.06, 0.06] };
     const p90 = run(r, { percentile: 90, ...floorSettings(floors, 90) });
@@ -237,16 +278,21 @@ describe("floors that mean what they say", () => {
     const a = run(r, { floorMs: 0.3, sloBudgetMs: 20 }); // threshold 0.2 ms
     log("±0.9 ms interval, ±0.3 ms floor", a);
     expect([a.verdict, a.headline.greyKind]).toEqual(["grey", "inconclusive"]);
-    expect(markdownReport(a)).toContain("Inconclusive: the interval [-0.80, +1.00] ms contains 0 but reaches past ±0.20 ms (the block threshold)");
+    expect(markdownReport(a)).toContain(
+      "Inconclusive: the interval [-0.80, +1.00] ms contains 0 but reaches past ±0.20 ms (the block threshold)",
+    );
   });
 
   it("a floor of ±0.75 ms over a 0.5 ms threshold: the calibration warns that this host cannot block under 0.75 ms", () => {
     const aa = run(withInterval(99, [0.05 - 0.75, 0.05 + 0.75]), { sloBudgetMs: 50 }); // threshold 0.5 ms
     const [c] = calibrations(aa.comparisons, [], { percentile: 99, preflight: [] });
-    const warning = "this host cannot block regressions under 0.75 ms at p99 (its A/A floor ±0.75 ms is wider than the block threshold 0.50 ms); lengthen the run or quiet the host";
+    const warning =
+      "this host cannot block regressions under 0.75 ms at p99 (its A/A floor ±0.75 ms is wider than the block threshold 0.50 ms); lengthen the run or quiet the host";
     expect(c!.halfWidthMs).toBeCloseTo(0.75, 3);
     expect(calibrationLine(c!)).toContain(`; warning: ${warning}`);
-    expect(calibrationReport([c!], { champion: "c".repeat(40), history: [] })).toContain(`> ⚠️ **work@500**: ${warning}.`);
+    expect(calibrationReport([c!], { champion: "c".repeat(40), history: [] })).toContain(
+      `> ⚠️ **work@500**: ${warning}.`,
+    );
     // And every verdict judged against that floor says so.
     const later = run(withInterval(99, [0.2, 1.2]), { sloBudgetMs: 50, floorMs: 0.75 });
     expect(later.headline.flags.map((f) => f.code)).toContain("floor_above_threshold");
@@ -263,7 +309,7 @@ describe("resources in the verdict", () => {
     const r = calm();
     const base = median(r.slices.map((s) => s.latency_us.p90));
     for (const s of r.slices) {
-      s.service_cpu_us_per_request = (100 * s.latency_us.p90) / base * (s.arm === "challenger" ? 1 + extra : 1);
+      s.service_cpu_us_per_request = ((100 * s.latency_us.p90) / base) * (s.arm === "challenger" ? 1 + extra : 1);
       s.service_cpu_cores = (s.service_cpu_us_per_request * s.achieved_rps) / 1e6;
       s.service_rss_bytes = 12 << 20;
     }
@@ -273,19 +319,25 @@ describe("resources in the verdict", () => {
   it("a CPU-only change (same latency, 30% more CPU per request) shows in every report; resources.block_cpu_percent blocks on it", () => {
     const a = run(withCpu(0.3));
     const cpu = a.headline.resources!.cpuUsPerRequest!;
-    console.log(`[integrity] CPU per request +${cpu.percent.toFixed(1)}% [${cpu.percentCi.map((x) => x.toFixed(1)).join(", ")}], latency ${a.headline.latency}`);
+    console.log(
+      `[integrity] CPU per request +${cpu.percent.toFixed(1)}% [${cpu.percentCi.map((x) => x.toFixed(1)).join(", ")}], latency ${a.headline.latency}`,
+    );
     expect(a.verdict).toBe("grey");
     expect(cpu.percentCi[0]).toBeGreaterThan(20);
     expect(cpu.percentCi[1]).toBeLessThan(40);
     const md = markdownReport(a);
-    expect(md).toMatch(/\*\*Resources:\*\* the challenger's CPU per request \+\d\d(\.\d)?% \(95% CI \[\+\d\d(\.\d)?%, \+\d\d(\.\d)?%\]\)/);
+    expect(md).toMatch(
+      /\*\*Resources:\*\* the challenger's CPU per request \+\d\d(\.\d)?% \(95% CI \[\+\d\d(\.\d)?%, \+\d\d(\.\d)?%\]\)/,
+    );
     expect(md).toMatch(/\| CPU per request \| .* \| .* \| \+.* \(\+\d\d(\.\d)?%\) \|/);
     expect(md).toMatch(/\| memory \| 12(\.0)? MiB \| 12(\.0)? MiB \|/);
     const blocked = run(withCpu(0.3), { blockCpuPercent: 10 });
     expect([blocked.verdict, blocked.blocking, blocked.headline.blockedBy]).toEqual(["red", true, ["cpu"]]);
     const report = markdownReport(blocked);
     expect(report).toMatch(/^### perf-gate: 🔴 red, blocking \(more CPU per request\) — /);
-    expect(report).toMatch(/\*\*Blocks the merge:\*\* the challenger's CPU per request grew by \+\d\d\.\d% \(95% CI \[\+\d\d\.\d%, \+\d\d\.\d%\]\), wholly past the limit of \+10\.0% \(resources\.block_cpu_percent\)/);
+    expect(report).toMatch(
+      /\*\*Blocks the merge:\*\* the challenger's CPU per request grew by \+\d\d\.\d% \(95% CI \[\+\d\d\.\d%, \+\d\d\.\d%\]\), wholly past the limit of \+10\.0% \(resources\.block_cpu_percent\)/,
+    );
     // A limit the interval reaches does not block: the whole interval must be past it.
     expect(run(withCpu(0.3), { blockCpuPercent: 30 }).blocking).toBe(false);
   });

@@ -25,7 +25,13 @@ export interface LatencyModel {
 
 /** The defaults' sizes (90 pairs of 0.5 s at 1,000 req/s, p99) and noise like this project's VM. */
 export const DEFAULT_MODEL: LatencyModel = {
-  pairs: 90, requests: 300, shift: 0, sharedSd: 0.08, sliceSd: 0.03, driftSd: 0.01, burstProbability: 0.01,
+  pairs: 90,
+  requests: 300,
+  shift: 0,
+  sharedSd: 0.08,
+  sliceSd: 0.03,
+  driftSd: 0.01,
+  burstProbability: 0.01,
 };
 
 /** Student t with 3 df scaled to unit variance. */

@@ -17,11 +17,11 @@
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
-import { parseResult } from "../../src/contract/result";
 import { LAG_FLOOR_US, LAG_SHARE } from "../../src/analysis/health";
 import { slicePercentileUs } from "../../src/analysis/statistic";
 import { FailingWorkloadError, GeneratorDisturbedError } from "../../src/analysis/unmeasured";
 import { type Analysis, analyze, defaultSettings, type GateSettings } from "../../src/analysis/verdict";
+import { parseResult } from "../../src/contract/result";
 import { markdownReport } from "../../src/report/markdown";
 import { buildServiceBinaries, freePorts, serveExample } from "../support/bench-host";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
@@ -46,7 +46,13 @@ afterAll(() => {
 
 const plan = (challengerPort: number, seed = 9) => ({
   targets: { champion: `http://127.0.0.1:${fastPort}`, challenger: `http://127.0.0.1:${challengerPort}` },
-  workload: "work", rate: 300, slice_seconds: 1.5, pairs: 6, seed, warmup_seconds: 1, connections: 8,
+  workload: "work",
+  rate: 300,
+  slice_seconds: 1.5,
+  pairs: 6,
+  seed,
+  warmup_seconds: 1,
+  connections: 8,
   requests: [{ path: "/work?key={{rand 100}}" }],
 });
 
@@ -73,7 +79,9 @@ function hostStalls(result: ReturnType<typeof parseResult>, a: Analysis, frozenS
     .flatMap((s) => {
       const limitUs = Math.max(LAG_FLOOR_US, LAG_SHARE * slicePercentileUs(s, a.percentile));
       return s.connection_wait_us.p99 > limitUs || s.dispatch_lag_us.p99 > limitUs
-        ? [`${s.arm} slice ${s.index}: connection wait p99 ${(s.connection_wait_us.p99 / 1000).toFixed(1)} ms, dispatch lag p99 ${(s.dispatch_lag_us.p99 / 1000).toFixed(1)} ms (limit ${(limitUs / 1000).toFixed(1)} ms)`]
+        ? [
+            `${s.arm} slice ${s.index}: connection wait p99 ${(s.connection_wait_us.p99 / 1000).toFixed(1)} ms, dispatch lag p99 ${(s.dispatch_lag_us.p99 / 1000).toFixed(1)} ms (limit ${(limitUs / 1000).toFixed(1)} ms)`,
+          ]
         : [];
     });
 }
@@ -95,7 +103,10 @@ function lags(result: ReturnType<typeof parseResult>): string {
 type Measured = { result: ReturnType<typeof parseResult>; analysis: Analysis };
 
 async function measure(
-  ctx: TestContext, name: string, p: object, o: { onStart?: (loadgen: ChildProcess) => void; frozenSlice?: number } = {},
+  ctx: TestContext,
+  name: string,
+  p: object,
+  o: { onStart?: (loadgen: ChildProcess) => void; frozenSlice?: number } = {},
 ): Promise<Measured> {
   return untilQuiet<Measured>(ctx, async (n) => {
     const result = parseResult(name, await runLoadgen(p, o.onStart));
@@ -123,7 +134,9 @@ describe("verdict on real load generator output", () => {
     const svc = (arm: string) => result.slices.filter((s) => s.arm === arm).map((s) => s.service_time_us.p50);
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     const extraMs = (median(svc("challenger")) - median(svc("champion"))) / 1000;
-    console.log(`[loadgen→verdict] A/B: ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs (${h.droppedPairs.length} dropped); extra service time p50 ${extraMs.toFixed(3)} ms; ${lags(result)}`);
+    console.log(
+      `[loadgen→verdict] A/B: ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs (${h.droppedPairs.length} dropped); extra service time p50 ${extraMs.toFixed(3)} ms; ${lags(result)}`,
+    );
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true); // threshold 0.2 ms on a 20 ms budget
     expect(extraMs).toBeGreaterThan(0.2);
@@ -132,7 +145,9 @@ describe("verdict on real load generator output", () => {
     // them 0.7 ms apart at p50 and 1.2-1.4 ms at p90 on this 2-core machine. The net/http
     // generator before the event loops hid that under its own noise: its champion p90 read 1-4 ms.)
     const p50 = analyze([{ name: "ab.json", result }], { ...settings, percentile: 50 }).headline;
-    console.log(`[loadgen→verdict] A/B at p50: ${p50.estimateMs.toFixed(3)} ms, CI [${p50.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
+    console.log(
+      `[loadgen→verdict] A/B at p50: ${p50.estimateMs.toFixed(3)} ms, CI [${p50.ciMs.map((x) => x.toFixed(3)).join(", ")}]`,
+    );
     expect(Math.abs(p50.estimateMs - extraMs)).toBeLessThan(0.5 * extraMs + 0.1);
     expect(h.estimateMs).toBeGreaterThan(p50.estimateMs - 0.1);
     // Pairs the generator was disturbed in are dropped (named in the report), at most half.
@@ -148,17 +163,27 @@ describe("verdict on real load generator output", () => {
     // The interval has a 2.5% false-red rate by design (simulation.test.ts); an independent
     // second run makes this test fail by chance about once in 1,600.
     if (a.verdict === "red") a = await aa(10);
-    console.log(`[loadgen→verdict] A/A: ${a.headline.estimateMs.toFixed(3)} ms, CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}]`);
+    console.log(
+      `[loadgen→verdict] A/A: ${a.headline.estimateMs.toFixed(3)} ms, CI [${a.headline.ciMs.map((x) => x.toFixed(3)).join(", ")}]`,
+    );
     expect(a.verdict).not.toBe("red");
     expect(a.blocking).toBe(false);
   });
 
   it("a workload of 404s on both arms is a configuration error that names it, not grey", async () => {
-    const wrongPath = { ...plan(fastPort), slice_seconds: 0.5, pairs: 2, warmup_seconds: 0, requests: [{ path: "/no-such-path" }] };
+    const wrongPath = {
+      ...plan(fastPort),
+      slice_seconds: 0.5,
+      pairs: 2,
+      warmup_seconds: 0,
+      requests: [{ path: "/no-such-path" }],
+    };
     const result = parseResult("404.json", await runLoadgen(wrongPath));
     expect(result.slices.every((s) => s.errors["4xx"] === s.completed && s.completed > 0)).toBe(true);
     expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(FailingWorkloadError);
-    expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(/workload work @ 300 req\/s: most requests failed on both arms \(champion 100% failed of \d+ \(4xx \d+\); challenger 100% failed/);
+    expect(() => analyze([{ name: "404.json", result }], settings)).toThrow(
+      /workload work @ 300 req\/s: most requests failed on both arms \(champion 100% failed of \d+ \(4xx \d+\); challenger 100% failed/,
+    );
   });
 
   it("a generator frozen for 300 ms in one slice leaves a real regression red: that pair is dropped and named", async (ctx) => {
@@ -170,12 +195,20 @@ describe("verdict on real load generator output", () => {
         setTimeout(() => loadgen.kill("SIGCONT"), 300);
       }, 4600);
     };
-    const { result, analysis: a } = await measure(ctx, "frozen.json", plan(slowPort), { onStart: freeze, frozenSlice: 2 });
+    const { result, analysis: a } = await measure(ctx, "frozen.json", plan(slowPort), {
+      onStart: freeze,
+      frozenSlice: 2,
+    });
     const frozen = result.slices.reduce((worst, s) => (s.dispatch_lag_us.p99 > worst.dispatch_lag_us.p99 ? s : worst));
     const alone = result.slices.filter((s) => s.pair === frozen.pair);
-    const dFrozenMs = (alone.find((s) => s.arm === "challenger")!.latency_us.p90 - alone.find((s) => s.arm === "champion")!.latency_us.p90) / 1000;
+    const dFrozenMs =
+      (alone.find((s) => s.arm === "challenger")!.latency_us.p90 -
+        alone.find((s) => s.arm === "champion")!.latency_us.p90) /
+      1000;
     const h = a.headline;
-    console.log(`[loadgen→verdict] frozen: ${frozen.arm} slice ${frozen.index} dispatch lag p99 ${(frozen.dispatch_lag_us.p99 / 1000).toFixed(0)} ms, its pair's difference ${dFrozenMs.toFixed(2)} ms; verdict ${a.verdict} ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs; ${lags(result)}`);
+    console.log(
+      `[loadgen→verdict] frozen: ${frozen.arm} slice ${frozen.index} dispatch lag p99 ${(frozen.dispatch_lag_us.p99 / 1000).toFixed(0)} ms, its pair's difference ${dFrozenMs.toFixed(2)} ms; verdict ${a.verdict} ${h.estimateMs.toFixed(3)} ms, CI [${h.ciMs.map((x) => x.toFixed(3)).join(", ")}] on ${h.pairs} pairs; ${lags(result)}`,
+    );
     // The freeze, seen by the instrument: ~20% of the slice's requests left up to 300 ms late,
     // so its lag at the verdict's p90 is far past the 1 ms limit.
     expect(frozen.dispatch_lag_us.p99).toBeGreaterThan(150_000);
@@ -183,7 +216,9 @@ describe("verdict on real load generator output", () => {
     expect(frozen.index).toBe(2);
     expect(h.droppedPairs.map((d) => d.pair)).toContain(frozen.pair);
     const flag = h.flags.find((f) => f.code === "generator_disturbed")!;
-    expect(flag.message).toContain(`frozen.json pair ${frozen.pair}: ${frozen.arm} slice ${frozen.index} (dispatch lag p90 `);
+    expect(flag.message).toContain(
+      `frozen.json pair ${frozen.pair}: ${frozen.arm} slice ${frozen.index} (dispatch lag p90 `,
+    );
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true);
     expect(h.estimateMs).toBeLessThan(2); // the regression's ~0.6 ms, not the freeze

@@ -59,7 +59,14 @@ describe("repeated looks", () => {
 });
 
 describe("the extension rule", () => {
-  const look = (ciMs: [number, number], estimateMs: number, seMs: number) => ({ ciMs, thresholdMs: 1, estimateMs, seMs, pairs: 90, lookHistory: [{ pairs: 90 }] });
+  const look = (ciMs: [number, number], estimateMs: number, seMs: number) => ({
+    ciMs,
+    thresholdMs: 1,
+    estimateMs,
+    seMs,
+    pairs: 90,
+    lookHistory: [{ pairs: 90 }],
+  });
 
   it("an interval holding the threshold is unclear; one within ± it or wholly past it is clear", () => {
     expect(unclear([-0.5, 1.2], 1)).toBe(true);
@@ -96,10 +103,14 @@ describe("the sampling limit", () => {
     const noisy = efficiencyOf([-1.46, 1.46], 0.73, 0.5);
     expect(noisy.samplingHalfWidthMs).toBeCloseTo(1, 12);
     expect(noisy.hostAddsPercent).toBeCloseTo(46, 9);
-    expect(efficiencySentence(noisy)).toMatch(/host noise adds 46% to this interval; a quieter host would narrow it, more requests would not/);
+    expect(efficiencySentence(noisy)).toMatch(
+      /host noise adds 46% to this interval; a quieter host would narrow it, more requests would not/,
+    );
     const quiet = efficiencyOf([-1.2, 1.2], 0.6, 0.5);
     expect(quiet.narrowedBy).toBe("more requests");
-    expect(efficiencySentence(quiet)).toMatch(/host noise adds 20% to this interval; more requests would narrow it, a quieter host would not/);
+    expect(efficiencySentence(quiet)).toMatch(
+      /host noise adds 20% to this interval; more requests would narrow it, a quieter host would not/,
+    );
     expect(efficiencySentence(efficiencyOf([-1, 1], 0.45, 0.5))).toMatch(/at its sampling limit/);
   });
 });
@@ -114,7 +125,9 @@ describe("a verdict on slices with their histograms", () => {
     const c = a.headline;
     expect(c.estimator).toEqual({ kind: "pooled", fallback: null });
     // The estimate is the pooled difference of what the histograms hold (3 significant digits).
-    const exact = pooledDifference(armSample(pairs.map((p) => p.champion)), armSample(pairs.map((p) => p.challenger)), 0.99).estimate / 1000;
+    const exact =
+      pooledDifference(armSample(pairs.map((p) => p.champion)), armSample(pairs.map((p) => p.challenger)), 0.99)
+        .estimate / 1000;
     expect(Math.abs(c.estimateMs - exact)).toBeLessThan(0.01 * Math.abs(exact) + 0.01);
     expect(c.efficiency!.samplingHalfWidthMs).toBeGreaterThan(0);
     expect(c.efficiency!.halfWidthMs).toBeCloseTo((c.ciMs[1] - c.ciMs[0]) / 2, 12);
@@ -122,17 +135,26 @@ describe("a verdict on slices with their histograms", () => {
     expect(json.estimator).toBe("pooled");
     expect(json.efficiency!.sampling_half_width_ms).toBe(c.efficiency!.samplingHalfWidthMs);
     expect(json.look_history).toHaveLength(1);
-    expect(markdownReport(a)).toMatch(/p99 interval: one percentile per arm over every request of the kept pairs.*the same requests with no host noise would give ±/);
+    expect(markdownReport(a)).toMatch(
+      /p99 interval: one percentile per arm over every request of the kept pairs.*the same requests with no host noise would give ±/,
+    );
     const four = analyze([{ name: "r.json", result: resultWithRequests(pairs.slice(0, 4)) }], settings).headline;
     expect(four.estimator).toEqual({ kind: "per-slice", fallback: "4 pairs, fewer than the 20 its interval needs" });
   });
 
   it("judges each look of pooled runs at its own level, and reports every look", () => {
     const builds = { kind: "ab" as const, challenger_sha: "abc1234", champion_sha: "def5678" };
-    const runs = [0, 1, 2].map((k) => ({ name: `run-${k}`, result: resultWithRequests(simulatePairs(rand, { ...DEFAULT_MODEL, pairs: 25 }), `run-${k}`, builds) }));
+    const runs = [0, 1, 2].map((k) => ({
+      name: `run-${k}`,
+      result: resultWithRequests(simulatePairs(rand, { ...DEFAULT_MODEL, pairs: 25 }), `run-${k}`, builds),
+    }));
     const a = analyze(runs, settings);
     const levels = nominalAlphas(0.05, [25, 50, 75]);
-    expect(a.headline.lookHistory.map((l) => [l.run, l.pairs])).toEqual([["run-0", 25], ["run-1", 50], ["run-2", 75]]);
+    expect(a.headline.lookHistory.map((l) => [l.run, l.pairs])).toEqual([
+      ["run-0", 25],
+      ["run-1", 50],
+      ["run-2", 75],
+    ]);
     a.headline.lookHistory.forEach((l, i) => {
       expect(l.confidence).toBeCloseTo(1 - levels[i]!, 12);
     });

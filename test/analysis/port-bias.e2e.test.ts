@@ -18,11 +18,14 @@ import { pairedT } from "../../src/analysis/tests";
 import { parseConfig } from "../../src/config/gate-config";
 import { type LoadgenResult, parseResult } from "../../src/contract/result";
 import { buildServiceBinaries, freePorts, serveExample } from "../support/bench-host";
-import { skipTooBusy } from "../support/machine-too-busy";
 import { buildHostBinaries, runLoadgen } from "../support/loadgen";
+import { skipTooBusy } from "../support/machine-too-busy";
 
 const services: ChildProcess[] = [];
-const defaults = parseConfig("service: {command: [./bin/service]}\nslo: {budget_ms: 20}\nworkloads: [{name: w, rates: [1], requests: [{path: /}]}]\n", "defaults.yml");
+const defaults = parseConfig(
+  "service: {command: [./bin/service]}\nslo: {budget_ms: 20}\nworkloads: [{name: w, rates: [1], requests: [{path: /}]}]\n",
+  "defaults.yml",
+);
 let ports: number[] = [];
 
 async function serve(binary: string, port: number, hashRounds: number): Promise<void> {
@@ -33,7 +36,11 @@ beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
   ports = await freePorts(3);
   // Two processes of one build (A/A), and one that hashes 700 rounds more per request.
-  await Promise.all([serve(join(bin, "service-fast"), ports[0]!, 200), serve(join(bin, "service-fast"), ports[1]!, 200), serve(join(bin, "service-fast"), ports[2]!, 900)]);
+  await Promise.all([
+    serve(join(bin, "service-fast"), ports[0]!, 200),
+    serve(join(bin, "service-fast"), ports[1]!, 200),
+    serve(join(bin, "service-fast"), ports[2]!, 900),
+  ]);
 });
 afterAll(() => {
   for (const p of services) p.kill();
@@ -43,13 +50,23 @@ afterAll(() => {
 // recorded of each 0.5 s slice) is stable.
 const plan = (challengerPort: number, seed: number) => ({
   targets: { champion: `http://127.0.0.1:${ports[0]}`, challenger: `http://127.0.0.1:${challengerPort}` },
-  workload: "work", rate: 300, slice_seconds: 0.5, slice_warmup_ms: 100, pairs: 30, seed, warmup_seconds: 1, connections: 8,
+  workload: "work",
+  rate: 300,
+  slice_seconds: 0.5,
+  slice_warmup_ms: 100,
+  pairs: 30,
+  seed,
+  warmup_seconds: 1,
+  connections: 8,
   order: defaults.slices.order,
   requests: [{ path: "/work?key={{rand 100}}" }],
 });
 
 /** p50 differences (µs) of every pair the product's rules keep, over the runs given. */
-async function p50Differences(challengerPort: number, seeds: number[]): Promise<{ d: number[]; disturbed: number; results: LoadgenResult[] }> {
+async function p50Differences(
+  challengerPort: number,
+  seeds: number[],
+): Promise<{ d: number[]; disturbed: number; results: LoadgenResult[] }> {
   const d: number[] = [];
   let disturbed = 0;
   const results: LoadgenResult[] = [];
@@ -75,10 +92,16 @@ describe("the default order and port bias", () => {
       const t = pairedT(d, 0.99);
       return `${t.mean.toFixed(1)} µs, 99% CI [${t.ci.lo.toFixed(1)}, ${t.ci.hi.toFixed(1)}] on ${d.length} pairs`;
     };
-    console.log(`[port bias] order ${defaults.slices.order}: A/A p50 ${show(aa.d)} (${aa.disturbed} disturbed pairs dropped); +700 rounds ${show(biased.d)}`);
+    console.log(
+      `[port bias] order ${defaults.slices.order}: A/A p50 ${show(aa.d)} (${aa.disturbed} disturbed pairs dropped); +700 rounds ${show(biased.d)}`,
+    );
     // The instrument first: with most pairs disturbed the premise (a calm generator) is gone.
     const measured = aa.d.length + biased.d.length;
-    if (aa.disturbed + biased.disturbed > measured / 2) return skipTooBusy(ctx, `the generator was disturbed in ${aa.disturbed + biased.disturbed} pairs, ${measured} kept`);
+    if (aa.disturbed + biased.disturbed > measured / 2)
+      return skipTooBusy(
+        ctx,
+        `the generator was disturbed in ${aa.disturbed + biased.disturbed} pairs, ${measured} kept`,
+      );
     const aaT = pairedT(aa.d, 0.99);
     const shift = pairedT(biased.d, 0.99);
     expect(shift.ci.lo).toBeGreaterThan(0);
@@ -86,6 +109,9 @@ describe("the default order and port bias", () => {
     // machine where it narrows to a microsecond or two (seen -1.4 µs [-2.7, -0.1] on 60 pairs),
     // lies within a tenth of the shift 700 rounds of hashing make.
     const holdsZero = aaT.ci.lo <= 0 && aaT.ci.hi >= 0;
-    expect(holdsZero || Math.max(Math.abs(aaT.ci.lo), Math.abs(aaT.ci.hi)) < 0.1 * shift.mean, `A/A ${show(aa.d)} against a shift of ${show(biased.d)}`).toBe(true);
+    expect(
+      holdsZero || Math.max(Math.abs(aaT.ci.lo), Math.abs(aaT.ci.hi)) < 0.1 * shift.mean,
+      `A/A ${show(aa.d)} against a shift of ${show(biased.d)}`,
+    ).toBe(true);
   });
 });

@@ -14,7 +14,11 @@ import reference from "./reference-robust.json";
 describe("sliceHarrellDavisUs", () => {
   for (const [name, ref] of Object.entries(reference.harrell_davis)) {
     it(`matches scipy's mstats.hdquantiles on ${name}`, () => {
-      const h = build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+      const h = build({
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: 60_000_000,
+        numberOfSignificantValueDigits: 3,
+      });
       for (const v of ref.values) h.recordValue(v);
       const s = makeSlice(0, 0, "champion", 1000, { pairs: [] });
       s.histogram = encodeIntoCompressedBase64(h);
@@ -42,7 +46,10 @@ describe("hodgesLehmann", () => {
     const runs = 2000;
     for (let k = 0; k < runs; k++) {
       // Student t with 3 degrees of freedom: a normal over the root of a scaled chi-square.
-      const d = Array.from({ length: 30 }, () => normalDraw(rand) / Math.sqrt((normalDraw(rand) ** 2 + normalDraw(rand) ** 2 + normalDraw(rand) ** 2) / 3));
+      const d = Array.from(
+        { length: 30 },
+        () => normalDraw(rand) / Math.sqrt((normalDraw(rand) ** 2 + normalDraw(rand) ** 2 + normalDraw(rand) ** 2) / 3),
+      );
       const r = hodgesLehmann(d, 0.95);
       if (r.lo <= 0 && r.hi >= 0) covered++;
     }
@@ -54,7 +61,10 @@ describe("hodgesLehmann", () => {
 describe("trimmedMean", () => {
   for (const [name, ref] of Object.entries(reference.trimmed_mean)) {
     it(`matches scipy's mstats.trimmed_mean_ci (20%) on ${name}`, () => {
-      for (const [confidence, ci] of [[0.95, ref.ci95], [0.99, ref.ci99]] as const) {
+      for (const [confidence, ci] of [
+        [0.95, ref.ci95],
+        [0.99, ref.ci99],
+      ] as const) {
         const r = trimmedMean(ref.d, confidence);
         expect(r.estimate).toBeCloseTo(ci.estimate, 9);
         expect(r.lo).toBeCloseTo(ci.lo, 9);
@@ -71,7 +81,8 @@ describe("trimmedMean", () => {
 
   it("covers 0 in at least 94% of symmetric A/A gates of 30 pairs, heavy-tailed or normal", () => {
     const rand = seededRandom(17);
-    const t3 = () => normalDraw(rand) / Math.sqrt((normalDraw(rand) ** 2 + normalDraw(rand) ** 2 + normalDraw(rand) ** 2) / 3);
+    const t3 = () =>
+      normalDraw(rand) / Math.sqrt((normalDraw(rand) ** 2 + normalDraw(rand) ** 2 + normalDraw(rand) ** 2) / 3);
     for (const draw of [t3, () => normalDraw(rand)]) {
       let covered = 0;
       const runs = 4000;

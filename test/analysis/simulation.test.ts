@@ -12,14 +12,21 @@ import { bootstrapMeanInterval } from "../../src/analysis/bootstrap";
 import { seededRandom } from "../../src/analysis/random";
 import { pairedT } from "../../src/analysis/tests";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
-import { type Noise, simulatedExperiment, type Stalls } from "./fixtures";
+import { type Noise, type Stalls, simulatedExperiment } from "./fixtures";
 
 const PAIRS = 10;
 const EXPERIMENTS = 4000;
 const SIGMA_E = 300; // µs of independent per-slice noise (the part pairing cannot cancel)
 
 function experiment(rand: () => number, noise: Noise, shiftUs: number, runId = "run-1", stalls?: Stalls) {
-  return simulatedExperiment(rand, { pairs: PAIRS, sigmaEUs: SIGMA_E, noise, shiftUs, runId, ...(stalls ? { stalls } : {}) });
+  return simulatedExperiment(rand, {
+    pairs: PAIRS,
+    sigmaEUs: SIGMA_E,
+    noise,
+    shiftUs,
+    runId,
+    ...(stalls ? { stalls } : {}),
+  });
 }
 
 const settings = { ...defaultSettings, bootstrapResamples: 1000, sloBudgetMs: 200 };
@@ -58,7 +65,9 @@ describe.each<Noise>(["normal", "heavy"])("%s noise, 10 pairs", (noise) => {
       if (analyze([experiment(rand, noise, 1.5 * sdD)], { ...settings, seed: i }).verdict === "red") found++;
     }
     const power = found / (EXPERIMENTS / 4);
-    console.log(`[simulation] ${noise}: shift of 1.5 sd(d) = ${(1.5 * sdD / 1000).toFixed(3)} ms found red in ${(100 * power).toFixed(1)}%`);
+    console.log(
+      `[simulation] ${noise}: shift of 1.5 sd(d) = ${((1.5 * sdD) / 1000).toFixed(3)} ms found red in ${(100 * power).toFixed(1)}%`,
+    );
     expect(power).toBeGreaterThanOrEqual(0.8);
   });
 });

@@ -1,10 +1,10 @@
 // The verdict rules (the README's verdict engine section), each on a dataset chosen to sit on one side of it.
 import { describe, expect, it } from "vitest";
 import { AnalysisInputError } from "../../src/analysis/input-error";
-import { parseResult } from "../../src/contract/result";
 import { nominalAlphas } from "../../src/analysis/sequential";
 import { pairedT } from "../../src/analysis/tests";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
+import { parseResult } from "../../src/contract/result";
 import { makeResult, pairsFromDiffs, type ResultSpec } from "./fixtures";
 import ref from "./reference-values.json";
 
@@ -52,7 +52,12 @@ describe("labels", () => {
 
   it("grey within floor when the interval excludes 0 but |estimate| is inside the A/A floor", () => {
     const a = run(ref.datasets.small_regression.d, { floorMs: 0.5 });
-    expect([a.verdict, a.headline.greyKind, a.headline.latency, a.headline.floorMs]).toEqual(["grey", "within floor", "within floor", 0.5]);
+    expect([a.verdict, a.headline.greyKind, a.headline.latency, a.headline.floorMs]).toEqual([
+      "grey",
+      "within floor",
+      "within floor",
+      0.5,
+    ]);
   });
 
   it("uses the per-comparison floor when given a map", () => {
@@ -63,10 +68,16 @@ describe("labels", () => {
 
   it("a biased host (an A/A interval excluding 0) widens that comparison's floor to the bias and says so on every verdict", () => {
     // small_regression: mean 0.323 ms; a bias of [0.12, 0.40] ms on these ports covers it.
-    const biased = run(ref.datasets.small_regression.d, { floorMs: { "default@1000": 0.05 }, hostBiasMs: { "default@1000": [0.12, 0.4], "other@5": [-0.3, -0.1] } });
+    const biased = run(ref.datasets.small_regression.d, {
+      floorMs: { "default@1000": 0.05 },
+      hostBiasMs: { "default@1000": [0.12, 0.4], "other@5": [-0.3, -0.1] },
+    });
     expect([biased.verdict, biased.headline.greyKind, biased.headline.floorMs]).toEqual(["grey", "within floor", 0.4]);
     expect(biased.headline.flags.map((f) => f.code)).toContain("host_biased");
-    expect(biased.hostBias).toEqual([{ key: "default@1000", ciMs: [0.12, 0.4] }, { key: "other@5", ciMs: [-0.3, -0.1] }]);
+    expect(biased.hostBias).toEqual([
+      { key: "default@1000", ciMs: [0.12, 0.4] },
+      { key: "other@5", ciMs: [-0.3, -0.1] },
+    ]);
     // A bias on another workload leaves this comparison's verdict alone but is still reported.
     const elsewhere = run(ref.datasets.small_regression.d, { hostBiasMs: { "other@5": [-0.3, -0.1] } });
     expect(elsewhere.verdict).toBe("red");
@@ -109,7 +120,9 @@ describe("several comparisons", () => {
     expect(alone.headline.t.p).toBeGreaterThan(0.025 / 3);
     expect(alone.verdict).toBe("red");
     const a = analyze(
-      [500, 1000, 1500].map((rate, i) => named({ pairs: pairsFromDiffs(i === 1 ? marginal : ref.datasets.null_noise.d), rate })),
+      [500, 1000, 1500].map((rate, i) =>
+        named({ pairs: pairsFromDiffs(i === 1 ? marginal : ref.datasets.null_noise.d), rate }),
+      ),
       defaultSettings,
     );
     const c = a.comparisons[1]!;
@@ -128,19 +141,34 @@ describe("reruns", () => {
     expect(a.headline.looks).toBe(2);
     // The second look at its group-sequential level: together with the first, α(1 − 1/4) spent.
     expect(a.headline.confidence).toBeCloseTo(1 - nominalAlphas(0.05, [10, 20])[1]!, 12);
-    expect(a.headline.lookHistory.map((l) => [l.run, l.pairs])).toEqual([["first.json", 10], ["second.json", 20]]);
+    expect(a.headline.lookHistory.map((l) => [l.run, l.pairs])).toEqual([
+      ["first.json", 10],
+      ["second.json", 20],
+    ]);
     expect(a.runs.map((r) => r.name)).toEqual(["first.json", "second.json"]);
   });
 
   it("refuse to pool results of different builds", () => {
-    const one = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } });
-    const two = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "bbbbbbb" } });
+    const one = named({
+      pairs: pairsFromDiffs([1, 2]),
+      builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" },
+    });
+    const two = named({
+      pairs: pairsFromDiffs([1, 2]),
+      builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "bbbbbbb" },
+    });
     expect(() => analyze([one, two])).toThrow(/different builds.*aaaaaaa.*bbbbbbb/);
   });
 
   it("refuse to pool an A/A run with an A/B run, and say which builds were compared", () => {
-    const ab = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } }, "ab.json");
-    const aa = named({ pairs: pairsFromDiffs([1, 2]), builds: { kind: "aa", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } }, "aa.json");
+    const ab = named(
+      { pairs: pairsFromDiffs([1, 2]), builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } },
+      "ab.json",
+    );
+    const aa = named(
+      { pairs: pairsFromDiffs([1, 2]), builds: { kind: "aa", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" } },
+      "aa.json",
+    );
     expect(() => analyze([ab, aa])).toThrow(/different builds \(kind: ab \(ab\.json\), aa \(aa\.json\)\)/);
     expect(analyze([ab])).toMatchObject({
       builds: { kind: "ab", champion_sha: "ccccccc", challenger_sha: "aaaaaaa" },
@@ -164,32 +192,66 @@ describe("flags", () => {
     result.host.cpu_idle = "not asked";
     expect(codes(analyze([{ name: "r.json", result }], defaultSettings))).not.toContain("cpu_idle_not_held");
     result.host.cpu_idle = "not held: open /dev/cpu_dma_latency: permission denied";
-    const flag = analyze([{ name: "r.json", result }], defaultSettings).headline.flags.find((f) => f.code === "cpu_idle_not_held");
+    const flag = analyze([{ name: "r.json", result }], defaultSettings).headline.flags.find(
+      (f) => f.code === "cpu_idle_not_held",
+    );
     expect(flag?.message).toMatch(/r\.json: .*permission denied.*CAP_DAC_OVERRIDE/);
   });
 
   it("slices short of the requests a slice's percentile is read from: three past it", () => {
     const a = run(ref.datasets.null_noise.d, {}, { recorded: 299 });
     expect(codes(a)).toContain("short_of_budget");
-    expect(a.headline.flags.find((f) => f.code === "short_of_budget")!.message).toMatch(/fewer than the 300 requests a slice's p99 is read from \(fewest: 299\)/);
+    expect(a.headline.flags.find((f) => f.code === "short_of_budget")!.message).toMatch(
+      /fewer than the 300 requests a slice's p99 is read from \(fewest: 299\)/,
+    );
     expect(codes(run(ref.datasets.null_noise.d, {}, { recorded: 300 }))).not.toContain("short_of_budget");
-    expect(codes(run(ref.datasets.null_noise.d, { percentile: 50 }, { recorded: 299 }))).not.toContain("short_of_budget");
-    expect(codes(run(ref.datasets.null_noise.d, { percentile: 99.9 }, { recorded: 2999 }))).toContain("short_of_budget");
+    expect(codes(run(ref.datasets.null_noise.d, { percentile: 50 }, { recorded: 299 }))).not.toContain(
+      "short_of_budget",
+    );
+    expect(codes(run(ref.datasets.null_noise.d, { percentile: 99.9 }, { recorded: 2999 }))).toContain(
+      "short_of_budget",
+    );
   });
 
   it("new connections opened mid-run", () => {
-    const a = run(ref.datasets.null_noise.d, {}, { edit: (s) => { if (s.pair === 3 && s.arm === "challenger") s.new_connections = 4; } });
-    expect(a.headline.flags.find((f) => f.code === "new_connections")!.message).toMatch(/4 new connections.*challenger/);
+    const a = run(
+      ref.datasets.null_noise.d,
+      {},
+      {
+        edit: (s) => {
+          if (s.pair === 3 && s.arm === "challenger") s.new_connections = 4;
+        },
+      },
+    );
+    expect(a.headline.flags.find((f) => f.code === "new_connections")!.message).toMatch(
+      /4 new connections.*challenger/,
+    );
     expect(codes(run(ref.datasets.null_noise.d))).not.toContain("new_connections"); // pair 0's are the opening ones
   });
 
   it("more errors on the challenger make a red, blocking verdict", () => {
-    const a = run(ref.datasets.null_noise.d, {}, { edit: (s) => { if (s.arm === "challenger") s.errors["5xx"] = 30; } });
+    const a = run(
+      ref.datasets.null_noise.d,
+      {},
+      {
+        edit: (s) => {
+          if (s.arm === "challenger") s.errors["5xx"] = 30;
+        },
+      },
+    );
     expect(codes(a)).toContain("more_errors");
     expect(a.verdict).toBe("red");
     expect(a.blocking).toBe(true);
     // A couple of stray errors is not evidence.
-    const stray = run(ref.datasets.null_noise.d, {}, { edit: (s) => { if (s.arm === "challenger" && s.pair === 0) s.errors.timeout = 2; } });
+    const stray = run(
+      ref.datasets.null_noise.d,
+      {},
+      {
+        edit: (s) => {
+          if (s.arm === "challenger" && s.pair === 0) s.errors.timeout = 2;
+        },
+      },
+    );
     expect(stray.verdict).toBe("grey");
   });
 
@@ -206,9 +268,22 @@ describe("flags", () => {
   });
 
   it("dropped pairs are counted, not analysed", () => {
-    const a = run(ref.datasets.karan_faster.d, {}, { edit: (s) => { if (s.pair === 2 && s.arm === "champion") { s.valid = false; s.invalid_reason = "overflow: 3 requests"; } } });
+    const a = run(
+      ref.datasets.karan_faster.d,
+      {},
+      {
+        edit: (s) => {
+          if (s.pair === 2 && s.arm === "champion") {
+            s.valid = false;
+            s.invalid_reason = "overflow: 3 requests";
+          }
+        },
+      },
+    );
     expect(a.headline.pairs).toBe(9);
-    expect(a.headline.droppedPairs).toEqual([{ run: "r.json", pair: 2, reason: "champion slice 4: overflow: 3 requests", disturbances: [] }]);
+    expect(a.headline.droppedPairs).toEqual([
+      { run: "r.json", pair: 2, reason: "champion slice 4: overflow: 3 requests", disturbances: [] },
+    ]);
     expect(codes(a)).toContain("dropped_pairs");
   });
 });
@@ -238,13 +313,23 @@ describe("malformed input", () => {
   it("rejects mismatched arms in a pair", () => {
     const doc = good();
     doc.slices[1].arm = "champion";
-    expect(() => analyze([{ name: "x.json", result: parseResult("x.json", doc) }])).toThrow(/x\.json: pair 0 has both slices on the champion arm/);
+    expect(() => analyze([{ name: "x.json", result: parseResult("x.json", doc) }])).toThrow(
+      /x\.json: pair 0 has both slices on the champion arm/,
+    );
   });
 
   it("zero valid pairs", () => {
-    const r = makeResult({ pairs: pairsFromDiffs([1, 2, 3]), edit: (s) => { s.valid = false; s.invalid_reason = "interrupted"; } });
+    const r = makeResult({
+      pairs: pairsFromDiffs([1, 2, 3]),
+      edit: (s) => {
+        s.valid = false;
+        s.invalid_reason = "interrupted";
+      },
+    });
     expect(() => analyze([{ name: "x.json", result: r }])).toThrow(AnalysisInputError);
-    expect(() => analyze([{ name: "x.json", result: r }])).toThrow(/0 valid pairs; at least 2 are needed \(3 dropped: x\.json pair 0: .*interrupted/);
+    expect(() => analyze([{ name: "x.json", result: r }])).toThrow(
+      /0 valid pairs; at least 2 are needed \(3 dropped: x\.json pair 0: .*interrupted/,
+    );
   });
 
   it("bad settings name the field", () => {

@@ -23,7 +23,10 @@ beforeAll(() => {
 
 describe("perf-gate analyze", () => {
   it("prints the JSON fields and exits 1 on a blocking regression", async () => {
-    const file = write("slow.json", makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) }));
+    const file = write(
+      "slow.json",
+      makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) }),
+    );
     const md = join(dir, "report.md");
     const svg = join(dir, "chart.svg");
     const r = await perfGate("analyze", "--json", "--markdown", md, "--svg", svg, file);
@@ -38,7 +41,17 @@ describe("perf-gate analyze", () => {
 
   it("takes the SLO, percentile, threshold and floor from flags", async () => {
     const file = write("small.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.small_regression.d) }));
-    const r = await perfGate("analyze", "--json", "--slo-ms", "20", "--block-threshold-percent", "1", "--floor-ms", "0.01", file);
+    const r = await perfGate(
+      "analyze",
+      "--json",
+      "--slo-ms",
+      "20",
+      "--block-threshold-percent",
+      "1",
+      "--floor-ms",
+      "0.01",
+      file,
+    );
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: "red", blocking: true, threshold_ms: 0.2, floor_ms: 0.01 });
     const p50 = await perfGate("analyze", "--json", "--percentile", "50", file);
     expect(JSON.parse(p50.stdout).percentile).toBe(50);
@@ -48,25 +61,45 @@ describe("perf-gate analyze", () => {
     const a = write("a.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d) }));
     const b = write("b.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) }));
     const each = await perfGate("analyze", "--each", a, b);
-    const lines = each.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    expect(lines.map((l) => [l.file, l.verdict, l.pairs])).toEqual([[a, "grey", 10], [b, "green", 10]]);
+    const lines = each.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.file, l.verdict, l.pairs])).toEqual([
+      [a, "grey", 10],
+      [b, "green", 10],
+    ]);
     const pooled = await perfGate("analyze", "--json", a, b);
     expect(JSON.parse(pooled.stdout).pairs).toBe(20);
   });
 
   it("reads a list of results, as perf-gate run writes result.json, pooling them", async () => {
-    const list = write("list.json", [makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d), runId: "a" }), makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), runId: "b" })]);
+    const list = write("list.json", [
+      makeResult({ pairs: pairsFromDiffs(ref.datasets.null_noise.d), runId: "a" }),
+      makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d), runId: "b" }),
+    ]);
     const pooled = JSON.parse((await perfGate("analyze", "--json", list)).stdout);
     expect(pooled.pairs).toBe(20);
-    expect(pooled.runs.map((r: { name: string; runId: string }) => [r.name, r.runId])).toEqual([[`${list}[0]`, "a"], [`${list}[1]`, "b"]]);
+    expect(pooled.runs.map((r: { name: string; runId: string }) => [r.name, r.runId])).toEqual([
+      [`${list}[0]`, "a"],
+      [`${list}[1]`, "b"],
+    ]);
     const each = await perfGate("analyze", "--each", list);
-    expect(each.stdout.trim().split("\n").map((l) => JSON.parse(l).file)).toEqual([`${list}[0]`, `${list}[1]`]);
+    expect(
+      each.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).file),
+    ).toEqual([`${list}[0]`, `${list}[1]`]);
     const empty = await perfGate("analyze", write("empty.json", []));
     expect(empty).toMatchObject({ code: 2, stderr: expect.stringMatching(/empty\.json: an empty list of results/) });
   });
 
   it("prints the quartet by default", async () => {
-    const r = await perfGate("analyze", write("k.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) })));
+    const r = await perfGate(
+      "analyze",
+      write("k.json", makeResult({ pairs: pairsFromDiffs(ref.datasets.karan_faster.d) })),
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^GREEN: challenger is 0\.93 ms faster at p99 \(97\.5% CI/);
   });
@@ -78,7 +111,10 @@ describe("perf-gate analyze", () => {
       [[write("broken.json", broken)], /broken\.json: not a load generator result: slices\[0\]\.ok_rps/],
       [[join(dir, "missing.json")], /missing\.json: cannot read/],
       [[write("text.json", "not json") && join(dir, "text.json")], /text\.json: not a load generator result/],
-      [["--slo-ms", "fast", write("ok.json", makeResult({ pairs: pairsFromDiffs([1, 2]) }))], /--slo-ms: expected a number, got "fast"/],
+      [
+        ["--slo-ms", "fast", write("ok.json", makeResult({ pairs: pairsFromDiffs([1, 2]) }))],
+        /--slo-ms: expected a number, got "fast"/,
+      ],
       [[], /no result files given/],
     ];
     for (const [args, message] of cases) {

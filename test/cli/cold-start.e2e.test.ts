@@ -38,11 +38,20 @@ beforeAll(async () => {
   await buildHostBinaries();
   dir = mkdtempSync(join(tmpdir(), "perf-gate-coldstart-"));
   chmodSync(dir, 0o755);
-  await exec("go", ["build", "-tags", "cold", "-o", join(dir, "service-cold"), "./examples/service"], { cwd: join(repoRoot, "benchmark-host") });
+  await exec("go", ["build", "-tags", "cold", "-o", join(dir, "service-cold"), "./examples/service"], {
+    cwd: join(repoRoot, "benchmark-host"),
+  });
   ports = await freePorts(2);
 });
 
-const hostFlags = () => ["--root", join(dir, "host"), "--champion-port", String(ports[0]), "--challenger-port", String(ports[1])];
+const hostFlags = () => [
+  "--root",
+  join(dir, "host"),
+  "--champion-port",
+  String(ports[0]),
+  "--challenger-port",
+  String(ports[1]),
+];
 
 afterAll(() => {
   if (dir) spawnSync(perfHost, ["stop", ...hostFlags(), "--service-user", userInfo().username]);
@@ -51,7 +60,9 @@ afterAll(() => {
 describe("symmetric start", () => {
   it("a service slow for its first seconds is not slower as a challenger: three gates of one build in a row", async (ctx) => {
     const config = join(dir, "perf-gate.yml");
-    writeFileSync(config, `service:
+    writeFileSync(
+      config,
+      `service:
   command: ["./service"]
   health_timeout_seconds: 5
 slo: {percentile: 90, budget_ms: 200}
@@ -62,7 +73,8 @@ workloads:
     rates: [200]
     connections: 20
     requests: [{path: /work}]
-`);
+`,
+    );
     const bin = join(dir, "service-cold");
     const champion = release(bin, "champion", "v1");
     // The first gate is of the champion's own build (the same digest); the next two of the same
@@ -70,15 +82,34 @@ workloads:
     const challengers = [champion, release(bin, "same-b", "v1-b"), release(bin, "same-c", "v1-c")];
     const estimates: number[] = [];
     for (const [i, challenger] of challengers.entries()) {
-      const args = [cli, "run", "--local", "--perf-host", perfHost, ...hostFlags(), "--config", config, "--challenger", challenger, "--json", "--keep-host", "--out", join(dir, `out${i}`)];
+      const args = [
+        cli,
+        "run",
+        "--local",
+        "--perf-host",
+        perfHost,
+        ...hostFlags(),
+        "--config",
+        config,
+        "--challenger",
+        challenger,
+        "--json",
+        "--keep-host",
+        "--out",
+        join(dir, `out${i}`),
+      ];
       if (i === 0) args.push("--champion", champion);
-      const { stdout } = await exec(process.execPath, args, { cwd: dir, timeout: 120_000 }).catch((e: { code: number; stdout: string; stderr: string }) => {
-        const busy = machineTooBusy(e);
-        if (busy) skipTooBusy(ctx, `gate ${i + 1}: ${busy}`);
-        throw new Error(`gate ${i + 1} exited ${e.code}: ${e.stderr}`);
-      });
+      const { stdout } = await exec(process.execPath, args, { cwd: dir, timeout: 120_000 }).catch(
+        (e: { code: number; stdout: string; stderr: string }) => {
+          const busy = machineTooBusy(e);
+          if (busy) skipTooBusy(ctx, `gate ${i + 1}: ${busy}`);
+          throw new Error(`gate ${i + 1} exited ${e.code}: ${e.stderr}`);
+        },
+      );
       const r = JSON.parse(stdout);
-      console.log(`[cold start] gate ${i + 1}: ${r.verdict}${r.blocking ? " (blocking)" : ""} ${r.estimate_ms.toFixed(3)} ms (95% CI [${r.ci_ms.map((x: number) => x.toFixed(3)).join(", ")}]) over ${r.pairs} pairs`);
+      console.log(
+        `[cold start] gate ${i + 1}: ${r.verdict}${r.blocking ? " (blocking)" : ""} ${r.estimate_ms.toFixed(3)} ms (95% CI [${r.ci_ms.map((x: number) => x.toFixed(3)).join(", ")}]) over ${r.pairs} pairs`,
+      );
       expect(r.pairs).toBeGreaterThanOrEqual(3); // of 6: disturbed pairs are dropped
       estimates.push(r.estimate_ms);
       expect(r.blocking, JSON.stringify(r)).toBe(false);

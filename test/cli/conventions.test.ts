@@ -3,7 +3,6 @@
 import { describe, expect, it } from "vitest";
 import { perfGate as run } from "../support/cli";
 
-
 // Only PATH: no debug variable of the caller's may change what a user sees.
 const perfGate = (...args: string[]) => run(args, { env: { PATH: process.env.PATH } });
 
@@ -26,7 +25,11 @@ describe("perf-gate's command line", () => {
     for (const [args, message, usage] of [
       [["run", "--bogus"], /^perf-gate run: Unknown option '--bogus'/, "usage: perf-gate run"],
       [["run", "--config", "x.yml"], /^perf-gate run: --challenger is required \(or --aa\)$/m, "usage: perf-gate run"],
-      [["analyze", "--seed"], /^perf-gate analyze: Option '--seed <value>' argument missing/, "usage: perf-gate analyze"],
+      [
+        ["analyze", "--seed"],
+        /^perf-gate analyze: Option '--seed <value>' argument missing/,
+        "usage: perf-gate analyze",
+      ],
       [["frobnicate"], /^perf-gate: unknown command "frobnicate"$/m, "usage: perf-gate <command>"],
       [[], /^perf-gate: no command given$/m, "usage: perf-gate <command>"],
     ] as const) {

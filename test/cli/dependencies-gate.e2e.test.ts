@@ -12,9 +12,9 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { freePorts } from "../support/bench-host";
 import type { Ran } from "../support/cli";
+import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
-import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
 const hostDir = join(repoRoot, "benchmark-host");
 const redisServer = "/usr/bin/redis-server";
@@ -29,8 +29,15 @@ async function release(name: string, tags: string[]): Promise<string> {
   const d = join(dir, name);
   mkdirSync(join(d, "bin"), { recursive: true });
   mkdirSync(join(d, "proto/counter/v1"), { recursive: true });
-  copyFileSync(join(hostDir, "examples/counterservice/proto/counter/v1/counter.proto"), join(d, "proto/counter/v1/counter.proto"));
-  await promisify(execFile)("go", ["build", ...tags, "-o", join(d, "bin/counterservice"), "./examples/counterservice"], { cwd: hostDir });
+  copyFileSync(
+    join(hostDir, "examples/counterservice/proto/counter/v1/counter.proto"),
+    join(d, "proto/counter/v1/counter.proto"),
+  );
+  await promisify(execFile)(
+    "go",
+    ["build", ...tags, "-o", join(d, "bin/counterservice"), "./examples/counterservice"],
+    { cwd: hostDir },
+  );
   return d;
 }
 
@@ -68,7 +75,17 @@ async function perfGate(root: string, cfg: string, args: string[], { debug = fal
   writeFileSync(file, cfg);
   if (debug) process.env.PERF_GATE_DEBUG = "1";
   try {
-    return await gate.run(root, "--max-foreign-cores", "64", "--settle-seconds", "1", "--config", file, "--json", ...args);
+    return await gate.run(
+      root,
+      "--max-foreign-cores",
+      "64",
+      "--settle-seconds",
+      "1",
+      "--config",
+      file,
+      "--json",
+      ...args,
+    );
   } finally {
     delete process.env.PERF_GATE_DEBUG;
   }
@@ -79,9 +96,14 @@ async function savedKeys(redisPort: number): Promise<Map<string, number>> {
   const file = `dump-${redisPort}.rdb`;
   if (!existsSync(join(dumps, file))) throw new Error(`the Redis on port ${redisPort} saved nothing in ${dumps}`);
   const [port] = await freePorts(1);
-  const server = spawn(redisServer, ["--port", String(port!), "--bind", "127.0.0.1", "--dir", dumps, "--dbfilename", file, "--save", ""], { stdio: "ignore" });
+  const server = spawn(
+    redisServer,
+    ["--port", String(port!), "--bind", "127.0.0.1", "--dir", dumps, "--dbfilename", file, "--save", ""],
+    { stdio: "ignore" },
+  );
   try {
-    const cli = (...args: string[]) => spawnSync("/usr/bin/redis-cli", ["-p", String(port!), ...args], { encoding: "utf8" });
+    const cli = (...args: string[]) =>
+      spawnSync("/usr/bin/redis-cli", ["-p", String(port!), ...args], { encoding: "utf8" });
     for (let i = 0; i < 100 && cli("ping").stdout.trim() !== "PONG"; i++) await new Promise((r) => setTimeout(r, 50));
     const keys = cli("--scan").stdout.split("\n").filter(Boolean).sort();
     return new Map(keys.map((k) => [k, Number(cli("get", k).stdout.trim())]));
@@ -90,11 +112,22 @@ async function savedKeys(redisPort: number): Promise<Map<string, number>> {
   }
 }
 
-interface ArmStart { ports: Record<string, number>; dependencies?: { name: string; ports: Record<string, number>; ready_seconds: number; cpu_seconds?: number; rss_bytes?: number }[] }
+interface ArmStart {
+  ports: Record<string, number>;
+  dependencies?: {
+    name: string;
+    ports: Record<string, number>;
+    ready_seconds: number;
+    cpu_seconds?: number;
+    rss_bytes?: number;
+  }[];
+}
 
 /** Each arm's Redis port and what it used, from the run's result.json. */
 function arms(out: string): Record<"champion" | "challenger", ArmStart> {
-  const [result] = JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as { arms: Record<"champion" | "challenger", ArmStart> }[];
+  const [result] = JSON.parse(readFileSync(join(out, "result.json"), "utf8")) as {
+    arms: Record<"champion" | "challenger", ArmStart>;
+  }[];
   return result!.arms;
 }
 
@@ -103,11 +136,16 @@ async function expectOwnRedis(out: string, label: string) {
   const a = arms(out);
   for (const arm of ["champion", "challenger"] as const) {
     const dep = a[arm].dependencies?.[0];
-    expect(dep, `${arm} dependencies in result.json`).toMatchObject({ name: "redis", ports: { PORT_REDIS: expect.any(Number) } });
+    expect(dep, `${arm} dependencies in result.json`).toMatchObject({
+      name: "redis",
+      ports: { PORT_REDIS: expect.any(Number) },
+    });
     expect(a[arm].ports.PORT_REDIS).toBe(dep!.ports.PORT_REDIS);
     const keys = await savedKeys(dep!.ports.PORT_REDIS!);
     const hits = [...keys.values()].reduce((x, y) => x + y, 0);
-    console.log(`[dependencies ${label}] ${arm}: its Redis on :${dep!.ports.PORT_REDIS} ready in ${dep!.ready_seconds.toFixed(3)} s, used ${dep!.cpu_seconds?.toFixed(3)} s CPU and ${((dep!.rss_bytes ?? 0) / 1e6).toFixed(1)} MB; holds ${keys.size} keys, ${hits} hits`);
+    console.log(
+      `[dependencies ${label}] ${arm}: its Redis on :${dep!.ports.PORT_REDIS} ready in ${dep!.ready_seconds.toFixed(3)} s, used ${dep!.cpu_seconds?.toFixed(3)} s CPU and ${((dep!.rss_bytes ?? 0) / 1e6).toFixed(1)} MB; holds ${keys.size} keys, ${hits} hits`,
+    );
     expect(keys.size).toBeGreaterThan(0);
     expect([...keys.keys()].filter((k) => !k.startsWith(`${arm}-`))).toEqual([]);
     expect(dep!.cpu_seconds).toBeGreaterThan(0);
@@ -131,7 +169,10 @@ afterAll(() => {
 });
 
 /** The processes still running whose command line holds text: none of an arm may outlive its run. */
-const running = (text: string) => spawnSync("pgrep", ["-af", text], { encoding: "utf8" }).stdout.split("\n").filter((l) => l && !l.includes("pgrep"));
+const running = (text: string) =>
+  spawnSync("pgrep", ["-af", text], { encoding: "utf8" })
+    .stdout.split("\n")
+    .filter((l) => l && !l.includes("pgrep"));
 
 /** The outcome, or a skip when the host could not vouch for its measurement. */
 function measured(ctx: TestContext, r: Ran) {
@@ -143,17 +184,32 @@ function measured(ctx: TestContext, r: Ran) {
 describe.skipIf(!existsSync(redisServer))("a gate on a service with a Redis per arm", () => {
   it("gates a challenger 2 ms slower per call red, each arm counting in its own Redis", async (ctx) => {
     const out = join(dir, "out-gate");
-    const r = await perfGate(join(dir, "h1"), config("{tcp: PORT_REDIS}"), ["--champion", fast, "--challenger", slow, "--out", out]);
+    const r = await perfGate(join(dir, "h1"), config("{tcp: PORT_REDIS}"), [
+      "--champion",
+      fast,
+      "--challenger",
+      slow,
+      "--out",
+      out,
+    ]);
     expect(running(`--dir ${dumps}`)).toEqual([]);
     const g = measured(ctx, r);
-    console.log(`[dependencies gate] slow: ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`);
+    console.log(
+      `[dependencies gate] slow: ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`,
+    );
     expect(g.verdict).toBe("red");
     await expectOwnRedis(out, "gate");
   }, 150_000);
 
   it("runs an A/A on the champion, a Redis per arm, ready by its own command", async (ctx) => {
     const out = join(dir, "out-aa");
-    const r = await perfGate(join(dir, "h2"), config("{command: [/usr/bin/redis-cli, -p, $PORT_REDIS, ping]}"), ["--champion", fast, "--aa", "--out", out]);
+    const r = await perfGate(join(dir, "h2"), config("{command: [/usr/bin/redis-cli, -p, $PORT_REDIS, ping]}"), [
+      "--champion",
+      fast,
+      "--aa",
+      "--out",
+      out,
+    ]);
     expect(running(`--dir ${dumps}`)).toEqual([]);
     const g = measured(ctx, r);
     console.log(`[dependencies A/A] ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`);
@@ -161,22 +217,30 @@ describe.skipIf(!existsSync(redisServer))("a gate on a service with a Redis per 
   }, 150_000);
 
   it("a dependency that never gets ready fails the start with its own log", async () => {
-    const never = config("{tcp: PORT_REDIS}").replace(/command: \[\/usr\/bin\/redis-server[^\n]*/, 'command: [/bin/sh, -c, "echo fake store listening nowhere, asked for $PORT_REDIS; exec sleep 30"]')
+    const never = config("{tcp: PORT_REDIS}")
+      .replace(
+        /command: \[\/usr\/bin\/redis-server[^\n]*/,
+        'command: [/bin/sh, -c, "echo fake store listening nowhere, asked for $PORT_REDIS; exec sleep 30"]',
+      )
       .replace("health_timeout_seconds: 5", "health_timeout_seconds: 5\n  ready_timeout_seconds: 1.5");
     const r = await perfGate(join(dir, "h3"), never, ["--champion", fast, "--challenger", fast], { debug: true });
     console.log(`[dependencies never ready] exit ${r.code}: ${r.stderr.trim()}`);
     expect(r.code).toBe(2);
     expect(running("fake store listening nowhere")).toEqual([]);
-    expect(r.stderr).toMatch(/candidate champion [0-9a-f]{40}: dependency redis: not ready after 1\.5s: nothing accepted a TCP connection on 127\.0\.0\.1:\d+/);
+    expect(r.stderr).toMatch(
+      /candidate champion [0-9a-f]{40}: dependency redis: not ready after 1\.5s: nothing accepted a TCP connection on 127\.0\.0\.1:\d+/,
+    );
     expect(r.stderr).toMatch(/its log \(\S+\.redis\.log\) ends:.*\n(.*\n)*fake store listening nowhere, asked for \d+/);
   }, 60_000);
 
   it("a dependency that exits fails the start with its own log", async () => {
-    const bad = config("{tcp: PORT_REDIS}").replace("--appendonly, \"no\"", "--appendonly, \"no\", --no-such-directive, x");
+    const bad = config("{tcp: PORT_REDIS}").replace('--appendonly, "no"', '--appendonly, "no", --no-such-directive, x');
     const r = await perfGate(join(dir, "h4"), bad, ["--champion", fast, "--challenger", fast], { debug: true });
     console.log(`[dependencies exits] exit ${r.code}: ${r.stderr.trim()}`);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/dependency redis: exited before it was ready \(exit status 1\); its log \(\S+\.redis\.log\) ends:/);
+    expect(r.stderr).toMatch(
+      /dependency redis: exited before it was ready \(exit status 1\); its log \(\S+\.redis\.log\) ends:/,
+    );
     expect(r.stderr).toContain("Bad directive or wrong number of arguments");
   }, 60_000);
 });

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
-import { LocalGate } from "../support/local-gate";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
+import { LocalGate } from "../support/local-gate";
 import { machineTooBusy, untilQuiet } from "../support/machine-too-busy";
 
 const hostDir = join(repoRoot, "benchmark-host");
@@ -19,7 +19,9 @@ let local: LocalGate;
 async function release(name: string, tags: string[]): Promise<string> {
   const d = join(dir, name);
   mkdirSync(join(d, "bin"), { recursive: true });
-  await promisify(execFile)("go", ["build", ...tags, "-o", join(d, "bin/grpcservice"), "./examples/grpcservice"], { cwd: hostDir });
+  await promisify(execFile)("go", ["build", ...tags, "-o", join(d, "bin/grpcservice"), "./examples/grpcservice"], {
+    cwd: hostDir,
+  });
   return d;
 }
 
@@ -55,9 +57,24 @@ afterAll(() => {
 });
 
 /** Runs the gate, measuring again while the machine is too busy for it (the one rule). */
-function gate(ctx: TestContext, root: string, challenger: string): Promise<{ verdict: string; estimate_ms: number; ci_ms: number[] }> {
+function gate(
+  ctx: TestContext,
+  root: string,
+  challenger: string,
+): Promise<{ verdict: string; estimate_ms: number; ci_ms: number[] }> {
   return untilQuiet(ctx, async (n) => {
-    const r = await local.run(root, "--config", join(dir, "perf-gate.yml"), "--json", "--champion", fast, "--challenger", challenger, "--out", join(root, `out${n}`));
+    const r = await local.run(
+      root,
+      "--config",
+      join(dir, "perf-gate.yml"),
+      "--json",
+      "--champion",
+      fast,
+      "--challenger",
+      challenger,
+      "--out",
+      join(root, `out${n}`),
+    );
     spawnSync("pkill", ["-f", `champion-daemon --root ${root}`]);
     const busy = machineTooBusy(r);
     if (busy) return { busy };

@@ -3,14 +3,14 @@
 // host through runc. A slower image is red, the same image on both arms grey, and after each run
 // nothing of either arm is left: no process, no mount, no cgroup runc made.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { dockerSave, ociLayout } from "../support/image";
+import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate, perfHost } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
-import { buildHostBinaries, repoRoot } from "../support/loadgen";
 
 const runc = ["/usr/sbin/runc", "/usr/bin/runc"].find(existsSync);
 let dir: string;
@@ -21,12 +21,16 @@ let slow: string;
 // No service.command: the image's entrypoint runs.
 const config = () => {
   const path = join(dir, "config.yml");
-  writeFileSync(path, "service:\n  health_timeout_seconds: 5\nslo: {percentile: 50, budget_ms: 50}\nslices: {seconds: 0.5, pairs: 8}\nwarmup_seconds: 0\nworkloads:\n  - name: w\n    rates: [100]\n    requests: [{path: /work}]\n");
+  writeFileSync(
+    path,
+    "service:\n  health_timeout_seconds: 5\nslo: {percentile: 50, budget_ms: 50}\nslices: {seconds: 0.5, pairs: 8}\nwarmup_seconds: 0\nworkloads:\n  - name: w\n    rates: [100]\n    requests: [{path: /work}]\n",
+  );
   return path;
 };
 
 // Other work on this machine may take some CPU; what it took is in the host's result either way.
-const perfGate = (root: string, ...args: string[]) => gate.run(root, "--max-foreign-cores", "64", "--settle-seconds", "1", ...args);
+const perfGate = (root: string, ...args: string[]) =>
+  gate.run(root, "--max-foreign-cores", "64", "--settle-seconds", "1", ...args);
 
 /** What of a run's arms is still there: their processes, mounts under the test's directory, cgroups runc made. */
 function leftovers(): string[] {
@@ -38,18 +42,31 @@ function leftovers(): string[] {
     } catch {
       continue;
     }
-    if (args === "/app/server" || (args.startsWith("/usr/sbin/runc") && args.includes(dir))) left.push(`process ${pid}: ${args}`);
+    if (args === "/app/server" || (args.startsWith("/usr/sbin/runc") && args.includes(dir)))
+      left.push(`process ${pid}: ${args}`);
   }
-  left.push(...readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => l.includes(dir)));
+  left.push(
+    ...readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .filter((l) => l.includes(dir)),
+  );
   for (const hierarchy of readdirSync("/sys/fs/cgroup")) {
     try {
-      left.push(...readdirSync(join("/sys/fs/cgroup", hierarchy)).filter((g) => /^(champion|challenger)-\d+-\d+$/.test(g)).map((g) => `cgroup ${hierarchy}/${g}`));
+      left.push(
+        ...readdirSync(join("/sys/fs/cgroup", hierarchy))
+          .filter((g) => /^(champion|challenger)-\d+-\d+$/.test(g))
+          .map((g) => `cgroup ${hierarchy}/${g}`),
+      );
     } catch {}
   }
   return left;
 }
 
-const verdictLine = (stdout: string) => stdout.split("\n").filter((l) => /^(GREY|RED|GREEN)/.test(l)).join("\n");
+const verdictLine = (stdout: string) =>
+  stdout
+    .split("\n")
+    .filter((l) => /^(GREY|RED|GREEN)/.test(l))
+    .join("\n");
 
 beforeAll(async () => {
   await buildHostBinaries();
@@ -57,7 +74,10 @@ beforeAll(async () => {
   chmodSync(dir, 0o755);
   // Static binaries, as a FROM scratch image needs them.
   for (const v of ["fast", "slow"]) {
-    execFileSync("go", ["build", "-tags", v, "-o", join(dir, `service-${v}`), "./examples/service"], { cwd: join(repoRoot, "benchmark-host"), env: { ...process.env, CGO_ENABLED: "0" } });
+    execFileSync("go", ["build", "-tags", v, "-o", join(dir, `service-${v}`), "./examples/service"], {
+      cwd: join(repoRoot, "benchmark-host"),
+      env: { ...process.env, CGO_ENABLED: "0" },
+    });
   }
   fast = dockerSave(join(dir, "service-fast"), "fast image", join(dir, "fast.tar"));
   slow = ociLayout(join(dir, "service-slow"), "slow image", join(dir, "slow-oci"));
@@ -74,7 +94,9 @@ describe.skipIf(!runc)("perf-gate run --local with container images", () => {
     // Blocking exits 1; a run the host flagged (a busy machine) reads advisory and exits 0.
     expect(r.code, r.stderr).toBe(/^RED \(blocking\)/m.test(r.stdout) ? 1 : 0);
     const said = r.stdout + r.stderr;
-    expect(said).toMatch(/deployed champion \w+ \(container image sha256:[0-9a-f]{64}, 1 layers, runs \["\/app\/server"\]\)/);
+    expect(said).toMatch(
+      /deployed champion \w+ \(container image sha256:[0-9a-f]{64}, 1 layers, runs \["\/app\/server"\]\)/,
+    );
     expect(said).toMatch(/deployed challenger \w+ \(container image sha256:/);
     expect(leftovers()).toEqual([]);
   }, 200_000);

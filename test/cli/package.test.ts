@@ -11,7 +11,11 @@ import { ran } from "../support/cli";
 import { repoRoot } from "../support/loadgen";
 
 const exec = promisify(execFile);
-const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { name: string; version: string; dependencies?: object };
+const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+  name: string;
+  version: string;
+  dependencies?: object;
+};
 let packed: { filename: string; files: { path: string }[] };
 let project: string;
 
@@ -21,14 +25,23 @@ beforeAll(async () => {
   packed = (JSON.parse(stdout) as (typeof packed)[])[0]!;
   project = mkdtempSync(join(tmpdir(), "perf-gate-npx-"));
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "uses-perf-gate", private: true }));
-  await exec("npm", ["install", "--no-audit", "--no-fund", join(out, packed.filename)], { cwd: project, timeout: 120_000 });
+  await exec("npm", ["install", "--no-audit", "--no-fund", join(out, packed.filename)], {
+    cwd: project,
+    timeout: 120_000,
+  });
 });
 
 const perfGate = (...args: string[]) => ran(join(project, "node_modules/.bin/perf-gate"), args, { cwd: project });
 
 describe("the npm package", () => {
   it("holds the CLI bundle, its licence notices, README, LICENSE and package.json, and nothing else", () => {
-    expect(packed.files.map((f) => f.path).sort()).toEqual(["LICENSE", "README.md", "dist/cli.js", "dist/licenses.txt", "package.json"]);
+    expect(packed.files.map((f) => f.path).sort()).toEqual([
+      "LICENSE",
+      "README.md",
+      "dist/cli.js",
+      "dist/licenses.txt",
+      "package.json",
+    ]);
     expect(pkg.dependencies, "the bundle holds every runtime dependency").toBeUndefined();
   });
 
@@ -39,9 +52,14 @@ describe("the npm package", () => {
 
   it("perf-gate analyze judges a result file from a clean directory", async () => {
     const file = join(project, "result.json");
-    writeFileSync(file, JSON.stringify(makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) })));
+    writeFileSync(
+      file,
+      JSON.stringify(makeResult({ pairs: pairsFromDiffs([2.6, 2.5, 2.7, 2.4, 2.6, 2.55, 2.65, 2.5, 2.6, 2.7]) })),
+    );
     const r = await perfGate("analyze", file);
     expect(r, JSON.stringify(r)).toMatchObject({ code: 1 });
-    expect(r.stdout).toMatch(/^RED \(blocking\): challenger is 2\.\d+ ms slower at p99 \(97\.5% CI \[\+2\.\d+, \+2\.\d+\] ms; .*n=10 pairs\)/m);
+    expect(r.stdout).toMatch(
+      /^RED \(blocking\): challenger is 2\.\d+ ms slower at p99 \(97\.5% CI \[\+2\.\d+, \+2\.\d+\] ms; .*n=10 pairs\)/m,
+    );
   });
 });

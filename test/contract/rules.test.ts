@@ -13,7 +13,8 @@ describe("rules shared with Go", () => {
   });
 
   it("writes workload@rate/pNN floor keys as contract.FloorKey does", () => {
-    for (const v of floorKeys.vectors) expect(floorKey(v.workload, v.rate, v.percentile), JSON.stringify(v)).toBe(v.key);
+    for (const v of floorKeys.vectors)
+      expect(floorKey(v.workload, v.rate, v.percentile), JSON.stringify(v)).toBe(v.key);
   });
 
   it("computes the sample budget as contract.SampleBudget does", () => {
@@ -22,7 +23,12 @@ describe("rules shared with Go", () => {
 
   it("finds the service arguments contract.ExpandArg refuses, with its message, and the variables the host sets", () => {
     const vars = Object.keys(serviceArgs.vars);
-    for (const v of serviceArgs.vectors) expect(serviceArgError(v.arg, vars), v.arg).toBe("error" in v ? v.error : undefined);
-    for (const v of serviceArgs.env) expect(hostSetsEnv(v.name, "port_env" in v ? v.port_env : undefined), `${v.name} ${"port_env" in v ? v.port_env : ""}`).toBe(v.host_sets);
+    for (const v of serviceArgs.vectors)
+      expect(serviceArgError(v.arg, vars), v.arg).toBe("error" in v ? v.error : undefined);
+    for (const v of serviceArgs.env)
+      expect(
+        hostSetsEnv(v.name, "port_env" in v ? v.port_env : undefined),
+        `${v.name} ${"port_env" in v ? v.port_env : ""}`,
+      ).toBe(v.host_sets);
   });
 });

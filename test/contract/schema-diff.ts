@@ -6,7 +6,19 @@
 // reads strictly, the TypeScript side loosely, by design.
 type Schema = Record<string, unknown>;
 
-const COMPARED = ["type", "enum", "const", "pattern", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minItems", "maxItems", "default"] as const;
+const COMPARED = [
+  "type",
+  "enum",
+  "const",
+  "pattern",
+  "minimum",
+  "exclusiveMinimum",
+  "maximum",
+  "exclusiveMaximum",
+  "minItems",
+  "maxItems",
+  "default",
+] as const;
 
 export function schemaDifferences(message: string, go: Schema, ts: Schema, tsFile: string): string[] {
   const out: string[] = [];
@@ -37,7 +49,9 @@ function normalize(s: Schema): Normal {
   if (keywords.const !== undefined) delete keywords.type; // a zod literal is a "number", Go's constant an "integer"
   const n: Normal = { nullable, keywords };
   if (s.properties) {
-    n.properties = Object.fromEntries(Object.entries(s.properties as Record<string, Schema>).map(([k, v]) => [k, normalize(v)]));
+    n.properties = Object.fromEntries(
+      Object.entries(s.properties as Record<string, Schema>).map(([k, v]) => [k, normalize(v)]),
+    );
     n.required = new Set((s.required as string[] | undefined) ?? []);
   }
   const prefix = s.prefixItems as Schema[] | undefined;
@@ -46,7 +60,11 @@ function normalize(s: Schema): Normal {
   } else if (s.items && typeof s.items === "object") {
     n.items = normalize(s.items as Schema);
   }
-  if (s.additionalProperties && typeof s.additionalProperties === "object" && Object.keys(s.additionalProperties).length > 0) {
+  if (
+    s.additionalProperties &&
+    typeof s.additionalProperties === "object" &&
+    Object.keys(s.additionalProperties).length > 0
+  ) {
     n.values = normalize(s.additionalProperties as Schema);
   }
   return n;
@@ -65,7 +83,10 @@ function compare(path: string, go: Normal, ts: Normal, file: string, out: string
     const show = (v: unknown) => (v === undefined ? "none" : JSON.stringify(v));
     out.push(`${path}: ${k} ${show(g)} in ${here}, ${show(t)} in ${file}`);
   }
-  if (go.nullable !== ts.nullable) out.push(`${path}: ${go.nullable ? "nullable" : "not nullable"} in ${here}, ${ts.nullable ? "nullable" : "not nullable"} in ${file}`);
+  if (go.nullable !== ts.nullable)
+    out.push(
+      `${path}: ${go.nullable ? "nullable" : "not nullable"} in ${here}, ${ts.nullable ? "nullable" : "not nullable"} in ${file}`,
+    );
   if (go.properties || ts.properties) {
     const gp = go.properties ?? {};
     const tp = ts.properties ?? {};
@@ -80,13 +101,20 @@ function compare(path: string, go: Normal, ts: Normal, file: string, out: string
         continue;
       }
       const [gr, tr] = [go.required!.has(key), ts.required!.has(key)];
-      if (gr !== tr) out.push(`${at}: ${gr ? "required" : "optional"} in ${here}, ${tr ? "required" : "optional"} in ${file}`);
+      if (gr !== tr)
+        out.push(`${at}: ${gr ? "required" : "optional"} in ${here}, ${tr ? "required" : "optional"} in ${file}`);
       compare(at, gp[key]!, tp[key]!, file, out);
     }
   }
-  for (const [part, suffix] of [["items", "[]"], ["values", ".*"]] as const) {
+  for (const [part, suffix] of [
+    ["items", "[]"],
+    ["values", ".*"],
+  ] as const) {
     const [g, t] = [go[part], ts[part]];
     if (g && t) compare(`${path}${suffix}`, g, t, file, out);
-    else if (g || t) out.push(`${path}${suffix}: ${g ? "described" : "not described"} in ${here}, ${t ? "described" : "not described"} in ${file}`);
+    else if (g || t)
+      out.push(
+        `${path}${suffix}: ${g ? "described" : "not described"} in ${here}, ${t ? "described" : "not described"} in ${file}`,
+      );
   }
 }

@@ -32,13 +32,16 @@ const messages: Record<string, [z.ZodType, string]> = {
   history: [historySchema, "src/contract/history.ts"],
 };
 
-const goSchema = (name: string) => JSON.parse(readFileSync(join(schemaDir, `${name}.schema.json`), "utf8")) as Record<string, unknown>;
+const goSchema = (name: string) =>
+  JSON.parse(readFileSync(join(schemaDir, `${name}.schema.json`), "utf8")) as Record<string, unknown>;
 // Input semantics: a field with a default may be left out, as Go's omitempty fields may.
 const tsSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input" }) as Record<string, unknown>;
 
 describe("the contract", () => {
   it("has a zod schema for every message Go generates a schema for, and no other", () => {
-    const generated = readdirSync(schemaDir).filter((f) => f.endsWith(".schema.json")).map((f) => f.replace(".schema.json", ""));
+    const generated = readdirSync(schemaDir)
+      .filter((f) => f.endsWith(".schema.json"))
+      .map((f) => f.replace(".schema.json", ""));
     expect(Object.keys(messages).sort()).toEqual(generated.sort());
   });
 
@@ -51,10 +54,19 @@ describe("the contract", () => {
 });
 
 describe("the gate config", () => {
-  type Props = Record<string, Record<string, unknown> & { properties?: Props; items?: Record<string, unknown> & { properties?: Props } }>;
+  type Props = Record<
+    string,
+    Record<string, unknown> & { properties?: Props; items?: Record<string, unknown> & { properties?: Props } }
+  >;
   const config = tsSchema(configSchema) as { properties: Props };
   const plan = goSchema("plan").properties as Props;
-  const bounds = (s: Record<string, unknown>) => ({ type: s.type, min: s.minimum, exclusiveMin: s.exclusiveMinimum, max: s.maximum, pattern: (s.pattern as string | undefined)?.replace(/\\\//g, "/") });
+  const bounds = (s: Record<string, unknown>) => ({
+    type: s.type,
+    min: s.minimum,
+    exclusiveMin: s.exclusiveMinimum,
+    max: s.maximum,
+    pattern: (s.pattern as string | undefined)?.replace(/\\\//g, "/"),
+  });
 
   it("has the plan's limits where its fields become the plan's, stricter only where it says why", () => {
     const slices = config.properties.slices!.properties!;
@@ -66,18 +78,21 @@ describe("the gate config", () => {
     expect(bounds(workload.timeout_ms!)).toEqual(bounds(plan.timeout_ms!));
     expect(bounds(workload.name!)).toEqual(bounds(plan.workload!));
     const planRequest = plan.requests!.items!.properties!;
-    for (const field of ["method", "path", "weight"]) expect(bounds(request[field]!), field).toEqual(bounds(planRequest[field]!));
+    for (const field of ["method", "path", "weight"])
+      expect(bounds(request[field]!), field).toEqual(bounds(planRequest[field]!));
     // A verdict's interval needs two pairs; the wire accepts one.
     expect(bounds(slices.pairs!)).toEqual({ ...bounds(plan.pairs!), min: 2 });
     expect(slices.order!.enum).toEqual(plan.order!.enum);
     const service = goSchema("service").properties as Props;
     const configService = config.properties.service!.properties!;
-    for (const field of Object.keys(service)) expect(bounds(configService[field]!), field).toEqual(bounds(service[field]!));
+    for (const field of Object.keys(service))
+      expect(bounds(configService[field]!), field).toEqual(bounds(service[field]!));
   });
 });
 
 describe("the comparator", () => {
-  const diff = (name: string, schema: z.ZodType, file = "src/contract/result.ts") => schemaDifferences(name, goSchema(name), tsSchema(schema), file);
+  const diff = (name: string, schema: z.ZodType, file = "src/contract/result.ts") =>
+    schemaDifferences(name, goSchema(name), tsSchema(schema), file);
 
   it("names a field renamed on one side, on both sides of the rename", () => {
     const { dispatch_lag_us, ...rest } = sliceSchema.shape;
@@ -92,7 +107,10 @@ describe("the comparator", () => {
     const { shape } = planSchema;
     const drifted = planSchema.extend({
       slice_seconds: z.number().positive().max(600),
-      workload: z.string().regex(/^[a-z]+$/).default("default"),
+      workload: z
+        .string()
+        .regex(/^[a-z]+$/)
+        .default("default"),
       order: z.enum(["alternate", "random"]).default("alternate"),
       connections: z.number().int().min(1).max(1000).default(8),
       pairs: z.number().min(1).max(10_000),
@@ -110,7 +128,12 @@ describe("the comparator", () => {
 
   it("names a field Go added that zod lacks, deep in a map", () => {
     const go = goSchema("status");
-    const floors = (go.properties as Record<string, { additionalProperties: { properties: Record<string, unknown>; required: string[] } }>).floors!;
+    const floors = (
+      go.properties as Record<
+        string,
+        { additionalProperties: { properties: Record<string, unknown>; required: string[] } }
+      >
+    ).floors!;
     floors.additionalProperties.properties.drift_ms = { type: "number" };
     floors.additionalProperties.required.push("drift_ms");
     expect(schemaDifferences("status", go, tsSchema(hostStatusSchema), "src/contract/host.ts")).toEqual([

@@ -38,7 +38,11 @@ export function examplePayload<T>(event: string, pick: (p: T) => boolean = () =>
 
 export type PullRequestPayload = {
   action: string;
-  pull_request: { number: number; head: { sha: string; repo: { full_name: string; fork: boolean } }; base: { sha: string } };
+  pull_request: {
+    number: number;
+    head: { sha: string; repo: { full_name: string; fork: boolean } };
+    base: { sha: string };
+  };
   label?: { name: string };
   sender: { login: string };
 };
@@ -72,19 +76,48 @@ export class GitHubHarness {
 
   /** The action's inputs without the host's. */
   inputs(mode: string, extra: Record<string, string> = {}): Record<string, string> {
-    return { "github-token": DEFAULT_TOKEN, config: ".github/perf-gate.yml", mode, "on-infrastructure-failure": "fail", "busy-timeout-minutes": "5", ...extra };
+    return {
+      "github-token": DEFAULT_TOKEN,
+      config: ".github/perf-gate.yml",
+      mode,
+      "on-infrastructure-failure": "fail",
+      "busy-timeout-minutes": "5",
+      ...extra,
+    };
   }
 
   /** Runs the main step (or the post step) for one event. */
-  run(inputs: Record<string, string>, eventName: string, payload: unknown, env: Record<string, string> = {}, o: RunOptions = {}): Promise<ActionRun> {
-    return this.step(inputs, {
-      GITHUB_EVENT_NAME: eventName, GITHUB_API_URL: this.api, GITHUB_REPOSITORY: REPOSITORY,
-      GITHUB_RUN_ID: String(this.runCounter++), GITHUB_RUN_ATTEMPT: "1", GITHUB_SHA: "e".repeat(40), PERF_GATE_GITHUB_UNPACED: "1", ...env,
-    }, payload, o);
+  run(
+    inputs: Record<string, string>,
+    eventName: string,
+    payload: unknown,
+    env: Record<string, string> = {},
+    o: RunOptions = {},
+  ): Promise<ActionRun> {
+    return this.step(
+      inputs,
+      {
+        GITHUB_EVENT_NAME: eventName,
+        GITHUB_API_URL: this.api,
+        GITHUB_REPOSITORY: REPOSITORY,
+        GITHUB_RUN_ID: String(this.runCounter++),
+        GITHUB_RUN_ATTEMPT: "1",
+        GITHUB_SHA: "e".repeat(40),
+        PERF_GATE_GITHUB_UNPACED: "1",
+        ...env,
+      },
+      payload,
+      o,
+    );
   }
 
   /** The step as the runner runs it: dist/index.js (or dist/post.js) under Node 24. */
-  protected step(inputs: Record<string, string>, env: Record<string, string>, payload: unknown, o: RunOptions): Promise<ActionRun> {
+  protected step(
+    inputs: Record<string, string>,
+    env: Record<string, string>,
+    payload: unknown,
+    o: RunOptions,
+  ): Promise<ActionRun> {
     return runAction(inputs, env, payload, o);
   }
 
@@ -99,13 +132,28 @@ export class GitHubHarness {
 
   /** GitHub's view of a pull request now: its head (a fork's, when headRepo is another repository) and base. */
   setPull(pr: number, headSha: string, o: { baseSha: string; headRepo?: string; headPushedAt?: string }): void {
-    this.fake.pulls.set(pr, { headSha, baseSha: o.baseSha, baseRef: "master", state: "open", headRepo: o.headRepo ?? REPOSITORY, headPushedAt: o.headPushedAt ?? "2026-11-21T09:00:00Z" });
+    this.fake.pulls.set(pr, {
+      headSha,
+      baseSha: o.baseSha,
+      baseRef: "master",
+      state: "open",
+      headRepo: o.headRepo ?? REPOSITORY,
+      headPushedAt: o.headPushedAt ?? "2026-11-21T09:00:00Z",
+    });
   }
 
   /** A real pull_request payload with this action, for a pull request's head and base; a fork's, labelled, or sent by another user when asked. */
-  pullRequestEvent(action: string, pr: number, head: string, baseSha: string, o: { fork?: boolean; label?: string; sender?: string } = {}): PullRequestPayload {
+  pullRequestEvent(
+    action: string,
+    pr: number,
+    head: string,
+    baseSha: string,
+    o: { fork?: boolean; label?: string; sender?: string } = {},
+  ): PullRequestPayload {
     // The example of this action where GitHub's examples have one, else an opened one.
-    const p = examplePayload<PullRequestPayload>("pull_request", (e) => e.action === action) ?? examplePayload<PullRequestPayload>("pull_request", (e) => e.action === "opened");
+    const p =
+      examplePayload<PullRequestPayload>("pull_request", (e) => e.action === action) ??
+      examplePayload<PullRequestPayload>("pull_request", (e) => e.action === "opened");
     p.action = action;
     p.pull_request.number = pr;
     p.pull_request.head.sha = head;
@@ -122,7 +170,13 @@ export class GitHubHarness {
     const p = examplePayload<CommentPayload>("issue_comment", (e) => e.action === "created");
     p.issue.number = pr;
     p.issue.pull_request = { url: `https://api.github.com/repos/${REPOSITORY}/pulls/${pr}` };
-    p.comment = { ...p.comment, id: held.id, body, created_at: "2026-11-21T10:00:00Z", user: { ...p.comment.user, login, type } };
+    p.comment = {
+      ...p.comment,
+      id: held.id,
+      body,
+      created_at: "2026-11-21T10:00:00Z",
+      user: { ...p.comment.user, login, type },
+    };
     return p;
   }
 
@@ -133,7 +187,9 @@ export class GitHubHarness {
 
   /** The action's replies to commands on a pull request, oldest first. */
   replies(pr: number): string[] {
-    return this.ours(pr).filter((c) => !c.body.startsWith(STICKY)).map((c) => c.body);
+    return this.ours(pr)
+      .filter((c) => !c.body.startsWith(STICKY))
+      .map((c) => c.body);
   }
 
   /** The action's sticky comment on a pull request (one at most). */
@@ -152,7 +208,10 @@ export class ActionHarness extends GitHubHarness {
   }
 
   /** Starts the fake and the host, and makes `championSha` the champion: the fast build ("v1"), or the release and service given. */
-  static override async start(championSha = "0".repeat(40), champion?: { release: string; service: object }): Promise<ActionHarness> {
+  static override async start(
+    championSha = "0".repeat(40),
+    champion?: { release: string; service: object },
+  ): Promise<ActionHarness> {
     const fake = new GitHubFake();
     const api = await fake.start();
     const h = new ActionHarness(fake, api, await TestHost.start());
@@ -164,7 +223,10 @@ export class ActionHarness extends GitHubHarness {
   async installChampion(sha: string, release: string, service: object = { command: ["./start.sh"] }): Promise<void> {
     const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}-${sha.slice(0, 7)}.tar.gz`);
     execFileSync("tar", ["-czf", tarball, "-C", release, "."]);
-    for (const [cmd, input] of [[`deploy champion ${sha}`, readFileSync(tarball)], [`promote ${sha}`, JSON.stringify(service)]] as const) {
+    for (const [cmd, input] of [
+      [`deploy champion ${sha}`, readFileSync(tarball)],
+      [`promote ${sha}`, JSON.stringify(service)],
+    ] as const) {
       const r = await this.host.ssh(cmd, input);
       if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
     }
@@ -178,9 +240,16 @@ export class ActionHarness extends GitHubHarness {
   /** The action's inputs for this host; `mode: command` and `mode: access` get none of the host's. */
   override inputs(mode: string, extra: Record<string, string> = {}): Record<string, string> {
     const i = this.host.info;
-    const hostInputs: Record<string, string> = mode === "command" || mode === "access" ? {} : {
-      host: "127.0.0.1", port: String(i.ssh_port), user: i.user, "ssh-key": readFileSync(i.key, "utf8"), "known-hosts": i.known_hosts_line,
-    };
+    const hostInputs: Record<string, string> =
+      mode === "command" || mode === "access"
+        ? {}
+        : {
+            host: "127.0.0.1",
+            port: String(i.ssh_port),
+            user: i.user,
+            "ssh-key": readFileSync(i.key, "utf8"),
+            "known-hosts": i.known_hosts_line,
+          };
     return super.inputs(mode, { ...hostInputs, ...extra });
   }
 
@@ -198,7 +267,12 @@ export class ActionHarness extends GitHubHarness {
     }
   }
 
-  async hostStatus(): Promise<{ champion: string; previous: string; releases: string[]; floors: Record<string, { half_width_ms: number; ci_ms: number[]; run_id: string }> }> {
+  async hostStatus(): Promise<{
+    champion: string;
+    previous: string;
+    releases: string[];
+    floors: Record<string, { half_width_ms: number; ci_ms: number[]; run_id: string }>;
+  }> {
     const r = await this.host.ssh("status");
     if (r.code !== 0) throw new Error(`status: ${r.stderr}`);
     return JSON.parse(r.stdout);

@@ -28,19 +28,31 @@ export interface RunOptions {
   started?: (child: ChildProcess) => void;
 }
 
-export async function runAction(inputs: Record<string, string>, env: Record<string, string>, event: unknown, o: RunOptions = {}): Promise<ActionRun> {
+export async function runAction(
+  inputs: Record<string, string>,
+  env: Record<string, string>,
+  event: unknown,
+  o: RunOptions = {},
+): Promise<ActionRun> {
   const step = stepFiles(event);
-  const { code, signal, stdout } = await new Promise<{ code: number; signal: string | null; stdout: string }>((resolve) => {
-    const child = execFile(node24, [join(repoRoot, `dist/${o.script ?? "index"}.js`)], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stepEnv(step, inputs, env) },
-      maxBuffer: 32 << 20,
-      timeout: 600_000,
-    }, (err, out) => {
-      const e = err as { code?: number; signal?: string } | null;
-      resolve({ code: e ? (e.code ?? 1) : 0, signal: e?.signal ?? null, stdout: String(out) });
-    });
-    o.started?.(child);
-  });
+  const { code, signal, stdout } = await new Promise<{ code: number; signal: string | null; stdout: string }>(
+    (resolve) => {
+      const child = execFile(
+        node24,
+        [join(repoRoot, `dist/${o.script ?? "index"}.js`)],
+        {
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stepEnv(step, inputs, env) },
+          maxBuffer: 32 << 20,
+          timeout: 600_000,
+        },
+        (err, out) => {
+          const e = err as { code?: number; signal?: string } | null;
+          resolve({ code: e ? (e.code ?? 1) : 0, signal: e?.signal ?? null, stdout: String(out) });
+        },
+      );
+      o.started?.(child);
+    },
+  );
   return stepRun(step, { code, signal, stdout });
 }
 
@@ -55,20 +67,45 @@ export interface StepFiles {
 
 export function stepFiles(event: unknown): StepFiles {
   const dir = mkdtempSync(join(tmpdir(), "perf-gate-runner-"));
-  const files = { dir, event: join(dir, "event.json"), output: join(dir, "output"), summary: join(dir, "summary.md"), state: join(dir, "state") };
+  const files = {
+    dir,
+    event: join(dir, "event.json"),
+    output: join(dir, "output"),
+    summary: join(dir, "summary.md"),
+    state: join(dir, "state"),
+  };
   writeFileSync(files.event, JSON.stringify(event));
   for (const f of [files.output, files.summary, files.state]) writeFileSync(f, "");
   return files;
 }
 
 /** The step's environment as the runner sets it: its files, and every input action.yml declares (its default unless given). */
-export function stepEnv(files: StepFiles, inputs: Record<string, string>, env: Record<string, string>): Record<string, string> {
-  const declared = (parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { inputs: Record<string, { default?: string }> }).inputs;
-  const defaults = Object.fromEntries(Object.entries(declared).map(([k, d]) => [k, String(d.default ?? "").includes("${{") ? "" : String(d.default ?? "")]));
-  const inputEnv = Object.fromEntries(Object.entries({ ...defaults, ...inputs }).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]));
+export function stepEnv(
+  files: StepFiles,
+  inputs: Record<string, string>,
+  env: Record<string, string>,
+): Record<string, string> {
+  const declared = (
+    parse(readFileSync(join(repoRoot, "action.yml"), "utf8")) as { inputs: Record<string, { default?: string }> }
+  ).inputs;
+  const defaults = Object.fromEntries(
+    Object.entries(declared).map(([k, d]) => [
+      k,
+      String(d.default ?? "").includes("${{") ? "" : String(d.default ?? ""),
+    ]),
+  );
+  const inputEnv = Object.fromEntries(
+    Object.entries({ ...defaults, ...inputs }).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v]),
+  );
   return {
-    GITHUB_EVENT_PATH: files.event, GITHUB_OUTPUT: files.output, GITHUB_STEP_SUMMARY: files.summary, GITHUB_STATE: files.state,
-    RUNNER_TEMP: files.dir, GITHUB_ACTIONS: "true", ...inputEnv, ...env,
+    GITHUB_EVENT_PATH: files.event,
+    GITHUB_OUTPUT: files.output,
+    GITHUB_STEP_SUMMARY: files.summary,
+    GITHUB_STATE: files.state,
+    RUNNER_TEMP: files.dir,
+    GITHUB_ACTIONS: "true",
+    ...inputEnv,
+    ...env,
   };
 }
 

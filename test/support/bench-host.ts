@@ -1,10 +1,10 @@
 // A real benchmark host for the action's tests: the testhost command (benchmark-host/e2e/
 // testhost) starts sshd with perf-host as its forced command, as install.sh sets up a host.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync, copyFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer, type Server } from "node:net";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { buildHostBinaries, repoRoot } from "./loadgen";
@@ -36,13 +36,19 @@ export async function buildServiceBinaries(): Promise<string> {
   await Promise.all([
     exec("go", ["build", "-o", join(bin, "service-fast"), "./examples/service"], { cwd: hostDir }),
     exec("go", ["build", "-tags", "slow", "-o", join(bin, "service-slow"), "./examples/service"], { cwd: hostDir }),
-    exec("go", ["build", "-tags", "slowreport", "-o", join(bin, "service-slowreport"), "./examples/service"], { cwd: hostDir }),
+    exec("go", ["build", "-tags", "slowreport", "-o", join(bin, "service-slowreport"), "./examples/service"], {
+      cwd: hostDir,
+    }),
   ]);
   return bin;
 }
 
 /** Starts an example service binary on a port (with extra environment) and waits for its /health. */
-export async function serveExample(binary: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
+export async function serveExample(
+  binary: string,
+  port: number,
+  env: Record<string, string> = {},
+): Promise<ChildProcess> {
   const p = spawn(binary, [], { env: { PORT: String(port), ...env }, stdio: "ignore" });
   for (let i = 0; i < 100; i++) {
     if ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok) return p;
@@ -76,7 +82,13 @@ export class TestHost {
   static async start(opts: { lockWait?: string } = {}): Promise<TestHost> {
     const bin = await TestHost.build();
     // The host holds its CPUs awake while measuring, as one on a VM whose idle CPUs halt should.
-    return TestHost.launch(bin, ["--perf-host", join(hostDir, "bin/perf-host"), "--lock-wait", opts.lockWait ?? "60s", "--hold-cpus-awake"]);
+    return TestHost.launch(bin, [
+      "--perf-host",
+      join(hostDir, "bin/perf-host"),
+      "--lock-wait",
+      opts.lockWait ?? "60s",
+      "--hold-cpus-awake",
+    ]);
   }
 
   /** Builds perf-host, testhost and both example service variants into a new directory. */
@@ -93,7 +105,13 @@ export class TestHost {
    * (another host's: one key for a pool); `args` are more install.sh options.
    */
   static install(bin: string, o: { key?: string; args?: string[] } = {}): Promise<TestHost> {
-    return TestHost.launch(bin, ["--install", join(hostDir, "install.sh"), "--install-args", (o.args ?? []).join(" "), ...(o.key ? ["--key", o.key] : [])]);
+    return TestHost.launch(bin, [
+      "--install",
+      join(hostDir, "install.sh"),
+      "--install-args",
+      (o.args ?? []).join(" "),
+      ...(o.key ? ["--key", o.key] : []),
+    ]);
   }
 
   private static async launch(bin: string, args: string[]): Promise<TestHost> {
@@ -115,9 +133,25 @@ export class TestHost {
 
   /** Runs a perf-host verb over ssh, as an operator would. */
   async ssh(command: string, input?: string | Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
-    const args = ["-i", this.info.key, "-p", String(this.info.ssh_port), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-      "-o", "StrictHostKeyChecking=yes", "-o", `UserKnownHostsFile=${this.info.known_hosts}`, "-o", "LogLevel=ERROR",
-      `${this.info.user}@127.0.0.1`, "--", command];
+    const args = [
+      "-i",
+      this.info.key,
+      "-p",
+      String(this.info.ssh_port),
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "IdentitiesOnly=yes",
+      "-o",
+      "StrictHostKeyChecking=yes",
+      "-o",
+      `UserKnownHostsFile=${this.info.known_hosts}`,
+      "-o",
+      "LogLevel=ERROR",
+      `${this.info.user}@127.0.0.1`,
+      "--",
+      command,
+    ];
     return new Promise((resolve) => {
       const p = spawn("ssh", args);
       let stdout = "";

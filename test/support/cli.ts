@@ -16,7 +16,12 @@ export interface Ran {
 export function ran(file: string, args: readonly string[], options: ExecFileOptions = {}): Promise<Ran> {
   return new Promise((resolve) => {
     execFile(file, args, { maxBuffer: 64 << 20, ...options, encoding: "utf8" }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout: String(stdout), stderr: String(stderr) }));
+      resolve({
+        code: err ? Number((err as { code?: number }).code ?? 1) : 0,
+        stdout: String(stdout),
+        stderr: String(stderr),
+      }),
+    );
   });
 }
 

@@ -26,7 +26,8 @@ const operations = openApiNullables(structuredClone(fixture.operations)) as unkn
 export const CONTRACT_SOURCE = fixture.source;
 
 // ajv-formats is CommonJS: its function is the default export's default under ESM.
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (a: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (a: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ strict: false, allErrors: true, logger: false }));
 const compiled = new WeakMap<Schema, ValidateFunction>();
 
@@ -45,18 +46,34 @@ function describe(errors: ErrorObject[], value: unknown): string[] {
   const specific = errors.filter((e) => e.keyword !== "oneOf" && e.keyword !== "anyOf");
   return (specific.length > 0 ? specific : errors).slice(0, 8).map((e) => {
     const field = e.instancePath || "(the whole body)";
-    const extra = e.keyword === "enum" ? ` (${(e.params as { allowedValues: unknown[] }).allowedValues.join(", ")}), got ${JSON.stringify(pick(value, e.instancePath))}` : e.keyword === "additionalProperties" ? `: ${(e.params as { additionalProperty: string }).additionalProperty}` : "";
+    const extra =
+      e.keyword === "enum"
+        ? ` (${(e.params as { allowedValues: unknown[] }).allowedValues.join(", ")}), got ${JSON.stringify(pick(value, e.instancePath))}`
+        : e.keyword === "additionalProperties"
+          ? `: ${(e.params as { additionalProperty: string }).additionalProperty}`
+          : "";
     return `${field} ${e.message}${extra}`;
   });
 }
 
 function pick(value: unknown, pointer: string): unknown {
-  return pointer.split("/").slice(1).reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k.replace(/~1/g, "/").replace(/~0/g, "~")] : undefined), value);
+  return pointer
+    .split("/")
+    .slice(1)
+    .reduce<unknown>(
+      (o, k) =>
+        o && typeof o === "object"
+          ? (o as Record<string, unknown>)[k.replace(/~1/g, "/").replace(/~0/g, "~")]
+          : undefined,
+      value,
+    );
 }
 
 const routes = Object.entries(operations).map(([id, op]) => {
   // A `path` parameter (a file's path in repos/get-content) spans segments; the others do not.
-  const pattern = op.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{([^}]+)\}/g, (_, name: string) => (name === "path" ? "(?<path>.+)" : `(?<${name}>[^/]+)`));
+  const pattern = op.path
+    .replace(/[.*+?^$()|[\]\\]/g, "\\$&")
+    .replace(/\{([^}]+)\}/g, (_, name: string) => (name === "path" ? "(?<path>.+)" : `(?<${name}>[^/]+)`));
   const literals = op.path.split("/").filter((s) => s && !s.startsWith("{")).length;
   return { id, method: op.method, re: new RegExp(`^${pattern}$`), literals };
 });
@@ -68,7 +85,10 @@ export function matchOperation(method: string, pathname: string): MatchedOperati
     .sort((a, b) => b.literals - a.literals)[0];
   if (!found) return null;
   const groups = found.re.exec(pathname)!.groups ?? {};
-  return { id: found.id, params: Object.fromEntries(Object.entries(groups).map(([k, v]) => [k, decodeURIComponent(v)])) };
+  return {
+    id: found.id,
+    params: Object.fromEntries(Object.entries(groups).map(([k, v]) => [k, decodeURIComponent(v)])),
+  };
 }
 
 /**
@@ -109,10 +129,12 @@ export function checkRequest(m: MatchedOperation, query: URLSearchParams, body: 
       if (p.required) problems.push(`${p.in} parameter ${p.name} is required`);
       continue;
     }
-    for (const e of describe(validate(p.schema, typed(p.schema, text)), text)) problems.push(`${p.in} parameter ${p.name}: ${e.replace("(the whole body) ", "")}`);
+    for (const e of describe(validate(p.schema, typed(p.schema, text)), text))
+      problems.push(`${p.in} parameter ${p.name}: ${e.replace("(the whole body) ", "")}`);
   }
   const known = new Set(op.parameters.filter((p) => p.in === "query").map((p) => p.name));
-  for (const name of query.keys()) if (!known.has(name)) problems.push(`query parameter ${name} is not a parameter of ${m.id}`);
+  for (const name of query.keys())
+    if (!known.has(name)) problems.push(`query parameter ${name} is not a parameter of ${m.id}`);
   if (op.requestBody === null) {
     if (body !== undefined) problems.push("this operation takes no request body");
   } else if (body === undefined) {
@@ -130,7 +152,13 @@ export function checkResponse(id: string, status: number, body: unknown): string
   if (!(String(status) in op.responses)) {
     // GitHub documents the success statuses of every operation but not every error one; an
     // undocumented error must still be GitHub's error shape.
-    if (status >= 400 && body !== null && typeof body === "object" && typeof (body as { message?: unknown }).message === "string") return [];
+    if (
+      status >= 400 &&
+      body !== null &&
+      typeof body === "object" &&
+      typeof (body as { message?: unknown }).message === "string"
+    )
+      return [];
     return [`${where}: status ${status} is not a response of this operation (${Object.keys(op.responses).join(", ")})`];
   }
   const schema = op.responses[String(status)];

@@ -98,7 +98,14 @@ interface Reaction {
 
 type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
 
-const LEGACY: Record<Role, "admin" | "write" | "read" | "none"> = { admin: "admin", maintain: "write", write: "write", triage: "read", read: "read", none: "none" };
+const LEGACY: Record<Role, "admin" | "write" | "read" | "none"> = {
+  admin: "admin",
+  maintain: "write",
+  write: "write",
+  triage: "read",
+  read: "read",
+  none: "none",
+};
 const DOCS = "https://docs.github.com/rest";
 
 type Example = { name: string; examples: Record<string, unknown>[] };
@@ -189,7 +196,13 @@ export class GitHubFake {
   /** A check run created by some app (perhaps not the action's), as GitHub keeps it. */
   addCheckRun(run: Omit<CheckRun, "id" | "started_at" | "completed_at" | "details_url"> & Partial<CheckRun>): CheckRun {
     const now = new Date().toISOString();
-    const full: CheckRun = { details_url: null, started_at: now, completed_at: run.status === "completed" ? now : null, ...run, id: this.nextId++ };
+    const full: CheckRun = {
+      details_url: null,
+      started_at: now,
+      completed_at: run.status === "completed" ? now : null,
+      ...run,
+      id: this.nextId++,
+    };
     this.checkRuns.push(full);
     return full;
   }
@@ -223,14 +236,22 @@ export class GitHubFake {
     } catch {
       body = text;
     }
-    this.requests.push({ method, path: url.pathname + url.search, body, operation: m?.id ?? null, actor: actor?.login ?? null });
+    this.requests.push({
+      method,
+      path: url.pathname + url.search,
+      body,
+      operation: m?.id ?? null,
+      actor: actor?.login ?? null,
+    });
     const send = ({ status, body: data, headers = {} }: Reply) => {
       if (m) this.violations.push(...checkResponse(m.id, status, data));
       res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
       res.end(data === undefined ? "" : JSON.stringify(data));
     };
     if (!m) {
-      this.violations.push(`${method} ${url.pathname}: not an operation in test/support/github-openapi.json (add it to scripts/openapi-fixture.mjs)`);
+      this.violations.push(
+        `${method} ${url.pathname}: not an operation in test/support/github-openapi.json (add it to scripts/openapi-fixture.mjs)`,
+      );
       return send({ status: 404, body: { message: `the fake does not serve ${method} ${url.pathname}` } });
     }
     if (!actor) return send(error(401, "Bad credentials"));
@@ -254,7 +275,21 @@ export class GitHubFake {
       case "repos/get-collaborator-permission-level": {
         const r = this.roles.get(p.username!);
         if (!r) return error(404, "Not Found");
-        return ok(200, { permission: LEGACY[r.role], role_name: r.roleName, user: { ...this.user(userNamed(p.username!)), permissions: { admin: r.role === "admin", maintain: ["admin", "maintain"].includes(r.role), push: LEGACY[r.role] === "write" || r.role === "admin", triage: r.role !== "read" && r.role !== "none", pull: r.role !== "none" }, role_name: r.roleName } });
+        return ok(200, {
+          permission: LEGACY[r.role],
+          role_name: r.roleName,
+          user: {
+            ...this.user(userNamed(p.username!)),
+            permissions: {
+              admin: r.role === "admin",
+              maintain: ["admin", "maintain"].includes(r.role),
+              push: LEGACY[r.role] === "write" || r.role === "admin",
+              triage: r.role !== "read" && r.role !== "none",
+              pull: r.role !== "none",
+            },
+            role_name: r.roleName,
+          },
+        });
       }
       case "pulls/get": {
         const pr = this.pulls.get(Number(p.pull_number));
@@ -262,8 +297,13 @@ export class GitHubFake {
       }
       case "repos/list-pull-requests-associated-with-commit": {
         // GitHub lists the pull requests a commit is part of: its head's commits, and the commit its merge made.
-        const listed = [...this.pulls].filter(([, pr]) => pr.headSha === p.commit_sha || pr.mergeCommitSha === p.commit_sha);
-        return ok(200, listed.map(([n, pr]) => this.pull(n, pr)));
+        const listed = [...this.pulls].filter(
+          ([, pr]) => pr.headSha === p.commit_sha || pr.mergeCommitSha === p.commit_sha,
+        );
+        return ok(
+          200,
+          listed.map(([n, pr]) => this.pull(n, pr)),
+        );
       }
       case "repos/compare-commits-with-basehead": {
         const [base, head] = p.basehead!.split("...");
@@ -271,9 +311,19 @@ export class GitHubFake {
         if (!mergeBase) return error(404, "Not Found");
         const compare = `https://github.com/${this.repository}/compare/${p.basehead}`;
         return ok(200, {
-          url: this.api(`/compare/${p.basehead}`), html_url: compare, permalink_url: compare, diff_url: `${compare}.diff`, patch_url: `${compare}.patch`,
-          base_commit: this.commit(base!), merge_base_commit: this.commit(mergeBase), status: mergeBase === base ? "ahead" : "diverged",
-          ahead_by: 1, behind_by: mergeBase === base ? 0 : 1, total_commits: 1, commits: [this.commit(head!)], files: [],
+          url: this.api(`/compare/${p.basehead}`),
+          html_url: compare,
+          permalink_url: compare,
+          diff_url: `${compare}.diff`,
+          patch_url: `${compare}.patch`,
+          base_commit: this.commit(base!),
+          merge_base_commit: this.commit(mergeBase),
+          status: mergeBase === base ? "ahead" : "diverged",
+          ahead_by: 1,
+          behind_by: mergeBase === base ? 0 : 1,
+          total_commits: 1,
+          commits: [this.commit(head!)],
+          files: [],
         });
       }
       case "checks/create": {
@@ -281,9 +331,15 @@ export class GitHubFake {
         const now = new Date().toISOString();
         const completed = body.status === "completed" || body.conclusion !== undefined;
         const run = this.addCheckRun({
-          name: body.name, head_sha: body.head_sha, status: completed ? "completed" : (body.status ?? "queued"),
-          conclusion: body.conclusion ?? null, output: { title: body.output?.title ?? null, summary: body.output?.summary ?? null },
-          details_url: body.details_url ?? null, started_at: body.started_at ?? now, completed_at: completed ? (body.completed_at ?? now) : null, app: actor.app,
+          name: body.name,
+          head_sha: body.head_sha,
+          status: completed ? "completed" : (body.status ?? "queued"),
+          conclusion: body.conclusion ?? null,
+          output: { title: body.output?.title ?? null, summary: body.output?.summary ?? null },
+          details_url: body.details_url ?? null,
+          started_at: body.started_at ?? now,
+          completed_at: completed ? (body.completed_at ?? now) : null,
+          app: actor.app,
         });
         return ok(201, this.checkRun(run));
       }
@@ -292,7 +348,8 @@ export class GitHubFake {
         const run = this.checkRuns.find((r) => r.id === Number(p.check_run_id));
         if (!run) return error(404, "Not Found");
         if (op === "checks/get") return ok(200, this.checkRun(run));
-        if (actor.app?.id !== run.app.id) return error(403, "Invalid app_id: a check run can only be modified by the GitHub App that created it.");
+        if (actor.app?.id !== run.app.id)
+          return error(403, "Invalid app_id: a check run can only be modified by the GitHub App that created it.");
         if (body.conclusion !== undefined) {
           run.status = "completed";
           run.conclusion = body.conclusion;
@@ -310,7 +367,8 @@ export class GitHubFake {
         if (q.get("app_id")) runs = runs.filter((r) => r.app.id === Number(q.get("app_id")));
         runs = [...runs].sort((a, b) => b.id - a.id);
         // The default filter, latest: each app's newest run of each name.
-        if ((q.get("filter") ?? "latest") === "latest") runs = runs.filter((r, i) => runs.findIndex((o) => o.name === r.name && o.app.id === r.app.id) === i);
+        if ((q.get("filter") ?? "latest") === "latest")
+          runs = runs.filter((r, i) => runs.findIndex((o) => o.name === r.name && o.app.id === r.app.id) === i);
         const page = this.page(runs, url);
         return ok(200, { total_count: runs.length, check_runs: page.items.map((r) => this.checkRun(r)) }, page.headers);
       }
@@ -320,7 +378,12 @@ export class GitHubFake {
         this.reactions.set(Number(p.comment_id), list);
         const mine = list.find((r) => r.content === body.content && r.user.login === actor.login);
         if (mine) return ok(200, this.reaction(mine));
-        const r: Reaction = { id: this.nextId++, content: body.content, user: actor, created_at: new Date().toISOString() };
+        const r: Reaction = {
+          id: this.nextId++,
+          content: body.content,
+          user: actor,
+          created_at: new Date().toISOString(),
+        };
         list.push(r);
         return ok(201, this.reaction(r));
       }
@@ -328,7 +391,11 @@ export class GitHubFake {
         return ok(201, this.comment(Number(p.issue_number), this.addComment(Number(p.issue_number), body.body, actor)));
       case "issues/list-comments": {
         const page = this.page(this.comments.get(Number(p.issue_number)) ?? [], url);
-        return ok(200, page.items.map((c) => this.comment(Number(p.issue_number), c)), page.headers);
+        return ok(
+          200,
+          page.items.map((c) => this.comment(Number(p.issue_number), c)),
+          page.headers,
+        );
       }
       case "issues/update-comment": {
         const found = this.findComment(Number(p.comment_id));
@@ -342,7 +409,9 @@ export class GitHubFake {
         return ok(200, page.items, page.headers);
       }
       case "issues/add-labels": {
-        const names: string[] = (Array.isArray(body) ? body : body.labels).map((l: string | { name: string }) => (typeof l === "string" ? l : l.name));
+        const names: string[] = (Array.isArray(body) ? body : body.labels).map((l: string | { name: string }) =>
+          typeof l === "string" ? l : l.name,
+        );
         for (const name of names) this.addLabel(Number(p.issue_number), name);
         return ok(200, this.issueLabelObjects(Number(p.issue_number)));
       }
@@ -359,12 +428,36 @@ export class GitHubFake {
       }
       case "issues/create-label": {
         if (this.labels.has(String(body.name).toLowerCase())) {
-          return { status: 422, body: { message: "Validation Failed", errors: [{ resource: "Label", code: "already_exists", field: "name" }], documentation_url: `${DOCS}/issues/labels#create-a-label` } };
+          return {
+            status: 422,
+            body: {
+              message: "Validation Failed",
+              errors: [{ resource: "Label", code: "already_exists", field: "name" }],
+              documentation_url: `${DOCS}/issues/labels#create-a-label`,
+            },
+          };
         }
         return ok(201, this.label(this.labelFor(body.name, body.color, body.description)));
       }
       case "users/get-authenticated":
-        return actor.app ? error(403, "Resource not accessible by integration") : ok(200, { ...this.user(actor), name: null, company: null, blog: "", location: null, email: null, hireable: null, bio: null, public_repos: 0, public_gists: 0, followers: 0, following: 0, created_at: "2020-01-01T00:00:00Z", updated_at: "2020-01-01T00:00:00Z" });
+        return actor.app
+          ? error(403, "Resource not accessible by integration")
+          : ok(200, {
+              ...this.user(actor),
+              name: null,
+              company: null,
+              blog: "",
+              location: null,
+              email: null,
+              hireable: null,
+              bio: null,
+              public_repos: 0,
+              public_gists: 0,
+              followers: 0,
+              following: 0,
+              created_at: "2020-01-01T00:00:00Z",
+              updated_at: "2020-01-01T00:00:00Z",
+            });
       default:
         return error(404, `the fake does not serve ${op}`);
     }
@@ -385,7 +478,10 @@ export class GitHubFake {
       ...(page < last ? [`<${at(page + 1)}>; rel="next"`, `<${at(last)}>; rel="last"`] : []),
       ...(page > 1 ? [`<${at(1)}>; rel="first"`] : []),
     ];
-    return { items: all.slice((page - 1) * perPage, page * perPage), headers: links.length > 0 ? { link: links.join(", ") } : {} };
+    return {
+      items: all.slice((page - 1) * perPage, page * perPage),
+      headers: links.length > 0 ? { link: links.join(", ") } : {},
+    };
   }
 
   private labelFor(name: string, color = "ededed", description: string | null = null): Label {
@@ -417,36 +513,81 @@ export class GitHubFake {
     const t = templates.user;
     const base = `${this.origin}/users/${encodeURIComponent(a.login)}`;
     return {
-      ...t, login: a.login, id: a.id, node_id: `U_${a.id}`, type: a.type,
-      avatar_url: `https://avatars.githubusercontent.com/u/${a.id}?v=4`, url: base,
+      ...t,
+      login: a.login,
+      id: a.id,
+      node_id: `U_${a.id}`,
+      type: a.type,
+      avatar_url: `https://avatars.githubusercontent.com/u/${a.id}?v=4`,
+      url: base,
       // A bot's page is its app's: https://github.com/apps/dependabot for dependabot[bot].
-      html_url: a.type === "Bot" ? `https://github.com/apps/${a.app?.slug ?? a.login.replace(/\[bot\]$/, "")}` : `https://github.com/${a.login}`,
-      followers_url: `${base}/followers`, following_url: `${base}/following{/other_user}`, gists_url: `${base}/gists{/gist_id}`,
-      starred_url: `${base}/starred{/owner}{/repo}`, subscriptions_url: `${base}/subscriptions`, organizations_url: `${base}/orgs`,
-      repos_url: `${base}/repos`, events_url: `${base}/events{/privacy}`, received_events_url: `${base}/received_events`,
+      html_url:
+        a.type === "Bot"
+          ? `https://github.com/apps/${a.app?.slug ?? a.login.replace(/\[bot\]$/, "")}`
+          : `https://github.com/${a.login}`,
+      followers_url: `${base}/followers`,
+      following_url: `${base}/following{/other_user}`,
+      gists_url: `${base}/gists{/gist_id}`,
+      starred_url: `${base}/starred{/owner}{/repo}`,
+      subscriptions_url: `${base}/subscriptions`,
+      organizations_url: `${base}/orgs`,
+      repos_url: `${base}/repos`,
+      events_url: `${base}/events{/privacy}`,
+      received_events_url: `${base}/received_events`,
     };
   }
 
   private app(app: App) {
-    return { ...templates.app, id: app.id, slug: app.slug, name: app.name, node_id: `A_${app.id}`, html_url: `https://github.com/apps/${app.slug}` };
+    return {
+      ...templates.app,
+      id: app.id,
+      slug: app.slug,
+      name: app.name,
+      node_id: `A_${app.id}`,
+      html_url: `https://github.com/apps/${app.slug}`,
+    };
   }
 
   private checkRun(r: CheckRun) {
     return {
-      id: r.id, node_id: `CR_${r.id}`, head_sha: r.head_sha, external_id: "", name: r.name,
-      url: this.api(`/check-runs/${r.id}`), html_url: `https://github.com/${this.repository}/runs/${r.id}`, details_url: r.details_url,
-      status: r.status, conclusion: r.conclusion, started_at: r.started_at, completed_at: r.completed_at,
-      output: { ...r.output, text: null, annotations_count: 0, annotations_url: this.api(`/check-runs/${r.id}/annotations`) },
-      check_suite: { id: 1 }, app: this.app(r.app), pull_requests: [],
+      id: r.id,
+      node_id: `CR_${r.id}`,
+      head_sha: r.head_sha,
+      external_id: "",
+      name: r.name,
+      url: this.api(`/check-runs/${r.id}`),
+      html_url: `https://github.com/${this.repository}/runs/${r.id}`,
+      details_url: r.details_url,
+      status: r.status,
+      conclusion: r.conclusion,
+      started_at: r.started_at,
+      completed_at: r.completed_at,
+      output: {
+        ...r.output,
+        text: null,
+        annotations_count: 0,
+        annotations_url: this.api(`/check-runs/${r.id}/annotations`),
+      },
+      check_suite: { id: 1 },
+      app: this.app(r.app),
+      pull_requests: [],
     };
   }
 
   private comment(issue: number, c: Comment) {
     return {
-      ...templates.comment, id: c.id, node_id: `IC_${c.id}`, body: c.body, user: this.user(c.user),
-      url: this.api(`/issues/comments/${c.id}`), html_url: `https://github.com/${this.repository}/pull/${issue}#issuecomment-${c.id}`,
-      issue_url: this.api(`/issues/${issue}`), created_at: c.created_at, updated_at: c.updated_at,
-      author_association: c.user.app ? "NONE" : "CONTRIBUTOR", performed_via_github_app: c.user.app ? this.app(c.user.app) : null,
+      ...templates.comment,
+      id: c.id,
+      node_id: `IC_${c.id}`,
+      body: c.body,
+      user: this.user(c.user),
+      url: this.api(`/issues/comments/${c.id}`),
+      html_url: `https://github.com/${this.repository}/pull/${issue}#issuecomment-${c.id}`,
+      issue_url: this.api(`/issues/${issue}`),
+      created_at: c.created_at,
+      updated_at: c.updated_at,
+      author_association: c.user.app ? "NONE" : "CONTRIBUTOR",
+      performed_via_github_app: c.user.app ? this.app(c.user.app) : null,
     };
   }
 
@@ -455,7 +596,15 @@ export class GitHubFake {
   }
 
   private label(l: Label) {
-    return { id: l.id, node_id: `LA_${l.id}`, url: this.api(`/labels/${encodeURIComponent(l.name)}`), name: l.name, description: l.description, color: l.color, default: false };
+    return {
+      id: l.id,
+      node_id: `LA_${l.id}`,
+      url: this.api(`/labels/${encodeURIComponent(l.name)}`),
+      name: l.name,
+      description: l.description,
+      color: l.color,
+      default: false,
+    };
   }
 
   private contentFile(path: string, ref: string, text: string) {
@@ -463,19 +612,46 @@ export class GitHubFake {
     const html = `https://github.com/${this.repository}/blob/${ref}/${path}`;
     const git = this.api(`/git/blobs/${ref}`);
     return {
-      type: "file", encoding: "base64", size: Buffer.byteLength(text), name: path.split("/").at(-1)!, path, content: Buffer.from(text).toString("base64"),
-      sha: ref, url, git_url: git, html_url: html, download_url: `https://raw.githubusercontent.com/${this.repository}/${ref}/${path}`, _links: { self: url, git, html },
+      type: "file",
+      encoding: "base64",
+      size: Buffer.byteLength(text),
+      name: path.split("/").at(-1)!,
+      path,
+      content: Buffer.from(text).toString("base64"),
+      sha: ref,
+      url,
+      git_url: git,
+      html_url: html,
+      download_url: `https://raw.githubusercontent.com/${this.repository}/${ref}/${path}`,
+      _links: { self: url, git, html },
     };
   }
 
   /** A commit as the compare API lists it. */
   private commit(sha: string) {
     const url = this.api(`/commits/${sha}`);
-    const person = { name: "Codertocat", email: "21031067+Codertocat@users.noreply.github.com", date: "2019-05-15T15:19:25Z" };
+    const person = {
+      name: "Codertocat",
+      email: "21031067+Codertocat@users.noreply.github.com",
+      date: "2019-05-15T15:19:25Z",
+    };
     return {
-      url, sha, node_id: `C_${sha}`, html_url: `https://github.com/${this.repository}/commit/${sha}`, comments_url: `${url}/comments`,
-      commit: { url: this.api(`/git/commits/${sha}`), author: person, committer: person, message: "a commit", comment_count: 0, tree: { sha, url: this.api(`/git/trees/${sha}`) } },
-      author: null, committer: null, parents: [],
+      url,
+      sha,
+      node_id: `C_${sha}`,
+      html_url: `https://github.com/${this.repository}/commit/${sha}`,
+      comments_url: `${url}/comments`,
+      commit: {
+        url: this.api(`/git/commits/${sha}`),
+        author: person,
+        committer: person,
+        message: "a commit",
+        comment_count: 0,
+        tree: { sha, url: this.api(`/git/trees/${sha}`) },
+      },
+      author: null,
+      committer: null,
+      parents: [],
     };
   }
 
@@ -485,9 +661,18 @@ export class GitHubFake {
     const t = structuredClone(templates.pull) as any;
     const fork = pr.headRepo !== this.repository;
     return {
-      ...t, number, state: pr.state, url: this.api(`/pulls/${number}`), auto_merge: null,
-      merged_at: pr.mergeCommitSha ? "2026-11-21T10:00:00Z" : null, merge_commit_sha: pr.mergeCommitSha ?? null,
-      head: { ...t.head, sha: pr.headSha, repo: { ...t.head.repo, full_name: pr.headRepo, fork, pushed_at: pr.headPushedAt } },
+      ...t,
+      number,
+      state: pr.state,
+      url: this.api(`/pulls/${number}`),
+      auto_merge: null,
+      merged_at: pr.mergeCommitSha ? "2026-11-21T10:00:00Z" : null,
+      merge_commit_sha: pr.mergeCommitSha ?? null,
+      head: {
+        ...t.head,
+        sha: pr.headSha,
+        repo: { ...t.head.repo, full_name: pr.headRepo, fork, pushed_at: pr.headPushedAt },
+      },
       base: { ...t.base, sha: pr.baseSha, ref: pr.baseRef, repo: { ...t.base.repo, full_name: this.repository } },
     };
   }

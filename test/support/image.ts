@@ -37,7 +37,10 @@ export function dockerSave(binary: string, version: string, out: string): string
   mkdirSync(join(dir, sha256(layer)));
   writeFileSync(join(dir, layerName), layer);
   writeFileSync(join(dir, `${sha256(config)}.json`), config);
-  writeFileSync(join(dir, "manifest.json"), JSON.stringify([{ Config: `${sha256(config)}.json`, RepoTags: ["service:test"], Layers: [layerName] }]));
+  writeFileSync(
+    join(dir, "manifest.json"),
+    JSON.stringify([{ Config: `${sha256(config)}.json`, RepoTags: ["service:test"], Layers: [layerName] }]),
+  );
   execFileSync("tar", ["-cf", out, "-C", dir, "manifest.json", `${sha256(config)}.json`, sha256(layer)]);
   return out;
 }
@@ -58,9 +61,18 @@ export function ociLayout(binary: string, version: string, dir: string): string 
     layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar", ...put(layer) }],
   });
   writeFileSync(join(dir, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  writeFileSync(join(dir, "index.json"), JSON.stringify({
-    schemaVersion: 2,
-    manifests: [{ mediaType: "application/vnd.oci.image.manifest.v1+json", ...put(manifest), platform: { os: "linux", architecture: goArch } }],
-  }));
+  writeFileSync(
+    join(dir, "index.json"),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [
+        {
+          mediaType: "application/vnd.oci.image.manifest.v1+json",
+          ...put(manifest),
+          platform: { os: "linux", architecture: goArch },
+        },
+      ],
+    }),
+  );
   return dir;
 }

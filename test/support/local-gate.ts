@@ -29,7 +29,18 @@ export class LocalGate {
   }
 
   private args(root: string): string[] {
-    return ["run", "--local", "--root", root, "--perf-host", perfHost, "--champion-port", String(this.ports[0]), "--challenger-port", String(this.ports[1])];
+    return [
+      "run",
+      "--local",
+      "--root",
+      root,
+      "--perf-host",
+      perfHost,
+      "--champion-port",
+      String(this.ports[0]),
+      "--challenger-port",
+      String(this.ports[1]),
+    ];
   }
 
   /** perf-gate run --local on a host rooted at root. */
@@ -38,7 +49,16 @@ export class LocalGate {
   }
 
   hostFlags(root: string): string[] {
-    return ["--root", root, "--service-user", userInfo().username, "--champion-port", String(this.ports[0]), "--challenger-port", String(this.ports[1])];
+    return [
+      "--root",
+      root,
+      "--service-user",
+      userInfo().username,
+      "--champion-port",
+      String(this.ports[0]),
+      "--challenger-port",
+      String(this.ports[1]),
+    ];
   }
 
   /** perf-host stop: the local verb that stops a host's champion supervisor and its champion. */

@@ -9,7 +9,8 @@ import type { TestContext } from "vitest";
  * How perf-gate says a run was disturbed, in a CLI's output or an action's log: a gate that could
  * not measure, or a calibration that recorded no floor, for it.
  */
-const DISTURBED = /could not measure: the (load generator|host) was disturbed[^\n%]*|not recorded: (the load generator fell behind|other work took the host's CPU)[^\n;]*/;
+const DISTURBED =
+  /could not measure: the (load generator|host) was disturbed[^\n%]*|not recorded: (the load generator fell behind|other work took the host's CPU)[^\n;]*/;
 
 /** The disturbance a command's output reports, or null. */
 export function disturbedIn(output: string): string | null {
@@ -43,7 +44,10 @@ export function skipIfDisturbed(ctx: TestContext, run: { stdout: string }): void
  * Measures up to three times while `attempt` says the machine was too busy (a string naming
  * why), then skips naming every try: spells of a busy VM last seconds, a retry often finds it quiet.
  */
-export async function untilQuiet<T>(ctx: TestContext, attempt: (n: number) => Promise<{ busy: string } | { value: T }>): Promise<T> {
+export async function untilQuiet<T>(
+  ctx: TestContext,
+  attempt: (n: number) => Promise<{ busy: string } | { value: T }>,
+): Promise<T> {
   const tries: string[] = [];
   for (let n = 0; n < 3; n++) {
     const r = await attempt(n);

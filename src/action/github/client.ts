@@ -7,7 +7,12 @@ import { effectivePermission, type Permission, sameLabel } from "../approval";
 import { CANCELLED_TITLE, checkFinished, checkFinishing, checkOpened, checkOpening } from "./open-checks";
 
 export const VERDICT_LABELS = { green: "perf:green", red: "perf:red", grey: "perf:grey" } as const;
-const LABEL_COLORS: Record<string, string> = { "perf:green": "1a7f37", "perf:red": "cf222e", "perf:grey": "8c959f", "perf:approved": "0969da" };
+const LABEL_COLORS: Record<string, string> = {
+  "perf:green": "1a7f37",
+  "perf:red": "cf222e",
+  "perf:grey": "8c959f",
+  "perf:approved": "0969da",
+};
 /**
  * The first line of the sticky comment. The comment is found only among this token's own
  * comments and only with the marker as its first line; the action's replies start with the
@@ -147,7 +152,11 @@ export class GitHub {
    * request made (a direct push).
    */
   async mergedPullRequest(sha: string): Promise<number | null> {
-    const { data } = await this.octokit.rest.repos.listPullRequestsAssociatedWithCommit({ ...this.r, commit_sha: sha, per_page: 100 });
+    const { data } = await this.octokit.rest.repos.listPullRequestsAssociatedWithCommit({
+      ...this.r,
+      commit_sha: sha,
+      per_page: 100,
+    });
     const merged = data.filter((pr) => pr.merged_at !== null);
     return (merged.find((pr) => pr.merge_commit_sha === sha) ?? merged[0])?.number ?? null;
   }
@@ -157,15 +166,26 @@ export class GitHub {
    * compare API, which also reaches a fork's commits through the base repository).
    */
   async mergeBase(baseSha: string, headSha: string): Promise<string> {
-    const { data } = await this.octokit.rest.repos.compareCommitsWithBasehead({ ...this.r, basehead: `${baseSha}...${headSha}`, per_page: 1 });
+    const { data } = await this.octokit.rest.repos.compareCommitsWithBasehead({
+      ...this.r,
+      basehead: `${baseSha}...${headSha}`,
+      per_page: 1,
+    });
     return data.merge_base_commit.sha;
   }
 
   /** Opens a check run; until finishCheck, a cancelled step completes it as cancelled (open-checks.ts). */
   async startCheck(headSha: string, title: string, name = CHECK_NAME, detailsUrl?: string): Promise<number> {
-    const res = await checkOpening(this.octokit.rest.checks.create({
-      ...this.r, name, head_sha: headSha, status: "in_progress", output: { title, summary: title }, ...(detailsUrl ? { details_url: detailsUrl } : {}),
-    }));
+    const res = await checkOpening(
+      this.octokit.rest.checks.create({
+        ...this.r,
+        name,
+        head_sha: headSha,
+        status: "in_progress",
+        output: { title, summary: title },
+        ...(detailsUrl ? { details_url: detailsUrl } : {}),
+      }),
+    );
     if (res.data.app?.slug) this.learn(`${res.data.app.slug}[bot]`);
     const id = res.data.id;
     checkOpened(id, (summary) => this.finishCheck(id, "cancelled", CANCELLED_TITLE, summary));
@@ -183,20 +203,39 @@ export class GitHub {
    */
   async latestCheck(sha: string): Promise<CheckRunState | null> {
     const me = await this.identity();
-    if (!me.appSlug) throw new Error(`the github-token is @${me.login}'s, a user's: check runs are written and updated only by a GitHub App (the default github.token is one)`);
-    const runs = await this.octokit.paginate(this.octokit.rest.checks.listForRef, { ...this.r, ref: sha, check_name: CHECK_NAME, filter: "all", per_page: 100 });
-    const done = runs.filter((c) => c.status === "completed" && c.app?.slug === me.appSlug).sort((a, b) => b.id - a.id)[0];
+    if (!me.appSlug)
+      throw new Error(
+        `the github-token is @${me.login}'s, a user's: check runs are written and updated only by a GitHub App (the default github.token is one)`,
+      );
+    const runs = await this.octokit.paginate(this.octokit.rest.checks.listForRef, {
+      ...this.r,
+      ref: sha,
+      check_name: CHECK_NAME,
+      filter: "all",
+      per_page: 100,
+    });
+    const done = runs
+      .filter((c) => c.status === "completed" && c.app?.slug === me.appSlug)
+      .sort((a, b) => b.id - a.id)[0];
     return done ? checkState(done) : null;
   }
 
   async react(commentId: number, content: Reaction): Promise<void> {
-    const { data } = await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+    const { data } = await this.octokit.rest.reactions.createForIssueComment({
+      ...this.r,
+      comment_id: commentId,
+      content,
+    });
     if (data.user) this.learn(data.user.login);
   }
 
   /** A new comment (a reply to a command), as opposed to the one sticky verdict comment. */
   async comment(issue: number, body: string): Promise<void> {
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: body.slice(0, SUMMARY_LIMIT) });
+    const { data } = await this.octokit.rest.issues.createComment({
+      ...this.r,
+      issue_number: issue,
+      body: body.slice(0, SUMMARY_LIMIT),
+    });
     if (data.user) this.learn(data.user.login);
   }
 
@@ -205,7 +244,10 @@ export class GitHub {
     let done = false;
     try {
       await this.octokit.rest.checks.update({
-        ...this.r, check_run_id: id, status: "completed", conclusion,
+        ...this.r,
+        check_run_id: id,
+        status: "completed",
+        conclusion,
         output: { title: title.slice(0, 255), summary: summary.slice(0, SUMMARY_LIMIT) },
       });
       done = true;
@@ -224,7 +266,11 @@ export class GitHub {
 
   /** Puts exactly one verdict label on the PR (creating it if missing); null removes them all. Names compare case-insensitively, as GitHub's do. */
   async setVerdictLabel(issue: number, label: string | null): Promise<void> {
-    const current = await this.octokit.paginate(this.octokit.rest.issues.listLabelsOnIssue, { ...this.r, issue_number: issue, per_page: 100 });
+    const current = await this.octokit.paginate(this.octokit.rest.issues.listLabelsOnIssue, {
+      ...this.r,
+      issue_number: issue,
+      per_page: 100,
+    });
     const has = (name: string) => current.some((l) => sameLabel(l.name, name));
     for (const other of Object.values(VERDICT_LABELS)) {
       if (!(label && sameLabel(other, label)) && has(other)) await this.removeLabel(issue, other);
@@ -250,7 +296,12 @@ export class GitHub {
     } catch (e) {
       if ((e as { status?: number }).status !== 404) throw e;
       try {
-        await this.octokit.rest.issues.createLabel({ ...this.r, name, color: LABEL_COLORS[name] ?? "ededed", description: "set by perf-gate" });
+        await this.octokit.rest.issues.createLabel({
+          ...this.r,
+          name,
+          color: LABEL_COLORS[name] ?? "ededed",
+          description: "set by perf-gate",
+        });
       } catch (created) {
         // Another run created it in between (GitHub answers 422 already_exists).
         if ((created as { status?: number }).status !== 422) throw created;
@@ -273,7 +324,12 @@ export class GitHub {
   /** Puts lines above the sticky comment's body, if there is one. */
   async prependToStickyComment(issue: number, lines: string): Promise<void> {
     const mine = await this.stickyComment(issue);
-    if (mine) await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: `${STICKY_MARKER}\n${lines}\n\n${mine.body}`.slice(0, SUMMARY_LIMIT) });
+    if (mine)
+      await this.octokit.rest.issues.updateComment({
+        ...this.r,
+        comment_id: mine.id,
+        body: `${STICKY_MARKER}\n${lines}\n\n${mine.body}`.slice(0, SUMMARY_LIMIT),
+      });
   }
 
   /** Who this token is (see TokenIdentity). */
@@ -286,7 +342,9 @@ export class GitHub {
     } catch (e) {
       const status = (e as { status?: number }).status;
       if (status !== 401 && status !== 403) throw e;
-      throw new Error(`cannot tell which app the github-token belongs to before it has written anything (GET /user answered ${status}); this is a bug in perf-gate`);
+      throw new Error(
+        `cannot tell which app the github-token belongs to before it has written anything (GET /user answered ${status}); this is a bug in perf-gate`,
+      );
     }
   }
 
@@ -297,12 +355,29 @@ export class GitHub {
   /** The sticky comment's id and body (without the marker line), or null. */
   private async stickyComment(issue: number): Promise<{ id: number; body: string } | null> {
     const me = await this.identity();
-    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.r, issue_number: issue, per_page: 100 });
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
+      ...this.r,
+      issue_number: issue,
+      per_page: 100,
+    });
     const mine = comments.find((c) => c.user?.login === me.login && (c.body ?? "").startsWith(`${STICKY_MARKER}\n`));
     return mine ? { id: mine.id, body: mine.body!.slice(STICKY_MARKER.length + 1) } : null;
   }
 }
 
-function checkState(c: { id: number; head_sha: string; status: string; conclusion: string | null; output: { title: string | null; summary: string | null } }): CheckRunState {
-  return { id: c.id, headSha: c.head_sha, status: c.status, conclusion: c.conclusion, title: c.output.title ?? "", summary: c.output.summary ?? "" };
+function checkState(c: {
+  id: number;
+  head_sha: string;
+  status: string;
+  conclusion: string | null;
+  output: { title: string | null; summary: string | null };
+}): CheckRunState {
+  return {
+    id: c.id,
+    headSha: c.head_sha,
+    status: c.status,
+    conclusion: c.conclusion,
+    title: c.output.title ?? "",
+    summary: c.output.summary ?? "",
+  };
 }

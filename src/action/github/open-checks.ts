@@ -61,15 +61,28 @@ export function savedOpenChecks(): number[] {
  * On SIGINT or SIGTERM, completes this step's open checks as cancelled (within a few seconds:
  * the runner kills the step soon after) and exits. Returns a function that removes the handlers.
  */
-export function cancelOpenChecksOnSignal(runUrl: string | null, exit: (code: number) => never = process.exit): () => void {
+export function cancelOpenChecksOnSignal(
+  runUrl: string | null,
+  exit: (code: number) => never = process.exit,
+): () => void {
   const onSignal = (signal: NodeJS.Signals) => {
     core.warning(`perf-gate: ${signal}: the step is being cancelled; completing its open check as cancelled`);
-    const summary = cancelledSummary(`The workflow run was cancelled (${signal}: a newer push, a person, or a timeout) while perf-gate was working.`, runUrl);
+    const summary = cancelledSummary(
+      `The workflow run was cancelled (${signal}: a newer push, a person, or a timeout) while perf-gate was working.`,
+      runUrl,
+    );
     const cancelAll = async () => {
       await Promise.allSettled([...opening]);
-      await Promise.all([...open.entries()].filter(([id]) => !finishing.has(id)).map(([id, cancel]) =>
-        cancel(summary).then(() => checkFinished(id), (e: Error) => core.warning(`could not complete check ${id} as cancelled: ${e.message}`)),
-      ));
+      await Promise.all(
+        [...open.entries()]
+          .filter(([id]) => !finishing.has(id))
+          .map(([id, cancel]) =>
+            cancel(summary).then(
+              () => checkFinished(id),
+              (e: Error) => core.warning(`could not complete check ${id} as cancelled: ${e.message}`),
+            ),
+          ),
+      );
     };
     const deadline = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
     void Promise.race([cancelAll(), deadline]).finally(() => exit(1));

@@ -9,7 +9,7 @@
 // behind. It holds no host key and never checks code out.
 import * as core from "@actions/core";
 import { type Access, APPROVAL_LABEL, approves, decideAccess, decidesNothing, type Refusal } from "../approval";
-import { parsePullRequestEvent, type PullRequestEvent } from "../event";
+import { type PullRequestEvent, parsePullRequestEvent } from "../event";
 import { GitHub } from "../github/client";
 import type { Job } from "../job";
 import { readEvent } from "../runner";
@@ -18,7 +18,8 @@ import { mergeBaseToBuild } from "./merge-base";
 export async function runAccess(job: Job): Promise<void> {
   core.setOutput("allowed", "false");
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
-  if (decidesNothing(event)) return core.info(`the ${event.label} label decides nothing about ${event.headSha.slice(0, 7)}: nothing to do`);
+  if (decidesNothing(event))
+    return core.info(`the ${event.label} label decides nothing about ${event.headSha.slice(0, 7)}: nothing to do`);
   const gh = new GitHub(job.githubToken, event.owner, event.repo, (l) => core.info(l));
   const access = await accessOf(gh, event);
   if (access.allowed) {

@@ -71,7 +71,10 @@ async function writeHistory(host: BenchmarkHost, name: string, job: Job): Promis
   try {
     const { message, document } = await host.history();
     const source = job.hosts.length > 1 ? `the history of the benchmark host ${name}` : "the benchmark host's history";
-    return writeHistoryPage(outputDirFor(job, name), message, document, { source, repository: ownerAndRepo(job.runner).join("/") });
+    return writeHistoryPage(outputDirFor(job, name), message, document, {
+      source,
+      repository: ownerAndRepo(job.runner).join("/"),
+    });
   } catch (e) {
     core.warning(`perf-gate: ${ofHost(job, name)}the history page was not written: ${(e as Error).message}`);
     return null;

@@ -55,7 +55,9 @@ export async function acceptCommand(gh: GitHub, event: CommentEvent): Promise<Ac
   // A fork's head is approved by the writer who asked; if the fork was pushed to after the
   // comment, the head may be code they never saw.
   if (command.kind === "rerun" && pr.isFork && pr.headPushedAt && pr.headPushedAt > event.createdAt) {
-    return refuse(`the fork was pushed to after your comment, so the head you meant to approve is not certain. Comment \`/perf rerun\` again to measure ${pr.headSha.slice(0, 7)}.`);
+    return refuse(
+      `the fork was pushed to after your comment, so the head you meant to approve is not certain. Comment \`/perf rerun\` again to measure ${pr.headSha.slice(0, 7)}.`,
+    );
   }
   return { command, pr };
 }
@@ -76,9 +78,17 @@ async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, r
   }
   const stamp = `**Overridden** by @${who} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${quoted(reason)}`;
   // The title is plain text; the summary, the sticky comment and the reply are Markdown.
-  await gh.finishCheck(check.id, "success", `overridden by @${who}: ${reason}`, `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`);
+  await gh.finishCheck(
+    check.id,
+    "success",
+    `overridden by @${who}: ${reason}`,
+    `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`,
+  );
   await gh.prependToStickyComment(pr.number, `> ${stamp}`);
-  await gh.comment(event.number, `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${quoted(check.title)}) is overridden: ${quoted(reason)}`);
+  await gh.comment(
+    event.number,
+    `@${who} the perf-gate check on ${pr.headSha.slice(0, 7)} (${quoted(check.title)}) is overridden: ${quoted(reason)}`,
+  );
   core.setOutput("command", "override");
   core.info(`override by @${who} on ${pr.headSha}: ${reason}`);
 }

@@ -3,21 +3,21 @@
 // same commit, analyse (extending an unclear comparison), and report. `gatePullRequest` is shared with /perf rerun.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
-import { type Access, decidesNothing } from "../approval";
 import { CouldNotMeasureError, FailingWorkloadError } from "../../analysis/unmeasured";
 import { ConfigError, type GateConfig } from "../../config/gate-config";
-import { parsePullRequestEvent } from "../event";
 import { writeUnmeasured } from "../../experiment/artifacts";
-import { gate, type GateVerdict } from "../../experiment/gate";
+import { type GateVerdict, gate } from "../../experiment/gate";
 import { seedOf } from "../../experiment/measure";
-import { GitHub, type PullRequestState } from "../github/client";
+import { onPool } from "../../experiment/pool-gate";
 import { HostError } from "../../host/client";
 import type { HostPool } from "../../host/pool";
-import { onPool } from "../../experiment/pool-gate";
+import { gateOutcome } from "../../report/gate-outcome";
+import { type Access, decidesNothing } from "../approval";
+import { parsePullRequestEvent } from "../event";
+import { GitHub, type PullRequestState } from "../github/client";
 import { InputError } from "../inputs";
 import { connectPool, type Job, logProgress, requireArtifact } from "../job";
 import { configAt } from "../repo-config";
-import { gateOutcome } from "../../report/gate-outcome";
 import { readEvent } from "../runner";
 import { accessOf, refuseAccess } from "./access";
 import { comparedMergeBase, mergeBaseBuild } from "./merge-base";
@@ -52,7 +52,12 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
     if (!access.allowed) return await refuseAccess(gh, pr.number, check, access);
     core.info(`access: ${access.reason}`);
     // From the base branch's commit: a pull request cannot loosen its own gate.
-    const config = await configAt(gh, job.configPath, pr.baseSha, ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`);
+    const config = await configAt(
+      gh,
+      job.configPath,
+      pr.baseSha,
+      ` on the base branch ${pr.baseRef}; the gate reads its config from the base branch so that a pull request cannot change its own gate`,
+    );
     const artifact = requireArtifact(job, existsSync);
     pool = connectPool(job);
     const judged = await judgePullRequest(gh, pool, config, pr, artifact, job, o.notes ?? []);
@@ -71,33 +76,50 @@ type Judged = Pick<GateVerdict, "analysis" | "report" | "artifacts">;
  * Deploys and measures the head on the host it lands on (the host of its earlier runs, else a
  * free one of the pool), pooled with its earlier runs there, and judges it against that host's floors.
  */
-async function judgePullRequest(gh: GitHub, pool: HostPool, config: GateConfig, pr: PullRequestRef, artifact: string, job: Job, notes: string[]): Promise<Judged> {
+async function judgePullRequest(
+  gh: GitHub,
+  pool: HostPool,
+  config: GateConfig,
+  pr: PullRequestRef,
+  artifact: string,
+  job: Job,
+  notes: string[],
+): Promise<Judged> {
   const sha = pr.headSha;
   const runIdPrefix = `pr${pr.number}-${sha.slice(0, 7)}-${job.attempt}`;
   const mergeBase = await comparedMergeBase(gh, config, pr);
-  const landed = await onPool(pool, { key: runIdPrefix, sha, mergeBase, busyDeadline: job.busyDeadline, say: (l) => core.info(l) }, async ({ client }, landing) => {
-    // Where it measures, also when it then cannot: a failure's report names no host otherwise.
-    core.setOutput("host", landing.host);
-    const base = await mergeBaseBuild(client, mergeBase, pr, job, existsSync);
-    return gate(client, config, {
-      challenger: { sha, artifact },
-      mergeBase: base.build,
-      runIdPrefix,
-      seed: seedOf(sha),
-      busyDeadline: job.busyDeadline,
-      progress: logProgress(""),
-      outDir: job.outputDir,
-      notes: () => [...notes, ...landing.notes(), ...(base.note ? [base.note] : [])],
-      runUrl: job.runUrl,
-      host: landing.host,
-      pullRequest: pr.number,
-    });
-  });
+  const landed = await onPool(
+    pool,
+    { key: runIdPrefix, sha, mergeBase, busyDeadline: job.busyDeadline, say: (l) => core.info(l) },
+    async ({ client }, landing) => {
+      // Where it measures, also when it then cannot: a failure's report names no host otherwise.
+      core.setOutput("host", landing.host);
+      const base = await mergeBaseBuild(client, mergeBase, pr, job, existsSync);
+      return gate(client, config, {
+        challenger: { sha, artifact },
+        mergeBase: base.build,
+        runIdPrefix,
+        seed: seedOf(sha),
+        busyDeadline: job.busyDeadline,
+        progress: logProgress(""),
+        outDir: job.outputDir,
+        notes: () => [...notes, ...landing.notes(), ...(base.note ? [base.note] : [])],
+        runUrl: job.runUrl,
+        host: landing.host,
+        pullRequest: pr.number,
+      });
+    },
+  );
   return landed.value;
 }
 
 /** The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment. */
-async function publishVerdict(gh: GitHub, check: number, pr: PullRequestRef, { analysis, report }: Judged): Promise<void> {
+async function publishVerdict(
+  gh: GitHub,
+  check: number,
+  pr: PullRequestRef,
+  { analysis, report }: Judged,
+): Promise<void> {
   const outcome = gateOutcome(analysis);
   await gh.finishCheck(check, outcome.conclusion, outcome.title, report);
   if (await stillHead(gh, pr)) {
@@ -129,18 +151,26 @@ function setVerdictOutputs({ analysis, artifacts }: Judged): void {
 async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
   const now = await gh.pullRequest(pr.number);
   if (now.headSha === pr.headSha) return true;
-  core.warning(`the pull request's head moved to ${now.headSha.slice(0, 7)} while ${pr.headSha.slice(0, 7)} was measured; its verdict is on its check run only`);
+  core.warning(
+    `the pull request's head moved to ${now.headSha.slice(0, 7)} while ${pr.headSha.slice(0, 7)} was measured; its verdict is on its check run only`,
+  );
   return false;
 }
 
 /** Infrastructure and configuration failures: said as such, never as a performance verdict. */
 async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job: Job, e: Error): Promise<void> {
   // The host refusing the run's plan (a service spec the build cannot run) is the config's doing.
-  const config = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError || (e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message));
+  const config =
+    e instanceof ConfigError ||
+    e instanceof InputError ||
+    e instanceof FailingWorkloadError ||
+    (e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message));
   const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
-  const title = config ? "perf-gate: configuration error"
-    : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}`
-    : `perf-gate could not measure (${kind})`;
+  const title = config
+    ? "perf-gate: configuration error"
+    : e instanceof CouldNotMeasureError
+      ? `perf-gate could not measure: ${e.brief}`
+      : `perf-gate could not measure (${kind})`;
   const said = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
   // What was measured, when the runs ended: the same report the artifacts hold.
   const explained = e instanceof CouldNotMeasureError ? e.explained : undefined;

@@ -56,10 +56,14 @@ export async function runPromote(job: Job): Promise<void> {
     const artifact = requireArtifact(job, existsSync);
     // Each host records the step main takes: the merged pull request's last gate there.
     const merged = await gh.mergedPullRequest(sha).catch((e: Error) => {
-      core.warning(`perf-gate: which pull request made ${sha.slice(0, 7)} could not be read (${e.message}); each host records the step of the build's own last gate, if any`);
+      core.warning(
+        `perf-gate: which pull request made ${sha.slice(0, 7)} could not be read (${e.message}); each host records the step of the build's own last gate, if any`,
+      );
       return null;
     });
-    const outcomes = await pool.each(({ name, client }) => promoteOn(client, name, config, job, { sha, artifact, pullRequest: merged ?? undefined }));
+    const outcomes = await pool.each(({ name, client }) =>
+      promoteOn(client, name, config, job, { sha, artifact, pullRequest: merged ?? undefined }),
+    );
     const one = outcomes.length === 1 ? outcomes[0]! : null;
     // One host that could not be promoted: said as it always was (below).
     if (one && !one.ok) throw one.error;

@@ -12,12 +12,16 @@ import { acceptCommand, refuseCommand } from "./command";
 import { gatePullRequest } from "./gate";
 
 export async function runRerun(job: Job): Promise<void> {
-  if (!job.sha) throw new InputError("input sha: mode rerun measures the head SHA that mode command pinned (its sha output); it is empty");
+  if (!job.sha)
+    throw new InputError(
+      "input sha: mode rerun measures the head SHA that mode command pinned (its sha output); it is empty",
+    );
   const event = parseCommentEvent(job.runner.eventName, readEvent(job.runner));
   const gh = new GitHub(job.githubToken, event.owner, event.repo, (l) => core.info(l));
   const accepted = await acceptCommand(gh, event);
   if (!accepted) return core.setOutput("verdict", "skipped");
-  if (accepted.command.kind !== "rerun") throw new InputError(`mode rerun runs for a /perf rerun comment, not /perf ${accepted.command.kind}`);
+  if (accepted.command.kind !== "rerun")
+    throw new InputError(`mode rerun runs for a /perf rerun comment, not /perf ${accepted.command.kind}`);
   const { pr } = accepted;
   const pinned = job.sha;
   const who = event.author.login;
