@@ -126,6 +126,13 @@ func (s *Start) Launch() error {
 func (s *Start) Healthy(ctx context.Context) error {
 	timeout := time.Duration(s.Spec.HealthTimeoutSeconds * float64(time.Second))
 	if err := s.Proc.WaitHealthy(ctx, service.HealthOf(s.Spec), timeout); err != nil {
+		// A service that exited at once may still have its last words in the log's pipe: what
+		// it said on the way out (cannot open the database) is the line a reader needs.
+		select {
+		case <-s.Proc.Exited():
+			s.Proc.Logged(2 * time.Second)
+		default:
+		}
 		return s.failure(err)
 	}
 	s.Record.HealthySeconds = time.Since(s.Record.Started).Seconds()

@@ -210,7 +210,8 @@ func (a *sliceAccounting) foreignLoad(s *contract.Slice, start, end boundarySamp
 		}
 		used -= cpu
 	}
-	// /proc/stat counts in 10 ms ticks: a quiet host reads a few ticks either side of 0.
+	// Steal (and, without a runtime counter, the busy time) is in 10 ms ticks: a quiet host reads
+	// a little either side of 0.
 	cores := max(0, used/dt)
 	s.ForeignCPUCores = &cores
 	if cores > a.maxForeign {
