@@ -38281,9 +38281,6 @@ function readJson(file2) {
   }
 }
 
-// src/cli/capacity.ts
-import { readFileSync as readFileSync2 } from "node:fs";
-
 // src/analysis/capacity.ts
 function runSeconds(r, o2) {
   return r.warmupSeconds + 2 * r.pairs * r.sliceSeconds + o2.runSeconds;
@@ -38767,7 +38764,7 @@ function capacityMarkdown(p) {
     ),
     `| **a gate** | | | | **${s2(p.gate.seconds)}** |`,
     "",
-    `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s2(p.gate.maxSeconds)} if every one did. With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s2(mean2)} on average. Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s2(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) and each week's calibration (every comparison's A/A run: ${s2(p.calibrationSeconds)}, scheduled outside the busy hours).`,
+    `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s2(p.gate.maxSeconds)} if every one did. With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s2(mean2)} on average. Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s2(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) and each week's calibration (every comparison's A/A run: ${s2(p.gate.seconds)}, scheduled outside the busy hours).`,
     "",
     `A host runs at most ${Math.floor(busyDay * (1 - promotionShare) / mean2)} such gates in ${p.busyHours} busy hours, back to back; a queue stays short below ~70% of that, ${Math.floor(0.7 * busyDay * (1 - promotionShare) / mean2)}.`,
     "",
@@ -38779,6 +38776,189 @@ function capacityMarkdown(p) {
       (r) => `| ${r.gatesPerDay} | ${r.cells.map((c3) => wait(c3.estimate)).join(" | ")} | ${r.hostsNeeded ?? "more than 64"} |`
     )
   ].join("\n");
+}
+
+// src/cli/host-flags.ts
+import { existsSync, readFileSync as readFileSync2 } from "node:fs";
+import { userInfo } from "node:os";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+// src/host/targets.ts
+var MAX_POOL_HOSTS = 32;
+var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
+var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+function parseHostList(text, defaultPort, field) {
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  if (entries.length > MAX_POOL_HOSTS)
+    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
+  const out = [];
+  for (const entry of entries) {
+    const a2 = parseEntry(entry, defaultPort);
+    if (!a2) {
+      throw new Error(
+        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
+      );
+    }
+    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
+      throw new Error(`${field}: ${a2.name} is listed twice`);
+    out.push(a2);
+  }
+  return out;
+}
+function parseEntry(given, defaultPort) {
+  const at = given.indexOf("@");
+  const user = at >= 0 ? given.slice(0, at) : void 0;
+  if (user !== void 0 && !USER.test(user)) return null;
+  const entry = given.slice(at + 1);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
+  const port = portText === void 0 ? defaultPort : Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const v6 = host.includes(":");
+  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
+  const shown = v6 ? `[${host}]` : host;
+  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
+}
+function splitPort(entry) {
+  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
+  return m ? [m[1], m[2]] : [entry, void 0];
+}
+function knownHostsPattern(a2) {
+  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
+}
+function checkKnownHosts(text, hosts, field) {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  if (lines.some((l) => l.startsWith("|"))) return;
+  const patterns = lines.flatMap(
+    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
+  );
+  for (const h2 of hosts) {
+    const wanted = knownHostsPattern(h2);
+    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
+      throw new Error(
+        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
+      );
+    }
+  }
+}
+function globMatches(pattern, name2) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`, "i").test(name2);
+}
+
+// src/cli/host-flags.ts
+var HOST_OPTIONS = {
+  local: { type: "boolean", default: false },
+  root: { type: "string", default: ".perf-gate/host" },
+  "perf-host": { type: "string" },
+  "champion-port": { type: "string", default: "8001" },
+  "challenger-port": { type: "string", default: "8002" },
+  "max-foreign-cores": { type: "string", default: "0.25" },
+  "settle-seconds": { type: "string", default: "30" },
+  "loadgen-cpus": { type: "string" },
+  "arm-cpus": { type: "string" },
+  cgroup: { type: "string" },
+  host: { type: "string", multiple: true },
+  port: { type: "string", default: "22" },
+  user: { type: "string", default: "perf-gate-ci" },
+  key: { type: "string" },
+  "known-hosts": { type: "string" }
+};
+function hostTarget(v, usage2) {
+  if (Array.isArray(v.host)) {
+    if (!v.key || !v["known-hosts"])
+      throw new UsageError(
+        "--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)",
+        usage2
+      );
+    const port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, usage2);
+    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts", usage2);
+    try {
+      const hosts = parseHostList(v.host.join(","), port, "--host");
+      checkKnownHosts(knownHosts, hosts, "--known-hosts");
+      return {
+        hosts,
+        login: { user: String(v.user), privateKey: readText(String(v.key), "--key", usage2), knownHosts }
+      };
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message, usage2);
+    }
+  }
+  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
+  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
+    const list2 = v[flag];
+    if (typeof list2 !== "string") return [];
+    if (!isCpuList(list2))
+      throw new UsageError(
+        `--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`,
+        usage2
+      );
+    return [`--${flag}`, list2];
+  });
+  return {
+    local: {
+      perfHost,
+      flags: [
+        "--root",
+        resolve(String(v.root)),
+        "--service-user",
+        userInfo().username,
+        "--champion-port",
+        String(v["champion-port"]),
+        "--challenger-port",
+        String(v["challenger-port"]),
+        "--max-foreign-cores",
+        nonNegative(v, "max-foreign-cores", usage2),
+        "--settle-seconds",
+        nonNegative(v, "settle-seconds", usage2),
+        "--lock-wait",
+        "1s",
+        "--min-free-disk",
+        String(256 << 20),
+        // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
+        // enough here to drop most pairs of a short run (benchmark-host/README.md).
+        "--hold-cpus-awake",
+        ...placement,
+        ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
+      ]
+    }
+  };
+}
+function nonNegative(v, flag, usage2) {
+  const text = String(v[flag]);
+  if (!/^\d+(\.\d+)?$/.test(text))
+    throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, usage2);
+  return text;
+}
+var MAX_CPU = 1023;
+function isCpuList(list2) {
+  return list2.split(",").every((part) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) return false;
+    const lo = Number(m[1]);
+    const hi = Number(m[2] ?? m[1]);
+    return lo <= hi && hi <= MAX_CPU;
+  });
+}
+function defaultPerfHost() {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
+  if (existsSync(candidate)) return candidate;
+  return "perf-host";
+}
+function readText(path6, flag, usage2) {
+  try {
+    return readFileSync2(path6, "utf8");
+  } catch (e) {
+    if (flag === "--config")
+      throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
+    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, usage2);
+  }
 }
 
 // src/cli/capacity.ts
@@ -38825,7 +39005,7 @@ function capacityCommand(argv, out) {
     out(capacityUsage);
     return 0;
   }
-  const plan2 = capacityPlan(v.config, readConfig(v.config), {
+  const plan2 = capacityPlan(v.config, parseConfig(readText(v.config, "--config", capacityUsage), v.config), {
     gatesPerDay: list(v, "gates-per-day", 0, 1e5),
     hosts: list(v, "hosts", 1, 64).map(Math.round),
     busyHours: bounded(v, "busy-hours", 0.5, 24),
@@ -38839,7 +39019,8 @@ function capacityCommand(argv, out) {
   return 0;
 }
 function capacityPlan(source, config2, a2) {
-  const shapes = planRuns(config2, {}, 0).map((r) => ({
+  const planned = planRuns(config2, {}, 0);
+  const shapes = planned.map((r) => ({
     key: comparisonKey(r.workload, r.rate),
     warmupSeconds: r.request.loadgen.warmup_seconds ?? config2.warmup_seconds,
     sliceSeconds: r.request.loadgen.slice_seconds,
@@ -38851,7 +39032,7 @@ function capacityPlan(source, config2, a2) {
     maxExtensions: config2.slices.max_extensions,
     extensionRate: a2.extensionRate
   });
-  const first = planRuns(config2, {}, 0)[0];
+  const first = planned[0];
   const verify = {
     warmupSeconds: config2.warmup_seconds,
     sliceSeconds: sliceDesign(config2, first.rate).seconds,
@@ -38859,11 +39040,10 @@ function capacityPlan(source, config2, a2) {
   };
   const promotionSeconds = runSeconds(verify, overheads);
   const reservedShare = Math.min(0.99, a2.promotionsPerDay * promotionSeconds / (a2.busyHours * 3600));
-  const queue = (gatesPerDay, hosts) => queueEstimate({
+  const load2 = (gatesPerDay) => ({
     arrivalsPerHour: gatesPerDay / a2.busyHours,
     meanSeconds: gate2.meanSeconds,
     varianceSeconds2: gate2.varianceSeconds2,
-    hosts,
     landingSeconds: a2.landingSeconds,
     reservedShare
   });
@@ -38876,34 +39056,15 @@ function capacityPlan(source, config2, a2) {
     extensionRate: a2.extensionRate,
     promotion: { key: comparisonKey(first.workload, first.rate), pairs: verify.pairs, seconds: promotionSeconds },
     promotionsPerDay: a2.promotionsPerDay,
-    calibrationSeconds: gate2.seconds,
     busyHours: a2.busyHours,
     landingSeconds: a2.landingSeconds,
     maxWaitMinutes: a2.maxWaitMinutes,
     rows: a2.gatesPerDay.map((gatesPerDay) => ({
       gatesPerDay,
-      cells: a2.hosts.map((hosts) => ({ hosts, estimate: queue(gatesPerDay, hosts) })),
-      hostsNeeded: hostsNeeded(
-        {
-          arrivalsPerHour: gatesPerDay / a2.busyHours,
-          meanSeconds: gate2.meanSeconds,
-          varianceSeconds2: gate2.varianceSeconds2,
-          landingSeconds: a2.landingSeconds,
-          reservedShare
-        },
-        a2.maxWaitMinutes * 60
-      )
+      cells: a2.hosts.map((hosts) => ({ hosts, estimate: queueEstimate({ ...load2(gatesPerDay), hosts }) })),
+      hostsNeeded: hostsNeeded(load2(gatesPerDay), a2.maxWaitMinutes * 60)
     }))
   };
-}
-function readConfig(path6) {
-  let text;
-  try {
-    text = readFileSync2(path6, "utf8");
-  } catch (e) {
-    throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
-  }
-  return parseConfig(text, path6);
 }
 function bounded(v, flag, lo, hi) {
   const n2 = numberOption(flag, v[flag], capacityUsage);
@@ -39135,7 +39296,7 @@ function isPlainObject2(value) {
 }
 
 // node_modules/execa/lib/arguments/file-url.js
-import { fileURLToPath } from "node:url";
+import { fileURLToPath as fileURLToPath2 } from "node:url";
 var safeNormalizeFileUrl = (file2, name2) => {
   const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
   if (typeof fileString !== "string") {
@@ -39145,7 +39306,7 @@ var safeNormalizeFileUrl = (file2, name2) => {
 };
 var normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() : file2;
 var isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
-var normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath(file2) : file2;
+var normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath2(file2) : file2;
 
 // node_modules/execa/lib/methods/parameters.js
 var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
@@ -40013,10 +40174,10 @@ function pathKey(options = {}) {
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
 import path from "node:path";
-import { fileURLToPath as fileURLToPath2 } from "node:url";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
 var execFileOriginal = promisify(execFileCallback);
 function toPath(urlOrPath) {
-  return urlOrPath instanceof URL ? fileURLToPath2(urlOrPath) : urlOrPath;
+  return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
 }
 function traversePathUp(startPath) {
   return {
@@ -46728,189 +46889,6 @@ ${sections.join("\n")}
 `;
 }
 
-// src/cli/host-flags.ts
-import { existsSync, readFileSync as readFileSync5 } from "node:fs";
-import { userInfo } from "node:os";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath as fileURLToPath3 } from "node:url";
-
-// src/host/targets.ts
-var MAX_POOL_HOSTS = 32;
-var NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
-var USER = /^[a-z_][a-z0-9_-]{0,31}$/;
-var IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
-function parseHostList(text, defaultPort, field) {
-  const entries = text.split(/[\s,]+/).filter(Boolean);
-  if (entries.length > MAX_POOL_HOSTS)
-    throw new Error(`${field}: ${entries.length} hosts; a pool holds at most ${MAX_POOL_HOSTS}`);
-  const out = [];
-  for (const entry of entries) {
-    const a2 = parseEntry(entry, defaultPort);
-    if (!a2) {
-      throw new Error(
-        `${field}: "${entry}" is not a host: expected a name or IP address, optionally with :PORT and USER@ (bench-1.example.com, 10.0.0.5:2222, perf-gate-ci@[fd00::5]:2222), several separated by commas`
-      );
-    }
-    if (out.some((o2) => o2.host.toLowerCase() === a2.host.toLowerCase() && o2.port === a2.port))
-      throw new Error(`${field}: ${a2.name} is listed twice`);
-    out.push(a2);
-  }
-  return out;
-}
-function parseEntry(given, defaultPort) {
-  const at = given.indexOf("@");
-  const user = at >= 0 ? given.slice(0, at) : void 0;
-  if (user !== void 0 && !USER.test(user)) return null;
-  const entry = given.slice(at + 1);
-  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
-  const [host, portText] = bracketed ? [bracketed[1], bracketed[2]] : IPV6.test(entry) && entry.split(":").length > 2 ? [entry, void 0] : splitPort(entry);
-  const port = portText === void 0 ? defaultPort : Number(portText);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
-  const v6 = host.includes(":");
-  if (v6 ? !IPV6.test(host) : !NAME.test(host)) return null;
-  const shown = v6 ? `[${host}]` : host;
-  return { host, port, ...user ? { user } : {}, name: port === 22 ? host : `${shown}:${port}` };
-}
-function splitPort(entry) {
-  const m = /^([^:]+):(\d{1,5})$/.exec(entry);
-  return m ? [m[1], m[2]] : [entry, void 0];
-}
-function knownHostsPattern(a2) {
-  return a2.port === 22 ? a2.host : `[${a2.host}]:${a2.port}`;
-}
-function checkKnownHosts(text, hosts, field) {
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
-  if (lines.some((l) => l.startsWith("|"))) return;
-  const patterns = lines.flatMap(
-    (l) => (l.startsWith("@") ? l.split(/\s+/)[1] ?? "" : l.split(/\s+/)[0] ?? "").split(",")
-  );
-  for (const h2 of hosts) {
-    const wanted = knownHostsPattern(h2);
-    if (!patterns.some((p) => !p.startsWith("!") && globMatches(p, wanted))) {
-      throw new Error(
-        `${field}: no line pins ${h2.name}'s host key: give one line per host of the pool, as install.sh prints it ("${wanted} ssh-ed25519 AAAA\u2026")`
-      );
-    }
-  }
-}
-function globMatches(pattern, name2) {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
-  return new RegExp(`^${re}$`, "i").test(name2);
-}
-
-// src/cli/host-flags.ts
-var HOST_OPTIONS = {
-  local: { type: "boolean", default: false },
-  root: { type: "string", default: ".perf-gate/host" },
-  "perf-host": { type: "string" },
-  "champion-port": { type: "string", default: "8001" },
-  "challenger-port": { type: "string", default: "8002" },
-  "max-foreign-cores": { type: "string", default: "0.25" },
-  "settle-seconds": { type: "string", default: "30" },
-  "loadgen-cpus": { type: "string" },
-  "arm-cpus": { type: "string" },
-  cgroup: { type: "string" },
-  host: { type: "string", multiple: true },
-  port: { type: "string", default: "22" },
-  user: { type: "string", default: "perf-gate-ci" },
-  key: { type: "string" },
-  "known-hosts": { type: "string" }
-};
-function hostTarget(v, usage2) {
-  if (Array.isArray(v.host)) {
-    if (!v.key || !v["known-hosts"])
-      throw new UsageError(
-        "--host needs --key FILE and --known-hosts FILE (the pinned host key line of each host)",
-        usage2
-      );
-    const port = Number(v.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535)
-      throw new UsageError(`--port: a port 1-65535, got "${v.port}"`, usage2);
-    const knownHosts = readText(String(v["known-hosts"]), "--known-hosts", usage2);
-    try {
-      const hosts = parseHostList(v.host.join(","), port, "--host");
-      checkKnownHosts(knownHosts, hosts, "--known-hosts");
-      return {
-        hosts,
-        login: { user: String(v.user), privateKey: readText(String(v.key), "--key", usage2), knownHosts }
-      };
-    } catch (e) {
-      if (e instanceof UsageError) throw e;
-      throw new UsageError(e.message, usage2);
-    }
-  }
-  const perfHost = typeof v["perf-host"] === "string" ? v["perf-host"] : defaultPerfHost();
-  const placement = ["loadgen-cpus", "arm-cpus"].flatMap((flag) => {
-    const list2 = v[flag];
-    if (typeof list2 !== "string") return [];
-    if (!isCpuList(list2))
-      throw new UsageError(
-        `--${flag}: a CPU list such as 0, 0-1 or 2-5,7 (CPUs 0 to ${MAX_CPU}, each range low to high), got "${list2}"`,
-        usage2
-      );
-    return [`--${flag}`, list2];
-  });
-  return {
-    local: {
-      perfHost,
-      flags: [
-        "--root",
-        resolve(String(v.root)),
-        "--service-user",
-        userInfo().username,
-        "--champion-port",
-        String(v["champion-port"]),
-        "--challenger-port",
-        String(v["challenger-port"]),
-        "--max-foreign-cores",
-        nonNegative(v, "max-foreign-cores", usage2),
-        "--settle-seconds",
-        nonNegative(v, "settle-seconds", usage2),
-        "--lock-wait",
-        "1s",
-        "--min-free-disk",
-        String(256 << 20),
-        // A workstation or VM lets idle CPUs sleep; waking them stalled the generator often
-        // enough here to drop most pairs of a short run (benchmark-host/README.md).
-        "--hold-cpus-awake",
-        ...placement,
-        ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
-      ]
-    }
-  };
-}
-function nonNegative(v, flag, usage2) {
-  const text = String(v[flag]);
-  if (!/^\d+(\.\d+)?$/.test(text))
-    throw new UsageError(`--${flag}: a non-negative number such as 0.25, got "${text}"`, usage2);
-  return text;
-}
-var MAX_CPU = 1023;
-function isCpuList(list2) {
-  return list2.split(",").every((part) => {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!m) return false;
-    const lo = Number(m[1]);
-    const hi = Number(m[2] ?? m[1]);
-    return lo <= hi && hi <= MAX_CPU;
-  });
-}
-function defaultPerfHost() {
-  const here = dirname(fileURLToPath3(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
-  if (existsSync(candidate)) return candidate;
-  return "perf-host";
-}
-function readText(path6, flag, usage2) {
-  try {
-    return readFileSync5(path6, "utf8");
-  } catch (e) {
-    if (flag === "--config")
-      throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
-    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, usage2);
-  }
-}
-
 // src/cli/history.ts
 var historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--repository OWNER/NAME] [host flags]
        perf-gate history --out FILE.html --from HISTORY.json
@@ -47000,7 +46978,7 @@ function fromFile(path6) {
 
 // src/cli/run.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync6, statSync as statSync3 } from "node:fs";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync5, statSync as statSync3 } from "node:fs";
 import { join as join3, relative } from "node:path";
 
 // src/experiment/artifacts.ts
@@ -48259,7 +48237,7 @@ function digestOf(path6) {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync6(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync5(p));
     }
   };
   if (!existsSync2(path6)) throw new UsageError(`${path6}: no such build`, runUsage);

@@ -66,7 +66,8 @@ samples.push([Date.now(), usage()]);
 const total = { wallS: (Date.now() - started) / 1000, cpuS: samples.at(-1)[1] - samples[0][1] };
 
 /** Rows: name, wall seconds, CPU seconds in its window, outcome. */
-const rows = tool === "go" ? goRows(stdout) : vitestRows(JSON.parse(readFileSync(report, "utf8")));
+const raw = tool === "go" ? stdout : readFileSync(report, "utf8");
+const rows = tool === "go" ? goRows(raw) : vitestRows(JSON.parse(raw));
 rows.sort((a, b) => b.wallS - a.wallS);
 const width = Math.max(...rows.map((r) => r.name.length), 5);
 console.log(`\n${"test".padEnd(width)}  wall s   CPU s  outcome`);
@@ -79,7 +80,7 @@ console.log(
 );
 if (opt.json) {
   writeFileSync(opt.json, JSON.stringify({ tool, args, total, rows }, null, 2));
-  writeFileSync(`${opt.json}.raw`, tool === "go" ? stdout : readFileSync(report));
+  writeFileSync(`${opt.json}.raw`, raw);
 }
 // What the command left running (a detached process) leaves the group with this process.
 for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {

@@ -2,11 +2,11 @@
 // the host time of its gates from the planned runs, and how long gates wait for a host of a pool
 // of 1, 2, 3… hosts at a range of gate rates. Nothing is measured: it is the arithmetic a team
 // sizes a pool with before it buys one.
-import { readFileSync } from "node:fs";
 import { gateHostTime, hostsNeeded, queueEstimate, runSeconds } from "../analysis/capacity";
-import { ConfigError, parseConfig, planRuns, sliceDesign } from "../config/gate-config";
+import { parseConfig, planRuns, sliceDesign } from "../config/gate-config";
 import { comparisonKey } from "../contract/rules";
 import { type CapacityPlan, capacityMarkdown } from "../report/capacity";
+import { readText } from "./host-flags";
 import { numberOption, parseCommandLine, UsageError } from "./usage";
 
 /** One run's overhead on the host, measured with the example service (docs/design/0027-capacity-on-paper.md). */
@@ -60,7 +60,7 @@ export function capacityCommand(argv: string[], out: (line: string) => void): nu
     out(capacityUsage);
     return 0;
   }
-  const plan = capacityPlan(v.config, readConfig(v.config), {
+  const plan = capacityPlan(v.config, parseConfig(readText(v.config, "--config", capacityUsage), v.config), {
     gatesPerDay: list(v, "gates-per-day", 0, 1e5),
     hosts: list(v, "hosts", 1, 64).map(Math.round),
     busyHours: bounded(v, "busy-hours", 0.5, 24),
@@ -86,7 +86,8 @@ interface Assumptions {
 }
 
 export function capacityPlan(source: string, config: ReturnType<typeof parseConfig>, a: Assumptions): CapacityPlan {
-  const shapes = planRuns(config, {}, 0).map((r) => ({
+  const planned = planRuns(config, {}, 0);
+  const shapes = planned.map((r) => ({
     key: comparisonKey(r.workload, r.rate),
     warmupSeconds: r.request.loadgen.warmup_seconds ?? config.warmup_seconds,
     sliceSeconds: r.request.loadgen.slice_seconds,
@@ -98,7 +99,7 @@ export function capacityPlan(source: string, config: ReturnType<typeof parseConf
     maxExtensions: config.slices.max_extensions,
     extensionRate: a.extensionRate,
   });
-  const first = planRuns(config, {}, 0)[0]!;
+  const first = planned[0]!;
   const verify = {
     warmupSeconds: config.warmup_seconds,
     sliceSeconds: sliceDesign(config, first.rate).seconds,
@@ -106,15 +107,14 @@ export function capacityPlan(source: string, config: ReturnType<typeof parseConf
   };
   const promotionSeconds = runSeconds(verify, overheads);
   const reservedShare = Math.min(0.99, (a.promotionsPerDay * promotionSeconds) / (a.busyHours * 3600));
-  const queue = (gatesPerDay: number, hosts: number) =>
-    queueEstimate({
-      arrivalsPerHour: gatesPerDay / a.busyHours,
-      meanSeconds: gate.meanSeconds,
-      varianceSeconds2: gate.varianceSeconds2,
-      hosts,
-      landingSeconds: a.landingSeconds,
-      reservedShare,
-    });
+  // What the queue sees at a day's number of gates, whatever the number of hosts.
+  const load = (gatesPerDay: number) => ({
+    arrivalsPerHour: gatesPerDay / a.busyHours,
+    meanSeconds: gate.meanSeconds,
+    varianceSeconds2: gate.varianceSeconds2,
+    landingSeconds: a.landingSeconds,
+    reservedShare,
+  });
   return {
     config: source,
     runs: shapes.map((r, i) => ({ ...r, seconds: gate.runs[i]! })),
@@ -124,35 +124,15 @@ export function capacityPlan(source: string, config: ReturnType<typeof parseConf
     extensionRate: a.extensionRate,
     promotion: { key: comparisonKey(first.workload, first.rate), pairs: verify.pairs, seconds: promotionSeconds },
     promotionsPerDay: a.promotionsPerDay,
-    calibrationSeconds: gate.seconds,
     busyHours: a.busyHours,
     landingSeconds: a.landingSeconds,
     maxWaitMinutes: a.maxWaitMinutes,
     rows: a.gatesPerDay.map((gatesPerDay) => ({
       gatesPerDay,
-      cells: a.hosts.map((hosts) => ({ hosts, estimate: queue(gatesPerDay, hosts) })),
-      hostsNeeded: hostsNeeded(
-        {
-          arrivalsPerHour: gatesPerDay / a.busyHours,
-          meanSeconds: gate.meanSeconds,
-          varianceSeconds2: gate.varianceSeconds2,
-          landingSeconds: a.landingSeconds,
-          reservedShare,
-        },
-        a.maxWaitMinutes * 60,
-      ),
+      cells: a.hosts.map((hosts) => ({ hosts, estimate: queueEstimate({ ...load(gatesPerDay), hosts }) })),
+      hostsNeeded: hostsNeeded(load(gatesPerDay), a.maxWaitMinutes * 60),
     })),
   };
-}
-
-function readConfig(path: string) {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (e) {
-    throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
-  }
-  return parseConfig(text, path);
 }
 
 function bounded(v: Record<string, unknown>, flag: string, lo: number, hi: number): number {

@@ -13,7 +13,7 @@ export interface HostAddress {
 }
 
 /** More hosts than this is a typo or a paste, not a pool a team runs (each host is a machine). */
-export const MAX_POOL_HOSTS = 32;
+const MAX_POOL_HOSTS = 32;
 
 const NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/;
 const USER = /^[a-z_][a-z0-9_-]{0,31}$/;

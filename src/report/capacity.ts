@@ -14,7 +14,6 @@ export interface CapacityPlan {
   promotion: { key: string; pairs: number; seconds: number };
   promotionsPerDay: number;
   /** A calibration on each host: every comparison's A/A run. */
-  calibrationSeconds: number;
   busyHours: number;
   landingSeconds: number;
   maxWaitMinutes: number;
@@ -49,7 +48,7 @@ export function capacityMarkdown(p: CapacityPlan): string {
     `A comparison whose interval stays unclear extends itself up to ${p.maxExtensions} times (the same run again): ${s(p.gate.maxSeconds)} if every one did. ` +
       `With ${Math.round(p.extensionRate * 100)}% of the extensions taken, a gate holds its host ${s(mean)} on average. ` +
       `Every host also runs each promotion's A/A check (${p.promotion.key}, ${p.promotion.pairs} pairs: ${s(p.promotion.seconds)}; ${p.promotionsPerDay} a day take ${(promotionShare * 100).toFixed(1)}% of its ${p.busyHours} busy hours) ` +
-      `and each week's calibration (every comparison's A/A run: ${s(p.calibrationSeconds)}, scheduled outside the busy hours).`,
+      `and each week's calibration (every comparison's A/A run: ${s(p.gate.seconds)}, scheduled outside the busy hours).`,
     "",
     `A host runs at most ${Math.floor((busyDay * (1 - promotionShare)) / mean)} such gates in ${p.busyHours} busy hours, back to back; a queue stays short below ~70% of that, ${Math.floor((0.7 * busyDay * (1 - promotionShare)) / mean)}.`,
     "",
