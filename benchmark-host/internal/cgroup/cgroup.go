@@ -261,8 +261,11 @@ func (g *Group) renew() error {
 
 // CPUUsageUs is the CPU time the group's processes have used, in µs (cpu.stat usage_usec,
 // which cgroup v2 keeps with or without the cpu controller).
-func (g *Group) CPUUsageUs() (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(g.Path, "cpu.stat"))
+func (g *Group) CPUUsageUs() (uint64, error) { return CPUUsageUs(g.Path) }
+
+// CPUUsageUs is the usage_usec of the cgroup v2 directory dir's cpu.stat.
+func CPUUsageUs(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
 	if err != nil {
 		return 0, err
 	}
@@ -271,7 +274,7 @@ func (g *Group) CPUUsageUs() (uint64, error) {
 			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("%s/cpu.stat: no usage_usec", g.Path)
+	return 0, fmt.Errorf("%s/cpu.stat: no usage_usec", dir)
 }
 
 // MemoryBytes is memory.current (v1: memory.usage_in_bytes), when the memory controller is
@@ -291,21 +294,22 @@ func (g *Group) MemoryBytes() (uint64, bool) {
 // SetCPUs confines the group to cpus (cpuset.cpus), when the cpuset controller is enabled.
 func (g *Group) SetCPUs(cpus string) error {
 	g.cpus = cpus
-	dir := g.Path
-	if v1 := g.v1["cpuset"]; v1 != "" {
-		dir = v1
+	return os.WriteFile(filepath.Join(g.dir("cpuset"), "cpuset.cpus"), []byte(cpus), 0)
+}
+
+// dir is where the group's files of controller c are: its v1 directory on a hybrid host, else
+// its own.
+func (g *Group) dir(c string) string {
+	if v1 := g.v1[c]; v1 != "" {
+		return v1
 	}
-	return os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte(cpus), 0)
+	return g.Path
 }
 
 // SetMaxProcs bounds the group's tasks (pids.max), when the pids controller is enabled.
 func (g *Group) SetMaxProcs(n int) error {
 	g.maxProcs = n
-	dir := g.Path
-	if v1 := g.v1["pids"]; v1 != "" {
-		dir = v1
-	}
-	return os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n)), 0)
+	return os.WriteFile(filepath.Join(g.dir("pids"), "pids.max"), []byte(strconv.Itoa(n)), 0)
 }
 
 // SetMemoryMax bounds the group's memory (memory.max, no swap beyond it) when the memory

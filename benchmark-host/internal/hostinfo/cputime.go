@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
 )
 
 // userHz is the unit of /proc/stat's CPU times: USER_HZ, 100 on every Linux architecture
@@ -148,7 +150,7 @@ func readRuntime() map[string]uint64 {
 		if !e.IsDir() {
 			continue
 		}
-		if us, ok := usageUs(filepath.Join(v2, e.Name(), "cpu.stat")); ok {
+		if us, err := cgroup.CPUUsageUs(filepath.Join(v2, e.Name())); err == nil {
 			out[e.Name()] = us
 		}
 	}
@@ -156,21 +158,6 @@ func readRuntime() map[string]uint64 {
 		return nil // no group holds the machine's tasks: /proc/stat's ticks are all there is
 	}
 	return out
-}
-
-// usageUs is a v2 cpu.stat's usage_usec.
-func usageUs(path string) (uint64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-			us, err := strconv.ParseUint(v, 10, 64)
-			return us, err == nil
-		}
-	}
-	return 0, false
 }
 
 // SelfCPUUs is the CPU time this process has used so far, all its threads, in µs.

@@ -24,18 +24,6 @@ func TestUsedSinceCountsEachRuntimeCounterFromWhereItWas(t *testing.T) {
 	}
 }
 
-func TestUsageUsReadsCPUStat(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "cpu.stat")
-	os.WriteFile(p, []byte("usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\n"), 0o600)
-	if us, ok := usageUs(p); !ok || us != 123456 {
-		t.Errorf("usageUs = %d, %v", us, ok)
-	}
-	os.WriteFile(p, []byte("user_usec 1\n"), 0o600)
-	if _, ok := usageUs(p); ok {
-		t.Error("a cpu.stat without usage_usec read as a usage")
-	}
-}
-
 func TestOnlyKernelThreads(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "cgroup.procs")
 	// A kernel thread of this machine (no command line), or, in a PID namespace that shows

@@ -62,14 +62,16 @@ type tally struct {
 
 // allocate makes one shard's histograms.
 func (a *sliceShard) allocate() {
-	a.latency = hdrhistogram.New(1, maxLatencyUs, 3)
+	a.latency = newLatency()
 	a.svc = hdrhistogram.New(1, maxServiceUs, 2)
 	a.lag = hdrhistogram.New(1, maxServiceUs, 2)
 	a.wait = hdrhistogram.New(1, maxServiceUs, 2)
-	for i := range a.classes {
-		a.classes[i].latency = hdrhistogram.New(1, maxLatencyUs, 3)
-	}
 }
+
+// newLatency is a latency histogram. A request class's is made when it records its first
+// request, not with the slice's: up to contract.MaxClasses of them at ~190 KB each would
+// otherwise be allocated and zeroed on a lane's completion path at every slice start.
+func newLatency() *hdrhistogram.Histogram { return hdrhistogram.New(1, maxLatencyUs, 3) }
 
 // outcome is one finished request; times are offsets on the run's clock. A request is
 // intended on the schedule, dispatched when its lane gets to it, sent when a connection of
@@ -154,6 +156,9 @@ func (t *tally) add(o *outcome) bool {
 		return false
 	}
 	t.recorded++
+	if t.latency == nil {
+		t.latency = newLatency()
+	}
 	t.latency.RecordValue(clampUs(o.done-o.intended, maxLatencyUs))
 	return true
 }
@@ -175,6 +180,9 @@ func (t *tally) merge(b *tally) {
 		t.errs.GRPC[code] += n
 	}
 	if b.latency != nil {
+		if t.latency == nil {
+			t.latency = newLatency()
+		}
 		t.latency.Merge(b.latency)
 	}
 }
@@ -192,6 +200,9 @@ func (t *tally) shortOfBudget() []string {
 
 // class is the result record of one request class's tally.
 func (t *tally) class() contract.ClassSlice {
+	if t.latency == nil {
+		t.latency = newLatency() // nothing recorded: an empty histogram says so
+	}
 	c := contract.ClassSlice{Completed: t.completed, OK: t.ok, Recorded: t.recorded, Errors: t.errs,
 		LatencyUs: percentiles(t.latency), ShortOfBudget: t.shortOfBudget()}
 	if enc, err := t.latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {

@@ -59,16 +59,14 @@ func setUpGuards(cfg config.Config, iso *Isolation, setup *cgroup.Setup) error {
 	switch {
 	case cfg.ArmMemoryBytes <= 0:
 		info.Memory = "no limit (--arm-memory-bytes 0); " + order
-	case setup.V1("memory") != "":
-		for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
-			err = errors.Join(err, a.Group.SetMemoryMax(cfg.ArmMemoryBytes))
-		}
-		info.Memory = fmt.Sprintf("memory.limit_in_bytes %s per arm (cgroup v1 %s; its dependencies and its /dev/shm included), the rest of the arm killed when the kernel kills one of its processes for it; %s", SizeString(uint64(cfg.ArmMemoryBytes)), setup.V1("memory"), order)
-	case setup.Has("memory"):
+	case setup.Has("memory"): // v2's memory.max, or the v1 subtree's limit on a hybrid host
 		for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
 			err = errors.Join(err, a.Group.SetMemoryMax(cfg.ArmMemoryBytes))
 		}
 		info.Memory = fmt.Sprintf("memory.max %s per arm (its dependencies and its /dev/shm included), the whole arm killed when it runs out; %s", SizeString(uint64(cfg.ArmMemoryBytes)), order)
+		if v1 := setup.V1("memory"); v1 != "" {
+			info.Memory = fmt.Sprintf("memory.limit_in_bytes %s per arm (cgroup v1 %s; its dependencies and its /dev/shm included), the rest of the arm killed when the kernel kills one of its processes for it; %s", SizeString(uint64(cfg.ArmMemoryBytes)), v1, order)
+		}
 	default:
 		info.Memory = "not limited: no cgroup memory controller for perf-host's groups (a hybrid host installed without --cgroup-v1? re-run install.sh); " + order
 		info.Notes = append(info.Notes, "an arm's memory is not limited on this host (no cgroup memory controller for perf-host's groups); the OOM killer takes the arms first")
