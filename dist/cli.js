@@ -46984,6 +46984,9 @@ import { join as join3, relative } from "node:path";
 // src/experiment/artifacts.ts
 import { mkdirSync, writeFileSync as writeFileSync5 } from "node:fs";
 import { dirname as dirname2, join as join2 } from "node:path";
+function hostOutDir(base, host, poolSize) {
+  return poolSize > 1 ? join2(base, host.replace(/[^A-Za-z0-9._-]/g, "_")) : base;
+}
 function writeArtifacts(dir, a2) {
   const paths = {
     reportPath: join2(dir, "report.md"),
@@ -48062,15 +48065,7 @@ async function calibrateHere(pool, config2, o2, s3, onHost) {
     onHost(client);
     const host = "local" in o2.target ? null : name2;
     try {
-      dones.push(
-        await calibrateOne(
-          client,
-          host,
-          config2,
-          pool.size > 1 ? join3(o2.out, name2.replace(/[^A-Za-z0-9._-]/g, "_")) : o2.out,
-          s3
-        )
-      );
+      dones.push(await calibrateOne(client, host, config2, hostOutDir(o2.out, name2, pool.size), s3));
     } catch (e) {
       if (pool.size === 1 || e instanceof Interrupted) throw e;
       dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });

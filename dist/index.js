@@ -64729,7 +64729,968 @@ function poolOf(inputs) {
 }
 
 // src/action/job.ts
-import { join as join2 } from "node:path";
+import { join as join3 } from "node:path";
+
+// src/experiment/artifacts.ts
+import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { dirname, join as join2 } from "node:path";
+
+// src/report/arms.ts
+var CHAMPION_VS_CHALLENGER = {
+  aa: false,
+  champion: "champion",
+  challenger: "challenger",
+  difference: "challenger \u2212 champion"
+};
+function armsOf(a2) {
+  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
+  const champion = portName2(a2.targets?.champion, "the champion's port");
+  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
+  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
+}
+function portName2(target, otherwise) {
+  if (!target) return otherwise;
+  try {
+    const u2 = new URL(target);
+    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return otherwise;
+  }
+}
+
+// src/report/format.ts
+function ms2(x) {
+  const a2 = Math.abs(x);
+  if (a2 >= 10) return x.toFixed(1);
+  if (a2 >= 0.1) return x.toFixed(2);
+  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
+  return Number(text) === 0 ? "0.00" : text;
+}
+function signedMs(x) {
+  const text = ms2(x);
+  return (x > 0 && text !== "0.00" ? "+" : "") + text;
+}
+function msInterval([lo, hi]) {
+  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
+}
+function percentLabel(p) {
+  return `p${p}`;
+}
+function confidenceLabel(c3) {
+  return `${Number((c3 * 100).toFixed(2))}%`;
+}
+function pValue(p) {
+  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
+}
+function rps(x) {
+  return x.toFixed(1);
+}
+function signedPercent(x) {
+  const text = x.toFixed(1);
+  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
+}
+function mib(bytes) {
+  const m = bytes / (1 << 20);
+  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
+}
+function micros(us2) {
+  return `${Math.abs(us2) >= 100 ? us2.toFixed(0) : Math.abs(us2) >= 10 ? us2.toFixed(1) : us2.toFixed(2)} \xB5s`;
+}
+function codeSpan(name2) {
+  return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
+}
+
+// src/report/scale.ts
+function niceTicks(lo, hi, target = 5) {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi)
+    throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
+  if (lo === hi) {
+    const pad = Math.abs(lo) * 0.1 || 0.01;
+    [lo, hi] = [lo - pad, hi + pad];
+  }
+  const raw = (hi - lo) / target;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks = [];
+  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++)
+    ticks.push(Number((k * step).toFixed(decimals)) + 0);
+  if (ticks[ticks.length - 1] < hi - step * 1e-9)
+    ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
+  return { ticks, step, decimals };
+}
+function chartScale(values, c3) {
+  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
+  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
+  let lo = Math.min(...data);
+  let hi = Math.max(...data);
+  const reach = Math.max(Math.abs(lo), Math.abs(hi));
+  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
+  if (threshold !== null) hi = Math.max(hi, threshold);
+  const span = hi - lo || reach || 0.01;
+  lo -= lo < 0 ? span * 0.03 : 0;
+  hi += hi > 0 ? span * 0.03 : 0;
+  const t = niceTicks(lo, hi, 6);
+  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
+}
+function tickLabel(v, decimals) {
+  if (v === 0) return "0";
+  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
+}
+
+// src/report/chart.ts
+var MAX_BARS = 60;
+function bars(d, maxBars = MAX_BARS) {
+  const per = Math.ceil(d.length / maxBars);
+  const out = [];
+  for (let i2 = 0; i2 < d.length; i2 += per) {
+    const bin = d.slice(i2, i2 + per);
+    const last = Math.min(i2 + per, d.length);
+    out.push({
+      label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`,
+      value: bin.reduce((a2, b) => a2 + b, 0) / bin.length
+    });
+  }
+  return { bars: out, per };
+}
+function title(c3, percentile2, arms, per) {
+  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
+}
+function marks(c3, scale) {
+  return {
+    floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
+    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
+    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
+  };
+}
+var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
+var PLOT_COLUMNS = 48;
+function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(
+    rows2.map((r) => r.value),
+    forArms(c3, arms)
+  );
+  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
+  const zero = col(0);
+  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
+  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
+  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
+  const canvas = () => {
+    const line = Array(PLOT_COLUMNS).fill(" ");
+    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
+    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
+    line[zero] = "\u2502";
+    return line;
+  };
+  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
+  const axis2 = Array(PLOT_COLUMNS).fill("\u2500");
+  let free = 0;
+  for (const t of scale.ticks) {
+    const text = tickLabel(t, scale.decimals);
+    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
+    axis2[col(t)] = t === 0 ? "\u253C" : "\u252C";
+    if (at < free) continue;
+    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
+    free = at + text.length + 1;
+  }
+  const out = [
+    title(c3, percentile2, arms, per),
+    "",
+    row("", "", tickRow),
+    row(per === 1 ? "pair" : "pairs", "ms", axis2)
+  ];
+  for (const r of rows2) {
+    const line = canvas();
+    const to = col(r.value);
+    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
+    out.push(row(r.label, signedMs(r.value), line));
+  }
+  const ci = canvas();
+  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
+  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
+  ci[lo] = "\u251C";
+  ci[hi] = "\u2524";
+  ci[col(c3.estimateMs)] = "\u25CF";
+  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
+  const m = marks(c3, scale);
+  const legend = [
+    `\u2502 0`,
+    `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`,
+    ...m.floor ? [`\u2506 ${m.floor}`] : [],
+    ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]
+  ];
+  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
+  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
+}
+function forArms(c3, arms) {
+  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
+}
+var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
+  const width = 760;
+  const height = 340;
+  const m = { top: 44, right: 190, bottom: 46, left: 64 };
+  const plotW = width - m.left - m.right;
+  const plotH = height - m.top - m.bottom;
+  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
+  const scale = chartScale(
+    rows2.map((r) => r.value),
+    forArms(c3, arms)
+  );
+  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
+  const slot = plotW / Math.max(1, rows2.length);
+  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
+  const f = (v) => v.toFixed(1);
+  const right = m.left + plotW;
+  const grid2 = scale.ticks.map(
+    (t) => [
+      `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
+      `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
+    ].join("\n  ")
+  ).join("\n  ");
+  const barRects = rows2.map((r, i2) => {
+    const top = Math.min(y(r.value), y(0));
+    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
+    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
+  }).join("\n  ");
+  const everyNth = Math.ceil(rows2.length / 15);
+  const xLabels = rows2.map(
+    (r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : ""
+  ).filter(Boolean).join("\n  ");
+  const mk = marks(c3, scale);
+  const lines = [
+    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
+    ...scale.floor === null ? [] : [1, -1].map((sign) => ({
+      v: sign * scale.floor,
+      text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`,
+      stroke: "#8250df",
+      dash: "2 3"
+    })),
+    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
+  ];
+  const placed = [];
+  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
+    let at = y(l.v) + 4;
+    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
+    placed.push(at);
+    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
+  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
+  }).join("\n  ");
+  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
+  <title>${esc2(title(c3, percentile2, arms, per))}</title>
+  <rect width="100%" height="100%" fill="#ffffff"/>
+  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
+  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
+  ${band}
+  ${grid2}
+  ${barRects}
+  ${labels}
+  ${xLabels}
+  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
+</svg>
+`;
+}
+
+// node_modules/uplot/dist/uPlot.iife.min.js?raw
+var uPlot_iife_min_default = '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot=function(){"use strict";const l="u-off",e="u-label",t="width",n="height",i="top",o="bottom",s="left",r="right",u="#000",a=u+"0",f="mousemove",c="mousedown",h="mouseup",d="mouseenter",p="mouseleave",m="dblclick",g="change",x="dppxchange",w="--",_="undefined"!=typeof window,b=_?document:null,v=_?window:null,k=_?navigator:null;let y,M;function S(l,e){if(null!=e){let t=l.classList;!t.contains(e)&&t.add(e)}}function T(l,e){let t=l.classList;t.contains(e)&&t.remove(e)}function E(l,e,t){l.style[e]=t+"px"}function z(l,e,t,n){let i=b.createElement(l);return null!=e&&S(i,e),null!=t&&t.insertBefore(i,n),i}function D(l,e){return z("div",l,e)}const P=new WeakMap;function A(e,t,n,i,o){let s="translate("+t+"px,"+n+"px)";s!=P.get(e)&&(e.style.transform=s,P.set(e,s),0>t||0>n||t>i||n>o?S(e,l):T(e,l))}const W=new WeakMap;function Y(l,e,t){let n=e+t;n!=W.get(l)&&(W.set(l,n),l.style.background=e,l.style.borderColor=t)}const C=new WeakMap;function H(l,e,t,n){let i=e+""+t;i!=C.get(l)&&(C.set(l,i),l.style.height=t+"px",l.style.width=e+"px",l.style.marginLeft=n?-e/2+"px":0,l.style.marginTop=n?-t/2+"px":0)}const F={passive:!0},R={...F,capture:!0};function G(l,e,t,n){e.addEventListener(l,t,n?R:F)}function I(l,e,t){e.removeEventListener(l,t,F)}function L(l,e,t,n){let i;t=t||0;let o=2147483647>=(n=n||e.length-1);for(;n-t>1;)i=o?t+n>>1:sl((t+n)/2),l>e[i]?t=i:n=i;return l-e[t]>e[n]-l?n:t}function O(l){return(e,t,n)=>{let i=-1,o=-1;for(let o=t;n>=o;o++)if(l(e[o])){i=o;break}for(let i=n;i>=t;i--)if(l(e[i])){o=i;break}return[i,o]}}_&&function l(){let e=devicePixelRatio;y!=e&&(y=e,M&&I(g,M,l),M=matchMedia(`(min-resolution: ${y-.001}dppx) and (max-resolution: ${y+.001}dppx)`),G(g,M,l),v.dispatchEvent(new CustomEvent(x)))}();const N=l=>null!=l,j=l=>null!=l&&l>0,U=O(N),V=O(j);function B(l,e,t,n){let i=hl(l),o=hl(e);l==e&&(-1==i?(l*=t,e/=t):(l/=t,e*=t));let s=10==t?dl:pl,r=1==o?ul:sl,u=(1==i?sl:ul)(s(ol(l))),a=r(s(ol(e))),f=cl(t,u),c=cl(t,a);return 10==t&&(0>u&&(f=Al(f,-u)),0>a&&(c=Al(c,-a))),n||2==t?(l=f*i,e=c*o):(l=Pl(l,f),e=Dl(e,c)),[l,e]}function $(l,e,t,n){let i=B(l,e,t,n);return 0==l&&(i[0]=0),0==e&&(i[1]=0),i}const J=.1,q={mode:3,pad:J},K={pad:0,soft:null,mode:0},X={min:K,max:K};function Z(l,e,t,n){return Ol(t)?ll(l,e,t):(K.pad=t,K.soft=n?0:null,K.mode=n?3:0,ll(l,e,X))}function Q(l,e){return null==l?e:l}function ll(l,e,t){let n=t.min,i=t.max,o=Q(n.pad,0),s=Q(i.pad,0),r=Q(n.hard,-gl),u=Q(i.hard,gl),a=Q(n.soft,gl),f=Q(i.soft,-gl),c=Q(n.mode,0),h=Q(i.mode,0),d=e-l,p=dl(d),m=fl(ol(l),ol(e)),g=dl(m),x=ol(g-p);(1e-24>d||x>10)&&(d=0,0!=l&&0!=e||(d=1e-24,2==c&&a!=gl&&(o=0),2==h&&f!=-gl&&(s=0)));let w=d||m||1e3,_=dl(w),b=cl(10,sl(_)),v=Al(Pl(l-w*(0==d?0==l?.1:1:o),b/10),24),k=a>l||1!=c&&(3!=c||v>a)&&(2!=c||a>v)?gl:a,y=fl(r,k>v&&l>=k?k:al(k,v)),M=Al(Dl(e+w*(0==d?0==e?.1:1:s),b/10),24),S=e>f||1!=h&&(3!=h||f>M)&&(2!=h||M>f)?-gl:f,T=al(u,M>S&&S>=e?S:fl(S,M));return y==T&&0==y&&(T=100),[y,T]}const el=new Intl.NumberFormat(_?k.language:"en-US"),tl=l=>el.format(l),nl=Math,il=nl.PI,ol=nl.abs,sl=nl.floor,rl=nl.round,ul=nl.ceil,al=nl.min,fl=nl.max,cl=nl.pow,hl=nl.sign,dl=nl.log10,pl=nl.log2,ml=(l,e=1)=>nl.asinh(l/e),gl=1/0;function xl(l){return 1+(0|dl((l^l>>31)-(l>>31)))}function wl(l,e,t){return al(fl(l,e),t)}function _l(l){return"function"==typeof l}function bl(l){return _l(l)?l:()=>l}const vl=l=>l,kl=(l,e)=>e,yl=()=>null,Ml=()=>!0,Sl=(l,e)=>l==e,Tl=/\\.\\d*?(?=9{6,}|0{6,})/gm,El=l=>{if(Il(l)||Wl.has(l))return l;const e=""+l,t=e.match(Tl);if(null==t)return l;let n=t[0].length-1;if(-1!=e.indexOf("e-")){let[l,t]=e.split("e");return+`${El(l)}e${t}`}return Al(l,n)};function zl(l,e){return El(Al(El(l/e))*e)}function Dl(l,e){return El(ul(El(l/e))*e)}function Pl(l,e){return El(sl(El(l/e))*e)}function Al(l,e=0){if(Il(l))return l;let t=10**e;return rl(l*t*(1+Number.EPSILON))/t}const Wl=new Map;function Yl(l){return((""+l).split(".")[1]||"").length}function Cl(l,e,t,n){let i=[],o=n.map(Yl);for(let s=e;t>s;s++){let e=ol(s),t=Al(cl(l,s),e);for(let r=0;n.length>r;r++){let u=10==l?+`${n[r]}e${s}`:n[r]*t,a=(0>s?e:0)+(o[r]>s?o[r]:0),f=10==l?u:Al(u,a);i.push(f),Wl.set(f,a)}}return i}const Hl={},Fl=[],Rl=[null,null],Gl=Array.isArray,Il=Number.isInteger;function Ll(l){return"string"==typeof l}function Ol(l){let e=!1;if(null!=l){let t=l.constructor;e=null==t||t==Object}return e}function Nl(l){return null!=l&&"object"==typeof l}const jl=Object.getPrototypeOf(Uint8Array),Ul="__proto__";function Vl(l,e=Ol){let t;if(Gl(l)){let n=l.find((l=>null!=l));if(Gl(n)||e(n)){t=Array(l.length);for(let n=0;l.length>n;n++)t[n]=Vl(l[n],e)}else t=l.slice()}else if(l instanceof jl)t=l.slice();else if(e(l)){t={};for(let n in l)n!=Ul&&(t[n]=Vl(l[n],e))}else t=l;return t}function Bl(l){let e=arguments;for(let t=1;e.length>t;t++){let n=e[t];for(let e in n)e!=Ul&&(Ol(l[e])?Bl(l[e],Vl(n[e])):l[e]=Vl(n[e]))}return l}function $l(l,e,t){for(let n,i=0,o=-1;e.length>i;i++){let s=e[i];if(s>o){for(n=s-1;n>=0&&null==l[n];)l[n--]=null;for(n=s+1;t>n&&null==l[n];)l[o=n++]=null}}}const Jl="undefined"==typeof queueMicrotask?l=>Promise.resolve().then(l):queueMicrotask,ql=["January","February","March","April","May","June","July","August","September","October","November","December"],Kl=["Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"];function Xl(l){return l.slice(0,3)}const Zl=Kl.map(Xl),Ql=ql.map(Xl),le={MMMM:ql,MMM:Ql,WWWW:Kl,WWW:Zl};function ee(l){return(10>l?"0":"")+l}const te={YYYY:l=>l.getFullYear(),YY:l=>(l.getFullYear()+"").slice(2),MMMM:(l,e)=>e.MMMM[l.getMonth()],MMM:(l,e)=>e.MMM[l.getMonth()],MM:l=>ee(l.getMonth()+1),M:l=>l.getMonth()+1,DD:l=>ee(l.getDate()),D:l=>l.getDate(),WWWW:(l,e)=>e.WWWW[l.getDay()],WWW:(l,e)=>e.WWW[l.getDay()],HH:l=>ee(l.getHours()),H:l=>l.getHours(),h:l=>{let e=l.getHours();return 0==e?12:e>12?e-12:e},AA:l=>12>l.getHours()?"AM":"PM",aa:l=>12>l.getHours()?"am":"pm",a:l=>12>l.getHours()?"a":"p",mm:l=>ee(l.getMinutes()),m:l=>l.getMinutes(),ss:l=>ee(l.getSeconds()),s:l=>l.getSeconds(),fff:l=>function(l){return(10>l?"00":100>l?"0":"")+l}(l.getMilliseconds())};function ne(l,e){e=e||le;let t,n=[],i=/\\{([a-z]+)\\}|[^{]+/gi;for(;t=i.exec(l);)n.push("{"==t[0][0]?te[t[1]]:t[0]);return l=>{let t="";for(let i=0;n.length>i;i++)t+="string"==typeof n[i]?n[i]:n[i](l,e);return t}}const ie=(new Intl.DateTimeFormat).resolvedOptions().timeZone,oe=l=>l%1==0,se=[1,2,2.5,5],re=Cl(10,-32,0,se),ue=Cl(10,0,32,se),ae=ue.filter(oe),fe=re.concat(ue),ce="{YYYY}",he="\\n"+ce,de="{M}/{D}",pe="\\n"+de,me=pe+"/{YY}",ge="{aa}",xe="{h}:{mm}"+ge,we="\\n"+xe,_e=":{ss}",be=null;function ve(l){let e=1e3*l,t=60*e,n=60*t,i=24*n,o=30*i,s=365*i;return[(1==l?Cl(10,0,3,se).filter(oe):Cl(10,-3,0,se)).concat([e,5*e,10*e,15*e,30*e,t,5*t,10*t,15*t,30*t,n,2*n,3*n,4*n,6*n,8*n,12*n,i,2*i,3*i,4*i,5*i,6*i,7*i,8*i,9*i,10*i,15*i,o,2*o,3*o,4*o,6*o,s,2*s,5*s,10*s,25*s,50*s,100*s]),[[s,ce,be,be,be,be,be,be,1],[28*i,"{MMM}",he,be,be,be,be,be,1],[i,de,he,be,be,be,be,be,1],[n,"{h}"+ge,me,be,pe,be,be,be,1],[t,xe,me,be,pe,be,be,be,1],[e,_e,me+" "+xe,be,pe+" "+xe,be,we,be,1],[l,_e+".{fff}",me+" "+xe,be,pe+" "+xe,be,we,be,1]],function(e){return(r,u,a,f,c,h)=>{let d=[],p=c>=s,m=c>=o&&s>c,g=e(a),x=Al(g*l,3),w=Pe(g.getFullYear(),p?0:g.getMonth(),m||p?1:g.getDate()),_=Al(w*l,3);if(m||p){let t=m?c/o:0,n=p?c/s:0,i=x==_?x:Al(Pe(w.getFullYear()+n,w.getMonth()+t,1)*l,3),r=new Date(rl(i/l)),u=r.getFullYear(),a=r.getMonth();for(let o=0;f>=i;o++){let s=Pe(u+n*o,a+t*o,1),r=s-e(Al(s*l,3));i=Al((+s+r)*l,3),i>f||d.push(i)}}else{let o=i>c?c:i,s=_+(sl(a)-sl(x))+Dl(x-_,o);d.push(s);let p=e(s),m=p.getHours()+p.getMinutes()/t+p.getSeconds()/n,g=c/n,w=h/r.axes[u]._space;for(;s=Al(s+c,1==l?0:3),f>=s;)if(g>1){let l=sl(Al(m+g,6))%24,t=e(s).getHours()-l;t>1&&(t=-1),s-=t*n,m=(m+g)%24,.7>Al((s-d[d.length-1])/c,3)*w||d.push(s)}else d.push(s)}return d}}]}const[ke,ye,Me]=ve(1),[Se,Te,Ee]=ve(.001);function ze(l,e){return l.map((l=>l.map(((t,n)=>0==n||8==n||null==t?t:e(1==n||0==l[8]?t:l[1]+t)))))}function De(l,e){return(t,n,i,o,s)=>{let r,u,a,f,c,h,d=e.find((l=>s>=l[0]))||e[e.length-1];return n.map((e=>{let t=l(e),n=t.getFullYear(),i=t.getMonth(),o=t.getDate(),s=t.getHours(),p=t.getMinutes(),m=t.getSeconds(),g=n!=r&&d[2]||i!=u&&d[3]||o!=a&&d[4]||s!=f&&d[5]||p!=c&&d[6]||m!=h&&d[7]||d[1];return r=n,u=i,a=o,f=s,c=p,h=m,g(t)}))}}function Pe(l,e,t){return new Date(l,e,t)}function Ae(l,e){return e(l)}function We(l,e){return(t,n,i,o)=>null==o?w:e(l(n))}Cl(2,-53,53,[1]);const Ye={show:!0,live:!0,isolate:!1,mount:()=>{},markers:{show:!0,width:2,stroke:function(l,e){let t=l.series[e];return t.width?t.stroke(l,e):t.points.width?t.points.stroke(l,e):null},fill:function(l,e){return l.series[e].fill(l,e)},dash:"solid"},idx:null,idxs:null,values:[]},Ce=[0,0];function He(l,e,t,n=!0){return l=>{0==l.button&&(!n||l.target==e)&&t(l)}}function Fe(l,e,t,n=!0){return l=>{(!n||l.target==e)&&t(l)}}const Re={show:!0,x:!0,y:!0,lock:!1,move:function(l,e,t){return Ce[0]=e,Ce[1]=t,Ce},points:{one:!1,show:function(l,e){let i=l.cursor.points,o=D(),s=i.size(l,e);E(o,t,s),E(o,n,s);let r=s/-2;E(o,"marginLeft",r),E(o,"marginTop",r);let u=i.width(l,e,s);return u&&E(o,"borderWidth",u),o},size:function(l,e){return l.series[e].points.size},width:0,stroke:function(l,e){let t=l.series[e].points;return t._stroke||t._fill},fill:function(l,e){let t=l.series[e].points;return t._fill||t._stroke}},bind:{mousedown:He,mouseup:He,click:He,dblclick:He,mousemove:Fe,mouseleave:Fe,mouseenter:Fe},drag:{setScale:!0,x:!0,y:!1,dist:0,uni:null,click:(l,e)=>{e.stopPropagation(),e.stopImmediatePropagation()},_x:!1,_y:!1},focus:{dist:(l,e,t,n,i)=>n-i,prox:-1,bias:0},hover:{skip:[void 0],prox:null,bias:0},left:-10,top:-10,idx:null,dataIdx:null,idxs:null,event:null},Ge={show:!0,stroke:"rgba(0,0,0,0.07)",width:2},Ie=Bl({},Ge,{filter:kl}),Le=Bl({},Ie,{size:10}),Oe=Bl({},Ge,{show:!1}),Ne=\'12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji"\',je="bold "+Ne,Ue={show:!0,scale:"x",stroke:u,space:50,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:2,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},Ve={show:!0,scale:"x",auto:!1,sorted:1,min:gl,max:-gl,idxs:[]};function Be(l,e){return e.map((l=>null==l?"":tl(l)))}function $e(l,e,t,n,i,o,s){let r=[],u=Wl.get(i)||0;for(let l=t=s?t:Al(Dl(t,i),u);n>=l;l=Al(l+i,u))r.push(Object.is(l,-0)?0:l);return r}function Je(l,e,t,n,i){const o=[],s=l.scales[l.axes[e].scale].log,r=sl((10==s?dl:pl)(t));i=cl(s,r),10==s&&(i=fe[L(i,fe)]);let u=t,a=i*s;10==s&&(a=fe[L(a,fe)]);do{o.push(u),u+=i,10!=s||Wl.has(u)||(u=Al(u,Wl.get(i))),a>u||(a=(i=u)*s,10==s&&(a=fe[L(a,fe)]))}while(n>=u);return o}function qe(l,e,t,n,i){let o=l.scales[l.axes[e].scale].asinh,s=n>o?Je(l,e,fl(o,t),n,i):[o],r=0>n||t>0?[]:[0];return(-o>t?Je(l,e,fl(o,-n),-t,i):[o]).reverse().map((l=>-l)).concat(r,s)}const Ke=/./,Xe=/[12357]/,Ze=/[125]/,Qe=/1/,lt=(l,e,t,n)=>l.map(((l,i)=>4==e&&0==l||i%n==0&&t.test(l.toExponential()[0>l?1:0])?l:null));function et(l,e,t){let n=l.axes[t],i=n.scale,o=l.scales[i],s=l.valToPos,r=n._space,u=s(10,i),a=s(9,i)-u<r?s(7,i)-u<r?s(5,i)-u<r?Qe:Ze:Xe:Ke;if(a==Qe){let l=ol(s(1,i)-u);if(r>l)return lt(e.slice().reverse(),o.distr,a,ul(r/l)).reverse()}return lt(e,o.distr,a,1)}function tt(l,e,t){let n=l.axes[t],i=n.scale,o=n._space,s=l.valToPos,r=ol(s(1,i)-s(2,i));return o>r?lt(e.slice().reverse(),3,Ke,ul(o/r)).reverse():e}function nt(l,e,t,n){return null==n?w:null==e?"":tl(e)}const it={show:!0,scale:"y",stroke:u,space:30,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:3,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},ot={scale:null,auto:!0,sorted:0,min:gl,max:-gl},st=(l,e,t,n,i)=>i,rt={show:!0,auto:!0,sorted:0,gaps:st,alpha:1,facets:[Bl({},ot,{scale:"x"}),Bl({},ot,{scale:"y"})]},ut={scale:"y",auto:!0,sorted:0,show:!0,spanGaps:!1,gaps:st,alpha:1,points:{show:function(l,e){let{scale:t,idxs:n}=l.series[0],i=l._data[0],o=l.valToPos(i[n[0]],t,!0),s=l.valToPos(i[n[1]],t,!0);return ol(s-o)/(l.series[e].points.space*y)>=n[1]-n[0]},filter:null},values:null,min:gl,max:-gl,idxs:[],path:null,clip:null};function at(l,e,t){return t/10}const ft={time:!0,auto:!0,distr:1,log:10,asinh:1,min:null,max:null,dir:1,ori:0},ct=Bl({},ft,{time:!1,ori:1}),ht={};function dt(l){let e=ht[l];return e||(e={key:l,plots:[],sub(l){e.plots.push(l)},unsub(l){e.plots=e.plots.filter((e=>e!=l))},pub(l,t,n,i,o,s,r){for(let u=0;e.plots.length>u;u++)e.plots[u]!=t&&e.plots[u].pub(l,t,n,i,o,s,r)}},null!=l&&(ht[l]=e)),e}function pt(l,e,t){const n=l.mode,i=l.series[e],o=2==n?l._data[e]:l._data,s=l.scales,r=l.bbox;let u=o[0],a=2==n?o[1]:o[e],f=2==n?s[i.facets[0].scale]:s[l.series[0].scale],c=2==n?s[i.facets[1].scale]:s[i.scale],h=r.left,d=r.top,p=r.width,m=r.height,g=l.valToPosH,x=l.valToPosV;return 0==f.ori?t(i,u,a,f,c,g,x,h,d,p,m,kt,Mt,Tt,zt,Pt):t(i,u,a,f,c,x,g,d,h,m,p,yt,St,Et,Dt,At)}function mt(l,e){let t=0,n=0,i=Q(l.bands,Fl);for(let l=0;i.length>l;l++){let o=i[l];o.series[0]==e?t=o.dir:o.series[1]==e&&(n|=1==o.dir?1:2)}return[t,1==n?-1:2==n?1:3==n?2:0]}function gt(l,e,t,n,i){let o=l.series[e],s=l.scales[2==l.mode?o.facets[1].scale:o.scale];return-1==i?s.min:1==i?s.max:3==s.distr?1==s.dir?s.min:s.max:0}function xt(l,e,t,n,i,o){return pt(l,e,((l,e,s,r,u,a,f,c,h,d,p)=>{let m=l.pxRound;const g=0==r.ori?Mt:St;let x,w;1==r.dir*(0==r.ori?1:-1)?(x=t,w=n):(x=n,w=t);let _=m(a(e[x],r,d,c)),b=m(f(s[x],u,p,h)),v=m(a(e[w],r,d,c)),k=m(f(1==o?u.max:u.min,u,p,h)),y=new Path2D(i);return g(y,v,k),g(y,_,k),g(y,_,b),y}))}function wt(l,e,t,n,i,o){let s=null;if(l.length>0){s=new Path2D;const r=0==e?Tt:Et;let u=t;for(let e=0;l.length>e;e++){let t=l[e];if(t[1]>t[0]){let l=t[0]-u;l>0&&r(s,u,n,l,n+o),u=t[1]}}let a=t+i-u,f=10;a>0&&r(s,u,n-f/2,a,n+o+f)}return s}function _t(l,e,t,n,i,o,s){let r=[],u=l.length;for(let a=1==i?t:n;a>=t&&n>=a;a+=i)if(null===e[a]){let f=a,c=a;if(1==i)for(;++a<=n&&null===e[a];)c=a;else for(;--a>=t&&null===e[a];)c=a;let h=o(l[f]),d=c==f?h:o(l[c]),p=f-i;h=s>0||0>p||p>=u?h:o(l[p]);let m=c+i;d=0>s||0>m||m>=u?d:o(l[m]),h>d||r.push([h,d])}return r}function bt(l){return 0==l?vl:1==l?rl:e=>zl(e,l)}function vt(l){let e=0==l?kt:yt,t=0==l?(l,e,t,n,i,o)=>{l.arcTo(e,t,n,i,o)}:(l,e,t,n,i,o)=>{l.arcTo(t,e,i,n,o)},n=0==l?(l,e,t,n,i)=>{l.rect(e,t,n,i)}:(l,e,t,n,i)=>{l.rect(t,e,i,n)};return(l,i,o,s,r,u=0,a=0)=>{0==u&&0==a?n(l,i,o,s,r):(u=al(u,s/2,r/2),a=al(a,s/2,r/2),e(l,i+u,o),t(l,i+s,o,i+s,o+r,u),t(l,i+s,o+r,i,o+r,a),t(l,i,o+r,i,o,a),t(l,i,o,i+s,o,u),l.closePath())}}const kt=(l,e,t)=>{l.moveTo(e,t)},yt=(l,e,t)=>{l.moveTo(t,e)},Mt=(l,e,t)=>{l.lineTo(e,t)},St=(l,e,t)=>{l.lineTo(t,e)},Tt=vt(0),Et=vt(1),zt=(l,e,t,n,i,o)=>{l.arc(e,t,n,i,o)},Dt=(l,e,t,n,i,o)=>{l.arc(t,e,n,i,o)},Pt=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(e,t,n,i,o,s)},At=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(t,e,i,n,s,o)};function Wt(){return(l,e,t,n,i)=>pt(l,e,((e,o,s,r,u,a,f,c,h,d,p)=>{let m,g,{pxRound:x,points:w}=e;0==r.ori?(m=kt,g=zt):(m=yt,g=Dt);const _=Al(w.width*y,3);let b=(w.size-w.width)/2*y,v=Al(2*b,3),k=new Path2D,M=new Path2D,{left:S,top:T,width:E,height:z}=l.bbox;Tt(M,S-v,T-v,E+2*v,z+2*v);const D=l=>{if(null!=s[l]){let e=x(a(o[l],r,d,c)),t=x(f(s[l],u,p,h));m(k,e+b,t),g(k,e,t,b,0,2*il)}};if(i)i.forEach(D);else for(let l=t;n>=l;l++)D(l);return{stroke:_>0?k:null,fill:k,clip:M,flags:3}}))}function Yt(l){return(e,t,n,i,o,s)=>{n!=i&&(o!=n&&s!=n&&l(e,t,n),o!=i&&s!=i&&l(e,t,i),l(e,t,s))}}const Ct=Yt(Mt),Ht=Yt(St);function Ft(l){const e=Q(l?.alignGaps,0);return(l,t,n,i)=>pt(l,t,((o,s,r,u,a,f,c,h,d,p,m)=>{[n,i]=U(r,n,i);let g,x,w=o.pxRound,_=l=>w(f(l,u,p,h)),b=l=>w(c(l,a,m,d));0==u.ori?(g=Mt,x=Ct):(g=St,x=Ht);const v=u.dir*(0==u.ori?1:-1),k={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},y=k.stroke;let M=!1;if(i-n<4*p)for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let e=r[l];null===e?M=!0:null!=e&&g(y,_(s[l]),b(e))}else{let e,t,o,a=e=>l.posToVal(e,u.key,!0),f=null,c=null,h=_(s[1==v?n:i]),d=_(s[n]),p=_(s[i]),m=a(1==v?d+1:p-1);for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let n=s[l],i=(1==v?m>n:n>m)?h:_(n),o=r[l];i==h?null!=o?(t=o,null==f?(g(y,i,b(t)),e=f=c=t):f>t?f=t:t>c&&(c=t)):null===o&&(M=!0):(null!=f&&x(y,h,b(f),b(c),b(e),b(t)),null!=o?(t=o,g(y,i,b(t)),f=c=e=t):(f=c=null,null===o&&(M=!0)),h=i,m=a(h+v))}null!=f&&f!=c&&o!=h&&x(y,h,b(f),b(c),b(e),b(t))}let[S,T]=mt(l,t);if(null!=o.fill||0!=S){let e=k.fill=new Path2D(y),r=b(o.fillTo(l,t,o.min,o.max,S)),u=_(s[n]),a=_(s[i]);-1==v&&([a,u]=[u,a]),g(e,a,r),g(e,u,r)}if(!o.spanGaps){let a=[];M&&a.push(..._t(s,r,n,i,v,_,e)),k.gaps=a=o.gaps(l,t,n,i,a),k.clip=wt(a,u.ori,h,d,p,m)}return 0!=T&&(k.band=2==T?[xt(l,t,n,i,y,-1),xt(l,t,n,i,y,1)]:xt(l,t,n,i,y,T)),k}))}function Rt(l,e,t,n,i,o,s=gl){if(l.length>1){let r=null;for(let u=0,a=1/0;l.length>u;u++)if(void 0!==e[u]){if(null!=r){let e=ol(l[u]-l[r]);a>e&&(a=e,s=ol(t(l[u],n,i,o)-t(l[r],n,i,o)))}r=u}}return s}function Gt(l,e,t,n,i){const o=l.length;if(2>o)return null;const s=new Path2D;if(t(s,l[0],e[0]),2==o)n(s,l[1],e[1]);else{let t=Array(o),n=Array(o-1),r=Array(o-1),u=Array(o-1);for(let t=0;o-1>t;t++)r[t]=e[t+1]-e[t],u[t]=l[t+1]-l[t],n[t]=r[t]/u[t];t[0]=n[0];for(let l=1;o-1>l;l++)0===n[l]||0===n[l-1]||n[l-1]>0!=n[l]>0?t[l]=0:(t[l]=3*(u[l-1]+u[l])/((2*u[l]+u[l-1])/n[l-1]+(u[l]+2*u[l-1])/n[l]),isFinite(t[l])||(t[l]=0));t[o-1]=n[o-2];for(let n=0;o-1>n;n++)i(s,l[n]+u[n]/3,e[n]+t[n]*u[n]/3,l[n+1]-u[n]/3,e[n+1]-t[n+1]*u[n]/3,l[n+1],e[n+1])}return s}const It=new Set;function Lt(){for(let l of It)l.syncRect(!0)}_&&(G("resize",v,Lt),G("scroll",v,Lt,!0),G(x,v,(()=>{en.pxRatio=y})));const Ot=Ft(),Nt=Wt();function jt(l,e,t,n){return(n?[l[0],l[1]].concat(l.slice(2)):[l[0]].concat(l.slice(1))).map(((l,n)=>Ut(l,n,e,t)))}function Ut(l,e,t,n){return Bl({},0==e?t:n,l)}function Vt(l,e,t){return null==e?Rl:[e,t]}const Bt=Vt;function $t(l,e,t){return null==e?Rl:Z(e,t,J,!0)}function Jt(l,e,t,n){return null==e?Rl:B(e,t,l.scales[n].log,!1)}const qt=Jt;function Kt(l,e,t,n){return null==e?Rl:$(e,t,l.scales[n].log,!1)}const Xt=Kt;function Zt(l,e,t,n,i){let o=fl(xl(l),xl(e)),s=e-l,r=L(i/n*s,t);do{let l=t[r],e=n*l/s;if(e>=i&&17>=o+(5>l?Wl.get(l):0))return[l,e]}while(++r<t.length);return[0,0]}function Qt(l){let e,t;return[l=l.replace(/(\\d+)px/,((l,n)=>(e=rl((t=+n)*y))+"px")),e,t]}function ln(l){l.show&&[l.font,l.labelFont].forEach((l=>{let e=Al(l[2]*y,1);l[0]=l[0].replace(/[0-9.]+px/,e+"px"),l[1]=e}))}function en(u,g,_){const k={mode:Q(u.mode,1)},M=k.mode;function P(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?1-i:i)}function W(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?i:1-i)}function C(l,e,t,n){return 0==e.ori?P(l,e,t,n):W(l,e,t,n)}k.valToPosH=P,k.valToPosV=W;let F=!1;k.status=0;const R=k.root=D("uplot");null!=u.id&&(R.id=u.id),S(R,u.class),u.title&&(D("u-title",R).textContent=u.title);const O=z("canvas"),K=k.ctx=O.getContext("2d"),X=D("u-wrap",R);G("click",X,(l=>{l.target===el&&(Nn!=Gn||jn!=In)&&Zn.click(k,l)}),!0);const ll=k.under=D("u-under",X);X.appendChild(O);const el=k.over=D("u-over",X),tl=+Q((u=Vl(u)).pxAlign,1),sl=bt(tl);(u.plugins||[]).forEach((l=>{l.opts&&(u=l.opts(k,u)||u)}));const hl=u.ms||.001,pl=k.series=1==M?jt(u.series||[],Ve,ut,!1):function(l,e){return l.map(((l,t)=>0==t?{}:Bl({},e,l)))}(u.series||[null],rt),xl=k.axes=jt(u.axes||[],Ue,it,!0),vl=k.scales={},Tl=k.bands=u.bands||[];Tl.forEach((l=>{l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1)}));const El=2==M?pl[1].facets[0].scale:pl[0].scale,Dl={axes:function(){for(let l=0;xl.length>l;l++){let e=xl[l];if(!e.show||!e._show)continue;let t,n,u=e.side,a=u%2,f=e.stroke(k,l),c=0==u||3==u?-1:1,[h,d]=e._found;if(null!=e.label){let s=rl((e._lpos+e.labelGap*c)*y);_n(e.labelFont[0],f,"center",2==u?i:o),K.save(),1==a?(t=n=0,K.translate(s,rl(lt+st/2)),K.rotate((3==u?-il:il)/2)):(t=rl(Qe+ot/2),n=s);let r=_l(e.label)?e.label(k,l,h,d):e.label;K.fillText(r,t,n),K.restore()}if(0==d)continue;let p=vl[e.scale],m=0==a?ot:st,g=0==a?Qe:lt,x=e._splits,w=2==p.distr?x.map((l=>pn[l])):x,_=2==p.distr?pn[x[1]]-pn[x[0]]:h,b=e.ticks,v=e.border,M=b.show?b.size:0,S=rl(M*y),T=rl((2==e.alignTo?e._size-M-e.gap:e.gap)*y),E=e._rotate*-il/180,z=sl(e._pos*y),D=z+(S+T)*c;n=0==a?D:0,t=1==a?D:0,_n(e.font[0],f,1==e.align?s:2==e.align?r:E>0?s:0>E?r:0==a?"center":3==u?r:s,E||1==a?"middle":2==u?i:o);let P=e.font[1]*e.lineGap,A=x.map((l=>sl(C(l,p,m,g)))),W=e._values;for(let l=0;W.length>l;l++){let e=W[l];if(null!=e){0==a?t=A[l]:n=A[l],e=""+e;let i=-1==e.indexOf("\\n")?[e]:e.split(/\\n/gm);for(let l=0;i.length>l;l++){let e=i[l];E?(K.save(),K.translate(t,n+l*P),K.rotate(E),K.fillText(e,0,0),K.restore()):K.fillText(e,t,n+l*P)}}}b.show&&zn(A,b.filter(k,w,l,d,_),a,u,z,S,Al(b.width*y,3),b.stroke(k,l),b.dash,b.cap);let Y=e.grid;Y.show&&zn(A,Y.filter(k,w,l,d,_),a,0==a?2:1,0==a?lt:Qe,0==a?st:ot,Al(Y.width*y,3),Y.stroke(k,l),Y.dash,Y.cap),v.show&&zn([z],[1],0==a?1:0,0==a?1:2,1==a?lt:Qe,1==a?st:ot,Al(v.width*y,3),v.stroke(k,l),v.dash,v.cap)}Ci("drawAxes")},series:function(){if(Gt>0){let l=pl.some((l=>l._focus))&&dn!=Tt.alpha;l&&(K.globalAlpha=dn=Tt.alpha),pl.forEach(((l,e)=>{if(e>0&&l.show&&(kn(e,!1),kn(e,!0),null==l._paths)){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha);let n=2==M?[0,g[e][0].length-1]:function(l){let e=wl(Lt-1,0,Gt-1),t=wl(en+1,0,Gt-1);for(;null==l[e]&&e>0;)e--;for(;null==l[t]&&Gt-1>t;)t++;return[e,t]}(g[e]);l._paths=l.paths(k,e,n[0],n[1]),dn!=t&&(K.globalAlpha=dn=t)}})),pl.forEach(((l,e)=>{if(e>0&&l.show){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha),null!=l._paths&&yn(e,!1);{let t=null!=l._paths?l._paths.gaps:null,n=l.points.show(k,e,Lt,en,t),i=l.points.filter(k,e,n,t);(n||i)&&(l.points._paths=l.points.paths(k,e,Lt,en,i),yn(e,!0))}dn!=t&&(K.globalAlpha=dn=t),Ci("drawSeries",e)}})),l&&(K.globalAlpha=dn=1)}}},Pl=(u.drawOrder||["axes","series"]).map((l=>Dl[l]));function Cl(l){const e=3==l.distr?e=>dl(e>0?e:l.clamp(k,e,l.min,l.max,l.key)):4==l.distr?e=>ml(e,l.asinh):100==l.distr?e=>l.fwd(e):l=>l;return t=>{let n=e(t),{_min:i,_max:o}=l;return(n-i)/(o-i)}}function Il(l){let e=vl[l];if(null==e){let t=(u.scales||Hl)[l]||Hl;if(null!=t.from){Il(t.from);let e=Bl({},vl[t.from],t,{key:l});e.valToPct=Cl(e),vl[l]=e}else{e=vl[l]=Bl({},l==El?ft:ct,t),e.key=l;let n=e.time,i=e.range,o=Gl(i);if((l!=El||2==M&&!n)&&(!o||null!=i[0]&&null!=i[1]||(i={min:null==i[0]?q:{mode:1,hard:i[0],soft:i[0]},max:null==i[1]?q:{mode:1,hard:i[1],soft:i[1]}},o=!1),!o&&Ol(i))){let l=i;i=(e,t,n)=>null==t?Rl:Z(t,n,l)}e.range=bl(i||(n?Bt:l==El?3==e.distr?qt:4==e.distr?Xt:Vt:3==e.distr?Jt:4==e.distr?Kt:$t)),e.auto=bl(!o&&e.auto),e.clamp=bl(e.clamp||at),e._min=e._max=null,e.valToPct=Cl(e)}}}Il("x"),Il("y"),1==M&&pl.forEach((l=>{Il(l.scale)})),xl.forEach((l=>{Il(l.scale)}));for(let l in u.scales)Il(l);const jl=vl[El],Ul=jl.distr;let $l,ql;0==jl.ori?(S(R,"u-hz"),$l=P,ql=W):(S(R,"u-vt"),$l=W,ql=P);const Kl={};for(let l in vl){let e=vl[l];null==e.min&&null==e.max||(Kl[l]={min:e.min,max:e.max},e.min=e.max=null)}const Xl=u.tzDate||(l=>new Date(rl(l/hl))),Zl=u.fmtDate||ne,Ql=1==hl?Me(Xl):Ee(Xl),le=De(Xl,ze(1==hl?ye:Te,Zl)),ee=We(Xl,Ae("{YYYY}-{MM}-{DD} {h}:{mm}{aa}",Zl)),te=[],ie=k.legend=Bl({},Ye,u.legend),oe=k.cursor=Bl({},Re,{drag:{y:2==M}},u.cursor),se=ie.show,re=oe.show,ue=ie.markers;let ce,he,de;ie.idxs=te,ue.width=bl(ue.width),ue.dash=bl(ue.dash),ue.stroke=bl(ue.stroke),ue.fill=bl(ue.fill);let pe,me=[],ge=[],xe=!1,we={};if(ie.live){const l=pl[1]?pl[1].values:null;xe=null!=l,pe=xe?l(k,1,0):{_:0};for(let l in pe)we[l]=w}if(se)if(ce=z("table","u-legend",R),de=z("tbody",null,ce),ie.mount(k,ce),xe){he=z("thead",null,ce,de);let l=z("tr",null,he);for(var _e in z("th",null,l),pe)z("th",e,l).textContent=_e}else S(ce,"u-inline"),ie.live&&S(ce,"u-live");const be={show:!0},ve={show:!1},Pe=new Map;function Ce(l,e,t,n=!0){const i=Pe.get(e)||{},o=oe.bind[l](k,e,t,n);o&&(G(l,e,i[l]=o),Pe.set(e,i))}function He(l,e){const t=Pe.get(e)||{};for(let n in t)null!=l&&n!=l||(I(n,e,t[n]),delete t[n]);null==l&&Pe.delete(e)}let Fe=0,Ge=0,Ie=0,Le=0,Oe=0,Ne=0,je=Oe,Ke=Ne,Xe=Ie,Ze=Le,Qe=0,lt=0,ot=0,st=0;k.bbox={};let ht=!1,pt=!1,mt=!1,xt=!1,wt=!1,_t=!1;function vt(l,e,t){(t||l!=k.width||e!=k.height)&&kt(l,e),An(!1),mt=!0,pt=!0,Jn()}function kt(l,e){k.width=Fe=Ie=l,k.height=Ge=Le=e,Oe=Ne=0,function(){let l=!1,e=!1,t=!1,n=!1;xl.forEach((i=>{if(i.show&&i._show){let{side:o,_size:s}=i,r=s+(null!=i.label?i.labelSize:0);r>0&&(o%2?(Ie-=r,3==o?(Oe+=r,n=!0):t=!0):(Le-=r,0==o?(Ne+=r,l=!0):e=!0))}})),Ct[0]=l,Ct[1]=t,Ct[2]=e,Ct[3]=n,Ie-=Rt[1]+Rt[3],Oe+=Rt[3],Le-=Rt[2]+Rt[0],Ne+=Rt[0]}(),function(){let l=Oe+Ie,e=Ne+Le,t=Oe,n=Ne;function i(i,o){switch(i){case 1:return l+=o,l-o;case 2:return e+=o,e-o;case 3:return t-=o,t+o;case 0:return n-=o,n+o}}xl.forEach((l=>{if(l.show&&l._show){let e=l.side;l._pos=i(e,l._size),null!=l.label&&(l._lpos=i(e,l.labelSize))}}))}();let t=k.bbox;Qe=t.left=zl(Oe*y,.5),lt=t.top=zl(Ne*y,.5),ot=t.width=zl(Ie*y,.5),st=t.height=zl(Le*y,.5)}const yt=3;if(k.setSize=function({width:l,height:e}){vt(l,e)},null==oe.dataIdx){let l=oe.hover,e=l.skip=new Set(l.skip??[]);e.add(void 0);let t=l.prox=bl(l.prox),n=l.bias??=0;oe.dataIdx=(l,i,o,s)=>{if(0==i)return o;let r=o,u=t(l,i,o,s)??gl,a=u>=0&&gl>u,f=0==jl.ori?Ie:Le,c=oe.left,h=g[0],d=g[i];if(e.has(d[o])){r=null;let l,t=null,i=null;if(0==n||-1==n)for(l=o;null==t&&l-- >0;)e.has(d[l])||(t=l);if(0==n||1==n)for(l=o;null==i&&l++<d.length;)e.has(d[l])||(i=l);if(null!=t||null!=i)if(a){let l=c-(null==t?-1/0:$l(h[t],jl,f,0)),e=(null==i?1/0:$l(h[i],jl,f,0))-c;l>e?e>u||(r=i):l>u||(r=t)}else r=null==i?t:null==t||o-t>i-o?i:t}else a&&ol(c-$l(h[o],jl,f,0))>u&&(r=null);return r}}const Mt=l=>{oe.event=l};oe.idxs=te,oe._lock=!1;let St=oe.points;St.show=bl(St.show),St.size=bl(St.size),St.stroke=bl(St.stroke),St.width=bl(St.width),St.fill=bl(St.fill);const Tt=k.focus=Bl({},u.focus||{alpha:.3},oe.focus),Et=Tt.prox>=0,zt=Et&&St.one;let Dt=[],Pt=[],At=[];function Wt(l,e){let t=St.show(k,e);if(t instanceof HTMLElement)return S(t,"u-cursor-pt"),S(t,l.class),A(t,-10,-10,Ie,Le),el.insertBefore(t,Dt[e]),t}function Yt(t,n){if(1==M||n>0){let l=1==M&&vl[t.scale].time,e=t.value;t.value=l?Ll(e)?We(Xl,Ae(e,Zl)):e||ee:e||nt,t.label=t.label||(l?"Time":"Value")}if(zt||n>0){t.width=null==t.width?1:t.width,t.paths=t.paths||Ot||yl,t.fillTo=bl(t.fillTo||gt),t.pxAlign=+Q(t.pxAlign,tl),t.pxRound=bt(t.pxAlign),t.stroke=bl(t.stroke||null),t.fill=bl(t.fill||null),t._stroke=t._fill=t._paths=t._focus=null;let l=function(l){return Al(1*(3+2*(l||1)),3)}(fl(1,t.width)),e=t.points=Bl({},{size:l,width:fl(1,.2*l),stroke:t.stroke,space:2*l,paths:Nt,_stroke:null,_fill:null},t.points);e.show=bl(e.show),e.filter=bl(e.filter),e.fill=bl(e.fill),e.stroke=bl(e.stroke),e.paths=bl(e.paths),e.pxAlign=t.pxAlign}if(se){let i=function(t,n){if(0==n&&(xe||!ie.live||2==M))return Rl;let i=[],o=z("tr","u-series",de,de.childNodes[n]);S(o,t.class),t.show||S(o,l);let s=z("th",null,o);if(ue.show){let l=D("u-marker",s);if(n>0){let e=ue.width(k,n);e&&(l.style.border=e+"px "+ue.dash(k,n)+" "+ue.stroke(k,n)),l.style.background=ue.fill(k,n)}}let r=D(e,s);for(var u in t.label instanceof HTMLElement?r.appendChild(t.label):r.textContent=t.label,n>0&&(ue.show||(r.style.color=t.width>0?ue.stroke(k,n):ue.fill(k,n)),Ce("click",s,(l=>{if(oe._lock)return;Mt(l);let e=pl.indexOf(t);if((l.ctrlKey||l.metaKey)!=ie.isolate){let l=pl.some(((l,t)=>t>0&&t!=e&&l.show));pl.forEach(((t,n)=>{n>0&&oi(n,l?n==e?be:ve:be,!0,Fi.setSeries)}))}else oi(e,{show:!t.show},!0,Fi.setSeries)}),!1),Et&&Ce(d,s,(l=>{oe._lock||(Mt(l),oi(pl.indexOf(t),ai,!0,Fi.setSeries))}),!1)),pe){let l=z("td","u-value",o);l.textContent="--",i.push(l)}return[o,i]}(t,n);me.splice(n,0,i[0]),ge.splice(n,0,i[1]),ie.values.push(null)}if(re){te.splice(n,0,null);let l=null;zt?0==n&&(l=Wt(t,n)):n>0&&(l=Wt(t,n)),Dt.splice(n,0,l),Pt.splice(n,0,0),At.splice(n,0,0)}Ci("addSeries",n)}k.addSeries=function(l,e){e=null==e?pl.length:e,l=1==M?Ut(l,e,Ve,ut):Ut(l,e,{},rt),pl.splice(e,0,l),Yt(pl[e],e)},k.delSeries=function(l){if(pl.splice(l,1),se){ie.values.splice(l,1),ge.splice(l,1);let e=me.splice(l,1)[0];He(null,e.firstChild),e.remove()}re&&(te.splice(l,1),Dt.splice(l,1)[0].remove(),Pt.splice(l,1),At.splice(l,1)),Ci("delSeries",l)};const Ct=[!1,!1,!1,!1];function Ht(l,e,t){let[n,i,o,s]=t,r=e%2,u=0;return 0==r&&(s||i)&&(u=0==e&&!n||2==e&&!o?rl(Ue.size/3):0),1==r&&(n||o)&&(u=1==e&&!i||3==e&&!s?rl(it.size/2):0),u}const Ft=k.padding=(u.padding||[Ht,Ht,Ht,Ht]).map((l=>bl(Q(l,Ht)))),Rt=k._padding=Ft.map(((l,e)=>l(k,e,Ct,0)));let Gt,Lt=null,en=null;const tn=1==M?pl[0].idxs:null;let nn,on,sn,rn,un,an,fn,cn,hn,dn,pn=null,mn=!1;function gn(l,e){if(k.data=k._data=g=null==l?[]:l,2==M){Gt=0;for(let l=1;pl.length>l;l++)Gt+=g[l][0].length}else{0==g.length&&(k.data=k._data=g=[[]]),pn=g[0],Gt=pn.length;let l=g;if(2==Ul){l=g.slice();let e=l[0]=Array(Gt);for(let l=0;Gt>l;l++)e[l]=l}k._data=g=l}if(An(!0),Ci("setData"),2==Ul&&(mt=!0),!1!==e){let l=jl;l.auto(k,mn)?xn():ii(El,l.min,l.max),xt=xt||oe.left>=0,_t=!0,Jn()}}function xn(){let l,e;mn=!0,1==M&&(Gt>0?(Lt=tn[0]=0,en=tn[1]=Gt-1,l=g[0][Lt],e=g[0][en],2==Ul?(l=Lt,e=en):l==e&&(3==Ul?[l,e]=B(l,l,jl.log,!1):4==Ul?[l,e]=$(l,l,jl.log,!1):jl.time?e=l+rl(86400/hl):[l,e]=Z(l,e,J,!0))):(Lt=tn[0]=l=null,en=tn[1]=e=null)),ii(El,l,e)}function wn(l,e,t,n,i,o){l??=a,t??=Fl,n??="butt",i??=a,o??="round",l!=nn&&(K.strokeStyle=nn=l),i!=on&&(K.fillStyle=on=i),e!=sn&&(K.lineWidth=sn=e),o!=un&&(K.lineJoin=un=o),n!=an&&(K.lineCap=an=n),t!=rn&&K.setLineDash(rn=t)}function _n(l,e,t,n){e!=on&&(K.fillStyle=on=e),l!=fn&&(K.font=fn=l),t!=cn&&(K.textAlign=cn=t),n!=hn&&(K.textBaseline=hn=n)}function bn(l,e,t,n,i=0){if(n.length>0&&l.auto(k,mn)&&(null==e||null==e.min)){let e=Q(Lt,0),o=Q(en,n.length-1),s=null==t.min?function(l,e,t,n=0,i=!1){let o=i?V:U,s=i?j:N;[e,t]=o(l,e,t);let r=l[e],u=l[e];if(e>-1)if(1==n)r=l[e],u=l[t];else if(-1==n)r=l[t],u=l[e];else for(let n=e;t>=n;n++){let e=l[n];s(e)&&(r>e?r=e:e>u&&(u=e))}return[r??gl,u??-gl]}(n,e,o,i,3==l.distr):[t.min,t.max];l.min=al(l.min,t.min=s[0]),l.max=fl(l.max,t.max=s[1])}}k.setData=gn;const vn={min:null,max:null};function kn(l,e){let t=e?pl[l].points:pl[l];t._stroke=t.stroke(k,l),t._fill=t.fill(k,l)}function yn(l,e){let t=e?pl[l].points:pl[l],{stroke:n,fill:i,clip:o,flags:s,_stroke:r=t._stroke,_fill:u=t._fill,_width:a=t.width}=t._paths;a=Al(a*y,3);let f=null,c=a%2/2;e&&null==u&&(u=a>0?"#fff":r);let h=1==t.pxAlign&&c>0;if(h&&K.translate(c,c),!e){let l=Qe-a/2,e=lt-a/2,t=ot+a,n=st+a;f=new Path2D,f.rect(l,e,t,n)}e?Sn(r,a,t.dash,t.cap,u,n,i,s,o):function(l,e,t,n,i,o,s,r,u,a,f){let c=!1;0!=u&&Tl.forEach(((h,d)=>{if(h.series[0]==l){let l,p=pl[h.series[1]],m=g[h.series[1]],x=(p._paths||Hl).band;Gl(x)&&(x=1==h.dir?x[0]:x[1]);let w=null;p.show&&x&&function(l,e,t){for(e=Q(e,0),t=Q(t,l.length-1);t>=e;){if(null!=l[e])return!0;e++}return!1}(m,Lt,en)?(w=h.fill(k,d)||o,l=p._paths.clip):x=null,Sn(e,t,n,i,w,s,r,u,a,f,l,x),c=!0}})),c||Sn(e,t,n,i,o,s,r,u,a,f)}(l,r,a,t.dash,t.cap,u,n,i,s,f,o),h&&K.translate(-c,-c)}const Mn=3;function Sn(l,e,t,n,i,o,s,r,u,a,f,c){wn(l,e,t,n,i),(u||a||c)&&(K.save(),u&&K.clip(u),a&&K.clip(a)),c?(r&Mn)==Mn?(K.clip(c),f&&K.clip(f),En(i,s),Tn(l,o,e)):2&r?(En(i,s),K.clip(c),Tn(l,o,e)):1&r&&(K.save(),K.clip(c),f&&K.clip(f),En(i,s),K.restore(),Tn(l,o,e)):(En(i,s),Tn(l,o,e)),(u||a||c)&&K.restore()}function Tn(l,e,t){t>0&&(e instanceof Map?e.forEach(((l,e)=>{K.strokeStyle=nn=e,K.stroke(l)})):null!=e&&l&&K.stroke(e))}function En(l,e){e instanceof Map?e.forEach(((l,e)=>{K.fillStyle=on=e,K.fill(l)})):null!=e&&l&&K.fill(e)}function zn(l,e,t,n,i,o,s,r,u,a){let f=s%2/2;1==tl&&K.translate(f,f),wn(r,s,u,a,r),K.beginPath();let c,h,d,p,m=i+(0==n||3==n?-o:o);0==t?(h=i,p=m):(c=i,d=m);for(let n=0;l.length>n;n++)null!=e[n]&&(0==t?c=d=l[n]:h=p=l[n],K.moveTo(c,h),K.lineTo(d,p));K.stroke(),1==tl&&K.translate(-f,-f)}function Dn(l){let e=!0;return xl.forEach(((t,n)=>{if(!t.show)return;let i=vl[t.scale];if(null==i.min)return void(t._show&&(e=!1,t._show=!1,An(!1)));t._show||(e=!1,t._show=!0,An(!1));let o=t.side,s=o%2,{min:r,max:u}=i,[a,f]=function(l,e,t,n){let i,o=xl[l];if(n>0){let s=o._space=o.space(k,l,e,t,n);i=Zt(e,t,o._incrs=o.incrs(k,l,e,t,n,s),n,s)}else i=[0,0];return o._found=i}(n,r,u,0==s?Ie:Le);if(0==f)return;let c=t._splits=t.splits(k,n,r,u,a,f,2==i.distr),h=2==i.distr?c.map((l=>pn[l])):c,d=2==i.distr?pn[c[1]]-pn[c[0]]:a,p=t._values=t.values(k,t.filter(k,h,n,f,d),n,f,d);t._rotate=2==o?t.rotate(k,p,n,f):0;let m=t._size;t._size=ul(t.size(k,p,n,l)),null!=m&&t._size!=m&&(e=!1)})),e}function Pn(l){let e=!0;return Ft.forEach(((t,n)=>{let i=t(k,n,Ct,l);i!=Rt[n]&&(e=!1),Rt[n]=i})),e}function An(l){pl.forEach(((e,t)=>{t>0&&(e._paths=null,l&&(1==M?(e.min=null,e.max=null):e.facets.forEach((l=>{l.min=null,l.max=null}))))}))}let Wn,Yn,Cn,Hn,Fn,Rn,Gn,In,Ln,On,Nn,jn,Un=!1,Vn=!1,Bn=[];function $n(){Vn=!1;for(let l=0;Bn.length>l;l++)Ci(...Bn[l]);Bn.length=0}function Jn(){Un||(Jl(qn),Un=!0)}function qn(){if(ht&&(function(){for(let l in vl){let e=vl[l];null==Kl[l]&&(null==e.min||null!=Kl[El]&&e.auto(k,mn))&&(Kl[l]=vn)}for(let l in vl){let e=vl[l];null==Kl[l]&&null!=e.from&&null!=Kl[e.from]&&(Kl[l]=vn)}null!=Kl[El]&&An(!0);let l={};for(let e in Kl){let t=Kl[e];if(null!=t){let n=l[e]=Vl(vl[e],Nl);if(null!=t.min)Bl(n,t);else if(e!=El||2==M)if(0==Gt&&null==n.from){let l=n.range(k,null,null,e);n.min=l[0],n.max=l[1]}else n.min=gl,n.max=-gl}}if(Gt>0){pl.forEach(((e,t)=>{if(1==M){let n=e.scale,i=Kl[n];if(null==i)return;let o=l[n];if(0==t){let l=o.range(k,o.min,o.max,n);o.min=l[0],o.max=l[1],Lt=L(o.min,g[0]),en=L(o.max,g[0]),en-Lt>1&&(o.min>g[0][Lt]&&Lt++,g[0][en]>o.max&&en--),e.min=pn[Lt],e.max=pn[en]}else e.show&&e.auto&&bn(o,i,e,g[t],e.sorted);e.idxs[0]=Lt,e.idxs[1]=en}else if(t>0&&e.show&&e.auto){let[n,i]=e.facets,o=n.scale,s=i.scale,[r,u]=g[t],a=l[o],f=l[s];null!=a&&bn(a,Kl[o],n,r,n.sorted),null!=f&&bn(f,Kl[s],i,u,i.sorted),e.min=i.min,e.max=i.max}}));for(let e in l){let t=l[e],n=Kl[e];if(null==t.from&&(null==n||null==n.min)){let l=t.range(k,t.min==gl?null:t.min,t.max==-gl?null:t.max,e);t.min=l[0],t.max=l[1]}}}for(let e in l){let t=l[e];if(null!=t.from){let n=l[t.from];if(null==n.min)t.min=t.max=null;else{let l=t.range(k,n.min,n.max,e);t.min=l[0],t.max=l[1]}}}let e={},t=!1;for(let n in l){let i=l[n],o=vl[n];if(o.min!=i.min||o.max!=i.max){o.min=i.min,o.max=i.max;let l=o.distr;o._min=3==l?dl(o.min):4==l?ml(o.min,o.asinh):100==l?o.fwd(o.min):o.min,o._max=3==l?dl(o.max):4==l?ml(o.max,o.asinh):100==l?o.fwd(o.max):o.max,e[n]=t=!0}}if(t){pl.forEach(((l,t)=>{2==M?t>0&&e.y&&(l._paths=null):e[l.scale]&&(l._paths=null)}));for(let l in e)mt=!0,Ci("setScale",l);re&&oe.left>=0&&(xt=_t=!0)}for(let l in Kl)Kl[l]=null}(),ht=!1),mt&&(function(){let l=!1,e=0;for(;!l;){e++;let t=Dn(e),n=Pn(e);l=e==yt||t&&n,l||(kt(k.width,k.height),pt=!0)}}(),mt=!1),pt){if(E(ll,s,Oe),E(ll,i,Ne),E(ll,t,Ie),E(ll,n,Le),E(el,s,Oe),E(el,i,Ne),E(el,t,Ie),E(el,n,Le),E(X,t,Fe),E(X,n,Ge),O.width=rl(Fe*y),O.height=rl(Ge*y),xl.forEach((({_el:e,_show:t,_size:n,_pos:i,side:o})=>{if(null!=e)if(t){let t=o%2==1;E(e,t?"left":"top",i-(3===o||0===o?n:0)),E(e,t?"width":"height",n),E(e,t?"top":"left",t?Ne:Oe),E(e,t?"height":"width",t?Le:Ie),T(e,l)}else S(e,l)})),nn=on=sn=un=an=fn=cn=hn=rn=null,dn=1,_i(!0),Oe!=je||Ne!=Ke||Ie!=Xe||Le!=Ze){An(!1);let l=Ie/Xe,e=Le/Ze;if(re&&!xt&&oe.left>=0){oe.left*=l,oe.top*=e,Cn&&A(Cn,rl(oe.left),0,Ie,Le),Hn&&A(Hn,0,rl(oe.top),Ie,Le);for(let t=0;Dt.length>t;t++){let n=Dt[t];null!=n&&(Pt[t]*=l,At[t]*=e,A(n,ul(Pt[t]),ul(At[t]),Ie,Le))}}if(ei.show&&!wt&&ei.left>=0&&ei.width>0){ei.left*=l,ei.width*=l,ei.top*=e,ei.height*=e;for(let l in ki)E(ti,l,ei[l])}je=Oe,Ke=Ne,Xe=Ie,Ze=Le}Ci("setSize"),pt=!1}Fe>0&&Ge>0&&(K.clearRect(0,0,O.width,O.height),Ci("drawClear"),Pl.forEach((l=>l())),Ci("draw")),ei.show&&wt&&(ni(ei),wt=!1),re&&xt&&(xi(null,!0,!1),xt=!1),ie.show&&ie.live&&_t&&(mi(),_t=!1),F||(F=!0,k.status=1,Ci("ready")),mn=!1,Un=!1}function Kn(l,e){let t=vl[l];if(null==t.from){if(0==Gt){let n=t.range(k,e.min,e.max,l);e.min=n[0],e.max=n[1]}if(e.min>e.max){let l=e.min;e.min=e.max,e.max=l}if(Gt>1&&null!=e.min&&null!=e.max&&1e-16>e.max-e.min)return;l==El&&2==t.distr&&Gt>0&&(e.min=L(e.min,g[0]),e.max=L(e.max,g[0]),e.min==e.max&&e.max++),Kl[l]=e,ht=!0,Jn()}}k.batch=function(l,e=!1){Un=!0,Vn=e,l(k),qn(),e&&Bn.length>0&&queueMicrotask($n)},k.redraw=(l,e)=>{mt=e||!1,!1!==l?ii(El,jl.min,jl.max):Jn()},k.setScale=Kn;let Xn=!1;const Zn=oe.drag;let Qn=Zn.x,li=Zn.y;re&&(oe.x&&(Wn=D("u-cursor-x",el)),oe.y&&(Yn=D("u-cursor-y",el)),0==jl.ori?(Cn=Wn,Hn=Yn):(Cn=Yn,Hn=Wn),Nn=oe.left,jn=oe.top);const ei=k.select=Bl({show:!0,over:!0,left:0,width:0,top:0,height:0},u.select),ti=ei.show?D("u-select",ei.over?el:ll):null;function ni(l,e){if(ei.show){for(let e in l)ei[e]=l[e],e in ki&&E(ti,e,l[e]);!1!==e&&Ci("setSelect")}}function ii(l,e,t){Kn(l,{min:e,max:t})}function oi(e,t,n,i){null!=t.focus&&function(l){if(l!=ui){let e=null==l,t=1!=Tt.alpha;pl.forEach(((n,i)=>{if(1==M||i>0){let o=e||0==i||i==l;n._focus=e?null:o,t&&function(l,e){pl[l].alpha=e,re&&null!=Dt[l]&&(Dt[l].style.opacity=e),se&&me[l]&&(me[l].style.opacity=e)}(i,o?1:Tt.alpha)}})),ui=l,t&&Jn()}}(e),null!=t.show&&pl.forEach(((n,i)=>{0>=i||e!=i&&null!=e||(n.show=t.show,function(e){if(pl[e].show)se&&T(me[e],l);else if(se&&S(me[e],l),re){let l=zt?Dt[0]:Dt[e];null!=l&&A(l,-10,-10,Ie,Le)}}(i),2==M?(ii(n.facets[0].scale,null,null),ii(n.facets[1].scale,null,null)):ii(n.scale,null,null),Jn())})),!1!==n&&Ci("setSeries",e,t),i&&Ii("setSeries",k,e,t)}let si,ri,ui;k.setSelect=ni,k.setSeries=oi,k.addBand=function(l,e){l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1),Tl.splice(e=null==e?Tl.length:e,0,l)},k.setBand=function(l,e){Bl(Tl[l],e)},k.delBand=function(l){null==l?Tl.length=0:Tl.splice(l,1)};const ai={focus:!0};function fi(l,e,t){let n=vl[e];t&&(l=l/y-(1==n.ori?Ne:Oe));let i=Ie;1==n.ori&&(i=Le,l=i-l),-1==n.dir&&(l=i-l);let o=n._min,s=o+l/i*(n._max-o),r=n.distr;return 3==r?cl(10,s):4==r?((l,e=1)=>nl.sinh(l)*e)(s,n.asinh):100==r?n.bwd(s):s}function ci(l,e){E(ti,s,ei.left=l),E(ti,t,ei.width=e)}function hi(l,e){E(ti,i,ei.top=l),E(ti,n,ei.height=e)}se&&Et&&Ce(p,ce,(l=>{oe._lock||(Mt(l),null!=ui&&oi(null,ai,!0,Fi.setSeries))})),k.valToIdx=l=>L(l,g[0]),k.posToIdx=function(l,e){return L(fi(l,El,e),g[0],Lt,en)},k.posToVal=fi,k.valToPos=(l,e,t)=>0==vl[e].ori?P(l,vl[e],t?ot:Ie,t?Qe:0):W(l,vl[e],t?st:Le,t?lt:0),k.setCursor=(l,e,t)=>{Nn=l.left,jn=l.top,xi(null,e,t)};let di=0==jl.ori?ci:hi,pi=1==jl.ori?ci:hi;function mi(l,e){if(null!=l&&(l.idxs?l.idxs.forEach(((l,e)=>{te[e]=l})):(l=>void 0===l)(l.idx)||te.fill(l.idx),ie.idx=te[0]),se&&ie.live){for(let l=0;pl.length>l;l++)(l>0||1==M&&!xe)&&gi(l,te[l]);!function(){if(se&&ie.live)for(let l=2==M?1:0;pl.length>l;l++){if(0==l&&xe)continue;let e=ie.values[l],t=0;for(let n in e)ge[l][t++].firstChild.nodeValue=e[n]}}()}_t=!1,!1!==e&&Ci("setLegend")}function gi(l,e){let t,n=pl[l],i=0==l&&2==Ul?pn:g[l];xe?t=n.values(k,l,e)??we:(t=n.value(k,null==e?null:i[e],l,e),t=null==t?we:{_:t}),ie.values[l]=t}function xi(l,e,t){let n;Ln=Nn,On=jn,[Nn,jn]=oe.move(k,Nn,jn),oe.left=Nn,oe.top=jn,re&&(Cn&&A(Cn,rl(Nn),0,Ie,Le),Hn&&A(Hn,0,rl(jn),Ie,Le)),si=gl,ri=null;let i=0==jl.ori?Ie:Le,o=1==jl.ori?Ie:Le;if(0>Nn||0==Gt||Lt>en){n=oe.idx=null;for(let l=0;pl.length>l;l++){let e=Dt[l];null!=e&&A(e,-10,-10,Ie,Le)}Et&&oi(null,ai,!0,null==l&&Fi.setSeries),ie.live&&(te.fill(n),_t=!0)}else{let l,e,t;1==M&&(l=0==jl.ori?Nn:jn,e=fi(l,El),n=oe.idx=L(e,g[0],Lt,en),t=$l(g[0][n],jl,i,0));let s=-10,r=-10,u=0,a=0,f=!0,c="",h="";for(let l=2==M?1:0;pl.length>l;l++){let d=pl[l],p=te[l],m=null==p?null:1==M?g[l][p]:g[l][1][p],x=oe.dataIdx(k,l,n,e),w=null==x?null:1==M?g[l][x]:g[l][1][x];if(_t=_t||w!=m||x!=p,te[l]=x,l>0&&d.show){let e=null==x?-10:x==n?t:$l(1==M?g[0][x]:g[l][0][x],jl,i,0),p=null==w?-10:ql(w,1==M?vl[d.scale]:vl[d.facets[1].scale],o,0);if(Et&&null!=w){let e=1==jl.ori?Nn:jn,t=ol(Tt.dist(k,l,x,p,e));if(si>t){let n=Tt.bias;if(0!=n){let i=fi(e,d.scale),o=0>i?-1:1;o!=(0>w?-1:1)||(1==o?1==n?i>w:w>i:1==n?w>i:i>w)||(si=t,ri=l)}else si=t,ri=l}}if(_t||zt){let t,n;0==jl.ori?(t=e,n=p):(t=p,n=e);let i,o,d,m,g,x,w=!0,_=St.bbox;if(null!=_){w=!1;let e=_(k,l);d=e.left,m=e.top,i=e.width,o=e.height}else d=t,m=n,i=o=St.size(k,l);if(x=St.fill(k,l),g=St.stroke(k,l),zt)l!=ri||si>Tt.prox||(s=d,r=m,u=i,a=o,f=w,c=x,h=g);else{let e=Dt[l];null!=e&&(Pt[l]=d,At[l]=m,H(e,i,o,w),Y(e,x,g),A(e,ul(d),ul(m),Ie,Le))}}}}if(zt){let l=Tt.prox;if(_t||(null==ui?l>=si:si>l||ri!=ui)){let l=Dt[0];null!=l&&(Pt[0]=s,At[0]=r,H(l,u,a,f),Y(l,c,h),A(l,ul(s),ul(r),Ie,Le))}}}if(ei.show&&Xn)if(null!=l){let[e,t]=Fi.scales,[n,s]=Fi.match,[r,u]=l.cursor.sync.scales,a=l.cursor.drag;if(Qn=a._x,li=a._y,Qn||li){let a,f,c,h,d,{left:p,top:m,width:g,height:x}=l.select,w=l.scales[r].ori,_=l.posToVal,b=null!=e&&n(e,r),v=null!=t&&s(t,u);b&&Qn?(0==w?(a=p,f=g):(a=m,f=x),c=vl[e],h=$l(_(a,r),c,i,0),d=$l(_(a+f,r),c,i,0),di(al(h,d),ol(d-h))):di(0,i),v&&li?(1==w?(a=p,f=g):(a=m,f=x),c=vl[t],h=ql(_(a,u),c,o,0),d=ql(_(a+f,u),c,o,0),pi(al(h,d),ol(d-h))):pi(0,o)}else yi()}else{let l=ol(Ln-Fn),e=ol(On-Rn);if(1==jl.ori){let t=l;l=e,e=t}Qn=Zn.x&&l>=Zn.dist,li=Zn.y&&e>=Zn.dist;let t,n,s=Zn.uni;null!=s?Qn&&li&&(Qn=l>=s,li=e>=s,Qn||li||(e>l?li=!0:Qn=!0)):Zn.x&&Zn.y&&(Qn||li)&&(Qn=li=!0),Qn&&(0==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),di(al(t,n),ol(n-t)),li||pi(0,o)),li&&(1==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),pi(al(t,n),ol(n-t)),Qn||di(0,i)),Qn||li||(di(0,0),pi(0,0))}if(Zn._x=Qn,Zn._y=li,null==l){if(t){if(null!=Ri){let[l,e]=Fi.scales;Fi.values[0]=null!=l?fi(0==jl.ori?Nn:jn,l):null,Fi.values[1]=null!=e?fi(1==jl.ori?Nn:jn,e):null}Ii(f,k,Nn,jn,Ie,Le,n)}if(Et){let l=t&&Fi.setSeries,e=Tt.prox;null==ui?si>e||oi(ri,ai,!0,l):si>e?oi(null,ai,!0,l):ri!=ui&&oi(ri,ai,!0,l)}}_t&&(ie.idx=n,mi()),!1!==e&&Ci("setCursor")}k.setLegend=mi;let wi=null;function _i(l=!1){l?wi=null:(wi=el.getBoundingClientRect(),Ci("syncRect",wi))}function bi(l,e,t,n,i,o){oe._lock||Xn&&null!=l&&0==l.movementX&&0==l.movementY||(vi(l,e,t,n,i,o,0,!1,null!=l),null!=l?xi(null,!0,!0):xi(e,!0,!1))}function vi(l,e,t,n,i,o,s,r,u){if(null==wi&&_i(!1),Mt(l),null!=l)t=l.clientX-wi.left,n=l.clientY-wi.top;else{if(0>t||0>n)return Nn=-10,void(jn=-10);let[l,s]=Fi.scales,r=e.cursor.sync,[u,a]=r.values,[f,c]=r.scales,[h,d]=Fi.match,p=e.axes[0].side%2==1,m=0==jl.ori?Ie:Le,g=1==jl.ori?Ie:Le,x=p?o:i,w=p?i:o,_=p?n:t,b=p?t:n;if(t=null!=f?h(l,f)?C(u,vl[l],m,0):-10:m*(_/x),n=null!=c?d(s,c)?C(a,vl[s],g,0):-10:g*(b/w),1==jl.ori){let l=t;t=n,n=l}}!u||null!=e&&e.cursor.event.type!=f||(t>1&&Ie-1>t||(t=zl(t,Ie)),n>1&&Le-1>n||(n=zl(n,Le))),r?(Fn=t,Rn=n,[Gn,In]=oe.move(k,t,n)):(Nn=t,jn=n)}Object.defineProperty(k,"rect",{get:()=>(null==wi&&_i(!1),wi)});const ki={width:0,height:0,left:0,top:0};function yi(){ni(ki,!1)}let Mi,Si,Ti,Ei;function zi(l,e,t,n,i,o){Xn=!0,Qn=li=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!0,!1),null!=l&&(Ce(h,b,Di,!1),Ii(c,k,Gn,In,Ie,Le,null));let{left:s,top:r,width:u,height:a}=ei;Mi=s,Si=r,Ti=u,Ei=a}function Di(l,e,t,n,i,o){Xn=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!1,!0);let{left:s,top:r,width:u,height:a}=ei,f=u>0||a>0,c=Mi!=s||Si!=r||Ti!=u||Ei!=a;if(f&&c&&ni(ei),Zn.setScale&&f&&c){let l=s,e=u,t=r,n=a;if(1==jl.ori&&(l=r,e=a,t=s,n=u),Qn&&ii(El,fi(l,El),fi(l+e,El)),li)for(let l in vl){let e=vl[l];l!=El&&null==e.from&&e.min!=gl&&ii(l,fi(t+n,l),fi(t,l))}yi()}else oe.lock&&(oe._lock=!oe._lock,xi(e,!0,null!=l));null!=l&&(He(h,b),Ii(h,k,Nn,jn,Ie,Le,null))}function Pi(l){oe._lock||(Mt(l),xn(),yi(),null!=l&&Ii(m,k,Nn,jn,Ie,Le,null))}function Ai(){xl.forEach(ln),vt(k.width,k.height,!0)}G(x,v,Ai);const Wi={};Wi.mousedown=zi,Wi.mousemove=bi,Wi.mouseup=Di,Wi.dblclick=Pi,Wi.setSeries=(l,e,t,n)=>{-1!=(t=(0,Fi.match[2])(k,e,t))&&oi(t,n,!0,!1)},re&&(Ce(c,el,zi),Ce(f,el,bi),Ce(d,el,(l=>{Mt(l),_i(!1)})),Ce(p,el,(function(l){if(oe._lock)return;Mt(l);let e=Xn;if(Xn){let l,e,t=!0,n=!0,i=10;0==jl.ori?(l=Qn,e=li):(l=li,e=Qn),l&&e&&(t=i>=Nn||Nn>=Ie-i,n=i>=jn||jn>=Le-i),l&&t&&(Nn=Gn>Nn?0:Ie),e&&n&&(jn=In>jn?0:Le),xi(null,!0,!0),Xn=!1}Nn=-10,jn=-10,te.fill(null),xi(null,!0,!0),e&&(Xn=e)})),Ce(m,el,Pi),It.add(k),k.syncRect=_i);const Yi=k.hooks=u.hooks||{};function Ci(l,e,t){Vn?Bn.push([l,e,t]):l in Yi&&Yi[l].forEach((l=>{l.call(null,k,e,t)}))}(u.plugins||[]).forEach((l=>{for(let e in l.hooks)Yi[e]=(Yi[e]||[]).concat(l.hooks[e])}));const Hi=(l,e,t)=>t,Fi=Bl({key:null,setSeries:!1,filters:{pub:Ml,sub:Ml},scales:[El,pl[1]?pl[1].scale:null],match:[Sl,Sl,Hi],values:[null,null]},oe.sync);2==Fi.match.length&&Fi.match.push(Hi),oe.sync=Fi;const Ri=Fi.key,Gi=dt(Ri);function Ii(l,e,t,n,i,o,s){Fi.filters.pub(l,e,t,n,i,o,s)&&Gi.pub(l,e,t,n,i,o,s)}function Li(){Ci("init",u,g),gn(g||u.data,!1),Kl[El]?Kn(El,Kl[El]):xn(),wt=ei.show&&(ei.width>0||ei.height>0),xt=_t=!0,vt(u.width,u.height)}return Gi.sub(k),k.pub=function(l,e,t,n,i,o,s){Fi.filters.sub(l,e,t,n,i,o,s)&&Wi[l](null,e,t,n,i,o,s)},k.destroy=function(){Gi.unsub(k),It.delete(k),Pe.clear(),I(x,v,Ai),R.remove(),ce?.remove(),Ci("destroy")},pl.forEach(Yt),xl.forEach((function(l,e){if(l._show=l.show,l.show){let t=vl[l.scale];null==t&&(l.scale=l.side%2?pl[1].scale:El,t=vl[l.scale]);let n=t.time;l.size=bl(l.size),l.space=bl(l.space),l.rotate=bl(l.rotate),Gl(l.incrs)&&l.incrs.forEach((l=>{!Wl.has(l)&&Wl.set(l,Yl(l))})),l.incrs=bl(l.incrs||(2==t.distr?ae:n?1==hl?ke:Se:fe)),l.splits=bl(l.splits||(n&&1==t.distr?Ql:3==t.distr?Je:4==t.distr?qe:$e)),l.stroke=bl(l.stroke),l.grid.stroke=bl(l.grid.stroke),l.ticks.stroke=bl(l.ticks.stroke),l.border.stroke=bl(l.border.stroke);let i=l.values;l.values=Gl(i)&&!Gl(i[0])?bl(i):n?Gl(i)?De(Xl,ze(i,Zl)):Ll(i)?function(l,e){let t=ne(e);return(e,n)=>n.map((e=>t(l(e))))}(Xl,i):i||le:i||Be,l.filter=bl(l.filter||(3>t.distr||10!=t.log?3==t.distr&&2==t.log?tt:kl:et)),l.font=Qt(l.font),l.labelFont=Qt(l.labelFont),l._size=l.size(k,null,e,0),l._space=l._rotate=l._incrs=l._found=l._splits=l._values=null,l._size>0&&(Ct[e]=!0,l._el=D("u-axis",X))}})),_?_ instanceof HTMLElement?(_.appendChild(R),Li()):_(k,Li):Li(),k}en.assign=Bl,en.fmtNum=tl,en.rangeNum=Z,en.rangeLog=B,en.rangeAsinh=$,en.orient=pt,en.pxRatio=y,en.join=function(l,e){if(function(l){let e=l[0][0],t=e.length;for(let n=1;l.length>n;n++){let i=l[n][0];if(i.length!=t)return!1;if(i!=e)for(let l=0;t>l;l++)if(i[l]!=e[l])return!1}return!0}(l)){let e=l[0].slice();for(let t=1;l.length>t;t++)e.push(...l[t].slice(1));return function(l,e=100){const t=l.length;if(1>=t)return!0;let n=0,i=t-1;for(;i>=n&&null==l[n];)n++;for(;i>=n&&null==l[i];)i--;if(n>=i)return!0;const o=fl(1,sl((i-n+1)/e));for(let e=l[n],t=n+o;i>=t;t+=o){const n=l[t];if(null!=n){if(e>=n)return!1;e=n}}return!0}(e[0])||(e=function(l){let e=l[0],t=e.length,n=Array(t);for(let l=0;n.length>l;l++)n[l]=l;n.sort(((l,t)=>e[l]-e[t]));let i=[];for(let e=0;l.length>e;e++){let o=l[e],s=Array(t);for(let l=0;t>l;l++)s[l]=o[n[l]];i.push(s)}return i}(e)),e}let t=new Set;for(let e=0;l.length>e;e++){let n=l[e][0],i=n.length;for(let l=0;i>l;l++)t.add(n[l])}let n=[Array.from(t).sort(((l,e)=>l-e))],i=n[0].length,o=new Map;for(let l=0;i>l;l++)o.set(n[0][l],l);for(let t=0;l.length>t;t++){let s=l[t],r=s[0];for(let l=1;s.length>l;l++){let u=s[l],a=Array(i).fill(void 0),f=e?e[t][l]:1,c=[];for(let l=0;u.length>l;l++){let e=u[l],t=o.get(r[l]);null===e?0!=f&&(a[t]=e,2==f&&c.push(t)):a[t]=e}$l(a,c,i),n.push(a)}}return n},en.fmtDate=ne,en.tzDate=function(l,e){let t;return"UTC"==e||"Etc/UTC"==e?t=new Date(+l+6e4*l.getTimezoneOffset()):e==ie?t=l:(t=new Date(l.toLocaleString("en-US",{timeZone:e})),t.setMilliseconds(l.getMilliseconds())),t},en.sync=dt;{en.addGap=function(l,e,t){let n=l[l.length-1];n&&n[0]==e?n[1]=t:l.push([e,t])},en.clipGaps=wt;let l=en.paths={points:Wt};l.linear=Ft,l.stepped=function(l){const e=Q(l.align,1),t=Q(l.ascDesc,!1),n=Q(l.alignGaps,0),i=Q(l.extend,!1);return(l,o,s,r)=>pt(l,o,((u,a,f,c,h,d,p,m,g,x,w)=>{[s,r]=U(f,s,r);let _=u.pxRound,{left:b,width:v}=l.bbox,k=l=>_(d(l,c,x,m)),M=l=>_(p(l,h,w,g)),S=0==c.ori?Mt:St;const T={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},E=T.stroke,z=c.dir*(0==c.ori?1:-1);let D=M(f[1==z?s:r]),P=k(a[1==z?s:r]),A=P,W=P;i&&-1==e&&(W=b,S(E,W,D)),S(E,P,D);for(let l=1==z?s:r;l>=s&&r>=l;l+=z){let t=f[l];if(null==t)continue;let n=k(a[l]),i=M(t);1==e?S(E,n,D):S(E,A,i),S(E,n,i),D=i,A=n}let Y=A;i&&1==e&&(Y=b+v,S(E,Y,D));let[C,H]=mt(l,o);if(null!=u.fill||0!=C){let e=T.fill=new Path2D(E),t=M(u.fillTo(l,o,u.min,u.max,C));S(e,Y,t),S(e,W,t)}if(!u.spanGaps){let i=[];i.push(..._t(a,f,s,r,z,k,n));let h=u.width*y/2,d=t||1==e?h:-h,p=t||-1==e?-h:h;i.forEach((l=>{l[0]+=d,l[1]+=p})),T.gaps=i=u.gaps(l,o,s,r,i),T.clip=wt(i,c.ori,m,g,x,w)}return 0!=H&&(T.band=2==H?[xt(l,o,s,r,E,-1),xt(l,o,s,r,E,1)]:xt(l,o,s,r,E,H)),T}))},l.bars=function(l){const e=Q((l=l||Hl).size,[.6,gl,1]),t=l.align||0,n=l.gap||0;let i=l.radius;i=null==i?[0,0]:"number"==typeof i?[i,0]:i;const o=bl(i),s=1-e[0],r=Q(e[1],gl),u=Q(e[2],1),a=Q(l.disp,Hl),f=Q(l.each,(()=>{})),{fill:c,stroke:h}=a;return(l,e,i,d)=>pt(l,e,((p,m,g,x,w,_,b,v,k,M,S)=>{let T,E,z=p.pxRound,D=t,P=n*y,A=r*y,W=u*y;0==x.ori?[T,E]=o(l,e):[E,T]=o(l,e);const Y=x.dir*(0==x.ori?1:-1);let C,H,F,R=0==x.ori?Tt:Et,G=0==x.ori?f:(l,e,t,n,i,o,s)=>{f(l,e,t,i,n,s,o)},I=Q(l.bands,Fl).find((l=>l.series[0]==e)),L=p.fillTo(l,e,p.min,p.max,null!=I?I.dir:0),O=z(b(L,w,S,k)),N=M,j=z(p.width*y),U=!1,V=null,B=null,$=null,J=null;null==c||0!=j&&null==h||(U=!0,V=c.values(l,e,i,d),B=new Map,new Set(V).forEach((l=>{null!=l&&B.set(l,new Path2D)})),j>0&&($=h.values(l,e,i,d),J=new Map,new Set($).forEach((l=>{null!=l&&J.set(l,new Path2D)}))));let{x0:q,size:K}=a;if(null!=q&&null!=K){D=1,m=q.values(l,e,i,d),2==q.unit&&(m=m.map((e=>l.posToVal(v+e*M,x.key,!0))));let t=K.values(l,e,i,d);H=2==K.unit?t[0]*M:_(t[0],x,M,v)-_(0,x,M,v),N=Rt(m,g,_,x,M,v,N),F=N-H+P}else N=Rt(m,g,_,x,M,v,N),F=N*s+P,H=N-F;1>F&&(F=0),H/2>j||(j=0),5>F&&(z=vl);let X=F>0;H=z(wl(N-F-(X?j:0),W,A)),C=(0==D?H/2:D==Y?0:H)-D*Y*((0==D?P/2:0)+(X?j/2:0));const Z={stroke:null,fill:null,clip:null,band:null,gaps:null,flags:0},ll=U?null:new Path2D;let el=null;if(null!=I)el=l.data[I.series[1]];else{let{y0:t,y1:n}=a;null!=t&&null!=n&&(g=n.values(l,e,i,d),el=t.values(l,e,i,d))}let tl=T*H,nl=E*H;for(let t=1==Y?i:d;t>=i&&d>=t;t+=Y){let n=g[t];if(null==n)continue;if(null!=el){let l=el[t]??0;if(n-l==0)continue;O=b(l,w,S,k)}let i=_(2!=x.distr||null!=a?m[t]:t,x,M,v),o=b(Q(n,L),w,S,k),s=z(i-C),r=z(fl(o,O)),u=z(al(o,O)),f=r-u;if(null!=n){let i=0>n?nl:tl,o=0>n?tl:nl;U?(j>0&&null!=$[t]&&R(J.get($[t]),s,u+sl(j/2),H,fl(0,f-j),i,o),null!=V[t]&&R(B.get(V[t]),s,u+sl(j/2),H,fl(0,f-j),i,o)):R(ll,s,u+sl(j/2),H,fl(0,f-j),i,o),G(l,e,t,s-j/2,u,H+j,f)}}return j>0?Z.stroke=U?J:ll:U||(Z._fill=0==p.width?p._fill:p._stroke??p._fill,Z.width=0),Z.fill=U?B:ll,Z}))},l.spline=function(l){return function(l,e){const t=Q(e?.alignGaps,0);return(e,n,i,o)=>pt(e,n,((s,r,u,a,f,c,h,d,p,m,g)=>{[i,o]=U(u,i,o);let x,w,_,b=s.pxRound,v=l=>b(c(l,a,m,d)),k=l=>b(h(l,f,g,p));0==a.ori?(x=kt,_=Mt,w=Pt):(x=yt,_=St,w=At);const y=a.dir*(0==a.ori?1:-1);let M=v(r[1==y?i:o]),S=M,T=[],E=[];for(let l=1==y?i:o;l>=i&&o>=l;l+=y)if(null!=u[l]){let e=v(r[l]);T.push(S=e),E.push(k(u[l]))}const z={stroke:l(T,E,x,_,w,b),fill:null,clip:null,band:null,gaps:null,flags:1},D=z.stroke;let[P,A]=mt(e,n);if(null!=s.fill||0!=P){let l=z.fill=new Path2D(D),t=k(s.fillTo(e,n,s.min,s.max,P));_(l,S,t),_(l,M,t)}if(!s.spanGaps){let l=[];l.push(..._t(r,u,i,o,y,v,t)),z.gaps=l=s.gaps(e,n,i,o,l),z.clip=wt(l,a.ori,d,p,m,g)}return 0!=A&&(z.band=2==A?[xt(e,n,i,o,D,-1),xt(e,n,i,o,D,1)]:xt(e,n,i,o,D,A)),z}))}(Gt,l)}}return en}();\n';
+
+// node_modules/uplot/dist/uPlot.min.css?raw
+var uPlot_min_default = '.uplot, .uplot *, .uplot *::before, .uplot *::after {box-sizing: border-box;}.uplot {font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji";line-height: 1.5;width: min-content;}.u-title {text-align: center;font-size: 18px;font-weight: bold;}.u-wrap {position: relative;user-select: none;}.u-over, .u-under {position: absolute;}.u-under {overflow: hidden;}.uplot canvas {display: block;position: relative;width: 100%;height: 100%;}.u-axis {position: absolute;}.u-legend {font-size: 14px;margin: auto;text-align: center;}.u-inline {display: block;}.u-inline * {display: inline-block;}.u-inline tr {margin-right: 16px;}.u-legend th {font-weight: 600;}.u-legend th > * {vertical-align: middle;display: inline-block;}.u-legend .u-marker {width: 1em;height: 1em;margin-right: 4px;background-clip: padding-box !important;}.u-inline.u-live th::after {content: ":";vertical-align: middle;}.u-inline:not(.u-live) .u-value {display: none;}.u-series > * {padding: 4px;}.u-series th {cursor: pointer;}.u-legend .u-off > * {opacity: 0.3;}.u-select {background: rgba(0,0,0,0.07);position: absolute;pointer-events: none;}.u-cursor-x, .u-cursor-y {position: absolute;left: 0;top: 0;pointer-events: none;will-change: transform;}.u-hz .u-cursor-x, .u-vt .u-cursor-y {height: 100%;border-right: 1px dashed #607D8B;}.u-hz .u-cursor-y, .u-vt .u-cursor-x {width: 100%;border-bottom: 1px dashed #607D8B;}.u-cursor-pt {position: absolute;top: 0;left: 0;border-radius: 50%;border: 0 solid;pointer-events: none;will-change: transform;/*this has to be !important since we set inline "background" shorthand */background-clip: padding-box !important;}.u-axis.u-off, .u-select.u-off, .u-cursor-x.u-off, .u-cursor-y.u-off, .u-cursor-pt.u-off {display: none;}';
+
+// src/contract/rules.ts
+function comparisonKey(workload2, rate2) {
+  return `${workload2}@${plainDecimal(rate2)}`;
+}
+function floorKey(workload2, rate2, percentile2) {
+  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
+}
+function plainDecimal(x) {
+  const text = String(x);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = lead + frac;
+  const point = 1 + Number(exp);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  return `${sign}${digits.padEnd(point, "0")}`;
+}
+function sampleBudget(percentile2) {
+  return Math.ceil(Math.round(3 / (1 - percentile2 / 100) * 1e6) / 1e6);
+}
+function serviceVariables(ports = []) {
+  return [.../* @__PURE__ */ new Set(["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)])];
+}
+function serviceArgError(arg, vars) {
+  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    const name2 = m[1] ?? m[2];
+    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
+      const known = vars.map((v) => `$${v}`).sort().join(", ");
+      return `${JSON.stringify(arg)}: $${name2} is not a port of service.ports or service.dependencies (${known} expand here)`;
+    }
+  }
+  return void 0;
+}
+function hostSetsEnv(name2, portEnv = "PORT") {
+  return ["PATH", "HOME", portEnv || "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
+}
+function portEnvError(name2) {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name2))
+    return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name2)}`;
+  if (name2 !== "PORT" && hostSetsEnv(name2))
+    return `${JSON.stringify(name2)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
+  return void 0;
+}
+
+// src/analysis/main-history.ts
+var DAY_MS = 24 * 3600 * 1e3;
+var BUDGET_WINDOW_DAYS = 30;
+var time3 = (iso) => Date.parse(iso);
+var percentOf = (ms4, levelMs2) => 100 * ms4 / levelMs2;
+function comparisonAt(g2, key, percentile2) {
+  return g2.percentile === percentile2 ? g2.comparisons.find((c3) => comparisonKey(c3.workload, c3.rate) === key) : void 0;
+}
+function historyKeys(h2) {
+  const seen = /* @__PURE__ */ new Map();
+  const add = (workload2, rate2, percentile2) => {
+    const key = comparisonKey(workload2, rate2);
+    seen.set(`${key}/p${percentile2}`, { key, percentile: percentile2 });
+  };
+  for (const e of h2.entries) {
+    for (const c3 of e.gate?.comparisons ?? []) add(c3.workload, c3.rate, e.gate.percentile);
+    if (e.drift) add(e.drift.workload, e.drift.rate, e.drift.percentile);
+  }
+  return [...seen.values()].sort((a2, b) => a2.key.localeCompare(b.key) || a2.percentile - b.percentile);
+}
+function mainSteps(entries, key, percentile2) {
+  const steps = [];
+  for (const e of entries) {
+    const c3 = e.change;
+    if (!c3 || e.kind !== "promotion" && e.kind !== "rollback") continue;
+    const base = { time: time3(e.time), sha: c3.sha, previous: c3.previous ?? null, pullRequest: c3.pull_request ?? null };
+    if (e.kind === "rollback") {
+      const undone = steps.findLast((s2) => s2.kind === "promotion" && s2.sha === c3.previous);
+      steps.push({
+        kind: "rollback",
+        ...base,
+        gate: undone?.gate ?? null,
+        percent: -(undone?.percent ?? 0),
+        ms: -(undone?.ms ?? 0)
+      });
+      continue;
+    }
+    const comparison = c3.step && comparisonAt(c3.step.gate, key, percentile2);
+    const gate2 = c3.step && comparison ? { time: time3(c3.step.gated), record: c3.step.gate, comparison } : null;
+    const detected = comparison !== void 0 && comparison.verdict !== "grey";
+    const ms4 = detected ? comparison.estimate_ms : 0;
+    steps.push({ kind: "promotion", ...base, gate: gate2, ms: ms4, percent: detected ? percentOf(ms4, comparison.champion_ms) : 0 });
+  }
+  return steps;
+}
+function driftPoints(h2, key, percentile2) {
+  const steps = mainSteps(h2.entries, key, percentile2);
+  const since = new Map(h2.ancestors.map((a2) => [a2.sha, time3(a2.since)]));
+  return h2.entries.flatMap((e) => {
+    const d = e.drift;
+    if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
+    const t = time3(e.time);
+    const made = steps.findLastIndex((s2) => s2.sha === d.ancestor_sha && s2.time <= t);
+    const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
+    const between = made >= 0 ? steps.slice(made + 1).filter((s2) => s2.time <= t) : from === null ? [] : steps.filter((s2) => s2.time > from && s2.time <= t);
+    return [
+      {
+        time: t,
+        runId: e.run_id ?? null,
+        record: d,
+        ancestorSince: from,
+        percent: percentOf(d.estimate_ms, d.ancestor_ms),
+        ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
+        stepsPercent: between.reduce((sum3, s2) => sum3 + s2.percent, 0),
+        steps: between
+      }
+    ];
+  });
+}
+function mainChange(h2, key, percentile2, now, o2 = {}) {
+  const windowDays = o2.windowDays ?? BUDGET_WINDOW_DAYS;
+  const start = now - windowDays * DAY_MS;
+  const latest = driftPoints(h2, key, percentile2).findLast((d) => d.time > start && d.time <= now) ?? null;
+  const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
+  const drift = tooWide ? null : latest;
+  const from = drift?.time ?? start;
+  const steps = mainSteps(h2.entries, key, percentile2).filter((s2) => s2.time > from && s2.time <= now);
+  return {
+    percent: (drift?.percent ?? 0) + steps.reduce((sum3, s2) => sum3 + s2.percent, 0),
+    drift,
+    setAside: tooWide ? latest : null,
+    steps,
+    windowDays
+  };
+}
+function changePoints(steps, key, percentile2) {
+  const out = [];
+  let run2 = [];
+  const close = () => {
+    const sumMs = run2.reduce((sum3, s2) => sum3 + s2.ms, 0);
+    const thresholdMs = run2.at(-1)?.gate?.comparison.threshold_ms ?? Number.POSITIVE_INFINITY;
+    if (run2.length >= 2 && sumMs >= thresholdMs) {
+      out.push({
+        key,
+        percentile: percentile2,
+        steps: run2,
+        sumMs,
+        sumPercent: run2.reduce((sum3, s2) => sum3 + s2.percent, 0),
+        thresholdMs
+      });
+    }
+    run2 = [];
+  };
+  for (const s2 of steps) {
+    const c3 = s2.gate?.comparison;
+    if (s2.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run2.push(s2);
+    else close();
+  }
+  close();
+  return out;
+}
+function driftAncestor(h2, ageDays = BUDGET_WINDOW_DAYS) {
+  const latest = Date.parse(h2.time) - ageDays * DAY_MS;
+  const newest = h2.ancestors.filter((a2) => Date.parse(a2.since) <= latest).sort((a2, b) => Date.parse(b.since) - Date.parse(a2.since))[0];
+  return newest && newest.sha !== h2.champion ? newest : null;
+}
+function historyChangePoints(h2) {
+  return historyKeys(h2).flatMap(({ key, percentile: percentile2 }) => changePoints(mainSteps(h2.entries, key, percentile2), key, percentile2)).sort((a2, b) => a2.steps[0].time - b.steps[0].time);
+}
+
+// src/report/drift.ts
+var pct = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var short = (sha2) => `\`${sha2.slice(0, 7)}\``;
+var day = (t) => new Date(t).toISOString().slice(0, 10);
+function driftLine(d) {
+  const r = d.record;
+  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
+}
+function changePointLine(c3) {
+  const prs = c3.steps.map((s2) => s2.pullRequest ? `#${s2.pullRequest}` : short(s2.sha).replace(/`/g, "")).join(", ");
+  return `change point on ${c3.key} at ${percentLabel(c3.percentile)}: ${c3.steps.length} advisory reds in a row (${prs}, ${day(c3.steps[0].time)} to ${day(c3.steps.at(-1).time)}) add up to ${signedMs(c3.sumMs)} ms (${pct(c3.sumPercent)}), past the block threshold of ${ms2(c3.thresholdMs)} ms that none crossed alone`;
+}
+function driftReport(points, changes, skipped) {
+  const out = ["## Main's drift against an ancestor", ""];
+  if (points.length === 0) out.push(skipped ?? "No drift run.");
+  else {
+    out.push(
+      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the sum of the steps the gates measured in between.",
+      "",
+      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | their sum |",
+      "|---|---|---:|---|---:|---:|---:|",
+      ...points.map((d) => {
+        const r = d.record;
+        return `| ${r.workload}@${r.rate} | ${short(r.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`} | ${signedMs(r.estimate_ms)} ms | ${msInterval(r.ci_ms)} | ${pct(d.percent)} [${pct(d.ciPercent[0])}, ${pct(d.ciPercent[1])}] | ${d.steps.length} | ${pct(d.stepsPercent)} |`;
+      })
+    );
+  }
+  if (changes.length > 0) out.push("", "### \u26A0\uFE0F Change points", "", ...changes.map((c3) => `- ${changePointLine(c3)}`));
+  return out.join("\n");
+}
+
+// src/report/history-page.client.js?raw
+var history_page_client_default = '// The history page\'s script, inlined into the page after uPlot (docs/design/0025-history-page.md):\n// it draws each key\'s three charts from the page\'s embedded data, with zoom (drag across a\n// chart; double-click resets), cursors synced per key, and a tooltip that says what each point\n// is. It reads only the page; the page\'s Content-Security-Policy forbids any request.\n(() => {\n  const data = JSON.parse(document.getElementById("chart-data").textContent);\n  const css = getComputedStyle(document.documentElement);\n  const color = (name) => css.getPropertyValue(`--${name}`).trim();\n  const points = (stroke, size) => ({ show: true, size, stroke, fill: stroke });\n  const none = () => null;\n  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(2)}%`);\n  const msv = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(3)} ms`);\n\n  // Vertical whiskers from low to high columns, for every x that has them, in the series\' colour.\n  const whiskers = (low, high, pick) => (u) => {\n    const ctx = u.ctx;\n    ctx.save();\n    ctx.lineWidth = 1.5 * devicePixelRatio;\n    for (let i = 0; i < u.data[0].length; i++) {\n      if (low[i] === null || high[i] === null) continue;\n      ctx.strokeStyle = pick(i);\n      const x = u.valToPos(u.data[0][i], "x", true);\n      ctx.beginPath();\n      ctx.moveTo(x, u.valToPos(low[i], "y", true));\n      ctx.lineTo(x, u.valToPos(high[i], "y", true));\n      ctx.stroke();\n    }\n    ctx.restore();\n  };\n\n  // The hovered point\'s own words, beside the cursor.\n  const tooltip = (labels) => (u) => {\n    const tip = u.root.querySelector(".tip");\n    const i = u.cursor.idx;\n    if (i === null || i === undefined || !labels[i]) {\n      tip.style.display = "none";\n      return;\n    }\n    tip.textContent = labels[i];\n    tip.style.display = "block";\n    const left = u.cursor.left ?? 0;\n    tip.style.left = `${Math.min(left + 12, u.over.clientWidth - tip.offsetWidth)}px`;\n    tip.style.top = `${(u.cursor.top ?? 0) + 12}px`;\n  };\n\n  const charts = [];\n  const make = (target, chart, title, yLabel, series, extra = {}) => {\n    const columns = series.map((s) => chart.columns[s.column]);\n    const u = new uPlot(\n      {\n        title,\n        width: target.clientWidth || 800,\n        height: 260,\n        scales: { x: { time: true } },\n        axes: [{}, { label: yLabel, size: 70 }],\n        cursor: { sync: { key: target.dataset.key }, drag: { x: true, y: false } },\n        series: [{}, ...series.map(({ column: _, ...s }) => s)],\n        hooks: {\n          setCursor: [tooltip(chart.labels)],\n          // The x range shown, on the chart\'s element: what a zoom changed, for a reader\'s tools.\n          setScale: [\n            (u, key) =>\n              key === "x" &&\n              Object.assign(target.dataset, { xMin: String(u.scales.x.min), xMax: String(u.scales.x.max) }),\n          ],\n          ...(extra.hooks ?? {}),\n        },\n      },\n      [chart.x, ...columns],\n      target,\n    );\n    const tip = document.createElement("div");\n    tip.className = "tip";\n    u.over.appendChild(tip);\n    u.over.addEventListener("mouseleave", () => {\n      tip.style.display = "none";\n    });\n    charts.push([u, target]);\n    return u;\n  };\n\n  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).\n  const dots = (column, label, colorName, format, size = 7) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    paths: none,\n    points: points(color(colorName), size),\n    value: (_, v) => format(v),\n  });\n  const steps = (column, label, colorName, format, dash) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    ...(dash ? { dash } : { width: 2 }),\n    paths: uPlot.paths.stepped({ align: 1 }),\n    spanGaps: true,\n    points: { show: false },\n    value: (_, v) => format(v),\n  });\n\n  for (const k of data.keys) {\n    const level = k.level.columns;\n    make(\n      document.getElementById(`level-${k.id}`),\n      k.level,\n      "Main\'s level: the steps summed, and the drift measured",\n      "% of the first champion",\n      [\n        steps("summed", "steps summed", "grey", pct),\n        dots("promoted", "promotion", "accent", pct),\n        dots("drift", "measured drift (95% CI)", "drift", pct, 9),\n      ],\n      { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },\n    );\n\n    const g = k.gates.columns;\n    const verdictOf = (i) => (g.red[i] !== null ? "red" : g.green[i] !== null ? "green" : "grey");\n    make(\n      document.getElementById(`gates-${k.id}`),\n      k.gates,\n      "Every gate: estimate and interval, floor and block threshold",\n      "challenger \u2212 champion, ms",\n      [\n        dots("red", "red", "red", msv),\n        dots("green", "green", "green", msv),\n        dots("grey", "grey", "grey", msv),\n        {\n          ...dots("merged", "red merged", "red", msv),\n          points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },\n        },\n        steps("floor", "A/A floor \xB1", "floor", msv, [4, 4]),\n        steps("floorNegative", "A/A floor \u2212", "floor", msv, [4, 4]),\n        steps("threshold", "block threshold", "red", msv, [8, 4]),\n      ],\n      { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },\n    );\n\n    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;\n    make(\n      document.getElementById(`budget-${k.id}`),\n      k.budget,\n      `Main\'s change over the trailing 30 days${limit}`,\n      "% of main\'s level",\n      [\n        // Main\'s 30 days change between the moments it is read at: a plain line, not steps.\n        {\n          column: "main",\n          label: "main, 30 days",\n          stroke: color("accent"),\n          width: 2,\n          spanGaps: true,\n          points: points(color("accent"), 5),\n          value: (_, v) => pct(v),\n        },\n        {\n          column: "limit",\n          label: "budget",\n          stroke: color("red"),\n          dash: [8, 4],\n          spanGaps: true,\n          points: { show: false },\n          value: (_, v) => pct(v),\n        },\n      ],\n    );\n  }\n\n  window.addEventListener("resize", () => {\n    for (const [u, target] of charts) u.setSize({ width: target.clientWidth, height: 260 });\n  });\n  document.body.dataset.charts = String(charts.length);\n})();\n';
+
+// src/report/history-series.ts
+var sec = (t) => t / 1e3;
+var pct2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var day2 = (t) => new Date(t).toISOString().slice(0, 16).replace("T", " ");
+var who = (s2) => s2.pullRequest ? `#${s2.pullRequest} (${s2.sha.slice(0, 7)})` : s2.sha.slice(0, 7);
+function axis(events) {
+  const sorted = [...events].sort((a2, b) => a2.time - b.time);
+  const x = [];
+  let last = Number.NEGATIVE_INFINITY;
+  const at = sorted.map((e) => {
+    const t = Math.max(e.time, last + 1);
+    last = t;
+    x.push(sec(t));
+    return { index: x.length - 1, event: e.event };
+  });
+  return { x, at };
+}
+var column = (n2) => new Array(n2).fill(null);
+function levelChart(steps, drifts) {
+  const { x, at } = axis([
+    ...steps.map((s2) => ({ time: s2.time, event: { kind: "step", s: s2 } })),
+    ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
+  ]);
+  const cols = {
+    summed: column(x.length),
+    promoted: column(x.length),
+    drift: column(x.length),
+    driftLow: column(x.length),
+    driftHigh: column(x.length)
+  };
+  const labels = new Array(x.length).fill("");
+  const summedAt = (t) => steps.filter((s2) => s2.time <= t).reduce((sum3, s2) => sum3 + s2.percent, 0);
+  for (const { index, event } of at) {
+    if (event.kind === "step") {
+      const s2 = event.s;
+      const level = summedAt(s2.time);
+      cols.summed[index] = level;
+      cols.promoted[index] = level;
+      const gate2 = s2.gate ? `${s2.gate.comparison.verdict} ${signedMs(s2.gate.comparison.estimate_ms)} ms (${pct2(s2.percent)})` : "no gate on this host";
+      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; summed ${pct2(level)}`;
+      continue;
+    }
+    const d = event.d;
+    const base = d.ancestorSince === null ? null : summedAt(d.ancestorSince);
+    cols.summed[index] = summedAt(d.time);
+    if (base !== null) {
+      cols.drift[index] = base + d.percent;
+      cols.driftLow[index] = base + d.ciPercent[0];
+      cols.driftHigh[index] = base + d.ciPercent[1];
+    }
+    labels[index] = `${day2(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct2(d.percent)}); the ${d.steps.length} steps between add up to ${pct2(d.stepsPercent)}`;
+  }
+  return { x, columns: cols, labels };
+}
+function gatesChart(h2, key, percentile2, steps) {
+  const events = [];
+  h2.entries.forEach((e, i2) => {
+    const t = Date.parse(e.time);
+    if (e.gate?.percentile === percentile2 && e.gate.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key))
+      events.push({ time: t, event: { kind: "gate", i: i2 } });
+    const f = e.calibration;
+    if (f && f.percentile === percentile2 && comparisonKey(f.workload, f.rate) === key)
+      events.push({ time: t, event: { kind: "floor", i: i2 } });
+  });
+  const { x, at } = axis(events);
+  const names2 = ["green", "grey", "red", "merged", "low", "high", "floor", "floorNegative", "threshold"];
+  const cols = Object.fromEntries(names2.map((n2) => [n2, column(x.length)]));
+  const labels = new Array(x.length).fill("");
+  const mergedRuns = new Set(
+    steps.flatMap(
+      (s2) => s2.kind === "promotion" && s2.gate?.comparison.verdict === "red" ? [s2.gate.record.runs[0]] : []
+    )
+  );
+  let floor = null;
+  let threshold = null;
+  for (const { index, event } of at) {
+    const e = h2.entries[event.i];
+    if (event.kind === "floor") {
+      floor = e.calibration.half_width_ms;
+      labels[index] = `${day2(Date.parse(e.time))} A/A floor \xB1${ms2(floor)} ms (${e.run_id ?? "calibration"})`;
+    } else {
+      const g2 = e.gate;
+      const c3 = g2.comparisons.find((x2) => comparisonKey(x2.workload, x2.rate) === key);
+      threshold = c3.threshold_ms;
+      cols[c3.verdict][index] = c3.estimate_ms;
+      cols.low[index] = c3.ci_ms[0];
+      cols.high[index] = c3.ci_ms[1];
+      const merged = mergedRuns.has(g2.runs[0]);
+      if (merged) cols.merged[index] = c3.estimate_ms;
+      const state = c3.blocking ? `${c3.verdict}, blocking` : c3.verdict;
+      labels[index] = `${day2(Date.parse(e.time))} ${g2.pull_request ? `#${g2.pull_request} ` : ""}${g2.challenger_sha.slice(0, 7)}: ${state} ${signedMs(c3.estimate_ms)} ms [${signedMs(c3.ci_ms[0])}, ${signedMs(c3.ci_ms[1])}], n=${c3.pairs}${merged ? "; merged" : ""}`;
+    }
+    cols.floor[index] = floor;
+    cols.floorNegative[index] = floor === null ? null : -floor;
+    cols.threshold[index] = threshold;
+  }
+  return { x, columns: cols, labels };
+}
+function budgetChart(h2, key, percentile2, steps, drifts) {
+  const gateTimes = h2.entries.filter((e) => e.gate?.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key)).map((e) => Date.parse(e.time));
+  const times = [
+    .../* @__PURE__ */ new Set([...steps.map((s2) => s2.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
+  ];
+  const { x, at } = axis(times.map((time4) => ({ time: time4, event: time4 })));
+  const main = column(x.length);
+  const labels = new Array(x.length).fill("");
+  for (const { index, event } of at) {
+    const c3 = mainChange(h2, key, percentile2, event);
+    main[index] = c3.percent;
+    labels[index] = `${day2(event)} main ${pct2(c3.percent)} over ${BUDGET_WINDOW_DAYS} days (${c3.drift ? `drift run ${pct2(c3.drift.percent)} + ` : ""}${c3.steps.length} steps)`;
+  }
+  const limits = h2.entries.flatMap(
+    (e) => e.gate?.comparisons.filter((c3) => comparisonKey(c3.workload, c3.rate) === key && c3.budget).map((c3) => c3.budget.limit_percent) ?? []
+  );
+  const limitPercent = limits.at(-1) ?? null;
+  return { x, columns: { main, limit: x.map(() => limitPercent) }, labels, limitPercent };
+}
+function keySeries(h2, key, percentile2) {
+  const steps = mainSteps(h2.entries, key, percentile2);
+  const drifts = driftPoints(h2, key, percentile2);
+  return {
+    id: `${key}-p${percentile2}`.replace(/[^A-Za-z0-9_-]/g, "-"),
+    key,
+    percentile: percentile2,
+    level: levelChart(steps, drifts),
+    gates: gatesChart(h2, key, percentile2, steps),
+    budget: budgetChart(h2, key, percentile2, steps, drifts)
+  };
+}
+
+// src/report/history-page.ts
+var escapeHtml = (s2) => s2.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
+var scriptJson = (v) => JSON.stringify(v).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+var pct3 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
+var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
+var short2 = (sha2) => `<code>${escapeHtml(sha2.slice(0, 7))}</code>`;
+function repositoryUrl(h2, o2) {
+  for (const e of h2.entries) {
+    const m = /^(https:\/\/[A-Za-z0-9.-]+(?::\d+)?\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/runs\//.exec(
+      e.gate?.url ?? e.change?.step?.gate.url ?? ""
+    );
+    if (m) return m[1];
+  }
+  return o2.repository && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(o2.repository) ? `https://github.com/${o2.repository}` : null;
+}
+function pullLink(pr, repo2) {
+  if (!pr) return "\u2014";
+  return repo2 ? `<a href="${escapeHtml(`${repo2}/pull/${pr}`)}">#${pr}</a>` : `#${pr}`;
+}
+var VERDICT = { red: "\u25CF red", green: "\u25CF green", grey: "\u25CB grey" };
+function verdictCell(c3) {
+  const blocked = c3.blocking ? `, blocking${c3.blocked_by?.some((r) => r !== "latency") ? ` (${c3.blocked_by.join(", ")})` : ""}` : c3.verdict === "red" ? ", advisory" : "";
+  return `<span class="v-${c3.verdict}">${VERDICT[c3.verdict]}${blocked}</span>`;
+}
+function promotionsTable(h2, keys, repo2) {
+  const changes = h2.entries.filter(
+    (e) => e.change !== void 0
+  );
+  const rows2 = changes.map((e) => {
+    const c3 = e.change;
+    const gate2 = c3.step?.gate;
+    const steps = keys.map(({ key, percentile: percentile2 }) => {
+      const cmp = gate2?.percentile === percentile2 ? gate2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
+      if (!cmp) return "";
+      return `<div data-key="${escapeHtml(key)}" data-estimate="${cmp.estimate_ms}">${escapeHtml(key)} p${percentile2}: ${verdictCell(cmp)} <span class="num">${escapeHtml(signedMs(cmp.estimate_ms))} ms</span> ${escapeHtml(msInterval(cmp.ci_ms))} (${pct3(100 * cmp.estimate_ms / cmp.champion_ms)})</div>`;
+    });
+    const step = e.kind === "rollback" ? `rolled back from ${short2(c3.previous ?? "")}` : gate2 ? steps.join("") : "no gate of it on this host";
+    const runLink = gate2?.url ? ` <a href="${escapeHtml(gate2.url)}">gate run</a>` : "";
+    return `<tr class="change" data-kind="${e.kind}" data-sha="${escapeHtml(c3.sha)}" data-pr="${c3.pull_request ?? gate2?.pull_request ?? ""}"><td>${when(e.time)}</td><td>${e.kind}</td><td>${short2(c3.sha)}</td><td>${c3.previous ? short2(c3.previous) : "\u2014"}</td><td>${pullLink(c3.pull_request ?? gate2?.pull_request, repo2)}${runLink}</td><td>${step}</td></tr>`;
+  });
+  return `<table class="data" id="promotions"><thead><tr><th>when</th><th></th><th>champion</th><th>before</th><th>pull request</th><th>the step main took (the pull request's last gate)</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+}
+function gatesTable(h2, key, percentile2, repo2) {
+  const rows2 = h2.entries.flatMap((e) => {
+    const g2 = e.gate;
+    const c3 = g2?.percentile === percentile2 ? g2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
+    if (!g2 || !c3) return [];
+    const budget = c3.budget ? `${pct3(c3.budget.change_percent)} on ${pct3(c3.budget.main_percent)} of ${c3.budget.limit_percent}%` : "\u2014";
+    return [
+      `<tr class="gate" data-run="${escapeHtml(e.run_id ?? "")}" data-estimate="${c3.estimate_ms}"><td>${when(e.time)}</td><td>${pullLink(g2.pull_request, repo2)}</td><td>${short2(g2.challenger_sha)}</td><td>${verdictCell(c3)}</td><td class="num">${escapeHtml(signedMs(c3.estimate_ms))} ms</td><td>${escapeHtml(msInterval(c3.ci_ms))}</td><td class="num">${c3.floor_ms === void 0 ? "\u2014" : `\xB1${escapeHtml(ms2(c3.floor_ms))} ms`}</td><td class="num">${c3.pairs}</td><td>${budget}</td></tr>`
+    ];
+  });
+  return `<table class="data gates"><thead><tr><th>when</th><th>pull request</th><th>head</th><th>verdict</th><th>estimate</th><th>95% CI</th><th>floor</th><th>pairs</th><th>budget: change on main of limit</th></tr></thead><tbody>${rows2.reverse().join("")}</tbody></table>`;
+}
+function driftTable(h2, key, percentile2) {
+  const points = driftPoints(h2, key, percentile2);
+  if (points.length === 0)
+    return `<p class="none">No drift run yet: the calibration runs the champion against the champion of 30 or more days before, once the host keeps one.</p>`;
+  const rows2 = points.map(
+    (d) => `<tr class="drift" data-run="${escapeHtml(d.runId ?? "")}" data-estimate="${d.record.estimate_ms}"><td>${when(new Date(d.time).toISOString())}</td><td>${short2(d.record.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${when(new Date(d.ancestorSince).toISOString())})`}</td><td class="num">${escapeHtml(signedMs(d.record.estimate_ms))} ms</td><td>${escapeHtml(msInterval(d.record.ci_ms))}</td><td class="num">${pct3(d.percent)}</td><td class="num">${d.steps.length}</td><td class="num">${pct3(d.stepsPercent)}</td></tr>`
+  );
+  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>their sum</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+}
+function changePointsBox(points) {
+  if (points.length === 0) return "";
+  return `<section class="callout" id="change-points"><h2>\u26A0\uFE0F Change points</h2><p>Runs of advisory reds merged one after another: each passed below the block threshold, together they moved main past it.</p><ul>${points.map((c3) => `<li data-key="${escapeHtml(c3.key)}">${escapeHtml(changePointLine(c3))}</li>`).join("")}</ul></section>`;
+}
+var STYLE = `
+:root { --red: #cf222e; --green: #1a7f37; --grey: #6e7781; --accent: #0969da; --drift: #8250df; --floor: #bf8700; font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2328; }
+body { max-width: 1200px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d1d9e0; padding-bottom: 0.2em; } .sub { color: #59636e; margin-top: 0; }
+table.data { border-collapse: collapse; width: 100%; font-size: 0.9em; margin: 0.5em 0 1.5em; } .data th, .data td { border: 1px solid #d1d9e0; padding: 4px 8px; text-align: left; vertical-align: top; } .data th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; } code { font-size: 0.95em; }
+.v-red { color: var(--red); } .v-green { color: var(--green); } .v-grey { color: var(--grey); }
+.callout { border: 1px solid #d4a72c; background: #fff8c5; padding: 0.5em 1em; border-radius: 6px; } .callout h2 { border: 0; margin: 0.3em 0; }
+.summary { display: flex; gap: 2em; flex-wrap: wrap; } .summary div { background: #f6f8fa; border-radius: 6px; padding: 0.4em 0.8em; }
+.chart { position: relative; margin: 1em 0; } .tip { position: absolute; display: none; z-index: 10; pointer-events: none; background: #1f2328; color: #fff; padding: 4px 8px; border-radius: 4px; font-size: 12px; max-width: 480px; }
+.budget-past { color: var(--red); font-weight: 600; } .none { color: #59636e; }
+`;
+function historyPage(h2, o2) {
+  const keys = historyKeys(h2);
+  const repo2 = repositoryUrl(h2, o2);
+  const now = Date.parse(h2.time);
+  const count5 = (kind) => h2.entries.filter((e) => e.kind === kind).length;
+  const changes = historyChangePoints(h2);
+  const sections = keys.map(({ key, percentile: percentile2 }) => {
+    const s2 = keySeries(h2, key, percentile2);
+    const main = mainChange(h2, key, percentile2, now);
+    const limit = s2.budget.limitPercent;
+    const state = limit === null ? "no budget set (budget.percent_per_30_days)" : main.percent > limit ? `<span class="budget-past">past its budget of ${limit}%</span>` : `within its budget of ${limit}%`;
+    const promotions = mainSteps(h2.entries, key, percentile2).filter((x) => x.kind === "promotion").length;
+    return `<section class="key" id="key-${s2.id}">
+<h2>${escapeHtml(key.replace("@", " @ "))} req/s, p${percentile2}</h2>
+<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main.percent}">${pct3(main.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s2.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
+<div class="chart" id="level-${s2.id}" data-key="${s2.id}"></div>
+<div class="chart" id="gates-${s2.id}" data-key="${s2.id}"></div>
+<div class="chart" id="budget-${s2.id}" data-key="${s2.id}"></div>
+<h3>Drift runs</h3>${driftTable(h2, key, percentile2)}
+<details><summary>Every gate (${escapeHtml(key)}, p${percentile2})</summary>${gatesTable(h2, key, percentile2, repo2)}</details>
+</section>`;
+  });
+  const data = { keys: keys.map(({ key, percentile: percentile2 }) => keySeries(h2, key, percentile2)) };
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>perf-gate: main over time</title>
+<style>${uPlot_min_default}${STYLE}</style></head>
+<body>
+<h1>perf-gate: main over time</h1>
+<p class="sub">${escapeHtml(o2.source)} \xB7 champion ${h2.champion ? short2(h2.champion) : "none"} \xB7 as of ${when(h2.time)} UTC \xB7 ${count5("gate")} gates, ${count5("promotion")} promotions, ${count5("rollback")} rollbacks, ${count5("drift")} drift runs, ${count5("calibration")} calibrations${h2.dropped > 0 ? ` \xB7 the ${h2.dropped} oldest entries were dropped to keep the history within ${Math.round(h2.bound_bytes / (1 << 20))} MiB` : ""}</p>
+<p>Drag across a chart to zoom, double-click to zoom out; hover for the numbers. Percents are of main's latency at the percentile; a step is the promoted pull request's last gate (a grey's estimate counts as 0).</p>
+${changePointsBox(changes)}
+<h2>Promotions</h2>
+${promotionsTable(h2, keys, repo2)}
+${sections.join("\n")}
+<script type="application/json" id="chart-data">${scriptJson(data)}</script>
+<script type="application/json" id="history">${scriptJson(h2)}</script>
+<script>${uPlot_iife_min_default}</script>
+<script>${history_page_client_default}</script>
+</body></html>
+`;
+}
+
+// src/report/json.ts
+function amountJson(r) {
+  return r && {
+    champion: r.champion,
+    challenger: r.challenger,
+    estimate: r.estimate,
+    ci: r.ci,
+    percent: r.percent,
+    percent_ci: r.percentCi,
+    p: r.p,
+    pairs: r.pairs
+  };
+}
+function classEstimateJson(e) {
+  return e && {
+    percentile: e.percentile,
+    estimate_ms: e.estimateMs,
+    ci_ms: e.ciMs,
+    p: e.p,
+    holm_p: e.holmP,
+    estimator: e.estimator,
+    moved: e.moved
+  };
+}
+function classesJson(b) {
+  return {
+    missing: b.missing,
+    classes: b.classes.map((k) => ({
+      name: k.name,
+      index: k.index,
+      requests: k.requests,
+      errors: k.errors,
+      percentile: k.percentile,
+      recorded_per_slice: k.recordedPerSlice,
+      slo: classEstimateJson(k.slo),
+      p50: classEstimateJson(k.p50),
+      short: k.short
+    }))
+  };
+}
+function functionChangeJson(x) {
+  return {
+    name: x.name,
+    champion_us: x.championUs,
+    challenger_us: x.challengerUs,
+    estimate_us: x.estimateUs,
+    ci_us: x.ciUs,
+    noise_us: x.noiseUs,
+    self_estimate_us: x.selfEstimateUs
+  };
+}
+function functionsJson(f) {
+  return {
+    status: f.status,
+    reason: f.reason,
+    grew: f.grew.map(functionChangeJson),
+    shrank: f.shrank.map(functionChangeJson),
+    tested: f.tested,
+    confidence: f.confidence,
+    median_noise_us: f.medianNoiseUs,
+    samples: f.samples,
+    sampler_cpu_seconds: f.samplerCpuSeconds,
+    frequency_hz: f.frequencyHz,
+    files: f.files
+  };
+}
+function comparisonJson(c3) {
+  return {
+    key: c3.key,
+    workload: c3.workload,
+    rate: c3.rate,
+    verdict: c3.verdict,
+    grey_kind: c3.greyKind,
+    latency: c3.latency,
+    blocking: c3.blocking,
+    blocked_by: c3.blockedBy,
+    blocking_decisive: c3.blockingDecisive,
+    budget: c3.budget,
+    estimate_ms: c3.estimateMs,
+    ci_ms: c3.ciMs,
+    confidence: c3.confidence,
+    estimator: c3.estimator.kind,
+    estimator_fallback: c3.estimator.fallback,
+    se_ms: c3.seMs,
+    efficiency: c3.efficiency && {
+      half_width_ms: c3.efficiency.halfWidthMs,
+      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
+      host_adds_percent: c3.efficiency.hostAddsPercent,
+      narrowed_by: c3.efficiency.narrowedBy
+    },
+    pairs: c3.pairs,
+    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
+    looks: c3.looks,
+    look_history: c3.lookHistory.map((l) => ({
+      look: l.look,
+      run: l.run,
+      pairs: l.pairs,
+      estimate_ms: l.estimateMs,
+      ci_ms: l.ciMs,
+      confidence: l.confidence
+    })),
+    runs: c3.runs,
+    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
+    bootstrap_ci_ms: c3.bootstrapCiMs,
+    sign_test: c3.signTest,
+    sign_test_p: c3.signTest.p,
+    wilcoxon: c3.wilcoxon,
+    wilcoxon_p: c3.wilcoxon.p,
+    p50_ms: c3.p50Ms,
+    p999_ms: c3.p999Ms,
+    throughput_rps: c3.throughput,
+    error_regression: c3.errorRegression,
+    resources: c3.resources && {
+      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
+      cpu_cores: amountJson(c3.resources.cpuCores),
+      rss_bytes: amountJson(c3.resources.rssBytes)
+    },
+    cpu_limit_percent: c3.cpuLimitPercent,
+    classes: classesJson(c3.classes),
+    functions: functionsJson(c3.functions),
+    champion: c3.champion,
+    challenger: c3.challenger,
+    floor_ms: c3.floorMs,
+    threshold_ms: c3.thresholdMs,
+    flags: c3.flags,
+    pairs_detail: c3.detail
+  };
+}
+function analysisJson(a2, host = null) {
+  const h2 = a2.headline;
+  return {
+    verdict: a2.verdict,
+    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
+    host,
+    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
+    blocking: a2.blocking,
+    blocked_by: h2.blockedBy,
+    estimate_ms: h2.estimateMs,
+    ci_ms: h2.ciMs,
+    pairs: h2.pairs,
+    percentile: a2.percentile,
+    floor_ms: h2.floorMs,
+    threshold_ms: h2.thresholdMs,
+    method: a2.method,
+    sign_test_p: h2.signTest.p,
+    wilcoxon_p: h2.wilcoxon.p,
+    seed: a2.seed,
+    headline: h2.key,
+    comparisons: a2.comparisons.map(comparisonJson),
+    runs: a2.runs,
+    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
+    preflight_flags: a2.preflight
+  };
+}
+function droppedPairJson(d) {
+  return {
+    run: d.run,
+    pair: d.pair,
+    reason: d.reason,
+    disturbances: d.disturbances.map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      lag_at: x.lagAt,
+      lag_ms: x.lagMs,
+      lag_limit_ms: x.lagLimitMs,
+      rate_error_percent: x.rateErrorPercent,
+      lagging: x.lagging,
+      off_rate: x.offRate
+    })),
+    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({
+      arm: x.arm,
+      index: x.index,
+      foreign_cpu_cores: x.foreignCores,
+      foreign_connections: x.foreignConnections,
+      reason: x.reason
+    }))
+  };
+}
+
+// src/experiment/artifacts.ts
+function hostOutDir(base, host, poolSize) {
+  return poolSize > 1 ? join2(base, host.replace(/[^A-Za-z0-9._-]/g, "_")) : base;
+}
+function writeArtifacts(dir, a2) {
+  const paths = {
+    reportPath: join2(dir, "report.md"),
+    resultPath: writeResults(dir, a2.documents),
+    analysisPath: join2(dir, "analysis.json"),
+    chartPath: join2(dir, "chart.svg")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, a2.report],
+    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
+    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
+  ]);
+  return paths;
+}
+function writeResults(dir, documents) {
+  const path6 = join2(dir, "result.json");
+  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
+  return path6;
+}
+function writeUnmeasured(dir, e) {
+  const paths = {
+    reportPath: join2(dir, "report.md"),
+    resultPath: writeResults(dir, e.results),
+    analysisPath: join2(dir, "analysis.json")
+  };
+  writeFiles(dir, [
+    [paths.reportPath, e.markdown],
+    [paths.analysisPath, JSON.stringify(e.json, null, 2)]
+  ]);
+  return paths;
+}
+function writeHistoryPage(dir, history, document, o2) {
+  const paths = { pagePath: join2(dir, "history.html"), jsonPath: join2(dir, "history.json") };
+  writeFiles(dir, [
+    [paths.pagePath, historyPage(history, o2)],
+    [paths.jsonPath, `${JSON.stringify(document, null, 2)}
+`]
+  ]);
+  return paths;
+}
+function writeProfiles(dir, profiles) {
+  return profiles.map(({ path: path6, bytes }) => {
+    const to = join2(dir, path6);
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync3(to, bytes);
+    return to;
+  });
+}
+function writeCalibrationReport(dir, report) {
+  const path6 = join2(dir, "calibration.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
+function writeFiles(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const [path6, text] of files) writeFileSync3(path6, text);
+}
 
 // src/host/pool.ts
 var HostPool = class _HostPool {
@@ -64847,7 +65808,7 @@ function resolveJob(inputs, runner, now = Date.now(), connect = connectHostClien
     sha: inputs.sha,
     onInfrastructureFailure: inputs["on-infrastructure-failure"],
     busyDeadline: now + inputs["busy-timeout-minutes"] * 6e4,
-    outputDir: inputs["output-dir"] || join2(runner.runnerTemp, "perf-gate", attempt),
+    outputDir: inputs["output-dir"] || join3(runner.runnerTemp, "perf-gate", attempt),
     hosts: inputs.hosts,
     login: !needsHost(inputs.mode) ? null : { user: inputs.user, privateKey: inputs["ssh-key"], knownHosts: inputs["known-hosts"] },
     runner,
@@ -64879,7 +65840,7 @@ function logProgress(label2) {
   };
 }
 function outputDirFor(job, host) {
-  return job.hosts.length > 1 ? join2(job.outputDir, host.replace(/[^A-Za-z0-9._-]/g, "_")) : job.outputDir;
+  return hostOutDir(job.outputDir, host, job.hosts.length);
 }
 function sayFor(job, host) {
   return job.hosts.length > 1 ? (line) => info(`${host}: ${line}`) : (line) => info(line);
@@ -69803,50 +70764,6 @@ function checkState(c3) {
 // src/config/gate-config.ts
 var import_yaml = __toESM(require_dist(), 1);
 
-// src/contract/rules.ts
-function comparisonKey(workload2, rate2) {
-  return `${workload2}@${plainDecimal(rate2)}`;
-}
-function floorKey(workload2, rate2, percentile2) {
-  return `${comparisonKey(workload2, rate2)}/p${plainDecimal(percentile2)}`;
-}
-function plainDecimal(x) {
-  const text = String(x);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (!m) return text;
-  const [, sign, lead, frac = "", exp] = m;
-  const digits = lead + frac;
-  const point = 1 + Number(exp);
-  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-  return `${sign}${digits.padEnd(point, "0")}`;
-}
-function sampleBudget(percentile2) {
-  return Math.ceil(Math.round(3 / (1 - percentile2 / 100) * 1e6) / 1e6);
-}
-function serviceVariables(ports = []) {
-  return [.../* @__PURE__ */ new Set(["PORT", "STATE_DIR", ...ports.map((p) => `PORT_${p.toUpperCase()}`)])];
-}
-function serviceArgError(arg, vars) {
-  for (const m of arg.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g)) {
-    const name2 = m[1] ?? m[2];
-    if (!vars.includes(name2) && name2.startsWith("PORT_")) {
-      const known = vars.map((v) => `$${v}`).sort().join(", ");
-      return `${JSON.stringify(arg)}: $${name2} is not a port of service.ports or service.dependencies (${known} expand here)`;
-    }
-  }
-  return void 0;
-}
-function hostSetsEnv(name2, portEnv = "PORT") {
-  return ["PATH", "HOME", portEnv || "PORT", "STATE_DIR"].includes(name2) || name2.startsWith("PORT_");
-}
-function portEnvError(name2) {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name2))
-    return `must be a variable name: letters, digits and _, not starting with a digit, got ${JSON.stringify(name2)}`;
-  if (name2 !== "PORT" && hostSetsEnv(name2))
-    return `${JSON.stringify(name2)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
-  return void 0;
-}
-
 // src/config/dependencies.ts
 var portVariable = (name2) => `PORT_${name2.toUpperCase()}`;
 function servicePortNames(s2) {
@@ -70723,920 +71640,6 @@ function floorSettings(floors, percentile2) {
     if (f.percentile_assumed) floorPercentileAssumed.push(keyOf(f));
   }
   return { floorMs, hostBiasMs, floorPercentileAssumed };
-}
-
-// src/experiment/artifacts.ts
-import { mkdirSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname, join as join3 } from "node:path";
-
-// src/report/arms.ts
-var CHAMPION_VS_CHALLENGER = {
-  aa: false,
-  champion: "champion",
-  challenger: "challenger",
-  difference: "challenger \u2212 champion"
-};
-function armsOf(a2) {
-  if (a2.builds?.kind !== "aa") return CHAMPION_VS_CHALLENGER;
-  const champion = portName2(a2.targets?.champion, "the champion's port");
-  const challenger = portName2(a2.targets?.challenger, "the challenger's port");
-  return { aa: true, champion, challenger, difference: `${challenger} \u2212 ${champion}` };
-}
-function portName2(target, otherwise) {
-  if (!target) return otherwise;
-  try {
-    const u2 = new URL(target);
-    return `port :${u2.port || (u2.protocol === "https:" ? "443" : "80")}`;
-  } catch {
-    return otherwise;
-  }
-}
-
-// src/report/format.ts
-function ms2(x) {
-  const a2 = Math.abs(x);
-  if (a2 >= 10) return x.toFixed(1);
-  if (a2 >= 0.1) return x.toFixed(2);
-  const text = x.toFixed(3).replace(/(\.\d\d)0$/, "$1");
-  return Number(text) === 0 ? "0.00" : text;
-}
-function signedMs(x) {
-  const text = ms2(x);
-  return (x > 0 && text !== "0.00" ? "+" : "") + text;
-}
-function msInterval([lo, hi]) {
-  return `[${signedMs(lo)}, ${signedMs(hi)}] ms`;
-}
-function percentLabel(p) {
-  return `p${p}`;
-}
-function confidenceLabel(c3) {
-  return `${Number((c3 * 100).toFixed(2))}%`;
-}
-function pValue(p) {
-  return p < 1e-3 ? p.toExponential(1) : p.toFixed(3);
-}
-function rps(x) {
-  return x.toFixed(1);
-}
-function signedPercent(x) {
-  const text = x.toFixed(1);
-  return `${x > 0 && text !== "0.0" ? "+" : ""}${text === "-0.0" ? "0.0" : text}%`;
-}
-function mib(bytes) {
-  const m = bytes / (1 << 20);
-  return `${Math.abs(m) >= 1 ? m.toFixed(1) : m.toFixed(2)} MiB`;
-}
-function micros(us2) {
-  return `${Math.abs(us2) >= 100 ? us2.toFixed(0) : Math.abs(us2) >= 10 ? us2.toFixed(1) : us2.toFixed(2)} \xB5s`;
-}
-function codeSpan(name2) {
-  return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
-}
-
-// src/report/scale.ts
-function niceTicks(lo, hi, target = 5) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi)
-    throw new RangeError(`niceTicks: [${lo}, ${hi}] is not a range`);
-  if (lo === hi) {
-    const pad = Math.abs(lo) * 0.1 || 0.01;
-    [lo, hi] = [lo - pad, hi + pad];
-  }
-  const raw = (hi - lo) / target;
-  const power = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 5, 10].find((m) => m * power >= raw * (1 - 1e-9)) ?? 10) * power;
-  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
-  const ticks = [];
-  for (let k = Math.floor(lo / step + 1e-9); k * step <= hi + step * 1e-9 || ticks.length === 0; k++)
-    ticks.push(Number((k * step).toFixed(decimals)) + 0);
-  if (ticks[ticks.length - 1] < hi - step * 1e-9)
-    ticks.push(Number((ticks[ticks.length - 1] + step).toFixed(decimals)) + 0);
-  return { ticks, step, decimals };
-}
-function chartScale(values, c3) {
-  const floor = c3.floorMs !== null && c3.floorMs > 0 ? c3.floorMs : null;
-  const data = [0, ...values, ...c3.ciMs, ...floor ? [-floor, floor] : []];
-  let lo = Math.min(...data);
-  let hi = Math.max(...data);
-  const reach = Math.max(Math.abs(lo), Math.abs(hi));
-  const threshold = c3.thresholdMs > 0 && c3.thresholdMs <= 3 * reach ? c3.thresholdMs : null;
-  if (threshold !== null) hi = Math.max(hi, threshold);
-  const span = hi - lo || reach || 0.01;
-  lo -= lo < 0 ? span * 0.03 : 0;
-  hi += hi > 0 ? span * 0.03 : 0;
-  const t = niceTicks(lo, hi, 6);
-  return { ...t, min: t.ticks[0], max: t.ticks[t.ticks.length - 1], threshold, floor };
-}
-function tickLabel(v, decimals) {
-  if (v === 0) return "0";
-  return `${v > 0 ? "+" : ""}${v.toFixed(decimals)}`;
-}
-
-// src/report/chart.ts
-var MAX_BARS = 60;
-function bars(d, maxBars = MAX_BARS) {
-  const per = Math.ceil(d.length / maxBars);
-  const out = [];
-  for (let i2 = 0; i2 < d.length; i2 += per) {
-    const bin = d.slice(i2, i2 + per);
-    const last = Math.min(i2 + per, d.length);
-    out.push({
-      label: per === 1 ? String(i2 + 1) : `${i2 + 1}-${last}`,
-      value: bin.reduce((a2, b) => a2 + b, 0) / bin.length
-    });
-  }
-  return { bars: out, per };
-}
-function title(c3, percentile2, arms, per) {
-  return `${c3.workload} @ ${c3.rate} req/s: ${arms.difference} at ${percentLabel(percentile2)}, ${per === 1 ? "per pair" : `mean of each ${per} pairs`} (ms)`;
-}
-function marks(c3, scale) {
-  return {
-    floor: scale.floor === null ? null : `A/A floor \xB1${ms2(scale.floor)} ms`,
-    threshold: `block threshold ${signedMs(c3.thresholdMs)} ms${scale.threshold === null ? " (off the scale)" : ""}`,
-    interval: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms, ${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)}`
-  };
-}
-var estimateName = (c3) => c3.estimator.kind === "pooled" ? "pooled" : "mean";
-var PLOT_COLUMNS = 48;
-function textChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(
-    rows2.map((r) => r.value),
-    forArms(c3, arms)
-  );
-  const col = (v) => Math.round((v - scale.min) / (scale.max - scale.min) * (PLOT_COLUMNS - 1));
-  const zero = col(0);
-  const nameWidth = Math.max(4, ...rows2.map((r) => r.label.length));
-  const valueWidth = Math.max(signedMs(c3.estimateMs).length, ...rows2.map((r) => signedMs(r.value).length));
-  const row = (label2, value, plot) => `${label2.padStart(nameWidth)} ${value.padStart(valueWidth)} ${plot.join("")}`;
-  const canvas = () => {
-    const line = Array(PLOT_COLUMNS).fill(" ");
-    if (scale.floor !== null) for (const v of [-scale.floor, scale.floor]) line[col(v)] = "\u2506";
-    if (scale.threshold !== null) line[col(scale.threshold)] = "\u2503";
-    line[zero] = "\u2502";
-    return line;
-  };
-  const tickRow = Array(PLOT_COLUMNS + 8).fill(" ");
-  const axis2 = Array(PLOT_COLUMNS).fill("\u2500");
-  let free = 0;
-  for (const t of scale.ticks) {
-    const text = tickLabel(t, scale.decimals);
-    const at = Math.max(0, col(t) - Math.floor(text.length / 2));
-    axis2[col(t)] = t === 0 ? "\u253C" : "\u252C";
-    if (at < free) continue;
-    for (let i2 = 0; i2 < text.length; i2++) tickRow[at + i2] = text[i2];
-    free = at + text.length + 1;
-  }
-  const out = [
-    title(c3, percentile2, arms, per),
-    "",
-    row("", "", tickRow),
-    row(per === 1 ? "pair" : "pairs", "ms", axis2)
-  ];
-  for (const r of rows2) {
-    const line = canvas();
-    const to = col(r.value);
-    for (let i2 = Math.min(to, zero + 1); i2 <= Math.max(to, zero - 1); i2++) if (i2 !== zero) line[i2] = "\u2588";
-    out.push(row(r.label, signedMs(r.value), line));
-  }
-  const ci = canvas();
-  const [lo, hi] = [col(c3.ciMs[0]), col(c3.ciMs[1])];
-  for (let i2 = lo; i2 <= hi; i2++) ci[i2] = "\u2500";
-  ci[lo] = "\u251C";
-  ci[hi] = "\u2524";
-  ci[col(c3.estimateMs)] = "\u25CF";
-  out.push(row(estimateName(c3), signedMs(c3.estimateMs), ci));
-  const m = marks(c3, scale);
-  const legend = [
-    `\u2502 0`,
-    `\u251C\u2500\u25CF\u2500\u2524 ${m.interval}`,
-    ...m.floor ? [`\u2506 ${m.floor}`] : [],
-    ...arms.aa ? [] : [`${scale.threshold === null ? "" : "\u2503 "}${m.threshold}`]
-  ];
-  out.push("", legend.slice(0, 2).join("   "), ...legend.length > 2 ? [legend.slice(2).join("   ")] : []);
-  return ["```text", ...out.map((l) => l.trimEnd()), "```"].join("\n");
-}
-function forArms(c3, arms) {
-  return arms.aa ? { ...c3, thresholdMs: 0 } : c3;
-}
-var esc2 = (s2) => s2.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-function svgChart(c3, percentile2, arms = CHAMPION_VS_CHALLENGER) {
-  const width = 760;
-  const height = 340;
-  const m = { top: 44, right: 190, bottom: 46, left: 64 };
-  const plotW = width - m.left - m.right;
-  const plotH = height - m.top - m.bottom;
-  const { bars: rows2, per } = bars(c3.detail.map((x) => x.dMs));
-  const scale = chartScale(
-    rows2.map((r) => r.value),
-    forArms(c3, arms)
-  );
-  const y = (v) => m.top + plotH - (v - scale.min) / (scale.max - scale.min) * plotH;
-  const slot = plotW / Math.max(1, rows2.length);
-  const color = c3.verdict === "red" ? "#cf222e" : c3.verdict === "green" ? "#1a7f37" : "#6e7781";
-  const f = (v) => v.toFixed(1);
-  const right = m.left + plotW;
-  const grid2 = scale.ticks.map(
-    (t) => [
-      `<line x1="${m.left}" x2="${right}" y1="${f(y(t))}" y2="${f(y(t))}" stroke="${t === 0 ? "#24292f" : "#d0d7de"}"${t === 0 ? ' stroke-width="1.5"' : ""}/>`,
-      `<text x="${m.left - 8}" y="${f(y(t) + 4)}" text-anchor="end">${esc2(tickLabel(t, scale.decimals))}</text>`
-    ].join("\n  ")
-  ).join("\n  ");
-  const barRects = rows2.map((r, i2) => {
-    const top = Math.min(y(r.value), y(0));
-    const h2 = Math.max(1, Math.abs(y(r.value) - y(0)));
-    return `<rect x="${f(m.left + i2 * slot + slot * 0.2)}" y="${f(top)}" width="${f(slot * 0.6)}" height="${f(h2)}" fill="${color}"><title>${per === 1 ? "pair" : "pairs"} ${r.label}: ${signedMs(r.value)} ms</title></rect>`;
-  }).join("\n  ");
-  const everyNth = Math.ceil(rows2.length / 15);
-  const xLabels = rows2.map(
-    (r, i2) => i2 % everyNth === 0 || i2 === rows2.length - 1 ? `<text x="${f(m.left + (i2 + 0.5) * slot)}" y="${m.top + plotH + 16}" text-anchor="middle">${esc2(r.label)}</text>` : ""
-  ).filter(Boolean).join("\n  ");
-  const mk = marks(c3, scale);
-  const lines = [
-    { v: c3.estimateMs, text: `${estimateName(c3)} ${signedMs(c3.estimateMs)} ms`, stroke: color, dash: "6 3" },
-    ...scale.floor === null ? [] : [1, -1].map((sign) => ({
-      v: sign * scale.floor,
-      text: `A/A floor ${sign > 0 ? "+" : "\u2212"}${ms2(scale.floor)} ms`,
-      stroke: "#8250df",
-      dash: "2 3"
-    })),
-    ...scale.threshold === null ? [] : [{ v: scale.threshold, text: mk.threshold, stroke: "#cf222e", dash: "8 3" }]
-  ];
-  const placed = [];
-  const labels = [...lines].sort((a2, b) => y(a2.v) - y(b.v)).map((l) => {
-    let at = y(l.v) + 4;
-    for (const p of placed) if (Math.abs(at - p) < 13) at = p + 13;
-    placed.push(at);
-    return `<line x1="${m.left}" x2="${right}" y1="${f(y(l.v))}" y2="${f(y(l.v))}" stroke="${l.stroke}" stroke-dasharray="${l.dash}"/>
-  <text x="${right + 6}" y="${f(at)}" fill="${l.stroke}">${esc2(l.text)}</text>`;
-  }).join("\n  ");
-  const band = `<rect x="${m.left}" y="${f(y(c3.ciMs[1]))}" width="${plotW}" height="${f(Math.max(1, y(c3.ciMs[0]) - y(c3.ciMs[1])))}" fill="${color}" fill-opacity="0.14"/>`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">
-  <title>${esc2(title(c3, percentile2, arms, per))}</title>
-  <rect width="100%" height="100%" fill="#ffffff"/>
-  <text x="${m.left}" y="20" font-size="14" font-weight="600">${esc2(title(c3, percentile2, arms, per))}</text>
-  <text x="${m.left}" y="36" fill="#57606a">${esc2(`${confidenceLabel(c3.confidence)} CI ${msInterval(c3.ciMs)} (band), n=${c3.detail.length} pairs${scale.threshold === null && !arms.aa ? `; ${mk.threshold}` : ""}`)}</text>
-  ${band}
-  ${grid2}
-  ${barRects}
-  ${labels}
-  ${xLabels}
-  <text x="${m.left + plotW / 2}" y="${height - 8}" text-anchor="middle" fill="#57606a">${per === 1 ? "pair" : `pairs (means of ${per})`}</text>
-</svg>
-`;
-}
-
-// node_modules/uplot/dist/uPlot.iife.min.js?raw
-var uPlot_iife_min_default = '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot=function(){"use strict";const l="u-off",e="u-label",t="width",n="height",i="top",o="bottom",s="left",r="right",u="#000",a=u+"0",f="mousemove",c="mousedown",h="mouseup",d="mouseenter",p="mouseleave",m="dblclick",g="change",x="dppxchange",w="--",_="undefined"!=typeof window,b=_?document:null,v=_?window:null,k=_?navigator:null;let y,M;function S(l,e){if(null!=e){let t=l.classList;!t.contains(e)&&t.add(e)}}function T(l,e){let t=l.classList;t.contains(e)&&t.remove(e)}function E(l,e,t){l.style[e]=t+"px"}function z(l,e,t,n){let i=b.createElement(l);return null!=e&&S(i,e),null!=t&&t.insertBefore(i,n),i}function D(l,e){return z("div",l,e)}const P=new WeakMap;function A(e,t,n,i,o){let s="translate("+t+"px,"+n+"px)";s!=P.get(e)&&(e.style.transform=s,P.set(e,s),0>t||0>n||t>i||n>o?S(e,l):T(e,l))}const W=new WeakMap;function Y(l,e,t){let n=e+t;n!=W.get(l)&&(W.set(l,n),l.style.background=e,l.style.borderColor=t)}const C=new WeakMap;function H(l,e,t,n){let i=e+""+t;i!=C.get(l)&&(C.set(l,i),l.style.height=t+"px",l.style.width=e+"px",l.style.marginLeft=n?-e/2+"px":0,l.style.marginTop=n?-t/2+"px":0)}const F={passive:!0},R={...F,capture:!0};function G(l,e,t,n){e.addEventListener(l,t,n?R:F)}function I(l,e,t){e.removeEventListener(l,t,F)}function L(l,e,t,n){let i;t=t||0;let o=2147483647>=(n=n||e.length-1);for(;n-t>1;)i=o?t+n>>1:sl((t+n)/2),l>e[i]?t=i:n=i;return l-e[t]>e[n]-l?n:t}function O(l){return(e,t,n)=>{let i=-1,o=-1;for(let o=t;n>=o;o++)if(l(e[o])){i=o;break}for(let i=n;i>=t;i--)if(l(e[i])){o=i;break}return[i,o]}}_&&function l(){let e=devicePixelRatio;y!=e&&(y=e,M&&I(g,M,l),M=matchMedia(`(min-resolution: ${y-.001}dppx) and (max-resolution: ${y+.001}dppx)`),G(g,M,l),v.dispatchEvent(new CustomEvent(x)))}();const N=l=>null!=l,j=l=>null!=l&&l>0,U=O(N),V=O(j);function B(l,e,t,n){let i=hl(l),o=hl(e);l==e&&(-1==i?(l*=t,e/=t):(l/=t,e*=t));let s=10==t?dl:pl,r=1==o?ul:sl,u=(1==i?sl:ul)(s(ol(l))),a=r(s(ol(e))),f=cl(t,u),c=cl(t,a);return 10==t&&(0>u&&(f=Al(f,-u)),0>a&&(c=Al(c,-a))),n||2==t?(l=f*i,e=c*o):(l=Pl(l,f),e=Dl(e,c)),[l,e]}function $(l,e,t,n){let i=B(l,e,t,n);return 0==l&&(i[0]=0),0==e&&(i[1]=0),i}const J=.1,q={mode:3,pad:J},K={pad:0,soft:null,mode:0},X={min:K,max:K};function Z(l,e,t,n){return Ol(t)?ll(l,e,t):(K.pad=t,K.soft=n?0:null,K.mode=n?3:0,ll(l,e,X))}function Q(l,e){return null==l?e:l}function ll(l,e,t){let n=t.min,i=t.max,o=Q(n.pad,0),s=Q(i.pad,0),r=Q(n.hard,-gl),u=Q(i.hard,gl),a=Q(n.soft,gl),f=Q(i.soft,-gl),c=Q(n.mode,0),h=Q(i.mode,0),d=e-l,p=dl(d),m=fl(ol(l),ol(e)),g=dl(m),x=ol(g-p);(1e-24>d||x>10)&&(d=0,0!=l&&0!=e||(d=1e-24,2==c&&a!=gl&&(o=0),2==h&&f!=-gl&&(s=0)));let w=d||m||1e3,_=dl(w),b=cl(10,sl(_)),v=Al(Pl(l-w*(0==d?0==l?.1:1:o),b/10),24),k=a>l||1!=c&&(3!=c||v>a)&&(2!=c||a>v)?gl:a,y=fl(r,k>v&&l>=k?k:al(k,v)),M=Al(Dl(e+w*(0==d?0==e?.1:1:s),b/10),24),S=e>f||1!=h&&(3!=h||f>M)&&(2!=h||M>f)?-gl:f,T=al(u,M>S&&S>=e?S:fl(S,M));return y==T&&0==y&&(T=100),[y,T]}const el=new Intl.NumberFormat(_?k.language:"en-US"),tl=l=>el.format(l),nl=Math,il=nl.PI,ol=nl.abs,sl=nl.floor,rl=nl.round,ul=nl.ceil,al=nl.min,fl=nl.max,cl=nl.pow,hl=nl.sign,dl=nl.log10,pl=nl.log2,ml=(l,e=1)=>nl.asinh(l/e),gl=1/0;function xl(l){return 1+(0|dl((l^l>>31)-(l>>31)))}function wl(l,e,t){return al(fl(l,e),t)}function _l(l){return"function"==typeof l}function bl(l){return _l(l)?l:()=>l}const vl=l=>l,kl=(l,e)=>e,yl=()=>null,Ml=()=>!0,Sl=(l,e)=>l==e,Tl=/\\.\\d*?(?=9{6,}|0{6,})/gm,El=l=>{if(Il(l)||Wl.has(l))return l;const e=""+l,t=e.match(Tl);if(null==t)return l;let n=t[0].length-1;if(-1!=e.indexOf("e-")){let[l,t]=e.split("e");return+`${El(l)}e${t}`}return Al(l,n)};function zl(l,e){return El(Al(El(l/e))*e)}function Dl(l,e){return El(ul(El(l/e))*e)}function Pl(l,e){return El(sl(El(l/e))*e)}function Al(l,e=0){if(Il(l))return l;let t=10**e;return rl(l*t*(1+Number.EPSILON))/t}const Wl=new Map;function Yl(l){return((""+l).split(".")[1]||"").length}function Cl(l,e,t,n){let i=[],o=n.map(Yl);for(let s=e;t>s;s++){let e=ol(s),t=Al(cl(l,s),e);for(let r=0;n.length>r;r++){let u=10==l?+`${n[r]}e${s}`:n[r]*t,a=(0>s?e:0)+(o[r]>s?o[r]:0),f=10==l?u:Al(u,a);i.push(f),Wl.set(f,a)}}return i}const Hl={},Fl=[],Rl=[null,null],Gl=Array.isArray,Il=Number.isInteger;function Ll(l){return"string"==typeof l}function Ol(l){let e=!1;if(null!=l){let t=l.constructor;e=null==t||t==Object}return e}function Nl(l){return null!=l&&"object"==typeof l}const jl=Object.getPrototypeOf(Uint8Array),Ul="__proto__";function Vl(l,e=Ol){let t;if(Gl(l)){let n=l.find((l=>null!=l));if(Gl(n)||e(n)){t=Array(l.length);for(let n=0;l.length>n;n++)t[n]=Vl(l[n],e)}else t=l.slice()}else if(l instanceof jl)t=l.slice();else if(e(l)){t={};for(let n in l)n!=Ul&&(t[n]=Vl(l[n],e))}else t=l;return t}function Bl(l){let e=arguments;for(let t=1;e.length>t;t++){let n=e[t];for(let e in n)e!=Ul&&(Ol(l[e])?Bl(l[e],Vl(n[e])):l[e]=Vl(n[e]))}return l}function $l(l,e,t){for(let n,i=0,o=-1;e.length>i;i++){let s=e[i];if(s>o){for(n=s-1;n>=0&&null==l[n];)l[n--]=null;for(n=s+1;t>n&&null==l[n];)l[o=n++]=null}}}const Jl="undefined"==typeof queueMicrotask?l=>Promise.resolve().then(l):queueMicrotask,ql=["January","February","March","April","May","June","July","August","September","October","November","December"],Kl=["Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"];function Xl(l){return l.slice(0,3)}const Zl=Kl.map(Xl),Ql=ql.map(Xl),le={MMMM:ql,MMM:Ql,WWWW:Kl,WWW:Zl};function ee(l){return(10>l?"0":"")+l}const te={YYYY:l=>l.getFullYear(),YY:l=>(l.getFullYear()+"").slice(2),MMMM:(l,e)=>e.MMMM[l.getMonth()],MMM:(l,e)=>e.MMM[l.getMonth()],MM:l=>ee(l.getMonth()+1),M:l=>l.getMonth()+1,DD:l=>ee(l.getDate()),D:l=>l.getDate(),WWWW:(l,e)=>e.WWWW[l.getDay()],WWW:(l,e)=>e.WWW[l.getDay()],HH:l=>ee(l.getHours()),H:l=>l.getHours(),h:l=>{let e=l.getHours();return 0==e?12:e>12?e-12:e},AA:l=>12>l.getHours()?"AM":"PM",aa:l=>12>l.getHours()?"am":"pm",a:l=>12>l.getHours()?"a":"p",mm:l=>ee(l.getMinutes()),m:l=>l.getMinutes(),ss:l=>ee(l.getSeconds()),s:l=>l.getSeconds(),fff:l=>function(l){return(10>l?"00":100>l?"0":"")+l}(l.getMilliseconds())};function ne(l,e){e=e||le;let t,n=[],i=/\\{([a-z]+)\\}|[^{]+/gi;for(;t=i.exec(l);)n.push("{"==t[0][0]?te[t[1]]:t[0]);return l=>{let t="";for(let i=0;n.length>i;i++)t+="string"==typeof n[i]?n[i]:n[i](l,e);return t}}const ie=(new Intl.DateTimeFormat).resolvedOptions().timeZone,oe=l=>l%1==0,se=[1,2,2.5,5],re=Cl(10,-32,0,se),ue=Cl(10,0,32,se),ae=ue.filter(oe),fe=re.concat(ue),ce="{YYYY}",he="\\n"+ce,de="{M}/{D}",pe="\\n"+de,me=pe+"/{YY}",ge="{aa}",xe="{h}:{mm}"+ge,we="\\n"+xe,_e=":{ss}",be=null;function ve(l){let e=1e3*l,t=60*e,n=60*t,i=24*n,o=30*i,s=365*i;return[(1==l?Cl(10,0,3,se).filter(oe):Cl(10,-3,0,se)).concat([e,5*e,10*e,15*e,30*e,t,5*t,10*t,15*t,30*t,n,2*n,3*n,4*n,6*n,8*n,12*n,i,2*i,3*i,4*i,5*i,6*i,7*i,8*i,9*i,10*i,15*i,o,2*o,3*o,4*o,6*o,s,2*s,5*s,10*s,25*s,50*s,100*s]),[[s,ce,be,be,be,be,be,be,1],[28*i,"{MMM}",he,be,be,be,be,be,1],[i,de,he,be,be,be,be,be,1],[n,"{h}"+ge,me,be,pe,be,be,be,1],[t,xe,me,be,pe,be,be,be,1],[e,_e,me+" "+xe,be,pe+" "+xe,be,we,be,1],[l,_e+".{fff}",me+" "+xe,be,pe+" "+xe,be,we,be,1]],function(e){return(r,u,a,f,c,h)=>{let d=[],p=c>=s,m=c>=o&&s>c,g=e(a),x=Al(g*l,3),w=Pe(g.getFullYear(),p?0:g.getMonth(),m||p?1:g.getDate()),_=Al(w*l,3);if(m||p){let t=m?c/o:0,n=p?c/s:0,i=x==_?x:Al(Pe(w.getFullYear()+n,w.getMonth()+t,1)*l,3),r=new Date(rl(i/l)),u=r.getFullYear(),a=r.getMonth();for(let o=0;f>=i;o++){let s=Pe(u+n*o,a+t*o,1),r=s-e(Al(s*l,3));i=Al((+s+r)*l,3),i>f||d.push(i)}}else{let o=i>c?c:i,s=_+(sl(a)-sl(x))+Dl(x-_,o);d.push(s);let p=e(s),m=p.getHours()+p.getMinutes()/t+p.getSeconds()/n,g=c/n,w=h/r.axes[u]._space;for(;s=Al(s+c,1==l?0:3),f>=s;)if(g>1){let l=sl(Al(m+g,6))%24,t=e(s).getHours()-l;t>1&&(t=-1),s-=t*n,m=(m+g)%24,.7>Al((s-d[d.length-1])/c,3)*w||d.push(s)}else d.push(s)}return d}}]}const[ke,ye,Me]=ve(1),[Se,Te,Ee]=ve(.001);function ze(l,e){return l.map((l=>l.map(((t,n)=>0==n||8==n||null==t?t:e(1==n||0==l[8]?t:l[1]+t)))))}function De(l,e){return(t,n,i,o,s)=>{let r,u,a,f,c,h,d=e.find((l=>s>=l[0]))||e[e.length-1];return n.map((e=>{let t=l(e),n=t.getFullYear(),i=t.getMonth(),o=t.getDate(),s=t.getHours(),p=t.getMinutes(),m=t.getSeconds(),g=n!=r&&d[2]||i!=u&&d[3]||o!=a&&d[4]||s!=f&&d[5]||p!=c&&d[6]||m!=h&&d[7]||d[1];return r=n,u=i,a=o,f=s,c=p,h=m,g(t)}))}}function Pe(l,e,t){return new Date(l,e,t)}function Ae(l,e){return e(l)}function We(l,e){return(t,n,i,o)=>null==o?w:e(l(n))}Cl(2,-53,53,[1]);const Ye={show:!0,live:!0,isolate:!1,mount:()=>{},markers:{show:!0,width:2,stroke:function(l,e){let t=l.series[e];return t.width?t.stroke(l,e):t.points.width?t.points.stroke(l,e):null},fill:function(l,e){return l.series[e].fill(l,e)},dash:"solid"},idx:null,idxs:null,values:[]},Ce=[0,0];function He(l,e,t,n=!0){return l=>{0==l.button&&(!n||l.target==e)&&t(l)}}function Fe(l,e,t,n=!0){return l=>{(!n||l.target==e)&&t(l)}}const Re={show:!0,x:!0,y:!0,lock:!1,move:function(l,e,t){return Ce[0]=e,Ce[1]=t,Ce},points:{one:!1,show:function(l,e){let i=l.cursor.points,o=D(),s=i.size(l,e);E(o,t,s),E(o,n,s);let r=s/-2;E(o,"marginLeft",r),E(o,"marginTop",r);let u=i.width(l,e,s);return u&&E(o,"borderWidth",u),o},size:function(l,e){return l.series[e].points.size},width:0,stroke:function(l,e){let t=l.series[e].points;return t._stroke||t._fill},fill:function(l,e){let t=l.series[e].points;return t._fill||t._stroke}},bind:{mousedown:He,mouseup:He,click:He,dblclick:He,mousemove:Fe,mouseleave:Fe,mouseenter:Fe},drag:{setScale:!0,x:!0,y:!1,dist:0,uni:null,click:(l,e)=>{e.stopPropagation(),e.stopImmediatePropagation()},_x:!1,_y:!1},focus:{dist:(l,e,t,n,i)=>n-i,prox:-1,bias:0},hover:{skip:[void 0],prox:null,bias:0},left:-10,top:-10,idx:null,dataIdx:null,idxs:null,event:null},Ge={show:!0,stroke:"rgba(0,0,0,0.07)",width:2},Ie=Bl({},Ge,{filter:kl}),Le=Bl({},Ie,{size:10}),Oe=Bl({},Ge,{show:!1}),Ne=\'12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji"\',je="bold "+Ne,Ue={show:!0,scale:"x",stroke:u,space:50,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:2,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},Ve={show:!0,scale:"x",auto:!1,sorted:1,min:gl,max:-gl,idxs:[]};function Be(l,e){return e.map((l=>null==l?"":tl(l)))}function $e(l,e,t,n,i,o,s){let r=[],u=Wl.get(i)||0;for(let l=t=s?t:Al(Dl(t,i),u);n>=l;l=Al(l+i,u))r.push(Object.is(l,-0)?0:l);return r}function Je(l,e,t,n,i){const o=[],s=l.scales[l.axes[e].scale].log,r=sl((10==s?dl:pl)(t));i=cl(s,r),10==s&&(i=fe[L(i,fe)]);let u=t,a=i*s;10==s&&(a=fe[L(a,fe)]);do{o.push(u),u+=i,10!=s||Wl.has(u)||(u=Al(u,Wl.get(i))),a>u||(a=(i=u)*s,10==s&&(a=fe[L(a,fe)]))}while(n>=u);return o}function qe(l,e,t,n,i){let o=l.scales[l.axes[e].scale].asinh,s=n>o?Je(l,e,fl(o,t),n,i):[o],r=0>n||t>0?[]:[0];return(-o>t?Je(l,e,fl(o,-n),-t,i):[o]).reverse().map((l=>-l)).concat(r,s)}const Ke=/./,Xe=/[12357]/,Ze=/[125]/,Qe=/1/,lt=(l,e,t,n)=>l.map(((l,i)=>4==e&&0==l||i%n==0&&t.test(l.toExponential()[0>l?1:0])?l:null));function et(l,e,t){let n=l.axes[t],i=n.scale,o=l.scales[i],s=l.valToPos,r=n._space,u=s(10,i),a=s(9,i)-u<r?s(7,i)-u<r?s(5,i)-u<r?Qe:Ze:Xe:Ke;if(a==Qe){let l=ol(s(1,i)-u);if(r>l)return lt(e.slice().reverse(),o.distr,a,ul(r/l)).reverse()}return lt(e,o.distr,a,1)}function tt(l,e,t){let n=l.axes[t],i=n.scale,o=n._space,s=l.valToPos,r=ol(s(1,i)-s(2,i));return o>r?lt(e.slice().reverse(),3,Ke,ul(o/r)).reverse():e}function nt(l,e,t,n){return null==n?w:null==e?"":tl(e)}const it={show:!0,scale:"y",stroke:u,space:30,gap:5,alignTo:1,size:50,labelGap:0,labelSize:30,labelFont:je,side:3,grid:Ie,ticks:Le,border:Oe,font:Ne,lineGap:1.5,rotate:0},ot={scale:null,auto:!0,sorted:0,min:gl,max:-gl},st=(l,e,t,n,i)=>i,rt={show:!0,auto:!0,sorted:0,gaps:st,alpha:1,facets:[Bl({},ot,{scale:"x"}),Bl({},ot,{scale:"y"})]},ut={scale:"y",auto:!0,sorted:0,show:!0,spanGaps:!1,gaps:st,alpha:1,points:{show:function(l,e){let{scale:t,idxs:n}=l.series[0],i=l._data[0],o=l.valToPos(i[n[0]],t,!0),s=l.valToPos(i[n[1]],t,!0);return ol(s-o)/(l.series[e].points.space*y)>=n[1]-n[0]},filter:null},values:null,min:gl,max:-gl,idxs:[],path:null,clip:null};function at(l,e,t){return t/10}const ft={time:!0,auto:!0,distr:1,log:10,asinh:1,min:null,max:null,dir:1,ori:0},ct=Bl({},ft,{time:!1,ori:1}),ht={};function dt(l){let e=ht[l];return e||(e={key:l,plots:[],sub(l){e.plots.push(l)},unsub(l){e.plots=e.plots.filter((e=>e!=l))},pub(l,t,n,i,o,s,r){for(let u=0;e.plots.length>u;u++)e.plots[u]!=t&&e.plots[u].pub(l,t,n,i,o,s,r)}},null!=l&&(ht[l]=e)),e}function pt(l,e,t){const n=l.mode,i=l.series[e],o=2==n?l._data[e]:l._data,s=l.scales,r=l.bbox;let u=o[0],a=2==n?o[1]:o[e],f=2==n?s[i.facets[0].scale]:s[l.series[0].scale],c=2==n?s[i.facets[1].scale]:s[i.scale],h=r.left,d=r.top,p=r.width,m=r.height,g=l.valToPosH,x=l.valToPosV;return 0==f.ori?t(i,u,a,f,c,g,x,h,d,p,m,kt,Mt,Tt,zt,Pt):t(i,u,a,f,c,x,g,d,h,m,p,yt,St,Et,Dt,At)}function mt(l,e){let t=0,n=0,i=Q(l.bands,Fl);for(let l=0;i.length>l;l++){let o=i[l];o.series[0]==e?t=o.dir:o.series[1]==e&&(n|=1==o.dir?1:2)}return[t,1==n?-1:2==n?1:3==n?2:0]}function gt(l,e,t,n,i){let o=l.series[e],s=l.scales[2==l.mode?o.facets[1].scale:o.scale];return-1==i?s.min:1==i?s.max:3==s.distr?1==s.dir?s.min:s.max:0}function xt(l,e,t,n,i,o){return pt(l,e,((l,e,s,r,u,a,f,c,h,d,p)=>{let m=l.pxRound;const g=0==r.ori?Mt:St;let x,w;1==r.dir*(0==r.ori?1:-1)?(x=t,w=n):(x=n,w=t);let _=m(a(e[x],r,d,c)),b=m(f(s[x],u,p,h)),v=m(a(e[w],r,d,c)),k=m(f(1==o?u.max:u.min,u,p,h)),y=new Path2D(i);return g(y,v,k),g(y,_,k),g(y,_,b),y}))}function wt(l,e,t,n,i,o){let s=null;if(l.length>0){s=new Path2D;const r=0==e?Tt:Et;let u=t;for(let e=0;l.length>e;e++){let t=l[e];if(t[1]>t[0]){let l=t[0]-u;l>0&&r(s,u,n,l,n+o),u=t[1]}}let a=t+i-u,f=10;a>0&&r(s,u,n-f/2,a,n+o+f)}return s}function _t(l,e,t,n,i,o,s){let r=[],u=l.length;for(let a=1==i?t:n;a>=t&&n>=a;a+=i)if(null===e[a]){let f=a,c=a;if(1==i)for(;++a<=n&&null===e[a];)c=a;else for(;--a>=t&&null===e[a];)c=a;let h=o(l[f]),d=c==f?h:o(l[c]),p=f-i;h=s>0||0>p||p>=u?h:o(l[p]);let m=c+i;d=0>s||0>m||m>=u?d:o(l[m]),h>d||r.push([h,d])}return r}function bt(l){return 0==l?vl:1==l?rl:e=>zl(e,l)}function vt(l){let e=0==l?kt:yt,t=0==l?(l,e,t,n,i,o)=>{l.arcTo(e,t,n,i,o)}:(l,e,t,n,i,o)=>{l.arcTo(t,e,i,n,o)},n=0==l?(l,e,t,n,i)=>{l.rect(e,t,n,i)}:(l,e,t,n,i)=>{l.rect(t,e,i,n)};return(l,i,o,s,r,u=0,a=0)=>{0==u&&0==a?n(l,i,o,s,r):(u=al(u,s/2,r/2),a=al(a,s/2,r/2),e(l,i+u,o),t(l,i+s,o,i+s,o+r,u),t(l,i+s,o+r,i,o+r,a),t(l,i,o+r,i,o,a),t(l,i,o,i+s,o,u),l.closePath())}}const kt=(l,e,t)=>{l.moveTo(e,t)},yt=(l,e,t)=>{l.moveTo(t,e)},Mt=(l,e,t)=>{l.lineTo(e,t)},St=(l,e,t)=>{l.lineTo(t,e)},Tt=vt(0),Et=vt(1),zt=(l,e,t,n,i,o)=>{l.arc(e,t,n,i,o)},Dt=(l,e,t,n,i,o)=>{l.arc(t,e,n,i,o)},Pt=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(e,t,n,i,o,s)},At=(l,e,t,n,i,o,s)=>{l.bezierCurveTo(t,e,i,n,s,o)};function Wt(){return(l,e,t,n,i)=>pt(l,e,((e,o,s,r,u,a,f,c,h,d,p)=>{let m,g,{pxRound:x,points:w}=e;0==r.ori?(m=kt,g=zt):(m=yt,g=Dt);const _=Al(w.width*y,3);let b=(w.size-w.width)/2*y,v=Al(2*b,3),k=new Path2D,M=new Path2D,{left:S,top:T,width:E,height:z}=l.bbox;Tt(M,S-v,T-v,E+2*v,z+2*v);const D=l=>{if(null!=s[l]){let e=x(a(o[l],r,d,c)),t=x(f(s[l],u,p,h));m(k,e+b,t),g(k,e,t,b,0,2*il)}};if(i)i.forEach(D);else for(let l=t;n>=l;l++)D(l);return{stroke:_>0?k:null,fill:k,clip:M,flags:3}}))}function Yt(l){return(e,t,n,i,o,s)=>{n!=i&&(o!=n&&s!=n&&l(e,t,n),o!=i&&s!=i&&l(e,t,i),l(e,t,s))}}const Ct=Yt(Mt),Ht=Yt(St);function Ft(l){const e=Q(l?.alignGaps,0);return(l,t,n,i)=>pt(l,t,((o,s,r,u,a,f,c,h,d,p,m)=>{[n,i]=U(r,n,i);let g,x,w=o.pxRound,_=l=>w(f(l,u,p,h)),b=l=>w(c(l,a,m,d));0==u.ori?(g=Mt,x=Ct):(g=St,x=Ht);const v=u.dir*(0==u.ori?1:-1),k={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},y=k.stroke;let M=!1;if(i-n<4*p)for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let e=r[l];null===e?M=!0:null!=e&&g(y,_(s[l]),b(e))}else{let e,t,o,a=e=>l.posToVal(e,u.key,!0),f=null,c=null,h=_(s[1==v?n:i]),d=_(s[n]),p=_(s[i]),m=a(1==v?d+1:p-1);for(let l=1==v?n:i;l>=n&&i>=l;l+=v){let n=s[l],i=(1==v?m>n:n>m)?h:_(n),o=r[l];i==h?null!=o?(t=o,null==f?(g(y,i,b(t)),e=f=c=t):f>t?f=t:t>c&&(c=t)):null===o&&(M=!0):(null!=f&&x(y,h,b(f),b(c),b(e),b(t)),null!=o?(t=o,g(y,i,b(t)),f=c=e=t):(f=c=null,null===o&&(M=!0)),h=i,m=a(h+v))}null!=f&&f!=c&&o!=h&&x(y,h,b(f),b(c),b(e),b(t))}let[S,T]=mt(l,t);if(null!=o.fill||0!=S){let e=k.fill=new Path2D(y),r=b(o.fillTo(l,t,o.min,o.max,S)),u=_(s[n]),a=_(s[i]);-1==v&&([a,u]=[u,a]),g(e,a,r),g(e,u,r)}if(!o.spanGaps){let a=[];M&&a.push(..._t(s,r,n,i,v,_,e)),k.gaps=a=o.gaps(l,t,n,i,a),k.clip=wt(a,u.ori,h,d,p,m)}return 0!=T&&(k.band=2==T?[xt(l,t,n,i,y,-1),xt(l,t,n,i,y,1)]:xt(l,t,n,i,y,T)),k}))}function Rt(l,e,t,n,i,o,s=gl){if(l.length>1){let r=null;for(let u=0,a=1/0;l.length>u;u++)if(void 0!==e[u]){if(null!=r){let e=ol(l[u]-l[r]);a>e&&(a=e,s=ol(t(l[u],n,i,o)-t(l[r],n,i,o)))}r=u}}return s}function Gt(l,e,t,n,i){const o=l.length;if(2>o)return null;const s=new Path2D;if(t(s,l[0],e[0]),2==o)n(s,l[1],e[1]);else{let t=Array(o),n=Array(o-1),r=Array(o-1),u=Array(o-1);for(let t=0;o-1>t;t++)r[t]=e[t+1]-e[t],u[t]=l[t+1]-l[t],n[t]=r[t]/u[t];t[0]=n[0];for(let l=1;o-1>l;l++)0===n[l]||0===n[l-1]||n[l-1]>0!=n[l]>0?t[l]=0:(t[l]=3*(u[l-1]+u[l])/((2*u[l]+u[l-1])/n[l-1]+(u[l]+2*u[l-1])/n[l]),isFinite(t[l])||(t[l]=0));t[o-1]=n[o-2];for(let n=0;o-1>n;n++)i(s,l[n]+u[n]/3,e[n]+t[n]*u[n]/3,l[n+1]-u[n]/3,e[n+1]-t[n+1]*u[n]/3,l[n+1],e[n+1])}return s}const It=new Set;function Lt(){for(let l of It)l.syncRect(!0)}_&&(G("resize",v,Lt),G("scroll",v,Lt,!0),G(x,v,(()=>{en.pxRatio=y})));const Ot=Ft(),Nt=Wt();function jt(l,e,t,n){return(n?[l[0],l[1]].concat(l.slice(2)):[l[0]].concat(l.slice(1))).map(((l,n)=>Ut(l,n,e,t)))}function Ut(l,e,t,n){return Bl({},0==e?t:n,l)}function Vt(l,e,t){return null==e?Rl:[e,t]}const Bt=Vt;function $t(l,e,t){return null==e?Rl:Z(e,t,J,!0)}function Jt(l,e,t,n){return null==e?Rl:B(e,t,l.scales[n].log,!1)}const qt=Jt;function Kt(l,e,t,n){return null==e?Rl:$(e,t,l.scales[n].log,!1)}const Xt=Kt;function Zt(l,e,t,n,i){let o=fl(xl(l),xl(e)),s=e-l,r=L(i/n*s,t);do{let l=t[r],e=n*l/s;if(e>=i&&17>=o+(5>l?Wl.get(l):0))return[l,e]}while(++r<t.length);return[0,0]}function Qt(l){let e,t;return[l=l.replace(/(\\d+)px/,((l,n)=>(e=rl((t=+n)*y))+"px")),e,t]}function ln(l){l.show&&[l.font,l.labelFont].forEach((l=>{let e=Al(l[2]*y,1);l[0]=l[0].replace(/[0-9.]+px/,e+"px"),l[1]=e}))}function en(u,g,_){const k={mode:Q(u.mode,1)},M=k.mode;function P(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?1-i:i)}function W(l,e,t,n){let i=e.valToPct(l);return n+t*(-1==e.dir?i:1-i)}function C(l,e,t,n){return 0==e.ori?P(l,e,t,n):W(l,e,t,n)}k.valToPosH=P,k.valToPosV=W;let F=!1;k.status=0;const R=k.root=D("uplot");null!=u.id&&(R.id=u.id),S(R,u.class),u.title&&(D("u-title",R).textContent=u.title);const O=z("canvas"),K=k.ctx=O.getContext("2d"),X=D("u-wrap",R);G("click",X,(l=>{l.target===el&&(Nn!=Gn||jn!=In)&&Zn.click(k,l)}),!0);const ll=k.under=D("u-under",X);X.appendChild(O);const el=k.over=D("u-over",X),tl=+Q((u=Vl(u)).pxAlign,1),sl=bt(tl);(u.plugins||[]).forEach((l=>{l.opts&&(u=l.opts(k,u)||u)}));const hl=u.ms||.001,pl=k.series=1==M?jt(u.series||[],Ve,ut,!1):function(l,e){return l.map(((l,t)=>0==t?{}:Bl({},e,l)))}(u.series||[null],rt),xl=k.axes=jt(u.axes||[],Ue,it,!0),vl=k.scales={},Tl=k.bands=u.bands||[];Tl.forEach((l=>{l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1)}));const El=2==M?pl[1].facets[0].scale:pl[0].scale,Dl={axes:function(){for(let l=0;xl.length>l;l++){let e=xl[l];if(!e.show||!e._show)continue;let t,n,u=e.side,a=u%2,f=e.stroke(k,l),c=0==u||3==u?-1:1,[h,d]=e._found;if(null!=e.label){let s=rl((e._lpos+e.labelGap*c)*y);_n(e.labelFont[0],f,"center",2==u?i:o),K.save(),1==a?(t=n=0,K.translate(s,rl(lt+st/2)),K.rotate((3==u?-il:il)/2)):(t=rl(Qe+ot/2),n=s);let r=_l(e.label)?e.label(k,l,h,d):e.label;K.fillText(r,t,n),K.restore()}if(0==d)continue;let p=vl[e.scale],m=0==a?ot:st,g=0==a?Qe:lt,x=e._splits,w=2==p.distr?x.map((l=>pn[l])):x,_=2==p.distr?pn[x[1]]-pn[x[0]]:h,b=e.ticks,v=e.border,M=b.show?b.size:0,S=rl(M*y),T=rl((2==e.alignTo?e._size-M-e.gap:e.gap)*y),E=e._rotate*-il/180,z=sl(e._pos*y),D=z+(S+T)*c;n=0==a?D:0,t=1==a?D:0,_n(e.font[0],f,1==e.align?s:2==e.align?r:E>0?s:0>E?r:0==a?"center":3==u?r:s,E||1==a?"middle":2==u?i:o);let P=e.font[1]*e.lineGap,A=x.map((l=>sl(C(l,p,m,g)))),W=e._values;for(let l=0;W.length>l;l++){let e=W[l];if(null!=e){0==a?t=A[l]:n=A[l],e=""+e;let i=-1==e.indexOf("\\n")?[e]:e.split(/\\n/gm);for(let l=0;i.length>l;l++){let e=i[l];E?(K.save(),K.translate(t,n+l*P),K.rotate(E),K.fillText(e,0,0),K.restore()):K.fillText(e,t,n+l*P)}}}b.show&&zn(A,b.filter(k,w,l,d,_),a,u,z,S,Al(b.width*y,3),b.stroke(k,l),b.dash,b.cap);let Y=e.grid;Y.show&&zn(A,Y.filter(k,w,l,d,_),a,0==a?2:1,0==a?lt:Qe,0==a?st:ot,Al(Y.width*y,3),Y.stroke(k,l),Y.dash,Y.cap),v.show&&zn([z],[1],0==a?1:0,0==a?1:2,1==a?lt:Qe,1==a?st:ot,Al(v.width*y,3),v.stroke(k,l),v.dash,v.cap)}Ci("drawAxes")},series:function(){if(Gt>0){let l=pl.some((l=>l._focus))&&dn!=Tt.alpha;l&&(K.globalAlpha=dn=Tt.alpha),pl.forEach(((l,e)=>{if(e>0&&l.show&&(kn(e,!1),kn(e,!0),null==l._paths)){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha);let n=2==M?[0,g[e][0].length-1]:function(l){let e=wl(Lt-1,0,Gt-1),t=wl(en+1,0,Gt-1);for(;null==l[e]&&e>0;)e--;for(;null==l[t]&&Gt-1>t;)t++;return[e,t]}(g[e]);l._paths=l.paths(k,e,n[0],n[1]),dn!=t&&(K.globalAlpha=dn=t)}})),pl.forEach(((l,e)=>{if(e>0&&l.show){let t=dn;dn!=l.alpha&&(K.globalAlpha=dn=l.alpha),null!=l._paths&&yn(e,!1);{let t=null!=l._paths?l._paths.gaps:null,n=l.points.show(k,e,Lt,en,t),i=l.points.filter(k,e,n,t);(n||i)&&(l.points._paths=l.points.paths(k,e,Lt,en,i),yn(e,!0))}dn!=t&&(K.globalAlpha=dn=t),Ci("drawSeries",e)}})),l&&(K.globalAlpha=dn=1)}}},Pl=(u.drawOrder||["axes","series"]).map((l=>Dl[l]));function Cl(l){const e=3==l.distr?e=>dl(e>0?e:l.clamp(k,e,l.min,l.max,l.key)):4==l.distr?e=>ml(e,l.asinh):100==l.distr?e=>l.fwd(e):l=>l;return t=>{let n=e(t),{_min:i,_max:o}=l;return(n-i)/(o-i)}}function Il(l){let e=vl[l];if(null==e){let t=(u.scales||Hl)[l]||Hl;if(null!=t.from){Il(t.from);let e=Bl({},vl[t.from],t,{key:l});e.valToPct=Cl(e),vl[l]=e}else{e=vl[l]=Bl({},l==El?ft:ct,t),e.key=l;let n=e.time,i=e.range,o=Gl(i);if((l!=El||2==M&&!n)&&(!o||null!=i[0]&&null!=i[1]||(i={min:null==i[0]?q:{mode:1,hard:i[0],soft:i[0]},max:null==i[1]?q:{mode:1,hard:i[1],soft:i[1]}},o=!1),!o&&Ol(i))){let l=i;i=(e,t,n)=>null==t?Rl:Z(t,n,l)}e.range=bl(i||(n?Bt:l==El?3==e.distr?qt:4==e.distr?Xt:Vt:3==e.distr?Jt:4==e.distr?Kt:$t)),e.auto=bl(!o&&e.auto),e.clamp=bl(e.clamp||at),e._min=e._max=null,e.valToPct=Cl(e)}}}Il("x"),Il("y"),1==M&&pl.forEach((l=>{Il(l.scale)})),xl.forEach((l=>{Il(l.scale)}));for(let l in u.scales)Il(l);const jl=vl[El],Ul=jl.distr;let $l,ql;0==jl.ori?(S(R,"u-hz"),$l=P,ql=W):(S(R,"u-vt"),$l=W,ql=P);const Kl={};for(let l in vl){let e=vl[l];null==e.min&&null==e.max||(Kl[l]={min:e.min,max:e.max},e.min=e.max=null)}const Xl=u.tzDate||(l=>new Date(rl(l/hl))),Zl=u.fmtDate||ne,Ql=1==hl?Me(Xl):Ee(Xl),le=De(Xl,ze(1==hl?ye:Te,Zl)),ee=We(Xl,Ae("{YYYY}-{MM}-{DD} {h}:{mm}{aa}",Zl)),te=[],ie=k.legend=Bl({},Ye,u.legend),oe=k.cursor=Bl({},Re,{drag:{y:2==M}},u.cursor),se=ie.show,re=oe.show,ue=ie.markers;let ce,he,de;ie.idxs=te,ue.width=bl(ue.width),ue.dash=bl(ue.dash),ue.stroke=bl(ue.stroke),ue.fill=bl(ue.fill);let pe,me=[],ge=[],xe=!1,we={};if(ie.live){const l=pl[1]?pl[1].values:null;xe=null!=l,pe=xe?l(k,1,0):{_:0};for(let l in pe)we[l]=w}if(se)if(ce=z("table","u-legend",R),de=z("tbody",null,ce),ie.mount(k,ce),xe){he=z("thead",null,ce,de);let l=z("tr",null,he);for(var _e in z("th",null,l),pe)z("th",e,l).textContent=_e}else S(ce,"u-inline"),ie.live&&S(ce,"u-live");const be={show:!0},ve={show:!1},Pe=new Map;function Ce(l,e,t,n=!0){const i=Pe.get(e)||{},o=oe.bind[l](k,e,t,n);o&&(G(l,e,i[l]=o),Pe.set(e,i))}function He(l,e){const t=Pe.get(e)||{};for(let n in t)null!=l&&n!=l||(I(n,e,t[n]),delete t[n]);null==l&&Pe.delete(e)}let Fe=0,Ge=0,Ie=0,Le=0,Oe=0,Ne=0,je=Oe,Ke=Ne,Xe=Ie,Ze=Le,Qe=0,lt=0,ot=0,st=0;k.bbox={};let ht=!1,pt=!1,mt=!1,xt=!1,wt=!1,_t=!1;function vt(l,e,t){(t||l!=k.width||e!=k.height)&&kt(l,e),An(!1),mt=!0,pt=!0,Jn()}function kt(l,e){k.width=Fe=Ie=l,k.height=Ge=Le=e,Oe=Ne=0,function(){let l=!1,e=!1,t=!1,n=!1;xl.forEach((i=>{if(i.show&&i._show){let{side:o,_size:s}=i,r=s+(null!=i.label?i.labelSize:0);r>0&&(o%2?(Ie-=r,3==o?(Oe+=r,n=!0):t=!0):(Le-=r,0==o?(Ne+=r,l=!0):e=!0))}})),Ct[0]=l,Ct[1]=t,Ct[2]=e,Ct[3]=n,Ie-=Rt[1]+Rt[3],Oe+=Rt[3],Le-=Rt[2]+Rt[0],Ne+=Rt[0]}(),function(){let l=Oe+Ie,e=Ne+Le,t=Oe,n=Ne;function i(i,o){switch(i){case 1:return l+=o,l-o;case 2:return e+=o,e-o;case 3:return t-=o,t+o;case 0:return n-=o,n+o}}xl.forEach((l=>{if(l.show&&l._show){let e=l.side;l._pos=i(e,l._size),null!=l.label&&(l._lpos=i(e,l.labelSize))}}))}();let t=k.bbox;Qe=t.left=zl(Oe*y,.5),lt=t.top=zl(Ne*y,.5),ot=t.width=zl(Ie*y,.5),st=t.height=zl(Le*y,.5)}const yt=3;if(k.setSize=function({width:l,height:e}){vt(l,e)},null==oe.dataIdx){let l=oe.hover,e=l.skip=new Set(l.skip??[]);e.add(void 0);let t=l.prox=bl(l.prox),n=l.bias??=0;oe.dataIdx=(l,i,o,s)=>{if(0==i)return o;let r=o,u=t(l,i,o,s)??gl,a=u>=0&&gl>u,f=0==jl.ori?Ie:Le,c=oe.left,h=g[0],d=g[i];if(e.has(d[o])){r=null;let l,t=null,i=null;if(0==n||-1==n)for(l=o;null==t&&l-- >0;)e.has(d[l])||(t=l);if(0==n||1==n)for(l=o;null==i&&l++<d.length;)e.has(d[l])||(i=l);if(null!=t||null!=i)if(a){let l=c-(null==t?-1/0:$l(h[t],jl,f,0)),e=(null==i?1/0:$l(h[i],jl,f,0))-c;l>e?e>u||(r=i):l>u||(r=t)}else r=null==i?t:null==t||o-t>i-o?i:t}else a&&ol(c-$l(h[o],jl,f,0))>u&&(r=null);return r}}const Mt=l=>{oe.event=l};oe.idxs=te,oe._lock=!1;let St=oe.points;St.show=bl(St.show),St.size=bl(St.size),St.stroke=bl(St.stroke),St.width=bl(St.width),St.fill=bl(St.fill);const Tt=k.focus=Bl({},u.focus||{alpha:.3},oe.focus),Et=Tt.prox>=0,zt=Et&&St.one;let Dt=[],Pt=[],At=[];function Wt(l,e){let t=St.show(k,e);if(t instanceof HTMLElement)return S(t,"u-cursor-pt"),S(t,l.class),A(t,-10,-10,Ie,Le),el.insertBefore(t,Dt[e]),t}function Yt(t,n){if(1==M||n>0){let l=1==M&&vl[t.scale].time,e=t.value;t.value=l?Ll(e)?We(Xl,Ae(e,Zl)):e||ee:e||nt,t.label=t.label||(l?"Time":"Value")}if(zt||n>0){t.width=null==t.width?1:t.width,t.paths=t.paths||Ot||yl,t.fillTo=bl(t.fillTo||gt),t.pxAlign=+Q(t.pxAlign,tl),t.pxRound=bt(t.pxAlign),t.stroke=bl(t.stroke||null),t.fill=bl(t.fill||null),t._stroke=t._fill=t._paths=t._focus=null;let l=function(l){return Al(1*(3+2*(l||1)),3)}(fl(1,t.width)),e=t.points=Bl({},{size:l,width:fl(1,.2*l),stroke:t.stroke,space:2*l,paths:Nt,_stroke:null,_fill:null},t.points);e.show=bl(e.show),e.filter=bl(e.filter),e.fill=bl(e.fill),e.stroke=bl(e.stroke),e.paths=bl(e.paths),e.pxAlign=t.pxAlign}if(se){let i=function(t,n){if(0==n&&(xe||!ie.live||2==M))return Rl;let i=[],o=z("tr","u-series",de,de.childNodes[n]);S(o,t.class),t.show||S(o,l);let s=z("th",null,o);if(ue.show){let l=D("u-marker",s);if(n>0){let e=ue.width(k,n);e&&(l.style.border=e+"px "+ue.dash(k,n)+" "+ue.stroke(k,n)),l.style.background=ue.fill(k,n)}}let r=D(e,s);for(var u in t.label instanceof HTMLElement?r.appendChild(t.label):r.textContent=t.label,n>0&&(ue.show||(r.style.color=t.width>0?ue.stroke(k,n):ue.fill(k,n)),Ce("click",s,(l=>{if(oe._lock)return;Mt(l);let e=pl.indexOf(t);if((l.ctrlKey||l.metaKey)!=ie.isolate){let l=pl.some(((l,t)=>t>0&&t!=e&&l.show));pl.forEach(((t,n)=>{n>0&&oi(n,l?n==e?be:ve:be,!0,Fi.setSeries)}))}else oi(e,{show:!t.show},!0,Fi.setSeries)}),!1),Et&&Ce(d,s,(l=>{oe._lock||(Mt(l),oi(pl.indexOf(t),ai,!0,Fi.setSeries))}),!1)),pe){let l=z("td","u-value",o);l.textContent="--",i.push(l)}return[o,i]}(t,n);me.splice(n,0,i[0]),ge.splice(n,0,i[1]),ie.values.push(null)}if(re){te.splice(n,0,null);let l=null;zt?0==n&&(l=Wt(t,n)):n>0&&(l=Wt(t,n)),Dt.splice(n,0,l),Pt.splice(n,0,0),At.splice(n,0,0)}Ci("addSeries",n)}k.addSeries=function(l,e){e=null==e?pl.length:e,l=1==M?Ut(l,e,Ve,ut):Ut(l,e,{},rt),pl.splice(e,0,l),Yt(pl[e],e)},k.delSeries=function(l){if(pl.splice(l,1),se){ie.values.splice(l,1),ge.splice(l,1);let e=me.splice(l,1)[0];He(null,e.firstChild),e.remove()}re&&(te.splice(l,1),Dt.splice(l,1)[0].remove(),Pt.splice(l,1),At.splice(l,1)),Ci("delSeries",l)};const Ct=[!1,!1,!1,!1];function Ht(l,e,t){let[n,i,o,s]=t,r=e%2,u=0;return 0==r&&(s||i)&&(u=0==e&&!n||2==e&&!o?rl(Ue.size/3):0),1==r&&(n||o)&&(u=1==e&&!i||3==e&&!s?rl(it.size/2):0),u}const Ft=k.padding=(u.padding||[Ht,Ht,Ht,Ht]).map((l=>bl(Q(l,Ht)))),Rt=k._padding=Ft.map(((l,e)=>l(k,e,Ct,0)));let Gt,Lt=null,en=null;const tn=1==M?pl[0].idxs:null;let nn,on,sn,rn,un,an,fn,cn,hn,dn,pn=null,mn=!1;function gn(l,e){if(k.data=k._data=g=null==l?[]:l,2==M){Gt=0;for(let l=1;pl.length>l;l++)Gt+=g[l][0].length}else{0==g.length&&(k.data=k._data=g=[[]]),pn=g[0],Gt=pn.length;let l=g;if(2==Ul){l=g.slice();let e=l[0]=Array(Gt);for(let l=0;Gt>l;l++)e[l]=l}k._data=g=l}if(An(!0),Ci("setData"),2==Ul&&(mt=!0),!1!==e){let l=jl;l.auto(k,mn)?xn():ii(El,l.min,l.max),xt=xt||oe.left>=0,_t=!0,Jn()}}function xn(){let l,e;mn=!0,1==M&&(Gt>0?(Lt=tn[0]=0,en=tn[1]=Gt-1,l=g[0][Lt],e=g[0][en],2==Ul?(l=Lt,e=en):l==e&&(3==Ul?[l,e]=B(l,l,jl.log,!1):4==Ul?[l,e]=$(l,l,jl.log,!1):jl.time?e=l+rl(86400/hl):[l,e]=Z(l,e,J,!0))):(Lt=tn[0]=l=null,en=tn[1]=e=null)),ii(El,l,e)}function wn(l,e,t,n,i,o){l??=a,t??=Fl,n??="butt",i??=a,o??="round",l!=nn&&(K.strokeStyle=nn=l),i!=on&&(K.fillStyle=on=i),e!=sn&&(K.lineWidth=sn=e),o!=un&&(K.lineJoin=un=o),n!=an&&(K.lineCap=an=n),t!=rn&&K.setLineDash(rn=t)}function _n(l,e,t,n){e!=on&&(K.fillStyle=on=e),l!=fn&&(K.font=fn=l),t!=cn&&(K.textAlign=cn=t),n!=hn&&(K.textBaseline=hn=n)}function bn(l,e,t,n,i=0){if(n.length>0&&l.auto(k,mn)&&(null==e||null==e.min)){let e=Q(Lt,0),o=Q(en,n.length-1),s=null==t.min?function(l,e,t,n=0,i=!1){let o=i?V:U,s=i?j:N;[e,t]=o(l,e,t);let r=l[e],u=l[e];if(e>-1)if(1==n)r=l[e],u=l[t];else if(-1==n)r=l[t],u=l[e];else for(let n=e;t>=n;n++){let e=l[n];s(e)&&(r>e?r=e:e>u&&(u=e))}return[r??gl,u??-gl]}(n,e,o,i,3==l.distr):[t.min,t.max];l.min=al(l.min,t.min=s[0]),l.max=fl(l.max,t.max=s[1])}}k.setData=gn;const vn={min:null,max:null};function kn(l,e){let t=e?pl[l].points:pl[l];t._stroke=t.stroke(k,l),t._fill=t.fill(k,l)}function yn(l,e){let t=e?pl[l].points:pl[l],{stroke:n,fill:i,clip:o,flags:s,_stroke:r=t._stroke,_fill:u=t._fill,_width:a=t.width}=t._paths;a=Al(a*y,3);let f=null,c=a%2/2;e&&null==u&&(u=a>0?"#fff":r);let h=1==t.pxAlign&&c>0;if(h&&K.translate(c,c),!e){let l=Qe-a/2,e=lt-a/2,t=ot+a,n=st+a;f=new Path2D,f.rect(l,e,t,n)}e?Sn(r,a,t.dash,t.cap,u,n,i,s,o):function(l,e,t,n,i,o,s,r,u,a,f){let c=!1;0!=u&&Tl.forEach(((h,d)=>{if(h.series[0]==l){let l,p=pl[h.series[1]],m=g[h.series[1]],x=(p._paths||Hl).band;Gl(x)&&(x=1==h.dir?x[0]:x[1]);let w=null;p.show&&x&&function(l,e,t){for(e=Q(e,0),t=Q(t,l.length-1);t>=e;){if(null!=l[e])return!0;e++}return!1}(m,Lt,en)?(w=h.fill(k,d)||o,l=p._paths.clip):x=null,Sn(e,t,n,i,w,s,r,u,a,f,l,x),c=!0}})),c||Sn(e,t,n,i,o,s,r,u,a,f)}(l,r,a,t.dash,t.cap,u,n,i,s,f,o),h&&K.translate(-c,-c)}const Mn=3;function Sn(l,e,t,n,i,o,s,r,u,a,f,c){wn(l,e,t,n,i),(u||a||c)&&(K.save(),u&&K.clip(u),a&&K.clip(a)),c?(r&Mn)==Mn?(K.clip(c),f&&K.clip(f),En(i,s),Tn(l,o,e)):2&r?(En(i,s),K.clip(c),Tn(l,o,e)):1&r&&(K.save(),K.clip(c),f&&K.clip(f),En(i,s),K.restore(),Tn(l,o,e)):(En(i,s),Tn(l,o,e)),(u||a||c)&&K.restore()}function Tn(l,e,t){t>0&&(e instanceof Map?e.forEach(((l,e)=>{K.strokeStyle=nn=e,K.stroke(l)})):null!=e&&l&&K.stroke(e))}function En(l,e){e instanceof Map?e.forEach(((l,e)=>{K.fillStyle=on=e,K.fill(l)})):null!=e&&l&&K.fill(e)}function zn(l,e,t,n,i,o,s,r,u,a){let f=s%2/2;1==tl&&K.translate(f,f),wn(r,s,u,a,r),K.beginPath();let c,h,d,p,m=i+(0==n||3==n?-o:o);0==t?(h=i,p=m):(c=i,d=m);for(let n=0;l.length>n;n++)null!=e[n]&&(0==t?c=d=l[n]:h=p=l[n],K.moveTo(c,h),K.lineTo(d,p));K.stroke(),1==tl&&K.translate(-f,-f)}function Dn(l){let e=!0;return xl.forEach(((t,n)=>{if(!t.show)return;let i=vl[t.scale];if(null==i.min)return void(t._show&&(e=!1,t._show=!1,An(!1)));t._show||(e=!1,t._show=!0,An(!1));let o=t.side,s=o%2,{min:r,max:u}=i,[a,f]=function(l,e,t,n){let i,o=xl[l];if(n>0){let s=o._space=o.space(k,l,e,t,n);i=Zt(e,t,o._incrs=o.incrs(k,l,e,t,n,s),n,s)}else i=[0,0];return o._found=i}(n,r,u,0==s?Ie:Le);if(0==f)return;let c=t._splits=t.splits(k,n,r,u,a,f,2==i.distr),h=2==i.distr?c.map((l=>pn[l])):c,d=2==i.distr?pn[c[1]]-pn[c[0]]:a,p=t._values=t.values(k,t.filter(k,h,n,f,d),n,f,d);t._rotate=2==o?t.rotate(k,p,n,f):0;let m=t._size;t._size=ul(t.size(k,p,n,l)),null!=m&&t._size!=m&&(e=!1)})),e}function Pn(l){let e=!0;return Ft.forEach(((t,n)=>{let i=t(k,n,Ct,l);i!=Rt[n]&&(e=!1),Rt[n]=i})),e}function An(l){pl.forEach(((e,t)=>{t>0&&(e._paths=null,l&&(1==M?(e.min=null,e.max=null):e.facets.forEach((l=>{l.min=null,l.max=null}))))}))}let Wn,Yn,Cn,Hn,Fn,Rn,Gn,In,Ln,On,Nn,jn,Un=!1,Vn=!1,Bn=[];function $n(){Vn=!1;for(let l=0;Bn.length>l;l++)Ci(...Bn[l]);Bn.length=0}function Jn(){Un||(Jl(qn),Un=!0)}function qn(){if(ht&&(function(){for(let l in vl){let e=vl[l];null==Kl[l]&&(null==e.min||null!=Kl[El]&&e.auto(k,mn))&&(Kl[l]=vn)}for(let l in vl){let e=vl[l];null==Kl[l]&&null!=e.from&&null!=Kl[e.from]&&(Kl[l]=vn)}null!=Kl[El]&&An(!0);let l={};for(let e in Kl){let t=Kl[e];if(null!=t){let n=l[e]=Vl(vl[e],Nl);if(null!=t.min)Bl(n,t);else if(e!=El||2==M)if(0==Gt&&null==n.from){let l=n.range(k,null,null,e);n.min=l[0],n.max=l[1]}else n.min=gl,n.max=-gl}}if(Gt>0){pl.forEach(((e,t)=>{if(1==M){let n=e.scale,i=Kl[n];if(null==i)return;let o=l[n];if(0==t){let l=o.range(k,o.min,o.max,n);o.min=l[0],o.max=l[1],Lt=L(o.min,g[0]),en=L(o.max,g[0]),en-Lt>1&&(o.min>g[0][Lt]&&Lt++,g[0][en]>o.max&&en--),e.min=pn[Lt],e.max=pn[en]}else e.show&&e.auto&&bn(o,i,e,g[t],e.sorted);e.idxs[0]=Lt,e.idxs[1]=en}else if(t>0&&e.show&&e.auto){let[n,i]=e.facets,o=n.scale,s=i.scale,[r,u]=g[t],a=l[o],f=l[s];null!=a&&bn(a,Kl[o],n,r,n.sorted),null!=f&&bn(f,Kl[s],i,u,i.sorted),e.min=i.min,e.max=i.max}}));for(let e in l){let t=l[e],n=Kl[e];if(null==t.from&&(null==n||null==n.min)){let l=t.range(k,t.min==gl?null:t.min,t.max==-gl?null:t.max,e);t.min=l[0],t.max=l[1]}}}for(let e in l){let t=l[e];if(null!=t.from){let n=l[t.from];if(null==n.min)t.min=t.max=null;else{let l=t.range(k,n.min,n.max,e);t.min=l[0],t.max=l[1]}}}let e={},t=!1;for(let n in l){let i=l[n],o=vl[n];if(o.min!=i.min||o.max!=i.max){o.min=i.min,o.max=i.max;let l=o.distr;o._min=3==l?dl(o.min):4==l?ml(o.min,o.asinh):100==l?o.fwd(o.min):o.min,o._max=3==l?dl(o.max):4==l?ml(o.max,o.asinh):100==l?o.fwd(o.max):o.max,e[n]=t=!0}}if(t){pl.forEach(((l,t)=>{2==M?t>0&&e.y&&(l._paths=null):e[l.scale]&&(l._paths=null)}));for(let l in e)mt=!0,Ci("setScale",l);re&&oe.left>=0&&(xt=_t=!0)}for(let l in Kl)Kl[l]=null}(),ht=!1),mt&&(function(){let l=!1,e=0;for(;!l;){e++;let t=Dn(e),n=Pn(e);l=e==yt||t&&n,l||(kt(k.width,k.height),pt=!0)}}(),mt=!1),pt){if(E(ll,s,Oe),E(ll,i,Ne),E(ll,t,Ie),E(ll,n,Le),E(el,s,Oe),E(el,i,Ne),E(el,t,Ie),E(el,n,Le),E(X,t,Fe),E(X,n,Ge),O.width=rl(Fe*y),O.height=rl(Ge*y),xl.forEach((({_el:e,_show:t,_size:n,_pos:i,side:o})=>{if(null!=e)if(t){let t=o%2==1;E(e,t?"left":"top",i-(3===o||0===o?n:0)),E(e,t?"width":"height",n),E(e,t?"top":"left",t?Ne:Oe),E(e,t?"height":"width",t?Le:Ie),T(e,l)}else S(e,l)})),nn=on=sn=un=an=fn=cn=hn=rn=null,dn=1,_i(!0),Oe!=je||Ne!=Ke||Ie!=Xe||Le!=Ze){An(!1);let l=Ie/Xe,e=Le/Ze;if(re&&!xt&&oe.left>=0){oe.left*=l,oe.top*=e,Cn&&A(Cn,rl(oe.left),0,Ie,Le),Hn&&A(Hn,0,rl(oe.top),Ie,Le);for(let t=0;Dt.length>t;t++){let n=Dt[t];null!=n&&(Pt[t]*=l,At[t]*=e,A(n,ul(Pt[t]),ul(At[t]),Ie,Le))}}if(ei.show&&!wt&&ei.left>=0&&ei.width>0){ei.left*=l,ei.width*=l,ei.top*=e,ei.height*=e;for(let l in ki)E(ti,l,ei[l])}je=Oe,Ke=Ne,Xe=Ie,Ze=Le}Ci("setSize"),pt=!1}Fe>0&&Ge>0&&(K.clearRect(0,0,O.width,O.height),Ci("drawClear"),Pl.forEach((l=>l())),Ci("draw")),ei.show&&wt&&(ni(ei),wt=!1),re&&xt&&(xi(null,!0,!1),xt=!1),ie.show&&ie.live&&_t&&(mi(),_t=!1),F||(F=!0,k.status=1,Ci("ready")),mn=!1,Un=!1}function Kn(l,e){let t=vl[l];if(null==t.from){if(0==Gt){let n=t.range(k,e.min,e.max,l);e.min=n[0],e.max=n[1]}if(e.min>e.max){let l=e.min;e.min=e.max,e.max=l}if(Gt>1&&null!=e.min&&null!=e.max&&1e-16>e.max-e.min)return;l==El&&2==t.distr&&Gt>0&&(e.min=L(e.min,g[0]),e.max=L(e.max,g[0]),e.min==e.max&&e.max++),Kl[l]=e,ht=!0,Jn()}}k.batch=function(l,e=!1){Un=!0,Vn=e,l(k),qn(),e&&Bn.length>0&&queueMicrotask($n)},k.redraw=(l,e)=>{mt=e||!1,!1!==l?ii(El,jl.min,jl.max):Jn()},k.setScale=Kn;let Xn=!1;const Zn=oe.drag;let Qn=Zn.x,li=Zn.y;re&&(oe.x&&(Wn=D("u-cursor-x",el)),oe.y&&(Yn=D("u-cursor-y",el)),0==jl.ori?(Cn=Wn,Hn=Yn):(Cn=Yn,Hn=Wn),Nn=oe.left,jn=oe.top);const ei=k.select=Bl({show:!0,over:!0,left:0,width:0,top:0,height:0},u.select),ti=ei.show?D("u-select",ei.over?el:ll):null;function ni(l,e){if(ei.show){for(let e in l)ei[e]=l[e],e in ki&&E(ti,e,l[e]);!1!==e&&Ci("setSelect")}}function ii(l,e,t){Kn(l,{min:e,max:t})}function oi(e,t,n,i){null!=t.focus&&function(l){if(l!=ui){let e=null==l,t=1!=Tt.alpha;pl.forEach(((n,i)=>{if(1==M||i>0){let o=e||0==i||i==l;n._focus=e?null:o,t&&function(l,e){pl[l].alpha=e,re&&null!=Dt[l]&&(Dt[l].style.opacity=e),se&&me[l]&&(me[l].style.opacity=e)}(i,o?1:Tt.alpha)}})),ui=l,t&&Jn()}}(e),null!=t.show&&pl.forEach(((n,i)=>{0>=i||e!=i&&null!=e||(n.show=t.show,function(e){if(pl[e].show)se&&T(me[e],l);else if(se&&S(me[e],l),re){let l=zt?Dt[0]:Dt[e];null!=l&&A(l,-10,-10,Ie,Le)}}(i),2==M?(ii(n.facets[0].scale,null,null),ii(n.facets[1].scale,null,null)):ii(n.scale,null,null),Jn())})),!1!==n&&Ci("setSeries",e,t),i&&Ii("setSeries",k,e,t)}let si,ri,ui;k.setSelect=ni,k.setSeries=oi,k.addBand=function(l,e){l.fill=bl(l.fill||null),l.dir=Q(l.dir,-1),Tl.splice(e=null==e?Tl.length:e,0,l)},k.setBand=function(l,e){Bl(Tl[l],e)},k.delBand=function(l){null==l?Tl.length=0:Tl.splice(l,1)};const ai={focus:!0};function fi(l,e,t){let n=vl[e];t&&(l=l/y-(1==n.ori?Ne:Oe));let i=Ie;1==n.ori&&(i=Le,l=i-l),-1==n.dir&&(l=i-l);let o=n._min,s=o+l/i*(n._max-o),r=n.distr;return 3==r?cl(10,s):4==r?((l,e=1)=>nl.sinh(l)*e)(s,n.asinh):100==r?n.bwd(s):s}function ci(l,e){E(ti,s,ei.left=l),E(ti,t,ei.width=e)}function hi(l,e){E(ti,i,ei.top=l),E(ti,n,ei.height=e)}se&&Et&&Ce(p,ce,(l=>{oe._lock||(Mt(l),null!=ui&&oi(null,ai,!0,Fi.setSeries))})),k.valToIdx=l=>L(l,g[0]),k.posToIdx=function(l,e){return L(fi(l,El,e),g[0],Lt,en)},k.posToVal=fi,k.valToPos=(l,e,t)=>0==vl[e].ori?P(l,vl[e],t?ot:Ie,t?Qe:0):W(l,vl[e],t?st:Le,t?lt:0),k.setCursor=(l,e,t)=>{Nn=l.left,jn=l.top,xi(null,e,t)};let di=0==jl.ori?ci:hi,pi=1==jl.ori?ci:hi;function mi(l,e){if(null!=l&&(l.idxs?l.idxs.forEach(((l,e)=>{te[e]=l})):(l=>void 0===l)(l.idx)||te.fill(l.idx),ie.idx=te[0]),se&&ie.live){for(let l=0;pl.length>l;l++)(l>0||1==M&&!xe)&&gi(l,te[l]);!function(){if(se&&ie.live)for(let l=2==M?1:0;pl.length>l;l++){if(0==l&&xe)continue;let e=ie.values[l],t=0;for(let n in e)ge[l][t++].firstChild.nodeValue=e[n]}}()}_t=!1,!1!==e&&Ci("setLegend")}function gi(l,e){let t,n=pl[l],i=0==l&&2==Ul?pn:g[l];xe?t=n.values(k,l,e)??we:(t=n.value(k,null==e?null:i[e],l,e),t=null==t?we:{_:t}),ie.values[l]=t}function xi(l,e,t){let n;Ln=Nn,On=jn,[Nn,jn]=oe.move(k,Nn,jn),oe.left=Nn,oe.top=jn,re&&(Cn&&A(Cn,rl(Nn),0,Ie,Le),Hn&&A(Hn,0,rl(jn),Ie,Le)),si=gl,ri=null;let i=0==jl.ori?Ie:Le,o=1==jl.ori?Ie:Le;if(0>Nn||0==Gt||Lt>en){n=oe.idx=null;for(let l=0;pl.length>l;l++){let e=Dt[l];null!=e&&A(e,-10,-10,Ie,Le)}Et&&oi(null,ai,!0,null==l&&Fi.setSeries),ie.live&&(te.fill(n),_t=!0)}else{let l,e,t;1==M&&(l=0==jl.ori?Nn:jn,e=fi(l,El),n=oe.idx=L(e,g[0],Lt,en),t=$l(g[0][n],jl,i,0));let s=-10,r=-10,u=0,a=0,f=!0,c="",h="";for(let l=2==M?1:0;pl.length>l;l++){let d=pl[l],p=te[l],m=null==p?null:1==M?g[l][p]:g[l][1][p],x=oe.dataIdx(k,l,n,e),w=null==x?null:1==M?g[l][x]:g[l][1][x];if(_t=_t||w!=m||x!=p,te[l]=x,l>0&&d.show){let e=null==x?-10:x==n?t:$l(1==M?g[0][x]:g[l][0][x],jl,i,0),p=null==w?-10:ql(w,1==M?vl[d.scale]:vl[d.facets[1].scale],o,0);if(Et&&null!=w){let e=1==jl.ori?Nn:jn,t=ol(Tt.dist(k,l,x,p,e));if(si>t){let n=Tt.bias;if(0!=n){let i=fi(e,d.scale),o=0>i?-1:1;o!=(0>w?-1:1)||(1==o?1==n?i>w:w>i:1==n?w>i:i>w)||(si=t,ri=l)}else si=t,ri=l}}if(_t||zt){let t,n;0==jl.ori?(t=e,n=p):(t=p,n=e);let i,o,d,m,g,x,w=!0,_=St.bbox;if(null!=_){w=!1;let e=_(k,l);d=e.left,m=e.top,i=e.width,o=e.height}else d=t,m=n,i=o=St.size(k,l);if(x=St.fill(k,l),g=St.stroke(k,l),zt)l!=ri||si>Tt.prox||(s=d,r=m,u=i,a=o,f=w,c=x,h=g);else{let e=Dt[l];null!=e&&(Pt[l]=d,At[l]=m,H(e,i,o,w),Y(e,x,g),A(e,ul(d),ul(m),Ie,Le))}}}}if(zt){let l=Tt.prox;if(_t||(null==ui?l>=si:si>l||ri!=ui)){let l=Dt[0];null!=l&&(Pt[0]=s,At[0]=r,H(l,u,a,f),Y(l,c,h),A(l,ul(s),ul(r),Ie,Le))}}}if(ei.show&&Xn)if(null!=l){let[e,t]=Fi.scales,[n,s]=Fi.match,[r,u]=l.cursor.sync.scales,a=l.cursor.drag;if(Qn=a._x,li=a._y,Qn||li){let a,f,c,h,d,{left:p,top:m,width:g,height:x}=l.select,w=l.scales[r].ori,_=l.posToVal,b=null!=e&&n(e,r),v=null!=t&&s(t,u);b&&Qn?(0==w?(a=p,f=g):(a=m,f=x),c=vl[e],h=$l(_(a,r),c,i,0),d=$l(_(a+f,r),c,i,0),di(al(h,d),ol(d-h))):di(0,i),v&&li?(1==w?(a=p,f=g):(a=m,f=x),c=vl[t],h=ql(_(a,u),c,o,0),d=ql(_(a+f,u),c,o,0),pi(al(h,d),ol(d-h))):pi(0,o)}else yi()}else{let l=ol(Ln-Fn),e=ol(On-Rn);if(1==jl.ori){let t=l;l=e,e=t}Qn=Zn.x&&l>=Zn.dist,li=Zn.y&&e>=Zn.dist;let t,n,s=Zn.uni;null!=s?Qn&&li&&(Qn=l>=s,li=e>=s,Qn||li||(e>l?li=!0:Qn=!0)):Zn.x&&Zn.y&&(Qn||li)&&(Qn=li=!0),Qn&&(0==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),di(al(t,n),ol(n-t)),li||pi(0,o)),li&&(1==jl.ori?(t=Gn,n=Nn):(t=In,n=jn),pi(al(t,n),ol(n-t)),Qn||di(0,i)),Qn||li||(di(0,0),pi(0,0))}if(Zn._x=Qn,Zn._y=li,null==l){if(t){if(null!=Ri){let[l,e]=Fi.scales;Fi.values[0]=null!=l?fi(0==jl.ori?Nn:jn,l):null,Fi.values[1]=null!=e?fi(1==jl.ori?Nn:jn,e):null}Ii(f,k,Nn,jn,Ie,Le,n)}if(Et){let l=t&&Fi.setSeries,e=Tt.prox;null==ui?si>e||oi(ri,ai,!0,l):si>e?oi(null,ai,!0,l):ri!=ui&&oi(ri,ai,!0,l)}}_t&&(ie.idx=n,mi()),!1!==e&&Ci("setCursor")}k.setLegend=mi;let wi=null;function _i(l=!1){l?wi=null:(wi=el.getBoundingClientRect(),Ci("syncRect",wi))}function bi(l,e,t,n,i,o){oe._lock||Xn&&null!=l&&0==l.movementX&&0==l.movementY||(vi(l,e,t,n,i,o,0,!1,null!=l),null!=l?xi(null,!0,!0):xi(e,!0,!1))}function vi(l,e,t,n,i,o,s,r,u){if(null==wi&&_i(!1),Mt(l),null!=l)t=l.clientX-wi.left,n=l.clientY-wi.top;else{if(0>t||0>n)return Nn=-10,void(jn=-10);let[l,s]=Fi.scales,r=e.cursor.sync,[u,a]=r.values,[f,c]=r.scales,[h,d]=Fi.match,p=e.axes[0].side%2==1,m=0==jl.ori?Ie:Le,g=1==jl.ori?Ie:Le,x=p?o:i,w=p?i:o,_=p?n:t,b=p?t:n;if(t=null!=f?h(l,f)?C(u,vl[l],m,0):-10:m*(_/x),n=null!=c?d(s,c)?C(a,vl[s],g,0):-10:g*(b/w),1==jl.ori){let l=t;t=n,n=l}}!u||null!=e&&e.cursor.event.type!=f||(t>1&&Ie-1>t||(t=zl(t,Ie)),n>1&&Le-1>n||(n=zl(n,Le))),r?(Fn=t,Rn=n,[Gn,In]=oe.move(k,t,n)):(Nn=t,jn=n)}Object.defineProperty(k,"rect",{get:()=>(null==wi&&_i(!1),wi)});const ki={width:0,height:0,left:0,top:0};function yi(){ni(ki,!1)}let Mi,Si,Ti,Ei;function zi(l,e,t,n,i,o){Xn=!0,Qn=li=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!0,!1),null!=l&&(Ce(h,b,Di,!1),Ii(c,k,Gn,In,Ie,Le,null));let{left:s,top:r,width:u,height:a}=ei;Mi=s,Si=r,Ti=u,Ei=a}function Di(l,e,t,n,i,o){Xn=Zn._x=Zn._y=!1,vi(l,e,t,n,i,o,0,!1,!0);let{left:s,top:r,width:u,height:a}=ei,f=u>0||a>0,c=Mi!=s||Si!=r||Ti!=u||Ei!=a;if(f&&c&&ni(ei),Zn.setScale&&f&&c){let l=s,e=u,t=r,n=a;if(1==jl.ori&&(l=r,e=a,t=s,n=u),Qn&&ii(El,fi(l,El),fi(l+e,El)),li)for(let l in vl){let e=vl[l];l!=El&&null==e.from&&e.min!=gl&&ii(l,fi(t+n,l),fi(t,l))}yi()}else oe.lock&&(oe._lock=!oe._lock,xi(e,!0,null!=l));null!=l&&(He(h,b),Ii(h,k,Nn,jn,Ie,Le,null))}function Pi(l){oe._lock||(Mt(l),xn(),yi(),null!=l&&Ii(m,k,Nn,jn,Ie,Le,null))}function Ai(){xl.forEach(ln),vt(k.width,k.height,!0)}G(x,v,Ai);const Wi={};Wi.mousedown=zi,Wi.mousemove=bi,Wi.mouseup=Di,Wi.dblclick=Pi,Wi.setSeries=(l,e,t,n)=>{-1!=(t=(0,Fi.match[2])(k,e,t))&&oi(t,n,!0,!1)},re&&(Ce(c,el,zi),Ce(f,el,bi),Ce(d,el,(l=>{Mt(l),_i(!1)})),Ce(p,el,(function(l){if(oe._lock)return;Mt(l);let e=Xn;if(Xn){let l,e,t=!0,n=!0,i=10;0==jl.ori?(l=Qn,e=li):(l=li,e=Qn),l&&e&&(t=i>=Nn||Nn>=Ie-i,n=i>=jn||jn>=Le-i),l&&t&&(Nn=Gn>Nn?0:Ie),e&&n&&(jn=In>jn?0:Le),xi(null,!0,!0),Xn=!1}Nn=-10,jn=-10,te.fill(null),xi(null,!0,!0),e&&(Xn=e)})),Ce(m,el,Pi),It.add(k),k.syncRect=_i);const Yi=k.hooks=u.hooks||{};function Ci(l,e,t){Vn?Bn.push([l,e,t]):l in Yi&&Yi[l].forEach((l=>{l.call(null,k,e,t)}))}(u.plugins||[]).forEach((l=>{for(let e in l.hooks)Yi[e]=(Yi[e]||[]).concat(l.hooks[e])}));const Hi=(l,e,t)=>t,Fi=Bl({key:null,setSeries:!1,filters:{pub:Ml,sub:Ml},scales:[El,pl[1]?pl[1].scale:null],match:[Sl,Sl,Hi],values:[null,null]},oe.sync);2==Fi.match.length&&Fi.match.push(Hi),oe.sync=Fi;const Ri=Fi.key,Gi=dt(Ri);function Ii(l,e,t,n,i,o,s){Fi.filters.pub(l,e,t,n,i,o,s)&&Gi.pub(l,e,t,n,i,o,s)}function Li(){Ci("init",u,g),gn(g||u.data,!1),Kl[El]?Kn(El,Kl[El]):xn(),wt=ei.show&&(ei.width>0||ei.height>0),xt=_t=!0,vt(u.width,u.height)}return Gi.sub(k),k.pub=function(l,e,t,n,i,o,s){Fi.filters.sub(l,e,t,n,i,o,s)&&Wi[l](null,e,t,n,i,o,s)},k.destroy=function(){Gi.unsub(k),It.delete(k),Pe.clear(),I(x,v,Ai),R.remove(),ce?.remove(),Ci("destroy")},pl.forEach(Yt),xl.forEach((function(l,e){if(l._show=l.show,l.show){let t=vl[l.scale];null==t&&(l.scale=l.side%2?pl[1].scale:El,t=vl[l.scale]);let n=t.time;l.size=bl(l.size),l.space=bl(l.space),l.rotate=bl(l.rotate),Gl(l.incrs)&&l.incrs.forEach((l=>{!Wl.has(l)&&Wl.set(l,Yl(l))})),l.incrs=bl(l.incrs||(2==t.distr?ae:n?1==hl?ke:Se:fe)),l.splits=bl(l.splits||(n&&1==t.distr?Ql:3==t.distr?Je:4==t.distr?qe:$e)),l.stroke=bl(l.stroke),l.grid.stroke=bl(l.grid.stroke),l.ticks.stroke=bl(l.ticks.stroke),l.border.stroke=bl(l.border.stroke);let i=l.values;l.values=Gl(i)&&!Gl(i[0])?bl(i):n?Gl(i)?De(Xl,ze(i,Zl)):Ll(i)?function(l,e){let t=ne(e);return(e,n)=>n.map((e=>t(l(e))))}(Xl,i):i||le:i||Be,l.filter=bl(l.filter||(3>t.distr||10!=t.log?3==t.distr&&2==t.log?tt:kl:et)),l.font=Qt(l.font),l.labelFont=Qt(l.labelFont),l._size=l.size(k,null,e,0),l._space=l._rotate=l._incrs=l._found=l._splits=l._values=null,l._size>0&&(Ct[e]=!0,l._el=D("u-axis",X))}})),_?_ instanceof HTMLElement?(_.appendChild(R),Li()):_(k,Li):Li(),k}en.assign=Bl,en.fmtNum=tl,en.rangeNum=Z,en.rangeLog=B,en.rangeAsinh=$,en.orient=pt,en.pxRatio=y,en.join=function(l,e){if(function(l){let e=l[0][0],t=e.length;for(let n=1;l.length>n;n++){let i=l[n][0];if(i.length!=t)return!1;if(i!=e)for(let l=0;t>l;l++)if(i[l]!=e[l])return!1}return!0}(l)){let e=l[0].slice();for(let t=1;l.length>t;t++)e.push(...l[t].slice(1));return function(l,e=100){const t=l.length;if(1>=t)return!0;let n=0,i=t-1;for(;i>=n&&null==l[n];)n++;for(;i>=n&&null==l[i];)i--;if(n>=i)return!0;const o=fl(1,sl((i-n+1)/e));for(let e=l[n],t=n+o;i>=t;t+=o){const n=l[t];if(null!=n){if(e>=n)return!1;e=n}}return!0}(e[0])||(e=function(l){let e=l[0],t=e.length,n=Array(t);for(let l=0;n.length>l;l++)n[l]=l;n.sort(((l,t)=>e[l]-e[t]));let i=[];for(let e=0;l.length>e;e++){let o=l[e],s=Array(t);for(let l=0;t>l;l++)s[l]=o[n[l]];i.push(s)}return i}(e)),e}let t=new Set;for(let e=0;l.length>e;e++){let n=l[e][0],i=n.length;for(let l=0;i>l;l++)t.add(n[l])}let n=[Array.from(t).sort(((l,e)=>l-e))],i=n[0].length,o=new Map;for(let l=0;i>l;l++)o.set(n[0][l],l);for(let t=0;l.length>t;t++){let s=l[t],r=s[0];for(let l=1;s.length>l;l++){let u=s[l],a=Array(i).fill(void 0),f=e?e[t][l]:1,c=[];for(let l=0;u.length>l;l++){let e=u[l],t=o.get(r[l]);null===e?0!=f&&(a[t]=e,2==f&&c.push(t)):a[t]=e}$l(a,c,i),n.push(a)}}return n},en.fmtDate=ne,en.tzDate=function(l,e){let t;return"UTC"==e||"Etc/UTC"==e?t=new Date(+l+6e4*l.getTimezoneOffset()):e==ie?t=l:(t=new Date(l.toLocaleString("en-US",{timeZone:e})),t.setMilliseconds(l.getMilliseconds())),t},en.sync=dt;{en.addGap=function(l,e,t){let n=l[l.length-1];n&&n[0]==e?n[1]=t:l.push([e,t])},en.clipGaps=wt;let l=en.paths={points:Wt};l.linear=Ft,l.stepped=function(l){const e=Q(l.align,1),t=Q(l.ascDesc,!1),n=Q(l.alignGaps,0),i=Q(l.extend,!1);return(l,o,s,r)=>pt(l,o,((u,a,f,c,h,d,p,m,g,x,w)=>{[s,r]=U(f,s,r);let _=u.pxRound,{left:b,width:v}=l.bbox,k=l=>_(d(l,c,x,m)),M=l=>_(p(l,h,w,g)),S=0==c.ori?Mt:St;const T={stroke:new Path2D,fill:null,clip:null,band:null,gaps:null,flags:1},E=T.stroke,z=c.dir*(0==c.ori?1:-1);let D=M(f[1==z?s:r]),P=k(a[1==z?s:r]),A=P,W=P;i&&-1==e&&(W=b,S(E,W,D)),S(E,P,D);for(let l=1==z?s:r;l>=s&&r>=l;l+=z){let t=f[l];if(null==t)continue;let n=k(a[l]),i=M(t);1==e?S(E,n,D):S(E,A,i),S(E,n,i),D=i,A=n}let Y=A;i&&1==e&&(Y=b+v,S(E,Y,D));let[C,H]=mt(l,o);if(null!=u.fill||0!=C){let e=T.fill=new Path2D(E),t=M(u.fillTo(l,o,u.min,u.max,C));S(e,Y,t),S(e,W,t)}if(!u.spanGaps){let i=[];i.push(..._t(a,f,s,r,z,k,n));let h=u.width*y/2,d=t||1==e?h:-h,p=t||-1==e?-h:h;i.forEach((l=>{l[0]+=d,l[1]+=p})),T.gaps=i=u.gaps(l,o,s,r,i),T.clip=wt(i,c.ori,m,g,x,w)}return 0!=H&&(T.band=2==H?[xt(l,o,s,r,E,-1),xt(l,o,s,r,E,1)]:xt(l,o,s,r,E,H)),T}))},l.bars=function(l){const e=Q((l=l||Hl).size,[.6,gl,1]),t=l.align||0,n=l.gap||0;let i=l.radius;i=null==i?[0,0]:"number"==typeof i?[i,0]:i;const o=bl(i),s=1-e[0],r=Q(e[1],gl),u=Q(e[2],1),a=Q(l.disp,Hl),f=Q(l.each,(()=>{})),{fill:c,stroke:h}=a;return(l,e,i,d)=>pt(l,e,((p,m,g,x,w,_,b,v,k,M,S)=>{let T,E,z=p.pxRound,D=t,P=n*y,A=r*y,W=u*y;0==x.ori?[T,E]=o(l,e):[E,T]=o(l,e);const Y=x.dir*(0==x.ori?1:-1);let C,H,F,R=0==x.ori?Tt:Et,G=0==x.ori?f:(l,e,t,n,i,o,s)=>{f(l,e,t,i,n,s,o)},I=Q(l.bands,Fl).find((l=>l.series[0]==e)),L=p.fillTo(l,e,p.min,p.max,null!=I?I.dir:0),O=z(b(L,w,S,k)),N=M,j=z(p.width*y),U=!1,V=null,B=null,$=null,J=null;null==c||0!=j&&null==h||(U=!0,V=c.values(l,e,i,d),B=new Map,new Set(V).forEach((l=>{null!=l&&B.set(l,new Path2D)})),j>0&&($=h.values(l,e,i,d),J=new Map,new Set($).forEach((l=>{null!=l&&J.set(l,new Path2D)}))));let{x0:q,size:K}=a;if(null!=q&&null!=K){D=1,m=q.values(l,e,i,d),2==q.unit&&(m=m.map((e=>l.posToVal(v+e*M,x.key,!0))));let t=K.values(l,e,i,d);H=2==K.unit?t[0]*M:_(t[0],x,M,v)-_(0,x,M,v),N=Rt(m,g,_,x,M,v,N),F=N-H+P}else N=Rt(m,g,_,x,M,v,N),F=N*s+P,H=N-F;1>F&&(F=0),H/2>j||(j=0),5>F&&(z=vl);let X=F>0;H=z(wl(N-F-(X?j:0),W,A)),C=(0==D?H/2:D==Y?0:H)-D*Y*((0==D?P/2:0)+(X?j/2:0));const Z={stroke:null,fill:null,clip:null,band:null,gaps:null,flags:0},ll=U?null:new Path2D;let el=null;if(null!=I)el=l.data[I.series[1]];else{let{y0:t,y1:n}=a;null!=t&&null!=n&&(g=n.values(l,e,i,d),el=t.values(l,e,i,d))}let tl=T*H,nl=E*H;for(let t=1==Y?i:d;t>=i&&d>=t;t+=Y){let n=g[t];if(null==n)continue;if(null!=el){let l=el[t]??0;if(n-l==0)continue;O=b(l,w,S,k)}let i=_(2!=x.distr||null!=a?m[t]:t,x,M,v),o=b(Q(n,L),w,S,k),s=z(i-C),r=z(fl(o,O)),u=z(al(o,O)),f=r-u;if(null!=n){let i=0>n?nl:tl,o=0>n?tl:nl;U?(j>0&&null!=$[t]&&R(J.get($[t]),s,u+sl(j/2),H,fl(0,f-j),i,o),null!=V[t]&&R(B.get(V[t]),s,u+sl(j/2),H,fl(0,f-j),i,o)):R(ll,s,u+sl(j/2),H,fl(0,f-j),i,o),G(l,e,t,s-j/2,u,H+j,f)}}return j>0?Z.stroke=U?J:ll:U||(Z._fill=0==p.width?p._fill:p._stroke??p._fill,Z.width=0),Z.fill=U?B:ll,Z}))},l.spline=function(l){return function(l,e){const t=Q(e?.alignGaps,0);return(e,n,i,o)=>pt(e,n,((s,r,u,a,f,c,h,d,p,m,g)=>{[i,o]=U(u,i,o);let x,w,_,b=s.pxRound,v=l=>b(c(l,a,m,d)),k=l=>b(h(l,f,g,p));0==a.ori?(x=kt,_=Mt,w=Pt):(x=yt,_=St,w=At);const y=a.dir*(0==a.ori?1:-1);let M=v(r[1==y?i:o]),S=M,T=[],E=[];for(let l=1==y?i:o;l>=i&&o>=l;l+=y)if(null!=u[l]){let e=v(r[l]);T.push(S=e),E.push(k(u[l]))}const z={stroke:l(T,E,x,_,w,b),fill:null,clip:null,band:null,gaps:null,flags:1},D=z.stroke;let[P,A]=mt(e,n);if(null!=s.fill||0!=P){let l=z.fill=new Path2D(D),t=k(s.fillTo(e,n,s.min,s.max,P));_(l,S,t),_(l,M,t)}if(!s.spanGaps){let l=[];l.push(..._t(r,u,i,o,y,v,t)),z.gaps=l=s.gaps(e,n,i,o,l),z.clip=wt(l,a.ori,d,p,m,g)}return 0!=A&&(z.band=2==A?[xt(e,n,i,o,D,-1),xt(e,n,i,o,D,1)]:xt(e,n,i,o,D,A)),z}))}(Gt,l)}}return en}();\n';
-
-// node_modules/uplot/dist/uPlot.min.css?raw
-var uPlot_min_default = '.uplot, .uplot *, .uplot *::before, .uplot *::after {box-sizing: border-box;}.uplot {font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif, "Apple Color Emoji", "Segoe UI Emoji", "Segoe UI Symbol", "Noto Color Emoji";line-height: 1.5;width: min-content;}.u-title {text-align: center;font-size: 18px;font-weight: bold;}.u-wrap {position: relative;user-select: none;}.u-over, .u-under {position: absolute;}.u-under {overflow: hidden;}.uplot canvas {display: block;position: relative;width: 100%;height: 100%;}.u-axis {position: absolute;}.u-legend {font-size: 14px;margin: auto;text-align: center;}.u-inline {display: block;}.u-inline * {display: inline-block;}.u-inline tr {margin-right: 16px;}.u-legend th {font-weight: 600;}.u-legend th > * {vertical-align: middle;display: inline-block;}.u-legend .u-marker {width: 1em;height: 1em;margin-right: 4px;background-clip: padding-box !important;}.u-inline.u-live th::after {content: ":";vertical-align: middle;}.u-inline:not(.u-live) .u-value {display: none;}.u-series > * {padding: 4px;}.u-series th {cursor: pointer;}.u-legend .u-off > * {opacity: 0.3;}.u-select {background: rgba(0,0,0,0.07);position: absolute;pointer-events: none;}.u-cursor-x, .u-cursor-y {position: absolute;left: 0;top: 0;pointer-events: none;will-change: transform;}.u-hz .u-cursor-x, .u-vt .u-cursor-y {height: 100%;border-right: 1px dashed #607D8B;}.u-hz .u-cursor-y, .u-vt .u-cursor-x {width: 100%;border-bottom: 1px dashed #607D8B;}.u-cursor-pt {position: absolute;top: 0;left: 0;border-radius: 50%;border: 0 solid;pointer-events: none;will-change: transform;/*this has to be !important since we set inline "background" shorthand */background-clip: padding-box !important;}.u-axis.u-off, .u-select.u-off, .u-cursor-x.u-off, .u-cursor-y.u-off, .u-cursor-pt.u-off {display: none;}';
-
-// src/analysis/main-history.ts
-var DAY_MS = 24 * 3600 * 1e3;
-var BUDGET_WINDOW_DAYS = 30;
-var time3 = (iso) => Date.parse(iso);
-var percentOf = (ms4, levelMs2) => 100 * ms4 / levelMs2;
-function comparisonAt(g2, key, percentile2) {
-  return g2.percentile === percentile2 ? g2.comparisons.find((c3) => comparisonKey(c3.workload, c3.rate) === key) : void 0;
-}
-function historyKeys(h2) {
-  const seen = /* @__PURE__ */ new Map();
-  const add = (workload2, rate2, percentile2) => {
-    const key = comparisonKey(workload2, rate2);
-    seen.set(`${key}/p${percentile2}`, { key, percentile: percentile2 });
-  };
-  for (const e of h2.entries) {
-    for (const c3 of e.gate?.comparisons ?? []) add(c3.workload, c3.rate, e.gate.percentile);
-    if (e.drift) add(e.drift.workload, e.drift.rate, e.drift.percentile);
-  }
-  return [...seen.values()].sort((a2, b) => a2.key.localeCompare(b.key) || a2.percentile - b.percentile);
-}
-function mainSteps(entries, key, percentile2) {
-  const steps = [];
-  for (const e of entries) {
-    const c3 = e.change;
-    if (!c3 || e.kind !== "promotion" && e.kind !== "rollback") continue;
-    const base = { time: time3(e.time), sha: c3.sha, previous: c3.previous ?? null, pullRequest: c3.pull_request ?? null };
-    if (e.kind === "rollback") {
-      const undone = steps.findLast((s2) => s2.kind === "promotion" && s2.sha === c3.previous);
-      steps.push({
-        kind: "rollback",
-        ...base,
-        gate: undone?.gate ?? null,
-        percent: -(undone?.percent ?? 0),
-        ms: -(undone?.ms ?? 0)
-      });
-      continue;
-    }
-    const comparison = c3.step && comparisonAt(c3.step.gate, key, percentile2);
-    const gate2 = c3.step && comparison ? { time: time3(c3.step.gated), record: c3.step.gate, comparison } : null;
-    const detected = comparison !== void 0 && comparison.verdict !== "grey";
-    const ms4 = detected ? comparison.estimate_ms : 0;
-    steps.push({ kind: "promotion", ...base, gate: gate2, ms: ms4, percent: detected ? percentOf(ms4, comparison.champion_ms) : 0 });
-  }
-  return steps;
-}
-function driftPoints(h2, key, percentile2) {
-  const steps = mainSteps(h2.entries, key, percentile2);
-  const since = new Map(h2.ancestors.map((a2) => [a2.sha, time3(a2.since)]));
-  return h2.entries.flatMap((e) => {
-    const d = e.drift;
-    if (!d || comparisonKey(d.workload, d.rate) !== key || d.percentile !== percentile2) return [];
-    const t = time3(e.time);
-    const made = steps.findLastIndex((s2) => s2.sha === d.ancestor_sha && s2.time <= t);
-    const from = made >= 0 ? steps[made].time : since.get(d.ancestor_sha) ?? null;
-    const between = made >= 0 ? steps.slice(made + 1).filter((s2) => s2.time <= t) : from === null ? [] : steps.filter((s2) => s2.time > from && s2.time <= t);
-    return [
-      {
-        time: t,
-        runId: e.run_id ?? null,
-        record: d,
-        ancestorSince: from,
-        percent: percentOf(d.estimate_ms, d.ancestor_ms),
-        ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
-        stepsPercent: between.reduce((sum3, s2) => sum3 + s2.percent, 0),
-        steps: between
-      }
-    ];
-  });
-}
-function mainChange(h2, key, percentile2, now, o2 = {}) {
-  const windowDays = o2.windowDays ?? BUDGET_WINDOW_DAYS;
-  const start = now - windowDays * DAY_MS;
-  const latest = driftPoints(h2, key, percentile2).findLast((d) => d.time > start && d.time <= now) ?? null;
-  const tooWide = latest !== null && o2.maxDriftHalfWidthPercent !== void 0 && (latest.ciPercent[1] - latest.ciPercent[0]) / 2 > o2.maxDriftHalfWidthPercent;
-  const drift = tooWide ? null : latest;
-  const from = drift?.time ?? start;
-  const steps = mainSteps(h2.entries, key, percentile2).filter((s2) => s2.time > from && s2.time <= now);
-  return {
-    percent: (drift?.percent ?? 0) + steps.reduce((sum3, s2) => sum3 + s2.percent, 0),
-    drift,
-    setAside: tooWide ? latest : null,
-    steps,
-    windowDays
-  };
-}
-function changePoints(steps, key, percentile2) {
-  const out = [];
-  let run2 = [];
-  const close = () => {
-    const sumMs = run2.reduce((sum3, s2) => sum3 + s2.ms, 0);
-    const thresholdMs = run2.at(-1)?.gate?.comparison.threshold_ms ?? Number.POSITIVE_INFINITY;
-    if (run2.length >= 2 && sumMs >= thresholdMs) {
-      out.push({
-        key,
-        percentile: percentile2,
-        steps: run2,
-        sumMs,
-        sumPercent: run2.reduce((sum3, s2) => sum3 + s2.percent, 0),
-        thresholdMs
-      });
-    }
-    run2 = [];
-  };
-  for (const s2 of steps) {
-    const c3 = s2.gate?.comparison;
-    if (s2.kind === "promotion" && c3?.verdict === "red" && !c3.blocking) run2.push(s2);
-    else close();
-  }
-  close();
-  return out;
-}
-function driftAncestor(h2, ageDays = BUDGET_WINDOW_DAYS) {
-  const latest = Date.parse(h2.time) - ageDays * DAY_MS;
-  const newest = h2.ancestors.filter((a2) => Date.parse(a2.since) <= latest).sort((a2, b) => Date.parse(b.since) - Date.parse(a2.since))[0];
-  return newest && newest.sha !== h2.champion ? newest : null;
-}
-function historyChangePoints(h2) {
-  return historyKeys(h2).flatMap(({ key, percentile: percentile2 }) => changePoints(mainSteps(h2.entries, key, percentile2), key, percentile2)).sort((a2, b) => a2.steps[0].time - b.steps[0].time);
-}
-
-// src/report/drift.ts
-var pct = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
-var short = (sha2) => `\`${sha2.slice(0, 7)}\``;
-var day = (t) => new Date(t).toISOString().slice(0, 10);
-function driftLine(d) {
-  const r = d.record;
-  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
-}
-function changePointLine(c3) {
-  const prs = c3.steps.map((s2) => s2.pullRequest ? `#${s2.pullRequest}` : short(s2.sha).replace(/`/g, "")).join(", ");
-  return `change point on ${c3.key} at ${percentLabel(c3.percentile)}: ${c3.steps.length} advisory reds in a row (${prs}, ${day(c3.steps[0].time)} to ${day(c3.steps.at(-1).time)}) add up to ${signedMs(c3.sumMs)} ms (${pct(c3.sumPercent)}), past the block threshold of ${ms2(c3.thresholdMs)} ms that none crossed alone`;
-}
-function driftReport(points, changes, skipped) {
-  const out = ["## Main's drift against an ancestor", ""];
-  if (points.length === 0) out.push(skipped ?? "No drift run.");
-  else {
-    out.push(
-      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the sum of the steps the gates measured in between.",
-      "",
-      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | their sum |",
-      "|---|---|---:|---|---:|---:|---:|",
-      ...points.map((d) => {
-        const r = d.record;
-        return `| ${r.workload}@${r.rate} | ${short(r.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`} | ${signedMs(r.estimate_ms)} ms | ${msInterval(r.ci_ms)} | ${pct(d.percent)} [${pct(d.ciPercent[0])}, ${pct(d.ciPercent[1])}] | ${d.steps.length} | ${pct(d.stepsPercent)} |`;
-      })
-    );
-  }
-  if (changes.length > 0) out.push("", "### \u26A0\uFE0F Change points", "", ...changes.map((c3) => `- ${changePointLine(c3)}`));
-  return out.join("\n");
-}
-
-// src/report/history-page.client.js?raw
-var history_page_client_default = '// The history page\'s script, inlined into the page after uPlot (docs/design/0025-history-page.md):\n// it draws each key\'s three charts from the page\'s embedded data, with zoom (drag across a\n// chart; double-click resets), cursors synced per key, and a tooltip that says what each point\n// is. It reads only the page; the page\'s Content-Security-Policy forbids any request.\n(() => {\n  const data = JSON.parse(document.getElementById("chart-data").textContent);\n  const css = getComputedStyle(document.documentElement);\n  const color = (name) => css.getPropertyValue(`--${name}`).trim();\n  const points = (stroke, size) => ({ show: true, size, stroke, fill: stroke });\n  const none = () => null;\n  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(2)}%`);\n  const msv = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(3)} ms`);\n\n  // Vertical whiskers from low to high columns, for every x that has them, in the series\' colour.\n  const whiskers = (low, high, pick) => (u) => {\n    const ctx = u.ctx;\n    ctx.save();\n    ctx.lineWidth = 1.5 * devicePixelRatio;\n    for (let i = 0; i < u.data[0].length; i++) {\n      if (low[i] === null || high[i] === null) continue;\n      ctx.strokeStyle = pick(i);\n      const x = u.valToPos(u.data[0][i], "x", true);\n      ctx.beginPath();\n      ctx.moveTo(x, u.valToPos(low[i], "y", true));\n      ctx.lineTo(x, u.valToPos(high[i], "y", true));\n      ctx.stroke();\n    }\n    ctx.restore();\n  };\n\n  // The hovered point\'s own words, beside the cursor.\n  const tooltip = (labels) => (u) => {\n    const tip = u.root.querySelector(".tip");\n    const i = u.cursor.idx;\n    if (i === null || i === undefined || !labels[i]) {\n      tip.style.display = "none";\n      return;\n    }\n    tip.textContent = labels[i];\n    tip.style.display = "block";\n    const left = u.cursor.left ?? 0;\n    tip.style.left = `${Math.min(left + 12, u.over.clientWidth - tip.offsetWidth)}px`;\n    tip.style.top = `${(u.cursor.top ?? 0) + 12}px`;\n  };\n\n  const charts = [];\n  const make = (target, chart, title, yLabel, series, extra = {}) => {\n    const columns = series.map((s) => chart.columns[s.column]);\n    const u = new uPlot(\n      {\n        title,\n        width: target.clientWidth || 800,\n        height: 260,\n        scales: { x: { time: true } },\n        axes: [{}, { label: yLabel, size: 70 }],\n        cursor: { sync: { key: target.dataset.key }, drag: { x: true, y: false } },\n        series: [{}, ...series.map(({ column: _, ...s }) => s)],\n        hooks: {\n          setCursor: [tooltip(chart.labels)],\n          // The x range shown, on the chart\'s element: what a zoom changed, for a reader\'s tools.\n          setScale: [\n            (u, key) =>\n              key === "x" &&\n              Object.assign(target.dataset, { xMin: String(u.scales.x.min), xMax: String(u.scales.x.max) }),\n          ],\n          ...(extra.hooks ?? {}),\n        },\n      },\n      [chart.x, ...columns],\n      target,\n    );\n    const tip = document.createElement("div");\n    tip.className = "tip";\n    u.over.appendChild(tip);\n    u.over.addEventListener("mouseleave", () => {\n      tip.style.display = "none";\n    });\n    charts.push([u, target]);\n    return u;\n  };\n\n  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).\n  const dots = (column, label, colorName, format, size = 7) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    paths: none,\n    points: points(color(colorName), size),\n    value: (_, v) => format(v),\n  });\n  const steps = (column, label, colorName, format, dash) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    ...(dash ? { dash } : { width: 2 }),\n    paths: uPlot.paths.stepped({ align: 1 }),\n    spanGaps: true,\n    points: { show: false },\n    value: (_, v) => format(v),\n  });\n\n  for (const k of data.keys) {\n    const level = k.level.columns;\n    make(\n      document.getElementById(`level-${k.id}`),\n      k.level,\n      "Main\'s level: the steps summed, and the drift measured",\n      "% of the first champion",\n      [\n        steps("summed", "steps summed", "grey", pct),\n        dots("promoted", "promotion", "accent", pct),\n        dots("drift", "measured drift (95% CI)", "drift", pct, 9),\n      ],\n      { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },\n    );\n\n    const g = k.gates.columns;\n    const verdictOf = (i) => (g.red[i] !== null ? "red" : g.green[i] !== null ? "green" : "grey");\n    make(\n      document.getElementById(`gates-${k.id}`),\n      k.gates,\n      "Every gate: estimate and interval, floor and block threshold",\n      "challenger \u2212 champion, ms",\n      [\n        dots("red", "red", "red", msv),\n        dots("green", "green", "green", msv),\n        dots("grey", "grey", "grey", msv),\n        {\n          ...dots("merged", "red merged", "red", msv),\n          points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },\n        },\n        steps("floor", "A/A floor \xB1", "floor", msv, [4, 4]),\n        steps("floorNegative", "A/A floor \u2212", "floor", msv, [4, 4]),\n        steps("threshold", "block threshold", "red", msv, [8, 4]),\n      ],\n      { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },\n    );\n\n    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;\n    make(\n      document.getElementById(`budget-${k.id}`),\n      k.budget,\n      `Main\'s change over the trailing 30 days${limit}`,\n      "% of main\'s level",\n      [\n        // Main\'s 30 days change between the moments it is read at: a plain line, not steps.\n        {\n          column: "main",\n          label: "main, 30 days",\n          stroke: color("accent"),\n          width: 2,\n          spanGaps: true,\n          points: points(color("accent"), 5),\n          value: (_, v) => pct(v),\n        },\n        {\n          column: "limit",\n          label: "budget",\n          stroke: color("red"),\n          dash: [8, 4],\n          spanGaps: true,\n          points: { show: false },\n          value: (_, v) => pct(v),\n        },\n      ],\n    );\n  }\n\n  window.addEventListener("resize", () => {\n    for (const [u, target] of charts) u.setSize({ width: target.clientWidth, height: 260 });\n  });\n  document.body.dataset.charts = String(charts.length);\n})();\n';
-
-// src/report/history-series.ts
-var sec = (t) => t / 1e3;
-var pct2 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
-var day2 = (t) => new Date(t).toISOString().slice(0, 16).replace("T", " ");
-var who = (s2) => s2.pullRequest ? `#${s2.pullRequest} (${s2.sha.slice(0, 7)})` : s2.sha.slice(0, 7);
-function axis(events) {
-  const sorted = [...events].sort((a2, b) => a2.time - b.time);
-  const x = [];
-  let last = Number.NEGATIVE_INFINITY;
-  const at = sorted.map((e) => {
-    const t = Math.max(e.time, last + 1);
-    last = t;
-    x.push(sec(t));
-    return { index: x.length - 1, event: e.event };
-  });
-  return { x, at };
-}
-var column = (n2) => new Array(n2).fill(null);
-function levelChart(steps, drifts) {
-  const { x, at } = axis([
-    ...steps.map((s2) => ({ time: s2.time, event: { kind: "step", s: s2 } })),
-    ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
-  ]);
-  const cols = {
-    summed: column(x.length),
-    promoted: column(x.length),
-    drift: column(x.length),
-    driftLow: column(x.length),
-    driftHigh: column(x.length)
-  };
-  const labels = new Array(x.length).fill("");
-  const summedAt = (t) => steps.filter((s2) => s2.time <= t).reduce((sum3, s2) => sum3 + s2.percent, 0);
-  for (const { index, event } of at) {
-    if (event.kind === "step") {
-      const s2 = event.s;
-      const level = summedAt(s2.time);
-      cols.summed[index] = level;
-      cols.promoted[index] = level;
-      const gate2 = s2.gate ? `${s2.gate.comparison.verdict} ${signedMs(s2.gate.comparison.estimate_ms)} ms (${pct2(s2.percent)})` : "no gate on this host";
-      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; summed ${pct2(level)}`;
-      continue;
-    }
-    const d = event.d;
-    const base = d.ancestorSince === null ? null : summedAt(d.ancestorSince);
-    cols.summed[index] = summedAt(d.time);
-    if (base !== null) {
-      cols.drift[index] = base + d.percent;
-      cols.driftLow[index] = base + d.ciPercent[0];
-      cols.driftHigh[index] = base + d.ciPercent[1];
-    }
-    labels[index] = `${day2(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct2(d.percent)}); the ${d.steps.length} steps between add up to ${pct2(d.stepsPercent)}`;
-  }
-  return { x, columns: cols, labels };
-}
-function gatesChart(h2, key, percentile2, steps) {
-  const events = [];
-  h2.entries.forEach((e, i2) => {
-    const t = Date.parse(e.time);
-    if (e.gate?.percentile === percentile2 && e.gate.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key))
-      events.push({ time: t, event: { kind: "gate", i: i2 } });
-    const f = e.calibration;
-    if (f && f.percentile === percentile2 && comparisonKey(f.workload, f.rate) === key)
-      events.push({ time: t, event: { kind: "floor", i: i2 } });
-  });
-  const { x, at } = axis(events);
-  const names2 = ["green", "grey", "red", "merged", "low", "high", "floor", "floorNegative", "threshold"];
-  const cols = Object.fromEntries(names2.map((n2) => [n2, column(x.length)]));
-  const labels = new Array(x.length).fill("");
-  const mergedRuns = new Set(
-    steps.flatMap(
-      (s2) => s2.kind === "promotion" && s2.gate?.comparison.verdict === "red" ? [s2.gate.record.runs[0]] : []
-    )
-  );
-  let floor = null;
-  let threshold = null;
-  for (const { index, event } of at) {
-    const e = h2.entries[event.i];
-    if (event.kind === "floor") {
-      floor = e.calibration.half_width_ms;
-      labels[index] = `${day2(Date.parse(e.time))} A/A floor \xB1${ms2(floor)} ms (${e.run_id ?? "calibration"})`;
-    } else {
-      const g2 = e.gate;
-      const c3 = g2.comparisons.find((x2) => comparisonKey(x2.workload, x2.rate) === key);
-      threshold = c3.threshold_ms;
-      cols[c3.verdict][index] = c3.estimate_ms;
-      cols.low[index] = c3.ci_ms[0];
-      cols.high[index] = c3.ci_ms[1];
-      const merged = mergedRuns.has(g2.runs[0]);
-      if (merged) cols.merged[index] = c3.estimate_ms;
-      const state = c3.blocking ? `${c3.verdict}, blocking` : c3.verdict;
-      labels[index] = `${day2(Date.parse(e.time))} ${g2.pull_request ? `#${g2.pull_request} ` : ""}${g2.challenger_sha.slice(0, 7)}: ${state} ${signedMs(c3.estimate_ms)} ms [${signedMs(c3.ci_ms[0])}, ${signedMs(c3.ci_ms[1])}], n=${c3.pairs}${merged ? "; merged" : ""}`;
-    }
-    cols.floor[index] = floor;
-    cols.floorNegative[index] = floor === null ? null : -floor;
-    cols.threshold[index] = threshold;
-  }
-  return { x, columns: cols, labels };
-}
-function budgetChart(h2, key, percentile2, steps, drifts) {
-  const gateTimes = h2.entries.filter((e) => e.gate?.comparisons.some((c3) => comparisonKey(c3.workload, c3.rate) === key)).map((e) => Date.parse(e.time));
-  const times = [
-    .../* @__PURE__ */ new Set([...steps.map((s2) => s2.time), ...drifts.map((d) => d.time), ...gateTimes, Date.parse(h2.time)])
-  ];
-  const { x, at } = axis(times.map((time4) => ({ time: time4, event: time4 })));
-  const main = column(x.length);
-  const labels = new Array(x.length).fill("");
-  for (const { index, event } of at) {
-    const c3 = mainChange(h2, key, percentile2, event);
-    main[index] = c3.percent;
-    labels[index] = `${day2(event)} main ${pct2(c3.percent)} over ${BUDGET_WINDOW_DAYS} days (${c3.drift ? `drift run ${pct2(c3.drift.percent)} + ` : ""}${c3.steps.length} steps)`;
-  }
-  const limits = h2.entries.flatMap(
-    (e) => e.gate?.comparisons.filter((c3) => comparisonKey(c3.workload, c3.rate) === key && c3.budget).map((c3) => c3.budget.limit_percent) ?? []
-  );
-  const limitPercent = limits.at(-1) ?? null;
-  return { x, columns: { main, limit: x.map(() => limitPercent) }, labels, limitPercent };
-}
-function keySeries(h2, key, percentile2) {
-  const steps = mainSteps(h2.entries, key, percentile2);
-  const drifts = driftPoints(h2, key, percentile2);
-  return {
-    id: `${key}-p${percentile2}`.replace(/[^A-Za-z0-9_-]/g, "-"),
-    key,
-    percentile: percentile2,
-    level: levelChart(steps, drifts),
-    gates: gatesChart(h2, key, percentile2, steps),
-    budget: budgetChart(h2, key, percentile2, steps, drifts)
-  };
-}
-
-// src/report/history-page.ts
-var escapeHtml = (s2) => s2.replace(/[&<>"']/g, (c3) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c3]);
-var scriptJson = (v) => JSON.stringify(v).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
-var pct3 = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(2)}%`;
-var when = (iso) => escapeHtml(new Date(Date.parse(iso)).toISOString().slice(0, 16).replace("T", " "));
-var short2 = (sha2) => `<code>${escapeHtml(sha2.slice(0, 7))}</code>`;
-function repositoryUrl(h2, o2) {
-  for (const e of h2.entries) {
-    const m = /^(https:\/\/[A-Za-z0-9.-]+(?::\d+)?\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/runs\//.exec(
-      e.gate?.url ?? e.change?.step?.gate.url ?? ""
-    );
-    if (m) return m[1];
-  }
-  return o2.repository && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(o2.repository) ? `https://github.com/${o2.repository}` : null;
-}
-function pullLink(pr, repo2) {
-  if (!pr) return "\u2014";
-  return repo2 ? `<a href="${escapeHtml(`${repo2}/pull/${pr}`)}">#${pr}</a>` : `#${pr}`;
-}
-var VERDICT = { red: "\u25CF red", green: "\u25CF green", grey: "\u25CB grey" };
-function verdictCell(c3) {
-  const blocked = c3.blocking ? `, blocking${c3.blocked_by?.some((r) => r !== "latency") ? ` (${c3.blocked_by.join(", ")})` : ""}` : c3.verdict === "red" ? ", advisory" : "";
-  return `<span class="v-${c3.verdict}">${VERDICT[c3.verdict]}${blocked}</span>`;
-}
-function promotionsTable(h2, keys, repo2) {
-  const changes = h2.entries.filter(
-    (e) => e.change !== void 0
-  );
-  const rows2 = changes.map((e) => {
-    const c3 = e.change;
-    const gate2 = c3.step?.gate;
-    const steps = keys.map(({ key, percentile: percentile2 }) => {
-      const cmp = gate2?.percentile === percentile2 ? gate2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
-      if (!cmp) return "";
-      return `<div data-key="${escapeHtml(key)}" data-estimate="${cmp.estimate_ms}">${escapeHtml(key)} p${percentile2}: ${verdictCell(cmp)} <span class="num">${escapeHtml(signedMs(cmp.estimate_ms))} ms</span> ${escapeHtml(msInterval(cmp.ci_ms))} (${pct3(100 * cmp.estimate_ms / cmp.champion_ms)})</div>`;
-    });
-    const step = e.kind === "rollback" ? `rolled back from ${short2(c3.previous ?? "")}` : gate2 ? steps.join("") : "no gate of it on this host";
-    const runLink = gate2?.url ? ` <a href="${escapeHtml(gate2.url)}">gate run</a>` : "";
-    return `<tr class="change" data-kind="${e.kind}" data-sha="${escapeHtml(c3.sha)}" data-pr="${c3.pull_request ?? gate2?.pull_request ?? ""}"><td>${when(e.time)}</td><td>${e.kind}</td><td>${short2(c3.sha)}</td><td>${c3.previous ? short2(c3.previous) : "\u2014"}</td><td>${pullLink(c3.pull_request ?? gate2?.pull_request, repo2)}${runLink}</td><td>${step}</td></tr>`;
-  });
-  return `<table class="data" id="promotions"><thead><tr><th>when</th><th></th><th>champion</th><th>before</th><th>pull request</th><th>the step main took (the pull request's last gate)</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
-}
-function gatesTable(h2, key, percentile2, repo2) {
-  const rows2 = h2.entries.flatMap((e) => {
-    const g2 = e.gate;
-    const c3 = g2?.percentile === percentile2 ? g2.comparisons.find((x) => comparisonKey(x.workload, x.rate) === key) : void 0;
-    if (!g2 || !c3) return [];
-    const budget = c3.budget ? `${pct3(c3.budget.change_percent)} on ${pct3(c3.budget.main_percent)} of ${c3.budget.limit_percent}%` : "\u2014";
-    return [
-      `<tr class="gate" data-run="${escapeHtml(e.run_id ?? "")}" data-estimate="${c3.estimate_ms}"><td>${when(e.time)}</td><td>${pullLink(g2.pull_request, repo2)}</td><td>${short2(g2.challenger_sha)}</td><td>${verdictCell(c3)}</td><td class="num">${escapeHtml(signedMs(c3.estimate_ms))} ms</td><td>${escapeHtml(msInterval(c3.ci_ms))}</td><td class="num">${c3.floor_ms === void 0 ? "\u2014" : `\xB1${escapeHtml(ms2(c3.floor_ms))} ms`}</td><td class="num">${c3.pairs}</td><td>${budget}</td></tr>`
-    ];
-  });
-  return `<table class="data gates"><thead><tr><th>when</th><th>pull request</th><th>head</th><th>verdict</th><th>estimate</th><th>95% CI</th><th>floor</th><th>pairs</th><th>budget: change on main of limit</th></tr></thead><tbody>${rows2.reverse().join("")}</tbody></table>`;
-}
-function driftTable(h2, key, percentile2) {
-  const points = driftPoints(h2, key, percentile2);
-  if (points.length === 0)
-    return `<p class="none">No drift run yet: the calibration runs the champion against the champion of 30 or more days before, once the host keeps one.</p>`;
-  const rows2 = points.map(
-    (d) => `<tr class="drift" data-run="${escapeHtml(d.runId ?? "")}" data-estimate="${d.record.estimate_ms}"><td>${when(new Date(d.time).toISOString())}</td><td>${short2(d.record.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${when(new Date(d.ancestorSince).toISOString())})`}</td><td class="num">${escapeHtml(signedMs(d.record.estimate_ms))} ms</td><td>${escapeHtml(msInterval(d.record.ci_ms))}</td><td class="num">${pct3(d.percent)}</td><td class="num">${d.steps.length}</td><td class="num">${pct3(d.stepsPercent)}</td></tr>`
-  );
-  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>their sum</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
-}
-function changePointsBox(points) {
-  if (points.length === 0) return "";
-  return `<section class="callout" id="change-points"><h2>\u26A0\uFE0F Change points</h2><p>Runs of advisory reds merged one after another: each passed below the block threshold, together they moved main past it.</p><ul>${points.map((c3) => `<li data-key="${escapeHtml(c3.key)}">${escapeHtml(changePointLine(c3))}</li>`).join("")}</ul></section>`;
-}
-var STYLE = `
-:root { --red: #cf222e; --green: #1a7f37; --grey: #6e7781; --accent: #0969da; --drift: #8250df; --floor: #bf8700; font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2328; }
-body { max-width: 1200px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d1d9e0; padding-bottom: 0.2em; } .sub { color: #59636e; margin-top: 0; }
-table.data { border-collapse: collapse; width: 100%; font-size: 0.9em; margin: 0.5em 0 1.5em; } .data th, .data td { border: 1px solid #d1d9e0; padding: 4px 8px; text-align: left; vertical-align: top; } .data th { background: #f6f8fa; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; } code { font-size: 0.95em; }
-.v-red { color: var(--red); } .v-green { color: var(--green); } .v-grey { color: var(--grey); }
-.callout { border: 1px solid #d4a72c; background: #fff8c5; padding: 0.5em 1em; border-radius: 6px; } .callout h2 { border: 0; margin: 0.3em 0; }
-.summary { display: flex; gap: 2em; flex-wrap: wrap; } .summary div { background: #f6f8fa; border-radius: 6px; padding: 0.4em 0.8em; }
-.chart { position: relative; margin: 1em 0; } .tip { position: absolute; display: none; z-index: 10; pointer-events: none; background: #1f2328; color: #fff; padding: 4px 8px; border-radius: 4px; font-size: 12px; max-width: 480px; }
-.budget-past { color: var(--red); font-weight: 600; } .none { color: #59636e; }
-`;
-function historyPage(h2, o2) {
-  const keys = historyKeys(h2);
-  const repo2 = repositoryUrl(h2, o2);
-  const now = Date.parse(h2.time);
-  const count5 = (kind) => h2.entries.filter((e) => e.kind === kind).length;
-  const changes = historyChangePoints(h2);
-  const sections = keys.map(({ key, percentile: percentile2 }) => {
-    const s2 = keySeries(h2, key, percentile2);
-    const main = mainChange(h2, key, percentile2, now);
-    const limit = s2.budget.limitPercent;
-    const state = limit === null ? "no budget set (budget.percent_per_30_days)" : main.percent > limit ? `<span class="budget-past">past its budget of ${limit}%</span>` : `within its budget of ${limit}%`;
-    const promotions = mainSteps(h2.entries, key, percentile2).filter((x) => x.kind === "promotion").length;
-    return `<section class="key" id="key-${s2.id}">
-<h2>${escapeHtml(key.replace("@", " @ "))} req/s, p${percentile2}</h2>
-<div class="summary"><div>main over the last 30 days: <b class="main-change" data-percent="${main.percent}">${pct3(main.percent)}</b>, ${state}</div><div>${promotions} promotions, ${s2.gates.labels.filter((l) => l && !l.includes("A/A floor")).length} gates, ${driftPoints(h2, key, percentile2).length} drift runs</div></div>
-<div class="chart" id="level-${s2.id}" data-key="${s2.id}"></div>
-<div class="chart" id="gates-${s2.id}" data-key="${s2.id}"></div>
-<div class="chart" id="budget-${s2.id}" data-key="${s2.id}"></div>
-<h3>Drift runs</h3>${driftTable(h2, key, percentile2)}
-<details><summary>Every gate (${escapeHtml(key)}, p${percentile2})</summary>${gatesTable(h2, key, percentile2, repo2)}</details>
-</section>`;
-  });
-  const data = { keys: keys.map(({ key, percentile: percentile2 }) => keySeries(h2, key, percentile2)) };
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>perf-gate: main over time</title>
-<style>${uPlot_min_default}${STYLE}</style></head>
-<body>
-<h1>perf-gate: main over time</h1>
-<p class="sub">${escapeHtml(o2.source)} \xB7 champion ${h2.champion ? short2(h2.champion) : "none"} \xB7 as of ${when(h2.time)} UTC \xB7 ${count5("gate")} gates, ${count5("promotion")} promotions, ${count5("rollback")} rollbacks, ${count5("drift")} drift runs, ${count5("calibration")} calibrations${h2.dropped > 0 ? ` \xB7 the ${h2.dropped} oldest entries were dropped to keep the history within ${Math.round(h2.bound_bytes / (1 << 20))} MiB` : ""}</p>
-<p>Drag across a chart to zoom, double-click to zoom out; hover for the numbers. Percents are of main's latency at the percentile; a step is the promoted pull request's last gate (a grey's estimate counts as 0).</p>
-${changePointsBox(changes)}
-<h2>Promotions</h2>
-${promotionsTable(h2, keys, repo2)}
-${sections.join("\n")}
-<script type="application/json" id="chart-data">${scriptJson(data)}</script>
-<script type="application/json" id="history">${scriptJson(h2)}</script>
-<script>${uPlot_iife_min_default}</script>
-<script>${history_page_client_default}</script>
-</body></html>
-`;
-}
-
-// src/report/json.ts
-function amountJson(r) {
-  return r && {
-    champion: r.champion,
-    challenger: r.challenger,
-    estimate: r.estimate,
-    ci: r.ci,
-    percent: r.percent,
-    percent_ci: r.percentCi,
-    p: r.p,
-    pairs: r.pairs
-  };
-}
-function classEstimateJson(e) {
-  return e && {
-    percentile: e.percentile,
-    estimate_ms: e.estimateMs,
-    ci_ms: e.ciMs,
-    p: e.p,
-    holm_p: e.holmP,
-    estimator: e.estimator,
-    moved: e.moved
-  };
-}
-function classesJson(b) {
-  return {
-    missing: b.missing,
-    classes: b.classes.map((k) => ({
-      name: k.name,
-      index: k.index,
-      requests: k.requests,
-      errors: k.errors,
-      percentile: k.percentile,
-      recorded_per_slice: k.recordedPerSlice,
-      slo: classEstimateJson(k.slo),
-      p50: classEstimateJson(k.p50),
-      short: k.short
-    }))
-  };
-}
-function functionChangeJson(x) {
-  return {
-    name: x.name,
-    champion_us: x.championUs,
-    challenger_us: x.challengerUs,
-    estimate_us: x.estimateUs,
-    ci_us: x.ciUs,
-    noise_us: x.noiseUs,
-    self_estimate_us: x.selfEstimateUs
-  };
-}
-function functionsJson(f) {
-  return {
-    status: f.status,
-    reason: f.reason,
-    grew: f.grew.map(functionChangeJson),
-    shrank: f.shrank.map(functionChangeJson),
-    tested: f.tested,
-    confidence: f.confidence,
-    median_noise_us: f.medianNoiseUs,
-    samples: f.samples,
-    sampler_cpu_seconds: f.samplerCpuSeconds,
-    frequency_hz: f.frequencyHz,
-    files: f.files
-  };
-}
-function comparisonJson(c3) {
-  return {
-    key: c3.key,
-    workload: c3.workload,
-    rate: c3.rate,
-    verdict: c3.verdict,
-    grey_kind: c3.greyKind,
-    latency: c3.latency,
-    blocking: c3.blocking,
-    blocked_by: c3.blockedBy,
-    blocking_decisive: c3.blockingDecisive,
-    budget: c3.budget,
-    estimate_ms: c3.estimateMs,
-    ci_ms: c3.ciMs,
-    confidence: c3.confidence,
-    estimator: c3.estimator.kind,
-    estimator_fallback: c3.estimator.fallback,
-    se_ms: c3.seMs,
-    efficiency: c3.efficiency && {
-      half_width_ms: c3.efficiency.halfWidthMs,
-      sampling_half_width_ms: c3.efficiency.samplingHalfWidthMs,
-      host_adds_percent: c3.efficiency.hostAddsPercent,
-      narrowed_by: c3.efficiency.narrowedBy
-    },
-    pairs: c3.pairs,
-    dropped_pairs: c3.droppedPairs.map(droppedPairJson),
-    looks: c3.looks,
-    look_history: c3.lookHistory.map((l) => ({
-      look: l.look,
-      run: l.run,
-      pairs: l.pairs,
-      estimate_ms: l.estimateMs,
-      ci_ms: l.ciMs,
-      confidence: l.confidence
-    })),
-    runs: c3.runs,
-    t: { t: c3.t.t, df: c3.t.df, p: c3.t.p, holm_p: c3.t.holmP, sd_ms: c3.t.sdMs },
-    bootstrap_ci_ms: c3.bootstrapCiMs,
-    sign_test: c3.signTest,
-    sign_test_p: c3.signTest.p,
-    wilcoxon: c3.wilcoxon,
-    wilcoxon_p: c3.wilcoxon.p,
-    p50_ms: c3.p50Ms,
-    p999_ms: c3.p999Ms,
-    throughput_rps: c3.throughput,
-    error_regression: c3.errorRegression,
-    resources: c3.resources && {
-      cpu_us_per_request: amountJson(c3.resources.cpuUsPerRequest),
-      cpu_cores: amountJson(c3.resources.cpuCores),
-      rss_bytes: amountJson(c3.resources.rssBytes)
-    },
-    cpu_limit_percent: c3.cpuLimitPercent,
-    classes: classesJson(c3.classes),
-    functions: functionsJson(c3.functions),
-    champion: c3.champion,
-    challenger: c3.challenger,
-    floor_ms: c3.floorMs,
-    threshold_ms: c3.thresholdMs,
-    flags: c3.flags,
-    pairs_detail: c3.detail
-  };
-}
-function analysisJson(a2, host = null) {
-  const h2 = a2.headline;
-  return {
-    verdict: a2.verdict,
-    /** The benchmark host that measured it (null: a local host, or a result file analysed). */
-    host,
-    grey_kind: a2.verdict === "grey" ? h2.greyKind : null,
-    blocking: a2.blocking,
-    blocked_by: h2.blockedBy,
-    estimate_ms: h2.estimateMs,
-    ci_ms: h2.ciMs,
-    pairs: h2.pairs,
-    percentile: a2.percentile,
-    floor_ms: h2.floorMs,
-    threshold_ms: h2.thresholdMs,
-    method: a2.method,
-    sign_test_p: h2.signTest.p,
-    wilcoxon_p: h2.wilcoxon.p,
-    seed: a2.seed,
-    headline: h2.key,
-    comparisons: a2.comparisons.map(comparisonJson),
-    runs: a2.runs,
-    host_bias: a2.hostBias.map((b) => ({ key: b.key, ci_ms: b.ciMs })),
-    preflight_flags: a2.preflight
-  };
-}
-function droppedPairJson(d) {
-  return {
-    run: d.run,
-    pair: d.pair,
-    reason: d.reason,
-    disturbances: d.disturbances.map((x) => ({
-      arm: x.arm,
-      index: x.index,
-      lag_at: x.lagAt,
-      lag_ms: x.lagMs,
-      lag_limit_ms: x.lagLimitMs,
-      rate_error_percent: x.rateErrorPercent,
-      lagging: x.lagging,
-      off_rate: x.offRate
-    })),
-    host_disturbances: (d.hostDisturbances ?? []).map((x) => ({
-      arm: x.arm,
-      index: x.index,
-      foreign_cpu_cores: x.foreignCores,
-      foreign_connections: x.foreignConnections,
-      reason: x.reason
-    }))
-  };
-}
-
-// src/experiment/artifacts.ts
-function writeArtifacts(dir, a2) {
-  const paths = {
-    reportPath: join3(dir, "report.md"),
-    resultPath: writeResults(dir, a2.documents),
-    analysisPath: join3(dir, "analysis.json"),
-    chartPath: join3(dir, "chart.svg")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, a2.report],
-    [paths.analysisPath, JSON.stringify(analysisJson(a2.analysis, a2.host ?? null), null, 2)],
-    [paths.chartPath, svgChart(a2.analysis.headline, a2.analysis.percentile, armsOf(a2.analysis))]
-  ]);
-  return paths;
-}
-function writeResults(dir, documents) {
-  const path6 = join3(dir, "result.json");
-  writeFiles(dir, [[path6, JSON.stringify(documents, null, 2)]]);
-  return path6;
-}
-function writeUnmeasured(dir, e) {
-  const paths = {
-    reportPath: join3(dir, "report.md"),
-    resultPath: writeResults(dir, e.results),
-    analysisPath: join3(dir, "analysis.json")
-  };
-  writeFiles(dir, [
-    [paths.reportPath, e.markdown],
-    [paths.analysisPath, JSON.stringify(e.json, null, 2)]
-  ]);
-  return paths;
-}
-function writeHistoryPage(dir, history, document, o2) {
-  const paths = { pagePath: join3(dir, "history.html"), jsonPath: join3(dir, "history.json") };
-  writeFiles(dir, [
-    [paths.pagePath, historyPage(history, o2)],
-    [paths.jsonPath, `${JSON.stringify(document, null, 2)}
-`]
-  ]);
-  return paths;
-}
-function writeProfiles(dir, profiles) {
-  return profiles.map(({ path: path6, bytes }) => {
-    const to = join3(dir, path6);
-    mkdirSync(dirname(to), { recursive: true });
-    writeFileSync3(to, bytes);
-    return to;
-  });
-}
-function writeCalibrationReport(dir, report) {
-  const path6 = join3(dir, "calibration.md");
-  writeFiles(dir, [[path6, report]]);
-  return path6;
-}
-function writeFiles(dir, files) {
-  mkdirSync(dir, { recursive: true });
-  for (const [path6, text] of files) writeFileSync3(path6, text);
 }
 
 // node_modules/simple-statistics/dist/simple-statistics.mjs

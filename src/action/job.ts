@@ -4,6 +4,7 @@
 import { join } from "node:path";
 import * as core from "@actions/core";
 import type { PlannedRun } from "../config/gate-config";
+import { hostOutDir } from "../experiment/artifacts";
 import { type Connect, connectHostClient, type SshTarget } from "../host/client";
 import { HostPool } from "../host/pool";
 import type { HostAddress } from "../host/targets";
@@ -95,7 +96,7 @@ export function logProgress(label: string) {
 
 /** Where one host's files go: the output dir itself for one host, a folder per host in a pool. */
 export function outputDirFor(job: Job, host: string): string {
-  return job.hosts.length > 1 ? join(job.outputDir, host.replace(/[^A-Za-z0-9._-]/g, "_")) : job.outputDir;
+  return hostOutDir(job.outputDir, host, job.hosts.length);
 }
 
 /** A line about one host's work; in a pool, whose hosts work side by side, it starts with the host. */

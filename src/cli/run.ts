@@ -9,7 +9,7 @@ import { biasedCalibrations, type Calibration } from "../analysis/floors";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { type GateConfig, parseConfig } from "../config/gate-config";
-import { type Artifacts, writeUnmeasured } from "../experiment/artifacts";
+import { type Artifacts, hostOutDir, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
 import { gate } from "../experiment/gate";
 import type { DriftRun } from "../experiment/history";
@@ -375,15 +375,7 @@ async function calibrateHere(
     onHost(client);
     const host = "local" in o.target ? null : name;
     try {
-      dones.push(
-        await calibrateOne(
-          client,
-          host,
-          config,
-          pool.size > 1 ? join(o.out, name.replace(/[^A-Za-z0-9._-]/g, "_")) : o.out,
-          s,
-        ),
-      );
+      dones.push(await calibrateOne(client, host, config, hostOutDir(o.out, name, pool.size), s));
     } catch (e) {
       if (pool.size === 1 || e instanceof Interrupted) throw e;
       dones.push({ host: name, exitCode: 2, error: `not calibrated: ${(e as Error).message.split("\n")[0]}` });

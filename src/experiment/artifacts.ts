@@ -19,6 +19,11 @@ export interface Artifacts {
   chartPath: string;
 }
 
+/** Where one host's files go: the output folder itself for a single host, a folder per host in a pool. */
+export function hostOutDir(base: string, host: string, poolSize: number): string {
+  return poolSize > 1 ? join(base, host.replace(/[^A-Za-z0-9._-]/g, "_")) : base;
+}
+
 /** report.md, analysis.json, chart.svg, and result.json: the host's documents, as received. */
 export function writeArtifacts(
   dir: string,
