@@ -153,17 +153,15 @@ func oomKillsV1(dir string) (int64, bool) {
 // memory and the kernel's own for the group (page tables, stacks), when the memory controller is
 // enabled.
 func (g *Group) PinnedBytes() (uint64, bool) {
-	dir, usage, keys := g.Path, "memory.current", []string{"active_file", "inactive_file"}
-	switch {
-	case g.v1["memory"] != "":
-		dir, usage, keys = g.v1["memory"], "memory.usage_in_bytes", []string{"total_active_file", "total_inactive_file"}
-	case !g.Has("memory"):
+	used, ok := g.MemoryBytes()
+	if !ok {
 		return 0, false
 	}
-	used, err := strconv.ParseUint(strings.TrimSpace(readString(filepath.Join(dir, usage))), 10, 64)
-	if err != nil {
-		return 0, false
+	keys := []string{"active_file", "inactive_file"}
+	if g.v1["memory"] != "" {
+		keys = []string{"total_active_file", "total_inactive_file"}
 	}
+	dir := g.dir("memory")
 	var files uint64
 	found := 0
 	for _, line := range strings.Split(readString(filepath.Join(dir, "memory.stat")), "\n") {
