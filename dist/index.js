@@ -71825,38 +71825,45 @@ function quantileSorted(sorted, q) {
 
 // src/analysis/pooled-quantile.ts
 function armSample(pairs2) {
-  const runs2 = pairs2.map((p) => Float64Array.from(p).sort());
+  const runs2 = pairs2.map(sortedCopy);
   const total = runs2.reduce((acc, r) => acc + r.length, 0);
-  const values = new Float64Array(total);
-  const owner = new Int32Array(total);
-  const next = new Int32Array(runs2.length);
-  const heap = runs2.flatMap((r, i2) => r.length > 0 ? [i2] : []);
-  const head = (i2) => runs2[i2][next[i2]];
-  const less = (a2, b) => head(heap[a2]) < head(heap[b]);
-  const down = (from) => {
-    for (let i2 = from; ; ) {
-      const l = 2 * i2 + 1;
-      const r = l + 1;
-      let m = i2;
-      if (l < heap.length && less(l, m)) m = l;
-      if (r < heap.length && less(r, m)) m = r;
-      if (m === i2) return;
-      [heap[i2], heap[m]] = [heap[m], heap[i2]];
-      i2 = m;
+  let values = new Float64Array(total);
+  let owner = new Int32Array(total);
+  let bounds = [0];
+  for (const [i2, r] of runs2.entries()) {
+    values.set(r, bounds.at(-1));
+    owner.fill(i2, bounds.at(-1), bounds.at(-1) + r.length);
+    bounds.push(bounds.at(-1) + r.length);
+  }
+  let spareValues = new Float64Array(total);
+  let spareOwner = new Int32Array(total);
+  while (bounds.length > 2) {
+    const merged = [0];
+    for (let b = 0; b + 1 < bounds.length; b += 2) {
+      const end = b + 2 < bounds.length ? bounds[b + 2] : bounds[b + 1];
+      mergeRuns(values, owner, bounds[b], bounds[b + 1], end, spareValues, spareOwner);
+      merged.push(end);
     }
-  };
-  for (let i2 = (heap.length >> 1) - 1; i2 >= 0; i2--) down(i2);
-  for (let k = 0; k < total; k++) {
-    const i2 = heap[0];
-    values[k] = head(i2);
-    owner[k] = i2;
-    if (++next[i2] === runs2[i2].length) {
-      const last = heap.pop();
-      if (heap.length > 0) heap[0] = last;
-    }
-    if (heap.length > 0) down(0);
+    [values, spareValues] = [spareValues, values];
+    [owner, spareOwner] = [spareOwner, owner];
+    bounds = merged;
   }
   return { values, owner, perPair: Float64Array.from(runs2, (r) => r.length) };
+}
+function sortedCopy(p) {
+  const v = new Float64Array(p);
+  for (let i2 = 1; i2 < v.length; i2++) if (v[i2 - 1] > v[i2]) return v.sort();
+  return v;
+}
+function mergeRuns(values, owner, from, mid, end, outValues, outOwner) {
+  let i2 = from;
+  let j = mid;
+  for (let k = from; k < end; k++) {
+    const takeLeft = j >= end || i2 < mid && values[i2] <= values[j];
+    const at = takeLeft ? i2++ : j++;
+    outValues[k] = values[at];
+    outOwner[k] = owner[at];
+  }
 }
 function weightedPercentile(s2, q, weight, requestWeight) {
   let total = 0;

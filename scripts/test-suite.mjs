@@ -4,7 +4,9 @@
 // keep the CPUs busy while the end-to-end tests mostly wait on slices and health checks. Then
 // what must run alone, one at a time: the Go tests that measure or load the whole machine
 // (make test-alone), then vitest's measuring files (project e2e-alone). The second phase runs
-// whether the first failed or not; the exit code is the worst.
+// whether the first failed or not; the exit code is the worst. The failures' own lines (Go's
+// "--- FAIL" and the lines it logged, vitest's "FAIL" and assertion lines) are printed again at
+// the end, where a log's tail shows them.
 //
 //   node scripts/test-suite.mjs [--phase behaviour|alone]
 import { spawn } from "node:child_process";
@@ -12,16 +14,31 @@ import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({ options: { phase: { type: "string" } } });
 
+/** A line that names or explains a failure, in go test's or vitest's output (colours removed). */
+const FAILURE = /^(\s*--- FAIL|FAIL\b|panic:|\s*(FAIL|×)\s|\s*(AssertionError|Error):)/;
+/** A line of a failed Go test's log (indented under its "--- FAIL"), until the package's verdict. */
+const GO_LOG = /^\s+\S/;
+const failures = { named: [], logged: [] };
+
 /** Runs a command, each line of its output prefixed with its name; resolves to its exit code. */
 function run(name, cmd, args) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     for (const stream of [child.stdout, child.stderr]) {
       let rest = "";
+      let inFailedTest = false;
       stream.on("data", (d) => {
         const lines = (rest + d).split("\n");
         rest = lines.pop();
-        for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
+        for (const line of lines) {
+          process.stdout.write(`[${name}] ${line}\n`);
+          // biome-ignore lint/suspicious/noControlCharactersInRegex: the terminal's colour codes
+          const plain = line.replace(/\x1b\[[0-9;]*m/g, "");
+          if (/^\s*--- FAIL/.test(plain)) inFailedTest = true;
+          else if (/^(ok|FAIL|PASS)\b/.test(plain)) inFailedTest = false;
+          if (FAILURE.test(plain)) failures.named.push(`[${name}] ${line}`);
+          else if (inFailedTest && GO_LOG.test(plain)) failures.logged.push(`[${name}] ${line}`);
+        }
       });
       stream.on("end", () => rest && process.stdout.write(`[${name}] ${rest}\n`));
     }
@@ -49,6 +66,12 @@ for (const [phase, go] of Object.entries(phases)) {
   console.log(
     `test-suite: ${phase} done in ${((Date.now() - t0) / 1000).toFixed(0)} s (exit codes ${codes.join(", ")})`,
   );
+}
+// Kept short: a CI log is often read from its last hundred lines.
+if (failures.named.length > 0) {
+  console.log(`test-suite: what failed:\n${failures.named.slice(0, 25).join("\n")}`);
+  if (failures.logged.length > 0)
+    console.log(`test-suite: what the failed Go tests logged:\n${failures.logged.slice(0, 35).join("\n")}`);
 }
 console.log(`test-suite: ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
 process.exit(Math.max(0, ...codes));

@@ -17,41 +17,61 @@ export interface ArmSample {
 
 /** Builds an arm's sample from each pair's recorded latencies (any order within a pair). */
 export function armSample(pairs: readonly ArrayLike<number>[]): ArmSample {
-  // Each pair sorted on its own (native numeric sort), then merged through a heap of the pairs'
-  // next values: a gate's 54,000 values sort in a few milliseconds.
-  const runs = pairs.map((p) => Float64Array.from(p).sort());
+  // Each pair sorted on its own (native numeric sort), then neighbouring runs merged pass by
+  // pass, log2(pairs) passes of plain loops: a gate's 54,000 values sort in a few milliseconds,
+  // and the simulations that pool hundreds of pairs at every look stay fast. Ties keep the
+  // earlier pair first.
+  const runs = pairs.map(sortedCopy);
   const total = runs.reduce((acc, r) => acc + r.length, 0);
-  const values = new Float64Array(total);
-  const owner = new Int32Array(total);
-  const next = new Int32Array(runs.length);
-  const heap: number[] = runs.flatMap((r, i) => (r.length > 0 ? [i] : []));
-  const head = (i: number) => runs[i]![next[i]!]!;
-  const less = (a: number, b: number) => head(heap[a]!) < head(heap[b]!);
-  const down = (from: number) => {
-    for (let i = from; ; ) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < heap.length && less(l, m)) m = l;
-      if (r < heap.length && less(r, m)) m = r;
-      if (m === i) return;
-      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
-      i = m;
+  let values = new Float64Array(total);
+  let owner = new Int32Array(total);
+  let bounds = [0];
+  for (const [i, r] of runs.entries()) {
+    values.set(r, bounds.at(-1)!);
+    owner.fill(i, bounds.at(-1)!, bounds.at(-1)! + r.length);
+    bounds.push(bounds.at(-1)! + r.length);
+  }
+  let spareValues = new Float64Array(total);
+  let spareOwner = new Int32Array(total);
+  while (bounds.length > 2) {
+    const merged = [0];
+    for (let b = 0; b + 1 < bounds.length; b += 2) {
+      const end = b + 2 < bounds.length ? bounds[b + 2]! : bounds[b + 1]!;
+      mergeRuns(values, owner, bounds[b]!, bounds[b + 1]!, end, spareValues, spareOwner);
+      merged.push(end);
     }
-  };
-  for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
-  for (let k = 0; k < total; k++) {
-    const i = heap[0]!;
-    values[k] = head(i);
-    owner[k] = i;
-    if (++next[i]! === runs[i]!.length) {
-      // This pair is used up: the heap's last entry takes the root's place.
-      const last = heap.pop()!;
-      if (heap.length > 0) heap[0] = last;
-    }
-    if (heap.length > 0) down(0);
+    [values, spareValues] = [spareValues, values];
+    [owner, spareOwner] = [spareOwner, owner];
+    bounds = merged;
   }
   return { values, owner, perPair: Float64Array.from(runs, (r) => r.length) };
+}
+
+/** A pair's latencies as a sorted Float64Array: copied, and sorted unless they already are. */
+function sortedCopy(p: ArrayLike<number>): Float64Array {
+  const v = new Float64Array(p);
+  for (let i = 1; i < v.length; i++) if (v[i - 1]! > v[i]!) return v.sort();
+  return v;
+}
+
+/** Merges the sorted runs [from, mid) and [mid, end) of values (with their owners) into out, at the same positions. */
+function mergeRuns(
+  values: Float64Array,
+  owner: Int32Array,
+  from: number,
+  mid: number,
+  end: number,
+  outValues: Float64Array,
+  outOwner: Int32Array,
+): void {
+  let i = from;
+  let j = mid;
+  for (let k = from; k < end; k++) {
+    const takeLeft = j >= end || (i < mid && values[i]! <= values[j]!);
+    const at = takeLeft ? i++ : j++;
+    outValues[k] = values[at]!;
+    outOwner[k] = owner[at]!;
+  }
 }
 
 /**
