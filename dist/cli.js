@@ -37308,6 +37308,9 @@ function micros(us2) {
 function codeSpan(name2) {
   return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
 }
+function firstLine(e) {
+  return (e instanceof Error ? e.message : String(e)).split("\n")[0];
+}
 
 // src/report/scale.ts
 function niceTicks(lo, hi, target = 5) {
@@ -47428,7 +47431,7 @@ async function keepGate(host, analysis, evidence, o2) {
     return [];
   } catch (e) {
     return [
-      `**History**: this gate is not in the host's history (${e.message.split("\n")[0]}); its verdict stands on its runs, but the regression budget and the history page will not count it.`
+      `**History**: this gate is not in the host's history (${firstLine(e)}); its verdict stands on its runs, but the regression budget and the history page will not count it.`
     ];
   }
 }
@@ -47443,7 +47446,7 @@ async function measureDrift(host, config2, o2) {
   try {
     history = (await host.history()).message;
   } catch (e) {
-    return skip(`No drift run: the host's history could not be read (${e.message.split("\n")[0]}).`);
+    return skip(`No drift run: the host's history could not be read (${firstLine(e)}).`);
   }
   const ancestor = driftAncestor(history);
   if (!ancestor || !history.champion) {
@@ -47740,6 +47743,7 @@ async function onPool(pool, o2, work) {
   const started = Date.now();
   const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
   let said = "";
+  let saidWaiting = false;
   const unwatchable = /* @__PURE__ */ new Set();
   for (; ; ) {
     const choice = chooseHost(await survey(pool, runs2), {
@@ -47772,8 +47776,9 @@ async function onPool(pool, o2, work) {
     const awaited = choice.standings.filter(
       (s3) => s3.state === "busy" && (!choice.stay || s3.name === choice.host)
     );
-    if (choice.stay)
+    if (choice.stay && !saidWaiting)
       o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    saidWaiting ||= choice.stay;
     await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
   }
 }
@@ -48036,7 +48041,7 @@ async function installChampion(pool, config2, build, say) {
   if (pool.size === 1) throw failed2[0].error;
   const promoted = outcomes.filter((o2) => o2.ok).map((o2) => o2.name);
   throw new Error(
-    `--champion: promotion failed on ${failed2.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`
+    `--champion: promotion failed on ${failed2.map((f) => `${f.name} (${firstLine(f.error)})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`
   );
 }
 async function gateHere(pool, config2, o2, s3, onHost, say) {
@@ -48075,7 +48080,7 @@ async function calibrateHere(pool, config2, o2, s3, onHost) {
       dones.push(await calibrateOne(client, host, config2, hostOutDir(o2.out, name2, pool.size), s3));
     } catch (e) {
       if (pool.size === 1 || e instanceof Interrupted) throw e;
-      dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${e.message.split("\n")[0]}` });
+      dones.push({ host: name2, exitCode: 2, error: `not calibrated: ${firstLine(e)}` });
     }
   }
   return dones;

@@ -64799,6 +64799,9 @@ function micros(us2) {
 function codeSpan(name2) {
   return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
 }
+function firstLine(e) {
+  return (e instanceof Error ? e.message : String(e)).split("\n")[0];
+}
 
 // src/report/scale.ts
 function niceTicks(lo, hi, target = 5) {
@@ -73819,7 +73822,7 @@ async function keepGate(host, analysis, evidence, o2) {
     return [];
   } catch (e) {
     return [
-      `**History**: this gate is not in the host's history (${e.message.split("\n")[0]}); its verdict stands on its runs, but the regression budget and the history page will not count it.`
+      `**History**: this gate is not in the host's history (${firstLine(e)}); its verdict stands on its runs, but the regression budget and the history page will not count it.`
     ];
   }
 }
@@ -73834,7 +73837,7 @@ async function measureDrift(host, config2, o2) {
   try {
     history = (await host.history()).message;
   } catch (e) {
-    return skip(`No drift run: the host's history could not be read (${e.message.split("\n")[0]}).`);
+    return skip(`No drift run: the host's history could not be read (${firstLine(e)}).`);
   }
   const ancestor = driftAncestor(history);
   if (!ancestor || !history.champion) {
@@ -74038,7 +74041,7 @@ ${what}`;
   setOutput("report-path", writeCalibrationReport(job.outputDir, report));
   setOutput("result-path", job.outputDir);
   const failures = outcomes.flatMap(
-    (o2) => o2.ok ? failuresOf(o2.value).map((f) => `${o2.name}: ${f}`) : [`${o2.name}: not calibrated: ${o2.error.message.split("\n")[0]}`]
+    (o2) => o2.ok ? failuresOf(o2.value).map((f) => `${o2.name}: ${f}`) : [`${o2.name}: not calibrated: ${firstLine(o2.error)}`]
   );
   if (failures.length > 0) setFailed(`perf-gate: ${failures.join("; ")}`);
 }
@@ -74361,6 +74364,7 @@ async function onPool(pool, o2, work) {
   const started = Date.now();
   const runs2 = o2.sha ? await earlierRuns(pool, o2.sha) : /* @__PURE__ */ new Map();
   let said = "";
+  let saidWaiting = false;
   const unwatchable = /* @__PURE__ */ new Set();
   for (; ; ) {
     const choice = chooseHost(await survey(pool, runs2), {
@@ -74393,8 +74397,9 @@ async function onPool(pool, o2, work) {
     const awaited = choice.standings.filter(
       (s2) => s2.state === "busy" && (!choice.stay || s2.name === choice.host)
     );
-    if (choice.stay)
+    if (choice.stay && !saidWaiting)
       o2.say(`pool: ${choice.host} holds the earlier runs of ${o2.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    saidWaiting ||= choice.stay;
     await untilOneFrees(pool, awaited, { deadline: o2.busyDeadline, pollMs, unwatchable });
   }
 }
@@ -74706,7 +74711,7 @@ ${checks}`,
   const left = failed2.map(({ name: name2, error: error63 }) => {
     const s2 = serving.find((r) => r.name === name2);
     const now = s2?.ok ? `it still serves ${orNone(s2.value.champion)} and is refused for gates until it is promoted` : "what it serves could not be read; it is refused for gates until it is promoted";
-    return `- \`${name2}\`: ${error63.message.split("\n")[0]}; ${now} (run this workflow again when it is back).`;
+    return `- \`${name2}\`: ${firstLine(error63)}; ${now} (run this workflow again when it is back).`;
   });
   const title2 = done.length > 0 ? `champion is now ${short3} on ${names(done)}; promotion failed on ${names(failed2)}` : `promotion of ${short3} failed on every host`;
   return {
@@ -74719,7 +74724,7 @@ ${left.join("\n")}
 ${checks}`,
     promoted: done.length > 0,
     previous,
-    failures: failed2.map((f) => `${f.name}: ${f.error.message.split("\n")[0]}`)
+    failures: failed2.map((f) => `${f.name}: ${firstLine(f.error)}`)
   };
 }
 async function runRollback(job) {
@@ -74755,7 +74760,7 @@ async function runRollback(job) {
     const title2 = first ? `champion is ${orNone(first.after.champion)} again${pool.size > 1 ? ` on ${names(rolled)}` : ""} (rolled back from ${orNone(first.from)}); A/A check ${rolled.map((r) => pool.size > 1 ? `${r.name} ${verdictOf(r.verification)}` : verdictOf(r.verification)).join(", ")}` : "no host was rolled back";
     const others = outcomes.flatMap(
       (o2) => !o2.ok ? [
-        `- \`${o2.name}\`: ${o2.error.message.split("\n")[0]}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`
+        `- \`${o2.name}\`: ${firstLine(o2.error)}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`
       ] : o2.value.state === "skipped" ? [`- \`${o2.name}\`: ${o2.value.why}.`] : []
     );
     const checks = rolled.map(
@@ -74769,7 +74774,7 @@ ${[...others, ...checks].join("\n\n")}`).write();
     if (first) setChampionOutputs(first.after.champion, first.after.previous);
     const failures = [
       ...rolled.flatMap((r) => r.verification.findings.map((f) => pool.size > 1 ? `${r.name}: ${f}` : f)),
-      ...outcomes.flatMap((o2) => o2.ok ? [] : [`${o2.name}: ${o2.error.message.split("\n")[0]}`])
+      ...outcomes.flatMap((o2) => o2.ok ? [] : [`${o2.name}: ${firstLine(o2.error)}`])
     ];
     if (failures.length > 0) setFailed(`perf-gate: ${title2}: ${failures.join("; ")}`);
     else info(title2);
@@ -74821,7 +74826,7 @@ ${listed.map((f) => `- ${f}`).join("\n")}` : ""}`
     const message = e.message;
     if (e instanceof CouldNotMeasureError) {
       warning(
-        `perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${message.split("\n")[0]}`
+        `perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${firstLine(message)}`
       );
       if (e.explained) writeUnmeasured(outDir, e.explained);
       const what = e.explained?.markdown ?? `\`\`\`

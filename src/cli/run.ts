@@ -19,6 +19,7 @@ import { type BenchmarkHost, HostClient } from "../host/client";
 import { HostPool } from "../host/pool";
 import { calibrationLine } from "../report/calibration";
 import { changePointLine, driftLine } from "../report/drift";
+import { firstLine } from "../report/format";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
@@ -288,7 +289,7 @@ async function installChampion(
   if (pool.size === 1) throw failed[0]!.error;
   const promoted = outcomes.filter((o) => o.ok).map((o) => o.name);
   throw new Error(
-    `--champion: promotion failed on ${failed.map((f) => `${f.name} (${f.error.message.split("\n")[0]})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`,
+    `--champion: promotion failed on ${failed.map((f) => `${f.name} (${firstLine(f.error)})`).join(", ")}; ${promoted.length > 0 ? `promoted on ${promoted.join(", ")}` : "promoted nowhere"}`,
   );
 }
 
@@ -378,7 +379,7 @@ async function calibrateHere(
       dones.push(await calibrateOne(client, host, config, hostOutDir(o.out, name, pool.size), s));
     } catch (e) {
       if (pool.size === 1 || e instanceof Interrupted) throw e;
-      dones.push({ host: name, exitCode: 2, error: `not calibrated: ${(e as Error).message.split("\n")[0]}` });
+      dones.push({ host: name, exitCode: 2, error: `not calibrated: ${firstLine(e)}` });
     }
   }
   return dones;

@@ -14,6 +14,7 @@ import type { Analysis } from "../analysis/verdict";
 import type { GateConfig } from "../config/gate-config";
 import type { DriftRecord, History } from "../contract/history";
 import type { BenchmarkHost } from "../host/client";
+import { firstLine } from "../report/format";
 import { decide } from "./decide";
 import { type Evidence, type Measurement, measure } from "./measure";
 
@@ -50,7 +51,7 @@ export async function keepGate(
     return [];
   } catch (e) {
     return [
-      `**History**: this gate is not in the host's history (${(e as Error).message.split("\n")[0]}); its verdict stands on its runs, but the regression budget and the history page will not count it.`,
+      `**History**: this gate is not in the host's history (${firstLine(e)}); its verdict stands on its runs, but the regression budget and the history page will not count it.`,
     ];
   }
 }
@@ -86,7 +87,7 @@ export async function measureDrift(
   try {
     history = (await host.history()).message;
   } catch (e) {
-    return skip(`No drift run: the host's history could not be read (${(e as Error).message.split("\n")[0]}).`);
+    return skip(`No drift run: the host's history could not be read (${firstLine(e)}).`);
   }
   const ancestor = driftAncestor(history);
   if (!ancestor || !history.champion) {

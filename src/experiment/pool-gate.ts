@@ -51,6 +51,7 @@ export async function onPool<T>(
   // Earlier runs are asked for once: the evidence a rerun pools with does not move while it waits.
   const runs = o.sha ? await earlierRuns(pool, o.sha) : new Map<string, HostSurvey["runs"]>();
   let said = "";
+  let saidWaiting = false;
   const unwatchable = new Set<string>();
   for (;;) {
     const choice = chooseHost(await survey(pool, runs), {
@@ -85,8 +86,9 @@ export async function onPool<T>(
     const awaited = choice.standings.filter(
       (s): s is BusyStanding => s.state === "busy" && (!choice.stay || s.name === choice.host),
     );
-    if (choice.stay)
+    if (choice.stay && !saidWaiting)
       o.say(`pool: ${choice.host} holds the earlier runs of ${o.sha?.slice(0, 7)}: waiting for it while it is busy`);
+    saidWaiting ||= choice.stay;
     await untilOneFrees(pool, awaited, { deadline: o.busyDeadline, pollMs, unwatchable });
   }
 }

@@ -1,4 +1,4 @@
-// Number formatting shared by every report: enough digits to tell sub-millisecond effects
+// Number and text formatting shared by every report: enough digits to tell sub-millisecond effects
 // apart, never so many that the table is noise.
 
 /** A value in ms: 1 decimal from 10 ms, 2 from 0.1 ms, 3 below (0.07, 0.045); what rounds to 0 is 0.00. */
@@ -57,4 +57,9 @@ export function micros(us: number): string {
 /** A name as inline code that neither a backtick nor a pipe or line break can break out of. */
 export function codeSpan(name: string): string {
   return `\`${name.replace(/[`|\n\r]/g, "'")}\``;
+}
+
+/** An error's first line: where a report quotes a failure in a sentence or a list item. */
+export function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
 }

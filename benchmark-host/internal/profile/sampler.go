@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/privilege"
 )
 
@@ -133,7 +134,8 @@ func (s *Sampler) CPU() time.Duration {
 	case <-s.exited:
 		return s.cmd.ProcessState.UserTime() + s.cmd.ProcessState.SystemTime()
 	default:
-		return processCPU(s.cmd.Process.Pid)
+		p, _ := arm.ReadProc(s.cmd.Process.Pid)
+		return time.Duration(p.CPUUs) * time.Microsecond
 	}
 }
 
@@ -167,25 +169,6 @@ func monotonicNow() time.Duration {
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return time.Duration(ts.Nano())
 }
-
-// processCPU is a process's user and system CPU time, all its threads, from /proc/PID/stat.
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses and may hold anything.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / time.Duration(clockTicks)
-}
-
-// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux this runs on.
-const clockTicks = 100
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

@@ -18,6 +18,7 @@ import type { BenchmarkHost } from "../../host/client";
 import type { Outcome } from "../../host/pool";
 import { calibrationLine } from "../../report/calibration";
 import { changePointLine, driftLine } from "../../report/drift";
+import { firstLine } from "../../report/format";
 import { GitHub } from "../github/client";
 import { connectPool, hostProgress, type Job, outputDirFor, sayFor } from "../job";
 import { configAt } from "../repo-config";
@@ -138,9 +139,7 @@ async function reportPool(outcomes: Outcome<HostCalibration>[], job: Job): Promi
   // Every host's calibration.md, report.md, analysis.json and result.json, in its folder.
   core.setOutput("result-path", job.outputDir);
   const failures = outcomes.flatMap((o) =>
-    o.ok
-      ? failuresOf(o.value).map((f) => `${o.name}: ${f}`)
-      : [`${o.name}: not calibrated: ${o.error.message.split("\n")[0]}`],
+    o.ok ? failuresOf(o.value).map((f) => `${o.name}: ${f}`) : [`${o.name}: not calibrated: ${firstLine(o.error)}`],
   );
   if (failures.length > 0) core.setFailed(`perf-gate: ${failures.join("; ")}`);
 }

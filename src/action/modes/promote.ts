@@ -18,6 +18,7 @@ import type { BenchmarkHost } from "../../host/client";
 import type { HostPool, Outcome } from "../../host/pool";
 import { armsOf } from "../../report/arms";
 import { championCheck } from "../../report/calibration";
+import { firstLine } from "../../report/format";
 import { markdownReport } from "../../report/markdown";
 import { quartet } from "../../report/quartet";
 import { parsePushToDefaultBranch } from "../event";
@@ -209,7 +210,7 @@ async function settlePromotion(
     const now = s?.ok
       ? `it still serves ${orNone(s.value.champion)} and is refused for gates until it is promoted`
       : "what it serves could not be read; it is refused for gates until it is promoted";
-    return `- \`${name}\`: ${error.message.split("\n")[0]}; ${now} (run this workflow again when it is back).`;
+    return `- \`${name}\`: ${firstLine(error)}; ${now} (run this workflow again when it is back).`;
   });
   const title =
     done.length > 0
@@ -221,7 +222,7 @@ async function settlePromotion(
     body: `**${title}.**\n\n${left.join("\n")}\n\n${checks}`,
     promoted: done.length > 0,
     previous,
-    failures: failed.map((f) => `${f.name}: ${f.error.message.split("\n")[0]}`),
+    failures: failed.map((f) => `${f.name}: ${firstLine(f.error)}`),
   };
 }
 
@@ -265,7 +266,7 @@ export async function runRollback(job: Job): Promise<void> {
     const others = outcomes.flatMap((o) =>
       !o.ok
         ? [
-            `- \`${o.name}\`: ${o.error.message.split("\n")[0]}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`,
+            `- \`${o.name}\`: ${firstLine(o.error)}; it is left as it was (when it is back, promote the pool's champion there: perf-promote.yml with its sha).`,
           ]
         : o.value.state === "skipped"
           ? [`- \`${o.name}\`: ${o.value.why}.`]
@@ -278,7 +279,7 @@ export async function runRollback(job: Job): Promise<void> {
     if (first) setChampionOutputs(first.after.champion, first.after.previous);
     const failures = [
       ...rolled.flatMap((r) => r.verification.findings.map((f) => (pool.size > 1 ? `${r.name}: ${f}` : f))),
-      ...outcomes.flatMap((o) => (o.ok ? [] : [`${o.name}: ${o.error.message.split("\n")[0]}`])),
+      ...outcomes.flatMap((o) => (o.ok ? [] : [`${o.name}: ${firstLine(o.error)}`])),
     ];
     if (failures.length > 0) core.setFailed(`perf-gate: ${title}: ${failures.join("; ")}`);
     else core.info(title);
@@ -342,7 +343,7 @@ async function verify(
     const message = (e as Error).message;
     if (e instanceof CouldNotMeasureError) {
       core.warning(
-        `perf-gate: the A/A check of ${sha.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name}` : ""} could not measure: ${message.split("\n")[0]}`,
+        `perf-gate: the A/A check of ${sha.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name}` : ""} could not measure: ${firstLine(message)}`,
       );
       if (e.explained) writeUnmeasured(outDir, e.explained);
       const what = e.explained?.markdown ?? `\`\`\`\n${message}\n\`\`\``;

@@ -19,7 +19,8 @@ import (
 // host's defences, not the measurement.
 func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
 	info := &iso.Info
-	shared := "; their programs share the host's /tmp, /var/tmp, /run/lock, /dev/shm and IPC"
+	const dirs = "/tmp, /var/tmp, /run/lock, /dev/shm and SysV IPC"
+	shared := "; their programs share the host's " + dirs
 	switch {
 	case !iso.Champion.Dedicated || !iso.Challenger.Dedicated:
 		info.PrivateMounts = "none: the arms do not run as users of their own (local mode?)" + shared
@@ -30,7 +31,7 @@ func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
 		// would leave perf-host and the other arm no process to start (measured: the run's
 		// executor died, unable to start a thread).
 		info.PrivateMounts = "none: the arms' tasks are bounded by RLIMIT_NPROC, which their programs in namespaces of their own would take from perf-host's user (a pids controller, cgroup v2's or v1's, bounds them instead)" + shared
-		info.Notes = append(info.Notes, "the arms' programs share the host's /tmp, /var/tmp, /run/lock, /dev/shm and SysV IPC: no cgroup pids controller (re-run install.sh)")
+		info.Notes = append(info.Notes, "the arms' programs share the host's "+dirs+": no cgroup pids controller (re-run install.sh)")
 		return
 	}
 	exe, err := os.Executable()
@@ -46,8 +47,8 @@ func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
 	}
 	if len(why) > 0 {
 		iso.Champion.Private, iso.Challenger.Private = nil, nil
-		info.PrivateMounts = fmt.Sprintf("none: arm-exec cannot start the arms' programs in namespaces of their own (%s); they share the host's /tmp, /var/tmp, /run/lock, /dev/shm and IPC", strings.Join(why, "; "))
-		info.Notes = append(info.Notes, "the arms' programs share the host's /tmp, /var/tmp, /run/lock, /dev/shm and SysV IPC: "+strings.Join(why, "; "))
+		info.PrivateMounts = fmt.Sprintf("none: arm-exec cannot start the arms' programs in namespaces of their own (%s); they share the host's %s", strings.Join(why, "; "), dirs)
+		info.Notes = append(info.Notes, "the arms' programs share the host's "+dirs+": "+strings.Join(why, "; "))
 		return
 	}
 	shm := "half the host's memory"
