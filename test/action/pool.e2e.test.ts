@@ -115,7 +115,11 @@ async function hold(i: number, id: string, seconds: number): Promise<void> {
   const r = await p.hosts[i]!.ssh(`aa ${id}`, JSON.stringify(plan));
   expect(r.code, r.stderr).toBe(0);
 }
-const finished = async (i: number, id: string) => expect((await p.hosts[i]!.ssh(`wait ${id}`)).code).toBe(0);
+/** The held run ended ok (wait's output says how, if not). */
+async function finished(i: number, id: string): Promise<void> {
+  const w = await p.hosts[i]!.ssh(`wait ${id}`);
+  expect(w.code, `${w.stdout}\n${w.stderr}`).toBe(0);
+}
 
 /** Where a gate landed and how long it waited, from its log and its host's record of its runs. */
 async function timelineOf(

@@ -53,7 +53,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(() => {
-  if (dir) for (const h of ["h1", "h2"]) spawnSync("pkill", ["-f", `champion-daemon --root ${join(dir, h)}`]);
+  if (dir) for (const h of ["h1", "h2", "h3"]) spawnSync("pkill", ["-f", `champion-daemon --root ${join(dir, h)}`]);
 });
 
 /** Runs the gate, measuring again while the machine is too busy for it (the one rule). */
@@ -92,7 +92,11 @@ describe("a gate on a gRPC service", () => {
   }, 90_000);
 
   it("calls the same build grey", async (ctx) => {
-    const g = await gate(ctx, join(dir, "h2"), fast);
+    let g = await gate(ctx, join(dir, "h2"), fast);
+    // The interval labels an A/A by chance about one gate in 40 (simulation.test.ts); an
+    // independent second gate on a host of its own makes this test fail by chance about once
+    // in 1,600, while a real difference between the arms stays labelled.
+    if (g.verdict !== "grey") g = await gate(ctx, join(dir, "h3"), fast);
     console.log(`[grpc gate] same: ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`);
     expect(g.verdict).toBe("grey");
     expect(Math.abs(g.estimate_ms)).toBeLessThan(0.5);

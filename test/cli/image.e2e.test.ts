@@ -102,10 +102,22 @@ describe.skipIf(!runc)("perf-gate run --local with container images", () => {
   }, 200_000);
 
   it("the same image on both arms is grey; nothing of either arm is left", async (ctx) => {
-    const root = join(dir, "h2");
-    const r = await perfGate(root, "--config", config(), "--champion", fast, "--challenger", fast);
-    console.log(`[image same] ${verdictLine(r.stdout)}`);
-    skipIfMachineTooBusy(ctx, r);
+    const aa = async (root: string) => {
+      const r = await perfGate(root, "--config", config(), "--champion", fast, "--challenger", fast);
+      console.log(`[image same] ${verdictLine(r.stdout)}`);
+      skipIfMachineTooBusy(ctx, r);
+      return r;
+    };
+    let root = join(dir, "h2");
+    let r = await aa(root);
+    // The interval labels an A/A by chance about one gate in 40 (simulation.test.ts); an
+    // independent second gate on a host of its own makes this test fail by chance about once
+    // in 1,600, while a real difference between the arms stays labelled.
+    if (!/^GREY/m.test(r.stdout) && r.code < 2) {
+      expect(leftovers()).toEqual([]);
+      root = join(dir, "h3");
+      r = await aa(root);
+    }
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^GREY/m);
     expect(leftovers()).toEqual([]);

@@ -237,7 +237,7 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 		// root's until it executes, as perf-host's file capabilities make it not dumpable.
 		thread.Caps = append(thread.Caps, privilege.DACOverride)
 	}
-	if err := privilege.Do(thread, cmd.Start); err != nil {
+	if err := startLaunched(cmd, func() error { return privilege.Do(thread, cmd.Start) }); err != nil {
 		return err
 	}
 	return a.PreferForOOM()
@@ -331,7 +331,7 @@ func (a *Arm) Clear() error {
 			errs = append(errs, err)
 		}
 	}
-	ReapZombies(a.User.UID, -1)
+	ReapZombies(a.User.UID)
 	if left := a.Procs(); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("%s: still running after SIGKILL: %s", a.Name, Describe(left)))
 	}

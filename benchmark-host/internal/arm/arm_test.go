@@ -234,3 +234,42 @@ func TestCheckPrivateStartsThroughArmExecOrSaysWhyNot(t *testing.T) {
 	}
 	os.Remove("/tmp/" + id.Name)
 }
+
+// Two arms of one user (a host without users of their own, or local mode): clearing one must
+// not take the exit of a program the other started and is about to wait for. Reaping it first
+// failed that Wait with "waitid: no child processes", and a setup that had succeeded failed
+// its arm. A zombie nobody waits for (an orphan the host adopted) is still reaped.
+func TestClearingOneArmLeavesTheOtherArmsExitToItsWait(t *testing.T) {
+	id := testUser(t)
+	champion := &Arm{Name: "champion", User: id}
+	challenger := &Arm{Name: "challenger", User: id}
+	cmd := exec.Command("/bin/sh", "-c", "exit 3")
+	if err := champion.Launch(cmd); err != nil {
+		t.Fatal(err)
+	}
+	// A child of the test of the same user that nobody waits for, as an adopted orphan is.
+	orphan := exec.Command("/bin/true")
+	orphan.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: []uint32{}}}
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	zombie := func(pid int) bool {
+		p, err := ReadProc(pid)
+		return err == nil && p.State == 'Z'
+	}
+	for deadline := time.Now().Add(5 * time.Second); !(zombie(cmd.Process.Pid) && zombie(orphan.Process.Pid)); {
+		if time.Now().After(deadline) {
+			t.Fatal("the two children did not exit")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := challenger.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || err.Error() != "exit status 3" {
+		t.Errorf("the champion's program's Wait: %v, want exit status 3", err)
+	}
+	if _, err := ReadProc(orphan.Process.Pid); err == nil {
+		t.Errorf("the zombie nobody waits for (pid %d) was left", orphan.Process.Pid)
+	}
+}

@@ -3,8 +3,10 @@ package arm
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -13,6 +15,7 @@ type Proc struct {
 	Pid, PPid int
 	Sid       int    // its session: a service's or dependency's own, unless it left it
 	State     byte   // R, S, D, T, Z, …
+	Start     uint64 // when it started, in clock ticks since boot: with Pid, names it across pid reuse
 	UID       uint32 // real user id
 	CPUUs     uint64 // user + system time of the process and its reaped children
 	RSSBytes  uint64
@@ -40,8 +43,9 @@ func ReadProc(pid int) (Proc, error) {
 	if len(f) < 22 {
 		return p, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
-	// Fields after the command: state(0) ppid(1) pgrp(2) session(3) … utime(11) stime(12) cutime(13) cstime(14) … rss(21).
+	// Fields after the command: state(0) ppid(1) pgrp(2) session(3) … utime(11) stime(12) cutime(13) cstime(14) … starttime(19) … rss(21).
 	p.State = f[0][0]
+	p.Start, _ = strconv.ParseUint(f[19], 10, 64)
 	p.PPid, _ = strconv.Atoi(f[1])
 	p.Sid, _ = strconv.Atoi(f[3])
 	var ticks uint64
@@ -135,11 +139,51 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// ReapZombies collects this process's zombie children of uid, except skip (a process whose
-// exec.Cmd will wait for it itself).
-func ReapZombies(uid uint32, skip int) {
+// launched are the processes started through Launch, each with an exec.Cmd that waits for it,
+// by pid and start time: ReapZombies leaves their exits to those Waits. Reaping one first
+// fails its Wait with "waitid: no child processes" (an arm's setup that succeeded then failed
+// its arm when the other arm, of the same user, was cleared). starting is held across each
+// start and its entry, and taken whole while zombies are reaped, so that none is reaped in
+// between.
+var launched = struct {
+	starting sync.RWMutex
+	mu       sync.Mutex
+	starts   map[int]uint64
+}{starts: map[int]uint64{}}
+
+// startLaunched starts a program through start and records it as launched.
+func startLaunched(cmd *exec.Cmd, start func() error) error {
+	launched.starting.RLock()
+	defer launched.starting.RUnlock()
+	if err := start(); err != nil {
+		return err
+	}
+	if p, err := ReadProc(cmd.Process.Pid); err == nil {
+		launched.mu.Lock()
+		launched.starts[p.Pid] = p.Start
+		launched.mu.Unlock()
+	}
+	return nil
+}
+
+// ReapZombies collects this process's zombie children of uid that no exec.Cmd waits for: the
+// orphans it adopted as a subreaper (BecomeSubreaper). Entries of launched processes that have
+// been waited for are dropped on the way.
+func ReapZombies(uid uint32) {
+	launched.starting.Lock()
+	defer launched.starting.Unlock()
+	launched.mu.Lock()
+	defer launched.mu.Unlock()
 	self := os.Getpid()
-	for _, p := range Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == uid && p.Pid != skip }) {
+	for pid, start := range launched.starts {
+		if p, err := ReadProc(pid); err != nil || p.Start != start || p.PPid != self {
+			delete(launched.starts, pid)
+		}
+	}
+	for _, p := range Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == uid }) {
+		if start, ok := launched.starts[p.Pid]; ok && start == p.Start {
+			continue
+		}
 		var ws syscall.WaitStatus
 		syscall.Wait4(p.Pid, &ws, syscall.WNOHANG, nil)
 	}
