@@ -237,7 +237,7 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 		// root's until it executes, as perf-host's file capabilities make it not dumpable.
 		thread.Caps = append(thread.Caps, privilege.DACOverride)
 	}
-	if err := startLaunched(cmd, func() error { return privilege.Do(thread, cmd.Start) }); err != nil {
+	if err := privilege.Do(thread, cmd.Start); err != nil {
 		return err
 	}
 	return a.PreferForOOM()

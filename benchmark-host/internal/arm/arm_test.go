@@ -253,6 +253,7 @@ func TestClearingOneArmLeavesTheOtherArmsExitToItsWait(t *testing.T) {
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)
 	}
+	orphan.Process.Release()
 	zombie := func(pid int) bool {
 		p, err := ReadProc(pid)
 		return err == nil && p.State == 'Z'

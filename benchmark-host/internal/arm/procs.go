@@ -3,10 +3,8 @@ package arm
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 )
 
@@ -15,7 +13,6 @@ type Proc struct {
 	Pid, PPid int
 	Sid       int    // its session: a service's or dependency's own, unless it left it
 	State     byte   // R, S, D, T, Z, …
-	Start     uint64 // when it started, in clock ticks since boot: with Pid, names it across pid reuse
 	UID       uint32 // real user id
 	CPUUs     uint64 // user + system time of the process and its reaped children
 	RSSBytes  uint64
@@ -43,9 +40,8 @@ func ReadProc(pid int) (Proc, error) {
 	if len(f) < 22 {
 		return p, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
-	// Fields after the command: state(0) ppid(1) pgrp(2) session(3) … utime(11) stime(12) cutime(13) cstime(14) … starttime(19) … rss(21).
+	// Fields after the command: state(0) ppid(1) pgrp(2) session(3) … utime(11) stime(12) cutime(13) cstime(14) … rss(21).
 	p.State = f[0][0]
-	p.Start, _ = strconv.ParseUint(f[19], 10, 64)
 	p.PPid, _ = strconv.Atoi(f[1])
 	p.Sid, _ = strconv.Atoi(f[3])
 	var ticks uint64
@@ -139,52 +135,47 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// launched are the processes started through Launch, each with an exec.Cmd that waits for it,
-// by pid and start time: ReapZombies leaves their exits to those Waits. Reaping one first
-// fails its Wait with "waitid: no child processes" (an arm's setup that succeeded then failed
-// its arm when the other arm, of the same user, was cleared). starting is held across each
-// start and its entry, and taken whole while zombies are reaped, so that none is reaped in
-// between.
-var launched = struct {
-	starting sync.RWMutex
-	mu       sync.Mutex
-	starts   map[int]uint64
-}{starts: map[int]uint64{}}
-
-// startLaunched starts a program through start and records it as launched.
-func startLaunched(cmd *exec.Cmd, start func() error) error {
-	launched.starting.RLock()
-	defer launched.starting.RUnlock()
-	if err := start(); err != nil {
-		return err
-	}
-	if p, err := ReadProc(cmd.Process.Pid); err == nil {
-		launched.mu.Lock()
-		launched.starts[p.Pid] = p.Start
-		launched.mu.Unlock()
-	}
-	return nil
-}
-
-// ReapZombies collects this process's zombie children of uid that no exec.Cmd waits for: the
-// orphans it adopted as a subreaper (BecomeSubreaper). Entries of launched processes that have
-// been waited for are dropped on the way.
+// ReapZombies collects this process's zombie children of uid that nobody waits for: the orphans
+// it adopted as a subreaper (BecomeSubreaper). A child an os.Process still holds (started by
+// os/exec, until its Wait or Release) is left to its own Wait: reaping it first failed that
+// Wait with "waitid: no child processes" (an arm's setup that succeeded then failed its arm
+// when the other arm, of the same user, was cleared; in local mode, perf or nft too).
 func ReapZombies(uid uint32) {
-	launched.starting.Lock()
-	defer launched.starting.Unlock()
-	launched.mu.Lock()
-	defer launched.mu.Unlock()
 	self := os.Getpid()
-	for pid, start := range launched.starts {
-		if p, err := ReadProc(pid); err != nil || p.Start != start || p.PPid != self {
-			delete(launched.starts, pid)
-		}
+	zombies := Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == uid })
+	if len(zombies) == 0 {
+		return
 	}
-	for _, p := range Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == uid }) {
-		if start, ok := launched.starts[p.Pid]; ok && start == p.Start {
+	// Read after the scan: a child seen there was started before it, and Go takes a child's
+	// pidfd in the same clone that makes it (CLONE_PIDFD), so its handle is already here.
+	held := heldChildren()
+	for _, p := range zombies {
+		if held[p.Pid] {
 			continue
 		}
 		var ws syscall.WaitStatus
 		syscall.Wait4(p.Pid, &ws, syscall.WNOHANG, nil)
 	}
+}
+
+// heldChildren are the pids this process holds a pidfd for: os.Process keeps one for each child
+// it starts until its Wait or Release (Go 1.23 on, Linux 5.4 on; on an older kernel there is
+// none, and every zombie of the arm's user is reaped as before).
+func heldChildren() map[int]bool {
+	held := map[int]bool{}
+	fds, _ := os.ReadDir("/proc/self/fdinfo")
+	for _, fd := range fds {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+				if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && pid > 0 {
+					held[pid] = true
+				}
+			}
+		}
+	}
+	return held
 }
