@@ -253,12 +253,13 @@ func TestClearingOneArmLeavesTheOtherArmsExitToItsWait(t *testing.T) {
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)
 	}
-	orphan.Process.Release()
+	orphanPid := orphan.Process.Pid
+	orphan.Process.Release() // nobody holds it now
 	zombie := func(pid int) bool {
 		p, err := ReadProc(pid)
 		return err == nil && p.State == 'Z'
 	}
-	for deadline := time.Now().Add(5 * time.Second); !(zombie(cmd.Process.Pid) && zombie(orphan.Process.Pid)); {
+	for deadline := time.Now().Add(5 * time.Second); !(zombie(cmd.Process.Pid) && zombie(orphanPid)); {
 		if time.Now().After(deadline) {
 			t.Fatal("the two children did not exit")
 		}
@@ -270,7 +271,7 @@ func TestClearingOneArmLeavesTheOtherArmsExitToItsWait(t *testing.T) {
 	if err := cmd.Wait(); err == nil || err.Error() != "exit status 3" {
 		t.Errorf("the champion's program's Wait: %v, want exit status 3", err)
 	}
-	if _, err := ReadProc(orphan.Process.Pid); err == nil {
-		t.Errorf("the zombie nobody waits for (pid %d) was left", orphan.Process.Pid)
+	if _, err := ReadProc(orphanPid); err == nil {
+		t.Errorf("the zombie nobody waits for (pid %d) was left", orphanPid)
 	}
 }
