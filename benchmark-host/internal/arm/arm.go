@@ -240,6 +240,7 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 	if err := privilege.Do(thread, cmd.Start); err != nil {
 		return err
 	}
+	recordLaunch(cmd.Process.Pid, a)
 	return a.PreferForOOM()
 }
 
@@ -331,7 +332,7 @@ func (a *Arm) Clear() error {
 			errs = append(errs, err)
 		}
 	}
-	ReapZombies(a.User.UID)
+	ReapZombies(a)
 	if left := a.Procs(); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("%s: still running after SIGKILL: %s", a.Name, Describe(left)))
 	}

@@ -254,7 +254,6 @@ func TestClearingOneArmLeavesTheOtherArmsExitToItsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphanPid := orphan.Process.Pid
-	orphan.Process.Release() // nobody holds it now
 	zombie := func(pid int) bool {
 		p, err := ReadProc(pid)
 		return err == nil && p.State == 'Z'

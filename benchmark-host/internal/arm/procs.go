@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -135,47 +136,38 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// ReapZombies collects this process's zombie children of uid that nobody waits for: the orphans
-// it adopted as a subreaper (BecomeSubreaper). A child an os.Process still holds (started by
-// os/exec, until its Wait or Release) is left to its own Wait: reaping it first failed that
-// Wait with "waitid: no child processes" (an arm's setup that succeeded then failed its arm
-// when the other arm, of the same user, was cleared; in local mode, perf or nft too).
-func ReapZombies(uid uint32) {
+// launchedBy records which arm started each process perf-host started through Launch, until
+// that arm's Clear: when both arms run as one user, clearing one must leave the other's exits
+// to the other's own Waits. Reaping one first failed that Wait with "waitid: no child
+// processes" (an arm's setup that succeeded then failed its arm).
+var launchedBy = struct {
+	sync.Mutex
+	arms map[int]*Arm
+}{arms: map[int]*Arm{}}
+
+func recordLaunch(pid int, a *Arm) {
+	launchedBy.Lock()
+	launchedBy.arms[pid] = a
+	launchedBy.Unlock()
+}
+
+// ReapZombies collects this process's zombie children of a's user, but those another arm
+// started: a's own, and the orphans perf-host adopted as a subreaper (BecomeSubreaper).
+func ReapZombies(a *Arm) {
+	launchedBy.Lock()
+	defer launchedBy.Unlock()
 	self := os.Getpid()
-	zombies := Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == uid })
-	if len(zombies) == 0 {
-		return
-	}
-	// Read after the scan: a child seen there was started before it, and Go takes a child's
-	// pidfd in the same clone that makes it (CLONE_PIDFD), so its handle is already here.
-	held := heldChildren()
-	for _, p := range zombies {
-		if held[p.Pid] {
+	for _, p := range Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == a.User.UID }) {
+		if owner, ok := launchedBy.arms[p.Pid]; ok && owner != a {
 			continue
 		}
 		var ws syscall.WaitStatus
 		syscall.Wait4(p.Pid, &ws, syscall.WNOHANG, nil)
 	}
-}
-
-// heldChildren are the pids this process holds a pidfd for: os.Process keeps one for each child
-// it starts until its Wait or Release (Go 1.23 on, Linux 5.4 on; on an older kernel there is
-// none, and every zombie of the arm's user is reaped as before).
-func heldChildren() map[int]bool {
-	held := map[int]bool{}
-	fds, _ := os.ReadDir("/proc/self/fdinfo")
-	for _, fd := range fds {
-		b, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Pid:"); ok {
-				if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && pid > 0 {
-					held[pid] = true
-				}
-			}
+	// What a started is gone now (Clear killed it): its pids may be another process's next.
+	for pid, owner := range launchedBy.arms {
+		if owner == a {
+			delete(launchedBy.arms, pid)
 		}
 	}
-	return held
 }
