@@ -71834,9 +71834,10 @@ function armSample(pairs2) {
   let owner = new Int32Array(total);
   let bounds = [0];
   for (const [i2, r] of runs2.entries()) {
-    values.set(r, bounds.at(-1));
-    owner.fill(i2, bounds.at(-1), bounds.at(-1) + r.length);
-    bounds.push(bounds.at(-1) + r.length);
+    const at = bounds.at(-1);
+    values.set(r, at);
+    owner.fill(i2, at, at + r.length);
+    bounds.push(at + r.length);
   }
   let spareValues = new Float64Array(total);
   let spareOwner = new Int32Array(total);

@@ -25,11 +25,13 @@ export function armSample(pairs: readonly ArrayLike<number>[]): ArmSample {
   const total = runs.reduce((acc, r) => acc + r.length, 0);
   let values = new Float64Array(total);
   let owner = new Int32Array(total);
+  // Where each pair's run starts, and the end.
   let bounds = [0];
   for (const [i, r] of runs.entries()) {
-    values.set(r, bounds.at(-1)!);
-    owner.fill(i, bounds.at(-1)!, bounds.at(-1)! + r.length);
-    bounds.push(bounds.at(-1)! + r.length);
+    const at = bounds.at(-1)!;
+    values.set(r, at);
+    owner.fill(i, at, at + r.length);
+    bounds.push(at + r.length);
   }
   let spareValues = new Float64Array(total);
   let spareOwner = new Int32Array(total);

@@ -13,7 +13,6 @@ export interface CapacityPlan {
   /** A promotion's A/A check on each host: its comparison, pairs and host seconds. */
   promotion: { key: string; pairs: number; seconds: number };
   promotionsPerDay: number;
-  /** A calibration on each host: every comparison's A/A run. */
   busyHours: number;
   landingSeconds: number;
   maxWaitMinutes: number;

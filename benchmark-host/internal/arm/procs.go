@@ -154,10 +154,12 @@ func recordLaunch(pid int, a *Arm) {
 // ReapZombies collects this process's zombie children of a's user, but those another arm
 // started: a's own, and the orphans perf-host adopted as a subreaper (BecomeSubreaper).
 func ReapZombies(a *Arm) {
+	self := os.Getpid()
+	// /proc is read before the lock: the other arm's Launch records its program meanwhile.
+	zombies := Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == a.User.UID })
 	launchedBy.Lock()
 	defer launchedBy.Unlock()
-	self := os.Getpid()
-	for _, p := range Scan(func(p Proc) bool { return p.PPid == self && p.State == 'Z' && p.UID == a.User.UID }) {
+	for _, p := range zombies {
 		if owner, ok := launchedBy.arms[p.Pid]; ok && owner != a {
 			continue
 		}
