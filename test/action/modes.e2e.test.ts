@@ -51,6 +51,13 @@ afterAll(async () => {
 
 afterEach(() => h?.fake.assertContract());
 
+/**
+ * Whether a gate's interval is wider than the example service's slow build's +0.9 ms at p90: the
+ * machine's noise, not the gate, hid the slowdown (a narrow grey would be the gate's fault).
+ */
+const wide = (run: { outputs: Record<string, string | undefined> }) =>
+  Number(run.outputs["ci-high-ms"]) - Number(run.outputs["ci-low-ms"]) > 2 * 0.9;
+
 /** A check title's biased-host note, the last of its notes in parentheses. */
 const BIASED_NOTE = /(\(|; )biased host: see the report\)$/;
 
@@ -70,24 +77,44 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     expect(h.fake.reactionsOn(asked.comment.id)).toEqual(["eyes"]);
     expect(h.acceptedLogins()).toBe(logins); // mode command never connects
 
-    const again = await rerun(asked, slow);
+    let again = await rerun(asked, slow);
     skipIfDisturbed(ctx, again);
+    let runs = 2;
+    // On a machine noisy enough that the pooled interval is wider than the slowdown (CI once pooled
+    // 9 pairs into [-3.3, +11.0] ms for a +0.9 ms build), a writer asks once more, and so does this
+    // test: a third run pools with both (three measurements in all, the shared rule's limit).
+    if (again.outputs.verdict !== "red" && wide(again)) {
+      console.log(`[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}; asking once more`);
+      const onceMore = comment("/perf rerun");
+      expect((await command(onceMore)).outputs.sha).toBe(HEAD);
+      again = await rerun(onceMore, slow);
+      skipIfDisturbed(ctx, again);
+      runs = 3;
+      if (again.outputs.verdict !== "red" && wide(again)) {
+        skipTooBusy(
+          ctx,
+          `three runs pooled could not resolve a +0.9 ms build: ${checksOn(HEAD).at(-1)!.output!.title}`,
+        );
+      }
+    }
     console.log(
       `[rerun] first: ${checksOn(HEAD)[0]!.output!.title}\n[rerun] pooled: ${checksOn(HEAD).at(-1)!.output!.title}`,
     );
     expect(again.outputs.verdict, again.stdout).toBe("red");
-    // Both runs' pairs (6 each; a pair the generator fell behind in is dropped).
+    // Every run's pairs (6 each; a pair the generator fell behind in is dropped).
     expect(Number(again.outputs.pairs)).toBeGreaterThan(6);
-    expect(Number(again.outputs.pairs)).toBeLessThanOrEqual(12);
-    const secondRun = JSON.parse(readFileSync(again.outputs["result-path"]!, "utf8")).at(-1).plan.run_id as string;
-    expect(secondRun).not.toBe(firstRun);
+    expect(Number(again.outputs.pairs)).toBeLessThanOrEqual(6 * runs);
+    const runIds = JSON.parse(readFileSync(again.outputs["result-path"]!, "utf8")).map(
+      (r: { plan: { run_id: string } }) => r.plan.run_id,
+    ) as string[];
+    expect(new Set(runIds).size).toBe(runs);
+    expect(runIds[0]).toBe(firstRun);
     const [only] = sticky();
     expect(sticky()).toHaveLength(1);
     for (const text of [
-      firstRun,
-      secondRun,
+      ...runIds,
       "Rerun requested by @Codertocat",
-      "pooled with 1 earlier run of 1234567",
+      `pooled with ${runs - 1} earlier run${runs === 2 ? "" : "s"} of 1234567`,
       "Looks at this build (each run pooled in turn",
     ]) {
       expect(only!.body).toContain(text);
@@ -148,8 +175,11 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
 describe.skipIf(!asRoot)("/perf override", () => {
   it("needs maintain; turns the blocking check to success with who and why; refuses when nothing failed", async (ctx) => {
     // It overrides the blocking red the reruns above measured; when they could not, there is none.
-    const busy = disturbedIn(checksOn(HEAD).at(-1)?.output.summary ?? "");
+    const last = checksOn(HEAD).at(-1);
+    const busy = disturbedIn(last?.output.summary ?? "");
     if (busy) skipTooBusy(ctx, `the red it would override could not measure: ${busy}`);
+    // The rerun test failed or skipped (too noisy to resolve): it says why, and there is nothing to override.
+    if (last?.conclusion !== "failure") ctx.skip(`no blocking red to override: ${last?.output.title}`);
     await command(comment("/perf override we accept it", "Codertocat"));
     expect(replies().at(-1)).toContain("`/perf override` needs maintain or higher");
     expect(checksOn(HEAD).at(-1)!.conclusion).toBe("failure");
