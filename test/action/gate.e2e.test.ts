@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { aaAllowingChance } from "../support/aa-by-chance";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
 import type { GitHubFake } from "../support/github-fake";
@@ -126,14 +127,14 @@ describe.skipIf(!asRoot)("the PR gate", () => {
 
   it("does not call an identical challenger red, and moves the label", async (ctx) => {
     const same = host.release("fast", "same");
-    let run = await gate(withHead(real("synchronize"), "1".repeat(40)), same);
-    skipIfDisturbed(ctx, run);
-    if (run.outputs.verdict === "red") {
-      // The interval has a 2.5% false-red rate by design (test/analysis/simulation.test.ts);
-      // an independent second run makes this test fail by chance about once in 1,600.
-      run = await gate(withHead(real("synchronize"), "2".repeat(40)), same);
-      skipIfDisturbed(ctx, run);
-    }
+    const run = await aaAllowingChance(
+      async (attempt) => {
+        const r = await gate(withHead(real("synchronize"), String(1 + attempt).repeat(40)), same);
+        skipIfDisturbed(ctx, r);
+        return r;
+      },
+      (r) => r.outputs.verdict === "red",
+    );
     expect(["grey", "green"], run.stdout).toContain(run.outputs.verdict);
     expect(run.code).toBe(0);
     expect(lastCheck().conclusion).toBe("success");
@@ -242,19 +243,21 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(hostRuns()).toBe(runsBefore);
     expect(acceptedLogins()).toBeGreaterThan(logins); // it asked the host for its champion, and ran nothing
 
-    let head = "4".repeat(40);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      syncPull(branch(head));
-      run = await h.run(
-        h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": mergeBase }),
-        "pull_request",
-        branch(head),
-      );
-      skipIfDisturbed(ctx, run);
-      // The interval's 2.5% false red (test/analysis/simulation.test.ts): an independent second run.
-      if (run.outputs.verdict !== "red") break;
-      head = "6".repeat(40);
-    }
+    let head = "";
+    run = await aaAllowingChance(
+      async (attempt) => {
+        head = (attempt === 0 ? "4" : "6").repeat(40);
+        syncPull(branch(head));
+        const r = await h.run(
+          h.inputs("gate", { artifact: slow, "base-artifact": baseBuild, "base-sha": mergeBase }),
+          "pull_request",
+          branch(head),
+        );
+        skipIfDisturbed(ctx, r);
+        return r;
+      },
+      (r) => r.outputs.verdict === "red",
+    );
     console.log(`[gate] ${head.slice(0, 7)} vs merge base 3333333: ${lastCheck().output.title}`);
     expect(["grey", "green"], run.stdout).toContain(run.outputs.verdict);
     const builds = JSON.parse(readFileSync(run.outputs["result-path"]!, "utf8"))[0].plan.builds;

@@ -94,7 +94,7 @@ describe("a gate on a gRPC service", () => {
 
   it("calls the same build grey", async (ctx) => {
     const g = await aaAllowingChance(
-      (host) => gate(ctx, join(dir, `h${2 + host}`), fast),
+      (attempt) => gate(ctx, join(dir, `h${2 + attempt}`), fast),
       (r) => r.verdict !== "grey",
     );
     console.log(`[grpc gate] same: ${g.verdict} ${g.estimate_ms.toFixed(3)} ms, 95% CI ${JSON.stringify(g.ci_ms)}`);

@@ -104,9 +104,9 @@ describe.skipIf(!runc)("perf-gate run --local with container images", () => {
 
   it("the same image on both arms is grey; nothing of either arm is left", async (ctx) => {
     const { r, root } = await aaAllowingChance(
-      async (host) => {
+      async (attempt) => {
         expect(leftovers()).toEqual([]);
-        const root = join(dir, `h${2 + host}`);
+        const root = join(dir, `h${2 + attempt}`);
         const r = await perfGate(root, "--config", config(), "--champion", fast, "--challenger", fast);
         console.log(`[image same] ${verdictLine(r.stdout)}`);
         skipIfMachineTooBusy(ctx, r);
