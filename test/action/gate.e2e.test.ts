@@ -8,7 +8,7 @@ import { aaAllowingChance } from "../support/aa-by-chance";
 import { ActionHarness, E2E_CONFIG as CONFIG, examplePayload } from "../support/action-harness";
 import { asRoot, type TestHost } from "../support/bench-host";
 import type { GitHubFake } from "../support/github-fake";
-import { skipIfDisturbed } from "../support/machine-too-busy";
+import { skipIfDisturbed, untilResolved } from "../support/machine-too-busy";
 
 type Payload = {
   action: string;
@@ -118,11 +118,14 @@ describe.skipIf(!asRoot)("the PR gate", () => {
       `challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` on host \`${measuredOn}\` · [workflow run](${check.details_url})`,
     );
 
-    const again = await gate(real("synchronize"), slow);
-    skipIfDisturbed(ctx, again);
+    // A push of the same head pools with the run before (the shared rule measures once more while
+    // the machine's noise hides the slow build's +0.9 ms).
+    const { run: again, runs } = await untilResolved(ctx, 0.9, () => gate(real("synchronize"), slow));
     expect(again.outputs.verdict).toBe("red");
     expect(fake.comments.get(PR)).toHaveLength(1);
-    expect(fake.requests.filter((r) => r.method === "PATCH" && r.path.includes("/issues/comments/"))).toHaveLength(1);
+    expect(fake.requests.filter((r) => r.method === "PATCH" && r.path.includes("/issues/comments/"))).toHaveLength(
+      runs - 1,
+    );
   });
 
   it("does not call an identical challenger red, and moves the label", async (ctx) => {
