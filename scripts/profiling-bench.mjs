@@ -177,10 +177,10 @@ for (const profile of ["always", "never"]) {
   console.log(
     `| profile: ${profile}, ${r.length} | ${r.filter((x) => x.verdict === "red" || x.verdict === "green").length} | ${hw[hw.length >> 1]?.toFixed(3) ?? "–"} | ${r.map((x) => x.pairs).join(", ")} | ${r.map((x) => x.lagP99).join(", ")} | ${mean(r.map((x) => x.championCpu)).toFixed(1)}, ${mean(r.map((x) => x.challengerCpu)).toFixed(1)} | ${profile === "always" ? mean(r.map((x) => x.perfCores)).toFixed(4) : "–"} | ${
       profile === "always"
-        ? r
+        ? `${r
             .flatMap((x) => x.bytes)
             .map((b) => `${(b / 1024).toFixed(1)}`)
-            .join(", ") + " KiB"
+            .join(", ")} KiB`
         : "–"
     } | ${profile === "always" ? r.map((x) => x.moved).join(", ") : "–"} |`,
   );
