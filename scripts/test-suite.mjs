@@ -14,8 +14,10 @@ import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({ options: { phase: { type: "string" } } });
 
-/** A line that names or explains a failure, in go test's or vitest's output (colours removed). */
-const FAILURE = /^(\s*--- FAIL|FAIL\b|panic:|\s*(FAIL|×)\s|\s*(AssertionError|Error):)/;
+/** A failed Go test's first line: it names the test, and the lines it logged follow. */
+const GO_FAIL = /^\s*--- FAIL/;
+/** Another line that names or explains a failure, in go test's or vitest's output (colours removed). */
+const FAILURE = /^(FAIL\b|panic:|\s*(FAIL|×)\s|\s*(AssertionError|Error):)/;
 /** A line of a failed Go test's log (indented under its "--- FAIL"), until the package's verdict. */
 const GO_LOG = /^\s+\S/;
 const failures = { named: [], logged: [] };
@@ -34,9 +36,10 @@ function run(name, cmd, args) {
           process.stdout.write(`[${name}] ${line}\n`);
           // biome-ignore lint/suspicious/noControlCharactersInRegex: the terminal's colour codes
           const plain = line.replace(/\x1b\[[0-9;]*m/g, "");
-          if (/^\s*--- FAIL/.test(plain)) inFailedTest = true;
+          const goFail = GO_FAIL.test(plain);
+          if (goFail) inFailedTest = true;
           else if (/^(ok|FAIL|PASS)\b/.test(plain)) inFailedTest = false;
-          if (FAILURE.test(plain)) failures.named.push(`[${name}] ${line}`);
+          if (goFail || FAILURE.test(plain)) failures.named.push(`[${name}] ${line}`);
           else if (inFailedTest && GO_LOG.test(plain)) failures.logged.push(`[${name}] ${line}`);
         }
       });

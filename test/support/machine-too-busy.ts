@@ -42,20 +42,22 @@ export function skipIfDisturbed(ctx: TestContext, run: { stdout: string }): void
 }
 
 /**
- * Measures up to three times while `attempt` says the machine was too busy (a string naming
- * why), then skips naming every try: spells of a busy VM last seconds, a retry often finds it quiet.
+ * Measures up to `tries` times (three, the limit) while `attempt` says the machine was too busy
+ * (a string naming why), then skips naming every try: spells of a busy VM last seconds, a retry
+ * often finds it quiet.
  */
 export async function untilQuiet<T>(
   ctx: TestContext,
   attempt: (n: number) => Promise<{ busy: string } | { value: T }>,
+  tries = 3,
 ): Promise<T> {
-  const tries: string[] = [];
-  for (let n = 0; n < 3; n++) {
+  const said: string[] = [];
+  for (let n = 0; n < tries; n++) {
     const r = await attempt(n);
     if ("value" in r) return r.value;
-    tries.push(`try ${n + 1}: ${r.busy}`);
+    said.push(`try ${n + 1}: ${r.busy}`);
   }
-  return skipTooBusy(ctx, `three tries could not measure\n${tries.join("\n")}`);
+  return skipTooBusy(ctx, `${tries} tries could not measure\n${said.join("\n")}`);
 }
 
 /**
@@ -70,21 +72,26 @@ function unresolved(run: { outputs: Record<string, string | undefined> }, slowdo
 
 /**
  * Measures again a build whose runs pool (a rerun, a push of the same head) while the pooled
- * interval is too wide to resolve its known slowdown, as a writer would: `again(n)` is measurement
- * n + 1 of the test, which made the first itself, and three is the limit; then the test skips. A
+ * interval is too wide to resolve its known slowdown, as a writer would (`untilQuiet`, with the
+ * test's own first measurement counted among the three): `again(n)` is measurement n + 1. A
  * disturbed run skips at once (the one rule). Returns the last run and how many ran in all.
  */
-export async function untilResolved<T extends { stdout: string; outputs: Record<string, string | undefined> }>(
+export function untilResolved<T extends { stdout: string; outputs: Record<string, string | undefined> }>(
   ctx: TestContext,
   slowdownMs: number,
   again: (n: number) => Promise<T>,
 ): Promise<{ run: T; runs: number }> {
-  for (let n = 1; ; n++) {
-    const run = await again(n);
-    skipIfDisturbed(ctx, run);
-    if (!unresolved(run, slowdownMs)) return { run, runs: n + 1 };
-    const ci = `[${run.outputs["ci-low-ms"]}, ${run.outputs["ci-high-ms"]}] ms`;
-    if (n === 2) return skipTooBusy(ctx, `three runs pooled could not resolve a +${slowdownMs} ms build: ${ci}`);
-    console.log(`[${ctx.task.name}] the pooled interval ${ci} cannot resolve +${slowdownMs} ms: measuring again`);
-  }
+  return untilQuiet<{ run: T; runs: number }>(
+    ctx,
+    async (n) => {
+      const run = await again(n + 1);
+      skipIfDisturbed(ctx, run);
+      return unresolved(run, slowdownMs)
+        ? {
+            busy: `the pooled interval [${run.outputs["ci-low-ms"]}, ${run.outputs["ci-high-ms"]}] ms cannot resolve +${slowdownMs} ms`,
+          }
+        : { value: { run, runs: n + 2 } };
+    },
+    2,
+  );
 }
