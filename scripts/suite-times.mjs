@@ -6,7 +6,10 @@
 // the cgroup v2 hierarchy). Wall time alone misleads on a machine shared with other work; CPU
 // seconds are this suite's own. CPU is attributed by time window: exact where tests run one at
 // a time, the sum of all that ran meanwhile where they overlap (parallel Go tests, vitest's
-// parallel files); the total is exact. Needs root (the cgroup).
+// parallel files); the total is exact. A third column, run s, is the seconds in which a run was
+// in flight (perf-host's executor, which starts the arms, warms up and measures, or the load
+// generator run by itself): the part of a test that only fewer or shorter runs cut, so the
+// suite's floor on any machine where they run one at a time. Needs root (the cgroup).
 //
 // With --json, the rows go to OUT and the command's own output (go test's events, vitest's
 // report) beside it, as OUT.raw. --subtests lists Go subtests as rows of their own too.
@@ -38,13 +41,32 @@ mkdirSync(group);
 writeFileSync(join(group, "cgroup.procs"), String(process.pid));
 const usage = () => Number(readFileSync(join(group, "cpuacct.usage"), "utf8")) / 1e9;
 
-/** [ms since the epoch, CPU seconds] every 200 ms while the command runs. */
-const samples = [[Date.now(), usage()]];
-const sampler = setInterval(() => samples.push([Date.now(), usage()]), 200);
+/** A run in flight: perf-host's executor, or the load generator's binary. */
+const RUN = /(^|\/)(perf-host\0execute|loadgen)\0/;
+const runInFlight = () =>
+  readFileSync(join(group, "cgroup.procs"), "utf8")
+    .split("\n")
+    .some((pid) => {
+      try {
+        return pid !== "" && RUN.test(readFileSync(`/proc/${pid}/cmdline`, "latin1"));
+      } catch {
+        return false; // it ended meanwhile
+      }
+    });
+
+/** [ms since the epoch, CPU seconds, a run in flight] every 200 ms while the command runs. */
+const sample = () => [Date.now(), usage(), runInFlight()];
+const samples = [sample()];
+const sampler = setInterval(() => samples.push(sample()), 200);
 const cpuAt = (t) => {
   let i = samples.findIndex(([at]) => at >= t);
   if (i < 0) i = samples.length - 1;
   return samples[i][1];
+};
+/** Seconds between t0 and t1 (ms) in which a run was in flight, from the samples between them. */
+const runS = (t0, t1) => {
+  const within = samples.filter(([at]) => at >= t0 && at <= t1);
+  return within.length === 0 ? 0 : ((t1 - t0) / 1000) * (within.filter((s) => s[2]).length / within.length);
 };
 
 const work = mkdtempSync(join(tmpdir(), "perf-gate-suite-times-"));
@@ -62,22 +84,22 @@ child.stdout.on("data", (d) => {
 });
 const code = await new Promise((resolve) => child.on("close", resolve));
 clearInterval(sampler);
-samples.push([Date.now(), usage()]);
-const total = { wallS: (Date.now() - started) / 1000, cpuS: samples.at(-1)[1] - samples[0][1] };
+samples.push(sample());
+const total = {
+  wallS: (Date.now() - started) / 1000,
+  cpuS: samples.at(-1)[1] - samples[0][1],
+  runS: runS(started, Date.now()),
+};
 
-/** Rows: name, wall seconds, CPU seconds in its window, outcome. */
+/** Rows: name, wall seconds, CPU seconds and seconds of a run in flight in its window, outcome. */
 const raw = tool === "go" ? stdout : readFileSync(report, "utf8");
 const rows = tool === "go" ? goRows(raw) : vitestRows(JSON.parse(raw));
 rows.sort((a, b) => b.wallS - a.wallS);
 const width = Math.max(...rows.map((r) => r.name.length), 5);
-console.log(`\n${"test".padEnd(width)}  wall s   CPU s  outcome`);
-for (const r of rows)
-  console.log(
-    `${r.name.padEnd(width)} ${r.wallS.toFixed(1).padStart(7)} ${r.cpuS.toFixed(1).padStart(7)}  ${r.outcome}`,
-  );
-console.log(
-  `${"all".padEnd(width)} ${total.wallS.toFixed(1).padStart(7)} ${total.cpuS.toFixed(1).padStart(7)}  exit ${code}`,
-);
+const cells = (r) => [r.wallS, r.cpuS, r.runS].map((x) => x.toFixed(1).padStart(7)).join(" ");
+console.log(`\n${"test".padEnd(width)}  wall s   CPU s   run s  outcome`);
+for (const r of rows) console.log(`${r.name.padEnd(width)} ${cells(r)}  ${r.outcome}`);
+console.log(`${"all".padEnd(width)} ${cells(total)}  exit ${code}`);
 if (opt.json) {
   writeFileSync(opt.json, JSON.stringify({ tool, args, total, rows }, null, 2));
   writeFileSync(`${opt.json}.raw`, raw);
@@ -114,6 +136,7 @@ function goRows(text) {
     name,
     wallS: (t.end - t.start) / 1000,
     cpuS: cpuAt(t.end) - cpuAt(t.start),
+    runS: runS(t.start, t.end),
     outcome: t.outcome === "skip" ? `skip: ${t.said.slice(0, 100)}` : t.outcome,
   }));
 }
@@ -127,6 +150,7 @@ function vitestRows(r) {
       name,
       wallS: (f.endTime - f.startTime) / 1000,
       cpuS: cpuAt(f.endTime) - cpuAt(f.startTime),
+      runS: runS(f.startTime, f.endTime),
       outcome: `${f.status}${skipped ? ` (${skipped} skipped)` : ""}`,
     };
   });
