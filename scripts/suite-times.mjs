@@ -39,6 +39,19 @@ if (tool !== "go" && tool !== "vitest") {
 const group = `/sys/fs/cgroup/cpuacct/perf-gate-suite-times-${process.pid}`;
 mkdirSync(group);
 writeFileSync(join(group, "cgroup.procs"), String(process.pid));
+// On the way out, also when interrupted (below) or failing: what is in the group (this
+// process, and what the command left running, a detached process) moves to the root group, and
+// the group goes, so no run leaves one behind.
+process.on("exit", () => {
+  for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+    try {
+      writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), pid);
+    } catch {
+      // it ended meanwhile
+    }
+  }
+  rmdirSync(group);
+});
 const usage = () => Number(readFileSync(join(group, "cpuacct.usage"), "utf8")) / 1e9;
 
 /** A run in flight: perf-host's executor, or the load generator's binary. */
@@ -77,6 +90,14 @@ const [cmd, argv] =
     : ["npx", ["vitest", "run", "--reporter=json", `--outputFile=${report}`, "--reporter=default", ...args]];
 const started = Date.now();
 const child = spawn(cmd, argv, { cwd: opt.dir, stdio: ["ignore", "pipe", "inherit"] });
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+])
+  process.on(signal, () => {
+    child.kill(signal);
+    process.exit(code);
+  });
 let stdout = "";
 child.stdout.on("data", (d) => {
   stdout += d;
@@ -104,11 +125,6 @@ if (opt.json) {
   writeFileSync(opt.json, JSON.stringify({ tool, args, total, rows }, null, 2));
   writeFileSync(`${opt.json}.raw`, raw);
 }
-// What the command left running (a detached process) leaves the group with this process.
-for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
-  writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), pid);
-}
-rmdirSync(group);
 process.exit(code ?? 1);
 
 /**
