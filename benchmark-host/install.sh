@@ -394,11 +394,17 @@ net_table() {
 }
 
 # print_isolation runs perf-host as CI_USER once (which tightens an older state directory and
-# makes the groups) and shows how the arms are isolated on this host.
+# makes the groups) and shows how the arms are isolated on this host, checked as a run checks
+# it (under the host lock: it waits for a run in flight, up to --lock-wait).
 print_isolation() {
   echo
   echo "isolation on this host:"
-  su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host status $(host_flags)" | grep -E '"(note|method|by|network|disk|memory|private_mounts)":' | sed 's/^ */  /'
+  local report
+  if report=$(su -s /bin/sh "$CI_USER" -c "$PREFIX/perf-host isolation $(host_flags)" 2>&1); then
+    grep -E '"(note|method|by|network|disk|memory|private_mounts)":' <<<"$report" | sed 's/^ */  /'
+  else
+    echo "  not checked: $report"
+  fi
   if id perf-gate >/dev/null 2>&1 && [ "$CHAMPION_USER" != perf-gate ] && [ "$CHALLENGER_USER" != perf-gate ]; then
     echo "  the single service user of an older install, perf-gate, is no longer used: userdel perf-gate once nothing runs as it"
   fi

@@ -28,6 +28,7 @@ type installedHost struct {
 	championPort, challengerPort         int
 	sshPort                              int
 	key, knownHosts                      string
+	installOutput                        string // what install.sh printed (installHost)
 }
 
 func newInstalledHost(t *testing.T) *installedHost {
@@ -72,6 +73,7 @@ func installHost(t *testing.T, extra ...string) (*installedHost, string) {
 		t.Fatalf("install.sh: %v\n%s", err, out)
 	}
 	h.startSSHD()
+	h.installOutput = out
 	return h, out
 }
 

@@ -72,6 +72,18 @@ func (h *Host) Status() (contract.Status, error) {
 	return status.Read(h.Config, h.Store, h.Isolation, h.Supervisor)
 }
 
+// CheckIsolation sets the isolation up as a run does, its checks starting a program through
+// arm-exec in each arm, under the host lock so that no run is using them: install.sh's report.
+// status only describes it (docs/design/0032-status-starts-nothing-in-the-arms.md).
+func (h *Host) CheckIsolation() (contract.Isolation, error) {
+	lock, err := h.Store.Acquire("isolation check", h.Config.LockWait)
+	if err != nil {
+		return contract.Isolation{}, err
+	}
+	defer lock.Release()
+	return h.Isolation.Get().Info, nil
+}
+
 // ExitCode maps a verb's error to perf-host's exit code (contract.ExitOK …).
 func ExitCode(err error) int {
 	var r *refused.Error

@@ -499,10 +499,10 @@ func (a *Arm) Stop(p *service.Process, grace time.Duration) error {
 	return err
 }
 
-// CheckPrivate starts /bin/true as the arm's programs start (through arm-exec, in namespaces of
-// its own), and says why it could not: user namespaces off or restricted on the host, arm-exec
-// missing. Nothing of the arm may run meanwhile (it is cleared on a timeout).
-func (a *Arm) CheckPrivate() error {
+// PrivateInstalled says why the arm's programs cannot start through arm-exec, as far as that
+// shows without starting one: arm-exec missing, or the arm's home under a directory its
+// programs see as their own.
+func (a *Arm) PrivateInstalled() error {
 	if a.Private == nil {
 		return errors.New("no arm-exec set up")
 	}
@@ -513,6 +513,17 @@ func (a *Arm) CheckPrivate() error {
 		if a.Home == dir || strings.HasPrefix(a.Home, dir+"/") {
 			return fmt.Errorf("the arm's home %s is under %s, which its programs see as their own (re-run install.sh with a --root elsewhere)", a.Home, dir)
 		}
+	}
+	return nil
+}
+
+// CheckPrivate starts /bin/true as the arm's programs start (through arm-exec, in namespaces of
+// its own), and says why it could not: user namespaces off or restricted on the host, or what
+// PrivateInstalled finds. Nothing of the arm may run meanwhile (it is cleared on a timeout):
+// only a holder of the host lock may call it.
+func (a *Arm) CheckPrivate() error {
+	if err := a.PrivateInstalled(); err != nil {
+		return err
 	}
 	cmd := exec.Command("/bin/true")
 	cmd.Dir = a.Home

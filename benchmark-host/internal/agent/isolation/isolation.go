@@ -53,11 +53,18 @@ func NewLazy(cfg config.Config, armsDir string) *Lazy {
 }
 
 // Get sets up the cgroup subtree and the arms the first time it is asked; what could not be
-// set up is in its Info.Notes (and Arms says it).
+// set up is in its Info.Notes (and Arms says it). Its checks start programs in the arms: only
+// a holder of the host lock (a run, a promotion) or the champion supervisor asks for it.
 func (l *Lazy) Get() *Isolation {
-	l.once.Do(func() { l.iso = setUp(l.cfg, l.armsDir) })
+	l.once.Do(func() { l.iso = setUp(l.cfg, l.armsDir, true) })
 	return l.iso
 }
+
+// Describe is the isolation as Get sets it up, except that it starts nothing in the arms, for
+// status, which any client may ask while a run uses them: that arm-exec starts the arms'
+// programs in namespaces of their own is then each run's pre-flight check
+// (docs/design/0032-status-starts-nothing-in-the-arms.md).
+func (l *Lazy) Describe() *Isolation { return setUp(l.cfg, l.armsDir, false) }
 
 // Arms is the host's isolation, or why its arms cannot run.
 func (l *Lazy) Arms() (*Isolation, error) {
@@ -65,7 +72,8 @@ func (l *Lazy) Arms() (*Isolation, error) {
 	return iso, iso.err
 }
 
-func setUp(cfg config.Config, armsDir string) *Isolation {
+// setUp sets up the isolation; start: whether its checks may start programs in the arms.
+func setUp(cfg config.Config, armsDir string, start bool) *Isolation {
 	b := &builder{cfg: cfg, armsDir: armsDir, iso: &Isolation{}}
 	info := &b.iso.Info
 	info.Notes = []string{}
@@ -84,7 +92,7 @@ func setUp(cfg config.Config, armsDir string) *Isolation {
 	b.limitProcs()
 	if b.iso.Champion != nil && b.iso.Challenger != nil {
 		b.check(setUpGuards(cfg, b.iso, b.setup))
-		setUpPrivateMounts(cfg, b.iso)
+		setUpPrivateMounts(cfg, b.iso, start)
 	}
 	b.noteSharing(self)
 	b.iso.err = errors.Join(b.errs...)

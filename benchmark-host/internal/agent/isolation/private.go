@@ -16,8 +16,10 @@ import (
 // and IPC of its own for its programs, through arm-exec beside perf-host, when a program starts
 // so here (docs/design/0028-arm-private-mounts.md); otherwise the arms share the host's, and the
 // isolation's line and a note say why. It does not stop the arms from running: it weakens the
-// host's defences, not the measurement.
-func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
+// host's defences, not the measurement. Without start it starts nothing (status: a run may be
+// using the arms) and checks only that arm-exec is installed
+// (docs/design/0032-status-starts-nothing-in-the-arms.md).
+func setUpPrivateMounts(cfg config.Config, iso *Isolation, start bool) {
 	info := &iso.Info
 	const dirs = "/tmp, /var/tmp, /run/lock, /dev/shm and SysV IPC"
 	shared := "; their programs share the host's " + dirs
@@ -38,8 +40,12 @@ func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
 	var why []string
 	for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
 		a.Private = &armns.Spec{Exec: filepath.Join(filepath.Dir(exe), "arm-exec"), Tmp: a.TmpDir(), ShmBytes: max(cfg.ArmMemoryBytes, 0), UID: a.User.UID, GID: a.User.GID}
-		if err == nil {
+		switch {
+		case err != nil: // perf-host's own path, beside which arm-exec is, is unknown
+		case start:
 			err = a.CheckPrivate()
+		default:
+			err = a.PrivateInstalled()
 		}
 		if err != nil {
 			why = append(why, fmt.Sprintf("%s: %v", a.Name, err))
@@ -56,6 +62,9 @@ func setUpPrivateMounts(cfg config.Config, iso *Isolation) {
 		shm = SizeString(uint64(cfg.ArmMemoryBytes))
 	}
 	info.PrivateMounts = fmt.Sprintf("arm-exec: each arm's programs in user, mount and IPC namespaces of their own: /tmp, /var/tmp and /run/lock its home's tmp on its own disk, /dev/shm a tmpfs of %s, SysV IPC and message queues their own", shm)
+	if !start {
+		info.PrivateMounts += " (installed; each run's pre-flight check starts a program through it)"
+	}
 }
 
 // PrivateMountsFinding is the pre-flight check of the arms' own /tmp, /dev/shm and IPC: it says

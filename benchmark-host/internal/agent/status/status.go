@@ -30,7 +30,9 @@ func Read(cfg config.Config, st *store.Store, iso *isolation.Lazy, champion *sup
 		s.ChampionSince = state.ChampionSince.Format(time.RFC3339Nano)
 	}
 	s.ChampionSupervised = champion.Supervised()
-	s.Isolation = &iso.Get().Info
+	// Described, not set up: status starts nothing in the arms, which a run may be using
+	// (docs/design/0032-status-starts-nothing-in-the-arms.md).
+	s.Isolation = &iso.Describe().Info
 	if holder, held := st.CurrentHolder(); held {
 		s.Lock = &contract.LockStatus{Holder: holder.What, Pid: holder.Pid, Since: holder.Since.Format(time.RFC3339), AgeSeconds: time.Since(holder.Since).Seconds()}
 	}
