@@ -42,15 +42,24 @@ writeFileSync(join(group, "cgroup.procs"), String(process.pid));
 // On the way out, also when interrupted (below) or failing: what is in the group (this
 // process, and what the command left running, a detached process) moves to the root group, and
 // the group goes, so no run leaves one behind.
+// A process still exiting (an interrupted command's) cannot be moved and keeps the group: up to
+// 5 s for it to go.
 process.on("exit", () => {
-  for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+  for (let tries = 1; ; tries++) {
+    for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+      try {
+        writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), pid);
+      } catch {
+        // it ended meanwhile
+      }
+    }
     try {
-      writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), pid);
-    } catch {
-      // it ended meanwhile
+      return rmdirSync(group);
+    } catch (e) {
+      if (e.code !== "EBUSY" || tries === 50) return console.error(`suite-times: ${group} is left: ${e.message}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
     }
   }
-  rmdirSync(group);
 });
 const usage = () => Number(readFileSync(join(group, "cpuacct.usage"), "utf8")) / 1e9;
 
@@ -89,13 +98,15 @@ const [cmd, argv] =
     ? ["go", ["test", "-json", ...args]]
     : ["npx", ["vitest", "run", "--reporter=json", `--outputFile=${report}`, "--reporter=default", ...args]];
 const started = Date.now();
-const child = spawn(cmd, argv, { cwd: opt.dir, stdio: ["ignore", "pipe", "inherit"] });
+// In a process group of its own, which a signal to this process is passed on to whole (npx
+// does not pass it on to vitest).
+const child = spawn(cmd, argv, { cwd: opt.dir, stdio: ["ignore", "pipe", "inherit"], detached: true });
 for (const [signal, code] of [
   ["SIGINT", 130],
   ["SIGTERM", 143],
 ])
   process.on(signal, () => {
-    child.kill(signal);
+    process.kill(-child.pid, signal);
     process.exit(code);
   });
 let stdout = "";
