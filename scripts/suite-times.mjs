@@ -39,14 +39,15 @@ if (tool !== "go" && tool !== "vitest") {
 const group = `/sys/fs/cgroup/cpuacct/perf-gate-suite-times-${process.pid}`;
 mkdirSync(group);
 writeFileSync(join(group, "cgroup.procs"), String(process.pid));
+/** The processes in the group: this one, and what the command started. */
+const groupPids = () => readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean);
 // On the way out, also when interrupted (below) or failing: what is in the group (this
 // process, and what the command left running, a detached process) moves to the root group, and
-// the group goes, so no run leaves one behind.
-// A process still exiting (an interrupted command's) cannot be moved and keeps the group: up to
-// 5 s for it to go.
+// the group goes, so no run leaves one behind. A process still exiting (an interrupted
+// command's) cannot be moved and keeps the group: up to 5 s for it to go.
 process.on("exit", () => {
   for (let tries = 1; ; tries++) {
-    for (const pid of readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+    for (const pid of groupPids()) {
       try {
         writeFileSync(join("/sys/fs/cgroup/cpuacct", "cgroup.procs"), pid);
       } catch {
@@ -66,15 +67,13 @@ const usage = () => Number(readFileSync(join(group, "cpuacct.usage"), "utf8")) /
 /** A run in flight: perf-host's executor, or the load generator's binary. */
 const RUN = /(^|\/)(perf-host\0execute|loadgen)\0/;
 const runInFlight = () =>
-  readFileSync(join(group, "cgroup.procs"), "utf8")
-    .split("\n")
-    .some((pid) => {
-      try {
-        return pid !== "" && RUN.test(readFileSync(`/proc/${pid}/cmdline`, "latin1"));
-      } catch {
-        return false; // it ended meanwhile
-      }
-    });
+  groupPids().some((pid) => {
+    try {
+      return RUN.test(readFileSync(`/proc/${pid}/cmdline`, "latin1"));
+    } catch {
+      return false; // it ended meanwhile
+    }
+  });
 
 /** [ms since the epoch, CPU seconds, a run in flight] every 200 ms while the command runs. */
 const sample = () => [Date.now(), usage(), runInFlight()];
