@@ -32,6 +32,7 @@ export default defineConfig({
     // The history page inlines uPlot's stylesheet as text (?raw); vitest empties CSS unless told.
     css: { include: [/uPlot\.min\.css/] },
     hookTimeout: 120_000,
+    setupFiles: ["test/support/scratch-teardown.ts"],
     projects: [
       {
         extends: true,

@@ -46131,13 +46131,10 @@ var LockClaim = class {
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
-    this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
-    this.keyFile = join(this.dir, "id");
-    this.knownHostsFile = join(this.dir, "known_hosts");
     if ("privateKey" in o2) {
-      writeFileSync3(this.keyFile, `${o2.privateKey.trim()}
+      writeFileSync3(join(this.dir(), "id"), `${o2.privateKey.trim()}
 `, { mode: 384 });
-      writeFileSync3(this.knownHostsFile, `${o2.knownHosts.trim()}
+      writeFileSync3(join(this.dir(), "known_hosts"), `${o2.knownHosts.trim()}
 `, { mode: 384 });
     }
     this.attempts = o2.attempts ?? 3;
@@ -46147,9 +46144,8 @@ var HostClient = class {
     this.busyPollMs = o2.busyPollMs ?? 15e3;
   }
   o;
-  dir;
-  keyFile;
-  knownHostsFile;
+  /** The client's own directory (0700): the key and known_hosts over SSH, a packed artifact; made when first needed. */
+  made = null;
   attempts;
   backoffMs;
   log;
@@ -46157,7 +46153,12 @@ var HostClient = class {
   claim = new LockClaim();
   /** Removes the key from disk. */
   close() {
-    rmSync(this.dir, { recursive: true, force: true });
+    if (this.made) rmSync(this.made, { recursive: true, force: true });
+    this.made = null;
+  }
+  dir() {
+    this.made ??= mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    return this.made;
   }
   /** The program and arguments that run one perf-host command ("verb arg…"). */
   argv(command) {
@@ -46170,7 +46171,7 @@ var HostClient = class {
   sshArgs(o2, command) {
     return [
       "-i",
-      this.keyFile,
+      join(this.dir(), "id"),
       "-p",
       String(o2.port),
       "-o",
@@ -46180,7 +46181,7 @@ var HostClient = class {
       "-o",
       "StrictHostKeyChecking=yes",
       "-o",
-      `UserKnownHostsFile=${this.knownHostsFile}`,
+      `UserKnownHostsFile=${join(this.dir(), "known_hosts")}`,
       "-o",
       "GlobalKnownHostsFile=/dev/null",
       "-o",
@@ -46217,7 +46218,7 @@ var HostClient = class {
   async deploy(role, sha2, artifact) {
     let file2 = artifact;
     if (statSync2(artifact).isDirectory()) {
-      file2 = join(this.dir, "artifact.tar.gz");
+      file2 = join(this.dir(), "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
     return (await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim();

@@ -6,10 +6,15 @@
 // (make test-alone), then vitest's measuring files (project e2e-alone). The second phase runs
 // whether the first failed or not; the exit code is the worst. The failures' own lines (Go's
 // "--- FAIL" and the lines it logged, vitest's "FAIL" and assertion lines) are printed again at
-// the end, where a log's tail shows them.
+// the end, where a log's tail shows them. A run leaves nothing behind: what a test made under the
+// temp dir or /var/lib and did not remove fails the run (a failed Go test keeps its host there
+// for a look, and the suite has failed already).
 //
 //   node scripts/test-suite.mjs [--phase behaviour|alone]
 import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({ options: { phase: { type: "string" } } });
@@ -49,7 +54,22 @@ function run(name, cmd, args) {
   });
 }
 
+/** What the tests make outside the repository and remove: scratch directories, installed test hosts. */
+function madeByTests() {
+  const named = (dir, prefix) => {
+    try {
+      return readdirSync(dir)
+        .filter((n) => n.startsWith(prefix))
+        .map((n) => join(dir, n));
+    } catch {
+      return [];
+    }
+  };
+  return [...named(tmpdir(), "perf-gate-"), ...named("/var/lib", "perf-gate-install-")];
+}
+
 const started = Date.now();
+const before = new Set(madeByTests());
 const phases = {
   behaviour: () =>
     Promise.all([
@@ -69,6 +89,13 @@ for (const [phase, go] of Object.entries(phases)) {
   console.log(
     `test-suite: ${phase} done in ${((Date.now() - t0) / 1000).toFixed(0)} s (exit codes ${codes.join(", ")})`,
   );
+}
+const left = madeByTests().filter((p) => !before.has(p));
+if (left.length > 0) {
+  failures.named.push(
+    `[suite] left behind by the tests (${left.length}; test/support/scratch.ts removes a file's own): ${left.slice(0, 8).join(" ")}`,
+  );
+  codes.push(1);
 }
 // Kept short: a CI log is often read from its last hundred lines.
 if (failures.named.length > 0) {

@@ -21,6 +21,32 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
+// buildRoot holds what this test binary builds (perf-host, the services, their static builds),
+// each in a folder of its own; TestMain removes it, so a run leaves nothing in the temp dir.
+var buildRoot string
+
+func TestMain(m *testing.M) {
+	var err error
+	if buildRoot, err = os.MkdirTemp("", "perf-gate-e2e-build-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The unprivileged service user must be able to reach the binaries.
+	os.Chmod(buildRoot, 0o755)
+	code := m.Run()
+	os.RemoveAll(buildRoot)
+	os.Exit(code)
+}
+
+// buildFolder makes a folder of buildRoot, readable by the service users.
+func buildFolder(name string) (string, error) {
+	dir := filepath.Join(buildRoot, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o755)
+}
+
 var (
 	buildOnce sync.Once
 	buildErr  error
@@ -31,8 +57,7 @@ var (
 func binaries(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "perf-gate-e2e-bin-")
-		if buildErr != nil {
+		if binDir, buildErr = buildFolder("bin"); buildErr != nil {
 			return
 		}
 		for _, b := range [][]string{
@@ -47,8 +72,6 @@ func binaries(t *testing.T) string {
 				return
 			}
 		}
-		// The unprivileged service user must be able to run the binaries.
-		os.Chmod(binDir, 0o755)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

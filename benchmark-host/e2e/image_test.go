@@ -33,7 +33,7 @@ var (
 func staticService(t *testing.T, variant string) string {
 	t.Helper()
 	staticOnce.Do(func() {
-		if staticDir, staticErr = os.MkdirTemp("", "perf-gate-e2e-static-"); staticErr != nil {
+		if staticDir, staticErr = buildFolder("static"); staticErr != nil {
 			return
 		}
 		for _, v := range []string{"fast", "slow"} {

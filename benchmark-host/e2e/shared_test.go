@@ -218,7 +218,7 @@ var (
 func hostileImage(t *testing.T, attack ...string) []byte {
 	t.Helper()
 	staticHostileOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "perf-gate-e2e-hostile-")
+		dir, err := buildFolder("hostile")
 		if staticHostileErr = err; err != nil {
 			return
 		}

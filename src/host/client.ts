@@ -129,9 +129,8 @@ export class LockClaim {
 }
 
 export class HostClient implements BenchmarkHost {
-  private readonly dir: string;
-  private readonly keyFile: string;
-  private readonly knownHostsFile: string;
+  /** The client's own directory (0700): the key and known_hosts over SSH, a packed artifact; made when first needed. */
+  private made: string | null = null;
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly log: (line: string) => void;
@@ -139,12 +138,9 @@ export class HostClient implements BenchmarkHost {
   readonly claim = new LockClaim();
 
   constructor(private readonly o: HostOptions) {
-    this.dir = mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
-    this.keyFile = join(this.dir, "id");
-    this.knownHostsFile = join(this.dir, "known_hosts");
     if ("privateKey" in o) {
-      writeFileSync(this.keyFile, `${o.privateKey.trim()}\n`, { mode: 0o600 });
-      writeFileSync(this.knownHostsFile, `${o.knownHosts.trim()}\n`, { mode: 0o600 });
+      writeFileSync(join(this.dir(), "id"), `${o.privateKey.trim()}\n`, { mode: 0o600 });
+      writeFileSync(join(this.dir(), "known_hosts"), `${o.knownHosts.trim()}\n`, { mode: 0o600 });
     }
     this.attempts = o.attempts ?? 3;
     this.backoffMs = o.backoffMs ?? 2000;
@@ -154,7 +150,13 @@ export class HostClient implements BenchmarkHost {
 
   /** Removes the key from disk. */
   close(): void {
-    rmSync(this.dir, { recursive: true, force: true });
+    if (this.made) rmSync(this.made, { recursive: true, force: true });
+    this.made = null;
+  }
+
+  private dir(): string {
+    this.made ??= mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    return this.made;
   }
 
   /** The program and arguments that run one perf-host command ("verb arg…"). */
@@ -169,7 +171,7 @@ export class HostClient implements BenchmarkHost {
   private sshArgs(o: SshTarget, command: string): string[] {
     return [
       "-i",
-      this.keyFile,
+      join(this.dir(), "id"),
       "-p",
       String(o.port),
       "-o",
@@ -179,7 +181,7 @@ export class HostClient implements BenchmarkHost {
       "-o",
       "StrictHostKeyChecking=yes",
       "-o",
-      `UserKnownHostsFile=${this.knownHostsFile}`,
+      `UserKnownHostsFile=${join(this.dir(), "known_hosts")}`,
       "-o",
       "GlobalKnownHostsFile=/dev/null",
       "-o",
@@ -219,7 +221,7 @@ export class HostClient implements BenchmarkHost {
   async deploy(role: "challenger" | "champion", sha: string, artifact: string): Promise<string> {
     let file = artifact;
     if (statSync(artifact).isDirectory()) {
-      file = join(this.dir, "artifact.tar.gz");
+      file = join(this.dir(), "artifact.tar.gz");
       await execa("tar", ["-czf", file, "-C", artifact, "."]);
     }
     return (await this.must(`deploy ${role} ${sha}`, { inputFile: file })).trim();

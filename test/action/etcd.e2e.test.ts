@@ -5,8 +5,7 @@
 // both), so neither the A/A calibration, nor a promotion's A/A check, nor a gate of the champion's
 // own build could run, and the champion's data grew with every gate. Now every run starts both arms
 // fresh, each with its own ports.
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/gate-config";
@@ -14,6 +13,7 @@ import type { HostResult } from "../../src/contract/result";
 import { ActionHarness, examplePayload } from "../support/action-harness";
 import { asRoot } from "../support/bench-host";
 import { disturbedIn, skipTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 const ETCD = "/usr/bin/etcd";
 const CHAMPION = `c1${"0".repeat(38)}`;
@@ -48,7 +48,7 @@ if (asRoot && !haveEtcd) console.warn(`${ETCD} is missing: the etcd tests are sk
 
 /** A release: no binary of its own (the service is Debian's), a VERSION to tell builds apart. */
 function release(version: string): string {
-  const dir = mkdtempSync(join(tmpdir(), "perf-gate-etcd-release-"));
+  const dir = scratchDir("etcd-release");
   chmodSync(dir, 0o755);
   writeFileSync(join(dir, "VERSION"), `${version}\n`);
   return dir;

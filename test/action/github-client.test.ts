@@ -1,8 +1,7 @@
 // The GitHub adapter against the GitHub fake, which checks every request and response against
 // GitHub's published OpenAPI description and behaves as GitHub does where the gate depends on it
 // (roles, label case, pagination, who wrote what). No benchmark host is needed.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { checkResponse } from "../support/github-contract";
@@ -15,6 +14,7 @@ import {
   GitHubFake,
   userNamed,
 } from "../support/github-fake";
+import { scratchDir } from "../support/scratch";
 
 type Client = typeof import("../../src/action/github/client");
 let GitHub: Client["GitHub"];
@@ -30,7 +30,7 @@ beforeAll(async () => {
   api = await fake.start();
   vi.stubEnv("GITHUB_API_URL", api);
   vi.stubEnv("PERF_GATE_GITHUB_UNPACED", "1"); // the fake is on loopback: spacing writes only waits
-  vi.stubEnv("GITHUB_STATE", join(mkdtempSync(join(tmpdir(), "perf-gate-state-")), "state"));
+  vi.stubEnv("GITHUB_STATE", join(scratchDir("state"), "state"));
   writeFileSync(process.env.GITHUB_STATE!, "");
   vi.resetModules();
   ({ GitHub, STICKY_MARKER } = await import("../../src/action/github/client"));

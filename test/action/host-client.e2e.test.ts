@@ -2,11 +2,11 @@
 // and no progress line is lost or repeated; a promotion waits for a running experiment.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HostClient, HostError } from "../../src/host/client";
 import { asRoot, TestHost } from "../support/bench-host";
+import { scratchDir } from "../support/scratch";
 
 let host: TestHost;
 let client: HostClient;
@@ -14,7 +14,7 @@ let client: HostClient;
 beforeAll(async () => {
   if (!asRoot) return;
   host = await TestHost.start({ lockWait: "1s" });
-  const tarball = join(tmpdir(), `perf-gate-client-${process.pid}.tar.gz`);
+  const tarball = join(scratchDir("client"), "release.tar.gz");
   execFileSync("tar", ["-czf", tarball, "-C", host.release("fast", "champion"), "."]);
   await host.ssh("deploy champion 0000000", readFileSync(tarball));
   await host.ssh("promote 0000000", '{"command":["./start.sh"]}');

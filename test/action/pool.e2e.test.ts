@@ -6,8 +6,7 @@
 // the others, and once it is back it is refused for gates until it is promoted; perf-gate run
 // --host over the pool gates on a free host and calibrates every host. Each test prints the
 // pool's timeline (which gate ran where, and how long it waited).
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { examplePayload, REPOSITORY } from "../support/action-harness";
@@ -16,6 +15,7 @@ import { asRoot } from "../support/bench-host";
 import { perfGate } from "../support/cli";
 import { disturbedIn, untilQuiet } from "../support/machine-too-busy";
 import { PoolHarness } from "../support/pool-harness";
+import { scratchDir } from "../support/scratch";
 
 // Three hosts share two cores here: each run's own measurement is not what these tests check,
 // so other hosts' runs do not count as foreign load, and a p50 at 100 req/s keeps the load light.
@@ -317,7 +317,7 @@ describe.skipIf(!asRoot)("a pool of three hosts", () => {
   });
 
   it("perf-gate run --host over the pool: a gate on a free host, named; --aa calibrates every host in turn", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "perf-gate-pool-cli-"));
+    const dir = scratchDir("pool-cli");
     const files = { config: join(dir, "perf-gate.yml"), known: join(dir, "known_hosts") };
     writeFileSync(files.config, POOL_CONFIG);
     writeFileSync(files.known, `${p.hosts.map((h) => h.info.known_hosts_line).join("\n")}\n`);

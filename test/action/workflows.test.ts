@@ -5,8 +5,7 @@
 // webhook payloads); and the action's cancel path: the post step and the main step's signal
 // handler (the bundle under Node 24).
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +14,7 @@ import { poolOf } from "../../src/action/inputs";
 import { examplePayload, GitHubHarness, REPOSITORY } from "../support/action-harness";
 import { GITHUB_ACTIONS } from "../support/github-fake";
 import { repoRoot } from "../support/loadgen";
+import { scratchDir } from "../support/scratch";
 import { type Contexts, condition, render } from "../support/workflow-expressions";
 
 const exec = promisify(execFile);
@@ -81,7 +81,7 @@ describe("workflows", () => {
         "perf-calibrate.yml",
       ]),
     );
-    const installed = mkdtempSync(join(tmpdir(), "perf-gate-installed-"));
+    const installed = scratchDir("installed");
     mkdirSync(join(installed, ".github/workflows"), { recursive: true });
     mkdirSync(join(installed, ".git")); // actionlint resolves ./.github/workflows/… from the repository root
     for (const f of shipped) copyFileSync(join(repoRoot, "workflows", f), join(installed, ".github/workflows", f));

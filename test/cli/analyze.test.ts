@@ -1,11 +1,11 @@
 // perf-gate analyze, run from the committed bundle the way users run it.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
 import ref from "../analysis/reference-values.json";
 import { perfGate as run } from "../support/cli";
+import { scratchDir } from "../support/scratch";
 
 let dir: string;
 
@@ -18,7 +18,7 @@ const write = (name: string, doc: unknown) => {
 };
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-cli-"));
+  dir = scratchDir("cli");
 });
 
 describe("perf-gate analyze", () => {

@@ -1,11 +1,11 @@
 // perf-gate capacity from the committed bundle: the host time of a config's gates and the wait
 // for a host of a pool, with every assumption a flag; and what bad input is told. Also the
 // pool flags of perf-gate run that fail before any host is reached.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { perfGate as run } from "../support/cli";
+import { scratchDir } from "../support/scratch";
 
 let dir: string;
 const perfGate = (...args: string[]) => run(args);
@@ -23,7 +23,7 @@ workloads:
 `;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-capacity-"));
+  dir = scratchDir("capacity");
   writeFileSync(join(dir, "perf-gate.yml"), CONFIG);
 });
 

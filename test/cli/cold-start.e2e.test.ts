@@ -8,14 +8,15 @@
 // build read grey -0.79 ms, then red and blocking at +4.61 ms (95% CI [+4.26, +4.96]) and +10.28 ms
 // ([+6.19, +14.37]): the challenger looked slower and slower.
 import { execFile, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
+import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts } from "../support/bench-host";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { machineTooBusy, skipTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 const exec = promisify(execFile);
 const cli = join(repoRoot, "dist/cli.js");
@@ -36,7 +37,7 @@ function release(bin: string, name: string, version: string): string {
 
 beforeAll(async () => {
   await buildHostBinaries();
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-coldstart-"));
+  dir = scratchDir("coldstart");
   chmodSync(dir, 0o755);
   await exec("go", ["build", "-tags", "cold", "-o", join(dir, "service-cold"), "./examples/service"], {
     cwd: join(repoRoot, "benchmark-host"),

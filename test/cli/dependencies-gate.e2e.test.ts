@@ -5,8 +5,7 @@
 // talk to its own Redis: the keys each Redis holds when it stops are that arm's alone. A
 // dependency that never gets ready, or exits, fails the start with its own log.
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
@@ -15,6 +14,7 @@ import type { Ran } from "../support/cli";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 const hostDir = join(repoRoot, "benchmark-host");
 const redisServer = "/usr/bin/redis-server";
@@ -156,7 +156,7 @@ async function expectOwnRedis(out: string, label: string) {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-deps-"));
+  dir = scratchDir("deps");
   chmodSync(dir, 0o755);
   dumps = join(dir, "dumps");
   mkdirSync(dumps);

@@ -10,14 +10,12 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmdirSync,
   statSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { buildServiceBinaries } from "../support/bench-host";
@@ -25,6 +23,7 @@ import type { Ran } from "../support/cli";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { machineTooBusy, untilQuiet } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 let dir: string;
 let local: LocalGate;
@@ -48,7 +47,7 @@ const config = (profile: string) => {
 
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-explain-"));
+  dir = scratchDir("explain");
   chmodSync(dir, 0o755);
   build(bin, "fast");
   build(bin, "slowreport");

@@ -3,8 +3,7 @@
 // service, reflection) in both arms. A challenger 2 ms slower per call is red; the same build is
 // not red or green.
 import { execFile, spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
@@ -12,6 +11,7 @@ import { aaAllowingChance } from "../support/aa-by-chance";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { machineTooBusy, untilQuiet } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 const hostDir = join(repoRoot, "benchmark-host");
 let dir: string;
@@ -46,7 +46,7 @@ let fast: string;
 let slow: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-grpc-"));
+  dir = scratchDir("grpc");
   chmodSync(dir, 0o755);
   writeFileSync(join(dir, "perf-gate.yml"), config);
   [fast, slow] = await Promise.all([release("fast", []), release("slow", ["-tags", "slow"]), buildHostBinaries()]);

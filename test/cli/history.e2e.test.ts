@@ -4,8 +4,7 @@
 // their waits, to the microsecond (a sleep would end on the timer's next tick). The host's clock moves by PERF_GATE_CLOCK_OFFSET (the month passes; nothing measured is
 // faked). The history holds each event; the monthly budget blocks the red that crosses it and a
 // green pays back; the drift run's interval lies within a quarter step of the known shift; perf-gate history draws it.
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { digestOf } from "../../src/cli/run";
@@ -15,6 +14,7 @@ import { perfGate as cliRun } from "../support/cli";
 import { buildHostBinaries } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { machineTooBusy, skipTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 /** Each build spins this many µs per request beyond the service's hashing: a step of 0.2 ms is about 25% of main's level. */
 const DELAYS = { A: 500, B: 700, C: 900, D: 500, E: 700 } as const;
@@ -31,7 +31,7 @@ let config: string;
 
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-history-e2e-"));
+  dir = scratchDir("history-e2e");
   chmodSync(dir, 0o755);
   root = join(dir, "host");
   for (const [name, delay] of Object.entries(DELAYS) as [Build, number][]) {

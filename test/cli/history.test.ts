@@ -1,14 +1,13 @@
 // perf-gate history --from: a history file becomes the page (and back to JSON); a file that is
 // not a history is refused with the field and why, before any of it is drawn.
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { perfGate } from "../support/cli";
 import { busyHistory } from "../support/history";
+import { scratchDir } from "../support/scratch";
 
-const dir = mkdtempSync(join(tmpdir(), "perf-gate-history-cli-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = scratchDir("history-cli");
 
 const write = (name: string, content: string) => {
   const path = join(dir, name);

@@ -3,8 +3,7 @@
 // host through runc. A slower image is red, the same image on both arms grey, and after each run
 // nothing of either arm is left: no process, no mount, no cgroup runc made.
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { aaAllowingChance } from "../support/aa-by-chance";
@@ -12,6 +11,7 @@ import { dockerSave, ociLayout } from "../support/image";
 import { buildHostBinaries, repoRoot } from "../support/loadgen";
 import { LocalGate, perfHost } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 const runc = ["/usr/sbin/runc", "/usr/bin/runc"].find(existsSync);
 let dir: string;
@@ -71,7 +71,7 @@ const verdictLine = (stdout: string) =>
 
 beforeAll(async () => {
   await buildHostBinaries();
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-image-run-"));
+  dir = scratchDir("image-run");
   chmodSync(dir, 0o755);
   // Static binaries, as a FROM scratch image needs them.
   for (const v of ["fast", "slow"]) {

@@ -3,17 +3,7 @@
 // host's own work is not "another job" while a real neighbour is seen, and a run that could not
 // measure still says what it measured. The arms' logs stay bounded.
 import { spawn } from "node:child_process";
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HostResult } from "../../src/contract/result";
@@ -21,6 +11,7 @@ import { buildServiceBinaries } from "../support/bench-host";
 import { buildHostBinaries } from "../support/loadgen";
 import { LocalGate } from "../support/local-gate";
 import { skipIfMachineTooBusy, skipTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 let dir: string;
 let gate: LocalGate;
@@ -63,7 +54,7 @@ const results = (out: string) => JSON.parse(readFileSync(join(out, "result.json"
 
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-measured-"));
+  dir = scratchDir("measured");
   chmodSync(dir, 0o755);
   gate = await LocalGate.onFreePorts(dir);
   champion = build("champion", join(bin, "service-fast"));

@@ -1,14 +1,14 @@
 // The npm package, as `npx perf-gate` gets it: `npm pack`, installed into an empty directory,
 // run from there. The bundle must stand alone: the package has no runtime dependencies.
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { makeResult, pairsFromDiffs } from "../analysis/fixtures";
 import { ran } from "../support/cli";
 import { repoRoot } from "../support/loadgen";
+import { scratchDir } from "../support/scratch";
 
 const exec = promisify(execFile);
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
@@ -20,10 +20,10 @@ let packed: { filename: string; files: { path: string }[] };
 let project: string;
 
 beforeAll(async () => {
-  const out = mkdtempSync(join(tmpdir(), "perf-gate-pack-"));
+  const out = scratchDir("pack");
   const { stdout } = await exec("npm", ["pack", "--json", "--pack-destination", out], { cwd: repoRoot });
   packed = (JSON.parse(stdout) as (typeof packed)[])[0]!;
-  project = mkdtempSync(join(tmpdir(), "perf-gate-npx-"));
+  project = scratchDir("npx");
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "uses-perf-gate", private: true }));
   await exec("npm", ["install", "--no-audit", "--no-fund", join(out, packed.filename)], {
     cwd: project,

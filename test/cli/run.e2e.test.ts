@@ -1,8 +1,8 @@
 // perf-gate run --local from the bundle: a real perf-host on this machine, no SSH. Its failures
 // exit 2 with a one-line reason.
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unclear } from "../../src/analysis/extension";
@@ -12,6 +12,7 @@ import { cli } from "../support/cli";
 import { buildHostBinaries } from "../support/loadgen";
 import { LocalGate, perfHost } from "../support/local-gate";
 import { skipIfMachineTooBusy } from "../support/machine-too-busy";
+import { scratchDir } from "../support/scratch";
 
 let dir: string;
 let champion: string;
@@ -39,7 +40,7 @@ const perfGate = (root: string, ...args: string[]) =>
 
 beforeAll(async () => {
   const [bin] = await Promise.all([buildServiceBinaries(), buildHostBinaries()]);
-  dir = mkdtempSync(join(tmpdir(), "perf-gate-run-"));
+  dir = scratchDir("run");
   chmodSync(dir, 0o755);
   champion = join(dir, "champion");
   mkdirSync(join(champion, "bin"), { recursive: true });

@@ -1,16 +1,16 @@
 // The client takes a profile from a host as bytes it checks, never as a file the host names:
 // a hostile or broken host's answer that is not gzip is refused, and a missing profile is the
 // host's error, said as such.
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { HostClient, HostError } from "../../src/host/client";
+import { scratchDir } from "../support/scratch";
 
 /** A perf-host that answers `profile RUN-ID ARM` with the given shell. */
 function hostAnswering(script: string): HostClient {
-  const dir = mkdtempSync(join(tmpdir(), "perf-gate-profile-client-"));
+  const dir = scratchDir("profile-client");
   const perfHost = join(dir, "perf-host");
   writeFileSync(perfHost, `#!/bin/sh\n[ "$1" = profile ] || exit 2\n${script}\n`);
   chmodSync(perfHost, 0o755);
@@ -19,7 +19,7 @@ function hostAnswering(script: string): HostClient {
 
 describe("HostClient.profile", () => {
   it("returns the gzipped profile as the host sent it", async () => {
-    const gz = join(mkdtempSync(join(tmpdir(), "perf-gate-profile-bytes-")), "p.gz");
+    const gz = join(scratchDir("profile-bytes"), "p.gz");
     writeFileSync(gz, gzipSync(Buffer.from("pprof bytes")));
     const bytes = await hostAnswering(`cat ${gz}`).profile("run-1", "challenger");
     expect(Buffer.from(bytes).equals(gzipSync(Buffer.from("pprof bytes")))).toBe(true);

@@ -2,8 +2,7 @@
 // The history page: one self-contained HTML file. Opened in a real browser (Debian's headless
 // chromium through playwright-core), it draws its charts without an error or a single request,
 // shows every promotion, and its numbers are the history's.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { historyChangePoints, mainChange } from "../../src/analysis/main-history
 import { signedMs } from "../../src/report/format";
 import { historyPage } from "../../src/report/history-page";
 import { busyHistory, CHROMIUM, CHROMIUM_FLAGS } from "../support/history";
+import { scratchDir } from "../support/scratch";
 
 describe("the history page", () => {
   const history = busyHistory();
@@ -19,12 +19,11 @@ describe("the history page", () => {
   let browser: Browser | null = null;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "perf-gate-history-page-"));
+    dir = scratchDir("history-page");
     if (existsSync(CHROMIUM)) browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
   });
   afterAll(async () => {
     await browser?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("is one file that asks for nothing: no external reference, and a policy that forbids any", () => {

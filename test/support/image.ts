@@ -2,16 +2,17 @@
 // and as an OCI layout directory, with nothing but tar: no registry, no daemon.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { arch, tmpdir } from "node:os";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { arch } from "node:os";
 import { join } from "node:path";
+import { scratchDir } from "./scratch";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 const goArch = arch() === "x64" ? "amd64" : arch();
 
 /** One layer holding /app/server (the binary) and /app/VERSION, as an uncompressed tar. */
 function appLayer(binary: string, version: string): Buffer {
-  const root = mkdtempSync(join(tmpdir(), "perf-gate-image-"));
+  const root = scratchDir("image");
   mkdirSync(join(root, "app"));
   copyFileSync(binary, join(root, "app/server"));
   writeFileSync(join(root, "app/VERSION"), `${version}\n`);
@@ -30,7 +31,7 @@ function imageConfig(layer: Buffer, entrypoint: string[]): string {
 
 /** `docker save` of a FROM scratch image holding the binary as /app/server, its entrypoint. */
 export function dockerSave(binary: string, version: string, out: string): string {
-  const dir = mkdtempSync(join(tmpdir(), "perf-gate-save-"));
+  const dir = scratchDir("save");
   const layer = appLayer(binary, version);
   const config = imageConfig(layer, ["/app/server"]);
   const layerName = `${sha256(layer)}/layer.tar`;

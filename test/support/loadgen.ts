@@ -1,9 +1,9 @@
 // Runs the real load generator binary (built by `make -C benchmark-host`) for tests.
 import { type ChildProcess, execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { scratchDir } from "./scratch";
 
 const exec = promisify(execFile);
 export const repoRoot = join(import.meta.dirname, "../..");
@@ -20,7 +20,7 @@ export async function buildHostBinaries(): Promise<void> {
  * the generator in most runs (benchmark-host/README.md, *Holding the CPUs awake*).
  */
 export async function runLoadgen(plan: object, onStart?: (loadgen: ChildProcess) => void): Promise<unknown> {
-  const dir = mkdtempSync(join(tmpdir(), "perf-gate-loadgen-"));
+  const dir = scratchDir("loadgen");
   const file = join(dir, "plan.json");
   writeFileSync(file, JSON.stringify(plan));
   const run = exec(loadgenBin, ["--plan", file, "--hold-cpus-awake"], { maxBuffer: 64 << 20, timeout: 300_000 });

@@ -3,11 +3,11 @@
 // (testhost --install), all accepting one CI key, as a team's hosts would; and the GitHub fake.
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitHubHarness } from "./action-harness";
 import { TestHost } from "./bench-host";
 import { DEFAULT_TOKEN, GitHubFake } from "./github-fake";
+import { scratchDir } from "./scratch";
 
 export class PoolHarness extends GitHubHarness {
   /** sshd listeners this harness started again after a test took a host down. */
@@ -77,7 +77,7 @@ export class PoolHarness extends GitHubHarness {
 
   /** Makes a release the champion of every host as an operator would, over ssh. */
   async installChampion(sha: string, release: string, service: object = { command: ["./start.sh"] }): Promise<void> {
-    const tarball = join(tmpdir(), `perf-gate-pool-champion-${process.pid}-${sha.slice(0, 7)}.tar.gz`);
+    const tarball = join(scratchDir("pool-champion"), "release.tar.gz");
     execFileSync("tar", ["-czf", tarball, "-C", release, "."]);
     for (const host of this.hosts) {
       for (const [cmd, input] of [
