@@ -17,7 +17,7 @@
 //   node scripts/suite-times.mjs go [--dir benchmark-host] [--json out.json] [--subtests] -- ./e2e -run X -count=1
 //   node scripts/suite-times.mjs vitest [--json out.json] -- --project e2e test/action/gate.e2e.test.ts
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -41,11 +41,15 @@ mkdirSync(group);
 writeFileSync(join(group, "cgroup.procs"), String(process.pid));
 /** The processes in the group: this one, and what the command started. */
 const groupPids = () => readFileSync(join(group, "cgroup.procs"), "utf8").split("\n").filter(Boolean);
-// On the way out, also when interrupted (below) or failing: what is in the group (this
-// process, and what the command left running, a detached process) moves to the root group, and
-// the group goes, so no run leaves one behind. A process still exiting (an interrupted
-// command's) cannot be moved and keeps the group: up to 5 s for it to go.
+/** Where vitest writes its report; removed on the way out. */
+const work = mkdtempSync(join(tmpdir(), "perf-gate-suite-times-"));
+const report = join(work, "vitest.json");
+// On the way out, also when interrupted (below) or failing: the report goes; what is in the
+// group (this process, and what the command left running, a detached process) moves to the
+// root group, and the group goes, so no run leaves one behind. A process still exiting (an
+// interrupted command's) cannot be moved and keeps the group: up to 5 s for it to go.
 process.on("exit", () => {
+  rmSync(work, { recursive: true, force: true });
   for (let tries = 1; ; tries++) {
     for (const pid of groupPids()) {
       try {
@@ -90,8 +94,6 @@ const runS = (t0, t1) => {
   return within.length === 0 ? 0 : ((t1 - t0) / 1000) * (within.filter((s) => s[2]).length / within.length);
 };
 
-const work = mkdtempSync(join(tmpdir(), "perf-gate-suite-times-"));
-const report = join(work, "vitest.json");
 const [cmd, argv] =
   tool === "go"
     ? ["go", ["test", "-json", ...args]]
