@@ -30,6 +30,9 @@
 #          --hold-cpus-awake (hold PM QoS cpu_dma_latency at 0 while measuring; benchmark-host/README.md)
 #          --max-foreign-cores X (CPU cores other work may take during a slice before it is dropped
 #          as disturbed; default 0.25: raise it only for a host with steady background work)
+#          --max-idle-arm-cores X (CPU cores the arm not measured may use before a slice is invalid;
+#          default 0.25)  --max-run-seconds N (the longest run a plan may ask for; default 3600)
+#          --max-arm-log-bytes N (an arm's log kept per start; default 8 MiB, 0: no cap)
 #          --arm-disk-bytes N (each arm's own filesystem; default 2 GiB)  --arm-memory-bytes N (default 4 GiB)
 #          --no-net-isolation (no nftables rules keeping each arm to its own ports)
 #          --no-systemd  --release VERSION [--download-url URL]  --archive FILE [--sums FILE]
@@ -50,6 +53,9 @@ ARM_MEMORY_BYTES=4294967296
 NET_ISOLATION=yes
 SERVICE_PORTS=""
 MAX_FOREIGN_CORES=""
+MAX_IDLE_ARM_CORES=""
+MAX_RUN_SECONDS=""
+MAX_ARM_LOG_BYTES=""
 HOLD_CPUS=no
 CHAMPION_PORT=8001
 CHALLENGER_PORT=8002
@@ -78,7 +84,8 @@ parse_args() {
       -h | --help) usage ;;
       --release | --download-url | --archive | --sums | --ci-key | --root | --prefix | --ci-user | \
         --champion-user | --challenger-user | --champion-port | --challenger-port | --cgroup-name | \
-        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports | --max-foreign-cores | --arm-disk-bytes | --arm-memory-bytes) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
+        --loadgen-cpus | --arm-cpus | --arm-max-procs | --service-ports | --max-foreign-cores | --arm-disk-bytes | --arm-memory-bytes | \
+        --max-idle-arm-cores | --max-run-seconds | --max-arm-log-bytes) [ $# -ge 2 ] || die "$1 needs a value" 2 ;;
       *) echo "install.sh: unknown argument '$1'" >&2; usage ;;
     esac
     case "$1" in
@@ -100,6 +107,9 @@ parse_args() {
       --arm-memory-bytes) ARM_MEMORY_BYTES=$2; HOST_ARGS+=("$1" "$2") ;;
       --service-ports) SERVICE_PORTS=$2; HOST_ARGS+=("$1" "$2") ;;
       --max-foreign-cores) MAX_FOREIGN_CORES=$2; HOST_ARGS+=("$1" "$2") ;;
+      --max-idle-arm-cores) MAX_IDLE_ARM_CORES=$2; HOST_ARGS+=("$1" "$2") ;;
+      --max-run-seconds) MAX_RUN_SECONDS=$2; HOST_ARGS+=("$1" "$2") ;;
+      --max-arm-log-bytes) MAX_ARM_LOG_BYTES=$2; HOST_ARGS+=("$1" "$2") ;;
       --champion-port) CHAMPION_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
       --challenger-port) CHALLENGER_PORT=$2; HOST_ARGS+=("$1" "$2") ;;
     esac
@@ -136,6 +146,9 @@ validate_args() {
   [[ $ARM_MEMORY_BYTES =~ ^(0|[1-9][0-9]{7,14})$ ]] || die "--arm-memory-bytes must be a size in bytes of 10 MB or more (0: no limit), such as 4294967296" 2
   [[ $SERVICE_PORTS =~ ^([0-9]{1,5}-[0-9]{1,5})?$ ]] || die "--service-ports is a range of ports such as 18100-18199" 2
   [[ $MAX_FOREIGN_CORES =~ ^([0-9]{1,3}(\.[0-9]{1,3})?)?$ ]] || die "--max-foreign-cores is a number of CPU cores such as 0.25" 2
+  [[ $MAX_IDLE_ARM_CORES =~ ^([0-9]{1,3}(\.[0-9]{1,3})?)?$ ]] || die "--max-idle-arm-cores is a number of CPU cores such as 0.25" 2
+  [[ $MAX_RUN_SECONDS =~ ^([1-9][0-9]{1,5})?$ ]] || die "--max-run-seconds is a number of seconds (10 or more) such as 3600" 2
+  [[ $MAX_ARM_LOG_BYTES =~ ^(0|[1-9][0-9]{4,11})?$ ]] || die "--max-arm-log-bytes is a size in bytes of 10 kB or more (0: no cap), such as 8388608" 2
   case "$ROOT$PREFIX" in *[!A-Za-z0-9/._-]*) die "--root and --prefix must be plain absolute paths" 2 ;; esac
   case "$ROOT" in /*) ;; *) die "--root must be an absolute path" 2 ;; esac
   # The arms' homes are under ROOT, and each arm's programs see /tmp, /var/tmp, /run/lock and
@@ -381,6 +394,9 @@ host_flags() {
   if [ -n "$ARM_CPUS" ]; then flags+=" --arm-cpus $ARM_CPUS"; fi
   if [ -n "$SERVICE_PORTS" ]; then flags+=" --service-ports $SERVICE_PORTS"; fi
   if [ -n "$MAX_FOREIGN_CORES" ]; then flags+=" --max-foreign-cores $MAX_FOREIGN_CORES"; fi
+  if [ -n "$MAX_IDLE_ARM_CORES" ]; then flags+=" --max-idle-arm-cores $MAX_IDLE_ARM_CORES"; fi
+  if [ -n "$MAX_RUN_SECONDS" ]; then flags+=" --max-run-seconds $MAX_RUN_SECONDS"; fi
+  if [ -n "$MAX_ARM_LOG_BYTES" ]; then flags+=" --max-arm-log-bytes $MAX_ARM_LOG_BYTES"; fi
   if [ "$HOLD_CPUS" = yes ]; then flags+=" --hold-cpus-awake"; fi
   echo "$flags"
 }

@@ -136,9 +136,16 @@ func running(t *testing.T, user string) []arm.Proc {
 // state; perf-host runnable by the CI login alone, with its capabilities permitted only.
 func TestInstallScriptSeparatesTheCIUserFromTheArms(t *testing.T) {
 	t.Parallel()
-	h, out := installHost(t)
+	limits := []string{"--max-idle-arm-cores", "0.5", "--max-run-seconds", "600", "--max-arm-log-bytes", "1048576"}
+	h, out := installHost(t, limits...)
 	if !strings.Contains(out, "restrict,command=") || !strings.Contains(out, "Pin this host key") || !strings.Contains(out, "isolation on this host") {
 		t.Errorf("install.sh did not print the authorized_keys line, the isolation and the host key:\n%s", out)
+	}
+	// The host's limits given to install.sh are the forced command's (a plan over them is refused, below).
+	for i := 0; i < len(limits); i += 2 {
+		if !strings.Contains(out, limits[i]+" "+limits[i+1]) {
+			t.Errorf("the forced command lacks %s %s:\n%s", limits[i], limits[i+1], out)
+		}
 	}
 	for _, step := range []struct {
 		stdin []byte
@@ -160,6 +167,9 @@ func TestInstallScriptSeparatesTheCIUserFromTheArms(t *testing.T) {
 	}
 	if out, err := w.finish(); err != nil || !strings.Contains(out, `"status":"ok"`) {
 		t.Errorf("wait: %v\n%s", err, out)
+	}
+	if _, errs, code := h.call([]byte(runPlan("bbbbbbb", 1000, 0.5)), "run pr-3-bbbbbbb-2"); code != 2 || !strings.Contains(errs, "over this host's --max-run-seconds 600") {
+		t.Errorf("a 1000 s plan on a host of --max-run-seconds 600: exit %d, %s", code, errs)
 	}
 	if out, errs, code := h.call(nil, "id"); code == 0 || !strings.Contains(errs, "refused") {
 		t.Errorf("the CI key ran something other than perf-host: %d %s %s", code, out, errs)
