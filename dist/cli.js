@@ -15421,7 +15421,7 @@ var require_cross_spawn = __commonJS({
 var version = "1.0.0";
 
 // src/cli/analyze.ts
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 
 // src/analysis/input-error.ts
 var AnalysisInputError = class extends Error {
@@ -35325,7 +35325,7 @@ var constants_default = {
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
-var urlPath = external_exports.string().regex(/^\//, "must start with /");
+var urlPath = external_exports.string().regex(/^\/[^\x00-\x1f\x7f]*$/, "must start with / and hold no control characters (CR, LF, NUL\u2026)");
 var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
@@ -38173,6 +38173,32 @@ function tableCell(s3) {
   return s3.replace(/[|\n\r]/g, " ");
 }
 
+// src/cli/bounded-file.ts
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+function readBounded(path6, maxBytes, what) {
+  let fd;
+  try {
+    fd = openSync(path6, "r");
+  } catch (e) {
+    throw new Error(`${path6}: cannot read ${what} (${e.code})`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path6}: not a regular file: ${what} is read from one`);
+    if (st.size > maxBytes) throw new Error(`${path6}: ${st.size} bytes, more than ${what} can be (${maxBytes})`);
+    const buffer = Buffer.alloc(st.size);
+    let at = 0;
+    while (at < st.size) {
+      const n2 = readSync(fd, buffer, at, st.size - at, at);
+      if (n2 === 0) break;
+      at += n2;
+    }
+    return buffer.subarray(0, at);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 // src/cli/usage.ts
 import { parseArgs } from "node:util";
 var UsageError = class extends Error {
@@ -38278,12 +38304,13 @@ function readResults(file2) {
   if (doc.length === 0) throw new AnalysisInputError(`${file2}: an empty list of results`);
   return doc.map((d, i2) => ({ name: `${file2}[${i2}]`, result: parseResult(`${file2}[${i2}]`, d) }));
 }
+var MAX_RESULTS_BYTES = 512 << 20;
 function readJson(file2) {
   let text;
   try {
-    text = readFileSync(file2, "utf8");
+    text = readBounded(file2, MAX_RESULTS_BYTES, "a result").toString("utf8");
   } catch (e) {
-    throw new AnalysisInputError(`${file2}: cannot read: ${e.message}`);
+    throw new AnalysisInputError(e.message);
   }
   try {
     return JSON.parse(text);
@@ -38496,7 +38523,7 @@ function protoFileIssues(w) {
 // src/config/gate-config.ts
 var plan = planSchema.shape;
 var { body_file: _, ...requestFields } = requestSchema.shape;
-var request = external_exports.strictObject(requestFields);
+var request = external_exports.strictObject({ ...requestFields, grpc: external_exports.strictObject(grpcCallSchema.shape).optional() });
 var rates = external_exports.union(
   [external_exports.array(rate).min(1), external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })],
   { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" }
@@ -38551,10 +38578,13 @@ var workload = external_exports.strictObject({
       message: "only a grpc workload describes its methods"
     });
   for (const issue2 of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue2 });
+  const seen = /* @__PURE__ */ new Set();
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
     if (!checked.success)
       ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+    if (seen.has(r)) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s twice: each rate once` });
+    seen.add(r);
   }
 });
 var service = external_exports.strictObject(serviceSchema.shape).superRefine((s3, ctx) => {
@@ -38595,7 +38625,16 @@ var PROFILE_MODES = ["on-red", "always", "never"];
 var MAX_EXTENSIONS = 5;
 var configSchema = external_exports.strictObject({
   service,
-  workloads: external_exports.array(workload).min(1),
+  workloads: external_exports.array(workload).min(1).superRefine(
+    (ws, ctx) => ws.forEach((w, i2) => {
+      if (ws.findIndex((o2) => o2.name === w.name) < i2)
+        ctx.addIssue({
+          code: "custom",
+          path: [i2, "name"],
+          message: `"${w.name}" names another workload: each name once`
+        });
+    })
+  ),
   slo: external_exports.strictObject({
     percentile: percentile.default(99),
     budget_ms: external_exports.number().positive()
@@ -38790,7 +38829,7 @@ function capacityMarkdown(p) {
 }
 
 // src/cli/host-flags.ts
-import { existsSync, readFileSync as readFileSync2 } from "node:fs";
+import { existsSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38964,13 +39003,18 @@ function defaultPerfHost() {
 }
 function readText(path6, flag, usage2) {
   try {
-    return readFileSync2(path6, "utf8");
+    return readBounded(path6, MAX_TEXT_BYTES, TEXT_FILES[flag] ?? "the file").toString("utf8");
   } catch (e) {
-    if (flag === "--config")
-      throw new ConfigError(`${path6}: cannot read the config (${e.code})`);
-    throw new UsageError(`${flag} ${path6}: cannot read (${e.code})`, usage2);
+    if (flag === "--config") throw new ConfigError(e.message);
+    throw new UsageError(`${flag} ${e.message}`, usage2);
   }
 }
+var MAX_TEXT_BYTES = 1 << 20;
+var TEXT_FILES = {
+  "--config": "the config",
+  "--key": "the key",
+  "--known-hosts": "the known_hosts"
+};
 
 // src/cli/capacity.ts
 var RUN_OVERHEAD_SECONDS = 2;
@@ -39090,7 +39134,7 @@ function list(v, flag, lo, hi) {
 }
 
 // src/cli/history.ts
-import { closeSync, fstatSync, openSync, readSync, writeFileSync as writeFileSync4 } from "node:fs";
+import { closeSync as closeSync2, fstatSync as fstatSync2, openSync as openSync2, readSync as readSync2, writeFileSync as writeFileSync4 } from "node:fs";
 
 // src/contract/host.ts
 var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
@@ -42534,7 +42578,7 @@ var handleResult = (result, verboseInfo, { reject }) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync4 } from "node:fs";
+import { readFileSync as readFileSync2 } from "node:fs";
 
 // node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
@@ -42864,7 +42908,7 @@ var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((st
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync3 } from "node:fs";
+import { readFileSync } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -42898,7 +42942,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync3(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -43231,8 +43275,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync4(value))] }),
-    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync4(file2))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync2(value))] }),
+    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync2(file2))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -46966,16 +47010,18 @@ async function fromHost(target) {
 function fromFile(path6) {
   let fd;
   try {
-    fd = openSync(path6, "r");
+    fd = openSync2(path6, "r");
   } catch (e) {
     throw new UsageError(`--from ${path6}: cannot read (${e.code})`, historyUsage);
   }
   try {
-    const size = fstatSync(fd).size;
+    const st = fstatSync2(fd);
+    if (!st.isFile()) throw new Error(`${path6}: not a regular file: a history is read from one`);
+    const size = st.size;
     if (size > MAX_HISTORY_BYTES)
       throw new Error(`${path6}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
     const buffer = Buffer.alloc(size);
-    readSync(fd, buffer, 0, size, 0);
+    readSync2(fd, buffer, 0, size, 0);
     let document;
     try {
       document = JSON.parse(buffer.toString("utf8"));
@@ -46984,13 +47030,13 @@ function fromFile(path6) {
     }
     return { history: parseHistory(path6, document), document };
   } finally {
-    closeSync(fd);
+    closeSync2(fd);
   }
 }
 
 // src/cli/run.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync5, statSync as statSync3 } from "node:fs";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync3, statSync as statSync3 } from "node:fs";
 import { join as join3, relative } from "node:path";
 
 // src/experiment/artifacts.ts
@@ -48246,7 +48292,7 @@ function digestOf(path6) {
     if (statSync3(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
-      h2.update(relative(path6, p)).update("\0").update(readFileSync5(p));
+      h2.update(relative(path6, p)).update("\0").update(readFileSync3(p));
     }
   };
   if (!existsSync2(path6)) throw new UsageError(`${path6}: no such build`, runUsage);

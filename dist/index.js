@@ -63681,7 +63681,7 @@ var constants_default = {
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
-var urlPath = external_exports.string().regex(/^\//, "must start with /");
+var urlPath = external_exports.string().regex(/^\/[^\x00-\x1f\x7f]*$/, "must start with / and hold no control characters (CR, LF, NUL\u2026)");
 var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
@@ -70901,7 +70901,7 @@ function protoFileIssues(w) {
 // src/config/gate-config.ts
 var plan = planSchema.shape;
 var { body_file: _, ...requestFields } = requestSchema.shape;
-var request2 = external_exports.strictObject(requestFields);
+var request2 = external_exports.strictObject({ ...requestFields, grpc: external_exports.strictObject(grpcCallSchema.shape).optional() });
 var rates = external_exports.union(
   [external_exports.array(rate).min(1), external_exports.strictObject({ production_rps: rate, multiples: external_exports.array(external_exports.number().positive()).min(1) })],
   { error: "a list of req/s, or { production_rps: N, multiples: [0.5, 1, 1.5] }" }
@@ -70956,10 +70956,13 @@ var workload = external_exports.strictObject({
       message: "only a grpc workload describes its methods"
     });
   for (const issue3 of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue3 });
+  const seen = /* @__PURE__ */ new Set();
   for (const r of resolvedRates(w)) {
     const checked = rate.safeParse(r);
     if (!checked.success)
       ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0].message}` });
+    if (seen.has(r)) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s twice: each rate once` });
+    seen.add(r);
   }
 });
 var service = external_exports.strictObject(serviceSchema.shape).superRefine((s2, ctx) => {
@@ -71000,7 +71003,16 @@ var PROFILE_MODES = ["on-red", "always", "never"];
 var MAX_EXTENSIONS = 5;
 var configSchema = external_exports.strictObject({
   service,
-  workloads: external_exports.array(workload).min(1),
+  workloads: external_exports.array(workload).min(1).superRefine(
+    (ws, ctx) => ws.forEach((w, i2) => {
+      if (ws.findIndex((o2) => o2.name === w.name) < i2)
+        ctx.addIssue({
+          code: "custom",
+          path: [i2, "name"],
+          message: `"${w.name}" names another workload: each name once`
+        });
+    })
+  ),
   slo: external_exports.strictObject({
     percentile: percentile.default(99),
     budget_ms: external_exports.number().positive()

@@ -152,7 +152,7 @@ var (
 	// GRPCMethod is a full gRPC method name.
 	GRPCMethod = pattern(`^[A-Za-z_][A-Za-z0-9_.]*\.[A-Za-z_][A-Za-z0-9_]*/[A-Za-z_][A-Za-z0-9_]*$`, "package.Service/Method")
 	// URLPath is a request path or a health path.
-	URLPath = pattern(`^/`, "a path starting with /")
+	URLPath = pattern(`^/[^\x00-\x1f\x7f]*$`, "a path starting with /, without control characters (a CR or LF would end the request line)")
 	// EnvName is an environment variable's name, as a shell would take it.
 	EnvName = pattern(`^[A-Za-z_][A-Za-z0-9_]*$`, "a variable name: letters, digits and _, not starting with a digit")
 	// PortNames are a service's extra ports (service.ports), each the variable PORT_<NAME>.

@@ -1,5 +1,5 @@
 // `perf-gate analyze`: the verdict engine on result files, from a terminal.
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { AnalysisInputError } from "../analysis/input-error";
 import { analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
 import { parseResult } from "../contract/result";
@@ -8,6 +8,7 @@ import { svgChart } from "../report/chart";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { markdownReport } from "../report/markdown";
+import { readBounded } from "./bounded-file";
 import { numberOption, parseCommandLine, UsageError } from "./usage";
 
 export const analyzeUsage = `usage: perf-gate analyze [options] RESULT.json…
@@ -94,12 +95,15 @@ function readResults(file: string): NamedResult[] {
   return doc.map((d, i) => ({ name: `${file}[${i}]`, result: parseResult(`${file}[${i}]`, d) }));
 }
 
+/** More than any host's results: a gate of many workloads and rates, every slice's histograms. */
+const MAX_RESULTS_BYTES = 512 << 20;
+
 function readJson(file: string): unknown {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readBounded(file, MAX_RESULTS_BYTES, "a result").toString("utf8");
   } catch (e) {
-    throw new AnalysisInputError(`${file}: cannot read: ${(e as Error).message}`);
+    throw new AnalysisInputError((e as Error).message);
   }
   try {
     return JSON.parse(text);

@@ -87,7 +87,9 @@ export function fromFile(path: string): { history: History; document: unknown } 
     throw new UsageError(`--from ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, historyUsage);
   }
   try {
-    const size = fstatSync(fd).size;
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path}: not a regular file: a history is read from one`);
+    const size = st.size;
     if (size > MAX_HISTORY_BYTES)
       throw new Error(`${path}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
     const buffer = Buffer.alloc(size);

@@ -1,13 +1,14 @@
 // The flags that say which benchmark host (or pool of hosts) a command talks to, shared by
 // `perf-gate run` and `perf-gate history`: perf-host on this machine (--local, the default) or
 // hosts over SSH.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../config/gate-config";
 import type { LocalTarget, SshTarget } from "../host/client";
 import { checkKnownHosts, type HostAddress, parseHostList } from "../host/targets";
+import { readBounded } from "./bounded-file";
 import { UsageError } from "./usage";
 
 /** perf-host on this machine, or one or more hosts over SSH. */
@@ -130,10 +131,17 @@ function defaultPerfHost(): string {
 /** A file the command line names; --config is the config's (a ConfigError), any other flag's a usage error. */
 export function readText(path: string, flag: string, usage: string): string {
   try {
-    return readFileSync(path, "utf8");
+    return readBounded(path, MAX_TEXT_BYTES, TEXT_FILES[flag] ?? "the file").toString("utf8");
   } catch (e) {
-    if (flag === "--config")
-      throw new ConfigError(`${path}: cannot read the config (${(e as NodeJS.ErrnoException).code})`);
-    throw new UsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, usage);
+    if (flag === "--config") throw new ConfigError((e as Error).message);
+    throw new UsageError(`${flag} ${(e as Error).message}`, usage);
   }
 }
+
+/** The most a config, a key or a known_hosts file can be. */
+const MAX_TEXT_BYTES = 1 << 20;
+const TEXT_FILES: Record<string, string> = {
+  "--config": "the config",
+  "--key": "the key",
+  "--known-hosts": "the known_hosts",
+};

@@ -4,6 +4,7 @@ import { isMap, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import {
   COMPARISON_BASES,
+  grpcCallSchema,
   name,
   percentile,
   planSchema,
@@ -22,8 +23,9 @@ import { protoFileIssues } from "./proto-files";
 const plan = planSchema.shape;
 
 // body_file is the load generator's, read on its own machine: a host refuses it.
+// The wire's objects pass unknown keys on; the config's refuse them, the gRPC call's included.
 const { body_file: _, ...requestFields } = requestSchema.shape;
-const request = z.strictObject(requestFields);
+const request = z.strictObject({ ...requestFields, grpc: z.strictObject(grpcCallSchema.shape).optional() });
 
 const rates = z.union(
   [z.array(rate).min(1), z.strictObject({ production_rps: rate, multiples: z.array(z.number().positive()).min(1) })],
@@ -84,10 +86,13 @@ const workload = z
       });
     for (const issue of protoFileIssues(w)) ctx.addIssue({ code: "custom", ...issue });
     // Multiples of the production rate must still be rates the host accepts.
+    const seen = new Set<number>();
     for (const r of resolvedRates(w)) {
       const checked = rate.safeParse(r);
       if (!checked.success)
         ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s: ${checked.error.issues[0]!.message}` });
+      if (seen.has(r)) ctx.addIssue({ code: "custom", path: ["rates"], message: `${r} req/s twice: each rate once` });
+      seen.add(r);
     }
   });
 
@@ -136,7 +141,19 @@ const MAX_EXTENSIONS = 5;
 
 export const configSchema = z.strictObject({
   service,
-  workloads: z.array(workload).min(1),
+  workloads: z
+    .array(workload)
+    .min(1)
+    .superRefine((ws, ctx) =>
+      ws.forEach((w, i) => {
+        if (ws.findIndex((o) => o.name === w.name) < i)
+          ctx.addIssue({
+            code: "custom",
+            path: [i, "name"],
+            message: `"${w.name}" names another workload: each name once`,
+          });
+      }),
+    ),
   slo: z.strictObject({
     percentile: percentile.default(99),
     budget_ms: z.number().positive(),

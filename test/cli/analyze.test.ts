@@ -110,6 +110,9 @@ describe("perf-gate analyze", () => {
     const cases: [string[], RegExp][] = [
       [[write("broken.json", broken)], /broken\.json: not a load generator result: slices\[0\]\.ok_rps/],
       [[join(dir, "missing.json")], /missing\.json: cannot read/],
+      // Read whole only when a regular file: /dev/zero would never end, nor fit in memory.
+      [["/dev/zero"], /\/dev\/zero: not a regular file: a result is read from one/],
+      [[dir], /: not a regular file: a result is read from one/],
       [[write("text.json", "not json") && join(dir, "text.json")], /text\.json: not a load generator result/],
       [
         ["--slo-ms", "fast", write("ok.json", makeResult({ pairs: pairsFromDiffs([1, 2]) }))],

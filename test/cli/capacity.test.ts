@@ -93,6 +93,7 @@ describe("perf-gate capacity", () => {
     [["--gates-per-day", "10,x"], /--gates-per-day: expected a number, got "x"/],
     [["--busy-hours", "25"], /--busy-hours: expected a number from 0.5 to 24, got 25/],
     [["--config", "/nonexistent/perf-gate.yml"], /\/nonexistent\/perf-gate.yml: cannot read the config \(ENOENT\)/],
+    [["--config", "/dev/zero"], /\/dev\/zero: not a regular file: the config is read from one/],
   ])("refuses %j, naming the flag", async (args, error) => {
     const r = await perfGate("capacity", "--config", join(dir, "perf-gate.yml"), ...args);
     expect(r.code).toBe(2);

@@ -118,6 +118,19 @@ describe("repo config", () => {
       /grpc\.method: package\.Service\/Method/,
     );
     expect(errorOf(grpc.replace("health_check: grpc", "health_check: tcp"))).toMatch(/service\.health_check/);
+    expect(errorOf(grpc.replace("grpc: {method", "grpc: {deadline: 5, method"))).toMatch(
+      /workloads\.2\.requests\.0\.grpc\.deadline: unknown key/,
+    );
+  });
+
+  it("refuses a path with a control character, a workload named twice and a rate given twice, naming the key", () => {
+    expect(errorOf(good.replace("path: /health}", 'path: "/a\\r\\nX-Injected: 1"}'))).toMatch(
+      /workloads\.1\.requests\.0\.path: must start with \/ and hold no control characters/,
+    );
+    expect(errorOf(good.replace("name: health", "name: checkout"))).toMatch(
+      /workloads\.1\.name: "checkout" names another workload/,
+    );
+    expect(errorOf(good.replace("rates: [100]", "rates: [100, 100]"))).toMatch(/workloads\.1\.rates: 100 req\/s twice/);
   });
 
   it("compares with the champion unless comparison_base says merge-base, which each run then names", () => {

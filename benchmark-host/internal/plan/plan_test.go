@@ -58,6 +58,7 @@ func TestBadPlansNameTheField(t *testing.T) {
 		{"send window past wrk2's resolution", `"seed":5`, `"seed":5,"send_window_us":5000`, "send_window_us: must be"},
 		{"negative send window", `"seed":5`, `"seed":5,"send_window_us":-1`, "send_window_us"},
 		{"Content-Length header", `"path":"/x"`, `"path":"/x","headers":{"Content-Length":"3"}`, "requests[0].headers.Content-Length: is computed"},
+		{"CR and LF in a path", `"path":"/x"`, `"path":"/x\r\nX-Injected: 1"`, "requests[0].path: must be a path starting with /, without control characters"},
 		{"class name with a pipe", `"path":"/x"`, `"path":"/x","name":"a|b"`, "requests[0].name: must be"},
 		{"class name with a newline", `"path":"/x"`, `"path":"/x","name":"a\nb"`, "requests[0].name: must be"},
 		{"class name twice", `"requests":[{"path":"/x"}]`, `"requests":[{"path":"/x","name":"items"},{"path":"/y","name":"items"}]`, `requests[1].name: "items" names requests[0] too`},
