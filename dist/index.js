@@ -63681,7 +63681,8 @@ var constants_default = {
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
-var urlPath = external_exports.string().regex(/^\/[^\x00-\x1f\x7f]*$/, "must start with / and hold no control characters (CR, LF, NUL\u2026)");
+var PATH = /^\/[^\x00-\x1f\x7f]*$/;
+var urlPath = external_exports.string().regex(PATH, "must start with / and hold no control characters (CR, LF, NUL\u2026)");
 var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];

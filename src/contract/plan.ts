@@ -8,9 +8,8 @@ export const name = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 export const sha = z.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters a path must not hold
-const urlPath = z
-  .string()
-  .regex(/^\/[^\x00-\x1f\x7f]*$/, "must start with / and hold no control characters (CR, LF, NUL…)");
+const PATH = /^\/[^\x00-\x1f\x7f]*$/;
+const urlPath = z.string().regex(PATH, "must start with / and hold no control characters (CR, LF, NUL…)");
 
 /** A latency percentile: the SLO's, and the one a floor was measured at. */
 export const percentile = z.number().gt(0).lt(100);
