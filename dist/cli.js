@@ -38830,7 +38830,7 @@ function capacityMarkdown(p) {
 }
 
 // src/cli/host-flags.ts
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38951,6 +38951,17 @@ function hostTarget(v, usage2) {
       );
     return [`--${flag}`, list2];
   });
+  const [championPort, challengerPort] = ["champion-port", "challenger-port"].map((flag) => {
+    const port = String(v[flag]);
+    if (!/^[1-9][0-9]{0,4}$/.test(port) || Number(port) > 65535)
+      throw new UsageError(`--${flag}: a TCP port from 1 to 65535, got "${port}"`, usage2);
+    return port;
+  });
+  if (championPort === challengerPort)
+    throw new UsageError(`--champion-port and --challenger-port must differ, both are ${championPort}`, usage2);
+  const cgroup = typeof v.cgroup === "string" ? resolve(v.cgroup) : null;
+  if (cgroup !== null && !statSync(cgroup, { throwIfNoEntry: false })?.isDirectory())
+    throw new UsageError(`--cgroup: an existing directory under the cgroup v2 mount, got "${v.cgroup}"`, usage2);
   return {
     local: {
       perfHost,
@@ -38960,9 +38971,9 @@ function hostTarget(v, usage2) {
         "--service-user",
         userInfo().username,
         "--champion-port",
-        String(v["champion-port"]),
+        championPort,
         "--challenger-port",
-        String(v["challenger-port"]),
+        challengerPort,
         "--max-foreign-cores",
         nonNegative(v, "max-foreign-cores", usage2),
         "--settle-seconds",
@@ -38975,7 +38986,7 @@ function hostTarget(v, usage2) {
         // enough here to drop most pairs of a short run (benchmark-host/README.md).
         "--hold-cpus-awake",
         ...placement,
-        ...typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []
+        ...cgroup !== null ? ["--cgroup", cgroup] : []
       ]
     }
   };
@@ -39338,7 +39349,7 @@ function historyProblems(h2) {
 }
 
 // src/host/client.ts
-import { mkdtempSync, rmSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { mkdtempSync, rmSync, statSync as statSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -41551,7 +41562,7 @@ var ENCODING_ALIASES = {
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync } from "node:fs";
+import { statSync as statSync2 } from "node:fs";
 import path4 from "node:path";
 import process5 from "node:process";
 var normalizeCwd = (cwd = getDefaultCwd()) => {
@@ -41573,7 +41584,7 @@ var fixCwdError = (originalMessage, cwd) => {
   }
   let cwdStat;
   try {
-    cwdStat = statSync(cwd);
+    cwdStat = statSync2(cwd);
   } catch (error62) {
     return `The "cwd" option is invalid: ${cwd}.
 ${error62.message}
@@ -46262,7 +46273,7 @@ var HostClient = class {
   /** Deploys a build: a directory (packed here: a release, or an OCI layout), a .tar.gz, or an image archive; the host tells them apart by content. */
   async deploy(role, sha2, artifact) {
     let file2 = artifact;
-    if (statSync2(artifact).isDirectory()) {
+    if (statSync3(artifact).isDirectory()) {
       file2 = join(this.dir(), "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
@@ -47037,7 +47048,7 @@ function fromFile(path6) {
 
 // src/cli/run.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync3, statSync as statSync3 } from "node:fs";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync3, statSync as statSync4 } from "node:fs";
 import { join as join3, relative } from "node:path";
 
 // src/experiment/artifacts.ts
@@ -48064,6 +48075,8 @@ function runOptions(argv) {
   );
   if (v.help) return "help";
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
+  if (v.aa && v.challenger)
+    throw new UsageError("--aa measures the champion against itself: it takes no --challenger", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host)
     throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
@@ -48290,7 +48303,7 @@ function progressBar(label2, say, draw2) {
 function digestOf(path6) {
   const h2 = createHash("sha1");
   const walk = (p) => {
-    if (statSync3(p).isDirectory()) {
+    if (statSync4(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
       h2.update(relative(path6, p)).update("\0").update(readFileSync3(p));

@@ -1,7 +1,7 @@
 // The flags that say which benchmark host (or pool of hosts) a command talks to, shared by
 // `perf-gate run` and `perf-gate history`: perf-host on this machine (--local, the default) or
 // hosts over SSH.
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,6 +68,17 @@ export function hostTarget(v: Record<string, string | boolean | string[] | undef
       );
     return [`--${flag}`, list];
   });
+  const [championPort, challengerPort] = (["champion-port", "challenger-port"] as const).map((flag) => {
+    const port = String(v[flag]);
+    if (!/^[1-9][0-9]{0,4}$/.test(port) || Number(port) > 65535)
+      throw new UsageError(`--${flag}: a TCP port from 1 to 65535, got "${port}"`, usage);
+    return port;
+  });
+  if (championPort === challengerPort)
+    throw new UsageError(`--champion-port and --challenger-port must differ, both are ${championPort}`, usage);
+  const cgroup = typeof v.cgroup === "string" ? resolve(v.cgroup) : null;
+  if (cgroup !== null && !statSync(cgroup, { throwIfNoEntry: false })?.isDirectory())
+    throw new UsageError(`--cgroup: an existing directory under the cgroup v2 mount, got "${v.cgroup}"`, usage);
   return {
     local: {
       perfHost,
@@ -77,9 +88,9 @@ export function hostTarget(v: Record<string, string | boolean | string[] | undef
         "--service-user",
         userInfo().username,
         "--champion-port",
-        String(v["champion-port"]),
+        championPort!,
         "--challenger-port",
-        String(v["challenger-port"]),
+        challengerPort!,
         "--max-foreign-cores",
         nonNegative(v, "max-foreign-cores", usage),
         "--settle-seconds",
@@ -92,7 +103,7 @@ export function hostTarget(v: Record<string, string | boolean | string[] | undef
         // enough here to drop most pairs of a short run (benchmark-host/README.md).
         "--hold-cpus-awake",
         ...placement,
-        ...(typeof v.cgroup === "string" ? ["--cgroup", resolve(v.cgroup)] : []),
+        ...(cgroup !== null ? ["--cgroup", cgroup] : []),
       ],
     },
   };

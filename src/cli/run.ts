@@ -253,6 +253,8 @@ function runOptions(argv: string[]): RunOptions | "help" {
   );
   if (v.help) return "help";
   if (!v.aa && !v.challenger) throw new UsageError("--challenger is required (or --aa)", runUsage);
+  if (v.aa && v.challenger)
+    throw new UsageError("--aa measures the champion against itself: it takes no --challenger", runUsage);
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host)
     throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);

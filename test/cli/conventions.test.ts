@@ -26,6 +26,26 @@ describe("perf-gate's command line", () => {
       [["run", "--bogus"], /^perf-gate run: Unknown option '--bogus'/, "usage: perf-gate run"],
       [["run", "--config", "x.yml"], /^perf-gate run: --challenger is required \(or --aa\)$/m, "usage: perf-gate run"],
       [
+        ["run", "--aa", "--challenger", "x"],
+        /^perf-gate run: --aa measures the champion against itself: it takes no --challenger$/m,
+        "usage: perf-gate run",
+      ],
+      [
+        ["run", "--challenger", "x", "--champion-port", "70000"],
+        /^perf-gate run: --champion-port: a TCP port from 1 to 65535, got "70000"$/m,
+        "usage: perf-gate run",
+      ],
+      [
+        ["run", "--challenger", "x", "--challenger-port", "8001"],
+        /^perf-gate run: --champion-port and --challenger-port must differ, both are 8001$/m,
+        "usage: perf-gate run",
+      ],
+      [
+        ["run", "--challenger", "x", "--cgroup", "/nonexistent/cg"],
+        /^perf-gate run: --cgroup: an existing directory under the cgroup v2 mount, got "\/nonexistent\/cg"$/m,
+        "usage: perf-gate run",
+      ],
+      [
         ["analyze", "--seed"],
         /^perf-gate analyze: Option '--seed <value>' argument missing/,
         "usage: perf-gate analyze",
