@@ -65047,6 +65047,26 @@ function portEnvError(name2) {
     return `${JSON.stringify(name2)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
   return void 0;
 }
+var PLACEHOLDERS = ["seq", "rand", "run", "arm", "slice"];
+function templateError(template) {
+  const wrong = (why) => `template ${JSON.stringify(template)}: ${why}`;
+  let rest = template;
+  for (let open4 = rest.indexOf("{{"); open4 >= 0; open4 = rest.indexOf("{{")) {
+    const end = rest.indexOf("}}", open4);
+    if (end < 0) return wrong("unclosed {{");
+    const fields2 = rest.slice(open4 + 2, end).trim().split(/\s+/).filter(Boolean);
+    const [name2, ...args] = fields2;
+    if (name2 === void 0) return wrong("empty placeholder {{}}");
+    if (name2 === "rand" && args.length === 1) {
+      if (!/^[0-9]+$/.test(args[0]) || BigInt(args[0]) === 0n || BigInt(args[0]) >= 2n ** 64n)
+        return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
+    } else if (args.length > 0) return wrong(`{{${name2}}} takes no argument`);
+    else if (!PLACEHOLDERS.includes(name2))
+      return wrong(`unknown placeholder {{${name2}}} (known: seq, rand, rand N, run, arm, slice)`);
+    rest = rest.slice(end + 2);
+  }
+  return rest.includes("}}") ? wrong("}} without {{") : void 0;
+}
 
 // src/analysis/main-history.ts
 var DAY_MS = 24 * 3600 * 1e3;
@@ -70899,6 +70919,35 @@ function protoFileIssues(w) {
   return issues;
 }
 
+// src/config/requests.ts
+var TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+function valueError(name2, value) {
+  if (["content-length", "transfer-encoding"].includes(name2.toLowerCase()))
+    return "is computed by the load generator; leave it out";
+  if (/[\r\n\0]/.test(value)) return "must not contain CR, LF or NUL";
+  return templateError(value);
+}
+function requestIssues(r) {
+  const issues = [];
+  const add = (path6, message) => {
+    if (message !== void 0) issues.push({ path: path6, message });
+  };
+  if (r.path !== void 0) add(["path"], templateError(r.path));
+  if (r.body !== void 0) add(["body"], templateError(r.body));
+  for (const [name2, value] of Object.entries(r.headers ?? {}))
+    add(
+      ["headers", name2],
+      TOKEN.test(name2) ? valueError(name2, value) : "a header name: an HTTP token such as X-Request-Id"
+    );
+  if (r.grpc?.message !== void 0) add(["grpc", "message"], templateError(JSON.stringify(r.grpc.message)));
+  for (const [name2, value] of Object.entries(r.grpc?.metadata ?? {}))
+    add(
+      ["grpc", "metadata", name2],
+      name2 !== name2.toLowerCase() || !TOKEN.test(name2) || name2.startsWith("grpc-") || ["te", "content-type"].includes(name2) ? "must be a lowercase header name of the caller's own (not grpc-*, te or content-type)" : valueError(name2, value)
+    );
+  return issues;
+}
+
 // src/config/gate-config.ts
 var plan = planSchema.shape;
 var { body_file: _, ...requestFields } = requestSchema.shape;
@@ -70922,6 +70971,8 @@ var workload = external_exports.strictObject({
   requests: external_exports.array(request2).min(1)
 }).superRefine((w, ctx) => {
   w.requests.forEach((r, i2) => {
+    for (const issue3 of requestIssues(r))
+      ctx.addIssue({ code: "custom", path: ["requests", i2, ...issue3.path], message: issue3.message });
     const first = w.requests.findIndex((x) => x.name !== void 0 && x.name === r.name);
     if (first !== i2 && r.name !== void 0)
       ctx.addIssue({

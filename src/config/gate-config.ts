@@ -16,6 +16,7 @@ import {
 import { hostSetsEnv, sampleBudget, serviceArgError, serviceVariables } from "../contract/rules";
 import { dependencyIssues, servicePortNames } from "./dependencies";
 import { protoFileIssues } from "./proto-files";
+import { requestIssues } from "./requests";
 
 // The config's fields that become the plan's are the contract's own zod fields (src/contract,
 // tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
@@ -50,6 +51,8 @@ const workload = z
   .superRefine((w, ctx) => {
     // A grpc workload calls methods; an http1 one requests paths. Said here, with the line, not by the host.
     w.requests.forEach((r, i) => {
+      for (const issue of requestIssues(r))
+        ctx.addIssue({ code: "custom", path: ["requests", i, ...issue.path], message: issue.message });
       const first = w.requests.findIndex((x) => x.name !== undefined && x.name === r.name);
       if (first !== i && r.name !== undefined)
         ctx.addIssue({

@@ -82,3 +82,34 @@ export function portEnvError(name: string): string | undefined {
     return `${JSON.stringify(name)} is set by the host already (PATH, HOME, PORT_<NAME> and STATE_DIR are the host's); name the variable your service reads its port from, such as GRPC_PORT`;
   return undefined;
 }
+
+const PLACEHOLDERS = ["seq", "rand", "run", "arm", "slice"];
+
+/**
+ * What the host's template parser (plan.ParseTemplate) says is wrong with a request template (a
+ * path, a header value, a body, a gRPC message or metadata value), with its message; undefined
+ * when it is good. The config says it with the key's line, before a build is deployed.
+ */
+export function templateError(template: string): string | undefined {
+  const wrong = (why: string) => `template ${JSON.stringify(template)}: ${why}`;
+  let rest = template;
+  for (let open = rest.indexOf("{{"); open >= 0; open = rest.indexOf("{{")) {
+    const end = rest.indexOf("}}", open);
+    if (end < 0) return wrong("unclosed {{");
+    const fields = rest
+      .slice(open + 2, end)
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean);
+    const [name, ...args] = fields;
+    if (name === undefined) return wrong("empty placeholder {{}}");
+    if (name === "rand" && args.length === 1) {
+      if (!/^[0-9]+$/.test(args[0]!) || BigInt(args[0]!) === 0n || BigInt(args[0]!) >= 2n ** 64n)
+        return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
+    } else if (args.length > 0) return wrong(`{{${name}}} takes no argument`);
+    else if (!PLACEHOLDERS.includes(name))
+      return wrong(`unknown placeholder {{${name}}} (known: seq, rand, rand N, run, arm, slice)`);
+    rest = rest.slice(end + 2);
+  }
+  return rest.includes("}}") ? wrong("}} without {{") : undefined;
+}

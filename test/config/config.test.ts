@@ -133,6 +133,24 @@ describe("repo config", () => {
     expect(errorOf(good.replace("rates: [100]", "rates: [100, 100]"))).toMatch(/workloads\.1\.rates: 100 req\/s twice/);
   });
 
+  it("finds what the host's plan check would refuse in a request, with the key's line, before any build is deployed", () => {
+    expect(errorOf(good.replace("/items/{{rand 1000}}", "/items/{{nope}}"))).toMatch(
+      /perf-gate\.yml:12: workloads\.0\.requests\.0\.path: template "\/items\/\{\{nope\}\}": unknown placeholder \{\{nope\}\}/,
+    );
+    expect(errorOf(good.replace("/items/{{rand 1000}}", "/items/{{rand 0}}"))).toMatch(
+      /workloads\.0\.requests\.0\.path: .*\{\{rand N\}\} needs a positive integer N, got "0"/,
+    );
+    expect(errorOf(good.replace('body: \'{"id":"{{run}}-{{seq}}"}\'', "body: '{{run'"))).toMatch(
+      /workloads\.0\.requests\.1\.body: template "\{\{run": unclosed \{\{/,
+    );
+    expect(errorOf(good.replace("{path: /health}", '{path: /health, headers: {"Bad Header": x}}'))).toMatch(
+      /workloads\.1\.requests\.0\.headers\.Bad Header: a header name: an HTTP token/,
+    );
+    expect(errorOf(good.replace("{path: /health}", '{path: /health, headers: {X-A: "a\\r\\nX-B: 1"}}'))).toMatch(
+      /workloads\.1\.requests\.0\.headers\.X-A: must not contain CR, LF or NUL/,
+    );
+  });
+
   it("compares with the champion unless comparison_base says merge-base, which each run then names", () => {
     expect(parseConfig(good, "x").comparison_base).toBe("champion");
     const c = parseConfig(`${good}comparison_base: merge-base\n`, "x");

@@ -5,7 +5,15 @@ import floorKeys from "../../benchmark-host/contract/testdata/floor-keys.json";
 import keys from "../../benchmark-host/contract/testdata/keys.json";
 import budgets from "../../benchmark-host/contract/testdata/sample-budget.json";
 import serviceArgs from "../../benchmark-host/contract/testdata/service-args.json";
-import { comparisonKey, floorKey, hostSetsEnv, sampleBudget, serviceArgError } from "../../src/contract/rules";
+import templates from "../../benchmark-host/contract/testdata/templates.json";
+import {
+  comparisonKey,
+  floorKey,
+  hostSetsEnv,
+  sampleBudget,
+  serviceArgError,
+  templateError,
+} from "../../src/contract/rules";
 
 describe("rules shared with Go", () => {
   it("writes workload@rate keys as contract.Key does: the shortest decimal, never an exponent", () => {
@@ -30,5 +38,10 @@ describe("rules shared with Go", () => {
         hostSetsEnv(v.name, "port_env" in v ? v.port_env : undefined),
         `${v.name} ${"port_env" in v ? v.port_env : ""}`,
       ).toBe(v.host_sets);
+  });
+
+  it("finds the request templates plan.ParseTemplate refuses, with its message", () => {
+    for (const v of templates.vectors as { template: string; error?: string }[])
+      expect(templateError(v.template), v.template).toBe(v.error);
   });
 });

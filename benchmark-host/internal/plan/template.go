@@ -53,6 +53,7 @@ type Vars struct {
 // ParseTemplate compiles s; an unclosed or unknown placeholder is an error.
 func ParseTemplate(s string) (Template, error) {
 	var t Template
+	whole := s // s is what is left to parse; errors quote the whole
 	for {
 		open := strings.Index(s, "{{")
 		if open < 0 {
@@ -63,17 +64,17 @@ func ParseTemplate(s string) (Template, error) {
 		}
 		end := strings.Index(s[open:], "}}")
 		if end < 0 {
-			return t, fmt.Errorf("template %q: unclosed {{", s)
+			return t, fmt.Errorf("template %q: unclosed {{", whole)
 		}
 		p, err := parsePlaceholder(strings.TrimSpace(s[open+2 : open+end]))
 		if err != nil {
-			return t, fmt.Errorf("template %q: %w", s, err)
+			return t, fmt.Errorf("template %q: %w", whole, err)
 		}
 		t.parts = append(t.parts, p)
 		s = s[open+end+2:]
 	}
 	if strings.Contains(s, "}}") {
-		return t, fmt.Errorf("template %q: }} without {{", s)
+		return t, fmt.Errorf("template %q: }} without {{", whole)
 	}
 	if s != "" {
 		t.parts = append(t.parts, part{kind: partLiteral, lit: s})
