@@ -38240,7 +38240,7 @@ function parseCommandLine(config2, usage2) {
 function numberOption(flag, raw, usage2) {
   if (raw === void 0) return void 0;
   const n2 = Number(raw);
-  if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(n2)) {
+  if (typeof raw !== "string" || !/^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(raw) || !Number.isFinite(n2)) {
     throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`, usage2);
   }
   return n2;
@@ -38291,7 +38291,13 @@ function analyzeCommand(argv, out) {
     return 0;
   }
   if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
-  const num = (flag, fallback) => numberOption(flag, values[flag], analyzeUsage) ?? fallback;
+  const num = (flag, fallback) => {
+    const n2 = numberOption(flag, values[flag], analyzeUsage);
+    const [ok, want] = FLAG_FORMS[flag];
+    if (n2 !== void 0 && !ok(n2))
+      throw new UsageError(`--${flag}: expected ${want}, got ${values[flag]}`, analyzeUsage);
+    return n2 ?? fallback;
+  };
   const settings = {
     ...defaultSettings,
     sloBudgetMs: num("slo-ms", defaultSettings.sloBudgetMs),
@@ -38319,6 +38325,15 @@ function analyzeCommand(argv, out) {
   else for (const line of verdictLines(a2)) out(line);
   return a2.blocking ? 1 : 0;
 }
+var FLAG_FORMS = {
+  "slo-ms": [(n2) => n2 > 0, "a positive number of ms"],
+  percentile: [(n2) => n2 > 0 && n2 < 100, "a percentile between 0 and 100, such as 99"],
+  "block-threshold-percent": [(n2) => n2 >= 0, "a non-negative percent"],
+  confidence: [(n2) => n2 > 0.5 && n2 < 1, "a confidence between 0.5 and 1, such as 0.95"],
+  seed: [(n2) => Number.isSafeInteger(n2) && n2 >= 0, "a non-negative integer"],
+  "floor-ms": [(n2) => n2 >= 0, "a non-negative number of ms"],
+  "block-cpu-percent": [(n2) => n2 > 0, "a positive percent"]
+};
 function readResults(file2) {
   const doc = readJson(file2);
   if (!Array.isArray(doc)) return [{ name: file2, result: parseResult(file2, doc) }];
@@ -39125,7 +39140,10 @@ function capacityCommand(argv, out) {
   }
   const plan2 = capacityPlan(v.config, parseConfig(readText(v.config, "--config", capacityUsage), v.config), {
     gatesPerDay: list(v, "gates-per-day", 0, 1e5),
-    hosts: list(v, "hosts", 1, 64).map(Math.round),
+    hosts: list(v, "hosts", 1, 64).map((n2) => {
+      if (!Number.isInteger(n2)) throw new UsageError(`--hosts: whole numbers of hosts, got ${n2}`, capacityUsage);
+      return n2;
+    }),
     busyHours: bounded(v, "busy-hours", 0.5, 24),
     promotionsPerDay: bounded(v, "promotions-per-day", 0, 1e3),
     runOverheadSeconds: bounded(v, "run-overhead-seconds", 0, 3600),

@@ -57,8 +57,13 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     return 0;
   }
   if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
-  const num = (flag: keyof typeof values, fallback: number | undefined) =>
-    numberOption(flag, values[flag], analyzeUsage) ?? fallback;
+  const num = (flag: keyof typeof values & keyof typeof FLAG_FORMS, fallback: number | undefined) => {
+    const n = numberOption(flag, values[flag], analyzeUsage);
+    const [ok, want] = FLAG_FORMS[flag]!;
+    if (n !== undefined && !ok(n))
+      throw new UsageError(`--${flag}: expected ${want}, got ${values[flag]}`, analyzeUsage);
+    return n ?? fallback;
+  };
   const settings: GateSettings = {
     ...defaultSettings,
     sloBudgetMs: num("slo-ms", defaultSettings.sloBudgetMs)!,
@@ -86,6 +91,17 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
   else for (const line of verdictLines(a)) out(line);
   return a.blocking ? 1 : 0;
 }
+
+/** Each number flag's form, said with the flag's name (the analysis names its settings instead). */
+const FLAG_FORMS: Record<string, [(n: number) => boolean, string]> = {
+  "slo-ms": [(n) => n > 0, "a positive number of ms"],
+  percentile: [(n) => n > 0 && n < 100, "a percentile between 0 and 100, such as 99"],
+  "block-threshold-percent": [(n) => n >= 0, "a non-negative percent"],
+  confidence: [(n) => n > 0.5 && n < 1, "a confidence between 0.5 and 1, such as 0.95"],
+  seed: [(n) => Number.isSafeInteger(n) && n >= 0, "a non-negative integer"],
+  "floor-ms": [(n) => n >= 0, "a non-negative number of ms"],
+  "block-cpu-percent": [(n) => n > 0, "a positive percent"],
+};
 
 /** A file's results: one document, or a list of them (what perf-gate run writes), each named. */
 function readResults(file: string): NamedResult[] {

@@ -62,7 +62,10 @@ export function capacityCommand(argv: string[], out: (line: string) => void): nu
   }
   const plan = capacityPlan(v.config, parseConfig(readText(v.config, "--config", capacityUsage), v.config), {
     gatesPerDay: list(v, "gates-per-day", 0, 1e5),
-    hosts: list(v, "hosts", 1, 64).map(Math.round),
+    hosts: list(v, "hosts", 1, 64).map((n) => {
+      if (!Number.isInteger(n)) throw new UsageError(`--hosts: whole numbers of hosts, got ${n}`, capacityUsage);
+      return n;
+    }),
     busyHours: bounded(v, "busy-hours", 0.5, 24),
     promotionsPerDay: bounded(v, "promotions-per-day", 0, 1000),
     runOverheadSeconds: bounded(v, "run-overhead-seconds", 0, 3600),

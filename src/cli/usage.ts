@@ -25,7 +25,8 @@ export function parseCommandLine<T extends ParseArgsConfig>(config: T, usage: st
 export function numberOption(flag: string, raw: unknown, usage: string): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(n)) {
+  // Decimal only: Number() also reads "0x10", "0b1" and "".
+  if (typeof raw !== "string" || !/^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(raw) || !Number.isFinite(n)) {
     throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`, usage);
   }
   return n;

@@ -119,6 +119,11 @@ describe("perf-gate analyze", () => {
         /--slo-ms: expected a number, got "fast"/,
       ],
       [[], /no result files given/],
+      // Each flag's form said with the flag's name, not the analysis's setting.
+      [["--slo-ms=-5", join(dir, "ok.json")], /--slo-ms: expected a positive number of ms, got -5/],
+      [["--floor-ms=-1", join(dir, "ok.json")], /--floor-ms: expected a non-negative number of ms, got -1/],
+      [["--confidence", "1.5", join(dir, "ok.json")], /--confidence: expected a confidence between 0\.5 and 1/],
+      [["--slo-ms", "0x10", join(dir, "ok.json")], /--slo-ms: expected a number, got "0x10"/],
     ];
     for (const [args, message] of cases) {
       const r = await perfGate("analyze", ...args);

@@ -89,6 +89,7 @@ describe("perf-gate capacity", () => {
 
   it.each([
     [["--hosts", "0"], /--hosts: expected a number from 1 to 64, got 0/],
+    [["--hosts", "1.5,2"], /--hosts: whole numbers of hosts, got 1\.5/],
     [["--extension-rate", "1.5"], /--extension-rate: expected a number from 0 to 1, got 1.5/],
     [["--gates-per-day", "10,x"], /--gates-per-day: expected a number, got "x"/],
     [["--busy-hours", "25"], /--busy-hours: expected a number from 0.5 to 24, got 25/],
