@@ -5840,11 +5840,11 @@ var require_wasm = __commonJS({
     "use strict";
     var __awaiter = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve2) {
-          resolve2(value);
+        return value instanceof P ? value : new P(function(resolve3) {
+          resolve3(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve2, reject) {
+      return new (P || (P = Promise))(function(resolve3, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -5860,7 +5860,7 @@ var require_wasm = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve2(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -15014,12 +15014,12 @@ var require_isexe = __commonJS({
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
-        return new Promise(function(resolve2, reject) {
+        return new Promise(function(resolve3, reject) {
           isexe(path6, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
-              resolve2(is);
+              resolve3(is);
             }
           });
         });
@@ -15085,27 +15085,27 @@ var require_which = __commonJS({
         opt = {};
       const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
       const found = [];
-      const step = (i2) => new Promise((resolve2, reject) => {
+      const step = (i2) => new Promise((resolve3, reject) => {
         if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve2(found) : reject(getNotFoundError(cmd));
+          return opt.all && found.length ? resolve3(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve2(subStep(p, i2, 0));
+        resolve3(subStep(p, i2, 0));
       });
-      const subStep = (p, i2, ii) => new Promise((resolve2, reject) => {
+      const subStep = (p, i2, ii) => new Promise((resolve3, reject) => {
         if (ii === pathExt.length)
-          return resolve2(step(i2 + 1));
+          return resolve3(step(i2 + 1));
         const ext = pathExt[ii];
         isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
           if (!er && is) {
             if (opt.all)
               found.push(p + ext);
             else
-              return resolve2(p + ext);
+              return resolve3(p + ext);
           }
-          return resolve2(subStep(p, i2, ii + 1));
+          return resolve3(subStep(p, i2, ii + 1));
         });
       });
       return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
@@ -20656,7 +20656,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve2) {
+function isRecursive(inst, stack, resolve3) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -20666,7 +20666,7 @@ function isRecursive(inst, stack, resolve2) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve2);
+      const answer = isRecursive(child, stack, resolve3);
       if (answer > result)
         result = answer;
     }
@@ -20677,7 +20677,7 @@ function isRecursive(inst, stack, resolve2) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve2) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve3) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -20741,7 +20741,7 @@ function isRecursive(inst, stack, resolve2) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve2 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve3 ? inst._zod.innerType : void 0);
       merge2(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -38221,6 +38221,7 @@ function readBounded(path6, maxBytes, what) {
 }
 
 // src/cli/usage.ts
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 var UsageError = class extends Error {
   constructor(message, usage2) {
@@ -38244,6 +38245,16 @@ function numberOption(flag, raw, usage2) {
     throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`, usage2);
   }
   return n2;
+}
+function distinctFiles(files, usage2) {
+  const seen = /* @__PURE__ */ new Map();
+  for (const [flag, path6] of files) {
+    if (path6 === void 0) continue;
+    const full = resolve(path6);
+    const other = seen.get(full);
+    if (other !== void 0) throw new UsageError(`${flag} ${path6}: the same file as ${other}; name another`, usage2);
+    seen.set(full, `${flag} ${path6}`);
+  }
 }
 
 // src/cli/analyze.ts
@@ -38291,6 +38302,14 @@ function analyzeCommand(argv, out) {
     return 0;
   }
   if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
+  distinctFiles(
+    [
+      ...positionals.map((p) => ["the result", p]),
+      ["--markdown", values.markdown],
+      ["--svg", values.svg]
+    ],
+    analyzeUsage
+  );
   const num = (flag, fallback) => {
     const n2 = numberOption(flag, values[flag], analyzeUsage);
     const [ok, want] = FLAG_FORMS[flag];
@@ -38898,7 +38917,7 @@ function capacityMarkdown(p) {
 // src/cli/host-flags.ts
 import { existsSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
-import { dirname, resolve } from "node:path";
+import { dirname, resolve as resolve2 } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // src/host/targets.ts
@@ -39025,7 +39044,7 @@ function hostTarget(v, usage2) {
   });
   if (championPort === challengerPort)
     throw new UsageError(`--champion-port and --challenger-port must differ, both are ${championPort}`, usage2);
-  const cgroup = typeof v.cgroup === "string" ? resolve(v.cgroup) : null;
+  const cgroup = typeof v.cgroup === "string" ? resolve2(v.cgroup) : null;
   if (cgroup !== null && !statSync(cgroup, { throwIfNoEntry: false })?.isDirectory())
     throw new UsageError(`--cgroup: an existing directory under the cgroup v2 mount, got "${v.cgroup}"`, usage2);
   return {
@@ -39033,7 +39052,7 @@ function hostTarget(v, usage2) {
       perfHost,
       flags: [
         "--root",
-        resolve(String(v.root)),
+        resolve2(String(v.root)),
         "--service-user",
         userInfo().username,
         "--champion-port",
@@ -39075,7 +39094,7 @@ function isCpuList(list2) {
 }
 function defaultPerfHost() {
   const here = dirname(fileURLToPath(import.meta.url));
-  const candidate = resolve(here, "../benchmark-host/bin/perf-host");
+  const candidate = resolve2(here, "../benchmark-host/bin/perf-host");
   if (existsSync(candidate)) return candidate;
   return "perf-host";
 }
@@ -40990,8 +41009,8 @@ var disconnect = (anyProcess) => {
 // node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
-  const promise2 = new Promise((resolve2, reject) => {
-    Object.assign(methods, { resolve: resolve2, reject });
+  const promise2 = new Promise((resolve3, reject) => {
+    Object.assign(methods, { resolve: resolve3, reject });
   });
   return Object.assign(promise2, methods);
 };
@@ -45634,11 +45653,11 @@ var addConcurrentStream = (concurrentStreams, stream, waitName) => {
   const promises = weakMap.get(stream);
   const promise2 = createDeferred();
   promises.push(promise2);
-  const resolve2 = promise2.resolve.bind(promise2);
-  return { resolve: resolve2, promises };
+  const resolve3 = promise2.resolve.bind(promise2);
+  return { resolve: resolve3, promises };
 };
-var waitForConcurrentStreams = async ({ resolve: resolve2, promises }, subprocess) => {
-  resolve2();
+var waitForConcurrentStreams = async ({ resolve: resolve3, promises }, subprocess) => {
+  resolve3();
   const [isSubprocessExit] = await Promise.race([
     Promise.allSettled([true, subprocess]),
     Promise.all([false, ...promises])
@@ -47060,7 +47079,19 @@ async function historyCommand(argv, say) {
     return 0;
   }
   if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
-  if (v.from && (v.host || v.local)) throw new UsageError("--from reads a file; it takes no host flags", historyUsage);
+  const hostFlags = Object.keys(HOST_OPTIONS).filter(
+    (f) => argv.some((a2) => a2 === `--${f}` || a2.startsWith(`--${f}=`))
+  );
+  if (v.from && hostFlags.length > 0)
+    throw new UsageError(`--from reads a file; it takes no host flags (got --${hostFlags.join(", --")})`, historyUsage);
+  distinctFiles(
+    [
+      ["--from", v.from],
+      ["--out", v.out],
+      ["--json", v.json]
+    ],
+    historyUsage
+  );
   if (v.repository !== void 0 && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(v.repository))
     throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
   const { history, document, source } = v.from ? { ...fromFile(v.from), source: v.from } : await fromHost(hostTarget(v, historyUsage));

@@ -9,7 +9,7 @@ import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { markdownReport } from "../report/markdown";
 import { readBounded } from "./bounded-file";
-import { numberOption, parseCommandLine, UsageError } from "./usage";
+import { distinctFiles, numberOption, parseCommandLine, UsageError } from "./usage";
 
 export const analyzeUsage = `usage: perf-gate analyze [options] RESULT.json…
   RESULT.json            a load generator's result, a host's, or the result.json perf-gate run
@@ -57,6 +57,14 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     return 0;
   }
   if (positionals.length === 0) throw new UsageError("no result files given", analyzeUsage);
+  distinctFiles(
+    [
+      ...positionals.map((p): [string, string] => ["the result", p]),
+      ["--markdown", values.markdown],
+      ["--svg", values.svg],
+    ],
+    analyzeUsage,
+  );
   const num = (flag: keyof typeof values & keyof typeof FLAG_FORMS, fallback: number | undefined) => {
     const n = numberOption(flag, values[flag], analyzeUsage);
     const [ok, want] = FLAG_FORMS[flag]!;

@@ -7,7 +7,7 @@ import { HostClient } from "../host/client";
 import { HostPool } from "../host/pool";
 import { historyPage } from "../report/history-page";
 import { HOST_OPTIONS, hostTarget, type Target } from "./host-flags";
-import { parseCommandLine, UsageError } from "./usage";
+import { distinctFiles, parseCommandLine, UsageError } from "./usage";
 
 export const historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--repository OWNER/NAME] [host flags]
        perf-gate history --out FILE.html --from HISTORY.json
@@ -43,7 +43,20 @@ export async function historyCommand(argv: string[], say: (line: string) => void
     return 0;
   }
   if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
-  if (v.from && (v.host || v.local)) throw new UsageError("--from reads a file; it takes no host flags", historyUsage);
+  // Looked for on the command line: parsed, most host flags have defaults.
+  const hostFlags = Object.keys(HOST_OPTIONS).filter((f) =>
+    argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`)),
+  );
+  if (v.from && hostFlags.length > 0)
+    throw new UsageError(`--from reads a file; it takes no host flags (got --${hostFlags.join(", --")})`, historyUsage);
+  distinctFiles(
+    [
+      ["--from", v.from],
+      ["--out", v.out],
+      ["--json", v.json],
+    ],
+    historyUsage,
+  );
   if (v.repository !== undefined && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(v.repository))
     throw new UsageError(`--repository: OWNER/NAME, got ${JSON.stringify(v.repository)}`, historyUsage);
   const { history, document, source } = v.from

@@ -1,5 +1,6 @@
 // Usage errors: the command line itself is wrong. The CLI prints the message and the
 // command's usage, and exits 2.
+import { resolve } from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 
 export class UsageError extends Error {
@@ -30,4 +31,19 @@ export function numberOption(flag: string, raw: unknown, usage: string): number 
     throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(raw)}`, usage);
   }
   return n;
+}
+
+/**
+ * Refuses files named twice among a command's inputs and outputs (each [flag, path], unset ones
+ * undefined): an output written over an input, or two outputs over each other, loses one.
+ */
+export function distinctFiles(files: readonly [string, string | undefined][], usage: string): void {
+  const seen = new Map<string, string>();
+  for (const [flag, path] of files) {
+    if (path === undefined) continue;
+    const full = resolve(path);
+    const other = seen.get(full);
+    if (other !== undefined) throw new UsageError(`${flag} ${path}: the same file as ${other}; name another`, usage);
+    seen.set(full, `${flag} ${path}`);
+  }
 }

@@ -124,6 +124,12 @@ describe("perf-gate analyze", () => {
       [["--floor-ms=-1", join(dir, "ok.json")], /--floor-ms: expected a non-negative number of ms, got -1/],
       [["--confidence", "1.5", join(dir, "ok.json")], /--confidence: expected a confidence between 0\.5 and 1/],
       [["--slo-ms", "0x10", join(dir, "ok.json")], /--slo-ms: expected a number, got "0x10"/],
+      // An output over an input, or one file given twice, loses it or counts it twice.
+      [
+        ["--markdown", join(dir, "ok.json"), join(dir, "ok.json")],
+        /--markdown .*ok\.json: the same file as the result .*ok\.json; name another/,
+      ],
+      [[join(dir, "ok.json"), join(dir, "ok.json")], /the result .*ok\.json: the same file as the result/],
     ];
     for (const [args, message] of cases) {
       const r = await perfGate("analyze", ...args);

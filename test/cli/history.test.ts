@@ -63,6 +63,20 @@ describe("perf-gate history --from", () => {
       /\.url: Invalid string/,
     ],
   };
+  it("refuses to write the page over its own history, or the JSON over the page, and keeps the file", async () => {
+    const from = write("kept.json", JSON.stringify(busyHistory()));
+    const before = readFileSync(from, "utf8");
+    for (const [args, want] of [
+      [["--out", from], /--out .*kept\.json: the same file as --from .*kept\.json; name another/],
+      [["--out", join(dir, "p.html"), "--json", join(dir, "p.html")], /--json .*p\.html: the same file as --out/],
+    ] as const) {
+      const r = await perfGate(["history", "--from", from, ...args]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(want);
+    }
+    expect(readFileSync(from, "utf8")).toBe(before);
+  });
+
   for (const [name, [content, want]] of Object.entries(hostile)) {
     it(`refuses ${name}, naming why, and writes no page`, async () => {
       const out = join(dir, `${name.replace(/\W+/g, "-")}.html`);
@@ -90,8 +104,11 @@ describe("perf-gate history --from", () => {
   it("says what is wrong with the command line", async () => {
     expect((await perfGate(["history", "--from", "x.json"])).stderr).toMatch(/--out FILE\.html is required/);
     expect((await perfGate(["history", "--from", "x.json", "--out", "y.html", "--host", "h"])).stderr).toMatch(
-      /--from reads a file; it takes no host flags/,
+      /--from reads a file; it takes no host flags \(got --host\)/,
     );
+    expect(
+      (await perfGate(["history", "--from", "x.json", "--out", "y.html", "--root=/r", "--perf-host", "p"])).stderr,
+    ).toMatch(/--from reads a file; it takes no host flags \(got --root, --perf-host\)/);
     expect((await perfGate(["history", "--from", join(dir, "missing.json"), "--out", "y.html"])).stderr).toMatch(
       /--from .*missing\.json: cannot read \(ENOENT\)/,
     );
