@@ -64331,6 +64331,8 @@ var HostClient = class {
     for (let attempt = 1; ; attempt++) {
       const [file2, args] = this.argv(command);
       const r = await execa(file2, args, { ...stdin, reject: false, stripFinalNewline: false, timeout: 30 * 6e4 });
+      if (r.exitCode === void 0 && !r.timedOut && "code" in r && typeof r.code === "string")
+        throw new HostError("unreachable", `${file2}: cannot start it (${r.code})`);
       if (r.exitCode !== 255 || !("host" in this.o)) return r;
       const err = classifySshFailure(String(r.stderr), this.o);
       if (err.kind !== "unreachable" || attempt >= this.attempts) throw err;

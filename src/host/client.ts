@@ -203,6 +203,9 @@ export class HostClient implements BenchmarkHost {
     for (let attempt = 1; ; attempt++) {
       const [file, args] = this.argv(command);
       const r = await execa(file, args, { ...stdin, reject: false, stripFinalNewline: false, timeout: 30 * 60_000 });
+      // A program that never started (not there, not executable) has no exit status to report.
+      if (r.exitCode === undefined && !r.timedOut && "code" in r && typeof r.code === "string")
+        throw new HostError("unreachable", `${file}: cannot start it (${r.code})`);
       if (r.exitCode !== 255 || !("host" in this.o)) return r;
       const err = classifySshFailure(String(r.stderr), this.o);
       if (err.kind !== "unreachable" || attempt >= this.attempts) throw err;
