@@ -36037,6 +36037,15 @@ function eachBucket(s3, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
+function histogramError(s3) {
+  if (!hasHistogram(s3)) return null;
+  try {
+    histogramOf(s3);
+    return null;
+  } catch (e) {
+    return `not a compressed HdrHistogram in base64 (${e.message})`;
+  }
+}
 function histogramOf(s3) {
   let h2 = decoded.get(s3);
   if (!h2) {
@@ -36762,6 +36771,10 @@ function extractPairs(run, result, percentile2) {
   const pairs2 = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
+  result.slices.forEach((s3, i2) => {
+    const unreadable = histogramError(s3);
+    if (unreadable) throw new AnalysisInputError(`${run}: slices[${i2}].histogram: ${unreadable}`);
+  });
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
       throw new AnalysisInputError(

@@ -71454,6 +71454,15 @@ function eachBucket(s2, visit2) {
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
+function histogramError(s2) {
+  if (!hasHistogram(s2)) return null;
+  try {
+    histogramOf(s2);
+    return null;
+  } catch (e) {
+    return `not a compressed HdrHistogram in base64 (${e.message})`;
+  }
+}
 function histogramOf(s2) {
   let h2 = decoded.get(s2);
   if (!h2) {
@@ -71550,6 +71559,10 @@ function extractPairs(run2, result, percentile2) {
   const pairs2 = [];
   const dropped = [];
   const planned = plannedLagUs(result.plan);
+  result.slices.forEach((s2, i2) => {
+    const unreadable = histogramError(s2);
+    if (unreadable) throw new AnalysisInputError(`${run2}: slices[${i2}].histogram: ${unreadable}`);
+  });
   for (const [pair, slices] of [...byPair.entries()].sort((a2, b) => a2[0] - b[0])) {
     if (slices.length > 2) {
       throw new AnalysisInputError(

@@ -12,6 +12,7 @@ import {
   plannedLagUs,
 } from "./health";
 import { AnalysisInputError } from "./input-error";
+import { histogramError } from "./statistic";
 import { GeneratorDisturbedError } from "./unmeasured";
 
 export interface SlicePair {
@@ -47,6 +48,10 @@ export function extractPairs(
   const pairs: SlicePair[] = [];
   const dropped: DroppedPair[] = [];
   const planned = plannedLagUs(result.plan);
+  result.slices.forEach((s, i) => {
+    const unreadable = histogramError(s);
+    if (unreadable) throw new AnalysisInputError(`${run}: slices[${i}].histogram: ${unreadable}`);
+  });
   for (const [pair, slices] of [...byPair.entries()].sort((a, b) => a[0] - b[0])) {
     if (slices.length > 2) {
       throw new AnalysisInputError(

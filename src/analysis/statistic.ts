@@ -113,6 +113,17 @@ function eachBucket(s: LatencyRecord, visit: (valueUs: number, count: number) =>
 // health, the report's detail): the histogram is decoded once per slice, and goes with it.
 const decoded = new WeakMap<LatencyRecord, Histogram>();
 
+/** Why a slice's histogram cannot be read (not base64 of a compressed HdrHistogram V2), or null. */
+export function histogramError(s: LatencyRecord): string | null {
+  if (!hasHistogram(s)) return null;
+  try {
+    histogramOf(s);
+    return null;
+  } catch (e) {
+    return `not a compressed HdrHistogram in base64 (${(e as Error).message})`;
+  }
+}
+
 function histogramOf(s: LatencyRecord): Histogram {
   let h = decoded.get(s);
   if (!h) {

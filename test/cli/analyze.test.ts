@@ -107,9 +107,17 @@ describe("perf-gate analyze", () => {
   it("exits 2 with a message that names the problem", async () => {
     const broken = makeResult({ pairs: pairsFromDiffs([1, 2]) }) as unknown as { slices: Record<string, unknown>[] };
     delete broken.slices[0]!.ok_rps;
+    const badHistogram = makeResult({ pairs: pairsFromDiffs([1, 2]) }) as unknown as {
+      slices: Record<string, unknown>[];
+    };
+    badHistogram.slices[1]!.histogram = "HISTFAAAAKt4garbage";
     const cases: [string[], RegExp][] = [
       [[write("broken.json", broken)], /broken\.json: not a load generator result: slices\[0\]\.ok_rps/],
       [[join(dir, "missing.json")], /missing\.json: cannot read/],
+      [
+        [write("histogram.json", badHistogram)],
+        /histogram\.json: slices\[1\]\.histogram: not a compressed HdrHistogram in base64/,
+      ],
       // Read whole only when a regular file: /dev/zero would never end, nor fit in memory.
       [["/dev/zero"], /\/dev\/zero: not a regular file: a result is read from one/],
       [[dir], /: not a regular file: a result is read from one/],
