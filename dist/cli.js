@@ -35327,6 +35327,7 @@ var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 var PATH = /^\/[^\x00-\x1f\x7f]*$/;
 var urlPath = external_exports.string().regex(PATH, "must start with / and hold no control characters (CR, LF, NUL\u2026)");
+var TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
@@ -35353,7 +35354,7 @@ var className = external_exports.string().regex(
 var requestSchema = external_exports.looseObject({
   /** The request class this entry is; default its method and path, or its gRPC method. */
   name: className.optional(),
-  method: external_exports.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
+  method: external_exports.string().regex(TOKEN, "an HTTP token such as GET").default("GET"),
   /** Required for http1; a grpc request has none. */
   path: urlPath.optional(),
   headers: external_exports.record(external_exports.string(), external_exports.string()).optional(),
@@ -38589,7 +38590,6 @@ function protoFileIssues(w) {
 }
 
 // src/config/requests.ts
-var TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 function valueError(name2, value) {
   if (["content-length", "transfer-encoding"].includes(name2.toLowerCase()))
     return "is computed by the load generator; leave it out";
@@ -39247,7 +39247,7 @@ function list(v, flag, lo, hi) {
 }
 
 // src/cli/history.ts
-import { closeSync as closeSync2, fstatSync as fstatSync2, openSync as openSync2, readSync as readSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { writeFileSync as writeFileSync4 } from "node:fs";
 
 // src/contract/host.ts
 var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
@@ -47135,30 +47135,19 @@ async function fromHost(target) {
   }
 }
 function fromFile(path6) {
-  let fd;
+  let text;
   try {
-    fd = openSync2(path6, "r");
+    text = readBounded(path6, MAX_HISTORY_BYTES, "a history").toString("utf8");
   } catch (e) {
-    throw new UsageError(`--from ${path6}: cannot read (${e.code})`, historyUsage);
+    throw new UsageError(`--from ${e.message}`, historyUsage);
   }
+  let document;
   try {
-    const st = fstatSync2(fd);
-    if (!st.isFile()) throw new Error(`${path6}: not a regular file: a history is read from one`);
-    const size = st.size;
-    if (size > MAX_HISTORY_BYTES)
-      throw new Error(`${path6}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
-    const buffer = Buffer.alloc(size);
-    readSync2(fd, buffer, 0, size, 0);
-    let document;
-    try {
-      document = JSON.parse(buffer.toString("utf8"));
-    } catch (e) {
-      throw new Error(`${path6}: not valid JSON (${e.message})`);
-    }
-    return { history: parseHistory(path6, document), document };
-  } finally {
-    closeSync2(fd);
+    document = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${path6}: not valid JSON (${e.message})`);
   }
+  return { history: parseHistory(path6, document), document };
 }
 
 // src/cli/run.ts

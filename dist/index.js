@@ -63683,6 +63683,7 @@ var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
 var PATH = /^\/[^\x00-\x1f\x7f]*$/;
 var urlPath = external_exports.string().regex(PATH, "must start with / and hold no control characters (CR, LF, NUL\u2026)");
+var TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 var percentile = external_exports.number().gt(0).lt(100);
 var rate = external_exports.number().positive().max(1e6);
 var ARMS = ["champion", "challenger"];
@@ -63709,7 +63710,7 @@ var className = external_exports.string().regex(
 var requestSchema = external_exports.looseObject({
   /** The request class this entry is; default its method and path, or its gRPC method. */
   name: className.optional(),
-  method: external_exports.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET").default("GET"),
+  method: external_exports.string().regex(TOKEN, "an HTTP token such as GET").default("GET"),
   /** Required for http1; a grpc request has none. */
   path: urlPath.optional(),
   headers: external_exports.record(external_exports.string(), external_exports.string()).optional(),
@@ -70922,7 +70923,6 @@ function protoFileIssues(w) {
 }
 
 // src/config/requests.ts
-var TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 function valueError(name2, value) {
   if (["content-length", "transfer-encoding"].includes(name2.toLowerCase()))
     return "is computed by the load generator; leave it out";

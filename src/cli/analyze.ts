@@ -65,9 +65,9 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     ],
     analyzeUsage,
   );
-  const num = (flag: keyof typeof values & keyof typeof FLAG_FORMS, fallback: number | undefined) => {
+  const num = (flag: keyof typeof FLAG_FORMS, fallback: number | undefined) => {
     const n = numberOption(flag, values[flag], analyzeUsage);
-    const [ok, want] = FLAG_FORMS[flag]!;
+    const [ok, want] = FLAG_FORMS[flag];
     if (n !== undefined && !ok(n))
       throw new UsageError(`--${flag}: expected ${want}, got ${values[flag]}`, analyzeUsage);
     return n ?? fallback;
@@ -101,7 +101,7 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
 }
 
 /** Each number flag's form, said with the flag's name (the analysis names its settings instead). */
-const FLAG_FORMS: Record<string, [(n: number) => boolean, string]> = {
+const FLAG_FORMS = {
   "slo-ms": [(n) => n > 0, "a positive number of ms"],
   percentile: [(n) => n > 0 && n < 100, "a percentile between 0 and 100, such as 99"],
   "block-threshold-percent": [(n) => n >= 0, "a non-negative percent"],
@@ -109,7 +109,7 @@ const FLAG_FORMS: Record<string, [(n: number) => boolean, string]> = {
   seed: [(n) => Number.isSafeInteger(n) && n >= 0, "a non-negative integer"],
   "floor-ms": [(n) => n >= 0, "a non-negative number of ms"],
   "block-cpu-percent": [(n) => n > 0, "a positive percent"],
-};
+} satisfies Record<string, [(n: number) => boolean, string]>;
 
 /** A file's results: one document, or a list of them (what perf-gate run writes), each named. */
 function readResults(file: string): NamedResult[] {

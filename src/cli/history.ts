@@ -1,11 +1,12 @@
 // `perf-gate history`: the host's history as one self-contained HTML page (and, with --json, the
 // history document itself), read from a host (the host flags of `perf-gate run`) or from a
 // history file exported earlier (--from). It reads; it never measures or changes the host.
-import { closeSync, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { type History, MAX_HISTORY_BYTES, parseHistory } from "../contract/history";
 import { HostClient } from "../host/client";
 import { HostPool } from "../host/pool";
 import { historyPage } from "../report/history-page";
+import { readBounded } from "./bounded-file";
 import { HOST_OPTIONS, hostTarget, type Target } from "./host-flags";
 import { distinctFiles, parseCommandLine, UsageError } from "./usage";
 
@@ -91,30 +92,19 @@ async function fromHost(target: Target): Promise<{ history: History; document: u
   }
 }
 
-/** A history file, refused before it is read whole when it is larger than any history. */
+/** A history file, refused before it is read whole when it is no regular file or larger than any history. */
 export function fromFile(path: string): { history: History; document: unknown } {
-  let fd: number;
+  let text: string;
   try {
-    fd = openSync(path, "r");
+    text = readBounded(path, MAX_HISTORY_BYTES, "a history").toString("utf8");
   } catch (e) {
-    throw new UsageError(`--from ${path}: cannot read (${(e as NodeJS.ErrnoException).code})`, historyUsage);
+    throw new UsageError(`--from ${(e as Error).message}`, historyUsage);
   }
+  let document: unknown;
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${path}: not a regular file: a history is read from one`);
-    const size = st.size;
-    if (size > MAX_HISTORY_BYTES)
-      throw new Error(`${path}: ${size} bytes, more than any history (${MAX_HISTORY_BYTES}): not a perf-gate history`);
-    const buffer = Buffer.alloc(size);
-    readSync(fd, buffer, 0, size, 0);
-    let document: unknown;
-    try {
-      document = JSON.parse(buffer.toString("utf8"));
-    } catch (e) {
-      throw new Error(`${path}: not valid JSON (${(e as Error).message})`);
-    }
-    return { history: parseHistory(path, document), document };
-  } finally {
-    closeSync(fd);
+    document = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${path}: not valid JSON (${(e as Error).message})`);
   }
+  return { history: parseHistory(path, document), document };
 }

@@ -1,5 +1,6 @@
 // What the host's plan check (plan.compileRequest) refuses in a request, found in the config
 // with the key's line: before a build is deployed and a champion promoted, not after.
+import { TOKEN } from "../contract/plan";
 import { templateError } from "../contract/rules";
 
 interface Request {
@@ -8,8 +9,6 @@ interface Request {
   body?: string;
   grpc?: { message?: Record<string, unknown>; metadata?: Record<string, string> };
 }
-
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** A header's (or gRPC metadata's) value: the load generator frames the request around it. */
 function valueError(name: string, value: string): string | undefined {

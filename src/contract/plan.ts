@@ -11,6 +11,9 @@ export const sha = z.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex char
 const PATH = /^\/[^\x00-\x1f\x7f]*$/;
 const urlPath = z.string().regex(PATH, "must start with / and hold no control characters (CR, LF, NUL…)");
 
+/** An HTTP token (RFC 9110): a method, a header name (contract.Token). */
+export const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /** A latency percentile: the SLO's, and the one a floor was measured at. */
 export const percentile = z.number().gt(0).lt(100);
 
@@ -66,10 +69,7 @@ export const className = z
 export const requestSchema = z.looseObject({
   /** The request class this entry is; default its method and path, or its gRPC method. */
   name: className.optional(),
-  method: z
-    .string()
-    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "an HTTP token such as GET")
-    .default("GET"),
+  method: z.string().regex(TOKEN, "an HTTP token such as GET").default("GET"),
   /** Required for http1; a grpc request has none. */
   path: urlPath.optional(),
   headers: z.record(z.string(), z.string()).optional(),
