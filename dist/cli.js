@@ -35729,7 +35729,8 @@ function templateError(template) {
     const [name2, ...args] = fields2;
     if (name2 === void 0) return wrong("empty placeholder {{}}");
     if (name2 === "rand" && args.length === 1) {
-      if (!/^[0-9]+$/.test(args[0]) || BigInt(args[0]) === 0n || BigInt(args[0]) >= 2n ** 64n)
+      const n2 = /^[0-9]+$/.test(args[0]) ? BigInt(args[0]) : 0n;
+      if (n2 === 0n || n2 >= 2n ** 64n)
         return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
     } else if (args.length > 0) return wrong(`{{${name2}}} takes no argument`);
     else if (!PLACEHOLDERS.includes(name2))
@@ -36995,19 +36996,22 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
+var SETTING_FORMS = {
+  percentile: [(n2) => n2 > 0 && n2 < 100, "a percentile between 0 and 100, such as 99"],
+  sloBudgetMs: [(n2) => n2 > 0, "a positive number of ms"],
+  blockThresholdPercent: [(n2) => n2 >= 0, "a non-negative percent"],
+  confidence: [(n2) => n2 > 0.5 && n2 < 1, "a confidence between 0.5 and 1, such as 0.95"],
+  bootstrapResamples: [(n2) => Number.isInteger(n2) && n2 >= 100, "an integer \u2265 100"],
+  seed: [(n2) => Number.isSafeInteger(n2) && n2 >= 0, "a non-negative integer"],
+  blockCpuPercent: [(n2) => n2 > 0, "a positive percent"]
+};
 function validateSettings(s3) {
-  const bad = (field, want, got) => {
-    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
-  };
-  if (!(s3.percentile > 0 && s3.percentile < 100)) bad("percentile", "in (0, 100)", s3.percentile);
-  if (!(s3.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s3.sloBudgetMs);
-  if (!(s3.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s3.blockThresholdPercent);
-  if (!(s3.confidence > 0.5 && s3.confidence < 1)) bad("confidence", "in (0.5, 1)", s3.confidence);
-  if (!(Number.isInteger(s3.bootstrapResamples) && s3.bootstrapResamples >= 100))
-    bad("bootstrapResamples", "an integer \u2265 100", s3.bootstrapResamples);
-  if (!(Number.isInteger(s3.seed) && s3.seed >= 0)) bad("seed", "a non-negative integer", s3.seed);
-  if (s3.blockCpuPercent !== void 0 && !(s3.blockCpuPercent > 0))
-    bad("blockCpuPercent", "a positive percent", s3.blockCpuPercent);
+  for (const [field, [ok, want]] of Object.entries(SETTING_FORMS)) {
+    const v = s3[field];
+    if (field === "blockCpuPercent" && v === void 0) continue;
+    if (typeof v !== "number" || !ok(v))
+      throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(v)}`);
+  }
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {
@@ -38326,7 +38330,8 @@ function analyzeCommand(argv, out) {
   );
   const num = (flag, fallback) => {
     const n2 = numberOption(flag, values[flag], analyzeUsage);
-    const [ok, want] = FLAG_FORMS[flag];
+    const setting = FLAG_SETTINGS[flag];
+    const [ok, want] = setting === "floorMs" ? FLOOR_FORM : SETTING_FORMS[setting];
     if (n2 !== void 0 && !ok(n2))
       throw new UsageError(`--${flag}: expected ${want}, got ${values[flag]}`, analyzeUsage);
     return n2 ?? fallback;
@@ -38358,15 +38363,16 @@ function analyzeCommand(argv, out) {
   else for (const line of verdictLines(a2)) out(line);
   return a2.blocking ? 1 : 0;
 }
-var FLAG_FORMS = {
-  "slo-ms": [(n2) => n2 > 0, "a positive number of ms"],
-  percentile: [(n2) => n2 > 0 && n2 < 100, "a percentile between 0 and 100, such as 99"],
-  "block-threshold-percent": [(n2) => n2 >= 0, "a non-negative percent"],
-  confidence: [(n2) => n2 > 0.5 && n2 < 1, "a confidence between 0.5 and 1, such as 0.95"],
-  seed: [(n2) => Number.isSafeInteger(n2) && n2 >= 0, "a non-negative integer"],
-  "floor-ms": [(n2) => n2 >= 0, "a non-negative number of ms"],
-  "block-cpu-percent": [(n2) => n2 > 0, "a positive percent"]
+var FLAG_SETTINGS = {
+  "slo-ms": "sloBudgetMs",
+  percentile: "percentile",
+  "block-threshold-percent": "blockThresholdPercent",
+  confidence: "confidence",
+  seed: "seed",
+  "floor-ms": "floorMs",
+  "block-cpu-percent": "blockCpuPercent"
 };
+var FLOOR_FORM = [(n2) => n2 >= 0, "a non-negative number of ms"];
 function readResults(file2) {
   const doc = readJson(file2);
   if (!Array.isArray(doc)) return [{ name: file2, result: parseResult(file2, doc) }];

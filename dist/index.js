@@ -65061,7 +65061,8 @@ function templateError(template) {
     const [name2, ...args] = fields2;
     if (name2 === void 0) return wrong("empty placeholder {{}}");
     if (name2 === "rand" && args.length === 1) {
-      if (!/^[0-9]+$/.test(args[0]) || BigInt(args[0]) === 0n || BigInt(args[0]) >= 2n ** 64n)
+      const n2 = /^[0-9]+$/.test(args[0]) ? BigInt(args[0]) : 0n;
+      if (n2 === 0n || n2 >= 2n ** 64n)
         return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
     } else if (args.length > 0) return wrong(`{{${name2}}} takes no argument`);
     else if (!PLACEHOLDERS.includes(name2))
@@ -72804,19 +72805,22 @@ function preflightFlags(results) {
 function resultKey(r) {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
+var SETTING_FORMS = {
+  percentile: [(n2) => n2 > 0 && n2 < 100, "a percentile between 0 and 100, such as 99"],
+  sloBudgetMs: [(n2) => n2 > 0, "a positive number of ms"],
+  blockThresholdPercent: [(n2) => n2 >= 0, "a non-negative percent"],
+  confidence: [(n2) => n2 > 0.5 && n2 < 1, "a confidence between 0.5 and 1, such as 0.95"],
+  bootstrapResamples: [(n2) => Number.isInteger(n2) && n2 >= 100, "an integer \u2265 100"],
+  seed: [(n2) => Number.isSafeInteger(n2) && n2 >= 0, "a non-negative integer"],
+  blockCpuPercent: [(n2) => n2 > 0, "a positive percent"]
+};
 function validateSettings(s2) {
-  const bad = (field, want, got) => {
-    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
-  };
-  if (!(s2.percentile > 0 && s2.percentile < 100)) bad("percentile", "in (0, 100)", s2.percentile);
-  if (!(s2.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s2.sloBudgetMs);
-  if (!(s2.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s2.blockThresholdPercent);
-  if (!(s2.confidence > 0.5 && s2.confidence < 1)) bad("confidence", "in (0.5, 1)", s2.confidence);
-  if (!(Number.isInteger(s2.bootstrapResamples) && s2.bootstrapResamples >= 100))
-    bad("bootstrapResamples", "an integer \u2265 100", s2.bootstrapResamples);
-  if (!(Number.isInteger(s2.seed) && s2.seed >= 0)) bad("seed", "a non-negative integer", s2.seed);
-  if (s2.blockCpuPercent !== void 0 && !(s2.blockCpuPercent > 0))
-    bad("blockCpuPercent", "a positive percent", s2.blockCpuPercent);
+  for (const [field, [ok, want]] of Object.entries(SETTING_FORMS)) {
+    const v = s2[field];
+    if (field === "blockCpuPercent" && v === void 0) continue;
+    if (typeof v !== "number" || !ok(v))
+      throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(v)}`);
+  }
 }
 function checkSameBuilds(results) {
   for (const field of ["challenger_sha", "champion_sha", "kind", "base"]) {

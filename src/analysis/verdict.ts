@@ -313,19 +313,24 @@ export function resultKey(r: LoadgenResult): string {
   return comparisonKey(r.plan.workload, r.plan.rate);
 }
 
+/** Each numeric setting's form: validateSettings checks them, and the CLI says them with its flags. */
+export const SETTING_FORMS = {
+  percentile: [(n) => n > 0 && n < 100, "a percentile between 0 and 100, such as 99"],
+  sloBudgetMs: [(n) => n > 0, "a positive number of ms"],
+  blockThresholdPercent: [(n) => n >= 0, "a non-negative percent"],
+  confidence: [(n) => n > 0.5 && n < 1, "a confidence between 0.5 and 1, such as 0.95"],
+  bootstrapResamples: [(n) => Number.isInteger(n) && n >= 100, "an integer ≥ 100"],
+  seed: [(n) => Number.isSafeInteger(n) && n >= 0, "a non-negative integer"],
+  blockCpuPercent: [(n) => n > 0, "a positive percent"],
+} satisfies Partial<Record<keyof GateSettings, [(n: number) => boolean, string]>>;
+
 function validateSettings(s: GateSettings): void {
-  const bad = (field: string, want: string, got: unknown) => {
-    throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(got)}`);
-  };
-  if (!(s.percentile > 0 && s.percentile < 100)) bad("percentile", "in (0, 100)", s.percentile);
-  if (!(s.sloBudgetMs > 0)) bad("sloBudgetMs", "a positive number of ms", s.sloBudgetMs);
-  if (!(s.blockThresholdPercent >= 0)) bad("blockThresholdPercent", "a non-negative percent", s.blockThresholdPercent);
-  if (!(s.confidence > 0.5 && s.confidence < 1)) bad("confidence", "in (0.5, 1)", s.confidence);
-  if (!(Number.isInteger(s.bootstrapResamples) && s.bootstrapResamples >= 100))
-    bad("bootstrapResamples", "an integer ≥ 100", s.bootstrapResamples);
-  if (!(Number.isInteger(s.seed) && s.seed >= 0)) bad("seed", "a non-negative integer", s.seed);
-  if (s.blockCpuPercent !== undefined && !(s.blockCpuPercent > 0))
-    bad("blockCpuPercent", "a positive percent", s.blockCpuPercent);
+  for (const [field, [ok, want]] of Object.entries(SETTING_FORMS)) {
+    const v = s[field as keyof typeof SETTING_FORMS];
+    if (field === "blockCpuPercent" && v === undefined) continue; // no CPU gate
+    if (typeof v !== "number" || !ok(v))
+      throw new AnalysisInputError(`settings.${field}: must be ${want}, got ${String(v)}`);
+  }
 }
 
 /**

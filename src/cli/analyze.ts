@@ -1,7 +1,7 @@
 // `perf-gate analyze`: the verdict engine on result files, from a terminal.
 import { writeFileSync } from "node:fs";
 import { AnalysisInputError } from "../analysis/input-error";
-import { analyze, defaultSettings, type GateSettings, type NamedResult } from "../analysis/verdict";
+import { analyze, defaultSettings, type GateSettings, type NamedResult, SETTING_FORMS } from "../analysis/verdict";
 import { parseResult } from "../contract/result";
 import { armsOf } from "../report/arms";
 import { svgChart } from "../report/chart";
@@ -65,9 +65,10 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
     ],
     analyzeUsage,
   );
-  const num = (flag: keyof typeof FLAG_FORMS, fallback: number | undefined) => {
+  const num = (flag: keyof typeof FLAG_SETTINGS, fallback: number | undefined) => {
     const n = numberOption(flag, values[flag], analyzeUsage);
-    const [ok, want] = FLAG_FORMS[flag];
+    const setting = FLAG_SETTINGS[flag];
+    const [ok, want] = setting === "floorMs" ? FLOOR_FORM : SETTING_FORMS[setting];
     if (n !== undefined && !ok(n))
       throw new UsageError(`--${flag}: expected ${want}, got ${values[flag]}`, analyzeUsage);
     return n ?? fallback;
@@ -100,16 +101,19 @@ export function analyzeCommand(argv: string[], out: (line: string) => void): num
   return a.blocking ? 1 : 0;
 }
 
-/** Each number flag's form, said with the flag's name (the analysis names its settings instead). */
-const FLAG_FORMS = {
-  "slo-ms": [(n) => n > 0, "a positive number of ms"],
-  percentile: [(n) => n > 0 && n < 100, "a percentile between 0 and 100, such as 99"],
-  "block-threshold-percent": [(n) => n >= 0, "a non-negative percent"],
-  confidence: [(n) => n > 0.5 && n < 1, "a confidence between 0.5 and 1, such as 0.95"],
-  seed: [(n) => Number.isSafeInteger(n) && n >= 0, "a non-negative integer"],
-  "floor-ms": [(n) => n >= 0, "a non-negative number of ms"],
-  "block-cpu-percent": [(n) => n > 0, "a positive percent"],
-} satisfies Record<string, [(n: number) => boolean, string]>;
+/** The setting each number flag sets: its form is the analysis's own, said with the flag's name. */
+const FLAG_SETTINGS = {
+  "slo-ms": "sloBudgetMs",
+  percentile: "percentile",
+  "block-threshold-percent": "blockThresholdPercent",
+  confidence: "confidence",
+  seed: "seed",
+  "floor-ms": "floorMs",
+  "block-cpu-percent": "blockCpuPercent",
+} as const;
+
+/** A floor given by hand (the host's own floors are its records). */
+const FLOOR_FORM: [(n: number) => boolean, string] = [(n) => n >= 0, "a non-negative number of ms"];
 
 /** A file's results: one document, or a list of them (what perf-gate run writes), each named. */
 function readResults(file: string): NamedResult[] {

@@ -104,7 +104,8 @@ export function templateError(template: string): string | undefined {
     const [name, ...args] = fields;
     if (name === undefined) return wrong("empty placeholder {{}}");
     if (name === "rand" && args.length === 1) {
-      if (!/^[0-9]+$/.test(args[0]!) || BigInt(args[0]!) === 0n || BigInt(args[0]!) >= 2n ** 64n)
+      const n = /^[0-9]+$/.test(args[0]!) ? BigInt(args[0]!) : 0n; // N as Go's ParseUint reads it
+      if (n === 0n || n >= 2n ** 64n)
         return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
     } else if (args.length > 0) return wrong(`{{${name}}} takes no argument`);
     else if (!PLACEHOLDERS.includes(name))
