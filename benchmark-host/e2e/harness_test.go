@@ -254,7 +254,7 @@ func freePort(t *testing.T) int {
 	return freePorts(t, 1)[0]
 }
 
-// freePorts is n ports the kernel finds free, all different (sshtest.FreePorts).
+// freePorts is n ports free now, all different (sshtest.FreePorts).
 func freePorts(t *testing.T, n int) []int {
 	ports, err := sshtest.FreePorts(n)
 	if err != nil {

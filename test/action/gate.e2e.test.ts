@@ -78,16 +78,18 @@ afterEach(() => h?.fake.assertContract());
 describe.skipIf(!asRoot)("the PR gate", () => {
   it("labels a slower challenger red, fails its check and posts a sticky comment; a second run updates it", async (ctx) => {
     const slow = host.release("slow", "slow");
-    const run = await gate(real("opened"), slow);
-    skipIfDisturbed(ctx, run);
+    // While the machine's noise hides the slow build's +0.9 ms, a push of the same head measures
+    // it again, pooled with the runs before (the shared rule).
+    const samePush = () => gate(real("synchronize"), slow);
+    const { run, runs } = await untilResolved(ctx, 0.9, samePush, await gate(real("opened"), slow));
     expect(run.outputs.verdict, run.stdout).toBe("red");
     expect(run.outputs.blocking).toBe("true");
     expect(run.code).toBe(1);
     expect(Number(run.outputs["estimate-ms"])).toBeGreaterThan(0.2);
     expect(Number(run.outputs["ci-low-ms"])).toBeGreaterThan(0);
-    // 6 measured; a pair the generator fell behind in is dropped and named, at most half.
-    expect(Number(run.outputs.pairs)).toBeGreaterThanOrEqual(3);
-    expect(Number(run.outputs.pairs)).toBeLessThanOrEqual(6);
+    // 6 measured a run; a pair the generator fell behind in is dropped and named, at most half.
+    expect(Number(run.outputs.pairs)).toBeGreaterThanOrEqual(3 * runs);
+    expect(Number(run.outputs.pairs)).toBeLessThanOrEqual(6 * runs);
     expect(readFileSync(run.outputs["report-path"]!, "utf8")).toContain(
       "### perf-gate: 🔴 red, blocking — challenger is ",
     );
@@ -118,13 +120,13 @@ describe.skipIf(!asRoot)("the PR gate", () => {
       `challenger \`${opened.pull_request.head.sha.slice(0, 7)}\` vs champion \`0000000\` on host \`${measuredOn}\` · [workflow run](${check.details_url})`,
     );
 
-    // A push of the same head pools with the run before (the shared rule measures once more while
-    // the machine's noise hides the slow build's +0.9 ms).
-    const { run: again, runs } = await untilResolved(ctx, 0.9, () => gate(real("synchronize"), slow));
+    // A push of the same head pools with the runs before and updates the one comment (unless the
+    // first run's noise had it measured again already).
+    const { run: again, runs: all } = runs > 1 ? { run, runs } : await untilResolved(ctx, 0.9, samePush);
     expect(again.outputs.verdict).toBe("red");
     expect(fake.comments.get(PR)).toHaveLength(1);
     expect(fake.requests.filter((r) => r.method === "PATCH" && r.path.includes("/issues/comments/"))).toHaveLength(
-      runs - 1,
+      all - 1,
     );
   });
 

@@ -8,7 +8,7 @@ import { type History, parseHistory } from "../../src/contract/history";
 import { ms } from "../../src/report/format";
 import { ActionHarness, type CommentPayload, E2E_CONFIG, examplePayload, REPOSITORY } from "../support/action-harness";
 import { asRoot } from "../support/bench-host";
-import { disturbedIn, skipIfDisturbed, skipTooBusy, untilResolved } from "../support/machine-too-busy";
+import { disturbedIn, skipIfDisturbed, skipTooBusy, unresolved, untilResolved } from "../support/machine-too-busy";
 
 const CHAMPION = "c".repeat(40);
 const BASE = "b".repeat(40);
@@ -59,7 +59,8 @@ describe.skipIf(!asRoot)("/perf rerun", () => {
     const slow = h.host.release("slow", "slow");
     const first = await h.run(h.inputs("gate", { artifact: slow }), "pull_request", prEvent("opened", HEAD));
     skipIfDisturbed(ctx, first);
-    expect(first.outputs.verdict, first.stdout).toBe("red");
+    // Red, unless the machine's noise hid the +0.9 ms: the pooled reruns below settle that.
+    expect(first.outputs.verdict === "red" || unresolved(first, 0.9), first.stdout).toBe(true);
     const firstRun = JSON.parse(readFileSync(first.outputs["result-path"]!, "utf8"))[0].plan.run_id as string;
 
     const logins = h.acceptedLogins();

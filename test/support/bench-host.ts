@@ -1,7 +1,7 @@
 // A real benchmark host for the action's tests: the testhost command (benchmark-host/e2e/
 // testhost) starts sshd with perf-host as its forced command, as install.sh sets up a host.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -58,17 +58,53 @@ export async function serveExample(
   throw new Error(`${binary} did not come up on :${port}`);
 }
 
-/** Ports the kernel finds free on loopback, all held until every one is chosen, so they differ. */
+/**
+ * Ports free on loopback, all held until every one is chosen, so they differ. They come from below
+ * the kernel's ephemeral range, as the host's free ports do (service.FreePorts): a port from inside
+ * it, free when chosen, is any outgoing connection's to take before the test's service binds it
+ * (docs/design/0033-ports-outside-the-ephemeral-range.md).
+ */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers: Server[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = createServer();
-    await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-    servers.push(s);
+  const [lo, hi] = testPortRange();
+  const span = hi - lo + 1;
+  const start = Math.floor(Math.random() * span);
+  const held: Server[] = [];
+  try {
+    for (let i = 0; i < span && held.length < n; i++) {
+      const s = await listening(lo + ((start + i) % span));
+      if (s) held.push(s);
+    }
+    if (held.length < n) throw new Error(`only ${held.length} of ${n} ports free in ${lo}-${hi}`);
+    return held.map((s) => (s.address() as { port: number }).port);
+  } finally {
+    await Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve))));
   }
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
+}
+
+/** A server listening on the port, or null when the port is taken. */
+function listening(port: number): Promise<Server | null> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(null));
+    s.listen(port, "127.0.0.1", () => resolve(s));
+  });
+}
+
+/** Where free ports come from (service.FreeRange's rule). */
+function testPortRange(): [number, number] {
+  const [ephemeralLo = 32768, ephemeralHi = 60999] = (() => {
+    try {
+      const f = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+      return f.length === 2 && f.every(Number.isInteger) ? f : [];
+    } catch {
+      return [];
+    }
+  })();
+  const floor = 10000;
+  const enough = 2000;
+  if (ephemeralLo - floor >= enough) return [floor, ephemeralLo - 1];
+  if (65535 - ephemeralHi >= enough) return [ephemeralHi + 1, 65535];
+  return [floor, 65535];
 }
 
 export class TestHost {

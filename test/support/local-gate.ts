@@ -17,7 +17,7 @@ export class LocalGate {
     readonly ports: readonly [number, number],
   ) {}
 
-  /** A local gate on two ports the kernel finds free now (other tests may run beside it). */
+  /** A local gate on two ports free now (freePorts: other tests may run beside it). */
   static async onFreePorts(cwd: string): Promise<LocalGate> {
     const [champion, challenger] = await freePorts(2);
     return new LocalGate(cwd, [champion!, challenger!]);

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 // testArm is the example service, built into a release directory, running in a cgroup of its own.
@@ -243,10 +243,9 @@ func TestARunWithoutProfilesSaysWhy(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	port, err := sshtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

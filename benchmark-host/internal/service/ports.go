@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -9,11 +10,11 @@ import (
 	"strings"
 )
 
-// PortRange is where a service's extra ports (service.ports) come from: [Lo, Hi], or ports
-// the kernel finds free when it is zero.
+// PortRange is where a service's extra ports (service.ports) come from: [Lo, Hi], or free ports
+// outside the kernel's ephemeral range (FreeRange) when it is zero.
 type PortRange struct{ Lo, Hi int }
 
-// ParsePortRange reads --service-ports: "" (the kernel's free ports) or "LO-HI".
+// ParsePortRange reads --service-ports: "" (free ports, FreeRange) or "LO-HI".
 func ParsePortRange(s string) (PortRange, error) {
 	if s == "" {
 		return PortRange{}, nil
@@ -35,9 +36,7 @@ func (r PortRange) String() string {
 }
 
 // AllocatePorts gives each arm a port per name it lists (names[i] for arm i): all distinct,
-// none of reserved (the arms' main ports), none in use now. They are taken from the range in
-// order, or from the kernel; every candidate is held open until all are chosen, so none is
-// handed out twice.
+// none of reserved (the arms' main ports), none in use now (FreePorts).
 func AllocatePorts(r PortRange, names [][]string, reserved []int) ([]map[string]int, error) {
 	out := make([]map[string]int, len(names))
 	need := 0
@@ -48,36 +47,9 @@ func AllocatePorts(r PortRange, names [][]string, reserved []int) ([]map[string]
 	if need == 0 {
 		return out, nil
 	}
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	var ports []int
-	take := func(port int) {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			return
-		}
-		held = append(held, l)
-		if got := l.Addr().(*net.TCPAddr).Port; !slices.Contains(reserved, got) {
-			ports = append(ports, got)
-		}
-	}
-	if r.Lo == 0 {
-		for tries := 0; len(ports) < need && tries < need+len(reserved)+16; tries++ {
-			take(0)
-		}
-	} else {
-		for p := r.Lo; p <= r.Hi && len(ports) < need; p++ {
-			if !slices.Contains(reserved, p) {
-				take(p)
-			}
-		}
-	}
-	if len(ports) < need {
-		return nil, fmt.Errorf("service.ports: %d ports needed, only %d free in %s", need, len(ports), r)
+	ports, err := FreePorts(r, need, reserved)
+	if err != nil {
+		return nil, fmt.Errorf("service.ports: %w", err)
 	}
 	for i, list := range names {
 		for _, name := range list {
@@ -85,6 +57,65 @@ func AllocatePorts(r PortRange, names [][]string, reserved []int) ([]map[string]
 		}
 	}
 	return out, nil
+}
+
+// FreePorts is n ports free now on loopback, none of reserved: from r in order, or, when r is
+// zero, from FreeRange starting at a random port, so that two hosts or tests choosing at once
+// rarely meet. Every candidate is held open until all are chosen, so none is handed out twice.
+func FreePorts(r PortRange, n int, reserved []int) ([]int, error) {
+	from, start := r, 0
+	if r.Lo == 0 {
+		from = FreeRange()
+		start = rand.IntN(from.Hi - from.Lo + 1)
+	}
+	span := from.Hi - from.Lo + 1
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < span && len(ports) < n; i++ {
+		port := from.Lo + (start+i)%span
+		if slices.Contains(reserved, port) {
+			continue
+		}
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			held = append(held, l)
+			ports = append(ports, port)
+		}
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("%d ports needed, only %d free in %s", n, len(ports), from)
+	}
+	return ports, nil
+}
+
+// FreeRange is where free ports come from: 10000 up to the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), or above it where too little lies below, or from 10000 on
+// where it leaves no room. A port inside the ephemeral range, free when chosen, is any outgoing
+// connection's to take before its service binds it (docs/design/0033-ports-outside-the-ephemeral-range.md).
+func FreeRange() PortRange {
+	ephemeralLo, ephemeralHi := 32768, 60999 // Linux's default
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			lo, errLo := strconv.Atoi(f[0])
+			hi, errHi := strconv.Atoi(f[1])
+			if errLo == nil && errHi == nil {
+				ephemeralLo, ephemeralHi = lo, hi
+			}
+		}
+	}
+	const floor, enough = 10000, 2000
+	switch {
+	case ephemeralLo-floor >= enough:
+		return PortRange{floor, ephemeralLo - 1}
+	case 65535-ephemeralHi >= enough:
+		return PortRange{ephemeralHi + 1, 65535}
+	default:
+		return PortRange{floor, 65535}
+	}
 }
 
 // ListenerUIDs lists the users owning a socket that listens on port (any address, IPv4 or

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -154,11 +155,52 @@ func TestAllocatePortsNeverCollide(t *testing.T) {
 			t.Errorf("%v: %v", r, got)
 		}
 	}
-	if _, err := AllocatePorts(PortRange{taken, taken + 1}, [][]string{{"peer"}, {"peer"}}, nil); err == nil || !strings.Contains(err.Error(), "only 1 free in "+strconv.Itoa(taken)) {
+	if _, err := AllocatePorts(PortRange{taken, taken + 1}, [][]string{{"peer"}, {"peer"}}, nil); err == nil || err.Error() != fmt.Sprintf("service.ports: 2 ports needed, only 1 free in %d-%d", taken, taken+1) {
 		t.Errorf("a range too small: %v", err)
 	}
 	if _, err := ParsePortRange("9000-8000"); err == nil {
 		t.Error("a reversed range was accepted")
+	}
+}
+
+// Free ports come from outside the kernel's ephemeral range, where no outgoing connection takes
+// one between the choice and the service's bind (docs/design/0033-ports-outside-the-ephemeral-range.md).
+func TestFreePortsComeFromOutsideTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range")
+	}
+	var ephemeralLo, ephemeralHi int
+	if _, err := fmt.Sscan(string(b), &ephemeralLo, &ephemeralHi); err != nil {
+		t.Fatal(err)
+	}
+	r := FreeRange()
+	if r.Lo <= ephemeralHi && r.Hi >= ephemeralLo {
+		t.Fatalf("FreeRange %v overlaps the ephemeral range %d-%d", r, ephemeralLo, ephemeralHi)
+	}
+	ports, err := FreePorts(PortRange{}, 50, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p < r.Lo || p > r.Hi || seen[p] {
+			t.Errorf("port %d given twice or outside %v: %v", p, r, ports)
+		}
+		seen[p] = true
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports[0]))
+	if err != nil {
+		t.Fatalf("port %d is not free once chosen: %v", ports[0], err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if local := c.LocalAddr().(*net.TCPAddr).Port; local >= r.Lo && local <= r.Hi {
+		t.Errorf("an outgoing connection took port %d, inside FreeRange %v", local, r)
 	}
 }
 

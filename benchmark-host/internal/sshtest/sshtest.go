@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
 // Options configure a host.
@@ -209,7 +210,7 @@ func RemoveCgroup(dir string) {
 	}
 }
 
-// FreePort asks the kernel for a free TCP port on loopback.
+// FreePort is one port free on loopback (FreePorts).
 func FreePort() (int, error) {
 	ports, err := FreePorts(1)
 	if err != nil {
@@ -218,19 +219,12 @@ func FreePort() (int, error) {
 	return ports[0], nil
 }
 
-// FreePorts is n ports the kernel finds free on loopback, each held until all are chosen, so
-// that they differ (one port closed and asked for again may come back the same).
+// FreePorts is n ports free on loopback, all different, from outside the kernel's ephemeral
+// range as an arm's extra ports are (service.FreeRange): one from inside it, free when chosen, is
+// any outgoing connection's to take before the test's service binds it, and CI once saw a pool
+// test's champion port taken so (by one of the test's own ssh connections).
 func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return service.FreePorts(service.PortRange{}, n, nil)
 }
 
 // WaitPort waits until something accepts connections on the port.
