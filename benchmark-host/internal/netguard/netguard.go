@@ -77,8 +77,11 @@ func rules(table string, uid uint32, ports []int) string {
 	line("add chain inet %s out_%s { type filter hook output priority 0; policy accept; }", table, u)
 	line("flush chain inet %s out_%s", table, u)
 	line("add rule inet %s out_%s meta skuid %s jump arm_%s", table, u, u, u)
-	// Answers to connections others opened to the arm, and the rest of its own allowed ones.
-	line("add rule inet %s arm_%s ct state established,related accept", table, u)
+	// Answers to connections others opened to the arm: the reply direction only. In the original
+	// direction an entry conntrack still holds as established, though it missed the close and the
+	// sockets are gone, would let a bare SYN with the same ports through (the arm's own
+	// connections pass by their destination port below; docs/design/0001-network-between-arms.md).
+	line("add rule inet %s arm_%s ct direction reply ct state established,related accept", table, u)
 	// Not the host: the arm's traffic elsewhere is not the other arm's business.
 	line(`add rule inet %s arm_%s oifname != "lo" accept`, table, u)
 	line("add rule inet %s arm_%s meta l4proto { tcp, udp } th dport @ports_%s accept", table, u, u)

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
 )
 
 func TestParseLineReadsAddressesPortsStateAndOwner(t *testing.T) {
@@ -104,6 +106,115 @@ func TestGuardKeepsAUserToItsOwnPorts(t *testing.T) {
 	if n, err := g.Refused(nobody); err != nil || n < 1 {
 		t.Errorf("refused counter %d, %v", n, err)
 	}
+}
+
+// A bare SYN whose ports are those of a connection conntrack still holds as established, its
+// sockets long gone, opens a new connection: it is no answer, and the arm's rules refuse it
+// unless its port is the arm's own. Conntrack keeps such an entry for days when it missed the
+// close (nf_conntrack_tcp_timeout_established, five days), as it does whenever no table used it
+// then; CI once saw a hostile challenger's knock on the champion's port get through so, after
+// 1,316 refused. Here the entry is made on purpose: a connection, then its close kept from
+// conntrack (notrack), then the arm's user connects from the same port to the same port.
+func TestGuardRefusesASynThatReusesAStaleConnection(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("nft needs CAP_NET_ADMIN (root in CI)")
+	}
+	if _, err := os.Stat(Nft); err != nil {
+		t.Skip("nftables is not installed")
+	}
+	// A user of this test's own: no other test's arm runs as it.
+	uid := 2_000_000_000 + uint32(os.Getpid()%1_000_000)
+	g := Guard{Table: fmt.Sprintf("perf_gate_stale_%d", os.Getpid())}
+	defer exec.Command(Nft, "delete", "table", "inet", g.Table).Run()
+	own, champion := listen(t), holding(t)
+	if err := g.Allow(uid, []int{port(own)}); err != nil {
+		t.Fatal(err)
+	}
+	from := freePort(t)
+	stale := fmt.Sprintf("ESTABLISHED src=127.0.0.1 dst=127.0.0.1 sport=%d dport=%d ", from, port(champion.Listener))
+	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: from}}).Dial("tcp", champion.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := <-champion.accepted
+	untracked := fmt.Sprintf("perf_gate_untracked_%d", os.Getpid())
+	nft(t, fmt.Sprintf(`add table inet %[1]s
+add chain inet %[1]s out { type filter hook output priority -300; }
+add rule inet %[1]s out tcp sport %[2]d tcp dport %[3]d notrack
+add rule inet %[1]s out tcp sport %[3]d tcp dport %[2]d notrack
+`, untracked, from, port(champion.Listener)))
+	for _, conn := range []net.Conn{c, accepted} { // aborted, so neither side lingers in TIME_WAIT
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}
+	nft(t, "delete table inet "+untracked)
+	table, err := os.ReadFile("/proc/net/nf_conntrack")
+	if err != nil {
+		t.Skipf("conntrack's table cannot be read: %v", err)
+	}
+	if !strings.Contains(string(table), stale) {
+		t.Fatalf("no stale entry %q: the test's premise failed", stale)
+	}
+
+	connect := func(from, to int) error {
+		script := fmt.Sprintf(`IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => %d, LocalAddr => "127.0.0.1", LocalPort => %d, ReuseAddr => 1, Proto => "tcp", Timeout => 3) or die "$!\n"`, to, from)
+		out, err := exec.Command("setpriv", "--reuid", fmt.Sprint(uid), "--regid", fmt.Sprint(uid), "--clear-groups", "perl", "-MIO::Socket::INET", "-e", script).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if err := connect(freePort(t), port(own)); err != nil {
+		t.Fatalf("the arm's user could not reach its own port: %v", err)
+	}
+	if err := connect(from, port(champion.Listener)); err == nil {
+		t.Error("the arm's user reached another's port with a SYN that matched a stale established connection")
+	} else if !strings.Contains(err.Error(), "Connection refused") {
+		t.Errorf("refused, but not by the guard's reset: %v", err)
+	}
+}
+
+// holdingListener keeps every connection it accepts open, and hands it over.
+type holdingListener struct {
+	net.Listener
+	accepted chan net.Conn
+}
+
+func holding(t *testing.T) holdingListener {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	h := holdingListener{l, make(chan net.Conn, 4)}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			h.accepted <- c
+		}
+	}()
+	return h
+}
+
+func nft(t *testing.T, script string) {
+	t.Helper()
+	cmd := exec.Command(Nft, "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v: %s", err, out)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ports, err := service.FreePorts(service.PortRange{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports[0]
 }
 
 func listen(t *testing.T) net.Listener {
