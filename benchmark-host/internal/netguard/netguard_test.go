@@ -64,6 +64,7 @@ func TestRulesGiveEachArmItsOwnChainAndPorts(t *testing.T) {
 	for _, want := range []string{
 		"add element inet perf_gate ports_998 { 8002, 18101 }",
 		"add rule inet perf_gate out_998 meta skuid 998 jump arm_998",
+		"add rule inet perf_gate arm_998 ct direction reply ct state established,related accept",
 		"add rule inet perf_gate arm_998 meta l4proto { tcp, udp } th dport @ports_998 accept",
 		"add rule inet perf_gate arm_998 meta l4proto tcp counter reject with tcp reset",
 	} {
@@ -76,7 +77,7 @@ func TestRulesGiveEachArmItsOwnChainAndPorts(t *testing.T) {
 	}
 }
 
-// The rules through the real nft, as root: nobody reaches its own port and not another.
+// The rules through the real nft, as root: the arm's user reaches its own port and not another.
 func TestGuardKeepsAUserToItsOwnPorts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("nft needs CAP_NET_ADMIN (root in CI)")
@@ -84,26 +85,26 @@ func TestGuardKeepsAUserToItsOwnPorts(t *testing.T) {
 	if _, err := os.Stat(Nft); err != nil {
 		t.Skip("nftables is not installed")
 	}
-	g := Guard{Table: "perf_gate_unit"}
+	g := Guard{Table: fmt.Sprintf("perf_gate_unit_%d", os.Getpid())}
 	defer exec.Command(Nft, "delete", "table", "inet", g.Table).Run()
 	own, other := listen(t), listen(t)
-	const nobody = 65534
-	if err := g.Allow(nobody, []int{port(own)}); err != nil {
+	arm := testUID()
+	if err := g.Allow(arm, []int{port(own)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Check(); err != nil {
 		t.Fatal(err)
 	}
 	try := func(l net.Listener) error {
-		return exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port(l))).Run()
+		return exec.Command("setpriv", "--reuid", fmt.Sprint(arm), "--regid", fmt.Sprint(arm), "--clear-groups", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port(l))).Run()
 	}
 	if err := try(own); err != nil {
-		t.Errorf("nobody could not reach its own port: %v", err)
+		t.Errorf("the arm's user could not reach its own port: %v", err)
 	}
 	if err := try(other); err == nil {
-		t.Error("nobody reached a port not its own")
+		t.Error("the arm's user reached a port not its own")
 	}
-	if n, err := g.Refused(nobody); err != nil || n < 1 {
+	if n, err := g.Refused(arm); err != nil || n < 1 {
 		t.Errorf("refused counter %d, %v", n, err)
 	}
 }
@@ -122,8 +123,7 @@ func TestGuardRefusesASynThatReusesAStaleConnection(t *testing.T) {
 	if _, err := os.Stat(Nft); err != nil {
 		t.Skip("nftables is not installed")
 	}
-	// A user of this test's own: no other test's arm runs as it.
-	uid := 2_000_000_000 + uint32(os.Getpid()%1_000_000)
+	uid := testUID()
 	g := Guard{Table: fmt.Sprintf("perf_gate_stale_%d", os.Getpid())}
 	defer exec.Command(Nft, "delete", "table", "inet", g.Table).Run()
 	own, champion := listen(t), holding(t)
@@ -216,6 +216,10 @@ func freePort(t *testing.T) int {
 	}
 	return ports[0]
 }
+
+// testUID is a user of this test process's own, with no account: the rules hold for it alone,
+// never for an arm another test runs beside this one (local hosts run their arms as nobody).
+func testUID() uint32 { return 2_000_000_000 + uint32(os.Getpid()%1_000_000) }
 
 func listen(t *testing.T) net.Listener {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
