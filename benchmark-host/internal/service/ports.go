@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // PortRange is where a service's extra ports (service.ports) come from: [Lo, Hi], or free ports
@@ -63,11 +65,19 @@ func AllocatePorts(r PortRange, names [][]string, reserved []int) ([]map[string]
 // zero, from FreeRange starting at a random port, so that two hosts or tests choosing at once
 // rarely meet. Every candidate is held open until all are chosen, so none is handed out twice.
 func FreePorts(r PortRange, n int, reserved []int) ([]int, error) {
-	from, start := r, 0
-	if r.Lo == 0 {
-		from = FreeRange()
-		start = rand.IntN(from.Hi - from.Lo + 1)
+	if r.Lo != 0 {
+		return takePorts(r, 0, n, reserved, &net.ListenConfig{})
 	}
+	from := FreeRange()
+	// Probed without SO_REUSEADDR, as the kernel's own choice is: a port with connections still
+	// in TIME_WAIT (an earlier service's) is passed over, since a service that binds without it
+	// would be refused it. A range the host names keeps Go's default, so that a small range is
+	// not used up by the runs just before.
+	return takePorts(from, rand.IntN(from.Hi-from.Lo+1), n, reserved, &net.ListenConfig{Control: withoutReuseAddr})
+}
+
+// takePorts probes from's ports from start on, wrapping around, until n are held.
+func takePorts(from PortRange, start, n int, reserved []int, probe *net.ListenConfig) ([]int, error) {
 	span := from.Hi - from.Lo + 1
 	var held []net.Listener
 	defer func() {
@@ -81,7 +91,7 @@ func FreePorts(r PortRange, n int, reserved []int) ([]int, error) {
 		if slices.Contains(reserved, port) {
 			continue
 		}
-		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+		if l, err := probe.Listen(context.Background(), "tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 			held = append(held, l)
 			ports = append(ports, port)
 		}
@@ -92,10 +102,20 @@ func FreePorts(r PortRange, n int, reserved []int) ([]int, error) {
 	return ports, nil
 }
 
-// FreeRange is where free ports come from: 10000 up to the kernel's ephemeral range
-// (net.ipv4.ip_local_port_range), or above it where too little lies below, or from 10000 on
-// where it leaves no room. A port inside the ephemeral range, free when chosen, is any outgoing
-// connection's to take before its service binds it (docs/design/0033-ports-outside-the-ephemeral-range.md).
+func withoutReuseAddr(_, _ string, c syscall.RawConn) error {
+	var err error
+	if cerr := c.Control(func(fd uintptr) {
+		err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 0)
+	}); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// FreeRange is where free ports come from: outside the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range; freeRange). A port inside it, free when chosen, is any
+// outgoing connection's to take before its service binds it
+// (docs/design/0033-ports-outside-the-ephemeral-range.md).
 func FreeRange() PortRange {
 	ephemeralLo, ephemeralHi := 32768, 60999 // Linux's default
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
@@ -107,12 +127,18 @@ func FreeRange() PortRange {
 			}
 		}
 	}
+	return freeRange(ephemeralLo, ephemeralHi)
+}
+
+// freeRange is 10000 up to the ephemeral range [lo, hi], or above it where less than 2000 ports
+// lie below, or from 10000 on where it leaves no room on either side.
+func freeRange(lo, hi int) PortRange {
 	const floor, enough = 10000, 2000
 	switch {
-	case ephemeralLo-floor >= enough:
-		return PortRange{floor, ephemeralLo - 1}
-	case 65535-ephemeralHi >= enough:
-		return PortRange{ephemeralHi + 1, 65535}
+	case lo-floor >= enough:
+		return PortRange{floor, lo - 1}
+	case 65535-hi >= enough:
+		return PortRange{hi + 1, 65535}
 	default:
 		return PortRange{floor, 65535}
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -102,17 +103,18 @@ func TestCommandRunsInTheImageOrNeedsAnArgv(t *testing.T) {
 	}
 }
 
-// freeBlock finds n consecutive ports that are free now: the machine's other tests hold ports
-// of their own, and a range test must know which of its ports are free.
+// freeBlock finds n consecutive ports that are free now, inside FreeRange, where free mode
+// chooses and no outgoing connection takes one: the machine's other tests hold ports of their
+// own, and a range test must know which of its ports are free.
 func freeBlock(t *testing.T, n int) int {
+	r := FreeRange()
 	for attempt := 0; attempt < 50; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		first, err := FreePorts(PortRange{}, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lo := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		free := lo+n <= 65535
+		lo := first[0]
+		free := lo+n-1 <= r.Hi
 		for p := lo; free && p < lo+n; p++ {
 			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err != nil {
 				free = false
@@ -124,7 +126,7 @@ func freeBlock(t *testing.T, n int) int {
 			return lo
 		}
 	}
-	t.Fatalf("no %d consecutive free ports found", n)
+	t.Fatalf("no %d consecutive free ports found in %v", n, r)
 	return 0
 }
 
@@ -175,8 +177,11 @@ func TestFreePortsComeFromOutsideTheEphemeralRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := FreeRange()
+	if r != freeRange(ephemeralLo, ephemeralHi) {
+		t.Fatalf("FreeRange %v, not the rule's for the ephemeral range %d-%d", r, ephemeralLo, ephemeralHi)
+	}
 	if r.Lo <= ephemeralHi && r.Hi >= ephemeralLo {
-		t.Fatalf("FreeRange %v overlaps the ephemeral range %d-%d", r, ephemeralLo, ephemeralHi)
+		t.Skipf("this machine's ephemeral range %d-%d leaves no room outside it: free ports are %v", ephemeralLo, ephemeralHi, r)
 	}
 	ports, err := FreePorts(PortRange{}, 50, nil)
 	if err != nil {
@@ -201,6 +206,54 @@ func TestFreePortsComeFromOutsideTheEphemeralRange(t *testing.T) {
 	defer c.Close()
 	if local := c.LocalAddr().(*net.TCPAddr).Port; local >= r.Lo && local <= r.Hi {
 		t.Errorf("an outgoing connection took port %d, inside FreeRange %v", local, r)
+	}
+}
+
+func TestFreeRangeLiesOutsideTheEphemeralRange(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi int
+		want   PortRange
+	}{
+		{32768, 60999, PortRange{10000, 32767}}, // Linux's default
+		{12000, 60999, PortRange{10000, 11999}}, // 2000 below: enough
+		{11999, 60999, PortRange{61000, 65535}}, // 1999 below: above it
+		{11999, 63535, PortRange{63536, 65535}}, // 2000 above: enough
+		{11999, 63536, PortRange{10000, 65535}}, // no room either side
+		{1024, 65535, PortRange{10000, 65535}},
+	} {
+		if got := freeRange(c.lo, c.hi); got != c.want {
+			t.Errorf("ephemeral %d-%d: %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+// Free mode probes as the kernel's choice does, without SO_REUSEADDR: a port whose server closed
+// a connection first, and so holds it in TIME_WAIT, is passed over; a range the host names keeps
+// Go's default and takes it.
+func TestFreePortsPassOverAPortInTimeWait(t *testing.T) {
+	port := freeBlock(t, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // the server closes first: its end, on port, waits in TIME_WAIT
+	io.Copy(io.Discard, c)
+	c.Close()
+	l.Close()
+	only := PortRange{port, port}
+	if got, err := takePorts(only, 0, 1, nil, &net.ListenConfig{Control: withoutReuseAddr}); err == nil {
+		t.Errorf("free mode took port %d in TIME_WAIT: %v", port, got)
+	}
+	if got, err := FreePorts(only, 1, nil); err != nil || !slices.Equal(got, []int{port}) {
+		t.Errorf("a named range: %v, %v; want port %d", got, err, port)
 	}
 }
 

@@ -78,7 +78,7 @@ func BindFlags(fs *flag.FlagSet) *Config {
 	fs.Float64Var(&c.MaxRunSeconds, "max-run-seconds", 3600, "refuse a plan that would hold the host longer")
 	fs.IntVar(&c.ChampionPort, "champion-port", 8001, "port of the champion")
 	fs.IntVar(&c.ChallengerPort, "challenger-port", 8002, "port of the challenger")
-	fs.StringVar(&c.ServicePorts, "service-ports", "", "where each arm's extra ports (service.ports) come from, LO-HI such as 18100-18199 (empty: free ports below the kernel's ephemeral range)")
+	fs.StringVar(&c.ServicePorts, "service-ports", "", "where each arm's extra ports (service.ports) come from, LO-HI such as 18100-18199 (empty: free ports outside the kernel's ephemeral range)")
 	fs.StringVar(&c.NetTable, "net-table", "perf_gate", "nftables table (family inet) that keeps each arm to its own ports; empty: no packet filter (the host still drops the pairs of slices where an arm served anyone but the load generator)")
 	fs.Uint64Var(&c.ArmDiskBytes, "arm-disk-bytes", 2<<30, "size of each arm's own filesystem (install.sh mounts one per arm of this size; pre-flight checks it)")
 	fs.Int64Var(&c.ArmMemoryBytes, "arm-memory-bytes", 4<<30, "the memory limit of each arm's cgroup, its dependencies and its /dev/shm included (memory.max, or on a hybrid host the v1 memory controller's)")
