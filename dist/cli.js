@@ -47081,9 +47081,10 @@ var historyUsage = `usage: perf-gate history --out FILE.html [--json FILE] [--re
   -h, --help             this text
 exit codes: 0 written, 2 error (a host that cannot be read, a history file that is not one)`;
 async function historyCommand(argv, say) {
-  const { values: v } = parseCommandLine(
+  const { values: v, tokens } = parseCommandLine(
     {
       args: argv,
+      tokens: true,
       options: {
         out: { type: "string" },
         json: { type: "string" },
@@ -47100,9 +47101,9 @@ async function historyCommand(argv, say) {
     return 0;
   }
   if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
-  const hostFlags = Object.keys(HOST_OPTIONS).filter(
-    (f) => argv.some((a2) => a2 === `--${f}` || a2.startsWith(`--${f}=`))
-  );
+  const hostFlags = [
+    ...new Set(tokens.flatMap((t) => t.kind === "option" && Object.hasOwn(HOST_OPTIONS, t.name) ? [t.name] : []))
+  ];
   if (v.from && hostFlags.length > 0)
     throw new UsageError(`--from reads a file; it takes no host flags (got --${hostFlags.join(", --")})`, historyUsage);
   distinctFiles(

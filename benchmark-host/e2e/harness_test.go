@@ -250,19 +250,6 @@ func version(port int) string {
 	return strings.TrimSpace(string(b))
 }
 
-func freePort(t *testing.T) int {
-	return freePorts(t, 1)[0]
-}
-
-// freePorts is n ports free now, all different (sshtest.FreePorts).
-func freePorts(t *testing.T, n int) []int {
-	ports, err := sshtest.FreePorts(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports
-}
-
 func waitPort(t *testing.T, port int) {
 	if err := sshtest.WaitPort(port); err != nil {
 		t.Fatal(err)

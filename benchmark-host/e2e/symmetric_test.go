@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 // The service of these tests: it needs the fixture its setup writes into STATE_DIR, records
@@ -39,7 +40,7 @@ func statefulPlan(challenger, spec string) string {
 // the argv, each arm's from the host's --service-ports range and never the same as the other's.
 func TestEveryRunStartsBothArmsFreshWithTheirOwnPortsStateAndSetup(t *testing.T) {
 	t.Parallel()
-	lo := freePort(t)
+	lo := sshtest.FreePort(t)
 	h := newHost(t, hostOptions{extraFlags: []string{"--service-ports", fmt.Sprintf("%d-%d", lo, lo+40)}})
 	release := buildTarball(t, "fast", "v1", statefulStart)
 	h.must(bytes.NewReader(release), "deploy champion aaaaaaa")

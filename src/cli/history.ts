@@ -25,9 +25,10 @@ export const historyUsage = `usage: perf-gate history --out FILE.html [--json FI
 exit codes: 0 written, 2 error (a host that cannot be read, a history file that is not one)`;
 
 export async function historyCommand(argv: string[], say: (line: string) => void): Promise<number> {
-  const { values: v } = parseCommandLine(
+  const { values: v, tokens } = parseCommandLine(
     {
       args: argv,
+      tokens: true,
       options: {
         out: { type: "string" },
         json: { type: "string" },
@@ -44,10 +45,10 @@ export async function historyCommand(argv: string[], say: (line: string) => void
     return 0;
   }
   if (!v.out) throw new UsageError("--out FILE.html is required", historyUsage);
-  // Looked for on the command line: parsed, most host flags have defaults.
-  const hostFlags = Object.keys(HOST_OPTIONS).filter((f) =>
-    argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`)),
-  );
+  // The flags given, from the parser's tokens: parsed values hold the host flags' defaults too.
+  const hostFlags = [
+    ...new Set(tokens.flatMap((t) => (t.kind === "option" && Object.hasOwn(HOST_OPTIONS, t.name) ? [t.name] : []))),
+  ];
   if (v.from && hostFlags.length > 0)
     throw new UsageError(`--from reads a file; it takes no host flags (got --${hostFlags.join(", --")})`, historyUsage);
   distinctFiles(

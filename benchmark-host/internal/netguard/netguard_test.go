@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 func TestParseLineReadsAddressesPortsStateAndOwner(t *testing.T) {
@@ -130,7 +130,7 @@ func TestGuardRefusesASynThatReusesAStaleConnection(t *testing.T) {
 	if err := g.Allow(uid, []int{port(own)}); err != nil {
 		t.Fatal(err)
 	}
-	from := freePort(t)
+	from := sshtest.FreePort(t)
 	stale := fmt.Sprintf("ESTABLISHED src=127.0.0.1 dst=127.0.0.1 sport=%d dport=%d ", from, port(champion.Listener))
 	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: from}}).Dial("tcp", champion.Addr().String())
 	if err != nil {
@@ -166,7 +166,7 @@ add rule inet %[1]s out tcp sport %[3]d tcp dport %[2]d notrack
 		}
 		return nil
 	}
-	if err := connect(freePort(t), port(own)); err != nil {
+	if err := connect(sshtest.FreePort(t), port(own)); err != nil {
 		t.Fatalf("the arm's user could not reach its own port: %v", err)
 	}
 	if err := connect(from, port(champion.Listener)); err == nil {
@@ -223,15 +223,6 @@ func nft(t *testing.T, script string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nft: %v: %s", err, out)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ports, err := service.FreePorts(service.PortRange{}, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports[0]
 }
 
 // testUID is a user of this test process's own, with no account: the rules hold for it alone,

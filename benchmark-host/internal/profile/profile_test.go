@@ -101,8 +101,8 @@ func needPerf(t *testing.T) {
 // go tool pprof -diff_base reads the pair.
 func TestBothArmsAreSampledInTheirOwnSlicesAndNamedByFunction(t *testing.T) {
 	needPerf(t)
-	champion := startArm(t, "champion", "", freePort(t))
-	challenger := startArm(t, "challenger", "slowreport", freePort(t))
+	champion := startArm(t, "champion", "", sshtest.FreePort(t))
+	challenger := startArm(t, "challenger", "slowreport", sshtest.FreePort(t))
 	dir := t.TempDir()
 	s, err := Start(Config{Dir: dir, Arms: []Arm{champion.Arm, challenger.Arm}})
 	if err != nil {
@@ -239,13 +239,4 @@ func TestARunWithoutProfilesSaysWhy(t *testing.T) {
 	if _, err := Read(dir, "challenger"); err == nil || !strings.Contains(err.Error(), "has no challenger profile") {
 		t.Errorf("a missing profile: %v", err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := sshtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }

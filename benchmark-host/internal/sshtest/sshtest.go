@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/cgroup"
@@ -210,13 +211,14 @@ func RemoveCgroup(dir string) {
 	}
 }
 
-// FreePort is one port free on loopback (FreePorts).
-func FreePort() (int, error) {
+// FreePort is one port free on loopback (FreePorts) for a test, which fails without one.
+func FreePort(t testing.TB) int {
+	t.Helper()
 	ports, err := FreePorts(1)
 	if err != nil {
-		return 0, err
+		t.Fatal(err)
 	}
-	return ports[0], nil
+	return ports[0]
 }
 
 // FreePorts is n ports free on loopback, all different, from outside the kernel's ephemeral
