@@ -14,7 +14,8 @@ type Isolation struct {
 	Disk    string `json:"disk,omitempty"`
 	Memory  string `json:"memory,omitempty"`
 	// What keeps each arm's programs off the host's /tmp, /var/tmp, /run/lock, /dev/shm and IPC,
-	// and the other arm's, in one line ("arm-exec: …", "none: …").
+	// and the other arm's, and whether their abstract unix sockets are scoped, in one line
+	// ("arm-exec: …", "none: …").
 	PrivateMounts string `json:"private_mounts,omitempty"`
 	// perf-host's capabilities: permitted, raised one operation at a time.
 	Capabilities []string `json:"capabilities"`

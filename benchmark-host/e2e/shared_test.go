@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,15 +106,20 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		h.must(buildTarball(t, "fast", "v1", "./hostile plant & exec ./service"), "deploy champion bbbbbbb")
 		h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote bbbbbbb")
 		defer h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
+		serveHostSecret(t)
 		c := h.crossArmRun(t, "peek", "./hostile peek & exec ./service", 4)
 		champ, _ := os.ReadFile(filepath.Join(h.root, "runs", "peek", "champion.log"))
 		t.Logf("champion log: %s\nchallenger log: %s", champ, c.log)
 		if !strings.Contains(c.log, "peek: left a file") || !strings.Contains(string(champ), "plant: /tmp/hostile-plant-"+strconv.Itoa(int(champion.UID))+": <nil>") {
 			t.Fatalf("the plant or the peek never ran")
 		}
+		// Both abstract sockets were found (the champion's and the host's), and neither answered.
+		if !strings.Contains(c.log, "peek: 2 abstract sockets planted") {
+			t.Errorf("the challenger did not find the champion's and the host's abstract sockets")
+		}
 		for _, line := range strings.Split(c.log, "\n") {
-			if strings.Contains(line, "peek: READ") && !strings.Contains(line, "abstract socket") {
-				t.Errorf("the challenger read what the champion left: %s", line)
+			if strings.Contains(line, "peek: READ") {
+				t.Errorf("the challenger read what the champion or the host left: %s", line)
 			}
 		}
 		for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
@@ -135,14 +141,19 @@ func TestChallengerCannotUseWhatTheHostsUsersShare(t *testing.T) {
 		h.must([]byte(imageSpec), "promote ccccccc")
 		defer h.must([]byte(`{"command":["./start.sh"],"health_timeout_seconds":10}`), "promote aaaaaaa")
 		// runc gives the container its own mounts: /dev/shm of 64 MiB, /tmp in its root
-		// filesystem, which is on the arm's own disk.
+		// filesystem, which is on the arm's own disk. It shares the host's network, and so its
+		// abstract unix sockets.
+		serveHostSecret(t)
 		c := h.crossArmRunBuild(t, "img-shm", hostileImage(t, "peek", "--", "fill", "/dev/shm/hostile", "128"), imageSpec, 4)
 		t.Logf("challenger log: %s", c.log)
 		if !strings.Contains(c.log, "peek: left a file") || !strings.Contains(c.log, "fill: wrote") {
 			t.Fatalf("the attacks never ran")
 		}
-		if strings.Contains(c.log, "peek: READ") && !strings.Contains(c.log, "peek: READ abstract socket") || strings.Contains(c.log, "fill: wrote 128 MiB") {
-			t.Errorf("the container read the champion's secrets, or filled more than its /dev/shm")
+		if !strings.Contains(c.log, "peek: 2 abstract sockets planted") {
+			t.Errorf("the container did not find the champion's and the host's abstract sockets")
+		}
+		if strings.Contains(c.log, "peek: READ") || strings.Contains(c.log, "fill: wrote 128 MiB") {
+			t.Errorf("the container read the champion's or the host's secrets, or filled more than its /dev/shm")
 		}
 		if c.r.Outcome.Status != contract.StatusOK {
 			t.Errorf("outcome %+v\n%s", c.r.Outcome, c.progress)
@@ -215,6 +226,26 @@ var (
 // hostileImage is a FROM scratch image of the example service with the hostile program beside
 // it (static builds of both), which starts attack ("MODE ARGS [-- MODE ARGS…]") and then the
 // service: a docker-archive, as deploy takes it.
+// serveHostSecret is a service of the host's on an abstract unix socket, named as the hostile
+// program's plant names its own, which answers the secret to whoever connects.
+func serveHostSecret(t *testing.T) {
+	l, err := net.Listen("unix", "@hostile-plant-host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("the host's secret"))
+			c.Close()
+		}
+	}()
+}
+
 func hostileImage(t *testing.T, attack ...string) []byte {
 	t.Helper()
 	staticHostileOnce.Do(func() {

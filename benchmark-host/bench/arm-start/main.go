@@ -1,7 +1,7 @@
 // Command arm-start measures what an arm's programs pay to start in mounts and IPC of their own
 // (internal/armns): the same program (/bin/true) started as an unprivileged user N times
-// directly and N times through arm-exec, interleaved, and the median and p90 wall time of each
-// with their ratio. Run it as root from benchmark-host (it builds arm-exec first):
+// directly, N times through arm-exec and N times through arm-exec with its abstract unix sockets
+// scoped, interleaved, and the median and p90 wall time of each with its ratio to the one before. Run it as root from benchmark-host (it builds arm-exec first):
 //
 //	go run ./bench/arm-start -n 300
 package main
@@ -44,19 +44,30 @@ func run(n int, uid uint32) error {
 	os.Mkdir(home, 0o700)
 	os.Chown(home, int(uid), int(uid))
 	spec := armns.Spec{Exec: exe, Tmp: filepath.Join(home, "tmp"), ShmBytes: 64 << 20, UID: uid, GID: uid}
-	times := map[bool][]time.Duration{}
-	for i := range 2 * n {
-		private := i%2 == 1
+	scoped := spec
+	scoped.ScopeSockets = armns.LandlockABI() >= armns.ScopeABI
+	kinds := []struct {
+		name string
+		wrap func(*exec.Cmd)
+	}{
+		{"directly", func(*exec.Cmd) {}},
+		{"through arm-exec (mounts)", spec.Wrap},
+		{"arm-exec, sockets scoped", scoped.Wrap},
+	}
+	if !scoped.ScopeSockets {
+		fmt.Printf("the kernel has no Landlock scopes (ABI %d): the third kind is the second\n", armns.LandlockABI())
+	}
+	times := make([][]time.Duration, len(kinds))
+	for i := range len(kinds) * n {
+		k := i % len(kinds)
 		cmd := exec.Command("/bin/true")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
-		if private {
-			spec.Wrap(cmd)
-		}
+		kinds[k].wrap(cmd)
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("private %v: %w", private, err)
+			return fmt.Errorf("%s: %w", kinds[k].name, err)
 		}
-		times[private] = append(times[private], time.Since(start))
+		times[k] = append(times[k], time.Since(start))
 	}
 	q := func(d []time.Duration, p float64) time.Duration {
 		s := slices.Clone(d)
@@ -64,8 +75,13 @@ func run(n int, uid uint32) error {
 		return s[int(p*float64(len(s)-1))]
 	}
 	fmt.Printf("%d starts of /bin/true as uid %d each, interleaved:\n", n, uid)
-	fmt.Printf("  %-28s median %8v  p90 %8v\n", "directly", q(times[false], 0.5), q(times[false], 0.9))
-	fmt.Printf("  %-28s median %8v  p90 %8v\n", "through arm-exec (armns)", q(times[true], 0.5), q(times[true], 0.9))
-	fmt.Printf("  ratio of medians %.2fx, difference %v\n", float64(q(times[true], 0.5))/float64(q(times[false], 0.5)), q(times[true], 0.5)-q(times[false], 0.5))
+	for k, kind := range kinds {
+		fmt.Printf("  %-28s median %8v  p90 %8v", kind.name, q(times[k], 0.5), q(times[k], 0.9))
+		if k > 0 {
+			prev := q(times[k-1], 0.5)
+			fmt.Printf("  %.2fx the line above (%+v)", float64(q(times[k], 0.5))/float64(prev), q(times[k], 0.5)-prev)
+		}
+		fmt.Println()
+	}
 	return nil
 }

@@ -254,9 +254,13 @@ func (a *Arm) launchProgram(cmd *exec.Cmd) error {
 }
 
 // launchService starts the arm's service or setup: a container image's through runc, which
-// gives the container mounts and IPC of its own; a tarball build's as launchProgram does.
+// gives the container mounts and IPC of its own (arm-exec only scopes its abstract unix
+// sockets); a tarball build's as launchProgram does.
 func (a *Arm) launchService(cmd *exec.Cmd) error {
 	if a.image != nil {
+		if a.Private != nil {
+			a.Private.WrapScopeOnly(cmd)
+		}
 		return a.Launch(cmd)
 	}
 	return a.launchProgram(cmd)

@@ -13,6 +13,11 @@
 // undo the mounts (no capability; a namespace it makes itself copies them locked), reach the
 // host's /tmp or the other arm's, or gain privilege from a set-user-ID program of the host (root
 // is not mapped in its namespace). See docs/design/0028-arm-private-mounts.md.
+//
+// Where the kernel has Landlock scopes, arm-exec also keeps each program off the abstract unix
+// sockets it did not make (they belong to the network namespace, which the arms share with the
+// host): a container runtime is started through it for that alone (WrapScopeOnly). See
+// docs/design/0034-abstract-sockets-scoped.md.
 package armns
 
 import (
@@ -37,14 +42,16 @@ type Spec struct {
 	Tmp      string // the arm's directory that becomes /tmp, /var/tmp and /run/lock
 	ShmBytes int64  // /dev/shm's size; 0: the kernel's default, half the memory
 	UID, GID uint32 // the arm's user and group
+	// Each program may reach only the abstract unix sockets made by itself and what it starts
+	// (a Landlock scope; the kernel's LandlockABI must be ScopeABI or later).
+	ScopeSockets bool
 }
 
 // Wrap makes cmd start through arm-exec in namespaces of its own. Credentials, the cgroup and
 // the rest of cmd's SysProcAttr are kept; the parent writing the namespace's ID maps needs
 // CAP_SETUID and CAP_SETGID, which starting an arm's program as its user needs anyway.
 func (s Spec) Wrap(cmd *exec.Cmd) {
-	args := []string{s.Exec, "--tmp", s.Tmp, "--shm-bytes", strconv.FormatInt(s.ShmBytes, 10), "--", cmd.Path}
-	cmd.Path, cmd.Args = s.Exec, append(args, cmd.Args...)
+	s.wrap(cmd, "--tmp", s.Tmp, "--shm-bytes", strconv.FormatInt(s.ShmBytes, 10))
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -57,21 +64,89 @@ func (s Spec) Wrap(cmd *exec.Cmd) {
 	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 }
 
-// Enter is arm-exec: args are "--tmp DIR --shm-bytes N -- PATH ARGV0 ARGS…". It mounts, drops
-// its capability and executes PATH; it returns only on failure.
+// WrapScopeOnly makes cmd start through arm-exec with its abstract unix sockets scoped and
+// nothing else, when s scopes them: for a container runtime, which makes the container's
+// namespaces and mounts itself.
+func (s Spec) WrapScopeOnly(cmd *exec.Cmd) {
+	if s.ScopeSockets {
+		s.wrap(cmd)
+	}
+}
+
+func (s Spec) wrap(cmd *exec.Cmd, flags ...string) {
+	args := append([]string{s.Exec}, flags...)
+	if s.ScopeSockets {
+		args = append(args, flagScope)
+	}
+	args = append(args, "--", cmd.Path)
+	cmd.Path, cmd.Args = s.Exec, append(args, cmd.Args...)
+}
+
+const flagScope = "--scope-abstract-sockets"
+
+// Usage is arm-exec's command line.
+const Usage = "usage: arm-exec [--tmp DIR --shm-bytes N] [" + flagScope + "] -- PATH ARGV0 [ARGS…]"
+
+// entry is what arm-exec was asked to do.
+type entry struct {
+	tmp   string // "": no mounts of its own (it runs in the host's namespaces)
+	shm   int64
+	scope bool
+	path  string
+	argv  []string
+}
+
+func parseEntry(args []string) (entry, error) {
+	var e entry
+	shm := ""
+	for len(args) > 0 && args[0] != "--" {
+		switch {
+		case args[0] == flagScope:
+			e.scope, args = true, args[1:]
+		case (args[0] == "--tmp" || args[0] == "--shm-bytes") && len(args) > 1 && args[1] != "":
+			if args[0] == "--tmp" {
+				e.tmp = args[1]
+			} else {
+				shm = args[1]
+			}
+			args = args[2:]
+		default:
+			return e, fmt.Errorf("%q: %s", args[0], Usage)
+		}
+	}
+	if len(args) < 3 || (e.tmp == "") != (shm == "") || (e.tmp == "" && !e.scope) {
+		return e, errors.New(Usage)
+	}
+	if e.tmp != "" {
+		var err error
+		if e.shm, err = strconv.ParseInt(shm, 10, 64); err != nil || e.shm < 0 {
+			return e, fmt.Errorf("--shm-bytes: a size in bytes, not %q", shm)
+		}
+	}
+	e.path, e.argv = args[1], args[2:]
+	return e, nil
+}
+
+// Enter is arm-exec (Usage). With --tmp it mounts (Wrap started it in namespaces of its own);
+// with the scope flag it scopes abstract unix sockets; then it drops every capability and
+// executes PATH. It returns only on failure.
 func Enter(args []string) error {
-	if len(args) < 7 || args[0] != "--tmp" || args[2] != "--shm-bytes" || args[4] != "--" {
-		return errors.New("usage: arm-exec --tmp DIR --shm-bytes N -- PATH ARGV0 [ARGS…]")
-	}
-	tmp, path, argv := args[1], args[5], args[6:]
-	shm, err := strconv.ParseInt(args[3], 10, 64)
-	if err != nil || shm < 0 {
-		return fmt.Errorf("--shm-bytes: a size in bytes, not %q", args[3])
-	}
-	// Capabilities are per thread: the one that mounts, drops and executes is one.
-	runtime.LockOSThread()
-	if err := mountPrivate(tmp, shm); err != nil {
+	e, err := parseEntry(args)
+	if err != nil {
 		return err
+	}
+	// Capabilities and the Landlock domain are per thread: the one that mounts, scopes, drops
+	// and executes is one.
+	runtime.LockOSThread()
+	if e.tmp != "" {
+		if err := mountPrivate(e.tmp, e.shm); err != nil {
+			return err
+		}
+	}
+	if e.scope {
+		if err := scopeAbstractSockets(); err != nil {
+			return err
+		}
 	}
 	// Every set emptied, the inheritable one too (the clone put CAP_SYS_ADMIN there to make it
 	// ambient), so no program it executes can get the capability back.
@@ -79,7 +154,7 @@ func Enter(args []string) error {
 	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
 		return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
 	}
-	return syscall.Exec(path, argv, os.Environ())
+	return syscall.Exec(e.path, e.argv, os.Environ())
 }
 
 // mountPrivate makes the mounts: nothing propagates to the host, the shared directories are tmp,

@@ -1,13 +1,29 @@
 package armns
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 )
+
+const nobody = 65534
+
+// buildArmExec builds arm-exec into a scratch directory anyone may enter.
+func buildArmExec(t *testing.T) (dir, exe string) {
+	dir, _ = os.MkdirTemp("", "perf-gate-armns-")
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe = filepath.Join(dir, "arm-exec")
+	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/arm-exec").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir, exe
+}
 
 // A program started through arm-exec as an unprivileged user writes /tmp into the arm's own
 // directory, has a /dev/shm of the size asked and IPC of its own, holds no capability and no
@@ -17,14 +33,7 @@ func TestAProgramGetsMountsOfItsOwnAndNoWayBack(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("starting a program as another user needs root (as in CI)")
 	}
-	dir, _ := os.MkdirTemp("", "perf-gate-armns-")
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe := filepath.Join(dir, "arm-exec")
-	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/arm-exec").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	const nobody = 65534
+	dir, exe := buildArmExec(t)
 	home := filepath.Join(dir, "arm")
 	os.Mkdir(home, 0o700)
 	os.Chown(home, nobody, nobody)
@@ -71,5 +80,100 @@ unshare -Urm python3 -c "$UMOUNT2" 2>&1`
 	}
 	if after := got[strings.LastIndex(got, "\n1\n")+3:]; !strings.Contains(after, "umount2 -1") || !strings.Contains(after, "written-by-arm") {
 		t.Errorf("root of a user namespace of its own uncovered something else than the arm's /tmp: %q", after)
+	}
+}
+
+// The host's abstract unix socket (a service of its own, or the other arm's) is out of reach of
+// a program started through arm-exec with the scope, in namespaces of its own or, as a
+// container runtime is, without; the program's own socket is not, for it and its children.
+func TestAScopedProgramReachesOnlyItsOwnAbstractSockets(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starting a program as another user needs root (as in CI)")
+	}
+	if abi := LandlockABI(); abi < ScopeABI {
+		t.Skipf("the kernel's Landlock ABI is %d; scopes came with %d (Linux 6.12)", abi, ScopeABI)
+	}
+	dir, exe := buildArmExec(t)
+	name := "perf-gate-armns-host-" + filepath.Base(dir)
+	l, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("secret"))
+			c.Close()
+		}
+	}()
+	// Connects to the host's socket; then serves one of its own, which its child connects to.
+	script := `import socket, os, sys
+def connect(addr):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(addr); return "connected " + repr(s.recv(16))
+    except OSError as e:
+        return e.strerror
+print("host:", connect("\0" + sys.argv[1]))
+own = socket.socket(socket.AF_UNIX); own.bind("\0" + sys.argv[1] + "-own"); own.listen()
+sys.stdout.flush()
+if os.fork() == 0:
+    print("child to own:", connect("\0" + sys.argv[1] + "-own")); sys.stdout.flush(); os._exit(0)
+c, _ = own.accept(); c.send(b"mine"); c.close(); os.wait()
+print([l for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0].strip())`
+	spec := Spec{Exec: exe, Tmp: filepath.Join(dir, "arm", "tmp"), ShmBytes: 8 << 20, UID: nobody, GID: nobody, ScopeSockets: true}
+	os.Mkdir(filepath.Join(dir, "arm"), 0o700)
+	os.Chown(filepath.Join(dir, "arm"), nobody, nobody)
+	for _, wrap := range []struct {
+		name string
+		do   func(*exec.Cmd)
+	}{{"in namespaces", spec.Wrap}, {"scope only", spec.WrapScopeOnly}} {
+		cmd := exec.Command("/usr/bin/python3", "-c", script, name)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+		wrap.do(cmd)
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s: %s", wrap.name, out)
+		if err != nil {
+			t.Fatalf("%s: %v", wrap.name, err)
+		}
+		for _, want := range []string{"host: Operation not permitted", "child to own: connected b'mine'", "NoNewPrivs:\t1"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%s: want %q", wrap.name, want)
+			}
+		}
+	}
+}
+
+func TestArmExecReadsItsCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want entry
+		err  string
+	}{
+		{[]string{"--tmp", "/a", "--shm-bytes", "8", "--", "/bin/x", "x", "-v"}, entry{tmp: "/a", shm: 8, path: "/bin/x", argv: []string{"x", "-v"}}, ""},
+		{[]string{"--tmp", "/a", "--shm-bytes", "0", "--scope-abstract-sockets", "--", "/bin/x", "x"}, entry{tmp: "/a", scope: true, path: "/bin/x", argv: []string{"x"}}, ""},
+		{[]string{"--scope-abstract-sockets", "--", "/usr/sbin/runc", "runc", "run"}, entry{scope: true, path: "/usr/sbin/runc", argv: []string{"runc", "run"}}, ""},
+		{[]string{"--", "/bin/x", "x"}, entry{}, "usage"},                // nothing asked
+		{[]string{"--tmp", "/a", "--", "/bin/x", "x"}, entry{}, "usage"}, // no size
+		{[]string{"--tmp", "/a", "--shm-bytes", "-1", "--", "/bin/x", "x"}, entry{}, "--shm-bytes: a size in bytes"},
+		{[]string{"--tmp", "/a", "--shm-bytes", "8", "/bin/x", "x"}, entry{}, `"/bin/x": usage`},    // no --
+		{[]string{"--scope-abstract-sockets", "--", "/bin/x"}, entry{}, "usage"},                    // no argv0
+		{[]string{"--tmp", "", "--shm-bytes", "8", "--", "/bin/x", "x"}, entry{}, `"--tmp": usage`}, // empty dir
+	} {
+		got, err := parseEntry(c.args)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q: %+v %v, want %+v", c.args, got, err, c.want)
+		}
 	}
 }
