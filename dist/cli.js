@@ -35322,6 +35322,58 @@ var constants_default = {
   schema_version: 1
 };
 
+// src/contract/consistency.ts
+function resultInconsistency(r) {
+  if (r.order.length !== 2 * r.plan.pairs)
+    return `order: ${r.order.length} slices, but the plan's ${r.plan.pairs} pairs make ${2 * r.plan.pairs}`;
+  for (let k = 0; k + 1 < r.order.length; k += 2)
+    if (r.order[k] === r.order[k + 1]) return `order: pair ${k / 2} measures the ${r.order[k]} twice`;
+  if (r.slices.length > r.order.length)
+    return `slices: ${r.slices.length}, more than the ${r.order.length} of the run's order`;
+  const started = Date.parse(r.started);
+  if (Number.isNaN(started) || Number.isNaN(Date.parse(r.ended)) || Date.parse(r.ended) < started)
+    return `started, ended: ${JSON.stringify(r.started)} to ${JSON.stringify(r.ended)} is not a span of time`;
+  for (const [i2, s3] of r.slices.entries()) {
+    const problem = sliceInconsistency(s3, i2, r);
+    if (problem) return `slices[${i2}].${problem}`;
+  }
+  return void 0;
+}
+function sliceInconsistency(s3, i2, r) {
+  if (s3.index !== i2) return `index: ${s3.index}, but it is slice ${i2} of the result`;
+  if (s3.pair !== Math.floor(i2 / 2)) return `pair: ${s3.pair}, but slice ${i2} belongs to pair ${Math.floor(i2 / 2)}`;
+  if (s3.arm !== r.order[i2]) return `arm: ${s3.arm}, but the run's order measures the ${r.order[i2]} in slice ${i2}`;
+  const start = Date.parse(s3.start);
+  if (Number.isNaN(start) || Number.isNaN(Date.parse(s3.end)) || Date.parse(s3.end) < start)
+    return `start, end: ${JSON.stringify(s3.start)} to ${JSON.stringify(s3.end)} is not a span of time`;
+  if (s3.completed > s3.sent) return `completed: ${s3.completed} requests, more than the ${s3.sent} sent`;
+  if (s3.sent + s3.overflow > s3.scheduled)
+    return `sent: ${s3.sent} requests and ${s3.overflow} overflowed, more than the ${s3.scheduled} scheduled`;
+  const counts = countInconsistency(s3);
+  if (counts) return counts;
+  if (s3.classes) {
+    if (s3.classes.length !== r.plan.requests.length)
+      return `classes: ${s3.classes.length}, but the plan has ${r.plan.requests.length} requests`;
+    for (const [c3, cls] of s3.classes.entries()) {
+      const problem = countInconsistency(cls);
+      if (problem) return `classes[${c3}].${problem}`;
+    }
+    for (const field of ["completed", "ok", "recorded"]) {
+      const sum4 = s3.classes.reduce((n2, c3) => n2 + c3[field], 0);
+      if (sum4 !== s3[field]) return `classes: their ${field} add up to ${sum4}, the slice's is ${s3[field]}`;
+    }
+  }
+  return void 0;
+}
+function countInconsistency(c3) {
+  const e = c3.errors;
+  const errors = e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other + Object.values(e.grpc ?? {}).reduce((n2, x) => n2 + x, 0);
+  if (c3.ok + errors !== c3.completed)
+    return `completed: ${c3.completed} requests, but ${c3.ok} ok and ${errors} errors add up to ${c3.ok + errors}`;
+  if (c3.recorded > c3.completed) return `recorded: ${c3.recorded} requests, more than the ${c3.completed} completed`;
+  return void 0;
+}
+
 // src/contract/plan.ts
 var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit");
 var sha = external_exports.string().regex(/^[0-9a-f]{7,40}$/, "7-40 lowercase hex characters");
@@ -35672,7 +35724,10 @@ var hostResultSchema = resultSchema.extend({
   profiles: profilesSchema.optional()
 });
 function parseResult(source, doc) {
-  return parseMessage(resultSchema, source, doc, "a load generator result");
+  const result = parseMessage(resultSchema, source, doc, "a load generator result");
+  const problem = resultInconsistency(result);
+  if (problem) throw new MessageError(`${source}: not a load generator result: ${problem}`);
+  return result;
 }
 
 // src/contract/rules.ts
@@ -46527,7 +46582,10 @@ var HostClient = class {
   }
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId3) {
-    return this.document(`result ${runId3}`, hostResultSchema);
+    const answer = await this.document(`result ${runId3}`, hostResultSchema);
+    const problem = resultInconsistency(answer.message);
+    if (problem) throw new HostError("protocol", `result ${runId3}: unexpected answer: ${problem}`);
+    return answer;
   }
   /**
    * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run

@@ -63662,6 +63662,58 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/contract/consistency.ts
+function resultInconsistency(r) {
+  if (r.order.length !== 2 * r.plan.pairs)
+    return `order: ${r.order.length} slices, but the plan's ${r.plan.pairs} pairs make ${2 * r.plan.pairs}`;
+  for (let k = 0; k + 1 < r.order.length; k += 2)
+    if (r.order[k] === r.order[k + 1]) return `order: pair ${k / 2} measures the ${r.order[k]} twice`;
+  if (r.slices.length > r.order.length)
+    return `slices: ${r.slices.length}, more than the ${r.order.length} of the run's order`;
+  const started = Date.parse(r.started);
+  if (Number.isNaN(started) || Number.isNaN(Date.parse(r.ended)) || Date.parse(r.ended) < started)
+    return `started, ended: ${JSON.stringify(r.started)} to ${JSON.stringify(r.ended)} is not a span of time`;
+  for (const [i2, s2] of r.slices.entries()) {
+    const problem = sliceInconsistency(s2, i2, r);
+    if (problem) return `slices[${i2}].${problem}`;
+  }
+  return void 0;
+}
+function sliceInconsistency(s2, i2, r) {
+  if (s2.index !== i2) return `index: ${s2.index}, but it is slice ${i2} of the result`;
+  if (s2.pair !== Math.floor(i2 / 2)) return `pair: ${s2.pair}, but slice ${i2} belongs to pair ${Math.floor(i2 / 2)}`;
+  if (s2.arm !== r.order[i2]) return `arm: ${s2.arm}, but the run's order measures the ${r.order[i2]} in slice ${i2}`;
+  const start = Date.parse(s2.start);
+  if (Number.isNaN(start) || Number.isNaN(Date.parse(s2.end)) || Date.parse(s2.end) < start)
+    return `start, end: ${JSON.stringify(s2.start)} to ${JSON.stringify(s2.end)} is not a span of time`;
+  if (s2.completed > s2.sent) return `completed: ${s2.completed} requests, more than the ${s2.sent} sent`;
+  if (s2.sent + s2.overflow > s2.scheduled)
+    return `sent: ${s2.sent} requests and ${s2.overflow} overflowed, more than the ${s2.scheduled} scheduled`;
+  const counts = countInconsistency(s2);
+  if (counts) return counts;
+  if (s2.classes) {
+    if (s2.classes.length !== r.plan.requests.length)
+      return `classes: ${s2.classes.length}, but the plan has ${r.plan.requests.length} requests`;
+    for (const [c3, cls] of s2.classes.entries()) {
+      const problem = countInconsistency(cls);
+      if (problem) return `classes[${c3}].${problem}`;
+    }
+    for (const field of ["completed", "ok", "recorded"]) {
+      const sum3 = s2.classes.reduce((n2, c3) => n2 + c3[field], 0);
+      if (sum3 !== s2[field]) return `classes: their ${field} add up to ${sum3}, the slice's is ${s2[field]}`;
+    }
+  }
+  return void 0;
+}
+function countInconsistency(c3) {
+  const e = c3.errors;
+  const errors = e.connect + e.timeout + e["4xx"] + e["5xx"] + e.other + Object.values(e.grpc ?? {}).reduce((n2, x) => n2 + x, 0);
+  if (c3.ok + errors !== c3.completed)
+    return `completed: ${c3.completed} requests, but ${c3.ok} ok and ${errors} errors add up to ${c3.ok + errors}`;
+  if (c3.recorded > c3.completed) return `recorded: ${c3.recorded} requests, more than the ${c3.completed} completed`;
+  return void 0;
+}
+
 // benchmark-host/contract/schema/constants.json
 var constants_default = {
   exit_codes: {
@@ -64494,7 +64546,10 @@ var HostClient = class {
   }
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId3) {
-    return this.document(`result ${runId3}`, hostResultSchema);
+    const answer = await this.document(`result ${runId3}`, hostResultSchema);
+    const problem = resultInconsistency(answer.message);
+    if (problem) throw new HostError("protocol", `result ${runId3}: unexpected answer: ${problem}`);
+    return answer;
   }
   /**
    * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run

@@ -4,8 +4,9 @@
 // same fields.
 import { z } from "zod";
 import constants from "../../benchmark-host/contract/schema/constants.json";
+import { resultInconsistency } from "./consistency";
 import { armStartSchema, isolationSchema, resourceAccountingSchema } from "./isolation";
-import { parseMessage } from "./parse";
+import { MessageError, parseMessage } from "./parse";
 import { ARMS, KINDS, planSchema, sha } from "./plan";
 
 const count = z.number().int().nonnegative();
@@ -208,7 +209,13 @@ export const hostResultSchema = resultSchema.extend({
 });
 export type HostResult = z.infer<typeof hostResultSchema>;
 
-/** Validates a load generator's (or a host's) result; `source` names it in errors. */
+/**
+ * Validates a load generator's (or a host's) result, its fields and what they say together
+ * (resultInconsistency); `source` names it in errors.
+ */
 export function parseResult(source: string, doc: unknown): LoadgenResult {
-  return parseMessage(resultSchema, source, doc, "a load generator result");
+  const result = parseMessage(resultSchema, source, doc, "a load generator result");
+  const problem = resultInconsistency(result);
+  if (problem) throw new MessageError(`${source}: not a load generator result: ${problem}`);
+  return result;
 }

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
+import { resultInconsistency } from "../contract/consistency";
 import { type DriftRecord, type GateRecord, type History, parseHistory } from "../contract/history";
 import {
   EXIT,
@@ -387,7 +388,10 @@ export class HostClient implements BenchmarkHost {
 
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId: string): Promise<{ document: unknown; message: HostResult }> {
-    return this.document(`result ${runId}`, hostResultSchema);
+    const answer = await this.document(`result ${runId}`, hostResultSchema);
+    const problem = resultInconsistency(answer.message);
+    if (problem) throw new HostError("protocol", `result ${runId}: unexpected answer: ${problem}`);
+    return answer;
   }
 
   /**

@@ -310,10 +310,13 @@ describe("malformed input", () => {
     expect(() => parseResult("x.json", { ...good(), schema_version: 2 })).toThrow(/schema_version/);
   });
 
-  it("rejects mismatched arms in a pair", () => {
+  it("rejects mismatched arms in a pair: read, against the run's order; built in-process, by the analysis", () => {
     const doc = good();
     doc.slices[1].arm = "champion";
-    expect(() => analyze([{ name: "x.json", result: parseResult("x.json", doc) }])).toThrow(
+    expect(() => parseResult("x.json", doc)).toThrow(
+      /x\.json: not a load generator result: slices\[1\]\.arm: champion, but the run's order measures the challenger in slice 1/,
+    );
+    expect(() => analyze([{ name: "x.json", result: doc }])).toThrow(
       /x\.json: pair 0 has both slices on the champion arm/,
     );
   });
