@@ -7655,7 +7655,7 @@ var require_visit = __commonJS({
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove node");
-    function visit2(node2, visitor) {
+    function visit3(node2, visitor) {
       const visitor_ = initVisitor(visitor);
       if (identity3.isDocument(node2)) {
         const cd = visit_(null, node2.contents, visitor_, Object.freeze([node2]));
@@ -7664,9 +7664,9 @@ var require_visit = __commonJS({
       } else
         visit_(null, node2, visitor_, Object.freeze([]));
     }
-    visit2.BREAK = BREAK;
-    visit2.SKIP = SKIP;
-    visit2.REMOVE = REMOVE;
+    visit3.BREAK = BREAK;
+    visit3.SKIP = SKIP;
+    visit3.REMOVE = REMOVE;
     function visit_(key, node2, visitor, path6) {
       const ctrl = callVisitor(key, node2, visitor, path6);
       if (identity3.isNode(ctrl) || identity3.isPair(ctrl)) {
@@ -7800,7 +7800,7 @@ var require_visit = __commonJS({
         throw new Error(`Cannot replace node with ${pt} parent`);
       }
     }
-    exports2.visit = visit2;
+    exports2.visit = visit3;
     exports2.visitAsync = visitAsync;
   }
 });
@@ -7810,7 +7810,7 @@ var require_directives = __commonJS({
   "node_modules/yaml/dist/doc/directives.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
-    var visit2 = require_visit();
+    var visit3 = require_visit();
     var escapeChars = {
       "!": "%21",
       ",": "%2C",
@@ -7954,7 +7954,7 @@ var require_directives = __commonJS({
         let tagNames;
         if (doc && tagEntries.length > 0 && identity3.isNode(doc.contents)) {
           const tags = {};
-          visit2.visit(doc.contents, (_key, node2) => {
+          visit3.visit(doc.contents, (_key, node2) => {
             if (identity3.isNode(node2) && node2.tag)
               tags[node2.tag] = true;
           });
@@ -7981,7 +7981,7 @@ var require_anchors = __commonJS({
   "node_modules/yaml/dist/doc/anchors.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
-    var visit2 = require_visit();
+    var visit3 = require_visit();
     function anchorIsValid(anchor2) {
       if (/[\x00-\x19\s,[\]{}]/.test(anchor2)) {
         const sa = JSON.stringify(anchor2);
@@ -7992,7 +7992,7 @@ var require_anchors = __commonJS({
     }
     function anchorNames(root) {
       const anchors = /* @__PURE__ */ new Set();
-      visit2.visit(root, {
+      visit3.visit(root, {
         Value(_key, node2) {
           if (node2.anchor)
             anchors.add(node2.anchor);
@@ -8172,7 +8172,7 @@ var require_Alias = __commonJS({
   "node_modules/yaml/dist/nodes/Alias.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
-    var visit2 = require_visit();
+    var visit3 = require_visit();
     var identity3 = require_identity();
     var Node = require_Node();
     var toJS = require_toJS();
@@ -8198,7 +8198,7 @@ var require_Alias = __commonJS({
           nodes = ctx.aliasResolveCache;
         } else {
           nodes = [];
-          visit2.visit(doc, {
+          visit3.visit(doc, {
             Node: (_key, node2) => {
               if (identity3.isAlias(node2) || identity3.hasAnchor(node2))
                 nodes.push(node2);
@@ -12192,7 +12192,7 @@ var require_resolve_flow_scalar = __commonJS({
       switch (type) {
         case "scalar":
           _type = Scalar.Scalar.PLAIN;
-          value = plainValue(source, _onError);
+          value = plainValue2(source, _onError);
           break;
         case "single-quoted-scalar":
           _type = Scalar.Scalar.QUOTE_SINGLE;
@@ -12221,7 +12221,7 @@ var require_resolve_flow_scalar = __commonJS({
         range: [offset, valueEnd, re.offset]
       };
     }
-    function plainValue(source, onError) {
+    function plainValue2(source, onError) {
       let badChar = "";
       switch (source[0]) {
         /* istanbul ignore next should not happen */
@@ -13120,15 +13120,15 @@ var require_cst_visit = __commonJS({
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove item");
-    function visit2(cst, visitor) {
+    function visit3(cst, visitor) {
       if ("type" in cst && cst.type === "document")
         cst = { start: cst.start, value: cst.value };
       _visit(Object.freeze([]), cst, visitor);
     }
-    visit2.BREAK = BREAK;
-    visit2.SKIP = SKIP;
-    visit2.REMOVE = REMOVE;
-    visit2.itemAtPath = (cst, path6) => {
+    visit3.BREAK = BREAK;
+    visit3.SKIP = SKIP;
+    visit3.REMOVE = REMOVE;
+    visit3.itemAtPath = (cst, path6) => {
       let item = cst;
       for (const [field, index] of path6) {
         const tok = item?.[field];
@@ -13139,8 +13139,8 @@ var require_cst_visit = __commonJS({
       }
       return item;
     };
-    visit2.parentCollection = (cst, path6) => {
-      const parent = visit2.itemAtPath(cst, path6.slice(0, -1));
+    visit3.parentCollection = (cst, path6) => {
+      const parent = visit3.itemAtPath(cst, path6.slice(0, -1));
       const field = path6[path6.length - 1][0];
       const coll = parent?.[field];
       if (coll && "items" in coll)
@@ -13171,7 +13171,7 @@ var require_cst_visit = __commonJS({
       }
       return typeof ctrl === "function" ? ctrl(item, path6) : ctrl;
     }
-    exports2.visit = visit2;
+    exports2.visit = visit3;
   }
 });
 
@@ -14887,7 +14887,7 @@ var require_dist2 = __commonJS({
     var lineCounter = require_line_counter();
     var parser = require_parser();
     var publicApi = require_public_api();
-    var visit2 = require_visit();
+    var visit3 = require_visit();
     exports2.Composer = composer.Composer;
     exports2.Document = Document.Document;
     exports2.Schema = Schema.Schema;
@@ -14915,8 +14915,8 @@ var require_dist2 = __commonJS({
     exports2.parseAllDocuments = publicApi.parseAllDocuments;
     exports2.parseDocument = publicApi.parseDocument;
     exports2.stringify = publicApi.stringify;
-    exports2.visit = visit2.visit;
-    exports2.visitAsync = visit2.visitAsync;
+    exports2.visit = visit3.visit;
+    exports2.visitAsync = visit3.visitAsync;
   }
 });
 
@@ -36084,13 +36084,13 @@ function sliceValuesUs(s3) {
 function hasHistogram(s3) {
   return s3.histogram !== "";
 }
-function eachBucket(s3, visit2) {
+function eachBucket(s3, visit3) {
   const h2 = histogramOf(s3);
   const it = h2.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
     const v = it.next();
-    visit2(h2.medianEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo);
+    visit3(h2.medianEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo);
   }
 }
 var decoded = /* @__PURE__ */ new WeakMap();
@@ -38305,11 +38305,22 @@ var UsageError = class extends Error {
   name = "UsageError";
 };
 function parseCommandLine(config2, usage2) {
+  let parsed;
   try {
-    return parseArgs(config2);
+    parsed = parseArgs({ ...config2, tokens: true });
   } catch (e) {
     throw new UsageError(e.message.replace(/\. To specify a positional argument.*$/s, ""), usage2);
   }
+  const given = /* @__PURE__ */ new Map();
+  for (const t of parsed.tokens ?? [])
+    if (t.kind === "option" && !config2.options?.[t.name]?.multiple)
+      given.set(t.name, [...given.get(t.name) ?? [], t]);
+  for (const [name2, uses] of given) {
+    if (new Set(uses.map((t) => t.kind === "option" && t.value)).size < 2) continue;
+    const said = uses.map((t) => t.kind === "option" && t.value !== void 0 ? `${t.rawName} ${t.value}` : "");
+    throw new UsageError(`--${name2}: given ${uses.length} times (${said.join(", ")}); give it once`, usage2);
+  }
+  return parsed;
 }
 function numberOption(flag, raw, usage2) {
   if (raw === void 0) return void 0;
@@ -38680,6 +38691,7 @@ function requestIssues(r) {
 
 // src/config/gate-config.ts
 var plan = planSchema.shape;
+var DEFAULT_DISCARD_MS = plan.slice_warmup_ms.parse(void 0);
 var { body_file: _, ...requestFields } = requestSchema.shape;
 var request = external_exports.strictObject({ ...requestFields, grpc: external_exports.strictObject(grpcCallSchema.shape).optional() });
 var rates = external_exports.union(
@@ -38824,6 +38836,9 @@ var configSchema = external_exports.strictObject({
   }).refine((s3) => s3.seconds === void 0 || s3.discard_ms === void 0 || s3.discard_ms < s3.seconds * 1e3, {
     path: ["discard_ms"],
     message: "must be shorter than the slice (slices.seconds)"
+  }).refine((s3) => s3.seconds === void 0 || s3.discard_ms !== void 0 || DEFAULT_DISCARD_MS < s3.seconds * 1e3, {
+    path: ["seconds"],
+    message: `must be longer than the unrecorded start of every slice (slices.discard_ms, ${DEFAULT_DISCARD_MS} ms when left out): give more seconds, or a shorter discard_ms`
   }).default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
@@ -38861,7 +38876,7 @@ function parseConfig(text, source) {
     const at = lines.linePos(e.pos[0]);
     throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
   }
-  const parsed = configSchema.safeParse(doc.toJS());
+  const parsed = configSchema.safeParse(plainValue(doc, lines, source));
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.slice(0, 5).map((issue2) => {
     const path6 = issue2.path.map(String);
@@ -38871,6 +38886,22 @@ function parseConfig(text, source) {
     return `${source}:${lineOf(doc, lines, path6, false)}: ${path6.join(".") || "(top level)"}: ${issue2.message}`;
   });
   throw new ConfigError(problems.join("\n"));
+}
+function plainValue(doc, lines, source) {
+  try {
+    return doc.toJS();
+  } catch (e) {
+    const aliases = [];
+    (0, import_yaml.visit)(doc, {
+      Alias(_2, node2) {
+        if (node2.range) aliases.push({ name: node2.source, line: lines.linePos(node2.range[0]).line });
+      }
+    });
+    const names = [...new Set(aliases.map((a2) => `*${a2.name}`))].slice(0, 5).join(", ");
+    throw new ConfigError(
+      `${source}:${aliases[0]?.line ?? 1}: not valid YAML: ${e.message} (its aliases ${names} expand too far; write the values out)`
+    );
+  }
 }
 function lineOf(doc, lines, path6, keyNode) {
   for (let n2 = path6.length; n2 > 0; n2--) {
@@ -38903,7 +38934,6 @@ function resolvedRates(w) {
 var GATE_MEASURED_SECONDS = 90;
 var MIN_DEFAULT_SLICE_SECONDS = 0.5;
 var MAX_DEFAULT_SLICE_SECONDS = 9;
-var DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(void 0);
 function sliceDesign(config2, rate2) {
   const needed = sampleBudget(config2.slo.percentile) / rate2 + (config2.slices.discard_ms ?? DEFAULT_DISCARD_MS) / 1e3;
   const seconds = config2.slices.seconds ?? Math.min(

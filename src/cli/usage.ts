@@ -3,6 +3,8 @@
 import { resolve } from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 
+type Token = NonNullable<ReturnType<typeof parseArgs<ParseArgsConfig & { tokens: true }>>["tokens"]>[number];
+
 export class UsageError extends Error {
   override name = "UsageError";
   constructor(
@@ -13,13 +15,29 @@ export class UsageError extends Error {
   }
 }
 
-/** node:util's parseArgs, with its errors (an unknown option, a missing value) as usage errors. */
-export function parseCommandLine<T extends ParseArgsConfig>(config: T, usage: string) {
+/**
+ * node:util's parseArgs, with its errors (an unknown option, a missing value) as usage errors,
+ * and an option that takes one value given twice refused: parseArgs keeps the last, so
+ * `--out a.json --out b.json` would drop a.json without a word.
+ */
+export function parseCommandLine<T extends ParseArgsConfig>(config: T, usage: string): ReturnType<typeof parseArgs<T>> {
+  let parsed: { tokens?: Token[] };
   try {
-    return parseArgs(config);
+    parsed = parseArgs({ ...config, tokens: true });
   } catch (e) {
     throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""), usage);
   }
+  const given = new Map<string, Token[]>();
+  for (const t of parsed.tokens ?? [])
+    if (t.kind === "option" && !config.options?.[t.name]?.multiple)
+      given.set(t.name, [...(given.get(t.name) ?? []), t]);
+  for (const [name, uses] of given) {
+    // The same value twice loses nothing.
+    if (new Set(uses.map((t) => t.kind === "option" && t.value)).size < 2) continue;
+    const said = uses.map((t) => (t.kind === "option" && t.value !== undefined ? `${t.rawName} ${t.value}` : ""));
+    throw new UsageError(`--${name}: given ${uses.length} times (${said.join(", ")}); give it once`, usage);
+  }
+  return parsed as unknown as ReturnType<typeof parseArgs<T>>;
 }
 
 /** A number option: its value, or the fallback when absent. */

@@ -1,6 +1,6 @@
 // The repository's gate configuration (.github/perf-gate.yml), read from the base branch so
 // that a pull request cannot loosen its own gate. Errors name the key and its line.
-import { isMap, LineCounter, parseDocument } from "yaml";
+import { isMap, LineCounter, parseDocument, visit } from "yaml";
 import { z } from "zod";
 import {
   COMPARISON_BASES,
@@ -22,6 +22,8 @@ import { requestIssues } from "./requests";
 // tested against Go's schemas), so their limits cannot drift from what the host accepts. Where
 // the config is stricter than the wire, it says so.
 const plan = planSchema.shape;
+/** A slice's unrecorded start when the config leaves slices.discard_ms out (the plan's slice_warmup_ms default). */
+const DEFAULT_DISCARD_MS = plan.slice_warmup_ms.parse(undefined);
 
 // body_file is the load generator's, read on its own machine: a host refuses it.
 // The wire's objects pass unknown keys on; the config's refuse them, the gRPC call's included.
@@ -189,6 +191,11 @@ export const configSchema = z.strictObject({
       path: ["discard_ms"],
       message: "must be shorter than the slice (slices.seconds)",
     })
+    // Left out, discard_ms is the plan's default: a slice no longer than it records nothing.
+    .refine((s) => s.seconds === undefined || s.discard_ms !== undefined || DEFAULT_DISCARD_MS < s.seconds * 1000, {
+      path: ["seconds"],
+      message: `must be longer than the unrecorded start of every slice (slices.discard_ms, ${DEFAULT_DISCARD_MS} ms when left out): give more seconds, or a shorter discard_ms`,
+    })
     .default({ order: "abba", max_extensions: 2 }),
   // The gate warms up for 10 s unless told otherwise; the wire's default is none.
   warmup_seconds: plan.warmup_seconds.unwrap().default(10),
@@ -237,7 +244,7 @@ export function parseConfig(text: string, source: string): GateConfig {
     const at = lines.linePos(e.pos[0]);
     throw new ConfigError(`${source}:${at.line}: not valid YAML: ${e.message.split("\n")[0]}`);
   }
-  const parsed = configSchema.safeParse(doc.toJS());
+  const parsed = configSchema.safeParse(plainValue(doc, lines, source));
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.slice(0, 5).map((issue) => {
     const path = issue.path.map(String);
@@ -249,6 +256,27 @@ export function parseConfig(text: string, source: string): GateConfig {
     return `${source}:${lineOf(doc, lines, path, false)}: ${path.join(".") || "(top level)"}: ${issue.message}`;
   });
   throw new ConfigError(problems.join("\n"));
+}
+
+/**
+ * The document as plain values. yaml refuses aliases that expand past 100 times their size (a
+ * "billion laughs"), with a message that names no place: say where the aliases are.
+ */
+function plainValue(doc: ReturnType<typeof parseDocument>, lines: LineCounter, source: string): unknown {
+  try {
+    return doc.toJS();
+  } catch (e) {
+    const aliases: { name: string; line: number }[] = [];
+    visit(doc, {
+      Alias(_, node) {
+        if (node.range) aliases.push({ name: node.source, line: lines.linePos(node.range[0]).line });
+      },
+    });
+    const names = [...new Set(aliases.map((a) => `*${a.name}`))].slice(0, 5).join(", ");
+    throw new ConfigError(
+      `${source}:${aliases[0]?.line ?? 1}: not valid YAML: ${(e as Error).message} (its aliases ${names} expand too far; write the values out)`,
+    );
+  }
 }
 
 /** The line of the node at path, or of its nearest existing parent. */
@@ -310,8 +338,6 @@ export const GATE_MEASURED_SECONDS = 90;
 const MIN_DEFAULT_SLICE_SECONDS = 0.5;
 /** The longest slice the defaults choose, for low rates: 5 pairs still make an interval. */
 const MAX_DEFAULT_SLICE_SECONDS = 9;
-/** A slice's unrecorded start when the config leaves slices.discard_ms out (the plan's slice_warmup_ms default). */
-const DEFAULT_DISCARD_MS = planSchema.shape.slice_warmup_ms.parse(undefined);
 
 /**
  * A run's slice length and pairs. What the config leaves out is chosen for the rate: each slice

@@ -138,11 +138,29 @@ describe("perf-gate analyze", () => {
         /--markdown .*ok\.json: the same file as the result .*ok\.json; name another/,
       ],
       [[join(dir, "ok.json"), join(dir, "ok.json")], /the result .*ok\.json: the same file as the result/],
+      // Given twice with two values, a flag would keep the last one and lose the other.
+      [
+        ["--markdown", join(dir, "a.md"), "--markdown", join(dir, "b.md"), join(dir, "ok.json")],
+        /--markdown: given 2 times \(--markdown .*a\.md, --markdown .*b\.md\); give it once/,
+      ],
+      [["--slo-ms", "50", "--slo-ms=60", join(dir, "ok.json")], /--slo-ms: given 2 times \(--slo-ms 50, --slo-ms 60\)/],
+      // A result whose fields each pass but together describe no run (src/contract/consistency.ts).
+      [
+        [
+          write("order.json", {
+            ...makeResult({ pairs: pairsFromDiffs([1, 2]) }),
+            order: ["champion", "champion", "challenger", "champion"],
+          }),
+        ],
+        /order\.json: not a load generator result: order: pair 0 measures the champion twice/,
+      ],
     ];
     for (const [args, message] of cases) {
       const r = await perfGate("analyze", ...args);
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toMatch(message);
     }
+    // The same value twice loses nothing.
+    expect((await perfGate("analyze", "--slo-ms", "50", "--slo-ms", "50", join(dir, "ok.json"))).code).not.toBe(2);
   });
 });

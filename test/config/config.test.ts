@@ -202,6 +202,10 @@ describe("repo config", () => {
     expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {seconds: 0.5, discard_ms: 500}"))).toMatch(
       /^\.github\/perf-gate\.yml:\d+: slices\.discard_ms: must be shorter than the slice/,
     );
+    expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {seconds: 0.2}"))).toMatch(
+      /^\.github\/perf-gate\.yml:\d+: slices\.seconds: must be longer than the unrecorded start of every slice \(slices\.discard_ms, 200 ms when left out\)/,
+    );
+    expect(sliceDesign(withDiscard("{seconds: 0.2, discard_ms: 50}"), 1000)).toEqual({ seconds: 0.2, pairs: 225 });
     expect(errorOf(good.replace("slices: {seconds: 9, pairs: 10}", "slices: {discard_ms: -1}"))).toMatch(
       /slices\.discard_ms: /,
     );
@@ -374,5 +378,14 @@ workloads:
       /workloads\.1\.requests\.0\.path: must start with \//,
     );
     expect(errorOf("service: [\n")).toMatch(/^\.github\/perf-gate\.yml:\d+: not valid YAML/);
+    // A billion laughs: aliases nine deep, nine wide, refused where they start.
+    const bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (const [i, name] of ["b", "c", "d", "e"].entries()) {
+      const prev = "abcd"[i]!;
+      bomb.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(", ")}]`);
+    }
+    expect(errorOf(`${good}${bomb.join("\n")}\n`)).toMatch(
+      /^\.github\/perf-gate\.yml:\d+: not valid YAML: Excessive alias count .* \(its aliases \*a, \*b, \*c, \*d expand too far; write the values out\)$/,
+    );
   });
 });

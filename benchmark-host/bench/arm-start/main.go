@@ -43,7 +43,7 @@ func run(n int, uid uint32) error {
 	home := filepath.Join(dir, "arm")
 	os.Mkdir(home, 0o700)
 	os.Chown(home, int(uid), int(uid))
-	spec := armns.Spec{Exec: exe, Tmp: filepath.Join(home, "tmp"), ShmBytes: 64 << 20, UID: uid, GID: uid}
+	spec := armns.Spec{Exec: exe, Mounts: true, Tmp: filepath.Join(home, "tmp"), ShmBytes: 64 << 20, UID: uid, GID: uid}
 	scoped := spec
 	scoped.ScopeSockets = armns.LandlockABI() >= armns.ScopeABI
 	kinds := []struct {

@@ -83,8 +83,9 @@ type Arm struct {
 	// Every process of the arm gets this oom_score_adj (OOMChallenger, OOMChampion; 0: left
 	// alone), so that the OOM killer takes the arms before the host (see PreferForOOM).
 	OOMScoreAdj int
-	// How the arm's own programs (its service, dependencies, setup) get a /tmp, /var/tmp,
-	// /dev/shm and IPC of their own (package armns); nil: they share the host's.
+	// How the arm's own programs (its service, dependencies, setup) start through arm-exec
+	// (package armns): with a /tmp, /var/tmp, /dev/shm and IPC of their own (Mounts), their
+	// abstract unix sockets scoped; nil: they start directly and share the host's.
 	Private *armns.Spec
 	main    int          // the running service's pid
 	deps    []dependency // its running dependencies, in the order they started
@@ -244,8 +245,8 @@ func (a *Arm) Launch(cmd *exec.Cmd) error {
 	return a.PreferForOOM()
 }
 
-// launchProgram starts one of the arm's own programs as Launch does, in mounts and IPC of its
-// own when the host gives them (Private).
+// launchProgram starts one of the arm's own programs as Launch does, through arm-exec as the
+// host gives it (Private): in mounts and IPC of its own, its abstract unix sockets scoped.
 func (a *Arm) launchProgram(cmd *exec.Cmd) error {
 	if a.Private != nil {
 		a.Private.Wrap(cmd)
@@ -514,15 +515,15 @@ func (a *Arm) PrivateInstalled() error {
 		return fmt.Errorf("%v (install.sh installs arm-exec beside perf-host)", err)
 	}
 	for _, dir := range append(slices.Clone(armns.Shared), "/dev/shm") {
-		if a.Home == dir || strings.HasPrefix(a.Home, dir+"/") {
+		if a.Private.Mounts && (a.Home == dir || strings.HasPrefix(a.Home, dir+"/")) {
 			return fmt.Errorf("the arm's home %s is under %s, which its programs see as their own (re-run install.sh with a --root elsewhere)", a.Home, dir)
 		}
 	}
 	return nil
 }
 
-// CheckPrivate starts /bin/true as the arm's programs start (through arm-exec, in namespaces of
-// its own), and says why it could not: user namespaces off or restricted on the host, or what
+// CheckPrivate starts /bin/true as the arm's programs start (through arm-exec, as Private
+// says), and says why it could not: user namespaces off or restricted on the host, or what
 // PrivateInstalled finds. Nothing of the arm may run meanwhile (it is cleared on a timeout):
 // only a holder of the host lock may call it.
 func (a *Arm) CheckPrivate() error {

@@ -205,7 +205,7 @@ func TestCheckPrivateStartsThroughArmExecOrSaysWhyNot(t *testing.T) {
 		os.Mkdir(home, 0o700)
 		os.Chown(home, int(id.UID), int(id.GID))
 		a := &Arm{Name: "challenger", User: id, Dedicated: true, Home: home}
-		a.Private = &armns.Spec{Exec: exe, Tmp: a.TmpDir(), UID: id.UID, GID: id.GID}
+		a.Private = &armns.Spec{Exec: exe, Mounts: true, Tmp: a.TmpDir(), UID: id.UID, GID: id.GID}
 		return a
 	}
 	if err := arm(filepath.Join(dir, "home"), exe).CheckPrivate(); err != nil {

@@ -25,8 +25,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -36,9 +38,12 @@ import (
 // its own directory instead.
 var Shared = []string{"/tmp", "/var/tmp", "/run/lock"}
 
-// Spec is how one arm's programs are started.
+// Spec is how one arm's programs are started through arm-exec.
 type Spec struct {
-	Exec     string // the arm-exec program, installed beside perf-host
+	Exec string // the arm-exec program, installed beside perf-host
+	// In user, mount and IPC namespaces of their own, with the mounts below; false where the
+	// host cannot give them (the abstract sockets may still be scoped).
+	Mounts   bool
 	Tmp      string // the arm's directory that becomes /tmp, /var/tmp and /run/lock
 	ShmBytes int64  // /dev/shm's size; 0: the kernel's default, half the memory
 	UID, GID uint32 // the arm's user and group
@@ -47,10 +52,15 @@ type Spec struct {
 	ScopeSockets bool
 }
 
-// Wrap makes cmd start through arm-exec in namespaces of its own. Credentials, the cgroup and
-// the rest of cmd's SysProcAttr are kept; the parent writing the namespace's ID maps needs
-// CAP_SETUID and CAP_SETGID, which starting an arm's program as its user needs anyway.
+// Wrap makes cmd start through arm-exec as s says: in namespaces of its own (Mounts), its
+// abstract unix sockets scoped (ScopeSockets); neither, and cmd is left as it is. Credentials,
+// the cgroup and the rest of cmd's SysProcAttr are kept; the parent writing the namespace's ID
+// maps needs CAP_SETUID and CAP_SETGID, which starting an arm's program as its user needs anyway.
 func (s Spec) Wrap(cmd *exec.Cmd) {
+	if !s.Mounts {
+		s.WrapScopeOnly(cmd)
+		return
+	}
 	s.wrap(cmd, "--tmp", s.Tmp, "--shm-bytes", strconv.FormatInt(s.ShmBytes, 10))
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -99,27 +109,36 @@ type entry struct {
 func parseEntry(args []string) (entry, error) {
 	var e entry
 	shm := ""
+	seen := map[string]bool{}
 	for len(args) > 0 && args[0] != "--" {
+		flag := args[0]
+		if seen[flag] {
+			return e, fmt.Errorf("%s given twice: %s", flag, Usage)
+		}
+		seen[flag] = true
 		switch {
-		case args[0] == flagScope:
+		case flag == flagScope:
 			e.scope, args = true, args[1:]
-		case (args[0] == "--tmp" || args[0] == "--shm-bytes") && len(args) > 1 && args[1] != "":
-			if args[0] == "--tmp" {
+		case (flag == "--tmp" || flag == "--shm-bytes") && len(args) > 1 && args[1] != "" && !strings.HasPrefix(args[1], "-"):
+			if flag == "--tmp" {
 				e.tmp = args[1]
 			} else {
 				shm = args[1]
 			}
 			args = args[2:]
 		default:
-			return e, fmt.Errorf("%q: %s", args[0], Usage)
+			return e, fmt.Errorf("%q: %s", flag, Usage)
 		}
 	}
 	if len(args) < 3 || (e.tmp == "") != (shm == "") || (e.tmp == "" && !e.scope) {
 		return e, errors.New(Usage)
 	}
 	if e.tmp != "" {
+		if !filepath.IsAbs(e.tmp) {
+			return e, fmt.Errorf("--tmp: an absolute path, not %q", e.tmp)
+		}
 		var err error
-		if e.shm, err = strconv.ParseInt(shm, 10, 64); err != nil || e.shm < 0 {
+		if e.shm, err = strconv.ParseInt(shm, 10, 64); err != nil || e.shm < 0 || shm[0] == '+' {
 			return e, fmt.Errorf("--shm-bytes: a size in bytes, not %q", shm)
 		}
 	}

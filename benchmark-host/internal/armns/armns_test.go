@@ -55,7 +55,7 @@ unshare -Urm python3 -c "$UMOUNT2" 2>&1`
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "UMOUNT2=" + umount2}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-	Spec{Exec: exe, Tmp: filepath.Join(home, "tmp"), ShmBytes: 8 << 20, UID: nobody, GID: nobody}.Wrap(cmd)
+	Spec{Exec: exe, Mounts: true, Tmp: filepath.Join(home, "tmp"), ShmBytes: 8 << 20, UID: nobody, GID: nobody}.Wrap(cmd)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
@@ -110,7 +110,13 @@ func TestAScopedProgramReachesOnlyItsOwnAbstractSockets(t *testing.T) {
 			c.Close()
 		}
 	}()
-	// Connects to the host's socket; then serves one of its own, which its child connects to.
+	dgram, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: "@" + name + "-dgram", Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dgram.Close()
+	// Connects to the host's socket and sends a datagram to its other; then serves one of its
+	// own, which its child connects to.
 	script := `import socket, os, sys
 def connect(addr):
     s = socket.socket(socket.AF_UNIX)
@@ -118,32 +124,49 @@ def connect(addr):
         s.connect(addr); return "connected " + repr(s.recv(16))
     except OSError as e:
         return e.strerror
+def send(addr):
+    try:
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", addr); return "sent"
+    except OSError as e:
+        return e.strerror
 print("host:", connect("\0" + sys.argv[1]))
+print("host datagram:", send("\0" + sys.argv[1] + "-dgram"))
 own = socket.socket(socket.AF_UNIX); own.bind("\0" + sys.argv[1] + "-own"); own.listen()
 sys.stdout.flush()
 if os.fork() == 0:
     print("child to own:", connect("\0" + sys.argv[1] + "-own")); sys.stdout.flush(); os._exit(0)
 c, _ = own.accept(); c.send(b"mine"); c.close(); os.wait()
 print([l for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0].strip())`
-	spec := Spec{Exec: exe, Tmp: filepath.Join(dir, "arm", "tmp"), ShmBytes: 8 << 20, UID: nobody, GID: nobody, ScopeSockets: true}
 	os.Mkdir(filepath.Join(dir, "arm"), 0o700)
 	os.Chown(filepath.Join(dir, "arm"), nobody, nobody)
-	for _, wrap := range []struct {
+	scoped := Spec{Exec: exe, Mounts: true, Tmp: filepath.Join(dir, "arm", "tmp"), ShmBytes: 8 << 20, UID: nobody, GID: nobody, ScopeSockets: true}
+	scopeOnly, unscoped := scoped, scoped
+	scopeOnly.Mounts = false
+	unscoped.Mounts, unscoped.ScopeSockets = false, false
+	scoping := []string{"host: Operation not permitted", "host datagram: Operation not permitted", "child to own: connected b'mine'", "NoNewPrivs:\t1"}
+	for _, c := range []struct {
 		name string
-		do   func(*exec.Cmd)
-	}{{"in namespaces", spec.Wrap}, {"scope only", spec.WrapScopeOnly}} {
+		wrap func(*exec.Cmd)
+		want []string
+	}{
+		{"in namespaces", scoped.Wrap, scoping},
+		{"without namespaces (a host that cannot give them)", scopeOnly.Wrap, scoping},
+		{"a container runtime", scoped.WrapScopeOnly, scoping},
+		// The control: started directly, the same program reaches the host's sockets.
+		{"neither", unscoped.Wrap, []string{"host: connected b'secret'", "host datagram: sent", "NoNewPrivs:\t0"}},
+	} {
 		cmd := exec.Command("/usr/bin/python3", "-c", script, name)
 		cmd.Env = []string{"PATH=/usr/bin:/bin"}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-		wrap.do(cmd)
+		c.wrap(cmd)
 		out, err := cmd.CombinedOutput()
-		t.Logf("%s: %s", wrap.name, out)
+		t.Logf("%s: %v %s", c.name, cmd.Args[:2], out)
 		if err != nil {
-			t.Fatalf("%s: %v", wrap.name, err)
+			t.Fatalf("%s: %v", c.name, err)
 		}
-		for _, want := range []string{"host: Operation not permitted", "child to own: connected b'mine'", "NoNewPrivs:\t1"} {
+		for _, want := range c.want {
 			if !strings.Contains(string(out), want) {
-				t.Errorf("%s: want %q", wrap.name, want)
+				t.Errorf("%s: want %q", c.name, want)
 			}
 		}
 	}
@@ -158,9 +181,13 @@ func TestArmExecReadsItsCommandLine(t *testing.T) {
 		{[]string{"--tmp", "/a", "--shm-bytes", "8", "--", "/bin/x", "x", "-v"}, entry{tmp: "/a", shm: 8, path: "/bin/x", argv: []string{"x", "-v"}}, ""},
 		{[]string{"--tmp", "/a", "--shm-bytes", "0", "--scope-abstract-sockets", "--", "/bin/x", "x"}, entry{tmp: "/a", scope: true, path: "/bin/x", argv: []string{"x"}}, ""},
 		{[]string{"--scope-abstract-sockets", "--", "/usr/sbin/runc", "runc", "run"}, entry{scope: true, path: "/usr/sbin/runc", argv: []string{"runc", "run"}}, ""},
-		{[]string{"--", "/bin/x", "x"}, entry{}, "usage"},                // nothing asked
-		{[]string{"--tmp", "/a", "--", "/bin/x", "x"}, entry{}, "usage"}, // no size
-		{[]string{"--tmp", "/a", "--shm-bytes", "-1", "--", "/bin/x", "x"}, entry{}, "--shm-bytes: a size in bytes"},
+		{[]string{"--", "/bin/x", "x"}, entry{}, "usage"},                                                    // nothing asked
+		{[]string{"--tmp", "/a", "--", "/bin/x", "x"}, entry{}, "usage"},                                     // no size
+		{[]string{"--tmp", "/a", "--shm-bytes", "-1", "--", "/bin/x", "x"}, entry{}, `"--shm-bytes": usage`}, // a value is no flag
+		{[]string{"--tmp", "/a", "--shm-bytes", "+8", "--", "/bin/x", "x"}, entry{}, "--shm-bytes: a size in bytes"},
+		{[]string{"--tmp", "a", "--shm-bytes", "8", "--", "/bin/x", "x"}, entry{}, `--tmp: an absolute path, not "a"`},
+		{[]string{"--tmp", "--scope-abstract-sockets", "--", "/bin/x", "x"}, entry{}, `"--tmp": usage`}, // the flag is not its value
+		{[]string{"--scope-abstract-sockets", "--scope-abstract-sockets", "--", "/bin/x", "x"}, entry{}, "given twice"},
 		{[]string{"--tmp", "/a", "--shm-bytes", "8", "/bin/x", "x"}, entry{}, `"/bin/x": usage`},    // no --
 		{[]string{"--scope-abstract-sockets", "--", "/bin/x"}, entry{}, "usage"},                    // no argv0
 		{[]string{"--tmp", "", "--shm-bytes", "8", "--", "/bin/x", "x"}, entry{}, `"--tmp": usage`}, // empty dir

@@ -22,10 +22,12 @@ func LandlockABI() int {
 
 // scopeAbstractSockets puts the calling thread, and what it executes and starts, in a Landlock
 // domain of its own that may connect to (and send datagrams to) only the abstract unix sockets
-// made inside it: not the other arm's, not the host's. The domain restricts nothing else (it
-// handles no file or network access), so a container runtime it executes still mounts. No new
-// privileges comes first, as Landlock asks of a thread without CAP_SYS_ADMIN; an arm's programs
-// gain none from a set-user-ID program anyway (docs/design/0034-abstract-sockets-scoped.md).
+// made inside it: not the other arm's, not the host's. It handles no file or network access, so
+// a container runtime it executes still mounts and every TCP connect is as before; like any
+// Landlock domain it also keeps its processes from ptrace-like access (/proc/PID/environ, mem,
+// pidfd_getfd) to processes outside it. No new privileges comes first, as Landlock asks of a
+// thread without CAP_SYS_ADMIN; an arm's programs gain none from a set-user-ID program anyway
+// (docs/design/0034-abstract-sockets-scoped.md).
 func scopeAbstractSockets() error {
 	attr := unix.LandlockRulesetAttr{Scoped: unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
