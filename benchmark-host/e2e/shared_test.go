@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/image"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/image/imagetest"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/placement"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 // What every user of a Linux host shares unless something keeps it apart: the world-writable
@@ -232,29 +232,15 @@ var (
 	staticHostileErr  error
 )
 
-// hostileImage is a FROM scratch image of the example service with the hostile program beside
-// it (static builds of both), which starts attack ("MODE ARGS [-- MODE ARGS…]") and then the
-// service: a docker-archive, as deploy takes it.
 // serveHostSecret is a service of the host's on an abstract unix socket, named as the hostile
 // program's plant names its own, which answers the secret to whoever connects.
 func serveHostSecret(t *testing.T) {
-	l, err := net.Listen("unix", "@hostile-plant-host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("the host's secret"))
-			c.Close()
-		}
-	}()
+	sshtest.Serve(t, "unix", "@hostile-plant-host", "the host's secret")
 }
 
+// hostileImage is a FROM scratch image of the example service with the hostile program beside
+// it (static builds of both), which starts attack ("MODE ARGS [-- MODE ARGS…]") and then the
+// service: a docker-archive, as deploy takes it.
 func hostileImage(t *testing.T, attack ...string) []byte {
 	t.Helper()
 	staticHostileOnce.Do(func() {

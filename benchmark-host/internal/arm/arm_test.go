@@ -8,6 +8,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/contract"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/armns"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/service"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,16 +192,7 @@ func TestSetupRunsAsTheArmAndLeavesNothingRunning(t *testing.T) {
 // it cannot, CheckPrivate says why: arm-exec missing, or a home the programs would not see.
 func TestCheckPrivateStartsThroughArmExecOrSaysWhyNot(t *testing.T) {
 	id := testUser(t)
-	dir, err := os.MkdirTemp("/var/lib", "arm-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	exe := filepath.Join(dir, "arm-exec")
-	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/arm-exec").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, exe := sshtest.ArmExec(t)
 	arm := func(home string, exe string) *Arm {
 		os.Mkdir(home, 0o700)
 		os.Chown(home, int(id.UID), int(id.GID))

@@ -9,21 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 const nobody = 65534
-
-// buildArmExec builds arm-exec into a scratch directory anyone may enter.
-func buildArmExec(t *testing.T) (dir, exe string) {
-	dir, _ = os.MkdirTemp("", "perf-gate-armns-")
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe = filepath.Join(dir, "arm-exec")
-	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/arm-exec").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir, exe
-}
 
 // A program started through arm-exec as an unprivileged user writes /tmp into the arm's own
 // directory, has a /dev/shm of the size asked and IPC of its own, holds no capability and no
@@ -33,7 +23,7 @@ func TestAProgramGetsMountsOfItsOwnAndNoWayBack(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("starting a program as another user needs root (as in CI)")
 	}
-	dir, exe := buildArmExec(t)
+	dir, exe := sshtest.ArmExec(t)
 	home := filepath.Join(dir, "arm")
 	os.Mkdir(home, 0o700)
 	os.Chown(home, nobody, nobody)
@@ -93,23 +83,9 @@ func TestAScopedProgramReachesOnlyItsOwnAbstractSockets(t *testing.T) {
 	if abi := LandlockABI(); abi < ScopeABI {
 		t.Skipf("the kernel's Landlock ABI is %d; scopes came with %d (Linux 6.12)", abi, ScopeABI)
 	}
-	dir, exe := buildArmExec(t)
+	dir, exe := sshtest.ArmExec(t)
 	name := "perf-gate-armns-host-" + filepath.Base(dir)
-	l, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("secret"))
-			c.Close()
-		}
-	}()
+	sshtest.Serve(t, "unix", "@"+name, "secret")
 	dgram, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: "@" + name + "-dgram", Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)

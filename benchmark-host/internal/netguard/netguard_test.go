@@ -229,22 +229,6 @@ func nft(t *testing.T, script string) {
 // never for an arm another test runs beside this one (local hosts run their arms as nobody).
 func testUID() uint32 { return 2_000_000_000 + uint32(os.Getpid()%1_000_000) }
 
-func listen(t *testing.T) net.Listener {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l
-}
+func listen(t *testing.T) net.Listener { return sshtest.Serve(t, "tcp", "127.0.0.1:0", "") }
 
 func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }

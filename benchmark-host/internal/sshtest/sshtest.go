@@ -229,6 +229,46 @@ func FreePorts(n int) ([]int, error) {
 	return service.FreePorts(service.PortRange{}, n, nil)
 }
 
+// ArmExec builds arm-exec for a test into a directory of the test's own, which every user may
+// enter (an arm's program starts it as its user) and which is under /var/lib, not under the
+// directories an arm's programs see as their own (/tmp): the test may put arms' homes in it.
+func ArmExec(t testing.TB) (dir, exe string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/lib", "perf-gate-arm-exec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe = filepath.Join(dir, "arm-exec")
+	if out, err := exec.Command("go", "build", "-o", exe, "github.com/perf-gate/perf-gate/benchmark-host/cmd/arm-exec").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir, exe
+}
+
+// Serve listens on address (network "tcp" or "unix", "@name" an abstract socket) for the test,
+// answering every connection with answer and closing it; the listener closes with the test.
+func Serve(t testing.TB, network, address, answer string) net.Listener {
+	t.Helper()
+	l, err := net.Listen(network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(answer))
+			c.Close()
+		}
+	}()
+	return l
+}
+
 // WaitPort waits until something accepts connections on the port.
 func WaitPort(port int) error {
 	for range 100 {

@@ -2,7 +2,6 @@ package isolation
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/agent/config"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/arm"
 	"github.com/perf-gate/perf-gate/benchmark-host/internal/armns"
+	"github.com/perf-gate/perf-gate/benchmark-host/internal/sshtest"
 )
 
 // A host that cannot give the arms' programs mounts of their own (here: tasks bounded by
@@ -22,16 +22,7 @@ func TestArmsWithoutMountsStillGetTheScope(t *testing.T) {
 	if abi := armns.LandlockABI(); abi < armns.ScopeABI {
 		t.Skipf("the kernel's Landlock ABI is %d; scopes came with %d (Linux 6.12)", abi, armns.ScopeABI)
 	}
-	dir, err := os.MkdirTemp("/var/lib", "perf-gate-isolation-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	installed := filepath.Join(dir, "arm-exec")
-	if out, err := exec.Command("go", "build", "-o", installed, "../../../cmd/arm-exec").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, installed := sshtest.ArmExec(t)
 	defer func(found func() (string, error)) { armExec = found }(armExec)
 	nobody := arm.Identity{Name: "nobody", UID: 65534, GID: 65534}
 	setUp := func(exe string) *Isolation {
