@@ -35330,9 +35330,11 @@ function resultInconsistency(r) {
     if (r.order[k] === r.order[k + 1]) return `order: pair ${k / 2} measures the ${r.order[k]} twice`;
   if (r.slices.length > r.order.length)
     return `slices: ${r.slices.length}, more than the ${r.order.length} of the run's order`;
-  const started = Date.parse(r.started);
-  if (Number.isNaN(started) || Number.isNaN(Date.parse(r.ended)) || Date.parse(r.ended) < started)
-    return `started, ended: ${JSON.stringify(r.started)} to ${JSON.stringify(r.ended)} is not a span of time`;
+  for (const [field, time4] of [
+    ["started", r.started],
+    ["ended", r.ended]
+  ])
+    if (Number.isNaN(Date.parse(time4))) return `${field}: ${JSON.stringify(time4)} is not a time`;
   for (const [i2, s3] of r.slices.entries()) {
     const problem = sliceInconsistency(s3, i2, r);
     if (problem) return `slices[${i2}].${problem}`;
@@ -38897,9 +38899,14 @@ function plainValue(doc, lines, source) {
         if (node2.range) aliases.push({ name: node2.source, line: lines.linePos(node2.range[0]).line });
       }
     });
+    const message = e.message;
+    if (!/Excessive alias count/.test(message)) {
+      const at = aliases.find((a2) => message.endsWith(`: ${a2.name}`)) ?? aliases[0];
+      throw new ConfigError(`${source}:${at?.line ?? 1}: not valid YAML: ${message}`);
+    }
     const names = [...new Set(aliases.map((a2) => `*${a2.name}`))].slice(0, 5).join(", ");
     throw new ConfigError(
-      `${source}:${aliases[0]?.line ?? 1}: not valid YAML: ${e.message} (its aliases ${names} expand too far; write the values out)`
+      `${source}:${aliases[0]?.line ?? 1}: not valid YAML: ${message} (its aliases ${names} expand too far; write the values out)`
     );
   }
 }
@@ -47394,6 +47401,10 @@ function evidenceNotes(sha2, e) {
       `${runs(ids.length)} of ${short3} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`
     );
   }
+  for (const { runId: runId3, why } of e.unreadable)
+    out.push(
+      `An earlier run of ${short3} (${runId3}) is not pooled: the host's answer is not a result it could have measured (${why}).`
+    );
   return out;
 }
 function groupBy(other) {
@@ -47611,7 +47622,14 @@ async function measure(host, config2, m) {
   if (challengerSha && m.challenger?.artifact)
     m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
+  const fresh = {
+    results: [],
+    documents: [],
+    pooled: [],
+    otherChampion: [],
+    otherIdentity: [],
+    unreadable: []
+  };
   for (const run of planRuns(
     config2,
     { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha },
@@ -47644,13 +47662,28 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   const earlier = (await host.runsOf(challengerSha)).filter(
     (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
   );
-  const out = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
+  const out = {
+    results: [],
+    documents: [],
+    pooled: [],
+    otherChampion: [],
+    otherIdentity: [],
+    unreadable: []
+  };
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
       continue;
     }
-    const { document, message } = await host.result(r.run_id);
+    let answer;
+    try {
+      answer = await host.result(r.run_id);
+    } catch (e) {
+      if (!(e instanceof HostError && e.kind === "protocol")) throw e;
+      out.unreadable.push({ runId: r.run_id, why: e.message });
+      continue;
+    }
+    const { document, message } = answer;
     const differs = identityDifferences(message, byKey.get(resultKey(message)));
     if (differs.length > 0) {
       out.otherIdentity.push({ runId: r.run_id, differs });

@@ -259,8 +259,8 @@ export function parseConfig(text: string, source: string): GateConfig {
 }
 
 /**
- * The document as plain values. yaml refuses aliases that expand past 100 times their size (a
- * "billion laughs"), with a message that names no place: say where the aliases are.
+ * The document as plain values. yaml refuses, with a message that names no place, aliases that
+ * expand past 100 times their size (a "billion laughs") and an alias of no anchor: say where.
  */
 function plainValue(doc: ReturnType<typeof parseDocument>, lines: LineCounter, source: string): unknown {
   try {
@@ -272,9 +272,15 @@ function plainValue(doc: ReturnType<typeof parseDocument>, lines: LineCounter, s
         if (node.range) aliases.push({ name: node.source, line: lines.linePos(node.range[0]).line });
       },
     });
+    const message = (e as Error).message;
+    if (!/Excessive alias count/.test(message)) {
+      // An alias of no anchor: the message ends with its name.
+      const at = aliases.find((a) => message.endsWith(`: ${a.name}`)) ?? aliases[0];
+      throw new ConfigError(`${source}:${at?.line ?? 1}: not valid YAML: ${message}`);
+    }
     const names = [...new Set(aliases.map((a) => `*${a.name}`))].slice(0, 5).join(", ");
     throw new ConfigError(
-      `${source}:${aliases[0]?.line ?? 1}: not valid YAML: ${(e as Error).message} (its aliases ${names} expand too far; write the values out)`,
+      `${source}:${aliases[0]?.line ?? 1}: not valid YAML: ${message} (its aliases ${names} expand too far; write the values out)`,
     );
   }
 }

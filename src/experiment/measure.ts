@@ -50,6 +50,8 @@ export interface Evidence {
   /** Earlier runs left out: they measured another champion, or ran as another identity (what differs). */
   otherChampion: string[];
   otherIdentity: { runId: string; differs: string[] }[];
+  /** Earlier runs left out because the host's answer is not a result that could have been measured (why). */
+  unreadable: { runId: string; why: string }[];
 }
 
 export async function measure(host: BenchmarkHost, config: GateConfig, m: Measurement): Promise<Evidence> {
@@ -59,7 +61,14 @@ export async function measure(host: BenchmarkHost, config: GateConfig, m: Measur
     m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   // The merge base is main's code, as a champion is: it runs in the champion's arm.
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
+  const fresh: Evidence = {
+    results: [],
+    documents: [],
+    pooled: [],
+    otherChampion: [],
+    otherIdentity: [],
+    unreadable: [],
+  };
   for (const run of planRuns(
     config,
     { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha },
@@ -100,13 +109,29 @@ async function withEarlierRuns(host: BenchmarkHost, challengerSha: string, fresh
     (r) =>
       r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate)),
   );
-  const out: Evidence = { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [] };
+  const out: Evidence = {
+    results: [],
+    documents: [],
+    pooled: [],
+    otherChampion: [],
+    otherIdentity: [],
+    unreadable: [],
+  };
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
       continue;
     }
-    const { document, message } = await host.result(r.run_id);
+    let answer: Awaited<ReturnType<BenchmarkHost["result"]>>;
+    try {
+      answer = await host.result(r.run_id);
+    } catch (e) {
+      // One earlier run the host answers wrongly for must not fail every later rerun.
+      if (!(e instanceof HostError && e.kind === "protocol")) throw e;
+      out.unreadable.push({ runId: r.run_id, why: e.message });
+      continue;
+    }
+    const { document, message } = answer;
     const differs = identityDifferences(message, byKey.get(resultKey(message))!);
     if (differs.length > 0) {
       out.otherIdentity.push({ runId: r.run_id, differs });

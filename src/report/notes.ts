@@ -6,7 +6,10 @@ import type { Evidence } from "../experiment/measure";
 
 const runs = (n: number) => `${n} earlier run${n === 1 ? "" : "s"}`;
 
-export function evidenceNotes(sha: string, e: Pick<Evidence, "pooled" | "otherChampion" | "otherIdentity">): string[] {
+export function evidenceNotes(
+  sha: string,
+  e: Pick<Evidence, "pooled" | "otherChampion" | "otherIdentity" | "unreadable">,
+): string[] {
   const short = sha.slice(0, 7);
   const out: string[] = [];
   if (e.pooled.length > 0) {
@@ -24,6 +27,10 @@ export function evidenceNotes(sha: string, e: Pick<Evidence, "pooled" | "otherCh
       `${runs(ids.length)} of ${short} (${ids.join(", ")}) ran another way (${differs}) and ${ids.length === 1 ? "is" : "are"} not pooled.`,
     );
   }
+  for (const { runId, why } of e.unreadable)
+    out.push(
+      `An earlier run of ${short} (${runId}) is not pooled: the host's answer is not a result it could have measured (${why}).`,
+    );
   return out;
 }
 

@@ -390,6 +390,22 @@ describe("/perf rerun and /perf override", () => {
     );
   });
 
+  it("a rerun leaves out an earlier run whose result the host answers wrongly, says so, and still decides", async () => {
+    host.builds.set(HEAD, { addedMs: 3 });
+    const first = await gate();
+    const earlier = resultsOf(first)[0]!.plan.run_id;
+    host.editResult(earlier, (r) => {
+      r.slices[1]!.arm = r.slices[0]!.arm;
+    });
+    const asked = h.commentEvent(PR, "/perf rerun");
+    const again = await h.run(h.inputs("rerun", { artifact: BUILD, sha: HEAD }), "issue_comment", asked);
+    expect(again.outputs.verdict, again.stdout).toBe("red");
+    expect(resultsOf(again)).toHaveLength(1);
+    expect(h.lastCheck().output.summary).toContain(
+      `An earlier run of 1234567 (${earlier}) is not pooled: the host's answer is not a result it could have measured (result ${earlier}: unexpected answer: slices[1].arm:`,
+    );
+  });
+
   it("refuses a reader's rerun, and a rerun of a head that moved, without reaching the host", async () => {
     h.setPull(PR, HEAD, { baseSha: BASE });
     const byReader = h.commentEvent(PR, "/perf rerun", "reader");

@@ -96,7 +96,8 @@ describe("perf-gate capacity", () => {
     [["--config", "/nonexistent/perf-gate.yml"], /\/nonexistent\/perf-gate.yml: cannot read the config \(ENOENT\)/],
     [["--config", "/dev/zero"], /\/dev\/zero: not a regular file: the config is read from one/],
   ])("refuses %j, naming the flag", async (args, error) => {
-    const r = await perfGate("capacity", "--config", join(dir, "perf-gate.yml"), ...args);
+    const config = args.includes("--config") ? [] : ["--config", join(dir, "perf-gate.yml")];
+    const r = await perfGate("capacity", ...config, ...args);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(error);
   });

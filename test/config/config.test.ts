@@ -387,5 +387,10 @@ workloads:
     expect(errorOf(`${good}${bomb.join("\n")}\n`)).toMatch(
       /^\.github\/perf-gate\.yml:\d+: not valid YAML: Excessive alias count .* \(its aliases \*a, \*b, \*c, \*d expand too far; write the values out\)$/,
     );
+    expect(errorOf(`${good}x: 1\ny: *nope\n`)).toMatch(
+      /^\.github\/perf-gate\.yml:\d+: not valid YAML: Unresolved alias .*: nope$/,
+    );
+    const lines = good.split("\n").length;
+    expect(errorOf(`${good}x: 1\ny: *nope\n`)).toMatch(new RegExp(`^\\.github/perf-gate\\.yml:${lines + 1}: `));
   });
 });

@@ -14,6 +14,7 @@ import { build, encodeIntoCompressedBase64 } from "hdr-histogram-js";
 import constants from "../../benchmark-host/contract/schema/constants.json";
 import { extractPairs, isDisturbed } from "../../src/analysis/pairs";
 import { sliceValuesUs } from "../../src/analysis/statistic";
+import { resultInconsistency } from "../../src/contract/consistency";
 import {
   type Ancestor,
   type DriftRecord,
@@ -158,6 +159,11 @@ export class FakeHost implements BenchmarkHost {
   /** The runs started so far, oldest first. */
   runIds(): string[] {
     return [...this.runs.keys()];
+  }
+
+  /** Edits a finished run's stored result, as a broken host (or a hand on its disk) would answer it. */
+  editResult(runId: string, edit: (document: HostResult) => void): void {
+    edit(this.runs.get(runId)!.document as HostResult);
   }
 
   /** A run's request as the host received it. */
@@ -410,7 +416,11 @@ export class FakeHost implements BenchmarkHost {
     const run = this.known(`result ${runId}`, runId);
     if (!run.document) throw new HostError("run_failed", `result ${runId}: the run failed: ${run.outcome.message}`);
     const document = structuredClone(run.document);
-    return { document, message: hostResultSchema.parse(document) };
+    const message = hostResultSchema.parse(document);
+    // As the host client does: a replay that no run could have measured is the fake's own bug.
+    const problem = resultInconsistency(message);
+    if (problem) throw new HostError("protocol", `result ${runId}: unexpected answer: ${problem}`);
+    return { document, message };
   }
 
   async profile(runId: string, arm: "champion" | "challenger"): Promise<Uint8Array> {

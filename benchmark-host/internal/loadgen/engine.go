@@ -212,9 +212,11 @@ func newResult(ctx context.Context, p *plan.Plan, order []string, started time.T
 		Order:         order,
 		Host:          hostinfo.Read(),
 		Started:       started,
-		Ended:         time.Now(),
-		Warmup:        contract.Warmup{Seconds: p.WarmupSeconds},
-		Slices:        slices,
+		// On the monotonic clock from the start: a wall clock stepped back mid-run (NTP, a VM
+		// resumed) would end the run before it began, as the slices' times never do.
+		Ended:  started.Add(time.Since(started)),
+		Warmup: contract.Warmup{Seconds: p.WarmupSeconds},
+		Slices: slices,
 	}
 	for _, l := range lanes {
 		l := l.base()
