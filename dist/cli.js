@@ -47622,14 +47622,7 @@ async function measure(host, config2, m) {
   if (challengerSha && m.challenger?.artifact)
     m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh = {
-    results: [],
-    documents: [],
-    pooled: [],
-    otherChampion: [],
-    otherIdentity: [],
-    unreadable: []
-  };
+  const fresh = noEvidence();
   for (const run of planRuns(
     config2,
     { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha },
@@ -47662,14 +47655,7 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   const earlier = (await host.runsOf(challengerSha)).filter(
     (r) => r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate))
   );
-  const out = {
-    results: [],
-    documents: [],
-    pooled: [],
-    otherChampion: [],
-    otherIdentity: [],
-    unreadable: []
-  };
+  const out = noEvidence();
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
@@ -47696,6 +47682,9 @@ async function withEarlierRuns(host, challengerSha, fresh) {
   out.results.push(...fresh.results);
   out.documents.push(...fresh.documents);
   return out;
+}
+function noEvidence() {
+  return { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [], unreadable: [] };
 }
 function seedOf(sha2) {
   return Number.parseInt(sha2.slice(0, 12), 16);

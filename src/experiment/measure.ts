@@ -61,14 +61,7 @@ export async function measure(host: BenchmarkHost, config: GateConfig, m: Measur
     m.progress.note(await host.deploy("challenger", challengerSha, m.challenger.artifact));
   // The merge base is main's code, as a champion is: it runs in the champion's arm.
   if (m.mergeBase?.artifact) m.progress.note(await host.deploy("champion", m.mergeBase.sha, m.mergeBase.artifact));
-  const fresh: Evidence = {
-    results: [],
-    documents: [],
-    pooled: [],
-    otherChampion: [],
-    otherIdentity: [],
-    unreadable: [],
-  };
+  const fresh = noEvidence();
   for (const run of planRuns(
     config,
     { challengerSha, mergeBaseSha: m.mergeBase?.sha, ancestorSha: m.ancestor?.sha },
@@ -109,14 +102,7 @@ async function withEarlierRuns(host: BenchmarkHost, challengerSha: string, fresh
     (r) =>
       r.kind === "ab" && r.status === "ok" && !newIds.has(r.run_id) && byKey.has(comparisonKey(r.workload, r.rate)),
   );
-  const out: Evidence = {
-    results: [],
-    documents: [],
-    pooled: [],
-    otherChampion: [],
-    otherIdentity: [],
-    unreadable: [],
-  };
+  const out = noEvidence();
   for (const r of earlier) {
     if (r.champion_sha !== champion) {
       out.otherChampion.push(r.run_id);
@@ -144,6 +130,10 @@ async function withEarlierRuns(host: BenchmarkHost, challengerSha: string, fresh
   out.results.push(...fresh.results);
   out.documents.push(...fresh.documents);
   return out;
+}
+
+function noEvidence(): Evidence {
+  return { results: [], documents: [], pooled: [], otherChampion: [], otherIdentity: [], unreadable: [] };
 }
 
 /** A reproducible seed from a commit (or any hex digest). */
