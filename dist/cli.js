@@ -35345,8 +35345,8 @@ function sliceInconsistency(s3, i2, r) {
   if (s3.index !== i2) return `index: ${s3.index}, but it is slice ${i2} of the result`;
   if (s3.pair !== Math.floor(i2 / 2)) return `pair: ${s3.pair}, but slice ${i2} belongs to pair ${Math.floor(i2 / 2)}`;
   if (s3.arm !== r.order[i2]) return `arm: ${s3.arm}, but the run's order measures the ${r.order[i2]} in slice ${i2}`;
-  const start = Date.parse(s3.start);
-  if (Number.isNaN(start) || Number.isNaN(Date.parse(s3.end)) || Date.parse(s3.end) < start)
+  const [start, end] = [Date.parse(s3.start), Date.parse(s3.end)];
+  if (Number.isNaN(start) || Number.isNaN(end) || end < start)
     return `start, end: ${JSON.stringify(s3.start)} to ${JSON.stringify(s3.end)} is not a span of time`;
   if (s3.completed > s3.sent) return `completed: ${s3.completed} requests, more than the ${s3.sent} sent`;
   if (s3.sent + s3.overflow > s3.scheduled)
@@ -38318,8 +38318,8 @@ function parseCommandLine(config2, usage2) {
     if (t.kind === "option" && !config2.options?.[t.name]?.multiple)
       given.set(t.name, [...given.get(t.name) ?? [], t]);
   for (const [name2, uses] of given) {
-    if (new Set(uses.map((t) => t.kind === "option" && t.value)).size < 2) continue;
-    const said = uses.map((t) => t.kind === "option" && t.value !== void 0 ? `${t.rawName} ${t.value}` : "");
+    if (new Set(uses.map((t) => t.value)).size < 2) continue;
+    const said = uses.map((t) => `${t.rawName} ${t.value ?? ""}`.trimEnd());
     throw new UsageError(`--${name2}: given ${uses.length} times (${said.join(", ")}); give it once`, usage2);
   }
   return parsed;
@@ -46620,9 +46620,7 @@ var HostClient = class {
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId3) {
     const answer = await this.document(`result ${runId3}`, hostResultSchema);
-    const problem = resultInconsistency(answer.message);
-    if (problem) throw new HostError("protocol", `result ${runId3}: unexpected answer: ${problem}`);
-    return answer;
+    return { document: answer.document, message: measurable(runId3, answer.message) };
   }
   /**
    * An arm's CPU profile of a finished run (pprof, gzipped), as perf-host wrote it when the run
@@ -46647,6 +46645,11 @@ var HostClient = class {
     return this.parsed("status", hostStatusSchema);
   }
 };
+function measurable(runId3, result) {
+  const problem = resultInconsistency(result);
+  if (problem) throw new HostError("protocol", `result ${runId3}: unexpected answer: ${problem}`);
+  return result;
+}
 function classifySshFailure(stderr, o2) {
   const where = `${o2.user}@${o2.host}:${o2.port}`;
   const first = stderr.trim().split("\n").filter(Boolean).at(-1) ?? "no message";

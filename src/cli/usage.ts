@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 
 type Token = NonNullable<ReturnType<typeof parseArgs<ParseArgsConfig & { tokens: true }>>["tokens"]>[number];
+type OptionToken = Extract<Token, { kind: "option" }>;
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -27,14 +28,14 @@ export function parseCommandLine<T extends ParseArgsConfig>(config: T, usage: st
   } catch (e) {
     throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""), usage);
   }
-  const given = new Map<string, Token[]>();
+  const given = new Map<string, OptionToken[]>();
   for (const t of parsed.tokens ?? [])
     if (t.kind === "option" && !config.options?.[t.name]?.multiple)
       given.set(t.name, [...(given.get(t.name) ?? []), t]);
   for (const [name, uses] of given) {
     // The same value twice loses nothing.
-    if (new Set(uses.map((t) => t.kind === "option" && t.value)).size < 2) continue;
-    const said = uses.map((t) => (t.kind === "option" && t.value !== undefined ? `${t.rawName} ${t.value}` : ""));
+    if (new Set(uses.map((t) => t.value)).size < 2) continue;
+    const said = uses.map((t) => `${t.rawName} ${t.value ?? ""}`.trimEnd());
     throw new UsageError(`--${name}: given ${uses.length} times (${said.join(", ")}); give it once`, usage);
   }
   return parsed as unknown as ReturnType<typeof parseArgs<T>>;

@@ -32,8 +32,8 @@ function sliceInconsistency(s: Slice, i: number, r: LoadgenResult): string | und
   if (s.index !== i) return `index: ${s.index}, but it is slice ${i} of the result`;
   if (s.pair !== Math.floor(i / 2)) return `pair: ${s.pair}, but slice ${i} belongs to pair ${Math.floor(i / 2)}`;
   if (s.arm !== r.order[i]) return `arm: ${s.arm}, but the run's order measures the ${r.order[i]} in slice ${i}`;
-  const start = Date.parse(s.start);
-  if (Number.isNaN(start) || Number.isNaN(Date.parse(s.end)) || Date.parse(s.end) < start)
+  const [start, end] = [Date.parse(s.start), Date.parse(s.end)];
+  if (Number.isNaN(start) || Number.isNaN(end) || end < start)
     return `start, end: ${JSON.stringify(s.start)} to ${JSON.stringify(s.end)} is not a span of time`;
   if (s.completed > s.sent) return `completed: ${s.completed} requests, more than the ${s.sent} sent`;
   if (s.sent + s.overflow > s.scheduled)

@@ -389,9 +389,7 @@ export class HostClient implements BenchmarkHost {
   /** A finished run's result: the document as the host sent it, and as the contract reads it. */
   async result(runId: string): Promise<{ document: unknown; message: HostResult }> {
     const answer = await this.document(`result ${runId}`, hostResultSchema);
-    const problem = resultInconsistency(answer.message);
-    if (problem) throw new HostError("protocol", `result ${runId}: unexpected answer: ${problem}`);
-    return answer;
+    return { document: answer.document, message: measurable(runId, answer.message) };
   }
 
   /**
@@ -417,6 +415,16 @@ export class HostClient implements BenchmarkHost {
   async status(): Promise<HostStatus> {
     return this.parsed("status", hostStatusSchema);
   }
+}
+
+/**
+ * A host's result for runId, refused as a protocol error when it describes no run that could
+ * have been measured (resultInconsistency): what every BenchmarkHost's result() returns.
+ */
+export function measurable(runId: string, result: HostResult): HostResult {
+  const problem = resultInconsistency(result);
+  if (problem) throw new HostError("protocol", `result ${runId}: unexpected answer: ${problem}`);
+  return result;
 }
 
 /** Classifies ssh's own failures (exit 255) from its stderr. */

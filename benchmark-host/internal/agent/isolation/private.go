@@ -1,6 +1,7 @@
 package isolation
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,67 +25,67 @@ func setUpPrivateMounts(cfg config.Config, iso *Isolation, start bool) {
 	info := &iso.Info
 	const dirs = "/tmp, /var/tmp, /run/lock, /dev/shm and SysV IPC"
 	shared := "; their programs share the host's " + dirs
-	abi := armns.LandlockABI()
-	sockets, note := abstractSockets(abi)
 	if !iso.Champion.Dedicated || !iso.Challenger.Dedicated {
 		info.PrivateMounts = "none: the arms do not run as users of their own (local mode?)" + shared + "; " + sharedSockets
 		return
 	}
-	exe, err := armExec()
-	specs := func(mounts, scope bool) error {
-		if err != nil { // perf-host's own path, beside which arm-exec is, is unknown
-			return err
-		}
-		var why []string
-		for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
-			a.Private = &armns.Spec{Exec: exe, Mounts: mounts, Tmp: a.TmpDir(),
-				ShmBytes: max(cfg.ArmMemoryBytes, 0), UID: a.User.UID, GID: a.User.GID, ScopeSockets: scope}
-			if err := checkPrivate(a, start); err != nil {
-				why = append(why, fmt.Sprintf("%s: %v", a.Name, err))
-			}
-		}
-		if len(why) > 0 {
-			iso.Champion.Private, iso.Challenger.Private = nil, nil
-			return fmt.Errorf("%s", strings.Join(why, "; "))
-		}
-		return nil
-	}
-	var none string // why the arms' programs get no mounts of their own
+	sockets, note := abstractSockets(armns.LandlockABI())
+	scope := note == ""
+	var mounts string // what the arms' programs get of the shared directories
 	if info.MaxProcs.By == "RLIMIT_NPROC" {
 		// The kernel counts a process in a user namespace against the namespace's owner too:
 		// perf-host's user, whose RLIMIT_NPROC is the arms' bound here. One arm's fork bomb
 		// would leave perf-host and the other arm no process to start (measured: the run's
 		// executor died, unable to start a thread).
-		none = "none: the arms' tasks are bounded by RLIMIT_NPROC, which their programs in namespaces of their own would take from perf-host's user (a pids controller, cgroup v2's or v1's, bounds them instead)" + shared
+		mounts = "none: the arms' tasks are bounded by RLIMIT_NPROC, which their programs in namespaces of their own would take from perf-host's user (a pids controller, cgroup v2's or v1's, bounds them instead)" + shared
 		info.Notes = append(info.Notes, "the arms' programs share the host's "+dirs+": no cgroup pids controller (re-run install.sh)")
-	} else if err := specs(true, note == ""); err != nil {
-		none = fmt.Sprintf("none: arm-exec cannot start the arms' programs in namespaces of their own (%v); they share the host's %s", err, dirs)
+	} else if err := throughArmExec(cfg, iso, start, true, scope); err != nil {
+		mounts = fmt.Sprintf("none: arm-exec cannot start the arms' programs in namespaces of their own (%v); they share the host's %s", err, dirs)
 		info.Notes = append(info.Notes, "the arms' programs share the host's "+dirs+": "+err.Error())
-	}
-	if none != "" {
-		// The scope needs no namespace: arm-exec may still give it alone.
-		if note == "" {
-			if err := specs(false, true); err != nil {
-				sockets, note = sharedSockets, "the arms' programs can reach each other's and the host's abstract unix sockets: arm-exec cannot scope them ("+err.Error()+")"
-			}
+	} else {
+		shm := "half the host's memory"
+		if cfg.ArmMemoryBytes > 0 {
+			shm = SizeString(uint64(cfg.ArmMemoryBytes))
 		}
-		info.PrivateMounts = none + "; " + sockets
-		if note != "" {
-			info.Notes = append(info.Notes, note)
+		mounts = fmt.Sprintf("arm-exec: each arm's programs in user, mount and IPC namespaces of their own: /tmp, /var/tmp and /run/lock its home's tmp on its own disk, /dev/shm a tmpfs of %s, SysV IPC and message queues their own", shm)
+	}
+	ownMounts := iso.Champion.Private != nil
+	// The scope needs no namespace: without the mounts, arm-exec may still give it alone.
+	if !ownMounts && scope {
+		if err := throughArmExec(cfg, iso, start, false, true); err != nil {
+			sockets, note = sharedSockets, "the arms' programs can reach each other's and the host's abstract unix sockets: arm-exec cannot scope them ("+err.Error()+")"
 		}
-		return
 	}
-	shm := "half the host's memory"
-	if cfg.ArmMemoryBytes > 0 {
-		shm = SizeString(uint64(cfg.ArmMemoryBytes))
-	}
-	info.PrivateMounts = fmt.Sprintf("arm-exec: each arm's programs in user, mount and IPC namespaces of their own: /tmp, /var/tmp and /run/lock its home's tmp on its own disk, /dev/shm a tmpfs of %s, SysV IPC and message queues their own; %s", shm, sockets)
+	info.PrivateMounts = mounts + "; " + sockets
 	if note != "" {
 		info.Notes = append(info.Notes, note)
 	}
-	if !start {
+	if ownMounts && !start {
 		info.PrivateMounts += " (installed; each run's pre-flight check starts a program through it)"
 	}
+}
+
+// throughArmExec has the arms' programs start through arm-exec, in namespaces of their own
+// (mounts), their abstract unix sockets scoped (scope), and checks that they can; where they
+// cannot, they start directly (Private nil) and the error says why.
+func throughArmExec(cfg config.Config, iso *Isolation, start, mounts, scope bool) error {
+	exe, err := armExec()
+	if err != nil { // perf-host's own path, beside which arm-exec is, is unknown
+		return err
+	}
+	var why []string
+	for _, a := range []*arm.Arm{iso.Champion, iso.Challenger} {
+		a.Private = &armns.Spec{Exec: exe, Mounts: mounts, Tmp: a.TmpDir(),
+			ShmBytes: max(cfg.ArmMemoryBytes, 0), UID: a.User.UID, GID: a.User.GID, ScopeSockets: scope}
+		if err := checkPrivate(a, start); err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", a.Name, err))
+		}
+	}
+	if len(why) > 0 {
+		iso.Champion.Private, iso.Challenger.Private = nil, nil
+		return errors.New(strings.Join(why, "; "))
+	}
+	return nil
 }
 
 // armExec is where perf-host finds arm-exec: installed beside it.
