@@ -68,10 +68,15 @@ export async function freePorts(n: number): Promise<number[]> {
   const [lo, hi] = testPortRange();
   const span = hi - lo + 1;
   const start = Math.floor(Math.random() * span);
+  // Node listens with SO_REUSEADDR, which binds a port that still has connections in TIME_WAIT;
+  // a service that binds without it would be refused that port, so such ports are passed over,
+  // as service.FreePorts's probe without SO_REUSEADDR passes them over.
+  const inUse = portsWithSockets();
   const held: Server[] = [];
   try {
     for (let i = 0; i < span && held.length < n; i++) {
-      const s = await listening(lo + ((start + i) % span));
+      const port = lo + ((start + i) % span);
+      const s = inUse.has(port) ? null : await listening(port);
       if (s) held.push(s);
     }
     if (held.length < n) throw new Error(`only ${held.length} of ${n} ports free in ${lo}-${hi}`);
@@ -79,6 +84,25 @@ export async function freePorts(n: number): Promise<number[]> {
   } finally {
     await Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve))));
   }
+}
+
+/** The local ports of every TCP socket on the machine, in any state (TIME_WAIT included). */
+export function portsWithSockets(): Set<number> {
+  const ports = new Set<number>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue; // no IPv6 on this machine
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const local = line.trim().split(/\s+/)[1]; // "0100007F:1F90": address:port, in hex
+      const port = local ? Number.parseInt(local.slice(local.lastIndexOf(":") + 1), 16) : Number.NaN;
+      if (Number.isInteger(port)) ports.add(port);
+    }
+  }
+  return ports;
 }
 
 /** A server listening on the port, or null when the port is taken. */

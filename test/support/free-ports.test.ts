@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { freePorts } from "./bench-host";
+import { freePorts, portsWithSockets } from "./bench-host";
 
 const [ephemeralLo, ephemeralHi] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
   .trim()
@@ -33,4 +33,15 @@ describe("freePorts", () => {
       expect(ports).not.toContain(local);
     },
   );
+
+  it("passes over a port whose connection is in TIME_WAIT, which a service binding without SO_REUSEADDR is refused", async () => {
+    // The side that closes first keeps the connection in TIME_WAIT: here the server, on its port.
+    const server = createServer((s) => s.end());
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const client = connect(port, "127.0.0.1");
+    await new Promise((resolve) => client.once("close", resolve));
+    await new Promise((resolve) => server.close(resolve));
+    expect(portsWithSockets()).toContain(port);
+  });
 });
