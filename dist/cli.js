@@ -37405,6 +37405,13 @@ function micros(us2) {
 function codeSpan(name2) {
   return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
 }
+function codeBlock(text) {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `${fence}
+${text}
+${fence}`;
+}
 function firstLine(e) {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0];
 }
@@ -46356,12 +46363,18 @@ var {
 // src/host/client.ts
 var MAX_PROFILE_BYTES = 64 << 20;
 var HostError = class extends Error {
-  constructor(kind, message) {
+  constructor(kind, message, runFailure) {
     super(message);
     this.kind = kind;
+    this.runFailure = runFailure;
   }
   kind;
+  runFailure;
   name = "HostError";
+  /** Whether the challenger's own arm failed the run: it crashed, was unhealthy, ran out of memory or disk, or would not stop. */
+  get challengersFault() {
+    return this.runFailure?.startsWith("challenger_") ?? false;
+  }
 };
 var connectHostClient = (options) => new HostClient(options);
 var LockClaim = class {
@@ -46383,6 +46396,22 @@ var LockClaim = class {
     return this.firstAt;
   }
 };
+var clientDirs = /* @__PURE__ */ new Set();
+var removedAtExit = false;
+function removeClientDirs() {
+  for (const dir of clientDirs) removeClientDir(dir);
+}
+function makeClientDir() {
+  if (!removedAtExit) process.once("exit", removeClientDirs);
+  removedAtExit = true;
+  const dir = mkdtempSync(join(process.env.RUNNER_TEMP || tmpdir(), "perf-gate-ssh-"));
+  clientDirs.add(dir);
+  return dir;
+}
+function removeClientDir(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  clientDirs.delete(dir);
+}
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
@@ -46408,11 +46437,11 @@ var HostClient = class {
   claim = new LockClaim();
   /** Removes the key from disk. */
   close() {
-    if (this.made) rmSync(this.made, { recursive: true, force: true });
+    if (this.made) removeClientDir(this.made);
     this.made = null;
   }
   dir() {
-    this.made ??= mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    this.made ??= makeClientDir();
     return this.made;
   }
   /** The program and arguments that run one perf-host command ("verb arg…"). */
@@ -46478,7 +46507,7 @@ var HostClient = class {
       file2 = join(this.dir(), "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
-    return (await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim();
+    return inertText((await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim());
   }
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
@@ -46488,11 +46517,11 @@ var HostClient = class {
    */
   async promote(sha2, service2, busyDeadline = 0, pullRequest2) {
     const command = pullRequest2 === void 0 ? `promote ${sha2}` : `promote ${sha2} ${pullRequest2}`;
-    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service2) })).trim();
+    return inertText((await this.whenFree(command, busyDeadline, { input: JSON.stringify(service2) })).trim());
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
-    return (await this.whenFree("rollback", busyDeadline)).trim();
+    return inertText((await this.whenFree("rollback", busyDeadline)).trim());
   }
   /** Stops a run; its finished slices are kept, marked partial. */
   async abort(runId3) {
@@ -46603,7 +46632,7 @@ var HostClient = class {
         seen++;
         if (text.startsWith(OUTCOME_MARKER))
           outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
-        else onLine(text);
+        else onLine(inertLine(text));
       }
       const r = await sub;
       if (outcome) return outcome;
@@ -46664,8 +46693,16 @@ function classifySshFailure(stderr, o2) {
   }
   return new HostError("unreachable", `cannot reach the benchmark host ${where}: ${first}`);
 }
+var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+function inertLine(line) {
+  const shown = line.replace(CONTROL, (c3) => `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return /^\s*(::|##\[)/.test(shown) ? `| ${shown}` : shown;
+}
+function inertText(text) {
+  return text.split("\n").map(inertLine).join("\n");
+}
 function verbError(command, code, stderr) {
-  const message = `${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`;
+  const message = inertText(`${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`);
   switch (code) {
     case EXIT.refused:
       return new HostError("refused", message);
@@ -47433,7 +47470,6 @@ function candidateNote(a2, sha2, champion) {
 }
 
 // src/report/unmeasured.ts
-var ARMS2 = ["champion", "challenger"];
 function unmeasuredReport(error62, results, percentile2) {
   const runs2 = results.map((r) => runOf(r, percentile2));
   const [first] = error62.message.split("\n");
@@ -47463,16 +47499,14 @@ function unmeasuredReport(error62, results, percentile2) {
       "</details>"
     );
   for (const r of runs2) {
-    for (const arm of ARMS2) {
+    for (const arm of ARMS) {
       const log = r.logs[arm];
       if (!log) continue;
       out.push(
         "",
         `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`,
         "",
-        "```",
-        log.tail.replace(/```/g, "'''"),
-        "```",
+        codeBlock(log.tail),
         "",
         "</details>"
       );
@@ -47486,7 +47520,7 @@ function runOf({ name: name2, result }, percentile2) {
   const of = (arm) => armErrors(result.slices.filter((s3) => s3.arm === arm));
   const armStarts = result.arms;
   const logs = {};
-  for (const arm of ARMS2) {
+  for (const arm of ARMS) {
     const a2 = armStarts?.[arm];
     if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
   }
@@ -47514,7 +47548,7 @@ function unmeasuredJson(error62, runs2) {
       pairs_kept: r.kept,
       dropped_pairs: r.dropped.map(droppedPairJson),
       arms: Object.fromEntries(
-        ARMS2.map((arm) => [
+        ARMS.map((arm) => [
           arm,
           {
             requests: r.arms[arm].requests,
@@ -47639,7 +47673,8 @@ async function measure(host, config2, m) {
       if (outcome.status !== "ok") {
         throw new HostError(
           "run_failed",
-          `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`
+          `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`,
+          outcome.error_kind
         );
       }
       const { document, message } = await host.result(runId3);

@@ -64285,12 +64285,18 @@ function historyProblems(h2) {
 // src/host/client.ts
 var MAX_PROFILE_BYTES = 64 << 20;
 var HostError = class extends Error {
-  constructor(kind, message) {
+  constructor(kind, message, runFailure) {
     super(message);
     this.kind = kind;
+    this.runFailure = runFailure;
   }
   kind;
+  runFailure;
   name = "HostError";
+  /** Whether the challenger's own arm failed the run: it crashed, was unhealthy, ran out of memory or disk, or would not stop. */
+  get challengersFault() {
+    return this.runFailure?.startsWith("challenger_") ?? false;
+  }
 };
 var connectHostClient = (options) => new HostClient(options);
 var LockClaim = class {
@@ -64312,6 +64318,22 @@ var LockClaim = class {
     return this.firstAt;
   }
 };
+var clientDirs = /* @__PURE__ */ new Set();
+var removedAtExit = false;
+function removeClientDirs() {
+  for (const dir of clientDirs) removeClientDir(dir);
+}
+function makeClientDir() {
+  if (!removedAtExit) process.once("exit", removeClientDirs);
+  removedAtExit = true;
+  const dir = mkdtempSync(join(process.env.RUNNER_TEMP || tmpdir(), "perf-gate-ssh-"));
+  clientDirs.add(dir);
+  return dir;
+}
+function removeClientDir(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  clientDirs.delete(dir);
+}
 var HostClient = class {
   constructor(o2) {
     this.o = o2;
@@ -64337,11 +64359,11 @@ var HostClient = class {
   claim = new LockClaim();
   /** Removes the key from disk. */
   close() {
-    if (this.made) rmSync(this.made, { recursive: true, force: true });
+    if (this.made) removeClientDir(this.made);
     this.made = null;
   }
   dir() {
-    this.made ??= mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    this.made ??= makeClientDir();
     return this.made;
   }
   /** The program and arguments that run one perf-host command ("verb arg…"). */
@@ -64407,7 +64429,7 @@ var HostClient = class {
       file2 = join(this.dir(), "artifact.tar.gz");
       await execa("tar", ["-czf", file2, "-C", artifact, "."]);
     }
-    return (await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim();
+    return inertText((await this.must(`deploy ${role} ${sha2}`, { inputFile: file2 })).trim());
   }
   /**
    * Makes a deployed release the champion, with the service spec it runs with. A running
@@ -64417,11 +64439,11 @@ var HostClient = class {
    */
   async promote(sha2, service2, busyDeadline = 0, pullRequest2) {
     const command = pullRequest2 === void 0 ? `promote ${sha2}` : `promote ${sha2} ${pullRequest2}`;
-    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service2) })).trim();
+    return inertText((await this.whenFree(command, busyDeadline, { input: JSON.stringify(service2) })).trim());
   }
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0) {
-    return (await this.whenFree("rollback", busyDeadline)).trim();
+    return inertText((await this.whenFree("rollback", busyDeadline)).trim());
   }
   /** Stops a run; its finished slices are kept, marked partial. */
   async abort(runId3) {
@@ -64532,7 +64554,7 @@ var HostClient = class {
         seen++;
         if (text.startsWith(OUTCOME_MARKER))
           outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
-        else onLine(text);
+        else onLine(inertLine(text));
       }
       const r = await sub;
       if (outcome) return outcome;
@@ -64593,8 +64615,16 @@ function classifySshFailure(stderr, o2) {
   }
   return new HostError("unreachable", `cannot reach the benchmark host ${where}: ${first}`);
 }
+var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+function inertLine(line) {
+  const shown = line.replace(CONTROL, (c3) => `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return /^\s*(::|##\[)/.test(shown) ? `| ${shown}` : shown;
+}
+function inertText(text) {
+  return text.split("\n").map(inertLine).join("\n");
+}
 function verbError(command, code, stderr) {
-  const message = `${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`;
+  const message = inertText(`${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`);
   switch (code) {
     case EXIT.refused:
       return new HostError("refused", message);
@@ -64863,6 +64893,13 @@ function micros(us2) {
 }
 function codeSpan(name2) {
   return `\`${name2.replace(/[`|\n\r]/g, "'")}\``;
+}
+function codeBlock(text) {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `${fence}
+${text}
+${fence}`;
 }
 function firstLine(e) {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0];
@@ -65951,6 +65988,11 @@ function atLeast(p, needed) {
 }
 var APPROVAL_LABEL = "perf:approved";
 var WAITING_TITLE = "perf-gate: waiting for approval";
+var MOVED_TITLE = /^perf-gate: approved [0-9a-f]{7}, head is now [0-9a-f]{7}: approve again$/;
+function standsOnCommit(check2) {
+  if (!check2 || !["success", "failure", "neutral"].includes(check2.conclusion ?? "")) return false;
+  return check2.title !== WAITING_TITLE && !MOVED_TITLE.test(check2.title);
+}
 function approves(e) {
   return e.isFork && e.action === "labeled" && e.label !== null && sameLabel(e.label, APPROVAL_LABEL);
 }
@@ -70783,8 +70825,11 @@ var GitHub2 = class {
       }
     }
   }
-  /** Creates or updates the one comment this token wrote with the marker as its first line. */
-  async upsertStickyComment(issue3, body) {
+  /**
+   * Creates or updates the one comment this token wrote with the marker as its first line;
+   * with create false, only updates one that is there.
+   */
+  async upsertStickyComment(issue3, body, create = true) {
     const text = `${STICKY_MARKER}
 ${body}`.slice(0, SUMMARY_LIMIT);
     const mine = await this.stickyComment(issue3);
@@ -70792,6 +70837,7 @@ ${body}`.slice(0, SUMMARY_LIMIT);
       await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: text });
       return "updated";
     }
+    if (!create) return "none";
     await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body: text });
     return "created";
   }
@@ -71368,12 +71414,43 @@ async function runAccess(job) {
     setOutput("merge-base-sha", await mergeBaseToBuild(gh, job, event));
     return;
   }
-  await refuseAccess(gh, event.number, await gh.startCheck(event.headSha, access2.title, void 0, job.runUrl), access2);
+  const check2 = await gh.startCheck(event.headSha, access2.title, void 0, job.runUrl);
+  const standing = await gh.latestCheck(event.headSha);
+  if (standing && standsOnCommit(standing)) return repeatStanding(gh, event.number, check2, standing, access2);
+  await refuseAccess(gh, event.number, { sha: event.headSha, check: check2 }, access2);
 }
-async function refuseAccess(gh, pr, check2, access2) {
+async function refuseAccess(gh, pr, refused2, access2) {
   notice(access2.reason);
   await gh.removeLabel(pr, APPROVAL_LABEL);
-  await gh.finishCheck(check2, "neutral", access2.title, `**Not run.** ${access2.reason}.`);
+  const said = `**Not run.** ${access2.reason}.`;
+  await gh.finishCheck(refused2.check, "action_required", access2.title, said);
+  if ((await gh.pullRequest(pr)).headSha === refused2.sha) {
+    await gh.setVerdictLabel(pr, null);
+    await gh.upsertStickyComment(
+      pr,
+      `## perf-gate: \u23F8\uFE0F ${refused2.sha.slice(0, 7)} not measured
+
+${said} The last verdict here was of an earlier head; its check run keeps its report.`,
+      false
+    );
+  }
+  setOutput("verdict", "skipped");
+}
+async function repeatStanding(gh, pr, check2, standing, access2) {
+  info(
+    `${standing.headSha.slice(0, 7)} already has the gate's word (${standing.conclusion}: ${standing.title}); this event approves nothing new, so it stands`
+  );
+  await gh.removeLabel(pr, APPROVAL_LABEL);
+  await gh.finishCheck(
+    check2,
+    standing.conclusion,
+    standing.title,
+    `Repeated from this commit's earlier perf-gate check: this event measured nothing (${access2.reason}).
+
+---
+
+${standing.summary}`
+  );
   setOutput("verdict", "skipped");
 }
 async function accessOf(gh, event) {
@@ -73724,7 +73801,6 @@ function candidateNote(a2, sha2, champion) {
 }
 
 // src/report/unmeasured.ts
-var ARMS2 = ["champion", "challenger"];
 function unmeasuredReport(error63, results, percentile2) {
   const runs2 = results.map((r) => runOf(r, percentile2));
   const [first] = error63.message.split("\n");
@@ -73754,16 +73830,14 @@ function unmeasuredReport(error63, results, percentile2) {
       "</details>"
     );
   for (const r of runs2) {
-    for (const arm of ARMS2) {
+    for (const arm of ARMS) {
       const log = r.logs[arm];
       if (!log) continue;
       out.push(
         "",
         `<details><summary>${arm}'s log tail (${tableCell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`,
         "",
-        "```",
-        log.tail.replace(/```/g, "'''"),
-        "```",
+        codeBlock(log.tail),
         "",
         "</details>"
       );
@@ -73777,7 +73851,7 @@ function runOf({ name: name2, result }, percentile2) {
   const of = (arm) => armErrors(result.slices.filter((s2) => s2.arm === arm));
   const armStarts = result.arms;
   const logs = {};
-  for (const arm of ARMS2) {
+  for (const arm of ARMS) {
     const a2 = armStarts?.[arm];
     if (a2?.log_tail) logs[arm] = { tail: a2.log_tail, cutBytes: a2.log_cut_bytes ?? 0 };
   }
@@ -73805,7 +73879,7 @@ function unmeasuredJson(error63, runs2) {
       pairs_kept: r.kept,
       dropped_pairs: r.dropped.map(droppedPairJson),
       arms: Object.fromEntries(
-        ARMS2.map((arm) => [
+        ARMS.map((arm) => [
           arm,
           {
             requests: r.arms[arm].requests,
@@ -73930,7 +74004,8 @@ async function measure(host, config2, m) {
       if (outcome.status !== "ok") {
         throw new HostError(
           "run_failed",
-          `${run2.workload} @ ${run2.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`
+          `${run2.workload} @ ${run2.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`,
+          outcome.error_kind
         );
       }
       const { document, message } = await host.result(runId3);
@@ -74208,9 +74283,7 @@ async function reportPool(outcomes, job) {
     if (o2.ok) return `## ${o2.name}
 
 ${o2.value.report}`;
-    const what = writeWhyNot(o2.error, outputDirFor(job, o2.name))?.markdown ?? `\`\`\`
-${o2.error.message}
-\`\`\``;
+    const what = writeWhyNot(o2.error, outputDirFor(job, o2.name))?.markdown ?? codeBlock(o2.error.message);
     return `## ${o2.name}
 
 **Not calibrated**: its floors stay as they were.
@@ -74326,7 +74399,7 @@ async function refuseCommand(gh, event, reason) {
 async function override(gh, event, pr, reason) {
   const who2 = event.author.login;
   const check2 = await gh.latestCheck(pr.headSha);
-  if (check2?.conclusion !== "failure") {
+  if (check2?.conclusion !== "failure" && check2?.conclusion !== "action_required") {
     const state = check2 ? `its latest perf-gate check is ${check2.conclusion}` : "it has no finished perf-gate check";
     return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
@@ -74337,7 +74410,7 @@ async function override(gh, event, pr, reason) {
     `overridden by @${who2}: ${reason}`,
     `${stamp}
 
-The verdict stands as measured; the merge is allowed.
+${check2.conclusion === "failure" ? "The verdict stands as measured" : "The head is not measured"}; the merge is allowed.
 
 ---
 
@@ -74654,7 +74727,7 @@ async function gatePullRequest(gh, pr, job, o2) {
   let pool = null;
   try {
     const access2 = await o2.authorize();
-    if (!access2.allowed) return await refuseAccess(gh, pr.number, check2, access2);
+    if (!access2.allowed) return await refuseAccess(gh, pr.number, { sha: pr.headSha, check: check2 }, access2);
     info(`access: ${access2.reason}`);
     const config2 = await configAt(
       gh,
@@ -74703,11 +74776,17 @@ async function judgePullRequest(gh, pool, config2, pr, artifact, job, notes) {
 async function publishVerdict(gh, check2, pr, { analysis, report }) {
   const outcome = gateOutcome(analysis);
   await gh.finishCheck(check2, outcome.conclusion, outcome.title, report);
-  if (await stillHead(gh, pr)) {
-    await gh.setVerdictLabel(pr.number, outcome.label);
-    info(`sticky comment ${await gh.upsertStickyComment(pr.number, report)}`);
+  try {
+    if (await stillHead(gh, pr)) {
+      await gh.setVerdictLabel(pr.number, outcome.label);
+      info(`sticky comment ${await gh.upsertStickyComment(pr.number, report)}`);
+    }
+    await summary.addRaw(report).write();
+  } catch (e) {
+    warning(
+      `the verdict is on the check run, but the labels, the sticky comment or the job summary could not be updated: ${e.message}`
+    );
   }
-  await summary.addRaw(report).write();
   info(outcome.title);
   if (analysis.blocking) setFailed(`perf-gate: ${outcome.title}`);
 }
@@ -74733,9 +74812,11 @@ async function stillHead(gh, pr) {
 }
 async function reportFailure(gh, check2, pr, job, e) {
   const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
-  const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
-  const title2 = config2 ? "perf-gate: configuration error" : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${kind})`;
-  const said = `**${title2}.** This is ${config2 ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
+  const challenger = !config2 && e instanceof HostError && e.challengersFault;
+  const kind = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
+  const title2 = config2 ? "perf-gate: configuration error" : challenger ? `perf-gate: the challenger failed (${kind})` : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${kind})`;
+  const what = config2 ? "a configuration problem" : challenger ? "the pull request's build failing on the benchmark host" : "an infrastructure failure";
+  const said = `**${title2}.** This is ${what}, not a performance verdict.`;
   const explained = e instanceof CouldNotMeasureError ? e.explained : void 0;
   if (explained) {
     const written = writeUnmeasured(job.outputDir, explained);
@@ -74746,11 +74827,9 @@ async function reportFailure(gh, check2, pr, job, e) {
 
 ${explained.markdown}` : `${said}
 
-\`\`\`
-${e.message}
-\`\`\`
+${codeBlock(e.message)}
 `;
-  const fail = config2 || job.onInfrastructureFailure === "fail";
+  const fail = config2 || challenger || job.onInfrastructureFailure === "fail";
   try {
     await gh.finishCheck(check2, fail ? "failure" : "neutral", title2, body);
     if (await stillHead(gh, pr)) {
@@ -74805,9 +74884,7 @@ ${verdict.body}`).write();
       "perf-gate: promotion failed",
       `**Promotion of ${sha2.slice(0, 7)} failed**; ${now}.
 
-\`\`\`
-${e.message}
-\`\`\`
+${codeBlock(e.message)}
 `
     ).catch((ghError) => warning(`could not report the failure on GitHub: ${ghError.message}`));
     throw e;
@@ -75013,9 +75090,7 @@ ${listed.map((f) => `- ${f}`).join("\n")}` : ""}`
         `perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${firstLine(message)}`
       );
       if (e.explained) writeUnmeasured(outDir, e.explained);
-      const what = e.explained?.markdown ?? `\`\`\`
-${message}
-\`\`\``;
+      const what = e.explained?.markdown ?? codeBlock(message);
       return {
         passed: true,
         unmeasured: true,
@@ -75027,9 +75102,7 @@ ${what}`
     }
     return { passed: false, findings: [message], text: `The A/A check could not run:
 
-\`\`\`
-${message}
-\`\`\`` };
+${codeBlock(message)}` };
   }
 }
 async function championsNow(pool) {

@@ -26483,8 +26483,11 @@ var GitHub2 = class {
       }
     }
   }
-  /** Creates or updates the one comment this token wrote with the marker as its first line. */
-  async upsertStickyComment(issue3, body) {
+  /**
+   * Creates or updates the one comment this token wrote with the marker as its first line;
+   * with create false, only updates one that is there.
+   */
+  async upsertStickyComment(issue3, body, create = true) {
     const text = `${STICKY_MARKER}
 ${body}`.slice(0, SUMMARY_LIMIT);
     const mine = await this.stickyComment(issue3);
@@ -26492,6 +26495,7 @@ ${body}`.slice(0, SUMMARY_LIMIT);
       await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: text });
       return "updated";
     }
+    if (!create) return "none";
     await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body: text });
     return "created";
   }

@@ -15,6 +15,19 @@ export type Access = { allowed: true; reason: string } | Refusal;
 export type Refusal = { allowed: false; reason: string; title: string };
 
 export const WAITING_TITLE = "perf-gate: waiting for approval";
+const MOVED_TITLE = /^perf-gate: approved [0-9a-f]{7}, head is now [0-9a-f]{7}: approve again$/;
+
+/**
+ * Whether a commit's finished perf-gate check stands as what the gate said of that commit (a
+ * verdict, an override, a failure report), which an event that approves nothing new must not
+ * cover with a newer check: a required check reads the newest one, and a reopened fork would
+ * otherwise wait for approval over its own blocking red. A refusal or a cancelled check is no
+ * such thing.
+ */
+export function standsOnCommit(check: { conclusion: string | null; title: string } | null): boolean {
+  if (!check || !["success", "failure", "neutral"].includes(check.conclusion ?? "")) return false;
+  return check.title !== WAITING_TITLE && !MOVED_TITLE.test(check.title);
+}
 
 export interface AccessEvent {
   isFork: boolean;

@@ -76,6 +76,7 @@ export async function measure(host: BenchmarkHost, config: GateConfig, m: Measur
         throw new HostError(
           "run_failed",
           `${run.workload} @ ${run.rate} req/s: ${outcome.error_kind ?? outcome.status}: ${outcome.message ?? ""}`,
+          outcome.error_kind,
         );
       }
       const { document, message } = await host.result(runId);

@@ -20,21 +20,31 @@ import {
   type StoredFloor,
 } from "../contract/host";
 import type { RunRequest, ServiceSpec } from "../contract/plan";
-import { type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
+import { type ErrorKind, type HostResult, hostResultSchema, outcomeSchema, type RunOutcome } from "../contract/result";
 
 /** The largest profile the client takes from a host: a 90 s run's are tens of KiB. */
 const MAX_PROFILE_BYTES = 64 << 20;
 
 export type HostErrorKind = "unreachable" | "host_key" | "auth" | "busy" | "refused" | "run_failed" | "protocol";
 
-/** An infrastructure failure: reported as such, never as a performance verdict. */
+/**
+ * A failure on the way to or on the host: reported as such, never as a performance verdict. A
+ * run that failed says why in `runFailure` (the contract's error kind): one that names the
+ * challenger is the pull request's build failing, not the host's.
+ */
 export class HostError extends Error {
   override name = "HostError";
   constructor(
     readonly kind: HostErrorKind,
     message: string,
+    readonly runFailure?: ErrorKind,
   ) {
     super(message);
+  }
+
+  /** Whether the challenger's own arm failed the run: it crashed, was unhealthy, ran out of memory or disk, or would not stop. */
+  get challengersFault(): boolean {
+    return this.runFailure?.startsWith("challenger_") ?? false;
   }
 }
 
@@ -129,6 +139,33 @@ export class LockClaim {
   }
 }
 
+/**
+ * The clients' directories not yet removed. A step the runner cancels exits from its signal
+ * handler (open-checks.ts) without reaching the `finally` that closes its clients, so they go at
+ * the process's exit too: a self-hosted runner's next job, running a pull request's code as the
+ * same user, finds no key. They live in the job's RUNNER_TEMP, which the runner empties after
+ * the job, where there is one (a process killed outright runs no exit handler).
+ */
+const clientDirs = new Set<string>();
+let removedAtExit = false;
+
+export function removeClientDirs(): void {
+  for (const dir of clientDirs) removeClientDir(dir);
+}
+
+function makeClientDir(): string {
+  if (!removedAtExit) process.once("exit", removeClientDirs);
+  removedAtExit = true;
+  const dir = mkdtempSync(join(process.env.RUNNER_TEMP || tmpdir(), "perf-gate-ssh-"));
+  clientDirs.add(dir);
+  return dir;
+}
+
+function removeClientDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  clientDirs.delete(dir);
+}
+
 export class HostClient implements BenchmarkHost {
   /** The client's own directory (0700): the key and known_hosts over SSH, a packed artifact; made when first needed. */
   private made: string | null = null;
@@ -151,12 +188,12 @@ export class HostClient implements BenchmarkHost {
 
   /** Removes the key from disk. */
   close(): void {
-    if (this.made) rmSync(this.made, { recursive: true, force: true });
+    if (this.made) removeClientDir(this.made);
     this.made = null;
   }
 
   private dir(): string {
-    this.made ??= mkdtempSync(join(tmpdir(), "perf-gate-ssh-"));
+    this.made ??= makeClientDir();
     return this.made;
   }
 
@@ -228,7 +265,7 @@ export class HostClient implements BenchmarkHost {
       file = join(this.dir(), "artifact.tar.gz");
       await execa("tar", ["-czf", file, "-C", artifact, "."]);
     }
-    return (await this.must(`deploy ${role} ${sha}`, { inputFile: file })).trim();
+    return inertText((await this.must(`deploy ${role} ${sha}`, { inputFile: file })).trim());
   }
 
   /**
@@ -239,12 +276,12 @@ export class HostClient implements BenchmarkHost {
    */
   async promote(sha: string, service: ServiceSpec, busyDeadline = 0, pullRequest?: number): Promise<string> {
     const command = pullRequest === undefined ? `promote ${sha}` : `promote ${sha} ${pullRequest}`;
-    return (await this.whenFree(command, busyDeadline, { input: JSON.stringify(service) })).trim();
+    return inertText((await this.whenFree(command, busyDeadline, { input: JSON.stringify(service) })).trim());
   }
 
   /** Makes the previous champion the champion again (waiting for a running experiment). */
   async rollback(busyDeadline = 0): Promise<string> {
-    return (await this.whenFree("rollback", busyDeadline)).trim();
+    return inertText((await this.whenFree("rollback", busyDeadline)).trim());
   }
 
   /** Stops a run; its finished slices are kept, marked partial. */
@@ -371,7 +408,7 @@ export class HostClient implements BenchmarkHost {
         seen++;
         if (text.startsWith(OUTCOME_MARKER))
           outcome = outcomeSchema.parse(JSON.parse(text.slice(OUTCOME_MARKER.length)));
-        else onLine(text);
+        else onLine(inertLine(text));
       }
       const r = await sub;
       if (outcome) return outcome;
@@ -443,9 +480,29 @@ export function classifySshFailure(stderr: string, o: Pick<SshTarget, "host" | "
   return new HostError("unreachable", `cannot reach the benchmark host ${where}: ${first}`);
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are what inertLine escapes
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+
+/**
+ * A line of the host's output as a log may show it. The host relays what a pull request's build
+ * printed (its setup's output, its log's tail), so its control characters are shown escaped: a
+ * carriage return starts a new line in the runner's log, where `::` begins a workflow command
+ * (`::add-mask::`, `::error::`), and escape sequences rewrite a terminal. A line that would itself
+ * read as a workflow command is quoted.
+ */
+export function inertLine(line: string): string {
+  const shown = line.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return /^\s*(::|##\[)/.test(shown) ? `| ${shown}` : shown;
+}
+
+/** Each line of the host's text made inert (inertLine); the line breaks stay. */
+export function inertText(text: string): string {
+  return text.split("\n").map(inertLine).join("\n");
+}
+
 /** Maps a perf-host exit code (the contract's) to an error. */
 function verbError(command: string, code: number, stderr: string): HostError {
-  const message = `${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`;
+  const message = inertText(`${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`);
   switch (code) {
     case EXIT.refused:
       return new HostError("refused", message);

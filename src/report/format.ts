@@ -59,6 +59,17 @@ export function codeSpan(name: string): string {
   return `\`${name.replace(/[`|\n\r]/g, "'")}\``;
 }
 
+/**
+ * Text as a fenced code block that nothing in it can close: its fence is longer than any run of
+ * backticks in the text (CommonMark closes a fence only with one at least as long), so a log
+ * line of backticks shows as written and what follows it stays inside the block.
+ */
+export function codeBlock(text: string): string {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `${fence}\n${text}\n${fence}`;
+}
+
 /** An error's first line: where a report quotes a failure in a sentence or a list item. */
 export function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;

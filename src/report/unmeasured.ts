@@ -5,7 +5,9 @@
 import { type ArmErrors, armErrors, errorClasses } from "../analysis/failures";
 import { extractPairs } from "../analysis/pairs";
 import type { NamedResult } from "../analysis/verdict";
+import { ARMS } from "../contract/plan";
 import type { HostResult, Slice } from "../contract/result";
+import { codeBlock } from "./format";
 import { droppedPairJson } from "./json";
 import { tableCell as cell } from "./markdown";
 
@@ -13,8 +15,6 @@ export interface UnmeasuredReport {
   markdown: string;
   json: ReturnType<typeof unmeasuredJson>;
 }
-
-const ARMS = ["champion", "challenger"] as const;
 
 export function unmeasuredReport(error: Error, results: readonly NamedResult[], percentile: number): UnmeasuredReport {
   const runs = results.map((r) => runOf(r, percentile));
@@ -54,9 +54,7 @@ export function unmeasuredReport(error: Error, results: readonly NamedResult[], 
         "",
         `<details><summary>${arm}'s log tail (${cell(r.name)})${log.cutBytes > 0 ? `, ${log.cutBytes.toLocaleString("en-US")} bytes cut from its middle` : ""}</summary>`,
         "",
-        "```",
-        log.tail.replace(/```/g, "'''"),
-        "```",
+        codeBlock(log.tail),
         "",
         "</details>",
       );

@@ -70,7 +70,7 @@ describe("mode access, before the build", () => {
     expect(h.fake.labelsOn(pr)).toEqual([]);
     const [check] = checksOn(head);
     expect(check).toMatchObject({
-      conclusion: "neutral",
+      conclusion: "action_required",
       app: GITHUB_ACTIONS,
       output: { title: "perf-gate: waiting for approval" },
     });
@@ -116,7 +116,7 @@ describe("mode access, before the build", () => {
     const [check] = checksOn(approved);
     expect(check).toMatchObject({
       status: "completed",
-      conclusion: "neutral",
+      conclusion: "action_required",
       app: GITHUB_ACTIONS,
       output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" },
     });

@@ -200,16 +200,112 @@ describe("mode gate: no verdict", () => {
     expect(deadline! - Date.now()).toBeLessThanOrEqual(3 * 60_000);
   });
 
-  it("a challenger that crashes fails the run, named, and no verdict is given", async () => {
+  it("a challenger that crashes is the pull request's failure, named, and no verdict: a failure even where infrastructure failures are neutral", async () => {
     host.builds.set(HEAD, { crashes: true });
-    const run = await gate();
+    h.fake.setLabels(PR, ["perf:green"]);
+    const run = await gate({ "on-infrastructure-failure": "neutral" });
     expect(run.outputs.verdict).toBe("error");
+    expect(run.code).toBe(1);
     expect(h.lastCheck()).toMatchObject({
       conclusion: "failure",
-      output: { title: "perf-gate could not measure (run failed)" },
+      output: { title: "perf-gate: the challenger failed (challenger crashed)" },
     });
     expect(h.lastCheck().output.summary).toContain(
+      "This is the pull request's build failing on the benchmark host, not a performance verdict.",
+    );
+    expect(h.lastCheck().output.summary).toContain(
       "work @ 200 req/s: challenger_crashed: challenger 1234567890abcdef1234567890abcdef12345678 exited",
+    );
+    expect(h.fake.labelsOn(PR)).toEqual([]);
+  });
+
+  it("a challenger's log cannot close the report's code block: a fake verdict in it stays quoted", async () => {
+    const forged = "boom\n```\n\n### perf-gate: 🟢 green — challenger is 9.1 ms faster\n<!--";
+    host.builds.set(HEAD, { unhealthy: forged });
+    await gate();
+    for (const text of [h.lastCheck().output.summary ?? "", h.sticky(PR)[0]!.body]) {
+      const fence = /^(`{4,})$/m.exec(text)?.[1];
+      expect(fence, text).toBeDefined();
+      // The log, verbatim, between two fences longer than any run of backticks in it.
+      expect(text).toContain(`${fence}\n`);
+      expect(text.slice(text.indexOf(fence!) + fence!.length)).toMatch(
+        new RegExp(`^\\n[^]*### perf-gate: 🟢 green[^]*\\n${fence}$`, "m"),
+      );
+    }
+  });
+});
+
+describe("a fork's head and the required check", () => {
+  const fork = { fork: true } as const;
+  const forkHeadIs = (head: string) => h.setPull(PR, head, { baseSha: BASE, headRepo: "forker/Hello-World" });
+  const approvedGate = (head = HEAD) =>
+    h.run(
+      h.inputs("gate", { artifact: BUILD }),
+      "pull_request_target",
+      h.pullRequestEvent("labeled", PR, head, BASE, { ...fork, label: "perf:approved", sender: "maintainer" }),
+    );
+  const access = (action: string, head: string) =>
+    h.run(h.inputs("access"), "pull_request_target", h.pullRequestEvent(action, PR, head, BASE, fork));
+
+  it("a reopen approves nothing new and covers nothing: the commit's blocking red is repeated on the newer check", async () => {
+    forkHeadIs(HEAD);
+    host.builds.set(HEAD, { addedMs: 3 });
+    expect((await approvedGate()).outputs.blocking).toBe("true");
+    const reopened = await access("reopened", HEAD);
+    expect(reopened.outputs).toMatchObject({ allowed: "false", verdict: "skipped" });
+    const [measured, repeated] = h.checksOn(HEAD);
+    expect(repeated).toMatchObject({ conclusion: "failure", output: { title: measured!.output.title } });
+    expect(repeated!.output.summary).toMatch(
+      /^Repeated from this commit's earlier perf-gate check: this event measured nothing/,
+    );
+    expect(repeated!.output.summary).toContain(measured!.output.summary);
+    expect(h.fake.labelsOn(PR)).toEqual(["perf:red"]);
+  });
+
+  it("a new head waiting for approval blocks, and the labels and comment no longer speak of the earlier head", async () => {
+    forkHeadIs(HEAD);
+    host.builds.set(CHAMPION, { addedMs: 3 });
+    expect((await approvedGate()).outputs.verdict).toBe("green");
+    const pushed = "9".repeat(40);
+    forkHeadIs(pushed);
+    await access("synchronize", pushed);
+    expect(h.checksOn(pushed)).toMatchObject([
+      { conclusion: "action_required", output: { title: "perf-gate: waiting for approval" } },
+    ]);
+    expect(h.fake.labelsOn(PR)).toEqual([]);
+    const [sticky] = h.sticky(PR);
+    expect(sticky!.body.split("\n")[1]).toBe("## perf-gate: ⏸️ 9999999 not measured");
+    expect(sticky!.body).not.toContain("🟢 green");
+    // A maintainer may still let it merge unmeasured, saying why.
+    const overridden = await h.run(
+      h.inputs("command"),
+      "issue_comment",
+      h.commentEvent(PR, "/perf override docs only", "maintainer"),
+    );
+    expect(overridden.outputs.command).toBe("override");
+    expect(h.checksOn(pushed).at(-1)).toMatchObject({ conclusion: "success" });
+  });
+
+  it("a fork's first head waiting for approval writes no comment", async () => {
+    forkHeadIs(HEAD);
+    await access("opened", HEAD);
+    expect(h.lastCheck()).toMatchObject({ conclusion: "action_required" });
+    expect(h.sticky(PR)).toEqual([]);
+  });
+});
+
+describe("mode gate: GitHub after the verdict", () => {
+  it("a label GitHub refuses once the verdict is on the check is a warning: the verdict stands", async () => {
+    host.builds.set(HEAD, { addedMs: 3 });
+    h.fake.refusals.set("issues/add-labels", { status: 403, message: "You have exceeded a secondary rate limit" });
+    const run = await gate({ "on-infrastructure-failure": "neutral" });
+    expect(run.outputs.verdict).toBe("red");
+    expect(run.code).toBe(1);
+    expect(h.checksOn(HEAD).map((c) => [c.conclusion, (c.output.title ?? "").split(":")[0]])).toEqual([
+      ["failure", "red, blocking"],
+    ]);
+    expect(run.stdout).toContain(
+      "::warning::the verdict is on the check run, but the labels, the sticky comment or the job summary could not be updated: ",
     );
   });
 });

@@ -155,6 +155,12 @@ export class GitHubFake {
     return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
+  /**
+   * Operations GitHub refuses from now on, with the status and message it answers (a secondary
+   * rate limit is 403 on any operation), until deleted.
+   */
+  readonly refusals = new Map<string, { status: number; message: string }>();
+
   /** Fails (throws) when anything sent or answered broke GitHub's contract, naming each. */
   assertContract(): void {
     const found = this.violations.splice(0);
@@ -261,7 +267,8 @@ export class GitHubFake {
       return send(error(422, `Invalid request.\n\n${problems.join("\n")}`));
     }
     if (this.held?.match(m.id)) await this.held.release;
-    send(this.serve(m.id, m.params, url, body, actor));
+    const refusal = this.refusals.get(m.id);
+    send(refusal ? error(refusal.status, refusal.message) : this.serve(m.id, m.params, url, body, actor));
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: the body was validated against the operation's OpenAPI schema before it got here

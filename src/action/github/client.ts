@@ -22,7 +22,12 @@ export const STICKY_MARKER = "<!-- perf-gate:sticky -->";
 export const CHECK_NAME = "perf-gate";
 export const SUMMARY_LIMIT = 65_535;
 
-export type Conclusion = "success" | "failure" | "neutral" | "cancelled";
+/**
+ * A check run's conclusion as perf-gate writes it. A required check passes on success and
+ * neutral (and skipped), and blocks on the others: action_required is a head nobody has
+ * approved for the host, which must not pass as a verdict would.
+ */
+export type Conclusion = "success" | "failure" | "neutral" | "cancelled" | "action_required";
 
 /**
  * Who this token is. perf-gate writes check runs, which only a GitHub App can, so its token is
@@ -309,14 +314,18 @@ export class GitHub {
     }
   }
 
-  /** Creates or updates the one comment this token wrote with the marker as its first line. */
-  async upsertStickyComment(issue: number, body: string): Promise<"created" | "updated"> {
+  /**
+   * Creates or updates the one comment this token wrote with the marker as its first line;
+   * with create false, only updates one that is there.
+   */
+  async upsertStickyComment(issue: number, body: string, create = true): Promise<"created" | "updated" | "none"> {
     const text = `${STICKY_MARKER}\n${body}`.slice(0, SUMMARY_LIMIT);
     const mine = await this.stickyComment(issue);
     if (mine) {
       await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: mine.id, body: text });
       return "updated";
     }
+    if (!create) return "none";
     await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body: text });
     return "created";
   }

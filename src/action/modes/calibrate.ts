@@ -18,7 +18,7 @@ import type { BenchmarkHost } from "../../host/client";
 import type { Outcome } from "../../host/pool";
 import { calibrationLine } from "../../report/calibration";
 import { changePointLine, driftLine } from "../../report/drift";
-import { firstLine } from "../../report/format";
+import { codeBlock, firstLine } from "../../report/format";
 import { GitHub } from "../github/client";
 import { connectPool, hostProgress, type Job, outputDirFor, sayFor } from "../job";
 import { configAt } from "../repo-config";
@@ -127,7 +127,7 @@ async function reportHost(o: Outcome<HostCalibration>, job: Job): Promise<void> 
 async function reportPool(outcomes: Outcome<HostCalibration>[], job: Job): Promise<void> {
   const sections = outcomes.map((o) => {
     if (o.ok) return `## ${o.name}\n\n${o.value.report}`;
-    const what = writeWhyNot(o.error, outputDirFor(job, o.name))?.markdown ?? `\`\`\`\n${o.error.message}\n\`\`\``;
+    const what = writeWhyNot(o.error, outputDirFor(job, o.name))?.markdown ?? codeBlock(o.error.message);
     return `## ${o.name}\n\n**Not calibrated**: its floors stay as they were.\n\n${what}`;
   });
   const report = sections.join("\n\n");

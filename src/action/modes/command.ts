@@ -68,11 +68,14 @@ export async function refuseCommand(gh: GitHub, event: CommentEvent, reason: str
   await gh.comment(event.number, `@${event.author.login} ${reason}`);
 }
 
-/** Turns a failed perf-gate check on the current head to success, saying who and why. */
+/**
+ * Turns the perf-gate check that blocks the current head (a failure, or a head waiting for
+ * approval that a maintainer lets merge unmeasured) to success, saying who and why.
+ */
 async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, reason: string): Promise<void> {
   const who = event.author.login;
   const check = await gh.latestCheck(pr.headSha);
-  if (check?.conclusion !== "failure") {
+  if (check?.conclusion !== "failure" && check?.conclusion !== "action_required") {
     const state = check ? `its latest perf-gate check is ${check.conclusion}` : "it has no finished perf-gate check";
     return refuseCommand(gh, event, `nothing to override on ${pr.headSha.slice(0, 7)}: ${state}.`);
   }
@@ -82,7 +85,7 @@ async function override(gh: GitHub, event: CommentEvent, pr: PullRequestState, r
     check.id,
     "success",
     `overridden by @${who}: ${reason}`,
-    `${stamp}\n\nThe verdict stands as measured; the merge is allowed.\n\n---\n\n${check.summary}`,
+    `${stamp}\n\n${check.conclusion === "failure" ? "The verdict stands as measured" : "The head is not measured"}; the merge is allowed.\n\n---\n\n${check.summary}`,
   );
   await gh.prependToStickyComment(pr.number, `> ${stamp}`);
   await gh.comment(

@@ -11,6 +11,7 @@ import { seedOf } from "../../experiment/measure";
 import { onPool } from "../../experiment/pool-gate";
 import { HostError } from "../../host/client";
 import type { HostPool } from "../../host/pool";
+import { codeBlock } from "../../report/format";
 import { gateOutcome } from "../../report/gate-outcome";
 import { type Access, decidesNothing } from "../approval";
 import { parsePullRequestEvent } from "../event";
@@ -49,7 +50,7 @@ export async function gatePullRequest(gh: GitHub, pr: PullRequestRef, job: Job, 
   let pool: HostPool | null = null;
   try {
     const access = await o.authorize();
-    if (!access.allowed) return await refuseAccess(gh, pr.number, check, access);
+    if (!access.allowed) return await refuseAccess(gh, pr.number, { sha: pr.headSha, check }, access);
     core.info(`access: ${access.reason}`);
     // From the base branch's commit: a pull request cannot loosen its own gate.
     const config = await configAt(
@@ -113,7 +114,11 @@ async function judgePullRequest(
   return landed.value;
 }
 
-/** The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment. */
+/**
+ * The verdict on the check run, and (if the PR has not moved on) its labels and sticky comment.
+ * Once the check holds the verdict, nothing after it may change it: a label or comment GitHub
+ * refuses (a rate limit) is a warning, never a failure report over the verdict.
+ */
 async function publishVerdict(
   gh: GitHub,
   check: number,
@@ -122,11 +127,17 @@ async function publishVerdict(
 ): Promise<void> {
   const outcome = gateOutcome(analysis);
   await gh.finishCheck(check, outcome.conclusion, outcome.title, report);
-  if (await stillHead(gh, pr)) {
-    await gh.setVerdictLabel(pr.number, outcome.label);
-    core.info(`sticky comment ${await gh.upsertStickyComment(pr.number, report)}`);
+  try {
+    if (await stillHead(gh, pr)) {
+      await gh.setVerdictLabel(pr.number, outcome.label);
+      core.info(`sticky comment ${await gh.upsertStickyComment(pr.number, report)}`);
+    }
+    await core.summary.addRaw(report).write();
+  } catch (e) {
+    core.warning(
+      `the verdict is on the check run, but the labels, the sticky comment or the job summary could not be updated: ${(e as Error).message}`,
+    );
   }
-  await core.summary.addRaw(report).write();
   core.info(outcome.title);
   if (analysis.blocking) core.setFailed(`perf-gate: ${outcome.title}`);
 }
@@ -157,7 +168,12 @@ async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
   return false;
 }
 
-/** Infrastructure and configuration failures: said as such, never as a performance verdict. */
+/**
+ * Failures, said as what they are and never as a performance verdict: the configuration's, the
+ * pull request's build's (its arm crashed, was unhealthy, ran out of memory or disk: a failure
+ * whatever on-infrastructure-failure says, which covers the host's failures alone), or the
+ * infrastructure's.
+ */
 async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job: Job, e: Error): Promise<void> {
   // The host refusing the run's plan (a service spec the build cannot run) is the config's doing.
   const config =
@@ -165,13 +181,21 @@ async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job:
     e instanceof InputError ||
     e instanceof FailingWorkloadError ||
     (e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message));
-  const kind = e instanceof HostError ? e.kind.replace(/_/g, " ") : "internal";
+  const challenger = !config && e instanceof HostError && e.challengersFault;
+  const kind = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
   const title = config
     ? "perf-gate: configuration error"
-    : e instanceof CouldNotMeasureError
-      ? `perf-gate could not measure: ${e.brief}`
-      : `perf-gate could not measure (${kind})`;
-  const said = `**${title}.** This is ${config ? "a configuration problem" : "an infrastructure failure"}, not a performance verdict.`;
+    : challenger
+      ? `perf-gate: the challenger failed (${kind})`
+      : e instanceof CouldNotMeasureError
+        ? `perf-gate could not measure: ${e.brief}`
+        : `perf-gate could not measure (${kind})`;
+  const what = config
+    ? "a configuration problem"
+    : challenger
+      ? "the pull request's build failing on the benchmark host"
+      : "an infrastructure failure";
+  const said = `**${title}.** This is ${what}, not a performance verdict.`;
   // What was measured, when the runs ended: the same report the artifacts hold.
   const explained = e instanceof CouldNotMeasureError ? e.explained : undefined;
   if (explained) {
@@ -179,8 +203,8 @@ async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job:
     core.setOutput("report-path", written.reportPath);
     core.setOutput("result-path", written.resultPath);
   }
-  const body = explained ? `${said}\n\n${explained.markdown}` : `${said}\n\n\`\`\`\n${e.message}\n\`\`\`\n`;
-  const fail = config || job.onInfrastructureFailure === "fail";
+  const body = explained ? `${said}\n\n${explained.markdown}` : `${said}\n\n${codeBlock(e.message)}\n`;
+  const fail = config || challenger || job.onInfrastructureFailure === "fail";
   try {
     await gh.finishCheck(check, fail ? "failure" : "neutral", title, body);
     if (await stillHead(gh, pr)) {

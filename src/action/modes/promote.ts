@@ -18,7 +18,7 @@ import type { BenchmarkHost } from "../../host/client";
 import type { HostPool, Outcome } from "../../host/pool";
 import { armsOf } from "../../report/arms";
 import { championCheck } from "../../report/calibration";
-import { firstLine } from "../../report/format";
+import { codeBlock, firstLine } from "../../report/format";
 import { markdownReport } from "../../report/markdown";
 import { quartet } from "../../report/quartet";
 import { parsePushToDefaultBranch } from "../event";
@@ -82,7 +82,7 @@ export async function runPromote(job: Job): Promise<void> {
         check,
         "failure",
         "perf-gate: promotion failed",
-        `**Promotion of ${sha.slice(0, 7)} failed**; ${now}.\n\n\`\`\`\n${(e as Error).message}\n\`\`\`\n`,
+        `**Promotion of ${sha.slice(0, 7)} failed**; ${now}.\n\n${codeBlock((e as Error).message)}\n`,
       )
       .catch((ghError: Error) => core.warning(`could not report the failure on GitHub: ${ghError.message}`));
     throw e;
@@ -346,7 +346,7 @@ async function verify(
         `perf-gate: the A/A check of ${sha.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name}` : ""} could not measure: ${firstLine(message)}`,
       );
       if (e.explained) writeUnmeasured(outDir, e.explained);
-      const what = e.explained?.markdown ?? `\`\`\`\n${message}\n\`\`\``;
+      const what = e.explained?.markdown ?? codeBlock(message);
       return {
         passed: true,
         unmeasured: true,
@@ -354,7 +354,7 @@ async function verify(
         text: `The A/A check could not measure, so it neither passes nor fails the champion:\n\n${what}`,
       };
     }
-    return { passed: false, findings: [message], text: `The A/A check could not run:\n\n\`\`\`\n${message}\n\`\`\`` };
+    return { passed: false, findings: [message], text: `The A/A check could not run:\n\n${codeBlock(message)}` };
   }
 }
 
