@@ -65157,13 +65157,13 @@ function templateError(template) {
     const fields2 = rest.slice(open4 + 2, end).trim().split(/\s+/).filter(Boolean);
     const [name2, ...args] = fields2;
     if (name2 === void 0) return wrong("empty placeholder {{}}");
+    if (!PLACEHOLDERS.includes(name2))
+      return wrong(`unknown placeholder {{${name2}}} (known: seq, rand, rand N, run, arm, slice)`);
     if (name2 === "rand" && args.length === 1) {
       const n2 = /^[0-9]+$/.test(args[0]) ? BigInt(args[0]) : 0n;
       if (n2 === 0n || n2 >= 2n ** 64n)
         return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
     } else if (args.length > 0) return wrong(`{{${name2}}} takes no argument`);
-    else if (!PLACEHOLDERS.includes(name2))
-      return wrong(`unknown placeholder {{${name2}}} (known: seq, rand, rand N, run, arm, slice)`);
     rest = rest.slice(end + 2);
   }
   return rest.includes("}}") ? wrong("}} without {{") : void 0;
@@ -71246,7 +71246,10 @@ function parseConfig(text, source) {
   }
   const parsed = configSchema.safeParse(plainValue(doc, lines, source));
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.slice(0, 5).map((issue3) => {
+  const issues = [...parsed.error.issues].sort(
+    (a2, b) => Number(b.code === "unrecognized_keys") - Number(a2.code === "unrecognized_keys")
+  );
+  const problems = issues.slice(0, 5).map((issue3) => {
     const path6 = issue3.path.map(String);
     if (issue3.code === "unrecognized_keys") {
       return issue3.keys.map((key) => `${source}:${lineOf(doc, lines, [...path6, key], true)}: ${[...path6, key].join(".")}: unknown key`).join("\n");

@@ -2,6 +2,7 @@
 // The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error.
 // esbuild inlines only this field of package.json into the bundle.
 import { version } from "../../package.json";
+import { ConfigError } from "../config/gate-config";
 import { analyzeCommand, analyzeUsage } from "./analyze";
 import { capacityCommand, capacityUsage } from "./capacity";
 import { historyCommand, historyUsage } from "./history";
@@ -92,6 +93,11 @@ async function main(argv: string[]): Promise<number> {
     if (e instanceof Interrupted) {
       console.error(`perf-gate${name}: ${e.message}`);
       return 130;
+    }
+    // A config's problems, each on its line with its key: all of them are what to fix.
+    if (e instanceof ConfigError) {
+      console.error(e.message.replace(/^/gm, `perf-gate${name}: `));
+      return 2;
     }
     // One line on the terminal; the rest (a log tail, say) stays available in the report dir.
     const [first, ...more] = (e as Error).message.split("\n");

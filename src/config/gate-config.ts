@@ -246,7 +246,11 @@ export function parseConfig(text: string, source: string): GateConfig {
   }
   const parsed = configSchema.safeParse(plainValue(doc, lines, source));
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.slice(0, 5).map((issue) => {
+  // An unknown key first: a misspelt one (rps for rates) is why a required one is missing.
+  const issues = [...parsed.error.issues].sort(
+    (a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"),
+  );
+  const problems = issues.slice(0, 5).map((issue) => {
     const path = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
       return issue.keys

@@ -103,13 +103,13 @@ export function templateError(template: string): string | undefined {
       .filter(Boolean);
     const [name, ...args] = fields;
     if (name === undefined) return wrong("empty placeholder {{}}");
+    if (!PLACEHOLDERS.includes(name))
+      return wrong(`unknown placeholder {{${name}}} (known: seq, rand, rand N, run, arm, slice)`);
     if (name === "rand" && args.length === 1) {
       const n = /^[0-9]+$/.test(args[0]!) ? BigInt(args[0]!) : 0n; // N as Go's ParseUint reads it
       if (n === 0n || n >= 2n ** 64n)
         return wrong(`{{rand N}} needs a positive integer N, got ${JSON.stringify(args[0])}`);
     } else if (args.length > 0) return wrong(`{{${name}}} takes no argument`);
-    else if (!PLACEHOLDERS.includes(name))
-      return wrong(`unknown placeholder {{${name}}} (known: seq, rand, rand N, run, arm, slice)`);
     rest = rest.slice(end + 2);
   }
   return rest.includes("}}") ? wrong("}} without {{") : undefined;

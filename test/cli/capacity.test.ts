@@ -101,6 +101,17 @@ describe("perf-gate capacity", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(error);
   });
+
+  it("prints each of a config's problems with its line, the misspelt key first", async () => {
+    const config = join(dir, "misspelt.yml");
+    writeFileSync(config, CONFIG.replace("rates: [300]", "rps: 300"));
+    const r = await perfGate("capacity", "--config", config);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^perf-gate capacity: \S+misspelt\.yml:8: workloads\.1\.rps: unknown key$/),
+      expect.stringMatching(/^perf-gate capacity: \S+misspelt\.yml:\d+: workloads\.1\.rates: a list of req\/s/),
+    ]);
+  });
 });
 
 describe("perf-gate run --host with a pool", () => {

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig, planRuns, sliceDesign } from "../../src/config/gate-config";
 
@@ -169,6 +171,13 @@ describe("repo config", () => {
       ".github/perf-gate.yml:17: workloads.1.rps: unknown key",
     );
     expect(errorOf(`${good}extra: true\n`)).toMatch(/^\.github\/perf-gate\.yml:18: extra: unknown key$/);
+  });
+
+  it("names a misspelt key before the required key it leaves missing", () => {
+    expect(errorOf(good.replace("    rates: [100]", "    rps: 100")).split("\n")).toEqual([
+      ".github/perf-gate.yml:16: workloads.1.rps: unknown key",
+      expect.stringMatching(/^\.github\/perf-gate\.yml:\d+: workloads\.1\.rates: a list of req\/s/),
+    ]);
   });
 
   it("extends a gate up to twice by default; names a slices.max_extensions that is not 0 to 5 with its line", () => {
@@ -392,5 +401,20 @@ workloads:
     );
     const lines = good.split("\n").length;
     expect(errorOf(`${good}x: 1\ny: *nope\n`)).toMatch(new RegExp(`^\\.github/perf-gate\\.yml:${lines + 1}: `));
+  });
+});
+
+describe("the README's config examples", () => {
+  const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
+  const examples = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)]
+    .map((m) => ({ line: readme.slice(0, m.index).split("\n").length + 1, text: m[1]! }))
+    .filter(({ text }) => /^workloads:/m.test(text));
+
+  it("are found: the config reference, etcd, a container image and gRPC", () => {
+    expect(examples.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it.each(examples.map((e) => [e.line, e.text] as const))("README.md:%i parses as a whole config", (line, text) => {
+    expect(() => parseConfig(text, `README.md:${line}`)).not.toThrow();
   });
 });

@@ -88,6 +88,11 @@ func parsePlaceholder(body string) (part, error) {
 		return part{}, fmt.Errorf("empty placeholder {{}}")
 	}
 	name := fields[0]
+	kinds := map[string]partKind{"seq": partSeq, "rand": partRand, "run": partRun, "arm": partArm, "slice": partSlice}
+	k, ok := kinds[name]
+	if !ok {
+		return part{}, fmt.Errorf("unknown placeholder {{%s}} (known: seq, rand, rand N, run, arm, slice)", name)
+	}
 	if name == "rand" && len(fields) == 2 {
 		n, err := strconv.ParseUint(fields[1], 10, 64)
 		if err != nil || n == 0 {
@@ -97,11 +102,6 @@ func parsePlaceholder(body string) (part, error) {
 	}
 	if len(fields) > 1 {
 		return part{}, fmt.Errorf("{{%s}} takes no argument", name)
-	}
-	kinds := map[string]partKind{"seq": partSeq, "rand": partRand, "run": partRun, "arm": partArm, "slice": partSlice}
-	k, ok := kinds[name]
-	if !ok {
-		return part{}, fmt.Errorf("unknown placeholder {{%s}} (known: seq, rand, rand N, run, arm, slice)", name)
 	}
 	return part{kind: k}, nil
 }
