@@ -39355,7 +39355,7 @@ function list(v, flag, lo, hi) {
 }
 
 // src/cli/history.ts
-import { writeFileSync as writeFileSync4 } from "node:fs";
+import { statSync as statSync4, writeFileSync as writeFileSync4 } from "node:fs";
 
 // src/contract/host.ts
 var runId = external_exports.string().regex(new RegExp(constants_default.run_id_pattern));
@@ -46705,7 +46705,8 @@ function inertText(text) {
   return text.split("\n").map(inertLine).join("\n");
 }
 function verbError(command, code, stderr) {
-  const message = inertText(`${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`);
+  const said = stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`;
+  const message = inertText(said.startsWith(`${command}: `) ? said : `${command}: ${said}`);
   switch (code) {
     case EXIT.refused:
       return new HostError("refused", message);
@@ -47265,6 +47266,9 @@ async function historyCommand(argv, say) {
   return 0;
 }
 async function fromHost(target) {
+  const root = "local" in target ? target.local.flags[target.local.flags.indexOf("--root") + 1] : null;
+  if (root !== null && !statSync4(root, { throwIfNoEntry: false })?.isDirectory())
+    throw new UsageError(`--root: ${root} is not a directory: give the root a local host was run in`, historyUsage);
   const pool = "local" in target ? HostPool.single("the local host", new HostClient(target.local)) : HostPool.overSsh(target.hosts, target.login);
   try {
     if (pool.size !== 1)
@@ -47297,7 +47301,7 @@ function fromFile(path6) {
 
 // src/cli/run.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync3, statSync as statSync4 } from "node:fs";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync3, statSync as statSync5 } from "node:fs";
 import { join as join3, relative } from "node:path";
 
 // src/experiment/artifacts.ts
@@ -48198,6 +48202,7 @@ a workload whose requests mostly fail, or (with --aa) a floor that could not be 
 var Interrupted = class extends Error {
   name = "Interrupted";
 };
+var INTERRUPTS = ["SIGINT", "SIGTERM", "SIGHUP"];
 async function runCommand(argv, io) {
   const o2 = runOptions(argv);
   if (o2 === "help") {
@@ -48274,8 +48279,7 @@ function localHost(hostNow, o2, say) {
   let inFlight;
   let abortedRun;
   let signalled = false;
-  const onSignal = () => {
-    if (signalled) process.exit(130);
+  const interrupt = () => {
     signalled = true;
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
@@ -48283,10 +48287,17 @@ function localHost(hostNow, o2, say) {
       hostNow().abort(inFlight).catch((e) => say(`could not abort run ${inFlight}: ${e.message}`));
     }
   };
+  const onSignal = () => {
+    if (signalled) process.exit(130);
+    interrupt();
+  };
+  const onOutputClosed = (e) => {
+    if (e.code === "EPIPE" && !signalled) interrupt();
+  };
   return {
     async begin() {
-      process.on("SIGINT", onSignal);
-      process.on("SIGTERM", onSignal);
+      for (const signal of INTERRUPTS) process.on(signal, onSignal);
+      for (const stream of [process.stdout, process.stderr]) stream.on("error", onOutputClosed);
       stopOnExit = isLocal && !o2.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p) {
@@ -48306,8 +48317,8 @@ function localHost(hostNow, o2, say) {
     interrupted: () => signalled,
     aborted: () => abortedRun,
     async end() {
-      process.removeListener("SIGINT", onSignal);
-      process.removeListener("SIGTERM", onSignal);
+      for (const signal of INTERRUPTS) process.removeListener(signal, onSignal);
+      for (const stream of [process.stdout, process.stderr]) stream.removeListener("error", onOutputClosed);
       if (!stopOnExit) return;
       try {
         say(await hostNow().stopChampion());
@@ -48342,6 +48353,14 @@ function runOptions(argv) {
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host)
     throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  for (const flag of ["champion", "challenger"]) {
+    const build = v[flag];
+    if (build === void 0) continue;
+    const stat = statSync5(build, { throwIfNoEntry: false });
+    if (!stat) throw new UsageError(`--${flag}: ${build}: no such build`, runUsage);
+    if (stat.isDirectory() && readdirSync(build).length === 0)
+      throw new UsageError(`--${flag}: ${build}: an empty directory, not a build`, runUsage);
+  }
   return {
     config: v.config,
     challenger: v.challenger,
@@ -48565,7 +48584,7 @@ function progressBar(label2, say, draw2) {
 function digestOf(path6) {
   const h2 = createHash("sha1");
   const walk = (p) => {
-    if (statSync4(p).isDirectory()) {
+    if (statSync5(p).isDirectory()) {
       for (const e of readdirSync(p).sort()) walk(join3(p, e));
     } else {
       h2.update(relative(path6, p)).update("\0").update(readFileSync3(p));
@@ -48596,7 +48615,7 @@ commands:
   capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
   history   main over time: the host's history as one HTML page (and JSON)
 
-exit codes: 0 pass, 1 blocking regression, 2 error`;
+exit codes: 0 pass, 1 blocking regression, 2 error, 130 interrupted (Ctrl-C, SIGTERM, SIGHUP)`;
 var tty3 = process.stdout.isTTY === true;
 var drawn = false;
 var endDrawn = () => {
@@ -48673,4 +48692,8 @@ ${e.usage}`);
     return 2;
   }
 }
+for (const stream of [process.stdout, process.stderr])
+  stream.on("error", (e) => {
+    if (e.code !== "EPIPE") throw e;
+  });
 process.exitCode = await main(process.argv.slice(2));

@@ -64624,7 +64624,8 @@ function inertText(text) {
   return text.split("\n").map(inertLine).join("\n");
 }
 function verbError(command, code, stderr) {
-  const message = inertText(`${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`);
+  const said = stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`;
+  const message = inertText(said.startsWith(`${command}: `) ? said : `${command}: ${said}`);
   switch (code) {
     case EXIT.refused:
       return new HostError("refused", message);

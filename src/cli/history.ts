@@ -1,7 +1,7 @@
 // `perf-gate history`: the host's history as one self-contained HTML page (and, with --json, the
 // history document itself), read from a host (the host flags of `perf-gate run`) or from a
 // history file exported earlier (--from). It reads; it never measures or changes the host.
-import { writeFileSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
 import { type History, MAX_HISTORY_BYTES, parseHistory } from "../contract/history";
 import { HostClient } from "../host/client";
 import { HostPool } from "../host/pool";
@@ -73,8 +73,14 @@ export async function historyCommand(argv: string[], say: (line: string) => void
   return 0;
 }
 
-/** One host's history: a pool's hosts each keep their own, so the command reads one at a time. */
+/**
+ * One host's history: a pool's hosts each keep their own, so the command reads one at a time. A
+ * local root that is not there is a mistyped one, not an empty history (perf-host would make it).
+ */
 async function fromHost(target: Target): Promise<{ history: History; document: unknown; source: string }> {
+  const root = "local" in target ? target.local.flags[target.local.flags.indexOf("--root") + 1]! : null;
+  if (root !== null && !statSync(root, { throwIfNoEntry: false })?.isDirectory())
+    throw new UsageError(`--root: ${root} is not a directory: give the root a local host was run in`, historyUsage);
   const pool =
     "local" in target
       ? HostPool.single("the local host", new HostClient(target.local))

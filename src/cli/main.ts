@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error.
+// The perf-gate command line. Exit codes: 0 pass, 1 blocking regression, 2 error, 130 interrupted.
 // esbuild inlines only this field of package.json into the bundle.
 import { version } from "../../package.json";
 import { ConfigError } from "../config/gate-config";
@@ -19,7 +19,7 @@ commands:
   capacity  a config's host time per gate, and the wait for a host of a pool at a rate of gates
   history   main over time: the host's history as one HTML page (and JSON)
 
-exit codes: 0 pass, 1 blocking regression, 2 error`;
+exit codes: 0 pass, 1 blocking regression, 2 error, 130 interrupted (Ctrl-C, SIGTERM, SIGHUP)`;
 
 const tty = process.stdout.isTTY === true;
 // On a terminal one progress line is redrawn in place; whatever is printed next ends it first,
@@ -109,4 +109,11 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Output closed under the command (piped into head): what it still writes goes nowhere, and a
+// run in flight is aborted (run.ts); an unhandled EPIPE would end it with a stack and exit 1,
+// which means a blocking regression.
+for (const stream of [process.stdout, process.stderr])
+  stream.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code !== "EPIPE") throw e;
+  });
 process.exitCode = await main(process.argv.slice(2));

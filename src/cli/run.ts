@@ -85,10 +85,12 @@ interface RunOptions {
   target: Target;
 }
 
-/** Ctrl-C (or SIGTERM) during a run: the run was aborted and the host left as it was found. */
+/** Ctrl-C (or SIGTERM, SIGHUP, or its output closed) during a run: the run was aborted and the host left as it was found. */
 export class Interrupted extends Error {
   override name = "Interrupted";
 }
+
+const INTERRUPTS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 export async function runCommand(argv: string[], io: RunIo): Promise<number> {
   const o = runOptions(argv);
@@ -176,8 +178,9 @@ function exitCodeOf(dones: readonly Finished[]): number {
 /**
  * What `run --local` leaves behind: the champion supervisor it started (with the champion) is
  * stopped when the command ends, unless --keep-host; one that was running before is left alone.
- * The first Ctrl-C (or SIGTERM) aborts the run in flight and starts no other; a second one
- * ends the command at once.
+ * The first Ctrl-C (or SIGTERM, or SIGHUP: the terminal closed) aborts the run in flight and
+ * starts no other; a second one ends the command at once. Output closed under it (piped into
+ * `head`) is the same first interrupt: nobody reads the run any more.
  */
 function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: string) => void) {
   const isLocal = "local" in o.target;
@@ -185,10 +188,7 @@ function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: stri
   let inFlight: string | undefined;
   let abortedRun: string | undefined;
   let signalled = false;
-  const onSignal = () => {
-    // The listener stays until the command ends: execa's exit handler re-raises a signal that
-    // no other listener takes, which would kill the command before it has stopped anything.
-    if (signalled) process.exit(130);
+  const interrupt = () => {
     signalled = true;
     say(`interrupted${inFlight ? `: aborting run ${inFlight}` : ""}`);
     if (inFlight) {
@@ -198,10 +198,19 @@ function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: stri
         .catch((e) => say(`could not abort run ${inFlight}: ${(e as Error).message}`));
     }
   };
+  const onSignal = () => {
+    // The listener stays until the command ends: execa's exit handler re-raises a signal that
+    // no other listener takes, which would kill the command before it has stopped anything.
+    if (signalled) process.exit(130);
+    interrupt();
+  };
+  const onOutputClosed = (e: NodeJS.ErrnoException) => {
+    if (e.code === "EPIPE" && !signalled) interrupt();
+  };
   return {
     async begin() {
-      process.on("SIGINT", onSignal);
-      process.on("SIGTERM", onSignal);
+      for (const signal of INTERRUPTS) process.on(signal, onSignal);
+      for (const stream of [process.stdout, process.stderr]) stream.on("error", onOutputClosed);
       stopOnExit = isLocal && !o.keepHost && !(await hostNow().status()).champion_supervised;
     },
     track(p: Progress): Progress {
@@ -221,8 +230,8 @@ function localHost(hostNow: () => BenchmarkHost, o: RunOptions, say: (line: stri
     interrupted: () => signalled,
     aborted: () => abortedRun,
     async end() {
-      process.removeListener("SIGINT", onSignal);
-      process.removeListener("SIGTERM", onSignal);
+      for (const signal of INTERRUPTS) process.removeListener(signal, onSignal);
+      for (const stream of [process.stdout, process.stderr]) stream.removeListener("error", onOutputClosed);
       if (!stopOnExit) return;
       try {
         say(await hostNow().stopChampion());
@@ -258,6 +267,16 @@ function runOptions(argv: string[]): RunOptions | "help" {
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host)
     throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  // Before anything reaches a host: a missing challenger found after the champion's promotion
+  // left the host changed for nothing.
+  for (const flag of ["champion", "challenger"] as const) {
+    const build = v[flag];
+    if (build === undefined) continue;
+    const stat = statSync(build, { throwIfNoEntry: false });
+    if (!stat) throw new UsageError(`--${flag}: ${build}: no such build`, runUsage);
+    if (stat.isDirectory() && readdirSync(build).length === 0)
+      throw new UsageError(`--${flag}: ${build}: an empty directory, not a build`, runUsage);
+  }
   return {
     config: v.config,
     challenger: v.challenger,

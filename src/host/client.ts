@@ -502,7 +502,9 @@ export function inertText(text: string): string {
 
 /** Maps a perf-host exit code (the contract's) to an error. */
 function verbError(command: string, code: number, stderr: string): HostError {
-  const message = inertText(`${command}: ${stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`}`);
+  const said = stderr.trim().replace(/^perf-host: /, "") || `exit ${code}`;
+  // perf-host names the verb itself in some messages (deploy challenger SHA: …): once is enough.
+  const message = inertText(said.startsWith(`${command}: `) ? said : `${command}: ${said}`);
   switch (code) {
     case EXIT.refused:
       return new HostError("refused", message);

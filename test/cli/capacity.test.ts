@@ -1,7 +1,7 @@
 // perf-gate capacity from the committed bundle: the host time of a config's gates and the wait
 // for a host of a pool, with every assumption a flag; and what bad input is told. Also the
 // pool flags of perf-gate run that fail before any host is reached.
-import { writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { perfGate as run } from "../support/cli";
@@ -141,5 +141,30 @@ describe("perf-gate run --host with a pool", () => {
     );
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(error);
+  });
+});
+
+describe("perf-gate run's builds", () => {
+  it.each([
+    ["--challenger", "missing", /--challenger: \S+missing: no such build/],
+    ["--champion", "empty", /--champion: \S+empty: an empty directory, not a build/],
+  ])("refuses %s %s before it reaches a host", async (flag, name, error) => {
+    mkdirSync(join(dir, "empty"), { recursive: true });
+    const other = flag === "--champion" ? ["--challenger", dir] : [];
+    const root = join(dir, `never-made-${name}`);
+    const r = await perfGate(
+      "run",
+      "--local",
+      "--root",
+      root,
+      "--config",
+      join(dir, "perf-gate.yml"),
+      flag,
+      join(dir, name),
+      ...other,
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(error);
+    expect(existsSync(root)).toBe(false);
   });
 });

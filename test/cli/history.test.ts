@@ -1,6 +1,6 @@
 // perf-gate history --from: a history file becomes the page (and back to JSON); a file that is
 // not a history is refused with the field and why, before any of it is drawn.
-import { readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { perfGate } from "../support/cli";
@@ -115,5 +115,9 @@ describe("perf-gate history --from", () => {
     expect(
       (await perfGate(["history", "--from", "x.json", "--out", "y.html", "--repository", "not a repo"])).stderr,
     ).toMatch(/--repository: OWNER\/NAME/);
+    const mistyped = join(dir, "no-such-host");
+    const r = await perfGate(["history", "--root", mistyped, "--out", join(dir, "h.html")]);
+    expect([r.code, r.stderr]).toEqual([2, expect.stringContaining(`--root: ${mistyped} is not a directory`)]);
+    expect(existsSync(mistyped)).toBe(false);
   });
 });

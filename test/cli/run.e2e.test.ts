@@ -347,8 +347,12 @@ describe("perf-gate run --local", () => {
     expect([supervised(root), await championAnswers()]).toEqual([false, false]);
   });
 
-  it("Ctrl-C aborts the run in flight, stops what it started and exits 130", async () => {
-    const root = join(dir, "h7");
+  it.each([
+    ["Ctrl-C", "h7", "SIGINT"],
+    ["the terminal closing", "h8", "SIGHUP"],
+    ["its output closing (piped into head)", "h9", "EPIPE"],
+  ] as const)("%s aborts the run in flight, stops what it started and exits 130", async (what, host, how) => {
+    const root = join(dir, host);
     const cfg = config({ slices: "{seconds: 1, pairs: 20}" });
     const child = spawn(
       process.execPath,
@@ -360,12 +364,15 @@ describe("perf-gate run --local", () => {
     let sent = false;
     child.stdout.on("data", (d) => {
       out += d;
-      if (!sent && /slice 2\/40/.test(out)) sent = child.kill("SIGINT");
+      if (sent || !/slice 2\/40/.test(out)) return;
+      sent = true;
+      if (how === "EPIPE") child.stdout.destroy();
+      else child.kill(how);
     });
     child.stderr.on("data", (d) => (err += d));
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-    const runId = /interrupted: aborting run (\S+)/.exec(out)?.[1];
-    console.log(`[Ctrl-C] exit ${code}: ${err.trim()}`);
+    const runId = /interrupted: run (\S+) was aborted/.exec(err)?.[1];
+    console.log(`[${what}] exit ${code}: ${err.trim()}`);
     expect(code, out + err).toBe(130);
     expect(err.trim()).toBe(`perf-gate run: interrupted: run ${runId} was aborted`);
     const outcome = JSON.parse(readFileSync(join(root, "runs", runId!, "outcome.json"), "utf8"));
