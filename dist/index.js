@@ -71801,9 +71801,13 @@ function pooledPairs(key, runs2, percentile2) {
   }
   if (pairs2.length < 2) {
     const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`
-    );
+    const said = `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`;
+    if (dropped.length > 0)
+      throw new CouldNotMeasureError(
+        [`could not measure: ${said}`, ...dropped.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+        "too few pairs were valid"
+      );
+    throw new AnalysisInputError(said);
   }
   return { pairs: pairs2, dropped };
 }

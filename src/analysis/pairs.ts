@@ -13,7 +13,7 @@ import {
 } from "./health";
 import { AnalysisInputError } from "./input-error";
 import { histogramError } from "./statistic";
-import { GeneratorDisturbedError } from "./unmeasured";
+import { CouldNotMeasureError, GeneratorDisturbedError } from "./unmeasured";
 
 export interface SlicePair {
   run: string;
@@ -152,9 +152,16 @@ export function pooledPairs(
       .slice(0, 3)
       .map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)
       .join("; ");
-    throw new AnalysisInputError(
-      `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`,
-    );
+    const said = `${key}: ${pairs.length} valid pair${pairs.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`;
+    // Slices the generator itself marked invalid (queue overflow, the idle arm at work, a run
+    // cut short) are the instrument refusing to vouch: what was measured is reported, as for a
+    // disturbed generator. Too few pairs with none dropped is a result too short to analyse.
+    if (dropped.length > 0)
+      throw new CouldNotMeasureError(
+        [`could not measure: ${said}`, ...dropped.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
+        "too few pairs were valid",
+      );
+    throw new AnalysisInputError(said);
   }
   return { pairs, dropped };
 }

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { AnalysisInputError } from "../../src/analysis/input-error";
 import { nominalAlphas } from "../../src/analysis/sequential";
 import { pairedT } from "../../src/analysis/tests";
+import { CouldNotMeasureError } from "../../src/analysis/unmeasured";
 import { analyze, defaultSettings, type NamedResult } from "../../src/analysis/verdict";
 import { parseResult } from "../../src/contract/result";
 import { makeResult, pairsFromDiffs, type ResultSpec } from "./fixtures";
@@ -321,7 +322,7 @@ describe("malformed input", () => {
     );
   });
 
-  it("zero valid pairs", () => {
+  it("zero valid pairs: the generator refused every slice, so it could not measure", () => {
     const r = makeResult({
       pairs: pairsFromDiffs([1, 2, 3]),
       edit: (s) => {
@@ -329,10 +330,13 @@ describe("malformed input", () => {
         s.invalid_reason = "interrupted";
       },
     });
-    expect(() => analyze([{ name: "x.json", result: r }])).toThrow(AnalysisInputError);
+    expect(() => analyze([{ name: "x.json", result: r }])).toThrow(CouldNotMeasureError);
     expect(() => analyze([{ name: "x.json", result: r }])).toThrow(
-      /0 valid pairs; at least 2 are needed \(3 dropped: x\.json pair 0: .*interrupted/,
+      /^could not measure: .*0 valid pairs; at least 2 are needed \(3 dropped: x\.json pair 0: .*interrupted/,
     );
+    // A result of one pair, none dropped, is too short to analyse: the input's error.
+    const one = makeResult({ pairs: pairsFromDiffs([1]) });
+    expect(() => analyze([{ name: "x.json", result: one }])).toThrow(AnalysisInputError);
   });
 
   it("bad settings name the field", () => {
