@@ -47353,6 +47353,11 @@ function writeProfiles(dir, profiles) {
     return to;
   });
 }
+function writeFailureReport(dir, report) {
+  const path6 = join2(dir, "report.md");
+  writeFiles(dir, [[path6, report]]);
+  return path6;
+}
 function writeCalibrationReport(dir, report) {
   const path6 = join2(dir, "calibration.md");
   writeFiles(dir, [[path6, report]]);
@@ -48163,6 +48168,24 @@ function otherLine(s3) {
   return s3.state === "free" ? `\`${s3.name}\` free` : s3.state === "busy" ? `\`${s3.name}\` busy` : `\`${s3.name}\` ${s3.state}: ${s3.reason}`;
 }
 
+// src/report/failure.ts
+function failureWords(e, configuration) {
+  const config2 = configuration || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
+  const kind = config2 ? "configuration" : e instanceof HostError && e.challengersFault ? "challenger" : "infrastructure";
+  const what = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
+  const title2 = {
+    configuration: "perf-gate: configuration error",
+    challenger: `perf-gate: the challenger failed (${what})`,
+    infrastructure: e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${what})`
+  }[kind];
+  const whose = {
+    configuration: "a configuration problem",
+    challenger: "the pull request's build failing on the benchmark host",
+    infrastructure: "an infrastructure failure"
+  }[kind];
+  return { kind, title: title2, said: `**${title2}.** This is ${whose}, not a performance verdict.` };
+}
+
 // src/cli/run.ts
 var runUsage = `usage: perf-gate run --challenger DIR|TGZ [options]
        perf-gate run --aa [options]
@@ -48267,6 +48290,13 @@ async function runCommand(argv, io) {
       say(
         `report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`
       );
+    } else if (e instanceof HostError && e.kind === "run_failed") {
+      const { said } = failureWords(e, false);
+      const path6 = writeFailureReport(o2.out, `${said}
+
+${codeBlock(e.message)}
+`);
+      say(`report: ${relativeOrAbsolute(path6)} (what failed and the arms' log tails)`);
     }
     throw e;
   } finally {

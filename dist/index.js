@@ -74719,6 +74719,24 @@ function otherLine(s2) {
   return s2.state === "free" ? `\`${s2.name}\` free` : s2.state === "busy" ? `\`${s2.name}\` busy` : `\`${s2.name}\` ${s2.state}: ${s2.reason}`;
 }
 
+// src/report/failure.ts
+function failureWords(e, configuration) {
+  const config2 = configuration || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
+  const kind = config2 ? "configuration" : e instanceof HostError && e.challengersFault ? "challenger" : "infrastructure";
+  const what = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
+  const title2 = {
+    configuration: "perf-gate: configuration error",
+    challenger: `perf-gate: the challenger failed (${what})`,
+    infrastructure: e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${what})`
+  }[kind];
+  const whose = {
+    configuration: "a configuration problem",
+    challenger: "the pull request's build failing on the benchmark host",
+    infrastructure: "an infrastructure failure"
+  }[kind];
+  return { kind, title: title2, said: `**${title2}.** This is ${whose}, not a performance verdict.` };
+}
+
 // src/action/modes/gate.ts
 async function runGate(job) {
   const event = parsePullRequestEvent(job.runner.eventName, readEvent(job.runner));
@@ -74819,12 +74837,10 @@ async function stillHead(gh, pr) {
   return false;
 }
 async function reportFailure(gh, check2, pr, job, e) {
-  const config2 = e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
-  const challenger = !config2 && e instanceof HostError && e.challengersFault;
-  const kind = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
-  const title2 = config2 ? "perf-gate: configuration error" : challenger ? `perf-gate: the challenger failed (${kind})` : e instanceof CouldNotMeasureError ? `perf-gate could not measure: ${e.brief}` : `perf-gate could not measure (${kind})`;
-  const what = config2 ? "a configuration problem" : challenger ? "the pull request's build failing on the benchmark host" : "an infrastructure failure";
-  const said = `**${title2}.** This is ${what}, not a performance verdict.`;
+  const { kind, title: title2, said } = failureWords(
+    e,
+    e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError
+  );
   const explained = e instanceof CouldNotMeasureError ? e.explained : void 0;
   if (explained) {
     const written = writeUnmeasured(job.outputDir, explained);
@@ -74837,7 +74853,7 @@ ${explained.markdown}` : `${said}
 
 ${codeBlock(e.message)}
 `;
-  const fail = config2 || challenger || job.onInfrastructureFailure === "fail";
+  const fail = kind !== "infrastructure" || job.onInfrastructureFailure === "fail";
   try {
     await gh.finishCheck(check2, fail ? "failure" : "neutral", title2, body);
     if (await stillHead(gh, pr)) {

@@ -9,17 +9,18 @@ import { biasedCalibrations, type Calibration } from "../analysis/floors";
 import { CouldNotMeasureError } from "../analysis/unmeasured";
 import type { Analysis } from "../analysis/verdict";
 import { type GateConfig, parseConfig } from "../config/gate-config";
-import { type Artifacts, hostOutDir, writeUnmeasured } from "../experiment/artifacts";
+import { type Artifacts, hostOutDir, writeFailureReport, writeUnmeasured } from "../experiment/artifacts";
 import { calibrateAndReport } from "../experiment/calibrate";
 import { gate } from "../experiment/gate";
 import type { DriftRun } from "../experiment/history";
 import { type Progress, seedOf } from "../experiment/measure";
 import { onPool } from "../experiment/pool-gate";
-import { type BenchmarkHost, HostClient } from "../host/client";
+import { type BenchmarkHost, HostClient, HostError } from "../host/client";
 import { HostPool } from "../host/pool";
 import { calibrationLine } from "../report/calibration";
 import { changePointLine, driftLine } from "../report/drift";
-import { firstLine } from "../report/format";
+import { failureWords } from "../report/failure";
+import { codeBlock, firstLine } from "../report/format";
 import { analysisJson } from "../report/json";
 import { verdictLines } from "../report/lines";
 import { identityNotes } from "../report/notes";
@@ -162,6 +163,12 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
       say(
         `report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`,
       );
+    } else if (e instanceof HostError && e.kind === "run_failed") {
+      // A run that failed (an arm crashed, was never healthy, ran out of memory): whose failure
+      // it is, and the host's words whole, its arms' log tails (the terminal shows the first line).
+      const { said } = failureWords(e, false);
+      const path = writeFailureReport(o.out, `${said}\n\n${codeBlock(e.message)}\n`);
+      say(`report: ${relativeOrAbsolute(path)} (what failed and the arms' log tails)`);
     }
     throw e;
   } finally {

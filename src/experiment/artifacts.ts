@@ -98,6 +98,13 @@ export function writeProfiles(dir: string, profiles: readonly { path: string; by
   });
 }
 
+/** report.md of a run that failed: what failed, whose failure it is, and the host's words (its arms' log tails). */
+export function writeFailureReport(dir: string, report: string): string {
+  const path = join(dir, "report.md");
+  writeFiles(dir, [[path, report]]);
+  return path;
+}
+
 /** calibration.md: the calibration report. */
 export function writeCalibrationReport(dir: string, report: string): string {
   const path = join(dir, "calibration.md");

@@ -64,7 +64,8 @@ const championAnswers = async () =>
 
 // No supervisor may outlive the tests: later ones count the machine's services.
 afterAll(() => {
-  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"]) if (dir) local.stop(join(dir, root));
+  for (const root of ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10", "h11", "h12"])
+    if (dir) local.stop(join(dir, root));
 });
 
 describe("perf-gate run --local", () => {
@@ -137,6 +138,38 @@ describe("perf-gate run --local", () => {
     expect(r.stderr).toMatch(
       /^perf-gate run: promote [0-9a-f]{40}: promotion refused \(no champion yet\): candidate champion [0-9a-f]{40} not healthy after 3s at http:\/\/127\.0\.0\.1:\d+\/health/,
     );
+  });
+
+  it("a challenger that crashes mid-run exits 2 as its failure, and report.md says so with its log's tail", async () => {
+    const root = join(dir, "h12");
+    const crashing = join(dir, "crashing");
+    mkdirSync(join(crashing, "bin"), { recursive: true });
+    copyFileSync(join(champion, "bin/service"), join(crashing, "bin/service-bin"));
+    // Healthy, then gone: the run's slices outlast it.
+    writeFileSync(
+      join(crashing, "bin/service"),
+      "#!/bin/sh\n./bin/service-bin & sleep 2; echo 'about to fall over' >&2; kill $!; exit 3\n",
+      { mode: 0o755 },
+    );
+    const out = join(dir, "out-crash");
+    const r = await perfGate(
+      root,
+      "--config",
+      config({ slices: "{seconds: 1, pairs: 6}" }),
+      "--champion",
+      champion,
+      "--challenger",
+      crashing,
+      "--out",
+      out,
+    );
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^perf-gate run: w @ 100 req\/s: challenger_crashed: /);
+    const report = readFileSync(join(out, "report.md"), "utf8");
+    expect(report).toMatch(
+      /^\*\*perf-gate: the challenger failed \(challenger crashed\)\.\*\* This is the pull request's build failing on the benchmark host, not a performance verdict\./,
+    );
+    expect(report).toContain("about to fall over");
   });
 
   it("a busy host exits 2 naming the run that holds it", async () => {
@@ -349,8 +382,8 @@ describe("perf-gate run --local", () => {
 
   it.each([
     ["Ctrl-C", "h7", "SIGINT"],
-    ["the terminal closing", "h8", "SIGHUP"],
-    ["its output closing (piped into head)", "h9", "EPIPE"],
+    ["the terminal closing", "h10", "SIGHUP"],
+    ["its output closing (piped into head)", "h11", "EPIPE"],
   ] as const)("%s aborts the run in flight, stops what it started and exits 130", async (what, host, how) => {
     const root = join(dir, host);
     const cfg = config({ slices: "{seconds: 1, pairs: 20}" });

@@ -9,8 +9,8 @@ import { writeUnmeasured } from "../../experiment/artifacts";
 import { type GateVerdict, gate } from "../../experiment/gate";
 import { seedOf } from "../../experiment/measure";
 import { onPool } from "../../experiment/pool-gate";
-import { HostError } from "../../host/client";
 import type { HostPool } from "../../host/pool";
+import { failureWords } from "../../report/failure";
 import { codeBlock } from "../../report/format";
 import { gateOutcome } from "../../report/gate-outcome";
 import { type Access, decidesNothing } from "../approval";
@@ -169,33 +169,14 @@ async function stillHead(gh: GitHub, pr: PullRequestRef): Promise<boolean> {
 }
 
 /**
- * Failures, said as what they are and never as a performance verdict: the configuration's, the
- * pull request's build's (its arm crashed, was unhealthy, ran out of memory or disk: a failure
- * whatever on-infrastructure-failure says, which covers the host's failures alone), or the
- * infrastructure's.
+ * A failure, said as what it is (report/failure.ts): the configuration's and the pull request's
+ * build's are a failure whatever on-infrastructure-failure says, which covers the host's alone.
  */
 async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job: Job, e: Error): Promise<void> {
-  // The host refusing the run's plan (a service spec the build cannot run) is the config's doing.
-  const config =
-    e instanceof ConfigError ||
-    e instanceof InputError ||
-    e instanceof FailingWorkloadError ||
-    (e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message));
-  const challenger = !config && e instanceof HostError && e.challengersFault;
-  const kind = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
-  const title = config
-    ? "perf-gate: configuration error"
-    : challenger
-      ? `perf-gate: the challenger failed (${kind})`
-      : e instanceof CouldNotMeasureError
-        ? `perf-gate could not measure: ${e.brief}`
-        : `perf-gate could not measure (${kind})`;
-  const what = config
-    ? "a configuration problem"
-    : challenger
-      ? "the pull request's build failing on the benchmark host"
-      : "an infrastructure failure";
-  const said = `**${title}.** This is ${what}, not a performance verdict.`;
+  const { kind, title, said } = failureWords(
+    e,
+    e instanceof ConfigError || e instanceof InputError || e instanceof FailingWorkloadError,
+  );
   // What was measured, when the runs ended: the same report the artifacts hold.
   const explained = e instanceof CouldNotMeasureError ? e.explained : undefined;
   if (explained) {
@@ -204,7 +185,7 @@ async function reportFailure(gh: GitHub, check: number, pr: PullRequestRef, job:
     core.setOutput("result-path", written.resultPath);
   }
   const body = explained ? `${said}\n\n${explained.markdown}` : `${said}\n\n${codeBlock(e.message)}\n`;
-  const fail = config || challenger || job.onInfrastructureFailure === "fail";
+  const fail = kind !== "infrastructure" || job.onInfrastructureFailure === "fail";
   try {
     await gh.finishCheck(check, fail ? "failure" : "neutral", title, body);
     if (await stillHead(gh, pr)) {
