@@ -48387,6 +48387,7 @@ function runOptions(argv) {
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host)
     throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  const target = hostTarget(v, runUsage);
   for (const flag of ["champion", "challenger"]) {
     const build = v[flag];
     if (build === void 0) continue;
@@ -48403,7 +48404,7 @@ function runOptions(argv) {
     out: v.out,
     json: v.json,
     keepHost: v["keep-host"],
-    target: hostTarget(v, runUsage)
+    target
   };
 }
 async function installChampion(pool, config2, build, say) {

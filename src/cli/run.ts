@@ -274,6 +274,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
   if (v.local && v.host) throw new UsageError("--local and --host exclude each other", runUsage);
   if (v["keep-host"] && v.host)
     throw new UsageError("--keep-host is for a local host; a host over SSH always keeps its champion", runUsage);
+  const target = hostTarget(v, runUsage);
   // Before anything reaches a host: a missing challenger found after the champion's promotion
   // left the host changed for nothing.
   for (const flag of ["champion", "challenger"] as const) {
@@ -292,7 +293,7 @@ function runOptions(argv: string[]): RunOptions | "help" {
     out: v.out,
     json: v.json,
     keepHost: v["keep-host"],
-    target: hostTarget(v, runUsage),
+    target,
   };
 }
 
