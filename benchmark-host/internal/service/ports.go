@@ -144,10 +144,16 @@ func freeRange(lo, hi int) PortRange {
 	}
 }
 
-// ListenerUIDs lists the users owning a socket that listens on port (any address, IPv4 or
-// IPv6), from /proc/net/tcp and tcp6: who a connection to the port would reach.
-func ListenerUIDs(port int) []uint32 {
-	var uids []uint32
+// Listener is a socket listening on a port: its owner and its inode (0 when /proc does not say).
+type Listener struct {
+	UID   uint32
+	Inode uint64
+}
+
+// Listeners lists the sockets that listen on port (any address, IPv4 or IPv6), from
+// /proc/net/tcp and tcp6: who a connection to the port would reach.
+func Listeners(port int) []Listener {
+	var out []Listener
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(table)
 		if err != nil {
@@ -156,7 +162,7 @@ func ListenerUIDs(port int) []uint32 {
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
 		for _, line := range strings.Split(string(b), "\n")[1:] {
 			f := strings.Fields(line)
-			if len(f) < 8 || f[3] != "0A" { // 0A: LISTEN
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
 				continue
 			}
 			_, hexPort, ok := strings.Cut(f[1], ":")
@@ -164,9 +170,23 @@ func ListenerUIDs(port int) []uint32 {
 			if !ok || err != nil || int(p) != port {
 				continue
 			}
-			if uid, err := strconv.ParseUint(f[7], 10, 32); err == nil && !slices.Contains(uids, uint32(uid)) {
-				uids = append(uids, uint32(uid))
+			uid, err := strconv.ParseUint(f[7], 10, 32)
+			if err != nil {
+				continue
 			}
+			inode, _ := strconv.ParseUint(f[9], 10, 64)
+			out = append(out, Listener{UID: uint32(uid), Inode: inode})
+		}
+	}
+	return out
+}
+
+// ListenerUIDs lists the users owning a socket that listens on port, each once.
+func ListenerUIDs(port int) []uint32 {
+	var uids []uint32
+	for _, l := range Listeners(port) {
+		if !slices.Contains(uids, l.UID) {
+			uids = append(uids, l.UID)
 		}
 	}
 	return uids

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"os/user"
 	"slices"
 	"strconv"
@@ -76,8 +77,12 @@ func (s *Start) Flush() {
 	s.notes = nil
 }
 
-// armFailure is an arm's failure with the tail of its log.
+// failure is an arm's failure with the tail of its log, when it has one (a service that
+// could not be started may have logged nothing yet).
 func (s *Start) failure(err error) error {
+	if _, serr := os.Stat(s.Log.Path); serr != nil {
+		return fmt.Errorf("%s %s %v", s.Name, s.SHA, err)
+	}
 	return fmt.Errorf("%s %s %v; its log ends:\n%s", s.Name, s.SHA, err, service.LogTail(s.Log.Path, 20))
 }
 
@@ -112,8 +117,12 @@ func (s *Start) Setup() error {
 	return nil
 }
 
-// Launch starts the service.
+// Launch starts the service, once its ports are free: one held by another process fails it
+// with a *PortTakenError that names the port and, when it can be read, its holder.
 func (s *Start) Launch() error {
+	if err := s.portsFree(); err != nil {
+		return err
+	}
 	p, err := s.Arm.StartService(s.Name, s.Spec, s.ports, s.Log)
 	if err != nil {
 		return s.failure(err)

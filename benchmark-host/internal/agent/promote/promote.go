@@ -156,7 +156,13 @@ func (c *Champions) swap(ctx context.Context, old, next store.State) error {
 	if err := c.champion.Reload(ctx); err != nil {
 		// Restore the previous champion, serving, before reporting the failure.
 		if old.Champion == "" {
-			return fmt.Errorf("new champion %s failed: %w", sha, err)
+			// None to restore: the host has no champion, as before, and the supervisor started
+			// for this one does not stay behind trying to start a build that is not the champion.
+			err = fmt.Errorf("new champion %s failed: %w", sha, err)
+			if serr := errors.Join(c.store.SaveState(old), c.champion.Abandon()); serr != nil {
+				return errors.Join(err, serr)
+			}
+			return err
 		}
 		if serr := c.store.SaveState(old); serr != nil {
 			return errors.Join(err, serr)

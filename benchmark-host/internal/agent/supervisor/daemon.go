@@ -73,8 +73,13 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 			continue
 		}
+		// Recorded before the start, which may take a while (a copy, dependencies, setup):
+		// the supervisor runs, whether or not its champion ever starts, and stop finds it.
+		d.record(championRecord{SHA: st.Champion})
 		s, err := d.serve(st)
 		if err != nil {
+			var taken *armstart.PortTakenError
+			d.record(championRecord{SHA: st.Champion, Failed: err.Error(), FailedAt: time.Now().UTC(), PortTaken: errors.As(err, &taken)})
 			d.events.add("exited", st.Champion, err.Error())
 			fmt.Fprintf(os.Stderr, "%s champion %s: %v; trying again in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, err, backoff)
 		} else {
@@ -91,6 +96,7 @@ func (d *daemon) run(ctx context.Context) error {
 				backoff = time.Second
 				continue
 			case <-s.Proc.Exited():
+				d.record(championRecord{SHA: st.Champion, Failed: "the champion " + s.Proc.ExitError(), FailedAt: time.Now().UTC()})
 				d.events.add("exited", st.Champion, s.Proc.ExitError())
 				fmt.Fprintf(os.Stderr, "%s champion %s %s; restarting in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, s.Proc.ExitError(), backoff)
 			}
@@ -126,8 +132,7 @@ func (d *daemon) serve(st store.State) (*armstart.Start, error) {
 			return nil, err
 		}
 	}
-	rec := championRecord{Pid: os.Getpid(), SHA: st.Champion, Started: time.Now().UTC(), ChampionPid: s.Proc.Pid(), Ports: ports[0], Config: d.configLine()}
-	if err := store.WriteJSONAtomic(d.store.Path("champion.json"), rec); err != nil {
+	if err := d.record(championRecord{SHA: st.Champion, ChampionPid: s.Proc.Pid(), Ports: ports[0]}); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -138,6 +143,15 @@ func (d *daemon) serve(st store.State) (*armstart.Start, error) {
 		}
 	}()
 	return s, nil
+}
+
+// record writes champion.json, the supervisor's record of itself and of its champion.
+func (d *daemon) record(rec championRecord) error {
+	rec.Pid, rec.Config = os.Getpid(), d.configLine()
+	if rec.Started.IsZero() {
+		rec.Started = time.Now().UTC()
+	}
+	return store.WriteJSONAtomic(d.store.Path("champion.json"), rec)
 }
 
 // daemonLog writes a line to the supervisor's log (champion-daemon.log).

@@ -54,7 +54,7 @@ func (s *Supervisor) liveLease() (championLease, bool) {
 // the port and waits until the lease ends or its run dies. It reports whether ctx ended.
 func (d *daemon) yield(ctx context.Context, sha string, lease championLease) bool {
 	record := func(l championLease) {
-		store.WriteJSONAtomic(d.store.Path("champion.json"), championRecord{Pid: os.Getpid(), SHA: sha, Started: time.Now().UTC(), YieldedTo: l.RunID, Config: d.configLine()})
+		d.record(championRecord{SHA: sha, YieldedTo: l.RunID})
 		d.events.add("yielded", sha, fmt.Sprintf("the champion port to run %s (pid %d)", l.RunID, l.Pid))
 	}
 	record(lease)
@@ -130,8 +130,5 @@ func (s *Supervisor) ReturnPort(ctx context.Context) error {
 	if err := os.Remove(s.leasePath()); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if rec, ok := s.running(); ok {
-		syscall.Kill(rec.Pid, syscall.SIGHUP)
-	}
-	return s.Ensure(ctx)
+	return s.Reload(ctx)
 }

@@ -44,6 +44,13 @@ type championRecord struct {
 	YieldedTo string `json:"yielded_to,omitempty"`
 	// The champion's extra ports (service.ports), by name.
 	Ports map[string]int `json:"ports,omitempty"`
+	// While the supervisor serves no champion and has not yielded (ChampionPid 0): why (its
+	// last start failed, or the champion exited) and when; it tries again, with a backoff.
+	Failed   string    `json:"failed,omitempty"`
+	FailedAt time.Time `json:"failed_at,omitzero"`
+	// The last start found a port of the champion held by another process: waiting for the
+	// next try helps no one until that process lets go.
+	PortTaken bool `json:"port_taken,omitempty"`
 	// Config is the supervisor's configuration: a supervisor started with another one (by an
 	// older install or an older perf-host) is replaced.
 	Config string `json:"config"`
@@ -59,8 +66,16 @@ func (s *Supervisor) configLine() string {
 }
 
 // Ensure starts the champion supervisor if it is not running, and waits until the champion
-// answers its health check on the champion port.
+// answers its health check on the champion port. A champion port held by another process fails
+// it at once, with that reason (the supervisor still tries again, with its backoff).
 func (s *Supervisor) Ensure(ctx context.Context) error {
+	return s.ensure(ctx, time.Now(), true)
+}
+
+// ensure is Ensure for a caller that began at since: a failure the supervisor recorded before
+// is not its answer. nudge: a supervisor waiting between two tries is asked to try again now
+// (unless the caller has just sent it SIGHUP itself).
+func (s *Supervisor) ensure(ctx context.Context, since time.Time, nudge bool) error {
 	st, err := s.store.LoadState()
 	if err != nil {
 		return err
@@ -82,8 +97,11 @@ func (s *Supervisor) Ensure(ctx context.Context) error {
 		if err := s.start(); err != nil {
 			return err
 		}
+	} else if nudge && rec.retrying() {
+		// Between two tries: try again now, not after the backoff.
+		syscall.Kill(rec.Pid, syscall.SIGHUP)
 	}
-	if err := s.waitSupervising(st.Champion, timeout); err != nil {
+	if err := s.waitSupervising(st.Champion, since, timeout); err != nil {
 		return err
 	}
 	if err := service.WaitHealthy(ctx, s.cfg.ChampionPort, service.HealthOf(st.Service), time.Duration(st.Service.HealthTimeoutSeconds*float64(time.Second)), nil); err != nil {
@@ -108,13 +126,23 @@ func (s *Supervisor) running() (championRecord, bool) {
 	return rec, detached.Alive(rec.Pid, "champion-daemon")
 }
 
-// waitSupervising waits until the supervisor has (re)started the champion on sha itself.
-func (s *Supervisor) waitSupervising(sha string, timeout time.Duration) error {
+// retrying reports whether the supervisor serves no champion, its last start failed or its
+// champion exited, and waits to try again.
+func (rec championRecord) retrying() bool {
+	return rec.ChampionPid == 0 && rec.YieldedTo == "" && rec.Failed != ""
+}
+
+// waitSupervising waits until the supervisor has (re)started the champion on sha itself. A try
+// since then that found a port of the champion held by another process ends the wait at once.
+func (s *Supervisor) waitSupervising(sha string, since time.Time, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		rec, ok := s.running()
 		if ok && rec.SHA == sha && rec.YieldedTo == "" && rec.ChampionPid != 0 {
 			return nil
+		}
+		if ok && rec.SHA == sha && rec.retrying() && rec.PortTaken && !rec.FailedAt.Before(since) {
+			return errors.New(rec.Failed)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the champion supervisor did not start %s within %v:\n%s", sha, timeout, service.LogTail(s.store.Path("logs", "champion-daemon.log"), 10))
@@ -149,13 +177,25 @@ func (s *Supervisor) stopDaemon(pid int) error {
 	return fmt.Errorf("the champion supervisor (pid %d) did not stop within 15 s", pid)
 }
 
+// Abandon stops the champion supervisor, if one runs, and its champion: for a champion change
+// that leaves the host no champion (a first promotion that failed), so that no supervisor stays
+// behind trying to start a build that is not the champion. The caller holds the host lock.
+func (s *Supervisor) Abandon() error {
+	if rec, ok := s.running(); ok {
+		return s.stopDaemon(rec.Pid)
+	}
+	return nil
+}
+
 // Reload asks a running supervisor to restart on the state's champion; with none running,
 // Ensure starts one.
 func (s *Supervisor) Reload(ctx context.Context) error {
+	since := time.Now()
 	if rec, ok := s.running(); ok {
 		syscall.Kill(rec.Pid, syscall.SIGHUP)
+		return s.ensure(ctx, since, false)
 	}
-	return s.Ensure(ctx)
+	return s.ensure(ctx, since, true)
 }
 
 // Stop stops the champion supervisor and its champion, and whatever either arm still
@@ -173,6 +213,9 @@ func (s *Supervisor) Stop() (string, error) {
 			return "", err
 		}
 		msg = fmt.Sprintf("stopped the champion supervisor (pid %d) and champion %s", rec.Pid, rec.SHA)
+		if rec.retrying() {
+			msg = fmt.Sprintf("stopped the champion supervisor (pid %d), which was trying again to start champion %s", rec.Pid, rec.SHA)
+		}
 	}
 	iso, err := s.iso.Arms()
 	if err != nil {
