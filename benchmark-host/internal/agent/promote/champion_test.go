@@ -282,3 +282,25 @@ func TestASupervisorRetryingATakenPortIsStoppedAndStillRestartsACrashedChampion(
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A refused promotion quotes the log of its own try: the candidate's log is not one that every
+// earlier try of the same build added to.
+func TestARefusedPromotionQuotesItsOwnTryOnly(t *testing.T) {
+	h := newLocalHost(t)
+	release := h.Store.ReleaseDir("bbbbbbb")
+	if err := os.MkdirAll(release, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(release, "start.sh"), []byte("#!/bin/sh\necho this try fails\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; try <= 2; try++ {
+		_, err := h.Champions.Promote(context.Background(), "bbbbbbb", &testSpec, 0)
+		if err == nil {
+			t.Fatalf("try %d: a build that exits at once was promoted", try)
+		}
+		if n := strings.Count(err.Error(), "this try fails"); n != 1 {
+			t.Errorf("try %d: the refusal quotes %d tries' lines, want 1:\n%v", try, n, err)
+		}
+	}
+}

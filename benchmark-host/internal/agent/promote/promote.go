@@ -136,7 +136,12 @@ func (c *Champions) swap(ctx context.Context, old, next store.State) error {
 		return err
 	}
 	build := armstart.Build{SHA: sha, Release: c.store.ReleaseDir(sha), Spec: next.Service}
-	cand := armstart.New(iso, iso.Challenger, "candidate champion", build, ports[0], c.cfg.ArmLog(c.store.Path("logs", "promote-"+sha+".log")), func(string, ...any) {})
+	// A log of this try alone: a refusal quotes its tail, which an earlier try's lines would pad.
+	logPath := c.store.Path("logs", "promote-"+sha+".log")
+	if err := os.Remove(logPath); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	cand := armstart.New(iso, iso.Challenger, "candidate champion", build, ports[0], c.cfg.ArmLog(logPath), func(string, ...any) {})
 	err = armstart.Together(ctx, []*armstart.Start{cand})
 	if serr := cand.Stop(); serr != nil {
 		return serr
