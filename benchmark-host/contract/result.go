@@ -72,7 +72,8 @@ type Slice struct {
 	// Requests in the latency histogram (past the slice's warm-up).
 	Recorded int64       `json:"recorded" limit:"count"`
 	Errors   ErrorCounts `json:"errors"`
-	// Requests that found the queue full and were not sent; the slice is then invalid.
+	// Requests that found the queue full, or were still unsent timeout_ms past the slice's end
+	// (a service or generator hopelessly behind), and were not sent; the slice is then invalid.
 	Overflow       int64 `json:"overflow" limit:"count"`
 	NewConnections int64 `json:"new_connections" limit:"count"`
 	// Requests the generator dispatched inside the slice's window (sent, or queued for a free

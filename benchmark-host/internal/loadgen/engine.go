@@ -47,8 +47,10 @@ type options struct {
 // WithSliceObserver has o observe every slice boundary and complete every slice.
 func WithSliceObserver(o SliceObserver) Option { return func(c *options) { c.observer = o } }
 
-// Run executes the plan. Cancelling ctx ends the run early: slices already finished are
-// kept, the one in progress is marked invalid, and the result is marked partial.
+// Run executes the plan. Cancelling ctx ends the run early, at once: the requests still
+// queued or in flight are abandoned (their connections closed), slices already finished are
+// kept, the first one not finished (in progress, or with requests still out) is marked
+// interrupted and invalid, and the result is marked partial.
 func Run(ctx context.Context, p *plan.Plan, progress io.Writer, opts ...Option) (*contract.Result, error) {
 	if progress == nil {
 		progress = io.Discard
@@ -363,7 +365,7 @@ func (r *reporter) collect(order []string, progress io.Writer) []contract.Slice 
 		}
 		interrupted := len(got[i]) < r.lanes
 		for _, sh := range got[i] {
-			interrupted = interrupted || (sh.interruptedAt != 0 && sh.interruptedAt < sh.end)
+			interrupted = interrupted || sh.abandoned || (sh.interruptedAt != 0 && sh.interruptedAt < sh.end)
 		}
 		s := mergeShards(got[i]).snapshot(r.sched.clock, order[i], pairOf(i), interrupted)
 		got[i] = nil

@@ -22,6 +22,10 @@ type h2cConn struct {
 	client    *http.Client
 	reqs      *h2cRequests
 	timeout   time.Duration
+	// ctx is every request's: close cancels it, so that requests abandoned in flight (a run
+	// stopped) end with the connection, as grpc-go's calls do when their ClientConn closes.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // dialH2C makes the connections of an h2c plan; the transport dials on the first request.
@@ -35,16 +39,20 @@ func dialH2C(reqs *h2cRequests, timeout time.Duration) dialStream {
 			HTTP2:              &http.HTTP2Config{StrictMaxConcurrentRequests: true},
 			DisableCompression: true,
 		}
-		return &h2cConn{transport: t, client: &http.Client{Transport: t}, reqs: reqs, timeout: timeout}, nil
+		ctx, cancel := context.WithCancel(context.Background())
+		return &h2cConn{transport: t, client: &http.Client{Transport: t}, reqs: reqs, timeout: timeout, ctx: ctx, cancel: cancel}, nil
 	}
 }
 
-func (c *h2cConn) close() { c.transport.CloseIdleConnections() }
+func (c *h2cConn) close() {
+	c.cancel()
+	c.transport.CloseIdleConnections()
+}
 
 // do builds the request and sends it; the send time is taken once it is built, just before
 // the transport writes, and the answer is read to its end.
 func (c *h2cConn) do(j *job, o *outcome, now func() time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
 	defer cancel()
 	o.entry = j.entry(c.reqs.plan, c.reqs.seed)
 	req, err := c.reqs.build(ctx, j, o.entry)

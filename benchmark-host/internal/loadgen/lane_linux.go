@@ -258,8 +258,11 @@ func (l *lane) poll(now time.Duration) {
 	if l.nextExpiry != 0 && now >= l.nextExpiry {
 		// Take what has arrived first: a response the lane has not read yet came in time.
 		l.handle(epollWait(l.ep, l.events, 0))
-		now = l.now()
-		l.expire(now)
+		l.expire(l.now())
+		// Back to the caller, which decides what to wait for now: when the requests that
+		// expired were the last ones (priming, or the end of the schedule), there may be
+		// nothing left to wait for, and a wait without a deadline would never end.
+		return
 	}
 	wait := time.Duration(-1)
 	if l.sched != nil && !l.done {
@@ -456,15 +459,32 @@ func (l *lane) complete(c *conn, class errClass, status int, done time.Duration)
 	if c.fd >= 0 {
 		l.setState(c, csIdle)
 	}
-	if next, ok := l.pending[c.arm].pop(); ok {
-		l.assign(c, &next, l.now())
-		return
+	if l.pending[c.arm].size > 0 {
+		now := l.now()
+		if next, ok := l.dequeue(&l.pending[c.arm], now); ok {
+			l.assign(c, &next, now)
+			return
+		}
 	}
 	if c.fd >= 0 {
 		l.idle[c.arm] = append(l.idle[c.arm], c)
 	} else {
 		l.closed[c.arm] = append(l.closed[c.arm], c)
 	}
+}
+
+// abandon drops the queued requests and closes every connection with a request on it.
+func (l *lane) abandon() {
+	for arm := range l.pending {
+		l.pending[arm].clear()
+	}
+	for _, c := range l.conns {
+		if c.state >= csConnecting {
+			l.closeConn(c)
+			l.closed[c.arm] = append(l.closed[c.arm], c)
+		}
+	}
+	l.nextExpiry = 0
 }
 
 // expire fails every request past its deadline (counted as a timeout, recorded at its

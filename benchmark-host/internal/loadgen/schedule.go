@@ -20,7 +20,12 @@ type schedule struct {
 	sliceDur  time.Duration
 	sliceWarm time.Duration
 	window    time.Duration // how late a request may leave to share a wake-up (send_window_us)
-	firstK    []uint64      // the first request of every slice
+	// overrun is how long past the end of its slice (or of the warmup) a request may still
+	// leave (timeout_ms): one not on the wire by then, because the generator or the queue for
+	// the arm's connections is that far behind, is an overflow, so that a slice ends within
+	// about two timeouts of its end however far behind the service or the generator is.
+	overrun time.Duration
+	firstK  []uint64 // the first request of every slice
 	// Request classes each slice tallies on their own: the plan's entries, or 0 when there is one
 	// or more than contract.MaxClasses (docs/design/0020-request-classes.md).
 	classes int
@@ -34,6 +39,7 @@ func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration
 		sliceDur:  time.Duration(p.SliceSeconds * float64(time.Second)),
 		sliceWarm: time.Duration(*p.SliceWarmupMs) * time.Millisecond,
 		window:    time.Duration(*p.SendWindowUs) * time.Microsecond,
+		overrun:   time.Duration(p.TimeoutMs) * time.Millisecond,
 	}
 	if n := len(p.Requests); n > 1 && n <= contract.MaxClasses {
 		s.classes = n

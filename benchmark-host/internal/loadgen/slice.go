@@ -37,6 +37,9 @@ type sliceShard struct {
 	open      int  // requests of this slice queued or in flight in the lane
 	passed    bool // the lane's schedule is past the slice's end
 	published bool
+	// abandoned says the run was stopped with requests of this slice still queued or in
+	// flight in the lane: they are not accounted, and the slice is interrupted.
+	abandoned bool
 
 	scheduled, overflow int64
 	// Requests finished (answered or failed): a request is accounted once, when it finishes, so
@@ -300,7 +303,7 @@ func (a *sliceShard) snapshot(clock monoClock, arm string, pair int, interrupted
 		reasons = append(reasons, "interrupted: the run was stopped during this slice")
 	}
 	if a.overflow > 0 {
-		reasons = append(reasons, fmt.Sprintf("overflow: %d requests found the queue full and were not sent", a.overflow))
+		reasons = append(reasons, fmt.Sprintf("overflow: %d requests found the queue full, or were still unsent timeout_ms past the slice's end, and were not sent", a.overflow))
 	}
 	if a.recorded == 0 {
 		reasons = append(reasons, "no requests recorded")

@@ -198,11 +198,23 @@ func (l *streamLane) poll(now time.Duration) {
 	l.takeFinished()
 }
 
+// abandon drops the queued requests; the calls in flight end when release closes their
+// connections, and are never accounted.
+func (l *streamLane) abandon() {
+	for arm := range l.pending {
+		l.pending[arm].clear()
+	}
+}
+
 func (l *streamLane) takeFinished() {
 	l.mu.Lock()
 	done := l.finished
 	l.finished = l.spare[:0]
 	l.mu.Unlock()
+	var now time.Duration
+	if len(done) > 0 && l.pending[0].size+l.pending[1].size > 0 {
+		now = l.now()
+	}
 	for i := range done {
 		f := &done[i]
 		if d := l.dials[f.arm].Load(); d > l.seen[f.arm] {
@@ -211,7 +223,7 @@ func (l *streamLane) takeFinished() {
 		}
 		l.streams[f.arm]--
 		l.finish(&f.j, &f.o, f.arm)
-		if next, ok := l.pending[f.arm].pop(); ok {
+		if next, ok := l.dequeue(&l.pending[f.arm], now); ok {
 			l.start(&next, -1)
 		}
 	}

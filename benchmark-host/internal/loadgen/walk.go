@@ -42,6 +42,10 @@ type carrier interface {
 	// poll waits for the next due request (wakeAt), a deadline or an event that needs an
 	// answer, and handles what came; every finished request goes to finish.
 	poll(now time.Duration)
+	// abandon drops every queued request and gives up on those on the wire (their
+	// connections closed, or their calls cancelled when the lane releases its connections),
+	// accounting none of them: the run was stopped.
+	abandon()
 }
 
 type warmCounts struct{ sent, ok, errs, overflow int64 }
@@ -90,8 +94,11 @@ func (j *job) vars(seed uint64, run, arm string) plan.Vars {
 	return plan.Vars{Seed: seed, Seq: j.seq, Draw: j.draw, Run: run, Arm: arm, Slice: max(j.slice, -1)}
 }
 
-// run walks the lane's part of the schedule until it ends or the run is stopped, then lets
-// every request in flight finish, and publishes its shards and a final summary.
+// run walks the lane's part of the schedule until it ends, then lets every request in flight
+// finish, and publishes its shards and a final summary. When the run is stopped it stops
+// dispatching at once and abandons what is queued or in flight, whatever slice it belongs to:
+// a service far slower than the rate would otherwise hold the stopped run for as long as it
+// takes to answer them all.
 func (l *walk) run(s *schedule) {
 	l.sched = s
 	l.nextK = uint64(l.index)
@@ -99,6 +106,9 @@ func (l *walk) run(s *schedule) {
 	for {
 		now := l.now()
 		l.advance(now)
+		if l.done && l.inflight > 0 && l.stop.Load() != 0 {
+			l.abandon()
+		}
 		if l.done && l.inflight == 0 {
 			break
 		}
@@ -122,7 +132,9 @@ func (l *walk) advance(now time.Duration) {
 	for !l.done {
 		off := s.at(l.nextK)
 		boundary := s.sliceStart(l.nextBoundary)
-		if stop := time.Duration(l.stop.Load()); stop != 0 && min(off, boundary) >= stop {
+		if l.stop.Load() != 0 {
+			// Where the lane is, not where the stop was: a lane behind its schedule sends
+			// nothing more of it.
 			l.halt(min(off, boundary), now)
 			return
 		}
@@ -189,7 +201,7 @@ func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	if j.slice < 0 {
 		// Warmup alternates request by request, so both arms warm up together.
 		j.arm = s.order[k%2]
-		if !l.carrier.submit(j) {
+		if now > s.warmupEnd+s.overrun || !l.carrier.submit(j) {
 			l.warm.overflow++
 			return
 		}
@@ -200,11 +212,52 @@ func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	j.arm = s.order[j.slice]
 	j.record = off-j.shard.start >= s.sliceWarm
 	j.shard.scheduled++
-	if !l.carrier.submit(j) {
+	if now > j.shard.end+s.overrun || !l.carrier.submit(j) {
 		j.shard.overflow++
 		return
 	}
 	j.shard.open++
+}
+
+// dequeue is the next request of a queue that may still leave at now (schedule.overrun): the
+// ones before it that may not, never sent, are overflows. A service far slower than the rate
+// thus gets a slice's queued requests for at most timeout_ms past the slice's end, not all of
+// them one after the other for as long as it takes.
+func (l *walk) dequeue(q *jobRing, now time.Duration) (job, bool) {
+	for {
+		j, ok := q.pop()
+		if !ok || l.sched == nil {
+			return j, ok
+		}
+		end := l.sched.warmupEnd
+		if j.shard != nil {
+			end = j.shard.end
+		}
+		if now <= end+l.sched.overrun {
+			return j, true
+		}
+		l.inflight--
+		if j.shard == nil {
+			l.warm.sent--
+			l.warm.overflow++
+			continue
+		}
+		j.shard.overflow++
+		j.shard.open--
+		l.maybePublish(j.shard)
+	}
+}
+
+// abandon gives up on every request queued or in flight (the run was stopped): none is
+// accounted, and each slice that had one is marked so, to be reported as interrupted.
+func (l *walk) abandon() {
+	l.carrier.abandon()
+	l.inflight = 0
+	for _, sh := range l.shards {
+		if sh.open > 0 {
+			sh.open, sh.abandoned = 0, true
+		}
+	}
 }
 
 func (l *walk) maybePublish(sh *sliceShard) {
@@ -236,6 +289,9 @@ func (r *jobRing) push(j *job) bool {
 	r.size++
 	return true
 }
+
+// clear empties the ring.
+func (r *jobRing) clear() { r.head, r.size = 0, 0 }
 
 func (r *jobRing) pop() (job, bool) {
 	if r.size == 0 {

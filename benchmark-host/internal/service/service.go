@@ -300,7 +300,7 @@ func startProcess(name string, cmd *exec.Cmd, in Instance, portNames []string, l
 	for _, v := range slices.Sorted(maps.Keys(ports)) {
 		port := ports[v]
 		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-			return nil, fmt.Errorf("%s: port %d (%s) is already in use by another process (%v); stop it or configure another port", name, port, v, err)
+			return nil, fmt.Errorf("%s: %w", name, &PortTakenError{Port: port, Var: v, Holder: PortHolder(port), Err: err})
 		} else {
 			l.Close()
 		}

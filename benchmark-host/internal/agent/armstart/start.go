@@ -118,12 +118,14 @@ func (s *Start) Setup() error {
 }
 
 // Launch starts the service, once its ports are free: one held by another process fails it
-// with a *PortTakenError that names the port and, when it can be read, its holder.
+// with a *service.PortTakenError that names the port and, when it can be read, its holder
+// (the service never ran: no log to quote).
 func (s *Start) Launch() error {
-	if err := s.portsFree(); err != nil {
-		return err
-	}
 	p, err := s.Arm.StartService(s.Name, s.Spec, s.ports, s.Log)
+	var taken *service.PortTakenError
+	if errors.As(err, &taken) {
+		return fmt.Errorf("%s %s: %w", s.Name, s.SHA, taken)
+	}
 	if err != nil {
 		return s.failure(err)
 	}

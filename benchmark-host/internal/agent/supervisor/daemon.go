@@ -78,7 +78,7 @@ func (d *daemon) run(ctx context.Context) error {
 		d.record(championRecord{SHA: st.Champion})
 		s, err := d.serve(st)
 		if err != nil {
-			var taken *armstart.PortTakenError
+			var taken *service.PortTakenError
 			d.record(championRecord{SHA: st.Champion, Failed: err.Error(), FailedAt: time.Now().UTC(), PortTaken: errors.As(err, &taken)})
 			d.events.add("exited", st.Champion, err.Error())
 			fmt.Fprintf(os.Stderr, "%s champion %s: %v; trying again in %v\n", time.Now().UTC().Format(time.RFC3339), st.Champion, err, backoff)
