@@ -17,6 +17,23 @@ import (
 
 // runWithin runs p under ctx and fails the test when Run has not returned within limit of
 // after (the cancel, or the run's start) instead of waiting for it.
+// abortAfter runs the plan and cancels it after d, as perf-host abort does; the run must return
+// within 3 s of the cancel.
+func abortAfter(t *testing.T, p *plan.Plan, d time.Duration) *contract.Result {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancelled := make(chan time.Time, 1)
+	time.AfterFunc(d, func() {
+		cancelled <- time.Now()
+		cancel(errors.New("test abort"))
+	})
+	res, took := runWithin(t, ctx, p, 20*time.Second, cancelled)
+	if took > 3*time.Second {
+		t.Errorf("the run returned %v after the cancel, want within 3 s", took)
+	}
+	return res
+}
+
 func runWithin(t *testing.T, ctx context.Context, p *plan.Plan, limit time.Duration, after <-chan time.Time) (*contract.Result, time.Duration) {
 	t.Helper()
 	type ran struct {
@@ -65,16 +82,7 @@ func TestCancelEndsTheRunPromptlyWhenTheServiceIsFarBehind(t *testing.T) {
 	t.Cleanup(hung.Close)
 	p := mustPlan(t, planJSON(slow.URL, hung.URL,
 		`"rate":16000,"slice_seconds":1,"pairs":2,"seed":1,"connections":2,"slice_warmup_ms":0,"timeout_ms":10000,"requests":[{"path":"/"}]`))
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancelled := make(chan time.Time, 1)
-	time.AfterFunc(1500*time.Millisecond, func() {
-		cancelled <- time.Now()
-		cancel(errors.New("test abort"))
-	})
-	res, took := runWithin(t, ctx, p, 20*time.Second, cancelled)
-	if took > 3*time.Second {
-		t.Errorf("the run returned %v after the cancel, want within 3 s", took)
-	}
+	res := abortAfter(t, p, 1500*time.Millisecond)
 	if !res.Partial || !strings.Contains(res.PartialReason, "test abort") {
 		t.Errorf("partial=%v reason=%q", res.Partial, res.PartialReason)
 	}
@@ -163,16 +171,7 @@ func TestCancelEndsAnH2CRunPromptlyWhenTheServiceIsFarBehind(t *testing.T) {
 	slow := startH2C(t, time.Second) // 1 connection × 100 streams / 1 s = 100 req/s
 	p := mustPlan(t, planJSON(slow.url, slow.url,
 		`"protocol":"h2c","rate":5000,"slice_seconds":1,"pairs":2,"seed":1,"connections":1,"slice_warmup_ms":0,"timeout_ms":10000,"requests":[{"path":"/"}]`))
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancelled := make(chan time.Time, 1)
-	time.AfterFunc(2500*time.Millisecond, func() {
-		cancelled <- time.Now()
-		cancel(errors.New("test abort"))
-	})
-	res, took := runWithin(t, ctx, p, 20*time.Second, cancelled)
-	if took > 3*time.Second {
-		t.Errorf("the run returned %v after the cancel, want within 3 s", took)
-	}
+	res := abortAfter(t, p, 2500*time.Millisecond)
 	if !res.Partial || len(res.Slices) == 0 || res.Slices[len(res.Slices)-1].Valid {
 		t.Errorf("partial=%v, slices %+v", res.Partial, res.Slices)
 	}
