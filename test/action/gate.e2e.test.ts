@@ -157,7 +157,10 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     const run = await gate(fork(real("opened")), host.release("fast", "fork"), "pull_request_target");
     expect(run.code).toBe(0);
     expect(run.outputs.verdict).toBe("skipped");
-    expect(lastCheck()).toMatchObject({ conclusion: "neutral", output: { title: "perf-gate: waiting for approval" } });
+    expect(lastCheck()).toMatchObject({
+      conclusion: "action_required",
+      output: { title: "perf-gate: waiting for approval" },
+    });
     expect(lastCheck().output!.summary).toMatch(
       /comes from a fork.*write permission approves head [0-9a-f]{7}: add the perf:approved label/,
     );
@@ -207,7 +210,7 @@ describe.skipIf(!asRoot)("the PR gate", () => {
     expect(check).toMatchObject({
       head_sha: approved,
       status: "completed",
-      conclusion: "neutral",
+      conclusion: "action_required",
       output: { title: "perf-gate: approved 1234567, head is now 2234567: approve again" },
     });
     expect(check.output!.summary).toMatch(/head is now 2234567: a push landed after the approval/);
