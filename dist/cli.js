@@ -36890,6 +36890,9 @@ var CouldNotMeasureError = class extends Error {
 var GeneratorDisturbedError = class extends CouldNotMeasureError {
   name = "GeneratorDisturbedError";
 };
+var TooFewPairsError = class extends CouldNotMeasureError {
+  name = "TooFewPairsError";
+};
 var FailingWorkloadError = class extends Error {
   name = "FailingWorkloadError";
 };
@@ -37370,7 +37373,7 @@ function pooledPairs(key, runs2, percentile2) {
     const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
     const said = `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`;
     if (dropped.length > 0)
-      throw new CouldNotMeasureError(
+      throw new TooFewPairsError(
         [`could not measure: ${said}`, ...dropped.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
         "too few pairs were valid"
       );
@@ -46702,8 +46705,8 @@ function classifySshFailure(stderr, o2) {
 }
 var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 function inertLine(line) {
-  const shown = line.replace(CONTROL, (c3) => `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
-  return /^\s*(::|##\[)/.test(shown) ? `| ${shown}` : shown;
+  const shown = line.replace(CONTROL, (c3) => `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`).replaceAll("##[", "##\\[");
+  return /^\s*::/.test(shown) ? `| ${shown}` : shown;
 }
 function inertText(text) {
   return text.split("\n").map(inertLine).join("\n");
@@ -48169,9 +48172,9 @@ function otherLine(s3) {
 }
 
 // src/report/failure.ts
-function failureWords(e, configuration) {
+function failureWords(e, configuration, challengerBuild = "the pull request's build") {
   const config2 = configuration || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
-  const kind = config2 ? "configuration" : e instanceof HostError && e.challengersFault ? "challenger" : "infrastructure";
+  const kind = config2 ? "configuration" : challengerBuild !== null && e instanceof HostError && e.challengersFault ? "challenger" : "infrastructure";
   const what = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
   const title2 = {
     configuration: "perf-gate: configuration error",
@@ -48180,7 +48183,7 @@ function failureWords(e, configuration) {
   }[kind];
   const whose = {
     configuration: "a configuration problem",
-    challenger: "the pull request's build failing on the benchmark host",
+    challenger: `${challengerBuild} failing on the benchmark host`,
     infrastructure: "an infrastructure failure"
   }[kind];
   return { kind, title: title2, said: `**${title2}.** This is ${whose}, not a performance verdict.` };
@@ -48290,8 +48293,8 @@ async function runCommand(argv, io) {
       say(
         `report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`
       );
-    } else if (e instanceof HostError && e.kind === "run_failed") {
-      const { said } = failureWords(e, false);
+    } else if (e instanceof HostError && e.runFailure) {
+      const { said } = failureWords(e, false, o2.aa ? null : "the challenger's build (--challenger)");
       const path6 = writeFailureReport(o2.out, `${said}
 
 ${codeBlock(e.message)}

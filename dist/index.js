@@ -64617,8 +64617,8 @@ function classifySshFailure(stderr, o2) {
 }
 var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 function inertLine(line) {
-  const shown = line.replace(CONTROL, (c3) => `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
-  return /^\s*(::|##\[)/.test(shown) ? `| ${shown}` : shown;
+  const shown = line.replace(CONTROL, (c3) => `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`).replaceAll("##[", "##\\[");
+  return /^\s*::/.test(shown) ? `| ${shown}` : shown;
 }
 function inertText(text) {
   return text.split("\n").map(inertLine).join("\n");
@@ -70727,10 +70727,11 @@ var GitHub2 = class {
     return checkState(data);
   }
   /**
-   * The newest completed perf-gate check on a commit that this token's app wrote, or null.
-   * Another app's check of the same name is not ours to read or override (nor could it be updated).
+   * The newest completed perf-gate check on a commit that this token's app wrote (of those
+   * `accept` takes), or null. Another app's check of the same name is not ours to read or
+   * override (nor could it be updated).
    */
-  async latestCheck(sha2) {
+  async latestCheck(sha2, accept = () => true) {
     const me = await this.identity();
     if (!me.appSlug)
       throw new Error(
@@ -70743,8 +70744,7 @@ var GitHub2 = class {
       filter: "all",
       per_page: 100
     });
-    const done = runs2.filter((c3) => c3.status === "completed" && c3.app?.slug === me.appSlug).sort((a2, b) => b.id - a2.id)[0];
-    return done ? checkState(done) : null;
+    return runs2.filter((c3) => c3.status === "completed" && c3.app?.slug === me.appSlug).sort((a2, b) => b.id - a2.id).map(checkState).find(accept) ?? null;
   }
   async react(commentId, content) {
     const { data } = await this.octokit.rest.reactions.createForIssueComment({
@@ -71419,8 +71419,8 @@ async function runAccess(job) {
     return;
   }
   const check2 = await gh.startCheck(event.headSha, access2.title, void 0, job.runUrl);
-  const standing = await gh.latestCheck(event.headSha);
-  if (standing && standsOnCommit(standing)) return repeatStanding(gh, event.number, check2, standing, access2);
+  const standing = await gh.latestCheck(event.headSha, standsOnCommit);
+  if (standing) return repeatStanding(gh, event.number, check2, standing, access2);
   await refuseAccess(gh, event.number, { sha: event.headSha, check: check2 }, access2);
 }
 async function refuseAccess(gh, pr, refused2, access2) {
@@ -71428,17 +71428,23 @@ async function refuseAccess(gh, pr, refused2, access2) {
   await gh.removeLabel(pr, APPROVAL_LABEL);
   const said = `**Not run.** ${access2.reason}.`;
   await gh.finishCheck(refused2.check, "action_required", access2.title, said);
-  if ((await gh.pullRequest(pr)).headSha === refused2.sha) {
-    await gh.setVerdictLabel(pr, null);
-    await gh.upsertStickyComment(
-      pr,
-      `## perf-gate: \u23F8\uFE0F ${refused2.sha.slice(0, 7)} not measured
+  setOutput("verdict", "skipped");
+  try {
+    if ((await gh.pullRequest(pr)).headSha === refused2.sha) {
+      await gh.setVerdictLabel(pr, null);
+      await gh.upsertStickyComment(
+        pr,
+        `## perf-gate: \u23F8\uFE0F ${refused2.sha.slice(0, 7)} not measured
 
 ${said} The last verdict here was of an earlier head; its check run keeps its report.`,
-      false
+        false
+      );
+    }
+  } catch (e) {
+    warning(
+      `the refusal is on the check run, but the labels or the sticky comment could not be updated: ${e.message}`
     );
   }
-  setOutput("verdict", "skipped");
 }
 async function repeatStanding(gh, pr, check2, standing, access2) {
   info(
@@ -71708,6 +71714,9 @@ var CouldNotMeasureError = class extends Error {
 var GeneratorDisturbedError = class extends CouldNotMeasureError {
   name = "GeneratorDisturbedError";
 };
+var TooFewPairsError = class extends CouldNotMeasureError {
+  name = "TooFewPairsError";
+};
 var FailingWorkloadError = class extends Error {
   name = "FailingWorkloadError";
 };
@@ -71803,7 +71812,7 @@ function pooledPairs(key, runs2, percentile2) {
     const why = dropped.slice(0, 3).map((d) => `${d.run} pair ${d.pair}: ${d.reason}`).join("; ");
     const said = `${key}: ${pairs2.length} valid pair${pairs2.length === 1 ? "" : "s"}; at least 2 are needed (${dropped.length} dropped${why ? `: ${why}` : ""})`;
     if (dropped.length > 0)
-      throw new CouldNotMeasureError(
+      throw new TooFewPairsError(
         [`could not measure: ${said}`, ...dropped.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
         "too few pairs were valid"
       );
@@ -74720,9 +74729,9 @@ function otherLine(s2) {
 }
 
 // src/report/failure.ts
-function failureWords(e, configuration) {
+function failureWords(e, configuration, challengerBuild = "the pull request's build") {
   const config2 = configuration || e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message);
-  const kind = config2 ? "configuration" : e instanceof HostError && e.challengersFault ? "challenger" : "infrastructure";
+  const kind = config2 ? "configuration" : challengerBuild !== null && e instanceof HostError && e.challengersFault ? "challenger" : "infrastructure";
   const what = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
   const title2 = {
     configuration: "perf-gate: configuration error",
@@ -74731,7 +74740,7 @@ function failureWords(e, configuration) {
   }[kind];
   const whose = {
     configuration: "a configuration problem",
-    challenger: "the pull request's build failing on the benchmark host",
+    challenger: `${challengerBuild} failing on the benchmark host`,
     infrastructure: "an infrastructure failure"
   }[kind];
   return { kind, title: title2, said: `**${title2}.** This is ${whose}, not a performance verdict.` };
@@ -75109,7 +75118,7 @@ ${listed.map((f) => `- ${f}`).join("\n")}` : ""}`
     };
   } catch (e) {
     const message = e.message;
-    if (e instanceof CouldNotMeasureError) {
+    if (e instanceof CouldNotMeasureError && !(e instanceof TooFewPairsError)) {
       warning(
         `perf-gate: the A/A check of ${sha2.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name2}` : ""} could not measure: ${firstLine(message)}`
       );

@@ -26384,10 +26384,11 @@ var GitHub2 = class {
     return checkState(data);
   }
   /**
-   * The newest completed perf-gate check on a commit that this token's app wrote, or null.
-   * Another app's check of the same name is not ours to read or override (nor could it be updated).
+   * The newest completed perf-gate check on a commit that this token's app wrote (of those
+   * `accept` takes), or null. Another app's check of the same name is not ours to read or
+   * override (nor could it be updated).
    */
-  async latestCheck(sha) {
+  async latestCheck(sha, accept = () => true) {
     const me = await this.identity();
     if (!me.appSlug)
       throw new Error(
@@ -26400,8 +26401,7 @@ var GitHub2 = class {
       filter: "all",
       per_page: 100
     });
-    const done = runs.filter((c) => c.status === "completed" && c.app?.slug === me.appSlug).sort((a, b) => b.id - a.id)[0];
-    return done ? checkState(done) : null;
+    return runs.filter((c) => c.status === "completed" && c.app?.slug === me.appSlug).sort((a, b) => b.id - a.id).map(checkState).find(accept) ?? null;
   }
   async react(commentId, content) {
     const { data } = await this.octokit.rest.reactions.createForIssueComment({

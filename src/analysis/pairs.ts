@@ -13,7 +13,7 @@ import {
 } from "./health";
 import { AnalysisInputError } from "./input-error";
 import { histogramError } from "./statistic";
-import { CouldNotMeasureError, GeneratorDisturbedError } from "./unmeasured";
+import { GeneratorDisturbedError, TooFewPairsError } from "./unmeasured";
 
 export interface SlicePair {
   run: string;
@@ -157,7 +157,7 @@ export function pooledPairs(
     // cut short) are the instrument refusing to vouch: what was measured is reported, as for a
     // disturbed generator. Too few pairs with none dropped is a result too short to analyse.
     if (dropped.length > 0)
-      throw new CouldNotMeasureError(
+      throw new TooFewPairsError(
         [`could not measure: ${said}`, ...dropped.map((d) => `${d.run} pair ${d.pair}: ${d.reason}`)].join("\n"),
         "too few pairs were valid",
       );

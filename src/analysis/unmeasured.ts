@@ -26,6 +26,16 @@ export class GeneratorDisturbedError extends CouldNotMeasureError {
 }
 
 /**
+ * Fewer than two pairs were valid, the generator having refused the other slices (their queue
+ * overflowed, the idle arm was at work, the run was cut short). Could not measure; but in a
+ * promotion's A/A check, where both arms run the new champion, a build that cannot take the rate
+ * is the build's failure (modes/promote.ts).
+ */
+export class TooFewPairsError extends CouldNotMeasureError {
+  override name = "TooFewPairsError";
+}
+
+/**
  * Most requests failed on both arms: the workload is wrong (a path, a method, a header), and a
  * verdict would pass it as "no change" (docs/design/0011-instrument-vouches-for-itself.md: a
  * workload of 404s got grey). A configuration error.

@@ -163,10 +163,10 @@ export async function runCommand(argv: string[], io: RunIo): Promise<number> {
       say(
         `report: ${relativeOrAbsolute(written.reportPath)} (what was measured, the dropped pairs and why, the arms' log tails; analysis.json and result.json beside it)`,
       );
-    } else if (e instanceof HostError && e.kind === "run_failed") {
+    } else if (e instanceof HostError && e.runFailure) {
       // A run that failed (an arm crashed, was never healthy, ran out of memory): whose failure
       // it is, and the host's words whole, its arms' log tails (the terminal shows the first line).
-      const { said } = failureWords(e, false);
+      const { said } = failureWords(e, false, o.aa ? null : "the challenger's build (--challenger)");
       const path = writeFailureReport(o.out, `${said}\n\n${codeBlock(e.message)}\n`);
       say(`report: ${relativeOrAbsolute(path)} (what failed and the arms' log tails)`);
     }

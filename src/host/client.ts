@@ -488,11 +488,15 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
  * printed (its setup's output, its log's tail), so its control characters are shown escaped: a
  * carriage return starts a new line in the runner's log, where `::` begins a workflow command
  * (`::add-mask::`, `::error::`), and escape sequences rewrite a terminal. A line that would itself
- * read as a workflow command is quoted.
+ * read as a workflow command is quoted, and the older form (`##[error]`, read anywhere in a
+ * line) is broken.
  */
 export function inertLine(line: string): string {
-  const shown = line.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-  return /^\s*(::|##\[)/.test(shown) ? `| ${shown}` : shown;
+  const shown = line
+    .replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+    // The runner's older command form is read anywhere in a line, not only at its start.
+    .replaceAll("##[", "##\\[");
+  return /^\s*::/.test(shown) ? `| ${shown}` : shown;
 }
 
 /** Each line of the host's text made inert (inertLine); the line breaks stay. */

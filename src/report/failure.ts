@@ -15,13 +15,21 @@ export interface FailureWords {
   said: string;
 }
 
-/** `configuration`: whether the caller knows the error for the config's or its inputs'. */
-export function failureWords(e: Error, configuration: boolean): FailureWords {
+/**
+ * `configuration`: whether the caller knows the error for the config's or its inputs'.
+ * `challengerBuild`: what the challenger's arm ran, as the words name it; null where it ran no
+ * build under test (an A/A run: both arms serve the champion).
+ */
+export function failureWords(
+  e: Error,
+  configuration: boolean,
+  challengerBuild: string | null = "the pull request's build",
+): FailureWords {
   // The host refusing the run's plan (a service spec the build cannot run) is the config's doing.
   const config = configuration || (e instanceof HostError && e.kind === "refused" && /\bplan: /.test(e.message));
   const kind: FailureKind = config
     ? "configuration"
-    : e instanceof HostError && e.challengersFault
+    : challengerBuild !== null && e instanceof HostError && e.challengersFault
       ? "challenger"
       : "infrastructure";
   const what = e instanceof HostError ? (e.runFailure ?? e.kind).replace(/_/g, " ") : "internal";
@@ -35,7 +43,7 @@ export function failureWords(e: Error, configuration: boolean): FailureWords {
   }[kind];
   const whose = {
     configuration: "a configuration problem",
-    challenger: "the pull request's build failing on the benchmark host",
+    challenger: `${challengerBuild} failing on the benchmark host`,
     infrastructure: "an infrastructure failure",
   }[kind];
   return { kind, title, said: `**${title}.** This is ${whose}, not a performance verdict.` };

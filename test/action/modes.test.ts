@@ -13,6 +13,7 @@ import { ms } from "../../src/report/format";
 import { E2E_CONFIG, examplePayload } from "../support/action-harness";
 import { InProcessHarness } from "../support/action-in-process";
 import { FakeHost } from "../support/fake-host";
+import { GITHUB_ACTIONS } from "../support/github-fake";
 
 const CHAMPION = "c".repeat(40);
 const BASE = "b".repeat(40);
@@ -284,6 +285,39 @@ describe("a fork's head and the required check", () => {
     );
     expect(overridden.outputs.command).toBe("override");
     expect(h.checksOn(pushed).at(-1)).toMatchObject({ conclusion: "success" });
+  });
+
+  it("a cancelled gate on the commit hides nothing: the verdict before it is the one repeated", async () => {
+    forkHeadIs(HEAD);
+    host.builds.set(HEAD, { addedMs: 3 });
+    expect((await approvedGate()).outputs.blocking).toBe("true");
+    h.fake.addCheckRun({
+      head_sha: HEAD,
+      name: "perf-gate",
+      status: "completed",
+      conclusion: "cancelled",
+      output: { title: "perf-gate: cancelled before a verdict", summary: "cancelled" },
+      app: GITHUB_ACTIONS,
+    });
+    await access("reopened", HEAD);
+    expect(h.checksOn(HEAD).map((c) => c.conclusion)).toEqual(["failure", "cancelled", "failure"]);
+  });
+
+  it("a refusal stays blocking when GitHub then refuses the labels, whatever on-infrastructure-failure says", async () => {
+    forkHeadIs(HEAD);
+    h.fake.refusals.set("issues/list-labels-on-issue", {
+      status: 403,
+      message: "You have exceeded a secondary rate limit",
+    });
+    const run = await h.run(
+      h.inputs("gate", { artifact: BUILD, "on-infrastructure-failure": "neutral" }),
+      "pull_request_target",
+      h.pullRequestEvent("synchronize", PR, HEAD, BASE, fork),
+    );
+    expect(run.outputs.verdict).toBe("skipped");
+    expect(h.checksOn(HEAD).map((c) => c.conclusion)).toEqual(["action_required"]);
+    expect(run.stdout).toContain("::warning::the refusal is on the check run, but the labels or the sticky comment");
+    expect(host.opened).toBe(0);
   });
 
   it("a fork's first head waiting for approval writes no comment", async () => {
@@ -616,6 +650,23 @@ describe("promotion and rollback", () => {
       output: { title: "ccccccc is already the champion" },
     });
     expect(host.runIds()).toEqual([]);
+  });
+
+  it("a new champion that cannot take the rate (its A/A check's slices all refused) is rolled back, not kept as unmeasured", async () => {
+    const overwhelmed = "5234567890abcdef1234567890abcdef12345678";
+    host.onVerb = (call) => {
+      if (!call.startsWith("result ")) return;
+      host.editResult(call.slice("result ".length), (r) => {
+        for (const s of r.slices) Object.assign(s, { valid: false, invalid_reason: "overflow: the queue was full" });
+      });
+    };
+    const r = await byHand(overwhelmed);
+    expect(r.code).toBe(1);
+    expect(h.checksOn(overwhelmed, "perf-gate / champion").at(-1)).toMatchObject({
+      conclusion: "failure",
+      output: { title: "promotion of 5234567 failed its A/A check; rolled back" },
+    });
+    expect(host.champion).toBe(CHAMPION);
   });
 
   it("a build that fails its A/A check after the swap is rolled back; one never healthy is refused before it", async () => {

@@ -167,7 +167,7 @@ describe("perf-gate run --local", () => {
     expect(r.stderr).toMatch(/^perf-gate run: w @ 100 req\/s: challenger_crashed: /);
     const report = readFileSync(join(out, "report.md"), "utf8");
     expect(report).toMatch(
-      /^\*\*perf-gate: the challenger failed \(challenger crashed\)\.\*\* This is the pull request's build failing on the benchmark host, not a performance verdict\./,
+      /^\*\*perf-gate: the challenger failed \(challenger crashed\)\.\*\* This is the challenger's build \(--challenger\) failing on the benchmark host, not a performance verdict\./,
     );
     expect(report).toContain("about to fall over");
   });

@@ -15,10 +15,16 @@ describe("the host's text in a log", () => {
     expect(shown.split(/\r\n|\r|\n/)).toHaveLength(1);
   });
 
-  it("quotes a line that is itself a workflow command, also indented or in the old ##[ form", () => {
+  it("quotes a line that is itself a workflow command, also indented", () => {
     expect(inertLine("::set-output name=verdict::green")).toBe("| ::set-output name=verdict::green");
     expect(inertLine("   ::stop-commands::x")).toBe("|    ::stop-commands::x");
-    expect(inertLine("##[error]forged")).toBe("| ##[error]forged");
+  });
+
+  it("breaks the older ##[ form wherever it stands in a line, as the runner reads it", () => {
+    expect(inertLine("##[error]forged")).toBe("##\\[error]forged");
+    expect(inertLine("npm ok ##[set-output name=report-path]/etc/passwd")).toBe(
+      "npm ok ##\\[set-output name=report-path]/etc/passwd",
+    );
   });
 
   it("escapes a terminal's escape sequences, C1 controls included", () => {

@@ -83,8 +83,8 @@ func TestCancelEndsTheRunPromptlyWhenTheServiceIsFarBehind(t *testing.T) {
 	p := mustPlan(t, planJSON(slow.URL, hung.URL,
 		`"rate":16000,"slice_seconds":1,"pairs":2,"seed":1,"connections":2,"slice_warmup_ms":0,"timeout_ms":10000,"requests":[{"path":"/"}]`))
 	res := abortAfter(t, p, 1500*time.Millisecond)
-	if !res.Partial || !strings.Contains(res.PartialReason, "test abort") {
-		t.Errorf("partial=%v reason=%q", res.Partial, res.PartialReason)
+	if !res.Partial || !strings.Contains(res.PartialReason, "test abort") || len(res.Slices) == 0 {
+		t.Errorf("partial=%v reason=%q, %d slices", res.Partial, res.PartialReason, len(res.Slices))
 	}
 	for _, s := range res.Slices {
 		if s.Valid {
@@ -157,6 +157,9 @@ func TestARunWhoseLastRequestsTimeOutEnds(t *testing.T) {
 	res, took := runWithin(t, context.Background(), p, 10*time.Second, started)
 	if took > 2500*time.Millisecond {
 		t.Errorf("the run took %v for 1 s of slices with timeout_ms 300", took)
+	}
+	if len(res.Slices) != 2 {
+		t.Fatalf("%d slices, want the pair's 2", len(res.Slices))
 	}
 	for _, s := range res.Slices {
 		if s.Errors.Timeout == 0 || s.Errors.Timeout != s.Completed {

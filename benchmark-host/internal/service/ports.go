@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -214,27 +213,21 @@ func (e *PortTakenError) Error() string {
 
 func (e *PortTakenError) Unwrap() error { return e.Err }
 
-// PortHolder describes the processes listening on port, from /proc: "pid 123 (python3), user
-// alice (uid 1000)". Only the process's name, not its command line: the message may reach a
-// pull request's check run, and another service's arguments may hold its secrets. What /proc
-// does not show (another user's file descriptors, to an unprivileged perf-host) is left out; ""
+// PortHolder describes the processes listening on port, from /proc: "pid 123 (python3)". Only
+// the process's name, not its command line nor its user: the message may reach a pull request's
+// public check run, and another service's arguments may hold its secrets. What /proc does not
+// show (another user's file descriptors, to an unprivileged perf-host) is "another process"; ""
 // when nothing could be read.
 func PortHolder(port int) string {
 	var holders []string
 	for _, l := range Listeners(port) {
-		who := strconv.FormatUint(uint64(l.UID), 10)
-		if u, err := user.LookupId(who); err == nil {
-			who = u.Username + " (uid " + who + ")"
-		} else {
-			who = "uid " + who
-		}
 		pids := socketPids(l.Inode)
 		if len(pids) == 0 {
-			holders = append(holders, "a process of user "+who)
+			holders = append(holders, "another process")
 			continue
 		}
 		for _, pid := range pids {
-			holders = append(holders, fmt.Sprintf("pid %d (%s), user %s", pid, processName(pid), who))
+			holders = append(holders, fmt.Sprintf("pid %d (%s)", pid, processName(pid)))
 		}
 	}
 	slices.Sort(holders)

@@ -29,7 +29,7 @@ func TestATakenPortFailsTheStartNamingItsHolder(t *testing.T) {
 		t.Fatalf("a start on a taken port: %v; want a *PortTakenError for port %d (PORT)", err, port)
 	}
 	comm, _ := os.ReadFile("/proc/self/comm")
-	want := fmt.Sprintf("champion: port %d (PORT) is already in use by another process (held by pid %d (%s), user ", port, os.Getpid(), strings.TrimSpace(string(comm)))
+	want := fmt.Sprintf("champion: port %d (PORT) is already in use by another process (held by pid %d (%s))", port, os.Getpid(), strings.TrimSpace(string(comm)))
 	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; stop it or configure another port") {
 		t.Errorf("the error says:\n%v\nwant it to start %q", err, want)
 	}

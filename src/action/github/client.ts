@@ -203,10 +203,11 @@ export class GitHub {
   }
 
   /**
-   * The newest completed perf-gate check on a commit that this token's app wrote, or null.
-   * Another app's check of the same name is not ours to read or override (nor could it be updated).
+   * The newest completed perf-gate check on a commit that this token's app wrote (of those
+   * `accept` takes), or null. Another app's check of the same name is not ours to read or
+   * override (nor could it be updated).
    */
-  async latestCheck(sha: string): Promise<CheckRunState | null> {
+  async latestCheck(sha: string, accept: (c: CheckRunState) => boolean = () => true): Promise<CheckRunState | null> {
     const me = await this.identity();
     if (!me.appSlug)
       throw new Error(
@@ -219,10 +220,13 @@ export class GitHub {
       filter: "all",
       per_page: 100,
     });
-    const done = runs
-      .filter((c) => c.status === "completed" && c.app?.slug === me.appSlug)
-      .sort((a, b) => b.id - a.id)[0];
-    return done ? checkState(done) : null;
+    return (
+      runs
+        .filter((c) => c.status === "completed" && c.app?.slug === me.appSlug)
+        .sort((a, b) => b.id - a.id)
+        .map(checkState)
+        .find(accept) ?? null
+    );
   }
 
   async react(commentId: number, content: Reaction): Promise<void> {

@@ -39,8 +39,9 @@ export async function runAccess(job: Job): Promise<void> {
   }
   const check = await gh.startCheck(event.headSha, access.title, undefined, job.runUrl);
   // Asked after the check is opened: the token's app is known from it, and the new check is not finished.
-  const standing = await gh.latestCheck(event.headSha);
-  if (standing && standsOnCommit(standing)) return repeatStanding(gh, event.number, check, standing, access);
+  // A cancelled gate (a newer push's, or the post step's) is no word on the commit: the one before it is.
+  const standing = await gh.latestCheck(event.headSha, standsOnCommit);
+  if (standing) return repeatStanding(gh, event.number, check, standing, access);
   await refuseAccess(gh, event.number, { sha: event.headSha, check }, access);
 }
 
@@ -61,15 +62,23 @@ export async function refuseAccess(
   await gh.removeLabel(pr, APPROVAL_LABEL);
   const said = `**Not run.** ${access.reason}.`;
   await gh.finishCheck(refused.check, "action_required", access.title, said);
-  if ((await gh.pullRequest(pr)).headSha === refused.sha) {
-    await gh.setVerdictLabel(pr, null);
-    await gh.upsertStickyComment(
-      pr,
-      `## perf-gate: ⏸️ ${refused.sha.slice(0, 7)} not measured\n\n${said} The last verdict here was of an earlier head; its check run keeps its report.`,
-      false,
+  core.setOutput("verdict", "skipped");
+  // The check holds the refusal: nothing after it may turn into a failure report over it (one
+  // that on-infrastructure-failure: neutral would make passing).
+  try {
+    if ((await gh.pullRequest(pr)).headSha === refused.sha) {
+      await gh.setVerdictLabel(pr, null);
+      await gh.upsertStickyComment(
+        pr,
+        `## perf-gate: ⏸️ ${refused.sha.slice(0, 7)} not measured\n\n${said} The last verdict here was of an earlier head; its check run keeps its report.`,
+        false,
+      );
+    }
+  } catch (e) {
+    core.warning(
+      `the refusal is on the check run, but the labels or the sticky comment could not be updated: ${(e as Error).message}`,
     );
   }
-  core.setOutput("verdict", "skipped");
 }
 
 /** The commit's own verdict (or override, or failure report), repeated on the newer check an event made. */

@@ -7,7 +7,7 @@
 // host, becomes the champion again, and is verified the same way.
 import { existsSync } from "node:fs";
 import * as core from "@actions/core";
-import { CouldNotMeasureError } from "../../analysis/unmeasured";
+import { CouldNotMeasureError, TooFewPairsError } from "../../analysis/unmeasured";
 import { configFor, type GateConfig, planRuns } from "../../config/gate-config";
 import type { HostStatus } from "../../contract/host";
 import { writeArtifacts, writeUnmeasured } from "../../experiment/artifacts";
@@ -341,7 +341,8 @@ async function verify(
     };
   } catch (e) {
     const message = (e as Error).message;
-    if (e instanceof CouldNotMeasureError) {
+    // Too few valid pairs, both arms serving the new champion: it could not take the rate.
+    if (e instanceof CouldNotMeasureError && !(e instanceof TooFewPairsError)) {
       core.warning(
         `perf-gate: the A/A check of ${sha.slice(0, 7)}${job.hosts.length > 1 ? ` on ${name}` : ""} could not measure: ${firstLine(message)}`,
       );

@@ -217,6 +217,8 @@ type ArmError struct {
 
 func (e *ArmError) Error() string { return e.Err.Error() }
 
+func (e *ArmError) Unwrap() error { return e.Err }
+
 // Together takes the arms through each step of a start at the same time: copies, then
 // setups, then the processes back to back, then the health checks, so that both are as old and
 // as warm when the load begins; last, that each arm's ports are its own. A failure (an

@@ -235,6 +235,11 @@ func (e *execution) startArms(ctx context.Context, iso *isolation.Isolation, req
 		if stopped := e.stoppedBy(ctx); stopped != nil {
 			return nil, stopped
 		}
+		// A port another process holds is the host's state, not the build's doing: a
+		// challenger's port taken must not fail the pull request as its build's failure.
+		if taken := (*service.PortTakenError)(nil); errors.As(err, &taken) {
+			return nil, fail(contract.ErrorPreflight, "%v", err)
+		}
 		var ae *armstart.ArmError
 		errors.As(err, &ae)
 		return nil, fail(contract.ArmUnhealthy.Of(ae.Arm), "%v", err)
