@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,5 +161,31 @@ func TestStopIsLocalOnly(t *testing.T) {
 	json.Unmarshal([]byte(h.must(nil, "status")), &st)
 	if st.ChampionSupervised {
 		t.Errorf("status still says the champion is supervised")
+	}
+}
+
+// A challenger's port another process holds is the host's state, not the build's failure: the
+// run fails as preflight, naming the port and its holder, and the champion serves after.
+func TestATakenChallengerPortIsTheHostsFailureNotTheBuilds(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, hostOptions{})
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v1", statefulStart)), "deploy champion aaaaaaa")
+	h.must(strings.NewReader(statefulSpec("fresh", goodSetup)), "promote aaaaaaa")
+	h.must(bytes.NewReader(buildTarball(t, "fast", "v2", statefulStart)), "deploy challenger bbbbbbb")
+	stranger, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", h.ChallengerPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	h.must(strings.NewReader(statefulPlan("bbbbbbb", statefulSpec("fresh", goodSetup))), "run taken")
+	_, _, code := h.ssh(nil, "wait taken")
+	var out contract.Outcome
+	json.Unmarshal([]byte(h.must(nil, "result taken")), &struct{ Outcome *contract.Outcome }{&out})
+	want := fmt.Sprintf("port %d (PORT) is already in use by another process (held by pid %d (", h.ChallengerPort, os.Getpid())
+	if code != 1 || out.ErrorKind != "preflight" || !strings.Contains(out.Message, want) {
+		t.Errorf("wait exit %d, outcome %+v; want preflight saying %q", code, out, want)
+	}
+	if v := version(h.ChampionPort); v != "fast v1" {
+		t.Errorf("after the run the champion port answers %q", v)
 	}
 }
