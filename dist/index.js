@@ -64319,13 +64319,11 @@ var LockClaim = class {
   }
 };
 var clientDirs = /* @__PURE__ */ new Set();
-var removedAtExit = false;
+process.once("exit", removeClientDirs);
 function removeClientDirs() {
   for (const dir of clientDirs) removeClientDir(dir);
 }
 function makeClientDir() {
-  if (!removedAtExit) process.once("exit", removeClientDirs);
-  removedAtExit = true;
   const dir = mkdtempSync(join(process.env.RUNNER_TEMP || tmpdir(), "perf-gate-ssh-"));
   clientDirs.add(dir);
   return dir;

@@ -147,15 +147,13 @@ export class LockClaim {
  * the job, where there is one (a process killed outright runs no exit handler).
  */
 const clientDirs = new Set<string>();
-let removedAtExit = false;
+process.once("exit", removeClientDirs);
 
-export function removeClientDirs(): void {
+function removeClientDirs(): void {
   for (const dir of clientDirs) removeClientDir(dir);
 }
 
 function makeClientDir(): string {
-  if (!removedAtExit) process.once("exit", removeClientDirs);
-  removedAtExit = true;
   const dir = mkdtempSync(join(process.env.RUNNER_TEMP || tmpdir(), "perf-gate-ssh-"));
   clientDirs.add(dir);
   return dir;

@@ -25,7 +25,10 @@ type schedule struct {
 	// the arm's connections is that far behind, is an overflow, so that a slice ends within
 	// about two timeouts of its end however far behind the service or the generator is.
 	overrun time.Duration
-	firstK  []uint64 // the first request of every slice
+	// warmupLastSend is the warmup's last moment to send (its end plus overrun), computed
+	// once: the dispatch loop compares with it, as with each slice's lastSend.
+	warmupLastSend time.Duration
+	firstK         []uint64 // the first request of every slice
 	// Request classes each slice tallies on their own: the plan's entries, or 0 when there is one
 	// or more than contract.MaxClasses (docs/design/0020-request-classes.md).
 	classes int
@@ -48,6 +51,7 @@ func newSchedule(p *plan.Plan, clock monoClock, order []string, t0 time.Duration
 		s.order = append(s.order, armIndex(arm))
 	}
 	s.warmupEnd = t0 + time.Duration(p.WarmupSeconds*float64(time.Second))
+	s.warmupLastSend = s.warmupEnd + s.overrun
 	s.end = s.warmupEnd + time.Duration(len(order))*s.sliceDur
 	for i := range order {
 		s.firstK = append(s.firstK, s.firstAtOrAfter(s.sliceStart(i)))

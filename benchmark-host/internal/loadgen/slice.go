@@ -25,6 +25,8 @@ type sliceShard struct {
 	lane  int
 	start time.Duration // the slice's window on the schedule
 	end   time.Duration
+	// lastSend is the last moment a request of the slice may leave: end plus schedule.overrun.
+	lastSend time.Duration
 	// interruptedAt is where the lane stopped inside this slice (0: it did not).
 	interruptedAt time.Duration
 

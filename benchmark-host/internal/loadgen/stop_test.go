@@ -34,6 +34,18 @@ func abortAfter(t *testing.T, p *plan.Plan, d time.Duration) *contract.Result {
 	return res
 }
 
+// runEndsWithin runs the plan to its end, which must come within d of its start.
+func runEndsWithin(t *testing.T, p *plan.Plan, d time.Duration) *contract.Result {
+	t.Helper()
+	started := make(chan time.Time, 1)
+	started <- time.Now()
+	res, took := runWithin(t, context.Background(), p, 20*time.Second, started)
+	if took > d {
+		t.Errorf("the run took %v for its %g s of slices with timeout_ms %d, want within %v", took, p.SliceSeconds*float64(2*p.Pairs), p.TimeoutMs, d)
+	}
+	return res
+}
+
 func runWithin(t *testing.T, ctx context.Context, p *plan.Plan, limit time.Duration, after <-chan time.Time) (*contract.Result, time.Duration) {
 	t.Helper()
 	type ran struct {
@@ -109,13 +121,8 @@ func TestASliceFarBehindItsScheduleEndsNearItsPlannedEnd(t *testing.T) {
 	fast := newServer(t, 0, nil)
 	p := mustPlan(t, planJSON(fast.URL, slow.URL,
 		`"rate":4000,"slice_seconds":0.5,"pairs":1,"seed":1,"connections":2,"timeout_ms":200,"max_queue":100000,"requests":[{"path":"/"}]`))
-	started := make(chan time.Time, 1)
-	started <- time.Now()
-	res, took := runWithin(t, context.Background(), p, 20*time.Second, started)
 	// 1 s of slices, then at most a timeout queued and a timeout on the wire.
-	if took > 2500*time.Millisecond {
-		t.Errorf("the run took %v for 1 s of slices with timeout_ms 200", took)
-	}
+	res := runEndsWithin(t, p, 2500*time.Millisecond)
 	if res.Partial || len(res.Slices) != 2 {
 		t.Fatalf("partial=%v (%s), %d slices", res.Partial, res.PartialReason, len(res.Slices))
 	}
@@ -152,12 +159,7 @@ func TestARunWhoseLastRequestsTimeOutEnds(t *testing.T) {
 	t.Cleanup(hung.Close)
 	p := mustPlan(t, planJSON(hung.URL, hung.URL,
 		`"rate":20,"slice_seconds":0.5,"pairs":1,"seed":1,"connections":2,"slice_warmup_ms":0,"timeout_ms":300,"requests":[{"path":"/"}]`))
-	started := make(chan time.Time, 1)
-	started <- time.Now()
-	res, took := runWithin(t, context.Background(), p, 10*time.Second, started)
-	if took > 2500*time.Millisecond {
-		t.Errorf("the run took %v for 1 s of slices with timeout_ms 300", took)
-	}
+	res := runEndsWithin(t, p, 2500*time.Millisecond)
 	if len(res.Slices) != 2 {
 		t.Fatalf("%d slices, want the pair's 2", len(res.Slices))
 	}

@@ -169,8 +169,9 @@ func (l *walk) cross(now time.Duration) {
 		l.maybePublish(prev)
 	}
 	if i < len(l.sched.order) {
+		end := l.sched.sliceStart(i + 1)
 		sh := &sliceShard{slice: i, lane: l.index, start: l.sched.sliceStart(i),
-			end: l.sched.sliceStart(i + 1), cpuIn: cpu, wallIn: now, known: true}
+			end: end, lastSend: end + l.sched.overrun, cpuIn: cpu, wallIn: now, known: true}
 		if l.sched.classes > 0 {
 			sh.classes = make([]tally, l.sched.classes)
 		}
@@ -201,7 +202,7 @@ func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	if j.slice < 0 {
 		// Warmup alternates request by request, so both arms warm up together.
 		j.arm = s.order[k%2]
-		if now > s.warmupEnd+s.overrun || !l.carrier.submit(j) {
+		if now > s.warmupLastSend || !l.carrier.submit(j) {
 			l.warm.overflow++
 			return
 		}
@@ -212,7 +213,7 @@ func (l *walk) dispatch(k uint64, off, now time.Duration) {
 	j.arm = s.order[j.slice]
 	j.record = off-j.shard.start >= s.sliceWarm
 	j.shard.scheduled++
-	if now > j.shard.end+s.overrun || !l.carrier.submit(j) {
+	if now > j.shard.lastSend || !l.carrier.submit(j) {
 		j.shard.overflow++
 		return
 	}
@@ -229,11 +230,11 @@ func (l *walk) dequeue(q *jobRing, now time.Duration) (job, bool) {
 		if !ok || l.sched == nil {
 			return j, ok
 		}
-		end := l.sched.warmupEnd
+		last := l.sched.warmupLastSend
 		if j.shard != nil {
-			end = j.shard.end
+			last = j.shard.lastSend
 		}
-		if now <= end+l.sched.overrun {
+		if now <= last {
 			return j, true
 		}
 		l.inflight--
