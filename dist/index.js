@@ -65173,6 +65173,12 @@ var DAY_MS = 24 * 3600 * 1e3;
 var BUDGET_WINDOW_DAYS = 30;
 var time3 = (iso) => Date.parse(iso);
 var percentOf = (ms4, levelMs2) => 100 * ms4 / levelMs2;
+function compounded(percents) {
+  let factor = 1;
+  for (const p of percents) factor *= 1 + p / 100;
+  return 100 * (factor - 1);
+}
+var undoing = (percent2) => -100 * percent2 / (100 + percent2);
 function comparisonAt(g2, key, percentile2) {
   return g2.percentile === percentile2 ? g2.comparisons.find((c3) => comparisonKey(c3.workload, c3.rate) === key) : void 0;
 }
@@ -65200,7 +65206,7 @@ function mainSteps(entries, key, percentile2) {
         kind: "rollback",
         ...base,
         gate: undone?.gate ?? null,
-        percent: -(undone?.percent ?? 0),
+        percent: undoing(undone?.percent ?? 0),
         ms: -(undone?.ms ?? 0)
       });
       continue;
@@ -65231,7 +65237,7 @@ function driftPoints(h2, key, percentile2) {
         ancestorSince: from,
         percent: percentOf(d.estimate_ms, d.ancestor_ms),
         ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
-        stepsPercent: between.reduce((sum3, s2) => sum3 + s2.percent, 0),
+        stepsPercent: compounded(between.map((s2) => s2.percent)),
         steps: between
       }
     ];
@@ -65246,7 +65252,7 @@ function mainChange(h2, key, percentile2, now, o2 = {}) {
   const from = drift?.time ?? start;
   const steps = mainSteps(h2.entries, key, percentile2).filter((s2) => s2.time > from && s2.time <= now);
   return {
-    percent: (drift?.percent ?? 0) + steps.reduce((sum3, s2) => sum3 + s2.percent, 0),
+    percent: compounded([drift?.percent ?? 0, ...steps.map((s2) => s2.percent)]),
     drift,
     setAside: tooWide ? latest : null,
     steps,
@@ -65294,7 +65300,7 @@ var short = (sha2) => `\`${sha2.slice(0, 7)}\``;
 var day = (t) => new Date(t).toISOString().slice(0, 10);
 function driftLine(d) {
   const r = d.record;
-  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
+  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between comes" : `the ${d.steps.length} steps merged in between come`} to ${pct(d.stepsPercent)}`;
 }
 function changePointLine(c3) {
   const prs = c3.steps.map((s2) => s2.pullRequest ? `#${s2.pullRequest}` : short(s2.sha).replace(/`/g, "")).join(", ");
@@ -65305,9 +65311,9 @@ function driftReport(points, changes, skipped) {
   if (points.length === 0) out.push(skipped ?? "No drift run.");
   else {
     out.push(
-      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the sum of the steps the gates measured in between.",
+      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the steps the gates measured in between, taken together (they compound).",
       "",
-      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | their sum |",
+      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | together |",
       "|---|---|---:|---|---:|---:|---:|",
       ...points.map((d) => {
         const r = d.record;
@@ -65320,7 +65326,7 @@ function driftReport(points, changes, skipped) {
 }
 
 // src/report/history-page.client.js?raw
-var history_page_client_default = '// The history page\'s script, inlined into the page after uPlot (docs/design/0025-history-page.md):\n// it draws each key\'s three charts from the page\'s embedded data, with zoom (drag across a\n// chart; double-click resets), cursors synced per key, and a tooltip that says what each point\n// is. It reads only the page; the page\'s Content-Security-Policy forbids any request.\n(() => {\n  const data = JSON.parse(document.getElementById("chart-data").textContent);\n  const css = getComputedStyle(document.documentElement);\n  const color = (name) => css.getPropertyValue(`--${name}`).trim();\n  const points = (stroke, size) => ({ show: true, size, stroke, fill: stroke });\n  const none = () => null;\n  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(2)}%`);\n  const msv = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(3)} ms`);\n\n  // Vertical whiskers from low to high columns, for every x that has them, in the series\' colour.\n  const whiskers = (low, high, pick) => (u) => {\n    const ctx = u.ctx;\n    ctx.save();\n    ctx.lineWidth = 1.5 * devicePixelRatio;\n    for (let i = 0; i < u.data[0].length; i++) {\n      if (low[i] === null || high[i] === null) continue;\n      ctx.strokeStyle = pick(i);\n      const x = u.valToPos(u.data[0][i], "x", true);\n      ctx.beginPath();\n      ctx.moveTo(x, u.valToPos(low[i], "y", true));\n      ctx.lineTo(x, u.valToPos(high[i], "y", true));\n      ctx.stroke();\n    }\n    ctx.restore();\n  };\n\n  // The hovered point\'s own words, beside the cursor.\n  const tooltip = (labels) => (u) => {\n    const tip = u.root.querySelector(".tip");\n    const i = u.cursor.idx;\n    if (i === null || i === undefined || !labels[i]) {\n      tip.style.display = "none";\n      return;\n    }\n    tip.textContent = labels[i];\n    tip.style.display = "block";\n    const left = u.cursor.left ?? 0;\n    tip.style.left = `${Math.min(left + 12, u.over.clientWidth - tip.offsetWidth)}px`;\n    tip.style.top = `${(u.cursor.top ?? 0) + 12}px`;\n  };\n\n  const charts = [];\n  const make = (target, chart, title, yLabel, series, extra = {}) => {\n    const columns = series.map((s) => chart.columns[s.column]);\n    const u = new uPlot(\n      {\n        title,\n        width: target.clientWidth || 800,\n        height: 260,\n        scales: { x: { time: true } },\n        axes: [{}, { label: yLabel, size: 70 }],\n        cursor: { sync: { key: target.dataset.key }, drag: { x: true, y: false } },\n        series: [{}, ...series.map(({ column: _, ...s }) => s)],\n        hooks: {\n          setCursor: [tooltip(chart.labels)],\n          // The x range shown, on the chart\'s element: what a zoom changed, for a reader\'s tools.\n          setScale: [\n            (u, key) =>\n              key === "x" &&\n              Object.assign(target.dataset, { xMin: String(u.scales.x.min), xMax: String(u.scales.x.max) }),\n          ],\n          ...(extra.hooks ?? {}),\n        },\n      },\n      [chart.x, ...columns],\n      target,\n    );\n    const tip = document.createElement("div");\n    tip.className = "tip";\n    u.over.appendChild(tip);\n    u.over.addEventListener("mouseleave", () => {\n      tip.style.display = "none";\n    });\n    charts.push([u, target]);\n    return u;\n  };\n\n  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).\n  const dots = (column, label, colorName, format, size = 7) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    paths: none,\n    points: points(color(colorName), size),\n    value: (_, v) => format(v),\n  });\n  const steps = (column, label, colorName, format, dash) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    ...(dash ? { dash } : { width: 2 }),\n    paths: uPlot.paths.stepped({ align: 1 }),\n    spanGaps: true,\n    points: { show: false },\n    value: (_, v) => format(v),\n  });\n\n  for (const k of data.keys) {\n    const level = k.level.columns;\n    make(\n      document.getElementById(`level-${k.id}`),\n      k.level,\n      "Main\'s level: the steps summed, and the drift measured",\n      "% of the first champion",\n      [\n        steps("summed", "steps summed", "grey", pct),\n        dots("promoted", "promotion", "accent", pct),\n        dots("drift", "measured drift (95% CI)", "drift", pct, 9),\n      ],\n      { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },\n    );\n\n    const g = k.gates.columns;\n    const verdictOf = (i) => (g.red[i] !== null ? "red" : g.green[i] !== null ? "green" : "grey");\n    make(\n      document.getElementById(`gates-${k.id}`),\n      k.gates,\n      "Every gate: estimate and interval, floor and block threshold",\n      "challenger \u2212 champion, ms",\n      [\n        dots("red", "red", "red", msv),\n        dots("green", "green", "green", msv),\n        dots("grey", "grey", "grey", msv),\n        {\n          ...dots("merged", "red merged", "red", msv),\n          points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },\n        },\n        steps("floor", "A/A floor \xB1", "floor", msv, [4, 4]),\n        steps("floorNegative", "A/A floor \u2212", "floor", msv, [4, 4]),\n        steps("threshold", "block threshold", "red", msv, [8, 4]),\n      ],\n      { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },\n    );\n\n    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;\n    make(\n      document.getElementById(`budget-${k.id}`),\n      k.budget,\n      `Main\'s change over the trailing 30 days${limit}`,\n      "% of main\'s level",\n      [\n        // Main\'s 30 days change between the moments it is read at: a plain line, not steps.\n        {\n          column: "main",\n          label: "main, 30 days",\n          stroke: color("accent"),\n          width: 2,\n          spanGaps: true,\n          points: points(color("accent"), 5),\n          value: (_, v) => pct(v),\n        },\n        {\n          column: "limit",\n          label: "budget",\n          stroke: color("red"),\n          dash: [8, 4],\n          spanGaps: true,\n          points: { show: false },\n          value: (_, v) => pct(v),\n        },\n      ],\n    );\n  }\n\n  window.addEventListener("resize", () => {\n    for (const [u, target] of charts) u.setSize({ width: target.clientWidth, height: 260 });\n  });\n  document.body.dataset.charts = String(charts.length);\n})();\n';
+var history_page_client_default = '// The history page\'s script, inlined into the page after uPlot (docs/design/0025-history-page.md):\n// it draws each key\'s three charts from the page\'s embedded data, with zoom (drag across a\n// chart; double-click resets), cursors synced per key, and a tooltip that says what each point\n// is. It reads only the page; the page\'s Content-Security-Policy forbids any request.\n(() => {\n  const data = JSON.parse(document.getElementById("chart-data").textContent);\n  const css = getComputedStyle(document.documentElement);\n  const color = (name) => css.getPropertyValue(`--${name}`).trim();\n  const points = (stroke, size) => ({ show: true, size, stroke, fill: stroke });\n  const none = () => null;\n  const pct = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(2)}%`);\n  const msv = (v) => (v === null || v === undefined ? "\u2014" : `${v >= 0 ? "+" : "\u2212"}${Math.abs(v).toFixed(3)} ms`);\n\n  // Vertical whiskers from low to high columns, for every x that has them, in the series\' colour.\n  const whiskers = (low, high, pick) => (u) => {\n    const ctx = u.ctx;\n    ctx.save();\n    ctx.lineWidth = 1.5 * devicePixelRatio;\n    for (let i = 0; i < u.data[0].length; i++) {\n      if (low[i] === null || high[i] === null) continue;\n      ctx.strokeStyle = pick(i);\n      const x = u.valToPos(u.data[0][i], "x", true);\n      ctx.beginPath();\n      ctx.moveTo(x, u.valToPos(low[i], "y", true));\n      ctx.lineTo(x, u.valToPos(high[i], "y", true));\n      ctx.stroke();\n    }\n    ctx.restore();\n  };\n\n  // The hovered point\'s own words, beside the cursor.\n  const tooltip = (labels) => (u) => {\n    const tip = u.root.querySelector(".tip");\n    const i = u.cursor.idx;\n    if (i === null || i === undefined || !labels[i]) {\n      tip.style.display = "none";\n      return;\n    }\n    tip.textContent = labels[i];\n    tip.style.display = "block";\n    const left = u.cursor.left ?? 0;\n    tip.style.left = `${Math.min(left + 12, u.over.clientWidth - tip.offsetWidth)}px`;\n    tip.style.top = `${(u.cursor.top ?? 0) + 12}px`;\n  };\n\n  const charts = [];\n  const make = (target, chart, title, yLabel, series, extra = {}) => {\n    const columns = series.map((s) => chart.columns[s.column]);\n    const u = new uPlot(\n      {\n        title,\n        width: target.clientWidth || 800,\n        height: 260,\n        scales: { x: { time: true } },\n        axes: [{}, { label: yLabel, size: 70 }],\n        cursor: { sync: { key: target.dataset.key }, drag: { x: true, y: false } },\n        series: [{}, ...series.map(({ column: _, ...s }) => s)],\n        hooks: {\n          setCursor: [tooltip(chart.labels)],\n          // The x range shown, on the chart\'s element: what a zoom changed, for a reader\'s tools.\n          setScale: [\n            (u, key) =>\n              key === "x" &&\n              Object.assign(target.dataset, { xMin: String(u.scales.x.min), xMax: String(u.scales.x.max) }),\n          ],\n          ...(extra.hooks ?? {}),\n        },\n      },\n      [chart.x, ...columns],\n      target,\n    );\n    const tip = document.createElement("div");\n    tip.className = "tip";\n    u.over.appendChild(tip);\n    u.over.addEventListener("mouseleave", () => {\n      tip.style.display = "none";\n    });\n    charts.push([u, target]);\n    return u;\n  };\n\n  // A series of points (each x a mark), and a stepped line (a level that holds until it changes).\n  const dots = (column, label, colorName, format, size = 7) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    paths: none,\n    points: points(color(colorName), size),\n    value: (_, v) => format(v),\n  });\n  const steps = (column, label, colorName, format, dash) => ({\n    column,\n    label,\n    stroke: color(colorName),\n    ...(dash ? { dash } : { width: 2 }),\n    paths: uPlot.paths.stepped({ align: 1 }),\n    spanGaps: true,\n    points: { show: false },\n    value: (_, v) => format(v),\n  });\n\n  for (const k of data.keys) {\n    const level = k.level.columns;\n    make(\n      document.getElementById(`level-${k.id}`),\n      k.level,\n      "Main\'s level: the steps compounded, and the drift measured",\n      "% of the first champion",\n      [\n        steps("main", "steps compounded", "grey", pct),\n        dots("promoted", "promotion", "accent", pct),\n        dots("drift", "measured drift (95% CI)", "drift", pct, 9),\n      ],\n      { hooks: { draw: [whiskers(level.driftLow, level.driftHigh, () => color("drift"))] } },\n    );\n\n    const g = k.gates.columns;\n    const verdictOf = (i) => (g.red[i] !== null ? "red" : g.green[i] !== null ? "green" : "grey");\n    make(\n      document.getElementById(`gates-${k.id}`),\n      k.gates,\n      "Every gate: estimate and interval, floor and block threshold",\n      "challenger \u2212 champion, ms",\n      [\n        dots("red", "red", "red", msv),\n        dots("green", "green", "green", msv),\n        dots("grey", "grey", "grey", msv),\n        {\n          ...dots("merged", "red merged", "red", msv),\n          points: { show: true, size: 15, width: 2, stroke: color("red"), fill: "transparent" },\n        },\n        steps("floor", "A/A floor \xB1", "floor", msv, [4, 4]),\n        steps("floorNegative", "A/A floor \u2212", "floor", msv, [4, 4]),\n        steps("threshold", "block threshold", "red", msv, [8, 4]),\n      ],\n      { hooks: { draw: [whiskers(g.low, g.high, (i) => color(verdictOf(i)))] } },\n    );\n\n    const limit = k.budget.limitPercent === null ? "" : ` against its budget of ${k.budget.limitPercent}%`;\n    make(\n      document.getElementById(`budget-${k.id}`),\n      k.budget,\n      `Main\'s change over the trailing 30 days${limit}`,\n      "% of main\'s level",\n      [\n        // Main\'s 30 days change between the moments it is read at: a plain line, not steps.\n        {\n          column: "main",\n          label: "main, 30 days",\n          stroke: color("accent"),\n          width: 2,\n          spanGaps: true,\n          points: points(color("accent"), 5),\n          value: (_, v) => pct(v),\n        },\n        {\n          column: "limit",\n          label: "budget",\n          stroke: color("red"),\n          dash: [8, 4],\n          spanGaps: true,\n          points: { show: false },\n          value: (_, v) => pct(v),\n        },\n      ],\n    );\n  }\n\n  window.addEventListener("resize", () => {\n    for (const [u, target] of charts) u.setSize({ width: target.clientWidth, height: 260 });\n  });\n  document.body.dataset.charts = String(charts.length);\n})();\n';
 
 // src/report/history-series.ts
 var sec = (t) => t / 1e3;
@@ -65346,33 +65352,33 @@ function levelChart(steps, drifts) {
     ...drifts.map((d) => ({ time: d.time, event: { kind: "drift", d } }))
   ]);
   const cols = {
-    summed: column(x.length),
+    main: column(x.length),
     promoted: column(x.length),
     drift: column(x.length),
     driftLow: column(x.length),
     driftHigh: column(x.length)
   };
   const labels = new Array(x.length).fill("");
-  const summedAt = (t) => steps.filter((s2) => s2.time <= t).reduce((sum3, s2) => sum3 + s2.percent, 0);
+  const levelAt = (t) => compounded(steps.filter((s2) => s2.time <= t).map((s2) => s2.percent));
   for (const { index, event } of at) {
     if (event.kind === "step") {
       const s2 = event.s;
-      const level = summedAt(s2.time);
-      cols.summed[index] = level;
+      const level = levelAt(s2.time);
+      cols.main[index] = level;
       cols.promoted[index] = level;
       const gate2 = s2.gate ? `${s2.gate.comparison.verdict} ${signedMs(s2.gate.comparison.estimate_ms)} ms (${pct2(s2.percent)})` : "no gate on this host";
-      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; summed ${pct2(level)}`;
+      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; main ${pct2(level)}`;
       continue;
     }
     const d = event.d;
-    const base = d.ancestorSince === null ? null : summedAt(d.ancestorSince);
-    cols.summed[index] = summedAt(d.time);
+    const base = d.ancestorSince === null ? null : levelAt(d.ancestorSince);
+    cols.main[index] = levelAt(d.time);
     if (base !== null) {
-      cols.drift[index] = base + d.percent;
-      cols.driftLow[index] = base + d.ciPercent[0];
-      cols.driftHigh[index] = base + d.ciPercent[1];
+      cols.drift[index] = compounded([base, d.percent]);
+      cols.driftLow[index] = compounded([base, d.ciPercent[0]]);
+      cols.driftHigh[index] = compounded([base, d.ciPercent[1]]);
     }
-    labels[index] = `${day2(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct2(d.percent)}); the ${d.steps.length} steps between add up to ${pct2(d.stepsPercent)}`;
+    labels[index] = `${day2(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct2(d.percent)}); the ${d.steps.length} steps between make ${pct2(d.stepsPercent)}`;
   }
   return { x, columns: cols, labels };
 }
@@ -65513,7 +65519,7 @@ function driftTable(h2, key, percentile2) {
   const rows2 = points.map(
     (d) => `<tr class="drift" data-run="${escapeHtml(d.runId ?? "")}" data-estimate="${d.record.estimate_ms}"><td>${when(new Date(d.time).toISOString())}</td><td>${short2(d.record.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${when(new Date(d.ancestorSince).toISOString())})`}</td><td class="num">${escapeHtml(signedMs(d.record.estimate_ms))} ms</td><td>${escapeHtml(msInterval(d.record.ci_ms))}</td><td class="num">${pct3(d.percent)}</td><td class="num">${d.steps.length}</td><td class="num">${pct3(d.stepsPercent)}</td></tr>`
   );
-  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>their sum</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
+  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>together</th></tr></thead><tbody>${rows2.join("")}</tbody></table>`;
 }
 function changePointsBox(points) {
   if (points.length === 0) return "";
@@ -73674,7 +73680,7 @@ function verdictSentence(a2) {
 }
 function blockReason(c3, reason, budget) {
   if (reason === "budget") {
-    return `the regression would take main past its monthly regression budget (${budgetWords(c3.budget)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+    return `the regression would take main past its monthly regression budget (${budgetWords(c3.budget)}): advisory reds merge, so the budget keeps what they do to main over 30 days in check`;
   }
   if (reason === "errors")
     return `the challenger fails more requests than the champion (${c3.errorRegression.challenger} vs ${c3.errorRegression.champion})`;
@@ -73944,7 +73950,7 @@ function budgetAccount(c3, main, limitPercent) {
     main_percent: main.percent,
     basis: main.drift ? "drift" : "steps",
     change_percent: change,
-    exceeded: c3.verdict === "red" && main.percent + change > limitPercent
+    exceeded: c3.verdict === "red" && compounded([main.percent, change]) > limitPercent
   };
 }
 function withBudget(a2, history, limitPercent) {

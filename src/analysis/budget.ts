@@ -3,7 +3,7 @@
 // that would take main's change over the trailing 30 days past the budget blocks like a red
 // past the threshold, with the numbers; a green pays back. Pure.
 import type { BudgetAccount, History } from "../contract/history";
-import { type MainChange, mainChange } from "./main-history";
+import { compounded, type MainChange, mainChange } from "./main-history";
 import { type Analysis, type Comparison, headlineOf } from "./verdict";
 
 /** A comparison's change in percent of main's level (the champion arm's latency at the percentile). */
@@ -23,7 +23,7 @@ export function budgetAccount(
     main_percent: main.percent,
     basis: main.drift ? "drift" : "steps",
     change_percent: change,
-    exceeded: c.verdict === "red" && main.percent + change > limitPercent,
+    exceeded: c.verdict === "red" && compounded([main.percent, change]) > limitPercent,
   };
 }
 

@@ -20,10 +20,10 @@ export interface MainStep {
   /** The gate the step is (for a rollback, the undone promotion's), when one measured it. */
   gate: { time: number; record: GateRecord; comparison: ComparisonRecord } | null;
   /**
-   * What the step adds to main, in percent of main's level at the percentile: a red's or a
-   * green's estimate (a detected change); 0 for a grey (no detected change: its estimate is
-   * noise within an interval that holds 0) or a step no gate measured. A rollback's is minus the
-   * undone step's.
+   * What the step adds to main, in percent of main's level before it at the percentile: a red's
+   * or a green's estimate (a detected change); 0 for a grey (no detected change: its estimate is
+   * noise within an interval that holds 0) or a step no gate measured. A rollback's takes main
+   * back to its level before the undone step.
    */
   percent: number;
   /** The same in ms. */
@@ -40,13 +40,27 @@ export interface DriftPoint {
   /** Champion minus ancestor, in percent of the ancestor's level, and its interval. */
   percent: number;
   ciPercent: [number, number];
-  /** The steps main took between the ancestor and the drift run, summed (percent): what the gates saw. */
+  /** The steps main took between the ancestor and the drift run, compounded (percent): what the gates saw. */
   stepsPercent: number;
   steps: MainStep[];
 }
 
 const time = (iso: string) => Date.parse(iso);
 const percentOf = (ms: number, levelMs: number) => (100 * ms) / levelMs;
+
+/**
+ * Changes in percent, each of the level before it, taken together: they compound, so a +25%
+ * step and the −20% that brings main back make 0, as main's level says. A sum would keep +5%
+ * of a change undone, more the larger the steps (docs/design/0024-regression-budget.md).
+ */
+export function compounded(percents: Iterable<number>): number {
+  let factor = 1;
+  for (const p of percents) factor *= 1 + p / 100;
+  return 100 * (factor - 1);
+}
+
+/** The change, in percent of the level after `percent`, that takes main back to the level before it. */
+const undoing = (percent: number) => (-100 * percent) / (100 + percent);
 
 /** A gate's comparison at a key and percentile, if it has one. */
 function comparisonAt(g: GateRecord, key: string, percentile: number): ComparisonRecord | undefined {
@@ -81,7 +95,7 @@ export function mainSteps(entries: readonly HistoryEntry[], key: string, percent
         kind: "rollback",
         ...base,
         gate: undone?.gate ?? null,
-        percent: -(undone?.percent ?? 0),
+        percent: undoing(undone?.percent ?? 0),
         ms: -(undone?.ms ?? 0),
       });
       continue;
@@ -122,7 +136,7 @@ export function driftPoints(h: History, key: string, percentile: number): DriftP
         ancestorSince: from,
         percent: percentOf(d.estimate_ms, d.ancestor_ms),
         ciPercent: [percentOf(d.ci_ms[0], d.ancestor_ms), percentOf(d.ci_ms[1], d.ancestor_ms)],
-        stepsPercent: between.reduce((sum, s) => sum + s.percent, 0),
+        stepsPercent: compounded(between.map((s) => s.percent)),
         steps: between,
       },
     ];
@@ -143,8 +157,8 @@ export interface MainChange {
 
 /**
  * Main's change over the `windowDays` before `now`: the latest drift run measured in the window
- * (a paired interval against the ancestor of 30 or more days before it), plus every step since;
- * without one, the sum of the window's steps. A green's step is negative: it pays back. A drift
+ * (a paired interval against the ancestor of 30 or more days before it), then every step since;
+ * without one, the window's steps; compounded. A green's step is negative: it pays back. A drift
  * run whose interval is wider than `maxDriftHalfWidthPercent` either way cannot tell a change of
  * that size and is set aside (the budget passes its limit here).
  */
@@ -166,7 +180,7 @@ export function mainChange(
   const from = drift?.time ?? start;
   const steps = mainSteps(h.entries, key, percentile).filter((s) => s.time > from && s.time <= now);
   return {
-    percent: (drift?.percent ?? 0) + steps.reduce((sum, s) => sum + s.percent, 0),
+    percent: compounded([drift?.percent ?? 0, ...steps.map((s) => s.percent)]),
     drift,
     setAside: tooWide ? latest : null,
     steps,

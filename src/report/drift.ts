@@ -10,7 +10,7 @@ const day = (t: number) => new Date(t).toISOString().slice(0, 10);
 /** One line per drift run, for a terminal or a log. */
 export function driftLine(d: DriftPoint): string {
   const r = d.record;
-  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between adds" : `the ${d.steps.length} steps merged in between add`} up to ${pct(d.stepsPercent)}`;
+  return `drift of ${r.workload}@${r.rate} at ${percentLabel(r.percentile)} since ${r.ancestor_sha.slice(0, 7)}${d.ancestorSince === null ? "" : ` (${day(d.ancestorSince)})`}: ${signedMs(r.estimate_ms)} ms ${msInterval(r.ci_ms)}, ${pct(d.percent)} of its level; ${d.steps.length === 1 ? "the 1 step merged in between comes" : `the ${d.steps.length} steps merged in between come`} to ${pct(d.stepsPercent)}`;
 }
 
 /** One line per change point. */
@@ -29,9 +29,9 @@ export function driftReport(
   if (points.length === 0) out.push(skipped ?? "No drift run.");
   else {
     out.push(
-      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the sum of the steps the gates measured in between.",
+      "The champion measured against an earlier champion the host kept, with the gate's interleaved protocol: a paired interval for the whole span, beside the steps the gates measured in between, taken together (they compound).",
       "",
-      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | their sum |",
+      "| workload @ rate | ancestor | measured drift | 95% CI | in % of its level | steps merged in between | together |",
       "|---|---|---:|---|---:|---:|---:|",
       ...points.map((d) => {
         const r = d.record;

@@ -104,10 +104,10 @@
     make(
       document.getElementById(`level-${k.id}`),
       k.level,
-      "Main's level: the steps summed, and the drift measured",
+      "Main's level: the steps compounded, and the drift measured",
       "% of the first champion",
       [
-        steps("summed", "steps summed", "grey", pct),
+        steps("main", "steps compounded", "grey", pct),
         dots("promoted", "promotion", "accent", pct),
         dots("drift", "measured drift (95% CI)", "drift", pct, 9),
       ],

@@ -133,7 +133,7 @@ function driftTable(h: History, key: string, percentile: number): string {
     (d) =>
       `<tr class="drift" data-run="${escapeHtml(d.runId ?? "")}" data-estimate="${d.record.estimate_ms}"><td>${when(new Date(d.time).toISOString())}</td><td>${short(d.record.ancestor_sha)}${d.ancestorSince === null ? "" : ` (${when(new Date(d.ancestorSince).toISOString())})`}</td><td class="num">${escapeHtml(signedMs(d.record.estimate_ms))} ms</td><td>${escapeHtml(msInterval(d.record.ci_ms))}</td><td class="num">${pct(d.percent)}</td><td class="num">${d.steps.length}</td><td class="num">${pct(d.stepsPercent)}</td></tr>`,
   );
-  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>their sum</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+  return `<table class="data drifts"><thead><tr><th>when</th><th>ancestor (promoted)</th><th>measured drift</th><th>95% CI</th><th>% of its level</th><th>steps between</th><th>together</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
 
 function changePointsBox(points: readonly ChangePoint[]): string {

@@ -1,9 +1,10 @@
 // The history page's charts as data: per comparison key and percentile, main's level over time
-// (the steps summed, the drift runs measured), every gate's interval against the floor and the
+// (the steps compounded, the drift runs measured), every gate's interval against the floor and the
 // block threshold, and main's 30-day change against the budget. Aligned arrays, as uPlot takes
 // them: one x (seconds) per chart, null where a series has no point. Pure.
 import {
   BUDGET_WINDOW_DAYS,
+  compounded,
   type DriftPoint,
   driftPoints,
   type MainStep,
@@ -56,7 +57,7 @@ function axis<T>(events: readonly { time: number; event: T }[]): { x: number[]; 
 
 const column = (n: number): Column => new Array(n).fill(null);
 
-/** Main's level, in percent of the first champion's: the steps summed, and each drift run anchored at its ancestor's level. */
+/** Main's level, in percent of the first champion's: the steps compounded, and each drift run anchored at its ancestor's level. */
 function levelChart(steps: readonly MainStep[], drifts: readonly DriftPoint[]): Chart {
   type Ev = { kind: "step"; s: MainStep } | { kind: "drift"; d: DriftPoint };
   const { x, at } = axis<Ev>([
@@ -64,38 +65,38 @@ function levelChart(steps: readonly MainStep[], drifts: readonly DriftPoint[]): 
     ...drifts.map((d) => ({ time: d.time, event: { kind: "drift" as const, d } })),
   ]);
   const cols = {
-    summed: column(x.length),
+    main: column(x.length),
     promoted: column(x.length),
     drift: column(x.length),
     driftLow: column(x.length),
     driftHigh: column(x.length),
   };
   const labels: string[] = new Array(x.length).fill("");
-  // The summed level at a time: every step up to it.
-  const summedAt = (t: number) => steps.filter((s) => s.time <= t).reduce((sum, s) => sum + s.percent, 0);
+  // Main's level at a time: every step up to it.
+  const levelAt = (t: number) => compounded(steps.filter((s) => s.time <= t).map((s) => s.percent));
   for (const { index, event } of at) {
     if (event.kind === "step") {
       const s = event.s;
-      const level = summedAt(s.time);
-      cols.summed[index] = level;
+      const level = levelAt(s.time);
+      cols.main[index] = level;
       cols.promoted[index] = level;
       const gate = s.gate
         ? `${s.gate.comparison.verdict} ${signedMs(s.gate.comparison.estimate_ms)} ms (${pct(s.percent)})`
         : "no gate on this host";
       labels[index] =
-        `${day(s.time)} ${s.kind === "rollback" ? "rollback to" : "promoted"} ${who(s)}: ${s.kind === "rollback" ? `undoes ${pct(-s.percent)}` : gate}; summed ${pct(level)}`;
+        `${day(s.time)} ${s.kind === "rollback" ? "rollback to" : "promoted"} ${who(s)}: ${s.kind === "rollback" ? `undoes ${pct(-s.percent)}` : gate}; main ${pct(level)}`;
       continue;
     }
     const d = event.d;
-    const base = d.ancestorSince === null ? null : summedAt(d.ancestorSince);
-    cols.summed[index] = summedAt(d.time);
+    const base = d.ancestorSince === null ? null : levelAt(d.ancestorSince);
+    cols.main[index] = levelAt(d.time);
     if (base !== null) {
-      cols.drift[index] = base + d.percent;
-      cols.driftLow[index] = base + d.ciPercent[0];
-      cols.driftHigh[index] = base + d.ciPercent[1];
+      cols.drift[index] = compounded([base, d.percent]);
+      cols.driftLow[index] = compounded([base, d.ciPercent[0]]);
+      cols.driftHigh[index] = compounded([base, d.ciPercent[1]]);
     }
     labels[index] =
-      `${day(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct(d.percent)}); the ${d.steps.length} steps between add up to ${pct(d.stepsPercent)}`;
+      `${day(d.time)} drift since ${d.record.ancestor_sha.slice(0, 7)}: ${signedMs(d.record.estimate_ms)} ms [${signedMs(d.record.ci_ms[0])}, ${signedMs(d.record.ci_ms[1])}] (${pct(d.percent)}); the ${d.steps.length} steps between make ${pct(d.stepsPercent)}`;
   }
   return { x, columns: cols, labels };
 }

@@ -160,7 +160,7 @@ function verdictSentence(a: Analysis): string {
 /** Why a comparison blocks, one reason. */
 function blockReason(c: Comparison, reason: Comparison["blockedBy"][number], budget: string): string {
   if (reason === "budget") {
-    return `the regression would take main past its monthly regression budget (${budgetWords(c.budget!)}): advisory reds merge, so the budget keeps their sum over 30 days in check`;
+    return `the regression would take main past its monthly regression budget (${budgetWords(c.budget!)}): advisory reds merge, so the budget keeps what they do to main over 30 days in check`;
   }
   if (reason === "errors")
     return `the challenger fails more requests than the champion (${c.errorRegression!.challenger} vs ${c.errorRegression!.champion})`;

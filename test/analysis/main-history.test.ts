@@ -46,20 +46,40 @@ describe("main's steps", () => {
     const h = new HistoryBuilder().promote(shaOf(1)).after(1).merge({ estimateMs: 0.05 }).after(1).rollback().build();
     const steps = mainSteps(h.entries, KEY, 99);
     expect(steps.at(-1)).toMatchObject({ kind: "rollback", sha: shaOf(1) });
-    expect(steps.at(-1)!.percent).toBeCloseTo(-0.5, 9);
+    // Back to the level before +0.5%: −0.5/1.005 % of the level after it.
+    expect(steps.at(-1)!.percent).toBeCloseTo(-0.5 / 1.005, 9);
     expect(mainChange(h, KEY, 99, Date.parse(h.time)).percent).toBeCloseTo(0, 9);
   });
 });
 
+/** Steps in percent of the level before each, taken together, as main's level moves. */
+const together = (...percents: number[]) => 100 * (percents.reduce((f, p) => f * (1 + p / 100), 1) - 1);
+
 describe("main's change over 30 days", () => {
-  it("is the sum of the window's steps when no drift was measured; older steps fall out of it", () => {
+  it("is the window's steps, compounded, when no drift was measured; older steps fall out of it", () => {
     const b = new HistoryBuilder().promote(shaOf(1)).after(1).merge({ estimateMs: 0.04 }); // day 1: +0.4%, falls out
     b.after(10).merge({ estimateMs: 0.03 }).after(10).merge({ estimateMs: -0.1 }).after(10).merge({ estimateMs: 0.05 });
     const h = b.after(5).build(); // now: day 36
     const c = mainChange(h, KEY, 99, Date.parse(h.time));
     expect(c.drift).toBeNull();
     expect(c.steps).toHaveLength(3);
-    expect(c.percent).toBeCloseTo(0.3 - 1 + 0.5, 9);
+    expect(c.percent).toBeCloseTo(together(0.3, -1, 0.5), 9);
+  });
+
+  it("is 0 when a green takes main back to its level: the steps compound, each in percent of the level before it", () => {
+    // 8 ms → 10 ms (+25%) → 8 ms (−20%): summed, the two would leave main +5%, a change undone.
+    const b = new HistoryBuilder().promote(shaOf(1));
+    b.after(1)
+      .merge({ estimateMs: 2, championMs: 8, thresholdMs: 5 })
+      .after(1)
+      .merge({ estimateMs: -2, championMs: 10 });
+    const h = b.after(1).build();
+    expect(mainSteps(h.entries, KEY, 99).map((s) => s.percent)).toEqual([
+      0,
+      expect.closeTo(25, 9),
+      expect.closeTo(-20, 9),
+    ]);
+    expect(mainChange(h, KEY, 99, Date.parse(h.time)).percent).toBeCloseTo(0, 9);
   });
 
   it("starts from the latest drift run in the window and adds only the steps after it", () => {
@@ -71,11 +91,11 @@ describe("main's change over 30 days", () => {
     const c = mainChange(h, KEY, 99, Date.parse(h.time));
     expect(c.drift?.percent).toBeCloseTo(0.9, 9);
     expect(c.steps).toHaveLength(1);
-    expect(c.percent).toBeCloseTo(0.9 + 0.3, 9);
+    expect(c.percent).toBeCloseTo(together(0.9, 0.3), 9);
     // The drift run beside the steps it spans.
     const [d] = driftPoints(h, KEY, 99);
     expect(d!.steps).toHaveLength(2);
-    expect(d!.stepsPercent).toBeCloseTo(0.4, 9);
+    expect(d!.stepsPercent).toBeCloseTo(together(0.2, 0.2), 9);
     expect(d!.ciPercent[0]).toBeCloseTo(0.8, 9);
     expect(d!.ancestorSince).toBe(T0);
   });
@@ -92,7 +112,7 @@ describe("a drift run too wide for the budget", () => {
     const set = mainChange(h, KEY, 99, now, { maxDriftHalfWidthPercent: 1 });
     expect(set.drift).toBeNull();
     expect(set.setAside?.percent).toBeCloseTo(0.5, 9);
-    expect(set.percent).toBeCloseTo(0.2 + 0.3, 9);
+    expect(set.percent).toBeCloseTo(together(0.2, 0.3), 9);
   });
 });
 
@@ -185,7 +205,7 @@ describe("the regression budget", () => {
     const past = withBudget(red, b.build(), 1);
     expect(past.blocking).toBe(true);
     expect(past.headline.blockedBy).toEqual(["budget"]);
-    expect(past.headline.budget!.main_percent).toBeCloseTo(0.8, 9);
+    expect(past.headline.budget!.main_percent).toBeCloseTo(together(0.4, 0.4), 9);
     expect(past.headline.budget!.change_percent).toBeCloseTo(0.4, 1);
   });
 

@@ -128,6 +128,11 @@ async function run(
       ctx,
       `day ${days}: the interval is ±${half.toFixed(3)} ms, wider than half the ${STEP_MS} ms step each build takes`,
     );
+  const budget = summary?.comparisons[0]?.budget;
+  if (summary && budget)
+    console.log(
+      `[history] day ${days}: ${summary.verdict}${summary.blocking ? ` blocking (${summary.blocked_by.join(", ")})` : ""} ${summary.estimate_ms.toFixed(3)} ms [${summary.ci_ms?.map((x) => x.toFixed(3)).join(", ")}]; main ${budget.main_percent.toFixed(2)}%, this change ${budget.change_percent.toFixed(2)}%`,
+    );
   return { code: r.code, summary, stderr: r.stderr };
 }
 
