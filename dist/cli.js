@@ -39538,8 +39538,15 @@ function historyProblems(h2) {
     if (!(lo <= estimate && estimate <= hi))
       out.push(`${at}.ci_ms: [${lo}, ${hi}] does not hold the estimate ${estimate}`);
   };
+  const level = (at, estimate, levelMs2, of) => {
+    if (levelMs2 + estimate <= 0)
+      out.push(`${at}.estimate_ms: ${estimate} takes the ${of} ${levelMs2} ms to no latency (at most 0 ms)`);
+  };
   const gate2 = (at, g2) => {
-    for (const [j, c3] of g2.comparisons.entries()) around(`${at}.comparisons[${j}]`, c3.estimate_ms, c3.ci_ms);
+    for (const [j, c3] of g2.comparisons.entries()) {
+      around(`${at}.comparisons[${j}]`, c3.estimate_ms, c3.ci_ms);
+      level(`${at}.comparisons[${j}]`, c3.estimate_ms, c3.champion_ms, "champion_ms");
+    }
   };
   date5("time", h2.time);
   h2.ancestors.forEach((a2, i2) => {
@@ -39559,7 +39566,10 @@ function historyProblems(h2) {
       date5(`${at}.change.step.gated`, e.change.step.gated);
       gate2(`${at}.change.step.gate`, e.change.step.gate);
     }
-    if (e.drift) around(`${at}.drift`, e.drift.estimate_ms, e.drift.ci_ms);
+    if (e.drift) {
+      around(`${at}.drift`, e.drift.estimate_ms, e.drift.ci_ms);
+      level(`${at}.drift`, e.drift.estimate_ms, e.drift.ancestor_ms, "ancestor_ms");
+    }
   });
   return out;
 }

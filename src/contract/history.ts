@@ -178,8 +178,17 @@ function historyProblems(h: History): string[] {
     if (!(lo <= estimate && estimate <= hi))
       out.push(`${at}.ci_ms: [${lo}, ${hi}] does not hold the estimate ${estimate}`);
   };
+  // A change of -100% or less leaves main no latency at all: no measurement reads so, and the
+  // budget's steps, which compound, could not be undone.
+  const level = (at: string, estimate: number, levelMs: number, of: string) => {
+    if (levelMs + estimate <= 0)
+      out.push(`${at}.estimate_ms: ${estimate} takes the ${of} ${levelMs} ms to no latency (at most 0 ms)`);
+  };
   const gate = (at: string, g: GateRecord) => {
-    for (const [j, c] of g.comparisons.entries()) around(`${at}.comparisons[${j}]`, c.estimate_ms, c.ci_ms);
+    for (const [j, c] of g.comparisons.entries()) {
+      around(`${at}.comparisons[${j}]`, c.estimate_ms, c.ci_ms);
+      level(`${at}.comparisons[${j}]`, c.estimate_ms, c.champion_ms, "champion_ms");
+    }
   };
   date("time", h.time);
   h.ancestors.forEach((a, i) => {
@@ -199,7 +208,10 @@ function historyProblems(h: History): string[] {
       date(`${at}.change.step.gated`, e.change.step.gated);
       gate(`${at}.change.step.gate`, e.change.step.gate);
     }
-    if (e.drift) around(`${at}.drift`, e.drift.estimate_ms, e.drift.ci_ms);
+    if (e.drift) {
+      around(`${at}.drift`, e.drift.estimate_ms, e.drift.ci_ms);
+      level(`${at}.drift`, e.drift.estimate_ms, e.drift.ancestor_ms, "ancestor_ms");
+    }
   });
   return out;
 }

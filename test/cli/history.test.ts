@@ -53,6 +53,10 @@ describe("perf-gate history --from", () => {
       good.replace(/("estimate_ms":[^,]+,)"ci_ms":\[[^\]]*\]/, '$1"ci_ms":[5,6]'),
       /gate\.comparisons\[0\]\.ci_ms: \[5, 6\] does not hold the estimate/,
     ],
+    "a step that leaves main no latency": [
+      good.replace(/"estimate_ms":[^,]+,"ci_ms":\[[^\]]*\]/, '"estimate_ms":-20,"ci_ms":[-21,-19]'),
+      /gate\.comparisons\[0\]\.estimate_ms: -20 takes the champion_ms \d+(\.\d+)? ms to no latency \(at most 0 ms\)/,
+    ],
     "a time that is no date": [good.replace(/"time":"[^"]*"/, '"time":"yesterday"'), /time: not a date: "yesterday"/],
     "a script in a SHA": [
       good.replace(/"sha":"[0-9a-f]+"/, '"sha":"</script><script>alert(1)</script>"'),
