@@ -181,6 +181,30 @@ func TestAppendRefusesAnInvalidRecordNamingTheField(t *testing.T) {
 	}
 }
 
+func TestAppendRefusesAChangeThatLeavesNoLatency(t *testing.T) {
+	s := open(t, DefaultBoundBytes)
+	bad := gate(1, "abc1234")
+	bad.Comparisons[0].EstimateMs, bad.Comparisons[0].CIMs = -40, [2]float64{-41, -39}
+	drift := &contract.DriftRecord{
+		Workload: "work", Rate: 1000, Percentile: 99, ChampionSHA: "c0ffee1", AncestorSHA: "abc1234",
+		EstimateMs: -12, CIMs: [2]float64{-13, -11}, AncestorMs: 10, Pairs: 90,
+	}
+	for _, c := range []struct {
+		entry contract.HistoryEntry
+		want  string
+	}{
+		{contract.HistoryEntry{Kind: contract.HistoryGate, Gate: bad}, "gate.comparisons[0].estimate_ms: -40 takes the champion_ms 40 ms to no latency (at most 0 ms)"},
+		{contract.HistoryEntry{Kind: contract.HistoryDrift, Drift: drift}, "drift.estimate_ms: -12 takes the ancestor_ms 10 ms to no latency (at most 0 ms)"},
+	} {
+		if _, err := s.Append(c.entry); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("append: %v, want %q", err, c.want)
+		}
+	}
+	if _, err := os.Stat(s.path); err == nil {
+		t.Fatal("a refused entry was written")
+	}
+}
+
 // Appends from many writers at once (the CI's gate-record, a promotion, a calibration) neither
 // interleave nor lose a line, also while the bound compacts.
 func TestConcurrentAppendsKeepEveryLineWhole(t *testing.T) {

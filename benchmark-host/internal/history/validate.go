@@ -79,6 +79,7 @@ func validateComparison(at string, c *contract.ComparisonRecord) error {
 		f("estimate_ms", contract.Ms.Check(c.EstimateMs)),
 		f("ci_ms", interval(c.CIMs, c.EstimateMs)),
 		f("champion_ms", contract.LevelMs.Check(c.ChampionMs)),
+		f("estimate_ms", keepsALatency(c.EstimateMs, c.ChampionMs, "champion_ms")),
 		f("threshold_ms", contract.HalfWidthMs.Check(c.ThresholdMs)),
 		f("pairs", contract.FloorPairs.Check(float64(c.Pairs))),
 		f("floor_ms", optionalNumber(c.FloorMs, contract.HalfWidthMs)),
@@ -139,8 +140,19 @@ func ValidateDrift(d *contract.DriftRecord) error {
 		field("estimate_ms", contract.Ms.Check(d.EstimateMs)),
 		field("ci_ms", interval(d.CIMs, d.EstimateMs)),
 		field("ancestor_ms", contract.LevelMs.Check(d.AncestorMs)),
+		field("estimate_ms", keepsALatency(d.EstimateMs, d.AncestorMs, "ancestor_ms")),
 		field("pairs", contract.FloorPairs.Check(float64(d.Pairs))),
 	)
+}
+
+// keepsALatency refuses a change of -100% or less: it leaves the level no latency at all, which
+// no measurement reads, and main's steps, which compound, could not be undone
+// (docs/design/0024-regression-budget.md).
+func keepsALatency(estimateMs, levelMs float64, level string) error {
+	if levelMs+estimateMs <= 0 {
+		return fmt.Errorf("%v takes the %s %v ms to no latency (at most 0 ms)", estimateMs, level, levelMs)
+	}
+	return nil
 }
 
 // validateEntry checks an entry read back: its kind, the one record that kind carries, and that
