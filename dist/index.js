@@ -65377,7 +65377,7 @@ function levelChart(steps, drifts) {
       cols.main[index] = level;
       cols.promoted[index] = level;
       const gate2 = s2.gate ? `${s2.gate.comparison.verdict} ${signedMs(s2.gate.comparison.estimate_ms)} ms (${pct2(s2.percent)})` : "no gate on this host";
-      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(-s2.percent)}` : gate2}; main ${pct2(level)}`;
+      labels[index] = `${day2(s2.time)} ${s2.kind === "rollback" ? "rollback to" : "promoted"} ${who(s2)}: ${s2.kind === "rollback" ? `undoes ${pct2(undoing(s2.percent))}` : gate2}; main ${pct2(level)}`;
       continue;
     }
     const d = event.d;
@@ -65447,7 +65447,7 @@ function budgetChart(h2, key, percentile2, steps, drifts) {
   for (const { index, event } of at) {
     const c3 = mainChange(h2, key, percentile2, event);
     main[index] = c3.percent;
-    labels[index] = `${day2(event)} main ${pct2(c3.percent)} over ${BUDGET_WINDOW_DAYS} days (${c3.drift ? `drift run ${pct2(c3.drift.percent)} + ` : ""}${c3.steps.length} steps)`;
+    labels[index] = `${day2(event)} main ${pct2(c3.percent)} over ${BUDGET_WINDOW_DAYS} days (${c3.drift ? `drift run ${pct2(c3.drift.percent)}, then ` : ""}${c3.steps.length} steps, compounded)`;
   }
   const limits = h2.entries.flatMap(
     (e) => e.gate?.comparisons.filter((c3) => comparisonKey(c3.workload, c3.rate) === key && c3.budget).map((c3) => c3.budget.limit_percent) ?? []

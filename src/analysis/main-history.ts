@@ -59,8 +59,11 @@ export function compounded(percents: Iterable<number>): number {
   return 100 * (factor - 1);
 }
 
-/** The change, in percent of the level after `percent`, that takes main back to the level before it. */
-const undoing = (percent: number) => (-100 * percent) / (100 + percent);
+/**
+ * The change, in percent of the level after `percent`, that takes main back to the level before
+ * it; its own inverse, so a rollback's step names the step it undid.
+ */
+export const undoing = (percent: number) => (-100 * percent) / (100 + percent);
 
 /** A gate's comparison at a key and percentile, if it has one. */
 function comparisonAt(g: GateRecord, key: string, percentile: number): ComparisonRecord | undefined {
@@ -193,7 +196,11 @@ export interface ChangePoint {
   key: string;
   percentile: number;
   steps: MainStep[];
-  /** The steps' estimates summed, in ms and in percent of main's level. */
+  /**
+   * The steps' estimates summed, in ms (what the threshold, in ms, is held against), and their
+   * percents summed as the ms are: what the reds add up to, not main's change, which compounds
+   * (mainChange: three +5% steps are +15.76% of main, their sum +15%).
+   */
   sumMs: number;
   sumPercent: number;
   thresholdMs: number;

@@ -1,5 +1,5 @@
-// Main's drift in words: each drift run's measured interval beside the sum of the steps merged
-// since its ancestor, and the change points no single promotion crossed the threshold for. Pure.
+// Main's drift in words: each drift run's measured interval beside the steps merged since its
+// ancestor, compounded, and the change points no single promotion crossed the threshold for. Pure.
 import type { ChangePoint, DriftPoint } from "../analysis/main-history";
 import { ms, msInterval, percentLabel, signedMs } from "./format";
 

@@ -10,6 +10,7 @@ import {
   type MainStep,
   mainChange,
   mainSteps,
+  undoing,
 } from "../analysis/main-history";
 import type { History } from "../contract/history";
 import { comparisonKey } from "../contract/rules";
@@ -84,7 +85,7 @@ function levelChart(steps: readonly MainStep[], drifts: readonly DriftPoint[]): 
         ? `${s.gate.comparison.verdict} ${signedMs(s.gate.comparison.estimate_ms)} ms (${pct(s.percent)})`
         : "no gate on this host";
       labels[index] =
-        `${day(s.time)} ${s.kind === "rollback" ? "rollback to" : "promoted"} ${who(s)}: ${s.kind === "rollback" ? `undoes ${pct(-s.percent)}` : gate}; main ${pct(level)}`;
+        `${day(s.time)} ${s.kind === "rollback" ? "rollback to" : "promoted"} ${who(s)}: ${s.kind === "rollback" ? `undoes ${pct(undoing(s.percent))}` : gate}; main ${pct(level)}`;
       continue;
     }
     const d = event.d;
@@ -170,7 +171,7 @@ function budgetChart(
     const c = mainChange(h, key, percentile, event);
     main[index] = c.percent;
     labels[index] =
-      `${day(event)} main ${pct(c.percent)} over ${BUDGET_WINDOW_DAYS} days (${c.drift ? `drift run ${pct(c.drift.percent)} + ` : ""}${c.steps.length} steps)`;
+      `${day(event)} main ${pct(c.percent)} over ${BUDGET_WINDOW_DAYS} days (${c.drift ? `drift run ${pct(c.drift.percent)}, then ` : ""}${c.steps.length} steps, compounded)`;
   }
   // The budget the latest gate of this key kept, if any set one.
   const limits = h.entries.flatMap(

@@ -13,6 +13,7 @@ import {
 } from "../../src/analysis/main-history";
 import { analyze, defaultSettings } from "../../src/analysis/verdict";
 import { gateRecordSchema } from "../../src/contract/history";
+import { keySeries } from "../../src/report/history-series";
 import { DAY, HistoryBuilder, shaOf, T0 } from "../support/history";
 import { makeResult, pairsFromDiffs } from "./fixtures";
 
@@ -49,6 +50,22 @@ describe("main's steps", () => {
     // Back to the level before +0.5%: −0.5/1.005 % of the level after it.
     expect(steps.at(-1)!.percent).toBeCloseTo(-0.5 / 1.005, 9);
     expect(mainChange(h, KEY, 99, Date.parse(h.time)).percent).toBeCloseTo(0, 9);
+  });
+});
+
+describe("main's level on the history page", () => {
+  it("comes back to 0 after a rollback, which says it undoes the step it rolled back", () => {
+    const h = new HistoryBuilder()
+      .promote(shaOf(1))
+      .after(1)
+      .merge({ estimateMs: 2, championMs: 8, thresholdMs: 5 }) // 8 ms → 10 ms: +25%
+      .after(1)
+      .rollback()
+      .build();
+    const level = keySeries(h, KEY, 99).level;
+    const rolledBack = level.labels.findLastIndex((l) => l.includes("rollback to"));
+    expect(level.columns.main![rolledBack]).toBeCloseTo(0, 9);
+    expect(level.labels[rolledBack]).toMatch(/undoes \+25\.00%; main [+−]0\.00%$/);
   });
 });
 
