@@ -7,6 +7,7 @@
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
+import { compounded } from "../../src/analysis/main-history";
 import { digestOf } from "../../src/cli/run";
 import { parseHistory } from "../../src/contract/history";
 import { buildServiceBinaries } from "../support/bench-host";
@@ -156,10 +157,7 @@ describe("the history on a local host", () => {
     expect(c.summary).toMatchObject({ verdict: "red", blocking: true, blocked_by: ["budget"] });
     const cBudget = c.summary!.comparisons[0]!.budget!;
     expect(cBudget.main_percent).toBeCloseTo(bBudget.change_percent, 6);
-    // The steps compound: (1 + main)(1 + this change) − 1.
-    expect(100 * ((1 + cBudget.main_percent / 100) * (1 + cBudget.change_percent / 100) - 1)).toBeGreaterThan(
-      LIMIT_PERCENT,
-    );
+    expect(compounded([cBudget.main_percent, cBudget.change_percent])).toBeGreaterThan(LIMIT_PERCENT);
 
     // Day 4: D (back to A's wait) is green against B; merged, it pays back, and E's +0.2 ms passes where C's did not.
     const d = await run(ctx, 4, "--champion", digest("B"), "--challenger", digest("D"));
